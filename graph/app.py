@@ -1,0 +1,69 @@
+"""Assemble Gatehouse from settings: storage, tools, model, policy, hooks -> Session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from graph.agent import DEFAULT_SYSTEM_PROMPT, build_graph
+from graph.config import Settings, load_settings
+from graph.models import describe_model, make_model
+from graph.policy import Policy
+from graph.session import Session
+from graph.storage import open_storage
+
+
+def _tools(settings: Settings) -> tuple[list[Any], list[Any]]:
+    """(tools, closers). The full tool set lives in tools/registry.py when present."""
+    try:
+        from tools.registry import build_tools, close_tools
+    except ImportError:
+        from tools.files import make_file_tools
+        from tools.workspace import Workspace
+
+        return make_file_tools(Workspace(settings.workspace)), []
+    return build_tools(settings), [close_tools]
+
+
+def build_agent(
+    settings: Settings, checkpointer: Any = None, *, journal: Any = None
+) -> tuple[CompiledStateGraph, list[Any], list[Any]]:
+    tools, closers = _tools(settings)
+    graph = build_graph(
+        model=make_model(settings),
+        tools=tools,
+        checkpointer=checkpointer,
+        policy=Policy.from_mapping(settings.policy),
+        hooks=settings.hooks,
+        system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
+        max_model_calls=settings.max_model_calls,
+        journal=journal,
+    )
+    return graph, tools, closers
+
+
+def open_session(settings: Settings | None = None) -> Session:
+    """The default Gatehouse: settings from gatehouse.toml and the environment."""
+    settings = settings or load_settings()
+    storage = open_storage(settings.db)
+    graph, tools, closers = build_agent(settings, storage.checkpointer, journal=storage.journal)
+    return Session(
+        graph,
+        storage,
+        tools,
+        closers=closers,
+        info={
+            "model": describe_model(settings),
+            "demo": settings.uses_demo_model,
+            "db": storage.location,
+            "workspace": settings.workspace,
+            "policy": Policy.from_mapping(settings.policy).summary(tools),
+        },
+    )
+
+
+def make_graph(config: Any = None) -> CompiledStateGraph:
+    """Entry point for langgraph.json: LangGraph Server provides persistence."""
+    graph, _, _ = build_agent(load_settings())
+    return graph

@@ -1,0 +1,150 @@
+"""The offline demo model: no account, no network, real tool calls.
+
+With no API key and no base URL configured, Gatehouse uses this model so a new user
+sees the whole flow (streaming, free tools, approval cards) at once. It reads plain
+requests ("list files", "read notes.md", "write todo.md: buy milk", "run: ls") and
+calls the matching tool when the agent has it; every reply says it is the demo.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import Field
+
+DEMO_LABEL = "Demo model (offline)"
+RESULT_PREVIEW_CHARS = 1_500
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A plain request the demo understands: a regex and how to turn it into a call."""
+
+    pattern: str
+    tool: str
+    args: Callable[[re.Match[str]], dict[str, Any]]
+    example: str
+
+
+INTENTS: list[Intent] = [
+    Intent(r"^(?:list|ls|show)(?: the)? files(?: in (?P<path>\S+))?$", "list_files",
+           lambda m: {"path": m["path"] or "."}, "list files"),
+    Intent(r"^(?:read|open|cat|show) (?P<path>\S+)$", "read_file",
+           lambda m: {"path": m["path"]}, "read notes.md"),
+    Intent(r"^(?:write|create) (?P<path>[^:\s]+)\s*:\s*(?P<content>.*)$", "write_file",
+           lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
+           "write todo.md: buy milk"),
+    Intent(r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$", "run_command",
+           lambda m: {"command": m["command"]}, "run: ls"),
+]
+
+
+def register_intent(intent: Intent) -> None:
+    """Teach the demo a new request (tool modules call this for their tools)."""
+    INTENTS.append(intent)
+
+
+class DemoModel(BaseChatModel):
+    tool_names: list[str] = Field(default_factory=list)
+    chunk_chars: int = 6
+
+    @property
+    def _llm_type(self) -> str:
+        return "gatehouse-demo"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> DemoModel:
+        return self.model_copy(update={"tool_names": [getattr(t, "name", str(t)) for t in tools]})
+
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1] if messages else None
+        if isinstance(last, ToolMessage):
+            return AIMessage(content=self._summarise(messages))
+        if isinstance(last, HumanMessage):
+            requests = [r.strip() for r in re.split(r"\s+(?:and then|then)\s+|;\s*", str(last.content)) if r.strip()]
+            calls = [c for c in (self._match(r) for r in requests) if c is not None]
+            if calls:
+                names = ", ".join(c["name"] for c in calls)
+                return AIMessage(content=f"[{DEMO_LABEL}] Calling {names}.", tool_calls=calls)
+        return AIMessage(content=self._help())
+
+    def _match(self, request: str) -> dict[str, Any] | None:
+        for intent in INTENTS:
+            if intent.tool not in self.tool_names:
+                continue
+            m = re.match(intent.pattern, request, flags=re.IGNORECASE | re.DOTALL)
+            if m:
+                return {"name": intent.tool, "args": intent.args(m), "id": f"call_{uuid.uuid4().hex[:20]}", "type": "tool_call"}
+        return None
+
+    def _summarise(self, messages: list[BaseMessage]) -> str:
+        results: list[ToolMessage] = []
+        for m in reversed(messages):
+            if not isinstance(m, ToolMessage):
+                break
+            results.insert(0, m)
+        parts = [f"[{DEMO_LABEL}] Here is what happened:"]
+        for r in results:
+            text = str(r.content)
+            if len(text) > RESULT_PREVIEW_CHARS:
+                text = text[:RESULT_PREVIEW_CHARS] + " …"
+            mark = "✗" if r.status == "error" else "✓"
+            parts.append(f"\n{mark} {r.name}:\n{text}")
+        return "\n".join(parts)
+
+    def _help(self) -> str:
+        examples = [f"- `{i.example}`" for i in INTENTS if i.tool in self.tool_names]
+        return (
+            f"[{DEMO_LABEL}] I am the offline demo model: set OPENAI_API_KEY or OPENAI_BASE_URL "
+            "to talk to a real model. I understand requests like:\n" + "\n".join(examples)
+            + "\nCombine them with `then`."
+        )
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self.reply(messages)
+        text = str(reply.content)
+        for i in range(0, len(text), self.chunk_chars):
+            piece = text[i : i + self.chunk_chars]
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+        if reply.tool_calls:
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[
+                        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": n, "type": "tool_call_chunk"}
+                        for n, c in enumerate(reply.tool_calls)
+                    ],
+                )
+            )

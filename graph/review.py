@@ -1,0 +1,222 @@
+"""The approval step: the request a person answers, and what their answer means.
+
+The request is a LangChain `HITLRequest` (`action_requests` + `review_configs`, in
+the model's order) with Gatehouse extras (`tool_call_id`, `risk`, `preview`). The
+answer is `{"decisions": [...]}` in request order, or keyed by tool call id, exactly
+as `HumanInTheLoopMiddleware` takes it. Validation lives in a pydantic model built
+per request and handed to `interrupt(response_schema=...)`, so a wrong answer is
+refused by LangGraph itself before anything is saved — also when the graph is
+resumed directly with `Command` by Studio or the SDK — and the thread stays paused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from graph.policy import Grant, Verdict
+from tools.base import spec_of
+
+PREVIEW_CHARS = 20_000
+
+
+class DecisionError(ValueError):
+    """An answer to an approval request was refused; nothing changed."""
+
+
+class EditedAction(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    args: dict[str, Any]
+
+
+class _Decision(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    # Gatehouse extra: "always allow this tool in this thread" (True) or only for
+    # argument values matching a glob (a string), granted with this approval.
+    always_allow: bool | str | None = None
+
+
+class Approve(_Decision):
+    type: Literal["approve"]
+
+
+class Edit(_Decision):
+    type: Literal["edit"]
+    edited_action: EditedAction
+
+
+class Reject(_Decision):
+    type: Literal["reject"]
+    message: str | None = None
+
+
+class Respond(_Decision):
+    type: Literal["respond"]
+    message: str
+
+
+Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="type")]
+
+
+class ReviewAnswer(BaseModel):
+    decisions: list[Decision]
+
+
+def build_request(
+    calls: Sequence[tuple[ToolCall, Verdict]], tools: Mapping[str, BaseTool]
+) -> dict[str, Any]:
+    """The HITLRequest for the gated calls of one model turn."""
+    actions, configs = [], []
+    for call, verdict in calls:
+        tool = tools[call["name"]]
+        spec = spec_of(tool)
+        action: dict[str, Any] = {
+            "name": call["name"],
+            "args": call["args"],
+            "description": verdict.description
+            or f"Tool execution requires approval\n\nTool: {call['name']}\nArgs: {json.dumps(call['args'], indent=2, default=str)}",
+            "tool_call_id": call["id"],
+            "risk": spec.risk,
+        }
+        if spec.preview is not None:
+            action["preview"] = _preview(spec.preview, call["args"])
+        actions.append(action)
+        configs.append({"action_name": call["name"], "allowed_decisions": list(verdict.allowed_decisions)})
+    return {"action_requests": actions, "review_configs": configs}
+
+
+def _preview(render: Any, args: dict[str, Any]) -> str | None:
+    # A preview is a courtesy: one that fails must not block the approval itself.
+    try:
+        text = render(dict(args))
+    except Exception as exc:
+        return f"(no preview: {type(exc).__name__}: {exc})"
+    if text is not None and len(text) > PREVIEW_CHARS:
+        text = text[:PREVIEW_CHARS] + "\n… (preview truncated)"
+    return text
+
+
+def answer_model(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> type[ReviewAnswer]:
+    """A pydantic model that accepts exactly the valid answers to `request`."""
+    actions = list(request["action_requests"])
+    configs = list(request["review_configs"])
+
+    class Answer(ReviewAnswer):
+        @model_validator(mode="before")
+        @classmethod
+        def _in_request_order(cls, data: Any) -> Any:
+            return _normalise(data, actions)
+
+        @model_validator(mode="after")
+        def _fits_request(self) -> Answer:
+            _check(self.decisions, actions, configs, tools)
+            return self
+
+    Answer.__name__ = "ReviewAnswer"
+    return Answer
+
+
+def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
+    if isinstance(data, BaseModel):
+        data = data.model_dump()
+    if isinstance(data, list):  # a bare list of decisions
+        data = {"decisions": data}
+    if not isinstance(data, Mapping) or "decisions" not in data:
+        raise ValueError('an answer must be {"decisions": [...]} with one decision per action request')
+    decisions = data["decisions"]
+    if isinstance(decisions, Mapping):  # keyed by tool call id
+        ids = [a["tool_call_id"] for a in actions]
+        unknown = [k for k in decisions if k not in ids]
+        if unknown:
+            raise ValueError(f"decisions name tool calls that are not pending: {unknown}; pending: {ids}")
+        missing = [i for i in ids if i not in decisions]
+        if missing:
+            raise ValueError(f"no decision for tool call(s) {missing}")
+        decisions = [decisions[i] for i in ids]
+    return {**data, "decisions": decisions}
+
+
+def _check(
+    decisions: list[Any],
+    actions: list[dict[str, Any]],
+    configs: list[dict[str, Any]],
+    tools: Mapping[str, BaseTool],
+) -> None:
+    if len(decisions) != len(actions):
+        raise ValueError(
+            f"expected {len(actions)} decision(s), one per action request, got {len(decisions)}"
+        )
+    for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
+        where = f"decision {i + 1} ({action['name']})"
+        if decision.type not in config["allowed_decisions"]:
+            raise ValueError(
+                f"{where}: {decision.type!r} is not allowed; allowed: {', '.join(config['allowed_decisions'])}"
+            )
+        if isinstance(decision, Respond) and not decision.message.strip():
+            raise ValueError(f"{where}: a respond decision needs a non-empty message")
+        if isinstance(decision, Edit):
+            if decision.edited_action.name != action["name"]:
+                raise ValueError(
+                    f"{where}: an edit may change the arguments, not the tool "
+                    f"({decision.edited_action.name!r} instead of {action['name']!r})"
+                )
+            problem = args_problem(tools[action["name"]], decision.edited_action.args)
+            if problem:
+                raise ValueError(f"{where}: edited arguments do not fit the tool: {problem}")
+
+
+def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
+    """Why `args` would not pass the tool's schema, or None when they would."""
+    schema = tool.args_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            schema.model_validate(args)
+        except ValidationError as exc:
+            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
+        return None
+    if isinstance(schema, dict):  # JSON schema (MCP tools): check what we can cheaply
+        missing = [k for k in schema.get("required", []) if k not in args]
+        return f"missing required argument(s) {missing}" if missing else None
+    return None
+
+
+def explain(error: ValidationError) -> str:
+    """A person-readable reason from a refused answer."""
+    parts = []
+    for e in error.errors():
+        msg = str(e.get("msg", ""))
+        msg = msg.removeprefix("Value error, ")
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p not in ("decisions",))
+        parts.append(f"{loc}: {msg}" if loc and "decision" not in msg else msg)
+    return "; ".join(dict.fromkeys(parts))
+
+
+def rejected_message(call: ToolCall, reason: str | None) -> ToolMessage:
+    text = f"The person declined this call to {call['name']}; it did not run."
+    if reason and reason.strip():
+        text += f" Their reason: {reason.strip()}"
+    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
+
+
+def responded_message(call: ToolCall, message: str) -> ToolMessage:
+    return ToolMessage(content=message, tool_call_id=call["id"], name=call["name"])
+
+
+def edit_note(original: dict[str, Any], edited: dict[str, Any]) -> str:
+    return (
+        "Note: the person changed the arguments before approving. "
+        f"Requested: {json.dumps(original, default=str)}; ran with: {json.dumps(edited, default=str)}."
+    )
+
+
+def grant_from(decision: Any, name: str) -> Grant | None:
+    flag = getattr(decision, "always_allow", None)
+    if not flag or not isinstance(decision, Approve | Edit):
+        return None
+    return Grant(tool=name, pattern=flag if isinstance(flag, str) else None)

@@ -1,0 +1,189 @@
+"""A tiny local server that speaks the OpenAI chat-completions wire protocol.
+
+`graph.testing.ScriptedModel` stands in for the model object, so it never touches the
+code that turns HTTP bytes into messages. This server lets the real
+`langchain_openai.ChatOpenAI` (and the `openai` client under it) run end to end with
+no network: streamed SSE deltas, tool-call arguments split across chunks, the final
+usage chunk and HTTP errors, all as OpenAI sends them.
+
+Turn k of a conversation (k assistant messages already in the request) gets
+`script[k]`, so answers are the same in any process and on retries; past the end of
+the script the reply is "Done.". A reply is a str, a dict
+`{"content", "tool_calls": [{"id", "name", "arguments": str | dict}], "usage":
+{"prompt_tokens", "completion_tokens"}, "status": int}` (status: answer with that HTTP
+error instead) or a callable `(request_json) -> reply`. Like OpenAI, a request whose
+tool calls and tool messages do not pair up is refused with a 400.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+Reply = str | dict[str, Any] | Callable[[dict[str, Any]], Any]
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
+
+
+def _pieces(text: str, parts: int) -> list[str]:
+    """Split `text` into `parts` pieces (some may be empty when text is short)."""
+    size = -(-len(text) // parts) if text else 0
+    return [text[i * size : (i + 1) * size] for i in range(parts)] if size else [""] * parts
+
+
+class FakeOpenAI:
+    """`with FakeOpenAI(["Hi!"]) as server: ChatOpenAI(base_url=server.base_url, ...)`."""
+
+    def __init__(self, script: list[Reply] | None = None, *, fallback: str = "Done.") -> None:
+        self.script: list[Reply] = list(script or [])
+        self.fallback = fallback
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") != "/v1/models":
+                    return self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+                self._json(200, {"object": "list", "data": [{"id": "gpt-test", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    return self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                with fake._lock:
+                    fake.requests.append(body)
+                    n = len(fake.requests)
+                if problem := _unpaired_tool_messages(body.get("messages", [])):
+                    return self._json(400, {"error": {"message": problem, "type": "invalid_request_error"}})
+                reply = fake._reply(body)
+                if status := reply.get("status"):
+                    kind = ERROR_TYPES.get(status, "server_error")
+                    message = reply.get("content") or f"fake error {status}"
+                    return self._json(status, {"error": {"message": message, "type": kind}})
+                if not body.get("stream"):
+                    return self._json(200, _completion(reply, body, n))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for event in _chunks(reply, body, n):
+                    self.wfile.write(f"data: {event}\n\n".encode())
+                    self.wfile.flush()
+
+            def _json(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        item: Any = self.script[turn] if turn < len(self.script) else self.fallback
+        while callable(item):
+            item = item(body)
+        reply = {"content": item} if isinstance(item, str) else dict(item)
+        calls = [
+            {**c, "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])}
+            for c in reply.get("tool_calls") or []
+        ]
+        reply["tool_calls"] = calls
+        reply["content"] = reply.get("content") or ""
+        words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+        usage = {"prompt_tokens": words, "completion_tokens": len(reply["content"].split()) + len(calls)}
+        usage.update(reply.get("usage") or {})
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        reply["usage"] = usage
+        return reply
+
+
+def _unpaired_tool_messages(messages: list[dict[str, Any]]) -> str | None:
+    """OpenAI refuses a request whose tool messages and tool calls do not pair up."""
+    waiting: set[str] = set()
+    for m in messages:
+        if m.get("role") == "tool":
+            if m.get("tool_call_id") not in waiting:
+                return f"tool message {m.get('tool_call_id')!r} answers no preceding tool call"
+            waiting.discard(m["tool_call_id"])
+            continue
+        if waiting:
+            break
+        waiting = {c["id"] for c in m.get("tool_calls") or []} if m.get("role") == "assistant" else set()
+    return f"tool calls without a tool message: {sorted(waiting)}" if waiting else None
+
+
+def _envelope(kind: str, body: dict[str, Any], n: int, choices: list[Any]) -> dict[str, Any]:
+    return {"id": f"chatcmpl-fake{n}", "object": kind, "created": 1700000000 + n,
+            "model": body.get("model", "gpt-test"), "system_fingerprint": "fp_fake", "choices": choices}
+
+
+def _finish(reply: dict[str, Any]) -> str:
+    return "tool_calls" if reply["tool_calls"] else "stop"
+
+
+def _completion(reply: dict[str, Any], body: dict[str, Any], n: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply["content"] or None, "refusal": None}
+    if reply["tool_calls"]:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in reply["tool_calls"]
+        ]
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(reply)}
+    return {**_envelope("chat.completion", body, n, [choice]), "usage": reply["usage"]}
+
+
+def _chunks(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[str]:
+    with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        out = _envelope("chat.completion.chunk", body, n, [
+            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        return json.dumps({**out, "usage": None} if with_usage else out)
+
+    yield chunk({"role": "assistant", "content": ""})
+    text = reply["content"]
+    for i in range(0, len(text), 4):
+        yield chunk({"content": text[i : i + 4]})
+    for index, call in enumerate(reply["tool_calls"]):
+        first, *rest = _pieces(call["arguments"], 3)
+        fn = {"name": call["name"], "arguments": first}
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": fn}]})
+        for piece in rest:
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, _finish(reply))
+    if with_usage:
+        yield json.dumps({**_envelope("chat.completion.chunk", body, n, []), "usage": reply["usage"]})
+    yield "[DONE]"

@@ -1,0 +1,365 @@
+"""The approval contract of the core graph (issue 2), through Session and raw Command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import re
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Command
+from pydantic import ValidationError
+
+from graph.review import DecisionError
+from graph.session import NothingPending, StaleDecision
+from graph.testing import ai, tool_call
+from tests.support.core_fixtures import make_session
+
+CFG = {"configurable": {"thread_id": "t1"}}
+
+
+def tool_messages(session, thread_id: str = "t1") -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in session.messages(thread_id) if isinstance(m, ToolMessage)}
+
+
+def four_calls_turn() -> AIMessage:
+    return ai(
+        "Checking, then acting.",
+        tool_call("lookup", {"key": "a"}, "free1"),
+        tool_call("send_email", {"to": "bob@example.com", "body": "hi"}, "gated1"),
+        tool_call("clock", {}, "free2"),
+        tool_call("deploy", {"service": "web"}, "gated2"),
+    )
+
+
+def test_free_calls_run_first_then_one_request_lists_only_gated_calls(tmp_path: Path) -> None:
+    session, ledger, model = make_session(tmp_path, [four_calls_turn(), "All handled."])
+    events = session.send("t1", "do the things").collect()
+
+    # Both free tools ran before the person was asked; the gated ones did not.
+    assert ledger.count("lookup") == 1 and ledger.count("clock") == 1
+    assert ledger.count("send_email") == 0 and ledger.count("deploy") == 0
+    approvals = [e for e in events if e.type == "approval_required"]
+    assert len(approvals) == 1, "one interrupt per model turn"
+    request = approvals[0].request
+    assert [a["name"] for a in request["action_requests"]] == ["send_email", "deploy"]
+    assert [a["tool_call_id"] for a in request["action_requests"]] == ["gated1", "gated2"]
+    assert [c["action_name"] for c in request["review_configs"]] == ["send_email", "deploy"]
+    assert events[-1].type == "run_finished" and events[-1].status == "awaiting_approval"
+    finished_before = [e.call_id for e in events if e.type == "tool_finished"]
+    assert finished_before.index("free1") < events.index(approvals[0])
+
+    answer = {
+        "decisions": [
+            {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "alice@example.com", "body": "hello"}}},
+            {"type": "reject", "message": "not on a Friday"},
+        ]
+    }
+    events = session.resume("t1", answer).collect()
+    assert events[-1].status == "completed"
+
+    # The edited call ran once with the edited args; the rejected one never ran;
+    # the free tools were not run again.
+    assert ledger.entries().count({"name": "send_email", "args": {"to": "alice@example.com", "body": "hello"}}) == 1
+    assert ledger.count("send_email") == 1
+    assert ledger.count("deploy") == 0
+    assert ledger.count("lookup") == 1 and ledger.count("clock") == 1
+
+    results = tool_messages(session)
+    assert set(results) == {"free1", "free2", "gated1", "gated2"}
+    assert "changed the arguments" in results["gated1"].content and "sent to alice@example.com" in results["gated1"].content
+    assert results["gated2"].status == "error" and "not on a Friday" in results["gated2"].content
+    # ... and the reason reached the model on its next call.
+    last_input = model.inputs[-1]
+    assert any(isinstance(m, ToolMessage) and "not on a Friday" in m.content for m in last_input)
+    assert session.messages("t1")[-1].content == "All handled."
+
+
+def test_langchain_middleware_decisions_accepted_unchanged(tmp_path: Path) -> None:
+    turn = ai(
+        "",
+        tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"),
+        tool_call("deploy", {"service": "api"}, "c2"),
+        tool_call("send_email", {"to": "b@x", "body": "2"}, "c3"),
+    )
+    session, ledger, _ = make_session(tmp_path, [turn, "ok"])
+    session.send("t1", "go").collect()
+    # Exactly what HumanInTheLoopMiddleware takes: a list, in request order.
+    decisions = [
+        {"type": "approve"},
+        {"type": "respond", "message": "api is frozen, I deployed it by hand"},
+        {"type": "reject"},
+    ]
+    for _ in session.graph.stream(Command(resume={"decisions": decisions}), CFG):
+        pass
+    results = tool_messages(session)
+    assert results["c1"].content == "sent to a@x"
+    assert results["c2"].content == "api is frozen, I deployed it by hand" and results["c2"].status != "error"
+    assert results["c3"].status == "error" and "declined" in results["c3"].content
+    assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+
+
+def test_decisions_keyed_by_tool_call_id(tmp_path: Path) -> None:
+    turn = ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    session, ledger, _ = make_session(tmp_path, [turn, "ok"])
+    session.send("t1", "go").collect()
+    run = session.resume("t1", {"decisions": {"c2": {"type": "approve"}, "c1": {"type": "reject", "message": "no"}}})
+    assert run.collect()[-1].status == "completed"
+    assert ledger.count("deploy") == 1 and ledger.count("send_email") == 0
+
+
+BAD_ANSWERS = {
+    "wrong count": {"decisions": [{"type": "approve"}]},
+    "unknown type": {"decisions": [{"type": "maybe"}, {"type": "approve"}]},
+    "not allowed for this tool": {"decisions": [{"type": "approve"}, {"type": "edit", "edited_action": {"name": "deploy", "args": {"service": "x"}}}]},
+    "edit switches tools": {"decisions": [{"type": "edit", "edited_action": {"name": "deploy", "args": {"service": "x"}}}, {"type": "approve"}]},
+    "edited args fail the schema": {"decisions": [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "a@x"}}}, {"type": "approve"}]},
+    "respond without a message": {"decisions": [{"type": "respond", "message": "  "}, {"type": "approve"}]},
+    "not a decisions object": "yes please",
+    "unknown tool call id": {"decisions": {"nope": {"type": "approve"}, "c2": {"type": "approve"}}},
+}
+
+
+def _paused(tmp_path: Path):
+    turn = ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    # deploy may only be approved or rejected
+    policy = {"deploy": {"allowed_decisions": ["approve", "reject"]}}
+    session, ledger, _ = make_session(tmp_path, [turn, "finished"], policy=policy)
+    session.send("t1", "go").collect()
+    return session, ledger
+
+
+def _snapshot(session):
+    state = session.graph.get_state(CFG)
+    return [i.id for i in state.interrupts], len(state.values["messages"]), state.next
+
+
+@pytest.mark.parametrize("case", list(BAD_ANSWERS))
+def test_bad_answer_through_raw_command_changes_nothing(tmp_path: Path, case: str) -> None:
+    session, ledger = _paused(tmp_path)
+    before = _snapshot(session)
+    with pytest.raises(ValidationError):
+        for _ in session.graph.stream(Command(resume=BAD_ANSWERS[case]), CFG):
+            pass
+    assert _snapshot(session) == before, "the thread must stay paused exactly as it was"
+    assert ledger.count("send_email") == 0 and ledger.count("deploy") == 0
+    # A correct answer afterwards still works.
+    for _ in session.graph.stream(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), CFG):
+        pass
+    assert session.messages("t1")[-1].content == "finished"
+    assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+
+
+@pytest.mark.parametrize("case", list(BAD_ANSWERS))
+def test_bad_answer_through_session_is_refused_with_a_clear_message(tmp_path: Path, case: str) -> None:
+    session, ledger = _paused(tmp_path)
+    before = _snapshot(session)
+    with pytest.raises(DecisionError) as err:
+        session.resume("t1", BAD_ANSWERS[case])
+    assert str(err.value) and "Traceback" not in str(err.value)
+    assert _snapshot(session) == before
+    assert session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}).collect()[-1].status == "completed"
+
+
+def test_refusal_messages_say_what_is_wrong(tmp_path: Path) -> None:
+    session, _ = _paused(tmp_path)
+    cases = {
+        "wrong count": "expected 2 decision(s)",
+        "not allowed for this tool": "'edit' is not allowed",
+        "edit switches tools": "not the tool",
+        "edited args fail the schema": "body",
+    }
+    for case, phrase in cases.items():
+        with pytest.raises(DecisionError, match=re.escape(phrase)):
+            session.resume("t1", BAD_ANSWERS[case])
+
+
+def test_resume_when_nothing_is_pending_is_refused(tmp_path: Path) -> None:
+    session, ledger, _ = make_session(tmp_path, ["just text"])
+    with pytest.raises(NothingPending):
+        session.resume("t1", {"decisions": [{"type": "approve"}]})
+    session.send("t1", "hello").collect()
+    with pytest.raises(NothingPending):
+        session.resume("t1", {"decisions": [{"type": "approve"}]})
+    assert len(session.messages("t1")) == 2
+
+
+def test_stale_interrupt_id_is_refused(tmp_path: Path) -> None:
+    session, _ = _paused(tmp_path)
+    with pytest.raises(StaleDecision):
+        session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}, interrupt_id="old")
+    pending = session.pending("t1")
+    assert pending is not None
+    run = session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}, interrupt_id=pending.interrupt_id)
+    assert run.collect()[-1].status == "completed"
+
+
+def test_new_message_while_awaiting_approval_is_refused(tmp_path: Path) -> None:
+    session, _ = _paused(tmp_path)
+    with pytest.raises(DecisionError, match="waiting for a decision"):
+        session.send("t1", "something else")
+
+
+def test_bad_model_output_becomes_error_results_and_the_run_goes_on(tmp_path: Path) -> None:
+    turn = ai(
+        "",
+        tool_call("no_such_tool", {}, "u1"),
+        tool_call("lookup", {"wrong": 1}, "u2"),
+        tool_call("explode", {"reason": "disk"}, "u3"),
+    )
+    turn.invalid_tool_calls = [{"name": "lookup", "args": "{not json", "id": "u4", "error": "bad", "type": "invalid_tool_call"}]
+    session, _, model = make_session(tmp_path, [turn, "recovered"])
+    events = session.send("t1", "go").collect()
+    assert events[-1].status == "completed"
+    results = tool_messages(session)
+    assert "unknown tool 'no_such_tool'" in results["u1"].content and results["u1"].status == "error"
+    assert "invalid arguments for lookup" in results["u2"].content
+    assert "boom: disk" in results["u3"].content
+    assert "not a valid JSON object" in results["u4"].content
+    assert session.messages("t1")[-1].content == "recovered"
+    # The model saw every error.
+    seen = {m.tool_call_id for m in model.inputs[-1] if isinstance(m, ToolMessage)}
+    assert seen == {"u1", "u2", "u3", "u4"}
+
+
+def test_model_call_limit_ends_a_runaway_loop(tmp_path: Path) -> None:
+    loop = [ai("", tool_call("clock", {}, f"c{i}")) for i in range(10)]
+    session, ledger, _ = make_session(tmp_path, loop, max_model_calls=3)
+    events = session.send("t1", "loop forever").collect()
+    assert events[-1].status == "stopped" and "limit of 3 model calls" in events[-1].reason
+    assert ledger.count("clock") == 3
+    last = session.messages("t1")[-1]
+    assert isinstance(last, AIMessage) and "limit of 3 model calls" in last.content
+    # Every tool call on every AIMessage has exactly one answer.
+    calls = [c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert sorted(calls) == sorted(tool_messages(session))
+
+
+def test_deny_blocks_without_asking(tmp_path: Path) -> None:
+    turn = ai("", tool_call("deploy", {"service": "prod"}, "d1"))
+    session, ledger, _ = make_session(tmp_path, [turn, "understood"], policy={"deploy": "deny"})
+    events = session.send("t1", "deploy prod").collect()
+    assert not [e for e in events if e.type == "approval_required"]
+    assert events[-1].status == "completed"
+    assert ledger.count("deploy") == 0
+    assert "policy does not allow deploy" in tool_messages(session)["d1"].content
+
+
+def test_policy_rules_on_arguments(tmp_path: Path) -> None:
+    policy = {"send_email": {"mode": "ask", "rules": [{"arg": "to", "glob": "*@example.com", "mode": "allow"}]}}
+    turn = ai("", tool_call("send_email", {"to": "me@example.com", "body": "x"}, "s1"), tool_call("send_email", {"to": "me@evil.com", "body": "x"}, "s2"))
+    session, ledger, _ = make_session(tmp_path, [turn, "ok"], policy=policy)
+    events = session.send("t1", "mail").collect()
+    request = next(e for e in events if e.type == "approval_required").request
+    assert [a["tool_call_id"] for a in request["action_requests"]] == ["s2"]
+    assert ledger.count("send_email") == 1
+
+
+def test_hitl_middleware_interrupt_on_mapping(tmp_path: Path) -> None:
+    # True asks, False runs freely (even a tool that asks by default).
+    turn = ai("", tool_call("deploy", {"service": "a"}, "x1"), tool_call("lookup", {"key": "k"}, "x2"))
+    session, ledger, _ = make_session(tmp_path, [turn, "ok"], policy={"deploy": False, "lookup": True})
+    events = session.send("t1", "go").collect()
+    request = next(e for e in events if e.type == "approval_required").request
+    assert [a["name"] for a in request["action_requests"]] == ["lookup"]
+    assert ledger.count("deploy") == 1
+
+
+def test_always_allow_grant_covers_later_turns_of_this_thread_only(tmp_path: Path) -> None:
+    def script_for(n: int):
+        return [ai("", tool_call("send_email", {"to": "a@x", "body": str(i)}, f"m{i}")) if i % 2 == 0 else "sent" for i in range(n)]
+
+    session, ledger, _ = make_session(tmp_path, script_for(6))
+    session.send("t1", "first").collect()
+    session.resume("t1", {"decisions": [{"type": "approve", "always_allow": True}]}).collect()
+    events = session.send("t1", "second").collect()
+    assert events[-1].status == "completed", "the grant covers the next turn"
+    assert ledger.count("send_email") == 2
+    # Another thread still asks.
+    events = session.send("t2", "elsewhere").collect()
+    assert events[-1].status == "awaiting_approval"
+
+
+def test_events_are_typed_and_in_order(tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path, [ai("Look", tool_call("lookup", {"key": "a"}, "l1")), "The answer is 42."])
+    events = session.send("t1", "q").collect()
+    types = [e.type for e in events]
+    assert types[0] == "run_started" and types[-1] == "run_finished"
+    assert types.index("tool_started") < types.index("tool_finished")
+    finished = next(e for e in events if e.type == "tool_finished")
+    assert finished.status == "ok" and finished.output == "value of a" and finished.duration_ms >= 0
+    text = "".join(e.text for e in events if e.type == "text_delta")
+    assert text == "LookThe answer is 42."
+    assert sum(1 for t in types if t == "text_delta") > 2, "tokens stream, not one blob"
+    assert "usage" in types
+
+
+def test_cancel_mid_run_leaves_every_call_answered(tmp_path: Path) -> None:
+    turns = [ai("", tool_call("lookup", {"key": str(i)}, f"k{i}")) for i in range(5)]
+    session, ledger, _ = make_session(tmp_path, turns)
+    run = session.send("t1", "go")
+    statuses = []
+    for event in run:
+        if event.type == "tool_finished" and event.call_id == "k1":
+            run.cancel()
+        statuses.append(event)
+    assert run.status == "cancelled"
+    assert ledger.count("lookup") == 2
+    calls = [c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert sorted(calls) == sorted(tool_messages(session))
+    assert session.thread("t1").status == "cancelled"
+    # The thread continues normally afterwards.
+    assert session.send("t1", "again").collect()[-1].type == "run_finished"
+
+
+def test_thread_index_tracks_title_status_and_pending(tmp_path: Path) -> None:
+    session, _ = _paused(tmp_path)
+    info = session.thread("t1")
+    assert info.title == "go" and info.status == "awaiting_approval" and info.pending_since
+    assert [t.thread_id for t in session.awaiting_approval()] == ["t1"]
+    session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}).collect()
+    assert session.thread("t1").status == "completed" and session.awaiting_approval() == []
+    session.rename("t1", "Mail and deploy")
+    assert session.threads()[0].title == "Mail and deploy"
+    session.delete("t1")
+    assert session.threads() == [] and session.messages("t1") == []
+
+
+def test_undo_fork_and_export(tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path, ["one", "two", "three"])
+    session.send("t1", "first").collect()
+    session.send("t1", "second").collect()
+    assert [m.content for m in session.messages("t1")] == ["first", "one", "second", "two"]
+    assert session.undo("t1") == 2
+    assert [m.content for m in session.messages("t1")] == ["first", "one"]
+    session.fork("t1", 0, "FIRST, edited").collect()
+    assert [m.content for m in session.messages("t1")] == ["FIRST, edited", "one"]
+    md = session.export("t1", "md")
+    assert "FIRST, edited" in md and md.startswith("# ")
+    import json
+
+    data = json.loads(session.export("t1", "json"))
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+    # The old branch is still in the checkpoint history (time travel keeps working).
+    history = [len(s.values.get("messages", [])) for s in session.graph.get_state_history(CFG)]
+    assert 4 in history
+
+
+def test_model_error_fails_the_run_and_retry_continues(tmp_path: Path) -> None:
+    state = {"fail": True}
+
+    def flaky(messages):
+        if state["fail"]:
+            raise ConnectionError("model API unreachable")
+        return "back online"
+
+    session, _, _ = make_session(tmp_path, [flaky])
+    events = session.send("t1", "hello").collect()
+    assert events[-1].status == "failed"
+    error = next(e for e in events if e.type == "error")
+    assert "model API unreachable" in error.message and error.retryable
+    assert session.thread("t1").status == "failed"
+    state["fail"] = False
+    assert session.retry("t1").collect()[-1].status == "completed"
+    assert [m.content for m in session.messages("t1")] == ["hello", "back online"]

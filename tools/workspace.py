@@ -1,0 +1,167 @@
+"""The one folder file tools may touch, and the path checks that keep them in it.
+
+Checks happen twice: `resolve` refuses a bad path before anything is touched, and
+`open_fd` / `parent_fd` walk from the root one component at a time with
+`O_NOFOLLOW`, so a symlink swapped in after the check cannot lead the write out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+MAX_PATH_CHARS = 1024
+MAX_NAME_CHARS = 255
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+class PathError(ValueError):
+    """A path the agent gave points outside the workspace or at something unsafe."""
+
+
+class Workspace:
+    """A root folder, created on first use; every path is resolved inside it."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self._root = Path(root).expanduser().absolute()
+
+    @property
+    def root(self) -> Path:
+        self._root.mkdir(parents=True, exist_ok=True)
+        return self._root.resolve()
+
+    def resolve(self, path: str, *, must_exist: bool = False, follow_final: bool = True) -> Path:
+        """Map a workspace-relative (or absolute, inside the root) path to a real path.
+
+        Refuses `..` escapes, absolute paths elsewhere, symlinks that lead out of the
+        root, device files and over-long paths, before anything is touched. With
+        `follow_final=False` a final symlink is returned as itself (to delete or move
+        the link, not its target); it must still point inside the root.
+        """
+        if not isinstance(path, str) or "\x00" in path:
+            raise PathError("path must be a string without NUL characters")
+        if len(path) > MAX_PATH_CHARS:
+            raise PathError(f"path is too long ({len(path)} characters, limit {MAX_PATH_CHARS})")
+        root = self.root
+        raw = Path(path.strip() or ".")
+        if any(len(part) > MAX_NAME_CHARS for part in raw.parts):
+            raise PathError(f"path {path!r} has a name longer than {MAX_NAME_CHARS} characters")
+        candidate = raw if raw.is_absolute() else root / raw
+        try:
+            real = candidate.resolve(strict=False)
+        except (OSError, RuntimeError) as exc:  # symlink loops, ENAMETOOLONG
+            raise PathError(f"cannot resolve path {path!r}: {exc}") from exc
+        if not self._inside(real, root):
+            if ".." in raw.parts:
+                raise PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
+            lexical_parents = [p for p in (candidate, *candidate.parents) if self._inside(p, root) and p != root]
+            if any(p.is_symlink() for p in lexical_parents):
+                raise PathError(f"path {path!r} goes through a symlink that leads outside the workspace")
+            raise PathError(f"path {path!r} is outside the workspace ({root})")
+        if len(str(real)) > MAX_PATH_CHARS + len(str(root)):
+            raise PathError(f"path {path!r} is too long once resolved")
+        entry = real
+        if not follow_final:
+            # The entry itself (to delete or move a link, not its target): its parent
+            # resolved, its own name kept. Its target was checked above.
+            lexical = Path(os.path.normpath(candidate))
+            if lexical != root and lexical.is_symlink():
+                entry = lexical.parent.resolve() / lexical.name
+                if not self._inside(entry.parent, root):
+                    raise PathError(f"path {path!r} is outside the workspace ({root})")
+                return entry
+        if real.exists():
+            mode = real.stat().st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise PathError(f"path {path!r} is not a regular file or folder (device, pipe or socket)")
+        elif must_exist:
+            raise PathError(f"{path!r} does not exist in the workspace")
+        return entry
+
+    def relative(self, real: Path) -> str:
+        rel = real.relative_to(self.root).as_posix()
+        return rel or "."
+
+    @staticmethod
+    def _inside(real: Path, root: Path) -> bool:
+        return real == root or root in real.parents
+
+    # -- opening without following symlinks -------------------------------------
+
+    @contextlib.contextmanager
+    def parent_fd(self, real: Path, *, create: bool = False) -> Iterator[int]:
+        """A directory fd for `real.parent`, reached from the root with O_NOFOLLOW
+        at every step (created on the way when `create`)."""
+        root = self.root
+        parts = real.relative_to(root).parts[:-1]
+        fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        try:
+            for part in parts:
+                try:
+                    nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise PathError(f"folder {part!r} does not exist") from None
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                    nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    raise PathError(
+                        f"{part!r} in {self.relative(real)!r} is not a plain folder "
+                        f"(a symlink or a file appeared): {exc.strerror}"
+                    ) from exc
+                os.close(fd)
+                fd = nxt
+            yield fd
+        finally:
+            os.close(fd)
+
+    def open_fd(self, real: Path, flags: int, mode: int = 0o666, *, create_parents: bool = False) -> int:
+        """Open a regular file inside the workspace; symlinks and device files refused."""
+        with self.parent_fd(real, create=create_parents) as dir_fd:
+            try:
+                fd = os.open(real.name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno in (getattr(os, "ELOOP", -1), getattr(os, "EMLINK", -1)):
+                    raise PathError(f"{self.relative(real)!r} became a symlink; refused") from exc
+                raise
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PathError(f"{self.relative(real)!r} is not a regular file")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def read_bytes(self, real: Path, limit: int | None = None) -> bytes:
+        fd = self.open_fd(real, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read() if limit is None else fh.read(limit)
+
+    def write_bytes(self, real: Path, data: bytes) -> None:
+        """Replace the file atomically (a crash never leaves half a file), keeping its mode."""
+        with self.parent_fd(real, create=True) as dir_fd:
+            try:
+                old_mode = stat.S_IMODE(os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+            except FileNotFoundError:
+                old_mode = None
+            tmp = f".{real.name[:200]}.gatehouse-{os.getpid()}-{os.urandom(4).hex()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dir_fd)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                    if old_mode is not None:
+                        os.fchmod(fh.fileno(), old_mode)
+                os.replace(tmp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=dir_fd)
+                raise
