@@ -47,7 +47,7 @@ from graph.context import RunContext
 from graph.hooks import Hook, HookSet
 from graph.policy import Grant, Policy, Verdict
 from graph.state import AgentState, ToolTask
-from graph.tool_runner import answer, emit, invoke_tool, timed
+from graph.tool_runner import answer, emit, finished, invoke_tool, timed
 from tools.base import spec_of
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -90,6 +90,9 @@ def build_graph(
         }
 
     def prepare(state: AgentState, runtime: Runtime[RunContext]) -> Command:
+        if not state.get("messages"):
+            # A bare `Command(resume=...)` on a thread that never started: nothing to do.
+            return Command(goto=END)
         if _cancelled(runtime):
             return Command(goto="finish", update=_stop("Stopped by the person.", "cancelled"))
         if state.get("stop_run"):
@@ -197,8 +200,7 @@ def build_graph(
                     msg, status = rv.rejected_message(call, decision.message), "rejected"
                 else:
                     msg, status = rv.responded_message(call, decision.message), "responded"
-                messages.append(msg)
-                emit("tool_finished", call_id=call["id"], name=call["name"], status=status, output=str(msg.content))
+                messages.append(finished(call, msg, status))
         update: dict[str, Any] = {"messages": messages}
         if grants:
             update["grants"] = grants
@@ -211,18 +213,25 @@ def build_graph(
         tool = tools_by_name.get(call["name"])
         journaled = journal is not None and mode == "run" and tool is not None and not spec_of(tool).idempotent
         thread_id = str((config.get("configurable") or {}).get("thread_id", ""))
-        recorded = journal.get(thread_id, call["id"]) if journal is not None and journaled else None
+        recorded = journal.get(thread_id, call["id"]) if journaled else None
         if recorded is not None and recorded.finished and recorded.result is not None:
             # The tool ran but the checkpoint never saw its result: use the stored one.
             return _journaled_answer(call, recorded.result, "error" if recorded.result.status == "error" else "ok")
-        if journal is not None and recorded is not None:
-            reply = interrupt(jr.outcome_request(call, recorded), response_schema=jr.OutcomeAnswer)
-            if not isinstance(reply, jr.OutcomeAnswer):
-                reply = jr.OutcomeAnswer.model_validate(reply)
-            if reply.type != "run_again":
-                msg = jr.outcome_message(call, reply)
-                journal.finish(thread_id, call, msg)
-                return _journaled_answer(call, msg, "error" if msg.status == "error" else "responded")
+        if recorded is not None:
+            # Started, never finished: ask. One interrupt per crashed attempt, so a
+            # "run again" whose re-run crashed too is not replayed by the next resume.
+            asked = 0
+            while True:
+                reply = interrupt(jr.outcome_request(call, recorded), response_schema=jr.OutcomeAnswer)
+                if not isinstance(reply, jr.OutcomeAnswer):
+                    reply = jr.OutcomeAnswer.model_validate(reply)
+                if reply.type != "run_again":
+                    msg = jr.outcome_message(call, reply)
+                    journal.finish(thread_id, call, msg)
+                    return _journaled_answer(call, msg, "error" if msg.status == "error" else "responded")
+                asked += 1
+                if recorded.attempts <= asked:
+                    break
         emit("tool_started", call_id=call["id"], name=call["name"], args=call["args"])
         if mode == "deny":
             msg, ms = answer(call, f"Error: the policy does not allow {call['name']} here; the call was not run.", status="error"), 0.0
@@ -231,25 +240,17 @@ def build_graph(
             msg, ms = answer(call, f"Not run: {task.get('note') or 'the run was stopped'}", status="error"), 0.0
             status = "error"
         else:
-            if journal is not None and journaled:
+            if journaled:
                 journal.start(thread_id, call)
                 jr.crash_point("before_tool")
             msg, ms = timed(lambda: invoke_tool(tool, call, config, tools_by_name))
             status = "error" if msg.status == "error" else "ok"
             if task.get("note"):
                 msg.content = f"{task['note']}\n\n{msg.content}"
-            if journal is not None and journaled:
+            if journaled:
                 journal.finish(thread_id, call, msg)
                 jr.crash_point("after_tool")
-        emit(
-            "tool_finished",
-            call_id=call["id"],
-            name=call["name"],
-            status=status,
-            output=str(msg.content),
-            duration_ms=round(ms, 2),
-        )
-        return {"messages": [msg]}
+        return {"messages": [finished(call, msg, status, ms)]}
 
     def after_tools(state: AgentState) -> dict[str, Any]:
         return {}
@@ -261,7 +262,7 @@ def build_graph(
 
     def finish(state: AgentState) -> Command:
         if state.get("stop_run"):
-            notice = AIMessage(content=f"⏹ {state['stop_run']}", additional_kwargs={"gatehouse_notice": "stop"})
+            notice = AIMessage(content=state["stop_run"], additional_kwargs={"gatehouse_notice": "stop"})
             emit("notice", text=state["stop_run"], source="stop")
             return Command(goto=END, update={"messages": [notice]})
         update = hook_set.run("on_exit", state)
@@ -274,7 +275,7 @@ def build_graph(
 
     builder = StateGraph(AgentState, context_schema=RunContext)
     builder.add_node("intake", intake)
-    builder.add_node("prepare", prepare, destinations=("model", "finish"))
+    builder.add_node("prepare", prepare, destinations=("model", "finish", END))
     builder.add_node("model", call_model)
     builder.add_node("before_tool", before_tool)
     builder.add_node("review", review, destinations=("run_tool", "after_tools"))
@@ -296,8 +297,7 @@ def build_graph(
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: str) -> dict[str, Any]:
     """A call answered from the journal (or by a person after a crash), not run now."""
     emit("tool_started", call_id=call["id"], name=call["name"], args=call["args"])
-    emit("tool_finished", call_id=call["id"], name=call["name"], status=status, output=str(msg.content), duration_ms=0.0)
-    return {"messages": [msg]}
+    return {"messages": [finished(call, msg, status)]}
 
 
 def _stop(reason: str, kind: str) -> dict[str, Any]:

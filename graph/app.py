@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.config import Settings, load_settings
+from graph.demo_model import DEMO_LABEL, DemoModel
 from graph.models import describe_model, make_model
 from graph.policy import Policy
 from graph.session import Session
@@ -27,11 +29,15 @@ def _tools(settings: Settings) -> tuple[list[Any], list[Any]]:
 
 
 def build_agent(
-    settings: Settings, checkpointer: Any = None, *, journal: Any = None
+    settings: Settings,
+    checkpointer: Any = None,
+    *,
+    journal: Any = None,
+    model: BaseChatModel | None = None,
 ) -> tuple[CompiledStateGraph, list[Any], list[Any]]:
     tools, closers = _tools(settings)
     graph = build_graph(
-        model=make_model(settings),
+        model=model or make_model(settings),
         tools=tools,
         checkpointer=checkpointer,
         policy=Policy.from_mapping(settings.policy),
@@ -43,19 +49,22 @@ def build_agent(
     return graph, tools, closers
 
 
-def open_session(settings: Settings | None = None) -> Session:
-    """The default Gatehouse: settings from gatehouse.toml and the environment."""
+def open_session(settings: Settings | None = None, *, model: BaseChatModel | None = None) -> Session:
+    """The default Gatehouse: settings from gatehouse.toml and the environment.
+    `model` replaces the one the settings name (tests, embedding)."""
     settings = settings or load_settings()
     storage = open_storage(settings.db)
-    graph, tools, closers = build_agent(settings, storage.checkpointer, journal=storage.journal)
+    model = model or make_model(settings)
+    demo = isinstance(model, DemoModel)  # also when a custom factory returns the demo
+    graph, tools, closers = build_agent(settings, storage.checkpointer, journal=storage.journal, model=model)
     return Session(
         graph,
         storage,
         tools,
         closers=closers,
         info={
-            "model": describe_model(settings),
-            "demo": settings.uses_demo_model,
+            "model": DEMO_LABEL if demo else describe_model(settings),
+            "demo": demo,
             "db": storage.location,
             "workspace": settings.workspace,
             "policy": Policy.from_mapping(settings.policy).summary(tools),

@@ -33,6 +33,9 @@ class Settings:
     api_key: str | None = None
     temperature: float = 0.0
     system_prompt: str | None = None
+    # "package.module:factory" returning any LangChain chat model (another provider,
+    # a local wrapper, a scripted model in tests); wins over the OpenAI settings.
+    model_factory: str | None = None
     max_model_calls: int = 25
     # Tools
     shell_allow: list[str] = field(default_factory=lambda: list(DEFAULT_SHELL_ALLOW))
@@ -48,7 +51,7 @@ class Settings:
 
     @property
     def uses_demo_model(self) -> bool:
-        return not (self.api_key or self.base_url)
+        return not (self.api_key or self.base_url or self.model_factory)
 
     @property
     def uses_postgres(self) -> bool:
@@ -59,6 +62,7 @@ _ENV = {
     "GATEHOUSE_DB": "db",
     "GATEHOUSE_WORKSPACE": "workspace",
     "GATEHOUSE_MODEL": "model",
+    "GATEHOUSE_MODEL_FACTORY": "model_factory",
     "OPENAI_BASE_URL": "base_url",
     "OPENAI_API_KEY": "api_key",
     "GATEHOUSE_MAX_MODEL_CALLS": "max_model_calls",

@@ -44,13 +44,41 @@ class Intent:
 INTENTS: list[Intent] = [
     Intent(r"^(?:list|ls|show)(?: the)? files(?: in (?P<path>\S+))?$", "list_files",
            lambda m: {"path": m["path"] or "."}, "list files"),
-    Intent(r"^(?:read|open|cat|show) (?P<path>\S+)$", "read_file",
+    Intent(r"^(?:list|show) (?:all )?files (?:recursively|everywhere)(?: in (?P<path>\S+))?$|^list all files(?: in (?P<path2>\S+))?$",
+           "list_files", lambda m: {"path": m["path"] or m["path2"] or ".", "recursive": True},
+           "list all files"),
+    Intent(r"^(?:fetch|get|curl|open|browse) (?P<url>https?://\S+)$", "http_request",
+           lambda m: {"url": m["url"]}, "fetch https://example.com"),
+    Intent(r"^(?P<method>post|put|patch|delete) (?P<url>https?://\S+)(?:\s*:\s*(?P<body>.*))?$", "http_request",
+           lambda m: {"url": m["url"], "method": m["method"].upper(), "body": m["body"]},
+           "post https://example.com/api: {\"a\": 1}"),
+    Intent(r"^(?:read|open|cat|show) (?P<path>\S+) lines? (?P<start>\d+)(?:\s*(?:-|to)\s*(?P<end>\d+))?$", "read_file",
+           lambda m: {"path": m["path"], "start_line": int(m["start"]), "end_line": int(m["end"] or m["start"])},
+           "read notes.md lines 1-5"),
+    Intent(r"^(?:read|open|cat|show) (?!https?://)(?P<path>\S+)$", "read_file",
            lambda m: {"path": m["path"]}, "read notes.md"),
     Intent(r"^(?:write|create) (?P<path>[^:\s]+)\s*:\s*(?P<content>.*)$", "write_file",
            lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
            "write todo.md: buy milk"),
+    Intent(r"^(?:search|grep|find)(?: for)? (?:/(?P<regex>.+)/|(?P<text>.+?))(?: in (?P<path>\S+))?$", "search_files",
+           lambda m: {"pattern": m["regex"] or m["text"], "regex": bool(m["regex"]), "path": m["path"] or "."},
+           "search TODO"),
+    Intent(r"^edit (?P<path>[^:\s]+)\s*:\s*(?P<old>.+?)\s*->\s*(?P<new>.*)$", "edit_file",
+           lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
+           "edit notes.md: milk -> oat milk"),
+    Intent(r"^replace (?P<old>.+?) with (?P<new>.*) in (?P<path>\S+)$", "edit_file",
+           lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
+           "replace milk with oat milk in notes.md"),
+    Intent(r"^(?:delete|remove|rm) (?P<folder>folder )?(?P<path>\S+)$", "delete_file",
+           lambda m: {"path": m["path"], "recursive": bool(m["folder"])},
+           "delete old.txt"),
+    Intent(r"^(?:move|rename|mv) (?P<source>\S+) (?:to |-> )?(?P<destination>\S+)$", "move_file",
+           lambda m: {"source": m["source"], "destination": m["destination"]},
+           "move notes.md to archive/notes.md"),
     Intent(r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$", "run_command",
            lambda m: {"command": m["command"]}, "run: ls"),
+    Intent(r"^(?:sql|query|db)\s*:\s*(?P<query>.+)$", "sql_query",
+           lambda m: {"query": m["query"]}, "sql: select name from sqlite_schema"),
 ]
 
 
@@ -75,12 +103,21 @@ class DemoModel(BaseChatModel):
         if isinstance(last, ToolMessage):
             return AIMessage(content=self._summarise(messages))
         if isinstance(last, HumanMessage):
-            requests = [r.strip() for r in re.split(r"\s+(?:and then|then)\s+|;\s*", str(last.content)) if r.strip()]
-            calls = [c for c in (self._match(r) for r in requests) if c is not None]
+            calls = self._calls(str(last.content).strip())
             if calls:
                 names = ", ".join(c["name"] for c in calls)
                 return AIMessage(content=f"[{DEMO_LABEL}] Calling {names}.", tool_calls=calls)
         return AIMessage(content=self._help())
+
+    def _calls(self, text: str) -> list[dict[str, Any]]:
+        # Split on " then " only when every part is a request; otherwise the whole
+        # text is one request (so SQL with THEN or `run: a; b` stays one call).
+        parts = [p.strip() for p in re.split(r"\s+(?:and then|then)\s+", text) if p.strip()]
+        split = [self._match(p) for p in parts]
+        if len(parts) > 1 and all(split):
+            return [c for c in split if c is not None]
+        whole = self._match(text)
+        return [whole] if whole is not None else [c for c in split if c is not None]
 
     def _match(self, request: str) -> dict[str, Any] | None:
         for intent in INTENTS:
@@ -148,3 +185,11 @@ class DemoModel(BaseChatModel):
                     ],
                 )
             )
+        # Rough token counts (4 characters a token) so usage shows in demo mode too.
+        prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
+        out = len(text) // 4 + 1
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="", usage_metadata={"input_tokens": prompt, "output_tokens": out, "total_tokens": prompt + out}
+            )
+        )

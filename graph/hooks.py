@@ -97,8 +97,10 @@ def run_sync(awaitable: Awaitable[T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(_as_coroutine(awaitable))
+    # Carry the context along: `emit` finds the run's stream writer through it.
+    context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, _as_coroutine(awaitable)).result()
+        return pool.submit(context.run, asyncio.run, _as_coroutine(awaitable)).result()
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:

@@ -3,13 +3,17 @@ the offline demo when neither an API key nor a base URL is configured."""
 
 from __future__ import annotations
 
+import importlib
+
 from langchain_core.language_models import BaseChatModel
 
-from graph.config import Settings
+from graph.config import ConfigError, Settings
 from graph.demo_model import DEMO_LABEL, DemoModel
 
 
 def make_model(settings: Settings) -> BaseChatModel:
+    if settings.model_factory:
+        return _from_factory(settings.model_factory)
     if settings.uses_demo_model:
         return DemoModel()
     from langchain_openai import ChatOpenAI  # imported lazily: it is slow to import
@@ -25,7 +29,21 @@ def make_model(settings: Settings) -> BaseChatModel:
     )
 
 
+def _from_factory(path: str) -> BaseChatModel:
+    module_name, _, attr = path.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr or "make_model")
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"model_factory {path!r} cannot be imported: {exc}") from exc
+    model = factory()
+    if not isinstance(model, BaseChatModel):
+        raise ConfigError(f"model_factory {path!r} returned {type(model).__name__}, not a chat model")
+    return model
+
+
 def describe_model(settings: Settings) -> str:
+    if settings.model_factory:
+        return f"custom model ({settings.model_factory})"
     if settings.uses_demo_model:
         return DEMO_LABEL
     where = settings.base_url or "OpenAI"

@@ -186,7 +186,10 @@ class Policy:
         config = self.tools.get(name, ToolPolicy())
         if config.mode == "deny":
             return Verdict(mode="deny", reason="denied by policy")
+        compound = spec.compound is not None and not _safe(lambda a: not spec.compound(a), args)
         for rule in config.rules:
+            if compound and rule.mode == "allow":
+                continue
             if rule.matches(args, spec.match_arg):
                 return Verdict(
                     mode=rule.mode,
@@ -194,7 +197,7 @@ class Policy:
                     description=config.description,
                     reason="matched a policy rule",
                 )
-        if any(g.covers(name, args, spec.match_arg) for g in grants):
+        if any(g.covers(name, args, spec.match_arg) and not (compound and g.pattern) for g in grants):
             return Verdict(mode="allow", reason="always allowed in this thread")
         if config.mode is not None:
             return Verdict(

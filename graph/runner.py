@@ -15,11 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from graph import events as ev
+from graph.lease import RunInProgress
 from graph.session import Run, Session
 
-
-class RunInProgress(RuntimeError):
-    """A run is already active on this thread."""
+__all__ = ["RunHandle", "RunInProgress", "Runner"]
 
 
 class RunHandle:
@@ -81,6 +80,9 @@ class Runner:
 
     def resume(self, thread_id: str, answer: Any) -> RunHandle:
         return self._start(thread_id, "resume", lambda: self.session.resume(thread_id, answer))
+
+    def fork(self, thread_id: str, message_index: int, text: str) -> RunHandle:
+        return self._start(thread_id, "message", lambda: self.session.fork(thread_id, message_index, text))
 
     def retry(self, thread_id: str) -> RunHandle:
         return self._start(thread_id, "retry", lambda: self.session.retry(thread_id))

@@ -12,6 +12,7 @@ runs (`DecisionError`), with the same rules the graph applies to a raw `Command`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -33,7 +34,7 @@ from graph.hooks import HookError
 from graph.journal import OutcomeAnswer, is_outcome_request
 from graph.lease import Lease, RunInProgress
 from graph.review import DecisionError, answer_model, explain
-from graph.storage import Storage, ThreadInfo
+from graph.storage import Storage, StorageError, ThreadInfo
 from graph.streaming import STREAM_MODES, text_of, translate
 
 TITLE_CHARS = 60
@@ -102,6 +103,11 @@ class Run:
         return list(self)
 
 
+def is_storage_error(exc: BaseException) -> bool:
+    """An error of the database driver (SQLite or Postgres), not of the model or a tool."""
+    return isinstance(exc, sqlite3.Error) or type(exc).__module__.startswith(("psycopg", "psycopg_pool"))
+
+
 def describe_error(exc: BaseException) -> tuple[str, str, bool]:
     """(message, kind, retryable) for an error a person should read, not a traceback."""
     name = type(exc).__name__
@@ -110,7 +116,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, bool]:
         return str(exc), "hook", True
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return f"The database is busy (locked by another process): {exc}", "storage", True
-    if isinstance(exc, sqlite3.Error | OSError) and not module.startswith(("openai", "httpx")):
+    if is_storage_error(exc) or (isinstance(exc, OSError) and not module.startswith(("openai", "httpx"))):
         return f"Storage error: {exc}", "storage", True
     if module.startswith(("openai", "httpx", "httpcore")):
         return f"The model API failed ({name}): {exc}", "model", True
@@ -193,8 +199,11 @@ class Session:
             if what.startswith("a decision"):
                 raise AlreadyDecided(f"{exc} (already decided / already running)") from None
             raise
-        except sqlite3.Error as exc:
-            raise RunInProgress(f"cannot start a run on thread {thread_id}: {describe_error(exc)[0]}") from exc
+        except Exception as exc:
+            if not is_storage_error(exc):
+                raise
+            message = _storage_message(exc, describe_error(exc)[0], self.storage.location)
+            raise StorageError(f"cannot start a run on thread {thread_id}: {message}") from exc
         try:
             yield lease
         except BaseException:
@@ -212,6 +221,7 @@ class Session:
         index = self.storage.index
         if lease is not None:
             lease.start_renewing()
+        held: list[ev.Event] = []
         try:
             yield ev.RunStarted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)  # type: ignore[arg-type]
             try:
@@ -219,9 +229,16 @@ class Session:
                 for mode, chunk in self.graph.stream(
                     payload, config, stream_mode=STREAM_MODES, context=RunContext(cancel=cancel)
                 ):
-                    yield from translate(mode, chunk, thread_id)
+                    for event in translate(mode, chunk, thread_id):
+                        # Announce a pause only once it is saved (checkpoints are written
+                        # in the background): a client may answer it at once, elsewhere.
+                        if isinstance(event, ev.ApprovalRequired):
+                            held.append(event)
+                        else:
+                            yield event
                 status, reason = self._outcome(config)
                 index.touch(thread_id, status=status)
+                final = [*held, ev.RunFinished(thread_id=thread_id, status=status, reason=reason)]  # type: ignore[arg-type]
             except Exception as exc:
                 message, error_kind, retryable = describe_error(exc)
                 if error_kind == "storage":
@@ -229,13 +246,16 @@ class Session:
                 # The storage that just failed may refuse this too; the error says why.
                 with suppress(Exception):
                     index.touch(thread_id, status="failed")
-                yield ev.ErrorEvent(thread_id=thread_id, message=message, kind=error_kind, retryable=retryable)
-                yield ev.RunFinished(thread_id=thread_id, status="failed", reason=message)
-                return
-            yield ev.RunFinished(thread_id=thread_id, status=status, reason=reason)  # type: ignore[arg-type]
+                final = [
+                    ev.ErrorEvent(thread_id=thread_id, message=message, kind=error_kind, retryable=retryable),
+                    ev.RunFinished(thread_id=thread_id, status="failed", reason=message),
+                ]
         finally:
+            # Released before the last events: a client that reacts to them at once
+            # (approves, sends again) must find the thread free.
             if lease is not None:
                 lease.release()
+        yield from final
 
     def _outcome(self, config: dict[str, Any]) -> tuple[str, str | None]:
         state = self.graph.get_state(config)
@@ -264,10 +284,19 @@ class Session:
         return dict((self.graph.get_state(_config(thread_id)).values or {}).get("usage", {}))
 
     def threads(self, limit: int = 200) -> list[ThreadInfo]:
-        return self.storage.index.list(limit=limit)
+        return [self._live(t) for t in self.storage.index.list(limit=limit)]
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
-        return self.storage.index.get(thread_id)
+        info = self.storage.index.get(thread_id)
+        return None if info is None else self._live(info)
+
+    def _live(self, info: ThreadInfo) -> ThreadInfo:
+        # "running" is written when a run starts; a process killed mid-run never
+        # overwrites it. Without a live lease the run is gone: say so (resume/retry).
+        leases = self.storage.leases
+        if info.status == "running" and leases is not None and leases.holder(info.thread_id) is None:
+            return dataclasses.replace(info, status="interrupted")
+        return info
 
     def awaiting_approval(self) -> list[ThreadInfo]:
         return self.storage.index.pending()
@@ -336,10 +365,35 @@ class Session:
             lines.append("")
         return "\n".join(lines)
 
+    def compact_now(self, thread_id: str) -> ev.Compacted | None:
+        """Summarise the older part of a thread now, with the agent's `Compaction`
+        hook; None when nothing is old enough. Only between runs, never mid-approval."""
+        hooks = getattr(self.graph, "gatehouse_hooks", None)
+        compaction = next((h for h in hooks or () if callable(getattr(h, "compact", None))), None)
+        if compaction is None:
+            raise ValueError("this agent has no Compaction hook (see docs/hooks.md)")
+        if self.pending(thread_id) is not None:
+            raise DecisionError(f"thread {thread_id} is waiting for a decision; answer it first")
+        config = _config(thread_id)
+        snapshot = self.graph.get_state(config)
+        if snapshot.next:
+            raise ValueError(f"thread {thread_id} has an unfinished run; retry or finish it first")
+        planned = compaction.compact(snapshot.values or {}, force=True)
+        if planned is None:
+            return None
+        update, counts = planned
+        self.graph.update_state(config, update, as_node="finish")
+        return ev.Compacted(thread_id=thread_id, **counts)
+
     def close(self) -> None:
-        for close in self._closers:
-            close()
-        self.storage.close()
+        hooks = getattr(self.graph, "gatehouse_hooks", None)
+        try:
+            for close in self._closers:
+                close()
+            if hooks is not None:
+                hooks.close()  # once, after the agent's last run (see graph.hooks)
+        finally:
+            self.storage.close()
 
 
 def message_dict(m: BaseMessage) -> dict[str, Any]:
@@ -350,6 +404,10 @@ def message_dict(m: BaseMessage) -> dict[str, Any]:
         d["tool_calls"] = [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in m.tool_calls]
     if isinstance(m, ToolMessage):
         d.update(tool_call_id=m.tool_call_id, name=m.name, status=m.status)
+        # How the call ended (ok / error / rejected / denied / responded), and its duration.
+        if "gatehouse_status" in m.additional_kwargs:
+            d["tool_status"] = m.additional_kwargs["gatehouse_status"]
+            d["duration_ms"] = m.additional_kwargs.get("gatehouse_duration_ms")
     if isinstance(m, AIMessage) and m.additional_kwargs.get("gatehouse_notice"):
         d["notice"] = True
     return d

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, NotRequired
 
-from langchain_core.messages import AnyMessage, BaseMessageChunk, RemoveMessage, ToolCall, message_chunk_to_message
+from langchain_core.messages import AnyMessage, ToolCall
 from langgraph.channels.delta import DeltaChannel
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer
 from typing_extensions import TypedDict
+
+from graph.message_merge import merge_messages
 
 
 def add_grants(left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -33,25 +34,6 @@ def add_usage(left: dict[str, float] | None, right: dict[str, float] | None) -> 
 # little on reads while each one costs the whole list on disk (bench/: the sweep in
 # BENCHMARKS.md). LangGraph still snapshots every 5,000 super-steps.
 MESSAGES_SNAPSHOT_FREQUENCY = 100_000
-
-
-def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessage]:
-    """`add_messages` for a `DeltaChannel`: merge by id, `RemoveMessage` deletes,
-    `RemoveMessage(REMOVE_ALL_MESSAGES)` clears what came before it. Batching-invariant:
-    merging two batches one after the other equals merging their concatenation.
-    (LangGraph stamps ids on written messages before they are saved.)"""
-    flat: list[Any] = []
-    for write in writes:
-        if isinstance(write, list):
-            flat.extend(write)
-        else:
-            flat.append(write)
-    for i in range(len(flat) - 1, -1, -1):
-        if isinstance(flat[i], RemoveMessage) and flat[i].id == REMOVE_ALL_MESSAGES:
-            state, flat = [], flat[i + 1 :]
-            break
-    flat = [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in flat]
-    return _messages_delta_reducer(state, [flat])
 
 
 class AgentState(TypedDict):

@@ -17,12 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graph.journal import Journal
 from graph.lease import Leases
+from graph.saver import GatehouseSqliteSaver
+from graph.state import merge_messages
 
 BUSY_TIMEOUT_MS = 30_000
+# Corruption past the first page only shows when pages are read: check smaller files
+# at start (a fraction of a second); larger ones would slow every start too much.
+QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024
 
 
 class StorageError(RuntimeError):
@@ -187,20 +191,34 @@ class Storage:
 
 
 def open_storage(db: str) -> Storage:
-    """Open the database named by a settings value (a SQLite path for now)."""
+    """Open the database named by a settings value: a SQLite path, or a
+    postgresql:// URL (graph/storage_postgres.py)."""
     if db.startswith(("postgres://", "postgresql://")):
-        raise StorageError("Postgres storage is not available in this build; use a SQLite path")
+        from graph.storage_postgres import open_postgres_storage
+
+        return open_postgres_storage(db)
     conn = connect_sqlite(db)
     try:
-        saver = SqliteSaver(conn)
+        _quick_check(conn, Path(db).expanduser())
+        # Compressed blobs; reads of the DeltaChannel messages incremental and cached (issue 8).
+        saver = GatehouseSqliteSaver(conn, reducers={"messages": merge_messages})
         saver.setup()
         # Its own connection: the saver serialises its connection with a lock of its own.
         index = ThreadIndex(connect_sqlite(db, autocommit=True))
         journal = Journal(connect_sqlite(db, autocommit=True), str(Path(db).expanduser()))
-        # Each opens with BEGIN IMMEDIATE: a read-only file fails here, at start.
+        # Probes a write: a read-only file fails here, at start.
         leases = Leases(connect_sqlite(db, autocommit=True))
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the Gatehouse database {Path(db).expanduser()}: {exc}") from exc
     return Storage(
         checkpointer=saver, index=index, location=str(Path(db).expanduser()), journal=journal, leases=leases
     )
+
+
+def _quick_check(conn: sqlite3.Connection, file: Path) -> None:
+    if file.exists() and file.stat().st_size <= QUICK_CHECK_MAX_BYTES:
+        row = conn.execute("PRAGMA quick_check(1)").fetchone()
+        if row and row[0] != "ok":
+            raise StorageError(
+                f"the Gatehouse database {file} is corrupt ({row[0]}); move it aside or restore a backup"
+            )

@@ -37,6 +37,22 @@ def stream_output(text: str) -> None:
         emit("tool_output", call_id=call_id, text=text)
 
 
+def finished(call: ToolCall, msg: ToolMessage, status: str, duration_ms: float = 0.0) -> ToolMessage:
+    """Mark a call's result with how it ended (kept in the thread, so history can show
+    rejected / denied / answered without guessing from the text) and announce it."""
+    msg.additional_kwargs["gatehouse_status"] = status
+    msg.additional_kwargs["gatehouse_duration_ms"] = round(duration_ms, 2)
+    emit(
+        "tool_finished",
+        call_id=call["id"],
+        name=call["name"],
+        status=status,
+        output=str(msg.content),
+        duration_ms=round(duration_ms, 2),
+    )
+    return msg
+
+
 def answer(call: ToolCall, content: str, *, status: str = "success") -> ToolMessage:
     return ToolMessage(
         content=content, tool_call_id=call["id"], name=call["name"], status=status  # type: ignore[arg-type]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import re
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -363,3 +362,30 @@ def test_model_error_fails_the_run_and_retry_continues(tmp_path: Path) -> None:
     state["fail"] = False
     assert session.retry("t1").collect()[-1].status == "completed"
     assert [m.content for m in session.messages("t1")] == ["hello", "back online"]
+
+
+def test_a_run_whose_process_died_shows_as_interrupted_not_running(tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path, ["hi"])
+    session.send("t1", "hello").collect()
+    # What a process killed mid-run leaves behind: "running" in the index, no lease.
+    session.storage.index.touch("t1", status="running")
+    assert session.thread("t1").status == "interrupted"
+    assert session.threads()[0].status == "interrupted"
+    # While a run really holds the thread, it shows as running.
+    lease = session.storage.leases.acquire("t1")
+    try:
+        assert session.thread("t1").status == "running"
+    finally:
+        lease.release()
+
+
+def test_history_keeps_how_each_call_ended(tmp_path: Path) -> None:
+    from graph.session import message_dict
+
+    turn = ai("", tool_call("lookup", {"key": "a"}, "h1"), tool_call("send_email", {"to": "a@x", "body": "1"}, "h2"), tool_call("deploy", {"service": "x"}, "h3"))
+    session, _, _ = make_session(tmp_path, [turn, "ok"])
+    session.send("t1", "go").collect()
+    session.resume("t1", {"decisions": [{"type": "reject", "message": "no"}, {"type": "respond", "message": "done by hand"}]}).collect()
+    ended = {d["tool_call_id"]: d for d in map(message_dict, session.messages("t1")) if d["role"] == "tool"}
+    assert {k: v["tool_status"] for k, v in ended.items()} == {"h1": "ok", "h2": "rejected", "h3": "responded"}
+    assert ended["h1"]["duration_ms"] >= 0

@@ -33,6 +33,10 @@ class ToolSpec:
     # For tools that ask: lets a provably harmless call run freely (a read-only SQL
     # statement, an allow-listed command). Any exception counts as "not safe".
     auto_allow: Callable[[dict[str, Any]], bool] | None = None
+    # True when the call does more than its `match_arg` text shows at a glance (a
+    # shell line with `;` or a pipe): glob/regex "allow" rules and pattern grants
+    # never cover such a call, so `ls*` cannot let `ls; rm -rf x` through.
+    compound: Callable[[dict[str, Any]], bool] | None = None
 
 
 # Tools that come from elsewhere (MCP servers, user code) ask by default.
@@ -48,6 +52,7 @@ def gatehouse_tool(
     match_arg: str | None = None,
     preview: Preview | None = None,
     auto_allow: Callable[[dict[str, Any]], bool] | None = None,
+    compound: Callable[[dict[str, Any]], bool] | None = None,
     name: str | None = None,
 ) -> Any:
     """Turn a typed, documented function into a LangChain tool with a `ToolSpec`.
@@ -67,6 +72,7 @@ def gatehouse_tool(
                 match_arg=match_arg,
                 preview=preview,
                 auto_allow=auto_allow,
+                compound=compound,
             ),
         )
         return built

@@ -19,6 +19,7 @@ from tools.previews import EditError, unified_diff  # noqa: F401  (re-exported)
 from tools.workspace import PathError, Workspace
 
 READ_CAP_BYTES = 200_000
+COUNT_LINES_BYTES = 20_000_000
 LIST_CAP = 1_000
 SEARCH_MATCH_CAP = 200
 SEARCH_FILE_CAP_BYTES = 2_000_000
@@ -31,12 +32,12 @@ PathArg = Annotated[str, Field(description="Path relative to the workspace root"
 
 def make_file_tools(ws: Workspace) -> list[BaseTool]:
     def walk(top: Path) -> Iterator[Path]:
-        """Entries under `top`, sorted, symlinks listed but never followed."""
-        for dirpath, dirs, names in os.walk(top, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            base = Path(dirpath)
-            for name in sorted([*dirs, *names]):
-                yield base / name
+        """Entries under `top`, depth first and sorted; symlinks and tool caches
+        are listed but not entered."""
+        for entry in sorted(top.iterdir()):
+            yield entry
+            if entry.is_dir() and not entry.is_symlink() and entry.name not in SKIP_DIRS:
+                yield from walk(entry)
 
     def row(entry: Path) -> str:
         rel = ws.relative(entry)
@@ -100,20 +101,31 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
             )
         first, last = start_line or 1, end_line
         picked: list[bytes] = []
-        used, total, capped_at = 0, 0, None
+        used, seen, capped_at = 0, 0, None
+        count_all = size <= COUNT_LINES_BYTES  # say "of N lines" unless that means reading gigabytes
         with os.fdopen(ws.open_fd(target, os.O_RDONLY), "rb") as fh:
-            for total, line in enumerate(fh, start=1):  # noqa: B007
-                if total < first or (last is not None and total > last) or capped_at:
+            for line in fh:
+                seen += 1
+                if seen < first:
                     continue
+                if (last is not None and seen > last) or capped_at:
+                    if count_all:
+                        continue
+                    break
                 if used + len(line) > READ_CAP_BYTES:
-                    capped_at = total
+                    if not picked:  # one enormous line: show its start
+                        picked.append(line[:READ_CAP_BYTES] + b"\n")
+                        capped_at = seen + 1
+                    else:
+                        capped_at = seen
                     continue
                 picked.append(line)
                 used += len(line)
-        if first > total:
-            return f"{rel} has only {total} line(s); nothing at line {first}."
-        shown_last = (capped_at - 1) if capped_at else min(last or total, total)
-        note = f"\n… (lines {first}-{shown_last} of {total} in {rel})"
+        if first > seen:
+            return f"{rel} has only {seen} line(s); nothing at line {first}."
+        shown_last = first + len(picked) - 1
+        of = f"of {seen}" if count_all else f"of a {pv.size_text(size)} file"
+        note = f"\n… (lines {first}-{shown_last} {of} in {rel})"
         if capped_at:
             note += f"; size cap reached, use start_line={capped_at} to read on"
         return pv.printable(pv.decode(b"".join(picked))) + note

@@ -8,6 +8,7 @@ Checks happen twice: `resolve` refuses a bad path before anything is touched, an
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -128,7 +129,7 @@ class Workspace:
             try:
                 fd = os.open(real.name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd)
             except OSError as exc:
-                if exc.errno in (getattr(os, "ELOOP", -1), getattr(os, "EMLINK", -1)):
+                if exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: O_NOFOLLOW on FreeBSD
                     raise PathError(f"{self.relative(real)!r} became a symlink; refused") from exc
                 raise
         try:

@@ -73,10 +73,13 @@ def make_tools(ledger: Ledger) -> list[BaseTool]:
     return [lookup, clock, send_email, deploy, explode]
 
 
-def make_session(tmp: Path, script: list[Any], **graph_kwargs: Any) -> tuple[Session, Ledger, ScriptedModel]:
+def make_session(
+    tmp: Path, script: list[Any], *, db: str | None = None, **graph_kwargs: Any
+) -> tuple[Session, Ledger, ScriptedModel]:
+    """`db`: a SQLite path or a postgresql:// URL; default a SQLite file in `tmp`."""
     ledger = Ledger(tmp / "ledger.jsonl")
     tools = make_tools(ledger)
     model = ScriptedModel(script=script)
-    storage = open_storage(str(tmp / "gatehouse.db"))
+    storage = open_storage(db or str(tmp / "gatehouse.db"))
     graph = build_graph(model=model, tools=tools, checkpointer=storage.checkpointer, **graph_kwargs)
     return Session(graph, storage, tools), ledger, model

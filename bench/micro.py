@@ -1,0 +1,187 @@
+"""Gatehouse-only measurements: thread index, event pipeline, cold start, idle memory.
+
+    uv run python -m bench.micro --out micro.json [--quick]
+
+- `index_list_ms`: list 1,000 threads for the sidebar (`Session.threads`), median.
+- `first_text_overhead_ms`: time to the first `TextDelta` through `Session.send`
+  minus time to the first model token from the bare `graph.stream` (same graph,
+  same stream modes), median over fresh threads.
+- `per_token_overhead_us`: (Session run - bare stream run) / tokens, for a reply
+  streamed in many small chunks.
+- `cold_start_s`: a fresh interpreter importing Gatehouse and building the default
+  graph (`graph.app.make_graph`), measured inside that interpreter.
+- `idle_threads_rss_mb`: RSS of a process that ran and read 100 threads, now idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from bench.workload import APPROVE, TOOLS, peak_rss_mb, scripted_model, user_text
+
+
+def _session(db: Path, model: Any) -> Any:
+    from graph.agent import build_graph
+    from graph.session import Session
+    from graph.storage import open_storage
+
+    storage = open_storage(str(db))
+    graph = build_graph(model=model, tools=TOOLS, checkpointer=storage.checkpointer)
+    return Session(graph, storage, TOOLS)
+
+
+def index_list_ms(tmp: Path, threads: int = 1000, repeat: int = 20) -> float:
+    session = _session(tmp / "index.sqlite", scripted_model(1))
+    try:
+        for i in range(threads):
+            session.storage.index.touch(f"t{i:05d}", title=f"Thread {i}", status="completed")
+        assert len(session.threads(limit=threads)) == threads
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            session.threads(limit=threads)
+            times.append((time.perf_counter() - start) * 1000)
+        return statistics.median(times)
+    finally:
+        session.close()
+
+
+def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
+    from graph.context import RunContext
+    from graph.events import TextDelta
+    from graph.streaming import STREAM_MODES
+    from graph.testing import ScriptedModel
+
+    # One chunk per token: a long text answer with no tool calls.
+    text = "tok " * tokens
+    model = ScriptedModel(script=[text] * (repeat * 2 + 2), chunk_chars=4, usage=False)
+    session = _session(tmp / "events.sqlite", model)
+    first_session, first_bare, total_session, total_bare = [], [], [], []
+    try:
+        for i in range(repeat):
+            # Bare LangGraph: the same graph and stream modes, no Session, no events.
+            config = {"configurable": {"thread_id": f"bare-{i}"}}
+            start = time.perf_counter()
+            first = None
+            for mode, chunk in session.graph.stream(
+                {"messages": [HumanMessage("hi")]}, config, stream_mode=STREAM_MODES, context=RunContext()
+            ):
+                if first is None and mode == "messages" and getattr(chunk[0], "content", ""):
+                    first = time.perf_counter() - start
+            total_bare.append(time.perf_counter() - start)
+            first_bare.append(first or 0.0)
+            # Through the Session: index rows, pending check, typed events, outcome.
+            start = time.perf_counter()
+            first = None
+            for event in session.send(f"ses-{i}", "hi"):
+                if first is None and isinstance(event, TextDelta):
+                    first = time.perf_counter() - start
+            total_session.append(time.perf_counter() - start)
+            first_session.append(first or 0.0)
+    finally:
+        session.close()
+    return {
+        "tokens": tokens,
+        "first_text_bare_ms": statistics.median(first_bare) * 1000,
+        "first_text_session_ms": statistics.median(first_session) * 1000,
+        "first_text_overhead_ms": max(0.0, statistics.median(first_session) - statistics.median(first_bare)) * 1000,
+        "run_bare_ms": statistics.median(total_bare) * 1000,
+        "run_session_ms": statistics.median(total_session) * 1000,
+        "per_token_overhead_us": max(0.0, statistics.median(total_session) - statistics.median(total_bare)) / tokens * 1e6,
+    }
+
+
+COLD_START = """
+import time
+start = time.perf_counter()
+from graph.app import make_graph
+make_graph()
+print(time.perf_counter() - start)
+"""
+
+
+def cold_start_s(tmp: Path, repeat: int = 3) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env["GATEHOUSE_DB"] = str(tmp / "cold.sqlite")
+    env["GATEHOUSE_WORKSPACE"] = str(tmp)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    times = []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", COLD_START], cwd=tmp, env=env, capture_output=True, text=True, check=True
+        )
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return statistics.median(times)
+
+
+IDLE = """
+import json, sys
+from pathlib import Path
+from bench.micro import serve_threads
+print(json.dumps(serve_threads(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))
+"""
+
+
+def serve_threads(tmp: Path, threads: int, turns: int) -> dict[str, float]:
+    """Run `turns` turns on each of `threads` threads, read each back, then idle."""
+    import psutil
+
+    session = _session(tmp / "idle.sqlite", scripted_model(turns))
+    for t in range(threads):
+        thread_id = f"idle-{t}"
+        for turn in range(1, turns + 1):
+            session.send(thread_id, user_text(turn)).collect()
+            session.resume(thread_id, APPROVE).collect()
+    for t in range(threads):  # a sidebar click on each: the messages and any approval
+        session.messages(f"idle-{t}")
+        session.pending(f"idle-{t}")
+    gc.collect()
+    rss = psutil.Process().memory_info().rss / 2**20
+    session.close()
+    return {"threads": threads, "turns_each": turns, "rss_mb": rss, "peak_rss_mb": peak_rss_mb()}
+
+
+def idle_threads(tmp: Path, threads: int, turns: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    out = subprocess.run(
+        [sys.executable, "-c", IDLE, str(tmp), str(threads), str(turns)],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="gatehouse-micro-") as name:
+        tmp = Path(name)
+        result: dict[str, Any] = {"index_list_ms": index_list_ms(tmp, threads=1000)}
+        result.update(event_pipeline(tmp, tokens=200 if quick else 2000, repeat=3 if quick else 7))
+        result["cold_start_s"] = cold_start_s(tmp, repeat=1 if quick else 3)
+        idle = idle_threads(tmp, threads=10 if quick else 100, turns=2 if quick else 10)
+        result["idle_threads"] = idle["threads"]
+        result["idle_turns_each"] = idle["turns_each"]
+        result["idle_threads_rss_mb"] = idle["rss_mb"]
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    Path(args.out).write_text(json.dumps(run(args.quick)))
+
+
+if __name__ == "__main__":
+    main()

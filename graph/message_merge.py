@@ -1,0 +1,81 @@
+"""The reducer of the messages `DeltaChannel` (graph/state.py).
+
+`merge_messages` is `add_messages` for a `DeltaChannel`: merge by id, `RemoveMessage`
+deletes, `RemoveMessage(REMOVE_ALL_MESSAGES)` clears what came before it. It is
+batching-invariant, as `DeltaChannel` requires: merging two batches one after the
+other equals merging their concatenation.
+
+LangGraph's `_messages_delta_reducer` rebuilds an id -> position index of the whole
+thread on every call, and a turn calls it about ten times, so a turn cost O(thread
+length). The usual call only appends messages with new ids; for it this module
+keeps the index of the lists it returned, so the next append costs a dict copy
+instead of touching every message. Anything else takes the stock path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    BaseMessageChunk,
+    RemoveMessage,
+    message_chunk_to_message,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer
+
+# Indexes of recently returned lists, keyed by id(list); the list is held so its id
+# cannot be reused while the entry lives.
+_INDEX_SLOTS = 128
+_indexes: OrderedDict[int, tuple[list[AnyMessage], int, dict[str, int]]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _index_of(state: list[AnyMessage]) -> dict[str, int]:
+    with _lock:
+        hit = _indexes.get(id(state))
+    # Same object and length: unchanged since it was returned (lists from state are
+    # never edited in place; a changed length is caught, an edit in place is not).
+    if hit is not None and hit[0] is state and hit[1] == len(state):
+        return hit[2]
+    return {m.id: i for i, m in enumerate(state) if m.id is not None}
+
+
+def _remember(result: list[AnyMessage], index: dict[str, int]) -> None:
+    with _lock:
+        _indexes[id(result)] = (result, len(result), index)
+        while len(_indexes) > _INDEX_SLOTS:
+            _indexes.popitem(last=False)
+
+
+def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessage]:
+    flat: list[Any] = []
+    for write in writes:
+        if isinstance(write, list):
+            flat.extend(write)
+        else:
+            flat.append(write)
+    for i in range(len(flat) - 1, -1, -1):
+        if isinstance(flat[i], RemoveMessage) and flat[i].id == REMOVE_ALL_MESSAGES:
+            state, flat = [], flat[i + 1 :]
+            break
+    flat = [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in flat]
+    plain = all(
+        isinstance(m, BaseMessage) and not isinstance(m, RemoveMessage) and m.id is not None for m in flat
+    ) and (not state or isinstance(state[0], BaseMessage))
+    if plain:
+        index = _index_of(state)
+        new_ids = [m.id for m in flat]
+        if len(set(new_ids)) == len(new_ids) and not any(i in index for i in new_ids):
+            # Only new messages: append.
+            result = [*state, *flat]
+            if len(result) > 16:  # short lists rebuild their index for nothing
+                grown = dict(index)
+                for offset, mid in enumerate(new_ids, start=len(state)):
+                    grown[mid] = offset  # type: ignore[index]
+                _remember(result, grown)
+            return result
+    return _messages_delta_reducer(state, [flat])

@@ -1,0 +1,131 @@
+"""Helpers for the browser end-to-end tests: a real `streamlit run` and Debian's Chromium.
+
+`streamlit_server()` starts the app on a free port bound to 127.0.0.1, in a temp dir
+with its own database and workspace, and stops it afterwards. `chromium_path()`
+finds /usr/bin/chromium: missing means skip locally, but FAIL when `CI` is set.
+Playwright's own browser download is never used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "ui" / "app.py"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("GATEHOUSE_CHROMIUM", CHROMIUM)
+    if Path(path).is_file() or shutil.which(path):
+        return path
+    reason = f"Chromium not found at {path} (apt-get install chromium)"
+    if os.environ.get("CI"):
+        pytest.fail(reason + "; it is required in CI", pytrace=False)
+    pytest.skip(reason)
+
+
+def launch_chromium(playwright: Any) -> Any:
+    return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    workspace: Path
+    db: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+@contextmanager
+def streamlit_server(tmp: Path, extra_env: dict[str, str] | None = None, timeout: float = 60) -> Iterator[Server]:
+    workspace = tmp / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "notes.md").write_text("# Notes\nremember the milk\n")
+    db = tmp / "gatehouse.db"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
+    env.update(
+        GATEHOUSE_DB=str(db),
+        GATEHOUSE_WORKSPACE=str(workspace),
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        **(extra_env or {}),
+    )
+    log = tmp / "streamlit.log"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, log, timeout)
+        yield Server(url=url, workspace=workspace, db=db, log=log, process=process)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(5)
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not become healthy in {timeout}s:\n{log.read_text(errors='replace')}")
+
+
+def screenshot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

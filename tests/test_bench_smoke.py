@@ -1,0 +1,47 @@
+"""Keeps `bench/` runnable: a tiny run produces the table, the JSON and the plot.
+
+Timing targets are not asserted here (see BENCHMARKS.md); only that it all works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> None:
+    results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
+    markdown.write_text("# Benchmarks\n\nProse that must survive.\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--turns", "2,3", "--baseline-turns", "2", "--no-micro",
+         "--results", str(results), "--markdown", str(markdown)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=280,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = markdown.read_text()
+    assert "Prose that must survive." in text
+    assert "| system | N | msgs | per-turn ms, turns 1-10 |" in text
+    for system in ("gatehouse", "peer", "gatehouse-baseline"):
+        assert f"| {system} | 2 | 10 |" in text
+    assert "| gatehouse | 3 | 15 |" in text and "| peer | 3 | 15 |" in text
+    assert "| target | measured | result |" in text
+    data = json.loads((results / "results.json").read_text())
+    assert set(data["systems"]) == {"gatehouse", "peer", "gatehouse-baseline"}
+    assert len(data["systems"]["peer"]["turn_ms"]) == 3
+    assert (results / "long_thread.png").stat().st_size > 1000
+
+
+def test_micro_benchmarks_run_small(tmp_path: Path) -> None:
+    from bench.micro import event_pipeline, index_list_ms
+
+    assert index_list_ms(tmp_path, threads=50, repeat=2) >= 0
+    result = event_pipeline(tmp_path, tokens=20, repeat=1)
+    assert result["tokens"] == 20 and result["run_session_ms"] > 0

@@ -1,0 +1,302 @@
+"""The scriptable `gatehouse` commands, run as a script or cron job would run them:
+real subprocesses of the console script, their exit codes, stdout/stderr and --json.
+
+Exit codes under test: 0 ok, 1 failed / not found, 2 usage or refused decision,
+3 waiting for a decision, 130 cancelled with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.timeout(240)
+# Each command is a fresh process that imports the agent: seconds, not milliseconds.
+slow = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = Path(sys.executable).parent / "gatehouse"
+TWO_WRITES = "list files then write todo.md: buy milk then write b.md: x"
+
+
+def base_cmd() -> list[str]:
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.cli"]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
+    e.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+             PYTHONPATH=str(ROOT))
+    e.pop("NO_COLOR", None)
+    (tmp_path / "ws").mkdir()
+    return e
+
+
+def gh(env: dict[str, str], *args: str, code: int | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([*base_cmd(), *args], env=env, cwd=str(ROOT), capture_output=True, text=True,
+                            timeout=120)
+    if code is not None:
+        assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    return result
+
+
+def gh_json(env: dict[str, str], *args: str, code: int = 0) -> object:
+    return json.loads(gh(env, *args, "--json", code=code).stdout)
+
+
+@slow
+def test_send_pause_partial_decisions_refused_then_answered(env: dict[str, str], tmp_path: Path) -> None:
+    sent = gh_json(env, "send", TWO_WRITES, code=3)
+    thread_id = sent["thread_id"]
+    assert sent["status"] == "awaiting_approval"
+    assert [c["call"] for c in sent["pending"]["calls"]] == [1, 2]
+    assert [t["name"] for t in sent["tools"]] == ["list_files"]  # the free call already ran
+
+    listed = gh_json(env, "threads")
+    assert [(t["thread_id"], t["status"], t["pending"]) for t in listed] == [(thread_id, "awaiting_approval", 2)]
+    inbox = gh_json(env, "pending")
+    assert inbox[0]["thread_id"] == thread_id
+    assert [c["args"]["path"] for c in inbox[0]["calls"]] == ["todo.md", "b.md"]
+
+    # Ambiguous or partial decisions are refused with the undecided calls named; nothing changes.
+    refused = gh(env, "approve", thread_id, code=2)
+    assert "1 (write_file), 2 (write_file)" in refused.stderr
+    refused = gh(env, "approve", thread_id, "--call", "1", code=2)
+    assert "still undecided: 2 (write_file)" in refused.stderr
+    gh(env, "approve", thread_id, "--call", "7", "--reject-others", "no", code=2)
+    gh(env, "approve", thread_id, "--all", "--interrupt-id", "not-the-pending-one", code=2)
+    assert gh_json(env, "pending")[0]["interrupt_id"] == inbox[0]["interrupt_id"]
+    assert not (tmp_path / "ws" / "todo.md").exists()
+
+    done = gh_json(env, "approve", thread_id, "--call", "1", "--reject-others", "not b",
+                   "--interrupt-id", inbox[0]["interrupt_id"])
+    assert done["status"] == "completed" and done["pending"] is None
+    assert {t["name"]: t["status"] for t in done["tools"] if t["status"] == "rejected"} == {"write_file": "rejected"}
+    assert (tmp_path / "ws" / "todo.md").read_text() == "buy milk\n"
+    assert not (tmp_path / "ws" / "b.md").exists()
+
+    # Deciding again: nothing is pending any more.
+    again = gh(env, "approve", thread_id, code=2)
+    assert "not waiting for a decision" in again.stderr
+    assert gh_json(env, "pending") == []
+
+
+@slow
+def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) -> None:
+    thread_id = gh_json(env, "send", "write a.md: one", code=3)["thread_id"]
+    gh(env, "respond", thread_id, "--message", "I wrote it by hand", code=0)
+    transcript = gh_json(env, "show", thread_id)
+    assert [m["content"] for m in transcript["messages"] if m["role"] == "tool"] == ["I wrote it by hand"]
+    assert not (tmp_path / "ws" / "a.md").exists()
+
+    gh(env, "send", "--thread", thread_id, "write c.md: two", code=3)
+    shown = gh(env, "show", thread_id, code=0).stdout
+    assert "call 1/1: write_file" in shown  # the pending card is part of the transcript view
+    gh(env, "reject", thread_id, "--reason", "not now", code=0)
+    assert not (tmp_path / "ws" / "c.md").exists()
+    tools = [m for m in gh_json(env, "show", thread_id)["messages"] if m["role"] == "tool"]
+    assert "not now" in tools[-1]["content"]
+
+    gh(env, "send", "--thread", thread_id, "write d.md: three", code=3)
+    gh(env, "approve", thread_id, "--always", code=0)
+    # Always allowed in this thread: the next write runs without asking ...
+    assert gh_json(env, "send", "--thread", thread_id, "write e.md: four")["status"] == "completed"
+    assert (tmp_path / "ws" / "e.md").read_text() == "four\n"
+    # ... but not in another thread.
+    gh(env, "send", "write f.md: five", code=3)
+
+
+@slow
+def test_show_export_delete_and_not_found(env: dict[str, str], tmp_path: Path) -> None:
+    thread_id = gh_json(env, "send", "list files")["thread_id"]
+    shown = gh(env, "show", thread_id, code=0)
+    assert "list files" in shown.stdout and "\x1b[" not in shown.stdout  # no colour in a pipe
+
+    md = gh(env, "export", thread_id, "--format", "md", code=0).stdout
+    assert md.startswith("# list files") and thread_id in md
+    data = json.loads(gh(env, "export", thread_id, "--format", "json", code=0).stdout)
+    assert [m["role"] for m in data["messages"]][:2] == ["user", "assistant"]
+    out = tmp_path / "t.md"
+    gh(env, "export", thread_id, "-o", str(out), code=0)
+    assert out.read_text().strip() == md.strip()
+    gh(env, "export", thread_id, "--format", "xml", code=2)
+
+    table = gh(env, "threads", code=0).stdout
+    assert thread_id in table and "completed" in table
+
+    assert gh_json(env, "delete", thread_id) == {"thread_id": thread_id, "deleted": True}
+    assert "no thread" in gh(env, "show", thread_id, code=1).stderr
+    gh(env, "delete", thread_id, code=1)
+    gh(env, "approve", "no-such-thread", code=1)
+    assert gh_json(env, "threads") == []
+
+
+@slow
+def test_db_option_resume_and_config_errors(env: dict[str, str], tmp_path: Path) -> None:
+    other = str(tmp_path / "other.db")
+    thread_id = gh_json(env, "send", "--db", other, "write x.md: y", code=3)["thread_id"]
+    assert gh_json(env, "threads") == []  # not in the GATEHOUSE_DB database
+    assert gh_json(env, "threads", "--db", other)[0]["thread_id"] == thread_id
+    # resume is for crashed runs; a thread waiting for a person says so (exit 3).
+    assert "waiting for a decision" in gh(env, "resume", "--db", other, thread_id, code=3).stderr
+    gh(env, "approve", "--db", other, thread_id, code=0)
+    assert gh_json(env, "resume", "--db", other, thread_id)["status"] == "completed"
+
+    bad = {**env, "GATEHOUSE_CONFIG": str(tmp_path / "missing.toml")}
+    assert "does not exist" in gh(bad, "threads", code=2).stderr
+    gh(env, "approve", code=2)  # click usage error: missing argument
+
+
+@slow
+def test_ctrl_c_during_a_scripted_run_cancels_it(env: dict[str, str]) -> None:
+    slow = {**env, "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:model", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*base_cmd(), "send", "tell me a story"], env=slow, cwd=str(ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen = ""
+    deadline = time.time() + 90
+    while "Still going" not in seen and time.time() < deadline:
+        seen += proc.stdout.read(1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "stopping at the next safe point" in stderr
+    rows = gh_json(env, "threads")
+    assert rows[0]["status"] == "cancelled"
+
+
+@slow
+def test_resume_continues_a_run_whose_process_died(env: dict[str, str]) -> None:
+    slow_env = {**env, "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:model", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*base_cmd(), "send", "tell me a story"], env=slow_env, cwd=str(ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    seen = ""
+    deadline = time.time() + 90
+    while "Still going" not in seen and time.time() < deadline:
+        seen += proc.stdout.read(1)
+    proc.kill()  # a crash: no handler runs, the thread is left mid-run
+    proc.wait(timeout=30)
+    [row] = gh_json(env, "threads")
+    assert row["status"] == "interrupted", "a killed run shows as interrupted, not running"
+    resumed = gh_json(slow_env, "resume", row["thread_id"])
+    assert resumed["status"] == "completed"
+    messages = gh_json(env, "show", row["thread_id"])["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["content"].endswith("Still going… ")
+
+
+# -- launching the web UI and Studio (in-process, the child process is faked) --------------
+@pytest.fixture
+def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    from ui import cli
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cli, "_run_child", lambda cmd, cwd=None: calls.append(cmd) or 0)
+    return calls
+
+
+def test_no_command_and_ui_start_streamlit(launched: list[list[str]], monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    from ui import cli
+
+    app_py = tmp_path / "app.py"
+    app_py.write_text("")
+    monkeypatch.setattr(cli, "APP_PATH", app_py)
+    runner = CliRunner()
+    assert runner.invoke(cli.app, []).exit_code == 0
+    assert runner.invoke(cli.app, ["ui"]).exit_code == 0
+    for cmd in launched:
+        assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == str(app_py)
+        assert cmd[5:] == ["--server.address", "127.0.0.1", "--server.headless", "true",
+                           "--browser.gatherUsageStats", "false"]
+    monkeypatch.setattr(cli, "APP_PATH", tmp_path / "missing.py")
+    result = runner.invoke(cli.app, ["ui"])
+    assert result.exit_code == 1
+
+
+def test_studio_runs_langgraph_dev_or_says_how_to_install(launched: list[list[str]],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import cli
+
+    runner = CliRunner()
+    monkeypatch.setattr(cli, "find_langgraph", lambda: "/opt/bin/langgraph")
+    assert runner.invoke(cli.app, ["studio", "--no-browser"]).exit_code == 0
+    assert launched == [["/opt/bin/langgraph", "dev", "--config", str(ROOT / "langgraph.json"), "--no-browser"]]
+
+    monkeypatch.setattr(cli, "find_langgraph", lambda: None)
+    result = runner.invoke(cli.app, ["studio"])
+    assert result.exit_code == 1
+    assert "langgraph-cli[inmem]" in result.output
+    assert len(launched) == 1
+
+
+# -- one answer for every call (in-process, no agent needed) --------------------------
+def pending_of(*names: str) -> object:
+    from graph.session import PendingApproval
+
+    request = {
+        "action_requests": [{"name": n, "args": {}, "description": "", "tool_call_id": f"c{i}"}
+                            for i, n in enumerate(names)],
+        "review_configs": [{"action_name": n, "allowed_decisions": ["approve", "reject"]} for n in names],
+    }
+    return PendingApproval("t1", "i1", request)
+
+
+def test_partial_decisions_name_the_undecided_calls() -> None:
+    from ui import term_decisions as td
+
+    pending = pending_of("write_file", "run_command", "write_file")
+    with pytest.raises(td.DecisionUsage, match=r"still undecided: 1 \(write_file\), 3 \(write_file\)"):
+        td.answer(pending, {2: td.approve()})
+    with pytest.raises(td.DecisionUsage, match="no call 4"):
+        td.answer(pending, {4: td.approve()}, td.reject("x"))
+    answer = td.answer(pending, {2: td.approve(always=True)}, td.reject("not these"))
+    assert answer == {"decisions": [
+        {"type": "reject", "message": "not these"},
+        {"type": "approve", "always_allow": True},
+        {"type": "reject", "message": "not these"},
+    ]}
+    assert td.edit("write_file", {"path": "a"})["edited_action"] == {"name": "write_file", "args": {"path": "a"}}
+
+
+def test_renderer_streams_text_and_tool_progress_without_colour() -> None:
+    import io
+
+    from rich.console import Console
+
+    from graph import events as ev
+    from ui.terminal import EventRenderer
+
+    buf = io.StringIO()
+    r = EventRenderer(Console(file=buf, width=100, no_color=True, highlight=False))
+    t = "t1"
+    for e in [
+        ev.RunStarted(thread_id=t, run_id="r"),
+        ev.TextDelta(thread_id=t, text="Let me "), ev.TextDelta(thread_id=t, text="look."),
+        ev.ToolStarted(thread_id=t, call_id="c1", name="run_command", args={"command": "ls"}),
+        ev.ToolOutput(thread_id=t, call_id="c1", text="a.md\nb.md\n"),
+        ev.ToolFinished(thread_id=t, call_id="c1", name="run_command", status="ok", output="a.md\nb.md\n"),
+        ev.ToolFinished(thread_id=t, call_id="c2", name="write_file", status="rejected", output="declined: [red]no"),
+        ev.RunFinished(thread_id=t, status="cancelled", reason="Stopped by the person."),
+    ]:
+        r.handle(e)
+    assert buf.getvalue().splitlines() == [
+        "Let me look.",
+        '⚙ run_command {"command": "ls"}',
+        "run_command │ a.md",
+        "run_command │ b.md",
+        "✓ run_command ok",  # its output was already shown line by line
+        "✗ write_file rejected",
+        "declined: [red]no",  # text from tools is never read as markup
+        "■ run cancelled: Stopped by the person.",
+    ]

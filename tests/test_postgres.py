@@ -1,0 +1,318 @@
+"""Postgres storage (issue 9): the core suite, cross-process resume and three app
+processes sharing threads, against a real throwaway Postgres server.
+
+The core suite's tests are imported and run a second time here with
+`make_session` pointed at a fresh Postgres database per test (see `pg_sessions`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.postgres import PostgresSaver
+
+import tests.test_core_graph as core
+from graph.lease import RunInProgress
+from graph.storage import StorageError, open_storage
+from graph.storage_postgres import PgJournal, PgLeases, PgThreadIndex, redact
+from graph.testing import ai, tool_call
+from tests.support.core_fixtures import Ledger, make_session
+from tests.support.postgres import PostgresServer
+
+# The core approval-contract suite, collected again in this module (on Postgres).
+from tests.test_core_graph import *  # noqa: F403
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def pg_sessions(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every `make_session` in this module (and in the imported core tests) opens
+    the test's own Postgres database; the sessions are closed afterwards."""
+    opened: list[Any] = []
+
+    def on_postgres(tmp: Path, script: list[Any], *, db: str | None = None, **kwargs: Any) -> Any:
+        result = make_session(tmp, script, db=db or postgres_url, **kwargs)
+        opened.append(result[0])
+        return result
+
+    monkeypatch.setattr(core, "make_session", on_postgres)
+    yield postgres_url
+    for session in opened:
+        session.close()
+
+
+def pg_session(script: list[Any], tmp: Path) -> Any:
+    """A Session on this test's Postgres database (closed after the test)."""
+    return core.make_session(tmp, script)
+
+
+# -- storage itself ---------------------------------------------------------------
+
+
+def test_postgres_url_selects_the_official_saver_and_postgres_tables(pg_sessions: str, tmp_path: Path) -> None:
+    session, _, _ = pg_session([], tmp_path)
+    storage = session.storage
+    assert isinstance(storage.checkpointer, PostgresSaver)
+    assert isinstance(storage.index, PgThreadIndex)
+    assert isinstance(storage.journal, PgJournal) and isinstance(storage.leases, PgLeases)
+    import psycopg
+
+    with psycopg.connect(pg_sessions) as conn:
+        tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'")}
+    assert {"checkpoints", "checkpoint_writes", "gatehouse_threads", "gatehouse_journal", "gatehouse_leases"} <= tables
+    # Opening again (a second process, a restart) finds the schema and keeps the data.
+    session.storage.index.touch("kept", title="still here")
+    again = open_storage(pg_sessions)
+    try:
+        assert again.index.get("kept").title == "still here"
+    finally:
+        again.close()
+
+
+def test_unreachable_postgres_is_a_clear_storage_error(postgres_server: PostgresServer) -> None:
+    url = f"postgresql://postgres:secret@127.0.0.1:{postgres_server.port}/no_such_database"
+    with pytest.raises(StorageError) as err:
+        open_storage(url)
+    assert "no_such_database" in str(err.value) and "secret" not in str(err.value)
+    assert redact(url) == f"postgresql://postgres:***@127.0.0.1:{postgres_server.port}/no_such_database"
+
+
+def test_journal_and_leases_on_postgres(pg_sessions: str, tmp_path: Path) -> None:
+    from langchain_core.messages import ToolMessage
+
+    storage = open_storage(pg_sessions)
+    try:
+        call = tool_call("send_email", {"to": "a@x", "body": "1"}, "c1")
+        storage.journal.start("t1", call)
+        entry = storage.journal.get("t1", "c1")
+        assert entry.status == "started" and not entry.finished and entry.args == {"to": "a@x", "body": "1"}
+        storage.journal.finish("t1", call, ToolMessage(content="sent", tool_call_id="c1", name="send_email"))
+        entry = storage.journal.get("t1", "c1")
+        assert entry.finished and entry.result.content == "sent"
+        assert [e.tool_call_id for e in storage.journal.entries("t1")] == ["c1"]
+        storage.journal.start("t1", call)  # "run again": a second attempt, result cleared
+        entry = storage.journal.get("t1", "c1")
+        assert entry.status == "started" and entry.result is None and entry.attempts == 2
+
+        lease = storage.leases.acquire("t1")
+        assert storage.leases.holder("t1") == lease.owner
+        with pytest.raises(RunInProgress, match="already running"):
+            storage.leases.acquire("t1")
+        lease.release()
+        assert storage.leases.holder("t1") is None
+        storage.leases.acquire("t1").release()
+        storage.delete_thread("t1")
+        assert storage.journal.entries("t1") == []
+    finally:
+        storage.close()
+
+
+# -- processes ----------------------------------------------------------------------
+
+
+class App:
+    """One app process (tests/support/multi_process_worker.py) on the shared database."""
+
+    def __init__(self, db: str, folder: Path, *, wait: bool = True) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.multi_process_worker", db, str(folder)],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        if wait:
+            self.ready()
+
+    def ready(self) -> None:
+        assert self.read()["ready"]
+
+    def read(self) -> dict[str, Any]:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"app process died: {self.proc.stderr.read()}")
+        return json.loads(line)
+
+    def post(self, **cmd: Any) -> None:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def ask(self, **cmd: Any) -> dict[str, Any]:
+        self.post(**cmd)
+        return self.read()
+
+    def quit(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.post(op="quit")
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            stream.close()
+
+
+@pytest.fixture
+def apps(pg_sessions: str, tmp_path: Path) -> Iterator[list[App]]:
+    # Started side by side: each import of the stack takes seconds on a busy machine.
+    started = [App(pg_sessions, tmp_path, wait=False) for _ in range(3)]
+    try:
+        for app in started:
+            app.ready()
+        yield started
+    finally:
+        for app in started:
+            with contextlib.suppress(OSError):
+                app.post(op="quit")
+        for app in started:
+            app.quit()
+
+
+APPROVE = {"decisions": [{"type": "approve"}]}
+
+
+def test_pause_in_one_process_resume_in_another(pg_sessions: str, tmp_path: Path) -> None:
+    first = App(pg_sessions, tmp_path)
+    try:
+        reply = first.ask(op="send", thread="shared", text="email ops")
+    finally:
+        first.quit()
+    assert reply["status"] == "awaiting_approval"
+    request = next(e for e in reply["events"] if e["type"] == "approval_required")["request"]
+    assert request["action_requests"][0]["args"] == {"to": "ops@example.com", "body": "email ops"}
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    assert ledger.count("send_email") == 0
+
+    # The first process has exited; a fresh one resumes by thread id.
+    second = App(pg_sessions, tmp_path)
+    try:
+        reply = second.ask(op="resume", thread="shared", answer=APPROVE)
+        assert reply["status"] == "completed"
+        assert ledger.count("send_email") == 1
+        again = second.ask(op="resume", thread="shared", answer=APPROVE)
+        assert not again["ok"] and "not waiting for a decision" in again["message"]
+    finally:
+        second.quit()
+    session, _, _ = pg_session([], tmp_path)
+    assert [m.content for m in session.messages("shared")][-1] == "Email sent."
+    assert session.thread("shared").status == "completed"
+    assert ledger.count("send_email") == 1
+
+
+def test_three_app_processes_share_threads(apps: list[App], tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    # Each process starts two threads, all six at about the same time.
+    at = time.time() + 0.5
+    threads = {i: [f"p{i}-a", f"p{i}-b"] for i in range(3)}
+    for i, app in enumerate(apps):
+        for t in threads[i]:
+            app.post(op="send", thread=t, text=f"mail from {t}", at=at)
+    for app in apps:
+        for _ in range(2):
+            assert app.read()["status"] == "awaiting_approval"
+    everyone = sorted(t for ts in threads.values() for t in ts)
+    # Every process sees every paused thread in its approvals inbox.
+    for app in apps:
+        assert sorted(app.ask(op="pending")["threads"]) == everyone
+    assert ledger.count("send_email") == 0
+
+    # Each process approves the threads another one started.
+    for i, app in enumerate(apps):
+        for t in threads[(i + 1) % 3]:
+            app.post(op="resume", thread=t, answer=APPROVE)
+    for app in apps:
+        for _ in range(2):
+            assert app.read()["status"] == "completed"
+    assert sorted(e["args"]["body"] for e in ledger.entries()) == sorted(f"mail from {t}" for t in everyone)
+    for app in apps:
+        assert app.ask(op="pending")["threads"] == []
+        listed = app.ask(op="threads")["threads"]
+        assert sorted(t["thread_id"] for t in listed) == everyone
+        assert {t["status"] for t in listed} == {"completed"}
+        assert app.ask(op="messages", thread="p2-b")["messages"][-1] == "Email sent."
+
+
+def test_three_processes_racing_on_one_approval_run_the_tool_once(apps: list[App], tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    for round_ in range(3):
+        thread = f"race-{round_}"
+        assert apps[round_].ask(op="send", thread=thread, text=f"race {round_}")["status"] == "awaiting_approval"
+        at = time.time() + 0.5
+        for app in apps:
+            app.post(op="resume", thread=thread, answer=APPROVE, at=at)
+        replies = [app.read() for app in apps]
+        winners = [r for r in replies if r["ok"]]
+        losers = [r for r in replies if not r["ok"]]
+        assert len(winners) == 1 and winners[0]["status"] == "completed", replies
+        assert {r["error"] for r in losers} <= {"AlreadyDecided", "NothingPending"}, losers
+        assert sum(1 for e in ledger.entries() if e["args"]["body"] == f"race {round_}") == 1
+
+    # A second message on a thread while another process runs on it is refused, not interleaved.
+    session, _, _ = pg_session([ai("", tool_call("lookup", {"key": "k"}, "l1")), "done"], tmp_path)
+    lease = session.storage.leases.acquire("busy")
+    try:
+        refused = apps[0].ask(op="send", thread="busy", text="hello")
+        assert not refused["ok"] and refused["error"] == "RunInProgress"
+    finally:
+        lease.release()
+    assert apps[0].ask(op="send", thread="busy", text="hello")["ok"]
+
+
+def test_postgres_tables_have_the_sqlite_columns(pg_sessions: str, tmp_path: Path) -> None:
+    """The Postgres twins of the thread index, journal and leases keep the columns of
+    the SQLite originals: a column added there must be added in graph/storage_postgres.py."""
+    import sqlite3
+
+    import psycopg
+
+    open_storage(str(tmp_path / "columns.db")).close()
+    pg = open_storage(pg_sessions)
+    pg.close()
+    tables = ("gatehouse_threads", "gatehouse_journal", "gatehouse_leases")
+    with sqlite3.connect(tmp_path / "columns.db") as lite, psycopg.connect(pg_sessions) as conn:
+        for table in tables:
+            expected = {row[1] for row in lite.execute(f"PRAGMA table_info({table})")}
+            actual = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name=%s", (table,)
+                )
+            }
+            assert actual == expected, f"{table}: Postgres {sorted(actual)} != SQLite {sorted(expected)}"
+
+
+def test_first_use_by_several_processes_at_once_sets_the_schema_up_once(pg_sessions: str) -> None:
+    """Replicas starting together on a fresh database. The saver's migrations use
+    CREATE INDEX CONCURRENTLY, which waits for every open transaction, so a starter
+    blocked inside pg_advisory_lock deadlocked them (threads here; processes in the
+    three-app tests)."""
+    import threading
+
+    barrier = threading.Barrier(4)
+    opened: list[Any] = []
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            opened.append(open_storage(pg_sessions))
+        except BaseException as exc:
+            failed.append(exc)
+
+    starters = [threading.Thread(target=start) for _ in range(4)]
+    for s in starters:
+        s.start()
+    for s in starters:
+        s.join(timeout=120)
+    try:
+        assert not failed and len(opened) == 4 and not any(s.is_alive() for s in starters)
+    finally:
+        for storage in opened:
+            storage.close()

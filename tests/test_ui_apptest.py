@@ -1,0 +1,264 @@
+"""Page logic of the Streamlit app with Streamlit's AppTest (no browser).
+
+Each test gets its own database and workspace; the app's process-wide Session is
+cached per (db, workspace), so tests do not share threads.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "ui" / "app.py")
+TIMEOUT = 30
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("hello notes\n")
+    monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
+    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(workspace))
+    monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_BASE_URL", "GATEHOUSE_MODEL_FACTORY"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / "none.toml").write_text("")
+    return workspace
+
+
+def app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    return at.run()
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [e.value for e in at.info] + [e.value for e in at.warning]
+    parts += [e.value for e in at.error] + [c.value for c in at.code] + [c.value for c in at.caption]
+    parts += [s.label for s in at.get("status")]
+    return "\n".join(str(p) for p in parts)
+
+
+def send(at: AppTest, text: str) -> AppTest:
+    at.chat_input(key="prompt").set_value(text).run()
+    # The run finished during that script run (the page follows it and reruns).
+    return at
+
+
+def test_demo_banner_and_empty_page(env: Path) -> None:
+    at = app()
+    assert not at.exception
+    assert "Demo mode" in texts(at)
+    assert "Send a message to start a thread" in texts(at)
+
+
+def test_send_message_shows_tool_and_reply(env: Path) -> None:
+    at = send(app(), "list files")
+    assert not at.exception
+    assert "thread" in at.query_params
+    body = texts(at)
+    assert "Here is what happened" in body
+    assert "list_files · done" in body
+    assert "notes.md" in body
+
+
+def test_approval_card_approve_writes_file(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    body = texts(at)
+    assert "Approval needed" in body
+    assert "write_file" in body and "risk: write" in body
+    assert at.chat_input(key="prompt").disabled
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    assert not at.exception
+    assert (env / "todo.md").read_text() == "buy milk\n"
+    assert "write_file · done" in texts(at)
+    assert not at.chat_input(key="prompt").disabled
+
+
+def _choose(at: AppTest, decision: str) -> str:
+    radio = next(r for r in at.radio if r.key and r.key.endswith("-choice"))
+    radio.set_value(decision).run()
+    return radio.key.removesuffix("-choice")
+
+
+def test_reject_with_reason(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    key = _choose(at, "reject")
+    at.text_input(key=f"{key}-reason").input("not today").run()
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    body = texts(at)
+    assert "declined" in body and "not today" in body
+    assert not (env / "todo.md").exists()
+
+
+def test_edit_is_validated_before_submit(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    key = _choose(at, "edit")
+    at.text_area(key=f"{key}-args").input('{"path": "todo.md"').run()
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    assert any("not valid JSON" in e.value for e in at.error)
+    at.text_area(key=f"{key}-args").input('{"path": "todo.md"}').run()
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    assert any("content" in e.value for e in at.error)
+    assert "Approval needed" in texts(at)  # still paused
+    at.text_area(key=f"{key}-args").input('{"path": "todo.md", "content": "eggs\\n"}').run()
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    assert (env / "todo.md").read_text() == "eggs\n"
+
+
+def test_inbox_lists_and_decides(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    thread = at.query_params["thread"][0] if isinstance(at.query_params["thread"], list) else at.query_params["thread"]
+    inbox = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    inbox.query_params["view"] = "inbox"
+    inbox.run()
+    assert "1 thread waiting" in texts(inbox)
+    inbox.button(key=f"inbox-{thread}-" + _interrupt(inbox) + "-all").click().run()
+    assert (env / "todo.md").exists()
+
+
+def _interrupt(at: AppTest) -> str:
+    key = next(b.key for b in at.button if b.key.endswith("-all"))
+    return key.removesuffix("-all").rsplit("-", 1)[-1]
+
+
+def test_reload_shows_history_and_threads(env: Path) -> None:
+    at = send(app(), "read notes.md")
+    thread = at.query_params["thread"]
+    thread = thread[0] if isinstance(thread, list) else thread
+    again = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    again.query_params["thread"] = thread
+    again.run()
+    body = texts(again)
+    assert "hello notes" in body and "read notes.md" in body
+    assert any(b.key == f"thread-{thread}" for b in again.button)
+
+
+def test_undo_with_confirmation(env: Path) -> None:
+    at = send(app(), "list files")
+    at = send(at, "read notes.md")
+    thread = at.query_params["thread"]
+    thread = thread[0] if isinstance(thread, list) else thread
+    at.button(key=f"undo-{thread}").click().run()
+    assert any("Undo the last turn?" in w.value for w in at.warning)
+    at.button(key=f"undo-{thread}-yes").click().run()
+    assert "hello notes" not in texts(at)
+    assert "list files" in texts(at)
+
+
+def test_rename_and_delete(env: Path) -> None:
+    at = send(app(), "list files")
+    thread = at.query_params["thread"]
+    thread = thread[0] if isinstance(thread, list) else thread
+    form_title = next(t for t in at.text_input if t.label == "Title")
+    form_title.input("Groceries")
+    next(b for b in at.button if b.label == "Rename").click().run()
+    assert at.button(key=f"thread-{thread}").label.startswith("Groceries")
+    at.button(key=f"delete-{thread}").click().run()
+    at.button(key=f"delete-{thread}-yes").click().run()
+    assert not any(b.key == f"thread-{thread}" for b in at.button)
+
+
+def test_settings_page(env: Path) -> None:
+    at = send(app(), "list files")
+    at.query_params["view"] = "settings"
+    at.run()
+    body = texts(at)
+    assert "Workspace folder" in body and str(env) in body
+    assert "Policy" in [h.value for h in at.subheader]
+
+
+def test_second_send_while_running_is_refused(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
+    monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.01")
+    from ui.web_state import app_state
+
+    at = app()
+    state = app_state()
+    handle = state.runner.send("t-busy", "tell me a story")
+    at.query_params["thread"] = "t-busy"
+    at.chat_input(key="prompt").set_value("again").run()
+    assert any("already active" in w.value for w in at.warning)
+    handle.join(30)
+    time.sleep(0.1)
+    assert sum(1 for m in state.session.messages("t-busy") if m.type == "human") == 1
+
+
+def _thread(at: AppTest) -> str:
+    value = at.query_params["thread"]
+    return value[0] if isinstance(value, list) else value
+
+
+def test_fork_from_earlier_message(env: Path) -> None:
+    at = send(app(), "list files")
+    at = send(at, "read notes.md")
+    thread = _thread(at)
+    at.text_area(key=f"fork-text-{thread}-0").input("read notes.md").run()
+    at.checkbox(key=f"fork-sure-{thread}-0").check().run()
+    at.button(key=f"fork-go-{thread}-0").click().run()
+    user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
+    assert [c.markdown[0].value for c in user_bubbles] == ["read notes.md"]
+    assert "list_files" not in texts(at)
+    assert "hello notes" in texts(at)
+
+
+def test_model_error_is_readable_with_retry(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_flaky_model")
+    monkeypatch.setenv("GATEHOUSE_DB", str(env.parent / "flaky.db"))
+    at = send(app(), "list files")
+    assert not at.exception
+    assert any("The model API failed" in e.value for e in at.error)
+    at.button(key="retry").click().run()
+    assert not at.exception
+    assert "list_files · done" in texts(at)
+    assert not at.error
+
+
+def _submit(at: AppTest) -> AppTest:
+    return at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+
+
+def test_one_decision_per_call_in_one_card(env: Path) -> None:
+    at = send(app(), "write a.md: one then write b.md: two")
+    assert "Approval needed · 2 calls" in texts(at)
+    radios = [r for r in at.radio if r.key and r.key.endswith("-choice")]
+    assert len(radios) == 2
+    radios[1].set_value("reject").run()
+    _submit(at)
+    assert (env / "a.md").read_text() == "one\n"
+    assert not (env / "b.md").exists()
+    assert "write_file · done" in texts(at) and "write_file · rejected" in texts(at)
+
+
+def test_always_allow_in_this_thread(env: Path) -> None:
+    at = send(app(), "write a.md: one")
+    key = next(c.key for c in at.checkbox if c.key and c.key.endswith("-always"))
+    at.checkbox(key=key).check().run()
+    _submit(at)
+    at = send(at, "write a.md: two")
+    assert "Approval needed" not in texts(at)
+    assert (env / "a.md").read_text() == "two\n"
+
+
+def test_open_thread_by_id(env: Path) -> None:
+    first = send(app(), "list files")
+    thread = _thread(first)
+    at = app()
+    at.text_input(key="open-id").input("no-such-thread")
+    next(b for b in at.button if b.label == "Open").click().run()
+    assert any("No thread" in e.value for e in at.error)
+    at.text_input(key="open-id").input(thread)
+    next(b for b in at.button if b.label == "Open").click().run()
+    assert _thread(at) == thread
+    assert "notes.md" in texts(at)
+
+
+def test_storage_failure_is_a_readable_page(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GATEHOUSE_DB", str(env))  # a folder, not a database file
+    at = app()
+    assert not at.exception
+    assert any("cannot start" in e.value for e in at.error)
+    assert any(b.key == "retry-start" for b in at.button)

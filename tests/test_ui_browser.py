@@ -1,0 +1,203 @@
+"""End-to-end: the Streamlit app in real headless Chromium (Debian's, via Playwright).
+
+One `streamlit run` per module, with a slowed-down demo model (test-only hook
+GATEHOUSE_MODEL_FACTORY) so streaming and Stop can be observed. Each test opens its own
+thread. Screenshots of the key states go to docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.browser import (
+    Server,
+    chromium_path,
+    launch_chromium,
+    screenshot,
+    streamlit_server,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+WAIT_MS = 30_000
+VIEWPORT = {"width": 1280, "height": 1000}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    chromium_path()  # skip (or fail in CI) before starting a server for nothing
+    env = {"GATEHOUSE_MODEL_FACTORY": "tests.support.slow_model:make_model", "GATEHOUSE_SLOW_DELAY": "0.04"}
+    with streamlit_server(tmp_path_factory.mktemp("ui"), env) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser(server: Server) -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = launch_chromium(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: Server) -> Iterator[Any]:
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(server.url)
+    chat_box(page).wait_for()
+    yield page
+    context.close()
+
+
+def chat_box(page: Any) -> Any:
+    return page.get_by_test_id("stChatInputTextArea")
+
+
+def send(page: Any, text: str) -> None:
+    box = chat_box(page)
+    box.wait_for()
+    playwright_api.expect(box).to_be_enabled()
+    box.fill(text)
+    box.press("Enter")
+
+
+def main(page: Any) -> Any:
+    return page.get_by_test_id("stMainBlockContainer")
+
+
+def expect_text(page: Any, text: str | re.Pattern[str]) -> None:
+    playwright_api.expect(main(page)).to_contain_text(text, timeout=WAIT_MS)
+
+
+def settle(page: Any) -> None:
+    """Wait until no script run is in progress (no live run, no stale elements)."""
+    playwright_api.expect(main(page).get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
+    playwright_api.expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
+
+
+def submit(page: Any) -> None:
+    page.get_by_role("button", name="Submit decision").click()
+
+
+def test_send_message_streams_text(page: Any) -> None:
+    send(page, "hello there")
+    # The cursor mark is only drawn while tokens are still arriving.
+    expect_text(page, "▌")
+    screenshot(page, "streaming")
+    expect_text(page, "I understand requests like")
+    playwright_api.expect(main(page)).not_to_contain_text("▌", timeout=WAIT_MS)
+    assert "thread=" in page.url
+    send(page, "list files")
+    expect_text(page, "list_files · done")
+    expect_text(page, "notes.md")
+    settle(page)
+    screenshot(page, "chat-tool-call")
+
+
+def test_approve(page: Any, server: Server) -> None:
+    send(page, "write todo.md: buy milk")
+    expect_text(page, "Approval needed")
+    expect_text(page, "risk: write")
+    playwright_api.expect(chat_box(page)).to_be_disabled()
+    settle(page)
+    screenshot(page, "approval-card")
+    submit(page)
+    expect_text(page, "write_file · done")
+    playwright_api.expect(chat_box(page)).to_be_enabled()
+    assert (server.workspace / "todo.md").read_text() == "buy milk\n"
+
+
+def test_reject_with_reason_and_model_reacts(page: Any, server: Server) -> None:
+    send(page, "write rejected.md: nope")
+    expect_text(page, "Approval needed")
+    main(page).get_by_text("Reject", exact=True).click()
+    reason = page.get_by_label("Reason (the model sees it)")
+    reason.fill("wrong file name")
+    reason.press("Enter")
+    submit(page)
+    expect_text(page, "declined")
+    expect_text(page, "wrong file name")
+    expect_text(page, "write_file · rejected")
+    assert not (server.workspace / "rejected.md").exists()
+
+
+def test_reload_while_pending_then_approve(page: Any, server: Server) -> None:
+    send(page, "write reload.md: after reload")
+    expect_text(page, "Approval needed")
+    url = page.url
+    page.reload()
+    expect_text(page, "Approval needed")
+    assert page.url == url
+    submit(page)
+    expect_text(page, "write_file · done")
+    assert (server.workspace / "reload.md").read_text() == "after reload\n"
+
+
+def test_same_thread_in_second_browser_context(page: Any, browser: Any) -> None:
+    send(page, "read notes.md")
+    expect_text(page, "read_file · done")
+    other = browser.new_context(viewport=VIEWPORT)
+    try:
+        second = other.new_page()
+        second.set_default_timeout(WAIT_MS)
+        second.goto(page.url)
+        expect_text(second, "remember the milk")
+        expect_text(second, "read notes.md")
+    finally:
+        other.close()
+
+
+def test_inbox_lists_waiting_thread(page: Any, server: Server) -> None:
+    send(page, "write inbox.md: from the inbox")
+    expect_text(page, "Approval needed")
+    page.goto(server.url + "/?view=inbox")
+    expect_text(page, "Approvals inbox")
+    expect_text(page, "write inbox.md")
+    settle(page)
+    screenshot(page, "approvals-inbox")
+
+
+def test_stop_a_run(page: Any) -> None:
+    send(page, "tell me everything you can do")
+    stop = main(page).get_by_role("button", name="Stop")
+    stop.wait_for()
+    expect_text(page, "▌")
+    stop.click()
+    playwright_api.expect(stop).to_have_count(0)
+    expect_text(page, "Stopped by the person")
+    playwright_api.expect(chat_box(page)).to_be_enabled()
+    settle(page)
+    screenshot(page, "stopped")
+    # The thread stays usable after a stop.
+    send(page, "list files")
+    expect_text(page, "list_files · done")
+
+
+def test_reload_during_a_run_reattaches(page: Any, server: Server) -> None:
+    send(page, "what can you do")
+    expect_text(page, "▌")
+    page.reload()
+    # The run kept going on the server; the reloaded page follows it live.
+    expect_text(page, "▌")
+    playwright_api.expect(main(page).get_by_role("button", name="Stop")).to_be_visible()
+    expect_text(page, "Combine them with")
+    settle(page)
+    replies = main(page).get_by_test_id("stChatMessage").filter(has_text="I am the offline demo model")
+    playwright_api.expect(replies).to_have_count(1)
+    users = main(page).get_by_test_id("stChatMessage").filter(has_text="what can you do")
+    playwright_api.expect(users).to_have_count(1)
+
+
+def test_page_has_no_exception(page: Any) -> None:
+    playwright_api.expect(page.get_by_test_id("stException")).to_have_count(0)
+    expect_text(page, "Demo mode")
+    page.goto(page.url.split("?")[0] + "?view=settings")
+    expect_text(page, "Workspace folder")
+    settle(page)
+    screenshot(page, "settings")

@@ -1,0 +1,204 @@
+"""`http_request`: fetch a URL. A GET to an allow-listed host runs freely; any other
+host or method asks first. Redirects are followed only while they stay on the same
+host or go to an allow-listed one, so an allowed host cannot bounce the call elsewhere.
+HTML comes back as readable text; every response is capped in time and size.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from html.parser import HTMLParser
+from typing import Annotated, Any, Literal
+
+import httpx
+from langchain_core.tools import BaseTool
+from pydantic import Field
+
+from graph.tool_runner import stream_output
+from tools.base import gatehouse_tool
+
+TIMEOUT_S = 20.0
+MAX_BYTES = 2_000_000
+TEXT_CHARS = 20_000
+MAX_REDIRECTS = 5
+USER_AGENT = "Gatehouse/0.1 (+tool http_request)"
+
+Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+
+
+class HTTPToolError(ValueError):
+    """A URL that cannot be fetched as asked (bad scheme, too big, network error)."""
+
+
+def host_allowed(url: str, allow_hosts: Sequence[str]) -> bool:
+    """`example.com` allows that host on any port; `*.example.com` its subdomains;
+    `localhost:8080` that host and port only."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return False
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return False
+    host = parsed.host.lower().rstrip(".")
+    with_port = f"{host}:{parsed.port}" if parsed.port else host
+    for entry in allow_hosts:
+        entry = entry.lower().strip()
+        if ":" in entry and not entry.startswith("["):
+            if with_port == entry:
+                return True
+        elif fnmatch.fnmatchcase(host, entry):
+            return True
+    return False
+
+
+class _TextExtractor(HTMLParser):
+    SKIP = {"script", "style", "noscript", "template", "svg", "head"}
+    BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section",
+             "article", "header", "footer", "pre", "blockquote", "table", "ul", "ol", "hr", "title"}  # fmt: skip
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in self.SKIP:
+            self._skip += 1
+        if tag in self.BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in self.SKIP and self._skip:
+            self._skip -= 1
+        if tag in self.BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> str:
+    parser = _TextExtractor()
+    parser.feed(html)
+    parser.close()
+    lines = [" ".join(line.split()) for line in "".join(parser.parts).splitlines()]
+    body = "\n".join(line for line in lines if line)
+    title = " ".join(parser.title.split())
+    return f"# {title}\n\n{body}" if title else body
+
+
+def make_http_tool(
+    allow_hosts: Sequence[str] = (),
+    *,
+    timeout_s: float = TIMEOUT_S,
+    max_bytes: int = MAX_BYTES,
+    text_chars: int = TEXT_CHARS,
+) -> BaseTool:
+    allow = list(allow_hosts)
+
+    def auto_allow(args: dict[str, Any]) -> bool:
+        return (
+            args.get("method", "GET") in ("GET", "HEAD")
+            and not args.get("body")
+            and host_allowed(str(args.get("url", "")), allow)
+        )
+
+    def preview(args: dict[str, Any]) -> str:
+        line = f"{args.get('method', 'GET')} {args.get('url', '')}"
+        if not host_allowed(str(args.get("url", "")), allow):
+            line += "\n(host is not on the allow list)"
+        for k, v in (args.get("headers") or {}).items():
+            line += f"\n{k}: {v}"
+        if args.get("body"):
+            body = str(args["body"])
+            line += "\n\n" + (body[:2000] + ("\n…" if len(body) > 2000 else ""))
+        return line
+
+    @gatehouse_tool(risk="network", match_arg="url", preview=preview, auto_allow=auto_allow)
+    def http_request(
+        url: Annotated[str, Field(description="Full http:// or https:// URL")],
+        method: Method = "GET",
+        body: Annotated[str | None, Field(description="Request body (for POST, PUT, PATCH)")] = None,
+        headers: Annotated[dict[str, str] | None, Field(description="Extra request headers")] = None,
+    ) -> str:
+        """Make an HTTP request and return the status, content type and body as text.
+
+        HTML pages come back as readable text (scripts and styles removed). Bodies
+        are capped at 2 MB and 20,000 characters. GETs to allow-listed hosts run at
+        once; other hosts and other methods wait for a person's approval.
+        """
+        try:
+            current = httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            raise HTTPToolError(f"invalid URL {url!r}: {exc}") from exc
+        if current.scheme not in ("http", "https"):
+            raise HTTPToolError(f"only http and https URLs are supported, not {current.scheme or 'none'!r}")
+        start_host = (current.host, current.port)
+        # trust_env=False: no proxy or .netrc credentials are picked up behind the user's back.
+        with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
+            for _ in range(MAX_REDIRECTS + 1):
+                request = client.build_request(
+                    method, current, content=body, headers={"User-Agent": USER_AGENT, **(headers or {})}
+                )
+                try:
+                    response = client.send(request, stream=True)
+                except httpx.HTTPError as exc:
+                    raise HTTPToolError(f"{method} {current} failed: {type(exc).__name__}: {exc}") from exc
+                try:
+                    if not response.is_redirect:
+                        return _read(response, max_bytes, text_chars)
+                    location = response.headers.get("location", "")
+                    target = current.join(location)
+                    same_host = (target.host, target.port) == start_host and target.scheme in ("http", "https")
+                    if not (same_host or (method in ("GET", "HEAD") and host_allowed(str(target), allow))):
+                        return (
+                            f"HTTP {response.status_code} redirect to {target} (not followed: another host "
+                            "that is not on the allow list; call http_request with that URL to go there)"
+                        )
+                    stream_output(f"redirect {response.status_code} -> {target}")
+                    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+                        method, body = "GET", None
+                    current = target
+                finally:
+                    response.close()
+        raise HTTPToolError(f"more than {MAX_REDIRECTS} redirects")
+
+    return http_request
+
+
+def _read(response: httpx.Response, max_bytes: int, text_chars: int) -> str:
+    data = bytearray()
+    cut = False
+    for chunk in response.iter_bytes():
+        data += chunk
+        if len(data) > max_bytes:
+            del data[max_bytes:]
+            cut = True
+            break
+    ctype = response.headers.get("content-type", "")
+    head = f"HTTP {response.status_code} {response.reason_phrase}\nURL: {response.url}\ncontent-type: {ctype or '(none)'}"
+    if cut:
+        head += f"\n(body cut at {max_bytes} bytes)"
+    mime = ctype.split(";")[0].strip().lower()
+    textual = mime.startswith("text/") or mime.endswith(("json", "xml", "javascript")) or mime in ("", "application/x-www-form-urlencoded")
+    if not textual or b"\x00" in data[:4096]:
+        return f"{head}\n\n(binary content, {len(data)} bytes; not shown)"
+    try:
+        text = bytes(data).decode(response.encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = bytes(data).decode("utf-8", errors="replace")
+    if "html" in mime or (not mime and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))):
+        text = html_to_text(text)
+    if len(text) > text_chars:
+        text = text[:text_chars] + f"\n… (text cut at {text_chars} characters)"
+    return f"{head}\n\n{text}" if text else head

@@ -1,0 +1,167 @@
+"""`sql_query`: one SQL statement against the configured SQLite database.
+
+Whether a statement only reads is decided by SQLite, never by matching text: the
+statement is compiled (`EXPLAIN`, which does not run it) on a read-only connection
+whose authorizer refuses every action that is not a read. A statement that passes
+runs freely, on that same kind of connection; anything else asks a person first and
+then runs on a normal connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from langchain_core.tools import BaseTool
+from pydantic import Field
+
+from tools.base import gatehouse_tool
+
+ROW_CAP = 50
+CELL_CHARS = 80
+TIMEOUT_S = 30.0
+
+# Authorizer actions that only read. PRAGMA is judged separately (some pragmas write).
+_READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+# Pragmas that report on their argument (a table, an index): `PRAGMA table_info(t)`.
+_INSPECT_PRAGMAS = {
+    "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+    "foreign_key_check", "integrity_check", "quick_check", "table_list",
+}  # fmt: skip
+# Pragmas that read a setting when given no value (and change it when given one).
+_QUERY_PRAGMAS = {
+    "database_list", "collation_list", "function_list", "pragma_list", "module_list",
+    "compile_options", "user_version", "schema_version", "application_id", "page_count",
+    "page_size", "freelist_count", "encoding", "data_version", "journal_mode", "foreign_keys",
+}  # fmt: skip
+
+Param = str | int | float | None
+
+
+class SQLError(ValueError):
+    """A statement SQLite refused, or the database could not be opened."""
+
+
+def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
+        return sqlite3.SQLITE_DENY
+    if action in _READ_ACTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA:
+        name = (arg1 or "").lower()
+        if name in _INSPECT_PRAGMAS or (name in _QUERY_PRAGMAS and arg2 is None):
+            return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
+def _connect(database: Path, *, read_only: bool) -> sqlite3.Connection:
+    try:
+        if read_only:
+            conn = sqlite3.connect(f"{database.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
+            conn.set_authorizer(_read_only_authorizer)
+        else:
+            conn = sqlite3.connect(database, timeout=5)
+    except sqlite3.Error as exc:
+        raise SQLError(f"cannot open database {database}: {exc}") from exc
+    return conn
+
+
+def reads_only(database: Path, query: str) -> bool:
+    """True when SQLite compiles `query` as one statement that only reads."""
+    if not query.strip() or not database.is_file():
+        return False
+    conn = _connect(database, read_only=True)
+    reads: list[int] = []
+
+    def judge(action: int, *rest: Any) -> int:
+        verdict = _read_only_authorizer(action, *rest)
+        if verdict == sqlite3.SQLITE_OK and action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_PRAGMA):
+            reads.append(action)
+        return verdict
+
+    conn.set_authorizer(judge)
+    try:
+        # EXPLAIN compiles the statement (the authorizer sees every action) without running it.
+        conn.execute("EXPLAIN " + query)
+    except (sqlite3.Error, sqlite3.Warning):
+        return False
+    finally:
+        conn.close()
+    # Some statements (VACUUM, VACUUM INTO a file, REINDEX) never reach the authorizer:
+    # only a statement SQLite saw as a SELECT or a reading PRAGMA counts as a read.
+    return bool(reads)
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], more: bool) -> str:
+    def cell(v: Any) -> str:
+        if v is None:
+            text = "NULL"
+        elif isinstance(v, bytes):
+            text = f"<{len(v)} bytes>"
+        else:
+            text = str(v).replace("\n", "\\n")
+        return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
+
+    grid = [list(columns)] + [[cell(v) for v in r] for r in rows]
+    widths = [max(len(line[i]) for line in grid) for i in range(len(columns))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in grid]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    noun = "row" if len(rows) == 1 else "rows"
+    footer = f"({len(rows)} {noun}" + (f"; stopped at {ROW_CAP}, more rows not shown)" if more else ")")
+    return "\n".join([*lines, footer])
+
+
+def make_sql_tool(database: str, *, row_cap: int = ROW_CAP, timeout_s: float = TIMEOUT_S) -> BaseTool:
+    db = Path(database).expanduser()
+
+    def preview(args: dict[str, Any]) -> str:
+        params = args.get("params")
+        return f"database: {db}\n{args.get('query', '')}" + (f"\nparams: {params}" if params else "")
+
+    @gatehouse_tool(
+        risk="write",
+        match_arg="query",
+        preview=preview,
+        auto_allow=lambda a: reads_only(db, str(a.get("query", ""))),
+    )
+    def sql_query(
+        query: Annotated[str, Field(description="One SQLite statement; use ? placeholders for values")],
+        params: Annotated[list[Param] | None, Field(description="Values for the ? placeholders")] = None,
+    ) -> str:
+        """Run one SQL statement on the project's SQLite database and return the result.
+
+        SELECTs (and other statements that only read) run at once and come back as a
+        table of at most 50 rows; statements that change data or schema wait for a
+        person's approval. Only one statement per call.
+        """
+        read = reads_only(db, query)
+        conn = _connect(db, read_only=read)
+        started = time.monotonic()
+        # Stops a runaway query: SQLite calls this every N steps; non-zero aborts.
+        conn.set_progress_handler(lambda: int(time.monotonic() - started > timeout_s), 10_000)
+        try:
+            cur = conn.execute(query, params or [])
+            if cur.description is None:
+                conn.commit()
+                changed = cur.rowcount
+                return f"OK: {changed} row(s) changed." if changed >= 0 else "OK."
+            columns = [d[0] for d in cur.description]
+            if read:
+                rows = cur.fetchmany(row_cap + 1)
+            else:  # e.g. INSERT … RETURNING: finish the statement, then commit
+                rows = cur.fetchall()
+                conn.commit()
+            return format_table(columns, rows[:row_cap], more=len(rows) > row_cap)
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise SQLError(f"query stopped after {timeout_s:g}s") from exc
+            raise SQLError(str(exc)) from exc
+        except (sqlite3.Error, sqlite3.Warning) as exc:
+            raise SQLError(str(exc)) from exc
+        finally:
+            conn.close()
+
+    return sql_query

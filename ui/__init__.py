@@ -1,0 +1,1 @@
+"""Gatehouse front ends: the Streamlit app and the terminal client."""

@@ -1,0 +1,186 @@
+"""The approval card: every gated call of a paused turn, one decision each.
+
+The card builds the `{"decisions": [...]}` answer of the HITL contract and hands it
+to the Runner, which validates it (a bad answer changes nothing) before resuming.
+Edited arguments are parsed and checked against the tool's schema here first, so a
+typo is reported next to the field instead of as a refused resume.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import streamlit as st
+from pydantic import BaseModel, ValidationError
+
+from graph.journal import is_outcome_request
+from graph.runner import RunInProgress
+from graph.session import DecisionError, PendingApproval, Session
+from ui.web_state import WebRunner
+from ui.web_tools import pretty
+
+LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
+OUTCOME_LABELS = {"run_again": "Run again", "mark_failed": "Mark as failed", "respond": "Respond with the real outcome"}
+RISK_COLOR = {"read": "green", "write": "orange", "execute": "red", "network": "violet"}
+
+
+class InvalidInput(ValueError):
+    """What the person typed cannot become a decision."""
+
+
+def _edited_args(session: Session, name: str, raw: str) -> dict[str, Any]:
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{name}: the edited arguments are not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(args, dict):
+        raise InvalidInput(f"{name}: the edited arguments must be a JSON object")
+    tool = session.tools.get(name)
+    schema = getattr(tool, "args_schema", None)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            schema.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
+            raise InvalidInput(f"{name}: {problems}") from None
+    return args
+
+
+def _decision(session: Session, key: str, action: dict[str, Any], choice: str) -> dict[str, Any]:
+    name = action["name"]
+    always = bool(st.session_state.get(f"{key}-always"))
+    if choice == "approve":
+        return {"type": "approve", **({"always_allow": True} if always else {})}
+    if choice == "edit":
+        args = _edited_args(session, name, st.session_state.get(f"{key}-args", pretty(action["args"])))
+        edit: dict[str, Any] = {"type": "edit", "edited_action": {"name": name, "args": args}}
+        return {**edit, **({"always_allow": True} if always else {})}
+    if choice == "reject":
+        reason = str(st.session_state.get(f"{key}-reason", "")).strip()
+        return {"type": "reject", "message": reason or "No reason given."}
+    answer = str(st.session_state.get(f"{key}-respond", "")).strip()
+    if not answer:
+        raise InvalidInput(f"{name}: write the answer the model should get instead of running the tool")
+    return {"type": "respond", "message": answer}
+
+
+def _action(pending: PendingApproval, index: int, action: dict[str, Any], prefix: str) -> str:
+    key = f"{prefix}-{pending.interrupt_id}-{index}"
+    risk = str(action.get("risk", "?"))
+    with st.container(border=True):
+        color = RISK_COLOR.get(risk, "gray")
+        st.markdown(f"**{index + 1}. `{action['name']}`** · :{color}-badge[risk: {risk}]")
+        description = str(action.get("description") or "").split("\n", 1)[0]
+        if description:
+            st.caption(description)
+        st.code(pretty(action.get("args", {})), language="json")
+        preview = action.get("preview")
+        if preview:
+            st.caption("preview")
+            is_diff = preview.startswith(("---", "@@")) or "\n+++ " in preview
+            st.code(preview, language="diff" if is_diff else "text")
+        allowed = [d for d in pending.allowed(index) if d in LABELS]
+        choice = st.radio(
+            "Decision", allowed, format_func=LABELS.__getitem__, horizontal=True, key=f"{key}-choice"
+        )
+        if choice == "edit":
+            st.text_area("Arguments (JSON)", value=pretty(action.get("args", {})), key=f"{key}-args", height=160)
+        elif choice == "reject":
+            st.text_input("Reason (the model sees it)", key=f"{key}-reason")
+        elif choice == "respond":
+            st.text_area("Answer to give the model instead of running the tool", key=f"{key}-respond")
+        if choice in ("approve", "edit"):
+            st.checkbox(f"Always allow `{action['name']}` in this thread", key=f"{key}-always")
+    return str(choice)
+
+
+def is_outcome_unknown(pending: PendingApproval) -> bool:
+    """A call started before a crash and its result was never recorded (graph/journal.py)."""
+    return pending.kind == "outcome_unknown" or is_outcome_request(pending.request)
+
+
+def _outcome_answer(key: str, choice: str) -> dict[str, Any]:
+    if choice == "run_again":
+        return {"type": "run_again"}
+    if choice == "mark_failed":
+        note = str(st.session_state.get(f"{key}-note", "")).strip()
+        return {"type": "mark_failed", **({"message": note} if note else {})}
+    real = str(st.session_state.get(f"{key}-real", "")).strip()
+    if not real:
+        raise InvalidInput("write what really happened: the model gets it as the tool's result")
+    return {"type": "respond", "message": real}
+
+
+def outcome_card(session: Session, runner: WebRunner, pending: PendingApproval, prefix: str = "card") -> bool:
+    """The "outcome unknown" card: run again, mark as failed, or tell the model what
+    really happened. True when an answer was submitted and the run resumed."""
+    info = dict(pending.request.get("outcome_unknown") or {})
+    key = f"{prefix}-{pending.interrupt_id}-outcome"
+    name = str(info.get("name", "?"))
+    with st.container(border=True):
+        st.markdown(f"### :material/help: Outcome unknown · `{name}`")
+        started = info.get("started_at")
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(started))) if started else "unknown"
+        attempts = int(info.get("attempts") or 1)
+        st.caption(f"started at {when}" + (f" · {attempts} attempts" if attempts > 1 else ""))
+        description = str(pending.request.get("description") or "")
+        if description:
+            st.markdown(description)
+        st.code(pretty(info.get("args", {})), language="json")
+        allowed = [c for c in pending.request.get("allowed", list(OUTCOME_LABELS)) if c in OUTCOME_LABELS]
+        choice = st.radio(
+            "What happened?", allowed, format_func=OUTCOME_LABELS.__getitem__, horizontal=True, key=f"{key}-choice"
+        )
+        if choice == "run_again":
+            st.warning(
+                f"Running `{name}` again may repeat its side effect if the first attempt did its work.",
+                icon=":material/warning:",
+            )
+        elif choice == "mark_failed":
+            st.text_input("Note for the model (optional)", key=f"{key}-note")
+        elif choice == "respond":
+            st.text_area("What really happened (the model gets this as the tool's result)", key=f"{key}-real")
+        if not st.button("Submit", type="primary", key=f"{key}-submit"):
+            return False
+        try:
+            runner.resume(pending.thread_id, _outcome_answer(key, str(choice)))
+        except InvalidInput as exc:
+            st.error(str(exc))
+            return False
+        except (DecisionError, RunInProgress) as exc:
+            st.error(f"Not submitted: {exc}")
+            return False
+        return True
+
+
+def approval_card(session: Session, runner: WebRunner, pending: PendingApproval, prefix: str = "card") -> bool:
+    """Draw the card; True when a decision was submitted and the run resumed."""
+    if is_outcome_unknown(pending):
+        return outcome_card(session, runner, pending, prefix)
+    actions = pending.actions
+    with st.container(border=True):
+        st.markdown(f"### :material/front_hand: Approval needed · {len(actions)} call{'s' if len(actions) != 1 else ''}")
+        choices = [_action(pending, i, a, prefix) for i, a in enumerate(actions)]
+        left, right = st.columns(2)
+        submit = left.button("Submit decision", type="primary", key=f"{prefix}-{pending.interrupt_id}-submit")
+        approve_all = right.button("Approve all", key=f"{prefix}-{pending.interrupt_id}-all")
+        if not (submit or approve_all):
+            return False
+        try:
+            if approve_all:
+                decisions = [{"type": "approve"} for _ in actions]
+            else:
+                decisions = [
+                    _decision(session, f"{prefix}-{pending.interrupt_id}-{i}", a, c)
+                    for i, (a, c) in enumerate(zip(actions, choices, strict=True))
+                ]
+            runner.resume(pending.thread_id, {"decisions": decisions})
+        except InvalidInput as exc:
+            st.error(str(exc))
+            return False
+        except (DecisionError, RunInProgress) as exc:
+            st.error(f"Not submitted: {exc}")
+            return False
+        return True

@@ -1,0 +1,85 @@
+"""The chat page of the web app: input, history, live run, approval card, retry."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from graph.runner import RunInProgress
+from graph.session import DecisionError, Session
+from ui.web_approval import approval_card
+from ui.web_chat import draw_history, follow, last_error
+from ui.web_state import WebRunner
+from ui.web_threads import current_thread, open_thread
+
+
+def _flash(message: str) -> None:
+    """Show a warning now and once more after the live view reruns the page."""
+    st.warning(message)
+    st.session_state["flash"] = message
+
+
+def chat_input_box(session: Session, runner: WebRunner) -> None:
+    """The chat input; runs before the sidebar so a new thread is listed at once."""
+    thread_id = current_thread()
+    pending = session.pending(thread_id) if thread_id else None
+    active = runner.active(thread_id) if thread_id else None
+    if pending is not None and active is None:
+        note = "Answer the approval card above first: the run is paused on it."
+    else:
+        note = "Message Gatehouse (try: list files, read notes.md, write todo.md: buy milk)"
+    prompt = st.chat_input(note, disabled=pending is not None and active is None, key="prompt")
+    if prompt:
+        new_id = thread_id or session.new_thread_id()
+        try:
+            runner.send(new_id, prompt)
+            if thread_id is None:
+                open_thread(new_id)
+        except RunInProgress:
+            _flash("Not sent: a run is already active on this thread. Wait for it or stop it, then send again.")
+        except (DecisionError, ValueError) as exc:
+            _flash(f"Not sent: {exc}")
+
+
+def chat_page(session: Session, runner: WebRunner) -> None:
+    """The open thread: history, then the live run, the approval card or an error."""
+    thread_id = current_thread()
+    pending = session.pending(thread_id) if thread_id else None
+    active = runner.active(thread_id) if thread_id else None
+    info = session.thread(thread_id) if thread_id else None
+    st.header(info.title if info else "New thread")
+    if thread_id is None:
+        st.caption("Send a message to start a thread. Calls that change things wait for your approval.")
+        return
+    messages = session.messages(thread_id)
+    if not messages and info is None:
+        st.warning(f"No thread {thread_id!r} here yet. Send a message to start it.")
+    if active is not None:
+        start = runner.starts.get(thread_id)
+        base = start.base_messages if start else len(messages)
+        draw_history(session, runner, thread_id, messages[:base], can_fork=False)
+        if start and start.user_text:
+            with st.chat_message("user"):
+                st.markdown(start.user_text)
+        if st.button(":material/stop: Stop", key="stop", help="Stop at the next safe point"):
+            runner.cancel(thread_id)
+            st.toast("Stopping at the next safe point…")
+        follow(active)
+        return
+    draw_history(session, runner, thread_id, messages, can_fork=True)
+    if pending is not None:
+        if approval_card(session, runner, pending):
+            st.rerun()
+        st.caption("Chat input is disabled until you decide on the calls above.")
+        return
+    if info is not None and info.status == "running":
+        st.info("A run is active on this thread in another process.")
+        st.button("Refresh", key="refresh")
+    if info is not None and info.status in ("failed", "interrupted"):
+        default = "The last run failed." if info.status == "failed" else "The last run was interrupted (its process stopped)."
+        st.error(last_error(runner, thread_id) or default)
+        if st.button(":material/refresh: Retry", key="retry"):
+            try:
+                runner.retry(thread_id)
+            except RunInProgress as exc:
+                st.warning(str(exc))
+            st.rerun()
