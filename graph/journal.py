@@ -21,14 +21,16 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, messages_from_dict
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from graph.sqlite_tx import immediate
 
 CRASH_ENV = "GATEHOUSE_CRASH_AT"
 OUTCOME_CHOICES = ["run_again", "mark_failed", "respond"]
@@ -100,16 +102,8 @@ class Journal:
 
         return cls(connect_sqlite(path, autocommit=True), str(Path(path).expanduser()))
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._conn, self._lock)
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
         with self._lock:

@@ -15,9 +15,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+from graph.sqlite_tx import immediate
 
 DEFAULT_TTL_S = 30.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"
@@ -112,16 +113,8 @@ class Leases:
 
         return cls(connect_sqlite(path, autocommit=True), ttl=ttl)
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._conn, self._lock)
 
     def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
         """Take the thread's lease or raise `RunInProgress`."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from graph.journal import Journal
 from graph.lease import Leases
 from graph.saver import GatehouseSqliteSaver
+from graph.sqlite_tx import immediate
 from graph.state import merge_messages
 
 BUSY_TIMEOUT_MS = 30_000
@@ -98,16 +98,8 @@ class ThreadIndex:
             )
             c.execute("CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)")
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._conn, self._lock)
 
     def touch(self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None) -> None:
         now = time.time()

@@ -58,7 +58,7 @@ def draw_history(
 def _draw_ai(m: AIMessage, results: dict[str, ToolMessage], took: dict[str, float]) -> None:
     d = message_dict(m)
     if d.get("notice"):
-        st.info(d["content"].lstrip("⏹ "), icon=":material/stop_circle:")
+        st.info(d["content"], icon=":material/stop_circle:")
     elif d["content"]:
         st.markdown(d["content"])
     for call in d.get("tool_calls", []):

@@ -72,7 +72,8 @@ class ToolBlock:
 def draw_finished(name: str, args: dict[str, Any], status: str | None, output: str, duration_ms: float | None) -> None:
     """A call from the persisted thread; `status` None means it has no result yet."""
     state = "running" if status is None else _STATE.get(status, "complete")
-    title = f":material/build: {name} · no result yet" if status is None else label(name, status, duration_ms)
+    # Without a result the call is waiting for a decision (or its run was interrupted).
+    title = f":material/pending: {name} · not run yet" if status is None else label(name, status, duration_ms)
     with st.status(title, state=state, expanded=False):  # type: ignore[arg-type]
         st.caption("arguments")
         st.code(pretty(args), language="json")
