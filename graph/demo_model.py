@@ -148,7 +148,7 @@ class DemoModel(BaseChatModel):
         return (
             f"[{DEMO_LABEL}] I am the offline demo model: set OPENAI_API_KEY or OPENAI_BASE_URL "
             "to talk to a real model. I understand requests like:\n" + "\n".join(examples)
-            + "\nCombine them with `then`."
+            + "\n\nCombine them with `then`."
         )
 
     def _generate(

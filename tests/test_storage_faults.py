@@ -54,7 +54,7 @@ def test_sqlite_file_survives_a_killed_process(tmp_path: Path) -> None:
                     run = session.resume(tid, {"type": "mark_failed", "message": "killed"})
                 elif pending is not None:
                     run = session.resume(tid, APPROVE)
-                elif session.thread(tid) is not None and session.thread(tid).status == "running":  # type: ignore[union-attr]
+                elif session.thread(tid) is not None and session.thread(tid).status == "interrupted":  # type: ignore[union-attr]
                     run = session.retry(tid)
                 else:
                     break
