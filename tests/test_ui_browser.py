@@ -2,7 +2,8 @@
 
 One `streamlit run` per module, with a slowed-down demo model (test-only hook
 GATEHOUSE_MODEL_FACTORY) so streaming and Stop can be observed. Each test opens its own
-thread. Screenshots of the key states go to docs/screenshots/.
+thread. Screenshots of the key states go to test-artifacts/screenshots/ (copy them to
+docs/screenshots/ to update the README).
 """
 
 from __future__ import annotations

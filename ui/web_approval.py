@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -144,15 +145,20 @@ def outcome_card(session: Session, runner: WebRunner, pending: PendingApproval, 
             st.text_area("What really happened (the model gets this as the tool's result)", key=f"{key}-real")
         if not st.button("Submit", type="primary", key=f"{key}-submit"):
             return False
-        try:
-            runner.resume(pending.thread_id, _outcome_answer(key, str(choice)))
-        except InvalidInput as exc:
-            st.error(str(exc))
-            return False
-        except (DecisionError, RunInProgress) as exc:
-            st.error(f"Not submitted: {exc}")
-            return False
-        return True
+        return _submit(runner, pending.thread_id, lambda: _outcome_answer(key, str(choice)))
+
+
+def _submit(runner: WebRunner, thread_id: str, make_answer: Callable[[], Any]) -> bool:
+    """Resume with the answer; a refused or unreadable one is shown and nothing changes."""
+    try:
+        runner.resume(thread_id, make_answer())
+    except InvalidInput as exc:
+        st.error(str(exc))
+        return False
+    except (DecisionError, RunInProgress) as exc:
+        st.error(f"Not submitted: {exc}")
+        return False
+    return True
 
 
 def approval_card(session: Session, runner: WebRunner, pending: PendingApproval, prefix: str = "card") -> bool:
@@ -168,19 +174,15 @@ def approval_card(session: Session, runner: WebRunner, pending: PendingApproval,
         approve_all = right.button("Approve all", key=f"{prefix}-{pending.interrupt_id}-all")
         if not (submit or approve_all):
             return False
-        try:
+
+        def answer() -> dict[str, Any]:
             if approve_all:
-                decisions = [{"type": "approve"} for _ in actions]
-            else:
-                decisions = [
+                return {"decisions": [{"type": "approve"} for _ in actions]}
+            return {
+                "decisions": [
                     _decision(session, f"{prefix}-{pending.interrupt_id}-{i}", a, c)
                     for i, (a, c) in enumerate(zip(actions, choices, strict=True))
                 ]
-            runner.resume(pending.thread_id, {"decisions": decisions})
-        except InvalidInput as exc:
-            st.error(str(exc))
-            return False
-        except (DecisionError, RunInProgress) as exc:
-            st.error(f"Not submitted: {exc}")
-            return False
-        return True
+            }
+
+        return _submit(runner, pending.thread_id, answer)

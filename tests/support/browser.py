@@ -26,7 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "ui" / "app.py"
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+# Test artifacts (git-ignored); docs/screenshots/ holds the copies the README shows.
+SCREENSHOTS = Path(os.environ.get("GATEHOUSE_SCREENSHOTS", ROOT / "test-artifacts" / "screenshots"))
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless=new",
