@@ -21,22 +21,23 @@ ROOT = Path(__file__).resolve().parents[1]
 TURNS = 10
 
 
-def test_twenty_threads_ten_turns_two_processes_and_four_threads(tmp_path: Path) -> None:
-    db, counter = tmp_path / "busy.sqlite", tmp_path / "counter.txt"
-    open_session(str(db), str(counter)).close()  # create the schema once, up front
+def run_busy_workload(db: str, counter: Path, *, timeout_s: float = 120) -> float:
+    """20 threads x TURNS turns from 4 threads here and 2 other processes on `db` (a
+    SQLite path or a Postgres URL); asserts nothing was lost. Returns the seconds taken."""
+    open_session(db, str(counter)).close()  # create the schema once, up front
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.monotonic()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.support.crash_worker", str(db), str(counter), "drive", f"proc{p}", "5", str(TURNS), "2"],
+            [sys.executable, "-m", "tests.support.crash_worker", db, str(counter), "drive", f"proc{p}", "5", str(TURNS), "2"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for p in range(2)
     ]
-    session = open_session(str(db), str(counter))
+    session = open_session(db, str(counter))
     try:
         local_failures = drive(session, "local", 10, TURNS, 4)
-        outs = [p.communicate(timeout=120) for p in procs]
+        outs = [p.communicate(timeout=timeout_s) for p in procs]
         elapsed = time.monotonic() - started
         for p, (out, err) in zip(procs, outs, strict=True):
             assert p.returncode == 0, f"{out[-3000:]}\n{err[-3000:]}"
@@ -53,6 +54,11 @@ def test_twenty_threads_ten_turns_two_processes_and_four_threads(tmp_path: Path)
             assert session.thread(tid).status == "completed"  # type: ignore[union-attr]
         executed = runs(counter)
         assert len(executed) == 20 * TURNS and set(executed.values()) == {1}
-        print(f"\n20 threads x {TURNS} turns (400 runs) in {elapsed:.1f}s")
+        return elapsed
     finally:
         session.close()
+
+
+def test_twenty_threads_ten_turns_two_processes_and_four_threads(tmp_path: Path) -> None:
+    elapsed = run_busy_workload(str(tmp_path / "busy.sqlite"), tmp_path / "counter.txt")
+    print(f"\n20 threads x {TURNS} turns (400 runs) in {elapsed:.1f}s")

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -232,31 +233,44 @@ def test_double_click_in_one_process(files: tuple[Path, Path, Path]) -> None:
         session.close()
 
 
+def exercise_lease_expiry(leases: Leases, other: Leases, put_row: Callable[[str, str, float], None]) -> None:
+    """Two lease tables on one database (two processes); `put_row(thread, owner,
+    expires_at)` writes a lease row directly, as another host or a dead process left it."""
+    held = leases.acquire("t")
+    with pytest.raises(RunInProgress, match="already running"):
+        other.acquire("t")
+    time.sleep(0.7)  # the holder stopped renewing (as if hung on another host)
+    taken = other.acquire("t")
+    assert leases.renew(held) is False  # the old holder learns it lost the lease
+    taken.release()
+    # A live holder that renews keeps its lease past the TTL.
+    kept = leases.acquire("t")
+    kept.start_renewing()
+    time.sleep(0.7)
+    with pytest.raises(RunInProgress):
+        other.acquire("t")
+    kept.release()
+    other.acquire("t").release()
+    # A holder on another host: only expiry frees it.
+    put_row("t2", "elsewhere|1|x", time.time() + 60)
+    with pytest.raises(RunInProgress, match="process 1 on elsewhere"):
+        other.acquire("t2")
+    # A dead process on this host (a kill -9 left its lease behind) frees it at once.
+    put_row("t2", f"{leases._host}|999999999|x", time.time() + 60)
+    other.acquire("t2").release()
+
+
 def test_lease_expiry_and_dead_holders(tmp_path: Path) -> None:
     db = tmp_path / "leases.sqlite"
     leases = Leases.open(db, ttl=0.3)
     other = Leases.open(db, ttl=0.3)
-    try:
-        held = leases.acquire("t")
-        with pytest.raises(RunInProgress, match="already running"):
-            other.acquire("t")
-        time.sleep(0.7)  # the holder stopped renewing (as if hung on another host)
-        taken = other.acquire("t")
-        assert leases.renew(held) is False  # the old holder learns it lost the lease
-        taken.release()
-        # A live holder that renews keeps its lease past the TTL.
-        kept = leases.acquire("t")
-        kept.start_renewing()
-        time.sleep(0.7)
-        with pytest.raises(RunInProgress):
-            other.acquire("t")
-        kept.release()
-        other.acquire("t").release()
-        # A holder on another host: only expiry frees it.
+
+    def put_row(thread_id: str, owner: str, expires_at: float) -> None:
         with sqlite3.connect(db) as conn:
-            conn.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('t2', 'elsewhere|1|x', ?)", (time.time() + 60,))
-        with pytest.raises(RunInProgress, match="process 1 on elsewhere"):
-            other.acquire("t2")
+            conn.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES (?, ?, ?)", (thread_id, owner, expires_at))
+
+    try:
+        exercise_lease_expiry(leases, other, put_row)
     finally:
         leases.close()
         other.close()
