@@ -9,7 +9,9 @@
 - `per_token_overhead_us`: (Session run - bare stream run) / tokens, for a reply
   streamed in many small chunks.
 - `cold_start_s`: a fresh interpreter importing Gatehouse and building the default
-  graph (`graph.app.make_graph`), measured inside that interpreter.
+  graph (`graph.app.make_graph`), measured inside that interpreter;
+  `framework_floor_s`: importing only `langgraph.graph`, `BaseChatModel` and
+  `SqliteSaver`; `peer_cold_start_s`: importing and building the peer's agent.
 - `idle_threads_rss_mb`: RSS of a process that ran and read 100 threads, now idle.
 """
 
@@ -111,19 +113,44 @@ make_graph()
 print(time.perf_counter() - start)
 """
 
+# What every LangGraph chat agent imports before any code of its own runs: the floor
+# under any cold start on this machine and this environment.
+FRAMEWORK_FLOOR = """
+import time
+start = time.perf_counter()
+import langgraph.graph
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.sqlite import SqliteSaver
+print(time.perf_counter() - start)
+"""
 
-def cold_start_s(tmp: Path, repeat: int = 3) -> float:
+PEER_START = """
+import time
+start = time.perf_counter()
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from bench.workload import TOOLS, scripted_model
+create_agent(model=scripted_model(1), tools=TOOLS, middleware=[HumanInTheLoopMiddleware(interrupt_on={"gated_tool": True})])
+print(time.perf_counter() - start)
+"""
+
+
+def cold_start_s(tmp: Path, repeat: int = 3) -> dict[str, float]:
+    """Median seconds for a fresh interpreter: Gatehouse, the framework floor and the
+    peer, interleaved so that a change in the machine's load hits all three alike."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
     env["GATEHOUSE_DB"] = str(tmp / "cold.sqlite")
     env["GATEHOUSE_WORKSPACE"] = str(tmp)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-    times = []
+    scripts = {"cold_start_s": COLD_START, "framework_floor_s": FRAMEWORK_FLOOR, "peer_cold_start_s": PEER_START}
+    times: dict[str, list[float]] = {name: [] for name in scripts}
     for _ in range(repeat):
-        out = subprocess.run(
-            [sys.executable, "-c", COLD_START], cwd=tmp, env=env, capture_output=True, text=True, check=True
-        )
-        times.append(float(out.stdout.strip().splitlines()[-1]))
-    return statistics.median(times)
+        for name, script in scripts.items():
+            out = subprocess.run(
+                [sys.executable, "-c", script], cwd=tmp, env=env, capture_output=True, text=True, check=True
+            )
+            times[name].append(float(out.stdout.strip().splitlines()[-1]))
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 IDLE = """
@@ -167,7 +194,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         tmp = Path(name)
         result: dict[str, Any] = {"index_list_ms": index_list_ms(tmp, threads=1000)}
         result.update(event_pipeline(tmp, tokens=200 if quick else 2000, repeat=3 if quick else 7))
-        result["cold_start_s"] = cold_start_s(tmp, repeat=1 if quick else 3)
+        result.update(cold_start_s(tmp, repeat=1 if quick else 5))
         idle = idle_threads(tmp, threads=10 if quick else 100, turns=2 if quick else 10)
         result["idle_threads"] = idle["threads"]
         result["idle_turns_each"] = idle["turns_each"]

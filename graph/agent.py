@@ -1,20 +1,26 @@
 """The Gatehouse agent graph, assembled top to bottom.
 
-    START → intake → prepare ──→ model ──→ before_tool ─┬→ run_tool (free calls, one task each)
-                        ↑   └→ finish      └→ finish     ├→ review ──→ run_tool (approved/edited)
-                        │        │ on_exit               │      └─ rejected / answered: ToolMessages
-                        │        └→ END or prepare       └→ after_tools (join) → prepare
-                        └──────────────────────────────────────────────┘
+    START → model ─┬→ no tool calls → END (or finish, with on_exit hooks or a stop)
+              ↑    └→ tool calls → [before_tool] → policy ─┬→ run_tool (free calls, one task each)
+              │                                            └→ review ──→ run_tool (approved/edited)
+              │                                                  └─ rejected / answered: ToolMessages
+              └──────── every call answered (the turn's last tasks move the run on) ──┘
 
-- `intake` runs once per new message (not on resume) and resets per-run keys.
-- `prepare` runs the before_llm hooks and stops the run on a limit, a hook's
-  `stop_run` or a cancel request.
-- `model` streams tokens; bad tool-call JSON is answered with an error at once.
-- `before_tool` runs the before_tool hooks; the policy then sends every free call to
-  its own `run_tool` task and the gated ones to `review`, which asks ONE interrupt
-  per model turn. Sibling tasks that finished are pending writes and are not re-run
-  when the review resumes (a single node holding all calls would re-run them).
-- `after_tools` joins: the run moves on only when every call has its ToolMessage.
+- `model` starts a fresh run's counters on a new user message, stops the run on a
+  limit, a cancel request or a hook's `stop_run`, runs the before_llm hooks, then
+  streams the model's reply; bad tool-call JSON is answered with an error at once.
+- `before_tool` (only when there are before_tool hooks) runs those hooks; the
+  policy then sends every free call to its own `run_tool` task and the gated ones to
+  `review`, which asks ONE interrupt per model turn. Sibling tasks that finished are
+  pending writes and are not re-run when the review resumes (a single node holding
+  all calls would re-run them).
+- Joining without a join node: free calls that run beside a review do not move the
+  run on; the review does (straight to `model` when nothing was approved), or the
+  approved calls do, all in one step, so `model` runs once, after every answer.
+
+A turn is about six checkpoints (input, model, tools + review, the approved call,
+model); each saved step costs time on every turn, so nodes are only added where a
+checkpoint buys something (a hook's changes, a pause, a tool's result).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     AnyMessage,
+    HumanMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -45,9 +52,11 @@ from graph import journal as jr
 from graph import review as rv
 from graph.context import RunContext
 from graph.hooks import Hook, HookSet
+from graph.message_merge import merge_messages
 from graph.policy import Grant, Policy, Verdict
-from graph.state import AgentState, ToolTask
-from graph.tool_runner import answer, emit, finished, invoke_tool, timed
+from graph.state import AgentState, ToolTask, add_usage
+from graph.streaming import text_of
+from graph.tool_runner import answer, emit, finished, invoke_tool, stream_writer, timed
 from tools.base import spec_of
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -79,77 +88,63 @@ def build_graph(
     hook_set = hooks if isinstance(hooks, HookSet) else HookSet(hooks)
     bound = model.bind_tools(list(tools)) if tools else model
 
-    def intake(state: AgentState) -> dict[str, Any]:
-        return {
-            "run_model_calls": 0,
-            "run_usage": {},
-            "stop_run": None,
-            "stop_kind": None,
-            "continue_run": False,
-            "hook_run": {},
-        }
-
-    def prepare(state: AgentState, runtime: Runtime[RunContext]) -> Command:
+    def call_model(state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext]) -> dict[str, Any]:
         if not state.get("messages"):
             # A bare `Command(resume=...)` on a thread that never started: nothing to do.
-            return Command(goto=END)
+            return {}
+        update = _fresh_run(state)
+        view: dict[str, Any] = {**state, **update}
         if _cancelled(runtime):
-            return Command(goto="finish", update=_stop("Stopped by the person.", "cancelled"))
-        if state.get("stop_run"):
-            return Command(goto="finish")
-        if state.get("run_model_calls", 0) >= max_model_calls:
+            return {**update, **_stop("Stopped by the person.", "cancelled")}
+        if view.get("stop_run"):
+            return update
+        if view.get("run_model_calls", 0) >= max_model_calls:
             reason = (
                 f"Stopped: this run reached its limit of {max_model_calls} model calls. "
                 "Send a message to continue."
             )
-            return Command(goto="finish", update=_stop(reason, "stopped"))
+            return {**update, **_stop(reason, "stopped")}
         # Extra system text lives for one model call: the hooks write it afresh each time.
-        update = {"model_context": {}, **hook_set.run("before_llm", {**state, "model_context": {}})}
-        if update.get("stop_run"):
+        hooked = hook_set.run("before_llm", {**view, "model_context": {}})
+        update.update({"model_context": {}, **hooked})
+        if hooked.get("stop_run"):
             update.setdefault("stop_kind", "stopped")
-            return Command(goto="finish", update=update)
-        return Command(goto="model", update=update)
-
-    def call_model(state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        prompt = _system_text(system_prompt, state.get("model_context") or {})
-        messages: list[AnyMessage] = [SystemMessage(prompt)] if prompt else []
-        messages += state["messages"]
-        merged: AIMessageChunk | None = None
-        cancelled = False
-        for chunk in bound.stream(messages, config):
-            merged = chunk if merged is None else merged + chunk  # type: ignore[assignment]
-            if _cancelled(runtime):
-                cancelled = True
-                break
-        ai = _to_message(merged)
-        update: dict[str, Any] = {"run_model_calls": state.get("run_model_calls", 0) + 1}
+            return update
+        view.update(update)
+        history = state["messages"]
+        if hooked.get("messages"):
+            history = merge_messages(history, [hooked["messages"]])
+        ai, cancelled = _stream_reply(bound, system_prompt, view, history, config, runtime)
+        update["run_model_calls"] = view.get("run_model_calls", 0) + 1
         if cancelled:
-            # Drop half-streamed tool calls: nothing may be left without an answer.
-            ai = AIMessage(content=ai.content, id=ai.id)
             update.update(_stop("Stopped by the person.", "cancelled"))
-        update["messages"] = [ai, *_answer_invalid_calls(ai)]
+        update["messages"] = [*hooked.get("messages", []), ai, *_answer_invalid_calls(ai)]
+        # A hook's own user message (a summary, a nudge) belongs to this run.
+        update["run_message_id"] = _last_human_id(history, view.get("run_message_id"))
         if ai.usage_metadata:
             usage = {
                 "input_tokens": ai.usage_metadata.get("input_tokens", 0),
                 "output_tokens": ai.usage_metadata.get("output_tokens", 0),
                 "total_tokens": ai.usage_metadata.get("total_tokens", 0),
             }
-            update["usage"] = usage
-            run_usage = dict(state.get("run_usage") or {})
-            for key, value in usage.items():
-                run_usage[key] = run_usage.get(key, 0) + value
-            update["run_usage"] = run_usage
+            update["usage"] = add_usage(update.get("usage"), usage)
+            update["run_usage"] = add_usage(view.get("run_usage"), usage)
             emit("usage", **usage)
         return update
 
-    def after_model(state: AgentState) -> str:
+    def after_model(state: AgentState, runtime: Runtime[RunContext]) -> Sequence[Send | str]:
         if state.get("stop_run"):
-            return "finish"
+            return ["finish"]
         # Calls with broken arguments were answered with errors already; the model
         # still gets another turn to react to them.
         last = _last_ai(state)
-        has_calls = last is not None and bool(last.tool_calls or last.invalid_tool_calls)
-        return "before_tool" if has_calls else "finish"
+        if last is None:
+            return [END]  # nothing was asked (see call_model)
+        if last.tool_calls:
+            return ["before_tool"] if hook_set["before_tool"] else dispatch(state, runtime)
+        if last.invalid_tool_calls:
+            return ["model"]
+        return ["finish"] if hook_set["on_exit"] else [END]
 
     def before_tool(state: AgentState) -> dict[str, Any]:
         return hook_set.run("before_tool", state)
@@ -171,13 +166,15 @@ def build_graph(
         stop = state.get("stop_run") or ("Stopped by the person." if _cancelled(runtime) else None)
         if stop:
             return [
-                Send("run_tool", {"call": c, "mode": "skip", "note": stop}) for c in _unanswered(state)
-            ] or ["after_tools"]
+                Send("run_tool", {"call": c, "mode": "skip", "note": stop, "moves_on": True})
+                for c in _unanswered(state)
+            ] or ["model"]
         now, gated = classify(state)
-        targets: list[Send | str] = [Send("run_tool", task) for task in now]
+        # Beside a review, the review moves the run on once it is answered.
+        targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]
         if gated:
             targets.append("review")
-        return targets or ["after_tools"]
+        return targets or ["model"]
 
     def review(state: AgentState) -> Command:
         _, gated = classify(state)
@@ -190,11 +187,11 @@ def build_graph(
             if (grant := rv.grant_from(decision, call["name"])) is not None:
                 grants.append(grant.to_dict())
             if isinstance(decision, rv.Approve):
-                sends.append(Send("run_tool", {"call": call, "mode": "run"}))
+                sends.append(Send("run_tool", {"call": call, "mode": "run", "moves_on": True}))
             elif isinstance(decision, rv.Edit):
                 edited: ToolCall = {**call, "args": decision.edited_action.args}
                 note = rv.edit_note(call["args"], edited["args"])
-                sends.append(Send("run_tool", {"call": edited, "mode": "run", "note": note}))
+                sends.append(Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True}))
             else:
                 if isinstance(decision, rv.Reject):
                     msg, status = rv.rejected_message(call, decision.message), "rejected"
@@ -204,9 +201,13 @@ def build_graph(
         update: dict[str, Any] = {"messages": messages}
         if grants:
             update["grants"] = grants
-        return Command(goto=sends or "after_tools", update=update)
+        return Command(goto=sends or "model", update=update)
 
-    def run_tool(task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
+    def run_tool(task: ToolTask, config: RunnableConfig) -> Command:
+        update = _run_call(task, config)
+        return Command(goto="model" if task.get("moves_on", True) else (), update=update)
+
+    def _run_call(task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
         call, mode = task["call"], task["mode"]
         # The journal is read before anything with side effects: this node re-runs
         # from its start when an "outcome unknown" interrupt below is answered.
@@ -252,14 +253,6 @@ def build_graph(
                 jr.crash_point("after_tool")
         return {"messages": [finished(call, msg, status, ms)]}
 
-    def after_tools(state: AgentState) -> dict[str, Any]:
-        return {}
-
-    def all_answered(state: AgentState) -> str:
-        # Approved calls may still be running in this step; the last one to finish
-        # brings the run here again with everything answered.
-        return END if _unanswered(state) else "prepare"
-
     def finish(state: AgentState) -> Command:
         if state.get("stop_run"):
             notice = AIMessage(content=state["stop_run"], additional_kwargs={"gatehouse_notice": "stop"})
@@ -270,24 +263,19 @@ def build_graph(
             update.setdefault("stop_kind", "stopped")
             return Command(goto="finish", update=update)
         if update.pop("continue_run", False):
-            return Command(goto="prepare", update={**update, "continue_run": False})
+            seen = _last_human_id(update.get("messages") or [], state.get("run_message_id"))
+            return Command(goto="model", update={**update, "continue_run": False, "run_message_id": seen})
         return Command(goto=END, update=update)
 
     builder = StateGraph(AgentState, context_schema=RunContext)
-    builder.add_node("intake", intake)
-    builder.add_node("prepare", prepare, destinations=("model", "finish", END))
     builder.add_node("model", call_model)
     builder.add_node("before_tool", before_tool)
-    builder.add_node("review", review, destinations=("run_tool", "after_tools"))
-    builder.add_node("run_tool", run_tool)
-    builder.add_node("after_tools", after_tools)
-    builder.add_node("finish", finish, destinations=("prepare", "finish", END))
-    builder.add_edge(START, "intake")
-    builder.add_edge("intake", "prepare")
-    builder.add_conditional_edges("model", after_model, ["before_tool", "finish"])
-    builder.add_conditional_edges("before_tool", dispatch, ["run_tool", "review", "after_tools"])
-    builder.add_edge("run_tool", "after_tools")
-    builder.add_conditional_edges("after_tools", all_answered, ["prepare", END])
+    builder.add_node("review", review, destinations=("run_tool", "model"))
+    builder.add_node("run_tool", run_tool, destinations=("model",))
+    builder.add_node("finish", finish, destinations=("model", "finish", END))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", after_model, ["before_tool", "run_tool", "review", "model", "finish", END])
+    builder.add_conditional_edges("before_tool", dispatch, ["run_tool", "review", "model"])
     compiled = builder.compile(checkpointer=checkpointer, name=name)
     # The Session warms up and closes the hooks with the agent (see graph.hooks).
     compiled.gatehouse_hooks = hook_set  # type: ignore[attr-defined]
@@ -298,6 +286,61 @@ def _journaled_answer(call: ToolCall, msg: ToolMessage, status: str) -> dict[str
     """A call answered from the journal (or by a person after a crash), not run now."""
     emit("tool_started", call_id=call["id"], name=call["name"], args=call["args"])
     return {"messages": [finished(call, msg, status)]}
+
+
+# Reset when a new user message starts a run; kept across pauses, retries and the
+# model calls of one run.
+RUN_KEYS: dict[str, Any] = {
+    "run_model_calls": 0,
+    "run_usage": {},
+    "stop_run": None,
+    "stop_kind": None,
+    "continue_run": False,
+    "hook_run": {},
+}
+
+
+def _fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-run keys, reset, when the latest user message is one this run has not
+    seen (a new message started it); else nothing. Checked in the model node rather
+    than in a node of its own: every node is a saved step on every turn."""
+    latest = _last_human_id(state.get("messages") or [], None)
+    if latest is None or latest == state.get("run_message_id"):
+        return {}
+    return {**RUN_KEYS, "run_message_id": latest}
+
+
+def _last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:
+    for msg in reversed(messages):
+        if isinstance(msg, HumanMessage):
+            return msg.id
+    return default
+
+
+def _stream_reply(
+    model: Any,
+    system_prompt: str | None,
+    view: Mapping[str, Any],
+    history: Sequence[AnyMessage],
+    config: RunnableConfig,
+    runtime: Runtime[RunContext],
+) -> tuple[AIMessage, bool]:
+    """Stream the model's reply (each text delta is a `text` event); (reply, cancelled).
+    A cancelled reply keeps its text but drops half-streamed tool calls: nothing may be
+    left without an answer."""
+    prompt = _system_text(system_prompt, view.get("model_context") or {})
+    messages: list[AnyMessage] = [SystemMessage(prompt)] if prompt else []
+    messages += history
+    write = stream_writer()
+    merged: AIMessageChunk | None = None
+    for chunk in model.stream(messages, config):
+        merged = chunk if merged is None else merged + chunk  # type: ignore[assignment]
+        if text := text_of(chunk.content):
+            write({"gatehouse": "text", "text": text, "message_id": chunk.id})
+        if _cancelled(runtime):
+            ai = _to_message(merged)
+            return AIMessage(content=ai.content, id=ai.id), True
+    return _to_message(merged), False
 
 
 def _stop(reason: str, kind: str) -> dict[str, Any]:

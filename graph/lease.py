@@ -51,42 +51,71 @@ def _pid_alive(pid: int) -> bool:
 
 
 class Lease:
-    """A held lease; renewed in the background while a run streams."""
+    """A held lease; renewed in the background (by its `Leases`) while a run streams."""
 
     def __init__(self, leases: Leases, thread_id: str, owner: str) -> None:
         self.leases = leases
         self.thread_id = thread_id
         self.owner = owner
         self.lost = False
-        self._stop = threading.Event()
-        self._renewer: threading.Thread | None = None
 
     def start_renewing(self) -> None:
-        if self._renewer is None:
-            self._renewer = threading.Thread(target=self._renew_loop, name="gatehouse-lease", daemon=True)
-            self._renewer.start()
-
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.leases.ttl / 3):
-            try:
-                if not self.leases.renew(self):
-                    self.lost = True
-                    return
-            except sqlite3.Error:
-                continue  # busy or full disk: try again next tick; the TTL gives slack
+        self.leases.keep_renewed(self)
 
     def release(self) -> None:
-        self._stop.set()
+        self.leases.stop_renewing(self)
         self.leases.release(self)
+
+
+class Renewals:
+    """One background thread per lease table renews every held lease each ttl/3: a
+    thread per run would cost a thread start on every run."""
+
+    def __init__(self, leases: Leases) -> None:
+        self._leases = leases
+        self._held: dict[int, Lease] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, lease: Lease) -> None:
+        with self._lock:
+            self._held[id(lease)] = lease
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="gatehouse-leases", daemon=True)
+                self._thread.start()
+
+    def remove(self, lease: Lease) -> None:
+        with self._lock:
+            self._held.pop(id(lease), None)
+
+    def _loop(self) -> None:
+        while not self._closed.wait(self._leases.ttl / 3):
+            with self._lock:
+                held = list(self._held.values())
+            for lease in held:
+                try:
+                    if not self._leases.renew(lease):
+                        lease.lost = True
+                        self.remove(lease)
+                except self._leases.transient_errors:
+                    continue  # busy, full disk, failover: try again next tick; the TTL gives slack
+
+    def close(self) -> None:
+        self._closed.set()
 
 
 class Leases:
     """`gatehouse_leases(thread_id PK, owner, expires_at)` on its own connection."""
 
+    # Errors a renewal shrugs off until its next tick.
+    transient_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+
     def __init__(self, conn: sqlite3.Connection, *, ttl: float | None = None) -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self.ttl = ttl if ttl is not None else _ttl_default()
+        self._renewals = Renewals(self)
         self._host = socket.gethostname()
         # Leases this process let go of but could not delete (e.g. the disk was full).
         self._abandoned: set[str] = set()
@@ -134,6 +163,12 @@ class Leases:
             )
         return Lease(self, thread_id, owner)
 
+    def keep_renewed(self, lease: Lease) -> None:
+        self._renewals.add(lease)
+
+    def stop_renewing(self, lease: Lease) -> None:
+        self._renewals.remove(lease)
+
     def renew(self, lease: Lease) -> bool:
         with self._tx() as c:
             cur = c.execute(
@@ -171,4 +206,5 @@ class Leases:
         return "in this process" if host == self._host and pid == str(os.getpid()) else f"process {pid} on {host}"
 
     def close(self) -> None:
+        self._renewals.close()
         self._conn.close()

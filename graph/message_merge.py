@@ -14,8 +14,10 @@ instead of touching every message. Anything else takes the stock path.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
+from itertools import islice
 from typing import Any
 
 from langchain_core.messages import (
@@ -30,6 +32,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer
 # Indexes of recently returned lists, keyed by id(list); the list is held so its id
 # cannot be reused while the entry lives.
 _INDEX_SLOTS = 128
+_COPY_PROBES = 8
 _indexes: OrderedDict[int, tuple[list[AnyMessage], int, dict[str, int]]] = OrderedDict()
 _lock = threading.Lock()
 
@@ -37,11 +40,25 @@ _lock = threading.Lock()
 def _index_of(state: list[AnyMessage]) -> dict[str, int]:
     with _lock:
         hit = _indexes.get(id(state))
-    # Same object and length: unchanged since it was returned (lists from state are
-    # never edited in place; a changed length is caught, an edit in place is not).
-    if hit is not None and hit[0] is state and hit[1] == len(state):
-        return hit[2]
+        # Same object and length: unchanged since it was returned (lists from state
+        # are never edited in place; a changed length is caught, an edit in place is not).
+        if hit is not None and hit[0] is state and hit[1] == len(state):
+            return hit[2]
+        if (index := _index_of_copy(state)) is not None:
+            return index
     return {m.id: i for i, m in enumerate(state) if m.id is not None}
+
+
+def _index_of_copy(state: list[AnyMessage]) -> dict[str, int] | None:
+    """The index of a recent list holding the very same message objects in the same
+    order: LangGraph hands reducers shallow copies of channel values (a conditional
+    edge reads the state through a copy, a checkpoint read restores one). Comparing
+    object identities runs in C and costs far less than rebuilding the index."""
+    n = len(state)
+    for kept, length, index in islice(reversed(_indexes.values()), _COPY_PROBES):
+        if length == n and len(kept) == n and all(map(operator.is_, kept, state)):
+            return index
+    return None
 
 
 def _remember(result: list[AnyMessage], index: dict[str, int]) -> None:

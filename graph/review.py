@@ -11,13 +11,27 @@ resumed directly with `Command` by Studio or the SDK — and the thread stays pa
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from graph.policy import Grant, Verdict
 from tools.base import spec_of
@@ -67,6 +81,35 @@ Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="typ
 class ReviewAnswer(BaseModel):
     decisions: list[Decision]
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # Every answer model (one per request, below) has this class's JSON schema:
+        # what it adds are validators, which JSON schema cannot express. LangGraph
+        # attaches the schema to every interrupt; generating it anew cost ~2 ms a pause.
+        if cls is ReviewAnswer:
+            return handler(core)
+        return copy.deepcopy(_base_json_schema())
+
+
+@functools.cache
+def _base_json_schema() -> JsonSchemaValue:
+    """ReviewAnswer's JSON schema with its `$defs` inlined: standalone, so it can be
+    handed out in the middle of another schema's generation."""
+    schema = TypeAdapter(ReviewAnswer).json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+            # A discriminator's mapping names $defs; the inlined variants say their type.
+            return {k: inline(v) for k, v in node.items() if k != "discriminator"}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(schema)
+
 
 def build_request(
     calls: Sequence[tuple[ToolCall, Verdict]], tools: Mapping[str, BaseTool]
@@ -102,8 +145,31 @@ def _preview(render: Any, args: dict[str, Any]) -> str | None:
     return text
 
 
+# Built answer models by request: a turn validates the same request twice (the
+# session checks an answer before the graph does), and building a pydantic class
+# costs milliseconds. Keyed by the request's JSON and the tools mapping's identity.
+_ANSWER_MODELS: OrderedDict[tuple[str, int], tuple[Mapping[str, BaseTool], type[ReviewAnswer]]] = OrderedDict()
+_ANSWER_MODEL_SLOTS = 64
+_answer_models_lock = threading.Lock()
+
+
 def answer_model(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> type[ReviewAnswer]:
     """A pydantic model that accepts exactly the valid answers to `request`."""
+    key = (json.dumps(request, sort_keys=True, default=str), id(tools))
+    with _answer_models_lock:
+        hit = _ANSWER_MODELS.get(key)
+        if hit is not None and hit[0] is tools:
+            _ANSWER_MODELS.move_to_end(key)
+            return hit[1]
+    model = _build_answer_model(request, tools)
+    with _answer_models_lock:
+        _ANSWER_MODELS[key] = (tools, model)
+        while len(_ANSWER_MODELS) > _ANSWER_MODEL_SLOTS:
+            _ANSWER_MODELS.popitem(last=False)
+    return model
+
+
+def _build_answer_model(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> type[ReviewAnswer]:
     actions = list(request["action_requests"])
     configs = list(request["review_configs"])
 

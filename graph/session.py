@@ -38,6 +38,8 @@ from graph.storage import Storage, StorageError, ThreadInfo
 from graph.streaming import STREAM_MODES, text_of, translate
 
 TITLE_CHARS = 60
+# The channel of LangGraph's interrupt writes (private in langgraph.constants).
+INTERRUPT_CHANNEL = "__interrupt__"
 
 
 class NothingPending(DecisionError):
@@ -150,7 +152,7 @@ class Session:
             raise ValueError("a message cannot be empty")
         thread_id = thread_id or self.new_thread_id()
         with self._leased(thread_id, "a run") as lease:
-            if self.pending(thread_id) is not None:
+            if self._may_be_paused(thread_id) and self.pending(thread_id) is not None:
                 raise DecisionError(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
@@ -222,6 +224,7 @@ class Session:
         if lease is not None:
             lease.start_renewing()
         held: list[ev.Event] = []
+        stop = _StopSeen()
         try:
             yield ev.RunStarted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)  # type: ignore[arg-type]
             try:
@@ -229,6 +232,8 @@ class Session:
                 for mode, chunk in self.graph.stream(
                     payload, config, stream_mode=STREAM_MODES, context=RunContext(cancel=cancel)
                 ):
+                    if mode == "updates":
+                        stop.see(chunk)
                     for event in translate(mode, chunk, thread_id):
                         # Announce a pause only once it is saved (checkpoints are written
                         # in the background): a client may answer it at once, elsewhere.
@@ -236,7 +241,7 @@ class Session:
                             held.append(event)
                         else:
                             yield event
-                status, reason = self._outcome(config)
+                status, reason = self._outcome(config, paused=bool(held), stop=stop if kind != "retry" else None)
                 index.touch(thread_id, status=status)
                 final = [*held, ev.RunFinished(thread_id=thread_id, status=status, reason=reason)]  # type: ignore[arg-type]
             except Exception as exc:
@@ -257,14 +262,28 @@ class Session:
                 lease.release()
         yield from final
 
-    def _outcome(self, config: dict[str, Any]) -> tuple[str, str | None]:
-        state = self.graph.get_state(config)
-        if state.interrupts:
+    def _outcome(self, config: dict[str, Any], *, paused: bool, stop: _StopSeen | None) -> tuple[str, str | None]:
+        """How the run ended. From what the run streamed when that is enough (a pause,
+        or the stop keys a new message or a resumed review starts from: unset), else
+        from the saved state."""
+        if paused:
             return "awaiting_approval", None
-        values = state.values or {}
+        if stop is not None:
+            values: Mapping[str, Any] = stop.values
+        else:
+            state = self.graph.get_state(config)
+            if state.interrupts:
+                return "awaiting_approval", None
+            values = state.values or {}
         if values.get("stop_run"):
             return ("cancelled" if values.get("stop_kind") == "cancelled" else "stopped"), values["stop_run"]
         return "completed", None
+
+    def _may_be_paused(self, thread_id: str) -> bool:
+        """False when the thread's head checkpoint holds no interrupt at all: a cheap
+        read that spares most sends the full state read of `pending`."""
+        saved = self.graph.checkpointer.get_tuple(_config(thread_id))  # type: ignore[union-attr]
+        return saved is not None and any(channel == INTERRUPT_CHANNEL for _, channel, _ in saved.pending_writes or ())
 
     # -- reading threads ------------------------------------------------------
     def pending(self, thread_id: str) -> PendingApproval | None:
@@ -394,6 +413,18 @@ class Session:
                 hooks.close()  # once, after the agent's last run (see graph.hooks)
         finally:
             self.storage.close()
+
+
+class _StopSeen:
+    """The last `stop_run` / `stop_kind` a run's nodes wrote, from its `updates`."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def see(self, chunk: Any) -> None:
+        for update in chunk.values() if isinstance(chunk, dict) else ():
+            if isinstance(update, dict):
+                self.values.update({k: update[k] for k in ("stop_run", "stop_kind") if k in update})
 
 
 def message_dict(m: BaseMessage) -> dict[str, Any]:

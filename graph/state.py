@@ -42,7 +42,9 @@ class AgentState(TypedDict):
     messages: Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY)]
     # "Always allow this tool (pattern) in this thread", granted while approving.
     grants: NotRequired[Annotated[list[dict[str, Any]], add_grants]]
-    # Per-run counters, reset when a new message starts a run.
+    # Per-run counters, reset when a new message starts a run: `run_message_id` is the
+    # latest user message the current run has seen (graph/agent.py `_fresh_run`).
+    run_message_id: NotRequired[str | None]
     run_model_calls: NotRequired[int]
     run_usage: NotRequired[dict[str, float]]
     usage: NotRequired[Annotated[dict[str, float], add_usage]]
@@ -68,3 +70,6 @@ class ToolTask(TypedDict):
     # run: execute; deny / skip: answer with an error without running.
     mode: str
     note: NotRequired[str | None]
+    # Whether the run goes on to the model when this task is done: false for free
+    # calls that run beside a review, which moves the run on itself once answered.
+    moves_on: NotRequired[bool]

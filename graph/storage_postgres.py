@@ -29,7 +29,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from graph.journal import Journal, JournalEntry, _dumps, _entry
-from graph.lease import DEFAULT_TTL_S, Lease, Leases, RunInProgress, _ttl_default
+from graph.lease import DEFAULT_TTL_S, Lease, Leases, Renewals, RunInProgress, _ttl_default
 from graph.storage import Storage, StorageError, ThreadInfo
 
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
@@ -200,26 +200,18 @@ class PgJournal(Journal):
         pass
 
 
-class PgLease(Lease):
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.leases.ttl / 3):
-            try:
-                if not self.leases.renew(self):
-                    self.lost = True
-                    return
-            except (psycopg.Error, PoolTimeout):
-                continue  # a failover or a full pool: try again next tick; the TTL gives slack
-
-
 class PgLeases(Leases):
     """Run leases (`gatehouse_leases`), same rules as `lease.Leases`: one run per
     thread across every process on every machine sharing the database. A holder on
     another host is only taken over when its lease expired (its pid means nothing here)."""
 
+    transient_errors = (psycopg.Error, PoolTimeout)  # a failover or a full pool
+
     def __init__(self, pool: ConnectionPool, *, ttl: float | None = None) -> None:
         self._pool = pool
         self._lock = threading.Lock()
         self.ttl = ttl if ttl is not None else _ttl_default()
+        self._renewals = Renewals(self)
         self._host = socket.gethostname()
         self._abandoned: set[str] = set()
 
@@ -247,7 +239,7 @@ class PgLeases(Leases):
                 "UPDATE gatehouse_leases SET owner=%s, expires_at=%s WHERE thread_id=%s",
                 (owner, now + self.ttl, thread_id),
             )
-        return PgLease(self, thread_id, owner)
+        return Lease(self, thread_id, owner)
 
     def renew(self, lease: Lease) -> bool:
         with self._pool.connection() as conn:
@@ -279,7 +271,7 @@ class PgLeases(Leases):
         return owner
 
     def close(self) -> None:
-        pass
+        self._renewals.close()
 
 
 def _setup(pool: ConnectionPool, saver: PostgresSaver) -> None:

@@ -1,9 +1,14 @@
 """Translate LangGraph stream chunks into Gatehouse events (no printed-text parsing).
 
-Runs are streamed with `stream_mode=["messages", "custom", "updates"]`:
-- `messages` gives the model node's token chunks -> `TextDelta`;
-- `custom` carries what nodes and tools emit via `graph.tool_runner.emit`;
+Runs are streamed with `stream_mode=["custom", "updates"]`:
+- `custom` carries what nodes and tools emit (graph/tool_runner.py), the model's
+  text deltas included;
 - `updates` carries `__interrupt__` -> `ApprovalRequired`.
+
+Not `messages`: LangGraph's handler for it scans the whole state at the start of
+every node (a cost that grows with the thread), and with `messages` or `custom`
+every task already runs on LangGraph's thread pool. LangGraph Server and Studio
+clients may still ask for `messages`; the model's tokens arrive there as usual.
 """
 
 from __future__ import annotations
@@ -11,13 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from langchain_core.messages import AIMessageChunk
-
 from graph import events as ev
 
-STREAM_MODES = ["messages", "custom", "updates"]
+STREAM_MODES = ["custom", "updates"]
 
 _CUSTOM: dict[str, type[ev._EventBase]] = {
+    "text": ev.TextDelta,
     "tool_started": ev.ToolStarted,
     "tool_output": ev.ToolOutput,
     "tool_finished": ev.ToolFinished,
@@ -36,13 +40,7 @@ def text_of(content: Any) -> str:
 
 
 def translate(mode: str, chunk: Any, thread_id: str) -> Iterator[ev.Event]:
-    if mode == "messages":
-        message, meta = chunk
-        if meta.get("langgraph_node") == "model" and isinstance(message, AIMessageChunk):
-            text = text_of(message.content)
-            if text:
-                yield ev.TextDelta(thread_id=thread_id, text=text, message_id=message.id)
-    elif mode == "custom":
+    if mode == "custom":
         if isinstance(chunk, dict) and (cls := _CUSTOM.get(chunk.get("gatehouse", ""))):
             payload = {k: v for k, v in chunk.items() if k != "gatehouse"}
             yield cls(thread_id=thread_id, **payload)  # type: ignore[arg-type]

@@ -21,13 +21,22 @@ current_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
+def stream_writer() -> Callable[[Any], None]:
+    """LangGraph's `custom` stream writer of the current run; a no-op outside a run
+    (direct tool calls in tests and scripts)."""
+    try:
+        return get_stream_writer()
+    except Exception:
+        return _discard
+
+
+def _discard(_: Any) -> None:
+    return None
+
+
 def emit(kind: str, **payload: Any) -> None:
     """Send a Gatehouse event through LangGraph's `custom` stream mode."""
-    try:
-        writer = get_stream_writer()
-    except Exception:  # outside a graph run (direct tool calls in tests, scripts)
-        return
-    writer({"gatehouse": kind, **payload})
+    stream_writer()({"gatehouse": kind, **payload})
 
 
 def stream_output(text: str) -> None:

@@ -174,6 +174,16 @@ def test_refusal_messages_say_what_is_wrong(tmp_path: Path) -> None:
             session.resume("t1", BAD_ANSWERS[case])
 
 
+def test_the_pause_tells_raw_clients_the_shape_of_an_answer(tmp_path: Path) -> None:
+    """Studio and SDK clients read the expected answer from the interrupt itself."""
+    session, _ = _paused(tmp_path)
+    updates = [c for c in session.graph.stream(None, CFG, stream_mode="updates") if "__interrupt__" in c]
+    schema = updates[-1]["__interrupt__"][0].response_schema
+    assert schema["required"] == ["decisions"]
+    kinds = {variant["properties"]["type"]["const"] for variant in schema["properties"]["decisions"]["items"]["oneOf"]}
+    assert kinds == {"approve", "edit", "reject", "respond"}
+
+
 def test_resume_when_nothing_is_pending_is_refused(tmp_path: Path) -> None:
     session, ledger, _ = make_session(tmp_path, ["just text"])
     with pytest.raises(NothingPending):
@@ -233,6 +243,9 @@ def test_model_call_limit_ends_a_runaway_loop(tmp_path: Path) -> None:
     # Every tool call on every AIMessage has exactly one answer.
     calls = [c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls]
     assert sorted(calls) == sorted(tool_messages(session))
+    # "Send a message to continue": a new message starts a run with a fresh count.
+    again = session.send("t1", "go on").collect()
+    assert again[-1].status == "stopped" and ledger.count("clock") == 6
 
 
 def test_deny_blocks_without_asking(tmp_path: Path) -> None:

@@ -253,11 +253,29 @@ def test_merge_messages_matches_add_messages_in_any_batching() -> None:
             want = add_messages(want, batch)
         one_by_one: list[Any] = []
         for batch in writes:
+            if one_by_one and rng.random() < 0.3:
+                # LangGraph hands the reducer shallow copies of the channel's list.
+                one_by_one = list(one_by_one)
             one_by_one = merge_messages(one_by_one, [batch])
         cut = rng.randint(0, len(writes))
         split = merge_messages(merge_messages([], writes[:cut]), writes[cut:])
         assert [(m.id, m.content) for m in one_by_one] == [(m.id, m.content) for m in want]
         assert [(m.id, m.content) for m in split] == [(m.id, m.content) for m in want]
+
+
+def test_merge_messages_reads_an_edited_copy_afresh() -> None:
+    """A list with the same length as one merged before, but one message swapped for
+    another, must not borrow that list's id -> position index."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph.message import add_messages
+
+    from graph.state import merge_messages
+
+    history = merge_messages([], [[HumanMessage(f"m{i}", id=f"m{i}") for i in range(40)]])
+    edited = list(history)
+    edited[3], edited[7] = edited[7], edited[3]  # same objects, another order
+    update = [AIMessage("new text", id="m3")]
+    assert [m.content for m in merge_messages(edited, [update])] == [m.content for m in add_messages(edited, update)]
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ if _ROOT not in sys.path:
 import streamlit as st  # noqa: E402
 
 from graph.session import describe_error  # noqa: E402
-from ui.web_chat_page import chat_input_box, chat_page  # noqa: E402
+from ui.web_chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web_inbox import inbox_page  # noqa: E402
 from ui.web_settings import settings_page  # noqa: E402
 from ui.web_state import app_state  # noqa: E402
@@ -43,15 +43,16 @@ def main() -> None:
     if flash := st.session_state.pop("flash", None):
         st.warning(flash)
     view = current_view()
-    if view == "chat":
-        chat_input_box(session, runner)
+    now = open_thread_now(session, runner) if view == "chat" else None
+    if now is not None:
+        chat_input_box(session, runner, now)
     sidebar(session, runner)
     if view == "inbox":
         inbox_page(session, runner)
     elif view == "settings":
         settings_page(session)
     else:
-        chat_page(session, runner)
+        chat_page(session, runner, now or open_thread_now(session, runner))
 
 
 def run() -> None:

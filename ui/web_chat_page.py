@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
 
-from graph.runner import RunInProgress
-from graph.session import DecisionError, Session
+from graph.runner import RunHandle, RunInProgress
+from graph.session import DecisionError, PendingApproval, Session
 from ui.web_approval import approval_card
 from ui.web_chat import draw_history, follow, last_error
 from ui.web_state import WebRunner
@@ -18,16 +20,34 @@ def _flash(message: str) -> None:
     st.session_state["flash"] = message
 
 
-def chat_input_box(session: Session, runner: WebRunner) -> None:
-    """The chat input; runs before the sidebar so a new thread is listed at once."""
+@dataclass(frozen=True)
+class OpenThread:
+    """The open thread as this script run shows it, read once: the chat input and the
+    page below it must agree, and a run can end between two reads."""
+
+    thread_id: str | None
+    active: RunHandle | None
+    pending: PendingApproval | None
+
+
+def open_thread_now(session: Session, runner: WebRunner) -> OpenThread:
     thread_id = current_thread()
-    pending = session.pending(thread_id) if thread_id else None
-    active = runner.active(thread_id) if thread_id else None
-    if pending is not None and active is None:
+    if thread_id is None:
+        return OpenThread(None, None, None)
+    # The run first: one that ends after this read is followed to its end (and the page
+    # reruns); one that ended before it has saved its pause for the read below.
+    active = runner.active(thread_id)
+    return OpenThread(thread_id, active, session.pending(thread_id) if active is None else None)
+
+
+def chat_input_box(session: Session, runner: WebRunner, now: OpenThread) -> None:
+    """The chat input; runs before the sidebar so a new thread is listed at once."""
+    thread_id, pending = now.thread_id, now.pending
+    if pending is not None:
         note = "Answer the approval card above first: the run is paused on it."
     else:
         note = "Message Gatehouse (try: list files, read notes.md, write todo.md: buy milk)"
-    prompt = st.chat_input(note, disabled=pending is not None and active is None, key="prompt")
+    prompt = st.chat_input(note, disabled=pending is not None, key="prompt")
     if prompt:
         new_id = thread_id or session.new_thread_id()
         try:
@@ -38,13 +58,13 @@ def chat_input_box(session: Session, runner: WebRunner) -> None:
             _flash("Not sent: a run is already active on this thread. Wait for it or stop it, then send again.")
         except (DecisionError, ValueError) as exc:
             _flash(f"Not sent: {exc}")
+        else:
+            st.rerun()  # the page below was read before this run began
 
 
-def chat_page(session: Session, runner: WebRunner) -> None:
+def chat_page(session: Session, runner: WebRunner, now: OpenThread) -> None:
     """The open thread: history, then the live run, the approval card or an error."""
-    thread_id = current_thread()
-    pending = session.pending(thread_id) if thread_id else None
-    active = runner.active(thread_id) if thread_id else None
+    thread_id, pending, active = now.thread_id, now.pending, now.active
     info = session.thread(thread_id) if thread_id else None
     st.header(info.title if info else "New thread")
     if thread_id is None:
