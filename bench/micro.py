@@ -80,7 +80,7 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
             for mode, chunk in session.graph.stream(
                 {"messages": [HumanMessage("hi")]}, config, stream_mode=STREAM_MODES, context=RunContext()
             ):
-                if first is None and mode == "messages" and getattr(chunk[0], "content", ""):
+                if first is None and mode == "custom" and chunk.get("gatehouse") == "text":
                     first = time.perf_counter() - start
             total_bare.append(time.perf_counter() - start)
             first_bare.append(first or 0.0)
@@ -193,7 +193,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gatehouse-micro-") as name:
         tmp = Path(name)
         result: dict[str, Any] = {"index_list_ms": index_list_ms(tmp, threads=1000)}
-        result.update(event_pipeline(tmp, tokens=200 if quick else 2000, repeat=3 if quick else 7))
+        result.update(event_pipeline(tmp, tokens=200 if quick else 2000, repeat=3 if quick else 11))
         result.update(cold_start_s(tmp, repeat=1 if quick else 5))
         idle = idle_threads(tmp, threads=10 if quick else 100, turns=2 if quick else 10)
         result["idle_threads"] = idle["threads"]
