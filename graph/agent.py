@@ -179,7 +179,8 @@ def build_graph(
     def review(state: AgentState) -> Command:
         _, gated = classify(state)
         request = rv.build_request(gated, tools_by_name)
-        reply = interrupt(request, response_schema=rv.answer_model(request, tools_by_name))
+        with rv.answering(request, tools_by_name) as schema:
+            reply = interrupt(request, response_schema=schema)
         sends: list[Send] = []
         messages: list[ToolMessage] = []
         grants: list[dict[str, Any]] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
@@ -12,8 +12,9 @@ from graph.config import Settings, load_settings
 from graph.demo_model import DEMO_LABEL, DemoModel
 from graph.models import describe_model, make_model
 from graph.policy import Policy
-from graph.session import Session
-from graph.storage import open_storage
+
+if TYPE_CHECKING:
+    from graph.session import Session
 
 
 def _tools(settings: Settings) -> tuple[list[Any], list[Any]]:
@@ -52,6 +53,10 @@ def build_agent(
 def open_session(settings: Settings | None = None, *, model: BaseChatModel | None = None) -> Session:
     """The default Gatehouse: settings from gatehouse.toml and the environment.
     `model` replaces the one the settings name (tests, embedding)."""
+    # Here, not at the top: LangGraph Server builds the graph without them.
+    from graph.session import Session
+    from graph.storage import open_storage
+
     settings = settings or load_settings()
     storage = open_storage(settings.db)
     model = model or make_model(settings)

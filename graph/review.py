@@ -3,10 +3,11 @@
 The request is a LangChain `HITLRequest` (`action_requests` + `review_configs`, in
 the model's order) with Gatehouse extras (`tool_call_id`, `risk`, `preview`). The
 answer is `{"decisions": [...]}` in request order, or keyed by tool call id, exactly
-as `HumanInTheLoopMiddleware` takes it. Validation lives in a pydantic model built
-per request and handed to `interrupt(response_schema=...)`, so a wrong answer is
-refused by LangGraph itself before anything is saved — also when the graph is
-resumed directly with `Command` by Studio or the SDK — and the thread stays paused.
+as `HumanInTheLoopMiddleware` takes it. Validation lives in a pydantic model,
+checked against the request being answered (`answering`) and handed to
+`interrupt(response_schema=...)`, so a wrong answer is refused by LangGraph itself
+before anything is saved — also when the graph is resumed directly with `Command`
+by Studio or the SDK — and the thread stays paused.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import threading
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -83,9 +85,9 @@ class ReviewAnswer(BaseModel):
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        # Every answer model (one per request, below) has this class's JSON schema:
-        # what it adds are validators, which JSON schema cannot express. LangGraph
-        # attaches the schema to every interrupt; generating it anew cost ~2 ms a pause.
+        # A subclass adds validators, which JSON schema cannot express, so it has this
+        # class's schema. LangGraph attaches the schema to every interrupt; generating
+        # it anew cost ~2 ms a pause, so it is generated once.
         if cls is ReviewAnswer:
             return handler(core)
         return copy.deepcopy(_base_json_schema())
@@ -145,47 +147,53 @@ def _preview(render: Any, args: dict[str, Any]) -> str | None:
     return text
 
 
-# Built answer models by request: a turn validates the same request twice (the
-# session checks an answer before the graph does), and building a pydantic class
-# costs milliseconds. Keyed by the request's JSON and the tools mapping's identity.
-_ANSWER_MODELS: OrderedDict[tuple[str, int], tuple[Mapping[str, BaseTool], type[ReviewAnswer]]] = OrderedDict()
-_ANSWER_MODEL_SLOTS = 64
-_answer_models_lock = threading.Lock()
+@dataclass(frozen=True)
+class _Request:
+    actions: list[dict[str, Any]]
+    configs: list[dict[str, Any]]
+    tools: Mapping[str, BaseTool]
 
 
-def answer_model(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> type[ReviewAnswer]:
-    """A pydantic model that accepts exactly the valid answers to `request`."""
-    key = (json.dumps(request, sort_keys=True, default=str), id(tools))
-    with _answer_models_lock:
-        hit = _ANSWER_MODELS.get(key)
-        if hit is not None and hit[0] is tools:
-            _ANSWER_MODELS.move_to_end(key)
-            return hit[1]
-    model = _build_answer_model(request, tools)
-    with _answer_models_lock:
-        _ANSWER_MODELS[key] = (tools, model)
-        while len(_ANSWER_MODELS) > _ANSWER_MODEL_SLOTS:
-            _ANSWER_MODELS.popitem(last=False)
-    return model
+# The request an answer is being checked against, bound by `answering`. One answer
+# class for every request (a class built per request cost ~3 ms a turn), so the
+# request reaches its validators through the context LangGraph validates in.
+_answering: ContextVar[_Request | None] = ContextVar("gatehouse_answering", default=None)
 
 
-def _build_answer_model(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> type[ReviewAnswer]:
-    actions = list(request["action_requests"])
-    configs = list(request["review_configs"])
+def _request_being_answered() -> _Request:
+    bound = _answering.get()
+    if bound is None:
+        raise RuntimeError("CheckedAnswer validates only inside `with answering(request, tools):`")
+    return bound
 
-    class Answer(ReviewAnswer):
-        @model_validator(mode="before")
-        @classmethod
-        def _in_request_order(cls, data: Any) -> Any:
-            return _normalise(data, actions)
 
-        @model_validator(mode="after")
-        def _fits_request(self) -> Answer:
-            _check(self.decisions, actions, configs, tools)
-            return self
+class CheckedAnswer(ReviewAnswer):
+    """An answer that fits the request bound by `answering`: one decision per action
+    request, in order (or keyed by tool call id), each of an allowed type, edits that
+    keep the tool and fit its arguments."""
 
-    Answer.__name__ = "ReviewAnswer"
-    return Answer
+    @model_validator(mode="before")
+    @classmethod
+    def _in_request_order(cls, data: Any) -> Any:
+        return _normalise(data, _request_being_answered().actions)
+
+    @model_validator(mode="after")
+    def _fits_request(self) -> CheckedAnswer:
+        bound = _request_being_answered()
+        _check(self.decisions, bound.actions, bound.configs, bound.tools)
+        return self
+
+
+@contextmanager
+def answering(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> Iterator[type[CheckedAnswer]]:
+    """Check answers against `request` inside this block: `CheckedAnswer.model_validate`
+    here, or `interrupt(request, response_schema=CheckedAnswer)`, which validates a
+    resume value before LangGraph stores it."""
+    token = _answering.set(_Request(list(request["action_requests"]), list(request["review_configs"]), tools))
+    try:
+        yield CheckedAnswer
+    finally:
+        _answering.reset(token)
 
 
 def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:

@@ -33,7 +33,7 @@ from graph.context import RunContext
 from graph.hooks import HookError
 from graph.journal import OutcomeAnswer, is_outcome_request
 from graph.lease import Lease, RunInProgress
-from graph.review import DecisionError, answer_model, explain
+from graph.review import DecisionError, answering, explain
 from graph.storage import Storage, StorageError, ThreadInfo
 from graph.streaming import STREAM_MODES, text_of, translate
 
@@ -178,7 +178,8 @@ class Session:
                 if pending.kind == "outcome_unknown":
                     OutcomeAnswer.model_validate(answer)
                 else:
-                    answer_model(pending.request, self.tools).model_validate(answer)
+                    with answering(pending.request, self.tools) as schema:
+                        schema.model_validate(answer)
             except ValidationError as exc:
                 raise DecisionError(explain(exc)) from None
             return self._run(thread_id, Command(resume={pending.interrupt_id: answer}), "resume", lease)
@@ -229,8 +230,12 @@ class Session:
             yield ev.RunStarted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)  # type: ignore[arg-type]
             try:
                 index.touch(thread_id, status="running")
+                # durability="sync": each step's checkpoint is written before the next
+                # step starts, not handed to a background thread: no step's result can
+                # be lost to a crash after the next one began, and it is also faster
+                # here than the thread handoff (bench/, BENCHMARKS.md).
                 for mode, chunk in self.graph.stream(
-                    payload, config, stream_mode=STREAM_MODES, context=RunContext(cancel=cancel)
+                    payload, config, stream_mode=STREAM_MODES, context=RunContext(cancel=cancel), durability="sync"
                 ):
                     if mode == "updates":
                         stop.see(chunk)
