@@ -240,8 +240,9 @@ class Session:
                     if mode == "updates":
                         stop.see(chunk)
                     for event in translate(mode, chunk, thread_id):
-                        # Announce a pause only once it is saved (checkpoints are written
-                        # in the background): a client may answer it at once, elsewhere.
+                        # Announce a pause only once the run is over and the pause saved
+                        # (the lease too is free by then): a client may answer it at once,
+                        # elsewhere.
                         if isinstance(event, ev.ApprovalRequired):
                             held.append(event)
                         else:
