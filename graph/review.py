@@ -83,15 +83,6 @@ Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="typ
 class ReviewAnswer(BaseModel):
     decisions: list[Decision]
 
-    @classmethod
-    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        # A subclass adds validators, which JSON schema cannot express, so it has this
-        # class's schema. LangGraph attaches the schema to every interrupt; generating
-        # it anew cost ~2 ms a pause, so it is generated once.
-        if cls is ReviewAnswer:
-            return handler(core)
-        return copy.deepcopy(_base_json_schema())
-
 
 @functools.cache
 def _base_json_schema() -> JsonSchemaValue:
@@ -182,6 +173,13 @@ class CheckedAnswer(ReviewAnswer):
         bound = _request_being_answered()
         _check(self.decisions, bound.actions, bound.configs, bound.tools)
         return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # ReviewAnswer's schema: the checks above are validators, which JSON schema
+        # cannot express. LangGraph attaches the schema to every interrupt; generating
+        # it anew cost ~2 ms a pause, so it is generated once.
+        return copy.deepcopy(_base_json_schema())
 
 
 @contextmanager
