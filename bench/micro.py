@@ -35,9 +35,8 @@ from bench.workload import APPROVE, TOOLS, peak_rss_mb, scripted_model, user_tex
 
 
 def _session(db: Path, model: Any) -> Any:
-    from graph.agent import build_graph
-    from graph.session import Session
-    from graph.storage import open_storage
+    from graph import Session, build_graph
+    from graph.store import open_storage
 
     storage = open_storage(str(db))
     graph = build_graph(model=model, tools=TOOLS, checkpointer=storage.checkpointer)
@@ -61,10 +60,10 @@ def index_list_ms(tmp: Path, threads: int = 1000, repeat: int = 20) -> float:
 
 
 def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
-    from graph.context import RunContext
-    from graph.events import TextDelta
-    from graph.streaming import STREAM_MODES
-    from graph.testing import ScriptedModel
+    from graph import ScriptedModel
+    from graph.agent.context import RunContext
+    from graph.protocol.events import TextDelta
+    from graph.service.streaming import STREAM_MODES
 
     # One chunk per token: a long text answer with no tool calls.
     text = "tok " * tokens
@@ -77,10 +76,10 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
             config = {"configurable": {"thread_id": f"bare-{i}"}}
             start = time.perf_counter()
             first = None
-            for mode, chunk in session.graph.stream(
+            for mode, chunk in session.agent.stream(
                 {"messages": [HumanMessage("hi")]}, config, stream_mode=STREAM_MODES, context=RunContext()
             ):
-                if first is None and mode == "custom" and chunk.get("gatehouse") == "text":
+                if first is None and mode == "custom" and getattr(chunk, "type", None) == "text_delta":
                     first = time.perf_counter() - start
             total_bare.append(time.perf_counter() - start)
             first_bare.append(first or 0.0)
@@ -108,7 +107,7 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
 COLD_START = """
 import time
 start = time.perf_counter()
-from graph.app import make_graph
+from graph.service.app import make_graph
 make_graph()
 print(time.perf_counter() - start)
 """

@@ -27,7 +27,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import ScriptedModel, ai, tool_call
 from tools.base import gatehouse_tool
 
 PAYLOAD_BYTES = 200
@@ -97,9 +97,8 @@ class GatehouseDriver(Driver):
     """Gatehouse through its Session API, on its default storage."""
 
     def __init__(self, db: Path, turns: int, *, baseline: bool = False, snapshot_frequency: int | None = None) -> None:
-        from graph.agent import build_graph
-        from graph.session import Session
-        from graph.storage import open_storage
+        from graph import Session, build_graph
+        from graph.store import open_storage
 
         if baseline:
             use_add_messages_state()
@@ -127,7 +126,7 @@ class GatehouseDriver(Driver):
         assert run.status == "completed", run.status
 
     def get_state(self) -> Any:
-        return self.session.graph.get_state({"configurable": {"thread_id": self.thread_id}})
+        return self.session.agent.get_state({"configurable": {"thread_id": self.thread_id}})
 
     def message_count(self) -> int:
         return len(self.session.messages(self.thread_id))
@@ -189,37 +188,43 @@ class PeerDriver(Driver):
         self.conn.close()
 
 
+def use_messages_channel(annotation: Any) -> None:
+    """Build Gatehouse graphs (in this process) whose messages channel is `annotation`
+    instead of the shipped DeltaChannel: for baselines and sweeps."""
+    from typing import get_type_hints
+
+    from typing_extensions import TypedDict
+
+    import graph.agent.graph as agent_graph
+    from graph.agent.state import AgentState
+
+    fields = get_type_hints(AgentState, include_extras=True)
+    fields["messages"] = annotation
+    agent_graph.AgentState = TypedDict("AgentState", fields)  # type: ignore[attr-defined,misc]
+    agent_graph.InputState = TypedDict("InputState", {"messages": annotation})  # type: ignore[attr-defined,misc]
+
+
 def use_add_messages_state() -> None:
     """Build Gatehouse graphs with the pre-issue-8 messages channel (`add_messages`,
     the whole list in every checkpoint): the baseline to measure against."""
-    from typing import Annotated, get_type_hints
+    from typing import Annotated
 
     from langchain_core.messages import AnyMessage
     from langgraph.graph.message import add_messages
-    from typing_extensions import TypedDict
 
-    import graph.agent
-    from graph.state import AgentState
-
-    fields = get_type_hints(AgentState, include_extras=True)
-    fields["messages"] = Annotated[list[AnyMessage], add_messages]
-    graph.agent.AgentState = TypedDict("AgentState", fields)  # type: ignore[attr-defined,operator]
+    use_messages_channel(Annotated[list[AnyMessage], add_messages])
 
 
 def use_snapshot_frequency(frequency: int) -> None:
     """Build Gatehouse graphs whose messages DeltaChannel snapshots every `frequency` updates."""
-    from typing import Annotated, get_type_hints
+    from typing import Annotated
 
     from langchain_core.messages import AnyMessage
     from langgraph.channels.delta import DeltaChannel
-    from typing_extensions import TypedDict
 
-    import graph.agent
-    from graph.state import AgentState, merge_messages
+    from graph.agent.message_merge import merge_messages
 
-    fields = get_type_hints(AgentState, include_extras=True)
-    fields["messages"] = Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=frequency)]
-    graph.agent.AgentState = TypedDict("AgentState", fields)  # type: ignore[attr-defined,operator]
+    use_messages_channel(Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=frequency)])
 
 
 def make_driver(system: str, db: Path, turns: int, snapshot_frequency: int | None = None) -> Driver:

@@ -11,11 +11,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from graph.agent import build_graph
-from graph.builtin_hooks import AnswerJudge
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel
+from graph import AnswerJudge, ScriptedModel, Session, build_graph
+from graph.store import open_storage
 
 
 def main(db_dir: str | None = None) -> list:

@@ -13,11 +13,8 @@ from pathlib import Path
 
 from langchain_core.tools import tool
 
-from graph.agent import build_graph
-from graph.builtin_hooks import RequireTool
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import RequireTool, ScriptedModel, Session, ai, build_graph, tool_call
+from graph.store import open_storage
 
 
 @tool

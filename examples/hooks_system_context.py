@@ -13,9 +13,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph.agent import build_graph
-from graph.builtin_hooks import SystemContext
-from graph.testing import ScriptedModel
+from graph import ScriptedModel, SystemContext, build_graph
 
 
 def main() -> str:

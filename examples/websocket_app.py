@@ -33,8 +33,7 @@ from typing import Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 
-from graph.async_session import AsyncRun, AsyncSession, RunInProgress
-from graph.review import DecisionError
+from graph import AsyncRun, AsyncSession, DecisionError, RunInProgress
 
 
 @asynccontextmanager

@@ -1,7 +1,20 @@
-"""Gatehouse: an approval-gated LangGraph agent. Public API.
+"""Gatehouse: an approval-gated LangGraph agent. The public API.
 
-The names load on first use (PEP 562): building the graph for LangGraph Server
-(`graph.app.make_graph`) then never imports the session and storage machinery.
+    from graph import open_session
+    session = open_session()                    # settings from gatehouse.toml + env
+    for event in session.send(None, "write todo.md: buy milk"): ...
+    pause = session.pending(thread_id)          # Approval | OutcomeUnknown | None
+
+The package is in layers, and imports only point down (tests/test_architecture.py):
+
+    graph.protocol   events, pauses, answers, errors: pydantic only, what crosses the boundary
+    graph.agent      the LangGraph graph: the loop, its nodes, state, review, policy, hooks
+    graph.store      SQLite and Postgres: checkpoints, thread index, journal, leases
+    graph.service    sessions, the runner, configuration, models, the demo model
+
+Front ends (ui/) and embedders import this module and `graph.protocol` only. Names
+load on first use (PEP 562): a client that only reads the protocol, or LangGraph
+Server building the graph, never imports the session and storage machinery.
 """
 
 from __future__ import annotations
@@ -10,24 +23,127 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from graph.agent import build_graph
-    from graph.events import Event, parse_event
-    from graph.policy import Policy
-    from graph.review import DecisionError
-    from graph.session import PendingApproval, Run, Session
+    from graph.agent.builtin_hooks import (
+        AnswerJudge,
+        Budget,
+        Compaction,
+        RequireTool,
+        SystemContext,
+    )
+    from graph.agent.graph import build_graph
+    from graph.agent.hooks import HookSet, hook
+    from graph.agent.policy import Policy, PolicyError
+    from graph.protocol.errors import (
+        AlreadyDecided,
+        ConfigError,
+        DecisionError,
+        HookError,
+        NothingPending,
+        RunInProgress,
+        StaleDecision,
+        StorageError,
+    )
+    from graph.protocol.events import Event, parse_event
+    from graph.protocol.pauses import Approval, OutcomeUnknown, Pause
+    from graph.protocol.threads import MessageView, ThreadInfo
+    from graph.service.app import build_agent, open_session
+    from graph.service.async_session import AsyncRun, AsyncSession
+    from graph.service.config import Settings, load_settings
+    from graph.service.demo_model import DemoModel
+    from graph.service.errors import describe_error
+    from graph.service.runner import Runner
+    from graph.service.session import Run, Session
+    from graph.service.testing import ScriptedModel, ai, tool_call
 
 _HOMES = {
-    "build_graph": "graph.agent",
-    "Event": "graph.events",
-    "parse_event": "graph.events",
-    "Policy": "graph.policy",
-    "DecisionError": "graph.review",
-    "PendingApproval": "graph.session",
-    "Run": "graph.session",
-    "Session": "graph.session",
+    # running the agent
+    "open_session": "graph.service.app",
+    "build_agent": "graph.service.app",
+    "build_graph": "graph.agent.graph",
+    "Session": "graph.service.session",
+    "Run": "graph.service.session",
+    "AsyncSession": "graph.service.async_session",
+    "AsyncRun": "graph.service.async_session",
+    "Runner": "graph.service.runner",
+    "Settings": "graph.service.config",
+    "load_settings": "graph.service.config",
+    "describe_error": "graph.service.errors",
+    # policy and hooks
+    "Policy": "graph.agent.policy",
+    "PolicyError": "graph.agent.policy",
+    "HookSet": "graph.agent.hooks",
+    "hook": "graph.agent.hooks",
+    "emit": "graph.agent.emit",
+    "AnswerJudge": "graph.agent.builtin_hooks",
+    "Budget": "graph.agent.builtin_hooks",
+    "Compaction": "graph.agent.builtin_hooks",
+    "RequireTool": "graph.agent.builtin_hooks",
+    "SystemContext": "graph.agent.builtin_hooks",
+    # models that need no account: the offline demo and scripted test models
+    "DemoModel": "graph.service.demo_model",
+    "ScriptedModel": "graph.service.testing",
+    "ai": "graph.service.testing",
+    "tool_call": "graph.service.testing",
+    # the protocol
+    "Event": "graph.protocol.events",
+    "parse_event": "graph.protocol.events",
+    "Approval": "graph.protocol.pauses",
+    "OutcomeUnknown": "graph.protocol.pauses",
+    "Pause": "graph.protocol.pauses",
+    "MessageView": "graph.protocol.threads",
+    "ThreadInfo": "graph.protocol.threads",
+    "AlreadyDecided": "graph.protocol.errors",
+    "ConfigError": "graph.protocol.errors",
+    "DecisionError": "graph.protocol.errors",
+    "HookError": "graph.protocol.errors",
+    "NothingPending": "graph.protocol.errors",
+    "RunInProgress": "graph.protocol.errors",
+    "StaleDecision": "graph.protocol.errors",
+    "StorageError": "graph.protocol.errors",
 }
 
-__all__ = ["DecisionError", "Event", "PendingApproval", "Policy", "Run", "Session", "build_graph", "parse_event"]
+__all__ = [
+    "AlreadyDecided",
+    "AnswerJudge",
+    "Approval",
+    "AsyncRun",
+    "AsyncSession",
+    "Budget",
+    "Compaction",
+    "ConfigError",
+    "DecisionError",
+    "DemoModel",
+    "Event",
+    "HookError",
+    "HookSet",
+    "MessageView",
+    "NothingPending",
+    "OutcomeUnknown",
+    "Pause",
+    "Policy",
+    "PolicyError",
+    "RequireTool",
+    "Run",
+    "RunInProgress",
+    "Runner",
+    "ScriptedModel",
+    "Session",
+    "Settings",
+    "StaleDecision",
+    "StorageError",
+    "SystemContext",
+    "ThreadInfo",
+    "ai",
+    "build_agent",
+    "build_graph",
+    "describe_error",
+    "emit",
+    "hook",
+    "load_settings",
+    "open_session",
+    "parse_event",
+    "tool_call",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,13 +16,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from graph import events as ev
-from graph.agent import build_graph
-from graph.async_session import AsyncRun, AsyncSession, RunInProgress
-from graph.review import DecisionError
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
+from graph.protocol import events as ev
+from graph.service.async_session import AsyncRun, AsyncSession, RunInProgress
+from graph.store import open_storage
 from tools.base import gatehouse_tool
 from tools.files import make_file_tools
 from tools.workspace import Workspace
@@ -88,7 +85,7 @@ def test_pause_and_resume(tmp_path: Path) -> None:
             thread_id = run.thread_id
 
             pending = await s.pending(thread_id)
-            assert pending is not None and pending.actions[0]["name"] == "write_file"
+            assert pending is not None and pending.actions[0].name == "write_file"
             # A second message is refused while the thread waits, as in the sync API.
             with pytest.raises(DecisionError):
                 await s.start(thread_id, "hello?")

@@ -11,8 +11,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from graph.agent import build_graph
-from graph.builtin_hooks import (
+from graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
+from graph.agent.builtin_hooks import (
     AnswerJudge,
     Budget,
     Compaction,
@@ -20,11 +20,8 @@ from graph.builtin_hooks import (
     SystemContext,
     parse_grade,
 )
-from graph.builtin_hooks.compaction import is_summary
-from graph.review import DecisionError
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel, ai, tool_call
+from graph.agent.builtin_hooks.compaction import is_summary
+from graph.store import open_storage
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,7 +28,7 @@ TWO_WRITES = "list files then write todo.md: buy milk then write b.md: x"
 
 
 def base_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
 
 
 @pytest.fixture
@@ -198,7 +198,7 @@ def test_resume_continues_a_run_whose_process_died(env: dict[str, str]) -> None:
 # -- launching the web UI and Studio (in-process, the child process is faked) --------------
 @pytest.fixture
 def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    from ui import cli
+    from ui.term import cli
 
     calls: list[list[str]] = []
     monkeypatch.setattr(cli, "_run_child", lambda cmd, cwd=None: calls.append(cmd) or 0)
@@ -207,7 +207,7 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
 def test_no_command_and_ui_start_streamlit(launched: list[list[str]], monkeypatch: pytest.MonkeyPatch,
                                             tmp_path: Path) -> None:
-    from ui import cli
+    from ui.term import cli
 
     app_py = tmp_path / "app.py"
     app_py.write_text("")
@@ -226,7 +226,7 @@ def test_no_command_and_ui_start_streamlit(launched: list[list[str]], monkeypatc
 
 def test_studio_runs_langgraph_dev_or_says_how_to_install(launched: list[list[str]],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from ui import cli
+    from ui.term import cli
 
     runner = CliRunner()
     monkeypatch.setattr(cli, "find_langgraph", lambda: "/opt/bin/langgraph")
@@ -242,18 +242,19 @@ def test_studio_runs_langgraph_dev_or_says_how_to_install(launched: list[list[st
 
 # -- one answer for every call (in-process, no agent needed) --------------------------
 def pending_of(*names: str) -> object:
-    from graph.session import PendingApproval
+    from graph import Approval
+    from graph.protocol.pauses import ApprovalRequest
 
     request = {
         "action_requests": [{"name": n, "args": {}, "description": "", "tool_call_id": f"c{i}"}
                             for i, n in enumerate(names)],
         "review_configs": [{"action_name": n, "allowed_decisions": ["approve", "reject"]} for n in names],
     }
-    return PendingApproval("t1", "i1", request)
+    return Approval(thread_id="t1", interrupt_id="i1", request=ApprovalRequest.model_validate(request))
 
 
 def test_partial_decisions_name_the_undecided_calls() -> None:
-    from ui import term_decisions as td
+    from ui.term import decisions as td
 
     pending = pending_of("write_file", "run_command", "write_file")
     with pytest.raises(td.DecisionUsage, match=r"still undecided: 1 \(write_file\), 3 \(write_file\)"):
@@ -274,8 +275,8 @@ def test_renderer_streams_text_and_tool_progress_without_colour() -> None:
 
     from rich.console import Console
 
-    from graph import events as ev
-    from ui.terminal import EventRenderer
+    from graph.protocol import events as ev
+    from ui.term.render import EventRenderer
 
     buf = io.StringIO()
     r = EventRenderer(Console(file=buf, width=100, no_color=True, highlight=False))

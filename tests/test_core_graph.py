@@ -10,9 +10,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from graph.review import DecisionError
-from graph.session import NothingPending, StaleDecision
-from graph.testing import ai, tool_call
+from graph import DecisionError, NothingPending, StaleDecision, ai, tool_call
 from tests.support.core_fixtures import make_session
 
 CFG = {"configurable": {"thread_id": "t1"}}
@@ -90,7 +88,7 @@ def test_langchain_middleware_decisions_accepted_unchanged(tmp_path: Path) -> No
         {"type": "respond", "message": "api is frozen, I deployed it by hand"},
         {"type": "reject"},
     ]
-    for _ in session.graph.stream(Command(resume={"decisions": decisions}), CFG):
+    for _ in session.agent.stream(Command(resume={"decisions": decisions}), CFG):
         pass
     results = tool_messages(session)
     assert results["c1"].content == "sent to a@x"
@@ -130,7 +128,7 @@ def _paused(tmp_path: Path):
 
 
 def _snapshot(session):
-    state = session.graph.get_state(CFG)
+    state = session.agent.get_state(CFG)
     return [i.id for i in state.interrupts], len(state.values["messages"]), state.next
 
 
@@ -139,12 +137,12 @@ def test_bad_answer_through_raw_command_changes_nothing(tmp_path: Path, case: st
     session, ledger = _paused(tmp_path)
     before = _snapshot(session)
     with pytest.raises(ValidationError):
-        for _ in session.graph.stream(Command(resume=BAD_ANSWERS[case]), CFG):
+        for _ in session.agent.stream(Command(resume=BAD_ANSWERS[case]), CFG):
             pass
     assert _snapshot(session) == before, "the thread must stay paused exactly as it was"
     assert ledger.count("send_email") == 0 and ledger.count("deploy") == 0
     # A correct answer afterwards still works.
-    for _ in session.graph.stream(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), CFG):
+    for _ in session.agent.stream(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), CFG):
         pass
     assert session.messages("t1")[-1].content == "finished"
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
@@ -177,7 +175,7 @@ def test_refusal_messages_say_what_is_wrong(tmp_path: Path) -> None:
 def test_the_pause_tells_raw_clients_the_shape_of_an_answer(tmp_path: Path) -> None:
     """Studio and SDK clients read the expected answer from the interrupt itself."""
     session, _ = _paused(tmp_path)
-    updates = [c for c in session.graph.stream(None, CFG, stream_mode="updates") if "__interrupt__" in c]
+    updates = [c for c in session.agent.stream(None, CFG, stream_mode="updates") if "__interrupt__" in c]
     schema = updates[-1]["__interrupt__"][0].response_schema
     assert schema["required"] == ["decisions"]
     kinds = {variant["properties"]["type"]["const"] for variant in schema["properties"]["decisions"]["items"]["oneOf"]}
@@ -354,7 +352,7 @@ def test_undo_fork_and_export(tmp_path: Path) -> None:
     data = json.loads(session.export("t1", "json"))
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
     # The old branch is still in the checkpoint history (time travel keeps working).
-    history = [len(s.values.get("messages", [])) for s in session.graph.get_state_history(CFG)]
+    history = [len(s.values.get("messages", [])) for s in session.agent.get_state_history(CFG)]
     assert 4 in history
 
 
@@ -393,12 +391,12 @@ def test_a_run_whose_process_died_shows_as_interrupted_not_running(tmp_path: Pat
 
 
 def test_history_keeps_how_each_call_ended(tmp_path: Path) -> None:
-    from graph.session import message_dict
+    from graph.service.transcript import message_view
 
     turn = ai("", tool_call("lookup", {"key": "a"}, "h1"), tool_call("send_email", {"to": "a@x", "body": "1"}, "h2"), tool_call("deploy", {"service": "x"}, "h3"))
     session, _, _ = make_session(tmp_path, [turn, "ok"])
     session.send("t1", "go").collect()
     session.resume("t1", {"decisions": [{"type": "reject", "message": "no"}, {"type": "respond", "message": "done by hand"}]}).collect()
-    ended = {d["tool_call_id"]: d for d in map(message_dict, session.messages("t1")) if d["role"] == "tool"}
+    ended = {d["tool_call_id"]: d for d in (message_view(m).to_dict() for m in session.messages("t1")) if d["role"] == "tool"}
     assert {k: v["tool_status"] for k, v in ended.items()} == {"h1": "ok", "h2": "rejected", "h3": "responded"}
     assert ended["h1"]["duration_ms"] >= 0

@@ -23,10 +23,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from graph.journal import Journal
-from graph.lease import Leases, RunInProgress
-from graph.review import DecisionError
-from graph.session import AlreadyDecided, NothingPending, Session
+from graph import AlreadyDecided, DecisionError, NothingPending, RunInProgress, Session
+from graph.store.journal import Journal
+from graph.store.leases import Leases
 from tests.support.counting_tools import runs
 from tests.support.crash_worker import open_session
 
@@ -147,8 +146,8 @@ def test_kill_during_approved_tool_asks_outcome_unknown(files: tuple[Path, Path,
         assert session.retry("t-c").collect()[-1].status == "awaiting_approval"
         pending = session.pending("t-c")
         assert pending is not None and pending.kind == "outcome_unknown"
-        assert pending.request["outcome_unknown"]["tool_call_id"] == "call0"
-        assert set(pending.request["allowed"]) == {"run_again", "mark_failed", "respond"}
+        assert pending.call.tool_call_id == "call0"
+        assert set(pending.allowed) == {"run_again", "mark_failed", "respond"}
         assert runs(counter) == {"hello": 1}
         events = session.resume("t-c", {"type": "respond", "message": "It did run: counter is 1."}).collect()
         assert events[-1].status == "completed"

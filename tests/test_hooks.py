@@ -18,9 +18,8 @@ from langchain_core.messages import (
 from langchain_core.tools import tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from graph.agent import build_graph
-from graph.config import load_settings
-from graph.hooks import (
+from graph import ScriptedModel, Session, ai, build_graph, tool_call
+from graph.agent.hooks import (
     HookError,
     HookSet,
     current_point,
@@ -29,9 +28,8 @@ from graph.hooks import (
     normalise_hooks,
     run_hooks,
 )
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel, ai, tool_call
+from graph.service.config import load_settings
+from graph.store import open_storage
 
 CALLS: list[str] = []
 
@@ -124,8 +122,8 @@ def test_async_hooks_plain_functions_and_classes_are_accepted() -> None:
 
 
 def test_hooks_load_by_import_path_and_from_the_config_file(tmp_path: Path) -> None:
-    assert isinstance(load_hook("graph.builtin_hooks:SystemContext"), object)
-    budget = load_hook({"path": "graph.builtin_hooks:Budget", "args": {"max_tokens": 5}})
+    assert isinstance(load_hook("graph.agent.builtin_hooks:SystemContext"), object)
+    budget = load_hook({"path": "graph.agent.builtin_hooks:Budget", "args": {"max_tokens": 5}})
     assert budget.limits["run"]["tokens"] == 5
     with pytest.raises(ValueError, match="package.module:name"):
         load_hook("no_colon")
@@ -135,9 +133,9 @@ def test_hooks_load_by_import_path_and_from_the_config_file(tmp_path: Path) -> N
     config = tmp_path / "gatehouse.toml"
     config.write_text(
         '[hooks]\n'
-        'before_llm = ["graph.builtin_hooks:SystemContext"]\n'
+        'before_llm = ["graph.agent.builtin_hooks:SystemContext"]\n'
         '[[hooks.on_exit]]\n'
-        'path = "graph.builtin_hooks:RequireTool"\n'
+        'path = "graph.agent.builtin_hooks:RequireTool"\n'
         'args = { tool = "run_tests", max_reminders = 1 }\n'
     )
     hooks = HookSet(load_settings(config, env={}).hooks)
@@ -162,7 +160,7 @@ def test_each_point_runs_where_the_issue_says(tmp_path: Path) -> None:
 def test_before_llm_stop_run_ends_the_run_with_the_reason(tmp_path: Path) -> None:
     @hook
     def gate(state):
-        return {"stop_run": "Quota exhausted for today."}
+        return {"stop_reason": "Quota exhausted for today."}
 
     session, model = make(tmp_path, ["never said"], {"before_llm": [gate]})
     events = session.send("t", "hello").collect()
@@ -175,7 +173,7 @@ def test_before_llm_stop_run_ends_the_run_with_the_reason(tmp_path: Path) -> Non
 def test_before_tool_stop_run_answers_every_call_without_running_it(tmp_path: Path) -> None:
     @hook
     def no_tools(state):
-        return {"stop_run": "Tools are disabled."}
+        return {"stop_reason": "Tools are disabled."}
 
     session, _ = make(
         tmp_path,
@@ -200,7 +198,7 @@ def test_on_exit_continue_run_keeps_the_agent_going(tmp_path: Path) -> None:
     assert session.send("t", "question").collect()[-1].status == "completed"
     assert [m.content for m in session.messages("t")] == ["question", "first try", "Double-check that.", "checked: fine"]
     assert len(model.inputs) == 2
-    assert not (session.graph.get_state({"configurable": {"thread_id": "t"}}).values.get("continue_run"))
+    assert not (session.agent.get_state({"configurable": {"thread_id": "t"}}).values.get("continue_run"))
 
 
 def test_hooks_may_rewrite_history_and_the_control_keys_still_decide(tmp_path: Path) -> None:
@@ -277,7 +275,7 @@ def test_a_hook_that_raises_fails_the_run_and_retry_continues_once_fixed(tmp_pat
     assert events[-1].status == "failed"
     before = [m.content for m in session.messages("t")]
     config = {"configurable": {"thread_id": "t"}}
-    assert session.graph.get_state(config).next  # stopped at the failing node, resumable
+    assert session.agent.get_state(config).next  # stopped at the failing node, resumable
 
     flaky.broken = False
     assert session.retry("t").collect()[-1].status == "completed"
@@ -390,11 +388,12 @@ def test_build_graph_accepts_a_hook_set() -> None:
 
 
 def test_an_async_hook_in_the_graph_can_emit_events(tmp_path: Path) -> None:
-    from graph.tool_runner import emit
+    from graph.agent.emit import emit
+    from graph.protocol import events as ev
 
     @hook
     async def announce(state):
-        emit("notice", text="hello from an async hook", source="announce")
+        emit(ev.Notice, text="hello from an async hook", source="announce")
         return {"model_context": {"note": "async"}}
 
     session, model = make(tmp_path, ["ok"], {"before_llm": [announce]})

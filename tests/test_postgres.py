@@ -20,10 +20,9 @@ import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 
 import tests.test_core_graph as core
-from graph.lease import RunInProgress
-from graph.storage import StorageError, open_storage
-from graph.storage_postgres import PgJournal, PgLeases, PgThreadIndex, redact
-from graph.testing import ai, tool_call
+from graph import RunInProgress, StorageError, ai, tool_call
+from graph.store import open_storage
+from graph.store.postgres import PgJournal, PgLeases, PgThreadIndex, redact
 from tests.support.core_fixtures import Ledger, make_session
 from tests.support.postgres import PostgresServer
 

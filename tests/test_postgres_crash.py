@@ -15,9 +15,9 @@ import psycopg
 import pytest
 
 import tests.test_crash_recovery as crash
-from graph.lease import RunInProgress
-from graph.storage import open_storage
-from graph.storage_postgres import PgLeases
+from graph import RunInProgress
+from graph.store import open_storage
+from graph.store.postgres import PgLeases
 from tests.test_concurrency import run_busy_workload
 
 # The crash-safety suite, collected again in this module (on Postgres).

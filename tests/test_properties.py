@@ -23,11 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-import graph.journal as jr
-from graph.agent import build_graph
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel, ai, tool_call
+import graph.agent.crash as crash
+from graph import ScriptedModel, Session, ai, build_graph, tool_call
+from graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools, runs
 
 GATED = {"bump", "touch_idem"}
@@ -164,7 +162,7 @@ def build_script(shape: list[list[str]]) -> list[Any]:
 def test_random_turns_decisions_and_crashes(shape: list[list[str]], data: st.DataObject, monkeypatch: pytest.MonkeyPatch) -> None:
     with tempfile.TemporaryDirectory() as d:
         world = World(Path(d), build_script(shape))
-        monkeypatch.setattr(jr, "crash_point", world.crash_point)
+        monkeypatch.setattr(crash, "crash_point", world.crash_point)
         thread = "prop"
         status: str | None = None
         try:
@@ -176,21 +174,21 @@ def test_random_turns_decisions_and_crashes(shape: list[list[str]], data: st.Dat
                     status = world.play(session.retry(thread))
                 elif pending is not None and pending.kind == "outcome_unknown":
                     choice = data.draw(st.sampled_from(["run_again", "mark_failed", "respond"]), label="outcome")
-                    label = pending.request["outcome_unknown"]["args"]["label"]
+                    label = pending.call.args["label"]
                     if choice == "run_again":
                         world.run_again[label.removesuffix("-edited")] += 1
                     status = world.play(session.resume(thread, {"type": choice, "message": "it did not happen"}))
                 elif pending is not None:
                     decisions = []
-                    for action, conf in zip(pending.actions, pending.request["review_configs"], strict=True):
-                        kind = data.draw(st.sampled_from(conf["allowed_decisions"]), label="decision")
-                        label = action["args"]["label"]
+                    for action, conf in zip(pending.actions, pending.request.review_configs, strict=True):
+                        kind = data.draw(st.sampled_from(conf.allowed_decisions), label="decision")
+                        label = action.args["label"]
                         if kind == "approve":
                             world.approved.add(label)
                             decisions.append({"type": "approve"})
                         elif kind == "edit":
                             world.approved.add(label + "-edited")
-                            decisions.append({"type": "edit", "edited_action": {"name": action["name"], "args": {"label": label + "-edited"}}})
+                            decisions.append({"type": "edit", "edited_action": {"name": action.name, "args": {"label": label + "-edited"}}})
                         else:
                             decisions.append({"type": kind, "message": "no thanks"})
                     status = world.play(session.resume(thread, {"decisions": decisions}))

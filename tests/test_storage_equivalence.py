@@ -32,33 +32,22 @@ REJECT = {"decisions": [{"type": "reject", "message": "not this one"}]}
 def _session(db: str, variant: str, reader: str = "cached") -> Any:
     """variant: delta (the default) | baseline (add_messages) | snap3 (a DeltaChannel
     snapshot every 3 updates, to cover snapshots); reader: cached | stock."""
-    from typing import Annotated
 
-    from langchain_core.messages import AnyMessage
-    from langgraph.channels.delta import DeltaChannel
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    import graph.agent
-    from bench.workload import TOOLS, scripted_model, use_add_messages_state
-    from graph.saver import compact_serde
-    from graph.session import Session
-    from graph.state import merge_messages
-    from graph.storage import connect_sqlite, open_storage
+    from bench.workload import TOOLS, scripted_model, use_add_messages_state, use_snapshot_frequency
+    from graph import Session, build_graph
+    from graph.store import connect_sqlite, open_storage
+    from graph.store.saver import compact_serde
 
     if variant == "baseline":
         use_add_messages_state()
     elif variant == "snap3":
-        from typing import get_type_hints
-
-        from typing_extensions import TypedDict
-
-        fields = get_type_hints(graph.agent.AgentState, include_extras=True)
-        fields["messages"] = Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=3)]
-        graph.agent.AgentState = TypedDict("AgentState", fields)  # type: ignore[attr-defined,operator]
+        use_snapshot_frequency(3)
     storage = open_storage(db)
     if reader == "stock":
         storage.checkpointer = SqliteSaver(connect_sqlite(db), serde=compact_serde())
-    built = graph.agent.build_graph(model=scripted_model(60), tools=TOOLS, checkpointer=storage.checkpointer)
+    built = build_graph(model=scripted_model(60), tools=TOOLS, checkpointer=storage.checkpointer)
     return Session(built, storage, TOOLS)
 
 
@@ -82,9 +71,9 @@ def _message(m: Any) -> dict[str, Any]:
 def _dump(session: Any) -> dict[str, Any]:
     config = {"configurable": {"thread_id": THREAD}}
     history = []
-    for snap in session.graph.get_state_history(config):
+    for snap in session.agent.get_state_history(config):
         # Each checkpoint read on its own, as time travel does (not the history walk's values).
-        state = session.graph.get_state(snap.config)
+        state = session.agent.get_state(snap.config)
         history.append({
             "next": list(state.next),
             "messages": [_message(m) for m in state.values.get("messages", [])],
@@ -95,13 +84,13 @@ def _dump(session: Any) -> dict[str, Any]:
 
 def _travel(session: Any) -> dict[str, Any]:
     """Undo the last turn, fork an early user message, read an old checkpoint."""
-    from graph.session import message_dict
+    from graph.service.transcript import message_view
 
     before = session.messages(THREAD)
     removed = session.undo(THREAD)
     after_undo = session.messages(THREAD)
     old = next(
-        s for s in session.graph.get_state_history({"configurable": {"thread_id": THREAD}})
+        s for s in session.agent.get_state_history({"configurable": {"thread_id": THREAD}})
         if len(s.values.get("messages", [])) == 10 and not s.next
     )
     run = session.fork(THREAD, 5, "a different second question")
@@ -110,9 +99,9 @@ def _travel(session: Any) -> dict[str, Any]:
     return {
         "before": len(before),
         "removed": removed,
-        "after_undo": [message_dict(m) for m in after_undo] == [message_dict(m) for m in before[: len(after_undo)]],
+        "after_undo": [message_view(m) for m in after_undo] == [message_view(m) for m in before[: len(after_undo)]],
         "after_undo_len": len(after_undo),
-        "old_checkpoint_len": len(session.graph.get_state(old.config).values["messages"]),
+        "old_checkpoint_len": len(session.agent.get_state(old.config).values["messages"]),
         "fork_status": run.status,
         "forked_prefix_kept": [m.id for m in forked[:5]] == [m.id for m in before[:5]],
         "forked_text": forked[5].content,
@@ -232,7 +221,7 @@ def test_merge_messages_matches_add_messages_in_any_batching() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
     from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-    from graph.state import merge_messages
+    from graph.agent.message_merge import merge_messages
 
     rng = random.Random(8)
     for _ in range(200):
@@ -269,7 +258,7 @@ def test_merge_messages_reads_an_edited_copy_afresh() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.graph.message import add_messages
 
-    from graph.state import merge_messages
+    from graph.agent.message_merge import merge_messages
 
     history = merge_messages([], [[HumanMessage(f"m{i}", id=f"m{i}") for i in range(40)]])
     edited = list(history)

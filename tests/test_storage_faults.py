@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from graph import events as ev
-from graph.storage import StorageError, open_storage
+from graph import StorageError
+from graph.protocol import events as ev
+from graph.store import open_storage
 from tests.support.counting_tools import runs
 from tests.support.crash_worker import open_session
 

@@ -15,15 +15,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 import tools.files as files_module
-from graph.agent import build_graph
-from graph.config import Settings
-from graph.demo_model import DemoModel
-from graph.policy import Policy
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from graph.service.config import Settings
+from graph.service.demo_model import DemoModel
+from graph.service.toolset import build_tools
 from tools.base import spec_of
 from tools.files import make_file_tools
 from tools.previews import EditError
-from tools.registry import build_tools
 from tools.workspace import PathError, Workspace
 
 
@@ -266,7 +264,7 @@ def test_gated_edit_pauses_with_a_diff_and_changes_the_file_only_after_approval(
     assert "-milk\n+oat milk\n" in action["preview"]
     assert notes.read_text() == "milk\nbread\n"
     # The free call beside it already ran.
-    assert any(e["gatehouse"] == "tool_finished" and e["call_id"] == "c0" for e in events)
+    assert any(e.type == "tool_finished" and e.call_id == "c0" for e in events)
 
     run(graph, Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert notes.read_text() == "oat milk\nbread\n"

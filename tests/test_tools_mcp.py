@@ -19,13 +19,11 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph.agent import build_graph
-from graph.config import Settings
-from graph.policy import Policy
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from graph.service.config import Settings
+from graph.service.toolset import build_tools, close_tools, mcp_errors
 from tools.base import spec_of
 from tools.mcp import MCPError, MCPServers
-from tools.registry import build_tools, close_tools, mcp_errors
 
 SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
 STDIO = {"transport": "stdio", "command": sys.executable, "args": [SERVER, "stdio"]}

@@ -15,11 +15,9 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph.agent import build_graph
-from graph.config import DEFAULT_SHELL_ALLOW
-from graph.demo_model import DemoModel
-from graph.policy import Policy
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from graph.service.config import DEFAULT_SHELL_ALLOW
+from graph.service.demo_model import DemoModel
 from tools.shell import make_shell_tool
 from tools.workspace import Workspace
 
@@ -153,7 +151,7 @@ def test_chained_command_pauses_with_a_preview_then_runs_after_approval(ws: Work
 
     events = [e for _, e in run(graph, Command(resume={"decisions": [{"type": "approve"}]}), config)]
     assert not (ws.root / "x").exists()
-    assert {"gatehouse": "tool_output", "call_id": "c1", "text": "x"} in events
+    assert any(e.type == "tool_output" and e.call_id == "c1" and e.text == "x" for e in events)
     result = [m for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)][-1]
     assert result.content == "x\n[exit code 0]"
 
@@ -166,9 +164,9 @@ def test_output_lines_stream_while_the_command_runs(ws: Workspace, shell: BaseTo
     events = run(graph, {"messages": [("user", "go")]}, config)
 
     assert not graph.get_state(config).interrupts
-    lines = [(t, e["text"]) for t, e in events if e["gatehouse"] == "tool_output" and e["call_id"] == "c7"]
+    lines = [(t, e.text) for t, e in events if e.type == "tool_output" and e.call_id == "c7"]
     assert [text for _, text in lines] == ["one", "two"]
-    finished = next(t for t, e in events if e["gatehouse"] == "tool_finished")
+    finished = next(t for t, e in events if e.type == "tool_finished")
     assert finished - lines[0][0] > 0.3  # "one" arrived while the command still ran
 
 
@@ -178,12 +176,12 @@ def test_allow_listed_command_runs_without_asking_in_the_graph(ws: Workspace, sh
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     events = [e for _, e in run(graph, {"messages": [("user", "run: ls")]}, config)]
     assert not graph.get_state(config).interrupts
-    assert any(e["gatehouse"] == "tool_output" and e["text"] == "hello.txt" for e in events)
+    assert any(e.type == "tool_output" and e.text == "hello.txt" for e in events)
     assert "hello.txt" in graph.get_state(config).values["messages"][-1].content
 
 
 def test_pattern_grants_and_allow_rules_never_cover_compound_commands(tmp_path) -> None:
-    from graph.policy import Grant, Policy
+    from graph.agent.policy import Grant, Policy
     from tools.shell import make_shell_tool
     from tools.workspace import Workspace
 

@@ -14,10 +14,8 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph.agent import build_graph
-from graph.demo_model import DemoModel
-from graph.policy import Policy
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from graph.service.demo_model import DemoModel
 from tools.sql import SQLError, make_sql_tool
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parent.parent / "ui" / "app.py")
+APP = str(Path(__file__).resolve().parent.parent / "ui" / "web" / "app.py")
 TIMEOUT = 30
 
 
@@ -174,7 +174,7 @@ def test_settings_page(env: Path) -> None:
 def test_second_send_while_running_is_refused(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
     monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.01")
-    from ui.web_state import app_state
+    from ui.web.state import app_state
 
     at = app()
     state = app_state()

@@ -24,14 +24,14 @@ from streamlit.testing.v1 import AppTest
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "ui" / "app.py")
+APP = str(ROOT / "ui" / "web" / "app.py")
 SCRIPT = Path(sys.executable).parent / "gatehouse"
 FACTORY = "tests.support.outcome_model:model"
 TIMEOUT = 30
 
 
 def base_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
 
 
 @pytest.fixture

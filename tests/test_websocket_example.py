@@ -21,7 +21,7 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from graph.events import parse_event
+from graph.protocol.events import parse_event
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 

@@ -1,46 +1,19 @@
-"""What Gatehouse knows about a tool beyond its LangChain schema.
-
-Every tool is an ordinary LangChain `BaseTool`; Gatehouse keeps its own facts in
-`tool.metadata["gatehouse"]` as a `ToolSpec`: the risk an approval card shows, the
-default policy (read-only tools run freely, everything else asks), whether running
-it twice is harmless, which argument policy conditions match on, and an optional
-preview of what the call will change.
+"""`gatehouse_tool`: a typed, documented function as a LangChain tool that carries
+Gatehouse's facts about it (a `ToolSpec`, graph/protocol/tools.py): the risk an
+approval card shows, the default policy, idempotency, the argument policy
+conditions match on, and an optional preview of what the call will change.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
-Risk = Literal["read", "write", "execute", "network"]
-DefaultMode = Literal["allow", "ask"]
-Preview = Callable[[dict[str, Any]], str | None]
+from graph.protocol.tools import DefaultMode, Preview, Risk, ToolSpec, attach_spec, spec_of
 
-
-@dataclass(frozen=True)
-class ToolSpec:
-    risk: Risk
-    default: DefaultMode
-    # Safe to run again after a crash left its outcome unknown.
-    idempotent: bool = False
-    # The argument that policy conditions and "always allow" patterns match on.
-    match_arg: str | None = None
-    # Shows the approver what the call will change (a diff, the first lines ...).
-    preview: Preview | None = None
-    # For tools that ask: lets a provably harmless call run freely (a read-only SQL
-    # statement, an allow-listed command). Any exception counts as "not safe".
-    auto_allow: Callable[[dict[str, Any]], bool] | None = None
-    # True when the call does more than its `match_arg` text shows at a glance (a
-    # shell line with `;` or a pipe): glob/regex "allow" rules and pattern grants
-    # never cover such a call, so `ls*` cannot let `ls; rm -rf x` through.
-    compound: Callable[[dict[str, Any]], bool] | None = None
-
-
-# Tools that come from elsewhere (MCP servers, user code) ask by default.
-UNKNOWN_SPEC = ToolSpec(risk="execute", default="ask")
+__all__ = ["ToolSpec", "attach_spec", "gatehouse_tool", "spec_of"]
 
 
 def gatehouse_tool(
@@ -78,13 +51,3 @@ def gatehouse_tool(
         return built
 
     return wrap(func) if func is not None else wrap
-
-
-def attach_spec(t: BaseTool, spec: ToolSpec) -> BaseTool:
-    t.metadata = {**(t.metadata or {}), "gatehouse": spec}
-    return t
-
-
-def spec_of(t: BaseTool) -> ToolSpec:
-    spec = (t.metadata or {}).get("gatehouse")
-    return spec if isinstance(spec, ToolSpec) else UNKNOWN_SPEC

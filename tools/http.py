@@ -15,7 +15,7 @@ import httpx
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from graph.tool_runner import stream_output
+from graph.protocol.tools import stream_output
 from tools.base import gatehouse_tool
 
 TIMEOUT_S = 20.0

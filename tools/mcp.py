@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 
-from tools.base import Risk, ToolSpec, attach_spec
+from graph.protocol.tools import Risk, ToolSpec, attach_spec
 
 log = logging.getLogger(__name__)
 

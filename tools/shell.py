@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from graph.tool_runner import stream_output
+from graph.protocol.tools import stream_output
 from tools.base import gatehouse_tool
 from tools.workspace import PathError, Workspace
 

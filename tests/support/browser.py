@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "ui" / "app.py"
+APP = ROOT / "ui" / "web" / "app.py"
 # Test artifacts (git-ignored); docs/screenshots/ holds the copies the README shows.
 SCREENSHOTS = Path(os.environ.get("GATEHOUSE_SCREENSHOTS", ROOT / "test-artifacts" / "screenshots"))
 CHROMIUM = "/usr/bin/chromium"

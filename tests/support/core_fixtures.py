@@ -9,10 +9,8 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from graph.agent import build_graph
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel
+from graph import ScriptedModel, Session, build_graph
+from graph.store import open_storage
 from tools.base import gatehouse_tool
 
 

@@ -25,13 +25,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph import events as ev
-from graph.agent import build_graph
-from graph.lease import RunInProgress
-from graph.review import DecisionError
-from graph.session import Session
-from graph.storage import open_storage
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import DecisionError, RunInProgress, ScriptedModel, Session, ai, build_graph, tool_call
+from graph.protocol import events as ev
+from graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools
 
 

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from graph.testing import ai, tool_call
+from graph import ai, tool_call
 from tests.support.core_fixtures import make_session
 
 SCRIPT = [ai("Sending it.", tool_call("send_email", {"to": "ops@example.com", "body": "deploy done"}, "e1")), "Email sent."]

@@ -1,0 +1,147 @@
+"""Budget: stop a run (or a thread) that has used too many model calls, tokens or dollars.
+
+Register it at `before_llm` (it checks before each model call, and stops with a
+clear reason) and, to price the last call of each run straight away, at `on_exit`
+too (there it only prices, never stops):
+
+    budget = Budget(max_tokens=200_000, max_cost=0.50, thread_max_cost=5.0)
+    build_graph(..., hooks={"before_llm": [budget], "on_exit": [budget]})
+
+Tokens come from the providers' usage metadata (the `usage` / `run_usage` state
+keys); cost = tokens x a price table (USD per 1M input / output tokens) for the model
+named by `model=` or, by default, by the provider (`response_metadata["model_name"]`).
+Each newly priced amount is sent as a `usage` event carrying only `cost`, so the
+stream's usage events still add up. Put it last in `before_llm`: it counts the
+model call it lets through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from graph.agent.emit import emit
+from graph.agent.hooks import current_point
+from graph.protocol import events as ev
+
+# USD per 1M tokens (input, output). Public list prices; pass your own for accuracy.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "o4-mini": (1.10, 4.40),
+    "o3": (2.00, 8.00),
+}
+
+
+class Budget:
+    def __init__(
+        self,
+        *,
+        max_model_calls: int | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        thread_max_model_calls: int | None = None,
+        thread_max_tokens: int | None = None,
+        thread_max_cost: float | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        model: str | None = None,
+        name: str = "budget",
+    ) -> None:
+        self.limits = {
+            "run": {"calls": max_model_calls, "tokens": max_tokens, "cost": max_cost},
+            "thread": {"calls": thread_max_model_calls, "tokens": thread_max_tokens, "cost": thread_max_cost},
+        }
+        self.prices = dict(PRICES if prices is None else prices)
+        self.model = model
+        self.name = name
+        if model is not None and (max_cost or thread_max_cost) and self.price_of(model) is None:
+            raise ValueError(f"no price for model {model!r}; pass prices={{{model!r}: (input, output)}}")
+
+    def __repr__(self) -> str:
+        return f"Budget({self.name})"
+
+    def price_of(self, model: str | None) -> tuple[float, float] | None:
+        """Exact name first, then the longest known prefix ("gpt-4o-mini-2024-07-18")."""
+        if not model:
+            return None
+        if model in self.prices:
+            return self.prices[model]
+        known = [k for k in self.prices if model.startswith(k)]
+        return self.prices[max(known, key=len)] if known else None
+
+    def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        thread = dict((state.get("hook_thread") or {}).get(self.name) or {})
+        this_run = dict((state.get("hook_run") or {}).get(self.name) or {})
+        usage = state.get("usage") or {}
+        run_usage = state.get("run_usage") or {}
+
+        # Price the tokens used since the last check (normally: the last model call).
+        new_in = max(0, int(usage.get("input_tokens", 0)) - thread.get("priced_input", 0))
+        new_out = max(0, int(usage.get("output_tokens", 0)) - thread.get("priced_output", 0))
+        price = self.price_of(self.model or _reported_model(state))
+        cost = (new_in * price[0] + new_out * price[1]) / 1e6 if price else 0.0
+        thread.update(
+            priced_input=int(usage.get("input_tokens", 0)),
+            priced_output=int(usage.get("output_tokens", 0)),
+            cost=thread.get("cost", 0.0) + cost,
+        )
+        this_run["cost"] = this_run.get("cost", 0.0) + cost
+        update: dict[str, Any] = {}
+        if cost:
+            emit(ev.Usage, cost=cost)
+            update["usage"] = {"cost": cost}
+            update["run_usage"] = {**run_usage, "cost": this_run["cost"]}
+
+        if current_point() != "on_exit":
+            used = {
+                "run": {
+                    "calls": state.get("run_model_calls", 0),
+                    "tokens": run_usage.get("total_tokens", 0),
+                    "cost": this_run["cost"],
+                },
+                "thread": {
+                    "calls": thread.get("model_calls", 0),
+                    "tokens": usage.get("total_tokens", 0),
+                    "cost": thread["cost"],
+                },
+            }
+            if reason := self._over(used):
+                update["stop_reason"] = reason
+                update["stop_kind"] = "stopped"
+            else:
+                thread["model_calls"] = thread.get("model_calls", 0) + 1  # the call we let through
+        update["hook_thread"] = {self.name: thread}
+        update["hook_run"] = {self.name: this_run}
+        return update
+
+    def _over(self, used: Mapping[str, Mapping[str, float]]) -> str | None:
+        for scope in ("run", "thread"):
+            for what in ("calls", "tokens", "cost"):
+                limit = self.limits[scope][what]
+                if limit is not None and used[scope][what] >= limit:
+                    where = "this run" if scope == "run" else "this thread"
+                    then = (
+                        "Send a message to continue."
+                        if scope == "run"
+                        else "Start a new thread or raise the limit to continue."
+                    )
+                    return f"Budget reached: {where} used {_show(what, used[scope][what])} (limit {_show(what, limit)}). {then}"
+        return None
+
+
+def _show(what: str, value: float) -> str:
+    if what == "cost":
+        return f"${value:,.4f}"
+    return f"{int(value):,} {'model calls' if what == 'calls' else 'tokens'}"
+
+
+def _reported_model(state: Mapping[str, Any]) -> str | None:
+    for message in reversed(state.get("messages") or []):
+        if isinstance(message, AIMessage) and message.response_metadata.get("model_name"):
+            return str(message.response_metadata["model_name"])
+    return None

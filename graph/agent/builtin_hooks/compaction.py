@@ -1,0 +1,145 @@
+"""Compaction: past a token threshold, older messages become one model-written summary.
+
+    compaction = Compaction(summary_model, max_tokens=60_000, keep_turns=3)
+    build_graph(..., hooks={"before_llm": [compaction]})
+    session.compact_now(thread_id)   # the same, on demand
+
+The cut always falls at the start of a user turn, so an AI message with tool calls is
+never separated from its tool results, and the last `keep_turns` turns stay verbatim.
+The history is rewritten through the messages reducer (`RemoveMessage(REMOVE_ALL)`
+then the new list), and a `compacted` event reports the tokens before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from graph.agent.emit import emit
+from graph.protocol import events as ev
+
+SUMMARY_MARK = "gatehouse_summary"
+SUMMARY_PREFIX = "Summary of the earlier conversation (older messages were compacted):"
+SUMMARY_INSTRUCTIONS = (
+    "Summarise the conversation below for the assistant that will continue it. Keep: the "
+    "user's goals and constraints, decisions made, facts learned from tools (file names, "
+    "values, errors), what was done and what is still open. Be concise; no preamble."
+)
+TOOL_RESULT_CHARS = 2_000
+
+
+class Compaction:
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        max_tokens: int = 60_000,
+        keep_turns: int = 2,
+        count_tokens: Callable[[Sequence[BaseMessage]], int] = count_tokens_approximately,
+        instructions: str = SUMMARY_INSTRUCTIONS,
+        name: str = "compaction",
+    ) -> None:
+        if keep_turns < 1:
+            raise ValueError("keep_turns must be at least 1 (the current turn stays verbatim)")
+        self.model = model
+        self.max_tokens = max_tokens
+        self.keep_turns = keep_turns
+        self.count_tokens = count_tokens
+        self.instructions = instructions
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Compaction({self.name})"
+
+    def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        planned = self.compact(state)
+        return planned[0] if planned else None
+
+    def compact(
+        self, state: Mapping[str, Any], *, force: bool = False
+    ) -> tuple[dict[str, Any], dict[str, int]] | None:
+        """(the state update that compacts the history, the token counts), or None
+        when under the threshold (unless `force`) or nothing is old enough."""
+        messages = list(state.get("messages") or [])
+        before = self.count_tokens(messages)
+        if not force and before <= self.max_tokens:
+            return None
+        cut = self.cut_index(messages)
+        head, tail = messages[:cut], messages[cut:]
+        if not head or (len(head) == 1 and is_summary(head[0])):
+            return None
+        summary = HumanMessage(
+            content=f"{SUMMARY_PREFIX}\n\n{self.summarise(head)}",
+            additional_kwargs={SUMMARY_MARK: True},
+        )
+        after = self.count_tokens([summary, *tail])
+        counts = {"tokens_before": before, "tokens_after": after, "messages_removed": len(head)}
+        emit(ev.Compacted, **counts)
+        done = dict((state.get("hook_thread") or {}).get(self.name) or {})
+        done["compactions"] = done.get("compactions", 0) + 1
+        update = {
+            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *tail],
+            "hook_thread": {self.name: done},
+        }
+        return update, counts
+
+    def cut_index(self, messages: Sequence[BaseMessage]) -> int:
+        """Where the verbatim tail starts: the first message of the last `keep_turns`
+        user turns, moved earlier if needed so no tool call is split from its result."""
+        starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not is_summary(m)]
+        if len(starts) < self.keep_turns:
+            return 0
+        cut = starts[-self.keep_turns]
+        while cut > 0 and not _clean_cut(messages, cut):
+            cut -= 1
+        return cut
+
+    def summarise(self, messages: Sequence[BaseMessage]) -> str:
+        reply = self.model.invoke(
+            [SystemMessage(self.instructions), HumanMessage(transcript(messages))]
+        )
+        text = reply.content if isinstance(reply.content, str) else str(reply.content)
+        return text.strip() or "(no summary)"
+
+
+def is_summary(message: BaseMessage) -> bool:
+    return bool(message.additional_kwargs.get(SUMMARY_MARK))
+
+
+def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:
+    called = {c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.tool_calls}
+    called |= {c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.invalid_tool_calls}
+    answered_later = {m.tool_call_id for m in messages[cut:] if isinstance(m, ToolMessage)}
+    answered_before = {m.tool_call_id for m in messages[:cut] if isinstance(m, ToolMessage)}
+    return not (called & answered_later) and called <= answered_before
+
+
+def transcript(messages: Sequence[BaseMessage]) -> str:
+    lines: list[str] = []
+    for m in messages:
+        text = m.content if isinstance(m.content, str) else str(m.content)
+        if isinstance(m, ToolMessage):
+            if len(text) > TOOL_RESULT_CHARS:
+                text = text[:TOOL_RESULT_CHARS] + " …"
+            lines.append(f"[tool result: {m.name}] {text}")
+        elif isinstance(m, AIMessage):
+            if text:
+                lines.append(f"[assistant] {text}")
+            lines += [f"[assistant called {c['name']}] {c['args']}" for c in m.tool_calls]
+        elif is_summary(m):
+            lines.append(f"[earlier summary] {text}")
+        else:
+            lines.append(f"[{'user' if m.type == 'human' else m.type}] {text}")
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""Require a tool before exit: keep the run going until the model has called a named tool.
+
+    build_graph(..., hooks={"on_exit": [RequireTool("run_tests", max_reminders=2)]})
+
+When the model wants to stop and the tool has not run successfully in this run, the
+hook adds an instruction and sets `continue_run`; after `max_reminders` reminders
+it stops the run with a message instead. The count lives in `hook_run` (reset by
+each new user message), so it survives pauses, resumes and history rewrites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from graph.agent.builtin_hooks.compaction import is_summary
+from graph.agent.emit import emit
+from graph.protocol import events as ev
+
+HOOK_MARK = "gatehouse_hook"
+
+
+class RequireTool:
+    def __init__(
+        self,
+        tool: str,
+        *,
+        max_reminders: int = 2,
+        instruction: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.tool = tool
+        self.max_reminders = max_reminders
+        self.instruction = instruction or (
+            f"Before you finish, call the `{tool}` tool (it has not run successfully yet), "
+            "then give your final answer."
+        )
+        self.name = name or f"require_tool:{tool}"
+
+    def __repr__(self) -> str:
+        return f"RequireTool({self.tool})"
+
+    def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        if state.get("continue_run") or state.get("stop_reason"):
+            return None  # an earlier on_exit hook already decided this exit
+        if self.called(state.get("messages") or []):
+            return None
+        mine = dict((state.get("hook_run") or {}).get(self.name) or {})
+        reminders = mine.get("reminders", 0)
+        if reminders >= self.max_reminders:
+            return {
+                "stop_reason": (
+                    f"Stopped: the agent tried to finish without calling {self.tool} "
+                    f"({reminders} reminder{'s' if reminders != 1 else ''} given)."
+                ),
+                "stop_kind": "stopped",
+            }
+        emit(ev.Notice, text=f"Reminding the agent to call {self.tool} before finishing.", source=self.name)
+        return {
+            "continue_run": True,
+            "messages": [HumanMessage(self.instruction, additional_kwargs={HOOK_MARK: self.name})],
+            "hook_run": {self.name: {"reminders": reminders + 1}},
+        }
+
+    def called(self, messages: list[Any]) -> bool:
+        """Did the tool run successfully since the person's last message?"""
+        for m in reversed(messages):
+            if isinstance(m, ToolMessage) and m.name == self.tool and m.status != "error":
+                return True
+            if isinstance(m, HumanMessage) and not m.additional_kwargs.get(HOOK_MARK) and not is_summary(m):
+                return False
+        return False

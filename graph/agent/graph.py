@@ -1,0 +1,103 @@
+"""The Gatehouse agent graph, assembled top to bottom.
+
+    START → model ─┬→ no tool calls → END (or finish, with on_exit hooks or a stop)
+              ↑    └→ tool calls → [before_tool] → policy ─┬→ run_tool (free calls, one task each)
+              │                                            └→ review ──→ run_tool (approved/edited)
+              │                                                  └─ rejected / answered: ToolMessages
+              └──────── every call answered (the turn's last tasks move the run on) ──┘
+
+- `model` (model_node.py) starts a fresh run's counters on a new user message,
+  stops the run on a limit, a cancel request or a hook's `stop_reason`, runs the
+  before_llm hooks, then streams the model's reply.
+- `before_tool` (only when there are before_tool hooks) runs those hooks; the policy
+  (routing.py) then sends every free call to its own `run_tool` task (tool_node.py)
+  and the gated ones to `review` (review.py), which asks ONE interrupt per model
+  turn. Sibling tasks that finished are pending writes and are not re-run when the
+  review resumes (a single node holding all calls would re-run them).
+- `finish` (only with on_exit hooks or a stop) runs the on_exit hooks.
+
+A turn is about six checkpoints (input, model, tools + review, the approved call,
+model); each saved step costs time on every turn, so nodes are only added where a
+checkpoint buys something (a hook's changes, a pause, a tool's result).
+
+Every node is a top-level function taking its dependencies (`AgentDeps`) explicitly;
+this file only binds them and wires the nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from graph.agent.context import RunContext
+from graph.agent.deps import AgentDeps, CallJournal
+from graph.agent.finish import finish
+from graph.agent.hooks import Hook, HookSet
+from graph.agent.message_merge import merge_messages
+from graph.agent.model_node import call_model
+from graph.agent.policy import Policy
+from graph.agent.review import review
+from graph.agent.routing import after_model, before_tool, dispatch
+from graph.agent.state import AgentState, InputState
+from graph.agent.tool_node import run_tool
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Gatehouse, a careful assistant that works in the user's workspace through tools. "
+    "Some tool calls wait for a person's approval. When a call is declined, respect the reason "
+    "and do not retry the same call unchanged. Be concise."
+)
+DEFAULT_MAX_MODEL_CALLS = 25
+
+
+def build_graph(
+    *,
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    checkpointer: BaseCheckpointSaver | bool | None = None,
+    policy: Policy | Mapping[str, Any] | None = None,
+    hooks: Mapping[str, Sequence[Hook | Any]] | HookSet | None = None,
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    max_model_calls: int = DEFAULT_MAX_MODEL_CALLS,
+    name: str = "gatehouse",
+    journal: CallJournal | None = None,
+) -> CompiledStateGraph:
+    """Compile the approval-gated agent. `policy` also takes LangChain's
+    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged."""
+    tools_by_name = {t.name: t for t in tools}
+    if len(tools_by_name) != len(tools):
+        raise ValueError("tool names must be unique")
+    deps = AgentDeps(
+        model=model.bind_tools(list(tools)) if tools else model,
+        tools=tools_by_name,
+        policy=policy if isinstance(policy, Policy) else Policy.from_mapping(policy),
+        hooks=hooks if isinstance(hooks, HookSet) else HookSet(hooks),
+        system_prompt=system_prompt,
+        max_model_calls=max_model_calls,
+        journal=journal,
+    )
+    # A saver that folds the messages channel itself (graph/store/saver.py) learns how.
+    if callable(register := getattr(checkpointer, "register_reducer", None)):
+        register("messages", merge_messages)
+
+    builder = StateGraph(AgentState, input_schema=InputState, context_schema=RunContext)
+    builder.add_node("model", partial(call_model, deps=deps))
+    builder.add_node("before_tool", partial(before_tool, deps=deps))
+    builder.add_node("review", partial(review, deps=deps), destinations=("run_tool", "model"))
+    builder.add_node("run_tool", partial(run_tool, deps=deps), destinations=("model",))
+    builder.add_node("finish", partial(finish, deps=deps), destinations=("model", "finish", END))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges(
+        "model", partial(after_model, deps=deps), ["before_tool", "run_tool", "review", "model", "finish", END]
+    )
+    builder.add_conditional_edges("before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"])
+    compiled = builder.compile(checkpointer=checkpointer, name=name)
+    # The Session warms up and closes the hooks with the agent (see graph/agent/hooks.py).
+    compiled.gatehouse_hooks = deps.hooks  # type: ignore[attr-defined]
+    return compiled

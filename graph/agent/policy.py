@@ -1,0 +1,240 @@
+"""Which tool calls run freely, which ask a person, which are refused.
+
+Evaluated from the call, the tool's declared defaults, the project config and the
+thread's "always allow" grants only, so the review gives the same answer when it runs
+again on resume. Accepts LangChain's `HumanInTheLoopMiddleware(interrupt_on=...)`
+mapping unchanged (True / False / {"allowed_decisions", "description"}) plus
+Gatehouse's own keys (`mode`, `rules`).
+
+Precedence, first match wins:
+  1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
+  2. a matching rule (glob or regex on an argument) decides;
+  3. an "always allow" grant of this thread allows;
+  4. the tool's mode from config, else the tool's declared default (a tool that asks
+     may still let a provably safe call through, e.g. a read-only SQL statement).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool
+
+from graph.protocol.answers import DecisionType
+from graph.protocol.tools import spec_of
+
+Mode = Literal["allow", "ask", "deny"]
+ALL_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
+
+
+class PolicyError(ValueError):
+    """The policy config is malformed."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A condition on one argument: a glob (`path = "notes/*"`) or a regex."""
+
+    mode: Mode
+    arg: str | None = None
+    glob: str | None = None
+    regex: str | None = None
+    allowed_decisions: tuple[DecisionType, ...] | None = None
+
+    def matches(self, args: Mapping[str, Any], default_arg: str | None) -> bool:
+        name = self.arg or default_arg
+        if name is None or name not in args:
+            return False
+        value = str(args[name])
+        if self.glob is not None and not fnmatch.fnmatchcase(value, self.glob):
+            return False
+        return not (self.regex is not None and re.search(self.regex, value) is None)
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    mode: Mode | None = None  # None: the tool's declared default
+    allowed_decisions: tuple[DecisionType, ...] = ALL_DECISIONS
+    description: str | None = None
+    rules: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    mode: Mode
+    allowed_decisions: tuple[DecisionType, ...] = ALL_DECISIONS
+    description: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """"Always allow this tool (optionally only where its argument matches) in this thread"."""
+
+    tool: str
+    pattern: str | None = None
+
+    def covers(self, name: str, args: Mapping[str, Any], match_arg: str | None) -> bool:
+        if name != self.tool:
+            return False
+        if self.pattern is None:
+            return True
+        if match_arg is None or match_arg not in args:
+            return False
+        return fnmatch.fnmatchcase(str(args[match_arg]), self.pattern)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "pattern": self.pattern}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Grant:
+        return cls(tool=str(data["tool"]), pattern=data.get("pattern"))
+
+
+def _decisions(value: Any, where: str) -> tuple[DecisionType, ...]:
+    if not isinstance(value, list | tuple) or not value:
+        raise PolicyError(f"{where}: allowed_decisions must be a non-empty list")
+    for item in value:
+        if item not in ALL_DECISIONS:
+            raise PolicyError(f"{where}: unknown decision {item!r} (use {', '.join(ALL_DECISIONS)})")
+    return tuple(value)
+
+
+def _mode(value: Any, where: str) -> Mode:
+    if value not in ("allow", "ask", "deny"):
+        raise PolicyError(f"{where}: mode must be allow, ask or deny, not {value!r}")
+    return value
+
+
+def _rule(data: Any, where: str) -> Rule:
+    if not isinstance(data, Mapping):
+        raise PolicyError(f"{where}: a rule must be a table")
+    known = {"mode", "arg", "glob", "regex", "allowed_decisions"}
+    if extra := set(data) - known:
+        raise PolicyError(f"{where}: unknown rule keys {sorted(extra)}")
+    regex = data.get("regex")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise PolicyError(f"{where}: bad regex {regex!r}: {exc}") from exc
+    return Rule(
+        mode=_mode(data.get("mode", "allow"), where),
+        arg=data.get("arg"),
+        glob=data.get("glob"),
+        regex=regex,
+        allowed_decisions=(
+            _decisions(data["allowed_decisions"], where) if "allowed_decisions" in data else None
+        ),
+    )
+
+
+def _tool_policy(name: str, value: Any) -> ToolPolicy:
+    where = f"policy for {name!r}"
+    if value is True:
+        return ToolPolicy(mode="ask")
+    if value is False:
+        return ToolPolicy(mode="allow")
+    if isinstance(value, str):
+        return ToolPolicy(mode=_mode(value, where))
+    if not isinstance(value, Mapping):
+        raise PolicyError(f"{where}: expected true, false, a mode or a table, got {value!r}")
+    known = {"mode", "allowed_decisions", "description", "rules"}
+    if extra := set(value) - known:
+        raise PolicyError(f"{where}: unknown keys {sorted(extra)}")
+    # A HITL-middleware config (`{"allowed_decisions": [...]}`) means "ask".
+    mode = _mode(value["mode"], where) if "mode" in value else "ask"
+    return ToolPolicy(
+        mode=mode,
+        allowed_decisions=(
+            _decisions(value["allowed_decisions"], where)
+            if "allowed_decisions" in value
+            else ALL_DECISIONS
+        ),
+        description=value.get("description"),
+        rules=tuple(_rule(r, f"{where}, rule {i + 1}") for i, r in enumerate(value.get("rules", []))),
+    )
+
+
+@dataclass(frozen=True)
+class Policy:
+    tools: Mapping[str, ToolPolicy] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any] | None) -> Policy:
+        return cls({name: _tool_policy(name, v) for name, v in (mapping or {}).items()})
+
+    def merged(self, other: Policy) -> Policy:
+        """`other` wins per tool (the `policy=` argument over the config file)."""
+        return Policy({**self.tools, **other.tools})
+
+    def evaluate(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        tool: BaseTool | None,
+        grants: list[Grant] | tuple[Grant, ...] = (),
+    ) -> Verdict:
+        if tool is None:
+            # Unknown tools are answered with an error by the tool runner, never asked.
+            return Verdict(mode="allow", reason="unknown tool")
+        spec = spec_of(tool)
+        config = self.tools.get(name, ToolPolicy())
+        if config.mode == "deny":
+            return Verdict(mode="deny", reason="denied by policy")
+        compound = spec.compound is not None and not _safe(lambda a: not spec.compound(a), args)
+        for rule in config.rules:
+            if compound and rule.mode == "allow":
+                continue
+            if rule.matches(args, spec.match_arg):
+                return Verdict(
+                    mode=rule.mode,
+                    allowed_decisions=rule.allowed_decisions or config.allowed_decisions,
+                    description=config.description,
+                    reason="matched a policy rule",
+                )
+        if any(g.covers(name, args, spec.match_arg) and not (compound and g.pattern) for g in grants):
+            return Verdict(mode="allow", reason="always allowed in this thread")
+        if config.mode is not None:
+            return Verdict(
+                mode=config.mode,
+                allowed_decisions=config.allowed_decisions,
+                description=config.description,
+                reason="policy for this tool",
+            )
+        if spec.default == "ask" and spec.auto_allow is not None and _safe(spec.auto_allow, args):
+            return Verdict(mode="allow", reason="judged safe by the tool")
+        return Verdict(
+            mode=spec.default,
+            allowed_decisions=config.allowed_decisions,
+            description=config.description,
+            reason="tool default",
+        )
+
+    def summary(self, tools: list[BaseTool]) -> list[dict[str, Any]]:
+        """One row per tool for settings pages: risk, effective default, rules."""
+        rows = []
+        for t in tools:
+            spec = spec_of(t)
+            config = self.tools.get(t.name, ToolPolicy())
+            rows.append(
+                {
+                    "tool": t.name,
+                    "risk": spec.risk,
+                    "mode": config.mode or spec.default,
+                    "rules": len(config.rules),
+                }
+            )
+        return rows
+
+
+def _safe(check: Any, args: Mapping[str, Any]) -> bool:
+    # A safety check that crashes on odd arguments means "not provably safe": ask.
+    try:
+        return bool(check(dict(args)))
+    except Exception:
+        return False

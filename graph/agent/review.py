@@ -1,0 +1,292 @@
+"""The approval step: the `review` node, the request a person answers, and what
+their answer means.
+
+The request is a LangChain `HITLRequest` (`action_requests` + `review_configs`, in
+the model's order) with Gatehouse extras (`tool_call_id`, `risk`, `preview`). The
+answer is `{"decisions": [...]}` in request order, or keyed by tool call id, exactly
+as `HumanInTheLoopMiddleware` takes it. Validation lives in a pydantic model,
+checked against the request being answered (`answering`) and handed to
+`interrupt(response_schema=...)`, so a wrong answer is refused by LangGraph itself
+before anything is saved — also when the graph is resumed directly with `Command`
+by Studio or the SDK — and the thread stays paused.
+
+The node is pure up to its `interrupt()`: it re-runs from its start on resume, so it
+computes the request from state, asks, validates, and only then returns updates.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.types import Command, Send, interrupt
+from pydantic import (
+    BaseModel,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+from graph.agent.deps import AgentDeps
+from graph.agent.policy import Grant, Verdict
+from graph.agent.routing import classify
+from graph.agent.state import AgentState
+from graph.agent.tool_call import finished
+from graph.protocol.answers import Approve, Edit, Reject, Respond, ReviewAnswer
+from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
+from graph.protocol.tools import spec_of
+
+PREVIEW_CHARS = 20_000
+
+
+def review(state: AgentState, *, deps: AgentDeps) -> Command:
+    """ONE interrupt for the gated calls of a model turn, then each call's fate:
+    approved or edited calls go to their own `run_tool` task, rejected or answered
+    ones get their ToolMessage here."""
+    _, gated = classify(state, deps)
+    request = build_request(gated, deps.tools)
+    with answering(request, deps.tools) as schema:
+        answer = interrupt(request, response_schema=schema)
+    sends: list[Send] = []
+    messages: list[ToolMessage] = []
+    grants: list[dict[str, Any]] = []
+    for (call, _), decision in zip(gated, answer.decisions, strict=True):
+        if (grant := grant_from(decision, call["name"])) is not None:
+            grants.append(grant.to_dict())
+        if isinstance(decision, Approve):
+            sends.append(Send("run_tool", {"call": call, "mode": "run", "moves_on": True}))
+        elif isinstance(decision, Edit):
+            edited: ToolCall = {**call, "args": decision.edited_action.args}
+            note = edit_note(call["args"], edited["args"])
+            sends.append(Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True}))
+        else:
+            if isinstance(decision, Reject):
+                msg, status = rejected_message(call, decision.message), "rejected"
+            else:
+                msg, status = responded_message(call, decision.message), "responded"
+            messages.append(finished(call, msg, status))
+    update: dict[str, Any] = {"messages": messages}
+    if grants:
+        update["grants"] = grants
+    return Command(goto=sends or "model", update=update)
+
+
+@functools.cache
+def _base_json_schema() -> JsonSchemaValue:
+    """ReviewAnswer's JSON schema with its `$defs` inlined: standalone, so it can be
+    handed out in the middle of another schema's generation."""
+    schema = TypeAdapter(ReviewAnswer).json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+            # A discriminator's mapping names $defs; the inlined variants say their type.
+            return {k: inline(v) for k, v in node.items() if k != "discriminator"}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(schema)
+
+
+def build_request(
+    calls: Sequence[tuple[ToolCall, Verdict]], tools: Mapping[str, BaseTool]
+) -> dict[str, Any]:
+    """The HITLRequest for the gated calls of one model turn (its wire form: the
+    interrupt value every LangGraph client reads)."""
+    actions, configs = [], []
+    for call, verdict in calls:
+        spec = spec_of(tools[call["name"]])
+        actions.append(
+            ActionRequest(
+                name=call["name"],
+                args=call["args"],
+                description=verdict.description
+                or f"Tool execution requires approval\n\nTool: {call['name']}\nArgs: {json.dumps(call['args'], indent=2, default=str)}",
+                tool_call_id=call["id"],
+                risk=spec.risk,
+                preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,
+            )
+        )
+        configs.append(ReviewConfig(action_name=call["name"], allowed_decisions=list(verdict.allowed_decisions)))
+    return ApprovalRequest(action_requests=actions, review_configs=configs).wire()
+
+
+def _preview(render: Any, args: dict[str, Any]) -> str | None:
+    # A preview is a courtesy: one that fails must not block the approval itself.
+    try:
+        text = render(dict(args))
+    except Exception as exc:
+        return f"(no preview: {type(exc).__name__}: {exc})"
+    if text is not None and len(text) > PREVIEW_CHARS:
+        text = text[:PREVIEW_CHARS] + "\n… (preview truncated)"
+    return text
+
+
+@dataclass(frozen=True)
+class _Request:
+    actions: list[dict[str, Any]]
+    configs: list[dict[str, Any]]
+    tools: Mapping[str, BaseTool]
+
+
+# The request an answer is being checked against, bound by `answering`. One answer
+# class for every request (a class built per request cost ~3 ms a turn), so the
+# request reaches its validators through the context LangGraph validates in.
+_answering: ContextVar[_Request | None] = ContextVar("gatehouse_answering", default=None)
+
+
+def _request_being_answered() -> _Request:
+    bound = _answering.get()
+    if bound is None:
+        raise RuntimeError("CheckedAnswer validates only inside `with answering(request, tools):`")
+    return bound
+
+
+class CheckedAnswer(ReviewAnswer):
+    """An answer that fits the request bound by `answering`: one decision per action
+    request, in order (or keyed by tool call id), each of an allowed type, edits that
+    keep the tool and fit its arguments."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_request_order(cls, data: Any) -> Any:
+        return _normalise(data, _request_being_answered().actions)
+
+    @model_validator(mode="after")
+    def _fits_request(self) -> CheckedAnswer:
+        bound = _request_being_answered()
+        _check(self.decisions, bound.actions, bound.configs, bound.tools)
+        return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # ReviewAnswer's schema: the checks above are validators, which JSON schema
+        # cannot express. LangGraph attaches the schema to every interrupt; generating
+        # it anew cost ~2 ms a pause, so it is generated once.
+        return copy.deepcopy(_base_json_schema())
+
+
+@contextmanager
+def answering(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> Iterator[type[CheckedAnswer]]:
+    """Check answers against `request` inside this block: `CheckedAnswer.model_validate`
+    here, or `interrupt(request, response_schema=CheckedAnswer)`, which validates a
+    resume value before LangGraph stores it."""
+    token = _answering.set(_Request(list(request["action_requests"]), list(request["review_configs"]), tools))
+    try:
+        yield CheckedAnswer
+    finally:
+        _answering.reset(token)
+
+
+def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
+    if isinstance(data, BaseModel):
+        data = data.model_dump()
+    if isinstance(data, list):  # a bare list of decisions
+        data = {"decisions": data}
+    if not isinstance(data, Mapping) or "decisions" not in data:
+        raise ValueError('an answer must be {"decisions": [...]} with one decision per action request')
+    decisions = data["decisions"]
+    if isinstance(decisions, Mapping):  # keyed by tool call id
+        ids = [a["tool_call_id"] for a in actions]
+        unknown = [k for k in decisions if k not in ids]
+        if unknown:
+            raise ValueError(f"decisions name tool calls that are not pending: {unknown}; pending: {ids}")
+        missing = [i for i in ids if i not in decisions]
+        if missing:
+            raise ValueError(f"no decision for tool call(s) {missing}")
+        decisions = [decisions[i] for i in ids]
+    return {**data, "decisions": decisions}
+
+
+def _check(
+    decisions: list[Any],
+    actions: list[dict[str, Any]],
+    configs: list[dict[str, Any]],
+    tools: Mapping[str, BaseTool],
+) -> None:
+    if len(decisions) != len(actions):
+        raise ValueError(
+            f"expected {len(actions)} decision(s), one per action request, got {len(decisions)}"
+        )
+    for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
+        where = f"decision {i + 1} ({action['name']})"
+        if decision.type not in config["allowed_decisions"]:
+            raise ValueError(
+                f"{where}: {decision.type!r} is not allowed; allowed: {', '.join(config['allowed_decisions'])}"
+            )
+        if isinstance(decision, Respond) and not decision.message.strip():
+            raise ValueError(f"{where}: a respond decision needs a non-empty message")
+        if isinstance(decision, Edit):
+            if decision.edited_action.name != action["name"]:
+                raise ValueError(
+                    f"{where}: an edit may change the arguments, not the tool "
+                    f"({decision.edited_action.name!r} instead of {action['name']!r})"
+                )
+            problem = args_problem(tools[action["name"]], decision.edited_action.args)
+            if problem:
+                raise ValueError(f"{where}: edited arguments do not fit the tool: {problem}")
+
+
+def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
+    """Why `args` would not pass the tool's schema, or None when they would."""
+    schema = tool.args_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            schema.model_validate(args)
+        except ValidationError as exc:
+            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
+        return None
+    if isinstance(schema, dict):  # JSON schema (MCP tools): check what we can cheaply
+        missing = [k for k in schema.get("required", []) if k not in args]
+        return f"missing required argument(s) {missing}" if missing else None
+    return None
+
+
+def explain(error: ValidationError) -> str:
+    """A person-readable reason from a refused answer."""
+    parts = []
+    for e in error.errors():
+        msg = str(e.get("msg", ""))
+        msg = msg.removeprefix("Value error, ")
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p not in ("decisions",))
+        parts.append(f"{loc}: {msg}" if loc and "decision" not in msg else msg)
+    return "; ".join(dict.fromkeys(parts))
+
+
+def rejected_message(call: ToolCall, reason: str | None) -> ToolMessage:
+    text = f"The person declined this call to {call['name']}; it did not run."
+    if reason and reason.strip():
+        text += f" Their reason: {reason.strip()}"
+    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
+
+
+def responded_message(call: ToolCall, message: str) -> ToolMessage:
+    return ToolMessage(content=message, tool_call_id=call["id"], name=call["name"])
+
+
+def edit_note(original: dict[str, Any], edited: dict[str, Any]) -> str:
+    return (
+        "Note: the person changed the arguments before approving. "
+        f"Requested: {json.dumps(original, default=str)}; ran with: {json.dumps(edited, default=str)}."
+    )
+
+
+def grant_from(decision: Any, name: str) -> Grant | None:
+    flag = getattr(decision, "always_allow", None)
+    if not flag or not isinstance(decision, Approve | Edit):
+        return None
+    return Grant(tool=name, pattern=flag if isinstance(flag, str) else None)

@@ -1,0 +1,113 @@
+"""The agent's state, in one place: the conversation, the keys that steer a run, and
+which of them clients, runs and hooks may set.
+
+- `InputState` is all a client may send (LangGraph Server, Studio, the SDK, a raw
+  `graph.invoke`): messages. Every other key is the agent's own bookkeeping; a client
+  that sends one has it ignored, never obeyed (a `grants` key in run input would
+  otherwise approve calls without a person).
+- `RUN_KEYS` are reset when a new user message starts a run.
+- `HOOK_KEYS` are what a hook's update may write; `MERGED_KEYS` among them are
+  merged per key (each hook writes its own entry), the rest replaced.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NotRequired
+
+from langchain_core.messages import AnyMessage, ToolCall
+from langgraph.channels.delta import DeltaChannel
+from typing_extensions import TypedDict
+
+from graph.agent.message_merge import merge_messages
+
+
+def add_grants(left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Append "always allow" grants, keeping each (tool, pattern) once."""
+    merged = list(left or [])
+    for grant in right or []:
+        if grant not in merged:
+            merged.append(grant)
+    return merged
+
+
+def add_usage(left: dict[str, float] | None, right: dict[str, float] | None) -> dict[str, float]:
+    """Thread totals of token usage (and cost where known)."""
+    total = dict(left or {})
+    for key, value in (right or {}).items():
+        total[key] = total.get(key, 0) + value
+    return total
+
+
+# Updates of the messages channel between full snapshots. Reads rebuild the list
+# from the writes since the last snapshot, and deserialising 1,000 messages costs
+# about the same from one snapshot blob as from their write rows, so snapshots buy
+# little on reads while each one costs the whole list on disk (bench/: the sweep in
+# BENCHMARKS.md). LangGraph still snapshots every 5,000 super-steps.
+MESSAGES_SNAPSHOT_FREQUENCY = 100_000
+
+# A DeltaChannel: each checkpoint stores only the messages its step added, not the
+# whole list (which made storage grow with the square of the thread length).
+Messages = Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY)]
+
+
+class InputState(TypedDict):
+    """What a client may send: messages (strings, message dicts, content blocks)."""
+
+    messages: Messages
+
+
+class AgentState(TypedDict):
+    messages: Messages
+    # "Always allow this tool (pattern) in this thread", granted while approving.
+    grants: NotRequired[Annotated[list[dict[str, Any]], add_grants]]
+    # Per-run counters, reset when a new message starts a run: `run_message_id` is the
+    # latest user message the current run has seen (graph/agent/model_node.py).
+    run_message_id: NotRequired[str | None]
+    run_model_calls: NotRequired[int]
+    run_usage: NotRequired[dict[str, float]]
+    usage: NotRequired[Annotated[dict[str, float], add_usage]]
+    # Flow control set by hooks or the runner, never guessed from the messages:
+    # `stop_reason` ends the run, shown to the person; `stop_kind` says who stopped it
+    # ("stopped" by a hook or a limit, "cancelled" by the person); `continue_run`
+    # keeps the agent going from `on_exit`.
+    stop_reason: NotRequired[str | None]
+    stop_kind: NotRequired[str | None]
+    continue_run: NotRequired[bool]
+    # Extra system text for the next model call only (e.g. the date); not history.
+    model_context: NotRequired[dict[str, str]]
+    # Hooks' own bookkeeping, one entry per hook (e.g. how often `on_exit` nudged):
+    # `hook_run` is reset when a new message starts a run, `hook_thread` never is.
+    hook_run: NotRequired[dict[str, Any]]
+    hook_thread: NotRequired[dict[str, Any]]
+
+
+class ToolTask(TypedDict):
+    """What one `run_tool` task gets through `Send`: a call and how to treat it."""
+
+    call: ToolCall
+    # run: execute; deny / skip: answer with an error without running.
+    mode: str
+    note: NotRequired[str | None]
+    # Whether the run goes on to the model when this task is done: false for free
+    # calls that run beside a review, which moves the run on itself once answered.
+    moves_on: NotRequired[bool]
+
+
+# Reset when a new user message starts a run; kept across pauses, retries and the
+# model calls of one run.
+RUN_KEYS: dict[str, Any] = {
+    "run_model_calls": 0,
+    "run_usage": {},
+    "stop_reason": None,
+    "stop_kind": None,
+    "continue_run": False,
+    "hook_run": {},
+}
+
+# What a hook's update may write, and which of those are merged per key.
+HOOK_KEYS = frozenset(
+    {"messages", "stop_reason", "stop_kind", "continue_run", "model_context", "hook_run", "hook_thread", "usage", "run_usage"}
+)
+MERGED_KEYS = frozenset({"model_context", "hook_run", "hook_thread"})
+# The keys that say how a run stopped, as a run's updates carry them.
+STOP_KEYS = ("stop_reason", "stop_kind")

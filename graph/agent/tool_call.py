@@ -1,0 +1,78 @@
+"""Running one tool call, which always ends in exactly one ToolMessage: a result, or
+an error the model can read (bad arguments, an unknown tool, an exception)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
+from pydantic import ValidationError
+
+from graph.agent.emit import emit
+from graph.protocol import events as ev
+from graph.protocol.tools import output_to
+
+OUTPUT_CAP_CHARS = 50_000
+
+
+def tool_result(call: ToolCall, content: str, *, status: str = "success") -> ToolMessage:
+    """What the model gets back for `call` (not the person's answer to a review)."""
+    return ToolMessage(
+        content=content, tool_call_id=call["id"], name=call["name"], status=status  # type: ignore[arg-type]
+    )
+
+
+def finished(call: ToolCall, msg: ToolMessage, status: str, duration_ms: float = 0.0) -> ToolMessage:
+    """Mark a call's result with how it ended (kept in the thread, so history can show
+    rejected / denied / answered without guessing from the text) and announce it."""
+    msg.additional_kwargs["gatehouse_status"] = status
+    msg.additional_kwargs["gatehouse_duration_ms"] = round(duration_ms, 2)
+    emit(
+        ev.ToolFinished,
+        call_id=call["id"],
+        name=call["name"],
+        status=status,
+        output=str(msg.content),
+        duration_ms=round(duration_ms, 2),
+    )
+    return msg
+
+
+def invoke_tool(
+    tool: BaseTool | None, call: ToolCall, config: Any, tools: Mapping[str, BaseTool]
+) -> ToolMessage:
+    """Run the call; bad arguments, unknown tools and exceptions become error results."""
+    if tool is None:
+        names = ", ".join(sorted(tools)) or "none"
+        return tool_result(call, f"Error: unknown tool {call['name']!r}. Available tools: {names}.", status="error")
+
+    def show(text: str) -> None:
+        emit(ev.ToolOutput, call_id=call["id"], text=text)
+
+    try:
+        with output_to(show):
+            result = tool.invoke({**call, "type": "tool_call"}, config)
+    except GraphBubbleUp:
+        raise
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
+        )
+        return tool_result(call, f"Error: invalid arguments for {call['name']}: {problems}", status="error")
+    except Exception as exc:
+        return tool_result(call, f"Error: {call['name']} failed: {type(exc).__name__}: {exc}", status="error")
+    if not isinstance(result, ToolMessage):
+        result = tool_result(call, str(result))
+    if isinstance(result.content, str) and len(result.content) > OUTPUT_CAP_CHARS:
+        result.content = result.content[:OUTPUT_CAP_CHARS] + f"\n… (output cut at {OUTPUT_CAP_CHARS} characters)"
+    return result
+
+
+def timed(fn: Callable[[], ToolMessage]) -> tuple[ToolMessage, float]:
+    start = time.perf_counter()
+    msg = fn()
+    return msg, (time.perf_counter() - start) * 1000

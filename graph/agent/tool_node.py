@@ -1,0 +1,117 @@
+"""The `run_tool` node: one task per tool call (a `Send`), so a sibling that finished
+is a pending write and is never re-run when the run resumes.
+
+A side-effecting call (a tool not declared idempotent) is journaled before and after
+it runs. Its journal row is read before anything with side effects, because this node
+re-runs from its start when an "outcome unknown" interrupt below is answered:
+- finished, but the checkpoint never saw the result: the stored result is the answer;
+- started, never finished (a crash mid-call): ask the person (run again / mark as
+  failed / respond with the real outcome) instead of silently repeating it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command, interrupt
+
+from graph.agent import crash
+from graph.agent.deps import AgentDeps, JournalEntry
+from graph.agent.emit import emit, thread_of
+from graph.agent.state import ToolTask
+from graph.agent.tool_call import finished, invoke_tool, timed, tool_result
+from graph.protocol import events as ev
+from graph.protocol.answers import OutcomeAnswer
+from graph.protocol.pauses import InterruptedCall, OutcomeRequest
+from graph.protocol.tools import spec_of
+
+
+def run_tool(task: ToolTask, config: RunnableConfig, *, deps: AgentDeps) -> Command:
+    update = run_call(task, config, deps)
+    return Command(goto="model" if task.get("moves_on", True) else (), update=update)
+
+
+def run_call(task: ToolTask, config: RunnableConfig, deps: AgentDeps) -> dict[str, Any]:
+    call, mode = task["call"], task["mode"]
+    tool = deps.tools.get(call["name"])
+    journal = deps.journal
+    journaled = journal is not None and mode == "run" and tool is not None and not spec_of(tool).idempotent
+    thread_id = thread_of(config)
+    recorded = journal.get(thread_id, call["id"]) if journal is not None and journaled else None
+    if recorded is not None and recorded.finished and recorded.result is not None:
+        # The tool ran but the checkpoint never saw its result: use the stored one.
+        return _journaled_answer(call, recorded.result, "error" if recorded.result.status == "error" else "ok")
+    if recorded is not None and journal is not None:
+        # Started, never finished: ask. One interrupt per crashed attempt, so a
+        # "run again" whose re-run crashed too is not replayed by the next resume.
+        asked = 0
+        while True:
+            answer = interrupt(outcome_request(call, recorded), response_schema=OutcomeAnswer)
+            if not isinstance(answer, OutcomeAnswer):
+                answer = OutcomeAnswer.model_validate(answer)
+            if answer.type != "run_again":
+                msg = outcome_message(call, answer)
+                journal.finish(thread_id, call, msg)
+                return _journaled_answer(call, msg, "error" if msg.status == "error" else "responded")
+            asked += 1
+            if recorded.attempts <= asked:
+                break
+    emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"])
+    if mode == "deny":
+        msg, ms = tool_result(call, f"Error: the policy does not allow {call['name']} here; the call was not run.", status="error"), 0.0
+        status = "denied"
+    elif mode == "skip":
+        msg, ms = tool_result(call, f"Not run: {task.get('note') or 'the run was stopped'}", status="error"), 0.0
+        status = "error"
+    else:
+        if journal is not None and journaled:
+            journal.start(thread_id, call)
+            crash.crash_point("before_tool")
+        msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools))
+        status = "error" if msg.status == "error" else "ok"
+        if task.get("note"):
+            msg.content = f"{task['note']}\n\n{msg.content}"
+        if journal is not None and journaled:
+            journal.finish(thread_id, call, msg)
+            crash.crash_point("after_tool")
+    return {"messages": [finished(call, msg, status, ms)]}
+
+
+def _journaled_answer(call: ToolCall, msg: ToolMessage, status: str) -> dict[str, Any]:
+    """A call answered from the journal (or by a person after a crash), not run now."""
+    emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"])
+    return {"messages": [finished(call, msg, status)]}
+
+
+def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
+    """What a person answers when a call started but its end was never recorded."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
+    return OutcomeRequest(
+        outcome_unknown=InterruptedCall(
+            tool_call_id=call["id"],
+            name=call["name"],
+            args=call["args"],
+            started_at=entry.started_at,
+            attempts=entry.attempts,
+        ),
+        description=(
+            f"{call['name']} started at {when} but the process stopped before its result was saved, "
+            "so it may or may not have done its work. Run it again, mark it as failed (with a note "
+            "for the model), or respond with what really happened."
+        ),
+    ).wire()
+
+
+def outcome_message(call: ToolCall, answer: OutcomeAnswer) -> ToolMessage:
+    if answer.type == "respond":
+        return ToolMessage(content=answer.message or "", tool_call_id=call["id"], name=call["name"])
+    text = (
+        f"Error: {call['name']} was interrupted by a crash and its outcome is unknown; "
+        "the person marked it as failed."
+    )
+    if answer.message and answer.message.strip():
+        text += f" Their note: {answer.message.strip()}"
+    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")

@@ -1,0 +1,85 @@
+"""What a person answers to a pause.
+
+An approval request is answered by LangChain's HITL contract (`HumanInTheLoopMiddleware`,
+Agent Chat UI): `{"decisions": [...]}`, one decision per action request, in order.
+An "outcome unknown" pause (a call that started before a crash) is answered by one
+`OutcomeAnswer`. These models check the shape; whether an answer fits the request
+it answers (count, allowed types, the tool's argument schema) is checked by the
+agent against that request (graph/agent/review.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class EditedAction(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    args: dict[str, Any]
+
+
+class _Decision(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    # Gatehouse extra: "always allow this tool in this thread" (True) or only for
+    # argument values matching a glob (a string), granted with this approval.
+    always_allow: bool | str | None = None
+
+
+class Approve(_Decision):
+    type: Literal["approve"]
+
+
+class Edit(_Decision):
+    type: Literal["edit"]
+    edited_action: EditedAction
+
+
+class Reject(_Decision):
+    type: Literal["reject"]
+    message: str | None = None
+
+
+class Respond(_Decision):
+    type: Literal["respond"]
+    message: str
+
+
+Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="type")]
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+
+
+class ReviewAnswer(BaseModel):
+    decisions: list[Decision]
+
+
+OutcomeChoice = Literal["run_again", "mark_failed", "respond"]
+OUTCOME_CHOICES: tuple[OutcomeChoice, ...] = ("run_again", "mark_failed", "respond")
+
+
+class OutcomeAnswer(BaseModel):
+    """`{"type": "run_again"}`, `{"type": "mark_failed", "message": "..."}` or
+    `{"type": "respond", "message": "..."}`."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: OutcomeChoice
+    message: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unwrap(cls, data: Any) -> Any:
+        # Also take the HITL-style envelope {"decisions": [one decision]}.
+        if isinstance(data, dict) and "decisions" in data:
+            decisions = data["decisions"]
+            if not isinstance(decisions, list) or len(decisions) != 1:
+                raise ValueError("an outcome-unknown request takes exactly one answer")
+            return decisions[0]
+        return data
+
+    @model_validator(mode="after")
+    def _message_when_needed(self) -> OutcomeAnswer:
+        if self.type == "respond" and not (self.message or "").strip():
+            raise ValueError("a respond answer needs the real outcome as a non-empty message")
+        return self

@@ -1,0 +1,40 @@
+"""Errors a client of Gatehouse can meet, in one place: each says what was wrong and
+that nothing changed, so a front end can show it as it is."""
+
+from __future__ import annotations
+
+
+class GatehouseError(Exception):
+    """Base of the errors below."""
+
+
+class DecisionError(GatehouseError, ValueError):
+    """An answer to an approval request was refused; nothing changed."""
+
+
+class NothingPending(DecisionError):
+    """A decision was sent for a thread that is not waiting for one."""
+
+
+class StaleDecision(DecisionError):
+    """A decision names an approval request that is no longer the pending one."""
+
+
+class RunInProgress(GatehouseError, RuntimeError):
+    """Another run (in this or another process) is active on the thread."""
+
+
+class AlreadyDecided(StaleDecision, RunInProgress):
+    """Another run (a double click, another tab or process) is acting on this thread."""
+
+
+class StorageError(GatehouseError, RuntimeError):
+    """The database cannot be opened or used; the message names the file."""
+
+
+class ConfigError(GatehouseError, ValueError):
+    """The config file or an environment variable is malformed."""
+
+
+class HookError(GatehouseError, RuntimeError):
+    """A hook raised or returned a broken update; the run stops at the last consistent checkpoint."""

@@ -1,0 +1,166 @@
+"""The one event type every front end reads.
+
+The agent's nodes and tools write these typed, JSON-serialisable events into
+LangGraph's `custom` stream (graph/agent/emit.py); the Session passes them on, and
+adds the pause and the end of a run. The Streamlit app, the terminal client and
+embeddings (WebSocket, SSE) all consume the same stream; LangGraph Server clients
+see the same objects as JSON in its `custom` stream mode. `Event` is a
+discriminated union on `type`, so `parse_event(event.to_json())` gives back an
+equal event.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
+
+
+class _EventBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    thread_id: str
+    ts: float = Field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class RunStarted(_EventBase):
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    kind: Literal["message", "resume", "retry"] = "message"
+
+
+class TextDelta(_EventBase):
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+    message_id: str | None = None
+
+
+class ToolStarted(_EventBase):
+    type: Literal["tool_started"] = "tool_started"
+    call_id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolOutput(_EventBase):
+    """A chunk of output a tool streams while it runs (e.g. shell lines)."""
+
+    type: Literal["tool_output"] = "tool_output"
+    call_id: str
+    text: str
+
+
+ToolStatus = Literal["ok", "error", "rejected", "denied", "responded"]
+
+
+class ToolFinished(_EventBase):
+    type: Literal["tool_finished"] = "tool_finished"
+    call_id: str
+    name: str
+    status: ToolStatus
+    output: str = ""
+    duration_ms: float = 0.0
+
+
+class ApprovalRequired(_EventBase):
+    """The run paused for a person: `request` is the interrupt value as on the wire
+    (a HITLRequest, or an outcome-unknown request); `pause()` is its typed form."""
+
+    type: Literal["approval_required"] = "approval_required"
+    interrupt_id: str
+    request: dict[str, Any]
+
+    def pause(self) -> Approval | OutcomeUnknown | None:
+        return pause_from(self.thread_id, self.interrupt_id, self.request)
+
+
+class Usage(_EventBase):
+    type: Literal["usage"] = "usage"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cost: float | None = None
+
+
+class Compacted(_EventBase):
+    type: Literal["compacted"] = "compacted"
+    tokens_before: int
+    tokens_after: int
+    messages_removed: int = 0
+
+
+class Notice(_EventBase):
+    """Something a hook or the agent wants the person to see (not model output)."""
+
+    type: Literal["notice"] = "notice"
+    text: str
+    source: str = ""
+
+
+RunStatus = Literal["completed", "awaiting_approval", "cancelled", "stopped", "failed"]
+
+
+class RunFinished(_EventBase):
+    type: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    reason: str | None = None
+
+
+class ErrorEvent(_EventBase):
+    type: Literal["error"] = "error"
+    message: str
+    kind: str = "error"
+    retryable: bool = False
+
+
+Event = Annotated[
+    RunStarted
+    | TextDelta
+    | ToolStarted
+    | ToolOutput
+    | ToolFinished
+    | ApprovalRequired
+    | Usage
+    | Compacted
+    | Notice
+    | RunFinished
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+
+EVENT_TYPES: tuple[type[_EventBase], ...] = (
+    RunStarted,
+    TextDelta,
+    ToolStarted,
+    ToolOutput,
+    ToolFinished,
+    ApprovalRequired,
+    Usage,
+    Compacted,
+    Notice,
+    RunFinished,
+    ErrorEvent,
+)
+
+_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: str | bytes | dict[str, Any]) -> Event:
+    """Rebuild an event from its JSON text or dict form."""
+    if isinstance(data, dict):
+        return _adapter.validate_python(data)
+    return _adapter.validate_json(data)
+
+
+def event_json_schema() -> dict[str, Any]:
+    """The JSON schema of the event stream (documented in docs/embedding.md)."""
+    return _adapter.json_schema()

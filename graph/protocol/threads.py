@@ -1,0 +1,69 @@
+"""What a front end reads about threads: a row of the thread list, and a message of a
+transcript as plain data (front ends never see LangChain message classes)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ThreadStatus = Literal[
+    "idle", "running", "interrupted", "awaiting_approval", "completed", "failed", "cancelled", "stopped"
+]
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    thread_id: str
+    title: str
+    status: str  # a ThreadStatus
+    created_at: float
+    updated_at: float
+    pending_since: float | None = None
+    owner: str | None = None
+
+    @property
+    def awaiting_approval(self) -> bool:
+        return self.status == "awaiting_approval"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ToolCallView(BaseModel):
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageView(BaseModel):
+    """One message of a transcript, as exports, `--json` and the front ends show it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["user", "assistant", "tool", "system"] | str
+    content: str
+    id: str | None = None
+    tool_calls: list[ToolCallView] = Field(default_factory=list)
+    # Tool results: which call they answer, and how it ended (ok / error / rejected /
+    # denied / responded) and how long it took.
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+    tool_status: str | None = None
+    duration_ms: float | None = None
+    # A notice from Gatehouse itself (e.g. "Stopped by the person."), not model output.
+    notice: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """How a tool result ended, for drawing it."""
+        return self.tool_status or ("error" if self.status == "error" else "ok")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        data.setdefault("role", self.role)
+        data.setdefault("content", self.content)
+        data.setdefault("id", self.id)
+        return data

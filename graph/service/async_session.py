@@ -1,0 +1,305 @@
+"""The session API for asyncio callers (WebSocket / HTTP services), over the sync one.
+
+    session = await AsyncSession.open(settings)     # or AsyncSession(open_session(...))
+    run = await session.start(None, "list files")   # validation errors raise here
+    async with run:                                 # leaving early cancels the run
+        async for event in run: ...
+    request = await session.pending(run.thread_id)
+    run = await session.resume(run.thread_id, {"decisions": [{"type": "approve"}]})
+
+Nothing here re-implements a rule of `graph.service.session.Session`: every blocking call
+runs it in a worker thread (`asyncio.to_thread`), and a run's events come from the
+sync `Run` iterated on a thread of its own, handed to the event loop through a
+queue. So the loop never blocks, and sync and async front ends see the same runs.
+
+A run whose consumer goes away (the browser disconnected, the handler task was
+cancelled) is cancelled and then drained to its end in the background: the graph
+stops at its next safe point with every tool call answered, never half-way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langchain_core.messages import BaseMessage
+
+from graph.protocol import events as ev
+from graph.protocol.errors import RunInProgress
+from graph.protocol.pauses import Pause
+from graph.protocol.threads import MessageView, ThreadInfo
+from graph.service.session import Run, Session
+
+if TYPE_CHECKING:
+    from graph.service.config import Settings
+
+T = TypeVar("T")
+
+__all__ = ["AsyncRun", "AsyncSession", "RunInProgress"]
+
+
+class _End:
+    """The last item a run puts on its queue."""
+
+
+_END = _End()
+
+
+class AsyncRun:
+    """One run's events for `async for`, driven on a worker thread from the start.
+
+    `approval_required` and `run_finished` are handed over once the sync run has
+    ended: the pause is saved and the thread free for its next run by then.
+    `cancel()` asks the run to stop at its next safe point (the stream goes on up to
+    `run_finished` with status "cancelled"). Leaving `async with run:` early, `await
+    run.aclose()`, or the consuming task being cancelled while it waits for an event,
+    all cancel the run and let it finish in the background; `await run.wait()` waits
+    for that end.
+    """
+
+    def __init__(self, run: Run, loop: asyncio.AbstractEventLoop) -> None:
+        self.thread_id = run.thread_id
+        self._run = run
+        self._loop = loop
+        self._on_done: Callable[[], None] = lambda: None
+        self._queue: asyncio.Queue[ev.Event | _End] = asyncio.Queue()
+        self._finished: concurrent.futures.Future[str | None] = concurrent.futures.Future()
+        self._ended = False  # the consumer has seen the end
+        self._detached = False  # nobody listens any more: stop handing events to the loop
+        self._thread = threading.Thread(
+            target=self._drive, name=f"gatehouse-async-run-{self.thread_id[:8]}", daemon=True
+        )
+
+    def _start(self) -> AsyncRun:
+        self._thread.start()
+        return self
+
+    # -- the worker thread ------------------------------------------------------
+    def _drive(self) -> None:
+        # The sync Run announces a pause and the end only once the checkpoint is saved
+        # and the thread's lease released, so events are passed on as they come.
+        try:
+            for event in self._run:
+                self._deliver(event)
+        except Exception as exc:  # the session reports errors as events; this is a last guard
+            self._run.status = "failed"
+            self._deliver(ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}"))
+            self._deliver(ev.RunFinished(thread_id=self.thread_id, status="failed", reason=str(exc)))
+        finally:
+            self._on_done()
+            self._deliver(_END)
+            self._finished.set_result(self._run.status)
+
+    def _deliver(self, item: ev.Event | _End) -> None:
+        if self._detached:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the loop is closed: keep draining, nobody is listening
+            self._detached = True
+
+    # -- the consumer -------------------------------------------------------------
+    @property
+    def status(self) -> str | None:
+        """The run's final status (see `graph.protocol.events.RunStatus`), None while it runs."""
+        return self._run.status
+
+    @property
+    def done(self) -> bool:
+        return self._finished.done()
+
+    def cancel(self) -> None:
+        """Stop at the next safe point; every tool call still gets its answer."""
+        self._run.cancel()
+
+    async def aclose(self) -> None:
+        """Stop listening. A run still going is cancelled and drained in the background."""
+        if not self._ended and not self.done:
+            self._run.cancel()
+        self._detached = True
+        self._ended = True
+
+    async def wait(self) -> str | None:
+        """Wait until the run has ended (also after `aclose`); returns its status."""
+        return await asyncio.wrap_future(self._finished)
+
+    async def collect(self) -> list[ev.Event]:
+        return [event async for event in self]
+
+    def __aiter__(self) -> AsyncIterator[ev.Event]:
+        return self
+
+    async def __anext__(self) -> ev.Event:
+        if self._ended:
+            raise StopAsyncIteration
+        try:
+            item = await self._queue.get()
+        except asyncio.CancelledError:
+            await self.aclose()
+            raise
+        if isinstance(item, _End):
+            self._ended = True
+            raise StopAsyncIteration
+        return item
+
+    async def __aenter__(self) -> AsyncRun:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class AsyncSession:
+    """`Session` for asyncio: the same methods, awaitable.
+
+    The rules are the sync session's: among them one run per thread at a time (its
+    run lease, across processes), so starting a run on a thread whose earlier run is
+    still going, or still draining after its client left, raises `RunInProgress`.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._live: set[AsyncRun] = set()
+        self._live_lock = threading.Lock()
+
+    @classmethod
+    async def open(cls, settings: Settings | None = None) -> AsyncSession:
+        """The default Gatehouse (`graph.open_session`): settings from
+        gatehouse.toml and the environment when none are given."""
+        from graph.service.app import open_session
+
+        return cls(await asyncio.to_thread(open_session, settings))
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self.session.info
+
+    @staticmethod
+    def new_thread_id() -> str:
+        return Session.new_thread_id()
+
+    # -- runs ---------------------------------------------------------------------
+    async def start(self, thread_id: str | None, text: str, *, owner: str | None = None) -> AsyncRun:
+        """Start a turn with a user message (a new thread when `thread_id` is None).
+        Raises `DecisionError` while the thread waits for a decision."""
+        thread_id = thread_id or self.new_thread_id()
+        return await self._launch(lambda: self.session.send(thread_id, text, owner=owner))
+
+    send = start
+
+    async def resume(self, thread_id: str, answer: Any, *, interrupt_id: str | None = None) -> AsyncRun:
+        """Answer the pending approval request; a bad answer raises `DecisionError`
+        and changes nothing."""
+        return await self._launch(lambda: self.session.resume(thread_id, answer, interrupt_id=interrupt_id))
+
+    async def retry(self, thread_id: str) -> AsyncRun:
+        return await self._launch(lambda: self.session.retry(thread_id))
+
+    async def fork(self, thread_id: str, message_index: int, text: str) -> AsyncRun:
+        return await self._launch(lambda: self.session.fork(thread_id, message_index, text))
+
+    def running(self, thread_id: str) -> bool:
+        """Whether a run of this process is still going on the thread (also one that is
+        draining after its consumer left)."""
+        with self._live_lock:
+            return any(run.thread_id == thread_id and not run.done for run in self._live)
+
+    async def _launch(self, make: Callable[[], Run]) -> AsyncRun:
+        loop = asyncio.get_running_loop()
+        # Validation (a bad decision, a pending approval, a run already going) raises
+        # here, in the caller, before anything runs.
+        setting_up = asyncio.ensure_future(asyncio.to_thread(make))
+        try:
+            sync_run = await asyncio.shield(setting_up)
+        except asyncio.CancelledError:
+            # The caller went away while the run was set up. Once set up it holds the
+            # thread's lease, which only running it releases: run it cancelled, so it
+            # stops at its first safe point, with nobody listening.
+            setting_up.add_done_callback(lambda done: self._orphan(done, loop))
+            raise
+        return self._begin(sync_run, loop)
+
+    def _begin(self, sync_run: Run, loop: asyncio.AbstractEventLoop) -> AsyncRun:
+        run = AsyncRun(sync_run, loop)
+        run._on_done = lambda: self._forget(run)
+        with self._live_lock:
+            self._live.add(run)
+        return run._start()
+
+    def _orphan(self, setting_up: asyncio.Future[Run], loop: asyncio.AbstractEventLoop) -> None:
+        if setting_up.cancelled() or setting_up.exception() is not None:
+            return
+        run = self._begin(setting_up.result(), loop)
+        run.cancel()
+        run._detached = True
+
+    def _forget(self, run: AsyncRun) -> None:
+        with self._live_lock:
+            self._live.discard(run)
+
+    # -- reading threads ---------------------------------------------------------
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    async def pending(self, thread_id: str) -> Pause | None:
+        return await self._call(self.session.pending, thread_id)
+
+    async def messages(self, thread_id: str) -> list[BaseMessage]:
+        return await self._call(self.session.messages, thread_id)
+
+    history = messages
+
+    async def transcript(self, thread_id: str) -> list[MessageView]:
+        return await self._call(self.session.transcript, thread_id)
+
+    async def usage(self, thread_id: str) -> dict[str, float]:
+        return await self._call(self.session.usage, thread_id)
+
+    async def threads(self, limit: int = 200) -> list[ThreadInfo]:
+        return await self._call(self.session.threads, limit)
+
+    async def thread(self, thread_id: str) -> ThreadInfo | None:
+        return await self._call(self.session.thread, thread_id)
+
+    async def awaiting_approval(self) -> list[ThreadInfo]:
+        return await self._call(self.session.awaiting_approval)
+
+    async def exists(self, thread_id: str) -> bool:
+        return await self._call(self.session.exists, thread_id)
+
+    async def export(self, thread_id: str, fmt: str = "md") -> str:
+        return await self._call(self.session.export, thread_id, fmt)
+
+    # -- changing threads ----------------------------------------------------------
+    async def rename(self, thread_id: str, title: str) -> None:
+        await self._call(self.session.rename, thread_id, title)
+
+    async def delete(self, thread_id: str) -> None:
+        await self._call(self.session.delete, thread_id)
+
+    async def undo(self, thread_id: str) -> int:
+        return await self._call(self.session.undo, thread_id)
+
+    async def close(self, *, cancel_runs: bool = True) -> None:
+        """Close the storage once the runs of this process have ended; with
+        `cancel_runs` they are cancelled first (they still end at a safe point)."""
+        with self._live_lock:
+            live = list(self._live)
+        for run in live:
+            if cancel_runs:
+                run.cancel()
+        for run in live:
+            await run.wait()
+        await self._call(self.session.close)
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

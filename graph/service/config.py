@@ -1,0 +1,124 @@
+"""Settings: embedded defaults, overridden by `gatehouse.toml`, overridden by the env.
+
+Everything has a default that works on a laptop with nothing configured: a SQLite
+file and a `workspace/` folder under the current directory, the offline demo model.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from graph.protocol.errors import ConfigError
+
+CONFIG_ENV = "GATEHOUSE_CONFIG"
+DEFAULT_CONFIG_FILE = "gatehouse.toml"
+
+DEFAULT_SHELL_ALLOW = ["ls", "cat", "pwd", "head", "tail", "wc", "git status", "git diff", "git log"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Storage: a SQLite path, or a postgresql:// URL.
+    db: str = ".gatehouse/gatehouse.db"
+    workspace: str = "workspace"
+    # Model: ChatOpenAI when an API key or base URL is set, else the offline demo.
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.0
+    system_prompt: str | None = None
+    # "package.module:factory" returning any LangChain chat model (another provider,
+    # a local wrapper, a scripted model in tests); wins over the OpenAI settings.
+    model_factory: str | None = None
+    max_model_calls: int = 25
+    # Tools
+    shell_allow: list[str] = field(default_factory=lambda: list(DEFAULT_SHELL_ALLOW))
+    shell_timeout_s: float = 60.0
+    sql_database: str | None = None
+    http_allow_hosts: list[str] = field(default_factory=list)
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Policy mapping (see graph/policy.py) and hooks by import path per point.
+    policy: dict[str, Any] = field(default_factory=dict)
+    hooks: dict[str, list[Any]] = field(default_factory=dict)
+    # Where the config came from, for error messages and the settings page.
+    source: str | None = None
+
+    @property
+    def uses_demo_model(self) -> bool:
+        return not (self.api_key or self.base_url or self.model_factory)
+
+    @property
+    def uses_postgres(self) -> bool:
+        return self.db.startswith(("postgres://", "postgresql://"))
+
+
+_ENV = {
+    "GATEHOUSE_DB": "db",
+    "GATEHOUSE_WORKSPACE": "workspace",
+    "GATEHOUSE_MODEL": "model",
+    "GATEHOUSE_MODEL_FACTORY": "model_factory",
+    "OPENAI_BASE_URL": "base_url",
+    "OPENAI_API_KEY": "api_key",
+    "GATEHOUSE_MAX_MODEL_CALLS": "max_model_calls",
+    "GATEHOUSE_SQL_DATABASE": "sql_database",
+}
+
+
+def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ if env is None else env)
+    file = Path(path or env.get(CONFIG_ENV) or DEFAULT_CONFIG_FILE)
+    values: dict[str, Any] = {}
+    source = None
+    if file.is_file():
+        try:
+            data = tomllib.loads(file.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config {file}: {exc}") from exc
+        values = _from_toml(data, file)
+        source = str(file)
+    elif path is not None or CONFIG_ENV in env:
+        raise ConfigError(f"config file {file} does not exist")
+    for var, key in _ENV.items():
+        if env.get(var):
+            values[key] = env[var]
+    if "GATEHOUSE_MODEL_BASE_URL" in env:
+        values["base_url"] = env["GATEHOUSE_MODEL_BASE_URL"]
+    try:
+        settings = Settings(**values, source=source)
+        return replace(
+            settings,
+            temperature=float(settings.temperature),
+            max_model_calls=int(settings.max_model_calls),
+            shell_timeout_s=float(settings.shell_timeout_s),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad setting: {exc}") from exc
+
+
+def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
+    """Flatten `[model]`, `[tools]`, `[policy]`, `[hooks]`, `[mcp.servers]` tables."""
+    known = {f.name for f in fields(Settings)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "model" and isinstance(value, dict):
+            values.update({k if k != "name" else "model": v for k, v in value.items()})
+        elif key == "tools" and isinstance(value, dict):
+            values.update(value)
+        elif key == "mcp" and isinstance(value, dict):
+            values["mcp_servers"] = value.get("servers", {})
+        else:
+            values[key] = value
+    unknown = set(values) - known
+    if unknown:
+        raise ConfigError(f"{file}: unknown settings {sorted(unknown)}")
+    base = file.parent
+    for key in ("db", "workspace", "sql_database"):
+        # Relative paths in the file are relative to the file, not to the cwd.
+        v = values.get(key)
+        if isinstance(v, str) and "://" not in v and not Path(v).is_absolute():
+            values[key] = str(base / v)
+    return values

@@ -1,0 +1,71 @@
+"""The tool set of an agent, built from `Settings`: workspace files, the shell, HTTP, the
+SQLite database when one is configured, and the tools of configured MCP servers.
+
+MCP connections are shared by every `build_tools` call with the same server config
+(a Streamlit rerun must not start new server processes) and closed by `close_tools`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import threading
+from typing import TYPE_CHECKING
+
+from langchain_core.tools import BaseTool
+
+from graph.service.config import Settings
+from tools.files import make_file_tools
+from tools.http import make_http_tool
+from tools.shell import make_shell_tool
+from tools.sql import make_sql_tool
+from tools.workspace import Workspace
+
+if TYPE_CHECKING:  # the MCP client is slow to import; only load it when servers are configured
+    from tools.mcp import MCPServers
+
+_lock = threading.Lock()
+_mcp: dict[str, tuple[MCPServers, list[BaseTool]]] = {}
+
+
+def build_tools(settings: Settings) -> list[BaseTool]:
+    ws = Workspace(settings.workspace)
+    tools: list[BaseTool] = [
+        *make_file_tools(ws),
+        make_shell_tool(ws, allow=settings.shell_allow, timeout_s=settings.shell_timeout_s),
+        make_http_tool(settings.http_allow_hosts),
+    ]
+    if settings.sql_database:
+        tools.append(make_sql_tool(settings.sql_database))
+    if settings.mcp_servers:
+        tools.extend(_mcp_tools(settings, {t.name for t in tools}))
+    return tools
+
+
+def mcp_errors() -> dict[str, str]:
+    """Why configured MCP servers were not loaded, by server name."""
+    with _lock:
+        return {name: err for servers, _ in _mcp.values() for name, err in servers.errors.items()}
+
+
+def _mcp_tools(settings: Settings, reserved: set[str]) -> list[BaseTool]:
+    key = json.dumps({"servers": settings.mcp_servers, "reserved": sorted(reserved)}, sort_keys=True, default=str)
+    from tools.mcp import MCPServers
+
+    with _lock:
+        if key not in _mcp:
+            servers = MCPServers(settings.mcp_servers)
+            _mcp[key] = (servers, servers.load(reserved))
+        return list(_mcp[key][1])
+
+
+def close_tools() -> None:
+    """Close MCP sessions (stdio servers exit). Safe to call more than once."""
+    with _lock:
+        loaded = list(_mcp.values())
+        _mcp.clear()
+    for servers, _ in loaded:
+        servers.close()
+
+
+atexit.register(close_tools)

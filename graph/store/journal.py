@@ -1,0 +1,146 @@
+"""The execution journal: a side-effecting tool call is written down before it runs
+and again, with its result, after it ran — in the same database as the checkpoints.
+
+A crash can land between any two of these writes, and each gap has one safe reading:
+- started, not finished: the tool may or may not have done its work. It is not run
+  again silently; the run pauses with an "outcome unknown" request (run again / mark
+  as failed with a note / respond with the real outcome) unless the tool is
+  idempotent.
+- finished, but the checkpoint never saw the ToolMessage (a crash after the tool,
+  before the checkpoint write): the stored result is the answer; the tool is not run.
+
+The agent's `run_tool` node (graph/agent/tool_node.py) reads and writes the rows;
+`graph/agent/crash.py` lets tests kill the process at each gap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, messages_from_dict
+
+from graph.store.sqlite import connect_sqlite, immediate
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    thread_id: str
+    tool_call_id: str
+    name: str
+    args: dict[str, Any]
+    status: Literal["started", "finished"]
+    started_at: float
+    finished_at: float | None
+    pid: int | None
+    result: ToolMessage | None
+    # How many times the call was started (a person may choose "run again").
+    attempts: int = 1
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished" and self.result is not None
+
+
+class Journal:
+    """Rows of `gatehouse_journal`, keyed by (thread_id, tool_call_id)."""
+
+    def __init__(self, conn: sqlite3.Connection, location: str = "") -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.location = location
+        with self._tx() as c:
+            c.execute(
+                """CREATE TABLE IF NOT EXISTS gatehouse_journal (
+                    thread_id TEXT NOT NULL,
+                    tool_call_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    args_json TEXT NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('started', 'finished')),
+                    result_json TEXT,
+                    started_at REAL NOT NULL,
+                    finished_at REAL,
+                    pid INTEGER,
+                    attempts INTEGER NOT NULL DEFAULT 1,
+                    PRIMARY KEY (thread_id, tool_call_id))"""
+            )
+            columns = {r[1] for r in c.execute("PRAGMA table_info(gatehouse_journal)")}
+            if "attempts" not in columns:  # a journal written before attempts were counted
+                c.execute("ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1")
+
+    @classmethod
+    def open(cls, path: str | Path) -> Journal:
+        return cls(connect_sqlite(path, autocommit=True), str(Path(path).expanduser()))
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._conn, self._lock)
+
+    def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts "
+                "FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=?",
+                (thread_id, tool_call_id),
+            ).fetchone()
+        return _entry(row) if row else None
+
+    def entries(self, thread_id: str) -> list[JournalEntry]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts "
+                "FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at",
+                (thread_id,),
+            ).fetchall()
+        return [_entry(r) for r in rows]
+
+    def start(self, thread_id: str, call: ToolCall) -> None:
+        """Record that the call is about to run (committed before it runs)."""
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid) "
+                "VALUES (?, ?, ?, ?, 'started', ?, ?) ON CONFLICT(thread_id, tool_call_id) DO UPDATE SET "
+                "name=excluded.name, args_json=excluded.args_json, status='started', result_json=NULL, "
+                "started_at=excluded.started_at, finished_at=NULL, pid=excluded.pid, attempts=attempts+1",
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid()),
+            )
+
+    def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None:
+        """Record the result; from now on the call is answered by this row."""
+        payload = json.dumps(message_to_dict(result), default=str)
+        now = time.time()
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, result_json, "
+                "started_at, finished_at, pid) VALUES (?, ?, ?, ?, 'finished', ?, ?, ?, ?) "
+                "ON CONFLICT(thread_id, tool_call_id) DO UPDATE SET status='finished', "
+                "result_json=excluded.result_json, finished_at=excluded.finished_at",
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), payload, now, now, os.getpid()),
+            )
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._tx() as c:
+            c.execute("DELETE FROM gatehouse_journal WHERE thread_id=?", (thread_id,))
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def _entry(row: tuple[Any, ...]) -> JournalEntry:
+    thread_id, call_id, name, args_json, status, started_at, finished_at, pid, result_json = row[:9]
+    attempts = row[9] if len(row) > 9 and row[9] is not None else 1
+    result = messages_from_dict([json.loads(result_json)])[0] if result_json else None
+    return JournalEntry(
+        thread_id, call_id, name, json.loads(args_json), status, started_at, finished_at, pid,
+        result if isinstance(result, ToolMessage) else None, attempts,
+    )

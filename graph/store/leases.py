@@ -1,0 +1,205 @@
+"""One active run per thread, across processes: a lease row in the database.
+
+A run takes the thread's lease before it streams (atomically, `BEGIN IMMEDIATE`),
+renews it while it runs and releases it at the end. A second run on the same thread
+(a double click, two tabs, two processes) is refused with `RunInProgress`. A lease
+whose holder died is taken over: when it expired, or at once when the holder was a
+process on this host that no longer exists (a kill -9 leaves no one to release it).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from graph.protocol.errors import RunInProgress
+from graph.store.sqlite import connect_sqlite, immediate
+
+DEFAULT_TTL_S = 30.0
+TTL_ENV = "GATEHOUSE_LEASE_TTL"
+
+
+def _ttl_default() -> float:
+    try:
+        return float(os.environ.get(TTL_ENV, "") or DEFAULT_TTL_S)
+    except ValueError:
+        return DEFAULT_TTL_S
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (killed, not yet reaped by its parent) holds nothing either.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class Lease:
+    """A held lease; renewed in the background (by its `Leases`) while a run streams."""
+
+    def __init__(self, leases: Leases, thread_id: str, owner: str) -> None:
+        self.leases = leases
+        self.thread_id = thread_id
+        self.owner = owner
+        self.lost = False
+
+    def start_renewing(self) -> None:
+        self.leases.keep_renewed(self)
+
+    def release(self) -> None:
+        self.leases.stop_renewing(self)
+        self.leases.release(self)
+
+
+class Renewals:
+    """One background thread per lease table renews every held lease each ttl/3: a
+    thread per run would cost a thread start on every run."""
+
+    def __init__(self, leases: Leases) -> None:
+        self._leases = leases
+        self._held: dict[int, Lease] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, lease: Lease) -> None:
+        with self._lock:
+            self._held[id(lease)] = lease
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="gatehouse-leases", daemon=True)
+                self._thread.start()
+
+    def remove(self, lease: Lease) -> None:
+        with self._lock:
+            self._held.pop(id(lease), None)
+
+    def _loop(self) -> None:
+        while not self._closed.wait(self._leases.ttl / 3):
+            with self._lock:
+                held = list(self._held.values())
+            for lease in held:
+                try:
+                    if not self._leases.renew(lease):
+                        lease.lost = True
+                        self.remove(lease)
+                except self._leases.transient_errors:
+                    continue  # busy, full disk, failover: try again next tick; the TTL gives slack
+
+    def close(self) -> None:
+        self._closed.set()
+
+
+class Leases:
+    """`gatehouse_leases(thread_id PK, owner, expires_at)` on its own connection."""
+
+    # Errors a renewal shrugs off until its next tick.
+    transient_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+
+    def __init__(self, conn: sqlite3.Connection, *, ttl: float | None = None) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.ttl = ttl if ttl is not None else _ttl_default()
+        self._renewals = Renewals(self)
+        self._host = socket.gethostname()
+        # Leases this process let go of but could not delete (e.g. the disk was full).
+        self._abandoned: set[str] = set()
+        with self._tx() as c:
+            c.execute(
+                "CREATE TABLE IF NOT EXISTS gatehouse_leases ("
+                "thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)"
+            )
+        self._probe_writable()
+
+    def _probe_writable(self) -> None:
+        """A read-only file still opens and even takes BEGIN IMMEDIATE; only a real
+        write fails. Fail at start, not at a person's first approval."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('', '', 0)")
+            finally:
+                self._conn.execute("ROLLBACK")
+
+    @classmethod
+    def open(cls, path: str | Path, *, ttl: float | None = None) -> Leases:
+        return cls(connect_sqlite(path, autocommit=True), ttl=ttl)
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._conn, self._lock)
+
+    def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
+        """Take the thread's lease or raise `RunInProgress`."""
+        owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}"
+        now = time.time()
+        with self._tx() as c:
+            row = c.execute("SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,)).fetchone()
+            if row is not None and not self._free(row[0], row[1], now):
+                raise RunInProgress(
+                    f"{what} is already running on thread {thread_id} "
+                    f"({self._describe(row[0])}); wait for it to finish or stop it"
+                )
+            c.execute(
+                "INSERT INTO gatehouse_leases(thread_id, owner, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(thread_id) DO UPDATE SET owner=excluded.owner, expires_at=excluded.expires_at",
+                (thread_id, owner, now + self.ttl),
+            )
+        return Lease(self, thread_id, owner)
+
+    def keep_renewed(self, lease: Lease) -> None:
+        self._renewals.add(lease)
+
+    def stop_renewing(self, lease: Lease) -> None:
+        self._renewals.remove(lease)
+
+    def renew(self, lease: Lease) -> bool:
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?",
+                (time.time() + self.ttl, lease.thread_id, lease.owner),
+            )
+            return cur.rowcount == 1
+
+    def release(self, lease: Lease) -> None:
+        try:
+            with self._tx() as c:
+                c.execute("DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?", (lease.thread_id, lease.owner))
+        except sqlite3.Error:
+            self._abandoned.add(lease.owner)
+
+    def holder(self, thread_id: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,)
+            ).fetchone()
+        if row is None or self._free(row[0], row[1], time.time()):
+            return None
+        return row[0]
+
+    def _free(self, owner: str, expires_at: float, now: float) -> bool:
+        if expires_at <= now or owner in self._abandoned:
+            return True
+        host, _, rest = owner.partition("|")
+        pid = rest.partition("|")[0]
+        return host == self._host and pid.isdigit() and not _pid_alive(int(pid))
+
+    def _describe(self, owner: str) -> str:
+        host, _, rest = owner.partition("|")
+        pid = rest.partition("|")[0]
+        return "in this process" if host == self._host and pid == str(os.getpid()) else f"process {pid} on {host}"
+
+    def close(self) -> None:
+        self._renewals.close()
+        self._conn.close()

@@ -1,0 +1,330 @@
+"""Postgres storage: for several app processes (or machines) sharing threads.
+
+Selected by a URL (`GATEHOUSE_DB=postgresql://...`). Everything SQLite holds moves
+here, in one database and one connection pool per process:
+- checkpoints: the official `PostgresSaver` (langgraph-checkpoint-postgres);
+- the thread index, the execution journal and run leases: small `gatehouse_*`
+  tables with the same interface as their SQLite versions (graph/store/threads.py,
+  journal.py, leases.py).
+
+The schema is created on first use. Several processes starting at once serialise
+the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from langchain_core.messages import ToolCall, ToolMessage, message_to_dict
+from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg.rows import dict_row, tuple_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from graph.protocol.errors import RunInProgress, StorageError
+from graph.protocol.threads import ThreadInfo
+from graph.store.journal import Journal, JournalEntry, _dumps, _entry
+from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
+from graph.store.storage import Storage
+
+POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
+SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up
+SETUP_WAIT_S = 120.0
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS gatehouse_threads (
+        thread_id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL DEFAULT 'idle',
+        owner TEXT,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        pending_since DOUBLE PRECISION)""",
+    "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)",
+    """CREATE TABLE IF NOT EXISTS gatehouse_journal (
+        thread_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        args_json TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('started', 'finished')),
+        result_json TEXT,
+        started_at DOUBLE PRECISION NOT NULL,
+        finished_at DOUBLE PRECISION,
+        pid INTEGER,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (thread_id, tool_call_id))""",
+    # Databases created before the journal counted attempts.
+    "ALTER TABLE gatehouse_journal ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1",
+    """CREATE TABLE IF NOT EXISTS gatehouse_leases (
+        thread_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL)""",
+]
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and the settings page."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+class PgThreadIndex:
+    """The thread list (`gatehouse_threads`), same methods as `threads.ThreadIndex`."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def touch(self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None) -> None:
+        now = time.time()
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(
+                "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING",
+                (thread_id, title or "New thread", status or "idle", owner, now, now),
+            )
+            if title is not None:
+                conn.execute(
+                    "UPDATE gatehouse_threads SET title=%s WHERE thread_id=%s AND title IN ('', 'New thread')",
+                    (title, thread_id),
+                )
+            if status is not None:
+                conn.execute(
+                    "UPDATE gatehouse_threads SET status=%s, updated_at=%s, pending_since="
+                    "CASE WHEN %s='awaiting_approval' THEN COALESCE(pending_since, %s) ELSE NULL END "
+                    "WHERE thread_id=%s",
+                    (status, now, status, now, thread_id),
+                )
+
+    def rename(self, thread_id: str, title: str) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(
+                "UPDATE gatehouse_threads SET title=%s, updated_at=%s WHERE thread_id=%s", (title, time.time(), thread_id)
+            )
+
+    def get(self, thread_id: str) -> ThreadInfo | None:
+        rows = self._select("WHERE thread_id=%s", (thread_id,))
+        return rows[0] if rows else None
+
+    def list(self, *, limit: int = 200, status: str | None = None) -> list[ThreadInfo]:
+        if status:
+            return self._select("WHERE status=%s ORDER BY updated_at DESC LIMIT %s", (status, limit))
+        return self._select("ORDER BY updated_at DESC LIMIT %s", (limit,))
+
+    def pending(self) -> list[ThreadInfo]:
+        return self._select("WHERE status='awaiting_approval' ORDER BY pending_since ASC", ())
+
+    def delete(self, thread_id: str) -> None:
+        with self._pool.connection() as conn:
+            conn.execute("DELETE FROM gatehouse_threads WHERE thread_id=%s", (thread_id,))
+
+    def close(self) -> None:
+        pass  # the pool is closed with the checkpointer (Storage.close)
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> list[ThreadInfo]:
+        rows = self._rows(
+            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner "
+            f"FROM gatehouse_threads {where}",
+            params,
+        )
+        return [ThreadInfo(*row) for row in rows]
+
+
+_COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
+
+
+class PgJournal(Journal):
+    """The execution journal (`gatehouse_journal`): `graph.store.journal.Journal` on Postgres.
+    Each write is its own committed transaction before the graph moves on."""
+
+    def __init__(self, pool: ConnectionPool, location: str = "") -> None:
+        self._pool = pool
+        self.location = location
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM gatehouse_journal WHERE thread_id=%s AND tool_call_id=%s", (thread_id, tool_call_id)
+        )
+        return _entry(rows[0]) if rows else None
+
+    def entries(self, thread_id: str) -> list[JournalEntry]:
+        rows = self._rows(f"SELECT {_COLUMNS} FROM gatehouse_journal WHERE thread_id=%s ORDER BY started_at", (thread_id,))
+        return [_entry(r) for r in rows]
+
+    def start(self, thread_id: str, call: ToolCall) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid) "
+                "VALUES (%s, %s, %s, %s, 'started', %s, %s) ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET "
+                "name=excluded.name, args_json=excluded.args_json, status='started', result_json=NULL, "
+                "started_at=excluded.started_at, finished_at=NULL, pid=excluded.pid, "
+                "attempts=gatehouse_journal.attempts+1",
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid()),
+            )
+
+    def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None:
+        payload = json.dumps(message_to_dict(result), default=str)
+        now = time.time()
+        with self._pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, result_json, "
+                "started_at, finished_at, pid) VALUES (%s, %s, %s, %s, 'finished', %s, %s, %s, %s) "
+                "ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET status='finished', "
+                "result_json=excluded.result_json, finished_at=excluded.finished_at",
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), payload, now, now, os.getpid()),
+            )
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._pool.connection() as conn:
+            conn.execute("DELETE FROM gatehouse_journal WHERE thread_id=%s", (thread_id,))
+
+    def close(self) -> None:
+        pass
+
+
+class PgLeases(Leases):
+    """Run leases (`gatehouse_leases`), same rules as `leases.Leases`: one run per
+    thread across every process on every machine sharing the database. A holder on
+    another host is only taken over when its lease expired (its pid means nothing here)."""
+
+    transient_errors = (psycopg.Error, PoolTimeout)  # a failover or a full pool
+
+    def __init__(self, pool: ConnectionPool, *, ttl: float | None = None) -> None:
+        self._pool = pool
+        self._lock = threading.Lock()
+        self.ttl = ttl if ttl is not None else _ttl_default()
+        self._renewals = Renewals(self)
+        self._host = socket.gethostname()
+        self._abandoned: set[str] = set()
+
+    def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
+        owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}"
+        now = time.time()
+        with self._pool.connection() as conn, conn.transaction():
+            # A free placeholder row first, so FOR UPDATE has a row to lock even for a
+            # thread that never had a lease: two processes racing queue up here.
+            conn.execute(
+                "INSERT INTO gatehouse_leases(thread_id, owner, expires_at) VALUES (%s, '', 0) "
+                "ON CONFLICT (thread_id) DO NOTHING",
+                (thread_id,),
+            )
+            row = conn.execute(
+                "SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=%s FOR UPDATE", (thread_id,)
+            ).fetchone()
+            current = (row["owner"], row["expires_at"]) if isinstance(row, dict) else row
+            if current is not None and current[0] and not self._free(current[0], current[1], now):
+                raise RunInProgress(
+                    f"{what} is already running on thread {thread_id} "
+                    f"({self._describe(current[0])}); wait for it to finish or stop it"
+                )
+            conn.execute(
+                "UPDATE gatehouse_leases SET owner=%s, expires_at=%s WHERE thread_id=%s",
+                (owner, now + self.ttl, thread_id),
+            )
+        return Lease(self, thread_id, owner)
+
+    def renew(self, lease: Lease) -> bool:
+        with self._pool.connection() as conn:
+            cur = conn.execute(
+                "UPDATE gatehouse_leases SET expires_at=%s WHERE thread_id=%s AND owner=%s",
+                (time.time() + self.ttl, lease.thread_id, lease.owner),
+            )
+            return cur.rowcount == 1
+
+    def release(self, lease: Lease) -> None:
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(
+                    "DELETE FROM gatehouse_leases WHERE thread_id=%s AND owner=%s", (lease.thread_id, lease.owner)
+                )
+        except (psycopg.Error, PoolTimeout):
+            self._abandoned.add(lease.owner)
+
+    def holder(self, thread_id: str) -> str | None:
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=%s", (thread_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        owner, expires_at = (row["owner"], row["expires_at"]) if isinstance(row, dict) else row
+        if not owner or self._free(owner, expires_at, time.time()):
+            return None
+        return owner
+
+    def close(self) -> None:
+        self._renewals.close()
+
+
+def _setup(pool: ConnectionPool, saver: PostgresSaver) -> None:
+    """Create (or migrate) the schema once, whichever process gets here first."""
+    with pool.connection() as conn:
+        # Polled, not a blocking pg_advisory_lock: the saver's migrations include
+        # CREATE INDEX CONCURRENTLY, which waits for every open transaction in the
+        # database, a process blocked inside pg_advisory_lock included: a deadlock.
+        deadline = time.monotonic() + SETUP_WAIT_S
+        while not conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (SETUP_LOCK_KEY,)).fetchone()["locked"]:
+            if time.monotonic() > deadline:
+                raise StorageError(f"another process has been setting up the database for {SETUP_WAIT_S:.0f} s")
+            time.sleep(0.1)
+        try:
+            saver.setup()
+            for statement in SCHEMA:
+                conn.execute(statement)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+
+
+def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
+    """A Storage on the Postgres database at `url` (the schema is set up on first use)."""
+    where = redact(url)
+    size = max_size or int(os.environ.get(POOL_MAX_ENV, "") or 10)
+    pool = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max(size, 2),
+        # What PostgresSaver needs from its connections.
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=False,
+        name="gatehouse",
+    )
+    try:
+        # One plain connection first: a wrong URL fails at once, with the server's reason
+        # (the pool alone would retry quietly until its timeout).
+        psycopg.connect(url, connect_timeout=10).close()
+        pool.open(wait=True, timeout=30)
+        saver = PostgresSaver(pool)
+        _setup(pool, saver)
+    except (psycopg.Error, PoolTimeout, StorageError) as exc:
+        pool.close()
+        raise StorageError(f"cannot use the Gatehouse database {where}: {exc}") from exc
+    return Storage(
+        checkpointer=saver,
+        index=PgThreadIndex(pool),  # type: ignore[arg-type]
+        location=where,
+        journal=PgJournal(pool, where),  # type: ignore[arg-type]
+        leases=PgLeases(pool),
+    )
+
+
+__all__ = ["DEFAULT_TTL_S", "PgJournal", "PgLeases", "PgThreadIndex", "open_postgres_storage", "redact"]

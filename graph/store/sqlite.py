@@ -1,0 +1,60 @@
+"""SQLite plumbing shared by the checkpoints, the thread index, the journal and the
+leases: one way to open the file (WAL, busy timeout) and one write transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from graph.protocol.errors import StorageError
+
+BUSY_TIMEOUT_MS = 30_000
+# Corruption past the first page only shows when pages are read: check smaller files
+# at start (a fraction of a second); larger ones would slow every start too much.
+QUICK_CHECK_MAX_BYTES = 256 * 1024 * 1024
+
+
+def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed) a SQLite file tuned for several threads and processes."""
+    file = Path(path).expanduser()
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            str(file),
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None if autocommit else "",
+        )
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except (sqlite3.Error, OSError) as exc:
+        raise StorageError(f"cannot open the Gatehouse database {file}: {exc}") from exc
+    return conn
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE takes the write lock up front, so two processes deciding on the
+    same row serialise here instead of failing later with "database is locked"."""
+    with lock:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def quick_check(conn: sqlite3.Connection, file: Path) -> None:
+    if file.exists() and file.stat().st_size <= QUICK_CHECK_MAX_BYTES:
+        row = conn.execute("PRAGMA quick_check(1)").fetchone()
+        if row and row[0] != "ok":
+            raise StorageError(
+                f"the Gatehouse database {file} is corrupt ({row[0]}); move it aside or restore a backup"
+            )

@@ -1,0 +1,39 @@
+"""`Storage`: the checkpointer and the tables beside it (thread index, execution
+journal, run leases) for one database, SQLite or Postgres."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from graph.store.journal import Journal
+from graph.store.leases import Leases
+
+
+@dataclass
+class Storage:
+    """The checkpointer and thread index for one database."""
+
+    checkpointer: BaseCheckpointSaver
+    index: Any  # ThreadIndex or PgThreadIndex
+    location: str
+    # Execution journal and run leases (graph/journal.py, graph/lease.py), same file.
+    journal: Journal | None = None
+    leases: Leases | None = None
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.checkpointer.delete_thread(thread_id)
+        self.index.delete(thread_id)
+        if self.journal is not None:
+            self.journal.delete_thread(thread_id)
+
+    def close(self) -> None:
+        conn = getattr(self.checkpointer, "conn", None)
+        if conn is not None:
+            conn.close()
+        self.index.close()
+        for extra in (self.journal, self.leases):
+            if extra is not None:
+                extra.close()

@@ -1,0 +1,144 @@
+"""The layers of Gatehouse, enforced: every import in graph/, tools/ and ui/ points
+down the allowed edges below, and no two project modules import each other in a circle.
+
+    graph.protocol   pydantic only: events, pauses, answers, errors, tool specs
+    graph.agent      the LangGraph graph           -> protocol
+    graph.store      SQLite / Postgres storage     -> protocol
+    graph.service    sessions, runner, config      -> protocol, agent, store, tools
+    graph            the public API (__init__)     -> any graph layer
+    tools            the tools                     -> protocol
+    ui               the front ends                -> graph (public API), protocol
+
+Imports inside functions count too: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("graph", "tools", "ui")
+
+# layer -> the layers it may import (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "graph.protocol": set(),
+    "graph.agent": {"graph.protocol"},
+    "graph.store": {"graph.protocol"},
+    "graph.service": {"graph.protocol", "graph.agent", "graph.store", "tools"},
+    "graph": {"graph.protocol", "graph.agent", "graph.store", "graph.service"},
+    "tools": {"graph.protocol"},
+    "ui": {"graph", "graph.protocol"},
+}
+# Front ends use the public API (the `graph` package itself) and the protocol, never a
+# layer module by path (graph.service.session, graph.store ...).
+def is_public(module: str) -> bool:
+    return module == "graph" or layer_of(module) == "graph.protocol"
+
+
+def layer_of(module: str) -> str:
+    for layer in sorted(ALLOWED, key=len, reverse=True):
+        if module == layer or module.startswith(layer + "."):
+            return layer
+    raise AssertionError(f"{module} belongs to no layer")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+
+
+def imports_of(path: Path, module: str) -> Iterator[tuple[int, str]]:
+    """(line, imported module) for every import of a project module in the file."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from graph import agent` imports the module graph.agent.
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] in PACKAGES:
+                yield node.lineno, name
+
+
+MODULES = project_modules()
+
+
+def test_every_import_follows_an_allowed_edge() -> None:
+    wrong = []
+    for module, path in sorted(MODULES.items()):
+        source = layer_of(module)
+        for line, target in imports_of(path, module):
+            dest = layer_of(target)
+            if dest == source and source != "ui":
+                continue
+            if source == "ui" and target.split(".")[0] == "ui":
+                continue
+            ok = dest in ALLOWED[source] and (source != "ui" or is_public(target))
+            if not ok:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {module} ({source}) imports {target} ({dest})")
+    allowed = "\n".join(f"  {k} -> {', '.join(sorted(v)) or '(nothing)'}" for k, v in ALLOWED.items())
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong) + "\nallowed edges:\n" + allowed
+
+
+def test_no_import_cycles_between_modules() -> None:
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module, path in MODULES.items():
+        for _, target in imports_of(path, module):
+            # `import graph.agent.state` runs graph/__init__ and graph/agent/__init__ too,
+            # but a package's __init__ importing its own children is not a cycle of concern.
+            while target not in MODULES and "." in target:
+                target = target.rpartition(".")[0]
+            if target in MODULES and target != module and not module.startswith(target + "."):
+                edges[module].add(target)
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_graph_folder_shows_the_layers() -> None:
+    top = sorted(p.name for p in (ROOT / "graph").iterdir() if not p.name.startswith(("__pycache__", ".")))
+    assert top == ["__init__.py", "agent", "protocol", "service", "store"], top
+
+
+def test_protocol_needs_no_langgraph_or_langchain() -> None:
+    offenders = []
+    for module, path in MODULES.items():
+        if layer_of(module) != "graph.protocol":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+            offenders += [f"{module}: {n}" for n in names if n.split(".")[0] in ("langgraph", "langchain_core", "langchain")]
+    assert not offenders, offenders

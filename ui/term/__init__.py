@@ -1,0 +1,1 @@
+"""The terminal client (`gatehouse`): cli.py holds the commands."""

@@ -1,0 +1,143 @@
+"""The interactive `gatehouse chat` loop: read a line, run it, ask for decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from graph import DecisionError, OutcomeUnknown, Run, RunInProgress, Session
+from ui.term import render as term
+
+HELP = """Type a message to the agent. Commands:
+  /help      this help
+  /history   show the thread so far
+  /retry     continue the thread after a failed or interrupted run
+  /new       start a new thread
+  /exit      leave (Ctrl-C or Ctrl-D at the prompt do the same)
+During a run, Ctrl-C stops it at the next safe point; the thread stays consistent."""
+
+
+class Chat:
+    def __init__(
+        self,
+        session: Session,
+        out: Console,
+        err: Console,
+        check_args: Callable[[str, dict[str, Any]], str | None],
+        drive: Callable[[Run, term.EventRenderer | None], tuple[str, list[Any]]],
+    ) -> None:
+        self.session = session
+        self.out = out
+        self.err = err
+        self.check_args = check_args
+        self.drive = drive
+        self.asker = term.Asker(out)
+        self.thread_id = ""
+
+    def loop(self, thread_id: str | None) -> int:
+        """Returns the exit code: 3 when leaving the thread waiting for a decision."""
+        self.start(thread_id)
+        try:
+            if not self.decide_pending():
+                return self.leave()
+            while True:
+                text = self.asker.line("you ▸ ").strip()
+                if not text:
+                    continue
+                if text.startswith("/"):
+                    if not self.command(text):
+                        return self.leave()
+                    continue
+                try:
+                    run = self.session.send(self.thread_id, text)
+                except (DecisionError, ValueError, RunInProgress) as exc:
+                    self.err.print(Text(str(exc), "red"))
+                    continue
+                self.run(run)
+                if not self.decide_pending():
+                    return self.leave()
+        except (KeyboardInterrupt, EOFError):
+            self.out.print()
+            return self.leave()
+
+    def start(self, thread_id: str | None) -> None:
+        info = self.session.info
+        self.out.print(Text.assemble(("Gatehouse", "bold"), f" · {info.get('model', '')}",
+                                     (f" · {info.get('db', '')}", "dim")))
+        if thread_id:
+            self.thread_id = thread_id
+            self.out.print(Text.assemble("thread ", (thread_id, "bold")))
+            self.history()
+            status = self.session.thread(thread_id)
+            if status and status.status in ("failed", "interrupted"):
+                self.out.print(Text(f"The last run ended as {status.status!r}; type /retry to continue it.",
+                                    "yellow"))
+        else:
+            self.thread_id = self.session.new_thread_id()
+            self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+        self.out.print(Text(f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)",
+                            "dim"))
+
+    def history(self) -> None:
+        messages = self.session.transcript(self.thread_id)
+        if messages:
+            term.render_transcript(self.out, messages)
+
+    def leave(self) -> int:
+        waiting = bool(self.thread_id) and self.session.pending(self.thread_id) is not None
+        note = " (waiting for a decision)" if waiting else ""
+        if self.session.exists(self.thread_id):
+            self.out.print(Text(f"Bye. Thread {self.thread_id}{note}: gatehouse chat --thread {self.thread_id}",
+                                "dim"))
+        return 3 if waiting else 0
+
+    def command(self, text: str) -> bool:
+        """Handle a /command; False means leave."""
+        name = text.split()[0].lower()
+        if name in ("/exit", "/quit", "/q"):
+            return False
+        if name == "/help":
+            self.out.print(Text(HELP))
+        elif name == "/history":
+            self.history()
+        elif name == "/new":
+            self.thread_id = self.session.new_thread_id()
+            self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+        elif name == "/retry":
+            if self.session.pending(self.thread_id) is None:
+                try:
+                    self.run(self.session.retry(self.thread_id))
+                except RunInProgress as exc:
+                    self.err.print(Text(str(exc), "red"))
+            return self.decide_pending()
+        else:
+            self.err.print(Text(f"unknown command {name}; /help lists them", "red"))
+        return True
+
+    def run(self, run: Run) -> str:
+        renderer = term.EventRenderer(self.out)
+        status, _ = self.drive(run, renderer)
+        if renderer.usage is not None:
+            u = renderer.usage
+            self.out.print(Text(f"tokens: {u.input_tokens} in · {u.output_tokens} out", "dim"))
+        if status == "failed":
+            self.out.print(Text("Type /retry to try the run again from its last checkpoint.", "yellow"))
+        return status
+
+    def decide_pending(self) -> bool:
+        """Ask for decisions while the thread is paused. Ctrl-C here propagates (leave)."""
+        while (pending := self.session.pending(self.thread_id)) is not None:
+            if isinstance(pending, OutcomeUnknown):
+                answer = term.ask_outcome(self.out, self.asker, pending)
+            else:
+                answer = term.ask_decisions(self.out, self.asker, pending, self.check_args)
+            try:
+                run = self.session.resume(self.thread_id, answer, interrupt_id=pending.interrupt_id)
+            except DecisionError as exc:
+                self.err.print(Text(f"decision refused, nothing changed: {exc}", "red"))
+                continue
+            self.run(run)
+        return True

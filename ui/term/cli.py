@@ -1,0 +1,576 @@
+"""`gatehouse`: the terminal client (typer commands over `graph.session.Session`).
+
+Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
+`approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `delete` (all with `--json`).
+`gatehouse` alone starts the Streamlit app; `gatehouse studio` starts `langgraph dev`.
+
+Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
+2 usage error or refused decision (nothing was changed); 3 the thread is waiting
+for a decision; 130 the run was cancelled with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from graph import (
+    Approval,
+    ConfigError,
+    DecisionError,
+    OutcomeUnknown,
+    Pause,
+    Run,
+    RunInProgress,
+    Session,
+    StorageError,
+    load_settings,
+    open_session,
+)
+from graph.protocol import events as ev
+from ui.term import decisions as td
+from ui.term import render as term
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
+STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
+               "stopped": EXIT_FAILED, "cancelled": EXIT_CANCELLED}
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+APP_PATH = PROJECT_ROOT / "ui" / "web" / "app.py"
+
+HELP = """A LangGraph agent that pauses before any tool call a person must approve.
+
+`gatehouse` alone starts the web UI; `gatehouse chat` is the interactive terminal
+client; the other commands are for scripts and cron jobs (all take --json).
+
+Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
+2 usage error or refused decision (nothing was changed); 3 the thread is waiting
+for a decision; 130 the run was cancelled with Ctrl-C."""
+
+app = typer.Typer(
+    name="gatehouse",
+    help=HELP,
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+out = term.make_console()
+err = term.make_console(stderr=True)
+
+DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.")]
+InterruptOpt = Annotated[
+    str | None,
+    typer.Option("--interrupt-id", metavar="ID", help="Refuse (exit 2) unless this is still the pending request (from `pending --json`)."),
+]
+
+
+# -- plumbing ------------------------------------------------------------------
+def fail(message: str, code: int) -> typer.Exit:
+    err.print(Text(f"gatehouse: {message}", "red"))
+    return typer.Exit(code)
+
+
+@contextmanager
+def open_cli_session(db: str | None) -> Iterator[Session]:
+    try:
+        settings = load_settings()
+        if db:
+            settings = replace(settings, db=db)
+        session = open_session(settings)
+    except ConfigError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except StorageError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None
+    try:
+        yield session
+    except StorageError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None
+    except RunInProgress as exc:
+        # AlreadyDecided is both a DecisionError and a RunInProgress: a refused decision.
+        code = EXIT_USAGE if isinstance(exc, DecisionError) else EXIT_FAILED
+        raise fail(str(exc), code) from None
+    finally:
+        session.close()
+
+
+def require_thread(session: Session, thread_id: str) -> None:
+    if not session.exists(thread_id):
+        raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
+
+
+def require_pending(session: Session, thread_id: str) -> Pause:
+    require_thread(session, thread_id)
+    pending = session.pending(thread_id)
+    if pending is None:
+        info = session.thread(thread_id)
+        raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})",
+                   EXIT_USAGE)
+    return pending
+
+
+RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
+
+
+def require_approval(session: Session, thread_id: str) -> Approval:
+    """The pending approval request; an outcome-unknown pause is refused (exit 2) with
+    a pointer to `resolve`, which is how that kind of pause is answered."""
+    pending = require_pending(session, thread_id)
+    if isinstance(pending, OutcomeUnknown):
+        name = pending.call.name
+        raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
+                   f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
+    return pending
+
+
+def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.Event]]:
+    """Iterate a run to its end. Ctrl-C asks it to stop at the next safe point (every
+    tool call still gets its answer) and keeps iterating; a second Ctrl-C quits hard."""
+    events: list[ev.Event] = []
+    stopping = False
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        if stopping:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        stopping = True
+        run.cancel()
+        err.print(Text("\n■ stopping at the next safe point… (Ctrl-C again to quit now)", "magenta"))
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        for event in run:
+            events.append(event)
+            if renderer is not None:
+                renderer.handle(event)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return run.status or "failed", events
+
+
+def run_summary(session: Session, thread_id: str, status: str, events: list[ev.Event]) -> dict[str, Any]:
+    pending = session.pending(thread_id) if status == "awaiting_approval" else None
+    finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
+    return {
+        "thread_id": thread_id,
+        "status": status,
+        "reason": finished.reason if finished else None,
+        "text": "".join(e.text for e in events if isinstance(e, ev.TextDelta)),
+        "tools": [
+            {"call_id": e.call_id, "name": e.name, "status": e.status, "output": e.output}
+            for e in events if isinstance(e, ev.ToolFinished)
+        ],
+        "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
+        "pending": term.pending_json(pending) if pending else None,
+    }
+
+
+def finish_run(session: Session, run: Run, as_json: bool) -> None:
+    """Drive a run for a non-interactive command and exit with its status."""
+    status, events = drive(run, None if as_json else term.EventRenderer(out))
+    if as_json:
+        print(json.dumps(run_summary(session, run.thread_id, status, events), ensure_ascii=False, indent=2))
+    elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
+        term.render_pending(out, pending)
+        if isinstance(pending, OutcomeUnknown):
+            out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
+        else:
+            out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} …", "dim"))
+    raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
+
+
+def send_answer(session: Session, pending: Pause, answer: dict[str, Any], interrupt_id: str | None,
+                as_json: bool) -> None:
+    try:
+        run = session.resume(pending.thread_id, answer, interrupt_id=interrupt_id)
+    except DecisionError as exc:
+        raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
+    finish_run(session, run, as_json)
+
+
+def decide(pending: Approval, chosen: dict[int, dict[str, Any]], others: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        return td.answer(pending, chosen, others)
+    except td.DecisionUsage as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+
+
+def others_decision(reject_others: str | None, approve_others: bool) -> dict[str, Any] | None:
+    if reject_others is not None and approve_others:
+        raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
+    if reject_others is not None:
+        return td.reject(reject_others)
+    return td.approve() if approve_others else None
+
+
+# -- the web UI and Studio -------------------------------------------------------
+@app.callback(invoke_without_command=True)
+def root(ctx: typer.Context) -> None:
+    """Without a command, start the web UI (same as `gatehouse ui`)."""
+    if ctx.invoked_subcommand is None:
+        ui()
+
+
+@app.command()
+def ui(
+    port: Annotated[int | None, typer.Option(metavar="N", help="Port for the web UI.")] = None,
+) -> None:
+    """Start the Streamlit web UI on 127.0.0.1."""
+    if not APP_PATH.is_file():
+        raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.address", "127.0.0.1",
+           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    if port:
+        cmd += ["--server.port", str(port)]
+    raise typer.Exit(_run_child(cmd))
+
+
+@app.command()
+def studio(
+    port: Annotated[int | None, typer.Option(metavar="N", help="Port for the LangGraph dev server.")] = None,
+    browser: Annotated[bool, typer.Option(help="Open Studio in a browser.")] = True,
+) -> None:
+    """Start `langgraph dev` on the project's langgraph.json (needs langgraph-cli)."""
+    exe = find_langgraph()
+    if exe is None:
+        raise fail(
+            "LangGraph Studio needs langgraph-cli with the in-memory server. Install it with\n"
+            "  uv add --dev 'langgraph-cli[inmem]'   (or: pip install 'langgraph-cli[inmem]')\n"
+            "then run `gatehouse studio` again.",
+            EXIT_FAILED,
+        )
+    cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json")]
+    if port:
+        cmd += ["--port", str(port)]
+    if not browser:
+        cmd.append("--no-browser")
+    raise typer.Exit(_run_child(cmd, cwd=PROJECT_ROOT))
+
+
+def find_langgraph() -> str | None:
+    """The `langgraph` executable: this environment's first, then PATH."""
+    local = Path(sys.executable).parent / "langgraph"
+    return str(local) if local.exists() else shutil.which("langgraph")
+
+
+def _run_child(cmd: list[str], cwd: Path | None = None) -> int:
+    """Become the server process (signals, Ctrl-C and exit code are its own, and no
+    orphan is left behind when this process is stopped); a child on Windows."""
+    err.print(Text("$ " + " ".join(cmd), "dim"))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name == "posix":
+        if cwd is not None:
+            os.chdir(cwd)
+        os.execv(cmd[0], cmd)
+    return subprocess.call(cmd, cwd=cwd)
+
+
+# -- reading threads ------------------------------------------------------------
+@app.command()
+def threads(
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+    limit: Annotated[int, typer.Option(metavar="N", help="At most this many, most recent first.")] = 50,
+) -> None:
+    """List threads: status, pending approvals, last update."""
+    with open_cli_session(db) as session:
+        rows = []
+        for info in session.threads(limit=limit):
+            pending = session.pending(info.thread_id) if info.awaiting_approval else None
+            count = 0 if pending is None else 1 if isinstance(pending, OutcomeUnknown) else len(pending.actions)
+            rows.append({**info.to_dict(), "pending": count})
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    elif not rows:
+        out.print("No threads yet. Start one with `gatehouse chat`.")
+    else:
+        out.print(term.threads_table(rows))
+
+
+@app.command()
+def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Print a thread's transcript (and its pending calls)."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        info = session.thread(thread_id)
+        messages = session.transcript(thread_id)
+        pending = session.pending(thread_id)
+        if as_json:
+            data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
+                    "messages": [m.to_dict() for m in messages],
+                    "pending": term.pending_json(pending) if pending else None, "usage": session.usage(thread_id)}
+            print(json.dumps(data, ensure_ascii=False, indent=2))
+            return
+        if info:
+            out.print(Text.assemble((info.title, "bold"), "  ", (info.status, term.STATUS_STYLE.get(info.status, "")),
+                                    ("  updated " + term.when(info.updated_at), "dim")))
+        term.render_transcript(out, messages)
+        if pending:
+            term.render_pending(out, pending)
+
+
+@app.command()
+def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Every thread waiting for a decision, oldest first, with its numbered calls."""
+    with open_cli_session(db) as session:
+        items = []
+        for info in session.awaiting_approval():
+            request = session.pending(info.thread_id)
+            if request is not None:
+                items.append((info, request))
+    if as_json:
+        print(json.dumps([{"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since,
+                           **term.pending_json(p)} for i, p in items],
+                         ensure_ascii=False, indent=2))
+        return
+    if not items:
+        out.print("Nothing is waiting for a decision.")
+    for info, request in items:
+        term.render_pending(out, request, f"{info.title} · waiting since {term.when(info.pending_since)}")
+
+
+@app.command()
+def export(
+    thread_id: ThreadArg,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|json", help="md or json.")] = "md",
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="PATH", help="Write to this file instead of stdout.")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Export a thread's transcript as Markdown or JSON."""
+    if fmt not in ("md", "json"):
+        raise fail(f"unknown format {fmt!r}; use md or json", EXIT_USAGE)
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        text = session.export(thread_id, fmt)
+    if output:
+        output.write_text(text + "\n")
+        err.print(f"wrote {output}")
+    else:
+        print(text)
+
+
+@app.command()
+def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Delete a thread and its history."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        session.delete(thread_id)
+    if as_json:
+        print(json.dumps({"thread_id": thread_id, "deleted": True}))
+    else:
+        out.print(f"deleted thread {thread_id}")
+
+
+# -- running the agent --------------------------------------------------------------
+@app.command()
+def send(
+    message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Continue this thread (default: a new one).")] = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one message and run the agent until it finishes or pauses (exit 3)."""
+    with open_cli_session(db) as session:
+        if thread:
+            require_thread(session, thread)
+        try:
+            run = session.send(thread, message)
+        except DecisionError as exc:
+            raise fail(str(exc), EXIT_AWAITING) from None
+        except ValueError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        if not as_json:
+            err.print(Text(f"thread {run.thread_id}", "dim"))
+        finish_run(session, run, as_json)
+
+
+CallOpt = Annotated[list[int] | None, typer.Option("--call", "-c", metavar="N", help="Call number (from `pending`); repeatable.")]
+RejectOthersOpt = Annotated[str | None, typer.Option("--reject-others", metavar="REASON",
+                                                     help="Reject every call not named by --call, with this reason.")]
+ApproveOthersOpt = Annotated[bool, typer.Option("--approve-others", help="Approve every call not named by --call.")]
+
+
+@app.command()
+def approve(
+    thread_id: ThreadArg,
+    call: CallOpt = None,
+    all_: Annotated[bool, typer.Option("--all", help="Approve every pending call.")] = False,
+    always: Annotated[bool, typer.Option("--always", help="Also always allow these tools in this thread.")] = False,
+    reject_others: RejectOthersOpt = None,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve pending calls and continue the run.
+
+    The graph takes one answer covering every call of a request, so: with one pending
+    call, `approve ID` approves it; with several, say `--all`, or name calls with
+    `--call N` (repeatable) and decide the rest with `--reject-others REASON`.
+    Otherwise nothing is sent and the exit code is 2, naming the undecided calls.
+    """
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id)
+        count = len(request.actions)
+        if all_ and call:
+            raise fail("use either --all or --call, not both", EXIT_USAGE)
+        if all_ or (not call and count == 1):
+            numbers = list(range(1, count + 1))
+        elif call:
+            numbers = call
+        else:
+            raise fail(f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
+                       "say --all, or --call N (repeatable) with --reject-others REASON", EXIT_USAGE)
+        others = td.reject(reject_others) if reject_others is not None else None
+        answer = decide(request, {n: td.approve(always) for n in numbers}, others)
+        send_answer(session, request, answer, interrupt_id, as_json)
+
+
+@app.command()
+def reject(
+    thread_id: ThreadArg,
+    reason: Annotated[str, typer.Option("--reason", "-m", metavar="TEXT", help="Why (the model reads this).")],
+    call: CallOpt = None,
+    approve_others: ApproveOthersOpt = False,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject pending calls with a reason and continue the run.
+
+    Without --call every pending call is rejected. With --call N (repeatable), the
+    other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
+    """
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id)
+        numbers = call or list(range(1, len(request.actions) + 1))
+        answer = decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None)
+        send_answer(session, request, answer, interrupt_id, as_json)
+
+
+@app.command()
+def respond(
+    thread_id: ThreadArg,
+    message: Annotated[str, typer.Option("--message", "-m", metavar="TEXT", help="Text the model receives as the tool result.")],
+    call: Annotated[int | None, typer.Option("--call", "-c", metavar="N", help="Call number (optional when only one is pending).")] = None,
+    reject_others: RejectOthersOpt = None,
+    approve_others: ApproveOthersOpt = False,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a pending call with a message instead of running it.
+
+    The other pending calls must be decided in the same command with
+    --reject-others REASON or --approve-others; otherwise exit 2, nothing sent.
+    """
+    if not message.strip():
+        raise fail("--message cannot be empty", EXIT_USAGE)
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id)
+        if call is None:
+            if len(request.actions) != 1:
+                raise fail(f"thread {thread_id} has {len(request.actions)} pending calls: "
+                           f"{td.describe_calls(request)}; say which with --call N", EXIT_USAGE)
+            call = 1
+        answer = decide(request, {call: td.respond(message)}, others_decision(reject_others, approve_others))
+        send_answer(session, request, answer, interrupt_id, as_json)
+
+
+@app.command()
+def resolve(
+    thread_id: ThreadArg,
+    run_again: Annotated[bool, typer.Option("--run-again", help="Run the interrupted call again (it may repeat its side effect).")] = False,
+    failed: Annotated[str | None, typer.Option("--failed", metavar="NOTE", help="Mark the call as failed; the note is for the model.")] = None,
+    outcome: Annotated[str | None, typer.Option("--outcome", metavar="TEXT", help="What really happened; the model gets it as the tool result.")] = None,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer an "outcome unknown" pause: a call that started before a crash and
+    whose result was never saved. Say exactly one of --run-again, --failed NOTE
+    or --outcome TEXT; the run then continues."""
+    chosen = [flag for flag, given in (("--run-again", run_again), ("--failed", failed is not None),
+                                       ("--outcome", outcome is not None)) if given]
+    if len(chosen) != 1:
+        raise fail("say exactly one of --run-again, --failed NOTE or --outcome TEXT"
+                   + (f" (got {', '.join(chosen)})" if chosen else ""), EXIT_USAGE)
+    if outcome is not None and not outcome.strip():
+        raise fail("--outcome cannot be empty", EXIT_USAGE)
+    with open_cli_session(db) as session:
+        request = require_pending(session, thread_id)
+        if not isinstance(request, OutcomeUnknown):
+            raise fail(f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
+                       "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)
+        if run_again:
+            answer = td.run_again()
+        elif failed is not None:
+            answer = td.mark_failed(failed.strip() or None)
+        else:
+            answer = td.outcome((outcome or "").strip())
+        send_answer(session, request, answer, interrupt_id, as_json)
+
+
+@app.command()
+def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Continue a thread whose run failed or whose process died, from its last checkpoint."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        if session.pending(thread_id) is not None:
+            raise fail(f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "
+                       "(see `gatehouse pending`)", EXIT_AWAITING)
+        finish_run(session, session.retry(thread_id), as_json)
+
+
+# -- interactive chat ---------------------------------------------------------------
+@app.command()
+def chat(
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Resume this thread.")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Interactive chat: streams the run, asks before every gated tool call.
+
+    At a decision: a approve · e edit ($EDITOR if set, else inline JSON, validated) ·
+    r reject with a reason · s respond · A approve all remaining · w approve and
+    always allow the tool in this thread. After a crash left a call's outcome unknown:
+    a run again · f mark failed (with a note) · s respond with what really happened.
+    Ctrl-C during a run stops it cleanly; at a
+    prompt it exits (the thread stays resumable with --thread). Commands: /help,
+    /retry, /history, /new, /exit.
+    """
+    from ui.term.chat import Chat
+
+    with open_cli_session(db) as session:
+        if thread:
+            require_thread(session, thread)
+        code = Chat(session, out, err, session.check_args, drive).loop(thread)
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    try:
+        app()
+    except Exception as exc:  # a bug or a broken install: one line, the traceback on request
+        if os.environ.get("GATEHOUSE_DEBUG"):
+            raise
+        err.print(Text(f"gatehouse: unexpected error: {type(exc).__name__}: {exc} "
+                       "(set GATEHOUSE_DEBUG=1 for the traceback)", "red"))
+        sys.exit(EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    main()

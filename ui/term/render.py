@@ -1,0 +1,441 @@
+"""Terminal rendering (rich) and prompts (prompt_toolkit) for the `gatehouse` CLI.
+
+Everything the person reads goes through a rich `Console`, which drops colour when
+the output is not a terminal or `NO_COLOR` is set. Text that comes from the model,
+tools or people is printed as `Text`, never as markup, so `[red]` in a file name
+stays literal. Prompts use prompt_toolkit on a terminal and plain lines otherwise
+(pipes, cron), so the same code serves both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.document import Document
+from prompt_toolkit.validation import ValidationError, Validator
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from graph import Approval, MessageView, OutcomeUnknown, Pause
+from graph.protocol import events as ev
+from ui.term import decisions as td
+
+OUTPUT_PREVIEW_LINES = 8
+PIPE_WIDTH = 160
+STATUS_STYLE = {
+    "completed": "green",
+    "idle": "dim",
+    "running": "cyan",
+    "interrupted": "red",
+    "awaiting_approval": "yellow bold",
+    "failed": "red",
+    "cancelled": "magenta",
+    "stopped": "magenta",
+}
+TOOL_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "rejected": ("✗", "yellow"),
+             "denied": ("⛔", "red"), "responded": ("↩", "cyan")}
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    # rich already honours NO_COLOR and non-terminals; being explicit keeps it true
+    # when FORCE_COLOR or a TTY-faking wrapper is around.
+    no_color = bool(os.environ.get("NO_COLOR"))
+    console = Console(stderr=stderr, no_color=no_color, highlight=False)
+    if not console.is_terminal:
+        # Logs and pipes: do not hard-wrap lines at rich's default 80 columns.
+        console.soft_wrap = True
+        if not os.environ.get("COLUMNS"):
+            console.width = PIPE_WIDTH
+    return console
+
+
+def when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
+    rows = text.rstrip("\n").splitlines()
+    if len(rows) <= lines:
+        return "\n".join(rows)
+    return "\n".join(rows[:lines]) + f"\n… ({len(rows) - lines} more lines)"
+
+
+def args_text(args: Any) -> str:
+    return json.dumps(args, ensure_ascii=False, default=str)
+
+
+# -- live runs ------------------------------------------------------------------
+class EventRenderer:
+    """Prints a run's events as they arrive: streamed text, tool progress, problems."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._in_text = False
+        self._names: dict[str, str] = {}
+        self._streamed: set[str] = set()  # calls whose output was shown as it came
+        self.usage: ev.Usage | None = None
+
+    def _break(self) -> None:
+        if self._in_text:
+            self.console.print()
+            self._in_text = False
+
+    def handle(self, event: ev.Event) -> None:
+        c = self.console
+        if isinstance(event, ev.TextDelta):
+            c.print(Text(event.text), end="")
+            c.file.flush()
+            self._in_text = True
+            return
+        if isinstance(event, ev.RunStarted | ev.ApprovalRequired):
+            return  # the approval card is shown by whoever asks for the decision
+        self._break()
+        if isinstance(event, ev.ToolStarted):
+            self._names[event.call_id] = event.name
+            c.print(Text.assemble(("⚙ ", "cyan"), (event.name, "bold"), " ", (args_text(event.args), "dim")))
+        elif isinstance(event, ev.ToolOutput):
+            # Calls run in parallel: each streamed line says whose it is.
+            self._streamed.add(event.call_id)
+            name = self._names.get(event.call_id, "tool")
+            for line in event.text.rstrip("\n").splitlines() or [""]:
+                c.print(Text.assemble((f"{name} │ ", "cyan"), (line, "dim")))
+        elif isinstance(event, ev.ToolFinished):
+            mark, style = TOOL_MARK.get(event.status, ("•", ""))
+            head = Text.assemble((f"{mark} ", style), (event.name, "bold"), (f" {event.status}", style))
+            if event.duration_ms:
+                head.append(f" ({event.duration_ms:.0f} ms)", "dim")
+            c.print(head)
+            if event.output.strip() and event.call_id not in self._streamed:
+                c.print(Text(clip(event.output), style="dim"))
+        elif isinstance(event, ev.Usage):
+            self.usage = event
+        elif isinstance(event, ev.Compacted):
+            c.print(Text(f"(history compacted: {event.tokens_before} → {event.tokens_after} tokens)", "dim"))
+        elif isinstance(event, ev.Notice):
+            c.print(Text(f"ℹ {event.text}", "yellow"))
+        elif isinstance(event, ev.ErrorEvent):
+            c.print(Text(f"error: {event.message}", "red bold"))
+        elif isinstance(event, ev.RunFinished):
+            self.finished(event)
+
+    def finished(self, event: ev.RunFinished) -> None:
+        if event.status == "completed":
+            return
+        label = {"awaiting_approval": "waiting for your decision", "cancelled": "run cancelled",
+                 "stopped": "run stopped", "failed": "run failed"}[event.status]
+        text = Text(f"■ {label}", STATUS_STYLE.get(event.status, ""))
+        if event.reason:
+            text.append(f": {event.reason}")
+        self.console.print(text)
+
+
+# -- threads and transcripts ---------------------------------------------------------
+def threads_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("thread", no_wrap=True, min_width=32)
+    table.add_column("status", no_wrap=True, min_width=9)
+    table.add_column("pending", justify="right", no_wrap=True)
+    table.add_column("updated", no_wrap=True, min_width=16)
+    table.add_column("title", overflow="ellipsis", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r["thread_id"],
+            Text(r["status"], STATUS_STYLE.get(r["status"], "")),
+            str(r["pending"] or ""),
+            when(r["updated_at"]),
+            Text(r["title"]),
+        )
+    return table
+
+
+def render_transcript(console: Console, messages: list[MessageView]) -> None:
+    for m in messages:
+        if m.role == "user":
+            console.print(Text.assemble(("you ▸ ", "bold blue"), m.content))
+        elif m.role == "assistant":
+            if m.content:
+                console.print(Text.assemble(("agent ▸ ", "bold green"), m.content))
+            for call in m.tool_calls:
+                console.print(Text.assemble(("  ⚙ ", "cyan"), (call.name, "bold"), " ",
+                                            (args_text(call.args), "dim")))
+        elif m.role == "tool":
+            mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
+            console.print(Text.assemble((f"  {mark} ", style), (m.name or "tool", "bold"), ": ",
+                                        (clip(m.content, 4), "dim")))
+        else:
+            console.print(Text(f"{m.role}: {m.content}", "dim"))
+
+
+def pending_rows(pending: Approval) -> list[dict[str, Any]]:
+    """The calls of a request, numbered from 1 as `--call N` expects."""
+    return [
+        {
+            "call": i,
+            "name": a.name,
+            "args": a.args,
+            "risk": a.risk,
+            "tool_call_id": a.tool_call_id,
+            "allowed": pending.allowed(i - 1),
+            "preview": a.preview,
+        }
+        for i, a in enumerate(pending.actions, start=1)
+    ]
+
+
+def pending_json(pending: Pause) -> dict[str, Any]:
+    """The pending request for `--json`: numbered calls for an approval; for an
+    outcome-unknown pause no calls, and the interrupted call under `outcome_unknown`."""
+    if isinstance(pending, OutcomeUnknown):
+        return {
+            "interrupt_id": pending.interrupt_id,
+            "kind": pending.kind,
+            "calls": [],
+            "outcome_unknown": pending.call.model_dump(mode="json"),
+            "allowed": pending.allowed,
+            "description": pending.request.description,
+        }
+    return {"interrupt_id": pending.interrupt_id, "kind": pending.kind, "calls": pending_rows(pending)}
+
+
+def outcome_card(pending: OutcomeUnknown) -> Panel:
+    call = pending.call
+    body = Text()
+    body.append(args_text(call.args))
+    body.append(f"\nstarted {when(call.started_at)}", "dim")
+    if call.attempts > 1:
+        body.append(f" · {call.attempts} attempts", "dim")
+    title = Text.assemble(("outcome unknown: ", "red bold"), (call.name, "bold"))
+    return Panel(body, title=title, title_align="left", subtitle="run again, mark failed, respond",
+                 subtitle_align="right", border_style="red")
+
+
+def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
+    """The card, then the description outside it (pipes do not wrap inside a panel)."""
+    console.print(outcome_card(pending))
+    if pending.request.description:
+        console.print(Text(pending.request.description, "yellow"))
+
+
+def call_card(row: dict[str, Any], total: int) -> Panel:
+    body = Text()
+    body.append(args_text(row["args"]))
+    if row.get("preview"):
+        body.append("\n\n")
+        body.append(clip(row["preview"], 20), "dim")
+    title = Text.assemble(f"call {row['call']}/{total}: ", (row["name"], "bold"))
+    if row.get("risk"):
+        title.append(f"  risk: {row['risk']}", "yellow")
+    return Panel(body, title=title, title_align="left", subtitle=", ".join(row["allowed"]),
+                 subtitle_align="right", border_style="yellow")
+
+
+def render_pending(console: Console, pending: Pause, title: str | None = None) -> None:
+    head = Text.assemble(("⏸ ", "yellow"), ("thread ", ""), (pending.thread_id, "bold"))
+    if title:
+        head.append(f"  {title}", "dim")
+    console.print(head)
+    if isinstance(pending, OutcomeUnknown):
+        render_outcome(console, pending)
+        return
+    rows = pending_rows(pending)
+    for row in rows:
+        console.print(call_card(row, len(rows)))
+
+
+# -- prompts -----------------------------------------------------------------
+class Asker:
+    """One line of input: prompt_toolkit on a terminal, `input()` otherwise.
+    Ctrl-C raises KeyboardInterrupt and Ctrl-D EOFError in both cases."""
+
+    def __init__(self, console: Console, *, interactive: bool | None = None) -> None:
+        self.console = console
+        self.interactive = sys.stdin.isatty() and sys.stdout.isatty() if interactive is None else interactive
+        self._session: PromptSession[str] | None = None
+        if self.interactive:
+            self._session = PromptSession()
+
+    def line(self, message: str, *, default: str = "", check: Callable[[str], str | None] | None = None) -> str:
+        while True:
+            if self._session is not None:
+                # PromptSession keeps arguments passed as None from the previous prompt,
+                # so every prompt passes its own validator (a no-op one included).
+                validator = CheckValidator(check or (lambda _text: None))
+                text = self._session.prompt(message, default=default, validator=validator,
+                                            validate_while_typing=False)
+            else:
+                self.console.print(message, end="", markup=False)
+                self.console.file.flush()
+                raw = sys.stdin.readline()
+                if not raw:
+                    raise EOFError
+                text = raw.rstrip("\n") or default
+            problem = check(text) if check else None
+            if problem is None:
+                return text
+            self.console.print(Text(problem, "red"))
+
+
+class CheckValidator(Validator):
+    """Keeps the prompt open and shows the checker's own message while input is wrong."""
+
+    def __init__(self, check: Callable[[str], str | None]) -> None:
+        self.check = check
+
+    def validate(self, document: Document) -> None:
+        problem = self.check(document.text)
+        if problem:
+            raise ValidationError(message=problem, cursor_position=len(document.text))
+
+
+# key: (decision type it needs allowed, menu label, help line)
+CHOICES = {
+    "a": ("approve", "approve", "approve"),
+    "e": ("edit", "edit", "edit the arguments ($EDITOR when set, else inline JSON)"),
+    "r": ("reject", "reject", "reject, with a reason"),
+    "s": ("respond", "respond", "respond: your text becomes the tool result"),
+    "A": ("approve", "all", "approve this and all remaining calls"),
+    "w": ("approve", "always", "approve and always allow this tool in this thread"),
+}
+
+
+def choice_problem(text: str, keys: list[str]) -> str | None:
+    """None for a valid key; else what to type (the full help for `?`)."""
+    text = text.strip()
+    if text in keys:
+        return None
+    if text == "?":
+        return "\n".join(f"{k}: {CHOICES[k][2]}" for k in keys)
+    return f"type one of: {' '.join(keys)} (? for help)"
+
+
+def parse_args_json(text: str, name: str, check_args: Callable[[str, dict[str, Any]], str | None]) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, "the arguments must be a JSON object"
+    problem = check_args(name, value)
+    return (None, problem) if problem else (value, None)
+
+
+def ask_decisions(
+    console: Console,
+    asker: Asker,
+    pending: Approval,
+    check_args: Callable[[str, dict[str, Any]], str | None],
+) -> dict[str, Any]:
+    """Ask for one decision per call, in request order; returns the whole answer."""
+    rows = pending_rows(pending)
+    decisions: list[dict[str, Any]] = []
+    approve_rest = False
+    for row in rows:
+        allowed = row["allowed"]
+        if approve_rest and "approve" in allowed:
+            console.print(Text.assemble(("✓ approved ", "green"), (f"call {row['call']} ({row['name']})", "bold")))
+            decisions.append(td.approve())
+            continue
+        console.print(call_card(row, len(rows)))
+        keys = [k for k, (kind, _, _) in CHOICES.items() if kind in allowed]
+        console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
+        key = asker.line("decision> ", check=lambda t, keys=keys: choice_problem(t, keys)).strip()
+        if key == "a":
+            decisions.append(td.approve())
+        elif key == "A":
+            decisions.append(td.approve())
+            approve_rest = True
+        elif key == "w":
+            decisions.append(td.approve(always=True))
+        elif key == "r":
+            reason = asker.line("reason> ").strip()
+            decisions.append(td.reject(reason or None))
+        elif key == "s":
+            message = asker.line("response> ", check=lambda t: None if t.strip() else "a response cannot be empty")
+            decisions.append(td.respond(message.strip()))
+        elif key == "e":
+            decisions.append(td.edit(row["name"], edit_args(console, asker, row, check_args)))
+    return {"decisions": decisions}
+
+
+# key: (outcome answer it needs allowed, menu label, help line)
+OUTCOME_CHOICES = {
+    "a": ("run_again", "run again", "run the call again (may repeat its side effect)"),
+    "f": ("mark_failed", "mark failed", "mark it as failed, with an optional note for the model"),
+    "s": ("respond", "respond", "respond with what really happened (becomes the tool result)"),
+}
+
+
+def outcome_choice_problem(text: str, keys: list[str]) -> str | None:
+    text = text.strip()
+    if text in keys:
+        return None
+    if text == "?":
+        return "\n".join(f"{k}: {OUTCOME_CHOICES[k][2]}" for k in keys)
+    return f"type one of: {' '.join(keys)} (? for help)"
+
+
+def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> dict[str, Any]:
+    """Ask how an outcome-unknown call ended; returns the answer for `Session.resume`."""
+    render_outcome(console, pending)
+    allowed = pending.allowed
+    keys = [k for k, (kind, _, _) in OUTCOME_CHOICES.items() if kind in allowed]
+    console.print(Text("  ".join(f"[{k}] {OUTCOME_CHOICES[k][1]}" for k in keys), "dim"))
+    while True:
+        key = asker.line("outcome> ", check=lambda t: outcome_choice_problem(t, keys)).strip()
+        if key == "a":
+            name = pending.call.name
+            console.print(Text(f"Running {name} again may repeat its side effect if the first attempt did its work.",
+                               "yellow"))
+            if asker.line("run it again? [y/N] ").strip().lower() in ("y", "yes"):
+                return td.run_again()
+            continue
+        if key == "f":
+            return td.mark_failed(asker.line("note (optional)> ").strip() or None)
+        text = asker.line("what really happened> ", check=lambda t: None if t.strip() else "the outcome cannot be empty")
+        return td.outcome(text.strip())
+
+
+def edit_args(
+    console: Console, asker: Asker, row: dict[str, Any], check_args: Callable[[str, dict[str, Any]], str | None]
+) -> dict[str, Any]:
+    name = row["name"]
+    text = json.dumps(row["args"], ensure_ascii=False, indent=2)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if editor and asker.interactive:
+        while True:
+            text = run_editor(editor, text)
+            args, problem = parse_args_json(text, name, check_args)
+            if args is not None:
+                return args
+            console.print(Text(f"{problem} — reopening the editor", "red"))
+    line = asker.line(
+        "args (JSON)> ",
+        default=json.dumps(row["args"], ensure_ascii=False),
+        check=lambda t: parse_args_json(t, name, check_args)[1],
+    )
+    args, _ = parse_args_json(line, name, check_args)
+    assert args is not None
+    return args
+
+
+def run_editor(editor: str, text: str) -> str:
+    """Edit `text` in the person's editor; returns the saved text."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="gatehouse-args-", delete=False) as f:
+        f.write(text)
+    try:
+        # Through the shell, like git does: $EDITOR may carry flags ("code --wait").
+        subprocess.run(f'{editor} "{f.name}"', shell=True, check=False)
+        return Path(f.name).read_text()
+    finally:
+        os.unlink(f.name)

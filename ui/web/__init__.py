@@ -1,0 +1,1 @@
+"""The Streamlit web app (`gatehouse ui`): app.py is the entry point."""

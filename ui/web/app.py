@@ -1,0 +1,67 @@
+"""Gatehouse in the browser: `streamlit run ui/web/app.py --server.address 127.0.0.1`.
+
+Pages: chat (the open thread, `?thread=...`), the approvals inbox and settings.
+Runs execute on the process-wide Runner (ui/web_state.py); this script only draws
+the thread and attaches to a live run, so a click or a reload never touches a run.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run ui/web/app.py` puts ui/web/ on sys.path, not the project root.
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st  # noqa: E402
+
+from graph import describe_error  # noqa: E402
+from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
+from ui.web.inbox import inbox_page  # noqa: E402
+from ui.web.settings import settings_page  # noqa: E402
+from ui.web.state import app_state  # noqa: E402
+from ui.web.threads import current_view, sidebar  # noqa: E402
+
+
+def main() -> None:
+    st.set_page_config(page_title="Gatehouse", page_icon=":material/security:", layout="wide")
+    try:
+        state = app_state()
+    except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback
+        st.error(f"Gatehouse cannot start: {describe_error(exc)[0]}")
+        st.button(":material/refresh: Retry", key="retry-start")
+        return
+    session, runner = state.session, state.runner
+    if session.info.get("demo"):
+        st.info(
+            "**Demo mode:** the offline demo model is answering (no account, no network). "
+            "Set OPENAI_API_KEY or OPENAI_BASE_URL to use a real model.",
+            icon=":material/science:",
+        )
+    if flash := st.session_state.pop("flash", None):
+        st.warning(flash)
+    view = current_view()
+    now = open_thread_now(session, runner) if view == "chat" else None
+    if now is not None:
+        chat_input_box(session, runner, now)
+    sidebar(session, runner)
+    if view == "inbox":
+        inbox_page(session, runner)
+    elif view == "settings":
+        settings_page(session)
+    else:
+        chat_page(session, runner, now or open_thread_now(session, runner))
+
+
+def run() -> None:
+    try:
+        main()
+    except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
+        message, _kind, _retryable = describe_error(exc)
+        st.error(f"Something went wrong: {message}")
+        st.button(":material/refresh: Retry", key="retry-page")
+
+
+run()

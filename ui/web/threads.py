@@ -1,0 +1,146 @@
+"""The sidebar: navigation, the thread list, and actions on the open thread.
+
+The open thread lives in the URL (`?thread=...`) so a link or a reload resumes it;
+the page lives there too (`?view=inbox|settings`, chat by default).
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from graph import Runner, Session
+
+VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings"}
+
+
+_BADGES = {
+    "awaiting_approval": " :orange-badge[:material/front_hand: awaiting approval]",
+    "failed": " :red-badge[failed]",
+    "interrupted": " :red-badge[interrupted]",
+    "cancelled": " :gray-badge[stopped]",
+    "stopped": " :gray-badge[stopped]",
+}
+
+
+def current_thread() -> str | None:
+    return st.query_params.get("thread") or None
+
+
+def current_view() -> str:
+    view = st.query_params.get("view", "chat")
+    return view if view in VIEWS else "chat"
+
+
+def open_thread(thread_id: str | None, view: str = "chat") -> None:
+    st.query_params.clear()
+    if thread_id:
+        st.query_params["thread"] = thread_id
+    if view != "chat":
+        st.query_params["view"] = view
+
+
+def ago(ts: float) -> str:
+    seconds = max(0, time.time() - ts)
+    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
+def sidebar(session: Session, runner: Runner) -> None:
+    thread_id = current_thread()
+    with st.sidebar:
+        st.title(":material/security: Gatehouse")
+        waiting = len(session.awaiting_approval())
+        labels = {**VIEWS, "inbox": f"{VIEWS['inbox']} ({waiting})" if waiting else VIEWS["inbox"]}
+        view = current_view()
+        picked = st.radio("Page", list(VIEWS), index=list(VIEWS).index(view), format_func=labels.__getitem__,
+                          key=f"nav-{view}", label_visibility="collapsed")
+        if picked != view:
+            open_thread(thread_id, picked)
+            st.rerun()
+        if st.button(":material/add: New thread", use_container_width=True, key="new-thread"):
+            open_thread(None)
+            st.rerun()
+        _open_by_id(session)
+        st.subheader("Threads")
+        _thread_list(session, runner, thread_id)
+        if thread_id and session.exists(thread_id):
+            st.divider()
+            thread_actions(session, runner, thread_id)
+
+
+def _open_by_id(session: Session) -> None:
+    with st.form("open-by-id", clear_on_submit=True, border=False):
+        wanted = st.text_input("Open thread by id", placeholder="thread id", key="open-id")
+        if st.form_submit_button("Open") and wanted.strip():
+            if session.exists(wanted.strip()):
+                open_thread(wanted.strip())
+                st.rerun()
+            st.error(f"No thread {wanted.strip()!r}.")
+
+
+def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
+    threads = session.threads(limit=100)
+    if not threads:
+        st.caption("No threads yet: send a message to start one.")
+    for info in threads:
+        badge = _BADGES.get(info.status, "")
+        if runner.active(info.thread_id) is not None:
+            badge = " :blue-badge[running]"
+        label = f"{info.title}{badge}  \n:gray[{ago(info.updated_at)}]"
+        kind = "primary" if info.thread_id == current else "secondary"
+        if st.button(label, key=f"thread-{info.thread_id}", use_container_width=True, type=kind):
+            open_thread(info.thread_id)
+            st.rerun()
+
+
+def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
+    info = session.thread(thread_id)
+    st.subheader("This thread")
+    st.caption(f"id `{thread_id}`")
+    busy = runner.active(thread_id) is not None
+    with st.form(f"rename-{thread_id}", border=False):
+        title = st.text_input("Title", value=info.title if info else "")
+        if st.form_submit_button("Rename"):
+            session.rename(thread_id, title)
+            st.rerun()
+    usage = session.usage(thread_id)
+    if usage:
+        cost = f" · ${usage['cost']:.4f}" if usage.get("cost") else ""
+        st.caption(
+            f"tokens: {int(usage.get('input_tokens', 0))} in / {int(usage.get('output_tokens', 0))} out{cost}"
+        )
+    left, right = st.columns(2)
+    left.download_button(":material/download: Markdown", session.export(thread_id, "md"), file_name=f"{thread_id}.md",
+                         mime="text/markdown", key=f"export-md-{thread_id}")
+    right.download_button(":material/download: JSON", session.export(thread_id, "json"), file_name=f"{thread_id}.json",
+                          mime="application/json", key=f"export-json-{thread_id}")
+    _confirmed_action(":material/undo: Undo last turn", "Undo the last turn?", f"undo-{thread_id}", busy,
+                      lambda: session.undo(thread_id))
+    _confirmed_action(":material/delete: Delete thread", "Delete this thread for good?", f"delete-{thread_id}", busy,
+                      lambda: (session.delete(thread_id), open_thread(None)))
+
+
+def _confirmed_action(label: str, question: str, key: str, busy: bool, action: object) -> None:
+    asking = st.session_state.get("confirm") == key
+    if not asking:
+        if st.button(label, key=key, disabled=busy, use_container_width=True,
+                     help="Not while a run is active" if busy else None):
+            st.session_state["confirm"] = key
+            st.rerun()
+        return
+    st.warning(question)
+    yes, no = st.columns(2)
+    if yes.button("Yes", key=f"{key}-yes", type="primary"):
+        st.session_state.pop("confirm", None)
+        try:
+            action()  # type: ignore[operator]
+        except Exception as exc:  # noqa: BLE001 - a readable message, not a traceback page
+            st.session_state["flash"] = f"{label.split(': ', 1)[-1]} failed: {exc}"
+        st.rerun()
+    if no.button("Cancel", key=f"{key}-no"):
+        st.session_state.pop("confirm", None)
+        st.rerun()
