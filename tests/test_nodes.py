@@ -59,6 +59,9 @@ class MemoryJournal:
     def start(self, thread_id: str, call: Any) -> None:
         self.started.append(call["id"])
 
+    def restart(self, thread_id: str, call: Any, attempts: int) -> None:
+        self.started.append(call["id"])
+
     def finish(self, thread_id: str, call: Any, result: ToolMessage) -> None:
         self.rows[(thread_id, call["id"])] = _Finished(result)
 

@@ -34,7 +34,11 @@ class CallJournal(Protocol):
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None: ...
 
-    def start(self, thread_id: str, call: ToolCall) -> None: ...
+    def start(self, thread_id: str, call: ToolCall) -> None:
+        """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
+
+    def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
+        """Claim a crashed call again after "run again" for attempt `attempts`."""
 
     def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None: ...
 

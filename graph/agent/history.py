@@ -39,6 +39,24 @@ def last_ai(state: Mapping[str, Any]) -> AIMessage | None:
     return None
 
 
+def open_turn_before_new_input(messages: Sequence[AnyMessage]) -> tuple[int, list[AnyMessage]] | None:
+    """(index of the AI message, the messages that came in after it) when a model turn
+    still has calls without a ToolMessage and a client sent new input after it: a
+    crash inside a call, or a raw client that ignored a pending approval."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if not isinstance(msg, AIMessage):
+            continue
+        if not msg.tool_calls:
+            return None
+        answered = {m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
+        if all(c["id"] in answered for c in msg.tool_calls):
+            return None
+        later = [m for m in messages[i + 1 :] if not (isinstance(m, ToolMessage) and m.tool_call_id in answered)]
+        return (i, later) if any(isinstance(m, HumanMessage) for m in later) else None
+    return None
+
+
 def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
     """Tool calls of the last model turn that have no ToolMessage yet."""
     messages = state.get("messages") or []

@@ -25,6 +25,7 @@ from langchain_core.messages import (
     BaseMessage,
     BaseMessageChunk,
     RemoveMessage,
+    convert_to_messages,
     message_chunk_to_message,
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer
@@ -68,6 +69,26 @@ def _remember(result: list[AnyMessage], index: dict[str, int]) -> None:
             _indexes.popitem(last=False)
 
 
+def _with_stable_ids(state: list[AnyMessage], flat: list[Any]) -> list[Any]:
+    """Messages from `("user", "hi")` tuples or plain strings (raw `graph.invoke` input)
+    as message objects with ids. LangGraph stamps ids on message objects and dicts
+    only, and a message without an id can never be targeted (held back, removed).
+    The id is derived from the history so far, so every replay of the same writes
+    gives the same ids (a DeltaChannel replays its writes on each read)."""
+    out: list[Any] = []
+    taken = {m.id for m in state if isinstance(m, BaseMessage)}
+    for item in flat:
+        msg = item if isinstance(item, BaseMessage) else convert_to_messages([item])[0]
+        if msg.id is None:
+            n = len(state) + len(out)
+            while f"msg-{n}" in taken:
+                n += 1
+            msg = msg.model_copy(update={"id": f"msg-{n}"})
+        taken.add(msg.id)
+        out.append(msg)
+    return out
+
+
 def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessage]:
     flat: list[Any] = []
     for write in writes:
@@ -80,6 +101,8 @@ def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessag
             state, flat = [], flat[i + 1 :]
             break
     flat = [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in flat]
+    if any(not isinstance(m, BaseMessage) or m.id is None for m in flat):
+        flat = _with_stable_ids(state, flat)
     plain = all(
         isinstance(m, BaseMessage) and not isinstance(m, RemoveMessage) and m.id is not None for m in flat
     ) and (not state or isinstance(state[0], BaseMessage))

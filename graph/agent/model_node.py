@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graph.agent.context import RunContext, cancelled
+from graph.agent.context import RunContext, cancelled, model_call_limit
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
-from graph.agent.history import last_human_id
+from graph.agent.history import last_human_id, open_turn_before_new_input
 from graph.agent.message_merge import merge_messages
 from graph.agent.model_call import answer_invalid_calls, stream_reply
 from graph.agent.state import RUN_KEYS, AgentState, add_usage
@@ -31,23 +32,31 @@ def call_model(
     if not state.get("messages"):
         # A bare `Command(resume=...)` on a thread that never started: nothing to do.
         return {}
+    if (held := hold_new_input(state)) is not None:
+        return held
+    # Input held while calls were open joins the history now that each has its answer
+    # (same ids, after the answers).
+    released = list(state.get("held_messages") or [])
+    if released:
+        state = {**state, "messages": merge_messages(state["messages"], [released])}  # type: ignore[typeddict-item]
     update = fresh_run(state)
+    if released:
+        update.update(messages=released, held_messages=[])
     view: dict[str, Any] = {**state, **update}
     if cancelled(runtime):
         return {**update, **stop(STOPPED_BY_PERSON, "cancelled")}
     if view.get("stop_reason"):
         return update
-    if view.get("run_model_calls", 0) >= deps.max_model_calls:
-        reason = (
-            f"Stopped: this run reached its limit of {deps.max_model_calls} model calls. "
-            "Send a message to continue."
-        )
+    limit = model_call_limit(runtime, deps.max_model_calls)
+    if view.get("run_model_calls", 0) >= limit:
+        reason = f"Stopped: this run reached its limit of {limit} model calls. Send a message to continue."
         return {**update, **stop(reason, "stopped")}
     # Extra system text lives for one model call: the hooks write it afresh each time.
     hooked = deps.hooks.run("before_llm", {**view, "model_context": {}})
     update.update({"model_context": {}, **hooked})
     if hooked.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
+        update["messages"] = [*released, *hooked.get("messages", [])]
         return update
     view.update(update)
     history = state["messages"]
@@ -59,7 +68,7 @@ def call_model(
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if was_cancelled:
         update.update(stop(STOPPED_BY_PERSON, "cancelled"))
-    update["messages"] = [*hooked.get("messages", []), ai, *answer_invalid_calls(ai)]
+    update["messages"] = [*released, *hooked.get("messages", []), ai, *answer_invalid_calls(ai)]
     # A hook's own user message (a summary, a nudge) belongs to this run.
     update["run_message_id"] = last_human_id(history, view.get("run_message_id"))
     if ai.usage_metadata:
@@ -72,6 +81,21 @@ def call_model(
         update["run_usage"] = add_usage(view.get("run_usage"), usage)
         emit(ev.Usage, **usage)
     return update
+
+
+def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
+    """New input on a thread whose last model turn has calls without a result: take
+    it out of the history (kept in `held_messages`) so the open calls are decided
+    first, by the normal path (the policy, the review, the journal's outcome
+    question). Every tool call keeps exactly one result, right after it."""
+    found = open_turn_before_new_input(state["messages"])
+    if found is None:
+        return None
+    _, later = found
+    return {
+        "messages": [RemoveMessage(id=m.id) for m in later if m.id],
+        "held_messages": [*(state.get("held_messages") or []), *later],
+    }
 
 
 def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:

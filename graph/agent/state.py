@@ -73,6 +73,10 @@ class AgentState(TypedDict):
     stop_reason: NotRequired[str | None]
     stop_kind: NotRequired[str | None]
     continue_run: NotRequired[bool]
+    # Input that arrived while a model turn still had calls without a result (a crash
+    # inside a call, a raw client ignoring a pending approval): held out of the history
+    # until every call has its answer, then added back (graph/agent/model_node.py).
+    held_messages: NotRequired[list[AnyMessage]]
     # Extra system text for the next model call only (e.g. the date); not history.
     model_context: NotRequired[dict[str, str]]
     # Hooks' own bookkeeping, one entry per hook (e.g. how often `on_exit` nudged):

@@ -68,7 +68,12 @@ def run_call(task: ToolTask, config: RunnableConfig, deps: AgentDeps) -> dict[st
         status = "error"
     else:
         if journal is not None and journaled:
-            journal.start(thread_id, call)
+            # The claim is atomic in the database: of two runs resuming one approval at
+            # once, the second gets CallAlreadyStarted here and never runs the call.
+            if recorded is None:
+                journal.start(thread_id, call)
+            else:
+                journal.restart(thread_id, call, recorded.attempts)
             crash.crash_point("before_tool")
         msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools))
         status = "error" if msg.status == "error" else "ok"

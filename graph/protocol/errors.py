@@ -28,6 +28,11 @@ class AlreadyDecided(StaleDecision, RunInProgress):
     """Another run (a double click, another tab or process) is acting on this thread."""
 
 
+class CallAlreadyStarted(GatehouseError, RuntimeError):
+    """A tool call was already claimed by another run (two clients resumed the same
+    approval at once); this run did not execute it again."""
+
+
 class StorageError(GatehouseError, RuntimeError):
     """The database cannot be opened or used; the message names the file."""
 

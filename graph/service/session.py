@@ -254,7 +254,7 @@ class Session:
                 # be lost to a crash after the next one began, and it is also faster
                 # here than the thread handoff (bench/, BENCHMARKS.md).
                 for mode, chunk in self.agent.stream(
-                    payload, config, stream_mode=STREAM_MODES, context=RunContext(cancel=cancel), durability="sync"
+                    payload, config, stream_mode=STREAM_MODES, context=RunContext.with_cancel(cancel), durability="sync"
                 ):
                     if mode == "updates":
                         stop.see(chunk)

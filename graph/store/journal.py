@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, messages_from_dict
 
+from graph.protocol.errors import CallAlreadyStarted
 from graph.store.sqlite import connect_sqlite, immediate
 
 
@@ -101,15 +102,29 @@ class Journal:
         return [_entry(r) for r in rows]
 
     def start(self, thread_id: str, call: ToolCall) -> None:
-        """Record that the call is about to run (committed before it runs)."""
+        """Claim the call before it runs (committed before it runs). Atomic: a second
+        claimant (two clients resuming one approval at once) gets `CallAlreadyStarted`
+        and must not run it."""
         with self._tx() as c:
-            c.execute(
+            claimed = c.execute(
                 "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid) "
-                "VALUES (?, ?, ?, ?, 'started', ?, ?) ON CONFLICT(thread_id, tool_call_id) DO UPDATE SET "
-                "name=excluded.name, args_json=excluded.args_json, status='started', result_json=NULL, "
-                "started_at=excluded.started_at, finished_at=NULL, pid=excluded.pid, attempts=attempts+1",
+                "VALUES (?, ?, ?, ?, 'started', ?, ?) ON CONFLICT(thread_id, tool_call_id) DO NOTHING",
                 (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid()),
-            )
+            ).rowcount
+        if claimed != 1:
+            raise already_started(thread_id, call)
+
+    def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
+        """Claim a crashed call again, after a person chose "run again" for its attempt
+        number `attempts`: only one claimant of that attempt wins."""
+        with self._tx() as c:
+            claimed = c.execute(
+                "UPDATE gatehouse_journal SET args_json=?, started_at=?, pid=?, attempts=attempts+1 "
+                "WHERE thread_id=? AND tool_call_id=? AND status='started' AND attempts=?",
+                (_dumps(call["args"]), time.time(), os.getpid(), thread_id, call["id"], attempts),
+            ).rowcount
+        if claimed != 1:
+            raise already_started(thread_id, call)
 
     def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None:
         """Record the result; from now on the call is answered by this row."""
@@ -130,6 +145,13 @@ class Journal:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
+    return CallAlreadyStarted(
+        f"{call['name']} (call {call['id']}) was already started by another run on thread {thread_id}; "
+        "it was not run again here. Reload the thread to see its result."
+    )
 
 
 def _dumps(value: Any) -> str:

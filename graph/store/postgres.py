@@ -30,7 +30,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from graph.protocol.errors import RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo
-from graph.store.journal import Journal, JournalEntry, _dumps, _entry
+from graph.store.journal import Journal, JournalEntry, _dumps, _entry, already_started
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
 from graph.store.storage import Storage
 
@@ -173,14 +173,23 @@ class PgJournal(Journal):
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         with self._pool.connection() as conn:
-            conn.execute(
+            claimed = conn.execute(
                 "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid) "
-                "VALUES (%s, %s, %s, %s, 'started', %s, %s) ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET "
-                "name=excluded.name, args_json=excluded.args_json, status='started', result_json=NULL, "
-                "started_at=excluded.started_at, finished_at=NULL, pid=excluded.pid, "
-                "attempts=gatehouse_journal.attempts+1",
+                "VALUES (%s, %s, %s, %s, 'started', %s, %s) ON CONFLICT (thread_id, tool_call_id) DO NOTHING",
                 (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid()),
-            )
+            ).rowcount
+        if claimed != 1:
+            raise already_started(thread_id, call)
+
+    def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
+        with self._pool.connection() as conn:
+            claimed = conn.execute(
+                "UPDATE gatehouse_journal SET args_json=%s, started_at=%s, pid=%s, attempts=attempts+1 "
+                "WHERE thread_id=%s AND tool_call_id=%s AND status='started' AND attempts=%s",
+                (_dumps(call["args"]), time.time(), os.getpid(), thread_id, call["id"], attempts),
+            ).rowcount
+        if claimed != 1:
+            raise already_started(thread_id, call)
 
     def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None:
         payload = json.dumps(message_to_dict(result), default=str)
