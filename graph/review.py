@@ -112,11 +112,15 @@ def build_request(
     for call, verdict in calls:
         tool = tools[call["name"]]
         spec = spec_of(tool)
+        description = verdict.description or (
+            f"Tool execution requires approval\n\nTool: {call['name']}\nArgs: {json.dumps(call['args'], indent=2, default=str)}"
+        )
+        # First line: what the call may touch ("sandboxed · workspace writable · no network").
+        touches = _preview(spec.describe, call["args"]) if spec.describe is not None else None
         action: dict[str, Any] = {
             "name": call["name"],
             "args": call["args"],
-            "description": verdict.description
-            or f"Tool execution requires approval\n\nTool: {call['name']}\nArgs: {json.dumps(call['args'], indent=2, default=str)}",
+            "description": f"{touches}\n\n{description}" if touches else description,
             "tool_call_id": call["id"],
             "risk": spec.risk,
         }

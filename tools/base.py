@@ -3,8 +3,9 @@
 Every tool is an ordinary LangChain `BaseTool`; Gatehouse keeps its own facts in
 `tool.metadata["gatehouse"]` as a `ToolSpec`: the risk an approval card shows, the
 default policy (read-only tools run freely, everything else asks), whether running
-it twice is harmless, which argument policy conditions match on, and an optional
-preview of what the call will change.
+it twice is harmless, which argument policy conditions match on, an optional
+preview of what the call will change, and an optional one-line statement of what
+the call may touch.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class ToolSpec:
     # shell line with `;` or a pipe): glob/regex "allow" rules and pattern grants
     # never cover such a call, so `ls*` cannot let `ls; rm -rf x` through.
     compound: Callable[[dict[str, Any]], bool] | None = None
+    # The approval card's first line for a call: exactly what it may touch
+    # ("sandboxed · workspace writable · no network", "NOT sandboxed · …").
+    describe: Callable[[dict[str, Any]], str] | None = None
 
 
 # Tools that come from elsewhere (MCP servers, user code) ask by default.
@@ -53,6 +57,7 @@ def gatehouse_tool(
     preview: Preview | None = None,
     auto_allow: Callable[[dict[str, Any]], bool] | None = None,
     compound: Callable[[dict[str, Any]], bool] | None = None,
+    describe: Callable[[dict[str, Any]], str] | None = None,
     name: str | None = None,
 ) -> Any:
     """Turn a typed, documented function into a LangChain tool with a `ToolSpec`.
@@ -73,6 +78,7 @@ def gatehouse_tool(
                 preview=preview,
                 auto_allow=auto_allow,
                 compound=compound,
+                describe=describe,
             ),
         )
         return built
