@@ -34,7 +34,6 @@ import json
 import logging
 import math
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -44,6 +43,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+try:
+    import pwd
+except ImportError:  # Windows: no password database (and no sandbox)
+    pwd = None  # type: ignore[assignment]
 
 log = logging.getLogger("gatehouse.sandbox")
 
@@ -235,8 +239,7 @@ class Sandbox(ABC):
         if count_processes:
             steps.append(f"ulimit -u {self.limits.max_processes}")
         script = "; ".join(f"{s} 2>/dev/null" for s in steps) + '; exec "$@"'
-        shell = shutil.which("bash") or "/bin/sh"
-        return [shell, "-c", script, "gatehouse-limits", *argv]
+        return [system_shell(), "-c", script, "gatehouse-limits", *argv]
 
 
 class Unsandboxed(Sandbox):
@@ -507,8 +510,9 @@ def home_folders() -> list[Path]:
     $HOME), and /home and /root for everyone else's."""
     seen: list[Path] = []
     candidates = [os.environ.get("HOME", "")]
-    with contextlib.suppress(KeyError):
-        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    if pwd is not None:
+        with contextlib.suppress(KeyError):
+            candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
     candidates += ["/home", "/root"]
     for c in candidates:
         if c and os.path.isabs(c):
@@ -549,6 +553,12 @@ def safe_path(value: str, workspace: Path) -> str:
     return os.pathsep.join(kept) or DEFAULT_PATH
 
 
+def system_shell() -> str:
+    """bash from the system folders: one found through the user's PATH may live in the
+    home folder (hidden in the sandbox) or, with a careless PATH, in the workspace."""
+    return shutil.which("bash", path=DEFAULT_PATH) or shutil.which("sh", path=DEFAULT_PATH) or "/bin/sh"
+
+
 def _resolved(path: Path) -> Path | None:
     try:
         return path.expanduser().resolve()
@@ -562,6 +572,6 @@ def _within(path: Path, folder: Path) -> bool:
 
 def _user() -> str:
     try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return f"uid {os.getuid()}"
+        return pwd.getpwuid(os.getuid()).pw_name  # type: ignore[union-attr]
+    except (KeyError, AttributeError):
+        return os.environ.get("USERNAME") or os.environ.get("USER") or "the Gatehouse user"

@@ -10,9 +10,10 @@ on the `network` argument.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
-import shutil
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
@@ -23,7 +24,7 @@ from pydantic import Field
 from graph.tool_runner import stream_output
 from tools.allowlist import SHELL_SYNTAX, allowed_by_list, harden, listed
 from tools.base import gatehouse_tool
-from tools.sandbox import Access, Sandbox, choose_sandbox
+from tools.sandbox import Access, Sandbox, choose_sandbox, system_shell
 from tools.workspace import Workspace
 
 __all__ = ["allowed_by_list", "make_shell_tool"]
@@ -43,7 +44,7 @@ def make_shell_tool(
     output_cap: int = OUTPUT_CAP_CHARS,
     sandbox: Sandbox | None = None,
 ) -> BaseTool:
-    shell = shutil.which("bash") or "/bin/sh"
+    shell = system_shell()
     allow = list(allow)
     box = sandbox or choose_sandbox("auto", ws.root)
 
@@ -144,7 +145,8 @@ def _run(
                 break
             wait = min(POLL_S, deadline - now)
             if eof:  # every writer closed the pipe; the command may still run
-                time.sleep(wait)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=wait)
                 continue
             if not sel.select(timeout=wait):
                 continue
