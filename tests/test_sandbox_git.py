@@ -246,3 +246,22 @@ def test_hardened_git_still_shows_the_repository(mode: str, ws: Workspace, tmp_p
     assert "+three" in diff and diff.endswith("[exit code 0]")
     log = tool.invoke({"command": "git log --oneline"})
     assert "second" in log and "first" in log
+
+
+def test_a_config_that_cannot_be_listed_stops_the_command(
+    mode: str, ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An include that never ends (a FIFO): without the list of drivers, git does not run."""
+    import tools.allowlist as allowlist
+
+    repo = Repo(ws.root, tmp_path).create()
+    clean_filter(repo)
+    fifo = ws.root / ".git" / "never.cfg"
+    os.mkfifo(fifo)
+    repo.git("config", "include.path", "never.cfg")
+    tool = shell(mode, ws, allow=DEFAULT_SHELL_ALLOW)
+    repo.dirty_stat()
+    monkeypatch.setattr(allowlist, "GIT_CONFIG_TIMEOUT_S", 0.5)
+    with pytest.raises(allowlist.GitConfigUnreadable, match="cannot read the repository's git config"):
+        tool.invoke({"command": "git status"})
+    assert not repo.fired()

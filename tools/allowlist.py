@@ -86,6 +86,10 @@ _DRIVER_KEY = re.compile(r"^(filter|diff)\.(.+)\.(clean|smudge|process|required|
 GIT_CONFIG_TIMEOUT_S = 5.0
 
 
+class GitConfigUnreadable(RuntimeError):
+    """Listing the repository's config failed (an include that never ends ...)."""
+
+
 @dataclass(frozen=True)
 class Hardened:
     """An allow-listed command as it will run: maybe with extra flags, and extra
@@ -217,8 +221,10 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
             timeout=GIT_CONFIG_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.SubprocessError):
-        return {}
+    except (OSError, subprocess.SubprocessError) as exc:
+        # Fail closed: without the list, a filter the repository defines would run.
+        raise GitConfigUnreadable(f"cannot read the repository's git config to run git safely: {exc}") from exc
+    # A config git cannot parse (exit 128) stops the command itself just as early.
     overrides: dict[str, str] = {}
     for name in listing.stdout.splitlines():
         m = _DRIVER_KEY.match(name.strip())
