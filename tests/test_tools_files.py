@@ -19,6 +19,7 @@ from graph import Policy, ScriptedModel, ai, build_graph, tool_call
 from graph.service.config import Settings
 from graph.service.demo_model import DemoModel
 from graph.service.toolset import build_tools
+from tools import previews as pv
 from tools.base import spec_of
 from tools.files import make_file_tools
 from tools.previews import EditError
@@ -168,6 +169,28 @@ def test_delete_file_folder_and_symlink(ws: Workspace, tools: dict) -> None:
     assert sorted(p.name for p in ws.root.iterdir()) == ["keep.txt"]  # the link's target stays
     with pytest.raises(PathError, match="root"):
         delete.invoke({"path": ".", "recursive": True})
+
+
+def test_delete_file_removes_a_link_that_points_outside_and_keeps_its_target(
+    ws: Workspace, tools: dict, tmp_path: Path
+) -> None:
+    secret = tmp_path / "outside.txt"
+    secret.write_text("keep me")
+    (ws.root / "sub").mkdir()
+    (ws.root / "sub" / "door").symlink_to(secret)
+    (ws.root / "to-etc").symlink_to("/etc")
+    preview = spec_of(tools["delete_file"]).preview
+    assert preview is not None
+    assert preview({"path": "sub/door"}) == f"delete symlink sub/door -> {secret} (its target is kept)"
+    assert tools["delete_file"].invoke({"path": "sub/door"}) == "deleted sub/door (" + pv.size_text(len(str(secret))) + ")"
+    assert tools["delete_file"].invoke({"path": "to-etc"}).startswith("deleted to-etc")
+    assert not (ws.root / "sub" / "door").is_symlink() and not (ws.root / "to-etc").is_symlink()
+    assert secret.read_text() == "keep me" and Path("/etc/passwd").exists()
+    # Through a link that leads out, nothing is reached: not the link's target's contents.
+    (ws.root / "door2").symlink_to(tmp_path)
+    with pytest.raises(PathError, match="symlink that leads outside"):
+        tools["delete_file"].invoke({"path": "door2/outside.txt"})
+    assert secret.exists()
 
 
 def test_move_renames_moves_into_folders_and_never_overwrites_silently(ws: Workspace, tools: dict) -> None:

@@ -96,6 +96,31 @@ def test_get_to_an_allow_listed_host_runs_freely_anything_else_asks(http: BaseTo
     assert mode(http, {"url": "file:///etc/passwd"}) == "ask"
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "internal-admin.example"},  # another virtual host behind the same address
+        {"X-HTTP-Method-Override": "DELETE"},  # a GET the server treats as a DELETE
+        {"x-method-override": "PUT"},
+        {"X-HTTP-Method": "POST"},
+        {"Authorization": "Bearer abc"},  # speaks for someone
+        {"Cookie": "session=abc"},
+        {"X-Forwarded-For": "10.0.0.1"},
+        {"Content-Type": "application/json"},
+        {"Accept": "text/html", "X-Api-Key": "k"},  # one harmless header does not excuse another
+        {"Accept": "text/html\r\nX-Injected: 1"},
+    ],
+)
+def test_a_get_whose_headers_change_what_it_does_asks(http: BaseTool, base_url: str, headers: dict) -> None:
+    assert mode(http, {"url": f"{base_url}/page", "headers": headers}) == "ask"
+
+
+def test_a_get_with_only_negotiating_headers_stays_free(http: BaseTool, base_url: str) -> None:
+    headers = {"Accept": "application/json", "accept-language": "en", "If-None-Match": '"abc"', "Range": "bytes=0-99"}
+    assert mode(http, {"url": f"{base_url}/page", "headers": headers}) == "allow"
+    assert mode(http, {"url": f"{base_url}/page", "headers": {}}) == "allow"
+
+
 def test_allow_list_entries_match_hosts_subdomains_and_ports() -> None:
     allow = ["docs.python.org", "*.example.com", "localhost:8080"]
     assert host_allowed("https://docs.python.org/3/", allow)

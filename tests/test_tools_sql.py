@@ -78,6 +78,14 @@ def test_statements_that_only_read_run_freely(sql: BaseTool, query: str) -> None
         "ATTACH DATABASE 'other.db' AS other",
         "VACUUM",  # never reaches the authorizer: not proven to read
         "VACUUM INTO 'copy.db'",  # writes a file, even on a read-only connection
+        "VACUUM INTO (SELECT '/tmp/out.db')",  # the subquery looks like a read to the authorizer
+        "VACUUM main INTO (SELECT 'copy' || '.db')",
+        "VACUUM INTO (WITH p(x) AS (SELECT 'copy.db') SELECT x FROM p)",
+        "ATTACH (SELECT 'other.db') AS other",
+        "PRAGMA wal_checkpoint(TRUNCATE)",
+        "PRAGMA journal_mode = delete",
+        "PRAGMA journal_mode",  # compiles to a JournalMode instruction, as its setting form does
+        "PRAGMA optimize",
         "REINDEX",
         "ANALYZE",
         "SELECT load_extension('evil')",

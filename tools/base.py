@@ -26,6 +26,7 @@ def gatehouse_tool(
     preview: Preview | None = None,
     auto_allow: Callable[[dict[str, Any]], bool] | None = None,
     compound: Callable[[dict[str, Any]], bool] | None = None,
+    describe: Callable[[dict[str, Any]], str] | None = None,
     name: str | None = None,
 ) -> Any:
     """Turn a typed, documented function into a LangChain tool with a `ToolSpec`.
@@ -46,6 +47,7 @@ def gatehouse_tool(
                 preview=preview,
                 auto_allow=auto_allow,
                 compound=compound,
+                describe=describe,
             ),
         )
         return built

@@ -8,7 +8,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool
 from pydantic import Field
@@ -216,13 +216,22 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
         at = pv.line_of(text, text.index(old_text))
         return f"edited {rel}: replaced {count} occurrence(s), first at line {at}"
 
-    @gatehouse_tool(risk="write", match_arg="path", preview=lambda a: pv.preview_delete(ws, a))
+    def preview_delete(args: dict[str, Any]) -> str | None:
+        try:
+            link = _link_itself(ws, str(args.get("path", "")))
+        except PathError:
+            link = None
+        if link is not None:
+            return f"delete symlink {ws.relative(link)} -> {os.readlink(link)} (its target is kept)"
+        return pv.preview_delete(ws, args)
+
+    @gatehouse_tool(risk="write", match_arg="path", preview=preview_delete)
     def delete_file(
         path: PathArg,
         recursive: Annotated[bool, Field(description="Needed to delete a folder that is not empty")] = False,
     ) -> str:
         """Delete a file, a symlink (not its target) or a folder from the workspace."""
-        target = ws.resolve(path, must_exist=True, follow_final=False)
+        target = _link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
         rel = ws.relative(target)
         if target == ws.root:
             raise PathError("refusing to delete the workspace root itself")
@@ -268,3 +277,17 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
         return f"moved {ws.relative(src)} -> {ws.relative(dest)}"
 
     return [list_files, read_file, search_files, write_file, edit_file, delete_file, move_file]
+
+
+def _link_itself(ws: Workspace, path: str) -> Path | None:
+    """The symlink `path` names, when its folder is inside the workspace — wherever
+    the link points: deleting a link never touches its target, and a link that leads
+    out is exactly the one a person wants gone."""
+    if not isinstance(path, str) or not path.strip() or path.rstrip().endswith("/"):
+        return None
+    raw = Path(path.strip())
+    if raw.name in ("", ".", ".."):
+        return None
+    folder = ws.resolve(str(raw.parent), must_exist=True)
+    link = folder / raw.name
+    return link if link.is_symlink() and link != ws.root else None

@@ -1,5 +1,6 @@
-"""`http_request`: fetch a URL. A GET to an allow-listed host runs freely; any other
-host or method asks first. Redirects are followed only while they stay on the same
+"""`http_request`: fetch a URL. A GET to an allow-listed host, with no headers beyond
+a few that only negotiate the response (Accept …), runs freely; any other host,
+method or header asks first. Redirects are followed only while they stay on the same
 host or go to an allow-listed one, so an allowed host cannot bounce the call elsewhere.
 HTML comes back as readable text; every response is capped in time and size.
 """
@@ -27,6 +28,15 @@ USER_AGENT = "Gatehouse/0.1 (+tool http_request)"
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
 
+# Headers that only negotiate how a representation comes back. Anything else (Host,
+# X-HTTP-Method-Override, Authorization, Cookie, X-Forwarded-For …) can change what a
+# request does or whom it speaks for, so a GET carrying it asks.
+FREE_HEADERS = frozenset({
+    "accept", "accept-language", "accept-encoding", "cache-control", "if-none-match",
+    "if-modified-since", "range", "user-agent",
+})  # fmt: skip
+
+
 class HTTPToolError(ValueError):
     """A URL that cannot be fetched as asked (bad scheme, too big, network error)."""
 
@@ -50,6 +60,18 @@ def host_allowed(url: str, allow_hosts: Sequence[str]) -> bool:
         elif fnmatch.fnmatchcase(host, entry):
             return True
     return False
+
+
+def harmless_headers(headers: Any) -> bool:
+    """True when a GET with these headers is still just a fetch."""
+    if not headers:
+        return True
+    if not isinstance(headers, dict):
+        return False
+    return all(
+        isinstance(k, str) and k.strip().lower() in FREE_HEADERS and isinstance(v, str) and v.isprintable()
+        for k, v in headers.items()
+    )
 
 
 class _TextExtractor(HTMLParser):
@@ -110,6 +132,7 @@ def make_http_tool(
         return (
             args.get("method", "GET") in ("GET", "HEAD")
             and not args.get("body")
+            and harmless_headers(args.get("headers"))
             and host_allowed(str(args.get("url", "")), allow)
         )
 
@@ -135,7 +158,8 @@ def make_http_tool(
 
         HTML pages come back as readable text (scripts and styles removed). Bodies
         are capped at 2 MB and 20,000 characters. GETs to allow-listed hosts run at
-        once; other hosts and other methods wait for a person's approval.
+        once; other hosts, methods and headers (beyond Accept-like ones) wait for a
+        person's approval.
         """
         try:
             current = httpx.URL(url)

@@ -2,8 +2,9 @@
 
 Whether a statement only reads is decided by SQLite, never by matching text: the
 statement is compiled (`EXPLAIN`, which does not run it) on a read-only connection
-whose authorizer refuses every action that is not a read. A statement that passes
-runs freely, on that same kind of connection; anything else asks a person first and
+whose authorizer refuses every action that is not a read, and its compiled program
+must hold no writing instruction (`VACUUM INTO (SELECT …)` passes the authorizer as a
+SELECT but compiles to a Vacuum). A statement that passes runs freely, on that same kind of connection; anything else asks a person first and
 then runs on a normal connection.
 """
 
@@ -85,14 +86,29 @@ def reads_only(database: Path, query: str) -> bool:
     conn.set_authorizer(judge)
     try:
         # EXPLAIN compiles the statement (the authorizer sees every action) without running it.
-        conn.execute("EXPLAIN " + query)
+        program = conn.execute("EXPLAIN " + query).fetchall()
     except (sqlite3.Error, sqlite3.Warning):
         return False
     finally:
         conn.close()
-    # Some statements (VACUUM, VACUUM INTO a file, REINDEX) never reach the authorizer:
-    # only a statement SQLite saw as a SELECT or a reading PRAGMA counts as a read.
-    return bool(reads)
+    # Some statements (VACUUM, VACUUM INTO a file, REINDEX) never reach the authorizer,
+    # and a subquery inside them (`VACUUM INTO (SELECT '/x')`) looks like a read to it:
+    # only a statement SQLite saw as a SELECT or a reading PRAGMA, whose compiled
+    # program writes nothing (what sqlite3_stmt_readonly checks), counts as a read.
+    return bool(reads) and not any(_writes(op) for op in program)
+
+
+# Opcodes that change a database or a file. A write transaction (`Transaction` with
+# P2 != 0) covers ordinary writes to tables; the rest write without one.
+_WRITING_OPCODES = frozenset({
+    "Vacuum", "JournalMode", "Checkpoint", "IncrVacuum", "VUpdate", "VCreate", "VDestroy", "VBegin",
+    "ParseSchema", "CreateBtree", "Destroy", "OpenWrite", "SqlExec", "DropTable", "DropIndex", "DropTrigger",
+})  # fmt: skip
+
+
+def _writes(op: Sequence[Any]) -> bool:
+    # EXPLAIN rows: addr, opcode, p1, p2, p3, p4, p5, comment.
+    return op[1] in _WRITING_OPCODES or (op[1] == "Transaction" and op[3] != 0)
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], more: bool) -> str:

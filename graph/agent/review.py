@@ -110,12 +110,16 @@ def build_request(
     actions, configs = [], []
     for call, verdict in calls:
         spec = spec_of(tools[call["name"]])
+        description = verdict.description or (
+            f"Tool execution requires approval\n\nTool: {call['name']}\nArgs: {json.dumps(call['args'], indent=2, default=str)}"
+        )
+        # First line: what the call may touch ("sandboxed · workspace writable · no network").
+        touches = _preview(spec.describe, call["args"]) if spec.describe is not None else None
         actions.append(
             ActionRequest(
                 name=call["name"],
                 args=call["args"],
-                description=verdict.description
-                or f"Tool execution requires approval\n\nTool: {call['name']}\nArgs: {json.dumps(call['args'], indent=2, default=str)}",
+                description=f"{touches}\n\n{description}" if touches else description,
                 tool_call_id=call["id"],
                 risk=spec.risk,
                 preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,

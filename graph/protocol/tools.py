@@ -41,6 +41,9 @@ class ToolSpec:
     # shell line with `;` or a pipe): glob/regex "allow" rules and pattern grants
     # never cover such a call, so `ls*` cannot let `ls; rm -rf x` through.
     compound: Callable[[dict[str, Any]], bool] | None = None
+    # The approval card's first line for a call: exactly what it may touch
+    # ("sandboxed · workspace writable · no network", "NOT sandboxed · …").
+    describe: Callable[[dict[str, Any]], str] | None = None
 
 
 # Tools that come from elsewhere (MCP servers, user code) ask by default.

@@ -54,6 +54,7 @@ def open_session(settings: Settings | None = None, *, model: BaseChatModel | Non
     # Here, not at the top: LangGraph Server builds the agent without them.
     from graph.service.session import Session
     from graph.store import open_storage
+    from tools.sandbox import announce
 
     settings = settings or load_settings()
     storage = open_storage(settings.db)
@@ -70,6 +71,7 @@ def open_session(settings: Settings | None = None, *, model: BaseChatModel | Non
             "demo": demo,
             "db": storage.location,
             "workspace": settings.workspace,
+            "sandbox": announce(settings.shell_sandbox),  # logs a warning when not sandboxed
             "policy": Policy.from_mapping(settings.policy).summary(tools),
         },
     )

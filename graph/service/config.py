@@ -38,6 +38,15 @@ class Settings:
     # Tools
     shell_allow: list[str] = field(default_factory=lambda: list(DEFAULT_SHELL_ALLOW))
     shell_timeout_s: float = 60.0
+    # run_command's sandbox (tools/sandbox.py): "auto" (bubblewrap when it works here),
+    # "require" (refuse commands without it), "off"; variables passed in by name;
+    # extra paths hidden, paths shown read-only inside hidden ones (~/.cargo); limits.
+    shell_sandbox: str = "auto"
+    shell_env: list[str] = field(default_factory=list)
+    shell_hide: list[str] = field(default_factory=list)
+    shell_show: list[str] = field(default_factory=list)
+    shell_memory_mb: int = 4096
+    shell_max_processes: int = 512
     sql_database: str | None = None
     http_allow_hosts: list[str] = field(default_factory=list)
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -65,6 +74,7 @@ _ENV = {
     "OPENAI_API_KEY": "api_key",
     "GATEHOUSE_MAX_MODEL_CALLS": "max_model_calls",
     "GATEHOUSE_SQL_DATABASE": "sql_database",
+    "GATEHOUSE_SHELL_SANDBOX": "shell_sandbox",
 }
 
 
@@ -89,11 +99,15 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
         values["base_url"] = env["GATEHOUSE_MODEL_BASE_URL"]
     try:
         settings = Settings(**values, source=source)
+        if settings.shell_sandbox not in ("auto", "require", "off"):
+            raise ValueError(f"shell_sandbox must be auto, require or off, not {settings.shell_sandbox!r}")
         return replace(
             settings,
             temperature=float(settings.temperature),
             max_model_calls=int(settings.max_model_calls),
             shell_timeout_s=float(settings.shell_timeout_s),
+            shell_memory_mb=int(settings.shell_memory_mb),
+            shell_max_processes=int(settings.shell_max_processes),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad setting: {exc}") from exc

@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool
 from graph.service.config import Settings
 from tools.files import make_file_tools
 from tools.http import make_http_tool
+from tools.sandbox import Limits, Sandbox, choose_sandbox, database_paths
 from tools.shell import make_shell_tool
 from tools.sql import make_sql_tool
 from tools.workspace import Workspace
@@ -32,7 +33,9 @@ def build_tools(settings: Settings) -> list[BaseTool]:
     ws = Workspace(settings.workspace)
     tools: list[BaseTool] = [
         *make_file_tools(ws),
-        make_shell_tool(ws, allow=settings.shell_allow, timeout_s=settings.shell_timeout_s),
+        make_shell_tool(
+            ws, allow=settings.shell_allow, timeout_s=settings.shell_timeout_s, sandbox=_sandbox(settings, ws)
+        ),
         make_http_tool(settings.http_allow_hosts),
     ]
     if settings.sql_database:
@@ -40,6 +43,20 @@ def build_tools(settings: Settings) -> list[BaseTool]:
     if settings.mcp_servers:
         tools.extend(_mcp_tools(settings, {t.name for t in tools}))
     return tools
+
+
+def _sandbox(settings: Settings, ws: Workspace) -> Sandbox:
+    # Gatehouse's own secrets on disk: the database (threads, approvals) and the config
+    # file (it may hold an API key).
+    private = [*database_paths(settings.db, ws.root), *([settings.source] if settings.source else [])]
+    return choose_sandbox(
+        settings.shell_sandbox,
+        ws.root,
+        hide=[*private, *settings.shell_hide],
+        show=settings.shell_show,
+        env_names=settings.shell_env,
+        limits=Limits(memory_mb=settings.shell_memory_mb, max_processes=settings.shell_max_processes),
+    )
 
 
 def mcp_errors() -> dict[str, str]:

@@ -1,0 +1,253 @@
+"""Which commands `run_command` may run without asking, and how they are made to
+stay what they look like.
+
+A command runs freely only when the *parsed* command is one simple command with an
+allow-listed prefix: no `;`, `&&`, pipes, redirections, substitutions or newlines, no
+argument that reaches outside the workspace (`cat /etc/passwd`, `ls ..`, `cat ~/.ssh/…`,
+a glob that matches a FIFO), no form that never ends (`tail -f`), no option that writes
+a file or runs a program (`--output`, `--ext-diff`).
+
+Looking harmless is not enough: `git status` runs whatever `core.fsmonitor` in the
+workspace's `.git/config` names, and a workspace may hold an untrusted repository. So
+every command that starts with an allow-listed prefix — whoever approved it — runs
+`hardened`: read-only workspace, no network (tools/sandbox.py), and for git a config
+that switches off every way a repository names a program to run:
+
+  fixed keys     core.fsmonitor, core.hooksPath (+ no optional index writes, so no
+                 post-index-change hook), core.pager, core.editor, sequence.editor,
+                 core.sshCommand + protocol.allow=never, credential.helper, gpg.*.program,
+                 log.showSignature, core.attributesFile, safe.bareRepository, submodules
+                 ignored (their own configs are never read); no system or global config;
+  named drivers  every `filter.<x>.clean/smudge/process` the repository's config
+                 defines (includes followed) is emptied, `diff.<x>.textconv` becomes
+                 `cat`, external diff commands `false`;
+  arguments      `git diff/log/show` get `--no-ext-diff --no-textconv`; `--ext-diff`,
+                 `--textconv` and `git status -v` (a textconv diff) are not free.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tools.sandbox import DEFAULT_PATH, safe_path
+from tools.workspace import PathError, Workspace
+
+# Characters that make a command more than one simple command, or expand to one.
+SHELL_SYNTAX = set(";&|<>()`$\n\r\\{}!")
+GLOB_CHARS = set("*?[")
+# Options of otherwise read-only commands that write files or run programs. A prefix
+# also catches an abbreviation (`--ext` for `--ext-diff`).
+WRITING_OPTIONS = ("--output", "--ext", "--textc", "--exec", "-exec", "--upload-pack", "--config-env")
+# git subcommands that diff, and so would run external diff and textconv drivers.
+GIT_DIFFING = frozenset({"diff", "log", "show", "whatchanged"})
+GIT_SAFE_FLAGS = ("--no-ext-diff", "--no-textconv")
+# Command-line scope: wins over the repository's config (and anything it includes).
+GIT_SAFE_CONFIG = {
+    "core.fsmonitor": "false",
+    "core.hooksPath": "/dev/null",
+    "core.pager": "cat",
+    "core.editor": ":",  # ":" is git's "no editor"
+    "sequence.editor": ":",
+    "core.sshCommand": "ssh",
+    "core.askPass": "",
+    "core.attributesFile": "/dev/null",
+    "credential.helper": "",  # an empty value clears the list of helpers
+    "protocol.allow": "never",  # no transport: no ssh, no remote helpers
+    "gpg.program": "gpg",
+    "gpg.ssh.program": "ssh-keygen",
+    "gpg.x509.program": "gpgsm",
+    "log.showSignature": "false",
+    "safe.bareRepository": "explicit",  # a bare repository planted in the workspace is ignored
+    "diff.ignoreSubmodules": "all",  # a submodule's own config is never read
+    "submodule.recurse": "false",
+    "status.submoduleSummary": "false",
+    "gc.auto": "0",
+    "maintenance.auto": "false",
+}
+GIT_SAFE_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_OPTIONAL_LOCKS": "0",  # status does not rewrite the index (and so runs no hook)
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": ":",
+    "GIT_SEQUENCE_EDITOR": ":",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+_DRIVER_KEY = re.compile(r"^(filter|diff)\.(.+)\.(clean|smudge|process|required|textconv|command)$")
+GIT_CONFIG_TIMEOUT_S = 5.0
+
+
+class GitConfigUnreadable(RuntimeError):
+    """Listing the repository's config failed (an include that never ends ...)."""
+
+
+@dataclass(frozen=True)
+class Hardened:
+    """An allow-listed command as it will run: maybe with extra flags, and extra
+    environment (git's overrides)."""
+
+    command: str
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def listed(command: str, allow: Sequence[str]) -> list[str] | None:
+    """The allow-list entry `command` starts with (as tokens), when it is one simple
+    command; judged on the text alone, so the same at review and at run time."""
+    if not command.strip() or any(ch in SHELL_SYNTAX for ch in command):
+        return None
+    try:
+        tokens = shlex.split(command, comments=False, posix=True)
+    except ValueError:  # unbalanced quotes
+        return None
+    for entry in allow:
+        prefix = shlex.split(entry)
+        if prefix and tokens[: len(prefix)] == prefix:
+            return prefix
+    return None
+
+
+def allowed_by_list(command: str, allow: Sequence[str], ws: Workspace) -> bool:
+    """True when `command` may run without asking: a listed simple command whose
+    every argument stays in the workspace, that ends by itself."""
+    prefix = listed(command, allow)
+    if prefix is None:
+        return False
+    tokens = shlex.split(command, comments=False, posix=True)
+    rest = tokens[len(prefix) :]
+    return not never_ending(tokens) and not _risky_git_option(tokens) and all(_harmless_arg(t, ws) for t in rest)
+
+
+def never_ending(tokens: Sequence[str]) -> bool:
+    """Forms that wait for more input forever: `tail -f`, `-F`, `--follow`, `-5f`, `+1f`."""
+    if not tokens or os.path.basename(tokens[0]) != "tail":
+        return False
+    for t in tokens[1:]:
+        if t == "--":
+            break
+        if t.startswith("--"):
+            if t.startswith(("--f", "--retry", "--pid")):  # any abbreviation of --follow
+                return True
+        elif t.startswith(("-", "+")) and ("f" in t or "F" in t):
+            return True
+    return False
+
+
+def _risky_git_option(tokens: Sequence[str]) -> bool:
+    """`-c` sets config that would win over the hardening; `git status -v` shows a
+    diff through textconv drivers and status takes no --no-textconv."""
+    if len(tokens) < 2 or os.path.basename(tokens[0]) != "git":
+        return False
+    if "-c" in tokens:
+        return True
+    if tokens[1] != "status":
+        return False
+    for t in tokens[2:]:
+        if t.startswith("--") and len(t) > 3 and "--verbose".startswith(t.split("=")[0]):
+            return True
+        if t.startswith("-") and not t.startswith("--") and "v" in t:
+            return True
+    return False
+
+
+def _harmless_arg(token: str, ws: Workspace) -> bool:
+    if token.startswith(WRITING_OPTIONS) or token.startswith("~") or "=~" in token or ":~" in token:
+        return False  # writes a file, runs a program, or the shell would expand ~ to the home folder
+    if token.startswith("-"):
+        if "=" not in token:
+            return True  # a plain flag such as -la
+        token = token.split("=", 1)[1]
+    if any(seg.startswith(".") and GLOB_CHARS & set(seg) for seg in token.split("/")):
+        return False  # `.*` may match `..` in older bash
+    try:
+        ws.resolve(token)  # absolute paths, `..` and symlinks that lead out are refused
+    except PathError:
+        return False
+    if GLOB_CHARS & set(token):
+        # What the shell will expand it to: each match must be a plain file or folder
+        # (a FIFO would block `cat *` until the timeout) inside the workspace.
+        for match in glob.glob(token, root_dir=ws.root):
+            try:
+                real = ws.resolve(match)
+                mode = os.stat(real).st_mode if real.exists() else stat.S_IFREG
+            except (PathError, OSError):
+                return False
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return False
+    return True
+
+
+def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None:
+    """How a listed command runs (None: not listed, runs as approved)."""
+    prefix = listed(command, allow)
+    if prefix is None:
+        return None
+    tokens = shlex.split(command, comments=False, posix=True)
+    if os.path.basename(tokens[0]) != "git":
+        return Hardened(command)
+    env = dict(GIT_SAFE_ENV)
+    overrides = {**GIT_SAFE_CONFIG, **_driver_overrides(ws, env)}
+    env["GIT_CONFIG_COUNT"] = str(len(overrides))
+    for i, (key, value) in enumerate(overrides.items()):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    if len(tokens) > 1 and tokens[1] in GIT_DIFFING:
+        command = f"{shlex.join(tokens[:2])} {' '.join(GIT_SAFE_FLAGS)} {_after_tokens(command, 2)}".rstrip()
+    return Hardened(command, env)
+
+
+def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
+    """Empty every driver the repository's config defines: their names are the
+    repository's choice, so they cannot be listed in advance."""
+    path = safe_path(os.environ.get("PATH", DEFAULT_PATH), ws.root)
+    git = shutil.which("git", path=path)
+    if git is None:
+        return {}
+    try:
+        listing = subprocess.run(
+            [git, "config", "--name-only", "--list"],
+            cwd=ws.root,
+            env={"PATH": path, "HOME": "/nonexistent", **env},
+            capture_output=True,
+            text=True,
+            timeout=GIT_CONFIG_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        # Fail closed: without the list, a filter the repository defines would run.
+        raise GitConfigUnreadable(f"cannot read the repository's git config to run git safely: {exc}") from exc
+    # A config git cannot parse (exit 128) stops the command itself just as early.
+    overrides: dict[str, str] = {}
+    for name in listing.stdout.splitlines():
+        m = _DRIVER_KEY.match(name.strip())
+        if not m:
+            if name.strip() == "diff.external":
+                overrides[name.strip()] = "false"
+            continue
+        section, driver, key = m.groups()
+        base = f"{section}.{driver}"
+        if section == "filter":
+            overrides.update({f"{base}.clean": "", f"{base}.smudge": "", f"{base}.process": "", f"{base}.required": "false"})
+        elif key == "textconv":
+            overrides[f"{base}.textconv"] = "cat"
+        elif key == "command":
+            overrides[f"{base}.command"] = "false"
+    return overrides
+
+
+def _after_tokens(command: str, n: int) -> str:
+    """The raw text of `command` after its first `n` shell words."""
+    lexer = shlex.shlex(command, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    for _ in range(n):
+        lexer.get_token()
+    return command[lexer.instream.tell() :]

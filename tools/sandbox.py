@@ -1,0 +1,577 @@
+"""Where `run_command` runs a command: a bubblewrap sandbox on Linux, or — where there
+is none — the plain process, said out loud on every approval card.
+
+`Bubblewrap` starts `bwrap` itself with an allow-listed environment (never the
+Gatehouse environment: in a new PID namespace `/proc/1/environ` is bwrap's own) and:
+
+  namespaces   user, pid, ipc, uts, cgroup, net (`--share-net` only when a call is
+               granted the network); no new user namespaces inside; all capabilities
+               dropped (bwrap keeps them when started by root); `--new-session`.
+  filesystem   `/` read-only; fresh `/proc`, minimal `/dev`; private `/tmp`,
+               `/var/tmp`, `/run` (sockets such as docker.sock, D-Bus and agents live
+               there); every home folder hidden by an empty tmpfs; the Gatehouse
+               database and config hidden; the workspace bound read-write (read-only
+               for allow-listed commands). Later mounts layer over earlier ones, so a
+               workspace inside a hidden home is still there.
+  limits       CPU seconds, data segment size and core dumps by `ulimit` in the
+               sandbox; process count by `ulimit -u` (real only for non-root: the
+               kernel never applies RLIMIT_NPROC to uid 0) AND by a watchdog that
+               counts the sandbox's `/proc` and kills it when over; tmpfs sizes.
+  lifetime     `--die-with-parent`: the sandbox's PID 1 dies with bwrap, bwrap with
+               its parent thread — also when Gatehouse is SIGKILLed — and a PID
+               namespace dies whole with its PID 1.
+
+`Unsandboxed` runs the same wrapper in the plain process: same environment allow
+list and ulimits, nothing else. Availability is detected once per process: `bwrap`
+on PATH AND a trial run works (containers without user namespaces fail it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import math
+import os
+import shutil
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+try:
+    import pwd
+except ImportError:  # Windows: no password database (and no sandbox)
+    pwd = None  # type: ignore[assignment]
+
+log = logging.getLogger("gatehouse.sandbox")
+
+SandboxMode = Literal["auto", "require", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "require", "off")
+
+# The environment a command gets: these names (when set) plus what the config names.
+ENV_ALLOW = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME")
+ENV_ALLOW_PREFIXES = ("LC_",)
+FIXED_ENV = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Never hidden, whatever a home folder or a config entry says: hiding them breaks
+# every command, and none of them is anyone's private folder.
+SYSTEM_DIRS = frozenset(
+    Path(p) for p in ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/opt", "/proc",
+                      "/sbin", "/sys", "/usr", "/var", "/srv", "/mnt", "/media")
+)  # fmt: skip
+# Secrets of the machine that only root can read. The sandbox runs as the Gatehouse
+# user: started by root it can read whatever root can outside the hidden places, so
+# these at least are hidden. (Run Gatehouse as an ordinary user.)
+ROOT_ONLY_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+                     "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key")  # fmt: skip
+WATCH_EVERY_S = 0.05
+PROBE_TIMEOUT_S = 10.0
+
+
+class SandboxUnavailable(RuntimeError):
+    """The config requires the sandbox and this machine cannot provide one."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Approximate per-command limits. `cpu_s` None: the wall-clock timeout times the
+    cores, a backstop for a process that outlives its group (the timeout is the real
+    bound); per process, as RLIMIT_CPU is."""
+
+    memory_mb: int = 4096  # RLIMIT_DATA per process: heap and private mappings
+    max_processes: int = 512
+    cpu_s: int | None = None
+    tmpfs_mb: int = 1024  # each private /tmp, /var/tmp, home (RAM-backed)
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one command may touch beyond reading."""
+
+    writable: bool = True  # the workspace
+    network: bool = False
+
+
+@dataclass(frozen=True)
+class Support:
+    """What this machine's bubblewrap can do, found by `detect_bubblewrap`."""
+
+    path: str | None
+    version: str = ""
+    reason: str = ""  # why it is unusable; empty when usable
+    disable_userns: bool = False
+    tmpfs_size: bool = False
+
+    @property
+    def usable(self) -> bool:
+        return self.path is not None and not self.reason
+
+
+class Running:
+    """A started command: its process, a watchdog for the process count, and a stop
+    that takes the whole tree down."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], info_fd: int | None = None, max_processes: int | None = None):
+        self.proc = proc
+        self._info_fd = info_fd
+        self._info = b""
+        self._sandbox_pid: int | None = None
+        # A pidfd names the sandbox's PID 1 even after its number is reused.
+        self._pidfd: int | None = None
+        self._max = max_processes
+        self._checked = 0.0
+
+    def over_limit(self) -> str | None:
+        """Why the command must be stopped now (too many processes), or None."""
+        if self._max is None:
+            return None
+        now = time.monotonic()
+        if now - self._checked < WATCH_EVERY_S:
+            return None
+        self._checked = now
+        pid = self._read_info()
+        if pid is None:
+            return None
+        sandbox_proc = f"/proc/{pid}/root/proc"
+        try:
+            # Until bwrap has pivoted into the sandbox its root is still the host's,
+            # whose /proc (same device) lists every process of the machine.
+            if os.stat(sandbox_proc).st_dev == os.stat("/proc").st_dev:
+                return None
+            # The sandbox's own /proc lists exactly the processes of its PID namespace.
+            count = sum(1 for name in os.listdir(sandbox_proc) if name.isdigit())
+        except OSError:
+            return None
+        # PID 1 is bwrap's reaper, not the command's.
+        if count - 1 > self._max:
+            return f"more than {self._max} processes"
+        return None
+
+    def stop(self) -> None:
+        """Kill everything the command started. In a sandbox, killing its PID 1 makes
+        the kernel kill every process of the namespace; the group kill covers bwrap
+        itself and, unsandboxed, the command's process group."""
+        self._read_info()
+        if self._pidfd is not None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        elif self._sandbox_pid is not None and self.proc.poll() is None:
+            # No pidfd (old kernel): while bwrap runs, its child's PID is still its own.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self._sandbox_pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        for fd in (self._info_fd, self._pidfd):
+            if fd is not None:
+                os.close(fd)
+        self._info_fd = self._pidfd = None
+
+    def _read_info(self) -> int | None:
+        """bwrap's `--info-fd` names the sandbox's PID 1 (as seen from outside)."""
+        if self._sandbox_pid is None and self._info_fd is not None:
+            try:
+                while chunk := os.read(self._info_fd, 4096):
+                    self._info += chunk
+            except BlockingIOError:
+                pass
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                self._sandbox_pid = int(json.loads(self._info)["child-pid"])
+            if self._sandbox_pid is not None and hasattr(os, "pidfd_open"):
+                with contextlib.suppress(OSError):
+                    self._pidfd = os.pidfd_open(self._sandbox_pid)
+        return self._sandbox_pid
+
+
+class Sandbox(ABC):
+    """How commands are started, and the one line an approval card shows about it."""
+
+    sandboxed: bool
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        env_names: Sequence[str] = (),
+        limits: Limits = Limits(),
+        source_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.env_names = tuple(env_names)
+        self.limits = limits
+        # Read at each start (tests and embedding apps change os.environ).
+        self._source_env = source_env
+
+    @abstractmethod
+    def describe(self, access: Access) -> str:
+        """Exactly what a command with `access` may touch, for the approval card."""
+
+    @abstractmethod
+    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+        """Start `argv` in the workspace; stdout and stderr merged into `proc.stdout`."""
+
+    # -- shared by both --------------------------------------------------------
+
+    def environment(self, home: str, extra: Mapping[str, str]) -> dict[str, str]:
+        """The allow-listed environment: never the Gatehouse environment minus a
+        deny list (a secret under an innocent name would get through)."""
+        source = os.environ if self._source_env is None else self._source_env
+        names = set(ENV_ALLOW) | set(self.env_names)
+        env = {k: v for k, v in source.items() if k in names or k.startswith(ENV_ALLOW_PREFIXES)}
+        env["PATH"] = safe_path(env.get("PATH", DEFAULT_PATH), self.workspace)
+        env["HOME"] = home
+        env.update(FIXED_ENV)
+        env.update(extra)
+        return env
+
+    def wrap(self, argv: Sequence[str], timeout_s: float, *, count_processes: bool) -> list[str]:
+        """`argv` behind a bash that sets the limits first (no `preexec_fn`: forking
+        a threaded Python with one is unsafe)."""
+        cpu = self.limits.cpu_s or math.ceil(timeout_s * (os.cpu_count() or 1)) + 1
+        steps = ["ulimit -c 0", f"ulimit -t {cpu}", f"ulimit -d {self.limits.memory_mb * 1024}"]
+        if count_processes:
+            steps.append(f"ulimit -u {self.limits.max_processes}")
+        script = "; ".join(f"{s} 2>/dev/null" for s in steps) + '; exec "$@"'
+        return [system_shell(), "-c", script, "gatehouse-limits", *argv]
+
+
+class Unsandboxed(Sandbox):
+    """No isolation: the command runs as the Gatehouse user, with the environment
+    allow list and ulimits, and full access to files and network."""
+
+    sandboxed = False
+
+    def describe(self, access: Access) -> str:
+        return f"NOT sandboxed · full access as {_user()}"
+
+    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+        env = self.environment(os.path.expanduser("~"), extra_env)
+        proc = subprocess.Popen(
+            # No `ulimit -u` here: outside a user namespace it counts every process of
+            # the user, so a busy desktop would make every fork fail.
+            self.wrap(argv, timeout_s, count_processes=False),
+            cwd=self.workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # one process group: stop() kills its children too
+        )
+        return Running(proc)
+
+
+class Refusing(Unsandboxed):
+    """`shell_sandbox = "require"` on a machine without a working bubblewrap."""
+
+    def __init__(self, workspace: Path, reason: str, **kwargs: object) -> None:
+        super().__init__(workspace, **kwargs)  # type: ignore[arg-type]
+        self.reason = reason
+
+    def describe(self, access: Access) -> str:
+        return f"NOT sandboxed · will be refused: the sandbox is required and {self.reason}"
+
+    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+        raise SandboxUnavailable(
+            f"run_command refused: shell_sandbox = \"require\" and {self.reason}. Install bubblewrap "
+            "(Debian/Ubuntu: apt install bubblewrap) where user namespaces work, or set "
+            "shell_sandbox = \"auto\" to run commands without a sandbox."
+        )
+
+
+class Bubblewrap(Sandbox):
+    sandboxed = True
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        support: Support,
+        hide: Iterable[str | os.PathLike[str]] = (),
+        show: Iterable[str | os.PathLike[str]] = (),
+        **kwargs: object,
+    ) -> None:
+        super().__init__(workspace, **kwargs)  # type: ignore[arg-type]
+        if not support.usable or support.path is None:
+            raise SandboxUnavailable(f"bubblewrap is not usable: {support.reason or 'not found'}")
+        self.support = support
+        self.hide = [Path(p).expanduser() for p in hide]
+        self.show = [Path(p).expanduser() for p in show]
+
+    def describe(self, access: Access) -> str:
+        ws = "workspace writable" if access.writable else "workspace read-only"
+        net = "NETWORK ALLOWED (any host, this machine included)" if access.network else "no network"
+        return f"sandboxed · {ws} · {net}"
+
+    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+        homes = home_folders()
+        # HOME: the user's home folder, hidden — an empty, writable, throwaway tmpfs.
+        home = str(homes[0]) if homes and homes[0].is_dir() and homes[0] not in SYSTEM_DIRS else "/tmp"
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        try:
+            command = [
+                *self.arguments(access, homes, info_fd=write_fd),
+                "--",
+                *self.wrap(argv, timeout_s, count_processes=True),
+            ]
+            proc = subprocess.Popen(
+                command,
+                env=self.environment(home, extra_env),  # bwrap's own env is visible as PID 1's
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        return Running(proc, info_fd=read_fd, max_processes=self.limits.max_processes)
+
+    def arguments(self, access: Access, homes: Sequence[Path], *, info_fd: int | None = None) -> list[str]:
+        """bwrap's options, mounts in order: later mounts layer over earlier ones."""
+        ws = self.workspace.resolve()
+        args = [*namespace_arguments(self.support, network=access.network), *BASE_MOUNTS]
+        for private in (Path("/tmp"), Path("/var/tmp"), Path("/run")):
+            if private.is_dir() and not private.is_symlink():
+                args += self._tmpfs(private)
+        hidden_dirs, hidden_files = self._hidden(homes)
+        for d in hidden_dirs:
+            if not _within(d, ws) or d == ws:
+                args += self._tmpfs(d)
+        for f in hidden_files:
+            if not _within(f, ws):
+                args += ["--ro-bind", "/dev/null", str(f)]
+        for p in self.show:
+            if p.exists():
+                real = p.resolve()
+                args += ["--ro-bind", str(real), str(real)]
+        if access.network:
+            # /etc/resolv.conf often links into /run (systemd-resolved), hidden above.
+            resolv = Path("/etc/resolv.conf")
+            if resolv.is_symlink() and resolv.exists():
+                real = resolv.resolve()
+                args += ["--ro-bind", str(real), str(real)]
+        args += ["--bind" if access.writable else "--ro-bind", str(ws), str(ws)]
+        # What is hidden inside the workspace (a database kept there) goes over it.
+        for d in hidden_dirs:
+            if _within(d, ws) and d != ws:
+                args += self._tmpfs(d)
+        for f in hidden_files:
+            if _within(f, ws):
+                args += ["--ro-bind", "/dev/null", str(f)]
+        args += ["--chdir", str(ws)]
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
+        return args
+
+    def _tmpfs(self, path: Path) -> list[str]:
+        size = ["--size", str(self.limits.tmpfs_mb * 1024 * 1024)] if self.support.tmpfs_size else []
+        return [*size, "--tmpfs", str(path)]
+
+    def _hidden(self, homes: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+        """Existing folders to cover with an empty tmpfs (outermost first, so an inner
+        one is not buried by an outer one) and files to cover with /dev/null. What a
+        hidden folder already covers is skipped, except the user's home: HOME must
+        exist (and be writable) in the sandbox."""
+        ws = self.workspace.resolve()
+        home = _resolved(homes[0]) if homes else None
+        candidates = []
+        machine = [Path(p) for p in ROOT_ONLY_SECRETS if os.access(p, os.R_OK)]
+        for raw in [*homes, *self.hide, *machine]:
+            path = _resolved(raw)
+            if path is not None and path not in SYSTEM_DIRS and path.exists() and path not in candidates:
+                candidates.append(path)
+        dirs = sorted((p for p in candidates if p.is_dir()), key=lambda p: len(p.parts))
+        files = [p for p in candidates if not p.is_dir()]
+
+        def covered(path: Path, by: list[Path]) -> bool:
+            return path != home and not _within(path, ws) and any(_within(path, d) and path != d for d in by)
+
+        kept: list[Path] = []
+        for d in dirs:
+            if not covered(d, kept):
+                kept.append(d)
+        return kept, [f for f in files if not covered(f, kept)]
+
+
+BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+
+
+def namespace_arguments(support: Support, *, network: bool) -> list[str]:
+    assert support.path is not None
+    args = [support.path, "--unshare-all", "--unshare-user"]
+    if support.disable_userns:
+        args.append("--disable-userns")  # no nested user namespaces: less kernel to attack
+    if network:
+        args.append("--share-net")
+    # bwrap keeps every capability (in its namespace) when started by root.
+    return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+
+
+# -- choosing and describing --------------------------------------------------
+
+
+def choose_sandbox(
+    mode: SandboxMode | str,
+    workspace: str | os.PathLike[str],
+    *,
+    hide: Iterable[str | os.PathLike[str]] = (),
+    show: Iterable[str | os.PathLike[str]] = (),
+    env_names: Sequence[str] = (),
+    limits: Limits = Limits(),
+    support: Support | None = None,
+) -> Sandbox:
+    """The sandbox the config asks for: bubblewrap when `auto`/`require` and it
+    works here; unsandboxed for `off` or `auto` without it; refusing for `require`."""
+    if mode not in SANDBOX_MODES:
+        raise ValueError(f"shell_sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
+    ws = Path(workspace).expanduser().absolute()
+    common: dict[str, object] = {"env_names": env_names, "limits": limits}
+    if mode == "off":
+        return Unsandboxed(ws, **common)  # type: ignore[arg-type]
+    found = support or detect_bubblewrap()
+    if found.usable:
+        return Bubblewrap(ws, support=found, hide=hide, show=show, **common)  # type: ignore[arg-type]
+    if mode == "require":
+        return Refusing(ws, found.reason or "bubblewrap was not found", **common)
+    return Unsandboxed(ws, **common)  # type: ignore[arg-type]
+
+
+def sandbox_status(mode: SandboxMode | str = "auto", support: Support | None = None) -> str:
+    """One line for the session info and the start-up log."""
+    if mode == "off":
+        return 'NOT sandboxed: shell_sandbox = "off"; commands run with full access as ' + _user()
+    found = support or detect_bubblewrap()
+    if found.usable:
+        return f"sandboxed: bubblewrap {found.version} (own namespaces, read-only system, no network unless granted)"
+    if mode == "require":
+        return f'commands refused: shell_sandbox = "require" and {found.reason}'
+    return f"NOT sandboxed: {found.reason}; commands run with full access as {_user()}"
+
+
+_announced: set[str] = set()
+
+
+def announce(mode: SandboxMode | str = "auto") -> str:
+    """`sandbox_status`, with a warning in the log the first time a process finds it
+    cannot sandbox (said once at start, and on every approval card)."""
+    status = sandbox_status(mode)
+    if not status.startswith("sandboxed") and status not in _announced:
+        _announced.add(status)
+        log.warning("run_command: %s", status)
+    return status
+
+
+@functools.cache
+def detect_bubblewrap(path: str | None = None) -> Support:
+    """bwrap on PATH and a trial run with the options Gatehouse uses."""
+    found = path or shutil.which("bwrap")
+    if not found:
+        return Support(None, reason="bubblewrap (bwrap) is not installed")
+    env = {"PATH": DEFAULT_PATH}
+    try:
+        version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env)
+        helptext = subprocess.run([found, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Support(found, reason=f"{found} cannot be run: {exc}")
+    support = Support(
+        found,
+        version=version.stdout.strip().removeprefix("bubblewrap ").strip(),
+        disable_userns="--disable-userns" in helptext.stdout,
+        tmpfs_size="--size" in helptext.stdout,
+    )
+    true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
+    argv = [*namespace_arguments(support, network=False), *BASE_MOUNTS, "--tmpfs", "/tmp", "--", true]
+    try:
+        trial = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Support(found, version=support.version, reason=f"bubblewrap trial run failed: {exc}")
+    if trial.returncode != 0:
+        why = (trial.stderr.strip().splitlines() or [f"exit code {trial.returncode}"])[-1]
+        return Support(found, version=support.version, reason=f"bubblewrap cannot create a sandbox here ({why})")
+    return support
+
+
+# -- paths ----------------------------------------------------------------------
+
+
+def home_folders() -> list[Path]:
+    """Every place a home folder may be: the user's (from the password database and
+    $HOME), and /home and /root for everyone else's."""
+    seen: list[Path] = []
+    candidates = [os.environ.get("HOME", "")]
+    if pwd is not None:
+        with contextlib.suppress(KeyError):
+            candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    candidates += ["/home", "/root"]
+    for c in candidates:
+        if c and os.path.isabs(c):
+            p = Path(c)
+            if p not in seen:
+                seen.append(p)
+    return seen
+
+
+def database_paths(db: str | os.PathLike[str] | None, workspace: str | os.PathLike[str]) -> list[Path]:
+    """What to hide for a SQLite database: its folder when the folder is its own
+    (`.gatehouse/`), else the file and its journals."""
+    if not db or str(db).startswith(("postgres://", "postgresql://")):
+        return []
+    path = Path(db).expanduser().absolute()
+    folder = path.parent
+    ws = Path(workspace).expanduser().absolute()
+    if folder not in SYSTEM_DIRS and not _within(ws, folder) and not _within(folder, ws):
+        return [folder]
+    return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+
+
+def safe_path(value: str, workspace: Path) -> str:
+    """PATH without relative entries or folders in the workspace: `ls` must be the
+    system's, never a file the workspace holds."""
+    ws = workspace.expanduser().absolute()
+    kept = []
+    for entry in value.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        real = Path(entry)
+        with contextlib.suppress(OSError):
+            real = real.resolve()
+        if _within(real, ws) or _within(real, ws.resolve()):
+            continue
+        if entry not in kept:
+            kept.append(entry)
+    return os.pathsep.join(kept) or DEFAULT_PATH
+
+
+def system_shell() -> str:
+    """bash from the system folders: one found through the user's PATH may live in the
+    home folder (hidden in the sandbox) or, with a careless PATH, in the workspace."""
+    return shutil.which("bash", path=DEFAULT_PATH) or shutil.which("sh", path=DEFAULT_PATH) or "/bin/sh"
+
+
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _user() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name  # type: ignore[union-attr]
+    except (KeyError, AttributeError):
+        return os.environ.get("USERNAME") or os.environ.get("USER") or "the Gatehouse user"
