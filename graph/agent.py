@@ -49,7 +49,14 @@ from graph import review as rv
 from graph.context import RunContext
 from graph.hooks import Hook, HookSet
 from graph.message_merge import merge_messages
-from graph.model_call import answer_invalid_calls, stream_reply
+from graph.model_call import (
+    CUT_OFF_KIND,
+    CUT_OFF_STOP,
+    ModelOptions,
+    answer_invalid_calls,
+    is_cut_off,
+    stream_reply,
+)
 from graph.model_call import cancelled as _cancelled
 from graph.policy import Grant, Policy, Verdict
 from graph.state import AgentState, ToolTask, add_usage
@@ -75,6 +82,7 @@ def build_graph(
     max_model_calls: int = DEFAULT_MAX_MODEL_CALLS,
     name: str = "gatehouse",
     journal: jr.Journal | None = None,
+    model_options: ModelOptions | None = None,
 ) -> CompiledStateGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
     `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged."""
@@ -111,10 +119,12 @@ def build_graph(
         history = state["messages"]
         if hooked.get("messages"):
             history = merge_messages(history, [hooked["messages"]])
-        ai, cancelled = stream_reply(bound, system_prompt, view, history, config, runtime)
+        ai, cancelled = stream_reply(bound, system_prompt, view, history, config, runtime, model_options)
         update["run_model_calls"] = view.get("run_model_calls", 0) + 1
         if cancelled:
             update.update(_stop("Stopped by the person.", "cancelled"))
+        elif is_cut_off(ai):
+            update.update(_stop(CUT_OFF_STOP, CUT_OFF_KIND))
         update["messages"] = [*hooked.get("messages", []), ai, *answer_invalid_calls(ai)]
         # A hook's own user message (a summary, a nudge) belongs to this run.
         update["run_message_id"] = _last_human_id(history, view.get("run_message_id"))

@@ -10,7 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.agent import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.config import Settings, load_settings
 from graph.demo_model import DEMO_LABEL, DemoModel
-from graph.models import describe_model, make_model
+from graph.models import describe_model, make_model, model_options
 from graph.policy import Policy
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ def build_agent(
         system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_model_calls=settings.max_model_calls,
         journal=journal,
+        model_options=model_options(settings),
     )
     return graph, tools, closers
 

@@ -33,6 +33,9 @@ from graph.context import RunContext
 from graph.hooks import HookError
 from graph.journal import OutcomeAnswer, is_outcome_request
 from graph.lease import Lease, RunInProgress
+from graph.model_call import CUT_OFF_KEY, CUT_OFF_KIND
+from graph.model_errors import describe_model_error
+from graph.reasoning import reasoning_of
 from graph.review import DecisionError, answering, explain
 from graph.storage import Storage, StorageError, ThreadInfo
 from graph.streaming import STREAM_MODES, text_of, translate
@@ -116,6 +119,8 @@ def describe_error(exc: BaseException) -> tuple[str, str, bool]:
     module = type(exc).__module__
     if isinstance(exc, HookError):
         return str(exc), "hook", True
+    if (model := describe_model_error(exc)) is not None:
+        return model[0], "model", model[1]
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return f"The database is busy (locked by another process): {exc}", "storage", True
     if is_storage_error(exc) or (isinstance(exc, OSError) and not module.startswith(("openai", "httpx"))):
@@ -187,7 +192,15 @@ class Session:
     def retry(self, thread_id: str) -> Run:
         """Continue a run that failed or whose process died, from its last checkpoint."""
         with self._leased(thread_id, "a run") as lease:
-            return self._run(thread_id, None, "retry", lease)
+            return self._run(thread_id, self._retry_input(thread_id), "retry", lease)
+
+    def _retry_input(self, thread_id: str) -> Any:
+        """None continues from the last checkpoint. A run stopped by a cut-off reply has
+        nothing left to continue: the model is asked again."""
+        state = self.graph.get_state(_config(thread_id))
+        if not state.next and (state.values or {}).get("stop_kind") == CUT_OFF_KIND:
+            return Command(goto="model", update={"stop_run": None, "stop_kind": None})
+        return None
 
     @contextmanager
     def _leased(self, thread_id: str, what: str) -> Iterator[Lease | None]:
@@ -248,7 +261,7 @@ class Session:
                         else:
                             yield event
                 status, reason = self._outcome(config, paused=bool(held), stop=stop if kind != "retry" else None)
-                index.touch(thread_id, status=status)
+                index.touch(thread_id, status=status, reason=reason)
                 final = [*held, ev.RunFinished(thread_id=thread_id, status=status, reason=reason)]  # type: ignore[arg-type]
             except Exception as exc:
                 message, error_kind, retryable = describe_error(exc)
@@ -256,7 +269,7 @@ class Session:
                     message = _storage_message(exc, message, self.storage.location)
                 # The storage that just failed may refuse this too; the error says why.
                 with suppress(Exception):
-                    index.touch(thread_id, status="failed")
+                    index.touch(thread_id, status="failed", reason=message)
                 final = [
                     ev.ErrorEvent(thread_id=thread_id, message=message, kind=error_kind, retryable=retryable),
                     ev.RunFinished(thread_id=thread_id, status="failed", reason=message),
@@ -383,8 +396,13 @@ class Session:
         for m in messages:
             d = message_dict(m)
             lines.append(f"## {d['role']}" + (f" · {d['name']}" if d.get("name") else ""))
+            if d.get("reasoning"):
+                # Collapsed where Markdown renders HTML; never part of the answer text.
+                lines += ["", "<details><summary>thinking</summary>", "", d["reasoning"], "", "</details>"]
             if d["content"]:
                 lines += ["", d["content"]]
+            if d.get("cut_off"):
+                lines += ["", "*(cut off: the reply ended before it was finished)*"]
             for call in d.get("tool_calls", []):
                 lines += ["", f"→ `{call['name']}` `{json.dumps(call['args'], ensure_ascii=False)}`"]
             lines.append("")
@@ -447,6 +465,10 @@ def message_dict(m: BaseMessage) -> dict[str, Any]:
             d["duration_ms"] = m.additional_kwargs.get("gatehouse_duration_ms")
     if isinstance(m, AIMessage) and m.additional_kwargs.get("gatehouse_notice"):
         d["notice"] = True
+    if isinstance(m, AIMessage) and (reasoning := reasoning_of(m.additional_kwargs, m.content)):
+        d["reasoning"] = reasoning
+    if isinstance(m, AIMessage) and m.additional_kwargs.get(CUT_OFF_KEY):
+        d["cut_off"] = True
     return d
 
 

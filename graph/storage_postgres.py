@@ -44,8 +44,11 @@ SCHEMA = [
         owner TEXT,
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL,
-        pending_since DOUBLE PRECISION)""",
+        pending_since DOUBLE PRECISION,
+        reason TEXT)""",
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)",
+    # Databases created before the index kept a run's failure reason.
+    "ALTER TABLE gatehouse_threads ADD COLUMN IF NOT EXISTS reason TEXT",
     """CREATE TABLE IF NOT EXISTS gatehouse_journal (
         thread_id TEXT NOT NULL,
         tool_call_id TEXT NOT NULL,
@@ -88,7 +91,10 @@ class PgThreadIndex:
             cur.execute(sql, params)
             return cur.fetchall()
 
-    def touch(self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None) -> None:
+    def touch(
+        self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         now = time.time()
         with self._pool.connection() as conn, conn.transaction():
             conn.execute(
@@ -103,10 +109,10 @@ class PgThreadIndex:
                 )
             if status is not None:
                 conn.execute(
-                    "UPDATE gatehouse_threads SET status=%s, updated_at=%s, pending_since="
+                    "UPDATE gatehouse_threads SET status=%s, reason=%s, updated_at=%s, pending_since="
                     "CASE WHEN %s='awaiting_approval' THEN COALESCE(pending_since, %s) ELSE NULL END "
                     "WHERE thread_id=%s",
-                    (status, now, status, now, thread_id),
+                    (status, reason, now, status, now, thread_id),
                 )
 
     def rename(self, thread_id: str, title: str) -> None:
@@ -136,7 +142,7 @@ class PgThreadIndex:
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[ThreadInfo]:
         rows = self._rows(
-            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner "
+            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "
             f"FROM gatehouse_threads {where}",
             params,
         )

@@ -22,6 +22,8 @@ STREAM_MODES = ["custom", "updates"]
 
 _CUSTOM: dict[str, type[ev._EventBase]] = {
     "text": ev.TextDelta,
+    "reasoning": ev.ReasoningDelta,
+    "model_retried": ev.ModelRetried,
     "tool_started": ev.ToolStarted,
     "tool_output": ev.ToolOutput,
     "tool_finished": ev.ToolFinished,
