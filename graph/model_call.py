@@ -61,9 +61,10 @@ CUT_OFF_KEY = "gatehouse_cut_off"
 CUT_OFF_KIND = CUT_OFF_SOURCE  # the run's stop_kind, and the notice's source
 CUT_OFF_STOP = "Stopped: the model's reply was cut off before it finished. Retry to ask the model again."
 NO_CHUNKS = "No generation chunks were returned"
-# Providers whose every complete reply says why it ended, and under which key. For
-# other models a missing reason means nothing (scripted models, custom wrappers).
-FINISH_KEYS = {"openai": "finish_reason"}
+# Providers whose every complete reply says how it ended, and under which keys (Chat
+# Completions: finish_reason; OpenAI's Responses API: status). For other models a
+# missing reason means nothing (scripted models, custom wrappers).
+FINISH_KEYS = {"openai": ("finish_reason", "status")}
 
 # Models found not to stream (by id; the entry goes when the model does).
 _NOT_STREAMING: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
@@ -247,8 +248,8 @@ def is_cut_off(ai: AIMessage) -> bool:
 
 
 def _ended_early(reply: AIMessage) -> bool:
-    key = FINISH_KEYS.get(str(reply.response_metadata.get("model_provider") or ""))
-    return key is not None and not reply.response_metadata.get(key)
+    keys = FINISH_KEYS.get(str(reply.response_metadata.get("model_provider") or ""))
+    return keys is not None and not any(reply.response_metadata.get(k) for k in keys)
 
 
 def to_message(chunk: AIMessage | None, *, complete: bool = True) -> AIMessage:

@@ -100,6 +100,12 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
             retryable=True, transient=True,
         )
+    if any(_broke_mid_reply(e) for e in chain):
+        return ModelProblem(
+            f"The connection to the model server{where} broke in the middle of the reply ({cause or 'closed'}).",
+            "Retry; if it keeps happening, check the server or a proxy in front of it.",
+            retryable=True, transient=True,
+        )
     if any(_is_connection(e) for e in chain):
         return ModelProblem(
             f"Could not reach the model server{where} ({cause or 'connection error'}).",
@@ -144,17 +150,22 @@ def _is_connection(e: BaseException) -> bool:
     )
 
 
+def _broke_mid_reply(e: BaseException) -> bool:
+    """The response had started (headers, maybe text) when the connection failed."""
+    return _module(e).split(".")[0] in _TRANSPORT_MODULES and type(e).__name__ in (
+        "RemoteProtocolError", "ReadError", "IncompleteRead")
+
+
 def _status(e: BaseException) -> int | None:
-    status = getattr(e, "status_code", None)
+    status = _get(e, "status_code")
     if isinstance(status, int):
         return status
-    response = getattr(e, "response", None)
-    status = getattr(response, "status_code", None)
+    status = _get(_get(e, "response"), "status_code")
     return status if isinstance(status, int) and status >= 400 else None
 
 
 def _server_message(e: BaseException) -> str:
-    body = getattr(e, "body", None)
+    body = _get(e, "body")
     if isinstance(body, dict):
         error = body.get("error", body)
         message = error.get("message") if isinstance(error, dict) else error
@@ -166,7 +177,7 @@ def _server_message(e: BaseException) -> str:
 
 
 def _retry_after(e: BaseException) -> float | None:
-    headers = getattr(getattr(e, "response", None), "headers", None)
+    headers = _get(_get(e, "response"), "headers")
     if headers is None:
         return None
     try:
@@ -179,12 +190,15 @@ def _retry_after(e: BaseException) -> float | None:
     return None
 
 
-def _url(e: BaseException) -> str:
-    request: Any = getattr(e, "request", None)
+def _get(obj: Any, name: str) -> Any:
     try:
-        url = getattr(request, "url", None)
-    except RuntimeError:  # httpx raises when an error has no request attached
-        return ""
+        return getattr(obj, name, None)
+    except Exception:  # httpx's `.request` raises when the error has none attached
+        return None
+
+
+def _url(e: BaseException) -> str:
+    url = _get(_get(e, "request"), "url")
     if url is None:
         return ""
     text = str(url)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,9 @@ def session_at(tmp_path: Path) -> Iterator[Callable[..., Session]]:
 
     def make(base_url: str, **settings: Any) -> Session:
         settings.setdefault("model_max_retries", 0)
-        session = open_session(Settings(db=str(tmp_path / "gh.db"), workspace=str(tmp_path / "ws"),
-                                        base_url=base_url, api_key="test", model="gpt-test", **settings))
+        settings.setdefault("db", str(tmp_path / "gh.db"))
+        session = open_session(Settings(workspace=str(tmp_path / "ws"), base_url=base_url, api_key="test",
+                                        model="gpt-test", **settings))
         opened.append(session)
         return session
 
@@ -295,6 +297,36 @@ def test_an_api_error_is_a_model_error_with_its_status_and_the_servers_words(
     assert info is not None and info.status == "failed" and info.reason == error.message
 
 
+def test_why_a_run_failed_is_kept_on_postgres_too(session_at: Callable[..., Session], postgres_url: str) -> None:
+    with FakeOpenAI([{"status": 401, "content": "Invalid API key"}]) as server:
+        session = session_at(server.base_url, db=postgres_url)
+        events = session.send(None, "hi").collect()
+    info = session.thread(events[0].thread_id)
+    assert info is not None and info.status == "failed"
+    assert info.reason is not None and "HTTP 401: Invalid API key" in info.reason
+
+
+def test_a_thread_index_from_before_reasons_were_kept_gains_the_column(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE gatehouse_threads (thread_id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '', "
+                     "status TEXT NOT NULL DEFAULT 'idle', owner TEXT, created_at REAL NOT NULL, "
+                     "updated_at REAL NOT NULL, pending_since REAL)")
+        conn.execute("INSERT INTO gatehouse_threads VALUES ('old', 'An old thread', 'failed', NULL, 1, 1, NULL)")
+    storage = open_storage(str(db))
+    try:
+        before = storage.index.get("old")
+        assert before is not None and (before.title, before.status, before.reason) == ("An old thread", "failed", None)
+        storage.index.touch("old", status="failed", reason="The model server failed (HTTP 500).")
+        after = storage.index.get("old")
+        assert after is not None and after.reason == "The model server failed (HTTP 500)."
+        storage.index.touch("old", status="running")  # a new run forgets the old reason
+        running = storage.index.get("old")
+        assert running is not None and running.reason is None
+    finally:
+        storage.close()
+
+
 def test_a_refused_connection_names_the_server_and_the_cause(session_at: Callable[..., Session]) -> None:
     url = closed_port_url()
     session = session_at(url)
@@ -348,7 +380,7 @@ def test_a_stream_that_breaks_mid_reply_is_retried_and_the_partial_text_dropped(
     (retry,) = of(events, ev.ModelRetried)
     broken = [e for e in of(events, ev.TextDelta) if e.message_id == retry.message_id]
     assert broken and "".join(e.text for e in broken).startswith("A first attempt")
-    assert "Could not reach the model server" in retry.reason
+    assert "broke in the middle of the reply" in retry.reason
     assert finished(events).status == "completed"
     assert [m.content for m in session.messages(thread_id) if isinstance(m, AIMessage)] == [
         "The second attempt, whole."]

@@ -137,3 +137,10 @@ def test_errors_that_are_not_the_model_are_left_alone() -> None:
     assert describe_model_error(ValueError("bad value")) is None
     assert describe_model_error(ConnectionRefusedError(111, "refused")) is None
     assert describe_error(KeyError("x"))[1] == "error"
+
+
+def test_a_transport_error_from_a_custom_model_is_described_without_its_request() -> None:
+    # httpx raises on `.request` when none is attached (a wrapper that raised it itself).
+    message, kind, retryable = describe_error(httpx.ConnectError("connection refused (test)"))
+    assert kind == "model" and retryable
+    assert message.startswith("Could not reach the model server (connection refused (test)).")
