@@ -9,7 +9,7 @@
 - `per_token_overhead_us`: (Session run - bare stream run) / tokens, for a reply
   streamed in many small chunks.
 - `cold_start_s`: a fresh interpreter importing Gatehouse and building the default
-  graph (`graph.app.make_graph`), measured inside that interpreter;
+  graph (`graph.service.app.build_agent`), measured inside that interpreter;
   `framework_floor_s`: importing only `langgraph.graph`, `BaseChatModel` and
   `SqliteSaver`; `peer_cold_start_s`: importing and building the peer's agent.
 - `idle_threads_rss_mb`: RSS of a process that ran and read 100 threads, now idle.
@@ -107,8 +107,9 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
 COLD_START = """
 import time
 start = time.perf_counter()
-from graph.service.app import make_graph
-make_graph()
+from graph.service.app import build_agent
+from graph.service.config import load_settings
+build_agent(load_settings())
 print(time.perf_counter() - start)
 """
 

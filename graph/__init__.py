@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from graph.agent.policy import Policy, PolicyError
     from graph.protocol.errors import (
         AlreadyDecided,
+        CallAlreadyStarted,
         ConfigError,
         DecisionError,
         HookError,
@@ -93,6 +94,7 @@ _HOMES = {
     "MessageView": "graph.protocol.threads",
     "ThreadInfo": "graph.protocol.threads",
     "AlreadyDecided": "graph.protocol.errors",
+    "CallAlreadyStarted": "graph.protocol.errors",
     "ConfigError": "graph.protocol.errors",
     "DecisionError": "graph.protocol.errors",
     "HookError": "graph.protocol.errors",
@@ -104,6 +106,7 @@ _HOMES = {
 
 __all__ = [
     "AlreadyDecided",
+    "CallAlreadyStarted",
     "AnswerJudge",
     "Approval",
     "AsyncRun",

@@ -76,7 +76,7 @@ def thread_json(env: dict[str, str], thread_id: str) -> dict:
 
 def start(env: dict[str, str]) -> tuple[pexpect.spawn, str]:
     child = spawn(env)
-    child.expect(screen("new thread ") + "([0-9a-f]{32})")
+    child.expect(screen("new thread ") + "([0-9a-f-]{36})")
     thread_id = child.match.group(1)
     child.expect(screen("you ▸"))
     return child, thread_id

@@ -15,6 +15,8 @@ from graph.protocol import events as ev
 EXAMPLES: dict[type[Any], dict[str, Any]] = {
     ev.RunStarted: {"run_id": "r1", "kind": "resume"},
     ev.TextDelta: {"text": "héllo ✓\n", "message_id": "m1"},
+    ev.ReasoningDelta: {"text": "the user wants ✓\n", "message_id": "m1"},
+    ev.ModelRetried: {"attempt": 2, "max_retries": 3, "delay_s": 1.5, "reason": "HTTP 429", "message_id": "m1"},
     ev.ToolStarted: {"call_id": "c1", "name": "write_file", "args": {"path": "a.md", "n": [1, 2.5, None, {"x": True}]}},
     ev.ToolOutput: {"call_id": "c1", "text": "line 1\n"},
     ev.ToolFinished: {"call_id": "c1", "name": "write_file", "status": "rejected", "output": "no", "duration_ms": 12.5},

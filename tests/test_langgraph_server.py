@@ -140,6 +140,9 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
     tool_results = [m for m in msgs if m["type"] == "tool"]
     assert len(tool_results) == 1 and tool_results[0]["status"] != "error"
     assert msgs[-1]["type"] == "ai" and msgs[-1]["content"]
+    # Token usage is where LangChain puts it, also when read back through the server.
+    usage = msgs[-1]["usage_metadata"]
+    assert usage and usage["total_tokens"] > 0 and "usage_metadata" not in msgs[-1]["additional_kwargs"]
     assert (server["workspace"] / "todo.md").read_text().strip() == "buy milk"
     assert client.threads.get(tid)["status"] == "idle"
 
@@ -177,3 +180,21 @@ def test_edit_and_reject_two_gated_calls(server: dict[str, Any]) -> None:
     assert by_path["b.md"]["status"] == "error" and "no b today" in by_path["b.md"]["content"]
     assert (server["workspace"] / "a.md").read_text() == "edited"
     assert not (server["workspace"] / "b.md").exists()
+
+
+def test_langgraph_json_loads_dot_env_when_present_not_the_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    assert config["env"] == ".env"
+    assert config["checkpointer"]["path"] == "graph.service.server.checkpointer"
+    from graph.service.config import load_env_file
+
+    monkeypatch.delenv("GATEHOUSE_TEST_FROM_DOTENV", raising=False)
+    monkeypatch.setenv("GATEHOUSE_TEST_ALREADY_SET", "from the environment")
+    dotenv = tmp_path / ".env"
+    dotenv.write_text(
+        "# a comment\nexport GATEHOUSE_TEST_FROM_DOTENV='quoted value'\nGATEHOUSE_TEST_ALREADY_SET=from the file\n"
+    )
+    load_env_file(dotenv)
+    load_env_file(tmp_path / "missing.env")  # no file: nothing happens
+    assert os.environ["GATEHOUSE_TEST_FROM_DOTENV"] == "quoted value"
+    assert os.environ["GATEHOUSE_TEST_ALREADY_SET"] == "from the environment"

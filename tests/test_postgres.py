@@ -20,7 +20,7 @@ import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 
 import tests.test_core_graph as core
-from graph import RunInProgress, StorageError, ai, tool_call
+from graph import CallAlreadyStarted, RunInProgress, StorageError, ai, tool_call
 from graph.store import open_storage
 from graph.store.postgres import PgJournal, PgLeases, PgThreadIndex, redact
 from tests.support.core_fixtures import Ledger, make_session
@@ -98,9 +98,15 @@ def test_journal_and_leases_on_postgres(pg_sessions: str, tmp_path: Path) -> Non
         entry = storage.journal.get("t1", "c1")
         assert entry.finished and entry.result.content == "sent"
         assert [e.tool_call_id for e in storage.journal.entries("t1")] == ["c1"]
-        storage.journal.start("t1", call)  # "run again": a second attempt, result cleared
-        entry = storage.journal.get("t1", "c1")
-        assert entry.status == "started" and entry.result is None and entry.attempts == 2
+        # A second claim of the same call is refused, started or finished (issue 15).
+        with pytest.raises(CallAlreadyStarted):
+            storage.journal.start("t1", call)
+        crashed = tool_call("send_email", {"to": "b@x", "body": "2"}, "c2")
+        storage.journal.start("t1", crashed)  # ... and the process died: "run again"
+        storage.journal.restart("t1", crashed, attempts=1)
+        assert storage.journal.get("t1", "c2").attempts == 2
+        with pytest.raises(CallAlreadyStarted):  # a second "run again" of attempt 1
+            storage.journal.restart("t1", crashed, attempts=1)
 
         lease = storage.leases.acquire("t1")
         assert storage.leases.holder("t1") == lease.owner
@@ -314,4 +320,46 @@ def test_first_use_by_several_processes_at_once_sets_the_schema_up_once(pg_sessi
         assert not failed and len(opened) == 4 and not any(s.is_alive() for s in starters)
     finally:
         for storage in opened:
+            storage.close()
+
+
+def test_concurrent_raw_resumes_on_postgres_run_the_call_once(pg_sessions: str, tmp_path: Path) -> None:
+    """Two `graph.invoke(Command(resume=approve))` at the same instant, no Session: the
+    journal's claim in Postgres lets one of them run the call (issue 15)."""
+    import contextlib
+    import threading
+
+    from langgraph.types import Command
+
+    from graph import CallAlreadyStarted, ScriptedModel, build_graph
+    from tests.support.counting_tools import make_counting_tools, runs
+
+    for n in range(15):
+        counter = tmp_path / f"count{n}"
+        storage = open_storage(pg_sessions)
+        graph = build_graph(
+            model=ScriptedModel(script=[ai("", tool_call("bump", {"label": "x"}, "c1")), "Done."]),
+            tools=make_counting_tools(counter),
+            checkpointer=storage.checkpointer,
+            journal=storage.journal,
+            decisions=storage.decisions,
+        )
+        config = {"configurable": {"thread_id": f"raw-{n}"}}
+        try:
+            graph.invoke({"messages": [("user", "bump")]}, config)
+            start = threading.Barrier(2)
+
+            def resume(graph: Any = graph, start: threading.Barrier = start, config: Any = config) -> None:
+                start.wait()
+                # The loser of the claim is told so (CallAlreadyStarted) and runs nothing.
+                with contextlib.suppress(CallAlreadyStarted):
+                    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+
+            workers = [threading.Thread(target=resume) for _ in range(2)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join(60)
+            assert runs(counter) == {"x": 1}, f"trial {n}"
+        finally:
             storage.close()

@@ -86,7 +86,8 @@ class World:
         )
         model = ScriptedModel(script=self.script, chunk_chars=16)
         graph = build_graph(
-            model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal, system_prompt=None
+            model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal,
+        decisions=storage.decisions, system_prompt=None,
         )
         return Session(graph, storage, tools)
 

@@ -6,7 +6,7 @@ test can call one with a state dict and its own deps, with no database or Sessio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -14,7 +14,9 @@ from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 
 from graph.agent.hooks import HookSet
+from graph.agent.model_call import ModelOptions
 from graph.agent.policy import Policy
+from graph.protocol.decisions import DecisionRecord
 
 
 class JournalEntry(Protocol):
@@ -43,6 +45,17 @@ class CallJournal(Protocol):
     def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None: ...
 
 
+class DecisionLog(Protocol):
+    """Where people's decisions are recorded (graph/store/decisions.py); run_tool runs
+    a gated call only when it finds its approval here."""
+
+    def record(self, records: Sequence[DecisionRecord]) -> None: ...
+
+    def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]: ...
+
+    def grants(self, thread_id: str) -> list[tuple[str, str | None]]: ...
+
+
 @dataclass(frozen=True)
 class AgentDeps:
     model: Any  # the chat model, tools bound
@@ -52,3 +65,7 @@ class AgentDeps:
     system_prompt: str | None
     max_model_calls: int
     journal: CallJournal | None = None
+    # Without a decision log (a graph built with no Gatehouse storage) grants live in
+    # the state and run_tool trusts its tasks: fine in one process, not for servers.
+    decisions: DecisionLog | None = None
+    model_options: ModelOptions = ModelOptions()

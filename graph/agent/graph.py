@@ -32,15 +32,17 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph._internal._constants import CONFIG_KEY_STRICT_RESUME
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps, CallJournal
+from graph.agent.deps import AgentDeps, CallJournal, DecisionLog
 from graph.agent.finish import finish
 from graph.agent.hooks import Hook, HookSet
 from graph.agent.message_merge import merge_messages
+from graph.agent.model_call import ModelOptions
 from graph.agent.model_node import call_model
 from graph.agent.policy import Policy
 from graph.agent.review import review
@@ -67,9 +69,16 @@ def build_graph(
     max_model_calls: int = DEFAULT_MAX_MODEL_CALLS,
     name: str = "gatehouse",
     journal: CallJournal | None = None,
+    decisions: DecisionLog | None = None,
+    model_options: ModelOptions | None = None,
 ) -> CompiledStateGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
-    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged."""
+    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged.
+
+    `journal` and `decisions` (graph/store: `storage.journal`, `storage.decisions`)
+    make the approval guarantees hold for every client of the compiled graph: a call
+    is claimed atomically before it runs, and a gated call runs only on a person's
+    recorded approval. Without them the graph trusts its own process."""
     tools_by_name = {t.name: t for t in tools}
     if len(tools_by_name) != len(tools):
         raise ValueError("tool names must be unique")
@@ -81,6 +90,8 @@ def build_graph(
         system_prompt=system_prompt,
         max_model_calls=max_model_calls,
         journal=journal,
+        decisions=decisions,
+        model_options=model_options or ModelOptions(),
     )
     # A saver that folds the messages channel itself (graph/store/saver.py) learns how.
     if callable(register := getattr(checkpointer, "register_reducer", None)):
@@ -97,7 +108,11 @@ def build_graph(
         "model", partial(after_model, deps=deps), ["before_tool", "run_tool", "review", "model", "finish", END]
     )
     builder.add_conditional_edges("before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"])
-    compiled = builder.compile(checkpointer=checkpointer, name=name)
+    compiled = builder.compile(checkpointer=checkpointer, name=name).with_config(
+        # An answer that names an interrupt which is not pending (already decided,
+        # made up) is refused instead of silently ignored.
+        configurable={CONFIG_KEY_STRICT_RESUME: True}
+    )
     # The Session warms up and closes the hooks with the agent (see graph/agent/hooks.py).
     compiled.gatehouse_hooks = deps.hooks  # type: ignore[attr-defined]
     return compiled

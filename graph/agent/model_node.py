@@ -19,7 +19,13 @@ from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
 from graph.agent.history import last_human_id, open_turn_before_new_input
 from graph.agent.message_merge import merge_messages
-from graph.agent.model_call import answer_invalid_calls, stream_reply
+from graph.agent.model_call import (
+    CUT_OFF_KIND,
+    CUT_OFF_STOP,
+    answer_invalid_calls,
+    is_cut_off,
+    stream_reply,
+)
 from graph.agent.state import RUN_KEYS, AgentState, add_usage
 from graph.protocol import events as ev
 
@@ -63,11 +69,13 @@ def call_model(
     if hooked.get("messages"):
         history = merge_messages(history, [hooked["messages"]])
     ai, was_cancelled = stream_reply(
-        deps.model, deps.system_prompt, view, history, config, lambda: cancelled(runtime)
+        deps.model, deps.system_prompt, view, history, config, runtime, deps.model_options
     )
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if was_cancelled:
         update.update(stop(STOPPED_BY_PERSON, "cancelled"))
+    elif is_cut_off(ai):
+        update.update(stop(CUT_OFF_STOP, CUT_OFF_KIND))
     update["messages"] = [*released, *hooked.get("messages", []), ai, *answer_invalid_calls(ai)]
     # A hook's own user message (a summary, a nudge) belongs to this run.
     update["run_message_id"] = last_human_id(history, view.get("run_message_id"))

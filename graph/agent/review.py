@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command, Send, interrupt
 from pydantic import (
@@ -39,25 +41,34 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from graph.agent.deps import AgentDeps
+from graph.agent.emit import thread_of
 from graph.agent.policy import Grant, Verdict
 from graph.agent.routing import classify
 from graph.agent.state import AgentState
 from graph.agent.tool_call import finished
 from graph.protocol.answers import Approve, Edit, Reject, Respond, ReviewAnswer
+from graph.protocol.decisions import DecisionRecord
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
 from graph.protocol.tools import spec_of
 
 PREVIEW_CHARS = 20_000
 
 
-def review(state: AgentState, *, deps: AgentDeps) -> Command:
+def review(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> Command:
     """ONE interrupt for the gated calls of a model turn, then each call's fate:
     approved or edited calls go to their own `run_tool` task, rejected or answered
-    ones get their ToolMessage here."""
-    _, gated = classify(state, deps)
+    ones get their ToolMessage here. Every decision is recorded in the decision log
+    before any call runs: run_tool runs a gated call only on its record."""
+    thread_id = thread_of(config)
+    _, gated = classify(state, deps, thread_id, reviewing=True)
     request = build_request(gated, deps.tools)
     with answering(request, deps.tools) as schema:
         answer = interrupt(request, response_schema=schema)
+    if deps.decisions is not None:
+        who = decided_by(config)
+        deps.decisions.record(
+            [record_of(thread_id, "review", call, decision, **who) for (call, _), decision in zip(gated, answer.decisions, strict=True)]
+        )
     sends: list[Send] = []
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
@@ -286,6 +297,37 @@ def edit_note(original: dict[str, Any], edited: dict[str, Any]) -> str:
     return (
         "Note: the person changed the arguments before approving. "
         f"Requested: {json.dumps(original, default=str)}; ran with: {json.dumps(edited, default=str)}."
+    )
+
+
+def decided_by(config: RunnableConfig) -> dict[str, str | None]:
+    """Which front end and who answered: what the Session puts in the run's config
+    (`gatehouse_source`, `gatehouse_actor`), else LangGraph Server's authenticated user."""
+    conf = config.get("configurable") or {}
+    source = conf.get("gatehouse_source") or ("langgraph-server" if "assistant_id" in conf else "api")
+    actor = conf.get("gatehouse_actor") or conf.get("langgraph_auth_user_id")
+    return {"source": str(source), "actor": str(actor) if actor else None}
+
+
+def record_of(
+    thread_id: str, question: str, call: ToolCall, decision: Any, *, source: str | None, actor: str | None
+) -> DecisionRecord:
+    """The decision log's row for one answered call."""
+    edited = isinstance(decision, Edit)
+    always = getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
+    return DecisionRecord(
+        thread_id=thread_id,
+        question=question,
+        tool_call_id=call["id"],
+        tool=call["name"],
+        decision=decision.type,
+        args=decision.edited_action.args if edited else call["args"],
+        requested_args=call["args"] if edited else None,
+        message=getattr(decision, "message", None),
+        always_allow=("*" if always is True else always) if always else None,
+        source=source,
+        actor=actor,
+        decided_at=time.time(),
     )
 
 

@@ -9,23 +9,27 @@ calls do, all in one step, so `model` runs once, after every answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolCall
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graph.agent.context import RunContext, cancelled
 from graph.agent.deps import AgentDeps
+from graph.agent.emit import thread_of
 from graph.agent.history import last_ai, unanswered
 from graph.agent.model_node import STOPPED_BY_PERSON
 from graph.agent.policy import Grant, Verdict
 from graph.agent.state import AgentState, ToolTask
 
 
-def after_model(state: AgentState, runtime: Runtime[RunContext], *, deps: AgentDeps) -> Sequence[Send | str]:
+def after_model(
+    state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps
+) -> Sequence[Send | str]:
     if state.get("stop_reason"):
         return ["finish"]
     # Calls with broken arguments were answered with errors already; the model
@@ -34,34 +38,65 @@ def after_model(state: AgentState, runtime: Runtime[RunContext], *, deps: AgentD
     if last is None:
         return [END]  # nothing was asked (see call_model)
     if last.tool_calls:
-        return ["before_tool"] if deps.hooks["before_tool"] else dispatch(state, runtime, deps=deps)
+        return ["before_tool"] if deps.hooks["before_tool"] else dispatch(state, config, runtime, deps=deps)
     if last.invalid_tool_calls:
         return ["model"]
     return ["finish"] if deps.hooks["on_exit"] else [END]
 
 
-def classify(state: AgentState, deps: AgentDeps) -> tuple[list[ToolTask], list[tuple[ToolCall, Verdict]]]:
-    """Split the turn's open calls into tasks to run now and calls to review."""
-    grants = [Grant.from_dict(g) for g in state.get("grants") or []]
+def grants_of(state: Mapping[str, Any], deps: AgentDeps, thread_id: str) -> list[Grant]:
+    """The thread's "always allow" grants: from the decision log when there is one
+    (state is what clients can write), else from the state."""
+    if deps.decisions is not None:
+        return [Grant(tool=tool, pattern=pattern) for tool, pattern in deps.decisions.grants(thread_id)]
+    return [Grant.from_dict(g) for g in state.get("grants") or []]
+
+
+def classify(
+    state: AgentState, deps: AgentDeps, thread_id: str, *, reviewing: bool = False
+) -> tuple[list[ToolTask], list[tuple[ToolCall, Verdict]]]:
+    """Split the turn's open calls into tasks to run now and calls to review. A call a
+    person already decided (its run was cut off by a crash, or new input arrived
+    before its answer was saved) is not asked again: it goes on as decided. Except
+    for the review itself (`reviewing`): it must ask what it asked before it paused,
+    whatever was decided since (it runs again from its start on resume)."""
+    grants = grants_of(state, deps, thread_id)
     now: list[ToolTask] = []
     gated: list[tuple[ToolCall, Verdict]] = []
     for call in unanswered(state):
         verdict = deps.policy.evaluate(call["name"], call["args"], deps.tools.get(call["name"]), grants)
-        if verdict.mode == "ask":
-            gated.append((call, verdict))
-        else:
+        if verdict.mode != "ask":
             now.append({"call": call, "mode": "run" if verdict.mode == "allow" else "deny"})
+        elif not reviewing and (decided := decided_task(call, deps, thread_id)) is not None:
+            now.append(decided)
+        else:
+            gated.append((call, verdict))
     return now, gated
 
 
-def dispatch(state: AgentState, runtime: Runtime[RunContext], *, deps: AgentDeps) -> list[Send | str]:
+def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | None:
+    """The task for a call the decision log already holds a review answer for."""
+    if deps.decisions is None:
+        return None
+    answered = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review"]
+    if not answered:
+        return None
+    record = answered[-1]
+    if record.runs:
+        return {"call": {**call, "args": record.args}, "mode": "run"}
+    return {"call": call, "mode": record.decision, "note": record.message}
+
+
+def dispatch(
+    state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps
+) -> list[Send | str]:
     stop = state.get("stop_reason") or (STOPPED_BY_PERSON if cancelled(runtime) else None)
     if stop:
         return [
             Send("run_tool", {"call": c, "mode": "skip", "note": stop, "moves_on": True})
             for c in unanswered(state)
         ] or ["model"]
-    now, gated = classify(state, deps)
+    now, gated = classify(state, deps, thread_of(config))
     # Beside a review, the review moves the run on once it is answered.
     targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]
     if gated:

@@ -89,7 +89,8 @@ class ToolTask(TypedDict):
     """What one `run_tool` task gets through `Send`: a call and how to treat it."""
 
     call: ToolCall
-    # run: execute; deny / skip: answer with an error without running.
+    # run: execute; deny / skip: answer with an error without running; reject /
+    # respond: a person's answer already in the decision log, given as the result.
     mode: str
     note: NotRequired[str | None]
     # Whether the run goes on to the model when this task is done: false for free

@@ -7,6 +7,12 @@ re-runs from its start when an "outcome unknown" interrupt below is answered:
 - finished, but the checkpoint never saw the result: the stored result is the answer;
 - started, never finished (a crash mid-call): ask the person (run again / mark as
   failed / respond with the real outcome) instead of silently repeating it.
+
+A call the policy gates runs only when the decision log holds a person's approval
+of exactly these arguments (graph/store/decisions.py). A task that reaches this node
+any other way (a client's forged `Send`, a state edit) does nothing at all: it is not
+run, and it writes no answer either (the call may still be waiting for a person, who
+must not find it answered), only a notice on the stream.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from langgraph.types import Command, interrupt
 from graph.agent import crash
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import emit, thread_of
+from graph.agent.review import decided_by, record_of, rejected_message, responded_message
+from graph.agent.routing import grants_of
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import finished, invoke_tool, timed, tool_result
 from graph.protocol import events as ev
@@ -30,6 +38,10 @@ from graph.protocol.tools import spec_of
 
 
 def run_tool(task: ToolTask, config: RunnableConfig, *, deps: AgentDeps) -> Command:
+    call = task["call"]
+    if task["mode"] == "run" and (refusal := unapproved(call, config, deps)) is not None:
+        emit(ev.Notice, text=refusal, source="gate")
+        return Command(goto=())
     update = run_call(task, config, deps)
     return Command(goto="model" if task.get("moves_on", True) else (), update=update)
 
@@ -52,6 +64,8 @@ def run_call(task: ToolTask, config: RunnableConfig, deps: AgentDeps) -> dict[st
             answer = interrupt(outcome_request(call, recorded), response_schema=OutcomeAnswer)
             if not isinstance(answer, OutcomeAnswer):
                 answer = OutcomeAnswer.model_validate(answer)
+            if deps.decisions is not None:
+                deps.decisions.record([record_of(thread_id, f"outcome:{recorded.attempts}", call, answer, **decided_by(config))])
             if answer.type != "run_again":
                 msg = outcome_message(call, answer)
                 journal.finish(thread_id, call, msg)
@@ -66,6 +80,10 @@ def run_call(task: ToolTask, config: RunnableConfig, deps: AgentDeps) -> dict[st
     elif mode == "skip":
         msg, ms = tool_result(call, f"Not run: {task.get('note') or 'the run was stopped'}", status="error"), 0.0
         status = "error"
+    elif mode == "reject":
+        msg, ms, status = rejected_message(call, task.get("note")), 0.0, "rejected"
+    elif mode == "respond":
+        msg, ms, status = responded_message(call, task.get("note") or ""), 0.0, "responded"
     else:
         if journal is not None and journaled:
             # The claim is atomic in the database: of two runs resuming one approval at
@@ -83,6 +101,25 @@ def run_call(task: ToolTask, config: RunnableConfig, deps: AgentDeps) -> dict[st
             journal.finish(thread_id, call, msg)
             crash.crash_point("after_tool")
     return {"messages": [finished(call, msg, status, ms)]}
+
+
+def unapproved(call: ToolCall, config: RunnableConfig, deps: AgentDeps) -> str | None:
+    """Why this call may not run here, or None. Only with a decision log: without one
+    the graph has nothing but its tasks to go by."""
+    if deps.decisions is None:
+        return None
+    thread_id = thread_of(config)
+    verdict = deps.policy.evaluate(call["name"], call["args"], deps.tools.get(call["name"]), grants_of({}, deps, thread_id))
+    if verdict.mode == "allow":
+        return None
+    if verdict.mode == "ask":
+        approvals = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review" and r.runs]
+        if any(r.args == call["args"] for r in approvals):
+            return None
+    return (
+        f"Refused a task to run {call['name']} (call {call['id']}): no person approved this call with "
+        "these arguments. It did not run."
+    )
 
 
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: str) -> dict[str, Any]:

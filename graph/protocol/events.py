@@ -44,6 +44,28 @@ class TextDelta(_EventBase):
     message_id: str | None = None
 
 
+class ReasoningDelta(_EventBase):
+    """The model's reasoning ("thinking"), streamed apart from its answer: `<think>`
+    blocks and `reasoning_content`. Stored with the reply, never part of its text."""
+
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+    message_id: str | None = None
+
+
+class ModelRetried(_EventBase):
+    """A model call failed in a way worth retrying at once (connection, timeout, rate
+    limit, server error, a stream that broke mid-reply); it is asked again after
+    `delay_s`. Text already streamed for `message_id` is discarded: the reply starts over."""
+
+    type: Literal["model_retried"] = "model_retried"
+    attempt: int  # 1 for the first retry
+    max_retries: int
+    delay_s: float
+    reason: str
+    message_id: str | None = None
+
+
 class ToolStarted(_EventBase):
     type: Literal["tool_started"] = "tool_started"
     call_id: str
@@ -98,8 +120,13 @@ class Compacted(_EventBase):
     messages_removed: int = 0
 
 
+# Notice.source of a reply that was cut off (the run then stops; a retry asks again).
+CUT_OFF_SOURCE = "cut_off"
+
+
 class Notice(_EventBase):
-    """Something a hook or the agent wants the person to see (not model output)."""
+    """Something a hook or the agent wants the person to see (not model output).
+    `source` "cut_off": the model's reply was cut off (the run then stops; retry asks again)."""
 
     type: Literal["notice"] = "notice"
     text: str
@@ -125,6 +152,8 @@ class ErrorEvent(_EventBase):
 Event = Annotated[
     RunStarted
     | TextDelta
+    | ReasoningDelta
+    | ModelRetried
     | ToolStarted
     | ToolOutput
     | ToolFinished
@@ -140,6 +169,8 @@ Event = Annotated[
 EVENT_TYPES: tuple[type[_EventBase], ...] = (
     RunStarted,
     TextDelta,
+    ReasoningDelta,
+    ModelRetried,
     ToolStarted,
     ToolOutput,
     ToolFinished,

@@ -22,6 +22,8 @@ class ThreadInfo:
     updated_at: float
     pending_since: float | None = None
     owner: str | None = None
+    # Why the last run failed or stopped (kept so a later process can say it).
+    reason: str | None = None
 
     @property
     def awaiting_approval(self) -> bool:
@@ -55,6 +57,10 @@ class MessageView(BaseModel):
     duration_ms: float | None = None
     # A notice from Gatehouse itself (e.g. "Stopped by the person."), not model output.
     notice: bool = False
+    # The model's reasoning ("thinking"), kept apart from its answer.
+    reasoning: str | None = None
+    # The reply ended before it was finished (the stream was cut).
+    cut_off: bool = False
 
     @property
     def outcome(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,11 +15,12 @@ from graph.agent.hooks import HookSet
 from graph.agent.policy import Policy
 from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
-from graph.service.models import describe_model, make_model
+from graph.service.models import describe_model, make_model, model_options
 from graph.service.toolset import build_tools, close_tools
 
 if TYPE_CHECKING:
     from graph.service.session import Session
+    from graph.store.storage import Storage
 
 
 def build_agent(
@@ -26,6 +28,7 @@ def build_agent(
     checkpointer: Any = None,
     *,
     journal: Any = None,
+    decisions: Any = None,
     model: BaseChatModel | None = None,
 ) -> tuple[CompiledStateGraph, list[Any], list[Any]]:
     """(the compiled agent, its tools, closers to call when done) from settings."""
@@ -44,6 +47,8 @@ def build_agent(
         system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_model_calls=settings.max_model_calls,
         journal=journal,
+        decisions=decisions,
+        model_options=model_options(settings),
     )
     return agent, tools, [close_tools]
 
@@ -60,7 +65,9 @@ def open_session(settings: Settings | None = None, *, model: BaseChatModel | Non
     storage = open_storage(settings.db)
     model = model or make_model(settings)
     demo = isinstance(model, DemoModel)  # also when a custom factory returns the demo
-    agent, tools, closers = build_agent(settings, storage.checkpointer, journal=storage.journal, model=model)
+    agent, tools, closers = build_agent(
+        settings, storage.checkpointer, journal=storage.journal, decisions=storage.decisions, model=model
+    )
     return Session(
         agent,
         storage,
@@ -77,7 +84,10 @@ def open_session(settings: Settings | None = None, *, model: BaseChatModel | Non
     )
 
 
-def make_graph(config: Any = None) -> CompiledStateGraph:
-    """Entry point for langgraph.json: LangGraph Server provides persistence."""
-    agent, _, _ = build_agent(load_settings())
-    return agent
+@functools.cache
+def shared_storage(db: str) -> Storage:
+    """One open storage per database in this process: the server's agent (journal,
+    decision log) and its checkpointer load separately but share it."""
+    from graph.store import open_storage
+
+    return open_storage(db)

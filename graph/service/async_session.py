@@ -185,7 +185,7 @@ class AsyncSession:
         return Session.new_thread_id()
 
     # -- runs ---------------------------------------------------------------------
-    async def start(self, thread_id: str | None, text: str, *, owner: str | None = None) -> AsyncRun:
+    async def start(self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None) -> AsyncRun:
         """Start a turn with a user message (a new thread when `thread_id` is None).
         Raises `DecisionError` while the thread waits for a decision."""
         thread_id = thread_id or self.new_thread_id()

@@ -35,6 +35,13 @@ class Settings:
     # a local wrapper, a scripted model in tests); wins over the OpenAI settings.
     model_factory: str | None = None
     max_model_calls: int = 25
+    # [model] max_retries / timeout: Gatehouse retries a model call that failed in a way
+    # worth retrying at once (graph/model_call.py); seconds the server may stay silent
+    # (ChatOpenAI's own default is to wait forever).
+    model_max_retries: int = 2
+    model_timeout: float | None = 600.0
+    # [model] keep_reasoning: send earlier replies' reasoning back to the model.
+    keep_reasoning: bool = False
     # Tools
     shell_allow: list[str] = field(default_factory=lambda: list(DEFAULT_SHELL_ALLOW))
     shell_timeout_s: float = 60.0
@@ -73,6 +80,8 @@ _ENV = {
     "OPENAI_BASE_URL": "base_url",
     "OPENAI_API_KEY": "api_key",
     "GATEHOUSE_MAX_MODEL_CALLS": "max_model_calls",
+    "GATEHOUSE_MODEL_MAX_RETRIES": "model_max_retries",
+    "GATEHOUSE_MODEL_TIMEOUT": "model_timeout",
     "GATEHOUSE_SQL_DATABASE": "sql_database",
     "GATEHOUSE_SHELL_SANDBOX": "shell_sandbox",
 }
@@ -105,6 +114,9 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
             settings,
             temperature=float(settings.temperature),
             max_model_calls=int(settings.max_model_calls),
+            model_max_retries=_at_least(int(settings.model_max_retries), 0, "max_retries"),
+            model_timeout=None if settings.model_timeout in (None, "") else _at_least(
+                float(settings.model_timeout), 0.001, "timeout"),
             shell_timeout_s=float(settings.shell_timeout_s),
             shell_memory_mb=int(settings.shell_memory_mb),
             shell_max_processes=int(settings.shell_max_processes),
@@ -113,13 +125,23 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
         raise ConfigError(f"bad setting: {exc}") from exc
 
 
+def _at_least(value: float, low: float, name: str) -> Any:
+    if value < low:
+        raise ValueError(f"[model] {name} must be at least {low:g}, not {value:g}")
+    return value
+
+
+# [model] keys whose Settings field has another name.
+_MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout"}
+
+
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
     """Flatten `[model]`, `[tools]`, `[policy]`, `[hooks]`, `[mcp.servers]` tables."""
     known = {f.name for f in fields(Settings)}
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key == "model" and isinstance(value, dict):
-            values.update({k if k != "name" else "model": v for k, v in value.items()})
+            values.update({_MODEL_KEYS.get(k, k): v for k, v in value.items()})
         elif key == "tools" and isinstance(value, dict):
             values.update(value)
         elif key == "mcp" and isinstance(value, dict):
@@ -136,3 +158,19 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
         if isinstance(v, str) and "://" not in v and not Path(v).is_absolute():
             values[key] = str(base / v)
     return values
+
+
+def load_env_file(path: Path) -> None:
+    """KEY=VALUE lines of a `.env` file into the environment; variables already set
+    win (the server's own environment, a deploy's secrets)."""
+    if not path.is_file():
+        return
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        os.environ.setdefault(key.strip(), value)

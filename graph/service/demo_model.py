@@ -27,6 +27,8 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field
 
+from graph.agent.history import text_of
+
 DEMO_LABEL = "Demo model (offline)"
 RESULT_PREVIEW_CHARS = 1_500
 
@@ -103,7 +105,7 @@ class DemoModel(BaseChatModel):
         if isinstance(last, ToolMessage):
             return AIMessage(content=self._summarise(messages))
         if isinstance(last, HumanMessage):
-            calls = self._calls(str(last.content).strip())
+            calls = self._calls(text_of(last.content).strip())
             if calls:
                 names = ", ".join(c["name"] for c in calls)
                 return AIMessage(content=f"[{DEMO_LABEL}] Calling {names}.", tool_calls=calls)
@@ -136,7 +138,7 @@ class DemoModel(BaseChatModel):
             results.insert(0, m)
         parts = [f"[{DEMO_LABEL}] Here is what happened:"]
         for r in results:
-            text = str(r.content)
+            text = text_of(r.content)
             if len(text) > RESULT_PREVIEW_CHARS:
                 text = text[:RESULT_PREVIEW_CHARS] + " …"
             mark = "✗" if r.status == "error" else "✓"
@@ -186,7 +188,7 @@ class DemoModel(BaseChatModel):
                 )
             )
         # Rough token counts (4 characters a token) so usage shows in demo mode too.
-        prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
+        prompt = sum(len(text_of(m.content)) for m in messages) // 4 + 1
         out = len(text) // 4 + 1
         yield ChatGenerationChunk(
             message=AIMessageChunk(

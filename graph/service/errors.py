@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from graph.protocol.errors import HookError
+from graph.agent.model_errors import describe_model_error
+from graph.protocol.errors import CallAlreadyStarted, HookError
 
 
 def is_storage_error(exc: BaseException) -> bool:
@@ -19,6 +20,10 @@ def describe_error(exc: BaseException) -> tuple[str, str, bool]:
     module = type(exc).__module__
     if isinstance(exc, HookError):
         return str(exc), "hook", True
+    if isinstance(exc, CallAlreadyStarted):
+        return str(exc), "conflict", False
+    if (model := describe_model_error(exc)) is not None:
+        return model[0], "model", model[1]
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return f"The database is busy (locked by another process): {exc}", "storage", True
     if is_storage_error(exc) or (isinstance(exc, OSError) and not module.startswith(("openai", "httpx"))):

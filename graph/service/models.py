@@ -7,6 +7,7 @@ import importlib
 
 from langchain_core.language_models import BaseChatModel
 
+from graph.agent.model_call import ModelOptions
 from graph.protocol.errors import ConfigError
 from graph.service.config import Settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
@@ -17,17 +18,25 @@ def make_model(settings: Settings) -> BaseChatModel:
         return _from_factory(settings.model_factory)
     if settings.uses_demo_model:
         return DemoModel()
-    from langchain_openai import ChatOpenAI  # imported lazily: it is slow to import
+    # Imported lazily: langchain_openai is slow to import.
+    from graph.service.openai_compat import ChatOpenAICompatible
 
-    return ChatOpenAI(
+    return ChatOpenAICompatible(
         model=settings.model,
         base_url=settings.base_url,
         # Local servers (vLLM, Ollama, llama.cpp) accept any key but the client needs one.
         api_key=settings.api_key or "not-needed",
         temperature=settings.temperature,
         stream_usage=True,
-        max_retries=2,
+        # Gatehouse retries, with an event each time (graph/model_call.py); the client's
+        # own silent retries would multiply them.
+        max_retries=0,
+        timeout=settings.model_timeout,
     )
+
+
+def model_options(settings: Settings) -> ModelOptions:
+    return ModelOptions(max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning)
 
 
 def _from_factory(path: str) -> BaseChatModel:

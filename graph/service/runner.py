@@ -25,7 +25,7 @@ class Runner:
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}
 
-    def send(self, thread_id: str | None, text: str) -> Run:
+    def send(self, thread_id: str | None, text: str | list[Any]) -> Run:
         thread_id = thread_id or self.session.new_thread_id()
         return self._start(thread_id, lambda: self.session.send(thread_id, text))
 

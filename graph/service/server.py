@@ -1,14 +1,45 @@
-"""The graph LangGraph Server and Studio load (langgraph.json), built once at import.
+"""What LangGraph Server and Studio load (langgraph.json): the agent, and the
+checkpointer that keeps its threads in Gatehouse's own database.
 
-LangGraph Server calls a factory on every request inside its event loop, where
-`langgraph dev` refuses blocking calls (reading settings, finding the shell, MCP
-start-up). So the graph is built here, when the server imports the module, from the
-settings in the environment (GATEHOUSE_*, OPENAI_*; langgraph.json's `env` file).
-It has no checkpointer of its own: the server provides persistence.
+    "graphs": {"gatehouse": "./graph/service/server.py:agent"},
+    "checkpointer": {"path": "graph.service.server.checkpointer"}
+
+One database for every front end: runs made through `langgraph dev` or LangGraph
+Server are stored where the web app and the terminal read them (`GATEHOUSE_DB`:
+SQLite by default, Postgres by URL), with the same execution journal and decision
+log, so two front ends can never both execute one approved call.
+
+LangGraph Server calls a graph factory on every request inside its event loop, where
+`langgraph dev` refuses blocking calls (reading settings, opening the database). So
+the agent is built here, when the server imports the module, from the settings in
+the environment (GATEHOUSE_*, OPENAI_*, and `.env` in the project root when it is
+there). The server attaches the checkpointer itself.
 """
 
 from __future__ import annotations
 
-from graph.service.app import make_graph
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
-agent = make_graph()
+from graph.service.app import build_agent, shared_storage
+from graph.service.config import load_env_file, load_settings
+from graph.store.threaded import ThreadedSaver
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+load_env_file(PROJECT_ROOT / ".env")
+_settings = load_settings()
+_storage = shared_storage(_settings.db)
+agent, _tools, _closers = build_agent(_settings, journal=_storage.journal, decisions=_storage.decisions)
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[ThreadedSaver]:
+    """The server's checkpointer: Gatehouse's saver on the database `GATEHOUSE_DB` names."""
+    saver = ThreadedSaver(shared_storage(load_settings().db).checkpointer)
+    try:
+        yield saver
+    finally:
+        saver.close()

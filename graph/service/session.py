@@ -29,6 +29,8 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from graph.agent.context import RunContext
+from graph.agent.history import text_of
+from graph.agent.model_call import CUT_OFF_KIND
 from graph.agent.review import answering, args_problem, explain
 from graph.agent.state import STOP_KEYS
 from graph.protocol import events as ev
@@ -158,10 +160,14 @@ class Session:
     # -- runs ---------------------------------------------------------------
     @staticmethod
     def new_thread_id() -> str:
-        return uuid.uuid4().hex
+        # Dashed, as LangGraph Server requires: a thread started here opens in Studio.
+        return str(uuid.uuid4())
 
-    def send(self, thread_id: str | None, text: str, *, owner: str | None = None) -> Run:
-        """Start a turn with a user message (a new thread when `thread_id` is None)."""
+    def send(self, thread_id: str | None, message: str | list[Any], *, owner: str | None = None) -> Run:
+        """Start a turn with a user message (a new thread when `thread_id` is None): a
+        string, or content blocks (`[{"type": "text", "text": ...}]`) as LangGraph
+        clients such as Agent Chat UI send them."""
+        text = text_of(message)
         if not text.strip():
             raise ValueError("a message cannot be empty")
         thread_id = thread_id or self.new_thread_id()
@@ -171,7 +177,7 @@ class Session:
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
             self.storage.index.touch(thread_id, title=_title(text), owner=owner)
-            return self._run(thread_id, {"messages": [HumanMessage(text)]}, "message", lease, user_text=text)
+            return self._run(thread_id, {"messages": [HumanMessage(message)]}, "message", lease, user_text=text)
 
     def resume(self, thread_id: str, answer: Any, *, interrupt_id: str | None = None) -> Run:
         """Answer the pending approval request: `{"decisions": [...]}` in request order
@@ -201,7 +207,15 @@ class Session:
     def retry(self, thread_id: str) -> Run:
         """Continue a run that failed or whose process died, from its last checkpoint."""
         with self._leased(thread_id) as lease:
-            return self._run(thread_id, None, "retry", lease)
+            return self._run(thread_id, self._retry_input(thread_id), "retry", lease)
+
+    def _retry_input(self, thread_id: str) -> Any:
+        """None continues from the last checkpoint. A run stopped by a cut-off reply has
+        nothing left to continue: the model is asked again."""
+        state = self.agent.get_state(_config(thread_id))
+        if not state.next and (state.values or {}).get("stop_kind") == CUT_OFF_KIND:
+            return Command(goto="model", update={"stop_reason": None, "stop_kind": None})
+        return None
 
     @contextmanager
     def _leased(self, thread_id: str, *, deciding: bool = False) -> Iterator[Lease | None]:
@@ -267,7 +281,7 @@ class Session:
                         else:
                             yield event
                 status, reason = self._outcome(config, paused=bool(held), stop=stop if kind != "retry" else None)
-                index.touch(thread_id, status=status)
+                index.touch(thread_id, status=status, reason=reason)
                 final = [*held, ev.RunFinished(thread_id=thread_id, status=status, reason=reason)]  # type: ignore[arg-type]
             except Exception as exc:
                 message, error_kind, retryable = describe_error(exc)
@@ -275,7 +289,7 @@ class Session:
                     message = storage_message(exc, message, self.storage.location)
                 # The storage that just failed may refuse this too; the error says why.
                 with suppress(Exception):
-                    index.touch(thread_id, status="failed")
+                    index.touch(thread_id, status="failed", reason=message)
                 final = [
                     ev.ErrorEvent(thread_id=thread_id, message=message, kind=error_kind, retryable=retryable),
                     ev.RunFinished(thread_id=thread_id, status="failed", reason=message),

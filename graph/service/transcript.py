@@ -10,6 +10,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from graph.agent.finish import NOTICE_MARK
 from graph.agent.history import text_of
+from graph.agent.model_call import is_cut_off
+from graph.agent.reasoning import reasoning_of
 from graph.protocol.threads import MessageView, ToolCallView
 
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
@@ -20,6 +22,8 @@ def message_view(m: BaseMessage) -> MessageView:
     if isinstance(m, AIMessage):
         fields["tool_calls"] = [ToolCallView(id=c["id"], name=c["name"], args=c["args"]) for c in m.tool_calls]
         fields["notice"] = bool(m.additional_kwargs.get(NOTICE_MARK))
+        fields["reasoning"] = reasoning_of(m.additional_kwargs, m.content) or None
+        fields["cut_off"] = is_cut_off(m)
     if isinstance(m, ToolMessage):
         fields.update(tool_call_id=m.tool_call_id, name=m.name, status=m.status)
         # How the call ended (ok / error / rejected / denied / responded), and its duration.
@@ -42,8 +46,13 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
     for m in messages:
         view = message_view(m)
         lines.append(f"## {view.role}" + (f" · {view.name}" if view.name else ""))
+        if view.reasoning:
+            # Collapsed where Markdown renders HTML; never part of the answer text.
+            lines += ["", "<details><summary>thinking</summary>", "", view.reasoning, "", "</details>"]
         if view.content:
             lines += ["", view.content]
+        if view.cut_off:
+            lines += ["", "*(cut off: the reply ended before it was finished)*"]
         for call in view.tool_calls:
             lines += ["", f"→ `{call.name}` `{json.dumps(call.args, ensure_ascii=False)}`"]
         lines.append("")

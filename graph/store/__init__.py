@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from graph.protocol.errors import StorageError
+from graph.store.decisions import Decisions
 from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.saver import GatehouseSqliteSaver
@@ -39,10 +40,16 @@ def open_storage(db: str) -> Storage:
         # Its own connection: the saver serialises its connection with a lock of its own.
         index = ThreadIndex(connect_sqlite(db, autocommit=True))
         journal = Journal(connect_sqlite(db, autocommit=True), str(Path(db).expanduser()))
+        decisions = Decisions(connect_sqlite(db, autocommit=True))
         # Probes a write: a read-only file fails here, at start.
         leases = Leases(connect_sqlite(db, autocommit=True))
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the Gatehouse database {Path(db).expanduser()}: {exc}") from exc
     return Storage(
-        checkpointer=saver, index=index, location=str(Path(db).expanduser()), journal=journal, leases=leases
+        checkpointer=saver,
+        index=index,
+        location=str(Path(db).expanduser()),
+        journal=journal,
+        leases=leases,
+        decisions=decisions,
     )

@@ -19,19 +19,27 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import NULL_TASK_ID, RESUME
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo
+from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
+from graph.store.decisions import SCHEMA as DECISIONS_SCHEMA
+from graph.store.decisions import Decisions, _record, _row
 from graph.store.journal import Journal, JournalEntry, _dumps, _entry, already_started
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
+from graph.store.saver import checkpoint_key, refuses_answer
 from graph.store.storage import Storage
 
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
@@ -46,8 +54,11 @@ SCHEMA = [
         owner TEXT,
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL,
-        pending_since DOUBLE PRECISION)""",
+        pending_since DOUBLE PRECISION,
+        reason TEXT)""",
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)",
+    # Databases created before the index kept a run's failure reason.
+    "ALTER TABLE gatehouse_threads ADD COLUMN IF NOT EXISTS reason TEXT",
     """CREATE TABLE IF NOT EXISTS gatehouse_journal (
         thread_id TEXT NOT NULL,
         tool_call_id TEXT NOT NULL,
@@ -62,6 +73,8 @@ SCHEMA = [
         PRIMARY KEY (thread_id, tool_call_id))""",
     # Databases created before the journal counted attempts.
     "ALTER TABLE gatehouse_journal ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1",
+    DECISIONS_SCHEMA.replace("decided_at REAL", "decided_at DOUBLE PRECISION"),
+    "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)",
     """CREATE TABLE IF NOT EXISTS gatehouse_leases (
         thread_id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -90,7 +103,10 @@ class PgThreadIndex:
             cur.execute(sql, params)
             return cur.fetchall()
 
-    def touch(self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None) -> None:
+    def touch(
+        self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         now = time.time()
         with self._pool.connection() as conn, conn.transaction():
             conn.execute(
@@ -105,10 +121,10 @@ class PgThreadIndex:
                 )
             if status is not None:
                 conn.execute(
-                    "UPDATE gatehouse_threads SET status=%s, updated_at=%s, pending_since="
+                    "UPDATE gatehouse_threads SET status=%s, reason=%s, updated_at=%s, pending_since="
                     "CASE WHEN %s='awaiting_approval' THEN COALESCE(pending_since, %s) ELSE NULL END "
                     "WHERE thread_id=%s",
-                    (status, now, status, now, thread_id),
+                    (status, reason, now, status, now, thread_id),
                 )
 
     def rename(self, thread_id: str, title: str) -> None:
@@ -138,7 +154,7 @@ class PgThreadIndex:
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[ThreadInfo]:
         rows = self._rows(
-            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner "
+            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "
             f"FROM gatehouse_threads {where}",
             params,
         )
@@ -206,6 +222,48 @@ class PgJournal(Journal):
     def delete_thread(self, thread_id: str) -> None:
         with self._pool.connection() as conn:
             conn.execute("DELETE FROM gatehouse_journal WHERE thread_id=%s", (thread_id,))
+
+    def close(self) -> None:
+        pass
+
+
+class PgDecisions(Decisions):
+    """The decision log (`gatehouse_decisions`): `decisions.Decisions` on Postgres."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+
+    def record(self, records: Sequence[DecisionRecord]) -> None:
+        with self._pool.connection() as conn, conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO gatehouse_decisions({DECISION_COLUMNS}) VALUES ({', '.join(['%s'] * 12)}) "
+                "ON CONFLICT (thread_id, question, tool_call_id) DO NOTHING",
+                [_row(r) for r in records],
+            )
+
+    def grants(self, thread_id: str) -> list[tuple[str, str | None]]:
+        rows = self._rows(
+            "SELECT DISTINCT tool, always_allow FROM gatehouse_decisions WHERE thread_id=%s AND always_allow IS NOT NULL",
+            (thread_id,),
+        )
+        return [(tool, None if always == "*" else always) for tool, always in rows]
+
+    def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
+        return self._select("WHERE thread_id=%s AND tool_call_id=%s ORDER BY decided_at", (thread_id, tool_call_id))
+
+    def for_thread(self, thread_id: str) -> list[DecisionRecord]:
+        return self._select("WHERE thread_id=%s ORDER BY decided_at", (thread_id,))
+
+    def recent(self, limit: int = 200) -> list[DecisionRecord]:
+        return self._select("ORDER BY decided_at DESC LIMIT %s", (limit,))
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+        return [_record(r) for r in self._rows(f"SELECT {DECISION_COLUMNS} FROM gatehouse_decisions {where}", params)]
 
     def close(self) -> None:
         pass
@@ -285,6 +343,23 @@ class PgLeases(Leases):
         self._renewals.close()
 
 
+class GatehousePostgresSaver(PostgresSaver):
+    """The official saver; a refused answer leaves no trace (see graph/store/saver.py)."""
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        if refuses_answer(writes):
+            with self._cursor() as cur:
+                cur.execute(
+                    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
+                    "AND checkpoint_id = %s AND task_id = %s AND channel = %s",
+                    (*checkpoint_key(config), NULL_TASK_ID, RESUME),
+                )
+            return
+        super().put_writes(config, writes, task_id, task_path)
+
+
 def _setup(pool: ConnectionPool, saver: PostgresSaver) -> None:
     """Create (or migrate) the schema once, whichever process gets here first."""
     with pool.connection() as conn:
@@ -322,7 +397,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         # (the pool alone would retry quietly until its timeout).
         psycopg.connect(url, connect_timeout=10).close()
         pool.open(wait=True, timeout=30)
-        saver = PostgresSaver(pool)
+        saver = GatehousePostgresSaver(pool)
         _setup(pool, saver)
     except (psycopg.Error, PoolTimeout, StorageError) as exc:
         pool.close()
@@ -333,6 +408,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         location=where,
         journal=PgJournal(pool, where),  # type: ignore[arg-type]
         leases=PgLeases(pool),
+        decisions=PgDecisions(pool),
     )
 
 

@@ -22,6 +22,12 @@ stock walk. The answer is handed to LangGraph as a seed with no writes to replay
 Results equal the stock saver's (tests/test_storage_equivalence.py). Tables and
 rows are the stock ones; a stock `SqliteSaver` reads the file when given
 `serde=compact_serde()`.
+
+A refused answer leaves no trace: LangGraph stores a `Command(resume=...)` value
+before the node that asked can check it, and the node's refusal as an error of its
+task, so a bad answer from any client (Studio, the SDK, a raw `graph.invoke`) would
+leave the pause looking failed and `retry` replaying the bad value. This saver drops
+both (`forget_refused_answer`): the thread stays paused exactly as it was.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import ERROR, NULL_TASK_ID, RESUME
 from langgraph.channels.binop import _get_overwrite
 from langgraph.checkpoint.base import (
     DeltaChannelHistory,
@@ -45,6 +52,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.errors import is_invalid_resume
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 
@@ -88,6 +96,18 @@ class ZlibCodec:
 
 def compact_serde() -> EncryptedSerializer:
     return EncryptedSerializer(ZlibCodec(), JsonPlusSerializer())
+
+
+def refuses_answer(writes: Sequence[tuple[str, Any]]) -> bool:
+    """Whether these task writes are a node's refusal of a resume value (the answer
+    failed the interrupt's `response_schema`): then neither the refusal nor the
+    refused answer is stored."""
+    return any(channel == ERROR and isinstance(value, BaseException) and is_invalid_resume(value) for channel, value in writes)
+
+
+def checkpoint_key(config: RunnableConfig) -> tuple[str, str, str]:
+    conf = config["configurable"]
+    return str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
 
 
 def _unwrap(seed: Any) -> Any:
@@ -157,6 +177,19 @@ class GatehouseSqliteSaver(SqliteSaver):
     def delete_thread(self, thread_id: str) -> None:
         self.clear_cache(thread_id)
         super().delete_thread(thread_id)
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        if refuses_answer(writes):
+            with self.cursor() as cur:
+                cur.execute(
+                    "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
+                    "AND task_id = ? AND channel = ?",
+                    (*checkpoint_key(config), NULL_TASK_ID, RESUME),
+                )
+            return
+        super().put_writes(config, writes, task_id, task_path)
 
     # -- reads ------------------------------------------------------------------------
     def get_delta_channel_history(

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from graph.store.decisions import Decisions
 from graph.store.journal import Journal
 from graph.store.leases import Leases
 
@@ -19,11 +20,14 @@ class Storage:
     checkpointer: BaseCheckpointSaver
     index: Any  # ThreadIndex or PgThreadIndex
     location: str
-    # Execution journal and run leases (graph/journal.py, graph/lease.py), same file.
+    # Execution journal, run leases and the decision log (journal.py, leases.py,
+    # decisions.py), same database.
     journal: Journal | None = None
     leases: Leases | None = None
+    decisions: Decisions | None = None
 
     def delete_thread(self, thread_id: str) -> None:
+        """Checkpoints, index row and journal go; the decision log keeps its record."""
         self.checkpointer.delete_thread(thread_id)
         self.index.delete(thread_id)
         if self.journal is not None:
@@ -34,6 +38,6 @@ class Storage:
         if conn is not None:
             conn.close()
         self.index.close()
-        for extra in (self.journal, self.leases):
+        for extra in (self.journal, self.leases, self.decisions):
             if extra is not None:
                 extra.close()

@@ -28,14 +28,22 @@ class ThreadIndex:
                     owner TEXT,
                     created_at REAL NOT NULL,
                     updated_at REAL NOT NULL,
-                    pending_since REAL)"""
+                    pending_since REAL,
+                    reason TEXT)"""
             )
             c.execute("CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)")
+            # Files created before the index kept a run's failure reason.
+            if "reason" not in {row[1] for row in c.execute("PRAGMA table_info(gatehouse_threads)")}:
+                c.execute("ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT")
 
     def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate(self._conn, self._lock)
 
-    def touch(self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None) -> None:
+    def touch(
+        self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """A new `status` replaces the stored reason with `reason` (None clears it)."""
         now = time.time()
         with self._tx() as c:
             c.execute(
@@ -51,8 +59,9 @@ class ThreadIndex:
             if status is not None:
                 pending = "CASE WHEN ?='awaiting_approval' THEN COALESCE(pending_since, ?) ELSE NULL END"
                 c.execute(
-                    f"UPDATE gatehouse_threads SET status=?, updated_at=?, pending_since={pending} WHERE thread_id=?",
-                    (status, now, status, now, thread_id),
+                    f"UPDATE gatehouse_threads SET status=?, reason=?, updated_at=?, pending_since={pending} "
+                    "WHERE thread_id=?",
+                    (status, reason, now, status, now, thread_id),
                 )
 
     def close(self) -> None:
@@ -82,7 +91,7 @@ class ThreadIndex:
     def _select(self, where: str, params: tuple[Any, ...]) -> list[ThreadInfo]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner "
+                "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "
                 f"FROM gatehouse_threads {where}",
                 params,
             ).fetchall()

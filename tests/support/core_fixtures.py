@@ -79,5 +79,7 @@ def make_session(
     tools = make_tools(ledger)
     model = ScriptedModel(script=script)
     storage = open_storage(db or str(tmp / "gatehouse.db"))
+    # The journal and the decision log keep the approval guarantees in the graph itself.
+    graph_kwargs = {"journal": storage.journal, "decisions": storage.decisions, **graph_kwargs}
     graph = build_graph(model=model, tools=tools, checkpointer=storage.checkpointer, **graph_kwargs)
     return Session(graph, storage, tools), ledger, model

@@ -59,7 +59,8 @@ def open_session(db: str, counter: str) -> Session:
     tools = make_counting_tools(counter)
     model = StallingModel(script=[turn_reply] * 1000, chunk_chars=8)
     graph = build_graph(
-        model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal, system_prompt=None
+        model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal,
+        decisions=storage.decisions, system_prompt=None,
     )
     return Session(graph, storage, tools)
 

@@ -13,12 +13,29 @@ the script the reply is "Done.". A reply is a str, a dict
 {"prompt_tokens", "completion_tokens"}, "status": int}` (status: answer with that HTTP
 error instead) or a callable `(request_json) -> reply`. Like OpenAI, a request whose
 tool calls and tool messages do not pair up is refused with a 400.
+
+What real servers do that OpenAI does not, one key of a reply dict each:
+- `"stream": False`: answer a streaming request with one JSON body (some proxies);
+- `"cut": True`: end the stream after about two thirds of its events (or after the
+  first `cut` events when an int; the role chunk is the first), with no
+  `finish_reason` and no `[DONE]` (a stream cut short, the connection closed cleanly);
+- `"drop": True`: the same, but the connection breaks (fewer bytes than announced);
+- `"reasoning": str`: send the thinking as `reasoning_content` deltas (vLLM, DeepSeek)
+  before the answer, or under `"reasoning_field"` (e.g. "reasoning": newer vLLM, Ollama);
+  `<think>` blocks need no key: put them in `content`;
+- `"chunk_chars": int`: size of the content pieces (default 4: tags split across chunks);
+- `"delay": float`: seconds of silence after the headers, before the first token;
+- `"headers": dict`: extra response headers (e.g. `Retry-After` with a 429).
+`closed_port_url()` gives a base URL where nothing listens (connection refused).
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -73,29 +90,44 @@ class FakeOpenAI:
                 if problem := _unpaired_tool_messages(body.get("messages", [])):
                     return self._json(400, {"error": {"message": problem, "type": "invalid_request_error"}})
                 reply = fake._reply(body)
+                headers = reply.get("headers") or {}
                 if status := reply.get("status"):
                     kind = ERROR_TYPES.get(status, "server_error")
                     message = reply.get("content") or f"fake error {status}"
-                    return self._json(status, {"error": {"message": message, "type": kind}})
-                if not body.get("stream"):
-                    return self._json(200, _completion(reply, body, n))
+                    return self._json(status, {"error": {"message": message, "type": kind}}, headers)
+                if not body.get("stream") or reply.get("stream") is False:
+                    time.sleep(reply.get("delay") or 0)
+                    return self._json(200, _completion(reply, body, n), headers)
+                events = [f"data: {e}\n\n".encode() for e in _chunks(reply, body, n)]
+                if cut := reply.get("cut") or reply.get("drop"):
+                    events = events[: cut if cut is not True else max(2, len(events) * 2 // 3)]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
+                for name, value in headers.items():
+                    self.send_header(name, str(value))
+                if reply.get("drop"):
+                    # Announce more than is sent: the client sees a broken connection.
+                    self.send_header("Content-Length", str(sum(map(len, events)) + 1000))
+                else:
+                    self.send_header("Connection", "close")
                 self.end_headers()
-                for event in _chunks(reply, body, n):
-                    self.wfile.write(f"data: {event}\n\n".encode())
+                for i, event in enumerate(events):
+                    if i == 1:
+                        time.sleep(reply.get("delay") or 0)  # after the role chunk: the first token
+                    self.wfile.write(event)
                     self.wfile.flush()
 
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
+            def _json(self, status: int, payload: dict[str, Any], headers: dict[str, Any] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, str(value))
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
@@ -130,6 +162,21 @@ class FakeOpenAI:
         return reply
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (a timeout, a retry) closed the socket mid-reply: expected.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def closed_port_url() -> str:
+    """A base URL on localhost where nothing listens: requests are refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
 def _unpaired_tool_messages(messages: list[dict[str, Any]]) -> str | None:
     """OpenAI refuses a request whose tool messages and tool calls do not pair up."""
     waiting: set[str] = set()
@@ -156,6 +203,8 @@ def _finish(reply: dict[str, Any]) -> str:
 
 def _completion(reply: dict[str, Any], body: dict[str, Any], n: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply["content"] or None, "refusal": None}
+    if reply.get("reasoning"):
+        message[reply.get("reasoning_field") or "reasoning_content"] = reply["reasoning"]
     if reply["tool_calls"]:
         message["tool_calls"] = [
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
@@ -174,9 +223,13 @@ def _chunks(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[str
         return json.dumps({**out, "usage": None} if with_usage else out)
 
     yield chunk({"role": "assistant", "content": ""})
+    size = reply.get("chunk_chars") or 4
+    thinking = reply.get("reasoning") or ""
+    for i in range(0, len(thinking), size):
+        yield chunk({"content": None, reply.get("reasoning_field") or "reasoning_content": thinking[i : i + size]})
     text = reply["content"]
-    for i in range(0, len(text), 4):
-        yield chunk({"content": text[i : i + 4]})
+    for i in range(0, len(text), size):
+        yield chunk({"content": text[i : i + size]})
     for index, call in enumerate(reply["tool_calls"]):
         first, *rest = _pieces(call["arguments"], 3)
         fn = {"name": call["name"], "arguments": first}

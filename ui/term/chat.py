@@ -9,12 +9,13 @@ from rich.console import Console
 from rich.text import Text
 
 from graph import DecisionError, OutcomeUnknown, Run, RunInProgress, Session
+from graph.protocol import events as ev
 from ui.term import render as term
 
 HELP = """Type a message to the agent. Commands:
   /help      this help
   /history   show the thread so far
-  /retry     continue the thread after a failed or interrupted run
+  /retry     continue the thread after a failed or interrupted run, or ask again after a cut-off reply
   /new       start a new thread
   /exit      leave (Ctrl-C or Ctrl-D at the prompt do the same)
 During a run, Ctrl-C stops it at the next safe point; the thread stays consistent."""
@@ -73,7 +74,8 @@ class Chat:
             self.history()
             status = self.session.thread(thread_id)
             if status and status.status in ("failed", "interrupted"):
-                self.out.print(Text(f"The last run ended as {status.status!r}; type /retry to continue it.",
+                why = f" ({status.reason})" if status.reason else ""
+                self.out.print(Text(f"The last run ended as {status.status!r}{why}; type /retry to continue it.",
                                     "yellow"))
         else:
             self.thread_id = self.session.new_thread_id()
@@ -119,12 +121,14 @@ class Chat:
 
     def run(self, run: Run) -> str:
         renderer = term.EventRenderer(self.out)
-        status, _ = self.drive(run, renderer)
+        status, events = self.drive(run, renderer)
         if renderer.usage is not None:
             u = renderer.usage
             self.out.print(Text(f"tokens: {u.input_tokens} in · {u.output_tokens} out", "dim"))
         if status == "failed":
             self.out.print(Text("Type /retry to try the run again from its last checkpoint.", "yellow"))
+        elif status == "stopped" and any(isinstance(e, ev.Notice) and e.source == ev.CUT_OFF_SOURCE for e in events):
+            self.out.print(Text("Type /retry to ask the model again.", "yellow"))
         return status
 
     def decide_pending(self) -> bool:

@@ -175,6 +175,12 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
             for e in events if isinstance(e, ev.ToolFinished)
         ],
         "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
+        "failure": next(({"message": e.message, "kind": e.kind, "retryable": e.retryable}
+                         for e in events if isinstance(e, ev.ErrorEvent)), None),
+        "reasoning": "".join(e.text for e in events if isinstance(e, ev.ReasoningDelta)),
+        "notices": [{"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)],
+        "retries": [{"attempt": e.attempt, "max_retries": e.max_retries, "delay_s": e.delay_s, "reason": e.reason}
+                    for e in events if isinstance(e, ev.ModelRetried)],
         "pending": term.pending_json(pending) if pending else None,
     }
 
@@ -317,8 +323,11 @@ def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> No
             print(json.dumps(data, ensure_ascii=False, indent=2))
             return
         if info:
-            out.print(Text.assemble((info.title, "bold"), "  ", (info.status, term.STATUS_STYLE.get(info.status, "")),
+            style = term.STATUS_STYLE.get(info.status, "")
+            out.print(Text.assemble((info.title, "bold"), "  ", (info.status, style),
                                     ("  updated " + term.when(info.updated_at), "dim")))
+            if info.reason:
+                out.print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
         term.render_transcript(out, messages)
         if pending:
             term.render_pending(out, pending)
@@ -527,7 +536,8 @@ def resolve(
 
 @app.command()
 def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
-    """Continue a thread whose run failed or whose process died, from its last checkpoint."""
+    """Continue a thread whose run failed or whose process died, from its last checkpoint
+    (after a reply that was cut off: ask the model again)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         if session.pending(thread_id) is not None:

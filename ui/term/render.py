@@ -43,6 +43,7 @@ STATUS_STYLE = {
     "cancelled": "magenta",
     "stopped": "magenta",
 }
+THINKING = "dim italic"
 TOOL_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "rejected": ("✗", "yellow"),
              "denied": ("⛔", "red"), "responded": ("↩", "cyan")}
 
@@ -81,22 +82,34 @@ class EventRenderer:
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self._in_text = False
+        self._stream: str | None = None  # "text" or "reasoning" while a delta line is open
         self._names: dict[str, str] = {}
         self._streamed: set[str] = set()  # calls whose output was shown as it came
         self.usage: ev.Usage | None = None
 
     def _break(self) -> None:
-        if self._in_text:
+        if self._stream is not None:
             self.console.print()
-            self._in_text = False
+            self._stream = None
+
+    def _delta(self, kind: str, text: Text) -> None:
+        c = self.console
+        if self._stream != kind:
+            self._break()
+            if kind == "reasoning":
+                # Labelled as well as dimmed: pipes and NO_COLOR show no dimming.
+                c.print(Text("thinking ▸ ", THINKING), end="")
+        c.print(text, end="")
+        c.file.flush()
+        self._stream = kind
 
     def handle(self, event: ev.Event) -> None:
         c = self.console
         if isinstance(event, ev.TextDelta):
-            c.print(Text(event.text), end="")
-            c.file.flush()
-            self._in_text = True
+            self._delta("text", Text(event.text))
+            return
+        if isinstance(event, ev.ReasoningDelta):
+            self._delta("reasoning", Text(event.text, THINKING))
             return
         if isinstance(event, ev.RunStarted | ev.ApprovalRequired):
             return  # the approval card is shown by whoever asks for the decision
@@ -123,7 +136,12 @@ class EventRenderer:
         elif isinstance(event, ev.Compacted):
             c.print(Text(f"(history compacted: {event.tokens_before} → {event.tokens_after} tokens)", "dim"))
         elif isinstance(event, ev.Notice):
-            c.print(Text(f"ℹ {event.text}", "yellow"))
+            mark = "⚠" if event.source == ev.CUT_OFF_SOURCE else "ℹ"
+            c.print(Text(f"{mark} {event.text}", "yellow"))
+        elif isinstance(event, ev.ModelRetried):
+            dropped = "; the partial reply above is dropped" if event.message_id else ""
+            c.print(Text(f"↻ {event.reason} Retrying in {event.delay_s:.1f} s "
+                         f"(retry {event.attempt} of {event.max_retries}){dropped}.", "yellow"))
         elif isinstance(event, ev.ErrorEvent):
             c.print(Text(f"error: {event.message}", "red bold"))
         elif isinstance(event, ev.RunFinished):
@@ -164,8 +182,12 @@ def render_transcript(console: Console, messages: list[MessageView]) -> None:
         if m.role == "user":
             console.print(Text.assemble(("you ▸ ", "bold blue"), m.content))
         elif m.role == "assistant":
+            if m.reasoning:
+                console.print(Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING)))
             if m.content:
                 console.print(Text.assemble(("agent ▸ ", "bold green"), m.content))
+            if m.cut_off:
+                console.print(Text("  ⚠ cut off: this reply ended before it was finished", "yellow"))
             for call in m.tool_calls:
                 console.print(Text.assemble(("  ⚙ ", "cyan"), (call.name, "bold"), " ",
                                             (args_text(call.args), "dim")))

@@ -28,6 +28,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from graph.agent.emit import emit
+from graph.agent.history import text_of
 from graph.protocol import events as ev
 
 SUMMARY_MARK = "gatehouse_summary"
@@ -110,7 +111,7 @@ class Compaction:
         reply = self.model.invoke(
             [SystemMessage(self.instructions), HumanMessage(transcript(messages))]
         )
-        text = reply.content if isinstance(reply.content, str) else str(reply.content)
+        text = text_of(reply.content)
         return text.strip() or "(no summary)"
 
 
@@ -129,7 +130,7 @@ def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:
 def transcript(messages: Sequence[BaseMessage]) -> str:
     lines: list[str] = []
     for m in messages:
-        text = m.content if isinstance(m.content, str) else str(m.content)
+        text = text_of(m.content)
         if isinstance(m, ToolMessage):
             if len(text) > TOOL_RESULT_CHARS:
                 text = text[:TOOL_RESULT_CHARS] + " …"

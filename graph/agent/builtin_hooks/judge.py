@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from graph.agent.builtin_hooks.compaction import is_summary
 from graph.agent.builtin_hooks.require_tool import HOOK_MARK
 from graph.agent.emit import emit
+from graph.agent.history import text_of
 from graph.protocol import events as ev
 
 JUDGE_INSTRUCTIONS = (
@@ -113,10 +114,7 @@ class AnswerJudge:
 
 
 def _text(message: Any) -> str:
-    content = message.content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
+    return text_of(message.content)
 
 
 def _request(messages: list[Any]) -> str:

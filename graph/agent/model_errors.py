@@ -1,0 +1,224 @@
+"""What went wrong when the model API failed, in words a person can act on.
+
+The exception a run sees is rarely the one that says what happened. langchain-openai
+re-raises the `openai` client's errors as its own classes (`OpenAIConnectionError`,
+`OpenAIRateLimitError`, … from `langchain_openai.chat_models.base`, which subclass both
+the `openai` class and LangChain's `ModelError` family); the `openai` error wraps the
+`httpx` one; and that wraps the socket error that names the cause ("Connection
+refused"). So the whole chain is read: the outermost recognised error says what kind
+of failure it was, the status code and the server's own message come from whichever
+error carries them, and the innermost cause gives the detail.
+
+Recognised without importing any provider: LangChain's `ModelError` classes, anything
+from the `openai` package, and `httpx` / `httpcore` transport errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core import exceptions as lc
+
+MESSAGE_CHARS = 300
+_TRANSPORT_MODULES = ("openai", "httpx", "httpx2", "httpcore", "h11")
+
+
+@dataclass(frozen=True)
+class ModelProblem:
+    """A model API failure, described."""
+
+    # What happened ("The model API is rate limiting requests (HTTP 429: …).").
+    cause: str
+    # What the person can do about it.
+    advice: str
+    # The run can be retried once the cause is gone (the thread keeps everything).
+    retryable: bool
+    # Worth retrying at once, automatically: the same request may well succeed.
+    transient: bool
+    status: int | None = None
+    # What the server asked for (a `Retry-After` header), in seconds.
+    retry_after_s: float | None = None
+
+    @property
+    def message(self) -> str:
+        return f"{self.cause} {self.advice}".strip()
+
+
+def describe_model_error(exc: BaseException) -> tuple[str, bool] | None:
+    """(message, retryable) when `exc` is a failure of the model API, else None."""
+    problem = model_problem(exc)
+    return None if problem is None else (problem.message, problem.retryable)
+
+
+def model_problem(exc: BaseException) -> ModelProblem | None:
+    chain = list(_chain(exc))
+    if not any(_is_model_error(e) for e in chain):
+        return None
+    status = next((s for e in chain if (s := _status(e)) is not None), None)
+    server = next((m for e in chain if (m := _server_message(e))), "")
+    cause = _root_cause(chain)
+    retry_after = next((r for e in chain if (r := _retry_after(e)) is not None), None)
+    said = f": {server}" if server else ""
+
+    if status is not None:
+        if status in (401, 403):
+            what = "refused the credentials" if status == 401 else "refused access"
+            return ModelProblem(
+                f"The model API {what} (HTTP {status}{said}).",
+                "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry.",
+                retryable=True, transient=False, status=status,
+            )
+        if status == 404:
+            return ModelProblem(
+                f"The model API does not know this model or endpoint (HTTP 404{said}).",
+                "Check the model name and base URL, then retry.",
+                retryable=True, transient=False, status=status,
+            )
+        if status == 429:
+            return ModelProblem(
+                f"The model API is rate limiting requests (HTTP 429{said}).", "Wait a moment, then retry.",
+                retryable=True, transient=True, status=status, retry_after_s=retry_after,
+            )
+        if status >= 500:
+            return ModelProblem(
+                f"The model server failed (HTTP {status}{said}).", "Retry; if it keeps failing, check the server.",
+                retryable=True, transient=True, status=status, retry_after_s=retry_after,
+            )
+        if 400 <= status < 500:
+            # The same request would be refused again (too long, malformed, unsupported).
+            return ModelProblem(
+                f"The model API refused the request (HTTP {status}{said}).", "",
+                retryable=False, transient=False, status=status,
+            )
+    url = next((u for e in chain if (u := _url(e))), "")
+    where = f" at {url}" if url else ""
+    if any(_is_timeout(e) for e in chain):
+        return ModelProblem(
+            f"The model server{where} did not answer in time ({cause or 'timed out'}).",
+            "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
+            retryable=True, transient=True,
+        )
+    if any(_broke_mid_reply(e) for e in chain):
+        return ModelProblem(
+            f"The connection to the model server{where} broke in the middle of the reply ({cause or 'closed'}).",
+            "Retry; if it keeps happening, check the server or a proxy in front of it.",
+            retryable=True, transient=True,
+        )
+    if any(_is_connection(e) for e in chain):
+        return ModelProblem(
+            f"Could not reach the model server{where} ({cause or 'connection error'}).",
+            "Check that it is running and the base URL is right, then retry.",
+            retryable=True, transient=True,
+        )
+    first = next(e for e in chain if _is_model_error(e))
+    detail = server or _text(first) or cause
+    return ModelProblem(
+        f"The model API failed ({type(first).__name__}{': ' + detail if detail else ''}).", "Retry.",
+        retryable=True, transient=bool(getattr(first, "is_retryable", False)),
+    )
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _module(e: BaseException) -> str:
+    return type(e).__module__ or ""
+
+
+def _is_model_error(e: BaseException) -> bool:
+    return isinstance(e, lc.ModelError) or _module(e).split(".")[0] in _TRANSPORT_MODULES
+
+
+def _is_timeout(e: BaseException) -> bool:
+    return isinstance(e, lc.ModelTimeoutError | TimeoutError) or "Timeout" in type(e).__name__
+
+
+def _is_connection(e: BaseException) -> bool:
+    if isinstance(e, lc.ModelConnectionError | ConnectionError):
+        return True
+    name = type(e).__name__
+    return _module(e).split(".")[0] in _TRANSPORT_MODULES and (
+        "Connect" in name or "Protocol" in name or "Network" in name or "ReadError" in name
+    )
+
+
+def _broke_mid_reply(e: BaseException) -> bool:
+    """The response had started (headers, maybe text) when the connection failed."""
+    return _module(e).split(".")[0] in _TRANSPORT_MODULES and type(e).__name__ in (
+        "RemoteProtocolError", "ReadError", "IncompleteRead")
+
+
+def _status(e: BaseException) -> int | None:
+    status = _get(e, "status_code")
+    if isinstance(status, int):
+        return status
+    status = _get(_get(e, "response"), "status_code")
+    return status if isinstance(status, int) and status >= 400 else None
+
+
+def _server_message(e: BaseException) -> str:
+    body = _get(e, "body")
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        message = error.get("message") if isinstance(error, dict) else error
+        if isinstance(message, str) and message.strip():
+            return _clip(message)
+    if isinstance(body, str) and body.strip() and _status(e) is not None:
+        return _clip(body)
+    return ""
+
+
+def _retry_after(e: BaseException) -> float | None:
+    headers = _get(_get(e, "response"), "headers")
+    if headers is None:
+        return None
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(ms) / 1000)
+        if (s := headers.get("retry-after")) is not None:
+            return max(0.0, float(s))
+    except (TypeError, ValueError):
+        return None  # an HTTP date: the backoff decides instead
+    return None
+
+
+def _get(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # httpx's `.request` raises when the error has none attached
+        return None
+
+
+def _url(e: BaseException) -> str:
+    url = _get(_get(e, "request"), "url")
+    if url is None:
+        return ""
+    text = str(url)
+    return text.split("?", 1)[0]
+
+
+def _root_cause(chain: list[BaseException]) -> str:
+    """The innermost error's own words ("[Errno 111] Connection refused"), unless it
+    only repeats its class's generic text."""
+    for e in reversed(chain):
+        if text := _text(e):
+            return _clip(text)
+    return ""
+
+
+def _text(e: BaseException) -> str:
+    text = str(e).strip()
+    return "" if text in ("", "Connection error.", "Request timed out.") else text
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"

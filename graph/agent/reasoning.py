@@ -1,0 +1,125 @@
+"""A reasoning model's thinking, kept apart from its answer.
+
+Servers deliver reasoning in two ways, and Gatehouse stores both the same way:
+- inside the text, as `<think>…</think>` (Qwen, DeepSeek-R1 and their distills on
+  llama.cpp, Ollama or vLLM without a reasoning parser); the tags may be split
+  across stream chunks, and when the chat template already opened the block only
+  the closing tag appears;
+- beside the text, as `reasoning_content` (or `reasoning`) deltas (vLLM and SGLang
+  with a reasoning parser, DeepSeek's API, Ollama, LM Studio). LangChain's provider
+  packages put it in `additional_kwargs["reasoning_content"]`; so does
+  graph/openai_compat.py for plain OpenAI-compatible servers.
+
+Stored form: the answer stays the message's `content` (a plain string), and the
+reasoning goes to `additional_kwargs["reasoning_content"]`, where LangChain's provider
+packages put it (ChatDeepSeek, ChatXAI, ChatGroq, ChatOllama) and LangChain core looks
+for it. So titles, exports and anything that reads `content` see only the answer, and
+the model is not sent it back (graph/model_call.py strips it from the prompt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+REASONING_KEY = "reasoning_content"
+OPEN, CLOSE = "<think>", "</think>"
+# Content blocks that carry reasoning (LangChain v1 "reasoning", Anthropic "thinking").
+REASONING_BLOCKS = {"reasoning": "reasoning", "thinking": "thinking"}
+
+Piece = tuple[Literal["text", "reasoning"], str]
+
+
+class ThinkSplitter:
+    """Splits streamed text at `<think>` / `</think>` into answer and reasoning pieces.
+
+    A chunk that ends with what could be the start of a tag ("<th") is held back until
+    the next chunk says whether it is one. Whitespace between a leading block and the
+    answer is dropped: models put a blank line there that is no part of the answer.
+    """
+
+    def __init__(self) -> None:
+        self.inside = False
+        self._held = ""
+        self._after_close = False
+        self._answered = False
+
+    def feed(self, text: str) -> list[Piece]:
+        buf, self._held = self._held + text, ""
+        out: list[Piece] = []
+        while buf:
+            if self._after_close:
+                buf = buf.lstrip()
+                if not buf:
+                    break
+                self._after_close = False
+            tags = (CLOSE,) if self.inside else (OPEN, CLOSE)
+            found = min(((buf.find(t), t) for t in tags if t in buf), default=None)
+            if found is not None:
+                at, tag = found
+                self._add(out, buf[:at])
+                buf = buf[at + len(tag) :]
+                # A closing tag seen outside a block: the template opened it, and what
+                # came before was reasoning (already streamed; the stored message is
+                # split again in full by `split_think`).
+                self.inside = tag == OPEN
+                self._after_close = tag == CLOSE and not self._answered
+                continue
+            keep = max((_partial_tag_len(buf, t) for t in tags), default=0)
+            self._add(out, buf[: len(buf) - keep])
+            self._held = buf[len(buf) - keep :]
+            break
+        return out
+
+    def flush(self) -> list[Piece]:
+        """What is still held back at the end of the stream."""
+        held, self._held = self._held, ""
+        out: list[Piece] = []
+        self._add(out, held)
+        return out
+
+    def _add(self, out: list[Piece], text: str) -> None:
+        if text:
+            out.append(("reasoning" if self.inside else "text", text))
+            self._answered = self._answered or not self.inside
+
+
+def _partial_tag_len(text: str, tag: str) -> int:
+    """Length of the longest end of `text` that is a proper start of `tag`."""
+    for n in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:n]):
+            return n
+    return 0
+
+
+def split_think(text: str) -> tuple[str, str]:
+    """(answer, reasoning) of a whole reply's text. An unclosed `<think>` (a reply cut
+    off while thinking) is reasoning to the end; a lone `</think>` makes everything
+    before it reasoning."""
+    if OPEN not in text and CLOSE not in text:
+        return text, ""
+    if CLOSE in text and (OPEN not in text or text.index(CLOSE) < text.index(OPEN)):
+        text = OPEN + text
+    splitter = ThinkSplitter()
+    pieces = splitter.feed(text) + splitter.flush()
+    answer = "".join(t for kind, t in pieces if kind == "text")
+    reasoning = "".join(t for kind, t in pieces if kind == "reasoning")
+    return answer, reasoning.strip()
+
+
+def reasoning_in_blocks(content: Any) -> str:
+    """Reasoning carried as content blocks (left in place: providers that send them
+    need them back as they were, signatures included)."""
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        str(b.get(REASONING_BLOCKS[b["type"]]) or "")
+        for b in content
+        if isinstance(b, dict) and b.get("type") in REASONING_BLOCKS
+    )
+
+
+def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
+    """All the reasoning a message (or a stream chunk) carries."""
+    field = additional_kwargs.get(REASONING_KEY)
+    return (field if isinstance(field, str) else "") + reasoning_in_blocks(content)

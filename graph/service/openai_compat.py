@@ -1,0 +1,55 @@
+"""`ChatOpenAI` for OpenAI-compatible servers: keeps the reasoning they send.
+
+vLLM and SGLang (with a reasoning parser), DeepSeek's API, Ollama and LM Studio send
+a reasoning model's thinking as `reasoning_content` (newer vLLM and Ollama: as
+`reasoning`) beside `content`, in stream deltas and in whole replies. `ChatOpenAI`
+targets OpenAI's own API and drops these fields; this subclass copies them into
+`additional_kwargs["reasoning_content"]`, where LangChain's provider packages
+(ChatDeepSeek, ChatXAI, ChatGroq, ChatOllama) put it too, and where graph/reasoning.py
+reads it. Everything else is `ChatOpenAI`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_openai import ChatOpenAI
+
+from graph.agent.reasoning import REASONING_KEY
+
+# Field names servers use for reasoning, in the order they are looked up.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _reasoning(fields: Any) -> str:
+    if not isinstance(fields, dict):
+        return ""
+    for name in REASONING_FIELDS:
+        value = fields.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+class ChatOpenAICompatible(ChatOpenAI):  # type: ignore[override]
+    """`ChatOpenAI` that keeps `reasoning_content` / `reasoning` from the server."""
+
+    def _convert_chunk_to_generation_chunk(
+        self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
+    ) -> ChatGenerationChunk | None:
+        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
+        choices = chunk.get("choices") or (chunk.get("chunk") or {}).get("choices") or []
+        text = _reasoning(choices[0].get("delta")) if choices else ""
+        if text and generation is not None and isinstance(generation.message, AIMessageChunk):
+            generation.message.additional_kwargs[REASONING_KEY] = text
+        return generation
+
+    def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
+        result = super()._create_chat_result(response, generation_info)
+        data = response if isinstance(response, dict) else response.model_dump()
+        for generation, choice in zip(result.generations, data.get("choices") or [], strict=False):
+            if isinstance(generation.message, AIMessage) and (text := _reasoning(choice.get("message"))):
+                generation.message.additional_kwargs[REASONING_KEY] = text
+        return result

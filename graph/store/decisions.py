@@ -1,0 +1,129 @@
+"""The decision log: every answer a person gave to a pause, append-only, in the same
+database as the checkpoints.
+
+The agent's `review` node writes a row for each decided call before the call may
+run, and `run_tool` runs a gated call only when its row says it was approved, with
+exactly the arguments that will run. So approvals are kept by the graph and its
+storage, not by the state a client can send or edit (`Command(update=...)`, Studio's
+state editor, run input): a forged `Send` to `run_tool` or a written `grants` key
+approves nothing. "Always allow" grants are read from here too.
+
+Rows are keyed by (thread, question, call): the review node runs again from its
+start when a run resumes, and writing the same decision twice changes nothing.
+Undo and fork never delete rows: the log is the record of who decided what.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from graph.protocol.decisions import DecisionRecord
+from graph.store.sqlite import immediate
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
+    thread_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    args_json TEXT NOT NULL,
+    requested_args_json TEXT,
+    message TEXT,
+    always_allow TEXT,
+    source TEXT,
+    actor TEXT,
+    decided_at REAL NOT NULL,
+    PRIMARY KEY (thread_id, question, tool_call_id))"""
+
+
+_COLUMNS = (
+    "thread_id, question, tool_call_id, tool, decision, args_json, requested_args_json, "
+    "message, always_allow, source, actor, decided_at"
+)
+
+
+def _row(record: DecisionRecord) -> tuple[Any, ...]:
+    return (
+        record.thread_id,
+        record.question,
+        record.tool_call_id,
+        record.tool,
+        record.decision,
+        _dumps(record.args),
+        None if record.requested_args is None else _dumps(record.requested_args),
+        record.message,
+        record.always_allow,
+        record.source,
+        record.actor,
+        record.decided_at or time.time(),
+    )
+
+
+def _record(row: Sequence[Any]) -> DecisionRecord:
+    (thread_id, question, call_id, tool, decision, args_json, requested_json, message, always, source, actor,
+     decided_at) = row
+    return DecisionRecord(
+        thread_id, question, call_id, tool, decision, json.loads(args_json),
+        json.loads(requested_json) if requested_json else None, message, always, source, actor, decided_at,
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+class Decisions:
+    """`gatehouse_decisions` in the SQLite file, on its own connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        with self._tx() as c:
+            c.execute(SCHEMA)
+            c.execute("CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)")
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return immediate(self._conn, self._lock)
+
+    def record(self, records: Sequence[DecisionRecord]) -> None:
+        """Append decisions; one already recorded for the same (thread, question, call)
+        stays as it was."""
+        with self._tx() as c:
+            c.executemany(
+                f"INSERT INTO gatehouse_decisions({_COLUMNS}) VALUES ({', '.join('?' * 12)}) "
+                "ON CONFLICT(thread_id, question, tool_call_id) DO NOTHING",
+                [_row(r) for r in records],
+            )
+
+    def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
+        return self._select("WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id))
+
+    def for_thread(self, thread_id: str) -> list[DecisionRecord]:
+        return self._select("WHERE thread_id=? ORDER BY decided_at", (thread_id,))
+
+    def recent(self, limit: int = 200) -> list[DecisionRecord]:
+        return self._select("ORDER BY decided_at DESC LIMIT ?", (limit,))
+
+    def grants(self, thread_id: str) -> list[tuple[str, str | None]]:
+        """(tool, pattern or None) for every "always allow" granted in the thread."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT tool, always_allow FROM gatehouse_decisions "
+                "WHERE thread_id=? AND always_allow IS NOT NULL",
+                (thread_id,),
+            ).fetchall()
+        return [(tool, None if always == "*" else always) for tool, always in rows]
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params).fetchall()
+        return [_record(r) for r in rows]
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,0 +1,125 @@
+"""Gatehouse's savers for an asyncio host (LangGraph Server, `langgraph dev`).
+
+The server calls only a checkpointer's async methods, on its event loop, where
+`langgraph dev` refuses blocking calls. `ThreadedSaver` gives any of Gatehouse's sync
+savers (SQLite or Postgres) async methods that run the sync ones on ONE worker thread
+of its own, first come first served: LangGraph submits a step's writes without
+awaiting each other, so a pool of threads could store them out of order. The same
+saver class thus serves the web app, the terminal and the server, on one database.
+
+It also implements `delete_for_runs`, which `multitask_strategy="rollback"` needs:
+the checkpoints (and their writes) a cancelled run made are deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+
+
+class ThreadedSaver(BaseCheckpointSaver):
+    """A sync saver (`inner`) with async methods on one worker thread."""
+
+    def __init__(self, inner: BaseCheckpointSaver) -> None:
+        super().__init__(serde=inner.serde)
+        self.inner = inner
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="gatehouse-saver")
+
+    async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, lambda: fn(*args, **kwargs))
+
+    # -- sync: the inner saver's own --------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.inner.get_tuple(config)
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        return self.inner.list(config, **kwargs)
+
+    def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+        self.inner.put_writes(config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
+        return self.inner.get_delta_channel_history(config=config, channels=channels)
+
+    def get_next_version(self, current: Any, channel: Any) -> Any:
+        return self.inner.get_next_version(current, channel)
+
+    def register_reducer(self, channel: str, reducer: Any) -> None:
+        if callable(register := getattr(self.inner, "register_reducer", None)):
+            register(channel, reducer)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        ids = [str(r) for r in run_ids]
+        if not ids:
+            return
+        if hasattr(self.inner, "cursor") and hasattr(self.inner, "conn"):  # SQLite
+            marks = ",".join("?" * len(ids))
+            with self.inner.cursor() as cur:  # type: ignore[attr-defined]
+                doomed = cur.execute(
+                    "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
+                    f"WHERE json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})",
+                    ids,
+                ).fetchall()
+                for key in doomed:
+                    cur.execute("DELETE FROM writes WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?", key)
+                    cur.execute("DELETE FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?", key)
+            if callable(clear := getattr(self.inner, "clear_cache", None)):
+                clear()
+            return
+        with self.inner._cursor() as cur:  # type: ignore[attr-defined]  # Postgres
+            cur.execute(
+                "DELETE FROM checkpoint_writes w USING checkpoints c WHERE w.thread_id = c.thread_id "
+                "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id "
+                "AND c.metadata->>'run_id' = ANY(%s)",
+                (ids,),
+            )
+            cur.execute("DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s)", (ids,))
+
+    # -- async: the same, on the worker thread --------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._run(self.inner.get_tuple, config)
+
+    async def alist(self, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[CheckpointTuple]:
+        for item in await self._run(lambda: [*self.inner.list(config, **kwargs)]):
+            yield item
+
+    async def aput(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        return await self._run(self.inner.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        await self._run(self.inner.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._run(self.inner.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._run(self.delete_for_runs, run_ids)
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
+        return await self._run(lambda: self.inner.get_delta_channel_history(config=config, channels=channels))
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=True)

@@ -1,0 +1,120 @@
+"""`langgraph dev` on the project's langgraph.json, for tests through langgraph-sdk.
+
+    with langgraph_dev(tmp, db=..., workspace=...) as server:
+        client = get_sync_client(url=server.url)
+
+The server runs in a temp folder (it keeps its own run records in `.langgraph_api/`
+there), offline: no OpenAI settings (the demo model answers), no tracing, no CLI
+analytics. The project's langgraph.json is used with its paths made absolute, so its
+checkpointer is Gatehouse's own storage on `db`: the threads live where a Session on
+the same file reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support.postgres import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPH = "gatehouse"
+
+
+def langgraph_cli() -> str:
+    beside = Path(sys.executable).parent / "langgraph"
+    found = str(beside) if beside.exists() else shutil.which("langgraph")
+    if not found:
+        raise RuntimeError("the langgraph CLI is missing: install langgraph-cli[inmem] (uv sync)")
+    return found
+
+
+@dataclass
+class DevServer:
+    url: str
+    proc: subprocess.Popen[bytes]
+    home: Path
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """Like a power cut: the whole process group, at once."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def server_env(db: Path | str, workspace: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_", "LANGSMITH_", "LANGCHAIN_"))}
+    env.update(
+        GATEHOUSE_WORKSPACE=str(workspace),
+        GATEHOUSE_DB=str(db),
+        LANGSMITH_TRACING="false",
+        LANGCHAIN_TRACING_V2="false",
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+def write_config(home: Path) -> Path:
+    """The project's langgraph.json, runnable from `home`."""
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["dependencies"] = [str((ROOT / d).resolve()) for d in config["dependencies"]]
+    config["graphs"] = {name: str((ROOT / spec).resolve()) for name, spec in config["graphs"].items()}
+    if isinstance(config.get("env"), str):
+        config["env"] = str((ROOT / config["env"]).resolve())
+    path = home / "langgraph.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@contextmanager
+def langgraph_dev(home: Path, *, db: Path | str, workspace: Path, timeout: float = 180, **env: str) -> Iterator[DevServer]:
+    home.mkdir(parents=True, exist_ok=True)
+    config = write_config(home)
+    port = free_port()
+    log = home / f"server-{port}.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [langgraph_cli(), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+             "--config", str(config)],
+            cwd=home, env=server_env(db, workspace, **env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    server = DevServer(f"http://127.0.0.1:{port}", proc, home, log)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"langgraph dev exited ({proc.returncode}):\n{server.log_text()[-4000:]}")
+            try:
+                if httpx.get(f"{server.url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"langgraph dev never answered /ok:\n{server.log_text()[-4000:]}")
+            time.sleep(0.3)
+        yield server
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
