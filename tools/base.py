@@ -6,18 +6,20 @@ conditions match on, and an optional preview of what the call will change.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain_core.tools.base import create_schema_from_function
 
 from graph.protocol.tools import DefaultMode, Preview, Risk, ToolSpec, attach_spec, spec_of
 
-__all__ = ["ToolSpec", "attach_spec", "gatehouse_tool", "spec_of"]
+__all__ = ["ToolSpec", "attach_spec", "bound_tool", "gatehouse_tool", "spec", "spec_of"]
 
 
-def gatehouse_tool(
-    func: Callable[..., Any] | None = None,
+def spec(
     *,
     risk: Risk,
     default: DefaultMode | None = None,
@@ -27,29 +29,52 @@ def gatehouse_tool(
     auto_allow: Callable[[dict[str, Any]], bool] | None = None,
     compound: Callable[[dict[str, Any]], bool] | None = None,
     describe: Callable[[dict[str, Any]], str] | None = None,
+) -> ToolSpec:
+    """A ToolSpec whose `default` and `idempotent` follow the risk when omitted:
+    `read` runs freely and is safe to repeat; the rest asks."""
+    return ToolSpec(
+        risk=risk,
+        default=default or ("allow" if risk == "read" else "ask"),
+        idempotent=(risk == "read") if idempotent is None else idempotent,
+        match_arg=match_arg,
+        preview=preview,
+        auto_allow=auto_allow,
+        compound=compound,
+        describe=describe,
+    )
+
+
+def gatehouse_tool(
+    func: Callable[..., Any] | None = None,
+    *,
     name: str | None = None,
+    **facts: Any,
 ) -> Any:
-    """Turn a typed, documented function into a LangChain tool with a `ToolSpec`.
+    """Turn a typed, documented function into a LangChain tool with a `ToolSpec`
+    (`facts`: the keyword arguments of `spec`).
 
     The docstring is what the model reads; the signature is the argument schema.
-    `default` follows the risk when omitted: `read` runs freely, the rest asks.
     """
 
     def wrap(f: Callable[..., Any]) -> BaseTool:
         built = tool(name or f.__name__, parse_docstring=False)(f) if name else tool(f)
-        attach_spec(
-            built,
-            ToolSpec(
-                risk=risk,
-                default=default or ("allow" if risk == "read" else "ask"),
-                idempotent=(risk == "read") if idempotent is None else idempotent,
-                match_arg=match_arg,
-                preview=preview,
-                auto_allow=auto_allow,
-                compound=compound,
-                describe=describe,
-            ),
-        )
-        return built
+        return attach_spec(built, spec(**facts))
 
     return wrap(func) if func is not None else wrap
+
+
+def bound_tool(fn: Callable[..., Any], context: Any, *, preview: Callable[[Any, dict[str, Any]], str | None] | None = None,
+               **facts: Any) -> BaseTool:
+    """A tool from a top-level function whose first parameter is its context (a
+    workspace, a connection), bound here: the model sees the other parameters and the
+    docstring. A `preview` gets the context too: `preview(context, args)`."""
+    first = next(iter(inspect.signature(fn).parameters))
+    schema = create_schema_from_function(fn.__name__, fn, filter_args=[first], parse_docstring=False)
+    built = StructuredTool.from_function(
+        func=functools.partial(fn, context),
+        name=fn.__name__,
+        description=inspect.getdoc(fn) or fn.__name__,
+        args_schema=schema,
+    )
+    bound_preview = functools.partial(preview, context) if preview is not None else None
+    return attach_spec(built, spec(preview=bound_preview, **facts))

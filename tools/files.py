@@ -1,5 +1,8 @@
 """Workspace file tools: list, read and search run freely; write, edit, delete and move
-ask, with a preview of the change (tools/previews.py)."""
+ask, with a preview of the change (tools/previews.py).
+
+Each tool is a top-level function whose first parameter is the workspace; the tool
+set binds it (`make_file_tools`), so a function can be called and tested alone."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from langchain_core.tools import BaseTool
 from pydantic import Field
 
 from tools import previews as pv
-from tools.base import gatehouse_tool
+from tools.base import bound_tool
 from tools.previews import EditError, unified_diff  # noqa: F401  (re-exported)
 from tools.workspace import PathError, Workspace
 
@@ -30,253 +33,275 @@ SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".mypy_ca
 PathArg = Annotated[str, Field(description="Path relative to the workspace root")]
 
 
-def make_file_tools(ws: Workspace) -> list[BaseTool]:
-    def walk(top: Path) -> Iterator[Path]:
-        """Entries under `top`, depth first and sorted; symlinks and tool caches
-        are listed but not entered."""
-        for entry in sorted(top.iterdir()):
-            yield entry
-            if entry.is_dir() and not entry.is_symlink() and entry.name not in SKIP_DIRS:
-                yield from walk(entry)
+def walk(top: Path) -> Iterator[Path]:
+    """Entries under `top`, depth first and sorted; symlinks and tool caches
+    are listed but not entered."""
+    for entry in sorted(top.iterdir()):
+        yield entry
+        if entry.is_dir() and not entry.is_symlink() and entry.name not in SKIP_DIRS:
+            yield from walk(entry)
 
-    def row(entry: Path) -> str:
-        rel = ws.relative(entry)
-        if entry.is_symlink():
-            return f"{rel} -> {os.readlink(entry)}"
-        if entry.is_dir():
-            return f"{rel}/"
-        return f"{rel}  {entry.lstat().st_size} B"
 
-    @gatehouse_tool(risk="read", match_arg="path")
-    def list_files(
-        path: PathArg = ".",
-        recursive: Annotated[bool, Field(description="Also list everything in subfolders")] = False,
-    ) -> str:
-        """List files and folders under a workspace folder, with sizes in bytes.
+def row(ws: Workspace, entry: Path) -> str:
+    rel = ws.relative(entry)
+    if entry.is_symlink():
+        return f"{rel} -> {os.readlink(entry)}"
+    if entry.is_dir():
+        return f"{rel}/"
+    return f"{rel}  {entry.lstat().st_size} B"
 
-        Folders end with `/`; symlinks show their target. A recursive listing skips
-        tool caches such as .git and node_modules and stops after 1000 entries.
-        """
-        folder = ws.resolve(path, must_exist=True)
-        if not folder.is_dir():
-            raise PathError(f"{path!r} is not a folder")
-        entries = walk(folder) if recursive else iter(sorted(folder.iterdir()))
-        rows = []
-        for entry in entries:
-            if len(rows) == LIST_CAP:
-                rows.append(f"… (stopped after {LIST_CAP} entries; list a subfolder to see more)")
+
+def list_files(
+    ws: Workspace,
+    path: PathArg = ".",
+
+
+    recursive: Annotated[bool, Field(description="Also list everything in subfolders")] = False,
+) -> str:
+    """List files and folders under a workspace folder, with sizes in bytes.
+
+    Folders end with `/`; symlinks show their target. A recursive listing skips
+    tool caches such as .git and node_modules and stops after 1000 entries.
+    """
+    folder = ws.resolve(path, must_exist=True)
+    if not folder.is_dir():
+        raise PathError(f"{path!r} is not a folder")
+    entries = walk(folder) if recursive else iter(sorted(folder.iterdir()))
+    rows = []
+    for entry in entries:
+        if len(rows) == LIST_CAP:
+            rows.append(f"… (stopped after {LIST_CAP} entries; list a subfolder to see more)")
+            break
+        rows.append(row(ws, entry))
+    return "\n".join(rows) or "(empty folder)"
+
+
+def read_file(
+    ws: Workspace,
+    path: PathArg,
+    start_line: Annotated[int | None, Field(ge=1, description="First line to return (1-based)")] = None,
+    end_line: Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")] = None,
+) -> str:
+    """Read a text file from the workspace, whole or a range of lines.
+
+    At most 200 KB come back per call; for a bigger file ask for line ranges.
+    Binary files are reported by size, not shown.
+    """
+    target = ws.resolve(path, must_exist=True)
+    if not target.is_file():
+        raise PathError(f"{path!r} is not a file")
+    if start_line is not None and end_line is not None and end_line < start_line:
+        raise ValueError(f"end_line ({end_line}) is before start_line ({start_line})")
+    rel, size = ws.relative(target), target.stat().st_size
+    if pv.is_binary(ws.read_bytes(target, pv.BINARY_SNIFF_BYTES)):
+        return f"{rel} is a binary file ({pv.size_text(size)}); not shown."
+    if start_line is None and end_line is None:
+        data = ws.read_bytes(target, READ_CAP_BYTES + 1)
+        if len(data) <= READ_CAP_BYTES:
+            return pv.printable(pv.decode(data))
+        cut = data[:READ_CAP_BYTES]
+        cut = cut[: cut.rfind(b"\n") + 1] or cut
+        shown = cut.count(b"\n")
+        return pv.printable(pv.decode(cut)) + (
+            f"\n… (showing lines 1-{shown} of a {pv.size_text(size)} file; "
+            f"use start_line={shown + 1} to read on)"
+        )
+    first, last = start_line or 1, end_line
+    picked: list[bytes] = []
+    used, seen, capped_at = 0, 0, None
+    count_all = size <= COUNT_LINES_BYTES  # say "of N lines" unless that means reading gigabytes
+    with os.fdopen(ws.open_fd(target, os.O_RDONLY), "rb") as fh:
+        for line in fh:
+            seen += 1
+            if seen < first:
+                continue
+            if (last is not None and seen > last) or capped_at:
+                if count_all:
+                    continue
                 break
-            rows.append(row(entry))
-        return "\n".join(rows) or "(empty folder)"
+            if used + len(line) > READ_CAP_BYTES:
+                if not picked:  # one enormous line: show its start
+                    picked.append(line[:READ_CAP_BYTES] + b"\n")
+                    capped_at = seen + 1
+                else:
+                    capped_at = seen
+                continue
+            picked.append(line)
+            used += len(line)
+    if first > seen:
+        return f"{rel} has only {seen} line(s); nothing at line {first}."
+    shown_last = first + len(picked) - 1
+    of = f"of {seen}" if count_all else f"of a {pv.size_text(size)} file"
+    note = f"\n… (lines {first}-{shown_last} {of} in {rel})"
+    if capped_at:
+        note += f"; size cap reached, use start_line={capped_at} to read on"
+    return pv.printable(pv.decode(b"".join(picked))) + note
 
-    @gatehouse_tool(risk="read", match_arg="path")
-    def read_file(
-        path: PathArg,
-        start_line: Annotated[int | None, Field(ge=1, description="First line to return (1-based)")] = None,
-        end_line: Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")] = None,
-    ) -> str:
-        """Read a text file from the workspace, whole or a range of lines.
 
-        At most 200 KB come back per call; for a bigger file ask for line ranges.
-        Binary files are reported by size, not shown.
-        """
-        target = ws.resolve(path, must_exist=True)
-        if not target.is_file():
-            raise PathError(f"{path!r} is not a file")
-        if start_line is not None and end_line is not None and end_line < start_line:
-            raise ValueError(f"end_line ({end_line}) is before start_line ({start_line})")
-        rel, size = ws.relative(target), target.stat().st_size
-        if pv.is_binary(ws.read_bytes(target, pv.BINARY_SNIFF_BYTES)):
-            return f"{rel} is a binary file ({pv.size_text(size)}); not shown."
-        if start_line is None and end_line is None:
-            data = ws.read_bytes(target, READ_CAP_BYTES + 1)
-            if len(data) <= READ_CAP_BYTES:
-                return pv.printable(pv.decode(data))
-            cut = data[:READ_CAP_BYTES]
-            cut = cut[: cut.rfind(b"\n") + 1] or cut
-            shown = cut.count(b"\n")
-            return pv.printable(pv.decode(cut)) + (
-                f"\n… (showing lines 1-{shown} of a {pv.size_text(size)} file; "
-                f"use start_line={shown + 1} to read on)"
-            )
-        first, last = start_line or 1, end_line
-        picked: list[bytes] = []
-        used, seen, capped_at = 0, 0, None
-        count_all = size <= COUNT_LINES_BYTES  # say "of N lines" unless that means reading gigabytes
-        with os.fdopen(ws.open_fd(target, os.O_RDONLY), "rb") as fh:
-            for line in fh:
-                seen += 1
-                if seen < first:
-                    continue
-                if (last is not None and seen > last) or capped_at:
-                    if count_all:
-                        continue
-                    break
-                if used + len(line) > READ_CAP_BYTES:
-                    if not picked:  # one enormous line: show its start
-                        picked.append(line[:READ_CAP_BYTES] + b"\n")
-                        capped_at = seen + 1
-                    else:
-                        capped_at = seen
-                    continue
-                picked.append(line)
-                used += len(line)
-        if first > seen:
-            return f"{rel} has only {seen} line(s); nothing at line {first}."
-        shown_last = first + len(picked) - 1
-        of = f"of {seen}" if count_all else f"of a {pv.size_text(size)} file"
-        note = f"\n… (lines {first}-{shown_last} {of} in {rel})"
-        if capped_at:
-            note += f"; size cap reached, use start_line={capped_at} to read on"
-        return pv.printable(pv.decode(b"".join(picked))) + note
+def search_files(
+    ws: Workspace,
+    pattern: Annotated[str, Field(description="Text to find (or a Python regex when regex is true)")],
+    path: Annotated[str, Field(description="Folder (or file) to search, relative to the workspace")] = ".",
+    regex: Annotated[bool, Field(description="Treat pattern as a regular expression")] = False,
+    ignore_case: bool = False,
+    glob: Annotated[str | None, Field(description="Only files whose name matches, e.g. '*.py'")] = None,
+) -> str:
+    """Search text files in the workspace for a string or regex.
 
-    @gatehouse_tool(risk="read", match_arg="path")
-    def search_files(
-        pattern: Annotated[str, Field(description="Text to find (or a Python regex when regex is true)")],
-        path: Annotated[str, Field(description="Folder (or file) to search, relative to the workspace")] = ".",
-        regex: Annotated[bool, Field(description="Treat pattern as a regular expression")] = False,
-        ignore_case: bool = False,
-        glob: Annotated[str | None, Field(description="Only files whose name matches, e.g. '*.py'")] = None,
-    ) -> str:
-        """Search text files in the workspace for a string or regex.
-
-        Answers `path:line: text` per matching line (at most 200). Skips binary
-        files, files over 2 MB, symlinks and tool caches such as .git.
-        """
-        if pattern == "":
-            raise ValueError("pattern is empty")
-        flags = re.IGNORECASE if ignore_case else 0
+    Answers `path:line: text` per matching line (at most 200). Skips binary
+    files, files over 2 MB, symlinks and tool caches such as .git.
+    """
+    if pattern == "":
+        raise ValueError("pattern is empty")
+    flags = re.IGNORECASE if ignore_case else 0
+    try:
+        needle = re.compile(pattern if regex else re.escape(pattern), flags)
+    except re.error as exc:
+        raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+    top = ws.resolve(path, must_exist=True)
+    files = [top] if top.is_file() else [p for p in walk(top) if p.is_file() and not p.is_symlink()]
+    if glob:
+        files = [p for p in files if p.match(glob)]
+    hits: list[str] = []
+    searched = 0
+    for file in files:
+        if file.lstat().st_size > SEARCH_FILE_CAP_BYTES:
+            continue
         try:
-            needle = re.compile(pattern if regex else re.escape(pattern), flags)
-        except re.error as exc:
-            raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
-        top = ws.resolve(path, must_exist=True)
-        files = [top] if top.is_file() else [p for p in walk(top) if p.is_file() and not p.is_symlink()]
-        if glob:
-            files = [p for p in files if p.match(glob)]
-        hits: list[str] = []
-        searched = 0
-        for file in files:
-            if file.lstat().st_size > SEARCH_FILE_CAP_BYTES:
-                continue
-            try:
-                data = ws.read_bytes(file)
-            except (OSError, PathError):
-                continue
-            if pv.is_binary(data):
-                continue
-            searched += 1
-            for n, line in enumerate(pv.printable(pv.decode(data)).splitlines(), start=1):
-                if needle.search(line):
-                    if len(hits) == SEARCH_MATCH_CAP:
-                        hits.append(f"… (stopped after {SEARCH_MATCH_CAP} matches; narrow the search)")
-                        return "\n".join(hits)
-                    text = line if len(line) <= SEARCH_LINE_CHARS else line[:SEARCH_LINE_CHARS] + " …"
-                    hits.append(f"{ws.relative(file)}:{n}: {text}")
-        return "\n".join(hits) or f"no matches for {pattern!r} in {searched} file(s)"
-
-    @gatehouse_tool(risk="write", match_arg="path", preview=lambda a: pv.preview_write(ws, a), idempotent=True)
-    def write_file(path: PathArg, content: Annotated[str, Field(description="The whole new content")]) -> str:
-        """Create or overwrite a text file in the workspace with the given content.
-
-        Missing folders are created. To change part of a file, prefer edit_file.
-        """
-        target = ws.resolve(path)
-        if target.is_dir():
-            raise PathError(f"{path!r} is a folder")
-        existed = target.exists()
-        data = pv.encode(content)
-        ws.write_bytes(target, data)
-        how = "overwrote" if existed else "created"
-        return f"wrote {len(data)} bytes to {ws.relative(target)} ({how})"
-
-    @gatehouse_tool(risk="write", match_arg="path", preview=lambda a: pv.preview_edit(ws, a))
-    def edit_file(
-        path: PathArg,
-        old_text: Annotated[str, Field(description="Exact text to replace, copied from the file")],
-        new_text: Annotated[str, Field(description="Text to put in its place")],
-        replace_all: Annotated[bool, Field(description="Replace every occurrence, not just a unique one")] = False,
-    ) -> str:
-        """Replace an exact piece of text in a workspace file.
-
-        old_text must match the file exactly (spaces and line breaks too) and be
-        unique unless replace_all is true; otherwise nothing changes and the error
-        says why.
-        """
-        target = ws.resolve(path, must_exist=True)
-        if not target.is_file():
-            raise PathError(f"{path!r} is not a file")
-        rel = ws.relative(target)
-        data = ws.read_bytes(target)
+            data = ws.read_bytes(file)
+        except (OSError, PathError):
+            continue
         if pv.is_binary(data):
-            raise EditError(f"{rel} is a binary file; edit_file only edits text")
-        text = pv.decode(data)
-        new, count = pv.apply_edit(text, old_text, new_text, replace_all=replace_all, path=rel)
-        ws.write_bytes(target, pv.encode(new))
-        at = pv.line_of(text, text.index(old_text))
-        return f"edited {rel}: replaced {count} occurrence(s), first at line {at}"
+            continue
+        searched += 1
+        for n, line in enumerate(pv.printable(pv.decode(data)).splitlines(), start=1):
+            if needle.search(line):
+                if len(hits) == SEARCH_MATCH_CAP:
+                    hits.append(f"… (stopped after {SEARCH_MATCH_CAP} matches; narrow the search)")
+                    return "\n".join(hits)
+                text = line if len(line) <= SEARCH_LINE_CHARS else line[:SEARCH_LINE_CHARS] + " …"
+                hits.append(f"{ws.relative(file)}:{n}: {text}")
+    return "\n".join(hits) or f"no matches for {pattern!r} in {searched} file(s)"
 
-    def preview_delete(args: dict[str, Any]) -> str | None:
+
+def write_file(
+    ws: Workspace, path: PathArg, content: Annotated[str, Field(description="The whole new content")]
+) -> str:
+    """Create or overwrite a text file in the workspace with the given content.
+
+    Missing folders are created. To change part of a file, prefer edit_file.
+    """
+    target = ws.resolve(path)
+    if target.is_dir():
+        raise PathError(f"{path!r} is a folder")
+    existed = target.exists()
+    data = pv.encode(content)
+    ws.write_bytes(target, data)
+    how = "overwrote" if existed else "created"
+    return f"wrote {len(data)} bytes to {ws.relative(target)} ({how})"
+
+
+def edit_file(
+    ws: Workspace,
+    path: PathArg,
+    old_text: Annotated[str, Field(description="Exact text to replace, copied from the file")],
+    new_text: Annotated[str, Field(description="Text to put in its place")],
+    replace_all: Annotated[bool, Field(description="Replace every occurrence, not just a unique one")] = False,
+) -> str:
+    """Replace an exact piece of text in a workspace file.
+
+    old_text must match the file exactly (spaces and line breaks too) and be
+    unique unless replace_all is true; otherwise nothing changes and the error
+    says why.
+    """
+    target = ws.resolve(path, must_exist=True)
+    if not target.is_file():
+        raise PathError(f"{path!r} is not a file")
+    rel = ws.relative(target)
+    data = ws.read_bytes(target)
+    if pv.is_binary(data):
+        raise EditError(f"{rel} is a binary file; edit_file only edits text")
+    text = pv.decode(data)
+    new, count = pv.apply_edit(text, old_text, new_text, replace_all=replace_all, path=rel)
+    ws.write_bytes(target, pv.encode(new))
+    at = pv.line_of(text, text.index(old_text))
+    return f"edited {rel}: replaced {count} occurrence(s), first at line {at}"
+
+
+def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
+    try:
+        link = _link_itself(ws, str(args.get("path", "")))
+    except PathError:
+        link = None
+    if link is not None:
+        return f"delete symlink {ws.relative(link)} -> {os.readlink(link)} (its target is kept)"
+    return pv.preview_delete(ws, args)
+
+
+def delete_file(
+    ws: Workspace,
+    path: PathArg,
+    recursive: Annotated[bool, Field(description="Needed to delete a folder that is not empty")] = False,
+) -> str:
+    """Delete a file, a symlink (not its target) or a folder from the workspace."""
+    target = _link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
+    rel = ws.relative(target)
+    if target == ws.root:
+        raise PathError("refusing to delete the workspace root itself")
+    if target.is_symlink() or target.is_file():
+        size = target.lstat().st_size
+        with ws.parent_fd(target) as dir_fd:
+            os.unlink(target.name, dir_fd=dir_fd)
+        return f"deleted {rel} ({pv.size_text(size)})"
+    files, folders, total = pv.tree_size(target)
+    if files or folders:
+        if not recursive:
+            raise PathError(f"{rel}/ is not empty ({files} file(s)); set recursive to delete it all")
+        if not shutil.rmtree.avoids_symlink_attacks:
+            raise PathError("this platform cannot delete folders safely; delete the files one by one")
+        shutil.rmtree(target)
+    else:
+        target.rmdir()
+    return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {pv.size_text(total)})"
+
+
+def move_file(
+    ws: Workspace,
+    source: Annotated[str, Field(description="File or folder to move, relative to the workspace")],
+    destination: Annotated[str, Field(description="New path; an existing folder means 'into it'")],
+    overwrite: Annotated[bool, Field(description="Replace an existing file at the destination")] = False,
+) -> str:
+    """Move or rename a file or folder inside the workspace (missing folders are created)."""
+    src = ws.resolve(source, must_exist=True, follow_final=False)
+    if src == ws.root:
+        raise PathError("refusing to move the workspace root itself")
+    dest = pv.destination_of(ws, src, destination)
+    if dest == src:
+        raise PathError(f"{source!r} and {destination!r} are the same path")
+    if dest.exists() or dest.is_symlink():
+        if not overwrite:
+            raise PathError(f"{ws.relative(dest)} already exists; set overwrite to replace it")
+        if dest.is_dir() and not dest.is_symlink():
+            raise PathError(f"{ws.relative(dest)} is a folder; move into it or delete it first")
+    with ws.parent_fd(src) as src_fd, ws.parent_fd(dest, create=True) as dest_fd:
         try:
-            link = _link_itself(ws, str(args.get("path", "")))
-        except PathError:
-            link = None
-        if link is not None:
-            return f"delete symlink {ws.relative(link)} -> {os.readlink(link)} (its target is kept)"
-        return pv.preview_delete(ws, args)
+            os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
+        except OSError as exc:
+            raise PathError(f"cannot move {ws.relative(src)} to {ws.relative(dest)}: {exc.strerror}") from exc
+    return f"moved {ws.relative(src)} -> {ws.relative(dest)}"
 
-    @gatehouse_tool(risk="write", match_arg="path", preview=preview_delete)
-    def delete_file(
-        path: PathArg,
-        recursive: Annotated[bool, Field(description="Needed to delete a folder that is not empty")] = False,
-    ) -> str:
-        """Delete a file, a symlink (not its target) or a folder from the workspace."""
-        target = _link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
-        rel = ws.relative(target)
-        if target == ws.root:
-            raise PathError("refusing to delete the workspace root itself")
-        if target.is_symlink() or target.is_file():
-            size = target.lstat().st_size
-            with ws.parent_fd(target) as dir_fd:
-                os.unlink(target.name, dir_fd=dir_fd)
-            return f"deleted {rel} ({pv.size_text(size)})"
-        files, folders, total = pv.tree_size(target)
-        if files or folders:
-            if not recursive:
-                raise PathError(f"{rel}/ is not empty ({files} file(s)); set recursive to delete it all")
-            if not shutil.rmtree.avoids_symlink_attacks:
-                raise PathError("this platform cannot delete folders safely; delete the files one by one")
-            shutil.rmtree(target)
-        else:
-            target.rmdir()
-        return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {pv.size_text(total)})"
 
-    @gatehouse_tool(risk="write", match_arg="source", preview=lambda a: pv.preview_move(ws, a))
-    def move_file(
-        source: Annotated[str, Field(description="File or folder to move, relative to the workspace")],
-        destination: Annotated[str, Field(description="New path; an existing folder means 'into it'")],
-        overwrite: Annotated[bool, Field(description="Replace an existing file at the destination")] = False,
-    ) -> str:
-        """Move or rename a file or folder inside the workspace (missing folders are created)."""
-        src = ws.resolve(source, must_exist=True, follow_final=False)
-        if src == ws.root:
-            raise PathError("refusing to move the workspace root itself")
-        dest = pv.destination_of(ws, src, destination)
-        if dest == src:
-            raise PathError(f"{source!r} and {destination!r} are the same path")
-        if dest.exists() or dest.is_symlink():
-            if not overwrite:
-                raise PathError(f"{ws.relative(dest)} already exists; set overwrite to replace it")
-            if dest.is_dir() and not dest.is_symlink():
-                raise PathError(f"{ws.relative(dest)} is a folder; move into it or delete it first")
-        with ws.parent_fd(src) as src_fd, ws.parent_fd(dest, create=True) as dest_fd:
-            try:
-                os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
-            except OSError as exc:
-                raise PathError(f"cannot move {ws.relative(src)} to {ws.relative(dest)}: {exc.strerror}") from exc
-        return f"moved {ws.relative(src)} -> {ws.relative(dest)}"
-
-    return [list_files, read_file, search_files, write_file, edit_file, delete_file, move_file]
+def make_file_tools(ws: Workspace) -> list[BaseTool]:
+    """The seven file tools, each bound to the workspace `ws`."""
+    return [
+        bound_tool(list_files, ws, risk="read", match_arg="path"),
+        bound_tool(read_file, ws, risk="read", match_arg="path"),
+        bound_tool(search_files, ws, risk="read", match_arg="path"),
+        bound_tool(write_file, ws, risk="write", match_arg="path", preview=pv.preview_write, idempotent=True),
+        bound_tool(edit_file, ws, risk="write", match_arg="path", preview=pv.preview_edit),
+        bound_tool(delete_file, ws, risk="write", match_arg="path", preview=preview_delete),
+        bound_tool(move_file, ws, risk="write", match_arg="source", preview=pv.preview_move),
+    ]
 
 
 def _link_itself(ws: Workspace, path: str) -> Path | None:
