@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from graph.protocol.tools import stream_output
+from graph.protocol.tools import stop_requested, stream_output
 from tools.allowlist import SHELL_SYNTAX, allowed_by_list, harden, listed
 from tools.base import gatehouse_tool
 from tools.sandbox import Access, Sandbox, choose_sandbox, system_shell
@@ -140,7 +140,7 @@ def _run(
                 exited_at = exited_at or now
                 if now - exited_at > EXIT_GRACE_S:
                     break  # the command ended; a background child still holds the pipe
-            stopped = running.over_limit()
+            stopped = running.over_limit() or ("stopped by the person" if stop_requested() else None)
             if stopped:
                 break
             wait = min(POLL_S, deadline - now)

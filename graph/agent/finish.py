@@ -20,7 +20,8 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     if reason := state.get("stop_reason"):
         notice = AIMessage(content=reason, additional_kwargs={NOTICE_MARK: "stop"})
         emit(ev.Notice, text=reason, source="stop")
-        return Command(goto=END, update={"messages": [notice]})
+        ended = "cancelled" if state.get("stop_kind") == "cancelled" else "stopped"
+        return Command(goto=END, update={"messages": [notice], "run_status": ended})
     update = deps.hooks.run("on_exit", state)
     if update.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
@@ -28,4 +29,4 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     if update.pop("continue_run", False):
         seen = last_human_id(update.get("messages") or [], state.get("run_message_id"))
         return Command(goto="model", update={**update, "continue_run": False, "run_message_id": seen})
-    return Command(goto=END, update=update)
+    return Command(goto=END, update={**update, "run_status": "completed"})

@@ -77,6 +77,8 @@ def call_model(
     elif is_cut_off(ai):
         update.update(stop(CUT_OFF_STOP, CUT_OFF_KIND))
     update["messages"] = [*released, *hooked.get("messages", []), ai, *answer_invalid_calls(ai)]
+    if not (ai.tool_calls or ai.invalid_tool_calls or update.get("stop_reason") or deps.hooks["on_exit"]):
+        update["run_status"] = "completed"  # the reply ends the run (routing.after_model: END)
     # A hook's own user message (a summary, a nudge) belongs to this run.
     update["run_message_id"] = last_human_id(history, view.get("run_message_id"))
     if ai.usage_metadata:

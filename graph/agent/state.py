@@ -73,6 +73,11 @@ class AgentState(TypedDict):
     stop_reason: NotRequired[str | None]
     stop_kind: NotRequired[str | None]
     continue_run: NotRequired[bool]
+    # How the run ended, written by the node that ends it ("completed", "stopped",
+    # "cancelled"): the storage keeps the thread list current from it, whoever ran
+    # the graph (a Session, LangGraph Server, a raw invoke). A pause needs no mark:
+    # the interrupt says it.
+    run_status: NotRequired[str | None]
     # Input that arrived while a model turn still had calls without a result (a crash
     # inside a call, a raw client ignoring a pending approval): held out of the history
     # until every call has its answer, then added back (graph/agent/model_node.py).

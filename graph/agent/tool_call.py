@@ -3,6 +3,7 @@ an error the model can read (bad arguments, an unknown tool, an exception)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,7 +15,7 @@ from pydantic import ValidationError
 
 from graph.agent.emit import emit
 from graph.protocol import events as ev
-from graph.protocol.tools import output_to
+from graph.protocol.tools import output_to, stop_on
 
 OUTPUT_CAP_CHARS = 50_000
 
@@ -43,9 +44,10 @@ def finished(call: ToolCall, msg: ToolMessage, status: str, duration_ms: float =
 
 
 def invoke_tool(
-    tool: BaseTool | None, call: ToolCall, config: Any, tools: Mapping[str, BaseTool]
+    tool: BaseTool | None, call: ToolCall, config: Any, tools: Mapping[str, BaseTool], stop: threading.Event | None = None
 ) -> ToolMessage:
-    """Run the call; bad arguments, unknown tools and exceptions become error results."""
+    """Run the call; bad arguments, unknown tools and exceptions become error results.
+    `stop` is the run's cancel signal: tools that run long end when it is set."""
     if tool is None:
         names = ", ".join(sorted(tools)) or "none"
         return tool_result(call, f"Error: unknown tool {call['name']!r}. Available tools: {names}.", status="error")
@@ -54,7 +56,7 @@ def invoke_tool(
         emit(ev.ToolOutput, call_id=call["id"], text=text)
 
     try:
-        with output_to(show):
+        with output_to(show), stop_on(stop):
             result = tool.invoke({**call, "type": "tool_call"}, config)
     except GraphBubbleUp:
         raise

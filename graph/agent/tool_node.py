@@ -17,14 +17,17 @@ must not find it answered), only a notice on the stream.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from graph.agent import crash
+from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import emit, thread_of
 from graph.agent.review import decided_by, record_of, rejected_message, responded_message
@@ -37,16 +40,19 @@ from graph.protocol.pauses import InterruptedCall, OutcomeRequest
 from graph.protocol.tools import spec_of
 
 
-def run_tool(task: ToolTask, config: RunnableConfig, *, deps: AgentDeps) -> Command:
+def run_tool(task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps) -> Command:
     call = task["call"]
     if task["mode"] == "run" and (refusal := unapproved(call, config, deps)) is not None:
         emit(ev.Notice, text=refusal, source="gate")
         return Command(goto=())
-    update = run_call(task, config, deps)
+    ctx = context_of(runtime)
+    update = run_call(task, config, deps, stop=ctx.cancel if ctx is not None else None)
     return Command(goto="model" if task.get("moves_on", True) else (), update=update)
 
 
-def run_call(task: ToolTask, config: RunnableConfig, deps: AgentDeps) -> dict[str, Any]:
+def run_call(
+    task: ToolTask, config: RunnableConfig, deps: AgentDeps, *, stop: threading.Event | None = None
+) -> dict[str, Any]:
     call, mode = task["call"], task["mode"]
     tool = deps.tools.get(call["name"])
     journal = deps.journal
@@ -93,8 +99,13 @@ def run_call(task: ToolTask, config: RunnableConfig, deps: AgentDeps) -> dict[st
             else:
                 journal.restart(thread_id, call, recorded.attempts)
             crash.crash_point("before_tool")
-        msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools))
+        msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
         status = "error" if msg.status == "error" else "ok"
+        if stop is not None and stop.is_set():
+            # Cut short by the person: say so, and record it so (a side effect may be half done).
+            msg.content = f"Stopped by the person while it ran; it may not have finished.\n\n{msg.content}"
+            msg.status = "error"
+            status = "stopped"
         if task.get("note"):
             msg.content = f"{task['note']}\n\n{msg.content}"
         if journal is not None and journaled:

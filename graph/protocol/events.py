@@ -81,7 +81,7 @@ class ToolOutput(_EventBase):
     text: str
 
 
-ToolStatus = Literal["ok", "error", "rejected", "denied", "responded"]
+ToolStatus = Literal["ok", "error", "rejected", "denied", "responded", "stopped"]
 
 
 class ToolFinished(_EventBase):

@@ -8,12 +8,14 @@ preview of what the call will change.
 
 `stream_output(text)` is how a tool shows a line of progress (shell output): the
 agent points it at the run's event stream while the tool runs; elsewhere (a direct
-call in a script or a test) it goes nowhere.
+call in a script or a test) it goes nowhere. `stop_requested()` tells a long-running
+tool that the person pressed Stop: it should end its work (kill its process) at once.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,6 +74,26 @@ def stream_output(text: str) -> None:
     sink = _output_sink.get()
     if sink is not None:
         sink(text)
+
+
+# Set while a tool runs: the run's cancel signal (the person pressed Stop).
+_stop: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("gatehouse_tool_stop", default=None)
+
+
+def stop_requested() -> bool:
+    """For tools: whether the person asked the run to stop while this call runs."""
+    event = _stop.get()
+    return event is not None and event.is_set()
+
+
+@contextmanager
+def stop_on(event: threading.Event | None) -> Iterator[None]:
+    """`stop_requested()` inside this block follows `event`."""
+    token = _stop.set(event)
+    try:
+        yield
+    finally:
+        _stop.reset(token)
 
 
 @contextmanager

@@ -247,10 +247,15 @@ def ui(
 
 @app.command()
 def studio(
-    port: Annotated[int | None, typer.Option(metavar="N", help="Port for the LangGraph dev server.")] = None,
+    port: Annotated[int | None, typer.Option(metavar="N", help="Port for the LangGraph dev server (default 2024).")] = None,
     browser: Annotated[bool, typer.Option(help="Open Studio in a browser.")] = True,
+    thread: Annotated[list[str] | None, typer.Option("--thread", "-t", metavar="ID",
+                                                     help="Open this thread in Studio (repeatable).")] = None,
+    db: DbOpt = None,
 ) -> None:
-    """Start `langgraph dev` on the project's langgraph.json (needs langgraph-cli)."""
+    """Start `langgraph dev` on the project's langgraph.json, on Gatehouse's own database:
+    Studio sees the threads of the web app and the terminal, and they see Studio's.
+    With --thread, the thread is registered with the server and its Studio link printed."""
     exe = find_langgraph()
     if exe is None:
         raise fail(
@@ -259,12 +264,25 @@ def studio(
             "then run `gatehouse studio` again.",
             EXIT_FAILED,
         )
-    cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json")]
-    if port:
-        cmd += ["--port", str(port)]
-    if not browser:
-        cmd.append("--no-browser")
-    raise typer.Exit(_run_child(cmd, cwd=PROJECT_ROOT))
+    from ui.term.studio import DEFAULT_PORT, run_studio, valid_server_thread_id
+
+    threads = list(thread or [])
+    if threads:
+        with open_cli_session(db) as session:
+            for thread_id in threads:
+                require_thread(session, thread_id)
+                if problem := valid_server_thread_id(thread_id):
+                    raise fail(f"cannot open thread {thread_id} in Studio: {problem}", EXIT_USAGE)
+    if db:
+        os.environ["GATEHOUSE_DB"] = db
+    port = port or DEFAULT_PORT
+    cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json"), "--port", str(port), "--no-browser"]
+    if not threads and browser:
+        cmd.remove("--no-browser")  # langgraph dev opens Studio itself
+    if not threads:
+        raise typer.Exit(_run_child(cmd, cwd=PROJECT_ROOT))
+    err.print(Text("$ " + " ".join(cmd), "dim"))
+    raise typer.Exit(run_studio(cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print))
 
 
 def find_langgraph() -> str | None:

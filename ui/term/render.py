@@ -45,7 +45,7 @@ STATUS_STYLE = {
 }
 THINKING = "dim italic"
 TOOL_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "rejected": ("✗", "yellow"),
-             "denied": ("⛔", "red"), "responded": ("↩", "cyan")}
+             "denied": ("⛔", "red"), "responded": ("↩", "cyan"), "stopped": ("■", "magenta")}
 
 
 def make_console(*, stderr: bool = False) -> Console:

@@ -10,8 +10,10 @@ import streamlit as st
 
 OUTPUT_CHARS = 4_000
 
-_STATE = {"ok": "complete", "responded": "complete", "error": "error", "rejected": "error", "denied": "error"}
-_WORD = {"ok": "done", "responded": "answered by you", "error": "failed", "rejected": "rejected", "denied": "denied"}
+_STATE = {"ok": "complete", "responded": "complete", "error": "error", "rejected": "error", "denied": "error",
+          "stopped": "error"}
+_WORD = {"ok": "done", "responded": "answered by you", "error": "failed", "rejected": "rejected", "denied": "denied",
+         "stopped": "stopped by you"}
 
 
 def pretty(args: Any) -> str:
