@@ -11,30 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.support.postgres import free_port
+from tests.support.langgraph_dev import GRAPH, langgraph_dev
 
 ROOT = Path(__file__).resolve().parents[1]
-GRAPH = "gatehouse"
-
-
-def _langgraph_cli() -> str:
-    beside = Path(sys.executable).parent / "langgraph"
-    found = str(beside) if beside.exists() else shutil.which("langgraph")
-    if not found:
-        pytest.fail("the langgraph CLI is missing: install langgraph-cli[inmem] (uv sync)")
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -42,55 +28,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     home = tmp_path_factory.mktemp("langgraph-dev")
     workspace = home / "workspace"
     workspace.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_", "LANGSMITH_", "LANGCHAIN_"))}
-    env.update(
-        GATEHOUSE_WORKSPACE=str(workspace),
-        GATEHOUSE_DB=str(home / "unused.db"),  # the server keeps the threads, not Gatehouse
-        LANGSMITH_TRACING="false",
-        LANGCHAIN_TRACING_V2="false",
-        LANGGRAPH_CLI_NO_ANALYTICS="1",
-        PYTHONUNBUFFERED="1",
-    )
-    # The project's langgraph.json with its paths made absolute, so the server can run
-    # in the temp folder (it keeps its state in `.langgraph_api/` under the cwd).
-    config = json.loads((ROOT / "langgraph.json").read_text())
-    config["dependencies"] = [str((ROOT / d).resolve()) for d in config["dependencies"]]
-    config["graphs"] = {name: str((ROOT / spec).resolve()) for name, spec in config["graphs"].items()}
-    if isinstance(config.get("env"), str):
-        config["env"] = str((ROOT / config["env"]).resolve())
-    (home / "langgraph.json").write_text(json.dumps(config))
-    port = free_port()
-    log = (home / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            _langgraph_cli(), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-            "--config", str(home / "langgraph.json"),
-        ],
-        cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited ({proc.returncode}):\n{(home / 'server.log').read_text()[-4000:]}")
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev never answered /ok:\n{(home / 'server.log').read_text()[-4000:]}")
-            time.sleep(0.5)
-        yield {"url": url, "workspace": workspace, "log": home / "server.log"}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+    with langgraph_dev(home, db=home / "gatehouse.db", workspace=workspace) as dev:
+        yield {"url": dev.url, "workspace": workspace, "log": dev.log, "db": home / "gatehouse.db"}
 
 
 def stream(client: Any, thread_id: str, **kwargs: Any) -> list[tuple[str, Any]]:
@@ -145,6 +84,15 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
     assert usage and usage["total_tokens"] > 0 and "usage_metadata" not in msgs[-1]["additional_kwargs"]
     assert (server["workspace"] / "todo.md").read_text().strip() == "buy milk"
     assert client.threads.get(tid)["status"] == "idle"
+    # The server kept the thread in Gatehouse's own database (its checkpointer).
+    from graph.store import open_storage
+
+    storage = open_storage(str(server["db"]))
+    try:
+        saved = storage.checkpointer.get_tuple({"configurable": {"thread_id": tid, "checkpoint_ns": ""}})
+        assert saved is not None and saved.config["configurable"]["checkpoint_id"] == final["checkpoint"]["checkpoint_id"]
+    finally:
+        storage.close()
 
 
 def test_edit_and_reject_two_gated_calls(server: dict[str, Any]) -> None:
