@@ -492,3 +492,97 @@ def test_a_raw_resume_through_langgraph_server_records_its_authenticated_user(tm
         assert (record.source, record.actor, record.decision) == ("langgraph-server", "carol", "approve")
     finally:
         session.close()
+
+
+# -- LangSmith by its environment variables, against a local stand-in ------------------------
+
+TRACED_RUN = """
+import sys
+from graph import Settings, open_session
+from langchain_core.tracers.langchain import wait_for_all_tracers
+session = open_session(Settings(db=sys.argv[1], workspace=sys.argv[2]))
+run = session.send(None, "list files", tags=["nightly"])
+run.collect()
+wait_for_all_tracers()
+print(run.thread_id)
+session.close()
+"""
+
+
+INFO = {"version": "0.0", "instance_flags": {}, "batch_ingest_config": {
+    "use_multipart_endpoint": True, "size_limit": 100, "size_limit_bytes": 20_971_520, "scale_up_qsize_trigger": 1000,
+    "scale_up_nthreads_limit": 16, "scale_down_nempty_trigger": 4}}
+
+
+class FakeLangSmith:
+    """Accepts what the langsmith client posts (GET /info, POST /runs/multipart) and
+    keeps each run's JSON parts."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, Any] = {}
+
+    def __enter__(self) -> FakeLangSmith:
+        import threading
+        from email.parser import BytesParser
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        parts = self.parts
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _reply(self, body: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                self._reply(json.dumps(INFO).encode())
+
+            def do_POST(self) -> None:
+                data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
+                for part in BytesParser().parsebytes(head + data).get_payload() or []:
+                    name = part.get_param("name", header="content-disposition")
+                    payload = part.get_payload(decode=True)
+                    if name and payload:
+                        parts[name] = json.loads(payload)
+                self._reply(b"{}")
+
+            do_PATCH = do_POST
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_langsmith_by_its_environment_variables_groups_runs_by_the_thread(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "ws").mkdir()
+    with FakeLangSmith() as langsmith:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_", "LANGSMITH_", "LANGCHAIN_"))}
+        env.update(LANGSMITH_TRACING="true", LANGSMITH_ENDPOINT=langsmith.url, LANGSMITH_API_KEY="test-key",
+                   LANGSMITH_PROJECT="gatehouse-tests", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        done = subprocess.run([sys.executable, "-c", TRACED_RUN, str(tmp_path / "g.db"), str(tmp_path / "ws")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        thread_id = done.stdout.strip().splitlines()[-1]
+    runs = {name.split(".")[1]: body for name, body in langsmith.parts.items() if name.count(".") == 1}
+    extras = {name.split(".")[1]: body for name, body in langsmith.parts.items() if name.endswith(".extra")}
+    assert runs, langsmith.parts.keys()
+    [root] = [r for r in runs.values() if not r.get("parent_run_id")]
+    assert root["name"] == "gatehouse" and root["session_name"] == "gatehouse-tests" and "nightly" in root["tags"]
+    # Every run, the model calls and tool calls included, carries the thread id.
+    assert {extras[run_id]["metadata"]["thread_id"] for run_id in runs} == {thread_id}
+    assert {r["run_type"] for r in runs.values()} >= {"chain", "llm", "tool"}

@@ -36,6 +36,7 @@ from graph.agent.context import RunContext
 from graph.agent.finish import NOTICE_MARK
 from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
+from graph.agent.offload import offloaded
 from graph.agent.review import answering, args_problem, explain
 from graph.agent.state import STOP_KEYS
 from graph.protocol import events as ev
@@ -468,13 +469,15 @@ class Session:
     def tool_output(self, thread_id: str, call_id: str) -> str | None:
         """The whole output of a tool call: the stored one when it was too large for the
         model's context (its result says `offloaded`), else the result in the thread.
-        None when the thread has no result for that call."""
-        if self.storage.outputs is not None and (stored := self.storage.outputs.get(thread_id, call_id)) is not None:
+        A call compacted out of the thread still has its stored output, if any. None
+        when there is neither."""
+        stored = self.storage.outputs.get(thread_id, call_id) if self.storage.outputs is not None else None
+        result = next((m for m in reversed(self.messages(thread_id)) if getattr(m, "tool_call_id", None) == call_id), None)
+        if result is None:
             return stored
-        for m in reversed(self.messages(thread_id)):
-            if getattr(m, "tool_call_id", None) == call_id:
-                return text_of(m.content)
-        return None
+        # A result that is not marked went into the context whole; a stored output
+        # beside it belongs to an attempt that never finished (a crash).
+        return stored if stored is not None and offloaded(result) else text_of(result.content)
 
     def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
         """Why `args` would not pass the tool's schema (as an edit would be refused),
