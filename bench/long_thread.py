@@ -109,6 +109,9 @@ def run_config(name: str, turns: int, chars: int, home: Path) -> dict[str, Any]:
         "total": sum(per_turn),
         "largest_request": max(requests),
         "over_context": sum(1 for n in requests if n > CONTEXT_WINDOW),
+        "first_turn_over_context": next(
+            (t for t in range(1, turns + 1) if any(n > CONTEXT_WINDOW for n in counter.agent[t])), None
+        ),
         "summary_tokens": sum(counter.summaries),
         "compactions": compactions,
         "seconds": round(time.perf_counter() - started, 1),
