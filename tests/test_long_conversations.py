@@ -232,7 +232,7 @@ class Recorder(BaseCallbackHandler):
         self.models.append({"tags": tags or [], "metadata": metadata or {}})
 
 
-def test_send_resume_and_retry_take_callbacks_tags_and_metadata_with_the_thread_as_session(tmp_path: Path) -> None:
+def test_send_resume_and_retry_take_callbacks_tags_and_metadata_with_the_thread_id(tmp_path: Path) -> None:
     model = ScriptedModel(script=[ai("", tool_call("write_file", {"path": "a.md", "content": "x"}, "w1")), "done"])
     session = open_session(settings(tmp_path), model=model)
     try:
@@ -244,7 +244,7 @@ def test_send_resume_and_retry_take_callbacks_tags_and_metadata_with_the_thread_
         session.retry(tid, callbacks=[retried], metadata={"attempt": 2}).collect()
         for recorder, tag in ((sent, "team:ops"), (resumed, "resume"), (retried, None)):
             [root] = [c for c in recorder.chains if c["root"]]
-            assert root["metadata"]["thread_id"] == tid and root["metadata"]["session_id"] == tid
+            assert root["metadata"]["thread_id"] == tid
             if tag:
                 assert tag in root["tags"]
         assert [c["metadata"].get("customer") for c in sent.chains if c["root"]] == ["acme"]

@@ -170,12 +170,15 @@ class AsyncSession:
         self._live_lock = threading.Lock()
 
     @classmethod
-    async def open(cls, settings: Settings | None = None) -> AsyncSession:
+    async def open(
+        cls, settings: Settings | None = None, *, source: str | None = None, actor: str | None = None
+    ) -> AsyncSession:
         """The default Gatehouse (`graph.open_session`): settings from
-        gatehouse.toml and the environment when none are given."""
+        gatehouse.toml and the environment when none are given. `source` / `actor`:
+        what the decision log records for decisions made through it."""
         from graph.service.app import open_session
 
-        return cls(await asyncio.to_thread(open_session, settings))
+        return cls(await asyncio.to_thread(lambda: open_session(settings, source=source, actor=actor)))
 
     @property
     def info(self) -> dict[str, Any]:

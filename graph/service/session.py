@@ -8,7 +8,7 @@
 `send`, `resume` and `retry` return a `Run`: an iterator of `graph.protocol.events`
 events that drives the agent while it is iterated. Each also takes `callbacks`, `tags`
 and `metadata` for tracing (LangSmith groups a thread's runs by the thread id, which
-every run carries as `metadata["thread_id"]` / `["session_id"]`), and `source` /
+every run carries as `metadata["thread_id"]`), and `source` /
 `actor` for the decision log (default: the Session's). Answers are validated before
 anything runs (`DecisionError`), with the same rules the graph applies to a raw
 `Command`. The Session adds convenience (the run lease, events, the thread index),
@@ -350,15 +350,17 @@ class Session:
     def _run_config(self, thread_id: str, options: RunOptions) -> dict[str, Any]:
         """The run's config: the thread, who acts (the decision log reads
         `gatehouse_source` / `gatehouse_actor`), and tracing. LangSmith groups the
-        runs of a conversation by `metadata["thread_id"]` (or `session_id`): both are
-        the thread id; LangSmith itself is switched on by its environment variables
-        (LANGSMITH_TRACING, LANGSMITH_API_KEY, LANGSMITH_PROJECT)."""
+        runs of a conversation by `metadata["thread_id"]` (it also reads `session_id`
+        or `conversation_id`, which a caller may add). LangSmith itself is switched on
+        by its environment variables (LANGSMITH_TRACING, LANGSMITH_API_KEY,
+        LANGSMITH_PROJECT). LangGraph copies run metadata into every checkpoint's
+        metadata, so nothing redundant is added here."""
         configurable: dict[str, Any] = {"thread_id": thread_id, "gatehouse_source": options.source or self.source}
         if actor := options.actor or self.actor:
             configurable["gatehouse_actor"] = actor
         config: dict[str, Any] = {
             "configurable": configurable,
-            "metadata": {"session_id": thread_id, **(options.metadata or {}), "thread_id": thread_id},
+            "metadata": {**(options.metadata or {}), "thread_id": thread_id},
         }
         if options.callbacks:
             config["callbacks"] = list(options.callbacks)

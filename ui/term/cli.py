@@ -718,7 +718,7 @@ def chat(
     a run again · f mark failed (with a note) · s respond with what really happened.
     Ctrl-C during a run stops it cleanly; at a
     prompt it exits (the thread stays resumable with --thread). Commands: /help,
-    /retry, /history, /new, /exit.
+    /retry, /history, /undo, /compact, /new, /exit.
     """
     from ui.term.chat import Chat
 
