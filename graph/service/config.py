@@ -58,7 +58,8 @@ class Settings:
     http_allow_hosts: list[str] = field(default_factory=list)
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     # [compaction]: past `max_tokens` (approximate) the older turns become one summary
-    # written by `model` (default: the agent's own; a cheaper one on the same server),
+    # written by `model` (default: the agent's own; a cheaper one on the same server,
+    # not used with `model_factory`),
     # keeping the last `keep_turns` user turns verbatim. `compact now` works either way.
     compaction: bool = True
     compaction_model: str | None = None
