@@ -257,6 +257,32 @@ def test_send_resume_and_retry_take_callbacks_tags_and_metadata_with_the_thread_
         session.close()
 
 
+def test_the_async_session_passes_tracing_and_audit_options_through(tmp_path: Path) -> None:
+    import asyncio
+
+    from graph import AsyncSession
+
+    model = ScriptedModel(script=[ai("", tool_call("write_file", {"path": "a.md", "content": "x"}, "w1")), "done"])
+
+    async def main() -> None:
+        session = AsyncSession(open_session(settings(tmp_path), model=model))
+        try:
+            recorder = Recorder()
+            run = await session.start(None, "write a.md", callbacks=[recorder], tags=["async"])
+            await run.collect()
+            resumed = await session.resume(run.thread_id, {"decisions": [{"type": "approve"}]},
+                                           source="websocket", actor="frank")
+            assert (await resumed.collect())[-1].text == "done"
+            [root] = [c for c in recorder.chains if c["root"]]
+            assert root["metadata"]["thread_id"] == run.thread_id and "async" in root["tags"]
+            [record] = await session.audit(run.thread_id)
+            assert (record.source, record.actor) == ("websocket", "frank")
+        finally:
+            await session.close()
+
+    asyncio.run(main())
+
+
 # -- the final text on run_finished -------------------------------------------------------
 
 
