@@ -33,12 +33,15 @@ if TYPE_CHECKING:
     from graph.agent.graph import build_graph
     from graph.agent.hooks import HookSet, hook
     from graph.agent.policy import Policy, PolicyError
+    from graph.protocol.decisions import DecisionRecord
     from graph.protocol.errors import (
         AlreadyDecided,
+        AwaitingDecision,
         CallAlreadyStarted,
         ConfigError,
         DecisionError,
         HookError,
+        ImportRefused,
         NothingPending,
         RunInProgress,
         StaleDecision,
@@ -93,7 +96,10 @@ _HOMES = {
     "Pause": "graph.protocol.pauses",
     "MessageView": "graph.protocol.threads",
     "ThreadInfo": "graph.protocol.threads",
+    "DecisionRecord": "graph.protocol.decisions",
     "AlreadyDecided": "graph.protocol.errors",
+    "AwaitingDecision": "graph.protocol.errors",
+    "ImportRefused": "graph.protocol.errors",
     "CallAlreadyStarted": "graph.protocol.errors",
     "ConfigError": "graph.protocol.errors",
     "DecisionError": "graph.protocol.errors",
@@ -106,6 +112,7 @@ _HOMES = {
 
 __all__ = [
     "AlreadyDecided",
+    "AwaitingDecision",
     "CallAlreadyStarted",
     "AnswerJudge",
     "Approval",
@@ -115,10 +122,12 @@ __all__ = [
     "Compaction",
     "ConfigError",
     "DecisionError",
+    "DecisionRecord",
     "DemoModel",
     "Event",
     "HookError",
     "HookSet",
+    "ImportRefused",
     "MessageView",
     "NothingPending",
     "OutcomeUnknown",

@@ -98,12 +98,14 @@ def test_pause_and_resume(tmp_path: Path) -> None:
             events = [e async for e in run]
             finished = [e for e in events if isinstance(e, ev.ToolFinished)]
             assert finished[0].status == "ok"
-            assert events[-1] == ev.RunFinished(thread_id=thread_id, status="completed", ts=events[-1].ts)
             assert (tmp_path / "ws" / "a.txt").read_text() == "hi\n"
 
             assert await s.pending(thread_id) is None
             history = await s.history(thread_id)
             assert [m.type for m in history] == ["human", "ai", "tool", "ai"]
+            # The end carries the final answer and its message id.
+            assert events[-1] == ev.RunFinished(thread_id=thread_id, status="completed", ts=events[-1].ts,
+                                                text=history[-1].content, message_id=history[-1].id)
             assert [t.thread_id for t in await s.threads()] == [thread_id]
             info = await s.thread(thread_id)
             assert info is not None and info.status == "completed"

@@ -19,7 +19,8 @@ EXAMPLES: dict[type[Any], dict[str, Any]] = {
     ev.ModelRetried: {"attempt": 2, "max_retries": 3, "delay_s": 1.5, "reason": "HTTP 429", "message_id": "m1"},
     ev.ToolStarted: {"call_id": "c1", "name": "write_file", "args": {"path": "a.md", "n": [1, 2.5, None, {"x": True}]}},
     ev.ToolOutput: {"call_id": "c1", "text": "line 1\n"},
-    ev.ToolFinished: {"call_id": "c1", "name": "write_file", "status": "rejected", "output": "no", "duration_ms": 12.5},
+    ev.ToolFinished: {"call_id": "c1", "name": "run_command", "status": "ok", "output": "line 1\n… [output stored aside …]",
+                      "duration_ms": 12.5, "offloaded": True, "total_chars": 48210},
     ev.ApprovalRequired: {
         "interrupt_id": "i1",
         "request": {
@@ -32,7 +33,7 @@ EXAMPLES: dict[type[Any], dict[str, Any]] = {
     ev.Usage: {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "cost": 0.0012},
     ev.Compacted: {"tokens_before": 9000, "tokens_after": 1200, "messages_removed": 40},
     ev.Notice: {"text": "budget at 80%", "source": "budget"},
-    ev.RunFinished: {"status": "awaiting_approval", "reason": "why"},
+    ev.RunFinished: {"status": "completed", "reason": "why", "text": "Done: todo.md has 3 items.", "message_id": "m1"},
     ev.ErrorEvent: {"message": "The model API failed", "kind": "model", "retryable": True},
 }
 

@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool
 
 from graph.agent.hooks import HookSet
 from graph.agent.model_call import ModelOptions
+from graph.agent.offload import OffloadOptions, OutputStore
 from graph.agent.policy import Policy
 from graph.protocol.decisions import DecisionRecord
 
@@ -69,3 +70,7 @@ class AgentDeps:
     # the state and run_tool trusts its tasks: fine in one process, not for servers.
     decisions: DecisionLog | None = None
     model_options: ModelOptions = ModelOptions()
+    # Where outputs too large for the context are kept whole (graph/agent/offload.py);
+    # without a store they are cut instead.
+    outputs: OutputStore | None = None
+    offload: OffloadOptions = OffloadOptions()

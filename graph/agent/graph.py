@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from graph.agent.builtin_hooks.compaction import Compaction
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, CallJournal, DecisionLog
 from graph.agent.finish import finish
@@ -44,6 +45,7 @@ from graph.agent.hooks import Hook, HookSet
 from graph.agent.message_merge import merge_messages
 from graph.agent.model_call import ModelOptions
 from graph.agent.model_node import call_model
+from graph.agent.offload import READ_TOOL, OffloadOptions, OutputStore, make_read_tool
 from graph.agent.policy import Policy
 from graph.agent.review import review
 from graph.agent.routing import after_model, before_tool, dispatch
@@ -71,6 +73,8 @@ def build_graph(
     journal: CallJournal | None = None,
     decisions: DecisionLog | None = None,
     model_options: ModelOptions | None = None,
+    outputs: OutputStore | None = None,
+    offload: OffloadOptions | None = None,
 ) -> CompiledStateGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
     `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged.
@@ -78,7 +82,16 @@ def build_graph(
     `journal` and `decisions` (graph/store: `storage.journal`, `storage.decisions`)
     make the approval guarantees hold for every client of the compiled graph: a call
     is claimed atomically before it runs, and a gated call runs only on a person's
-    recorded approval. Without them the graph trusts its own process."""
+    recorded approval. Without them the graph trusts its own process.
+
+    `outputs` (`storage.outputs`) keeps tool outputs larger than `offload`'s threshold
+    aside: the model gets their head and the free `read_tool_output` tool to read on
+    (graph/agent/offload.py). A `Compaction` hook given without a model summarises
+    with this graph's `model`."""
+    offload = offload or OffloadOptions()
+    tools = list(tools)
+    if outputs is not None and offload.enabled and all(t.name != READ_TOOL for t in tools):
+        tools.append(make_read_tool(outputs, offload))
     tools_by_name = {t.name: t for t in tools}
     if len(tools_by_name) != len(tools):
         raise ValueError("tool names must be unique")
@@ -92,7 +105,12 @@ def build_graph(
         journal=journal,
         decisions=decisions,
         model_options=model_options or ModelOptions(),
+        outputs=outputs,
+        offload=offload,
     )
+    for hook in deps.hooks:
+        if isinstance(hook, Compaction) and hook.model is None:
+            hook.model = model
     # A saver that folds the messages channel itself (graph/store/saver.py) learns how.
     if callable(register := getattr(checkpointer, "register_reducer", None)):
         register("messages", merge_messages)
@@ -115,4 +133,6 @@ def build_graph(
     )
     # The Session warms up and closes the hooks with the agent (see graph/agent/hooks.py).
     compiled.gatehouse_hooks = deps.hooks  # type: ignore[attr-defined]
+    # Its tools, the built-in ones included: the Session checks edits against them.
+    compiled.gatehouse_tools = tools_by_name  # type: ignore[attr-defined]
     return compiled

@@ -69,3 +69,25 @@ def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
         else:
             return []
     return []
+
+
+def pairing_problem(messages: Sequence[AnyMessage], *, open_tail: bool = False) -> str | None:
+    """Why a history breaks the tool-call contract, or None. Every tool call keeps
+    its answer right after it (with `open_tail`, the last model turn's calls may still
+    be open: the model's own latest calls at `before_tool`), and no answer is left
+    without its call."""
+    open_calls: dict[str, str] = {}
+    for m in messages:
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in open_calls:
+                return f"a tool result without its tool call ({m.tool_call_id})"
+            del open_calls[m.tool_call_id]
+            continue
+        if open_calls:
+            return f"tool calls without results: {sorted(open_calls.values())}"
+        if isinstance(m, AIMessage):
+            calls = [*m.tool_calls, *m.invalid_tool_calls]
+            open_calls = {c["id"]: c.get("name") or "?" for c in calls if c.get("id")}
+    if open_calls and not open_tail:
+        return f"tool calls without results: {sorted(open_calls.values())}"
+    return None

@@ -28,10 +28,11 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
+from graph.agent.history import pairing_problem
 from graph.agent.state import HOOK_KEYS, MERGED_KEYS
 from graph.protocol.errors import HookError
 
@@ -169,7 +170,9 @@ def run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint) 
 def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint) -> dict[str, Any]:
     view = dict(state)
     update: dict[str, Any] = {}
-    already_broken = _pair_problem(list(view.get("messages") or []), point) is not None
+    # Whether the history was broken before any hook ran (then a hook is not blamed):
+    # worked out only when a hook writes messages, as walking the history costs.
+    already_broken: bool | None = None
     for h in hooks:
         try:
             out = call_hook(h, view)
@@ -180,6 +183,8 @@ def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint)
         if not out:
             continue
         _check_update(h, out, point)
+        if "messages" in out and already_broken is None:
+            already_broken = pairing_problem(list(state.get("messages") or []), open_tail=point == "before_tool") is not None
         for key, value in out.items():
             if key == "messages":
                 update["messages"] = [*update.get("messages", []), *value]
@@ -189,7 +194,10 @@ def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint)
                 update[key] = view[key] = merged
             else:
                 update[key] = view[key] = value
-        problem = None if already_broken or "messages" not in out else _pair_problem(view["messages"], point)
+        problem = (
+            None if already_broken or "messages" not in out
+            else pairing_problem(view["messages"], open_tail=point == "before_tool")
+        )
         if problem:
             raise HookError(f"{point} hook {h!r} broke the history: {problem}")
     return update
@@ -209,27 +217,6 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
     for key in MERGED_KEYS & set(out):
         if out[key] is not None and not isinstance(out[key], Mapping):
             raise HookError(f"{point} hook {h!r}: {key!r} must be a dict")
-
-
-def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
-    """Why a history breaks the tool-call contract, or None. Every tool call keeps
-    its answer right after it (the model's own latest calls may still be open at
-    `before_tool`), and no answer is left without its call."""
-    open_calls: dict[str, str] = {}
-    for m in messages:
-        if isinstance(m, ToolMessage):
-            if m.tool_call_id not in open_calls:
-                return f"a tool result without its tool call ({m.tool_call_id})"
-            del open_calls[m.tool_call_id]
-            continue
-        if open_calls:
-            return f"tool calls without results: {sorted(open_calls.values())}"
-        if isinstance(m, AIMessage):
-            calls = [*m.tool_calls, *m.invalid_tool_calls]
-            open_calls = {c["id"]: c.get("name") or "?" for c in calls if c.get("id")}
-    if open_calls and point != "before_tool":
-        return f"tool calls without results: {sorted(open_calls.values())}"
-    return None
 
 
 class HookSet:

@@ -14,10 +14,9 @@ from langgraph.errors import GraphBubbleUp
 from pydantic import ValidationError
 
 from graph.agent.emit import emit
+from graph.agent.offload import offloaded
 from graph.protocol import events as ev
 from graph.protocol.tools import output_to, stop_on
-
-OUTPUT_CAP_CHARS = 50_000
 
 
 def tool_result(call: ToolCall, content: str, *, status: str = "success") -> ToolMessage:
@@ -32,6 +31,7 @@ def finished(call: ToolCall, msg: ToolMessage, status: str, duration_ms: float =
     rejected / denied / answered without guessing from the text) and announce it."""
     msg.additional_kwargs["gatehouse_status"] = status
     msg.additional_kwargs["gatehouse_duration_ms"] = round(duration_ms, 2)
+    mark = offloaded(msg)
     emit(
         ev.ToolFinished,
         call_id=call["id"],
@@ -39,6 +39,8 @@ def finished(call: ToolCall, msg: ToolMessage, status: str, duration_ms: float =
         status=status,
         output=str(msg.content),
         duration_ms=round(duration_ms, 2),
+        offloaded=mark is not None,
+        total_chars=mark["total_chars"] if mark else None,
     )
     return msg
 
@@ -69,8 +71,7 @@ def invoke_tool(
         return tool_result(call, f"Error: {call['name']} failed: {type(exc).__name__}: {exc}", status="error")
     if not isinstance(result, ToolMessage):
         result = tool_result(call, str(result))
-    if isinstance(result.content, str) and len(result.content) > OUTPUT_CAP_CHARS:
-        result.content = result.content[:OUTPUT_CAP_CHARS] + f"\n… (output cut at {OUTPUT_CAP_CHARS} characters)"
+    # Its size is dealt with by the caller (graph/agent/offload.py: stored aside or cut).
     return result
 
 

@@ -8,6 +8,9 @@ re-runs from its start when an "outcome unknown" interrupt below is answered:
 - started, never finished (a crash mid-call): ask the person (run again / mark as
   failed / respond with the real outcome) instead of silently repeating it.
 
+An output too large for the model's context is stored aside before the journal's
+"finished" row (graph/agent/offload.py), so the row's result always finds it.
+
 A call the policy gates runs only when the decision log holds a person's approval
 of exactly these arguments (graph/store/decisions.py). A task that reaches this node
 any other way (a client's forged `Send`, a state edit) does nothing at all: it is not
@@ -30,6 +33,7 @@ from graph.agent import crash
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import emit, thread_of
+from graph.agent.offload import fit_output
 from graph.agent.review import decided_by, record_of, rejected_message, responded_message
 from graph.agent.routing import grants_of
 from graph.agent.state import ToolTask
@@ -108,6 +112,10 @@ def run_call(
             status = "stopped"
         if task.get("note"):
             msg.content = f"{task['note']}\n\n{msg.content}"
+        # A large output is stored aside before the journal records the result that
+        # points at it (a replayed result always finds its output).
+        msg = fit_output(msg, call, thread_id, deps.outputs, deps.offload)
+        crash.crash_point("after_offload")
         if journal is not None and journaled:
             journal.finish(thread_id, call, msg)
             crash.crash_point("after_tool")

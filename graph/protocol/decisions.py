@@ -3,6 +3,8 @@ record front ends show: who decided what, when, from where, with which edits).""
 
 from __future__ import annotations
 
+import difflib
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -17,7 +19,8 @@ class DecisionRecord:
     question: str
     tool_call_id: str
     tool: str
-    # approve | edit | reject | respond | run_again | mark_failed | auto_approve
+    # approve | edit | reject | respond | run_again | mark_failed | auto_approve; the
+    # log keeps any string a writer records, and the audit views show it as it is.
     decision: str
     args: dict[str, Any]  # what runs (for an edit: the edited arguments)
     requested_args: dict[str, Any] | None = None  # what the model asked, when edited
@@ -32,5 +35,50 @@ class DecisionRecord:
     def runs(self) -> bool:
         return self.decision in ("approve", "edit", "run_again", "auto_approve")
 
+    def changes(self) -> dict[str, dict[str, Any]]:
+        """For an edit: each argument the person changed, `{"requested": …, "ran": …}`
+        (a missing side is None)."""
+        if self.requested_args is None:
+            return {}
+        keys = sorted(set(self.requested_args) | set(self.args))
+        return {
+            k: {"requested": self.requested_args.get(k), "ran": self.args.get(k)}
+            for k in keys
+            if self.requested_args.get(k, _MISSING) != self.args.get(k, _MISSING)
+        }
+
+    def diff(self) -> str | None:
+        """For an edit: what the person changed, readable: a unified diff for text
+        arguments that span lines (a file's content), `- key: old` / `+ key: new`
+        for the others. None when nothing was edited."""
+        changed = self.changes()
+        if not changed:
+            return None
+        parts: list[str] = []
+        for key, sides in changed.items():
+            old, new = sides["requested"], sides["ran"]
+            if isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new):
+                lines = difflib.unified_diff(
+                    old.splitlines(keepends=True), new.splitlines(keepends=True),
+                    fromfile=f"requested {key}", tofile=f"ran {key}",
+                )
+                parts.append("".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n"))
+            else:
+                parts.append(f"- {key}: {_show(old, key in (self.requested_args or {}))}\n"
+                             f"+ {key}: {_show(new, key in self.args)}")
+        return "\n".join(parts)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record as JSON-ready data; an edit also carries `changes` and `diff`."""
+        data = asdict(self)
+        if self.requested_args is not None:
+            data["changes"] = self.changes()
+            data["diff"] = self.diff()
+        return data
+
+
+_MISSING = object()
+
+
+def _show(value: Any, present: bool) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str) if present else "(not given)"

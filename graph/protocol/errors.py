@@ -20,6 +20,11 @@ class StaleDecision(DecisionError):
     """A decision names an approval request that is no longer the pending one."""
 
 
+class AwaitingDecision(DecisionError):
+    """The thread waits for a decision on a tool call: answer it first. Undo and fork
+    refuse with this (they would drop the pending request) unless forced."""
+
+
 class RunInProgress(GatehouseError, RuntimeError):
     """Another run (in this or another process) is active on the thread."""
 
@@ -39,6 +44,11 @@ class StorageError(GatehouseError, RuntimeError):
 
 class ConfigError(GatehouseError, ValueError):
     """The config file or an environment variable is malformed."""
+
+
+class ImportRefused(GatehouseError, ValueError):
+    """A thread export cannot be imported as it is (malformed, or it would break the
+    pairing of tool calls and results); nothing was written."""
 
 
 class HookError(GatehouseError, RuntimeError):

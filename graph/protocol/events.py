@@ -85,12 +85,19 @@ ToolStatus = Literal["ok", "error", "rejected", "denied", "responded", "stopped"
 
 
 class ToolFinished(_EventBase):
+    """A call's result. `offloaded`: the output was too large for the model's context
+    and is stored aside in the thread's storage; `output` is what the model got (the
+    head and a reference), `total_chars` the whole output's size, and the whole output
+    is `session.tool_output(thread_id, call_id)`."""
+
     type: Literal["tool_finished"] = "tool_finished"
     call_id: str
     name: str
     status: ToolStatus
     output: str = ""
     duration_ms: float = 0.0
+    offloaded: bool = False
+    total_chars: int | None = None
 
 
 class ApprovalRequired(_EventBase):
@@ -137,9 +144,15 @@ RunStatus = Literal["completed", "awaiting_approval", "cancelled", "stopped", "f
 
 
 class RunFinished(_EventBase):
+    """The end of a run. `text` is the run's last model reply (its final answer when
+    `status` is "completed") and `message_id` that message's id in the thread; both
+    None when the run produced no reply (a failure before the model answered)."""
+
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
     reason: str | None = None
+    text: str | None = None
+    message_id: str | None = None
 
 
 class ErrorEvent(_EventBase):

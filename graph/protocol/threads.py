@@ -61,6 +61,13 @@ class MessageView(BaseModel):
     reasoning: str | None = None
     # The reply ended before it was finished (the stream was cut).
     cut_off: bool = False
+    # A tool result too large for the model's context: `content` is what the model got
+    # (the head and a reference); the whole output (`total_chars` characters) is
+    # `session.tool_output(thread_id, tool_call_id)`.
+    offloaded: bool = False
+    total_chars: int | None = None
+    # The summary compaction wrote in place of older messages (role "user").
+    summary: bool = False
 
     @property
     def outcome(self) -> str:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.agent.builtin_hooks import SystemContext
+from graph.agent.builtin_hooks import Compaction, SystemContext
 from graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.agent.hooks import HookSet
+from graph.agent.offload import OffloadOptions
 from graph.agent.policy import Policy
 from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
@@ -29,17 +31,21 @@ def build_agent(
     *,
     journal: Any = None,
     decisions: Any = None,
+    outputs: Any = None,
     model: BaseChatModel | None = None,
 ) -> tuple[CompiledStateGraph, list[Any], list[Any]]:
-    """(the compiled agent, its tools, closers to call when done) from settings."""
+    """(the compiled agent, its tools, closers to call when done) from settings.
+    `journal`, `decisions`, `outputs`: the storage's (graph/store)."""
     tools = build_tools(settings)
     hooks = HookSet(settings.hooks)
+    model = model or make_model(settings)
     # Named in gatehouse.toml without arguments, SystemContext summarises the
     # configured workspace.
     if (context := hooks.find(SystemContext)) is not None and context.workspace is None:
         context.workspace = Path(settings.workspace)
+    compaction = _compaction(settings, hooks, model)
     agent = build_graph(
-        model=model or make_model(settings),
+        model=model,
         tools=tools,
         checkpointer=checkpointer,
         policy=Policy.from_mapping(settings.policy),
@@ -49,13 +55,48 @@ def build_agent(
         journal=journal,
         decisions=decisions,
         model_options=model_options(settings),
+        outputs=outputs,
+        offload=OffloadOptions(
+            threshold_chars=settings.offload_threshold_chars, head_chars=settings.offload_head_chars
+        ),
     )
+    # `Session.compact_now` uses it also when automatic compaction is off.
+    agent.gatehouse_compaction = compaction  # type: ignore[attr-defined]
     return agent, tools, [close_tools]
 
 
-def open_session(settings: Settings | None = None, *, model: BaseChatModel | None = None) -> Session:
+def _compaction(settings: Settings, hooks: HookSet, model: BaseChatModel) -> Compaction:
+    """The agent's compaction: one named under [hooks] (given the summary model when
+    it has none), else the built-in one from [compaction], first among the before_llm
+    hooks (so the model call and the hooks after it see the compacted history) when
+    compaction is on."""
+    summariser = model
+    if settings.compaction_model and not settings.model_factory:
+        # A cheaper model on the same server (same base URL and key).
+        summariser = make_model(replace(settings, model=settings.compaction_model))
+    configured = hooks.find(Compaction)
+    if configured is not None:
+        configured.model = configured.model or summariser
+        return configured
+    compaction = Compaction(
+        summariser, max_tokens=settings.compaction_max_tokens, keep_turns=settings.compaction_keep_turns
+    )
+    if settings.compaction:
+        hooks.points["before_llm"].insert(0, compaction)
+    return compaction
+
+
+def open_session(
+    settings: Settings | None = None,
+    *,
+    model: BaseChatModel | None = None,
+    source: str | None = None,
+    actor: str | None = None,
+) -> Session:
     """The default Gatehouse: settings from gatehouse.toml and the environment.
-    `model` replaces the one the settings name (tests, embedding)."""
+    `model` replaces the one the settings name (tests, embedding). `source` and
+    `actor` are what the decision log records for decisions made through this
+    session (the front end, and who; default "api" and `[audit] actor`)."""
     # Here, not at the top: LangGraph Server builds the agent without them.
     from graph.service.session import Session
     from graph.store import open_storage
@@ -66,13 +107,16 @@ def open_session(settings: Settings | None = None, *, model: BaseChatModel | Non
     model = model or make_model(settings)
     demo = isinstance(model, DemoModel)  # also when a custom factory returns the demo
     agent, tools, closers = build_agent(
-        settings, storage.checkpointer, journal=storage.journal, decisions=storage.decisions, model=model
+        settings, storage.checkpointer, journal=storage.journal, decisions=storage.decisions,
+        outputs=storage.outputs, model=model,
     )
     return Session(
         agent,
         storage,
         tools,
         closers=closers,
+        source=source,
+        actor=actor or settings.audit_actor,
         info={
             "model": DEMO_LABEL if demo else describe_model(settings),
             "demo": demo,
@@ -80,6 +124,13 @@ def open_session(settings: Settings | None = None, *, model: BaseChatModel | Non
             "workspace": settings.workspace,
             "sandbox": announce(settings.shell_sandbox),  # logs a warning when not sandboxed
             "policy": Policy.from_mapping(settings.policy).summary(tools),
+            "compaction": (
+                f"on past {settings.compaction_max_tokens:,} tokens" if settings.compaction else "off (compact now only)"
+            ),
+            "offload": (
+                f"outputs over {settings.offload_threshold_chars:,} characters stored aside"
+                if settings.offload_threshold_chars else "off"
+            ),
         },
     )
 

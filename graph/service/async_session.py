@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_core.messages import BaseMessage
 
 from graph.protocol import events as ev
+from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import RunInProgress
 from graph.protocol.pauses import Pause
 from graph.protocol.threads import MessageView, ThreadInfo
@@ -169,12 +170,15 @@ class AsyncSession:
         self._live_lock = threading.Lock()
 
     @classmethod
-    async def open(cls, settings: Settings | None = None) -> AsyncSession:
+    async def open(
+        cls, settings: Settings | None = None, *, source: str | None = None, actor: str | None = None
+    ) -> AsyncSession:
         """The default Gatehouse (`graph.open_session`): settings from
-        gatehouse.toml and the environment when none are given."""
+        gatehouse.toml and the environment when none are given. `source` / `actor`:
+        what the decision log records for decisions made through it."""
         from graph.service.app import open_session
 
-        return cls(await asyncio.to_thread(open_session, settings))
+        return cls(await asyncio.to_thread(lambda: open_session(settings, source=source, actor=actor)))
 
     @property
     def info(self) -> dict[str, Any]:
@@ -185,24 +189,27 @@ class AsyncSession:
         return Session.new_thread_id()
 
     # -- runs ---------------------------------------------------------------------
-    async def start(self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None) -> AsyncRun:
+    async def start(
+        self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None, **options: Any
+    ) -> AsyncRun:
         """Start a turn with a user message (a new thread when `thread_id` is None).
-        Raises `DecisionError` while the thread waits for a decision."""
+        Raises `DecisionError` while the thread waits for a decision. `options`: as
+        `Session.send` (callbacks, tags, metadata, source, actor)."""
         thread_id = thread_id or self.new_thread_id()
-        return await self._launch(lambda: self.session.send(thread_id, text, owner=owner))
+        return await self._launch(lambda: self.session.send(thread_id, text, owner=owner, **options))
 
     send = start
 
-    async def resume(self, thread_id: str, answer: Any, *, interrupt_id: str | None = None) -> AsyncRun:
+    async def resume(self, thread_id: str, answer: Any, *, interrupt_id: str | None = None, **options: Any) -> AsyncRun:
         """Answer the pending approval request; a bad answer raises `DecisionError`
         and changes nothing."""
-        return await self._launch(lambda: self.session.resume(thread_id, answer, interrupt_id=interrupt_id))
+        return await self._launch(lambda: self.session.resume(thread_id, answer, interrupt_id=interrupt_id, **options))
 
-    async def retry(self, thread_id: str) -> AsyncRun:
-        return await self._launch(lambda: self.session.retry(thread_id))
+    async def retry(self, thread_id: str, **options: Any) -> AsyncRun:
+        return await self._launch(lambda: self.session.retry(thread_id, **options))
 
-    async def fork(self, thread_id: str, message_index: int, text: str) -> AsyncRun:
-        return await self._launch(lambda: self.session.fork(thread_id, message_index, text))
+    async def fork(self, thread_id: str, message_index: int, text: str, *, force: bool = False, **options: Any) -> AsyncRun:
+        return await self._launch(lambda: self.session.fork(thread_id, message_index, text, force=force, **options))
 
     def running(self, thread_id: str) -> bool:
         """Whether a run of this process is still going on the thread (also one that is
@@ -276,6 +283,12 @@ class AsyncSession:
     async def export(self, thread_id: str, fmt: str = "md") -> str:
         return await self._call(self.session.export, thread_id, fmt)
 
+    async def tool_output(self, thread_id: str, call_id: str) -> str | None:
+        return await self._call(self.session.tool_output, thread_id, call_id)
+
+    async def audit(self, thread_id: str | None = None, limit: int = 200) -> list[DecisionRecord]:
+        return await self._call(self.session.audit, thread_id, limit)
+
     # -- changing threads ----------------------------------------------------------
     async def rename(self, thread_id: str, title: str) -> None:
         await self._call(self.session.rename, thread_id, title)
@@ -283,8 +296,14 @@ class AsyncSession:
     async def delete(self, thread_id: str) -> None:
         await self._call(self.session.delete, thread_id)
 
-    async def undo(self, thread_id: str) -> int:
-        return await self._call(self.session.undo, thread_id)
+    async def undo(self, thread_id: str, *, force: bool = False) -> int:
+        return await asyncio.to_thread(lambda: self.session.undo(thread_id, force=force))
+
+    async def compact_now(self, thread_id: str) -> ev.Compacted | None:
+        return await self._call(self.session.compact_now, thread_id)
+
+    async def import_thread(self, data: Any, *, thread_id: str | None = None) -> str:
+        return await asyncio.to_thread(lambda: self.session.import_thread(data, thread_id=thread_id))
 
     async def close(self, *, cancel_runs: bool = True) -> None:
         """Close the storage once the runs of this process have ended; with

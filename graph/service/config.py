@@ -57,6 +57,24 @@ class Settings:
     sql_database: str | None = None
     http_allow_hosts: list[str] = field(default_factory=list)
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # [compaction]: past `max_tokens` (approximate) the older turns become one summary
+    # written by `model` (default: the agent's own; a cheaper one on the same server,
+    # not used with `model_factory`),
+    # keeping the last `keep_turns` user turns verbatim. `compact now` works either way.
+    compaction: bool = True
+    compaction_model: str | None = None
+    compaction_max_tokens: int = 60_000
+    compaction_keep_turns: int = 2
+    # [offload]: tool outputs longer than `threshold_chars` are stored aside in the
+    # database; the model gets the first `head_chars` and reads on with a tool. 0: off.
+    offload_threshold_chars: int = 8_000
+    offload_head_chars: int = 1_500
+    # [audit]: who the decision log names for decisions made here when the front end
+    # knows no better (the terminal names the OS user); the web app takes it from the
+    # request header `actor_header` when one is set (e.g. X-Forwarded-User behind an
+    # authenticating proxy).
+    audit_actor: str | None = None
+    audit_actor_header: str | None = None
     # Policy mapping (see graph/policy.py) and hooks by import path per point.
     policy: dict[str, Any] = field(default_factory=dict)
     hooks: dict[str, list[Any]] = field(default_factory=dict)
@@ -84,6 +102,11 @@ _ENV = {
     "GATEHOUSE_MODEL_TIMEOUT": "model_timeout",
     "GATEHOUSE_SQL_DATABASE": "sql_database",
     "GATEHOUSE_SHELL_SANDBOX": "shell_sandbox",
+    "GATEHOUSE_COMPACTION": "compaction",
+    "GATEHOUSE_COMPACTION_MODEL": "compaction_model",
+    "GATEHOUSE_COMPACTION_MAX_TOKENS": "compaction_max_tokens",
+    "GATEHOUSE_OFFLOAD_THRESHOLD_CHARS": "offload_threshold_chars",
+    "GATEHOUSE_ACTOR": "audit_actor",
 }
 
 
@@ -120,23 +143,44 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
             shell_timeout_s=float(settings.shell_timeout_s),
             shell_memory_mb=int(settings.shell_memory_mb),
             shell_max_processes=int(settings.shell_max_processes),
+            compaction=_flag(settings.compaction, "[compaction] enabled"),
+            compaction_max_tokens=_at_least(int(settings.compaction_max_tokens), 1, "[compaction] max_tokens"),
+            compaction_keep_turns=_at_least(int(settings.compaction_keep_turns), 1, "[compaction] keep_turns"),
+            offload_threshold_chars=_at_least(int(settings.offload_threshold_chars), 0, "[offload] threshold_chars"),
+            offload_head_chars=_at_least(int(settings.offload_head_chars), 1, "[offload] head_chars"),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad setting: {exc}") from exc
 
 
 def _at_least(value: float, low: float, name: str) -> Any:
+    where = name if name.startswith("[") else f"[model] {name}"
     if value < low:
-        raise ValueError(f"[model] {name} must be at least {low:g}, not {value:g}")
+        raise ValueError(f"{where} must be at least {low:g}, not {value:g}")
     return value
+
+
+def _flag(value: Any, name: str) -> bool:
+    """A switch from the file (a boolean) or the environment (on/off words)."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, not {value!r}")
 
 
 # [model] keys whose Settings field has another name.
 _MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout"}
+# Tables whose keys become `<prefix>_<key>` settings ([compaction] "enabled" is the switch).
+_PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit"}
 
 
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
-    """Flatten `[model]`, `[tools]`, `[policy]`, `[hooks]`, `[mcp.servers]` tables."""
+    """Flatten `[model]`, `[tools]`, `[compaction]`, `[offload]`, `[audit]`,
+    `[mcp.servers]` tables (`[policy]` and `[hooks]` stay mappings)."""
     known = {f.name for f in fields(Settings)}
     values: dict[str, Any] = {}
     for key, value in data.items():
@@ -146,6 +190,9 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
             values.update(value)
         elif key == "mcp" and isinstance(value, dict):
             values["mcp_servers"] = value.get("servers", {})
+        elif key in _PREFIXED_TABLES and isinstance(value, dict):
+            prefix = _PREFIXED_TABLES[key]
+            values.update({prefix if k == "enabled" else f"{prefix}_{k}": v for k, v in value.items()})
         else:
             values[key] = value
     unknown = set(values) - known

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +28,13 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field
 
+from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
 from graph.agent.history import text_of
 
 DEMO_LABEL = "Demo model (offline)"
 RESULT_PREVIEW_CHARS = 1_500
+SUMMARY_ASKS = 12  # requests quoted in a demo summary (the latest ones)
+SUMMARY_QUOTE_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ class DemoModel(BaseChatModel):
 
     def reply(self, messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1] if messages else None
+        if last is not None and last.additional_kwargs.get(SUMMARY_REQUEST_MARK):
+            return AIMessage(content=self._summary(text_of(last.content)))
         if isinstance(last, ToolMessage):
             return AIMessage(content=self._summarise(messages))
         if isinstance(last, HumanMessage):
@@ -143,6 +149,31 @@ class DemoModel(BaseChatModel):
                 text = text[:RESULT_PREVIEW_CHARS] + " …"
             mark = "✗" if r.status == "error" else "✓"
             parts.append(f"\n{mark} {r.name}:\n{text}")
+        return "\n".join(parts)
+
+    def _summary(self, transcript: str) -> str:
+        """A plain summary for compaction: what was asked and which tools ran, listed
+        from the transcript (the demo lists; a real model would understand)."""
+        asked: list[str] = []
+        calls: Counter[str] = Counter()
+        earlier = ""
+        for line in transcript.splitlines():
+            if line.startswith("[user] "):
+                text = " ".join(line[7:].split())
+                asked.append(text if len(text) <= SUMMARY_QUOTE_CHARS else text[: SUMMARY_QUOTE_CHARS - 1] + "…")
+            elif m := re.match(r"\[assistant called ([^\]]+)\]", line):
+                calls[m[1]] += 1
+            elif line.startswith("[earlier summary] "):
+                earlier = line.removeprefix("[earlier summary] ")
+        parts = [f"[{DEMO_LABEL}] A plain summary (the demo lists what happened; a real model would summarise)."]
+        if earlier:
+            parts.append("Before that: " + earlier[:300] + ("…" if len(earlier) > 300 else ""))
+        if asked:
+            shown = asked[-SUMMARY_ASKS:]
+            skipped = f" (and {len(asked) - len(shown)} earlier)" if len(asked) > len(shown) else ""
+            parts.append(f"The person asked{skipped}: " + "; ".join(f'"{a}"' for a in shown) + ".")
+        if calls:
+            parts.append("Tools called: " + ", ".join(f"{name} ×{n}" for name, n in calls.most_common()) + ".")
         return "\n".join(parts)
 
     def _help(self) -> str:

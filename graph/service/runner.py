@@ -25,19 +25,23 @@ class Runner:
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}
 
-    def send(self, thread_id: str | None, text: str | list[Any]) -> Run:
+    # `options`: as `Session.send` / `resume` (callbacks, tags, metadata, source, actor;
+    # `interrupt_id` for resume, `force` for fork).
+    def send(self, thread_id: str | None, text: str | list[Any], **options: Any) -> Run:
         thread_id = thread_id or self.session.new_thread_id()
-        return self._start(thread_id, lambda: self.session.send(thread_id, text))
+        return self._start(thread_id, lambda: self.session.send(thread_id, text, **options))
 
-    def resume(self, thread_id: str, answer: Any) -> Run:
-        return self._start(thread_id, lambda: self.session.resume(thread_id, answer))
+    def resume(self, thread_id: str, answer: Any, **options: Any) -> Run:
+        return self._start(thread_id, lambda: self.session.resume(thread_id, answer, **options))
 
-    def fork(self, thread_id: str, message_index: int, text: str) -> Run:
+    def fork(self, thread_id: str, message_index: int, text: str, **options: Any) -> Run:
         # A fork rewinds before its run starts: the run begins at the edited message.
-        return self._start(thread_id, lambda: self.session.fork(thread_id, message_index, text), base=message_index)
+        return self._start(
+            thread_id, lambda: self.session.fork(thread_id, message_index, text, **options), base=message_index
+        )
 
-    def retry(self, thread_id: str) -> Run:
-        return self._start(thread_id, lambda: self.session.retry(thread_id))
+    def retry(self, thread_id: str, **options: Any) -> Run:
+        return self._start(thread_id, lambda: self.session.retry(thread_id, **options))
 
     def active(self, thread_id: str) -> Run | None:
         run = self._runs.get(thread_id)

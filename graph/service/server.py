@@ -32,7 +32,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 load_env_file(PROJECT_ROOT / ".env")
 _settings = load_settings()
 _storage = shared_storage(_settings.db)
-agent, _tools, _closers = build_agent(_settings, journal=_storage.journal, decisions=_storage.decisions)
+agent, _tools, _closers = build_agent(
+    _settings, journal=_storage.journal, decisions=_storage.decisions, outputs=_storage.outputs
+)
 
 
 @asynccontextmanager

@@ -6,7 +6,10 @@
     for event in session.resume(thread_id, {"decisions": [{"type": "approve"}]}): ...
 
 `send`, `resume` and `retry` return a `Run`: an iterator of `graph.protocol.events`
-events that drives the agent while it is iterated. Answers are validated before
+events that drives the agent while it is iterated. Each also takes `callbacks`, `tags`
+and `metadata` for tracing (LangSmith groups a thread's runs by the thread id, which
+every run carries as `metadata["thread_id"]`), and `source` /
+`actor` for the decision log (default: the Session's). Answers are validated before
 anything runs (`DecisionError`), with the same rules the graph applies to a raw
 `Command`. The Session adds convenience (the run lease, events, the thread index),
 not safety: the graph and its storage keep the approval guarantees themselves.
@@ -22,22 +25,28 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
 
 from graph.agent.context import RunContext
+from graph.agent.finish import NOTICE_MARK
 from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
+from graph.agent.offload import offloaded
 from graph.agent.review import answering, args_problem, explain
 from graph.agent.state import STOP_KEYS
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
+from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import (
     AlreadyDecided,
+    AwaitingDecision,
     DecisionError,
+    ImportRefused,
     NothingPending,
     RunInProgress,
     StaleDecision,
@@ -47,7 +56,7 @@ from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import MessageView, ThreadInfo
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.streaming import STREAM_MODES, translate
-from graph.service.transcript import export_json, export_markdown, message_view
+from graph.service.transcript import export_json, export_markdown, message_view, read_export
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 
@@ -78,6 +87,8 @@ class Run:
         # Messages the thread had before the run: where a page draws the live run.
         self.base_messages: int | None = None
         self.status: str | None = None
+        # The run's last event: its status, and its final reply (`text`, `message_id`).
+        self.finished: ev.RunFinished | None = None
         self.started_at = time.time()
         self.events: list[ev.Event] = []  # buffered, when started in the background
         self._events = events
@@ -89,6 +100,7 @@ class Run:
         for event in self._events:
             if isinstance(event, ev.RunFinished):
                 self.status = event.status
+                self.finished = event
             yield event
 
     def cancel(self) -> None:
@@ -138,7 +150,20 @@ class Run:
             self.events.append(event)
             if isinstance(event, ev.RunFinished):
                 self.status = event.status
+                self.finished = event
             self._changed.notify_all()
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """Per-run extras: tracing (`callbacks`, `tags`, `metadata`) and who is acting
+    (`source`, `actor`: recorded with every decision the run carries out)."""
+
+    callbacks: Sequence[BaseCallbackHandler] | None = None
+    tags: Sequence[str] | None = None
+    metadata: Mapping[str, Any] | None = None
+    source: str | None = None
+    actor: str | None = None
 
 
 class Session:
@@ -150,11 +175,18 @@ class Session:
         *,
         closers: Sequence[Any] = (),
         info: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        actor: str | None = None,
     ) -> None:
+        """`source` and `actor`: what the decision log records for the decisions made
+        through this session, unless a call names its own (the front end: "web",
+        "terminal", "api"; who: a person's name, an OS user)."""
         self.agent = agent
         self.storage = storage
         self.tools = {t.name: t for t in tools}
         self.info = dict(info or {})
+        self.source = source or "api"
+        self.actor = actor
         self._closers = list(closers)
 
     # -- runs ---------------------------------------------------------------
@@ -163,27 +195,59 @@ class Session:
         # Dashed, as LangGraph Server requires: a thread started here opens in Studio.
         return str(uuid.uuid4())
 
-    def send(self, thread_id: str | None, message: str | list[Any], *, owner: str | None = None) -> Run:
+    def send(
+        self,
+        thread_id: str | None,
+        message: str | list[Any],
+        *,
+        owner: str | None = None,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        actor: str | None = None,
+    ) -> Run:
         """Start a turn with a user message (a new thread when `thread_id` is None): a
         string, or content blocks (`[{"type": "text", "text": ...}]`) as LangGraph
-        clients such as Agent Chat UI send them."""
+        clients such as Agent Chat UI send them. Raises `AwaitingDecision` while the
+        thread waits for a decision."""
         text = text_of(message)
         if not text.strip():
             raise ValueError("a message cannot be empty")
         thread_id = thread_id or self.new_thread_id()
+        options = RunOptions(callbacks, tags, metadata, source, actor)
         with self._leased(thread_id) as lease:
             if self._may_be_paused(thread_id) and self.pending(thread_id) is not None:
-                raise DecisionError(
+                raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
-            self.storage.index.touch(thread_id, title=_title(text), owner=owner)
-            return self._run(thread_id, {"messages": [HumanMessage(message)]}, "message", lease, user_text=text)
+            return self._send(thread_id, message, text, lease, options, owner=owner)
 
-    def resume(self, thread_id: str, answer: Any, *, interrupt_id: str | None = None) -> Run:
+    def _send(
+        self, thread_id: str, message: str | list[Any], text: str, lease: Lease | None, options: RunOptions,
+        *, owner: str | None = None,
+    ) -> Run:
+        self.storage.index.touch(thread_id, title=_title(text), owner=owner)
+        return self._run(thread_id, {"messages": [HumanMessage(message)]}, "message", lease, options, user_text=text)
+
+    def resume(
+        self,
+        thread_id: str,
+        answer: Any,
+        *,
+        interrupt_id: str | None = None,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        actor: str | None = None,
+    ) -> Run:
         """Answer the pending approval request: `{"decisions": [...]}` in request order
         (or keyed by tool call id). Raises `DecisionError` and changes nothing when the
         answer does not fit the request. When another run is already acting on the
-        thread (a double click, two tabs, two processes) raises `AlreadyDecided`."""
+        thread (a double click, two tabs, two processes) raises `AlreadyDecided`.
+        The decision log records the answer with `source` and `actor`."""
+        options = RunOptions(callbacks, tags, metadata, source, actor)
         with self._leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.pending(thread_id)
@@ -198,16 +262,26 @@ class Session:
                 if isinstance(pending, OutcomeUnknown):
                     OutcomeAnswer.model_validate(answer)
                 else:
-                    with answering(pending.request.wire(), self.tools) as schema:
+                    with answering(pending.request.wire(), self._tools()) as schema:
                         schema.model_validate(answer)
             except ValidationError as exc:
                 raise DecisionError(explain(exc)) from None
-            return self._run(thread_id, Command(resume={pending.interrupt_id: answer}), "resume", lease)
+            return self._run(thread_id, Command(resume={pending.interrupt_id: answer}), "resume", lease, options)
 
-    def retry(self, thread_id: str) -> Run:
+    def retry(
+        self,
+        thread_id: str,
+        *,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        actor: str | None = None,
+    ) -> Run:
         """Continue a run that failed or whose process died, from its last checkpoint."""
+        options = RunOptions(callbacks, tags, metadata, source, actor)
         with self._leased(thread_id) as lease:
-            return self._run(thread_id, self._retry_input(thread_id), "retry", lease)
+            return self._run(thread_id, self._retry_input(thread_id), "retry", lease, options)
 
     def _retry_input(self, thread_id: str) -> Any:
         """None continues from the last checkpoint. A run stopped by a cut-off reply has
@@ -217,18 +291,20 @@ class Session:
             return Command(goto="model", update={"stop_reason": None, "stop_kind": None})
         return None
 
-    @contextmanager
-    def _leased(self, thread_id: str, *, deciding: bool = False) -> Iterator[Lease | None]:
-        """The thread's run lease (graph/store/leases.py), released again if starting
-        fails. When `deciding`, a thread that is busy means the decision came too late
-        (a double click, another tab or process): `AlreadyDecided`."""
+    def _tools(self) -> Mapping[str, BaseTool]:
+        # The compiled agent's own (the built-in read_tool_output included) when known.
+        return getattr(self.agent, "gatehouse_tools", None) or self.tools
+
+    def _acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
+        """The thread's run lease (graph/store/leases.py). When `deciding`, a thread
+        that is busy means the decision came too late (a double click, another tab or
+        process): `AlreadyDecided`."""
         leases = self.storage.leases
         if leases is None:
-            yield None
-            return
+            return None
         what = "a decision on this approval request" if deciding else "a run"
         try:
-            lease = leases.acquire(thread_id, what=what)
+            return leases.acquire(thread_id, what=what)
         except RunInProgress as exc:
             if deciding:
                 raise AlreadyDecided(f"{exc} (already decided / already running)") from None
@@ -238,27 +314,69 @@ class Session:
                 raise
             message = storage_message(exc, describe_error(exc)[0], self.storage.location)
             raise StorageError(f"cannot start a run on thread {thread_id}: {message}") from exc
+
+    @contextmanager
+    def _leased(self, thread_id: str, *, deciding: bool = False) -> Iterator[Lease | None]:
+        """The lease for a run about to start: released again if starting fails (the
+        run releases it when it ends)."""
+        lease = self._acquire(thread_id, deciding=deciding)
         try:
             yield lease
         except BaseException:
-            lease.release()
+            if lease is not None:
+                lease.release()
             raise
 
+    @contextmanager
+    def _holding(self, thread_id: str) -> Iterator[None]:
+        """The lease for a change made here and now (undo, compact, import): no run
+        may be going on the thread meanwhile."""
+        lease = self._acquire(thread_id)
+        try:
+            yield
+        finally:
+            if lease is not None:
+                lease.release()
+
     def _run(
-        self, thread_id: str, payload: Any, kind: str, lease: Lease | None = None, *, user_text: str | None = None
+        self, thread_id: str, payload: Any, kind: str, lease: Lease | None, options: RunOptions,
+        *, user_text: str | None = None,
     ) -> Run:
         cancel = threading.Event()
-        return Run(thread_id, self._events(thread_id, payload, kind, cancel, lease), cancel, kind=kind, user_text=user_text)
+        config = self._run_config(thread_id, options)
+        events = self._events(thread_id, payload, kind, cancel, config, lease)
+        return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
+
+    def _run_config(self, thread_id: str, options: RunOptions) -> dict[str, Any]:
+        """The run's config: the thread, who acts (the decision log reads
+        `gatehouse_source` / `gatehouse_actor`), and tracing. LangSmith groups the
+        runs of a conversation by `metadata["thread_id"]` (it also reads `session_id`
+        or `conversation_id`, which a caller may add). LangSmith itself is switched on
+        by its environment variables (LANGSMITH_TRACING, LANGSMITH_API_KEY,
+        LANGSMITH_PROJECT). LangGraph copies run metadata into every checkpoint's
+        metadata, so nothing redundant is added here."""
+        configurable: dict[str, Any] = {"thread_id": thread_id, "gatehouse_source": options.source or self.source}
+        if actor := options.actor or self.actor:
+            configurable["gatehouse_actor"] = actor
+        config: dict[str, Any] = {
+            "configurable": configurable,
+            "metadata": {**(options.metadata or {}), "thread_id": thread_id},
+        }
+        if options.callbacks:
+            config["callbacks"] = list(options.callbacks)
+        if options.tags:
+            config["tags"] = list(options.tags)
+        return config
 
     def _events(
-        self, thread_id: str, payload: Any, kind: str, cancel: threading.Event, lease: Lease | None = None
+        self, thread_id: str, payload: Any, kind: str, cancel: threading.Event, config: dict[str, Any],
+        lease: Lease | None = None,
     ) -> Iterator[ev.Event]:
-        config = _config(thread_id)
         index = self.storage.index
         if lease is not None:
             lease.start_renewing()
         held: list[ev.Event] = []
-        stop = _StopSeen()
+        seen = _Seen()
         try:
             yield ev.RunStarted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)  # type: ignore[arg-type]
             try:
@@ -271,7 +389,7 @@ class Session:
                     payload, config, stream_mode=STREAM_MODES, context=RunContext.with_cancel(cancel), durability="sync"
                 ):
                     if mode == "updates":
-                        stop.see(chunk)
+                        seen.see(chunk)
                     for event in translate(mode, chunk, thread_id):
                         # Announce a pause only once the run is over and the pause saved
                         # (the lease too is free by then): a client may answer it at once,
@@ -280,9 +398,17 @@ class Session:
                             held.append(event)
                         else:
                             yield event
-                status, reason = self._outcome(config, paused=bool(held), stop=stop if kind != "retry" else None)
+                status, reason = self._outcome(_config(thread_id), paused=bool(held), seen=seen if kind != "retry" else None)
                 index.touch(thread_id, status=status, reason=reason)
-                final = [*held, ev.RunFinished(thread_id=thread_id, status=status, reason=reason)]  # type: ignore[arg-type]
+                reply = seen.reply
+                final = [
+                    *held,
+                    ev.RunFinished(
+                        thread_id=thread_id, status=status, reason=reason,  # type: ignore[arg-type]
+                        text=None if reply is None else text_of(reply.content),
+                        message_id=None if reply is None else reply.id,
+                    ),
+                ]
             except Exception as exc:
                 message, error_kind, retryable = describe_error(exc)
                 if error_kind == "storage":
@@ -301,14 +427,14 @@ class Session:
                 lease.release()
         yield from final
 
-    def _outcome(self, config: dict[str, Any], *, paused: bool, stop: _StopSeen | None) -> tuple[str, str | None]:
+    def _outcome(self, config: dict[str, Any], *, paused: bool, seen: _Seen | None) -> tuple[str, str | None]:
         """How the run ended. From what the run streamed when that is enough (a pause,
         or the stop keys a new message or a resumed review starts from: unset), else
         from the saved state."""
         if paused:
             return "awaiting_approval", None
-        if stop is not None:
-            values: Mapping[str, Any] = stop.values
+        if seen is not None:
+            values: Mapping[str, Any] = seen.values
         else:
             state = self.agent.get_state(config)
             if state.interrupts:
@@ -342,10 +468,23 @@ class Session:
         """The thread's messages as plain data, for front ends."""
         return [message_view(m) for m in self.messages(thread_id)]
 
+    def tool_output(self, thread_id: str, call_id: str) -> str | None:
+        """The whole output of a tool call: the stored one when it was too large for the
+        model's context (its result says `offloaded`), else the result in the thread.
+        A call compacted out of the thread still has its stored output, if any. None
+        when there is neither."""
+        stored = self.storage.outputs.get(thread_id, call_id) if self.storage.outputs is not None else None
+        result = next((m for m in reversed(self.messages(thread_id)) if getattr(m, "tool_call_id", None) == call_id), None)
+        if result is None:
+            return stored
+        # A result that is not marked went into the context whole; a stored output
+        # beside it belongs to an attempt that never finished (a crash).
+        return stored if stored is not None and offloaded(result) else text_of(result.content)
+
     def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
         """Why `args` would not pass the tool's schema (as an edit would be refused),
         or None when they would."""
-        tool = self.tools.get(tool_name)
+        tool = self._tools().get(tool_name)
         if tool is None:
             return f"no tool named {tool_name!r}"
         return args_problem(tool, args)
@@ -374,6 +513,18 @@ class Session:
     def exists(self, thread_id: str) -> bool:
         return self.thread(thread_id) is not None or bool(self.messages(thread_id))
 
+    def audit(self, thread_id: str | None = None, limit: int = 200) -> list[DecisionRecord]:
+        """The decision log, newest first: every answer a person gave to a pause (and
+        every automatic approval), with when, which call, the front end (`source`), who
+        (`actor`) and, for an edit, what changed (`record.diff()`, `to_dict()["diff"]`).
+        One thread's, or across threads. The log outlives undo, fork and deletion."""
+        decisions = self.storage.decisions
+        if decisions is None:
+            return []
+        if thread_id is not None:
+            return list(reversed(decisions.for_thread(thread_id)))[:limit]
+        return decisions.recent(limit)
+
     # -- changing threads -----------------------------------------------------
     def rename(self, thread_id: str, title: str) -> None:
         self.storage.index.rename(thread_id, title.strip() or "Untitled")
@@ -381,65 +532,130 @@ class Session:
     def delete(self, thread_id: str) -> None:
         self.storage.delete_thread(thread_id)
 
-    def undo(self, thread_id: str) -> int:
-        """Drop the last user turn (and everything after it); returns messages removed.
-        History stays in the checkpoints: this moves the thread head back."""
-        return self._rewind(thread_id, _last_human_index(self.messages(thread_id)))
+    def undo(self, thread_id: str, *, force: bool = False) -> int:
+        """Drop the last user turn (and everything after it); returns how many messages
+        left the thread. History stays in the checkpoints: this moves the thread head
+        back. While the thread waits for a decision this would drop the pending
+        request: refused with `AwaitingDecision` unless `force`."""
+        with self._holding(thread_id):
+            self._refuse_if_paused(thread_id, "undo", force)
+            last = _last_human(self.messages(thread_id))
+            return 0 if last is None else self._rewind(thread_id, last)
 
-    def fork(self, thread_id: str, message_index: int, text: str) -> Run:
-        """Replace the user message at `message_index` with `text` and continue from there."""
+    def fork(
+        self,
+        thread_id: str,
+        message_index: int,
+        text: str,
+        *,
+        force: bool = False,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        actor: str | None = None,
+    ) -> Run:
+        """Replace the user message at `message_index` (of `messages` / `transcript`)
+        with `text` and continue from there. Refused with `AwaitingDecision` while the
+        thread waits for a decision, unless `force` (the request is dropped)."""
+        if not text.strip():
+            raise ValueError("a message cannot be empty")
         messages = self.messages(thread_id)
         if not (0 <= message_index < len(messages)) or not isinstance(messages[message_index], HumanMessage):
             raise ValueError(f"message {message_index} is not a user message of thread {thread_id}")
-        self._rewind(thread_id, message_index)
-        return self.send(thread_id, text)
+        options = RunOptions(callbacks, tags, metadata, source, actor)
+        with self._leased(thread_id) as lease:
+            self._refuse_if_paused(thread_id, "fork", force)
+            self._rewind(thread_id, messages[message_index])
+            return self._send(thread_id, text, text, lease, options)
 
-    def _rewind(self, thread_id: str, keep: int | None) -> int:
-        if keep is None:
-            return 0
+    def _refuse_if_paused(self, thread_id: str, what: str, force: bool) -> None:
+        if force or not self._may_be_paused(thread_id) or (pending := self.pending(thread_id)) is None:
+            return
+        waits = (
+            f"{pending.call.name} (its outcome is unknown after a crash)" if isinstance(pending, OutcomeUnknown)
+            else ", ".join(a.name for a in pending.actions)
+        )
+        raise AwaitingDecision(
+            f"thread {thread_id} is waiting for a decision on {waits}; {what} would drop that request. "
+            f"Decide it first, or {what} anyway (force=True; terminal: --force)"
+        )
+
+    def _rewind(self, thread_id: str, first_dropped: BaseMessage) -> int:
+        """Move the thread head back to where it was before `first_dropped` arrived: the
+        latest checkpoint without it that ended a run (or the thread's first). Found
+        by message id, so a compaction in between (which renumbers the history) does
+        not matter."""
         config = _config(thread_id)
+        current = self.messages(thread_id)
         for snapshot in self.agent.get_state_history(config):
             msgs = (snapshot.values or {}).get("messages", [])
-            # The checkpoint at the end of the earlier run: `keep` messages, nothing
-            # next (for keep == 0: the thread's first, empty checkpoint).
-            if len(msgs) == keep and (not snapshot.next or keep == 0):
-                removed = len(self.messages(thread_id)) - keep
-                self.agent.update_state(snapshot.config, {"stop_reason": None}, as_node="finish")
-                self.storage.index.touch(thread_id, status="idle")
-                return removed
-            if len(msgs) < keep:
-                break
-        raise ValueError(f"no checkpoint of thread {thread_id} ends with {keep} messages")
+            if any(m.id == first_dropped.id for m in msgs) or (snapshot.next and snapshot.parent_config is not None):
+                continue
+            kept = {m.id for m in msgs}
+            self.agent.update_state(snapshot.config, {"stop_reason": None}, as_node="finish")
+            self.storage.index.touch(thread_id, status="idle")
+            return sum(1 for m in current if m.id not in kept)
+        raise ValueError(f"no checkpoint of thread {thread_id} before message {first_dropped.id}")
 
     def export(self, thread_id: str, fmt: str = "md") -> str:
-        """The transcript as Markdown or JSON."""
+        """The transcript as Markdown, or as JSON that `import_thread` reads back."""
         messages = self.messages(thread_id)
         info = self.thread(thread_id)
         title = info.title if info else thread_id
         if fmt == "json":
-            return export_json(thread_id, title, messages)
+            outputs = self.storage.outputs.for_thread(thread_id) if self.storage.outputs is not None else {}
+            return export_json(thread_id, title, messages, outputs)
         if fmt != "md":
             raise ValueError(f"unknown export format {fmt!r}; use md or json")
         return export_markdown(thread_id, title, messages)
 
+    def import_thread(self, data: str | bytes | Mapping[str, Any], *, thread_id: str | None = None) -> str:
+        """Recreate a thread from `export(..., "json")` (text or parsed); returns its id.
+        The messages come back equal (ids, tool calls and results, notices, reasoning),
+        with outputs stored aside. The id is the exported one unless this database
+        already has a thread by that id: then a new one. `thread_id` names it
+        instead (refused when taken). Refused with `ImportRefused`, writing nothing,
+        when the data is malformed or a tool call would lose its result (a thread
+        exported while waiting for a decision). The decision log is not imported."""
+        exported = read_export(data)
+        if thread_id is not None and self.exists(thread_id):
+            raise ImportRefused(f"thread {thread_id} already exists; import under another id")
+        if thread_id is None:
+            thread_id = exported.thread_id if exported.thread_id and not self.exists(exported.thread_id) else None
+            thread_id = thread_id or self.new_thread_id()
+        with self._holding(thread_id):
+            if self.storage.outputs is not None:
+                names = {m.tool_call_id: m.name for m in exported.messages if getattr(m, "tool_call_id", None)}
+                for call_id, text in exported.tool_outputs.items():
+                    self.storage.outputs.put(thread_id, call_id, names.get(call_id) or "tool", text)
+            self.agent.update_state(_config(thread_id), {"messages": exported.messages}, as_node="finish")
+            self.storage.index.touch(thread_id, title=exported.title or "Imported thread", status="idle")
+        return thread_id
+
     def compact_now(self, thread_id: str) -> ev.Compacted | None:
-        """Summarise the older part of a thread now, with the agent's `Compaction`
-        hook; None when nothing is old enough. Only between runs, never mid-approval."""
+        """Summarise the older part of a thread now (what the `Compaction` hook does past
+        its threshold); None when nothing is old enough. Works with the default
+        configuration, also when automatic compaction is off. Only between runs,
+        never mid-approval. The checkpoints before keep the full history."""
         hooks = getattr(self.agent, "gatehouse_hooks", None)
         compaction = next((h for h in hooks or () if callable(getattr(h, "compact", None))), None)
+        compaction = compaction or getattr(self.agent, "gatehouse_compaction", None)
         if compaction is None:
             raise ValueError("this agent has no Compaction hook (see docs/hooks.md)")
-        if self.pending(thread_id) is not None:
-            raise DecisionError(f"thread {thread_id} is waiting for a decision; answer it first")
-        config = _config(thread_id)
-        snapshot = self.agent.get_state(config)
-        if snapshot.next:
-            raise ValueError(f"thread {thread_id} has an unfinished run; retry or finish it first")
-        planned = compaction.compact(snapshot.values or {}, force=True)
-        if planned is None:
-            return None
-        update, counts = planned
-        self.agent.update_state(config, update, as_node="finish")
+        with self._holding(thread_id):
+            if self.pending(thread_id) is not None:
+                raise AwaitingDecision(f"thread {thread_id} is waiting for a decision; answer it first")
+            config = _config(thread_id)
+            snapshot = self.agent.get_state(config)
+            if snapshot.next:
+                raise ValueError(f"thread {thread_id} has an unfinished run; retry or finish it first")
+            planned = compaction.compact(snapshot.values or {}, force=True)
+            if planned is None:
+                return None
+            update, counts = planned
+            self.agent.update_state(config, update, as_node="finish")
+            self.storage.index.touch(thread_id)
         return ev.Compacted(thread_id=thread_id, **counts)
 
     def close(self) -> None:
@@ -453,16 +669,28 @@ class Session:
             self.storage.close()
 
 
-class _StopSeen:
-    """The last `stop_reason` / `stop_kind` a run's nodes wrote, from its `updates`."""
+class _Seen:
+    """What a run's `updates` say: the last `stop_reason` / `stop_kind` its nodes
+    wrote, and the model's last reply (the run's final text)."""
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
+        self.reply: AIMessage | None = None
 
     def see(self, chunk: Any) -> None:
-        for update in chunk.values() if isinstance(chunk, dict) else ():
-            if isinstance(update, dict):
-                self.values.update({k: update[k] for k in STOP_KEYS if k in update})
+        for node, update in chunk.items() if isinstance(chunk, dict) else ():
+            if not isinstance(update, dict):
+                continue
+            self.values.update({k: update[k] for k in STOP_KEYS if k in update})
+            # The model node's update holds its reply last among its AI messages when it
+            # called the model (it may also carry a hook's messages: a compacted history).
+            if node == "model" and update.get("run_model_calls"):
+                replies = [
+                    m for m in update.get("messages") or ()
+                    if isinstance(m, AIMessage) and not m.additional_kwargs.get(NOTICE_MARK)
+                ]
+                if replies:
+                    self.reply = replies[-1]
 
 
 def _config(thread_id: str) -> dict[str, Any]:
@@ -474,8 +702,5 @@ def _title(text: str) -> str:
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
-def _last_human_index(messages: list[BaseMessage]) -> int | None:
-    for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
-            return i
-    return None
+def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:
+    return next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)

@@ -1,24 +1,54 @@
 """A thread's messages as plain data (`MessageView`) and as an export: what front
-ends, `--json` and files get instead of LangChain message classes."""
+ends, `--json` and files get instead of LangChain message classes.
+
+The JSON export is also an import format (`Session.import_thread`):
+
+    {"format": "gatehouse-thread", "version": 1, "thread_id", "title",
+     "messages":     [MessageView, ...]          plain data, for people and scripts
+     "lc_messages":  [LangChain message dicts]   exact: what an import recreates
+     "tool_outputs": {tool_call_id: text}}       outputs that were stored aside
+
+An import reads `lc_messages` when present (every field comes back), else rebuilds
+the messages from the views (for hand-written or trimmed files).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+from pydantic import ValidationError
 
+from graph.agent.builtin_hooks.compaction import SUMMARY_MARK
 from graph.agent.finish import NOTICE_MARK
-from graph.agent.history import text_of
-from graph.agent.model_call import is_cut_off
-from graph.agent.reasoning import reasoning_of
+from graph.agent.history import pairing_problem, text_of
+from graph.agent.model_call import CUT_OFF_KEY, is_cut_off
+from graph.agent.offload import OFFLOAD_MARK, offloaded
+from graph.agent.reasoning import REASONING_KEY, reasoning_of
+from graph.protocol.errors import ImportRefused
 from graph.protocol.threads import MessageView, ToolCallView
 
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+EXPORT_FORMAT = "gatehouse-thread"
+EXPORT_VERSION = 1
 
 
 def message_view(m: BaseMessage) -> MessageView:
     fields: dict = {"role": ROLES.get(m.type, m.type), "content": text_of(m.content), "id": m.id}
+    if isinstance(m, HumanMessage) and m.additional_kwargs.get(SUMMARY_MARK):
+        fields["summary"] = True
     if isinstance(m, AIMessage):
         fields["tool_calls"] = [ToolCallView(id=c["id"], name=c["name"], args=c["args"]) for c in m.tool_calls]
         fields["notice"] = bool(m.additional_kwargs.get(NOTICE_MARK))
@@ -30,15 +60,124 @@ def message_view(m: BaseMessage) -> MessageView:
         if "gatehouse_status" in m.additional_kwargs:
             fields["tool_status"] = m.additional_kwargs["gatehouse_status"]
             fields["duration_ms"] = m.additional_kwargs.get("gatehouse_duration_ms")
+        if (mark := offloaded(m)) is not None:
+            fields.update(offloaded=True, total_chars=mark.get("total_chars"))
     return MessageView(**fields)
 
 
-def export_json(thread_id: str, title: str, messages: Sequence[BaseMessage]) -> str:
+def export_json(
+    thread_id: str, title: str, messages: Sequence[BaseMessage], tool_outputs: Mapping[str, str] | None = None
+) -> str:
     return json.dumps(
-        {"thread_id": thread_id, "title": title, "messages": [message_view(m).to_dict() for m in messages]},
+        {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "thread_id": thread_id,
+            "title": title,
+            "messages": [message_view(m).to_dict() for m in messages],
+            "lc_messages": [message_to_dict(m) for m in messages],
+            "tool_outputs": dict(tool_outputs or {}),
+        },
         indent=2,
         ensure_ascii=False,
+        default=str,
     )
+
+
+@dataclass
+class Exported:
+    """A thread read back from an export, checked."""
+
+    thread_id: str | None
+    title: str | None
+    messages: list[BaseMessage]
+    tool_outputs: dict[str, str] = field(default_factory=dict)
+
+
+def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
+    """Parse and check an export; `ImportRefused` says what is wrong."""
+    if isinstance(data, str | bytes):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ImportRefused(f"not a JSON thread export: {exc}") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
+        raise ImportRefused('not a thread export: expected an object with a "messages" list')
+    if data.get("format", EXPORT_FORMAT) != EXPORT_FORMAT or data.get("version", EXPORT_VERSION) > EXPORT_VERSION:
+        raise ImportRefused(
+            f"unsupported export {data.get('format')!r} version {data.get('version')!r}; "
+            f"this Gatehouse reads {EXPORT_FORMAT!r} up to version {EXPORT_VERSION}"
+        )
+    raw = data.get("lc_messages")
+    messages = _from_lc(raw) if isinstance(raw, list) else [_from_view(i, v) for i, v in enumerate(data["messages"])]
+    if not messages:
+        raise ImportRefused("the export has no messages")
+    ids = [m.id for m in messages]
+    if None in ids or "" in ids:
+        raise ImportRefused("every message needs an id")
+    if duplicates := sorted(i for i, n in Counter(ids).items() if n > 1):  # type: ignore[type-var]
+        raise ImportRefused(f"message ids appear more than once: {duplicates}")
+    if problem := pairing_problem(messages):
+        raise ImportRefused(
+            f"importing it would break the pairing of tool calls and results: {problem} "
+            "(a thread exported while waiting for a decision cannot be imported; decide, then export again)"
+        )
+    outputs = data.get("tool_outputs") or {}
+    if not isinstance(outputs, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()):
+        raise ImportRefused('"tool_outputs" must map tool call ids to text')
+    thread_id, title = data.get("thread_id"), data.get("title")
+    return Exported(
+        thread_id=str(thread_id) if thread_id else None,
+        title=str(title) if title else None,
+        messages=messages,
+        tool_outputs=dict(outputs),
+    )
+
+
+def _from_lc(raw: list[Any]) -> list[BaseMessage]:
+    try:
+        messages = messages_from_dict(raw)
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise ImportRefused(f"malformed message in lc_messages: {type(exc).__name__}: {exc}") from None
+    for i, m in enumerate(messages):
+        if not isinstance(m, HumanMessage | AIMessage | ToolMessage | SystemMessage):
+            raise ImportRefused(f"message {i}: a {type(m).__name__} cannot be imported")
+    return messages
+
+
+def _from_view(i: int, view: Any) -> BaseMessage:
+    """A message rebuilt from its plain-data view (what `messages` in an export holds)."""
+    try:
+        v = MessageView.model_validate(view)
+    except ValidationError as exc:
+        raise ImportRefused(f"message {i}: {exc.errors()[0]['msg']}") from None
+    if v.role == "user":
+        return HumanMessage(v.content, id=v.id, additional_kwargs={SUMMARY_MARK: True} if v.summary else {})
+    if v.role == "assistant":
+        kwargs: dict[str, Any] = {}
+        if v.notice:
+            kwargs[NOTICE_MARK] = "stop"
+        if v.reasoning:
+            kwargs[REASONING_KEY] = v.reasoning
+        if v.cut_off:
+            kwargs[CUT_OFF_KEY] = True
+        calls = [{"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in v.tool_calls]
+        return AIMessage(v.content, id=v.id, tool_calls=calls, additional_kwargs=kwargs)
+    if v.role == "tool":
+        if not v.tool_call_id:
+            raise ImportRefused(f"message {i}: a tool result needs its tool_call_id")
+        kwargs = {}
+        if v.tool_status:
+            kwargs.update(gatehouse_status=v.tool_status, gatehouse_duration_ms=v.duration_ms or 0.0)
+        if v.offloaded:
+            kwargs[OFFLOAD_MARK] = {"total_chars": v.total_chars or 0, "total_lines": 0}
+        return ToolMessage(
+            v.content, id=v.id, tool_call_id=v.tool_call_id, name=v.name, status=v.status or "success",
+            additional_kwargs=kwargs,
+        )
+    if v.role == "system":
+        return SystemMessage(v.content, id=v.id)
+    raise ImportRefused(f"message {i}: unknown role {v.role!r}")
 
 
 def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage]) -> str:
@@ -53,6 +192,8 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
             lines += ["", view.content]
         if view.cut_off:
             lines += ["", "*(cut off: the reply ended before it was finished)*"]
+        if view.offloaded:
+            lines += ["", f"*(output stored aside: {view.total_chars or 0:,} characters; the model saw the start)*"]
         for call in view.tool_calls:
             lines += ["", f"→ `{call.name}` `{json.dumps(call.args, ensure_ascii=False)}`"]
         lines.append("")

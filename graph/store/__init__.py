@@ -1,8 +1,9 @@
 """Where threads live: the LangGraph checkpointer and the tables beside it.
 
 Default: one SQLite file (WAL, busy timeout), created on first use: checkpoints
-(saver.py), the thread index (threads.py), the execution journal (journal.py) and
-run leases (leases.py), each on its own connection. Scale-out: Postgres, selected by
+(saver.py), the thread index (threads.py), the execution journal (journal.py), run
+leases (leases.py), the decision log (decisions.py) and tool outputs stored aside
+(outputs.py), each on its own connection. Scale-out: Postgres, selected by
 a postgresql:// URL (postgres.py), with the same tables.
 """
 
@@ -15,6 +16,7 @@ from graph.protocol.errors import StorageError
 from graph.store.decisions import Decisions
 from graph.store.journal import Journal
 from graph.store.leases import Leases
+from graph.store.outputs import ToolOutputs
 from graph.store.saver import GatehouseSqliteSaver
 from graph.store.sqlite import connect_sqlite, quick_check
 from graph.store.storage import Storage
@@ -41,6 +43,7 @@ def open_storage(db: str) -> Storage:
         index = ThreadIndex(connect_sqlite(db, autocommit=True))
         journal = Journal(connect_sqlite(db, autocommit=True), str(Path(db).expanduser()))
         decisions = Decisions(connect_sqlite(db, autocommit=True))
+        outputs = ToolOutputs(connect_sqlite(db, autocommit=True))
         # Probes a write: a read-only file fails here, at start.
         leases = Leases(connect_sqlite(db, autocommit=True))
     except sqlite3.Error as exc:
@@ -52,4 +55,5 @@ def open_storage(db: str) -> Storage:
         journal=journal,
         leases=leases,
         decisions=decisions,
+        outputs=outputs,
     )

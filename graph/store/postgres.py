@@ -3,9 +3,10 @@
 Selected by a URL (`GATEHOUSE_DB=postgresql://...`). Everything SQLite holds moves
 here, in one database and one connection pool per process:
 - checkpoints: the official `PostgresSaver` (langgraph-checkpoint-postgres);
-- the thread index, the execution journal and run leases: small `gatehouse_*`
-  tables with the same interface as their SQLite versions (graph/store/threads.py,
-  journal.py, leases.py).
+- the thread index, the execution journal, run leases, the decision log and tool
+  outputs stored aside: small `gatehouse_*` tables with the same interface as their
+  SQLite versions (graph/store/threads.py, journal.py, leases.py, decisions.py,
+  outputs.py).
 
 The schema is created on first use. Several processes starting at once serialise
 the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race.
@@ -39,6 +40,8 @@ from graph.store.decisions import SCHEMA as DECISIONS_SCHEMA
 from graph.store.decisions import Decisions, _record, _row
 from graph.store.journal import Journal, JournalEntry, _dumps, _entry, already_started
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
+from graph.store.outputs import SCHEMA as OUTPUTS_SCHEMA
+from graph.store.outputs import ToolOutputs
 from graph.store.saver import checkpoint_key, refuses_answer
 from graph.store.storage import Storage
 
@@ -75,6 +78,7 @@ SCHEMA = [
     "ALTER TABLE gatehouse_journal ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1",
     DECISIONS_SCHEMA.replace("decided_at REAL", "decided_at DOUBLE PRECISION"),
     "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)",
+    OUTPUTS_SCHEMA.replace("stored_at REAL", "stored_at DOUBLE PRECISION"),
     """CREATE TABLE IF NOT EXISTS gatehouse_leases (
         thread_id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -269,6 +273,48 @@ class PgDecisions(Decisions):
         pass
 
 
+class PgToolOutputs(ToolOutputs):
+    """Tool outputs stored aside (`gatehouse_tool_outputs`): `outputs.ToolOutputs` on Postgres."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+
+    def put(self, thread_id: str, tool_call_id: str, tool: str, content: str) -> None:
+        # Postgres text cannot hold NUL; a binary-ish output keeps everything else.
+        content = content.replace("\x00", "\ufffd")
+        with self._pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO gatehouse_tool_outputs(thread_id, tool_call_id, tool, content, chars, stored_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET "
+                "tool=excluded.tool, content=excluded.content, chars=excluded.chars, stored_at=excluded.stored_at",
+                (thread_id, tool_call_id, tool, content, len(content), time.time()),
+            )
+
+    def get(self, thread_id: str, tool_call_id: str) -> str | None:
+        rows = self._rows(
+            "SELECT content FROM gatehouse_tool_outputs WHERE thread_id=%s AND tool_call_id=%s", (thread_id, tool_call_id)
+        )
+        return rows[0][0] if rows else None
+
+    def for_thread(self, thread_id: str) -> dict[str, str]:
+        rows = self._rows(
+            "SELECT tool_call_id, content FROM gatehouse_tool_outputs WHERE thread_id=%s ORDER BY stored_at", (thread_id,)
+        )
+        return {call_id: content for call_id, content in rows}
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._pool.connection() as conn:
+            conn.execute("DELETE FROM gatehouse_tool_outputs WHERE thread_id=%s", (thread_id,))
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def close(self) -> None:
+        pass
+
+
 class PgLeases(Leases):
     """Run leases (`gatehouse_leases`), same rules as `leases.Leases`: one run per
     thread across every process on every machine sharing the database. A holder on
@@ -409,7 +455,8 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         journal=PgJournal(pool, where),  # type: ignore[arg-type]
         leases=PgLeases(pool),
         decisions=PgDecisions(pool),
+        outputs=PgToolOutputs(pool),
     )
 
 
-__all__ = ["DEFAULT_TTL_S", "PgJournal", "PgLeases", "PgThreadIndex", "open_postgres_storage", "redact"]
+__all__ = ["DEFAULT_TTL_S", "PgJournal", "PgLeases", "PgThreadIndex", "PgToolOutputs", "open_postgres_storage", "redact"]

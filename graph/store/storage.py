@@ -1,5 +1,6 @@
 """`Storage`: the checkpointer and the tables beside it (thread index, execution
-journal, run leases) for one database, SQLite or Postgres."""
+journal, run leases, decision log, stored tool outputs) for one database, SQLite or
+Postgres."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from graph.store.decisions import Decisions
 from graph.store.journal import Journal
 from graph.store.leases import Leases
+from graph.store.outputs import ToolOutputs
 
 
 @dataclass
@@ -25,19 +27,24 @@ class Storage:
     journal: Journal | None = None
     leases: Leases | None = None
     decisions: Decisions | None = None
+    # Tool outputs too large for the model's context, kept whole (outputs.py).
+    outputs: ToolOutputs | None = None
 
     def delete_thread(self, thread_id: str) -> None:
-        """Checkpoints, index row and journal go; the decision log keeps its record."""
+        """Checkpoints, index row, journal and stored outputs go; the decision log
+        keeps its record (the audit outlives the thread)."""
         self.checkpointer.delete_thread(thread_id)
         self.index.delete(thread_id)
         if self.journal is not None:
             self.journal.delete_thread(thread_id)
+        if self.outputs is not None:
+            self.outputs.delete_thread(thread_id)
 
     def close(self) -> None:
         conn = getattr(self.checkpointer, "conn", None)
         if conn is not None:
             conn.close()
         self.index.close()
-        for extra in (self.journal, self.leases, self.decisions):
+        for extra in (self.journal, self.leases, self.decisions, self.outputs):
             if extra is not None:
                 extra.close()

@@ -1,6 +1,7 @@
 """Side-effecting tools for crash and concurrency tests: each run appends one line
 (`<tool> <label> <pid>`) to a counter file, so a test can count real executions.
 
+`GATEHOUSE_TEST_TOOL_OUTPUT_LINES` makes each result that many lines longer.
 `GATEHOUSE_TEST_TOOL_SLEEP` (seconds) keeps the tool running after it wrote its line
 and `GATEHOUSE_TEST_MARKER` names a file written at that moment, so a test can kill
 the process while the tool is in the middle of its work.
@@ -43,7 +44,9 @@ def make_counting_tools(
             during(label)
         if pause := float(os.environ.get("GATEHOUSE_TEST_TOOL_SLEEP", "0") or 0):
             time.sleep(pause)
-        return f"{tool} ran for {label}"
+        # A large result (stored aside by the agent) when GATEHOUSE_TEST_TOOL_OUTPUT_LINES is set.
+        lines = int(os.environ.get("GATEHOUSE_TEST_TOOL_OUTPUT_LINES", "0") or 0)
+        return f"{tool} ran for {label}" + "".join(f"\nresult line {i}" for i in range(lines))
 
     @gatehouse_tool(risk="write")
     def bump(label: str) -> str:

@@ -60,7 +60,7 @@ def open_session(db: str, counter: str) -> Session:
     model = StallingModel(script=[turn_reply] * 1000, chunk_chars=8)
     graph = build_graph(
         model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal,
-        decisions=storage.decisions, system_prompt=None,
+        decisions=storage.decisions, outputs=storage.outputs, system_prompt=None,
     )
     return Session(graph, storage, tools)
 

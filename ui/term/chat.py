@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from graph import DecisionError, OutcomeUnknown, Run, RunInProgress, Session
+from graph import AwaitingDecision, DecisionError, OutcomeUnknown, Run, RunInProgress, Session
 from graph.protocol import events as ev
 from ui.term import render as term
 
@@ -16,6 +16,8 @@ HELP = """Type a message to the agent. Commands:
   /help      this help
   /history   show the thread so far
   /retry     continue the thread after a failed or interrupted run, or ask again after a cut-off reply
+  /undo      drop the last turn (the history stays in the checkpoints)
+  /compact   summarise the older turns now
   /new       start a new thread
   /exit      leave (Ctrl-C or Ctrl-D at the prompt do the same)
 During a run, Ctrl-C stops it at the next safe point; the thread stays consistent."""
@@ -108,6 +110,22 @@ class Chat:
         elif name == "/new":
             self.thread_id = self.session.new_thread_id()
             self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+        elif name == "/undo":
+            try:
+                removed = self.session.undo(self.thread_id)
+            except (AwaitingDecision, RunInProgress) as exc:
+                self.err.print(Text(str(exc), "red"))
+            else:
+                self.out.print(Text(f"undone: {removed} message(s) removed", "dim"))
+        elif name == "/compact":
+            try:
+                event = self.session.compact_now(self.thread_id)
+            except (ValueError, RunInProgress) as exc:
+                self.err.print(Text(str(exc), "red"))
+            else:
+                self.out.print(Text("nothing old enough to compact" if event is None else
+                                    f"compacted: {event.messages_removed} messages summarised, "
+                                    f"{event.tokens_before:,} → {event.tokens_after:,} tokens", "dim"))
         elif name == "/retry":
             if self.session.pending(self.thread_id) is None:
                 try:

@@ -1,7 +1,8 @@
 """`gatehouse`: the terminal client (typer commands over `graph.session.Session`).
 
 Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
-`approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `delete` (all with `--json`).
+`approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `import`, `delete`,
+`undo`, `fork`, `compact`, `output`, `audit` (all with `--json`).
 `gatehouse` alone starts the Streamlit app; `gatehouse studio` starts `langgraph dev`.
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
@@ -11,6 +12,7 @@ for a decision; 130 the run was cancelled with Ctrl-C.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -28,8 +30,10 @@ from rich.text import Text
 
 from graph import (
     Approval,
+    AwaitingDecision,
     ConfigError,
     DecisionError,
+    ImportRefused,
     OutcomeUnknown,
     Pause,
     Run,
@@ -84,13 +88,22 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+def os_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in this environment (a bare container)
+        return None
+
+
 @contextmanager
 def open_cli_session(db: str | None) -> Iterator[Session]:
     try:
         settings = load_settings()
         if db:
             settings = replace(settings, db=db)
-        session = open_session(settings)
+        # The decision log names the terminal and who: [audit] actor / GATEHOUSE_ACTOR
+        # when set (a shared service account), else the OS user.
+        session = open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
     except ConfigError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     except StorageError as exc:
@@ -170,10 +183,16 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
         "status": status,
         "reason": finished.reason if finished else None,
         "text": "".join(e.text for e in events if isinstance(e, ev.TextDelta)),
+        # The run's last reply (its answer when completed) and its message id.
+        "final_text": finished.text if finished else None,
+        "message_id": finished.message_id if finished else None,
         "tools": [
-            {"call_id": e.call_id, "name": e.name, "status": e.status, "output": e.output}
+            {"call_id": e.call_id, "name": e.name, "status": e.status, "output": e.output,
+             **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {})}
             for e in events if isinstance(e, ev.ToolFinished)
         ],
+        "compacted": [{"tokens_before": e.tokens_before, "tokens_after": e.tokens_after,
+                       "messages_removed": e.messages_removed} for e in events if isinstance(e, ev.Compacted)],
         "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
         "failure": next(({"message": e.message, "kind": e.kind, "retryable": e.retryable}
                          for e in events if isinstance(e, ev.ErrorEvent)), None),
@@ -346,7 +365,7 @@ def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> No
                                     ("  updated " + term.when(info.updated_at), "dim")))
             if info.reason:
                 out.print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
-        term.render_transcript(out, messages)
+        term.render_transcript(out, messages, numbered=True)
         if pending:
             term.render_pending(out, pending)
 
@@ -377,8 +396,10 @@ def export(
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|json", help="md or json.")] = "md",
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="PATH", help="Write to this file instead of stdout.")] = None,
     db: DbOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON (same as --format json): `gatehouse import` reads it back.")] = False,
 ) -> None:
-    """Export a thread's transcript as Markdown or JSON."""
+    """Export a thread's transcript as Markdown or JSON (JSON imports back)."""
+    fmt = "json" if as_json else fmt
     if fmt not in ("md", "json"):
         raise fail(f"unknown format {fmt!r}; use md or json", EXIT_USAGE)
     with open_cli_session(db) as session:
@@ -391,6 +412,35 @@ def export(
         print(text)
 
 
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A JSON export (`gatehouse export ID --json`); - reads stdin.")],
+    thread_id: Annotated[str | None, typer.Option("--thread-id", metavar="ID",
+                                                  help="Import under this id (default: the exported one, or a new one when it is taken).")] = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recreate a thread from a JSON export: the same messages, tool calls and results.
+
+    The thread keeps its exported id unless this database already has a thread by
+    that id; then it gets a new one (printed). Nothing is written when the file is
+    refused (malformed, or a tool call without its result)."""
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text()
+    except OSError as exc:
+        raise fail(f"cannot read {file}: {exc}", EXIT_USAGE) from None
+    with open_cli_session(db) as session:
+        try:
+            new_id = session.import_thread(text, thread_id=thread_id)
+        except ImportRefused as exc:
+            raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
+        count = len(session.messages(new_id))
+    if as_json:
+        print(json.dumps({"thread_id": new_id, "messages": count}))
+    else:
+        out.print(f"imported thread {new_id} ({count} messages)")
+
+
 @app.command()
 def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Delete a thread and its history."""
@@ -401,6 +451,114 @@ def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
         print(json.dumps({"thread_id": thread_id, "deleted": True}))
     else:
         out.print(f"deleted thread {thread_id}")
+
+
+@app.command()
+def undo(
+    thread_id: ThreadArg,
+    force: Annotated[bool, typer.Option("--force", help="Undo even while the thread waits for a decision (drops the request).")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop the thread's last user turn and everything after it (the checkpoints keep
+    the history). Refused (exit 3) while the thread waits for a decision, unless --force."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        try:
+            removed = session.undo(thread_id, force=force)
+        except AwaitingDecision as exc:
+            raise fail(str(exc), EXIT_AWAITING) from None
+    if as_json:
+        print(json.dumps({"thread_id": thread_id, "removed": removed}))
+    else:
+        out.print(f"undone: {removed} message(s) removed from thread {thread_id}")
+
+
+@app.command()
+def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Summarise the older part of a thread now (the last turns stay verbatim; the
+    checkpoints keep the full history)."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        try:
+            event = session.compact_now(thread_id)
+        except AwaitingDecision as exc:
+            raise fail(str(exc), EXIT_AWAITING) from None
+        except ValueError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+    data = {"thread_id": thread_id, "compacted": event is not None,
+            **({"tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
+                "messages_removed": event.messages_removed} if event else {})}
+    if as_json:
+        print(json.dumps(data))
+    elif event is None:
+        out.print("nothing to compact: the thread has no turns older than the ones kept verbatim")
+    else:
+        out.print(f"compacted: {event.messages_removed} messages summarised, "
+                  f"{event.tokens_before:,} → {event.tokens_after:,} tokens")
+
+
+@app.command()
+def output(
+    thread_id: ThreadArg,
+    call_id: Annotated[str, typer.Argument(metavar="CALL_ID", help="The tool call id (from `show --json`).")],
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a tool call's whole output (also one stored aside because it was too large
+    for the model's context)."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        text = session.tool_output(thread_id, call_id)
+    if text is None:
+        raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
+    if as_json:
+        print(json.dumps({"thread_id": thread_id, "call_id": call_id, "output": text}, ensure_ascii=False))
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+@app.command()
+def audit(
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Only this thread's decisions.")] = None,
+    limit: Annotated[int, typer.Option(metavar="N", help="At most this many, newest first.")] = 200,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The decision log, newest first: who approved, edited, rejected or answered which
+    tool call, when, from which front end, with the edits. It outlives undo, fork and
+    thread deletion."""
+    with open_cli_session(db) as session:
+        records = session.audit(thread, limit=limit)
+    if as_json:
+        print(json.dumps([r.to_dict() for r in records], ensure_ascii=False, indent=2))
+    elif not records:
+        out.print("No decisions recorded" + (f" for thread {thread}." if thread else " yet."))
+    else:
+        term.render_audit(out, records, show_thread=thread is None)
+
+
+@app.command()
+def fork(
+    thread_id: ThreadArg,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The new text of that user message.")],
+    at: Annotated[int, typer.Option("--at", metavar="N", help="Index of the user message to replace (`show` prints it as #N).")],
+    force: Annotated[bool, typer.Option("--force", help="Fork even while the thread waits for a decision (drops the request).")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace user message #N with TEXT and run the agent from there (the checkpoints
+    keep the old branch). Refused (exit 3) while the thread waits for a decision,
+    unless --force."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        try:
+            run = session.fork(thread_id, at, text, force=force)
+        except AwaitingDecision as exc:
+            raise fail(str(exc), EXIT_AWAITING) from None
+        except ValueError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        finish_run(session, run, as_json)
 
 
 # -- running the agent --------------------------------------------------------------
@@ -578,7 +736,7 @@ def chat(
     a run again · f mark failed (with a note) · s respond with what really happened.
     Ctrl-C during a run stops it cleanly; at a
     prompt it exits (the thread stays resumable with --thread). Commands: /help,
-    /retry, /history, /new, /exit.
+    /retry, /history, /undo, /compact, /new, /exit.
     """
     from ui.term.chat import Chat
 

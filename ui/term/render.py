@@ -27,7 +27,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from graph import Approval, MessageView, OutcomeUnknown, Pause
+from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
 from graph.protocol import events as ev
 from ui.term import decisions as td
 
@@ -131,6 +131,9 @@ class EventRenderer:
             c.print(head)
             if event.output.strip() and event.call_id not in self._streamed:
                 c.print(Text(clip(event.output), style="dim"))
+            if event.offloaded:
+                c.print(Text(f"  (output stored aside: {event.total_chars or 0:,} characters; the model got the start. "
+                             f"Whole: gatehouse output {event.thread_id} {event.call_id})", "dim"))
         elif isinstance(event, ev.Usage):
             self.usage = event
         elif isinstance(event, ev.Compacted):
@@ -177,10 +180,13 @@ def threads_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def render_transcript(console: Console, messages: list[MessageView]) -> None:
-    for m in messages:
-        if m.role == "user":
-            console.print(Text.assemble(("you ▸ ", "bold blue"), m.content))
+def render_transcript(console: Console, messages: list[MessageView], *, numbered: bool = False) -> None:
+    """`numbered`: user messages show their index (#N), what `fork --at N` takes."""
+    for n, m in enumerate(messages):
+        if m.role == "user" and m.summary:
+            console.print(Text.assemble(("summary ▸ ", "bold magenta"), (clip(m.content, 6), "dim")))
+        elif m.role == "user":
+            console.print(Text.assemble((f"#{n} " if numbered else "", "dim"), ("you ▸ ", "bold blue"), m.content))
         elif m.role == "assistant":
             if m.reasoning:
                 console.print(Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING)))
@@ -195,8 +201,35 @@ def render_transcript(console: Console, messages: list[MessageView]) -> None:
             mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
             console.print(Text.assemble((f"  {mark} ", style), (m.name or "tool", "bold"), ": ",
                                         (clip(m.content, 4), "dim")))
+            if m.offloaded:
+                console.print(Text(f"    (output stored aside: {m.total_chars or 0:,} characters; "
+                                   f"whole: gatehouse output … {m.tool_call_id})", "dim"))
         else:
             console.print(Text(f"{m.role}: {m.content}", "dim"))
+
+
+def render_audit(console: Console, records: list[DecisionRecord], *, show_thread: bool = True) -> None:
+    """The decision log, one record per block: when, which call, what, who, the edit."""
+    for r in records:
+        style = "green" if r.runs else "yellow"
+        who = " · ".join(x for x in (r.actor, r.source) if x) or "unknown"
+        head = Text.assemble((when(r.decided_at), "dim"), "  ")
+        if show_thread:
+            head.append(r.thread_id[:8] + "  ", "dim")
+        head.append(r.tool, "bold")
+        head.append(f"  {r.decision}", style)
+        head.append(f"  by {who}", "cyan")
+        if r.question != "review":
+            head.append(f"  ({r.question})", "dim")
+        console.print(head)
+        console.print(Text(f"    call {r.tool_call_id} {args_text(r.args)}", "dim"))
+        if r.always_allow:
+            console.print(Text(f"    always allow: {r.always_allow}", "yellow"))
+        if r.message:
+            console.print(Text.assemble("    note: ", r.message))
+        if diff := r.diff():
+            for line in diff.splitlines():
+                console.print(Text("    " + line, "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"))
 
 
 def pending_rows(pending: Approval) -> list[dict[str, Any]]:

@@ -4,6 +4,11 @@
     build_graph(..., hooks={"before_llm": [compaction]})
     session.compact_now(thread_id)   # the same, on demand
 
+`open_session` adds one by default ([compaction] in gatehouse.toml: the configured
+model or a cheaper one, the threshold). Given no model, `build_graph` hands it the
+agent's own. Only the head of the thread changes: the checkpoints before keep the
+full history (time travel, undo).
+
 The cut always falls at the start of a user turn, so an AI message with tool calls is
 never separated from its tool results, and the last `keep_turns` turns stay verbatim.
 The history is rewritten through the messages reducer (`RemoveMessage(REMOVE_ALL)`
@@ -32,6 +37,12 @@ from graph.agent.history import text_of
 from graph.protocol import events as ev
 
 SUMMARY_MARK = "gatehouse_summary"
+# On the message that asks for a summary: models that cannot follow the instructions
+# (the offline demo) recognise the request by it.
+SUMMARY_REQUEST_MARK = "gatehouse_summary_request"
+# LangGraph's tag for model calls whose tokens are not the agent's reply: a client
+# streaming `messages` (Studio) does not see the summary as if it were the answer.
+NO_STREAM_TAGS = ["nostream", "gatehouse:compaction"]
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages were compacted):"
 SUMMARY_INSTRUCTIONS = (
     "Summarise the conversation below for the assistant that will continue it. Keep: the "
@@ -44,7 +55,7 @@ TOOL_RESULT_CHARS = 2_000
 class Compaction:
     def __init__(
         self,
-        model: BaseChatModel,
+        model: BaseChatModel | None = None,
         *,
         max_tokens: int = 60_000,
         keep_turns: int = 2,
@@ -108,8 +119,14 @@ class Compaction:
         return cut
 
     def summarise(self, messages: Sequence[BaseMessage]) -> str:
+        if self.model is None:
+            raise ValueError(
+                "Compaction has no model to write the summary: pass one, or let build_graph give it the agent's"
+            )
         reply = self.model.invoke(
-            [SystemMessage(self.instructions), HumanMessage(transcript(messages))]
+            [SystemMessage(self.instructions),
+             HumanMessage(transcript(messages), additional_kwargs={SUMMARY_REQUEST_MARK: True})],
+            {"tags": NO_STREAM_TAGS, "run_name": "gatehouse_compaction"},
         )
         text = text_of(reply.content)
         return text.strip() or "(no summary)"

@@ -1,0 +1,99 @@
+"""The terminal's commands for long conversations (issue 22), as a script runs them:
+`undo [--force]`, `fork --at N`, `compact`, `output`, `export --json` / `import`, and
+`audit [--thread ID] [--json]`, on the offline demo model.
+
+Threads are set up through the Session on the same database (each command is a
+process of its own, seconds each); the commands under test run as subprocesses.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from graph import Session, Settings, open_session
+from tests.test_cli import env, gh, gh_json  # noqa: F401  (env is a fixture)
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+
+@contextmanager
+def session_on(env: dict[str, str]) -> Iterator[Session]:  # noqa: F811
+    session = open_session(Settings(db=env["GATEHOUSE_DB"], workspace=env["GATEHOUSE_WORKSPACE"]))
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def test_undo_refused_while_paused_then_forced_compact_and_fork(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    with session_on(env) as session:
+        thread = session.new_thread_id()
+        for text in ("list files", "list files", "list files", "write todo.md: buy milk"):
+            session.send(thread, text).collect()
+        assert session.pending(thread) is not None
+
+    refused = gh(env, "undo", thread, code=3)
+    assert "waiting for a decision on write_file" in refused.stderr and "--force" in refused.stderr
+    assert gh_json(env, "undo", thread, "--force") == {"thread_id": thread, "removed": 2}
+
+    compacted = gh_json(env, "compact", thread)
+    assert compacted["compacted"] and compacted["messages_removed"] == 4
+    assert compacted["tokens_after"] < compacted["tokens_before"]
+    # `show` marks the summary and numbers user messages: #N is what fork --at takes.
+    shown = gh(env, "show", thread, code=0).stdout
+    assert "summary ▸ " in shown and "#1 you ▸ list files" in shown
+
+    (tmp_path / "ws" / "notes.md").write_text("oat milk\n")
+    forked = gh_json(env, "fork", thread, "read notes.md", "--at", "1")
+    assert forked["status"] == "completed" and "oat milk" in forked["final_text"]
+    with session_on(env) as session:
+        after = session.transcript(thread)
+        assert forked["message_id"] == after[-1].id and session.pending(thread) is None
+    # The fork goes back to before message #1 arrived: before the compaction too, so
+    # the first turn is there verbatim again, then the new message.
+    assert [m.content for m in after if m.role == "user"] == ["list files", "read notes.md"]
+    assert not any(m.summary for m in after)
+
+
+def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    big = "".join(f"line {i}\n" for i in range(3_000))
+    (tmp_path / "ws" / "big.txt").write_text(big)
+    with session_on(env) as session:
+        thread = session.new_thread_id()
+        session.send(thread, "read big.txt").collect()
+        session.send(thread, "write todo.md: buy milk").collect()
+        [read] = [m for m in session.transcript(thread) if m.offloaded]
+    approved = gh_json(env, "approve", thread, "--always")
+    assert approved["status"] == "completed" and approved["final_text"].startswith("[Demo model (offline)] Here is")
+    assert gh(env, "output", thread, read.tool_call_id, code=0).stdout == big
+
+    exported = tmp_path / "thread.json"
+    gh(env, "export", thread, "--json", "-o", str(exported), code=0)
+    # Another database: the exported id, equal messages, the stored output too.
+    other = str(tmp_path / "other.db")
+    assert gh_json(env, "import", str(exported), "--db", other) == {"thread_id": thread, "messages": 8}
+    with session_on(env) as session, session_on({**env, "GATEHOUSE_DB": other}) as copy:
+        assert copy.messages(thread) == session.messages(thread)
+        assert copy.tool_output(thread, read.tool_call_id) == big
+    # A file that would leave a call without its result is refused; nothing is written.
+    broken = json.loads(exported.read_text())
+    broken["lc_messages"] = [m for m in broken["lc_messages"] if m["type"] != "tool"]
+    exported.write_text(json.dumps(broken))
+    refused = gh(env, "import", str(exported), code=2)
+    assert "import refused, nothing written" in refused.stderr and "tool calls without results" in refused.stderr
+
+    [record] = gh_json(env, "audit", "--thread", thread)
+    assert (record["tool"], record["decision"], record["always_allow"]) == ("write_file", "approve", "*")
+    assert (record["source"], record["actor"]) == ("terminal", getpass.getuser())
+    assert record["args"] == {"path": "todo.md", "content": "buy milk\n"}
+    # The record outlives the thread.
+    with session_on(env) as session:
+        session.delete(thread)
+    text = gh(env, "audit", code=0).stdout
+    assert f"{thread[:8]}  write_file  approve  by {getpass.getuser()} · terminal" in text and "always allow: *" in text
