@@ -231,7 +231,9 @@ def test_studio_runs_langgraph_dev_or_says_how_to_install(launched: list[list[st
     runner = CliRunner()
     monkeypatch.setattr(cli, "find_langgraph", lambda: "/opt/bin/langgraph")
     assert runner.invoke(cli.app, ["studio", "--no-browser"]).exit_code == 0
-    assert launched == [["/opt/bin/langgraph", "dev", "--config", str(ROOT / "langgraph.json"), "--no-browser"]]
+    assert launched == [
+        ["/opt/bin/langgraph", "dev", "--config", str(ROOT / "langgraph.json"), "--port", "2024", "--no-browser"]
+    ]
 
     monkeypatch.setattr(cli, "find_langgraph", lambda: None)
     result = runner.invoke(cli.app, ["studio"])

@@ -237,7 +237,12 @@ class Sandbox(ABC):
         cpu = self.limits.cpu_s or math.ceil(timeout_s * (os.cpu_count() or 1)) + 1
         steps = ["ulimit -c 0", f"ulimit -t {cpu}", f"ulimit -d {self.limits.memory_mb * 1024}"]
         if count_processes:
-            steps.append(f"ulimit -u {self.limits.max_processes}")
+            # RLIMIT_NPROC counts every process (thread) of the user on the machine, not
+            # only the command's: the limit is what the user runs now plus the command's
+            # share, so a busy machine does not make the command's first fork fail. The
+            # watchdog counts the sandbox's own PID namespace exactly; this is the
+            # backstop that stops a fork bomb between two of its looks.
+            steps.append(f"ulimit -u {user_threads() + self.limits.max_processes}")
         script = "; ".join(f"{s} 2>/dev/null" for s in steps) + '; exec "$@"'
         return [system_shell(), "-c", script, "gatehouse-limits", *argv]
 
@@ -568,6 +573,31 @@ def _resolved(path: Path) -> Path | None:
 
 def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+_thread_count: tuple[float, int] = (0.0, 0)
+
+
+def user_threads() -> int:
+    """How many threads this user runs on the machine (what RLIMIT_NPROC counts),
+    looked up at most once a second: a few milliseconds for a few hundred processes."""
+    global _thread_count
+    now = time.monotonic()
+    if now - _thread_count[0] < 1.0:
+        return _thread_count[1]
+    uid, total = str(os.getuid()), 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if line.startswith(("Uid:", "Threads:")))
+        except OSError:
+            continue
+        if fields.get("Uid", "").split()[:1] == [uid]:
+            total += int(fields.get("Threads", "1").strip() or 1)
+    _thread_count = (now, total)
+    return total
 
 
 def _user() -> str:
