@@ -3,6 +3,10 @@
 It is the graph's `context_schema`, so LangGraph Studio shows its fields as a form
 for a run. Nothing in it can change what needs approval: a client controls only what
 makes a run smaller (a lower model-call limit), never the policy.
+
+Two things only the process that runs the graph can set live in private attributes,
+which no client input reaches (pydantic never fills them from data): the cancel
+event the Session's Stop button sets, and the Session's auto-approve mode.
 """
 
 from __future__ import annotations
@@ -21,12 +25,22 @@ class RunContext(BaseModel):
     )
     # Set by the runner when the person presses Stop; nodes check it at safe points.
     _cancel: threading.Event = PrivateAttr(default_factory=threading.Event)
+    # The Session's auto-approve switch (graph/agent/routing.py): an event the Session
+    # sets and clears, read at each turn, so flipping it reaches a run under way.
+    _auto_approve: threading.Event | None = PrivateAttr(default=None)
 
     @classmethod
-    def with_cancel(cls, cancel: threading.Event, **fields: Any) -> RunContext:
+    def with_cancel(
+        cls, cancel: threading.Event, *, auto_approve: threading.Event | None = None, **fields: Any
+    ) -> RunContext:
         ctx = cls(**fields)
         ctx._cancel = cancel
+        ctx._auto_approve = auto_approve
         return ctx
+
+    @property
+    def auto_approve(self) -> bool:
+        return self._auto_approve is not None and self._auto_approve.is_set()
 
     @property
     def cancel(self) -> threading.Event:
@@ -46,6 +60,12 @@ def cancelled(runtime: Any) -> bool:
     """Whether the person asked the run of this `runtime` to stop."""
     ctx = context_of(runtime)
     return bool(ctx is not None and ctx.cancelled)
+
+
+def session_auto_approves(runtime: Any) -> bool:
+    """Whether the Session that started this run has auto-approve on."""
+    ctx = context_of(runtime)
+    return bool(ctx is not None and ctx.auto_approve)
 
 
 def model_call_limit(runtime: Any, configured: int) -> int:

@@ -7,15 +7,17 @@ test can call one with a state dict and its own deps, with no database or Sessio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 
+from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
 from graph.agent.hooks import HookSet
 from graph.agent.model_call import ModelOptions
 from graph.agent.offload import OffloadOptions, OutputStore
+from graph.agent.parallel import ToolSlots
 from graph.agent.policy import Policy
 from graph.protocol.decisions import DecisionRecord
 
@@ -74,3 +76,8 @@ class AgentDeps:
     # without a store they are cut instead.
     outputs: OutputStore | None = None
     offload: OffloadOptions = OffloadOptions()
+    # The doom-loop guard (graph/agent/doom_loop.py): the N-th identical call in a row
+    # gets a nudge, one more stops the run; 0 turns it off.
+    doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD
+    # `max_parallel_tools`: calls of one run that execute at once (graph/agent/parallel.py).
+    tool_slots: ToolSlots = field(default_factory=lambda: ToolSlots(None))

@@ -1,4 +1,5 @@
-"""How the agent's nodes, tools and hooks put events on a run's stream.
+"""How the agent's nodes, tools and hooks put events on a run's stream, and what a
+run's config says about where it comes from (its thread, who decides).
 
 Events are the typed `graph.protocol.events` classes, written to LangGraph's
 `custom` stream: the Session hands them on as they are, and LangGraph Server clients
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_stream_writer
 
 from graph.protocol.events import _EventBase
@@ -30,6 +32,15 @@ def _discard(_: Any) -> None:
 
 def thread_of(config: Any) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id", ""))
+
+
+def decided_by(config: RunnableConfig) -> dict[str, str | None]:
+    """Which front end and who answered: what the Session puts in the run's config
+    (`gatehouse_source`, `gatehouse_actor`), else LangGraph Server's authenticated user."""
+    conf = config.get("configurable") or {}
+    source = conf.get("gatehouse_source") or ("langgraph-server" if "assistant_id" in conf else "api")
+    actor = conf.get("gatehouse_actor") or conf.get("langgraph_auth_user_id")
+    return {"source": str(source), "actor": str(actor) if actor else None}
 
 
 def current_thread() -> str:

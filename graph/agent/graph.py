@@ -1,14 +1,18 @@
 """The Gatehouse agent graph, assembled top to bottom.
 
     START → model ─┬→ no tool calls → END (or finish, with on_exit hooks or a stop)
-              ↑    └→ tool calls → [before_tool] → policy ─┬→ run_tool (free calls, one task each)
+              ↑    ├→ reply sent back by an after_llm hook → model
+              │    └→ tool calls → [before_tool] → policy ─┬→ run_tool (free / auto-approved /
+              │                                            │   invalid calls, one task each)
               │                                            └→ review ──→ run_tool (approved/edited)
               │                                                  └─ rejected / answered: ToolMessages
               └──────── every call answered (the turn's last tasks move the run on) ──┘
 
 - `model` (model_node.py) starts a fresh run's counters on a new user message,
   stops the run on a limit, a cancel request or a hook's `stop_reason`, runs the
-  before_llm hooks, then streams the model's reply.
+  before_llm hooks, streams the model's reply, runs the after_llm hooks (which may
+  send it back: `model` again) and answers calls that must not run (bad JSON, the
+  doom-loop guard's repeats).
 - `before_tool` (only when there are before_tool hooks) runs those hooks; the policy
   (routing.py) then sends every free call to its own `run_tool` task (tool_node.py)
   and the gated ones to `review` (review.py), which asks ONE interrupt per model
@@ -40,17 +44,20 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.agent.builtin_hooks.compaction import Compaction
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, CallJournal, DecisionLog
+from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
 from graph.agent.finish import finish
 from graph.agent.hooks import Hook, HookSet
 from graph.agent.message_merge import merge_messages
 from graph.agent.model_call import ModelOptions
 from graph.agent.model_node import call_model
 from graph.agent.offload import READ_TOOL, OffloadOptions, OutputStore, make_read_tool
+from graph.agent.parallel import ToolSlots
 from graph.agent.policy import Policy
 from graph.agent.review import review
 from graph.agent.routing import after_model, before_tool, dispatch
 from graph.agent.state import AgentState, InputState
 from graph.agent.tool_node import run_tool
+from graph.protocol.decisions import ALL_TOOLS
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Gatehouse, a careful assistant that works in the user's workspace through tools. "
@@ -75,9 +82,12 @@ def build_graph(
     model_options: ModelOptions | None = None,
     outputs: OutputStore | None = None,
     offload: OffloadOptions | None = None,
+    doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD,
+    max_parallel_tools: int | None = None,
 ) -> CompiledStateGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
-    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged.
+    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged; a name in it
+    that is none of `tools` is refused (`PolicyError`), `"*"` means every tool.
 
     `journal` and `decisions` (graph/store: `storage.journal`, `storage.decisions`)
     make the approval guarantees hold for every client of the compiled graph: a call
@@ -87,7 +97,12 @@ def build_graph(
     `outputs` (`storage.outputs`) keeps tool outputs larger than `offload`'s threshold
     aside: the model gets their head and the free `read_tool_output` tool to read on
     (graph/agent/offload.py). A `Compaction` hook given without a model summarises
-    with this graph's `model`."""
+    with this graph's `model`.
+
+    `doom_loop_threshold`: the N-th call in a row of one tool with the same arguments
+    is answered with a nudge instead of running, one more stops the run (0: off).
+    `max_parallel_tools`: how many tool calls of one run execute at once (1: one at a
+    time; None: no limit of Gatehouse's own; graph/agent/parallel.py)."""
     offload = offload or OffloadOptions()
     tools = list(tools)
     if outputs is not None and offload.enabled and all(t.name != READ_TOOL for t in tools):
@@ -95,10 +110,16 @@ def build_graph(
     tools_by_name = {t.name: t for t in tools}
     if len(tools_by_name) != len(tools):
         raise ValueError("tool names must be unique")
+    if ALL_TOOLS in tools_by_name:
+        raise ValueError(f"no tool may be named {ALL_TOOLS!r}: it stands for every tool in policies and grants")
+    if doom_loop_threshold < 0:
+        raise ValueError(f"doom_loop_threshold must be 0 (off) or more, not {doom_loop_threshold}")
+    rules = policy if isinstance(policy, Policy) else Policy.from_mapping(policy)
+    rules.check_tools(tools_by_name)
     deps = AgentDeps(
         model=model.bind_tools(list(tools)) if tools else model,
         tools=tools_by_name,
-        policy=policy if isinstance(policy, Policy) else Policy.from_mapping(policy),
+        policy=rules,
         hooks=hooks if isinstance(hooks, HookSet) else HookSet(hooks),
         system_prompt=system_prompt,
         max_model_calls=max_model_calls,
@@ -107,6 +128,8 @@ def build_graph(
         model_options=model_options or ModelOptions(),
         outputs=outputs,
         offload=offload,
+        doom_loop_threshold=doom_loop_threshold,
+        tool_slots=ToolSlots(max_parallel_tools),
     )
     for hook in deps.hooks:
         if isinstance(hook, Compaction) and hook.model is None:

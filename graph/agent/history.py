@@ -71,23 +71,30 @@ def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
     return []
 
 
-def pairing_problem(messages: Sequence[AnyMessage], *, open_tail: bool = False) -> str | None:
+def pairing_problem(
+    messages: Sequence[AnyMessage], *, open_tail: bool = False, reply_open: bool = False
+) -> str | None:
     """Why a history breaks the tool-call contract, or None. Every tool call keeps
     its answer right after it (with `open_tail`, the last model turn's calls may still
     be open: the model's own latest calls at `before_tool`), and no answer is left
-    without its call."""
+    without its call. With `reply_open` the last model turn's calls may be open with
+    messages after them (an `after_llm` hook adding a note to a reply it sends back:
+    the calls are answered right after the reply)."""
+    last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1) if reply_open else -1
     open_calls: dict[str, str] = {}
-    for m in messages:
+    open_at = -1
+    for i, m in enumerate(messages):
         if isinstance(m, ToolMessage):
             if m.tool_call_id not in open_calls:
                 return f"a tool result without its tool call ({m.tool_call_id})"
             del open_calls[m.tool_call_id]
             continue
-        if open_calls:
+        if open_calls and not (reply_open and open_at == last_ai):
             return f"tool calls without results: {sorted(open_calls.values())}"
         if isinstance(m, AIMessage):
             calls = [*m.tool_calls, *m.invalid_tool_calls]
             open_calls = {c["id"]: c.get("name") or "?" for c in calls if c.get("id")}
-    if open_calls and not open_tail:
+            open_at = i
+    if open_calls and not (open_tail or reply_open):
         return f"tool calls without results: {sorted(open_calls.values())}"
     return None

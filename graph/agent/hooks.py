@@ -1,15 +1,22 @@
 """Hooks: user code that changes a run at fixed points without forking the graph.
 
-Points: `before_llm` (before each model call), `before_tool` (after the model asked
-for tools, before any runs or is reviewed), `on_exit` (the agent is about to stop).
-A hook is any object with `run(state) -> update | None` (or only `arun` for async
-code), or a function wrapped with `@hook`. Hooks at one point run in list order;
-each sees the updates of those before. One hook object may sit at several points.
+Points: `before_llm` (before each model call), `after_llm` (the model's reply is in,
+before anything acts on it; `rerun_llm` sends it back), `before_tool` (after the
+model asked for tools, before any runs or is reviewed), `on_exit` (the agent is
+about to stop). A hook is any object with `run(state) -> update | None` (or only an
+async `arun`, or Haystack's `run_async`), or a function wrapped with `@hook`. Hooks
+at one point run in list order; each sees the updates of those before. One hook
+object may sit at several points.
 
-Lifecycle: a hook may define `warm_up()` / `close()` (or `awarm_up()` / `aclose()`).
-A `HookSet` calls `warm_up` once, before the first hook runs (so a hook opens its
-clients lazily, in the process that runs the graph), and `close` once when the
-agent closes (`Session.close`).
+A hook may change the state it is given in place, or return an update, or both:
+in-place changes are found and stored (graph/agent/hook_state.py).
+
+Lifecycle: a hook may define `warm_up()` / `close()` (or `awarm_up()` / `aclose()`,
+or Haystack's `warm_up_async()` / `close_async()`). A `HookSet` calls `warm_up`
+once, before the first hook runs (so a hook opens its clients lazily, in the process
+that runs the graph), and `close` once when the agent closes (`Session.close`). All
+async hook code of one HookSet runs on one long-lived event loop
+(graph/agent/hook_loop.py), so a client opened in `awarm_up` still works in `arun`.
 
 Updates are checked before they reach the state: a hook that raises, returns
 something that is not a mapping, writes an unknown key or leaves a tool call
@@ -25,7 +32,6 @@ import importlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from langchain_core.messages import BaseMessage
@@ -33,11 +39,17 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
 from graph.agent.history import pairing_problem
+from graph.agent.hook_loop import HookLoop, default_loop
+from graph.agent.hook_state import copies_state, in_place_changes, state_for, thaw
 from graph.agent.state import HOOK_KEYS, MERGED_KEYS
 from graph.protocol.errors import HookError
 
-HookPoint = Literal["before_llm", "before_tool", "on_exit"]
-HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "before_tool", "on_exit")
+HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
+HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "after_llm", "before_tool", "on_exit")
+# Points where the model's latest calls may still be open (they get answers later).
+_OPEN_CALLS_OK = ("after_llm", "before_tool")
+# Async names of the lifecycle and run methods, ours first, then Haystack's.
+ASYNC_NAMES = {"run": ("arun", "run_async"), "warm_up": ("awarm_up", "warm_up_async"), "close": ("aclose", "close_async")}
 
 # The point whose hooks are running, for a hook registered at several points.
 _current_point: contextvars.ContextVar[HookPoint | None] = contextvars.ContextVar(
@@ -58,13 +70,20 @@ class AsyncHook(Protocol):
     async def arun(self, state: Mapping[str, Any]) -> Update: ...
 
 
+@runtime_checkable
+class HaystackAsyncHook(Protocol):
+    """Haystack's spelling of an async hook; taken unchanged."""
+
+    async def run_async(self, state: Mapping[str, Any]) -> Update: ...
+
+
 class FunctionHook:
     """A plain function (sync or async) `state -> update | None` as a hook."""
 
     def __init__(self, fn: Callable[[Mapping[str, Any]], Update | Awaitable[Update]]) -> None:
         self.fn = fn
         self.name = getattr(fn, "__name__", "hook")
-        self._async = inspect.iscoroutinefunction(fn)
+        self.is_async = inspect.iscoroutinefunction(fn)
 
     def run(self, state: Mapping[str, Any]) -> Update:
         out = self.fn(state)
@@ -84,20 +103,9 @@ def hook(fn: Callable[[Mapping[str, Any]], Update | Awaitable[Update]]) -> Funct
 
 
 def run_sync(awaitable: Awaitable[T]) -> T:
-    """Run a coroutine to completion from sync code (the graph's nodes are sync).
-    Inside a running event loop it runs on a fresh loop in a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_as_coroutine(awaitable))
-    # Carry the context along: `emit` finds the run's stream writer through it.
-    context = contextvars.copy_context()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, asyncio.run, _as_coroutine(awaitable)).result()
-
-
-async def _as_coroutine(awaitable: Awaitable[T]) -> T:
-    return await awaitable
+    """Run a coroutine to completion from sync code (the graph's nodes are sync), on
+    the process's long-lived hooks loop (a HookSet uses a loop of its own)."""
+    return default_loop.run(awaitable)
 
 
 def current_point() -> HookPoint | None:
@@ -121,11 +129,11 @@ def load_hook(spec: Any) -> Any:
         return load_hook(obj)
     if isinstance(spec, type):
         return load_hook(spec())
-    if isinstance(spec, Hook | AsyncHook):
+    if isinstance(spec, Hook | AsyncHook | HaystackAsyncHook):
         return spec
     if callable(spec):
         return FunctionHook(spec)
-    raise TypeError(f"not a hook (needs run(state) or arun(state)): {spec!r}")
+    raise TypeError(f"not a hook (needs run(state), arun(state) or run_async(state)): {spec!r}")
 
 
 def _import(path: str) -> Any:
@@ -151,56 +159,90 @@ def normalise_hooks(hooks: Mapping[str, Iterable[Any]] | HookSet | None) -> dict
     return result
 
 
-def call_hook(h: Any, state: Mapping[str, Any]) -> Update:
-    """Prefer the sync `run`; an async-only hook's `arun` runs on an event loop."""
+def async_method(h: Any, name: str) -> Callable[[], Any] | None:
+    """The hook's async form of `name` (`arun` or `run_async` for "run"), if it has one."""
+    for candidate in ASYNC_NAMES[name]:
+        if callable(fn := getattr(h, candidate, None)):
+            return fn
+    return None
+
+
+def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) -> Update:
+    """Prefer the sync `run`; an async hook (an async function, or an object with
+    only `arun` / `run_async`) runs on the hooks' event loop."""
+    if isinstance(h, FunctionHook) and h.is_async:
+        return (loop or default_loop).run(h.arun(state))
     if callable(getattr(h, "run", None)):
         return h.run(state)
-    return run_sync(h.arun(state))
+    arun = async_method(h, "run")
+    if arun is None:
+        raise HookError(f"not a hook (needs run(state), arun(state) or run_async(state)): {h!r}")
+    return (loop or default_loop).run(arun(state))
 
 
-def run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint) -> dict[str, Any]:
+def run_hooks(
+    hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None = None
+) -> dict[str, Any]:
     """Run hooks in order; return one update that the node writes to the state."""
     token = _current_point.set(point)
     try:
-        return _run_hooks(hooks, state, point)
+        return _run_hooks(hooks, state, point, loop)
     finally:
         _current_point.reset(token)
 
 
-def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint) -> dict[str, Any]:
-    view = dict(state)
+def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None) -> dict[str, Any]:
+    # The per-hook dicts are always there, so a hook can write into them in place.
+    view = {**{key: {} for key in MERGED_KEYS}, **{k: v for k, v in state.items() if v is not None or k not in MERGED_KEYS}}
     update: dict[str, Any] = {}
     # Whether the history was broken before any hook ran (then a hook is not blamed):
-    # worked out only when a hook writes messages, as walking the history costs.
+    # worked out only when a hook changes messages, as walking the history costs.
     already_broken: bool | None = None
     for h in hooks:
+        given = state_for(h, view, point)
         try:
-            out = call_hook(h, view)
+            out = call_hook(h, given, loop)
         except (HookError, GraphBubbleUp):
             raise
         except Exception as exc:
             raise HookError(f"{point} hook {h!r} failed: {type(exc).__name__}: {exc}") from exc
-        if not out:
+        changed = in_place_changes(h, view, given, point)
+        if out:
+            _check_update(h, out, point)
+            if not copies_state(h):
+                out = thaw(out)
+        if not out and not changed:
             continue
-        _check_update(h, out, point)
-        if "messages" in out and already_broken is None:
-            already_broken = pairing_problem(list(state.get("messages") or []), open_tail=point == "before_tool") is not None
-        for key, value in out.items():
-            if key == "messages":
-                update["messages"] = [*update.get("messages", []), *value]
-                view["messages"] = add_messages(view.get("messages", []), list(value))
-            elif key in MERGED_KEYS:
-                merged = {**(view.get(key) or {}), **(value or {})}
-                update[key] = view[key] = merged
-            else:
-                update[key] = view[key] = value
-        problem = (
-            None if already_broken or "messages" not in out
-            else pairing_problem(view["messages"], open_tail=point == "before_tool")
-        )
+        touched = "messages" in changed or "messages" in (out or {})
+        if touched and already_broken is None:
+            already_broken = _pair_problem(list(state.get("messages") or []), point) is not None
+        # In-place changes first (they replace), then the returned update on top.
+        _apply(changed, update, view, replace=True)
+        _apply(out or {}, update, view, replace=False)
+        problem = None if already_broken or not touched else _pair_problem(view["messages"], point)
         if problem:
             raise HookError(f"{point} hook {h!r} broke the history: {problem}")
     return update
+
+
+def _apply(out: Mapping[str, Any], update: dict[str, Any], view: dict[str, Any], *, replace: bool) -> None:
+    for key, value in out.items():
+        if key == "messages":
+            update["messages"] = [*update.get("messages", []), *value]
+            view["messages"] = add_messages(view.get("messages", []), list(value))
+        elif key == "usage":  # a running total: what a hook gives is added
+            total = dict(view.get("usage") or {})
+            for name, amount in (value or {}).items():
+                total[name] = total.get(name, 0) + amount
+            added = dict(update.get("usage") or {})
+            for name, amount in (value or {}).items():
+                added[name] = added.get(name, 0) + amount
+            view["usage"], update["usage"] = total, added
+        elif key in MERGED_KEYS and not replace:
+            merged = {**(view.get(key) or {}), **(value or {})}
+            update[key] = view[key] = merged
+        else:
+            update[key] = view[key] = value
 
 
 def _check_update(h: Any, out: Any, point: HookPoint) -> None:
@@ -211,6 +253,8 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
         raise HookError(
             f"{point} hook {h!r} wrote unknown state keys {sorted(unknown)}{renamed}; allowed: {sorted(HOOK_KEYS)}"
         )
+    if out.get("rerun_llm") and point != "after_llm":
+        raise HookError(f"{point} hook {h!r} set rerun_llm, which only after_llm hooks may set")
     messages = out.get("messages", [])
     if not isinstance(messages, list | tuple) or not all(isinstance(m, BaseMessage) for m in messages):
         raise HookError(f"{point} hook {h!r}: 'messages' must be a list of messages")
@@ -219,11 +263,22 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
             raise HookError(f"{point} hook {h!r}: {key!r} must be a dict")
 
 
+def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
+    """Why a history breaks the tool-call contract (graph/agent/history.py). The
+    model's own latest calls may still be open at `after_llm` and `before_tool`; at
+    `after_llm` messages may even follow them: a reply sent back with `rerun_llm` gets
+    its calls answered right after it (the model node checks the other case,
+    graph/agent/model_node.py)."""
+    return pairing_problem(messages, open_tail=point in _OPEN_CALLS_OK, reply_open=point == "after_llm")
+
+
 class HookSet:
-    """The hooks of one agent, by point, with their lifecycle (warm up once, close once)."""
+    """The hooks of one agent, by point, with their lifecycle (warm up once, close
+    once) and the one event loop their async code runs on."""
 
     def __init__(self, hooks: Mapping[str, Iterable[Any]] | HookSet | None = None) -> None:
         self.points = normalise_hooks(hooks)
+        self.loop = HookLoop()
         self._lock = threading.Lock()
         self._warm = False
 
@@ -246,7 +301,12 @@ class HookSet:
         if not self.points[point]:
             return {}
         self.warm_up()
-        return run_hooks(self.points[point], state, point)
+        return run_hooks(self.points[point], state, point, self.loop)
+
+    def use_loop(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Run the hooks' async code on `loop` (the caller's, under `AsyncSession`)
+        while it runs; else on a loop of their own."""
+        self.loop.bind(loop)
 
     # -- lifecycle -----------------------------------------------------------
     @property
@@ -258,52 +318,63 @@ class HookSet:
             if self._warm:
                 return
             for h in self:
-                _lifecycle(h, "warm_up", "awarm_up")
+                _lifecycle(h, "warm_up", self.loop)
             self._warm = True
 
     async def awarm_up(self) -> None:
+        """`warm_up` from async code: async methods run on the hooks' loop (so what they
+        open is usable by `arun`), never on a loop that ends before the hooks do."""
         if self._warm:
             return
         for h in self:
-            await _alifecycle(h, "warm_up", "awarm_up")
+            await _alifecycle(h, "warm_up", self.loop)
         self._warm = True
 
     def close(self) -> None:
-        with self._lock:
+        try:
+            with self._lock:
+                if not self._warm:
+                    return
+                self._warm = False
+                errors = [_lifecycle(h, "close", self.loop, swallow=True) for h in self]
+            if failed := [e for e in errors if e]:
+                raise HookError("; ".join(failed))
+        finally:
+            self.loop.close()
+
+    async def aclose(self) -> None:
+        try:
             if not self._warm:
                 return
             self._warm = False
-            errors = [_lifecycle(h, "close", "aclose", swallow=True) for h in self]
-        if failed := [e for e in errors if e]:
-            raise HookError("; ".join(failed))
-
-    async def aclose(self) -> None:
-        if not self._warm:
-            return
-        self._warm = False
-        for h in self:
-            await _alifecycle(h, "close", "aclose")
+            for h in self:
+                await _alifecycle(h, "close", self.loop)
+        finally:
+            self.loop.close()
 
 
-def _lifecycle(h: Any, sync_name: str, async_name: str, *, swallow: bool = False) -> str | None:
+def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> str | None:
+    """Call the hook's `warm_up` / `close` (the sync form first, else the async one on
+    the hooks' loop)."""
     try:
-        if callable(fn := getattr(h, sync_name, None)):
+        if callable(fn := getattr(h, name, None)):
             fn()
-        elif callable(afn := getattr(h, async_name, None)):
-            run_sync(afn())
+        elif (afn := async_method(h, name)) is not None:
+            loop.run(afn())
     except Exception as exc:
-        message = f"hook {h!r} {sync_name} failed: {type(exc).__name__}: {exc}"
+        message = f"hook {h!r} {name} failed: {type(exc).__name__}: {exc}"
         if swallow:  # close every hook even when one fails
             return message
         raise HookError(message) from exc
     return None
 
 
-async def _alifecycle(h: Any, sync_name: str, async_name: str) -> None:
+async def _alifecycle(h: Any, name: str, loop: HookLoop) -> None:
+    """The same from async code: the async form first, on the hooks' loop."""
     try:
-        if callable(afn := getattr(h, async_name, None)):
-            await afn()
-        elif callable(fn := getattr(h, sync_name, None)):
+        if (afn := async_method(h, name)) is not None:
+            await loop.run_async(afn())
+        elif callable(fn := getattr(h, name, None)):
             fn()
     except Exception as exc:
-        raise HookError(f"hook {h!r} {async_name} failed: {type(exc).__name__}: {exc}") from exc
+        raise HookError(f"hook {h!r} {ASYNC_NAMES[name][0]} failed: {type(exc).__name__}: {exc}") from exc

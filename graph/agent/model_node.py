@@ -1,8 +1,15 @@
 """The `model` node: start a new run's counters, stop on a limit, a cancel or a hook's
-stop, run the before_llm hooks, then stream the model's reply.
+stop, run the before_llm hooks, stream the model's reply, then the after_llm hooks.
 
-Bad tool-call JSON is answered with an error at once, so every call the reply makes
-has its ToolMessage; the model gets another turn to react.
+An after_llm hook may send the reply back (`rerun_llm`): the reply is not stored
+(unless the hook keeps it), a `reply_rejected` event tells front ends to drop the
+text they showed, and the run comes back here for another call, which counts
+against the run's limits like any other (graph/agent/routing.py routes it).
+
+Calls that must not run are answered at once, so every call the reply makes has its
+ToolMessage and the model gets another turn to react: bad tool-call JSON (and every
+call of a cut-off reply), and the doom-loop guard's repeats (graph/agent/doom_loop.py).
+Each shows on the stream as a failed call.
 """
 
 from __future__ import annotations
@@ -10,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import RemoveMessage
+from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graph.agent import doom_loop
 from graph.agent.context import RunContext, cancelled, model_call_limit
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
@@ -27,7 +35,9 @@ from graph.agent.model_call import (
     stream_reply,
 )
 from graph.agent.state import RUN_KEYS, AgentState, add_usage
+from graph.agent.tool_call import answered_unrun
 from graph.protocol import events as ev
+from graph.protocol.errors import HookError
 
 STOPPED_BY_PERSON = "Stopped by the person."
 
@@ -48,6 +58,8 @@ def call_model(
     update = fresh_run(state)
     if released:
         update.update(messages=released, held_messages=[])
+    if state.get("rerun_llm") and "rerun_llm" not in update:
+        update["rerun_llm"] = False  # this call is the re-ask
     view: dict[str, Any] = {**state, **update}
     if cancelled(runtime):
         return {**update, **stop(STOPPED_BY_PERSON, "cancelled")}
@@ -72,15 +84,6 @@ def call_model(
         deps.model, deps.system_prompt, view, history, config, runtime, deps.model_options
     )
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
-    if was_cancelled:
-        update.update(stop(STOPPED_BY_PERSON, "cancelled"))
-    elif is_cut_off(ai):
-        update.update(stop(CUT_OFF_STOP, CUT_OFF_KIND))
-    update["messages"] = [*released, *hooked.get("messages", []), ai, *answer_invalid_calls(ai)]
-    if not (ai.tool_calls or ai.invalid_tool_calls or update.get("stop_reason") or deps.hooks["on_exit"]):
-        update["run_status"] = "completed"  # the reply ends the run (routing.after_model: END)
-    # A hook's own user message (a summary, a nudge) belongs to this run.
-    update["run_message_id"] = last_human_id(history, view.get("run_message_id"))
     if ai.usage_metadata:
         usage = {
             "input_tokens": ai.usage_metadata.get("input_tokens", 0),
@@ -90,7 +93,96 @@ def call_model(
         update["usage"] = add_usage(update.get("usage"), usage)
         update["run_usage"] = add_usage(view.get("run_usage"), usage)
         emit(ev.Usage, **usage)
+    before = [*released, *hooked.get("messages", [])]
+    if was_cancelled:
+        update.update(stop(STOPPED_BY_PERSON, "cancelled"))
+    elif is_cut_off(ai):
+        update.update(stop(CUT_OFF_STOP, CUT_OFF_KIND))
+    elif deps.hooks["after_llm"]:
+        return after_reply(update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps)
+    update["messages"] = [*before, ai, *answer_now(ai, history, update, deps)]
+    mark_completed(update, ai, deps)
+    # A hook's own user message (a summary, a nudge) belongs to this run.
+    update["run_message_id"] = last_human_id(history, view.get("run_message_id"))
     return update
+
+
+def mark_completed(update: dict[str, Any], reply: AIMessage, deps: AgentDeps) -> None:
+    """`run_status` when this reply ends the run (routing.after_model: END)."""
+    if not (reply.tool_calls or reply.invalid_tool_calls or update.get("stop_reason") or deps.hooks["on_exit"]):
+        update["run_status"] = "completed"
+
+
+def after_reply(
+    update: dict[str, Any],
+    view: dict[str, Any],
+    history: list[AnyMessage],
+    ai: AIMessage,
+    before: list[AnyMessage],
+    deps: AgentDeps,
+) -> dict[str, Any]:
+    """The after_llm hooks on a complete reply: keep it (maybe changed by them), or
+    send it back (`rerun_llm`) so the model node asks again. `view` holds the
+    thread's usage before this step; `update` what this step added."""
+    usage = add_usage(view.get("usage"), update.get("usage"))
+    checked = deps.hooks.run("after_llm", {**view, **update, "usage": usage, "messages": [*history, ai]})
+    rerun = checked.pop("rerun_llm", False)
+    added = list(checked.pop("messages", []))
+    if "usage" in checked:
+        update["usage"] = add_usage(update.get("usage"), checked.pop("usage"))
+    update.update(checked)
+    if update.get("stop_reason"):
+        update.setdefault("stop_kind", "stopped")
+    if rerun and not update.get("stop_reason"):
+        # Kept only when a hook kept it: returned it (or changed it) under its id.
+        kept = [m for m in added if m.id == ai.id and not isinstance(m, RemoveMessage)]
+        added = [m for m in added if m.id != ai.id]
+        reason = rerun if isinstance(rerun, str) else "an after_llm hook sent the reply back"
+        emit(ev.ReplyRejected, message_id=ai.id, reason=reason)
+        reply = kept[-1] if kept else None
+        answers = [answered_unrun(c, f"Not run: the reply was sent back ({reason}).")
+                   for c in [*reply.tool_calls, *reply.invalid_tool_calls]] if isinstance(reply, AIMessage) else []
+        update["messages"] = [*before, *([reply, *answers] if reply is not None else []), *added]
+        update["rerun_llm"] = True
+        update["run_message_id"] = last_human_id([*history, *added], view.get("run_message_id"))
+        return update
+    merged = merge_messages([*history, ai], [added]) if added else [*history, ai]
+    final = next((m for m in reversed(merged) if m.id == ai.id), None)
+    answers: list[ToolMessage] = []
+    if isinstance(final, AIMessage):
+        after = merged[merged.index(final) + 1 :]
+        if (final.tool_calls or final.invalid_tool_calls) and any(not isinstance(m, ToolMessage) for m in after):
+            # Kept, its calls will be answered after it: nothing may come in between.
+            raise HookError(
+                "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
+                "back with rerun_llm, or add nothing after it"
+            )
+        answers = answer_now(final, history, update, deps)
+        mark_completed(update, final, deps)
+    update["messages"] = [*before, ai, *added, *answers]
+    update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
+    return update
+
+
+def answer_now(ai: AIMessage, history: list[AnyMessage], update: dict[str, Any], deps: AgentDeps) -> list[ToolMessage]:
+    """The reply's calls that must not run, answered at once: broken arguments (and
+    every call of a cut-off reply), the doom-loop guard's repeats, and everything
+    when the run stops here. Sets the stop in `update` when the guard stops the run."""
+    answers = [answered_unrun(c, m.content) for c, m in zip(ai.invalid_tool_calls, answer_invalid_calls(ai), strict=True)]  # type: ignore[arg-type]
+    calls = list(ai.tool_calls)
+    if not update.get("stop_reason"):
+        found = doom_loop.describe(doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold)
+        if (looping := found["stop"]) is not None:
+            update.update(stop(doom_loop.stop_reason(looping), "stopped"))
+        for repeat in found["nudges"]:
+            if looping is None:
+                emit(ev.Notice, text=doom_loop.notice(repeat), source=ev.DOOM_LOOP_SOURCE)
+                answers.append(answered_unrun(repeat.call, doom_loop.nudge(repeat)))
+                calls = [c for c in calls if c["id"] != repeat.call["id"]]
+    if update.get("stop_reason"):
+        # The run ends here: nothing is dispatched, so every call is answered now.
+        answers += [answered_unrun(c, f"Not run: {update['stop_reason']}") for c in calls]
+    return answers
 
 
 def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -4,7 +4,10 @@ Evaluated from the call, the tool's declared defaults, the project config and th
 thread's "always allow" grants only, so the review gives the same answer when it runs
 again on resume. Accepts LangChain's `HumanInTheLoopMiddleware(interrupt_on=...)`
 mapping unchanged (True / False / {"allowed_decisions", "description"}) plus
-Gatehouse's own keys (`mode`, `rules`).
+Gatehouse's own keys (`mode`, `rules`). The name `"*"` stands for every tool without
+an entry of its own (`{"*": "ask", "read_file": "allow"}`). A name that is no tool
+of the agent is an error when the graph is built (`check_tools`): a misspelled
+`rm_file` would otherwise leave `delete_file` at its default without a word.
 
 Precedence, first match wins:
   1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
@@ -18,13 +21,14 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool
 
 from graph.protocol.answers import DecisionType
+from graph.protocol.decisions import ALL_TOOLS
 from graph.protocol.tools import spec_of
 
 Mode = Literal["allow", "ask", "deny"]
@@ -79,6 +83,8 @@ class Grant:
     pattern: str | None = None
 
     def covers(self, name: str, args: Mapping[str, Any], match_arg: str | None) -> bool:
+        # A grant of "*" (the thread's auto-approve switch) is no grant of a tool: it
+        # turns auto-approve on (graph/agent/routing.py), which also outranks rules.
         if name != self.tool:
             return False
         if self.pattern is None:
@@ -172,6 +178,29 @@ class Policy:
         """`other` wins per tool (the `policy=` argument over the config file)."""
         return Policy({**self.tools, **other.tools})
 
+    def unknown_tools(self, known: Iterable[str]) -> list[str]:
+        """Names this policy configures that are not among `known` (besides "*")."""
+        names = set(known)
+        return sorted(n for n in self.tools if n != ALL_TOOLS and n not in names)
+
+    def check_tools(self, known: Iterable[str]) -> None:
+        """Refuse a policy that names a tool the agent does not have."""
+        names = sorted(set(known))
+        if unknown := self.unknown_tools(names):
+            which = ", ".join(repr(n) for n in unknown)
+            raise PolicyError(
+                f"the policy names {'a tool' if len(unknown) == 1 else 'tools'} the agent does not have: {which}; "
+                f"known tools: {', '.join(names) or 'none'} (or \"*\" for every tool)"
+            )
+
+    def without(self, names: Iterable[str]) -> Policy:
+        drop = set(names)
+        return Policy({n: p for n, p in self.tools.items() if n not in drop})
+
+    def for_tool(self, name: str) -> ToolPolicy:
+        """The tool's own entry, else the "*" entry, else the tool's defaults."""
+        return self.tools.get(name) or self.tools.get(ALL_TOOLS) or ToolPolicy()
+
     def evaluate(
         self,
         name: str,
@@ -183,7 +212,7 @@ class Policy:
             # Unknown tools are answered with an error by the tool runner, never asked.
             return Verdict(mode="allow", reason="unknown tool")
         spec = spec_of(tool)
-        config = self.tools.get(name, ToolPolicy())
+        config = self.for_tool(name)
         if config.mode == "deny":
             return Verdict(mode="deny", reason="denied by policy")
         compound = spec.compound is not None and not _safe(lambda a: not spec.compound(a), args)
@@ -220,7 +249,7 @@ class Policy:
         rows = []
         for t in tools:
             spec = spec_of(t)
-            config = self.tools.get(t.name, ToolPolicy())
+            config = self.for_tool(t.name)
             rows.append(
                 {
                     "tool": t.name,

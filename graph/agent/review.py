@@ -41,11 +41,11 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from graph.agent.deps import AgentDeps
-from graph.agent.emit import thread_of
+from graph.agent.emit import decided_by, thread_of
 from graph.agent.policy import Grant, Verdict
 from graph.agent.routing import classify
 from graph.agent.state import AgentState
-from graph.agent.tool_call import finished
+from graph.agent.tool_call import args_problem, finished
 from graph.protocol.answers import Approve, Edit, Reject, Respond, ReviewAnswer
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
@@ -256,21 +256,6 @@ def _check(
                 raise ValueError(f"{where}: edited arguments do not fit the tool: {problem}")
 
 
-def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
-    """Why `args` would not pass the tool's schema, or None when they would."""
-    schema = tool.args_schema
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        try:
-            schema.model_validate(args)
-        except ValidationError as exc:
-            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
-        return None
-    if isinstance(schema, dict):  # JSON schema (MCP tools): check what we can cheaply
-        missing = [k for k in schema.get("required", []) if k not in args]
-        return f"missing required argument(s) {missing}" if missing else None
-    return None
-
-
 def explain(error: ValidationError) -> str:
     """A person-readable reason from a refused answer."""
     parts = []
@@ -298,15 +283,6 @@ def edit_note(original: dict[str, Any], edited: dict[str, Any]) -> str:
         "Note: the person changed the arguments before approving. "
         f"Requested: {json.dumps(original, default=str)}; ran with: {json.dumps(edited, default=str)}."
     )
-
-
-def decided_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Which front end and who answered: what the Session puts in the run's config
-    (`gatehouse_source`, `gatehouse_actor`), else LangGraph Server's authenticated user."""
-    conf = config.get("configurable") or {}
-    source = conf.get("gatehouse_source") or ("langgraph-server" if "assistant_id" in conf else "api")
-    actor = conf.get("gatehouse_actor") or conf.get("langgraph_auth_user_id")
-    return {"source": str(source), "actor": str(actor) if actor else None}
 
 
 def record_of(

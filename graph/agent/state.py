@@ -69,10 +69,12 @@ class AgentState(TypedDict):
     # Flow control set by hooks or the runner, never guessed from the messages:
     # `stop_reason` ends the run, shown to the person; `stop_kind` says who stopped it
     # ("stopped" by a hook or a limit, "cancelled" by the person); `continue_run`
-    # keeps the agent going from `on_exit`.
+    # keeps the agent going from `on_exit`; `rerun_llm` (from an after_llm hook) sends
+    # the model's reply back: the model node asks again, the reply is not kept.
     stop_reason: NotRequired[str | None]
     stop_kind: NotRequired[str | None]
     continue_run: NotRequired[bool]
+    rerun_llm: NotRequired[bool | str]
     # How the run ended, written by the node that ends it ("completed", "stopped",
     # "cancelled"): the storage keeps the thread list current from it, whoever ran
     # the graph (a Session, LangGraph Server, a raw invoke). A pause needs no mark:
@@ -94,13 +96,18 @@ class ToolTask(TypedDict):
     """What one `run_tool` task gets through `Send`: a call and how to treat it."""
 
     call: ToolCall
-    # run: execute; deny / skip: answer with an error without running; reject /
-    # respond: a person's answer already in the decision log, given as the result.
+    # run: execute; deny / skip: answer with an error without running; invalid: the
+    # arguments fail the tool's schema (`note`), answered with that; reject / respond:
+    # a person's answer already in the decision log, given as the result.
     mode: str
     note: NotRequired[str | None]
     # Whether the run goes on to the model when this task is done: false for free
     # calls that run beside a review, which moves the run on itself once answered.
     moves_on: NotRequired[bool]
+    # How a gated call was approved, without a decision log to read it from
+    # ("auto_approve"); with one, run_tool reads the recorded decision instead.
+    decision: NotRequired[str | None]
+    auto: NotRequired[str | None]
 
 
 # Reset when a new user message starts a run; kept across pauses, retries and the
@@ -111,12 +118,16 @@ RUN_KEYS: dict[str, Any] = {
     "stop_reason": None,
     "stop_kind": None,
     "continue_run": False,
+    "rerun_llm": False,
     "hook_run": {},
 }
 
 # What a hook's update may write, and which of those are merged per key.
 HOOK_KEYS = frozenset(
-    {"messages", "stop_reason", "stop_kind", "continue_run", "model_context", "hook_run", "hook_thread", "usage", "run_usage"}
+    {
+        "messages", "stop_reason", "stop_kind", "continue_run", "rerun_llm", "model_context", "hook_run",
+        "hook_thread", "usage", "run_usage",
+    }
 )
 MERGED_KEYS = frozenset({"model_context", "hook_run", "hook_thread"})
 # The keys that say how a run stopped, as a run's updates carry them.

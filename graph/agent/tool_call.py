@@ -3,6 +3,7 @@ an error the model can read (bad arguments, an unknown tool, an exception)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -11,12 +12,15 @@ from typing import Any
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from graph.agent.emit import emit
 from graph.agent.offload import offloaded
 from graph.protocol import events as ev
 from graph.protocol.tools import output_to, stop_on
+
+# How a gated call was approved ("approve", "edit", "auto_approve"), on its ToolMessage.
+DECISION_KEY = "gatehouse_decision"
 
 
 def tool_result(call: ToolCall, content: str, *, status: str = "success") -> ToolMessage:
@@ -43,6 +47,23 @@ def finished(call: ToolCall, msg: ToolMessage, status: str, duration_ms: float =
         total_chars=mark["total_chars"] if mark else None,
     )
     return msg
+
+
+def answered_unrun(call: Mapping[str, Any], content: str) -> ToolMessage:
+    """A call answered with an error without running (bad arguments, a repeated call,
+    a stopped run), announced like any failed call: `tool_started`, then
+    `tool_finished` with status "error", so front ends show what happened to it."""
+    args = call.get("args")
+    if isinstance(args, str):  # arguments that were not a JSON object
+        try:
+            args = json.loads(args)
+        except ValueError:
+            args = None
+    shown = args if isinstance(args, dict) else {}
+    name = call.get("name") or "unknown"
+    emit(ev.ToolStarted, call_id=call["id"], name=name, args=shown)
+    msg = ToolMessage(content=content, tool_call_id=call["id"], name=name, status="error")
+    return finished({"id": call["id"], "name": name, "args": shown, "type": "tool_call"}, msg, "error")
 
 
 def invoke_tool(
@@ -73,6 +94,21 @@ def invoke_tool(
         result = tool_result(call, str(result))
     # Its size is dealt with by the caller (graph/agent/offload.py: stored aside or cut).
     return result
+
+
+def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
+    """Why `args` would not pass the tool's schema, or None when they would."""
+    schema = tool.args_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            schema.model_validate(args)
+        except ValidationError as exc:
+            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
+        return None
+    if isinstance(schema, dict):  # JSON schema (MCP tools): check what we can cheaply
+        missing = [k for k in schema.get("required", []) if k not in args]
+        return f"missing required argument(s) {missing}" if missing else None
+    return None
 
 
 def timed(fn: Callable[[], ToolMessage]) -> tuple[ToolMessage, float]:

@@ -12,7 +12,9 @@ An output too large for the model's context is stored aside before the journal's
 "finished" row (graph/agent/offload.py), so the row's result always finds it.
 
 A call the policy gates runs only when the decision log holds a person's approval
-of exactly these arguments (graph/store/decisions.py). A task that reaches this node
+of exactly these arguments, or an auto-approval recorded while auto-approve was on
+(graph/store/decisions.py); how it was approved is kept with its result
+(`additional_kwargs["gatehouse_decision"]`). A task that reaches this node
 any other way (a client's forged `Send`, a state edit) does nothing at all: it is not
 run, and it writes no answer either (the call may still be waiting for a person, who
 must not find it answered), only a notice on the stream.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -37,26 +40,55 @@ from graph.agent.offload import fit_output
 from graph.agent.review import decided_by, record_of, rejected_message, responded_message
 from graph.agent.routing import grants_of
 from graph.agent.state import ToolTask
-from graph.agent.tool_call import finished, invoke_tool, timed, tool_result
+from graph.agent.tool_call import (
+    DECISION_KEY,
+    args_problem,
+    finished,
+    invoke_tool,
+    timed,
+    tool_result,
+)
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
+from graph.protocol.decisions import AUTO_APPROVE
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
 from graph.protocol.tools import spec_of
 
 
 def run_tool(task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps) -> Command:
     call = task["call"]
-    if task["mode"] == "run" and (refusal := unapproved(call, config, deps)) is not None:
-        emit(ev.Notice, text=refusal, source="gate")
-        return Command(goto=())
+    decision: str | None = None
+    if task["mode"] == "run":
+        refusal, decision = approval_of(call, config, deps, task)
+        if refusal is not None:
+            emit(ev.Notice, text=refusal, source="gate")
+            return Command(goto=())
+    elif task["mode"] == "invalid":
+        # Answering a gated call without a person is only right for arguments that
+        # really fail the schema: a task claiming so is checked, not believed.
+        tool = deps.tools.get(call["name"])
+        problem = args_problem(tool, call["args"]) if tool is not None else None
+        if problem is None:
+            emit(ev.Notice, text=f"Refused a task that called the arguments of {call['name']} (call "
+                 f"{call['id']}) invalid; they fit the tool. Nothing was answered.", source="gate")
+            return Command(goto=())
+        task = {**task, "note": problem}
     ctx = context_of(runtime)
-    update = run_call(task, config, deps, stop=ctx.cancel if ctx is not None else None)
+    update = run_call(task, config, deps, decision, stop=ctx.cancel if ctx is not None else None)
     return Command(goto="model" if task.get("moves_on", True) else (), update=update)
 
 
 def run_call(
-    task: ToolTask, config: RunnableConfig, deps: AgentDeps, *, stop: threading.Event | None = None
+    task: ToolTask,
+    config: RunnableConfig,
+    deps: AgentDeps,
+    decision: str | None = None,
+    *,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
+    """Run (or answer) one call. `decision` says how a gated call was approved
+    ("approve", "edit", "auto_approve"): kept with its result, and on the stream.
+    `stop` is the run's cancel signal."""
     call, mode = task["call"], task["mode"]
     tool = deps.tools.get(call["name"])
     journal = deps.journal
@@ -83,10 +115,32 @@ def run_call(
             asked += 1
             if recorded.attempts <= asked:
                 break
-    emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"])
+    # A call that executes waits for a slot first (max_parallel_tools); it is announced
+    # once it really starts.
+    with deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext():
+        msg, ms, status = _answer(task, config, deps, decision, journaled, recorded, stop)
+    if decision is not None:
+        # Kept with the result: the history shows how the call was approved.
+        msg.additional_kwargs[DECISION_KEY] = decision
+    return {"messages": [finished(call, msg, status, ms)]}
+
+
+def _answer(
+    task: ToolTask, config: RunnableConfig, deps: AgentDeps, decision: str | None, journaled: bool,
+    recorded: JournalEntry | None, stop: threading.Event | None,
+) -> tuple[ToolMessage, float, str]:
+    """Run the call, or answer it as its mode says: (result, duration in ms, status)."""
+    call, mode, journal, thread_id = task["call"], task["mode"], deps.journal, thread_of(config)
+    tool = deps.tools.get(call["name"])
+    emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"],
+         auto_approved=decision == AUTO_APPROVE)
     if mode == "deny":
         msg, ms = tool_result(call, f"Error: the policy does not allow {call['name']} here; the call was not run.", status="error"), 0.0
         status = "denied"
+    elif mode == "invalid":
+        text = (f"Error: invalid arguments for {call['name']}: {task.get('note')}. The call was not run "
+                "and nobody was asked; call it again with arguments that fit the tool.")
+        msg, ms, status = tool_result(call, text, status="error"), 0.0, "error"
     elif mode == "skip":
         msg, ms = tool_result(call, f"Not run: {task.get('note') or 'the run was stopped'}", status="error"), 0.0
         status = "error"
@@ -119,26 +173,33 @@ def run_call(
         if journal is not None and journaled:
             journal.finish(thread_id, call, msg)
             crash.crash_point("after_tool")
-    return {"messages": [finished(call, msg, status, ms)]}
+    return msg, ms, status
 
 
-def unapproved(call: ToolCall, config: RunnableConfig, deps: AgentDeps) -> str | None:
-    """Why this call may not run here, or None. Only with a decision log: without one
-    the graph has nothing but its tasks to go by."""
+def approval_of(call: ToolCall, config: RunnableConfig, deps: AgentDeps, task: ToolTask) -> tuple[str | None, str | None]:
+    """(why this call may not run here, how it was approved): (None, None) for a call
+    the policy lets run; (None, "approve" / "edit" / "auto_approve") for a gated call
+    with a recorded approval of exactly these arguments. Without a decision log the
+    graph has nothing but its tasks to go by."""
     if deps.decisions is None:
-        return None
+        return None, task.get("decision")
     thread_id = thread_of(config)
     verdict = deps.policy.evaluate(call["name"], call["args"], deps.tools.get(call["name"]), grants_of({}, deps, thread_id))
     if verdict.mode == "allow":
-        return None
+        return None, None
     if verdict.mode == "ask":
         approvals = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review" and r.runs]
-        if any(r.args == call["args"] for r in approvals):
-            return None
+        if matching := [r for r in approvals if r.args == call["args"]]:
+            return None, matching[-1].decision
     return (
         f"Refused a task to run {call['name']} (call {call['id']}): no person approved this call with "
         "these arguments. It did not run."
-    )
+    ), None
+
+
+def unapproved(call: ToolCall, config: RunnableConfig, deps: AgentDeps) -> str | None:
+    """Why this call may not run here, or None (see `approval_of`)."""
+    return approval_of(call, config, deps, {"call": call, "mode": "run"})[0]
 
 
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: str) -> dict[str, Any]:

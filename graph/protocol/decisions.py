@@ -8,6 +8,14 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+# A call that needed approval ran because auto-approve was on (decision value).
+AUTO_APPROVE = "auto_approve"
+# The tool name of a grant that covers every tool: the thread's auto-approve switch.
+ALL_TOOLS = "*"
+# `question` of a grant or revoke written apart from any call (the auto-approve switch).
+GRANT_QUESTION = "grant"
+GRANT, REVOKE = "grant", "revoke"
+
 
 @dataclass(frozen=True)
 class DecisionRecord:
@@ -19,13 +27,15 @@ class DecisionRecord:
     question: str
     tool_call_id: str
     tool: str
-    # approve | edit | reject | respond | run_again | mark_failed | auto_approve; the
-    # log keeps any string a writer records, and the audit views show it as it is.
+    # approve | edit | reject | respond | run_again | mark_failed | auto_approve; for
+    # a switch (question "grant"): grant | revoke (see `ALL_TOOLS`). The log keeps any
+    # string a writer records, and the audit views show it as it is.
     decision: str
     args: dict[str, Any]  # what runs (for an edit: the edited arguments)
     requested_args: dict[str, Any] | None = None  # what the model asked, when edited
     message: str | None = None  # a reason, a response, a note
-    # "always allow" granted with this approval: "*" for the tool, else a glob.
+    # "always allow" granted with this approval: "*" for the tool, else a glob. A later
+    # record with decision "revoke" and the same tool and value withdraws it.
     always_allow: str | None = None
     source: str | None = None  # the front end: web, terminal, api, langgraph-server …
     actor: str | None = None  # who: the OS user, a configured name, the server's user

@@ -66,11 +66,26 @@ class ModelRetried(_EventBase):
     message_id: str | None = None
 
 
+class ReplyRejected(_EventBase):
+    """An `after_llm` hook sent the model's reply back (`rerun_llm`): the text already
+    streamed for `message_id` is discarded (it is not kept in the history) and the
+    model is asked again. `reason` says why, for the person."""
+
+    type: Literal["reply_rejected"] = "reply_rejected"
+    message_id: str | None = None
+    reason: str = ""
+
+
 class ToolStarted(_EventBase):
+    """A tool call starts (or is answered without running: a `tool_finished` with an
+    error status follows). `auto_approved`: a call that needed approval ran because
+    auto-approve is on for this thread or session."""
+
     type: Literal["tool_started"] = "tool_started"
     call_id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    auto_approved: bool = False
 
 
 class ToolOutput(_EventBase):
@@ -131,9 +146,14 @@ class Compacted(_EventBase):
 CUT_OFF_SOURCE = "cut_off"
 
 
+# Notice.source of the doom-loop guard (the same call again and again).
+DOOM_LOOP_SOURCE = "doom_loop"
+
+
 class Notice(_EventBase):
     """Something a hook or the agent wants the person to see (not model output).
-    `source` "cut_off": the model's reply was cut off (the run then stops; retry asks again)."""
+    `source` "cut_off": the model's reply was cut off (the run then stops; retry asks
+    again); "doom_loop": the model repeated the same call (nudged, then stopped)."""
 
     type: Literal["notice"] = "notice"
     text: str
@@ -167,6 +187,7 @@ Event = Annotated[
     | TextDelta
     | ReasoningDelta
     | ModelRetried
+    | ReplyRejected
     | ToolStarted
     | ToolOutput
     | ToolFinished
@@ -184,6 +205,7 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     TextDelta,
     ReasoningDelta,
     ModelRetried,
+    ReplyRejected,
     ToolStarted,
     ToolOutput,
     ToolFinished,

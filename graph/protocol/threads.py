@@ -55,6 +55,9 @@ class MessageView(BaseModel):
     status: str | None = None
     tool_status: str | None = None
     duration_ms: float | None = None
+    # How a call that needed approval was let through: "approve", "edit",
+    # "auto_approve" (auto-approve was on), "run_again"; None for calls that run freely.
+    decision: str | None = None
     # A notice from Gatehouse itself (e.g. "Stopped by the person."), not model output.
     notice: bool = False
     # The model's reasoning ("thinking"), kept apart from its answer.
@@ -68,6 +71,10 @@ class MessageView(BaseModel):
     total_chars: int | None = None
     # The summary compaction wrote in place of older messages (role "user").
     summary: bool = False
+
+    @property
+    def auto_approved(self) -> bool:
+        return self.decision == "auto_approve"
 
     @property
     def outcome(self) -> str:

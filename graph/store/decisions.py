@@ -11,6 +11,10 @@ approves nothing. "Always allow" grants are read from here too.
 Rows are keyed by (thread, question, call): the review node runs again from its
 start when a run resumes, and writing the same decision twice changes nothing.
 Undo and fork never delete rows: the log is the record of who decided what.
+
+A thread's auto-approve switch lives here too, written only by the Session (a
+trusted, in-process API): "always allow every tool" (tool "*") to turn it on, a
+later revoke of it to turn it off. `grants` honours the latest record.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from graph.protocol.decisions import DecisionRecord
+from graph.protocol.decisions import ALL_TOOLS, GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
 from graph.store.sqlite import immediate
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
@@ -74,6 +79,33 @@ def _record(row: Sequence[Any]) -> DecisionRecord:
     )
 
 
+def grants_in_force(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str | None]]:
+    """(tool, always_allow, decision) rows, oldest first -> the grants the latest row
+    for each (tool, value) leaves standing."""
+    latest: dict[tuple[str, str], bool] = {}
+    for tool, always, decision in rows:
+        latest[(tool, always)] = decision != REVOKE
+    return [(tool, None if always == "*" else always) for (tool, always), on in latest.items() if on]
+
+
+def switch_record(thread_id: str, on: bool, *, source: str | None, actor: str | None, decided_at: float) -> DecisionRecord:
+    """The record that turns a thread's auto-approve switch on ("always allow every
+    tool") or off (a later revoke of it)."""
+    return DecisionRecord(
+        thread_id=thread_id,
+        question=GRANT_QUESTION,
+        tool_call_id=f"auto-approve-{uuid.uuid4().hex}",
+        tool=ALL_TOOLS,
+        decision=GRANT if on else REVOKE,
+        args={},
+        message="auto-approve on" if on else "auto-approve off",
+        always_allow="*",
+        source=source,
+        actor=actor,
+        decided_at=decided_at,
+    )
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
@@ -111,14 +143,16 @@ class Decisions:
         return self._select("ORDER BY decided_at DESC LIMIT ?", (limit,))
 
     def grants(self, thread_id: str) -> list[tuple[str, str | None]]:
-        """(tool, pattern or None) for every "always allow" granted in the thread."""
+        """(tool, pattern or None) for every "always allow" in force in the thread (tool
+        "*": the thread's auto-approve switch). The log is append-only, so a grant is
+        withdrawn by a later "revoke" record for the same tool and value."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT DISTINCT tool, always_allow FROM gatehouse_decisions "
-                "WHERE thread_id=? AND always_allow IS NOT NULL",
+                "SELECT tool, always_allow, decision FROM gatehouse_decisions "
+                "WHERE thread_id=? AND always_allow IS NOT NULL ORDER BY decided_at, rowid",
                 (thread_id,),
             ).fetchall()
-        return [(tool, None if always == "*" else always) for tool, always in rows]
+        return grants_in_force(rows)
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
         with self._lock:

@@ -37,7 +37,7 @@ from graph.protocol.errors import RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import SCHEMA as DECISIONS_SCHEMA
-from graph.store.decisions import Decisions, _record, _row
+from graph.store.decisions import Decisions, _record, _row, grants_in_force
 from graph.store.journal import Journal, JournalEntry, _dumps, _entry, already_started
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
 from graph.store.outputs import SCHEMA as OUTPUTS_SCHEMA
@@ -247,10 +247,11 @@ class PgDecisions(Decisions):
 
     def grants(self, thread_id: str) -> list[tuple[str, str | None]]:
         rows = self._rows(
-            "SELECT DISTINCT tool, always_allow FROM gatehouse_decisions WHERE thread_id=%s AND always_allow IS NOT NULL",
+            "SELECT tool, always_allow, decision FROM gatehouse_decisions "
+            "WHERE thread_id=%s AND always_allow IS NOT NULL ORDER BY decided_at",
             (thread_id,),
         )
-        return [(tool, None if always == "*" else always) for tool, always in rows]
+        return grants_in_force(rows)
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select("WHERE thread_id=%s AND tool_call_id=%s ORDER BY decided_at", (thread_id, tool_call_id))

@@ -39,6 +39,9 @@ PRICES: dict[str, tuple[float, float]] = {
 
 
 class Budget:
+    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
+    copy_state = False
+
     def __init__(
         self,
         *,

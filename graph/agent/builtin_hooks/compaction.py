@@ -53,6 +53,9 @@ TOOL_RESULT_CHARS = 2_000
 
 
 class Compaction:
+    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
+    copy_state = False
+
     def __init__(
         self,
         model: BaseChatModel | None = None,

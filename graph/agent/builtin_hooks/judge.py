@@ -50,6 +50,9 @@ def parse_grade(text: str, scale: float = 10) -> tuple[float | None, str]:
 
 
 class AnswerJudge:
+    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
+    copy_state = False
+
     def __init__(
         self,
         model: BaseChatModel,

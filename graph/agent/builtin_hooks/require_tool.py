@@ -23,6 +23,9 @@ HOOK_MARK = "gatehouse_hook"
 
 
 class RequireTool:
+    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
+    copy_state = False
+
     def __init__(
         self,
         tool: str,

@@ -18,6 +18,9 @@ from typing import Any
 
 
 class SystemContext:
+    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
+    copy_state = False
+
     def __init__(
         self,
         workspace: str | os.PathLike[str] | None = None,

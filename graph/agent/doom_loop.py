@@ -1,0 +1,97 @@
+"""The doom-loop guard: a model that calls the same tool with the same arguments again
+and again gets a nudge, then the run stops.
+
+Counted in a row: the calls of this run so far (since the last user message), in
+order, and a call is a repeat when it is the same tool with the same arguments as
+the call just before it. Repeats that are interleaved with other calls are normal
+work (edit, run the tests, edit, run the tests) and never count.
+
+With a threshold of N (default 3): the N-th identical call in a row is not run; it
+is answered with a nudge to use the result it already has or try something else.
+One more identical call stops the run with a reason the person sees; every call of
+that reply is answered "not run". A threshold of 0 turns the guard off.
+
+It runs in the model node on each reply, before anything is dispatched, so it holds
+for every client of the graph and costs no step of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
+
+DEFAULT_DOOM_LOOP_THRESHOLD = 3
+
+
+@dataclass(frozen=True)
+class Repeat:
+    call: ToolCall
+    times: int  # how many times in a row, this call included
+
+
+def _key(call: ToolCall) -> tuple[str, str]:
+    return call["name"], json.dumps(call.get("args") or {}, sort_keys=True, default=str)
+
+
+def _earlier_calls(history: Sequence[AnyMessage]) -> list[tuple[str, str]]:
+    """This run's tool calls before the reply, oldest first."""
+    turns: list[list[tuple[str, str]]] = []
+    for msg in reversed(history):
+        if isinstance(msg, HumanMessage):
+            break
+        if isinstance(msg, AIMessage) and msg.tool_calls:
+            turns.append([_key(c) for c in msg.tool_calls])
+    return [key for turn in reversed(turns) for key in turn]
+
+
+def repeats(history: Sequence[AnyMessage], reply: AIMessage, threshold: int) -> list[Repeat]:
+    """The reply's calls that reach the threshold (in the reply's order)."""
+    if threshold <= 0 or not reply.tool_calls:
+        return []
+    calls = _earlier_calls(history)
+    found: list[Repeat] = []
+    for call in reply.tool_calls:
+        key = _key(call)
+        times = 1
+        for earlier in reversed(calls):
+            if earlier != key:
+                break
+            times += 1
+        calls.append(key)
+        if times >= threshold:
+            found.append(Repeat(call, times))
+    return found
+
+
+def nudge(repeat: Repeat) -> str:
+    name = repeat.call["name"]
+    return (
+        f"Not run: this is call {repeat.times} in a row to {name} with the same arguments, and it would "
+        "give the same result. Use the result you already have, try a different approach, or tell the "
+        "person what is blocking you. Calling it again with the same arguments stops the run."
+    )
+
+
+def stop_reason(repeat: Repeat) -> str:
+    return (
+        f"Stopped: the agent called {repeat.call['name']} with the same arguments {repeat.times} times in a "
+        "row (a loop). Send a message to continue."
+    )
+
+
+def notice(repeat: Repeat) -> str:
+    return (
+        f"The agent called {repeat.call['name']} with the same arguments {repeat.times} times in a row; "
+        "the call was not run and the agent was asked to try something else."
+    )
+
+
+def describe(found: list[Repeat], threshold: int) -> dict[str, Any]:
+    """What to do: `nudges` (calls answered with a nudge) or a `stop` (the first
+    call past the threshold)."""
+    stop = next((r for r in found if r.times > threshold), None)
+    return {"stop": stop, "nudges": [r for r in found if r.times == threshold]}

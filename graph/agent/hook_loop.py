@@ -1,0 +1,150 @@
+"""The one event loop an agent's async hooks run on.
+
+The graph's nodes are sync, so an async hook (`arun`, `awarm_up`, `aclose`) needs an
+event loop to run on. A fresh `asyncio.run` per call would close the loop after each
+call, and a client opened in `awarm_up` (an `httpx.AsyncClient`, an async OpenAI
+client) would sit on a closed loop when `arun` uses it. So every coroutine of one
+`HookSet` runs on one long-lived loop:
+
+- by default a loop of its own, on a daemon thread, started on first use and stopped
+  when the hooks close (`Session.close`);
+- under `AsyncSession`, the caller's loop (`bind`): the graph runs on a worker thread,
+  so that loop is free to run the hooks' coroutines, and a client the application
+  opened on its own loop can be shared with its hooks.
+
+A bound loop that has stopped (its `asyncio.run` ended) is no longer used: the
+hooks fall back to their own loop. A coroutine is never run on a loop that is
+running in the calling thread (that would wait for itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from graph.protocol.errors import HookError
+
+T = TypeVar("T")
+
+
+class HookLoop:
+    def __init__(self, name: str = "gatehouse-hooks") -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._own: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._bound: asyncio.AbstractEventLoop | None = None
+
+    def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Run coroutines on `loop` (the caller's, under `AsyncSession`) while it runs."""
+        self._bound = loop
+
+    @property
+    def bound(self) -> asyncio.AbstractEventLoop | None:
+        return self._bound
+
+    def _live_bound(self) -> asyncio.AbstractEventLoop | None:
+        bound = self._bound
+        return bound if bound is not None and bound.is_running() and not bound.is_closed() else None
+
+    def target(self) -> asyncio.AbstractEventLoop:
+        """The loop the next coroutine started from sync code runs on."""
+        bound = self._live_bound()
+        if bound is not None and not _running_here(bound):
+            return bound
+        return self._own_loop()
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._own is None or self._own.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self.name, daemon=True)
+                thread.start()
+                self._own, self._thread = loop, thread
+            return self._own
+
+    def submit(self, awaitable: Awaitable[T]) -> concurrent.futures.Future[T]:
+        """Start `awaitable` on the target loop, in the caller's context (so `emit` finds
+        the run's stream writer); its result arrives in the returned future."""
+        loop = self.target()
+        if _running_here(loop):
+            _discard(awaitable)
+            raise HookError("a hook asked to run async code from inside the hooks' own event loop; use `await`")
+        context = contextvars.copy_context()
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def start() -> None:
+            try:
+                task = loop.create_task(_as_coroutine(awaitable), context=context)
+            except BaseException as exc:
+                done.set_exception(exc)
+                return
+            task.add_done_callback(lambda t: _settle(done, t))
+
+        loop.call_soon_threadsafe(start)
+        return done
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        """Run `awaitable` to completion from sync code."""
+        return self.submit(awaitable).result()
+
+    async def run_async(self, awaitable: Awaitable[T]) -> T:
+        """Run `awaitable` on the hooks' loop from async code: directly when that is the
+        running loop, else on it, without blocking the running one."""
+        here = _running_loop()
+        if here is not None and here in (self._live_bound(), self._own):
+            return await awaitable
+        return await asyncio.wrap_future(self.submit(awaitable))
+
+    def close(self) -> None:
+        """Stop the loop of its own (a bound loop belongs to the caller)."""
+        with self._lock:
+            loop, thread = self._own, self._thread
+            self._own = self._thread = None
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        if not loop.is_running():
+            loop.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _running_here(loop: asyncio.AbstractEventLoop) -> bool:
+    return _running_loop() is loop
+
+
+def _settle(done: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif (exc := task.exception()) is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(task.result())
+
+
+def _discard(awaitable: Awaitable[Any]) -> None:
+    # A coroutine that will never run: close it so Python does not warn it was never awaited.
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+# The loop of hooks run outside any HookSet (`run_hooks` called directly, a
+# FunctionHook's `run` called by hand): one per process, also long-lived.
+default_loop = HookLoop("gatehouse-hooks-default")

@@ -1,0 +1,46 @@
+"""`max_parallel_tools`: how many tool calls of one run execute at the same time.
+
+Each call of a turn is its own `run_tool` task, and LangGraph runs a step's tasks
+together. The limit is a semaphore per thread (one run per thread at a time), taken
+around the call's execution only: calls answered without running never wait.
+
+Not LangGraph's `max_concurrency`: when a run streams `custom` or `messages` (the
+Session, Studio, LangGraph Server clients), LangGraph parks a stream waiter on one of
+the run's `max_concurrency` worker threads, so a limit of 1 leaves no thread for the
+tasks and the run hangs (langgraph 1.2, `Pregel.stream`'s `get_waiter`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class ToolSlots:
+    def __init__(self, limit: int | None) -> None:
+        if limit is not None and limit < 1:
+            raise ValueError(f"max_parallel_tools must be at least 1 (or None for no limit), not {limit}")
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._runs: dict[str, tuple[threading.Semaphore, int]] = {}
+
+    @contextmanager
+    def slot(self, thread_id: str) -> Iterator[None]:
+        """Hold one of the thread's slots while a call executes."""
+        if self.limit is None:
+            yield
+            return
+        with self._lock:
+            semaphore, users = self._runs.get(thread_id) or (threading.Semaphore(self.limit), 0)
+            self._runs[thread_id] = (semaphore, users + 1)
+        try:
+            with semaphore:
+                yield
+        finally:
+            with self._lock:
+                semaphore, users = self._runs[thread_id]
+                if users <= 1:
+                    del self._runs[thread_id]
+                else:
+                    self._runs[thread_id] = (semaphore, users - 1)
