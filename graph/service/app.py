@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,11 +15,14 @@ from graph.agent.builtin_hooks import Compaction, SystemContext
 from graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.agent.hooks import HookSet
 from graph.agent.offload import OffloadOptions
-from graph.agent.policy import Policy
+from graph.agent.policy import Policy, PolicyError
+from graph.protocol.errors import ConfigError
 from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
 from graph.service.models import describe_model, make_model, model_options
-from graph.service.toolset import build_tools, close_tools
+from graph.service.toolset import build_tools, close_tools, mcp_errors
+
+log = logging.getLogger("gatehouse.config")
 
 if TYPE_CHECKING:
     from graph.service.session import Session
@@ -37,6 +41,7 @@ def build_agent(
     """(the compiled agent, its tools, closers to call when done) from settings.
     `journal`, `decisions`, `outputs`: the storage's (graph/store)."""
     tools = build_tools(settings)
+    policy = checked_policy(settings, tools)
     hooks = HookSet(settings.hooks)
     model = model or make_model(settings)
     # Named in gatehouse.toml without arguments, SystemContext summarises the
@@ -48,7 +53,7 @@ def build_agent(
         model=model,
         tools=tools,
         checkpointer=checkpointer,
-        policy=Policy.from_mapping(settings.policy),
+        policy=policy,
         hooks=hooks,
         system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_model_calls=settings.max_model_calls,
@@ -59,10 +64,36 @@ def build_agent(
         offload=OffloadOptions(
             threshold_chars=settings.offload_threshold_chars, head_chars=settings.offload_head_chars
         ),
+        doom_loop_threshold=settings.doom_loop_threshold,
+        max_parallel_tools=settings.max_parallel_tools,
     )
     # `Session.compact_now` uses it also when automatic compaction is off.
     agent.gatehouse_compaction = compaction  # type: ignore[attr-defined]
     return agent, tools, [close_tools]
+
+
+def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
+    """The configured policy, refused at start (`ConfigError`) when it is malformed or
+    names a tool the agent does not have. Except names that may belong to an MCP
+    server that could not be reached right now: logged, and left out until it is."""
+    where = settings.source or "the settings"
+    try:
+        policy = Policy.from_mapping(settings.policy)
+    except PolicyError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    names = [t.name for t in tools]
+    if unknown := policy.unknown_tools(names):
+        if failed := mcp_errors():
+            log.warning(
+                "the policy names %s, which no loaded tool has; MCP servers %s could not be loaded and may "
+                "offer them. Their policy applies once the servers load.", ", ".join(unknown), ", ".join(sorted(failed))
+            )
+            return policy.without(unknown)
+        try:
+            policy.check_tools(names)
+        except PolicyError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+    return policy
 
 
 def _compaction(settings: Settings, hooks: HookSet, model: BaseChatModel) -> Compaction:
@@ -106,10 +137,14 @@ def open_session(
     storage = open_storage(settings.db)
     model = model or make_model(settings)
     demo = isinstance(model, DemoModel)  # also when a custom factory returns the demo
-    agent, tools, closers = build_agent(
-        settings, storage.checkpointer, journal=storage.journal, decisions=storage.decisions,
-        outputs=storage.outputs, model=model,
-    )
+    try:
+        agent, tools, closers = build_agent(
+            settings, storage.checkpointer, journal=storage.journal, decisions=storage.decisions,
+            outputs=storage.outputs, model=model,
+        )
+    except BaseException:
+        storage.close()  # a bad policy or hook config: nothing stays open
+        raise
     return Session(
         agent,
         storage,
@@ -117,13 +152,14 @@ def open_session(
         closers=closers,
         source=source,
         actor=actor or settings.audit_actor,
+        auto_approve=settings.auto_approve,
         info={
             "model": DEMO_LABEL if demo else describe_model(settings),
             "demo": demo,
             "db": storage.location,
             "workspace": settings.workspace,
             "sandbox": announce(settings.shell_sandbox),  # logs a warning when not sandboxed
-            "policy": Policy.from_mapping(settings.policy).summary(tools),
+            "policy": checked_policy(settings, tools).summary(tools),
             "compaction": (
                 f"on past {settings.compaction_max_tokens:,} tokens" if settings.compaction else "off (compact now only)"
             ),

@@ -168,6 +168,19 @@ class AsyncSession:
         self.session = session
         self._live: set[AsyncRun] = set()
         self._live_lock = threading.Lock()
+        self._bind_hooks()
+
+    def _bind_hooks(self) -> None:
+        """Async hooks run on the caller's event loop (see graph/agent/hook_loop.py):
+        the graph runs on worker threads, so this loop is free to run them, and what
+        the hooks open in `awarm_up` lives on the loop that also runs `arun`."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # bound on the first call made from a loop
+        hooks = getattr(self.session.agent, "gatehouse_hooks", None)
+        if hooks is not None:
+            hooks.use_loop(loop)
 
     @classmethod
     async def open(
@@ -179,6 +192,32 @@ class AsyncSession:
         from graph.service.app import open_session
 
         return cls(await asyncio.to_thread(lambda: open_session(settings, source=source, actor=actor)))
+
+    async def warm_up(self) -> None:
+        """Warm the hooks up now (on this loop) instead of before the first hook runs."""
+        self._bind_hooks()
+        hooks = getattr(self.session.agent, "gatehouse_hooks", None)
+        if hooks is not None:
+            await hooks.awarm_up()
+
+    # -- auto-approve (see Session) -------------------------------------------------
+    @property
+    def auto_approve(self) -> bool:
+        return self.session.auto_approve
+
+    def set_auto_approve(self, on: bool) -> None:
+        self.session.set_auto_approve(on)
+
+    async def thread_auto_approve(self, thread_id: str) -> bool:
+        return await self._call(self.session.thread_auto_approve, thread_id)
+
+    async def set_thread_auto_approve(
+        self, thread_id: str, on: bool, *, actor: str | None = None, source: str | None = None
+    ) -> None:
+        await asyncio.to_thread(lambda: self.session.set_thread_auto_approve(thread_id, on, actor=actor, source=source))
+
+    async def auto_approving(self, thread_id: str) -> str | None:
+        return await self._call(self.session.auto_approving, thread_id)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -219,6 +258,7 @@ class AsyncSession:
 
     async def _launch(self, make: Callable[[], Run]) -> AsyncRun:
         loop = asyncio.get_running_loop()
+        self._bind_hooks()
         # Validation (a bad decision, a pending approval, a run already going) raises
         # here, in the caller, before anything runs.
         setting_up = asyncio.ensure_future(asyncio.to_thread(make))
@@ -307,7 +347,8 @@ class AsyncSession:
 
     async def close(self, *, cancel_runs: bool = True) -> None:
         """Close the storage once the runs of this process have ended; with
-        `cancel_runs` they are cancelled first (they still end at a safe point)."""
+        `cancel_runs` they are cancelled first (they still end at a safe point). The
+        hooks close too (`aclose` on this loop)."""
         with self._live_lock:
             live = list(self._live)
         for run in live:

@@ -75,9 +75,20 @@ class Settings:
     # authenticating proxy).
     audit_actor: str | None = None
     audit_actor_header: str | None = None
-    # Policy mapping (see graph/policy.py) and hooks by import path per point.
+    # Policy mapping (see graph/agent/policy.py; "*" for every tool) and hooks by
+    # import path per point.
     policy: dict[str, Any] = field(default_factory=dict)
     hooks: dict[str, list[Any]] = field(default_factory=dict)
+    # Loop control (graph/agent/graph.py build_graph): the N-th identical call in a
+    # row gets a nudge, one more stops the run (0: off); how many tool calls of one
+    # turn run at once (None: no limit, 1: one at a time).
+    doom_loop_threshold: int = 3
+    max_parallel_tools: int | None = None
+    # Sessions opened from these settings start with auto-approve on: every call that
+    # would ask runs without asking (deny still refuses), recorded as "auto_approve".
+    # Not LangGraph Server's runs: only a Session applies it (a thread's own switch,
+    # set through the Session, holds for every client).
+    auto_approve: bool = False
     # Where the config came from, for error messages and the settings page.
     source: str | None = None
 
@@ -107,6 +118,8 @@ _ENV = {
     "GATEHOUSE_COMPACTION_MAX_TOKENS": "compaction_max_tokens",
     "GATEHOUSE_OFFLOAD_THRESHOLD_CHARS": "offload_threshold_chars",
     "GATEHOUSE_ACTOR": "audit_actor",
+    "GATEHOUSE_AUTO_APPROVE": "auto_approve",
+    "GATEHOUSE_MAX_PARALLEL_TOOLS": "max_parallel_tools",
 }
 
 
@@ -141,6 +154,10 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
             model_timeout=None if settings.model_timeout in (None, "") else _at_least(
                 float(settings.model_timeout), 0.001, "timeout"),
             shell_timeout_s=float(settings.shell_timeout_s),
+            doom_loop_threshold=_at_least(int(settings.doom_loop_threshold), 0, "doom_loop_threshold", top_level=True),
+            max_parallel_tools=None if settings.max_parallel_tools in (None, "", 0, "0") else _at_least(
+                int(settings.max_parallel_tools), 1, "max_parallel_tools", top_level=True),
+            auto_approve=_flag(settings.auto_approve, "auto_approve"),
             shell_memory_mb=int(settings.shell_memory_mb),
             shell_max_processes=int(settings.shell_max_processes),
             compaction=_flag(settings.compaction, "[compaction] enabled"),
@@ -153,8 +170,8 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
         raise ConfigError(f"bad setting: {exc}") from exc
 
 
-def _at_least(value: float, low: float, name: str) -> Any:
-    where = name if name.startswith("[") else f"[model] {name}"
+def _at_least(value: float, low: float, name: str, *, top_level: bool = False) -> Any:
+    where = name if top_level or name.startswith("[") else f"[model] {name}"
     if value < low:
         raise ValueError(f"{where} must be at least {low:g}, not {value:g}")
     return value

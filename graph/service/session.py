@@ -41,7 +41,7 @@ from graph.agent.review import answering, args_problem, explain
 from graph.agent.state import STOP_KEYS
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
-from graph.protocol.decisions import DecisionRecord
+from graph.protocol.decisions import ALL_TOOLS, DecisionRecord
 from graph.protocol.errors import (
     AlreadyDecided,
     AwaitingDecision,
@@ -57,6 +57,7 @@ from graph.protocol.threads import MessageView, ThreadInfo
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
+from graph.store.decisions import switch_record
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 
@@ -177,6 +178,7 @@ class Session:
         info: Mapping[str, Any] | None = None,
         source: str | None = None,
         actor: str | None = None,
+        auto_approve: bool = False,
     ) -> None:
         """`source` and `actor`: what the decision log records for the decisions made
         through this session, unless a call names its own (the front end: "web",
@@ -188,6 +190,57 @@ class Session:
         self.source = source or "api"
         self.actor = actor
         self._closers = list(closers)
+        # This session's auto-approve mode, handed to each run it starts in a private
+        # field of the run context: no client of the graph can set it.
+        self._auto_approve = threading.Event()
+        if auto_approve:
+            self._auto_approve.set()
+
+    # -- auto-approve ---------------------------------------------------------
+    @property
+    def auto_approve(self) -> bool:
+        """Whether this session's auto-approve mode is on: every run it starts (and
+        each run under way, from its next model turn) runs calls that would ask for
+        approval without asking. `deny` still refuses; each such call is journaled and
+        recorded in the decision log as "auto_approve"."""
+        return self._auto_approve.is_set()
+
+    def set_auto_approve(self, on: bool) -> None:
+        """Turn this session's auto-approve mode on or off (not stored: it ends with the session)."""
+        if on:
+            self._auto_approve.set()
+        else:
+            self._auto_approve.clear()
+
+    def thread_auto_approve(self, thread_id: str) -> bool:
+        """Whether the thread's own auto-approve switch is on (kept in the database)."""
+        decisions = self.storage.decisions
+        return decisions is not None and any(tool == ALL_TOOLS for tool, _ in decisions.grants(thread_id))
+
+    def set_thread_auto_approve(
+        self, thread_id: str, on: bool, *, actor: str | None = None, source: str | None = None
+    ) -> None:
+        """Turn the thread's auto-approve switch on or off. Stored in the decision log
+        (who, when, from where: this session's `actor` / `source` unless given), so it
+        holds for every client of the thread, LangGraph Server included, until it is
+        turned off; only this API writes it."""
+        decisions = self.storage.decisions
+        if decisions is None:
+            raise ValueError("a thread's auto-approve switch needs storage with a decision log")
+        if self.thread_auto_approve(thread_id) == on:
+            return
+        # After every earlier record of the thread: the latest one decides.
+        latest = max((r.decided_at for r in decisions.for_thread(thread_id)), default=0.0)
+        decided_at = max(time.time(), latest + 1e-3)
+        decisions.record([switch_record(thread_id, on, source=source or self.source, actor=actor or self.actor,
+                                        decided_at=decided_at)])
+
+    def auto_approving(self, thread_id: str) -> str | None:
+        """Why calls of this thread would be auto-approved now: "thread" (its switch),
+        "session" (this session's mode), or None. What a front end shows while it is on."""
+        if self.thread_auto_approve(thread_id):
+            return "thread"
+        return "session" if self.auto_approve else None
 
     # -- runs ---------------------------------------------------------------
     @staticmethod
@@ -385,8 +438,9 @@ class Session:
                 # step starts, not handed to a background thread: no step's result can
                 # be lost to a crash after the next one began, and it is also faster
                 # here than the thread handoff (bench/, BENCHMARKS.md).
+                context = RunContext.with_cancel(cancel, auto_approve=self._auto_approve)
                 for mode, chunk in self.agent.stream(
-                    payload, config, stream_mode=STREAM_MODES, context=RunContext.with_cancel(cancel), durability="sync"
+                    payload, config, stream_mode=STREAM_MODES, context=context, durability="sync"
                 ):
                     if mode == "updates":
                         seen.see(chunk)

@@ -37,6 +37,7 @@ from graph.agent.history import pairing_problem, text_of
 from graph.agent.model_call import CUT_OFF_KEY, is_cut_off
 from graph.agent.offload import OFFLOAD_MARK, offloaded
 from graph.agent.reasoning import REASONING_KEY, reasoning_of
+from graph.agent.tool_call import DECISION_KEY
 from graph.protocol.errors import ImportRefused
 from graph.protocol.threads import MessageView, ToolCallView
 
@@ -62,6 +63,7 @@ def message_view(m: BaseMessage) -> MessageView:
             fields["duration_ms"] = m.additional_kwargs.get("gatehouse_duration_ms")
         if (mark := offloaded(m)) is not None:
             fields.update(offloaded=True, total_chars=mark.get("total_chars"))
+        fields["decision"] = m.additional_kwargs.get(DECISION_KEY)
     return MessageView(**fields)
 
 
@@ -184,7 +186,8 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
     lines = [f"# {title}", "", f"Thread `{thread_id}`", ""]
     for m in messages:
         view = message_view(m)
-        lines.append(f"## {view.role}" + (f" · {view.name}" if view.name else ""))
+        lines.append(f"## {view.role}" + (f" · {view.name}" if view.name else "")
+                     + (" · auto-approved" if view.auto_approved else ""))
         if view.reasoning:
             # Collapsed where Markdown renders HTML; never part of the answer text.
             lines += ["", "<details><summary>thinking</summary>", "", view.reasoning, "", "</details>"]

@@ -18,6 +18,8 @@ HELP = """Type a message to the agent. Commands:
   /retry     continue the thread after a failed or interrupted run, or ask again after a cut-off reply
   /undo      drop the last turn (the history stays in the checkpoints)
   /compact   summarise the older turns now
+  /auto      show auto-approve; /auto on|off for this session, /auto thread on|off for this thread
+             (while on, calls that would ask run without asking; deny rules still apply)
   /new       start a new thread
   /exit      leave (Ctrl-C or Ctrl-D at the prompt do the same)
 During a run, Ctrl-C stops it at the next safe point; the thread stays consistent."""
@@ -47,7 +49,7 @@ class Chat:
             if not self.decide_pending():
                 return self.leave()
             while True:
-                text = self.asker.line("you ▸ ").strip()
+                text = self.asker.line(self.prompt()).strip()
                 if not text:
                     continue
                 if text.startswith("/"):
@@ -84,6 +86,33 @@ class Chat:
             self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
         self.out.print(Text(f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)",
                             "dim"))
+        self.show_auto_approve()
+
+    def prompt(self) -> str:
+        # The prompt itself says so while auto-approve is on: no call will be asked about.
+        return "you [auto-approve] ▸ " if self.session.auto_approving(self.thread_id) else "you ▸ "
+
+    def show_auto_approve(self, *, off_too: bool = False) -> None:
+        why = self.session.auto_approving(self.thread_id)
+        if why:
+            self.out.print(term.auto_approve_banner(why))
+        elif off_too:
+            self.out.print(Text("auto-approve is off: calls that need approval ask you first.", "dim"))
+
+    def auto_command(self, args: list[str]) -> None:
+        """/auto [on|off] (this session) or /auto thread on|off (this thread, stored)."""
+        scope = "thread" if args[:1] == ["thread"] else "session"
+        value = (args[1:] if scope == "thread" else args)[:1]
+        if value and value[0] not in ("on", "off"):
+            self.err.print(Text("usage: /auto [on|off] or /auto thread on|off", "red"))
+            return
+        if value:
+            on = value[0] == "on"
+            if scope == "thread":
+                self.session.set_thread_auto_approve(self.thread_id, on, source="terminal")
+            else:
+                self.session.set_auto_approve(on)
+        self.show_auto_approve(off_too=True)
 
     def history(self) -> None:
         messages = self.session.transcript(self.thread_id)
@@ -107,9 +136,12 @@ class Chat:
             self.out.print(Text(HELP))
         elif name == "/history":
             self.history()
+        elif name == "/auto":
+            self.auto_command(text.split()[1:])
         elif name == "/new":
             self.thread_id = self.session.new_thread_id()
             self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+            self.show_auto_approve()
         elif name == "/undo":
             try:
                 removed = self.session.undo(self.thread_id)

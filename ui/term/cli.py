@@ -76,6 +76,11 @@ err = term.make_console(stderr=True)
 DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.")]
+AutoApproveOpt = Annotated[
+    bool,
+    typer.Option("--auto-approve", help="Run calls that would ask for approval without asking, for this command "
+                 "(deny rules still apply; each call is recorded as auto-approved)."),
+]
 InterruptOpt = Annotated[
     str | None,
     typer.Option("--interrupt-id", metavar="ID", help="Refuse (exit 2) unless this is still the pending request (from `pending --json`)."),
@@ -178,6 +183,7 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
 def run_summary(session: Session, thread_id: str, status: str, events: list[ev.Event]) -> dict[str, Any]:
     pending = session.pending(thread_id) if status == "awaiting_approval" else None
     finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
+    auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
     return {
         "thread_id": thread_id,
         "status": status,
@@ -188,9 +194,11 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
         "message_id": finished.message_id if finished else None,
         "tools": [
             {"call_id": e.call_id, "name": e.name, "status": e.status, "output": e.output,
+             "auto_approved": e.call_id in auto,
              **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {})}
             for e in events if isinstance(e, ev.ToolFinished)
         ],
+        "auto_approve": session.auto_approving(thread_id),
         "compacted": [{"tokens_before": e.tokens_before, "tokens_after": e.tokens_after,
                        "messages_removed": e.messages_removed} for e in events if isinstance(e, ev.Compacted)],
         "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
@@ -566,6 +574,7 @@ def fork(
 def send(
     message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],
     thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Continue this thread (default: a new one).")] = None,
+    auto_approve: AutoApproveOpt = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -573,8 +582,13 @@ def send(
     with open_cli_session(db) as session:
         if thread:
             require_thread(session, thread)
+        if auto_approve:
+            session.set_auto_approve(True)
+        thread_id = thread or session.new_thread_id()
+        if not as_json and (why := session.auto_approving(thread_id)):
+            err.print(term.auto_approve_banner(why))
         try:
-            run = session.send(thread, message)
+            run = session.send(thread_id, message)
         except DecisionError as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
@@ -726,6 +740,7 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
 @app.command()
 def chat(
     thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Resume this thread.")] = None,
+    auto_approve: AutoApproveOpt = False,
     db: DbOpt = None,
 ) -> None:
     """Interactive chat: streams the run, asks before every gated tool call.
@@ -736,13 +751,17 @@ def chat(
     a run again · f mark failed (with a note) · s respond with what really happened.
     Ctrl-C during a run stops it cleanly; at a
     prompt it exits (the thread stays resumable with --thread). Commands: /help,
-    /retry, /history, /undo, /compact, /new, /exit.
+    /retry, /history, /undo, /compact, /auto, /new, /exit. --auto-approve (or /auto
+    on) runs calls that would ask without asking, shown by a banner and the prompt
+    while on.
     """
     from ui.term.chat import Chat
 
     with open_cli_session(db) as session:
         if thread:
             require_thread(session, thread)
+        if auto_approve:
+            session.set_auto_approve(True)
         code = Chat(session, out, err, session.check_args, drive).loop(thread)
     raise typer.Exit(code)
 

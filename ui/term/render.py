@@ -44,6 +44,9 @@ STATUS_STYLE = {
     "stopped": "magenta",
 }
 THINKING = "dim italic"
+# Shown on every call that ran because auto-approve was on, and in the banner.
+AUTO_MARK = "[auto-approved]"
+AUTO_STYLE = "bold yellow"
 TOOL_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "rejected": ("✗", "yellow"),
              "denied": ("⛔", "red"), "responded": ("↩", "cyan"), "stopped": ("■", "magenta")}
 
@@ -116,7 +119,10 @@ class EventRenderer:
         self._break()
         if isinstance(event, ev.ToolStarted):
             self._names[event.call_id] = event.name
-            c.print(Text.assemble(("⚙ ", "cyan"), (event.name, "bold"), " ", (args_text(event.args), "dim")))
+            line = Text.assemble(("⚙ ", "cyan"), (event.name, "bold"), " ", (args_text(event.args), "dim"))
+            if event.auto_approved:
+                line.append(f" {AUTO_MARK}", AUTO_STYLE)
+            c.print(line)
         elif isinstance(event, ev.ToolOutput):
             # Calls run in parallel: each streamed line says whose it is.
             self._streamed.add(event.call_id)
@@ -141,6 +147,8 @@ class EventRenderer:
         elif isinstance(event, ev.Notice):
             mark = "⚠" if event.source == ev.CUT_OFF_SOURCE else "ℹ"
             c.print(Text(f"{mark} {event.text}", "yellow"))
+        elif isinstance(event, ev.ReplyRejected):
+            c.print(Text(f"↺ reply sent back ({event.reason}); the text above is dropped, asking again.", "yellow"))
         elif isinstance(event, ev.ModelRetried):
             dropped = "; the partial reply above is dropped" if event.message_id else ""
             c.print(Text(f"↻ {event.reason} Retrying in {event.delay_s:.1f} s "
@@ -159,6 +167,14 @@ class EventRenderer:
         if event.reason:
             text.append(f": {event.reason}")
         self.console.print(text)
+
+
+def auto_approve_banner(why: str) -> Text:
+    """The line shown while auto-approve is on ("session" or "thread")."""
+    scope = "this session" if why == "session" else "this thread"
+    return Text.assemble(("⚠ AUTO-APPROVE ON", "bold black on yellow"),
+                         f" for {scope}: calls that would ask for approval run without asking "
+                         "(deny rules still apply; each is recorded as auto-approved).")
 
 
 # -- threads and transcripts ---------------------------------------------------------
@@ -199,7 +215,8 @@ def render_transcript(console: Console, messages: list[MessageView], *, numbered
                                             (args_text(call.args), "dim")))
         elif m.role == "tool":
             mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
-            console.print(Text.assemble((f"  {mark} ", style), (m.name or "tool", "bold"), ": ",
+            auto = (f"{AUTO_MARK} ", AUTO_STYLE) if m.auto_approved else ""
+            console.print(Text.assemble((f"  {mark} ", style), (m.name or "tool", "bold"), ": ", auto,
                                         (clip(m.content, 4), "dim")))
             if m.offloaded:
                 console.print(Text(f"    (output stored aside: {m.total_chars or 0:,} characters; "
