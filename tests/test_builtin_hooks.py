@@ -338,6 +338,8 @@ def test_parse_grade(text: str, grade: float | None) -> None:
         ("hooks_system_context.py", "Current date and time"),
         ("hooks_require_tool.py", "completed - Fixed; 12 tests pass."),
         ("hooks_judge.py", "completed - Paris hosted the Summer Olympics in 2024."),
+        ("hooks_after_llm.py", 'reply_rejected: the reply was not a JSON object'),
+        ("hooks_after_llm.py", 'completed - {"answer": "Paris"}'),
     ],
 )
 def test_examples_run(example: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -116,6 +116,28 @@ def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) ->
 
 
 @slow
+def test_send_auto_approve_runs_gated_calls_and_says_so(env: dict[str, str], tmp_path: Path) -> None:
+    sent = gh_json(env, "send", "--auto-approve", "write todo.md: buy milk")
+    assert sent["status"] == "completed" and sent["auto_approve"] == "session"
+    assert [(t["name"], t["status"], t["auto_approved"]) for t in sent["tools"]] == [("write_file", "ok", True)]
+    assert (tmp_path / "ws" / "todo.md").read_text() == "buy milk\n"
+    tools = [m for m in gh_json(env, "show", sent["thread_id"])["messages"] if m["role"] == "tool"]
+    assert tools[0]["decision"] == "auto_approve"
+    assert "auto-approved" in gh(env, "export", sent["thread_id"], code=0).stdout
+
+    shown = gh(env, "send", "--thread", sent["thread_id"], "--auto-approve", "write b.md: x", code=0)
+    assert "AUTO-APPROVE ON" in shown.stderr and "[auto-approved]" in shown.stdout
+    # Only for that command: the next one asks again.
+    assert gh_json(env, "send", "--thread", sent["thread_id"], "write c.md: y", code=3)["auto_approve"] is None
+    assert not (tmp_path / "ws" / "c.md").exists()
+
+    config = tmp_path / "gatehouse.toml"
+    config.write_text('[policy]\nwirte_file = "allow"\n')
+    typo = gh({**env, "GATEHOUSE_CONFIG": str(config)}, "threads", code=2)
+    assert "'wirte_file'" in typo.stderr and "write_file" in typo.stderr
+
+
+@slow
 def test_show_export_delete_and_not_found(env: dict[str, str], tmp_path: Path) -> None:
     thread_id = gh_json(env, "send", "list files")["thread_id"]
     shown = gh(env, "show", thread_id, code=0)

@@ -229,3 +229,39 @@ def test_edit_in_editor_then_approve_all_without_colour(env: dict[str, str], tmp
     assert [(ws / n).read_text() for n in ("a.md", "b.md", "c.md")] == ["uno\n", "two\n", "three\n"]
     # NO_COLOR: styles such as bold may remain, colours may not.
     assert not re.search(r"\x1b\[[0-9;]*(?:3[0-7]|9[0-7]|38;)", seen.getvalue())
+
+
+def test_auto_approve_banner_prompt_and_switches(env: dict[str, str], tmp_path: Path) -> None:
+    child = spawn(env, "--auto-approve")
+    child.expect(screen("new thread ") + "([0-9a-f-]{36})")
+    thread_id = child.match.group(1)
+    child.expect(screen("AUTO-APPROVE ON for this session"))
+    child.expect(screen("you [auto-approve] ▸"))
+    child.sendline("write todo.md: buy milk")
+    child.expect(screen("write_file"))
+    child.expect(screen("[auto-approved]"))
+    child.expect(screen("✓ write_file ok"))
+    child.expect(screen("you [auto-approve] ▸"))
+    assert (tmp_path / "ws" / "todo.md").read_text() == "buy milk\n"
+
+    child.sendline("/auto off")
+    child.expect(screen("auto-approve is off"))
+    child.expect(screen("you ▸"))
+    child.sendline("write a.md: one")
+    child.expect(screen("decision>"))  # asked again
+    child.sendline("r")
+    child.expect(screen("reason"))
+    child.sendline("later")
+    child.expect(screen("you ▸"))
+    assert not (tmp_path / "ws" / "a.md").exists()
+
+    # The thread's own switch is stored: it holds after this process exits.
+    child.sendline("/auto thread on")
+    child.expect(screen("AUTO-APPROVE ON for this thread"))
+    child.expect(screen("you [auto-approve] ▸"))
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    sent = json.loads(cli(env, "send", "--thread", thread_id, "write b.md: two", "--json").stdout)
+    assert sent["status"] == "completed" and sent["auto_approve"] == "thread"
+    assert (tmp_path / "ws" / "b.md").read_text() == "two\n"

@@ -17,7 +17,10 @@ EXAMPLES: dict[type[Any], dict[str, Any]] = {
     ev.TextDelta: {"text": "héllo ✓\n", "message_id": "m1"},
     ev.ReasoningDelta: {"text": "the user wants ✓\n", "message_id": "m1"},
     ev.ModelRetried: {"attempt": 2, "max_retries": 3, "delay_s": 1.5, "reason": "HTTP 429", "message_id": "m1"},
-    ev.ToolStarted: {"call_id": "c1", "name": "write_file", "args": {"path": "a.md", "n": [1, 2.5, None, {"x": True}]}},
+    ev.ReplyRejected: {"message_id": "m1", "reason": "not valid JSON"},
+    ev.ToolStarted: {
+        "call_id": "c1", "name": "write_file", "args": {"path": "a.md", "n": [1, 2.5, None, {"x": True}]}, "auto_approved": True
+    },
     ev.ToolOutput: {"call_id": "c1", "text": "line 1\n"},
     ev.ToolFinished: {"call_id": "c1", "name": "run_command", "status": "ok", "output": "line 1\n… [output stored aside …]",
                       "duration_ms": 12.5, "offloaded": True, "total_chars": 48210},
