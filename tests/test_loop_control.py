@@ -479,6 +479,18 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
     assert session.pending("t") is not None and ledger.count("deploy") == 1, "off again: the next call asks"
 
 
+def test_auto_approve_for_one_run_overrides_the_session(tmp_path: Path) -> None:
+    from graph import Runner
+
+    session, ledger, _ = make_session(tmp_path, DEPLOY)
+    run = Runner(session).send("a", "deploy", auto_approve=True)  # a web page's own toggle
+    assert run.join(30) and run.status == "completed" and ledger.count("deploy") == 1
+    assert not session.auto_approve, "the session's mode is untouched"
+    session.set_auto_approve(True)
+    assert session.send("b", "deploy", auto_approve=False).collect()[-1].status == "awaiting_approval"
+    assert ledger.count("deploy") == 1
+
+
 def test_auto_approve_never_lifts_deny(tmp_path: Path) -> None:
     session, ledger, _ = make_session(tmp_path, DEPLOY, policy={"deploy": "deny"})
     session.set_auto_approve(True)

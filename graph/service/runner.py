@@ -25,8 +25,8 @@ class Runner:
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}
 
-    # `options`: as `Session.send` / `resume` (callbacks, tags, metadata, source, actor;
-    # `interrupt_id` for resume, `force` for fork).
+    # `options`: as `Session.send` / `resume` (callbacks, tags, metadata, source, actor,
+    # auto_approve; `interrupt_id` for resume, `force` for fork).
     def send(self, thread_id: str | None, text: str | list[Any], **options: Any) -> Run:
         thread_id = thread_id or self.session.new_thread_id()
         return self._start(thread_id, lambda: self.session.send(thread_id, text, **options))

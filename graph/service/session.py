@@ -157,14 +157,16 @@ class Run:
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
-    """Per-run extras: tracing (`callbacks`, `tags`, `metadata`) and who is acting
-    (`source`, `actor`: recorded with every decision the run carries out)."""
+    """Per-run extras: tracing (`callbacks`, `tags`, `metadata`), who is acting
+    (`source`, `actor`: recorded with every decision the run carries out), and
+    `auto_approve` for this run only (None: the session's mode)."""
 
     callbacks: Sequence[BaseCallbackHandler] | None = None
     tags: Sequence[str] | None = None
     metadata: Mapping[str, Any] | None = None
     source: str | None = None
     actor: str | None = None
+    auto_approve: bool | None = None
 
 
 class Session:
@@ -206,7 +208,10 @@ class Session:
         return self._auto_approve.is_set()
 
     def set_auto_approve(self, on: bool) -> None:
-        """Turn this session's auto-approve mode on or off (not stored: it ends with the session)."""
+        """Turn this session's auto-approve mode on or off (not stored: it ends with the
+        session). One run can also have it on or off whatever the session's mode:
+        `send(..., auto_approve=True)` (and `resume`, `retry`, `fork`), e.g. for a web
+        app whose one Session serves many browser sessions."""
         if on:
             self._auto_approve.set()
         else:
@@ -259,6 +264,7 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         actor: str | None = None,
+        auto_approve: bool | None = None,
     ) -> Run:
         """Start a turn with a user message (a new thread when `thread_id` is None): a
         string, or content blocks (`[{"type": "text", "text": ...}]`) as LangGraph
@@ -268,7 +274,7 @@ class Session:
         if not text.strip():
             raise ValueError("a message cannot be empty")
         thread_id = thread_id or self.new_thread_id()
-        options = RunOptions(callbacks, tags, metadata, source, actor)
+        options = RunOptions(callbacks, tags, metadata, source, actor, auto_approve)
         with self._leased(thread_id) as lease:
             if self._may_be_paused(thread_id) and self.pending(thread_id) is not None:
                 raise AwaitingDecision(
@@ -294,13 +300,14 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         actor: str | None = None,
+        auto_approve: bool | None = None,
     ) -> Run:
         """Answer the pending approval request: `{"decisions": [...]}` in request order
         (or keyed by tool call id). Raises `DecisionError` and changes nothing when the
         answer does not fit the request. When another run is already acting on the
         thread (a double click, two tabs, two processes) raises `AlreadyDecided`.
         The decision log records the answer with `source` and `actor`."""
-        options = RunOptions(callbacks, tags, metadata, source, actor)
+        options = RunOptions(callbacks, tags, metadata, source, actor, auto_approve)
         with self._leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.pending(thread_id)
@@ -330,9 +337,10 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         actor: str | None = None,
+        auto_approve: bool | None = None,
     ) -> Run:
         """Continue a run that failed or whose process died, from its last checkpoint."""
-        options = RunOptions(callbacks, tags, metadata, source, actor)
+        options = RunOptions(callbacks, tags, metadata, source, actor, auto_approve)
         with self._leased(thread_id) as lease:
             return self._run(thread_id, self._retry_input(thread_id), "retry", lease, options)
 
@@ -397,7 +405,13 @@ class Session:
     ) -> Run:
         cancel = threading.Event()
         config = self._run_config(thread_id, options)
-        events = self._events(thread_id, payload, kind, cancel, config, lease)
+        if options.auto_approve is None:
+            auto = self._auto_approve  # the session's switch, live
+        else:
+            auto = threading.Event()  # this run's own
+            if options.auto_approve:
+                auto.set()
+        events = self._events(thread_id, payload, kind, cancel, config, lease, auto)
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
     def _run_config(self, thread_id: str, options: RunOptions) -> dict[str, Any]:
@@ -423,7 +437,7 @@ class Session:
 
     def _events(
         self, thread_id: str, payload: Any, kind: str, cancel: threading.Event, config: dict[str, Any],
-        lease: Lease | None = None,
+        lease: Lease | None = None, auto_approve: threading.Event | None = None,
     ) -> Iterator[ev.Event]:
         index = self.storage.index
         if lease is not None:
@@ -438,7 +452,7 @@ class Session:
                 # step starts, not handed to a background thread: no step's result can
                 # be lost to a crash after the next one began, and it is also faster
                 # here than the thread handoff (bench/, BENCHMARKS.md).
-                context = RunContext.with_cancel(cancel, auto_approve=self._auto_approve)
+                context = RunContext.with_cancel(cancel, auto_approve=auto_approve)
                 for mode, chunk in self.agent.stream(
                     payload, config, stream_mode=STREAM_MODES, context=context, durability="sync"
                 ):
@@ -608,6 +622,7 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
         source: str | None = None,
         actor: str | None = None,
+        auto_approve: bool | None = None,
     ) -> Run:
         """Replace the user message at `message_index` (of `messages` / `transcript`)
         with `text` and continue from there. Refused with `AwaitingDecision` while the
@@ -617,7 +632,7 @@ class Session:
         messages = self.messages(thread_id)
         if not (0 <= message_index < len(messages)) or not isinstance(messages[message_index], HumanMessage):
             raise ValueError(f"message {message_index} is not a user message of thread {thread_id}")
-        options = RunOptions(callbacks, tags, metadata, source, actor)
+        options = RunOptions(callbacks, tags, metadata, source, actor, auto_approve)
         with self._leased(thread_id) as lease:
             self._refuse_if_paused(thread_id, "fork", force)
             self._rewind(thread_id, messages[message_index])
