@@ -173,6 +173,8 @@ def _from_view(i: int, view: Any) -> BaseMessage:
             kwargs.update(gatehouse_status=v.tool_status, gatehouse_duration_ms=v.duration_ms or 0.0)
         if v.offloaded:
             kwargs[OFFLOAD_MARK] = {"total_chars": v.total_chars or 0, "total_lines": 0}
+        if v.decision:
+            kwargs[DECISION_KEY] = v.decision
         return ToolMessage(
             v.content, id=v.id, tool_call_id=v.tool_call_id, name=v.name, status=v.status or "success",
             additional_kwargs=kwargs,
