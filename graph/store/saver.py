@@ -1,31 +1,41 @@
-"""Gatehouse's SQLite checkpointer: compact blobs and a warm read cache.
+"""Gatehouse's SQLite checkpointer: compact blobs, a materialised head, a warm cache.
 
 Compact: checkpoint and write blobs are zlib-compressed (type tag `<type>+zlib`;
 untagged rows from before still read). A checkpoint blob is mostly channel version
 strings, which compress about 4x.
 
-Warm cache: with `DeltaChannel`, a checkpoint stores only what its step wrote;
-reading a thread means collecting the writes of every ancestor since the last
-snapshot and replaying them. The stock `SqliteSaver` walks the whole ancestor chain,
-deserialising every ancestor checkpoint and write, on each read; Gatehouse reads a
-thread several times per turn (start of a run, pending approval, outcome), so each
-turn cost O(thread length).
+Why reads need help: with `DeltaChannel`, a checkpoint stores only what its step
+wrote; the value of a channel at a checkpoint is its value at the parent plus the
+parent's writes. The stock `SqliteSaver` rebuilds it by replaying the writes of every
+ancestor since the last snapshot, on each read: O(thread length) row fetches and
+deserialisations, about six checkpoints a turn.
 
-Checkpoints and the writes of a finished step never change, so the value of a
-channel at a checkpoint is its value at the parent plus the parent's writes. This
-saver keeps the value at the last few checkpoints read per thread and, for a new
-checkpoint, walks up to the nearest one it knows (a run adds a dozen) and applies
-only the writes in between, with the channel's own reducer, in one call (the
-reducer is batching-invariant, as `DeltaChannel` requires). A cold thread costs one
-stock walk. The answer is handed to LangGraph as a seed with no writes to replay.
+What this saver does instead (measured in bench/cold.py, BENCHMARKS.md):
+- a materialised head (graph/store/head.py): when a checkpoint is written, the
+  messages at that checkpoint are written beside it, in the same transaction, as
+  one row per message (a step that appends writes only its new rows). A process
+  that has never seen the thread reads it with one indexed range read and decodes
+  the rows without validation: cold reads cost what the messages cost, not what
+  the history costs. Any older checkpoint still reads from the history (time
+  travel, undo, fork), from the head when it is an ancestor.
+- a warm in-process cache: the value at the last few checkpoints read or written
+  per thread (64 threads); a checkpoint this process did not write is read by
+  walking up to the nearest known one (cached, or the head) and applying only the
+  writes in between, with the channel's own reducer, in one call (the reducer is
+  batching-invariant, as `DeltaChannel` requires).
+- snapshots are left to LangGraph (`snapshot_frequency`, graph/agent/state.py): the
+  head makes them unnecessary for reads, and each one stores the whole list.
 
-Results equal the stock saver's (tests/test_storage_equivalence.py). Tables and
-rows are the stock ones; a stock `SqliteSaver` reads the file when given
-`serde=compact_serde()`.
+Results equal the stock saver's (tests/test_storage_equivalence.py). The checkpoint
+tables and rows are the stock ones; a stock `SqliteSaver` reads the file when given
+`serde=compact_serde()`. The head's tables (`gatehouse_heads`, `gatehouse_head_items`)
+are only ever a shortcut: a head that is missing, stale or unreadable is ignored.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import threading
 import zlib
 from collections import OrderedDict
@@ -36,15 +46,21 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.binop import _get_overwrite
 from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
     DeltaChannelHistory,
     PendingWrite,
     get_checkpoint_id,
+    get_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+from graph.store.head import HeadUnreadable, Row, decode, encode, unchanged_prefix, written_count
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 
@@ -54,6 +70,9 @@ DEFAULT_MAX_THREADS = 64
 VALUES_PER_THREAD = 4
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
+# Checkpoints walked up from a target looking for a known one (the head, a cached
+# value, a snapshot) before replaying the history the stock way instead.
+MAX_WALK = 256
 _ABSENT = object()
 
 
@@ -94,11 +113,32 @@ def _unwrap(seed: Any) -> Any:
     return seed.value if isinstance(seed, _DeltaSnapshot) else seed
 
 
+HEAD_SCHEMA = """
+CREATE TABLE IF NOT EXISTS gatehouse_heads (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel)
+);
+CREATE TABLE IF NOT EXISTS gatehouse_head_items (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, pos)
+);
+"""
+
+
 class GatehouseSqliteSaver(SqliteSaver):
-    """`SqliteSaver` with compressed blobs, whose reads of the given DeltaChannels
-    are incremental and cached. `reducers` maps channel name -> the reducer of that
-    channel's `DeltaChannel` (or the graph registers it); other channels read the
-    stock way."""
+    """`SqliteSaver` with compressed blobs and a materialised head, whose reads of
+    the given DeltaChannels are incremental and cached. `reducers` maps channel name
+    -> the reducer of that channel's `DeltaChannel` (or the graph registers it);
+    other channels read the stock way."""
 
     def __init__(
         self,
@@ -111,8 +151,21 @@ class GatehouseSqliteSaver(SqliteSaver):
         super().__init__(conn, serde=serde or compact_serde())
         self.reducers = dict(reducers or {})
         self.max_threads = max_threads
+        # False on a database this process cannot write (read-only file): no head.
+        self.keeps_head = True
         self._cache_lock = threading.Lock()
         self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], _Entry]] = OrderedDict()
+
+    def setup(self) -> None:
+        if self.is_setup:
+            return
+        super().setup()
+        try:
+            self.conn.executescript(HEAD_SCHEMA)
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc):
+                raise
+            self.keeps_head = False
 
     def register_reducer(self, channel: str, reducer: Reducer) -> None:
         """Read `channel` (a DeltaChannel folded by `reducer`) incrementally: the graph
@@ -147,6 +200,7 @@ class GatehouseSqliteSaver(SqliteSaver):
                 self._threads.popitem(last=False)
 
     def clear_cache(self, thread_id: str | None = None) -> None:
+        """Forget what this process read (the head in the database stays)."""
         with self._cache_lock:
             if thread_id is None:
                 self._threads.clear()
@@ -156,7 +210,102 @@ class GatehouseSqliteSaver(SqliteSaver):
 
     def delete_thread(self, thread_id: str) -> None:
         self.clear_cache(thread_id)
-        super().delete_thread(thread_id)
+        with self.cursor() as cur:
+            cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (str(thread_id),))
+            cur.execute("DELETE FROM writes WHERE thread_id = ?", (str(thread_id),))
+            if self.keeps_head:
+                cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = ?", (str(thread_id),))
+                cur.execute("DELETE FROM gatehouse_head_items WHERE thread_id = ?", (str(thread_id),))
+
+    # -- writes ------------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """`SqliteSaver.put`, and the head moved to this checkpoint in the same
+        transaction (when its channel values are known here: see `_head_plans`)."""
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        parent = conf.get("checkpoint_id")
+        plans = self._head_plans(thread_id, ns, parent, checkpoint)
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+        with self.cursor() as cur:
+            cur.execute(
+                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (thread_id, ns, checkpoint["id"], parent, type_, blob, meta),
+            )
+            for plan in plans:
+                self._write_head(cur, thread_id, ns, checkpoint["id"], parent, plan)
+        return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _head_plans(
+        self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
+    ) -> list[tuple[str, list[Any], list[Any] | None, int]]:
+        """(channel, value at the new checkpoint, value at its parent, values written)
+        for each delta channel whose new value is known: a snapshot, the first
+        checkpoint, or a parent this process knows (it just ran from there: LangGraph
+        saves a step's delta writes before its checkpoint). The values are cached."""
+        if not self.keeps_head or not self.reducers:
+            return []
+        key, cid = (thread_id, ns), checkpoint["id"]
+        values = checkpoint.get("channel_values") or {}
+        plans = []
+        for ch in self.reducers:
+            own = values.get(ch, _ABSENT)
+            prev: list[Any] | None
+            written = 0
+            if own is not _ABSENT:
+                value, prev = _unwrap(own), None
+            elif parent is None:
+                value, prev = [], []
+            else:
+                base = self._get(key, parent, ch)
+                if base is None:
+                    continue  # the head stays where it is; readers walk from it
+                prev = _unwrap(base.own) if base.own is not _ABSENT else base.value
+                writes = self._writes_at(thread_id, ns, [parent], ch).get(parent, [])
+                value = self._apply(ch, prev, writes) if writes else prev
+                written = written_count([v for _, _, v in writes])
+            if not isinstance(value, list):
+                continue
+            self._put(key, cid, ch, _Entry(value, own))
+            plans.append((ch, value, prev, written))
+        return plans
+
+    def _write_head(
+        self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None,
+        plan: tuple[str, list[Any], list[Any] | None, int],
+    ) -> None:
+        ch, value, prev, written = plan
+        row = cur.execute(
+            "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
+            (thread_id, ns, ch),
+        ).fetchone()
+        start = 0
+        if row is not None and prev is not None and row[0] == parent and row[1] == len(prev):
+            start = unchanged_prefix(prev, value, written)
+        if row is not None and (start == 0 or len(value) < row[1]):
+            cur.execute(
+                "DELETE FROM gatehouse_head_items WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND pos >= ?",
+                (thread_id, ns, ch, start),
+            )
+        if start < len(value):
+            cur.executemany(
+                "INSERT OR REPLACE INTO gatehouse_head_items (thread_id, checkpoint_ns, channel, pos, type, data) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(thread_id, ns, ch, pos, *encode(v, self.serde)) for pos, v in enumerate(value[start:], start)],
+            )
+        cur.execute(
+            "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (thread_id, checkpoint_ns, channel) DO UPDATE SET "
+            "checkpoint_id = excluded.checkpoint_id, count = excluded.count",
+            (thread_id, ns, ch, cid, len(value)),
+        )
 
     # -- reads ------------------------------------------------------------------------
     def get_delta_channel_history(
@@ -187,8 +336,41 @@ class GatehouseSqliteSaver(SqliteSaver):
             out[ch] = {"writes": [], "seed": _DeltaSnapshot(list(entry.value))}
         return out
 
+    def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
+        if not self.keeps_head:
+            return None
+        with self.cursor(transaction=False) as cur:
+            row = cur.execute(
+                "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
+                (thread_id, ns, ch),
+            ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def _head_value(self, thread_id: str, ns: str, ch: str, head: tuple[str, int]) -> _Entry | None:
+        """The value the head rows hold, or None when they do not decode (then the
+        history is replayed instead)."""
+        with self.cursor(transaction=False) as cur:
+            rows: list[Row] = cur.execute(
+                "SELECT type, data FROM gatehouse_head_items WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND channel = ? AND pos < ? ORDER BY pos",
+                (thread_id, ns, ch, head[1]),
+            ).fetchall()
+        if len(rows) != head[1]:
+            return None
+        try:
+            return _Entry(decode(rows, self.serde), _ABSENT)
+        except HeadUnreadable:
+            return None
+
     def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> _Entry:
         key = (thread_id, ns)
+        head = self._head(thread_id, ns, ch)
+        if head is not None and head[0] == checkpoint_id:
+            entry = self._head_value(thread_id, ns, ch, head)
+            if entry is not None:
+                self._put(key, checkpoint_id, ch, entry)
+                return entry
+            head = None
         chain: list[tuple[str, str | None, Any]] = []  # (cid, parent, own), target first
         base: _Entry | None = None
         cid: str | None = checkpoint_id
@@ -211,10 +393,16 @@ class GatehouseSqliteSaver(SqliteSaver):
                     break
                 if (base := self._get(key, parent_id, ch)) is not None:
                     break
+                if head is not None and parent_id == head[0]:
+                    break  # the head: loaded below, outside this cursor
                 if len(chain) > 1 and chain[-1][2] is not _ABSENT:
                     base = _Entry([], _ABSENT)  # a snapshot on the way: start there
                     break
+                if len(chain) >= MAX_WALK:
+                    break  # far from anything known (time travel): the stock replay
                 cid = parent_id
+        if base is None and head is not None and chain and chain[-1][1] == head[0]:
+            base = self._head_value(thread_id, ns, ch, head)
         if not chain:
             return _Entry([], _ABSENT)
         own = chain[0][2]
@@ -226,7 +414,7 @@ class GatehouseSqliteSaver(SqliteSaver):
             )[ch]
             value = self._apply(ch, _unwrap(stock.get("seed", [])), stock["writes"])
         else:
-            # Oldest step first: start from the warm ancestor (or the snapshot a
+            # Oldest step first: start from the known ancestor (or the snapshot a
             # checkpoint on the way stores) and apply the writes after it.
             value = _unwrap(base.own) if base.own is not _ABSENT else base.value
             steps = list(reversed(chain))

@@ -1,0 +1,507 @@
+"""Cold paths: a thread resumed by id in a process that has never seen it, Gatehouse
+against its peer, on SQLite and on Postgres, in one run.
+
+    uv run python -m bench.cold --out cold.json            # N = 200, 400, 2000 (peer: 200, 400)
+    uv run python -m bench.cold --out cold.json --quick    # N = 3, 6: a check that it all runs
+
+`bench.run` runs this too (the one benchmark command); alone it only writes JSON.
+
+How it measures:
+- build: one process per system and backend drives one thread (the long-thread
+  workload of `bench.workload`) to max(N) turns. At each N it leaves the thread paused
+  at the approval of turn N + 1, closes its storage and takes a copy of the database
+  (a file copy; on Postgres `CREATE DATABASE ... TEMPLATE`), then goes on.
+- samples: a "zygote" process per system and backend imports what that system
+  imports (the time is reported as `import_s`, apart) and forks one child per sample.
+  A child starts with nothing opened, read or cached, as a new process would after
+  its imports, and measures:
+  - `resume`: open storage (+ build the agent), read the pending request, approve,
+    run to the end. Then (not timed) it sends the next message, so the thread is
+    paused again for the next sample.
+  - `pending`: open, then the first read of the pending request;
+  - `get_state`: open, then the first `get_state` of the thread head.
+- terminal (SQLite): the `gatehouse` console script as a user runs it, wall time of
+  the whole process, interleaved with the framework import floor (`python -c` importing
+  `langgraph.graph`, `BaseChatModel` and `SqliteSaver`).
+
+The peer is `create_agent` + `HumanInTheLoopMiddleware` + `SqliteSaver` / `PostgresSaver`
+(set up once by the builder, as an application would), driven as `bench.workload`
+drives it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+THREAD = "bench-thread"
+SYSTEMS = ("gatehouse", "peer")
+BACKENDS = ("sqlite", "postgres")
+
+
+# -- the two systems, opened cold -----------------------------------------------------
+class Gatehouse:
+    """Gatehouse through its Session, on its default storage for the backend."""
+
+    def __init__(self, db: str, turns: int = 8) -> None:
+        from bench.workload import TOOLS, scripted_model
+        from graph import Session, build_graph
+        from graph.store import open_storage
+
+        self.storage = open_storage(db)
+        agent = build_graph(model=scripted_model(turns), tools=TOOLS, checkpointer=self.storage.checkpointer)
+        self.session = Session(agent, self.storage, TOOLS)
+
+    def pending(self) -> Any:
+        pause = self.session.pending(THREAD)
+        assert pause is not None, "the thread is not paused"
+        return pause
+
+    def get_state(self) -> Any:
+        return self.session.agent.get_state({"configurable": {"thread_id": THREAD}})
+
+    def approve(self) -> None:
+        from bench.workload import APPROVE
+
+        run = self.session.resume(THREAD, APPROVE)
+        run.collect()
+        assert run.status == "completed", run.status
+
+    def send(self, turn: int) -> None:
+        from bench.workload import user_text
+
+        run = self.session.send(THREAD, user_text(turn))
+        run.collect()
+        assert run.status == "awaiting_approval", run.status
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class Peer:
+    """`create_agent` + `HumanInTheLoopMiddleware` on `SqliteSaver` or `PostgresSaver`."""
+
+    def __init__(self, db: str, turns: int = 8, *, setup: bool = False) -> None:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+        from bench.workload import TOOLS, scripted_model
+
+        if db.startswith("postgresql://"):
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from psycopg.rows import dict_row
+
+            self.conn: Any = psycopg.connect(db, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+            self.saver: Any = PostgresSaver(self.conn)
+        else:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            self.conn = sqlite3.connect(db, check_same_thread=False)
+            self.saver = SqliteSaver(self.conn)
+        if setup:
+            self.saver.setup()
+        self.agent = create_agent(
+            model=scripted_model(turns),
+            tools=TOOLS,
+            middleware=[HumanInTheLoopMiddleware(interrupt_on={"gated_tool": True})],
+            checkpointer=self.saver,
+        )
+        self.config = {"configurable": {"thread_id": THREAD}}
+
+    def _drain(self, payload: Any) -> bool:
+        interrupted = False
+        for mode, chunk in self.agent.stream(payload, self.config, stream_mode=["messages", "updates"]):
+            if mode == "updates" and "__interrupt__" in chunk:
+                interrupted = True
+        return interrupted
+
+    def pending(self) -> Any:
+        interrupts = self.agent.get_state(self.config).interrupts
+        assert interrupts, "the thread is not paused"
+        return interrupts[0].value
+
+    def get_state(self) -> Any:
+        return self.agent.get_state(self.config)
+
+    def approve(self) -> None:
+        from langgraph.types import Command
+
+        from bench.workload import APPROVE
+
+        assert not self._drain(Command(resume=APPROVE)), "expected the turn to finish"
+
+    def send(self, turn: int) -> None:
+        from langchain_core.messages import HumanMessage
+
+        from bench.workload import user_text
+
+        assert self._drain({"messages": [HumanMessage(user_text(turn))]}), "expected an approval request"
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_system(system: str, db: str, turns: int = 8, *, setup: bool = False) -> Gatehouse | Peer:
+    if system == "gatehouse":
+        return Gatehouse(db, turns)
+    if system == "peer":
+        return Peer(db, turns, setup=setup)
+    raise ValueError(f"unknown system {system!r}")
+
+
+# -- building threads -----------------------------------------------------------------
+def snapshot_name(system: str, n: int) -> str:
+    return f"{system.replace('-', '_')}_{n}"
+
+
+def build(system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None) -> dict[str, str]:
+    """Drive one thread to max(milestones) turns; at each N leave it paused at the
+    approval of turn N + 1 and copy the database. Returns N -> the copy's location."""
+    last = max(milestones)
+    copies: dict[str, str] = {}
+    # ScriptedModel answers the k-th AI message of the thread with script[k].
+    driver = open_system(system, db, last + 4, setup=True)
+    try:
+        for turn in range(1, last + 2):
+            driver.send(turn)
+            if turn - 1 in milestones:
+                driver.close()
+                copies[str(turn - 1)] = copy_database(db, snapshots, snapshot_name(system, turn - 1), admin_url)
+                driver = open_system(system, db, last + 4)
+            if turn <= last:
+                driver.approve()
+    finally:
+        driver.close()
+    return copies
+
+
+def copy_database(db: str, snapshots: Path, name: str, admin_url: str | None) -> str:
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        assert admin_url is not None
+        source = db.rsplit("/", 1)[1]
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}" STRATEGY FILE_COPY')
+        return db.rsplit("/", 1)[0] + "/" + name
+    target = snapshots / f"{name}.sqlite"
+    shutil.copyfile(db, target)
+    return str(target)
+
+
+# -- samples: one forked child each ------------------------------------------------
+def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
+    """One sample, in a process that has imported but not opened, read or run anything."""
+    clock, cpu = time.perf_counter, time.process_time
+    start, cpu_start = clock(), cpu()
+    driver = open_system(system, db, turn + 4)
+    opened = clock()
+    try:
+        if kind == "resume":
+            driver.pending()
+            read = clock()
+            driver.approve()
+            done, cpu_done = clock(), cpu()
+            out = {"open_ms": (opened - start) * 1000, "read_ms": (read - opened) * 1000,
+                   "run_ms": (done - read) * 1000, "total_ms": (done - start) * 1000,
+                   "cpu_ms": (cpu_done - cpu_start) * 1000}
+            driver.send(turn)  # paused again for the next sample (not timed)
+            return out
+        if kind in ("pending", "get_state"):
+            getattr(driver, kind)()
+            done = clock()
+            return {"open_ms": (opened - start) * 1000, "read_ms": (done - opened) * 1000,
+                    "total_ms": (done - start) * 1000}
+        raise ValueError(f"unknown sample kind {kind!r}")
+    finally:
+        driver.close()
+
+
+IMPORTS = {
+    "gatehouse": ["graph.service.session", "graph.store", "graph.agent.graph", "bench.workload"],
+    "peer": ["langchain.agents", "langchain.agents.middleware", "langgraph.checkpoint.sqlite", "bench.workload"],
+}
+POSTGRES_IMPORTS = {
+    "gatehouse": ["graph.store.postgres"],
+    "peer": ["langgraph.checkpoint.postgres", "psycopg"],
+}
+
+
+def zygote(system: str, backend: str) -> None:
+    """Import what `system` imports, report how long that took, then fork a child per
+    job read from stdin (one JSON object a line) and answer one JSON line per job."""
+    import importlib
+
+    start = time.perf_counter()
+    for name in IMPORTS[system] + (POSTGRES_IMPORTS[system] if backend == "postgres" else []):
+        importlib.import_module(name)
+    print(json.dumps({"import_s": time.perf_counter() - start}), flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        out = Path(job["out"])
+        pid = os.fork()
+        if pid == 0:  # the child: a fresh process as far as the thread is concerned
+            code = 0
+            try:
+                result = measure(job["kind"], system, job["db"], job["turn"])
+                out.write_text(json.dumps(result))
+            except BaseException as exc:  # reported to the parent, which fails the run
+                out.write_text(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+                code = 1
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        os.waitpid(pid, 0)
+        print(json.dumps(json.loads(out.read_text())), flush=True)
+
+
+class Zygote:
+    def __init__(self, system: str, backend: str, tmp: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.cold", "zygote", "--system", system, "--backend", backend],
+            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        self.tmp = tmp
+        self.import_s = float(json.loads(self._line())["import_s"])
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the benchmark zygote died (see its stderr above)")
+        return line
+
+    def run(self, kind: str, db: str, turn: int) -> dict[str, float]:
+        assert self.proc.stdin is not None
+        job = {"kind": kind, "db": db, "turn": turn, "out": str(self.tmp / "sample.json")}
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        result = json.loads(self._line())
+        if "error" in result:
+            raise RuntimeError(f"{kind} sample on {db}: {result['error']}")
+        return result
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+
+def sample_system(
+    system: str, backend: str, copies: dict[str, str], tmp: Path, *, resumes: int, reads: int
+) -> dict[str, Any]:
+    zyg = Zygote(system, backend, tmp)
+    at: dict[str, Any] = {}
+    try:
+        for n, db in sorted(copies.items(), key=lambda kv: int(kv[0])):
+            row: dict[str, Any] = {}
+            for kind in ("pending", "get_state"):
+                row[kind] = _medians([zyg.run(kind, db, int(n) + 1) for _ in range(reads)])
+            samples = [zyg.run("resume", db, int(n) + 2 + i) for i in range(resumes)]
+            row["resume"] = _medians(samples)
+            row["resume"]["samples_ms"] = [s["total_ms"] for s in samples]  # type: ignore[assignment]
+            at[n] = row
+            print(f"[cold] {backend} {system} N={n}: resume {row['resume']['total_ms']:.1f} ms "
+                  f"(open {row['resume']['open_ms']:.1f}, read {row['resume']['read_ms']:.1f}, "
+                  f"run {row['resume']['run_ms']:.1f}); first pending() {row['pending']['read_ms']:.1f} ms, "
+                  f"get_state {row['get_state']['read_ms']:.1f} ms", flush=True)
+    finally:
+        zyg.close()
+    return {"import_s": zyg.import_s, "at": at}
+
+
+def _build_in_subprocess(system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None,
+                         out: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "bench.cold", "build", "--system", system, "--db", db,
+            "--milestones", ",".join(map(str, milestones)), "--snapshots", str(snapshots), "--out", str(out)]
+    if admin_url:
+        args += ["--admin-url", admin_url]
+    subprocess.run(args, cwd=ROOT, env=env, check=True)
+    return json.loads(out.read_text())
+
+
+# -- Postgres -----------------------------------------------------------------------------
+@contextlib.contextmanager
+def postgres_server() -> Iterator[Any]:
+    """A throwaway Postgres server, as the tests start one (tests/support/postgres.py)."""
+    from tests.support.postgres import PostgresServer, _server_user, find_bin_dir, free_port
+
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        raise RuntimeError("Postgres binaries (initdb, pg_ctl) not found; set GATEHOUSE_PG_BIN or use --no-postgres")
+    root = Path(tempfile.mkdtemp(prefix="gatehouse-bench-pg-"))
+    server = PostgresServer(bin_dir, root, free_port(), _server_user())
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# -- the terminal client ---------------------------------------------------------------
+FLOOR = (
+    "import langgraph.graph\n"
+    "from langchain_core.language_models import BaseChatModel\n"
+    "from langgraph.checkpoint.sqlite import SqliteSaver\n"
+)
+DEMO_REQUEST = "write todo-{i}.md: buy milk"
+
+
+def gatehouse_command() -> list[str]:
+    script = Path(sys.executable).parent / "gatehouse"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ui.term.cli"]
+
+
+def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
+    """Wall time of `gatehouse` commands (whole processes, as a user runs them) on a
+    database with a few threads, interleaved with the framework import floor."""
+    from graph import Settings, open_session
+
+    db, ws = tmp / "term.sqlite", tmp / "ws"
+    ws.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env.update(GATEHOUSE_DB=str(db), GATEHOUSE_WORKSPACE=str(ws), PYTHONPATH=str(ROOT), NO_COLOR="1")
+    session = open_session(Settings(db=str(db), workspace=str(ws)))
+    try:
+        paused = []
+        for i in range(2 * repeat + 2):  # one pending thread per approve / reject sample
+            run = session.send(None, DEMO_REQUEST.format(i=i))
+            run.collect()
+            assert run.status == "awaiting_approval", run.status
+            paused.append(run.thread_id)
+        for i in range(3):  # and a few finished ones
+            run = session.send(None, "list files")
+            run.collect()
+    finally:
+        session.close()
+    shown = paused.pop()
+    gh = gatehouse_command()
+    commands: dict[str, Callable[[], list[str]]] = {
+        "--help": lambda: [*gh, "--help"],
+        "threads": lambda: [*gh, "threads"],
+        "pending": lambda: [*gh, "pending"],
+        "show ID": lambda: [*gh, "show", shown],
+        "approve ID": lambda: [*gh, "approve", paused.pop()],
+        "reject ID": lambda: [*gh, "reject", paused.pop(), "-m", "not now"],
+        "framework floor": lambda: [sys.executable, "-c", FLOOR],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, argv in commands.items():
+            cmd = argv()
+            start = time.perf_counter()
+            done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
+            times[name].append(time.perf_counter() - start)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return {name: {"median_s": statistics.median(v), "samples_s": v} for name, v in times.items()}
+
+
+# -- the whole run ---------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    turns = sorted({int(x) for x in args.turns.split(",") if x})
+    peer_turns = sorted({int(x) for x in args.peer_turns.split(",") if x})
+    result: dict[str, Any] = {"turns": turns, "peer_turns": peer_turns, "backends": {}}
+    with tempfile.TemporaryDirectory(prefix="gatehouse-cold-") as name:
+        tmp = Path(name)
+        backends = [b for b in BACKENDS if not (b == "postgres" and args.no_postgres)]
+        for backend in backends:
+            with contextlib.ExitStack() as stack:
+                admin_url = None
+                if backend == "postgres":
+                    server = stack.enter_context(postgres_server())
+                    admin_url = server.admin_url
+                per_system: dict[str, Any] = {}
+                for system in SYSTEMS:
+                    milestones = turns if system == "gatehouse" else peer_turns
+                    if not milestones:
+                        continue
+                    snapshots = tmp / f"{backend}-{system}"
+                    snapshots.mkdir()
+                    if backend == "postgres":
+                        db = server.create_database(prefix=f"build_{system}")
+                    else:
+                        db = str(snapshots / "build.sqlite")
+                    started = time.perf_counter()
+                    print(f"[cold] {backend} {system}: building a {max(milestones)}-turn thread ...", flush=True)
+                    copies = _build_in_subprocess(system, db, milestones, snapshots, admin_url, tmp / "copies.json")
+                    print(f"[cold] {backend} {system}: built in {time.perf_counter() - started:.0f} s", flush=True)
+                    if backend == "sqlite":
+                        os.remove(db)
+                    per_system[system] = sample_system(system, backend, copies, tmp, resumes=args.resumes,
+                                                       reads=args.reads)
+                    if backend == "sqlite":
+                        for path in copies.values():
+                            os.remove(path)
+                result["backends"][backend] = per_system
+        if not args.no_terminal:
+            print("[cold] terminal commands ...", flush=True)
+            result["terminal"] = terminal(tmp, args.terminal_repeat)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command")
+    b = sub.add_parser("build", help="(internal) build one thread and its copies")
+    b.add_argument("--system", choices=SYSTEMS, required=True)
+    b.add_argument("--db", required=True)
+    b.add_argument("--milestones", required=True)
+    b.add_argument("--snapshots", required=True)
+    b.add_argument("--admin-url", default=None)
+    b.add_argument("--out", required=True)
+    z = sub.add_parser("zygote", help="(internal) fork one child per sample")
+    z.add_argument("--system", choices=SYSTEMS, required=True)
+    z.add_argument("--backend", choices=BACKENDS, required=True)
+    parser.add_argument("--turns", default="200,400,2000", help="thread lengths for Gatehouse")
+    parser.add_argument("--peer-turns", default="200,400", help="thread lengths for the peer")
+    parser.add_argument("--resumes", type=int, default=5, help="resume samples per thread length")
+    parser.add_argument("--reads", type=int, default=3, help="first-read samples per thread length")
+    parser.add_argument("--terminal-repeat", type=int, default=5)
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-terminal", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="N = 3, 6 and few samples")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        milestones = sorted({int(x) for x in args.milestones.split(",") if x})
+        copies = build(args.system, args.db, milestones, Path(args.snapshots), args.admin_url)
+        Path(args.out).write_text(json.dumps(copies))
+        return
+    if args.command == "zygote":
+        zygote(args.system, args.backend)
+        return
+    if args.quick:
+        if args.turns == parser.get_default("turns"):
+            args.turns = "3,6"
+        if args.peer_turns == parser.get_default("peer_turns"):
+            args.peer_turns = "3,6"
+        args.resumes, args.reads, args.terminal_repeat = 2, 1, 1
+    if not args.out:
+        parser.error("--out is required")
+    Path(args.out).write_text(json.dumps(run(args), indent=1))
+
+
+if __name__ == "__main__":
+    main()
