@@ -11,15 +11,17 @@ How it measures:
   workload of `bench.workload`) to max(N) turns. At each N it leaves the thread paused
   at the approval of turn N + 1, closes its storage and takes a copy of the database
   (a file copy; on Postgres `CREATE DATABASE ... TEMPLATE`), then goes on.
-- samples: a "zygote" process per system and backend imports what that system
-  imports (the time is reported as `import_s`, apart) and forks one child per sample.
-  A child starts with nothing opened, read or cached, as a new process would after
-  its imports, and measures:
+- samples: each in a new process (`python -m bench.cold sample ...`). It imports
+  what the system imports, including the modules LangChain and LangGraph load on
+  their first run (found once per system by a first run on a throwaway database),
+  times that apart (`import_s`), collects the garbage the imports left, then measures:
   - `resume`: open storage (+ build the agent), read the pending request, approve,
     run to the end. Then (not timed) it sends the next message, so the thread is
     paused again for the next sample.
   - `pending`: open, then the first read of the pending request;
   - `get_state`: open, then the first `get_state` of the thread head.
+  (Not forked from one process that imported once: a forked child pays a page
+  fault for each page it touches first, about 10 ms here, which would blur both.)
 - terminal (SQLite): the `gatehouse` console script as a user runs it, wall time of
   the whole process, interleaved with the framework import floor (`python -c` importing
   `langgraph.graph`, `BaseChatModel` and `SqliteSaver`).
@@ -222,10 +224,11 @@ def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
             driver.send(turn)  # paused again for the next sample (not timed)
             return out
         if kind in ("pending", "get_state"):
+            cpu_opened = cpu()
             getattr(driver, kind)()
-            done = clock()
+            done, cpu_done = clock(), cpu()
             return {"open_ms": (opened - start) * 1000, "read_ms": (done - opened) * 1000,
-                    "total_ms": (done - start) * 1000}
+                    "total_ms": (done - start) * 1000, "read_cpu_ms": (cpu_done - cpu_opened) * 1000}
         raise ValueError(f"unknown sample kind {kind!r}")
     finally:
         driver.close()
@@ -241,65 +244,50 @@ POSTGRES_IMPORTS = {
 }
 
 
-def zygote(system: str, backend: str) -> None:
-    """Import what `system` imports, report how long that took, then fork a child per
-    job read from stdin (one JSON object a line) and answer one JSON line per job."""
+def import_system(system: str, backend: str, lazy: list[str]) -> float:
+    """Import what `system` imports, including `lazy`: what LangChain and LangGraph
+    load on first use (found by `first_run_modules`). Returns the seconds it took."""
     import importlib
 
     start = time.perf_counter()
-    for name in IMPORTS[system] + (POSTGRES_IMPORTS[system] if backend == "postgres" else []):
-        importlib.import_module(name)
-    print(json.dumps({"import_s": time.perf_counter() - start}), flush=True)
-    for line in sys.stdin:
-        job = json.loads(line)
-        out = Path(job["out"])
-        pid = os.fork()
-        if pid == 0:  # the child: a fresh process as far as the thread is concerned
-            code = 0
-            try:
-                result = measure(job["kind"], system, job["db"], job["turn"])
-                out.write_text(json.dumps(result))
-            except BaseException as exc:  # reported to the parent, which fails the run
-                out.write_text(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-                code = 1
-            finally:
-                sys.stdout.flush()
-                os._exit(code)
-        os.waitpid(pid, 0)
-        print(json.dumps(json.loads(out.read_text())), flush=True)
+    for name in IMPORTS[system] + (POSTGRES_IMPORTS[system] if backend == "postgres" else []) + lazy:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    return time.perf_counter() - start
 
 
-class Zygote:
-    def __init__(self, system: str, backend: str, tmp: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.cold", "zygote", "--system", system, "--backend", backend],
-            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )
-        self.tmp = tmp
-        self.import_s = float(json.loads(self._line())["import_s"])
+def first_run_modules(system: str, backend: str, scratch: str) -> list[str]:
+    """The modules a system's first run imports: build and resume a one-turn thread in
+    `scratch` (a throwaway database) and see what loaded."""
+    import_system(system, backend, [])
+    before = set(sys.modules)
+    driver = open_system(system, scratch, 4, setup=True)
+    try:
+        driver.send(1)
+        driver.pending()
+        driver.approve()
+        driver.get_state()
+    finally:
+        driver.close()
+    return sorted(m for m in set(sys.modules) - before if not m.startswith("__"))
 
-    def _line(self) -> str:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("the benchmark zygote died (see its stderr above)")
-        return line
 
-    def run(self, kind: str, db: str, turn: int) -> dict[str, float]:
-        assert self.proc.stdin is not None
-        job = {"kind": kind, "db": db, "turn": turn, "out": str(self.tmp / "sample.json")}
-        self.proc.stdin.write(json.dumps(job) + "\n")
-        self.proc.stdin.flush()
-        result = json.loads(self._line())
-        if "error" in result:
-            raise RuntimeError(f"{kind} sample on {db}: {result['error']}")
-        return result
+def sample(system: str, backend: str, kind: str, db: str, turn: int, lazy: list[str]) -> dict[str, float]:
+    """One sample in this (new) process: imports first (timed apart), then `measure`."""
+    import gc
 
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+    import_s = import_system(system, backend, lazy)
+    gc.collect()  # what the imports left behind is not the sample's to collect
+    return {**measure(kind, system, db, turn), "import_s": import_s}
+
+
+def _run_json(*args: str) -> Any:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "bench.cold", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench.cold {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
@@ -307,26 +295,34 @@ def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
 
 
 def sample_system(
-    system: str, backend: str, copies: dict[str, str], tmp: Path, *, resumes: int, reads: int
+    system: str, backend: str, copies: dict[str, str], scratch: str, tmp: Path, *, resumes: int, reads: int
 ) -> dict[str, Any]:
-    zyg = Zygote(system, backend, tmp)
+    """Every sample of one system on one backend, each in a new process."""
+    lazy_file = tmp / f"lazy-{system}-{backend}.json"
+    lazy_file.write_text(json.dumps(_run_json("first-run", "--system", system, "--backend", backend,
+                                              "--scratch", scratch)))
     at: dict[str, Any] = {}
-    try:
-        for n, db in sorted(copies.items(), key=lambda kv: int(kv[0])):
-            row: dict[str, Any] = {}
-            for kind in ("pending", "get_state"):
-                row[kind] = _medians([zyg.run(kind, db, int(n) + 1) for _ in range(reads)])
-            samples = [zyg.run("resume", db, int(n) + 2 + i) for i in range(resumes)]
-            row["resume"] = _medians(samples)
-            row["resume"]["samples_ms"] = [s["total_ms"] for s in samples]  # type: ignore[assignment]
-            at[n] = row
-            print(f"[cold] {backend} {system} N={n}: resume {row['resume']['total_ms']:.1f} ms "
-                  f"(open {row['resume']['open_ms']:.1f}, read {row['resume']['read_ms']:.1f}, "
-                  f"run {row['resume']['run_ms']:.1f}); first pending() {row['pending']['read_ms']:.1f} ms, "
-                  f"get_state {row['get_state']['read_ms']:.1f} ms", flush=True)
-    finally:
-        zyg.close()
-    return {"import_s": zyg.import_s, "at": at}
+    imports: list[float] = []
+
+    def one(kind: str, db: str, turn: int) -> dict[str, float]:
+        result = _run_json("sample", "--system", system, "--backend", backend, "--kind", kind, "--db", db,
+                           "--turn", str(turn), "--lazy", str(lazy_file))
+        imports.append(result.pop("import_s"))
+        return result
+
+    for n, db in sorted(copies.items(), key=lambda kv: int(kv[0])):
+        row: dict[str, Any] = {}
+        for kind in ("pending", "get_state"):
+            row[kind] = _medians([one(kind, db, int(n) + 1) for _ in range(reads)])
+        samples = [one("resume", db, int(n) + 2 + i) for i in range(resumes)]
+        row["resume"] = _medians(samples)
+        row["resume"]["samples_ms"] = [s["total_ms"] for s in samples]  # type: ignore[assignment]
+        at[n] = row
+        print(f"[cold] {backend} {system} N={n}: resume {row['resume']['total_ms']:.1f} ms "
+              f"(open {row['resume']['open_ms']:.1f}, read {row['resume']['read_ms']:.1f}, "
+              f"run {row['resume']['run_ms']:.1f}; CPU {row['resume']['cpu_ms']:.1f}); first pending() "
+              f"{row['pending']['read_ms']:.1f} ms, get_state {row['get_state']['read_ms']:.1f} ms", flush=True)
+    return {"import_s": statistics.median(imports), "at": at}
 
 
 def _build_in_subprocess(system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None,
@@ -390,7 +386,7 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
             run.collect()
             assert run.status == "awaiting_approval", run.status
             paused.append(run.thread_id)
-        for i in range(3):  # and a few finished ones
+        for _ in range(3):  # and a few finished ones
             run = session.send(None, "list files")
             run.collect()
     finally:
@@ -449,8 +445,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     print(f"[cold] {backend} {system}: built in {time.perf_counter() - started:.0f} s", flush=True)
                     if backend == "sqlite":
                         os.remove(db)
-                    per_system[system] = sample_system(system, backend, copies, tmp, resumes=args.resumes,
-                                                       reads=args.reads)
+                    if backend == "postgres":
+                        scratch = server.create_database(prefix=f"scratch_{system}")
+                    else:
+                        scratch = str(snapshots / "scratch.sqlite")
+                    per_system[system] = sample_system(system, backend, copies, scratch, tmp,
+                                                       resumes=args.resumes, reads=args.reads)
                     if backend == "sqlite":
                         for path in copies.values():
                             os.remove(path)
@@ -471,9 +471,17 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--snapshots", required=True)
     b.add_argument("--admin-url", default=None)
     b.add_argument("--out", required=True)
-    z = sub.add_parser("zygote", help="(internal) fork one child per sample")
+    f = sub.add_parser("first-run", help="(internal) the modules a first run imports")
+    f.add_argument("--system", choices=SYSTEMS, required=True)
+    f.add_argument("--backend", choices=BACKENDS, required=True)
+    f.add_argument("--scratch", required=True, help="a throwaway database")
+    z = sub.add_parser("sample", help="(internal) one sample, in this process")
     z.add_argument("--system", choices=SYSTEMS, required=True)
     z.add_argument("--backend", choices=BACKENDS, required=True)
+    z.add_argument("--kind", choices=("resume", "pending", "get_state"), required=True)
+    z.add_argument("--db", required=True)
+    z.add_argument("--turn", type=int, required=True)
+    z.add_argument("--lazy", required=True, help="JSON list of modules to import first")
     parser.add_argument("--turns", default="200,400,2000", help="thread lengths for Gatehouse")
     parser.add_argument("--peer-turns", default="200,400", help="thread lengths for the peer")
     parser.add_argument("--resumes", type=int, default=5, help="resume samples per thread length")
@@ -489,8 +497,12 @@ def main(argv: list[str] | None = None) -> None:
         copies = build(args.system, args.db, milestones, Path(args.snapshots), args.admin_url)
         Path(args.out).write_text(json.dumps(copies))
         return
-    if args.command == "zygote":
-        zygote(args.system, args.backend)
+    if args.command == "first-run":
+        print(json.dumps(first_run_modules(args.system, args.backend, args.scratch)))
+        return
+    if args.command == "sample":
+        lazy = json.loads(Path(args.lazy).read_text())
+        print(json.dumps(sample(args.system, args.backend, args.kind, args.db, args.turn, lazy)))
         return
     if args.quick:
         if args.turns == parser.get_default("turns"):

@@ -67,3 +67,45 @@ class MessageView(BaseModel):
         data.setdefault("content", self.content)
         data.setdefault("id", self.id)
         return data
+
+
+# How Gatehouse marks its own messages (graph/agent/finish.py, graph/agent/tool_node.py).
+NOTICE_MARK = "gatehouse_notice"
+TOOL_STATUS_KEY = "gatehouse_status"
+TOOL_DURATION_KEY = "gatehouse_duration_ms"
+ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def content_text(content: Any) -> str:
+    """The text of message content: a string, or the text blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type", "text") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return ""
+
+
+def view_of_fields(data: dict[str, Any]) -> MessageView:
+    """A `MessageView` from a message's fields as plain data (its stored form), for
+    readers that do not load LangChain; the same view `graph.service.transcript`
+    makes of a message object."""
+    kind = data.get("type")
+    extra = data.get("additional_kwargs") or {}
+    fields: dict[str, Any] = {"role": ROLES.get(kind, kind), "content": content_text(data.get("content")),
+                              "id": data.get("id")}
+    if kind in ("ai", "AIMessageChunk"):
+        fields["tool_calls"] = [ToolCallView(id=c["id"], name=c["name"], args=c["args"])
+                                for c in data.get("tool_calls") or []]
+        fields["notice"] = bool(extra.get(NOTICE_MARK))
+    if kind in ("tool", "ToolMessageChunk"):
+        fields.update(tool_call_id=data.get("tool_call_id"), name=data.get("name"), status=data.get("status"))
+        if TOOL_STATUS_KEY in extra:
+            fields["tool_status"] = extra[TOOL_STATUS_KEY]
+            fields["duration_ms"] = extra.get(TOOL_DURATION_KEY)
+    return MessageView(**fields)

@@ -313,6 +313,11 @@ class Session:
     # -- reading threads ------------------------------------------------------
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""
+        reader = self.storage.reader
+        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
+            # The interrupts at the latest checkpoint, read directly: what get_state
+            # lists, without rebuilding the thread's messages (graph/store/reader.py).
+            return reader.pending(thread_id)
         state = self.agent.get_state(_config(thread_id))
         pauses = [pause_from(thread_id, i.id, i.value) for i in state.interrupts]
         return next((p for p in pauses if isinstance(p, Approval)), None) or next(

@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict
@@ -32,6 +31,7 @@ from graph.protocol.errors import RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo
 from graph.store.journal import Journal, JournalEntry, _dumps, _entry
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
+from graph.store.reader import redact
 from graph.store.storage import Storage
 
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
@@ -67,16 +67,6 @@ SCHEMA = [
         owner TEXT NOT NULL,
         expires_at DOUBLE PRECISION NOT NULL)""",
 ]
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and the settings page."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 class PgThreadIndex:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.binop import _get_overwrite
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -61,6 +63,17 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graph.store.head import HeadUnreadable, Row, decode, encode, unchanged_prefix, written_count
+from graph.store.threads import (
+    DEFAULT_TITLE,
+    ON_CHECKPOINT,
+    ON_ERROR,
+    ON_INTERRUPT,
+    THREADS_INDEX,
+    THREADS_TABLE,
+    first_user_text,
+    status_of,
+    title_of,
+)
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 
@@ -70,6 +83,8 @@ DEFAULT_MAX_THREADS = 64
 VALUES_PER_THREAD = 4
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
+# LangGraph's channels for an interrupt and a task's error (langgraph/_internal/_constants.py).
+INTERRUPT, ERROR = "__interrupt__", "__error__"
 # Checkpoints walked up from a target looking for a known one (the head, a cached
 # value, a snapshot) before replaying the history the stock way instead.
 MAX_WALK = 256
@@ -151,8 +166,8 @@ class GatehouseSqliteSaver(SqliteSaver):
         super().__init__(conn, serde=serde or compact_serde())
         self.reducers = dict(reducers or {})
         self.max_threads = max_threads
-        # False on a database this process cannot write (read-only file): no head.
-        self.keeps_head = True
+        # The head and thread rows written beside checkpoints; False on a read-only file.
+        self.side_tables = True
         self._cache_lock = threading.Lock()
         self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], _Entry]] = OrderedDict()
 
@@ -161,11 +176,11 @@ class GatehouseSqliteSaver(SqliteSaver):
             return
         super().setup()
         try:
-            self.conn.executescript(HEAD_SCHEMA)
+            self.conn.executescript(f"{HEAD_SCHEMA};\n{THREADS_TABLE.format(real='REAL')};\n{THREADS_INDEX};")
         except sqlite3.OperationalError as exc:
             if "readonly" not in str(exc):
                 raise
-            self.keeps_head = False
+            self.side_tables = False
 
     def register_reducer(self, channel: str, reducer: Reducer) -> None:
         """Read `channel` (a DeltaChannel folded by `reducer`) incrementally: the graph
@@ -213,7 +228,7 @@ class GatehouseSqliteSaver(SqliteSaver):
         with self.cursor() as cur:
             cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (str(thread_id),))
             cur.execute("DELETE FROM writes WHERE thread_id = ?", (str(thread_id),))
-            if self.keeps_head:
+            if self.side_tables:
                 cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = ?", (str(thread_id),))
                 cur.execute("DELETE FROM gatehouse_head_items WHERE thread_id = ?", (str(thread_id),))
 
@@ -241,7 +256,38 @@ class GatehouseSqliteSaver(SqliteSaver):
             )
             for plan in plans:
                 self._write_head(cur, thread_id, ns, checkpoint["id"], parent, plan)
+            if not ns and self.side_tables:
+                text = next((first_user_text(value) for ch, value, _, _ in plans if ch == "messages"), None)
+                now = time.time()
+                cur.execute(ON_CHECKPOINT, (thread_id, title_of(text) if text else DEFAULT_TITLE,
+                                            status_of(checkpoint), now, now))
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """`SqliteSaver.put_writes`; an interrupt or a task's error also marks the
+        thread in the index, in the same transaction."""
+        conf = config["configurable"]
+        thread_id, ns, cid = str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        with self.cursor() as cur:
+            cur.executemany(
+                f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO writes (thread_id, checkpoint_ns, "
+                "checkpoint_id, task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (thread_id, ns, cid, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel,
+                     *self.serde.dumps_typed(value))
+                    for idx, (channel, value) in enumerate(writes)
+                ],
+            )
+            if not ns and self.side_tables:
+                channels = {channel for channel, _ in writes}
+                now = time.time()
+                if INTERRUPT in channels:
+                    cur.execute(ON_INTERRUPT, (now, now, thread_id))
+                elif ERROR in channels:
+                    cur.execute(ON_ERROR, (now, thread_id))
 
     def _head_plans(
         self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
@@ -250,7 +296,7 @@ class GatehouseSqliteSaver(SqliteSaver):
         for each delta channel whose new value is known: a snapshot, the first
         checkpoint, or a parent this process knows (it just ran from there: LangGraph
         saves a step's delta writes before its checkpoint). The values are cached."""
-        if not self.keeps_head or not self.reducers:
+        if not self.side_tables or not self.reducers:
             return []
         key, cid = (thread_id, ns), checkpoint["id"]
         values = checkpoint.get("channel_values") or {}
@@ -337,7 +383,7 @@ class GatehouseSqliteSaver(SqliteSaver):
         return out
 
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
-        if not self.keeps_head:
+        if not self.side_tables:
             return None
         with self.cursor(transaction=False) as cur:
             row = cur.execute(

@@ -10,6 +10,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from graph.store.journal import Journal
 from graph.store.leases import Leases
+from graph.store.reader import ThreadReader
 
 
 @dataclass
@@ -22,6 +23,8 @@ class Storage:
     # Execution journal and run leases (graph/journal.py, graph/lease.py), same file.
     journal: Journal | None = None
     leases: Leases | None = None
+    # Reads without LangGraph: what a thread waits for, the thread list (reader.py).
+    reader: ThreadReader | None = None
 
     def delete_thread(self, thread_id: str) -> None:
         self.checkpointer.delete_thread(thread_id)
@@ -34,6 +37,6 @@ class Storage:
         if conn is not None:
             conn.close()
         self.index.close()
-        for extra in (self.journal, self.leases):
+        for extra in (self.journal, self.leases, self.reader):
             if extra is not None:
                 extra.close()

@@ -1,5 +1,16 @@
 """The thread index: a small table beside the checkpoints (title, status, pending
-approval, last update), so listing threads for a sidebar never scans checkpoints."""
+approval, last update), so listing threads for a sidebar never scans checkpoints.
+
+Two writers keep it, so it is right whoever runs the graph:
+- the checkpointer (graph/store/saver.py, postgres.py), in the transaction of each
+  checkpoint and interrupt: the row exists (titled by the first user message),
+  `updated_at`, and the status the checkpoints show: running (a next step is due),
+  completed / stopped / cancelled (none is), awaiting_approval (an interrupt was
+  written), failed (a task's error was written). A thread started from LangGraph
+  Studio, the SDK or a raw `graph.invoke` is listed with its pending approval.
+- the Session (graph/service/session.py): title and owner when a thread starts, and
+  the status a run ends with (it knows a little more: a failure outside any task).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +20,58 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-from graph.protocol.threads import ThreadInfo
+from graph.protocol.threads import ThreadInfo, content_text
 from graph.store.sqlite import immediate
+
+THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
+    thread_id TEXT PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL DEFAULT 'idle',
+    owner TEXT,
+    created_at {real} NOT NULL,
+    updated_at {real} NOT NULL,
+    pending_since {real})"""
+THREADS_INDEX = "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
+TITLE_CHARS = 60
+DEFAULT_TITLE = "New thread"
+
+# What the checkpointer writes (placeholders `?`; Postgres swaps in `%s`).
+ON_CHECKPOINT = (
+    "INSERT INTO gatehouse_threads(thread_id, title, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
+    "pending_since = NULL"
+)
+ON_INTERRUPT = (
+    "UPDATE gatehouse_threads SET status = 'awaiting_approval', updated_at = ?, "
+    "pending_since = COALESCE(pending_since, ?) WHERE thread_id = ?"
+)
+ON_ERROR = "UPDATE gatehouse_threads SET status = 'failed', updated_at = ? WHERE thread_id = ?"
+
+
+def title_of(text: str) -> str:
+    """A thread's title: its first user message on one line, shortened."""
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+def first_user_text(messages: Any) -> str | None:
+    for m in messages or ():
+        if getattr(m, "type", None) == "human":
+            return content_text(getattr(m, "content", ""))
+    return None
+
+
+def status_of(checkpoint: Any) -> str:
+    """The status a saved checkpoint shows. In a StateGraph a node runs when its
+    `branch:to:<node>` channel or the `Send` queue (`__pregel_tasks`) was updated, and
+    `__start__` starts a run: a step that updated none of them ended the run."""
+    updated = checkpoint.get("updated_channels") or ()
+    if any(ch.startswith("branch:to:") or ch in ("__pregel_tasks", "__start__") for ch in updated):
+        return "running"
+    values = checkpoint.get("channel_values") or {}
+    if values.get("stop_reason"):
+        return "cancelled" if values.get("stop_kind") == "cancelled" else "stopped"
+    return "completed"
 
 
 class ThreadIndex:
@@ -20,17 +81,8 @@ class ThreadIndex:
         self._conn = conn
         self._lock = threading.Lock()
         with self._tx() as c:
-            c.execute(
-                """CREATE TABLE IF NOT EXISTS gatehouse_threads (
-                    thread_id TEXT PRIMARY KEY,
-                    title TEXT NOT NULL DEFAULT '',
-                    status TEXT NOT NULL DEFAULT 'idle',
-                    owner TEXT,
-                    created_at REAL NOT NULL,
-                    updated_at REAL NOT NULL,
-                    pending_since REAL)"""
-            )
-            c.execute("CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)")
+            c.execute(THREADS_TABLE.format(real="REAL"))
+            c.execute(THREADS_INDEX)
 
     def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate(self._conn, self._lock)
@@ -41,12 +93,12 @@ class ThreadIndex:
             c.execute(
                 "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) DO NOTHING",
-                (thread_id, title or "New thread", status or "idle", owner, now, now),
+                (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now),
             )
             if title is not None:
                 c.execute(
-                    "UPDATE gatehouse_threads SET title=? WHERE thread_id=? AND title IN ('', 'New thread')",
-                    (title, thread_id),
+                    "UPDATE gatehouse_threads SET title=? WHERE thread_id=? AND title IN ('', ?)",
+                    (title, thread_id, DEFAULT_TITLE),
                 )
             if status is not None:
                 pending = "CASE WHEN ?='awaiting_approval' THEN COALESCE(pending_since, ?) ELSE NULL END"

@@ -1,8 +1,13 @@
-"""`gatehouse`: the terminal client (typer commands over `graph.session.Session`).
+"""`gatehouse`: the terminal client (typer commands over `graph.Session`).
 
 Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
 `approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `delete` (all with `--json`).
 `gatehouse` alone starts the Streamlit app; `gatehouse studio` starts `langgraph dev`.
+
+The read-only commands (`--help`, `threads`, `pending`, `show`) answer at once: they
+read the database through `graph.open_reader` and never import LangGraph or
+LangChain (a second and more); only the commands that run the agent load it
+(tests/test_cli_fast.py keeps it so).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
@@ -21,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
@@ -32,16 +37,16 @@ from graph import (
     DecisionError,
     OutcomeUnknown,
     Pause,
-    Run,
     RunInProgress,
-    Session,
     StorageError,
     load_settings,
-    open_session,
 )
 from graph.protocol import events as ev
 from ui.term import decisions as td
 from ui.term import render as term
+
+if TYPE_CHECKING:
+    from graph import Run, Session, ThreadReader
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
@@ -86,6 +91,8 @@ def fail(message: str, code: int) -> typer.Exit:
 
 @contextmanager
 def open_cli_session(db: str | None) -> Iterator[Session]:
+    from graph import open_session  # LangGraph and the agent: only the commands that run it
+
     try:
         settings = load_settings()
         if db:
@@ -107,7 +114,27 @@ def open_cli_session(db: str | None) -> Iterator[Session]:
         session.close()
 
 
-def require_thread(session: Session, thread_id: str) -> None:
+@contextmanager
+def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
+    """The database, read-only and without LangGraph: what `threads`, `pending` and
+    `show` need, at the cost of a query or two."""
+    from graph import open_reader
+
+    try:
+        reader = open_reader(db or load_settings().db)
+    except ConfigError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except StorageError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None
+    try:
+        yield reader
+    except StorageError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None
+    finally:
+        reader.close()
+
+
+def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
     if not session.exists(thread_id):
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
@@ -288,10 +315,10 @@ def threads(
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, most recent first.")] = 50,
 ) -> None:
     """List threads: status, pending approvals, last update."""
-    with open_cli_session(db) as session:
+    with open_cli_reader(db) as reader:
         rows = []
-        for info in session.threads(limit=limit):
-            pending = session.pending(info.thread_id) if info.awaiting_approval else None
+        for info in reader.threads(limit=limit):
+            pending = reader.pending(info.thread_id) if info.awaiting_approval else None
             count = 0 if pending is None else 1 if isinstance(pending, OutcomeUnknown) else len(pending.actions)
             rows.append({**info.to_dict(), "pending": count})
     if as_json:
@@ -305,32 +332,37 @@ def threads(
 @app.command()
 def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Print a thread's transcript (and its pending calls)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
-        info = session.thread(thread_id)
-        messages = session.transcript(thread_id)
-        pending = session.pending(thread_id)
-        if as_json:
-            data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
-                    "messages": [m.to_dict() for m in messages],
-                    "pending": term.pending_json(pending) if pending else None, "usage": session.usage(thread_id)}
-            print(json.dumps(data, ensure_ascii=False, indent=2))
-            return
-        if info:
-            out.print(Text.assemble((info.title, "bold"), "  ", (info.status, term.STATUS_STYLE.get(info.status, "")),
-                                    ("  updated " + term.when(info.updated_at), "dim")))
-        term.render_transcript(out, messages)
-        if pending:
-            term.render_pending(out, pending)
+    with open_cli_reader(db) as reader:
+        require_thread(reader, thread_id)
+        info = reader.thread(thread_id)
+        messages = reader.transcript(thread_id)
+        pending = reader.pending(thread_id)
+        usage = reader.usage(thread_id) if as_json else {}
+    if messages is None:  # a thread this reader cannot rebuild alone (written by a stock saver)
+        with open_cli_session(db) as session:
+            messages = session.transcript(thread_id)
+            usage = session.usage(thread_id)
+    if as_json:
+        data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
+                "messages": [m.to_dict() for m in messages],
+                "pending": term.pending_json(pending) if pending else None, "usage": usage}
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    if info:
+        out.print(Text.assemble((info.title, "bold"), "  ", (info.status, term.STATUS_STYLE.get(info.status, "")),
+                                ("  updated " + term.when(info.updated_at), "dim")))
+    term.render_transcript(out, messages)
+    if pending:
+        term.render_pending(out, pending)
 
 
 @app.command()
 def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Every thread waiting for a decision, oldest first, with its numbered calls."""
-    with open_cli_session(db) as session:
+    with open_cli_reader(db) as reader:
         items = []
-        for info in session.awaiting_approval():
-            request = session.pending(info.thread_id)
+        for info in reader.awaiting():
+            request = reader.pending(info.thread_id)
             if request is not None:
                 items.append((info, request))
     if as_json:
