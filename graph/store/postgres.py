@@ -2,13 +2,16 @@
 
 Selected by a URL (`GATEHOUSE_DB=postgresql://...`). Everything SQLite holds moves
 here, in one database and one connection pool per process:
-- checkpoints: the official `PostgresSaver` (langgraph-checkpoint-postgres);
+- checkpoints: `GatehousePostgresSaver` (pg_saver.py): the official `PostgresSaver`
+  (langgraph-checkpoint-postgres) with the materialised head and the warm cache of
+  the SQLite saver, and the thread index kept in the checkpoint's transaction;
 - the thread index, the execution journal and run leases: small `gatehouse_*`
   tables with the same interface as their SQLite versions (graph/store/threads.py,
   journal.py, leases.py).
 
 The schema is created on first use. Several processes starting at once serialise
-the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race.
+the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race;
+a process that finds the schema complete (one query) skips the set-up.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from typing import Any
 
 import psycopg
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict
-from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -31,23 +33,19 @@ from graph.protocol.errors import RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo
 from graph.store.journal import Journal, JournalEntry, _dumps, _entry
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
-from graph.store.reader import redact
+from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
+from graph.store.reader import ThreadReader, _Postgres, redact
 from graph.store.storage import Storage
+from graph.store.threads import THREADS_INDEX, THREADS_TABLE
 
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
 SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up
 SETUP_WAIT_S = 120.0
 
 SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS gatehouse_threads (
-        thread_id TEXT PRIMARY KEY,
-        title TEXT NOT NULL DEFAULT '',
-        status TEXT NOT NULL DEFAULT 'idle',
-        owner TEXT,
-        created_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL,
-        pending_since DOUBLE PRECISION)""",
-    "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)",
+    THREADS_TABLE.format(real="DOUBLE PRECISION"),
+    THREADS_INDEX,
+    *HEAD_SCHEMA,
     """CREATE TABLE IF NOT EXISTS gatehouse_journal (
         thread_id TEXT NOT NULL,
         tool_call_id TEXT NOT NULL,
@@ -266,8 +264,26 @@ class PgLeases(Leases):
         self._renewals.close()
 
 
-def _setup(pool: ConnectionPool, saver: PostgresSaver) -> None:
+# The tables the last statements of SCHEMA create: all there means nothing to set up.
+LAST_TABLES = ("gatehouse_threads", "gatehouse_heads", "gatehouse_head_items", "gatehouse_journal", "gatehouse_leases")
+
+
+def _set_up_already(pool: ConnectionPool, saver: GatehousePostgresSaver) -> bool:
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT to_regclass('checkpoint_migrations') IS NOT NULL AS migrations, "
+            + ", ".join(f"to_regclass('{t}') IS NOT NULL AS {t}" for t in LAST_TABLES)
+        ).fetchone()
+        if not row or not all(row.values()):
+            return False
+        version = conn.execute("SELECT max(v) AS v FROM checkpoint_migrations").fetchone()
+        return version is not None and version["v"] == len(saver.MIGRATIONS) - 1
+
+
+def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
     """Create (or migrate) the schema once, whichever process gets here first."""
+    if _set_up_already(pool, saver):
+        return
     with pool.connection() as conn:
         # Polled, not a blocking pg_advisory_lock: the saver's migrations include
         # CREATE INDEX CONCURRENTLY, which waits for every open transaction in the
@@ -303,7 +319,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         # (the pool alone would retry quietly until its timeout).
         psycopg.connect(url, connect_timeout=10).close()
         pool.open(wait=True, timeout=30)
-        saver = PostgresSaver(pool)
+        saver = GatehousePostgresSaver(pool)
         _setup(pool, saver)
     except (psycopg.Error, PoolTimeout, StorageError) as exc:
         pool.close()
@@ -314,6 +330,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         location=where,
         journal=PgJournal(pool, where),  # type: ignore[arg-type]
         leases=PgLeases(pool),
+        reader=ThreadReader(_Postgres(url, pool), where),
     )
 
 

@@ -36,16 +36,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 import zlib
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels.binop import _get_overwrite
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     ChannelVersions,
@@ -53,16 +49,25 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     DeltaChannelHistory,
     PendingWrite,
-    get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graph.store.head import HeadUnreadable, Row, decode, encode, unchanged_prefix, written_count
+from graph.store.delta_reads import (
+    ABSENT,
+    DEFAULT_MAX_THREADS,
+    ERROR,
+    INTERRUPT,
+    DeltaReads,
+    Entry,
+    HeadPlan,
+    Reducer,
+    unwrap,
+)
+from graph.store.head import HeadUnreadable, Row, decode, encode, unchanged_prefix
 from graph.store.threads import (
     DEFAULT_TITLE,
     ON_CHECKPOINT,
@@ -75,28 +80,11 @@ from graph.store.threads import (
     title_of,
 )
 
-Reducer = Callable[[Any, Sequence[Any]], Any]
-
-# Threads kept warm (least recently read dropped first), and values kept per thread:
-# the head and the few checkpoints just before it are all a turn reads.
-DEFAULT_MAX_THREADS = 64
-VALUES_PER_THREAD = 4
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
-# LangGraph's channels for an interrupt and a task's error (langgraph/_internal/_constants.py).
-INTERRUPT, ERROR = "__interrupt__", "__error__"
 # Checkpoints walked up from a target looking for a known one (the head, a cached
 # value, a snapshot) before replaying the history the stock way instead.
 MAX_WALK = 256
-_ABSENT = object()
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    value: Any  # the channel's value at this checkpoint (its own writes not applied)
-    own: Any  # what this checkpoint stores for the channel (a snapshot), or _ABSENT
-
-
 # Blobs smaller than this are stored as they are: zlib would not pay for itself.
 COMPRESS_MIN_BYTES = 160
 
@@ -124,10 +112,6 @@ def compact_serde() -> EncryptedSerializer:
     return EncryptedSerializer(ZlibCodec(), JsonPlusSerializer())
 
 
-def _unwrap(seed: Any) -> Any:
-    return seed.value if isinstance(seed, _DeltaSnapshot) else seed
-
-
 HEAD_SCHEMA = """
 CREATE TABLE IF NOT EXISTS gatehouse_heads (
     thread_id TEXT NOT NULL,
@@ -149,7 +133,7 @@ CREATE TABLE IF NOT EXISTS gatehouse_head_items (
 """
 
 
-class GatehouseSqliteSaver(SqliteSaver):
+class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
     """`SqliteSaver` with compressed blobs and a materialised head, whose reads of
     the given DeltaChannels are incremental and cached. `reducers` maps channel name
     -> the reducer of that channel's `DeltaChannel` (or the graph registers it);
@@ -164,12 +148,7 @@ class GatehouseSqliteSaver(SqliteSaver):
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
         super().__init__(conn, serde=serde or compact_serde())
-        self.reducers = dict(reducers or {})
-        self.max_threads = max_threads
-        # The head and thread rows written beside checkpoints; False on a read-only file.
-        self.side_tables = True
-        self._cache_lock = threading.Lock()
-        self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], _Entry]] = OrderedDict()
+        self._init_delta_reads(reducers, max_threads)
 
     def setup(self) -> None:
         if self.is_setup:
@@ -181,47 +160,6 @@ class GatehouseSqliteSaver(SqliteSaver):
             if "readonly" not in str(exc):
                 raise
             self.side_tables = False
-
-    def register_reducer(self, channel: str, reducer: Reducer) -> None:
-        """Read `channel` (a DeltaChannel folded by `reducer`) incrementally: the graph
-        calls this when it is compiled with this saver."""
-        with self._cache_lock:
-            if self.reducers.get(channel) is not reducer:
-                self.reducers[channel] = reducer
-                self._threads.clear()
-
-    # -- cache bookkeeping ----------------------------------------------------------
-    def _get(self, key: tuple[str, str], cid: str, ch: str) -> _Entry | None:
-        with self._cache_lock:
-            entries = self._threads.get(key)
-            if entries is None:
-                return None
-            self._threads.move_to_end(key)
-            entry = entries.get((cid, ch))
-            if entry is not None:
-                entries.move_to_end((cid, ch))
-            return entry
-
-    def _put(self, key: tuple[str, str], cid: str, ch: str, entry: _Entry) -> None:
-        with self._cache_lock:
-            entries = self._threads.get(key)
-            if entries is None:
-                entries = self._threads[key] = OrderedDict()
-            self._threads.move_to_end(key)
-            entries[(cid, ch)] = entry
-            while len(entries) > VALUES_PER_THREAD * max(1, len(self.reducers)):
-                entries.popitem(last=False)
-            while len(self._threads) > self.max_threads:
-                self._threads.popitem(last=False)
-
-    def clear_cache(self, thread_id: str | None = None) -> None:
-        """Forget what this process read (the head in the database stays)."""
-        with self._cache_lock:
-            if thread_id is None:
-                self._threads.clear()
-            else:
-                for key in [k for k in self._threads if k[0] == str(thread_id)]:
-                    del self._threads[key]
 
     def delete_thread(self, thread_id: str) -> None:
         self.clear_cache(thread_id)
@@ -240,8 +178,8 @@ class GatehouseSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """`SqliteSaver.put`, and the head moved to this checkpoint in the same
-        transaction (when its channel values are known here: see `_head_plans`)."""
+        """`SqliteSaver.put`; in the same transaction the head moves to this checkpoint
+        (when its channel values are known here) and the thread's index row follows."""
         conf = config["configurable"]
         thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         parent = conf.get("checkpoint_id")
@@ -258,9 +196,15 @@ class GatehouseSqliteSaver(SqliteSaver):
                 self._write_head(cur, thread_id, ns, checkpoint["id"], parent, plan)
             if not ns and self.side_tables:
                 text = next((first_user_text(value) for ch, value, _, _ in plans if ch == "messages"), None)
+                paused = cur.execute(
+                    "SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? "
+                    "AND channel = ? LIMIT 1",
+                    (thread_id, checkpoint["id"], INTERRUPT),
+                ).fetchone()
                 now = time.time()
                 cur.execute(ON_CHECKPOINT, (thread_id, title_of(text) if text else DEFAULT_TITLE,
-                                            status_of(checkpoint), now, now))
+                                            "awaiting_approval" if paused else status_of(checkpoint), now, now,
+                                            now if paused else None))
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(
@@ -289,43 +233,8 @@ class GatehouseSqliteSaver(SqliteSaver):
                 elif ERROR in channels:
                     cur.execute(ON_ERROR, (now, thread_id))
 
-    def _head_plans(
-        self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
-    ) -> list[tuple[str, list[Any], list[Any] | None, int]]:
-        """(channel, value at the new checkpoint, value at its parent, values written)
-        for each delta channel whose new value is known: a snapshot, the first
-        checkpoint, or a parent this process knows (it just ran from there: LangGraph
-        saves a step's delta writes before its checkpoint). The values are cached."""
-        if not self.side_tables or not self.reducers:
-            return []
-        key, cid = (thread_id, ns), checkpoint["id"]
-        values = checkpoint.get("channel_values") or {}
-        plans = []
-        for ch in self.reducers:
-            own = values.get(ch, _ABSENT)
-            prev: list[Any] | None
-            written = 0
-            if own is not _ABSENT:
-                value, prev = _unwrap(own), None
-            elif parent is None:
-                value, prev = [], []
-            else:
-                base = self._get(key, parent, ch)
-                if base is None:
-                    continue  # the head stays where it is; readers walk from it
-                prev = _unwrap(base.own) if base.own is not _ABSENT else base.value
-                writes = self._writes_at(thread_id, ns, [parent], ch).get(parent, [])
-                value = self._apply(ch, prev, writes) if writes else prev
-                written = written_count([v for _, _, v in writes])
-            if not isinstance(value, list):
-                continue
-            self._put(key, cid, ch, _Entry(value, own))
-            plans.append((ch, value, prev, written))
-        return plans
-
     def _write_head(
-        self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None,
-        plan: tuple[str, list[Any], list[Any] | None, int],
+        self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None, plan: HeadPlan
     ) -> None:
         ch, value, prev, written = plan
         row = cur.execute(
@@ -357,30 +266,7 @@ class GatehouseSqliteSaver(SqliteSaver):
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        if not channels:
-            return {}
-        cached = [ch for ch in channels if ch in self.reducers]
-        other = [ch for ch in channels if ch not in self.reducers]
-        out: dict[str, DeltaChannelHistory] = {}
-        if other:
-            out.update(super().get_delta_channel_history(config=config, channels=other))
-        if not cached:
-            return out
-        thread_id = str(config["configurable"]["thread_id"])
-        ns = config["configurable"].get("checkpoint_ns", "")
-        checkpoint_id = get_checkpoint_id(config)
-        if not checkpoint_id:
-            target = self.get_tuple(config)
-            if target is None:
-                return {**out, **{ch: {"writes": []} for ch in cached}}
-            checkpoint_id = target.config["configurable"]["checkpoint_id"]
-        for ch in cached:
-            entry = self._get((thread_id, ns), checkpoint_id, ch) or self._compute(
-                thread_id, ns, checkpoint_id, ch, config
-            )
-            # A copy: callers may change the list they get; the cache must not change.
-            out[ch] = {"writes": [], "seed": _DeltaSnapshot(list(entry.value))}
-        return out
+        return self._cached_history(config, channels, super().get_delta_channel_history)
 
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
         if not self.side_tables:
@@ -392,7 +278,7 @@ class GatehouseSqliteSaver(SqliteSaver):
             ).fetchone()
         return (row[0], row[1]) if row else None
 
-    def _head_value(self, thread_id: str, ns: str, ch: str, head: tuple[str, int]) -> _Entry | None:
+    def _head_value(self, thread_id: str, ns: str, ch: str, head: tuple[str, int]) -> Entry | None:
         """The value the head rows hold, or None when they do not decode (then the
         history is replayed instead)."""
         with self.cursor(transaction=False) as cur:
@@ -404,11 +290,11 @@ class GatehouseSqliteSaver(SqliteSaver):
         if len(rows) != head[1]:
             return None
         try:
-            return _Entry(decode(rows, self.serde), _ABSENT)
+            return Entry(decode(rows, self.serde), ABSENT)
         except HeadUnreadable:
             return None
 
-    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> _Entry:
+    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
         key = (thread_id, ns)
         head = self._head(thread_id, ns, ch)
         if head is not None and head[0] == checkpoint_id:
@@ -418,7 +304,7 @@ class GatehouseSqliteSaver(SqliteSaver):
                 return entry
             head = None
         chain: list[tuple[str, str | None, Any]] = []  # (cid, parent, own), target first
-        base: _Entry | None = None
+        base: Entry | None = None
         cid: str | None = checkpoint_id
         seen: set[str] = set()
         with self.cursor(transaction=False) as cur:
@@ -433,16 +319,16 @@ class GatehouseSqliteSaver(SqliteSaver):
                     break
                 parent_id, type_tag, blob = row
                 values = self.serde.loads_typed((type_tag, blob)).get("channel_values") or {}
-                chain.append((cid, parent_id, values.get(ch, _ABSENT)))
+                chain.append((cid, parent_id, values.get(ch, ABSENT)))
                 if parent_id is None:
-                    base = _Entry([], _ABSENT)  # before the first step: empty
+                    base = Entry([], ABSENT)  # before the first step: empty
                     break
                 if (base := self._get(key, parent_id, ch)) is not None:
                     break
                 if head is not None and parent_id == head[0]:
                     break  # the head: loaded below, outside this cursor
-                if len(chain) > 1 and chain[-1][2] is not _ABSENT:
-                    base = _Entry([], _ABSENT)  # a snapshot on the way: start there
+                if len(chain) > 1 and chain[-1][2] is not ABSENT:
+                    base = Entry([], ABSENT)  # a snapshot on the way: start there
                     break
                 if len(chain) >= MAX_WALK:
                     break  # far from anything known (time travel): the stock replay
@@ -450,7 +336,7 @@ class GatehouseSqliteSaver(SqliteSaver):
         if base is None and head is not None and chain and chain[-1][1] == head[0]:
             base = self._head_value(thread_id, ns, ch, head)
         if not chain:
-            return _Entry([], _ABSENT)
+            return Entry([], ABSENT)
         own = chain[0][2]
         if base is None:
             stock = SqliteSaver.get_delta_channel_history(
@@ -458,35 +344,23 @@ class GatehouseSqliteSaver(SqliteSaver):
                 config={"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}},  # type: ignore[arg-type]
                 channels=[ch],
             )[ch]
-            value = self._apply(ch, _unwrap(stock.get("seed", [])), stock["writes"])
+            value = self._apply(ch, unwrap(stock.get("seed", [])), stock["writes"])
         else:
             # Oldest step first: start from the known ancestor (or the snapshot a
             # checkpoint on the way stores) and apply the writes after it.
-            value = _unwrap(base.own) if base.own is not _ABSENT else base.value
+            value = unwrap(base.own) if base.own is not ABSENT else base.value
             steps = list(reversed(chain))
             parents = [parent for _, parent, _ in steps if parent is not None]
             for i in range(len(steps) - 2, -1, -1):
-                if steps[i][2] is not _ABSENT:  # the latest snapshot on the way
-                    value = _unwrap(steps[i][2])
+                if steps[i][2] is not ABSENT:  # the latest snapshot on the way
+                    value = unwrap(steps[i][2])
                     parents = [cid for cid, _, _ in steps[i:-1]]
                     break
             writes = self._writes_at(thread_id, ns, parents, ch)
             value = self._apply(ch, value, [w for p in parents for w in writes.get(p, ())])
-        entry = _Entry(value, own)
+        entry = Entry(value, own)
         self._put(key, checkpoint_id, ch, entry)
         return entry
-
-    def _apply(self, ch: str, value: Any, writes: Sequence[PendingWrite]) -> Any:
-        """`DeltaChannel.replay_writes`: the last Overwrite resets, the rest reduce."""
-        values = [v for _, _, v in writes]
-        start = 0
-        for i, v in enumerate(values):
-            is_overwrite, overwrite_value = _get_overwrite(v)
-            if is_overwrite:
-                value = list(overwrite_value) if overwrite_value is not None else []
-                start = i + 1
-        remaining = values[start:]
-        return self.reducers[ch](value if value is not None else [], remaining) if remaining else value
 
     def _writes_at(
         self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str

@@ -36,10 +36,15 @@ TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
 
 # What the checkpointer writes (placeholders `?`; Postgres swaps in `%s`).
+# (thread_id, title, status, now, now, pending_since): a checkpoint whose interrupt was
+# saved first (saves run in the background, LangGraph's default) stays awaiting.
 ON_CHECKPOINT = (
-    "INSERT INTO gatehouse_threads(thread_id, title, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO gatehouse_threads(thread_id, title, status, created_at, updated_at, pending_since) "
+    "VALUES (?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
-    "pending_since = NULL"
+    "pending_since = CASE WHEN excluded.pending_since IS NULL THEN NULL "
+    "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, "
+    "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END"
 )
 ON_INTERRUPT = (
     "UPDATE gatehouse_threads SET status = 'awaiting_approval', updated_at = ?, "
