@@ -75,6 +75,15 @@ class Gatehouse:
     def get_state(self) -> Any:
         return self.session.agent.get_state({"configurable": {"thread_id": THREAD}})
 
+    def load_messages_ms(self) -> float:
+        """Reading the head's messages again, this process's cache emptied first."""
+        saver = self.storage.checkpointer
+        saver.clear_cache()  # type: ignore[attr-defined]
+        config = saver.get_tuple({"configurable": {"thread_id": THREAD}}).config  # type: ignore[union-attr]
+        start = time.perf_counter()
+        saver.get_delta_channel_history(config=config, channels=["messages"])
+        return (time.perf_counter() - start) * 1000
+
     def approve(self) -> None:
         from bench.workload import APPROVE
 
@@ -138,6 +147,12 @@ class Peer:
 
     def get_state(self) -> Any:
         return self.agent.get_state(self.config)
+
+    def load_messages_ms(self) -> float:
+        """Reading the head checkpoint again: its blob holds the whole message list."""
+        start = time.perf_counter()
+        self.saver.get_tuple(self.config)
+        return (time.perf_counter() - start) * 1000
 
     def approve(self) -> None:
         from langgraph.types import Command
@@ -221,14 +236,25 @@ def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
             out = {"open_ms": (opened - start) * 1000, "read_ms": (read - opened) * 1000,
                    "run_ms": (done - read) * 1000, "total_ms": (done - start) * 1000,
                    "cpu_ms": (cpu_done - cpu_start) * 1000}
-            driver.send(turn)  # paused again for the next sample (not timed)
+            # Not part of the sample: the same resume once more in this (now warm)
+            # process, which tells what any resume costs from what a cold one adds.
+            driver.send(turn)
+            warm = clock()
+            driver.pending()
+            driver.approve()
+            out["warm_resume_ms"] = (clock() - warm) * 1000
+            driver.send(turn + 1)  # paused again for the next sample
             return out
         if kind in ("pending", "get_state"):
             cpu_opened = cpu()
             getattr(driver, kind)()
             done, cpu_done = clock(), cpu()
-            return {"open_ms": (opened - start) * 1000, "read_ms": (done - opened) * 1000,
-                    "total_ms": (done - start) * 1000, "read_cpu_ms": (cpu_done - cpu_opened) * 1000}
+            out = {"open_ms": (opened - start) * 1000, "read_ms": (done - opened) * 1000,
+                   "total_ms": (done - start) * 1000, "read_cpu_ms": (cpu_done - cpu_opened) * 1000}
+            if kind == "get_state":
+                # Of which: loading the messages alone (the floor of any first read).
+                out["messages_ms"] = driver.load_messages_ms()
+            return out
         raise ValueError(f"unknown sample kind {kind!r}")
     finally:
         driver.close()
@@ -314,7 +340,7 @@ def sample_system(
         row: dict[str, Any] = {}
         for kind in ("pending", "get_state"):
             row[kind] = _medians([one(kind, db, int(n) + 1) for _ in range(reads)])
-        samples = [one("resume", db, int(n) + 2 + i) for i in range(resumes)]
+        samples = [one("resume", db, int(n) + 2 + 2 * i) for i in range(resumes)]
         row["resume"] = _medians(samples)
         row["resume"]["samples_ms"] = [s["total_ms"] for s in samples]  # type: ignore[assignment]
         at[n] = row
@@ -517,3 +543,116 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# -- the report (bench.run puts it in BENCHMARKS.md) ------------------------------------
+TERMINAL_FAST = ("--help", "threads", "pending", "show ID")
+TERMINAL_RUNS = ("approve ID", "reject ID")
+
+
+def table(cold: dict[str, Any]) -> str:
+    rows = [
+        "| backend | system | N | cold resume ms (open / read / run) | CPU ms | warm resume ms "
+        "| first pending() ms | first get_state ms (messages alone) | imports s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for backend, systems in cold["backends"].items():
+        for system, res in systems.items():
+            for n, at in sorted(res["at"].items(), key=lambda kv: int(kv[0])):
+                r, p, g = at["resume"], at["pending"], at["get_state"]
+                rows.append(
+                    f"| {backend} | {system} | {n} | {r['total_ms']:.1f} ({r['open_ms']:.1f} / {r['read_ms']:.1f} / "
+                    f"{r['run_ms']:.1f}) | {r['cpu_ms']:.1f} | {r['warm_resume_ms']:.1f} | {p['read_ms']:.2f} "
+                    f"| {g['read_ms']:.1f} ({g['messages_ms']:.1f}) | {res['import_s']:.2f} |"
+                )
+    return "\n".join(rows)
+
+
+def terminal_table(cold: dict[str, Any]) -> str:
+    term = cold.get("terminal") or {}
+    if not term:
+        return ""
+    rows = ["| terminal command (whole process, wall) | median s | samples s |", "|---|---:|---|"]
+    for name, t in term.items():
+        rows.append(f"| `gatehouse {name}` |" if name != "framework floor" else "| framework import floor |")
+        rows[-1] += f" {t['median_s']:.3f} | {', '.join(f'{x:.2f}' for x in t['samples_s'])} |"
+    return "\n".join(rows)
+
+
+def targets(cold: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """(target, measured, passed); passed is None for information only."""
+    out: list[tuple[str, str, bool | None]] = []
+    for backend, systems in cold["backends"].items():
+        g = systems.get("gatehouse", {}).get("at", {})
+        p = systems.get("peer", {}).get("at", {})
+        both = sorted(set(g) & set(p), key=int)
+        for n in both:
+            gt, pt = g[n]["resume"]["total_ms"], p[n]["resume"]["total_ms"]
+            out.append((f"{backend}: cold resume at {n} turns <= 1/4 of peer",
+                        f"{gt:.1f} vs {pt:.1f} ms (1/{pt / gt:.1f})", gt * 4 <= pt))
+            gc, pc = g[n]["resume"]["cpu_ms"], p[n]["resume"]["cpu_ms"]
+            out.append(("  same, in CPU time (robust to a busy machine)", f"{gc:.1f} vs {pc:.1f} ms (1/{pc / gc:.1f})",
+                        None))
+        ns = sorted(g, key=int)
+        base = "200" if "200" in g else (ns[0] if ns else None)
+        if base and len(ns) > 1:
+            last = ns[-1]
+            bt, lt = g[base]["resume"]["total_ms"], g[last]["resume"]["total_ms"]
+            out.append((f"{backend}: cold resume at {last} turns <= 1.5 x at {base}", f"{lt:.1f} vs {bt:.1f} ms "
+                        f"({lt / bt:.2f} x)", lt <= 1.5 * bt))
+            bw, lw = g[base]["resume"]["warm_resume_ms"], g[last]["resume"]["warm_resume_ms"]
+            bm, lm = g[base]["get_state"]["messages_ms"], g[last]["get_state"]["messages_ms"]
+            out.append(("  of the growth: any resume's own (warm) / loading the messages",
+                        f"+{lw - bw:.1f} ms / +{lm - bm:.1f} ms of +{lt - bt:.1f} ms", None))
+        if both:
+            n = both[-1]
+            for kind, label in (("pending", "first pending()"), ("get_state", "first get_state")):
+                gr, pr = g[n][kind]["read_ms"], p[n][kind]["read_ms"]
+                out.append((f"{backend}: {label} at {n} turns <= 1/2 of peer", f"{gr:.2f} vs {pr:.2f} ms", gr * 2 <= pr))
+        if base and len(ns) > 1:
+            last = ns[-1]
+            for kind, label in (("pending", "first pending()"), ("get_state", "first get_state")):
+                br, lr = g[base][kind]["read_ms"], g[last][kind]["read_ms"]
+                out.append((f"{backend}: {label} at {last} turns <= 1.5 x at {base}",
+                            f"{lr:.2f} vs {br:.2f} ms ({lr / br:.2f} x)", lr <= 1.5 * br))
+    term = cold.get("terminal") or {}
+    if term:
+        floor = term["framework floor"]["median_s"]
+        for name in TERMINAL_FAST:
+            t = term[name]["median_s"]
+            out.append((f"terminal: `gatehouse {name}` <= 0.3 s", f"{t:.3f} s", t <= 0.3))
+        for name in TERMINAL_RUNS:
+            t = term[name]["median_s"]
+            out.append((f"terminal: `gatehouse {name}` <= import floor + 0.2 s",
+                        f"{t:.2f} s (floor {floor:.2f} s: +{t - floor:.2f} s)", t <= floor + 0.2))
+    return out
+
+
+def plot(cold: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    styles = {"sqlite": "-", "postgres": "--"}
+    for backend, systems in cold["backends"].items():
+        for system, res in systems.items():
+            ns = sorted(res["at"], key=int)
+            xs = [int(n) for n in ns]
+            label = f"{system} ({backend})"
+            ax1.plot(xs, [res["at"][n]["resume"]["total_ms"] for n in ns], styles[backend], marker="o", label=label)
+            ax2.plot(xs, [res["at"][n]["get_state"]["read_ms"] for n in ns], styles[backend], marker="o",
+                     label=f"get_state, {label}")
+            ax2.plot(xs, [res["at"][n]["pending"]["read_ms"] for n in ns], styles[backend], marker="x",
+                     label=f"pending(), {label}")
+    ax1.set(xlabel="thread length (turns)", ylabel="ms", title="Cold resume by id (fresh process, no imports)",
+            xscale="log", yscale="log")
+    ax2.set(xlabel="thread length (turns)", ylabel="ms", title="First read in a fresh process", xscale="log",
+            yscale="log")
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
