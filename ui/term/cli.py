@@ -16,37 +16,55 @@ for a decision; 130 the run was cancelled with Ctrl-C.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from graph import (
-    Approval,
-    ConfigError,
-    DecisionError,
-    OutcomeUnknown,
-    Pause,
-    RunInProgress,
-    StorageError,
-    load_settings,
-)
-from graph.protocol import events as ev
-from ui.term import decisions as td
-from ui.term import render as term
+import graph
 
 if TYPE_CHECKING:
-    from graph import Run, Session, ThreadReader
+    from graph import Approval, Pause, Run, Session, ThreadReader
+
+
+class _Deferred:
+    """A module, or a name in one, loaded on first use: `gatehouse --help` needs
+    neither rich nor pydantic, and a read-only command never needs LangGraph."""
+
+    def __init__(self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None) -> None:
+        self._where = (module, name, make)
+        self._target: Any = None
+
+    def _get(self) -> Any:
+        if self._target is None:
+            module, name, make = self._where
+            target: Any = importlib.import_module(module)
+            if name is not None:
+                target = getattr(target, name)
+            self._target = make(target) if make is not None else target
+        return self._target
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._get(), attr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._get()(*args, **kwargs)
+
+
+term: Any = _Deferred("ui.term.render")
+td: Any = _Deferred("ui.term.decisions")
+ev: Any = _Deferred("graph.protocol.events")
+Text: Any = _Deferred("rich.text", "Text")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
@@ -71,8 +89,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-out = term.make_console()
-err = term.make_console(stderr=True)
+out: Any = _Deferred("ui.term.render", make=lambda render: render.make_console())
+err: Any = _Deferred("ui.term.render", make=lambda render: render.make_console(stderr=True))
 
 DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -94,21 +112,21 @@ def open_cli_session(db: str | None) -> Iterator[Session]:
     from graph import open_session  # LangGraph and the agent: only the commands that run it
 
     try:
-        settings = load_settings()
+        settings = graph.load_settings()
         if db:
             settings = replace(settings, db=db)
         session = open_session(settings)
-    except ConfigError as exc:
+    except graph.ConfigError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    except StorageError as exc:
+    except graph.StorageError as exc:
         raise fail(str(exc), EXIT_FAILED) from None
     try:
         yield session
-    except StorageError as exc:
+    except graph.StorageError as exc:
         raise fail(str(exc), EXIT_FAILED) from None
-    except RunInProgress as exc:
+    except graph.RunInProgress as exc:
         # AlreadyDecided is both a DecisionError and a RunInProgress: a refused decision.
-        code = EXIT_USAGE if isinstance(exc, DecisionError) else EXIT_FAILED
+        code = EXIT_USAGE if isinstance(exc, graph.DecisionError) else EXIT_FAILED
         raise fail(str(exc), code) from None
     finally:
         session.close()
@@ -121,14 +139,14 @@ def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
     from graph import open_reader
 
     try:
-        reader = open_reader(db or load_settings().db)
-    except ConfigError as exc:
+        reader = open_reader(db or graph.load_settings().db)
+    except graph.ConfigError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    except StorageError as exc:
+    except graph.StorageError as exc:
         raise fail(str(exc), EXIT_FAILED) from None
     try:
         yield reader
-    except StorageError as exc:
+    except graph.StorageError as exc:
         raise fail(str(exc), EXIT_FAILED) from None
     finally:
         reader.close()
@@ -156,7 +174,7 @@ def require_approval(session: Session, thread_id: str) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
     pending = require_pending(session, thread_id)
-    if isinstance(pending, OutcomeUnknown):
+    if isinstance(pending, graph.OutcomeUnknown):
         name = pending.call.name
         raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
                    f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
@@ -213,7 +231,7 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
         print(json.dumps(run_summary(session, run.thread_id, status, events), ensure_ascii=False, indent=2))
     elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
         term.render_pending(out, pending)
-        if isinstance(pending, OutcomeUnknown):
+        if isinstance(pending, graph.OutcomeUnknown):
             out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
         else:
             out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} …", "dim"))
@@ -224,7 +242,7 @@ def send_answer(session: Session, pending: Pause, answer: dict[str, Any], interr
                 as_json: bool) -> None:
     try:
         run = session.resume(pending.thread_id, answer, interrupt_id=interrupt_id)
-    except DecisionError as exc:
+    except graph.DecisionError as exc:
         raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
     finish_run(session, run, as_json)
 
@@ -319,7 +337,7 @@ def threads(
         rows = []
         for info in reader.threads(limit=limit):
             pending = reader.pending(info.thread_id) if info.awaiting_approval else None
-            count = 0 if pending is None else 1 if isinstance(pending, OutcomeUnknown) else len(pending.actions)
+            count = 0 if pending is None else 1 if isinstance(pending, graph.OutcomeUnknown) else len(pending.actions)
             rows.append({**info.to_dict(), "pending": count})
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -422,7 +440,7 @@ def send(
             require_thread(session, thread)
         try:
             run = session.send(thread, message)
-        except DecisionError as exc:
+        except graph.DecisionError as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
@@ -545,7 +563,7 @@ def resolve(
         raise fail("--outcome cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
         request = require_pending(session, thread_id)
-        if not isinstance(request, OutcomeUnknown):
+        if not isinstance(request, graph.OutcomeUnknown):
             raise fail(f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
                        "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)
         if run_again:
