@@ -258,25 +258,33 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
         key = (thread_id, ns)
         if self.side_tables:
-            head = self._rows(
-                "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = %s AND checkpoint_ns = %s "
-                "AND channel = %s",
-                (thread_id, ns, ch),
+            # One round trip: the head's rows if the head is this checkpoint (and its
+            # count, repeated on each row; an empty list has no rows: asked apart).
+            rows = self._rows(
+                "SELECT i.type, i.data, h.count FROM gatehouse_heads h JOIN gatehouse_head_items i "
+                "ON i.thread_id = h.thread_id AND i.checkpoint_ns = h.checkpoint_ns AND i.channel = h.channel "
+                "AND i.pos < h.count WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s "
+                "AND h.checkpoint_id = %s ORDER BY i.pos",
+                (thread_id, ns, ch, checkpoint_id),
             )
-            if head and head[0][0] == checkpoint_id:
-                rows = self._rows(
-                    "SELECT type, data FROM gatehouse_head_items WHERE thread_id = %s AND checkpoint_ns = %s "
-                    "AND channel = %s AND pos < %s ORDER BY pos",
-                    (thread_id, ns, ch, head[0][1]),
+            if not rows:
+                empty = self._rows(
+                    "SELECT count FROM gatehouse_heads WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s "
+                    "AND checkpoint_id = %s",
+                    (thread_id, ns, ch, checkpoint_id),
                 )
-                if len(rows) == head[0][1]:
-                    try:
-                        entry = Entry(decode(rows, self.serde), ABSENT)
-                    except HeadUnreadable:
-                        entry = None
-                    if entry is not None:
-                        self._put(key, checkpoint_id, ch, entry)
-                        return entry
+                if empty and empty[0][0] == 0:
+                    entry = Entry([], ABSENT)
+                    self._put(key, checkpoint_id, ch, entry)
+                    return entry
+            elif len(rows) == rows[0][2]:
+                try:
+                    entry = Entry(decode([(t, d) for t, d, _ in rows], self.serde), ABSENT)
+                except HeadUnreadable:
+                    entry = None
+                if entry is not None:
+                    self._put(key, checkpoint_id, ch, entry)
+                    return entry
         stock = PostgresSaver.get_delta_channel_history(
             self,
             config={"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}},  # type: ignore[arg-type]

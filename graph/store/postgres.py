@@ -36,7 +36,7 @@ from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_defa
 from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
 from graph.store.reader import ThreadReader, _Postgres, redact
 from graph.store.storage import Storage
-from graph.store.threads import THREADS_INDEX, THREADS_TABLE
+from graph.store.threads import THREADS_INDEX, THREADS_TABLE, TOUCH, touch_params
 
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
 SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up
@@ -79,25 +79,8 @@ class PgThreadIndex:
             return cur.fetchall()
 
     def touch(self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None) -> None:
-        now = time.time()
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute(
-                "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING",
-                (thread_id, title or "New thread", status or "idle", owner, now, now),
-            )
-            if title is not None:
-                conn.execute(
-                    "UPDATE gatehouse_threads SET title=%s WHERE thread_id=%s AND title IN ('', 'New thread')",
-                    (title, thread_id),
-                )
-            if status is not None:
-                conn.execute(
-                    "UPDATE gatehouse_threads SET status=%s, updated_at=%s, pending_since="
-                    "CASE WHEN %s='awaiting_approval' THEN COALESCE(pending_since, %s) ELSE NULL END "
-                    "WHERE thread_id=%s",
-                    (status, now, status, now, thread_id),
-                )
+        with self._pool.connection() as conn:  # one statement: one round trip
+            conn.execute(TOUCH.replace("?", "%s"), touch_params(thread_id, title, status, owner, time.time()))
 
     def rename(self, thread_id: str, title: str) -> None:
         with self._pool.connection() as conn:
@@ -208,6 +191,17 @@ class PgLeases(Leases):
     def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
         owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}"
         now = time.time()
+        with self._pool.connection() as conn:
+            # The usual case in one round trip: nobody holds the thread (no row, or a
+            # released or expired one). A live-looking holder takes the path below.
+            taken = conn.execute(
+                "INSERT INTO gatehouse_leases(thread_id, owner, expires_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (thread_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
+                "WHERE gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= %s RETURNING owner",
+                (thread_id, owner, now + self.ttl, now),
+            ).fetchone()
+        if taken is not None:
+            return Lease(self, thread_id, owner)
         with self._pool.connection() as conn, conn.transaction():
             # A free placeholder row first, so FOR UPDATE has a row to lock even for a
             # thread that never had a lease: two processes racing queue up here.
@@ -268,22 +262,19 @@ class PgLeases(Leases):
 LAST_TABLES = ("gatehouse_threads", "gatehouse_heads", "gatehouse_head_items", "gatehouse_journal", "gatehouse_leases")
 
 
-def _set_up_already(pool: ConnectionPool, saver: GatehousePostgresSaver) -> bool:
-    with pool.connection() as conn:
-        row = conn.execute(
-            "SELECT to_regclass('checkpoint_migrations') IS NOT NULL AS migrations, "
-            + ", ".join(f"to_regclass('{t}') IS NOT NULL AS {t}" for t in LAST_TABLES)
+def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver) -> bool:
+    with conn.cursor(row_factory=tuple_row) as cur:
+        row = cur.execute(
+            "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in ("checkpoint_migrations", *LAST_TABLES))
         ).fetchone()
-        if not row or not all(row.values()):
+        if not row or not all(row):
             return False
-        version = conn.execute("SELECT max(v) AS v FROM checkpoint_migrations").fetchone()
-        return version is not None and version["v"] == len(saver.MIGRATIONS) - 1
+        version = cur.execute("SELECT max(v) FROM checkpoint_migrations").fetchone()
+    return version is not None and version[0] == len(saver.MIGRATIONS) - 1
 
 
 def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
     """Create (or migrate) the schema once, whichever process gets here first."""
-    if _set_up_already(pool, saver):
-        return
     with pool.connection() as conn:
         # Polled, not a blocking pg_advisory_lock: the saver's migrations include
         # CREATE INDEX CONCURRENTLY, which waits for every open transaction in the
@@ -315,12 +306,16 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         name="gatehouse",
     )
     try:
-        # One plain connection first: a wrong URL fails at once, with the server's reason
-        # (the pool alone would retry quietly until its timeout).
-        psycopg.connect(url, connect_timeout=10).close()
-        pool.open(wait=True, timeout=30)
+        # The pool connects in the background while one plain connection checks the
+        # URL (a wrong one fails at once, with the server's reason: the pool alone
+        # would retry quietly until its timeout) and whether the schema is complete.
+        pool.open(wait=False)
         saver = GatehousePostgresSaver(pool)
-        _setup(pool, saver)
+        with psycopg.connect(url, connect_timeout=10, autocommit=True) as check:
+            ready = _set_up_already(check, saver)
+        pool.wait(timeout=30)
+        if not ready:
+            _setup(pool, saver)
     except (psycopg.Error, PoolTimeout, StorageError) as exc:
         pool.close()
         raise StorageError(f"cannot use the Gatehouse database {where}: {exc}") from exc

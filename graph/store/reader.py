@@ -191,25 +191,25 @@ class ThreadReader:
         )
         return rows[0][0] if rows else None
 
-    def _writes(self, thread_id: str, checkpoint_id: str, channels: Sequence[str]) -> list[tuple[Any, ...]]:
-        """(task_id, task_path, idx, channel, type, value) of the writes at a checkpoint;
-        values only for `channels` (the rest only say that a task finished)."""
+    def _writes(self, thread_id: str, checkpoint_id: str | None, channels: Sequence[str]) -> list[tuple[Any, ...]]:
+        """(task_id, task_path, idx, channel, type, value) of the writes at a checkpoint
+        (None: the latest); values only for `channels` (the rest only say that a task
+        finished)."""
         db = self._db
         wanted = ",".join("?" * len(channels))
+        at = "?" if checkpoint_id is not None else (
+            "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')")
         return db.rows(
             f"SELECT task_id, task_path, idx, channel, "
             f"CASE WHEN channel IN ({wanted}) THEN type END, CASE WHEN channel IN ({wanted}) THEN {db.writes_value} END "
-            f"FROM {db.writes_table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
-            [*channels, *channels, thread_id, checkpoint_id],
+            f"FROM {db.writes_table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = {at}",
+            [*channels, *channels, thread_id, checkpoint_id if checkpoint_id is not None else thread_id],
         )
 
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call
-        (as `Session.pending`)."""
-        checkpoint_id = self._latest(thread_id)
-        if checkpoint_id is None:
-            return None
-        writes = self._writes(thread_id, checkpoint_id, [INTERRUPT_CHANNEL])
+        (as `Session.pending`). One query: the writes at the latest checkpoint."""
+        writes = self._writes(thread_id, None, [INTERRUPT_CHANNEL])
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
         asked = sorted(
             (w for w in writes if w[3] == INTERRUPT_CHANNEL and w[0] != NULL_TASK_ID and w[0] not in finished),

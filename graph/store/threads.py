@@ -46,6 +46,30 @@ ON_CHECKPOINT = (
     "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, "
     "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END"
 )
+# ThreadIndex.touch in one statement (no transaction to open and commit): insert the row,
+# or set the title (while it is the default), the status and when it began waiting.
+# (thread_id, title, status, owner, now, now, pending_since, title?, status?, status?, status?)
+TOUCH = (
+    "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at, pending_since) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+    "title = CASE WHEN ? AND gatehouse_threads.title IN ('', 'New thread') THEN excluded.title "
+    "ELSE gatehouse_threads.title END, "
+    "status = CASE WHEN ? THEN excluded.status ELSE gatehouse_threads.status END, "
+    "updated_at = CASE WHEN ? THEN excluded.updated_at ELSE gatehouse_threads.updated_at END, "
+    "pending_since = CASE WHEN NOT ? THEN gatehouse_threads.pending_since "
+    "WHEN excluded.status = 'awaiting_approval' THEN COALESCE(gatehouse_threads.pending_since, excluded.updated_at) "
+    "ELSE NULL END"
+)
+
+
+def touch_params(
+    thread_id: str, title: str | None, status: str | None, owner: str | None, now: float
+) -> tuple[Any, ...]:
+    given = status is not None
+    return (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now,
+            now if status == "awaiting_approval" else None, title is not None, given, given, given)
+
+
 ON_INTERRUPT = (
     "UPDATE gatehouse_threads SET status = 'awaiting_approval', updated_at = ?, "
     "pending_since = COALESCE(pending_since, ?) WHERE thread_id = ?"
@@ -93,24 +117,8 @@ class ThreadIndex:
         return immediate(self._conn, self._lock)
 
     def touch(self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None) -> None:
-        now = time.time()
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) DO NOTHING",
-                (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now),
-            )
-            if title is not None:
-                c.execute(
-                    "UPDATE gatehouse_threads SET title=? WHERE thread_id=? AND title IN ('', ?)",
-                    (title, thread_id, DEFAULT_TITLE),
-                )
-            if status is not None:
-                pending = "CASE WHEN ?='awaiting_approval' THEN COALESCE(pending_since, ?) ELSE NULL END"
-                c.execute(
-                    f"UPDATE gatehouse_threads SET status=?, updated_at=?, pending_since={pending} WHERE thread_id=?",
-                    (status, now, status, now, thread_id),
-                )
+        with self._lock:  # one statement: atomic on its own
+            self._conn.execute(TOUCH, touch_params(thread_id, title, status, owner, time.time()))
 
     def close(self) -> None:
         self._conn.close()
