@@ -25,12 +25,13 @@ from rich.table import Table
 from rich.text import Text
 
 from graph import Approval, MessageView, OutcomeUnknown, Pause
-from graph.protocol import events as ev
 from ui.term import decisions as td
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.validation import Validator
+
+    from graph.protocol import events as ev
 
 OUTPUT_PREVIEW_LINES = 8
 PIPE_WIDTH = 160
@@ -93,6 +94,9 @@ class EventRenderer:
             self._in_text = False
 
     def handle(self, event: ev.Event) -> None:
+        # Imported here: the read-only commands draw no events (and skip building them).
+        from graph.protocol import events as ev
+
         c = self.console
         if isinstance(event, ev.TextDelta):
             c.print(Text(event.text), end="")
