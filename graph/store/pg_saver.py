@@ -4,7 +4,7 @@ materialised head, warm cache and thread-index upkeep as the SQLite saver
 
 The checkpoint tables and their rows are the stock ones (a stock `PostgresSaver`,
 LangGraph Server included, reads them); the head lives in `gatehouse_heads` and
-`gatehouse_head_items`, written in the transaction of the checkpoint it describes.
+`gatehouse_head_blocks`, written in the transaction of the checkpoint it describes.
 A checkpoint's statements go in one pipeline: the stock upserts, the new head rows,
 and a compare-and-set of the head (`WHERE checkpoint_id = <parent>`); only when that
 finds the head elsewhere (a branch, another writer) are the rows rewritten whole.
@@ -46,7 +46,7 @@ from graph.store.delta_reads import (
     HeadPlan,
     Reducer,
 )
-from graph.store.head import HeadUnreadable, decode, encode, unchanged_prefix
+from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
 from graph.store.threads import (
     DEFAULT_TITLE,
     ON_CHECKPOINT,
@@ -65,19 +65,26 @@ HEAD_SCHEMA = [
         checkpoint_id TEXT NOT NULL,
         count INTEGER NOT NULL,
         PRIMARY KEY (thread_id, checkpoint_ns, channel))""",
-    """CREATE TABLE IF NOT EXISTS gatehouse_head_items (
+    """CREATE TABLE IF NOT EXISTS gatehouse_head_blocks (
         thread_id TEXT NOT NULL,
         checkpoint_ns TEXT NOT NULL DEFAULT '',
         channel TEXT NOT NULL,
         pos INTEGER NOT NULL,
-        type TEXT NOT NULL,
+        n INTEGER NOT NULL,
         data BYTEA NOT NULL,
         PRIMARY KEY (thread_id, checkpoint_ns, channel, pos))""",
 ]
-UPSERT_ITEM = (
-    "INSERT INTO gatehouse_head_items (thread_id, checkpoint_ns, channel, pos, type, data) "
+UPSERT_BLOCK = (
+    "INSERT INTO gatehouse_head_blocks (thread_id, checkpoint_ns, channel, pos, n, data) "
     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id, checkpoint_ns, channel, pos) "
-    "DO UPDATE SET type = EXCLUDED.type, data = EXCLUDED.data"
+    "DO UPDATE SET n = EXCLUDED.n, data = EXCLUDED.data"
+)
+EXTEND_BLOCK = (
+    "UPDATE gatehouse_head_blocks SET n = n + %s, data = data || %s WHERE thread_id = %s AND checkpoint_ns = %s "
+    "AND channel = %s AND pos = %s"
+)
+DELETE_BLOCKS = (
+    "DELETE FROM gatehouse_head_blocks WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND pos >= %s"
 )
 UPSERT_HEAD = (
     "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (%s, %s, %s, %s, %s) "
@@ -131,7 +138,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         super().delete_thread(thread_id)
         with self._tx() as cur:
             cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = %s", (str(thread_id),))
-            cur.execute("DELETE FROM gatehouse_head_items WHERE thread_id = %s", (str(thread_id),))
+            cur.execute("DELETE FROM gatehouse_head_blocks WHERE thread_id = %s", (str(thread_id),))
 
     # -- writes ------------------------------------------------------------------------
     def put(
@@ -176,20 +183,16 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                     if prev is None or parent is None:
                         rewrite.append(plan)
                         continue
-                    # Rows from the first changed value on; the rest stay, if the head
-                    # was at the parent: the compare-and-set below says whether it was.
+                    # The rows from the first changed value on, if the head was at the
+                    # parent: the compare-and-set below says whether it was.
                     start = unchanged_prefix(prev, value, written)
-                    if start < len(value):
-                        cur.executemany(
-                            UPSERT_ITEM,
-                            [(thread_id, ns, ch, pos, *encode(v, self.serde)) for pos, v in enumerate(value[start:], start)],
-                        )
-                    if len(value) < len(prev):
-                        cur.execute(
-                            "DELETE FROM gatehouse_head_items WHERE thread_id = %s AND checkpoint_ns = %s "
-                            "AND channel = %s AND pos >= %s",
-                            (thread_id, ns, ch, len(value)),
-                        )
+                    extend, whole, delete_from = head_update(prev, value, start, self.serde)
+                    if delete_from >= 0:
+                        cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, delete_from))
+                    if extend is not None:
+                        cur.execute(EXTEND_BLOCK, (extend[1], extend[2], thread_id, ns, ch, extend[0]))
+                    if whole:
+                        cur.executemany(UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole])
                     check = conn.cursor(row_factory=tuple_row)
                     check.execute(
                         "UPDATE gatehouse_heads SET checkpoint_id = %s, count = %s WHERE thread_id = %s AND "
@@ -210,15 +213,10 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             if rewrite:  # a branch, a snapshot, another writer: the rows whole
                 with conn.pipeline(), conn.cursor(binary=True) as cur:
                     for ch, value, _, _ in rewrite:
-                        cur.execute(
-                            "DELETE FROM gatehouse_head_items WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s",
-                            (thread_id, ns, ch),
-                        )
-                        if value:
-                            cur.executemany(
-                                UPSERT_ITEM,
-                                [(thread_id, ns, ch, pos, *encode(v, self.serde)) for pos, v in enumerate(value)],
-                            )
+                        cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, 0))
+                        _, whole, _ = head_update(None, value, None, self.serde)
+                        if whole:
+                            cur.executemany(UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole])
                         cur.execute(UPSERT_HEAD, (thread_id, ns, ch, cid, len(value)))
         return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
@@ -258,28 +256,26 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
         key = (thread_id, ns)
         if self.side_tables:
-            # One round trip: the head's rows if the head is this checkpoint (and its
-            # count, repeated on each row; an empty list has no rows: asked apart).
+            # One round trip: the head's blocks if the head is this checkpoint (and its
+            # count, repeated on each row; an empty list has no blocks: asked apart).
             rows = self._rows(
-                "SELECT i.type, i.data, h.count FROM gatehouse_heads h JOIN gatehouse_head_items i "
-                "ON i.thread_id = h.thread_id AND i.checkpoint_ns = h.checkpoint_ns AND i.channel = h.channel "
-                "AND i.pos < h.count WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s "
-                "AND h.checkpoint_id = %s ORDER BY i.pos",
+                "SELECT b.n, b.data, h.count FROM gatehouse_heads h JOIN gatehouse_head_blocks b "
+                "ON b.thread_id = h.thread_id AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel "
+                "WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s AND h.checkpoint_id = %s "
+                "ORDER BY b.pos",
                 (thread_id, ns, ch, checkpoint_id),
             )
+            count = rows[0][2] if rows else None
             if not rows:
                 empty = self._rows(
                     "SELECT count FROM gatehouse_heads WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s "
                     "AND checkpoint_id = %s",
                     (thread_id, ns, ch, checkpoint_id),
                 )
-                if empty and empty[0][0] == 0:
-                    entry = Entry([], ABSENT)
-                    self._put(key, checkpoint_id, ch, entry)
-                    return entry
-            elif len(rows) == rows[0][2]:
+                count = 0 if empty and empty[0][0] == 0 else None
+            if count is not None:
                 try:
-                    entry = Entry(decode([(t, d) for t, d, _ in rows], self.serde), ABSENT)
+                    entry: Entry | None = Entry(decode([(n, d) for n, d, _ in rows], count, self.serde), ABSENT)
                 except HeadUnreadable:
                     entry = None
                 if entry is not None:

@@ -9,9 +9,10 @@ dataclass as the dict of its fields), as LangGraph's own `_msgpack_ext_hook_to_j
 does. That is all a reader needs: an interrupt is `{"value": ..., "id": ...}`, a
 message is the dict of its fields.
 
-Also the row format of the materialised head (graph/store/head.py): a message whose
-fields are plain data is stored as `[kind, fields, extra, fields_set]` in msgpack
-(type tag `gh-msg`); any other message with LangGraph's serializer.
+Also the rows of the materialised head (graph/store/head.py): blocks of up to
+`BLOCK` messages, each message one msgpack item, concatenated: `[kind, fields, extra,
+fields_set]` for a message whose fields are plain data, `["~", type, bytes]` (what
+LangGraph's serializer made of it) for any other.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ EXT_PYDANTIC_V2 = 5
 EXT_NUMPY_ARRAY = 6
 EXT_DELTA_SNAPSHOT = 7
 
-# The head's own row format for a message with plain fields.
-PLAIN_MESSAGE = "gh-msg"
+# The head's rows: messages per block, the blocks' type tag, the kind of a serialized item.
+BLOCK = 32
+HEAD_BLOCK = "gh-block"
+SERIALIZED = "~"
 INTERRUPT_CHANNEL = "__interrupt__"
 
 
@@ -68,8 +71,6 @@ def loads(type_tag: str | None, data: bytes | None) -> Any:
         raise UnreadableValue(f"stored with codec {codec!r}")
     if type_tag == "msgpack":
         return ormsgpack.unpackb(data, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
-    if type_tag == PLAIN_MESSAGE:
-        return message_fields(data)
     if type_tag == "json":
         import json
 
@@ -79,9 +80,15 @@ def loads(type_tag: str | None, data: bytes | None) -> Any:
     raise UnreadableValue(f"stored as {type_tag!r}")
 
 
-def message_fields(data: bytes) -> dict[str, Any]:
-    """The fields of a message in the head's plain row format."""
-    return ormsgpack.unpackb(data)[1]
+def block_items(count: int, data: bytes) -> list[list[Any]]:
+    """The items of a head block of `count` messages (one msgpack call: the block is
+    read as an array of `count` items)."""
+    return ormsgpack.unpackb(b"\xdd" + count.to_bytes(4, "big") + bytes(data))
+
+
+def block_fields(count: int, data: bytes) -> list[dict[str, Any]]:
+    """The fields of each message of a head block, as plain data."""
+    return [loads(item[1], item[2]) if item[0] == SERIALIZED else item[1] for item in block_items(count, data)]
 
 
 def interrupts_of(value: Any) -> list[tuple[str, Any]]:

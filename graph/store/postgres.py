@@ -259,7 +259,7 @@ class PgLeases(Leases):
 
 
 # The tables the last statements of SCHEMA create: all there means nothing to set up.
-LAST_TABLES = ("gatehouse_threads", "gatehouse_heads", "gatehouse_head_items", "gatehouse_journal", "gatehouse_leases")
+LAST_TABLES = ("gatehouse_threads", "gatehouse_heads", "gatehouse_head_blocks", "gatehouse_journal", "gatehouse_leases")
 
 
 def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver) -> bool:

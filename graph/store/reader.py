@@ -33,7 +33,14 @@ from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
 from graph.store.leases import _pid_alive
-from graph.store.plain import INTERRUPT_CHANNEL, UnreadableValue, interrupts_of, loads, task_order
+from graph.store.plain import (
+    INTERRUPT_CHANNEL,
+    UnreadableValue,
+    block_fields,
+    interrupts_of,
+    loads,
+    task_order,
+)
 
 MESSAGES = "messages"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
@@ -241,14 +248,14 @@ class ThreadReader:
         if not head or head[0][0] != checkpoint_id:
             return None
         rows = self._db.rows(
-            "SELECT type, data FROM gatehouse_head_items WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ? "
-            "AND pos < ? ORDER BY pos",
-            [thread_id, MESSAGES, head[0][1]],
+            "SELECT n, data FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ? "
+            "ORDER BY pos",
+            [thread_id, MESSAGES],
         )
-        if len(rows) != head[0][1]:
+        if sum(n for n, _ in rows) != head[0][1]:
             return None
         try:
-            messages = [loads(t, bytes(d)) for t, d in rows]
+            messages = [m for n, data in rows for m in block_fields(n, data)]
             # What finished tasks wrote at the latest checkpoint, as `get_state` shows it.
             for value in self._pending_values(thread_id, checkpoint_id, MESSAGES):
                 for m in value if isinstance(value, list) else [value]:

@@ -28,7 +28,7 @@ What this saver does instead (measured in bench/cold.py, BENCHMARKS.md):
 
 Results equal the stock saver's (tests/test_storage_equivalence.py). The checkpoint
 tables and rows are the stock ones; a stock `SqliteSaver` reads the file when given
-`serde=compact_serde()`. The head's tables (`gatehouse_heads`, `gatehouse_head_items`)
+`serde=compact_serde()`. The head's tables (`gatehouse_heads`, `gatehouse_head_blocks`)
 are only ever a shortcut: a head that is missing, stale or unreadable is ignored.
 """
 
@@ -67,7 +67,7 @@ from graph.store.delta_reads import (
     Reducer,
     unwrap,
 )
-from graph.store.head import HeadUnreadable, Row, decode, encode, unchanged_prefix
+from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
 from graph.store.threads import (
     DEFAULT_TITLE,
     ON_CHECKPOINT,
@@ -121,12 +121,12 @@ CREATE TABLE IF NOT EXISTS gatehouse_heads (
     count INTEGER NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_ns, channel)
 );
-CREATE TABLE IF NOT EXISTS gatehouse_head_items (
+CREATE TABLE IF NOT EXISTS gatehouse_head_blocks (
     thread_id TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
     channel TEXT NOT NULL,
     pos INTEGER NOT NULL,
-    type TEXT NOT NULL,
+    n INTEGER NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_ns, channel, pos)
 );
@@ -168,7 +168,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             cur.execute("DELETE FROM writes WHERE thread_id = ?", (str(thread_id),))
             if self.side_tables:
                 cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = ?", (str(thread_id),))
-                cur.execute("DELETE FROM gatehouse_head_items WHERE thread_id = ?", (str(thread_id),))
+                cur.execute("DELETE FROM gatehouse_head_blocks WHERE thread_id = ?", (str(thread_id),))
 
     # -- writes ------------------------------------------------------------------------
     def put(
@@ -241,19 +241,25 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
             (thread_id, ns, ch),
         ).fetchone()
-        start = 0
-        if row is not None and prev is not None and row[0] == parent and row[1] == len(prev):
-            start = unchanged_prefix(prev, value, written)
-        if row is not None and (start == 0 or len(value) < row[1]):
+        known = row is not None and prev is not None and row[0] == parent and row[1] == len(prev)
+        start = unchanged_prefix(prev, value, written) if known and prev is not None else None
+        extend, whole, delete_from = head_update(prev if known else None, value, start, self.serde)
+        if delete_from >= 0:
             cur.execute(
-                "DELETE FROM gatehouse_head_items WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND pos >= ?",
-                (thread_id, ns, ch, start),
+                "DELETE FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND pos >= ?",
+                (thread_id, ns, ch, delete_from),
             )
-        if start < len(value):
+        if extend is not None:
+            cur.execute(
+                "UPDATE gatehouse_head_blocks SET n = n + ?, data = CAST(data || ? AS BLOB) WHERE thread_id = ? "
+                "AND checkpoint_ns = ? AND channel = ? AND pos = ?",
+                (extend[1], extend[2], thread_id, ns, ch, extend[0]),
+            )
+        if whole:
             cur.executemany(
-                "INSERT OR REPLACE INTO gatehouse_head_items (thread_id, checkpoint_ns, channel, pos, type, data) "
+                "INSERT OR REPLACE INTO gatehouse_head_blocks (thread_id, checkpoint_ns, channel, pos, n, data) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(thread_id, ns, ch, pos, *encode(v, self.serde)) for pos, v in enumerate(value[start:], start)],
+                [(thread_id, ns, ch, *block) for block in whole],
             )
         cur.execute(
             "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (?, ?, ?, ?, ?) "
@@ -282,15 +288,13 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         """The value the head rows hold, or None when they do not decode (then the
         history is replayed instead)."""
         with self.cursor(transaction=False) as cur:
-            rows: list[Row] = cur.execute(
-                "SELECT type, data FROM gatehouse_head_items WHERE thread_id = ? AND checkpoint_ns = ? "
-                "AND channel = ? AND pos < ? ORDER BY pos",
-                (thread_id, ns, ch, head[1]),
+            rows = cur.execute(
+                "SELECT n, data FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND channel = ? ORDER BY pos",
+                (thread_id, ns, ch),
             ).fetchall()
-        if len(rows) != head[1]:
-            return None
         try:
-            return Entry(decode(rows, self.serde), ABSENT)
+            return Entry(decode(rows, head[1], self.serde), ABSENT)
         except HeadUnreadable:
             return None
 
