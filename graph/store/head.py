@@ -1,5 +1,5 @@
-"""The materialised head: a thread's messages at its latest checkpoint, one row each,
-kept current by the saver as checkpoints are written.
+"""The materialised head: a thread's messages at its latest checkpoint, in rows of up
+to 32, kept current by the saver as checkpoints are written.
 
 Why: the messages live in a `DeltaChannel`, so a checkpoint stores only what its step
 added. Reading a thread in a process that has never seen it meant replaying every

@@ -13,7 +13,7 @@ deserialisations, about six checkpoints a turn.
 What this saver does instead (measured in bench/cold.py, BENCHMARKS.md):
 - a materialised head (graph/store/head.py): when a checkpoint is written, the
   messages at that checkpoint are written beside it, in the same transaction, as
-  one row per message (a step that appends writes only its new rows). A process
+  rows of 32 messages (a step that appends adds only its new messages). A process
   that has never seen the thread reads it with one indexed range read and decodes
   the rows without validation: cold reads cost what the messages cost, not what
   the history costs. Any older checkpoint still reads from the history (time
