@@ -1,7 +1,8 @@
 """Gatehouse against its peer on long threads, in one run: the one benchmark command.
 
-    uv run python -m bench.run                 # N = 50, 200, 400 (about 6-8 minutes)
-    uv run python -m bench.run --quick         # N = 10, 20 (under a minute)
+    uv run python -m bench.run                 # N = 50, 200, 400 + cold paths (about 15 minutes)
+    uv run python -m bench.run --quick         # N = 10, 20 (a couple of minutes)
+    uv run python -m bench.run --cold-only     # only the cold paths (bench/cold.py)
 
 Each system runs in its own fresh process, one after another (never in parallel):
 - `gatehouse`: Gatehouse on its default storage (SQLite, DeltaChannel messages,
@@ -11,8 +12,10 @@ Each system runs in its own fresh process, one after another (never in parallel)
   `--baseline-turns` turns only (it grows as fast as the peer).
 One thread of max(N) turns per system; the metrics for each N are taken when that
 thread reaches turn N. Then `bench.micro` (thread index, event pipeline, cold start,
-idle memory). Writes bench/results/results.json, bench/results/long_thread.png and
-the results section of BENCHMARKS.md.
+idle memory), then `bench.cold` (a thread resumed by id in a fresh process, first
+reads, the terminal client; SQLite and Postgres). Writes bench/results/results.json,
+bench/results/long_thread.png, bench/results/cold_paths.png and the results section
+of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -114,21 +117,22 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     return out
 
 
-def markdown(results: dict[str, Any], plot: str | None) -> str:
+def _verdict(ok: bool | None) -> str:
+    return "pass" if ok else "FAIL" if ok is not None else "info"
+
+
+def markdown(results: dict[str, Any], plot: str | None, cold_plot: str | None = None) -> str:
     env = results["environment"]
     lines = [
         f"Run {env['date']} on {env['machine']} ({env['cpus']} CPUs, Python {env['python']}), "
         f"load average at start {env['load_before']}, at end {env.get('load_after', '?')}; "
         f"command: `{env['command']}`; total {env.get('total_s', 0):.0f} s.",
-        "",
-        table(results),
-        "",
-        "| target | measured | result |",
-        "|---|---|---|",
     ]
-    for name, measured, ok in targets(results):
-        lines.append(f"| {name} | {measured} | {'pass' if ok else 'FAIL' if ok is not None else 'info'} |")
-    if plot:
+    if results["systems"]:
+        lines += ["", table(results), "", "| target | measured | result |", "|---|---|---|"]
+        for name, measured, ok in targets(results):
+            lines.append(f"| {name} | {measured} | {_verdict(ok)} |")
+    if plot and results["systems"]:
         lines += ["", f"![per-turn ms and database size against turn]({plot})"]
     if results.get("micro"):
         m = results["micro"]
@@ -138,6 +142,19 @@ def markdown(results: dict[str, Any], plot: str | None) -> str:
             f"{m['first_text_session_ms']:.1f} ms through Session; a {m['tokens']}-token reply "
             f"{m['run_bare_ms']:.0f} ms bare vs {m['run_session_ms']:.0f} ms through Session.",
         ]
+    if results.get("cold"):
+        from bench import cold
+
+        c = results["cold"]
+        lines += ["", "### Cold paths (bench/cold.py)", "", f"Load average before the cold phase: {c.get('load_before', '?')}, "
+                  f"after: {c.get('load_after', '?')}.", "", cold.table(c)]
+        if c.get("terminal"):
+            lines += ["", cold.terminal_table(c)]
+        lines += ["", "| target | measured | result |", "|---|---|---|"]
+        for name, measured, ok in cold.targets(c):
+            lines.append(f"| {name} | {measured} | {_verdict(ok)} |")
+        if cold_plot:
+            lines += ["", f"![cold resume and first read against thread length]({cold_plot})"]
     return "\n".join(lines)
 
 
@@ -178,6 +195,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline-turns", type=int, default=200, help="turns for gatehouse-baseline (0: skip)")
     parser.add_argument("--quick", action="store_true", help="N = 10,20 and short micro-benchmarks")
     parser.add_argument("--no-micro", action="store_true")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold paths (bench/cold.py)")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold paths")
+    parser.add_argument("--cold-turns", default="200,400,2000", help="thread lengths for the cold paths (Gatehouse)")
+    parser.add_argument("--cold-peer-turns", default="200,400", help="thread lengths for the cold paths (peer)")
+    parser.add_argument("--no-postgres", action="store_true", help="cold paths on SQLite only")
     parser.add_argument("--results", default=str(ROOT / "bench" / "results"), help="directory for results.json and the PNG")
     parser.add_argument("--markdown", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
@@ -185,6 +207,8 @@ def main(argv: list[str] | None = None) -> None:
         args.turns = "10,20"
     if args.quick and args.baseline_turns == parser.get_default("baseline_turns"):
         args.baseline_turns = 20
+    if args.quick and args.cold_turns == parser.get_default("cold_turns"):
+        args.cold_turns, args.cold_peer_turns = "3,6", "3,6"
     milestones = sorted({int(x) for x in args.turns.split(",") if x})
     results_dir = Path(args.results)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -202,26 +226,50 @@ def main(argv: list[str] | None = None) -> None:
     }
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as name:
         tmp = Path(name)
-        results["systems"]["gatehouse"] = run_system("gatehouse", milestones[-1], milestones, tmp)
-        results["systems"]["peer"] = run_system("peer", milestones[-1], milestones, tmp)
-        if args.baseline_turns:
-            base = [m for m in milestones if m <= args.baseline_turns] or [args.baseline_turns]
-            results["systems"]["gatehouse-baseline"] = run_system("gatehouse-baseline", max(base), base, tmp)
-        if not args.no_micro:
+        if not args.cold_only:
+            results["systems"]["gatehouse"] = run_system("gatehouse", milestones[-1], milestones, tmp)
+            results["systems"]["peer"] = run_system("peer", milestones[-1], milestones, tmp)
+            if args.baseline_turns:
+                base = [m for m in milestones if m <= args.baseline_turns] or [args.baseline_turns]
+                results["systems"]["gatehouse-baseline"] = run_system("gatehouse-baseline", max(base), base, tmp)
+        if not args.no_micro and not args.cold_only:
             print("[bench] micro-benchmarks ...", flush=True)
             _python("bench.micro", "--out", str(tmp / "micro.json"), *(["--quick"] if args.quick else []))
             results["micro"] = json.loads((tmp / "micro.json").read_text())
+        if not args.no_cold:
+            print("[bench] cold paths ...", flush=True)
+            load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+            _python("bench.cold", "--out", str(tmp / "cold.json"), "--turns", args.cold_turns,
+                    "--peer-turns", args.cold_peer_turns, *(["--quick"] if args.quick else []),
+                    *(["--no-postgres"] if args.no_postgres else []))
+            results["cold"] = json.loads((tmp / "cold.json").read_text())
+            results["cold"]["load_before"] = load
+            results["cold"]["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     results["environment"]["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    previous = results_dir / "results.json"
+    if args.cold_only and previous.exists():  # keep the last full run's other figures
+        before = json.loads(previous.read_text())
+        results["systems"], results["micro"] = before.get("systems", {}), before.get("micro", {})
+        results["environment"]["command"] += f" (long-thread and micro figures: the run of {before['environment']['date']})"
     results["environment"]["total_s"] = time.perf_counter() - started
     (results_dir / "results.json").write_text(json.dumps(results, indent=1))
     png = results_dir / "long_thread.png"
-    plot(results, png)
+    if results["systems"]:
+        plot(results, png)
+    cold_png = results_dir / "cold_paths.png"
+    if results.get("cold"):
+        from bench import cold
+
+        cold.plot(results["cold"], cold_png)
     md_path = Path(args.markdown)
-    try:
-        rel = os.path.relpath(png, md_path.parent)
-    except ValueError:
-        rel = str(png)
-    body = markdown(results, rel)
+
+    def relative(path: Path) -> str:
+        try:
+            return os.path.relpath(path, md_path.parent)
+        except ValueError:
+            return str(path)
+
+    body = markdown(results, relative(png), relative(cold_png) if results.get("cold") else None)
     write_markdown(md_path, body)
     print(body)
 

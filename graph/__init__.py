@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from graph.service.runner import Runner
     from graph.service.session import Run, Session
     from graph.service.testing import ScriptedModel, ai, tool_call
+    from graph.store.reader import ThreadReader, open_reader
 
 _HOMES = {
     # running the agent
@@ -72,6 +73,9 @@ _HOMES = {
     "Settings": "graph.service.config",
     "load_settings": "graph.service.config",
     "describe_error": "graph.service.errors",
+    # reading threads without LangGraph (fast, read-only: the terminal's list and inbox)
+    "open_reader": "graph.store.reader",
+    "ThreadReader": "graph.store.reader",
     # policy and hooks
     "Policy": "graph.agent.policy",
     "PolicyError": "graph.agent.policy",
@@ -145,6 +149,7 @@ __all__ = [
     "StorageError",
     "SystemContext",
     "ThreadInfo",
+    "ThreadReader",
     "ai",
     "build_agent",
     "build_graph",
@@ -152,6 +157,7 @@ __all__ = [
     "emit",
     "hook",
     "load_settings",
+    "open_reader",
     "open_session",
     "parse_event",
     "tool_call",

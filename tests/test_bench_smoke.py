@@ -21,7 +21,7 @@ def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> N
     results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
     markdown.write_text("# Benchmarks\n\nProse that must survive.\n")
     out = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--turns", "2,3", "--baseline-turns", "2", "--no-micro",
+        [sys.executable, "-m", "bench.run", "--turns", "2,3", "--baseline-turns", "2", "--no-micro", "--no-cold",
          "--results", str(results), "--markdown", str(markdown)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=280,
     )
@@ -37,6 +37,23 @@ def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> N
     assert set(data["systems"]) == {"gatehouse", "peer", "gatehouse-baseline"}
     assert len(data["systems"]["peer"]["turn_ms"]) == 3
     assert (results / "long_thread.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_cold_paths_bench_in_a_tiny_mode_writes_its_table_and_plot(tmp_path: Path) -> None:
+    results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--cold-only", "--quick", "--no-postgres",
+         "--results", str(results), "--markdown", str(markdown)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=280,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = markdown.read_text()
+    assert "| sqlite | gatehouse | 3 |" in text and "| sqlite | peer | 6 |" in text
+    assert "terminal: `gatehouse threads` <= 0.3 s" in text
+    cold = json.loads((results / "results.json").read_text())["cold"]
+    assert set(cold["backends"]["sqlite"]) == {"gatehouse", "peer"}
+    assert (results / "cold_paths.png").stat().st_size > 1000
 
 
 def test_micro_benchmarks_run_small(tmp_path: Path) -> None:

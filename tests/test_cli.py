@@ -133,7 +133,8 @@ def test_send_auto_approve_runs_gated_calls_and_says_so(env: dict[str, str], tmp
 
     config = tmp_path / "gatehouse.toml"
     config.write_text('[policy]\nwirte_file = "allow"\n')
-    typo = gh({**env, "GATEHOUSE_CONFIG": str(config)}, "threads", code=2)
+    # Any command that runs the agent refuses it (the read-only ones never load the policy).
+    typo = gh({**env, "GATEHOUSE_CONFIG": str(config)}, "send", "hello", code=2)
     assert "'wirte_file'" in typo.stderr and "write_file" in typo.stderr
 
 
@@ -194,6 +195,70 @@ def test_ctrl_c_during_a_scripted_run_cancels_it(env: dict[str, str]) -> None:
     assert "stopping at the next safe point" in stderr
     rows = gh_json(env, "threads")
     assert rows[0]["status"] == "cancelled"
+
+
+@slow
+def test_errors_under_json_are_json_and_hints_name_options_the_command_takes(env: dict[str, str],
+                                                                            tmp_path: Path) -> None:
+    missing = gh(env, "approve", "no-such-thread", "--json", code=1)
+    assert json.loads(missing.stdout) == {"error": "no thread no-such-thread (see `gatehouse threads`)", "exit_code": 1}
+    assert "no thread no-such-thread" in missing.stderr  # people still read stderr
+
+    thread_id = gh_json(env, "send", TWO_WRITES, code=3)["thread_id"]
+    partial = gh(env, "approve", thread_id, "--call", "1", "--json", code=2)
+    error = json.loads(partial.stdout)["error"]
+    # Each command suggests only options it takes.
+    assert "--reject-others REASON" in error and "--approve-others" not in error
+    partial = gh(env, "reject", thread_id, "--call", "1", "-m", "no", code=2)
+    assert "--approve-others" in partial.stderr and "--reject-others" not in partial.stderr
+
+    # A made-up request id is not "already decided": it was never asked.
+    made_up = json.loads(gh(env, "approve", thread_id, "--all", "--interrupt-id", "made-up", "--json", code=2).stdout)
+    assert "never asked approval request made-up" in made_up["error"]
+    first = gh_json(env, "pending")[0]["interrupt_id"]
+    gh_json(env, "approve", thread_id, "--all")
+    next_id = gh_json(env, "send", "--thread", thread_id, "write c.md: z", code=3)["pending"]["interrupt_id"]
+    stale = json.loads(gh(env, "approve", thread_id, "--interrupt-id", first, "--json", code=2).stdout)
+    assert "already decided" in stale["error"]
+    assert gh_json(env, "pending")[0]["interrupt_id"] == next_id and not (tmp_path / "ws" / "c.md").exists()
+
+
+@slow
+def test_approve_with_edited_arguments(env: dict[str, str], tmp_path: Path) -> None:
+    thread_id = gh_json(env, "send", TWO_WRITES, code=3)["thread_id"]
+    # Refused before anything is sent: not JSON, not an object, not the tool's schema, no such call.
+    assert "not valid JSON" in gh(env, "approve", thread_id, "--all", "--edit", "1", "{path", code=2).stderr
+    assert "JSON object" in gh(env, "approve", thread_id, "--all", "--edit", "1", "[1]", code=2).stderr
+    bad = gh(env, "approve", thread_id, "--all", "--edit", "1", '{"path": "todo.md"}', code=2)
+    assert "content" in bad.stderr and "nothing was sent" in bad.stderr
+    assert "--edit 5" in gh(env, "approve", thread_id, "--all", "--edit", "5", "{}", code=2).stderr
+    assert gh_json(env, "pending")[0]["thread_id"] == thread_id and not (tmp_path / "ws" / "todo.md").exists()
+
+    done = gh_json(env, "approve", thread_id, "--all", "--edit", "1", '{"path": "todo.md", "content": "EDITED"}')
+    assert done["status"] == "completed"
+    assert (tmp_path / "ws" / "todo.md").read_text() == "EDITED"
+    assert (tmp_path / "ws" / "b.md").read_text() == "x\n"
+    [edited] = [r for r in gh_json(env, "audit", "--thread", thread_id) if r["decision"] == "edit"]
+    assert edited["args"]["content"] == "EDITED"
+
+
+@slow
+def test_second_ctrl_c_quits_at_once_without_a_traceback(env: dict[str, str]) -> None:
+    stuck = {**env, "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:stuck_model", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*base_cmd(), "send", "hello"], env=stuck, cwd=str(ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith("thread ")  # the run is under way
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    # The model call hangs, so the first Ctrl-C cannot reach a safe point soon.
+    assert "stopping at the next safe point" in proc.stderr.readline() + proc.stderr.readline()
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - asked
+    assert proc.returncode == 130 and took < 2.0, (took, stdout, stderr)
+    assert "Traceback" not in stderr and "gatehouse resume" in stderr
 
 
 @slow

@@ -12,8 +12,7 @@ from graph.agent.emit import emit
 from graph.agent.history import last_human_id
 from graph.agent.state import AgentState
 from graph.protocol import events as ev
-
-NOTICE_MARK = "gatehouse_notice"
+from graph.protocol.threads import NOTICE_MARK
 
 
 def finish(state: AgentState, *, deps: AgentDeps) -> Command:

@@ -52,13 +52,13 @@ from graph.agent.context import RunContext, cancelled
 from graph.agent.emit import stream_writer, thread_of
 from graph.agent.history import text_of
 from graph.agent.model_errors import ModelProblem, model_problem
-from graph.agent.reasoning import REASONING_KEY, ThinkSplitter, reasoning_of, split_think
+from graph.agent.reasoning import ThinkSplitter, split_think
 from graph.protocol import events as ev
 from graph.protocol.events import CUT_OFF_SOURCE
+from graph.protocol.threads import CUT_OFF_KEY, REASONING_KEY, reasoning_of
 
 log = logging.getLogger("gatehouse.model")
 
-CUT_OFF_KEY = "gatehouse_cut_off"
 CUT_OFF_KIND = CUT_OFF_SOURCE  # the run's stop_kind, and the notice's source
 CUT_OFF_STOP = "Stopped: the model's reply was cut off before it finished. Retry to ask the model again."
 NO_CHUNKS = "No generation chunks were returned"

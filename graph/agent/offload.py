@@ -26,9 +26,9 @@ from langchain_core.tools import BaseTool, tool
 from pydantic import Field
 
 from graph.agent.emit import thread_of
+from graph.protocol.threads import OFFLOAD_MARK
 from graph.protocol.tools import ToolSpec, attach_spec
 
-OFFLOAD_MARK = "gatehouse_offloaded"
 READ_TOOL = "read_tool_output"
 # Without a store an output is cut here (what the model could get at most).
 OUTPUT_CAP_CHARS = 50_000

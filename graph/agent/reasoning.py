@@ -19,13 +19,11 @@ the model is not sent it back (graph/model_call.py strips it from the prompt).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
-REASONING_KEY = "reasoning_content"
 OPEN, CLOSE = "<think>", "</think>"
-# Content blocks that carry reasoning (LangChain v1 "reasoning", Anthropic "thinking").
-REASONING_BLOCKS = {"reasoning": "reasoning", "thinking": "thinking"}
+# Where providers put reasoning (a field, LangChain v1 "reasoning" / Anthropic
+# "thinking" blocks) and how to read it: graph/protocol/threads.py.
 
 Piece = tuple[Literal["text", "reasoning"], str]
 
@@ -106,20 +104,3 @@ def split_think(text: str) -> tuple[str, str]:
     reasoning = "".join(t for kind, t in pieces if kind == "reasoning")
     return answer, reasoning.strip()
 
-
-def reasoning_in_blocks(content: Any) -> str:
-    """Reasoning carried as content blocks (left in place: providers that send them
-    need them back as they were, signatures included)."""
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        str(b.get(REASONING_BLOCKS[b["type"]]) or "")
-        for b in content
-        if isinstance(b, dict) and b.get("type") in REASONING_BLOCKS
-    )
-
-
-def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
-    """All the reasoning a message (or a stream chunk) carries."""
-    field = additional_kwargs.get(REASONING_KEY)
-    return (field if isinstance(field, str) else "") + reasoning_in_blocks(content)

@@ -20,7 +20,6 @@ from graph.protocol import events as ev
 from graph.protocol.tools import output_to, stop_on
 
 # How a gated call was approved ("approve", "edit", "auto_approve"), on its ToolMessage.
-DECISION_KEY = "gatehouse_decision"
 
 
 def tool_result(call: ToolCall, content: str, *, status: str = "success") -> ToolMessage:

@@ -41,7 +41,6 @@ from graph.agent.review import decided_by, record_of, rejected_message, responde
 from graph.agent.routing import grants_of
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import (
-    DECISION_KEY,
     args_problem,
     finished,
     invoke_tool,
@@ -52,6 +51,7 @@ from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
 from graph.protocol.decisions import AUTO_APPROVE
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
+from graph.protocol.threads import DECISION_KEY
 from graph.protocol.tools import spec_of
 
 

@@ -3,6 +3,7 @@ transcript as plain data (front ends never see LangChain message classes)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -87,3 +88,80 @@ class MessageView(BaseModel):
         data.setdefault("content", self.content)
         data.setdefault("id", self.id)
         return data
+
+
+# How Gatehouse marks its own messages (graph/agent/: finish, tool_node, tool_call,
+# offload, model_call, builtin_hooks/compaction) and where providers put reasoning
+# (graph/agent/reasoning.py). Here so a reader without LangChain makes the same views.
+NOTICE_MARK = "gatehouse_notice"
+SUMMARY_MARK = "gatehouse_summary"
+OFFLOAD_MARK = "gatehouse_offloaded"
+CUT_OFF_KEY = "gatehouse_cut_off"
+DECISION_KEY = "gatehouse_decision"
+TOOL_STATUS_KEY = "gatehouse_status"
+TOOL_DURATION_KEY = "gatehouse_duration_ms"
+REASONING_KEY = "reasoning_content"
+REASONING_BLOCKS = {"reasoning": "reasoning", "thinking": "thinking"}
+ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def content_text(content: Any) -> str:
+    """The text of message content: a string, or the text blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type", "text") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return ""
+
+
+def reasoning_in_blocks(content: Any) -> str:
+    """Reasoning carried as content blocks (left in place: providers that send them
+    need them back as they were, signatures included)."""
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        str(b.get(REASONING_BLOCKS[b["type"]]) or "")
+        for b in content
+        if isinstance(b, dict) and b.get("type") in REASONING_BLOCKS
+    )
+
+
+def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
+    """All the reasoning a message (or a stream chunk) carries."""
+    field = additional_kwargs.get(REASONING_KEY)
+    return (field if isinstance(field, str) else "") + reasoning_in_blocks(content)
+
+
+def view_of_fields(data: Mapping[str, Any]) -> MessageView:
+    """A `MessageView` from a message's fields as plain data (its stored form, or a
+    message object's fields): the one way a message becomes a view, whether read
+    through LangChain (graph/service/transcript.py) or without it (graph/store/reader.py)."""
+    kind = data.get("type")
+    extra = data.get("additional_kwargs") or {}
+    content = data.get("content")
+    fields: dict[str, Any] = {"role": ROLES.get(kind, kind), "content": content_text(content), "id": data.get("id")}
+    if kind == "human" and extra.get(SUMMARY_MARK):
+        fields["summary"] = True
+    if kind in ("ai", "AIMessageChunk"):
+        fields["tool_calls"] = [ToolCallView(id=c["id"], name=c["name"], args=c["args"])
+                                for c in data.get("tool_calls") or []]
+        fields["notice"] = bool(extra.get(NOTICE_MARK))
+        fields["reasoning"] = reasoning_of(extra, content) or None
+        fields["cut_off"] = bool(extra.get(CUT_OFF_KEY))
+    if kind in ("tool", "ToolMessageChunk"):
+        fields.update(tool_call_id=data.get("tool_call_id"), name=data.get("name"), status=data.get("status"))
+        # How the call ended (ok / error / rejected / denied / responded), and its duration.
+        if TOOL_STATUS_KEY in extra:
+            fields["tool_status"] = extra[TOOL_STATUS_KEY]
+            fields["duration_ms"] = extra.get(TOOL_DURATION_KEY)
+        mark = extra.get(OFFLOAD_MARK)
+        if isinstance(mark, dict):
+            fields.update(offloaded=True, total_chars=mark.get("total_chars"))
+        fields["decision"] = extra.get(DECISION_KEY)
+    return MessageView(**fields)

@@ -33,7 +33,6 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from graph.agent.context import RunContext
-from graph.agent.finish import NOTICE_MARK
 from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
 from graph.agent.offload import offloaded
@@ -53,7 +52,7 @@ from graph.protocol.errors import (
     StorageError,
 )
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
-from graph.protocol.threads import MessageView, ThreadInfo
+from graph.protocol.threads import NOTICE_MARK, MessageView, ThreadInfo
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
@@ -314,9 +313,14 @@ class Session:
             if pending is None:
                 raise NothingPending(f"thread {thread_id} is not waiting for a decision (already decided?)")
             if interrupt_id is not None and interrupt_id != pending.interrupt_id:
+                if self._was_asked(thread_id, interrupt_id):
+                    raise StaleDecision(
+                        f"approval request {interrupt_id} is no longer pending on thread {thread_id} "
+                        "(it was already decided); reload to see the current request"
+                    )
                 raise StaleDecision(
-                    f"approval request {interrupt_id} is no longer pending on thread {thread_id} "
-                    "(it was already decided); reload to see the current request"
+                    f"thread {thread_id} never asked approval request {interrupt_id}; the pending one is "
+                    f"{pending.interrupt_id} (see `pending --json`)"
                 )
             try:
                 if isinstance(pending, OutcomeUnknown):
@@ -519,8 +523,22 @@ class Session:
         return saved is not None and any(channel == INTERRUPT_CHANNEL for _, channel, _ in saved.pending_writes or ())
 
     # -- reading threads ------------------------------------------------------
+    def _was_asked(self, thread_id: str, interrupt_id: str, *, within: int = 400) -> bool:
+        """Whether this thread paused with that interrupt id in its recent history (a
+        stale tab's id) rather than never (a typo, another thread's id). Only read to
+        word a refusal, so the walk's cost is paid on that path alone."""
+        for snapshot in self.agent.get_state_history(_config(thread_id), limit=within):
+            if any(i.id == interrupt_id for i in snapshot.interrupts):
+                return True
+        return False
+
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""
+        reader = self.storage.reader
+        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
+            # The interrupts at the latest checkpoint, read directly: what get_state
+            # lists, without rebuilding the thread's messages (graph/store/reader.py).
+            return reader.pending(thread_id)
         state = self.agent.get_state(_config(thread_id))
         pauses = [pause_from(thread_id, i.id, i.value) for i in state.interrupts]
         return next((p for p in pauses if isinstance(p, Approval)), None) or next(
@@ -699,7 +717,9 @@ class Session:
                 for call_id, text in exported.tool_outputs.items():
                     self.storage.outputs.put(thread_id, call_id, names.get(call_id) or "tool", text)
             self.agent.update_state(_config(thread_id), {"messages": exported.messages}, as_node="finish")
-            self.storage.index.touch(thread_id, title=exported.title or "Imported thread", status="idle")
+            self.storage.index.touch(thread_id, status="idle")
+            # The export's title, whatever the saver guessed from the first message.
+            self.storage.index.rename(thread_id, exported.title or "Imported thread")
         return thread_id
 
     def compact_now(self, thread_id: str) -> ev.Compacted | None:

@@ -31,40 +31,30 @@ from langchain_core.messages import (
 )
 from pydantic import ValidationError
 
-from graph.agent.builtin_hooks.compaction import SUMMARY_MARK
-from graph.agent.finish import NOTICE_MARK
-from graph.agent.history import pairing_problem, text_of
-from graph.agent.model_call import CUT_OFF_KEY, is_cut_off
-from graph.agent.offload import OFFLOAD_MARK, offloaded
-from graph.agent.reasoning import REASONING_KEY, reasoning_of
-from graph.agent.tool_call import DECISION_KEY
+from graph.agent.history import pairing_problem
 from graph.protocol.errors import ImportRefused
-from graph.protocol.threads import MessageView, ToolCallView
+from graph.protocol.threads import (
+    CUT_OFF_KEY,
+    DECISION_KEY,
+    NOTICE_MARK,
+    OFFLOAD_MARK,
+    REASONING_KEY,
+    SUMMARY_MARK,
+    MessageView,
+    view_of_fields,
+)
 
-ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 EXPORT_FORMAT = "gatehouse-thread"
 EXPORT_VERSION = 1
 
 
 def message_view(m: BaseMessage) -> MessageView:
-    fields: dict = {"role": ROLES.get(m.type, m.type), "content": text_of(m.content), "id": m.id}
-    if isinstance(m, HumanMessage) and m.additional_kwargs.get(SUMMARY_MARK):
-        fields["summary"] = True
+    fields = {"type": m.type, "content": m.content, "id": m.id, "additional_kwargs": m.additional_kwargs}
     if isinstance(m, AIMessage):
-        fields["tool_calls"] = [ToolCallView(id=c["id"], name=c["name"], args=c["args"]) for c in m.tool_calls]
-        fields["notice"] = bool(m.additional_kwargs.get(NOTICE_MARK))
-        fields["reasoning"] = reasoning_of(m.additional_kwargs, m.content) or None
-        fields["cut_off"] = is_cut_off(m)
+        fields["tool_calls"] = m.tool_calls
     if isinstance(m, ToolMessage):
         fields.update(tool_call_id=m.tool_call_id, name=m.name, status=m.status)
-        # How the call ended (ok / error / rejected / denied / responded), and its duration.
-        if "gatehouse_status" in m.additional_kwargs:
-            fields["tool_status"] = m.additional_kwargs["gatehouse_status"]
-            fields["duration_ms"] = m.additional_kwargs.get("gatehouse_duration_ms")
-        if (mark := offloaded(m)) is not None:
-            fields.update(offloaded=True, total_chars=mark.get("total_chars"))
-        fields["decision"] = m.additional_kwargs.get(DECISION_KEY)
-    return MessageView(**fields)
+    return view_of_fields(fields)
 
 
 def export_json(

@@ -2,14 +2,18 @@
 
 Selected by a URL (`GATEHOUSE_DB=postgresql://...`). Everything SQLite holds moves
 here, in one database and one connection pool per process:
-- checkpoints: the official `PostgresSaver` (langgraph-checkpoint-postgres);
+- checkpoints: `GatehousePostgresSaver` (pg_saver.py): the official `PostgresSaver`
+  (langgraph-checkpoint-postgres) with the materialised head and the warm cache of
+  the SQLite saver, the thread index kept in the checkpoint's transaction, and
+  refused answers dropped (refusals.py);
 - the thread index, the execution journal, run leases, the decision log and tool
   outputs stored aside: small `gatehouse_*` tables with the same interface as their
   SQLite versions (graph/store/threads.py, journal.py, leases.py, decisions.py,
   outputs.py).
 
 The schema is created on first use. Several processes starting at once serialise
-the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race.
+the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race;
+a process that finds the schema complete (one query) skips the set-up.
 """
 
 from __future__ import annotations
@@ -22,13 +26,9 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict
-from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import NULL_TASK_ID, RESUME
-from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -42,26 +42,21 @@ from graph.store.journal import Journal, JournalEntry, _dumps, _entry, already_s
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
 from graph.store.outputs import SCHEMA as OUTPUTS_SCHEMA
 from graph.store.outputs import ToolOutputs
-from graph.store.saver import checkpoint_key, refuses_answer
+from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
+from graph.store.reader import ThreadReader, _Postgres, redact
 from graph.store.storage import Storage
+from graph.store.threads import THREADS_INDEX, THREADS_TABLE, TOUCH, touch_params
 
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
 SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up
 SETUP_WAIT_S = 120.0
 
 SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS gatehouse_threads (
-        thread_id TEXT PRIMARY KEY,
-        title TEXT NOT NULL DEFAULT '',
-        status TEXT NOT NULL DEFAULT 'idle',
-        owner TEXT,
-        created_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL,
-        pending_since DOUBLE PRECISION,
-        reason TEXT)""",
-    "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)",
+    THREADS_TABLE.format(real="DOUBLE PRECISION"),
+    THREADS_INDEX,
     # Databases created before the index kept a run's failure reason.
     "ALTER TABLE gatehouse_threads ADD COLUMN IF NOT EXISTS reason TEXT",
+    *HEAD_SCHEMA,
     """CREATE TABLE IF NOT EXISTS gatehouse_journal (
         thread_id TEXT NOT NULL,
         tool_call_id TEXT NOT NULL,
@@ -86,16 +81,6 @@ SCHEMA = [
 ]
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages and the settings page."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-
-
 class PgThreadIndex:
     """The thread list (`gatehouse_threads`), same methods as `threads.ThreadIndex`."""
 
@@ -111,25 +96,8 @@ class PgThreadIndex:
         self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None,
         reason: str | None = None,
     ) -> None:
-        now = time.time()
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute(
-                "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING",
-                (thread_id, title or "New thread", status or "idle", owner, now, now),
-            )
-            if title is not None:
-                conn.execute(
-                    "UPDATE gatehouse_threads SET title=%s WHERE thread_id=%s AND title IN ('', 'New thread')",
-                    (title, thread_id),
-                )
-            if status is not None:
-                conn.execute(
-                    "UPDATE gatehouse_threads SET status=%s, reason=%s, updated_at=%s, pending_since="
-                    "CASE WHEN %s='awaiting_approval' THEN COALESCE(pending_since, %s) ELSE NULL END "
-                    "WHERE thread_id=%s",
-                    (status, reason, now, status, now, thread_id),
-                )
+        with self._pool.connection() as conn:  # one statement: one round trip
+            conn.execute(TOUCH.replace("?", "%s"), touch_params(thread_id, title, status, owner, time.time(), reason))
 
     def rename(self, thread_id: str, title: str) -> None:
         with self._pool.connection() as conn:
@@ -334,6 +302,17 @@ class PgLeases(Leases):
     def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
         owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}"
         now = time.time()
+        with self._pool.connection() as conn:
+            # The usual case in one round trip: nobody holds the thread (no row, or a
+            # released or expired one). A live-looking holder takes the path below.
+            taken = conn.execute(
+                "INSERT INTO gatehouse_leases(thread_id, owner, expires_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (thread_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
+                "WHERE gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= %s RETURNING owner",
+                (thread_id, owner, now + self.ttl, now),
+            ).fetchone()
+        if taken is not None:
+            return Lease(self, thread_id, owner)
         with self._pool.connection() as conn, conn.transaction():
             # A free placeholder row first, so FOR UPDATE has a row to lock even for a
             # thread that never had a lease: two processes racing queue up here.
@@ -390,24 +369,25 @@ class PgLeases(Leases):
         self._renewals.close()
 
 
-class GatehousePostgresSaver(PostgresSaver):
-    """The official saver; a refused answer leaves no trace (see graph/store/saver.py)."""
-
-    def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
-        if refuses_answer(writes):
-            with self._cursor() as cur:
-                cur.execute(
-                    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
-                    "AND checkpoint_id = %s AND task_id = %s AND channel = %s",
-                    (*checkpoint_key(config), NULL_TASK_ID, RESUME),
-                )
-            return
-        super().put_writes(config, writes, task_id, task_path)
+# The tables the last statements of SCHEMA create: all there means nothing to set up.
+LAST_TABLES = (
+    "gatehouse_threads", "gatehouse_heads", "gatehouse_head_blocks", "gatehouse_journal", "gatehouse_decisions",
+    "gatehouse_tool_outputs", "gatehouse_leases",
+)
 
 
-def _setup(pool: ConnectionPool, saver: PostgresSaver) -> None:
+def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver) -> bool:
+    with conn.cursor(row_factory=tuple_row) as cur:
+        row = cur.execute(
+            "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in ("checkpoint_migrations", *LAST_TABLES))
+        ).fetchone()
+        if not row or not all(row):
+            return False
+        version = cur.execute("SELECT max(v) FROM checkpoint_migrations").fetchone()
+    return version is not None and version[0] == len(saver.MIGRATIONS) - 1
+
+
+def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
     """Create (or migrate) the schema once, whichever process gets here first."""
     with pool.connection() as conn:
         # Polled, not a blocking pg_advisory_lock: the saver's migrations include
@@ -440,12 +420,16 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         name="gatehouse",
     )
     try:
-        # One plain connection first: a wrong URL fails at once, with the server's reason
-        # (the pool alone would retry quietly until its timeout).
-        psycopg.connect(url, connect_timeout=10).close()
-        pool.open(wait=True, timeout=30)
+        # The pool connects in the background while one plain connection checks the
+        # URL (a wrong one fails at once, with the server's reason: the pool alone
+        # would retry quietly until its timeout) and whether the schema is complete.
+        pool.open(wait=False)
         saver = GatehousePostgresSaver(pool)
-        _setup(pool, saver)
+        with psycopg.connect(url, connect_timeout=10, autocommit=True) as check:
+            ready = _set_up_already(check, saver)
+        pool.wait(timeout=30)
+        if not ready:
+            _setup(pool, saver)
     except (psycopg.Error, PoolTimeout, StorageError) as exc:
         pool.close()
         raise StorageError(f"cannot use the Gatehouse database {where}: {exc}") from exc
@@ -457,6 +441,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         leases=PgLeases(pool),
         decisions=PgDecisions(pool),
         outputs=PgToolOutputs(pool),
+        reader=ThreadReader(_Postgres(url, pool), where),
     )
 
 

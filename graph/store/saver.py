@@ -1,76 +1,94 @@
-"""Gatehouse's SQLite checkpointer: compact blobs and a warm read cache.
+"""Gatehouse's SQLite checkpointer: compact blobs, a materialised head, a warm cache.
 
 Compact: checkpoint and write blobs are zlib-compressed (type tag `<type>+zlib`;
 untagged rows from before still read). A checkpoint blob is mostly channel version
 strings, which compress about 4x.
 
-Warm cache: with `DeltaChannel`, a checkpoint stores only what its step wrote;
-reading a thread means collecting the writes of every ancestor since the last
-snapshot and replaying them. The stock `SqliteSaver` walks the whole ancestor chain,
-deserialising every ancestor checkpoint and write, on each read; Gatehouse reads a
-thread several times per turn (start of a run, pending approval, outcome), so each
-turn cost O(thread length).
+Why reads need help: with `DeltaChannel`, a checkpoint stores only what its step
+wrote; the value of a channel at a checkpoint is its value at the parent plus the
+parent's writes. The stock `SqliteSaver` rebuilds it by replaying the writes of every
+ancestor since the last snapshot, on each read: O(thread length) row fetches and
+deserialisations, about six checkpoints a turn.
 
-Checkpoints and the writes of a finished step never change, so the value of a
-channel at a checkpoint is its value at the parent plus the parent's writes. This
-saver keeps the value at the last few checkpoints read per thread and, for a new
-checkpoint, walks up to the nearest one it knows (a run adds a dozen) and applies
-only the writes in between, with the channel's own reducer, in one call (the
-reducer is batching-invariant, as `DeltaChannel` requires). A cold thread costs one
-stock walk. The answer is handed to LangGraph as a seed with no writes to replay.
+What this saver does instead (measured in bench/cold.py, BENCHMARKS.md):
+- a materialised head (graph/store/head.py): when a checkpoint is written, the
+  messages at that checkpoint are written beside it, in the same transaction, as
+  rows of 32 messages (a step that appends adds only its new messages). A process
+  that has never seen the thread reads it with one indexed range read and decodes
+  the rows without validation: cold reads cost what the messages cost, not what
+  the history costs. Any older checkpoint still reads from the history (time
+  travel, undo, fork), from the head when it is an ancestor.
+- a warm in-process cache: the value at the last few checkpoints read or written
+  per thread (64 threads); a checkpoint this process did not write is read by
+  walking up to the nearest known one (cached, or the head) and applying only the
+  writes in between, with the channel's own reducer, in one call (the reducer is
+  batching-invariant, as `DeltaChannel` requires).
+- snapshots are left to LangGraph (`snapshot_frequency`, graph/agent/state.py): the
+  head makes them unnecessary for reads, and each one stores the whole list.
 
-Results equal the stock saver's (tests/test_storage_equivalence.py). Tables and
-rows are the stock ones; a stock `SqliteSaver` reads the file when given
-`serde=compact_serde()`.
+Results equal the stock saver's (tests/test_storage_equivalence.py). The checkpoint
+tables and rows are the stock ones; a stock `SqliteSaver` reads the file when given
+`serde=compact_serde()`. The head's tables (`gatehouse_heads`, `gatehouse_head_blocks`)
+are only ever a shortcut: a head that is missing, stale or unreadable is ignored.
 
-A refused answer leaves no trace: LangGraph stores a `Command(resume=...)` value
-before the node that asked can check it, and the node's refusal as an error of its
-task, so a bad answer from any client (Studio, the SDK, a raw `graph.invoke`) would
-leave the pause looking failed and `retry` replaying the bad value. This saver drops
-both (`forget_refused_answer`): the thread stays paused exactly as it was.
+A refused answer leaves no trace (graph/store/refusals.py): the thread stays paused
+exactly as it was.
 """
 
 from __future__ import annotations
 
-import threading
+import json
+import sqlite3
+import time
 import zlib
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import ERROR, NULL_TASK_ID, RESUME
-from langgraph.channels.binop import _get_overwrite
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
     DeltaChannelHistory,
     PendingWrite,
-    get_checkpoint_id,
+    get_checkpoint_metadata,
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.errors import is_invalid_resume
 
-Reducer = Callable[[Any, Sequence[Any]], Any]
+from graph.store.delta_reads import (
+    ABSENT,
+    DEFAULT_MAX_THREADS,
+    ERROR,
+    INTERRUPT,
+    DeltaReads,
+    Entry,
+    HeadPlan,
+    Reducer,
+    unwrap,
+)
+from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
+from graph.store.refusals import refuses_answer, resume_key
+from graph.store.threads import (
+    DEFAULT_TITLE,
+    ON_CHECKPOINT,
+    ON_ERROR,
+    ON_INTERRUPT,
+    THREADS_INDEX,
+    THREADS_TABLE,
+    first_user_text,
+    status_of,
+    title_of,
+)
 
-# Threads kept warm (least recently read dropped first), and values kept per thread:
-# the head and the few checkpoints just before it are all a turn reads.
-DEFAULT_MAX_THREADS = 64
-VALUES_PER_THREAD = 4
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
-_ABSENT = object()
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    value: Any  # the channel's value at this checkpoint (its own writes not applied)
-    own: Any  # what this checkpoint stores for the channel (a snapshot), or _ABSENT
-
-
+# Checkpoints walked up from a target looking for a known one (the head, a cached
+# value, a snapshot) before replaying the history the stock way instead.
+MAX_WALK = 256
 # Blobs smaller than this are stored as they are: zlib would not pay for itself.
 COMPRESS_MIN_BYTES = 160
 
@@ -98,27 +116,32 @@ def compact_serde() -> EncryptedSerializer:
     return EncryptedSerializer(ZlibCodec(), JsonPlusSerializer())
 
 
-def refuses_answer(writes: Sequence[tuple[str, Any]]) -> bool:
-    """Whether these task writes are a node's refusal of a resume value (the answer
-    failed the interrupt's `response_schema`): then neither the refusal nor the
-    refused answer is stored."""
-    return any(channel == ERROR and isinstance(value, BaseException) and is_invalid_resume(value) for channel, value in writes)
+HEAD_SCHEMA = """
+CREATE TABLE IF NOT EXISTS gatehouse_heads (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel)
+);
+CREATE TABLE IF NOT EXISTS gatehouse_head_blocks (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, pos)
+);
+"""
 
 
-def checkpoint_key(config: RunnableConfig) -> tuple[str, str, str]:
-    conf = config["configurable"]
-    return str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
-
-
-def _unwrap(seed: Any) -> Any:
-    return seed.value if isinstance(seed, _DeltaSnapshot) else seed
-
-
-class GatehouseSqliteSaver(SqliteSaver):
-    """`SqliteSaver` with compressed blobs, whose reads of the given DeltaChannels
-    are incremental and cached. `reducers` maps channel name -> the reducer of that
-    channel's `DeltaChannel` (or the graph registers it); other channels read the
-    stock way."""
+class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
+    """`SqliteSaver` with compressed blobs and a materialised head, whose reads of
+    the given DeltaChannels are incremental and cached. `reducers` maps channel name
+    -> the reducer of that channel's `DeltaChannel` (or the graph registers it);
+    other channels read the stock way."""
 
     def __init__(
         self,
@@ -129,101 +152,176 @@ class GatehouseSqliteSaver(SqliteSaver):
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
         super().__init__(conn, serde=serde or compact_serde())
-        self.reducers = dict(reducers or {})
-        self.max_threads = max_threads
-        self._cache_lock = threading.Lock()
-        self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], _Entry]] = OrderedDict()
+        self._init_delta_reads(reducers, max_threads)
 
-    def register_reducer(self, channel: str, reducer: Reducer) -> None:
-        """Read `channel` (a DeltaChannel folded by `reducer`) incrementally: the graph
-        calls this when it is compiled with this saver."""
-        with self._cache_lock:
-            if self.reducers.get(channel) is not reducer:
-                self.reducers[channel] = reducer
-                self._threads.clear()
-
-    # -- cache bookkeeping ----------------------------------------------------------
-    def _get(self, key: tuple[str, str], cid: str, ch: str) -> _Entry | None:
-        with self._cache_lock:
-            entries = self._threads.get(key)
-            if entries is None:
-                return None
-            self._threads.move_to_end(key)
-            entry = entries.get((cid, ch))
-            if entry is not None:
-                entries.move_to_end((cid, ch))
-            return entry
-
-    def _put(self, key: tuple[str, str], cid: str, ch: str, entry: _Entry) -> None:
-        with self._cache_lock:
-            entries = self._threads.get(key)
-            if entries is None:
-                entries = self._threads[key] = OrderedDict()
-            self._threads.move_to_end(key)
-            entries[(cid, ch)] = entry
-            while len(entries) > VALUES_PER_THREAD * max(1, len(self.reducers)):
-                entries.popitem(last=False)
-            while len(self._threads) > self.max_threads:
-                self._threads.popitem(last=False)
-
-    def clear_cache(self, thread_id: str | None = None) -> None:
-        with self._cache_lock:
-            if thread_id is None:
-                self._threads.clear()
-            else:
-                for key in [k for k in self._threads if k[0] == str(thread_id)]:
-                    del self._threads[key]
+    def setup(self) -> None:
+        if self.is_setup:
+            return
+        super().setup()
+        try:
+            self.conn.executescript(f"{HEAD_SCHEMA};\n{THREADS_TABLE.format(real='REAL')};\n{THREADS_INDEX};")
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc):
+                raise
+            self.side_tables = False
 
     def delete_thread(self, thread_id: str) -> None:
         self.clear_cache(thread_id)
-        super().delete_thread(thread_id)
+        with self.cursor() as cur:
+            cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (str(thread_id),))
+            cur.execute("DELETE FROM writes WHERE thread_id = ?", (str(thread_id),))
+            if self.side_tables:
+                cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = ?", (str(thread_id),))
+                cur.execute("DELETE FROM gatehouse_head_blocks WHERE thread_id = ?", (str(thread_id),))
+
+    # -- writes ------------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """`SqliteSaver.put`; in the same transaction the head moves to this checkpoint
+        (when its channel values are known here) and the thread's index row follows."""
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        parent = conf.get("checkpoint_id")
+        plans = self._head_plans(thread_id, ns, parent, checkpoint)
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+        with self.cursor() as cur:
+            cur.execute(
+                "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (thread_id, ns, checkpoint["id"], parent, type_, blob, meta),
+            )
+            for plan in plans:
+                self._write_head(cur, thread_id, ns, checkpoint["id"], parent, plan)
+            if not ns and self.side_tables:
+                text = next((first_user_text(value) for ch, value, _, _ in plans if ch == "messages"), None)
+                paused = cur.execute(
+                    "SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? "
+                    "AND channel = ? LIMIT 1",
+                    (thread_id, checkpoint["id"], INTERRUPT),
+                ).fetchone()
+                now = time.time()
+                cur.execute(ON_CHECKPOINT, (thread_id, title_of(text) if text else DEFAULT_TITLE,
+                                            "awaiting_approval" if paused else status_of(checkpoint), now, now,
+                                            now if paused else None))
+        return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
+        """`SqliteSaver.put_writes`; an interrupt or a task's error also marks the
+        thread in the index, in the same transaction. A refusal of a resume value
+        deletes that value instead (graph/store/refusals.py)."""
         if refuses_answer(writes):
             with self.cursor() as cur:
                 cur.execute(
                     "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
                     "AND task_id = ? AND channel = ?",
-                    (*checkpoint_key(config), NULL_TASK_ID, RESUME),
+                    resume_key(config),
                 )
             return
-        super().put_writes(config, writes, task_id, task_path)
+        conf = config["configurable"]
+        thread_id, ns, cid = str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        with self.cursor() as cur:
+            cur.executemany(
+                f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO writes (thread_id, checkpoint_ns, "
+                "checkpoint_id, task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (thread_id, ns, cid, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel,
+                     *self.serde.dumps_typed(value))
+                    for idx, (channel, value) in enumerate(writes)
+                ],
+            )
+            if not ns and self.side_tables:
+                channels = {channel for channel, _ in writes}
+                now = time.time()
+                if INTERRUPT in channels:
+                    cur.execute(ON_INTERRUPT, (now, now, thread_id))
+                elif ERROR in channels:
+                    cur.execute(ON_ERROR, (now, thread_id))
+
+    def _write_head(
+        self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None, plan: HeadPlan
+    ) -> None:
+        ch, value, prev, written = plan
+        row = cur.execute(
+            "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
+            (thread_id, ns, ch),
+        ).fetchone()
+        known = row is not None and prev is not None and row[0] == parent and row[1] == len(prev)
+        start = unchanged_prefix(prev, value, written) if known and prev is not None else None
+        extend, whole, delete_from = head_update(prev if known else None, value, start, self.serde)
+        if delete_from >= 0:
+            cur.execute(
+                "DELETE FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND pos >= ?",
+                (thread_id, ns, ch, delete_from),
+            )
+        if extend is not None:
+            cur.execute(
+                "UPDATE gatehouse_head_blocks SET n = n + ?, data = CAST(data || ? AS BLOB) WHERE thread_id = ? "
+                "AND checkpoint_ns = ? AND channel = ? AND pos = ?",
+                (extend[1], extend[2], thread_id, ns, ch, extend[0]),
+            )
+        if whole:
+            cur.executemany(
+                "INSERT OR REPLACE INTO gatehouse_head_blocks (thread_id, checkpoint_ns, channel, pos, n, data) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(thread_id, ns, ch, *block) for block in whole],
+            )
+        cur.execute(
+            "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (thread_id, checkpoint_ns, channel) DO UPDATE SET "
+            "checkpoint_id = excluded.checkpoint_id, count = excluded.count",
+            (thread_id, ns, ch, cid, len(value)),
+        )
 
     # -- reads ------------------------------------------------------------------------
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        if not channels:
-            return {}
-        cached = [ch for ch in channels if ch in self.reducers]
-        other = [ch for ch in channels if ch not in self.reducers]
-        out: dict[str, DeltaChannelHistory] = {}
-        if other:
-            out.update(super().get_delta_channel_history(config=config, channels=other))
-        if not cached:
-            return out
-        thread_id = str(config["configurable"]["thread_id"])
-        ns = config["configurable"].get("checkpoint_ns", "")
-        checkpoint_id = get_checkpoint_id(config)
-        if not checkpoint_id:
-            target = self.get_tuple(config)
-            if target is None:
-                return {**out, **{ch: {"writes": []} for ch in cached}}
-            checkpoint_id = target.config["configurable"]["checkpoint_id"]
-        for ch in cached:
-            entry = self._get((thread_id, ns), checkpoint_id, ch) or self._compute(
-                thread_id, ns, checkpoint_id, ch, config
-            )
-            # A copy: callers may change the list they get; the cache must not change.
-            out[ch] = {"writes": [], "seed": _DeltaSnapshot(list(entry.value))}
-        return out
+        return self._cached_history(config, channels, super().get_delta_channel_history)
 
-    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> _Entry:
+    def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
+        if not self.side_tables:
+            return None
+        with self.cursor(transaction=False) as cur:
+            row = cur.execute(
+                "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
+                (thread_id, ns, ch),
+            ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def _head_value(self, thread_id: str, ns: str, ch: str, head: tuple[str, int]) -> Entry | None:
+        """The value the head rows hold, or None when they do not decode (then the
+        history is replayed instead)."""
+        with self.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT n, data FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND channel = ? ORDER BY pos",
+                (thread_id, ns, ch),
+            ).fetchall()
+        try:
+            return Entry(decode(rows, head[1], self.serde), ABSENT)
+        except HeadUnreadable:
+            return None
+
+    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
         key = (thread_id, ns)
+        head = self._head(thread_id, ns, ch)
+        if head is not None and head[0] == checkpoint_id:
+            entry = self._head_value(thread_id, ns, ch, head)
+            if entry is not None:
+                self._put(key, checkpoint_id, ch, entry)
+                return entry
+            head = None
         chain: list[tuple[str, str | None, Any]] = []  # (cid, parent, own), target first
-        base: _Entry | None = None
+        base: Entry | None = None
         cid: str | None = checkpoint_id
         seen: set[str] = set()
         with self.cursor(transaction=False) as cur:
@@ -238,18 +336,24 @@ class GatehouseSqliteSaver(SqliteSaver):
                     break
                 parent_id, type_tag, blob = row
                 values = self.serde.loads_typed((type_tag, blob)).get("channel_values") or {}
-                chain.append((cid, parent_id, values.get(ch, _ABSENT)))
+                chain.append((cid, parent_id, values.get(ch, ABSENT)))
                 if parent_id is None:
-                    base = _Entry([], _ABSENT)  # before the first step: empty
+                    base = Entry([], ABSENT)  # before the first step: empty
                     break
                 if (base := self._get(key, parent_id, ch)) is not None:
                     break
-                if len(chain) > 1 and chain[-1][2] is not _ABSENT:
-                    base = _Entry([], _ABSENT)  # a snapshot on the way: start there
+                if head is not None and parent_id == head[0]:
+                    break  # the head: loaded below, outside this cursor
+                if len(chain) > 1 and chain[-1][2] is not ABSENT:
+                    base = Entry([], ABSENT)  # a snapshot on the way: start there
                     break
+                if len(chain) >= MAX_WALK:
+                    break  # far from anything known (time travel): the stock replay
                 cid = parent_id
+        if base is None and head is not None and chain and chain[-1][1] == head[0]:
+            base = self._head_value(thread_id, ns, ch, head)
         if not chain:
-            return _Entry([], _ABSENT)
+            return Entry([], ABSENT)
         own = chain[0][2]
         if base is None:
             stock = SqliteSaver.get_delta_channel_history(
@@ -257,35 +361,23 @@ class GatehouseSqliteSaver(SqliteSaver):
                 config={"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}},  # type: ignore[arg-type]
                 channels=[ch],
             )[ch]
-            value = self._apply(ch, _unwrap(stock.get("seed", [])), stock["writes"])
+            value = self._apply(ch, unwrap(stock.get("seed", [])), stock["writes"])
         else:
-            # Oldest step first: start from the warm ancestor (or the snapshot a
+            # Oldest step first: start from the known ancestor (or the snapshot a
             # checkpoint on the way stores) and apply the writes after it.
-            value = _unwrap(base.own) if base.own is not _ABSENT else base.value
+            value = unwrap(base.own) if base.own is not ABSENT else base.value
             steps = list(reversed(chain))
             parents = [parent for _, parent, _ in steps if parent is not None]
             for i in range(len(steps) - 2, -1, -1):
-                if steps[i][2] is not _ABSENT:  # the latest snapshot on the way
-                    value = _unwrap(steps[i][2])
+                if steps[i][2] is not ABSENT:  # the latest snapshot on the way
+                    value = unwrap(steps[i][2])
                     parents = [cid for cid, _, _ in steps[i:-1]]
                     break
             writes = self._writes_at(thread_id, ns, parents, ch)
             value = self._apply(ch, value, [w for p in parents for w in writes.get(p, ())])
-        entry = _Entry(value, own)
+        entry = Entry(value, own)
         self._put(key, checkpoint_id, ch, entry)
         return entry
-
-    def _apply(self, ch: str, value: Any, writes: Sequence[PendingWrite]) -> Any:
-        """`DeltaChannel.replay_writes`: the last Overwrite resets, the rest reduce."""
-        values = [v for _, _, v in writes]
-        start = 0
-        for i, v in enumerate(values):
-            is_overwrite, overwrite_value = _get_overwrite(v)
-            if is_overwrite:
-                value = list(overwrite_value) if overwrite_value is not None else []
-                start = i + 1
-        remaining = values[start:]
-        return self.reducers[ch](value if value is not None else [], remaining) if remaining else value
 
     def _writes_at(
         self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str

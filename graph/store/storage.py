@@ -13,6 +13,7 @@ from graph.store.decisions import Decisions
 from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs
+from graph.store.reader import ThreadReader
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Storage:
     decisions: Decisions | None = None
     # Tool outputs too large for the model's context, kept whole (outputs.py).
     outputs: ToolOutputs | None = None
+    # Reads without LangGraph: what a thread waits for, the thread list (reader.py).
+    reader: ThreadReader | None = None
 
     def delete_thread(self, thread_id: str) -> None:
         """Checkpoints, index row, journal and stored outputs go; the decision log
@@ -45,6 +48,6 @@ class Storage:
         if conn is not None:
             conn.close()
         self.index.close()
-        for extra in (self.journal, self.leases, self.decisions, self.outputs):
+        for extra in (self.journal, self.leases, self.decisions, self.outputs, self.reader):
             if extra is not None:
                 extra.close()

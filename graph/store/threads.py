@@ -1,5 +1,16 @@
 """The thread index: a small table beside the checkpoints (title, status, pending
-approval, last update), so listing threads for a sidebar never scans checkpoints."""
+approval, last update), so listing threads for a sidebar never scans checkpoints.
+
+Two writers keep it, so it is right whoever runs the graph:
+- the checkpointer (graph/store/saver.py, postgres.py), in the transaction of each
+  checkpoint and interrupt: the row exists (titled by the first user message),
+  `updated_at`, and the status the checkpoints show: running (a next step is due),
+  completed / stopped / cancelled (none is), awaiting_approval (an interrupt was
+  written), failed (a task's error was written). A thread started from LangGraph
+  Studio, the SDK or a raw `graph.invoke` is listed with its pending approval.
+- the Session (graph/service/session.py): title and owner when a thread starts, and
+  the status a run ends with (it knows a little more: a failure outside any task).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +20,98 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-from graph.protocol.threads import ThreadInfo
+from graph.protocol.threads import SUMMARY_MARK, ThreadInfo, content_text
 from graph.store.sqlite import immediate
+
+THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
+    thread_id TEXT PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL DEFAULT 'idle',
+    owner TEXT,
+    created_at {real} NOT NULL,
+    updated_at {real} NOT NULL,
+    pending_since {real},
+    reason TEXT)"""
+# Files created before the index kept a run's failure reason.
+ADD_REASON = "ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT"
+THREADS_INDEX = "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
+TITLE_CHARS = 60
+DEFAULT_TITLE = "New thread"
+
+# What the checkpointer writes (placeholders `?`; Postgres swaps in `%s`).
+# (thread_id, title, status, now, now, pending_since): a checkpoint whose interrupt was
+# saved first (saves run in the background, LangGraph's default) stays awaiting.
+ON_CHECKPOINT = (
+    "INSERT INTO gatehouse_threads(thread_id, title, status, created_at, updated_at, pending_since) "
+    "VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
+    "pending_since = CASE WHEN excluded.pending_since IS NULL THEN NULL "
+    "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, reason = NULL, "
+    "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END"
+)
+# ThreadIndex.touch in one statement (no transaction to open and commit): insert the row,
+# or set the title (while it is the default), the status and when it began waiting; a
+# new status replaces the stored reason (None clears it).
+# (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?, status?, status?)
+TOUCH = (
+    "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at, pending_since, reason) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+    "title = CASE WHEN ? AND gatehouse_threads.title IN ('', 'New thread') THEN excluded.title "
+    "ELSE gatehouse_threads.title END, "
+    "status = CASE WHEN ? THEN excluded.status ELSE gatehouse_threads.status END, "
+    "reason = CASE WHEN ? THEN excluded.reason ELSE gatehouse_threads.reason END, "
+    "updated_at = CASE WHEN ? THEN excluded.updated_at ELSE gatehouse_threads.updated_at END, "
+    "pending_since = CASE WHEN NOT ? THEN gatehouse_threads.pending_since "
+    "WHEN excluded.status = 'awaiting_approval' THEN COALESCE(gatehouse_threads.pending_since, excluded.updated_at) "
+    "ELSE NULL END"
+)
+
+
+def touch_params(
+    thread_id: str, title: str | None, status: str | None, owner: str | None, now: float,
+    reason: str | None = None,
+) -> tuple[Any, ...]:
+    given = status is not None
+    return (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now,
+            now if status == "awaiting_approval" else None, reason, title is not None,
+            given, given, given, given)
+
+
+ON_INTERRUPT = (
+    "UPDATE gatehouse_threads SET status = 'awaiting_approval', reason = NULL, updated_at = ?, "
+    "pending_since = COALESCE(pending_since, ?) WHERE thread_id = ?"
+)
+ON_ERROR = "UPDATE gatehouse_threads SET status = 'failed', updated_at = ? WHERE thread_id = ?"
+
+
+def title_of(text: str) -> str:
+    """A thread's title: its first user message on one line, shortened."""
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+def first_user_text(messages: Any) -> str | None:
+    """The first thing the person wrote (a compaction summary stands in for older
+    messages but is not theirs)."""
+    for m in messages or ():
+        if getattr(m, "type", None) == "human" and not (getattr(m, "additional_kwargs", None) or {}).get(SUMMARY_MARK):
+            return content_text(getattr(m, "content", ""))
+    return None
+
+
+def status_of(checkpoint: Any) -> str:
+    """The status a saved checkpoint shows. In a StateGraph a node runs when its
+    `branch:to:<node>` channel or the `Send` queue (`__pregel_tasks`) was updated, and
+    `__start__` starts a run: a step that updated none of them ended the run."""
+    updated = checkpoint.get("updated_channels") or ()
+    if any(ch.startswith("branch:to:") or ch in ("__pregel_tasks", "__start__") for ch in updated):
+        return "running"
+    values = checkpoint.get("channel_values") or {}
+    if "run_status" in updated and values.get("run_status"):
+        return str(values["run_status"])  # the node that ended the run said how
+    if values.get("stop_reason"):
+        return "cancelled" if values.get("stop_kind") == "cancelled" else "stopped"
+    return "completed"
 
 
 class ThreadIndex:
@@ -20,21 +121,10 @@ class ThreadIndex:
         self._conn = conn
         self._lock = threading.Lock()
         with self._tx() as c:
-            c.execute(
-                """CREATE TABLE IF NOT EXISTS gatehouse_threads (
-                    thread_id TEXT PRIMARY KEY,
-                    title TEXT NOT NULL DEFAULT '',
-                    status TEXT NOT NULL DEFAULT 'idle',
-                    owner TEXT,
-                    created_at REAL NOT NULL,
-                    updated_at REAL NOT NULL,
-                    pending_since REAL,
-                    reason TEXT)"""
-            )
-            c.execute("CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)")
-            # Files created before the index kept a run's failure reason.
+            c.execute(THREADS_TABLE.format(real="REAL"))
+            c.execute(THREADS_INDEX)
             if "reason" not in {row[1] for row in c.execute("PRAGMA table_info(gatehouse_threads)")}:
-                c.execute("ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT")
+                c.execute(ADD_REASON)
 
     def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate(self._conn, self._lock)
@@ -43,26 +133,8 @@ class ThreadIndex:
         self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None,
         reason: str | None = None,
     ) -> None:
-        """A new `status` replaces the stored reason with `reason` (None clears it)."""
-        now = time.time()
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id) DO NOTHING",
-                (thread_id, title or "New thread", status or "idle", owner, now, now),
-            )
-            if title is not None:
-                c.execute(
-                    "UPDATE gatehouse_threads SET title=? WHERE thread_id=? AND title IN ('', 'New thread')",
-                    (title, thread_id),
-                )
-            if status is not None:
-                pending = "CASE WHEN ?='awaiting_approval' THEN COALESCE(pending_since, ?) ELSE NULL END"
-                c.execute(
-                    f"UPDATE gatehouse_threads SET status=?, reason=?, updated_at=?, pending_since={pending} "
-                    "WHERE thread_id=?",
-                    (status, reason, now, status, now, thread_id),
-                )
+        with self._lock:  # one statement: atomic on its own
+            self._conn.execute(TOUCH, touch_params(thread_id, title, status, owner, time.time(), reason))
 
     def close(self) -> None:
         self._conn.close()

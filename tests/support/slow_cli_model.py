@@ -30,3 +30,16 @@ class SlowModel(ScriptedModel):
 
 def model() -> SlowModel:
     return SlowModel(fallback=SLOW_REPLY, chunk_chars=8)
+
+
+class StuckModel(ScriptedModel):
+    """A model call that does not return for a long time and cannot be interrupted
+    (a provider that hangs): a cancelled run cannot reach a safe point soon."""
+
+    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        time.sleep(60)
+        yield from super()._stream(messages, stop, run_manager, **kwargs)
+
+
+def stuck_model() -> StuckModel:
+    return StuckModel(fallback="too late")

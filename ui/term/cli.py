@@ -1,9 +1,14 @@
-"""`gatehouse`: the terminal client (typer commands over `graph.session.Session`).
+"""`gatehouse`: the terminal client (typer commands over `graph.Session`).
 
 Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
 `approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `import`, `delete`,
 `undo`, `fork`, `compact`, `output`, `audit` (all with `--json`).
 `gatehouse` alone starts the Streamlit app; `gatehouse studio` starts `langgraph dev`.
+
+The read-only commands (`--help`, `threads`, `pending`, `show`) answer at once: they
+read the database through `graph.open_reader` and never import LangGraph or
+LangChain (a second and more); only the commands that run the agent load it
+(tests/test_cli_fast.py keeps it so).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
@@ -13,39 +18,55 @@ for a decision; 130 the run was cancelled with Ctrl-C.
 from __future__ import annotations
 
 import getpass
+import importlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from graph import (
-    Approval,
-    AwaitingDecision,
-    ConfigError,
-    DecisionError,
-    ImportRefused,
-    OutcomeUnknown,
-    Pause,
-    Run,
-    RunInProgress,
-    Session,
-    StorageError,
-    load_settings,
-    open_session,
-)
-from graph.protocol import events as ev
-from ui.term import decisions as td
-from ui.term import render as term
+import graph
+
+if TYPE_CHECKING:
+    from graph import Approval, Pause, Run, Session, ThreadReader
+
+
+class _Deferred:
+    """A module, or a name in one, loaded on first use: `gatehouse --help` needs
+    neither rich nor pydantic, and a read-only command never needs LangGraph."""
+
+    def __init__(self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None) -> None:
+        self._where = (module, name, make)
+        self._target: Any = None
+
+    def _get(self) -> Any:
+        if self._target is None:
+            module, name, make = self._where
+            target: Any = importlib.import_module(module)
+            if name is not None:
+                target = getattr(target, name)
+            self._target = make(target) if make is not None else target
+        return self._target
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._get(), attr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._get()(*args, **kwargs)
+
+
+term: Any = _Deferred("ui.term.render")
+td: Any = _Deferred("ui.term.decisions")
+ev: Any = _Deferred("graph.protocol.events")
+Text: Any = _Deferred("rich.text", "Text")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
@@ -70,11 +91,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-out = term.make_console()
-err = term.make_console(stderr=True)
+out: Any = _Deferred("ui.term.render", make=lambda render: render.make_console())
+err: Any = _Deferred("ui.term.render", make=lambda render: render.make_console(stderr=True))
 
 DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout (errors too).",
+                                       callback=lambda value: _remember_json(value))]
 ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.")]
 AutoApproveOpt = Annotated[
     bool,
@@ -89,8 +111,26 @@ InterruptOpt = Annotated[
 
 # -- plumbing ------------------------------------------------------------------
 def fail(message: str, code: int) -> typer.Exit:
+    """The error on stderr, for people; and with --json also on stdout, as
+    `{"error": ..., "exit_code": ...}`, so a script reads every outcome the same way."""
     err.print(Text(f"gatehouse: {message}", "red"))
+    if _json_requested():
+        print(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False))
     return typer.Exit(code)
+
+
+# Whether this command was given --json (set while its options are parsed).
+_json_output = False
+
+
+def _remember_json(value: bool) -> bool:
+    global _json_output
+    _json_output = bool(value)
+    return value
+
+
+def _json_requested() -> bool:
+    return _json_output
 
 
 def os_user() -> str | None:
@@ -102,30 +142,52 @@ def os_user() -> str | None:
 
 @contextmanager
 def open_cli_session(db: str | None) -> Iterator[Session]:
+    from graph import open_session  # LangGraph and the agent: only the commands that run it
+
     try:
-        settings = load_settings()
+        settings = graph.load_settings()
         if db:
             settings = replace(settings, db=db)
         # The decision log names the terminal and who: [audit] actor / GATEHOUSE_ACTOR
         # when set (a shared service account), else the OS user.
         session = open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
-    except ConfigError as exc:
+    except graph.ConfigError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    except StorageError as exc:
+    except graph.StorageError as exc:
         raise fail(str(exc), EXIT_FAILED) from None
     try:
         yield session
-    except StorageError as exc:
+    except graph.StorageError as exc:
         raise fail(str(exc), EXIT_FAILED) from None
-    except RunInProgress as exc:
+    except graph.RunInProgress as exc:
         # AlreadyDecided is both a DecisionError and a RunInProgress: a refused decision.
-        code = EXIT_USAGE if isinstance(exc, DecisionError) else EXIT_FAILED
+        code = EXIT_USAGE if isinstance(exc, graph.DecisionError) else EXIT_FAILED
         raise fail(str(exc), code) from None
     finally:
         session.close()
 
 
-def require_thread(session: Session, thread_id: str) -> None:
+@contextmanager
+def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
+    """The database, read-only and without LangGraph: what `threads`, `pending` and
+    `show` need, at the cost of a query or two."""
+    from graph import open_reader
+
+    try:
+        reader = open_reader(db or graph.load_settings().db)
+    except graph.ConfigError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except graph.StorageError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None
+    try:
+        yield reader
+    except graph.StorageError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None
+    finally:
+        reader.close()
+
+
+def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
     if not session.exists(thread_id):
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
@@ -147,7 +209,7 @@ def require_approval(session: Session, thread_id: str) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
     pending = require_pending(session, thread_id)
-    if isinstance(pending, OutcomeUnknown):
+    if isinstance(pending, graph.OutcomeUnknown):
         name = pending.call.name
         raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
                    f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
@@ -163,8 +225,7 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
     def on_sigint(signum: int, frame: Any) -> None:
         nonlocal stopping
         if stopping:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
+            quit_now(run)
         stopping = True
         run.cancel()
         err.print(Text("\n■ stopping at the next safe point… (Ctrl-C again to quit now)", "magenta"))
@@ -178,6 +239,17 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
     finally:
         signal.signal(signal.SIGINT, previous)
     return run.status or "failed", events
+
+
+def quit_now(run: Run) -> None:
+    """The second Ctrl-C: leave at once. The run's worker thread would keep the process
+    alive until its step ends, so the process exits without waiting for it; the
+    database is consistent at every commit, and whatever was cut short is found by the
+    next run (a started call becomes an "outcome unknown" question)."""
+    err.print(Text(f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}", "magenta"))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_CANCELLED)
 
 
 def run_summary(session: Session, thread_id: str, status: str, events: list[ev.Event]) -> dict[str, Any]:
@@ -219,7 +291,7 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
         print(json.dumps(run_summary(session, run.thread_id, status, events), ensure_ascii=False, indent=2))
     elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
         term.render_pending(out, pending)
-        if isinstance(pending, OutcomeUnknown):
+        if isinstance(pending, graph.OutcomeUnknown):
             out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
         else:
             out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} …", "dim"))
@@ -230,14 +302,15 @@ def send_answer(session: Session, pending: Pause, answer: dict[str, Any], interr
                 as_json: bool) -> None:
     try:
         run = session.resume(pending.thread_id, answer, interrupt_id=interrupt_id)
-    except DecisionError as exc:
+    except graph.DecisionError as exc:
         raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
     finish_run(session, run, as_json)
 
 
-def decide(pending: Approval, chosen: dict[int, dict[str, Any]], others: dict[str, Any] | None) -> dict[str, Any]:
+def decide(pending: Approval, chosen: dict[int, dict[str, Any]], others: dict[str, Any] | None,
+           hint: str) -> dict[str, Any]:
     try:
-        return td.answer(pending, chosen, others)
+        return td.answer(pending, chosen, others, hint=hint)
     except td.DecisionUsage as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
@@ -339,11 +412,11 @@ def threads(
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, most recent first.")] = 50,
 ) -> None:
     """List threads: status, pending approvals, last update."""
-    with open_cli_session(db) as session:
+    with open_cli_reader(db) as reader:
         rows = []
-        for info in session.threads(limit=limit):
-            pending = session.pending(info.thread_id) if info.awaiting_approval else None
-            count = 0 if pending is None else 1 if isinstance(pending, OutcomeUnknown) else len(pending.actions)
+        for info in reader.threads(limit=limit):
+            pending = reader.pending(info.thread_id) if info.awaiting_approval else None
+            count = 0 if pending is None else 1 if isinstance(pending, graph.OutcomeUnknown) else len(pending.actions)
             rows.append({**info.to_dict(), "pending": count})
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -356,35 +429,40 @@ def threads(
 @app.command()
 def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Print a thread's transcript (and its pending calls)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
-        info = session.thread(thread_id)
-        messages = session.transcript(thread_id)
-        pending = session.pending(thread_id)
-        if as_json:
-            data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
-                    "messages": [m.to_dict() for m in messages],
-                    "pending": term.pending_json(pending) if pending else None, "usage": session.usage(thread_id)}
-            print(json.dumps(data, ensure_ascii=False, indent=2))
-            return
-        if info:
-            style = term.STATUS_STYLE.get(info.status, "")
-            out.print(Text.assemble((info.title, "bold"), "  ", (info.status, style),
-                                    ("  updated " + term.when(info.updated_at), "dim")))
-            if info.reason:
-                out.print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
-        term.render_transcript(out, messages, numbered=True)
-        if pending:
-            term.render_pending(out, pending)
+    with open_cli_reader(db) as reader:
+        require_thread(reader, thread_id)
+        info = reader.thread(thread_id)
+        messages = reader.transcript(thread_id)
+        pending = reader.pending(thread_id)
+        usage = reader.usage(thread_id) if as_json else {}
+    if messages is None:  # a thread this reader cannot rebuild alone (written by a stock saver)
+        with open_cli_session(db) as session:
+            messages = session.transcript(thread_id)
+            usage = session.usage(thread_id)
+    if as_json:
+        data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
+                "messages": [m.to_dict() for m in messages],
+                "pending": term.pending_json(pending) if pending else None, "usage": usage}
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    if info:
+        style = term.STATUS_STYLE.get(info.status, "")
+        out.print(Text.assemble((info.title, "bold"), "  ", (info.status, style),
+                                ("  updated " + term.when(info.updated_at), "dim")))
+        if info.reason:
+            out.print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
+    term.render_transcript(out, messages, numbered=True)
+    if pending:
+        term.render_pending(out, pending)
 
 
 @app.command()
 def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Every thread waiting for a decision, oldest first, with its numbered calls."""
-    with open_cli_session(db) as session:
+    with open_cli_reader(db) as reader:
         items = []
-        for info in session.awaiting_approval():
-            request = session.pending(info.thread_id)
+        for info in reader.awaiting():
+            request = reader.pending(info.thread_id)
             if request is not None:
                 items.append((info, request))
     if as_json:
@@ -440,7 +518,7 @@ def import_(
     with open_cli_session(db) as session:
         try:
             new_id = session.import_thread(text, thread_id=thread_id)
-        except ImportRefused as exc:
+        except graph.ImportRefused as exc:
             raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
         count = len(session.messages(new_id))
     if as_json:
@@ -474,7 +552,7 @@ def undo(
         require_thread(session, thread_id)
         try:
             removed = session.undo(thread_id, force=force)
-        except AwaitingDecision as exc:
+        except graph.AwaitingDecision as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
     if as_json:
         print(json.dumps({"thread_id": thread_id, "removed": removed}))
@@ -490,7 +568,7 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
         require_thread(session, thread_id)
         try:
             event = session.compact_now(thread_id)
-        except AwaitingDecision as exc:
+        except graph.AwaitingDecision as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
@@ -562,7 +640,7 @@ def fork(
         require_thread(session, thread_id)
         try:
             run = session.fork(thread_id, at, text, force=force)
-        except AwaitingDecision as exc:
+        except graph.AwaitingDecision as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
@@ -589,7 +667,7 @@ def send(
             err.print(term.auto_approve_banner(why))
         try:
             run = session.send(thread_id, message)
-        except DecisionError as exc:
+        except graph.DecisionError as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
@@ -611,6 +689,10 @@ def approve(
     all_: Annotated[bool, typer.Option("--all", help="Approve every pending call.")] = False,
     always: Annotated[bool, typer.Option("--always", help="Also always allow these tools in this thread.")] = False,
     reject_others: RejectOthersOpt = None,
+    edit: Annotated[tuple[int, str] | None, typer.Option(
+        "--edit", metavar="N JSON",
+        help="Run call N with these arguments instead (a JSON object, checked against the tool's schema)."
+    )] = None,
     interrupt_id: InterruptOpt = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -621,21 +703,34 @@ def approve(
     call, `approve ID` approves it; with several, say `--all`, or name calls with
     `--call N` (repeatable) and decide the rest with `--reject-others REASON`.
     Otherwise nothing is sent and the exit code is 2, naming the undecided calls.
+
+    `--edit N '{"path": "b.md"}'` approves call N with other arguments (validated as
+    the web editor validates them); the other calls as above.
     """
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id)
         count = len(request.actions)
         if all_ and call:
             raise fail("use either --all or --call, not both", EXIT_USAGE)
-        if all_ or (not call and count == 1):
-            numbers = list(range(1, count + 1))
-        elif call:
-            numbers = call
-        else:
+        chosen = {n: td.approve(always) for n in call or ()}
+        if edit is not None:
+            number, text = edit
+            if not 1 <= number <= count:
+                raise fail(f"--edit {number}: thread {thread_id} has {count} pending call(s): "
+                           f"{td.describe_calls(request)}", EXIT_USAGE)
+            name = request.actions[number - 1].name
+            args, problem = term.parse_args_json(text, name, session.check_args)
+            if problem is not None or args is None:
+                raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
+            chosen[number] = td.edit(name, args, always)
+        if all_ or (not chosen and count == 1):
+            chosen = {n: chosen.get(n, td.approve(always)) for n in range(1, count + 1)}
+        elif not chosen:
             raise fail(f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
                        "say --all, or --call N (repeatable) with --reject-others REASON", EXIT_USAGE)
         others = td.reject(reject_others) if reject_others is not None else None
-        answer = decide(request, {n: td.approve(always) for n in numbers}, others)
+        answer = decide(request, chosen, others, "decide them in the same command: repeat --call, "
+                        "or use --all or --reject-others REASON")
         send_answer(session, request, answer, interrupt_id, as_json)
 
 
@@ -657,7 +752,8 @@ def reject(
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id)
         numbers = call or list(range(1, len(request.actions) + 1))
-        answer = decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None)
+        answer = decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
+                        "decide them in the same command: repeat --call, or use --approve-others")
         send_answer(session, request, answer, interrupt_id, as_json)
 
 
@@ -686,7 +782,8 @@ def respond(
                 raise fail(f"thread {thread_id} has {len(request.actions)} pending calls: "
                            f"{td.describe_calls(request)}; say which with --call N", EXIT_USAGE)
             call = 1
-        answer = decide(request, {call: td.respond(message)}, others_decision(reject_others, approve_others))
+        answer = decide(request, {call: td.respond(message)}, others_decision(reject_others, approve_others),
+                        "decide them in the same command: --reject-others REASON or --approve-others")
         send_answer(session, request, answer, interrupt_id, as_json)
 
 
@@ -712,7 +809,7 @@ def resolve(
         raise fail("--outcome cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
         request = require_pending(session, thread_id)
-        if not isinstance(request, OutcomeUnknown):
+        if not isinstance(request, graph.OutcomeUnknown):
             raise fail(f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
                        "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)
         if run_again:

@@ -17,19 +17,21 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prompt_toolkit import PromptSession
-from prompt_toolkit.document import Document
-from prompt_toolkit.validation import ValidationError, Validator
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
-from graph.protocol import events as ev
 from ui.term import decisions as td
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.validation import Validator
+
+    from graph.protocol import events as ev
 
 OUTPUT_PREVIEW_LINES = 8
 PIPE_WIDTH = 160
@@ -107,6 +109,9 @@ class EventRenderer:
         self._stream = kind
 
     def handle(self, event: ev.Event) -> None:
+        # Imported here: the read-only commands draw no events (and skip building them).
+        from graph.protocol import events as ev
+
         c = self.console
         if isinstance(event, ev.TextDelta):
             self._delta("text", Text(event.text))
@@ -335,6 +340,10 @@ class Asker:
         self.interactive = sys.stdin.isatty() and sys.stdout.isatty() if interactive is None else interactive
         self._session: PromptSession[str] | None = None
         if self.interactive:
+            # Imported here: prompt_toolkit takes a third of a second to import, which
+            # the read-only commands (threads, pending, show) must not pay.
+            from prompt_toolkit import PromptSession
+
             self._session = PromptSession()
 
     def line(self, message: str, *, default: str = "", check: Callable[[str], str | None] | None = None) -> str:
@@ -342,7 +351,7 @@ class Asker:
             if self._session is not None:
                 # PromptSession keeps arguments passed as None from the previous prompt,
                 # so every prompt passes its own validator (a no-op one included).
-                validator = CheckValidator(check or (lambda _text: None))
+                validator = check_validator(check or (lambda _text: None))
                 text = self._session.prompt(message, default=default, validator=validator,
                                             validate_while_typing=False)
             else:
@@ -358,16 +367,19 @@ class Asker:
             self.console.print(Text(problem, "red"))
 
 
-class CheckValidator(Validator):
-    """Keeps the prompt open and shows the checker's own message while input is wrong."""
+def check_validator(check: Callable[[str], str | None]) -> Validator:
+    """A prompt_toolkit validator that keeps the prompt open and shows the checker's
+    own message while input is wrong."""
+    from prompt_toolkit.document import Document
+    from prompt_toolkit.validation import ValidationError, Validator
 
-    def __init__(self, check: Callable[[str], str | None]) -> None:
-        self.check = check
+    class CheckValidator(Validator):
+        def validate(self, document: Document) -> None:
+            problem = check(document.text)
+            if problem:
+                raise ValidationError(message=problem, cursor_position=len(document.text))
 
-    def validate(self, document: Document) -> None:
-        problem = self.check(document.text)
-        if problem:
-            raise ValidationError(message=problem, cursor_position=len(document.text))
+    return CheckValidator()
 
 
 # key: (decision type it needs allowed, menu label, help line)

@@ -35,8 +35,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from graph.agent.emit import emit
 from graph.agent.history import text_of
 from graph.protocol import events as ev
+from graph.protocol.threads import SUMMARY_MARK
 
-SUMMARY_MARK = "gatehouse_summary"
 # On the message that asks for a summary: models that cannot follow the instructions
 # (the offline demo) recognise the request by it.
 SUMMARY_REQUEST_MARK = "gatehouse_summary_request"

@@ -1,0 +1,316 @@
+"""Gatehouse's Postgres checkpointer: the official `PostgresSaver` with the same
+materialised head, warm cache and thread-index upkeep as the SQLite saver
+(graph/store/saver.py, graph/store/head.py, graph/store/delta_reads.py).
+
+The checkpoint tables and their rows are the stock ones (a stock `PostgresSaver`,
+LangGraph Server included, reads them); the head lives in `gatehouse_heads` and
+`gatehouse_head_blocks`, written in the transaction of the checkpoint it describes.
+A checkpoint's statements go in one pipeline: the stock upserts, the new head rows,
+and a compare-and-set of the head (`WHERE checkpoint_id = <parent>`); only when that
+finds the head elsewhere (a branch, another writer) are the rows rewritten whole.
+
+Reads: a value cached in this process, else the head when it is the checkpoint
+asked for (a thread's latest, nearly always), else the stock replay.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    DeltaChannelHistory,
+    PendingWrite,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.postgres import PostgresSaver, _internal
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from psycopg.rows import tuple_row
+from psycopg.types.json import Jsonb
+
+from graph.store.delta_reads import (
+    ABSENT,
+    DEFAULT_MAX_THREADS,
+    ERROR,
+    INTERRUPT,
+    DeltaReads,
+    Entry,
+    HeadPlan,
+    Reducer,
+)
+from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
+from graph.store.refusals import refuses_answer, resume_key
+from graph.store.threads import (
+    DEFAULT_TITLE,
+    ON_CHECKPOINT,
+    ON_ERROR,
+    ON_INTERRUPT,
+    first_user_text,
+    status_of,
+    title_of,
+)
+
+HEAD_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS gatehouse_heads (
+        thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL DEFAULT '',
+        channel TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, channel))""",
+    """CREATE TABLE IF NOT EXISTS gatehouse_head_blocks (
+        thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL DEFAULT '',
+        channel TEXT NOT NULL,
+        pos INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, channel, pos))""",
+]
+UPSERT_BLOCK = (
+    "INSERT INTO gatehouse_head_blocks (thread_id, checkpoint_ns, channel, pos, n, data) "
+    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id, checkpoint_ns, channel, pos) "
+    "DO UPDATE SET n = EXCLUDED.n, data = EXCLUDED.data"
+)
+EXTEND_BLOCK = (
+    "UPDATE gatehouse_head_blocks SET n = n + %s, data = data || %s WHERE thread_id = %s AND checkpoint_ns = %s "
+    "AND channel = %s AND pos = %s"
+)
+DELETE_BLOCKS = (
+    "DELETE FROM gatehouse_head_blocks WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND pos >= %s"
+)
+UPSERT_HEAD = (
+    "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (%s, %s, %s, %s, %s) "
+    "ON CONFLICT (thread_id, checkpoint_ns, channel) DO UPDATE SET "
+    "checkpoint_id = EXCLUDED.checkpoint_id, count = EXCLUDED.count"
+)
+
+
+# ON_CHECKPOINT's values with the status and pending_since read from the writes.
+PAUSED_VALUES = (
+    "VALUES (?, ?, CASE WHEN EXISTS (SELECT 1 FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = '' "
+    "AND checkpoint_id = ? AND channel = ?) THEN 'awaiting_approval' ELSE ? END, ?, ?, "
+    "CASE WHEN EXISTS (SELECT 1 FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = '' "
+    "AND checkpoint_id = ? AND channel = ?) THEN ?::double precision END)"
+)
+
+
+def _pg(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+class GatehousePostgresSaver(DeltaReads, PostgresSaver):
+    """`PostgresSaver` with a materialised head and a warm cache of the given
+    DeltaChannels (the graph registers them, graph/agent/graph.py)."""
+
+    def __init__(
+        self,
+        conn: Any,
+        *,
+        reducers: Mapping[str, Reducer] | None = None,
+        serde: Any = None,
+        max_threads: int = DEFAULT_MAX_THREADS,
+    ) -> None:
+        super().__init__(conn, serde=serde)
+        self._init_delta_reads(reducers, max_threads)
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """A cursor in a transaction of its own, statements pipelined."""
+        with (
+            self.lock,
+            _internal.get_connection(self.conn) as conn,
+            conn.transaction(),
+            conn.pipeline(),
+            conn.cursor(binary=True, row_factory=tuple_row) as cur,
+        ):
+            yield cur
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.clear_cache(thread_id)
+        super().delete_thread(thread_id)
+        with self._tx() as cur:
+            cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = %s", (str(thread_id),))
+            cur.execute("DELETE FROM gatehouse_head_blocks WHERE thread_id = %s", (str(thread_id),))
+
+    # -- writes ------------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """`PostgresSaver.put` in one transaction with the head and the index row."""
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        parent = conf.get("checkpoint_id")
+        plans = self._head_plans(thread_id, ns, parent, checkpoint)
+        # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs.
+        copy = checkpoint.copy()
+        copy["channel_values"] = copy["channel_values"].copy()
+        blob_values = {}
+        for k, v in checkpoint["channel_values"].items():
+            if isinstance(v, _DeltaSnapshot):
+                blob_values[k] = copy["channel_values"].pop(k)
+                copy["channel_values"][k] = True
+            elif v is None or isinstance(v, str | int | float | bool):
+                pass
+            else:
+                blob_values[k] = copy["channel_values"].pop(k)
+        cid = checkpoint["id"]
+        rewrite: list[HeadPlan] = []
+        checks: list[tuple[HeadPlan, Any]] = []
+        with self.lock, _internal.get_connection(self.conn) as conn, conn.transaction():
+            with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
+                if blob_versions := {k: v for k, v in new_versions.items() if k in blob_values}:
+                    cur.executemany(
+                        self.UPSERT_CHECKPOINT_BLOBS_SQL, self._dump_blobs(thread_id, ns, blob_values, blob_versions)
+                    )
+                cur.execute(
+                    self.UPSERT_CHECKPOINTS_SQL,
+                    (thread_id, ns, cid, parent, Jsonb(copy), Jsonb(get_serializable_checkpoint_metadata(config, metadata))),
+                )
+                for plan in plans:
+                    ch, value, prev, written = plan
+                    if prev is None or parent is None:
+                        rewrite.append(plan)
+                        continue
+                    # The rows from the first changed value on, if the head was at the
+                    # parent: the compare-and-set below says whether it was.
+                    start = unchanged_prefix(prev, value, written)
+                    extend, whole, delete_from = head_update(prev, value, start, self.serde)
+                    if delete_from >= 0:
+                        cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, delete_from))
+                    if extend is not None:
+                        cur.execute(EXTEND_BLOCK, (extend[1], extend[2], thread_id, ns, ch, extend[0]))
+                    if whole:
+                        cur.executemany(UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole])
+                    check = conn.cursor(row_factory=tuple_row)
+                    check.execute(
+                        "UPDATE gatehouse_heads SET checkpoint_id = %s, count = %s WHERE thread_id = %s AND "
+                        "checkpoint_ns = %s AND channel = %s AND checkpoint_id = %s AND count = %s RETURNING 1",
+                        (cid, len(value), thread_id, ns, ch, parent, len(prev)),
+                    )
+                    checks.append((plan, check))
+                if not ns and self.side_tables:
+                    text = next((first_user_text(value) for ch, value, _, _ in plans if ch == "messages"), None)
+                    now = time.time()
+                    # A checkpoint whose interrupt was saved first stays awaiting.
+                    cur.execute(
+                        _pg(ON_CHECKPOINT.replace("VALUES (?, ?, ?, ?, ?, ?)", PAUSED_VALUES)),
+                        (thread_id, title_of(text) if text else DEFAULT_TITLE, thread_id, cid, INTERRUPT,
+                         status_of(checkpoint), now, now, thread_id, cid, INTERRUPT, now),
+                    )
+            rewrite += [plan for plan, check in checks if check.fetchone() is None]
+            if rewrite:  # a branch, a snapshot, another writer: the rows whole
+                with conn.pipeline(), conn.cursor(binary=True) as cur:
+                    for ch, value, _, _ in rewrite:
+                        cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, 0))
+                        _, whole, _ = head_update(None, value, None, self.serde)
+                        if whole:
+                            cur.executemany(UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole])
+                        cur.execute(UPSERT_HEAD, (thread_id, ns, ch, cid, len(value)))
+        return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """`PostgresSaver.put_writes`; an interrupt or a task's error also marks the
+        thread in the index, in the same transaction. A refusal of a resume value
+        deletes that value instead (graph/store/refusals.py)."""
+        if refuses_answer(writes):
+            with self._tx() as cur:
+                cur.execute(
+                    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
+                    "AND checkpoint_id = %s AND task_id = %s AND channel = %s",
+                    resume_key(config),
+                )
+            return
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        query = (
+            self.UPSERT_CHECKPOINT_WRITES_SQL
+            if all(w[0] in WRITES_IDX_MAP for w in writes)
+            else self.INSERT_CHECKPOINT_WRITES_SQL
+        )
+        with self._tx() as cur:
+            cur.executemany(query, self._dump_writes(thread_id, ns, conf["checkpoint_id"], task_id, task_path, writes))
+            if not ns and self.side_tables:
+                channels = {channel for channel, _ in writes}
+                now = time.time()
+                if INTERRUPT in channels:
+                    cur.execute(_pg(ON_INTERRUPT), (now, now, thread_id))
+                elif ERROR in channels:
+                    cur.execute(_pg(ON_ERROR), (now, thread_id))
+
+    # -- reads ---------------------------------------------------------------------------
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self._cached_history(config, channels, super().get_delta_channel_history)
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self.lock, _internal.get_connection(self.conn) as conn, conn.cursor(binary=True, row_factory=tuple_row) as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
+        key = (thread_id, ns)
+        if self.side_tables:
+            # One round trip: the head's blocks if the head is this checkpoint (and its
+            # count, repeated on each row; an empty list has no blocks: asked apart).
+            rows = self._rows(
+                "SELECT b.n, b.data, h.count FROM gatehouse_heads h JOIN gatehouse_head_blocks b "
+                "ON b.thread_id = h.thread_id AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel "
+                "WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s AND h.checkpoint_id = %s "
+                "ORDER BY b.pos",
+                (thread_id, ns, ch, checkpoint_id),
+            )
+            count = rows[0][2] if rows else None
+            if not rows:
+                empty = self._rows(
+                    "SELECT count FROM gatehouse_heads WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s "
+                    "AND checkpoint_id = %s",
+                    (thread_id, ns, ch, checkpoint_id),
+                )
+                count = 0 if empty and empty[0][0] == 0 else None
+            if count is not None:
+                try:
+                    entry: Entry | None = Entry(decode([(n, d) for n, d, _ in rows], count, self.serde), ABSENT)
+                except HeadUnreadable:
+                    entry = None
+                if entry is not None:
+                    self._put(key, checkpoint_id, ch, entry)
+                    return entry
+        stock = PostgresSaver.get_delta_channel_history(
+            self,
+            config={"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}},  # type: ignore[arg-type]
+            channels=[ch],
+        )[ch]
+        seed = stock.get("seed", [])
+        entry = Entry(self._apply(ch, seed.value if isinstance(seed, _DeltaSnapshot) else seed, stock["writes"]), ABSENT)
+        self._put(key, checkpoint_id, ch, entry)
+        return entry
+
+    def _writes_at(self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str) -> dict[str, list[PendingWrite]]:
+        if not checkpoint_ids:
+            return {}
+        rows = self._rows(
+            "SELECT checkpoint_id, task_id, idx, type, blob, task_path FROM checkpoint_writes "
+            "WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id = ANY(%s)",
+            (thread_id, ns, channel, list(checkpoint_ids)),
+        )
+        rows.sort(key=lambda r: writes_sort_key(r[5] or "", r[1], r[2]))
+        out: dict[str, list[PendingWrite]] = {}
+        for cid, task_id, _, type_tag, blob, _ in rows:
+            out.setdefault(cid, []).append((task_id, channel, self.serde.loads_typed((type_tag, blob))))
+        return out

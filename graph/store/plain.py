@@ -1,0 +1,108 @@
+"""What the checkpoint tables hold, read as plain data, without LangGraph.
+
+The terminal's read-only commands (and anything else that must start fast) read
+threads straight from the database. LangGraph stores values as msgpack (Gatehouse's
+saver zlib-compresses them, type tag `msgpack+zlib`), with extension types for
+objects: a constructor, a pydantic model or a dataclass travels as (module, name,
+arguments). Read here, an object comes back as its arguments (a pydantic model or a
+dataclass as the dict of its fields), as LangGraph's own `_msgpack_ext_hook_to_json`
+does. That is all a reader needs: an interrupt is `{"value": ..., "id": ...}`, a
+message is the dict of its fields.
+
+Also the rows of the materialised head (graph/store/head.py): blocks of up to
+`BLOCK` messages, each message one msgpack item, concatenated: `[kind, fields, extra,
+fields_set]` for a message whose fields are plain data, `["~", type, bytes]` (what
+LangGraph's serializer made of it) for any other.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import ormsgpack
+
+# LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus).
+EXT_CONSTRUCTOR_SINGLE_ARG = 0
+EXT_CONSTRUCTOR_POS_ARGS = 1
+EXT_CONSTRUCTOR_KW_ARGS = 2
+EXT_METHOD_SINGLE_ARG = 3
+EXT_PYDANTIC_V1 = 4
+EXT_PYDANTIC_V2 = 5
+EXT_NUMPY_ARRAY = 6
+EXT_DELTA_SNAPSHOT = 7
+
+# The head's rows: messages per block, the blocks' type tag, the kind of a serialized item.
+BLOCK = 32
+HEAD_BLOCK = "gh-block"
+SERIALIZED = "~"
+INTERRUPT_CHANNEL = "__interrupt__"
+
+
+class UnreadableValue(ValueError):
+    """A stored value in a format this reader does not know (pickle, encryption)."""
+
+
+def _ext(code: int, data: bytes) -> Any:
+    inner = ormsgpack.unpackb(data, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
+    if code == EXT_DELTA_SNAPSHOT:
+        return inner
+    if code == EXT_CONSTRUCTOR_SINGLE_ARG:
+        if inner[0] == "uuid" and inner[1] == "UUID":
+            h = inner[2]
+            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return inner[2]
+    if code in (EXT_CONSTRUCTOR_POS_ARGS, EXT_CONSTRUCTOR_KW_ARGS, EXT_METHOD_SINGLE_ARG,
+                EXT_PYDANTIC_V1, EXT_PYDANTIC_V2):
+        return inner[2]
+    return None  # numpy arrays and unknown codes: nothing a thread reader shows
+
+
+def loads(type_tag: str | None, data: bytes | None) -> Any:
+    """A value as the saver stored it (`(type, bytes)`), as plain data."""
+    if type_tag is None or data is None or type_tag == "null":
+        return None
+    codec = ""
+    if "+" in type_tag:
+        type_tag, codec = type_tag.split("+", 1)
+    if codec == "zlib":
+        data = zlib.decompress(data)
+    elif codec not in ("", "raw"):
+        raise UnreadableValue(f"stored with codec {codec!r}")
+    if type_tag == "msgpack":
+        return ormsgpack.unpackb(data, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
+    if type_tag == "json":
+        import json
+
+        return json.loads(data)
+    if type_tag in ("bytes", "bytearray"):
+        return bytes(data)
+    raise UnreadableValue(f"stored as {type_tag!r}")
+
+
+def block_items(count: int, data: bytes) -> list[list[Any]]:
+    """The items of a head block of `count` messages (one msgpack call: the block is
+    read as an array of `count` items)."""
+    return ormsgpack.unpackb(b"\xdd" + count.to_bytes(4, "big") + bytes(data))
+
+
+def block_fields(count: int, data: bytes) -> list[dict[str, Any]]:
+    """The fields of each message of a head block, as plain data."""
+    return [loads(item[1], item[2]) if item[0] == SERIALIZED else item[1] for item in block_items(count, data)]
+
+
+def interrupts_of(value: Any) -> list[tuple[str, Any]]:
+    """(interrupt id, value) for each interrupt of an `__interrupt__` write."""
+    items = value if isinstance(value, list | tuple) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, dict) and "id" in item:
+            out.append((str(item["id"]), item.get("value")))
+    return out
+
+
+def task_order(task_path: str | None, task_id: str, idx: int) -> tuple[int, str, str, int]:
+    """The order LangGraph lists a step's tasks in: tasks sent with `Send` (PUSH, by
+    index; their paths are zero-padded) before node tasks (PULL)."""
+    path = task_path or ""
+    return (0 if "__pregel_push" in path else 1, path, task_id, idx)

@@ -1,0 +1,337 @@
+"""Threads read straight from the database, without LangGraph: the thread list, what
+a thread waits for, its transcript and usage. For whatever must answer at once (the
+terminal's `threads`, `pending`, `show`) and for the Session's pending check, which
+otherwise rebuilds the whole state to find one interrupt.
+
+Everything here is read from tables the storage layer writes whoever runs the graph
+(a Session, a raw `graph.invoke`, LangGraph Server on Gatehouse's saver):
+- the thread index (`gatehouse_threads`) and run leases;
+- what a thread waits for: the interrupts written at its latest checkpoint by tasks
+  that have not finished, exactly what `graph.get_state(...).interrupts` lists (the
+  rules of langgraph/pregel/_task_status.py), decoded by graph/store/plain.py;
+- the transcript: the materialised head (graph/store/head.py) when it is at the
+  latest checkpoint, plus the messages finished tasks wrote at it (as `get_state`
+  applies them). When the head is elsewhere (a thread written by a stock saver)
+  `transcript` says so (None) and the caller asks the Session.
+
+Imports: the standard library, ormsgpack, graph.protocol, and psycopg for Postgres.
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from graph.protocol.errors import StorageError
+from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
+from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
+from graph.store.leases import _pid_alive
+from graph.store.plain import (
+    INTERRUPT_CHANNEL,
+    UnreadableValue,
+    block_fields,
+    interrupts_of,
+    loads,
+    task_order,
+)
+
+MESSAGES = "messages"
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+# Writes that say what happened to a task, not what it produced (a task with any
+# other write has finished; langgraph/pregel/_task_status.py).
+CONTROL_WRITES = frozenset({"__error__", "__error_source_node__", INTERRUPT_CHANNEL, "__resume__"})
+THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
+
+Rows = list[tuple[Any, ...]]
+
+
+class _Sqlite:
+    """A SQLite file, opened only to read (a missing file reads as empty, and is not created)."""
+
+    placeholder = "?"
+    writes_table, writes_value = "writes", "value"
+    missing = (sqlite3.OperationalError,)
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path).expanduser()
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        with self._lock:
+            if self._conn is None:
+                if not self.path.exists():
+                    return []
+                self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+                self._conn.execute("PRAGMA busy_timeout=30000")
+            try:
+                return self._conn.execute(sql, tuple(params)).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc) or "no such column" in str(exc):
+                    return []  # a database no Gatehouse run has written to yet
+                raise StorageError(f"cannot read the Gatehouse database {self.path}: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot read the Gatehouse database {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class _Postgres:
+    """A Postgres database, through a pool of the caller's or a connection of its own."""
+
+    placeholder = "%s"
+    writes_table, writes_value = "checkpoint_writes", "blob"
+
+    def __init__(self, url: str | None = None, pool: Any = None) -> None:
+        import psycopg
+
+        self._psycopg = psycopg
+        self._url, self._pool = url, pool
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        if self._pool is not None:
+            with self._pool.connection() as conn:
+                yield conn
+            return
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._psycopg.connect(self._url, autocommit=True, connect_timeout=10)
+            yield self._conn
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        from psycopg.rows import tuple_row
+
+        try:
+            with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                try:
+                    cur.execute(sql.replace("?", "%s"), tuple(params))
+                except self._psycopg.errors.UndefinedTable:
+                    return []  # a database no Gatehouse run has written to yet
+                return cur.fetchall()
+        except self._psycopg.Error as exc:
+            raise StorageError(f"cannot read the Gatehouse database {redact(self._url or '')}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class ThreadReader:
+    """Read-only views of threads, each one or two indexed queries."""
+
+    def __init__(self, db: _Sqlite | _Postgres, location: str) -> None:
+        self._db = db
+        self.location = location
+        self._host = socket.gethostname()
+
+    # -- the thread list -------------------------------------------------------------
+    def threads(self, limit: int = 200) -> list[ThreadInfo]:
+        rows = self._db.rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads ORDER BY updated_at DESC LIMIT ?", [limit])
+        return self._live([ThreadInfo(*r) for r in rows])
+
+    def thread(self, thread_id: str) -> ThreadInfo | None:
+        rows = self._db.rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE thread_id = ?", [thread_id])
+        live = self._live([ThreadInfo(*r) for r in rows])
+        return live[0] if live else None
+
+    def awaiting(self) -> list[ThreadInfo]:
+        """Threads waiting for a decision, oldest first (the approvals inbox)."""
+        rows = self._db.rows(
+            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE status = 'awaiting_approval' ORDER BY pending_since ASC"
+        )
+        return [ThreadInfo(*r) for r in rows]
+
+    def exists(self, thread_id: str) -> bool:
+        if self.thread(thread_id) is not None:
+            return True
+        return bool(self._db.rows("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", [thread_id]))
+
+    def _live(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
+        """"running" is written when a run starts and a killed process never takes it
+        back: without a live lease, the run is gone (as `Session.threads` shows it)."""
+        running = [i.thread_id for i in infos if i.status == "running"]
+        if not running:
+            return infos
+        marks = ",".join("?" * len(running))
+        held = {
+            tid for tid, owner, expires in self._db.rows(
+                f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})", running
+            )
+            if not self._lease_free(owner, expires)
+        }
+        return [
+            ThreadInfo(i.thread_id, i.title, "interrupted", i.created_at, i.updated_at, i.pending_since, i.owner, i.reason)
+            if i.status == "running" and i.thread_id not in held else i
+            for i in infos
+        ]
+
+    def _lease_free(self, owner: str, expires_at: float) -> bool:
+        # The rule of graph/store/leases.py: expired, or held by a dead process on this host.
+        if not owner or expires_at <= time.time():
+            return True
+        host, _, rest = owner.partition("|")
+        pid = rest.partition("|")[0]
+        return host == self._host and pid.isdigit() and not _pid_alive(int(pid))
+
+    # -- one thread ----------------------------------------------------------------------
+    def _latest(self, thread_id: str) -> str | None:
+        rows = self._db.rows(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            [thread_id],
+        )
+        return rows[0][0] if rows else None
+
+    def _writes(self, thread_id: str, checkpoint_id: str | None, channels: Sequence[str]) -> list[tuple[Any, ...]]:
+        """(task_id, task_path, idx, channel, type, value) of the writes at a checkpoint
+        (None: the latest); values only for `channels` (the rest only say that a task
+        finished)."""
+        db = self._db
+        wanted = ",".join("?" * len(channels))
+        at = "?" if checkpoint_id is not None else (
+            "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')")
+        return db.rows(
+            f"SELECT task_id, task_path, idx, channel, "
+            f"CASE WHEN channel IN ({wanted}) THEN type END, CASE WHEN channel IN ({wanted}) THEN {db.writes_value} END "
+            f"FROM {db.writes_table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = {at}",
+            [*channels, *channels, thread_id, checkpoint_id if checkpoint_id is not None else thread_id],
+        )
+
+    def pending(self, thread_id: str) -> Pause | None:
+        """What the thread waits for: an approval first, else an outcome-unknown call
+        (as `Session.pending`). One query: the writes at the latest checkpoint."""
+        writes = self._writes(thread_id, None, [INTERRUPT_CHANNEL])
+        finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
+        asked = sorted(
+            (w for w in writes if w[3] == INTERRUPT_CHANNEL and w[0] != NULL_TASK_ID and w[0] not in finished),
+            key=lambda w: task_order(w[1], w[0], w[2]),
+        )
+        pauses = [
+            pause_from(thread_id, interrupt_id, value)
+            for w in asked
+            for interrupt_id, value in interrupts_of(loads(w[4], w[5]))
+        ]
+        return next((p for p in pauses if isinstance(p, Approval)), None) or next(
+            (p for p in pauses if isinstance(p, OutcomeUnknown)), None
+        )
+
+    def transcript(self, thread_id: str) -> list[MessageView] | None:
+        """The thread's messages as `Session.transcript` shows them, or None when this
+        reader cannot tell (no head at the latest checkpoint): ask the Session then."""
+        messages = self.message_fields(thread_id)
+        return None if messages is None else [view_of_fields(m) for m in messages]
+
+    def message_fields(self, thread_id: str) -> list[dict[str, Any]] | None:
+        checkpoint_id = self._latest(thread_id)
+        if checkpoint_id is None:
+            return []
+        head = self._db.rows(
+            "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ?",
+            [thread_id, MESSAGES],
+        )
+        if not head or head[0][0] != checkpoint_id:
+            return None
+        rows = self._db.rows(
+            "SELECT n, data FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ? "
+            "ORDER BY pos",
+            [thread_id, MESSAGES],
+        )
+        if sum(n for n, _ in rows) != head[0][1]:
+            return None
+        try:
+            messages = [m for n, data in rows for m in block_fields(n, data)]
+            # What finished tasks wrote at the latest checkpoint, as `get_state` shows it.
+            for value in self._pending_values(thread_id, checkpoint_id, MESSAGES):
+                for m in value if isinstance(value, list) else [value]:
+                    if not isinstance(m, dict) or m.get("type") in (None, "remove"):
+                        return None
+                    at = next((i for i, old in enumerate(messages) if m.get("id") and old.get("id") == m["id"]), None)
+                    if at is None:
+                        messages.append(m)
+                    else:
+                        messages[at] = m
+        except (UnreadableValue, ValueError, TypeError, KeyError):
+            return None
+        if not all(isinstance(m, dict) for m in messages):
+            return None
+        return messages
+
+    def _pending_values(self, thread_id: str, checkpoint_id: str, channel: str) -> list[Any]:
+        """Values finished tasks (and updates: the null task) wrote to `channel` at a
+        checkpoint, in the order LangGraph applies them."""
+        writes = self._writes(thread_id, checkpoint_id, [channel])
+        finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
+        chosen = [w for w in writes if w[3] == channel and (w[0] in finished or w[0] == NULL_TASK_ID)]
+        chosen.sort(key=lambda w: (w[0] != NULL_TASK_ID, w[1] or "", w[0], w[2]))
+        return [loads(w[4], w[5]) for w in chosen]
+
+    def usage(self, thread_id: str) -> dict[str, float]:
+        """Token usage totals of the thread (the `usage` channel at its latest checkpoint)."""
+        checkpoint_id = self._latest(thread_id)
+        if checkpoint_id is None:
+            return {}
+        total = dict(self._channel_value(thread_id, checkpoint_id, "usage") or {})
+        for value in self._pending_values(thread_id, checkpoint_id, "usage"):
+            for key, amount in (value or {}).items():
+                total[key] = total.get(key, 0) + amount
+        return total
+
+    def _channel_value(self, thread_id: str, checkpoint_id: str, channel: str) -> Any:
+        if isinstance(self._db, _Sqlite):
+            rows = self._db.rows(
+                "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
+                [thread_id, checkpoint_id],
+            )
+            return ((loads(*rows[0]) or {}).get("channel_values") or {}).get(channel) if rows else None
+        # Postgres keeps plain values in the checkpoint row and the rest in checkpoint_blobs.
+        rows = self._db.rows(
+            "SELECT b.type, b.blob, c.checkpoint -> 'channel_values' -> ? FROM checkpoints c "
+            "LEFT JOIN checkpoint_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+            "AND b.channel = ? AND b.version = c.checkpoint -> 'channel_versions' ->> ? "
+            "WHERE c.thread_id = ? AND c.checkpoint_ns = '' AND c.checkpoint_id = ?",
+            [channel, channel, channel, thread_id, checkpoint_id],
+        )
+        if not rows:
+            return None
+        type_tag, blob, inline = rows[0]
+        return loads(type_tag, bytes(blob)) if blob is not None else inline
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def redact(url: str) -> str:
+    """A database URL without its password, for messages and the settings page."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def open_reader(db: str, *, pool: Any = None) -> ThreadReader:
+    """A reader of the database named by a settings value (a SQLite path or a
+    postgresql:// URL); `pool`: a psycopg pool to share (graph/store/postgres.py)."""
+    if db.startswith(("postgres://", "postgresql://")):
+        return ThreadReader(_Postgres(db, pool), redact(db))
+    return ThreadReader(_Sqlite(db), str(Path(db).expanduser()))
+
+
+__all__ = ["ThreadReader", "open_reader", "redact"]

@@ -1,0 +1,146 @@
+"""LangGraph Studio on the same threads (issue 20): `langgraph dev` on the project's
+langgraph.json keeps its threads in Gatehouse's own database, so a thread paused in
+the web app or the terminal opens, is inspected, time-travelled, forked and approved
+through langgraph-sdk (what Studio uses), and a thread started from the SDK shows in
+the thread list with its pending approval and is approved by `gatehouse approve`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+
+from graph import Approval, Session, open_session
+from graph.service.config import Settings
+from tests.support.langgraph_dev import GRAPH, langgraph_cli, langgraph_dev, server_env
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    home = tmp_path_factory.mktemp("studio")
+    db, workspace = home / "gatehouse.db", home / "workspace"
+    workspace.mkdir()
+    with langgraph_dev(home / "server", db=db, workspace=workspace) as server:
+        session = open_session(Settings(db=str(db), workspace=str(workspace)))
+        try:
+            yield {"db": db, "workspace": workspace, "server": server, "session": session,
+                   "client": get_sync_client(url=server.url)}
+        finally:
+            session.close()
+
+
+def cli(world: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**server_env(world["db"], world["workspace"]), "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "ui.term.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_thread_paused_in_the_app_is_approved_in_studio_and_the_app_sees_it(world: dict[str, Any]) -> None:
+    session: Session = world["session"]
+    client = world["client"]
+    run = session.send(None, "write studio.md: from the web app")
+    run.collect()
+    thread = run.thread_id
+    assert isinstance(session.pending(thread), Approval)
+    # What `gatehouse studio --thread ID` does: make the thread known to the server.
+    client.threads.create(thread_id=thread, graph_id=GRAPH, if_exists="do_nothing")
+    state = client.threads.get_state(thread)
+    [interrupt] = state["interrupts"]
+    assert interrupt["value"]["action_requests"][0]["args"]["path"] == "studio.md"
+    client.runs.wait(thread, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
+    assert (world["workspace"] / "studio.md").read_text() == "from the web app\n"
+    # The app's thread list and the terminal see the outcome.
+    assert session.pending(thread) is None
+    assert session.thread(thread).status == "completed"
+    shown = cli(world, "show", thread, "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["pending"] is None and any(m["role"] == "tool" for m in data["messages"])
+
+
+def test_a_thread_started_in_studio_shows_in_the_app_and_the_terminal_approves_it(world: dict[str, Any]) -> None:
+    client = world["client"]
+    thread = str(uuid.uuid4())
+    client.runs.wait(
+        thread, GRAPH, input={"messages": [{"role": "user", "content": "write from-studio.md: hi"}]}, if_not_exists="create"
+    )
+    session: Session = world["session"]
+    listed = {t.thread_id: t for t in session.threads()}
+    assert thread in listed and listed[thread].status == "awaiting_approval"
+    assert thread in {t.thread_id for t in session.awaiting_approval()}
+    threads = cli(world, "threads", "--json")
+    assert any(row["thread_id"] == thread and row["pending"] == 1 for row in json.loads(threads.stdout)), threads.stdout
+    approved = cli(world, "approve", thread, "--json")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    assert (world["workspace"] / "from-studio.md").read_text() == "hi\n"
+    final = client.threads.get_state(thread)
+    assert not final["next"] and [m["type"] for m in final["values"]["messages"]][-1] == "ai"
+
+
+def test_history_time_travel_and_fork_through_the_sdk_on_an_app_thread(world: dict[str, Any]) -> None:
+    session: Session = world["session"]
+    client = world["client"]
+    run = session.send(None, "list files")
+    run.collect()
+    thread = run.thread_id
+    session.send(thread, "write tt.md: first").collect()
+    session.resume(thread, {"decisions": [{"type": "approve"}]}).collect()
+    client.threads.create(thread_id=thread, graph_id=GRAPH, if_exists="do_nothing")
+
+    history = client.threads.get_history(thread, limit=100)
+    ours = [s.config["configurable"]["checkpoint_id"] for s in session.agent.get_state_history({"configurable": {"thread_id": thread}})]
+    assert [h["checkpoint"]["checkpoint_id"] for h in history] == ours
+
+    # Time travel: run again from the checkpoint where the write waited for approval.
+    paused = next(h for h in history if h["interrupts"])
+    client.runs.wait(thread, GRAPH, input=None, checkpoint_id=paused["checkpoint"]["checkpoint_id"])
+    again = client.threads.get_state(thread)
+    assert again["interrupts"] and again["interrupts"][0]["value"]["action_requests"][0]["args"]["content"] == "first\n"
+
+    # Fork: edit the state of an earlier checkpoint; the app reads the new head.
+    first_turn = next(h for h in reversed(history) if len(h["values"].get("messages", [])) == 1)
+    client.threads.update_state(thread, {"messages": [{"role": "user", "content": "forked", "id": "fork-1"}]},
+                                checkpoint_id=first_turn["checkpoint"]["checkpoint_id"])
+    texts = [m.content for m in session.transcript(thread) if m.role == "user"]
+    assert texts[-1] == "forked"
+
+
+def test_gatehouse_studio_registers_a_thread_and_prints_its_link(world: dict[str, Any], tmp_path: Path) -> None:
+    session: Session = world["session"]
+    run = session.send(None, "write linked.md: x")
+    run.collect()
+    thread = run.thread_id
+    port = str(os.getpid() % 20000 + 30000)
+    env = {**server_env(world["db"], world["workspace"]), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ui.term.cli", "studio", "--no-browser", "--port", port, "--thread", thread],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        assert langgraph_cli()
+        deadline, seen = time.monotonic() + 120, ""
+        while "Studio:" not in seen:
+            assert proc.poll() is None, seen
+            assert time.monotonic() < deadline, seen
+            seen += proc.stdout.readline()  # type: ignore[union-attr]
+        assert f"/studio/thread/{thread}?baseUrl=http%3A%2F%2F127.0.0.1%3A{port}" in seen
+        info = get_sync_client(url=f"http://127.0.0.1:{port}").threads.get(thread)
+        assert info["thread_id"] == thread
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
