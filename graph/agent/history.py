@@ -8,21 +8,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
+from graph.protocol.threads import content_text
 
-def text_of(content: Any) -> str:
-    """The text of message content: a string, or the text blocks of a block list
-    (what Agent Chat UI and other LangGraph clients send)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type", "text") == "text":
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return ""
+# The text of message content: a string, or the text blocks of a block list (what
+# Agent Chat UI and other LangGraph clients send). One definition, in the protocol.
+text_of = content_text
 
 
 def last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:
