@@ -243,6 +243,24 @@ def test_approve_with_edited_arguments(env: dict[str, str], tmp_path: Path) -> N
 
 
 @slow
+def test_ctrl_c_during_a_long_command_stops_it_within_a_second(env: dict[str, str]) -> None:
+    proc = subprocess.Popen([*base_cmd(), "send", "--auto-approve", "run: echo READY$((40+2)) && sleep 20"],
+                            env={**env, "PYTHONUNBUFFERED": "1"}, cwd=str(ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen = ""
+    deadline = time.time() + 90
+    while "READY42" not in seen and time.time() < deadline:  # the command's output: it runs
+        seen += proc.stdout.read(1)
+    asked = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - asked
+    assert proc.returncode == 130 and took < 1.5, (took, seen, stdout, stderr)
+    assert "Stopped by the person" in seen + stdout and "Traceback" not in stderr
+
+
+@slow
 def test_second_ctrl_c_quits_at_once_without_a_traceback(env: dict[str, str]) -> None:
     stuck = {**env, "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:stuck_model", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([*base_cmd(), "send", "hello"], env=stuck, cwd=str(ROOT),
