@@ -144,3 +144,30 @@ def test_gatehouse_studio_registers_a_thread_and_prints_its_link(world: dict[str
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
+
+
+@pytest.mark.postgres
+def test_studio_and_the_app_share_threads_on_postgres(postgres_url: str, tmp_path: Path) -> None:
+    """`GATEHOUSE_DB=postgresql://…` is honoured by the server: both ways across."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with langgraph_dev(tmp_path / "server", db=postgres_url, workspace=workspace) as server:
+        client = get_sync_client(url=server.url)
+        session = open_session(Settings(db=postgres_url, workspace=str(workspace)))
+        try:
+            thread = str(uuid.uuid4())
+            client.runs.wait(thread, GRAPH, input={"messages": [{"role": "user", "content": "write pg.md: from studio"}]},
+                             if_not_exists="create")
+            assert thread in {t.thread_id for t in session.awaiting_approval()}
+            session.resume(thread, {"decisions": [{"type": "approve"}]}).collect()
+            assert (workspace / "pg.md").read_text() == "from studio\n"
+            assert not client.threads.get_state(thread)["next"]
+
+            run = session.send(None, "write pg2.md: from the app")
+            run.collect()
+            client.threads.create(thread_id=run.thread_id, graph_id=GRAPH, if_exists="do_nothing")
+            client.runs.wait(run.thread_id, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
+            assert (workspace / "pg2.md").read_text() == "from the app\n"
+            assert session.thread(run.thread_id).status == "completed"
+        finally:
+            session.close()
