@@ -6,7 +6,9 @@
     uv run python -m bench.web --profile --sizes 200  # where the time goes (bench/web/profile.py)
     uv run python -m bench.web --profile --no-status-sleep --sizes 200 --reps 1
 
-Prints the table and writes bench/results/web.json (or --out). Threads are built once
+Prints the tables (measurements by thread length; issue 23's targets) and writes
+bench/results/web.json (or --out); `--markdown BENCHMARKS.md` also rewrites that
+file's web section (the closing-note run). Threads are built once
 per size and cached in bench/results/web-cache/ (git-ignored; --rebuild to drop it).
 Screenshots go to test-artifacts/web-bench/.
 """
@@ -14,8 +16,10 @@ Screenshots go to test-artifacts/web-bench/.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -23,7 +27,16 @@ from pathlib import Path
 from bench.web.browser import BrowserMissing, chromium_path
 from bench.web.build import CACHE, ROOT
 from bench.web.measure import MEASURES, Options, run_benchmark
-from bench.web.report import environment, table, write
+from bench.web.report import (
+    environment,
+    idle_result,
+    markdown,
+    table,
+    targets,
+    targets_table,
+    write,
+    write_markdown,
+)
 
 OUT = ROOT / "bench" / "results" / "web.json"
 SCREENSHOTS = ROOT / "test-artifacts" / "web-bench"
@@ -44,11 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--screenshots", type=Path, default=SCREENSHOTS)
     parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--markdown", type=Path, default=None,
+                        help="also write the tables into this file's web section (e.g. BENCHMARKS.md)")
     parser.add_argument("--rebuild", action="store_true", help="drop the cached threads first")
     parser.add_argument("--profile", action="store_true", help="profile instead (see bench/web/profile.py)")
     parser.add_argument("--no-status-sleep", action="store_true",
                         help="with --profile: also a what-if pass without st.status's 50 ms sleep")
     args = parser.parse_args(argv)
+    # A SIGTERM unwinds like Ctrl-C, so the servers and browsers started are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         chromium_path()
     except BrowserMissing as exc:
@@ -72,16 +89,23 @@ def main(argv: list[str] | None = None) -> int:
         return run_profile(opts, out, command, what_if=args.no_status_sleep)
     env = environment(command)
     started = time.monotonic()
-    sizes_result = run_benchmark(opts)
+    def save_partial(results: dict[str, object]) -> None:
+        write(args.out, {"environment": {**env, "partial": True}, "sizes": results})
+
+    sizes_result = run_benchmark(opts, on_size=save_partial)
     idle = sizes_result.pop("idle", None)
-    data = {"environment": {**env, "total_s": round(time.monotonic() - started), "load_average_end":
-                            [round(x, 2) for x in __import__("os").getloadavg()]},
-            "sizes": sizes_result, **({"idle": idle} if idle else {})}
+    env.update(total_s=round(time.monotonic() - started), load_average_end=[round(x, 2) for x in os.getloadavg()])
+    data = {"environment": env, "sizes": sizes_result, **({"idle": idle} if idle else {})}
     write(args.out, data)
     print()
     print(f"Web app, {env['when']}, {env['machine']}, load {env['load_average']}; {command}")
     print()
     print(table(sizes_result))
+    print()
+    print(targets_table(targets(sizes_result, idle_result(data))))
+    if args.markdown:
+        write_markdown(args.markdown, markdown(data))
+        print(f"\nwrote the web section of {args.markdown}")
     print(f"\nwrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

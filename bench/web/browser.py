@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ class Tab:
 
     def __init__(self, context: Any, timeout_s: float) -> None:
         self.page = context.new_page()
+        # Clicks and key presses wait for the page too: a busy page may take minutes.
+        self.page.set_default_timeout(timeout_s * 1000)
         self.timeout_s = timeout_s
         self.crashed = False
         self.page.on("crash", lambda _page: setattr(self, "crashed", True))
@@ -75,6 +78,17 @@ class Tab:
                 raise Timeout(f"no {what} within {limit:.0f} s") from None
             raise
         return time.monotonic()
+
+    def act(self, action: Callable[[], Any], what: str) -> None:
+        """Run a Playwright action (click, key press, navigation) done for `what`."""
+        try:
+            action()
+        except Exception as exc:
+            if self.crashed:
+                raise Timeout(f"the page crashed before {what}") from None
+            if "Timeout" in type(exc).__name__:
+                raise Timeout(f"the page did not take the action for {what} within {self.timeout_s:.0f} s") from None
+            raise
 
     def settle(self, mark: int, *, what: str, timeout_s: float | None = None) -> float:
         """Wait until the server has finished running the page (see Wire.idle_at) and

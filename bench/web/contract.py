@@ -95,12 +95,15 @@ SEEN_JS = "(marker) => (window.__ghSeen || {})[marker] || null"
 
 DOM_ELEMENTS_JS = "() => document.getElementsByTagName('*').length"
 
-# Scrolls the page and Streamlit's scrolling main section to the top or the bottom
-# (for screenshots).
+# Scrolls every scrolling box of the page (the document and Streamlit's main section,
+# whatever its test id; not the sidebar) to the top or the bottom, for screenshots.
 SCROLL_JS = """
 (where) => {
-  const boxes = [document.scrollingElement, ...document.querySelectorAll(
-    '[data-testid="stMain"], [data-testid="stAppViewContainer"], section.main')];
+  const boxes = [document.scrollingElement, ...[...document.querySelectorAll('*')].filter((el) => {
+    const style = getComputedStyle(el);
+    return el.scrollHeight > el.clientHeight + 10 && /(auto|scroll)/.test(style.overflowY)
+      && !el.closest('[data-testid="stSidebar"]');
+  })];
   for (const box of boxes) if (box) box.scrollTop = where === 'top' ? 0 : box.scrollHeight;
 }
 """

@@ -25,6 +25,7 @@ A timing whose first sample took longer than `rep_budget_s` is not repeated (a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import time
@@ -106,7 +107,7 @@ class SizeRun:
         before = tab.wire.metrics()
         cpu = CpuClock(self.server.pid)
         t0 = time.monotonic()
-        action()
+        tab.act(action, what)
         ready = tab.wait(ready_js, ready_arg, what=what, timeout_s=timeout_s)
         idle = tab.settle(mark, what=what)
         usable = tab.wait(contract.CHAT_INPUT_READY_JS, what="a usable chat input") if input_usable else idle
@@ -143,8 +144,6 @@ class SizeRun:
                     break  # the median's side of the limit is decided
             elif took is not None and took > self.opts.rep_budget_s:
                 break
-        self.result[name]["median_s"] = median([s.get("ready_s") for s in samples])
-        self.result[name]["settled_median_s"] = median([s.get("settled_s") for s in samples])
 
     # -- the measurements ----------------------------------------------------
     def warm_up(self) -> None:
@@ -214,21 +213,19 @@ class SizeRun:
             sends.append(self._interact(tab, "send", lambda: tab.chat_input().press("Enter"),
                                         contract.APPROVE_READY_JS, None, "a usable approve control",
                                         input_usable=False))
+            _log(self.opts, f"{self.thread.turns} turns · send #{rep + 1}: card usable in "
+                 f"{sends[-1]['ready_s']:.2f} s (settled {sends[-1]['settled_s']:.2f} s)")
             if rep == 0 and self.opts.screenshots:
                 tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-approval.png", "bottom")
             approves.append(self._interact(tab, "approve", lambda: tab.approve_button().click(),
                                            contract.TEXT_VISIBLE_JS, contract.result_marker(name),
                                            "the approved call's result"))
-            _log(self.opts, f"{self.thread.turns} turns · send #{rep + 1}: card usable in "
-                 f"{sends[-1]['ready_s']:.2f} s (settled {sends[-1]['settled_s']:.2f} s); approve: result in "
+            _log(self.opts, f"{self.thread.turns} turns · approve #{rep + 1}: result in "
                  f"{approves[-1]['ready_s']:.2f} s (settled {approves[-1]['settled_s']:.2f} s)")
             if max(sends[-1]["settled_s"], approves[-1]["settled_s"]) > self.opts.rep_budget_s:
                 break
         if self.opts.screenshots:
             tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-approved.png", "bottom")
-        for part in (self.result["send"], self.result["approve"]):
-            part["median_s"] = median([s["ready_s"] for s in part["samples"]])
-            part["settled_median_s"] = median([s["settled_s"] for s in part["samples"]])
 
     def stream(self) -> None:
         tab = self._current_tab()
@@ -255,7 +252,6 @@ class SizeRun:
                  f"{sample['send_to_visible_s']:.2f} s after send, {sample['lag_s']} s after the model's first token")
             if sample["settled_s"] > self.opts.rep_budget_s:
                 break
-        self.result["first_text"]["lag_median_s"] = median([s["lag_s"] for s in samples])
 
     def idle(self) -> None:
         """`idle_tabs` tabs open on the thread, loaded and left alone: CPU over idle_seconds."""
@@ -321,17 +317,35 @@ def measure_size(thread: BuiltThread, playwright: Any, opts: Options, *, idle: b
                 for step in steps:
                     try:
                         getattr(run, step)()
-                    except Timeout as exc:
-                        run.result["errors"].append(f"{step}: {exc}")
-                        _log(opts, f"{thread.turns} turns · {step}: {exc}; skipping the rest of this size")
+                    except Exception as exc:  # noqa: BLE001 - recorded; the other sizes still run
+                        reason = str(exc) if isinstance(exc, Timeout) else f"{type(exc).__name__}: {exc}"
+                        reason = reason.strip().splitlines()[0]
+                        run.result["errors"].append(f"{step}: {reason}")
+                        _log(opts, f"{thread.turns} turns · {step}: {reason}; skipping the rest of this size")
                         break
             finally:
-                run.close()
-                browser.close()
+                summarize(run.result)
+                with contextlib.suppress(Exception):  # a crashed page may refuse to close cleanly
+                    run.close()
+                with contextlib.suppress(Exception):
+                    browser.close()
             return run.result
 
 
-def run_benchmark(opts: Options) -> dict[str, Any]:
+def summarize(result: dict[str, Any]) -> None:
+    """Medians of every timing measured (also when a size stopped part-way)."""
+    for name in ("open", "send", "approve"):
+        part = result.get(name)
+        if part is not None:
+            part["median_s"] = median([s.get("ready_s") for s in part["samples"]])
+            part["settled_median_s"] = median([s.get("settled_s") for s in part["samples"]])
+    if result.get("first_text") is not None:
+        part = result["first_text"]
+        part["lag_median_s"] = median([s.get("lag_s") for s in part["samples"]]) if part["samples"] else None
+
+
+def run_benchmark(opts: Options, on_size: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Every size in turn; `on_size(results so far)` after each (to save partial results)."""
     from playwright.sync_api import sync_playwright
 
     sizes = sorted(set(opts.sizes))
@@ -344,6 +358,8 @@ def run_benchmark(opts: Options) -> dict[str, Any]:
             _log(opts, f"{n} turns ({threads[n].messages} messages): measuring ...")
             results[str(n)] = measure_size(threads[n], p, opts, idle=n == idle_size)
             results[str(n)]["wall_s"] = round(time.monotonic() - started, 1)
+            if on_size is not None:
+                on_size(results)
         if "idle" in opts.measures and idle_size not in sizes:
             only = Options(**{**opts.__dict__, "measures": ("idle",)})
             results.setdefault("idle", measure_size(threads[idle_size], p, only, idle=True).get("idle"))
