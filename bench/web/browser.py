@@ -116,8 +116,11 @@ class Tab:
 
     def screenshot(self, path: Path, where: str = "top") -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.page.evaluate(contract.SCROLL_JS, where)
-        self.page.wait_for_timeout(200)
+        for _ in range(10):  # the page may still scroll itself (a late re-render)
+            self.page.evaluate(contract.SCROLL_JS, where)
+            self.page.wait_for_timeout(300)
+            if self.page.evaluate(contract.SCROLL_JS, where):
+                break
         self.page.screenshot(path=str(path))
 
     def close(self) -> None:

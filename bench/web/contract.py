@@ -96,7 +96,8 @@ SEEN_JS = "(marker) => (window.__ghSeen || {})[marker] || null"
 DOM_ELEMENTS_JS = "() => document.getElementsByTagName('*').length"
 
 # Scrolls every scrolling box of the page (the document and Streamlit's main section,
-# whatever its test id; not the sidebar) to the top or the bottom, for screenshots.
+# whatever its test id; not the sidebar) to the top or the bottom, for screenshots;
+# true when all of them are there.
 SCROLL_JS = """
 (where) => {
   const boxes = [document.scrollingElement, ...[...document.querySelectorAll('*')].filter((el) => {
@@ -105,6 +106,9 @@ SCROLL_JS = """
       && !el.closest('[data-testid="stSidebar"]');
   })];
   for (const box of boxes) if (box) box.scrollTop = where === 'top' ? 0 : box.scrollHeight;
+  // Whether every box is at that edge now (a late re-render can scroll it back).
+  return boxes.every((box) => !box || (where === 'top' ? box.scrollTop === 0
+    : box.scrollTop + box.clientHeight >= box.scrollHeight - 2));
 }
 """
 

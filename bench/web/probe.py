@@ -5,7 +5,10 @@ frame the page receives is captured through CDP (`Network.webSocketFrameReceived
 and decoded with Streamlit's own protobuf classes, which tells us per interaction:
 the bytes sent to the browser, and the script runs the click caused (a run starts
 with `new_session` and ends with `script_finished`, whose status says whether it
-ended early for a rerun). CDP timestamps are CLOCK_MONOTONIC, the clock of Python's
+ended early for a rerun; both name the fragments a fragment run ran). Runs of
+fragments the server asked the page to rerun on a timer (`auto_rerun`, i.e.
+`st.fragment(run_every=...)`) are polls: counted apart, and they do not keep a page
+from counting as settled. CDP timestamps are CLOCK_MONOTONIC, the clock of Python's
 `time.monotonic()` on Linux, so frame times and the harness's own times compare.
 """
 
@@ -21,7 +24,6 @@ import psutil
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 EARLY_FOR_RERUN = ForwardMsg.FINISHED_EARLY_FOR_RERUN
-FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,8 @@ class Frame:
     ts: float  # monotonic seconds
     size: int
     kind: str  # the ForwardMsg's type ("delta", "new_session", ...), "?" if undecodable
-    status: int | None = None  # script_finished status
-    fragment: bool = False  # new_session of a fragment run
+    status: int | None = None  # of a script_finished
+    fragments: tuple[str, ...] = ()  # of a new_session / script_finished: the fragment run's ids
 
 
 @dataclass
@@ -40,32 +42,37 @@ class Traffic:
     bytes: int = 0
     frames: int = 0
     deltas: int = 0
-    runs: int = 0  # script runs started (full page and fragment)
+    runs: int = 0  # script runs started (full page and fragment), polls not included
     fragment_runs: int = 0
     reruns: int = 0  # runs that ended early because another run was requested
-    script_s: float = 0.0  # sum of run durations, new_session -> script_finished
+    polls: int = 0  # runs of fragments on a timer (st.fragment(run_every=...))
+    script_s: float = 0.0  # sum of run durations, new_session -> script_finished (no polls)
     run_s: list[float] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "bytes": self.bytes, "frames": self.frames, "deltas": self.deltas, "runs": self.runs,
-            "fragment_runs": self.fragment_runs, "reruns": self.reruns,
+            "fragment_runs": self.fragment_runs, "reruns": self.reruns, "polls": self.polls,
             "script_s": round(self.script_s, 3), "run_s": [round(s, 3) for s in self.run_s],
         }
 
 
-def _decode(payload: bytes) -> Frame:
+def decode(payload: bytes, ts: float) -> tuple[Frame, str | None]:
+    """The frame, and the fragment id an `auto_rerun` message puts on a timer."""
     msg = ForwardMsg()
     try:
         msg.ParseFromString(payload)
     except Exception:  # noqa: BLE001 - a frame we cannot read still counts its bytes
-        return Frame(0.0, len(payload), "?")
+        return Frame(ts, len(payload), "?"), None
     kind = msg.WhichOneof("type") or "?"
+    fragments = tuple(msg.metadata.run.fragment_ids)
     if kind == "script_finished":
-        return Frame(0.0, len(payload), kind, status=int(msg.script_finished))
+        return Frame(ts, len(payload), kind, status=int(msg.script_finished), fragments=fragments), None
     if kind == "new_session":
-        return Frame(0.0, len(payload), kind, fragment=bool(msg.metadata.run.fragment_ids))
-    return Frame(0.0, len(payload), kind)
+        return Frame(ts, len(payload), kind, fragments=fragments), None
+    if kind == "auto_rerun":
+        return Frame(ts, len(payload), kind), msg.auto_rerun.fragment_id
+    return Frame(ts, len(payload), kind), None
 
 
 class Wire:
@@ -75,6 +82,7 @@ class Wire:
         self.page = page
         self.cdp = page.context.new_cdp_session(page)
         self.frames: list[Frame] = []
+        self.timed_fragments: set[str] = set()
         self.cdp.on("Network.webSocketFrameReceived", self._received)
         self.cdp.send("Network.enable")
         self.cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
@@ -83,8 +91,15 @@ class Wire:
         response = params["response"]
         binary = response.get("opcode") == 2
         data = base64.b64decode(response["payloadData"]) if binary else response["payloadData"].encode()
-        frame = _decode(data)
-        self.frames.append(Frame(float(params["timestamp"]), frame.size, frame.kind, frame.status, frame.fragment))
+        self.add(*decode(data, float(params["timestamp"])))
+
+    def add(self, frame: Frame, timed_fragment: str | None = None) -> None:
+        if timed_fragment:
+            self.timed_fragments.add(timed_fragment)
+        self.frames.append(frame)
+
+    def is_poll(self, frame: Frame) -> bool:
+        return bool(frame.fragments) and set(frame.fragments) <= self.timed_fragments
 
     def mark(self) -> int:
         return len(self.frames)
@@ -98,10 +113,13 @@ class Wire:
             if f.kind == "delta":
                 t.deltas += 1
             elif f.kind == "new_session":
+                if self.is_poll(f):
+                    t.polls += 1
+                    continue
                 t.runs += 1
-                t.fragment_runs += f.fragment
+                t.fragment_runs += bool(f.fragments)
                 started = f.ts
-            elif f.kind == "script_finished":
+            elif f.kind == "script_finished" and not self.is_poll(f):
                 t.reruns += f.status == EARLY_FOR_RERUN
                 if started is not None:
                     t.run_s.append(f.ts - started)
@@ -112,11 +130,14 @@ class Wire:
     def idle_at(self, mark: int) -> float | None:
         """When the server last finished running the page, if it has since `mark`:
         the time of the last `script_finished` that did not hand over to a rerun,
-        provided at least one run started after `mark` and none is running now."""
+        provided a run started after `mark` and none is running now. Polls are left
+        out, unless nothing but polls ran since `mark`."""
         lifecycle = [f for f in self.frames[mark:] if f.kind in ("new_session", "script_finished")]
-        if not any(f.kind == "new_session" for f in lifecycle):
+        own = [f for f in lifecycle if not self.is_poll(f)]
+        runs = own if any(f.kind == "new_session" for f in own) else lifecycle
+        if not any(f.kind == "new_session" for f in runs):
             return None
-        last = lifecycle[-1]
+        last = runs[-1]
         if last.kind == "script_finished" and last.status != EARLY_FOR_RERUN:
             return last.ts
         return None

@@ -62,7 +62,9 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, list[str]]]:
         for size in sizes.values():
             samples = part(size, name).get("samples", [])
             r, rr = _med(samples, "traffic", "runs"), _med(samples, "traffic", "reruns")
-            out.append("-" if r is None else f"{r:.0f} ({rr:.0f} cut short by a rerun)")
+            polls = _med(samples, "traffic", "polls") or 0
+            extra = f", {polls:.0f} timer polls" if polls else ""
+            out.append("-" if r is None else f"{r:.0f} ({rr:.0f} cut short by a rerun{extra})")
         return out
 
     def main_thread(name: str) -> list[str]:
