@@ -36,6 +36,7 @@ APPROVE_KEY_CSS = ".st-key-gh-approve button"
 # costs a few hundred nodes, not the whole page.
 TEXT_VISIBLE_JS = """
 (marker) => {
+  if (!document.body) return false;  // a navigation that has not parsed its body yet
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   let node = document.body.lastChild;
   while (node && node.lastChild) node = node.lastChild;
