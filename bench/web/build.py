@@ -24,8 +24,7 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from graph.config import Settings
-from graph.testing import ScriptedModel, ai, tool_call
+from graph import ScriptedModel, Settings, ai, tool_call
 
 FORMAT = 1
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,11 +94,11 @@ class BuiltThread:
 
 def build_thread(turns: int, db: Path, *, progress: bool = False) -> int:
     """Build a thread of `turns` turns into a new SQLite file `db`; returns its messages."""
-    from graph.app import open_session
+    from graph import open_session
 
     with tempfile.TemporaryDirectory(prefix="gh-web-build-") as tmp:
         workspace = seed_workspace(Path(tmp) / "workspace")
-        session = open_session(Settings(db=str(db), workspace=str(workspace)),
+        session = open_session(Settings(db=str(db), workspace=str(workspace), compaction=False),
                                model=_TurnModel(chunk_chars=64))
         thread_id = thread_id_for(turns)
         started = time.monotonic()

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph.demo_model import DemoModel
+from graph import DemoModel
 
 TOKEN_LOG_ENV = "GATEHOUSE_BENCH_TOKEN_LOG"
 STREAM_PREFIX = "stream "

@@ -1,7 +1,7 @@
 """The app served the way users serve it: `gatehouse ui --port N`, on a copy of a
 built thread's database, with the benchmark's model (bench/web/model.py).
 
-`gatehouse ui` execs `python -m streamlit run ui/app.py ...`, so the process we start
+`gatehouse ui` execs `python -m streamlit run ui/web/app.py ...`, so the process we start
 is the Streamlit server itself: its CPU time is the server's CPU time.
 """
 
@@ -45,7 +45,7 @@ def gatehouse_ui_command(port: int) -> list[str]:
     script = Path(sys.executable).parent / "gatehouse"
     if script.is_file():
         return [str(script), "ui", "--port", str(port)]
-    return [sys.executable, "-m", "ui.cli", "ui", "--port", str(port)]
+    return [sys.executable, "-m", "ui.term.cli", "ui", "--port", str(port)]
 
 
 @contextmanager
@@ -62,6 +62,8 @@ def serve(db: Path, folder: Path, *, command: list[str] | None = None, extra_env
         GATEHOUSE_DB=str(db),
         GATEHOUSE_WORKSPACE=str(workspace),
         GATEHOUSE_MODEL_FACTORY=MODEL_FACTORY,
+        # The threads are built without compaction; a send must not fold them into a summary.
+        GATEHOUSE_COMPACTION="false",
         PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         **{TOKEN_LOG_ENV: str(token_log)},
         **(extra_env or {}),

@@ -2,7 +2,7 @@
 
     python -m bench.web.timed_server PORT
 
-Runs `streamlit run ui/app.py` with the flags `gatehouse ui` uses, in this process,
+Runs `streamlit run ui/web/app.py` with the flags `gatehouse ui` uses, in this process,
 after wrapping Streamlit's `exec_func_with_error_handling` (one call = one script
 run) and `ScriptRunner._on_script_finished` (the cleanup after a run, including
 Streamlit's `gc.collect(2)`). Each run appends a JSON line to GATEHOUSE_BENCH_RUNLOG:
@@ -32,7 +32,7 @@ from bench.web.build import ROOT
 RUNLOG_ENV = "GATEHOUSE_BENCH_RUNLOG"
 CPROFILE_ENV = "GATEHOUSE_BENCH_CPROFILE"
 NO_STATUS_SLEEP_ENV = "GATEHOUSE_BENCH_NO_STATUS_SLEEP"
-APP = ROOT / "ui" / "app.py"
+APP = ROOT / "ui" / "web" / "app.py"
 
 _lock = threading.Lock()
 _numbers = itertools.count(1)

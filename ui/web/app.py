@@ -1,7 +1,7 @@
-"""Gatehouse in the browser: `streamlit run ui/web/app.py --server.address 127.0.0.1`.
+"""Gatehouse in the browser: `gatehouse ui` (streamlit run ui/web/app.py, flags in ui/web/serve.py).
 
 Pages: chat (the open thread, `?thread=...`), the approvals inbox and settings.
-Runs execute on the process-wide Runner (ui/web_state.py); this script only draws
+Runs execute on the process-wide Runner (ui/web/state.py); this script only draws
 the thread and attaches to a live run, so a click or a reload never touches a run.
 """
 
@@ -20,13 +20,26 @@ import streamlit as st  # noqa: E402
 from graph import describe_error  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
+from ui.web.live import live_updates, signature  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
-from ui.web.threads import current_view, sidebar  # noqa: E402
+from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
+
+# A local icon: a `:material/...:` page icon is fetched from fonts.gstatic.com.
+ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
+# Streamlit's own "Running… Stop" (it stops the page script, not the run: the live
+# view froze while the run went on); Gatehouse's Stop button stops the run.
+STYLE = """<style>
+[data-testid="stStatusWidget"] { visibility: hidden; }
+details.gh-tool { margin: 0.1rem 0; }
+details.gh-tool summary { cursor: pointer; }
+details.gh-tool pre { white-space: pre-wrap; max-height: 20rem; overflow: auto; margin: 0.2rem 0 0.4rem; }
+</style>"""
 
 
 def main() -> None:
-    st.set_page_config(page_title="Gatehouse", page_icon=":material/security:", layout="wide")
+    st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
+    st.html(STYLE)
     try:
         state = app_state()
     except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback
@@ -34,6 +47,7 @@ def main() -> None:
         st.button(":material/refresh: Retry", key="retry-start")
         return
     session, runner = state.session, state.runner
+    seen = signature(session, runner, current_thread())
     if session.info.get("demo"):
         st.info(
             "**Demo mode:** the offline demo model is answering (no account, no network). "
@@ -53,6 +67,7 @@ def main() -> None:
         settings_page(session)
     else:
         chat_page(session, runner, now or open_thread_now(session, runner))
+    live_updates(session, runner, current_thread(), seen)
 
 
 def run() -> None:
