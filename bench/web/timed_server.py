@@ -110,8 +110,9 @@ def main(port: str) -> None:
     instrument()
     from streamlit.web import cli
 
-    sys.argv = ["streamlit", "run", str(APP), "--server.address", "127.0.0.1", "--server.headless", "true",
-                "--browser.gatherUsageStats", "false", "--server.port", port]
+    from ui.web.serve import FLAGS
+
+    sys.argv = ["streamlit", "run", str(APP), *FLAGS, "--server.port", port]
     cli.main(prog_name="streamlit")
 
 

@@ -3,7 +3,7 @@
 One compact row per thread (thread, tool, its key argument, waiting since) with
 Approve / Reject in place: a decision resumes that thread in the background and the
 page stays here, with the next row first. The first row answers to the keyboard
-(a = approve, r = reject, o = open). "Review" opens the full card (edit, respond,
+(a = approve, d = reject, o = open). "Review" opens the full card (edit, respond,
 per-call choices) in place.
 """
 
@@ -56,7 +56,7 @@ def inbox_page(session: Session, runner: Runner) -> None:
         st.success("Nothing is waiting for a decision.")
         return
     st.caption(f"{len(waiting)} thread{'s' if len(waiting) != 1 else ''} waiting, oldest first. "
-               "Keys for the first row: a approve · r reject · o open.")
+               "Keys for the first row: a approve · d reject · o open.")
     first = True
     for info in waiting:
         pending = session.pending(info.thread_id)
@@ -79,7 +79,7 @@ def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, 
                            on_click=submit_answer, args=(session, runner, pending, f"inbox-{tid}",
                                                          _quick("approve", pending), "notice-inbox"))
             reject.button("Reject all" if many else "Reject", key=f"inbox-reject-{tid}",
-                          shortcut="r" if first else None,
+                          shortcut="d" if first else None,
                           on_click=submit_answer, args=(session, runner, pending, f"inbox-{tid}",
                                                         _quick("reject", pending), "notice-inbox"))
         if opener.button("Open", key=f"inbox-open-{tid}", shortcut="o" if first else None):
