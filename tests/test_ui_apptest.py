@@ -285,3 +285,109 @@ def test_storage_failure_is_a_readable_page(env: Path, monkeypatch: pytest.Monke
     assert not at.exception
     assert any("cannot start" in e.value for e in at.error)
     assert any(b.key == "retry-start" for b in at.button)
+
+
+# -- issue 19: wrong or lost decisions, staleness, polish ------------------------------------
+def _card_key(at: AppTest) -> str:
+    return next(b.key for b in at.button if b.key.endswith("-submit")).removesuffix("-submit")
+
+
+def test_approve_undecided_keeps_an_edited_call(env: Path) -> None:
+    at = send(app(), "write a.md: one then write b.md: two")
+    card = _card_key(at)
+    at.radio(key=f"{card}-0-choice").set_value("edit").run()
+    at.text_area(key=f"{card}-0-args").input('{"path": "a.md", "content": "EDITED\\n"}').run()
+    # The button says what it does: only the undecided call is approved.
+    button = at.button(key=f"{card}-all")
+    assert button.label == "Approve the 1 undecided (1 of 2)"
+    button.click().run()
+    assert not at.exception
+    assert (env / "a.md").read_text() == "EDITED\n"
+    assert (env / "b.md").read_text() == "two\n"
+
+
+def test_approve_undecided_keeps_a_rejection(env: Path) -> None:
+    at = send(app(), "write a.md: one then write b.md: two")
+    card = _card_key(at)
+    assert at.button(key=f"{card}-all").label == "Approve all (2 of 2)"
+    at.radio(key=f"{card}-1-choice").set_value("reject").run()
+    at.button(key=f"{card}-all").click().run()
+    assert (env / "a.md").read_text() == "one\n"
+    assert not (env / "b.md").exists()
+
+
+def test_single_call_card(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    card = _card_key(at)
+    assert not any(b.key.endswith("-all") for b in at.button)  # no "Approve all" for one call
+    assert at.button(key=f"{card}-submit").label == "Approve"
+    captions = [c.value for c in at.caption]
+    assert "Tool execution requires approval" not in captions
+    assert any(c.startswith("Create or overwrite a text file") for c in captions), captions  # the tool's own words
+
+
+def test_delete_is_riskier_than_write(env: Path) -> None:
+    at = send(app(), "delete notes.md")
+    assert "risk: delete" in texts(at) and ":red-badge[risk: delete]" in texts(at)
+
+
+def test_edit_preview_shows_the_edited_arguments(env: Path) -> None:
+    (env / "todo.md").write_text("old line\n")
+    at = send(app(), "write todo.md: buy milk")
+    card = _card_key(at)
+    assert any("+buy milk" in c.value for c in at.code)
+    at.radio(key=f"{card}-0-choice").set_value("edit").run()
+    at.text_area(key=f"{card}-0-args").input('{"path": "todo.md", "content": "EDITED\\n"}').run()
+    assert "preview of the edited call" in [c.value for c in at.caption]
+    diffs = [c.value for c in at.code if c.language == "diff"]
+    assert diffs and "+EDITED" in diffs[0] and "+buy milk" not in diffs[0]
+
+
+def test_stale_tab_says_who_decided(env: Path) -> None:
+    tab_a = send(app(), "write todo.md: buy milk")
+    thread = _thread(tab_a)
+    tab_b = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    tab_b.query_params["thread"] = thread
+    tab_b.run()
+    card = _card_key(tab_b)
+    tab_b.radio(key=f"{card}-0-choice").set_value("reject").run()
+    tab_b.text_input(key=f"{card}-0-reason").input("not today").run()
+    _submit(tab_a)  # tab A approves while tab B is still writing its reason
+    assert (env / "todo.md").read_text() == "buy milk\n"
+    tab_b.button(key=f"{card}-submit").click().run()
+    notices = [w.value for w in tab_b.warning]
+    assert any("Your decision was not used" in n and "`write_file` approved by" in n and "(web)" in n
+               for n in notices), notices
+
+
+def test_interrupted_thread_disables_the_input_and_offers_retry(env: Path) -> None:
+    from ui.web.state import app_state
+
+    at = send(app(), "list files")
+    thread = _thread(at)
+    # What a process killed mid-run leaves: status "running" and no live lease.
+    app_state().session.storage.index.touch(thread, status="running")
+    at.run()
+    box = at.chat_input(key="prompt")
+    assert box.disabled and "interrupted" in box.placeholder
+    assert any(b.key == "retry" for b in at.button)
+
+
+def test_tool_rows_keep_line_breaks_and_say_what_has_not_run(env: Path) -> None:
+    (env / "more.md").write_text("x\n")
+    at = send(app(), "list files")
+    rows = [m.value for m in at.markdown if "gh-tool" in m.value]
+    assert rows and "list_files · done" in rows[0]
+    assert "&#10;" in rows[0] and "notes.md" in rows[0]  # one line per file, in <pre>
+    at = send(at, "write todo.md: buy milk")
+    waiting = [m.value for m in at.markdown if "gh-tool" in m.value][-1]
+    assert "write_file · waiting for your decision" in waiting and "✓" not in waiting
+
+
+def test_input_hint_and_selected_thread_time(env: Path) -> None:
+    at = app()
+    assert "read notes.md" not in at.chat_input(key="prompt").placeholder
+    at = send(at, "list files")
+    thread = _thread(at)
+    label = at.button(key=f"thread-{thread}").label
+    assert "just now" in label and ":gray[" not in label  # readable on the selected button
