@@ -18,9 +18,12 @@ if _ROOT not in sys.path:
 import streamlit as st  # noqa: E402
 
 from graph import describe_error  # noqa: E402
+from ui.web.audit import audit_page  # noqa: E402
+from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import live_updates, signature  # noqa: E402
+from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
@@ -46,7 +49,9 @@ def main() -> None:
         st.error(f"Gatehouse cannot start: {describe_error(exc)[0]}")
         st.button(":material/refresh: Retry", key="retry-start")
         return
-    session, runner = state.session, state.runner
+    session, runner = state.session, TabRunner(state.runner)  # this browser session's run options
+    if whole_output_page(session):
+        return
     seen = signature(session, runner, current_thread())
     if session.info.get("demo"):
         st.info(
@@ -54,6 +59,7 @@ def main() -> None:
             "Set OPENAI_API_KEY or OPENAI_BASE_URL to use a real model.",
             icon=":material/science:",
         )
+    auto_approve_banner(session, current_thread())
     if flash := st.session_state.pop("flash", None):
         st.warning(flash)
     view = current_view()
@@ -65,6 +71,8 @@ def main() -> None:
         inbox_page(session, runner)
     elif view == "settings":
         settings_page(session)
+    elif view == "audit":
+        audit_page(session, current_thread())
     else:
         chat_page(session, runner, now or open_thread_now(session, runner))
     live_updates(session, runner, current_thread(), seen)

@@ -16,6 +16,7 @@ import streamlit as st
 
 from graph import Run, Runner
 from graph.protocol import events as ev
+from ui.web.thinking import LiveThinking
 from ui.web.tool_blocks import ToolBlock
 
 FLUSH_EVERY = 0.05
@@ -38,6 +39,7 @@ class LiveView:
         self.slot: Any = None
         self.text_dirty = False
         self.tools: dict[str, ToolBlock] = {}
+        self.thinking: LiveThinking | None = None
 
     def feed(self, event: ev.Event) -> None:
         if isinstance(event, ev.TextDelta):
@@ -45,9 +47,14 @@ class LiveView:
                 self.slot = st.empty()
             self.text += event.text
             self.text_dirty = True
+        elif isinstance(event, ev.ReasoningDelta):
+            self.thinking = self.thinking or LiveThinking()
+            self.thinking.add(event)
         elif isinstance(event, ev.ToolStarted):
             self._close_text()
-            self.tools[event.call_id] = ToolBlock(event.name, event.args)
+            self.thinking = None  # the next reply's reasoning gets its own block
+            name = f"{event.name} · auto-approved" if event.auto_approved else event.name
+            self.tools[event.call_id] = ToolBlock(name, event.args)
         elif isinstance(event, ev.ToolOutput):
             block = self.tools.get(event.call_id)
             if block is not None:
@@ -66,6 +73,8 @@ class LiveView:
             st.warning("Waiting for your decision…")
 
     def flush(self) -> None:
+        if self.thinking is not None:
+            self.thinking.flush()
         if self.text_dirty and self.slot is not None:
             self.slot.markdown(self.text + " ▌")
             self.text_dirty = False

@@ -18,6 +18,7 @@ from ui.web.approval import approval_card
 from ui.web.chat import durations, follow, last_error
 from ui.web.history import draw_turn, draw_window, turns_of
 from ui.web.state import transcript
+from ui.web.thinking import stopped_notes
 from ui.web.threads import current_thread, open_thread
 from ui.web.tool_blocks import NOT_RUN, WAITING
 
@@ -196,3 +197,4 @@ def _tail_controls(session: Session, runner: Runner, thread_id: str, info: Threa
             "The last run was interrupted (its process stopped before it finished).")
         st.error(last_error(runner, thread_id) or info.reason or default)
         st.button(":material/refresh: Retry", key="retry", on_click=_retry, args=(runner, thread_id))
+    stopped_notes(session, runner, thread_id, transcript(session, thread_id), info)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from graph import MessageView, Runner
+from ui.web.long_threads import result_row
+from ui.web.thinking import draw_cut_off, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
 
 WINDOW = 8
@@ -102,18 +104,19 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
         return
     with st.chat_message("assistant"):
         for m in rest:
+            draw_thinking(m)
             if m.notice:
                 st.info(m.content, icon=":material/stop_circle:")
             elif m.content:
                 st.markdown(m.content)
+            draw_cut_off(m)
             rows = []
             for call in m.tool_calls:
                 result = results.get(call.id)
                 if result is None:
                     rows.append(row_html(call.name, call.args, None, "", None, missing=missing))
                 else:
-                    rows.append(row_html(call.name, call.args, result.outcome, result.content,
-                                         took.get(call.id, result.duration_ms)))
+                    rows.append(result_row(thread_id, call, result, took.get(call.id, result.duration_ms)))
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
 

@@ -11,8 +11,12 @@ import time
 import streamlit as st
 
 from graph import Runner, Session
+from ui.web.auto_approve import tab_switch
+from ui.web.long_threads import undo_question
+from ui.web.thread_extras import thread_extras
 
-VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings"}
+VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings",
+         "audit": ":material/fact_check: Decisions"}
 
 
 _BADGES = {
@@ -64,6 +68,7 @@ def sidebar(session: Session, runner: Runner) -> None:
         if st.button(":material/add: New thread", width="stretch", key="new-thread"):
             open_thread(None)
             st.rerun()
+        tab_switch()
         _open_by_id(session)
         st.subheader("Threads")
         _thread_list(session, runner, thread_id)
@@ -122,10 +127,12 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
                          file_name=f"{thread_id}.md", mime="text/markdown", key=f"export-md-{thread_id}")
     right.download_button(":material/download: JSON", lambda: session.export(thread_id, "json"),
                           file_name=f"{thread_id}.json", mime="application/json", key=f"export-json-{thread_id}")
-    _confirmed_action(":material/undo: Undo last turn", "Undo the last turn?", f"undo-{thread_id}", busy,
-                      lambda: session.undo(thread_id))
+    paused = info is not None and info.awaiting_approval  # undo would drop the pending request: say so, then force
+    _confirmed_action(":material/undo: Undo last turn", undo_question(paused), f"undo-{thread_id}", busy,
+                      lambda: session.undo(thread_id, force=paused))
     _confirmed_action(":material/delete: Delete thread", "Delete this thread for good?", f"delete-{thread_id}", busy,
                       lambda: (session.delete(thread_id), open_thread(None)))
+    thread_extras(session, thread_id, busy)
 
 
 def _confirmed_action(label: str, question: str, key: str, busy: bool, action: object) -> None:
