@@ -70,10 +70,12 @@ def stopped_notes(session: Session, runner: Runner, thread_id: str, transcript: 
     if info is None or info.status != "stopped":
         return
     last = next((m for m in reversed(transcript) if m.role == "assistant"), None)
+    # The agent usually writes the reason into the thread as a notice (drawn with it).
     said = last is not None and last.notice and last.content.strip() == (info.reason or "").strip()
     if info.reason and not said:
         st.warning(info.reason, icon=":material/info:")
-    if last is not None and last.cut_off:
+    reply = next((m for m in reversed(transcript) if m.role == "assistant" and not m.notice), None)
+    if reply is not None and reply.cut_off:
         st.button(":material/refresh: Retry", key="retry-cut-off", help="Ask the model again for this reply",
                   on_click=_retry, args=(runner, thread_id))
 
