@@ -74,6 +74,10 @@ class TabRunner:
     def cancel(self, thread_id: str) -> bool:
         return self.inner.cancel(thread_id)
 
+    def __getattr__(self, name: str) -> Any:
+        # Anything else the Runner offers (now or later) is the shared Runner's own.
+        return getattr(self.inner, name)
+
 
 def tab_switch() -> None:
     """The sidebar switch for this browser session's auto-approve mode."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from graph import MessageView, Runner
-from ui.web.long_threads import result_row
+from ui.web.long_threads import result_row, summary_html
 from ui.web.thinking import draw_cut_off, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
 
@@ -93,7 +93,10 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
               missing: str) -> None:
     """One turn: the user's bubble, then one assistant bubble for the rest."""
     i = 0
-    if part and part[0].role == "user":
+    if part and part[0].summary:  # what compaction wrote in place of older turns: not the person's words
+        st.markdown(summary_html(part[0].content), unsafe_allow_html=True)
+        i = 1
+    elif part and part[0].role == "user":
         with st.chat_message("user"):
             st.markdown(part[0].content)
             if can_fork:

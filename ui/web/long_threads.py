@@ -42,6 +42,13 @@ def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration
     return row
 
 
+def summary_html(text: str) -> str:
+    """The summary compaction left in place of the older turns, collapsed."""
+    body = html.escape(text.strip()).replace("\n", "&#10;")
+    return ('<details class="gh-tool"><summary>Summary of the earlier turns (compacted; the full history stays '
+            f'in the checkpoints)</summary><div style="white-space: pre-wrap">{body}</div></details>')
+
+
 def whole_output_page(session: Session) -> bool:
     """The page of one tool call's whole output (`?view=output`); False on other pages."""
     params = st.query_params
