@@ -356,7 +356,7 @@ def test_stale_tab_says_who_decided(env: Path) -> None:
     assert (env / "todo.md").read_text() == "buy milk\n"
     tab_b.button(key=f"{card}-submit").click().run()
     notices = [w.value for w in tab_b.warning]
-    assert any("Your decision was not used" in n and "`write_file` approved by" in n and "(web)" in n
+    assert any("Your decision was not used" in n and "`write_file` approved via web" in n
                for n in notices), notices
 
 

@@ -15,6 +15,8 @@ in one edit):
   becomes visible somewhere on the page (the demo model repeats it in its answer;
   a collapsed tool block alone does not count: it must be visible).
 - Streamed text is inserted into the page as it arrives (any element).
+- A long thread shows a window of its last turns with a button named like
+  `Show N earlier turns` (only for the screenshots of the window).
 
 Timing checks are JavaScript predicates polled in the page every POLL_MS
 (`page.wait_for_function`), not Playwright's auto-waiting, whose back-off polls only
@@ -30,6 +32,8 @@ POLL_MS = 40
 CHAT_INPUT_CSS = '[data-testid="stChatInputTextArea"]'
 APPROVE_NAME = re.compile(r"^(Approve|Submit decision)$")
 APPROVE_KEY_CSS = ".st-key-gh-approve button"
+# The windowed history's button that loads older turns (screenshots only).
+SHOW_EARLIER_NAME = re.compile(r"Show \d+ earlier turns?")
 
 # True when `marker` is in a visible text node. Walks text nodes from the end of the
 # document: the last message and a new result sit at the bottom, so the usual hit

@@ -201,6 +201,28 @@ class SizeRun:
             tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-top.png", "top")
             tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-bottom.png", "bottom")
 
+    def window_screenshots(self) -> None:
+        """The windowed history in pictures: a fresh tab at the top of the window, the
+        same after "show earlier", and the bottom."""
+        tab = Tab(self.context, self.opts.timeout_s)
+        try:
+            mark = tab.wire.mark()
+            tab.page.goto(self.url, wait_until="commit")
+            tab.wait(contract.TEXT_VISIBLE_JS, last_message_marker(self.thread.turns), what="the last message")
+            tab.settle(mark, what="opening the thread")
+            shots = self.opts.screenshots
+            assert shots is not None
+            tab.screenshot(shots / f"{self.thread.turns}-turns-window-top.png", "top")
+            earlier = tab.page.get_by_role("button", name=contract.SHOW_EARLIER_NAME)
+            if earlier.count():
+                mark = tab.wire.mark()
+                earlier.first.click()
+                tab.settle(mark, what="showing earlier turns")
+                tab.screenshot(shots / f"{self.thread.turns}-turns-show-earlier.png", "top")
+            tab.screenshot(shots / f"{self.thread.turns}-turns-window-bottom.png", "bottom")
+        finally:
+            tab.close()
+
     def approve(self) -> None:
         tab = self._current_tab()
         sends: list[dict[str, Any]] = []
@@ -323,6 +345,9 @@ def measure_size(thread: BuiltThread, playwright: Any, opts: Options, *, idle: b
                         run.result["errors"].append(f"{step}: {reason}")
                         _log(opts, f"{thread.turns} turns · {step}: {reason}; skipping the rest of this size")
                         break
+                if opts.screenshots and not run.result["errors"]:
+                    with contextlib.suppress(Exception):  # pictures only: never fails a size
+                        run.window_screenshots()
             finally:
                 summarize(run.result)
                 with contextlib.suppress(Exception):  # a crashed page may refuse to close cleanly

@@ -74,7 +74,12 @@ def main() -> None:
     elif view == "audit":
         audit_page(session, current_thread())
     else:
-        chat_page(session, runner, now or open_thread_now(session, runner))
+        now = now or open_thread_now(session, runner)
+        chat_page(session, runner, now)
+        if now.active is not None:
+            # The page followed a run to its end: the chat input and the sidebar were
+            # drawn while it ran. One more (windowed, cheap) run draws them as they are.
+            st.rerun()
     live_updates(session, runner, current_thread(), seen)
 
 

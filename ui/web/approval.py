@@ -201,9 +201,10 @@ def stale_notice(session: Session, pending: Pause) -> str:
     said = []
     for record in session.audit(pending.thread_id, limit=50):
         if record.tool_call_id in calls and record.tool_call_id not in [c for c, _ in said]:
-            who = " ".join(p for p in (record.actor, f"({record.source})" if record.source else None) if p)
+            who = " ".join(p for p in (f"by {record.actor}" if record.actor else None,
+                                       f"via {record.source}" if record.source else None) if p)
             said.append((record.tool_call_id, f"`{record.tool}` {PAST.get(record.decision, record.decision)}"
-                         f" by {who or 'someone else'}"))
+                         f" {who or 'elsewhere'}"))
     if not said:
         return "Your decision was not used: this request was already decided elsewhere."
     return "Your decision was not used: already decided — " + "; ".join(text for _, text in said) + "."

@@ -120,11 +120,14 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
     draw_window(runner, thread_id, messages, turns[:-1], took, can_fork=active is None)
-    tail = st.empty()
     pending = now.pending
     round_ = 0
     while active is not None:
-        with tail.container():
+        # A fresh slot per live run, emptied when it ends: the final tail is drawn
+        # after it (replacing a container's content in place upsets the browser's
+        # delta paths when the run ends while deltas are in flight).
+        live = st.empty()
+        with live.container():
             _draw_part(runner, thread_id, messages, tail_start, base, took, can_fork=False, missing="running…")
             if active.user_text:
                 with st.chat_message("user"):
@@ -133,6 +136,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
             st.button(":material/stop: Stop", key=f"stop-{round_}", help="Stop the run now (a running command is killed)",
                       on_click=_stop, args=(runner, thread_id))
             follow(active)
+        live.empty()
         round_ += 1
         messages = transcript(session, thread_id)
         took = durations(runner, thread_id)
@@ -140,11 +144,10 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
         info = session.thread(thread_id)
         base = len(messages)
         active = _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
-    with tail.container():
-        _draw_part(runner, thread_id, messages, tail_start, len(messages), took, can_fork=True,
-                   missing=WAITING if pending is not None else NOT_RUN)
-        _draw_queued(thread_id)
-        _tail_controls(session, runner, thread_id, info, pending)
+    _draw_part(runner, thread_id, messages, tail_start, len(messages), took, can_fork=True,
+               missing=WAITING if pending is not None else NOT_RUN)
+    _draw_queued(thread_id)
+    _tail_controls(session, runner, thread_id, info, pending)
 
 
 def _stopped(thread_id: str) -> bool:

@@ -131,7 +131,7 @@ def _fork_key(thread_id: str) -> str:
 def _fork_control(runner: Runner, thread_id: str, index: int, text: str) -> None:
     # One small button per message; the editor (three widgets) only for the one asked for.
     if st.session_state.get(_fork_key(thread_id)) != index:
-        st.button(":material/edit: Edit", key=f"fork-{thread_id}-{index}", help="Edit this message and fork from here",
+        st.button(":material/edit: Edit and fork", key=f"fork-{thread_id}-{index}", help="Edit this message and fork from here",
                   on_click=st.session_state.__setitem__, args=(_fork_key(thread_id), index), type="tertiary")
         return
     with st.container(border=True):

@@ -31,12 +31,20 @@ def signature(session: Session, runner: Runner, thread_id: str | None) -> tuple[
     )
 
 
+_IN_PAGE_RUN = "live-in-page-run"
+
+
 @st.fragment(run_every=POLL_S)
 def _watch(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
+    # Called by the page run itself: nothing to compare yet (and a rerun from here
+    # would cut that run short). Only the timer's runs compare.
+    if st.session_state.pop(_IN_PAGE_RUN, False):
+        return
     if signature(session, runner, thread_id) != seen:
         st.rerun()
 
 
 def live_updates(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
     """Watch for changes against `seen` (read when the page began to draw)."""
+    st.session_state[_IN_PAGE_RUN] = True
     _watch(session, runner, thread_id, seen)
