@@ -322,8 +322,10 @@ def test_no_command_and_ui_start_streamlit(launched: list[list[str]], monkeypatc
     assert runner.invoke(cli.app, ["ui"]).exit_code == 0
     for cmd in launched:
         assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == str(app_py)
-        assert cmd[5:] == ["--server.address", "127.0.0.1", "--server.headless", "true",
-                           "--browser.gatherUsageStats", "false"]
+        flags = dict(zip(cmd[5::2], cmd[6::2], strict=True))
+        assert flags["--server.address"] == "127.0.0.1" and flags["--server.headless"] == "true"
+        assert flags["--browser.gatherUsageStats"] == "false"
+        assert flags["--client.toolbarMode"] == "minimal"  # no Deploy / developer menu (issue 19)
     monkeypatch.setattr(cli, "APP_PATH", tmp_path / "missing.py")
     result = runner.invoke(cli.app, ["ui"])
     assert result.exit_code == 1

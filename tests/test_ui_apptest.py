@@ -115,14 +115,20 @@ def test_inbox_lists_and_decides(env: Path) -> None:
     inbox = AppTest.from_file(APP, default_timeout=TIMEOUT)
     inbox.query_params["view"] = "inbox"
     inbox.run()
-    assert "1 thread waiting" in texts(inbox)
-    inbox.button(key=f"inbox-{thread}-" + _interrupt(inbox) + "-all").click().run()
-    assert (env / "todo.md").exists()
-
-
-def _interrupt(at: AppTest) -> str:
-    key = next(b.key for b in at.button if b.key.endswith("-all"))
-    return key.removesuffix("-all").rsplit("-", 1)[-1]
+    body = texts(inbox)
+    assert "1 thread waiting" in body
+    # The compact row: the tool and its key argument.
+    assert "`write_file` todo.md" in body
+    inbox.button(key=f"inbox-approve-{thread}").click().run()
+    for _ in range(50):  # the decision resumes the thread in the background
+        if (env / "todo.md").exists():
+            break
+        time.sleep(0.1)
+    assert (env / "todo.md").read_text() == "buy milk\n"
+    # Decided in place: still the inbox, now empty.
+    assert inbox.query_params["view"] in ("inbox", ["inbox"])
+    inbox.run()
+    assert any("Nothing is waiting" in m.value for m in inbox.success)
 
 
 def test_reload_shows_history_and_threads(env: Path) -> None:
@@ -171,7 +177,7 @@ def test_settings_page(env: Path) -> None:
     assert "Policy" in [h.value for h in at.subheader]
 
 
-def test_second_send_while_running_is_refused(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_message_sent_during_a_run_is_queued_then_sent(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
     monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.01")
     from ui.web.state import app_state
@@ -180,11 +186,20 @@ def test_second_send_while_running_is_refused(env: Path, monkeypatch: pytest.Mon
     state = app_state()
     handle = state.runner.send("t-busy", "tell me a story")
     at.query_params["thread"] = "t-busy"
-    at.chat_input(key="prompt").set_value("again").run()
-    assert any("already active" in w.value for w in at.warning)
+    at.run()
+    assert not at.chat_input(key="prompt").disabled  # typing during a run is allowed
+    at.chat_input(key="prompt").set_value("and then list files").run()
+    # Queued, not lost: sent when the first run ended (this script run followed both).
+    assert not any("Not sent" in w.value for w in at.warning)
     handle.join(30)
-    time.sleep(0.1)
-    assert sum(1 for m in state.session.messages("t-busy") if m.type == "human") == 1
+    for _ in range(100):
+        humans = [m.content for m in state.session.messages("t-busy") if m.type == "human"]
+        if len(humans) == 2 and state.runner.active("t-busy") is None:
+            break
+        time.sleep(0.1)
+    assert humans == ["tell me a story", "and then list files"]
+    at.run()
+    assert "and then list files" in texts(at)
 
 
 def _thread(at: AppTest) -> str:
@@ -196,6 +211,8 @@ def test_fork_from_earlier_message(env: Path) -> None:
     at = send(app(), "list files")
     at = send(at, "read notes.md")
     thread = _thread(at)
+    assert not any(t.key and t.key.startswith("fork-text-") for t in at.text_area)  # editor only on demand
+    at.button(key=f"fork-{thread}-0").click().run()
     at.text_area(key=f"fork-text-{thread}-0").input("read notes.md").run()
     at.checkbox(key=f"fork-sure-{thread}-0").check().run()
     at.button(key=f"fork-go-{thread}-0").click().run()
@@ -227,6 +244,11 @@ def test_one_decision_per_call_in_one_card(env: Path) -> None:
     assert "Approval needed · 2 calls" in texts(at)
     radios = [r for r in at.radio if r.key and r.key.endswith("-choice")]
     assert len(radios) == 2
+    assert [r.value for r in radios] == [None, None]  # a multi-call card starts undecided
+    _submit(at)
+    assert any("choose a decision for call 1, 2" in e.value for e in at.error)
+    radios[0].set_value("approve").run()
+    radios = [r for r in at.radio if r.key and r.key.endswith("-choice")]
     radios[1].set_value("reject").run()
     _submit(at)
     assert (env / "a.md").read_text() == "one\n"
@@ -263,3 +285,109 @@ def test_storage_failure_is_a_readable_page(env: Path, monkeypatch: pytest.Monke
     assert not at.exception
     assert any("cannot start" in e.value for e in at.error)
     assert any(b.key == "retry-start" for b in at.button)
+
+
+# -- issue 19: wrong or lost decisions, staleness, polish ------------------------------------
+def _card_key(at: AppTest) -> str:
+    return next(b.key for b in at.button if b.key.endswith("-submit")).removesuffix("-submit")
+
+
+def test_approve_undecided_keeps_an_edited_call(env: Path) -> None:
+    at = send(app(), "write a.md: one then write b.md: two")
+    card = _card_key(at)
+    at.radio(key=f"{card}-0-choice").set_value("edit").run()
+    at.text_area(key=f"{card}-0-args").input('{"path": "a.md", "content": "EDITED\\n"}').run()
+    # The button says what it does: only the undecided call is approved.
+    button = at.button(key=f"{card}-all")
+    assert button.label == "Approve the 1 undecided (1 of 2)"
+    button.click().run()
+    assert not at.exception
+    assert (env / "a.md").read_text() == "EDITED\n"
+    assert (env / "b.md").read_text() == "two\n"
+
+
+def test_approve_undecided_keeps_a_rejection(env: Path) -> None:
+    at = send(app(), "write a.md: one then write b.md: two")
+    card = _card_key(at)
+    assert at.button(key=f"{card}-all").label == "Approve all (2 of 2)"
+    at.radio(key=f"{card}-1-choice").set_value("reject").run()
+    at.button(key=f"{card}-all").click().run()
+    assert (env / "a.md").read_text() == "one\n"
+    assert not (env / "b.md").exists()
+
+
+def test_single_call_card(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    card = _card_key(at)
+    assert not any(b.key.endswith("-all") for b in at.button)  # no "Approve all" for one call
+    assert at.button(key=f"{card}-submit").label == "Approve"
+    captions = [c.value for c in at.caption]
+    assert "Tool execution requires approval" not in captions
+    assert any(c.startswith("Create or overwrite a text file") for c in captions), captions  # the tool's own words
+
+
+def test_delete_is_riskier_than_write(env: Path) -> None:
+    at = send(app(), "delete notes.md")
+    assert "risk: delete" in texts(at) and ":red-badge[risk: delete]" in texts(at)
+
+
+def test_edit_preview_shows_the_edited_arguments(env: Path) -> None:
+    (env / "todo.md").write_text("old line\n")
+    at = send(app(), "write todo.md: buy milk")
+    card = _card_key(at)
+    assert any("+buy milk" in c.value for c in at.code)
+    at.radio(key=f"{card}-0-choice").set_value("edit").run()
+    at.text_area(key=f"{card}-0-args").input('{"path": "todo.md", "content": "EDITED\\n"}').run()
+    assert "preview of the edited call" in [c.value for c in at.caption]
+    diffs = [c.value for c in at.code if c.language == "diff"]
+    assert diffs and "+EDITED" in diffs[0] and "+buy milk" not in diffs[0]
+
+
+def test_stale_tab_says_who_decided(env: Path) -> None:
+    tab_a = send(app(), "write todo.md: buy milk")
+    thread = _thread(tab_a)
+    tab_b = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    tab_b.query_params["thread"] = thread
+    tab_b.run()
+    card = _card_key(tab_b)
+    tab_b.radio(key=f"{card}-0-choice").set_value("reject").run()
+    tab_b.text_input(key=f"{card}-0-reason").input("not today").run()
+    _submit(tab_a)  # tab A approves while tab B is still writing its reason
+    assert (env / "todo.md").read_text() == "buy milk\n"
+    tab_b.button(key=f"{card}-submit").click().run()
+    notices = [w.value for w in tab_b.warning]
+    assert any("Your decision was not used" in n and "`write_file` approved via web" in n
+               for n in notices), notices
+
+
+def test_interrupted_thread_disables_the_input_and_offers_retry(env: Path) -> None:
+    from ui.web.state import app_state
+
+    at = send(app(), "list files")
+    thread = _thread(at)
+    # What a process killed mid-run leaves: status "running" and no live lease.
+    app_state().session.storage.index.touch(thread, status="running")
+    at.run()
+    box = at.chat_input(key="prompt")
+    assert box.disabled and "interrupted" in box.placeholder
+    assert any(b.key == "retry" for b in at.button)
+
+
+def test_tool_rows_keep_line_breaks_and_say_what_has_not_run(env: Path) -> None:
+    (env / "more.md").write_text("x\n")
+    at = send(app(), "list files")
+    rows = [m.value for m in at.markdown if "gh-tool" in m.value]
+    assert rows and "list_files · done" in rows[0]
+    assert "&#10;" in rows[0] and "notes.md" in rows[0]  # one line per file, in <pre>
+    at = send(at, "write todo.md: buy milk")
+    waiting = [m.value for m in at.markdown if "gh-tool" in m.value][-1]
+    assert "write_file · waiting for your decision" in waiting and "✓" not in waiting
+
+
+def test_input_hint_and_selected_thread_time(env: Path) -> None:
+    at = app()
+    assert "read notes.md" not in at.chat_input(key="prompt").placeholder
+    at = send(at, "list files")
+    thread = _thread(at)
+    label = at.button(key=f"thread-{thread}").label
+    assert "just now" in label and ":gray[" not in label  # readable on the selected button

@@ -83,7 +83,7 @@ def settle(page: Any) -> None:
 
 
 def submit(page: Any) -> None:
-    page.get_by_role("button", name="Submit decision").click()
+    page.get_by_role("button", name=re.compile(r"^(Approve|Submit decision)$")).click()
 
 
 def test_send_message_streams_text(page: Any) -> None:

@@ -114,6 +114,9 @@ def test_web_outcome_card_mark_failed(env: dict[str, str], monkeypatch: pytest.M
     choice = key_ending(at, "-outcome-choice")
     key = choice.removesuffix("-choice")
     assert at.radio(key=choice).options == ["Run again", "Mark as failed", "Respond with the real outcome"]
+    # Nothing pre-selected (issue 19 #10): least of all the risky "Run again".
+    assert at.radio(key=choice).value is None
+    assert at.button(key=f"{key}-submit").disabled
     at.radio(key=choice).set_value("run_again").run()
     assert any("repeat its side effect" in w.value for w in at.warning)
 

@@ -299,7 +299,7 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
         bound_tool(search_files, ws, risk="read", match_arg="path"),
         bound_tool(write_file, ws, risk="write", match_arg="path", preview=pv.preview_write, idempotent=True),
         bound_tool(edit_file, ws, risk="write", match_arg="path", preview=pv.preview_edit),
-        bound_tool(delete_file, ws, risk="write", match_arg="path", preview=preview_delete),
+        bound_tool(delete_file, ws, risk="delete", match_arg="path", preview=preview_delete),
         bound_tool(move_file, ws, risk="write", match_arg="source", preview=pv.preview_move),
     ]
 

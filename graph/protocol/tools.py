@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Risk = Literal["read", "write", "execute", "network"]
+# "delete" is a write that cannot be undone by writing again (shown above "write").
+Risk = Literal["read", "write", "delete", "execute", "network"]
 DefaultMode = Literal["allow", "ask"]
 Preview = Callable[[dict[str, Any]], str | None]
 

@@ -53,6 +53,7 @@ from graph.protocol.errors import (
 )
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import NOTICE_MARK, MessageView, ThreadInfo
+from graph.protocol.tools import spec_of
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
@@ -574,6 +575,25 @@ class Session:
         if tool is None:
             return f"no tool named {tool_name!r}"
         return args_problem(tool, args)
+
+    def tool_summary(self, tool_name: str) -> str:
+        """The first line of the tool's own description (what an approval card says
+        the call does), or "" for an unknown tool."""
+        tool = self._tools().get(tool_name)
+        return (tool.description or "").strip().split("\n", 1)[0] if tool is not None else ""
+
+    def preview(self, tool_name: str, args: dict[str, Any]) -> str | None:
+        """What a call with `args` would change (the tool's preview, e.g. a diff), as
+        the approval request shows it for the model's arguments; None when the tool has
+        no preview or the preview fails (an edited call is checked on submit)."""
+        tool = self._tools().get(tool_name)
+        render = spec_of(tool).preview if tool is not None else None
+        if render is None:
+            return None
+        try:
+            return render(dict(args))
+        except Exception:  # noqa: BLE001 - a preview is a courtesy, never an error
+            return None
 
     def usage(self, thread_id: str) -> dict[str, float]:
         return dict((self.agent.get_state(_config(thread_id)).values or {}).get("usage", {}))

@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ui.web.serve import streamlit_command
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "ui" / "web" / "app.py"
@@ -85,14 +86,8 @@ def streamlit_server(tmp: Path, extra_env: dict[str, str] | None = None, timeout
         **(extra_env or {}),
     )
     log = tmp / "streamlit.log"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", str(APP),
-        "--server.port", str(port),
-        "--server.headless", "true",
-        "--server.address", "127.0.0.1",
-        "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",
-    ]
+    # The command line `gatehouse ui` runs (its flags: ui/web/serve.py).
+    cmd = streamlit_command(port)
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)

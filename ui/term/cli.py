@@ -338,11 +338,9 @@ def ui(
     """Start the Streamlit web UI on 127.0.0.1."""
     if not APP_PATH.is_file():
         raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP_PATH), "--server.address", "127.0.0.1",
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    if port:
-        cmd += ["--server.port", str(port)]
-    raise typer.Exit(_run_child(cmd))
+    from ui.web.serve import streamlit_command
+
+    raise typer.Exit(_run_child(streamlit_command(port, APP_PATH)))
 
 
 @app.command()

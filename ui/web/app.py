@@ -1,7 +1,7 @@
-"""Gatehouse in the browser: `streamlit run ui/web/app.py --server.address 127.0.0.1`.
+"""Gatehouse in the browser: `gatehouse ui` (streamlit run ui/web/app.py, flags in ui/web/serve.py).
 
 Pages: chat (the open thread, `?thread=...`), the approvals inbox and settings.
-Runs execute on the process-wide Runner (ui/web_state.py); this script only draws
+Runs execute on the process-wide Runner (ui/web/state.py); this script only draws
 the thread and attaches to a live run, so a click or a reload never touches a run.
 """
 
@@ -18,28 +18,48 @@ if _ROOT not in sys.path:
 import streamlit as st  # noqa: E402
 
 from graph import describe_error  # noqa: E402
+from ui.web.audit import audit_page  # noqa: E402
+from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
+from ui.web.live import live_updates, signature  # noqa: E402
+from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
-from ui.web.threads import current_view, sidebar  # noqa: E402
+from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
+
+# A local icon: a `:material/...:` page icon is fetched from fonts.gstatic.com.
+ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
+# Streamlit's own "Running… Stop" (it stops the page script, not the run: the live
+# view froze while the run went on); Gatehouse's Stop button stops the run.
+STYLE = """<style>
+[data-testid="stStatusWidget"] { visibility: hidden; }
+details.gh-tool { margin: 0.1rem 0; }
+details.gh-tool summary { cursor: pointer; }
+details.gh-tool pre { white-space: pre-wrap; max-height: 20rem; overflow: auto; margin: 0.2rem 0 0.4rem; }
+</style>"""
 
 
 def main() -> None:
-    st.set_page_config(page_title="Gatehouse", page_icon=":material/security:", layout="wide")
+    st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
+    st.html(STYLE)
     try:
         state = app_state()
     except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback
         st.error(f"Gatehouse cannot start: {describe_error(exc)[0]}")
         st.button(":material/refresh: Retry", key="retry-start")
         return
-    session, runner = state.session, state.runner
+    session, runner = state.session, TabRunner(state.runner)  # this browser session's run options
+    if whole_output_page(session):
+        return
+    seen = signature(session, runner, current_thread())
     if session.info.get("demo"):
         st.info(
             "**Demo mode:** the offline demo model is answering (no account, no network). "
             "Set OPENAI_API_KEY or OPENAI_BASE_URL to use a real model.",
             icon=":material/science:",
         )
+    auto_approve_banner(session, current_thread())
     if flash := st.session_state.pop("flash", None):
         st.warning(flash)
     view = current_view()
@@ -51,8 +71,16 @@ def main() -> None:
         inbox_page(session, runner)
     elif view == "settings":
         settings_page(session)
+    elif view == "audit":
+        audit_page(session, current_thread())
     else:
-        chat_page(session, runner, now or open_thread_now(session, runner))
+        now = now or open_thread_now(session, runner)
+        chat_page(session, runner, now)
+        if now.active is not None:
+            # The page followed a run to its end: the chat input and the sidebar were
+            # drawn while it ran. One more (windowed, cheap) run draws them as they are.
+            st.rerun()
+    live_updates(session, runner, current_thread(), seen)
 
 
 def run() -> None:

@@ -4,6 +4,10 @@ The card builds the `{"decisions": [...]}` answer of the HITL contract and hands
 to the Runner, which validates it (a bad answer changes nothing) before resuming.
 Edited arguments are parsed and checked against the tool's schema here first, so a
 typo is reported next to the field instead of as a refused resume.
+
+Buttons act in their callbacks (before the script runs), so the script run after a
+click already draws the resumed run. A card whose request was decided elsewhere (an
+other tab, the terminal) says who decided what instead of silently moving on.
 """
 
 from __future__ import annotations
@@ -15,13 +19,25 @@ from typing import Any
 
 import streamlit as st
 
-from graph import Approval, DecisionError, OutcomeUnknown, Pause, RunInProgress, Runner, Session
+from graph import (
+    Approval,
+    DecisionError,
+    NothingPending,
+    OutcomeUnknown,
+    Pause,
+    RunInProgress,
+    Runner,
+    Session,
+    StaleDecision,
+)
 from graph.protocol.pauses import ActionRequest
 from ui.web.tool_blocks import pretty
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
 OUTCOME_LABELS = {"run_again": "Run again", "mark_failed": "Mark as failed", "respond": "Respond with the real outcome"}
-RISK_COLOR = {"read": "green", "write": "orange", "execute": "red", "network": "violet"}
+RISK_COLOR = {"read": "green", "write": "orange", "delete": "red", "execute": "red", "network": "violet"}
+PAST = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
+        "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "approved automatically"}
 
 
 class InvalidInput(ValueError):
@@ -58,37 +74,63 @@ def _decision(session: Session, key: str, action: ActionRequest, choice: str) ->
     return {"type": "respond", "message": answer}
 
 
-def _action(pending: Approval, index: int, action: ActionRequest, prefix: str) -> str:
+def _preview_of(session: Session, key: str, action: ActionRequest, choice: str | None) -> str | None:
+    """The preview for what will run: the edited arguments' when editing (if they parse)."""
+    if choice != "edit":
+        return action.preview
+    raw = st.session_state.get(f"{key}-args")
+    if raw is None:
+        return action.preview
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return session.preview(action.name, args) if isinstance(args, dict) else None
+
+
+def _action(session: Session, pending: Approval, index: int, action: ActionRequest, prefix: str, *,
+            single: bool) -> str | None:
     key = f"{prefix}-{pending.interrupt_id}-{index}"
     risk = action.risk or "?"
     with st.container(border=True):
         color = RISK_COLOR.get(risk, "gray")
         st.markdown(f"**{index + 1}. `{action.name}`** · :{color}-badge[risk: {risk}]")
-        description = action.description.split("\n", 1)[0]
-        if description:
-            st.caption(description)
-        st.code(pretty(action.args), language="json")
-        preview = action.preview
-        if preview:
-            st.caption("preview")
-            is_diff = preview.startswith(("---", "@@")) or "\n+++ " in preview
-            st.code(preview, language="diff" if is_diff else "text")
+        summary = session.tool_summary(action.name)
+        first = action.description.split("\n", 1)[0]
+        # The request's own description when a policy wrote one; the default one says nothing.
+        if first and first != "Tool execution requires approval":
+            st.caption(first)
+        if summary:
+            st.caption(summary)
         allowed = [d for d in pending.allowed(index) if d in LABELS]
+        # A multi-call card starts undecided, so "Approve the rest" knows what the person chose.
         choice = st.radio(
-            "Decision", allowed, format_func=LABELS.__getitem__, horizontal=True, key=f"{key}-choice"
+            "Decision", allowed, format_func=LABELS.__getitem__, horizontal=True, key=f"{key}-choice",
+            index=0 if single else None,
         )
         if choice == "edit":
             st.text_area("Arguments (JSON)", value=pretty(action.args), key=f"{key}-args", height=160)
-        elif choice == "reject":
+        else:
+            st.code(pretty(action.args), language="json")
+        preview = _preview_of(session, key, action, choice)
+        if preview:
+            st.caption("preview of the edited call" if choice == "edit" else "preview")
+            is_diff = preview.startswith(("---", "@@")) or "\n+++ " in preview
+            st.code(preview, language="diff" if is_diff else "text")
+        elif choice == "edit":
+            st.caption("preview: (none for these arguments)")
+        if choice == "reject":
             st.text_input("Reason (the model sees it)", key=f"{key}-reason")
         elif choice == "respond":
             st.text_area("Answer to give the model instead of running the tool", key=f"{key}-respond")
         if choice in ("approve", "edit"):
             st.checkbox(f"Always allow `{action.name}` in this thread", key=f"{key}-always")
-    return str(choice)
+    return None if choice is None else str(choice)
 
 
-def _outcome_answer(key: str, choice: str) -> dict[str, Any]:
+def _outcome_answer(key: str, choice: str | None) -> dict[str, Any]:
+    if choice is None:
+        raise InvalidInput("choose what happened first")
     if choice == "run_again":
         return {"type": "run_again"}
     if choice == "mark_failed":
@@ -100,9 +142,9 @@ def _outcome_answer(key: str, choice: str) -> dict[str, Any]:
     return {"type": "respond", "message": real}
 
 
-def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card") -> bool:
+def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card") -> None:
     """The "outcome unknown" card: run again, mark as failed, or tell the model what
-    really happened. True when an answer was submitted and the run resumed."""
+    really happened. Nothing is pre-selected: the person says which."""
     call = pending.call
     key = f"{prefix}-{pending.interrupt_id}-outcome"
     name = call.name
@@ -115,7 +157,8 @@ def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, pref
         st.code(pretty(call.args), language="json")
         allowed = [c for c in pending.allowed if c in OUTCOME_LABELS]
         choice = st.radio(
-            "What happened?", allowed, format_func=OUTCOME_LABELS.__getitem__, horizontal=True, key=f"{key}-choice"
+            "What happened?", allowed, format_func=OUTCOME_LABELS.__getitem__, horizontal=True, key=f"{key}-choice",
+            index=None,
         )
         if choice == "run_again":
             st.warning(
@@ -126,46 +169,80 @@ def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, pref
             st.text_input("Note for the model (optional)", key=f"{key}-note")
         elif choice == "respond":
             st.text_area("What really happened (the model gets this as the tool's result)", key=f"{key}-real")
-        if not st.button("Submit", type="primary", key=f"{key}-submit"):
-            return False
-        return _submit(runner, pending.thread_id, lambda: _outcome_answer(key, str(choice)))
+        _error_here(key)
+        st.button("Submit", type="primary", key=f"{key}-submit", disabled=choice is None,
+                  on_click=submit, args=(session, runner, pending, key, lambda: _outcome_answer(key, choice)))
 
 
-def _submit(runner: Runner, thread_id: str, make_answer: Callable[[], Any]) -> bool:
-    """Resume with the answer; a refused or unreadable one is shown and nothing changes."""
+def _error_here(key: str) -> None:
+    if error := st.session_state.pop(f"{key}-error", None):
+        st.error(error)
+
+
+def submit(session: Session, runner: Runner, pending: Pause, key: str, make_answer: Callable[[], Any],
+           notice_key: str | None = None) -> None:
+    """Resume with the answer (in a button's callback); a refused or unreadable one is
+    shown on the card (`{key}-error`) and nothing changes; one that came too late says
+    who decided instead (`notice_key`, by default the thread's notice)."""
     try:
-        runner.resume(thread_id, make_answer())
+        runner.resume(pending.thread_id, make_answer(), interrupt_id=pending.interrupt_id, source="web")
     except InvalidInput as exc:
-        st.error(str(exc))
-        return False
-    except (DecisionError, RunInProgress) as exc:
-        st.error(f"Not submitted: {exc}")
-        return False
-    return True
+        st.session_state[f"{key}-error"] = str(exc)
+    except (StaleDecision, NothingPending, RunInProgress):
+        st.session_state[notice_key or f"notice-{pending.thread_id}"] = stale_notice(session, pending)
+    except DecisionError as exc:
+        st.session_state[f"{key}-error"] = f"Not submitted: {exc}"
 
 
-def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str = "card") -> bool:
-    """Draw the card; True when a decision was submitted and the run resumed."""
+def stale_notice(session: Session, pending: Pause) -> str:
+    """What became of a request this tab answered too late: who decided what."""
+    calls = ([a.tool_call_id for a in pending.actions] if isinstance(pending, Approval)
+             else [pending.call.tool_call_id])
+    said = []
+    for record in session.audit(pending.thread_id, limit=50):
+        if record.tool_call_id in calls and record.tool_call_id not in [c for c, _ in said]:
+            who = " ".join(p for p in (f"by {record.actor}" if record.actor else None,
+                                       f"via {record.source}" if record.source else None) if p)
+            said.append((record.tool_call_id, f"`{record.tool}` {PAST.get(record.decision, record.decision)}"
+                         f" {who or 'elsewhere'}"))
+    if not said:
+        return "Your decision was not used: this request was already decided elsewhere."
+    return "Your decision was not used: already decided — " + "; ".join(text for _, text in said) + "."
+
+
+def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str = "card") -> None:
+    """Draw the card; its buttons resume the run in their callbacks."""
     if isinstance(pending, OutcomeUnknown):
-        return outcome_card(session, runner, pending, prefix)
+        outcome_card(session, runner, pending, prefix)
+        return
     actions = pending.actions
+    single = len(actions) == 1
+    card = f"{prefix}-{pending.interrupt_id}"
     with st.container(border=True):
-        st.markdown(f"### :material/front_hand: Approval needed · {len(actions)} call{'s' if len(actions) != 1 else ''}")
-        choices = [_action(pending, i, a, prefix) for i, a in enumerate(actions)]
+        st.markdown(f"### :material/front_hand: Approval needed · {len(actions)} call{'s' if not single else ''}")
+        choices = [_action(session, pending, i, a, prefix, single=single) for i, a in enumerate(actions)]
+        undecided = [i for i, c in enumerate(choices) if c is None]
+        _error_here(card)
+
+        def answer(approve_rest: bool) -> Callable[[], dict[str, Any]]:
+            def make() -> dict[str, Any]:
+                # Read at click time: the choices as the person left them.
+                now = [st.session_state.get(f"{card}-{i}-choice", c) for i, c in enumerate(choices)]
+                open_ = [i for i, c in enumerate(now) if c is None]
+                if not approve_rest and open_:
+                    calls = ", ".join(str(i + 1) for i in open_)
+                    raise InvalidInput(f"choose a decision for call {calls} (or approve the undecided ones)")
+                return {"decisions": [
+                    {"type": "approve"} if c is None else _decision(session, f"{card}-{i}", a, str(c))
+                    for i, (a, c) in enumerate(zip(actions, now, strict=True))
+                ]}
+            return make
+
         left, right = st.columns(2)
-        submit = left.button("Submit decision", type="primary", key=f"{prefix}-{pending.interrupt_id}-submit")
-        approve_all = right.button("Approve all", key=f"{prefix}-{pending.interrupt_id}-all")
-        if not (submit or approve_all):
-            return False
-
-        def answer() -> dict[str, Any]:
-            if approve_all:
-                return {"decisions": [{"type": "approve"} for _ in actions]}
-            return {
-                "decisions": [
-                    _decision(session, f"{prefix}-{pending.interrupt_id}-{i}", a, c)
-                    for i, (a, c) in enumerate(zip(actions, choices, strict=True))
-                ]
-            }
-
-        return _submit(runner, pending.thread_id, answer)
+        left.button("Approve" if single and choices[0] == "approve" else "Submit decision", type="primary",
+                    key=f"{card}-submit", on_click=submit, args=(session, runner, pending, card, answer(False)))
+        if not single and undecided:
+            rest = "Approve all" if len(undecided) == len(actions) else f"Approve the {len(undecided)} undecided"
+            right.button(f"{rest} ({len(undecided)} of {len(actions)})", key=f"{card}-all",
+                         help="Approves only the calls without a decision; your other choices are kept",
+                         on_click=submit, args=(session, runner, pending, card, answer(True)))

@@ -1,9 +1,10 @@
-"""The chat page: persisted history, the live view of a running run, stop and retry.
+"""The live view of a running run.
 
-History is always drawn from the thread's checkpoints, so a reload shows everything.
 A live run is drawn from the Runner's event buffer: the page polls the Run,
 applies events to one placeholder per message and re-sends text at most
-`FLUSH_EVERY` seconds apart (tokens are coalesced), then reruns when the run ends.
+`FLUSH_EVERY` seconds apart (tokens are coalesced). When the run ends the caller
+redraws the same region from the thread's checkpoints, in the same script run
+(no rerun: a rerun would draw the whole page again).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any
 
 import streamlit as st
 
-from graph import MessageView, Run, Runner, Session
+from graph import Run, Runner
 from graph.protocol import events as ev
-from ui.web.tool_blocks import ToolBlock, draw_finished
+from ui.web.thinking import LiveThinking
+from ui.web.tool_blocks import ToolBlock
 
-FLUSH_EVERY = 0.1
-HEARTBEAT_EVERY = 0.5
+FLUSH_EVERY = 0.05
+HEARTBEAT_EVERY = 0.25
 
 
 def durations(runner: Runner, thread_id: str) -> dict[str, float]:
@@ -29,59 +31,6 @@ def durations(runner: Runner, thread_id: str) -> dict[str, float]:
     return {e.call_id: e.duration_ms for e in run.events if isinstance(e, ev.ToolFinished)}
 
 
-def draw_history(
-    session: Session, runner: Runner, thread_id: str, messages: list[MessageView], *, can_fork: bool
-) -> None:
-    results = {m.tool_call_id: m for m in messages if m.role == "tool"}
-    took = durations(runner, thread_id)
-    i = 0
-    while i < len(messages):
-        m = messages[i]
-        if m.role == "user":
-            with st.chat_message("user"):
-                st.markdown(m.content)
-                if can_fork:
-                    _fork_control(runner, thread_id, i, m.content)
-            i += 1
-            continue
-        with st.chat_message("assistant"):
-            while i < len(messages) and messages[i].role != "user":
-                part = messages[i]
-                if part.role == "assistant":
-                    _draw_ai(part, results, took)
-                i += 1
-
-
-def _draw_ai(m: MessageView, results: dict[str | None, MessageView], took: dict[str, float]) -> None:
-    if m.notice:
-        st.info(m.content, icon=":material/stop_circle:")
-    elif m.content:
-        st.markdown(m.content)
-    for call in m.tool_calls:
-        result = results.get(call.id)
-        if result is None:
-            draw_finished(call.name, call.args, None, "", None)
-            continue
-        took_ms = took.get(call.id, result.duration_ms)
-        draw_finished(call.name, call.args, result.outcome, result.content, took_ms)
-
-
-def _fork_control(runner: Runner, thread_id: str, index: int, text: str) -> None:
-    with st.popover(":material/edit: Edit and fork", help="Edit this message and continue from here"):
-        new_text = st.text_area("Message", value=text, key=f"fork-text-{thread_id}-{index}")
-        sure = st.checkbox(
-            "Replace this message and drop everything after it (the old branch stays in the checkpoints)",
-            key=f"fork-sure-{thread_id}-{index}",
-        )
-        if st.button("Fork from here", key=f"fork-go-{thread_id}-{index}", disabled=not sure):
-            try:
-                runner.fork(thread_id, index, new_text)
-            except Exception as exc:  # noqa: BLE001 - shown to the person, never a traceback page
-                st.error(f"Cannot fork: {exc}")
-                return
-            st.rerun()
-
-
 class LiveView:
     """Applies run events to placeholders inside the current chat bubble."""
 
@@ -90,6 +39,7 @@ class LiveView:
         self.slot: Any = None
         self.text_dirty = False
         self.tools: dict[str, ToolBlock] = {}
+        self.thinking: LiveThinking | None = None
 
     def feed(self, event: ev.Event) -> None:
         if isinstance(event, ev.TextDelta):
@@ -97,9 +47,14 @@ class LiveView:
                 self.slot = st.empty()
             self.text += event.text
             self.text_dirty = True
+        elif isinstance(event, ev.ReasoningDelta):
+            self.thinking = self.thinking or LiveThinking()
+            self.thinking.add(event)
         elif isinstance(event, ev.ToolStarted):
             self._close_text()
-            self.tools[event.call_id] = ToolBlock(event.name, event.args)
+            self.thinking = None  # the next reply's reasoning gets its own block
+            name = f"{event.name} · auto-approved" if event.auto_approved else event.name
+            self.tools[event.call_id] = ToolBlock(name, event.args)
         elif isinstance(event, ev.ToolOutput):
             block = self.tools.get(event.call_id)
             if block is not None:
@@ -118,6 +73,8 @@ class LiveView:
             st.warning("Waiting for your decision…")
 
     def flush(self) -> None:
+        if self.thinking is not None:
+            self.thinking.flush()
         if self.text_dirty and self.slot is not None:
             self.slot.markdown(self.text + " ▌")
             self.text_dirty = False
@@ -131,7 +88,7 @@ class LiveView:
 
 
 def follow(run: Run) -> None:
-    """Draw a live run until it finishes, then rerun so history takes over."""
+    """Draw a live run until it finishes."""
     with st.chat_message("assistant"):
         view = LiveView()
         beat = st.empty()
@@ -153,7 +110,7 @@ def follow(run: Run) -> None:
             if run.done and cursor >= len(run.events):
                 break
         view.flush()
-    st.rerun()
+        beat.empty()
 
 
 def last_error(runner: Runner, thread_id: str) -> str | None:

@@ -1,4 +1,11 @@
-"""The chat page of the web app: input, history, live run, approval card, retry."""
+"""The chat page of the web app: input, windowed history, live run, approval card, retry.
+
+One script run per click: every control acts in its callback (which Streamlit runs
+before the script), so the run that follows draws the page as it now is; a live run
+is followed in a region at the bottom (`tail`) that is redrawn in place from the
+checkpoints when the run ends, without another rerun. The sidebar catches up through
+the live-update poller (ui/web/live.py).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +13,16 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session
+from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from ui.web.approval import approval_card
-from ui.web.chat import draw_history, follow, last_error
+from ui.web.chat import durations, follow, last_error
+from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.state import transcript
+from ui.web.thinking import stopped_notes
 from ui.web.threads import current_thread, open_thread
+from ui.web.tool_blocks import NOT_RUN, WAITING
 
-
-def _flash(message: str) -> None:
-    """Show a warning now and once more after the live view reruns the page."""
-    st.warning(message)
-    st.session_state["flash"] = message
+HINT = "Message Gatehouse (try: list files, or write todo.md: buy milk)"
 
 
 @dataclass(frozen=True)
@@ -26,77 +33,171 @@ class OpenThread:
     thread_id: str | None
     active: Run | None
     pending: Pause | None
+    info: ThreadInfo | None = None
 
 
 def open_thread_now(session: Session, runner: Runner) -> OpenThread:
     thread_id = current_thread()
     if thread_id is None:
         return OpenThread(None, None, None)
-    # The run first: one that ends after this read is followed to its end (and the page
-    # reruns); one that ended before it has saved its pause for the read below.
+    # The run first: one that ends after this read is followed to its end; one that
+    # ended before it has saved its pause for the read below.
     active = runner.active(thread_id)
-    return OpenThread(thread_id, active, session.pending(thread_id) if active is None else None)
+    pending = session.pending(thread_id) if active is None else None
+    return OpenThread(thread_id, active, pending, session.thread(thread_id))
+
+
+def queued(thread_id: str) -> list[str]:
+    """Messages typed during a run, sent one by one when it ends (this tab's)."""
+    return st.session_state.setdefault("queued", {}).setdefault(thread_id, [])
+
+
+def input_state(now: OpenThread) -> tuple[bool, str]:
+    """Whether the chat input is disabled, and its hint (the reason when disabled)."""
+    if now.pending is not None:
+        return True, "Answer the approval card above first: the run is paused on it."
+    info = now.info
+    if now.active is None and info is not None and info.status == "interrupted":
+        return True, "The last run was interrupted: retry it (above) before sending a new message."
+    if now.active is not None:
+        return False, "A run is active: a message sent now is queued and sent when it ends."
+    return False, HINT
 
 
 def chat_input_box(session: Session, runner: Runner, now: OpenThread) -> None:
-    """The chat input; runs before the sidebar so a new thread is listed at once."""
-    thread_id, pending = now.thread_id, now.pending
-    if pending is not None:
-        note = "Answer the approval card above first: the run is paused on it."
+    disabled, hint = input_state(now)
+    st.chat_input(hint, disabled=disabled, key="prompt", on_submit=_on_prompt, args=(session, runner, now.thread_id))
+
+
+def _on_prompt(session: Session, runner: Runner, thread_id: str | None) -> None:
+    text = str(st.session_state.get("prompt") or "").strip()
+    if not text:
+        return
+    if thread_id is not None and runner.active(thread_id) is not None:
+        queued(thread_id).append(text)
+        return
+    new_id = thread_id or session.new_thread_id()
+    try:
+        runner.send(new_id, text)
+    except RunInProgress:
+        st.session_state["flash"] = ("Not sent: a run is active on this thread in another process. "
+                                     f"Your message, to send again: {text}")
+    except (DecisionError, ValueError) as exc:
+        st.session_state["flash"] = f"Not sent: {exc}. Your message: {text}"
     else:
-        note = "Message Gatehouse (try: list files, read notes.md, write todo.md: buy milk)"
-    prompt = st.chat_input(note, disabled=pending is not None, key="prompt")
-    if prompt:
-        new_id = thread_id or session.new_thread_id()
-        try:
-            runner.send(new_id, prompt)
-            if thread_id is None:
-                open_thread(new_id)
-        except RunInProgress:
-            _flash("Not sent: a run is already active on this thread. Wait for it or stop it, then send again.")
-        except (DecisionError, ValueError) as exc:
-            _flash(f"Not sent: {exc}")
-        else:
-            st.rerun()  # the page below was read before this run began
+        if thread_id is None:
+            open_thread(new_id)
+
+
+def _stop(runner: Runner, thread_id: str) -> None:
+    if runner.cancel(thread_id):
+        st.session_state[f"stopping-{thread_id}"] = True
+
+
+def _retry(runner: Runner, thread_id: str) -> None:
+    try:
+        runner.retry(thread_id)
+    except (RunInProgress, DecisionError) as exc:
+        st.session_state["flash"] = f"Not retried: {exc}"
 
 
 def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
-    """The open thread: history, then the live run, the approval card or an error."""
-    thread_id, pending, active = now.thread_id, now.pending, now.active
-    info = session.thread(thread_id) if thread_id else None
+    """The open thread: the window of history, then the tail (the last turn, the live
+    run, the approval card or the error)."""
+    thread_id, info, active = now.thread_id, now.info, now.active
     st.header(info.title if info else "New thread")
     if thread_id is None:
         st.caption("Send a message to start a thread. Calls that change things wait for your approval.")
         return
-    messages = session.transcript(thread_id)
-    if not messages and info is None:
+    messages = transcript(session, thread_id)
+    if not messages and info is None and active is None:
         st.warning(f"No thread {thread_id!r} here yet. Send a message to start it.")
-    if active is not None:
-        base = active.base_messages if active.base_messages is not None else len(messages)
-        draw_history(session, runner, thread_id, messages[:base], can_fork=False)
-        if active.user_text:
-            with st.chat_message("user"):
-                st.markdown(active.user_text)
-        if st.button(":material/stop: Stop", key="stop", help="Stop at the next safe point"):
-            runner.cancel(thread_id)
-            st.toast("Stopping at the next safe point…")
-        follow(active)
+    base = len(messages)
+    if active is not None and active.base_messages is not None:
+        base = min(active.base_messages, len(messages))
+    turns = turns_of(messages[:base])
+    took = durations(runner, thread_id)
+    # The last turn belongs to the tail: a run (or a decision) changes it.
+    tail_start = turns[-1].start if turns else 0
+    draw_window(runner, thread_id, messages, turns[:-1], took, can_fork=active is None)
+    pending = now.pending
+    round_ = 0
+    while active is not None:
+        # A fresh slot per live run, emptied when it ends: the final tail is drawn
+        # after it (replacing a container's content in place upsets the browser's
+        # delta paths when the run ends while deltas are in flight).
+        live = st.empty()
+        with live.container():
+            _draw_part(runner, thread_id, messages, tail_start, base, took, can_fork=False, missing="running…")
+            if active.user_text:
+                with st.chat_message("user"):
+                    st.markdown(active.user_text)
+            _draw_queued(thread_id)
+            st.button(":material/stop: Stop", key=f"stop-{round_}", help="Stop the run now (a running command is killed)",
+                      on_click=_stop, args=(runner, thread_id))
+            follow(active)
+        live.empty()
+        round_ += 1
+        messages = transcript(session, thread_id)
+        took = durations(runner, thread_id)
+        pending = session.pending(thread_id)
+        info = session.thread(thread_id)
+        base = len(messages)
+        active = _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
+    _draw_part(runner, thread_id, messages, tail_start, len(messages), took, can_fork=True,
+               missing=WAITING if pending is not None else NOT_RUN)
+    _draw_queued(thread_id)
+    _tail_controls(session, runner, thread_id, info, pending)
+
+
+def _stopped(thread_id: str) -> bool:
+    return bool(st.session_state.pop(f"stopping-{thread_id}", False))
+
+
+def _send_queued(runner: Runner, thread_id: str) -> Run | None:
+    waiting = queued(thread_id)
+    while waiting:
+        text = waiting.pop(0)
+        try:
+            return runner.send(thread_id, text)
+        except (RunInProgress, DecisionError, ValueError) as exc:
+            st.session_state["flash"] = f"Queued message not sent: {exc}. Your message: {text}"
+    return None
+
+
+def _draw_part(runner: Runner, thread_id: str, messages: list, start: int, end: int, took: dict[str, float], *,
+               can_fork: bool, missing: str) -> None:
+    part = messages[start:end]
+    if not part:
         return
-    draw_history(session, runner, thread_id, messages, can_fork=True)
+    results = {m.tool_call_id: m for m in part if m.role == "tool"}
+    for turn in turns_of(part):
+        draw_turn(runner, thread_id, part[turn.start:turn.end], start + turn.start, results, took,
+                  can_fork=can_fork, missing=missing)
+
+
+def _draw_queued(thread_id: str) -> None:
+    for text in queued(thread_id):
+        with st.chat_message("user"):
+            st.markdown(text)
+            st.caption(":material/schedule: queued: sent when the run ends")
+
+
+def _tail_controls(session: Session, runner: Runner, thread_id: str, info: ThreadInfo | None,
+                   pending: Pause | None) -> None:
+    if notice := st.session_state.pop(f"notice-{thread_id}", None):
+        st.warning(notice, icon=":material/info:")
     if pending is not None:
-        if approval_card(session, runner, pending):
-            st.rerun()
+        approval_card(session, runner, pending)
         st.caption("Chat input is disabled until you decide on the calls above.")
+        if queued(thread_id):
+            st.caption("Your queued message is sent after the run this decision resumes ends.")
         return
     if info is not None and info.status == "running":
-        st.info("A run is active on this thread in another process.")
-        st.button("Refresh", key="refresh")
+        st.info("A run is active on this thread in another process; this page follows it.")
     if info is not None and info.status in ("failed", "interrupted"):
-        default = "The last run failed." if info.status == "failed" else "The last run was interrupted (its process stopped)."
-        st.error(last_error(runner, thread_id) or default)
-        if st.button(":material/refresh: Retry", key="retry"):
-            try:
-                runner.retry(thread_id)
-            except RunInProgress as exc:
-                st.warning(str(exc))
-            st.rerun()
+        default = "The last run failed." if info.status == "failed" else (
+            "The last run was interrupted (its process stopped before it finished).")
+        st.error(last_error(runner, thread_id) or info.reason or default)
+        st.button(":material/refresh: Retry", key="retry", on_click=_retry, args=(runner, thread_id))
+    stopped_notes(session, runner, thread_id, transcript(session, thread_id), info)

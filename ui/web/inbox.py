@@ -1,33 +1,91 @@
-"""The approvals inbox: every thread waiting for a decision, oldest first."""
+"""The approvals inbox: every thread waiting for a decision, oldest first, for triage.
+
+One compact row per thread (thread, tool, its key argument, waiting since) with
+Approve / Reject in place: a decision resumes that thread in the background and the
+page stays here, with the next row first. The first row answers to the keyboard
+(a = approve, d = reject, o = open). "Review" opens the full card (edit, respond,
+per-call choices) in place.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
-from graph import OutcomeUnknown, Runner, Session
+from graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
 from ui.web.approval import approval_card
+from ui.web.approval import submit as submit_answer
 from ui.web.threads import ago, open_thread
+
+KEY_ARGS = ("path", "command", "url", "source", "query", "sql", "name")
+
+
+def key_argument(args: dict[str, Any]) -> str:
+    """The argument that says what a call touches, short."""
+    name = next((k for k in KEY_ARGS if k in args), next(iter(args), None))
+    if name is None:
+        return ""
+    value = str(args[name]).replace("\n", " ")
+    return value if len(value) <= 60 else value[:57] + "…"
+
+
+def _what(pending: Pause) -> str:
+    if isinstance(pending, OutcomeUnknown):
+        call = pending.call
+        return f"`{call.name}` {key_argument(call.args)} · :red-badge[outcome unknown]"
+    assert isinstance(pending, Approval)
+    first = pending.actions[0]
+    more = f" · +{len(pending.actions) - 1} more" if len(pending.actions) > 1 else ""
+    return f"`{first.name}` {key_argument(first.args)}{more}"
+
+
+def _quick(kind: str, pending: Approval) -> Any:
+    if kind == "approve":
+        return lambda: {"decisions": [{"type": "approve"} for _ in pending.actions]}
+    return lambda: {"decisions": [{"type": "reject", "message": "Rejected from the approvals inbox."}
+                                  for _ in pending.actions]}
 
 
 def inbox_page(session: Session, runner: Runner) -> None:
     st.header(":material/inbox: Approvals inbox")
     waiting = session.awaiting_approval()
+    if notice := st.session_state.pop("notice-inbox", None):
+        st.warning(notice, icon=":material/info:")
     if not waiting:
         st.success("Nothing is waiting for a decision.")
         return
-    st.caption(f"{len(waiting)} thread{'s' if len(waiting) != 1 else ''} waiting, oldest first.")
+    st.caption(f"{len(waiting)} thread{'s' if len(waiting) != 1 else ''} waiting, oldest first. "
+               "Keys for the first row: a approve · d reject · o open.")
+    first = True
     for info in waiting:
         pending = session.pending(info.thread_id)
-        with st.container(border=True):
-            since = ago(info.pending_since or info.updated_at)
-            badge = " · :red-badge[outcome unknown]" if isinstance(pending, OutcomeUnknown) else ""
-            st.markdown(f"**{info.title}** · waiting since {since} · `{info.thread_id}`{badge}")
-            if st.button("Open thread", key=f"inbox-open-{info.thread_id}"):
-                open_thread(info.thread_id)
-                st.rerun()
-            if pending is None:
-                st.caption("The request is no longer pending (decided elsewhere).")
-                continue
-            if approval_card(session, runner, pending, prefix=f"inbox-{info.thread_id}"):
-                open_thread(info.thread_id)
-                st.rerun()
+        if pending is None:
+            continue  # decided elsewhere a moment ago
+        _row(session, runner, info, pending, first=first)
+        first = False
+
+
+def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool) -> None:
+    tid = info.thread_id
+    with st.container(border=True, key=f"inbox-row-{tid}"):
+        text, approve, reject, opener = st.columns([6, 1.3, 1.2, 1], vertical_alignment="center")
+        since = ago(info.pending_since or info.updated_at)
+        text.markdown(f"**{info.title}** · {_what(pending)} · :gray[waiting since {since}]")
+        if isinstance(pending, Approval):
+            many = len(pending.actions) > 1
+            approve.button("Approve all" if many else "Approve", key=f"inbox-approve-{tid}", type="primary",
+                           shortcut="a" if first else None,
+                           on_click=submit_answer, args=(session, runner, pending, f"inbox-{tid}",
+                                                         _quick("approve", pending), "notice-inbox"))
+            reject.button("Reject all" if many else "Reject", key=f"inbox-reject-{tid}",
+                          shortcut="d" if first else None,
+                          on_click=submit_answer, args=(session, runner, pending, f"inbox-{tid}",
+                                                        _quick("reject", pending), "notice-inbox"))
+        if opener.button("Open", key=f"inbox-open-{tid}", shortcut="o" if first else None):
+            open_thread(tid)
+            st.rerun()
+        if error := st.session_state.pop(f"inbox-{tid}-error", None):
+            st.error(error)
+        with st.expander("Review: edit, respond, or decide call by call"):
+            approval_card(session, runner, pending, prefix=f"inbox-{tid}")

@@ -36,6 +36,6 @@ def settings_page(session: Session) -> None:
             "cost ($)": usage.get("cost"),
         })
     if rows:
-        st.dataframe(rows, hide_index=True, use_container_width=True)
+        st.dataframe(rows, hide_index=True, width="stretch")
     else:
         st.caption("No threads yet.")

@@ -10,11 +10,14 @@ live run draws the history without drawing the run's own messages twice.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
-from graph import Runner, Session, load_settings, open_session
+from graph import MessageView, Runner, Session, load_settings, open_session
 
 
 @dataclass
@@ -33,3 +36,55 @@ def app_state() -> AppState:
     """The Session and Runner of this server process (opened on first use)."""
     env = os.environ
     return _open(env.get("GATEHOUSE_DB", ""), env.get("GATEHOUSE_WORKSPACE", ""), env.get("GATEHOUSE_MODEL_FACTORY", ""))
+
+
+class _Transcripts:
+    """The last few threads' transcripts, reused while their messages are unchanged.
+
+    Converting a 10,000-message thread to MessageViews takes ~0.2 s, reading its
+    messages well under 1 ms (the saver keeps the last checkpoint): a page run reads
+    the messages and converts them again only when the fingerprint changed.
+    """
+
+    SIZE = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, tuple[tuple[Any, ...], list[MessageView]]] = OrderedDict()
+
+    def get(self, session: Session, thread_id: str) -> list[MessageView]:
+        messages = session.messages(thread_id)
+        key = _fingerprint(messages)
+        with self._lock:
+            hit = self._cache.get(thread_id)
+            if hit is not None and hit[0] == key:
+                self._cache.move_to_end(thread_id)
+                return hit[1]
+        views = session.transcript(thread_id)
+        with self._lock:
+            self._cache[thread_id] = (key, views)
+            self._cache.move_to_end(thread_id)
+            while len(self._cache) > self.SIZE:
+                self._cache.popitem(last=False)
+        return views
+
+
+def _fingerprint(messages: list[Any]) -> tuple[Any, ...]:
+    # Runs append messages; undo, fork and compaction change the count or the tail;
+    # a merge rewrites the last message. The first message catches a compaction that
+    # kept the count.
+    def one(m: Any) -> tuple[Any, ...]:
+        return (m.id, m.type, hash(repr(m.content)), hash(repr(getattr(m, "additional_kwargs", None))),
+                len(getattr(m, "tool_calls", None) or ()))
+
+    return (len(messages), *(one(m) for m in messages[:1]), *(one(m) for m in messages[-3:]))
+
+
+@st.cache_resource(show_spinner=False)
+def _transcripts() -> _Transcripts:
+    return _Transcripts()
+
+
+def transcript(session: Session, thread_id: str) -> list[MessageView]:
+    """The thread's transcript (cached per server process, see `_Transcripts`)."""
+    return _transcripts().get(session, thread_id)

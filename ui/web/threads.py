@@ -11,8 +11,12 @@ import time
 import streamlit as st
 
 from graph import Runner, Session
+from ui.web.auto_approve import tab_switch
+from ui.web.long_threads import undo_question
+from ui.web.thread_extras import thread_extras
 
-VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings"}
+VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings",
+         "audit": ":material/fact_check: Decisions"}
 
 
 _BADGES = {
@@ -61,9 +65,10 @@ def sidebar(session: Session, runner: Runner) -> None:
         if picked != view:
             open_thread(thread_id, picked)
             st.rerun()
-        if st.button(":material/add: New thread", use_container_width=True, key="new-thread"):
+        if st.button(":material/add: New thread", width="stretch", key="new-thread"):
             open_thread(None)
             st.rerun()
+        tab_switch()
         _open_by_id(session)
         st.subheader("Threads")
         _thread_list(session, runner, thread_id)
@@ -90,9 +95,12 @@ def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
         badge = _BADGES.get(info.status, "")
         if runner.active(info.thread_id) is not None:
             badge = " :blue-badge[running]"
-        label = f"{info.title}{badge}  \n:gray[{ago(info.updated_at)}]"
-        kind = "primary" if info.thread_id == current else "secondary"
-        if st.button(label, key=f"thread-{info.thread_id}", use_container_width=True, type=kind):
+        selected = info.thread_id == current
+        # Gray text is unreadable on the selected (primary-colored) button.
+        when = ago(info.updated_at) if selected else f":gray[{ago(info.updated_at)}]"
+        label = f"{info.title}{badge}  \n{when}"
+        kind = "primary" if selected else "secondary"
+        if st.button(label, key=f"thread-{info.thread_id}", width="stretch", type=kind):
             open_thread(info.thread_id)
             st.rerun()
 
@@ -114,20 +122,23 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
             f"tokens: {int(usage.get('input_tokens', 0))} in / {int(usage.get('output_tokens', 0))} out{cost}"
         )
     left, right = st.columns(2)
-    left.download_button(":material/download: Markdown", session.export(thread_id, "md"), file_name=f"{thread_id}.md",
-                         mime="text/markdown", key=f"export-md-{thread_id}")
-    right.download_button(":material/download: JSON", session.export(thread_id, "json"), file_name=f"{thread_id}.json",
-                          mime="application/json", key=f"export-json-{thread_id}")
-    _confirmed_action(":material/undo: Undo last turn", "Undo the last turn?", f"undo-{thread_id}", busy,
-                      lambda: session.undo(thread_id))
+    # The export is made when clicked: a long thread's export costs a script run ~0.1 s.
+    left.download_button(":material/download: Markdown", lambda: session.export(thread_id, "md"),
+                         file_name=f"{thread_id}.md", mime="text/markdown", key=f"export-md-{thread_id}")
+    right.download_button(":material/download: JSON", lambda: session.export(thread_id, "json"),
+                          file_name=f"{thread_id}.json", mime="application/json", key=f"export-json-{thread_id}")
+    paused = info is not None and info.awaiting_approval  # undo would drop the pending request: say so, then force
+    _confirmed_action(":material/undo: Undo last turn", undo_question(paused), f"undo-{thread_id}", busy,
+                      lambda: session.undo(thread_id, force=paused))
     _confirmed_action(":material/delete: Delete thread", "Delete this thread for good?", f"delete-{thread_id}", busy,
                       lambda: (session.delete(thread_id), open_thread(None)))
+    thread_extras(session, thread_id, busy)
 
 
 def _confirmed_action(label: str, question: str, key: str, busy: bool, action: object) -> None:
     asking = st.session_state.get("confirm") == key
     if not asking:
-        if st.button(label, key=key, disabled=busy, use_container_width=True,
+        if st.button(label, key=key, disabled=busy, width="stretch",
                      help="Not while a run is active" if busy else None):
             st.session_state["confirm"] = key
             st.rerun()

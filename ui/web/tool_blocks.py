@@ -1,8 +1,15 @@
-"""How one tool call is drawn: a status block (running / done / failed) with its
-duration, arguments, and output. Used for persisted history and for live runs."""
+"""How one tool call is drawn.
+
+History (every finished turn) draws calls as static HTML rows: one `<details>` per
+call inside one Markdown element per message, with the arguments and the output in
+`<pre>` (line breaks kept, nothing read as Markdown). No widgets and no `st.status`,
+which sleeps 50 ms each time one is created and costs a React subtree per call.
+A live run draws each call as an `st.status` block that it updates as events arrive.
+"""
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -14,6 +21,11 @@ _STATE = {"ok": "complete", "responded": "complete", "error": "error", "rejected
           "stopped": "error"}
 _WORD = {"ok": "done", "responded": "answered by you", "error": "failed", "rejected": "rejected", "denied": "denied",
          "stopped": "stopped by you"}
+_MARK = {"ok": "✓", "responded": "✓", "error": "✗", "rejected": "✗", "denied": "✗", "stopped": "■"}
+
+# What a call without a result means depends on where the thread is.
+WAITING = "waiting for your decision"
+NOT_RUN = "not run: the run ended before it"
 
 
 def pretty(args: Any) -> str:
@@ -32,8 +44,29 @@ def label(name: str, status: str | None, duration_ms: float | None) -> str:
     return f":material/build: {name} · {word}{took}"
 
 
+def _pre(text: str) -> str:
+    # Newlines as character references: a blank line would end the HTML block in
+    # Markdown and the rest of the output would be read as Markdown.
+    return "<pre>" + html.escape(text).replace("\n", "&#10;") + "</pre>"
+
+
+def row_html(name: str, args: dict[str, Any], status: str | None, output: str, duration_ms: float | None,
+             *, missing: str = NOT_RUN) -> str:
+    """One call as a collapsed `<details>` row on one line; `status` None = no result
+    yet, said as `missing` (waiting for a decision, or cut short)."""
+    if status is None:
+        title = f"⏸ {name} · {missing}"
+        body = "<small>arguments</small>" + _pre(pretty(args))
+    else:
+        took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
+        title = f"{_MARK.get(status, '•')} {name} · {_WORD.get(status, status)}{took}"
+        body = "<small>arguments</small>" + _pre(pretty(args)) + "<small>output</small>" + _pre(
+            clip(output) or "(no output)")
+    return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'
+
+
 class ToolBlock:
-    """One tool call's status block; output is buffered and flushed by the caller."""
+    """One live tool call's status block; output is buffered and flushed by the caller."""
 
     def __init__(self, name: str, args: dict[str, Any]) -> None:
         self.name = name
@@ -64,18 +97,3 @@ class ToolBlock:
             state=_STATE.get(status, "complete"),  # type: ignore[arg-type]
             expanded=False,
         )
-
-
-def draw_finished(name: str, args: dict[str, Any], status: str | None, output: str, duration_ms: float | None) -> None:
-    """A call from the persisted thread; `status` None means it has no result yet."""
-    state = "running" if status is None else _STATE.get(status, "complete")
-    # Without a result the call is waiting for a decision (or its run was interrupted).
-    title = f":material/pending: {name} · not run yet" if status is None else label(name, status, duration_ms)
-    with st.status(title, state=state, expanded=False):  # type: ignore[arg-type]
-        st.caption("arguments")
-        st.code(pretty(args), language="json")
-        if status is None:
-            st.caption("no result yet")
-        else:
-            st.caption("output")
-            st.code(clip(output) or "(no output)", language="text")

@@ -1,0 +1,101 @@
+"""The app served the way users serve it: `gatehouse ui --port N`, on a copy of a
+built thread's database, with the benchmark's model (bench/web/model.py).
+
+`gatehouse ui` execs `python -m streamlit run ui/web/app.py ...`, so the process we start
+is the Streamlit server itself: its CPU time is the server's CPU time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.web.build import ROOT, seed_workspace
+from bench.web.model import TOKEN_LOG_ENV
+
+MODEL_FACTORY = "bench.web.model:make_model"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    pid: int
+    log: Path
+    token_log: Path
+    workspace: Path
+
+
+def gatehouse_ui_command(port: int) -> list[str]:
+    """`gatehouse ui --port N` from this environment (the console script when installed)."""
+    script = Path(sys.executable).parent / "gatehouse"
+    if script.is_file():
+        return [str(script), "ui", "--port", str(port)]
+    return [sys.executable, "-m", "ui.term.cli", "ui", "--port", str(port)]
+
+
+@contextmanager
+def serve(db: Path, folder: Path, *, command: list[str] | None = None, extra_env: dict[str, str] | None = None,
+          timeout: float = 90) -> Iterator[Server]:
+    """Serve `db` from `folder` (cwd, workspace, logs). `command` replaces `gatehouse ui`
+    (the profiler's instrumented launcher); it gets the port as its last argument."""
+    workspace = seed_workspace(folder / "workspace")
+    port = free_port()
+    log = folder / "server.log"
+    token_log = folder / "first-tokens.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
+    env.update(
+        GATEHOUSE_DB=str(db),
+        GATEHOUSE_WORKSPACE=str(workspace),
+        GATEHOUSE_MODEL_FACTORY=MODEL_FACTORY,
+        # The threads are built without compaction; a send must not fold them into a summary.
+        GATEHOUSE_COMPACTION="false",
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        **{TOKEN_LOG_ENV: str(token_log)},
+        **(extra_env or {}),
+    )
+    cmd = [*command, str(port)] if command else gatehouse_ui_command(port)
+    with log.open("wb") as out:
+        process = subprocess.Popen(cmd, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, log, timeout)
+        yield Server(url=url, pid=process.pid, log=log, token_log=token_log, workspace=workspace)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(5)
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the web server exited early:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the web server did not become healthy in {timeout}s:\n{log.read_text(errors='replace')}")

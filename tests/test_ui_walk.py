@@ -1,0 +1,226 @@
+"""Issue 19's walk through the web app in real headless Chromium: the flows around the
+approval card that only a browser shows (several tabs, live updates, Stop, the inbox).
+
+One `gatehouse ui`-flagged server with the offline demo model; each test opens its own
+threads. Timings (Stop, cross-tab and cross-process update latency) are printed (run
+with -s to see them) and the states are saved in test-artifacts/screenshots/walk-*.png.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.browser import (
+    Server,
+    chromium_path,
+    launch_chromium,
+    screenshot,
+    streamlit_server,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+WAIT_MS = 20_000
+VIEWPORT = {"width": 1280, "height": 900}
+# A decision made elsewhere shows within this long without a click (issue 19: 2 s).
+LIVE_S = 2.0
+APPROVE = re.compile(r"^(Approve|Submit decision)$")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    chromium_path()
+    with streamlit_server(tmp_path_factory.mktemp("walk")) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser(server: Server) -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = launch_chromium(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def tab(browser: Any, server: Server) -> Iterator[Any]:
+    """A new tab on the app (its own browser context = its own Streamlit session)."""
+    contexts: list[Any] = []
+
+    def open_tab(path: str = "/") -> Any:
+        context = browser.new_context(viewport=VIEWPORT)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(server.url + path)
+        page.get_by_test_id("stMainBlockContainer").wait_for()
+        return page
+
+    yield open_tab
+    for context in contexts:
+        context.close()
+
+
+def main(page: Any) -> Any:
+    return page.get_by_test_id("stMainBlockContainer")
+
+
+def send(page: Any, text: str) -> None:
+    box = page.get_by_test_id("stChatInputTextArea")
+    expect(box).to_be_enabled()
+    box.fill(text)
+    box.press("Enter")
+
+
+def see(page: Any, text: str | re.Pattern[str], timeout_ms: int = WAIT_MS) -> None:
+    expect(main(page)).to_contain_text(text, timeout=timeout_ms)
+
+
+def thread_of(page: Any) -> str:
+    match = re.search(r"thread=([\w-]+)", page.url)
+    assert match, page.url
+    return match.group(1)
+
+
+def time_until(page: Any, text: str, timeout_s: float = 10) -> float:
+    """Seconds until `text` is visible in the page (polled every 20 ms in the page)."""
+    t0 = time.monotonic()
+    page.wait_for_function("(t) => document.body && document.body.innerText.includes(t)", arg=text,
+                           timeout=timeout_s * 1000, polling=20)
+    return time.monotonic() - t0
+
+
+def test_two_calls_one_edited_then_approve_the_rest(tab: Any, server: Server) -> None:
+    page = tab()
+    external: list[str] = []
+    page.on("request", lambda r: external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:",
+                                                                                 "blob:")) else None)
+    page.reload()
+    send(page, "write walk-a.md: one then write walk-b.md: two")
+    see(page, "Approval needed · 2 calls")
+    # The header has no Deploy button or developer menu (toolbar minimal).
+    expect(page.get_by_test_id("stAppDeployButton")).to_have_count(0)
+    main(page).get_by_test_id("stRadio").first.get_by_text("Edit", exact=True).click()
+    args = page.get_by_label("Arguments (JSON)")
+    args.fill('{"path": "walk-a.md", "content": "EDITED\\n"}')
+    args.blur()
+    see(page, "preview of the edited call")
+    see(page, "new file walk-a.md (7 B)")
+    screenshot(page, "walk-edit-one-of-two")
+    page.get_by_role("button", name="Approve the 1 undecided (1 of 2)").click()
+    see(page, "walk-b.md")
+    expect(page.get_by_test_id("stChatInputTextArea")).to_be_enabled()
+    assert (server.workspace / "walk-a.md").read_text() == "EDITED\n"
+    assert (server.workspace / "walk-b.md").read_text() == "two\n"
+    assert external == [], f"the page fetched from the internet: {external}"
+    log = server.log.read_text(errors="replace")
+    assert "use_container_width" not in log and "deprecat" not in log.lower()
+
+
+def test_two_tabs_deciding(tab: Any, server: Server) -> None:
+    first = tab()
+    send(first, "write walk-tabs.md: from tab A")
+    see(first, "Approval needed")
+    second = tab("/?thread=" + thread_of(first))
+    see(second, "Approval needed")
+    second.get_by_text("Reject", exact=True).click()
+    reason = second.get_by_label("Reason (the model sees it)")
+    reason.fill("not from tab B")
+    reason.press("Enter")
+    first.get_by_role("button", name=APPROVE).click()
+    see(first, "wrote")
+    second.get_by_role("button", name=APPROVE).click()
+    see(second, "Your decision was not used")
+    see(second, "write_file approved via web")
+    screenshot(second, "walk-stale-tab")
+    assert (server.workspace / "walk-tabs.md").read_text() == "from tab A\n"
+
+
+def test_live_update_across_tabs_and_from_another_process(tab: Any, server: Server) -> None:
+    from graph import Settings, open_session
+
+    first = tab()
+    send(first, "write walk-live.md: live")
+    see(first, "Approval needed")
+    thread = thread_of(first)
+    second = tab("/?thread=" + thread)
+    see(second, "Approval needed")
+    inbox = tab("/?view=inbox")
+    see(inbox, "1 thread waiting")
+    # Tab A decides: tab B and the inbox follow without a click.
+    first.get_by_role("button", name=APPROVE).click()
+    cross_tab = time_until(second, "wrote", LIVE_S + 3)
+    see(inbox, "Nothing is waiting", timeout_ms=int((LIVE_S + 3) * 1000))
+    # A decision through the Session API in this process (as the terminal makes it)
+    # reaches a page that is just sitting there.
+    send(first, "write walk-live-2.md: terminal")
+    see(first, "Approval needed")
+    see(second, "Approval needed", timeout_ms=int((LIVE_S + 3) * 1000))
+    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
+    try:
+        t0 = time.monotonic()
+        session.resume(thread, {"decisions": [{"type": "approve"}]}, source="terminal").collect()
+        ran_s = time.monotonic() - t0
+        from_terminal = time_until(second, "bytes to walk-live-2.md", LIVE_S + 3) + ran_s
+    finally:
+        session.close()
+    screenshot(second, "walk-live-update")
+    print(f"\n[walk] cross-tab update {cross_tab:.2f} s, from another session {from_terminal:.2f} s")
+    assert cross_tab <= LIVE_S + 1.0  # the poll period plus the page's own run
+    assert from_terminal <= LIVE_S + 1.0
+
+
+def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
+    page = tab()
+    send(page, "run sleep 20")
+    see(page, "Approval needed")
+    page.get_by_role("button", name=APPROVE).click()
+    stop = main(page).get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    see(page, "run_command · running")
+    time.sleep(1.0)  # the command is running
+    t0 = time.monotonic()
+    stop.click()
+    page.wait_for_function("() => /stopped/i.test(document.querySelector("
+                           "'[data-testid=stMainBlockContainer]').innerText)", timeout=5000, polling=20)
+    latency = time.monotonic() - t0
+    screenshot(page, "walk-stopped")
+    print(f"\n[walk] Stop during sleep 20: page shows stopped {latency:.2f} s after the click")
+    expect(page.get_by_test_id("stChatInputTextArea")).to_be_enabled()
+    assert latency < 1.0
+
+
+def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
+    for name in ("tri-1", "tri-2", "tri-3"):
+        page = tab()
+        send(page, f"write {name}.md: {name}")
+        see(page, "Approval needed")
+    inbox = tab("/?view=inbox")
+    see(inbox, "3 threads waiting")
+    rows = main(inbox).locator("[class*='st-key-inbox-row-']")
+    expect(rows).to_have_count(3)
+    see(inbox, "tri-1.md")
+    screenshot(inbox, "walk-inbox-three")
+    # Keyboard: "a" approves the first (oldest) row; the page stays in the inbox.
+    inbox.mouse.click(700, 20)  # focus the page, not a field
+    inbox.keyboard.press("a")
+    expect(rows).to_have_count(2)
+    rows.first.get_by_role("button", name="Reject").click()
+    expect(rows).to_have_count(1)
+    rows.first.get_by_role("button", name="Approve").click()
+    see(inbox, "Nothing is waiting")
+    assert "view=inbox" in inbox.url
+    for _ in range(50):
+        if (server.workspace / "tri-3.md").exists():
+            break
+        time.sleep(0.1)
+    assert (server.workspace / "tri-1.md").read_text() == "tri-1\n"
+    assert not (server.workspace / "tri-2.md").exists()
+    assert (server.workspace / "tri-3.md").read_text() == "tri-3\n"

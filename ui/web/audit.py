@@ -1,0 +1,75 @@
+"""The decision log page (`?view=audit`): who decided what, when, from where.
+
+Every answer to an approval card or an outcome-unknown card, every auto-approved
+call and every auto-approve switch, newest first: for the open thread or across
+threads. Each record is one static `<details>` row (what ran, the edit's diff, the
+reason or response), all in one Markdown element: the page's cost does not grow
+with widgets per record.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+
+import streamlit as st
+
+from graph import Session
+from graph.protocol.decisions import DecisionRecord
+from ui.web.tool_blocks import pretty
+
+LIMITS = (50, 200, 1000)
+WORDS = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
+         "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "auto-approved"}
+_MARK = {"approve": "✓", "edit": "✎", "auto_approve": "⚡", "run_again": "↻", "reject": "✗", "mark_failed": "✗"}
+_SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched off"}
+
+
+def _pre(text: str) -> str:
+    return "<pre>" + html.escape(text).replace("\n", "&#10;") + "</pre>"
+
+
+def _what(record: DecisionRecord) -> str:
+    if record.tool == "*" and record.decision in _SWITCH:
+        return _SWITCH[record.decision] + " for the thread"
+    word = WORDS.get(record.decision, record.decision)
+    if record.decision in ("grant", "revoke"):
+        word = f"always allow {'granted' if record.decision == 'grant' else 'withdrawn'}"
+    return f"{record.tool} · {word}"
+
+
+def record_html(record: DecisionRecord, title: str | None) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.decided_at))
+    who = " ".join(p for p in (record.actor, f"({record.source})" if record.source else None) if p) or "unknown"
+    where = f" · {title}" if title else ""
+    summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {_what(record)} · by {who}"
+    body = f"<small>thread {html.escape(record.thread_id)} · call {html.escape(record.tool_call_id or '-')}</small>"
+    if record.args:
+        body += "<small>arguments that ran</small>" + _pre(pretty(record.args))
+    if (diff := record.diff()) is not None:
+        body += "<small>the person's edit (requested → ran)</small>" + _pre(diff)
+    if record.message:
+        body += "<small>reason / answer</small>" + _pre(record.message)
+    if record.always_allow:
+        body += f"<small>always allow granted: {html.escape(record.always_allow)}</small>"
+    return f'<details class="gh-tool"><summary>{html.escape(summary)}</summary>{body}</details>'
+
+
+def audit_page(session: Session, thread_id: str | None) -> None:
+    st.header(":material/fact_check: Decision log")
+    scope = "all"
+    left, right = st.columns([3, 1])
+    if thread_id is not None:
+        scope = left.segmented_control("Show", ["thread", "all"], default="thread", key="audit-scope",
+                                       format_func={"thread": "This thread", "all": "All threads"}.__getitem__)
+        scope = scope or "thread"
+    limit = right.selectbox("Newest", LIMITS, index=1, key="audit-limit")
+    records = session.audit(thread_id if scope == "thread" else None, limit=limit)
+    if not records:
+        st.info("No decisions recorded yet" + (" for this thread." if scope == "thread" else "."))
+        return
+    titles = {t.thread_id: t.title for t in session.threads(limit=1000)} if scope == "all" else {}
+    st.caption(f"{len(records)} decision{'s' if len(records) != 1 else ''}, newest first. Kept through undo, fork "
+               "and deletion.")
+    rows = [record_html(r, titles.get(r.thread_id, r.thread_id[:8]) if scope == "all" else None) for r in records]
+    st.markdown("\n".join(rows), unsafe_allow_html=True)

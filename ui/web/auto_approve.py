@@ -1,0 +1,120 @@
+"""Auto-approve in the web app, and who this browser session is.
+
+One Session serves every browser session of the server (ui/web/state.py), so the
+Session's own auto-approve mode would switch it on for everybody. A person's switch
+is kept in their browser session instead and travels with each run they start:
+`TabRunner` wraps the shared Runner and adds this tab's run options (auto_approve,
+and source "web" and the actor the decision log records) to every send, resume,
+retry and fork. The thread's switch is stored with the thread (the decision log) and
+holds for everyone, every front end. While either is on, a banner says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from graph import Run, Runner, Session, load_settings
+
+TAB_KEY = "auto-approve-tab"  # this browser session's mode (kept apart from the widget's state)
+_WIDGET = "auto-approve-tab-toggle"
+_ACTOR_KEY = "tab-actor"
+
+
+def tab_auto_approve() -> bool:
+    return bool(st.session_state.get(TAB_KEY, False))
+
+
+def tab_actor() -> str | None:
+    """Who this browser session is, for the decision log: the request header named by
+    `[audit] actor_header` (an authenticating proxy's user), else None (the session's
+    configured actor). Read once per browser session."""
+    if _ACTOR_KEY not in st.session_state:
+        header = load_settings().audit_actor_header
+        value = st.context.headers.get(header) if header else None
+        st.session_state[_ACTOR_KEY] = value.strip() if value and value.strip() else None
+    return st.session_state[_ACTOR_KEY]
+
+
+class TabRunner:
+    """The shared Runner, with this browser session's run options added to each run it
+    starts (options a caller names itself win)."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.inner = runner
+        self.session = runner.session
+
+    def _options(self, given: dict[str, Any]) -> dict[str, Any]:
+        options = {"source": "web", **given}
+        if (actor := tab_actor()) is not None:
+            options.setdefault("actor", actor)
+        if tab_auto_approve():
+            options.setdefault("auto_approve", True)
+        return options
+
+    def send(self, thread_id: str | None, text: str | list[Any], **options: Any) -> Run:
+        return self.inner.send(thread_id, text, **self._options(options))
+
+    def resume(self, thread_id: str, answer: Any, **options: Any) -> Run:
+        return self.inner.resume(thread_id, answer, **self._options(options))
+
+    def fork(self, thread_id: str, message_index: int, text: str, **options: Any) -> Run:
+        return self.inner.fork(thread_id, message_index, text, **self._options(options))
+
+    def retry(self, thread_id: str, **options: Any) -> Run:
+        return self.inner.retry(thread_id, **self._options(options))
+
+    def active(self, thread_id: str) -> Run | None:
+        return self.inner.active(thread_id)
+
+    def latest(self, thread_id: str) -> Run | None:
+        return self.inner.latest(thread_id)
+
+    def cancel(self, thread_id: str) -> bool:
+        return self.inner.cancel(thread_id)
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else the Runner offers (now or later) is the shared Runner's own.
+        return getattr(self.inner, name)
+
+
+def tab_switch() -> None:
+    """The sidebar switch for this browser session's auto-approve mode."""
+    # The widget's own state goes when a script run does not draw it; the mode must not.
+    st.session_state[_WIDGET] = tab_auto_approve()
+    st.toggle(":material/bolt: Auto-approve (you, this browser)", key=_WIDGET,
+              help="Calls that would wait for approval run without asking, in runs you start or resume from "
+                   "this browser session (other people's tabs are not affected). Deny rules still refuse.",
+              on_change=lambda: st.session_state.__setitem__(TAB_KEY, bool(st.session_state[_WIDGET])))
+
+
+def thread_switch(session: Session, thread_id: str) -> None:
+    """The open thread's auto-approve switch (stored with the thread, for everyone)."""
+    key = f"auto-approve-thread-{thread_id}"
+    st.session_state[key] = session.thread_auto_approve(thread_id)  # another tab may have flipped it
+    st.toggle(":material/bolt: Auto-approve this thread", key=key, on_change=_flip_thread,
+              args=(session, thread_id, key),
+              help="For everyone and every front end, until turned off; recorded in the decision log.")
+
+
+def _flip_thread(session: Session, thread_id: str, key: str) -> None:
+    try:
+        session.set_thread_auto_approve(thread_id, bool(st.session_state[key]), source="web", actor=tab_actor())
+    except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
+        st.session_state["flash"] = f"Auto-approve not switched: {exc}"
+
+
+def auto_approve_banner(session: Session, thread_id: str | None) -> None:
+    """Say so, on every page, while calls are approved without asking."""
+    where = []
+    if tab_auto_approve():
+        where.append("for you in this browser session")
+    if thread_id is not None and session.thread_auto_approve(thread_id):
+        where.append("for this thread (everyone)")
+    if session.auto_approve:
+        where.append("for everyone (server configuration)")
+    if where:
+        st.warning(f"**Auto-approve is on** {' and '.join(where)}: calls that would wait for your approval "
+                   "run without asking (deny rules still refuse); each is logged as auto-approved.",
+                   icon=":material/bolt:")

@@ -1,0 +1,157 @@
+"""The thread's history, windowed: the last turns only, older ones on demand.
+
+A script run costs what it draws (server time, bytes, and the browser's React work
+grow with every element), so the page draws a window of the last `WINDOW` turns,
+each as a few static Markdown elements, whatever the thread's length. "Show
+earlier" widens the window; "Find in this thread" jumps to an older turn. Per-message
+widgets (edit and fork) appear only when asked for, for one message at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import streamlit as st
+
+from graph import MessageView, Runner
+from ui.web.long_threads import result_row, summary_html
+from ui.web.thinking import draw_cut_off, draw_thinking
+from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
+
+WINDOW = 8
+FIND_RESULTS = 20
+
+
+@dataclass(frozen=True)
+class Turn:
+    """messages[start:end]: a user message and everything after it up to the next."""
+
+    number: int  # 1-based
+    start: int
+    end: int
+
+
+def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)  # messages before the first user message (a summary) form a turn
+    ends = [*starts[1:], len(messages)]
+    return [Turn(n + 1, s, e) for n, (s, e) in enumerate(zip(starts, ends, strict=True)) if e > s]
+
+
+def _shown_key(thread_id: str) -> str:
+    return f"shown-{thread_id}"
+
+
+def shown_turns(thread_id: str) -> int:
+    return int(st.session_state.get(_shown_key(thread_id), WINDOW))
+
+
+def _show_more(thread_id: str, count: int) -> None:
+    st.session_state[_shown_key(thread_id)] = count
+
+
+def draw_window(runner: Runner, thread_id: str, messages: Sequence[MessageView], turns: list[Turn],
+                took: dict[str, float], *, can_fork: bool) -> None:
+    """Draw the last turns of `turns` (all but those the window hides)."""
+    shown = shown_turns(thread_id)
+    hidden = max(0, len(turns) - shown)
+    if hidden:
+        more = min(WINDOW * 4, hidden)
+        left, right = st.columns([1, 2])
+        left.button(f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
+                    key=f"earlier-{thread_id}", on_click=_show_more, args=(thread_id, shown + more))
+        with right.popover(":material/search: Find in this thread"):
+            _find(thread_id, messages, turns)
+    results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
+    for turn in turns[hidden:]:
+        draw_turn(runner, thread_id, messages[turn.start:turn.end], turn.start, results, took,
+                  can_fork=can_fork, missing=NOT_RUN)
+
+
+def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
+    wanted = st.text_input("Text to find", key=f"find-{thread_id}").strip().lower()
+    if not wanted:
+        st.caption("Searches every message of the thread, newest first.")
+        return
+    hits = [t for t in reversed(turns) if any(wanted in (m.content or "").lower()
+                                                for m in messages[t.start:t.end])]
+    if not hits:
+        st.caption("No turn contains it.")
+        return
+    for turn in hits[:FIND_RESULTS]:
+        first = (messages[turn.start].content or "").strip().replace("\n", " ")
+        st.button(f"Turn {turn.number}: {first[:60]}", key=f"jump-{thread_id}-{turn.number}",
+                  on_click=_show_more, args=(thread_id, len(turns) - turn.number + 1))
+    if len(hits) > FIND_RESULTS:
+        st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
+
+
+def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offset: int,
+              results: dict[str | None, MessageView], took: dict[str, float], *, can_fork: bool,
+              missing: str) -> None:
+    """One turn: the user's bubble, then one assistant bubble for the rest."""
+    i = 0
+    if part and part[0].summary:  # what compaction wrote in place of older turns: not the person's words
+        st.markdown(summary_html(part[0].content), unsafe_allow_html=True)
+        i = 1
+    elif part and part[0].role == "user":
+        with st.chat_message("user"):
+            st.markdown(part[0].content)
+            if can_fork:
+                _fork_control(runner, thread_id, offset, part[0].content)
+        i = 1
+    rest = [m for m in part[i:] if m.role == "assistant"]
+    if not rest:
+        return
+    with st.chat_message("assistant"):
+        for m in rest:
+            draw_thinking(m)
+            if m.notice:
+                st.info(m.content, icon=":material/stop_circle:")
+            elif m.content:
+                st.markdown(m.content)
+            draw_cut_off(m)
+            rows = []
+            for call in m.tool_calls:
+                result = results.get(call.id)
+                if result is None:
+                    rows.append(row_html(call.name, call.args, None, "", None, missing=missing))
+                else:
+                    rows.append(result_row(thread_id, call, result, took.get(call.id, result.duration_ms)))
+            if rows:
+                st.markdown("\n".join(rows), unsafe_allow_html=True)
+
+
+def _fork_key(thread_id: str) -> str:
+    return f"forking-{thread_id}"
+
+
+def _fork_control(runner: Runner, thread_id: str, index: int, text: str) -> None:
+    # One small button per message; the editor (three widgets) only for the one asked for.
+    if st.session_state.get(_fork_key(thread_id)) != index:
+        st.button(":material/edit: Edit and fork", key=f"fork-{thread_id}-{index}", help="Edit this message and fork from here",
+                  on_click=st.session_state.__setitem__, args=(_fork_key(thread_id), index), type="tertiary")
+        return
+    with st.container(border=True):
+        new_text = st.text_area("Message", value=text, key=f"fork-text-{thread_id}-{index}")
+        sure = st.checkbox(
+            "Replace this message and drop everything after it (the old branch stays in the checkpoints)",
+            key=f"fork-sure-{thread_id}-{index}",
+        )
+        left, right = st.columns(2)
+        go = left.button("Fork from here", key=f"fork-go-{thread_id}-{index}", disabled=not sure, type="primary")
+        right.button("Cancel", key=f"fork-cancel-{thread_id}-{index}",
+                     on_click=st.session_state.pop, args=(_fork_key(thread_id), None))
+        if go:
+            st.session_state.pop(_fork_key(thread_id), None)
+            try:
+                runner.fork(thread_id, index, new_text)
+            except Exception as exc:  # noqa: BLE001 - shown to the person, never a traceback page
+                st.error(f"Cannot fork: {exc}")
+                return
+            st.rerun()
+
+
+__all__ = ["WAITING", "NOT_RUN", "Turn", "draw_turn", "draw_window", "turns_of"]

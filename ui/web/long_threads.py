@@ -1,0 +1,101 @@
+"""Long threads in the web app: compact now, whole outputs of offloaded tool results,
+and an undo that says what it drops while the thread waits for a decision.
+
+An offloaded result's row links to its whole output on a page of its own
+(`?view=output&thread=…&call=…`, a new tab): the chat page carries only the head the
+model got, whatever the output's size, and the whole text is read from storage only
+when someone asks for it.
+"""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from graph import MessageView, Session
+from graph.protocol.threads import ToolCallView
+from ui.web.tool_blocks import row_html
+
+OUTPUT_VIEW = "output"
+
+
+def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration_ms: float | None) -> str:
+    """A finished call's history row (tool_blocks.row_html), saying when it was
+    auto-approved and, for an offloaded output, linking to the whole of it."""
+    row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
+    notes = []
+    if result.auto_approved:
+        notes.append("auto-approved")
+    if result.offloaded:
+        notes.append(f"output {result.total_chars:,} characters" if result.total_chars else "large output")
+    if notes:
+        # The first </summary> is the row's own: everything inside it is escaped.
+        row = row.replace("</summary>", html.escape(" · " + " · ".join(notes)) + "</summary>", 1)
+    if result.offloaded:
+        query = urlencode({"view": OUTPUT_VIEW, "thread": thread_id, "call": call.id})
+        size = f" ({result.total_chars:,} characters)" if result.total_chars else ""
+        link = (f'<a href="?{html.escape(query)}" target="_blank" rel="noopener">'
+                f"Show whole output{size} ↗</a> <small>(the model got the head above, and reads on on demand)</small>")
+        row = row.removesuffix("</details>") + f"<p>{link}</p></details>"
+    return row
+
+
+def summary_html(text: str) -> str:
+    """The summary compaction left in place of the older turns, collapsed."""
+    body = html.escape(text.strip()).replace("\n", "&#10;")
+    return ('<details class="gh-tool"><summary>Summary of the earlier turns (compacted; the full history stays '
+            f'in the checkpoints)</summary><div style="white-space: pre-wrap">{body}</div></details>')
+
+
+def whole_output_page(session: Session) -> bool:
+    """The page of one tool call's whole output (`?view=output`); False on other pages."""
+    params = st.query_params
+    if params.get("view") != OUTPUT_VIEW:
+        return False
+    thread_id, call_id = params.get("thread", ""), params.get("call", "")
+    st.header(":material/description: Whole tool output")
+    text = session.tool_output(thread_id, call_id) if thread_id and call_id else None
+    if text is None:
+        st.error(f"No output for call {call_id!r} of thread {thread_id!r}.")
+        return True
+    st.caption(f"thread `{thread_id}` · call `{call_id}` · {len(text):,} characters")
+    st.download_button(":material/download: Download", text, file_name=f"{call_id}.txt", mime="text/plain",
+                       key="output-download")
+    st.code(text, language="text")
+    return True
+
+
+def compact_control(session: Session, thread_id: str, busy: bool) -> None:
+    """"Compact now": summarise the older turns (the checkpoints keep the full history)."""
+    key = f"compact-{thread_id}"
+    st.button(":material/compress: Compact now", key=key, disabled=busy, width="stretch",
+              help="Not while a run is active" if busy else
+              "Replace the older turns with a summary, for the model's context; the latest turns stay as they are",
+              on_click=_compact, args=(session, thread_id, key))
+    if said := st.session_state.pop(f"{key}-result", None):
+        kind, text = said
+        getattr(st, kind)(text)
+
+
+def _compact(session: Session, thread_id: str, key: str) -> None:
+    try:
+        done = session.compact_now(thread_id)
+    except Exception as exc:  # noqa: BLE001 - paused, unfinished run, no hook: said, nothing changed
+        st.session_state[f"{key}-result"] = ("error", f"Not compacted: {exc}")
+        return
+    if done is None:
+        st.session_state[f"{key}-result"] = ("info", "Nothing old enough to compact: the latest turns always stay "
+                                                      "as they are.")
+        return
+    st.session_state[f"{key}-result"] = ("success", (
+        f"Compacted: {done.messages_removed} older messages became one summary; the context went from about "
+        f"{done.tokens_before:,} to {done.tokens_after:,} tokens. The full history stays in the checkpoints."))
+
+
+def undo_question(paused: bool) -> str:
+    if paused:
+        return ("This thread is waiting for your decision: undo drops that request (nothing of it runs) "
+                "along with the last turn. Undo anyway?")
+    return "Undo the last turn?"

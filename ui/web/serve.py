@@ -1,0 +1,30 @@
+"""How the web app is served: the `streamlit run` command line `gatehouse ui` uses
+(and the browser tests and the benchmark, so they measure what users run).
+
+- client.toolbarMode minimal: no Deploy / developer menu in the header.
+- runner.postScriptGC false: Streamlit runs a full `gc.collect()` after every script
+  run, fragment runs included; with the live-update poller in every open tab that
+  was nearly all of an idle server's CPU (27 % for 5 idle tabs, 1 % without).
+- server.fileWatcherType none: nobody edits the app while it serves.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+APP_PATH = Path(__file__).resolve().parent / "app.py"
+
+FLAGS = [
+    "--server.address", "127.0.0.1",
+    "--server.headless", "true",
+    "--browser.gatherUsageStats", "false",
+    "--client.toolbarMode", "minimal",
+    "--runner.postScriptGC", "false",
+    "--server.fileWatcherType", "none",
+]
+
+
+def streamlit_command(port: int | None = None, app: Path = APP_PATH, python: str = sys.executable) -> list[str]:
+    cmd = [python, "-m", "streamlit", "run", str(app), *FLAGS]
+    return cmd + (["--server.port", str(port)] if port else [])

@@ -1,0 +1,87 @@
+"""What the model did besides answering: its reasoning, a reply cut off, why a run stopped.
+
+Reasoning ("thinking") is drawn collapsed and dimmed, apart from the answer: in the
+history as one static `<details>` element per reply that has it (no widget), live as
+one expander per reply that fills as `reasoning_delta` events arrive. A reply cut
+off mid-stream gets a notice under it; when it is what stopped the thread, the tail
+offers Retry (which asks the model again). A run that stopped for a reason (a cut
+off reply, the doom-loop guard, a hook) says that reason under the last turn.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import streamlit as st
+
+from graph import MessageView, Runner, Session, ThreadInfo
+from graph.protocol import events as ev
+
+CUT_OFF_NOTE = ("This reply was cut off before it finished (the model's stream ended early); "
+                "what is shown is all that arrived.")
+_DIM = "opacity: 0.7; font-size: 0.9em; white-space: pre-wrap; margin: 0.2rem 0 0.4rem"
+
+
+def thinking_html(reasoning: str) -> str:
+    """The reasoning as a collapsed, dimmed "thinking" block. Escaped, with newlines as
+    character references: a blank line would end the HTML block and the rest would be
+    read as Markdown."""
+    body = html.escape(reasoning.strip()).replace("\n", "&#10;")
+    return (f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
+            f'<div style="{_DIM}">{body}</div></details>')
+
+
+def draw_thinking(message: MessageView) -> None:
+    """A history reply's reasoning, collapsed (nothing when it has none)."""
+    if message.reasoning:
+        st.markdown(thinking_html(message.reasoning), unsafe_allow_html=True)
+
+
+def draw_cut_off(message: MessageView) -> None:
+    if message.cut_off:
+        st.warning(CUT_OFF_NOTE, icon=":material/content_cut:")
+
+
+class LiveThinking:
+    """A live reply's reasoning: one collapsed expander, its text re-sent on flush."""
+
+    def __init__(self) -> None:
+        with st.expander("thinking", expanded=False, icon=":material/psychology:"):
+            self._slot: Any = st.empty()
+        self.text = ""
+        self._dirty = False
+
+    def add(self, event: ev.ReasoningDelta) -> None:
+        self.text += event.text
+        self._dirty = True
+
+    def flush(self) -> None:
+        if self._dirty:
+            body = html.escape(self.text.strip()).replace("\n", "&#10;")
+            self._slot.markdown(f'<div style="{_DIM}">{body}</div>', unsafe_allow_html=True)
+            self._dirty = False
+
+
+def stopped_notes(session: Session, runner: Runner, thread_id: str, transcript: list[MessageView],
+                  info: ThreadInfo | None) -> None:
+    """Under the last turn of a thread whose last run stopped: why, and Retry when the
+    model's reply was cut off (retry asks the model again)."""
+    if info is None or info.status != "stopped":
+        return
+    last = next((m for m in reversed(transcript) if m.role == "assistant"), None)
+    # The agent usually writes the reason into the thread as a notice (drawn with it).
+    said = last is not None and last.notice and last.content.strip() == (info.reason or "").strip()
+    if info.reason and not said:
+        st.warning(info.reason, icon=":material/info:")
+    reply = next((m for m in reversed(transcript) if m.role == "assistant" and not m.notice), None)
+    if reply is not None and reply.cut_off:
+        st.button(":material/refresh: Retry", key="retry-cut-off", help="Ask the model again for this reply",
+                  on_click=_retry, args=(runner, thread_id))
+
+
+def _retry(runner: Runner, thread_id: str) -> None:
+    try:
+        runner.retry(thread_id)
+    except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
+        st.session_state["flash"] = f"Not retried: {exc}"
