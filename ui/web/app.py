@@ -20,7 +20,7 @@ import streamlit as st  # noqa: E402
 from graph import describe_error  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
-from ui.web.live import live_updates, signature  # noqa: E402
+from ui.web.live import page_drawn, page_started  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
@@ -47,7 +47,7 @@ def main() -> None:
         st.button(":material/refresh: Retry", key="retry-start")
         return
     session, runner = state.session, state.runner
-    seen = signature(session, runner, current_thread())
+    seen = page_started(session, runner, current_thread())
     if session.info.get("demo"):
         st.info(
             "**Demo mode:** the offline demo model is answering (no account, no network). "
@@ -72,7 +72,7 @@ def main() -> None:
             # The page followed a run to its end: the chat input and the sidebar were
             # drawn while it ran. One more (windowed, cheap) run draws them as they are.
             st.rerun()
-    live_updates(session, runner, current_thread(), seen)
+    page_drawn(session, runner, current_thread(), seen)
 
 
 def run() -> None:
