@@ -391,3 +391,17 @@ def test_input_hint_and_selected_thread_time(env: Path) -> None:
     thread = _thread(at)
     label = at.button(key=f"thread-{thread}").label
     assert "just now" in label and ":gray[" not in label  # readable on the selected button
+
+
+def test_regenerate_the_last_answer(env: Path) -> None:
+    from ui.web.state import app_state
+
+    at = send(app(), "list files")
+    thread = _thread(at)
+    before = app_state().session.messages(thread)
+    at.button(key="regenerate").click().run()
+    assert not at.exception
+    after = app_state().session.messages(thread)
+    assert [m.type for m in after] == [m.type for m in before]  # the same turn, asked again
+    assert after[-1].id != before[-1].id  # a new answer
+    assert "list_files · done" in texts(at)

@@ -22,7 +22,7 @@ from ui.web.audit import audit_page  # noqa: E402
 from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
-from ui.web.live import live_updates, signature  # noqa: E402
+from ui.web.live import page_drawn, page_started  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
@@ -52,7 +52,9 @@ def main() -> None:
     session, runner = state.session, TabRunner(state.runner)  # this browser session's run options
     if whole_output_page(session):
         return
-    seen = signature(session, runner, current_thread())
+    # The live-update watcher is one per server: keyed by the shared Runner, never by
+    # this run's wrapper.
+    seen = page_started(session, state.runner, current_thread())
     if session.info.get("demo"):
         st.info(
             "**Demo mode:** the offline demo model is answering (no account, no network). "
@@ -80,7 +82,7 @@ def main() -> None:
             # The page followed a run to its end: the chat input and the sidebar were
             # drawn while it ran. One more (windowed, cheap) run draws them as they are.
             st.rerun()
-    live_updates(session, runner, current_thread(), seen)
+    page_drawn(session, state.runner, current_thread(), seen)
 
 
 def run() -> None:

@@ -148,6 +148,19 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
                missing=WAITING if pending is not None else NOT_RUN)
     _draw_queued(thread_id)
     _tail_controls(session, runner, thread_id, info, pending)
+    last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    if pending is None and last_user is not None and messages[-1].role == "assistant" and (
+            info is None or info.status not in ("failed", "interrupted", "running")):
+        st.button(":material/autorenew: Regenerate the last answer", key="regenerate", type="tertiary",
+                  help="Ask again: the last answer is replaced (the old one stays in the checkpoints)",
+                  on_click=_regenerate, args=(runner, thread_id, last_user, messages[last_user].content))
+
+
+def _regenerate(runner: Runner, thread_id: str, index: int, text: str) -> None:
+    try:
+        runner.fork(thread_id, index, text)
+    except (RunInProgress, DecisionError, ValueError) as exc:
+        st.session_state["flash"] = f"Not regenerated: {exc}"
 
 
 def _stopped(thread_id: str) -> bool:

@@ -69,7 +69,7 @@ def inbox_page(session: Session, runner: Runner) -> None:
 def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool) -> None:
     tid = info.thread_id
     with st.container(border=True, key=f"inbox-row-{tid}"):
-        text, approve, reject, opener = st.columns([6, 1.3, 1.2, 1], vertical_alignment="center")
+        text, approve, reject, opener = st.columns([5, 1.4, 1.3, 1.2], vertical_alignment="center")
         since = ago(info.pending_since or info.updated_at)
         text.markdown(f"**{info.title}** · {_what(pending)} · :gray[waiting since {since}]")
         if isinstance(pending, Approval):

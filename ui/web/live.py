@@ -1,21 +1,33 @@
 """Live updates without a click: a page reflects what happened elsewhere (another
-tab, the terminal, another process) within about POLL_S seconds.
+tab, the terminal, another process) within about a second.
 
-A tiny fragment reruns on a timer (Streamlit's `run_every`: only that fragment runs,
-a few index reads, no elements drawn) and compares what the page was drawn from
-with the thread index now: the open thread's status, the threads waiting for a
-decision and the newest thread. Only when they differ does it rerun the page.
+One watcher thread per server process reads the thread index every `WATCH_S`
+seconds (a few indexed reads, whatever the number of tabs) and compares, for each
+open page, what the page was drawn from with what the index says now: the open
+thread's status, the threads waiting for a decision and the newest thread. Only a
+page whose view is out of date is rerun, the way Streamlit reruns a page whose
+source file changed (`AppSession.request_rerun`). An idle tab costs nothing: no
+timer in the browser, no script run on the server.
+
+Streamlit has no public API to rerun another session; when its internals are not
+as expected, each page falls back to a timer fragment (`st.fragment(run_every=...)`)
+that reruns only a tiny fragment every POLL_S seconds (a few ms of server time a tab).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from typing import Any
 
 import streamlit as st
 
 from graph import Runner, Session
 
+WATCH_S = 0.5
 POLL_S = 1.5
+_LOG = logging.getLogger(__name__)
 
 
 def signature(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:
@@ -31,11 +43,116 @@ def signature(session: Session, runner: Runner, thread_id: str | None) -> tuple[
     )
 
 
+def _session_manager() -> Any | None:
+    try:
+        from streamlit.runtime import Runtime
+
+        if not Runtime.exists():
+            return None
+        manager = Runtime.instance()._session_mgr  # noqa: SLF001 - see the module docstring
+        return manager if hasattr(manager, "get_active_session_info") else None
+    except Exception:  # noqa: BLE001 - any surprise means: use the timer fragment
+        return None
+
+
+class Watcher:
+    """Reruns the pages whose view went out of date (see the module docstring)."""
+
+    def __init__(self, session: Session, runner: Runner) -> None:
+        self.session, self.runner = session, runner
+        self._lock = threading.Lock()
+        # session id -> (thread id, signature drawn), or None while the page is drawing.
+        self._pages: dict[str, tuple[str | None, tuple[Any, ...]] | None] = {}
+        threading.Thread(target=self._loop, name="gatehouse-live-watcher", daemon=True).start()
+
+    def drawing(self, page: str) -> None:
+        with self._lock:
+            self._pages[page] = None
+
+    def drawn(self, page: str, thread_id: str | None, seen: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._pages[page] = (thread_id, seen)
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(WATCH_S)
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - the watcher must outlive one bad read
+                _LOG.exception("live-update watcher")
+
+    def tick(self) -> None:
+        with self._lock:
+            pages = {k: v for k, v in self._pages.items() if v is not None}
+        if not pages:
+            return
+        manager = _session_manager()
+        if manager is None:
+            return
+        now: dict[str | None, tuple[Any, ...]] = {}
+        for page, (thread_id, seen) in pages.items():
+            info = manager.get_active_session_info(page)
+            if info is None:
+                with self._lock:
+                    self._pages.pop(page, None)
+                continue
+            if thread_id not in now:
+                now[thread_id] = signature(self.session, self.runner, thread_id)
+            if now[thread_id] == seen:
+                continue
+            with self._lock:
+                if self._pages.get(page) != (thread_id, seen):
+                    continue  # the page is drawing again already
+                self._pages[page] = None
+            _rerun(info.session)
+
+
+def _rerun(app_session: Any) -> None:
+    """Rerun the whole page as the browser last ran it (its URL and widget values,
+    which Streamlit keeps with buttons reset after each run), as Streamlit itself
+    reruns a page whose source changed."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    state = ClientState()
+    state.CopyFrom(app_session._client_state)  # noqa: SLF001 - see the module docstring
+    state.fragment_id = ""  # the page, not the fragment that ran last
+    state.is_auto_rerun = False
+    app_session.request_rerun(state)
+
+
+_WATCHERS: dict[int, Watcher] = {}
+_WATCHERS_LOCK = threading.Lock()
+
+
+def _watcher(session: Session, runner: Runner) -> Watcher:
+    with _WATCHERS_LOCK:
+        watcher = _WATCHERS.get(id(runner))
+        if watcher is None:
+            watcher = _WATCHERS[id(runner)] = Watcher(session, runner)
+        return watcher
+
+
+def _page_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return None if ctx is None else ctx.session_id
+
+
+def page_started(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:
+    """At the start of a page run: what the page is about to draw from. The watcher
+    leaves a page alone while it draws (a rerun would cut the run short)."""
+    page = _page_id()
+    if page is not None and _session_manager() is not None:
+        _watcher(session, runner).drawing(page)
+    return signature(session, runner, thread_id)
+
+
 _IN_PAGE_RUN = "live-in-page-run"
 
 
 @st.fragment(run_every=POLL_S)
-def _watch(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
+def _poll(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
     # Called by the page run itself: nothing to compare yet (and a rerun from here
     # would cut that run short). Only the timer's runs compare.
     if st.session_state.pop(_IN_PAGE_RUN, False):
@@ -44,7 +161,13 @@ def _watch(session: Session, runner: Runner, thread_id: str | None, seen: tuple[
         st.rerun()
 
 
-def live_updates(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
-    """Watch for changes against `seen` (read when the page began to draw)."""
-    st.session_state[_IN_PAGE_RUN] = True
-    _watch(session, runner, thread_id, seen)
+def page_drawn(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
+    """At the end of a page run: watch for changes against `seen` (read at its start,
+    so a change made while the page drew is not missed)."""
+    page = _page_id()
+    if page is not None and _session_manager() is not None:
+        _watcher(session, runner).drawn(page, thread_id, seen)
+        return
+    if page is not None and st.runtime.exists():
+        st.session_state[_IN_PAGE_RUN] = True
+        _poll(session, runner, thread_id, seen)
