@@ -184,22 +184,46 @@ def submit(session: Session, runner: Runner, pending: Pause, key: str, make_answ
     """Resume with the answer (in a button's callback); a refused or unreadable one is
     shown on the card (`{key}-error`) and nothing changes; one that came too late says
     who decided instead (`notice_key`, by default the thread's notice)."""
+    st.session_state.pop(notice_key or f"notice-{pending.thread_id}", None)
     try:
         runner.resume(pending.thread_id, make_answer(), interrupt_id=pending.interrupt_id, source="web")
     except InvalidInput as exc:
         st.session_state[f"{key}-error"] = str(exc)
     except (StaleDecision, NothingPending, RunInProgress):
-        st.session_state[notice_key or f"notice-{pending.thread_id}"] = stale_notice(session, pending)
+        st.session_state[notice_key or f"notice-{pending.thread_id}"] = (stale_notice(session, pending), time.time())
     except DecisionError as exc:
         st.session_state[f"{key}-error"] = f"Not submitted: {exc}"
+
+
+NOTICE_S = 60
+
+
+def show_notice(key: str) -> bool:
+    """Show the notice stored under `key` (text, when) for NOTICE_S seconds: it must
+    survive the live update that usually follows it at once."""
+    notice = st.session_state.get(key)
+    if notice is None:
+        return False
+    text, when = notice
+    if time.time() - when > NOTICE_S:
+        st.session_state.pop(key, None)
+        return False
+    st.warning(text, icon=":material/info:")
+    return True
 
 
 def stale_notice(session: Session, pending: Pause) -> str:
     """What became of a request this tab answered too late: who decided what."""
     calls = ([a.tool_call_id for a in pending.actions] if isinstance(pending, Approval)
              else [pending.call.tool_call_id])
-    said = []
-    for record in session.audit(pending.thread_id, limit=50):
+    said: list[tuple[str, str]] = []
+    records = session.audit(pending.thread_id, limit=50)
+    for _ in range(10):  # the winning run records its decision a moment after it starts
+        if any(r.tool_call_id in calls for r in records):
+            break
+        time.sleep(0.1)
+        records = session.audit(pending.thread_id, limit=50)
+    for record in records:
         if record.tool_call_id in calls and record.tool_call_id not in [c for c, _ in said]:
             who = " ".join(p for p in (f"by {record.actor}" if record.actor else None,
                                        f"via {record.source}" if record.source else None) if p)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
-from ui.web.approval import approval_card
+from ui.web.approval import approval_card, show_notice
 from ui.web.chat import durations, follow, last_error
 from ui.web.history import draw_turn, draw_window, turns_of
 from ui.web.state import transcript
@@ -73,6 +73,8 @@ def _on_prompt(session: Session, runner: Runner, thread_id: str | None) -> None:
     text = str(st.session_state.get("prompt") or "").strip()
     if not text:
         return
+    if thread_id is not None:
+        st.session_state.pop(f"notice-{thread_id}", None)
     if thread_id is not None and runner.active(thread_id) is not None:
         queued(thread_id).append(text)
         return
@@ -198,8 +200,7 @@ def _draw_queued(thread_id: str) -> None:
 
 def _tail_controls(session: Session, runner: Runner, thread_id: str, info: ThreadInfo | None,
                    pending: Pause | None) -> None:
-    if notice := st.session_state.pop(f"notice-{thread_id}", None):
-        st.warning(notice, icon=":material/info:")
+    show_notice(f"notice-{thread_id}")
     if pending is not None:
         approval_card(session, runner, pending)
         st.caption("Chat input is disabled until you decide on the calls above.")

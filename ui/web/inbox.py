@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
-from ui.web.approval import approval_card
+from ui.web.approval import approval_card, show_notice
 from ui.web.approval import submit as submit_answer
 from ui.web.threads import ago, open_thread
 
@@ -50,8 +50,7 @@ def _quick(kind: str, pending: Approval) -> Any:
 def inbox_page(session: Session, runner: Runner) -> None:
     st.header(":material/inbox: Approvals inbox")
     waiting = session.awaiting_approval()
-    if notice := st.session_state.pop("notice-inbox", None):
-        st.warning(notice, icon=":material/info:")
+    show_notice("notice-inbox")
     if not waiting:
         st.success("Nothing is waiting for a decision.")
         return

@@ -100,6 +100,8 @@ class Watcher:
                 now[thread_id] = signature(self.session, self.runner, thread_id)
             if now[thread_id] == seen:
                 continue
+            if getattr(info.session, "_scriptrunner", None) is not None:
+                continue  # a run of the page has begun (a click): it will register again
             with self._lock:
                 if self._pages.get(page) != (thread_id, seen):
                     continue  # the page is drawing again already
@@ -108,9 +110,9 @@ class Watcher:
 
 
 def _rerun(app_session: Any) -> None:
-    """Rerun the whole page as the browser last ran it (its URL and widget values,
-    which Streamlit keeps with buttons reset after each run), as Streamlit itself
-    reruns a page whose source changed."""
+    """Rerun the whole page as its last run left it (the URL as that run set it; no
+    button pressed), as Streamlit itself reruns a page whose source changed. Only for
+    a page with no script running: a click in flight has its own run."""
     from streamlit.proto.ClientState_pb2 import ClientState
 
     state = ClientState()
