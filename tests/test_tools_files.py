@@ -265,7 +265,7 @@ def test_every_default_tool_has_a_docstring_a_typed_schema_and_a_risk(tmp_path: 
         assert len(t.description) > 40, t.name
         schema = t.tool_call_schema.model_json_schema()
         assert schema["properties"] and all("type" in p or "anyOf" in p for p in schema["properties"].values()), t.name
-        assert spec_of(t).risk in {"read", "write", "execute", "network"}
+        assert spec_of(t).risk in {"read", "write", "delete", "execute", "network"}
     assert "sql_query" not in [t.name for t in build_tools(Settings(workspace=str(tmp_path / "ws")))]
 
 
