@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.sandboxing import MODES, REPO, SYSTEM_PYTHON, outcome, shell, site  # noqa: F401
-from tools.sandbox import Limits
+from tools import pids_cap
+from tools.sandbox import Access, Limits, choose_sandbox
 from tools.workspace import Workspace
 
 SECRET = "s3cret-" + uuid.uuid4().hex
@@ -316,6 +317,26 @@ def test_fork_bomb_is_stopped(ws: Workspace) -> None:
     out = run.invoke({"command": "bomb() { bomb | bomb & }; bomb; sleep 30"})
     assert out.endswith("[stopped: more than 64 processes]"), out
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not (pids_cap.PIDS_HIERARCHY / "cgroup.procs").is_file(),
+                    reason="the pids cgroup cap is for root with a cgroup-v1 pids hierarchy")
+def test_as_root_forks_past_the_cap_fail_at_once(ws: Workspace) -> None:
+    """As root RLIMIT_NPROC does nothing; the command's own pids cgroup makes the 41st
+    fork fail right away instead of letting a bomb take the machine's PIDs while the
+    watchdog is between looks."""
+    sandbox = choose_sandbox("require", ws.root, limits=Limits(max_processes=16))
+    running = sandbox.start(["sh", "-c", "for i in $(seq 40); do sleep 5 & done; wait"], Access(), timeout_s=10)
+    try:
+        group = running._pids_group  # noqa: SLF001 - what the test is about
+        assert group is not None
+        time.sleep(1.0)
+        assert int((group / "pids.current").read_text()) <= 16 + pids_cap.OVERHEAD
+        assert int((group / "pids.events").read_text().split()[-1]) > 0  # forks were refused
+    finally:
+        running.stop()
+        running.proc.wait(10)
+        running.close()
 
 
 @pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no python3 outside the home folders")

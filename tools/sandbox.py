@@ -15,8 +15,9 @@ Gatehouse environment: in a new PID namespace `/proc/1/environ` is bwrap's own) 
                workspace inside a hidden home is still there.
   limits       CPU seconds, data segment size and core dumps by `ulimit` in the
                sandbox; process count by `ulimit -u` (real only for non-root: the
-               kernel never applies RLIMIT_NPROC to uid 0) AND by a watchdog that
-               counts the sandbox's `/proc` and kills it when over; tmpfs sizes.
+               kernel never applies RLIMIT_NPROC to uid 0: as root, a pids cgroup
+               of its own, tools/pids_cap.py) AND by a watchdog that counts the
+               sandbox's `/proc` and kills it when over; tmpfs sizes.
   lifetime     `--die-with-parent`: the sandbox's PID 1 dies with bwrap, bwrap with
                its parent thread — also when Gatehouse is SIGKILLed — and a PID
                namespace dies whole with its PID 1.
@@ -43,6 +44,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from tools import pids_cap
 
 try:
     import pwd
@@ -117,8 +120,10 @@ class Running:
     """A started command: its process, a watchdog for the process count, and a stop
     that takes the whole tree down."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], info_fd: int | None = None, max_processes: int | None = None):
+    def __init__(self, proc: subprocess.Popen[bytes], info_fd: int | None = None, max_processes: int | None = None,
+                 pids_group: Path | None = None):
         self.proc = proc
+        self._pids_group = pids_group  # the hard cap as root (tools/pids_cap.py)
         self._info_fd = info_fd
         self._info = b""
         self._sandbox_pid: int | None = None
@@ -173,6 +178,8 @@ class Running:
             if fd is not None:
                 os.close(fd)
         self._info_fd = self._pidfd = None
+        pids_cap.remove(self._pids_group)
+        self._pids_group = None
 
     def _read_info(self) -> int | None:
         """bwrap's `--info-fd` names the sandbox's PID 1 (as seen from outside)."""
@@ -320,12 +327,15 @@ class Bubblewrap(Sandbox):
         home = str(homes[0]) if homes and homes[0].is_dir() and homes[0] not in SYSTEM_DIRS else "/tmp"
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
+        group = pids_cap.new_cap(self.limits.max_processes)
         try:
             command = [
                 *self.arguments(access, homes, info_fd=write_fd),
                 "--",
                 *self.wrap(argv, timeout_s, count_processes=True),
             ]
+            if group is not None:
+                command = pids_cap.joining(group, command)
             proc = subprocess.Popen(
                 command,
                 env=self.environment(home, extra_env),  # bwrap's own env is visible as PID 1's
@@ -337,10 +347,11 @@ class Bubblewrap(Sandbox):
             )
         except BaseException:
             os.close(read_fd)
+            pids_cap.remove(group)
             raise
         finally:
             os.close(write_fd)
-        return Running(proc, info_fd=read_fd, max_processes=self.limits.max_processes)
+        return Running(proc, info_fd=read_fd, max_processes=self.limits.max_processes, pids_group=group)
 
     def arguments(self, access: Access, homes: Sequence[Path], *, info_fd: int | None = None) -> list[str]:
         """bwrap's options, mounts in order: later mounts layer over earlier ones."""

@@ -69,13 +69,23 @@ def serve(db: Path, folder: Path, *, command: list[str] | None = None, extra_env
         **(extra_env or {}),
     )
     cmd = [*command, str(port)] if command else gatehouse_ui_command(port)
+    with running(cmd, port, cwd=folder, env=env, log=log, timeout=timeout) as (url, process):
+        yield Server(url=url, pid=process.pid, log=log, token_log=token_log, workspace=workspace)
+
+
+@contextmanager
+def running(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: Path,
+            timeout: float) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start a Streamlit server command (its own process group, output to `log`), wait
+    until `/_stcore/health` answers, and stop the whole group afterwards. The browser
+    tests serve the app the same way (tests/support/browser.py)."""
     with log.open("wb") as out:
-        process = subprocess.Popen(cmd, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, process, log, timeout)
-        yield Server(url=url, pid=process.pid, log=log, token_log=token_log, workspace=workspace)
+        yield url, process
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bench.web.server import free_port, running
 from ui.web.serve import streamlit_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,12 +53,6 @@ def launch_chromium(playwright: Any) -> Any:
     return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Server:
     url: str
@@ -88,36 +79,8 @@ def streamlit_server(tmp: Path, extra_env: dict[str, str] | None = None, timeout
     log = tmp / "streamlit.log"
     # The command line `gatehouse ui` runs (its flags: ui/web/serve.py).
     cmd = streamlit_command(port)
-    with log.open("wb") as out:
-        process = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process, log, timeout)
+    with running(cmd, port, cwd=tmp, env=env, log=log, timeout=timeout) as (url, process):
         yield Server(url=url, workspace=workspace, db=db, log=log, process=process)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(5)
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited early:\n{log.read_text(errors='replace')}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"streamlit did not become healthy in {timeout}s:\n{log.read_text(errors='replace')}")
 
 
 def screenshot(page: Any, name: str) -> Path:
