@@ -15,6 +15,7 @@ at checkpoints) and `_compute` (a value it does not have in memory).
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from graph.store.head import written_count
+from graph.store.threads import ON_ERROR, ON_INTERRUPT
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 # (channel, value at the new checkpoint, value at its parent or None, values written)
@@ -56,6 +58,18 @@ class Entry:
 
 def unwrap(seed: Any) -> Any:
     return seed.value if isinstance(seed, _DeltaSnapshot) else seed
+
+
+def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> tuple[str, tuple[Any, ...]] | None:
+    """What a task's writes change in the thread's index row (`?` placeholders): an
+    interrupt marks it awaiting approval, an error failed; None for anything else."""
+    channels = {channel for channel, _ in writes}
+    now = time.time()
+    if INTERRUPT in channels:
+        return ON_INTERRUPT, (now, now, thread_id)
+    if ERROR in channels:
+        return ON_ERROR, (now, thread_id)
+    return None
 
 
 class DeltaReads:

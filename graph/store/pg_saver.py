@@ -39,20 +39,18 @@ from psycopg.types.json import Jsonb
 from graph.store.delta_reads import (
     ABSENT,
     DEFAULT_MAX_THREADS,
-    ERROR,
     INTERRUPT,
     DeltaReads,
     Entry,
     HeadPlan,
     Reducer,
+    index_update_for_writes,
 )
 from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
 from graph.store.refusals import refuses_answer, resume_key
 from graph.store.threads import (
     DEFAULT_TITLE,
     ON_CHECKPOINT,
-    ON_ERROR,
-    ON_INTERRUPT,
     first_user_text,
     status_of,
     title_of,
@@ -244,13 +242,9 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         )
         with self._tx() as cur:
             cur.executemany(query, self._dump_writes(thread_id, ns, conf["checkpoint_id"], task_id, task_path, writes))
-            if not ns and self.side_tables:
-                channels = {channel for channel, _ in writes}
-                now = time.time()
-                if INTERRUPT in channels:
-                    cur.execute(_pg(ON_INTERRUPT), (now, now, thread_id))
-                elif ERROR in channels:
-                    cur.execute(_pg(ON_ERROR), (now, thread_id))
+            if not ns and self.side_tables and (update := index_update_for_writes(thread_id, writes)):
+                sql, params = update
+                cur.execute(_pg(sql), params)
 
     # -- reads ---------------------------------------------------------------------------
     def get_delta_channel_history(

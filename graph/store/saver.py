@@ -62,12 +62,12 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from graph.store.delta_reads import (
     ABSENT,
     DEFAULT_MAX_THREADS,
-    ERROR,
     INTERRUPT,
     DeltaReads,
     Entry,
     HeadPlan,
     Reducer,
+    index_update_for_writes,
     unwrap,
 )
 from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
@@ -75,8 +75,6 @@ from graph.store.refusals import refuses_answer, resume_key
 from graph.store.threads import (
     DEFAULT_TITLE,
     ON_CHECKPOINT,
-    ON_ERROR,
-    ON_INTERRUPT,
     THREADS_INDEX,
     THREADS_TABLE,
     first_user_text,
@@ -238,13 +236,8 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                     for idx, (channel, value) in enumerate(writes)
                 ],
             )
-            if not ns and self.side_tables:
-                channels = {channel for channel, _ in writes}
-                now = time.time()
-                if INTERRUPT in channels:
-                    cur.execute(ON_INTERRUPT, (now, now, thread_id))
-                elif ERROR in channels:
-                    cur.execute(ON_ERROR, (now, thread_id))
+            if not ns and self.side_tables and (update := index_update_for_writes(thread_id, writes)):
+                cur.execute(*update)
 
     def _write_head(
         self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None, plan: HeadPlan
