@@ -140,6 +140,11 @@ def os_user() -> str | None:
         return None
 
 
+def opening_failed(exc: Exception) -> typer.Exit:
+    """A wrong setting is a usage error (2); a database that cannot be used, a failure (1)."""
+    return fail(str(exc), EXIT_USAGE if isinstance(exc, graph.ConfigError) else EXIT_FAILED)
+
+
 @contextmanager
 def open_cli_session(db: str | None) -> Iterator[Session]:
     from graph import open_session  # LangGraph and the agent: only the commands that run it
@@ -151,10 +156,8 @@ def open_cli_session(db: str | None) -> Iterator[Session]:
         # The decision log names the terminal and who: [audit] actor / GATEHOUSE_ACTOR
         # when set (a shared service account), else the OS user.
         session = open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
-    except graph.ConfigError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-    except graph.StorageError as exc:
-        raise fail(str(exc), EXIT_FAILED) from None
+    except (graph.ConfigError, graph.StorageError) as exc:
+        raise opening_failed(exc) from None
     try:
         yield session
     except graph.StorageError as exc:
@@ -175,10 +178,8 @@ def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
 
     try:
         reader = open_reader(db or graph.load_settings().db)
-    except graph.ConfigError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-    except graph.StorageError as exc:
-        raise fail(str(exc), EXIT_FAILED) from None
+    except (graph.ConfigError, graph.StorageError) as exc:
+        raise opening_failed(exc) from None
     try:
         yield reader
     except graph.StorageError as exc:
