@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     )
     from graph.protocol.events import Event, parse_event
     from graph.protocol.pauses import Approval, OutcomeUnknown, Pause
-    from graph.protocol.threads import MessageView, ThreadInfo
+    from graph.protocol.threads import Branches, MessageView, ThreadInfo
     from graph.service.app import build_agent, open_session
     from graph.service.async_session import AsyncRun, AsyncSession
     from graph.service.config import Settings, load_settings
@@ -98,6 +98,7 @@ _HOMES = {
     "Approval": "graph.protocol.pauses",
     "OutcomeUnknown": "graph.protocol.pauses",
     "Pause": "graph.protocol.pauses",
+    "Branches": "graph.protocol.threads",
     "MessageView": "graph.protocol.threads",
     "ThreadInfo": "graph.protocol.threads",
     "DecisionRecord": "graph.protocol.decisions",
@@ -122,6 +123,7 @@ __all__ = [
     "Approval",
     "AsyncRun",
     "AsyncSession",
+    "Branches",
     "Budget",
     "Compaction",
     "ConfigError",

@@ -220,6 +220,27 @@ def test_fork_from_earlier_message(env: Path) -> None:
     assert [c.markdown[0].value for c in user_bubbles] == ["read notes.md"]
     assert "list_files" not in texts(at)
     assert "hello notes" in texts(at)
+    # The first message now has two versions: `< 2/2 >` on it, and the title follows.
+    assert '<span class="gh-branch">2/2</span>' in texts(at)
+    assert at.header[0].value == "read notes.md"
+    assert at.button(key=f"branch-{thread}-0-next").disabled
+    at.button(key=f"branch-{thread}-0-prev").click().run()
+    assert not at.exception and not at.warning
+    user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
+    assert [c.markdown[0].value for c in user_bubbles] == ["list files", "read notes.md"]
+    assert '<span class="gh-branch">1/2</span>' in texts(at) and "list_files" in texts(at)
+    assert at.header[0].value == "list files"
+    at.button(key=f"branch-{thread}-0-next").click().run()
+    user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
+    assert [c.markdown[0].value for c in user_bubbles] == ["read notes.md"]
+
+
+def test_every_message_has_a_copy_button_with_its_text(env: Path) -> None:
+    at = send(app(), "list files")
+    buttons = [m.value for m in at.markdown if 'class="gh-copy"' in str(m.value)]
+    assert len(buttons) == 2  # the message and the answer
+    assert 'data-copy="list files"' in buttons[0]
+    assert "notes.md" in buttons[1] and "&#10;" not in buttons[0]
 
 
 def test_model_error_is_readable_with_retry(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,8 +55,8 @@ def tab(browser: Any, server: Server) -> Iterator[Any]:
     """A new tab on the app (its own browser context = its own Streamlit session)."""
     contexts: list[Any] = []
 
-    def open_tab(path: str = "/") -> Any:
-        context = browser.new_context(viewport=VIEWPORT)
+    def open_tab(path: str = "/", **options: Any) -> Any:
+        context = browser.new_context(viewport=VIEWPORT, **options)
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
@@ -228,15 +228,70 @@ def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
     inbox.mouse.click(700, 20)  # focus the page, not a field
     inbox.keyboard.press("a")
     expect(rows).to_have_count(2)
-    rows.first.get_by_role("button", name="Reject").click()
+    expect(rows.first).to_contain_text("tri-2.md")
+    # "n": the next thread comes first (tri-2 waits at the end), then "d" rejects it.
+    inbox.mouse.click(700, 20)
+    inbox.keyboard.press("n")
+    expect(rows.first).to_contain_text("tri-3.md")
+    screenshot(inbox, "walk-inbox-next")
+    inbox.mouse.click(700, 20)
+    inbox.keyboard.press("d")
     expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("tri-2.md")
     rows.first.get_by_role("button", name="Approve").click()
     see(inbox, "Nothing is waiting")
     assert "view=inbox" in inbox.url
     for _ in range(50):
-        if (server.workspace / "tri-3.md").exists():
+        if (server.workspace / "tri-2.md").exists():
             break
         time.sleep(0.1)
     assert (server.workspace / "tri-1.md").read_text() == "tri-1\n"
-    assert not (server.workspace / "tri-2.md").exists()
-    assert (server.workspace / "tri-3.md").read_text() == "tri-3\n"
+    assert (server.workspace / "tri-2.md").read_text() == "tri-2\n"
+    assert not (server.workspace / "tri-3.md").exists()
+
+
+def version_button(page: Any, thread: str, which: str) -> Any:
+    # Streamlit draws a button with a tooltip twice (one copy measures its width).
+    return page.locator(f".st-key-branch-{thread}-0-{which} button").first
+
+
+def test_fork_switch_branches_and_copy(tab: Any, server: Server) -> None:
+    page = tab(permissions=["clipboard-read", "clipboard-write"])
+    send(page, "list files")
+    see(page, "list_files · done")
+    send(page, "read notes.md")
+    see(page, "remember the milk")
+    thread = thread_of(page)
+    expect(page).to_have_title("list files · Gatehouse")
+    # Fork the first message: a second version, `< 2/2 >` on it, the title follows.
+    main(page).get_by_role("button", name="Edit and fork").first.click()
+    main(page).get_by_role("textbox", name="Message", exact=True).fill("list all files")
+    main(page).get_by_text("Replace this message and continue from it").click()
+    main(page).get_by_role("button", name="Fork from here").click()
+    branch = main(page).locator(".gh-branch")
+    expect(branch).to_have_text("2/2")
+    see(page, "list_files · done")
+    expect(main(page)).not_to_contain_text("remember the milk")
+    expect(page).to_have_title("list all files · Gatehouse")
+    expect(main(page).get_by_role("heading", name="list all files")).to_be_visible()
+    expect(main(page).get_by_role("button", name="Regenerate the last answer")).to_be_visible()
+    screenshot(page, "walk-fork-version-2")
+    # Back to the first version: its whole branch, the second turn included.
+    t0 = time.monotonic()
+    version_button(page, thread, "prev").click()
+    expect(branch).to_have_text("1/2")
+    see(page, "remember the milk")
+    print(f"\n[walk] switch to the other branch: shown {time.monotonic() - t0:.2f} s after the click")
+    expect(page).to_have_title("list files · Gatehouse")
+    expect(version_button(page, thread, "prev")).to_be_disabled()
+    expect(main(page).get_by_role("button", name="Regenerate the last answer")).to_be_visible()
+    screenshot(page, "walk-fork-version-1")
+    # Copy: the message as written goes to the clipboard.
+    copy = main(page).locator("button.gh-copy").first
+    copy.click()
+    expect(copy).to_have_text("✓ Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "list files"
+    # And forward again.
+    version_button(page, thread, "next").click()
+    expect(branch).to_have_text("2/2")
+    expect(main(page)).not_to_contain_text("remember the milk")

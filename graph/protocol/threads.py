@@ -34,6 +34,27 @@ class ThreadInfo:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Branches:
+    """The versions of one user message of a thread's current branch. Editing a
+    message (fork), regenerating an answer or undoing and writing again makes a new
+    version with a branch of its own; the checkpoints keep every branch, and the
+    front ends switch between them (`Session.switch_branch`)."""
+
+    index: int  # the message's index in the transcript
+    message_ids: tuple[str, ...]  # every version's message id, oldest first
+    current: int  # which of them the thread is on (0-based)
+    previews: tuple[str, ...]  # each version's first words
+
+    @property
+    def label(self) -> str:
+        """As chat apps show it: "2/3"."""
+        return f"{self.current + 1}/{len(self.message_ids)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "label": self.label}
+
+
 class ToolCallView(BaseModel):
     id: str
     name: str

@@ -32,7 +32,7 @@ from graph.protocol import events as ev
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import RunInProgress
 from graph.protocol.pauses import Pause
-from graph.protocol.threads import MessageView, ThreadInfo
+from graph.protocol.threads import Branches, MessageView, ThreadInfo
 from graph.service.session import Run, Session
 
 if TYPE_CHECKING:
@@ -329,12 +329,18 @@ class AsyncSession:
     async def audit(self, thread_id: str | None = None, limit: int = 200) -> list[DecisionRecord]:
         return await self._call(self.session.audit, thread_id, limit)
 
+    async def branches(self, thread_id: str) -> list[Branches]:
+        return await self._call(self.session.branches, thread_id)
+
     # -- changing threads ----------------------------------------------------------
     async def rename(self, thread_id: str, title: str) -> None:
         await self._call(self.session.rename, thread_id, title)
 
     async def delete(self, thread_id: str) -> None:
         await self._call(self.session.delete, thread_id)
+
+    async def switch_branch(self, thread_id: str, message_id: str, *, force: bool = False) -> None:
+        await asyncio.to_thread(lambda: self.session.switch_branch(thread_id, message_id, force=force))
 
     async def undo(self, thread_id: str, *, force: bool = False) -> int:
         return await asyncio.to_thread(lambda: self.session.undo(thread_id, force=force))

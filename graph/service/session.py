@@ -52,16 +52,18 @@ from graph.protocol.errors import (
     StorageError,
 )
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
-from graph.protocol.threads import NOTICE_MARK, MessageView, ThreadInfo
+from graph.protocol.threads import NOTICE_MARK, Branches, MessageView, ThreadInfo
 from graph.protocol.tools import spec_of
+from graph.service.branches import Tip, Version, branches_of, tips_of, versions_at
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
 from graph.store.decisions import switch_record
 from graph.store.leases import Lease
 from graph.store.storage import Storage
+from graph.store.threads import first_user_text, title_of
 
-TITLE_CHARS = 60
+TIP_CACHE = 256  # tips whose messages are kept (graph/service/branches.py)
 # The channel of LangGraph's interrupt writes (private in langgraph.constants).
 INTERRUPT_CHANNEL = "__interrupt__"
 
@@ -197,6 +199,8 @@ class Session:
         self._auto_approve = threading.Event()
         if auto_approve:
             self._auto_approve.set()
+        self._tips_lock = threading.Lock()
+        self._tip_cache: dict[tuple[str, str], list[MessageView]] = {}
 
     # -- auto-approve ---------------------------------------------------------
     @property
@@ -286,7 +290,7 @@ class Session:
         self, thread_id: str, message: str | list[Any], text: str, lease: Lease | None, options: RunOptions,
         *, owner: str | None = None,
     ) -> Run:
-        self.storage.index.touch(thread_id, title=_title(text), owner=owner)
+        self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
         return self._run(thread_id, {"messages": [HumanMessage(message)]}, "message", lease, options, user_text=text)
 
     def resume(
@@ -674,7 +678,99 @@ class Session:
         with self._leased(thread_id) as lease:
             self._refuse_if_paused(thread_id, "fork", force)
             self._rewind(thread_id, messages[message_index])
+            self._follow_title(
+                thread_id, first_user_text(messages), first_user_text([*messages[:message_index], HumanMessage(text)])
+            )
             return self._send(thread_id, text, text, lease, options)
+
+    def branches(self, thread_id: str, transcript: Sequence[MessageView] | None = None) -> list[Branches]:
+        """The user messages of the thread's current branch that have other versions
+        (after a fork, a regenerate, an undo and a new message), each with its versions
+        oldest first. Pass the `transcript` when you have it, to spare reading it again.
+        A thread that was never forked costs one query."""
+        tips = self._tips(thread_id)
+        if len(tips) < 2:
+            return []
+        head_tip = max(tips, key=lambda t: t.checkpoint_id)
+        head = list(transcript) if transcript is not None else self.transcript(thread_id)
+        others = [(t, self._tip_messages(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip]
+        return branches_of(head, versions_at(head, head_tip, others))
+
+    def switch_branch(self, thread_id: str, message_id: str, *, force: bool = False) -> None:
+        """Move the thread onto the branch of another version of one of its user
+        messages (`branches(...)[k].message_ids`), where that branch last ended a run.
+        Refused with `AwaitingDecision` while the thread waits for a decision, unless
+        `force` (the request is dropped; the branch stays in the checkpoints)."""
+        with self._holding(thread_id):
+            self._refuse_if_paused(thread_id, "switching branches", force)
+            tips = self._tips(thread_id)
+            head_tip = max(tips, key=lambda t: t.checkpoint_id) if tips else None
+            before = self.transcript(thread_id)
+            if head_tip is None or any(m.id == message_id for m in before):
+                if head_tip is not None:
+                    return  # already on it
+                raise ValueError(f"thread {thread_id} has no branches")
+            others = [(t, self._tip_messages(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip]
+            version = next(
+                (v for vs in versions_at(before, head_tip, others).values() for v in vs if v.message.id == message_id),
+                None,
+            )
+            if version is None:
+                raise ValueError(f"message {message_id} is not a version of any message of thread {thread_id}")
+            target = self._branch_end(thread_id, version)
+            self.agent.update_state(target, {"stop_reason": None}, as_node="finish")
+            self.storage.index.touch(thread_id, status="idle")
+            self._follow_title(thread_id, _first_user(before), _first_user(self.transcript(thread_id)))
+
+    def _tips(self, thread_id: str) -> list[Tip]:
+        reader = self.storage.reader
+        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
+            return tips_of(reader.checkpoint_edges(thread_id))
+        saved = self.agent.checkpointer.list(_config(thread_id))  # type: ignore[union-attr]
+        return tips_of(
+            (c.config["configurable"]["checkpoint_id"],
+             c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None)
+            for c in saved if not c.config["configurable"].get("checkpoint_ns")
+        )
+
+    def _tip_messages(self, thread_id: str, checkpoint_id: str) -> list[MessageView]:
+        # Checkpoints never change: each tip's messages are read once per process.
+        key = (thread_id, checkpoint_id)
+        with self._tips_lock:
+            cached = self._tip_cache.get(key)
+        if cached is None:
+            values = self.agent.get_state(_at(thread_id, checkpoint_id)).values or {}
+            cached = [message_view(m) for m in values.get("messages", [])]
+            with self._tips_lock:
+                self._tip_cache[key] = cached
+                while len(self._tip_cache) > TIP_CACHE:
+                    self._tip_cache.pop(next(iter(self._tip_cache)))
+        return cached
+
+    def _branch_end(self, thread_id: str, version: Version) -> dict[str, Any]:
+        """Where switching to `version` leads: the latest checkpoint of its branch that
+        ended a run. A branch left while it waited for a decision ends at its first
+        message, unanswered (the request is not carried over)."""
+        first, on_branch = None, set(version.tip.path)
+        for snapshot in self.agent.get_state_history(_at(thread_id, version.tip.checkpoint_id)):
+            if snapshot.config["configurable"]["checkpoint_id"] not in on_branch:
+                continue
+            ids = {m.id for m in (snapshot.values or {}).get("messages", [])}
+            if version.message.id not in ids:
+                break
+            if not snapshot.next:
+                return snapshot.config
+            first = snapshot.config
+        if first is None:
+            raise ValueError(f"no checkpoint of thread {thread_id} holds message {version.message.id}")
+        return first
+
+    def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
+        """A title taken from the first user message follows it to another version; a
+        title the person gave stays."""
+        info = self.storage.index.get(thread_id)
+        if old is not None and new is not None and old != new and info is not None and info.title == title_of(old):
+            self.storage.index.rename(thread_id, title_of(new))
 
     def _refuse_if_paused(self, thread_id: str, what: str, force: bool) -> None:
         if force or not self._may_be_paused(thread_id) or (pending := self.pending(thread_id)) is None:
@@ -695,7 +791,11 @@ class Session:
         not matter."""
         config = _config(thread_id)
         current = self.messages(thread_id)
+        tips = self._tips(thread_id)
+        ancestors = set(max(tips, key=lambda t: t.checkpoint_id).path) if tips else set()
         for snapshot in self.agent.get_state_history(config):
+            if snapshot.config["configurable"]["checkpoint_id"] not in ancestors:
+                continue  # another branch's (the history lists every branch, newest first)
             msgs = (snapshot.values or {}).get("messages", [])
             if any(m.id == first_dropped.id for m in msgs) or (snapshot.next and snapshot.parent_config is not None):
                 continue
@@ -806,9 +906,12 @@ def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def _title(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+def _at(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+
+
+def _first_user(transcript: Sequence[MessageView]) -> str | None:
+    return next((m.content for m in transcript if m.role == "user" and not m.summary), None)
 
 
 def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:

@@ -198,6 +198,16 @@ class ThreadReader:
         )
         return rows[0][0] if rows else None
 
+    def checkpoint_edges(self, thread_id: str) -> list[tuple[str, str | None]]:
+        """(checkpoint id, parent id) of every checkpoint of the thread: the shape of
+        its tree of branches (graph/service/branches.py)."""
+        return [
+            (row[0], row[1]) for row in self._db.rows(
+                "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''",
+                [thread_id],
+            )
+        ]
+
     def _writes(self, thread_id: str, checkpoint_id: str | None, channels: Sequence[str]) -> list[tuple[Any, ...]]:
         """(task_id, task_path, idx, channel, type, value) of the writes at a checkpoint
         (None: the latest); values only for `channels` (the rest only say that a task

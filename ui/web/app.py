@@ -21,6 +21,7 @@ from graph import describe_error  # noqa: E402
 from ui.web.audit import audit_page  # noqa: E402
 from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
+from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import page_drawn, page_started  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
@@ -37,12 +38,13 @@ STYLE = """<style>
 details.gh-tool { margin: 0.1rem 0; }
 details.gh-tool summary { cursor: pointer; }
 details.gh-tool pre { white-space: pre-wrap; max-height: 20rem; overflow: auto; margin: 0.2rem 0 0.4rem; }
-</style>"""
+""" + COPY_STYLE + "</style>"
 
 
 def main() -> None:
     st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
     st.html(STYLE)
+    st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()
     except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback

@@ -9,11 +9,12 @@ the live-update poller (ui/web/live.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import streamlit as st
 
-from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
+from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from ui.web.approval import approval_card, show_notice
 from ui.web.chat import durations, follow, last_error
 from ui.web.history import draw_turn, draw_window, turns_of
@@ -107,7 +108,11 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     """The open thread: the window of history, then the tail (the last turn, the live
     run, the approval card or the error)."""
     thread_id, info, active = now.thread_id, now.info, now.active
-    st.header(info.title if info else "New thread")
+    title = info.title if info else "New thread"
+    # The browser tab follows the thread, and the branch it is on (a fork of the first
+    # message retitles a thread titled by it).
+    st.set_page_config(page_title=f"{title} · Gatehouse")
+    st.header(title)
     if thread_id is None:
         st.caption("Send a message to start a thread. Calls that change things wait for your approval.")
         return
@@ -121,7 +126,9 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     took = durations(runner, thread_id)
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
-    draw_window(runner, thread_id, messages, turns[:-1], took, can_fork=active is None)
+    branches = {b.index: b for b in session.branches(thread_id, messages)}
+    draw_window(runner, thread_id, messages, turns[:-1], took, can_fork=active is None and now.pending is None,
+                branches=branches)
     pending = now.pending
     round_ = 0
     while active is not None:
@@ -130,7 +137,8 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
         # delta paths when the run ends while deltas are in flight).
         live = st.empty()
         with live.container():
-            _draw_part(runner, thread_id, messages, tail_start, base, took, can_fork=False, missing="running…")
+            _draw_part(runner, thread_id, messages, tail_start, base, took, can_fork=False, missing="running…",
+                       branches=branches)
             if active.user_text:
                 with st.chat_message("user"):
                     st.markdown(active.user_text)
@@ -145,9 +153,10 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
         pending = session.pending(thread_id)
         info = session.thread(thread_id)
         base = len(messages)
+        branches = {b.index: b for b in session.branches(thread_id, messages)}
         active = _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
-    _draw_part(runner, thread_id, messages, tail_start, len(messages), took, can_fork=True,
-               missing=WAITING if pending is not None else NOT_RUN)
+    _draw_part(runner, thread_id, messages, tail_start, len(messages), took, can_fork=pending is None,
+               missing=WAITING if pending is not None else NOT_RUN, branches=branches)
     _draw_queued(thread_id)
     _tail_controls(session, runner, thread_id, info, pending)
     last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
@@ -181,14 +190,14 @@ def _send_queued(runner: Runner, thread_id: str) -> Run | None:
 
 
 def _draw_part(runner: Runner, thread_id: str, messages: list, start: int, end: int, took: dict[str, float], *,
-               can_fork: bool, missing: str) -> None:
+               can_fork: bool, missing: str, branches: Mapping[int, Branches]) -> None:
     part = messages[start:end]
     if not part:
         return
     results = {m.tool_call_id: m for m in part if m.role == "tool"}
     for turn in turns_of(part):
         draw_turn(runner, thread_id, part[turn.start:turn.end], start + turn.start, results, took,
-                  can_fork=can_fork, missing=missing)
+                  can_fork=can_fork, missing=missing, branches=branches)
 
 
 def _draw_queued(thread_id: str) -> None:

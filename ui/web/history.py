@@ -5,16 +5,22 @@ grow with every element), so the page draws a window of the last `WINDOW` turns,
 each as a few static Markdown elements, whatever the thread's length. "Show
 earlier" widens the window; "Find in this thread" jumps to an older turn. Per-message
 widgets (edit and fork) appear only when asked for, for one message at a time.
+
+Each message has a copy button (plain HTML: one small element, no widget, see
+ui/web/copy.py), and a user message with other versions (after a fork, a
+regenerate) has a `< 2/3 >` switcher that moves the thread to another version's
+branch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
 
-from graph import MessageView, Runner
+from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
+from ui.web.copy import copy_html
 from ui.web.long_threads import result_row, summary_html
 from ui.web.thinking import draw_cut_off, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
@@ -53,7 +59,7 @@ def _show_more(thread_id: str, count: int) -> None:
 
 
 def draw_window(runner: Runner, thread_id: str, messages: Sequence[MessageView], turns: list[Turn],
-                took: dict[str, float], *, can_fork: bool) -> None:
+                took: dict[str, float], *, can_fork: bool, branches: Mapping[int, Branches]) -> None:
     """Draw the last turns of `turns` (all but those the window hides)."""
     shown = shown_turns(thread_id)
     hidden = max(0, len(turns) - shown)
@@ -67,7 +73,7 @@ def draw_window(runner: Runner, thread_id: str, messages: Sequence[MessageView],
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
     for turn in turns[hidden:]:
         draw_turn(runner, thread_id, messages[turn.start:turn.end], turn.start, results, took,
-                  can_fork=can_fork, missing=NOT_RUN)
+                  can_fork=can_fork, missing=NOT_RUN, branches=branches)
 
 
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
@@ -90,7 +96,7 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
 
 def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offset: int,
               results: dict[str | None, MessageView], took: dict[str, float], *, can_fork: bool,
-              missing: str) -> None:
+              missing: str, branches: Mapping[int, Branches]) -> None:
     """One turn: the user's bubble, then one assistant bubble for the rest."""
     i = 0
     if part and part[0].summary:  # what compaction wrote in place of older turns: not the person's words
@@ -99,8 +105,8 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
     elif part and part[0].role == "user":
         with st.chat_message("user"):
             st.markdown(part[0].content)
-            if can_fork:
-                _fork_control(runner, thread_id, offset, part[0].content)
+            _user_actions(runner, thread_id, offset, part[0].content, can_fork=can_fork,
+                          versions=branches.get(offset))
         i = 1
     rest = [m for m in part[i:] if m.role == "assistant"]
     if not rest:
@@ -122,22 +128,56 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
                     rows.append(result_row(thread_id, call, result, took.get(call.id, result.duration_ms)))
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
+        answer = "\n\n".join(m.content for m in rest if m.content and not m.notice)
+        if answer:
+            st.markdown(copy_html(answer, what="answer"), unsafe_allow_html=True)
+
+
+def _user_actions(runner: Runner, thread_id: str, index: int, text: str, *, can_fork: bool,
+                  versions: Branches | None) -> None:
+    """Under a user message: copy, its versions (`< 2/3 >`), edit and fork."""
+    with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+        st.markdown(copy_html(text, what="message"), unsafe_allow_html=True, width="content")
+        if versions is not None:
+            _version_switcher(runner, thread_id, versions, enabled=can_fork)
+        if can_fork and st.session_state.get(_fork_key(thread_id)) != index:
+            st.button(":material/edit: Edit and fork", key=f"fork-{thread_id}-{index}",
+                      help="Edit this message and fork from here", type="tertiary",
+                      on_click=st.session_state.__setitem__, args=(_fork_key(thread_id), index))
+    if can_fork and st.session_state.get(_fork_key(thread_id)) == index:
+        _fork_editor(runner, thread_id, index, text)
+
+
+def _version_switcher(runner: Runner, thread_id: str, versions: Branches, *, enabled: bool) -> None:
+    k, ids = versions.current, versions.message_ids
+    key = f"branch-{thread_id}-{versions.index}"
+    st.button(":material/chevron_left:", key=f"{key}-prev", type="tertiary", disabled=not enabled or k == 0,
+              help=f"Version {k}: {versions.previews[k - 1]}" if k > 0 else "This is the first version",
+              on_click=_switch, args=(runner, thread_id, ids[k - 1] if k > 0 else ""))
+    st.markdown(f'<span class="gh-branch">{versions.label}</span>', unsafe_allow_html=True, width="content")
+    st.button(":material/chevron_right:", key=f"{key}-next", type="tertiary",
+              disabled=not enabled or k == len(ids) - 1,
+              help=f"Version {k + 2}: {versions.previews[k + 1]}" if k < len(ids) - 1 else "This is the latest version",
+              on_click=_switch, args=(runner, thread_id, ids[k + 1] if k < len(ids) - 1 else ""))
+
+
+def _switch(runner: Runner, thread_id: str, message_id: str) -> None:
+    try:
+        runner.session.switch_branch(thread_id, message_id)
+    except (AwaitingDecision, RunInProgress, ValueError) as exc:
+        st.session_state["flash"] = f"Not switched: {exc}"
 
 
 def _fork_key(thread_id: str) -> str:
     return f"forking-{thread_id}"
 
 
-def _fork_control(runner: Runner, thread_id: str, index: int, text: str) -> None:
-    # One small button per message; the editor (three widgets) only for the one asked for.
-    if st.session_state.get(_fork_key(thread_id)) != index:
-        st.button(":material/edit: Edit and fork", key=f"fork-{thread_id}-{index}", help="Edit this message and fork from here",
-                  on_click=st.session_state.__setitem__, args=(_fork_key(thread_id), index), type="tertiary")
-        return
+def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
+    # The editor (three widgets) only for the one message asked for.
     with st.container(border=True):
         new_text = st.text_area("Message", value=text, key=f"fork-text-{thread_id}-{index}")
         sure = st.checkbox(
-            "Replace this message and drop everything after it (the old branch stays in the checkpoints)",
+            "Replace this message and continue from it (the old version stays: switch back with < >)",
             key=f"fork-sure-{thread_id}-{index}",
         )
         left, right = st.columns(2)

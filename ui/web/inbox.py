@@ -3,8 +3,8 @@
 One compact row per thread (thread, tool, its key argument, waiting since) with
 Approve / Reject in place: a decision resumes that thread in the background and the
 page stays here, with the next row first. The first row answers to the keyboard
-(a = approve, d = reject, o = open). "Review" opens the full card (edit, respond,
-per-call choices) in place.
+(a = approve, d = reject, n = next: decide it later, o = open). "Review" opens the
+full card (edit, respond, per-call choices) in place.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ def inbox_page(session: Session, runner: Runner) -> None:
         st.success("Nothing is waiting for a decision.")
         return
     st.caption(f"{len(waiting)} thread{'s' if len(waiting) != 1 else ''} waiting, oldest first. "
-               "Keys for the first row: a approve · d reject · o open.")
+               "Keys for the first row: a approve · d reject · n next · o open.")
     first = True
-    for info in waiting:
+    for info in _in_turn(waiting):
         pending = session.pending(info.thread_id)
         if pending is None:
             continue  # decided elsewhere a moment ago
@@ -65,10 +65,24 @@ def inbox_page(session: Session, runner: Runner) -> None:
         first = False
 
 
+LATER = "inbox-later"  # threads put off with "Next", in that order (this browser session)
+
+
+def _in_turn(waiting: list[ThreadInfo]) -> list[ThreadInfo]:
+    """Oldest first, except what the person put off: after the rest, in the order put off."""
+    later = [t for t in st.session_state.get(LATER, []) if any(w.thread_id == t for w in waiting)]
+    rank = {t: i for i, t in enumerate(later)}
+    return sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))
+
+
+def _put_off(thread_id: str) -> None:
+    st.session_state[LATER] = [*(t for t in st.session_state.get(LATER, []) if t != thread_id), thread_id]
+
+
 def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool) -> None:
     tid = info.thread_id
     with st.container(border=True, key=f"inbox-row-{tid}"):
-        text, approve, reject, opener = st.columns([5, 1.4, 1.3, 1.2], vertical_alignment="center")
+        text, approve, reject, later, opener = st.columns([5, 1.4, 1.3, 1.1, 1.1], vertical_alignment="center")
         since = ago(info.pending_since or info.updated_at)
         text.markdown(f"**{info.title}** · {_what(pending)} · :gray[waiting since {since}]")
         if isinstance(pending, Approval):
@@ -81,6 +95,9 @@ def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, 
                           shortcut="d" if first else None,
                           on_click=submit_answer, args=(session, runner, pending, f"inbox-{tid}",
                                                         _quick("reject", pending), "notice-inbox"))
+        later.button("Next", key=f"inbox-next-{tid}", shortcut="n" if first else None,
+                     help="Decide this one later: it moves to the end and the next thread comes first",
+                     on_click=_put_off, args=(tid,))
         if opener.button("Open", key=f"inbox-open-{tid}", shortcut="o" if first else None):
             open_thread(tid)
             st.rerun()

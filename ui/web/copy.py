@@ -1,0 +1,68 @@
+"""Copy buttons for messages.
+
+The icon is a ligature of the Material Symbols font Streamlit ships (no download).
+
+A Streamlit widget per message would cost a script run per click and a component an
+iframe per message; instead each message carries a plain HTML button holding its
+text, and one script, installed once per page, copies the text of whichever button
+is clicked (event delegation on the document). The text copied is the message as
+written (its Markdown), as chat apps do.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+# Installed with `st.html(..., unsafe_allow_javascript=True)`: the clipboard API
+# where the page is a secure context (localhost, https), else the old selection copy.
+COPY_SCRIPT = """<script>
+if (!window.ghCopyInstalled) {
+  window.ghCopyInstalled = true;
+  const fallback = (text) => {
+    const area = document.createElement("textarea");
+    area.value = text; area.setAttribute("readonly", ""); area.style.position = "fixed"; area.style.opacity = "0";
+    document.body.appendChild(area); area.select();
+    try { return document.execCommand("copy"); } finally { area.remove(); }
+  };
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest && event.target.closest("button.gh-copy");
+    if (!button) return;
+    event.preventDefault();
+    const text = button.dataset.copy || "";
+    let copied = false;
+    try {
+      if (navigator.clipboard && window.isSecureContext) { await navigator.clipboard.writeText(text); copied = true; }
+    } catch (_) { copied = false; }
+    if (!copied) copied = fallback(text);
+    const label = button.dataset.label || button.innerHTML;
+    button.dataset.label = label;
+    button.textContent = copied ? "✓ Copied" : "Copy failed";
+    setTimeout(() => { button.innerHTML = label; }, 1500);
+  });
+}
+</script>"""
+
+COPY_STYLE = """
+button.gh-copy { background: none; border: none; padding: 0.1rem 0.3rem; font-size: 0.8rem;
+  color: rgba(49, 51, 63, 0.6); cursor: pointer; border-radius: 0.3rem; }
+button.gh-copy:hover { background: rgba(151, 166, 195, 0.15); color: inherit; }
+button.gh-copy .gh-icon { font-family: "Material Symbols Rounded"; font-size: 0.95rem; vertical-align: -0.15rem;
+  margin-right: 0.2rem; }
+span.gh-branch { font-size: 0.85rem; color: rgba(49, 51, 63, 0.7); font-variant-numeric: tabular-nums; }
+"""
+
+
+def copy_html(text: str, *, what: str) -> str:
+    """A copy button for `text` (`what` names it for screen readers and the tooltip)."""
+    return (
+        f'<button type="button" class="gh-copy" title="Copy this {what}" aria-label="Copy this {what}" '
+        f'data-copy="{_attribute(text)}"><span class="gh-icon" aria-hidden="true">content_copy</span>Copy</button>'
+    )
+
+
+def _attribute(text: str) -> str:
+    # Line breaks as character references: a blank line would end Markdown's HTML block.
+    return escape(text, quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
+
+
+__all__ = ["COPY_SCRIPT", "COPY_STYLE", "copy_html"]
