@@ -97,3 +97,26 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
         session.delete(thread)
     text = gh(env, "audit", code=0).stdout
     assert f"{thread[:8]}  write_file  approve  by {getpass.getuser()} · terminal" in text and "always allow: *" in text
+
+
+def test_branches_lists_versions_and_switch_moves_the_thread(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    with session_on(env) as session:
+        thread = session.new_thread_id()
+        session.send(thread, "list files").collect()
+        session.send(thread, "read notes.md").collect()
+    assert "never forked" in gh(env, "branches", thread, code=0).stdout
+    gh_json(env, "fork", thread, "list all files", "--at", "0")
+
+    listed = gh(env, "branches", thread, code=0).stdout
+    assert "#0  version 2/2" in listed and "1. list files" in listed and "▸ 2. list all files" in listed
+    [versions] = gh_json(env, "branches", thread)
+    assert versions["label"] == "2/2" and versions["previews"] == ["list files", "list all files"]
+
+    switched = gh_json(env, "switch", thread, "--at", "0", "--to", "1")
+    assert switched == {"thread_id": thread, "at": 0, "version": 1, "versions": 2, "messages": 8}
+    shown = gh(env, "show", thread, code=0).stdout
+    assert "#0 you ▸ list files" in shown and "#4 you ▸ read notes.md" in shown
+    # Mistakes are usage errors that change nothing.
+    assert "has no other versions" in gh(env, "switch", thread, "--at", "4", "--to", "1", code=2).stderr
+    assert "versions 1 to 2, not 3" in gh(env, "switch", thread, "--at", "0", "--to", "3", code=2).stderr
+    assert gh_json(env, "branches", thread)[0]["label"] == "1/2"

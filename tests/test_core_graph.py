@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from graph import DecisionError, NothingPending, StaleDecision, ai, tool_call
+from graph import AwaitingDecision, DecisionError, NothingPending, StaleDecision, ai, tool_call
 from tests.support.core_fixtures import make_session
 
 CFG = {"configurable": {"thread_id": "t1"}}
@@ -355,6 +355,100 @@ def test_undo_fork_and_export(tmp_path: Path) -> None:
     # The old branch is still in the checkpoint history (time travel keeps working).
     history = [len(s.values.get("messages", [])) for s in session.agent.get_state_history(CFG)]
     assert 4 in history
+
+
+def _said(session, thread_id: str = "t1") -> list[str]:
+    return [m.content for m in session.transcript(thread_id)]
+
+
+def _echo(messages) -> str:
+    return "re: " + next(m.content for m in reversed(messages) if isinstance(m, HumanMessage))
+
+
+ECHO = [_echo] * 8
+
+
+def test_versions_of_a_message_after_forks_and_switching_between_them(tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path, ECHO)
+    session.send("t1", "first").collect()
+    session.send("t1", "second").collect()
+    assert session.branches("t1") == []  # never forked: nothing to switch
+    session.fork("t1", 0, "FIRST, edited").collect()
+    [at_first] = session.branches("t1")
+    assert (at_first.index, at_first.label, at_first.previews) == (0, "2/2", ("first", "FIRST, edited"))
+    assert session.thread("t1").title == "FIRST, edited"  # the title was the first message's: it follows
+    # Version 1 comes back whole, the second turn included.
+    session.switch_branch("t1", at_first.message_ids[0])
+    assert _said(session) == ["first", "re: first", "second", "re: second"]
+    assert session.thread("t1").title == "first"
+    assert [b.label for b in session.branches("t1")] == ["1/2"]
+    # A fork further on, on version 1: versions at both messages, each relative to this branch.
+    session.fork("t1", 2, "second, edited").collect()
+    assert _said(session) == ["first", "re: first", "second, edited", "re: second, edited"]
+    assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "1/2"), (2, "2/2")]
+    session.switch_branch("t1", at_first.message_ids[1])
+    assert _said(session) == ["FIRST, edited", "re: FIRST, edited"]
+    assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "2/2")]
+    # Back to version 1: where it was last, on its newest branch.
+    session.switch_branch("t1", at_first.message_ids[0])
+    assert _said(session) == ["first", "re: first", "second, edited", "re: second, edited"]
+    # Undo stays on the branch the thread is on (it used to rewind into the newest branch).
+    assert session.undo("t1") == 2
+    assert _said(session) == ["first", "re: first"]
+    session.send("t1", "third").collect()
+    assert _said(session) == ["first", "re: first", "third", "re: third"]
+    assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "1/2"), (2, "3/3")]
+    with pytest.raises(ValueError, match="not a version"):
+        session.switch_branch("t1", "no-such-message")
+
+
+def test_a_title_the_person_gave_stays_through_forks(tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path, ECHO)
+    session.send("t1", "first").collect()
+    session.rename("t1", "My thread")
+    session.fork("t1", 0, "other").collect()
+    assert session.thread("t1").title == "My thread"
+    session.switch_branch("t1", session.branches("t1")[0].message_ids[0])
+    assert session.thread("t1").title == "My thread"
+
+
+def test_switching_branches_while_paused_is_refused_unless_forced(tmp_path: Path) -> None:
+    def reply(messages):
+        if any(isinstance(m, HumanMessage) and m.content == "mail a@x" for m in messages):
+            return ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"))
+        return _echo(messages)
+
+    session, ledger, _ = make_session(tmp_path, [reply] * 4)
+    session.send("t1", "hello").collect()
+    session.fork("t1", 0, "mail a@x").collect()
+    assert session.pending("t1") is not None
+    [versions] = session.branches("t1")
+    assert versions.label == "2/2"
+    with pytest.raises(AwaitingDecision, match="switching branches would drop that request"):
+        session.switch_branch("t1", versions.message_ids[0])
+    assert session.pending("t1") is not None
+    session.switch_branch("t1", versions.message_ids[0], force=True)
+    assert _said(session) == ["hello", "re: hello"] and session.pending("t1") is None
+    # The branch left waiting comes back at its message, unanswered: nothing of it ran.
+    session.switch_branch("t1", versions.message_ids[1])
+    assert _said(session) == ["mail a@x"] and session.pending("t1") is None
+    assert ledger.entries() == []
+
+
+def test_a_fork_made_on_the_raw_graph_shows_as_a_version(tmp_path: Path) -> None:
+    """Studio and the SDK fork by running from an earlier checkpoint: the same tree."""
+    session, _, _ = make_session(tmp_path, ECHO)
+    session.send("t1", "first").collect()
+    session.send("t1", "second").collect()
+    after_first = next(
+        s.config for s in session.agent.get_state_history(CFG) if len(s.values.get("messages", [])) == 2 and not s.next
+    )
+    session.agent.invoke({"messages": [HumanMessage("another second")]}, after_first)
+    assert _said(session) == ["first", "re: first", "another second", "re: another second"]
+    [versions] = session.branches("t1")
+    assert (versions.index, versions.label, versions.previews) == (2, "2/2", ("second", "another second"))
+    session.switch_branch("t1", versions.message_ids[0])
+    assert _said(session) == ["first", "re: first", "second", "re: second"]
 
 
 def test_model_error_fails_the_run_and_retry_continues(tmp_path: Path) -> None:

@@ -54,7 +54,9 @@ def test_reasoning_is_shown_collapsed_as_thinking_never_in_the_answer(openai_env
     assert len(thinking) == 1
     assert ">thinking</summary>" in thinking[0] and "<details" in thinking[0]  # collapsed, labelled
     assert "The user greets me." in thinking[0]
-    assert [m for m in shown if "gh-think" not in m] == ["Hello there."]
+    assert [m for m in shown if "gh-think" not in m and "gh-copy" not in m] == ["Hello there."]
+    [copy] = [m for m in shown if "gh-copy" in m]  # copying the answer copies no thinking
+    assert 'data-copy="Hello there."' in copy and "greets" not in copy
 
 
 def _live_thinking_script() -> None:

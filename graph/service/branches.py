@@ -18,10 +18,16 @@ query of checkpoint ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from graph.protocol.threads import Branches, MessageView
+from graph.service.transcript import message_view
+from graph.store.reader import ThreadReader
+
+CACHED = 256  # threads' answers and tips' messages kept per process
 
 
 @dataclass(frozen=True)
@@ -107,4 +113,100 @@ def branches_of(head: Sequence[MessageView], versions: dict[int, list[Version]])
     return out
 
 
-__all__ = ["Tip", "Version", "branches_of", "tips_of", "versions_at"]
+def at_checkpoint(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+
+
+class ThreadTree:
+    """A Session's reads of its threads' checkpoint trees. `reader` answers straight
+    from the database when the compiled graph uses Gatehouse's own saver; else the
+    checkpointer is listed."""
+
+    def __init__(self, agent: Any, reader: ThreadReader | None) -> None:
+        self.agent = agent
+        self.reader = reader
+        self._lock = threading.Lock()
+        self._tip_messages: dict[tuple[str, str], list[MessageView]] = {}
+        self._answers: dict[str, tuple[str | None, list[Branches]]] = {}
+
+    def latest(self, thread_id: str) -> str | None:
+        if self.reader is not None:
+            return self.reader.latest_checkpoint(thread_id)
+        saved = self.agent.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
+        return None if saved is None else saved.config["configurable"]["checkpoint_id"]
+
+    def tips(self, thread_id: str) -> list[Tip]:
+        if self.reader is not None:
+            return tips_of(self.reader.checkpoint_edges(thread_id))
+        saved = self.agent.checkpointer.list({"configurable": {"thread_id": thread_id}})
+        return tips_of(
+            (c.config["configurable"]["checkpoint_id"],
+             c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None)
+            for c in saved if not c.config["configurable"].get("checkpoint_ns")
+        )
+
+    def head_path(self, thread_id: str) -> set[str]:
+        """The checkpoints the thread's current branch runs through."""
+        tips = self.tips(thread_id)
+        return set(max(tips, key=lambda t: t.checkpoint_id).path) if tips else set()
+
+    def messages_at(self, thread_id: str, checkpoint_id: str) -> list[MessageView]:
+        # Checkpoints never change: each tip's messages are read once per process.
+        key = (thread_id, checkpoint_id)
+        with self._lock:
+            cached = self._tip_messages.get(key)
+        if cached is None:
+            values = self.agent.get_state(at_checkpoint(thread_id, checkpoint_id)).values or {}
+            cached = [message_view(m) for m in values.get("messages", [])]
+            with self._lock:
+                _keep(self._tip_messages, key, cached)
+        return cached
+
+    def versions(self, thread_id: str, head: Sequence[MessageView]) -> dict[int, list[Version]]:
+        tips = self.tips(thread_id)
+        if len(tips) < 2:
+            return {}
+        head_tip = max(tips, key=lambda t: t.checkpoint_id)
+        others = [(t, self.messages_at(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip]
+        return versions_at(head, head_tip, others)
+
+    def branches(self, thread_id: str, head: Callable[[], Sequence[MessageView]]) -> list[Branches]:
+        # Every change to the tree writes a checkpoint, which becomes the latest: the
+        # answer holds until then (a page drawn again and again reads one id).
+        latest = self.latest(thread_id)
+        with self._lock:
+            known = self._answers.get(thread_id)
+        if known is not None and known[0] == latest:
+            return known[1]
+        found: list[Branches] = []
+        if len(self.tips(thread_id)) > 1:
+            messages = head()
+            found = branches_of(messages, self.versions(thread_id, messages))
+        with self._lock:
+            _keep(self._answers, thread_id, (latest, found))
+        return found
+
+    def branch_end(self, thread_id: str, version: Version) -> dict[str, Any]:
+        """Where switching to `version` leads: the latest checkpoint of its branch that
+        ended a run. A branch left while it waited for a decision ends at its first
+        message, unanswered (the request is not carried over)."""
+        first = None
+        for checkpoint_id in reversed(version.tip.path):
+            snapshot = self.agent.get_state(at_checkpoint(thread_id, checkpoint_id))
+            if version.message.id not in {m.id for m in (snapshot.values or {}).get("messages", [])}:
+                break
+            if not snapshot.next:
+                return snapshot.config
+            first = snapshot.config
+        if first is None:
+            raise ValueError(f"no checkpoint of thread {thread_id} holds message {version.message.id}")
+        return first
+
+
+def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    cache[key] = value
+    while len(cache) > CACHED:
+        cache.pop(next(iter(cache)))
+
+
+__all__ = ["ThreadTree", "Tip", "Version", "branches_of", "tips_of", "versions_at"]

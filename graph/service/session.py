@@ -54,7 +54,7 @@ from graph.protocol.errors import (
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import NOTICE_MARK, Branches, MessageView, ThreadInfo
 from graph.protocol.tools import spec_of
-from graph.service.branches import Tip, Version, branches_of, tips_of, versions_at
+from graph.service.branches import ThreadTree
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
@@ -63,7 +63,6 @@ from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import first_user_text, title_of
 
-TIP_CACHE = 256  # tips whose messages are kept (graph/service/branches.py)
 # The channel of LangGraph's interrupt writes (private in langgraph.constants).
 INTERRUPT_CHANNEL = "__interrupt__"
 
@@ -199,8 +198,8 @@ class Session:
         self._auto_approve = threading.Event()
         if auto_approve:
             self._auto_approve.set()
-        self._tips_lock = threading.Lock()
-        self._tip_cache: dict[tuple[str, str], list[MessageView]] = {}
+        own_saver = storage.reader is not None and agent.checkpointer is storage.checkpointer
+        self._tree = ThreadTree(agent, storage.reader if own_saver else None)
 
     # -- auto-approve ---------------------------------------------------------
     @property
@@ -686,15 +685,9 @@ class Session:
     def branches(self, thread_id: str, transcript: Sequence[MessageView] | None = None) -> list[Branches]:
         """The user messages of the thread's current branch that have other versions
         (after a fork, a regenerate, an undo and a new message), each with its versions
-        oldest first. Pass the `transcript` when you have it, to spare reading it again.
-        A thread that was never forked costs one query."""
-        tips = self._tips(thread_id)
-        if len(tips) < 2:
-            return []
-        head_tip = max(tips, key=lambda t: t.checkpoint_id)
-        head = list(transcript) if transcript is not None else self.transcript(thread_id)
-        others = [(t, self._tip_messages(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip]
-        return branches_of(head, versions_at(head, head_tip, others))
+        oldest first (graph/service/branches.py). Pass the `transcript` when you have
+        it, to spare reading it again. A thread that was never forked costs one query."""
+        return self._tree.branches(thread_id, lambda: transcript if transcript is not None else self.transcript(thread_id))
 
     def switch_branch(self, thread_id: str, message_id: str, *, force: bool = False) -> None:
         """Move the thread onto the branch of another version of one of its user
@@ -703,67 +696,16 @@ class Session:
         `force` (the request is dropped; the branch stays in the checkpoints)."""
         with self._holding(thread_id):
             self._refuse_if_paused(thread_id, "switching branches", force)
-            tips = self._tips(thread_id)
-            head_tip = max(tips, key=lambda t: t.checkpoint_id) if tips else None
             before = self.transcript(thread_id)
-            if head_tip is None or any(m.id == message_id for m in before):
-                if head_tip is not None:
-                    return  # already on it
-                raise ValueError(f"thread {thread_id} has no branches")
-            others = [(t, self._tip_messages(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip]
-            version = next(
-                (v for vs in versions_at(before, head_tip, others).values() for v in vs if v.message.id == message_id),
-                None,
-            )
+            if any(m.id == message_id for m in before):
+                return  # already on it
+            versions = self._tree.versions(thread_id, before).values()
+            version = next((v for vs in versions for v in vs if v.message.id == message_id), None)
             if version is None:
                 raise ValueError(f"message {message_id} is not a version of any message of thread {thread_id}")
-            target = self._branch_end(thread_id, version)
-            self.agent.update_state(target, {"stop_reason": None}, as_node="finish")
+            self.agent.update_state(self._tree.branch_end(thread_id, version), {"stop_reason": None}, as_node="finish")
             self.storage.index.touch(thread_id, status="idle")
             self._follow_title(thread_id, _first_user(before), _first_user(self.transcript(thread_id)))
-
-    def _tips(self, thread_id: str) -> list[Tip]:
-        reader = self.storage.reader
-        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
-            return tips_of(reader.checkpoint_edges(thread_id))
-        saved = self.agent.checkpointer.list(_config(thread_id))  # type: ignore[union-attr]
-        return tips_of(
-            (c.config["configurable"]["checkpoint_id"],
-             c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None)
-            for c in saved if not c.config["configurable"].get("checkpoint_ns")
-        )
-
-    def _tip_messages(self, thread_id: str, checkpoint_id: str) -> list[MessageView]:
-        # Checkpoints never change: each tip's messages are read once per process.
-        key = (thread_id, checkpoint_id)
-        with self._tips_lock:
-            cached = self._tip_cache.get(key)
-        if cached is None:
-            values = self.agent.get_state(_at(thread_id, checkpoint_id)).values or {}
-            cached = [message_view(m) for m in values.get("messages", [])]
-            with self._tips_lock:
-                self._tip_cache[key] = cached
-                while len(self._tip_cache) > TIP_CACHE:
-                    self._tip_cache.pop(next(iter(self._tip_cache)))
-        return cached
-
-    def _branch_end(self, thread_id: str, version: Version) -> dict[str, Any]:
-        """Where switching to `version` leads: the latest checkpoint of its branch that
-        ended a run. A branch left while it waited for a decision ends at its first
-        message, unanswered (the request is not carried over)."""
-        first, on_branch = None, set(version.tip.path)
-        for snapshot in self.agent.get_state_history(_at(thread_id, version.tip.checkpoint_id)):
-            if snapshot.config["configurable"]["checkpoint_id"] not in on_branch:
-                continue
-            ids = {m.id for m in (snapshot.values or {}).get("messages", [])}
-            if version.message.id not in ids:
-                break
-            if not snapshot.next:
-                return snapshot.config
-            first = snapshot.config
-        if first is None:
-            raise ValueError(f"no checkpoint of thread {thread_id} holds message {version.message.id}")
-        return first
 
     def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
         """A title taken from the first user message follows it to another version; a
@@ -791,8 +733,7 @@ class Session:
         not matter."""
         config = _config(thread_id)
         current = self.messages(thread_id)
-        tips = self._tips(thread_id)
-        ancestors = set(max(tips, key=lambda t: t.checkpoint_id).path) if tips else set()
+        ancestors = self._tree.head_path(thread_id)
         for snapshot in self.agent.get_state_history(config):
             if snapshot.config["configurable"]["checkpoint_id"] not in ancestors:
                 continue  # another branch's (the history lists every branch, newest first)
@@ -904,10 +845,6 @@ class _Seen:
 
 def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
-
-
-def _at(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
 
 
 def _first_user(transcript: Sequence[MessageView]) -> str | None:

@@ -198,6 +198,10 @@ class ThreadReader:
         )
         return rows[0][0] if rows else None
 
+    def latest_checkpoint(self, thread_id: str) -> str | None:
+        """The id of the thread's latest checkpoint (its head), None for no thread."""
+        return self._latest(thread_id)
+
     def checkpoint_edges(self, thread_id: str) -> list[tuple[str, str | None]]:
         """(checkpoint id, parent id) of every checkpoint of the thread: the shape of
         its tree of branches (graph/service/branches.py)."""

@@ -2,7 +2,7 @@
 
 Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
 `approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `import`, `delete`,
-`undo`, `fork`, `compact`, `output`, `audit` (all with `--json`).
+`undo`, `fork`, `branches`, `switch`, `compact`, `output`, `audit` (all with `--json`).
 `gatehouse` alone starts the Streamlit app; `gatehouse studio` starts `langgraph dev`.
 
 The read-only commands (`--help`, `threads`, `pending`, `show`) answer at once: they
@@ -644,6 +644,62 @@ def fork(
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
         finish_run(session, run, as_json)
+
+
+@app.command()
+def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """The versions of the thread's user messages: a fork, a regenerate, or an undo
+    and a new message each make one (the web app shows them as < k/n >)."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        found = session.branches(thread_id)
+    if as_json:
+        print(json.dumps([b.to_dict() for b in found], ensure_ascii=False, indent=2))
+        return
+    if not found:
+        out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
+        return
+    for versions in found:
+        out.print(Text.assemble((f"#{versions.index}", "bold"), f"  version {versions.label}"))
+        for k, preview in enumerate(versions.previews):
+            current = k == versions.current
+            out.print(Text.assemble(("  ▸ " if current else "    ", "bold"), f"{k + 1}. ", (preview, "" if current else "dim")))
+    out.print(Text(f"Switch with: gatehouse switch {thread_id} --at N --to K", style="dim"))
+
+
+@app.command()
+def switch(
+    thread_id: ThreadArg,
+    at: Annotated[int, typer.Option("--at", metavar="N", help="Index of the user message (`branches` prints it as #N).")],
+    to: Annotated[int, typer.Option("--to", metavar="K", help="Which version of it (1 = the oldest).")],
+    force: Annotated[bool, typer.Option("--force", help="Switch even while the thread waits for a decision (drops the request).")] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move the thread onto version K of user message #N, where that branch last
+    ended a run (nothing runs; the other branches stay). Refused (exit 3) while the
+    thread waits for a decision, unless --force."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        versions = next((b for b in session.branches(thread_id) if b.index == at), None)
+        if versions is None:
+            raise fail(f"message #{at} of thread {thread_id} has no other versions; "
+                       f"see `gatehouse branches {thread_id}`", EXIT_USAGE)
+        if not 1 <= to <= len(versions.message_ids):
+            raise fail(f"message #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE)
+        try:
+            session.switch_branch(thread_id, versions.message_ids[to - 1], force=force)
+        except graph.AwaitingDecision as exc:
+            raise fail(str(exc), EXIT_AWAITING) from None
+        except ValueError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        messages = session.transcript(thread_id)
+    if as_json:
+        print(json.dumps({"thread_id": thread_id, "at": at, "version": to, "versions": len(versions.message_ids),
+                          "messages": len(messages)}))
+    else:
+        out.print(f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of message #{at} "
+                  f"({len(messages)} messages); `gatehouse show {thread_id}` prints it")
 
 
 # -- running the agent --------------------------------------------------------------

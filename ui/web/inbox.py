@@ -82,7 +82,7 @@ def _put_off(thread_id: str) -> None:
 def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool) -> None:
     tid = info.thread_id
     with st.container(border=True, key=f"inbox-row-{tid}"):
-        text, approve, reject, later, opener = st.columns([5, 1.4, 1.3, 1.1, 1.1], vertical_alignment="center")
+        text, approve, reject, later, opener = st.columns([4.4, 1.5, 1.3, 1.2, 1.3], vertical_alignment="center")
         since = ago(info.pending_since or info.updated_at)
         text.markdown(f"**{info.title}** · {_what(pending)} · :gray[waiting since {since}]")
         if isinstance(pending, Approval):
