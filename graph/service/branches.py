@@ -38,6 +38,11 @@ class Tip:
     path: tuple[str, ...]  # checkpoint ids from the thread's first to this one
 
 
+def forked(edges: Sequence[tuple[str, str | None]]) -> bool:
+    """Whether a checkpoint tree has more than one tip (a checkpoint continued twice)."""
+    return len({parent for _, parent in edges}) < len(edges)
+
+
 def tips_of(edges: Iterable[tuple[str, str | None]]) -> list[Tip]:
     """The tips of a checkpoint tree given as (checkpoint id, parent id) pairs, oldest
     branch first."""
@@ -135,15 +140,18 @@ class ThreadTree:
         saved = self.agent.checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
         return None if saved is None else saved.config["configurable"]["checkpoint_id"]
 
-    def tips(self, thread_id: str) -> list[Tip]:
+    def edges(self, thread_id: str) -> list[tuple[str, str | None]]:
         if self.reader is not None:
-            return tips_of(self.reader.checkpoint_edges(thread_id))
+            return self.reader.checkpoint_edges(thread_id)
         saved = self.agent.checkpointer.list({"configurable": {"thread_id": thread_id}})
-        return tips_of(
+        return [
             (c.config["configurable"]["checkpoint_id"],
              c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None)
             for c in saved if not c.config["configurable"].get("checkpoint_ns")
-        )
+        ]
+
+    def tips(self, thread_id: str) -> list[Tip]:
+        return tips_of(self.edges(thread_id))
 
     def head_path(self, thread_id: str) -> set[str]:
         """The checkpoints the thread's current branch runs through."""
@@ -163,9 +171,14 @@ class ThreadTree:
         return cached
 
     def versions(self, thread_id: str, head: Sequence[MessageView]) -> dict[int, list[Version]]:
-        tips = self.tips(thread_id)
-        if len(tips) < 2:
-            return {}
+        """Where the thread's current branch (`head`, its messages) has other versions."""
+        edges = self.edges(thread_id)
+        return self._versions(thread_id, edges, head) if forked(edges) else {}
+
+    def _versions(
+        self, thread_id: str, edges: list[tuple[str, str | None]], head: Sequence[MessageView]
+    ) -> dict[int, list[Version]]:
+        tips = tips_of(edges)
         head_tip = max(tips, key=lambda t: t.checkpoint_id)
         others = [(t, self.messages_at(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip]
         return versions_at(head, head_tip, others)
@@ -178,10 +191,10 @@ class ThreadTree:
             known = self._answers.get(thread_id)
         if known is not None and known[0] == latest:
             return known[1]
-        found: list[Branches] = []
-        if len(self.tips(thread_id)) > 1:
+        edges, found = self.edges(thread_id), []
+        if forked(edges):
             messages = head()
-            found = branches_of(messages, self.versions(thread_id, messages))
+            found = branches_of(messages, self._versions(thread_id, edges, messages))
         with self._lock:
             _keep(self._answers, thread_id, (latest, found))
         return found
@@ -209,4 +222,4 @@ def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
         cache.pop(next(iter(cache)))
 
 
-__all__ = ["ThreadTree", "Tip", "Version", "branches_of", "tips_of", "versions_at"]
+__all__ = ["ThreadTree", "Tip", "Version", "branches_of", "forked", "tips_of", "versions_at"]

@@ -43,7 +43,7 @@ from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_defa
 from graph.store.outputs import SCHEMA as OUTPUTS_SCHEMA
 from graph.store.outputs import ToolOutputs
 from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
-from graph.store.reader import ThreadReader, _Postgres, redact
+from graph.store.reader import TREE_INDEX, ThreadReader, _Postgres, redact
 from graph.store.storage import Storage
 from graph.store.threads import THREADS_INDEX, THREADS_TABLE, TOUCH, touch_params
 
@@ -78,6 +78,7 @@ SCHEMA = [
         thread_id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
         expires_at DOUBLE PRECISION NOT NULL)""",
+    TREE_INDEX,
 ]
 
 
@@ -372,7 +373,7 @@ class PgLeases(Leases):
 # The tables the last statements of SCHEMA create: all there means nothing to set up.
 LAST_TABLES = (
     "gatehouse_threads", "gatehouse_heads", "gatehouse_head_blocks", "gatehouse_journal", "gatehouse_decisions",
-    "gatehouse_tool_outputs", "gatehouse_leases",
+    "gatehouse_tool_outputs", "gatehouse_leases", "gatehouse_checkpoint_tree",
 )
 
 

@@ -71,6 +71,7 @@ from graph.store.delta_reads import (
     unwrap,
 )
 from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
+from graph.store.reader import TREE_INDEX
 from graph.store.refusals import refuses_answer, resume_key
 from graph.store.threads import (
     DEFAULT_TITLE,
@@ -157,7 +158,9 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             return
         super().setup()
         try:
-            self.conn.executescript(f"{HEAD_SCHEMA};\n{THREADS_TABLE.format(real='REAL')};\n{THREADS_INDEX};")
+            self.conn.executescript(
+                f"{HEAD_SCHEMA};\n{THREADS_TABLE.format(real='REAL')};\n{THREADS_INDEX};\n{TREE_INDEX};"
+            )
         except sqlite3.OperationalError as exc:
             if "readonly" not in str(exc):
                 raise
