@@ -191,10 +191,13 @@ class ThreadTree:
             known = self._answers.get(thread_id)
         if known is not None and known[0] == latest:
             return known[1]
-        edges, found = self.edges(thread_id), []
-        if forked(edges):
-            messages = head()
-            found = branches_of(messages, self._versions(thread_id, edges, messages))
+        found: list[Branches] = []
+        # Counted in the database first: an unforked thread's edges are never fetched.
+        if self.reader is None or self.reader.tip_count(thread_id) > 1:
+            edges = self.edges(thread_id)
+            if forked(edges):
+                messages = head()
+                found = branches_of(messages, self._versions(thread_id, edges, messages))
         with self._lock:
             _keep(self._answers, thread_id, (latest, found))
         return found

@@ -210,6 +210,16 @@ class ThreadReader:
         """The id of the thread's latest checkpoint (its head), None for no thread."""
         return self._latest(thread_id)
 
+    def tip_count(self, thread_id: str) -> int:
+        """How many branches the thread's checkpoint tree has (checkpoints nothing
+        continues), counted in the database: for an unforked thread, 1."""
+        rows = self._db.rows(
+            "SELECT count(*) - count(DISTINCT parent_checkpoint_id) FROM checkpoints "
+            "WHERE thread_id = ? AND checkpoint_ns = ''",
+            [thread_id],
+        )
+        return int(rows[0][0] or 0) if rows else 0
+
     def checkpoint_edges(self, thread_id: str) -> list[tuple[str, str | None]]:
         """(checkpoint id, parent id) of every checkpoint of the thread: the shape of
         its tree of branches (graph/service/branches.py), read from `TREE_INDEX`."""
