@@ -61,7 +61,13 @@ def tips_of(edges: Iterable[tuple[str, str | None]]) -> list[Tip]:
 
 
 def _is_user(message: MessageView) -> bool:
+    """Written by the person (a compaction summary stands in for older messages but is not theirs)."""
     return message.role == "user" and not message.summary
+
+
+def first_user(transcript: Sequence[MessageView]) -> str | None:
+    """The first thing the person wrote: what an automatic title is made of."""
+    return next((m.content for m in transcript if _is_user(m)), None)
 
 
 def _parting(a: Sequence[MessageView], b: Sequence[MessageView]) -> int:
@@ -225,4 +231,4 @@ def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
         cache.pop(next(iter(cache)))
 
 
-__all__ = ["ThreadTree", "Tip", "Version", "branches_of", "forked", "tips_of", "versions_at"]
+__all__ = ["ThreadTree", "Tip", "Version", "branches_of", "first_user", "forked", "tips_of", "versions_at"]

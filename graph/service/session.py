@@ -54,7 +54,7 @@ from graph.protocol.errors import (
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import NOTICE_MARK, Branches, MessageView, ThreadInfo
 from graph.protocol.tools import spec_of
-from graph.service.branches import ThreadTree
+from graph.service.branches import ThreadTree, first_user
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
@@ -705,7 +705,7 @@ class Session:
                 raise ValueError(f"message {message_id} is not a version of any message of thread {thread_id}")
             self.agent.update_state(self._tree.branch_end(thread_id, version), {"stop_reason": None}, as_node="finish")
             self.storage.index.touch(thread_id, status="idle")
-            self._follow_title(thread_id, _first_user(before), _first_user(self.transcript(thread_id)))
+            self._follow_title(thread_id, first_user(before), first_user(self.transcript(thread_id)))
 
     def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
         """A title taken from the first user message follows it to another version; a
@@ -845,10 +845,6 @@ class _Seen:
 
 def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
-
-
-def _first_user(transcript: Sequence[MessageView]) -> str | None:
-    return next((m.content for m in transcript if m.role == "user" and not m.summary), None)
 
 
 def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:
