@@ -294,14 +294,58 @@ def move_file(
 def make_file_tools(ws: Workspace) -> list[BaseTool]:
     """The seven file tools, each bound to the workspace `ws`."""
     return [
-        bound_tool(list_files, ws, risk="read", match_arg="path"),
-        bound_tool(read_file, ws, risk="read", match_arg="path"),
-        bound_tool(search_files, ws, risk="read", match_arg="path"),
-        bound_tool(write_file, ws, risk="write", match_arg="path", preview=pv.preview_write, idempotent=True),
-        bound_tool(edit_file, ws, risk="write", match_arg="path", preview=pv.preview_edit),
-        bound_tool(delete_file, ws, risk="delete", match_arg="path", preview=preview_delete),
-        bound_tool(move_file, ws, risk="write", match_arg="source", preview=pv.preview_move),
+        bound_tool(list_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
+        bound_tool(read_file, ws, risk="read", match_arg="path", canonical=canonical_path),
+        bound_tool(search_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
+        bound_tool(write_file, ws, risk="write", match_arg="path", preview=pv.preview_write, idempotent=True,
+                   canonical=canonical_path),
+        bound_tool(edit_file, ws, risk="write", match_arg="path", preview=pv.preview_edit, canonical=canonical_path),
+        bound_tool(delete_file, ws, risk="delete", match_arg="path", preview=preview_delete,
+                   canonical=canonical_entry),
+        bound_tool(move_file, ws, risk="write", match_arg="source", preview=pv.preview_move,
+                   canonical=canonical_move),
     ]
+
+
+# -- canonical forms for policy rules and grants ---------------------------------
+# What a call touches, as a workspace-relative path: `..` and symlinks resolved the
+# way the tool itself resolves them, or None when the path leaves the workspace (it
+# then matches no rule and no grant, and the tool refuses it).
+
+
+def _relative_or_none(ws: Workspace, value: Any, resolve: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return ws.relative(resolve(value))
+    except (PathError, OSError, ValueError):
+        return None
+
+
+def canonical_path(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    return {"path": _relative_or_none(ws, args.get("path"), ws.resolve)}
+
+
+def canonical_folder(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    return {"path": _relative_or_none(ws, args.get("path", "."), ws.resolve)}
+
+
+def canonical_entry(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    """A delete touches the entry itself: a symlink is the link, not its target."""
+    def entry(path: str) -> Path:
+        return _link_itself(ws, path) or ws.resolve(path, follow_final=False)
+
+    return {"path": _relative_or_none(ws, args.get("path"), entry)}
+
+
+def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    """Both ends of a move: a grant for `notes/*` covers a move only inside notes/."""
+    source = _relative_or_none(ws, args.get("source"), lambda p: ws.resolve(p, follow_final=False))
+    destination = None
+    if source is not None and isinstance(args.get("destination"), str):
+        src = ws.resolve(str(args["source"]), follow_final=False)
+        destination = _relative_or_none(ws, args["destination"], lambda p: pv.destination_of(ws, src, p))
+    return {"source": source, "destination": destination}
 
 
 def _link_itself(ws: Workspace, path: str) -> Path | None:

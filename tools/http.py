@@ -18,6 +18,7 @@ from pydantic import Field
 
 from graph.protocol.tools import stream_output
 from tools.base import gatehouse_tool
+from tools.urls import URLError, canonical_url
 
 TIMEOUT_S = 20.0
 MAX_BYTES = 2_000_000
@@ -45,8 +46,8 @@ def host_allowed(url: str, allow_hosts: Sequence[str]) -> bool:
     """`example.com` allows that host on any port; `*.example.com` its subdomains;
     `localhost:8080` that host and port only."""
     try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
+        parsed = httpx.URL(canonical_url(url))
+    except (URLError, httpx.InvalidURL, TypeError):
         return False
     if parsed.scheme not in ("http", "https") or not parsed.host:
         return False
@@ -136,8 +137,19 @@ def make_http_tool(
             and host_allowed(str(args.get("url", "")), allow)
         )
 
+    def canonical(args: dict[str, Any]) -> dict[str, str | None]:
+        return {"url": canonical_url(args["url"])}
+
     def preview(args: dict[str, Any]) -> str:
-        line = f"{args.get('method', 'GET')} {args.get('url', '')}"
+        raw = str(args.get("url", ""))
+        try:
+            sent = canonical_url(raw)
+        except URLError as exc:
+            line = f"{args.get('method', 'GET')} {raw}\n(will fail: {exc})"
+        else:
+            line = f"{args.get('method', 'GET')} {sent}"
+            if sent != raw:  # the card shows what is sent, and what the model wrote
+                line += f"\n(as written: {raw})"
         if not host_allowed(str(args.get("url", "")), allow):
             line += "\n(host is not on the allow list)"
         for k, v in (args.get("headers") or {}).items():
@@ -147,7 +159,7 @@ def make_http_tool(
             line += "\n\n" + (body[:2000] + ("\n…" if len(body) > 2000 else ""))
         return line
 
-    @gatehouse_tool(risk="network", match_arg="url", preview=preview, auto_allow=auto_allow)
+    @gatehouse_tool(risk="network", match_arg="url", preview=preview, auto_allow=auto_allow, canonical=canonical)
     def http_request(
         url: Annotated[str, Field(description="Full http:// or https:// URL")],
         method: Method = "GET",
@@ -161,12 +173,11 @@ def make_http_tool(
         once; other hosts, methods and headers (beyond Accept-like ones) wait for a
         person's approval.
         """
+        # The canonical URL is the one policy rules matched: send exactly that.
         try:
-            current = httpx.URL(url)
-        except httpx.InvalidURL as exc:
-            raise HTTPToolError(f"invalid URL {url!r}: {exc}") from exc
-        if current.scheme not in ("http", "https"):
-            raise HTTPToolError(f"only http and https URLs are supported, not {current.scheme or 'none'!r}")
+            current = httpx.URL(canonical_url(url))
+        except (URLError, httpx.InvalidURL) as exc:
+            raise HTTPToolError(str(exc) if isinstance(exc, URLError) else f"invalid URL {url!r}: {exc}") from exc
         start_host = (current.host, current.port)
         # trust_env=False: no proxy or .netrc credentials are picked up behind the user's back.
         with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
