@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -248,20 +248,11 @@ def delete_file(
     rel = ws.relative(target)
     if target == ws.root:
         raise PathError("refusing to delete the workspace root itself")
-    if target.is_symlink() or target.is_file():
-        size = target.lstat().st_size
-        with ws.parent_fd(target) as dir_fd:
-            os.unlink(target.name, dir_fd=dir_fd)
-        return f"deleted {rel} ({pv.size_text(size)})"
-    files, folders, total = pv.tree_size(target)
-    if files or folders:
-        if not recursive:
-            raise PathError(f"{rel}/ is not empty ({files} file(s)); set recursive to delete it all")
-        if not shutil.rmtree.avoids_symlink_attacks:
-            raise PathError("this platform cannot delete folders safely; delete the files one by one")
-        shutil.rmtree(target)
-    else:
-        target.rmdir()
+    # From here on only directory fds: the path is never resolved again (issue 29, 9).
+    was_folder = target.is_dir() and not target.is_symlink()
+    files, folders, total = ws.remove(target, recursive=recursive)
+    if not was_folder:
+        return f"deleted {rel} ({pv.size_text(total)})"
     return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {pv.size_text(total)})"
 
 
@@ -283,7 +274,15 @@ def move_file(
             raise PathError(f"{ws.relative(dest)} already exists; set overwrite to replace it")
         if dest.is_dir() and not dest.is_symlink():
             raise PathError(f"{ws.relative(dest)} is a folder; move into it or delete it first")
+    # The move itself goes through directory fds reached with O_NOFOLLOW from the root,
+    # and the destination is checked again there: no path is resolved after the check.
     with ws.parent_fd(src) as src_fd, ws.parent_fd(dest, create=True) as dest_fd:
+        try:
+            there = os.stat(dest.name, dir_fd=dest_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            there = None
+        if there is not None and (not overwrite or stat.S_ISDIR(there.st_mode)):
+            raise PathError(f"{ws.relative(dest)} appeared while moving; nothing was moved")
         try:
             os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
         except OSError as exc:
