@@ -73,6 +73,9 @@ GIT_SAFE_CONFIG = {
     "gpg.ssh.program": "ssh-keygen",
     "gpg.x509.program": "gpgsm",
     "gpg.openpgp.program": "gpg",
+    "gpg.ssh.allowedSignersFile": "/dev/null",  # read by log --show-signature
+    "gpg.ssh.revocationFile": "/dev/null",
+    "gpg.ssh.defaultKeyCommand": "",
     "mailmap.file": "/dev/null",  # a path the repository names: read, and shown by `git log`
     "mailmap.blob": "",
     "diff.orderFile": "/dev/null",
