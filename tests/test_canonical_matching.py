@@ -241,3 +241,14 @@ def test_an_empty_always_allow_pattern_is_refused_and_changes_nothing(tmp_path: 
         session.resume("t1", {"decisions": [{"type": "approve", "always_allow": "  "}]}).collect()
     assert not (ws.root / "x.md").exists()
     assert session.pending("t1") is not None
+
+
+def test_deny_rules_hold_on_the_canonical_form_and_on_the_text_as_written(ws: Workspace) -> None:
+    tools = {t.name: t for t in make_file_tools(ws)}
+    write = tools["write_file"]
+    no_dotdot = Policy.from_mapping({"write_file": {"rules": [{"regex": r"\.\.", "mode": "deny"}]}})
+    assert no_dotdot.evaluate("write_file", {"path": "notes/../a.md", "content": ""}, write).mode == "deny"
+    no_git = Policy.from_mapping({"write_file": {"rules": [{"glob": ".git/*", "mode": "deny"}]}})
+    (ws.root / "notes" / "g").symlink_to("../.git")
+    assert no_git.evaluate("write_file", {"path": "notes/g/config", "content": ""}, write).mode == "deny"
+    assert no_git.evaluate("write_file", {"path": "notes/ok.md", "content": ""}, write).mode == "ask"

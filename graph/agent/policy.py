@@ -15,7 +15,7 @@ resolved; `http_request`: a normalized URL) is matched on that, so `notes/*` nev
 covers `notes/../.git/config`. A value with no canonical form (a path that leaves the
 workspace) matches no rule and no grant. An "allow" rule or a pattern grant must match
 every canonical argument of the call (a move's source and destination); a "deny" or
-"ask" rule needs only one.
+"ask" rule needs only one, canonical or as written.
 
 Precedence, first match wins:
   1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
@@ -63,8 +63,11 @@ class Rule:
         names = (self.arg,) if self.arg else _scope(default_arg, canon)
         if not names:
             return False
-        hits = [self._matches_value(_value(n, args, canon)) for n in names]
-        return all(hits) if self.mode == "allow" else any(hits)
+        if self.mode == "allow":
+            return all(self._matches_value(_value(n, args, canon)) for n in names)
+        # "deny" and "ask" also hold on the text as written: a rule against `..` still bites.
+        raw = [str(args[n]) if n in args else None for n in names]
+        return any(self._matches_value(v) for v in [*(_value(n, args, canon) for n in names), *raw])
 
     def _matches_value(self, value: str | None) -> bool:
         if value is None:
