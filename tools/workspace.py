@@ -3,6 +3,7 @@
 Checks happen twice: `resolve` refuses a bad path before anything is touched, and
 `open_fd` / `parent_fd` walk from the root one component at a time with
 `O_NOFOLLOW`, so a symlink swapped in after the check cannot lead the write out.
+`remove` deletes the same way: through directory fds only, never by path again.
 """
 
 from __future__ import annotations
