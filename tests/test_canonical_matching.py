@@ -167,7 +167,8 @@ def server() -> Iterator[str]:
 def test_canonical_url_forms() -> None:
     base = "http://127.0.0.1:8618"
     for sneaky in ("/public/../admin/x", "/public/%2e%2e/admin/x", "/public/%2E%2E%2Fadmin/x", "/public/..%2fadmin/x",
-                   "/public/./%2e./admin/x"):
+                   "/public/./%2e./admin/x", "/public/..;/admin/x", "/public\\..\\admin/x",
+                   "/public/..%5Cadmin/x"):
         assert canonical_url(base + sneaky) == base + "/admin/x"
     assert canonical_url("HTTP://Example.COM:80/a/%7e/b#frag") == "http://example.com/a/~/b"
     assert canonical_url("https://h:443/%e2%82%ac?q=%2e") == "https://h/%E2%82%AC?q=."

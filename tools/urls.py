@@ -5,8 +5,9 @@ A server decodes what a client percent-encodes: `/public/%2e%2e/admin` and
 `/public/..%2fadmin` reach `/admin` on many servers, so a glob on the raw text
 (`http://host/public/*`) would match a request for something else. Here the scheme
 and host are lowercased, a default port dropped, percent-escapes of unreserved
-characters and of `/` decoded (other escapes get uppercase hex), dot segments
-removed (RFC 3986, 5.2.4) and the fragment (never sent) dropped. The tool sends
+characters and of `/` decoded (other escapes get uppercase hex), a backslash read
+as `/`, dot segments removed (RFC 3986, 5.2.4; `..;x` counts as `..`) and the
+fragment (never sent) dropped. The tool sends
 exactly this string, so what was matched is what the server sees.
 """
 
@@ -60,6 +61,8 @@ def remove_dot_segments(path: str) -> str:
     segments = path.split("/")[1:]
     for i, seg in enumerate(segments):
         last = i == len(segments) - 1
+        # `..;x` is `..` to servers that drop path parameters before routing (Tomcat).
+        seg = seg.split(";", 1)[0] if seg.split(";", 1)[0] in (".", "..") else seg
         if seg == ".":
             if last:
                 out.append("")
@@ -107,8 +110,10 @@ def canonical_url(url: str) -> str:
     if "@" in parts.netloc:
         userinfo = _requote(_unescape(parts.netloc.rsplit("@", 1)[0], frozenset()), _PATH_SAFE - {"@"}) + "@"
     netloc = userinfo + host + (f":{port}" if port is not None and port != DEFAULT_PORTS[scheme] else "")
-    # `%2F` decoded too: a server that decodes it before routing sees a separator.
-    path = remove_dot_segments(_requote(_unescape(parts.path or "/", frozenset("/")), _PATH_SAFE | {"/"}))
+    # `%2F` decoded too: a server that decodes it before routing sees a separator. A
+    # backslash (raw or `%5C`) is one as well, as browsers and some servers read it.
+    decoded = _unescape(parts.path or "/", frozenset("/\\")).replace("\\", "/")
+    path = remove_dot_segments(_requote(decoded, _PATH_SAFE | {"/"}))
     if not path.startswith("/"):
         path = "/" + path
     query = _requote(_unescape(parts.query, frozenset()), _QUERY_SAFE)
