@@ -143,6 +143,12 @@ class Recorder(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         type(self).seen.append(self.path)
+        if self.path.startswith("/public/go?to="):  # an open redirect
+            self.send_response(302)
+            self.send_header("Location", self.path.split("=", 1)[1])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body = f"you reached {self.path}".encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
@@ -253,3 +259,18 @@ def test_deny_rules_hold_on_the_canonical_form_and_on_the_text_as_written(ws: Wo
     (ws.root / "notes" / "g").symlink_to("../.git")
     assert no_git.evaluate("write_file", {"path": "notes/g/config", "content": ""}, write).mode == "deny"
     assert no_git.evaluate("write_file", {"path": "notes/ok.md", "content": ""}, write).mode == "ask"
+
+
+def test_an_open_redirect_under_an_allowed_path_is_not_followed(tmp_path: Path, server: str) -> None:
+    policy = {"http_request": {"mode": "ask", "rules": [{"arg": "url", "glob": f"{server}/public/*", "mode": "allow"}]}}
+    turn = ai("", tool_call("http_request", {"url": f"{server}/public/go?to=/admin/delete-everything"}, "h1"))
+    session = session_with(tmp_path, [make_http_tool()], [turn, "done"], policy=policy)
+    events = session.send("t1", "fetch").collect()
+    assert asked(events) == [] and Recorder.seen == ["/public/go?to=/admin/delete-everything"]
+    result = next(m for m in session.messages("t1") if isinstance(m, ToolMessage))
+    assert "not followed" in str(result.content) and "/admin/delete-everything" in str(result.content)
+    # On an allow-listed host, where any GET runs freely, the same redirect is followed.
+    Recorder.seen = []
+    host = server.removeprefix("http://")
+    out = make_http_tool([host]).invoke({"url": f"{server}/public/go?to=/public/page"})
+    assert "you reached /public/page" in out and Recorder.seen == ["/public/go?to=/public/page", "/public/page"]

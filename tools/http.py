@@ -1,7 +1,9 @@
 """`http_request`: fetch a URL. A GET to an allow-listed host, with no headers beyond
 a few that only negotiate the response (Accept …), runs freely; any other host,
-method or header asks first. Redirects are followed only while they stay on the same
-host or go to an allow-listed one, so an allowed host cannot bounce the call elsewhere.
+method or header asks first. A redirect is followed only when the request it leads to
+would itself run freely (a GET or HEAD to an allow-listed host, only negotiating
+headers): a rule for `http://host/public/*`, a grant or an approval covers the URL it
+matched, never the `/admin/...` an open redirect on that host points to.
 HTML comes back as readable text; every response is capped in time and size.
 """
 
@@ -178,7 +180,6 @@ def make_http_tool(
             current = httpx.URL(canonical_url(url))
         except (URLError, httpx.InvalidURL) as exc:
             raise HTTPToolError(str(exc) if isinstance(exc, URLError) else f"invalid URL {url!r}: {exc}") from exc
-        start_host = (current.host, current.port)
         # trust_env=False: no proxy or .netrc credentials are picked up behind the user's back.
         with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
@@ -194,15 +195,22 @@ def make_http_tool(
                         return _read(response, max_bytes, text_chars)
                     location = response.headers.get("location", "")
                     target = current.join(location)
-                    same_host = (target.host, target.port) == start_host and target.scheme in ("http", "https")
-                    if not (same_host or (method in ("GET", "HEAD") and host_allowed(str(target), allow))):
+                    next_method, next_body = method, body
+                    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+                        next_method, next_body = "GET", None
+                    try:
+                        target = httpx.URL(canonical_url(str(target)))
+                    except (URLError, httpx.InvalidURL):
+                        return f"HTTP {response.status_code} redirect to {target} (not followed: not an http(s) URL)"
+                    free = auto_allow({"url": str(target), "method": next_method, "body": next_body,
+                                       "headers": headers})
+                    if not free:
                         return (
-                            f"HTTP {response.status_code} redirect to {target} (not followed: another host "
-                            "that is not on the allow list; call http_request with that URL to go there)"
+                            f"HTTP {response.status_code} redirect to {target} (not followed: a request there "
+                            "would need its own approval; call http_request with that URL to go there)"
                         )
                     stream_output(f"redirect {response.status_code} -> {target}")
-                    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
-                        method, body = "GET", None
+                    method, body = next_method, next_body
                     current = target
                 finally:
                     response.close()
