@@ -387,3 +387,74 @@ def test_killing_gatehouse_kills_the_command(mode: str, ws: Workspace) -> None:
             os.kill(pid, signal.SIGKILL)
         if parent.poll() is None:
             parent.kill()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not (pids_cap.PIDS_HIERARCHY / "cgroup.procs").is_file(),
+                    reason="the pids cgroup cap is for root with a cgroup-v1 pids hierarchy")
+def test_concurrently_started_commands_each_keep_their_own_pids_cap(ws: Workspace) -> None:
+    """Issue 29: `new_cap()` swept every empty group, including one a concurrent start
+    had just made and not yet joined — 36 of 60 commands ran without a cap. Each
+    command is started and watched from a thread of its own, as run_command does (the
+    sandbox dies with the thread that started it)."""
+    sandbox = choose_sandbox("require", ws.root, limits=Limits(max_processes=16))
+    count = 40
+    barrier = threading.Barrier(count)
+    checked = threading.Event()
+    verdicts: dict[int, str] = {}
+    lock = threading.Lock()
+
+    def one(n: int) -> None:
+        verdict = "not started"
+        try:
+            barrier.wait(timeout=30)
+            running = sandbox.start(["sh", "-c", "sleep 20"], Access(), timeout_s=30)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            verdict = f"failed to start: {exc!r}"
+        else:
+            try:
+                group = running._pids_group  # noqa: SLF001 - what the test is about
+                verdict = "no group"
+                deadline = time.monotonic() + 20
+                while group is not None and time.monotonic() < deadline:
+                    if not group.is_dir():
+                        verdict = "its group was removed before the command joined it"
+                        break
+                    if str(running.proc.pid) in (group / "cgroup.procs").read_text().split():
+                        capped = int((group / "pids.max").read_text()) == 16 + pids_cap.OVERHEAD
+                        verdict = f"capped:{group.name}" if capped else "wrong pids.max"
+                        break
+                    if running.proc.poll() is not None:
+                        verdict = f"ended: {running.proc.stdout.read().decode(errors='replace')[:200]}"
+                        break
+                    time.sleep(0.01)
+                with lock:
+                    verdicts[n] = verdict
+                checked.wait(60)
+            finally:
+                running.stop()
+                running.proc.wait(10)
+                running.close()
+            return
+        with lock:
+            verdicts[n] = verdict
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while len(verdicts) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    checked.set()
+    for t in threads:
+        t.join(30)
+    uncapped = {n: v for n, v in verdicts.items() if not v.startswith("capped:")}
+    assert len(verdicts) == count and not uncapped, f"{len(uncapped)} of {count} ran without their cap: {uncapped}"
+    assert len({v for v in verdicts.values()}) == count, "every command has a group of its own"
+
+
+def test_a_command_that_cannot_join_its_pids_group_does_not_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    command = pids_cap.joining(tmp_path / "no-such-group", ["touch", str(marker)])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=10)
+    assert done.returncode == 126 and "cannot join the pids cgroup" in done.stderr
+    assert not marker.exists()

@@ -265,3 +265,94 @@ def test_a_config_that_cannot_be_listed_stops_the_command(
     with pytest.raises(allowlist.GitConfigUnreadable, match="cannot read the repository's git config"):
         tool.invoke({"command": "git status"})
     assert not repo.fired()
+
+
+# -- a repository that points git outside the workspace (issue 29, item 10) -------
+
+
+def passwd_tracked(r: Repo) -> None:
+    """A tracked file named like one in /etc, and core.worktree pointing there: `git
+    diff` then compares the index with /etc/passwd and prints it."""
+    (r.root / "passwd").write_text("nothing\n")
+    r.git("add", "passwd")
+    r.git("commit", "-qm", "passwd")
+    r.git("config", "core.worktree", "/etc")
+
+
+def test_core_worktree_cannot_make_git_diff_print_files_outside(mode: str, ws: Workspace, tmp_path: Path) -> None:
+    repo = Repo(ws.root, tmp_path).create()
+    passwd_tracked(repo)
+    root_line = Path("/etc/passwd").read_text().splitlines()[0]
+    plain = repo.git("diff", check=False)
+    assert root_line in plain.stdout, "control: plain `git diff` prints /etc/passwd"
+    tool = shell(mode, ws, allow=DEFAULT_SHELL_ALLOW)
+    for command in ("git diff", "git status", "git log -p", "git diff --stat"):
+        assert free(tool, command)
+        with pytest.raises(Exception, match="core.worktree") as caught:
+            tool.invoke({"command": command})
+        assert root_line not in str(caught.value)
+
+
+def test_a_git_folder_outside_the_workspace_is_refused(mode: str, ws: Workspace, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    Repo(elsewhere, tmp_path).create()
+    (ws.root / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
+    tool = shell(mode, ws, allow=DEFAULT_SHELL_ALLOW)
+    with pytest.raises(Exception, match="git folder is .*outside the workspace"):
+        tool.invoke({"command": "git log"})
+    (ws.root / ".git").unlink()
+    (ws.root / ".git").symlink_to(elsewhere / ".git")
+    with pytest.raises(Exception, match="outside the workspace"):
+        tool.invoke({"command": "git log -p"})
+
+
+def test_git_never_finds_a_repository_above_the_workspace(mode: str, tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    Repo(outer, tmp_path).create()
+    ws = Workspace(outer / "inner" / "workspace")
+    out = shell(mode, ws, allow=DEFAULT_SHELL_ALLOW).invoke({"command": "git log"})
+    assert "second" not in out and "not a git repository" in out, out
+
+
+def test_alternates_and_includes_outside_the_workspace_are_refused(mode: str, ws: Workspace, tmp_path: Path) -> None:
+    repo = Repo(ws.root, tmp_path).create()
+    other = tmp_path / "other"
+    other.mkdir()
+    Repo(other, tmp_path).create()
+    tool = shell(mode, ws, allow=DEFAULT_SHELL_ALLOW)
+    alternates = ws.root / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(f"{other / '.git' / 'objects'}\n")
+    with pytest.raises(Exception, match="borrows objects"):
+        tool.invoke({"command": "git log"})
+    alternates.unlink()
+    (tmp_path / "outside.cfg").write_text("[user]\n\tname = x\n")
+    repo.git("config", "include.path", str(tmp_path / "outside.cfg"))
+    with pytest.raises(Exception, match="includes .*outside.cfg"):
+        tool.invoke({"command": "git status"})
+    repo.git("config", "--unset", "include.path")
+    assert tool.invoke({"command": "git status --short"}).endswith("[exit code 0]")
+
+
+def test_the_worktree_attack_through_the_agent(ws: Workspace, tmp_path: Path) -> None:
+    """The model runs the allow-listed `git diff` with no card: it gets the refusal,
+    never /etc/passwd."""
+    from langchain_core.messages import ToolMessage
+
+    from graph import ScriptedModel, Session, ai, build_graph, tool_call
+    from graph.store import open_storage
+
+    repo = Repo(ws.root, tmp_path).create()
+    passwd_tracked(repo)
+    tool = shell("fallback", ws, allow=DEFAULT_SHELL_ALLOW)
+    storage = open_storage(str(tmp_path / "g.db"))
+    graph = build_graph(model=ScriptedModel(script=[ai("", tool_call("run_command", {"command": "git diff"}, "g1")), "ok"]),
+                        tools=[tool], checkpointer=storage.checkpointer, journal=storage.journal,
+                        decisions=storage.decisions)
+    session = Session(graph, storage, [tool])
+    events = session.send("t1", "diff").collect()
+    assert events[-1].status == "completed" and not any(e.type == "approval_required" for e in events)
+    result = next(m for m in session.messages("t1") if isinstance(m, ToolMessage))
+    assert "core.worktree" in str(result.content)
+    assert Path("/etc/passwd").read_text().splitlines()[0] not in str(result.content)

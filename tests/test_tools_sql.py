@@ -164,3 +164,55 @@ def test_demo_model_runs_a_select(sql: BaseTool) -> None:
     run(graph, {"messages": [("user", "sql: select name from items where id = 7")]}, config)
     assert not graph.get_state(config).interrupts
     assert "item 7" in graph.get_state(config).values["messages"][-1].content
+
+
+# -- functions on the free path: an explicit list (issue 29, item 10) -------------
+
+NOT_LISTED = [
+    "SELECT hex(fts3_tokenizer('simple'))",  # leaks a pointer
+    "SELECT fts3_tokenizer('simple', x'4141414141414141')",  # installs one
+    "SELECT load_extension('/tmp/evil.so')",
+    "SELECT fts5(NULL)",
+    "SELECT rtreenode(2, x'000100000000')",
+    "SELECT sqlite_log(1, 'x')",
+    "SELECT name FROM items WHERE name = lower(fts3_tokenizer('simple'))",  # nested
+]
+
+
+@pytest.mark.parametrize("query", NOT_LISTED)
+def test_a_function_outside_the_list_is_not_free(sql: BaseTool, query: str) -> None:
+    assert mode(sql, query) == "ask"
+
+
+def test_listed_functions_stay_free(sql: BaseTool) -> None:
+    for query in ("SELECT upper(name), round(price, 1), json_object('n', name) FROM items LIMIT 2",
+                  "SELECT count(*), avg(price), group_concat(name) FROM items",
+                  "SELECT date('now'), sqrt(16), row_number() OVER (ORDER BY id) FROM items LIMIT 1"):
+        assert mode(sql, query) == "allow", query
+
+
+def test_a_view_calling_an_unlisted_function_is_not_free(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE VIEW leak AS SELECT hex(fts3_tokenizer('simple')) AS p")
+    conn.commit()
+    conn.close()
+    sql = make_sql_tool(str(db))
+    assert mode(sql, "SELECT * FROM leak") == "ask"
+
+
+def test_fts3_tokenizer_through_the_agent_asks_and_leaks_nothing(db: Path, sql: BaseTool) -> None:
+    script = [
+        ai("", tool_call("sql_query", {"query": "SELECT hex(fts3_tokenizer('simple')) AS p"}, "x1"),
+           tool_call("sql_query", {"query": "SELECT upper(name) AS n FROM items WHERE id = 1"}, "r1")),
+        "done",
+    ]
+    graph = build_graph(model=ScriptedModel(script=script), tools=[sql], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    run(graph, {"messages": [("user", "look")]}, config)
+    (pending,) = graph.get_state(config).interrupts
+    assert [a["tool_call_id"] for a in pending.value["action_requests"]] == ["x1"]
+    results = {m.tool_call_id: m.content for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)}
+    assert results == {"r1": "n\n------\nITEM 1\n(1 row)"}, "the listed read ran; the pointer was not read"
+    run(graph, Command(resume={"decisions": [{"type": "reject", "message": "no"}]}), config)
+    results = {m.tool_call_id: m.content for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)}
+    assert "declined" in results["x1"]

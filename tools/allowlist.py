@@ -22,7 +22,14 @@ that switches off every way a repository names a program to run:
                  defines (includes followed) is emptied, `diff.<x>.textconv` becomes
                  `cat`, external diff commands `false`;
   arguments      `git diff/log/show` get `--no-ext-diff --no-textconv`; `--ext-diff`,
-                 `--textconv` and `git status -v` (a textconv diff) are not free.
+                 `--textconv` and `git status -v` (a textconv diff) are not free;
+  paths          git never looks above the workspace for a repository
+                 (GIT_CEILING_DIRECTORIES); mailmap and diff order files are not read.
+                 A repository that points git elsewhere is refused with the reason:
+                 `core.worktree` (an allow-listed `git diff` would print /etc/passwd),
+                 a git folder or common folder (`.git` as a file or a symlink) outside
+                 the workspace, object alternates outside it, or a config include read
+                 from outside it.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tools.sandbox import DEFAULT_PATH, safe_path
 from tools.workspace import PathError, Workspace
@@ -64,6 +72,13 @@ GIT_SAFE_CONFIG = {
     "gpg.program": "gpg",
     "gpg.ssh.program": "ssh-keygen",
     "gpg.x509.program": "gpgsm",
+    "gpg.openpgp.program": "gpg",
+    "gpg.ssh.allowedSignersFile": "/dev/null",  # read by log --show-signature
+    "gpg.ssh.revocationFile": "/dev/null",
+    "gpg.ssh.defaultKeyCommand": "",
+    "mailmap.file": "/dev/null",  # a path the repository names: read, and shown by `git log`
+    "mailmap.blob": "",
+    "diff.orderFile": "/dev/null",
     "log.showSignature": "false",
     "safe.bareRepository": "explicit",  # a bare repository planted in the workspace is ignored
     "diff.ignoreSubmodules": "all",  # a submodule's own config is never read
@@ -88,6 +103,11 @@ GIT_CONFIG_TIMEOUT_S = 5.0
 
 class GitConfigUnreadable(RuntimeError):
     """Listing the repository's config failed (an include that never ends ...)."""
+
+
+class GitRepositoryRefused(RuntimeError):
+    """The repository points git outside the workspace (core.worktree, a git folder
+    elsewhere ...): an allow-listed git command does not run in it."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +213,8 @@ def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None
     tokens = shlex.split(command, comments=False, posix=True)
     if os.path.basename(tokens[0]) != "git":
         return Hardened(command)
-    env = dict(GIT_SAFE_ENV)
+    # Never look above the workspace for a repository (the ceiling itself is not searched).
+    env = {**GIT_SAFE_ENV, "GIT_CEILING_DIRECTORIES": str(ws.root.parent)}
     overrides = {**GIT_SAFE_CONFIG, **_driver_overrides(ws, env)}
     env["GIT_CONFIG_COUNT"] = str(len(overrides))
     for i, (key, value) in enumerate(overrides.items()):
@@ -211,9 +232,10 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
     git = shutil.which("git", path=path)
     if git is None:
         return {}
-    try:
-        listing = subprocess.run(
-            [git, "config", "--name-only", "--list"],
+
+    def git_out(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [git, *args],
             cwd=ws.root,
             env={"PATH": path, "HOME": "/nonexistent", **env},
             capture_output=True,
@@ -221,12 +243,33 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
             timeout=GIT_CONFIG_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
         )
+
+    try:
+        _check_repository(ws, git_out("rev-parse", "--absolute-git-dir", "--git-common-dir"))
+        listing = git_out("config", "--show-origin", "--name-only", "-z", "--list")
     except (OSError, subprocess.SubprocessError) as exc:
         # Fail closed: without the list, a filter the repository defines would run.
         raise GitConfigUnreadable(f"cannot read the repository's git config to run git safely: {exc}") from exc
+    fields = listing.stdout.split("\0")
+    names = []
+    for origin, name in zip(fields[0::2], fields[1::2], strict=False):
+        if origin.startswith("file:"):
+            source = ws.root / origin[len("file:"):]
+            if not _inside(source, ws.root):
+                raise GitRepositoryRefused(
+                    f"refused: the repository's git config includes {origin[len('file:'):]}, outside the "
+                    "workspace; allow-listed git commands run only on a repository configured inside it"
+                )
+        if name.strip().lower() == "core.worktree":
+            raise GitRepositoryRefused(
+                "refused: the repository sets core.worktree, which points git at files outside the "
+                "repository (an allow-listed `git diff` would show them); remove it with "
+                "`git config --unset core.worktree` to use allow-listed git commands"
+            )
+        names.append(name)
     # A config git cannot parse (exit 128) stops the command itself just as early.
     overrides: dict[str, str] = {}
-    for name in listing.stdout.splitlines():
+    for name in names:
         m = _DRIVER_KEY.match(name.strip())
         if not m:
             if name.strip() == "diff.external":
@@ -241,6 +284,40 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
         elif key == "command":
             overrides[f"{base}.command"] = "false"
     return overrides
+
+
+def _check_repository(ws: Workspace, found: subprocess.CompletedProcess[str]) -> None:
+    """Refuse a repository whose git folder, common folder or object alternates lie
+    outside the workspace (`.git` as a file or symlink naming another place)."""
+    if found.returncode != 0:
+        return  # no repository: the git command itself says so
+    lines = found.stdout.splitlines()
+    if len(lines) < 2:
+        return
+    git_dir, common = Path(lines[0]), ws.root / lines[1]
+    for what, folder in (("git folder", git_dir), ("common git folder", common)):
+        if not _inside(folder, ws.root):
+            raise GitRepositoryRefused(
+                f"refused: the repository's {what} is {folder.resolve()}, outside the workspace; "
+                "allow-listed git commands run only on a repository inside it"
+            )
+    objects = common.resolve() / "objects"
+    try:
+        alternates = (objects / "info" / "alternates").read_text(errors="replace").splitlines()
+    except OSError:
+        alternates = []
+    for line in alternates:
+        entry = line.strip()
+        if entry and not entry.startswith("#") and not _inside(objects / entry, ws.root):
+            raise GitRepositoryRefused(
+                f"refused: the repository borrows objects from {entry} (objects/info/alternates), outside "
+                "the workspace; allow-listed git commands run only on a repository inside it"
+            )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == root or root in real.parents
 
 
 def _after_tokens(command: str, n: int) -> str:

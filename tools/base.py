@@ -29,6 +29,7 @@ def spec(
     auto_allow: Callable[[dict[str, Any]], bool] | None = None,
     compound: Callable[[dict[str, Any]], bool] | None = None,
     describe: Callable[[dict[str, Any]], str] | None = None,
+    canonical: Callable[[dict[str, Any]], dict[str, str | None]] | None = None,
 ) -> ToolSpec:
     """A ToolSpec whose `default` and `idempotent` follow the risk when omitted:
     `read` runs freely and is safe to repeat; the rest asks."""
@@ -41,6 +42,7 @@ def spec(
         auto_allow=auto_allow,
         compound=compound,
         describe=describe,
+        canonical=canonical,
     )
 
 
@@ -64,10 +66,11 @@ def gatehouse_tool(
 
 
 def bound_tool(fn: Callable[..., Any], context: Any, *, preview: Callable[[Any, dict[str, Any]], str | None] | None = None,
+               canonical: Callable[[Any, dict[str, Any]], dict[str, str | None]] | None = None,
                **facts: Any) -> BaseTool:
     """A tool from a top-level function whose first parameter is its context (a
     workspace, a connection), bound here: the model sees the other parameters and the
-    docstring. A `preview` gets the context too: `preview(context, args)`."""
+    docstring. A `preview` and `canonical` get the context too: `preview(context, args)`."""
     first = next(iter(inspect.signature(fn).parameters))
     schema = create_schema_from_function(fn.__name__, fn, filter_args=[first], parse_docstring=False)
     built = StructuredTool.from_function(
@@ -77,4 +80,5 @@ def bound_tool(fn: Callable[..., Any], context: Any, *, preview: Callable[[Any, 
         args_schema=schema,
     )
     bound_preview = functools.partial(preview, context) if preview is not None else None
-    return attach_spec(built, spec(preview=bound_preview, **facts))
+    bound_canonical = functools.partial(canonical, context) if canonical is not None else None
+    return attach_spec(built, spec(preview=bound_preview, canonical=bound_canonical, **facts))

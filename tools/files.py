@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -248,20 +248,11 @@ def delete_file(
     rel = ws.relative(target)
     if target == ws.root:
         raise PathError("refusing to delete the workspace root itself")
-    if target.is_symlink() or target.is_file():
-        size = target.lstat().st_size
-        with ws.parent_fd(target) as dir_fd:
-            os.unlink(target.name, dir_fd=dir_fd)
-        return f"deleted {rel} ({pv.size_text(size)})"
-    files, folders, total = pv.tree_size(target)
-    if files or folders:
-        if not recursive:
-            raise PathError(f"{rel}/ is not empty ({files} file(s)); set recursive to delete it all")
-        if not shutil.rmtree.avoids_symlink_attacks:
-            raise PathError("this platform cannot delete folders safely; delete the files one by one")
-        shutil.rmtree(target)
-    else:
-        target.rmdir()
+    # From here on only directory fds: the path is never resolved again (issue 29, 9).
+    was_folder = target.is_dir() and not target.is_symlink()
+    files, folders, total = ws.remove(target, recursive=recursive)
+    if not was_folder:
+        return f"deleted {rel} ({pv.size_text(total)})"
     return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {pv.size_text(total)})"
 
 
@@ -283,7 +274,15 @@ def move_file(
             raise PathError(f"{ws.relative(dest)} already exists; set overwrite to replace it")
         if dest.is_dir() and not dest.is_symlink():
             raise PathError(f"{ws.relative(dest)} is a folder; move into it or delete it first")
+    # The move itself goes through directory fds reached with O_NOFOLLOW from the root,
+    # and the destination is checked again there: no path is resolved after the check.
     with ws.parent_fd(src) as src_fd, ws.parent_fd(dest, create=True) as dest_fd:
+        try:
+            there = os.stat(dest.name, dir_fd=dest_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            there = None
+        if there is not None and (not overwrite or stat.S_ISDIR(there.st_mode)):
+            raise PathError(f"{ws.relative(dest)} appeared while moving; nothing was moved")
         try:
             os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
         except OSError as exc:
@@ -294,14 +293,58 @@ def move_file(
 def make_file_tools(ws: Workspace) -> list[BaseTool]:
     """The seven file tools, each bound to the workspace `ws`."""
     return [
-        bound_tool(list_files, ws, risk="read", match_arg="path"),
-        bound_tool(read_file, ws, risk="read", match_arg="path"),
-        bound_tool(search_files, ws, risk="read", match_arg="path"),
-        bound_tool(write_file, ws, risk="write", match_arg="path", preview=pv.preview_write, idempotent=True),
-        bound_tool(edit_file, ws, risk="write", match_arg="path", preview=pv.preview_edit),
-        bound_tool(delete_file, ws, risk="delete", match_arg="path", preview=preview_delete),
-        bound_tool(move_file, ws, risk="write", match_arg="source", preview=pv.preview_move),
+        bound_tool(list_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
+        bound_tool(read_file, ws, risk="read", match_arg="path", canonical=canonical_path),
+        bound_tool(search_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
+        bound_tool(write_file, ws, risk="write", match_arg="path", preview=pv.preview_write, idempotent=True,
+                   canonical=canonical_path),
+        bound_tool(edit_file, ws, risk="write", match_arg="path", preview=pv.preview_edit, canonical=canonical_path),
+        bound_tool(delete_file, ws, risk="delete", match_arg="path", preview=preview_delete,
+                   canonical=canonical_entry),
+        bound_tool(move_file, ws, risk="write", match_arg="source", preview=pv.preview_move,
+                   canonical=canonical_move),
     ]
+
+
+# -- canonical forms for policy rules and grants ---------------------------------
+# What a call touches, as a workspace-relative path: `..` and symlinks resolved the
+# way the tool itself resolves them, or None when the path leaves the workspace (it
+# then matches no rule and no grant, and the tool refuses it).
+
+
+def _relative_or_none(ws: Workspace, value: Any, resolve: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return ws.relative(resolve(value))
+    except (PathError, OSError, ValueError):
+        return None
+
+
+def canonical_path(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    return {"path": _relative_or_none(ws, args.get("path"), ws.resolve)}
+
+
+def canonical_folder(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    return {"path": _relative_or_none(ws, args.get("path", "."), ws.resolve)}
+
+
+def canonical_entry(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    """A delete touches the entry itself: a symlink is the link, not its target."""
+    def entry(path: str) -> Path:
+        return _link_itself(ws, path) or ws.resolve(path, follow_final=False)
+
+    return {"path": _relative_or_none(ws, args.get("path"), entry)}
+
+
+def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
+    """Both ends of a move: a grant for `notes/*` covers a move only inside notes/."""
+    source = _relative_or_none(ws, args.get("source"), lambda p: ws.resolve(p, follow_final=False))
+    destination = None
+    if source is not None and isinstance(args.get("destination"), str):
+        src = ws.resolve(str(args["source"]), follow_final=False)
+        destination = _relative_or_none(ws, args["destination"], lambda p: pv.destination_of(ws, src, p))
+    return {"source": source, "destination": destination}
 
 
 def _link_itself(ws: Workspace, path: str) -> Path | None:

@@ -1,7 +1,9 @@
 """`http_request`: fetch a URL. A GET to an allow-listed host, with no headers beyond
 a few that only negotiate the response (Accept …), runs freely; any other host,
-method or header asks first. Redirects are followed only while they stay on the same
-host or go to an allow-listed one, so an allowed host cannot bounce the call elsewhere.
+method or header asks first. A redirect is followed only when the request it leads to
+would itself run freely (a GET or HEAD to an allow-listed host, only negotiating
+headers): a rule for `http://host/public/*`, a grant or an approval covers the URL it
+matched, never the `/admin/...` an open redirect on that host points to.
 HTML comes back as readable text; every response is capped in time and size.
 """
 
@@ -18,6 +20,7 @@ from pydantic import Field
 
 from graph.protocol.tools import stream_output
 from tools.base import gatehouse_tool
+from tools.urls import URLError, canonical_url
 
 TIMEOUT_S = 20.0
 MAX_BYTES = 2_000_000
@@ -45,8 +48,8 @@ def host_allowed(url: str, allow_hosts: Sequence[str]) -> bool:
     """`example.com` allows that host on any port; `*.example.com` its subdomains;
     `localhost:8080` that host and port only."""
     try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
+        parsed = httpx.URL(canonical_url(url))
+    except (URLError, httpx.InvalidURL, TypeError):
         return False
     if parsed.scheme not in ("http", "https") or not parsed.host:
         return False
@@ -136,8 +139,19 @@ def make_http_tool(
             and host_allowed(str(args.get("url", "")), allow)
         )
 
+    def canonical(args: dict[str, Any]) -> dict[str, str | None]:
+        return {"url": canonical_url(args["url"])}
+
     def preview(args: dict[str, Any]) -> str:
-        line = f"{args.get('method', 'GET')} {args.get('url', '')}"
+        raw = str(args.get("url", ""))
+        try:
+            sent = canonical_url(raw)
+        except URLError as exc:
+            line = f"{args.get('method', 'GET')} {raw}\n(will fail: {exc})"
+        else:
+            line = f"{args.get('method', 'GET')} {sent}"
+            if sent != raw:  # the card shows what is sent, and what the model wrote
+                line += f"\n(as written: {raw})"
         if not host_allowed(str(args.get("url", "")), allow):
             line += "\n(host is not on the allow list)"
         for k, v in (args.get("headers") or {}).items():
@@ -147,7 +161,7 @@ def make_http_tool(
             line += "\n\n" + (body[:2000] + ("\n…" if len(body) > 2000 else ""))
         return line
 
-    @gatehouse_tool(risk="network", match_arg="url", preview=preview, auto_allow=auto_allow)
+    @gatehouse_tool(risk="network", match_arg="url", preview=preview, auto_allow=auto_allow, canonical=canonical)
     def http_request(
         url: Annotated[str, Field(description="Full http:// or https:// URL")],
         method: Method = "GET",
@@ -161,13 +175,11 @@ def make_http_tool(
         once; other hosts, methods and headers (beyond Accept-like ones) wait for a
         person's approval.
         """
+        # The canonical URL is the one policy rules matched: send exactly that.
         try:
-            current = httpx.URL(url)
-        except httpx.InvalidURL as exc:
-            raise HTTPToolError(f"invalid URL {url!r}: {exc}") from exc
-        if current.scheme not in ("http", "https"):
-            raise HTTPToolError(f"only http and https URLs are supported, not {current.scheme or 'none'!r}")
-        start_host = (current.host, current.port)
+            current = httpx.URL(canonical_url(url))
+        except (URLError, httpx.InvalidURL) as exc:
+            raise HTTPToolError(str(exc) if isinstance(exc, URLError) else f"invalid URL {url!r}: {exc}") from exc
         # trust_env=False: no proxy or .netrc credentials are picked up behind the user's back.
         with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
@@ -183,15 +195,22 @@ def make_http_tool(
                         return _read(response, max_bytes, text_chars)
                     location = response.headers.get("location", "")
                     target = current.join(location)
-                    same_host = (target.host, target.port) == start_host and target.scheme in ("http", "https")
-                    if not (same_host or (method in ("GET", "HEAD") and host_allowed(str(target), allow))):
+                    next_method, next_body = method, body
+                    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+                        next_method, next_body = "GET", None
+                    try:
+                        target = httpx.URL(canonical_url(str(target)))
+                    except (URLError, httpx.InvalidURL):
+                        return f"HTTP {response.status_code} redirect to {target} (not followed: not an http(s) URL)"
+                    free = auto_allow({"url": str(target), "method": next_method, "body": next_body,
+                                       "headers": headers})
+                    if not free:
                         return (
-                            f"HTTP {response.status_code} redirect to {target} (not followed: another host "
-                            "that is not on the allow list; call http_request with that URL to go there)"
+                            f"HTTP {response.status_code} redirect to {target} (not followed: a request there "
+                            "would need its own approval; call http_request with that URL to go there)"
                         )
                     stream_output(f"redirect {response.status_code} -> {target}")
-                    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
-                        method, body = "GET", None
+                    method, body = next_method, next_body
                     current = target
                 finally:
                     response.close()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -22,13 +24,23 @@ PIDS_HIERARCHY = Path("/sys/fs/cgroup/pids")
 OVERHEAD = 3
 
 
+# A group younger than this is never swept: its command may not have joined it yet.
+SWEEP_AFTER_S = 60.0
+ORPHAN_AFTER_S = 5.0
+
+_lock = threading.Lock()
+# Our own groups whose command ended while a process still lingered in them.
+_finished: set[Path] = set()
+
+
 def new_cap(max_processes: int) -> Path | None:
     """A fresh pids cgroup allowing `max_processes` (plus the sandbox's own), or None
     where none is needed (not root) or none can be made."""
     if os.geteuid() != 0 or not (PIDS_HIERARCHY / "cgroup.procs").is_file():
         return None
     _remove_finished()
-    group = PIDS_HIERARCHY / f"gatehouse-{uuid.uuid4().hex[:12]}"
+    # The creator's pid in the name: a sweep never takes a live process's fresh group.
+    group = PIDS_HIERARCHY / f"gatehouse-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     try:
         group.mkdir()
         (group / "pids.max").write_text(str(max_processes + OVERHEAD))
@@ -41,20 +53,66 @@ def new_cap(max_processes: int) -> Path | None:
 
 def joining(group: Path, command: list[str]) -> list[str]:
     """`command`, started by a shell that first moves itself into `group`: everything
-    it then runs (bwrap, the sandbox, the command) is counted there from its start."""
-    return ["/bin/sh", "-c", 'echo $$ > "$0" 2>/dev/null; exec "$@"', str(group / "cgroup.procs"), *command]
+    it then runs (bwrap, the sandbox, the command) is counted there from its start.
+    A shell that cannot join does not run the command (fail closed: no cap, no run)."""
+    join = 'echo $$ > "$0" 2>/dev/null || { echo "gatehouse: cannot join the pids cgroup $0" >&2; exit 126; }; exec "$@"'
+    return ["/bin/sh", "-c", join, str(group / "cgroup.procs"), *command]
 
 
 def _remove_finished() -> None:
-    """Groups whose command ended after its `close` (killed, not yet reaped): removing a
-    group that still has processes fails, so only empty ones go."""
+    """Sweep groups whose command is over: our own that `remove` could not take yet,
+    and any left by a Gatehouse that died or long ago. Never a fresh group of a live
+    process: removing one before its command joined it is how a concurrent command
+    ran without its cap. Removing a group that still has processes fails, so only
+    empty ones go."""
+    with _lock:
+        mine = list(_finished)
+    for group in mine:
+        if _rmdir(group):
+            with _lock:
+                _finished.discard(group)
     with contextlib.suppress(OSError):
         for group in PIDS_HIERARCHY.glob("gatehouse-*"):
-            remove(group)
+            if _stale(group):
+                _rmdir(group)
+
+
+def _stale(group: Path) -> bool:
+    """Old enough that its command has long joined it (or never will). A group whose
+    creator is gone goes sooner — still never in the moment between mkdir and join,
+    whatever pid namespace the creator lived in."""
+    try:
+        age = time.time() - group.stat().st_ctime
+    except OSError:
+        return False
+    owner = group.name.split("-")[1] if group.name.count("-") >= 2 else ""
+    orphaned = owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner))
+    return age > SWEEP_AFTER_S or (orphaned and age > ORPHAN_AFTER_S)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _rmdir(group: Path) -> bool:
+    try:
+        group.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def remove(group: Path | None) -> None:
-    """Remove the cgroup once its processes are gone (the kernel refuses before)."""
-    if group is not None:
-        with contextlib.suppress(OSError):
-            group.rmdir()
+    """Remove the cgroup once its processes are gone (the kernel refuses before; then
+    a later `new_cap` sweeps it)."""
+    if group is not None and not _rmdir(group):
+        with _lock:
+            _finished.add(group)

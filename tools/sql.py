@@ -2,7 +2,8 @@
 
 Whether a statement only reads is decided by SQLite, never by matching text: the
 statement is compiled (`EXPLAIN`, which does not run it) on a read-only connection
-whose authorizer refuses every action that is not a read, and its compiled program
+whose authorizer refuses every action that is not a read (and every function not
+on an explicit list), and its compiled program
 must hold no writing instruction (`VACUUM INTO (SELECT …)` passes the authorizer as a
 SELECT but compiles to a Vacuum). A statement that passes runs freely, on that same kind of connection; anything else asks a person first and
 then runs on a normal connection.
@@ -39,6 +40,37 @@ _QUERY_PRAGMAS = {
     "page_size", "freelist_count", "encoding", "data_version", "journal_mode", "foreign_keys",
 }  # fmt: skip
 
+# The only functions a statement on the free (read-only) path may call: SQLite's
+# core, date, math, window and JSON functions. Anything else — `fts3_tokenizer()`
+# (leaks a pointer, installs one), `load_extension`, `fts5()`, the r-tree
+# debugging functions that parse raw blobs, a function added later — makes the
+# statement not provably safe, so it asks a person (an allow list, never a deny list).
+ALLOWED_FUNCTIONS = frozenset({
+    "abs", "changes", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull", "iif",
+    "instr", "last_insert_rowid", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
+    "nullif", "octet_length", "printf", "quote", "random", "randomblob", "replace", "round", "rtrim", "sign",
+    "soundex", "sqlite_source_id", "sqlite_version", "substr", "substring", "total_changes", "trim",
+    "typeof", "unhex", "unicode", "unistr", "unlikely", "upper", "zeroblob", "->", "->>",
+    # aggregates and window functions
+    "avg", "count", "group_concat", "string_agg", "sum", "total", "median", "row_number", "rank", "dense_rank",
+    "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value",
+    # date and time
+    "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff", "current_date",
+    "current_time", "current_timestamp",
+    # math
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh", "degrees",
+    "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians", "sin", "sinh",
+    "sqrt", "tan", "tanh", "trunc",
+    # JSON
+    "json", "jsonb", "json_array", "jsonb_array", "json_array_length", "json_error_position", "json_extract",
+    "jsonb_extract", "json_insert", "jsonb_insert", "json_object", "jsonb_object", "json_patch", "jsonb_patch",
+    "json_pretty", "json_quote", "json_remove", "jsonb_remove", "json_replace", "jsonb_replace", "json_set",
+    "jsonb_set", "json_type", "json_valid", "json_group_array", "jsonb_group_array", "json_group_object",
+    "jsonb_group_object", "json_each", "json_tree", "jsonb_each", "jsonb_tree",
+    # full-text search ranking and snippets (they only read the matched rows)
+    "match", "bm25", "highlight", "snippet", "offsets", "matchinfo",
+})  # fmt: skip
+
 Param = str | int | float | None
 
 
@@ -47,8 +79,8 @@ class SQLError(ValueError):
 
 
 def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
-        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION:
+        return sqlite3.SQLITE_OK if (arg2 or "").lower() in ALLOWED_FUNCTIONS else sqlite3.SQLITE_DENY
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_PRAGMA:

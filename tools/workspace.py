@@ -3,6 +3,7 @@
 Checks happen twice: `resolve` refuses a bad path before anything is touched, and
 `open_fd` / `parent_fd` walk from the root one component at a time with
 `O_NOFOLLOW`, so a symlink swapped in after the check cannot lead the write out.
+`remove` deletes the same way: through directory fds only, never by path again.
 """
 
 from __future__ import annotations
@@ -166,3 +167,98 @@ class Workspace:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=dir_fd)
                 raise
+
+    # -- deleting through directory fds ------------------------------------------
+
+    def remove(self, real: Path, *, recursive: bool) -> tuple[int, int, int]:
+        """Delete the entry `real` (a file, a symlink itself, or a folder) and return
+        (files, folders, bytes) removed. Every step goes through a directory fd reached
+        from the root with O_NOFOLLOW, never through the path again: a folder swapped
+        for a symlink after the check leads nowhere (the walk refuses it or removes
+        the link itself), so nothing outside the workspace is touched."""
+        if real == self.root:
+            raise PathError("refusing to delete the workspace root itself")
+        rel = self.relative(real)
+        with self.parent_fd(real) as dir_fd:
+            try:
+                st = os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise PathError(f"{rel!r} does not exist in the workspace") from None
+            if not stat.S_ISDIR(st.st_mode):
+                os.unlink(real.name, dir_fd=dir_fd)
+                return 1, 0, st.st_size  # a symlink: the length of its target text, as `ls -l`
+            fd = _open_dir(real.name, dir_fd)
+            if fd is None:
+                raise PathError(f"{rel!r} changed while it was being deleted; nothing was deleted")
+            try:
+                if not os.path.samestat(st, os.fstat(fd)):
+                    raise PathError(f"{rel!r} changed while it was being deleted; nothing was deleted")
+                counts = _count(fd)
+                if (counts[0] or counts[1]) and not recursive:
+                    raise PathError(f"{rel}/ is not empty ({counts[0]} file(s)); set recursive to delete it all")
+                _empty(fd)
+            finally:
+                os.close(fd)
+            os.rmdir(real.name, dir_fd=dir_fd)
+            return counts
+
+
+def _open_dir(name: str, dir_fd: int) -> int | None:
+    """An fd for the folder `name` in `dir_fd`, or None when it is not a plain folder
+    (a symlink or a file swapped in)."""
+    try:
+        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT):
+            return None
+        raise
+
+
+def _count(fd: int) -> tuple[int, int, int]:
+    """(files, folders, bytes) below the folder `fd`; symlinks count as files."""
+    files = folders = total = 0
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                sub = _open_dir(entry.name, fd)
+                if sub is None:
+                    files += 1
+                    continue
+                try:
+                    f, d, b = _count(sub)
+                finally:
+                    os.close(sub)
+                files, folders, total = files + f, folders + d + 1, total + b
+            else:
+                files += 1
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return files, folders, total
+
+
+def _empty(fd: int) -> None:
+    """Delete everything in the folder `fd`, depth first, entry by entry relative to
+    its folder's fd (like shutil.rmtree's fd-based walk)."""
+    with os.scandir(fd) as it:
+        entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    for name, is_dir in entries:
+        sub = _open_dir(name, fd) if is_dir else None
+        if sub is None:
+            # A file, a symlink, or a folder swapped for one since the listing: the
+            # entry itself goes, never what a link points at.
+            try:
+                os.unlink(name, dir_fd=fd)
+            except IsADirectoryError:
+                # A plain folder appeared in its place: walk it through its own fd.
+                sub = _open_dir(name, fd)
+                if sub is None:
+                    continue
+            except FileNotFoundError:
+                continue
+            else:
+                continue
+        try:
+            _empty(sub)
+        finally:
+            os.close(sub)
+        os.rmdir(name, dir_fd=fd)

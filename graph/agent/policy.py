@@ -9,6 +9,14 @@ an entry of its own (`{"*": "ask", "read_file": "allow"}`). A name that is no to
 of the agent is an error when the graph is built (`check_tools`): a misspelled
 `rm_file` would otherwise leave `delete_file` at its default without a word.
 
+Rules and grants match canonical forms, never the raw text a model wrote: a tool
+that declares `canonical` (file tools: workspace-relative paths with `..` and symlinks
+resolved; `http_request`: a normalized URL) is matched on that, so `notes/*` never
+covers `notes/../.git/config`. A value with no canonical form (a path that leaves the
+workspace) matches no rule and no grant. An "allow" rule or a pattern grant must match
+every canonical argument of the call (a move's source and destination); a "deny" or
+"ask" rule needs only one, canonical or as written.
+
 Precedence, first match wins:
   1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
   2. a matching rule (glob or regex on an argument) decides;
@@ -49,11 +57,21 @@ class Rule:
     regex: str | None = None
     allowed_decisions: tuple[DecisionType, ...] | None = None
 
-    def matches(self, args: Mapping[str, Any], default_arg: str | None) -> bool:
-        name = self.arg or default_arg
-        if name is None or name not in args:
+    def matches(self, args: Mapping[str, Any], default_arg: str | None,
+                canonical: Mapping[str, str | None] | None = None) -> bool:
+        canon = canonical or {}
+        names = (self.arg,) if self.arg else _scope(default_arg, canon)
+        if not names:
             return False
-        value = str(args[name])
+        if self.mode == "allow":
+            return all(self._matches_value(_value(n, args, canon)) for n in names)
+        # "deny" and "ask" also hold on the text as written: a rule against `..` still bites.
+        raw = [str(args[n]) if n in args else None for n in names]
+        return any(self._matches_value(v) for v in [*(_value(n, args, canon) for n in names), *raw])
+
+    def _matches_value(self, value: str | None) -> bool:
+        if value is None:
+            return False
         if self.glob is not None and not fnmatch.fnmatchcase(value, self.glob):
             return False
         return not (self.regex is not None and re.search(self.regex, value) is None)
@@ -82,16 +100,19 @@ class Grant:
     tool: str
     pattern: str | None = None
 
-    def covers(self, name: str, args: Mapping[str, Any], match_arg: str | None) -> bool:
+    def covers(self, name: str, args: Mapping[str, Any], match_arg: str | None,
+               canonical: Mapping[str, str | None] | None = None) -> bool:
         # A grant of "*" (the thread's auto-approve switch) is no grant of a tool: it
         # turns auto-approve on (graph/agent/routing.py), which also outranks rules.
         if name != self.tool:
             return False
         if self.pattern is None:
             return True
-        if match_arg is None or match_arg not in args:
-            return False
-        return fnmatch.fnmatchcase(str(args[match_arg]), self.pattern)
+        canon = canonical or {}
+        names = _scope(match_arg, canon)
+        values = [_value(n, args, canon) for n in names]
+        pattern = self.pattern
+        return bool(names) and all(v is not None and fnmatch.fnmatchcase(v, pattern) for v in values)
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "pattern": self.pattern}
@@ -216,17 +237,18 @@ class Policy:
         if config.mode == "deny":
             return Verdict(mode="deny", reason="denied by policy")
         compound = spec.compound is not None and not _safe(lambda a: not spec.compound(a), args)
+        canon = canonical_args(spec, args)
         for rule in config.rules:
             if compound and rule.mode == "allow":
                 continue
-            if rule.matches(args, spec.match_arg):
+            if rule.matches(args, spec.match_arg, canon):
                 return Verdict(
                     mode=rule.mode,
                     allowed_decisions=rule.allowed_decisions or config.allowed_decisions,
                     description=config.description,
                     reason="matched a policy rule",
                 )
-        if any(g.covers(name, args, spec.match_arg) and not (compound and g.pattern) for g in grants):
+        if any(g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern) for g in grants):
             return Verdict(mode="allow", reason="always allowed in this thread")
         if config.mode is not None:
             return Verdict(
@@ -259,6 +281,34 @@ class Policy:
                 }
             )
         return rows
+
+
+def canonical_args(spec: Any, args: Mapping[str, Any]) -> dict[str, str | None]:
+    """{argument: canonical text, or None when it has none} for the tool's canonical
+    arguments; {} for a tool that declares no canonical form."""
+    if spec.canonical is None:
+        return {}
+    try:
+        return dict(spec.canonical(dict(args)))
+    except Exception:
+        # No canonical form (a path that leaves the workspace, a URL with no host):
+        # the matched argument matches nothing; the tool refuses it if it runs.
+        return {spec.match_arg: None} if spec.match_arg else {}
+
+
+def _scope(default_arg: str | None, canon: Mapping[str, str | None]) -> tuple[str, ...]:
+    """The arguments a rule without `arg`, or a pattern grant, is about: every canonical
+    argument when the tool's match argument is one of them (a move: source and
+    destination), else the match argument alone."""
+    if default_arg is None:
+        return ()
+    return tuple(canon) if default_arg in canon else (default_arg,)
+
+
+def _value(name: str, args: Mapping[str, Any], canon: Mapping[str, str | None]) -> str | None:
+    if name in canon:
+        return canon[name]
+    return str(args[name]) if name in args else None
 
 
 def _safe(check: Any, args: Mapping[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class EditedAction(BaseModel):
@@ -26,6 +26,18 @@ class _Decision(BaseModel):
     # Gatehouse extra: "always allow this tool in this thread" (True) or only for
     # argument values matching a glob (a string), granted with this approval.
     always_allow: bool | str | None = None
+
+    @field_validator("always_allow")
+    @classmethod
+    def _pattern(cls, value: bool | str | None) -> bool | str | None:
+        if not isinstance(value, str):
+            return value
+        pattern = value.strip()
+        if not pattern:
+            raise ValueError("always_allow: a pattern must not be empty (true grants the whole tool)")
+        # The decision log stores a whole-tool grant as "*": a *pattern* of only stars
+        # is kept a pattern (it still never covers a chained command or the network).
+        return "**" if set(pattern) == {"*"} else pattern
 
 
 class Approve(_Decision):

@@ -44,6 +44,11 @@ class ToolSpec:
     # shell line with `;` or a pipe): glob/regex "allow" rules and pattern grants
     # never cover such a call, so `ls*` cannot let `ls; rm -rf x` through.
     compound: Callable[[dict[str, Any]], bool] | None = None
+    # The canonical form of the arguments rules and grants match (a workspace-relative
+    # path with `..` and symlinks resolved, a normalized URL): {arg: canonical text,
+    # or None for one that has none, such as a path that leaves the workspace}. Such
+    # an argument matches no rule and no grant (the tool refuses it when it runs).
+    canonical: Callable[[dict[str, Any]], dict[str, str | None]] | None = None
     # The approval card's first line for a call: exactly what it may touch
     # ("sandboxed · workspace writable · no network", "NOT sandboxed · …").
     describe: Callable[[dict[str, Any]], str] | None = None
