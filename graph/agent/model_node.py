@@ -19,13 +19,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 
 from graph.agent import doom_loop
 from graph.agent.context import RunContext, cancelled, model_call_limit
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
-from graph.agent.history import last_human_id, open_turn_before_new_input
+from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
 from graph.agent.message_merge import merge_messages
 from graph.agent.model_call import (
     CUT_OFF_KIND,
@@ -52,6 +53,7 @@ def call_model(
         return held
     # Input held while calls were open joins the history now that each has its answer
     # (same ids, after the answers).
+    stored = state["messages"]  # the history as saved, before this step
     released = list(state.get("held_messages") or [])
     if released:
         state = {**state, "messages": merge_messages(state["messages"], [released])}  # type: ignore[typeddict-item]
@@ -99,12 +101,24 @@ def call_model(
     elif is_cut_off(ai):
         update.update(stop(CUT_OFF_STOP, CUT_OFF_KIND))
     elif deps.hooks["after_llm"]:
-        return after_reply(update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps)
+        return after_reply(update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps, stored)
     update["messages"] = [*before, ai, *answer_now(ai, history, update, deps)]
     mark_completed(update, ai, deps)
     # A hook's own user message (a summary, a nudge) belongs to this run.
     update["run_message_id"] = last_human_id(history, view.get("run_message_id"))
+    announce(ai, stored, update)
     return update
+
+
+def announce(reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any]) -> None:
+    """The whole-message events of a step that keeps `reply`: `assistant_message`, and
+    `turn_complete` when the run ends here (`history`: the saved history the step's
+    update applies to)."""
+    if reply is not None:
+        emit(ev.AssistantMessage, message_id=reply.id, text=text_of(reply.content),
+             tool_calls=[c["name"] for c in reply.tool_calls])
+    if update.get("run_status") == "completed":
+        emit(ev.TurnComplete, status="completed", history_size=len(add_messages(history, update["messages"])))
 
 
 def mark_completed(update: dict[str, Any], reply: AIMessage, deps: AgentDeps) -> None:
@@ -120,6 +134,7 @@ def after_reply(
     ai: AIMessage,
     before: list[AnyMessage],
     deps: AgentDeps,
+    stored: list[AnyMessage] | None = None,
 ) -> dict[str, Any]:
     """The after_llm hooks on a complete reply: keep it (maybe changed by them), or
     send it back (`rerun_llm`) so the model node asks again. `view` holds the
@@ -161,6 +176,11 @@ def after_reply(
         mark_completed(update, final, deps)
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
+    # The reply's text streamed before the hooks ran: a change to it replaces it on screen.
+    new_text = text_of(final.content) if isinstance(final, AIMessage) else None
+    if new_text != text_of(ai.content) and ai.id is not None:
+        emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
+    announce(final if isinstance(final, AIMessage) else None, history if stored is None else stored, update)
     return update
 
 
