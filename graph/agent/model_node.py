@@ -172,14 +172,16 @@ def after_reply(
                 "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
                 "back with rerun_llm, or add nothing after it"
             )
+    # The reply's text streamed before the hooks ran: a change to it replaces it on
+    # screen (announced before anything else of this step reaches the stream).
+    new_text = text_of(final.content) if isinstance(final, AIMessage) else None
+    if new_text != text_of(ai.content) and ai.id is not None:
+        emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
+    if isinstance(final, AIMessage):
         answers = answer_now(final, history, update, deps)
         mark_completed(update, final, deps)
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
-    # The reply's text streamed before the hooks ran: a change to it replaces it on screen.
-    new_text = text_of(final.content) if isinstance(final, AIMessage) else None
-    if new_text != text_of(ai.content) and ai.id is not None:
-        emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
     announce(final if isinstance(final, AIMessage) else None, history if stored is None else stored, update)
     return update
 
