@@ -57,6 +57,7 @@ from graph.protocol.tools import spec_of
 from graph.service import handover
 from graph.service.branches import ThreadTree, first_user
 from graph.service.errors import describe_error, is_storage_error, storage_message
+from graph.service.live_reads import EventGate, LiveMessages
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
 from graph.store.decisions import switch_record
@@ -199,6 +200,8 @@ class Session:
         self._auto_approve = threading.Event()
         if auto_approve:
             self._auto_approve.set()
+        # The messages of runs going on now, for reads that agree with their events.
+        self._live_messages = LiveMessages()
         own_saver = storage.reader is not None and agent.checkpointer is storage.checkpointer
         self._tree = ThreadTree(agent, storage.reader if own_saver else None)
 
@@ -458,6 +461,8 @@ class Session:
             lease.start_renewing()
         held: list[ev.Event] = []
         seen = _Seen()
+        gate = EventGate(self._live_messages, thread_id)
+        self._live_messages.begin(thread_id)
         try:
             yield ev.RunStarted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)  # type: ignore[arg-type]
             try:
@@ -472,6 +477,7 @@ class Session:
                 ):
                     if mode == "updates":
                         seen.see(chunk)
+                        yield from gate.update(chunk)
                     for event in translate(mode, chunk, thread_id):
                         # Announce a pause only once the run is over and the pause saved
                         # (the lease too is free by then): a client may answer it at once,
@@ -479,7 +485,8 @@ class Session:
                         if isinstance(event, ev.ApprovalRequired):
                             held.append(event)
                         else:
-                            yield event
+                            yield from gate.event(event)
+                yield from gate.rest()
                 status, reason = self._outcome(_config(thread_id), paused=bool(held), seen=seen if kind != "retry" else None)
                 index.touch(thread_id, status=status, reason=reason)
                 reply = seen.reply
@@ -499,10 +506,12 @@ class Session:
                 with suppress(Exception):
                     index.touch(thread_id, status="failed", reason=message)
                 final = [
+                    *gate.rest(),
                     ev.ErrorEvent(thread_id=thread_id, message=message, kind=error_kind, retryable=retryable),
                     ev.RunFinished(thread_id=thread_id, status="failed", reason=message),
                 ]
         finally:
+            self._live_messages.end(thread_id)  # the run's steps are saved (or it failed)
             # Released before the last events: a client that reacts to them at once
             # (approves, sends again) must find the thread free.
             if lease is not None:
@@ -557,8 +566,10 @@ class Session:
 
     def messages(self, thread_id: str) -> list[BaseMessage]:
         """The thread's messages as LangChain objects (for embedders and tests; front
-        ends read `transcript`)."""
-        return list((self.agent.get_state(_config(thread_id)).values or {}).get("messages", []))
+        ends read `transcript`). Read during a run of this Session, they include every
+        message whose event the run has handed out (graph/service/live_reads.py)."""
+        saved = list((self.agent.get_state(_config(thread_id)).values or {}).get("messages", []))
+        return self._live_messages.read(thread_id, saved)
 
     def transcript(self, thread_id: str) -> list[MessageView]:
         """The thread's messages as plain data, for front ends."""
