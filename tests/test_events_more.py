@@ -17,7 +17,16 @@ from langgraph.types import Command
 from rich.console import Console
 from streamlit.testing.v1 import AppTest
 
-from graph import AsyncSession, DecisionError, ScriptedModel, Session, ai, build_graph, hook, tool_call
+from graph import (
+    AsyncSession,
+    DecisionError,
+    ScriptedModel,
+    Session,
+    ai,
+    build_graph,
+    hook,
+    tool_call,
+)
 from graph.protocol import events as ev
 from graph.store import open_storage
 from tests.support.core_fixtures import Ledger, make_tools
@@ -153,11 +162,8 @@ def _screen(output: str, width: int) -> list[str]:
             del rows[row + 1 :]
         elif cr:
             col = 0
-        elif nl:
+        elif nl or ch and col >= width:
             row, col = row + 1, 0
-        elif ch:
-            if col >= width:
-                row, col = row + 1, 0
         if nl or ch:
             while len(rows) <= row:
                 rows.append([])

@@ -16,7 +16,6 @@ from graph.agent.hooks import HookError, HookSet
 from graph.service.config import load_settings
 from graph.store import open_storage
 from tests.support import haystack_hooks
-from tests.support.haystack_hooks import BothForms
 
 CONFIG = """
 db = "gatehouse.db"

@@ -32,7 +32,7 @@ elsewhere as a hand-over, and answer it in one place only (delete the source thr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage, message_to_dict, messages_from_dict
@@ -101,7 +101,7 @@ def decisions_of(exported: Exported, thread_id: str) -> list[DecisionRecord]:
 
 
 def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequence[JournalEntry],
-          decisions: Sequence[DecisionRecord], taken: bool) -> Approval | None:
+          decisions: Sequence[DecisionRecord], taken: bool, tools: Collection[str]) -> Approval | None:
     """The pause an import restores (None for a thread that waits for nothing), or
     `ImportRefused` saying why it cannot be imported at most once."""
     if exported.pending is None:
@@ -113,6 +113,8 @@ def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequenc
             "the thread waits for the outcome of a call a crash cut off (or an unknown request); decide it, "
             "then export again"
         )
+    if missing := sorted({a.name for a in pause.request.action_requests} - set(tools)):
+        raise ImportRefused(f"this agent has no tool named {', '.join(missing)}: the pending request cannot be asked here")
     open_calls = unanswered({"messages": exported.messages})
     asked = [(a.tool_call_id, a.name, a.args) for a in pause.request.action_requests]
     if sorted(asked, key=repr) != sorted(((c["id"], c["name"], c["args"]) for c in open_calls), key=repr):
@@ -164,7 +166,7 @@ def restore(agent: CompiledStateGraph, storage: Storage, thread_id: str, exporte
         asked = _asked(agent, thread_id)
         if asked is None or _calls(asked) != _calls(pause):
             storage.delete_thread(thread_id)
-            shown = ", ".join(n for _, n, _ in _calls(asked)) if asked else "nothing"
+            shown = ", ".join(n for _, n, _ in _calls(asked)) or "nothing"
             raise ImportRefused(
                 f"this database's policy would not ask the same calls (it asks about {shown}, the export about "
                 f"{', '.join(n for _, n, _ in _calls(pause))}): the pause cannot be restored here; nothing was written"

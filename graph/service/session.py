@@ -794,7 +794,7 @@ class Session:
             thread_id = thread_id or self.new_thread_id()
         journal, decisions = handover.journal_of(exported, thread_id), handover.decisions_of(exported, thread_id)
         with self._holding(thread_id):
-            pause = handover.check(self.storage, thread_id, exported, journal, decisions, taken)
+            pause = handover.check(self.storage, thread_id, exported, journal, decisions, taken, self._tools())
             handover.restore(self.agent, self.storage, thread_id, exported, journal, decisions, pause)
             self.storage.index.touch(thread_id, status="idle" if pause is None else "awaiting_approval")
             # The export's title, whatever the saver guessed from the first message.
