@@ -108,9 +108,11 @@ class EventGate:
         if not isinstance(chunk, dict):
             return []
         arrived: list[Any] = []
-        for update in chunk.values():
-            if isinstance(update, dict) and update.get("messages"):
-                arrived += list(update["messages"])
+        for value in chunk.values():
+            for update in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(update, dict) and update.get("messages"):
+                    messages = update["messages"]
+                    arrived += [messages] if isinstance(messages, BaseMessage) else list(messages)
         if arrived:
             self.live.add(self.thread_id, arrived)
         return self._release(arrived)
