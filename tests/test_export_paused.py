@@ -228,3 +228,31 @@ def test_the_terminal_imports_a_paused_thread_once(tmp_path: Path) -> None:
     again = runner.invoke(app, ["import", str(path)], env=env)
     assert again.exit_code == 2 and "only under its own id" in again.output
     assert not (tmp_path / "ws" / "notes.md").exists()
+
+
+def test_async_session_serialises_a_paused_run_and_wakes_it_elsewhere(tmp_path: Path, target_db: str) -> None:
+    """The pydantic-ai user's story: pause for approval, store it, wake it up anywhere."""
+    import asyncio
+
+    from graph import AsyncSession
+
+    source, _ = opened(tmp_path / "a")
+    target, ledger = opened(tmp_path / "b", target_db)
+
+    async def main() -> str | None:
+        here, there = AsyncSession(source), AsyncSession(target)
+        run = await here.start(None, "deploy web")
+        await run.collect()
+        stored = await here.export(run.thread_id, "json")  # e.g. into a queue or a blob store
+        await here.delete(run.thread_id)  # handed over: answered in one place only
+        tid = await there.import_thread(stored)
+        pending = await there.pending(tid)
+        assert pending is not None and [a.name for a in pending.actions] == ["deploy"]
+        resumed = await there.resume(tid, APPROVE, interrupt_id=pending.interrupt_id)
+        await resumed.collect()
+        await here.close()
+        await there.close()
+        return resumed.status
+
+    assert asyncio.run(main()) == "completed"
+    assert ledger.count("deploy") == 1
