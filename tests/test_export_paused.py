@@ -138,23 +138,6 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
         session.close()
 
 
-def test_a_paused_export_is_refused_where_the_call_already_ran(tmp_path: Path) -> None:
-    """Imported into a database where the same thread's call has a journal row (it ran
-    there): refused, nothing written."""
-    session, ledger, tid = paused_thread(tmp_path)
-    try:
-        exported = json.loads(session.export(tid, "json"))
-        session.resume(tid, APPROVE).collect()
-        # The decision log is gone too, as far as this import can tell (another id's).
-        session.delete(tid)
-        session.storage.journal.restore([])  # nothing to restore: the journal row went with the thread
-        with pytest.raises(ImportRefused, match="already decided"):
-            session.import_thread(exported)
-        assert ledger.count("deploy") == 1
-    finally:
-        session.close()
-
-
 @pytest.mark.parametrize(
     "tamper, error",
     [
