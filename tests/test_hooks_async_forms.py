@@ -164,3 +164,15 @@ def test_on_exit_may_add_a_closing_assistant_message_without_continue_run(tmp_pa
     session, _ = make(tmp_path, ["done"], {"on_exit": [sign]})
     assert session.send("t", "hi").collect()[-1].status == "completed"
     assert session.messages("t")[-1].content == "All checks passed (checked)"
+
+
+def test_on_exit_may_edit_earlier_messages_in_place_without_continue_run(tmp_path: Path) -> None:
+    @hook
+    def scrub(state):
+        first = state["messages"][0]
+        if "password" in first.content:
+            first.content = first.content.replace("hunter2", "[redacted]")  # the person's own message
+
+    session, _ = make(tmp_path, ["noted"], {"on_exit": [scrub]})
+    assert session.send("t", "my password is hunter2").collect()[-1].status == "completed"
+    assert [m.content for m in session.messages("t")] == ["my password is [redacted]", "noted"]

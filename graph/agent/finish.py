@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
@@ -35,7 +35,7 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     if update.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
         return Command(goto="finish", update=update)
-    if not update.get("continue_run") and (dangling := _unanswered(update.get("messages") or [])) is not None:
+    if not update.get("continue_run") and (dangling := _unanswered(state, update.get("messages") or [])) is not None:
         # Flow follows the control keys only; a message the model would never see is
         # refused rather than left unanswered at the end of the history.
         raise HookError(
@@ -51,10 +51,16 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     return Command(goto=END, update={**update, "run_status": "completed"})
 
 
-def _unanswered(messages: Sequence[Any]) -> str | None:
-    """The role of the last message an on_exit update adds when it is one the model
-    should answer (a user or system message), else None."""
-    last = next((m for m in reversed(messages) if not isinstance(m, RemoveMessage)), None)
+def _unanswered(state: AgentState, added: Sequence[Any]) -> str | None:
+    """The role of the history's last message after an on_exit update, when it is one
+    the model should answer (a user or system message) and the update put it there."""
+    if not added:
+        return None
+    history = add_messages(list(state.get("messages") or []), list(added))
+    last = history[-1] if history else None
+    before = (state.get("messages") or [None])[-1]
+    if last is None or (before is not None and last.id == before.id and last.type == before.type):
+        return None  # the history ended like this before the hooks ran
     if isinstance(last, HumanMessage):
         return "user"
     if isinstance(last, SystemMessage):
