@@ -349,3 +349,26 @@ def test_a_mid_run_read_through_async_session(tmp_path: Path) -> None:
         return checked
 
     assert asyncio.run(main()) == 10
+
+
+def test_a_redaction_hook_from_gatehouse_toml_under_async_session(tmp_path: Path) -> None:
+    from graph import open_session
+    from graph.service.config import load_settings
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "gatehouse.toml").write_text(
+        'db = "g.db"\nworkspace = "ws"\n[hooks]\nafter_llm = ["tests.support.haystack_hooks:Redact"]\n'
+    )
+    settings = load_settings(tmp_path / "gatehouse.toml", env={})
+
+    async def main() -> list[ev.Event]:
+        session = AsyncSession(open_session(settings, model=ScriptedModel(script=["use sk-abcdefgh12345678 here"])))
+        run = await session.start("t", "key?")
+        events = await run.collect()
+        assert (await session.messages("t"))[-1].content == "use [redacted] here"
+        await session.close()
+        return events
+
+    events = asyncio.run(main())
+    [replaced] = of(events, ev.MessageReplaced)
+    assert replaced.text == "use [redacted] here" and events[-1].text == "use [redacted] here"

@@ -56,3 +56,14 @@ class BothForms:
 
     async def close_async(self) -> None:
         self._log("close_async")
+
+
+class Redact:
+    """An after_llm hook that redacts API keys from the model's reply in place."""
+
+    def run(self, state: Mapping[str, Any]) -> None:
+        import re
+
+        reply = state["messages"][-1]
+        if isinstance(reply.content, str):
+            reply.content = re.sub(r"sk-[A-Za-z0-9]{8,}", "[redacted]", reply.content)
