@@ -18,6 +18,7 @@ from langgraph.types import Command
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
 from graph.agent.history import last_human_id
+from graph.agent.model_node import history_size
 from graph.agent.state import AgentState
 from graph.protocol import events as ev
 from graph.protocol.errors import HookError
@@ -45,9 +46,8 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     if update.pop("continue_run", False):
         seen = last_human_id(update.get("messages") or [], state.get("run_message_id"))
         return Command(goto="model", update={**update, "continue_run": False, "run_message_id": seen})
-    size = len(add_messages(state.get("messages") or [], update["messages"])) if update.get("messages") else len(
-        state.get("messages") or [])
-    emit(ev.TurnComplete, status="completed", history_size=size)
+    emit(ev.TurnComplete, status="completed",
+         history_size=history_size(list(state.get("messages") or []), list(update.get("messages") or [])))
     return Command(goto=END, update={**update, "run_status": "completed"})
 
 

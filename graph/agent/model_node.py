@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.runtime import Runtime
 
 from graph.agent import doom_loop
@@ -118,7 +118,24 @@ def announce(reply: AIMessage | None, history: list[AnyMessage], update: dict[st
         emit(ev.AssistantMessage, message_id=reply.id, text=text_of(reply.content),
              tool_calls=[c["name"] for c in reply.tool_calls])
     if update.get("run_status") == "completed":
-        emit(ev.TurnComplete, status="completed", history_size=len(add_messages(history, update["messages"])))
+        emit(ev.TurnComplete, status="completed", history_size=history_size(history, update["messages"]))
+
+
+def history_size(history: list[AnyMessage], added: list[Any]) -> int:
+    """How many messages `history` holds once `added` is applied by the messages
+    reducer, without building that list (a turn's end on a long thread)."""
+    if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
+        return len(add_messages(history, added))
+    ids = {m.id for m in history}
+    size = len(history)
+    for m in added:
+        if isinstance(m, RemoveMessage):
+            size -= m.id in ids
+            ids.discard(m.id)
+        elif m.id is None or m.id not in ids:
+            size += 1
+            ids.add(m.id)
+    return size
 
 
 def mark_completed(update: dict[str, Any], reply: AIMessage, deps: AgentDeps) -> None:
