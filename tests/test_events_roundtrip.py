@@ -18,6 +18,10 @@ EXAMPLES: dict[type[Any], dict[str, Any]] = {
     ev.ReasoningDelta: {"text": "the user wants ✓\n", "message_id": "m1"},
     ev.ModelRetried: {"attempt": 2, "max_retries": 3, "delay_s": 1.5, "reason": "HTTP 429", "message_id": "m1"},
     ev.ReplyRejected: {"message_id": "m1", "reason": "not valid JSON"},
+    ev.PartStarted: {"message_id": "m1", "index": 2, "part_kind": "tool_call", "call_id": "c1", "tool_name": "write_file"},
+    ev.MessageReplaced: {"message_id": "m1", "text": "The key is [redacted] ✓", "removed": True},
+    ev.AssistantMessage: {"message_id": "m1", "text": "Done: todo.md has 3 items.", "tool_calls": ["write_file"]},
+    ev.TurnComplete: {"status": "stopped", "history_size": 7},
     ev.ToolStarted: {
         "call_id": "c1", "name": "write_file", "args": {"path": "a.md", "n": [1, 2.5, None, {"x": True}]}, "auto_approved": True
     },

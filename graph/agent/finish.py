@@ -1,17 +1,27 @@
 """The `finish` node (only when there are on_exit hooks or a stop): a stop's notice,
-or the on_exit hooks, which may stop the run or send it back to the model."""
+or the on_exit hooks, which may stop the run or send it back to the model.
+
+An on_exit hook that adds a user (or system) message must also set `continue_run`
+(or `stop_reason`): otherwise the message would sit unanswered at the end of the
+history, so it is refused with a `HookError` and nothing is written."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END
+from langgraph.graph.message import add_messages
 from langgraph.types import Command
 
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
 from graph.agent.history import last_human_id
+from graph.agent.model_node import history_size
 from graph.agent.state import AgentState
 from graph.protocol import events as ev
+from graph.protocol.errors import HookError
 from graph.protocol.threads import NOTICE_MARK
 
 
@@ -20,12 +30,39 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
         notice = AIMessage(content=reason, additional_kwargs={NOTICE_MARK: "stop"})
         emit(ev.Notice, text=reason, source="stop")
         ended = "cancelled" if state.get("stop_kind") == "cancelled" else "stopped"
+        emit(ev.TurnComplete, status=ended, history_size=len(state.get("messages") or []) + 1)
         return Command(goto=END, update={"messages": [notice], "run_status": ended})
     update = deps.hooks.run("on_exit", state)
     if update.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
         return Command(goto="finish", update=update)
+    if not update.get("continue_run") and (dangling := _unanswered(state, update.get("messages") or [])) is not None:
+        # Flow follows the control keys only; a message the model would never see is
+        # refused rather than left unanswered at the end of the history.
+        raise HookError(
+            f"on_exit hooks added a {dangling} message but did not set continue_run: the model would never "
+            'answer it. Return {"continue_run": True} with it to continue the run (or stop_reason to stop)'
+        )
     if update.pop("continue_run", False):
         seen = last_human_id(update.get("messages") or [], state.get("run_message_id"))
         return Command(goto="model", update={**update, "continue_run": False, "run_message_id": seen})
+    emit(ev.TurnComplete, status="completed",
+         history_size=history_size(list(state.get("messages") or []), list(update.get("messages") or [])))
     return Command(goto=END, update={**update, "run_status": "completed"})
+
+
+def _unanswered(state: AgentState, added: Sequence[Any]) -> str | None:
+    """The role of the history's last message after an on_exit update, when it is one
+    the model should answer (a user or system message) and the update put it there."""
+    if not added:
+        return None
+    history = add_messages(list(state.get("messages") or []), list(added))
+    last = history[-1] if history else None
+    before = (state.get("messages") or [None])[-1]
+    if last is None or (before is not None and last.id == before.id and last.type == before.type):
+        return None  # the history ended like this before the hooks ran
+    if isinstance(last, HumanMessage):
+        return "user"
+    if isinstance(last, SystemMessage):
+        return "system"
+    return None

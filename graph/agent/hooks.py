@@ -11,6 +11,10 @@ object may sit at several points.
 A hook may change the state it is given in place, or return an update, or both:
 in-place changes are found and stored (graph/agent/hook_state.py).
 
+A hook with both forms (Haystack components usually have `run` and `run_async`)
+runs its sync forms under `Session` and its async forms under `AsyncSession` (which
+binds its event loop to the hooks'), for `run`, `warm_up` and `close` alike.
+
 Lifecycle: a hook may define `warm_up()` / `close()` (or `awarm_up()` / `aclose()`,
 or Haystack's `warm_up_async()` / `close_async()`). A `HookSet` calls `warm_up`
 once, before the first hook runs (so a hook opens its clients lazily, in the process
@@ -48,6 +52,9 @@ HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
 HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "after_llm", "before_tool", "on_exit")
 # Points where the model's latest calls may still be open (they get answers later).
 _OPEN_CALLS_OK = ("after_llm", "before_tool")
+# Haystack's nested spelling of the control keys: an alias of the flat ones.
+FLOW_CONTROL = "flow_control"
+FLOW_KEYS = frozenset({"stop_reason", "stop_kind", "continue_run", "rerun_llm"})
 # Async names of the lifecycle and run methods, ours first, then Haystack's.
 ASYNC_NAMES = {"run": ("arun", "run_async"), "warm_up": ("awarm_up", "warm_up_async"), "close": ("aclose", "close_async")}
 
@@ -167,14 +174,22 @@ def async_method(h: Any, name: str) -> Callable[[], Any] | None:
     return None
 
 
+def prefers_async(loop: HookLoop | None) -> bool:
+    """Whether a hook with both forms runs its async one: under `AsyncSession` (which
+    binds its event loop to the hooks' loop), not under `Session`."""
+    return loop is not None and loop.bound is not None
+
+
 def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) -> Update:
-    """Prefer the sync `run`; an async hook (an async function, or an object with
-    only `arun` / `run_async`) runs on the hooks' event loop."""
-    if isinstance(h, FunctionHook) and h.is_async:
-        return (loop or default_loop).run(h.arun(state))
-    if callable(getattr(h, "run", None)):
-        return h.run(state)
+    """The sync `run` under `Session`, the async `arun` / `run_async` under
+    `AsyncSession` when the hook has both (Haystack components usually do); a hook
+    with one form runs that one. Async code runs on the hooks' event loop. A plain
+    function wrapped with `@hook` runs as what it is."""
+    if isinstance(h, FunctionHook):
+        return (loop or default_loop).run(h.arun(state)) if h.is_async else h.run(state)
     arun = async_method(h, "run")
+    if callable(getattr(h, "run", None)) and (arun is None or not prefers_async(loop)):
+        return h.run(state)
     if arun is None:
         raise HookError(f"not a hook (needs run(state), arun(state) or run_async(state)): {h!r}")
     return (loop or default_loop).run(arun(state))
@@ -206,7 +221,12 @@ def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint,
             raise
         except Exception as exc:
             raise HookError(f"{point} hook {h!r} failed: {type(exc).__name__}: {exc}") from exc
+        if isinstance(given, dict) and FLOW_CONTROL in given and FLOW_CONTROL not in view:
+            # Set in place (`state["flow_control"] = {...}`): the flat keys, as if returned.
+            given.update(flat_flow_control(h, {FLOW_CONTROL: given.pop(FLOW_CONTROL)}, point))
         changed = in_place_changes(h, view, given, point)
+        if isinstance(out, Mapping) and FLOW_CONTROL in out:
+            out = flat_flow_control(h, out, point)
         if out:
             _check_update(h, out, point)
             if not copies_state(h):
@@ -243,6 +263,24 @@ def _apply(out: Mapping[str, Any], update: dict[str, Any], view: dict[str, Any],
             update[key] = view[key] = merged
         else:
             update[key] = view[key] = value
+
+
+def flat_flow_control(h: Any, out: Mapping[str, Any], point: HookPoint) -> dict[str, Any]:
+    """Haystack's nested form `{"flow_control": {"continue_run": True}}` as the flat
+    keys it stands for. The same key given both ways must agree."""
+    nested = out[FLOW_CONTROL]
+    flat = {k: v for k, v in out.items() if k != FLOW_CONTROL}
+    if nested is None:
+        return flat
+    if not isinstance(nested, Mapping):
+        raise HookError(f"{point} hook {h!r}: 'flow_control' must be a dict of {sorted(FLOW_KEYS)}")
+    if unknown := set(nested) - FLOW_KEYS:
+        raise HookError(f"{point} hook {h!r}: unknown flow_control keys {sorted(unknown)}; allowed: {sorted(FLOW_KEYS)}")
+    for key, value in nested.items():
+        if key in flat and flat[key] != value:
+            raise HookError(f"{point} hook {h!r} set {key!r} twice with different values (flat and in flow_control)")
+        flat[key] = value
+    return flat
 
 
 def _check_update(h: Any, out: Any, point: HookPoint) -> None:
@@ -354,12 +392,13 @@ class HookSet:
 
 
 def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> str | None:
-    """Call the hook's `warm_up` / `close` (the sync form first, else the async one on
-    the hooks' loop)."""
+    """Call the hook's `warm_up` / `close`: the form `call_hook` would pick for `run`
+    (the async one under `AsyncSession`, on the hooks' loop), else the one it has."""
     try:
-        if callable(fn := getattr(h, name, None)):
+        afn = async_method(h, name)
+        if callable(fn := getattr(h, name, None)) and (afn is None or not prefers_async(loop)):
             fn()
-        elif (afn := async_method(h, name)) is not None:
+        elif afn is not None:
             loop.run(afn())
     except Exception as exc:
         message = f"hook {h!r} {name} failed: {type(exc).__name__}: {exc}"
@@ -370,9 +409,11 @@ def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> s
 
 
 async def _alifecycle(h: Any, name: str, loop: HookLoop) -> None:
-    """The same from async code: the async form first, on the hooks' loop."""
+    """The same from async code, choosing the same form as `_lifecycle` (so a hook
+    with both warms up with the form its `run` will use); async code on the hooks' loop."""
     try:
-        if (afn := async_method(h, name)) is not None:
+        afn = async_method(h, name)
+        if afn is not None and (prefers_async(loop) or not callable(getattr(h, name, None))):
             await loop.run_async(afn())
         elif callable(fn := getattr(h, name, None)):
             fn()

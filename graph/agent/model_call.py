@@ -138,6 +138,8 @@ class _Reply:
         self.merged: AIMessage | AIMessageChunk | None = None
         self.message_id: str | None = None
         self._think = ThinkSplitter()
+        self._part: str | None = None  # the kind of the part streaming now
+        self._parts = 0  # parts started so far (the next part's index)
 
     def fetch(
         self, model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Runtime[RunContext]
@@ -159,7 +161,10 @@ class _Reply:
         else:
             self.add(model.invoke(messages, config, stream=False))
         self.flush()
-        return to_message(self.merged), False
+        ai = to_message(self.merged)
+        for call in ai.tool_calls:
+            self.start_part("tool_call", ai.id, call_id=call["id"], tool_name=call["name"])
+        return ai, False
 
     def add(self, chunk: AIMessage) -> None:
         self.message_id = self.message_id or chunk.id
@@ -179,7 +184,17 @@ class _Reply:
             self._emit(_DELTAS[kind], piece, self.message_id)
 
     def _emit(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta], text: str, message_id: str | None) -> None:
+        part = kind.model_fields["type"].default.removesuffix("_delta")
+        if part != self._part:
+            self.start_part(part, message_id or self.message_id)
         self.write(kind(thread_id=self.thread_id, text=text, message_id=message_id or self.message_id))
+
+    def start_part(self, kind: str, message_id: str | None, **call: Any) -> None:
+        """A `part_started` event: deltas of another kind than the last, or a tool call."""
+        self._part = kind
+        self.write(ev.PartStarted(thread_id=self.thread_id, message_id=message_id, index=self._parts,
+                                  part_kind=kind, **call))  # type: ignore[arg-type]
+        self._parts += 1
 
 
 def streams(model: Any) -> bool:

@@ -19,13 +19,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.runtime import Runtime
 
 from graph.agent import doom_loop
 from graph.agent.context import RunContext, cancelled, model_call_limit
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
-from graph.agent.history import last_human_id, open_turn_before_new_input
+from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
 from graph.agent.message_merge import merge_messages
 from graph.agent.model_call import (
     CUT_OFF_KIND,
@@ -52,6 +53,7 @@ def call_model(
         return held
     # Input held while calls were open joins the history now that each has its answer
     # (same ids, after the answers).
+    stored = state["messages"]  # the history as saved, before this step
     released = list(state.get("held_messages") or [])
     if released:
         state = {**state, "messages": merge_messages(state["messages"], [released])}  # type: ignore[typeddict-item]
@@ -99,12 +101,41 @@ def call_model(
     elif is_cut_off(ai):
         update.update(stop(CUT_OFF_STOP, CUT_OFF_KIND))
     elif deps.hooks["after_llm"]:
-        return after_reply(update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps)
+        return after_reply(update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps, stored)
     update["messages"] = [*before, ai, *answer_now(ai, history, update, deps)]
     mark_completed(update, ai, deps)
     # A hook's own user message (a summary, a nudge) belongs to this run.
     update["run_message_id"] = last_human_id(history, view.get("run_message_id"))
+    announce(ai, stored, update)
     return update
+
+
+def announce(reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any]) -> None:
+    """The whole-message events of a step that keeps `reply`: `assistant_message`, and
+    `turn_complete` when the run ends here (`history`: the saved history the step's
+    update applies to)."""
+    if reply is not None:
+        emit(ev.AssistantMessage, message_id=reply.id, text=text_of(reply.content),
+             tool_calls=[c["name"] for c in reply.tool_calls])
+    if update.get("run_status") == "completed":
+        emit(ev.TurnComplete, status="completed", history_size=history_size(history, update["messages"]))
+
+
+def history_size(history: list[AnyMessage], added: list[Any]) -> int:
+    """How many messages `history` holds once `added` is applied by the messages
+    reducer, without building that list (a turn's end on a long thread)."""
+    if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
+        return len(add_messages(history, added))
+    ids = {m.id for m in history}
+    size = len(history)
+    for m in added:
+        if isinstance(m, RemoveMessage):
+            size -= m.id in ids
+            ids.discard(m.id)
+        elif m.id is None or m.id not in ids:
+            size += 1
+            ids.add(m.id)
+    return size
 
 
 def mark_completed(update: dict[str, Any], reply: AIMessage, deps: AgentDeps) -> None:
@@ -120,6 +151,7 @@ def after_reply(
     ai: AIMessage,
     before: list[AnyMessage],
     deps: AgentDeps,
+    stored: list[AnyMessage] | None = None,
 ) -> dict[str, Any]:
     """The after_llm hooks on a complete reply: keep it (maybe changed by them), or
     send it back (`rerun_llm`) so the model node asks again. `view` holds the
@@ -157,10 +189,17 @@ def after_reply(
                 "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
                 "back with rerun_llm, or add nothing after it"
             )
+    # The reply's text streamed before the hooks ran: a change to it replaces it on
+    # screen (announced before anything else of this step reaches the stream).
+    new_text = text_of(final.content) if isinstance(final, AIMessage) else None
+    if new_text != text_of(ai.content) and ai.id is not None:
+        emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
+    if isinstance(final, AIMessage):
         answers = answer_now(final, history, update, deps)
         mark_completed(update, final, deps)
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
+    announce(final if isinstance(final, AIMessage) else None, history if stored is None else stored, update)
     return update
 
 

@@ -46,7 +46,7 @@ from graph.agent.policy import Grant, Verdict
 from graph.agent.routing import classify
 from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
-from graph.protocol.answers import Approve, Edit, Reject, Respond, ReviewAnswer
+from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
 from graph.protocol.tools import spec_of
@@ -215,16 +215,30 @@ def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
     if not isinstance(data, Mapping) or "decisions" not in data:
         raise ValueError('an answer must be {"decisions": [...]} with one decision per action request')
     decisions = data["decisions"]
+    fill = _missing_rejected(data.get("reject_missing", False))
     if isinstance(decisions, Mapping):  # keyed by tool call id
         ids = [a["tool_call_id"] for a in actions]
         unknown = [k for k in decisions if k not in ids]
         if unknown:
             raise ValueError(f"decisions name tool calls that are not pending: {unknown}; pending: {ids}")
         missing = [i for i in ids if i not in decisions]
-        if missing:
-            raise ValueError(f"no decision for tool call(s) {missing}")
-        decisions = [decisions[i] for i in ids]
+        if missing and fill is None:
+            raise ValueError(f"no decision for tool call(s) {missing} (or say reject_missing: true)")
+        decisions = [decisions.get(i, fill) for i in ids]
+    elif isinstance(decisions, list) and fill is not None:  # a null leaves that call to reject_missing
+        decisions = [fill if d is None else d for d in decisions]
     return {**data, "decisions": decisions}
+
+
+def _missing_rejected(flag: Any) -> dict[str, Any] | None:
+    """The decision `reject_missing` gives an undecided call (None: the option is off)."""
+    if flag is False or flag is None:
+        return None
+    if flag is True:
+        return {"type": "reject", "message": MISSING_REJECTED}
+    if isinstance(flag, str) and flag.strip():
+        return {"type": "reject", "message": flag.strip()}
+    raise ValueError("reject_missing must be true, false or a reason (text)")
 
 
 def _check(

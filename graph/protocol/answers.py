@@ -63,8 +63,18 @@ Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="typ
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 
 
+# The message of a reject that `reject_missing: true` fills in.
+MISSING_REJECTED = "Not decided in the answer; rejected (reject_missing)."
+
+
 class ReviewAnswer(BaseModel):
+    """`decisions`: one per action request, in order, or keyed by tool call id.
+    `reject_missing` (Gatehouse extra, off unless given): a call the answer does not
+    decide (an id left out of the keyed form, a `null` in the list) is rejected, with
+    this text as the reason when it is a string. Without it such an answer is refused."""
+
     decisions: list[Decision]
+    reject_missing: bool | str = False
 
 
 OutcomeChoice = Literal["run_again", "mark_failed", "respond"]

@@ -76,6 +76,56 @@ class ReplyRejected(_EventBase):
     reason: str = ""
 
 
+class PartStarted(_EventBase):
+    """A new part of the model's reply `message_id` starts: its text, its reasoning
+    (a `<think>` block or `reasoning_content`), or one of its tool calls. `index`
+    counts the reply's parts from 0 in the order they start; the `text_delta` /
+    `reasoning_delta` events that follow belong to this part until the next
+    `part_started`. A tool call's part starts once its arguments are complete
+    (`call_id`, `tool_name`). A retried reply starts over at index 0."""
+
+    type: Literal["part_started"] = "part_started"
+    message_id: str | None = None
+    index: int
+    part_kind: Literal["text", "reasoning", "tool_call"]
+    call_id: str | None = None
+    tool_name: str | None = None
+
+
+class MessageReplaced(_EventBase):
+    """An `after_llm` hook changed the reply `message_id` after its text had streamed
+    (a redaction): `text` is the whole new text, to show instead of what streamed;
+    `removed` means the hook took the reply out of the history (show nothing). The
+    stored history already holds the new version."""
+
+    type: Literal["message_replaced"] = "message_replaced"
+    message_id: str
+    text: str
+    removed: bool = False
+
+
+class AssistantMessage(_EventBase):
+    """A model reply as the history keeps it (after the `after_llm` hooks): its whole
+    `text`, its `message_id` (the one its deltas carry) and the names of the tools it
+    asks for. One per reply kept, sent when the reply is complete."""
+
+    type: Literal["assistant_message"] = "assistant_message"
+    message_id: str
+    text: str
+    tool_calls: list[str] = Field(default_factory=list)
+
+
+class TurnComplete(_EventBase):
+    """The agent finished the person's turn: it answered (`status` "completed"), or
+    the run was stopped or cancelled. Not sent when the run pauses for approval (the
+    turn goes on when it is answered) or fails. `history_size`: how many messages the
+    thread's history holds now (what `session.messages(thread_id)` returns)."""
+
+    type: Literal["turn_complete"] = "turn_complete"
+    status: Literal["completed", "stopped", "cancelled"] = "completed"
+    history_size: int
+
+
 class ToolStarted(_EventBase):
     """A tool call starts (or is answered without running: a `tool_finished` with an
     error status follows). `auto_approved`: a call that needed approval ran because
@@ -188,6 +238,10 @@ Event = Annotated[
     | ReasoningDelta
     | ModelRetried
     | ReplyRejected
+    | PartStarted
+    | MessageReplaced
+    | AssistantMessage
+    | TurnComplete
     | ToolStarted
     | ToolOutput
     | ToolFinished
@@ -206,6 +260,10 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     ReasoningDelta,
     ModelRetried,
     ReplyRejected,
+    PartStarted,
+    MessageReplaced,
+    AssistantMessage,
+    TurnComplete,
     ToolStarted,
     ToolOutput,
     ToolFinished,

@@ -54,8 +54,10 @@ from graph.protocol.errors import (
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import NOTICE_MARK, Branches, MessageView, ThreadInfo
 from graph.protocol.tools import spec_of
+from graph.service import handover
 from graph.service.branches import ThreadTree, first_user
 from graph.service.errors import describe_error, is_storage_error, storage_message
+from graph.service.live_reads import EventGate, LiveMessages
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
 from graph.store.decisions import switch_record
@@ -198,6 +200,8 @@ class Session:
         self._auto_approve = threading.Event()
         if auto_approve:
             self._auto_approve.set()
+        # The messages of runs going on now, for reads that agree with their events.
+        self._live_messages = LiveMessages()
         own_saver = storage.reader is not None and agent.checkpointer is storage.checkpointer
         self._tree = ThreadTree(agent, storage.reader if own_saver else None)
 
@@ -304,13 +308,18 @@ class Session:
         source: str | None = None,
         actor: str | None = None,
         auto_approve: bool | None = None,
+        reject_missing: bool | str = False,
     ) -> Run:
         """Answer the pending approval request: `{"decisions": [...]}` in request order
-        (or keyed by tool call id). Raises `DecisionError` and changes nothing when the
+        (or keyed by tool call id). `reject_missing` (True or a reason): calls the
+        answer does not decide are rejected (the answer's own `reject_missing` field,
+        which raw `Command` clients set). Raises `DecisionError` and changes nothing when the
         answer does not fit the request. When another run is already acting on the
         thread (a double click, two tabs, two processes) raises `AlreadyDecided`.
         The decision log records the answer with `source` and `actor`."""
         options = RunOptions(callbacks, tags, metadata, source, actor, auto_approve)
+        if reject_missing is not False and isinstance(answer, Mapping):
+            answer = {**answer, "reject_missing": reject_missing}
         with self._leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.pending(thread_id)
@@ -452,6 +461,8 @@ class Session:
             lease.start_renewing()
         held: list[ev.Event] = []
         seen = _Seen()
+        gate = EventGate(self._live_messages, thread_id)
+        self._live_messages.begin(thread_id)
         try:
             yield ev.RunStarted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)  # type: ignore[arg-type]
             try:
@@ -466,6 +477,7 @@ class Session:
                 ):
                     if mode == "updates":
                         seen.see(chunk)
+                        yield from gate.update(chunk)
                     for event in translate(mode, chunk, thread_id):
                         # Announce a pause only once the run is over and the pause saved
                         # (the lease too is free by then): a client may answer it at once,
@@ -473,7 +485,8 @@ class Session:
                         if isinstance(event, ev.ApprovalRequired):
                             held.append(event)
                         else:
-                            yield event
+                            yield from gate.event(event)
+                yield from gate.rest()
                 status, reason = self._outcome(_config(thread_id), paused=bool(held), seen=seen if kind != "retry" else None)
                 index.touch(thread_id, status=status, reason=reason)
                 reply = seen.reply
@@ -493,10 +506,12 @@ class Session:
                 with suppress(Exception):
                     index.touch(thread_id, status="failed", reason=message)
                 final = [
+                    *gate.rest(),
                     ev.ErrorEvent(thread_id=thread_id, message=message, kind=error_kind, retryable=retryable),
                     ev.RunFinished(thread_id=thread_id, status="failed", reason=message),
                 ]
         finally:
+            self._live_messages.end(thread_id)  # the run's steps are saved (or it failed)
             # Released before the last events: a client that reacts to them at once
             # (approves, sends again) must find the thread free.
             if lease is not None:
@@ -551,8 +566,10 @@ class Session:
 
     def messages(self, thread_id: str) -> list[BaseMessage]:
         """The thread's messages as LangChain objects (for embedders and tests; front
-        ends read `transcript`)."""
-        return list((self.agent.get_state(_config(thread_id)).values or {}).get("messages", []))
+        ends read `transcript`). Read during a run of this Session, they include every
+        message whose event the run has handed out (graph/service/live_reads.py)."""
+        saved = list((self.agent.get_state(_config(thread_id)).values or {}).get("messages", []))
+        return self._live_messages.read(thread_id, saved)
 
     def transcript(self, thread_id: str) -> list[MessageView]:
         """The thread's messages as plain data, for front ends."""
@@ -753,7 +770,7 @@ class Session:
         title = info.title if info else thread_id
         if fmt == "json":
             outputs = self.storage.outputs.for_thread(thread_id) if self.storage.outputs is not None else {}
-            return export_json(thread_id, title, messages, outputs)
+            return export_json(thread_id, title, messages, outputs, handover.carried(self.storage, thread_id, self.pending(thread_id)))
         if fmt != "md":
             raise ValueError(f"unknown export format {fmt!r}; use md or json")
         return export_markdown(thread_id, title, messages)
@@ -761,24 +778,25 @@ class Session:
     def import_thread(self, data: str | bytes | Mapping[str, Any], *, thread_id: str | None = None) -> str:
         """Recreate a thread from `export(..., "json")` (text or parsed); returns its id.
         The messages come back equal (ids, tool calls and results, notices, reasoning),
-        with outputs stored aside. The id is the exported one unless this database
-        already has a thread by that id: then a new one. `thread_id` names it
-        instead (refused when taken). Refused with `ImportRefused`, writing nothing,
-        when the data is malformed or a tool call would lose its result (a thread
-        exported while waiting for a decision). The decision log is not imported."""
+        with outputs stored aside, the execution journal and the decision log. A thread
+        exported while waiting for a decision waits again (the same request, a new
+        interrupt id). The id is the exported one unless this database already has a
+        thread by that id: then a new one. `thread_id` names it instead (refused when
+        taken). Refused with `ImportRefused`, writing nothing, when the data is
+        malformed, a tool call would lose its result, or the import could let a call
+        run twice (graph/service/handover.py says when)."""
         exported = read_export(data)
         if thread_id is not None and self.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
+        taken = bool(exported.thread_id) and self.exists(exported.thread_id)  # type: ignore[arg-type]
         if thread_id is None:
-            thread_id = exported.thread_id if exported.thread_id and not self.exists(exported.thread_id) else None
+            thread_id = exported.thread_id if exported.thread_id and not taken else None
             thread_id = thread_id or self.new_thread_id()
+        journal, decisions = handover.journal_of(exported, thread_id), handover.decisions_of(exported, thread_id)
         with self._holding(thread_id):
-            if self.storage.outputs is not None:
-                names = {m.tool_call_id: m.name for m in exported.messages if getattr(m, "tool_call_id", None)}
-                for call_id, text in exported.tool_outputs.items():
-                    self.storage.outputs.put(thread_id, call_id, names.get(call_id) or "tool", text)
-            self.agent.update_state(_config(thread_id), {"messages": exported.messages}, as_node="finish")
-            self.storage.index.touch(thread_id, status="idle")
+            pause = handover.check(self.storage, thread_id, exported, journal, decisions, taken, self._tools())
+            handover.restore(self.agent, self.storage, thread_id, exported, journal, decisions, pause)
+            self.storage.index.touch(thread_id, status="idle" if pause is None else "awaiting_approval")
             # The export's title, whatever the saver guessed from the first message.
             self.storage.index.rename(thread_id, exported.title or "Imported thread")
         return thread_id

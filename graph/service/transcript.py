@@ -6,7 +6,9 @@ The JSON export is also an import format (`Session.import_thread`):
     {"format": "gatehouse-thread", "version": 1, "thread_id", "title",
      "messages":     [MessageView, ...]          plain data, for people and scripts
      "lc_messages":  [LangChain message dicts]   exact: what an import recreates
-     "tool_outputs": {tool_call_id: text}}       outputs that were stored aside
+     "tool_outputs": {tool_call_id: text},       outputs that were stored aside
+     "pending", "journal", "decisions"}           the request it waits for, its execution
+                                                 journal and decision log (graph/service/handover.py)
 
 An import reads `lc_messages` when present (every field comes back), else rebuilds
 the messages from the views (for hand-written or trimmed files).
@@ -58,7 +60,8 @@ def message_view(m: BaseMessage) -> MessageView:
 
 
 def export_json(
-    thread_id: str, title: str, messages: Sequence[BaseMessage], tool_outputs: Mapping[str, str] | None = None
+    thread_id: str, title: str, messages: Sequence[BaseMessage], tool_outputs: Mapping[str, str] | None = None,
+    carried: Mapping[str, Any] | None = None,
 ) -> str:
     return json.dumps(
         {
@@ -69,6 +72,7 @@ def export_json(
             "messages": [message_view(m).to_dict() for m in messages],
             "lc_messages": [message_to_dict(m) for m in messages],
             "tool_outputs": dict(tool_outputs or {}),
+            **(carried or {}),
         },
         indent=2,
         ensure_ascii=False,
@@ -84,6 +88,10 @@ class Exported:
     title: str | None
     messages: list[BaseMessage]
     tool_outputs: dict[str, str] = field(default_factory=dict)
+    # What travels beside the messages (graph/service/handover.py checks and writes it).
+    pending: dict[str, Any] | None = None
+    journal: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
@@ -109,11 +117,20 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
         raise ImportRefused("every message needs an id")
     if duplicates := sorted(i for i, n in Counter(ids).items() if n > 1):  # type: ignore[type-var]
         raise ImportRefused(f"message ids appear more than once: {duplicates}")
-    if problem := pairing_problem(messages):
+    pending = data.get("pending")
+    if pending is not None and not isinstance(pending, Mapping):
+        raise ImportRefused('"pending" must be the pending request (an object) or null')
+    if problem := pairing_problem(messages, open_tail=pending is not None):
         raise ImportRefused(
             f"importing it would break the pairing of tool calls and results: {problem} "
-            "(a thread exported while waiting for a decision cannot be imported; decide, then export again)"
+            "(only an export that carries the request the thread was waiting for, \"pending\", may end with "
+            "open tool calls)"
         )
+    journal, decisions = data.get("journal") or [], data.get("decisions") or []
+    if not isinstance(journal, list) or not all(isinstance(e, Mapping) for e in journal):
+        raise ImportRefused('"journal" must be a list of journal entries')
+    if not isinstance(decisions, list) or not all(isinstance(d, Mapping) for d in decisions):
+        raise ImportRefused('"decisions" must be a list of decision records')
     outputs = data.get("tool_outputs") or {}
     if not isinstance(outputs, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()):
         raise ImportRefused('"tool_outputs" must map tool call ids to text')
@@ -123,6 +140,9 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
         title=str(title) if title else None,
         messages=messages,
         tool_outputs=dict(outputs),
+        pending=dict(pending) if pending is not None else None,
+        journal=[dict(e) for e in journal],
+        decisions=[dict(d) for d in decisions],
     )
 
 

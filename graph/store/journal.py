@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,16 @@ class Journal:
         with self._tx() as c:
             c.execute("DELETE FROM gatehouse_journal WHERE thread_id=?", (thread_id,))
 
+    def restore(self, entries: Sequence[JournalEntry]) -> None:
+        """Write rows as they were (a thread's import brings its journal back, so a
+        call that ran is never claimed anew). A row already there stays as it is."""
+        with self._tx() as c:
+            c.executemany(
+                f"INSERT INTO gatehouse_journal({RESTORE_COLUMNS}) VALUES ({', '.join('?' * 10)}) "
+                "ON CONFLICT(thread_id, tool_call_id) DO NOTHING",
+                [restore_row(e) for e in entries],
+            )
+
     def close(self) -> None:
         self._conn.close()
 
@@ -152,6 +163,15 @@ def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
         f"{call['name']} (call {call['id']}) was already started by another run on thread {thread_id}; "
         "it was not run again here. Reload the thread to see its result."
     )
+
+
+RESTORE_COLUMNS = "thread_id, tool_call_id, name, args_json, status, result_json, started_at, finished_at, pid, attempts"
+
+
+def restore_row(e: JournalEntry) -> tuple[Any, ...]:
+    result = None if e.result is None else json.dumps(message_to_dict(e.result), default=str)
+    return (e.thread_id, e.tool_call_id, e.name, _dumps(e.args), e.status, result, e.started_at, e.finished_at,
+            e.pid, e.attempts)
 
 
 def _dumps(value: Any) -> str:

@@ -38,7 +38,15 @@ from graph.protocol.threads import ThreadInfo
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import SCHEMA as DECISIONS_SCHEMA
 from graph.store.decisions import Decisions, _record, _row, grants_in_force
-from graph.store.journal import Journal, JournalEntry, _dumps, _entry, already_started
+from graph.store.journal import (
+    RESTORE_COLUMNS,
+    Journal,
+    JournalEntry,
+    _dumps,
+    _entry,
+    already_started,
+    restore_row,
+)
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
 from graph.store.outputs import SCHEMA as OUTPUTS_SCHEMA
 from graph.store.outputs import ToolOutputs
@@ -195,6 +203,14 @@ class PgJournal(Journal):
     def delete_thread(self, thread_id: str) -> None:
         with self._pool.connection() as conn:
             conn.execute("DELETE FROM gatehouse_journal WHERE thread_id=%s", (thread_id,))
+
+    def restore(self, entries: Sequence[JournalEntry]) -> None:
+        with self._pool.connection() as conn, conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO gatehouse_journal({RESTORE_COLUMNS}) VALUES ({', '.join(['%s'] * 10)}) "
+                "ON CONFLICT (thread_id, tool_call_id) DO NOTHING",
+                [restore_row(e) for e in entries],
+            )
 
     def close(self) -> None:
         pass

@@ -505,11 +505,12 @@ def import_(
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Recreate a thread from a JSON export: the same messages, tool calls and results.
+    """Recreate a thread from a JSON export: the same messages, tool calls and results,
+    its journal and decision log; a paused thread waits again for the same request.
 
     The thread keeps its exported id unless this database already has a thread by
     that id; then it gets a new one (printed). Nothing is written when the file is
-    refused (malformed, or a tool call without its result)."""
+    refused (malformed, a tool call without its result, or a call that could run twice)."""
     try:
         text = sys.stdin.read() if str(file) == "-" else file.read_text()
     except OSError as exc:

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
@@ -91,6 +92,28 @@ class EventRenderer:
         self._names: dict[str, str] = {}
         self._streamed: set[str] = set()  # calls whose output was shown as it came
         self.usage: ev.Usage | None = None
+        # The reply streaming now and its text so far: an after_llm hook may replace it.
+        self._reply_id: str | None = None
+        self._reply_text = ""
+
+    def _erase(self, event: ev.MessageReplaced) -> bool:
+        """On a terminal, replace the reply just streamed in place (cursor up over its
+        rows, clear, print the kept text). False when that is not possible: not a
+        terminal, or something was printed after it."""
+        c = self.console
+        if not c.is_terminal or self._stream != "text" or event.message_id != self._reply_id:
+            return False
+        width = max(c.width, 1)
+        rows = sum(max(1, -(-cell_len(line) // width)) for line in self._reply_text.split("\n"))
+        c.file.write("\r" + (f"\x1b[{rows - 1}A" if rows > 1 else "") + "\x1b[J")
+        c.file.flush()
+        self._reply_text = "" if event.removed else event.text
+        if self._reply_text:
+            c.print(Text(self._reply_text), end="", soft_wrap=True)
+        else:
+            self._stream = None
+        c.file.flush()
+        return True
 
     def _break(self) -> None:
         if self._stream is not None:
@@ -104,7 +127,9 @@ class EventRenderer:
             if kind == "reasoning":
                 # Labelled as well as dimmed: pipes and NO_COLOR show no dimming.
                 c.print(Text("thinking ▸ ", THINKING), end="")
-        c.print(text, end="")
+        # Not wrapped by rich (each delta would be wrapped as if it began a line): the
+        # terminal wraps the text as it is, so the rows a reply takes are known (`_erase`).
+        c.print(text, end="", soft_wrap=True)
         c.file.flush()
         self._stream = kind
 
@@ -114,7 +139,16 @@ class EventRenderer:
 
         c = self.console
         if isinstance(event, ev.TextDelta):
+            if event.message_id != self._reply_id or self._stream != "text":
+                self._reply_id, self._reply_text = event.message_id, ""
+            self._reply_text += event.text
             self._delta("text", Text(event.text))
+            return
+        if isinstance(event, ev.PartStarted | ev.AssistantMessage | ev.TurnComplete | ev.Usage):
+            if isinstance(event, ev.Usage):
+                self.usage = event
+            return  # nothing to show: the deltas and tool lines already say it
+        if isinstance(event, ev.MessageReplaced) and self._erase(event):
             return
         if isinstance(event, ev.ReasoningDelta):
             self._delta("reasoning", Text(event.text, THINKING))
@@ -152,6 +186,13 @@ class EventRenderer:
         elif isinstance(event, ev.Notice):
             mark = "⚠" if event.source == ev.CUT_OFF_SOURCE else "ℹ"
             c.print(Text(f"{mark} {event.text}", "yellow"))
+        elif isinstance(event, ev.MessageReplaced):
+            # Printed text cannot be taken back in a pipe or a log: say so and show the kept text.
+            if event.removed:
+                c.print(Text("↺ the reply above was removed by a hook (not kept in the history).", "yellow"))
+            else:
+                c.print(Text("↺ the reply above was changed by a hook; kept as:", "yellow"))
+                c.print(Text(event.text))
         elif isinstance(event, ev.ReplyRejected):
             c.print(Text(f"↺ reply sent back ({event.reason}); the text above is dropped, asking again.", "yellow"))
         elif isinstance(event, ev.ModelRetried):

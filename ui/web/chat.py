@@ -38,6 +38,9 @@ class LiveView:
         self.text = ""
         self.slot: Any = None
         self.text_dirty = False
+        self.message_id: str | None = None  # the reply whose text the slot shows
+        # Replies already drawn, by id: an after_llm hook may still replace one.
+        self.drawn: dict[str, Any] = {}
         self.tools: dict[str, ToolBlock] = {}
         self.thinking: LiveThinking | None = None
 
@@ -45,8 +48,11 @@ class LiveView:
         if isinstance(event, ev.TextDelta):
             if self.slot is None:
                 self.slot = st.empty()
+            self.message_id = event.message_id or self.message_id
             self.text += event.text
             self.text_dirty = True
+        elif isinstance(event, ev.MessageReplaced | ev.ReplyRejected | ev.ModelRetried):
+            self._replace(event)
         elif isinstance(event, ev.ReasoningDelta):
             self.thinking = self.thinking or LiveThinking()
             self.thinking.add(event)
@@ -81,10 +87,27 @@ class LiveView:
         for block in self.tools.values():
             block.flush()
 
+    def _replace(self, event: ev.MessageReplaced | ev.ReplyRejected | ev.ModelRetried) -> None:
+        """Show a reply's new text (an after_llm hook's redaction), or drop it (sent
+        back, or retried from the start): what streamed is not what the history keeps."""
+        text = event.text if isinstance(event, ev.MessageReplaced) and not event.removed else ""
+        if event.message_id is not None and event.message_id == self.message_id and self.slot is not None:
+            self.text, self.text_dirty = text, True
+            if not text:  # the next text starts afresh
+                self.slot.empty()
+                self.slot, self.text_dirty = None, False
+        elif event.message_id is not None and (slot := self.drawn.get(event.message_id)) is not None:
+            if text:
+                slot.markdown(text)
+            else:
+                slot.empty()
+
     def _close_text(self) -> None:
         if self.slot is not None:
             self.slot.markdown(self.text)
-        self.slot, self.text, self.text_dirty = None, "", False
+            if self.message_id is not None:
+                self.drawn[self.message_id] = self.slot
+        self.slot, self.text, self.text_dirty, self.message_id = None, "", False, None
 
 
 def follow(run: Run) -> None:

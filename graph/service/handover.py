@@ -1,0 +1,187 @@
+"""A thread carried to another database (or back into its own): what a JSON export
+holds beside the messages, and how an import puts it back without ever running a
+call twice.
+
+An export (graph/service/transcript.py) carries, beside the messages:
+
+    "pending":   {"interrupt_id", "kind", "request"} | null   what the thread waits for
+    "journal":   [{tool_call_id, name, args, status, result, started_at, ...}]
+    "decisions": [DecisionRecord.to_dict(), ...]              the thread's decision log
+
+An import writes the journal and the decision log back under the thread's new (or
+same) id, so a call that ran is answered by its journal row, never claimed anew; a
+paused thread gets its pause back: the `review` node asks the same request again (a
+new interrupt id; `pending()` gives it), and answering it runs the call once.
+
+At most once, whatever the order of export, delete and import. An import is
+refused, writing nothing, when:
+- the pending request is not an approval (an "outcome unknown" question: decide it
+  first), or does not match the thread's open tool calls;
+- a pending call already has a journal row or a decision in the export itself, or in
+  this database under the thread's id or its source's (the export is older than that
+  decision: a deleted thread's decisions outlive it);
+- it would be a copy: a paused thread imports only under its own id, once per
+  database (two pauses for one call would let it be approved twice);
+- this database's policy would not ask the same calls (it would run or refuse
+  them without the person who was asked): the pause cannot be restored as it was.
+
+Not prevented: the source database keeps its own pause. Import a paused export
+elsewhere as a hand-over, and answer it in one place only (delete the source thread).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from langchain_core.messages import ToolMessage, message_to_dict, messages_from_dict
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from graph.agent.context import RunContext
+from graph.agent.history import unanswered
+from graph.protocol.decisions import DecisionRecord
+from graph.protocol.errors import ImportRefused
+from graph.protocol.pauses import Approval, Pause, pause_from
+from graph.service.transcript import Exported
+from graph.store.journal import JournalEntry
+from graph.store.storage import Storage
+
+_DECISION_FIELDS = {f.name for f in dataclasses.fields(DecisionRecord)}
+
+
+# -- export ----------------------------------------------------------------------------
+def carried(storage: Storage, thread_id: str, pause: Pause | None) -> dict[str, Any]:
+    """What an export carries beside the messages (see the module doc)."""
+    journal = storage.journal.entries(thread_id) if storage.journal is not None else []
+    decisions = storage.decisions.for_thread(thread_id) if storage.decisions is not None else []
+    return {
+        "pending": None if pause is None else {
+            "interrupt_id": pause.interrupt_id, "kind": pause.kind, "request": pause.request.wire(),
+        },
+        "journal": [_journal_dict(e) for e in journal],
+        "decisions": [{k: v for k, v in r.to_dict().items() if k in _DECISION_FIELDS} for r in decisions],
+    }
+
+
+def _journal_dict(e: JournalEntry) -> dict[str, Any]:
+    data = dataclasses.asdict(e)
+    data.pop("thread_id")
+    data["result"] = None if e.result is None else message_to_dict(e.result)
+    return data
+
+
+# -- import ----------------------------------------------------------------------------
+def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
+    entries = []
+    for i, row in enumerate(exported.journal):
+        try:
+            result = messages_from_dict([row["result"]])[0] if row.get("result") else None
+            if result is not None and not isinstance(result, ToolMessage):
+                raise ValueError("its result is not a tool message")
+            fields = {k: v for k, v in row.items() if k in {f.name for f in dataclasses.fields(JournalEntry)}}
+            entries.append(JournalEntry(**{**fields, "thread_id": thread_id, "result": result}))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ImportRefused(f"journal entry {i} is malformed: {type(exc).__name__}: {exc}") from None
+        if entries[-1].status not in ("started", "finished"):
+            raise ImportRefused(f"journal entry {i} has an unknown status {entries[-1].status!r}")
+    return entries
+
+
+def decisions_of(exported: Exported, thread_id: str) -> list[DecisionRecord]:
+    records = []
+    for i, row in enumerate(exported.decisions):
+        try:
+            fields = {k: v for k, v in row.items() if k in _DECISION_FIELDS}
+            records.append(DecisionRecord(**{**fields, "thread_id": thread_id}))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ImportRefused(f"decision {i} is malformed: {type(exc).__name__}: {exc}") from None
+    return records
+
+
+def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequence[JournalEntry],
+          decisions: Sequence[DecisionRecord], taken: bool, tools: Collection[str]) -> Approval | None:
+    """The pause an import restores (None for a thread that waits for nothing), or
+    `ImportRefused` saying why it cannot be imported at most once."""
+    if exported.pending is None:
+        return None
+    pending = exported.pending
+    pause = pause_from(thread_id, str(pending.get("interrupt_id") or ""), pending.get("request"))
+    if pending.get("kind") != "approval" or not isinstance(pause, Approval):
+        raise ImportRefused(
+            "the thread waits for the outcome of a call a crash cut off (or an unknown request); decide it, "
+            "then export again"
+        )
+    if missing := sorted({a.name for a in pause.request.action_requests} - set(tools)):
+        raise ImportRefused(f"this agent has no tool named {', '.join(missing)}: the pending request cannot be asked here")
+    open_calls = unanswered({"messages": exported.messages})
+    asked = [(a.tool_call_id, a.name, a.args) for a in pause.request.action_requests]
+    if sorted(asked, key=repr) != sorted(((c["id"], c["name"], c["args"]) for c in open_calls), key=repr):
+        raise ImportRefused("the pending request does not match the thread's open tool calls")
+    ids = {call_id for call_id, _, _ in asked}
+    if any(e.tool_call_id in ids for e in journal) or any(r.tool_call_id in ids for r in decisions):
+        raise ImportRefused("the export says a pending call was already decided or started; it is not importable")
+    for owner in dict.fromkeys(t for t in (thread_id, exported.thread_id) if t):
+        for call_id, name, _ in asked:
+            if storage.journal is not None and storage.journal.get(owner, call_id) is not None:
+                raise ImportRefused(
+                    f"{name} (call {call_id}) already ran on thread {owner} in this database: the export is older "
+                    "than that run; importing it would ask for it again. Export the thread again"
+                )
+            if storage.decisions is not None and storage.decisions.for_call(owner, call_id):
+                raise ImportRefused(
+                    f"{name} (call {call_id}) was already decided on thread {owner} in this database (see `audit`): "
+                    "the export is older than that decision; importing it would ask for it again"
+                )
+    if thread_id != exported.thread_id:
+        raise ImportRefused(
+            f"a thread that waits for a decision imports only under its own id ({exported.thread_id}), once per "
+            "database: a copy would hold a second request for the same call, which could then be approved twice"
+            + (" (that id is taken here: answer the request there, or delete that thread first)" if taken else "")
+        )
+    return pause
+
+
+def restore(agent: CompiledStateGraph, storage: Storage, thread_id: str, exported: Exported,
+            journal: Sequence[JournalEntry], decisions: Sequence[DecisionRecord], pause: Approval | None) -> None:
+    """Write the thread: outputs, journal, messages (and, for a paused one, its pause
+    asked again by the `review` node alone), then its decisions. Undone when the pause
+    does not come back as it was."""
+    config = {"configurable": {"thread_id": thread_id}}
+    if storage.outputs is not None:
+        names = {m.tool_call_id: m.name for m in exported.messages if isinstance(m, ToolMessage)}
+        for call_id, text in exported.tool_outputs.items():
+            storage.outputs.put(thread_id, call_id, names.get(call_id) or "tool", text)
+    if storage.journal is not None and journal:
+        storage.journal.restore(journal)
+    if pause is None:
+        agent.update_state(config, {"messages": exported.messages}, as_node="finish")
+    else:
+        # Only `review` runs: it is pure up to its interrupt, so nothing executes here;
+        # `interrupt_after` keeps anything after it (a call this database's policy
+        # would run freely) from running at import.
+        agent.update_state(config, Command(update={"messages": exported.messages}, goto="review"), as_node="review")
+        agent.invoke(None, config, context=RunContext(), durability="sync", interrupt_after=["review"])
+        asked = _asked(agent, thread_id)
+        if asked is None or _calls(asked) != _calls(pause):
+            storage.delete_thread(thread_id)
+            shown = ", ".join(n for _, n, _ in _calls(asked)) or "nothing"
+            raise ImportRefused(
+                f"this database's policy would not ask the same calls (it asks about {shown}, the export about "
+                f"{', '.join(n for _, n, _ in _calls(pause))}): the pause cannot be restored here; nothing was written"
+            )
+    if storage.decisions is not None and decisions:
+        storage.decisions.record(list(decisions))
+
+
+def _asked(agent: CompiledStateGraph, thread_id: str) -> Approval | None:
+    state = agent.get_state({"configurable": {"thread_id": thread_id}})
+    pauses = [pause_from(thread_id, i.id, i.value) for i in state.interrupts]
+    return next((p for p in pauses if isinstance(p, Approval)), None)
+
+
+def _calls(pause: Approval | None) -> list[tuple[str | None, str, Any]]:
+    if pause is None:
+        return []
+    return [(a.tool_call_id, a.name, a.args) for a in pause.request.action_requests]

@@ -1,0 +1,142 @@
+"""What `Session.messages()` sees while a run of the same Session is going, so a read
+agrees with the events already handed out.
+
+LangGraph saves a step's messages when the whole step is over (every parallel tool
+call of it), while nodes announce their work as it happens: a `tool_finished`
+event arrives before its `ToolMessage` is saved, often before the step's other calls
+have ended. A read at that event would not find the result it just announced.
+
+So, for the runs a Session drives:
+- the events that announce a message in the history (`tool_finished`,
+  `assistant_message`, `message_replaced`) and `turn_complete` are handed out only
+  once the node that emitted them has returned its update (LangGraph's `updates`
+  stream, a moment later: no waiting for the step's other tasks);
+- the messages of those updates are kept per thread until the run ends, and a read
+  lays them over the saved history (by id; removals and a compaction's rewrite
+  applied in order).
+
+A mid-run read therefore sees every message whose event was handed out, and may see
+a little more (a result whose event is still on its way). Streamed text
+(`text_delta`) is not a message yet: a reply appears at its `assistant_message`.
+Reads through another Session or process see the saved steps only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from graph.protocol import events as ev
+
+
+class LiveMessages:
+    """Per thread: the message updates of the run going on it, in order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, list[list[Any]]] = {}
+
+    def begin(self, thread_id: str) -> None:
+        with self._lock:
+            self._runs[thread_id] = []
+
+    def end(self, thread_id: str) -> None:
+        with self._lock:
+            self._runs.pop(thread_id, None)
+
+    def add(self, thread_id: str, messages: Sequence[Any]) -> None:
+        with self._lock:
+            if thread_id in self._runs:
+                self._runs[thread_id].append(list(messages))
+
+    def read(self, thread_id: str, saved: list[BaseMessage]) -> list[BaseMessage]:
+        """The saved messages with the live run's updates laid over them."""
+        with self._lock:
+            updates = [list(u) for u in self._runs.get(thread_id, ())]
+        if not updates:
+            return saved
+        result = list(saved)
+        for update in updates:
+            result = _lay_over(result, update)
+        return result
+
+
+def _lay_over(messages: list[BaseMessage], update: list[Any]) -> list[BaseMessage]:
+    """`add_messages` that tolerates an update the saved list already has (the step
+    may be saved by the time it is read): missing ids are not an error, and a rewrite
+    (`REMOVE_ALL_MESSAGES` first) applies only when its messages are not there yet."""
+    ids = {m.id for m in messages}
+    for i, m in enumerate(update):
+        if isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES:
+            rest = [x for x in update[i + 1 :] if not isinstance(x, RemoveMessage)]
+            if rest and all(x.id in ids for x in rest):
+                continue  # saved already
+            messages, ids = [], set()
+        elif isinstance(m, RemoveMessage):
+            messages = [x for x in messages if x.id != m.id]
+            ids.discard(m.id)
+        elif isinstance(m, BaseMessage):
+            if m.id in ids:
+                messages = [m if x.id == m.id else x for x in messages]
+            else:
+                messages.append(m)
+                ids.add(m.id)
+    return messages
+
+
+class EventGate:
+    """One run's events, each handed out once the message it announces is in the
+    Session's live view (see the module doc)."""
+
+    def __init__(self, live: LiveMessages, thread_id: str) -> None:
+        self.live = live
+        self.thread_id = thread_id
+        self._held: list[ev.Event] = []
+
+    def event(self, event: ev.Event) -> list[ev.Event]:
+        if isinstance(event, ev.ToolFinished | ev.AssistantMessage | ev.MessageReplaced | ev.TurnComplete):
+            self._held.append(event)  # held events keep their order among themselves
+            return []
+        return [event]
+
+    def update(self, chunk: Any) -> list[ev.Event]:
+        """A node's update arrived: keep its messages; hand out what waited for them."""
+        if not isinstance(chunk, dict):
+            return []
+        arrived: list[Any] = []
+        for value in chunk.values():
+            for update in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(update, dict) and update.get("messages"):
+                    messages = update["messages"]
+                    arrived += [messages] if isinstance(messages, BaseMessage) else list(messages)
+        if arrived:
+            self.live.add(self.thread_id, arrived)
+        return self._release(arrived)
+
+    def rest(self) -> list[ev.Event]:
+        held, self._held = self._held, []
+        return held
+
+    def _release(self, arrived: Sequence[Any]) -> list[ev.Event]:
+        calls = {m.tool_call_id for m in arrived if isinstance(m, ToolMessage)}
+        replies = {m.id for m in arrived if isinstance(m, AIMessage)}
+        out: list[ev.Event] = []
+        waiting: list[ev.Event] = []
+        for event in self._held:
+            # An event keeps its place behind one still waiting.
+            (waiting if waiting or _waits(event, calls, replies, bool(arrived)) else out).append(event)
+        self._held = waiting
+        return out
+
+
+def _waits(event: ev.Event, calls: set[str], replies: set[str | None], any_arrived: bool) -> bool:
+    """Whether the update that just arrived is not yet the one `event` announces."""
+    if isinstance(event, ev.ToolFinished):
+        return event.call_id not in calls
+    if isinstance(event, ev.AssistantMessage | ev.MessageReplaced):
+        return event.message_id not in replies
+    return not any_arrived  # turn_complete: the update of the node that ended the turn
