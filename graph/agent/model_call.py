@@ -125,7 +125,9 @@ def stream_reply(
         reply = _Reply(write, thread_id)
         try:
             ai, was_cancelled = reply.fetch(model, messages, config, runtime)
-            if not was_cancelled and not is_cut_off(ai) and is_empty(ai):
+            # Empty with no usage chunk is how LiteLLM streams what a server that does
+            # not stream (or its own mock tool calls) answered: asked again, not "cut".
+            if not was_cancelled and is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
                 ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
         except Exception as exc:
             problem = model_problem(exc)
@@ -170,7 +172,7 @@ def _ask_again_without_streaming(
     log.info("%s sent an empty streamed reply; asking once more without streaming", _model_label(model))
     again = _Reply(first.write, first.thread_id)
     ai, _ = again.fetch(model, messages, config, runtime, stream=False)
-    if is_empty(ai) and not is_cut_off(ai):
+    if is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
         raise EmptyReply(_model_label(model), streamed=True)
     stop_streaming(model, why="its streamed reply was empty, asked without streaming it answered")
     return ai

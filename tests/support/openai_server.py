@@ -25,7 +25,13 @@ What real servers do that OpenAI does not, one key of a reply dict each:
   `<think>` blocks need no key: put them in `content`;
 - `"chunk_chars": int`: size of the content pieces (default 4: tags split across chunks);
 - `"delay": float`: seconds of silence after the headers, before the first token;
-- `"headers": dict`: extra response headers (e.g. `Retry-After` with a 429).
+- `"headers": dict`: extra response headers (e.g. `Retry-After` with a 429);
+- `"finish": str`: the finish reason to send (e.g. "length": stopped at max_tokens);
+- `"usage_chunk": False`: leave out the usage chunk even when it was asked for;
+- `"error_event": int`: after that many events, an error event inside the stream and
+  the end of it (how LiteLLM reports an upstream stream that broke midway);
+- `"pace": float`: seconds between events (so a proxy forwards the first ones before
+  a `drop` breaks the stream).
 `closed_port_url()` gives a base URL where nothing listens (connection refused).
 """
 
@@ -101,6 +107,9 @@ class FakeOpenAI:
                 events = [f"data: {e}\n\n".encode() for e in _chunks(reply, body, n)]
                 if cut := reply.get("cut") or reply.get("drop"):
                     events = events[: cut if cut is not True else max(2, len(events) * 2 // 3)]
+                if (at := reply.get("error_event")) is not None:
+                    error = {"error": {"message": "upstream stream broke", "type": None, "param": None, "code": "500"}}
+                    events = [*events[:at], f"data: {json.dumps(error)}\n\n".encode()]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 for name, value in headers.items():
@@ -114,6 +123,8 @@ class FakeOpenAI:
                 for i, event in enumerate(events):
                     if i == 1:
                         time.sleep(reply.get("delay") or 0)  # after the role chunk: the first token
+                    elif i > 1 and reply.get("pace"):
+                        time.sleep(reply["pace"])
                     self.wfile.write(event)
                     self.wfile.flush()
 
@@ -198,7 +209,7 @@ def _envelope(kind: str, body: dict[str, Any], n: int, choices: list[Any]) -> di
 
 
 def _finish(reply: dict[str, Any]) -> str:
-    return "tool_calls" if reply["tool_calls"] else "stop"
+    return reply.get("finish") or ("tool_calls" if reply["tool_calls"] else "stop")
 
 
 def _completion(reply: dict[str, Any], body: dict[str, Any], n: int) -> dict[str, Any]:
@@ -237,6 +248,6 @@ def _chunks(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[str
         for piece in rest:
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, _finish(reply))
-    if with_usage:
+    if with_usage and reply.get("usage_chunk", True):
         yield json.dumps({**_envelope("chat.completion.chunk", body, n, []), "usage": reply["usage"]})
     yield "[DONE]"
