@@ -94,11 +94,37 @@ class Settings:
 
     @property
     def uses_demo_model(self) -> bool:
-        return not (self.api_key or self.base_url or self.model_factory)
+        return not (self.api_key or self.base_url or self.model_factory or model_provider(self.model)[0])
 
     @property
     def uses_postgres(self) -> bool:
         return self.db.startswith(("postgres://", "postgresql://"))
+
+
+# Providers a model name may start with ("anthropic:claude-…", "ollama:qwen3"): the
+# ones LangChain's `init_chat_model` knows, with the package each needs. "qwen3:8b" (an
+# Ollama tag) names no provider, and stays a model name for the OpenAI-compatible server.
+PROVIDER_PACKAGES = {
+    "openai": "langchain-openai", "azure_openai": "langchain-openai", "anthropic": "langchain-anthropic",
+    "ollama": "langchain-ollama", "google_genai": "langchain-google-genai",
+    "google_vertexai": "langchain-google-vertexai", "google_anthropic_vertex": "langchain-google-vertexai",
+    "bedrock": "langchain-aws", "bedrock_converse": "langchain-aws", "anthropic_bedrock": "langchain-aws",
+    "azure_ai": "langchain-azure-ai", "cohere": "langchain-cohere", "deepseek": "langchain-deepseek",
+    "fireworks": "langchain-fireworks", "groq": "langchain-groq", "huggingface": "langchain-huggingface",
+    "ibm": "langchain-ibm", "litellm": "langchain-litellm", "mistralai": "langchain-mistralai",
+    "nvidia": "langchain-nvidia-ai-endpoints", "openrouter": "langchain-openrouter",
+    "perplexity": "langchain-perplexity", "together": "langchain-together", "xai": "langchain-xai",
+    "upstage": "langchain-upstage",
+}
+
+
+def model_provider(name: str) -> tuple[str | None, str]:
+    """(provider, model) of a model setting: ("anthropic", "claude-…") for
+    "anthropic:claude-…"; (None, name) when it names no known provider."""
+    provider, sep, rest = name.partition(":")
+    if sep and rest and provider.strip().lower() in PROVIDER_PACKAGES:
+        return provider.strip().lower(), rest
+    return None, name
 
 
 _ENV = {
