@@ -237,9 +237,17 @@ class _Reply:
 
 def streams(model: Any) -> bool:
     inner = _unwrap(model)
-    if type(inner).__name__ in _LOSSY_STREAMS and _NOT_STREAMING.get(id(inner)) is None:
-        stop_streaming(inner, why=f"{type(inner).__name__}'s stream drops tool calls (it streams the text only)")
+    if _NOT_STREAMING.get(id(inner)) is None and (lossy := _lossy_stream(inner)):
+        stop_streaming(inner, why=f"{lossy}'s stream drops tool calls (it streams the text only)")
     return _NOT_STREAMING.get(id(inner)) is None
+
+
+def _lossy_stream(model: Any) -> str | None:
+    """The stock class whose `_stream` this model still uses, when that one loses tool calls."""
+    for cls in type(model).__mro__:
+        if cls.__name__ in _LOSSY_STREAMS and cls.__module__.startswith("langchain_core."):
+            return cls.__name__ if type(model)._stream is cls._stream else None
+    return None
 
 
 def stop_streaming(model: Any, why: str | None = None) -> None:
