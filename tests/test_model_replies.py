@@ -107,6 +107,18 @@ def test_a_stream_without_the_usage_chunk_it_asked_for_is_marked_cut(session_at:
     assert status(events) == "stopped" and "usage" in cut_notice(events)
 
 
+def test_with_stream_usage_off_no_usage_chunk_is_asked_for_or_missed(
+    session_at: Callable[..., Session], tmp_path: Path
+) -> None:
+    toml = tmp_path / "gatehouse.toml"
+    toml.write_text("[model]\nstream_usage = false\n")
+    assert load_settings(toml, env={}).model_stream_usage is False
+    with FakeOpenAI(["A whole answer."]) as server:
+        events = session_at(server.base_url, model_stream_usage=False).send(None, "hi").collect()
+    assert "stream_options" not in server.requests[0]
+    assert status(events) == "completed" and text(events) == "A whole answer."
+
+
 def test_a_new_message_after_a_cut_reply_sends_neither_it_nor_the_notice(session_at: Callable[..., Session]) -> None:
     with FakeOpenAI([in_order({"content": "I wrote the", "cut": 3}, "Fine.")]) as server:
         session = session_at(server.base_url)

@@ -42,6 +42,9 @@ class Settings:
     model_timeout: float | None = 600.0
     # [model] keep_reasoning: send earlier replies' reasoning back to the model.
     keep_reasoning: bool = False
+    # [model] stream_usage: ask for the usage chunk at the end of each stream; a stream
+    # that ends without it is then known to be cut off. Off for a server that never sends it.
+    model_stream_usage: bool = True
     # Tools
     shell_allow: list[str] = field(default_factory=lambda: list(DEFAULT_SHELL_ALLOW))
     shell_timeout_s: float = 60.0
@@ -184,6 +187,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
             max_parallel_tools=None if settings.max_parallel_tools in (None, "", 0, "0") else _at_least(
                 int(settings.max_parallel_tools), 1, "max_parallel_tools", top_level=True),
             auto_approve=_flag(settings.auto_approve, "auto_approve"),
+            model_stream_usage=_flag(settings.model_stream_usage, "[model] stream_usage"),
             shell_memory_mb=int(settings.shell_memory_mb),
             shell_max_processes=int(settings.shell_max_processes),
             compaction=_flag(settings.compaction, "[compaction] enabled"),
@@ -216,7 +220,8 @@ def _flag(value: Any, name: str) -> bool:
 
 
 # [model] keys whose Settings field has another name.
-_MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout"}
+_MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout",
+               "stream_usage": "model_stream_usage"}
 # Tables whose keys become `<prefix>_<key>` settings ([compaction] "enabled" is the switch).
 _PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit"}
 

@@ -34,7 +34,8 @@ def make_model(settings: Settings) -> BaseChatModel:
         # Local servers (vLLM, Ollama, llama.cpp) accept any key but the client needs one.
         api_key=settings.api_key or "not-needed",
         temperature=settings.temperature,
-        stream_usage=True,
+        # The usage chunk also tells a finished stream from a cut one (graph/agent/cut_off.py).
+        stream_usage=settings.model_stream_usage,
         # Gatehouse retries, with an event each time (graph/model_call.py); the client's
         # own silent retries would multiply them.
         max_retries=0,
