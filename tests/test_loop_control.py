@@ -615,7 +615,7 @@ def test_a_gated_call_with_bad_arguments_is_answered_without_asking(tmp_path: Pa
 
 
 def test_invalid_json_calls_show_as_failed_calls(tmp_path: Path) -> None:
-    bad = AIMessage(content="", invalid_tool_calls=[{"name": "deploy", "args": '{"service": "we', "id": "b1",
+    bad = AIMessage(content="", invalid_tool_calls=[{"name": "deploy", "args": '{"service": we}', "id": "b1",
                                                       "error": "bad json", "type": "invalid_tool_call"}])
     session, ledger, _ = make_session(tmp_path, [bad, "fixed"])
     events = session.send("t", "deploy").collect()
