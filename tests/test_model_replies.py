@@ -7,7 +7,8 @@ cases behind a real LiteLLM proxy: tests/test_litellm_proxy.py).
 - an empty reply: asked again once without streaming, then reported;
 - an error event inside the stream (LiteLLM's way): retried like a broken stream;
 - what is sent back: never Gatehouse's notices or a cut reply, never reasoning
-  blocks unless `keep_reasoning`; Responses-style reasoning summaries are shown;
+  blocks unless `keep_reasoning`; Responses-style reasoning summaries are shown
+  (through the real client against the server's `/v1/responses`);
 - errors: `llm_provider-retry-after`, a LiteLLM error response not retried again,
   a context-window 400 that says to compact, Ollama's own 404 words;
 - provider-prefixed model names through `init_chat_model`.
@@ -25,12 +26,14 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graph import Session, build_graph
 from graph.agent.model_call import ModelOptions
 from graph.protocol import events as ev
 from graph.protocol.errors import ConfigError
+from graph.protocol.threads import MessageView, view_of_fields
 from graph.service.app import open_session
 from graph.service.config import Settings, load_settings
 from graph.service.models import describe_model, make_model
@@ -72,6 +75,10 @@ def status(events: list[ev.Event]) -> str:
 def cut_notice(events: list[ev.Event]) -> str:
     (notice,) = [n for n in of(events, ev.Notice) if n.source == ev.CUT_OFF_SOURCE]
     return notice.text
+
+
+def transcript_view(message: BaseMessage) -> MessageView:
+    return view_of_fields({"type": message.type, **message.model_dump()})
 
 
 def in_order(*replies: Any) -> Callable[[dict[str, Any]], Any]:
@@ -281,3 +288,23 @@ def test_an_ollama_tag_is_not_a_provider_prefix() -> None:
     settings = Settings(model="qwen3:8b", base_url="http://127.0.0.1:11434/v1")
     assert type(make_model(settings)).__name__ == "ChatOpenAICompatible"
     assert describe_model(settings) == "qwen3:8b via http://127.0.0.1:11434/v1"
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["dropped", "kept"])
+def test_responses_api_reasoning_summaries_are_shown_and_not_sent_back(tmp_path: Path, keep: bool) -> None:
+    summary = "The user greets me; greet back briefly."
+    with FakeOpenAI([{"content": "Hi there.", "reasoning": summary}, "Bye."]) as server:
+        model = ChatOpenAI(model="gpt-test", base_url=server.base_url, api_key="test", max_retries=0,
+                           use_responses_api=True)
+        graph = build_graph(model=model, tools=[], checkpointer=InMemorySaver(),
+                            model_options=ModelOptions(keep_reasoning=keep))
+        config = {"configurable": {"thread_id": "t"}}
+        streamed = list(graph.stream({"messages": [("user", "hello")]}, config, stream_mode="custom"))
+        graph.invoke({"messages": [("user", "bye")]}, config)
+
+    assert "".join(e.text for e in streamed if isinstance(e, ev.ReasoningDelta)) == summary
+    assert "".join(e.text for e in streamed if isinstance(e, ev.TextDelta)) == "Hi there."
+    reply = graph.get_state(config).values["messages"][1]
+    assert transcript_view(reply).reasoning == summary and transcript_view(reply).content == "Hi there."
+    sent_back = json.dumps(server.requests[1]["input"])
+    assert (summary in sent_back) is keep and "Hi there." in sent_back
