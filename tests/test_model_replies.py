@@ -151,7 +151,9 @@ def test_an_empty_stream_is_asked_again_without_streaming(session_at: Callable[.
         again = session.send(events[0].thread_id, "again").collect()
 
     assert status(events) == "completed" and text(events) == "Here, unstreamed."
-    assert text(again) == "Here, unstreamed."
+    (retry,) = of(events, ev.ModelRetried)
+    assert "empty" in retry.reason
+    assert text(again) == "Here, unstreamed." and of(again, ev.ModelRetried) == []
     assert [r.get("stream", False) for r in server.requests] == [True, False, False]
 
 

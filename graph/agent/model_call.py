@@ -170,6 +170,10 @@ def _ask_again_without_streaming(
     if not first.streamed:
         raise EmptyReply(_model_label(model), streamed=False)
     log.info("%s sent an empty streamed reply; asking once more without streaming", _model_label(model))
+    # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
+    first.write(ev.ModelRetried(thread_id=first.thread_id, attempt=1, max_retries=1, delay_s=0.0,
+                                reason="The model's streamed reply was empty; asking once more without streaming.",
+                                message_id=first.message_id))
     again = _Reply(first.write, first.thread_id)
     ai, _ = again.fetch(model, messages, config, runtime, stream=False)
     if is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
