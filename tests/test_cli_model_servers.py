@@ -159,3 +159,10 @@ def test_a_cut_call_is_not_shown_as_a_call(env: dict[str, str]) -> None:
         result = gh(at(env, server.base_url), "send", "write my notes", code=1)
     assert "write_file" not in result.stdout  # no `⚙ write_file {}` for a call that never ran
     assert "cut off" in result.stdout and "tool call was not run" in result.stdout
+
+
+def test_an_empty_reply_is_a_failure_not_an_empty_success(env: dict[str, str]) -> None:
+    with FakeOpenAI([{"content": ""}]) as server:
+        sent = gh_json(at(env, server.base_url), "send", "hi", code=1)
+    assert sent["status"] == "failed" and sent["failure"]["kind"] == "model"
+    assert "empty reply" in sent["failure"]["message"]
