@@ -136,3 +136,33 @@ def test_retries_and_timeouts_come_from_gatehouse_toml(env: dict[str, str], tmp_
     assert (retry["attempt"], retry["max_retries"]) == (1, 1)
     assert "did not answer in time" in retry["reason"]
     assert sent["status"] == "completed" and sent["text"] == "In time."
+
+
+def test_each_retry_is_one_line_in_the_terminal(env: dict[str, str]) -> None:
+    calls: list[int] = []
+
+    def reply(request: dict[str, Any]) -> dict[str, Any] | str:
+        calls.append(1)
+        return {"status": 503, "content": "warming up"} if len(calls) == 1 else "Ready."
+
+    with FakeOpenAI([reply]) as server:
+        result = gh(at(env, server.base_url, GATEHOUSE_MODEL_MAX_RETRIES="1"), "send", "hi", code=0)
+    both = result.stdout + result.stderr
+    # The event's line, not also a log line saying the same.
+    assert both.count("HTTP 503: warming up") == 1, both
+    assert "retry 1 of 1" in result.stdout and "Ready." in result.stdout
+
+
+def test_a_cut_call_is_not_shown_as_a_call(env: dict[str, str]) -> None:
+    call = {"id": "call_w1", "name": "write_file", "arguments": {"path": "notes.md", "content": "buy milk\n"}}
+    with FakeOpenAI([{"tool_calls": [call], "cut": 3}]) as server:
+        result = gh(at(env, server.base_url), "send", "write my notes", code=1)
+    assert "write_file" not in result.stdout  # no `⚙ write_file {}` for a call that never ran
+    assert "cut off" in result.stdout and "tool call was not run" in result.stdout
+
+
+def test_an_empty_reply_is_a_failure_not_an_empty_success(env: dict[str, str]) -> None:
+    with FakeOpenAI([{"content": ""}]) as server:
+        sent = gh_json(at(env, server.base_url), "send", "hi", code=1)
+    assert sent["status"] == "failed" and sent["failure"]["kind"] == "model"
+    assert "empty reply" in sent["failure"]["message"]

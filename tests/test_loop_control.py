@@ -420,9 +420,11 @@ def test_the_same_call_again_and_again_is_nudged_then_stopped(tmp_path: Path) ->
     finished = {e.call_id: e.status for e in events if isinstance(e, ev.ToolFinished)}
     assert finished == {"c0": "ok", "c1": "ok", "c2": "error", "c3": "error"}
     # A new message is a new run: the guard starts counting again (the script's last
-    # repeat runs, then the model is done).
+    # two repeats run, then the model is done; the stop notice is not sent to the
+    # model, so it is no turn of the script's).
     assert session.send("t", "go on").collect()[-1].status == "completed"
-    assert ledger.count("lookup") == 3
+    assert ledger.count("lookup") == 4
+    assert not any("Stopped" in str(m.content) for m in model.inputs[-1] if isinstance(m, AIMessage))
 
 
 def test_interleaved_repeats_are_work_not_a_loop(tmp_path: Path) -> None:
@@ -613,7 +615,7 @@ def test_a_gated_call_with_bad_arguments_is_answered_without_asking(tmp_path: Pa
 
 
 def test_invalid_json_calls_show_as_failed_calls(tmp_path: Path) -> None:
-    bad = AIMessage(content="", invalid_tool_calls=[{"name": "deploy", "args": '{"service": "we', "id": "b1",
+    bad = AIMessage(content="", invalid_tool_calls=[{"name": "deploy", "args": '{"service": we}', "id": "b1",
                                                       "error": "bad json", "type": "invalid_tool_call"}])
     session, ledger, _ = make_session(tmp_path, [bad, "fixed"])
     events = session.send("t", "deploy").collect()

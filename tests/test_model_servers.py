@@ -189,15 +189,18 @@ def test_a_tool_call_in_a_cut_off_reply_never_runs_and_is_answered(
         assert of(events, ev.ApprovalRequired) == []
         notice = of(events, ev.Notice)[0]
         assert notice.source == ev.CUT_OFF_SOURCE and "tool call was not run" in notice.text
+        # A call that never ran is not shown as one (no `⚙ write_file {}`).
+        assert of(events, ev.ToolStarted) == [] and of(events, ev.ToolFinished) == []
         tools = [m for m in session.messages(thread_id) if isinstance(m, ToolMessage)]
         assert [(t.tool_call_id, t.status) for t in tools] == [("call_w1", "error")]
         assert "cut off" in str(tools[0].content)
 
         again = session.retry(thread_id).collect()
         assert finished(again).status == "awaiting_approval"
-        # The model was told its cut-off call did not run (the server checks the pairing too).
-        answered = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
-        assert [m["tool_call_id"] for m in answered] == ["call_w1"]
+        # Asked again from the history before the cut reply: neither it, the error that
+        # answered its call, nor Gatehouse's stop notice is sent as the model's words.
+        assert server.requests[1]["messages"] == server.requests[0]["messages"]
+        assert "Stopped" not in json.dumps(server.requests[1])
         assert not (tmp_path / "ws" / "notes.md").exists()
         done = session.resume(thread_id, {"decisions": [{"type": "approve"}]}).collect()
 
@@ -470,9 +473,11 @@ def test_a_generate_only_models_raw_arguments_are_still_checked_strictly(tmp_pat
         messages = session.messages(events[0].thread_id)
     finally:
         session.close()
-    assert of(events, ev.ApprovalRequired) == [] and finished(events).status == "completed"
+    # Arguments that stop mid-object are a cut-off reply, whatever the model said of it.
+    assert of(events, ev.ApprovalRequired) == [] and finished(events).status == "stopped"
+    assert [n.source for n in of(events, ev.Notice)][0] == ev.CUT_OFF_SOURCE
     (tool,) = [m for m in messages if isinstance(m, ToolMessage)]
-    assert tool.tool_call_id == "call_e1" and "not a valid JSON object" in str(tool.content)
+    assert tool.tool_call_id == "call_e1" and "cut off" in str(tool.content)
     assert ledger.count("send_email") == 0
 
 

@@ -7,6 +7,7 @@ sends back on the next turn, and HTTP errors from the provider.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -184,16 +185,31 @@ def test_unparseable_arguments_alone_become_an_error_the_model_sees(ws: Workspac
     assert final_message(graph, config).content == "Sorry, my tool call was malformed."
 
 
-@pytest.mark.parametrize("arguments", ["{bad", '{"path": "todo.txt"'], ids=["brace-junk", "truncated"])
-def test_lenient_partial_json_is_reported_as_invalid(ws: Workspace, arguments: str) -> None:
+def test_lenient_partial_json_is_reported_as_invalid(ws: Workspace) -> None:
     (ws.root / "todo.txt").write_text("secret plans\n")
-    script = [{"tool_calls": [{"id": "call_bad", "name": "read_file", "arguments": arguments}]}, "Done."]
+    script = [{"tool_calls": [{"id": "call_bad", "name": "read_file", "arguments": "{bad"}]}, "Done."]
     with FakeOpenAI(script) as server:
         graph, config = make_graph(server, ws), new_config()
         run(graph, {"messages": [("user", "Read my notes")]}, config)
 
     (tool,) = tool_messages(server.requests[1])
     assert "not a valid JSON object" in tool["content"]
+
+
+def test_arguments_that_stop_mid_object_mark_the_reply_cut_off_even_with_a_finish_reason(ws: Workspace) -> None:
+    # What a proxy that closes a broken stream itself (finish_reason, [DONE]) leaves.
+    (ws.root / "todo.txt").write_text("secret plans\n")
+    script = [{"tool_calls": [{"id": "call_bad", "name": "read_file", "arguments": '{"path": "todo.txt"'}]}]
+    with FakeOpenAI(script) as server:
+        graph, config = make_graph(server, ws), new_config()
+        seen = run(graph, {"messages": [("user", "Read my notes")]}, config)
+
+    assert len(server.requests) == 1  # the run stops: asking again is the person's call
+    values = graph.get_state(config).values
+    assert values["stop_kind"] == "cut_off"
+    cut = next(m for m in values["messages"] if isinstance(m, AIMessage))
+    assert cut.additional_kwargs["gatehouse_cut_off"] is True and cut.tool_calls == []
+    assert "secret plans" not in json.dumps(seen, default=str)
 
 
 @pytest.mark.parametrize(

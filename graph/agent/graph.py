@@ -56,6 +56,7 @@ from graph.agent.policy import Policy
 from graph.agent.review import review
 from graph.agent.routing import after_model, before_tool, dispatch
 from graph.agent.state import AgentState, InputState
+from graph.agent.tool_binding import bind_tools
 from graph.agent.tool_node import run_tool
 from graph.protocol.decisions import ALL_TOOLS
 
@@ -117,7 +118,7 @@ def build_graph(
     rules = policy if isinstance(policy, Policy) else Policy.from_mapping(policy)
     rules.check_tools(tools_by_name)
     deps = AgentDeps(
-        model=model.bind_tools(list(tools)) if tools else model,
+        model=bind_tools(model, tools),
         tools=tools_by_name,
         policy=rules,
         hooks=hooks if isinstance(hooks, HookSet) else HookSet(hooks),

@@ -12,10 +12,17 @@ and what happens here:
   gateways): the stream yields nothing and LangChain raises "No generation chunks
   were returned". The reply is fetched again without streaming, and this model is
   asked without streaming from then on (logged once).
-- A reply that ends without a finish reason (the stream was cut: no `finish_reason`,
-  no `[DONE]`) is kept, marked cut off (`additional_kwargs["gatehouse_cut_off"]`), and
-  its tool calls are never run: each is answered with an error. The node then stops
-  the run (`CUT_OFF_STOP`); `Session.retry` asks the model again.
+- A reply that was cut off (stopped at max_tokens, a stream that ended early, and the
+  signs a proxy leaves when it hides that: graph/agent/cut_off.py) is kept, marked
+  cut off (`additional_kwargs["gatehouse_cut_off"]`), and its tool calls are never
+  run: each is answered with an error, and no `tool_started` is shown for them. The
+  node then stops the run (`CUT_OFF_STOP`); `Session.retry` asks the model again,
+  from the history before the cut reply (`prompt_messages` leaves it out).
+- An empty reply (no text, no tool call) is asked for again once without streaming
+  (proxies in front of a server that does not stream send an empty stream); still
+  empty, the run fails with `EmptyReply`: never a silent, empty success.
+- Gatehouse's own words (stop notices, a cut reply and the errors that answer its
+  calls) are never sent to the model as if it had said them.
 - Reasoning (`<think>` blocks, `reasoning_content`) streams as `reasoning_delta`
   events and is stored apart from the answer (graph/agent/reasoning.py); it is not sent back to
   the model unless `ModelOptions.keep_reasoning`.
@@ -24,7 +31,8 @@ and what happens here:
   `ModelOptions.max_retries` times, with a `model_retried` event each time. Gatehouse
   retries here rather than in the `openai` client: the client only retries before a
   response starts and says nothing, so a person would neither see the wait nor get a
-  stream that broke halfway retried.
+  stream that broke halfway retried. An error response from a LiteLLM proxy is not
+  retried again: the proxy has already retried it (its own `num_retries`).
 """
 
 from __future__ import annotations
@@ -49,23 +57,31 @@ from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
 from graph.agent.context import RunContext, cancelled
+from graph.agent.cut_off import cut_reason, notice_text
 from graph.agent.emit import stream_writer, thread_of
 from graph.agent.history import text_of
-from graph.agent.model_errors import ModelProblem, model_problem
-from graph.agent.reasoning import ThinkSplitter, split_think
+from graph.agent.model_errors import EmptyReply, ModelProblem, model_problem
+from graph.agent.reasoning import ThinkSplitter, drop_reasoning_blocks, split_think
 from graph.protocol import events as ev
 from graph.protocol.events import CUT_OFF_SOURCE
-from graph.protocol.threads import CUT_OFF_KEY, REASONING_KEY, reasoning_of
+from graph.protocol.threads import (
+    CUT_OFF_KEY,
+    NOTICE_MARK,
+    REASONING_KEY,
+    TOOL_STATUS_KEY,
+    reasoning_of,
+)
 
 log = logging.getLogger("gatehouse.model")
 
 CUT_OFF_KIND = CUT_OFF_SOURCE  # the run's stop_kind, and the notice's source
 CUT_OFF_STOP = "Stopped: the model's reply was cut off before it finished. Retry to ask the model again."
+CUT_OFF_REASON_KEY = "gatehouse_cut_off_reason"
 NO_CHUNKS = "No generation chunks were returned"
-# Providers whose every complete reply says how it ended, and under which keys (Chat
-# Completions: finish_reason; OpenAI's Responses API: status). For other models a
-# missing reason means nothing (scripted models, custom wrappers).
-FINISH_KEYS = {"openai": ("finish_reason", "status")}
+# LangChain's stock fake whose `_stream` drops the message's tool calls (it streams the
+# text only): asked without streaming, so its tool calls arrive, and a streamed attempt
+# never uses up its next message.
+_LOSSY_STREAMS = ("GenericFakeChatModel",)
 
 # The event a piece of streamed text is, by what the <think> splitter found it to be.
 _DELTAS: dict[str, type[ev.TextDelta] | type[ev.ReasoningDelta]] = {"text": ev.TextDelta, "reasoning": ev.ReasoningDelta}
@@ -109,24 +125,61 @@ def stream_reply(
         reply = _Reply(write, thread_id)
         try:
             ai, was_cancelled = reply.fetch(model, messages, config, runtime)
+            # Empty with no usage chunk is how LiteLLM streams what a server that does
+            # not stream (or its own mock tool calls) answered: asked again, not "cut".
+            if not was_cancelled and is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
+                ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
         except Exception as exc:
             problem = model_problem(exc)
             if problem is None or not problem.transient or retries >= options.max_retries or cancelled(runtime):
                 raise
+            if problem.proxy_retried:
+                # A LiteLLM proxy answered with an error after its own retries: more of
+                # ours would multiply them (3 x 3 upstream calls for one persistent 500).
+                log.info("not retrying: the LiteLLM proxy has already retried (%s)", problem.cause)
+                raise
             retries += 1
             delay = _retry_delay(problem, retries, options)
-            log.warning("%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay)
+            # The `model_retried` event is what front ends show; a warning too would
+            # print the same line twice in the terminal.
+            log.info("%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay)
             write(ev.ModelRetried(thread_id=thread_id, attempt=retries, max_retries=options.max_retries,
                                   delay_s=delay, reason=problem.cause, message_id=reply.message_id))
             if _wait(runtime, delay):
                 return AIMessage(content="", id=f"run-{uuid.uuid4()}"), True
             continue
         if is_cut_off(ai):
-            calls = len(ai.invalid_tool_calls)
-            note = f" Its {calls} tool call{'s were' if calls > 1 else ' was'} not run." if calls else ""
             write(ev.Notice(thread_id=thread_id, source=CUT_OFF_KIND,
-                            text=f"The model's reply was cut off: the stream ended before the reply was finished.{note}"))
+                            text=notice_text(str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY)),
+                                             len(ai.invalid_tool_calls))))
         return ai, was_cancelled
+
+
+def is_empty(ai: AIMessage) -> bool:
+    """No answer and no tool call (reasoning alone is no answer)."""
+    return not (text_of(ai.content).strip() or ai.tool_calls or ai.invalid_tool_calls)
+
+
+def _ask_again_without_streaming(
+    model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Runtime[RunContext], first: _Reply
+) -> AIMessage:
+    """An empty reply, asked for once more without streaming; `EmptyReply` when that
+    is empty too. A full answer means the stream lost it (a proxy in front of a server
+    that does not stream sends an empty stream): this model is asked without streaming
+    from then on."""
+    if not first.streamed:
+        raise EmptyReply(_model_label(model), streamed=False)
+    log.info("%s sent an empty streamed reply; asking once more without streaming", _model_label(model))
+    # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
+    first.write(ev.ModelRetried(thread_id=first.thread_id, attempt=1, max_retries=1, delay_s=0.0,
+                                reason="The model's streamed reply was empty; asking once more without streaming.",
+                                message_id=first.message_id))
+    again = _Reply(first.write, first.thread_id)
+    ai, _ = again.fetch(model, messages, config, runtime, stream=False)
+    if is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
+        raise EmptyReply(_model_label(model), streamed=True)
+    stop_streaming(model, why="its streamed reply was empty, asked without streaming it answered")
+    return ai
 
 
 class _Reply:
@@ -137,14 +190,17 @@ class _Reply:
         self.thread_id = thread_id
         self.merged: AIMessage | AIMessageChunk | None = None
         self.message_id: str | None = None
+        self.streamed = False
         self._think = ThinkSplitter()
         self._part: str | None = None  # the kind of the part streaming now
         self._parts = 0  # parts started so far (the next part's index)
 
     def fetch(
-        self, model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Runtime[RunContext]
+        self, model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Runtime[RunContext],
+        *, stream: bool = True,
     ) -> tuple[AIMessage, bool]:
-        if streams(model):
+        if stream and streams(model):
+            self.streamed = True
             try:
                 for chunk in model.stream(messages, config):
                     self.add(chunk)
@@ -157,11 +213,12 @@ class _Reply:
                 if self.merged is not None or NO_CHUNKS not in str(exc):
                     raise
                 stop_streaming(model)
+                self.streamed = False
                 self.add(model.invoke(messages, config, stream=False))
         else:
             self.add(model.invoke(messages, config, stream=False))
         self.flush()
-        ai = to_message(self.merged)
+        ai = to_message(self.merged, usage_requested=self.streamed and requests_usage(model))
         for call in ai.tool_calls:
             self.start_part("tool_call", ai.id, call_id=call["id"], tool_name=call["name"])
         return ai, False
@@ -198,20 +255,55 @@ class _Reply:
 
 
 def streams(model: Any) -> bool:
-    return _NOT_STREAMING.get(id(_unwrap(model))) is None
-
-
-def stop_streaming(model: Any) -> None:
-    """Ask this model without streaming from now on: its server answered a streaming
-    request with one JSON body (nothing came as server-sent events)."""
     inner = _unwrap(model)
-    name = getattr(inner, "model_name", None) or getattr(inner, "model", None) or type(inner).__name__
+    if _NOT_STREAMING.get(id(inner)) is None and (lossy := _lossy_stream(inner)):
+        stop_streaming(inner, why=f"{lossy}'s stream drops tool calls (it streams the text only)")
+    return _NOT_STREAMING.get(id(inner)) is None
+
+
+def _lossy_stream(model: Any) -> str | None:
+    """The stock class whose `_stream` this model still uses, when that one loses tool calls."""
+    for cls in type(model).__mro__:
+        if cls.__name__ in _LOSSY_STREAMS and cls.__module__.startswith("langchain_core."):
+            return cls.__name__ if type(model)._stream is cls._stream else None
+    return None
+
+
+def stop_streaming(model: Any, why: str | None = None) -> None:
+    """Ask this model without streaming from now on (logged once, with the reason):
+    by default, its server answered a streaming request with one JSON body (nothing
+    came as server-sent events)."""
+    inner = _unwrap(model)
     where = getattr(inner, "openai_api_base", None)
-    log.warning(
-        "the model server%s answered a streaming request without streaming; asking %s without "
-        "streaming from now on", f" at {where}" if where else "", name,
-    )
+    if why is None:
+        why = (f"the model server{f' at {where}' if where else ''} answered a streaming request without streaming"
+               if _speaks_http(inner) else f"{type(inner).__name__}.stream() gave no chunks")
+    log.warning("%s; asking %s without streaming from now on", why, _model_label(inner))
     _NOT_STREAMING[id(inner)] = inner
+
+
+def _speaks_http(model: Any) -> bool:
+    return hasattr(model, "openai_api_base") or hasattr(model, "base_url")
+
+
+def _model_label(model: Any) -> str:
+    inner = _unwrap(model)
+    name = getattr(inner, "model_name", None) or getattr(inner, "model", None)
+    return str(name) if isinstance(name, str) and name else type(inner).__name__
+
+
+def requests_usage(model: Any) -> bool:
+    """This model asks its server for a usage chunk at the end of each stream."""
+    kwargs: dict[str, Any] = {}
+    while isinstance(model, RunnableBinding):
+        kwargs = {**model.kwargs, **kwargs}
+        model = model.bound
+    if "stream_usage" in kwargs:
+        return bool(kwargs["stream_usage"])
+    options = kwargs.get("stream_options") or (getattr(model, "model_kwargs", None) or {}).get("stream_options")
+    if isinstance(options, dict) and "include_usage" in options:
+        return bool(options["include_usage"])
+    return getattr(model, "stream_usage", None) is True
 
 
 def _unwrap(model: Any) -> Any:
@@ -244,33 +336,51 @@ def prompt_messages(
 ) -> list[AnyMessage]:
     """What the model is sent: the system text, then the history with earlier
     replies' reasoning left out (or, with `keep_reasoning`, as <think> text: the one
-    form every server reads back)."""
+    form every server reads back; reasoning content blocks stay as they came).
+
+    Left out too, whatever `keep_reasoning` says: Gatehouse's own notices (a stop's
+    reason is the agent's words, not the model's), and a cut-off reply with the errors
+    that answered its calls, so asking again starts from the history before it. The
+    person still sees both (they stay in the thread)."""
     prompt = system_text(system_prompt, view.get("model_context") or {})
     messages: list[AnyMessage] = [SystemMessage(prompt)] if prompt else []
+    unsent: set[str] = set()
     for m in history:
-        if isinstance(m, AIMessage) and REASONING_KEY in m.additional_kwargs:
-            kwargs = {k: v for k, v in m.additional_kwargs.items() if k != REASONING_KEY}
-            content = m.content
-            thought = m.additional_kwargs[REASONING_KEY]
-            if keep_reasoning and thought and isinstance(content, str):
-                content = f"<think>\n{thought}\n</think>\n\n{content}"
-            m = m.model_copy(update={"additional_kwargs": kwargs, "content": content})
+        if isinstance(m, AIMessage) and (m.additional_kwargs.get(NOTICE_MARK) or is_cut_off(m)):
+            unsent = {c["id"] for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
+            continue
+        if isinstance(m, ToolMessage) and m.tool_call_id in unsent:
+            unsent.discard(m.tool_call_id)
+            continue
+        unsent = set()
+        if isinstance(m, AIMessage):
+            m = _without_reasoning(m, keep_reasoning)
         messages.append(m)
     return messages
+
+
+def _without_reasoning(m: AIMessage, keep_reasoning: bool) -> AIMessage:
+    kwargs = {k: v for k, v in m.additional_kwargs.items() if k != REASONING_KEY}
+    content = m.content
+    thought = m.additional_kwargs.get(REASONING_KEY)
+    if keep_reasoning:
+        if thought and isinstance(content, str):
+            content = f"<think>\n{thought}\n</think>\n\n{content}"
+    else:
+        content = drop_reasoning_blocks(content)
+    if content is m.content and len(kwargs) == len(m.additional_kwargs):
+        return m
+    return m.model_copy(update={"additional_kwargs": kwargs, "content": content})
 
 
 def is_cut_off(ai: AIMessage) -> bool:
     return bool(ai.additional_kwargs.get(CUT_OFF_KEY))
 
 
-def _ended_early(reply: AIMessage) -> bool:
-    keys = FINISH_KEYS.get(str(reply.response_metadata.get("model_provider") or ""))
-    return keys is not None and not any(reply.response_metadata.get(k) for k in keys)
-
-
-def to_message(chunk: AIMessage | None, *, complete: bool = True) -> AIMessage:
+def to_message(chunk: AIMessage | None, *, complete: bool = True, usage_requested: bool = False) -> AIMessage:
     """The stored form of a reply: strict tool calls, reasoning apart from the answer,
-    and (when `complete`, i.e. not stopped by the person) the cut-off mark."""
+    and (when `complete`, i.e. not stopped by the person) the cut-off mark, with why
+    (graph/agent/cut_off.py)."""
     if chunk is None:
         return AIMessage(content="", id=f"run-{uuid.uuid4()}")
     calls, invalid = strict_tool_calls(chunk)
@@ -282,8 +392,14 @@ def to_message(chunk: AIMessage | None, *, complete: bool = True) -> AIMessage:
             content = answer
             earlier = kwargs.get(REASONING_KEY)
             kwargs[REASONING_KEY] = f"{earlier}\n\n{thought}" if isinstance(earlier, str) and earlier else thought
-    if complete and _ended_early(chunk):
+    reason = cut_reason(
+        chunk.response_metadata, chunk.content if isinstance(chunk.content, str) else "",
+        [c.get("args") for c in _raw_arguments(chunk)],
+        has_usage=chunk.usage_metadata is not None, usage_requested=usage_requested,
+    ) if complete else None
+    if reason is not None:
         kwargs[CUT_OFF_KEY] = True
+        kwargs[CUT_OFF_REASON_KEY] = reason
         # Arguments that happen to parse are still not known to be the ones the model meant.
         invalid += [
             {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "error": "the reply was cut off",
@@ -354,6 +470,9 @@ def answer_invalid_calls(ai: AIMessage) -> list[ToolMessage]:
     cut = is_cut_off(ai)
     return [
         ToolMessage(
+            # Marked as an error result here: a cut call is answered without the
+            # tool_started / tool_finished events of a call that was tried.
+            additional_kwargs={TOOL_STATUS_KEY: "error"} if cut else {},
             content=(
                 f"Error: your reply was cut off before it finished, so this call to {c.get('name') or 'a tool'} "
                 "was not run."

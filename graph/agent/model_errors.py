@@ -10,7 +10,15 @@ of failure it was, the status code and the server's own message come from whiche
 error carries them, and the innermost cause gives the detail.
 
 Recognised without importing any provider: LangChain's `ModelError` classes, anything
-from the `openai` package, and `httpx` / `httpcore` transport errors.
+from the `openai`, `anthropic` or `ollama` packages, `httpx` / `httpcore` transport
+errors, and Gatehouse's own `EmptyReply`.
+
+Proxies: LiteLLM reports a stream that broke after it started as an error event
+inside the stream (`data: {"error": {"message", "code": "500"}}`), which the `openai`
+client raises as a bare `APIError`: read as a reply that broke midway, worth retrying.
+An error *response* from LiteLLM (its `x-litellm-*` headers) comes after the proxy's
+own retries: `proxy_retried`, so Gatehouse does not multiply them. LiteLLM passes the
+provider's headers on as `llm_provider-<name>`: its `retry-after` is honoured.
 """
 
 from __future__ import annotations
@@ -22,7 +30,18 @@ from typing import Any
 from langchain_core import exceptions as lc
 
 MESSAGE_CHARS = 300
-_TRANSPORT_MODULES = ("openai", "httpx", "httpx2", "httpcore", "h11")
+_TRANSPORT_MODULES = ("openai", "anthropic", "ollama", "httpx", "httpx2", "httpcore", "h11")
+# What servers say when the prompt is longer than the model's context window.
+_CONTEXT_WORDS = ("context length", "context window", "context_length", "maximum context", "too many tokens",
+                  "prompt is too long", "input is too long", "exceeds the context", "n_ctx")
+
+
+class EmptyReply(RuntimeError):
+    """The model answered with nothing: no text and no tool call."""
+
+    def __init__(self, model: str, *, streamed: bool) -> None:
+        how = "streamed, then again without streaming" if streamed else "asked without streaming"
+        super().__init__(f"{model} sent an empty reply (no text and no tool call; {how})")
 
 
 @dataclass(frozen=True)
@@ -40,6 +59,9 @@ class ModelProblem:
     status: int | None = None
     # What the server asked for (a `Retry-After` header), in seconds.
     retry_after_s: float | None = None
+    # The answer came from a LiteLLM proxy, which retries on its own before it answers
+    # with an error: retrying again here would multiply its retries.
+    proxy_retried: bool = False
 
     @property
     def message(self) -> str:
@@ -54,13 +76,30 @@ def describe_model_error(exc: BaseException) -> tuple[str, bool] | None:
 
 def model_problem(exc: BaseException) -> ModelProblem | None:
     chain = list(_chain(exc))
+    if isinstance(exc, EmptyReply):
+        return ModelProblem(
+            f"The model's reply was empty: {exc}.",
+            "Retry; if it keeps happening, check the model server or the proxy in front of it "
+            "(a proxy in front of a server that does not stream can lose the whole reply).",
+            retryable=True, transient=False,
+        )
     if not any(_is_model_error(e) for e in chain):
         return None
-    status = next((s for e in chain if (s := _status(e)) is not None), None)
     server = next((m for e in chain if (m := _server_message(e))), "")
+    if (broke := next((e for e in chain if _stream_error_event(e)), None)) is not None:
+        code = _get(broke, "body").get("code")
+        return ModelProblem(
+            f"The model's reply broke off in the middle of the stream (the server or proxy reported"
+            f"{f' HTTP {code}' if code else ' an error'}: {server or 'no reason given'}).",
+            "Retry; if it keeps happening, check the server or a proxy in front of it.",
+            retryable=True, transient=True,
+        )
+    status = next((s for e in chain if (s := _status(e)) is not None), None)
     cause = _root_cause(chain)
     retry_after = next((r for e in chain if (r := _retry_after(e)) is not None), None)
+    proxied = any(_from_litellm(e) for e in chain)
     said = f": {server}" if server else ""
+    proxy_note = " (The LiteLLM proxy in front of the model had already retried it.)" if proxied else ""
 
     if status is not None:
         if status in (401, 403):
@@ -71,26 +110,37 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
                 retryable=True, transient=False, status=status,
             )
         if status == 404:
+            # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
+            pull = " (with Ollama: `ollama pull` it)" if "pull" not in server else ""
             return ModelProblem(
                 f"The model API does not know this model or endpoint (HTTP 404{said}).",
-                "Check the model name and base URL, then retry.",
+                f"Check the model name{pull} and base URL, then retry.",
                 retryable=True, transient=False, status=status,
             )
         if status == 429:
             return ModelProblem(
-                f"The model API is rate limiting requests (HTTP 429{said}).", "Wait a moment, then retry.",
-                retryable=True, transient=True, status=status, retry_after_s=retry_after,
+                f"The model API is rate limiting requests (HTTP 429{said}).",
+                f"Wait a moment, then retry.{proxy_note}",
+                retryable=True, transient=True, status=status, retry_after_s=retry_after, proxy_retried=proxied,
             )
         if status >= 500:
             return ModelProblem(
-                f"The model server failed (HTTP {status}{said}).", "Retry; if it keeps failing, check the server.",
-                retryable=True, transient=True, status=status, retry_after_s=retry_after,
+                f"The model server failed (HTTP {status}{said}).",
+                f"Retry; if it keeps failing, check the server.{proxy_note}",
+                retryable=True, transient=True, status=status, retry_after_s=retry_after, proxy_retried=proxied,
             )
         if 400 <= status < 500:
             # The same request would be refused again (too long, malformed, unsupported).
+            too_long = any(w in server.lower() for w in _CONTEXT_WORDS)
+            advice = (
+                "The conversation no longer fits the model's context window: compact it (`/compact` in "
+                "`gatehouse chat`, `gatehouse compact ID`, `Session.compact_now`, Compact now in the web app) or lower [compaction] max_tokens "
+                "in gatehouse.toml so it happens on its own, then retry."
+                if too_long else ""
+            )
             return ModelProblem(
-                f"The model API refused the request (HTTP {status}{said}).", "",
-                retryable=False, transient=False, status=status,
+                f"The model API refused the request (HTTP {status}{said}).", advice,
+                retryable=too_long, transient=False, status=status,
             )
     url = next((u for e in chain if (u := _url(e))), "")
     where = f" at {url}" if url else ""
@@ -156,6 +206,22 @@ def _broke_mid_reply(e: BaseException) -> bool:
         "RemoteProtocolError", "ReadError", "IncompleteRead")
 
 
+def _stream_error_event(e: BaseException) -> bool:
+    """An error event inside a stream that had started (LiteLLM's way of saying the
+    upstream stream broke): the `openai` client's bare `APIError`, with the event's
+    error as its body and no HTTP status of its own."""
+    return (type(e).__name__ == "APIError" and _module(e).split(".")[0] == "openai"
+            and isinstance(_get(e, "body"), dict) and _get(e, "status_code") is None)
+
+
+def _from_litellm(e: BaseException) -> bool:
+    headers = _get(_get(e, "response"), "headers")
+    try:
+        return headers is not None and any(str(k).lower().startswith("x-litellm-") for k in headers)
+    except TypeError:
+        return False
+
+
 def _status(e: BaseException) -> int | None:
     status = _get(e, "status_code")
     if isinstance(status, int):
@@ -166,6 +232,8 @@ def _status(e: BaseException) -> int | None:
 
 def _server_message(e: BaseException) -> str:
     body = _get(e, "body")
+    if isinstance(error := _get(e, "error"), str) and error.strip():  # ollama.ResponseError
+        return _clip(error)
     if isinstance(body, dict):
         error = body.get("error", body)
         message = error.get("message") if isinstance(error, dict) else error
@@ -181,10 +249,12 @@ def _retry_after(e: BaseException) -> float | None:
     if headers is None:
         return None
     try:
-        if (ms := headers.get("retry-after-ms")) is not None:
-            return max(0.0, float(ms) / 1000)
-        if (s := headers.get("retry-after")) is not None:
-            return max(0.0, float(s))
+        # The provider's own, as a LiteLLM proxy passes it on, when the proxy set none.
+        for prefix in ("", "llm_provider-"):
+            if (ms := headers.get(f"{prefix}retry-after-ms")) is not None:
+                return max(0.0, float(ms) / 1000)
+            if (s := headers.get(f"{prefix}retry-after")) is not None:
+                return max(0.0, float(s))
     except (TypeError, ValueError):
         return None  # an HTTP date: the backoff decides instead
     return None

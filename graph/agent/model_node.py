@@ -207,7 +207,9 @@ def answer_now(ai: AIMessage, history: list[AnyMessage], update: dict[str, Any],
     """The reply's calls that must not run, answered at once: broken arguments (and
     every call of a cut-off reply), the doom-loop guard's repeats, and everything
     when the run stops here. Sets the stop in `update` when the guard stops the run."""
-    answers = [answered_unrun(c, m.content) for c, m in zip(ai.invalid_tool_calls, answer_invalid_calls(ai), strict=True)]  # type: ignore[arg-type]
+    unrun = answer_invalid_calls(ai)
+    # A cut reply's calls were never tried: answered for the model, not shown as calls.
+    answers = unrun if is_cut_off(ai) else [answered_unrun(c, m.content) for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)]  # type: ignore[arg-type]
     calls = list(ai.tool_calls)
     if not update.get("stop_reason"):
         found = doom_loop.describe(doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold)

@@ -19,9 +19,14 @@ the model is not sent it back (graph/model_call.py strips it from the prompt).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 OPEN, CLOSE = "<think>", "</think>"
+# Content blocks that carry reasoning: LangChain v1 and the Responses API "reasoning"
+# (its summaries are shown to the person: graph/protocol/threads.py), Anthropic
+# "thinking" and "redacted_thinking". Not sent back to the model unless
+# `keep_reasoning` (graph/agent/model_call.py).
+REASONING_BLOCK_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
 # Where providers put reasoning (a field, LangChain v1 "reasoning" / Anthropic
 # "thinking" blocks) and how to read it: graph/protocol/threads.py.
 
@@ -104,3 +109,13 @@ def split_think(text: str) -> tuple[str, str]:
     reasoning = "".join(t for kind, t in pieces if kind == "reasoning")
     return answer, reasoning.strip()
 
+
+
+def drop_reasoning_blocks(content: Any) -> Any:
+    """`content` without its reasoning blocks (unchanged, the same object, when it has none)."""
+    if not isinstance(content, list):
+        return content
+    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCK_TYPES)]
+    if len(kept) == len(content):
+        return content
+    return kept or ""

@@ -147,10 +147,19 @@ def reasoning_in_blocks(content: Any) -> str:
     if not isinstance(content, list):
         return ""
     return "".join(
-        str(b.get(REASONING_BLOCKS[b["type"]]) or "")
+        str(b.get(REASONING_BLOCKS[b["type"]]) or "") + _summary_text(b)
         for b in content
         if isinstance(b, dict) and b.get("type") in REASONING_BLOCKS
     )
+
+
+def _summary_text(block: Mapping[str, Any]) -> str:
+    """The Responses API's reasoning summaries (`{"type": "reasoning", "summary":
+    [{"type": "summary_text", "text": ...}]}`): what OpenAI lets a person see of it."""
+    summary = block.get("summary")
+    if not isinstance(summary, list):
+        return ""
+    return "".join(str(s.get("text") or "") for s in summary if isinstance(s, dict))
 
 
 def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:

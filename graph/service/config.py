@@ -42,6 +42,9 @@ class Settings:
     model_timeout: float | None = 600.0
     # [model] keep_reasoning: send earlier replies' reasoning back to the model.
     keep_reasoning: bool = False
+    # [model] stream_usage: ask for the usage chunk at the end of each stream; a stream
+    # that ends without it is then known to be cut off. Off for a server that never sends it.
+    model_stream_usage: bool = True
     # Tools
     shell_allow: list[str] = field(default_factory=lambda: list(DEFAULT_SHELL_ALLOW))
     shell_timeout_s: float = 60.0
@@ -94,11 +97,37 @@ class Settings:
 
     @property
     def uses_demo_model(self) -> bool:
-        return not (self.api_key or self.base_url or self.model_factory)
+        return not (self.api_key or self.base_url or self.model_factory or model_provider(self.model)[0])
 
     @property
     def uses_postgres(self) -> bool:
         return self.db.startswith(("postgres://", "postgresql://"))
+
+
+# Providers a model name may start with ("anthropic:claude-…", "ollama:qwen3"): the
+# ones LangChain's `init_chat_model` knows, with the package each needs. "qwen3:8b" (an
+# Ollama tag) names no provider, and stays a model name for the OpenAI-compatible server.
+PROVIDER_PACKAGES = {
+    "openai": "langchain-openai", "azure_openai": "langchain-openai", "anthropic": "langchain-anthropic",
+    "ollama": "langchain-ollama", "google_genai": "langchain-google-genai",
+    "google_vertexai": "langchain-google-vertexai", "google_anthropic_vertex": "langchain-google-vertexai",
+    "bedrock": "langchain-aws", "bedrock_converse": "langchain-aws", "anthropic_bedrock": "langchain-aws",
+    "azure_ai": "langchain-azure-ai", "cohere": "langchain-cohere", "deepseek": "langchain-deepseek",
+    "fireworks": "langchain-fireworks", "groq": "langchain-groq", "huggingface": "langchain-huggingface",
+    "ibm": "langchain-ibm", "litellm": "langchain-litellm", "mistralai": "langchain-mistralai",
+    "nvidia": "langchain-nvidia-ai-endpoints", "openrouter": "langchain-openrouter",
+    "perplexity": "langchain-perplexity", "together": "langchain-together", "xai": "langchain-xai",
+    "upstage": "langchain-upstage",
+}
+
+
+def model_provider(name: str) -> tuple[str | None, str]:
+    """(provider, model) of a model setting: ("anthropic", "claude-…") for
+    "anthropic:claude-…"; (None, name) when it names no known provider."""
+    provider, sep, rest = name.partition(":")
+    if sep and rest and provider.strip().lower() in PROVIDER_PACKAGES:
+        return provider.strip().lower(), rest
+    return None, name
 
 
 _ENV = {
@@ -158,6 +187,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
             max_parallel_tools=None if settings.max_parallel_tools in (None, "", 0, "0") else _at_least(
                 int(settings.max_parallel_tools), 1, "max_parallel_tools", top_level=True),
             auto_approve=_flag(settings.auto_approve, "auto_approve"),
+            model_stream_usage=_flag(settings.model_stream_usage, "[model] stream_usage"),
             shell_memory_mb=int(settings.shell_memory_mb),
             shell_max_processes=int(settings.shell_max_processes),
             compaction=_flag(settings.compaction, "[compaction] enabled"),
@@ -190,7 +220,8 @@ def _flag(value: Any, name: str) -> bool:
 
 
 # [model] keys whose Settings field has another name.
-_MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout"}
+_MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout",
+               "stream_usage": "model_stream_usage"}
 # Tables whose keys become `<prefix>_<key>` settings ([compaction] "enabled" is the switch).
 _PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit"}
 

@@ -1,5 +1,7 @@
-"""The chat model from settings: `ChatOpenAI` for any OpenAI-compatible server, or
-the offline demo when neither an API key nor a base URL is configured."""
+"""The chat model from settings: `ChatOpenAI` for any OpenAI-compatible server, any
+LangChain provider by a prefixed name ("anthropic:claude-…", through LangChain's
+`init_chat_model`), or the offline demo when neither an API key, a base URL nor a
+provider is configured."""
 
 from __future__ import annotations
 
@@ -9,25 +11,31 @@ from langchain_core.language_models import BaseChatModel
 
 from graph.agent.model_call import ModelOptions
 from graph.protocol.errors import ConfigError
-from graph.service.config import Settings
+from graph.service.config import PROVIDER_PACKAGES, Settings, model_provider
 from graph.service.demo_model import DEMO_LABEL, DemoModel
 
 
 def make_model(settings: Settings) -> BaseChatModel:
     if settings.model_factory:
         return _from_factory(settings.model_factory)
+    provider, name = model_provider(settings.model)
+    if provider not in (None, "openai"):
+        return _from_provider(settings, provider, name)
     if settings.uses_demo_model:
         return DemoModel()
     # Imported lazily: langchain_openai is slow to import.
     from graph.service.openai_compat import ChatOpenAICompatible
 
+    # "openai:gpt-4.1" is OpenAI's own: the same ChatOpenAI init_chat_model would make,
+    # keeping the reasoning fields and Gatehouse's retries.
     return ChatOpenAICompatible(
-        model=settings.model,
+        model=name,
         base_url=settings.base_url,
         # Local servers (vLLM, Ollama, llama.cpp) accept any key but the client needs one.
         api_key=settings.api_key or "not-needed",
         temperature=settings.temperature,
-        stream_usage=True,
+        # The usage chunk also tells a finished stream from a cut one (graph/agent/cut_off.py).
+        stream_usage=settings.model_stream_usage,
         # Gatehouse retries, with an event each time (graph/model_call.py); the client's
         # own silent retries would multiply them.
         max_retries=0,
@@ -37,6 +45,33 @@ def make_model(settings: Settings) -> BaseChatModel:
 
 def model_options(settings: Settings) -> ModelOptions:
     return ModelOptions(max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning)
+
+
+def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatModel:
+    """`init_chat_model("provider:name")`; a missing provider package is a ConfigError
+    that names it. The provider's client keeps its own retry settings."""
+    package = PROVIDER_PACKAGES[provider]
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:
+        raise ConfigError(
+            f"[model] name {settings.model!r} names a provider, which needs the packages langchain and "
+            f"{package}: install them (`uv add langchain {package}` or `pip install langchain {package}`)"
+        ) from None
+    kwargs: dict[str, object] = {"temperature": settings.temperature}
+    if settings.base_url:
+        kwargs["base_url"] = settings.base_url
+    if settings.api_key:
+        kwargs["api_key"] = settings.api_key
+    try:
+        return init_chat_model(name, model_provider=provider, **kwargs)
+    except ImportError:
+        raise ConfigError(
+            f"[model] name {settings.model!r} needs the package {package}, which is not installed: "
+            f"install it (`uv add {package}` or `pip install {package}`), or choose another model"
+        ) from None
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise ConfigError(f"[model] name {settings.model!r}: {exc}") from None
 
 
 def _from_factory(path: str) -> BaseChatModel:
@@ -54,7 +89,10 @@ def _from_factory(path: str) -> BaseChatModel:
 def describe_model(settings: Settings) -> str:
     if settings.model_factory:
         return f"custom model ({settings.model_factory})"
+    provider, name = model_provider(settings.model)
+    if provider not in (None, "openai"):
+        return f"{name} via {provider}{f' at {settings.base_url}' if settings.base_url else ''}"
     if settings.uses_demo_model:
         return DEMO_LABEL
     where = settings.base_url or "OpenAI"
-    return f"{settings.model} via {where}"
+    return f"{name} via {where}"

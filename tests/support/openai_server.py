@@ -25,8 +25,19 @@ What real servers do that OpenAI does not, one key of a reply dict each:
   `<think>` blocks need no key: put them in `content`;
 - `"chunk_chars": int`: size of the content pieces (default 4: tags split across chunks);
 - `"delay": float`: seconds of silence after the headers, before the first token;
-- `"headers": dict`: extra response headers (e.g. `Retry-After` with a 429).
+- `"headers": dict`: extra response headers (e.g. `Retry-After` with a 429);
+- `"finish": str`: the finish reason to send (e.g. "length": stopped at max_tokens);
+- `"usage_chunk": False`: leave out the usage chunk even when it was asked for;
+- `"error_event": int`: after that many events, an error event inside the stream and
+  the end of it (how LiteLLM reports an upstream stream that broke midway);
+- `"pace": float`: seconds between events (so a proxy forwards the first ones before
+  a `drop` breaks the stream).
 `closed_port_url()` gives a base URL where nothing listens (connection refused).
+
+`/v1/responses` (OpenAI's Responses API, `ChatOpenAI(use_responses_api=True)`) answers
+the same script with text, and `"reasoning"` as a reasoning item's summary (streamed as
+`response.reasoning_summary_text.delta` events); turns count `input` items whose role
+is "assistant".
 """
 
 from __future__ import annotations
@@ -81,12 +92,15 @@ class FakeOpenAI:
                 self._json(200, {"object": "list", "data": [{"id": "gpt-test", "object": "model"}]})
 
             def do_POST(self) -> None:
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                path = self.path.rstrip("/")
+                if path not in ("/v1/chat/completions", "/v1/responses"):
                     return self._json(404, {"error": {"message": "not found", "type": "not_found"}})
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 with fake._lock:
                     fake.requests.append(body)
                     n = len(fake.requests)
+                if path == "/v1/responses":
+                    return self._responses(body, n)
                 if problem := _unpaired_tool_messages(body.get("messages", [])):
                     return self._json(400, {"error": {"message": problem, "type": "invalid_request_error"}})
                 reply = fake._reply(body)
@@ -101,6 +115,9 @@ class FakeOpenAI:
                 events = [f"data: {e}\n\n".encode() for e in _chunks(reply, body, n)]
                 if cut := reply.get("cut") or reply.get("drop"):
                     events = events[: cut if cut is not True else max(2, len(events) * 2 // 3)]
+                if (at := reply.get("error_event")) is not None:
+                    error = {"error": {"message": "upstream stream broke", "type": None, "param": None, "code": "500"}}
+                    events = [*events[:at], f"data: {json.dumps(error)}\n\n".encode()]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 for name, value in headers.items():
@@ -114,7 +131,23 @@ class FakeOpenAI:
                 for i, event in enumerate(events):
                     if i == 1:
                         time.sleep(reply.get("delay") or 0)  # after the role chunk: the first token
+                    elif i > 1 and reply.get("pace"):
+                        time.sleep(reply["pace"])
                     self.wfile.write(event)
+                    self.wfile.flush()
+
+            def _responses(self, body: dict[str, Any], n: int) -> None:
+                """OpenAI's Responses API, enough of it for text and reasoning summaries."""
+                reply = fake._reply({"messages": body.get("input") or []})
+                events = list(_response_events(reply, body, n))
+                if not body.get("stream"):
+                    return self._json(200, events[-1][1]["response"])
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for kind, data in events:
+                    self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
 
             def _json(self, status: int, payload: dict[str, Any], headers: dict[str, Any] | None = None) -> None:
@@ -198,7 +231,7 @@ def _envelope(kind: str, body: dict[str, Any], n: int, choices: list[Any]) -> di
 
 
 def _finish(reply: dict[str, Any]) -> str:
-    return "tool_calls" if reply["tool_calls"] else "stop"
+    return reply.get("finish") or ("tool_calls" if reply["tool_calls"] else "stop")
 
 
 def _completion(reply: dict[str, Any], body: dict[str, Any], n: int) -> dict[str, Any]:
@@ -237,6 +270,49 @@ def _chunks(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[str
         for piece in rest:
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, _finish(reply))
-    if with_usage:
+    if with_usage and reply.get("usage_chunk", True):
         yield json.dumps({**_envelope("chat.completion.chunk", body, n, []), "usage": reply["usage"]})
     yield "[DONE]"
+
+
+def _response_events(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The Responses API's stream for a text reply with an optional reasoning summary;
+    the last event carries the whole response."""
+    seq = iter(range(10_000))
+    base = {"id": f"resp_fake{n}", "object": "response", "created_at": 1700000000 + n,
+            "model": body.get("model", "gpt-test"), "parallel_tool_calls": True, "tool_choice": "auto",
+            "tools": [], "output": []}
+    yield "response.created", {"type": "response.created", "sequence_number": next(seq),
+                               "response": {**base, "status": "in_progress"}}
+    output: list[dict[str, Any]] = []
+    summary = reply.get("reasoning") or ""
+    if summary:
+        item = {"type": "reasoning", "id": f"rs_fake{n}", "summary": []}
+        yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
+                                             "output_index": len(output), "item": item}
+        part = {"item_id": item["id"], "output_index": len(output), "summary_index": 0}
+        yield "response.reasoning_summary_part.added", {
+            "type": "response.reasoning_summary_part.added", "sequence_number": next(seq), **part,
+            "part": {"type": "summary_text", "text": ""}}
+        for i in range(0, len(summary), 8):
+            yield "response.reasoning_summary_text.delta", {
+                "type": "response.reasoning_summary_text.delta", "sequence_number": next(seq), **part,
+                "delta": summary[i : i + 8]}
+        output.append({**item, "summary": [{"type": "summary_text", "text": summary}]})
+    message = {"type": "message", "id": f"msg_fake{n}", "role": "assistant", "status": "in_progress", "content": []}
+    index = len(output)
+    yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
+                                         "output_index": index, "item": message}
+    text = reply["content"]
+    for i in range(0, len(text), 4):
+        yield "response.output_text.delta", {
+            "type": "response.output_text.delta", "sequence_number": next(seq), "item_id": message["id"],
+            "output_index": index, "content_index": 0, "delta": text[i : i + 4], "logprobs": []}
+    output.append({**message, "status": "completed",
+                   "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
+    usage = reply["usage"]
+    done = {**base, "status": "completed", "output": output,
+            "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+                      "total_tokens": usage["total_tokens"], "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": len(summary.split())}}}
+    yield "response.completed", {"type": "response.completed", "sequence_number": next(seq), "response": done}
