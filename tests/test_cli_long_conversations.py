@@ -45,12 +45,14 @@ def test_undo_refused_while_paused_then_forced_compact_and_fork(env: dict[str, s
     compacted = gh_json(env, "compact", thread)
     assert compacted["compacted"] and compacted["messages_removed"] == 4
     assert compacted["tokens_after"] < compacted["tokens_before"]
-    # `show` marks the summary and numbers user messages: #N is what fork --at takes.
+    # `show` keeps the whole history, marks where the model's view was summarised and
+    # numbers user messages: #N is what fork --at takes.
     shown = gh(env, "show", thread, code=0).stdout
-    assert "summary ▸ " in shown and "#1 you ▸ list files" in shown
+    assert "summary ▸ " in shown and "#0 you ▸ list files" in shown and "#5 you ▸ list files" in shown
+    assert shown.index("#0 you") < shown.index("summary ▸ ") < shown.index("#5 you")
 
     (tmp_path / "ws" / "notes.md").write_text("oat milk\n")
-    forked = gh_json(env, "fork", thread, "read notes.md", "--at", "1")
+    forked = gh_json(env, "fork", thread, "read notes.md", "--at", "5")
     assert forked["status"] == "completed" and "oat milk" in forked["final_text"]
     with session_on(env) as session:
         after = session.transcript(thread)

@@ -50,7 +50,7 @@ from langgraph.runtime import Runtime
 
 from graph.agent.context import RunContext, cancelled
 from graph.agent.emit import stream_writer, thread_of
-from graph.agent.history import text_of
+from graph.agent.history import model_view, text_of
 from graph.agent.model_errors import ModelProblem, model_problem
 from graph.agent.reasoning import ThinkSplitter, split_think
 from graph.protocol import events as ev
@@ -227,12 +227,12 @@ def system_text(base: str | None, extra: Mapping[str, str]) -> str:
 def prompt_messages(
     system_prompt: str | None, view: Mapping[str, Any], history: Sequence[AnyMessage], *, keep_reasoning: bool
 ) -> list[AnyMessage]:
-    """What the model is sent: the system text, then the history with earlier
-    replies' reasoning left out (or, with `keep_reasoning`, as <think> text: the one
-    form every server reads back)."""
+    """What the model is sent: the system text, then the history from the latest
+    compaction summary on (history.model_view) with earlier replies' reasoning left
+    out (or, with `keep_reasoning`, as <think> text: the one form every server reads back)."""
     prompt = system_text(system_prompt, view.get("model_context") or {})
     messages: list[AnyMessage] = [SystemMessage(prompt)] if prompt else []
-    for m in history:
+    for m in model_view(history):
         if isinstance(m, AIMessage) and REASONING_KEY in m.additional_kwargs:
             kwargs = {k: v for k, v in m.additional_kwargs.items() if k != REASONING_KEY}
             content = m.content

@@ -205,7 +205,10 @@ def render_transcript(console: Console, messages: list[MessageView], *, numbered
     """`numbered`: user messages show their index (#N), what `fork --at N` takes."""
     for n, m in enumerate(messages):
         if m.role == "user" and m.summary:
-            console.print(Text.assemble(("summary ▸ ", "bold magenta"), (clip(m.content, 6), "dim")))
+            console.print(Text.assemble(("summary ▸ ", "bold magenta"),
+                                        ("the model's view was summarised here; it gets this in place of the "
+                                         "turns above (they stay in the history)\n", "magenta"),
+                                        (clip(m.content, 6), "dim")))
         elif m.role == "user":
             console.print(Text.assemble((f"#{n} " if numbered else "", "dim"), ("you ▸ ", "bold blue"), m.content))
         elif m.role == "assistant":
