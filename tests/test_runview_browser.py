@@ -87,3 +87,15 @@ def test_compacted_thread_keeps_its_whole_history_with_a_marker(page: Any, serve
     expect(first).to_have_count(1, timeout=WAIT_MS)
     marker.scroll_into_view_if_needed()
     screenshot(page, "compacted-history-whole")
+
+
+def test_a_wrong_thread_link_gets_a_not_found_page(page: Any, server: Server) -> None:
+    page.goto(f"{server.url}/?thread=no-such-thread%00%1B%5B31m")
+    expect = playwright_api.expect
+    expect(main(page).get_by_text("Thread not found")).to_be_visible(timeout=WAIT_MS)
+    expect(main(page)).to_contain_text("Nothing was created")
+    expect(page.get_by_test_id("stChatInputTextArea")).to_have_count(0)
+    screenshot(page, "thread-not-found")
+    main(page).get_by_role("button", name="Start a new thread").click()
+    page.get_by_test_id("stChatInputTextArea").wait_for(timeout=WAIT_MS)
+    assert "thread=" not in page.url

@@ -3,15 +3,60 @@ transcript as plain data (front ends never see LangChain message classes)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graph.protocol.errors import InvalidThreadId
+
 ThreadStatus = Literal[
     "idle", "running", "interrupted", "awaiting_approval", "completed", "failed", "cancelled", "stopped"
 ]
+
+
+# A thread id: what `new_thread_id` makes (a UUID), LangGraph Server's, or a name a
+# client picks. Printable ASCII only, so an id can be shown, typed and put in a URL as
+# it is: never a NUL, a control or bidi character, a space, or a 5,000-character string.
+THREAD_ID_MAX = 128
+_THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=~-]*")
+
+
+def thread_id_problem(thread_id: object) -> str | None:
+    """Why `thread_id` is not a valid thread id (None when it is)."""
+    if not isinstance(thread_id, str):
+        return f"a thread id is a string, not {type(thread_id).__name__}"
+    if not thread_id:
+        return "a thread id cannot be empty"
+    if len(thread_id) > THREAD_ID_MAX:
+        return f"a thread id has at most {THREAD_ID_MAX} characters (this one has {len(thread_id):,})"
+    if not _THREAD_ID.fullmatch(thread_id):
+        return ("a thread id is letters, digits and . _ : @ + = ~ - (starting with a letter or digit); "
+                f"this one is {shown_id(thread_id)}")
+    return None
+
+
+def check_thread_id(thread_id: object) -> str:
+    """`thread_id` when it is a valid thread id, else `InvalidThreadId` (nothing changes)."""
+    if (problem := thread_id_problem(thread_id)) is not None:
+        raise InvalidThreadId(problem)
+    return thread_id  # type: ignore[return-value]
+
+
+def shown_id(thread_id: str, limit: int = 60) -> str:
+    """A thread id as it may be shown: control and non-ASCII characters escaped, cut to `limit`."""
+    text = thread_id.encode("ascii", "backslashreplace").decode("ascii")
+    text = printable(text)
+    return '"' + text[:limit] + ("…" if len(text) > limit else "") + '"'
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (a NUL, an escape, a bidi
+    control, a line break) written as an escape, so it can only be shown, never act."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) > 0xFF else f"\\x{ord(c):02x}"
+                   for c in text)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,14 @@ from graph.protocol.errors import (
     StorageError,
 )
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
-from graph.protocol.threads import NOTICE_MARK, Branches, MessageView, ThreadInfo
+from graph.protocol.threads import (
+    NOTICE_MARK,
+    Branches,
+    MessageView,
+    ThreadInfo,
+    check_thread_id,
+    thread_id_problem,
+)
 from graph.protocol.tools import spec_of
 from graph.service.branches import ThreadTree, first_user
 from graph.service.errors import describe_error, is_storage_error, storage_message
@@ -222,6 +229,7 @@ class Session:
 
     def thread_auto_approve(self, thread_id: str) -> bool:
         """Whether the thread's own auto-approve switch is on (kept in the database)."""
+        check_thread_id(thread_id)
         decisions = self.storage.decisions
         return decisions is not None and any(tool == ALL_TOOLS for tool, _ in decisions.grants(thread_id))
 
@@ -232,6 +240,7 @@ class Session:
         (who, when, from where: this session's `actor` / `source` unless given), so it
         holds for every client of the thread, LangGraph Server included, until it is
         turned off; only this API writes it."""
+        check_thread_id(thread_id)
         decisions = self.storage.decisions
         if decisions is None:
             raise ValueError("a thread's auto-approve switch needs storage with a decision log")
@@ -368,6 +377,7 @@ class Session:
         """The thread's run lease (graph/store/leases.py). When `deciding`, a thread
         that is busy means the decision came too late (a double click, another tab or
         process): `AlreadyDecided`."""
+        check_thread_id(thread_id)
         leases = self.storage.leases
         if leases is None:
             return None
@@ -538,6 +548,7 @@ class Session:
 
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""
+        check_thread_id(thread_id)
         reader = self.storage.reader
         if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
             # The interrupts at the latest checkpoint, read directly: what get_state
@@ -563,6 +574,7 @@ class Session:
         model's context (its result says `offloaded`), else the result in the thread.
         A call compacted out of the thread still has its stored output, if any. None
         when there is neither."""
+        check_thread_id(thread_id)
         stored = self.storage.outputs.get(thread_id, call_id) if self.storage.outputs is not None else None
         result = next((m for m in reversed(self.messages(thread_id)) if getattr(m, "tool_call_id", None) == call_id), None)
         if result is None:
@@ -605,6 +617,7 @@ class Session:
         return [self._live(t) for t in self.storage.index.list(limit=limit)]
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
+        check_thread_id(thread_id)
         info = self.storage.index.get(thread_id)
         return None if info is None else self._live(info)
 
@@ -631,14 +644,16 @@ class Session:
         if decisions is None:
             return []
         if thread_id is not None:
-            return list(reversed(decisions.for_thread(thread_id)))[:limit]
+            return list(reversed(decisions.for_thread(check_thread_id(thread_id))))[:limit]
         return decisions.recent(limit)
 
     # -- changing threads -----------------------------------------------------
     def rename(self, thread_id: str, title: str) -> None:
+        check_thread_id(thread_id)
         self.storage.index.rename(thread_id, title.strip() or "Untitled")
 
     def delete(self, thread_id: str) -> None:
+        check_thread_id(thread_id)
         self.storage.delete_thread(thread_id)
 
     def undo(self, thread_id: str, *, force: bool = False) -> int:
@@ -770,7 +785,8 @@ class Session:
         if thread_id is not None and self.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
         if thread_id is None:
-            thread_id = exported.thread_id if exported.thread_id and not self.exists(exported.thread_id) else None
+            usable = exported.thread_id and thread_id_problem(exported.thread_id) is None  # else a new id
+            thread_id = exported.thread_id if usable and not self.exists(exported.thread_id) else None
             thread_id = thread_id or self.new_thread_id()
         with self._holding(thread_id):
             if self.storage.outputs is not None:
@@ -844,7 +860,9 @@ class _Seen:
 
 
 def _config(thread_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id}}
+    # Every read and write of a thread's checkpoints comes through here: a malformed
+    # id (a NUL, control characters, 5,000 characters) is refused before it reaches storage.
+    return {"configurable": {"thread_id": check_thread_id(thread_id)}}
 
 
 def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:

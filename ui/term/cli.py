@@ -97,7 +97,7 @@ err: Any = _Deferred("ui.term.render", make=lambda render: render.make_console(s
 DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout (errors too).",
                                        callback=lambda value: _remember_json(value))]
-ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.")]
+ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.", callback=lambda v: _check_id(v))]
 AutoApproveOpt = Annotated[
     bool,
     typer.Option("--auto-approve", help="Run calls that would ask for approval without asking, for this command "
@@ -133,6 +133,26 @@ def _json_requested() -> bool:
     return _json_output
 
 
+# Why the command's thread id is malformed (set while its arguments are parsed; said,
+# as JSON too with --json, when the command opens the database: nothing is read).
+_bad_thread_id: str | None = None
+
+
+def _check_id(value: str) -> str:
+    global _bad_thread_id
+    if _bad_thread_id is not None:
+        return value  # the first malformed id is the one said
+    from graph.protocol.threads import thread_id_problem  # no pydantic or LangGraph: plain checks
+
+    _bad_thread_id = thread_id_problem(value)
+    return value
+
+
+def refuse_bad_thread_id() -> None:
+    if _bad_thread_id is not None:
+        raise fail(f"not a thread id: {_bad_thread_id}", EXIT_USAGE)
+
+
 def os_user() -> str | None:
     try:
         return getpass.getuser()
@@ -147,6 +167,7 @@ def opening_failed(exc: Exception) -> typer.Exit:
 
 @contextmanager
 def open_cli_session(db: str | None) -> Iterator[Session]:
+    refuse_bad_thread_id()
     from graph import open_session  # LangGraph and the agent: only the commands that run it
 
     try:
@@ -174,6 +195,7 @@ def open_cli_session(db: str | None) -> Iterator[Session]:
 def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
     """The database, read-only and without LangGraph: what `threads`, `pending` and
     `show` need, at the cost of a query or two."""
+    refuse_bad_thread_id()
     from graph import open_reader
 
     try:
@@ -186,6 +208,12 @@ def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
         raise fail(str(exc), EXIT_FAILED) from None
     finally:
         reader.close()
+
+
+def printable(text: str) -> str:
+    from graph.protocol.threads import printable as escaped
+
+    return escaped(text)
 
 
 def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
@@ -417,12 +445,14 @@ def threads(
             pending = reader.pending(info.thread_id) if info.awaiting_approval else None
             count = 0 if pending is None else 1 if isinstance(pending, graph.OutcomeUnknown) else len(pending.actions)
             rows.append({**info.to_dict(), "pending": count})
-    if as_json:
+    if as_json:  # json.dumps escapes control characters itself
         print(json.dumps(rows, ensure_ascii=False, indent=2))
     elif not rows:
         out.print("No threads yet. Start one with `gatehouse chat`.")
     else:
-        out.print(term.threads_table(rows))
+        # Ids and titles as text that cannot drive the terminal (a NUL, an escape sequence).
+        out.print(term.threads_table([{**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
+                                      for r in rows]))
 
 
 @app.command()
@@ -500,7 +530,7 @@ def export(
 @app.command("import")
 def import_(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A JSON export (`gatehouse export ID --json`); - reads stdin.")],
-    thread_id: Annotated[str | None, typer.Option("--thread-id", metavar="ID",
+    thread_id: Annotated[str | None, typer.Option("--thread-id", metavar="ID", callback=lambda v: _check_id(v) if v else v,
                                                   help="Import under this id (default: the exported one, or a new one when it is taken).")] = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -605,7 +635,7 @@ def output(
 
 @app.command()
 def audit(
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Only this thread's decisions.")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Only this thread's decisions.")] = None,
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, newest first.")] = 200,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -706,7 +736,7 @@ def switch(
 @app.command()
 def send(
     message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Continue this thread (default: a new one).")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Continue this thread (default: a new one).")] = None,
     auto_approve: AutoApproveOpt = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -891,7 +921,7 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
 # -- interactive chat ---------------------------------------------------------------
 @app.command()
 def chat(
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Resume this thread.")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Resume this thread.")] = None,
     auto_approve: AutoApproveOpt = False,
     db: DbOpt = None,
 ) -> None:
