@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from graph.agent.graph import build_graph
     from graph.agent.hooks import HookSet, hook
     from graph.agent.policy import Policy, PolicyError
-    from graph.protocol.decisions import DecisionRecord
+    from graph.protocol.decisions import DecisionRecord, StandingGrant
     from graph.protocol.errors import (
         AlreadyDecided,
         AwaitingDecision,
@@ -103,6 +103,7 @@ _HOMES = {
     "MessageView": "graph.protocol.threads",
     "ThreadInfo": "graph.protocol.threads",
     "DecisionRecord": "graph.protocol.decisions",
+    "StandingGrant": "graph.protocol.decisions",
     "AlreadyDecided": "graph.protocol.errors",
     "AwaitingDecision": "graph.protocol.errors",
     "ImportRefused": "graph.protocol.errors",
@@ -131,6 +132,7 @@ __all__ = [
     "ConfigError",
     "DecisionError",
     "DecisionRecord",
+    "StandingGrant",
     "DemoModel",
     "Event",
     "HookError",

@@ -99,3 +99,24 @@ def test_a_wrong_thread_link_gets_a_not_found_page(page: Any, server: Server) ->
     main(page).get_by_role("button", name="Start a new thread").click()
     page.get_by_test_id("stChatInputTextArea").wait_for(timeout=WAIT_MS)
     assert "thread=" not in page.url
+
+
+def test_standing_grants_are_listed_with_revoke_and_rows_say_why(page: Any, server: Server) -> None:
+    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)), actor="alice")
+    try:
+        run = session.send(None, "write a.md: one")
+        run.collect()
+        session.resume(run.thread_id, {"decisions": [{"type": "approve", "always_allow": True}]}).collect()
+        assert session.send(run.thread_id, "write b.md: two").collect()[-1].status == "completed"
+    finally:
+        session.close()
+    open_thread(page, server, run.thread_id)
+    expect = playwright_api.expect
+    expect(main(page)).to_contain_text("always allowed (write_file)", timeout=WAIT_MS)
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar).to_contain_text("Always allowed in this thread")
+    expect(sidebar).to_contain_text("by alice")
+    sidebar.get_by_text("Always allowed in this thread").scroll_into_view_if_needed()
+    screenshot(page, "standing-grants")
+    sidebar.get_by_role("button", name="block").click()
+    expect(sidebar).not_to_contain_text("Always allowed in this thread", timeout=WAIT_MS)

@@ -4,7 +4,7 @@ transcript as plain data (front ends never see LangChain message classes)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -123,8 +123,10 @@ class MessageView(BaseModel):
     tool_status: str | None = None
     duration_ms: float | None = None
     # How a call that needed approval was let through: "approve", "edit",
-    # "auto_approve" (auto-approve was on), "run_again"; None for calls that run freely.
+    # "auto_approve" (auto-approve was on), "always_allowed" (a standing grant, named
+    # in `grant`), "run_again"; None for calls that run freely.
     decision: str | None = None
+    grant: str | None = None
     # A notice from Gatehouse itself (e.g. "Stopped by the person."), not model output.
     notice: bool = False
     # The model's reasoning ("thinking"), kept apart from its answer.
@@ -142,6 +144,16 @@ class MessageView(BaseModel):
     @property
     def auto_approved(self) -> bool:
         return self.decision == "auto_approve"
+
+    @property
+    def without_a_click(self) -> str | None:
+        """Why a call that would ask ran without anyone clicking: "auto-approved", or
+        "always allowed (write_file:*.md)"; None for a call a person approved or a free one."""
+        if self.decision == "auto_approve":
+            return "auto-approved"
+        if self.decision == "always_allowed":
+            return f"always allowed ({self.grant})" if self.grant else "always allowed"
+        return None
 
     @property
     def outcome(self) -> str:
@@ -164,6 +176,8 @@ SUMMARY_MARK = "gatehouse_summary"
 OFFLOAD_MARK = "gatehouse_offloaded"
 CUT_OFF_KEY = "gatehouse_cut_off"
 DECISION_KEY = "gatehouse_decision"
+# On a call's result: the standing grant it ran under without asking ("write_file:*.md").
+GRANT_KEY = "gatehouse_grant"
 TOOL_STATUS_KEY = "gatehouse_status"
 TOOL_DURATION_KEY = "gatehouse_duration_ms"
 REASONING_KEY = "reasoning_content"
@@ -230,4 +244,20 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
         if isinstance(mark, dict):
             fields.update(offloaded=True, total_chars=mark.get("total_chars"))
         fields["decision"] = extra.get(DECISION_KEY)
+        fields["grant"] = extra.get(GRANT_KEY)
     return MessageView(**fields)
+
+
+def turn_starts(messages: Sequence[MessageView]) -> list[int]:
+    """Where each of the person's turns starts: the index of turn n (1-based) is
+    `turn_starts(messages)[n - 1]`. A turn starts at a message the person wrote (a
+    compaction summary is not theirs). Every front end numbers turns this way: the
+    terminal's `show` (#n), `fork --at n`, `branches` / `switch --at n`, `undo`, and
+    the web app's "Turn n"."""
+    return [i for i, m in enumerate(messages) if m.role == "user" and not m.summary]
+
+
+def turn_of(messages: Sequence[MessageView], index: int) -> int | None:
+    """The turn number (1-based) of the person's message at `index`, if it is one."""
+    starts = turn_starts(messages)
+    return starts.index(index) + 1 if index in starts else None

@@ -40,7 +40,7 @@ from graph.agent.review import answering, args_problem, explain
 from graph.agent.state import STOP_KEYS
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
-from graph.protocol.decisions import ALL_TOOLS, DecisionRecord
+from graph.protocol.decisions import ALL_TOOLS, DecisionRecord, StandingGrant, who_decided
 from graph.protocol.errors import (
     AlreadyDecided,
     AwaitingDecision,
@@ -63,6 +63,7 @@ from graph.protocol.threads import (
 from graph.protocol.tools import spec_of
 from graph.service.branches import ThreadTree, first_user
 from graph.service.errors import describe_error, is_storage_error, storage_message
+from graph.service.standing import find_grant, grants_in_force, revoke_record
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
 from graph.store.decisions import switch_record
@@ -324,12 +325,15 @@ class Session:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.pending(thread_id)
             if pending is None:
-                raise NothingPending(f"thread {thread_id} is not waiting for a decision (already decided?)")
+                done = who_decided(self.audit(thread_id, limit=50))
+                raise NothingPending(f"thread {thread_id} is not waiting for a decision"
+                                     + (f": it was already decided ({done})" if done else ""))
             if interrupt_id is not None and interrupt_id != pending.interrupt_id:
                 if self._was_asked(thread_id, interrupt_id):
+                    done = who_decided(self.audit(thread_id, limit=50))
                     raise StaleDecision(
                         f"approval request {interrupt_id} is no longer pending on thread {thread_id} "
-                        "(it was already decided); reload to see the current request"
+                        f"(it was already decided{': ' + done if done else ''}); reload to see the current request"
                     )
                 raise StaleDecision(
                     f"thread {thread_id} never asked approval request {interrupt_id}; the pending one is "
@@ -646,6 +650,23 @@ class Session:
         if thread_id is not None:
             return list(reversed(decisions.for_thread(check_thread_id(thread_id))))[:limit]
         return decisions.recent(limit)
+
+    def grants(self, thread_id: str) -> list[StandingGrant]:
+        """The thread's standing "always allow" grants in force, oldest first, each with
+        who gave it, when and from where; the auto-approve switch is the grant "*"."""
+        check_thread_id(thread_id)
+        return grants_in_force(self.storage.decisions, thread_id)
+
+    def revoke_grant(
+        self, thread_id: str, grant: str, *, actor: str | None = None, source: str | None = None
+    ) -> StandingGrant:
+        """Withdraw a standing grant by its label ("write_file", "write_file:*.md", "*"),
+        recorded in the decision log (who, when, from where); the thread's next model
+        turn asks again. Raises ValueError, changing nothing, when no such grant is in force."""
+        found = find_grant(self.grants(thread_id), grant)
+        self.storage.decisions.record([revoke_record(self.storage.decisions, found, source=source or self.source,
+                                                     actor=actor or self.actor)])
+        return found
 
     # -- changing threads -----------------------------------------------------
     def rename(self, thread_id: str, title: str) -> None:

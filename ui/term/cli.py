@@ -2,7 +2,8 @@
 
 Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
 `approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `import`, `delete`,
-`undo`, `fork`, `branches`, `switch`, `compact`, `output`, `audit` (all with `--json`).
+`undo`, `fork`, `branches`, `switch`, `compact`, `output`, `audit`, `grants`, `revoke`
+(all with `--json`).
 `gatehouse` alone starts the Streamlit app; `gatehouse studio` starts `langgraph dev`.
 
 The read-only commands (`--help`, `threads`, `pending`, `show`) answer at once: they
@@ -76,7 +77,8 @@ APP_PATH = PROJECT_ROOT / "ui" / "web" / "app.py"
 
 HELP = """A LangGraph agent that pauses before any tool call a person must approve.
 
-`gatehouse` alone starts the web UI; `gatehouse chat` is the interactive terminal
+`gatehouse` alone starts the web UI (`gatehouse --port 8601` on another port; the
+same as `gatehouse ui --port 8601`); `gatehouse chat` is the interactive terminal
 client; the other commands are for scripts and cron jobs (all take --json).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
@@ -216,6 +218,27 @@ def printable(text: str) -> str:
     return escaped(text)
 
 
+def turn_starts(messages: list[Any]) -> list[int]:
+    from graph.protocol.threads import turn_starts as starts
+
+    return starts(messages)
+
+
+def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
+    """The message index of turn #`turn` (1-based, as `show` numbers turns)."""
+    starts = turn_starts(messages)
+    if not 1 <= turn <= len(starts):
+        have = f"turns 1 to {len(starts)}" if starts else "no turns"
+        raise fail(f"thread {thread_id} has {have}, not #{turn} (`gatehouse show {thread_id}` numbers them)",
+                   EXIT_USAGE)
+    return starts[turn - 1]
+
+
+def terminal_words(exc: Exception) -> str:
+    """A Session refusal in the terminal's words: its option, not the API's keyword."""
+    return str(exc).replace("(force=True; terminal: --force)", "(--force)")
+
+
 def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
     if not session.exists(thread_id):
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
@@ -226,8 +249,11 @@ def require_pending(session: Session, thread_id: str) -> Pause:
     pending = session.pending(thread_id)
     if pending is None:
         info = session.thread(thread_id)
-        raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})",
-                   EXIT_USAGE)
+        from graph.protocol.decisions import who_decided
+
+        done = who_decided(session.audit(thread_id, limit=50))  # who beat us to it
+        raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})"
+                   + (f"; already decided: {done}" if done else ""), EXIT_USAGE)
     return pending
 
 
@@ -285,6 +311,7 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
     pending = session.pending(thread_id) if status == "awaiting_approval" else None
     finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
     auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
+    granted = {e.call_id: e.grant for e in events if isinstance(e, ev.ToolStarted) and e.grant}
     return {
         "thread_id": thread_id,
         "status": status,
@@ -295,7 +322,7 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
         "message_id": finished.message_id if finished else None,
         "tools": [
             {"call_id": e.call_id, "name": e.name, "status": e.status, "output": e.output,
-             "auto_approved": e.call_id in auto,
+             "auto_approved": e.call_id in auto, "grant": granted.get(e.call_id),
              **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {})}
             for e in events if isinstance(e, ev.ToolFinished)
         ],
@@ -354,10 +381,18 @@ def others_decision(reject_others: str | None, approve_others: bool) -> dict[str
 
 # -- the web UI and Studio -------------------------------------------------------
 @app.callback(invoke_without_command=True)
-def root(ctx: typer.Context) -> None:
+def root(
+    ctx: typer.Context,
+    port: Annotated[int | None, typer.Option("--port", metavar="N", help="Without a command: start the web UI on this port (same as `gatehouse ui --port N`).")] = None,
+) -> None:
     """Without a command, start the web UI (same as `gatehouse ui`)."""
+    global _bad_thread_id
+    _bad_thread_id = None  # before the command's arguments are parsed (several commands run in one process in tests)
     if ctx.invoked_subcommand is None:
-        ui()
+        ui(port)
+    elif port is not None:
+        raise fail(f"--port is for the web UI: `gatehouse --port {port}` or `gatehouse ui --port {port}`, "
+                   f"not with `{ctx.invoked_subcommand}`", EXIT_USAGE)
 
 
 @app.command()
@@ -511,7 +546,8 @@ def export(
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|json", help="md or json.")] = "md",
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="PATH", help="Write to this file instead of stdout.")] = None,
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON (same as --format json): `gatehouse import` reads it back.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON (same as --format json): `gatehouse import` reads it back; errors are JSON too.",
+                                          callback=lambda value: _remember_json(value))] = False,
 ) -> None:
     """Export a thread's transcript as Markdown or JSON (JSON imports back)."""
     fmt = "json" if as_json else fmt
@@ -575,18 +611,22 @@ def undo(
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Drop the thread's last user turn and everything after it (the checkpoints keep
-    the history). Refused (exit 3) while the thread waits for a decision, unless --force."""
+    """Drop the thread's last turn (your last message and everything after it; the
+    checkpoints keep the history). Refused (exit 3) while the thread waits for a
+    decision, unless --force; nothing to undo: exit 2."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
+        turns = len(turn_starts(session.transcript(thread_id)))
+        if turns == 0:
+            raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
         try:
             removed = session.undo(thread_id, force=force)
         except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
+            raise fail(terminal_words(exc), EXIT_AWAITING) from None
     if as_json:
-        print(json.dumps({"thread_id": thread_id, "removed": removed}))
+        print(json.dumps({"thread_id": thread_id, "removed": removed, "turn": turns}))
     else:
-        out.print(f"undone: {removed} message(s) removed from thread {thread_id}")
+        out.print(f"undone: turn #{turns} ({removed} message(s)) removed from thread {thread_id}")
 
 
 @app.command()
@@ -654,23 +694,63 @@ def audit(
 
 
 @app.command()
+def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """The thread's standing "always allow" grants in force: which tool (and where),
+    who gave it, when, from which front end. "*" is the thread's auto-approve switch."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        found = session.grants(thread_id)
+    if as_json:
+        print(json.dumps([g.to_dict() for g in found], ensure_ascii=False, indent=2))
+        return
+    if not found:
+        out.print(f"No standing grants in thread {thread_id}: every gated call asks.")
+        return
+    for g in found:
+        who = f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {term.when(g.granted_at)}"
+        out.print(Text.assemble((printable(g.label), "bold"), "  ", printable(g.described), (f"  ({who})", "dim")))
+    out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
+
+
+@app.command()
+def revoke(
+    thread_id: ThreadArg,
+    grant: Annotated[str, typer.Argument(metavar="GRANT", help="The grant as `grants` lists it (e.g. write_file, write_file:*.md, *).")],
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Withdraw a standing grant: the thread's next gated call asks again (recorded in the decision log)."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        try:
+            done = session.revoke_grant(thread_id, grant)
+        except ValueError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+    if as_json:
+        print(json.dumps({"thread_id": thread_id, "revoked": done.label}, ensure_ascii=False))
+    else:
+        out.print(f"Revoked {printable(done.label)} in thread {thread_id}: {done.tool} asks again.")
+
+
+@app.command()
 def fork(
     thread_id: ThreadArg,
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The new text of that user message.")],
-    at: Annotated[int, typer.Option("--at", metavar="N", help="Index of the user message to replace (`show` prints it as #N).")],
+    at: Annotated[int, typer.Option("--at", metavar="N", help="The turn whose message to replace: 1 is the first (`show` prints #N).")],
     force: Annotated[bool, typer.Option("--force", help="Fork even while the thread waits for a decision (drops the request).")] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replace user message #N with TEXT and run the agent from there (the checkpoints
-    keep the old branch). Refused (exit 3) while the thread waits for a decision,
-    unless --force."""
+    """Replace your message of turn #N with TEXT and run the agent from there (the
+    checkpoints keep the old branch). Refused (exit 3) while the thread waits for a
+    decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
+        index = turn_index(session.transcript(thread_id), thread_id, at)
         try:
-            run = session.fork(thread_id, at, text, force=force)
+            run = session.fork(thread_id, index, text, force=force)
         except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
+            raise fail(terminal_words(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
         finish_run(session, run, as_json)
@@ -682,7 +762,9 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
     and a new message each make one (the web app shows them as < k/n >)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        found = session.branches(thread_id)
+        messages = session.transcript(thread_id)
+        found = session.branches(thread_id, messages)
+    turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     if as_json:
         print(json.dumps([b.to_dict() for b in found], ensure_ascii=False, indent=2))
         return
@@ -690,7 +772,7 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
         return
     for versions in found:
-        out.print(Text.assemble((f"#{versions.index}", "bold"), f"  version {versions.label}"))
+        out.print(Text.assemble((f"#{turn.get(versions.index, '?')}", "bold"), f"  version {versions.label}"))
         for k, preview in enumerate(versions.previews):
             current = k == versions.current
             out.print(Text.assemble(("  ▸ " if current else "    ", "bold"), f"{k + 1}. ", (preview, "" if current else "dim")))
@@ -700,27 +782,29 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
 @app.command()
 def switch(
     thread_id: ThreadArg,
-    at: Annotated[int, typer.Option("--at", metavar="N", help="Index of the user message (`branches` prints it as #N).")],
+    at: Annotated[int, typer.Option("--at", metavar="N", help="The turn (`branches` and `show` print it as #N; 1 is the first).")],
     to: Annotated[int, typer.Option("--to", metavar="K", help="Which version of it (1 = the oldest).")],
     force: Annotated[bool, typer.Option("--force", help="Switch even while the thread waits for a decision (drops the request).")] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Move the thread onto version K of user message #N, where that branch last
+    """Move the thread onto version K of your message of turn #N, where that branch last
     ended a run (nothing runs; the other branches stay). Refused (exit 3) while the
     thread waits for a decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        versions = next((b for b in session.branches(thread_id) if b.index == at), None)
+        before = session.transcript(thread_id)
+        index = turn_index(before, thread_id, at)
+        versions = next((b for b in session.branches(thread_id, before) if b.index == index), None)
         if versions is None:
-            raise fail(f"message #{at} of thread {thread_id} has no other versions; "
+            raise fail(f"turn #{at} of thread {thread_id} has no other versions; "
                        f"see `gatehouse branches {thread_id}`", EXIT_USAGE)
         if not 1 <= to <= len(versions.message_ids):
-            raise fail(f"message #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE)
+            raise fail(f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE)
         try:
             session.switch_branch(thread_id, versions.message_ids[to - 1], force=force)
         except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
+            raise fail(terminal_words(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
         messages = session.transcript(thread_id)
@@ -728,7 +812,7 @@ def switch(
         print(json.dumps({"thread_id": thread_id, "at": at, "version": to, "versions": len(versions.message_ids),
                           "messages": len(messages)}))
     else:
-        out.print(f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of message #{at} "
+        out.print(f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of turn #{at} "
                   f"({len(messages)} messages); `gatehouse show {thread_id}` prints it")
 
 
@@ -822,14 +906,14 @@ def approve(
 @app.command()
 def reject(
     thread_id: ThreadArg,
-    reason: Annotated[str, typer.Option("--reason", "-m", metavar="TEXT", help="Why (the model reads this).")],
+    reason: Annotated[str | None, typer.Option("--reason", "-m", metavar="TEXT", help="Why (optional; the model reads this).")] = None,
     call: CallOpt = None,
     approve_others: ApproveOthersOpt = False,
     interrupt_id: InterruptOpt = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Reject pending calls with a reason and continue the run.
+    """Reject pending calls (with an optional reason) and continue the run.
 
     Without --call every pending call is rejected. With --call N (repeatable), the
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
@@ -923,6 +1007,7 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
 def chat(
     thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Resume this thread.")] = None,
     auto_approve: AutoApproveOpt = False,
+    all_: Annotated[bool, typer.Option("--all", help="With --thread: print the whole history, not only the last turns.")] = False,
     db: DbOpt = None,
 ) -> None:
     """Interactive chat: streams the run, asks before every gated tool call.
@@ -944,7 +1029,9 @@ def chat(
             require_thread(session, thread)
         if auto_approve:
             session.set_auto_approve(True)
-        code = Chat(session, out, err, session.check_args, drive).loop(thread)
+        chat = Chat(session, out, err, session.check_args, drive)
+        chat.whole_history = all_
+        code = chat.loop(thread)
     raise typer.Exit(code)
 
 

@@ -26,8 +26,8 @@ def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration
     auto-approved and, for an offloaded output, linking to the whole of it."""
     row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
     notes = []
-    if result.auto_approved:
-        notes.append("auto-approved")
+    if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
+        notes.append(why)
     if result.offloaded:
         notes.append(f"output {result.total_chars:,} characters" if result.total_chars else "large output")
     if notes:
