@@ -9,7 +9,9 @@ Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
 The read-only commands (`--help`, `threads`, `pending`, `show`) answer at once: they
 read the database through `graph.open_reader` and never import LangGraph or
 LangChain (a second and more); only the commands that run the agent load it
-(tests/test_cli_fast.py keeps it so).
+(tests/test_cli_fast.py keeps it so). `approve` and `reject` check their options
+against the pending request through the reader first, so bad input is refused
+before LangGraph loads (tests/test_cli_decide_fast.py).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
@@ -244,14 +246,15 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 
-def require_pending(session: Session, thread_id: str) -> Pause:
+def require_pending(session: Session | ThreadReader, thread_id: str) -> Pause:
     require_thread(session, thread_id)
     pending = session.pending(thread_id)
     if pending is None:
         info = session.thread(thread_id)
         from graph.protocol.decisions import who_decided
 
-        done = who_decided(session.audit(thread_id, limit=50))  # who beat us to it
+        log = session.audit(thread_id, limit=50) if hasattr(session, "audit") else session.recent_decisions(thread_id)
+        done = who_decided(log)  # who beat us to it
         raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})"
                    + (f"; already decided: {done}" if done else ""), EXIT_USAGE)
     return pending
@@ -260,7 +263,7 @@ def require_pending(session: Session, thread_id: str) -> Pause:
 RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
 
 
-def require_approval(session: Session, thread_id: str) -> Approval:
+def require_approval(session: Session | ThreadReader, thread_id: str) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
     pending = require_pending(session, thread_id)
@@ -269,6 +272,20 @@ def require_approval(session: Session, thread_id: str) -> Approval:
         raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
                    f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
     return pending
+
+
+def check_before_loading(db: str | None, thread_id: str, build: Callable[[Approval], Any]) -> None:
+    """Refuse a bad decision before LangGraph is imported (seconds on a busy machine):
+    the thread, its pending request and the options are checked against the database
+    through the read-only reader. The command checks again under its lease once the
+    agent is loaded (the request may have been answered meanwhile)."""
+    with open_cli_reader(db) as reader:
+        request = require_approval(reader, thread_id)
+    build(request)
+
+
+def no_schema_check(name: str, args: dict[str, Any]) -> str | None:
+    return None  # before the tools are loaded: JSON and its shape only; the schema is checked after
 
 
 def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.Event]]:
@@ -876,11 +893,11 @@ def approve(
     `--edit N '{"path": "b.md"}'` approves call N with other arguments (validated as
     the web editor validates them); the other calls as above.
     """
-    with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+    if all_ and call:
+        raise fail("use either --all or --call, not both", EXIT_USAGE)
+
+    def build(request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]) -> dict[str, Any]:
         count = len(request.actions)
-        if all_ and call:
-            raise fail("use either --all or --call, not both", EXIT_USAGE)
         chosen = {n: td.approve(always) for n in call or ()}
         if edit is not None:
             number, text = edit
@@ -888,7 +905,7 @@ def approve(
                 raise fail(f"--edit {number}: thread {thread_id} has {count} pending call(s): "
                            f"{td.describe_calls(request)}", EXIT_USAGE)
             name = request.actions[number - 1].name
-            args, problem = term.parse_args_json(text, name, session.check_args)
+            args, problem = term.parse_args_json(text, name, check_args)
             if problem is not None or args is None:
                 raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
             chosen[number] = td.edit(name, args, always)
@@ -898,9 +915,13 @@ def approve(
             raise fail(f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
                        "say --all, or --call N (repeatable) with --reject-others REASON", EXIT_USAGE)
         others = td.reject(reject_others) if reject_others is not None else None
-        answer = decide(request, chosen, others, "decide them in the same command: repeat --call, "
-                        "or use --all or --reject-others REASON")
-        send_answer(session, request, answer, interrupt_id, as_json)
+        return decide(request, chosen, others, "decide them in the same command: repeat --call, "
+                      "or use --all or --reject-others REASON")
+
+    check_before_loading(db, thread_id, lambda request: build(request, no_schema_check))
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id)
+        send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
 
 
 @app.command()
@@ -918,12 +939,15 @@ def reject(
     Without --call every pending call is rejected. With --call N (repeatable), the
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
     """
+    def build(request: Approval) -> dict[str, Any]:
+        numbers = call or list(range(1, len(request.actions) + 1))
+        return decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
+                      "decide them in the same command: repeat --call, or use --approve-others")
+
+    check_before_loading(db, thread_id, build)
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id)
-        numbers = call or list(range(1, len(request.actions) + 1))
-        answer = decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
-                        "decide them in the same command: repeat --call, or use --approve-others")
-        send_answer(session, request, answer, interrupt_id, as_json)
+        send_answer(session, request, build(request), interrupt_id, as_json)
 
 
 @app.command()
