@@ -54,6 +54,7 @@ def test_a_call_run_under_a_grant_is_marked_logged_listed_and_revocable(tmp_path
         result = session.transcript(tid)[-2]
         assert result.role == "tool" and result.decision == "always_allowed" and result.grant == "write_file"
         assert result.without_a_click == "always allowed (write_file)"
+        assert "## tool · write_file · always allowed (write_file)" in session.export(tid)
         # The call the person approved is not marked as run without a click.
         assert [m.without_a_click for m in session.transcript(tid) if m.role == "tool"] == [
             None, "always allowed (write_file)"]

@@ -185,7 +185,7 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
                       view.content, "", "</details>", "", "---", ""]
             continue
         lines.append(f"## {view.role}" + (f" · {view.name}" if view.name else "")
-                     + (" · auto-approved" if view.auto_approved else ""))
+                     + (f" · {view.without_a_click}" if view.without_a_click else ""))
         if view.reasoning:
             # Collapsed where Markdown renders HTML; never part of the answer text.
             lines += ["", "<details><summary>thinking</summary>", "", view.reasoning, "", "</details>"]
