@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from graph.agent.graph import build_graph
     from graph.agent.hooks import HookSet, hook
     from graph.agent.policy import Policy, PolicyError
-    from graph.protocol.decisions import DecisionRecord
+    from graph.protocol.decisions import DecisionRecord, StandingGrant
     from graph.protocol.errors import (
         AlreadyDecided,
         AwaitingDecision,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         DecisionError,
         HookError,
         ImportRefused,
+        InvalidThreadId,
         NothingPending,
         RunInProgress,
         StaleDecision,
@@ -102,9 +103,11 @@ _HOMES = {
     "MessageView": "graph.protocol.threads",
     "ThreadInfo": "graph.protocol.threads",
     "DecisionRecord": "graph.protocol.decisions",
+    "StandingGrant": "graph.protocol.decisions",
     "AlreadyDecided": "graph.protocol.errors",
     "AwaitingDecision": "graph.protocol.errors",
     "ImportRefused": "graph.protocol.errors",
+    "InvalidThreadId": "graph.protocol.errors",
     "CallAlreadyStarted": "graph.protocol.errors",
     "ConfigError": "graph.protocol.errors",
     "DecisionError": "graph.protocol.errors",
@@ -129,11 +132,13 @@ __all__ = [
     "ConfigError",
     "DecisionError",
     "DecisionRecord",
+    "StandingGrant",
     "DemoModel",
     "Event",
     "HookError",
     "HookSet",
     "ImportRefused",
+    "InvalidThreadId",
     "MessageView",
     "NothingPending",
     "OutcomeUnknown",

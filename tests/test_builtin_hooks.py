@@ -154,11 +154,15 @@ def test_compaction_summarises_old_turns_keeps_recent_ones_and_reports_tokens(tm
     assert compacted[0].messages_removed == 4  # the first turn: human, ai+call, tool, ai
 
     after = session.messages("t")
-    assert is_summary(after[0]) and "SUMMARY: searched q0" in after[0].content
-    # The last two turns are verbatim (same ids), then the new answer.
-    assert [m.id for m in after[1:9 - 4]] == [m.id for m in before[4:]]
+    # The person's history stays whole: the first turn, then the summary where the
+    # model's view starts, then the last two turns verbatim (same ids), then the answer.
+    assert [m.id for m in after[:4]] == [m.id for m in before[:4]]
+    assert is_summary(after[4]) and "SUMMARY: searched q0" in after[4].content
+    assert [m.id for m in after[5:9]] == [m.id for m in before[4:]]
     assert after[-2].content == "third" and after[-1].content == "answer three"
     assert pairs_intact(after)
+    # The model's request starts at the summary: the first turn is not sent.
+    assert not any("first first" in str(m.content) for m in model.inputs[-1])
     # The model saw the summary instead of the old turn; the summariser saw the old turn.
     assert "SUMMARY" in model.inputs[-1][1].content
     assert "q0" in summariser.inputs[0][-1].content
@@ -192,7 +196,8 @@ def test_compact_now_in_the_session_api(tmp_path: Path) -> None:
     event = session.compact_now("t")
     assert event is not None and event.type == "compacted" and event.messages_removed == 4
     messages = session.messages("t")
-    assert is_summary(messages[0]) and [m.content for m in messages[1:]] == ["three", "ok"]
+    assert [m.content for m in messages if not is_summary(m)] == ["one", "ok", "two", "ok", "three", "ok"]
+    assert is_summary(messages[4]) and [m.content for m in messages[5:]] == ["three", "ok"]
     # The thread goes on normally afterwards.
     assert session.send("t", "four").collect()[-1].status == "completed"
     assert session.compact_now("t").messages_removed == 3  # old summary + turn "three"

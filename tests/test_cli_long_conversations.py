@@ -40,17 +40,20 @@ def test_undo_refused_while_paused_then_forced_compact_and_fork(env: dict[str, s
 
     refused = gh(env, "undo", thread, code=3)
     assert "waiting for a decision on write_file" in refused.stderr and "--force" in refused.stderr
-    assert gh_json(env, "undo", thread, "--force") == {"thread_id": thread, "removed": 2}
+    assert "force=True" not in refused.stderr
+    assert gh_json(env, "undo", thread, "--force") == {"thread_id": thread, "removed": 2, "turn": 4}
 
     compacted = gh_json(env, "compact", thread)
     assert compacted["compacted"] and compacted["messages_removed"] == 4
     assert compacted["tokens_after"] < compacted["tokens_before"]
-    # `show` marks the summary and numbers user messages: #N is what fork --at takes.
+    # `show` keeps the whole history, marks where the model's view was summarised and
+    # numbers user messages: #N is what fork --at takes.
     shown = gh(env, "show", thread, code=0).stdout
-    assert "summary ▸ " in shown and "#1 you ▸ list files" in shown
+    assert "summary ▸ " in shown and "#1 you ▸ list files" in shown and "#2 you ▸ list files" in shown
+    assert shown.index("#1 you") < shown.index("summary ▸ ") < shown.index("#2 you")
 
     (tmp_path / "ws" / "notes.md").write_text("oat milk\n")
-    forked = gh_json(env, "fork", thread, "read notes.md", "--at", "1")
+    forked = gh_json(env, "fork", thread, "read notes.md", "--at", "2")
     assert forked["status"] == "completed" and "oat milk" in forked["final_text"]
     with session_on(env) as session:
         after = session.transcript(thread)
@@ -105,18 +108,19 @@ def test_branches_lists_versions_and_switch_moves_the_thread(env: dict[str, str]
         session.send(thread, "list files").collect()
         session.send(thread, "read notes.md").collect()
     assert "never forked" in gh(env, "branches", thread, code=0).stdout
-    gh_json(env, "fork", thread, "list all files", "--at", "0")
+    gh_json(env, "fork", thread, "list all files", "--at", "1")
 
     listed = gh(env, "branches", thread, code=0).stdout
-    assert "#0  version 2/2" in listed and "1. list files" in listed and "▸ 2. list all files" in listed
+    assert "#1  version 2/2" in listed and "1. list files" in listed and "▸ 2. list all files" in listed
     [versions] = gh_json(env, "branches", thread)
     assert versions["label"] == "2/2" and versions["previews"] == ["list files", "list all files"]
 
-    switched = gh_json(env, "switch", thread, "--at", "0", "--to", "1")
-    assert switched == {"thread_id": thread, "at": 0, "version": 1, "versions": 2, "messages": 8}
+    switched = gh_json(env, "switch", thread, "--at", "1", "--to", "1")
+    assert switched == {"thread_id": thread, "at": 1, "version": 1, "versions": 2, "messages": 8}
     shown = gh(env, "show", thread, code=0).stdout
-    assert "#0 you ▸ list files" in shown and "#4 you ▸ read notes.md" in shown
+    assert "#1 you ▸ list files" in shown and "#2 you ▸ read notes.md" in shown
     # Mistakes are usage errors that change nothing.
-    assert "has no other versions" in gh(env, "switch", thread, "--at", "4", "--to", "1", code=2).stderr
-    assert "versions 1 to 2, not 3" in gh(env, "switch", thread, "--at", "0", "--to", "3", code=2).stderr
+    assert "has no other versions" in gh(env, "switch", thread, "--at", "2", "--to", "1", code=2).stderr
+    assert "versions 1 to 2, not 3" in gh(env, "switch", thread, "--at", "1", "--to", "3", code=2).stderr
+    assert "has turns 1 to 2, not #0" in gh(env, "switch", thread, "--at", "0", "--to", "1", code=2).stderr
     assert gh_json(env, "branches", thread)[0]["label"] == "1/2"

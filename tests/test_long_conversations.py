@@ -76,11 +76,13 @@ def test_compaction_is_on_by_default_and_the_demo_model_writes_the_summary(tmp_p
         assert compacted.tokens_after < compacted.tokens_before and compacted.messages_removed >= 4
 
         view = session.transcript(tid)
-        assert view[0].summary and view[0].role == "user"
+        [summary] = [m for m in view if m.summary]
+        assert summary.role == "user"
         # The offline demo wrote a plain summary of what happened.
-        assert '"list files"' in view[0].content and "list_files ×" in view[0].content
+        assert '"list files"' in summary.content and "list_files ×" in summary.content
         assert finished(events).status == "completed"
-        assert first.id not in {m.id for m in session.messages(tid)}
+        # Only the model's view was summarised: the person's history keeps the first turn.
+        assert session.messages(tid)[0].id == first.id
         # The full history stays in the checkpoints: time travel still shows it.
         older = [s.values["messages"] for s in session.agent.get_state_history({"configurable": {"thread_id": tid}})]
         assert any(msgs and msgs[0].id == first.id and len(msgs) >= 6 for msgs in older)
@@ -102,8 +104,9 @@ def test_compact_now_with_the_default_configuration_also_when_automatic_compacti
             assert not of(session.send(tid, "list files").collect(), ev.Compacted)  # off: never on its own
         event = session.compact_now(tid)
         assert event is not None and event.messages_removed == 8
-        assert session.transcript(tid)[0].summary
-        assert [m.content for m in session.transcript(tid)[1:2]] == ["list files"]
+        view = session.transcript(tid)
+        assert [m.summary for m in view].index(True) == 8 and len(view) == 13
+        assert [m.content for m in view[9:10]] == ["list files"]
     finally:
         session.close()
 
@@ -127,9 +130,64 @@ def test_compaction_summarises_with_the_cheaper_model_named_in_config(tmp_path: 
             summaries = [r for r in server.requests if r["messages"][0]["content"].startswith("Summarise the conversation")]
             assert summaries and {r["model"] for r in summaries} == {"small-model"}
             assert {r["model"] for r in server.requests if r not in summaries} == {"big-model"}
-            assert "SUMMARY by the small model" in session.transcript(tid)[0].content
+            assert any(m.summary and "SUMMARY by the small model" in m.content for m in session.transcript(tid))
+            # The big model's last request starts at the summary, not at "one one …".
+            last = [r for r in server.requests if r not in summaries][-1]
+            assert "SUMMARY by the small model" in str(last["messages"]) and "one one" not in str(last["messages"])
         finally:
             session.close()
+
+
+def test_compaction_changes_only_what_the_model_is_sent(tmp_path: Path) -> None:
+    """Issue 32, item 1: the person's history, the exports and the transcript stay
+    whole; a marker sits where the model's view was summarised; the model's next
+    request carries the summary, not the old turns."""
+    def reply(messages: list[BaseMessage]) -> str:
+        asked = messages[-1].additional_kwargs.get("gatehouse_summary_request")
+        return f"SUMMARY #{sum('SUMMARY' in str(m.content) for m in messages) + 1}" if asked else "ok"
+
+    model = ScriptedModel(script=[reply] * 400)
+    session = open_session(settings(tmp_path, compaction=False, compaction_keep_turns=2), model=model)
+    try:
+        tid = session.new_thread_id()
+        for i in range(12):
+            session.send(tid, f"request {i:02d} " + "word " * 30).collect()
+        before = session.messages(tid)
+        md_before, json_before = session.export(tid), json.loads(session.export(tid, "json"))
+
+        done = session.compact_now(tid)
+        assert done is not None and done.messages_removed == 20 and done.tokens_after < done.tokens_before
+        after = session.messages(tid)
+        summaries = [i for i, m in enumerate(after) if m.additional_kwargs.get("gatehouse_summary")]
+        assert summaries == [20]  # the marker: just before the two turns kept verbatim
+        assert [m.id for i, m in enumerate(after) if i != 20] == [m.id for m in before]
+        view = session.transcript(tid)
+        assert len(view) == len(before) + 1 and view[20].summary and view[21].content.startswith("request 10")
+
+        md_after = session.export(tid)
+        assert len(md_after) > len(md_before) and all(f"request {i:02d}" in md_after for i in range(12))
+        assert md_after.index("request 09") < md_after.index("compacted: from here on") < md_after.index("request 10")
+        json_after = json.loads(session.export(tid, "json"))
+        assert [m for m in json_after["messages"] if not m.get("summary")] == json_before["messages"]
+
+        session.send(tid, "request 12").collect()
+        sent = " ".join(str(m.content) for m in model.inputs[-1])
+        assert "SUMMARY #1" in sent and "request 10" in sent and "request 11" in sent and "request 12" in sent
+        assert "request 00" not in sent and "request 09" not in sent
+
+        # Again: the new summary covers the old one and the turns after it, the history stays whole.
+        session.send(tid, "request 13").collect()
+        again = session.compact_now(tid)
+        assert again is not None and again.messages_removed == 5  # summary, turns 10 and 11
+        latest = session.messages(tid)
+        assert [m.content for m in latest if m.type == "human" and "SUMMARY" not in m.content] == [
+            m.content for m in before if m.type == "human"] + ["request 12", "request 13"]
+        session.send(tid, "request 14").collect()
+        sent = " ".join(str(m.content) for m in model.inputs[-1])
+        assert "SUMMARY #2" in sent and "SUMMARY #1" not in sent and "request 10" not in sent
+        assert "request 12" in sent and "request 14" in sent
+    finally:
+        session.close()
 
 
 # -- tool-result offloading -------------------------------------------------------------
@@ -350,7 +408,7 @@ def test_export_json_imports_back_to_equal_messages(tmp_path: Path) -> None:
         kinds = {type(m).__name__ for m in original}
         assert kinds == {"HumanMessage", "AIMessage", "ToolMessage"}
         views = session.transcript(tid)
-        assert views[0].summary and any(v.notice for v in views) and any(v.offloaded for v in session.transcript(tid))
+        assert any(v.summary for v in views) and any(v.notice for v in views) and any(v.offloaded for v in session.transcript(tid))
         exported = session.export(tid, "json")
         data = json.loads(exported)
         assert data["format"] == "gatehouse-thread" and data["tool_outputs"]
@@ -451,8 +509,9 @@ def test_undo_after_compaction_restores_the_turn_before(tmp_path: Path) -> None:
         session.compact_now(tid)
         session.send(tid, "four").collect()
         assert session.undo(tid) == 2
-        assert [m.content for m in session.messages(tid)][1:] == ["three", "ok"]
-        assert session.transcript(tid)[0].summary
+        assert [m.content for m in session.messages(tid) if not m.additional_kwargs.get("gatehouse_summary")] == [
+            "one", "ok", "two", "ok", "three", "ok"]
+        assert session.transcript(tid)[4].summary
         # Undo the compaction's own turn: back to the full history before it.
         session.undo(tid)
         assert [m.content for m in session.messages(tid)] == ["one", "ok", "two", "ok"]

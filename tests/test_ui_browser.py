@@ -63,7 +63,7 @@ def chat_box(page: Any) -> Any:
 def send(page: Any, text: str) -> None:
     box = chat_box(page)
     box.wait_for()
-    playwright_api.expect(box).to_be_enabled()
+    playwright_api.expect(box).to_be_enabled(timeout=WAIT_MS)  # not expect's 5 s default: a busy machine
     box.fill(text)
     box.press("Enter")
 

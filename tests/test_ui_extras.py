@@ -116,12 +116,15 @@ def test_compact_now_says_what_it_did(env: Path) -> None:
     at.button(key=f"compact-{thread}").click().run()
     assert not at.exception
     done = [s.value for s in at.success]
-    assert any(s.startswith("Compacted:") and "older messages became one summary" in s for s in done), done
+    assert any(s.startswith("Compacted:") and "Your history stays whole" in s for s in done), done
     assert "hello notes" in texts(at)  # the latest turns are kept as they were
-    summary = [m.value for m in at.markdown if "Summary of the earlier turns" in m.value]
+    summary = [m.value for m in at.markdown if "The model&#x27;s view was summarised here" in m.value
+               or "The model's view was summarised here" in m.value]
     assert len(summary) == 1 and summary[0].startswith("<details")  # collapsed, not a message of yours
     users = [c.markdown[0].value for c in at.get("chat_message") if c.name == "user"]
-    assert not any("Summary" in u for u in users)
+    # Every turn the person wrote is still drawn: compaction changed only the model's view.
+    assert users == ["list files", "read notes.md", "list files", "read notes.md"]
+    assert not any("summarised" in u for u in users)
 
 
 def test_an_offloaded_output_loads_whole_only_on_its_own_page(env: Path) -> None:

@@ -29,6 +29,10 @@ expect = playwright_api.expect
 PlaywrightTimeout = playwright_api.TimeoutError
 
 WAIT_MS = 20_000
+# How long a page may take to say it is ready (its sidebar drawn) after a load or a
+# reload: generous, for a freshly started server on a busy 2-core machine. A wait for
+# a signal returns as soon as it comes, so a quiet machine pays nothing for it.
+READY_MS = 90_000
 VIEWPORT = {"width": 1280, "height": 900}
 # A decision made elsewhere shows within this long without a click (issue 19: 2 s).
 LIVE_S = 2.0
@@ -61,7 +65,7 @@ def tab(browser: Any, server: Server) -> Iterator[Any]:
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
         page.goto(server.url + path)
-        page.get_by_test_id("stMainBlockContainer").wait_for()
+        ready(page)
         return page
 
     yield open_tab
@@ -73,9 +77,16 @@ def main(page: Any) -> Any:
     return page.get_by_test_id("stMainBlockContainer")
 
 
+def ready(page: Any) -> None:
+    """Wait until the app says it is ready: the sidebar (drawn on every page, after the
+    chat input) shows its title. Never a fixed time."""
+    page.get_by_test_id("stSidebar").get_by_role("heading", name="Gatehouse").wait_for(timeout=READY_MS)
+
+
 def send(page: Any, text: str) -> None:
     box = page.get_by_test_id("stChatInputTextArea")
-    expect(box).to_be_enabled()
+    box.wait_for(timeout=READY_MS)
+    expect(box).to_be_enabled(timeout=WAIT_MS)
     box.fill(text)
     box.press("Enter")
 
@@ -104,6 +115,7 @@ def test_two_calls_one_edited_then_approve_the_rest(tab: Any, server: Server) ->
     page.on("request", lambda r: external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:",
                                                                                  "blob:")) else None)
     page.reload()
+    ready(page)
     send(page, "write walk-a.md: one then write walk-b.md: two")
     see(page, "Approval needed · 2 calls")
     # The header has no Deploy button or developer menu (toolbar minimal).

@@ -8,11 +8,26 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
-from graph.protocol.threads import content_text
+from graph.protocol.threads import SUMMARY_MARK, content_text
 
 # The text of message content: a string, or the text blocks of a block list (what
 # Agent Chat UI and other LangGraph clients send). One definition, in the protocol.
 text_of = content_text
+
+
+def is_summary(message: AnyMessage) -> bool:
+    """A compaction summary: the model's stand-in for the messages before it."""
+    return bool(message.additional_kwargs.get(SUMMARY_MARK))
+
+
+def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
+    """The part of the history the model is sent: from the latest compaction summary
+    on (the whole history when there is none). The messages before it stay in the
+    thread for the person (history, export, branches); only the model stops seeing them."""
+    for i in range(len(messages) - 1, -1, -1):
+        if is_summary(messages[i]):
+            return messages[i:]
+    return messages
 
 
 def last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:

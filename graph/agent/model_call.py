@@ -59,7 +59,7 @@ from langgraph.runtime import Runtime
 from graph.agent.context import RunContext, cancelled
 from graph.agent.cut_off import cut_reason, notice_text
 from graph.agent.emit import stream_writer, thread_of
-from graph.agent.history import text_of
+from graph.agent.history import model_view, text_of
 from graph.agent.model_errors import EmptyReply, ModelProblem, model_problem
 from graph.agent.reasoning import ThinkSplitter, drop_reasoning_blocks, split_think
 from graph.protocol import events as ev
@@ -334,9 +334,10 @@ def system_text(base: str | None, extra: Mapping[str, str]) -> str:
 def prompt_messages(
     system_prompt: str | None, view: Mapping[str, Any], history: Sequence[AnyMessage], *, keep_reasoning: bool
 ) -> list[AnyMessage]:
-    """What the model is sent: the system text, then the history with earlier
-    replies' reasoning left out (or, with `keep_reasoning`, as <think> text: the one
-    form every server reads back; reasoning content blocks stay as they came).
+    """What the model is sent: the system text, then the history from the latest
+    compaction summary on (history.model_view) with earlier replies' reasoning left
+    out (or, with `keep_reasoning`, as <think> text: the one form every server reads
+    back; reasoning content blocks stay as they came).
 
     Left out too, whatever `keep_reasoning` says: Gatehouse's own notices (a stop's
     reason is the agent's words, not the model's), and a cut-off reply with the errors
@@ -345,7 +346,7 @@ def prompt_messages(
     prompt = system_text(system_prompt, view.get("model_context") or {})
     messages: list[AnyMessage] = [SystemMessage(prompt)] if prompt else []
     unsent: set[str] = set()
-    for m in history:
+    for m in model_view(history):
         if isinstance(m, AIMessage) and (m.additional_kwargs.get(NOTICE_MARK) or is_cut_off(m)):
             unsent = {c["id"] for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
             continue

@@ -43,6 +43,10 @@ Mode = Literal["allow", "ask", "deny"]
 ALL_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
 
 
+# The verdict's reason when a standing "always allow" grant of the thread lets a call run.
+GRANTED = "always allowed in this thread"
+
+
 class PolicyError(ValueError):
     """The policy config is malformed."""
 
@@ -249,7 +253,7 @@ class Policy:
                     reason="matched a policy rule",
                 )
         if any(g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern) for g in grants):
-            return Verdict(mode="allow", reason="always allowed in this thread")
+            return Verdict(mode="allow", reason=GRANTED)
         if config.mode is not None:
             return Verdict(
                 mode=config.mode,

@@ -108,6 +108,8 @@ class ToolTask(TypedDict):
     # ("auto_approve"); with one, run_tool reads the recorded decision instead.
     decision: NotRequired[str | None]
     auto: NotRequired[str | None]
+    # The standing grant a call runs under (set by run_tool from the decision log, never read from a Send).
+    grant: NotRequired[str | None]
 
 
 # Reset when a new user message starts a run; kept across pauses, retries and the

@@ -39,6 +39,7 @@ from graph.agent.emit import emit, thread_of
 from graph.agent.offload import fit_output
 from graph.agent.review import decided_by, record_of, rejected_message, responded_message
 from graph.agent.routing import grants_of
+from graph.agent.standing import record_grant_run
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import (
     args_problem,
@@ -49,20 +50,23 @@ from graph.agent.tool_call import (
 )
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
-from graph.protocol.decisions import AUTO_APPROVE
+from graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
-from graph.protocol.threads import DECISION_KEY
+from graph.protocol.threads import DECISION_KEY, GRANT_KEY
 from graph.protocol.tools import spec_of
 
 
 def run_tool(task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps) -> Command:
     call = task["call"]
     decision: str | None = None
+    grant: str | None = None
     if task["mode"] == "run":
         refusal, decision = approval_of(call, config, deps, task)
         if refusal is not None:
             emit(ev.Notice, text=refusal, source="gate")
             return Command(goto=())
+        if decision is None and (grant := record_grant_run(call, config, deps)) is not None:
+            decision = ALWAYS_ALLOWED
     elif task["mode"] == "invalid":
         # Answering a gated call without a person is only right for arguments that
         # really fail the schema: a task claiming so is checked, not believed.
@@ -73,6 +77,7 @@ def run_tool(task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext
                  f"{call['id']}) invalid; they fit the tool. Nothing was answered.", source="gate")
             return Command(goto=())
         task = {**task, "note": problem}
+    task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
     update = run_call(task, config, deps, decision, stop=ctx.cancel if ctx is not None else None)
     return Command(goto="model" if task.get("moves_on", True) else (), update=update)
@@ -122,6 +127,8 @@ def run_call(
     if decision is not None:
         # Kept with the result: the history shows how the call was approved.
         msg.additional_kwargs[DECISION_KEY] = decision
+        if task.get("grant"):
+            msg.additional_kwargs[GRANT_KEY] = task["grant"]
     return {"messages": [finished(call, msg, status, ms)]}
 
 
@@ -133,7 +140,7 @@ def _answer(
     call, mode, journal, thread_id = task["call"], task["mode"], deps.journal, thread_of(config)
     tool = deps.tools.get(call["name"])
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"],
-         auto_approved=decision == AUTO_APPROVE)
+         auto_approved=decision == AUTO_APPROVE, grant=task.get("grant"))
     if mode == "deny":
         msg, ms = tool_result(call, f"Error: the policy does not allow {call['name']} here; the call was not run.", status="error"), 0.0
         status = "denied"

@@ -15,6 +15,45 @@ ALL_TOOLS = "*"
 # `question` of a grant or revoke written apart from any call (the auto-approve switch).
 GRANT_QUESTION = "grant"
 GRANT, REVOKE = "grant", "revoke"
+# A call the policy gates that ran without asking because a standing "always allow"
+# grant of the thread covers it (decision value, under question `STANDING_QUESTION`).
+ALWAYS_ALLOWED = "always_allowed"
+STANDING_QUESTION = "standing"
+
+
+def grant_label(tool: str, pattern: str | None) -> str:
+    """A grant as people read it (and as `gatehouse revoke ID GRANT` takes it):
+    "write_file", "write_file:notes/*.md", or "*" for the thread's auto-approve switch."""
+    if tool == ALL_TOOLS:
+        return ALL_TOOLS
+    return tool if pattern is None else f"{tool}:{pattern}"
+
+
+@dataclass(frozen=True)
+class StandingGrant:
+    """An "always allow" in force in a thread: which tool (and where), who gave it,
+    when, from which front end. `tool` "*" is the thread's auto-approve switch."""
+
+    thread_id: str
+    tool: str
+    pattern: str | None
+    granted_at: float
+    source: str | None = None
+    actor: str | None = None
+
+    @property
+    def label(self) -> str:
+        return grant_label(self.tool, self.pattern)
+
+    @property
+    def described(self) -> str:
+        if self.tool == ALL_TOOLS:
+            return "auto-approve: every call that would ask runs without asking"
+        where = f" where its argument matches {self.pattern}" if self.pattern else " (any arguments)"
+        return f"always allow {self.tool}{where}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "grant": self.label, "described": self.described}
 
 
 @dataclass(frozen=True)
@@ -27,7 +66,8 @@ class DecisionRecord:
     question: str
     tool_call_id: str
     tool: str
-    # approve | edit | reject | respond | run_again | mark_failed | auto_approve; for
+    # approve | edit | reject | respond | run_again | mark_failed | auto_approve;
+    # always_allowed (question "standing": ran under a grant, no one asked); for
     # a switch (question "grant"): grant | revoke (see `ALL_TOOLS`). The log keeps any
     # string a writer records, and the audit views show it as it is.
     decision: str
@@ -92,3 +132,21 @@ _MISSING = object()
 
 def _show(value: Any, present: bool) -> str:
     return json.dumps(value, ensure_ascii=False, default=str) if present else "(not given)"
+
+
+_DONE = {"approve": "approved", "edit": "edited and approved", "reject": "rejected", "respond": "answered",
+         "run_again": "ran again", "mark_failed": "marked as failed", "auto_approve": "auto-approved"}
+
+
+def who_decided(records: list[DecisionRecord]) -> str | None:
+    """The latest answer to a pause among `records` (newest first, as `Session.audit`
+    returns them), as people read it: "approved write_file by alice via web at
+    2026-11-24 23:40:02 UTC"; None when nothing was answered."""
+    import time
+
+    for r in records:
+        if r.question == "review" or r.question.startswith("outcome:"):
+            when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(r.decided_at))
+            return (f"{_DONE.get(r.decision, r.decision)} {r.tool} by {r.actor or 'someone unnamed'} "
+                    f"via {r.source or 'an unnamed front end'} at {when}")
+    return None

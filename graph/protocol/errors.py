@@ -46,6 +46,11 @@ class ConfigError(GatehouseError, ValueError):
     """The config file or an environment variable is malformed."""
 
 
+class InvalidThreadId(GatehouseError, ValueError):
+    """A thread id that is not one (empty, too long, a character outside the allowed
+    set such as a NUL or another control character); nothing was read or written."""
+
+
 class ImportRefused(GatehouseError, ValueError):
     """A thread export cannot be imported as it is (malformed, or it would break the
     pairing of tool calls and results); nothing was written."""

@@ -129,13 +129,16 @@ class TurnComplete(_EventBase):
 class ToolStarted(_EventBase):
     """A tool call starts (or is answered without running: a `tool_finished` with an
     error status follows). `auto_approved`: a call that needed approval ran because
-    auto-approve is on for this thread or session."""
+    auto-approve is on for this thread or session. `grant`: it ran without asking
+    because this standing "always allow" grant of the thread covers it ("write_file"
+    or "write_file:notes/*.md"; `gatehouse revoke` withdraws it)."""
 
     type: Literal["tool_started"] = "tool_started"
     call_id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
     auto_approved: bool = False
+    grant: str | None = None
 
 
 class ToolOutput(_EventBase):

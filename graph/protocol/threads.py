@@ -3,15 +3,60 @@ transcript as plain data (front ends never see LangChain message classes)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graph.protocol.errors import InvalidThreadId
+
 ThreadStatus = Literal[
     "idle", "running", "interrupted", "awaiting_approval", "completed", "failed", "cancelled", "stopped"
 ]
+
+
+# A thread id: what `new_thread_id` makes (a UUID), LangGraph Server's, or a name a
+# client picks. Printable ASCII only, so an id can be shown, typed and put in a URL as
+# it is: never a NUL, a control or bidi character, a space, or a 5,000-character string.
+THREAD_ID_MAX = 128
+_THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=~-]*")
+
+
+def thread_id_problem(thread_id: object) -> str | None:
+    """Why `thread_id` is not a valid thread id (None when it is)."""
+    if not isinstance(thread_id, str):
+        return f"a thread id is a string, not {type(thread_id).__name__}"
+    if not thread_id:
+        return "a thread id cannot be empty"
+    if len(thread_id) > THREAD_ID_MAX:
+        return f"a thread id has at most {THREAD_ID_MAX} characters (this one has {len(thread_id):,})"
+    if not _THREAD_ID.fullmatch(thread_id):
+        return ("a thread id is letters, digits and . _ : @ + = ~ - (starting with a letter or digit); "
+                f"this one is {shown_id(thread_id)}")
+    return None
+
+
+def check_thread_id(thread_id: object) -> str:
+    """`thread_id` when it is a valid thread id, else `InvalidThreadId` (nothing changes)."""
+    if (problem := thread_id_problem(thread_id)) is not None:
+        raise InvalidThreadId(problem)
+    return thread_id  # type: ignore[return-value]
+
+
+def shown_id(thread_id: str, limit: int = 60) -> str:
+    """A thread id as it may be shown: control and non-ASCII characters escaped, cut to `limit`."""
+    text = thread_id.encode("ascii", "backslashreplace").decode("ascii")
+    text = printable(text)
+    return '"' + text[:limit] + ("…" if len(text) > limit else "") + '"'
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (a NUL, an escape, a bidi
+    control, a line break) written as an escape, so it can only be shown, never act."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) > 0xFF else f"\\x{ord(c):02x}"
+                   for c in text)
 
 
 @dataclass(frozen=True)
@@ -78,8 +123,10 @@ class MessageView(BaseModel):
     tool_status: str | None = None
     duration_ms: float | None = None
     # How a call that needed approval was let through: "approve", "edit",
-    # "auto_approve" (auto-approve was on), "run_again"; None for calls that run freely.
+    # "auto_approve" (auto-approve was on), "always_allowed" (a standing grant, named
+    # in `grant`), "run_again"; None for calls that run freely.
     decision: str | None = None
+    grant: str | None = None
     # A notice from Gatehouse itself (e.g. "Stopped by the person."), not model output.
     notice: bool = False
     # The model's reasoning ("thinking"), kept apart from its answer.
@@ -97,6 +144,16 @@ class MessageView(BaseModel):
     @property
     def auto_approved(self) -> bool:
         return self.decision == "auto_approve"
+
+    @property
+    def without_a_click(self) -> str | None:
+        """Why a call that would ask ran without anyone clicking: "auto-approved", or
+        "always allowed (write_file:*.md)"; None for a call a person approved or a free one."""
+        if self.decision == "auto_approve":
+            return "auto-approved"
+        if self.decision == "always_allowed":
+            return f"always allowed ({self.grant})" if self.grant else "always allowed"
+        return None
 
     @property
     def outcome(self) -> str:
@@ -119,6 +176,8 @@ SUMMARY_MARK = "gatehouse_summary"
 OFFLOAD_MARK = "gatehouse_offloaded"
 CUT_OFF_KEY = "gatehouse_cut_off"
 DECISION_KEY = "gatehouse_decision"
+# On a call's result: the standing grant it ran under without asking ("write_file:*.md").
+GRANT_KEY = "gatehouse_grant"
 TOOL_STATUS_KEY = "gatehouse_status"
 TOOL_DURATION_KEY = "gatehouse_duration_ms"
 REASONING_KEY = "reasoning_content"
@@ -194,4 +253,20 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
         if isinstance(mark, dict):
             fields.update(offloaded=True, total_chars=mark.get("total_chars"))
         fields["decision"] = extra.get(DECISION_KEY)
+        fields["grant"] = extra.get(GRANT_KEY)
     return MessageView(**fields)
+
+
+def turn_starts(messages: Sequence[MessageView]) -> list[int]:
+    """Where each of the person's turns starts: the index of turn n (1-based) is
+    `turn_starts(messages)[n - 1]`. A turn starts at a message the person wrote (a
+    compaction summary is not theirs). Every front end numbers turns this way: the
+    terminal's `show` (#n), `fork --at n`, `branches` / `switch --at n`, `undo`, and
+    the web app's "Turn n"."""
+    return [i for i, m in enumerate(messages) if m.role == "user" and not m.summary]
+
+
+def turn_of(messages: Sequence[MessageView], index: int) -> int | None:
+    """The turn number (1-based) of the person's message at `index`, if it is one."""
+    starts = turn_starts(messages)
+    return starts.index(index) + 1 if index in starts else None

@@ -219,6 +219,15 @@ class AsyncSession:
     async def auto_approving(self, thread_id: str) -> str | None:
         return await self._call(self.session.auto_approving, thread_id)
 
+    async def grants(self, thread_id: str) -> list[Any]:
+        """`Session.grants`: the thread's standing grants in force."""
+        return await self._call(self.session.grants, thread_id)
+
+    async def revoke_grant(self, thread_id: str, grant: str, *, actor: str | None = None,
+                           source: str | None = None) -> Any:
+        """`Session.revoke_grant`: withdraw a standing grant by its label."""
+        return await asyncio.to_thread(lambda: self.session.revoke_grant(thread_id, grant, actor=actor, source=source))
+
     @property
     def info(self) -> dict[str, Any]:
         return self.session.info

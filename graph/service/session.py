@@ -40,7 +40,7 @@ from graph.agent.review import answering, args_problem, explain
 from graph.agent.state import STOP_KEYS
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
-from graph.protocol.decisions import ALL_TOOLS, DecisionRecord
+from graph.protocol.decisions import ALL_TOOLS, DecisionRecord, StandingGrant, who_decided
 from graph.protocol.errors import (
     AlreadyDecided,
     AwaitingDecision,
@@ -52,12 +52,20 @@ from graph.protocol.errors import (
     StorageError,
 )
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
-from graph.protocol.threads import NOTICE_MARK, Branches, MessageView, ThreadInfo
+from graph.protocol.threads import (
+    NOTICE_MARK,
+    Branches,
+    MessageView,
+    ThreadInfo,
+    check_thread_id,
+    thread_id_problem,
+)
 from graph.protocol.tools import spec_of
 from graph.service import handover
 from graph.service.branches import ThreadTree, first_user
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.service.live_reads import EventGate, LiveMessages
+from graph.service.standing import find_grant, grants_in_force, revoke_record
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
 from graph.store.decisions import switch_record
@@ -226,6 +234,7 @@ class Session:
 
     def thread_auto_approve(self, thread_id: str) -> bool:
         """Whether the thread's own auto-approve switch is on (kept in the database)."""
+        check_thread_id(thread_id)
         decisions = self.storage.decisions
         return decisions is not None and any(tool == ALL_TOOLS for tool, _ in decisions.grants(thread_id))
 
@@ -236,6 +245,7 @@ class Session:
         (who, when, from where: this session's `actor` / `source` unless given), so it
         holds for every client of the thread, LangGraph Server included, until it is
         turned off; only this API writes it."""
+        check_thread_id(thread_id)
         decisions = self.storage.decisions
         if decisions is None:
             raise ValueError("a thread's auto-approve switch needs storage with a decision log")
@@ -324,12 +334,15 @@ class Session:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.pending(thread_id)
             if pending is None:
-                raise NothingPending(f"thread {thread_id} is not waiting for a decision (already decided?)")
+                done = who_decided(self.audit(thread_id, limit=50))
+                raise NothingPending(f"thread {thread_id} is not waiting for a decision"
+                                     + (f": it was already decided ({done})" if done else ""))
             if interrupt_id is not None and interrupt_id != pending.interrupt_id:
                 if self._was_asked(thread_id, interrupt_id):
+                    done = who_decided(self.audit(thread_id, limit=50))
                     raise StaleDecision(
                         f"approval request {interrupt_id} is no longer pending on thread {thread_id} "
-                        "(it was already decided); reload to see the current request"
+                        f"(it was already decided{': ' + done if done else ''}); reload to see the current request"
                     )
                 raise StaleDecision(
                     f"thread {thread_id} never asked approval request {interrupt_id}; the pending one is "
@@ -377,6 +390,7 @@ class Session:
         """The thread's run lease (graph/store/leases.py). When `deciding`, a thread
         that is busy means the decision came too late (a double click, another tab or
         process): `AlreadyDecided`."""
+        check_thread_id(thread_id)
         leases = self.storage.leases
         if leases is None:
             return None
@@ -553,6 +567,7 @@ class Session:
 
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""
+        check_thread_id(thread_id)
         reader = self.storage.reader
         if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
             # The interrupts at the latest checkpoint, read directly: what get_state
@@ -580,6 +595,7 @@ class Session:
         model's context (its result says `offloaded`), else the result in the thread.
         A call compacted out of the thread still has its stored output, if any. None
         when there is neither."""
+        check_thread_id(thread_id)
         stored = self.storage.outputs.get(thread_id, call_id) if self.storage.outputs is not None else None
         result = next((m for m in reversed(self.messages(thread_id)) if getattr(m, "tool_call_id", None) == call_id), None)
         if result is None:
@@ -622,6 +638,7 @@ class Session:
         return [self._live(t) for t in self.storage.index.list(limit=limit)]
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
+        check_thread_id(thread_id)
         info = self.storage.index.get(thread_id)
         return None if info is None else self._live(info)
 
@@ -648,14 +665,33 @@ class Session:
         if decisions is None:
             return []
         if thread_id is not None:
-            return list(reversed(decisions.for_thread(thread_id)))[:limit]
+            return list(reversed(decisions.for_thread(check_thread_id(thread_id))))[:limit]
         return decisions.recent(limit)
+
+    def grants(self, thread_id: str) -> list[StandingGrant]:
+        """The thread's standing "always allow" grants in force, oldest first, each with
+        who gave it, when and from where; the auto-approve switch is the grant "*"."""
+        check_thread_id(thread_id)
+        return grants_in_force(self.storage.decisions, thread_id)
+
+    def revoke_grant(
+        self, thread_id: str, grant: str, *, actor: str | None = None, source: str | None = None
+    ) -> StandingGrant:
+        """Withdraw a standing grant by its label ("write_file", "write_file:*.md", "*"),
+        recorded in the decision log (who, when, from where); the thread's next model
+        turn asks again. Raises ValueError, changing nothing, when no such grant is in force."""
+        found = find_grant(self.grants(thread_id), grant)
+        self.storage.decisions.record([revoke_record(self.storage.decisions, found, source=source or self.source,
+                                                     actor=actor or self.actor)])
+        return found
 
     # -- changing threads -----------------------------------------------------
     def rename(self, thread_id: str, title: str) -> None:
+        check_thread_id(thread_id)
         self.storage.index.rename(thread_id, title.strip() or "Untitled")
 
     def delete(self, thread_id: str) -> None:
+        check_thread_id(thread_id)
         self.storage.delete_thread(thread_id)
 
     def undo(self, thread_id: str, *, force: bool = False) -> int:
@@ -788,9 +824,11 @@ class Session:
         exported = read_export(data)
         if thread_id is not None and self.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
-        taken = bool(exported.thread_id) and self.exists(exported.thread_id)  # type: ignore[arg-type]
+        # A malformed exported id is never used (nor looked up): the import gets a new one.
+        usable = bool(exported.thread_id) and thread_id_problem(exported.thread_id) is None  # type: ignore[arg-type]
+        taken = usable and self.exists(exported.thread_id)  # type: ignore[arg-type]
         if thread_id is None:
-            thread_id = exported.thread_id if exported.thread_id and not taken else None
+            thread_id = exported.thread_id if usable and not taken else None
             thread_id = thread_id or self.new_thread_id()
         journal, decisions = handover.journal_of(exported, thread_id), handover.decisions_of(exported, thread_id)
         with self._holding(thread_id):
@@ -862,7 +900,9 @@ class _Seen:
 
 
 def _config(thread_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id}}
+    # Every read and write of a thread's checkpoints comes through here: a malformed
+    # id (a NUL, control characters, 5,000 characters) is refused before it reaches storage.
+    return {"configurable": {"thread_id": check_thread_id(thread_id)}}
 
 
 def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:

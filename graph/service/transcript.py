@@ -198,8 +198,14 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
     lines = [f"# {title}", "", f"Thread `{thread_id}`", ""]
     for m in messages:
         view = message_view(m)
+        if view.summary:
+            # Not the person's words: where the model's view starts (the turns above stay here whole).
+            lines += ["---", "", "*(compacted: from here on the model is sent this summary in place of the "
+                      "turns above)*", "", "<details><summary>summary sent to the model</summary>", "",
+                      view.content, "", "</details>", "", "---", ""]
+            continue
         lines.append(f"## {view.role}" + (f" · {view.name}" if view.name else "")
-                     + (" · auto-approved" if view.auto_approved else ""))
+                     + (f" · {view.without_a_click}" if view.without_a_click else ""))
         if view.reasoning:
             # Collapsed where Markdown renders HTML; never part of the answer text.
             lines += ["", "<details><summary>thinking</summary>", "", view.reasoning, "", "</details>"]

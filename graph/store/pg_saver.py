@@ -36,6 +36,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
+from graph.protocol.threads import check_thread_id
 from graph.store.delta_reads import (
     ABSENT,
     DEFAULT_MAX_THREADS,
@@ -149,7 +150,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     ) -> RunnableConfig:
         """`PostgresSaver.put` in one transaction with the head and the index row."""
         conf = config["configurable"]
-        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        # Any client, the raw graph and Studio included: a malformed id never gets a thread.
+        thread_id, ns = check_thread_id(str(conf["thread_id"])), conf.get("checkpoint_ns", "")
         parent = conf.get("checkpoint_id")
         plans = self._head_plans(thread_id, ns, parent, checkpoint)
         # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs.

@@ -29,9 +29,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
+from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
+from graph.store.decisions import _record as decision_of
 from graph.store.leases import _pid_alive
 from graph.store.plain import (
     INTERRUPT_CHANNEL,
@@ -260,6 +263,15 @@ class ThreadReader:
         return next((p for p in pauses if isinstance(p, Approval)), None) or next(
             (p for p in pauses if isinstance(p, OutcomeUnknown)), None
         )
+
+    def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
+        """The thread's decision log, newest first (as `Session.audit`): what a refused
+        command quotes to say who decided first."""
+        rows = self._db.rows(
+            f"SELECT {DECISION_COLUMNS} FROM gatehouse_decisions WHERE thread_id = ? ORDER BY decided_at DESC LIMIT ?",
+            [thread_id, limit],
+        )
+        return [decision_of(r) for r in rows]
 
     def transcript(self, thread_id: str) -> list[MessageView] | None:
         """The thread's messages as `Session.transcript` shows them, or None when this

@@ -59,6 +59,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from graph.protocol.threads import check_thread_id
 from graph.store.delta_reads import (
     ABSENT,
     DEFAULT_MAX_THREADS,
@@ -186,7 +187,8 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         """`SqliteSaver.put`; in the same transaction the head moves to this checkpoint
         (when its channel values are known here) and the thread's index row follows."""
         conf = config["configurable"]
-        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        # Any client, the raw graph and Studio included: a malformed id never gets a thread.
+        thread_id, ns = check_thread_id(str(conf["thread_id"])), conf.get("checkpoint_ns", "")
         parent = conf.get("checkpoint_id")
         plans = self._head_plans(thread_id, ns, parent, checkpoint)
         type_, blob = self.serde.dumps_typed(checkpoint)

@@ -10,11 +10,15 @@ from rich.text import Text
 
 from graph import AwaitingDecision, DecisionError, OutcomeUnknown, Run, RunInProgress, Session
 from graph.protocol import events as ev
+from graph.protocol.threads import turn_starts
 from ui.term import render as term
+
+# Turns printed when a thread is resumed (`gatehouse chat --thread ID`); --all prints every one.
+RESUME_TURNS = 5
 
 HELP = """Type a message to the agent. Commands:
   /help      this help
-  /history   show the thread so far
+  /history   show the whole thread so far
   /retry     continue the thread after a failed or interrupted run, or ask again after a cut-off reply
   /undo      drop the last turn (the history stays in the checkpoints)
   /compact   summarise the older turns now
@@ -41,6 +45,8 @@ class Chat:
         self.drive = drive
         self.asker = term.Asker(out)
         self.thread_id = ""
+        # Resuming prints the last RESUME_TURNS turns unless the whole history was asked for (--all).
+        self.whole_history = False
 
     def loop(self, thread_id: str | None) -> int:
         """Returns the exit code: 3 when leaving the thread waiting for a decision."""
@@ -75,7 +81,7 @@ class Chat:
         if thread_id:
             self.thread_id = thread_id
             self.out.print(Text.assemble("thread ", (thread_id, "bold")))
-            self.history()
+            self.history(whole=self.whole_history)
             status = self.session.thread(thread_id)
             if status and status.status in ("failed", "interrupted"):
                 why = f" ({status.reason})" if status.reason else ""
@@ -114,10 +120,20 @@ class Chat:
                 self.session.set_auto_approve(on)
         self.show_auto_approve(off_too=True)
 
-    def history(self) -> None:
+    def history(self, *, whole: bool = True) -> None:
+        """The thread so far; unless `whole`, its last RESUME_TURNS turns (a 300-turn
+        thread would print thousands of lines), with a line saying how to see the rest."""
         messages = self.session.transcript(self.thread_id)
-        if messages:
-            term.render_transcript(self.out, messages)
+        if not messages:
+            return
+        starts = turn_starts(messages)
+        first = 0 if whole or len(starts) <= RESUME_TURNS else starts[-RESUME_TURNS]
+        if first:
+            hidden = len(starts) - RESUME_TURNS
+            self.out.print(Text(f"… {hidden} earlier turn{'s' if hidden != 1 else ''} not shown "
+                                f"(/history, gatehouse chat --thread {self.thread_id} --all, or "
+                                f"gatehouse show {self.thread_id})", "dim"))
+        term.render_transcript(self.out, messages, numbered=True, first=first)
 
     def leave(self) -> int:
         waiting = bool(self.thread_id) and self.session.pending(self.thread_id) is not None

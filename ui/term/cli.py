@@ -2,13 +2,16 @@
 
 Interactive: `gatehouse chat`. Scriptable: `threads`, `show`, `pending`, `send`,
 `approve`, `reject`, `respond`, `resolve`, `resume`, `export`, `import`, `delete`,
-`undo`, `fork`, `branches`, `switch`, `compact`, `output`, `audit` (all with `--json`).
+`undo`, `fork`, `branches`, `switch`, `compact`, `output`, `audit`, `grants`, `revoke`
+(all with `--json`).
 `gatehouse` alone starts the Streamlit app; `gatehouse studio` starts `langgraph dev`.
 
 The read-only commands (`--help`, `threads`, `pending`, `show`) answer at once: they
 read the database through `graph.open_reader` and never import LangGraph or
 LangChain (a second and more); only the commands that run the agent load it
-(tests/test_cli_fast.py keeps it so).
+(tests/test_cli_fast.py keeps it so). `approve` and `reject` check their options
+against the pending request through the reader first, so bad input is refused
+before LangGraph loads (tests/test_cli_decide_fast.py).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
@@ -76,7 +79,8 @@ APP_PATH = PROJECT_ROOT / "ui" / "web" / "app.py"
 
 HELP = """A LangGraph agent that pauses before any tool call a person must approve.
 
-`gatehouse` alone starts the web UI; `gatehouse chat` is the interactive terminal
+`gatehouse` alone starts the web UI (`gatehouse --port 8601` on another port; the
+same as `gatehouse ui --port 8601`); `gatehouse chat` is the interactive terminal
 client; the other commands are for scripts and cron jobs (all take --json).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
@@ -97,7 +101,7 @@ err: Any = _Deferred("ui.term.render", make=lambda render: render.make_console(s
 DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout (errors too).",
                                        callback=lambda value: _remember_json(value))]
-ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.")]
+ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.", callback=lambda v: _check_id(v))]
 AutoApproveOpt = Annotated[
     bool,
     typer.Option("--auto-approve", help="Run calls that would ask for approval without asking, for this command "
@@ -133,6 +137,26 @@ def _json_requested() -> bool:
     return _json_output
 
 
+# Why the command's thread id is malformed (set while its arguments are parsed; said,
+# as JSON too with --json, when the command opens the database: nothing is read).
+_bad_thread_id: str | None = None
+
+
+def _check_id(value: str) -> str:
+    global _bad_thread_id
+    if _bad_thread_id is not None:
+        return value  # the first malformed id is the one said
+    from graph.protocol.threads import thread_id_problem  # no pydantic or LangGraph: plain checks
+
+    _bad_thread_id = thread_id_problem(value)
+    return value
+
+
+def refuse_bad_thread_id() -> None:
+    if _bad_thread_id is not None:
+        raise fail(f"not a thread id: {_bad_thread_id}", EXIT_USAGE)
+
+
 def os_user() -> str | None:
     try:
         return getpass.getuser()
@@ -147,6 +171,7 @@ def opening_failed(exc: Exception) -> typer.Exit:
 
 @contextmanager
 def open_cli_session(db: str | None) -> Iterator[Session]:
+    refuse_bad_thread_id()
     from graph import open_session  # LangGraph and the agent: only the commands that run it
 
     try:
@@ -174,6 +199,7 @@ def open_cli_session(db: str | None) -> Iterator[Session]:
 def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
     """The database, read-only and without LangGraph: what `threads`, `pending` and
     `show` need, at the cost of a query or two."""
+    refuse_bad_thread_id()
     from graph import open_reader
 
     try:
@@ -188,25 +214,56 @@ def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
         reader.close()
 
 
+def printable(text: str) -> str:
+    from graph.protocol.threads import printable as escaped
+
+    return escaped(text)
+
+
+def turn_starts(messages: list[Any]) -> list[int]:
+    from graph.protocol.threads import turn_starts as starts
+
+    return starts(messages)
+
+
+def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
+    """The message index of turn #`turn` (1-based, as `show` numbers turns)."""
+    starts = turn_starts(messages)
+    if not 1 <= turn <= len(starts):
+        have = f"turns 1 to {len(starts)}" if starts else "no turns"
+        raise fail(f"thread {thread_id} has {have}, not #{turn} (`gatehouse show {thread_id}` numbers them)",
+                   EXIT_USAGE)
+    return starts[turn - 1]
+
+
+def terminal_words(exc: Exception) -> str:
+    """A Session refusal in the terminal's words: its option, not the API's keyword."""
+    return str(exc).replace("(force=True; terminal: --force)", "(--force)")
+
+
 def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
     if not session.exists(thread_id):
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 
-def require_pending(session: Session, thread_id: str) -> Pause:
+def require_pending(session: Session | ThreadReader, thread_id: str) -> Pause:
     require_thread(session, thread_id)
     pending = session.pending(thread_id)
     if pending is None:
         info = session.thread(thread_id)
-        raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})",
-                   EXIT_USAGE)
+        from graph.protocol.decisions import who_decided
+
+        log = session.audit(thread_id, limit=50) if hasattr(session, "audit") else session.recent_decisions(thread_id)
+        done = who_decided(log)  # who beat us to it
+        raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})"
+                   + (f"; already decided: {done}" if done else ""), EXIT_USAGE)
     return pending
 
 
 RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
 
 
-def require_approval(session: Session, thread_id: str) -> Approval:
+def require_approval(session: Session | ThreadReader, thread_id: str) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
     pending = require_pending(session, thread_id)
@@ -215,6 +272,20 @@ def require_approval(session: Session, thread_id: str) -> Approval:
         raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
                    f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
     return pending
+
+
+def check_before_loading(db: str | None, thread_id: str, build: Callable[[Approval], Any]) -> None:
+    """Refuse a bad decision before LangGraph is imported (seconds on a busy machine):
+    the thread, its pending request and the options are checked against the database
+    through the read-only reader. The command checks again under its lease once the
+    agent is loaded (the request may have been answered meanwhile)."""
+    with open_cli_reader(db) as reader:
+        request = require_approval(reader, thread_id)
+    build(request)
+
+
+def no_schema_check(name: str, args: dict[str, Any]) -> str | None:
+    return None  # before the tools are loaded: JSON and its shape only; the schema is checked after
 
 
 def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.Event]]:
@@ -257,6 +328,7 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
     pending = session.pending(thread_id) if status == "awaiting_approval" else None
     finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
     auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
+    granted = {e.call_id: e.grant for e in events if isinstance(e, ev.ToolStarted) and e.grant}
     return {
         "thread_id": thread_id,
         "status": status,
@@ -267,7 +339,7 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
         "message_id": finished.message_id if finished else None,
         "tools": [
             {"call_id": e.call_id, "name": e.name, "status": e.status, "output": e.output,
-             "auto_approved": e.call_id in auto,
+             "auto_approved": e.call_id in auto, "grant": granted.get(e.call_id),
              **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {})}
             for e in events if isinstance(e, ev.ToolFinished)
         ],
@@ -326,10 +398,18 @@ def others_decision(reject_others: str | None, approve_others: bool) -> dict[str
 
 # -- the web UI and Studio -------------------------------------------------------
 @app.callback(invoke_without_command=True)
-def root(ctx: typer.Context) -> None:
+def root(
+    ctx: typer.Context,
+    port: Annotated[int | None, typer.Option("--port", metavar="N", help="Without a command: start the web UI on this port (same as `gatehouse ui --port N`).")] = None,
+) -> None:
     """Without a command, start the web UI (same as `gatehouse ui`)."""
+    global _bad_thread_id
+    _bad_thread_id = None  # before the command's arguments are parsed (several commands run in one process in tests)
     if ctx.invoked_subcommand is None:
-        ui()
+        ui(port)
+    elif port is not None:
+        raise fail(f"--port is for the web UI: `gatehouse --port {port}` or `gatehouse ui --port {port}`, "
+                   f"not with `{ctx.invoked_subcommand}`", EXIT_USAGE)
 
 
 @app.command()
@@ -417,12 +497,14 @@ def threads(
             pending = reader.pending(info.thread_id) if info.awaiting_approval else None
             count = 0 if pending is None else 1 if isinstance(pending, graph.OutcomeUnknown) else len(pending.actions)
             rows.append({**info.to_dict(), "pending": count})
-    if as_json:
+    if as_json:  # json.dumps escapes control characters itself
         print(json.dumps(rows, ensure_ascii=False, indent=2))
     elif not rows:
         out.print("No threads yet. Start one with `gatehouse chat`.")
     else:
-        out.print(term.threads_table(rows))
+        # Ids and titles as text that cannot drive the terminal (a NUL, an escape sequence).
+        out.print(term.threads_table([{**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
+                                      for r in rows]))
 
 
 @app.command()
@@ -481,7 +563,8 @@ def export(
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|json", help="md or json.")] = "md",
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="PATH", help="Write to this file instead of stdout.")] = None,
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON (same as --format json): `gatehouse import` reads it back.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON (same as --format json): `gatehouse import` reads it back; errors are JSON too.",
+                                          callback=lambda value: _remember_json(value))] = False,
 ) -> None:
     """Export a thread's transcript as Markdown or JSON (JSON imports back)."""
     fmt = "json" if as_json else fmt
@@ -500,7 +583,7 @@ def export(
 @app.command("import")
 def import_(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A JSON export (`gatehouse export ID --json`); - reads stdin.")],
-    thread_id: Annotated[str | None, typer.Option("--thread-id", metavar="ID",
+    thread_id: Annotated[str | None, typer.Option("--thread-id", metavar="ID", callback=lambda v: _check_id(v) if v else v,
                                                   help="Import under this id (default: the exported one, or a new one when it is taken).")] = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -546,18 +629,22 @@ def undo(
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Drop the thread's last user turn and everything after it (the checkpoints keep
-    the history). Refused (exit 3) while the thread waits for a decision, unless --force."""
+    """Drop the thread's last turn (your last message and everything after it; the
+    checkpoints keep the history). Refused (exit 3) while the thread waits for a
+    decision, unless --force; nothing to undo: exit 2."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
+        turns = len(turn_starts(session.transcript(thread_id)))
+        if turns == 0:
+            raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
         try:
             removed = session.undo(thread_id, force=force)
         except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
+            raise fail(terminal_words(exc), EXIT_AWAITING) from None
     if as_json:
-        print(json.dumps({"thread_id": thread_id, "removed": removed}))
+        print(json.dumps({"thread_id": thread_id, "removed": removed, "turn": turns}))
     else:
-        out.print(f"undone: {removed} message(s) removed from thread {thread_id}")
+        out.print(f"undone: turn #{turns} ({removed} message(s)) removed from thread {thread_id}")
 
 
 @app.command()
@@ -606,7 +693,7 @@ def output(
 
 @app.command()
 def audit(
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Only this thread's decisions.")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Only this thread's decisions.")] = None,
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, newest first.")] = 200,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -625,23 +712,63 @@ def audit(
 
 
 @app.command()
+def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """The thread's standing "always allow" grants in force: which tool (and where),
+    who gave it, when, from which front end. "*" is the thread's auto-approve switch."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        found = session.grants(thread_id)
+    if as_json:
+        print(json.dumps([g.to_dict() for g in found], ensure_ascii=False, indent=2))
+        return
+    if not found:
+        out.print(f"No standing grants in thread {thread_id}: every gated call asks.")
+        return
+    for g in found:
+        who = f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {term.when(g.granted_at)}"
+        out.print(Text.assemble((printable(g.label), "bold"), "  ", printable(g.described), (f"  ({who})", "dim")))
+    out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
+
+
+@app.command()
+def revoke(
+    thread_id: ThreadArg,
+    grant: Annotated[str, typer.Argument(metavar="GRANT", help="The grant as `grants` lists it (e.g. write_file, write_file:*.md, *).")],
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Withdraw a standing grant: the thread's next gated call asks again (recorded in the decision log)."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        try:
+            done = session.revoke_grant(thread_id, grant)
+        except ValueError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+    if as_json:
+        print(json.dumps({"thread_id": thread_id, "revoked": done.label}, ensure_ascii=False))
+    else:
+        out.print(f"Revoked {printable(done.label)} in thread {thread_id}: {done.tool} asks again.")
+
+
+@app.command()
 def fork(
     thread_id: ThreadArg,
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The new text of that user message.")],
-    at: Annotated[int, typer.Option("--at", metavar="N", help="Index of the user message to replace (`show` prints it as #N).")],
+    at: Annotated[int, typer.Option("--at", metavar="N", help="The turn whose message to replace: 1 is the first (`show` prints #N).")],
     force: Annotated[bool, typer.Option("--force", help="Fork even while the thread waits for a decision (drops the request).")] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replace user message #N with TEXT and run the agent from there (the checkpoints
-    keep the old branch). Refused (exit 3) while the thread waits for a decision,
-    unless --force."""
+    """Replace your message of turn #N with TEXT and run the agent from there (the
+    checkpoints keep the old branch). Refused (exit 3) while the thread waits for a
+    decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
+        index = turn_index(session.transcript(thread_id), thread_id, at)
         try:
-            run = session.fork(thread_id, at, text, force=force)
+            run = session.fork(thread_id, index, text, force=force)
         except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
+            raise fail(terminal_words(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
         finish_run(session, run, as_json)
@@ -653,7 +780,9 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
     and a new message each make one (the web app shows them as < k/n >)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        found = session.branches(thread_id)
+        messages = session.transcript(thread_id)
+        found = session.branches(thread_id, messages)
+    turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     if as_json:
         print(json.dumps([b.to_dict() for b in found], ensure_ascii=False, indent=2))
         return
@@ -661,7 +790,7 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
         return
     for versions in found:
-        out.print(Text.assemble((f"#{versions.index}", "bold"), f"  version {versions.label}"))
+        out.print(Text.assemble((f"#{turn.get(versions.index, '?')}", "bold"), f"  version {versions.label}"))
         for k, preview in enumerate(versions.previews):
             current = k == versions.current
             out.print(Text.assemble(("  ▸ " if current else "    ", "bold"), f"{k + 1}. ", (preview, "" if current else "dim")))
@@ -671,27 +800,29 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
 @app.command()
 def switch(
     thread_id: ThreadArg,
-    at: Annotated[int, typer.Option("--at", metavar="N", help="Index of the user message (`branches` prints it as #N).")],
+    at: Annotated[int, typer.Option("--at", metavar="N", help="The turn (`branches` and `show` print it as #N; 1 is the first).")],
     to: Annotated[int, typer.Option("--to", metavar="K", help="Which version of it (1 = the oldest).")],
     force: Annotated[bool, typer.Option("--force", help="Switch even while the thread waits for a decision (drops the request).")] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Move the thread onto version K of user message #N, where that branch last
+    """Move the thread onto version K of your message of turn #N, where that branch last
     ended a run (nothing runs; the other branches stay). Refused (exit 3) while the
     thread waits for a decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        versions = next((b for b in session.branches(thread_id) if b.index == at), None)
+        before = session.transcript(thread_id)
+        index = turn_index(before, thread_id, at)
+        versions = next((b for b in session.branches(thread_id, before) if b.index == index), None)
         if versions is None:
-            raise fail(f"message #{at} of thread {thread_id} has no other versions; "
+            raise fail(f"turn #{at} of thread {thread_id} has no other versions; "
                        f"see `gatehouse branches {thread_id}`", EXIT_USAGE)
         if not 1 <= to <= len(versions.message_ids):
-            raise fail(f"message #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE)
+            raise fail(f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE)
         try:
             session.switch_branch(thread_id, versions.message_ids[to - 1], force=force)
         except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
+            raise fail(terminal_words(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
         messages = session.transcript(thread_id)
@@ -699,7 +830,7 @@ def switch(
         print(json.dumps({"thread_id": thread_id, "at": at, "version": to, "versions": len(versions.message_ids),
                           "messages": len(messages)}))
     else:
-        out.print(f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of message #{at} "
+        out.print(f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of turn #{at} "
                   f"({len(messages)} messages); `gatehouse show {thread_id}` prints it")
 
 
@@ -707,7 +838,7 @@ def switch(
 @app.command()
 def send(
     message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Continue this thread (default: a new one).")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Continue this thread (default: a new one).")] = None,
     auto_approve: AutoApproveOpt = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -763,11 +894,11 @@ def approve(
     `--edit N '{"path": "b.md"}'` approves call N with other arguments (validated as
     the web editor validates them); the other calls as above.
     """
-    with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+    if all_ and call:
+        raise fail("use either --all or --call, not both", EXIT_USAGE)
+
+    def build(request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]) -> dict[str, Any]:
         count = len(request.actions)
-        if all_ and call:
-            raise fail("use either --all or --call, not both", EXIT_USAGE)
         chosen = {n: td.approve(always) for n in call or ()}
         if edit is not None:
             number, text = edit
@@ -775,7 +906,7 @@ def approve(
                 raise fail(f"--edit {number}: thread {thread_id} has {count} pending call(s): "
                            f"{td.describe_calls(request)}", EXIT_USAGE)
             name = request.actions[number - 1].name
-            args, problem = term.parse_args_json(text, name, session.check_args)
+            args, problem = term.parse_args_json(text, name, check_args)
             if problem is not None or args is None:
                 raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
             chosen[number] = td.edit(name, args, always)
@@ -785,32 +916,39 @@ def approve(
             raise fail(f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
                        "say --all, or --call N (repeatable) with --reject-others REASON", EXIT_USAGE)
         others = td.reject(reject_others) if reject_others is not None else None
-        answer = decide(request, chosen, others, "decide them in the same command: repeat --call, "
-                        "or use --all or --reject-others REASON")
-        send_answer(session, request, answer, interrupt_id, as_json)
+        return decide(request, chosen, others, "decide them in the same command: repeat --call, "
+                      "or use --all or --reject-others REASON")
+
+    check_before_loading(db, thread_id, lambda request: build(request, no_schema_check))
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id)
+        send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
 
 
 @app.command()
 def reject(
     thread_id: ThreadArg,
-    reason: Annotated[str, typer.Option("--reason", "-m", metavar="TEXT", help="Why (the model reads this).")],
+    reason: Annotated[str | None, typer.Option("--reason", "-m", metavar="TEXT", help="Why (optional; the model reads this).")] = None,
     call: CallOpt = None,
     approve_others: ApproveOthersOpt = False,
     interrupt_id: InterruptOpt = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Reject pending calls with a reason and continue the run.
+    """Reject pending calls (with an optional reason) and continue the run.
 
     Without --call every pending call is rejected. With --call N (repeatable), the
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
     """
+    def build(request: Approval) -> dict[str, Any]:
+        numbers = call or list(range(1, len(request.actions) + 1))
+        return decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
+                      "decide them in the same command: repeat --call, or use --approve-others")
+
+    check_before_loading(db, thread_id, build)
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id)
-        numbers = call or list(range(1, len(request.actions) + 1))
-        answer = decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
-                        "decide them in the same command: repeat --call, or use --approve-others")
-        send_answer(session, request, answer, interrupt_id, as_json)
+        send_answer(session, request, build(request), interrupt_id, as_json)
 
 
 @app.command()
@@ -892,8 +1030,9 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
 # -- interactive chat ---------------------------------------------------------------
 @app.command()
 def chat(
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", help="Resume this thread.")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Resume this thread.")] = None,
     auto_approve: AutoApproveOpt = False,
+    all_: Annotated[bool, typer.Option("--all", help="With --thread: print the whole history, not only the last turns.")] = False,
     db: DbOpt = None,
 ) -> None:
     """Interactive chat: streams the run, asks before every gated tool call.
@@ -915,7 +1054,9 @@ def chat(
             require_thread(session, thread)
         if auto_approve:
             session.set_auto_approve(True)
-        code = Chat(session, out, err, session.check_args, drive).loop(thread)
+        chat = Chat(session, out, err, session.check_args, drive)
+        chat.whole_history = all_
+        code = chat.loop(thread)
     raise typer.Exit(code)
 
 

@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
+from graph.protocol.threads import turn_starts
 from ui.term import decisions as td
 
 if TYPE_CHECKING:
@@ -161,6 +162,8 @@ class EventRenderer:
             line = Text.assemble(("⚙ ", "cyan"), (event.name, "bold"), " ", (args_text(event.args), "dim"))
             if event.auto_approved:
                 line.append(f" {AUTO_MARK}", AUTO_STYLE)
+            elif event.grant:
+                line.append(f" [always allowed ({event.grant})]", AUTO_STYLE)
             c.print(line)
         elif isinstance(event, ev.ToolOutput):
             # Calls run in parallel: each streamed line says whose it is.
@@ -242,13 +245,22 @@ def threads_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def render_transcript(console: Console, messages: list[MessageView], *, numbered: bool = False) -> None:
-    """`numbered`: user messages show their index (#N), what `fork --at N` takes."""
+def render_transcript(console: Console, messages: list[MessageView], *, numbered: bool = False,
+                      first: int = 0) -> None:
+    """`numbered`: the person's messages show their turn number (#N, what `fork --at N`
+    takes). `first`: draw from this message on (the turns before it are left out)."""
+    turns = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     for n, m in enumerate(messages):
+        if n < first:
+            continue
         if m.role == "user" and m.summary:
-            console.print(Text.assemble(("summary ▸ ", "bold magenta"), (clip(m.content, 6), "dim")))
+            console.print(Text.assemble(("summary ▸ ", "bold magenta"),
+                                        ("the model's view was summarised here; it gets this in place of the "
+                                         "turns above (they stay in the history)\n", "magenta"),
+                                        (clip(m.content, 6), "dim")))
         elif m.role == "user":
-            console.print(Text.assemble((f"#{n} " if numbered else "", "dim"), ("you ▸ ", "bold blue"), m.content))
+            console.print(Text.assemble((f"#{turns.get(n, '?')} " if numbered else "", "dim"), ("you ▸ ", "bold blue"),
+                                        m.content))
         elif m.role == "assistant":
             if m.reasoning:
                 console.print(Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING)))
@@ -261,7 +273,7 @@ def render_transcript(console: Console, messages: list[MessageView], *, numbered
                                             (args_text(call.args), "dim")))
         elif m.role == "tool":
             mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
-            auto = (f"{AUTO_MARK} ", AUTO_STYLE) if m.auto_approved else ""
+            auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
             console.print(Text.assemble((f"  {mark} ", style), (m.name or "tool", "bold"), ": ", auto,
                                         (clip(m.content, 4), "dim")))
             if m.offloaded:

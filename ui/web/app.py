@@ -25,6 +25,7 @@ from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import page_drawn, page_started  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
+from ui.web.not_found import thread_not_found_page  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
@@ -52,7 +53,7 @@ def main() -> None:
         st.button(":material/refresh: Retry", key="retry-start")
         return
     session, runner = state.session, TabRunner(state.runner)  # this browser session's run options
-    if whole_output_page(session):
+    if thread_not_found_page(session, current_thread()) or whole_output_page(session):
         return
     # The live-update watcher is one per server: keyed by the shared Runner, never by
     # this run's wrapper.

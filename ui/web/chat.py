@@ -59,7 +59,8 @@ class LiveView:
         elif isinstance(event, ev.ToolStarted):
             self._close_text()
             self.thinking = None  # the next reply's reasoning gets its own block
-            name = f"{event.name} · auto-approved" if event.auto_approved else event.name
+            name = (f"{event.name} · auto-approved" if event.auto_approved
+                    else f"{event.name} · always allowed ({event.grant})" if event.grant else event.name)
             self.tools[event.call_id] = ToolBlock(name, event.args)
         elif isinstance(event, ev.ToolOutput):
             block = self.tools.get(event.call_id)

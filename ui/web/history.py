@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
+from graph.protocol.threads import turn_starts
 from ui.web.copy import copy_html
 from ui.web.long_threads import result_row, summary_html
 from ui.web.thinking import draw_cut_off, draw_thinking
@@ -33,7 +34,9 @@ FIND_RESULTS = 20
 class Turn:
     """messages[start:end]: a user message and everything after it up to the next."""
 
-    number: int  # 1-based
+    # The person's turn number, 1-based, as every front end counts turns
+    # (graph.protocol.threads.turn_starts); None for a compaction marker's part.
+    number: int | None
     start: int
     end: int
 
@@ -41,9 +44,10 @@ class Turn:
 def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
     starts = [i for i, m in enumerate(messages) if m.role == "user"]
     if not starts or starts[0] != 0:
-        starts.insert(0, 0)  # messages before the first user message (a summary) form a turn
+        starts.insert(0, 0)  # messages before the first user message (a summary) form a part
     ends = [*starts[1:], len(messages)]
-    return [Turn(n + 1, s, e) for n, (s, e) in enumerate(zip(starts, ends, strict=True)) if e > s]
+    numbers = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
+    return [Turn(numbers.get(s), s, e) for s, e in zip(starts, ends, strict=True) if e > s]
 
 
 def _shown_key(thread_id: str) -> str:
@@ -81,15 +85,17 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
         return
-    hits = [t for t in reversed(turns) if any(wanted in (m.content or "").lower()
-                                                for m in messages[t.start:t.end])]
+    # "Show earlier" counts parts of the history from the end: a hit's position says how many to show.
+    from_end = {t.start: len(turns) - k for k, t in enumerate(turns)}
+    hits = [t for t in reversed(turns) if t.number is not None and any(wanted in (m.content or "").lower()
+                                                                     for m in messages[t.start:t.end])]
     if not hits:
         st.caption("No turn contains it.")
         return
     for turn in hits[:FIND_RESULTS]:
         first = (messages[turn.start].content or "").strip().replace("\n", " ")
         st.button(f"Turn {turn.number}: {first[:60]}", key=f"jump-{thread_id}-{turn.number}",
-                  on_click=_show_more, args=(thread_id, len(turns) - turn.number + 1))
+                  on_click=_show_more, args=(thread_id, from_end[turn.start]))
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
 

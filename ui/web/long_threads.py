@@ -26,8 +26,8 @@ def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration
     auto-approved and, for an offloaded output, linking to the whole of it."""
     row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
     notes = []
-    if result.auto_approved:
-        notes.append("auto-approved")
+    if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
+        notes.append(why)
     if result.offloaded:
         notes.append(f"output {result.total_chars:,} characters" if result.total_chars else "large output")
     if notes:
@@ -42,11 +42,16 @@ def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration
     return row
 
 
+SUMMARY_MARKER = "The model's view was summarised here"
+
+
 def summary_html(text: str) -> str:
-    """The summary compaction left in place of the older turns, collapsed."""
+    """The marker where compaction summarised the model's view: the turns above stay in
+    the history; the model is sent the summary (collapsed here) in their place."""
     body = html.escape(text.strip()).replace("\n", "&#10;")
-    return ('<details class="gh-tool"><summary>Summary of the earlier turns (compacted; the full history stays '
-            f'in the checkpoints)</summary><div style="white-space: pre-wrap">{body}</div></details>')
+    return (f'<details class="gh-tool gh-compacted"><summary>⇣ {SUMMARY_MARKER}: from here on '
+            'the model gets this summary instead of the turns above (they stay in your history)</summary>'
+            f'<div style="white-space: pre-wrap">{body}</div></details>')
 
 
 def whole_output_page(session: Session) -> bool:
@@ -68,11 +73,11 @@ def whole_output_page(session: Session) -> bool:
 
 
 def compact_control(session: Session, thread_id: str, busy: bool) -> None:
-    """"Compact now": summarise the older turns (the checkpoints keep the full history)."""
+    """"Compact now": summarise the older turns for the model (the history stays whole)."""
     key = f"compact-{thread_id}"
     st.button(":material/compress: Compact now", key=key, disabled=busy, width="stretch",
               help="Not while a run is active" if busy else
-              "Replace the older turns with a summary, for the model's context; the latest turns stay as they are",
+              "Send the model a summary in place of the older turns; your history stays whole",
               on_click=_compact, args=(session, thread_id, key))
     if said := st.session_state.pop(f"{key}-result", None):
         kind, text = said
@@ -90,8 +95,9 @@ def _compact(session: Session, thread_id: str, key: str) -> None:
                                                       "as they are.")
         return
     st.session_state[f"{key}-result"] = ("success", (
-        f"Compacted: {done.messages_removed} older messages became one summary; the context went from about "
-        f"{done.tokens_before:,} to {done.tokens_after:,} tokens. The full history stays in the checkpoints."))
+        f"Compacted: the model now gets one summary in place of {done.messages_removed} older messages; its "
+        f"context went from about {done.tokens_before:,} to {done.tokens_after:,} tokens. Your history stays whole "
+        "(a marker shows where the model's view was summarised)."))
 
 
 def undo_question(paused: bool) -> str:

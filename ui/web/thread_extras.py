@@ -1,5 +1,5 @@
 """The sidebar's extra controls for the open thread: compact now, its auto-approve
-switch, and its decision log."""
+switch, its standing grants, and its decision log."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import streamlit as st
 
 from graph import Session
 from ui.web.auto_approve import thread_switch
+from ui.web.grants_panel import grants_panel
 from ui.web.long_threads import compact_control
 
 AUDIT_VIEW = "audit"
@@ -14,6 +15,7 @@ AUDIT_VIEW = "audit"
 
 def thread_extras(session: Session, thread_id: str, busy: bool) -> None:
     thread_switch(session, thread_id)
+    grants_panel(session, thread_id)
     compact_control(session, thread_id, busy)
     st.button(":material/fact_check: Decision log", key=f"audit-{thread_id}", width="stretch",
               help="Who approved, edited or rejected which call of this thread, and when",

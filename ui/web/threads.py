@@ -11,6 +11,7 @@ import time
 import streamlit as st
 
 from graph import Runner, Session
+from graph.protocol.threads import shown_id, thread_id_problem
 from ui.web.auto_approve import tab_switch
 from ui.web.long_threads import undo_question
 from ui.web.thread_extras import thread_extras
@@ -81,10 +82,10 @@ def _open_by_id(session: Session) -> None:
     with st.form("open-by-id", clear_on_submit=True, border=False):
         wanted = st.text_input("Open thread by id", placeholder="thread id", key="open-id")
         if st.form_submit_button("Open") and wanted.strip():
-            if session.exists(wanted.strip()):
+            if thread_id_problem(wanted.strip()) is None and session.exists(wanted.strip()):
                 open_thread(wanted.strip())
                 st.rerun()
-            st.error(f"No thread {wanted.strip()!r}.")
+            st.error(f"No thread {shown_id(wanted.strip())}.")
 
 
 def _thread_list(session: Session, runner: Runner, current: str | None) -> None:

@@ -6,13 +6,19 @@
 
 `open_session` adds one by default ([compaction] in gatehouse.toml: the configured
 model or a cheaper one, the threshold). Given no model, `build_graph` hands it the
-agent's own. Only the head of the thread changes: the checkpoints before keep the
-full history (time travel, undo).
+agent's own.
+
+Compaction changes only what the model is sent, never the person's history: the
+summary is inserted into the thread as a marked message just before the turns kept
+verbatim, and the model is sent the history from the latest summary on
+(graph/agent/history.model_view). Everything before it stays in the thread: the
+history the front ends show, exports, undo, fork and branches see it whole.
 
 The cut always falls at the start of a user turn, so an AI message with tool calls is
 never separated from its tool results, and the last `keep_turns` turns stay verbatim.
-The history is rewritten through the messages reducer (`RemoveMessage(REMOVE_ALL)`
-then the new list), and a `compacted` event reports the tokens before and after.
+The summary goes in through the messages reducer (`RemoveMessage(REMOVE_ALL)` then
+the same list with the summary in its place: the reducer only appends new ids), and
+a `compacted` event reports the model's tokens before and after.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from graph.agent.emit import emit
-from graph.agent.history import text_of
+from graph.agent.history import is_summary, model_view, text_of
 from graph.protocol import events as ev
 from graph.protocol.threads import SUMMARY_MARK
 
@@ -88,13 +94,15 @@ class Compaction:
         """(the state update that compacts the history, the token counts), or None
         when under the threshold (unless `force`) or nothing is old enough."""
         messages = list(state.get("messages") or [])
-        before = self.count_tokens(messages)
+        sent = list(model_view(messages))
+        before = self.count_tokens(sent)
         if not force and before <= self.max_tokens:
             return None
-        cut = self.cut_index(messages)
-        head, tail = messages[:cut], messages[cut:]
+        cut = self.cut_index(sent)
+        head, tail = sent[:cut], sent[cut:]
         if not head or (len(head) == 1 and is_summary(head[0])):
             return None
+        kept = messages[: len(messages) - len(sent) + cut]  # everything before the tail, for the person
         summary = HumanMessage(
             content=f"{SUMMARY_PREFIX}\n\n{self.summarise(head)}",
             additional_kwargs={SUMMARY_MARK: True},
@@ -105,7 +113,7 @@ class Compaction:
         done = dict((state.get("hook_thread") or {}).get(self.name) or {})
         done["compactions"] = done.get("compactions", 0) + 1
         update = {
-            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *tail],
+            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept, summary, *tail],
             "hook_thread": {self.name: done},
         }
         return update, counts
@@ -133,10 +141,6 @@ class Compaction:
         )
         text = text_of(reply.content)
         return text.strip() or "(no summary)"
-
-
-def is_summary(message: BaseMessage) -> bool:
-    return bool(message.additional_kwargs.get(SUMMARY_MARK))
 
 
 def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:
