@@ -64,6 +64,7 @@ class _Deferred:
 
 
 term: Any = _Deferred("ui.term.render")
+visible: Any = _Deferred("graph.protocol.display", "visible")
 td: Any = _Deferred("ui.term.decisions")
 ev: Any = _Deferred("graph.protocol.events")
 Text: Any = _Deferred("rich.text", "Text")
@@ -105,7 +106,10 @@ AutoApproveOpt = Annotated[
 ]
 InterruptOpt = Annotated[
     str | None,
-    typer.Option("--interrupt-id", metavar="ID", help="Refuse (exit 2) unless this is still the pending request (from `pending --json`)."),
+    typer.Option("--interrupt-id", "--request", metavar="ID",
+                 help="The request you decide: its id, as `pending` and `show` print it. Required in scripts "
+                      "(refused, exit 2, when missing or no longer pending); on a terminal, without it, the "
+                      "card is shown and you confirm."),
 ]
 
 
@@ -113,7 +117,7 @@ InterruptOpt = Annotated[
 def fail(message: str, code: int) -> typer.Exit:
     """The error on stderr, for people; and with --json also on stdout, as
     `{"error": ..., "exit_code": ...}`, so a script reads every outcome the same way."""
-    err.print(Text(f"gatehouse: {message}", "red"))
+    err.print(Text(f"gatehouse: {visible(message)}", "red"))
     if _json_requested():
         print(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False))
     return typer.Exit(code)
@@ -193,23 +197,57 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 
-def require_pending(session: Session, thread_id: str) -> Pause:
+def require_pending(session: Session, thread_id: str, interrupt_id: str | None, as_json: bool) -> Pause:
+    """The pending request the command decides. A decision covers only a request its
+    author has seen: a script names it (--interrupt-id, as `pending` and `show` print
+    it) and is refused when it is missing or no longer pending; a person at a terminal
+    who did not name it is shown the card and asked to confirm (`confirm_unnamed`)."""
     require_thread(session, thread_id)
     pending = session.pending(thread_id)
     if pending is None:
         info = session.thread(thread_id)
-        raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})",
-                   EXIT_USAGE)
+        status = info.status if info else "idle"
+        if interrupt_id is not None:
+            raise fail(f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
+                       f"(thread status: {status}); nothing was sent", EXIT_USAGE)
+        raise fail(f"thread {thread_id} is not waiting for a decision (status: {status})", EXIT_USAGE)
+    if interrupt_id is not None and interrupt_id != pending.interrupt_id:
+        raise fail(f"request {interrupt_id} is not pending on thread {thread_id}: it was already decided, and the "
+                   f"thread now waits on another request. Nothing was sent; read it with `gatehouse show "
+                   f"{thread_id}` and name it with --interrupt-id.", EXIT_USAGE)
+    if interrupt_id is None and not can_confirm(as_json):
+        raise fail(f"name the request this decision is for: add --interrupt-id ID, with the request id that "
+                   f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
+                   "Without it a script could decide a request nobody has seen; nothing was sent.", EXIT_USAGE)
     return pending
+
+
+def can_confirm(as_json: bool) -> bool:
+    """A person is at a terminal to confirm an unnamed decision (never under --json)."""
+    return not as_json and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def confirm_unnamed(pending: Pause, answer: dict[str, Any]) -> str:
+    """Show the card and what will be sent; the request's id once the person says yes."""
+    term.render_pending(out, pending)
+    for line in td.describe_answer(pending, answer):
+        out.print(Text(visible(line), "bold"))
+    try:
+        said = term.Asker(out, interactive=False).line("send this decision? [y/N] ").strip().lower()
+    except (EOFError, KeyboardInterrupt):
+        said = ""
+    if said not in ("y", "yes"):
+        raise fail("not confirmed; nothing was sent", EXIT_USAGE)
+    return pending.interrupt_id
 
 
 RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
 
 
-def require_approval(session: Session, thread_id: str) -> Approval:
+def require_approval(session: Session, thread_id: str, interrupt_id: str | None, as_json: bool) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
-    pending = require_pending(session, thread_id)
+    pending = require_pending(session, thread_id, interrupt_id, as_json)
     if isinstance(pending, graph.OutcomeUnknown):
         name = pending.call.name
         raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
@@ -295,12 +333,15 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
         if isinstance(pending, graph.OutcomeUnknown):
             out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
         else:
-            out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} …", "dim"))
+            out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} "
+                           f"--interrupt-id {visible(pending.interrupt_id)} …", "dim"))
     raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
 
 
 def send_answer(session: Session, pending: Pause, answer: dict[str, Any], interrupt_id: str | None,
                 as_json: bool) -> None:
+    if interrupt_id is None:  # require_pending let it through: a person at a terminal
+        interrupt_id = confirm_unnamed(pending, answer)
     try:
         run = session.resume(pending.thread_id, answer, interrupt_id=interrupt_id)
     except graph.DecisionError as exc:
@@ -595,6 +636,10 @@ def output(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         text = session.tool_output(thread_id, call_id)
+    if text is not None and not as_json and sys.stdout.isatty():
+        # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
+        # would write the clipboard); piped into a file it stays byte for byte.
+        text = visible(text)
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
     if as_json:
@@ -763,7 +808,7 @@ def approve(
     the web editor validates them); the other calls as above.
     """
     with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+        request = require_approval(session, thread_id, interrupt_id, as_json)
         count = len(request.actions)
         if all_ and call:
             raise fail("use either --all or --call, not both", EXIT_USAGE)
@@ -805,7 +850,7 @@ def reject(
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
     """
     with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+        request = require_approval(session, thread_id, interrupt_id, as_json)
         numbers = call or list(range(1, len(request.actions) + 1))
         answer = decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
                         "decide them in the same command: repeat --call, or use --approve-others")
@@ -831,7 +876,7 @@ def respond(
     if not message.strip():
         raise fail("--message cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+        request = require_approval(session, thread_id, interrupt_id, as_json)
         if call is None:
             if len(request.actions) != 1:
                 raise fail(f"thread {thread_id} has {len(request.actions)} pending calls: "
@@ -863,7 +908,7 @@ def resolve(
     if outcome is not None and not outcome.strip():
         raise fail("--outcome cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
-        request = require_pending(session, thread_id)
+        request = require_pending(session, thread_id, interrupt_id, as_json)
         if not isinstance(request, graph.OutcomeUnknown):
             raise fail(f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
                        "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)

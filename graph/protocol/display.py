@@ -1,0 +1,91 @@
+"""Text as a person must see it: characters that hide, move or rewrite text, shown escaped.
+
+An approval is a yes to what the card shows, so a card must not show anything but
+what runs. Text that comes from a model, a tool or a file can carry characters a
+terminal or a browser acts on instead of showing: escape sequences (CSI colours and
+cursor moves, OSC 52 "write the clipboard", DCS), C1 controls (U+009B is a CSI of its
+own), a backspace or a carriage return that overwrites what came before, the
+bidirectional overrides and isolates that reorder a line (U+202A-U+202E,
+U+2066-U+2069, U+200E/U+200F, U+061C) and invisible characters that hide text
+(zero-width spaces, tag characters, invisible fillers). `visible()` turns each into
+its escape, written like Python writes it (`\\x1b`, `\\u202e`, `\\U000e0041`), and keeps
+newlines and tabs as layout. Every front end (terminal and web) draws tool
+arguments, previews, diffs, outputs and messages through it.
+
+Standard library only: the protocol layer is what `ui/` may import.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Categories escaped wherever they are: Cc (controls: C0, DEL, C1), Cf (format
+# characters: bidi controls, zero-width space/joiners, soft hyphen, tags, ...),
+# Zl / Zp (line and paragraph separators: a line break the reader does not see
+# as one), Cs (a lone surrogate).
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Invisible letters (Hangul fillers, used for blank-looking names) and the
+# variation selectors past the sixteen emoji use: they carry hidden bytes.
+_INVISIBLE = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800})
+_LAYOUT = frozenset("\n\t")
+_ZWJ = "\u200d"
+_EMOJI_TONE = range(0x1F3FB, 0x1F400)
+
+
+def _hidden(ch: str) -> bool:
+    code = ord(ch)
+    if ch in _LAYOUT:
+        return False
+    if code in _INVISIBLE or 0xE0100 <= code <= 0xE01EF:
+        return True
+    return unicodedata.category(ch) in _ESCAPED_CATEGORIES
+
+
+def escape_char(ch: str) -> str:
+    """`\\x1b`, `\\u202e`, `\\U000e0041`: the character's code, readable and inert."""
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _emoji_joiner(text: str, i: int) -> bool:
+    """A zero-width joiner inside an emoji sequence (👩‍💻): it draws one picture, hides nothing."""
+    if i == 0 or i + 1 >= len(text):
+        return False
+    before, after = text[i - 1], text[i + 1]
+    before_ok = unicodedata.category(before) == "So" or before == "\ufe0f" or ord(before) in _EMOJI_TONE
+    return before_ok and unicodedata.category(after) == "So"
+
+
+# Most text is ASCII with nothing to escape: one scan decides that.
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control, escape, bidi and invisible character shown escaped;
+    newlines and tabs kept, and a CRLF line ending kept as a newline."""
+    if not isinstance(text, str):
+        text = str(text)
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    if text.isascii() and not _ASCII_CONTROL.search(text):
+        return text
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if _hidden(ch) and not (ch == _ZWJ and _emoji_joiner(text, i)):
+            out.append(escape_char(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def is_visible(text: str) -> bool:
+    """True when `visible(text)` would change nothing."""
+    return visible(text) == text.replace("\r\n", "\n")
+
+
+__all__ = ["escape_char", "is_visible", "visible"]
