@@ -201,7 +201,8 @@ def require_pending(session: Session, thread_id: str, interrupt_id: str | None, 
     """The pending request the command decides. A decision covers only a request its
     author has seen: a script names it (--interrupt-id, as `pending` and `show` print
     it) and is refused when it is missing or no longer pending; a person at a terminal
-    who did not name it is shown the card and asked to confirm (`confirm_unnamed`)."""
+    who did not name it is shown the card and asked to confirm (`require_named`,
+    `confirm_unnamed`)."""
     require_thread(session, thread_id)
     pending = session.pending(thread_id)
     if pending is None:
@@ -212,14 +213,22 @@ def require_pending(session: Session, thread_id: str, interrupt_id: str | None, 
                        f"(thread status: {status}); nothing was sent", EXIT_USAGE)
         raise fail(f"thread {thread_id} is not waiting for a decision (status: {status})", EXIT_USAGE)
     if interrupt_id is not None and interrupt_id != pending.interrupt_id:
-        raise fail(f"request {interrupt_id} is not pending on thread {thread_id}: it was already decided, and the "
-                   f"thread now waits on another request. Nothing was sent; read it with `gatehouse show "
-                   f"{thread_id}` and name it with --interrupt-id.", EXIT_USAGE)
+        # The session tells a request already decided from one never asked; an empty
+        # answer to a request that is not pending is refused before anything else.
+        try:
+            session.resume(thread_id, {"decisions": []}, interrupt_id=interrupt_id)
+        except graph.DecisionError as exc:
+            raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
+        raise fail(f"request {interrupt_id} is not the pending request of thread {thread_id}", EXIT_USAGE)
+    return pending
+
+
+def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
+    """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
     if interrupt_id is None and not can_confirm(as_json):
         raise fail(f"name the request this decision is for: add --interrupt-id ID, with the request id that "
                    f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
                    "Without it a script could decide a request nobody has seen; nothing was sent.", EXIT_USAGE)
-    return pending
 
 
 def can_confirm(as_json: bool) -> bool:
@@ -252,6 +261,7 @@ def require_approval(session: Session, thread_id: str, interrupt_id: str | None,
         name = pending.call.name
         raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
                    f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
+    require_named(thread_id, interrupt_id, as_json)
     return pending
 
 
@@ -912,6 +922,7 @@ def resolve(
         if not isinstance(request, graph.OutcomeUnknown):
             raise fail(f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
                        "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)
+        require_named(thread_id, interrupt_id, as_json)
         if run_again:
             answer = td.run_again()
         elif failed is not None:
