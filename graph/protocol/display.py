@@ -17,8 +17,10 @@ Standard library only: the protocol layer is what `ui/` may import.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
 # Categories escaped wherever they are: Cc (controls: C0, DEL, C1), Cf (format
 # characters: bidi controls, zero-width space/joiners, soft hyphen, tags, ...),
@@ -83,9 +85,27 @@ def visible(text: str) -> str:
     return "".join(out)
 
 
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a surrogate pair: JSON has no longer escape
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def visible_json(value: Any, *, indent: int | None = None) -> str:
+    """`value` as JSON whose hidden characters are JSON escapes (`\\u202e`): what is
+    shown parses back to exactly the same value, and hides nothing."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+    if text.isascii():
+        return text  # json.dumps escaped every ASCII control already
+    return "".join(_json_escape(ch) if _hidden(ch) and not (ch == _ZWJ and _emoji_joiner(text, i)) else ch
+                   for i, ch in enumerate(text))
+
+
 def is_visible(text: str) -> bool:
     """True when `visible(text)` would change nothing."""
     return visible(text) == text.replace("\r\n", "\n")
 
 
-__all__ = ["escape_char", "is_visible", "visible"]
+__all__ = ["escape_char", "is_visible", "visible", "visible_json"]

@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
-from graph.protocol.display import visible
+from graph.protocol.display import visible, visible_json
 from ui.term import decisions as td
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
 
 
 def args_text(args: Any) -> str:
-    return visible(json.dumps(args, ensure_ascii=False, default=str))
+    return visible_json(args)
 
 
 # -- live runs ------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa:
 from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import page_drawn, page_started  # noqa: E402
+from ui.web.live_edit import LIVE_EDIT_SCRIPT  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
@@ -45,6 +46,7 @@ def main() -> None:
     st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
     st.html(STYLE)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
+    st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()
     except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback

@@ -18,6 +18,7 @@ from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Se
 from ui.web.approval import approval_card, show_notice
 from ui.web.chat import durations, follow, last_error
 from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import stopped_notes
 from ui.web.threads import current_thread, open_thread
@@ -112,7 +113,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     # The browser tab follows the thread, and the branch it is on (a fork of the first
     # message retitles a thread titled by it).
     st.set_page_config(page_title=f"{title} · Gatehouse")
-    st.header(title)
+    st.header(label(title))
     if thread_id is None:
         st.caption("Send a message to start a thread. Calls that change things wait for your approval.")
         return
@@ -141,7 +142,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
                        branches=branches)
             if active.user_text:
                 with st.chat_message("user"):
-                    st.markdown(active.user_text)
+                    st.markdown(markdown(active.user_text))
             _draw_queued(thread_id)
             st.button(":material/stop: Stop", key=f"stop-{round_}", help="Stop the run now (a running command is killed)",
                       on_click=_stop, args=(runner, thread_id))
@@ -203,7 +204,7 @@ def _draw_part(runner: Runner, thread_id: str, messages: list, start: int, end: 
 def _draw_queued(thread_id: str) -> None:
     for text in queued(thread_id):
         with st.chat_message("user"):
-            st.markdown(text)
+            st.markdown(markdown(text))
             st.caption(":material/schedule: queued: sent when the run ends")
 
 
@@ -221,6 +222,6 @@ def _tail_controls(session: Session, runner: Runner, thread_id: str, info: Threa
     if info is not None and info.status in ("failed", "interrupted"):
         default = "The last run failed." if info.status == "failed" else (
             "The last run was interrupted (its process stopped before it finished).")
-        st.error(last_error(runner, thread_id) or info.reason or default)
+        st.error(markdown(last_error(runner, thread_id) or info.reason or default))
         st.button(":material/refresh: Retry", key="retry", on_click=_retry, args=(runner, thread_id))
     stopped_notes(session, runner, thread_id, transcript(session, thread_id), info)

@@ -22,6 +22,7 @@ import streamlit as st
 from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
 from ui.web.copy import copy_html
 from ui.web.long_threads import result_row, summary_html
+from ui.web.safe_text import label, markdown
 from ui.web.thinking import draw_cut_off, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
 
@@ -88,7 +89,7 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
         return
     for turn in hits[:FIND_RESULTS]:
         first = (messages[turn.start].content or "").strip().replace("\n", " ")
-        st.button(f"Turn {turn.number}: {first[:60]}", key=f"jump-{thread_id}-{turn.number}",
+        st.button(f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}",
                   on_click=_show_more, args=(thread_id, len(turns) - turn.number + 1))
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
@@ -104,7 +105,7 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
-            st.markdown(part[0].content)
+            st.markdown(markdown(part[0].content))
             _user_actions(runner, thread_id, offset, part[0].content, can_fork=can_fork,
                           versions=branches.get(offset))
         i = 1
@@ -115,9 +116,9 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
         for m in rest:
             draw_thinking(m)
             if m.notice:
-                st.info(m.content, icon=":material/stop_circle:")
+                st.info(markdown(m.content), icon=":material/stop_circle:")
             elif m.content:
-                st.markdown(m.content)
+                st.markdown(markdown(m.content))
             draw_cut_off(m)
             rows = []
             for call in m.tool_calls:

@@ -16,6 +16,7 @@ import streamlit as st
 
 from graph import MessageView, Session
 from graph.protocol.threads import ToolCallView
+from ui.web.safe_text import code
 from ui.web.tool_blocks import row_html
 
 OUTPUT_VIEW = "output"
@@ -44,7 +45,7 @@ def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration
 
 def summary_html(text: str) -> str:
     """The summary compaction left in place of the older turns, collapsed."""
-    body = html.escape(text.strip()).replace("\n", "&#10;")
+    body = html.escape(code(text.strip())).replace("\n", "&#10;")
     return ('<details class="gh-tool"><summary>Summary of the earlier turns (compacted; the full history stays '
             f'in the checkpoints)</summary><div style="white-space: pre-wrap">{body}</div></details>')
 
@@ -63,7 +64,7 @@ def whole_output_page(session: Session) -> bool:
     st.caption(f"thread `{thread_id}` · call `{call_id}` · {len(text):,} characters")
     st.download_button(":material/download: Download", text, file_name=f"{call_id}.txt", mime="text/plain",
                        key="output-download")
-    st.code(text, language="text")
+    st.code(code(text), language="text")
     return True
 
 

@@ -17,6 +17,7 @@ import streamlit as st
 
 from graph import MessageView, Runner, Session, ThreadInfo
 from graph.protocol import events as ev
+from graph.protocol.display import visible
 
 CUT_OFF_NOTE = ("This reply was cut off before it finished (the model's stream ended early); "
                 "what is shown is all that arrived.")
@@ -27,7 +28,7 @@ def thinking_html(reasoning: str) -> str:
     """The reasoning as a collapsed, dimmed "thinking" block. Escaped, with newlines as
     character references: a blank line would end the HTML block and the rest would be
     read as Markdown."""
-    body = html.escape(reasoning.strip()).replace("\n", "&#10;")
+    body = html.escape(visible(reasoning.strip())).replace("\n", "&#10;")
     return (f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
             f'<div style="{_DIM}">{body}</div></details>')
 
@@ -58,7 +59,7 @@ class LiveThinking:
 
     def flush(self) -> None:
         if self._dirty:
-            body = html.escape(self.text.strip()).replace("\n", "&#10;")
+            body = html.escape(visible(self.text.strip())).replace("\n", "&#10;")
             self._slot.markdown(f'<div style="{_DIM}">{body}</div>', unsafe_allow_html=True)
             self._dirty = False
 

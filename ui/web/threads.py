@@ -13,6 +13,7 @@ import streamlit as st
 from graph import Runner, Session
 from ui.web.auto_approve import tab_switch
 from ui.web.long_threads import undo_question
+from ui.web.safe_text import label as safe_label
 from ui.web.thread_extras import thread_extras
 
 VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings",
@@ -98,7 +99,7 @@ def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
         selected = info.thread_id == current
         # Gray text is unreadable on the selected (primary-colored) button.
         when = ago(info.updated_at) if selected else f":gray[{ago(info.updated_at)}]"
-        label = f"{info.title}{badge}  \n{when}"
+        label = f"{safe_label(info.title)}{badge}  \n{when}"
         kind = "primary" if selected else "secondary"
         if st.button(label, key=f"thread-{info.thread_id}", width="stretch", type=kind):
             open_thread(info.thread_id)
