@@ -90,7 +90,7 @@ def test_markdown_keeps_ordinary_text_and_code_as_written() -> None:
     shown = markdown("![status](http://127.0.0.1:8614/px.gif?d=secret)")
     assert shown.startswith(IMAGE_MARK) and "`http://127.0.0.1:8614/px.gif?d=secret`" in shown
     assert markdown("x\u202ey\x1b[2J") == "x\\u202ey\\x1b[2J"
-    assert label("**[t](http://x)**") == r"\*\*\[t\]\(http\:\/\/x\)\*\*"
+    assert label("**[t](http://x)**") == r"\*\*\[t\]\(http://x\)\*\*"
 
 
 def test_person_and_model_markdown_is_drawn_without_images(env: Path) -> None:

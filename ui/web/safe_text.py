@@ -33,6 +33,11 @@ from graph.protocol.display import visible, visible_json
 
 IMAGE_MARK = "🖼 "
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# What can start Markdown inside one line of a label: emphasis, code, links and
+# images, HTML and entities, math, tables, strikethrough; a list or heading marker
+# at its start.
+_LABEL_SYNTAX = re.compile(r"([\\`*_\[\]()<>!&$|~])")
+_LABEL_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
 _PARSER = MarkdownIt("commonmark", {"linkify": False}).enable(["table", "strikethrough"])
 
 
@@ -48,7 +53,8 @@ def pretty(value: Any) -> str:
 
 def label(text: str) -> str:
     """Literal text for a Markdown label: nothing in it is read as Markdown."""
-    return _PUNCTUATION.sub(r"\\\1", visible(text)).replace("\n", " ")
+    line = _LABEL_SYNTAX.sub(r"\\\1", visible(text).replace("\n", " "))
+    return _LABEL_START.sub(lambda m: m[1] + "".join("\\" + c if not c.isdigit() else c for c in m[2]), line)
 
 
 def markdown(text: str) -> str:
