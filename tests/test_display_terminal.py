@@ -106,6 +106,11 @@ def test_pending_and_show_print_a_hidden_command_escaped_on_a_real_terminal(env:
     piped = gh(env, "pending").stdout
     assert "\x1b" not in piped and "\r" not in piped
     assert "$ rm -rf ./* #\\x1b[2K\\x0d$ ls -la" in piped
+    # --json: the exact arguments once parsed, and no character a terminal would act on.
+    raw_json = gh(env, "pending", "--json").stdout
+    assert "\x1b" not in raw_json and "\u202e" not in raw_json and "\\u202e" in raw_json
+    command = json.loads(raw_json)[0]["calls"][0]["args"]["command"]
+    assert command == f"{HIDDEN} [red]not red[/red] \u202eexe.txt"
 
 
 @pytest.mark.slow

@@ -65,6 +65,9 @@ class _Deferred:
 
 term: Any = _Deferred("ui.term.render")
 visible: Any = _Deferred("graph.protocol.display", "visible")
+# JSON output with hidden characters as JSON escapes: the same values, nothing that
+# acts on the terminal a person runs `--json` in.
+visible_json: Any = _Deferred("graph.protocol.display", "visible_json")
 td: Any = _Deferred("ui.term.decisions")
 ev: Any = _Deferred("graph.protocol.events")
 Text: Any = _Deferred("rich.text", "Text")
@@ -119,7 +122,7 @@ def fail(message: str, code: int) -> typer.Exit:
     `{"error": ..., "exit_code": ...}`, so a script reads every outcome the same way."""
     err.print(Text(f"gatehouse: {visible(message)}", "red"))
     if _json_requested():
-        print(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False))
+        print(visible_json({"error": message, "exit_code": code}))
     return typer.Exit(code)
 
 
@@ -337,7 +340,7 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
     """Drive a run for a non-interactive command and exit with its status."""
     status, events = drive(run, None if as_json else term.EventRenderer(out))
     if as_json:
-        print(json.dumps(run_summary(session, run.thread_id, status, events), ensure_ascii=False, indent=2))
+        print(visible_json(run_summary(session, run.thread_id, status, events), indent=2))
     elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
         term.render_pending(out, pending)
         if isinstance(pending, graph.OutcomeUnknown):
@@ -469,7 +472,7 @@ def threads(
             count = 0 if pending is None else 1 if isinstance(pending, graph.OutcomeUnknown) else len(pending.actions)
             rows.append({**info.to_dict(), "pending": count})
     if as_json:
-        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        print(visible_json(rows, indent=2))
     elif not rows:
         out.print("No threads yet. Start one with `gatehouse chat`.")
     else:
@@ -493,7 +496,7 @@ def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> No
         data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
                 "messages": [m.to_dict() for m in messages],
                 "pending": term.pending_json(pending) if pending else None, "usage": usage}
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        print(visible_json(data, indent=2))
         return
     if info:
         style = term.STATUS_STYLE.get(info.status, "")
@@ -516,9 +519,9 @@ def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
             if request is not None:
                 items.append((info, request))
     if as_json:
-        print(json.dumps([{"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since,
-                           **term.pending_json(p)} for i, p in items],
-                         ensure_ascii=False, indent=2))
+        print(visible_json([{"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since,
+                            **term.pending_json(p)} for i, p in items],
+                           indent=2))
         return
     if not items:
         out.print("Nothing is waiting for a decision.")
@@ -653,7 +656,7 @@ def output(
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
     if as_json:
-        print(json.dumps({"thread_id": thread_id, "call_id": call_id, "output": text}, ensure_ascii=False))
+        print(visible_json({"thread_id": thread_id, "call_id": call_id, "output": text}))
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -671,7 +674,7 @@ def audit(
     with open_cli_session(db) as session:
         records = session.audit(thread, limit=limit)
     if as_json:
-        print(json.dumps([r.to_dict() for r in records], ensure_ascii=False, indent=2))
+        print(visible_json([r.to_dict() for r in records], indent=2))
     elif not records:
         out.print("No decisions recorded" + (f" for thread {thread}." if thread else " yet."))
     else:
@@ -709,7 +712,7 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         require_thread(session, thread_id)
         found = session.branches(thread_id)
     if as_json:
-        print(json.dumps([b.to_dict() for b in found], ensure_ascii=False, indent=2))
+        print(visible_json([b.to_dict() for b in found], indent=2))
         return
     if not found:
         out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
