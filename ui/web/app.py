@@ -26,6 +26,7 @@ from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import page_drawn, page_started  # noqa: E402
 from ui.web.live_edit import LIVE_EDIT_SCRIPT  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
+from ui.web.safe_text import markdown  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
@@ -67,7 +68,7 @@ def main() -> None:
         )
     auto_approve_banner(session, current_thread())
     if flash := st.session_state.pop("flash", None):
-        st.warning(flash)
+        st.warning(markdown(flash))  # may quote a message or an error: drawn safe
     view = current_view()
     now = open_thread_now(session, runner) if view == "chat" else None
     if now is not None:
@@ -94,7 +95,7 @@ def run() -> None:
         main()
     except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
         message, _kind, _retryable = describe_error(exc)
-        st.error(f"Something went wrong: {message}")
+        st.error(f"Something went wrong: {markdown(message)}")
         st.button(":material/refresh: Retry", key="retry-page")
 
 

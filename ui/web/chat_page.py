@@ -119,7 +119,8 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
         return
     messages = transcript(session, thread_id)
     if not messages and info is None and active is None:
-        st.warning(f"No thread {thread_id!r} here yet. Send a message to start it.")
+        # The id comes from the URL: a link someone sent can put anything there.
+        st.warning(f"No thread {label(repr(thread_id))} here yet. Send a message to start it.")
     base = len(messages)
     if active is not None and active.base_messages is not None:
         base = min(active.base_messages, len(messages))

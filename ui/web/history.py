@@ -153,12 +153,12 @@ def _version_switcher(runner: Runner, thread_id: str, versions: Branches, *, ena
     k, ids = versions.current, versions.message_ids
     key = f"branch-{thread_id}-{versions.index}"
     st.button(":material/chevron_left:", key=f"{key}-prev", type="tertiary", disabled=not enabled or k == 0,
-              help=f"Version {k}: {versions.previews[k - 1]}" if k > 0 else "This is the first version",
+              help=f"Version {k}: {label(versions.previews[k - 1])}" if k > 0 else "This is the first version",
               on_click=_switch, args=(runner, thread_id, ids[k - 1] if k > 0 else ""))
     st.markdown(f'<span class="gh-branch">{versions.label}</span>', unsafe_allow_html=True, width="content")
     st.button(":material/chevron_right:", key=f"{key}-next", type="tertiary",
               disabled=not enabled or k == len(ids) - 1,
-              help=f"Version {k + 2}: {versions.previews[k + 1]}" if k < len(ids) - 1 else "This is the latest version",
+              help=f"Version {k + 2}: {label(versions.previews[k + 1])}" if k < len(ids) - 1 else "This is the latest version",
               on_click=_switch, args=(runner, thread_id, ids[k + 1] if k < len(ids) - 1 else ""))
 
 

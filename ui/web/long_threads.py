@@ -16,7 +16,7 @@ import streamlit as st
 
 from graph import MessageView, Session
 from graph.protocol.threads import ToolCallView
-from ui.web.safe_text import code
+from ui.web.safe_text import code, label
 from ui.web.tool_blocks import row_html
 
 OUTPUT_VIEW = "output"
@@ -59,9 +59,10 @@ def whole_output_page(session: Session) -> bool:
     st.header(":material/description: Whole tool output")
     text = session.tool_output(thread_id, call_id) if thread_id and call_id else None
     if text is None:
-        st.error(f"No output for call {call_id!r} of thread {thread_id!r}.")
+        # Both come from the URL: a link someone sent can put anything there.
+        st.error(f"No output for call {label(repr(call_id))} of thread {label(repr(thread_id))}.")
         return True
-    st.caption(f"thread `{thread_id}` · call `{call_id}` · {len(text):,} characters")
+    st.caption(f"thread {label(thread_id)} · call {label(call_id)} · {len(text):,} characters")
     st.download_button(":material/download: Download", text, file_name=f"{call_id}.txt", mime="text/plain",
                        key="output-download")
     st.code(code(text), language="text")

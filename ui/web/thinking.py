@@ -18,6 +18,7 @@ import streamlit as st
 from graph import MessageView, Runner, Session, ThreadInfo
 from graph.protocol import events as ev
 from graph.protocol.display import visible
+from ui.web.safe_text import markdown
 
 CUT_OFF_NOTE = ("This reply was cut off before it finished (the model's stream ended early); "
                 "what is shown is all that arrived.")
@@ -74,7 +75,7 @@ def stopped_notes(session: Session, runner: Runner, thread_id: str, transcript: 
     # The agent usually writes the reason into the thread as a notice (drawn with it).
     said = last is not None and last.notice and last.content.strip() == (info.reason or "").strip()
     if info.reason and not said:
-        st.warning(info.reason, icon=":material/info:")
+        st.warning(markdown(info.reason), icon=":material/info:")
     reply = next((m for m in reversed(transcript) if m.role == "assistant" and not m.notice), None)
     if reply is not None and reply.cut_off:
         st.button(":material/refresh: Retry", key="retry-cut-off", help="Ask the model again for this reply",

@@ -85,7 +85,7 @@ def _open_by_id(session: Session) -> None:
             if session.exists(wanted.strip()):
                 open_thread(wanted.strip())
                 st.rerun()
-            st.error(f"No thread {wanted.strip()!r}.")
+            st.error(f"No thread {safe_label(repr(wanted.strip()))}.")
 
 
 def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
