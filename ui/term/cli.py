@@ -812,8 +812,11 @@ def approve(
 ) -> None:
     """Approve pending calls and continue the run.
 
+    Name the request with --interrupt-id (the id `pending` and `show` print): a script
+    that does not is refused; on a terminal the card is shown and you confirm.
+
     The graph takes one answer covering every call of a request, so: with one pending
-    call, `approve ID` approves it; with several, say `--all`, or name calls with
+    call, `approve ID --interrupt-id REQ` approves it; with several, say `--all`, or name calls with
     `--call N` (repeatable) and decide the rest with `--reject-others REASON`.
     Otherwise nothing is sent and the exit code is 2, naming the undecided calls.
 
