@@ -411,21 +411,24 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
             run = session.send(None, DEMO_REQUEST.format(i=i))
             run.collect()
             assert run.status == "awaiting_approval", run.status
-            paused.append(run.thread_id)
+            pending = session.pending(run.thread_id)
+            assert pending is not None
+            # A decision names the request it decides (--interrupt-id), as a script must.
+            paused.append([run.thread_id, "--interrupt-id", pending.interrupt_id])
         for _ in range(3):  # and a few finished ones
             run = session.send(None, "list files")
             run.collect()
     finally:
         session.close()
-    shown = paused.pop()
+    shown = paused.pop()[0]
     gh = gatehouse_command()
     commands: dict[str, Callable[[], list[str]]] = {
         "--help": lambda: [*gh, "--help"],
         "threads": lambda: [*gh, "threads"],
         "pending": lambda: [*gh, "pending"],
         "show ID": lambda: [*gh, "show", shown],
-        "approve ID": lambda: [*gh, "approve", paused.pop()],
-        "reject ID": lambda: [*gh, "reject", paused.pop(), "-m", "not now"],
+        "approve ID": lambda: [*gh, "approve", *paused.pop()],
+        "reject ID": lambda: [*gh, "reject", *paused.pop(), "-m", "not now"],
         "framework floor": lambda: [sys.executable, "-c", FLOOR],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}

@@ -548,7 +548,8 @@ def export(
         output.write_text(text + "\n")
         err.print(f"wrote {output}")
     else:
-        print(text)
+        # On a terminal, escape sequences in the thread are shown, not obeyed.
+        print(visible(text) if sys.stdout.isatty() else text)
 
 
 @app.command("import")
