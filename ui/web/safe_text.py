@@ -32,6 +32,7 @@ from markdown_it.common.utils import normalizeReference
 from graph.protocol.display import visible, visible_json
 
 IMAGE_MARK = "🖼 "
+MAX_BRACKETS = 1_000
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 # What can start Markdown inside one line of a label: emphasis, code, links and
 # images, HTML and entities, math, tables, strikethrough; a list or heading marker
@@ -62,7 +63,12 @@ def markdown(text: str) -> str:
     shown = visible(text)
     if "[" not in shown and "<" not in shown:
         return shown  # no image, no link (a bare URL shows itself)
-    rewritten = _rewrite(shown)
+    if shown.count("[") > MAX_BRACKETS:
+        return _escaped(shown)  # the scanner is quadratic in unclosed brackets: no Markdown at all
+    try:
+        rewritten = _rewrite(shown)
+    except RecursionError:  # brackets nested thousands deep
+        return _escaped(shown)
     return rewritten if _is_safe(rewritten) else _escaped(shown)
 
 
