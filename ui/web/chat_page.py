@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
+from graph.protocol.display import visible
 from ui.web.approval import approval_card, show_notice
 from ui.web.chat import durations, follow, last_error
 from ui.web.history import draw_turn, draw_window, turns_of
@@ -112,7 +113,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     title = info.title if info else "New thread"
     # The browser tab follows the thread, and the branch it is on (a fork of the first
     # message retitles a thread titled by it).
-    st.set_page_config(page_title=f"{title} · Gatehouse")
+    st.set_page_config(page_title=f"{visible(title)} · Gatehouse")
     st.header(label(title))
     if thread_id is None:
         st.caption("Send a message to start a thread. Calls that change things wait for your approval.")
