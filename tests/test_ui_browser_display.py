@@ -19,7 +19,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import Server, chromium_path, launch_chromium, screenshot, streamlit_server
+from tests.support.browser import (
+    Server,
+    chromium_path,
+    launch_chromium,
+    screenshot,
+    streamlit_server,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 playwright_api = pytest.importorskip("playwright.sync_api")
