@@ -86,6 +86,16 @@ def test_visible_escapes_what_hides_or_moves_text_and_keeps_layout() -> None:
     assert visible("x\u200dy") == "x\\u200dy"
 
 
+def test_every_control_and_format_character_is_escaped() -> None:
+    """The fast scan's list of characters against this Python's Unicode tables."""
+    import unicodedata
+
+    missed = [hex(c) for c in range(0x110000)
+              if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp", "Cs") and chr(c) not in "\n\t"
+              and visible(chr(c)) == chr(c)]
+    assert missed == []
+
+
 @pytest.mark.slow
 def test_pending_and_show_print_a_hidden_command_escaped_on_a_real_terminal(env: dict[str, str],
                                                                              tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 # Categories escaped wherever they are: Cc (controls: C0, DEL, C1), Cf (format
@@ -63,8 +64,25 @@ def _emoji_joiner(text: str, i: int) -> bool:
     return before_ok and unicodedata.category(after) == "So"
 
 
-# Most text is ASCII with nothing to escape: one scan decides that.
-_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+# Every character `_hidden` accepts, as one regex (a scan in C, not a loop in Python:
+# a whole tool output can be megabytes). The format characters (Cf) are listed as
+# Unicode 15 has them; `test_display_terminal` checks the list against `unicodedata`.
+_HIDDEN_RE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u2800\u3164"
+    "\ud800-\udfff\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]"
+)
+
+
+def _sub(text: str, escape: Callable[[str], str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        ch = match.group()
+        if ch == _ZWJ and _emoji_joiner(text, match.start()):
+            return ch
+        return escape(ch) if _hidden(ch) else ch
+
+    return _HIDDEN_RE.sub(one, text)
 
 
 def visible(text: str) -> str:
@@ -74,15 +92,7 @@ def visible(text: str) -> str:
         text = str(text)
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
-    if text.isascii() and not _ASCII_CONTROL.search(text):
-        return text
-    out: list[str] = []
-    for i, ch in enumerate(text):
-        if _hidden(ch) and not (ch == _ZWJ and _emoji_joiner(text, i)):
-            out.append(escape_char(ch))
-        else:
-            out.append(ch)
-    return "".join(out)
+    return _sub(text, escape_char)
 
 
 def _json_escape(ch: str) -> str:
@@ -99,8 +109,7 @@ def visible_json(value: Any, *, indent: int | None = None) -> str:
     text = json.dumps(value, ensure_ascii=False, indent=indent, default=str)
     if text.isascii():
         return text  # json.dumps escaped every ASCII control already
-    return "".join(_json_escape(ch) if _hidden(ch) and not (ch == _ZWJ and _emoji_joiner(text, i)) else ch
-                   for i, ch in enumerate(text))
+    return _sub(text, _json_escape)
 
 
 def is_visible(text: str) -> bool:
