@@ -112,6 +112,12 @@ def test_card_preview_and_edit_field_show_hidden_characters_escaped(env: Path) -
     assert "\u202e" not in field and "\\u202e" in field
     # The escapes are JSON: the field parses back to exactly the call's arguments.
     assert json.loads(field)["command"] == "rm -rf ./* #\x1b[2K\r$ ls -la \u202eexe"
+    # Rejected, the call is a history row: its arguments escaped there too.
+    at.radio(key=f"{card}-0-choice").set_value("reject").run()
+    at.button(key=f"{card}-submit").click().run()
+    rows = [m.value for m in at.markdown if "gh-tool" in m.value and "run_command" in m.value]
+    assert rows and "\\u001b[2K" in rows[-1] and "\\u202eexe" in rows[-1], rows
+    assert not any("\x1b" in m.value or "\u202e" in m.value for m in at.markdown)
 
 
 def test_invalid_edited_arguments_are_flagged_not_previewed(env: Path) -> None:
