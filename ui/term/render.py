@@ -525,7 +525,7 @@ def edit_args(
     console: Console, asker: Asker, row: dict[str, Any], check_args: Callable[[str, dict[str, Any]], str | None]
 ) -> dict[str, Any]:
     name = row["name"]
-    text = json.dumps(row["args"], ensure_ascii=False, indent=2)
+    text = visible_json(row["args"], indent=2)  # hidden characters as JSON escapes: same value
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if editor and asker.interactive:
         while True:
@@ -536,7 +536,7 @@ def edit_args(
             console.print(Text(f"{visible(problem or '')} — reopening the editor", "red"))
     line = asker.line(
         "args (JSON)> ",
-        default=json.dumps(row["args"], ensure_ascii=False),
+        default=visible_json(row["args"]),
         check=lambda t: parse_args_json(t, name, check_args)[1],
     )
     args, _ = parse_args_json(line, name, check_args)
