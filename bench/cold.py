@@ -411,24 +411,27 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
             run = session.send(None, DEMO_REQUEST.format(i=i))
             run.collect()
             assert run.status == "awaiting_approval", run.status
-            paused.append(run.thread_id)
+            pending = session.pending(run.thread_id)
+            assert pending is not None
+            # A decision names the request it decides (--interrupt-id), as a script must.
+            paused.append([run.thread_id, "--interrupt-id", pending.interrupt_id])
         for _ in range(3):  # and a few finished ones
             run = session.send(None, "list files")
             run.collect()
         finished = run.thread_id
     finally:
         session.close()
-    shown = paused.pop()
+    shown = paused.pop()[0]
     gh = gatehouse_command()
     commands: dict[str, Callable[[], list[str]]] = {
         "--help": lambda: [*gh, "--help"],
         "threads": lambda: [*gh, "threads"],
         "pending": lambda: [*gh, "pending"],
         "show ID": lambda: [*gh, "show", shown],
-        "approve ID": lambda: [*gh, "approve", paused.pop()],
-        "reject ID": lambda: [*gh, "reject", paused.pop(), "-m", "not now"],
+        "approve ID": lambda: [*gh, "approve", *paused.pop()],
+        "reject ID": lambda: [*gh, "reject", *paused.pop(), "-m", "not now"],
         # Refused before LangGraph is imported (exit 2, nothing changes): paused[0] is never popped.
-        "approve ID --edit 1 BAD-JSON (refused)": lambda: [*gh, "approve", paused[0], "--edit", "1", "{not json"],
+        "approve ID --edit 1 BAD-JSON (refused)": lambda: [*gh, "approve", *paused[0], "--edit", "1", "{not json"],
         "reject DONE-ID (refused)": lambda: [*gh, "reject", finished],
         "framework floor": lambda: [sys.executable, "-c", FLOOR],
     }

@@ -53,6 +53,15 @@ def gh_json(env: dict[str, str], *args: str, code: int = 0) -> object:
     return json.loads(gh(env, *args, "--json", code=code).stdout)
 
 
+def request_of(env: dict[str, str], thread_id: str) -> str:
+    """The pending request's id, as a script reads it to name the request it decides."""
+    return next(p["interrupt_id"] for p in gh_json(env, "pending") if p["thread_id"] == thread_id)
+
+
+def named(env: dict[str, str], thread_id: str) -> tuple[str, str, str]:
+    return thread_id, "--interrupt-id", request_of(env, thread_id)
+
+
 @slow
 def test_send_pause_partial_decisions_refused_then_answered(env: dict[str, str], tmp_path: Path) -> None:
     sent = gh_json(env, "send", TWO_WRITES, code=3)
@@ -68,11 +77,11 @@ def test_send_pause_partial_decisions_refused_then_answered(env: dict[str, str],
     assert [c["args"]["path"] for c in inbox[0]["calls"]] == ["todo.md", "b.md"]
 
     # Ambiguous or partial decisions are refused with the undecided calls named; nothing changes.
-    refused = gh(env, "approve", thread_id, code=2)
+    refused = gh(env, "approve", *named(env, thread_id), code=2)
     assert "1 (write_file), 2 (write_file)" in refused.stderr
-    refused = gh(env, "approve", thread_id, "--call", "1", code=2)
+    refused = gh(env, "approve", *named(env, thread_id), "--call", "1", code=2)
     assert "still undecided: 2 (write_file)" in refused.stderr
-    gh(env, "approve", thread_id, "--call", "7", "--reject-others", "no", code=2)
+    gh(env, "approve", *named(env, thread_id), "--call", "7", "--reject-others", "no", code=2)
     gh(env, "approve", thread_id, "--all", "--interrupt-id", "not-the-pending-one", code=2)
     assert gh_json(env, "pending")[0]["interrupt_id"] == inbox[0]["interrupt_id"]
     assert not (tmp_path / "ws" / "todo.md").exists()
@@ -93,7 +102,7 @@ def test_send_pause_partial_decisions_refused_then_answered(env: dict[str, str],
 @slow
 def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) -> None:
     thread_id = gh_json(env, "send", "write a.md: one", code=3)["thread_id"]
-    gh(env, "respond", thread_id, "--message", "I wrote it by hand", code=0)
+    gh(env, "respond", *named(env, thread_id), "--message", "I wrote it by hand", code=0)
     transcript = gh_json(env, "show", thread_id)
     assert [m["content"] for m in transcript["messages"] if m["role"] == "tool"] == ["I wrote it by hand"]
     assert not (tmp_path / "ws" / "a.md").exists()
@@ -101,13 +110,13 @@ def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) ->
     gh(env, "send", "--thread", thread_id, "write c.md: two", code=3)
     shown = gh(env, "show", thread_id, code=0).stdout
     assert "call 1/1: write_file" in shown  # the pending card is part of the transcript view
-    gh(env, "reject", thread_id, "--reason", "not now", code=0)
+    gh(env, "reject", *named(env, thread_id), "--reason", "not now", code=0)
     assert not (tmp_path / "ws" / "c.md").exists()
     tools = [m for m in gh_json(env, "show", thread_id)["messages"] if m["role"] == "tool"]
     assert "not now" in tools[-1]["content"]
 
     gh(env, "send", "--thread", thread_id, "write d.md: three", code=3)
-    gh(env, "approve", thread_id, "--always", code=0)
+    gh(env, "approve", *named(env, thread_id), "--always", code=0)
     # Always allowed in this thread: the next write runs without asking ...
     assert gh_json(env, "send", "--thread", thread_id, "write e.md: four")["status"] == "completed"
     assert (tmp_path / "ws" / "e.md").read_text() == "four\n"
@@ -171,7 +180,8 @@ def test_db_option_resume_and_config_errors(env: dict[str, str], tmp_path: Path)
     assert gh_json(env, "threads", "--db", other)[0]["thread_id"] == thread_id
     # resume is for crashed runs; a thread waiting for a person says so (exit 3).
     assert "waiting for a decision" in gh(env, "resume", "--db", other, thread_id, code=3).stderr
-    gh(env, "approve", "--db", other, thread_id, code=0)
+    request = gh_json(env, "pending", "--db", other)[0]["interrupt_id"]
+    gh(env, "approve", "--db", other, thread_id, "--interrupt-id", request, code=0)
     assert gh_json(env, "resume", "--db", other, thread_id)["status"] == "completed"
 
     bad = {**env, "GATEHOUSE_CONFIG": str(tmp_path / "missing.toml")}
@@ -205,18 +215,18 @@ def test_errors_under_json_are_json_and_hints_name_options_the_command_takes(env
     assert "no thread no-such-thread" in missing.stderr  # people still read stderr
 
     thread_id = gh_json(env, "send", TWO_WRITES, code=3)["thread_id"]
-    partial = gh(env, "approve", thread_id, "--call", "1", "--json", code=2)
+    partial = gh(env, "approve", *named(env, thread_id), "--call", "1", "--json", code=2)
     error = json.loads(partial.stdout)["error"]
     # Each command suggests only options it takes.
     assert "--reject-others REASON" in error and "--approve-others" not in error
-    partial = gh(env, "reject", thread_id, "--call", "1", "-m", "no", code=2)
+    partial = gh(env, "reject", *named(env, thread_id), "--call", "1", "-m", "no", code=2)
     assert "--approve-others" in partial.stderr and "--reject-others" not in partial.stderr
 
     # A made-up request id is not "already decided": it was never asked.
     made_up = json.loads(gh(env, "approve", thread_id, "--all", "--interrupt-id", "made-up", "--json", code=2).stdout)
     assert "never asked approval request made-up" in made_up["error"]
     first = gh_json(env, "pending")[0]["interrupt_id"]
-    gh_json(env, "approve", thread_id, "--all")
+    gh_json(env, "approve", thread_id, "--all", "--interrupt-id", first)
     next_id = gh_json(env, "send", "--thread", thread_id, "write c.md: z", code=3)["pending"]["interrupt_id"]
     stale = json.loads(gh(env, "approve", thread_id, "--interrupt-id", first, "--json", code=2).stdout)
     assert "already decided" in stale["error"]
@@ -227,14 +237,15 @@ def test_errors_under_json_are_json_and_hints_name_options_the_command_takes(env
 def test_approve_with_edited_arguments(env: dict[str, str], tmp_path: Path) -> None:
     thread_id = gh_json(env, "send", TWO_WRITES, code=3)["thread_id"]
     # Refused before anything is sent: not JSON, not an object, not the tool's schema, no such call.
-    assert "not valid JSON" in gh(env, "approve", thread_id, "--all", "--edit", "1", "{path", code=2).stderr
-    assert "JSON object" in gh(env, "approve", thread_id, "--all", "--edit", "1", "[1]", code=2).stderr
-    bad = gh(env, "approve", thread_id, "--all", "--edit", "1", '{"path": "todo.md"}', code=2)
+    request = named(env, thread_id)
+    assert "not valid JSON" in gh(env, "approve", *request, "--all", "--edit", "1", "{path", code=2).stderr
+    assert "JSON object" in gh(env, "approve", *request, "--all", "--edit", "1", "[1]", code=2).stderr
+    bad = gh(env, "approve", *request, "--all", "--edit", "1", '{"path": "todo.md"}', code=2)
     assert "content" in bad.stderr and "nothing was sent" in bad.stderr
-    assert "--edit 5" in gh(env, "approve", thread_id, "--all", "--edit", "5", "{}", code=2).stderr
+    assert "--edit 5" in gh(env, "approve", *request, "--all", "--edit", "5", "{}", code=2).stderr
     assert gh_json(env, "pending")[0]["thread_id"] == thread_id and not (tmp_path / "ws" / "todo.md").exists()
 
-    done = gh_json(env, "approve", thread_id, "--all", "--edit", "1", '{"path": "todo.md", "content": "EDITED"}')
+    done = gh_json(env, "approve", *request, "--all", "--edit", "1", '{"path": "todo.md", "content": "EDITED"}')
     assert done["status"] == "completed"
     assert (tmp_path / "ws" / "todo.md").read_text() == "EDITED"
     assert (tmp_path / "ws" / "b.md").read_text() == "x\n"

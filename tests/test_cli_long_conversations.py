@@ -72,7 +72,8 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
         session.send(thread, "read big.txt").collect()
         session.send(thread, "write todo.md: buy milk").collect()
         [read] = [m for m in session.transcript(thread) if m.offloaded]
-    approved = gh_json(env, "approve", thread, "--always")
+    request = gh_json(env, "pending")[0]["interrupt_id"]
+    approved = gh_json(env, "approve", thread, "--always", "--interrupt-id", request)
     assert approved["status"] == "completed" and approved["final_text"].startswith("[Demo model (offline)] Here is")
     assert gh(env, "output", thread, read.tool_call_id, code=0).stdout == big
 

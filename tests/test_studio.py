@@ -85,7 +85,9 @@ def test_a_thread_started_in_studio_shows_in_the_app_and_the_terminal_approves_i
     assert thread in {t.thread_id for t in session.awaiting_approval()}
     threads = cli(world, "threads", "--json")
     assert any(row["thread_id"] == thread and row["pending"] == 1 for row in json.loads(threads.stdout)), threads.stdout
-    approved = cli(world, "approve", thread, "--json")
+    request = next(p["interrupt_id"] for p in json.loads(cli(world, "pending", "--json").stdout)
+                   if p["thread_id"] == thread)
+    approved = cli(world, "approve", thread, "--interrupt-id", request, "--json")
     assert approved.returncode == 0, approved.stdout + approved.stderr
     assert (world["workspace"] / "from-studio.md").read_text() == "hi\n"
     final = client.threads.get_state(thread)

@@ -61,7 +61,8 @@ def gh_json(env: dict[str, str], *args: str, code: int = 0) -> Any:
 def crashed_thread(env: dict[str, str]) -> str:
     """A thread paused on an outcome-unknown request, left by a real crash."""
     thread_id = gh_json(env, "send", "run the command", code=3)["thread_id"]
-    died = gh(env, "approve", thread_id, GATEHOUSE_CRASH_AT="before_tool")
+    request = gh_json(env, "pending")[0]["interrupt_id"]
+    died = gh(env, "approve", thread_id, "--interrupt-id", request, GATEHOUSE_CRASH_AT="before_tool")
     assert died.returncode in (-9, 137), (died.returncode, died.stdout, died.stderr)
     resumed = gh_json(env, "resume", thread_id, code=3)
     assert resumed["status"] == "awaiting_approval"
@@ -158,6 +159,7 @@ def test_cli_pending_approve_refused_and_resolve_outcome(env: dict[str, str]) ->
     gh(env, "resolve", thread_id, "--run-again", "--outcome", "x", code=2)
     gh(env, "resolve", thread_id, "--outcome", "  ", code=2)
     gh(env, "resolve", thread_id, "--outcome", "x", "--interrupt-id", "not-the-pending-one", code=2)
+    assert "--interrupt-id" in gh(env, "resolve", thread_id, "--outcome", "x", code=2).stderr  # unnamed
     assert gh_json(env, "pending")[0]["interrupt_id"] == item["interrupt_id"]
 
     done = gh_json(env, "resolve", thread_id, "--outcome", "it worked", "--interrupt-id", item["interrupt_id"])

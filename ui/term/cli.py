@@ -67,6 +67,10 @@ class _Deferred:
 
 
 term: Any = _Deferred("ui.term.render")
+visible: Any = _Deferred("graph.protocol.display", "visible")
+# JSON output with hidden characters as JSON escapes: the same values, nothing that
+# acts on the terminal a person runs `--json` in.
+visible_json: Any = _Deferred("graph.protocol.display", "visible_json")
 td: Any = _Deferred("ui.term.decisions")
 ev: Any = _Deferred("graph.protocol.events")
 Text: Any = _Deferred("rich.text", "Text")
@@ -109,7 +113,10 @@ AutoApproveOpt = Annotated[
 ]
 InterruptOpt = Annotated[
     str | None,
-    typer.Option("--interrupt-id", metavar="ID", help="Refuse (exit 2) unless this is still the pending request (from `pending --json`)."),
+    typer.Option("--interrupt-id", "--request", metavar="ID",
+                 help="The request you decide: its id, as `pending` and `show` print it. Required in scripts "
+                      "(refused, exit 2, when missing or no longer pending); on a terminal, without it, the "
+                      "card is shown and you confirm."),
 ]
 
 
@@ -117,9 +124,9 @@ InterruptOpt = Annotated[
 def fail(message: str, code: int) -> typer.Exit:
     """The error on stderr, for people; and with --json also on stdout, as
     `{"error": ..., "exit_code": ...}`, so a script reads every outcome the same way."""
-    err.print(Text(f"gatehouse: {message}", "red"))
+    err.print(Text(f"gatehouse: {visible(message)}", "red"))
     if _json_requested():
-        print(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False))
+        print(visible_json({"error": message, "exit_code": code}))
     return typer.Exit(code)
 
 
@@ -246,41 +253,89 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 
-def require_pending(session: Session | ThreadReader, thread_id: str) -> Pause:
+def require_pending(session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool) -> Pause:
+    """The pending request the command decides. A decision covers only a request its
+    author has seen: a script names it (--interrupt-id, as `pending` and `show` print
+    it) and is refused when it is missing or no longer pending; a person at a terminal
+    who did not name it is shown the card and asked to confirm (`require_named`,
+    `confirm_unnamed`). With the read-only reader (before LangGraph is loaded) a named
+    request that is not the pending one is left to the session, which says why."""
     require_thread(session, thread_id)
     pending = session.pending(thread_id)
     if pending is None:
         info = session.thread(thread_id)
+        status = info.status if info else "idle"
         from graph.protocol.decisions import who_decided
 
         log = session.audit(thread_id, limit=50) if hasattr(session, "audit") else session.recent_decisions(thread_id)
         done = who_decided(log)  # who beat us to it
-        raise fail(f"thread {thread_id} is not waiting for a decision (status: {info.status if info else 'idle'})"
-                   + (f"; already decided: {done}" if done else ""), EXIT_USAGE)
+        by = f"; already decided: {done}" if done else ""
+        if interrupt_id is not None:
+            raise fail(f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
+                       f"(thread status: {status}{by}); nothing was sent", EXIT_USAGE)
+        raise fail(f"thread {thread_id} is not waiting for a decision (status: {status}){by}", EXIT_USAGE)
+    if interrupt_id is not None and interrupt_id != pending.interrupt_id and hasattr(session, "resume"):
+        # The session tells a request already decided from one never asked; an empty
+        # answer to a request that is not pending is refused before anything else.
+        try:
+            session.resume(thread_id, {"decisions": []}, interrupt_id=interrupt_id)
+        except graph.DecisionError as exc:
+            raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
+        raise fail(f"request {interrupt_id} is not the pending request of thread {thread_id}", EXIT_USAGE)
     return pending
+
+
+def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
+    """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
+    if interrupt_id is None and not can_confirm(as_json):
+        raise fail(f"name the request this decision is for: add --interrupt-id ID, with the request id that "
+                   f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
+                   "Without it a script could decide a request nobody has seen; nothing was sent.", EXIT_USAGE)
+
+
+def can_confirm(as_json: bool) -> bool:
+    """A person is at a terminal to confirm an unnamed decision (never under --json)."""
+    return not as_json and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def confirm_unnamed(pending: Pause, answer: dict[str, Any]) -> str:
+    """Show the card and what will be sent; the request's id once the person says yes."""
+    term.render_pending(out, pending)
+    for line in td.describe_answer(pending, answer):
+        out.print(Text(visible(line), "bold"))
+    try:
+        said = term.Asker(out, interactive=False).line("send this decision? [y/N] ").strip().lower()
+    except (EOFError, KeyboardInterrupt):
+        said = ""
+    if said not in ("y", "yes"):
+        raise fail("not confirmed; nothing was sent", EXIT_USAGE)
+    return pending.interrupt_id
 
 
 RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
 
 
-def require_approval(session: Session | ThreadReader, thread_id: str) -> Approval:
+def require_approval(session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
-    pending = require_pending(session, thread_id)
+    pending = require_pending(session, thread_id, interrupt_id, as_json)
     if isinstance(pending, graph.OutcomeUnknown):
         name = pending.call.name
         raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
                    f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
+    require_named(thread_id, interrupt_id, as_json)
     return pending
 
 
-def check_before_loading(db: str | None, thread_id: str, build: Callable[[Approval], Any]) -> None:
+def check_before_loading(
+    db: str | None, thread_id: str, interrupt_id: str | None, as_json: bool, build: Callable[[Approval], Any]
+) -> None:
     """Refuse a bad decision before LangGraph is imported (seconds on a busy machine):
     the thread, its pending request and the options are checked against the database
     through the read-only reader. The command checks again under its lease once the
     agent is loaded (the request may have been answered meanwhile)."""
     with open_cli_reader(db) as reader:
-        request = require_approval(reader, thread_id)
+        request = require_approval(reader, thread_id, interrupt_id, as_json)
     build(request)
 
 
@@ -361,18 +416,21 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
     """Drive a run for a non-interactive command and exit with its status."""
     status, events = drive(run, None if as_json else term.EventRenderer(out))
     if as_json:
-        print(json.dumps(run_summary(session, run.thread_id, status, events), ensure_ascii=False, indent=2))
+        print(visible_json(run_summary(session, run.thread_id, status, events), indent=2))
     elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
         term.render_pending(out, pending)
         if isinstance(pending, graph.OutcomeUnknown):
             out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
         else:
-            out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} …", "dim"))
+            out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} "
+                           f"--interrupt-id {visible(pending.interrupt_id)} …", "dim"))
     raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
 
 
 def send_answer(session: Session, pending: Pause, answer: dict[str, Any], interrupt_id: str | None,
                 as_json: bool) -> None:
+    if interrupt_id is None:  # require_pending let it through: a person at a terminal
+        interrupt_id = confirm_unnamed(pending, answer)
     try:
         run = session.resume(pending.thread_id, answer, interrupt_id=interrupt_id)
     except graph.DecisionError as exc:
@@ -497,8 +555,8 @@ def threads(
             pending = reader.pending(info.thread_id) if info.awaiting_approval else None
             count = 0 if pending is None else 1 if isinstance(pending, graph.OutcomeUnknown) else len(pending.actions)
             rows.append({**info.to_dict(), "pending": count})
-    if as_json:  # json.dumps escapes control characters itself
-        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    if as_json:
+        print(visible_json(rows, indent=2))
     elif not rows:
         out.print("No threads yet. Start one with `gatehouse chat`.")
     else:
@@ -524,7 +582,7 @@ def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> No
         data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
                 "messages": [m.to_dict() for m in messages],
                 "pending": term.pending_json(pending) if pending else None, "usage": usage}
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        print(visible_json(data, indent=2))
         return
     if info:
         style = term.STATUS_STYLE.get(info.status, "")
@@ -547,9 +605,9 @@ def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
             if request is not None:
                 items.append((info, request))
     if as_json:
-        print(json.dumps([{"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since,
-                           **term.pending_json(p)} for i, p in items],
-                         ensure_ascii=False, indent=2))
+        print(visible_json([{"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since,
+                            **term.pending_json(p)} for i, p in items],
+                           indent=2))
         return
     if not items:
         out.print("Nothing is waiting for a decision.")
@@ -577,7 +635,8 @@ def export(
         output.write_text(text + "\n")
         err.print(f"wrote {output}")
     else:
-        print(text)
+        # On a terminal, escape sequences in the thread are shown, not obeyed.
+        print(visible(text) if sys.stdout.isatty() else text)
 
 
 @app.command("import")
@@ -683,10 +742,14 @@ def output(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         text = session.tool_output(thread_id, call_id)
+    if text is not None and not as_json and sys.stdout.isatty():
+        # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
+        # would write the clipboard); piped into a file it stays byte for byte.
+        text = visible(text)
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
     if as_json:
-        print(json.dumps({"thread_id": thread_id, "call_id": call_id, "output": text}, ensure_ascii=False))
+        print(visible_json({"thread_id": thread_id, "call_id": call_id, "output": text}))
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -704,7 +767,7 @@ def audit(
     with open_cli_session(db) as session:
         records = session.audit(thread, limit=limit)
     if as_json:
-        print(json.dumps([r.to_dict() for r in records], ensure_ascii=False, indent=2))
+        print(visible_json([r.to_dict() for r in records], indent=2))
     elif not records:
         out.print("No decisions recorded" + (f" for thread {thread}." if thread else " yet."))
     else:
@@ -784,7 +847,7 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         found = session.branches(thread_id, messages)
     turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     if as_json:
-        print(json.dumps([b.to_dict() for b in found], ensure_ascii=False, indent=2))
+        print(visible_json([b.to_dict() for b in found], indent=2))
         return
     if not found:
         out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
@@ -886,8 +949,11 @@ def approve(
 ) -> None:
     """Approve pending calls and continue the run.
 
+    Name the request with --interrupt-id (the id `pending` and `show` print): a script
+    that does not is refused; on a terminal the card is shown and you confirm.
+
     The graph takes one answer covering every call of a request, so: with one pending
-    call, `approve ID` approves it; with several, say `--all`, or name calls with
+    call, `approve ID --interrupt-id REQ` approves it; with several, say `--all`, or name calls with
     `--call N` (repeatable) and decide the rest with `--reject-others REASON`.
     Otherwise nothing is sent and the exit code is 2, naming the undecided calls.
 
@@ -919,9 +985,9 @@ def approve(
         return decide(request, chosen, others, "decide them in the same command: repeat --call, "
                       "or use --all or --reject-others REASON")
 
-    check_before_loading(db, thread_id, lambda request: build(request, no_schema_check))
+    check_before_loading(db, thread_id, interrupt_id, as_json, lambda request: build(request, no_schema_check))
     with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+        request = require_approval(session, thread_id, interrupt_id, as_json)
         send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
 
 
@@ -945,9 +1011,9 @@ def reject(
         return decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
                       "decide them in the same command: repeat --call, or use --approve-others")
 
-    check_before_loading(db, thread_id, build)
+    check_before_loading(db, thread_id, interrupt_id, as_json, build)
     with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+        request = require_approval(session, thread_id, interrupt_id, as_json)
         send_answer(session, request, build(request), interrupt_id, as_json)
 
 
@@ -970,7 +1036,7 @@ def respond(
     if not message.strip():
         raise fail("--message cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
-        request = require_approval(session, thread_id)
+        request = require_approval(session, thread_id, interrupt_id, as_json)
         if call is None:
             if len(request.actions) != 1:
                 raise fail(f"thread {thread_id} has {len(request.actions)} pending calls: "
@@ -1002,10 +1068,11 @@ def resolve(
     if outcome is not None and not outcome.strip():
         raise fail("--outcome cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
-        request = require_pending(session, thread_id)
+        request = require_pending(session, thread_id, interrupt_id, as_json)
         if not isinstance(request, graph.OutcomeUnknown):
             raise fail(f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
                        "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)
+        require_named(thread_id, interrupt_id, as_json)
         if run_again:
             answer = td.run_again()
         elif failed is not None:

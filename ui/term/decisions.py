@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from graph import Approval
+from graph import Approval, OutcomeUnknown, Pause
 
 
 class DecisionUsage(ValueError):
@@ -56,6 +56,30 @@ def describe_calls(pending: Approval, numbers: Iterable[int] | None = None) -> s
     actions = pending.actions
     wanted = list(numbers) if numbers is not None else range(1, len(actions) + 1)
     return ", ".join(f"{n} ({actions[n - 1].name})" for n in wanted)
+
+
+_WORDS = {"approve": "approve", "edit": "run with edited arguments", "reject": "reject", "respond": "answer instead",
+          "run_again": "run it again", "mark_failed": "mark it as failed"}
+
+
+def describe_answer(pending: Pause, answer: Mapping[str, Any]) -> list[str]:
+    """One line per call saying what the answer does to it, for a person to confirm."""
+    if isinstance(pending, OutcomeUnknown):
+        kind = str(answer.get("type"))
+        return [f"{pending.call.name}: {_WORDS.get(kind, kind)}"
+                + (f": {answer['message']}" if answer.get("message") else "")]
+    lines = []
+    for n, (action, decision) in enumerate(zip(pending.actions, answer.get("decisions", []), strict=False), 1):
+        kind = str(decision.get("type"))
+        line = f"call {n} ({action.name}): {_WORDS.get(kind, kind)}"
+        if kind == "edit":
+            line += f" {decision['edited_action']['args']}"
+        elif decision.get("message"):
+            line += f": {decision['message']}"
+        if decision.get("always_allow"):
+            line += ", and always allow it in this thread"
+        lines.append(line)
+    return lines
 
 
 def check_numbers(pending: Approval, numbers: Iterable[int]) -> list[int]:

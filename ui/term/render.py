@@ -3,7 +3,10 @@
 Everything the person reads goes through a rich `Console`, which drops colour when
 the output is not a terminal or `NO_COLOR` is set. Text that comes from the model,
 tools or people is printed as `Text`, never as markup, so `[red]` in a file name
-stays literal. Prompts use prompt_toolkit on a terminal and plain lines otherwise
+stays literal, and passes through `visible()` (graph.protocol.display) first, so an
+escape sequence, a carriage return or a bidi override is shown as `\x1b`, `\x0d`,
+`\u202e` instead of acting on the terminal; the console itself escapes whatever
+text still holds one (`SafeConsole`). Prompts use prompt_toolkit on a terminal and plain lines otherwise
 (pipes, cron), so the same code serves both.
 """
 
@@ -20,12 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
+from graph.protocol.display import visible, visible_json
 from graph.protocol.threads import turn_starts
 from ui.term import decisions as td
 
@@ -55,11 +60,28 @@ TOOL_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "rejected": ("✗"
              "denied": ("⛔", "red"), "responded": ("↩", "cyan"), "stopped": ("■", "magenta")}
 
 
+class SafeConsole(Console):
+    """A console that never writes a control character it did not make itself.
+
+    The text of every segment passes through `visible()`; only rich's own control
+    segments (colours are styles, cursor moves are control segments) reach the
+    terminal as codes. The places that build text escape it first as well, so the
+    layout (wrapping, panel borders) is measured on what is shown; this is the net
+    for anything they miss."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Any:
+        for segment in super().render(renderable, options):
+            if segment.control or segment.text.isascii() and segment.text.isprintable():
+                yield segment
+            else:
+                yield Segment(visible(segment.text), segment.style, segment.control)
+
+
 def make_console(*, stderr: bool = False) -> Console:
     # rich already honours NO_COLOR and non-terminals; being explicit keeps it true
     # when FORCE_COLOR or a TTY-faking wrapper is around.
     no_color = bool(os.environ.get("NO_COLOR"))
-    console = Console(stderr=stderr, no_color=no_color, highlight=False)
+    console = SafeConsole(stderr=stderr, no_color=no_color, highlight=False)
     if not console.is_terminal:
         # Logs and pipes: do not hard-wrap lines at rich's default 80 columns.
         console.soft_wrap = True
@@ -73,14 +95,15 @@ def when(ts: float | None) -> str:
 
 
 def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
-    rows = text.rstrip("\n").splitlines()
+    """The first `lines` lines of `text`, shown escaped (see `visible`)."""
+    rows = visible(text).rstrip("\n").split("\n")
     if len(rows) <= lines:
         return "\n".join(rows)
     return "\n".join(rows[:lines]) + f"\n… ({len(rows) - lines} more lines)"
 
 
 def args_text(args: Any) -> str:
-    return json.dumps(args, ensure_ascii=False, default=str)
+    return visible_json(args)
 
 
 # -- live runs ------------------------------------------------------------------
@@ -108,7 +131,7 @@ class EventRenderer:
         rows = sum(max(1, -(-cell_len(line) // width)) for line in self._reply_text.split("\n"))
         c.file.write("\r" + (f"\x1b[{rows - 1}A" if rows > 1 else "") + "\x1b[J")
         c.file.flush()
-        self._reply_text = "" if event.removed else event.text
+        self._reply_text = "" if event.removed else visible(event.text)
         if self._reply_text:
             c.print(Text(self._reply_text), end="", soft_wrap=True)
         else:
@@ -142,8 +165,9 @@ class EventRenderer:
         if isinstance(event, ev.TextDelta):
             if event.message_id != self._reply_id or self._stream != "text":
                 self._reply_id, self._reply_text = event.message_id, ""
-            self._reply_text += event.text
-            self._delta("text", Text(event.text))
+            # What was printed (escaped), so an erase counts the rows it really took.
+            self._reply_text += visible(event.text)
+            self._delta("text", Text(visible(event.text)))
             return
         if isinstance(event, ev.PartStarted | ev.AssistantMessage | ev.TurnComplete | ev.Usage):
             if isinstance(event, ev.Usage):
@@ -152,14 +176,14 @@ class EventRenderer:
         if isinstance(event, ev.MessageReplaced) and self._erase(event):
             return
         if isinstance(event, ev.ReasoningDelta):
-            self._delta("reasoning", Text(event.text, THINKING))
+            self._delta("reasoning", Text(visible(event.text), THINKING))
             return
         if isinstance(event, ev.RunStarted | ev.ApprovalRequired):
             return  # the approval card is shown by whoever asks for the decision
         self._break()
         if isinstance(event, ev.ToolStarted):
             self._names[event.call_id] = event.name
-            line = Text.assemble(("⚙ ", "cyan"), (event.name, "bold"), " ", (args_text(event.args), "dim"))
+            line = Text.assemble(("⚙ ", "cyan"), (visible(event.name), "bold"), " ", (args_text(event.args), "dim"))
             if event.auto_approved:
                 line.append(f" {AUTO_MARK}", AUTO_STYLE)
             elif event.grant:
@@ -169,11 +193,11 @@ class EventRenderer:
             # Calls run in parallel: each streamed line says whose it is.
             self._streamed.add(event.call_id)
             name = self._names.get(event.call_id, "tool")
-            for line in event.text.rstrip("\n").splitlines() or [""]:
+            for line in visible(event.text).rstrip("\n").split("\n"):
                 c.print(Text.assemble((f"{name} │ ", "cyan"), (line, "dim")))
         elif isinstance(event, ev.ToolFinished):
             mark, style = TOOL_MARK.get(event.status, ("•", ""))
-            head = Text.assemble((f"{mark} ", style), (event.name, "bold"), (f" {event.status}", style))
+            head = Text.assemble((f"{mark} ", style), (visible(event.name), "bold"), (f" {event.status}", style))
             if event.duration_ms:
                 head.append(f" ({event.duration_ms:.0f} ms)", "dim")
             c.print(head)
@@ -188,22 +212,22 @@ class EventRenderer:
             c.print(Text(f"(history compacted: {event.tokens_before} → {event.tokens_after} tokens)", "dim"))
         elif isinstance(event, ev.Notice):
             mark = "⚠" if event.source == ev.CUT_OFF_SOURCE else "ℹ"
-            c.print(Text(f"{mark} {event.text}", "yellow"))
+            c.print(Text(f"{mark} {visible(event.text)}", "yellow"))
         elif isinstance(event, ev.MessageReplaced):
             # Printed text cannot be taken back in a pipe or a log: say so and show the kept text.
             if event.removed:
                 c.print(Text("↺ the reply above was removed by a hook (not kept in the history).", "yellow"))
             else:
                 c.print(Text("↺ the reply above was changed by a hook; kept as:", "yellow"))
-                c.print(Text(event.text))
+                c.print(Text(visible(event.text)))
         elif isinstance(event, ev.ReplyRejected):
-            c.print(Text(f"↺ reply sent back ({event.reason}); the text above is dropped, asking again.", "yellow"))
+            c.print(Text(f"↺ reply sent back ({visible(event.reason)}); the text above is dropped, asking again.", "yellow"))
         elif isinstance(event, ev.ModelRetried):
             dropped = "; the partial reply above is dropped" if event.message_id else ""
-            c.print(Text(f"↻ {event.reason} Retrying in {event.delay_s:.1f} s "
+            c.print(Text(f"↻ {visible(event.reason)} Retrying in {event.delay_s:.1f} s "
                          f"(retry {event.attempt} of {event.max_retries}){dropped}.", "yellow"))
         elif isinstance(event, ev.ErrorEvent):
-            c.print(Text(f"error: {event.message}", "red bold"))
+            c.print(Text(f"error: {visible(event.message)}", "red bold"))
         elif isinstance(event, ev.RunFinished):
             self.finished(event)
 
@@ -214,7 +238,7 @@ class EventRenderer:
                  "stopped": "run stopped", "failed": "run failed"}[event.status]
         text = Text(f"■ {label}", STATUS_STYLE.get(event.status, ""))
         if event.reason:
-            text.append(f": {event.reason}")
+            text.append(f": {visible(event.reason)}")
         self.console.print(text)
 
 
@@ -240,7 +264,7 @@ def threads_table(rows: list[dict[str, Any]]) -> Table:
             Text(r["status"], STATUS_STYLE.get(r["status"], "")),
             str(r["pending"] or ""),
             when(r["updated_at"]),
-            Text(r["title"]),
+            Text(visible(r["title"])),
         )
     return table
 
@@ -260,27 +284,27 @@ def render_transcript(console: Console, messages: list[MessageView], *, numbered
                                         (clip(m.content, 6), "dim")))
         elif m.role == "user":
             console.print(Text.assemble((f"#{turns.get(n, '?')} " if numbered else "", "dim"), ("you ▸ ", "bold blue"),
-                                        m.content))
+                                        visible(m.content)))
         elif m.role == "assistant":
             if m.reasoning:
                 console.print(Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING)))
             if m.content:
-                console.print(Text.assemble(("agent ▸ ", "bold green"), m.content))
+                console.print(Text.assemble(("agent ▸ ", "bold green"), visible(m.content)))
             if m.cut_off:
                 console.print(Text("  ⚠ cut off: this reply ended before it was finished", "yellow"))
             for call in m.tool_calls:
-                console.print(Text.assemble(("  ⚙ ", "cyan"), (call.name, "bold"), " ",
+                console.print(Text.assemble(("  ⚙ ", "cyan"), (visible(call.name), "bold"), " ",
                                             (args_text(call.args), "dim")))
         elif m.role == "tool":
             mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
             auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
-            console.print(Text.assemble((f"  {mark} ", style), (m.name or "tool", "bold"), ": ", auto,
+            console.print(Text.assemble((f"  {mark} ", style), (visible(m.name or "tool"), "bold"), ": ", auto,
                                         (clip(m.content, 4), "dim")))
             if m.offloaded:
                 console.print(Text(f"    (output stored aside: {m.total_chars or 0:,} characters; "
                                    f"whole: gatehouse output … {m.tool_call_id})", "dim"))
         else:
-            console.print(Text(f"{m.role}: {m.content}", "dim"))
+            console.print(Text(f"{m.role}: {visible(m.content)}", "dim"))
 
 
 def render_audit(console: Console, records: list[DecisionRecord], *, show_thread: bool = True) -> None:
@@ -291,19 +315,19 @@ def render_audit(console: Console, records: list[DecisionRecord], *, show_thread
         head = Text.assemble((when(r.decided_at), "dim"), "  ")
         if show_thread:
             head.append(r.thread_id[:8] + "  ", "dim")
-        head.append(r.tool, "bold")
+        head.append(visible(r.tool), "bold")
         head.append(f"  {r.decision}", style)
-        head.append(f"  by {who}", "cyan")
+        head.append(f"  by {visible(who)}", "cyan")
         if r.question != "review":
             head.append(f"  ({r.question})", "dim")
         console.print(head)
-        console.print(Text(f"    call {r.tool_call_id} {args_text(r.args)}", "dim"))
+        console.print(Text(f"    call {visible(r.tool_call_id or '-')} {args_text(r.args)}", "dim"))
         if r.always_allow:
-            console.print(Text(f"    always allow: {r.always_allow}", "yellow"))
+            console.print(Text(f"    always allow: {visible(r.always_allow)}", "yellow"))
         if r.message:
-            console.print(Text.assemble("    note: ", r.message))
+            console.print(Text.assemble("    note: ", visible(r.message)))
         if diff := r.diff():
-            for line in diff.splitlines():
+            for line in visible(diff).split("\n"):
                 console.print(Text("    " + line, "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"))
 
 
@@ -345,7 +369,7 @@ def outcome_card(pending: OutcomeUnknown) -> Panel:
     body.append(f"\nstarted {when(call.started_at)}", "dim")
     if call.attempts > 1:
         body.append(f" · {call.attempts} attempts", "dim")
-    title = Text.assemble(("outcome unknown: ", "red bold"), (call.name, "bold"))
+    title = Text.assemble(("outcome unknown: ", "red bold"), (visible(call.name), "bold"))
     return Panel(body, title=title, title_align="left", subtitle="run again, mark failed, respond",
                  subtitle_align="right", border_style="red")
 
@@ -354,7 +378,7 @@ def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
     """The card, then the description outside it (pipes do not wrap inside a panel)."""
     console.print(outcome_card(pending))
     if pending.request.description:
-        console.print(Text(pending.request.description, "yellow"))
+        console.print(Text(visible(pending.request.description), "yellow"))
 
 
 def call_card(row: dict[str, Any], total: int) -> Panel:
@@ -363,7 +387,7 @@ def call_card(row: dict[str, Any], total: int) -> Panel:
     if row.get("preview"):
         body.append("\n\n")
         body.append(clip(row["preview"], 20), "dim")
-    title = Text.assemble(f"call {row['call']}/{total}: ", (row["name"], "bold"))
+    title = Text.assemble(f"call {row['call']}/{total}: ", (visible(row["name"]), "bold"))
     if row.get("risk"):
         title.append(f"  risk: {row['risk']}", "yellow")
     return Panel(body, title=title, title_align="left", subtitle=", ".join(row["allowed"]),
@@ -371,16 +395,23 @@ def call_card(row: dict[str, Any], total: int) -> Panel:
 
 
 def render_pending(console: Console, pending: Pause, title: str | None = None) -> None:
-    head = Text.assemble(("⏸ ", "yellow"), ("thread ", ""), (pending.thread_id, "bold"))
+    head = Text.assemble(("⏸ ", "yellow"), ("thread ", ""), (visible(pending.thread_id), "bold"))
     if title:
-        head.append(f"  {title}", "dim")
+        head.append(f"  {visible(title)}", "dim")
     console.print(head)
+    console.print(request_line(pending))
     if isinstance(pending, OutcomeUnknown):
         render_outcome(console, pending)
         return
     rows = pending_rows(pending)
     for row in rows:
         console.print(call_card(row, len(rows)))
+
+
+def request_line(pending: Pause) -> Text:
+    """The request's id, what `approve`, `reject`, `respond` and `resolve` must name."""
+    return Text.assemble(("  request ", "dim"), (visible(pending.interrupt_id), "bold"),
+                         (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"))
 
 
 # -- prompts -----------------------------------------------------------------
@@ -480,7 +511,7 @@ def ask_decisions(
     for row in rows:
         allowed = row["allowed"]
         if approve_rest and "approve" in allowed:
-            console.print(Text.assemble(("✓ approved ", "green"), (f"call {row['call']} ({row['name']})", "bold")))
+            console.print(Text.assemble(("✓ approved ", "green"), (f"call {row['call']} ({visible(row['name'])})", "bold")))
             decisions.append(td.approve())
             continue
         console.print(call_card(row, len(rows)))
@@ -547,7 +578,7 @@ def edit_args(
     console: Console, asker: Asker, row: dict[str, Any], check_args: Callable[[str, dict[str, Any]], str | None]
 ) -> dict[str, Any]:
     name = row["name"]
-    text = json.dumps(row["args"], ensure_ascii=False, indent=2)
+    text = visible_json(row["args"], indent=2)  # hidden characters as JSON escapes: same value
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if editor and asker.interactive:
         while True:
@@ -555,10 +586,10 @@ def edit_args(
             args, problem = parse_args_json(text, name, check_args)
             if args is not None:
                 return args
-            console.print(Text(f"{problem} — reopening the editor", "red"))
+            console.print(Text(f"{visible(problem or '')} — reopening the editor", "red"))
     line = asker.line(
         "args (JSON)> ",
-        default=json.dumps(row["args"], ensure_ascii=False),
+        default=visible_json(row["args"]),
         check=lambda t: parse_args_json(t, name, check_args)[1],
     )
     args, _ = parse_args_json(line, name, check_args)

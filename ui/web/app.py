@@ -24,8 +24,10 @@ from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa:
 from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import page_drawn, page_started  # noqa: E402
+from ui.web.live_edit import LIVE_EDIT_SCRIPT  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.not_found import thread_not_found_page  # noqa: E402
+from ui.web.safe_text import markdown  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
@@ -46,6 +48,7 @@ def main() -> None:
     st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
     st.html(STYLE)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
+    st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()
     except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback
@@ -66,7 +69,7 @@ def main() -> None:
         )
     auto_approve_banner(session, current_thread())
     if flash := st.session_state.pop("flash", None):
-        st.warning(flash)
+        st.warning(markdown(flash))  # may quote a message or an error: drawn safe
     view = current_view()
     now = open_thread_now(session, runner) if view == "chat" else None
     if now is not None:
@@ -93,7 +96,7 @@ def run() -> None:
         main()
     except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
         message, _kind, _retryable = describe_error(exc)
-        st.error(f"Something went wrong: {message}")
+        st.error(f"Something went wrong: {markdown(message)}")
         st.button(":material/refresh: Retry", key="retry-page")
 
 

@@ -31,6 +31,7 @@ from graph import (
     StaleDecision,
 )
 from graph.protocol.pauses import ActionRequest
+from ui.web.safe_text import code, label, markdown
 from ui.web.tool_blocks import pretty
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
@@ -74,18 +75,20 @@ def _decision(session: Session, key: str, action: ActionRequest, choice: str) ->
     return {"type": "respond", "message": answer}
 
 
-def _preview_of(session: Session, key: str, action: ActionRequest, choice: str | None) -> str | None:
-    """The preview for what will run: the edited arguments' when editing (if they parse)."""
+def _preview_of(session: Session, key: str, action: ActionRequest, choice: str | None) -> tuple[str | None, str | None]:
+    """(the preview of what will run, what is wrong with the edited arguments). When
+    editing, the preview is the edited arguments' and only for arguments the tool
+    accepts: invalid ones are flagged instead, never previewed."""
     if choice != "edit":
-        return action.preview
+        return action.preview, None
     raw = st.session_state.get(f"{key}-args")
     if raw is None:
-        return action.preview
+        return action.preview, None
     try:
-        args = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    return session.preview(action.name, args) if isinstance(args, dict) else None
+        args = _edited_args(session, action.name, raw)
+    except InvalidInput as exc:
+        return None, str(exc)
+    return session.preview(action.name, args), None
 
 
 def _action(session: Session, pending: Approval, index: int, action: ActionRequest, prefix: str, *,
@@ -99,7 +102,7 @@ def _action(session: Session, pending: Approval, index: int, action: ActionReque
         first = action.description.split("\n", 1)[0]
         # The request's own description when a policy wrote one; the default one says nothing.
         if first and first != "Tool execution requires approval":
-            st.caption(first)
+            st.caption(markdown(first))
         if summary:
             st.caption(summary)
         allowed = [d for d in pending.allowed(index) if d in LABELS]
@@ -112,11 +115,13 @@ def _action(session: Session, pending: Approval, index: int, action: ActionReque
             st.text_area("Arguments (JSON)", value=pretty(action.args), key=f"{key}-args", height=160)
         else:
             st.code(pretty(action.args), language="json")
-        preview = _preview_of(session, key, action, choice)
-        if preview:
+        preview, invalid = _preview_of(session, key, action, choice)
+        if invalid:
+            st.error(f"Invalid arguments, no preview: {label(invalid)}", icon=":material/error:")
+        elif preview:
             st.caption("preview of the edited call" if choice == "edit" else "preview")
             is_diff = preview.startswith(("---", "@@")) or "\n+++ " in preview
-            st.code(preview, language="diff" if is_diff else "text")
+            st.code(code(preview), language="diff" if is_diff else "text")
         elif choice == "edit":
             st.caption("preview: (none for these arguments)")
         if choice == "reject":
@@ -153,7 +158,7 @@ def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, pref
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(call.started_at))
         st.caption(f"started at {when}" + (f" · {call.attempts} attempts" if call.attempts > 1 else ""))
         if pending.request.description:
-            st.markdown(pending.request.description)
+            st.markdown(markdown(pending.request.description))
         st.code(pretty(call.args), language="json")
         allowed = [c for c in pending.allowed if c in OUTCOME_LABELS]
         choice = st.radio(

@@ -16,6 +16,7 @@ import streamlit as st
 
 from graph import Session
 from graph.protocol.decisions import DecisionRecord
+from graph.protocol.display import visible
 from ui.web.tool_blocks import pretty
 
 LIMITS = (50, 200, 1000)
@@ -26,7 +27,7 @@ _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched
 
 
 def _pre(text: str) -> str:
-    return "<pre>" + html.escape(text).replace("\n", "&#10;") + "</pre>"
+    return "<pre>" + html.escape(visible(text)).replace("\n", "&#10;") + "</pre>"
 
 
 def _what(record: DecisionRecord) -> str:
@@ -52,7 +53,7 @@ def record_html(record: DecisionRecord, title: str | None) -> str:
         body += "<small>reason / answer</small>" + _pre(record.message)
     if record.always_allow:
         body += f"<small>always allow granted: {html.escape(record.always_allow)}</small>"
-    return f'<details class="gh-tool"><summary>{html.escape(summary)}</summary>{body}</details>'
+    return f'<details class="gh-tool"><summary>{html.escape(visible(summary))}</summary>{body}</details>'
 
 
 def audit_page(session: Session, thread_id: str | None) -> None:

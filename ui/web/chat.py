@@ -16,6 +16,7 @@ import streamlit as st
 
 from graph import Run, Runner
 from graph.protocol import events as ev
+from ui.web.safe_text import markdown
 from ui.web.thinking import LiveThinking
 from ui.web.tool_blocks import ToolBlock
 
@@ -71,10 +72,10 @@ class LiveView:
             block.finish(event.status, event.output, event.duration_ms)
         elif isinstance(event, ev.Notice):
             self._close_text()
-            st.info(event.text)
+            st.info(markdown(event.text))
         elif isinstance(event, ev.ErrorEvent):
             self._close_text()
-            st.error(event.message)
+            st.error(markdown(event.message))
         elif isinstance(event, ev.ApprovalRequired):
             self._close_text()
             st.warning("Waiting for your decision…")
@@ -83,7 +84,7 @@ class LiveView:
         if self.thinking is not None:
             self.thinking.flush()
         if self.text_dirty and self.slot is not None:
-            self.slot.markdown(self.text + " ▌")
+            self.slot.markdown(markdown(self.text) + " ▌")
             self.text_dirty = False
         for block in self.tools.values():
             block.flush()
@@ -105,7 +106,7 @@ class LiveView:
 
     def _close_text(self) -> None:
         if self.slot is not None:
-            self.slot.markdown(self.text)
+            self.slot.markdown(markdown(self.text))
             if self.message_id is not None:
                 self.drawn[self.message_id] = self.slot
         self.slot, self.text, self.text_dirty, self.message_id = None, "", False, None

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
+from graph.protocol.display import visible
 from ui.web.approval import approval_card, show_notice
 from ui.web.chat import durations, follow, last_error
 from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import stopped_notes
 from ui.web.threads import current_thread, open_thread
@@ -111,14 +113,15 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     title = info.title if info else "New thread"
     # The browser tab follows the thread, and the branch it is on (a fork of the first
     # message retitles a thread titled by it).
-    st.set_page_config(page_title=f"{title} · Gatehouse")
-    st.header(title)
+    st.set_page_config(page_title=f"{visible(title)} · Gatehouse")
+    st.header(label(title))
     if thread_id is None:
         st.caption("Send a message to start a thread. Calls that change things wait for your approval.")
         return
     messages = transcript(session, thread_id)
     if not messages and info is None and active is None:
-        st.warning(f"No thread {thread_id!r} here yet. Send a message to start it.")
+        # The id comes from the URL: a link someone sent can put anything there.
+        st.warning(f"No thread {label(repr(thread_id))} here yet. Send a message to start it.")
     base = len(messages)
     if active is not None and active.base_messages is not None:
         base = min(active.base_messages, len(messages))
@@ -141,7 +144,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
                        branches=branches)
             if active.user_text:
                 with st.chat_message("user"):
-                    st.markdown(active.user_text)
+                    st.markdown(markdown(active.user_text))
             _draw_queued(thread_id)
             st.button(":material/stop: Stop", key=f"stop-{round_}", help="Stop the run now (a running command is killed)",
                       on_click=_stop, args=(runner, thread_id))
@@ -203,7 +206,7 @@ def _draw_part(runner: Runner, thread_id: str, messages: list, start: int, end: 
 def _draw_queued(thread_id: str) -> None:
     for text in queued(thread_id):
         with st.chat_message("user"):
-            st.markdown(text)
+            st.markdown(markdown(text))
             st.caption(":material/schedule: queued: sent when the run ends")
 
 
@@ -221,6 +224,6 @@ def _tail_controls(session: Session, runner: Runner, thread_id: str, info: Threa
     if info is not None and info.status in ("failed", "interrupted"):
         default = "The last run failed." if info.status == "failed" else (
             "The last run was interrupted (its process stopped before it finished).")
-        st.error(last_error(runner, thread_id) or info.reason or default)
+        st.error(markdown(last_error(runner, thread_id) or info.reason or default))
         st.button(":material/refresh: Retry", key="retry", on_click=_retry, args=(runner, thread_id))
     stopped_notes(session, runner, thread_id, transcript(session, thread_id), info)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from html import escape
 
+from graph.protocol.display import visible
+
 # Installed with `st.html(..., unsafe_allow_javascript=True)`: the clipboard API
 # where the page is a secure context (localhost, https), else the old selection copy.
 COPY_SCRIPT = """<script>
@@ -62,7 +64,9 @@ def copy_html(text: str, *, what: str) -> str:
 
 def _attribute(text: str) -> str:
     # Line breaks as character references: a blank line would end Markdown's HTML block.
-    return escape(text, quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
+    # What is copied is what is shown: a hidden escape sequence must not reach a
+    # terminal the text is pasted into.
+    return escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
 
 
 __all__ = ["COPY_SCRIPT", "COPY_STYLE", "copy_html"]

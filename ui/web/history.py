@@ -23,6 +23,7 @@ from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
 from graph.protocol.threads import turn_starts
 from ui.web.copy import copy_html
 from ui.web.long_threads import result_row, summary_html
+from ui.web.safe_text import label, markdown
 from ui.web.thinking import draw_cut_off, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
 
@@ -94,7 +95,7 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
         return
     for turn in hits[:FIND_RESULTS]:
         first = (messages[turn.start].content or "").strip().replace("\n", " ")
-        st.button(f"Turn {turn.number}: {first[:60]}", key=f"jump-{thread_id}-{turn.number}",
+        st.button(f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}",
                   on_click=_show_more, args=(thread_id, from_end[turn.start]))
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
@@ -110,7 +111,7 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
-            st.markdown(part[0].content)
+            st.markdown(markdown(part[0].content))
             _user_actions(runner, thread_id, offset, part[0].content, can_fork=can_fork,
                           versions=branches.get(offset))
         i = 1
@@ -121,9 +122,9 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
         for m in rest:
             draw_thinking(m)
             if m.notice:
-                st.info(m.content, icon=":material/stop_circle:")
+                st.info(markdown(m.content), icon=":material/stop_circle:")
             elif m.content:
-                st.markdown(m.content)
+                st.markdown(markdown(m.content))
             draw_cut_off(m)
             rows = []
             for call in m.tool_calls:
@@ -158,12 +159,12 @@ def _version_switcher(runner: Runner, thread_id: str, versions: Branches, *, ena
     k, ids = versions.current, versions.message_ids
     key = f"branch-{thread_id}-{versions.index}"
     st.button(":material/chevron_left:", key=f"{key}-prev", type="tertiary", disabled=not enabled or k == 0,
-              help=f"Version {k}: {versions.previews[k - 1]}" if k > 0 else "This is the first version",
+              help=f"Version {k}: {label(versions.previews[k - 1])}" if k > 0 else "This is the first version",
               on_click=_switch, args=(runner, thread_id, ids[k - 1] if k > 0 else ""))
     st.markdown(f'<span class="gh-branch">{versions.label}</span>', unsafe_allow_html=True, width="content")
     st.button(":material/chevron_right:", key=f"{key}-next", type="tertiary",
               disabled=not enabled or k == len(ids) - 1,
-              help=f"Version {k + 2}: {versions.previews[k + 1]}" if k < len(ids) - 1 else "This is the latest version",
+              help=f"Version {k + 2}: {label(versions.previews[k + 1])}" if k < len(ids) - 1 else "This is the latest version",
               on_click=_switch, args=(runner, thread_id, ids[k + 1] if k < len(ids) - 1 else ""))
 
 

@@ -16,6 +16,7 @@ import streamlit as st
 from graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
 from ui.web.approval import approval_card, show_notice
 from ui.web.approval import submit as submit_answer
+from ui.web.safe_text import label
 from ui.web.threads import ago, open_thread
 
 KEY_ARGS = ("path", "command", "url", "source", "query", "sql", "name")
@@ -27,7 +28,7 @@ def key_argument(args: dict[str, Any]) -> str:
     if name is None:
         return ""
     value = str(args[name]).replace("\n", " ")
-    return value if len(value) <= 60 else value[:57] + "…"
+    return label(value if len(value) <= 60 else value[:57] + "…")
 
 
 def _what(pending: Pause) -> str:
@@ -84,7 +85,7 @@ def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, 
     with st.container(border=True, key=f"inbox-row-{tid}"):
         text, approve, reject, later, opener = st.columns([4.4, 1.5, 1.3, 1.2, 1.3], vertical_alignment="center")
         since = ago(info.pending_since or info.updated_at)
-        text.markdown(f"**{info.title}** · {_what(pending)} · :gray[waiting since {since}]")
+        text.markdown(f"**{label(info.title)}** · {_what(pending)} · :gray[waiting since {since}]")
         if isinstance(pending, Approval):
             many = len(pending.actions) > 1
             approve.button("Approve all" if many else "Approve", key=f"inbox-approve-{tid}", type="primary",

@@ -16,6 +16,7 @@ import streamlit as st
 
 from graph import MessageView, Session
 from graph.protocol.threads import ToolCallView
+from ui.web.safe_text import code, label
 from ui.web.tool_blocks import row_html
 
 OUTPUT_VIEW = "output"
@@ -48,7 +49,7 @@ SUMMARY_MARKER = "The model's view was summarised here"
 def summary_html(text: str) -> str:
     """The marker where compaction summarised the model's view: the turns above stay in
     the history; the model is sent the summary (collapsed here) in their place."""
-    body = html.escape(text.strip()).replace("\n", "&#10;")
+    body = html.escape(code(text.strip())).replace("\n", "&#10;")
     return (f'<details class="gh-tool gh-compacted"><summary>⇣ {SUMMARY_MARKER}: from here on '
             'the model gets this summary instead of the turns above (they stay in your history)</summary>'
             f'<div style="white-space: pre-wrap">{body}</div></details>')
@@ -63,12 +64,13 @@ def whole_output_page(session: Session) -> bool:
     st.header(":material/description: Whole tool output")
     text = session.tool_output(thread_id, call_id) if thread_id and call_id else None
     if text is None:
-        st.error(f"No output for call {call_id!r} of thread {thread_id!r}.")
+        # Both come from the URL: a link someone sent can put anything there.
+        st.error(f"No output for call {label(repr(call_id))} of thread {label(repr(thread_id))}.")
         return True
-    st.caption(f"thread `{thread_id}` · call `{call_id}` · {len(text):,} characters")
+    st.caption(f"thread {label(thread_id)} · call {label(call_id)} · {len(text):,} characters")
     st.download_button(":material/download: Download", text, file_name=f"{call_id}.txt", mime="text/plain",
                        key="output-download")
-    st.code(text, language="text")
+    st.code(code(text), language="text")
     return True
 
 

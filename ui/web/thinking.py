@@ -17,6 +17,8 @@ import streamlit as st
 
 from graph import MessageView, Runner, Session, ThreadInfo
 from graph.protocol import events as ev
+from graph.protocol.display import visible
+from ui.web.safe_text import markdown
 
 CUT_OFF_NOTE = ("This reply was cut off before it finished (the model's stream ended early); "
                 "what is shown is all that arrived.")
@@ -27,7 +29,7 @@ def thinking_html(reasoning: str) -> str:
     """The reasoning as a collapsed, dimmed "thinking" block. Escaped, with newlines as
     character references: a blank line would end the HTML block and the rest would be
     read as Markdown."""
-    body = html.escape(reasoning.strip()).replace("\n", "&#10;")
+    body = html.escape(visible(reasoning.strip())).replace("\n", "&#10;")
     return (f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
             f'<div style="{_DIM}">{body}</div></details>')
 
@@ -58,7 +60,7 @@ class LiveThinking:
 
     def flush(self) -> None:
         if self._dirty:
-            body = html.escape(self.text.strip()).replace("\n", "&#10;")
+            body = html.escape(visible(self.text.strip())).replace("\n", "&#10;")
             self._slot.markdown(f'<div style="{_DIM}">{body}</div>', unsafe_allow_html=True)
             self._dirty = False
 
@@ -73,7 +75,7 @@ def stopped_notes(session: Session, runner: Runner, thread_id: str, transcript: 
     # The agent usually writes the reason into the thread as a notice (drawn with it).
     said = last is not None and last.notice and last.content.strip() == (info.reason or "").strip()
     if info.reason and not said:
-        st.warning(info.reason, icon=":material/info:")
+        st.warning(markdown(info.reason), icon=":material/info:")
     reply = next((m for m in reversed(transcript) if m.role == "assistant" and not m.notice), None)
     if reply is not None and reply.cut_off:
         st.button(":material/refresh: Retry", key="retry-cut-off", help="Ask the model again for this reply",

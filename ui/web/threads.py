@@ -14,6 +14,7 @@ from graph import Runner, Session
 from graph.protocol.threads import shown_id, thread_id_problem
 from ui.web.auto_approve import tab_switch
 from ui.web.long_threads import undo_question
+from ui.web.safe_text import label as safe_label
 from ui.web.thread_extras import thread_extras
 
 VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings",
@@ -85,7 +86,7 @@ def _open_by_id(session: Session) -> None:
             if thread_id_problem(wanted.strip()) is None and session.exists(wanted.strip()):
                 open_thread(wanted.strip())
                 st.rerun()
-            st.error(f"No thread {shown_id(wanted.strip())}.")
+            st.error(f"No thread {safe_label(shown_id(wanted.strip()))}.")
 
 
 def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
@@ -99,7 +100,7 @@ def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
         selected = info.thread_id == current
         # Gray text is unreadable on the selected (primary-colored) button.
         when = ago(info.updated_at) if selected else f":gray[{ago(info.updated_at)}]"
-        label = f"{info.title}{badge}  \n{when}"
+        label = f"{safe_label(info.title)}{badge}  \n{when}"
         kind = "primary" if selected else "secondary"
         if st.button(label, key=f"thread-{info.thread_id}", width="stretch", type=kind):
             open_thread(info.thread_id)

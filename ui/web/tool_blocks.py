@@ -10,10 +10,13 @@ A live run draws each call as an `st.status` block that it updates as events arr
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 import streamlit as st
+
+from ui.web.safe_text import code
+from ui.web.safe_text import label as safe_label
+from ui.web.safe_text import pretty as safe_pretty
 
 OUTPUT_CHARS = 4_000
 
@@ -29,14 +32,18 @@ NOT_RUN = "not run: the run ended before it"
 
 
 def pretty(args: Any) -> str:
-    return json.dumps(args, indent=2, ensure_ascii=False, default=str)
+    """Indented JSON with hidden characters as JSON escapes (ui/web/safe_text.py)."""
+    return safe_pretty(args)
 
 
 def clip(text: str) -> str:
-    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n… (truncated)"
+    """The head of a tool's output, hidden characters shown escaped."""
+    text = text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n… (truncated)"
+    return code(text)
 
 
 def label(name: str, status: str | None, duration_ms: float | None) -> str:
+    name = safe_label(name)  # the label renders Markdown, images included
     if status is None:
         return f":material/build: {name} · running…"
     word = _WORD.get(status, status)
@@ -47,7 +54,7 @@ def label(name: str, status: str | None, duration_ms: float | None) -> str:
 def _pre(text: str) -> str:
     # Newlines as character references: a blank line would end the HTML block in
     # Markdown and the rest of the output would be read as Markdown.
-    return "<pre>" + html.escape(text).replace("\n", "&#10;") + "</pre>"
+    return "<pre>" + html.escape(code(text)).replace("\n", "&#10;") + "</pre>"
 
 
 def row_html(name: str, args: dict[str, Any], status: str | None, output: str, duration_ms: float | None,
@@ -55,11 +62,11 @@ def row_html(name: str, args: dict[str, Any], status: str | None, output: str, d
     """One call as a collapsed `<details>` row on one line; `status` None = no result
     yet, said as `missing` (waiting for a decision, or cut short)."""
     if status is None:
-        title = f"⏸ {name} · {missing}"
+        title = f"⏸ {code(name)} · {missing}"
         body = "<small>arguments</small>" + _pre(pretty(args))
     else:
         took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
-        title = f"{_MARK.get(status, '•')} {name} · {_WORD.get(status, status)}{took}"
+        title = f"{_MARK.get(status, '•')} {code(name)} · {_WORD.get(status, status)}{took}"
         body = "<small>arguments</small>" + _pre(pretty(args)) + "<small>output</small>" + _pre(
             clip(output) or "(no output)")
     return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'

@@ -1,0 +1,120 @@
+"""Text as a person must see it: characters that hide, move or rewrite text, shown escaped.
+
+An approval is a yes to what the card shows, so a card must not show anything but
+what runs. Text that comes from a model, a tool or a file can carry characters a
+terminal or a browser acts on instead of showing: escape sequences (CSI colours and
+cursor moves, OSC 52 "write the clipboard", DCS), C1 controls (U+009B is a CSI of its
+own), a backspace or a carriage return that overwrites what came before, the
+bidirectional overrides and isolates that reorder a line (U+202A-U+202E,
+U+2066-U+2069, U+200E/U+200F, U+061C) and invisible characters that hide text
+(zero-width spaces, tag characters, invisible fillers). `visible()` turns each into
+its escape, written like Python writes it (`\\x1b`, `\\u202e`, `\\U000e0041`), and keeps
+newlines and tabs as layout. Every front end (terminal and web) draws tool
+arguments, previews, diffs, outputs and messages through it.
+
+Standard library only: the protocol layer is what `ui/` may import.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+# Categories escaped wherever they are: Cc (controls: C0, DEL, C1), Cf (format
+# characters: bidi controls, zero-width space/joiners, soft hyphen, tags, ...),
+# Zl / Zp (line and paragraph separators: a line break the reader does not see
+# as one), Cs (a lone surrogate).
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Invisible letters (Hangul fillers, used for blank-looking names) and the
+# variation selectors past the sixteen emoji use: they carry hidden bytes.
+_INVISIBLE = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800})
+_LAYOUT = frozenset("\n\t")
+_ZWJ = "\u200d"
+_EMOJI_TONE = range(0x1F3FB, 0x1F400)
+
+
+def _hidden(ch: str) -> bool:
+    code = ord(ch)
+    if ch in _LAYOUT:
+        return False
+    if code in _INVISIBLE or 0xE0100 <= code <= 0xE01EF:
+        return True
+    return unicodedata.category(ch) in _ESCAPED_CATEGORIES
+
+
+def escape_char(ch: str) -> str:
+    """`\\x1b`, `\\u202e`, `\\U000e0041`: the character's code, readable and inert."""
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _emoji_joiner(text: str, i: int) -> bool:
+    """A zero-width joiner inside an emoji sequence (👩‍💻): it draws one picture, hides nothing."""
+    if i == 0 or i + 1 >= len(text):
+        return False
+    before, after = text[i - 1], text[i + 1]
+    before_ok = unicodedata.category(before) == "So" or before == "\ufe0f" or ord(before) in _EMOJI_TONE
+    return before_ok and unicodedata.category(after) == "So"
+
+
+# Every character `_hidden` accepts, as one regex (a scan in C, not a loop in Python:
+# a whole tool output can be megabytes). The format characters (Cf) are listed as
+# Unicode 15 has them; `test_display_terminal` checks the list against `unicodedata`.
+_HIDDEN_RE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u2800\u3164"
+    "\ud800-\udfff\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]"
+)
+
+
+def _sub(text: str, escape: Callable[[str], str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        ch = match.group()
+        if ch == _ZWJ and _emoji_joiner(text, match.start()):
+            return ch
+        return escape(ch) if _hidden(ch) else ch
+
+    return _HIDDEN_RE.sub(one, text)
+
+
+def visible(text: str) -> str:
+    """`text` with every control, escape, bidi and invisible character shown escaped;
+    newlines and tabs kept, and a CRLF line ending kept as a newline."""
+    if not isinstance(text, str):
+        text = str(text)
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return _sub(text, escape_char)
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a surrogate pair: JSON has no longer escape
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def visible_json(value: Any, *, indent: int | None = None) -> str:
+    """`value` as JSON whose hidden characters are JSON escapes (`\\u202e`): what is
+    shown parses back to exactly the same value, and hides nothing."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+    if text.isascii():
+        return text  # json.dumps escaped every ASCII control already
+    return _sub(text, _json_escape)
+
+
+def is_visible(text: str) -> bool:
+    """True when `visible(text)` would change nothing."""
+    return visible(text) == text.replace("\r\n", "\n")
+
+
+__all__ = ["escape_char", "is_visible", "visible", "visible_json"]

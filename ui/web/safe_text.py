@@ -1,0 +1,275 @@
+"""Text from models, tools and people, made safe to draw in the web app.
+
+Two promises (docs/DESIGN: "what the person sees is what runs"):
+- hidden characters are shown: every string goes through `visible()`
+  (graph.protocol.display), the function the terminal uses too;
+- nothing remote loads: Streamlit's Markdown draws `![alt](url)` as an `<img>`, which
+  the browser fetches at once, so a model that read a secret with a free tool could
+  send it out in an image URL. `markdown()` rewrites every image into a link that
+  shows its full target (the person may open it), and writes each link's destination
+  next to its text, so `[docs](http://evil)` cannot pass for the docs.
+
+`markdown()` changes only the text of paragraphs, headings and table cells (code
+blocks and code spans stay as written) and then checks its own result with a
+CommonMark parser: if an image is still there, or a link whose destination is not
+shown, the text is drawn with every Markdown character escaped instead. Raw HTML
+(`<img src=…>`) is never rendered: Streamlit escapes it unless `unsafe_allow_html`,
+which stays off for such text.
+
+`label()` is for places that render a little Markdown (button and expander labels,
+captions, a title in bold): there every Markdown character is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.common.normalize_url import normalizeLink
+from markdown_it.common.utils import normalizeReference
+
+from graph.protocol.display import visible, visible_json
+
+IMAGE_MARK = "🖼 "
+MAX_BRACKETS = 1_000
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# What can start Markdown inside one line of a label: emphasis, code, links and
+# images, HTML and entities, math, tables, strikethrough; a list or heading marker
+# at its start.
+_LABEL_SYNTAX = re.compile(r"([\\`*_\[\]()<>!&$|~])")
+_LABEL_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
+_PARSER = MarkdownIt("commonmark", {"linkify": False}).enable(["table", "strikethrough"])
+
+
+def code(text: str) -> str:
+    """For `st.code` and `<pre>`: the text with hidden characters escaped."""
+    return visible(text)
+
+
+def pretty(value: Any) -> str:
+    """Arguments as indented JSON, hidden characters as JSON escapes (it parses back exactly)."""
+    return visible_json(value, indent=2)
+
+
+def label(text: str) -> str:
+    """Literal text for a Markdown label: nothing in it is read as Markdown."""
+    line = _LABEL_SYNTAX.sub(r"\\\1", visible(text).replace("\n", " "))
+    return _LABEL_START.sub(lambda m: m[1] + "".join("\\" + c if not c.isdigit() else c for c in m[2]), line)
+
+
+def markdown(text: str) -> str:
+    """Markdown that draws like `text` but loads nothing and shows every link's target."""
+    shown = visible(text)
+    if "[" not in shown and "<" not in shown:
+        return shown  # no image, no link (a bare URL shows itself)
+    if shown.count("[") > MAX_BRACKETS:
+        return _escaped(shown)  # the scanner is quadratic in unclosed brackets: no Markdown at all
+    try:
+        rewritten = _rewrite(shown)
+    except RecursionError:  # brackets nested thousands deep
+        return _escaped(shown)
+    return rewritten if _is_safe(rewritten) else _escaped(shown)
+
+
+def _escaped(text: str) -> str:
+    # Hard line breaks keep the lines; escaped punctuation makes no Markdown at all.
+    return "  \n".join(_PUNCTUATION.sub(r"\\\1", line) for line in text.split("\n"))
+
+
+def _inline_lines(tokens: list[Any]) -> set[int]:
+    """Lines holding paragraph, heading or table-cell text (not code, HTML, definitions)."""
+    lines: set[int] = set()
+    for token in tokens:
+        if token.type == "inline" and token.map:
+            lines.update(range(token.map[0], token.map[1]))
+    return lines
+
+
+def _rewrite(text: str) -> str:
+    env: dict[str, Any] = {}
+    tokens = _PARSER.parse(text, env)
+    refs: dict[str, Any] = env.get("references", {})
+    lines = text.split("\n")
+    inline = _inline_lines(tokens)
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i not in inline:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and j in inline:
+            j += 1
+        # One run of text lines at a time: a code span may cross a line break.
+        out.append(_Inline("\n".join(lines[i:j]), refs).run())
+        i = j
+    return "\n".join(out)
+
+
+def _code_span(dest: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", dest)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if dest.startswith("`") or dest.endswith("`") else ""
+    return f"{fence}{pad}{dest}{pad}{fence}"
+
+
+class _Inline:
+    """A small scanner over inline Markdown: copies code spans and escapes, turns images
+    into links, and writes each link's destination after it."""
+
+    def __init__(self, src: str, refs: dict[str, Any]) -> None:
+        self.src, self.refs = src, refs
+
+    def run(self) -> str:
+        src, out, i = self.src, [], 0
+        while i < len(src):
+            ch = src[i]
+            if ch == "\\" and i + 1 < len(src):
+                out.append(src[i:i + 2])
+                i += 2
+            elif ch == "`":
+                end = self._code_end(i)
+                out.append(src[i:end])
+                i = end
+            elif ch == "!" and src.startswith("[", i + 1):
+                out.append(IMAGE_MARK)  # the `[…]` that follows becomes a link
+                i += 1
+            elif ch == "[":
+                text, end, dest = self._link(i)
+                out.append(text)
+                if dest is not None:
+                    out.append(" " + _code_span(dest))
+                i = end
+            else:
+                out.append(ch)
+                i += 1
+        return "".join(out)
+
+    def _code_end(self, start: int) -> int:
+        """The index after the code span opening at `start` (CommonMark: the next run
+        of exactly as many backticks), or after the run itself when none closes it."""
+        src, n = self.src, 0
+        while start + n < len(src) and src[start + n] == "`":
+            n += 1
+        j = start + n
+        while j < len(src):
+            if src[j] != "`":
+                j += 1
+                continue
+            m = j
+            while m < len(src) and src[m] == "`":
+                m += 1
+            if m - j == n:
+                return m
+            j = m
+        return start + n
+
+    def _bracket_end(self, start: int) -> int | None:
+        """The index after the `]` matching the `[` at `start`, or None."""
+        src, depth, i = self.src, 0, start
+        while i < len(src):
+            ch = src[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == "`":
+                i = self._code_end(i)
+                continue
+            if ch == "[":
+                depth += 1
+            elif ch == "]":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        return None
+
+    def _link(self, start: int) -> tuple[str, int, str | None]:
+        """(the rewritten `[text]…`, where it ends, the destination to show or None)."""
+        src = self.src
+        close = self._bracket_end(start)
+        if close is None:
+            return "[", start + 1, None
+        inner = _Inline(src[start + 1:close - 1], self.refs).run()
+        text = "[" + inner + "]"
+        if src.startswith("(", close):
+            end = self._paren_end(close)
+            if end is not None:
+                dest = _destination(src[close + 1:end - 1])
+                return text + src[close:end], end, None if _shows(inner, dest) else dest
+        ref_end, ref = close, src[start + 1:close - 1]
+        if src.startswith("[", close):
+            second = self._bracket_end(close)
+            if second is not None:
+                ref_end = second
+                ref = src[close + 1:second - 1] or ref
+        found = self.refs.get(normalizeReference(ref))
+        if found is not None:
+            dest = found["href"]
+            return text + src[close:ref_end], ref_end, None if _shows(inner, dest) else dest
+        return text, close, None
+
+    def _paren_end(self, start: int) -> int | None:
+        """The index after the `)` closing the destination opened at `start`, or None."""
+        src, i = self.src, start + 1
+        while i < len(src) and src[i] in " \t\n":
+            i += 1
+        if src.startswith("<", i):
+            close = src.find(">", i)
+            if close == -1:
+                return None
+            i = close + 1
+        depth = 1
+        while i < len(src):
+            ch = src[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        return None
+
+
+def _destination(inside: str) -> str:
+    inside = inside.strip()
+    if inside.startswith("<"):
+        return inside[1:inside.find(">")] if ">" in inside else inside
+    return inside.split(None, 1)[0] if inside else ""
+
+
+def _shows(text: str, dest: str) -> bool:
+    """The link's text already is its destination (an autolink written as a link)."""
+    return text.strip() == dest.strip()
+
+
+def _is_safe(markdown_text: str) -> bool:
+    """No image, and every link's destination in its text or right after it."""
+    tokens = _PARSER.parse(markdown_text, {})
+    for token in tokens:
+        if token.type == "html_block" and "<img" in token.content.lower():
+            continue  # drawn as text: Streamlit escapes raw HTML
+        children = token.children or []
+        for k, child in enumerate(children):
+            if child.type == "image":
+                return False
+            if child.type != "link_open":
+                continue
+            href = child.attrGet("href") or ""
+            end = next((m for m in range(k, len(children)) if children[m].type == "link_close"), len(children))
+            text = "".join(c.content for c in children[k + 1:end])
+            after = children[end + 1:end + 3]
+            shown = [c.content for c in after if c.type == "code_inline"]
+            if text.strip() != href and normalizeLink(text.strip()) != href and not any(
+                    normalizeLink(s) == href or s == href for s in shown):
+                return False
+    return True
+
+
+__all__ = ["IMAGE_MARK", "code", "label", "markdown", "pretty"]
