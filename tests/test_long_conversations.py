@@ -386,14 +386,13 @@ def rich_thread(session: Session, tmp_path: Path) -> str:
 
 
 def rich_model() -> ScriptedModel:
+    # Each run stops at its model-call limit (1) after its calls; the stop notice is
+    # Gatehouse's, not sent to the model, so each message's reply is the next entry.
     return ScriptedModel(script=[
         "Hi.",
         ai("<think>look first</think>Looking.", tool_call("read_file", {"path": "big.txt"}, "c1"), tool_call("list_files", {}, "c2")),
-        "Read it.",
         ai("", tool_call("write_file", {"path": "a.md", "content": "a\n"}, "w1"), tool_call("write_file", {"path": "b.md", "content": "b\n"}, "w2")),
-        "Wrote one.",
         ai("", tool_call("delete_file", {"path": "a.md"}, "d1")),
-        "Ok.",
         ai("", tool_call("list_files", {}, "c3")),
     ])
 
@@ -547,7 +546,9 @@ def test_the_audit_log_records_who_decided_what_and_outlives_undo_fork_and_delet
         records = session.audit(tid)
         assert [r.decided_at for r in records] == sorted((r.decided_at for r in records), reverse=True)
         by_call = {r.tool_call_id: r for r in records}
-        assert set(by_call) == {"w1", "w2", "d1", "w9"}
+        # w3 ran under the standing grant, with nobody asked: logged as such.
+        assert set(by_call) == {"w1", "w2", "d1", "w3", "w9"}
+        assert (by_call["w3"].question, by_call["w3"].decision) == ("standing", "always_allowed")
         edit = by_call["w1"]
         assert (edit.decision, edit.source, edit.actor) == ("edit", "web", "bob")
         assert edit.requested_args == {"path": "a.md", "content": "one\ntwo\n"} and edit.args["content"] == "one\n2\n"

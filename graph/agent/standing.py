@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import decided_by, thread_of
-from graph.agent.policy import GRANTED, Grant
+from graph.agent.policy import GRANTED, Grant, canonical_args
 from graph.agent.routing import grants_of
 from graph.protocol.decisions import ALWAYS_ALLOWED, STANDING_QUESTION, DecisionRecord, grant_label
 from graph.protocol.tools import spec_of
@@ -29,8 +29,10 @@ def covering_grant(call: ToolCall, deps: AgentDeps, grants: list[Grant]) -> Gran
     tool = deps.tools.get(call["name"])
     if tool is None or deps.policy.evaluate(call["name"], call["args"], tool, grants).reason != GRANTED:
         return None
-    match_arg = spec_of(tool).match_arg
-    return next((g for g in grants if g.covers(call["name"], call["args"], match_arg)), None)
+    spec = spec_of(tool)
+    # The same canonical forms the policy matched (a path with `..` resolved).
+    canon = canonical_args(spec, call["args"])
+    return next((g for g in grants if g.covers(call["name"], call["args"], spec.match_arg, canon)), None)
 
 
 def record_grant_run(call: ToolCall, config: RunnableConfig, deps: AgentDeps) -> str | None:
