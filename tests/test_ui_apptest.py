@@ -6,6 +6,7 @@ cached per (db, workspace), so tests do not share threads.
 
 from __future__ import annotations
 
+import getpass
 import time
 from pathlib import Path
 
@@ -377,7 +378,9 @@ def test_stale_tab_says_who_decided(env: Path) -> None:
     assert (env / "todo.md").read_text() == "buy milk\n"
     tab_b.button(key=f"{card}-submit").click().run()
     notices = [w.value for w in tab_b.warning]
-    assert any("Your decision was not used" in n and "`write_file` approved via web" in n
+    # Who decided: the signed-in identity (AppTest's trusted local path: the OS user).
+    who = getpass.getuser()
+    assert any("Your decision was not used" in n and f"`write_file` approved by {who} via web" in n
                for n in notices), notices
 
 

@@ -56,7 +56,7 @@ def tab(browser: Any, server: Server) -> Iterator[Any]:
     contexts: list[Any] = []
 
     def open_tab(path: str = "/", **options: Any) -> Any:
-        context = browser.new_context(viewport=VIEWPORT, **options)
+        context = server.sign_in(browser.new_context(viewport=VIEWPORT, **options))
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)

@@ -75,6 +75,8 @@ class Settings:
     # authenticating proxy).
     audit_actor: str | None = None
     audit_actor_header: str | None = None
+    # [access]: who may reach the web app and LangGraph Server (graph/service/access.py).
+    access: dict[str, Any] = field(default_factory=dict)
     # Policy mapping (see graph/agent/policy.py; "*" for every tool) and hooks by
     # import path per point.
     policy: dict[str, Any] = field(default_factory=dict)

@@ -72,7 +72,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 13
 STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
                "stopped": EXIT_FAILED, "cancelled": EXIT_CANCELLED}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-APP_PATH = PROJECT_ROOT / "ui" / "web" / "app.py"
+APP_PATH = PROJECT_ROOT / "ui" / "web" / "launch.py"  # the app behind its sign-in guard
 
 HELP = """A LangGraph agent that pauses before any tool call a person must approve.
 
@@ -329,18 +329,21 @@ def others_decision(reject_others: str | None, approve_others: bool) -> dict[str
 def root(ctx: typer.Context) -> None:
     """Without a command, start the web UI (same as `gatehouse ui`)."""
     if ctx.invoked_subcommand is None:
-        ui()
+        ui(port=None, browser=True)
 
 
 @app.command()
 def ui(
     port: Annotated[int | None, typer.Option(metavar="N", help="Port for the web UI.")] = None,
+    browser: Annotated[bool, typer.Option(help="Open the sign-in link in a browser.")] = True,
 ) -> None:
-    """Start the Streamlit web UI on 127.0.0.1."""
+    """Start the Streamlit web UI on 127.0.0.1. It prints a sign-in link that works once
+    (and opens it); the sign-in page also takes the install secret (gatehouse.secret)."""
     if not APP_PATH.is_file():
         raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
     from ui.web.serve import streamlit_command
 
+    os.environ["GATEHOUSE_OPEN_BROWSER"] = "1" if browser else "0"
     raise typer.Exit(_run_child(streamlit_command(port, APP_PATH)))
 
 
