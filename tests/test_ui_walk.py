@@ -8,6 +8,7 @@ with -s to see them) and the states are saved in test-artifacts/screenshots/walk
 
 from __future__ import annotations
 
+import getpass
 import re
 import time
 from collections.abc import Iterator
@@ -150,7 +151,7 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
     see(first, "wrote")
     if b_decided:
         see(second, "Your decision was not used")
-        see(second, "write_file approved via web")
+        see(second, "write_file approved by " + getpass.getuser() + " via web")  # the signed-in OS user
         screenshot(second, "walk-stale-tab")
     else:
         see(second, "wrote", timeout_ms=int((LIVE_S + 3) * 1000))
