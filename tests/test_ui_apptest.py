@@ -429,3 +429,13 @@ def test_regenerate_the_last_answer(env: Path) -> None:
     assert [m.type for m in after] == [m.type for m in before]  # the same turn, asked again
     assert after[-1].id != before[-1].id  # a new answer
     assert "list_files · done" in texts(at)
+
+
+def test_card_is_read_only_for_someone_not_among_the_tools_approvers(env: Path) -> None:
+    (env.parent / "none.toml").write_text('[policy.write_file]\nmode = "ask"\napprovers = ["ana@example.com"]\n')
+    at = send(app(), "write barred.md: nope")
+    shown = texts(at)
+    assert "Read-only: only these people may decide" in shown and "ana@example.com" in shown
+    assert f"You are signed in as {getpass.getuser()}" in shown
+    assert not [b for b in at.button if str(b.key or "").endswith("-submit")]
+    assert not (env / "barred.md").exists()

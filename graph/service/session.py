@@ -330,7 +330,7 @@ class Session:
                 if isinstance(pending, OutcomeUnknown):
                     OutcomeAnswer.model_validate(answer)
                 else:
-                    with answering(pending.request.wire(), self._tools()) as schema:
+                    with answering(pending.request.wire(), self._tools(), actor=options.actor or self.actor) as schema:
                         schema.model_validate(answer)
             except ValidationError as exc:
                 raise DecisionError(explain(exc)) from None
