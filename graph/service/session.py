@@ -634,6 +634,14 @@ class Session:
             return list(reversed(decisions.for_thread(thread_id)))[:limit]
         return decisions.recent(limit)
 
+    def verify_audit(self) -> Any:
+        """Check the decision log's hash chain (graph/store/decision_chain.py): a
+        `ChainCheck` with `intact`, `entries`, `head` and `problems` (the first edited,
+        inserted or deleted entry first)."""
+        if self.storage.decisions is None:
+            raise StorageError("this session has no decision log to verify")
+        return self.storage.decisions.verify()
+
     # -- changing threads -----------------------------------------------------
     def rename(self, thread_id: str, title: str) -> None:
         self.storage.index.rename(thread_id, title.strip() or "Untitled")

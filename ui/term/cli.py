@@ -612,10 +612,25 @@ def audit(
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, newest first.")] = 200,
     db: DbOpt = None,
     as_json: JsonOpt = False,
+    verify: Annotated[bool, typer.Option("--verify", help="Check the log's hash chain: name the first edited, "
+                                                          "inserted or deleted entry (exit 1 if any).")] = False,
 ) -> None:
     """The decision log, newest first: who approved, edited, rejected or answered which
     tool call, when, from which front end, with the edits. It outlives undo, fork and
-    thread deletion."""
+    thread deletion. With --verify: whether anyone rewrote it."""
+    if verify:
+        with open_cli_session(db) as session:
+            result = session.verify_audit()
+        if as_json:
+            print(json.dumps({"intact": result.intact, "entries": result.entries, "head": result.head,
+                              "problems": result.problems}, indent=2))
+        elif result.intact:
+            out.print(f"Decision log intact: {result.entries} entries, head {result.head}")
+        else:
+            err.print(Text(f"Decision log TAMPERED: {result.first_problem}", "bold red"))
+            for more in result.problems[1:]:
+                err.print(Text(f"  also: {more}", "red"))
+        raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
         records = session.audit(thread, limit=limit)
     if as_json:
