@@ -150,3 +150,20 @@ def test_oidc_mode_passes_requests_to_streamlit_login_after_address_checks() -> 
     assert response.status_code == 200  # st.login / st.user decide in the page script
     assert verify_identity(SECRET, response.text, purpose=GUARD_PURPOSE) == ""
     assert client.get("/", headers={"Host": "rebind.test:8501"}).status_code == 403
+
+
+def test_database_files_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    """The terminal and the Python API trust whoever can open the database: its files,
+    the WAL included, and a folder Gatehouse creates for it are the owner's alone."""
+    from graph import Settings, open_session
+
+    db = tmp_path / ".gatehouse" / "gatehouse.db"
+    session = open_session(Settings(db=str(db), workspace=str(tmp_path)))
+    try:
+        session.storage.decisions.record([])  # opened, written: WAL and shared memory exist
+        files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+        assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files if f.exists()} == {
+            f.name: 0o600 for f in files}
+        assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    finally:
+        session.close()

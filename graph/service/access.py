@@ -25,7 +25,6 @@ Settings come from `[access]` in gatehouse.toml, overridden by GATEHOUSE_* varia
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
 import json
@@ -204,12 +203,6 @@ def install_secret(path: Path) -> str:
     if len(value) < 16:
         raise ConfigError(f"the install secret {path} is empty or too short; delete it to make a new one")
     return value
-
-
-def private_file(path: Path) -> None:
-    """Create `path` (empty) readable by its owner only, unless it exists already."""
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 # -- signed values -----------------------------------------------------------------

@@ -41,7 +41,8 @@ class AddressCheck:
         self.origins = set(server_origins(access))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
+        # Load balancers probe /ok by IP: it says only that the server is up.
+        if scope["type"] in ("http", "websocket") and scope.get("path") != "/ok":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             host = headers.get("host", "")
             origin = headers.get("origin")
