@@ -179,6 +179,14 @@ def test_forged_identity_header_and_cookie_are_refused(server: Server) -> None:
     cookie = {"Cookie": "gatehouse_session=eyJ1IjoiYWxpY2UiLCJ0IjoxfQ.AAAA"}
     assert httpx.get(server.url + "/_stcore/host-config", headers=cookie).status_code == 401
     assert httpx.get(server.url + "/_stcore/health").status_code == 200  # readiness stays open
+    signed = httpx.get(server.url + "/", cookies={"gatehouse_session": _cookie(server)})
+    assert signed.status_code == 200 and signed.headers["x-frame-options"] == "SAMEORIGIN"
+
+
+def _cookie(server: Server) -> str:
+    from graph import sign_identity
+
+    return sign_identity(server.secret, "ana")
 
 
 def test_install_secret_is_private(server: Server) -> None:
