@@ -300,7 +300,10 @@ def _signin_page(next_path: str, failed: bool) -> str:
 paste this install's secret: the file <code>gatehouse.secret</code> next to the database, readable only by
 the user who runs Gatehouse.</p>
 <script>fetch("{WHOAMI_PATH}", {{credentials: "same-origin"}}).then(function (r) {{
-  if (r.ok) location.replace(location.href); }});</script></body></html>"""
+  var last = Number(sessionStorage.getItem("gatehouse-retry") || 0);
+  if (r.ok && Date.now() - last > 5000) {{  // once: never a reload loop
+    sessionStorage.setItem("gatehouse-retry", String(Date.now())); location.replace(location.href); }} }});
+</script></body></html>"""
 
 
 def _continue_page(next_path: str) -> str:
