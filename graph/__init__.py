@@ -51,6 +51,19 @@ if TYPE_CHECKING:
     from graph.protocol.events import Event, parse_event
     from graph.protocol.pauses import Approval, OutcomeUnknown, Pause
     from graph.protocol.threads import Branches, MessageView, ThreadInfo
+    from graph.service.access import (
+        Access,
+        host_name,
+        install_secret,
+        load_access,
+        oidc_problem,
+        origin_of,
+        read_streamlit_secrets,
+        same_secret,
+        secret_path,
+        sign_identity,
+        verify_identity,
+    )
     from graph.service.app import build_agent, open_session
     from graph.service.async_session import AsyncRun, AsyncSession
     from graph.service.config import Settings, load_settings
@@ -74,6 +87,18 @@ _HOMES = {
     "Settings": "graph.service.config",
     "load_settings": "graph.service.config",
     "describe_error": "graph.service.errors",
+    # who may reach an approval surface (the web app, LangGraph Server)
+    "Access": "graph.service.access",
+    "load_access": "graph.service.access",
+    "install_secret": "graph.service.access",
+    "secret_path": "graph.service.access",
+    "sign_identity": "graph.service.access",
+    "verify_identity": "graph.service.access",
+    "same_secret": "graph.service.access",
+    "origin_of": "graph.service.access",
+    "host_name": "graph.service.access",
+    "oidc_problem": "graph.service.access",
+    "read_streamlit_secrets": "graph.service.access",
     # reading threads without LangGraph (fast, read-only: the terminal's list and inbox)
     "open_reader": "graph.store.reader",
     "ThreadReader": "graph.store.reader",
@@ -119,6 +144,17 @@ _HOMES = {
 }
 
 __all__ = [
+    "Access",
+    "host_name",
+    "install_secret",
+    "load_access",
+    "oidc_problem",
+    "origin_of",
+    "read_streamlit_secrets",
+    "same_secret",
+    "secret_path",
+    "sign_identity",
+    "verify_identity",
     "AlreadyDecided",
     "AwaitingDecision",
     "CallAlreadyStarted",

@@ -43,7 +43,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         clients = {
             "session": SessionClient(str(db), str(workspace)),
             "raw": RawClient(str(db), str(workspace)),
-            "sdk": SdkClient(server.url),
+            "sdk": SdkClient(server.url, server.headers),
         }
         try:
             yield {"db": db, "workspace": workspace, "home": home, "server": server, "clients": clients,
@@ -185,7 +185,7 @@ def test_a_process_killed_inside_an_approved_call_asks_the_outcome(world: dict[s
     if via == "sdk":
         # The server itself dies mid-call; a second server on the same database takes over.
         with langgraph_dev(world["home"] / "victim", db=db, workspace=world["workspace"]) as victim:
-            victim_client = SdkClient(victim.url)
+            victim_client = SdkClient(victim.url, victim.headers)
             victim_client.register(thread)
             victim_client.client.runs.create(thread, "gatehouse", command={"resume": json.loads(approve)})
             _wait_started(db, thread, lambda: victim.proc.poll() is None)

@@ -29,7 +29,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     workspace = home / "workspace"
     workspace.mkdir()
     with langgraph_dev(home, db=home / "gatehouse.db", workspace=workspace) as dev:
-        yield {"url": dev.url, "workspace": workspace, "log": dev.log, "db": home / "gatehouse.db"}
+        yield {"url": dev.url, "workspace": workspace, "log": dev.log, "db": home / "gatehouse.db",
+               "headers": dev.headers}
 
 
 def stream(client: Any, thread_id: str, **kwargs: Any) -> list[tuple[str, Any]]:
@@ -53,7 +54,7 @@ def messages(client: Any, thread_id: str) -> list[dict[str, Any]]:
 
 
 def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
-    client = get_sync_client(url=server["url"])
+    client = get_sync_client(url=server["url"], headers=server["headers"])
     thread = client.threads.create()
     tid = thread["thread_id"]
 
@@ -96,7 +97,7 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
 
 
 def test_edit_and_reject_two_gated_calls(server: dict[str, Any]) -> None:
-    client = get_sync_client(url=server["url"])
+    client = get_sync_client(url=server["url"], headers=server["headers"])
     tid = client.threads.create()["thread_id"]
     parts = stream(client, tid, input={"messages": [{"role": "user", "content": "write a.md: x then write b.md: y"}]})
     [interrupt] = interrupts_of(parts)  # one interrupt for the whole model turn

@@ -38,7 +38,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         session = open_session(Settings(db=str(db), workspace=str(workspace)))
         try:
             yield {"db": db, "workspace": workspace, "server": server, "session": session,
-                   "client": get_sync_client(url=server.url)}
+                   "client": server.client()}
         finally:
             session.close()
 
@@ -136,12 +136,13 @@ def test_gatehouse_studio_registers_a_thread_and_prints_its_link(world: dict[str
     try:
         assert langgraph_cli()
         deadline, seen = time.monotonic() + 120, ""
-        while "Studio:" not in seen:
+        while "Authorization: Bearer" not in seen:
             assert proc.poll() is None, seen
             assert time.monotonic() < deadline, seen
             seen += proc.stdout.readline()  # type: ignore[union-attr]
         assert f"/studio/thread/{thread}?baseUrl=http%3A%2F%2F127.0.0.1%3A{port}" in seen
-        info = get_sync_client(url=f"http://127.0.0.1:{port}").threads.get(thread)
+        assert "Authorization: Bearer" in seen  # how to connect Studio with credentials
+        info = get_sync_client(url=f"http://127.0.0.1:{port}", headers=world["server"].headers).threads.get(thread)
         assert info["thread_id"] == thread
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -154,7 +155,7 @@ def test_studio_and_the_app_share_threads_on_postgres(postgres_url: str, tmp_pat
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     with langgraph_dev(tmp_path / "server", db=postgres_url, workspace=workspace) as server:
-        client = get_sync_client(url=server.url)
+        client = server.client()
         session = open_session(Settings(db=postgres_url, workspace=str(workspace)))
         try:
             thread = str(uuid.uuid4())

@@ -6,6 +6,7 @@ cached per (db, workspace), so tests do not share threads.
 
 from __future__ import annotations
 
+import getpass
 import time
 from pathlib import Path
 
@@ -377,7 +378,9 @@ def test_stale_tab_says_who_decided(env: Path) -> None:
     assert (env / "todo.md").read_text() == "buy milk\n"
     tab_b.button(key=f"{card}-submit").click().run()
     notices = [w.value for w in tab_b.warning]
-    assert any("Your decision was not used" in n and "`write_file` approved via web" in n
+    # Who decided: the signed-in identity (AppTest's trusted local path: the OS user).
+    who = getpass.getuser()
+    assert any("Your decision was not used" in n and f"`write_file` approved by {who} via web" in n
                for n in notices), notices
 
 
@@ -426,3 +429,13 @@ def test_regenerate_the_last_answer(env: Path) -> None:
     assert [m.type for m in after] == [m.type for m in before]  # the same turn, asked again
     assert after[-1].id != before[-1].id  # a new answer
     assert "list_files · done" in texts(at)
+
+
+def test_card_is_read_only_for_someone_not_among_the_tools_approvers(env: Path) -> None:
+    (env.parent / "none.toml").write_text('[policy.write_file]\nmode = "ask"\napprovers = ["ana@example.com"]\n')
+    at = send(app(), "write barred.md: nope")
+    shown = texts(at)
+    assert "Read-only: only these people may decide" in shown and "ana@example.com" in shown
+    assert f"You are signed in as {getpass.getuser()}" in shown
+    assert not [b for b in at.button if str(b.key or "").endswith("-submit")]
+    assert not (env / "barred.md").exists()

@@ -47,7 +47,7 @@ def browser(server: Server) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, server: Server) -> Iterator[Any]:
-    context = browser.new_context(viewport=VIEWPORT)
+    context = server.sign_in(browser.new_context(viewport=VIEWPORT))
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url)
@@ -140,10 +140,10 @@ def test_reload_while_pending_then_approve(page: Any, server: Server) -> None:
     assert (server.workspace / "reload.md").read_text() == "after reload\n"
 
 
-def test_same_thread_in_second_browser_context(page: Any, browser: Any) -> None:
+def test_same_thread_in_second_browser_context(page: Any, browser: Any, server: Server) -> None:
     send(page, "read notes.md")
     expect_text(page, "read_file · done")
-    other = browser.new_context(viewport=VIEWPORT)
+    other = server.sign_in(browser.new_context(viewport=VIEWPORT))
     try:
         second = other.new_page()
         second.set_default_timeout(WAIT_MS)

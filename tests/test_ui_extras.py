@@ -184,7 +184,7 @@ def test_decision_log_per_thread_and_across_threads(env: Path) -> None:
     assert not at.exception
     assert at.query_params["view"] in ("audit", ["audit"])
     [log] = _rows(at)
-    assert "write_file · approved with edits · by" in log and "(web)" in log
+    assert "write_file · approved with edits · by" in log and "via web" in log
     assert "+EDITED" in log and "-one" in log  # the edit's diff: requested → ran
     assert "not b" not in log  # the other thread's decision is not in this thread's log
     at.segmented_control(key="audit-scope").set_value("all").run()

@@ -8,6 +8,7 @@ with -s to see them) and the states are saved in test-artifacts/screenshots/walk
 
 from __future__ import annotations
 
+import getpass
 import re
 import time
 from collections.abc import Iterator
@@ -60,7 +61,7 @@ def tab(browser: Any, server: Server) -> Iterator[Any]:
     contexts: list[Any] = []
 
     def open_tab(path: str = "/", **options: Any) -> Any:
-        context = browser.new_context(viewport=VIEWPORT, **options)
+        context = server.sign_in(browser.new_context(viewport=VIEWPORT, **options))
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
@@ -85,6 +86,7 @@ def ready(page: Any) -> None:
 
 def send(page: Any, text: str) -> None:
     box = page.get_by_test_id("stChatInputTextArea")
+    # The first page of a fresh server opens its database and model (seconds on a busy machine).
     box.wait_for(timeout=READY_MS)
     expect(box).to_be_enabled(timeout=WAIT_MS)
     box.fill(text)
@@ -162,7 +164,7 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
     see(first, "wrote")
     if b_decided:
         see(second, "Your decision was not used")
-        see(second, "write_file approved via web")
+        see(second, "write_file approved by " + getpass.getuser() + " via web")  # the signed-in OS user
         screenshot(second, "walk-stale-tab")
     else:
         see(second, "wrote", timeout_ms=int((LIVE_S + 3) * 1000))

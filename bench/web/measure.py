@@ -40,7 +40,7 @@ from bench.web.browser import VIEWPORT, Tab, Timeout, launch
 from bench.web.build import CACHE, BuiltThread, cached_thread, last_message_marker
 from bench.web.model import FIRST_TOKEN_S, STREAM_PREFIX, reply_marker
 from bench.web.probe import CpuClock, browser_time_delta
-from bench.web.server import Server, serve
+from bench.web.server import Server, serve, sign_in
 
 MEASURES = ("open", "page", "approve", "stream", "idle")
 
@@ -92,6 +92,7 @@ class SizeRun:
         self.server = server
         self.opts = opts
         self.context = browser.new_context(viewport=VIEWPORT)
+        sign_in(self.context, server.url, server.secret)
         self.url = f"{server.url}/?thread={thread.thread_id}"
         self.result: dict[str, Any] = {"turns": thread.turns, "messages": thread.messages,
                                        "build_s": round(thread.build_s, 1), "errors": []}

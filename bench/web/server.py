@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.web.build import ROOT, seed_workspace
 from bench.web.model import TOKEN_LOG_ENV
@@ -38,14 +39,30 @@ class Server:
     log: Path
     token_log: Path
     workspace: Path
+    secret: str = ""
+
+
+def install_secret_of(db: Path) -> str:
+    """The install secret a server on `db` signs people in with (gatehouse.secret next to
+    the database, created 0600 by the server at start)."""
+    return (Path(db).parent / "gatehouse.secret").read_text().strip()
+
+
+def sign_in(context: Any, url: str, secret: str) -> None:
+    """Sign a Playwright browser context in through the token link (`/?token=...`), the
+    way a person opening the link `gatehouse ui` prints does: the response sets the
+    session cookie in the context's cookie jar, which its pages then send."""
+    response = context.request.get(f"{url}/?token={secret}")
+    if response.status != 200 or not any(c["name"] == "gatehouse_session" for c in context.cookies(url)):
+        raise RuntimeError(f"signing in at {url} failed: HTTP {response.status}")
 
 
 def gatehouse_ui_command(port: int) -> list[str]:
     """`gatehouse ui --port N` from this environment (the console script when installed)."""
     script = Path(sys.executable).parent / "gatehouse"
     if script.is_file():
-        return [str(script), "ui", "--port", str(port)]
-    return [sys.executable, "-m", "ui.term.cli", "ui", "--port", str(port)]
+        return [str(script), "ui", "--port", str(port), "--no-browser"]
+    return [sys.executable, "-m", "ui.term.cli", "ui", "--port", str(port), "--no-browser"]
 
 
 @contextmanager
@@ -70,7 +87,8 @@ def serve(db: Path, folder: Path, *, command: list[str] | None = None, extra_env
     )
     cmd = [*command, str(port)] if command else gatehouse_ui_command(port)
     with running(cmd, port, cwd=folder, env=env, log=log, timeout=timeout) as (url, process):
-        yield Server(url=url, pid=process.pid, log=log, token_log=token_log, workspace=workspace)
+        yield Server(url=url, pid=process.pid, log=log, token_log=token_log, workspace=workspace,
+                     secret=install_secret_of(db))
 
 
 @contextmanager

@@ -32,7 +32,7 @@ from bench.web.build import ROOT
 RUNLOG_ENV = "GATEHOUSE_BENCH_RUNLOG"
 CPROFILE_ENV = "GATEHOUSE_BENCH_CPROFILE"
 NO_STATUS_SLEEP_ENV = "GATEHOUSE_BENCH_NO_STATUS_SLEEP"
-APP = ROOT / "ui" / "web" / "app.py"
+APP = ROOT / "ui" / "web" / "launch.py"  # the app behind its sign-in guard, as `gatehouse ui` serves it
 
 _lock = threading.Lock()
 _numbers = itertools.count(1)

@@ -34,12 +34,29 @@ def thread_of(config: Any) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id", ""))
 
 
+# Set when LangGraph Server loads the agent (graph/service/server.py): in that process
+# every run comes from a server client, whatever its config says.
+_SERVED = False
+
+
+def identity_from_server() -> None:
+    """Make every run in this process name LangGraph Server's authenticated user."""
+    global _SERVED
+    _SERVED = True
+
+
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Which front end and who answered: what the Session puts in the run's config
-    (`gatehouse_source`, `gatehouse_actor`), else LangGraph Server's authenticated user."""
+    """Which front end and who answered. A LangGraph Server run names the server's
+    authenticated user (`langgraph_auth_user_id`, which the server writes over any
+    client's value) and nothing a client sent: `gatehouse_source` / `gatehouse_actor`
+    in a client's `configurable` are ignored there. In-process callers (the Session,
+    a raw `graph.invoke`) are trusted: the Session puts its caller in those keys."""
     conf = config.get("configurable") or {}
-    source = conf.get("gatehouse_source") or ("langgraph-server" if "assistant_id" in conf else "api")
-    actor = conf.get("gatehouse_actor") or conf.get("langgraph_auth_user_id")
+    if _SERVED or "langgraph_auth_user_id" in conf or "assistant_id" in conf:
+        user = conf.get("langgraph_auth_user_id")
+        return {"source": "langgraph-server", "actor": str(user) if user else None}
+    source = conf.get("gatehouse_source") or "api"
+    actor = conf.get("gatehouse_actor")
     return {"source": str(source), "actor": str(actor) if actor else None}
 
 

@@ -87,6 +87,8 @@ class ToolPolicy:
     allowed_decisions: tuple[DecisionType, ...] = ALL_DECISIONS
     description: str | None = None
     rules: tuple[Rule, ...] = ()
+    # Who may decide this tool's calls (signed-in identities); empty: anyone signed in.
+    approvers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Verdict:
     allowed_decisions: tuple[DecisionType, ...] = ALL_DECISIONS
     description: str | None = None
     reason: str = ""
+    approvers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,9 +177,12 @@ def _tool_policy(name: str, value: Any) -> ToolPolicy:
         return ToolPolicy(mode=_mode(value, where))
     if not isinstance(value, Mapping):
         raise PolicyError(f"{where}: expected true, false, a mode or a table, got {value!r}")
-    known = {"mode", "allowed_decisions", "description", "rules"}
+    known = {"mode", "allowed_decisions", "description", "rules", "approvers"}
     if extra := set(value) - known:
         raise PolicyError(f"{where}: unknown keys {sorted(extra)}")
+    approvers = value.get("approvers", [])
+    if not isinstance(approvers, list | tuple) or not all(isinstance(a, str) and a.strip() for a in approvers):
+        raise PolicyError(f"{where}: approvers must be a list of identities (e.g. [\"ana@example.com\"])")
     # A HITL-middleware config (`{"allowed_decisions": [...]}`) means "ask".
     mode = _mode(value["mode"], where) if "mode" in value else "ask"
     return ToolPolicy(
@@ -188,6 +194,7 @@ def _tool_policy(name: str, value: Any) -> ToolPolicy:
         ),
         description=value.get("description"),
         rules=tuple(_rule(r, f"{where}, rule {i + 1}") for i, r in enumerate(value.get("rules", []))),
+        approvers=tuple(a.strip() for a in approvers),
     )
 
 
@@ -251,6 +258,7 @@ class Policy:
                     allowed_decisions=rule.allowed_decisions or config.allowed_decisions,
                     description=config.description,
                     reason="matched a policy rule",
+                    approvers=config.approvers,
                 )
         if any(g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern) for g in grants):
             return Verdict(mode="allow", reason=GRANTED)
@@ -260,6 +268,7 @@ class Policy:
                 allowed_decisions=config.allowed_decisions,
                 description=config.description,
                 reason="policy for this tool",
+                approvers=config.approvers,
             )
         if spec.default == "ask" and spec.auto_allow is not None and _safe(spec.auto_allow, args):
             return Verdict(mode="allow", reason="judged safe by the tool")
@@ -268,6 +277,7 @@ class Policy:
             allowed_decisions=config.allowed_decisions,
             description=config.description,
             reason="tool default",
+            approvers=config.approvers,
         )
 
     def summary(self, tools: list[BaseTool]) -> list[dict[str, Any]]:

@@ -62,10 +62,12 @@ def review(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> Com
     thread_id = thread_of(config)
     _, gated = classify(state, deps, thread_id, reviewing=True)
     request = build_request(gated, deps.tools)
-    with answering(request, deps.tools) as schema:
+    # Who answers is known before the answer arrives (the run's config, graph/agent/emit.py),
+    # so a tool's `approvers` are checked with the answer's other checks.
+    who = decided_by(config)
+    with answering(request, deps.tools, actor=who["actor"]) as schema:
         answer = interrupt(request, response_schema=schema)
     if deps.decisions is not None:
-        who = decided_by(config)
         deps.decisions.record(
             [record_of(thread_id, "review", call, decision, **who) for (call, _), decision in zip(gated, answer.decisions, strict=True)]
         )
@@ -136,7 +138,8 @@ def build_request(
                 preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,
             )
         )
-        configs.append(ReviewConfig(action_name=call["name"], allowed_decisions=list(verdict.allowed_decisions)))
+        configs.append(ReviewConfig(action_name=call["name"], allowed_decisions=list(verdict.allowed_decisions),
+                                    approvers=list(verdict.approvers) or None))
     return ApprovalRequest(action_requests=actions, review_configs=configs).wire()
 
 
@@ -156,6 +159,7 @@ class _Request:
     actions: list[dict[str, Any]]
     configs: list[dict[str, Any]]
     tools: Mapping[str, BaseTool]
+    actor: str | None = None
 
 
 # The request an answer is being checked against, bound by `answering`. One answer
@@ -184,7 +188,7 @@ class CheckedAnswer(ReviewAnswer):
     @model_validator(mode="after")
     def _fits_request(self) -> CheckedAnswer:
         bound = _request_being_answered()
-        _check(self.decisions, bound.actions, bound.configs, bound.tools)
+        _check(self.decisions, bound.actions, bound.configs, bound.tools, bound.actor)
         return self
 
     @classmethod
@@ -196,11 +200,13 @@ class CheckedAnswer(ReviewAnswer):
 
 
 @contextmanager
-def answering(request: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> Iterator[type[CheckedAnswer]]:
+def answering(
+    request: Mapping[str, Any], tools: Mapping[str, BaseTool], *, actor: str | None = None
+) -> Iterator[type[CheckedAnswer]]:
     """Check answers against `request` inside this block: `CheckedAnswer.model_validate`
     here, or `interrupt(request, response_schema=CheckedAnswer)`, which validates a
-    resume value before LangGraph stores it."""
-    token = _answering.set(_Request(list(request["action_requests"]), list(request["review_configs"]), tools))
+    resume value before LangGraph stores it. `actor`: who answers (a tool's `approvers`)."""
+    token = _answering.set(_Request(list(request["action_requests"]), list(request["review_configs"]), tools, actor))
     try:
         yield CheckedAnswer
     finally:
@@ -246,6 +252,7 @@ def _check(
     actions: list[dict[str, Any]],
     configs: list[dict[str, Any]],
     tools: Mapping[str, BaseTool],
+    actor: str | None = None,
 ) -> None:
     if len(decisions) != len(actions):
         raise ValueError(
@@ -253,6 +260,11 @@ def _check(
         )
     for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
         where = f"decision {i + 1} ({action['name']})"
+        if (approvers := config.get("approvers")) and not may_decide(actor, approvers):
+            raise ValueError(
+                f"{where}: only {', '.join(approvers)} may decide {action['name']} calls "
+                f"({'you are ' + actor if actor else 'this answer names nobody'}); the call stays pending"
+            )
         if decision.type not in config["allowed_decisions"]:
             raise ValueError(
                 f"{where}: {decision.type!r} is not allowed; allowed: {', '.join(config['allowed_decisions'])}"
@@ -268,6 +280,11 @@ def _check(
             problem = args_problem(tools[action["name"]], decision.edited_action.args)
             if problem:
                 raise ValueError(f"{where}: edited arguments do not fit the tool: {problem}")
+
+
+def may_decide(actor: str | None, approvers: Sequence[str]) -> bool:
+    """Whether `actor` is one of a tool's approvers (identities compare without case)."""
+    return actor is not None and actor.strip().lower() in {a.strip().lower() for a in approvers}
 
 
 def explain(error: ValidationError) -> str:

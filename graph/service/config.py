@@ -73,11 +73,13 @@ class Settings:
     offload_threshold_chars: int = 8_000
     offload_head_chars: int = 1_500
     # [audit]: who the decision log names for decisions made here when the front end
-    # knows no better (the terminal names the OS user); the web app takes it from the
-    # request header `actor_header` when one is set (e.g. X-Forwarded-User behind an
-    # authenticating proxy).
+    # knows no better (the terminal names the OS user). `actor_header` is no longer
+    # read: a header anyone can send names nobody; the web app signs people in
+    # ([access], graph/service/access.py), a proxy's user header included.
     audit_actor: str | None = None
     audit_actor_header: str | None = None
+    # [access]: who may reach the web app and LangGraph Server (graph/service/access.py).
+    access: dict[str, Any] = field(default_factory=dict)
     # Policy mapping (see graph/agent/policy.py; "*" for every tool) and hooks by
     # import path per point.
     policy: dict[str, Any] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from graph.agent.emit import identity_from_server
 from graph.service.app import build_agent, shared_storage
 from graph.service.config import load_env_file, load_settings
 from graph.store.threaded import ThreadedSaver
@@ -30,6 +31,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 load_env_file(PROJECT_ROOT / ".env")
+# Who decided is the server's authenticated user (graph/service/server_auth.py), never
+# the `gatehouse_actor` / `gatehouse_source` a client puts in its config.
+identity_from_server()
 _settings = load_settings()
 _storage = shared_storage(_settings.db)
 agent, _tools, _closers = build_agent(

@@ -352,7 +352,7 @@ class Session:
                 if isinstance(pending, OutcomeUnknown):
                     OutcomeAnswer.model_validate(answer)
                 else:
-                    with answering(pending.request.wire(), self._tools()) as schema:
+                    with answering(pending.request.wire(), self._tools(), actor=options.actor or self.actor) as schema:
                         schema.model_validate(answer)
             except ValidationError as exc:
                 raise DecisionError(explain(exc)) from None
@@ -684,6 +684,14 @@ class Session:
         self.storage.decisions.record([revoke_record(self.storage.decisions, found, source=source or self.source,
                                                      actor=actor or self.actor)])
         return found
+
+    def verify_audit(self) -> Any:
+        """Check the decision log's hash chain (graph/store/decision_chain.py): a
+        `ChainCheck` with `intact`, `entries`, `head` and `problems` (the first edited,
+        inserted or deleted entry first)."""
+        if self.storage.decisions is None:
+            raise StorageError("this session has no decision log to verify")
+        return self.storage.decisions.verify()
 
     # -- changing threads -----------------------------------------------------
     def rename(self, thread_id: str, title: str) -> None:

@@ -29,6 +29,15 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from graph.protocol.decisions import ALL_TOOLS, GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
+from graph.store.decision_chain import (
+    CHAIN_SCHEMA,
+    SQLITE,
+    ChainCheck,
+    append,
+    check,
+    read_for_check,
+    seal_existing,
+)
 from graph.store.sqlite import immediate
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
@@ -119,6 +128,11 @@ class Decisions:
         with self._tx() as c:
             c.execute(SCHEMA)
             c.execute("CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)")
+            new_chain = c.execute(
+                "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='gatehouse_decision_chain'").fetchone() is None
+            c.execute(CHAIN_SCHEMA)
+            if new_chain:  # a log recorded before the chain existed: chained as it stands
+                seal_existing(c.cursor(), SQLITE)
 
     def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
         return immediate(self._conn, self._lock)
@@ -127,11 +141,15 @@ class Decisions:
         """Append decisions; one already recorded for the same (thread, question, call)
         stays as it was."""
         with self._tx() as c:
-            c.executemany(
-                f"INSERT INTO gatehouse_decisions({_COLUMNS}) VALUES ({', '.join('?' * 12)}) "
-                "ON CONFLICT(thread_id, question, tool_call_id) DO NOTHING",
-                [_row(r) for r in records],
-            )
+            cur = c.cursor()
+            for record in records:
+                cur.execute(
+                    f"INSERT INTO gatehouse_decisions({_COLUMNS}) VALUES ({', '.join('?' * 12)}) "
+                    "ON CONFLICT(thread_id, question, tool_call_id) DO NOTHING",
+                    _row(record),
+                )
+                if cur.rowcount == 1:  # new: chained in the same transaction
+                    append(cur, SQLITE, (record.thread_id, record.question, record.tool_call_id))
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select("WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id))
@@ -153,6 +171,13 @@ class Decisions:
                 (thread_id,),
             ).fetchall()
         return grants_in_force(rows)
+
+    def verify(self) -> ChainCheck:
+        """Check the hash chain (graph/store/decision_chain.py): the first edited,
+        inserted or deleted entry, if any."""
+        with self._lock:
+            rows, chain = read_for_check(self._conn.cursor())
+        return check(rows, chain)
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
         with self._lock:

@@ -35,6 +35,15 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo
+from graph.store.decision_chain import (
+    CHAIN_SCHEMA,
+    POSTGRES,
+    ChainCheck,
+    read_for_check,
+    seal_existing,
+)
+from graph.store.decision_chain import append as append_to_chain
+from graph.store.decision_chain import check as check_chain
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import SCHEMA as DECISIONS_SCHEMA
 from graph.store.decisions import Decisions, _record, _row, grants_in_force
@@ -81,6 +90,7 @@ SCHEMA = [
     "ALTER TABLE gatehouse_journal ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1",
     DECISIONS_SCHEMA.replace("decided_at REAL", "decided_at DOUBLE PRECISION"),
     "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)",
+    CHAIN_SCHEMA,
     OUTPUTS_SCHEMA.replace("stored_at REAL", "stored_at DOUBLE PRECISION"),
     """CREATE TABLE IF NOT EXISTS gatehouse_leases (
         thread_id TEXT PRIMARY KEY,
@@ -223,12 +233,22 @@ class PgDecisions(Decisions):
         self._pool = pool
 
     def record(self, records: Sequence[DecisionRecord]) -> None:
-        with self._pool.connection() as conn, conn.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO gatehouse_decisions({DECISION_COLUMNS}) VALUES ({', '.join(['%s'] * 12)}) "
-                "ON CONFLICT (thread_id, question, tool_call_id) DO NOTHING",
-                [_row(r) for r in records],
-            )
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            for record in records:
+                cur.execute(
+                    f"INSERT INTO gatehouse_decisions({DECISION_COLUMNS}) VALUES ({', '.join(['%s'] * 12)}) "
+                    "ON CONFLICT (thread_id, question, tool_call_id) DO NOTHING",
+                    _row(record),
+                )
+                if cur.rowcount == 1:  # new: chained in the same transaction
+                    append_to_chain(cur, POSTGRES, (record.thread_id, record.question, record.tool_call_id))
+
+    def verify(self) -> ChainCheck:
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            # One snapshot of both tables, as SQLite's reader sees.
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rows, chain = read_for_check(cur)
+        return check_chain(rows, chain)
 
     def grants(self, thread_id: str) -> list[tuple[str, str | None]]:
         rows = self._rows(
@@ -389,7 +409,7 @@ class PgLeases(Leases):
 # The tables the last statements of SCHEMA create: all there means nothing to set up.
 LAST_TABLES = (
     "gatehouse_threads", "gatehouse_heads", "gatehouse_head_blocks", "gatehouse_journal", "gatehouse_decisions",
-    "gatehouse_tool_outputs", "gatehouse_leases", "gatehouse_checkpoint_tree",
+    "gatehouse_tool_outputs", "gatehouse_leases", "gatehouse_checkpoint_tree", "gatehouse_decision_chain",
 )
 
 
@@ -417,8 +437,12 @@ def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
             time.sleep(0.1)
         try:
             saver.setup()
+            new_chain = conn.execute("SELECT to_regclass('gatehouse_decision_chain') IS NULL AS new").fetchone()["new"]
             for statement in SCHEMA:
                 conn.execute(statement)
+            if new_chain:  # a log recorded before the chain existed: chained as it stands
+                with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                    seal_existing(cur, POSTGRES)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
 

@@ -3,10 +3,11 @@ leases: one way to open the file (WAL, busy timeout) and one write transaction."
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from graph.protocol.errors import StorageError
@@ -25,7 +26,8 @@ def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Con
     """Open (creating if needed) a SQLite file tuned for several threads and processes."""
     file = Path(path).expanduser()
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _create_private(file)
         conn = sqlite3.connect(
             str(file),
             check_same_thread=False,
@@ -39,6 +41,16 @@ def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Con
     except (sqlite3.Error, OSError) as exc:
         raise StorageError(f"cannot open the Gatehouse database {file}: {exc}") from exc
     return conn
+
+
+def _create_private(file: Path) -> None:
+    """A new database file readable and writable by its owner only (0600): whoever can
+    write it can approve (the terminal and the Python API trust the file's owner).
+    SQLite gives its -wal and -shm files the database file's permissions."""
+    if str(file) == ":memory:" or file.exists():
+        return
+    with suppress(FileExistsError):
+        os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 @contextmanager

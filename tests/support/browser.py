@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bench.web.server import free_port, running
+from bench.web.server import free_port, install_secret_of, running, sign_in
 from ui.web.serve import streamlit_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +60,12 @@ class Server:
     db: Path
     log: Path
     process: subprocess.Popen[bytes]
+    secret: str = ""
+
+    def sign_in(self, context: Any) -> Any:
+        """Sign `context` in with the token link; returns it."""
+        sign_in(context, self.url, self.secret)
+        return context
 
 
 @contextmanager
@@ -80,7 +86,7 @@ def streamlit_server(tmp: Path, extra_env: dict[str, str] | None = None, timeout
     # The command line `gatehouse ui` runs (its flags: ui/web/serve.py).
     cmd = streamlit_command(port)
     with running(cmd, port, cwd=tmp, env=env, log=log, timeout=timeout) as (url, process):
-        yield Server(url=url, workspace=workspace, db=db, log=log, process=process)
+        yield Server(url=url, workspace=workspace, db=db, log=log, process=process, secret=install_secret_of(db))
 
 
 def screenshot(page: Any, name: str) -> Path:

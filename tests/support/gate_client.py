@@ -94,10 +94,11 @@ class RawClient:
 class SdkClient:
     name = "sdk"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         from langgraph_sdk import get_sync_client
 
-        self.client = get_sync_client(url=url)
+        # `headers`: the server's credentials (DevServer.headers: the install secret).
+        self.client = get_sync_client(url=url, headers=headers)
 
     def _wait(self, thread: str, **kwargs: Any) -> Any:
         result = self.client.runs.wait(thread, GRAPH, if_not_exists="create", **kwargs)

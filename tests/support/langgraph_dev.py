@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -46,6 +47,18 @@ class DevServer:
     proc: subprocess.Popen[bytes]
     home: Path
     log: Path
+    # The install secret the server signs the local user in with (its bearer key).
+    secret: str = ""
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.secret}"}
+
+    def client(self) -> Any:
+        """A langgraph-sdk client with the documented credentials."""
+        from langgraph_sdk import get_sync_client
+
+        return get_sync_client(url=self.url, headers=self.headers)
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -55,6 +68,10 @@ class DevServer:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+
+def _secret_env(db: Path | str, home: Path) -> dict[str, str]:
+    return {"GATEHOUSE_SECRET_FILE": str(home / "gatehouse.secret")} if "://" in str(db) else {}
 
 
 def server_env(db: Path | str, workspace: Path, **extra: str) -> dict[str, str]:
@@ -78,9 +95,21 @@ def write_config(home: Path) -> Path:
     config["graphs"] = {name: str((ROOT / spec).resolve()) for name, spec in config["graphs"].items()}
     if isinstance(config.get("env"), str):
         config["env"] = str((ROOT / config["env"]).resolve())
+    if "auth" in config:
+        config["auth"]["path"] = str((ROOT / config["auth"]["path"]).resolve())
+    if "http" in config and "app" in config["http"]:
+        config["http"]["app"] = str((ROOT / config["http"]["app"]).resolve())
     path = home / "langgraph.json"
     path.write_text(json.dumps(config))
     return path
+
+
+def secret_for(db: Path | str, home: Path) -> str:
+    """The install secret of a server on `db`, made now (0600) so the test knows it: next
+    to a SQLite file; for Postgres, the file GATEHOUSE_SECRET_FILE names in `home`."""
+    from graph.service.access import install_secret
+
+    return install_secret(Path(db).parent / "gatehouse.secret" if "://" not in str(db) else home / "gatehouse.secret")
 
 
 @contextmanager
@@ -93,9 +122,9 @@ def langgraph_dev(home: Path, *, db: Path | str, workspace: Path, timeout: float
         proc = subprocess.Popen(
             [langgraph_cli(), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
              "--config", str(config)],
-            cwd=home, env=server_env(db, workspace, **env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=home, env=server_env(db, workspace, **_secret_env(db, home), **env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
-    server = DevServer(f"http://127.0.0.1:{port}", proc, home, log)
+    server = DevServer(f"http://127.0.0.1:{port}", proc, home, log, secret_for(db, home))
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -79,7 +79,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 13
 STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
                "stopped": EXIT_FAILED, "cancelled": EXIT_CANCELLED}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-APP_PATH = PROJECT_ROOT / "ui" / "web" / "app.py"
+APP_PATH = PROJECT_ROOT / "ui" / "web" / "launch.py"  # the app behind its sign-in guard
 
 HELP = """A LangGraph agent that pauses before any tool call a person must approve.
 
@@ -464,7 +464,7 @@ def root(
     global _bad_thread_id
     _bad_thread_id = None  # before the command's arguments are parsed (several commands run in one process in tests)
     if ctx.invoked_subcommand is None:
-        ui(port)
+        ui(port=port, browser=True)
     elif port is not None:
         raise fail(f"--port is for the web UI: `gatehouse --port {port}` or `gatehouse ui --port {port}`, "
                    f"not with `{ctx.invoked_subcommand}`", EXIT_USAGE)
@@ -473,12 +473,15 @@ def root(
 @app.command()
 def ui(
     port: Annotated[int | None, typer.Option(metavar="N", help="Port for the web UI.")] = None,
+    browser: Annotated[bool, typer.Option(help="Open the sign-in link in a browser.")] = True,
 ) -> None:
-    """Start the Streamlit web UI on 127.0.0.1."""
+    """Start the Streamlit web UI on 127.0.0.1. It prints a sign-in link that works once
+    (and opens it); the sign-in page also takes the install secret (gatehouse.secret)."""
     if not APP_PATH.is_file():
         raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
     from ui.web.serve import streamlit_command
 
+    os.environ["GATEHOUSE_OPEN_BROWSER"] = "1" if browser else "0"
     raise typer.Exit(_run_child(streamlit_command(port, APP_PATH)))
 
 
@@ -517,6 +520,9 @@ def studio(
     if not threads and browser:
         cmd.remove("--no-browser")  # langgraph dev opens Studio itself
     if not threads:
+        from ui.term.studio import CONNECT_HINT
+
+        err.print(Text(CONNECT_HINT, "yellow"))
         raise typer.Exit(_run_child(cmd, cwd=PROJECT_ROOT))
     err.print(Text("$ " + " ".join(cmd), "dim"))
     raise typer.Exit(run_studio(cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print))
@@ -760,10 +766,25 @@ def audit(
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, newest first.")] = 200,
     db: DbOpt = None,
     as_json: JsonOpt = False,
+    verify: Annotated[bool, typer.Option("--verify", help="Check the log's hash chain: name the first edited, "
+                                                          "inserted or deleted entry (exit 1 if any).")] = False,
 ) -> None:
     """The decision log, newest first: who approved, edited, rejected or answered which
     tool call, when, from which front end, with the edits. It outlives undo, fork and
-    thread deletion."""
+    thread deletion. With --verify: whether anyone rewrote it."""
+    if verify:
+        with open_cli_session(db) as session:
+            result = session.verify_audit()
+        if as_json:
+            print(json.dumps({"intact": result.intact, "entries": result.entries, "head": result.head,
+                              "problems": result.problems}, indent=2))
+        elif result.intact:
+            out.print(f"Decision log intact: {result.entries} entries, head {result.head}")
+        else:
+            err.print(Text(f"Decision log TAMPERED: {result.first_problem}", "bold red"))
+            for more in result.problems[1:]:
+                err.print(Text(f"  also: {more}", "red"))
+        raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
         records = session.audit(thread, limit=limit)
     if as_json:

@@ -5,6 +5,8 @@ Gatehouse's storage (graph/service/server.py), so the server reads and writes th
 same database as the web app and the terminal. Studio lists the threads the server
 knows; a thread started elsewhere is made known by registering it (`--thread ID`),
 after which Studio opens it: its history, time travel, forks, its pending approval.
+The server requires credentials (langgraph.json's auth handler): this OS user's
+install secret as a bearer key, which Studio sends as a custom header.
 """
 
 from __future__ import annotations
@@ -20,9 +22,15 @@ from urllib.parse import quote
 
 import httpx
 
+from graph import install_secret, load_access, load_settings, secret_path
+
 GRAPH = "gatehouse"
 STUDIO = "https://smith.langchain.com/studio"
 DEFAULT_PORT = 2024
+CONNECT_HINT = (
+    "The server requires credentials. In Studio's connection settings add the header\n"
+    "  Authorization: Bearer <the install secret: gatehouse.secret next to your database>"
+)
 
 
 def studio_url(base_url: str, thread_id: str | None = None) -> str:
@@ -56,13 +64,21 @@ def wait_until_up(base_url: str, proc: subprocess.Popen[bytes], timeout: float =
     raise RuntimeError(f"langgraph dev did not answer at {base_url} within {timeout:.0f} s")
 
 
-def register(base_url: str, thread_id: str) -> None:
+def local_credentials(db: str | None = None) -> dict[str, str]:
+    """The header this OS user signs in to the server with: the install secret as a
+    bearer key (graph/service/server_auth.py)."""
+    settings = load_settings()
+    access = load_access(settings.access)
+    return {"Authorization": f"Bearer {install_secret(secret_path(db or settings.db, access))}"}
+
+
+def register(base_url: str, thread_id: str, headers: dict[str, str] | None = None) -> None:
     """Make a thread stored in Gatehouse's database known to the server (its runs then
     read and write that thread's checkpoints)."""
     response = httpx.post(
         f"{base_url}/threads",
         json={"thread_id": thread_id, "if_exists": "do_nothing", "metadata": {"graph_id": GRAPH}},
-        timeout=30,
+        headers=headers, timeout=30,
     )
     response.raise_for_status()
 
@@ -76,11 +92,13 @@ def run_studio(
     proc = subprocess.Popen(list(cmd), cwd=cwd)
     try:
         wait_until_up(base_url, proc)
+        credentials = local_credentials()
         for thread_id in threads:
-            register(base_url, thread_id)
+            register(base_url, thread_id, credentials)
         links = [studio_url(base_url, t) for t in threads] or [studio_url(base_url)]
         for link in links:
             say(f"Studio: {link}")  # type: ignore[operator]
+        say(CONNECT_HINT)  # type: ignore[operator]
         if open_browser:
             webbrowser.open(links[0])
         return proc.wait()

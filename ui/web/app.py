@@ -1,4 +1,5 @@
-"""Gatehouse in the browser: `gatehouse ui` (streamlit run ui/web/app.py, flags in ui/web/serve.py).
+"""Gatehouse in the browser: `gatehouse ui` (serves this script behind the sign-in guard of
+ui/web/launch.py; flags in ui/web/serve.py).
 
 Pages: chat (the open thread, `?thread=...`), the approvals inbox and settings.
 Runs execute on the process-wide Runner (ui/web/state.py); this script only draws
@@ -22,6 +23,7 @@ from ui.web.audit import audit_page  # noqa: E402
 from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
+from ui.web.identity import signed_in  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import page_drawn, page_started  # noqa: E402
 from ui.web.live_edit import LIVE_EDIT_SCRIPT  # noqa: E402
@@ -48,6 +50,8 @@ def main() -> None:
     st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
     st.html(STYLE)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
+    if signed_in() is None:
+        return
     st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()

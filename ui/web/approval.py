@@ -31,6 +31,7 @@ from graph import (
     StaleDecision,
 )
 from graph.protocol.pauses import ActionRequest
+from ui.web.auto_approve import tab_actor
 from ui.web.safe_text import code, label, markdown
 from ui.web.tool_blocks import pretty
 
@@ -231,12 +232,37 @@ def stale_notice(session: Session, pending: Pause) -> str:
     for record in records:
         if record.tool_call_id in calls and record.tool_call_id not in [c for c, _ in said]:
             who = " ".join(p for p in (f"by {record.actor}" if record.actor else None,
-                                       f"via {record.source}" if record.source else None) if p)
+                                       f"via {record.source}" if record.source else None) if p)  # "by ana via web"
             said.append((record.tool_call_id, f"`{record.tool}` {PAST.get(record.decision, record.decision)}"
                          f" {who or 'elsewhere'}"))
     if not said:
         return "Your decision was not used: this request was already decided elsewhere."
     return "Your decision was not used: already decided — " + "; ".join(text for _, text in said) + "."
+
+
+def approvers_of(pending: Approval, index: int) -> list[str]:
+    """The identities a tool's policy lets decide this call (`approvers`); [] for anyone."""
+    extra = pending.request.review_configs[index].model_extra or {}
+    return [str(a) for a in extra.get("approvers") or []]
+
+
+def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
+    """Draw the card without controls when this person may not decide one of its calls
+    (the graph refuses their answer too); True when it did."""
+    me = (tab_actor() or "").strip().lower()
+    barred = [(a, who) for i, a in enumerate(actions) if (who := approvers_of(pending, i))
+              and me not in {w.strip().lower() for w in who}]
+    if not barred:
+        return False
+    with st.container(border=True):
+        st.markdown(f"### :material/lock: Approval needed · {len(actions)} call{'s' if len(actions) > 1 else ''}")
+        for i, action in enumerate(actions):
+            st.markdown(f"**{i + 1}. `{action.name}`**")
+            st.code(pretty(action.args), language="json")
+        names = "; ".join(f"`{a.name}`: {', '.join(who)}" for a, who in barred)
+        st.info(f"Read-only: only these people may decide — {names}. You are signed in as {tab_actor() or 'nobody'}.",
+                icon=":material/lock:")
+    return True
 
 
 def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str = "card") -> None:
@@ -245,6 +271,8 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
         outcome_card(session, runner, pending, prefix)
         return
     actions = pending.actions
+    if _read_only(pending, actions):
+        return
     single = len(actions) == 1
     card = f"{prefix}-{pending.interrupt_id}"
     with st.container(border=True):

@@ -41,7 +41,8 @@ def _what(record: DecisionRecord) -> str:
 
 def record_html(record: DecisionRecord, title: str | None) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.decided_at))
-    who = " ".join(p for p in (record.actor, f"({record.source})" if record.source else None) if p) or "unknown"
+    # "ana@example.com via web": the signed-in identity the log recorded, and the front end.
+    who = " ".join(p for p in (record.actor or "unknown", f"via {record.source}" if record.source else None) if p)
     where = f" · {title}" if title else ""
     summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {_what(record)} · by {who}"
     body = f"<small>thread {html.escape(record.thread_id)} · call {html.escape(record.tool_call_id or '-')}</small>"

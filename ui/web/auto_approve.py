@@ -15,11 +15,11 @@ from typing import Any
 
 import streamlit as st
 
-from graph import Run, Runner, Session, load_settings
+from graph import Run, Runner, Session
+from ui.web.identity import signed_in_identity
 
 TAB_KEY = "auto-approve-tab"  # this browser session's mode (kept apart from the widget's state)
 _WIDGET = "auto-approve-tab-toggle"
-_ACTOR_KEY = "tab-actor"
 
 
 def tab_auto_approve() -> bool:
@@ -27,14 +27,9 @@ def tab_auto_approve() -> bool:
 
 
 def tab_actor() -> str | None:
-    """Who this browser session is, for the decision log: the request header named by
-    `[audit] actor_header` (an authenticating proxy's user), else None (the session's
-    configured actor). Read once per browser session."""
-    if _ACTOR_KEY not in st.session_state:
-        header = load_settings().audit_actor_header
-        value = st.context.headers.get(header) if header else None
-        st.session_state[_ACTOR_KEY] = value.strip() if value and value.strip() else None
-    return st.session_state[_ACTOR_KEY]
+    """Who this browser session is, for the decision log: the person the sign-in guard
+    vouched for (ui/web/identity.py), never a header a client could send itself."""
+    return signed_in_identity()
 
 
 class TabRunner:

@@ -1,5 +1,6 @@
 """How the web app is served: the `streamlit run` command line `gatehouse ui` uses
-(and the browser tests and the benchmark, so they measure what users run).
+(and the browser tests and the benchmark, so they measure what users run). It runs
+ui/web/launch.py: the app behind the sign-in guard (ui/web/guard.py).
 
 - client.toolbarMode minimal: no Deploy / developer menu in the header.
 - runner.postScriptGC false: Streamlit runs a full `gc.collect()` after every script
@@ -13,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-APP_PATH = Path(__file__).resolve().parent / "app.py"
+APP_PATH = Path(__file__).resolve().parent / "launch.py"
 
 FLAGS = [
     "--server.address", "127.0.0.1",

@@ -1,0 +1,78 @@
+"""The address checks in front of LangGraph Server (langgraph.json `"http": {"app": ...}`):
+`Host` must name this server and a browser's `Origin` must be LangGraph Studio's or a
+configured one, before CORS, the private-network preflight answer or any route.
+
+`langgraph dev` answers every preflight with `Access-Control-Allow-Private-Network:
+true` (its PrivateNetworkMiddleware; the environment cannot turn it off), which lets
+public sites reach a loopback server. The middleware of a custom app runs outside
+LangGraph's own, so a foreign origin is refused here and never gets that header, and
+a DNS-rebinding page (a foreign `Host`) gets nothing either. CORS itself stays
+LangGraph's (langgraph.json `http.cors`, narrowed to the same origins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
+from graph.service.config import load_settings
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+PNA_REQUEST = "access-control-request-private-network"
+
+
+def server_origins(access: Access) -> list[str]:
+    """Browser origins the server answers: Studio's and `[access] server_origins`."""
+    return [STUDIO_ORIGIN, *(origin_of(o) for o in access.server_origins if origin_of(o) != STUDIO_ORIGIN)]
+
+
+class AddressCheck:
+    """ASGI middleware: 403 for a foreign `Host` or `Origin`, HTTP and WebSocket."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], access: Access) -> None:
+        self.app = app
+        self.hosts = access.allowed_hosts()
+        self.origins = set(server_origins(access))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Load balancers probe /ok by IP: it says only that the server is up.
+        if scope["type"] in ("http", "websocket") and scope.get("path") != "/ok":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            host = headers.get("host", "")
+            origin = headers.get("origin")
+            if host_name(host) not in self.hosts:
+                await _refuse(scope, send, "this server does not answer to that address")
+                return
+            if origin is not None and origin_of(origin) not in self.origins and not _same_origin(origin, host):
+                await _refuse(scope, send, "this server does not accept requests from that site")
+                return
+            if origin is not None and PNA_REQUEST in headers:
+                # An allowed origin's private-network preflight: Starlette's CORS (which
+                # LangGraph cannot configure for it) would refuse it; LangGraph's own
+                # middleware, reached only by allowed origins, answers it.
+                scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != PNA_REQUEST.encode()]
+        await self.app(scope, receive, send)
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    given = origin_of(origin)
+    return bool(given) and given.split("://", 1)[1] == host.strip().lower()
+
+
+async def _refuse(scope: Scope, send: Send, text: str) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    body = f"Gatehouse: {text}.".encode()
+    await send({"type": "http.response.start", "status": 403,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+app = Starlette(middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))])

@@ -1,0 +1,151 @@
+"""The decision log's hash chain: each recorded decision gets an entry, in the order the
+database recorded them, carrying the hash of the entry before it, so an edited,
+inserted or deleted decision shows (`gatehouse audit --verify`).
+
+One table beside `gatehouse_decisions`, one module for SQLite and Postgres (`Dialect`
+below): the decision rows keep their own schema, and an entry hashes the whole stored
+row (`SELECT *`, by column name), so columns added to the log later are covered too.
+
+    entry_hash = sha256(prev_hash, seq, the decision row as canonical JSON)
+
+What it proves: a row changed after it was recorded (edited), a row with no entry
+(inserted with SQL), an entry with no row or a gap in `seq` (deleted), an entry that
+does not continue from the one before (rewritten). What it cannot: someone who
+rewrites every entry from the change onwards, or drops the newest entries along with
+their rows; note down the head hash `--verify` prints to catch those too.
+
+Appends are serialised (SQLite's write lock, a Postgres advisory lock) in the same
+transaction as the decision row, so two processes never chain onto the same entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+GENESIS = "0" * 64
+CHAIN_SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decision_chain (
+    seq BIGINT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    entry_hash TEXT NOT NULL,
+    UNIQUE (thread_id, question, tool_call_id))"""
+# Postgres: one appender at a time across processes (held until the transaction ends).
+PG_CHAIN_LOCK = 0x6761746563686E  # "gatechn"
+KEY = ("thread_id", "question", "tool_call_id")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    param: str  # "?" (SQLite) or "%s" (Postgres)
+    lock: str | None = None  # taken before reading the head
+
+
+SQLITE = Dialect("?")
+POSTGRES = Dialect("%s", f"SELECT pg_advisory_xact_lock({PG_CHAIN_LOCK})")
+
+
+def _canonical(row: dict[str, Any]) -> str:
+    # NULL columns are left out: a column added to the log later (ALTER TABLE ... ADD
+    # COLUMN, NULL in the rows before it) keeps the older entries' hashes valid, while
+    # setting or clearing a value still changes the hash.
+    present = {k: v for k, v in row.items() if v is not None}
+    return json.dumps(present, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:
+    return hashlib.sha256(f"{prev_hash}\n{seq}\n{_canonical(row)}".encode()).hexdigest()
+
+
+def _dicts(cursor: Any) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def append(cur: Any, dialect: Dialect, key: tuple[str, str, str]) -> None:
+    """Chain the decision row `key` (just inserted, in this transaction)."""
+    p = dialect.param
+    if dialect.lock:
+        cur.execute(dialect.lock)
+    cur.execute(f"SELECT * FROM gatehouse_decisions WHERE thread_id={p} AND question={p} AND tool_call_id={p}", key)
+    [row] = _dicts(cur)
+    cur.execute("SELECT seq, entry_hash FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1")
+    head = cur.fetchone()
+    seq, prev = (int(head[0]) + 1, str(head[1])) if head else (1, GENESIS)
+    cur.execute(
+        f"INSERT INTO gatehouse_decision_chain(seq, thread_id, question, tool_call_id, prev_hash, entry_hash) "
+        f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
+        (seq, *key, prev, entry_hash(prev, seq, row)),
+    )
+
+
+def seal_existing(cur: Any, dialect: Dialect) -> None:
+    """Chain the rows of a log recorded before it had a chain (oldest first); only
+    called when the chain table is new."""
+    cur.execute("SELECT thread_id, question, tool_call_id FROM gatehouse_decisions ORDER BY decided_at")
+    for key in cur.fetchall():
+        append(cur, dialect, tuple(key))
+
+
+@dataclass(frozen=True)
+class ChainCheck:
+    """What `gatehouse audit --verify` reports."""
+
+    entries: int
+    head: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        return not self.problems
+
+    @property
+    def first_problem(self) -> str | None:
+        return self.problems[0] if self.problems else None
+
+
+def read_for_check(cur: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    cur.execute("SELECT * FROM gatehouse_decisions")
+    rows = _dicts(cur)
+    cur.execute("SELECT seq, thread_id, question, tool_call_id, prev_hash, entry_hash FROM gatehouse_decision_chain "
+                "ORDER BY seq")
+    return rows, _dicts(cur)
+
+
+def check(rows: Sequence[dict[str, Any]], chain: Sequence[dict[str, Any]]) -> ChainCheck:
+    """Walk the chain in order; problems come in log order, the first one first."""
+    by_key = {tuple(str(r[k]) for k in KEY): r for r in rows}
+    problems: list[tuple[float, str]] = []
+    prev, expected_seq, last_time = GENESIS, 1, 0.0
+    chained: set[tuple[str, ...]] = set()
+    for entry in chain:
+        seq = int(entry["seq"])
+        key = tuple(str(entry[k]) for k in KEY)
+        chained.add(key)
+        what = f"entry #{seq} (thread {key[0]}, call {key[2]})"
+        if seq != expected_seq:
+            gone = f"#{expected_seq}" if seq == expected_seq + 1 else f"#{expected_seq}–#{seq - 1}"
+            problems.append((last_time, f"entry {gone} was deleted: the chain jumps to #{seq}"))
+        elif entry["prev_hash"] != prev:
+            problems.append((last_time, f"{what} does not follow the entry before it: an entry was deleted or "
+                                        "inserted, or the chain rewritten"))
+        row = by_key.get(key)
+        if row is None:
+            problems.append((last_time, f"{what} was deleted from the decision log"))
+        else:
+            last_time = float(row.get("decided_at") or last_time)
+            if entry_hash(str(entry["prev_hash"]), seq, row) != entry["entry_hash"]:
+                problems.append((last_time, f"{what} was edited after it was recorded"))
+        prev, expected_seq = str(entry["entry_hash"]), seq + 1
+    for key, row in by_key.items():
+        if key not in chained:
+            problems.append((float(row.get("decided_at") or 0.0),
+                             f"a decision was inserted into the log without being recorded (thread {key[0]}, "
+                             f"call {key[2]}, {row.get('decision')} of {row.get('tool')})"))
+    problems.sort(key=lambda p: p[0])
+    return ChainCheck(entries=len(chain), head=prev, problems=[p for _, p in problems])

@@ -1,0 +1,313 @@
+"""The web app's front door: an ASGI middleware in front of every route Streamlit serves,
+the page, its static files and the `/_stcore/stream` WebSocket alike.
+
+Streamlit (1.67) serves an `st.App` through Starlette with user middleware running
+before its own (ui/web/launch.py), so this is the one place every request passes:
+
+1. `Host` must name this server (loopback, or `[access] hosts`): a DNS-rebinding page
+   at http://rebind.test:PORT gets 403 for the page and the WebSocket.
+2. `Origin`, when sent (browsers always send it on a WebSocket and on POST), must be
+   this server's own or a configured one: a foreign page gets 403.
+3. The person must be signed in (`[access] web`, graph/service/access.py):
+   - token: like Jupyter. A one-time link printed at start (`?token=`) or the install
+     secret pasted on the sign-in page sets an HttpOnly, SameSite=Strict cookie
+     signed with the install secret. Without it: the sign-in page (a page load) or
+     401 / a refused WebSocket (anything else).
+   - proxy: a reverse proxy authenticates people; each request carries the user in
+     `proxy_user_header` and the shared `proxy_secret` in X-Gatehouse-Proxy-Secret.
+   - oidc: Streamlit's `st.login`; the page script requires `st.user` (ui/web/identity.py).
+4. The identity goes on to the page script in one header, `X-Gatehouse-Identity`,
+   signed with the install secret and replacing whatever a client sent under that
+   name, so the script can tell a guarded request from a forged header.
+"""
+
+from __future__ import annotations
+
+import html
+import secrets
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from graph import Access, host_name, origin_of, same_secret, sign_identity, verify_identity
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+COOKIE = "gatehouse_session"
+COOKIE_MAX_AGE_S = 30 * 24 * 3600  # as long as graph's verify_identity accepts a signed value
+IDENTITY_HEADER = "x-gatehouse-identity"
+SIGNIN_PATH = "/_gatehouse/signin"
+WHOAMI_PATH = "/_gatehouse/whoami"
+SIGNOUT_PATH = "/_gatehouse/signout"
+# Answer without a sign-in (still Host- and Origin-checked): readiness probes.
+OPEN_PATHS = ("/_stcore/health", "/_stcore/script-health-check")
+GUARD_PURPOSE = "guard"
+MAX_FORM_BYTES = 8192
+
+
+class OneTimeTokens:
+    """Sign-in tokens for links printed at start: each works once, for this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: set[str] = set()
+
+    def issue(self) -> str:
+        token = secrets.token_urlsafe(24)
+        with self._lock:
+            self._live.add(token)
+        return token
+
+    def redeem(self, token: str) -> bool:
+        with self._lock:
+            if token in self._live:
+                self._live.discard(token)
+                return True
+        return False
+
+
+TOKENS = OneTimeTokens()
+
+
+class Guard:
+    """ASGI middleware: Host, Origin and sign-in checks, then the signed identity header."""
+
+    def __init__(self, app: ASGIApp, access: Access, secret: str, tokens: OneTimeTokens = TOKENS) -> None:
+        self.app = app
+        self.access = access
+        self.secret = secret
+        self.tokens = tokens
+        self.hosts = access.allowed_hosts()
+        self.origins = {origin_of(o) for o in access.origins}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        host = headers.get("host", "")
+        if host_name(host) not in self.hosts:
+            await _refuse(scope, send, 403, "Gatehouse does not answer to this address.")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin, host):
+            await _refuse(scope, send, 403, "Gatehouse does not accept requests from other sites.")
+            return
+        path = scope.get("path", "")
+        if self.access.web == "token" and kind == "http" and path.startswith("/_gatehouse/"):
+            await self._own_route(scope, receive, send, headers)
+            return
+        identity = self._identity(scope, headers)
+        if identity is None and self.access.web != "oidc":
+            if path in OPEN_PATHS:
+                await self.app(scope, receive, send)
+                return
+            await self._signed_out(scope, send, headers)
+            return
+        if self.access.web == "token" and kind == "http" and "token" in _query(scope):
+            # Signed in already: drop the token from the address bar all the same.
+            await _send_html(send, 200, _continue_page(_without_token(scope)))
+            return
+        _set_identity(scope, sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE))
+        await self.app(scope, receive, _no_framing(send) if kind == "http" else send)
+
+    def _origin_ok(self, origin: str, host: str) -> bool:
+        given = origin_of(origin)
+        if given in self.origins:
+            return True
+        # Same origin: the browser's Origin names the host the request went to.
+        return bool(given) and given.split("://", 1)[1] == host.strip().lower()
+
+    def _identity(self, scope: Scope, headers: dict[str, str]) -> str | None:
+        if self.access.web == "proxy":
+            if not same_secret(headers.get(self.access.proxy_secret_header.lower()), self.access.proxy_secret):
+                return None
+            user = (headers.get(self.access.proxy_user_header.lower()) or "").strip()
+            return user or None
+        if self.access.web == "token":
+            return verify_identity(self.secret, _cookies(headers).get(COOKIE))
+        return None
+
+    async def _signed_out(self, scope: Scope, send: Send, headers: dict[str, str]) -> None:
+        if self.access.web == "token" and scope["type"] == "http":
+            token = _query(scope).get("token")
+            if token and self._token_ok(token):
+                await self._sign_in(send, _without_token(scope))
+                return
+            if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
+                await _send_html(send, 401, _signin_page(_without_token(scope), bool(token)))
+                return
+        if self.access.web == "proxy":
+            await _refuse(scope, send, 401, "Sign in through the proxy in front of Gatehouse.")
+            return
+        await _refuse(scope, send, 401, "Sign in to Gatehouse first.")
+
+    def _token_ok(self, token: str) -> bool:
+        return self.tokens.redeem(token) or same_secret(token, self.secret)
+
+    async def _sign_in(self, send: Send, next_path: str) -> None:
+        cookie = sign_identity(self.secret, self.access.local_identity())
+        # A page, not a redirect: a navigation that came from another site (a terminal,
+        # a chat app) does not send SameSite=Strict cookies even after a redirect; one
+        # this page starts itself does.
+        await _send_html(send, 200, _continue_page(next_path), cookies=[_cookie_header(cookie)])
+
+    async def _own_route(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        path = scope["path"]
+        signed_in = self._identity(scope, headers)
+        if path == WHOAMI_PATH:
+            await _send_text(send, 200 if signed_in else 401, signed_in or "signed out")
+        elif path == SIGNOUT_PATH and scope.get("method") == "POST":
+            await _send_html(send, 200, _continue_page("/"), cookies=[f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"])
+        elif path == SIGNIN_PATH and scope.get("method") == "POST":
+            if headers.get("origin") is None:
+                await _send_text(send, 403, "Sign in from the sign-in page.")
+                return
+            form = dict(parse_qsl((await _read_body(receive)).decode("utf-8", "replace")))
+            next_path = _safe_next(form.get("next", "/"))
+            if self._token_ok(form.get("token", "").strip()):
+                await self._sign_in(send, next_path)
+            else:
+                await _send_html(send, 401, _signin_page(next_path, True))
+        else:
+            await _send_text(send, 404, "Not found")
+
+
+def _no_framing(send: Send) -> Send:
+    """No other site may show the app in a frame and trick a click on Approve (with a
+    proxy's or a provider's cookie the browser may send in a frame)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), (b"x-frame-options", b"SAMEORIGIN")]
+        await send(message)
+
+    return sending
+
+
+# -- requests ------------------------------------------------------------------------
+def _headers(scope: Scope) -> dict[str, str]:
+    """Request headers by lower-case name; a repeated header keeps its first value."""
+    out: dict[str, str] = {}
+    for name, value in scope.get("headers", []):
+        out.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+    return out
+
+
+def _set_identity(scope: Scope, value: str) -> None:
+    name = IDENTITY_HEADER.encode()
+    kept = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name]
+    scope["headers"] = [*kept, (name, value.encode("latin-1"))]
+
+
+def _cookies(headers: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in headers.get("cookie", "").split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep:
+            out.setdefault(name, value)
+    return out
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+
+
+def _without_token(scope: Scope) -> str:
+    rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+            if k != "token"]
+    return _safe_next(scope.get("path", "/") + (f"?{urlencode(rest)}" if rest else ""))
+
+
+def _safe_next(path: str) -> str:
+    """Only a path on this server: never `//other.site` or a full URL."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path:
+        return "/"
+    return path
+
+
+async def _read_body(receive: Receive) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if len(body) > MAX_FORM_BYTES or not message.get("more_body"):
+            return body[:MAX_FORM_BYTES]
+
+
+def _cookie_header(value: str) -> str:
+    return f"{COOKIE}={value}; Path=/; Max-Age={COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Strict"
+
+
+# -- responses -----------------------------------------------------------------------
+async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
+    if scope["type"] == "websocket":
+        # Closing before accepting makes the server answer the handshake with 403.
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await _send_text(send, status, text)
+
+
+async def _send_text(send: Send, status: int, text: str) -> None:
+    await _send(send, status, text.encode(), b"text/plain; charset=utf-8", [])
+
+
+async def _send_html(send: Send, status: int, page: str, cookies: list[str] | None = None) -> None:
+    await _send(send, status, page.encode(), b"text/html; charset=utf-8", cookies or [])
+
+
+async def _send(send: Send, status: int, body: bytes, content_type: bytes, cookies: list[str]) -> None:
+    headers = [
+        (b"content-type", content_type),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"x-frame-options", b"DENY"),
+        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+                                     b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'"),
+        (b"referrer-policy", b"same-origin"),
+        *((b"set-cookie", c.encode("latin-1")) for c in cookies),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+_STYLE = """<style>
+body { font-family: system-ui, sans-serif; max-width: 32rem; margin: 12vh auto; padding: 0 1rem; color: #262730; }
+h1 { font-size: 1.5rem; } input { width: 100%; padding: .5rem; font-size: 1rem; box-sizing: border-box; }
+button { margin-top: .8rem; padding: .5rem 1.2rem; font-size: 1rem; } .err { color: #b00020; }
+code { background: #f0f2f6; padding: 0 .2rem; } p.small { color: #555; font-size: .9rem; }
+</style>"""
+
+
+def _signin_page(next_path: str, failed: bool) -> str:
+    error = '<p class="err" role="alert">That token is not valid (a link works once). Try again.</p>' if failed else ""
+    nxt = html.escape(next_path, quote=True)
+    # A link from another site arrives without the SameSite=Strict cookie: ask this
+    # origin whether the browser is signed in, and if so load the page again from here.
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in · Gatehouse</title>
+{_STYLE}</head><body><h1>Sign in to Gatehouse</h1>
+<p>Only signed-in people can see threads and approve tool calls.</p>{error}
+<form method="post" action="{SIGNIN_PATH}"><label for="token">Sign-in token</label>
+<input id="token" name="token" type="password" autocomplete="off" autofocus required>
+<input type="hidden" name="next" value="{nxt}"><button type="submit">Sign in</button></form>
+<p class="small">Open the link <code>gatehouse ui</code> printed when it started (each link works once), or
+paste this install's secret: the file <code>gatehouse.secret</code> next to the database, readable only by
+the user who runs Gatehouse.</p>
+<script>fetch("{WHOAMI_PATH}", {{credentials: "same-origin"}}).then(function (r) {{
+  var last = Number(sessionStorage.getItem("gatehouse-retry") || 0);
+  if (r.ok && Date.now() - last > 5000) {{  // once: never a reload loop
+    sessionStorage.setItem("gatehouse-retry", String(Date.now())); location.replace(location.href); }} }});
+</script></body></html>"""
+
+
+def _continue_page(next_path: str) -> str:
+    target = html.escape(next_path, quote=True)
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Gatehouse</title>
+<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
+<body><p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p></body></html>"""

@@ -1,0 +1,74 @@
+"""Who is signed in to this browser session, as the page script sees it.
+
+The guard (ui/web/guard.py) hands the identity on in one header signed with the
+install secret; a page run without it (a server not started by `gatehouse ui`, or a
+client forging the header) shows a refusal, never the app. With `[access] web =
+"oidc"` the identity is Streamlit's `st.user`, and a person who is not logged in
+sees a sign-in button (`st.login`). AppTest runs (no request at all) are the Python
+API's trusted local path: the configured actor.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import streamlit as st
+
+from graph import (
+    Access,
+    ConfigError,
+    install_secret,
+    load_access,
+    load_settings,
+    oidc_problem,
+    read_streamlit_secrets,
+    secret_path,
+    verify_identity,
+)
+
+IDENTITY_HEADER = "X-Gatehouse-Identity"
+GUARD_PURPOSE = "guard"  # ui/web/guard.py signs the header with this purpose
+_KEY = "signed-in-identity"
+
+
+@lru_cache(maxsize=1)
+def web_access() -> tuple[Access, str]:
+    """This install's access settings and secret (created 0600 on first use)."""
+    settings = load_settings()
+    access = load_access(settings.access)
+    if access.web == "oidc" and (problem := oidc_problem(read_streamlit_secrets())):
+        raise ConfigError(problem)
+    return access, install_secret(secret_path(settings.db, access))
+
+
+def signed_in() -> str | None:
+    """The signed-in person's identity; None after drawing why the page is not shown
+    (the caller stops). Read once per browser session."""
+    if _KEY in st.session_state:
+        return st.session_state[_KEY]
+    access, secret = web_access()
+    headers = st.context.headers
+    if not headers:  # AppTest: no request, the trusted in-process path
+        identity = load_settings().audit_actor or access.local_identity()
+    elif (checked := verify_identity(secret, headers.get(IDENTITY_HEADER), purpose=GUARD_PURPOSE)) is None:
+        st.error("This page was not served by Gatehouse's sign-in guard. Start the app with `gatehouse ui`.")
+        return None
+    elif access.web == "oidc":
+        if not st.user.is_logged_in:
+            st.title("Sign in to Gatehouse")
+            st.write("Only signed-in people can see threads and approve tool calls.")
+            st.button("Sign in", on_click=st.login, type="primary")
+            return None
+        identity = str(st.user.get("email") or st.user.get("name") or st.user.get("sub") or "")
+        if not identity:
+            st.error("Your identity provider did not say who you are (no email, name or sub claim).")
+            return None
+    else:
+        identity = checked
+    st.session_state[_KEY] = identity
+    return identity
+
+
+def signed_in_identity() -> str | None:
+    """The identity `signed_in` found for this browser session (None before it ran)."""
+    return st.session_state.get(_KEY)

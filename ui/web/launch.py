@@ -1,0 +1,59 @@
+"""What `gatehouse ui` serves: the Streamlit app (ui/web/app.py) as an `st.App`, with
+the sign-in guard (ui/web/guard.py) in front of every route, the WebSocket included.
+
+`streamlit run ui/web/launch.py` finds `app` below and serves it through Starlette
+on uvicorn. At start it prints a one-time sign-in link (and opens it in a browser
+when GATEHOUSE_OPEN_BROWSER is set, as `gatehouse ui` does).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import webbrowser
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+# `streamlit run ui/web/launch.py` puts ui/web/ on sys.path, not the project root.
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
+
+from ui.web.guard import TOKENS, Guard  # noqa: E402
+from ui.web.identity import web_access  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parent / "app.py"
+OPEN_BROWSER_ENV = "GATEHOUSE_OPEN_BROWSER"
+
+_access, _secret = web_access()
+
+
+def sign_in_link(port: int, address: str = "127.0.0.1") -> str:
+    host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
+    return f"http://{host}:{port}/?token={TOKENS.issue()}"
+
+
+def _has_display() -> bool:
+    """A graphical session to open a browser in (never a console browser on a server)."""
+    return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+@asynccontextmanager
+async def _announce(_app: Any) -> AsyncIterator[None]:
+    """The port is final once uvicorn has bound its socket, before this runs."""
+    from streamlit import config
+
+    if _access.web == "token":
+        link = sign_in_link(int(config.get_option("server.port")), str(config.get_option("server.address") or ""))
+        print(f"\n  Gatehouse sign-in link (works once): {link}\n", flush=True)
+        if os.environ.get(OPEN_BROWSER_ENV) == "1" and _has_display():
+            webbrowser.open(link)
+    yield
+
+
+app = st.App(SCRIPT, middleware=[Middleware(Guard, access=_access, secret=_secret)], lifespan=_announce)
