@@ -138,7 +138,9 @@ def test_undo_with_nothing_to_undo_fails_and_export_json_errors_are_json(env: Pa
 def test_reject_needs_no_reason(env: Path, session: Session) -> None:
     run = session.send(None, "write todo.md: buy milk")
     run.collect()
-    done = json.loads(gh("reject", run.thread_id, "--json", code=0))
+    pending = session.pending(run.thread_id)
+    assert pending is not None
+    done = json.loads(gh("reject", run.thread_id, "--interrupt-id", pending.interrupt_id, "--json", code=0))
     assert done["status"] == "completed" and done["tools"][0]["status"] == "rejected"
     assert not (env / "ws" / "todo.md").exists()
     [record] = [r for r in session.audit(run.thread_id) if r.decision == "reject"]
