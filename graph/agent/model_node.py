@@ -22,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graph.agent import doom_loop
+from graph.agent.call_ids import fresh_call_ids
 from graph.agent.context import RunContext, cancelled, model_call_limit
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
@@ -83,6 +84,8 @@ def call_model(
     ai, was_cancelled = stream_reply(
         deps.model, deps.system_prompt, view, history, config, runtime, deps.model_options
     )
+    # Before anything sees the calls: a repeated id gets one of its own (call_ids.py).
+    ai = fresh_call_ids(ai, history, view.get("held_messages") or [])
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
         usage = {

@@ -108,6 +108,9 @@ class ToolTask(TypedDict):
     # ("auto_approve"); with one, run_tool reads the recorded decision instead.
     decision: NotRequired[str | None]
     auto: NotRequired[str | None]
+    # A decided call the review found already journaled (a replay of an older
+    # checkpoint): sent to run_tool for its journaled result instead of asked again.
+    replayed: NotRequired[bool]
 
 
 # Reset when a new user message starts a run; kept across pauses, retries and the

@@ -1,8 +1,9 @@
 """The `run_tool` node: one task per tool call (a `Send`), so a sibling that finished
 is a pending write and is never re-run when the run resumes.
 
-A side-effecting call (a tool not declared idempotent) is journaled before and after
-it runs. Its journal row is read before anything with side effects, because this node
+A call with side effects (every tool but a read-only one, idempotent or not) is
+journaled before and after it runs, its row bound to its id, tool and canonical
+arguments (a call reusing an id finds nothing). Its journal row is read before anything with side effects, because this node
 re-runs from its start when an "outcome unknown" interrupt below is answered:
 - finished, but the checkpoint never saw the result: the stored result is the answer;
 - started, never finished (a crash mid-call): ask the person (run again / mark as
@@ -12,7 +13,7 @@ An output too large for the model's context is stored aside before the journal's
 "finished" row (graph/agent/offload.py), so the row's result always finds it.
 
 A call the policy gates runs only when the decision log holds a person's approval
-of exactly these arguments, or an auto-approval recorded while auto-approve was on
+of exactly this call (id, tool and canonical arguments), or an auto-approval recorded while auto-approve was on
 (graph/store/decisions.py); how it was approved is kept with its result
 (`additional_kwargs["gatehouse_decision"]`). A task that reaches this node
 any other way (a client's forged `Send`, a state edit) does nothing at all: it is not
@@ -29,6 +30,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
@@ -92,9 +94,9 @@ def run_call(
     call, mode = task["call"], task["mode"]
     tool = deps.tools.get(call["name"])
     journal = deps.journal
-    journaled = journal is not None and mode == "run" and tool is not None and not spec_of(tool).idempotent
+    journaled = journal is not None and mode == "run" and tool is not None and has_side_effects(tool)
     thread_id = thread_of(config)
-    recorded = journal.get(thread_id, call["id"]) if journal is not None and journaled else None
+    recorded = journal.find(thread_id, call) if journal is not None and journaled else None
     if recorded is not None and recorded.finished and recorded.result is not None:
         # The tool ran but the checkpoint never saw its result: use the stored one.
         return _journaled_answer(call, recorded.result, "error" if recorded.result.status == "error" else "ok")
@@ -188,13 +190,22 @@ def approval_of(call: ToolCall, config: RunnableConfig, deps: AgentDeps, task: T
     if verdict.mode == "allow":
         return None, None
     if verdict.mode == "ask":
-        approvals = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review" and r.runs]
-        if matching := [r for r in approvals if r.args == call["args"]]:
+        # Approved for exactly this call: its id, tool and canonical arguments as they run.
+        records = deps.decisions.for_call(thread_id, call["id"])
+        if matching := [r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)]:
             return None, matching[-1].decision
     return (
         f"Refused a task to run {call['name']} (call {call['id']}): no person approved this call with "
         "these arguments. It did not run."
     ), None
+
+
+def has_side_effects(tool: BaseTool) -> bool:
+    """Journaled: every tool but a read-only one, whatever it declares about
+    idempotence (at-most-once is about the person's intent, not the bytes: a
+    rewritten file undoes their later edit)."""
+    spec = spec_of(tool)
+    return not (spec.risk == "read" and spec.idempotent)
 
 
 def unapproved(call: ToolCall, config: RunnableConfig, deps: AgentDeps) -> str | None:
