@@ -288,11 +288,11 @@ def test_concurrent_raw_resumes_run_an_idempotent_write_once_postgres(tmp_path: 
         storage.close()
 
 
-def replayable(graph: Any, thread: str) -> list[str]:
-    """Checkpoints from before the tool ran, with a step still to take."""
+def replayable(graph: Any, thread: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(checkpoint id, next) of the checkpoints from before the tool ran, newest first."""
     history = list(graph.get_state_history(cfg(thread)))
     ran = next(i for i, s in enumerate(history) if not any(isinstance(m, ToolMessage) for m in s.values.get("messages", [])))
-    return [s.config["configurable"]["checkpoint_id"] for s in history[ran:] if s.next]
+    return [(s.config["configurable"]["checkpoint_id"], tuple(s.next)) for s in history[ran:] if s.next]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
@@ -305,14 +305,21 @@ def test_replaying_checkpoints_before_an_approved_write_shows_its_journaled_resu
     graph.invoke(Command(resume=APPROVE), cfg("t"))
     (ws / "thesis.md").write_text("the person's later edit")
     checkpoints = replayable(graph, "t")
-    assert len(checkpoints) >= 3  # before the model, before the review, before run_tool
-    for checkpoint in checkpoints:
+    assert [next_ for _, next_ in checkpoints] == [("run_tool",), ("review",), ("model",), ("__start__",)]
+    for checkpoint, next_ in checkpoints:
         graph.invoke(None, cfg("t", checkpoint))
         state = graph.get_state(cfg("t"))
-        assert (ws / "thesis.md").read_text() == "the person's later edit", f"replay of {checkpoint} rewrote it"
-        assert not state.interrupts, "a call that already ran is not asked again"
-        [result] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
-        assert result.tool_call_id == "w1" and result.status != "error"
+        assert (ws / "thesis.md").read_text() == "the person's later edit", f"replay before {next_} rewrote it"
+        if next_ in (("run_tool",), ("review",)):
+            # The call that ran, replayed: its journaled result, no card, no second run.
+            assert not state.interrupts, "a call that already ran is not asked again"
+            [result] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+            assert result.tool_call_id == "w1" and "to thesis.md (created)" in str(result.content)
+        else:
+            # The model answers again: a new reply is a new call, with an id of its own,
+            # asked anew (the old approval is not inherited).
+            [(name, args, call_id)] = asked(graph, "t")
+            assert (name, args["path"], call_id != "w1") == ("write_file", "thesis.md", True)
     [entry] = storage.journal.entries("t")
     assert entry.finished and entry.attempts == 1
     storage.close()

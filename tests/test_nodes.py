@@ -57,6 +57,9 @@ class MemoryJournal:
     def find(self, thread_id: str, call: Any) -> Any:
         return self.rows.get(_key(thread_id, call))
 
+    def get(self, thread_id: str, tool_call_id: str) -> Any:
+        return next((r for k, r in self.rows.items() if k[:2] == (thread_id, tool_call_id)), None)
+
     def start(self, thread_id: str, call: Any) -> None:
         self.started.append(call["id"])
 

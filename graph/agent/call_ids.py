@@ -9,16 +9,19 @@ decisions found by id alone, its approval). A call whose id the thread already h
 (or an earlier call of the same reply) is renamed here; the model's own id is kept in
 `additional_kwargs[ORIGINAL_IDS_KEY]` (new id -> model's id).
 
-The new id is derived from the model's id and where the call stands in the thread, so
-replaying the same model turn from the same checkpoint gives the same id, and the
-tool calls and their ToolMessages stay paired when the history is sent back (both
-carry the new id; a provider only needs ids to be unique and to match).
+A repeat is an id the history holds, one the thread's decision log or journal holds
+(older history a compaction dropped; a reply generated again after a replay from a
+checkpoint before the model answered: a new reply is a new call, never one that
+inherits the old call's approval or result), or an earlier call of the same reply.
+The new id is random and the tool calls and their ToolMessages both carry it, so the
+history sent back to the provider stays paired (it only needs ids that are unique
+and match).
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
@@ -38,18 +41,26 @@ def ids_in(messages: Iterable[AnyMessage]) -> set[str]:
     return seen
 
 
-def fresh_call_ids(reply: AIMessage, history: Sequence[AnyMessage], held: Sequence[AnyMessage] = ()) -> AIMessage:
-    """`reply` with every call id that repeats one in the thread (or in the reply)
-    replaced by an id of its own; the reply itself when none repeats."""
+def fresh_call_ids(
+    reply: AIMessage,
+    history: Sequence[AnyMessage],
+    held: Sequence[AnyMessage] = (),
+    logged: Callable[[str], bool] | None = None,
+) -> AIMessage:
+    """`reply` with every call id that repeats one in the thread replaced by an id of
+    its own; the reply itself when none repeats. Repeats are ids in the history (or
+    held input), earlier in the same reply, or, through `logged`, ids the thread's
+    decision log or journal already hold (history a compaction dropped, a branch
+    replayed from before the model answered: a new reply is a new call, asked anew)."""
     taken = ids_in([*history, *held])
     renamed: dict[int, str] = {}  # position in the reply's calls -> new id
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     for i, call in enumerate(calls):
         old = call.get("id")
-        if old and old not in taken:
+        if old and old not in taken and not (logged is not None and logged(old)):
             taken.add(old)
             continue
-        new = _derived_id(old or "", len(history), i, taken)
+        new = _new_id(taken)
         taken.add(new)
         renamed[i] = new
     if not renamed:
@@ -72,11 +83,8 @@ def fresh_call_ids(reply: AIMessage, history: Sequence[AnyMessage], held: Sequen
     return reply.model_copy(update={"tool_calls": tool_calls, "invalid_tool_calls": invalid, "additional_kwargs": kwargs})
 
 
-def _derived_id(old: str, position: int, index: int, taken: set[str]) -> str:
-    salt = 0
-    while True:
-        digest = hashlib.sha256(f"{old}|{position}|{index}|{salt}".encode()).hexdigest()[:24]
-        new = f"call_{digest}"
-        if new not in taken:
-            return new
-        salt += 1
+def _new_id(taken: set[str]) -> str:
+    # The shape OpenAI-compatible servers accept back (letters, digits, underscore).
+    while (new := f"call_{uuid.uuid4().hex[:24]}") in taken:
+        pass
+    return new

@@ -40,6 +40,9 @@ class CallJournal(Protocol):
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: id, tool and canonical arguments."""
 
+    def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
+        """The latest row under this id, whatever its call (is the id taken?)."""
+
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
 
