@@ -110,9 +110,11 @@ def test_an_injected_delete_reusing_an_approved_write_id_is_asked_not_run(tmp_pa
     assert (ws / "thesis.md").exists(), "the write's approval must not cover the delete"
     assert asked(graph, "t") == [("delete_file", {"path": "thesis.md"}, "w1")]
 
-    # The person decides it like any call: its own decision row beside the write's, its
-    # own journal row; it runs once.
+    # The person decides it like any call: its own decision row beside the write's
+    # (naming the request answered), its own journal row; it runs once.
+    [request] = graph.get_state(cfg("t")).interrupts
     graph.invoke(Command(resume=APPROVE), cfg("t"))
+    assert [r.request_id for r in storage.decisions.for_call("t", "w1") if r.tool == "delete_file"] == [request.id]
     assert not (ws / "thesis.md").exists()
     assert "deleted thesis.md" in str(tool_messages(graph, "t")[-1].content)
     rows = [(r.tool, r.decision) for r in storage.decisions.for_thread("t") if r.tool_call_id == "w1"]
