@@ -290,6 +290,37 @@ def test_concurrent_raw_resumes_run_an_idempotent_write_once_postgres(tmp_path: 
         storage.close()
 
 
+def test_a_second_client_cannot_answer_run_again_for_a_call_running_now(tmp_path: Path) -> None:
+    """While an approved call runs, a stray resume on the thread is not taken as the
+    "outcome unknown" answer for it (which would run it a second time)."""
+    running, release = threading.Event(), threading.Event()
+
+    def hold(label: str) -> None:
+        running.set()
+        release.wait(30)
+
+    storage = open_storage(str(tmp_path / "r.db"))
+    graph = build_graph(
+        model=ScriptedModel(script=IDEM_SCRIPT), tools=make_counting_tools(tmp_path / "count", during=hold),
+        checkpointer=storage.checkpointer, journal=storage.journal, decisions=storage.decisions,
+    )
+    graph.invoke({"messages": [("user", "go")]}, cfg("t"))
+    first = threading.Thread(target=lambda: graph.invoke(Command(resume=APPROVE), cfg("t")))
+    first.start()
+    try:
+        assert running.wait(30)
+        for stray in ({"type": "run_again"}, APPROVE):
+            with pytest.raises(CallAlreadyStarted):
+                graph.invoke(Command(resume=stray), cfg("t"))
+    finally:
+        release.set()
+        first.join(30)
+    assert runs(tmp_path / "count") == {"w": 1}
+    [entry] = storage.journal.entries("t")
+    assert entry.finished and entry.attempts == 1
+    storage.close()
+
+
 def replayable(graph: Any, thread: str) -> list[tuple[str, tuple[str, ...]]]:
     """(checkpoint id, next) of the checkpoints from before the tool ran, newest first."""
     history = list(graph.get_state_history(cfg(thread)))

@@ -38,6 +38,7 @@ from graph.agent import crash
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import emit, thread_of
+from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
 from graph.agent.review import decided_by, record_of, rejected_message, responded_message
 from graph.agent.routing import grants_of
@@ -52,6 +53,7 @@ from graph.agent.tool_call import (
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
 from graph.protocol.decisions import AUTO_APPROVE
+from graph.protocol.errors import CallAlreadyStarted
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
 from graph.protocol.threads import DECISION_KEY
 from graph.protocol.tools import spec_of
@@ -100,6 +102,13 @@ def run_call(
     if recorded is not None and recorded.finished and recorded.result is not None:
         # The tool ran but the checkpoint never saw its result: use the stored one.
         return _journaled_answer(call, recorded.result, "error" if recorded.result.status == "error" else "ok")
+    if recorded is not None and is_executing(thread_id, call):
+        # Started and running right now in this process (another client resumed the
+        # same approval): not a crash to ask about (graph/agent/in_flight.py).
+        raise CallAlreadyStarted(
+            f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
+            "it was not run again here. Reload the thread to see its result."
+        )
     if recorded is not None and journal is not None:
         # Started, never finished: ask. One interrupt per crashed attempt, so a
         # "run again" whose re-run crashed too is not replayed by the next resume.
@@ -132,8 +141,7 @@ def _answer(
     recorded: JournalEntry | None, stop: threading.Event | None,
 ) -> tuple[ToolMessage, float, str]:
     """Run the call, or answer it as its mode says: (result, duration in ms, status)."""
-    call, mode, journal, thread_id = task["call"], task["mode"], deps.journal, thread_of(config)
-    tool = deps.tools.get(call["name"])
+    call, mode, thread_id = task["call"], task["mode"], thread_of(config)
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"],
          auto_approved=decision == AUTO_APPROVE)
     if mode == "deny":
@@ -151,30 +159,42 @@ def _answer(
     elif mode == "respond":
         msg, ms, status = responded_message(call, task.get("note") or ""), 0.0, "responded"
     else:
-        if journal is not None and journaled:
-            # The claim is atomic in the database: of two runs resuming one approval at
-            # once, the second gets CallAlreadyStarted here and never runs the call.
-            if recorded is None:
-                journal.start(thread_id, call)
-            else:
-                journal.restart(thread_id, call, recorded.attempts)
-            crash.crash_point("before_tool")
-        msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
-        status = "error" if msg.status == "error" else "ok"
-        if stop is not None and stop.is_set():
-            # Cut short by the person: say so, and record it so (a side effect may be half done).
-            msg.content = f"Stopped by the person while it ran; it may not have finished.\n\n{msg.content}"
-            msg.status = "error"
-            status = "stopped"
-        if task.get("note"):
-            msg.content = f"{task['note']}\n\n{msg.content}"
-        # A large output is stored aside before the journal records the result that
-        # points at it (a replayed result always finds its output).
-        msg = fit_output(msg, call, thread_id, deps.outputs, deps.offload)
-        crash.crash_point("after_offload")
-        if journal is not None and journaled:
-            journal.finish(thread_id, call, msg)
-            crash.crash_point("after_tool")
+        with executing(thread_id, call) if journaled else nullcontext():
+            return _execute(task, config, deps, journaled, recorded, stop)
+    return msg, ms, status
+
+
+def _execute(
+    task: ToolTask, config: RunnableConfig, deps: AgentDeps, journaled: bool, recorded: JournalEntry | None,
+    stop: threading.Event | None,
+) -> tuple[ToolMessage, float, str]:
+    """Claim the call in the journal, run it, record its result."""
+    call, journal, thread_id = task["call"], deps.journal, thread_of(config)
+    tool = deps.tools.get(call["name"])
+    if journal is not None and journaled:
+        # The claim is atomic in the database: of two runs resuming one approval at
+        # once, the second gets CallAlreadyStarted here and never runs the call.
+        if recorded is None:
+            journal.start(thread_id, call)
+        else:
+            journal.restart(thread_id, call, recorded.attempts)
+        crash.crash_point("before_tool")
+    msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
+    status = "error" if msg.status == "error" else "ok"
+    if stop is not None and stop.is_set():
+        # Cut short by the person: say so, and record it so (a side effect may be half done).
+        msg.content = f"Stopped by the person while it ran; it may not have finished.\n\n{msg.content}"
+        msg.status = "error"
+        status = "stopped"
+    if task.get("note"):
+        msg.content = f"{task['note']}\n\n{msg.content}"
+    # A large output is stored aside before the journal records the result that
+    # points at it (a replayed result always finds its output).
+    msg = fit_output(msg, call, thread_id, deps.outputs, deps.offload)
+    crash.crash_point("after_offload")
+    if journal is not None and journaled:
+        journal.finish(thread_id, call, msg)
+        crash.crash_point("after_tool")
     return msg, ms, status
 
 
