@@ -82,7 +82,7 @@ def classify(
     before its answer was saved) is not asked again: it goes on as decided. Except
     for the review itself (`reviewing`): it must ask what it asked before it paused,
     whatever was decided since (it runs again from its start on resume), except a call
-    the journal shows already started: a replay of a checkpoint from before it ran
+    the journal shows already finished: a replay of a checkpoint from before it ran
     (Studio's "replay / fork from here") gets its journaled result (`replayed` tasks),
     never a second run nor a card that could not run it again. With `auto`
     ("thread" or "session"), calls that would be asked run, marked auto-approved."""
@@ -161,8 +161,13 @@ def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | 
 
 
 def ran_already(task: ToolTask, deps: AgentDeps, thread_id: str) -> bool:
-    """Whether the journal holds this decided call as it runs (started or finished)."""
-    return task["mode"] == "run" and deps.journal is not None and deps.journal.find(thread_id, task["call"]) is not None
+    """Whether the journal holds this decided call, as it runs, finished. (Only started:
+    it may be running for another client right now, whose answer the review must still
+    take itself; run_tool then refuses or asks about its outcome.)"""
+    if task["mode"] != "run" or deps.journal is None:
+        return False
+    entry = deps.journal.find(thread_id, task["call"])
+    return entry is not None and entry.finished
 
 
 def dispatch(
