@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,7 +33,8 @@ from langgraph.types import Command, Send
 from pydantic import ValidationError
 
 from graph import CallAlreadyStarted, ScriptedModel, Session, ai, build_graph, tool_call
-from graph.agent.call_ids import ORIGINAL_IDS_KEY
+from graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
+from graph.agent.model_node import logged
 from graph.agent.review import record_of
 from graph.protocol.answers import Approve
 from graph.store import open_storage
@@ -427,3 +430,30 @@ def test_a_postgres_database_from_before_binding_is_migrated(postgres_url: str) 
     again = open_storage(postgres_url)
     again.close()
 
+
+
+# -- where a reply enters the state: fresh_call_ids alone ----------------------------------
+def test_an_id_only_the_decision_log_remembers_is_a_repeat_too(tmp_path: Path) -> None:
+    """History a compaction dropped still has its calls in the log: a reply reusing
+    such an id (same tool, same arguments) is a new call, not the old one replayed."""
+    storage = open_storage(str(tmp_path / "l.db"))
+    old = tool_call("write_file", {"path": "a", "content": "x"}, "call_mock_1")
+    storage.decisions.record([record_of("t", "review", old, Approve(type="approve"), source="api", actor="ann")])
+    deps = SimpleNamespace(decisions=storage.decisions, journal=storage.journal)
+    reply = AIMessage(content="", tool_calls=[old], additional_kwargs={"tool_calls": [
+        {"id": "call_mock_1", "type": "function", "function": {"name": "write_file", "arguments": "{}"}}]})
+    fresh = fresh_call_ids(reply, [HumanMessage("again")], [], partial(logged, deps, "t"))
+    [call] = fresh.tool_calls
+    assert call["id"] != "call_mock_1" and (call["name"], call["args"]) == ("write_file", old["args"])
+    assert fresh.additional_kwargs[ORIGINAL_IDS_KEY] == {call["id"]: "call_mock_1"}
+    assert fresh.additional_kwargs["tool_calls"][0]["id"] == call["id"]
+    # In another thread the id is new: kept as the model gave it.
+    assert fresh_call_ids(reply, [], [], partial(logged, deps, "other")) is reply
+    storage.close()
+
+
+def test_one_id_twice_in_a_reply_becomes_two_calls() -> None:
+    reply = AIMessage(content="", tool_calls=[tool_call("write_file", {"path": p, "content": p}, "dup") for p in "ab"])
+    fresh = fresh_call_ids(reply, [])
+    first, second = fresh.tool_calls
+    assert first["id"] == "dup" and second["id"] not in ("dup", "") and second["args"]["path"] == "b"
