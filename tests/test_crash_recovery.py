@@ -299,10 +299,14 @@ def test_outcome_unknown_answers_and_idempotent_tools(files: tuple[Path, Path, P
         assert runs(counter) == {"hello": 1}
         assert journal.get("t-again", "call0").finished  # type: ignore[union-attr]
 
-        # An idempotent tool declares a re-run harmless: it is not journaled, never asks.
+        # A tool declared idempotent is journaled all the same (at-most-once is about the
+        # person's intent): a run cut short is asked about, never repeated silently.
         assert session.send("t-idem", "idem: x").collect()[-1].status == "awaiting_approval"
         journal.start("t-idem", {"name": "touch_idem", "args": {"label": "idem: x"}, "id": "call0", "type": "tool_call"})
-        assert session.resume("t-idem", APPROVE).collect()[-1].status == "completed"
+        assert session.resume("t-idem", APPROVE).collect()[-1].status == "awaiting_approval"
+        assert session.pending("t-idem").kind == "outcome_unknown"  # type: ignore[union-attr]
+        assert "idem: x" not in runs(counter)
+        assert session.resume("t-idem", {"type": "run_again"}).collect()[-1].status == "completed"
         assert runs(counter)["idem: x"] == 1
     finally:
         session.close()

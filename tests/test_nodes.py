@@ -3,6 +3,7 @@ run, no Session, no database (the way LangChain tests `after_model(state, Runtim
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -50,11 +51,14 @@ class MemoryJournal:
     """A journal in a dict: enough for the node, no database."""
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[str, str], Any] = {}
+        self.rows: dict[tuple[str, str, str, str], Any] = {}
         self.started: list[str] = []
 
+    def find(self, thread_id: str, call: Any) -> Any:
+        return self.rows.get(_key(thread_id, call))
+
     def get(self, thread_id: str, tool_call_id: str) -> Any:
-        return self.rows.get((thread_id, tool_call_id))
+        return next((r for k, r in self.rows.items() if k[:2] == (thread_id, tool_call_id)), None)
 
     def start(self, thread_id: str, call: Any) -> None:
         self.started.append(call["id"])
@@ -63,7 +67,12 @@ class MemoryJournal:
         self.started.append(call["id"])
 
     def finish(self, thread_id: str, call: Any, result: ToolMessage) -> None:
-        self.rows[(thread_id, call["id"])] = _Finished(result)
+        self.rows[_key(thread_id, call)] = _Finished(result)
+
+
+def _key(thread_id: str, call: Any) -> tuple[str, str, str, str]:
+    # Bound like the real journal: the id, the tool and the canonical arguments.
+    return (thread_id, call["id"], call["name"], json.dumps(call["args"], sort_keys=True))
 
 
 class _Finished:

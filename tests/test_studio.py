@@ -109,10 +109,16 @@ def test_history_time_travel_and_fork_through_the_sdk_on_an_app_thread(world: di
     assert [h["checkpoint"]["checkpoint_id"] for h in history] == ours
 
     # Time travel: run again from the checkpoint where the write waited for approval.
+    # The write already ran: the replay shows its journaled result, with no card and
+    # no second run (the file keeps what happened to it since).
+    (world["workspace"] / "tt.md").write_text("changed since")
     paused = next(h for h in history if h["interrupts"])
     client.runs.wait(thread, GRAPH, input=None, checkpoint_id=paused["checkpoint"]["checkpoint_id"])
     again = client.threads.get_state(thread)
-    assert again["interrupts"] and again["interrupts"][0]["value"]["action_requests"][0]["args"]["content"] == "first\n"
+    assert not again["interrupts"]
+    result = [m for m in again["values"]["messages"] if m["type"] == "tool"][-1]
+    assert "tt.md" in result["content"] and result["status"] != "error"
+    assert (world["workspace"] / "tt.md").read_text() == "changed since"
 
     # Fork: edit the state of an earlier checkpoint; the app reads the new head.
     first_turn = next(h for h in reversed(history) if len(h["values"].get("messages", [])) == 1)

@@ -37,7 +37,11 @@ class CallJournal(Protocol):
     """Where side-effecting calls are written down before and after they run, so a
     crash never silently repeats one (graph/store/journal.py)."""
 
-    def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None: ...
+    def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
+        """The row of exactly this call: id, tool and canonical arguments."""
+
+    def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
+        """The latest row under this id, whatever its call (is the id taken?)."""
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
@@ -54,7 +58,9 @@ class DecisionLog(Protocol):
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 
-    def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]: ...
+    def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
+        """Every record under this call id, whatever its tool: callers keep only those
+        `bound_to` the call (graph/store/decisions.py)."""
 
     def grants(self, thread_id: str) -> list[tuple[str, str | None]]: ...
 

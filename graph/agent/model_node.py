@@ -15,6 +15,7 @@ Each shows on the stream as a failed call.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
@@ -23,9 +24,10 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.runtime import Runtime
 
 from graph.agent import doom_loop
+from graph.agent.call_ids import fresh_call_ids
 from graph.agent.context import RunContext, cancelled, model_call_limit
 from graph.agent.deps import AgentDeps
-from graph.agent.emit import emit
+from graph.agent.emit import emit, thread_of
 from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
 from graph.agent.message_merge import merge_messages
 from graph.agent.model_call import (
@@ -85,6 +87,8 @@ def call_model(
     ai, was_cancelled = stream_reply(
         deps.model, deps.system_prompt, view, history, config, runtime, deps.model_options
     )
+    # Before anything sees the calls: a repeated id gets one of its own (call_ids.py).
+    ai = fresh_call_ids(ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config)))
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
         usage = {
@@ -136,6 +140,13 @@ def history_size(history: list[AnyMessage], added: list[Any]) -> int:
             size += 1
             ids.add(m.id)
     return size
+
+
+def logged(deps: AgentDeps, thread_id: str, call_id: str) -> bool:
+    """Whether the thread's decision log or journal holds a call under `call_id`."""
+    if deps.decisions is not None and deps.decisions.for_call(thread_id, call_id):
+        return True
+    return deps.journal is not None and deps.journal.get(thread_id, call_id) is not None
 
 
 def mark_completed(update: dict[str, Any], reply: AIMessage, deps: AgentDeps) -> None:

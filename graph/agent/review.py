@@ -29,7 +29,7 @@ from typing import Any
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.types import Command, Send, interrupt
+from langgraph.types import Command, Interrupt, Send, interrupt
 from pydantic import (
     BaseModel,
     GetJsonSchemaHandler,
@@ -60,7 +60,11 @@ def review(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> Com
     ones get their ToolMessage here. Every decision is recorded in the decision log
     before any call runs: run_tool runs a gated call only on its record."""
     thread_id = thread_of(config)
-    _, gated = classify(state, deps, thread_id, reviewing=True)
+    now, gated = classify(state, deps, thread_id, reviewing=True)
+    # Calls already run (a replay from before they ran): their journaled result, no card.
+    sends: list[Send] = [Send("run_tool", {**task, "moves_on": True}) for task in now if task.get("replayed")]
+    if not gated:
+        return Command(goto=sends or "model")
     request = build_request(gated, deps.tools)
     # Who answers is known before the answer arrives (the run's config, graph/agent/emit.py),
     # so a tool's `approvers` are checked with the answer's other checks.
@@ -68,10 +72,11 @@ def review(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> Com
     with answering(request, deps.tools, actor=who["actor"]) as schema:
         answer = interrupt(request, response_schema=schema)
     if deps.decisions is not None:
+        asked = request_id(config)
         deps.decisions.record(
-            [record_of(thread_id, "review", call, decision, **who) for (call, _), decision in zip(gated, answer.decisions, strict=True)]
+            [record_of(thread_id, "review", call, decision, **who, request_id=asked)
+             for (call, _), decision in zip(gated, answer.decisions, strict=True)]
         )
-    sends: list[Send] = []
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
     for (call, _), decision in zip(gated, answer.decisions, strict=True):
@@ -316,8 +321,15 @@ def edit_note(original: dict[str, Any], edited: dict[str, Any]) -> str:
     )
 
 
+def request_id(config: RunnableConfig) -> str:
+    """The id of the interrupt this node's task asks (LangGraph derives it from the
+    task's namespace), recorded with each decision: the request that was answered."""
+    return Interrupt.from_ns(None, (config.get("configurable") or {}).get("checkpoint_ns") or "").id
+
+
 def record_of(
-    thread_id: str, question: str, call: ToolCall, decision: Any, *, source: str | None, actor: str | None
+    thread_id: str, question: str, call: ToolCall, decision: Any, *, source: str | None, actor: str | None,
+    request_id: str | None = None,
 ) -> DecisionRecord:
     """The decision log's row for one answered call."""
     edited = isinstance(decision, Edit)
@@ -335,6 +347,7 @@ def record_of(
         source=source,
         actor=actor,
         decided_at=time.time(),
+        request_id=request_id,
     )
 
 

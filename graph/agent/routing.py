@@ -81,7 +81,10 @@ def classify(
     person already decided (its run was cut off by a crash, or new input arrived
     before its answer was saved) is not asked again: it goes on as decided. Except
     for the review itself (`reviewing`): it must ask what it asked before it paused,
-    whatever was decided since (it runs again from its start on resume). With `auto`
+    whatever was decided since (it runs again from its start on resume), except a call
+    the journal shows already finished: a replay of a checkpoint from before it ran
+    (Studio's "replay / fork from here") gets its journaled result (`replayed` tasks),
+    never a second run nor a card that could not run it again. With `auto`
     ("thread" or "session"), calls that would be asked run, marked auto-approved."""
     grants = grants_of(state, deps, thread_id) if grants is None else grants
     now: list[ToolTask] = []
@@ -93,8 +96,10 @@ def classify(
             now.append({"call": call, "mode": "run" if verdict.mode == "allow" else "deny"})
         elif tool is not None and (problem := args_problem(tool, call["args"])) is not None:
             now.append({"call": call, "mode": "invalid", "note": problem})
-        elif not reviewing and (decided := decided_task(call, deps, thread_id)) is not None:
-            now.append(decided)
+        elif (decided := decided_task(call, deps, thread_id)) is not None and (
+            not reviewing or ran_already(decided, deps, thread_id)
+        ):
+            now.append({**decided, "replayed": True} if reviewing else decided)
         elif not reviewing and auto is not None and not verdict.approvers:
             # A tool with named approvers is never approved automatically: auto-approve
             # is someone's switch, and they may not be among its approvers.
@@ -143,16 +148,28 @@ def record_auto_approvals(tasks: list[ToolTask], deps: AgentDeps, thread_id: str
 
 
 def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | None:
-    """The task for a call the decision log already holds a review answer for."""
+    """The task for a call the decision log already holds a review answer for: for
+    exactly this call (id, tool and canonical arguments), never for another call that
+    reuses its id."""
     if deps.decisions is None:
         return None
-    answered = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review"]
+    answered = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review" and r.binds(call)]
     if not answered:
         return None
     record = answered[-1]
     if record.runs:
         return {"call": {**call, "args": record.args}, "mode": "run"}
     return {"call": call, "mode": record.decision, "note": record.message}
+
+
+def ran_already(task: ToolTask, deps: AgentDeps, thread_id: str) -> bool:
+    """Whether the journal holds this decided call, as it runs, finished. (Only started:
+    it may be running for another client right now, whose answer the review must still
+    take itself; run_tool then refuses or asks about its outcome.)"""
+    if task["mode"] != "run" or deps.journal is None:
+        return False
+    entry = deps.journal.find(thread_id, task["call"])
+    return entry is not None and entry.finished
 
 
 def dispatch(

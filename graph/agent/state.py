@@ -110,6 +110,9 @@ class ToolTask(TypedDict):
     auto: NotRequired[str | None]
     # The standing grant a call runs under (set by run_tool from the decision log, never read from a Send).
     grant: NotRequired[str | None]
+    # A decided call the review found already journaled (a replay of an older
+    # checkpoint): sent to run_tool for its journaled result instead of asked again.
+    replayed: NotRequired[bool]
 
 
 # Reset when a new user message starts a run; kept across pauses, retries and the

@@ -1,8 +1,9 @@
 """The `run_tool` node: one task per tool call (a `Send`), so a sibling that finished
 is a pending write and is never re-run when the run resumes.
 
-A side-effecting call (a tool not declared idempotent) is journaled before and after
-it runs. Its journal row is read before anything with side effects, because this node
+A call with side effects (every tool but a read-only one, idempotent or not) is
+journaled before and after it runs, its row bound to its id, tool and canonical
+arguments (a call reusing an id finds nothing). Its journal row is read before anything with side effects, because this node
 re-runs from its start when an "outcome unknown" interrupt below is answered:
 - finished, but the checkpoint never saw the result: the stored result is the answer;
 - started, never finished (a crash mid-call): ask the person (run again / mark as
@@ -12,7 +13,7 @@ An output too large for the model's context is stored aside before the journal's
 "finished" row (graph/agent/offload.py), so the row's result always finds it.
 
 A call the policy gates runs only when the decision log holds a person's approval
-of exactly these arguments, or an auto-approval recorded while auto-approve was on
+of exactly this call (id, tool and canonical arguments), or an auto-approval recorded while auto-approve was on
 (graph/store/decisions.py); how it was approved is kept with its result
 (`additional_kwargs["gatehouse_decision"]`). A task that reaches this node
 any other way (a client's forged `Send`, a state edit) does nothing at all: it is not
@@ -29,6 +30,7 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
@@ -36,6 +38,7 @@ from graph.agent import crash
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import emit, thread_of
+from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
 from graph.agent.review import decided_by, record_of, rejected_message, responded_message
 from graph.agent.routing import grants_of
@@ -51,6 +54,7 @@ from graph.agent.tool_call import (
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
 from graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE
+from graph.protocol.errors import CallAlreadyStarted
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
 from graph.protocol.threads import DECISION_KEY, GRANT_KEY
 from graph.protocol.tools import spec_of
@@ -97,12 +101,19 @@ def run_call(
     call, mode = task["call"], task["mode"]
     tool = deps.tools.get(call["name"])
     journal = deps.journal
-    journaled = journal is not None and mode == "run" and tool is not None and not spec_of(tool).idempotent
+    journaled = journal is not None and mode == "run" and tool is not None and has_side_effects(tool)
     thread_id = thread_of(config)
-    recorded = journal.get(thread_id, call["id"]) if journal is not None and journaled else None
+    recorded = journal.find(thread_id, call) if journal is not None and journaled else None
     if recorded is not None and recorded.finished and recorded.result is not None:
         # The tool ran but the checkpoint never saw its result: use the stored one.
         return _journaled_answer(call, recorded.result, "error" if recorded.result.status == "error" else "ok")
+    if recorded is not None and is_executing(thread_id, call):
+        # Started and running right now in this process (another client resumed the
+        # same approval): not a crash to ask about (graph/agent/in_flight.py).
+        raise CallAlreadyStarted(
+            f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
+            "it was not run again here. Reload the thread to see its result."
+        )
     if recorded is not None and journal is not None:
         # Started, never finished: ask. One interrupt per crashed attempt, so a
         # "run again" whose re-run crashed too is not replayed by the next resume.
@@ -137,8 +148,7 @@ def _answer(
     recorded: JournalEntry | None, stop: threading.Event | None,
 ) -> tuple[ToolMessage, float, str]:
     """Run the call, or answer it as its mode says: (result, duration in ms, status)."""
-    call, mode, journal, thread_id = task["call"], task["mode"], deps.journal, thread_of(config)
-    tool = deps.tools.get(call["name"])
+    call, mode, thread_id = task["call"], task["mode"], thread_of(config)
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"],
          auto_approved=decision == AUTO_APPROVE, grant=task.get("grant"))
     if mode == "deny":
@@ -156,30 +166,42 @@ def _answer(
     elif mode == "respond":
         msg, ms, status = responded_message(call, task.get("note") or ""), 0.0, "responded"
     else:
-        if journal is not None and journaled:
-            # The claim is atomic in the database: of two runs resuming one approval at
-            # once, the second gets CallAlreadyStarted here and never runs the call.
-            if recorded is None:
-                journal.start(thread_id, call)
-            else:
-                journal.restart(thread_id, call, recorded.attempts)
-            crash.crash_point("before_tool")
-        msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
-        status = "error" if msg.status == "error" else "ok"
-        if stop is not None and stop.is_set():
-            # Cut short by the person: say so, and record it so (a side effect may be half done).
-            msg.content = f"Stopped by the person while it ran; it may not have finished.\n\n{msg.content}"
-            msg.status = "error"
-            status = "stopped"
-        if task.get("note"):
-            msg.content = f"{task['note']}\n\n{msg.content}"
-        # A large output is stored aside before the journal records the result that
-        # points at it (a replayed result always finds its output).
-        msg = fit_output(msg, call, thread_id, deps.outputs, deps.offload)
-        crash.crash_point("after_offload")
-        if journal is not None and journaled:
-            journal.finish(thread_id, call, msg)
-            crash.crash_point("after_tool")
+        with executing(thread_id, call) if journaled else nullcontext():
+            return _execute(task, config, deps, journaled, recorded, stop)
+    return msg, ms, status
+
+
+def _execute(
+    task: ToolTask, config: RunnableConfig, deps: AgentDeps, journaled: bool, recorded: JournalEntry | None,
+    stop: threading.Event | None,
+) -> tuple[ToolMessage, float, str]:
+    """Claim the call in the journal, run it, record its result."""
+    call, journal, thread_id = task["call"], deps.journal, thread_of(config)
+    tool = deps.tools.get(call["name"])
+    if journal is not None and journaled:
+        # The claim is atomic in the database: of two runs resuming one approval at
+        # once, the second gets CallAlreadyStarted here and never runs the call.
+        if recorded is None:
+            journal.start(thread_id, call)
+        else:
+            journal.restart(thread_id, call, recorded.attempts)
+        crash.crash_point("before_tool")
+    msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
+    status = "error" if msg.status == "error" else "ok"
+    if stop is not None and stop.is_set():
+        # Cut short by the person: say so, and record it so (a side effect may be half done).
+        msg.content = f"Stopped by the person while it ran; it may not have finished.\n\n{msg.content}"
+        msg.status = "error"
+        status = "stopped"
+    if task.get("note"):
+        msg.content = f"{task['note']}\n\n{msg.content}"
+    # A large output is stored aside before the journal records the result that
+    # points at it (a replayed result always finds its output).
+    msg = fit_output(msg, call, thread_id, deps.outputs, deps.offload)
+    crash.crash_point("after_offload")
+    if journal is not None and journaled:
+        journal.finish(thread_id, call, msg)
+        crash.crash_point("after_tool")
     return msg, ms, status
 
 
@@ -195,13 +217,22 @@ def approval_of(call: ToolCall, config: RunnableConfig, deps: AgentDeps, task: T
     if verdict.mode == "allow":
         return None, None
     if verdict.mode == "ask":
-        approvals = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review" and r.runs]
-        if matching := [r for r in approvals if r.args == call["args"]]:
+        # Approved for exactly this call: its id, tool and canonical arguments as they run.
+        records = deps.decisions.for_call(thread_id, call["id"])
+        if matching := [r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)]:
             return None, matching[-1].decision
     return (
         f"Refused a task to run {call['name']} (call {call['id']}): no person approved this call with "
         "these arguments. It did not run."
     ), None
+
+
+def has_side_effects(tool: BaseTool) -> bool:
+    """Journaled: every tool but a read-only one, whatever it declares about
+    idempotence (at-most-once is about the person's intent, not the bytes: a
+    rewritten file undoes their later edit)."""
+    spec = spec_of(tool)
+    return not (spec.risk == "read" and spec.idempotent)
 
 
 def unapproved(call: ToolCall, config: RunnableConfig, deps: AgentDeps) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -56,6 +57,16 @@ class StandingGrant:
         return {**asdict(self), "grant": self.label, "described": self.described}
 
 
+def canonical_args(args: Any) -> str:
+    """Arguments as canonical JSON (keys sorted): what two calls must share to be one."""
+    return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def same_call(tool: Any, args: Any, other_tool: Any, other_args: Any) -> bool:
+    """The same tool with the same arguments, compared in canonical form."""
+    return tool == other_tool and canonical_args(args) == canonical_args(other_args)
+
+
 @dataclass(frozen=True)
 class DecisionRecord:
     """One person's answer for one call."""
@@ -80,6 +91,15 @@ class DecisionRecord:
     source: str | None = None  # the front end: web, terminal, api, langgraph-server …
     actor: str | None = None  # who: the OS user, a configured name, the server's user
     decided_at: float = 0.0
+    # The request answered: the interrupt's id (None for auto-approvals and grants).
+    request_id: str | None = None
+
+    def binds(self, call: Mapping[str, Any], *, as_run: bool = False) -> bool:
+        """Whether this record decided exactly `call`: the same id, tool and canonical
+        arguments (`as_run`: the arguments that run, an edit's; else those the person
+        was asked about). A call that only shares the id inherits nothing."""
+        args = self.args if as_run or self.requested_args is None else self.requested_args
+        return self.tool_call_id == call.get("id") and same_call(self.tool, args, call.get("name"), call.get("args"))
 
     @property
     def runs(self) -> bool:

@@ -32,12 +32,15 @@ CHAIN_SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decision_chain (
     thread_id TEXT NOT NULL,
     question TEXT NOT NULL,
     tool_call_id TEXT NOT NULL,
+    call_key TEXT NOT NULL,
     prev_hash TEXT NOT NULL,
     entry_hash TEXT NOT NULL,
-    UNIQUE (thread_id, question, tool_call_id))"""
+    UNIQUE (thread_id, question, tool_call_id, call_key))"""
 # Postgres: one appender at a time across processes (held until the transaction ends).
 PG_CHAIN_LOCK = 0x6761746563686E  # "gatechn"
-KEY = ("thread_id", "question", "tool_call_id")
+# A decision row's key: one call id may stand for several calls (a model that reuses
+# ids), each bound by its tool and arguments (`call_key`, graph/store/binding.py).
+KEY = ("thread_id", "question", "tool_call_id", "call_key")
 
 
 @dataclass(frozen=True)
@@ -67,19 +70,20 @@ def _dicts(cursor: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
-def append(cur: Any, dialect: Dialect, key: tuple[str, str, str]) -> None:
+def append(cur: Any, dialect: Dialect, key: tuple[str, str, str, str]) -> None:
     """Chain the decision row `key` (just inserted, in this transaction)."""
     p = dialect.param
     if dialect.lock:
         cur.execute(dialect.lock)
-    cur.execute(f"SELECT * FROM gatehouse_decisions WHERE thread_id={p} AND question={p} AND tool_call_id={p}", key)
+    cur.execute(f"SELECT * FROM gatehouse_decisions WHERE thread_id={p} AND question={p} AND tool_call_id={p} "
+                f"AND call_key={p}", key)
     [row] = _dicts(cur)
     cur.execute("SELECT seq, entry_hash FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1")
     head = cur.fetchone()
     seq, prev = (int(head[0]) + 1, str(head[1])) if head else (1, GENESIS)
     cur.execute(
-        f"INSERT INTO gatehouse_decision_chain(seq, thread_id, question, tool_call_id, prev_hash, entry_hash) "
-        f"VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
+        f"INSERT INTO gatehouse_decision_chain(seq, thread_id, question, tool_call_id, call_key, prev_hash, "
+        f"entry_hash) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})",
         (seq, *key, prev, entry_hash(prev, seq, row)),
     )
 
@@ -87,7 +91,7 @@ def append(cur: Any, dialect: Dialect, key: tuple[str, str, str]) -> None:
 def seal_existing(cur: Any, dialect: Dialect) -> None:
     """Chain the rows of a log recorded before it had a chain (oldest first); only
     called when the chain table is new."""
-    cur.execute("SELECT thread_id, question, tool_call_id FROM gatehouse_decisions ORDER BY decided_at")
+    cur.execute("SELECT thread_id, question, tool_call_id, call_key FROM gatehouse_decisions ORDER BY decided_at")
     for key in cur.fetchall():
         append(cur, dialect, tuple(key))
 
@@ -112,8 +116,8 @@ class ChainCheck:
 def read_for_check(cur: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     cur.execute("SELECT * FROM gatehouse_decisions")
     rows = _dicts(cur)
-    cur.execute("SELECT seq, thread_id, question, tool_call_id, prev_hash, entry_hash FROM gatehouse_decision_chain "
-                "ORDER BY seq")
+    cur.execute("SELECT seq, thread_id, question, tool_call_id, call_key, prev_hash, entry_hash "
+                "FROM gatehouse_decision_chain ORDER BY seq")
     return rows, _dicts(cur)
 
 

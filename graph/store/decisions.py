@@ -8,8 +8,11 @@ storage, not by the state a client can send or edit (`Command(update=...)`, Stud
 state editor, run input): a forged `Send` to `run_tool` or a written `grants` key
 approves nothing. "Always allow" grants are read from here too.
 
-Rows are keyed by (thread, question, call): the review node runs again from its
-start when a run resumes, and writing the same decision twice changes nothing.
+Rows are keyed by (thread, question, call id, call key): the review node runs again
+from its start when a run resumes, and writing the same decision twice changes
+nothing. The call key binds a row to the tool and canonical arguments the person saw
+(graph/store/binding.py): a later call that reuses the id under another tool or with
+other arguments inherits nothing (`DecisionRecord.binds`), and gets its own row when decided.
 Undo and fork never delete rows: the log is the record of who decided what.
 
 A thread's auto-approve switch lives here too, written only by the Session (a
@@ -24,11 +27,12 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from graph.protocol.decisions import ALL_TOOLS, GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
+from graph.store.binding import KEY_COLUMN, call_key, rebind_sqlite_table
 from graph.store.decision_chain import (
     CHAIN_SCHEMA,
     SQLITE,
@@ -53,13 +57,22 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     source TEXT,
     actor TEXT,
     decided_at REAL NOT NULL,
-    PRIMARY KEY (thread_id, question, tool_call_id))"""
+    request_id TEXT,
+    call_key TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (thread_id, question, tool_call_id, call_key))"""
 
 
 _COLUMNS = (
     "thread_id, question, tool_call_id, tool, decision, args_json, requested_args_json, "
-    "message, always_allow, source, actor, decided_at"
+    "message, always_allow, source, actor, decided_at, request_id"
 )
+# Written, never read back: `DecisionRecord.binds` checks a record's own tool and arguments.
+INSERT_COLUMNS = f"{_COLUMNS}, {KEY_COLUMN}"
+
+
+def record_key(tool: str, args: Any, requested_args: Any) -> str:
+    """A record is bound to the call as the person saw it (before any edit)."""
+    return call_key(tool, args if requested_args is None else requested_args)
 
 
 def _row(record: DecisionRecord) -> tuple[Any, ...]:
@@ -76,15 +89,23 @@ def _row(record: DecisionRecord) -> tuple[Any, ...]:
         record.source,
         record.actor,
         record.decided_at or time.time(),
+        record.request_id,
+        record_key(record.tool, record.args, record.requested_args),
     )
+
+
+def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
+    """The decision row's key in the hash chain: (thread, question, call id, call key)."""
+    return (row[0], row[1], row[2], row[-1])
 
 
 def _record(row: Sequence[Any]) -> DecisionRecord:
     (thread_id, question, call_id, tool, decision, args_json, requested_json, message, always, source, actor,
-     decided_at) = row
+     decided_at, request_id) = row[:13]
     return DecisionRecord(
         thread_id, question, call_id, tool, decision, json.loads(args_json),
         json.loads(requested_json) if requested_json else None, message, always, source, actor, decided_at,
+        request_id,
     )
 
 
@@ -115,6 +136,12 @@ def switch_record(thread_id: str, on: bool, *, source: str | None, actor: str | 
     )
 
 
+def _legacy_key(row: Mapping[str, Any]) -> str:
+    """The key of a row written before records were bound (migration)."""
+    requested = row.get("requested_args_json")
+    return record_key(str(row["tool"]), json.loads(row["args_json"]), json.loads(requested) if requested else None)
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
@@ -126,6 +153,7 @@ class Decisions:
         self._conn = conn
         self._lock = threading.Lock()
         with self._tx() as c:
+            rebind_sqlite_table(c, "gatehouse_decisions", SCHEMA, _legacy_key)
             c.execute(SCHEMA)
             c.execute("CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)")
             new_chain = c.execute(
@@ -143,13 +171,14 @@ class Decisions:
         with self._tx() as c:
             cur = c.cursor()
             for record in records:
+                row = _row(record)
                 cur.execute(
-                    f"INSERT INTO gatehouse_decisions({_COLUMNS}) VALUES ({', '.join('?' * 12)}) "
-                    "ON CONFLICT(thread_id, question, tool_call_id) DO NOTHING",
-                    _row(record),
+                    f"INSERT INTO gatehouse_decisions({INSERT_COLUMNS}) VALUES ({', '.join('?' * 14)}) "
+                    f"ON CONFLICT(thread_id, question, tool_call_id, {KEY_COLUMN}) DO NOTHING",
+                    row,
                 )
                 if cur.rowcount == 1:  # new: chained in the same transaction
-                    append(cur, SQLITE, (record.thread_id, record.question, record.tool_call_id))
+                    append(cur, SQLITE, chain_key(row))
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select("WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id))

@@ -4,8 +4,8 @@ and again, with its result, after it ran — in the same database as the checkpo
 A crash can land between any two of these writes, and each gap has one safe reading:
 - started, not finished: the tool may or may not have done its work. It is not run
   again silently; the run pauses with an "outcome unknown" request (run again / mark
-  as failed with a note / respond with the real outcome) unless the tool is
-  idempotent.
+  as failed with a note / respond with the real outcome), whatever the tool declares
+  about idempotence: at-most-once is about the person's intent, not the bytes.
 - finished, but the checkpoint never saw the ToolMessage (a crash after the tool,
   before the checkpoint write): the stored result is the answer; the tool is not run.
 
@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,24 @@ from typing import Any, Literal
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, messages_from_dict
 
 from graph.protocol.errors import CallAlreadyStarted
+from graph.store.binding import call_key, rebind_sqlite_table, same_call
 from graph.store.sqlite import connect_sqlite, immediate
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
+    thread_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    args_json TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('started', 'finished')),
+    result_json TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    pid INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    call_key TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (thread_id, tool_call_id, call_key))"""
+
+COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
 
 
 @dataclass(frozen=True)
@@ -52,27 +69,16 @@ class JournalEntry:
 
 
 class Journal:
-    """Rows of `gatehouse_journal`, keyed by (thread_id, tool_call_id)."""
+    """Rows of `gatehouse_journal`, keyed by (thread_id, tool_call_id, call_key): one
+    row per call, bound to its tool and canonical arguments (graph/store/binding.py)."""
 
     def __init__(self, conn: sqlite3.Connection, location: str = "") -> None:
         self._conn = conn
         self._lock = threading.Lock()
         self.location = location
         with self._tx() as c:
-            c.execute(
-                """CREATE TABLE IF NOT EXISTS gatehouse_journal (
-                    thread_id TEXT NOT NULL,
-                    tool_call_id TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    args_json TEXT NOT NULL,
-                    status TEXT NOT NULL CHECK (status IN ('started', 'finished')),
-                    result_json TEXT,
-                    started_at REAL NOT NULL,
-                    finished_at REAL,
-                    pid INTEGER,
-                    attempts INTEGER NOT NULL DEFAULT 1,
-                    PRIMARY KEY (thread_id, tool_call_id))"""
-            )
+            rebind_sqlite_table(c, "gatehouse_journal", SCHEMA, _legacy_key)
+            c.execute(SCHEMA)
             columns = {r[1] for r in c.execute("PRAGMA table_info(gatehouse_journal)")}
             if "attempts" not in columns:  # a journal written before attempts were counted
                 c.execute("ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1")
@@ -85,19 +91,28 @@ class Journal:
         return immediate(self._conn, self._lock)
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
+        """The latest row for a call id, whatever its tool (for views; the agent uses `find`)."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts "
-                "FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=?",
+                f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? "
+                "ORDER BY started_at DESC LIMIT 1",
                 (thread_id, tool_call_id),
             ).fetchone()
         return _entry(row) if row else None
 
+    def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
+        """The row of exactly this call: its id, tool and canonical arguments."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? AND call_key=?",
+                (thread_id, call["id"], key_of(call)),
+            ).fetchone()
+        return bound_entry(row, call)
+
     def entries(self, thread_id: str) -> list[JournalEntry]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts "
-                "FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at",
+                f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at",
                 (thread_id,),
             ).fetchall()
         return [_entry(r) for r in rows]
@@ -108,9 +123,10 @@ class Journal:
         and must not run it."""
         with self._tx() as c:
             claimed = c.execute(
-                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid) "
-                "VALUES (?, ?, ?, ?, 'started', ?, ?) ON CONFLICT(thread_id, tool_call_id) DO NOTHING",
-                (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid()),
+                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid, "
+                "call_key) VALUES (?, ?, ?, ?, 'started', ?, ?, ?) "
+                "ON CONFLICT(thread_id, tool_call_id, call_key) DO NOTHING",
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid(), key_of(call)),
             ).rowcount
         if claimed != 1:
             raise already_started(thread_id, call)
@@ -120,9 +136,9 @@ class Journal:
         number `attempts`: only one claimant of that attempt wins."""
         with self._tx() as c:
             claimed = c.execute(
-                "UPDATE gatehouse_journal SET args_json=?, started_at=?, pid=?, attempts=attempts+1 "
-                "WHERE thread_id=? AND tool_call_id=? AND status='started' AND attempts=?",
-                (_dumps(call["args"]), time.time(), os.getpid(), thread_id, call["id"], attempts),
+                "UPDATE gatehouse_journal SET started_at=?, pid=?, attempts=attempts+1 "
+                "WHERE thread_id=? AND tool_call_id=? AND call_key=? AND status='started' AND attempts=?",
+                (time.time(), os.getpid(), thread_id, call["id"], key_of(call), attempts),
             ).rowcount
         if claimed != 1:
             raise already_started(thread_id, call)
@@ -134,10 +150,10 @@ class Journal:
         with self._tx() as c:
             c.execute(
                 "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, result_json, "
-                "started_at, finished_at, pid) VALUES (?, ?, ?, ?, 'finished', ?, ?, ?, ?) "
-                "ON CONFLICT(thread_id, tool_call_id) DO UPDATE SET status='finished', "
+                "started_at, finished_at, pid, call_key) VALUES (?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?) "
+                "ON CONFLICT(thread_id, tool_call_id, call_key) DO UPDATE SET status='finished', "
                 "result_json=excluded.result_json, finished_at=excluded.finished_at",
-                (thread_id, call["id"], call["name"], _dumps(call["args"]), payload, now, now, os.getpid()),
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), payload, now, now, os.getpid(), key_of(call)),
             )
 
     def delete_thread(self, thread_id: str) -> None:
@@ -149,8 +165,8 @@ class Journal:
         call that ran is never claimed anew). A row already there stays as it is."""
         with self._tx() as c:
             c.executemany(
-                f"INSERT INTO gatehouse_journal({RESTORE_COLUMNS}) VALUES ({', '.join('?' * 10)}) "
-                "ON CONFLICT(thread_id, tool_call_id) DO NOTHING",
+                f"INSERT INTO gatehouse_journal({RESTORE_COLUMNS}) VALUES ({', '.join('?' * 11)}) "
+                "ON CONFLICT(thread_id, tool_call_id, call_key) DO NOTHING",
                 [restore_row(e) for e in entries],
             )
 
@@ -165,13 +181,33 @@ def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
     )
 
 
-RESTORE_COLUMNS = "thread_id, tool_call_id, name, args_json, status, result_json, started_at, finished_at, pid, attempts"
+RESTORE_COLUMNS = (
+    "thread_id, tool_call_id, name, args_json, status, result_json, started_at, finished_at, pid, attempts, call_key"
+)
 
 
 def restore_row(e: JournalEntry) -> tuple[Any, ...]:
     result = None if e.result is None else json.dumps(message_to_dict(e.result), default=str)
     return (e.thread_id, e.tool_call_id, e.name, _dumps(e.args), e.status, result, e.started_at, e.finished_at,
-            e.pid, e.attempts)
+            e.pid, e.attempts, call_key(e.name, e.args))
+
+
+def key_of(call: ToolCall) -> str:
+    return call_key(call["name"], call["args"])
+
+
+def bound_entry(row: tuple[Any, ...] | None, call: ToolCall) -> JournalEntry | None:
+    """The entry of `row` when it is exactly `call` (the key is a digest: the stored tool
+    and arguments are compared too)."""
+    if row is None:
+        return None
+    entry = _entry(row)
+    return entry if same_call(entry.name, entry.args, call["name"], call["args"]) else None
+
+
+def _legacy_key(row: Mapping[str, Any]) -> str:
+    """The key of a row written before rows were bound (migration)."""
+    return call_key(str(row["name"]), json.loads(row["args_json"]))
 
 
 def _dumps(value: Any) -> str:

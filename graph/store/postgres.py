@@ -35,6 +35,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo
+from graph.store.binding import KEY_COLUMN
 from graph.store.decision_chain import (
     CHAIN_SCHEMA,
     POSTGRES,
@@ -45,8 +46,11 @@ from graph.store.decision_chain import (
 from graph.store.decision_chain import append as append_to_chain
 from graph.store.decision_chain import check as check_chain
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
+from graph.store.decisions import INSERT_COLUMNS as DECISION_INSERT_COLUMNS
 from graph.store.decisions import SCHEMA as DECISIONS_SCHEMA
-from graph.store.decisions import Decisions, _record, _row, grants_in_force
+from graph.store.decisions import Decisions, _record, _row, chain_key, grants_in_force
+from graph.store.decisions import _legacy_key as _legacy_decision_key
+from graph.store.journal import COLUMNS as _COLUMNS
 from graph.store.journal import (
     RESTORE_COLUMNS,
     Journal,
@@ -54,8 +58,12 @@ from graph.store.journal import (
     _dumps,
     _entry,
     already_started,
+    bound_entry,
+    key_of,
     restore_row,
 )
+from graph.store.journal import SCHEMA as JOURNAL_SCHEMA
+from graph.store.journal import _legacy_key as _legacy_journal_key
 from graph.store.leases import DEFAULT_TTL_S, Lease, Leases, Renewals, _ttl_default
 from graph.store.outputs import SCHEMA as OUTPUTS_SCHEMA
 from graph.store.outputs import ToolOutputs
@@ -68,27 +76,37 @@ POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
 SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up
 SETUP_WAIT_S = 120.0
 
+def _rebind(table: str, old_key: str) -> list[str]:
+    """Add `call_key` to `table`'s primary key, once (a no-op for a bound table)."""
+    return [
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {KEY_COLUMN} TEXT NOT NULL DEFAULT ''",
+        f"""DO $$ BEGIN
+            IF NOT EXISTS (
+                SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+                WHERE i.indrelid = '{table}'::regclass AND i.indisprimary AND a.attname = '{KEY_COLUMN}')
+            THEN
+                ALTER TABLE {table} DROP CONSTRAINT {table}_pkey;
+                ALTER TABLE {table} ADD PRIMARY KEY ({old_key}, {KEY_COLUMN});
+            END IF;
+        END $$""",
+    ]
+
+
 SCHEMA = [
     THREADS_TABLE.format(real="DOUBLE PRECISION"),
     THREADS_INDEX,
     # Databases created before the index kept a run's failure reason.
     "ALTER TABLE gatehouse_threads ADD COLUMN IF NOT EXISTS reason TEXT",
     *HEAD_SCHEMA,
-    """CREATE TABLE IF NOT EXISTS gatehouse_journal (
-        thread_id TEXT NOT NULL,
-        tool_call_id TEXT NOT NULL,
-        name TEXT NOT NULL,
-        args_json TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('started', 'finished')),
-        result_json TEXT,
-        started_at DOUBLE PRECISION NOT NULL,
-        finished_at DOUBLE PRECISION,
-        pid INTEGER,
-        attempts INTEGER NOT NULL DEFAULT 1,
-        PRIMARY KEY (thread_id, tool_call_id))""",
+    JOURNAL_SCHEMA.replace(" REAL", " DOUBLE PRECISION"),
     # Databases created before the journal counted attempts.
     "ALTER TABLE gatehouse_journal ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1",
+    # Databases created before rows were bound to their call (graph/store/binding.py):
+    # the key joins the primary key, old rows get theirs in `_bind_old_rows`.
+    *_rebind("gatehouse_journal", "thread_id, tool_call_id"),
     DECISIONS_SCHEMA.replace("decided_at REAL", "decided_at DOUBLE PRECISION"),
+    "ALTER TABLE gatehouse_decisions ADD COLUMN IF NOT EXISTS request_id TEXT",
+    *_rebind("gatehouse_decisions", "thread_id, question, tool_call_id"),
     "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)",
     CHAIN_SCHEMA,
     OUTPUTS_SCHEMA.replace("stored_at REAL", "stored_at DOUBLE PRECISION"),
@@ -152,9 +170,6 @@ class PgThreadIndex:
         return [ThreadInfo(*row) for row in rows]
 
 
-_COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
-
-
 class PgJournal(Journal):
     """The execution journal (`gatehouse_journal`): `graph.store.journal.Journal` on Postgres.
     Each write is its own committed transaction before the graph moves on."""
@@ -170,9 +185,18 @@ class PgJournal(Journal):
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
         rows = self._rows(
-            f"SELECT {_COLUMNS} FROM gatehouse_journal WHERE thread_id=%s AND tool_call_id=%s", (thread_id, tool_call_id)
+            f"SELECT {_COLUMNS} FROM gatehouse_journal WHERE thread_id=%s AND tool_call_id=%s "
+            "ORDER BY started_at DESC LIMIT 1",
+            (thread_id, tool_call_id),
         )
         return _entry(rows[0]) if rows else None
+
+    def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM gatehouse_journal WHERE thread_id=%s AND tool_call_id=%s AND call_key=%s",
+            (thread_id, call["id"], key_of(call)),
+        )
+        return bound_entry(rows[0] if rows else None, call)
 
     def entries(self, thread_id: str) -> list[JournalEntry]:
         rows = self._rows(f"SELECT {_COLUMNS} FROM gatehouse_journal WHERE thread_id=%s ORDER BY started_at", (thread_id,))
@@ -181,9 +205,10 @@ class PgJournal(Journal):
     def start(self, thread_id: str, call: ToolCall) -> None:
         with self._pool.connection() as conn:
             claimed = conn.execute(
-                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid) "
-                "VALUES (%s, %s, %s, %s, 'started', %s, %s) ON CONFLICT (thread_id, tool_call_id) DO NOTHING",
-                (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid()),
+                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid, "
+                "call_key) VALUES (%s, %s, %s, %s, 'started', %s, %s, %s) "
+                "ON CONFLICT (thread_id, tool_call_id, call_key) DO NOTHING",
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid(), key_of(call)),
             ).rowcount
         if claimed != 1:
             raise already_started(thread_id, call)
@@ -191,9 +216,9 @@ class PgJournal(Journal):
     def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
         with self._pool.connection() as conn:
             claimed = conn.execute(
-                "UPDATE gatehouse_journal SET args_json=%s, started_at=%s, pid=%s, attempts=attempts+1 "
-                "WHERE thread_id=%s AND tool_call_id=%s AND status='started' AND attempts=%s",
-                (_dumps(call["args"]), time.time(), os.getpid(), thread_id, call["id"], attempts),
+                "UPDATE gatehouse_journal SET started_at=%s, pid=%s, attempts=attempts+1 "
+                "WHERE thread_id=%s AND tool_call_id=%s AND call_key=%s AND status='started' AND attempts=%s",
+                (time.time(), os.getpid(), thread_id, call["id"], key_of(call), attempts),
             ).rowcount
         if claimed != 1:
             raise already_started(thread_id, call)
@@ -204,10 +229,10 @@ class PgJournal(Journal):
         with self._pool.connection() as conn:
             conn.execute(
                 "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, result_json, "
-                "started_at, finished_at, pid) VALUES (%s, %s, %s, %s, 'finished', %s, %s, %s, %s) "
-                "ON CONFLICT (thread_id, tool_call_id) DO UPDATE SET status='finished', "
+                "started_at, finished_at, pid, call_key) VALUES (%s, %s, %s, %s, 'finished', %s, %s, %s, %s, %s) "
+                "ON CONFLICT (thread_id, tool_call_id, call_key) DO UPDATE SET status='finished', "
                 "result_json=excluded.result_json, finished_at=excluded.finished_at",
-                (thread_id, call["id"], call["name"], _dumps(call["args"]), payload, now, now, os.getpid()),
+                (thread_id, call["id"], call["name"], _dumps(call["args"]), payload, now, now, os.getpid(), key_of(call)),
             )
 
     def delete_thread(self, thread_id: str) -> None:
@@ -217,8 +242,8 @@ class PgJournal(Journal):
     def restore(self, entries: Sequence[JournalEntry]) -> None:
         with self._pool.connection() as conn, conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO gatehouse_journal({RESTORE_COLUMNS}) VALUES ({', '.join(['%s'] * 10)}) "
-                "ON CONFLICT (thread_id, tool_call_id) DO NOTHING",
+                f"INSERT INTO gatehouse_journal({RESTORE_COLUMNS}) VALUES ({', '.join(['%s'] * 11)}) "
+                "ON CONFLICT (thread_id, tool_call_id, call_key) DO NOTHING",
                 [restore_row(e) for e in entries],
             )
 
@@ -235,13 +260,14 @@ class PgDecisions(Decisions):
     def record(self, records: Sequence[DecisionRecord]) -> None:
         with self._pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             for record in records:
+                row = _row(record)
                 cur.execute(
-                    f"INSERT INTO gatehouse_decisions({DECISION_COLUMNS}) VALUES ({', '.join(['%s'] * 12)}) "
-                    "ON CONFLICT (thread_id, question, tool_call_id) DO NOTHING",
-                    _row(record),
+                    f"INSERT INTO gatehouse_decisions({DECISION_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 14)}) "
+                    f"ON CONFLICT (thread_id, question, tool_call_id, {KEY_COLUMN}) DO NOTHING",
+                    row,
                 )
                 if cur.rowcount == 1:  # new: chained in the same transaction
-                    append_to_chain(cur, POSTGRES, (record.thread_id, record.question, record.tool_call_id))
+                    append_to_chain(cur, POSTGRES, chain_key(row))
 
     def verify(self) -> ChainCheck:
         with self._pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
@@ -413,6 +439,34 @@ LAST_TABLES = (
 )
 
 
+# How many of the journal and the decision log have `call_key` in their primary key.
+BOUND_KEYS = (
+    "SELECT count(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+    f"WHERE i.indisprimary AND a.attname = '{KEY_COLUMN}' "
+    "AND i.indrelid IN ('gatehouse_journal'::regclass, 'gatehouse_decisions'::regclass)"
+)
+
+
+def _bind_old_rows(conn: psycopg.Connection[Any]) -> None:
+    """Give rows written before rows were bound their key, computed from their own tool
+    and arguments (as graph/store/binding.py does for SQLite)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        for row in cur.execute("SELECT thread_id, tool_call_id, name, args_json FROM gatehouse_journal WHERE call_key=''").fetchall():
+            cur.execute(
+                "UPDATE gatehouse_journal SET call_key=%s WHERE thread_id=%s AND tool_call_id=%s AND call_key=''",
+                (_legacy_journal_key(row), row["thread_id"], row["tool_call_id"]),
+            )
+        for row in cur.execute(
+            "SELECT thread_id, question, tool_call_id, tool, args_json, requested_args_json FROM gatehouse_decisions "
+            "WHERE call_key=''"
+        ).fetchall():
+            cur.execute(
+                "UPDATE gatehouse_decisions SET call_key=%s WHERE thread_id=%s AND question=%s AND tool_call_id=%s "
+                "AND call_key=''",
+                (_legacy_decision_key(row), row["thread_id"], row["question"], row["tool_call_id"]),
+            )
+
+
 def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver) -> bool:
     with conn.cursor(row_factory=tuple_row) as cur:
         row = cur.execute(
@@ -421,7 +475,8 @@ def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver
         if not row or not all(row):
             return False
         version = cur.execute("SELECT max(v) FROM checkpoint_migrations").fetchone()
-    return version is not None and version[0] == len(saver.MIGRATIONS) - 1
+        bound = cur.execute(BOUND_KEYS).fetchone()
+    return version is not None and version[0] == len(saver.MIGRATIONS) - 1 and bound is not None and bound[0] == 2
 
 
 def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
@@ -440,6 +495,8 @@ def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
             new_chain = conn.execute("SELECT to_regclass('gatehouse_decision_chain') IS NULL AS new").fetchone()["new"]
             for statement in SCHEMA:
                 conn.execute(statement)
+            # Old rows get their call keys before a new chain seals the log as it stands.
+            _bind_old_rows(conn)
             if new_chain:  # a log recorded before the chain existed: chained as it stands
                 with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                     seal_existing(cur, POSTGRES)

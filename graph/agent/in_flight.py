@@ -1,0 +1,49 @@
+"""The journaled calls this process is executing right now.
+
+A journal row that says "started, not finished" means one of two things: the run
+that claimed it died (ask the person: "outcome unknown"), or it is still running
+(a second client resumed the same approval a moment later). Within one process the
+second is known for sure, and asking then would be wrong twice over: the person would
+be asked whether a call that is running should run again, and a stray resume value
+(the second client's approval answer) would be taken as the answer to that question.
+So a call running here is refused with `CallAlreadyStarted` instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from langchain_core.messages import ToolCall
+
+from graph.protocol.decisions import canonical_args
+
+_lock = threading.Lock()
+# How many runs of this process hold each call (a claim that lost still counts while it unwinds).
+_running: Counter[tuple[str, str, str, str]] = Counter()
+
+
+def _key(thread_id: str, call: ToolCall) -> tuple[str, str, str, str]:
+    return (thread_id, call["id"], call["name"], canonical_args(call["args"]))
+
+
+@contextmanager
+def executing(thread_id: str, call: ToolCall) -> Iterator[None]:
+    """Mark `call` as executing in this process for the duration of the block."""
+    key = _key(thread_id, call)
+    with _lock:
+        _running[key] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running[key] -= 1
+            if _running[key] <= 0:
+                del _running[key]
+
+
+def is_executing(thread_id: str, call: ToolCall) -> bool:
+    with _lock:
+        return _key(thread_id, call) in _running

@@ -1,0 +1,64 @@
+"""What a stored decision or journal row is bound to: one call, by its tool and its
+canonical arguments, not only by its tool-call id.
+
+Models and proxies reuse call ids (LiteLLM's mock calls are all `call_mock_1`, some
+servers number each reply's calls from `call_0`) and clients can write any id into
+the state. A row found by id alone would let a later `delete_file` with id `w1`
+inherit the approval, or the journaled result, of a `write_file` with id `w1`. So
+each row carries `call_key` (a digest of the tool name and the arguments as canonical
+JSON, keys sorted) in its primary key, and every lookup the agent trusts matches it.
+
+Databases written before rows were bound are migrated on open: SQLite cannot change a
+primary key in place, so the table is rebuilt (every column kept, extra ones added by
+later migrations included) and old rows get their key computed from their own tool and
+arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from graph.protocol.decisions import canonical_args, same_call
+
+__all__ = ["KEY_COLUMN", "call_key", "canonical_args", "rebind_sqlite_table", "same_call"]
+
+KEY_COLUMN = "call_key"
+
+
+def call_key(tool: str, args: Any) -> str:
+    """The digest a stored row is bound by: tool name and canonical arguments."""
+    return hashlib.sha256(f"{tool}\x00{canonical_args(args)}".encode()).hexdigest()
+
+
+def rebind_sqlite_table(
+    conn: sqlite3.Connection, table: str, schema: str, key_of: Callable[[Mapping[str, Any]], str]
+) -> None:
+    """Rebuild `table` (created before rows were bound) under `schema`, whose primary
+    key includes `call_key`; `key_of(row)` computes an old row's key. Runs inside the
+    caller's write transaction; does nothing for a new or already bound table."""
+    info = conn.execute(f"PRAGMA table_info({table})").fetchall()  # cid, name, type, notnull, default, pk
+    if not info or any(col[1] == KEY_COLUMN and col[5] for col in info):
+        return
+    old = f"{table}_unbound"
+    conn.execute(f"DROP TABLE IF EXISTS {old}")
+    conn.execute(f"ALTER TABLE {table} RENAME TO {old}")
+    conn.execute(schema)
+    have = {col[1] for col in conn.execute(f"PRAGMA table_info({table})")}
+    for _, name, kind, _, default, _ in info:
+        # Columns another migration added to the old table stay (nullable here).
+        if name not in have:
+            extra = f" DEFAULT {default}" if default is not None else ""
+            conn.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {kind}{extra}')
+    names = [col[1] for col in info if col[1] != KEY_COLUMN]
+    cursor = conn.execute(f"SELECT {', '.join(names)} FROM {old}")
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    placeholders = ", ".join("?" * (len(names) + 1))
+    conn.executemany(
+        f"INSERT OR IGNORE INTO {table}({', '.join(names)}, {KEY_COLUMN}) VALUES ({placeholders})",
+        [(*row.values(), key_of(row)) for row in rows],
+    )
+    # Indexes went with the old table; their owners create them again (IF NOT EXISTS).
+    conn.execute(f"DROP TABLE {old}")
