@@ -132,3 +132,34 @@ def test_the_probe_cache_can_be_turned_off_and_survives_a_damaged_file(
     detect_bubblewrap.cache_clear()
     assert detect_bubblewrap(working).usable and runs_of(runs) == 9
     detect_bubblewrap.cache_clear()
+
+
+def test_a_large_head_decodes_without_leaving_the_collector_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The objects of a large head go straight to the oldest generation (no young
+    collection walks them twice); they stay collectable, and an application's own
+    frozen objects stay frozen."""
+    import gc
+
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from graph.store import head
+    from graph.store.saver import compact_serde
+
+    serde = compact_serde() if callable(compact_serde) else compact_serde
+    messages = [HumanMessage(f"question {i}", id=f"h{i}") if i % 2 else AIMessage(f"answer {i}", id=f"a{i}")
+                for i in range(2 * head.AGE_AT_ONCE)]
+    rows = [(n, data) for _, n, data in head.blocks(messages, 0, serde)]
+    gc.collect()
+    decoded = head.decode(rows, len(messages), serde)
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert decoded == messages and gc.isenabled()
+    assert all(id(m) in oldest for m in decoded)  # none left young: no young collection walks them
+    assert gc.get_freeze_count() == 0
+    # An application that froze objects itself keeps them frozen (and pays the walk).
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert head.decode(rows, len(messages), serde) == messages
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
