@@ -308,6 +308,10 @@ def floor(db: str) -> dict[str, float]:
     storage = open_storage(db)
     try:
         saver = storage.checkpointer
+        # What building the agent tells the saver: how to fold the messages channel.
+        from graph.agent.message_merge import merge_messages
+
+        saver.register_reducer("messages", merge_messages)  # type: ignore[attr-defined]
         start = time.perf_counter()
         head = saver.get_tuple({"configurable": {"thread_id": THREAD}})
         assert head is not None
