@@ -163,3 +163,28 @@ def test_a_large_head_decodes_without_leaving_the_collector_a_walk(monkeypatch: 
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_remembered_token_counts_are_langchains_and_follow_a_changed_message() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from graph.agent.builtin_hooks.compaction import Compaction
+    from graph.agent.builtin_hooks.token_memo import count_tokens_remembered
+
+    history = [
+        SystemMessage("be brief"),
+        HumanMessage("list the files", name="ana"),
+        AIMessage("", tool_calls=[{"name": "list_files", "args": {"path": "."}, "id": "c1"}]),
+        ToolMessage("a.txt\nb.txt", tool_call_id="c1"),
+        AIMessage([{"type": "text", "text": "two files"}, {"type": "image_url", "image_url": {"url": "x"}}]),
+        {"role": "user", "content": "thanks"},
+    ]
+    for _ in range(2):  # counted, then remembered: the same numbers
+        assert count_tokens_remembered(history) == count_tokens_approximately(history)
+        assert all(count_tokens_remembered([m]) == count_tokens_approximately([m]) for m in history)
+    history[1].content = "list every file in the workspace, with sizes"  # changed in place: counted again
+    assert count_tokens_remembered(history) == count_tokens_approximately(history)
+    assert Compaction().count_tokens is count_tokens_remembered
+    mine = lambda messages: 7  # noqa: E731
+    assert Compaction(count_tokens=mine).count_tokens is mine
