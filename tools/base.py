@@ -9,7 +9,7 @@ tool). Here a signature of plain parameters becomes one model whose validator is
 on first use (`defer_build`: when the tool runs or is bound to a model), and each schema
 is made once per process and shared, so a server that opens a session per request
 rebuilds the tools, not their schemas. The schemas are the same as LangChain's
-(tests/test_cold_paths.py compares them for every default tool).
+(tests/test_open_cost.py compares them for every default tool).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def fast_schema(name: str, fn: Callable[..., Any], *, skip_first: bool = False) 
     fields: dict[str, Any] = {}
     for p in params:
         hint = hints.get(p.name, Any)
-        if p.kind not in _PLAIN or p.name.startswith("_") or p.name in ("run_manager", "callbacks", "config"):
+        if p.kind not in _PLAIN or p.name.startswith("_") or p.name in ("run_manager", "callbacks", "config", "self", "cls"):
             return None
         metadata = typing.get_args(hint)[1:] if typing.get_origin(hint) is typing.Annotated else ()
         base = typing.get_args(hint)[0] if metadata else hint

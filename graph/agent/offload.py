@@ -171,7 +171,7 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
 
 @functools.cache
 def _read_args_schema(doc: str) -> type[BaseModel]:
-    """The schema LangChain would infer for `read_tool_output` (tests/test_cold_paths.py
+    """The schema LangChain would infer for `read_tool_output` (tests/test_open_cost.py
     compares them), made once per process with its validator built on first use: LangChain's
     inference builds two models and their validators, ~20 ms, on every session open."""
     fields: dict[str, Any] = {
