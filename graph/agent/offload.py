@@ -173,7 +173,7 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
 def _read_args_schema(doc: str) -> type[BaseModel]:
     """The schema LangChain would infer for `read_tool_output` (tests/test_open_cost.py
     compares them), made once per process with its validator built on first use: LangChain's
-    inference builds two models and their validators, ~20 ms, on every session open."""
+    inference builds two models and their validators, several ms, on every session open."""
     fields: dict[str, Any] = {
         "call_id": (Annotated[str, Field(description="The call_id named in the stored output's reference")], ...),
         "start_line": (Annotated[int, Field(ge=1, description="First line to return (1-based)")], 1),
