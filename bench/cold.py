@@ -554,7 +554,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gatehouse-cold-") as name:
         tmp = Path(name)
         os.environ["GATEHOUSE_BENCH_WORKSPACE"] = str(tmp / "workspace")
-        backends = [b for b in BACKENDS if not (b == "postgres" and args.no_postgres)]
+        backends = [b for b in BACKENDS if not (b == "postgres" and args.no_postgres) and not (b == "sqlite" and args.no_sqlite)]
         for backend in backends:
             with contextlib.ExitStack() as stack:
                 admin_url = None
@@ -631,6 +631,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reads", type=int, default=3, help="first-read samples per thread length")
     parser.add_argument("--terminal-repeat", type=int, default=5)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--before", default=None, metavar="DIR",
                         help="also sample Gatehouse from an older checkout in DIR (SQLite; DIR/bench is overwritten)")
     parser.add_argument("--no-terminal", action="store_true")
