@@ -3,6 +3,7 @@ against its peer, on SQLite and on Postgres, in one run.
 
     uv run python -m bench.cold --out cold.json            # N = 200, 400, 2000 (peer: 200, 400)
     uv run python -m bench.cold --out cold.json --quick    # N = 3, 6: a check that it all runs
+    uv run python -m bench.cold --out cold.json --no-postgres --before ../main   # and main, same run
 
 `bench.run` runs this too (the one benchmark command); alone it only writes JSON.
 
@@ -15,11 +16,17 @@ How it measures:
   what the system imports, including the modules LangChain and LangGraph load on
   their first run (found once per system by a first run on a throwaway database),
   times that apart (`import_s`), collects the garbage the imports left, then measures:
-  - `resume`: open storage (+ build the agent), read the pending request, approve,
-    run to the end. Then (not timed) it sends the next message, so the thread is
-    paused again for the next sample.
+  - `resume`: open (Gatehouse: `open_session` with the default toolset; the peer: its
+    saver and `create_agent`), read the pending request, approve (until the run has
+    started), run to the end. Then (not timed) it sends the next message, so the
+    thread is paused again for the next sample.
   - `pending`: open, then the first read of the pending request;
-  - `get_state`: open, then the first `get_state` of the thread head.
+  - `get_state`: open, then the first `get_state` of the thread head;
+  - `floor` (Gatehouse): one indexed read of the head and decoding its messages, then
+    one LangGraph step (a one-node graph): what any resume must do.
+  The systems' samples alternate. `--before DIR` adds `gatehouse-before`: Gatehouse
+  from an older checkout in DIR (its bench/ replaced by this one), sampled the same
+  way on copies of the same threads (SQLite).
   (Not forked from one process that imported once: a forked child pays a page
   fault for each page it touches first, about 10 ms here, which would blur both.)
 - terminal (SQLite): the `gatehouse` console script as a user runs it, wall time of
