@@ -3,6 +3,7 @@ against its peer, on SQLite and on Postgres, in one run.
 
     uv run python -m bench.cold --out cold.json            # N = 200, 400, 2000 (peer: 200, 400)
     uv run python -m bench.cold --out cold.json --quick    # N = 3, 6: a check that it all runs
+    uv run python -m bench.cold --out cold.json --no-postgres --before ../main   # and main, same run
 
 `bench.run` runs this too (the one benchmark command); alone it only writes JSON.
 
@@ -15,11 +16,17 @@ How it measures:
   what the system imports, including the modules LangChain and LangGraph load on
   their first run (found once per system by a first run on a throwaway database),
   times that apart (`import_s`), collects the garbage the imports left, then measures:
-  - `resume`: open storage (+ build the agent), read the pending request, approve,
-    run to the end. Then (not timed) it sends the next message, so the thread is
-    paused again for the next sample.
+  - `resume`: open (Gatehouse: `open_session` with the default toolset; the peer: its
+    saver and `create_agent`), read the pending request, approve (until the run has
+    started), run to the end. Then (not timed) it sends the next message, so the
+    thread is paused again for the next sample.
   - `pending`: open, then the first read of the pending request;
-  - `get_state`: open, then the first `get_state` of the thread head.
+  - `get_state`: open, then the first `get_state` of the thread head;
+  - `floor` (Gatehouse): one indexed read of the head and decoding its messages, then
+    one LangGraph step (a one-node graph): what any resume must do.
+  The systems' samples alternate. `--before DIR` adds `gatehouse-before`: Gatehouse
+  from an older checkout in DIR (its bench/ replaced by this one), sampled the same
+  way on copies of the same threads (SQLite).
   (Not forked from one process that imported once: a forked child pays a page
   fault for each page it touches first, about 10 ms here, which would blur both.)
 - terminal (SQLite): the `gatehouse` console script as a user runs it, wall time of
@@ -56,16 +63,17 @@ BACKENDS = ("sqlite", "postgres")
 
 # -- the two systems, opened cold -----------------------------------------------------
 class Gatehouse:
-    """Gatehouse through its Session, on its default storage for the backend."""
+    """Gatehouse as an application opens it: `open_session` with the default toolset
+    (files, shell, HTTP; the sandbox probe; policy; hooks) on its default storage for
+    the backend. The scripted model (`bench.workload.DefaultToolsModel`) asks for
+    `write_file` (gated) and `read_file` (free) each turn."""
 
     def __init__(self, db: str, turns: int = 8) -> None:
-        from bench.workload import TOOLS, scripted_model
-        from graph import Session, build_graph
-        from graph.store import open_storage
+        from graph import Settings, open_session
 
-        self.storage = open_storage(db)
-        agent = build_graph(model=scripted_model(turns), tools=TOOLS, checkpointer=self.storage.checkpointer)
-        self.session = Session(agent, self.storage, TOOLS)
+        ws = workspace()
+        self.session = open_session(Settings(db=db, workspace=str(ws)), model=default_tools_model())
+        self.storage = self.session.storage
 
     def pending(self) -> Any:
         pause = self.session.pending(THREAD)
@@ -84,12 +92,17 @@ class Gatehouse:
         saver.get_delta_channel_history(config=config, channels=["messages"])
         return (time.perf_counter() - start) * 1000
 
-    def approve(self) -> None:
+    def approve(self) -> float:
+        """Approve and run to the end; returns the seconds until the run was started
+        (the answer checked, the decision recorded)."""
         from bench.workload import APPROVE
 
+        start = time.perf_counter()
         run = self.session.resume(THREAD, APPROVE)
+        submitted = time.perf_counter() - start
         run.collect()
         assert run.status == "completed", run.status
+        return submitted
 
     def send(self, turn: int) -> None:
         from bench.workload import user_text
@@ -100,6 +113,24 @@ class Gatehouse:
 
     def close(self) -> None:
         self.session.close()
+
+
+def workspace() -> Path:
+    """The bench's workspace (set by `run` for every process of one run)."""
+    ws = Path(os.environ.get("GATEHOUSE_BENCH_WORKSPACE") or Path(tempfile.gettempdir()) / "gatehouse-bench-ws")
+    ws.mkdir(parents=True, exist_ok=True)
+    readme = ws / "README.md"
+    if not readme.exists():
+        from bench.workload import payload
+
+        readme.write_text(payload("readme", 0))
+    return ws
+
+
+def default_tools_model() -> Any:
+    from bench.workload import DefaultToolsModel
+
+    return DefaultToolsModel(chunk_chars=16, usage=True)
 
 
 class Peer:
@@ -154,12 +185,13 @@ class Peer:
         self.saver.get_tuple(self.config)
         return (time.perf_counter() - start) * 1000
 
-    def approve(self) -> None:
+    def approve(self) -> float:
         from langgraph.types import Command
 
         from bench.workload import APPROVE
 
         assert not self._drain(Command(resume=APPROVE)), "expected the turn to finish"
+        return 0.0  # the answer is checked inside the run (HumanInTheLoopMiddleware)
 
     def send(self, turn: int) -> None:
         from langchain_core.messages import HumanMessage
@@ -224,6 +256,8 @@ def copy_database(db: str, snapshots: Path, name: str, admin_url: str | None) ->
 def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
     """One sample, in a process that has imported but not opened, read or run anything."""
     clock, cpu = time.perf_counter, time.process_time
+    if kind == "floor":
+        return floor(db)
     start, cpu_start = clock(), cpu()
     driver = open_system(system, db, turn + 4)
     opened = clock()
@@ -231,11 +265,11 @@ def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
         if kind == "resume":
             driver.pending()
             read = clock()
-            driver.approve()
+            approve_s = driver.approve()
             done, cpu_done = clock(), cpu()
             out = {"open_ms": (opened - start) * 1000, "read_ms": (read - opened) * 1000,
-                   "run_ms": (done - read) * 1000, "total_ms": (done - start) * 1000,
-                   "cpu_ms": (cpu_done - cpu_start) * 1000}
+                   "approve_ms": approve_s * 1000, "run_ms": (done - read - approve_s) * 1000,
+                   "total_ms": (done - start) * 1000, "cpu_ms": (cpu_done - cpu_start) * 1000}
             # Not part of the sample: the same resume once more in this (now warm)
             # process, which tells what any resume costs from what a cold one adds.
             driver.send(turn)
@@ -260,8 +294,46 @@ def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
         driver.close()
 
 
+def floor(db: str) -> dict[str, float]:
+    """What any resume of the thread must do, in a fresh process: one indexed read of
+    the head and deserialising its messages (Gatehouse's saver, this process's cache
+    empty), then one LangGraph step (a one-node graph, compiled before the clock)."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from graph.store import open_storage
+
+    class Tiny(TypedDict):
+        step: int
+
+    tiny = StateGraph(Tiny)
+    tiny.add_node("step", lambda state: {"step": state["step"] + 1})
+    tiny.add_edge(START, "step")
+    tiny.add_edge("step", END)
+    graph = tiny.compile()
+    storage = open_storage(db)
+    try:
+        saver = storage.checkpointer
+        # What building the agent tells the saver: how to fold the messages channel.
+        from graph.agent.message_merge import merge_messages
+
+        saver.register_reducer("messages", merge_messages)  # type: ignore[attr-defined]
+        start = time.perf_counter()
+        head = saver.get_tuple({"configurable": {"thread_id": THREAD}})
+        assert head is not None
+        saver.get_delta_channel_history(config=head.config, channels=["messages"])  # type: ignore[attr-defined]
+        read = time.perf_counter()
+        graph.invoke({"step": 0})
+        done = time.perf_counter()
+    finally:
+        storage.close()
+    return {"read_ms": (read - start) * 1000, "step_ms": (done - read) * 1000, "total_ms": (done - start) * 1000}
+
+
 IMPORTS = {
-    "gatehouse": ["graph.service.session", "graph.store", "graph.agent.graph", "bench.workload"],
+    "gatehouse": ["graph.service.app", "graph.service.session", "graph.store", "graph.agent.graph", "tools.sandbox",
+                  "bench.workload"],
     "peer": ["langchain.agents", "langchain.agents.middleware", "langgraph.checkpoint.sqlite", "bench.workload"],
 }
 POSTGRES_IMPORTS = {
@@ -295,6 +367,8 @@ def first_run_modules(system: str, backend: str, scratch: str) -> list[str]:
         driver.get_state()
     finally:
         driver.close()
+    if system == "gatehouse":
+        floor(scratch)
     return sorted(m for m in set(sys.modules) - before if not m.startswith("__"))
 
 
@@ -307,9 +381,9 @@ def sample(system: str, backend: str, kind: str, db: str, turn: int, lazy: list[
     return {**measure(kind, system, db, turn), "import_s": import_s}
 
 
-def _run_json(*args: str) -> Any:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "bench.cold", *args], cwd=ROOT, env=env, capture_output=True,
+def _run_json(*args: str, root: Path = ROOT) -> Any:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "bench.cold", *args], cwd=root, env=env, capture_output=True,
                           text=True)
     if done.returncode != 0:
         raise RuntimeError(f"bench.cold {' '.join(args)} failed:\n{done.stderr[-3000:]}")
@@ -320,35 +394,66 @@ def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
-def sample_system(
-    system: str, backend: str, copies: dict[str, str], scratch: str, tmp: Path, *, resumes: int, reads: int
+def sample_systems(
+    systems: dict[str, dict[str, str]], backend: str, scratch: dict[str, str], tmp: Path, *, resumes: int,
+    reads: int, roots: dict[str, Path],
 ) -> dict[str, Any]:
-    """Every sample of one system on one backend, each in a new process."""
-    lazy_file = tmp / f"lazy-{system}-{backend}.json"
-    lazy_file.write_text(json.dumps(_run_json("first-run", "--system", system, "--backend", backend,
-                                              "--scratch", scratch)))
-    at: dict[str, Any] = {}
-    imports: list[float] = []
+    """Every sample of every system on one backend, each in a new process, the systems
+    alternating sample by sample (so a change in the machine's load hits all alike)."""
+    lazy: dict[str, Path] = {}
+    for system in systems:
+        lazy[system] = tmp / f"lazy-{system}-{backend}.json"
+        lazy[system].write_text(json.dumps(_run_json("first-run", "--system", code_system(system), "--backend",
+                                                     backend, "--scratch", scratch[system], root=roots[system])))
+    imports: dict[str, list[float]] = {system: [] for system in systems}
 
-    def one(kind: str, db: str, turn: int) -> dict[str, float]:
-        result = _run_json("sample", "--system", system, "--backend", backend, "--kind", kind, "--db", db,
-                           "--turn", str(turn), "--lazy", str(lazy_file))
-        imports.append(result.pop("import_s"))
+    def one(system: str, kind: str, db: str, turn: int) -> dict[str, float]:
+        result = _run_json("sample", "--system", code_system(system), "--backend", backend, "--kind", kind,
+                           "--db", db, "--turn", str(turn), "--lazy", str(lazy[system]), root=roots[system])
+        imports[system].append(result.pop("import_s"))
         return result
 
-    for n, db in sorted(copies.items(), key=lambda kv: int(kv[0])):
-        row: dict[str, Any] = {}
-        for kind in ("pending", "get_state"):
-            row[kind] = _medians([one(kind, db, int(n) + 1) for _ in range(reads)])
-        samples = [one("resume", db, int(n) + 2 + 2 * i) for i in range(resumes)]
-        row["resume"] = _medians(samples)
-        row["resume"]["samples_ms"] = [s["total_ms"] for s in samples]  # type: ignore[assignment]
-        at[n] = row
-        print(f"[cold] {backend} {system} N={n}: resume {row['resume']['total_ms']:.1f} ms "
-              f"(open {row['resume']['open_ms']:.1f}, read {row['resume']['read_ms']:.1f}, "
-              f"run {row['resume']['run_ms']:.1f}; CPU {row['resume']['cpu_ms']:.1f}); first pending() "
-              f"{row['pending']['read_ms']:.1f} ms, get_state {row['get_state']['read_ms']:.1f} ms", flush=True)
-    return {"import_s": statistics.median(imports), "at": at}
+    out: dict[str, Any] = {system: {"at": {}} for system in systems}
+    lengths = sorted({int(n) for copies in systems.values() for n in copies})
+    for n in map(str, lengths):
+        here = [system for system in systems if n in systems[system]]
+        rows: dict[str, dict[str, Any]] = {system: {} for system in here}
+        kinds = ["pending", "get_state"]
+        for kind in kinds:
+            got: dict[str, list[dict[str, float]]] = {system: [] for system in here}
+            for i in range(reads):
+                for system in (here if i % 2 == 0 else here[::-1]):
+                    got[system].append(one(system, kind, systems[system][n], int(n) + 1))
+            for system in here:
+                rows[system][kind] = _medians(got[system])
+        got = {system: [] for system in here}
+        floors: dict[str, list[dict[str, float]]] = {system: [] for system in here if code_system(system) == "gatehouse"}
+        for i in range(resumes):
+            for system in (here if i % 2 == 0 else here[::-1]):
+                got[system].append(one(system, "resume", systems[system][n], int(n) + 2 + 2 * i))
+                if system in floors and i < max(1, reads):
+                    floors[system].append(one(system, "floor", systems[system][n], 0))
+        for system in here:
+            row = rows[system]
+            row["resume"] = _medians(got[system])
+            row["resume"]["samples_ms"] = [s["total_ms"] for s in got[system]]  # type: ignore[assignment]
+            if floors.get(system):
+                row["floor"] = _medians(floors[system])
+            out[system]["at"][n] = row
+            r = row["resume"]
+            print(f"[cold] {backend} {system} N={n}: resume {r['total_ms']:.1f} ms (open {r['open_ms']:.1f}, read "
+                  f"{r['read_ms']:.1f}, approve {r['approve_ms']:.1f}, run {r['run_ms']:.1f}; CPU {r['cpu_ms']:.1f})"
+                  + (f"; floor {row['floor']['total_ms']:.1f}" if "floor" in row else "")
+                  + f"; first pending() {row['pending']['read_ms']:.1f} ms, get_state {row['get_state']['read_ms']:.1f} ms",
+                  flush=True)
+    for system in systems:
+        out[system]["import_s"] = statistics.median(imports[system])
+    return out
+
+
+def code_system(system: str) -> str:
+    """The driver a system name runs: `gatehouse-before` is Gatehouse at another commit."""
+    return "gatehouse" if system.startswith("gatehouse") else system
 
 
 def _build_in_subprocess(system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None,
@@ -452,17 +557,27 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     turns = sorted({int(x) for x in args.turns.split(",") if x})
     peer_turns = sorted({int(x) for x in args.peer_turns.split(",") if x})
-    result: dict[str, Any] = {"turns": turns, "peer_turns": peer_turns, "backends": {}}
+    result: dict[str, Any] = {"turns": turns, "peer_turns": peer_turns, "backends": {},
+                              "pythondontwritebytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))}
+    roots = {"gatehouse": ROOT, "peer": ROOT}
+    if args.before:
+        # An older checkout, run with this bench (its bench/ replaced by this one).
+        before = Path(args.before).resolve()
+        shutil.copytree(ROOT / "bench", before / "bench", dirs_exist_ok=True)
+        roots["gatehouse-before"] = before
+        result["before"] = str(before)
     with tempfile.TemporaryDirectory(prefix="gatehouse-cold-") as name:
         tmp = Path(name)
-        backends = [b for b in BACKENDS if not (b == "postgres" and args.no_postgres)]
+        os.environ["GATEHOUSE_BENCH_WORKSPACE"] = str(tmp / "workspace")
+        backends = [b for b in BACKENDS if not (b == "postgres" and args.no_postgres) and not (b == "sqlite" and args.no_sqlite)]
         for backend in backends:
             with contextlib.ExitStack() as stack:
                 admin_url = None
                 if backend == "postgres":
                     server = stack.enter_context(postgres_server())
                     admin_url = server.admin_url
-                per_system: dict[str, Any] = {}
+                built: dict[str, dict[str, str]] = {}
+                scratch: dict[str, str] = {}
                 for system in SYSTEMS:
                     milestones = turns if system == "gatehouse" else peer_turns
                     if not milestones:
@@ -475,20 +590,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         db = str(snapshots / "build.sqlite")
                     started = time.perf_counter()
                     print(f"[cold] {backend} {system}: building a {max(milestones)}-turn thread ...", flush=True)
-                    copies = _build_in_subprocess(system, db, milestones, snapshots, admin_url, tmp / "copies.json")
+                    built[system] = _build_in_subprocess(system, db, milestones, snapshots, admin_url,
+                                                         tmp / "copies.json")
                     print(f"[cold] {backend} {system}: built in {time.perf_counter() - started:.0f} s", flush=True)
                     if backend == "sqlite":
                         os.remove(db)
                     if backend == "postgres":
-                        scratch = server.create_database(prefix=f"scratch_{system}")
+                        scratch[system] = server.create_database(prefix=f"scratch_{system}")
                     else:
-                        scratch = str(snapshots / "scratch.sqlite")
-                    per_system[system] = sample_system(system, backend, copies, scratch, tmp,
-                                                       resumes=args.resumes, reads=args.reads)
-                    if backend == "sqlite":
+                        scratch[system] = str(snapshots / "scratch.sqlite")
+                    if system == "gatehouse" and "gatehouse-before" in roots and backend == "sqlite":
+                        # The same threads, copied: each system's samples move their own copy on.
+                        before_dir = tmp / f"{backend}-gatehouse-before"
+                        before_dir.mkdir()
+                        built["gatehouse-before"] = {n: copy_database(db_n, before_dir, snapshot_name("before", int(n)),
+                                                                      None) for n, db_n in built[system].items()}
+                        scratch["gatehouse-before"] = str(before_dir / "scratch.sqlite")
+                result["backends"][backend] = sample_systems(
+                    dict(sorted(built.items(), key=lambda kv: list(roots).index(kv[0]))), backend, scratch, tmp,
+                    resumes=args.resumes, reads=args.reads, roots=roots)
+                if backend == "sqlite":
+                    for copies in built.values():
                         for path in copies.values():
                             os.remove(path)
-                result["backends"][backend] = per_system
         if not args.no_terminal:
             print("[cold] terminal commands ...", flush=True)
             result["terminal"] = terminal(tmp, args.terminal_repeat)
@@ -512,7 +636,7 @@ def main(argv: list[str] | None = None) -> None:
     z = sub.add_parser("sample", help="(internal) one sample, in this process")
     z.add_argument("--system", choices=SYSTEMS, required=True)
     z.add_argument("--backend", choices=BACKENDS, required=True)
-    z.add_argument("--kind", choices=("resume", "pending", "get_state"), required=True)
+    z.add_argument("--kind", choices=("resume", "pending", "get_state", "floor"), required=True)
     z.add_argument("--db", required=True)
     z.add_argument("--turn", type=int, required=True)
     z.add_argument("--lazy", required=True, help="JSON list of modules to import first")
@@ -522,6 +646,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reads", type=int, default=3, help="first-read samples per thread length")
     parser.add_argument("--terminal-repeat", type=int, default=5)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--before", default=None, metavar="DIR",
+                        help="also sample Gatehouse from an older checkout in DIR (SQLite; DIR/bench is overwritten)")
     parser.add_argument("--no-terminal", action="store_true")
     parser.add_argument("--quick", action="store_true", help="N = 3, 6 and few samples")
     parser.add_argument("--out", default=None)
@@ -562,17 +689,20 @@ TERMINAL_RUNS = ("approve ID", "reject ID")
 
 def table(cold: dict[str, Any]) -> str:
     rows = [
-        "| backend | system | N | cold resume ms (open / read / run) | CPU ms | warm resume ms "
-        "| first pending() ms | first get_state ms (messages alone) | imports s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | system | N | cold resume ms (open / read / approve / run) | CPU ms | floor ms (read + step) "
+        "| warm resume ms | first pending() ms | first get_state ms (messages alone) | imports s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for backend, systems in cold["backends"].items():
         for system, res in systems.items():
             for n, at in sorted(res["at"].items(), key=lambda kv: int(kv[0])):
                 r, p, g = at["resume"], at["pending"], at["get_state"]
+                f = at.get("floor")
+                fl = f"{f['total_ms']:.1f} ({f['read_ms']:.1f} + {f['step_ms']:.1f})" if f else "-"
                 rows.append(
                     f"| {backend} | {system} | {n} | {r['total_ms']:.1f} ({r['open_ms']:.1f} / {r['read_ms']:.1f} / "
-                    f"{r['run_ms']:.1f}) | {r['cpu_ms']:.1f} | {r['warm_resume_ms']:.1f} | {p['read_ms']:.2f} "
+                    f"{r.get('approve_ms', 0.0):.1f} / {r['run_ms']:.1f}) | {r['cpu_ms']:.1f} | {fl} "
+                    f"| {r['warm_resume_ms']:.1f} | {p['read_ms']:.2f} "
                     f"| {g['read_ms']:.1f} ({g['messages_ms']:.1f}) | {res['import_s']:.2f} |"
                 )
     return "\n".join(rows)
@@ -603,6 +733,10 @@ def targets(cold: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
             gc, pc = g[n]["resume"]["cpu_ms"], p[n]["resume"]["cpu_ms"]
             out.append(("  same, in CPU time (robust to a busy machine)", f"{gc:.1f} vs {pc:.1f} ms (1/{pc / gc:.1f})",
                         None))
+            b = systems.get("gatehouse-before", {}).get("at", {}).get(n)
+            if b:
+                bt = b["resume"]["total_ms"]
+                out.append(("  before this change (same run)", f"{bt:.1f} ms (1/{pt / bt:.1f} of peer)", None))
         ns = sorted(g, key=int)
         base = "200" if "200" in g else (ns[0] if ns else None)
         if base and len(ns) > 1:

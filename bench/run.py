@@ -2,7 +2,8 @@
 
     uv run python -m bench.run                 # N = 50, 200, 400 + cold paths (about 15 minutes)
     uv run python -m bench.run --quick         # N = 10, 20 (a couple of minutes)
-    uv run python -m bench.run --cold-only     # only the cold paths (bench/cold.py)
+    uv run python -m bench.run --cold-only     # only the cold paths (bench/cold.py) and warm turns in
+                                               #   lockstep (bench/lockstep.py)
 
 Each system runs in its own fresh process, one after another (never in parallel):
 - `gatehouse`: Gatehouse on its default storage (SQLite, DeltaChannel messages,
@@ -155,6 +156,14 @@ def markdown(results: dict[str, Any], plot: str | None, cold_plot: str | None = 
             lines.append(f"| {name} | {measured} | {_verdict(ok)} |")
         if cold_plot:
             lines += ["", f"![cold resume and first read against thread length]({cold_plot})"]
+    if results.get("lockstep"):
+        from bench import lockstep
+
+        ls = results["lockstep"]
+        lines += ["", "### Warm per turn in lockstep (bench/lockstep.py)", "",
+                  f"Load average at the end: {ls.get('load', '?')}.", "", lockstep.table(ls), "",
+                  "| target | measured | result |", "|---|---|---|"]
+        lines += [f"| {name} | {measured} | {_verdict(ok)} |" for name, measured, ok in lockstep.targets(ls)]
     return "\n".join(lines)
 
 
@@ -196,10 +205,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="N = 10,20 and short micro-benchmarks")
     parser.add_argument("--no-micro", action="store_true")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold paths (bench/cold.py)")
-    parser.add_argument("--cold-only", action="store_true", help="only the cold paths")
+    parser.add_argument("--cold-only", action="store_true",
+                        help="only the cold paths and warm turns in lockstep (bench/cold.py, bench/lockstep.py)")
     parser.add_argument("--cold-turns", default="200,400,2000", help="thread lengths for the cold paths (Gatehouse)")
     parser.add_argument("--cold-peer-turns", default="200,400", help="thread lengths for the cold paths (peer)")
     parser.add_argument("--no-postgres", action="store_true", help="cold paths on SQLite only")
+    parser.add_argument("--no-lockstep", action="store_true", help="skip warm per turn in lockstep (bench/lockstep.py)")
+    parser.add_argument("--lockstep-turns", default="10,200", help="thread lengths for the lockstep figures")
     parser.add_argument("--results", default=str(ROOT / "bench" / "results"), help="directory for results.json and the PNG")
     parser.add_argument("--markdown", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
@@ -245,6 +257,11 @@ def main(argv: list[str] | None = None) -> None:
             results["cold"] = json.loads((tmp / "cold.json").read_text())
             results["cold"]["load_before"] = load
             results["cold"]["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        if not args.no_lockstep:
+            print("[bench] warm per turn in lockstep ...", flush=True)
+            turns = "3,6" if args.quick and args.lockstep_turns == parser.get_default("lockstep_turns") else args.lockstep_turns
+            _python("bench.lockstep", "--out", str(tmp / "lockstep.json"), "--turns", turns)
+            results["lockstep"] = json.loads((tmp / "lockstep.json").read_text())
     results["environment"]["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     previous = results_dir / "results.json"
     if args.cold_only and previous.exists():  # keep the last full run's other figures

@@ -86,6 +86,23 @@ class WorkloadModel(ScriptedModel):
         return turn_reply(messages)
 
 
+class DefaultToolsModel(WorkloadModel):
+    """The workload on Gatehouse's default toolset: each turn one gated `write_file`
+    and one free `read_file` (of a README the bench puts in the workspace), with the
+    same payloads."""
+
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+        reply = turn_reply(messages)
+        if not reply.tool_calls:
+            return reply
+        turn = int(str(reply.tool_calls[0]["id"]).removeprefix("gated-"))
+        return ai(
+            "",
+            tool_call("write_file", {"path": f"notes/{turn % 10}.md", "content": payload("gated", turn)}, f"gated-{turn}"),
+            tool_call("read_file", {"path": "README.md"}, f"free-{turn}"),
+        )
+
+
 def scripted_model(turns: int = 0) -> ScriptedModel:
     """The model of both systems (any number of turns); chunk_chars like a real
     provider's small deltas."""

@@ -21,7 +21,7 @@ def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> N
     results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
     markdown.write_text("# Benchmarks\n\nProse that must survive.\n")
     out = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--turns", "2,3", "--baseline-turns", "2", "--no-micro", "--no-cold",
+        [sys.executable, "-m", "bench.run", "--turns", "2,3", "--baseline-turns", "2", "--no-micro", "--no-cold", "--no-lockstep",
          "--results", str(results), "--markdown", str(markdown)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=280,
     )
@@ -54,6 +54,13 @@ def test_cold_paths_bench_in_a_tiny_mode_writes_its_table_and_plot(tmp_path: Pat
     cold = json.loads((results / "results.json").read_text())["cold"]
     assert set(cold["backends"]["sqlite"]) == {"gatehouse", "peer"}
     assert (results / "cold_paths.png").stat().st_size > 1000
+    # The split of a resume and the floor it is measured against (issue 36).
+    at = cold["backends"]["sqlite"]["gatehouse"]["at"]["3"]
+    assert at["resume"]["approve_ms"] > 0 and at["floor"]["read_ms"] > 0 and at["floor"]["step_ms"] > 0
+    assert "cold resume ms (open / read / approve / run)" in text
+    # Warm per turn in lockstep, tiny.
+    assert "| gatehouse | 6 |" in text.split("### Warm per turn in lockstep")[1]
+    assert "lockstep: warm per turn at 3 turns <= 1/2 of peer" in text
 
 
 def test_micro_benchmarks_run_small(tmp_path: Path) -> None:

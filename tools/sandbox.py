@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tools import pids_cap
+from tools import pids_cap, probe_cache
 
 try:
     import pwd
@@ -494,6 +494,9 @@ def detect_bubblewrap(path: str | None = None) -> Support:
     found = path or shutil.which("bwrap")
     if not found:
         return Support(None, reason="bubblewrap (bwrap) is not installed")
+    if (known := probe_cache.load(found)) is not None:  # a usable result another process found
+        with contextlib.suppress(TypeError):
+            return Support(found, **known)
     env = {"PATH": DEFAULT_PATH}
     try:
         version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env)
@@ -515,6 +518,8 @@ def detect_bubblewrap(path: str | None = None) -> Support:
     if trial.returncode != 0:
         why = (trial.stderr.strip().splitlines() or [f"exit code {trial.returncode}"])[-1]
         return Support(found, version=support.version, reason=f"bubblewrap cannot create a sandbox here ({why})")
+    probe_cache.store(found, {"version": support.version, "disable_userns": support.disable_userns,
+                              "tmpfs_size": support.tmpfs_size})
     return support
 
 

@@ -36,7 +36,8 @@ class Workspace:
 
     @property
     def root(self) -> Path:
-        self._root.mkdir(parents=True, exist_ok=True)
+        if not self._root.is_dir():  # a stat: read a dozen times a turn, a failing mkdir costs more
+            self._root.mkdir(parents=True, exist_ok=True)
         return self._root.resolve()
 
     def resolve(self, path: str, *, must_exist: bool = False, follow_final: bool = True) -> Path:

@@ -16,14 +16,17 @@ and lines) that the `tool_finished` event, the transcript and exports show.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from graph.agent.emit import thread_of
 from graph.protocol.threads import OFFLOAD_MARK
@@ -116,7 +119,6 @@ def _head(text: str, chars: int) -> str:
 def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
     """`read_tool_output`: ranges or matching lines of an output stored aside."""
 
-    @tool(READ_TOOL)
     def read_tool_output(
         call_id: Annotated[str, Field(description="The call_id named in the stored output's reference")],
         config: RunnableConfig,
@@ -163,7 +165,29 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
         more = f"; continue with start_line={n}" if n <= last else ""
         return f"lines {start_line}-{n - 1} of {len(lines):,}{more}:\n" + "\n".join(out)
 
-    return attach_spec(read_tool_output, ToolSpec(risk="read", default="allow", idempotent=True))
+    built = tool(READ_TOOL, args_schema=_read_args_schema(inspect.getdoc(read_tool_output) or ""))(read_tool_output)
+    return attach_spec(built, ToolSpec(risk="read", default="allow", idempotent=True))
+
+
+@functools.cache
+def _read_args_schema(doc: str) -> type[BaseModel]:
+    """The schema LangChain would infer for `read_tool_output` (tests/test_open_cost.py
+    compares them), made once per process with its validator built on first use: LangChain's
+    inference builds two models and their validators, several ms, on every session open."""
+    fields: dict[str, Any] = {
+        "call_id": (Annotated[str, Field(description="The call_id named in the stored output's reference")], ...),
+        "start_line": (Annotated[int, Field(ge=1, description="First line to return (1-based)")], 1),
+        "end_line": (Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")], None),
+        "pattern": (Annotated[str | None, Field(description="Return only lines matching this regular expression")],
+                    None),
+        "start_char": (Annotated[int | None, Field(ge=0, description="Read by characters from this offset instead of by lines")], None),
+    }
+    model: type[BaseModel] = create_model(
+        READ_TOOL, __config__=ConfigDict(arbitrary_types_allowed=True, defer_build=True), **fields
+    )
+    model.__annotations__ = {name: hint for name, (hint, _) in fields.items()}
+    model.__doc__ = textwrap.dedent(doc)
+    return model
 
 
 def _matching(lines: list[str], pattern: str, start: int, end: int | None, budget: int) -> str:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import graph
+from ui.term.fast import parse_read_only
 
 if TYPE_CHECKING:
     from graph import Approval, Pause, Run, Session, ThreadReader
@@ -1150,13 +1151,25 @@ def chat(
 
 def main() -> None:
     try:
-        app()
+        if (read_only := parse_read_only(sys.argv[1:])) is not None:
+            _run_read_only(*read_only)
+        else:
+            app()
     except Exception as exc:  # a bug or a broken install: one line, the traceback on request
         if os.environ.get("GATEHOUSE_DEBUG"):
             raise
         err.print(Text(f"gatehouse: unexpected error: {type(exc).__name__}: {exc} "
                        "(set GATEHOUSE_DEBUG=1 for the traceback)", "red"))
         sys.exit(EXIT_FAILED)
+
+
+def _run_read_only(command: str, kwargs: dict[str, Any]) -> None:
+    """A read-only command called as typer would call it (ui/term/fast.py)."""
+    _remember_json(kwargs.get("as_json", False))
+    try:
+        {"threads": threads, "pending": pending, "show": show}[command](**kwargs)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from graph.agent.builtin_hooks.token_memo import count_tokens_remembered
 from graph.agent.emit import emit
 from graph.agent.history import is_summary, model_view, text_of
 from graph.protocol import events as ev
@@ -77,7 +78,8 @@ class Compaction:
         self.model = model
         self.max_tokens = max_tokens
         self.keep_turns = keep_turns
-        self.count_tokens = count_tokens
+        # The default estimate, remembered per message (token_memo.py): the same number.
+        self.count_tokens = count_tokens_remembered if count_tokens is count_tokens_approximately else count_tokens
         self.instructions = instructions
         self.name = name
 

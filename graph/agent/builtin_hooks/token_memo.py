@@ -1,0 +1,60 @@
+"""`count_tokens_approximately`, remembered per message object.
+
+Compaction counts the whole history before every model call: ~1,000 messages at 200
+turns, twice a turn, each AI message's tool calls `repr`'d again. LangChain's estimate
+is a sum of per-message terms (each rounded up on its own), so the count of a list is
+the sum of its messages' counts, and a message object already counted need not be
+counted again. Messages in the state are not changed in place; a cheap fingerprint
+(content length, number of tool calls) is checked anyway, and an object's entry goes
+when the object does.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+_lock = threading.Lock()
+_counts: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], int]] = {}
+
+
+def _fingerprint(message: BaseMessage) -> tuple[Any, ...]:
+    content = message.content
+    return (type(message), len(content) if isinstance(content, str) else repr(content),
+            len(getattr(message, "tool_calls", None) or ()), message.name)
+
+
+def _forget(key: int) -> Any:
+    def drop(_: Any) -> None:
+        with _lock:
+            _counts.pop(key, None)
+    return drop
+
+
+def count_tokens_remembered(messages: Sequence[Any]) -> int:
+    """Exactly `count_tokens_approximately(messages)` (default options)."""
+    total = 0
+    for message in messages:
+        if not isinstance(message, BaseMessage):
+            total += count_tokens_approximately([message])
+            continue
+        key, mark = id(message), _fingerprint(message)
+        entry = _counts.get(key)
+        if entry is not None and entry[0]() is message and entry[1] == mark:
+            total += entry[2]
+            continue
+        count = count_tokens_approximately([message])
+        try:
+            ref = weakref.ref(message, _forget(key))
+        except TypeError:  # a message class without weak references: counted each time
+            total += count
+            continue
+        with _lock:
+            _counts[key] = (ref, mark, count)
+        total += count
+    return total

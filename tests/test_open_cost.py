@@ -1,0 +1,190 @@
+"""Issue 36: opening a session does no work it can defer or cache, and changes nothing.
+
+Tool argument schemas are built once per process (and their validators on first use),
+yet they are exactly the schemas LangChain infers: what the model is shown and what a
+call's arguments are checked against. The bubblewrap probe's usable result is kept on
+disk, keyed by what it depended on, so a new process does not run bwrap three times;
+a changed binary is probed again and an unusable result is never kept.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.tools import tool as lc_tool
+from langchain_core.tools.base import create_schema_from_function
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ValidationError
+
+from graph import Settings
+from graph.agent.offload import OffloadOptions, make_read_tool
+from graph.service.toolset import build_tools
+from tests.test_sandbox import fake_bwrap
+from tools import probe_cache
+from tools.sandbox import detect_bubblewrap
+
+
+def langchain_schema(t: object) -> type:
+    """The schema LangChain infers for the tool's function, as the tool did before."""
+    func = t.func  # type: ignore[attr-defined]
+    if hasattr(func, "func"):  # a bound tool: the first parameter is its context
+        fn = func.func
+        first = next(iter(inspect.signature(fn).parameters))
+        return create_schema_from_function(fn.__name__, fn, filter_args=[first], parse_docstring=False)
+    return lc_tool(t.name)(func).args_schema  # type: ignore[attr-defined]
+
+
+def default_tools(tmp_path: Path, name: str = "ws") -> list[object]:
+    settings = Settings(db=str(tmp_path / "g.sqlite"), workspace=str(tmp_path / name),
+                        sql_database=str(tmp_path / "data.sqlite"), shell_sandbox="off")
+    return [*build_tools(settings), make_read_tool(None, OffloadOptions())]  # type: ignore[arg-type]
+
+
+def test_every_default_tool_shows_and_checks_the_schema_langchain_infers(tmp_path: Path) -> None:
+    tools = default_tools(tmp_path)
+    assert {t.name for t in tools} >= {"read_file", "write_file", "run_command", "http_request", "sql_query",  # type: ignore[attr-defined]
+                                       "read_tool_output"}
+    for t in tools:
+        ref = langchain_schema(t)
+        mine = t.args_schema  # type: ignore[attr-defined]
+        assert mine.model_json_schema() == ref.model_json_schema(), t.name  # type: ignore[attr-defined]
+        assert repr(mine.model_fields) == repr(ref.model_fields), t.name
+        assert mine.__doc__ == ref.__doc__, t.name
+        # What the model is shown (an OpenAI tool definition) is the same.
+        shown = convert_to_openai_tool(t)  # type: ignore[arg-type]
+        expected = convert_to_openai_tool(t.model_copy(update={"args_schema": ref}))  # type: ignore[attr-defined]
+        assert shown == expected, t.name
+    # And arguments are checked as before: a bad one is refused with the same error.
+    read_file = next(t for t in tools if t.name == "read_file")  # type: ignore[attr-defined]
+    bad = {"path": "a.txt", "start_line": 0}
+    with pytest.raises(ValidationError) as mine_err:
+        read_file.args_schema.model_validate(bad)  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError) as ref_err:
+        langchain_schema(read_file).model_validate(bad)
+    assert mine_err.value.errors() == ref_err.value.errors()
+
+
+def test_a_second_open_reuses_the_schemas_and_each_tool_keeps_its_own_workspace(tmp_path: Path) -> None:
+    first, second = default_tools(tmp_path, "one"), default_tools(tmp_path, "two")
+    for a, b in zip(first, second, strict=True):
+        assert a.args_schema is b.args_schema, a.name  # type: ignore[attr-defined]
+    write_one = next(t for t in first if t.name == "write_file")  # type: ignore[attr-defined]
+    write_two = next(t for t in second if t.name == "write_file")  # type: ignore[attr-defined]
+    write_one.invoke({"path": "note.txt", "content": "one"})  # type: ignore[attr-defined]
+    write_two.invoke({"path": "note.txt", "content": "two"})  # type: ignore[attr-defined]
+    assert (tmp_path / "one" / "note.txt").read_text() == "one"
+    assert (tmp_path / "two" / "note.txt").read_text() == "two"
+
+
+def counting_bwrap(tmp_path: Path, trial: str) -> tuple[str, Path]:
+    """A fake bwrap that logs each run, so a test can tell a probe from a cache hit."""
+    runs = tmp_path / f"runs-{time.monotonic_ns()}"
+    script = fake_bwrap(tmp_path, f"{trial}")
+    text = Path(script).read_text().replace("#!/bin/sh\n", f"#!/bin/sh\necho run >> {runs}\n", 1)
+    Path(script).write_text(text)
+    return script, runs
+
+
+def runs_of(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_usable_probe_is_kept_on_disk_and_a_changed_binary_is_probed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEHOUSE_CACHE_DIR", str(tmp_path / "cache"))
+    working, runs = counting_bwrap(tmp_path, "exit 0")
+    found = detect_bubblewrap(working)
+    assert found.usable and runs_of(runs) == 3  # version, help, trial
+    # A new process (the in-process cache emptied): the answer comes from the file.
+    detect_bubblewrap.cache_clear()
+    again = detect_bubblewrap(working)
+    assert again == found and runs_of(runs) == 3
+    # The binary changes (an upgrade, or a broken one): probed again, and not kept.
+    Path(working).write_text(Path(working).read_text().replace("*) exit 0;;", "*) echo 'bwrap: no userns' >&2; exit 1;;"))
+    os.utime(working, ns=(time.time_ns(), time.time_ns() + 1_000_000))
+    detect_bubblewrap.cache_clear()
+    broken = detect_bubblewrap(working)
+    assert not broken.usable and "no userns" in broken.reason and runs_of(runs) == 6
+    detect_bubblewrap.cache_clear()
+    assert not detect_bubblewrap(working).usable and runs_of(runs) == 9  # an unusable result is never kept
+    detect_bubblewrap.cache_clear()
+
+
+def test_the_probe_cache_can_be_turned_off_and_survives_a_damaged_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    working, runs = counting_bwrap(tmp_path, "exit 0")
+    monkeypatch.setenv("GATEHOUSE_CACHE_DIR", "off")
+    assert probe_cache.cache_file() is None
+    assert detect_bubblewrap(working).usable
+    detect_bubblewrap.cache_clear()
+    assert detect_bubblewrap(working).usable and runs_of(runs) == 6
+    monkeypatch.setenv("GATEHOUSE_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "bwrap-probe.json").write_text("{not json")
+    detect_bubblewrap.cache_clear()
+    assert detect_bubblewrap(working).usable and runs_of(runs) == 9  # probed, and the file rewritten
+    detect_bubblewrap.cache_clear()
+    assert detect_bubblewrap(working).usable and runs_of(runs) == 9
+    detect_bubblewrap.cache_clear()
+
+
+def test_a_large_head_decodes_without_leaving_the_collector_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The objects of a large head go straight to the oldest generation (no young
+    collection walks them twice); they stay collectable, and an application's own
+    frozen objects stay frozen."""
+    import gc
+
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from graph.store import head
+    from graph.store.saver import compact_serde
+
+    serde = compact_serde() if callable(compact_serde) else compact_serde
+    messages = [HumanMessage(f"question {i}", id=f"h{i}") if i % 2 else AIMessage(f"answer {i}", id=f"a{i}")
+                for i in range(2 * head.AGE_AT_ONCE)]
+    rows = [(n, data) for _, n, data in head.blocks(messages, 0, serde)]
+    gc.collect()
+    decoded = head.decode(rows, len(messages), serde)
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert decoded == messages and gc.isenabled()
+    assert all(id(m) in oldest for m in decoded)  # none left young: no young collection walks them
+    assert gc.get_freeze_count() == 0
+    # An application that froze objects itself keeps them frozen (and pays the walk).
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert head.decode(rows, len(messages), serde) == messages
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_remembered_token_counts_are_langchains_and_follow_a_changed_message() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from graph.agent.builtin_hooks.compaction import Compaction
+    from graph.agent.builtin_hooks.token_memo import count_tokens_remembered
+
+    history = [
+        SystemMessage("be brief"),
+        HumanMessage("list the files", name="ana"),
+        AIMessage("", tool_calls=[{"name": "list_files", "args": {"path": "."}, "id": "c1"}]),
+        ToolMessage("a.txt\nb.txt", tool_call_id="c1"),
+        AIMessage([{"type": "text", "text": "two files"}, {"type": "image_url", "image_url": {"url": "x"}}]),
+        {"role": "user", "content": "thanks"},
+    ]
+    for _ in range(2):  # counted, then remembered: the same numbers
+        assert count_tokens_remembered(history) == count_tokens_approximately(history)
+        assert all(count_tokens_remembered([m]) == count_tokens_approximately([m]) for m in history)
+    history[1].content = "list every file in the workspace, with sizes"  # changed in place: counted again
+    assert count_tokens_remembered(history) == count_tokens_approximately(history)
+    assert Compaction().count_tokens is count_tokens_remembered
+    mine = lambda messages: 7  # noqa: E731
+    assert Compaction(count_tokens=mine).count_tokens is mine
