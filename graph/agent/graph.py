@@ -53,6 +53,7 @@ from graph.agent.model_node import call_model
 from graph.agent.offload import READ_TOOL, OffloadOptions, OutputStore, make_read_tool
 from graph.agent.parallel import ToolSlots
 from graph.agent.policy import Policy
+from graph.agent.resolve import as_resolving
 from graph.agent.review import review
 from graph.agent.routing import after_model, before_tool, dispatch
 from graph.agent.state import AgentState, InputState
@@ -149,7 +150,8 @@ def build_graph(
         "model", partial(after_model, deps=deps), ["before_tool", "run_tool", "review", "model", "finish", END]
     )
     builder.add_conditional_edges("before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"])
-    compiled = builder.compile(checkpointer=checkpointer, name=name).with_config(
+    # A client's "mark as resolved" (a clear of the pause) rejects the open calls (resolve.py).
+    compiled = as_resolving(builder.compile(checkpointer=checkpointer, name=name)).with_config(
         # An answer that names an interrupt which is not pending (already decided,
         # made up) is refused instead of silently ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}
@@ -158,4 +160,5 @@ def build_graph(
     compiled.gatehouse_hooks = deps.hooks  # type: ignore[attr-defined]
     # Its tools, the built-in ones included: the Session checks edits against them.
     compiled.gatehouse_tools = tools_by_name  # type: ignore[attr-defined]
+    compiled.gatehouse_decisions = decisions  # type: ignore[attr-defined]
     return compiled

@@ -1,0 +1,91 @@
+"""Agent Inbox's exact requests through langgraph-sdk against `langgraph dev` (issue 33).
+
+What Agent Inbox sends (langchain-ai/agent-inbox, ThreadContext.tsx): a resume with a
+list holding one HumanResponse, streamed with `streamMode: "events"`; "Mark as
+resolved" is `threads.updateState(id, {values: null, asNode: "__end__"})`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.langgraph_dev import GRAPH, DevServer, langgraph_dev
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DevServer, Path]]:
+    home = tmp_path_factory.mktemp("inbox-dev")
+    workspace = home / "workspace"
+    workspace.mkdir()
+    with langgraph_dev(home, db=home / "gatehouse.db", workspace=workspace) as server:
+        yield server, workspace
+
+
+def _paused(client: Any, text: str) -> str:
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": text}]})
+    assert client.threads.get(tid)["status"] == "interrupted"
+    return tid
+
+
+def _inbox_resume(client: Any, tid: str, response: dict[str, Any]) -> list[Any]:
+    # sendHumanResponse(threadId, [input], {stream: true})
+    return list(client.runs.stream(tid, GRAPH, command={"resume": [response]}, stream_mode="events"))
+
+
+def test_inbox_accept_and_ignore_through_the_sdk(dev: tuple[DevServer, Path]) -> None:
+    server, workspace = dev
+    client = server.client()
+    tid = _paused(client, "write inbox.md: from the inbox")
+    [interrupt] = client.threads.get_state(tid)["interrupts"]
+    [action] = interrupt["value"]["action_requests"]
+    parts = _inbox_resume(client, tid, {"type": "accept", "args": {"action": action["name"], "args": action["args"]}})
+    assert not [p for p in parts if p.event == "error"]
+    assert (workspace / "inbox.md").read_text().strip() == "from the inbox"
+    assert client.threads.get(tid)["status"] == "idle"
+
+    tid = _paused(client, "write ignored.md: no")
+    parts = _inbox_resume(client, tid, {"type": "ignore", "args": None})
+    assert not [p for p in parts if p.event == "error"]
+    assert not (workspace / "ignored.md").exists()
+    tools = [m for m in client.threads.get_state(tid)["values"]["messages"] if m["type"] == "tool"]
+    assert tools[-1]["status"] == "error" and "ignored" in tools[-1]["content"]
+
+
+def test_ambiguous_inbox_answer_is_refused_with_the_reason_and_stays_answerable(dev: tuple[DevServer, Path]) -> None:
+    server, workspace = dev
+    client = server.client()
+    tid = _paused(client, "write a.md: x then write b.md: y")
+    before = client.threads.get_state(tid)["interrupts"][0]["id"]
+    parts = _inbox_resume(client, tid, {"type": "accept", "args": None})
+    errors = [p.data for p in parts if p.event == "error"]
+    assert errors and "cannot say which call" in str(errors[0])
+    # LangGraph Server marks a failed run's thread "error" (langgraph_api worker); the
+    # pause itself is untouched and a proper answer still goes through.
+    state = client.threads.get_state(tid)
+    assert state["interrupts"][0]["id"] == before and state["next"] == ["review"]
+    assert not (workspace / "a.md").exists()
+    client.runs.wait(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}, {"type": "reject"}]}})
+    assert (workspace / "a.md").exists() and not (workspace / "b.md").exists()
+    assert client.threads.get(tid)["status"] == "idle"
+
+
+def test_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServer, Path]) -> None:
+    server, workspace = dev
+    client = server.client()
+    tid = _paused(client, "write resolved.md: never")
+    client.threads.update_state(tid, None, as_node="__end__")
+    state = client.threads.get_state(tid)
+    assert not state["next"] and not state["interrupts"]
+    tools = [m for m in state["values"]["messages"] if m["type"] == "tool"]
+    assert tools and "marked this request as resolved" in tools[-1]["content"]
+    # The next message is answered, not met with the same question again.
+    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "hello"}]})
+    after = client.threads.get_state(tid)
+    assert not after["interrupts"] and after["values"]["messages"][-1]["type"] == "ai"
+    assert client.threads.get(tid)["status"] == "idle"
+    assert not (workspace / "resolved.md").exists()
