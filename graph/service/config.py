@@ -145,7 +145,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
     if "GATEHOUSE_MODEL_BASE_URL" in env:
         values["base_url"] = env["GATEHOUSE_MODEL_BASE_URL"]
     try:
-        settings = Settings(**values, source=source)
+        settings = absolute_locations(Settings(**values, source=source))
         if settings.shell_sandbox not in ("auto", "require", "off"):
             raise ValueError(f"shell_sandbox must be auto, require or off, not {settings.shell_sandbox!r}")
         return replace(
@@ -170,6 +170,31 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad setting: {exc}") from exc
+
+
+def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
+    """The settings with the database, the workspace and the SQL tool's database as
+    absolute paths, relative ones taken against `base` (the current directory): fixed
+    when settings are read, so a front end that changes directory later, or starts a
+    server in another one, stays on the same files."""
+    root = base or Path.cwd()
+    changes = {}
+    for key in ("db", "workspace", "sql_database"):
+        value = getattr(settings, key, None)
+        if isinstance(value, str) and value and not value.startswith(":") and "://" not in value \
+                and not Path(value).is_absolute():
+            changes[key] = str((root / Path(value).expanduser()).resolve())
+    return replace(settings, **changes) if changes else settings
+
+
+def location_env(settings: Settings) -> dict[str, str]:
+    """What a child process (the LangGraph server, the web app) needs in its environment
+    to use these settings' database, workspace and config file from any directory."""
+    settings = absolute_locations(settings)
+    env = {"GATEHOUSE_DB": settings.db, "GATEHOUSE_WORKSPACE": settings.workspace}
+    if settings.source:
+        env[CONFIG_ENV] = str(Path(settings.source).resolve())
+    return env
 
 
 def _at_least(value: float, low: float, name: str, *, top_level: bool = False) -> Any:
