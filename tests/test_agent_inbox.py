@@ -142,3 +142,16 @@ def test_clearing_a_thread_that_is_not_paused_is_left_to_langgraph(tmp_path: Pat
     session.agent.update_state(CFG, None, as_node=END)
     assert session.messages("t1")[-1].content == "hello"
     assert session.storage.decisions.for_thread("t1") == []
+
+
+def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decided(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path)
+    # The terminal decides first (the Session records source and actor).
+    session.resume("t1", {"decisions": [{"type": "approve"}]}, source="terminal", actor="ana").collect()
+    before = len(session.messages("t1"))
+    # A raw client that read the same pause answers it afterwards.
+    from graph import StaleDecision
+
+    with pytest.raises(StaleDecision, match=r"already decided — `send_email` approved by ana via terminal"):
+        _resume(session, {"decisions": [{"type": "reject", "message": "too late"}]})
+    assert len(session.messages("t1")) == before and ledger.count("send_email") == 1

@@ -83,9 +83,69 @@ def test_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServer, Path]) -> 
     assert not state["next"] and not state["interrupts"]
     tools = [m for m in state["values"]["messages"] if m["type"] == "tool"]
     assert tools and "marked this request as resolved" in tools[-1]["content"]
+    from graph.store import open_storage
+
+    storage = open_storage(str(server.home / "gatehouse.db"))
+    try:
+        [record] = storage.decisions.for_thread(tid) if storage.decisions else []
+    finally:
+        storage.close()
+    assert record.decision == "reject" and record.source == "langgraph-server" and record.actor
     # The next message is answered, not met with the same question again.
     client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "hello"}]})
     after = client.threads.get_state(tid)
     assert not after["interrupts"] and after["values"]["messages"][-1]["type"] == "ai"
     assert client.threads.get(tid)["status"] == "idle"
     assert not (workspace / "resolved.md").exists()
+
+
+def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[DevServer, Path]) -> None:
+    import time
+
+    from graph.store import open_storage
+
+    server, workspace = dev
+    client = server.client()
+    tid = _paused(client, "run: touch started.txt && sleep 30 && touch finished.txt")
+    [action] = client.threads.get_state(tid)["interrupts"][0]["value"]["action_requests"]
+    run = client.runs.create(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
+    deadline = time.monotonic() + 60
+    while not (workspace / "started.txt").exists():  # the command is running
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    began = time.monotonic()
+    client.runs.cancel(tid, run["run_id"])
+    storage = open_storage(str(server.home / "gatehouse.db"))
+    try:
+        while True:  # the call's journal entry says how it ended
+            entry = storage.journal.get(tid, action["tool_call_id"]) if storage.journal else None
+            if entry is not None and entry.finished:
+                break
+            assert time.monotonic() - began < 10, "the command kept running after the SDK cancelled the run"
+            time.sleep(0.05)
+        stopped_after = time.monotonic() - began
+    finally:
+        storage.close()
+    assert stopped_after < 3, stopped_after
+    assert entry.result is not None and "Stopped by the person" in str(entry.result.content)
+    assert not (workspace / "finished.txt").exists()
+
+
+def test_a_late_sdk_approve_is_refused_with_who_decided(dev: tuple[DevServer, Path]) -> None:
+    from graph import open_session
+    from graph.service.config import Settings
+
+    server, workspace = dev
+    client = server.client()
+    tid = _paused(client, "write late.md: first")
+    # The terminal decides first.
+    session = open_session(Settings(db=str(server.home / "gatehouse.db"), workspace=str(workspace)),
+                           source="terminal", actor="ana")
+    try:
+        session.resume(tid, {"decisions": [{"type": "reject", "message": "not today"}]}).collect()
+    finally:
+        session.close()
+    parts = list(client.runs.stream(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}))
+    errors = [p.data for p in parts if p.event == "error"]
+    assert errors and "already decided — `write_file` rejected by ana via terminal" in str(errors[0])
+    assert not (workspace / "late.md").exists()

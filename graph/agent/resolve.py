@@ -8,18 +8,18 @@ same question again. So a clear of a thread paused in `review` is read as what t
 person meant: every open call is rejected with a note, recorded in the decision log
 like any other rejection, and the thread is idle with every call answered.
 
-This lives on the compiled graph (`ResolvingGraph`), so it holds for LangGraph
-Server, Studio, the SDK and a raw `graph.update_state` alike.
+The compiled graph calls this (compiled.py), so it holds for LangGraph Server,
+Studio, the SDK and a raw `graph.update_state` alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot, StateUpdate
 
 from graph.agent.emit import decided_by, thread_of
@@ -29,47 +29,29 @@ from graph.protocol.answers import Reject
 RESOLVED_NOTE = "The person marked this request as resolved without approving it."
 
 
-class ResolvingGraph(CompiledStateGraph):  # type: ignore[type-arg]
-    """The compiled agent; a clear of a paused review rejects the open calls."""
-
-    def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
-        if _is_clear(supersteps):
-            state = self.get_state(config)
-            if (answer := self._resolution(state, config)) is not None:
-                supersteps = answer
-        return super().bulk_update_state(config, supersteps)
-
-    async def abulk_update_state(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
-    ) -> RunnableConfig:
-        if _is_clear(supersteps):
-            state = await self.aget_state(config)
-            if (answer := self._resolution(state, config)) is not None:
-                supersteps = answer
-        return await super().abulk_update_state(config, supersteps)
-
-    def _resolution(self, state: StateSnapshot, config: RunnableConfig) -> list[list[StateUpdate]] | None:
-        calls = pending_review_calls(state)
-        if not calls:
-            return None
-        who = decided_by(config)
-        if who["actor"] is None and who["source"] == "langgraph-server":
-            # A state update carries the server's authenticated user as `user_id`.
-            user = (config.get("configurable") or {}).get("user_id")
-            who["actor"] = str(user) if user else None
-        decisions = getattr(self, "gatehouse_decisions", None)
-        if decisions is not None:
-            rejection = Reject(type="reject", message=RESOLVED_NOTE)
-            decisions.record([record_of(thread_of(config), "review", call, rejection, **who) for call in calls])
-        messages: list[ToolMessage] = []
-        for call in calls:
-            message = rejected_message(call, RESOLVED_NOTE)
-            message.additional_kwargs["gatehouse_status"] = "rejected"
-            messages.append(message)
-        return [[StateUpdate({"messages": messages}, "review")]]
+def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> list[list[StateUpdate]] | None:
+    """The update a clear of `state` stands for: a rejection of each open call of a
+    paused review, recorded in `decisions`; None when no review is paused."""
+    calls = pending_review_calls(state)
+    if not calls:
+        return None
+    who = decided_by(config)
+    if who["actor"] is None and who["source"] == "langgraph-server":
+        # A state update carries the server's authenticated user as `user_id`.
+        user = (config.get("configurable") or {}).get("user_id")
+        who["actor"] = str(user) if user else None
+    if decisions is not None:
+        rejection = Reject(type="reject", message=RESOLVED_NOTE)
+        decisions.record([record_of(thread_of(config), "review", call, rejection, **who) for call in calls])
+    messages: list[ToolMessage] = []
+    for call in calls:
+        message = rejected_message(call, RESOLVED_NOTE)
+        message.additional_kwargs["gatehouse_status"] = "rejected"
+        messages.append(message)
+    return [[StateUpdate({"messages": messages}, "review")]]
 
 
-def _is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
+def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
     return len(supersteps) == 1 and len(supersteps[0]) == 1 and supersteps[0][0][0] is None and (
         len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END
     )
@@ -86,11 +68,3 @@ def pending_review_calls(state: StateSnapshot) -> list[ToolCall]:
             for action in value["action_requests"]:
                 asked.append(ToolCall(name=action["name"], args=action["args"], id=action.get("tool_call_id"), type="tool_call"))
     return asked
-
-
-def as_resolving(compiled: CompiledStateGraph) -> ResolvingGraph:  # type: ignore[type-arg]
-    """The same compiled graph, reading a clear of a paused review as a rejection."""
-    compiled.__class__ = ResolvingGraph
-    return compiled  # type: ignore[return-value]
-
-
