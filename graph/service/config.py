@@ -91,6 +91,15 @@ class Settings:
     # Not LangGraph Server's runs: only a Session applies it (a thread's own switch,
     # set through the Session, holds for every client).
     auto_approve: bool = False
+    # [notify]: a webhook pinged when a thread starts waiting for a decision (notify.py):
+    # its URL, the shared secret it is signed with, which risks / tools ping (empty:
+    # all), the web app's address for the card link, how many tries.
+    notify_webhook: str | None = None
+    notify_secret: str | None = None
+    notify_risks: list[str] = field(default_factory=list)
+    notify_tools: list[str] = field(default_factory=list)
+    notify_link: str | None = None
+    notify_attempts: int = 5
     # Where the config came from, for error messages and the settings page.
     source: str | None = None
 
@@ -122,6 +131,8 @@ _ENV = {
     "GATEHOUSE_ACTOR": "audit_actor",
     "GATEHOUSE_AUTO_APPROVE": "auto_approve",
     "GATEHOUSE_MAX_PARALLEL_TOOLS": "max_parallel_tools",
+    "GATEHOUSE_NOTIFY_WEBHOOK": "notify_webhook",
+    "GATEHOUSE_NOTIFY_SECRET": "notify_secret",
 }
 
 
@@ -219,7 +230,7 @@ def _flag(value: Any, name: str) -> bool:
 # [model] keys whose Settings field has another name.
 _MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout"}
 # Tables whose keys become `<prefix>_<key>` settings ([compaction] "enabled" is the switch).
-_PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit"}
+_PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit", "notify": "notify"}
 
 
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
