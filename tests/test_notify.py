@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from graph import open_session
+from graph import DecisionError, open_session
 from graph.service.config import Settings
 from graph.store.notifications import NotificationLog
 from tests.support.langgraph_dev import GRAPH, langgraph_dev
@@ -90,7 +90,7 @@ def test_a_pause_pings_the_webhook_once_signed_and_recorded(tmp_path: Path, rece
         pending = session.pending(run.thread_id)
         assert pending is not None and ping["interrupt_id"] == pending.interrupt_id
         # A refused answer and a second look change nothing: one pause, one ping.
-        with pytest.raises(Exception):
+        with pytest.raises(DecisionError):
             session.resume(run.thread_id, {"decisions": []})
         session.resume(run.thread_id, {"decisions": [{"type": "approve"}]}).collect()
         log = NotificationLog(session.info["db"])
