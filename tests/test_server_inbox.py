@@ -7,6 +7,7 @@ resolved" is `threads.updateState(id, {values: null, asNode: "__end__"})`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,15 @@ def test_ambiguous_inbox_answer_is_refused_with_the_reason_and_stays_answerable(
     errors = [p.data for p in parts if p.event == "error"]
     assert errors and "cannot say which call" in str(errors[0])
     # LangGraph Server marks a failed run's thread "error" (langgraph_api worker); the
-    # pause itself is untouched and a proper answer still goes through.
+    # pause itself is untouched, Gatehouse's sync (server_sync.py) sets the thread back to
+    # "interrupted" (Agent Inbox lists it as waiting again), and a proper answer goes through.
     state = client.threads.get_state(tid)
     assert state["interrupts"][0]["id"] == before and state["next"] == ["review"]
     assert not (workspace / "a.md").exists()
+    deadline = time.monotonic() + 20
+    while client.threads.get(tid)["status"] != "interrupted":
+        assert time.monotonic() < deadline, client.threads.get(tid)["status"]
+        time.sleep(0.1)
     client.runs.wait(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}, {"type": "reject"}]}})
     assert (workspace / "a.md").exists() and not (workspace / "b.md").exists()
     assert client.threads.get(tid)["status"] == "idle"
@@ -100,8 +106,6 @@ def test_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServer, Path]) -> 
 
 
 def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[DevServer, Path]) -> None:
-    import time
-
     from graph.store import open_storage
 
     server, workspace = dev

@@ -11,7 +11,8 @@ that index: each thread whose row changed is put in the server's list (dashed-UU
 only: the only ids the server takes) with its status, values and pending interrupts
 read from the checkpoints — "interrupted" while it waits for a decision, "idle" when
 it does not, "error" when its last run failed — unless the server is running it
-itself. It works on the development runtime (`langgraph-runtime-inmem`, what
+itself. A thread the server marked "error" for a refused answer while its pause
+stands is set back to "interrupted". It works on the development runtime (`langgraph-runtime-inmem`, what
 `langgraph dev` and `gatehouse studio` run); the licensed Postgres runtime of a
 production image keeps its thread list in its own database and is not synced (see
 docs/deploy.md). LangGraph's private names used here live in this module only.
@@ -54,6 +55,7 @@ class ThreadSync:
         self.saver = ThreadedSaver(storage.checkpointer)
         self.saver.register_reducer("messages", merge_messages)
         self.seen: dict[str, float] = {}
+        self._checked: dict[str, Any] = {}
         self._graph: Any = None
 
     def graph(self) -> Any:
@@ -72,7 +74,31 @@ class ThreadSync:
             if await self.sync_one(row):
                 count += 1
             self.seen[row.thread_id] = row.updated_at
-        return count
+        return count + await self.still_waiting()
+
+    async def still_waiting(self) -> int:
+        """Threads the server marked "error" after a refused answer (its worker marks
+        every failed run so) while the pause is untouched: "interrupted" again, so an
+        inbox lists them as waiting, not failed."""
+        from langgraph_runtime_inmem.database import connect
+
+        async with connect() as conn:
+            errored = [t for t in conn.store["threads"] if t.get("status") == "error"
+                       and self._checked.get(str(t["thread_id"])) != t.get("updated_at")]
+            busy = {r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")}
+        fixed = 0
+        for thread in errored:
+            tid = str(thread["thread_id"])
+            self._checked[tid] = thread.get("updated_at")
+            if thread["thread_id"] in busy:
+                continue
+            state = await self.graph().aget_state({"configurable": {"thread_id": tid}})
+            if state.interrupts:
+                thread.update(status="interrupted", interrupts={
+                    t.id: [{"value": i.value, "id": i.id} for i in t.interrupts] for t in state.tasks if t.interrupts})
+                self._checked[tid] = thread.get("updated_at")
+                fixed += 1
+        return fixed
 
     async def sync_one(self, row: Any) -> bool:
         from langgraph_runtime_inmem.database import connect
