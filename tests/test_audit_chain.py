@@ -141,3 +141,11 @@ def test_a_log_from_before_the_chain_is_sealed_as_it_stands(tmp_path: Path) -> N
         assert session.verify_audit().entries == 4 and session.verify_audit().intact
     finally:
         session.close()
+
+
+def test_a_column_added_later_keeps_older_entries_valid(log: tuple[Any, Callable[[str], None], str]) -> None:
+    session, run, _ = log
+    run("ALTER TABLE gatehouse_decisions ADD COLUMN bound_args_hash TEXT")  # a later schema, NULL for old rows
+    assert session.verify_audit().intact
+    run("UPDATE gatehouse_decisions SET bound_args_hash = 'x' WHERE tool_call_id = 'c3'")
+    assert session.verify_audit().first_problem == "entry #3 (thread t-b, call c3) was edited after it was recorded"

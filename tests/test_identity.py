@@ -84,3 +84,12 @@ def test_bad_approvers_setting_is_refused() -> None:
         Policy.from_mapping({"deploy": {"approvers": "ana"}})
     with pytest.raises(PolicyError, match="approvers must be a list"):
         Policy.from_mapping({"deploy": {"approvers": [""]}})
+
+
+def test_auto_approve_never_decides_for_a_tools_approvers(tmp_path: Path) -> None:
+    turn = ai("", tool_call("deploy", {"service": "api"}, "c1"))
+    session, ledger, _ = make_session(tmp_path, [turn, "finished"], policy=POLICY)
+    session.set_thread_auto_approve("t1", True, actor="mallory")
+    session.send("t1", "go", auto_approve=True).collect()
+    assert ledger.count("deploy") == 0
+    assert session.pending("t1") is not None  # asked, for ana or bo to decide

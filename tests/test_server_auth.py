@@ -99,6 +99,9 @@ def test_sdk_without_credentials_gets_401(server: DevServer) -> None:
     studio_claim = get_sync_client(url=server.url, headers={"x-auth-scheme": "langsmith"})
     with pytest.raises(AuthenticationError):
         studio_claim.threads.search()
+    # The server's other ways in (MCP, A2A, the store) are behind the same handler.
+    for path in ("/mcp", "/a2a/gatehouse", "/store/items/search"):
+        assert httpx.post(server.url + path, json={}).status_code == 401, path
 
 
 def test_sdk_with_the_install_secret_and_with_a_team_key(server: DevServer) -> None:

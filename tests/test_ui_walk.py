@@ -76,7 +76,8 @@ def main(page: Any) -> Any:
 
 def send(page: Any, text: str) -> None:
     box = page.get_by_test_id("stChatInputTextArea")
-    expect(box).to_be_enabled()
+    # The first page of a fresh server opens its database and model (seconds on a busy machine).
+    expect(box).to_be_enabled(timeout=WAIT_MS)
     box.fill(text)
     box.press("Enter")
 

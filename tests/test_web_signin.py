@@ -6,17 +6,19 @@ WebSocket alike). One server and one browser for the module.
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.browser import CHROMIUM_ARGS, Server, chromium_path, streamlit_server
+from tests.support.browser import CHROMIUM_ARGS, ROOT, Server, chromium_path, streamlit_server
 
 pytestmark = [pytest.mark.browser]
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -177,8 +179,41 @@ def test_forged_identity_header_and_cookie_are_refused(server: Server) -> None:
     cookie = {"Cookie": "gatehouse_session=eyJ1IjoiYWxpY2UiLCJ0IjoxfQ.AAAA"}
     assert httpx.get(server.url + "/_stcore/host-config", headers=cookie).status_code == 401
     assert httpx.get(server.url + "/_stcore/health").status_code == 200  # readiness stays open
+    signed = httpx.get(server.url + "/", cookies={"gatehouse_session": _cookie(server)})
+    assert signed.status_code == 200 and signed.headers["x-frame-options"] == "SAMEORIGIN"
+
+
+def _cookie(server: Server) -> str:
+    from graph import sign_identity
+
+    return sign_identity(server.secret, "ana")
 
 
 def test_install_secret_is_private(server: Server) -> None:
     secret = server.db.parent / "gatehouse.secret"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+
+
+def test_the_app_script_served_without_the_guard_shows_nothing(tmp_path: Path, browser: Any) -> None:
+    """`streamlit run ui/web/app.py` (skipping ui/web/launch.py) must not become an open
+    approval surface: with no identity signed by the guard the page refuses, whatever
+    headers a client sends."""
+    from bench.web.server import free_port, running
+    from ui.web.serve import streamlit_command
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
+    env.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(workspace),
+               PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
+    cmd = streamlit_command(port, app=ROOT / "ui" / "web" / "app.py")
+    with running(cmd, port, cwd=tmp_path, env=env, log=tmp_path / "log", timeout=60) as (url, _):
+        context = browser.new_context(extra_http_headers={"X-Gatehouse-Identity": "alice (security lead)"})
+        try:
+            page = context.new_page()
+            page.goto(url)
+            page.get_by_text("was not served by Gatehouse's sign-in guard").wait_for(timeout=WAIT_MS)
+            assert page.get_by_test_id("stChatInput").count() == 0
+        finally:
+            context.close()

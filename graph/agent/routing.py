@@ -95,7 +95,9 @@ def classify(
             now.append({"call": call, "mode": "invalid", "note": problem})
         elif not reviewing and (decided := decided_task(call, deps, thread_id)) is not None:
             now.append(decided)
-        elif not reviewing and auto is not None:
+        elif not reviewing and auto is not None and not verdict.approvers:
+            # A tool with named approvers is never approved automatically: auto-approve
+            # is someone's switch, and they may not be among its approvers.
             now.append({"call": call, "mode": "run", "decision": AUTO_APPROVE, "note": None, "auto": auto})
         else:
             gated.append((call, verdict))

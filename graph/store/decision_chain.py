@@ -51,7 +51,11 @@ POSTGRES = Dialect("%s", f"SELECT pg_advisory_xact_lock({PG_CHAIN_LOCK})")
 
 
 def _canonical(row: dict[str, Any]) -> str:
-    return json.dumps(row, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    # NULL columns are left out: a column added to the log later (ALTER TABLE ... ADD
+    # COLUMN, NULL in the rows before it) keeps the older entries' hashes valid, while
+    # setting or clearing a value still changes the hash.
+    present = {k: v for k, v in row.items() if v is not None}
+    return json.dumps(present, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
 
 
 def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:

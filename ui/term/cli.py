@@ -417,6 +417,9 @@ def studio(
     if not threads and browser:
         cmd.remove("--no-browser")  # langgraph dev opens Studio itself
     if not threads:
+        from ui.term.studio import CONNECT_HINT
+
+        err.print(Text(CONNECT_HINT, "yellow"))
         raise typer.Exit(_run_child(cmd, cwd=PROJECT_ROOT))
     err.print(Text("$ " + " ".join(cmd), "dim"))
     raise typer.Exit(run_studio(cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print))

@@ -115,7 +115,7 @@ class Guard:
             await _send_html(send, 200, _continue_page(_without_token(scope)))
             return
         _set_identity(scope, sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE))
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, _no_framing(send) if kind == "http" else send)
 
     def _origin_ok(self, origin: str, host: str) -> bool:
         given = origin_of(origin)
@@ -177,6 +177,18 @@ class Guard:
                 await _send_html(send, 401, _signin_page(next_path, True))
         else:
             await _send_text(send, 404, "Not found")
+
+
+def _no_framing(send: Send) -> Send:
+    """No other site may show the app in a frame and trick a click on Approve (with a
+    proxy's or a provider's cookie the browser may send in a frame)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), (b"x-frame-options", b"SAMEORIGIN")]
+        await send(message)
+
+    return sending
 
 
 # -- requests ------------------------------------------------------------------------
