@@ -155,3 +155,19 @@ def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decid
     with pytest.raises(StaleDecision, match=r"already decided — `send_email` approved by ana via terminal"):
         _resume(session, {"decisions": [{"type": "reject", "message": "too late"}]})
     assert len(session.messages("t1")) == before and ledger.count("send_email") == 1
+
+
+def test_mark_as_resolved_respects_a_tools_approvers(tmp_path: Path) -> None:
+    policy = {"deploy": {"mode": "ask", "approvers": ["ana@example.com"]}}
+    session, ledger, _ = make_session(tmp_path, [ai("", tool_call("deploy", {"service": "api"}, "c2")), "ok"], policy=policy)
+    session.send("t1", "go").collect()
+    before = _snapshot(session)
+    mallory = {"configurable": {"thread_id": "t1", "gatehouse_actor": "mallory"}}
+    with pytest.raises(PermissionError, match="only ana@example.com may decide deploy"):
+        session.agent.update_state(mallory, None, as_node=END)
+    assert _snapshot(session) == before and session.storage.decisions.for_thread("t1") == []
+    ana = {"configurable": {"thread_id": "t1", "gatehouse_actor": "ana@example.com"}}
+    session.agent.update_state(ana, None, as_node=END)
+    [record] = session.storage.decisions.for_thread("t1")
+    assert record.decision == "reject" and record.actor == "ana@example.com"
+    assert ledger.entries() == []

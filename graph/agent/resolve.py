@@ -23,7 +23,7 @@ from langgraph.constants import END
 from langgraph.types import StateSnapshot, StateUpdate
 
 from graph.agent.emit import decided_by, thread_of
-from graph.agent.review import record_of, rejected_message
+from graph.agent.review import may_decide, record_of, rejected_message
 from graph.protocol.answers import Reject
 
 RESOLVED_NOTE = "The person marked this request as resolved without approving it."
@@ -40,6 +40,14 @@ def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> 
         # A state update carries the server's authenticated user as `user_id`.
         user = (config.get("configurable") or {}).get("user_id")
         who["actor"] = str(user) if user else None
+    # Resolving rejects: a tool's `approvers` decide its calls, here as on any answer.
+    for call, approvers in zip(calls, pending_approvers(state), strict=True):
+        if approvers and not may_decide(who["actor"], approvers):
+            raise PermissionError(
+                f"only {', '.join(approvers)} may decide {call['name']} calls "
+                f"({'you are ' + who['actor'] if who['actor'] else 'this request names nobody'}); "
+                "the request stays pending"
+            )
     if decisions is not None:
         rejection = Reject(type="reject", message=RESOLVED_NOTE)
         decisions.record([record_of(thread_of(config), "review", call, rejection, **who) for call in calls])
@@ -55,6 +63,19 @@ def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
     return len(supersteps) == 1 and len(supersteps[0]) == 1 and supersteps[0][0][0] is None and (
         len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END
     )
+
+
+def pending_approvers(state: StateSnapshot) -> list[list[str]]:
+    """Each pending call's `approvers` (empty: anyone signed in), in request order."""
+    found: list[list[str]] = []
+    for pending in state.interrupts:
+        value = pending.value
+        if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
+            configs = value.get("review_configs") or []
+            for i, _ in enumerate(value["action_requests"]):
+                config = configs[i] if i < len(configs) and isinstance(configs[i], Mapping) else {}
+                found.append(list(config.get("approvers") or []))
+    return found
 
 
 def pending_review_calls(state: StateSnapshot) -> list[ToolCall]:
