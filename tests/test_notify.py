@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,24 @@ def test_a_pause_made_through_the_sdk_pings_too(tmp_path: Path, receiver: Receiv
         [ping] = receiver.wait_for(1)
         assert ping["thread_id"] == tid and ping["calls"][0]["name"] == "run_command"
         assert ping["interrupt_id"] == client.threads.get_state(tid)["interrupts"][0]["id"]
+
+
+@pytest.mark.postgres
+def test_a_pause_on_postgres_pings_once_and_is_recorded(postgres_url: str, tmp_path: Path, receiver: Receiver) -> None:
+    session = open_session(replace(_settings(tmp_path, receiver.url), db=postgres_url))
+    try:
+        run = session.send(None, "write pg.md: x")
+        run.collect()
+        [ping] = receiver.wait_for(1)
+        assert ping["thread_id"] == run.thread_id
+        log = NotificationLog(postgres_url)
+        deadline = time.monotonic() + 10
+        while (rows := log.list(run.thread_id)) and rows[0].status != "delivered":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert len(rows) == 1 and rows[0].attempts == 1
+        # Another process saving the same pause would not ping again: the claim is taken.
+        assert not log.claim(run.thread_id, ping["interrupt_id"], receiver.url, ping)
+        log.close()
+    finally:
+        session.close()
