@@ -110,11 +110,29 @@ def test_bad_inbox_answers_are_refused(tmp_path: Path, answer: Any, why: str) ->
     assert _snapshot(session) == before and ledger.entries() == []
 
 
-def test_a_response_the_policy_does_not_allow_is_refused(tmp_path: Path) -> None:
+def test_a_response_where_only_reject_is_allowed_is_a_rejection_with_that_reason(tmp_path: Path) -> None:
+    # Agent Inbox offers its "respond" where a HITL request allows `reject`.
     session, ledger = _one_call(tmp_path, policy={"send_email": {"allowed_decisions": ["approve", "reject"]}})
+    _resume(session, [{"type": "response", "args": "not to that address"}])
+    result = _result(session)
+    assert ledger.entries() == [] and result.status == "error"
+    assert "declined" in str(result.content) and "not to that address" in str(result.content)
+    [record] = session.storage.decisions.for_thread("t1")
+    assert record.decision == "reject" and record.message == "not to that address"
+
+
+def test_a_response_the_policy_does_not_allow_at_all_is_refused(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path, policy={"send_email": {"allowed_decisions": ["approve"]}})
     with pytest.raises(ValidationError, match="'respond' is not allowed"):
         _resume(session, [{"type": "response", "args": "no"}])
     assert ledger.entries() == []
+
+
+def test_agent_inbox_accept_echoes_empty_args_and_approves_the_call_as_shown(tmp_path: Path) -> None:
+    # Agent Inbox reads a HITL request's arguments from `arguments`: its accept echoes {}.
+    session, ledger = _one_call(tmp_path)
+    _resume(session, [{"type": "accept", "args": {"action": "send_email", "args": {}}}])
+    assert ledger.entries() == [{"name": "send_email", "args": EMAIL}]
 
 
 def test_mark_as_resolved_rejects_the_open_calls_and_the_next_message_moves_on(tmp_path: Path) -> None:

@@ -44,7 +44,9 @@ def test_inbox_accept_and_ignore_through_the_sdk(dev: tuple[DevServer, Path]) ->
     tid = _paused(client, "write inbox.md: from the inbox")
     [interrupt] = client.threads.get_state(tid)["interrupts"]
     [action] = interrupt["value"]["action_requests"]
-    parts = _inbox_resume(client, tid, {"type": "accept", "args": {"action": action["name"], "args": action["args"]}})
+    # Agent Inbox normalises a HITL request reading the arguments from `arguments`
+    # (HITL names them `args`), so the accept it sends echoes {}.
+    parts = _inbox_resume(client, tid, {"type": "accept", "args": {"action": action["name"], "args": {}}})
     assert not [p for p in parts if p.event == "error"]
     assert (workspace / "inbox.md").read_text().strip() == "from the inbox"
     assert client.threads.get(tid)["status"] == "idle"

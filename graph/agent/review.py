@@ -218,7 +218,8 @@ def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
     if isinstance(data, BaseModel):
         data = data.model_dump()
     if is_inbox_answer(data):  # Agent Inbox's older format (graph/protocol/inbox_format.py)
-        data = from_inbox(data, actions)
+        bound = _answering.get()
+        data = from_inbox(data, actions, bound.configs if bound is not None else None)
     if isinstance(data, list):  # a bare list of decisions
         data = {"decisions": data}
     if not isinstance(data, Mapping) or "decisions" not in data:

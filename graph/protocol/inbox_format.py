@@ -8,6 +8,9 @@ Agent Inbox (langchain-ai/agent-inbox) resumes a pause with a list holding one
     {"type": "response", "args": "the person's text"}
     {"type": "ignore", "args": null}
 
+(Its reading of a HITL request: `action_requests[0]` with the arguments taken from
+`arguments`, so they show as `{}`; "respond" offered where `reject` is allowed.)
+
 One such answer speaks for one call, so it is read only where that is unambiguous:
 the pause asks about exactly one call and the list holds exactly one answer. `ignore`
 is a rejection with a note (the call does not run). Anything else in this format is
@@ -34,9 +37,12 @@ def _is_inbox_item(item: Any) -> bool:
     return isinstance(item, Mapping) and item.get("type") in INBOX_TYPES and "edited_action" not in item
 
 
-def from_inbox(data: Any, actions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def from_inbox(
+    data: Any, actions: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
     """The `{"decisions": [...]}` answer an Agent Inbox answer means for the pending
-    `actions` (the request's action_requests). Raises ValueError when it is ambiguous."""
+    `actions` (the request's action_requests; `configs` its review_configs). Raises
+    ValueError when it is ambiguous."""
     items = data if isinstance(data, list) else [data]
     names = ", ".join(str(a.get("name")) for a in actions)
     if len(actions) != 1:
@@ -56,10 +62,13 @@ def from_inbox(data: Any, actions: Sequence[Mapping[str, Any]]) -> dict[str, Any
     [action] = actions
     kind, args = item["type"], item.get("args")
     if kind == "accept":
-        # Agent Inbox echoes the action request with an accept; one that differs from
-        # the pending call is not a yes to the call as shown.
+        # Agent Inbox echoes the action request with an accept. It reads a HITL request's
+        # arguments from `arguments` (HITL names them `args`), so its echo carries `{}`:
+        # the call as shown (the description lists the arguments). An echo with other
+        # arguments or another tool is not a yes to the call as shown.
+        echoed = args.get("args") if isinstance(args, Mapping) else None
         if isinstance(args, Mapping) and (
-            args.get("action", action["name"]) != action["name"] or args.get("args", action["args"]) != action["args"]
+            args.get("action", action["name"]) != action["name"] or (echoed and echoed != action["args"])
         ):
             raise ValueError(
                 "an 'accept' must carry the pending call unchanged; to change its arguments send an 'edit'; "
@@ -74,5 +83,11 @@ def from_inbox(data: Any, actions: Sequence[Mapping[str, Any]]) -> dict[str, Any
     if kind == "response":
         if not isinstance(args, str):
             raise ValueError("a 'response' needs its text as args (a string); the call stays pending")
+        # Agent Inbox offers "respond" where a HITL request allows `reject` (its reading of
+        # the format): the text is the tool's result where `respond` is allowed, else the
+        # reason of a rejection.
+        allowed = list((configs[0] if configs else {}).get("allowed_decisions") or ["respond"])
+        if "respond" not in allowed and "reject" in allowed:
+            return {"decisions": [{"type": "reject", "message": args}]}
         return {"decisions": [{"type": "respond", "message": args}]}
     return {"decisions": [{"type": "reject", "message": IGNORED_NOTE}]}
