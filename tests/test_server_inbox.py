@@ -132,6 +132,7 @@ def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[Dev
         stopped_after = time.monotonic() - began
     finally:
         storage.close()
+    print(f"SDK cancel: command stopped and journaled {stopped_after:.2f} s after runs.cancel")
     assert stopped_after < 3, stopped_after
     assert entry.result is not None and "Stopped by the person" in str(entry.result.content)
     assert not (workspace / "finished.txt").exists()
