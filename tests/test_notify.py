@@ -174,3 +174,16 @@ def test_a_pause_on_postgres_pings_once_and_is_recorded(postgres_url: str, tmp_p
         log.close()
     finally:
         session.close()
+
+
+def test_a_raw_graph_on_the_same_saver_pings(tmp_path: Path, receiver: Receiver) -> None:
+    from graph import ai, tool_call
+    from graph.service.notify import attach_notifier
+    from tests.support.core_fixtures import make_session
+
+    session, _, _ = make_session(tmp_path, [ai("", tool_call("deploy", {"service": "api"}, "c1")), "ok"])
+    notifier = attach_notifier(session.storage.checkpointer, _settings(tmp_path, receiver.url))
+    assert notifier is not None
+    session.agent.invoke({"messages": [("user", "deploy")]}, {"configurable": {"thread_id": "raw"}})
+    [ping] = receiver.wait_for(1)
+    assert ping["thread_id"] == "raw" and ping["calls"][0]["name"] == "deploy" and ping["risks"] == ["execute"]
