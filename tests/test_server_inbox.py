@@ -136,6 +136,13 @@ def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[Dev
     assert stopped_after < 3, stopped_after
     assert entry.result is not None and "Stopped by the person" in str(entry.result.content)
     assert not (workspace / "finished.txt").exists()
+    # The thread is not wedged: the next message goes on, and the call's result says it was stopped.
+    client.runs.join(tid, run["run_id"])
+    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "what happened?"}]})
+    messages = client.threads.get_state(tid)["values"]["messages"]
+    [result] = [m for m in messages if m["type"] == "tool" and m["tool_call_id"] == action["tool_call_id"]]
+    assert "Stopped by the person" in result["content"] and messages[-1]["type"] == "ai"
+    assert not (workspace / "finished.txt").exists()
 
 
 def test_a_late_sdk_approve_is_refused_with_who_decided(dev: tuple[DevServer, Path]) -> None:
