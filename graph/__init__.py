@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     )
     from graph.service.app import build_agent, open_session
     from graph.service.async_session import AsyncRun, AsyncSession
-    from graph.service.config import Settings, load_settings
+    from graph.service.config import Settings, load_settings, location_env
     from graph.service.demo_model import DemoModel
     from graph.service.errors import describe_error
     from graph.service.runner import Runner
@@ -86,6 +86,7 @@ _HOMES = {
     "Runner": "graph.service.runner",
     "Settings": "graph.service.config",
     "load_settings": "graph.service.config",
+    "location_env": "graph.service.config",
     "describe_error": "graph.service.errors",
     # who may reach an approval surface (the web app, LangGraph Server)
     "Access": "graph.service.access",
@@ -200,6 +201,7 @@ __all__ = [
     "emit",
     "hook",
     "load_settings",
+    "location_env",
     "open_reader",
     "open_session",
     "parse_event",

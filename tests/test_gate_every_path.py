@@ -30,6 +30,7 @@ from graph import (
     OutcomeUnknown,
     ScriptedModel,
     Session,
+    StaleDecision,
     ai,
     build_graph,
     tool_call,
@@ -133,7 +134,7 @@ def test_concurrent_raw_resumes_in_threads_run_the_call_once(tmp_path: Path) -> 
             start.wait()
             try:
                 graph.invoke(Command(resume=APPROVE), cfg("t"))
-            except CallAlreadyStarted as exc:  # the loser of the claim: told, nothing run
+            except (CallAlreadyStarted, StaleDecision) as exc:  # the loser: told, nothing run
                 refused.append(exc)
 
         workers = [threading.Thread(target=resume) for _ in range(2)]

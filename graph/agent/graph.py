@@ -37,11 +37,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph._internal._constants import CONFIG_KEY_STRICT_RESUME
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.builtin_hooks.compaction import Compaction
+from graph.agent.cancel_bridge import with_cancel_bridge
+from graph.agent.compiled import as_gatehouse_graph
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, CallJournal, DecisionLog
 from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
@@ -143,14 +146,18 @@ def build_graph(
     builder.add_node("model", partial(call_model, deps=deps))
     builder.add_node("before_tool", partial(before_tool, deps=deps))
     builder.add_node("review", partial(review, deps=deps), destinations=("run_tool", "model"))
-    builder.add_node("run_tool", partial(run_tool, deps=deps), destinations=("model",))
+    # Async callers (LangGraph Server) cancel a run by its task: the bridge stops the call too.
+    tool_step = partial(run_tool, deps=deps)
+    builder.add_node("run_tool", RunnableCallable(tool_step, with_cancel_bridge(tool_step), name="run_tool", trace=False),
+                     destinations=("model",))
     builder.add_node("finish", partial(finish, deps=deps), destinations=("model", "finish", END))
     builder.add_edge(START, "model")
     builder.add_conditional_edges(
         "model", partial(after_model, deps=deps), ["before_tool", "run_tool", "review", "model", "finish", END]
     )
     builder.add_conditional_edges("before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"])
-    compiled = builder.compile(checkpointer=checkpointer, name=name).with_config(
+    # A client's "mark as resolved" rejects the open calls; a late answer is refused (compiled.py).
+    compiled = as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name)).with_config(
         # An answer that names an interrupt which is not pending (already decided,
         # made up) is refused instead of silently ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}
@@ -159,4 +166,5 @@ def build_graph(
     compiled.gatehouse_hooks = deps.hooks  # type: ignore[attr-defined]
     # Its tools, the built-in ones included: the Session checks edits against them.
     compiled.gatehouse_tools = tools_by_name  # type: ignore[attr-defined]
+    compiled.gatehouse_decisions = decisions  # type: ignore[attr-defined]
     return compiled

@@ -48,6 +48,7 @@ from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
 from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
 from graph.protocol.decisions import DecisionRecord
+from graph.protocol.inbox_format import from_inbox, is_inbox_answer
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
 from graph.protocol.tools import spec_of
 
@@ -221,6 +222,9 @@ def answering(
 def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
     if isinstance(data, BaseModel):
         data = data.model_dump()
+    if is_inbox_answer(data):  # Agent Inbox's older format (graph/protocol/inbox_format.py)
+        bound = _answering.get()
+        data = from_inbox(data, actions, bound.configs if bound is not None else None)
     if isinstance(data, list):  # a bare list of decisions
         data = {"decisions": data}
     if not isinstance(data, Mapping) or "decisions" not in data:

@@ -60,7 +60,11 @@ from graph.protocol.threads import DECISION_KEY, GRANT_KEY
 from graph.protocol.tools import spec_of
 
 
-def run_tool(task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps) -> Command:
+def run_tool(
+    task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps,
+    stop: threading.Event | None = None,
+) -> Command:
+    """`stop`: the call's stop signal when not the run's cancel event (cancel_bridge.py)."""
     call = task["call"]
     decision: str | None = None
     grant: str | None = None
@@ -83,7 +87,7 @@ def run_tool(task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext
         task = {**task, "note": problem}
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
-    update = run_call(task, config, deps, decision, stop=ctx.cancel if ctx is not None else None)
+    update = run_call(task, config, deps, decision, stop=stop or (ctx.cancel if ctx is not None else None))
     return Command(goto="model" if task.get("moves_on", True) else (), update=update)
 
 

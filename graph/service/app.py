@@ -129,6 +129,7 @@ def open_session(
     `actor` are what the decision log records for decisions made through this
     session (the front end, and who; default "api" and `[audit] actor`)."""
     # Here, not at the top: LangGraph Server builds the agent without them.
+    from graph.service.notify import attach_notifier
     from graph.service.session import Session
     from graph.store import open_storage
     from tools.sandbox import announce
@@ -145,6 +146,8 @@ def open_session(
     except BaseException:
         storage.close()  # a bad policy or hook config: nothing stays open
         raise
+    # A ping when a thread starts waiting for a decision ([notify], graph/service/notify.py).
+    attach_notifier(storage.checkpointer, settings)
     return Session(
         agent,
         storage,

@@ -94,6 +94,15 @@ class Settings:
     # Not LangGraph Server's runs: only a Session applies it (a thread's own switch,
     # set through the Session, holds for every client).
     auto_approve: bool = False
+    # [notify]: a webhook pinged when a thread starts waiting for a decision (notify.py):
+    # its URL, the shared secret it is signed with, which risks / tools ping (empty:
+    # all), the web app's address for the card link, how many tries.
+    notify_webhook: str | None = None
+    notify_secret: str | None = None
+    notify_risks: list[str] = field(default_factory=list)
+    notify_tools: list[str] = field(default_factory=list)
+    notify_link: str | None = None
+    notify_attempts: int = 5
     # Where the config came from, for error messages and the settings page.
     source: str | None = None
 
@@ -151,6 +160,8 @@ _ENV = {
     "GATEHOUSE_ACTOR": "audit_actor",
     "GATEHOUSE_AUTO_APPROVE": "auto_approve",
     "GATEHOUSE_MAX_PARALLEL_TOOLS": "max_parallel_tools",
+    "GATEHOUSE_NOTIFY_WEBHOOK": "notify_webhook",
+    "GATEHOUSE_NOTIFY_SECRET": "notify_secret",
 }
 
 
@@ -174,7 +185,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
     if "GATEHOUSE_MODEL_BASE_URL" in env:
         values["base_url"] = env["GATEHOUSE_MODEL_BASE_URL"]
     try:
-        settings = Settings(**values, source=source)
+        settings = absolute_locations(Settings(**values, source=source))
         if settings.shell_sandbox not in ("auto", "require", "off"):
             raise ValueError(f"shell_sandbox must be auto, require or off, not {settings.shell_sandbox!r}")
         return replace(
@@ -202,6 +213,31 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
         raise ConfigError(f"bad setting: {exc}") from exc
 
 
+def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
+    """The settings with the database, the workspace and the SQL tool's database as
+    absolute paths, relative ones taken against `base` (the current directory): fixed
+    when settings are read, so a front end that changes directory later, or starts a
+    server in another one, stays on the same files."""
+    root = base or Path.cwd()
+    changes = {}
+    for key in ("db", "workspace", "sql_database"):
+        value = getattr(settings, key, None)
+        if isinstance(value, str) and value and not value.startswith(":") and "://" not in value \
+                and not Path(value).is_absolute():
+            changes[key] = str((root / Path(value).expanduser()).resolve())
+    return replace(settings, **changes) if changes else settings
+
+
+def location_env(settings: Settings) -> dict[str, str]:
+    """What a child process (the LangGraph server, the web app) needs in its environment
+    to use these settings' database, workspace and config file from any directory."""
+    settings = absolute_locations(settings)
+    env = {"GATEHOUSE_DB": settings.db, "GATEHOUSE_WORKSPACE": settings.workspace}
+    if settings.source:
+        env[CONFIG_ENV] = str(Path(settings.source).resolve())
+    return env
+
+
 def _at_least(value: float, low: float, name: str, *, top_level: bool = False) -> Any:
     where = name if top_level or name.startswith("[") else f"[model] {name}"
     if value < low:
@@ -225,7 +261,7 @@ def _flag(value: Any, name: str) -> bool:
 _MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout",
                "stream_usage": "model_stream_usage"}
 # Tables whose keys become `<prefix>_<key>` settings ([compaction] "enabled" is the switch).
-_PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit"}
+_PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit", "notify": "notify"}
 
 
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:

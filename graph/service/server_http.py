@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 
 from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
 from graph.service.config import load_settings
+from graph.service.server_sync import thread_sync
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -75,4 +76,5 @@ async def _refuse(scope: Scope, send: Send, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-app = Starlette(middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))])
+# The lifespan follows Gatehouse's thread index into the server's thread list (server_sync.py).
+app = Starlette(middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))], lifespan=thread_sync)

@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,8 +86,24 @@ class DeltaReads:
         self.max_threads = max_threads
         # The head and thread rows written beside checkpoints; False on a read-only database.
         self.side_tables = True
+        # Called with (thread_id, interrupts) once a pause is in the index (notify.py).
+        self.pause_listeners: list[Callable[[str, Sequence[Any]], None]] = []
         self._cache_lock = threading.Lock()
         self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], Entry]] = OrderedDict()
+
+    def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
+        """Tell the pause listeners about the interrupts in `writes` (after they are
+        saved: the one place every client's pause reaches storage). A listener's failure
+        never fails the save."""
+        if ns or not self.pause_listeners:
+            return
+        interrupts = [i for channel, value in writes if channel == INTERRUPT
+                      for i in (value if isinstance(value, list | tuple) else [value])]
+        if not interrupts:
+            return
+        for listener in list(self.pause_listeners):
+            with suppress(Exception):  # a notification must not break the run
+                listener(thread_id, interrupts)
 
     def register_reducer(self, channel: str, reducer: Reducer) -> None:
         """Read `channel` (a DeltaChannel folded by `reducer`) this way: the graph calls

@@ -247,6 +247,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             if not ns and self.side_tables and (update := index_update_for_writes(thread_id, writes)):
                 sql, params = update
                 cur.execute(_pg(sql), params)
+        self.announce_pause(thread_id, ns, writes)
 
     # -- reads ---------------------------------------------------------------------------
     def get_delta_channel_history(

@@ -246,6 +246,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             )
             if not ns and self.side_tables and (update := index_update_for_writes(thread_id, writes)):
                 cur.execute(*update)
+        self.announce_pause(thread_id, ns, writes)
 
     def _write_head(
         self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None, plan: HeadPlan

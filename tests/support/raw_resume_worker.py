@@ -3,8 +3,9 @@ that talks to the compiled graph directly (no Session, no lease) does.
 
     python -m tests.support.raw_resume_worker DB COUNTER THREAD ANSWER_JSON
 
-Exit 0 when this process's resume completed, 3 when the journal refused its claim
-(`CallAlreadyStarted`: another process had claimed the call).
+Exit 0 when this process's resume completed, 3 when it was refused: the journal refused
+its claim (`CallAlreadyStarted`: another process had claimed the call) or the pause
+was already decided when it arrived (`StaleDecision`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 
 from langgraph.types import Command
 
-from graph import CallAlreadyStarted
+from graph import CallAlreadyStarted, StaleDecision
 from tests.test_gate_every_path import raw_graph
 
 
@@ -24,7 +25,7 @@ def main(db: str, counter: str, thread: str, answer: str) -> int:
     graph, storage = raw_graph(Path(db), Path(counter))
     try:
         graph.invoke(Command(resume=json.loads(answer)), {"configurable": {"thread_id": thread}})
-    except CallAlreadyStarted:
+    except (CallAlreadyStarted, StaleDecision):
         return 3
     finally:
         storage.close()

@@ -40,7 +40,7 @@ import graph
 from ui.term.fast import parse_read_only
 
 if TYPE_CHECKING:
-    from graph import Approval, Pause, Run, Session, ThreadReader
+    from graph import Approval, Pause, Run, Session, Settings, ThreadReader
 
 
 class _Deferred:
@@ -177,15 +177,38 @@ def opening_failed(exc: Exception) -> typer.Exit:
     return fail(str(exc), EXIT_USAGE if isinstance(exc, graph.ConfigError) else EXIT_FAILED)
 
 
+def absolute_db(db: str | None) -> str | None:
+    """`--db` as an absolute path (a URL as given): fixed before anything changes directory."""
+    if not db or "://" in db:
+        return db
+    return str(Path(db).expanduser().resolve())
+
+
+def shown_db(db: str) -> str:
+    """A database for people to read: a URL without its password."""
+    if "://" not in db:
+        return db
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(db)
+    if parts.password is None:
+        return db
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
+
+
+def cli_settings(db: str | None) -> Settings:
+    """The settings, on `--db` when given (absolute)."""
+    settings = graph.load_settings()
+    return replace(settings, db=absolute_db(db)) if db else settings
+
+
 @contextmanager
 def open_cli_session(db: str | None) -> Iterator[Session]:
     refuse_bad_thread_id()
     from graph import open_session  # LangGraph and the agent: only the commands that run it
 
     try:
-        settings = graph.load_settings()
-        if db:
-            settings = replace(settings, db=db)
+        settings = cli_settings(db)
         # The decision log names the terminal and who: [audit] actor / GATEHOUSE_ACTOR
         # when set (a shared service account), else the OS user.
         session = open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
@@ -211,7 +234,7 @@ def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
     from graph import open_reader
 
     try:
-        reader = open_reader(db or graph.load_settings().db)
+        reader = open_reader(absolute_db(db) or graph.load_settings().db)
     except (graph.ConfigError, graph.StorageError) as exc:
         raise opening_failed(exc) from None
     try:
@@ -483,6 +506,11 @@ def ui(
     from ui.web.serve import streamlit_command
 
     os.environ["GATEHOUSE_OPEN_BROWSER"] = "1" if browser else "0"
+    try:
+        # Pinned before Streamlit starts: the app is on this directory's files wherever it runs.
+        os.environ.update(graph.location_env(graph.load_settings()))
+    except graph.ConfigError as exc:
+        raise opening_failed(exc) from None
     raise typer.Exit(_run_child(streamlit_command(port, APP_PATH)))
 
 
@@ -508,14 +536,21 @@ def studio(
     from ui.term.studio import DEFAULT_PORT, run_studio, valid_server_thread_id
 
     threads = list(thread or [])
+    db = absolute_db(db)
     if threads:
         with open_cli_session(db) as session:
             for thread_id in threads:
                 require_thread(session, thread_id)
                 if problem := valid_server_thread_id(thread_id):
                     raise fail(f"cannot open thread {thread_id} in Studio: {problem}", EXIT_USAGE)
-    if db:
-        os.environ["GATEHOUSE_DB"] = db
+    # The server runs in the project root: it gets this directory's database, workspace
+    # and gatehouse.toml as absolute paths, so it is on the files this shell would use.
+    try:
+        settings = cli_settings(db)
+    except graph.ConfigError as exc:
+        raise opening_failed(exc) from None
+    os.environ.update(graph.location_env(settings))
+    err.print(Text(f"Database: {shown_db(settings.db)}", "dim"))
     port = port or DEFAULT_PORT
     cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json"), "--port", str(port), "--no-browser"]
     if not threads and browser:
@@ -557,6 +592,7 @@ def threads(
 ) -> None:
     """List threads: status, pending approvals, last update."""
     with open_cli_reader(db) as reader:
+        where = reader.location
         rows = []
         for info in reader.threads(limit=limit):
             pending = reader.pending(info.thread_id) if info.awaiting_approval else None
@@ -564,7 +600,10 @@ def threads(
             rows.append({**info.to_dict(), "pending": count})
     if as_json:
         print(visible_json(rows, indent=2))
-    elif not rows:
+        return
+    # Which database this is: from another directory it is another file (issue 33).
+    out.print(Text(f"Database: {visible(where)}", "dim"))
+    if not rows:
         out.print("No threads yet. Start one with `gatehouse chat`.")
     else:
         # Ids and titles as text that cannot drive the terminal (a NUL, an escape sequence).

@@ -73,6 +73,8 @@ def sidebar(session: Session, runner: Runner) -> None:
         tab_switch()
         _open_by_id(session)
         st.subheader("Threads")
+        # Which database the list is from: another directory can mean another file.
+        st.caption(f"on `{session.info.get('db', '?')}`")
         _thread_list(session, runner, thread_id)
         if thread_id and session.exists(thread_id):
             st.divider()

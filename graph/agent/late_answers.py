@@ -1,0 +1,51 @@
+"""An answer that comes after the question was decided elsewhere.
+
+A client that read a pause and answers it after another front end decided (the
+terminal approved, the web app rejected) sends `Command(resume=...)` to a thread that
+no longer waits. LangGraph takes such a resume as a no-op and the run "succeeds";
+the person would believe their answer counted. It is refused instead, with what
+became of the request: "already decided: `write_file` approved by ana via terminal",
+the words the web app and the Session use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.types import Command, StateSnapshot
+
+from graph.protocol.decisions import DecisionRecord
+from graph.protocol.errors import StaleDecision
+
+PAST = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
+        "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "approved automatically"}
+
+
+def is_answer(input: Any) -> bool:
+    return isinstance(input, Command) and input.resume is not None
+
+
+def late_answer_error(thread_id: str, state: StateSnapshot, records: Sequence[DecisionRecord]) -> StaleDecision | None:
+    """The refusal for an answer to `thread_id` in `state`, or None when a question is
+    pending (then the answer is checked against it as usual)."""
+    if state.interrupts or not state.values:
+        return None
+    # The calls of the latest turn that made any: what the late answer was about.
+    turn = next((m for m in reversed(state.values.get("messages") or []) if isinstance(m, AIMessage) and m.tool_calls),
+                None)
+    calls = {c["id"] for c in (turn.tool_calls if turn is not None else [])}
+    said: dict[str, str] = {}
+    for record in reversed(records):  # the latest decision of each call
+        answers_a_question = record.question == "review" or record.question.startswith("outcome")
+        if answers_a_question and record.tool_call_id in calls and record.tool_call_id not in said:
+            who = " ".join(p for p in (f"by {record.actor}" if record.actor else None,
+                                       f"via {record.source}" if record.source else None) if p)
+            said[record.tool_call_id] = f"`{record.tool}` {PAST.get(record.decision, record.decision)} {who or 'elsewhere'}"
+    if said:
+        return StaleDecision(
+            f"thread {thread_id} is not waiting for a decision; your answer was not used: already decided — "
+            + "; ".join(reversed(list(said.values()))) + "."
+        )
+    return StaleDecision(f"thread {thread_id} is not waiting for a decision; your answer was not used")

@@ -1,0 +1,91 @@
+""""Mark as resolved": a client that ends a pause without answering it.
+
+Agent Inbox's "Mark as resolved" (and any client doing the same) clears a thread's
+pending tasks with `update_state(config, None, as_node=END)`
+(`client.threads.updateState(id, {values: null, asNode: "__end__"})`). Left alone,
+that leaves the model's gated calls without answers, and the next message asks the
+same question again. So a clear of a thread paused in `review` is read as what the
+person meant: every open call is rejected with a note, recorded in the decision log
+like any other rejection, and the thread is idle with every call answered.
+
+The compiled graph calls this (compiled.py), so it holds for LangGraph Server,
+Studio, the SDK and a raw `graph.update_state` alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.constants import END
+from langgraph.types import StateSnapshot, StateUpdate
+
+from graph.agent.emit import decided_by, thread_of
+from graph.agent.review import may_decide, record_of, rejected_message
+from graph.protocol.answers import Reject
+
+RESOLVED_NOTE = "The person marked this request as resolved without approving it."
+
+
+def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> list[list[StateUpdate]] | None:
+    """The update a clear of `state` stands for: a rejection of each open call of a
+    paused review, recorded in `decisions`; None when no review is paused."""
+    calls = pending_review_calls(state)
+    if not calls:
+        return None
+    who = decided_by(config)
+    if who["actor"] is None and who["source"] == "langgraph-server":
+        # A state update carries the server's authenticated user as `user_id`.
+        user = (config.get("configurable") or {}).get("user_id")
+        who["actor"] = str(user) if user else None
+    # Resolving rejects: a tool's `approvers` decide its calls, here as on any answer.
+    for call, approvers in zip(calls, pending_approvers(state), strict=True):
+        if approvers and not may_decide(who["actor"], approvers):
+            raise PermissionError(
+                f"only {', '.join(approvers)} may decide {call['name']} calls "
+                f"({'you are ' + who['actor'] if who['actor'] else 'this request names nobody'}); "
+                "the request stays pending"
+            )
+    if decisions is not None:
+        rejection = Reject(type="reject", message=RESOLVED_NOTE)
+        decisions.record([record_of(thread_of(config), "review", call, rejection, **who) for call in calls])
+    messages: list[ToolMessage] = []
+    for call in calls:
+        message = rejected_message(call, RESOLVED_NOTE)
+        message.additional_kwargs["gatehouse_status"] = "rejected"
+        messages.append(message)
+    return [[StateUpdate({"messages": messages}, "review")]]
+
+
+def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
+    return len(supersteps) == 1 and len(supersteps[0]) == 1 and supersteps[0][0][0] is None and (
+        len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END
+    )
+
+
+def pending_approvers(state: StateSnapshot) -> list[list[str]]:
+    """Each pending call's `approvers` (empty: anyone signed in), in request order."""
+    found: list[list[str]] = []
+    for pending in state.interrupts:
+        value = pending.value
+        if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
+            configs = value.get("review_configs") or []
+            for i, _ in enumerate(value["action_requests"]):
+                config = configs[i] if i < len(configs) and isinstance(configs[i], Mapping) else {}
+                found.append(list(config.get("approvers") or []))
+    return found
+
+
+def pending_review_calls(state: StateSnapshot) -> list[ToolCall]:
+    """The calls a pending review asks about (none when the thread is not paused there)."""
+    if "review" not in (state.next or ()):
+        return []
+    asked: list[ToolCall] = []
+    for pending in state.interrupts:
+        value = pending.value
+        if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
+            for action in value["action_requests"]:
+                asked.append(ToolCall(name=action["name"], args=action["args"], id=action.get("tool_call_id"), type="tool_call"))
+    return asked

@@ -1,0 +1,168 @@
+"""Every Gatehouse thread on `langgraph dev`, with its true status (issue 33, items 1–2).
+
+LangGraph Server keeps its own list of threads (id, status, values, interrupts) beside
+the checkpoints; a thread the web app or the terminal made is unknown to it (`404`),
+and a thread decided elsewhere keeps the status the server last set ("interrupted"
+after the terminal approved it). The checkpoints themselves are Gatehouse's
+(langgraph.json `checkpointer`), so the truth is in Gatehouse's thread index.
+
+This lifespan task (langgraph.json `http.app`, graph/service/server_http.py) follows
+that index: each thread whose row changed is put in the server's list (dashed-UUID ids
+only: the only ids the server takes) with its status, values and pending interrupts
+read from the checkpoints — "interrupted" while it waits for a decision, "idle" when
+it does not, "error" when its last run failed — unless the server is running it
+itself. A thread the server marked "error" for a refused answer while its pause
+stands is set back to "interrupted". It works on the development runtime (`langgraph-runtime-inmem`, what
+`langgraph dev` and `gatehouse studio` run); the licensed Postgres runtime of a
+production image keeps its thread list in its own database and is not synced (see
+docs/deploy.md). LangGraph's private names used here live in this module only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from datetime import UTC, datetime
+from typing import Any
+
+log = logging.getLogger(__name__)
+INTERVAL_S = 1.0
+GRAPH_ID = "gatehouse"
+STATUS = {"awaiting_approval": "interrupted", "failed": "error"}
+
+
+def server_thread_id(thread_id: str) -> uuid.UUID | None:
+    try:
+        parsed = uuid.UUID(thread_id)
+    except ValueError:
+        return None
+    return parsed if str(parsed) == thread_id else None
+
+
+class ThreadSync:
+    """Follows the Gatehouse thread index into the dev server's thread list."""
+
+    def __init__(self, db: str) -> None:
+        from graph.agent.message_merge import merge_messages
+        from graph.service.app import shared_storage
+        from graph.store.threaded import ThreadedSaver
+
+        storage = shared_storage(db)
+        self.index = storage.index
+        self.saver = ThreadedSaver(storage.checkpointer)
+        self.saver.register_reducer("messages", merge_messages)
+        self.seen: dict[str, float] = {}
+        self._checked: dict[str, Any] = {}
+        self._graph: Any = None
+
+    def graph(self) -> Any:
+        if self._graph is None:
+            from graph.service.server import agent
+
+            self._graph = agent.copy(update={"checkpointer": self.saver})
+        return self._graph
+
+    async def tick(self) -> int:
+        """One pass: the threads whose index row changed since the last; how many."""
+        rows = await asyncio.to_thread(self.index.list, limit=1000)
+        changed = [r for r in rows if self.seen.get(r.thread_id) != r.updated_at]
+        count = 0
+        for row in changed:
+            if await self.sync_one(row):
+                count += 1
+            self.seen[row.thread_id] = row.updated_at
+        return count + await self.still_waiting()
+
+    async def still_waiting(self) -> int:
+        """Threads the server marked "error" after a refused answer (its worker marks
+        every failed run so) while the pause is untouched: "interrupted" again, so an
+        inbox lists them as waiting, not failed."""
+        from langgraph_runtime_inmem.database import connect
+
+        async with connect() as conn:
+            errored = [t for t in conn.store["threads"] if t.get("status") == "error"
+                       and self._checked.get(str(t["thread_id"])) != t.get("updated_at")]
+            busy = {r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")}
+        fixed = 0
+        for thread in errored:
+            tid = str(thread["thread_id"])
+            self._checked[tid] = thread.get("updated_at")
+            if thread["thread_id"] in busy:
+                continue
+            state = await self.graph().aget_state({"configurable": {"thread_id": tid}})
+            if state.interrupts:
+                thread.update(status="interrupted", interrupts={
+                    t.id: [{"value": i.value, "id": i.id} for i in t.interrupts] for t in state.tasks if t.interrupts})
+                self._checked[tid] = thread.get("updated_at")
+                fixed += 1
+        return fixed
+
+    async def sync_one(self, row: Any) -> bool:
+        from langgraph_runtime_inmem.database import connect
+        from langgraph_runtime_inmem.ops import Threads
+
+        tid = server_thread_id(row.thread_id)
+        if tid is None:
+            return False
+        state = await self.graph().aget_state({"configurable": {"thread_id": row.thread_id}})
+        async with connect() as conn:
+            threads = conn.store["threads"]
+            thread = next((t for t in threads if t["thread_id"] == tid), None)
+            if thread is None:
+                await Threads.put(conn, tid, metadata={"graph_id": GRAPH_ID, "title": row.title}, if_exists="do_nothing")
+                thread = next((t for t in conn.store["threads"] if t["thread_id"] == tid), None)
+                if thread is None:
+                    return False
+            if any(r["thread_id"] == tid and r["status"] in ("pending", "running") for r in conn.store["runs"]):
+                return False  # the server runs it: its own status is the true one
+            now = datetime.now(UTC)
+            thread.update(
+                status="interrupted" if state.interrupts else STATUS.get(row.status, "idle"),
+                values=state.values or None,
+                interrupts={t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
+                            for t in state.tasks if t.interrupts},
+                updated_at=now,
+                state_updated_at=now,
+            )
+            thread.setdefault("metadata", {}).setdefault("graph_id", GRAPH_ID)
+        return True
+
+
+def _inmem() -> bool:
+    try:
+        import langgraph_runtime_inmem.ops  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@asynccontextmanager
+async def thread_sync(app: Any) -> AsyncIterator[None]:
+    """The server's lifespan: follow the thread index while the server runs."""
+    task: asyncio.Task[None] | None = None
+    if _inmem():
+
+        async def loop() -> None:
+            from graph.service.config import load_settings
+
+            # Opening the database and building the agent block: not on the server's loop.
+            sync = await asyncio.to_thread(lambda: ThreadSync(load_settings().db))
+            await asyncio.to_thread(sync.graph)
+            while True:
+                try:
+                    await sync.tick()
+                except Exception:  # noqa: BLE001 - a bad pass must not stop the next
+                    log.exception("gatehouse thread sync failed")
+                await asyncio.sleep(INTERVAL_S)
+
+        task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await task

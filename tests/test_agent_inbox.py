@@ -1,0 +1,191 @@
+"""Agent Inbox's answers and its "Mark as resolved" (issue 33, item 3), on the raw graph.
+
+The requests are exactly what Agent Inbox sends (langchain-ai/agent-inbox,
+src/components/agent-inbox/contexts/ThreadContext.tsx): `sendHumanResponse` resumes
+with `command: {resume: [one HumanResponse]}`, and "Mark as resolved" calls
+`threads.updateState(id, {values: null, asNode: "__end__"})`. The same requests through
+langgraph-sdk against `langgraph dev` are in tests/test_langgraph_server.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langgraph.constants import END
+from langgraph.types import Command
+from pydantic import ValidationError
+
+from graph import DecisionError, ai, tool_call
+from tests.support.core_fixtures import make_session
+
+CFG = {"configurable": {"thread_id": "t1"}}
+EMAIL = {"to": "a@x", "body": "1"}
+
+
+def _one_call(tmp_path: Path, **kwargs: Any):
+    session, ledger, _ = make_session(tmp_path, [ai("", tool_call("send_email", EMAIL, "c1")), "done", "again"], **kwargs)
+    session.send("t1", "go").collect()
+    return session, ledger
+
+
+def _resume(session, value: Any) -> None:
+    for _ in session.agent.stream(Command(resume=value), CFG):
+        pass
+
+
+def _result(session) -> ToolMessage:
+    [msg] = [m for m in session.messages("t1") if isinstance(m, ToolMessage)]
+    return msg
+
+
+def test_accept_runs_the_call_as_shown(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path)
+    # Agent Inbox echoes the action request with an accept.
+    _resume(session, [{"type": "accept", "args": {"action": "send_email", "args": EMAIL}}])
+    assert ledger.count("send_email") == 1 and _result(session).content == "sent to a@x"
+    [record] = session.storage.decisions.for_thread("t1")
+    assert record.decision == "approve"
+
+
+def test_edit_runs_the_edited_arguments(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path)
+    _resume(session, [{"type": "edit", "args": {"action": "send_email", "args": {"to": "b@x", "body": "2"}}}])
+    assert ledger.entries() == [{"name": "send_email", "args": {"to": "b@x", "body": "2"}}]
+    assert "changed the arguments" in str(_result(session).content)
+
+
+def test_response_becomes_the_tool_result(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path)
+    _resume(session, [{"type": "response", "args": "I mailed them myself"}])
+    assert ledger.count("send_email") == 0 and _result(session).content == "I mailed them myself"
+
+
+def test_ignore_rejects_with_a_note(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path)
+    _resume(session, [{"type": "ignore", "args": None}])
+    result = _result(session)
+    assert ledger.count("send_email") == 0 and result.status == "error"
+    assert "declined" in str(result.content) and "ignored" in str(result.content)
+    assert session.messages("t1")[-1].content == "done"
+
+
+def _snapshot(session) -> tuple[Any, ...]:
+    state = session.agent.get_state(CFG)
+    return [i.id for i in state.interrupts], len(state.values["messages"]), state.next
+
+
+def test_ambiguous_inbox_answer_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    turn = ai("", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    session, ledger, _ = make_session(tmp_path, [turn, "done"])
+    session.send("t1", "go").collect()
+    before = _snapshot(session)
+    with pytest.raises(ValidationError, match="asks about 2 calls"):
+        _resume(session, [{"type": "accept", "args": None}])
+    assert _snapshot(session) == before and ledger.entries() == []
+    with pytest.raises(DecisionError, match="cannot say which call"):
+        session.resume("t1", [{"type": "ignore", "args": None}])
+    assert _snapshot(session) == before
+    session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "reject"}]}).collect()
+    assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+
+
+@pytest.mark.parametrize(
+    "answer, why",
+    [
+        ([{"type": "accept", "args": {"action": "send_email", "args": {"to": "evil@x", "body": "1"}}}], "unchanged"),
+        ([{"type": "accept", "args": None}, {"type": "ignore", "args": None}], "one response per call"),
+        ([{"type": "response", "args": None}], "needs its text"),
+        ([{"type": "edit", "args": {"action": "deploy", "args": {"service": "x"}}}], "not the tool"),
+        ([{"type": "edit", "args": "x"}], "needs args"),
+    ],
+)
+def test_bad_inbox_answers_are_refused(tmp_path: Path, answer: Any, why: str) -> None:
+    session, ledger = _one_call(tmp_path)
+    before = _snapshot(session)
+    with pytest.raises(ValidationError, match=why):
+        _resume(session, answer)
+    assert _snapshot(session) == before and ledger.entries() == []
+
+
+def test_a_response_where_only_reject_is_allowed_is_a_rejection_with_that_reason(tmp_path: Path) -> None:
+    # Agent Inbox offers its "respond" where a HITL request allows `reject`.
+    session, ledger = _one_call(tmp_path, policy={"send_email": {"allowed_decisions": ["approve", "reject"]}})
+    _resume(session, [{"type": "response", "args": "not to that address"}])
+    result = _result(session)
+    assert ledger.entries() == [] and result.status == "error"
+    assert "declined" in str(result.content) and "not to that address" in str(result.content)
+    [record] = session.storage.decisions.for_thread("t1")
+    assert record.decision == "reject" and record.message == "not to that address"
+
+
+def test_a_response_the_policy_does_not_allow_at_all_is_refused(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path, policy={"send_email": {"allowed_decisions": ["approve"]}})
+    with pytest.raises(ValidationError, match="'respond' is not allowed"):
+        _resume(session, [{"type": "response", "args": "no"}])
+    assert ledger.entries() == []
+
+
+def test_agent_inbox_accept_echoes_empty_args_and_approves_the_call_as_shown(tmp_path: Path) -> None:
+    # Agent Inbox reads a HITL request's arguments from `arguments`: its accept echoes {}.
+    session, ledger = _one_call(tmp_path)
+    _resume(session, [{"type": "accept", "args": {"action": "send_email", "args": {}}}])
+    assert ledger.entries() == [{"name": "send_email", "args": EMAIL}]
+
+
+def test_mark_as_resolved_rejects_the_open_calls_and_the_next_message_moves_on(tmp_path: Path) -> None:
+    turn = ai("", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    session, ledger, _ = make_session(tmp_path, [turn, "ok, something else then"])
+    session.send("t1", "go").collect()
+    # Exactly Agent Inbox's "Mark as resolved": updateState(id, {values: null, asNode: END}).
+    session.agent.update_state(CFG, None, as_node=END)
+    state = session.agent.get_state(CFG)
+    assert not state.next and not state.interrupts
+    results = {m.tool_call_id: m for m in state.values["messages"] if isinstance(m, ToolMessage)}
+    assert set(results) == {"c1", "c2"}
+    assert all(m.status == "error" and "marked this request as resolved" in str(m.content) for m in results.values())
+    assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["reject", "reject"]
+    assert session.pending("t1") is None
+    # The next message is answered, not met with the same question.
+    final = session.send("t1", "never mind").collect()[-1]
+    assert final.status == "completed" and session.messages("t1")[-1].content == "ok, something else then"
+    assert ledger.entries() == []
+
+
+def test_clearing_a_thread_that_is_not_paused_is_left_to_langgraph(tmp_path: Path) -> None:
+    session, ledger, _ = make_session(tmp_path, ["hello"])
+    session.send("t1", "hi").collect()
+    session.agent.update_state(CFG, None, as_node=END)
+    assert session.messages("t1")[-1].content == "hello"
+    assert session.storage.decisions.for_thread("t1") == []
+
+
+def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decided(tmp_path: Path) -> None:
+    session, ledger = _one_call(tmp_path)
+    # The terminal decides first (the Session records source and actor).
+    session.resume("t1", {"decisions": [{"type": "approve"}]}, source="terminal", actor="ana").collect()
+    before = len(session.messages("t1"))
+    # A raw client that read the same pause answers it afterwards.
+    from graph import StaleDecision
+
+    with pytest.raises(StaleDecision, match=r"already decided — `send_email` approved by ana via terminal"):
+        _resume(session, {"decisions": [{"type": "reject", "message": "too late"}]})
+    assert len(session.messages("t1")) == before and ledger.count("send_email") == 1
+
+
+def test_mark_as_resolved_respects_a_tools_approvers(tmp_path: Path) -> None:
+    policy = {"deploy": {"mode": "ask", "approvers": ["ana@example.com"]}}
+    session, ledger, _ = make_session(tmp_path, [ai("", tool_call("deploy", {"service": "api"}, "c2")), "ok"], policy=policy)
+    session.send("t1", "go").collect()
+    before = _snapshot(session)
+    mallory = {"configurable": {"thread_id": "t1", "gatehouse_actor": "mallory"}}
+    with pytest.raises(PermissionError, match="only ana@example.com may decide deploy"):
+        session.agent.update_state(mallory, None, as_node=END)
+    assert _snapshot(session) == before and session.storage.decisions.for_thread("t1") == []
+    ana = {"configurable": {"thread_id": "t1", "gatehouse_actor": "ana@example.com"}}
+    session.agent.update_state(ana, None, as_node=END)
+    [record] = session.storage.decisions.for_thread("t1")
+    assert record.decision == "reject" and record.actor == "ana@example.com"
+    assert ledger.entries() == []
