@@ -32,7 +32,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.types import Command, Send
 from pydantic import ValidationError
 
-from graph import CallAlreadyStarted, ScriptedModel, Session, ai, build_graph, tool_call
+from graph import CallAlreadyStarted, ScriptedModel, Session, StaleDecision, ai, build_graph, tool_call
 from graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
 from graph.agent.model_node import logged
 from graph.agent.review import record_of
@@ -314,8 +314,9 @@ def test_a_second_client_cannot_answer_run_again_for_a_call_running_now(tmp_path
     try:
         assert running.wait(30)
         for stray in ({"type": "run_again"}, APPROVE):
-            # Refused: by the review (not an answer to it) or by run_tool (running now).
-            with pytest.raises((CallAlreadyStarted, ValidationError)):
+            # Refused: by the compiled graph (nothing is waiting for an answer), the review
+            # (not an answer to it) or run_tool (running now).
+            with pytest.raises((StaleDecision, CallAlreadyStarted, ValidationError)):
                 graph.invoke(Command(resume=stray), cfg("t"))
             assert runs(tmp_path / "count") == {"w": 1}
     finally:

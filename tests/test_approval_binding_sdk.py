@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph_sdk import get_sync_client
 
 from tests.support.langgraph_dev import GRAPH, langgraph_dev
 from tests.support.openai_server import FakeOpenAI
@@ -40,7 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     with FakeOpenAI([reply] * 100) as model, langgraph_dev(
         home, db=home / "gatehouse.db", workspace=workspace, OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="sk-test"
     ) as dev:
-        yield {"url": dev.url, "workspace": workspace, "model": model}
+        yield {"url": dev.url, "workspace": workspace, "model": model, "client": dev.client()}
 
 
 def pending_actions(client: Any, tid: str) -> list[tuple[str, dict[str, Any], str]]:
@@ -58,7 +57,7 @@ def wait(client: Any, tid: str, **kwargs: Any) -> Any:
 
 
 def test_replay_shows_the_journaled_result_and_reused_ids_inherit_nothing(server: dict[str, Any]) -> None:
-    client = get_sync_client(url=server["url"])
+    client = server["client"]  # with this install's credentials
     ws: Path = server["workspace"]
     tid = client.threads.create()["thread_id"]
 

@@ -28,7 +28,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         clients = {
             "session": SessionClient(str(db), str(workspace)),
             "raw": RawClient(str(db), str(workspace)),
-            "sdk": SdkClient(server.url),
+            "sdk": SdkClient(server.url, server.headers),
         }
         try:
             yield {"workspace": workspace, "clients": clients, "reader": clients["raw"]}
