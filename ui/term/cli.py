@@ -1206,6 +1206,9 @@ def _run_read_only(command: str, kwargs: dict[str, Any]) -> None:
     """A read-only command called as typer would call it (ui/term/fast.py)."""
     _remember_json(kwargs.get("as_json", False))
     try:
+        if "thread_id" in kwargs:  # checked as typer's callback checks it on the slow path
+            _check_id(kwargs["thread_id"])
+            refuse_bad_thread_id()
         {"threads": threads, "pending": pending, "show": show}[command](**kwargs)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
