@@ -32,7 +32,15 @@ from langchain_openai import ChatOpenAI
 from langgraph.types import Command, Send
 from pydantic import ValidationError
 
-from graph import CallAlreadyStarted, ScriptedModel, Session, StaleDecision, ai, build_graph, tool_call
+from graph import (
+    CallAlreadyStarted,
+    ScriptedModel,
+    Session,
+    StaleDecision,
+    ai,
+    build_graph,
+    tool_call,
+)
 from graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
 from graph.agent.model_node import logged
 from graph.agent.review import record_of
