@@ -37,6 +37,7 @@ from graph.store.decision_chain import (
     CHAIN_SCHEMA,
     SQLITE,
     ChainCheck,
+    Dialect,
     append,
     check,
     read_for_check,
@@ -92,6 +93,19 @@ def _row(record: DecisionRecord) -> tuple[Any, ...]:
         record.request_id,
         record_key(record.tool, record.args, record.requested_args),
     )
+
+
+def insert_chained(cur: Any, dialect: Dialect, records: Sequence[DecisionRecord]) -> None:
+    """Append decisions in the caller's transaction, both databases: one already recorded
+    for the same call stays as it was; each new row is chained (graph/store/decision_chain.py)."""
+    p = dialect.param
+    sql = (f"INSERT INTO gatehouse_decisions({INSERT_COLUMNS}) VALUES ({', '.join([p] * 14)}) "
+           f"ON CONFLICT (thread_id, question, tool_call_id, {KEY_COLUMN}) DO NOTHING")
+    for record in records:
+        row = _row(record)
+        cur.execute(sql, row)
+        if cur.rowcount == 1:  # new: chained in the same transaction
+            append(cur, dialect, chain_key(row))
 
 
 def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
@@ -169,16 +183,7 @@ class Decisions:
         """Append decisions; one already recorded for the same (thread, question, call)
         stays as it was."""
         with self._tx() as c:
-            cur = c.cursor()
-            for record in records:
-                row = _row(record)
-                cur.execute(
-                    f"INSERT INTO gatehouse_decisions({INSERT_COLUMNS}) VALUES ({', '.join('?' * 14)}) "
-                    f"ON CONFLICT(thread_id, question, tool_call_id, {KEY_COLUMN}) DO NOTHING",
-                    row,
-                )
-                if cur.rowcount == 1:  # new: chained in the same transaction
-                    append(cur, SQLITE, chain_key(row))
+            insert_chained(c.cursor(), SQLITE, records)
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select("WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id))

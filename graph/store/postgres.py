@@ -43,12 +43,10 @@ from graph.store.decision_chain import (
     read_for_check,
     seal_existing,
 )
-from graph.store.decision_chain import append as append_to_chain
 from graph.store.decision_chain import check as check_chain
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
-from graph.store.decisions import INSERT_COLUMNS as DECISION_INSERT_COLUMNS
 from graph.store.decisions import SCHEMA as DECISIONS_SCHEMA
-from graph.store.decisions import Decisions, _record, _row, chain_key, grants_in_force
+from graph.store.decisions import Decisions, _record, grants_in_force, insert_chained
 from graph.store.decisions import _legacy_key as _legacy_decision_key
 from graph.store.journal import COLUMNS as _COLUMNS
 from graph.store.journal import (
@@ -259,15 +257,7 @@ class PgDecisions(Decisions):
 
     def record(self, records: Sequence[DecisionRecord]) -> None:
         with self._pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-            for record in records:
-                row = _row(record)
-                cur.execute(
-                    f"INSERT INTO gatehouse_decisions({DECISION_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 14)}) "
-                    f"ON CONFLICT (thread_id, question, tool_call_id, {KEY_COLUMN}) DO NOTHING",
-                    row,
-                )
-                if cur.rowcount == 1:  # new: chained in the same transaction
-                    append_to_chain(cur, POSTGRES, chain_key(row))
+            insert_chained(cur, POSTGRES, records)
 
     def verify(self) -> ChainCheck:
         with self._pool.connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
