@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import graph
-from ui.term.fast import parse_read_only
+from ui.term.fast import parse_decision, parse_read_only
 
 if TYPE_CHECKING:
     from graph import Approval, Pause, Run, Session, Settings, ThreadReader
@@ -1192,6 +1192,8 @@ def main() -> None:
     try:
         if (read_only := parse_read_only(sys.argv[1:])) is not None:
             _run_read_only(*read_only)
+        elif (decision := parse_decision(sys.argv[1:])) is not None:
+            _run_decision(*decision)
         else:
             app()
     except Exception as exc:  # a bug or a broken install: one line, the traceback on request
@@ -1209,6 +1211,19 @@ def _run_read_only(command: str, kwargs: dict[str, Any]) -> None:
         {"threads": threads, "pending": pending, "show": show}[command](**kwargs)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+
+
+def _run_decision(command: str, kwargs: dict[str, Any]) -> None:
+    """A plain `approve` / `reject` called as typer would call it (ui/term/fast.py)."""
+    _remember_json(kwargs.get("as_json", False))
+    _check_id(kwargs["thread_id"])
+    try:
+        {"approve": approve, "reject": reject}[command](**kwargs)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:  # what typer's standalone mode says and does
+        print("\nAborted!", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
