@@ -11,7 +11,8 @@ read the database through `graph.open_reader` and never import LangGraph or
 LangChain (a second and more); only the commands that run the agent load it
 (tests/test_cli_fast.py keeps it so). `approve` and `reject` check their options
 against the pending request through the reader first, so bad input is refused
-before LangGraph loads (tests/test_cli_decide_fast.py).
+before LangGraph loads (tests/test_cli_decide_fast.py); their plain scripted forms are
+read without typer's parser (ui/term/fast.py).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting

@@ -1,11 +1,13 @@
-"""The read-only commands' arguments, read without typer.
+"""The plain command lines of the read-only commands and of `approve` / `reject`,
+read without typer.
 
 typer (0.29) checks every parameter through a pydantic `TypeAdapter`, so parsing any
 command imports pydantic and builds validators: most of a read-only command's time.
-`threads`, `pending` and `show` take a few plain options; when the command line is one
-of theirs, `ui.term.cli.main` calls the command directly with what is parsed here.
-Anything else (`--help`, an unknown or malformed option) returns None and typer
-parses it as always, errors and help included.
+`threads`, `pending` and `show` take a few plain options, and a scripted `approve` or
+`reject` a few more; when the command line is one of theirs, `ui.term.cli.main` calls
+the command directly with what is parsed here. Anything else (`--help`, `--edit`, an
+unknown or malformed option) returns None and typer parses it as always, errors and
+help included.
 """
 
 from __future__ import annotations
