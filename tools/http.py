@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from html.parser import HTMLParser
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -77,43 +76,10 @@ def harmless_headers(headers: Any) -> bool:
     )
 
 
-class _TextExtractor(HTMLParser):
-    SKIP = {"script", "style", "noscript", "template", "svg", "head"}
-    BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section",
-             "article", "header", "footer", "pre", "blockquote", "table", "ul", "ol", "hr", "title"}  # fmt: skip
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title = ""
-        self._skip = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        elif tag in self.SKIP:
-            self._skip += 1
-        if tag in self.BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        elif tag in self.SKIP and self._skip:
-            self._skip -= 1
-        if tag in self.BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
-        elif not self._skip:
-            self.parts.append(data)
-
-
 def html_to_text(html: str) -> str:
-    parser = _TextExtractor()
+    from tools.html_text import TextExtractor  # html.parser: only when a page is HTML
+
+    parser = TextExtractor()
     parser.feed(html)
     parser.close()
     lines = [" ".join(line.split()) for line in "".join(parser.parts).splitlines()]

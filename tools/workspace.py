@@ -33,12 +33,29 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self._root = Path(root).expanduser().absolute()
+        self._resolved: tuple[tuple[int, int], Path] | None = None
 
     @property
     def root(self) -> Path:
-        if not self._root.is_dir():  # a stat: read a dozen times a turn, a failing mkdir costs more
+        # Read a few dozen times a turn: a realpath is a stat per component, so the real
+        # path is kept and reused while the configured path and the kept one both still
+        # name the same directory (device, inode): two stats. A moved or re-pointed root
+        # is resolved again.
+        if not self._root.is_dir():  # a failing mkdir costs more than the stat
             self._root.mkdir(parents=True, exist_ok=True)
-        return self._root.resolve()
+        now = os.stat(self._root)
+        key = (now.st_dev, now.st_ino)
+        kept = self._resolved
+        if kept is not None and kept[0] == key:
+            try:
+                then = os.stat(kept[1])
+            except OSError:
+                then = None
+            if then is not None and (then.st_dev, then.st_ino) == key:
+                return kept[1]
+        real = self._root.resolve()
+        self._resolved = (key, real)
+        return real
 
     def resolve(self, path: str, *, must_exist: bool = False, follow_final: bool = True) -> Path:
         """Map a workspace-relative (or absolute, inside the root) path to a real path.

@@ -11,7 +11,8 @@ read the database through `graph.open_reader` and never import LangGraph or
 LangChain (a second and more); only the commands that run the agent load it
 (tests/test_cli_fast.py keeps it so). `approve` and `reject` check their options
 against the pending request through the reader first, so bad input is refused
-before LangGraph loads (tests/test_cli_decide_fast.py).
+before LangGraph loads (tests/test_cli_decide_fast.py); their plain scripted forms are
+read without typer's parser (ui/term/fast.py).
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import graph
-from ui.term.fast import parse_read_only
+from ui.term.fast import parse_decision, parse_read_only
 
 if TYPE_CHECKING:
     from graph import Approval, Pause, Run, Session, Settings, ThreadReader
@@ -1192,6 +1193,8 @@ def main() -> None:
     try:
         if (read_only := parse_read_only(sys.argv[1:])) is not None:
             _run_read_only(*read_only)
+        elif (decision := parse_decision(sys.argv[1:])) is not None:
+            _run_decision(*decision)
         else:
             app()
     except Exception as exc:  # a bug or a broken install: one line, the traceback on request
@@ -1212,6 +1215,19 @@ def _run_read_only(command: str, kwargs: dict[str, Any]) -> None:
         {"threads": threads, "pending": pending, "show": show}[command](**kwargs)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+
+
+def _run_decision(command: str, kwargs: dict[str, Any]) -> None:
+    """A plain `approve` / `reject` called as typer would call it (ui/term/fast.py)."""
+    _remember_json(kwargs.get("as_json", False))
+    _check_id(kwargs["thread_id"])
+    try:
+        {"approve": approve, "reject": reject}[command](**kwargs)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:  # what typer's standalone mode says and does
+        print("\nAborted!", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

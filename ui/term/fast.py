@@ -1,11 +1,13 @@
-"""The read-only commands' arguments, read without typer.
+"""The plain command lines of the read-only commands and of `approve` / `reject`,
+read without typer.
 
 typer (0.29) checks every parameter through a pydantic `TypeAdapter`, so parsing any
 command imports pydantic and builds validators: most of a read-only command's time.
-`threads`, `pending` and `show` take a few plain options; when the command line is one
-of theirs, `ui.term.cli.main` calls the command directly with what is parsed here.
-Anything else (`--help`, an unknown or malformed option) returns None and typer
-parses it as always, errors and help included.
+`threads`, `pending` and `show` take a few plain options, and a scripted `approve` or
+`reject` a few more; when the command line is one of theirs, `ui.term.cli.main` calls
+the command directly with what is parsed here. Anything else (`--help`, `--edit`, an
+unknown or malformed option) returns None and typer parses it as always, errors and
+help included.
 """
 
 from __future__ import annotations
@@ -54,4 +56,68 @@ def parse_read_only(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
         kwargs["thread_id"] = positional[0]
     elif positional:
         return None
+    return command, kwargs
+
+
+# `approve` and `reject` in their scripted forms: option → (keyword, kind). A kind is
+# "flag" (True when given), "str", or "calls" (an int, repeatable). `--edit N JSON`
+# (two values), help and anything unknown or malformed are left to typer.
+_DECISION_OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
+    "approve": {
+        "--json": ("as_json", "flag"), "--all": ("all_", "flag"), "--always": ("always", "flag"),
+        "--db": ("db", "str"), "--interrupt-id": ("interrupt_id", "str"), "--request": ("interrupt_id", "str"),
+        "--reject-others": ("reject_others", "str"), "--call": ("call", "calls"), "-c": ("call", "calls"),
+    },
+    "reject": {
+        "--json": ("as_json", "flag"), "--approve-others": ("approve_others", "flag"),
+        "--db": ("db", "str"), "--interrupt-id": ("interrupt_id", "str"), "--request": ("interrupt_id", "str"),
+        "--reason": ("reason", "str"), "-m": ("reason", "str"), "--call": ("call", "calls"), "-c": ("call", "calls"),
+    },
+}
+
+
+def parse_decision(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """(command, keyword arguments) for a plain `approve` / `reject` command line, or
+    None (typer parses it). Parsing one through typer builds pydantic validators for
+    every parameter: a tenth of a second that the decision itself does not need."""
+    if not argv or argv[0] not in _DECISION_OPTIONS:
+        return None
+    command, rest, options = argv[0], argv[1:], _DECISION_OPTIONS[argv[0]]
+    kwargs: dict[str, Any] = {}
+    positional: list[str] = []
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg == "--":
+            positional.extend(rest[i + 1:])
+            break
+        if not arg.startswith("-") or arg == "-":
+            positional.append(arg)
+            i += 1
+            continue
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name not in options:
+            return None
+        key, kind = options[name]
+        if kind == "flag":
+            if eq or key in kwargs:
+                return None
+            kwargs[key] = True
+            i += 1
+            continue
+        if not eq and i + 1 >= len(rest):
+            return None
+        value = inline if eq else rest[i + 1]
+        i += 1 if eq else 2
+        if kind == "calls":
+            if not value.isascii() or not value.isdigit():
+                return None  # typer says what is wrong with it
+            kwargs.setdefault(key, []).append(int(value))
+        elif key in kwargs:
+            return None  # given twice: typer's rule (the last wins) is not worth copying
+        else:
+            kwargs[key] = value
+    if len(positional) != 1:
+        return None
+    kwargs["thread_id"] = positional[0]
     return command, kwargs
