@@ -42,7 +42,9 @@ STYLE = """<style>
 [data-testid="stStatusWidget"] { visibility: hidden; }
 details.gh-tool { margin: 0.1rem 0; }
 details.gh-tool summary { cursor: pointer; }
-details.gh-tool pre { white-space: pre-wrap; max-height: 20rem; overflow: auto; margin: 0.2rem 0 0.4rem; }
+details.gh-tool .gh-pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20rem; overflow: auto;
+  margin: 0.2rem 0 0.4rem; padding: 0.4rem 0.6rem; border-radius: 0.4rem; background: rgba(151, 166, 195, 0.12);
+  font-family: "Source Code Pro", ui-monospace, monospace; font-size: 0.85rem; line-height: 1.45; }
 """ + COPY_STYLE + "</style>"
 
 
