@@ -135,3 +135,63 @@ def test_tool_output_keeps_its_line_breaks_in_the_history(page: Any, server: Ser
     assert height >= 6 * line, (height, line)
     row.scroll_into_view_if_needed()
     screenshot(page, "tool-output-line-breaks")
+
+
+# Records, every 5 ms from the page's first script, what a person would have seen.
+WATCH = """
+window.__seen = {copyTexts: []};
+setInterval(() => {
+  for (const b of document.querySelectorAll('button.gh-copy')) {
+    const t = b.innerText.trim();
+    if (!window.__seen.copyTexts.includes(t)) window.__seen.copyTexts.push(t);
+  }
+}, 5);
+"""
+
+
+def test_first_open_shows_a_loading_state_not_a_blank_page(browser: Any, tmp_path: Any) -> None:
+    # A server of its own: the first page of a fresh process imports the whole agent.
+    with streamlit_server(tmp_path) as fresh:
+        context = fresh.sign_in(browser.new_context(viewport=VIEWPORT))
+        try:
+            page = context.new_page()
+            page.set_default_timeout(WAIT_MS)
+            page.goto(fresh.url + "/")
+            loading = main(page).get_by_role("status").filter(has_text="Loading Gatehouse…")
+            expect(loading).to_be_visible(timeout=WAIT_MS)
+            screenshot(page, "loading-first-open")
+            ready(page)
+            expect(loading).to_have_count(0)
+            expect(page.get_by_test_id("stChatInputTextArea")).to_be_visible()
+        finally:
+            context.close()
+
+
+def test_copy_buttons_never_show_the_icon_name_and_widget_code_is_preloaded(browser: Any, server: Server) -> None:
+    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
+    try:
+        run = session.send(None, "list files")
+        run.collect()
+    finally:
+        session.close()
+    context = server.sign_in(browser.new_context(viewport=VIEWPORT))
+    try:
+        context.add_init_script(WATCH)
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        response = page.goto(f"{server.url}/?thread={run.thread_id}")
+        # The page itself asks for the button code and the icon font up front.
+        html = response.text()
+        assert re.search(r'rel="modulepreload"[^>]*Button\.[\w-]+\.js', html), html[:500]
+        assert re.search(r'rel="preload" as="font"[^>]*MaterialSymbols', html)
+        ready(page)
+        copy = main(page).locator("button.gh-copy").first
+        expect(copy).to_be_visible()
+        expect(copy.locator("svg")).to_have_count(1)
+        # From the first frame on, a copy button only ever said "Copy" (it said
+        # "content_copyCopy" until the icon font had loaded).
+        assert page.evaluate("window.__seen.copyTexts") == ["Copy"]
+        copy.scroll_into_view_if_needed()
+        screenshot(page, "copy-button-icon")
+    finally:
+        context.close()
