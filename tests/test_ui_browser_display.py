@@ -93,7 +93,7 @@ def browser(server: Server) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, server: Server) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    context = server.sign_in(browser.new_context(viewport={"width": 1280, "height": 1000}))
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url)
