@@ -47,8 +47,8 @@ def browser(server: Server) -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport=VIEWPORT)
+def page(browser: Any, server: Server) -> Iterator[Any]:
+    context = server.sign_in(browser.new_context(viewport=VIEWPORT))
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     yield page
