@@ -22,8 +22,11 @@ Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 STATIC = Path(streamlit.__file__).resolve().parent / "static" / "static"
-# The widgets the pages draw (ui/web/*): their chunks are named after them.
-WIDGETS = ("Button", "ChatInput", "Html", "Radio", "Checkbox", "TextArea", "TextInput", "DownloadButton")
+# The widgets the pages draw (ui/web/*): their chunks are named after them. And the
+# Markdown plugins: HTML in Markdown (the page's own styles, tool rows) waits for
+# rehype-raw, so plain text could be drawn before the style that arranges it.
+WIDGETS = ("Button", "ChatInput", "Html", "Radio", "Checkbox", "TextArea", "TextInput", "DownloadButton",
+           "rehype-raw", "remark-emoji")
 
 
 def hints(static: Path = STATIC) -> bytes:
