@@ -402,7 +402,7 @@ def test_tool_rows_keep_line_breaks_and_say_what_has_not_run(env: Path) -> None:
     at = send(app(), "list files")
     rows = [m.value for m in at.markdown if "gh-tool" in m.value]
     assert rows and "list_files · done" in rows[0]
-    assert "&#10;" in rows[0] and "notes.md" in rows[0]  # one line per file, in <pre>
+    assert "&#10;" in rows[0] and "notes.md" in rows[0]  # one line per file, in a gh-pre block
     at = send(at, "write todo.md: buy milk")
     waiting = [m.value for m in at.markdown if "gh-tool" in m.value][-1]
     assert "write_file · waiting for your decision" in waiting and "✓" not in waiting

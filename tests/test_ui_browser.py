@@ -78,7 +78,7 @@ def expect_text(page: Any, text: str | re.Pattern[str]) -> None:
 
 def settle(page: Any) -> None:
     """Wait until no script run is in progress (no live run, no stale elements)."""
-    playwright_api.expect(main(page).get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
+    playwright_api.expect(page.get_by_test_id("stBottom").get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
     playwright_api.expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
 
 
@@ -166,7 +166,7 @@ def test_inbox_lists_waiting_thread(page: Any, server: Server) -> None:
 
 def test_stop_a_run(page: Any) -> None:
     send(page, "tell me everything you can do")
-    stop = main(page).get_by_role("button", name="Stop")
+    stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     stop.wait_for()
     expect_text(page, "▌")
     stop.click()
@@ -186,7 +186,7 @@ def test_reload_during_a_run_reattaches(page: Any, server: Server) -> None:
     page.reload()
     # The run kept going on the server; the reloaded page follows it live.
     expect_text(page, "▌")
-    playwright_api.expect(main(page).get_by_role("button", name="Stop")).to_be_visible()
+    playwright_api.expect(page.get_by_test_id("stBottom").get_by_role("button", name="Stop")).to_be_visible()
     expect_text(page, "Combine them with")
     settle(page)
     replies = main(page).get_by_test_id("stChatMessage").filter(has_text="I am the offline demo model")

@@ -114,7 +114,7 @@ def main(page: Any) -> Any:
 
 
 def settle(page: Any) -> None:
-    playwright_api.expect(main(page).get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
+    playwright_api.expect(page.get_by_test_id("stBottom").get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
 
 
 def control_request(page: Any, port: int, seen: list[str], arrived: threading.Condition) -> list[str]:

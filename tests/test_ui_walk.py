@@ -211,7 +211,7 @@ def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
     send(page, "run sleep 20")
     see(page, "Approval needed")
     page.get_by_role("button", name=APPROVE).click()
-    stop = main(page).get_by_role("button", name="Stop")
+    stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
     see(page, "run_command · running")
     time.sleep(1.0)  # the command is running

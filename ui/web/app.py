@@ -18,6 +18,15 @@ if _ROOT not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from ui.web.loading import loading_state, page_loaded  # noqa: E402
+
+# A local icon: a `:material/...:` page icon is fetched from fonts.gstatic.com.
+ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
+# Drawn before the imports below (LangGraph among them: seconds on a cold, busy
+# machine), so a first open shows "Loading Gatehouse…" rather than a blank page.
+st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
+LOADING = loading_state()
+
 from graph import describe_error  # noqa: E402
 from ui.web.audit import audit_page  # noqa: E402
 from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
@@ -34,15 +43,15 @@ from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
 
-# A local icon: a `:material/...:` page icon is fetched from fonts.gstatic.com.
-ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
 # Streamlit's own "Running… Stop" (it stops the page script, not the run: the live
 # view froze while the run went on); Gatehouse's Stop button stops the run.
 STYLE = """<style>
 [data-testid="stStatusWidget"] { visibility: hidden; }
 details.gh-tool { margin: 0.1rem 0; }
 details.gh-tool summary { cursor: pointer; }
-details.gh-tool pre { white-space: pre-wrap; max-height: 20rem; overflow: auto; margin: 0.2rem 0 0.4rem; }
+details.gh-tool .gh-pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20rem; overflow: auto;
+  margin: 0.2rem 0 0.4rem; padding: 0.4rem 0.6rem; border-radius: 0.4rem; background: rgba(151, 166, 195, 0.12);
+  font-family: "Source Code Pro", ui-monospace, monospace; font-size: 0.85rem; line-height: 1.45; }
 """ + COPY_STYLE + "</style>"
 
 
@@ -51,16 +60,19 @@ def main() -> None:
     st.html(STYLE)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
     if signed_in() is None:
+        page_loaded(LOADING)
         return
     st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()
     except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback
+        page_loaded(LOADING)
         st.error(f"Gatehouse cannot start: {describe_error(exc)[0]}")
         st.button(":material/refresh: Retry", key="retry-start")
         return
     session, runner = state.session, TabRunner(state.runner)  # this browser session's run options
     if thread_not_found_page(session, current_thread()) or whole_output_page(session):
+        page_loaded(LOADING)
         return
     # The live-update watcher is one per server: keyed by the shared Runner, never by
     # this run's wrapper.
@@ -79,6 +91,7 @@ def main() -> None:
     if now is not None:
         chat_input_box(session, runner, now)
     sidebar(session, runner)
+    page_loaded(LOADING)  # before the page, which may follow a live run for minutes
     if view == "inbox":
         inbox_page(session, runner)
     elif view == "settings":

@@ -69,6 +69,8 @@ def input_state(now: OpenThread) -> tuple[bool, str]:
 
 def chat_input_box(session: Session, runner: Runner, now: OpenThread) -> None:
     disabled, hint = input_state(now)
+    if now.active is not None and now.thread_id is not None:
+        _stop_button(runner, now.thread_id)
     st.chat_input(hint, disabled=disabled, key="prompt", on_submit=_on_prompt, args=(session, runner, now.thread_id))
 
 
@@ -92,6 +94,24 @@ def _on_prompt(session: Session, runner: Runner, thread_id: str | None) -> None:
     else:
         if thread_id is None:
             open_thread(new_id)
+
+
+def _stop_button(runner: Runner, thread_id: str) -> None:
+    """Stop, docked just above the chat input, where the eye is while a run goes on
+    (in the page it scrolled out of view under a long turn). Drawn for every page run
+    that starts with a run active: the page then follows it, and the queued runs after
+    it, to their end before the rerun that draws the input without it."""
+    # `st._bottom` is Streamlit's dock that holds the chat input (no public name yet);
+    # without it the button falls back to the page.
+    dock = getattr(st, "_bottom", None) or st
+    with dock.container(key="gh-stop-dock"):
+        dock_left, dock_right = st.columns([1, 5], vertical_alignment="center")
+        dock_left.button(":material/stop: Stop", key="stop", type="secondary",
+                         help="Stop the run now (a running command is killed)", on_click=_stop, args=(runner, thread_id))
+        waiting = len(queued(thread_id))
+        dock_right.caption(":material/pending: running… " + (
+            f"· {waiting} queued message{'s' if waiting != 1 else ''}, sent when it ends" if waiting
+            else "· a message sent now is queued"))
 
 
 def _stop(runner: Runner, thread_id: str) -> None:
@@ -132,8 +152,35 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     branches = {b.index: b for b in session.branches(thread_id, messages)}
     draw_window(runner, thread_id, messages, turns[:-1], took, can_fork=active is None and now.pending is None,
                 branches=branches)
-    pending = now.pending
-    round_ = 0
+    # The tail has two slots, and a live run is drawn only in the second: the run
+    # after a click (Approve, a sent message) empties the first at once, so the
+    # decided card does not stay on screen (stale) for the whole run. A block that
+    # replaces a block of the same type at the same place keeps its old children
+    # until the script run ends, and this one lasts as long as the run.
+    settled, live_slot = st.empty(), st.empty()
+    if active is not None:
+        with live_slot.container():
+            after = _follow_runs(session, runner, now, messages, tail_start, base, took, branches)
+        # The final tail goes back to the first slot, where the next page run (the
+        # rerun that redraws the input) finds it and updates it in place.
+        live_slot.empty()
+        thread_id, messages, took, pending, info, branches = after
+    else:
+        pending = now.pending
+    with settled.container():
+        _draw_settled(session, runner, thread_id, messages, tail_start, took, pending, info, branches)
+
+
+_After = tuple[str, list, dict[str, float], Pause | None, ThreadInfo | None, dict[int, Branches]]
+
+
+def _follow_runs(session: Session, runner: Runner, now: OpenThread, messages: list, tail_start: int, base: int,
+                 took: dict[str, float], branches: dict[int, Branches]) -> _After:
+    """Follow the live run, then the queued messages' runs, to the end; the thread as
+    they left it."""
+    thread_id, active = now.thread_id, now.active
+    assert thread_id is not None
+    pending, info = now.pending, now.info
     while active is not None:
         # A fresh slot per live run, emptied when it ends: the final tail is drawn
         # after it (replacing a container's content in place upsets the browser's
@@ -145,12 +192,13 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
             if active.user_text:
                 with st.chat_message("user"):
                     st.markdown(markdown(active.user_text))
+            # The run's progress first, then what waits for it (filled in that order
+            # on screen, though the queue is drawn before the run is followed).
+            progress = st.container()
             _draw_queued(thread_id)
-            st.button(":material/stop: Stop", key=f"stop-{round_}", help="Stop the run now (a running command is killed)",
-                      on_click=_stop, args=(runner, thread_id))
-            follow(active)
+            with progress:
+                follow(active)
         live.empty()
-        round_ += 1
         messages = transcript(session, thread_id)
         took = durations(runner, thread_id)
         pending = session.pending(thread_id)
@@ -158,6 +206,13 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
         base = len(messages)
         branches = {b.index: b for b in session.branches(thread_id, messages)}
         active = _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
+    return thread_id, messages, took, pending, info, branches
+
+
+def _draw_settled(session: Session, runner: Runner, thread_id: str, messages: list, tail_start: int,
+                  took: dict[str, float], pending: Pause | None, info: ThreadInfo | None,
+                  branches: Mapping[int, Branches]) -> None:
+    """The tail with no run going: the last turn, then the card, the error or retry."""
     _draw_part(runner, thread_id, messages, tail_start, len(messages), took, can_fork=pending is None,
                missing=WAITING if pending is not None else NOT_RUN, branches=branches)
     _draw_queued(thread_id)

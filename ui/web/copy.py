@@ -1,6 +1,7 @@
 """Copy buttons for messages.
 
-The icon is a ligature of the Material Symbols font Streamlit ships (no download).
+The icon is an inline SVG: a font ligature would show its name ("content_copy") until
+the font has loaded.
 
 A Streamlit widget per message would cost a script run per click and a component an
 iframe per message; instead each message carries a plain HTML button holding its
@@ -48,17 +49,23 @@ COPY_STYLE = """
 button.gh-copy { background: none; border: none; padding: 0.1rem 0.3rem; font-size: 0.8rem;
   color: rgba(49, 51, 63, 0.6); cursor: pointer; border-radius: 0.3rem; }
 button.gh-copy:hover { background: rgba(151, 166, 195, 0.15); color: inherit; }
-button.gh-copy .gh-icon { font-family: "Material Symbols Rounded"; font-size: 0.95rem; vertical-align: -0.15rem;
-  margin-right: 0.2rem; }
+button.gh-copy .gh-icon { width: 0.95rem; height: 0.95rem; vertical-align: -0.15rem; margin-right: 0.2rem;
+  fill: currentColor; }
 span.gh-branch { font-size: 0.85rem; color: rgba(49, 51, 63, 0.7); font-variant-numeric: tabular-nums; }
 """
+
+
+# Material Symbols' "content_copy", as a path.
+ICON = ('<svg class="gh-icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false"><path d="M9 18q-.825 0-1.41'
+        '2-.587Q7 16.825 7 16V4q0-.825.588-1.413Q8.175 2 9 2h9q.825 0 1.413.587Q20 3.175 20 4v12q0 .825-.587 1.413Q1'
+        '8.825 18 18 18Zm0-2h9V4H9v12Zm-4 6q-.825 0-1.413-.587Q3 20.825 3 20V6h2v14h11v2Z"/></svg>')
 
 
 def copy_html(text: str, *, what: str) -> str:
     """A copy button for `text` (`what` names it for screen readers and the tooltip)."""
     return (
         f'<button type="button" class="gh-copy" title="Copy this {what}" aria-label="Copy this {what}" '
-        f'data-copy="{_attribute(text)}"><span class="gh-icon" aria-hidden="true">content_copy</span>Copy</button>'
+        f'data-copy="{_attribute(text)}">{ICON}Copy</button>'
     )
 
 

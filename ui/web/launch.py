@@ -26,6 +26,7 @@ from starlette.middleware import Middleware  # noqa: E402
 
 from ui.web.guard import TOKENS, Guard  # noqa: E402
 from ui.web.identity import web_access  # noqa: E402
+from ui.web.preload import Preload  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
 OPEN_BROWSER_ENV = "GATEHOUSE_OPEN_BROWSER"
@@ -56,4 +57,6 @@ async def _announce(_app: Any) -> AsyncIterator[None]:
     yield
 
 
-app = st.App(SCRIPT, middleware=[Middleware(Guard, access=_access, secret=_secret)], lifespan=_announce)
+# The guard first (outermost): preload hints only go into pages it let through.
+app = st.App(SCRIPT, middleware=[Middleware(Guard, access=_access, secret=_secret), Middleware(Preload)],
+             lifespan=_announce)

@@ -2,7 +2,7 @@
 
 History (every finished turn) draws calls as static HTML rows: one `<details>` per
 call inside one Markdown element per message, with the arguments and the output in
-`<pre>` (line breaks kept, nothing read as Markdown). No widgets and no `st.status`,
+a preformatted block (line breaks kept, nothing read as Markdown). No widgets and no `st.status`,
 which sleeps 50 ms each time one is created and costs a React subtree per call.
 A live run draws each call as an `st.status` block that it updates as events arrive.
 """
@@ -51,10 +51,15 @@ def label(name: str, status: str | None, duration_ms: float | None) -> str:
     return f":material/build: {name} · {word}{took}"
 
 
+PRE_CLASS = "gh-pre"
+
+
 def _pre(text: str) -> str:
     # Newlines as character references: a blank line would end the HTML block in
-    # Markdown and the rest of the output would be read as Markdown.
-    return "<pre>" + html.escape(code(text)).replace("\n", "&#10;") + "</pre>"
+    # Markdown and the rest of the output would be read as Markdown. A `<div>` with
+    # our own class, not `<pre>`: Streamlit's Markdown renders `<pre>` as its own
+    # element, so no stylesheet keeps its line breaks (app.py styles `gh-pre`).
+    return f'<div class="{PRE_CLASS}">' + html.escape(code(text)).replace("\n", "&#10;") + "</div>"
 
 
 def row_html(name: str, args: dict[str, Any], status: str | None, output: str, duration_ms: float | None,

@@ -1,0 +1,83 @@
+"""What a browser shows before the page is drawn: a loading state on first open, icons
+hidden until their font is ready, and the button code fetched while the page loads.
+
+Imports nothing but Streamlit: app.py calls `loading_state()` before it imports the
+rest of Gatehouse (LangGraph among it: seconds on a cold, busy machine), so the first
+thing a person sees is "Loading Gatehouse…", not a blank page.
+
+- Icons: Streamlit's `:material/...:` icons are ligatures of a font it serves; until
+  the font has loaded a browser draws the ligature's name ("content_copy",
+  "keyboard_arrow_right"). They stay invisible until the font is ready (or 3 s pass).
+- Buttons: Streamlit loads each widget's code on first use, so on a busy machine the
+  inbox's rows arrived seconds before their buttons (and their keys). A hidden button
+  drawn with the loading state fetches that code while the server still imports, and
+  an inbox row stays hidden until its buttons are drawn (PAGE_STYLE).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+LOADED = "gh-page-loaded"  # session state: this browser session has drawn a page
+
+FONT_SCRIPT = """<script>
+if (!window.ghIconsWatch) {
+  window.ghIconsWatch = true;
+  const root = document.documentElement;
+  const ready = () => root.classList.add("gh-icons-ready");
+  const started = Date.now();
+  const wait = () => {
+    if (Date.now() - started > 3000) return ready();  // never hide icons for good
+    document.fonts.load('24px "Material Symbols Rounded"').then(
+      (faces) => faces.length ? ready() : setTimeout(wait, 100), () => setTimeout(wait, 100));
+  };
+  wait();
+}
+</script>"""
+
+# Always on, in Markdown (`st.html` is itself loaded on first use, so its styles come
+# late): icons wait for their font; an inbox row shows once its buttons are drawn, so
+# what the keys act on is on screen with the row.
+PAGE_STYLE = """
+html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
+[class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-next-"] button)) { visibility: hidden; }
+"""
+
+STYLE = """<style>""" + PAGE_STYLE + """
+.st-key-gh-warm-widgets { display: none; }
+.gh-loading { display: flex; align-items: center; gap: 0.75rem; padding: 2rem 0; color: rgba(49, 51, 63, 0.7);
+  font-size: 1.05rem; }
+.gh-loading .gh-spinner { width: 1.4rem; height: 1.4rem; border-radius: 50%; border: 0.2rem solid rgba(151, 166, 195, 0.35);
+  border-top-color: rgb(255, 75, 75); animation: gh-spin 0.8s linear infinite; }
+@keyframes gh-spin { to { transform: rotate(360deg); } }
+</style>"""
+
+INDICATOR = ('<div class="gh-loading" role="status" aria-live="polite"><div class="gh-spinner"></div>'
+             "Loading Gatehouse…</div>")
+
+
+def loading_state() -> Any:
+    """Draw the loading state (first page of a browser session only) and return its slot;
+    call `.empty()` on it once the page has something to show. Later runs draw an empty
+    slot in the same place, so the elements after it keep their positions."""
+    st.markdown("<style>" + PAGE_STYLE + "</style>", unsafe_allow_html=True)
+    slot = st.empty()
+    if st.session_state.get(LOADED):
+        return slot
+    with slot.container():
+        st.markdown(STYLE + INDICATOR, unsafe_allow_html=True)
+        st.html(FONT_SCRIPT, unsafe_allow_javascript=True)
+        with st.container(key="gh-warm-widgets"):
+            st.button("warm", key="gh-warm-button", disabled=True)
+    return slot
+
+
+def page_loaded(slot: Any) -> None:
+    """The page has drawn its first content: the loading state goes."""
+    slot.empty()
+    st.session_state[LOADED] = True
+
+
+__all__ = ["FONT_SCRIPT", "PAGE_STYLE", "STYLE", "loading_state", "page_loaded"]

@@ -1,0 +1,82 @@
+"""Preload hints in the app's page: the widget code and the icon font start loading with
+the page, not when the first widget or icon is drawn.
+
+Streamlit loads each widget's code on first use (React lazy chunks) and its icon font
+when a style first needs it. On a busy machine that put the inbox's buttons (and the
+keys they carry) seconds after their rows, and showed icons as their names
+("keyboard_arrow_right") meanwhile. This ASGI middleware adds `<link rel=modulepreload>`
+for the chunks Gatehouse draws and `<link rel=preload>` for the font to the HTML page
+Streamlit serves; everything else passes untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import streamlit
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+STATIC = Path(streamlit.__file__).resolve().parent / "static" / "static"
+# The widgets the pages draw (ui/web/*): their chunks are named after them. And the
+# Markdown plugins: HTML in Markdown (the page's own styles, tool rows) waits for
+# rehype-raw, so plain text could be drawn before the style that arranges it.
+WIDGETS = ("Button", "ChatInput", "Html", "Radio", "Checkbox", "TextArea", "TextInput", "DownloadButton",
+           "rehype-raw", "remark-emoji")
+
+
+def hints(static: Path = STATIC) -> bytes:
+    links = []
+    for name in WIDGETS:
+        for chunk in sorted(static.glob(f"js/{name}.*.js")):
+            links.append(f'<link rel="modulepreload" crossorigin href="./static/js/{chunk.name}">')
+    for font in sorted(static.glob("media/MaterialSymbols-Rounded.*.woff2")):
+        links.append(f'<link rel="preload" as="font" type="font/woff2" crossorigin href="./static/media/{font.name}">')
+    return "".join(links).encode()
+
+
+class Preload:
+    """Adds `hints()` before `</head>` of HTML pages (not encoded, not streamed)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.hints = hints()
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") != "GET" or not self.hints:
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        body: list[bytes] = []
+
+        async def sending(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = {k.lower(): v for k, v in message.get("headers", [])}
+                if headers.get(b"content-type", b"").startswith(b"text/html") and b"content-encoding" not in headers:
+                    start = message
+                    return
+                await send(message)
+                return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            page = b"".join(body)
+            if b"</head>" in page:
+                page = page.replace(b"</head>", self.hints + b"</head>", 1)
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(page)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": page})
+
+        await self.app(scope, receive, sending)
+
+
+__all__ = ["Preload", "hints"]
