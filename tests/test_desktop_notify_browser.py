@@ -26,10 +26,14 @@ WAIT_MS = 30_000
 # Records every notification the page makes; "granted" like the context's permission.
 RECORDER = """
 window.__notes = [];
+window.__shown = [];
 class RecordingNotification {
   static permission = "granted";
   static requestPermission() { return Promise.resolve("granted"); }
-  constructor(title, options) { window.__notes.push({title, body: options.body, tag: options.tag}); }
+  constructor(title, options) {
+    window.__notes.push({title, body: options.body, tag: options.tag});
+    window.__shown.push(this);
+  }
   close() {}
 }
 window.Notification = RecordingNotification;
@@ -95,6 +99,11 @@ def test_off_by_default_then_one_notification_per_new_pause(page: Any, server: S
     second = pause_elsewhere(server, "write second.md: and me")
     page.wait_for_function("window.__notes.length >= 2", timeout=WAIT_MS)
     assert [n["tag"] for n in notes(page)] == [f"gatehouse-{fresh}", f"gatehouse-{second}"]
+
+    # Clicking a notification opens its thread, with its card.
+    page.evaluate("window.__shown[0].onclick()")
+    page.wait_for_url(f"**/?thread={fresh}", timeout=WAIT_MS)
+    playwright_api.expect(page.get_by_test_id("stMainBlockContainer")).to_contain_text("fresh.md", timeout=WAIT_MS)
 
 
 def test_no_notification_for_the_thread_on_screen(page: Any, server: Server) -> None:
