@@ -154,6 +154,24 @@ def test_mark_as_resolved_rejects_the_open_calls_and_the_next_message_moves_on(t
     assert ledger.entries() == []
 
 
+def test_agent_chat_ui_mark_as_resolved_run_rejects_the_open_calls(tmp_path: Path) -> None:
+    # Agent Chat UI's "Mark as Resolved" is a run of `command: {goto: "__end__"}` (input {}):
+    # LangGraph alone ran it as a "success" that left the question pending.
+    turn = ai("", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    session, ledger, _ = make_session(tmp_path, [turn, "ok, something else then"])
+    session.send("t1", "go").collect()
+    assert list(session.agent.stream(Command(goto=[END]), CFG)) == []
+    state = session.agent.get_state(CFG)
+    assert not state.next and not state.interrupts
+    results = {m.tool_call_id: m for m in state.values["messages"] if isinstance(m, ToolMessage)}
+    assert set(results) == {"c1", "c2"}
+    assert all(m.status == "error" and "marked this request as resolved" in str(m.content) for m in results.values())
+    assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["reject", "reject"]
+    final = session.send("t1", "never mind").collect()[-1]
+    assert final.status == "completed" and session.messages("t1")[-1].content == "ok, something else then"
+    assert ledger.entries() == []
+
+
 def test_clearing_a_thread_that_is_not_paused_is_left_to_langgraph(tmp_path: Path) -> None:
     session, ledger, _ = make_session(tmp_path, ["hello"])
     session.send("t1", "hi").collect()

@@ -107,6 +107,35 @@ def test_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServer, Path]) -> 
     assert not (workspace / "resolved.md").exists()
 
 
+def test_agent_chat_ui_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServer, Path]) -> None:
+    # Agent Chat UI's "Mark as Resolved" (use-interrupted-actions.tsx handleResolve):
+    # thread.submit({}, {command: {goto: END}}), streamed with its usual modes.
+    server, workspace = dev
+    client = server.client()
+    tid = _paused(client, "write chatui.md: never")
+    parts = list(client.runs.stream(tid, GRAPH, input={}, command={"goto": "__end__"},
+                                    stream_mode=["messages-tuple", "values", "custom"], on_disconnect="cancel"))
+    assert not [p for p in parts if p.event == "error"], parts
+    state = client.threads.get_state(tid)
+    assert not state["next"] and not state["interrupts"]
+    tools = [m for m in state["values"]["messages"] if m["type"] == "tool"]
+    assert tools and "marked this request as resolved" in tools[-1]["content"]
+    assert client.threads.get(tid)["status"] == "idle"
+    from graph.store import open_storage
+
+    storage = open_storage(str(server.home / "gatehouse.db"))
+    try:
+        [record] = storage.decisions.for_thread(tid) if storage.decisions else []
+    finally:
+        storage.close()
+    # Recorded like any rejection, with the signed-in user the server names.
+    assert record.decision == "reject" and record.source == "langgraph-server" and record.actor
+    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "hello"}]})
+    after = client.threads.get_state(tid)
+    assert not after["interrupts"] and after["values"]["messages"][-1]["type"] == "ai"
+    assert not (workspace / "chatui.md").exists()
+
+
 def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[DevServer, Path]) -> None:
     from graph.store import open_storage
 

@@ -2,8 +2,9 @@
 
 `GatehouseGraph` is LangGraph's compiled graph with two readings of client requests
 that LangGraph takes as no-ops, made what the person meant:
-- a clear of a paused review ("Mark as resolved": `update_state(None, as_node=END)`)
-  rejects the open calls with a note (resolve.py);
+- a clear of a paused review ("Mark as resolved": `update_state(None, as_node=END)`,
+  or a run of just `Command(goto=END)` as Agent Chat UI sends it) rejects the open
+  calls with a note (resolve.py);
 - an answer to a thread that no longer waits (decided elsewhere) is refused with
   who decided (late_answers.py), instead of a run that "succeeds" doing nothing.
 LangGraph Server, Studio, the SDK and a raw `graph.stream` all go through these.
@@ -20,7 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
 from graph.agent.late_answers import is_answer, late_answer_error
-from graph.agent.resolve import is_clear, resolution
+from graph.agent.resolve import CLEAR, is_clear, is_goto_end, pending_review_calls, resolution
 
 
 class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]
@@ -49,11 +50,20 @@ class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]
         return await super().abulk_update_state(config, supersteps)
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        if (is_goto_end(input) and _thread(config) and self.checkpointer
+                and pending_review_calls(self.get_state(config))):  # type: ignore[arg-type]
+            # "Mark as resolved" as a run: the same as the clear, and nothing runs.
+            self.bulk_update_state(config, CLEAR)  # type: ignore[arg-type]
+            return
         if is_answer(input) and (thread_id := _thread(config)) and self.checkpointer:
             self._refuse_late(thread_id, self.get_state(config))  # type: ignore[arg-type]
         yield from super().stream(input, config, **kwargs)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
+        if (is_goto_end(input) and _thread(config) and self.checkpointer
+                and pending_review_calls(await self.aget_state(config))):  # type: ignore[arg-type]
+            await self.abulk_update_state(config, CLEAR)  # type: ignore[arg-type]
+            return
         if is_answer(input) and (thread_id := _thread(config)) and self.checkpointer:
             state = await self.aget_state(config)  # type: ignore[arg-type]
             if not state.interrupts:

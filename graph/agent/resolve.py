@@ -2,7 +2,9 @@
 
 Agent Inbox's "Mark as resolved" (and any client doing the same) clears a thread's
 pending tasks with `update_state(config, None, as_node=END)`
-(`client.threads.updateState(id, {values: null, asNode: "__end__"})`). Left alone,
+(`client.threads.updateState(id, {values: null, asNode: "__end__"})`); Agent Chat
+UI's "Mark as Resolved" starts a run with `command: {goto: "__end__"}` and nothing
+else, which LangGraph takes as a no-op "success" (the pause stays). Left alone,
 that leaves the model's gated calls without answers, and the next message asks the
 same question again. So a clear of a thread paused in `review` is read as what the
 person meant: every open call is rejected with a note, recorded in the decision log
@@ -20,7 +22,7 @@ from typing import Any
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
-from langgraph.types import StateSnapshot, StateUpdate
+from langgraph.types import Command, StateSnapshot, StateUpdate
 
 from graph.agent.emit import decided_by, thread_of
 from graph.agent.review import may_decide, record_of, rejected_message
@@ -63,6 +65,17 @@ def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
     return len(supersteps) == 1 and len(supersteps[0]) == 1 and supersteps[0][0][0] is None and (
         len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END
     )
+
+
+def is_goto_end(input: Any) -> bool:
+    """A run whose whole input is `Command(goto=END)` (Agent Chat UI's "Mark as Resolved")."""
+    if not isinstance(input, Command) or input.resume is not None or input.update:
+        return False
+    goto = input.goto if isinstance(input.goto, list | tuple) else [input.goto]
+    return bool(goto) and all(isinstance(g, str) and g == END for g in goto)
+
+
+CLEAR: list[list[StateUpdate]] = [[StateUpdate(None, END)]]
 
 
 def pending_approvers(state: StateSnapshot) -> list[list[str]]:

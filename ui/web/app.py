@@ -32,6 +32,7 @@ from ui.web.audit import audit_page  # noqa: E402
 from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
+from ui.web.desktop_notify import desktop_notifications  # noqa: E402
 from ui.web.identity import signed_in  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
 from ui.web.live import page_drawn, page_started  # noqa: E402
@@ -91,6 +92,7 @@ def main() -> None:
     if now is not None:
         chat_input_box(session, runner, now)
     sidebar(session, runner)
+    desktop_notifications(session, current_thread())
     page_loaded(LOADING)  # before the page, which may follow a live run for minutes
     if view == "inbox":
         inbox_page(session, runner)

@@ -1,0 +1,97 @@
+"""Desktop notifications (opt-in): the browser tells the person when a thread starts
+waiting for a decision while they are looking at something else.
+
+A toggle in the sidebar turns it on for this browser tab (Streamlit keeps widget
+state per page session, so a reload turns it off again). The page is rerun by the
+live-update watcher (ui/web/live.py) whenever the set of waiting threads changes, so
+each run hands the page the threads waiting now; a small script compares them with
+what it has already announced (kept in the tab's sessionStorage, so a rerun or a
+reload never repeats a notification) and shows one `Notification` per newly waiting
+thread — not for the thread on screen while the tab is visible (its card is right
+there), and not for threads that were already waiting when the toggle was turned on.
+Clicking the notification opens that thread.
+
+Notifications are a browser feature: they need a secure context (localhost or
+https) and the person's permission, asked for when the toggle is turned on. When
+either is missing the sidebar says so. The webhook (`[notify]`, graph/service/notify.py)
+is the server-side ping; this one needs an open tab.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from urllib.parse import quote
+
+import streamlit as st
+
+from graph import Session
+from graph.protocol.threads import printable
+
+TOGGLE_KEY = "desktop-notify"
+_SINCE_KEY = "desktop-notify-since"
+TITLE = "Gatehouse: approval needed"
+
+_SCRIPT = """<div id="gh-notify-status" style="font-size: 0.8rem; opacity: 0.7"></div>
+<script>
+(() => {
+  const data = DATA;
+  const say = (text) => { const el = document.getElementById("gh-notify-status"); if (el) el.textContent = text; };
+  if (!("Notification" in window)) {
+    say("This browser offers no desktop notifications on this page (they need https or localhost).");
+    return;
+  }
+  const asked = Notification.permission === "default" ? Notification.requestPermission()
+                                                      : Promise.resolve(Notification.permission);
+  asked.then((permission) => {
+    if (permission !== "granted") {
+      say("The browser blocks notifications for this page: allow them in its site settings.");
+      return;
+    }
+    say("");
+    const seen = new Set(JSON.parse(sessionStorage.getItem("gh-notified") || "[]"));
+    for (const item of data.items) {
+      if (seen.has(item.key)) continue;
+      seen.add(item.key);
+      if (item.thread === data.current && document.visibilityState === "visible") continue;
+      const note = new Notification(data.title, {body: item.body, tag: "gatehouse-" + item.thread});
+      note.onclick = () => { window.focus(); window.location.assign(item.url); note.close(); };
+    }
+    sessionStorage.setItem("gh-notified", JSON.stringify([...seen].slice(-500)));
+  });
+})();
+</script>"""
+
+
+def _remember_since() -> None:
+    # Only pauses that begin after the toggle is turned on are news.
+    st.session_state[_SINCE_KEY] = time.time() if st.session_state.get(TOGGLE_KEY) else None
+
+
+def desktop_notifications(session: Session, current_thread: str | None) -> None:
+    """The sidebar toggle and, when it is on, the page's notification script."""
+    with st.sidebar:
+        on = st.toggle(
+            ":material/notifications: Desktop notifications",
+            key=TOGGLE_KEY,
+            on_change=_remember_since,
+            help="Show a desktop notification when a thread starts waiting for a decision "
+                 "(for this browser tab, while it is open).",
+        )
+        if not on:
+            return
+        since = st.session_state.get(_SINCE_KEY) or 0.0
+        items = [
+            {
+                "key": f"{t.thread_id}@{t.pending_since}",
+                "thread": t.thread_id,
+                "body": printable(t.title)[:120],
+                "url": "?thread=" + quote(t.thread_id, safe=""),
+            }
+            for t in session.awaiting_approval()
+            if t.pending_since is not None and t.pending_since >= since
+        ]
+        data = {"title": TITLE, "current": current_thread, "items": items}
+        # JSON inside <script>: "<" escaped so no text can close the tag.
+        payload = json.dumps(data).replace("<", "\\u003c")
+        st.html(_SCRIPT.replace("DATA", payload, 1), unsafe_allow_javascript=True)
