@@ -1,0 +1,95 @@
+"""Issue 32 item 7 in real headless Chromium: "Find" on a long thread draws the turn
+found and a few after it (not every turn from there to the end) and its popup closes
+after the jump; the Approve button is not drawn in the alarming red.
+
+One `streamlit run` for the module; the long thread is built with the benchmark's
+scripted model (bench/web/build.py) into the server's own database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench.web.build import build_thread, payload, thread_id_for
+from tests.support.browser import (
+    Server,
+    chromium_path,
+    launch_chromium,
+    screenshot,
+    streamlit_server,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+WAIT_MS = 60_000
+VIEWPORT = {"width": 1280, "height": 1000}
+TURNS = 40
+COUNT_ELEMENTS = "() => document.querySelectorAll('*').length"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    chromium_path()
+    with streamlit_server(tmp_path_factory.mktemp("finder")) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser(server: Server) -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = launch_chromium(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: Server) -> Iterator[Any]:
+    context = server.sign_in(browser.new_context(viewport=VIEWPORT))
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    yield page
+    context.close()
+
+
+def main(page: Any) -> Any:
+    return page.get_by_test_id("stMainBlockContainer")
+
+
+def test_find_draws_the_turn_found_not_the_rest_and_closes(page: Any, server: Server) -> None:
+    build_thread(TURNS, server.db)
+    page.goto(f"{server.url}/?thread={thread_id_for(TURNS)}")
+    expect = playwright_api.expect
+    last = main(page).get_by_text(payload("answer", TURNS)[:40])
+    expect(last).to_be_visible(timeout=WAIT_MS)
+    latest_window = page.evaluate(COUNT_ELEMENTS)
+
+    main(page).get_by_role("button", name=re.compile("Find in this thread")).click()
+    box = page.get_by_label("Text to find")
+    box.fill("user 00003")
+    box.press("Enter")
+    page.get_by_role("button", name=re.compile(r"^Turn 3: ")).click()
+
+    expect(main(page)).to_contain_text("Found: showing turns 3–6; the 33 turns between them and the latest are "
+                                       "not drawn.", timeout=WAIT_MS)
+    expect(main(page).get_by_text(payload("answer", 3)[:40])).to_be_visible()
+    # Only the few turns asked for, and the latest (where a run goes on): not the ones between.
+    for between in (7, 20, TURNS - 1):
+        expect(main(page).get_by_text(payload("answer", between)[:40])).to_have_count(0)
+    expect(last).to_be_visible()
+    # The popup closed: the page shows the turn, nothing covers it.
+    expect(page.get_by_label("Text to find")).to_have_count(0)
+    found_window = page.evaluate(COUNT_ELEMENTS)
+    assert found_window <= latest_window, (found_window, latest_window)
+    screenshot(page, "find-jump")
+
+    # Reading on widens by a window; "Back to the latest turns" returns to where the run is.
+    main(page).get_by_role("button", name=re.compile(r"Show 8 later turns")).click()
+    expect(main(page)).to_contain_text("Found: showing turns 3–14", timeout=WAIT_MS)
+    main(page).get_by_role("button", name="Back to the latest turns").first.click()
+    expect(main(page).get_by_text(payload("answer", TURNS - 1)[:40])).to_be_visible(timeout=WAIT_MS)
+    expect(main(page).get_by_text(payload("answer", 3)[:40])).to_have_count(0)
