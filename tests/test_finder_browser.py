@@ -93,3 +93,44 @@ def test_find_draws_the_turn_found_not_the_rest_and_closes(page: Any, server: Se
     main(page).get_by_role("button", name="Back to the latest turns").first.click()
     expect(main(page).get_by_text(payload("answer", TURNS - 1)[:40])).to_be_visible(timeout=WAIT_MS)
     expect(main(page).get_by_text(payload("answer", 3)[:40])).to_have_count(0)
+
+
+ACCENT_RGB = "rgb(37, 99, 235)"  # ui/web/serve.py ACCENT
+STREAMLIT_RED = "rgb(255, 75, 75)"
+
+
+def _background(locator: Any) -> str:
+    return locator.evaluate("e => getComputedStyle(e).backgroundColor")
+
+
+def test_approve_is_in_the_accent_and_reject_looks_destructive(page: Any, server: Server) -> None:
+    from graph import Settings, open_session
+
+    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
+    try:
+        run = session.send(None, "run: rm -rf build")
+        run.collect()
+        assert run.status == "awaiting_approval"
+        session.send(None, "write todo.md: buy milk").collect()
+    finally:
+        session.close()
+    expect = playwright_api.expect
+    page.goto(f"{server.url}/?thread={run.thread_id}")
+    card_approve = main(page).get_by_role("button", name="Approve", exact=True)
+    expect(card_approve).to_be_visible(timeout=WAIT_MS)
+    assert _background(card_approve) == ACCENT_RGB
+
+    page.goto(f"{server.url}/?view=inbox")
+    expect(main(page)).to_contain_text("risk: execute", timeout=WAIT_MS)
+    expect(main(page)).to_contain_text("risk: write")
+    inbox_approve = main(page).get_by_role("button", name=re.compile(r"^Approve"))
+    expect(inbox_approve).to_have_count(2)
+    for k in range(2):
+        assert _background(inbox_approve.nth(k)) not in (STREAMLIT_RED,)
+        assert _background(inbox_approve.nth(k)) == ACCENT_RGB
+    reject = main(page).get_by_role("button", name="Reject", exact=True).first
+    assert reject.evaluate("e => getComputedStyle(e).color") == "rgb(179, 38, 30)"
+    # The one-key approve of the rm -rf asks first.
+    main(page).get_by_role("button", name="Approve…").click()
+    expect(main(page)).to_contain_text("Approve run_command rm -rf build?", timeout=WAIT_MS)
+    screenshot(page, "inbox-risk-confirm")
