@@ -62,3 +62,18 @@ def test_inbox_rows_show_risk_and_rm_rf_asks_before_it_runs(env: Path) -> None:
     # A write is approved by one click, as before.
     inbox.button(key=f"inbox-approve-{mild}").click().run()
     assert _until(lambda: (env / "todo.md").exists())
+
+
+def test_answered_by_you_gets_a_neutral_mark_not_a_tick(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    radio = next(r for r in at.radio if r.key and r.key.endswith("-choice"))
+    radio.set_value("respond").run()
+    key = radio.key.removesuffix("-choice")
+    at.text_area(key=f"{key}-respond").input("I wrote it by hand already").run()
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    assert not at.exception
+    at.run()
+    body = texts(at)
+    assert "↩ write_file · answered by you" in body
+    assert "✓ write_file" not in body  # nothing ran: no tick as if it had
+    assert not (env / "todo.md").exists()
