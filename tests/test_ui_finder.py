@@ -77,3 +77,29 @@ def test_answered_by_you_gets_a_neutral_mark_not_a_tick(env: Path) -> None:
     assert "↩ write_file · answered by you" in body
     assert "✓ write_file" not in body  # nothing ran: no tick as if it had
     assert not (env / "todo.md").exists()
+
+
+def test_a_200_kb_message_shows_its_head_and_all_of_it_on_demand(env: Path) -> None:
+    from graph import Settings, open_session
+
+    lines = [f"line {i:06d} of a very long paste" for i in range(6_500)]
+    big = "\n".join(lines)
+    assert len(big) > 200_000
+    at = send(app(), big)
+    assert not at.exception
+    drawn = "\n".join(str(m.value) for m in at.markdown if "line 000000" in str(m.value) and "gh-copy" not in
+                      str(m.value))
+    assert "line 000010" in drawn and lines[-1] not in drawn
+    assert len(drawn) < 25_000
+    assert any(f"of {len(big):,} characters" in str(c.value) for c in at.caption)
+    # The copy button carries the whole message, and so does the export.
+    assert any("gh-copy" in str(m.value) and lines[-1] in str(m.value) for m in at.markdown)
+    session = open_session(Settings(db=str(env.parent / "gh.db"), workspace=str(env)))
+    try:
+        assert big in session.export(_thread_of(at), "md")
+    finally:
+        session.close()
+    # "Show all" draws the rest.
+    at.button(key=next(b.key for b in at.button if b.key and b.key.startswith("show-all-"))).click().run()
+    assert any(lines[-1] in str(m.value) and "gh-copy" not in str(m.value) for m in at.markdown)
+    assert not any(f"of {len(big):,} characters" in str(c.value) for c in at.caption)

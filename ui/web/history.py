@@ -23,6 +23,7 @@ import streamlit as st
 from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
 from graph.protocol.threads import turn_starts
 from ui.web.copy import copy_html
+from ui.web.long_text import draw_message_text
 from ui.web.long_threads import result_row, summary_html
 from ui.web.safe_text import label, markdown
 from ui.web.thinking import draw_cut_off, draw_thinking
@@ -195,7 +196,7 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
-            st.markdown(markdown(part[0].content))
+            draw_message_text(thread_id, part[0])
             _user_actions(runner, thread_id, offset, part[0].content, can_fork=can_fork,
                           versions=branches.get(offset))
         i = 1
@@ -208,7 +209,7 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
             if m.notice:
                 st.info(markdown(m.content), icon=":material/stop_circle:")
             elif m.content:
-                st.markdown(markdown(m.content))
+                draw_message_text(thread_id, m)
             draw_cut_off(m)
             rows = []
             for call in m.tool_calls:
