@@ -103,3 +103,42 @@ def test_a_200_kb_message_shows_its_head_and_all_of_it_on_demand(env: Path) -> N
     at.button(key=next(b.key for b in at.button if b.key and b.key.startswith("show-all-"))).click().run()
     assert any(lines[-1] in str(m.value) and "gh-copy" not in str(m.value) for m in at.markdown)
     assert not any(f"of {len(big):,} characters" in str(c.value) for c in at.caption)
+
+
+def test_settings_are_readable_tables_with_secrets_masked(env: Path) -> None:
+    (env.parent / "none.toml").write_text(
+        '[model]\napi_key = "sk-live-SECRET123"\nname = "gpt-4o-mini"\n\n'
+        '[notify]\nwebhook = "https://hooks.example.com/ping?token=TOKEN456&team=ops"\nsecret = "SIGN789"\n\n'
+        '[policy.write_file]\nmode = "allow"\n\n'
+        '[hooks]\nbefore_llm = ["graph:SystemContext"]\n\n'
+        '[[hooks.on_exit]]\npath = "graph:RequireTool"\nargs = { tool = "run_tests", max_reminders = 2 }\n'
+    )
+    at = _page("settings")
+    assert not at.exception, at.exception
+    assert not at.json, "settings drawn as raw JSON"
+    tables = {t.value.index.name: t.value for t in at.table}
+    general = tables["Setting"]["Value"]
+    assert general["Model"].startswith("gpt-4o-mini")
+    assert general["API key"] == "set"
+    assert general["Workspace folder"] == str(env)
+    assert general["Database"] == str(env.parent / "gh.db")
+    assert "team=ops" in general["Webhook when a thread waits"]
+    policy = tables["Tool"]
+    assert policy.loc["write_file", "When the model calls it"] == "runs without asking"
+    assert policy.loc["run_command", "When the model calls it"] == "asks first"
+    assert policy.loc["run_command", "Risk"] == "execute"
+    hooks = tables["When"].reset_index()
+    assert {"graph:SystemContext", "graph:RequireTool"} <= set(hooks["Hook"])
+    assert "tool = run_tests" in " ".join(hooks["Arguments"])
+    everything = texts(at) + "".join(t.value.to_csv() for t in at.table)
+    for secret in ("SECRET123", "TOKEN456", "SIGN789"):
+        assert secret not in everything
+
+
+def test_masking_hides_secrets_by_name_and_in_urls() -> None:
+    from ui.web.settings import HIDDEN, masked
+
+    shown = masked({"db": "postgresql://app:pw0rd@db.internal:5432/gh",
+                    "hooks": {"before_llm": [{"path": "my:Hook", "args": {"api_key": "k-1", "limit": 3}}]}})
+    assert shown["db"] == f"postgresql://app:{HIDDEN}@db.internal:5432/gh"
+    assert shown["hooks"]["before_llm"][0]["args"] == {"api_key": HIDDEN, "limit": 3}
