@@ -142,3 +142,51 @@ def test_masking_hides_secrets_by_name_and_in_urls() -> None:
                     "hooks": {"before_llm": [{"path": "my:Hook", "args": {"api_key": "k-1", "limit": 3}}]}})
     assert shown["db"] == f"postgresql://app:{HIDDEN}@db.internal:5432/gh"
     assert shown["hooks"]["before_llm"][0]["args"] == {"api_key": HIDDEN, "limit": 3}
+
+
+def _decide(env: Path, actor: str, text: str, decision: dict) -> str:
+    from graph import Settings, open_session
+
+    session = open_session(Settings(db=str(env.parent / "gh.db"), workspace=str(env)), actor=actor)
+    try:
+        run = session.send(None, text)
+        run.collect()
+        session.resume(run.thread_id, {"decisions": [decision]}).collect()
+        return run.thread_id
+    finally:
+        session.close()
+
+
+def _log_rows(at: AppTest) -> str:
+    return "\n".join(str(m.value) for m in at.markdown if "gh-tool" in str(m.value))
+
+
+def test_decision_log_filters_by_thread_tool_decision_and_who(env: Path) -> None:
+    alice = _decide(env, "alice", "write a.md: one", {"type": "approve"})
+    bob = _decide(env, "bob", "run: rm -rf build", {"type": "reject", "message": "no"})
+    _decide(env, "bob", "write b.md: two", {"type": "approve"})
+    at = _page("audit")
+    assert not at.exception
+    assert _log_rows(at).count("<details") == 3
+    # Each filter offers the values the log holds.
+    who = at.multiselect(key="audit-filter-who")
+    assert set(who.options) == {"alice", "bob"}
+    who.select("bob").run()
+    rows = _log_rows(at)
+    assert rows.count("<details") == 2 and "by alice" not in rows
+    at.multiselect(key="audit-filter-decision").select("rejected").run()
+    rows = _log_rows(at)
+    assert rows.count("<details") == 1 and "run_command · rejected · by bob" in rows
+    # Tool and thread narrow too; no match says so.
+    at.multiselect(key="audit-filter-who").unselect("bob").run()
+    at.multiselect(key="audit-filter-decision").unselect("rejected").run()
+    at.multiselect(key="audit-filter-tool").select("write_file").run()
+    assert _log_rows(at).count("<details") == 2
+    thread = at.multiselect(key="audit-filter-thread")
+    assert any(o.startswith("write a.md: one · ") for o in thread.options)
+    thread.select(alice).run()
+    rows = _log_rows(at)
+    assert rows.count("<details") == 1 and "by alice" in rows
+    at.multiselect(key="audit-filter-tool").unselect("write_file").select("run_command").run()
+    assert _log_rows(at) == ""
+    assert any("No decision matches" in i.value for i in at.info)
