@@ -134,3 +134,47 @@ def test_approve_is_in_the_accent_and_reject_looks_destructive(page: Any, server
     main(page).get_by_role("button", name="Approve…").click()
     expect(main(page)).to_contain_text("Approve run_command rm -rf build?", timeout=WAIT_MS)
     screenshot(page, "inbox-risk-confirm")
+
+
+def test_settings_log_and_long_message_as_a_person_sees_them(page: Any, server: Server) -> None:
+    from graph import Settings, open_session
+    from tests.support.browser import SCREENSHOTS
+
+    big = " ".join(f"word{i:06d}" for i in range(20_000))  # ~220 KB, one paragraph
+    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)), actor="alice")
+    try:
+        long_run = session.send(None, big)
+        long_run.collect()
+        run = session.send(None, "write a.md: one")
+        run.collect()
+        session.resume(run.thread_id, {"decisions": [{"type": "respond", "message": "done by hand"}]}).collect()
+    finally:
+        session.close()
+    expect = playwright_api.expect
+
+    page.goto(f"{server.url}/?thread={long_run.thread_id}")
+    caption = main(page).get_by_text(re.compile(r"Showing the first [\d,]+ of [\d,]+ characters"))
+    expect(caption).to_be_visible(timeout=WAIT_MS)
+    expect(main(page).get_by_text("word019999")).to_have_count(0)
+    caption.scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "long-message-head.png"))
+    main(page).get_by_role("button", name="Show all").click()
+    expect(main(page).get_by_text(re.compile("word019999"))).to_have_count(1, timeout=WAIT_MS)
+
+    page.goto(f"{server.url}/?thread={run.thread_id}")
+    expect(main(page)).to_contain_text("↩ write_file · answered by you", timeout=WAIT_MS)
+
+    page.goto(f"{server.url}/?view=settings")
+    expect(main(page).get_by_role("table").first).to_contain_text(str(server.workspace), timeout=WAIT_MS)
+    expect(main(page)).to_contain_text("asks first")
+    expect(main(page).get_by_test_id("stJson")).to_have_count(0)
+    screenshot(page, "settings")
+
+    page.goto(f"{server.url}/?view=audit")
+    expect(main(page)).to_contain_text("answered instead", timeout=WAIT_MS)
+    main(page).get_by_test_id("stMultiSelect").filter(has_text="Who").locator("input").click()
+    page.get_by_role("option", name="alice").click()
+    page.keyboard.press("Escape")
+    expect(main(page)).to_contain_text("matching decision", timeout=WAIT_MS)
+    screenshot(page, "decision-log-filters")

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tests.test_ui_apptest import APP, TIMEOUT, app, env, send, texts  # noqa: F401 - env is a fixture
+from tests.test_ui_apptest import APP, TIMEOUT, app, env, send, texts
+
+__all__ = ["env"]  # the fixture, shared with tests/test_ui_apptest.py
 
 
 def _thread_of(at: AppTest) -> str:
@@ -144,10 +146,10 @@ def test_masking_hides_secrets_by_name_and_in_urls() -> None:
     assert shown["hooks"]["before_llm"][0]["args"] == {"api_key": HIDDEN, "limit": 3}
 
 
-def _decide(env: Path, actor: str, text: str, decision: dict) -> str:
+def _decide(workspace: Path, actor: str, text: str, decision: dict) -> str:
     from graph import Settings, open_session
 
-    session = open_session(Settings(db=str(env.parent / "gh.db"), workspace=str(env)), actor=actor)
+    session = open_session(Settings(db=str(workspace.parent / "gh.db"), workspace=str(workspace)), actor=actor)
     try:
         run = session.send(None, text)
         run.collect()
@@ -163,7 +165,7 @@ def _log_rows(at: AppTest) -> str:
 
 def test_decision_log_filters_by_thread_tool_decision_and_who(env: Path) -> None:
     alice = _decide(env, "alice", "write a.md: one", {"type": "approve"})
-    bob = _decide(env, "bob", "run: rm -rf build", {"type": "reject", "message": "no"})
+    _decide(env, "bob", "run: rm -rf build", {"type": "reject", "message": "no"})
     _decide(env, "bob", "write b.md: two", {"type": "approve"})
     at = _page("audit")
     assert not at.exception

@@ -27,6 +27,8 @@ def head_of(text: str, limit: int = HEAD_CHARS) -> str:
     if len(text) <= limit:
         return text
     cut = text.rfind("\n", limit - NEAR, limit)
+    if cut <= 0:
+        cut = text.rfind(" ", limit - NEAR, limit)  # at least not in the middle of a word
     return text[: cut if cut > 0 else limit]
 
 
@@ -43,7 +45,7 @@ def draw_message_text(thread_id: str, message: MessageView) -> None:
     if head == text or st.session_state.get(key):
         st.markdown(markdown(text))
         return
-    st.markdown(markdown(head))
+    st.markdown(markdown(head) + " …")
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.caption(f"Showing the first {len(head):,} of {len(text):,} characters.", width="content")
         st.button(":material/unfold_more: Show all", key=key + "-button", type="tertiary",
