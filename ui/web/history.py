@@ -92,8 +92,8 @@ def _found_key(thread_id: str) -> str:
     return f"found-{thread_id}"
 
 
-def _find_popover_key(thread_id: str) -> str:
-    return f"find-popover-{thread_id}"
+def _jumps_key(thread_id: str) -> str:
+    return f"find-jumps-{thread_id}"
 
 
 def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
@@ -114,8 +114,10 @@ def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
 
 def _jump(thread_id: str, start: int, length: int) -> None:
     st.session_state[_found_key(thread_id)] = (start, FOUND_TURNS, length)
-    # The popover stays open across reruns unless told: close it, the page shows the turn.
-    st.session_state[_find_popover_key(thread_id)] = False
+    # A popover stays open across reruns; a new key makes it a new, closed one, so the
+    # page shows the turn. (Tracking it with on_change="rerun" would rerun the page on
+    # every open, and the rerun scrolled the open popover out of view.)
+    st.session_state[_jumps_key(thread_id)] = st.session_state.get(_jumps_key(thread_id), 0) + 1
 
 
 def _read_on(thread_id: str, start: int, count: int, length: int) -> None:
@@ -159,13 +161,9 @@ def _draw_found(runner: Runner, thread_id: str, messages: Sequence[MessageView],
 
 
 def _find_popover(where: Any, thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    # Keyed and tracked (on_change="rerun") so a jump can close it; its content is
-    # drawn only while it is open.
-    popover = where.popover(":material/search: Find in this thread", key=_find_popover_key(thread_id),
-                            on_change="rerun")
-    if popover.open:
-        with popover:
-            _find(thread_id, messages, turns)
+    jumps = st.session_state.get(_jumps_key(thread_id), 0)
+    with where.popover(":material/search: Find in this thread", key=f"find-popover-{thread_id}-{jumps}"):
+        _find(thread_id, messages, turns)
 
 
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
