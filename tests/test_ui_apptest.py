@@ -173,7 +173,7 @@ def test_settings_page(env: Path) -> None:
     at = send(app(), "list files")
     at.query_params["view"] = "settings"
     at.run()
-    body = texts(at)
+    body = texts(at) + "".join(t.value.to_csv() for t in at.table)  # settings are tables
     assert "Workspace folder" in body and str(env) in body
     assert "Policy" in [h.value for h in at.subheader]
 

@@ -163,6 +163,12 @@ def open_session(
             "workspace": settings.workspace,
             "sandbox": announce(settings.shell_sandbox),  # logs a warning when not sandboxed
             "policy": checked_policy(settings, tools).summary(tools),
+            # For the settings page: the hooks as configured, whether a key is set (never
+            # the key), where the settings came from.
+            "hooks": {point: list(entries) for point, entries in settings.hooks.items()},
+            "api_key": "set" if settings.api_key else "not set",
+            "notify": settings.notify_webhook,
+            "config": settings.source,
             "compaction": (
                 f"on past {settings.compaction_max_tokens:,} tokens" if settings.compaction else "off (compact now only)"
             ),

@@ -30,6 +30,7 @@ from pydantic import Field
 
 from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
 from graph.agent.history import text_of
+from graph.protocol.threads import TOOL_STATUS_KEY
 
 DEMO_LABEL = "Demo model (offline)"
 RESULT_PREVIEW_CHARS = 1_500
@@ -147,7 +148,9 @@ class DemoModel(BaseChatModel):
             text = text_of(r.content)
             if len(text) > RESULT_PREVIEW_CHARS:
                 text = text[:RESULT_PREVIEW_CHARS] + " …"
-            mark = "✗" if r.status == "error" else "✓"
+            # A person's answer in place of the call: nothing ran, so no tick.
+            responded = r.additional_kwargs.get(TOOL_STATUS_KEY) == "responded"
+            mark = "✗" if r.status == "error" else "↩" if responded else "✓"
             parts.append(f"\n{mark} {r.name}:\n{text}")
         return "\n".join(parts)
 

@@ -40,10 +40,18 @@ from ui.web.live_edit import LIVE_EDIT_SCRIPT  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.not_found import thread_not_found_page  # noqa: E402
 from ui.web.safe_text import markdown  # noqa: E402
+from ui.web.serve import ACCENT  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
 
+# Approve in the accent, never Streamlit's default red (also when served by a bare
+# `streamlit run` without ui/web/serve.py's theme flag); Reject looks destructive.
+_BUTTON_COLORS = f"""
+button[data-testid="stBaseButton-primary"] {{ background-color: {ACCENT}; border-color: {ACCENT}; color: #fff; }}
+button[data-testid="stBaseButton-primary"]:hover {{ filter: brightness(0.9); color: #fff; }}
+[class*="st-key-inbox-reject-"] button {{ color: #b3261e; border-color: #b3261e80; }}
+"""
 # Streamlit's own "Running… Stop" (it stops the page script, not the run: the live
 # view froze while the run went on); Gatehouse's Stop button stops the run.
 STYLE = """<style>
@@ -53,7 +61,7 @@ details.gh-tool summary { cursor: pointer; }
 details.gh-tool .gh-pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20rem; overflow: auto;
   margin: 0.2rem 0 0.4rem; padding: 0.4rem 0.6rem; border-radius: 0.4rem; background: rgba(151, 166, 195, 0.12);
   font-family: "Source Code Pro", ui-monospace, monospace; font-size: 0.85rem; line-height: 1.45; }
-""" + COPY_STYLE + "</style>"
+""" + _BUTTON_COLORS + COPY_STYLE + "</style>"
 
 
 def main() -> None:

@@ -5,6 +5,10 @@ call and every auto-approve switch, newest first: for the open thread or across
 threads. Each record is one static `<details>` row (what ran, the edit's diff, the
 reason or response), all in one Markdown element: the page's cost does not grow
 with widgets per record.
+
+Filters (thread, tool, decision, who) narrow the newest `SCAN` records of the scope
+to those matching, then show the newest `limit` of them; each filter offers only the
+values those records hold.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from graph.protocol.display import visible
 from ui.web.tool_blocks import pretty
 
 LIMITS = (50, 200, 1000)
+# How far back filters look: the newest this many records of the scope.
+SCAN = 5000
 WORDS = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
          "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "auto-approved"}
 _MARK = {"approve": "✓", "edit": "✎", "auto_approve": "⚡", "run_again": "↻", "reject": "✗", "mark_failed": "✗"}
@@ -57,6 +63,23 @@ def record_html(record: DecisionRecord, title: str | None) -> str:
     return f'<details class="gh-tool"><summary>{html.escape(visible(summary))}</summary>{body}</details>'
 
 
+def _who(record: DecisionRecord) -> str:
+    return record.actor or "unknown"
+
+
+def _decision(record: DecisionRecord) -> str:
+    """The filter's name for a record's decision (grants and switches by what they did)."""
+    if record.tool == "*" and record.decision in _SWITCH:
+        return _SWITCH[record.decision]
+    if record.decision in ("grant", "revoke"):
+        return f"always allow {'granted' if record.decision == 'grant' else 'withdrawn'}"
+    return WORDS.get(record.decision, record.decision)
+
+
+def _tool(record: DecisionRecord) -> str:
+    return "(every tool)" if record.tool == "*" else record.tool
+
+
 def audit_page(session: Session, thread_id: str | None) -> None:
     st.header(":material/fact_check: Decision log")
     scope = "all"
@@ -66,12 +89,38 @@ def audit_page(session: Session, thread_id: str | None) -> None:
                                        format_func={"thread": "This thread", "all": "All threads"}.__getitem__)
         scope = scope or "thread"
     limit = right.selectbox("Newest", LIMITS, index=1, key="audit-limit")
-    records = session.audit(thread_id if scope == "thread" else None, limit=limit)
+    records = session.audit(thread_id if scope == "thread" else None, limit=SCAN)
     if not records:
         st.info("No decisions recorded yet" + (" for this thread." if scope == "thread" else "."))
         return
     titles = {t.thread_id: t.title for t in session.threads(limit=1000)} if scope == "all" else {}
-    st.caption(f"{len(records)} decision{'s' if len(records) != 1 else ''}, newest first. Kept through undo, fork "
-               "and deletion.")
-    rows = [record_html(r, titles.get(r.thread_id, r.thread_id[:8]) if scope == "all" else None) for r in records]
+    records = _filtered(records, titles if scope == "all" else None)
+    st.caption(f"{min(len(records), limit)} of {len(records)} matching decision{'s' if len(records) != 1 else ''}, "
+               "newest first. Kept through undo, fork and deletion.")
+    if not records:
+        st.info("No decision matches these filters.")
+        return
+    rows = [record_html(r, titles.get(r.thread_id, r.thread_id[:8]) if scope == "all" else None)
+            for r in records[:limit]]
     st.markdown("\n".join(rows), unsafe_allow_html=True)
+
+
+def _filtered(records: list[DecisionRecord], titles: dict[str, str] | None) -> list[DecisionRecord]:
+    """The records the person's filters keep; `titles` None: one thread's log (no thread filter)."""
+    columns = st.columns(4 if titles is not None else 3)
+    keep = records
+    if titles is not None:
+        # What is chosen stays an option when the records change under it (a new scope).
+        threads = list(dict.fromkeys([*(r.thread_id for r in records), *st.session_state.get("audit-filter-thread", [])]))
+        names = {t: f"{titles.get(t) or '(deleted thread)'} · {t[:8]}" for t in threads}
+        chosen = columns[0].multiselect("Thread", threads, format_func=lambda t: visible(names[t]),
+                                        key="audit-filter-thread", placeholder="every thread")
+        keep = [r for r in keep if not chosen or r.thread_id in chosen]
+    rest = columns[-3:]
+    for column, name, of in ((rest[0], "Tool", _tool), (rest[1], "Decision", _decision), (rest[2], "Who", _who)):
+        key = f"audit-filter-{name.lower()}"
+        values = sorted({of(r) for r in records} | set(st.session_state.get(key, [])))
+        chosen = column.multiselect(name, values, format_func=visible, key=key,
+                                    placeholder=f"any {name.lower()}" if name != "Who" else "anyone")
+        keep = [r for r in keep if not chosen or of(r) in chosen]
+    return keep

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
 from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
 from graph.protocol.threads import turn_starts
 from ui.web.copy import copy_html
+from ui.web.long_text import draw_message_text
 from ui.web.long_threads import result_row, summary_html
 from ui.web.safe_text import label, markdown
 from ui.web.thinking import draw_cut_off, draw_thinking
@@ -29,6 +31,8 @@ from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
 
 WINDOW = 8
 FIND_RESULTS = 20
+# A jump from "Find" draws the turn found and the ones after it, up to this many.
+FOUND_TURNS = 4
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,12 @@ def _show_more(thread_id: str, count: int) -> None:
 
 def draw_window(runner: Runner, thread_id: str, messages: Sequence[MessageView], turns: list[Turn],
                 took: dict[str, float], *, can_fork: bool, branches: Mapping[int, Branches]) -> None:
-    """Draw the last turns of `turns` (all but those the window hides)."""
+    """Draw the last turns of `turns` (all but those the window hides), or, after a
+    jump from "Find", the found turn and the few after it."""
+    results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
+    if (found := _found(thread_id, turns)) is not None:
+        _draw_found(runner, thread_id, messages, turns, found, results, took, can_fork=can_fork, branches=branches)
+        return
     shown = shown_turns(thread_id)
     hidden = max(0, len(turns) - shown)
     if hidden:
@@ -73,12 +82,88 @@ def draw_window(runner: Runner, thread_id: str, messages: Sequence[MessageView],
         left, right = st.columns([1, 2])
         left.button(f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
                     key=f"earlier-{thread_id}", on_click=_show_more, args=(thread_id, shown + more))
-        with right.popover(":material/search: Find in this thread"):
-            _find(thread_id, messages, turns)
-    results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
+        _find_popover(right, thread_id, messages, turns)
     for turn in turns[hidden:]:
         draw_turn(runner, thread_id, messages[turn.start:turn.end], turn.start, results, took,
                   can_fork=can_fork, missing=NOT_RUN, branches=branches)
+
+
+def _found_key(thread_id: str) -> str:
+    return f"found-{thread_id}"
+
+
+def _jumps_key(thread_id: str) -> str:
+    return f"find-jumps-{thread_id}"
+
+
+def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
+    """(index in `turns` of the turn jumped to, how many turns to draw from it), or None.
+
+    A jump is kept only while the thread has the turns it had then: a new message (or
+    an undo, a branch switch) brings the page back to the latest turns, where the run is."""
+    jump = st.session_state.get(_found_key(thread_id))
+    if jump is None:
+        return None
+    start, count, length = jump
+    at = next((k for k, t in enumerate(turns) if t.start == start), None)
+    if at is None or length != len(turns):
+        st.session_state.pop(_found_key(thread_id), None)
+        return None
+    return at, count
+
+
+def _jump(thread_id: str, start: int, length: int) -> None:
+    st.session_state[_found_key(thread_id)] = (start, FOUND_TURNS, length)
+    # A popover stays open across reruns; a new key makes it a new, closed one, so the
+    # page shows the turn. (Tracking it with on_change="rerun" would rerun the page on
+    # every open, and the rerun scrolled the open popover out of view.)
+    st.session_state[_jumps_key(thread_id)] = st.session_state.get(_jumps_key(thread_id), 0) + 1
+
+
+def _read_on(thread_id: str, start: int, count: int, length: int) -> None:
+    st.session_state[_found_key(thread_id)] = (start, count, length)
+
+
+def _back_to_latest(thread_id: str) -> None:
+    st.session_state.pop(_found_key(thread_id), None)
+    st.session_state[_shown_key(thread_id)] = WINDOW
+
+
+def _draw_found(runner: Runner, thread_id: str, messages: Sequence[MessageView], turns: list[Turn],
+                found: tuple[int, int], results: dict[str | None, MessageView], took: dict[str, float], *,
+                can_fork: bool, branches: Mapping[int, Branches]) -> None:
+    """The turn "Find" jumped to and a few after it: what the person asked to see, drawn
+    at the cost of a normal window whatever the thread's length (never every turn from
+    the match to the end)."""
+    at, count = found
+    end = min(len(turns), at + count)
+    left, right = st.columns([1, 2])
+    left.button(":material/vertical_align_bottom: Back to the latest turns", key=f"latest-top-{thread_id}",
+                on_click=_back_to_latest, args=(thread_id,))
+    _find_popover(right, thread_id, messages, turns)
+    first, last = turns[at].number, turns[end - 1].number
+    span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
+    gap = len(turns) - end
+    # The latest turn is drawn below in any case (chat_page: it is where a run goes on).
+    st.caption(f"Found: showing {span}" + (f"; the {gap} turn{'s' if gap != 1 else ''} between "
+                                           "them and the latest are not drawn." if gap else "."))
+    for turn in turns[at:end]:
+        draw_turn(runner, thread_id, messages[turn.start:turn.end], turn.start, results, took,
+                  can_fork=can_fork, missing=NOT_RUN, branches=branches)
+    if end < len(turns):
+        left, right = st.columns([1, 2])
+        more = min(WINDOW, len(turns) - end)
+        left.button(f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
+                    key=f"later-{thread_id}", on_click=_read_on,
+                    args=(thread_id, turns[at].start, count + more, len(turns)))
+        right.button(":material/vertical_align_bottom: Back to the latest turns", key=f"latest-{thread_id}",
+                     on_click=_back_to_latest, args=(thread_id,))
+
+
+def _find_popover(where: Any, thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
+    jumps = st.session_state.get(_jumps_key(thread_id), 0)
+    with where.popover(":material/search: Find in this thread", key=f"find-popover-{thread_id}-{jumps}"):
+        _find(thread_id, messages, turns)
 
 
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
@@ -86,8 +171,6 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
         return
-    # "Show earlier" counts parts of the history from the end: a hit's position says how many to show.
-    from_end = {t.start: len(turns) - k for k, t in enumerate(turns)}
     hits = [t for t in reversed(turns) if t.number is not None and any(wanted in (m.content or "").lower()
                                                                      for m in messages[t.start:t.end])]
     if not hits:
@@ -96,7 +179,7 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
     for turn in hits[:FIND_RESULTS]:
         first = (messages[turn.start].content or "").strip().replace("\n", " ")
         st.button(f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}",
-                  on_click=_show_more, args=(thread_id, from_end[turn.start]))
+                  on_click=_jump, args=(thread_id, turn.start, len(turns)))
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
 
@@ -111,7 +194,7 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
-            st.markdown(markdown(part[0].content))
+            draw_message_text(thread_id, part[0])
             _user_actions(runner, thread_id, offset, part[0].content, can_fork=can_fork,
                           versions=branches.get(offset))
         i = 1
@@ -124,7 +207,7 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
             if m.notice:
                 st.info(markdown(m.content), icon=":material/stop_circle:")
             elif m.content:
-                st.markdown(markdown(m.content))
+                draw_message_text(thread_id, m)
             draw_cut_off(m)
             rows = []
             for call in m.tool_calls:

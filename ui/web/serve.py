@@ -7,6 +7,8 @@ ui/web/launch.py: the app behind the sign-in guard (ui/web/guard.py).
   run, fragment runs included; with the live-update poller in every open tab that
   was nearly all of an idle server's CPU (27 % for 5 idle tabs, 1 % without).
 - server.fileWatcherType none: nobody edits the app while it serves.
+- theme.primaryColor ACCENT: Streamlit's default primary is red, which made "Approve"
+  look like the destructive choice; red is kept for what destroys (Reject, risk badges).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 
 APP_PATH = Path(__file__).resolve().parent / "launch.py"
+ACCENT = "#2563eb"
 
 FLAGS = [
     "--server.address", "127.0.0.1",
@@ -23,6 +26,7 @@ FLAGS = [
     "--client.toolbarMode", "minimal",
     "--runner.postScriptGC", "false",
     "--server.fileWatcherType", "none",
+    "--theme.primaryColor", ACCENT,
 ]
 
 

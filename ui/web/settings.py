@@ -1,30 +1,131 @@
-"""The settings page: model, storage, workspace, policy and usage (read-only)."""
+"""The settings page: the effective settings as tables a person reads (model,
+storage, workspace, policy, hooks, usage), read-only, secrets masked.
+
+What the page shows comes from `Session.info` (graph/service/app.py). Secrets never
+reach the page as text: the model's API key is only "set" or "not set", and anything
+else that looks like one (a password in a URL, a `token=` in a query, an argument of
+a hook named like a secret) is masked here before it is drawn.
+"""
 
 from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
 from graph import Session
 
+HIDDEN = "•••• (hidden)"
+SECRET_NAME = re.compile(r"(pass(word)?|secret|token|api[_-]?key|auth|credential|private)", re.IGNORECASE)
+MODE_WORDS = {"allow": "runs without asking", "ask": "asks first", "deny": "refused"}
+
+
+def mask_url(value: str) -> str:
+    """A URL without its password or secret-named query values."""
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return value
+    if not parts.scheme or not parts.netloc:
+        return value
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:{HIDDEN}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, HIDDEN if SECRET_NAME.search(k) else v) for k, v in pairs], safe="•() ")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def masked(value: Any, name: str = "") -> Any:
+    """`value` with secrets masked: by the name they are stored under, or inside URLs."""
+    if name and SECRET_NAME.search(name) and value not in (None, "", "set", "not set"):
+        return HIDDEN
+    if isinstance(value, dict):
+        return {k: masked(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(v, name) for v in value]
+    if isinstance(value, str):
+        return mask_url(value)
+    return value
+
+
+def _text(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} = {_text(v)}" for k, v in value.items()) or "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(_text(v) for v in value) or "—"
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], index: str) -> None:
+    import pandas as pd  # Streamlit's own dependency; only this page needs it
+
+    st.table(pd.DataFrame(rows).set_index(index))
+
+
+def general_rows(info: dict[str, Any]) -> list[dict[str, str]]:
+    """The settings that apply to every thread, one row each, masked."""
+    shown = masked(info)
+    rows = [
+        ("Model", shown.get("model")),
+        ("API key", shown.get("api_key")),
+        ("Database", shown.get("db")),
+        ("Workspace folder", shown.get("workspace")),
+        ("Command sandbox", shown.get("sandbox")),
+        ("Compaction", shown.get("compaction")),
+        ("Large tool outputs", shown.get("offload")),
+        ("Webhook when a thread waits", shown.get("notify") or "off"),
+        ("Read from", shown.get("config") or "defaults and environment"),
+    ]
+    return [{"Setting": k, "Value": _text(v)} for k, v in rows]
+
+
+def policy_rows(info: dict[str, Any]) -> list[dict[str, str]]:
+    return [{"Tool": str(r.get("tool")), "Risk": str(r.get("risk")),
+             "When the model calls it": MODE_WORDS.get(str(r.get("mode")), str(r.get("mode"))),
+             "Rules on its arguments": str(r.get("rules", 0))} for r in info.get("policy") or []
+            if isinstance(r, dict)]
+
+
+def hook_rows(info: dict[str, Any]) -> list[dict[str, str]]:
+    rows = []
+    for point, entries in masked(info.get("hooks") or {}).items():
+        for entry in entries:
+            if isinstance(entry, dict):
+                what, args = entry.get("path", "?"), entry.get("args")
+            else:
+                what, args = entry, None
+            rows.append({"When": str(point), "Hook": _text(what), "Arguments": _text(args)})
+    return rows
+
 
 def settings_page(session: Session) -> None:
     info = session.info
     st.header(":material/settings: Settings")
-    st.markdown(f"**Model:** {info.get('model', '?')}")
-    st.caption(
-        "Set OPENAI_API_KEY and/or OPENAI_BASE_URL (any OpenAI-compatible server) and "
-        "GATEHOUSE_MODEL, or the [model] table of gatehouse.toml, then restart."
-    )
-    st.markdown(f"**Workspace folder:** `{info.get('workspace', '?')}`")
-    st.markdown(f"**Database:** `{info.get('db', '?')}`")
+    st.caption("The effective settings of this app (read-only). Change them in gatehouse.toml or the "
+               "environment (OPENAI_API_KEY, OPENAI_BASE_URL, GATEHOUSE_MODEL, …), then restart. "
+               "Secrets are never shown.")
+    _table(general_rows(info), "Setting")
     st.subheader("Policy")
-    policy = info.get("policy")
-    if isinstance(policy, str):
-        st.code(policy, language="text")
-    elif policy:
-        st.json(policy)
+    if rows := policy_rows(info):
+        st.caption("Which calls ask for a person's approval. Read-only tools run without asking unless "
+                   "the policy says otherwise; a `deny` refuses without asking.")
+        _table(rows, "Tool")
+    elif isinstance(info.get("policy"), str):
+        st.code(str(info["policy"]), language="text")
     else:
         st.caption("No policy summary available.")
+    st.subheader("Hooks")
+    if rows := hook_rows(info):
+        _table(rows, "When")
+    else:
+        st.caption("No hooks configured ([hooks] in gatehouse.toml).")
     st.subheader("Token usage per thread")
     rows = []
     for t in session.threads(limit=100):

@@ -24,7 +24,7 @@ _STATE = {"ok": "complete", "responded": "complete", "error": "error", "rejected
           "stopped": "error"}
 _WORD = {"ok": "done", "responded": "answered by you", "error": "failed", "rejected": "rejected", "denied": "denied",
          "stopped": "stopped by you"}
-_MARK = {"ok": "✓", "responded": "✓", "error": "✗", "rejected": "✗", "denied": "✗", "stopped": "■"}
+_MARK = {"ok": "✓", "responded": "↩", "error": "✗", "rejected": "✗", "denied": "✗", "stopped": "■"}
 
 # What a call without a result means depends on where the thread is.
 WAITING = "waiting for your decision"

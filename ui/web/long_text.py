@@ -1,0 +1,53 @@
+"""A very long message in the history: its head, with "Show all" for the rest.
+
+A 200 KB message drawn in full costs every script run its bytes and the browser a
+huge Markdown render, on every rerun of the page. The history draws the first
+`HEAD_CHARS` (cut at a line break where one is near) and a button that draws the
+whole message for this browser session. The copy button and the export carry the
+whole text whatever is drawn (they are built from the message, not from this).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from graph import MessageView
+from ui.web.safe_text import markdown
+
+HEAD_CHARS = 20_000
+# Cut at the last line break within this many characters of the limit, so a
+# paragraph (or a code block's line) is not cut in the middle when it need not be.
+NEAR = 2_000
+
+
+def head_of(text: str, limit: int = HEAD_CHARS) -> str:
+    """The part of `text` drawn before "Show all": all of it when it is short."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", limit - NEAR, limit)
+    if cut <= 0:
+        cut = text.rfind(" ", limit - NEAR, limit)  # at least not in the middle of a word
+    return text[: cut if cut > 0 else limit]
+
+
+def _key(thread_id: str, message: MessageView) -> str:
+    ident = message.id or hashlib.sha1(message.content.encode()).hexdigest()[:16]
+    return f"show-all-{thread_id}-{ident}"
+
+
+def draw_message_text(thread_id: str, message: MessageView) -> None:
+    """The message's Markdown (drawn safe), or its head and a "Show all" button."""
+    text = message.content
+    key = _key(thread_id, message)
+    head = head_of(text)
+    if head == text or st.session_state.get(key):
+        st.markdown(markdown(text))
+        return
+    st.markdown(markdown(head) + " …")
+    with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+        st.caption(f"Showing the first {len(head):,} of {len(text):,} characters.", width="content")
+        st.button(":material/unfold_more: Show all", key=key + "-button", type="tertiary",
+                  help="Draw the whole message (copy and export always carry all of it)",
+                  on_click=st.session_state.__setitem__, args=(key, True))
