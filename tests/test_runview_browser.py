@@ -17,9 +17,10 @@ import pytest
 from graph import Settings, open_session
 from tests.support.browser import (
     Server,
+    chromium_browser,
     chromium_path,
-    launch_chromium,
     screenshot,
+    signed_in_page,
     streamlit_server,
 )
 
@@ -40,19 +41,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def browser(server: Server) -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = launch_chromium(p)
+    with chromium_browser() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any, server: Server) -> Iterator[Any]:
-    context = server.sign_in(browser.new_context(viewport=VIEWPORT))
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    yield page
-    context.close()
+    with signed_in_page(browser, server, VIEWPORT, WAIT_MS) as page:
+        yield page
 
 
 def main(page: Any) -> Any:

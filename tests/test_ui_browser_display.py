@@ -21,9 +21,10 @@ import pytest
 
 from tests.support.browser import (
     Server,
+    chromium_browser,
     chromium_path,
-    launch_chromium,
     screenshot,
+    signed_in_page,
     streamlit_server,
 )
 
@@ -85,21 +86,16 @@ def server(tmp_path_factory: pytest.TempPathFactory, attacker: tuple[int, list[s
 
 @pytest.fixture(scope="module")
 def browser(server: Server) -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = launch_chromium(p)
+    with chromium_browser() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any, server: Server) -> Iterator[Any]:
-    context = server.sign_in(browser.new_context(viewport={"width": 1280, "height": 1000}))
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.goto(server.url)
-    page.get_by_test_id("stChatInputTextArea").wait_for()
-    yield page
-    context.close()
+    with signed_in_page(browser, server, {"width": 1280, "height": 1000}, WAIT_MS) as page:
+        page.goto(server.url)
+        page.get_by_test_id("stChatInputTextArea").wait_for()
+        yield page
 
 
 def send(page: Any, text: str) -> None:

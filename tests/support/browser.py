@@ -89,6 +89,31 @@ def streamlit_server(tmp: Path, extra_env: dict[str, str] | None = None, timeout
         yield Server(url=url, workspace=workspace, db=db, log=log, process=process, secret=install_secret_of(db))
 
 
+@contextmanager
+def chromium_browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright (one per test module)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def signed_in_page(browser: Any, server: Server, viewport: dict[str, int], timeout_ms: int) -> Iterator[Any]:
+    """A page in a fresh browser context, signed in with the token link."""
+    context = server.sign_in(browser.new_context(viewport=viewport))
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
 def screenshot(page: Any, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
