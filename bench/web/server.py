@@ -102,28 +102,42 @@ def running(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: P
                                    start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process, log, timeout)
+        wait_ready(url + "/_stcore/health", process, log, timeout, "the web server")
         yield url, process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(5)
+        stop_group(process)
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float, what: str,
+               interval: float = 0.2) -> None:
+    """Poll `url` until it answers 200 (a server says it is ready, never a guessed time);
+    fail with the log's tail when the process exits or `timeout` passes. Shared by every
+    server the tests and benches start (Streamlit, `langgraph dev`, the LiteLLM proxy)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the web server exited early:\n{log.read_text(errors='replace')}")
+            raise RuntimeError(f"{what} exited ({process.returncode}):\n{_tail(log)}")
         try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+            with urllib.request.urlopen(url, timeout=2) as r:
                 if r.status == 200:
                     return
         except OSError:
             pass
-        time.sleep(0.2)
-    raise RuntimeError(f"the web server did not become healthy in {timeout}s:\n{log.read_text(errors='replace')}")
+        time.sleep(interval)
+    raise RuntimeError(f"{what} was not ready in {timeout:.0f} s:\n{_tail(log)}")
+
+
+def stop_group(process: subprocess.Popen[bytes], grace: float = 10) -> None:
+    """Stop a server started in its own process group: SIGTERM, then SIGKILL after `grace`."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+
+def _tail(log: Path, chars: int = 4000) -> str:
+    return log.read_text(errors="replace")[-chars:] if log.exists() else ""

@@ -18,15 +18,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from bench.web.server import stop_group, wait_ready
 from tests.support.postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,24 +124,7 @@ def langgraph_dev(home: Path, *, db: Path | str, workspace: Path, timeout: float
         )
     server = DevServer(f"http://127.0.0.1:{port}", proc, home, log, secret_for(db, home))
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"langgraph dev exited ({proc.returncode}):\n{server.log_text()[-4000:]}")
-            try:
-                if httpx.get(f"{server.url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"langgraph dev never answered /ok:\n{server.log_text()[-4000:]}")
-            time.sleep(0.3)
+        wait_ready(f"{server.url}/ok", proc, log, timeout, "langgraph dev", 0.3)
         yield server
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop_group(proc, grace=20)

@@ -21,16 +21,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
+from bench.web.server import stop_group, wait_ready
 from tests.support.postgres import free_port
 
 PROJECT = Path(__file__).resolve().parent / "litellm_proxy"
@@ -92,25 +89,7 @@ def litellm_proxy(home: Path, upstream: str, *, timeout: float = 120) -> Iterato
         )
     proxy = Proxy(f"http://127.0.0.1:{port}/v1", log)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the LiteLLM proxy exited ({proc.returncode}):\n{proxy.log_text()[-3000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health/readiness", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the LiteLLM proxy was not ready in {timeout:.0f} s:\n{proxy.log_text()[-3000:]}")
-            # Polling the readiness endpoint, not waiting for a guessed start time.
-            time.sleep(0.1)
+        wait_ready(f"http://127.0.0.1:{port}/health/readiness", proc, log, timeout, "the LiteLLM proxy", 0.1)
         yield proxy
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_group(proc)
