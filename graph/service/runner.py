@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from graph.protocol.errors import RunInProgress
+from graph.protocol.operations import Fork, Operation, RunOptions, SendMessage
 from graph.service.session import Run, Session
 
 __all__ = ["Runner"]
@@ -24,6 +25,15 @@ class Runner:
         self.session = session
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}
+
+    def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
+        """`Session.submit`, started in the background (one active run per thread)."""
+        if isinstance(operation, SendMessage) and operation.thread_id is None:
+            operation = SendMessage(self.session.new_thread_id(), operation.message, operation.owner)
+        thread_id = operation.thread_id
+        assert thread_id is not None
+        base = operation.message_index if isinstance(operation, Fork) else None
+        return self._start(thread_id, lambda: self.session.submit(operation, options), base=base)
 
     # `options`: as `Session.send` / `resume` (callbacks, tags, metadata, source, actor,
     # auto_approve; `interrupt_id` for resume, `force` for fork).

@@ -39,7 +39,7 @@ from graph.agent.offload import offloaded
 from graph.agent.review import answering, args_problem, explain
 from graph.agent.state import STOP_KEYS
 from graph.protocol import events as ev
-from graph.protocol.answers import OutcomeAnswer
+from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.decisions import ALL_TOOLS, DecisionRecord, StandingGrant, who_decided
 from graph.protocol.errors import (
     AlreadyDecided,
@@ -51,6 +51,7 @@ from graph.protocol.errors import (
     StaleDecision,
     StorageError,
 )
+from graph.protocol.operations import Decide, Fork, Operation, Retry, RunOptions, SendMessage
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import (
     NOTICE_MARK,
@@ -166,20 +167,6 @@ class Run:
             self._changed.notify_all()
 
 
-@dataclasses.dataclass(frozen=True)
-class RunOptions:
-    """Per-run extras: tracing (`callbacks`, `tags`, `metadata`), who is acting
-    (`source`, `actor`: recorded with every decision the run carries out), and
-    `auto_approve` for this run only (None: the session's mode)."""
-
-    callbacks: Sequence[BaseCallbackHandler] | None = None
-    tags: Sequence[str] | None = None
-    metadata: Mapping[str, Any] | None = None
-    source: str | None = None
-    actor: str | None = None
-    auto_approve: bool | None = None
-
-
 class Session:
     def __init__(
         self,
@@ -265,6 +252,22 @@ class Session:
         return "session" if self.auto_approve else None
 
     # -- runs ---------------------------------------------------------------
+    def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
+        """The one way in for a front end: start the run `operation` asks for
+        (graph/protocol/operations.py) with `options`. Raises as the operation's own
+        method does (`DecisionError`, `AwaitingDecision`, `RunInProgress`, ...)."""
+        given = options_dict(options)
+        match operation:
+            case SendMessage(thread_id, message, owner):
+                return self.send(thread_id, message, owner=owner, **given)
+            case Decide(thread_id, answer, interrupt_id):
+                return self.resume(thread_id, wire_answer(answer), interrupt_id=interrupt_id, **given)
+            case Retry(thread_id):
+                return self.retry(thread_id, **given)
+            case Fork(thread_id, message_index, text, force):
+                return self.fork(thread_id, message_index, text, force=force, **given)
+        raise TypeError(f"not an operation: {operation!r}")
+
     @staticmethod
     def new_thread_id() -> str:
         # Dashed, as LangGraph Server requires: a thread started here opens in Studio.
@@ -905,6 +908,20 @@ class _Seen:
                 ]
                 if replies:
                     self.reply = replies[-1]
+
+
+def options_dict(options: RunOptions | None) -> dict[str, Any]:
+    """`options` as the keyword arguments of `send` / `resume` / `retry` / `fork`
+    (not `dataclasses.asdict`: that would deep-copy callback handlers)."""
+    options = options or RunOptions()
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+
+
+def wire_answer(answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any]) -> Any:
+    """An answer as it travels in `Command(resume=...)`: the HITL wire form."""
+    if isinstance(answer, ReviewAnswer | OutcomeAnswer):
+        return answer.model_dump(mode="json", exclude_none=True)
+    return answer
 
 
 def _config(thread_id: str) -> dict[str, Any]:

@@ -1,0 +1,64 @@
+"""The one typed way in (graph/protocol/operations.py): every operation a front end can
+ask for goes through `Session.submit` / `Runner.submit` and acts like its method."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from graph import DecisionError, Runner, ai, tool_call
+from graph.protocol.operations import (
+    Decide,
+    Fork,
+    Retry,
+    RunOptions,
+    SendMessage,
+    approve,
+    edit,
+    reject,
+    review,
+)
+from tests.support.core_fixtures import make_session
+
+
+def gated_turn() -> object:
+    return ai("Sending.", tool_call("send_email", {"to": "bob@example.com", "body": "hi"}, "g1"),
+              tool_call("deploy", {"service": "web"}, "g2"))
+
+
+def test_send_then_a_typed_decision_runs_exactly_what_it_says(tmp_path: Path) -> None:
+    session, ledger, _ = make_session(tmp_path, [gated_turn(), "Done."])
+    events = session.submit(SendMessage("t1", "mail bob"), RunOptions(source="web", actor="ann")).collect()
+    assert events[-1].status == "awaiting_approval"
+    pause = session.pending("t1")
+    answer = review([edit("send_email", {"to": "carol@example.com", "body": "hi"}), reject("not today")])
+    events = session.submit(Decide("t1", answer, pause.interrupt_id), RunOptions(source="web", actor="ann")).collect()
+    assert events[-1].status == "completed"
+    assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+    results = {m.tool_call_id: m for m in session.messages("t1") if isinstance(m, ToolMessage)}
+    assert "not today" in str(results["g2"].content)
+    record = session.audit("t1")[0]
+    assert (record.source, record.actor) == ("web", "ann")
+
+
+def test_a_decision_that_does_not_fit_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    session, ledger, _ = make_session(tmp_path, [gated_turn(), "Done."])
+    session.submit(SendMessage("t1", "mail bob")).collect()
+    with pytest.raises(DecisionError):
+        session.submit(Decide("t1", review([approve()]))).collect()
+    assert ledger.count("send_email") == 0
+    assert session.pending("t1") is not None
+
+
+def test_runner_submit_runs_in_the_background_and_fork_and_retry_go_the_same_way(tmp_path: Path) -> None:
+    session, _, _ = make_session(tmp_path, ["First answer.", "Second answer.", "Third answer."])
+    runner = Runner(session)
+    run = runner.submit(SendMessage(None, "hello"))
+    assert run.join(30) and run.status == "completed"
+    thread_id = run.thread_id
+    assert runner.submit(Fork(thread_id, 0, "hello again")).join(30)
+    contents = [m.content for m in session.messages(thread_id)]
+    assert contents[0] == "hello again" and len(contents) == 2, contents
+    assert runner.submit(Retry(thread_id)).join(30)
