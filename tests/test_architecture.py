@@ -4,12 +4,17 @@ down the allowed edges below, and no two project modules import each other in a 
     graph.protocol   pydantic only: events, pauses, answers, errors, tool specs
     graph.agent      the LangGraph graph           -> protocol
     graph.store      SQLite / Postgres storage     -> protocol
+      .langgraph_private  LangGraph's private names (a leaf) <- agent, store, service
     graph.service    sessions, runner, config      -> protocol, agent, store, tools
     graph            the public API (__init__)     -> any graph layer
     tools            the tools                     -> protocol
     ui               the front ends                -> graph (public API), protocol
 
 Imports inside functions count too: a lazy import is still a dependency.
+
+LangGraph's private surface lives in one module (graph/store/langgraph_private.py):
+no other module imports an underscored LangGraph module or name, and the store never
+spells a key of the agent's state (it reads them by graph/protocol/state_keys.py).
 """
 
 from __future__ import annotations
@@ -31,6 +36,15 @@ ALLOWED: dict[str, set[str]] = {
     "tools": {"graph.protocol"},
     "ui": {"graph", "graph.protocol"},
 }
+# LangGraph's private names, fenced in one module that imports no project module. It
+# sits in the store, whose checkpoint machinery uses most of them; the agent (the
+# messages reducer, the tool node's runnable, strict resume) and the service (the
+# interrupt channel) may import it too, and nothing else of the store's: one fence
+# instead of a copy per layer, and the layers stay as they are.
+FENCE = "graph.store.langgraph_private"
+FENCE_USERS = {"graph.agent", "graph.store", "graph.service"}
+
+
 # Front ends use the public API (the `graph` package itself) and the protocol, never a
 # layer module by path (graph.service.session, graph.store ...).
 def is_public(module: str) -> bool:
@@ -88,6 +102,7 @@ def test_every_import_follows_an_allowed_edge() -> None:
             if source == "ui" and target.split(".")[0] == "ui":
                 continue
             ok = dest in ALLOWED[source] and (source != "ui" or is_public(target))
+            ok = ok or (target == FENCE and source in FENCE_USERS)
             if not ok:
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {module} ({source}) imports {target} ({dest})")
     allowed = "\n".join(f"  {k} -> {', '.join(sorted(v)) or '(nothing)'}" for k, v in ALLOWED.items())
@@ -142,3 +157,81 @@ def test_protocol_needs_no_langgraph_or_langchain() -> None:
             )
             offenders += [f"{module}: {n}" for n in names if n.split(".")[0] in ("langgraph", "langchain_core", "langchain")]
     assert not offenders, offenders
+
+
+def test_the_langgraph_fence_imports_no_project_module() -> None:
+    """What may import the fence from another layer gets LangGraph's names and nothing else."""
+    assert [t for _, t in imports_of(MODULES[FENCE], FENCE)] == []
+
+
+def is_private_langgraph(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0].startswith("langgraph") and any(p.startswith("_") for p in parts[1:])
+
+
+def test_langgraph_private_names_are_imported_only_by_the_fence() -> None:
+    """An underscored LangGraph module or name (`langgraph._internal`, `_DeltaSnapshot`,
+    `postgres._internal`) anywhere but the fence would escape the upgrade test
+    (tests/test_langgraph_internals.py), which checks the fence's table."""
+    offenders = []
+    for module, path in sorted(MODULES.items()):
+        if module == FENCE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if is_private_langgraph(n)]
+    assert not offenders, "LangGraph private names outside graph/store/langgraph_private.py:\n" + "\n".join(offenders)
+
+
+def langgraph_channel_literals(path: Path) -> list[str]:
+    """LangGraph's reserved channel strings (`__interrupt__`, `__pregel_tasks`, ...) a module spells itself."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if text.startswith("branch:to:") or (text.startswith("__") and text.endswith(("__", "_tasks", "_push"))
+                                                 and text.strip("_").split("_")[0] in ("interrupt", "error", "resume",
+                                                                                        "pregel", "start")):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {text!r}")
+    return found
+
+
+def test_langgraph_channel_names_are_spelled_only_in_the_fence() -> None:
+    offenders = [hit for module, path in sorted(MODULES.items()) if module != FENCE
+                 for hit in langgraph_channel_literals(path)]
+    assert not offenders, "spell these through graph/store/langgraph_private.py:\n" + "\n".join(offenders)
+
+
+def agent_state_keys() -> set[str]:
+    """The keys of `AgentState` (graph/agent/state.py), read from its source."""
+    tree = ast.parse((ROOT / "graph/agent/state.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "AgentState")
+    return {s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+
+
+def test_the_shared_state_keys_are_the_agents() -> None:
+    """graph/protocol/state_keys.py names keys of the agent's state: a rename in the
+    agent that leaves them behind fails here, not in a thread list gone stale."""
+    from graph.protocol import state_keys
+
+    named = {k: v for k, v in vars(state_keys).items() if k.isupper() and isinstance(v, str) and k != "CANCELLED"}
+    assert named and set(named.values()) <= agent_state_keys(), set(named.values()) - agent_state_keys()
+
+
+def test_the_store_reads_agent_state_only_by_the_shared_names() -> None:
+    """The store reads checkpoints the agent wrote; a key spelled in the store is a copy
+    nothing checks (graph/protocol/state_keys.py is the one the test above checks)."""
+    keys = agent_state_keys()
+    offenders = []
+    for module, path in sorted(MODULES.items()):
+        if layer_of(module) != "graph.store":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in keys:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not offenders, "agent state keys spelled in graph/store:\n" + "\n".join(offenders)

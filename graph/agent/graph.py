@@ -36,8 +36,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
-from langgraph._internal._constants import CONFIG_KEY_STRICT_RESUME
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -62,6 +60,7 @@ from graph.agent.state import AgentState, InputState
 from graph.agent.tool_binding import bind_tools
 from graph.agent.tool_node import run_tool
 from graph.protocol.decisions import ALL_TOOLS
+from graph.store.langgraph_private import CONFIG_KEY_STRICT_RESUME, RunnableCallable
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Gatehouse, a careful assistant that works in the user's workspace through tools. "
@@ -157,7 +156,7 @@ def build_graph(
     )
     builder.add_conditional_edges("before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"])
     # A client's "mark as resolved" rejects the open calls; a late answer is refused (compiled.py).
-    compiled = as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name)).with_config(
+    compiled = as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name)).with_config(  # type: ignore[arg-type]  # compiled.py takes a bare CompiledStateGraph (context None)
         # An answer that names an interrupt which is not pending (already decided,
         # made up) is refused instead of silently ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}

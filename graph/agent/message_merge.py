@@ -5,7 +5,7 @@ deletes, `RemoveMessage(REMOVE_ALL_MESSAGES)` clears what came before it. It is
 batching-invariant, as `DeltaChannel` requires: merging two batches one after the
 other equals merging their concatenation.
 
-LangGraph's `_messages_delta_reducer` rebuilds an id -> position index of the whole
+LangGraph's `_messages_delta_reducer` (graph/store/langgraph_private.py) rebuilds an id -> position index of the whole
 thread on every call, and a turn calls it about ten times, so a turn cost O(thread
 length). The usual call only appends messages with new ids; for it this module
 keeps the index of the lists it returned, so the next append costs a dict copy
@@ -28,7 +28,9 @@ from langchain_core.messages import (
     convert_to_messages,
     message_chunk_to_message,
 )
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from graph.store.langgraph_private import messages_delta_reducer
 
 # Indexes of recently returned lists, keyed by id(list); the list is held so its id
 # cannot be reused while the entry lives.
@@ -115,7 +117,7 @@ def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessag
             if len(result) > 16:  # short lists rebuild their index for nothing
                 grown = dict(index)
                 for offset, mid in enumerate(new_ids, start=len(state)):
-                    grown[mid] = offset  # type: ignore[index]
+                    grown[mid] = offset
                 _remember(result, grown)
             return result
-    return _messages_delta_reducer(state, [flat])
+    return messages_delta_reducer(state, [flat])

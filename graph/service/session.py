@@ -70,12 +70,10 @@ from graph.service.standing import find_grant, grants_in_force, revoke_record
 from graph.service.streaming import STREAM_MODES, translate
 from graph.service.transcript import export_json, export_markdown, message_view, read_export
 from graph.store.decisions import switch_record
+from graph.store.langgraph_private import INTERRUPT as INTERRUPT_CHANNEL
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import first_user_text, title_of
-
-# The channel of LangGraph's interrupt writes (private in langgraph.constants).
-INTERRUPT_CHANNEL = "__interrupt__"
 
 
 class Run:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graph.protocol import events as ev
+from graph.store.langgraph_private import INTERRUPT
 
 STREAM_MODES = ["custom", "updates"]
 
@@ -27,5 +28,5 @@ def translate(mode: str, chunk: Any, thread_id: str) -> Iterator[ev.Event]:
         if isinstance(chunk, ev.EVENT_TYPES):
             yield chunk  # type: ignore[misc]
     elif mode == "updates" and isinstance(chunk, dict):
-        for interrupt in chunk.get("__interrupt__", ()):
+        for interrupt in chunk.get(INTERRUPT, ()):
             yield ev.ApprovalRequired(thread_id=thread_id, interrupt_id=interrupt.id, request=interrupt.value)

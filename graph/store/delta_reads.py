@@ -9,7 +9,12 @@ A saver that knows the parent's value computes the new one when the checkpoint i
 written, in one reducer call over the few writes of one step (the reducer is
 batching-invariant, as `DeltaChannel` requires), caches it, and writes the head
 rows that changed. Each saver supplies the storage: `_writes_at` (a channel's writes
-at checkpoints) and `_compute` (a value it does not have in memory).
+at checkpoints), `_compute` (a value it does not have in memory), `_save_writes` (a
+task's writes, with the thread index's update) and `_forget_answer` (a refused resume
+value, graph/store/refusals.py).
+
+Also what both savers' `put` and `put_writes` share, so each saver only says how its
+database stores rows.
 """
 
 from __future__ import annotations
@@ -23,17 +28,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels.binop import _get_overwrite
 from langgraph.checkpoint.base import (
     Checkpoint,
     DeltaChannelHistory,
     PendingWrite,
     get_checkpoint_id,
+    writes_sort_key,
 )
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
+from graph.protocol.state_keys import MESSAGES
+from graph.protocol.threads import check_thread_id
 from graph.store.head import written_count
-from graph.store.threads import ON_ERROR, ON_INTERRUPT
+from graph.store.langgraph_private import ERROR, INTERRUPT, DeltaSnapshot, get_overwrite
+from graph.store.refusals import refuses_answer, resume_key
+from graph.store.threads import DEFAULT_TITLE, ON_ERROR, ON_INTERRUPT, first_user_text, title_of
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 # (channel, value at the new checkpoint, value at its parent or None, values written)
@@ -44,8 +52,6 @@ HeadPlan = tuple[str, list[Any], list[Any] | None, int]
 DEFAULT_MAX_THREADS = 64
 VALUES_PER_THREAD = 4
 ABSENT = object()
-# LangGraph's channels for an interrupt and a task's error (langgraph/_internal/_constants.py).
-INTERRUPT, ERROR = "__interrupt__", "__error__"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,28 @@ class Entry:
 
 
 def unwrap(seed: Any) -> Any:
-    return seed.value if isinstance(seed, _DeltaSnapshot) else seed
+    return seed.value if isinstance(seed, DeltaSnapshot) else seed
+
+
+def title_from(plans: Sequence[HeadPlan]) -> str:
+    """A thread's title from the messages a checkpoint's head plans hold."""
+    text = next((first_user_text(value) for ch, value, _, _ in plans if ch == MESSAGES), None)
+    return title_of(text) if text else DEFAULT_TITLE
+
+
+def writes_by_checkpoint(rows: Sequence[Sequence[Any]], channel: str, serde: Any) -> dict[str, list[PendingWrite]]:
+    """Rows of (checkpoint_id, task_id, idx, type, value, task_path) as each checkpoint's
+    writes to `channel`, in the order LangGraph replays them."""
+    out: dict[str, list[PendingWrite]] = {}
+    for cid, task_id, _, type_tag, value, _ in sorted(rows, key=lambda r: writes_sort_key(r[5] or "", r[1], r[2])):
+        out.setdefault(cid, []).append((task_id, channel, serde.loads_typed((type_tag, value))))
+    return out
+
+
+def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> RunnableConfig:
+    """What `put` returns: the config of the checkpoint it saved."""
+    return {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": ns,
+                             "checkpoint_id": checkpoint["id"]}}
 
 
 def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> tuple[str, tuple[Any, ...]] | None:
@@ -80,6 +107,23 @@ class DeltaReads:
     reducers: dict[str, Reducer]
     max_threads: int
     side_tables: bool
+    serde: Any
+
+    def __init__(
+        self,
+        conn: Any,
+        *,
+        reducers: Mapping[str, Reducer] | None = None,
+        serde: Any = None,
+        max_threads: int = DEFAULT_MAX_THREADS,
+    ) -> None:
+        # A mixin: the stock saver's __init__ follows in the MRO.
+        super().__init__(conn, serde=serde or self.default_serde())  # type: ignore[call-arg]  # the stock saver's
+        self._init_delta_reads(reducers, max_threads)
+
+    def default_serde(self) -> Any:
+        """The serializer when none is given (None: the stock saver's)."""
+        return None
 
     def _init_delta_reads(self, reducers: Mapping[str, Reducer] | None, max_threads: int) -> None:
         self.reducers = dict(reducers or {})
@@ -147,6 +191,29 @@ class DeltaReads:
                     del self._threads[key]
 
     # -- writes ------------------------------------------------------------------------
+    def _begin_put(self, config: RunnableConfig, checkpoint: Checkpoint) -> tuple[str, str, str | None, list[HeadPlan]]:
+        """(thread id, namespace, parent checkpoint id, head plans) of a `put`."""
+        conf = config["configurable"]
+        # Any client, the raw graph and Studio included: a malformed id never gets a thread.
+        thread_id, ns = check_thread_id(str(conf["thread_id"])), conf.get("checkpoint_ns", "")
+        parent = conf.get("checkpoint_id")
+        return thread_id, ns, parent, self._head_plans(thread_id, ns, parent, checkpoint)
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """The stock `put_writes`; an interrupt or a task's error also marks the thread
+        in the index, in the same transaction. A refusal of a resume value deletes that
+        value instead (graph/store/refusals.py)."""
+        if refuses_answer(writes):
+            self._forget_answer(resume_key(config))
+            return
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
+        self._save_writes(thread_id, ns, str(conf["checkpoint_id"]), task_id, task_path, writes, update)
+        self.announce_pause(thread_id, ns, writes)
+
     def _head_plans(self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint) -> list[HeadPlan]:
         """What `put` writes to the head for each delta channel whose new value is known
         here: a snapshot, the first checkpoint, or a parent this process knows (it just
@@ -184,7 +251,7 @@ class DeltaReads:
         values = [v for _, _, v in writes]
         start = 0
         for i, v in enumerate(values):
-            is_overwrite, overwrite_value = _get_overwrite(v)
+            is_overwrite, overwrite_value = get_overwrite(v)
             if is_overwrite:
                 value = list(overwrite_value) if overwrite_value is not None else []
                 start = i + 1
@@ -192,6 +259,20 @@ class DeltaReads:
         return self.reducers[ch](value if value is not None else [], remaining) if remaining else value
 
     # -- reads ---------------------------------------------------------------------------
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self._cached_history(config, channels, self._stock_history)
+
+    def _stock_history(self, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        """The stock saver's replay of the history."""
+        return super().get_delta_channel_history(config=config, channels=channels)  # type: ignore[misc]  # a mixin: the stock saver follows in the MRO
+
+    def _replayed(self, ch: str, config: RunnableConfig, checkpoint_id: str) -> Any:
+        """The value of `ch` at a checkpoint, replayed the stock way."""
+        stock = self._stock_history({"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}}, [ch])[ch]
+        return self._apply(ch, unwrap(stock.get("seed", [])), stock["writes"])
+
     def _cached_history(
         self, config: RunnableConfig, channels: Sequence[str], stock: Callable[..., Mapping[str, DeltaChannelHistory]]
     ) -> Mapping[str, DeltaChannelHistory]:
@@ -203,7 +284,7 @@ class DeltaReads:
         other = [ch for ch in channels if ch not in self.reducers]
         out: dict[str, DeltaChannelHistory] = {}
         if other:
-            out.update(stock(config=config, channels=other))
+            out.update(stock(config, other))
         if not cached:
             return out
         thread_id = str(config["configurable"]["thread_id"])
@@ -217,7 +298,7 @@ class DeltaReads:
         for ch in cached:
             entry = self._get((thread_id, ns), checkpoint_id, ch) or self._compute(thread_id, ns, checkpoint_id, ch, config)
             # A copy: callers may change the list they get; the cache must not change.
-            out[ch] = {"writes": [], "seed": _DeltaSnapshot(list(entry.value))}
+            out[ch] = {"writes": [], "seed": DeltaSnapshot(list(entry.value))}
         return out
 
     # -- what each saver supplies ----------------------------------------------------------
@@ -225,4 +306,13 @@ class DeltaReads:
         raise NotImplementedError
 
     def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
+        raise NotImplementedError
+
+    def _save_writes(self, thread_id: str, ns: str, checkpoint_id: str, task_id: str, task_path: str,
+                     writes: Sequence[tuple[str, Any]], index_update: tuple[str, tuple[Any, ...]] | None) -> None:
+        """Store a task's writes and, in the same transaction, the index update (`?` placeholders)."""
+        raise NotImplementedError
+
+    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
+        """Delete the stored resume value at this row key (refusals.resume_key)."""
         raise NotImplementedError

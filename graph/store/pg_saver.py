@@ -16,7 +16,7 @@ asked for (a thread's latest, nearly always), else the stock replay.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,36 +26,31 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
-    DeltaChannelHistory,
     PendingWrite,
     get_serializable_checkpoint_metadata,
-    writes_sort_key,
 )
-from langgraph.checkpoint.postgres import PostgresSaver, _internal
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
-from graph.protocol.threads import check_thread_id
 from graph.store.delta_reads import (
     ABSENT,
-    DEFAULT_MAX_THREADS,
-    INTERRUPT,
     DeltaReads,
     Entry,
     HeadPlan,
-    Reducer,
-    index_update_for_writes,
+    saved_config,
+    title_from,
+    writes_by_checkpoint,
 )
 from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
-from graph.store.refusals import refuses_answer, resume_key
-from graph.store.threads import (
-    DEFAULT_TITLE,
-    ON_CHECKPOINT,
-    first_user_text,
-    status_of,
-    title_of,
+from graph.store.langgraph_private import (
+    INTERRUPT,
+    DeltaSnapshot,
+    pg_connection,
+    pg_dump_blobs,
+    pg_dump_writes,
 )
+from graph.store.threads import ON_CHECKPOINT, status_of
 
 HEAD_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS gatehouse_heads (
@@ -110,23 +105,12 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     """`PostgresSaver` with a materialised head and a warm cache of the given
     DeltaChannels (the graph registers them, graph/agent/graph.py)."""
 
-    def __init__(
-        self,
-        conn: Any,
-        *,
-        reducers: Mapping[str, Reducer] | None = None,
-        serde: Any = None,
-        max_threads: int = DEFAULT_MAX_THREADS,
-    ) -> None:
-        super().__init__(conn, serde=serde)
-        self._init_delta_reads(reducers, max_threads)
-
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         """A cursor in a transaction of its own, statements pipelined."""
         with (
             self.lock,
-            _internal.get_connection(self.conn) as conn,
+            pg_connection(self.conn) as conn,
             conn.transaction(),
             conn.pipeline(),
             conn.cursor(binary=True, row_factory=tuple_row) as cur,
@@ -149,17 +133,13 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """`PostgresSaver.put` in one transaction with the head and the index row."""
-        conf = config["configurable"]
-        # Any client, the raw graph and Studio included: a malformed id never gets a thread.
-        thread_id, ns = check_thread_id(str(conf["thread_id"])), conf.get("checkpoint_ns", "")
-        parent = conf.get("checkpoint_id")
-        plans = self._head_plans(thread_id, ns, parent, checkpoint)
+        thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
         # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs.
         copy = checkpoint.copy()
         copy["channel_values"] = copy["channel_values"].copy()
         blob_values = {}
         for k, v in checkpoint["channel_values"].items():
-            if isinstance(v, _DeltaSnapshot):
+            if isinstance(v, DeltaSnapshot):
                 blob_values[k] = copy["channel_values"].pop(k)
                 copy["channel_values"][k] = True
             elif v is None or isinstance(v, str | int | float | bool):
@@ -169,11 +149,11 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         cid = checkpoint["id"]
         rewrite: list[HeadPlan] = []
         checks: list[tuple[HeadPlan, Any]] = []
-        with self.lock, _internal.get_connection(self.conn) as conn, conn.transaction():
+        with self.lock, pg_connection(self.conn) as conn, conn.transaction():
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 if blob_versions := {k: v for k, v in new_versions.items() if k in blob_values}:
                     cur.executemany(
-                        self.UPSERT_CHECKPOINT_BLOBS_SQL, self._dump_blobs(thread_id, ns, blob_values, blob_versions)
+                        self.UPSERT_CHECKPOINT_BLOBS_SQL, pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions)
                     )
                 cur.execute(
                     self.UPSERT_CHECKPOINTS_SQL,
@@ -202,12 +182,11 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                     )
                     checks.append((plan, check))
                 if not ns and self.side_tables:
-                    text = next((first_user_text(value) for ch, value, _, _ in plans if ch == "messages"), None)
                     now = time.time()
                     # A checkpoint whose interrupt was saved first stays awaiting.
                     cur.execute(
                         _pg(ON_CHECKPOINT.replace("VALUES (?, ?, ?, ?, ?, ?)", PAUSED_VALUES)),
-                        (thread_id, title_of(text) if text else DEFAULT_TITLE, thread_id, cid, INTERRUPT,
+                        (thread_id, title_from(plans), thread_id, cid, INTERRUPT,
                          status_of(checkpoint), now, now, thread_id, cid, INTERRUPT, now),
                     )
             rewrite += [plan for plan, check in checks if check.fetchone() is None]
@@ -219,44 +198,32 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                         if whole:
                             cur.executemany(UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole])
                         cur.execute(UPSERT_HEAD, (thread_id, ns, ch, cid, len(value)))
-        return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+        return saved_config(config, ns, checkpoint)
 
-    def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
-        """`PostgresSaver.put_writes`; an interrupt or a task's error also marks the
-        thread in the index, in the same transaction. A refusal of a resume value
-        deletes that value instead (graph/store/refusals.py)."""
-        if refuses_answer(writes):
-            with self._tx() as cur:
-                cur.execute(
-                    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
-                    "AND checkpoint_id = %s AND task_id = %s AND channel = %s",
-                    resume_key(config),
-                )
-            return
-        conf = config["configurable"]
-        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
+        with self._tx() as cur:
+            cur.execute(
+                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
+                "AND checkpoint_id = %s AND task_id = %s AND channel = %s",
+                key,
+            )
+
+    def _save_writes(self, thread_id: str, ns: str, cid: str, task_id: str, task_path: str,
+                     writes: Sequence[tuple[str, Any]], index_update: tuple[str, tuple[Any, ...]] | None) -> None:
         query = (
             self.UPSERT_CHECKPOINT_WRITES_SQL
             if all(w[0] in WRITES_IDX_MAP for w in writes)
             else self.INSERT_CHECKPOINT_WRITES_SQL
         )
         with self._tx() as cur:
-            cur.executemany(query, self._dump_writes(thread_id, ns, conf["checkpoint_id"], task_id, task_path, writes))
-            if not ns and self.side_tables and (update := index_update_for_writes(thread_id, writes)):
-                sql, params = update
+            cur.executemany(query, pg_dump_writes(self, thread_id, ns, cid, task_id, task_path, writes))
+            if index_update:
+                sql, params = index_update
                 cur.execute(_pg(sql), params)
-        self.announce_pause(thread_id, ns, writes)
 
     # -- reads ---------------------------------------------------------------------------
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return self._cached_history(config, channels, super().get_delta_channel_history)
-
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self.lock, _internal.get_connection(self.conn) as conn, conn.cursor(binary=True, row_factory=tuple_row) as cur:
+        with self.lock, pg_connection(self.conn) as conn, conn.cursor(binary=True, row_factory=tuple_row) as cur:
             cur.execute(sql, params)
             return cur.fetchall()
 
@@ -288,13 +255,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 if entry is not None:
                     self._put(key, checkpoint_id, ch, entry)
                     return entry
-        stock = PostgresSaver.get_delta_channel_history(
-            self,
-            config={"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}},  # type: ignore[arg-type]
-            channels=[ch],
-        )[ch]
-        seed = stock.get("seed", [])
-        entry = Entry(self._apply(ch, seed.value if isinstance(seed, _DeltaSnapshot) else seed, stock["writes"]), ABSENT)
+        entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
         self._put(key, checkpoint_id, ch, entry)
         return entry
 
@@ -306,8 +267,4 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             "WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id = ANY(%s)",
             (thread_id, ns, channel, list(checkpoint_ids)),
         )
-        rows.sort(key=lambda r: writes_sort_key(r[5] or "", r[1], r[2]))
-        out: dict[str, list[PendingWrite]] = {}
-        for cid, task_id, _, type_tag, blob, _ in rows:
-            out.setdefault(cid, []).append((task_id, channel, self.serde.loads_typed((type_tag, blob))))
-        return out
+        return writes_by_checkpoint(rows, channel, self.serde)

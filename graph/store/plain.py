@@ -22,21 +22,22 @@ from typing import Any
 
 import ormsgpack
 
-# LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus).
-EXT_CONSTRUCTOR_SINGLE_ARG = 0
-EXT_CONSTRUCTOR_POS_ARGS = 1
-EXT_CONSTRUCTOR_KW_ARGS = 2
-EXT_METHOD_SINGLE_ARG = 3
-EXT_PYDANTIC_V1 = 4
-EXT_PYDANTIC_V2 = 5
-EXT_NUMPY_ARRAY = 6
-EXT_DELTA_SNAPSHOT = 7
+# LangGraph's msgpack extension codes and task path marker: literals, loading no LangGraph.
+from graph.store.langgraph_private import (
+    EXT_CONSTRUCTOR_KW_ARGS,
+    EXT_CONSTRUCTOR_POS_ARGS,
+    EXT_CONSTRUCTOR_SINGLE_ARG,
+    EXT_DELTA_SNAPSHOT,
+    EXT_METHOD_SINGLE_ARG,
+    EXT_PYDANTIC_V1,
+    EXT_PYDANTIC_V2,
+    PUSH,
+)
 
 # The head's rows: messages per block, the blocks' type tag, the kind of a serialized item.
 BLOCK = 32
 HEAD_BLOCK = "gh-block"
 SERIALIZED = "~"
-INTERRUPT_CHANNEL = "__interrupt__"
 
 
 class UnreadableValue(ValueError):
@@ -92,7 +93,7 @@ def block_fields(count: int, data: bytes) -> list[dict[str, Any]]:
 
 
 def interrupts_of(value: Any) -> list[tuple[str, Any]]:
-    """(interrupt id, value) for each interrupt of an `__interrupt__` write."""
+    """(interrupt id, value) for each interrupt of an interrupt write."""
     items = value if isinstance(value, list | tuple) else [value]
     out = []
     for item in items:
@@ -105,4 +106,4 @@ def task_order(task_path: str | None, task_id: str, idx: int) -> tuple[int, str,
     """The order LangGraph lists a step's tasks in: tasks sent with `Send` (PUSH, by
     index; their paths are zero-padded) before node tasks (PULL)."""
     path = task_path or ""
-    return (0 if "__pregel_push" in path else 1, path, task_id, idx)
+    return (0 if PUSH in path else 1, path, task_id, idx)

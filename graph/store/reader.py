@@ -32,12 +32,13 @@ from urllib.parse import urlsplit, urlunsplit
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
+from graph.protocol.state_keys import MESSAGES, USAGE
 from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import _record as decision_of
+from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
 from graph.store.leases import _pid_alive
 from graph.store.plain import (
-    INTERRUPT_CHANNEL,
     UnreadableValue,
     block_fields,
     interrupts_of,
@@ -45,11 +46,6 @@ from graph.store.plain import (
     task_order,
 )
 
-MESSAGES = "messages"
-NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-# Writes that say what happened to a task, not what it produced (a task with any
-# other write has finished; langgraph/pregel/_task_status.py).
-CONTROL_WRITES = frozenset({"__error__", "__error_source_node__", INTERRUPT_CHANNEL, "__resume__"})
 THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
 
 Rows = list[tuple[Any, ...]]
@@ -120,6 +116,8 @@ class _Postgres:
             return
         with self._lock:
             if self._conn is None:
+                if self._url is None:
+                    raise StorageError("a Postgres reader needs a database URL or a pool")
                 self._conn = self._psycopg.connect(self._url, autocommit=True, connect_timeout=10)
             yield self._conn
 
@@ -249,10 +247,10 @@ class ThreadReader:
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call
         (as `Session.pending`). One query: the writes at the latest checkpoint."""
-        writes = self._writes(thread_id, None, [INTERRUPT_CHANNEL])
+        writes = self._writes(thread_id, None, [INTERRUPT])
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
         asked = sorted(
-            (w for w in writes if w[3] == INTERRUPT_CHANNEL and w[0] != NULL_TASK_ID and w[0] not in finished),
+            (w for w in writes if w[3] == INTERRUPT and w[0] != NULL_TASK_ID and w[0] not in finished),
             key=lambda w: task_order(w[1], w[0], w[2]),
         )
         pauses = [
@@ -328,8 +326,8 @@ class ThreadReader:
         checkpoint_id = self._latest(thread_id)
         if checkpoint_id is None:
             return {}
-        total = dict(self._channel_value(thread_id, checkpoint_id, "usage") or {})
-        for value in self._pending_values(thread_id, checkpoint_id, "usage"):
+        total = dict(self._channel_value(thread_id, checkpoint_id, USAGE) or {})
+        for value in self._pending_values(thread_id, checkpoint_id, USAGE):
             for key, amount in (value or {}).items():
                 total[key] = total.get(key, 0) + amount
         return total

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import ERROR, NULL_TASK_ID, RESUME
 from langgraph.errors import is_invalid_resume
+
+from graph.store.langgraph_private import ERROR, NULL_TASK_ID, RESUME
 
 # The stored answer to forget: (thread_id, checkpoint_ns, checkpoint_id) + these.
 RESUME_TASK, RESUME_CHANNEL = NULL_TASK_ID, RESUME

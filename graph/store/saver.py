@@ -41,7 +41,7 @@ import json
 import sqlite3
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -50,39 +50,27 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
-    DeltaChannelHistory,
     PendingWrite,
     get_checkpoint_metadata,
-    writes_sort_key,
 )
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graph.protocol.threads import check_thread_id
 from graph.store.delta_reads import (
     ABSENT,
-    DEFAULT_MAX_THREADS,
-    INTERRUPT,
     DeltaReads,
     Entry,
     HeadPlan,
-    Reducer,
-    index_update_for_writes,
+    saved_config,
+    title_from,
     unwrap,
+    writes_by_checkpoint,
 )
 from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
+from graph.store.langgraph_private import INTERRUPT, sqlite_has_task_path
 from graph.store.reader import TREE_INDEX
-from graph.store.refusals import refuses_answer, resume_key
-from graph.store.threads import (
-    DEFAULT_TITLE,
-    ON_CHECKPOINT,
-    THREADS_INDEX,
-    THREADS_TABLE,
-    first_user_text,
-    status_of,
-    title_of,
-)
+from graph.store.threads import ON_CHECKPOINT, THREADS_INDEX, THREADS_TABLE, status_of
 
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
@@ -146,16 +134,8 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
     -> the reducer of that channel's `DeltaChannel` (or the graph registers it);
     other channels read the stock way."""
 
-    def __init__(
-        self,
-        conn: Any,
-        *,
-        reducers: Mapping[str, Reducer] | None = None,
-        serde: Any = None,
-        max_threads: int = DEFAULT_MAX_THREADS,
-    ) -> None:
-        super().__init__(conn, serde=serde or compact_serde())
-        self._init_delta_reads(reducers, max_threads)
+    def default_serde(self) -> Any:
+        return compact_serde()
 
     def setup(self) -> None:
         if self.is_setup:
@@ -189,11 +169,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
     ) -> RunnableConfig:
         """`SqliteSaver.put`; in the same transaction the head moves to this checkpoint
         (when its channel values are known here) and the thread's index row follows."""
-        conf = config["configurable"]
-        # Any client, the raw graph and Studio included: a malformed id never gets a thread.
-        thread_id, ns = check_thread_id(str(conf["thread_id"])), conf.get("checkpoint_ns", "")
-        parent = conf.get("checkpoint_id")
-        plans = self._head_plans(thread_id, ns, parent, checkpoint)
+        thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
         type_, blob = self.serde.dumps_typed(checkpoint)
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
         with self.cursor() as cur:
@@ -205,34 +181,27 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             for plan in plans:
                 self._write_head(cur, thread_id, ns, checkpoint["id"], parent, plan)
             if not ns and self.side_tables:
-                text = next((first_user_text(value) for ch, value, _, _ in plans if ch == "messages"), None)
                 paused = cur.execute(
                     "SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? "
                     "AND channel = ? LIMIT 1",
                     (thread_id, checkpoint["id"], INTERRUPT),
                 ).fetchone()
                 now = time.time()
-                cur.execute(ON_CHECKPOINT, (thread_id, title_of(text) if text else DEFAULT_TITLE,
+                cur.execute(ON_CHECKPOINT, (thread_id, title_from(plans),
                                             "awaiting_approval" if paused else status_of(checkpoint), now, now,
                                             now if paused else None))
-        return {"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+        return saved_config(config, ns, checkpoint)
 
-    def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
-        """`SqliteSaver.put_writes`; an interrupt or a task's error also marks the
-        thread in the index, in the same transaction. A refusal of a resume value
-        deletes that value instead (graph/store/refusals.py)."""
-        if refuses_answer(writes):
-            with self.cursor() as cur:
-                cur.execute(
-                    "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
-                    "AND task_id = ? AND channel = ?",
-                    resume_key(config),
-                )
-            return
-        conf = config["configurable"]
-        thread_id, ns, cid = str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"])
+    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
+        with self.cursor() as cur:
+            cur.execute(
+                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
+                "AND task_id = ? AND channel = ?",
+                key,
+            )
+
+    def _save_writes(self, thread_id: str, ns: str, cid: str, task_id: str, task_path: str,
+                     writes: Sequence[tuple[str, Any]], index_update: tuple[str, tuple[Any, ...]] | None) -> None:
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
         with self.cursor() as cur:
             cur.executemany(
@@ -244,9 +213,8 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                     for idx, (channel, value) in enumerate(writes)
                 ],
             )
-            if not ns and self.side_tables and (update := index_update_for_writes(thread_id, writes)):
-                cur.execute(*update)
-        self.announce_pause(thread_id, ns, writes)
+            if index_update:
+                cur.execute(*index_update)
 
     def _write_head(
         self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None, plan: HeadPlan
@@ -284,11 +252,6 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         )
 
     # -- reads ------------------------------------------------------------------------
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return self._cached_history(config, channels, super().get_delta_channel_history)
-
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
         if not self.side_tables:
             return None
@@ -358,12 +321,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             return Entry([], ABSENT)
         own = chain[0][2]
         if base is None:
-            stock = SqliteSaver.get_delta_channel_history(
-                self,
-                config={"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}},  # type: ignore[arg-type]
-                channels=[ch],
-            )[ch]
-            value = self._apply(ch, unwrap(stock.get("seed", [])), stock["writes"])
+            value = self._replayed(ch, config, checkpoint_id)
         else:
             # Oldest step first: start from the known ancestor (or the snapshot a
             # checkpoint on the way stores) and apply the writes after it.
@@ -387,7 +345,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         """The channel's writes stored at each checkpoint, in replay order."""
         if not checkpoint_ids:
             return {}
-        task_path = "task_path" if self._has_task_path else "''"
+        task_path = "task_path" if sqlite_has_task_path(self) else "''"
         rows: list[Any] = []
         with self.cursor(transaction=False) as cur:
             for at in range(0, len(checkpoint_ids), IDS_PER_QUERY):
@@ -398,8 +356,4 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                     f"AND checkpoint_id IN ({','.join('?' * len(part))})",
                     (thread_id, ns, channel, *part),
                 ).fetchall()
-        rows.sort(key=lambda r: writes_sort_key(r[5] or "", r[1], r[2]))
-        out: dict[str, list[PendingWrite]] = {}
-        for cid, task_id, _, type_tag, value, _ in rows:
-            out.setdefault(cid, []).append((task_id, channel, self.serde.loads_typed((type_tag, value))))
-        return out
+        return writes_by_checkpoint(rows, channel, self.serde)

@@ -14,13 +14,16 @@ Two writers keep it, so it is right whoever runs the graph:
 
 from __future__ import annotations
 
+import builtins  # `list` is a method of ThreadIndex
 import sqlite3
 import threading
 import time
 from contextlib import AbstractContextManager
 from typing import Any
 
+from graph.protocol.state_keys import ended_as
 from graph.protocol.threads import SUMMARY_MARK, ThreadInfo, content_text
+from graph.store.langgraph_private import BRANCH_TO, START, TASKS
 from graph.store.sqlite import immediate
 
 THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
@@ -104,14 +107,9 @@ def status_of(checkpoint: Any) -> str:
     `branch:to:<node>` channel or the `Send` queue (`__pregel_tasks`) was updated, and
     `__start__` starts a run: a step that updated none of them ended the run."""
     updated = checkpoint.get("updated_channels") or ()
-    if any(ch.startswith("branch:to:") or ch in ("__pregel_tasks", "__start__") for ch in updated):
+    if any(ch.startswith(BRANCH_TO) or ch in (TASKS, START) for ch in updated):
         return "running"
-    values = checkpoint.get("channel_values") or {}
-    if "run_status" in updated and values.get("run_status"):
-        return str(values["run_status"])  # the node that ended the run said how
-    if values.get("stop_reason"):
-        return "cancelled" if values.get("stop_kind") == "cancelled" else "stopped"
-    return "completed"
+    return ended_as(checkpoint.get("channel_values") or {}, updated)
 
 
 class ThreadIndex:
@@ -152,7 +150,7 @@ class ThreadIndex:
             return self._select("WHERE status=? ORDER BY updated_at DESC LIMIT ?", (status, limit))
         return self._select("ORDER BY updated_at DESC LIMIT ?", (limit,))
 
-    def pending(self) -> list[ThreadInfo]:
+    def pending(self) -> builtins.list[ThreadInfo]:
         """Threads waiting for a decision, oldest first (the approvals inbox)."""
         return self._select("WHERE status='awaiting_approval' ORDER BY pending_since ASC", ())
 
@@ -160,7 +158,7 @@ class ThreadIndex:
         with self._tx() as c:
             c.execute("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))
 
-    def _select(self, where: str, params: tuple[Any, ...]) -> list[ThreadInfo]:
+    def _select(self, where: str, params: tuple[Any, ...]) -> builtins.list[ThreadInfo]:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "

@@ -1,0 +1,156 @@
+"""LangGraph's private surface, fenced: every name Gatehouse takes from LangGraph that
+LangGraph does not promise to keep (underscored modules and names, channel names it
+writes into checkpoints, its serializer's codes, methods of its savers) is named here
+and nowhere else in Gatehouse.
+
+`SURFACE` says, for each, where LangGraph keeps it and which Gatehouse feature stops
+working without it; tests/test_langgraph_internals.py checks every row against the
+installed LangGraph, so an upgrade that moves or changes one fails with that row.
+
+Two kinds of names:
+- strings and numbers LangGraph writes into what it stores (channel names, a task id,
+  msgpack extension codes) are copied here as literals: the readers that must start
+  without LangGraph (graph/store/reader.py, plain.py: the terminal's fast commands)
+  import them, and loading this module loads no LangGraph;
+- objects (a class, functions, a context manager) are imported from LangGraph when
+  first asked for (`from graph.store.langgraph_private import DeltaSnapshot`), by the
+  savers and the agent, which load LangGraph anyway.
+
+Imports no Gatehouse module: the architecture test lets the agent (the messages
+reducer, the tool node's runnable, strict resume) and the service (the interrupt
+channel) import this one module of the store, and only it (tests/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langgraph._internal._runnable import RunnableCallable
+    from langgraph.channels.binop import _get_overwrite as get_overwrite
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.checkpoint.postgres._internal import get_connection as pg_connection
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph.message import _messages_delta_reducer as messages_delta_reducer
+
+__all__ = [
+    "BRANCH_TO", "CONFIG_KEY_STRICT_RESUME", "CONTROL_WRITES", "ERROR", "ERROR_SOURCE_NODE",
+    "EXT_CONSTRUCTOR_KW_ARGS", "EXT_CONSTRUCTOR_POS_ARGS", "EXT_CONSTRUCTOR_SINGLE_ARG", "EXT_DELTA_SNAPSHOT",
+    "EXT_METHOD_SINGLE_ARG", "EXT_NUMPY_ARRAY", "EXT_PYDANTIC_V1", "EXT_PYDANTIC_V2", "INTERRUPT", "NULL_TASK_ID",
+    "PUSH", "RESUME", "START", "SURFACE", "TASKS", "DeltaSnapshot", "Private", "RunnableCallable",
+    "get_overwrite", "messages_delta_reducer", "pg_connection", "pg_dump_blobs", "pg_dump_writes",
+    "sqlite_has_task_path",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Private:
+    """One name of LangGraph's that Gatehouse relies on."""
+
+    ours: str  # the name in this module
+    theirs: str  # where LangGraph keeps it: "module:attribute" (an attribute may be "Class.name")
+    needed_by: str  # what in Gatehouse breaks when it changes
+
+
+# -- channel names and ids LangGraph writes into checkpoints (langgraph/_internal/_constants.py)
+INTERRUPT = "__interrupt__"
+ERROR = "__error__"
+ERROR_SOURCE_NODE = "__error_source_node__"
+RESUME = "__resume__"
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+TASKS = "__pregel_tasks"
+PUSH = "__pregel_push"
+START = "__start__"
+# `branch:to:<node>`: the channel that triggers a node of a StateGraph.
+BRANCH_TO = "branch:to:"
+CONFIG_KEY_STRICT_RESUME = "__pregel_strict_resume"
+# Writes that say what happened to a task, not what it produced: a task with any other
+# write has finished (langgraph/pregel/_task_status.py).
+CONTROL_WRITES = frozenset({ERROR, ERROR_SOURCE_NODE, INTERRUPT, RESUME})
+
+# -- LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus)
+EXT_CONSTRUCTOR_SINGLE_ARG = 0
+EXT_CONSTRUCTOR_POS_ARGS = 1
+EXT_CONSTRUCTOR_KW_ARGS = 2
+EXT_METHOD_SINGLE_ARG = 3
+EXT_PYDANTIC_V1 = 4
+EXT_PYDANTIC_V2 = 5
+EXT_NUMPY_ARRAY = 6
+EXT_DELTA_SNAPSHOT = 7
+
+_C = "langgraph._internal._constants"
+_EXT = "langgraph.checkpoint.serde.jsonplus"
+_SERDE = "reading stored threads without LangGraph (graph/store/plain.py: `gatehouse threads/pending/show`)"
+SURFACE: tuple[Private, ...] = (
+    Private("INTERRUPT", f"{_C}:INTERRUPT",
+            "pauses: the thread index marks a thread awaiting approval, pause notifications, the stream's "
+            "ApprovalRequired events, the reader's pending approvals"),
+    Private("ERROR", f"{_C}:ERROR", "the thread index marks a failed task; a refused answer leaves no trace"),
+    Private("ERROR_SOURCE_NODE", f"{_C}:ERROR_SOURCE_NODE", "the reader tells finished tasks from paused ones"),
+    Private("RESUME", f"{_C}:RESUME", "a refused answer is deleted from the checkpoint writes (refusals.py)"),
+    Private("NULL_TASK_ID", f"{_C}:NULL_TASK_ID",
+            "a refused answer is deleted (refusals.py); the reader applies state updates to the transcript"),
+    Private("TASKS", f"{_C}:TASKS", "the thread index shows a run with Send tasks due as running"),
+    Private("PUSH", f"{_C}:PUSH", "the reader lists a step's tasks in LangGraph's order (plain.task_order)"),
+    Private("START", "langgraph.constants:START", "the thread index shows a run just started as running"),
+    Private("BRANCH_TO", "langgraph.graph.state:_CHANNEL_BRANCH_TO",
+            "the thread index shows a run with a node due as running"),
+    Private("CONFIG_KEY_STRICT_RESUME", f"{_C}:CONFIG_KEY_STRICT_RESUME",
+            "an answer naming an interrupt that is not pending is refused (graph/agent/graph.py)"),
+    Private("CONTROL_WRITES", "langgraph.pregel._task_status:CONTROL_WRITES",
+            "the reader's pending approvals and transcript follow get_state's task status rules"),
+    *(Private(name, f"{_EXT}:{name}", _SERDE) for name in (
+        "EXT_CONSTRUCTOR_SINGLE_ARG", "EXT_CONSTRUCTOR_POS_ARGS", "EXT_CONSTRUCTOR_KW_ARGS", "EXT_METHOD_SINGLE_ARG",
+        "EXT_PYDANTIC_V1", "EXT_PYDANTIC_V2", "EXT_NUMPY_ARRAY", "EXT_DELTA_SNAPSHOT")),
+    Private("DeltaSnapshot", "langgraph.checkpoint.serde.types:_DeltaSnapshot",
+            "the savers' cached and materialised messages (delta_reads.py, pg_saver.py): cold and warm reads"),
+    Private("get_overwrite", "langgraph.channels.binop:_get_overwrite",
+            "replaying a DeltaChannel's writes in the savers (an Overwrite resets the messages)"),
+    Private("messages_delta_reducer", "langgraph.graph.message:_messages_delta_reducer",
+            "the messages reducer (graph/agent/message_merge.py) for anything but appends"),
+    Private("RunnableCallable", "langgraph._internal._runnable:RunnableCallable",
+            "run_tool's async form, the cancel bridge: cancelling a LangGraph Server run stops the tool call"),
+    Private("pg_connection", "langgraph.checkpoint.postgres._internal:get_connection",
+            "the Postgres saver writes a checkpoint, its head and the thread index in one transaction"),
+    Private("pg_dump_blobs", "langgraph.checkpoint.postgres:PostgresSaver._dump_blobs",
+            "the Postgres saver stores channel values as the stock saver does"),
+    Private("pg_dump_writes", "langgraph.checkpoint.postgres:PostgresSaver._dump_writes",
+            "the Postgres saver stores task writes as the stock saver does"),
+    Private("sqlite_has_task_path", "langgraph.checkpoint.sqlite:SqliteSaver._has_task_path",
+            "the SQLite saver reads writes in LangGraph's order on files from before task_path"),
+)
+
+# The objects, imported from LangGraph on first use.
+_LAZY = {p.ours: p.theirs for p in SURFACE if p.ours in (
+    "DeltaSnapshot", "get_overwrite", "messages_delta_reducer", "RunnableCallable", "pg_connection")}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = where.split(":")
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+# -- methods of the stock savers, called on Gatehouse's subclasses
+def pg_dump_blobs(saver: PostgresSaver, thread_id: str, ns: str, values: dict[str, Any],
+                  versions: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The checkpoint_blobs rows of these channel values, as `PostgresSaver.put` writes them."""
+    return saver._dump_blobs(thread_id, ns, values, versions)
+
+
+def pg_dump_writes(saver: PostgresSaver, thread_id: str, ns: str, checkpoint_id: str, task_id: str,
+                   task_path: str, writes: Any) -> list[tuple[Any, ...]]:
+    """The checkpoint_writes rows of a task's writes, as `PostgresSaver.put_writes` writes them."""
+    return saver._dump_writes(thread_id, ns, checkpoint_id, task_id, task_path, writes)
+
+
+def sqlite_has_task_path(saver: SqliteSaver) -> bool:
+    """Whether the file's writes table has LangGraph's `task_path` column."""
+    return bool(saver._has_task_path)
