@@ -8,6 +8,10 @@ which of them clients, runs and hooks may set.
 - `RUN_KEYS` are reset when a new user message starts a run.
 - `HOOK_KEYS` are what a hook's update may write; `MERGED_KEYS` among them are
   merged per key (each hook writes its own entry), the rest replaced.
+
+The keys read outside the agent (the store reads them from stored checkpoints, in
+processes that never load the agent) are named in graph/protocol/state_keys.py;
+tests/test_architecture.py checks that they stay keys of `AgentState`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict
 
 from graph.agent.message_merge import merge_messages
+from graph.protocol.state_keys import STOP_KIND, STOP_REASON
 
 
 def add_grants(left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -136,4 +141,4 @@ HOOK_KEYS = frozenset(
 )
 MERGED_KEYS = frozenset({"model_context", "hook_run", "hook_thread"})
 # The keys that say how a run stopped, as a run's updates carry them.
-STOP_KEYS = ("stop_reason", "stop_kind")
+STOP_KEYS = (STOP_REASON, STOP_KIND)

@@ -49,6 +49,30 @@ from langchain_core.messages import (
 
 from graph.store.plain import BLOCK, SERIALIZED, block_items
 
+# The head's two tables, the same on SQLite and Postgres but for the type of bytes.
+HEAD_TABLES = (
+    """CREATE TABLE IF NOT EXISTS gatehouse_heads (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel))""",
+    """CREATE TABLE IF NOT EXISTS gatehouse_head_blocks (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    data {blob} NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, pos))""",
+)
+
+
+def head_tables(blob: str) -> list[str]:
+    """The head's CREATE TABLE statements, bytes stored as `blob` (BLOB, BYTEA)."""
+    return [table.format(blob=blob) for table in HEAD_TABLES]
+
 KINDS: dict[type, str] = {
     HumanMessage: "human",
     AIMessage: "ai",
@@ -125,7 +149,7 @@ def decode(rows: Sequence[tuple[int, bytes]], count: int, serde: Any) -> list[An
                     append(serde.loads_typed((item[1], item[2])))
                     continue
                 kind, fields, extra, fields_set = item
-                message = new(classes[kind])
+                message: Any = new(classes[kind])
                 _set(message, "__dict__", fields)
                 _set(message, "__pydantic_extra__", extra)
                 _set(message, "__pydantic_fields_set__", set(fields_set))

@@ -42,7 +42,7 @@ from graph.store.delta_reads import (
     title_from,
     writes_by_checkpoint,
 )
-from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
+from graph.store.head import HeadUnreadable, decode, head_tables, head_update, unchanged_prefix
 from graph.store.langgraph_private import (
     INTERRUPT,
     DeltaSnapshot,
@@ -52,23 +52,7 @@ from graph.store.langgraph_private import (
 )
 from graph.store.threads import ON_CHECKPOINT, status_of
 
-HEAD_SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS gatehouse_heads (
-        thread_id TEXT NOT NULL,
-        checkpoint_ns TEXT NOT NULL DEFAULT '',
-        channel TEXT NOT NULL,
-        checkpoint_id TEXT NOT NULL,
-        count INTEGER NOT NULL,
-        PRIMARY KEY (thread_id, checkpoint_ns, channel))""",
-    """CREATE TABLE IF NOT EXISTS gatehouse_head_blocks (
-        thread_id TEXT NOT NULL,
-        checkpoint_ns TEXT NOT NULL DEFAULT '',
-        channel TEXT NOT NULL,
-        pos INTEGER NOT NULL,
-        n INTEGER NOT NULL,
-        data BYTEA NOT NULL,
-        PRIMARY KEY (thread_id, checkpoint_ns, channel, pos))""",
-]
+HEAD_SCHEMA = head_tables(blob="BYTEA")
 UPSERT_BLOCK = (
     "INSERT INTO gatehouse_head_blocks (thread_id, checkpoint_ns, channel, pos, n, data) "
     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id, checkpoint_ns, channel, pos) "

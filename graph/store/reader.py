@@ -14,7 +14,9 @@ Everything here is read from tables the storage layer writes whoever runs the gr
   applies them). When the head is elsewhere (a thread written by a stock saver)
   `transcript` says so (None) and the caller asks the Session.
 
-Imports: the standard library, ormsgpack, graph.protocol, and psycopg for Postgres.
+Imports: the standard library, ormsgpack, graph.protocol, psycopg for Postgres, and
+LangGraph's channel names as literals (graph/store/langgraph_private.py, which loads no
+LangGraph for them).
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ from graph.store.delta_reads import (
     unwrap,
     writes_by_checkpoint,
 )
-from graph.store.head import HeadUnreadable, decode, head_update, unchanged_prefix
+from graph.store.head import HeadUnreadable, decode, head_tables, head_update, unchanged_prefix
 from graph.store.langgraph_private import INTERRUPT, sqlite_has_task_path
 from graph.store.reader import TREE_INDEX
 from graph.store.threads import ON_CHECKPOINT, THREADS_INDEX, THREADS_TABLE, status_of
@@ -107,25 +107,7 @@ def compact_serde() -> EncryptedSerializer:
     return EncryptedSerializer(ZlibCodec(), JsonPlusSerializer())
 
 
-HEAD_SCHEMA = """
-CREATE TABLE IF NOT EXISTS gatehouse_heads (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    channel TEXT NOT NULL,
-    checkpoint_id TEXT NOT NULL,
-    count INTEGER NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_ns, channel)
-);
-CREATE TABLE IF NOT EXISTS gatehouse_head_blocks (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    channel TEXT NOT NULL,
-    pos INTEGER NOT NULL,
-    n INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_ns, channel, pos)
-);
-"""
+HEAD_SCHEMA = ";\n".join(head_tables(blob="BLOB"))
 
 
 class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
