@@ -135,6 +135,23 @@ def test_head_reads_equal_the_stock_replay_after_every_kind_of_turn(tmp_path: Pa
     assert count == blocks[1] == shown - 1 and count > 64 and blocks[0] == -(-count // 32)
 
 
+def test_deleting_a_thread_deletes_its_head(tmp_path: Path) -> None:
+    """The head rows go with the thread (graph/store/head.py head_deletes), and a thread
+    started again under the same id shows only its own messages."""
+    db = str(tmp_path / "gh.db")
+    session = build(db, tmp_path, script=["a reply"])
+    session.send("t", "hello").collect()
+    session.send("u", "keep me").collect()
+    session.delete("t")
+    with sqlite3.connect(db) as conn:
+        left = [conn.execute(f"SELECT count(*) FROM {table} WHERE thread_id = ?", (thread,)).fetchone()[0]
+                for table in ("gatehouse_heads", "gatehouse_head_blocks") for thread in ("t", "u")]
+    assert left == [0, 1, 0, 1]
+    session.send("t", "again").collect()
+    session.close()
+    assert [m.content for m in open_reader(db).transcript("t") or []] == ["again", "a reply"]  # no "hello"
+
+
 def test_head_follows_undo_fork_and_compaction(tmp_path: Path) -> None:
     db = str(tmp_path / "gh.db")
     summariser = ScriptedModel(script=["SUMMARY of the early turns"])

@@ -69,6 +69,11 @@ HEAD_TABLES = (
 )
 
 
+def head_deletes(placeholder: str) -> list[str]:
+    """The statements that delete a thread's head (one parameter: the thread id)."""
+    return [f"DELETE FROM {table} WHERE thread_id = {placeholder}" for table in ("gatehouse_heads", "gatehouse_head_blocks")]
+
+
 def head_tables(blob: str) -> list[str]:
     """The head's CREATE TABLE statements, bytes stored as `blob` (BLOB, BYTEA)."""
     return [table.format(blob=blob) for table in HEAD_TABLES]

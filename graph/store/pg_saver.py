@@ -42,7 +42,14 @@ from graph.store.delta_reads import (
     title_from,
     writes_by_checkpoint,
 )
-from graph.store.head import HeadUnreadable, decode, head_tables, head_update, unchanged_prefix
+from graph.store.head import (
+    HeadUnreadable,
+    decode,
+    head_deletes,
+    head_tables,
+    head_update,
+    unchanged_prefix,
+)
 from graph.store.langgraph_private import (
     INTERRUPT,
     DeltaSnapshot,
@@ -105,8 +112,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         self.clear_cache(thread_id)
         super().delete_thread(thread_id)
         with self._tx() as cur:
-            cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = %s", (str(thread_id),))
-            cur.execute("DELETE FROM gatehouse_head_blocks WHERE thread_id = %s", (str(thread_id),))
+            for sql in head_deletes("%s"):
+                cur.execute(sql, (str(thread_id),))
 
     # -- writes ------------------------------------------------------------------------
     def put(

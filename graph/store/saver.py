@@ -67,7 +67,14 @@ from graph.store.delta_reads import (
     unwrap,
     writes_by_checkpoint,
 )
-from graph.store.head import HeadUnreadable, decode, head_tables, head_update, unchanged_prefix
+from graph.store.head import (
+    HeadUnreadable,
+    decode,
+    head_deletes,
+    head_tables,
+    head_update,
+    unchanged_prefix,
+)
 from graph.store.langgraph_private import INTERRUPT, sqlite_has_task_path
 from graph.store.reader import TREE_INDEX
 from graph.store.threads import ON_CHECKPOINT, THREADS_INDEX, THREADS_TABLE, status_of
@@ -137,9 +144,8 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         with self.cursor() as cur:
             cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (str(thread_id),))
             cur.execute("DELETE FROM writes WHERE thread_id = ?", (str(thread_id),))
-            if self.side_tables:
-                cur.execute("DELETE FROM gatehouse_heads WHERE thread_id = ?", (str(thread_id),))
-                cur.execute("DELETE FROM gatehouse_head_blocks WHERE thread_id = ?", (str(thread_id),))
+            for sql in head_deletes("?") if self.side_tables else ():
+                cur.execute(sql, (str(thread_id),))
 
     # -- writes ------------------------------------------------------------------------
     def put(
