@@ -101,8 +101,9 @@ def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -
 
 
 class DeltaReads:
-    """A mixin for a `BaseCheckpointSaver`: `register_reducer`, the per-process cache,
-    the head plans of `put` and the cached `get_delta_channel_history`."""
+    """A mixin for a `BaseCheckpointSaver` (listed before it): construction,
+    `register_reducer`, the per-process cache, the start of `put` (the head plans),
+    `put_writes` and the cached `get_delta_channel_history`."""
 
     reducers: dict[str, Reducer]
     max_threads: int
@@ -117,8 +118,7 @@ class DeltaReads:
         serde: Any = None,
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
-        # A mixin: the stock saver's __init__ follows in the MRO.
-        super().__init__(conn, serde=serde or self.default_serde())  # type: ignore[call-arg]  # the stock saver's
+        super().__init__(conn, serde=serde or self.default_serde())  # type: ignore[call-arg]  # a mixin: the stock saver's __init__ follows in the MRO
         self._init_delta_reads(reducers, max_threads)
 
     def default_serde(self) -> Any:
