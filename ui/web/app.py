@@ -35,8 +35,8 @@ from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
 from ui.web.desktop_notify import desktop_notifications  # noqa: E402
 from ui.web.identity import signed_in  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
-from ui.web.live_updates import page_drawn, page_started  # noqa: E402
 from ui.web.live_edit import LIVE_EDIT_SCRIPT  # noqa: E402
+from ui.web.live_updates import page_drawn, page_started  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.not_found import thread_not_found_page  # noqa: E402
 from ui.web.safe_text import markdown  # noqa: E402

@@ -19,8 +19,8 @@ from graph.protocol.display import visible
 from graph.protocol.operations import Fork, Retry, SendMessage
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import tab_options
-from ui.web.live_run import durations, follow, last_error
 from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.live_run import durations, follow, last_error
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import stopped_notes
