@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +42,7 @@ def check_thread_id(thread_id: object) -> str:
     """`thread_id` when it is a valid thread id, else `InvalidThreadId` (nothing changes)."""
     if (problem := thread_id_problem(thread_id)) is not None:
         raise InvalidThreadId(problem)
-    return thread_id  # type: ignore[return-value]
+    return cast(str, thread_id)  # thread_id_problem refuses anything but a str
 
 
 def shown_id(thread_id: str, limit: int = 60) -> str:
@@ -234,7 +234,7 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
     kind = data.get("type")
     extra = data.get("additional_kwargs") or {}
     content = data.get("content")
-    fields: dict[str, Any] = {"role": ROLES.get(kind, kind), "content": content_text(content), "id": data.get("id")}
+    fields: dict[str, Any] = {"role": ROLES.get(str(kind), kind), "content": content_text(content), "id": data.get("id")}
     if kind == "human" and extra.get(SUMMARY_MARK):
         fields["summary"] = True
     if kind in ("ai", "AIMessageChunk"):

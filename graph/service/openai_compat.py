@@ -33,7 +33,7 @@ def _reasoning(fields: Any) -> str:
     return ""
 
 
-class ChatOpenAICompatible(ChatOpenAI):  # type: ignore[override]
+class ChatOpenAICompatible(ChatOpenAI):
     """`ChatOpenAI` that keeps `reasoning_content` / `reasoning` from the server."""
 
     def _convert_chunk_to_generation_chunk(
