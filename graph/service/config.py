@@ -36,7 +36,7 @@ class Settings:
     model_factory: str | None = None
     max_model_calls: int = 25
     # [model] max_retries / timeout: Gatehouse retries a model call that failed in a way
-    # worth retrying at once (graph/model_call.py); seconds the server may stay silent
+    # worth retrying at once (graph/agent/model_call.py); seconds the server may stay silent
     # (ChatOpenAI's own default is to wait forever).
     model_max_retries: int = 2
     model_timeout: float | None = 600.0

@@ -38,7 +38,7 @@ def make_model(settings: Settings) -> BaseChatModel:
         temperature=settings.temperature,
         # The usage chunk also tells a finished stream from a cut one (graph/agent/cut_off.py).
         stream_usage=settings.model_stream_usage,
-        # Gatehouse retries, with an event each time (graph/model_call.py); the client's
+        # Gatehouse retries, with an event each time (graph/agent/model_call.py); the client's
         # own silent retries would multiply them.
         max_retries=0,
         timeout=settings.model_timeout,
