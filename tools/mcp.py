@@ -254,8 +254,3 @@ class MCPServers:
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self._loop.close()
-
-
-def load_mcp_servers(connections: Mapping[str, Mapping[str, Any]], reserved_names: Iterable[str] = ()) -> tuple[MCPServers, list[BaseTool]]:
-    servers = MCPServers(connections)
-    return servers, servers.load(reserved_names)

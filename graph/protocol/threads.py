@@ -264,9 +264,3 @@ def turn_starts(messages: Sequence[MessageView]) -> list[int]:
     terminal's `show` (#n), `fork --at n`, `branches` / `switch --at n`, `undo`, and
     the web app's "Turn n"."""
     return [i for i, m in enumerate(messages) if m.role == "user" and not m.summary]
-
-
-def turn_of(messages: Sequence[MessageView], index: int) -> int | None:
-    """The turn number (1-based) of the person's message at `index`, if it is one."""
-    starts = turn_starts(messages)
-    return starts.index(index) + 1 if index in starts else None
