@@ -29,6 +29,8 @@ from tests.support.postgres import PostgresServer
 # The core approval-contract suite, collected again in this module (on Postgres).
 from tests.test_core_graph import *  # noqa: F403
 
+pytestmark = pytest.mark.postgres
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
