@@ -38,7 +38,7 @@ from graph.agent.resolve import CLEAR, is_clear, is_goto_end, pending_review_cal
 _PARTS = "deps"
 
 
-class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]  # LangGraph's state/context/input/output types: the graph's own schemas
+class GatehouseGraph(CompiledStateGraph):
     deps: AgentDeps
 
     @property
@@ -74,7 +74,8 @@ class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]  # LangGraph
         if is_clear(supersteps):
             state = await self.aget_state(config)
             # The decision log is written in a worker thread: the server's loop must not block.
-            supersteps = await asyncio.to_thread(resolution, state, config, self.deps.decisions) or supersteps
+            resolved = await asyncio.to_thread(resolution, state, config, self.deps.decisions)
+            supersteps = resolved or supersteps
         return await super().abulk_update_state(config, supersteps)
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
@@ -121,7 +122,7 @@ def _with_context(kwargs: dict[str, Any]) -> None:
         kwargs["context"] = RunContext()
 
 
-def as_gatehouse_graph(compiled: CompiledStateGraph, deps: AgentDeps) -> GatehouseGraph:  # type: ignore[type-arg]  # any compiled graph
+def as_gatehouse_graph(compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps) -> GatehouseGraph:
     """The same compiled graph, with Gatehouse's entry points and its parts."""
     compiled.__class__ = GatehouseGraph
     graph: GatehouseGraph = compiled  # type: ignore[assignment]  # its class was just set

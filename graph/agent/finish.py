@@ -8,7 +8,7 @@ history, so it is refused with a `HookError` and nothing is written."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END
@@ -54,9 +54,10 @@ def _unanswered(state: AgentState, added: Sequence[Any]) -> str | None:
     the model should answer (a user or system message) and the update put it there."""
     if not added:
         return None
-    history = add_messages(list(state.get("messages") or []), list(added))
+    messages = list(state.get("messages") or [])
+    history = cast(list[Any], add_messages(cast(Any, messages), list(added)))
     last = history[-1] if history else None
-    before = (state.get("messages") or [None])[-1]
+    before = messages[-1] if messages else None
     if last is None or (before is not None and last.id == before.id and last.type == before.type):
         return None  # the history ended like this before the hooks ran
     if isinstance(last, HumanMessage):

@@ -40,6 +40,7 @@ from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of, session_auto_approves
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import thread_of
@@ -229,7 +230,7 @@ def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | 
     reuses its id."""
     if deps.decisions is None:
         return None
-    answered = [r for r in deps.decisions.for_call(thread_id, call["id"]) if r.question == "review" and r.binds(call)]
+    answered = [r for r in deps.decisions.for_call(thread_id, id_of(call)) if r.question == "review" and r.binds(call)]
     if not answered:
         return None
     record = answered[-1]
@@ -264,7 +265,7 @@ def permit(
     if verdict.mode == "allow":
         return Free(verdict.grant)
     if verdict.mode == "ask":
-        records = deps.decisions.for_call(thread_id, call["id"])
+        records = deps.decisions.for_call(thread_id, id_of(call))
         if matching := [r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)]:
             return Approved(matching[-1].decision)
     return Refused(

@@ -57,6 +57,7 @@ from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
 from graph.agent import tool_messages as say
+from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, cancelled
 from graph.agent.cut_off import cut_reason, notice_text
 from graph.agent.emit import stream_writer, thread_of
@@ -264,9 +265,10 @@ def streams(model: Any) -> bool:
 
 def _lossy_stream(model: Any) -> str | None:
     """The stock class whose `_stream` this model still uses, when that one loses tool calls."""
-    for cls in type(model).__mro__:
+    kind: Any = type(model)
+    for cls in kind.__mro__:
         if cls.__name__ in _LOSSY_STREAMS and cls.__module__.startswith("langchain_core."):
-            return cls.__name__ if type(model)._stream is cls._stream else None
+            return cls.__name__ if kind._stream is cls._stream else None
     return None
 
 
@@ -349,7 +351,7 @@ def prompt_messages(
     unsent: set[str] = set()
     for m in model_view(history):
         if isinstance(m, AIMessage) and (m.additional_kwargs.get(NOTICE_MARK) or is_cut_off(m)):
-            unsent = {c["id"] for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
+            unsent = {id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
             continue
         if isinstance(m, ToolMessage) and m.tool_call_id in unsent:
             unsent.discard(m.tool_call_id)

@@ -57,7 +57,7 @@ def call_model(
     stored = state["messages"]  # the history as saved, before this step
     released = list(state.get("held_messages") or [])
     if released:
-        state = {**state, "messages": merge_messages(state["messages"], [released])}  # type: ignore[typeddict-item]
+        state = {**state, "messages": merge_messages(state["messages"], [released])}
     update = fresh_run(state)
     if released:
         update.update(messages=released, held_messages=[])
@@ -90,7 +90,7 @@ def call_model(
     ai = fresh_call_ids(ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config)))
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
-        usage = {
+        usage: dict[str, float] = {
             "input_tokens": ai.usage_metadata.get("input_tokens", 0),
             "output_tokens": ai.usage_metadata.get("output_tokens", 0),
             "total_tokens": ai.usage_metadata.get("total_tokens", 0),
@@ -159,9 +159,9 @@ def after_reply(
         reason = rerun if isinstance(rerun, str) else "an after_llm hook sent the reply back"
         emit(ev.ReplyRejected, message_id=ai.id, reason=reason)
         reply = kept[-1] if kept else None
-        answers = [answered_unrun(c, sent_back(reason))
-                   for c in [*reply.tool_calls, *reply.invalid_tool_calls]] if isinstance(reply, AIMessage) else []
-        update["messages"] = [*before, *([reply, *answers] if reply is not None else []), *added]
+        unrun = [answered_unrun(c, sent_back(reason))
+                 for c in [*reply.tool_calls, *reply.invalid_tool_calls]] if isinstance(reply, AIMessage) else []
+        update["messages"] = [*before, *([reply, *unrun] if reply is not None else []), *added]
         update["rerun_llm"] = True
         update["run_message_id"] = last_human_id([*history, *added], view.get("run_message_id"))
         return update

@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 
+from graph.agent.call_ids import id_of
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import decided_by, thread_of
 from graph.agent.policy import Grant
@@ -45,7 +46,7 @@ def record_of(
     return DecisionRecord(
         thread_id=thread_id,
         question=question,
-        tool_call_id=call["id"],
+        tool_call_id=id_of(call),
         tool=call["name"],
         decision=decision.type,
         args=decision.edited_action.args if edited else call["args"],
@@ -72,7 +73,7 @@ def record_auto_approvals(tasks: Sequence[ToolTask], deps: AgentDeps, thread_id:
             DecisionRecord(
                 thread_id=thread_id,
                 question="review",
-                tool_call_id=t["call"]["id"],
+                tool_call_id=id_of(t["call"]),
                 tool=t["call"]["name"],
                 decision=AUTO_APPROVE,
                 args=t["call"]["args"],
@@ -93,14 +94,15 @@ def record_grant_run(call: ToolCall, grant: Grant, config: RunnableConfig, deps:
     if deps.decisions is None:
         return None
     thread_id = thread_of(config)
-    if any(r.question == "review" and r.runs for r in deps.decisions.for_call(thread_id, call["id"])):
+    if any(r.question == "review" and r.runs for r in deps.decisions.for_call(thread_id, id_of(call))):
         return None
     label = grant_label(grant.tool, grant.pattern)
+    who = decided_by(config)
     # The grant's own record says who gave it; this one, which run it let through.
     deps.decisions.record([DecisionRecord(
-        thread_id=thread_id, question=STANDING_QUESTION, tool_call_id=call["id"], tool=call["name"],
+        thread_id=thread_id, question=STANDING_QUESTION, tool_call_id=id_of(call), tool=call["name"],
         decision=ALWAYS_ALLOWED, args=call["args"],
         message=f"ran without asking: always allowed in this thread by the grant {label}",
-        decided_at=time.time(), **decided_by(config),
+        decided_at=time.time(), source=who["source"], actor=who["actor"],
     )])
     return label

@@ -50,6 +50,7 @@ from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
 from graph.agent.tool_messages import edit_note, rejected, responded
 from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
+from graph.protocol.events import ToolStatus
 from graph.protocol.inbox_format import from_inbox, is_inbox_answer
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
 from graph.protocol.tools import spec_of
@@ -94,6 +95,7 @@ def review(
             note = edit_note(call["args"], edited["args"])
             sends.append(Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True}))
         else:
+            status: ToolStatus
             if isinstance(decision, Reject):
                 msg, status = rejected(call, decision.message), "rejected"
             else:
@@ -148,8 +150,10 @@ def build_request(
                 preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,
             )
         )
-        configs.append(ReviewConfig(action_name=call["name"], allowed_decisions=list(verdict.allowed_decisions),
-                                    approvers=list(verdict.approvers) or None))
+        # `approvers` is Gatehouse's extra field (the model admits extras).
+        configs.append(ReviewConfig.model_validate({"action_name": call["name"],
+                                                    "allowed_decisions": list(verdict.allowed_decisions),
+                                                    "approvers": list(verdict.approvers) or None}))
     return ApprovalRequest(action_requests=actions, review_configs=configs).wire()
 
 

@@ -9,7 +9,7 @@ hooks) or in `finish` (after the on_exit hooks), and "stopped" / "cancelled" in
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
@@ -53,7 +53,7 @@ def history_size(history: list[AnyMessage], added: list[Any]) -> int:
     """How many messages `history` holds once `added` is applied by the messages
     reducer, without building that list (a turn's end on a long thread)."""
     if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
-        return len(add_messages(history, added))
+        return len(cast(list[Any], add_messages(cast(Any, history), added)))
     ids = {m.id for m in history}
     size = len(history)
     for m in added:

@@ -36,6 +36,7 @@ from langgraph.types import Command, interrupt
 
 from graph.agent import crash
 from graph.agent import tool_messages as say
+from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import decided_by, emit, thread_of
@@ -190,14 +191,14 @@ def _execute(
             journal.restart(thread_id, call, recorded.attempts)
         crash.crash_point("before_tool")
     msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
-    status = "error" if msg.status == "error" else "ok"
+    status: ToolStatus = "error" if msg.status == "error" else "ok"
     if stop is not None and stop.is_set():
         # Cut short by the person: say so, and record it so (a side effect may be half done).
         msg.content = say.stopped_while_running(msg.content)
         msg.status = "error"
         status = "stopped"
-    if task.get("note"):
-        msg.content = say.with_note(task["note"], msg.content)
+    if note := task.get("note"):
+        msg.content = say.with_note(note, msg.content)
     # A large output is stored aside before the journal records the result that
     # points at it (a replayed result always finds its output).
     msg = fit_output(msg, call, thread_id, deps.outputs, deps.offload)
@@ -227,7 +228,7 @@ def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
     return OutcomeRequest(
         outcome_unknown=InterruptedCall(
-            tool_call_id=call["id"],
+            tool_call_id=id_of(call),
             name=call["name"],
             args=call["args"],
             started_at=entry.started_at,
