@@ -10,6 +10,9 @@ down the allowed edges below, and no two project modules import each other in a 
     ui               the front ends                -> graph (public API), protocol
 
 Imports inside functions count too: a lazy import is still a dependency.
+
+Inside graph.agent, the nodes (model_node, review, tool_node, routing, finish) import
+helpers, never each other; only graph.py, which wires them, imports them.
 """
 
 from __future__ import annotations
