@@ -274,6 +274,18 @@ def permit(
     )
 
 
+def invalid_permit(call: ToolCall, deps: AgentDeps) -> Invalid | Refused:
+    """Whether `run_tool` may answer this call as invalid without asking anyone: only
+    for arguments that really fail the tool's schema (a task claiming so is checked,
+    not believed)."""
+    tool = deps.tools.get(call["name"])
+    problem = args_problem(tool, call["args"]) if tool is not None else None
+    if problem is None:
+        return Refused(f"Refused a task that called the arguments of {call['name']} (call {call['id']}) invalid; "
+                       "they fit the tool. Nothing was answered.")
+    return Invalid(problem)
+
+
 def may_decide(actor: str | None, approvers: Sequence[str]) -> bool:
     """Whether `actor` is one of a tool's approvers (identities compare without case)."""
     return actor is not None and actor.strip().lower() in {a.strip().lower() for a in approvers}

@@ -40,13 +40,12 @@ from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import decided_by, emit, thread_of
-from graph.agent.gate import Approved, Refused, permit
+from graph.agent.gate import Approved, Refused, invalid_permit, permit
 from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
 from graph.agent.records import record_grant_run, record_of
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import (
-    args_problem,
     finished,
     invoke_tool,
     timed,
@@ -79,15 +78,11 @@ def run_tool(
         elif allowed.grant is not None and (grant := record_grant_run(call, allowed.grant, config, deps)):
             decision = ALWAYS_ALLOWED
     elif task["mode"] == "invalid":
-        # Answering a gated call without a person is only right for arguments that
-        # really fail the schema: a task claiming so is checked, not believed.
-        tool = deps.tools.get(call["name"])
-        problem = args_problem(tool, call["args"]) if tool is not None else None
-        if problem is None:
-            emit(ev.Notice, text=f"Refused a task that called the arguments of {call['name']} (call "
-                 f"{call['id']}) invalid; they fit the tool. Nothing was answered.", source="gate")
+        found = invalid_permit(call, deps)
+        if isinstance(found, Refused):
+            emit(ev.Notice, text=found.reason, source="gate")
             return Command(goto=())
-        task = {**task, "note": problem}
+        task = {**task, "note": found.problem}
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
     update = run_call(task, config, deps, decision, stop=stop or (ctx.cancel if ctx is not None else None))
