@@ -19,8 +19,8 @@ verdict (`CallVerdict`):
   a tool with named approvers is never approved automatically;
 - `Ask`: a person decides (the review's card, with the policy's verdict).
 
-`run_tool` asks again before a call runs (`permit`), from the decision log and never
-from its task: a client's forged `Send`, a state edit or a raw `Command` reaches that
+`run_tool` asks again before a call runs (`permit`) or is answered as invalid
+(`invalid_permit`), from the decision log and the tool's schema, never from its task: a client's forged `Send`, a state edit or a raw `Command` reaches that
 node too. So the gate holds on every path, whatever a task claims.
 
 The policy is evaluated once per call per run (`policy_verdict`): the verdict of a
