@@ -43,7 +43,7 @@ from graph import (
 )
 from graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
 from graph.agent.model_node import logged
-from graph.agent.review import record_of
+from graph.agent.records import record_of
 from graph.protocol.answers import Approve
 from graph.store import open_storage
 from graph.store.binding import call_key
@@ -291,6 +291,7 @@ def test_concurrent_raw_resumes_run_an_idempotent_write_once_sqlite(tmp_path: Pa
         storage.close()
 
 
+@pytest.mark.postgres
 def test_concurrent_raw_resumes_run_an_idempotent_write_once_postgres(tmp_path: Path, postgres_url: str) -> None:
     for n in range(4):
         graph, storage, counter = counting_graph(tmp_path / f"t{n}", IDEM_SCRIPT, db=postgres_url)
@@ -343,7 +344,7 @@ def replayable(graph: Any, thread: str) -> list[tuple[str, tuple[str, ...]]]:
     return [(s.config["configurable"]["checkpoint_id"], tuple(s.next)) for s in history[ran:] if s.next]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_replaying_checkpoints_before_an_approved_write_shows_its_journaled_result(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -413,6 +414,7 @@ def test_a_database_from_before_binding_is_migrated_and_its_rows_stay_bound(tmp_
         assert keys == [(call_key("write_file", {"path": "a", "content": "x"}),)]
 
 
+@pytest.mark.postgres
 def test_a_postgres_database_from_before_binding_is_migrated(postgres_url: str) -> None:
     import psycopg
 

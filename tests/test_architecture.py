@@ -15,6 +15,9 @@ Imports inside functions count too: a lazy import is still a dependency.
 LangGraph's private surface lives in one module (graph/store/langgraph_private.py):
 no other module imports an underscored LangGraph module or name, and the store never
 spells a key of the agent's state (it reads them by graph/protocol/state_keys.py).
+
+Inside graph.agent, the nodes (model_node, review, tool_node, routing, finish) import
+helpers, never each other; only graph.py, which wires them, imports them.
 """
 
 from __future__ import annotations
@@ -234,3 +237,47 @@ def test_the_store_reads_agent_state_only_by_the_shared_names() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in keys:
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not offenders, "agent state keys spelled in graph/store:\n" + "\n".join(offenders)
+
+
+# The agent's nodes and route functions (graph/agent/graph.py wires them). Nodes
+# import helpers, never each other: a node is read, tested and changed alone.
+NODE_MODULES = frozenset({
+    "graph.agent.model_node", "graph.agent.review", "graph.agent.tool_node", "graph.agent.routing", "graph.agent.finish",
+})
+ASSEMBLER = "graph.agent.graph"
+
+
+def node_functions_of_the_graph() -> dict[str, str]:
+    """{function: module} for every function graph.py wires as a node or a route
+    (the first argument of each `partial(...)` there)."""
+    tree = ast.parse((ROOT / "graph" / "agent" / "graph.py").read_text())
+    origin = {a.asname or a.name: node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+              for a in node.names if node.module}
+    wired = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "partial"
+                and node.args and isinstance(node.args[0], ast.Name)):
+            wired[node.args[0].id] = origin[node.args[0].id]
+    return wired
+
+
+def test_every_node_lives_in_a_node_module() -> None:
+    wired = node_functions_of_the_graph()
+    assert {"call_model", "review", "run_tool", "finish", "after_model", "dispatch"} <= set(wired), wired
+    strays = {fn: module for fn, module in wired.items() if module not in NODE_MODULES}
+    assert not strays, f"nodes wired from modules missing in NODE_MODULES: {strays}"
+
+
+def test_nodes_import_helpers_not_each_other() -> None:
+    wrong = []
+    for module, path in sorted(MODULES.items()):
+        if layer_of(module) != "graph.agent" or module == ASSEMBLER:
+            continue
+        for line, target in imports_of(path, module):
+            if target in NODE_MODULES and target != module:
+                who = "node" if module in NODE_MODULES else "helper"
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {who} {module} imports the node module {target}")
+    assert not wrong, (
+        "inside graph/agent only graph.py imports node modules; move what they share to a helper module:\n"
+        + "\n".join(wrong)
+    )

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -374,20 +375,32 @@ def pending_of(*names: str) -> object:
 
 
 def test_partial_decisions_name_the_undecided_calls() -> None:
+    from graph.protocol.answers import ReviewAnswer
+    from graph.protocol.operations import approve, edit, reject
     from ui.term import decisions as td
+
+    def wire_answer(answer: ReviewAnswer) -> dict[str, Any]:  # as the session sends it in Command(resume=...)
+        return answer.model_dump(mode="json", exclude_none=True)
 
     pending = pending_of("write_file", "run_command", "write_file")
     with pytest.raises(td.DecisionUsage, match=r"still undecided: 1 \(write_file\), 3 \(write_file\)"):
-        td.answer(pending, {2: td.approve()})
+        td.answer(pending, {2: approve()})
     with pytest.raises(td.DecisionUsage, match="no call 4"):
-        td.answer(pending, {4: td.approve()}, td.reject("x"))
-    answer = td.answer(pending, {2: td.approve(always=True)}, td.reject("not these"))
-    assert answer == {"decisions": [
+        td.answer(pending, {4: approve()}, reject("x"))
+    answer = td.answer(pending, {2: approve(always_allow=True)}, reject("not these"))
+    # What the graph receives: the HITL answer, one decision per call in request order.
+    assert wire_answer(answer) == {"decisions": [
         {"type": "reject", "message": "not these"},
         {"type": "approve", "always_allow": True},
         {"type": "reject", "message": "not these"},
-    ]}
-    assert td.edit("write_file", {"path": "a"})["edited_action"] == {"name": "write_file", "args": {"path": "a"}}
+    ], "reject_missing": False}
+    assert td.describe_answer(pending, answer) == [
+        "call 1 (write_file): reject: not these",
+        "call 2 (run_command): approve, and always allow it in this thread",
+        "call 3 (write_file): reject: not these",
+    ]
+    edited = td.answer(pending_of("write_file"), {1: edit("write_file", {"path": "a"})})
+    assert wire_answer(edited)["decisions"][0]["edited_action"] == {"name": "write_file", "args": {"path": "a"}}
 
 
 def test_renderer_streams_text_and_tool_progress_without_colour() -> None:

@@ -3,7 +3,7 @@
 that reports the modules it loaded: a refusal exits 2 (nothing changed) having loaded
 no LangGraph or LangChain, and a good decision still goes through.
 
-Wall times are measured by bench/cli_decide.py, not here.
+Wall times are measured by bench/cold.py (its terminal approve / reject samples), not here.
 """
 
 from __future__ import annotations

@@ -284,6 +284,7 @@ def test_a_large_file_opens_without_reading_every_page_and_damage_still_names_it
 
 
 @pytest.mark.slow
+@pytest.mark.postgres
 def test_postgres_head_reader_and_index(tmp_path: Path, postgres_url: str) -> None:
     session = build(postgres_url, tmp_path)
     drive(session, "t", [APPROVE, REJECT, RESPOND, None])

@@ -195,7 +195,7 @@ def _live_redaction_script() -> None:
     import streamlit as st
 
     from graph.protocol import events as ev
-    from ui.web.chat import LiveView
+    from ui.web.live_run import LiveView
 
     with st.chat_message("assistant"):
         view = LiveView()

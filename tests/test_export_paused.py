@@ -26,7 +26,7 @@ SCRIPT = [
 APPROVE = {"decisions": [{"type": "approve"}]}
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def target_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Where the import goes: a SQLite file, or a Postgres database of its own."""
     if request.param == "sqlite":

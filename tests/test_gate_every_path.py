@@ -7,7 +7,7 @@ with an unfinished call takes no new input until the call is decided.
 The graphs here are built with Gatehouse's storage (journal and decision log), the
 way `open_session`, LangGraph Server on Gatehouse's checkpointer, and an embedder
 who follows docs/embedding.md build them. The same scenarios through langgraph-sdk
-against `langgraph dev` are in tests/test_gate_sdk.py.
+against `langgraph dev` are in tests/test_gate_matrix.py.
 """
 
 from __future__ import annotations

@@ -299,6 +299,7 @@ def test_an_api_error_is_a_model_error_with_its_status_and_the_servers_words(
     assert info is not None and info.status == "failed" and info.reason == error.message
 
 
+@pytest.mark.postgres
 def test_why_a_run_failed_is_kept_on_postgres_too(session_at: Callable[..., Session], postgres_url: str) -> None:
     with FakeOpenAI([{"status": 401, "content": "Invalid API key"}]) as server:
         session = session_at(server.base_url, db=postgres_url)

@@ -29,6 +29,8 @@ from tests.support.postgres import PostgresServer
 # The core approval-contract suite, collected again in this module (on Postgres).
 from tests.test_core_graph import *  # noqa: F403
 
+pytestmark = pytest.mark.postgres
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -272,7 +274,7 @@ def test_three_processes_racing_on_one_approval_run_the_tool_once(apps: list[App
 
 def test_postgres_tables_have_the_sqlite_columns(pg_sessions: str, tmp_path: Path) -> None:
     """The Postgres twins of the thread index, journal and leases keep the columns of
-    the SQLite originals: a column added there must be added in graph/storage_postgres.py."""
+    the SQLite originals: a column added there must be added to the Postgres side too (graph/store)."""
     import sqlite3
 
     import psycopg

@@ -23,6 +23,8 @@ from tests.test_concurrency import run_busy_workload
 # The crash-safety suite, collected again in this module (on Postgres).
 from tests.test_crash_recovery import *  # noqa: F403
 
+pytestmark = pytest.mark.postgres
+
 TURNS = 10
 
 

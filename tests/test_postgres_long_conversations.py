@@ -12,7 +12,7 @@ from graph import ScriptedModel, Settings, ai, open_session, tool_call
 from graph.store import open_storage
 from tests.test_long_conversations import big_file, finished, read_more
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 
 
 def test_offloading_audit_and_import_on_postgres(postgres_url: str, tmp_path: Path) -> None:

@@ -183,6 +183,7 @@ SAME_ORIGIN = """async () => { const r = await fetch("/threads/search", {method:
   headers: {"content-type": "application/json"}}); return "status " + r.status; }"""
 
 
+@pytest.mark.browser
 def test_chromium_drive_by_and_rebinding_pages_get_nothing(server: DevServer, attacker_site: str,
                                                            tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")

@@ -181,11 +181,12 @@ def test_settings_page(env: Path) -> None:
 def test_message_sent_during_a_run_is_queued_then_sent(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
     monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.01")
+    from graph.protocol.operations import SendMessage
     from ui.web.state import app_state
 
     at = app()
     state = app_state()
-    handle = state.runner.send("t-busy", "tell me a story")
+    handle = state.runner.submit(SendMessage("t-busy", "tell me a story"))
     at.query_params["thread"] = "t-busy"
     at.run()
     assert not at.chat_input(key="prompt").disabled  # typing during a run is allowed

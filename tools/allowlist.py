@@ -35,6 +35,7 @@ that switches off every way a repository names a program to run:
 from __future__ import annotations
 
 import glob
+import io
 import os
 import re
 import shlex
@@ -322,9 +323,10 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _after_tokens(command: str, n: int) -> str:
     """The raw text of `command` after its first `n` shell words."""
-    lexer = shlex.shlex(command, posix=True)
+    stream = io.StringIO(command)
+    lexer = shlex.shlex(stream, posix=True)
     lexer.whitespace_split = True
     lexer.commenters = ""
     for _ in range(n):
         lexer.get_token()
-    return command[lexer.instream.tell() :]
+    return command[stream.tell() :]

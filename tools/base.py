@@ -104,7 +104,7 @@ def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
     code = getattr(f, "__code__", None)
     if code is None:
         return None
-    key = (name, code, f.__defaults__, tuple(sorted((f.__kwdefaults__ or {}).items())),  # type: ignore[attr-defined]
+    key = (name, code, f.__defaults__, tuple(sorted((f.__kwdefaults__ or {}).items())),
            tuple(getattr(f, "__annotations__", {}).items()), f.__doc__)
     try:
         hash(key)

@@ -67,7 +67,7 @@ def list_files(
     if not folder.is_dir():
         raise PathError(f"{path!r} is not a folder")
     entries = walk(folder) if recursive else iter(sorted(folder.iterdir()))
-    rows = []
+    rows: list[str] = []
     for entry in entries:
         if len(rows) == LIST_CAP:
             rows.append(f"… (stopped after {LIST_CAP} entries; list a subfolder to see more)")

@@ -18,10 +18,11 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.sessions import Connection
 from langchain_mcp_adapters.tools import load_mcp_tools
 
 from graph.protocol.tools import Risk, ToolSpec, attach_spec
@@ -184,7 +185,8 @@ class MCPServers:
         A server that cannot be reached is skipped (see `errors`). A tool whose name
         is already taken gets the server name as a prefix (`server_tool`).
         """
-        client = MultiServerMCPClient(self.connections)
+        # Tables from the config file: the adapter checks each one's transport and keys.
+        client = MultiServerMCPClient(cast("dict[str, Connection]", self.connections))
         taken = set(reserved_names)
         tools: list[BaseTool] = []
         for name in self.connections:
@@ -226,10 +228,12 @@ class MCPServers:
             return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(server.call(tool_name, kwargs), self._loop))
 
         description = (mcp_tool.description or tool_name).strip()
+        # The adapter always gives the server's input schema; a tool without one takes no arguments.
+        schema = mcp_tool.args_schema if mcp_tool.args_schema is not None else {"type": "object", "properties": {}}
         wrapped = StructuredTool(
             name=public,
             description=f"{description}\n\n(Tool from the MCP server {server.name!r}.)",
-            args_schema=mcp_tool.args_schema,
+            args_schema=schema,
             func=call_sync,
             coroutine=call_async,
             response_format="content_and_artifact",
@@ -250,8 +254,3 @@ class MCPServers:
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self._loop.close()
-
-
-def load_mcp_servers(connections: Mapping[str, Mapping[str, Any]], reserved_names: Iterable[str] = ()) -> tuple[MCPServers, list[BaseTool]]:
-    servers = MCPServers(connections)
-    return servers, servers.load(reserved_names)

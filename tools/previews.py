@@ -42,10 +42,11 @@ def printable(text: str) -> str:
 def size_text(n: int) -> str:
     if n < 1024:
         return f"{n} B"
+    size = float(n)
     for unit in ("KB", "MB", "GB"):
-        n /= 1024  # type: ignore[assignment]
-        if n < 1024 or unit == "GB":
-            return f"{n:.1f} {unit}"
+        size /= 1024
+        if size < 1024 or unit == "GB":
+            return f"{size:.1f} {unit}"
     return f"{n} B"  # pragma: no cover
 
 

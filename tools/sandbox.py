@@ -50,7 +50,7 @@ from tools import pids_cap, probe_cache
 try:
     import pwd
 except ImportError:  # Windows: no password database (and no sandbox)
-    pwd = None  # type: ignore[assignment]
+    pwd = None  # type: ignore[assignment]  # the module is absent there; callers check for None
 
 log = logging.getLogger("gatehouse.sandbox")
 
@@ -282,8 +282,16 @@ class Unsandboxed(Sandbox):
 class Refusing(Unsandboxed):
     """`shell_sandbox = "require"` on a machine without a working bubblewrap."""
 
-    def __init__(self, workspace: Path, reason: str, **kwargs: object) -> None:
-        super().__init__(workspace, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        workspace: Path,
+        reason: str,
+        *,
+        env_names: Sequence[str] = (),
+        limits: Limits = Limits(),
+        source_env: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(workspace, env_names=env_names, limits=limits, source_env=source_env)
         self.reason = reason
 
     def describe(self, access: Access) -> str:
@@ -307,9 +315,11 @@ class Bubblewrap(Sandbox):
         support: Support,
         hide: Iterable[str | os.PathLike[str]] = (),
         show: Iterable[str | os.PathLike[str]] = (),
-        **kwargs: object,
+        env_names: Sequence[str] = (),
+        limits: Limits = Limits(),
+        source_env: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(workspace, **kwargs)  # type: ignore[arg-type]
+        super().__init__(workspace, env_names=env_names, limits=limits, source_env=source_env)
         if not support.usable or support.path is None:
             raise SandboxUnavailable(f"bubblewrap is not usable: {support.reason or 'not found'}")
         self.support = support
@@ -452,15 +462,14 @@ def choose_sandbox(
     if mode not in SANDBOX_MODES:
         raise ValueError(f"shell_sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
     ws = Path(workspace).expanduser().absolute()
-    common: dict[str, object] = {"env_names": env_names, "limits": limits}
     if mode == "off":
-        return Unsandboxed(ws, **common)  # type: ignore[arg-type]
+        return Unsandboxed(ws, env_names=env_names, limits=limits)
     found = support or detect_bubblewrap()
     if found.usable:
-        return Bubblewrap(ws, support=found, hide=hide, show=show, **common)  # type: ignore[arg-type]
+        return Bubblewrap(ws, support=found, hide=hide, show=show, env_names=env_names, limits=limits)
     if mode == "require":
-        return Refusing(ws, found.reason or "bubblewrap was not found", **common)
-    return Unsandboxed(ws, **common)  # type: ignore[arg-type]
+        return Refusing(ws, found.reason or "bubblewrap was not found", env_names=env_names, limits=limits)
+    return Unsandboxed(ws, env_names=env_names, limits=limits)
 
 
 def sandbox_status(mode: SandboxMode | str = "auto", support: Support | None = None) -> str:
@@ -618,6 +627,6 @@ def user_threads() -> int:
 
 def _user() -> str:
     try:
-        return pwd.getpwuid(os.getuid()).pw_name  # type: ignore[union-attr]
+        return pwd.getpwuid(os.getuid()).pw_name
     except (KeyError, AttributeError):
         return os.environ.get("USERNAME") or os.environ.get("USER") or "the Gatehouse user"

@@ -78,7 +78,7 @@ class SQLError(ValueError):
     """A statement SQLite refused, or the database could not be opened."""
 
 
-def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, _trigger: str | None) -> int:
     if action == sqlite3.SQLITE_FUNCTION:
         return sqlite3.SQLITE_OK if (arg2 or "").lower() in ALLOWED_FUNCTIONS else sqlite3.SQLITE_DENY
     if action in _READ_ACTIONS:

@@ -3,7 +3,7 @@
 Each turn is what a working session looks like: the user writes (~200 bytes), the
 model calls `write_file` (gated: approved through `Session.resume`) and `read_file`
 (free) in one message, both tools answer, and the model answers in ~200 bytes of
-text. Five messages a turn. The tools are the app's real ones (tools/registry.py),
+text. Five messages a turn. The tools are the app's real ones (graph/service/toolset.py),
 so the web app draws the history exactly as it draws a thread a person made; the
 model is scripted (no network, no sleeps) so 2,000 turns build in a couple of minutes.
 

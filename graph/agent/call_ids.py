@@ -35,7 +35,7 @@ def ids_in(messages: Iterable[AnyMessage]) -> set[str]:
     seen: set[str] = set()
     for m in messages:
         if isinstance(m, AIMessage):
-            seen.update(c["id"] for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id"))
+            seen.update(id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id"))
         elif isinstance(m, ToolMessage):
             seen.add(m.tool_call_id)
     return seen
@@ -88,3 +88,9 @@ def _new_id(taken: set[str]) -> str:
     while (new := f"call_{uuid.uuid4().hex[:24]}") in taken:
         pass
     return new
+
+
+def id_of(call: Any) -> str:
+    """A call's id as a string: every call the graph handles has one (given above, where
+    the reply enters the state); LangChain types it optional."""
+    return call["id"] or ""

@@ -8,36 +8,64 @@ that LangGraph takes as no-ops, made what the person meant:
 - an answer to a thread that no longer waits (decided elsewhere) is refused with
   who decided (late_answers.py), instead of a run that "succeeds" doing nothing.
 LangGraph Server, Studio, the SDK and a raw `graph.stream` all go through these.
+
+The graph carries its parts as one typed object, `deps` (graph/agent/deps.py: the
+tools, the built-in ones included, the hooks, the policy, the decision log, the
+journal), the same object its nodes are given; `gatehouse_tools`, `gatehouse_hooks`
+and `gatehouse_decisions` read from it. Every run gets a run context
+(graph/agent/context.py), also a raw `invoke` that passes none: the gate keeps the
+run's policy verdicts there.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
+from graph.agent.context import RunContext
+from graph.agent.deps import AgentDeps, DecisionLog
+from graph.agent.hooks import HookSet
 from graph.agent.late_answers import is_answer, late_answer_error
 from graph.agent.resolve import CLEAR, is_clear, is_goto_end, pending_review_calls, resolution
 
+# The attribute that holds the parts (kept out of LangGraph's constructor arguments).
+_PARTS = "deps"
 
-class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]
+
+class GatehouseGraph(CompiledStateGraph):
+    deps: AgentDeps
+
+    @property
+    def gatehouse_tools(self) -> Mapping[str, BaseTool]:
+        """Its tools, the built-in ones included: the Session checks edits against them."""
+        return self.deps.tools
+
+    @property
+    def gatehouse_hooks(self) -> HookSet:
+        """The Session warms up and closes the hooks with the agent (graph/agent/hooks.py)."""
+        return self.deps.hooks
+
+    @property
+    def gatehouse_decisions(self) -> DecisionLog | None:
+        return self.deps.decisions
+
     def copy(self, update: dict[str, Any] | None = None) -> GatehouseGraph:
-        # LangGraph Server runs a copy (with its checkpointer): Gatehouse's attributes
-        # (the decision log, the tools, the hooks) go along.
-        ours = {k: v for k, v in self.__dict__.items() if k.startswith("gatehouse_")}
-        attrs = {k: v for k, v in self.__dict__.items() if k != "__orig_class__" and k not in ours}
+        # LangGraph Server runs a copy (with its checkpointer): the parts go along.
+        attrs = {k: v for k, v in self.__dict__.items() if k not in ("__orig_class__", _PARTS)}
         attrs.update(update or {})
         copied = self.__class__(**attrs)
-        copied.__dict__.update(ours)
+        copied.deps = self.deps
         return copied
 
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         if is_clear(supersteps):
-            supersteps = resolution(self.get_state(config), config, self._decisions()) or supersteps
+            supersteps = resolution(self.get_state(config), config, self.deps.decisions) or supersteps
         return super().bulk_update_state(config, supersteps)
 
     async def abulk_update_state(
@@ -46,10 +74,12 @@ class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]
         if is_clear(supersteps):
             state = await self.aget_state(config)
             # The decision log is written in a worker thread: the server's loop must not block.
-            supersteps = await asyncio.to_thread(resolution, state, config, self._decisions()) or supersteps
+            resolved = await asyncio.to_thread(resolution, state, config, self.deps.decisions)
+            supersteps = resolved or supersteps
         return await super().abulk_update_state(config, supersteps)
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        _with_context(kwargs)
         if (is_goto_end(input) and _thread(config) and self.checkpointer
                 and pending_review_calls(self.get_state(config))):  # type: ignore[arg-type]
             # "Mark as resolved" as a run: the same as the clear, and nothing runs.
@@ -60,6 +90,7 @@ class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]
         yield from super().stream(input, config, **kwargs)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
+        _with_context(kwargs)
         if (is_goto_end(input) and _thread(config) and self.checkpointer
                 and pending_review_calls(await self.aget_state(config))):  # type: ignore[arg-type]
             await self.abulk_update_state(config, CLEAR)  # type: ignore[arg-type]
@@ -74,13 +105,10 @@ class GatehouseGraph(CompiledStateGraph):  # type: ignore[type-arg]
     def _refuse_late(self, thread_id: str, state: Any) -> None:
         if state.interrupts:
             return  # a question is pending: the answer is checked against it
-        log = self._decisions()
+        log = self.deps.decisions
         records = log.for_thread(thread_id) if log is not None else []
         if (error := late_answer_error(thread_id, state, records)) is not None:
             raise error
-
-    def _decisions(self) -> Any:
-        return getattr(self, "gatehouse_decisions", None)
 
 
 def _thread(config: RunnableConfig | None) -> str | None:
@@ -88,7 +116,15 @@ def _thread(config: RunnableConfig | None) -> str | None:
     return str(tid) if tid else None
 
 
-def as_gatehouse_graph(compiled: CompiledStateGraph) -> GatehouseGraph:  # type: ignore[type-arg]
-    """The same compiled graph, with Gatehouse's entry points."""
+def _with_context(kwargs: dict[str, Any]) -> None:
+    """A run without a context (a raw `invoke`) gets a fresh one of its own."""
+    if kwargs.get("context") is None:
+        kwargs["context"] = RunContext()
+
+
+def as_gatehouse_graph(compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps) -> GatehouseGraph:
+    """The same compiled graph, with Gatehouse's entry points and its parts."""
     compiled.__class__ = GatehouseGraph
-    return compiled  # type: ignore[return-value]
+    graph: GatehouseGraph = compiled  # type: ignore[assignment]  # its class was just set
+    graph.deps = deps
+    return graph

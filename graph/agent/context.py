@@ -4,9 +4,11 @@ It is the graph's `context_schema`, so LangGraph Studio shows its fields as a fo
 for a run. Nothing in it can change what needs approval: a client controls only what
 makes a run smaller (a lower model-call limit), never the policy.
 
-Two things only the process that runs the graph can set live in private attributes,
+Three things only the process that runs the graph can set live in private attributes,
 which no client input reaches (pydantic never fills them from data): the cancel
-event the Session's Stop button sets, and the Session's auto-approve mode.
+event the Session's Stop button sets, the Session's auto-approve mode, and the
+policy's verdicts of this run (graph/agent/gate.py), so a call's verdict is computed
+once per run and reused by the steps after the one that computed it.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ class RunContext(BaseModel):
     )
     # Set by the runner when the person presses Stop; nodes check it at safe points.
     _cancel: threading.Event = PrivateAttr(default_factory=threading.Event)
-    # The Session's auto-approve switch (graph/agent/routing.py): an event the Session
+    # The Session's auto-approve switch (graph/agent/gate.py): an event the Session
     # sets and clears, read at each turn, so flipping it reaches a run under way.
     _auto_approve: threading.Event | None = PrivateAttr(default=None)
+    # The gate's memo (graph/agent/gate.py: `policy_verdict`); lives and dies with the run.
+    _verdicts: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def with_cancel(
@@ -49,6 +53,10 @@ class RunContext(BaseModel):
     @property
     def cancelled(self) -> bool:
         return self._cancel.is_set()
+
+    @property
+    def verdicts(self) -> dict[Any, Any]:
+        return self._verdicts
 
 
 def context_of(runtime: Any) -> RunContext | None:

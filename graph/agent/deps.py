@@ -64,6 +64,9 @@ class DecisionLog(Protocol):
 
     def grants(self, thread_id: str) -> list[tuple[str, str | None]]: ...
 
+    def for_thread(self, thread_id: str) -> list[DecisionRecord]:
+        """Every record of the thread, oldest first (who decided a late answer's call)."""
+
 
 @dataclass(frozen=True)
 class AgentDeps:

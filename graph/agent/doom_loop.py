@@ -24,6 +24,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
 
+from graph.agent.tool_messages import repeated
+
 DEFAULT_DOOM_LOOP_THRESHOLD = 3
 
 
@@ -68,12 +70,7 @@ def repeats(history: Sequence[AnyMessage], reply: AIMessage, threshold: int) -> 
 
 
 def nudge(repeat: Repeat) -> str:
-    name = repeat.call["name"]
-    return (
-        f"Not run: this is call {repeat.times} in a row to {name} with the same arguments, and it would "
-        "give the same result. Use the result you already have, try a different approach, or tell the "
-        "person what is blocking you. Calling it again with the same arguments stops the run."
-    )
+    return repeated(repeat.call["name"], repeat.times)
 
 
 def stop_reason(repeat: Repeat) -> str:

@@ -8,7 +8,7 @@ history, so it is refused with a `HookError` and nothing is written."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END
@@ -18,7 +18,7 @@ from langgraph.types import Command
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
 from graph.agent.history import last_human_id
-from graph.agent.model_node import history_size
+from graph.agent.run_end import ended, history_size, stop_status
 from graph.agent.state import AgentState
 from graph.protocol import events as ev
 from graph.protocol.errors import HookError
@@ -29,9 +29,8 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     if reason := state.get("stop_reason"):
         notice = AIMessage(content=reason, additional_kwargs={NOTICE_MARK: "stop"})
         emit(ev.Notice, text=reason, source="stop")
-        ended = "cancelled" if state.get("stop_kind") == "cancelled" else "stopped"
-        emit(ev.TurnComplete, status=ended, history_size=len(state.get("messages") or []) + 1)
-        return Command(goto=END, update={"messages": [notice], "run_status": ended})
+        end = ended(stop_status(state.get("stop_kind")), len(state.get("messages") or []) + 1)
+        return Command(goto=END, update={"messages": [notice], **end})
     update = deps.hooks.run("on_exit", state)
     if update.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
@@ -46,9 +45,8 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     if update.pop("continue_run", False):
         seen = last_human_id(update.get("messages") or [], state.get("run_message_id"))
         return Command(goto="model", update={**update, "continue_run": False, "run_message_id": seen})
-    emit(ev.TurnComplete, status="completed",
-         history_size=history_size(list(state.get("messages") or []), list(update.get("messages") or [])))
-    return Command(goto=END, update={**update, "run_status": "completed"})
+    end = ended("completed", history_size(list(state.get("messages") or []), list(update.get("messages") or [])))
+    return Command(goto=END, update={**update, **end})
 
 
 def _unanswered(state: AgentState, added: Sequence[Any]) -> str | None:
@@ -56,9 +54,10 @@ def _unanswered(state: AgentState, added: Sequence[Any]) -> str | None:
     the model should answer (a user or system message) and the update put it there."""
     if not added:
         return None
-    history = add_messages(list(state.get("messages") or []), list(added))
+    messages = list(state.get("messages") or [])
+    history = cast(list[Any], add_messages(cast(Any, messages), list(added)))
     last = history[-1] if history else None
-    before = (state.get("messages") or [None])[-1]
+    before = messages[-1] if messages else None
     if last is None or (before is not None and last.id == before.id and last.type == before.type):
         return None  # the history ended like this before the hooks ran
     if isinstance(last, HumanMessage):

@@ -38,11 +38,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.builtin_hooks.compaction import Compaction
 from graph.agent.cancel_bridge import with_cancel_bridge
-from graph.agent.compiled import as_gatehouse_graph
+from graph.agent.compiled import GatehouseGraph, as_gatehouse_graph
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, CallJournal, DecisionLog
 from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
@@ -87,7 +86,7 @@ def build_graph(
     offload: OffloadOptions | None = None,
     doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD,
     max_parallel_tools: int | None = None,
-) -> CompiledStateGraph:
+) -> GatehouseGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
     `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged; a name in it
     that is none of `tools` is refused (`PolicyError`), `"*"` means every tool.
@@ -156,14 +155,9 @@ def build_graph(
     )
     builder.add_conditional_edges("before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"])
     # A client's "mark as resolved" rejects the open calls; a late answer is refused (compiled.py).
-    compiled = as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name)).with_config(  # type: ignore[arg-type]  # compiled.py takes a bare CompiledStateGraph (context None)
+    # Its parts (tools, hooks, policy, decision log) travel with it, typed (compiled.py).
+    return as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name), deps).with_config(
         # An answer that names an interrupt which is not pending (already decided,
         # made up) is refused instead of silently ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}
     )
-    # The Session warms up and closes the hooks with the agent (see graph/agent/hooks.py).
-    compiled.gatehouse_hooks = deps.hooks  # type: ignore[attr-defined]
-    # Its tools, the built-in ones included: the Session checks edits against them.
-    compiled.gatehouse_tools = tools_by_name  # type: ignore[attr-defined]
-    compiled.gatehouse_decisions = decisions  # type: ignore[attr-defined]
-    return compiled

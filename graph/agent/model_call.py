@@ -56,6 +56,8 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
+from graph.agent import tool_messages as say
+from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, cancelled
 from graph.agent.cut_off import cut_reason, notice_text
 from graph.agent.emit import stream_writer, thread_of
@@ -263,9 +265,10 @@ def streams(model: Any) -> bool:
 
 def _lossy_stream(model: Any) -> str | None:
     """The stock class whose `_stream` this model still uses, when that one loses tool calls."""
-    for cls in type(model).__mro__:
+    kind: Any = type(model)
+    for cls in kind.__mro__:
         if cls.__name__ in _LOSSY_STREAMS and cls.__module__.startswith("langchain_core."):
-            return cls.__name__ if type(model)._stream is cls._stream else None
+            return cls.__name__ if kind._stream is cls._stream else None
     return None
 
 
@@ -348,7 +351,7 @@ def prompt_messages(
     unsent: set[str] = set()
     for m in model_view(history):
         if isinstance(m, AIMessage) and (m.additional_kwargs.get(NOTICE_MARK) or is_cut_off(m)):
-            unsent = {c["id"] for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
+            unsent = {id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
             continue
         if isinstance(m, ToolMessage) and m.tool_call_id in unsent:
             unsent.discard(m.tool_call_id)
@@ -470,20 +473,17 @@ def answer_invalid_calls(ai: AIMessage) -> list[ToolMessage]:
     JSON object, and every call of a reply that was cut off."""
     cut = is_cut_off(ai)
     return [
-        ToolMessage(
-            # Marked as an error result here: a cut call is answered without the
-            # tool_started / tool_finished events of a call that was tried.
-            additional_kwargs={TOOL_STATUS_KEY: "error"} if cut else {},
-            content=(
-                f"Error: your reply was cut off before it finished, so this call to {c.get('name') or 'a tool'} "
-                "was not run."
-                if cut
-                else f"Error: the arguments for {c.get('name') or 'this tool'} were not a valid JSON object "
-                f"({c.get('error') or 'could not parse'}): {c.get('args')!r}"
-            ),
-            tool_call_id=c["id"],
-            name=c.get("name") or "unknown",
-            status="error",
-        )
+        _unrun_answer(c, cut)
         for c in ai.invalid_tool_calls
     ]
+
+
+def _unrun_answer(call: Mapping[str, Any], cut: bool) -> ToolMessage:
+    name = call.get("name")
+    text = say.cut_off(name) if cut else say.not_json(name, call.get("error"), call.get("args"))
+    msg = say.error_result({**call, "name": name or "unknown"}, text)
+    if cut:
+        # Marked as an error result here: a cut call is answered without the
+        # tool_started / tool_finished events of a call that was tried.
+        msg.additional_kwargs[TOOL_STATUS_KEY] = "error"
+    return msg

@@ -20,7 +20,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.runtime import Runtime
 
 from graph.agent import doom_loop
@@ -37,12 +36,12 @@ from graph.agent.model_call import (
     is_cut_off,
     stream_reply,
 )
+from graph.agent.run_end import STOPPED_BY_PERSON, ended, ends_here, history_size, stop
 from graph.agent.state import RUN_KEYS, AgentState, add_usage
 from graph.agent.tool_call import answered_unrun
+from graph.agent.tool_messages import not_run, sent_back
 from graph.protocol import events as ev
 from graph.protocol.errors import HookError
-
-STOPPED_BY_PERSON = "Stopped by the person."
 
 
 def call_model(
@@ -58,7 +57,7 @@ def call_model(
     stored = state["messages"]  # the history as saved, before this step
     released = list(state.get("held_messages") or [])
     if released:
-        state = {**state, "messages": merge_messages(state["messages"], [released])}  # type: ignore[typeddict-item]
+        state = {**state, "messages": merge_messages(state["messages"], [released])}
     update = fresh_run(state)
     if released:
         update.update(messages=released, held_messages=[])
@@ -91,7 +90,7 @@ def call_model(
     ai = fresh_call_ids(ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config)))
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
-        usage = {
+        usage: dict[str, float] = {
             "input_tokens": ai.usage_metadata.get("input_tokens", 0),
             "output_tokens": ai.usage_metadata.get("output_tokens", 0),
             "total_tokens": ai.usage_metadata.get("total_tokens", 0),
@@ -107,39 +106,22 @@ def call_model(
     elif deps.hooks["after_llm"]:
         return after_reply(update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps, stored)
     update["messages"] = [*before, ai, *answer_now(ai, history, update, deps)]
-    mark_completed(update, ai, deps)
+    ends = ends_here(ai, update, bool(deps.hooks["on_exit"]))
     # A hook's own user message (a summary, a nudge) belongs to this run.
     update["run_message_id"] = last_human_id(history, view.get("run_message_id"))
-    announce(ai, stored, update)
+    announce(ai, stored, update, ends)
     return update
 
 
-def announce(reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any]) -> None:
+def announce(reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool) -> None:
     """The whole-message events of a step that keeps `reply`: `assistant_message`, and
-    `turn_complete` when the run ends here (`history`: the saved history the step's
-    update applies to)."""
+    when the run ends here (`ends`), its end (graph/agent/run_end.py) after it
+    (`history`: the saved history the step's update applies to)."""
     if reply is not None:
         emit(ev.AssistantMessage, message_id=reply.id, text=text_of(reply.content),
              tool_calls=[c["name"] for c in reply.tool_calls])
-    if update.get("run_status") == "completed":
-        emit(ev.TurnComplete, status="completed", history_size=history_size(history, update["messages"]))
-
-
-def history_size(history: list[AnyMessage], added: list[Any]) -> int:
-    """How many messages `history` holds once `added` is applied by the messages
-    reducer, without building that list (a turn's end on a long thread)."""
-    if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
-        return len(add_messages(history, added))
-    ids = {m.id for m in history}
-    size = len(history)
-    for m in added:
-        if isinstance(m, RemoveMessage):
-            size -= m.id in ids
-            ids.discard(m.id)
-        elif m.id is None or m.id not in ids:
-            size += 1
-            ids.add(m.id)
-    return size
+    if ends:
+        update.update(ended("completed", history_size(history, update["messages"])))
 
 
 def logged(deps: AgentDeps, thread_id: str, call_id: str) -> bool:
@@ -147,12 +129,6 @@ def logged(deps: AgentDeps, thread_id: str, call_id: str) -> bool:
     if deps.decisions is not None and deps.decisions.for_call(thread_id, call_id):
         return True
     return deps.journal is not None and deps.journal.get(thread_id, call_id) is not None
-
-
-def mark_completed(update: dict[str, Any], reply: AIMessage, deps: AgentDeps) -> None:
-    """`run_status` when this reply ends the run (routing.after_model: END)."""
-    if not (reply.tool_calls or reply.invalid_tool_calls or update.get("stop_reason") or deps.hooks["on_exit"]):
-        update["run_status"] = "completed"
 
 
 def after_reply(
@@ -183,9 +159,9 @@ def after_reply(
         reason = rerun if isinstance(rerun, str) else "an after_llm hook sent the reply back"
         emit(ev.ReplyRejected, message_id=ai.id, reason=reason)
         reply = kept[-1] if kept else None
-        answers = [answered_unrun(c, f"Not run: the reply was sent back ({reason}).")
-                   for c in [*reply.tool_calls, *reply.invalid_tool_calls]] if isinstance(reply, AIMessage) else []
-        update["messages"] = [*before, *([reply, *answers] if reply is not None else []), *added]
+        unrun = [answered_unrun(c, sent_back(reason))
+                 for c in [*reply.tool_calls, *reply.invalid_tool_calls]] if isinstance(reply, AIMessage) else []
+        update["messages"] = [*before, *([reply, *unrun] if reply is not None else []), *added]
         update["rerun_llm"] = True
         update["run_message_id"] = last_human_id([*history, *added], view.get("run_message_id"))
         return update
@@ -205,12 +181,13 @@ def after_reply(
     new_text = text_of(final.content) if isinstance(final, AIMessage) else None
     if new_text != text_of(ai.content) and ai.id is not None:
         emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
+    ends = False
     if isinstance(final, AIMessage):
         answers = answer_now(final, history, update, deps)
-        mark_completed(update, final, deps)
+        ends = ends_here(final, update, bool(deps.hooks["on_exit"]))
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
-    announce(final if isinstance(final, AIMessage) else None, history if stored is None else stored, update)
+    announce(final if isinstance(final, AIMessage) else None, history if stored is None else stored, update, ends)
     return update
 
 
@@ -233,7 +210,7 @@ def answer_now(ai: AIMessage, history: list[AnyMessage], update: dict[str, Any],
                 calls = [c for c in calls if c["id"] != repeat.call["id"]]
     if update.get("stop_reason"):
         # The run ends here: nothing is dispatched, so every call is answered now.
-        answers += [answered_unrun(c, f"Not run: {update['stop_reason']}") for c in calls]
+        answers += [answered_unrun(c, not_run(update["stop_reason"])) for c in calls]
     return answers
 
 
@@ -261,6 +238,3 @@ def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     return {**RUN_KEYS, "run_message_id": latest}
 
-
-def stop(reason: str, kind: str) -> dict[str, Any]:
-    return {"stop_reason": reason, "stop_kind": kind}

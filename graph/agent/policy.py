@@ -98,6 +98,8 @@ class Verdict:
     description: str | None = None
     reason: str = ""
     approvers: tuple[str, ...] = ()
+    # The thread's grant that lets the call run (`reason` GRANTED), named on its record.
+    grant: Grant | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ class Grant:
     def covers(self, name: str, args: Mapping[str, Any], match_arg: str | None,
                canonical: Mapping[str, str | None] | None = None) -> bool:
         # A grant of "*" (the thread's auto-approve switch) is no grant of a tool: it
-        # turns auto-approve on (graph/agent/routing.py), which also outranks rules.
+        # turns auto-approve on (graph/agent/gate.py), which also outranks rules.
         if name != self.tool:
             return False
         if self.pattern is None:
@@ -260,8 +262,11 @@ class Policy:
                     reason="matched a policy rule",
                     approvers=config.approvers,
                 )
-        if any(g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern) for g in grants):
-            return Verdict(mode="allow", reason=GRANTED)
+        granted = next(
+            (g for g in grants if g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern)), None
+        )
+        if granted is not None:
+            return Verdict(mode="allow", reason=GRANTED, grant=granted)
         if config.mode is not None:
             return Verdict(
                 mode=config.mode,

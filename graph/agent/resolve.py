@@ -25,10 +25,10 @@ from langgraph.constants import END
 from langgraph.types import Command, StateSnapshot, StateUpdate
 
 from graph.agent.emit import decided_by, thread_of
-from graph.agent.review import may_decide, record_of, rejected_message
+from graph.agent.gate import may_decide
+from graph.agent.records import record_of
+from graph.agent.tool_messages import RESOLVED_NOTE, rejected
 from graph.protocol.answers import Reject
-
-RESOLVED_NOTE = "The person marked this request as resolved without approving it."
 
 
 def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> list[list[StateUpdate]] | None:
@@ -55,7 +55,7 @@ def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> 
         decisions.record([record_of(thread_of(config), "review", call, rejection, **who) for call in calls])
     messages: list[ToolMessage] = []
     for call in calls:
-        message = rejected_message(call, RESOLVED_NOTE)
+        message = rejected(call, RESOLVED_NOTE)
         message.additional_kwargs["gatehouse_status"] = "rejected"
         messages.append(message)
     return [[StateUpdate({"messages": messages}, "review")]]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,6 +28,7 @@ from typing import Any
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
 from langgraph.types import Command, Interrupt, Send, interrupt
 from pydantic import (
     BaseModel,
@@ -40,14 +40,17 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import decided_by, thread_of
+from graph.agent.gate import may_decide, split_turn
 from graph.agent.policy import Grant, Verdict
-from graph.agent.routing import classify
+from graph.agent.records import record_of
 from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
+from graph.agent.tool_messages import edit_note, rejected, responded
 from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
-from graph.protocol.decisions import DecisionRecord
+from graph.protocol.events import ToolStatus
 from graph.protocol.inbox_format import from_inbox, is_inbox_answer
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
 from graph.protocol.tools import spec_of
@@ -55,13 +58,15 @@ from graph.protocol.tools import spec_of
 PREVIEW_CHARS = 20_000
 
 
-def review(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> Command:
+def review(
+    state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None, *, deps: AgentDeps
+) -> Command:
     """ONE interrupt for the gated calls of a model turn, then each call's fate:
     approved or edited calls go to their own `run_tool` task, rejected or answered
     ones get their ToolMessage here. Every decision is recorded in the decision log
     before any call runs: run_tool runs a gated call only on its record."""
     thread_id = thread_of(config)
-    now, gated = classify(state, deps, thread_id, reviewing=True)
+    now, gated = split_turn(state, deps, thread_id, runtime, reviewing=True)
     # Calls already run (a replay from before they ran): their journaled result, no card.
     sends: list[Send] = [Send("run_tool", {**task, "moves_on": True}) for task in now if task.get("replayed")]
     if not gated:
@@ -90,10 +95,11 @@ def review(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> Com
             note = edit_note(call["args"], edited["args"])
             sends.append(Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True}))
         else:
+            status: ToolStatus
             if isinstance(decision, Reject):
-                msg, status = rejected_message(call, decision.message), "rejected"
+                msg, status = rejected(call, decision.message), "rejected"
             else:
-                msg, status = responded_message(call, decision.message), "responded"
+                msg, status = responded(call, decision.message), "responded"
             messages.append(finished(call, msg, status))
     update: dict[str, Any] = {"messages": messages}
     if grants:
@@ -144,8 +150,10 @@ def build_request(
                 preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,
             )
         )
-        configs.append(ReviewConfig(action_name=call["name"], allowed_decisions=list(verdict.allowed_decisions),
-                                    approvers=list(verdict.approvers) or None))
+        # `approvers` is Gatehouse's extra field (the model admits extras).
+        configs.append(ReviewConfig.model_validate({"action_name": call["name"],
+                                                    "allowed_decisions": list(verdict.allowed_decisions),
+                                                    "approvers": list(verdict.approvers) or None}))
     return ApprovalRequest(action_requests=actions, review_configs=configs).wire()
 
 
@@ -291,11 +299,6 @@ def _check(
                 raise ValueError(f"{where}: edited arguments do not fit the tool: {problem}")
 
 
-def may_decide(actor: str | None, approvers: Sequence[str]) -> bool:
-    """Whether `actor` is one of a tool's approvers (identities compare without case)."""
-    return actor is not None and actor.strip().lower() in {a.strip().lower() for a in approvers}
-
-
 def explain(error: ValidationError) -> str:
     """A person-readable reason from a refused answer."""
     parts = []
@@ -307,52 +310,10 @@ def explain(error: ValidationError) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-def rejected_message(call: ToolCall, reason: str | None) -> ToolMessage:
-    text = f"The person declined this call to {call['name']}; it did not run."
-    if reason and reason.strip():
-        text += f" Their reason: {reason.strip()}"
-    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
-
-
-def responded_message(call: ToolCall, message: str) -> ToolMessage:
-    return ToolMessage(content=message, tool_call_id=call["id"], name=call["name"])
-
-
-def edit_note(original: dict[str, Any], edited: dict[str, Any]) -> str:
-    return (
-        "Note: the person changed the arguments before approving. "
-        f"Requested: {json.dumps(original, default=str)}; ran with: {json.dumps(edited, default=str)}."
-    )
-
-
 def request_id(config: RunnableConfig) -> str:
     """The id of the interrupt this node's task asks (LangGraph derives it from the
     task's namespace), recorded with each decision: the request that was answered."""
     return Interrupt.from_ns(None, (config.get("configurable") or {}).get("checkpoint_ns") or "").id
-
-
-def record_of(
-    thread_id: str, question: str, call: ToolCall, decision: Any, *, source: str | None, actor: str | None,
-    request_id: str | None = None,
-) -> DecisionRecord:
-    """The decision log's row for one answered call."""
-    edited = isinstance(decision, Edit)
-    always = getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
-    return DecisionRecord(
-        thread_id=thread_id,
-        question=question,
-        tool_call_id=call["id"],
-        tool=call["name"],
-        decision=decision.type,
-        args=decision.edited_action.args if edited else call["args"],
-        requested_args=call["args"] if edited else None,
-        message=getattr(decision, "message", None),
-        always_allow=("*" if always is True else always) if always else None,
-        source=source,
-        actor=actor,
-        decided_at=time.time(),
-        request_id=request_id,
-    )
 
 
 def grant_from(decision: Any, name: str) -> Grant | None:

@@ -16,13 +16,14 @@ tests/test_architecture.py checks that they stay keys of `AgentState`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage, ToolCall
 from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict
 
 from graph.agent.message_merge import merge_messages
+from graph.protocol.events import RunStatus
 from graph.protocol.state_keys import STOP_KIND, STOP_REASON
 
 
@@ -84,7 +85,7 @@ class AgentState(TypedDict):
     # "cancelled"): the storage keeps the thread list current from it, whoever ran
     # the graph (a Session, LangGraph Server, a raw invoke). A pause needs no mark:
     # the interrupt says it.
-    run_status: NotRequired[str | None]
+    run_status: NotRequired[RunStatus | None]
     # Input that arrived while a model turn still had calls without a result (a crash
     # inside a call, a raw client ignoring a pending approval): held out of the history
     # until every call has its answer, then added back (graph/agent/model_node.py).
@@ -97,6 +98,9 @@ class AgentState(TypedDict):
     hook_thread: NotRequired[dict[str, Any]]
 
 
+ToolMode = Literal["run", "deny", "skip", "invalid", "reject", "respond"]
+
+
 class ToolTask(TypedDict):
     """What one `run_tool` task gets through `Send`: a call and how to treat it."""
 
@@ -104,7 +108,7 @@ class ToolTask(TypedDict):
     # run: execute; deny / skip: answer with an error without running; invalid: the
     # arguments fail the tool's schema (`note`), answered with that; reject / respond:
     # a person's answer already in the decision log, given as the result.
-    mode: str
+    mode: ToolMode
     note: NotRequired[str | None]
     # Whether the run goes on to the model when this task is done: false for free
     # calls that run beside a review, which moves the run on itself once answered.

@@ -14,22 +14,15 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, ValidationError
 
+from graph.agent import tool_messages as say
 from graph.agent.emit import emit
 from graph.agent.offload import offloaded
 from graph.protocol import events as ev
+from graph.protocol.events import ToolStatus
 from graph.protocol.tools import output_to, stop_on
 
-# How a gated call was approved ("approve", "edit", "auto_approve"), on its ToolMessage.
 
-
-def tool_result(call: ToolCall, content: str, *, status: str = "success") -> ToolMessage:
-    """What the model gets back for `call` (not the person's answer to a review)."""
-    return ToolMessage(
-        content=content, tool_call_id=call["id"], name=call["name"], status=status  # type: ignore[arg-type]
-    )
-
-
-def finished(call: ToolCall, msg: ToolMessage, status: str, duration_ms: float = 0.0) -> ToolMessage:
+def finished(call: ToolCall, msg: ToolMessage, status: ToolStatus, duration_ms: float = 0.0) -> ToolMessage:
     """Mark a call's result with how it ended (kept in the thread, so history can show
     rejected / denied / answered without guessing from the text) and announce it."""
     msg.additional_kwargs["gatehouse_status"] = status
@@ -61,8 +54,8 @@ def answered_unrun(call: Mapping[str, Any], content: str) -> ToolMessage:
     shown = args if isinstance(args, dict) else {}
     name = call.get("name") or "unknown"
     emit(ev.ToolStarted, call_id=call["id"], name=name, args=shown)
-    msg = ToolMessage(content=content, tool_call_id=call["id"], name=name, status="error")
-    return finished({"id": call["id"], "name": name, "args": shown, "type": "tool_call"}, msg, "error")
+    shown_call: ToolCall = {"id": call["id"], "name": name, "args": shown, "type": "tool_call"}
+    return finished(shown_call, say.error_result(shown_call, content), "error")
 
 
 def invoke_tool(
@@ -71,8 +64,7 @@ def invoke_tool(
     """Run the call; bad arguments, unknown tools and exceptions become error results.
     `stop` is the run's cancel signal: tools that run long end when it is set."""
     if tool is None:
-        names = ", ".join(sorted(tools)) or "none"
-        return tool_result(call, f"Error: unknown tool {call['name']!r}. Available tools: {names}.", status="error")
+        return say.unknown_tool(call, list(tools))
 
     def show(text: str) -> None:
         emit(ev.ToolOutput, call_id=call["id"], text=text)
@@ -86,11 +78,11 @@ def invoke_tool(
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
         )
-        return tool_result(call, f"Error: invalid arguments for {call['name']}: {problems}", status="error")
+        return say.bad_arguments(call, problems)
     except Exception as exc:
-        return tool_result(call, f"Error: {call['name']} failed: {type(exc).__name__}: {exc}", status="error")
+        return say.failed(call, exc)
     if not isinstance(result, ToolMessage):
-        result = tool_result(call, str(result))
+        result = say.tool_result(call, str(result))
     # Its size is dealt with by the caller (graph/agent/offload.py: stored aside or cut).
     return result
 

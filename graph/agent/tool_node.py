@@ -35,26 +35,26 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from graph.agent import crash
+from graph.agent import tool_messages as say
+from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
-from graph.agent.emit import emit, thread_of
+from graph.agent.emit import decided_by, emit, thread_of
+from graph.agent.gate import Approved, Refused, invalid_permit, permit
 from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
-from graph.agent.review import decided_by, record_of, rejected_message, responded_message
-from graph.agent.routing import grants_of
-from graph.agent.standing import record_grant_run
+from graph.agent.records import record_grant_run, record_of
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import (
-    args_problem,
     finished,
     invoke_tool,
     timed,
-    tool_result,
 )
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
 from graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE
 from graph.protocol.errors import CallAlreadyStarted
+from graph.protocol.events import ToolStatus
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
 from graph.protocol.threads import DECISION_KEY, GRANT_KEY
 from graph.protocol.tools import spec_of
@@ -69,22 +69,20 @@ def run_tool(
     decision: str | None = None
     grant: str | None = None
     if task["mode"] == "run":
-        refusal, decision = approval_of(call, config, deps, task)
-        if refusal is not None:
-            emit(ev.Notice, text=refusal, source="gate")
+        allowed = permit(call, config, runtime, deps, task)
+        if isinstance(allowed, Refused):
+            emit(ev.Notice, text=allowed.reason, source="gate")
             return Command(goto=())
-        if decision is None and (grant := record_grant_run(call, config, deps)) is not None:
+        if isinstance(allowed, Approved):
+            decision = allowed.decision
+        elif allowed.grant is not None and (grant := record_grant_run(call, allowed.grant, config, deps)):
             decision = ALWAYS_ALLOWED
     elif task["mode"] == "invalid":
-        # Answering a gated call without a person is only right for arguments that
-        # really fail the schema: a task claiming so is checked, not believed.
-        tool = deps.tools.get(call["name"])
-        problem = args_problem(tool, call["args"]) if tool is not None else None
-        if problem is None:
-            emit(ev.Notice, text=f"Refused a task that called the arguments of {call['name']} (call "
-                 f"{call['id']}) invalid; they fit the tool. Nothing was answered.", source="gate")
+        found = invalid_permit(call, deps)
+        if isinstance(found, Refused):
+            emit(ev.Notice, text=found.reason, source="gate")
             return Command(goto=())
-        task = {**task, "note": problem}
+        task = {**task, "note": found.problem}
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
     update = run_call(task, config, deps, decision, stop=stop or (ctx.cancel if ctx is not None else None))
@@ -150,25 +148,22 @@ def run_call(
 def _answer(
     task: ToolTask, config: RunnableConfig, deps: AgentDeps, decision: str | None, journaled: bool,
     recorded: JournalEntry | None, stop: threading.Event | None,
-) -> tuple[ToolMessage, float, str]:
+) -> tuple[ToolMessage, float, ToolStatus]:
     """Run the call, or answer it as its mode says: (result, duration in ms, status)."""
     call, mode, thread_id = task["call"], task["mode"], thread_of(config)
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"],
          auto_approved=decision == AUTO_APPROVE, grant=task.get("grant"))
+    status: ToolStatus
     if mode == "deny":
-        msg, ms = tool_result(call, f"Error: the policy does not allow {call['name']} here; the call was not run.", status="error"), 0.0
-        status = "denied"
+        msg, ms, status = say.denied(call), 0.0, "denied"
     elif mode == "invalid":
-        text = (f"Error: invalid arguments for {call['name']}: {task.get('note')}. The call was not run "
-                "and nobody was asked; call it again with arguments that fit the tool.")
-        msg, ms, status = tool_result(call, text, status="error"), 0.0, "error"
+        msg, ms, status = say.invalid_for_review(call, task.get("note")), 0.0, "error"
     elif mode == "skip":
-        msg, ms = tool_result(call, f"Not run: {task.get('note') or 'the run was stopped'}", status="error"), 0.0
-        status = "error"
+        msg, ms, status = say.error_result(call, say.not_run(task.get("note"))), 0.0, "error"
     elif mode == "reject":
-        msg, ms, status = rejected_message(call, task.get("note")), 0.0, "rejected"
+        msg, ms, status = say.rejected(call, task.get("note")), 0.0, "rejected"
     elif mode == "respond":
-        msg, ms, status = responded_message(call, task.get("note") or ""), 0.0, "responded"
+        msg, ms, status = say.responded(call, task.get("note") or ""), 0.0, "responded"
     else:
         with executing(thread_id, call) if journaled else nullcontext():
             return _execute(task, config, deps, journaled, recorded, stop)
@@ -178,7 +173,7 @@ def _answer(
 def _execute(
     task: ToolTask, config: RunnableConfig, deps: AgentDeps, journaled: bool, recorded: JournalEntry | None,
     stop: threading.Event | None,
-) -> tuple[ToolMessage, float, str]:
+) -> tuple[ToolMessage, float, ToolStatus]:
     """Claim the call in the journal, run it, record its result."""
     call, journal, thread_id = task["call"], deps.journal, thread_of(config)
     tool = deps.tools.get(call["name"])
@@ -191,14 +186,14 @@ def _execute(
             journal.restart(thread_id, call, recorded.attempts)
         crash.crash_point("before_tool")
     msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
-    status = "error" if msg.status == "error" else "ok"
+    status: ToolStatus = "error" if msg.status == "error" else "ok"
     if stop is not None and stop.is_set():
         # Cut short by the person: say so, and record it so (a side effect may be half done).
-        msg.content = f"Stopped by the person while it ran; it may not have finished.\n\n{msg.content}"
+        msg.content = say.stopped_while_running(msg.content)
         msg.status = "error"
         status = "stopped"
-    if task.get("note"):
-        msg.content = f"{task['note']}\n\n{msg.content}"
+    if note := task.get("note"):
+        msg.content = say.with_note(note, msg.content)
     # A large output is stored aside before the journal records the result that
     # points at it (a replayed result always finds its output).
     msg = fit_output(msg, call, thread_id, deps.outputs, deps.offload)
@@ -209,28 +204,6 @@ def _execute(
     return msg, ms, status
 
 
-def approval_of(call: ToolCall, config: RunnableConfig, deps: AgentDeps, task: ToolTask) -> tuple[str | None, str | None]:
-    """(why this call may not run here, how it was approved): (None, None) for a call
-    the policy lets run; (None, "approve" / "edit" / "auto_approve") for a gated call
-    with a recorded approval of exactly these arguments. Without a decision log the
-    graph has nothing but its tasks to go by."""
-    if deps.decisions is None:
-        return None, task.get("decision")
-    thread_id = thread_of(config)
-    verdict = deps.policy.evaluate(call["name"], call["args"], deps.tools.get(call["name"]), grants_of({}, deps, thread_id))
-    if verdict.mode == "allow":
-        return None, None
-    if verdict.mode == "ask":
-        # Approved for exactly this call: its id, tool and canonical arguments as they run.
-        records = deps.decisions.for_call(thread_id, call["id"])
-        if matching := [r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)]:
-            return None, matching[-1].decision
-    return (
-        f"Refused a task to run {call['name']} (call {call['id']}): no person approved this call with "
-        "these arguments. It did not run."
-    ), None
-
-
 def has_side_effects(tool: BaseTool) -> bool:
     """Journaled: every tool but a read-only one, whatever it declares about
     idempotence (at-most-once is about the person's intent, not the bytes: a
@@ -239,12 +212,7 @@ def has_side_effects(tool: BaseTool) -> bool:
     return not (spec.risk == "read" and spec.idempotent)
 
 
-def unapproved(call: ToolCall, config: RunnableConfig, deps: AgentDeps) -> str | None:
-    """Why this call may not run here, or None (see `approval_of`)."""
-    return approval_of(call, config, deps, {"call": call, "mode": "run"})[0]
-
-
-def _journaled_answer(call: ToolCall, msg: ToolMessage, status: str) -> dict[str, Any]:
+def _journaled_answer(call: ToolCall, msg: ToolMessage, status: ToolStatus) -> dict[str, Any]:
     """A call answered from the journal (or by a person after a crash), not run now."""
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"])
     return {"messages": [finished(call, msg, status)]}
@@ -255,7 +223,7 @@ def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
     return OutcomeRequest(
         outcome_unknown=InterruptedCall(
-            tool_call_id=call["id"],
+            tool_call_id=id_of(call),
             name=call["name"],
             args=call["args"],
             started_at=entry.started_at,
@@ -271,11 +239,5 @@ def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
 
 def outcome_message(call: ToolCall, answer: OutcomeAnswer) -> ToolMessage:
     if answer.type == "respond":
-        return ToolMessage(content=answer.message or "", tool_call_id=call["id"], name=call["name"])
-    text = (
-        f"Error: {call['name']} was interrupted by a crash and its outcome is unknown; "
-        "the person marked it as failed."
-    )
-    if answer.message and answer.message.strip():
-        text += f" Their note: {answer.message.strip()}"
-    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
+        return say.responded(call, answer.message or "")
+    return say.outcome_failed(call, answer.message)

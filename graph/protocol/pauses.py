@@ -9,9 +9,9 @@ type, never by dict keys.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from graph.protocol.answers import OUTCOME_CHOICES, DecisionType, OutcomeChoice
 
@@ -105,14 +105,6 @@ class OutcomeUnknown(_Pause):
 
 
 Pause = Approval | OutcomeUnknown
-_pause_adapter: TypeAdapter[Pause] = TypeAdapter(Annotated[Pause, Field(discriminator="kind")])
-
-
-def parse_pause(data: dict[str, Any] | str | bytes) -> Pause:
-    """A pause from its `to_dict()` (or JSON) form, e.g. one sent to a browser and back."""
-    if isinstance(data, dict):
-        return _pause_adapter.validate_python(data)
-    return _pause_adapter.validate_json(data)
 
 
 def pause_from(thread_id: str, interrupt_id: str, value: Any) -> Pause | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +42,7 @@ def check_thread_id(thread_id: object) -> str:
     """`thread_id` when it is a valid thread id, else `InvalidThreadId` (nothing changes)."""
     if (problem := thread_id_problem(thread_id)) is not None:
         raise InvalidThreadId(problem)
-    return thread_id  # type: ignore[return-value]
+    return cast(str, thread_id)  # thread_id_problem refuses anything but a str
 
 
 def shown_id(thread_id: str, limit: int = 60) -> str:
@@ -234,7 +234,7 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
     kind = data.get("type")
     extra = data.get("additional_kwargs") or {}
     content = data.get("content")
-    fields: dict[str, Any] = {"role": ROLES.get(kind, kind), "content": content_text(content), "id": data.get("id")}
+    fields: dict[str, Any] = {"role": ROLES.get(str(kind), kind), "content": content_text(content), "id": data.get("id")}
     if kind == "human" and extra.get(SUMMARY_MARK):
         fields["summary"] = True
     if kind in ("ai", "AIMessageChunk"):
@@ -264,9 +264,3 @@ def turn_starts(messages: Sequence[MessageView]) -> list[int]:
     terminal's `show` (#n), `fork --at n`, `branches` / `switch --at n`, `undo`, and
     the web app's "Turn n"."""
     return [i for i, m in enumerate(messages) if m.role == "user" and not m.summary]
-
-
-def turn_of(messages: Sequence[MessageView], index: int) -> int | None:
-    """The turn number (1-based) of the person's message at `index`, if it is one."""
-    starts = turn_starts(messages)
-    return starts.index(index) + 1 if index in starts else None

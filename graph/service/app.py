@@ -68,7 +68,7 @@ def build_agent(
         max_parallel_tools=settings.max_parallel_tools,
     )
     # `Session.compact_now` uses it also when automatic compaction is off.
-    agent.gatehouse_compaction = compaction  # type: ignore[attr-defined]
+    agent.gatehouse_compaction = compaction  # type: ignore[attr-defined]  # read back by Session.compact_now
     return agent, tools, [close_tools]
 
 

@@ -52,7 +52,8 @@ def tips_of(edges: Iterable[tuple[str, str | None]]) -> list[Tip]:
     for checkpoint_id in parent:
         if checkpoint_id in continued:
             continue
-        path, at = [], checkpoint_id
+        path: list[str] = []
+        at: str | None = checkpoint_id
         while at is not None and len(path) <= len(parent):  # the bound guards a damaged tree
             path.append(at)
             at = parent.get(at)

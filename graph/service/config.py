@@ -36,7 +36,7 @@ class Settings:
     model_factory: str | None = None
     max_model_calls: int = 25
     # [model] max_retries / timeout: Gatehouse retries a model call that failed in a way
-    # worth retrying at once (graph/model_call.py); seconds the server may stay silent
+    # worth retrying at once (graph/agent/model_call.py); seconds the server may stay silent
     # (ChatOpenAI's own default is to wait forever).
     model_max_retries: int = 2
     model_timeout: float | None = 600.0
@@ -219,7 +219,7 @@ def absolute_locations(settings: Settings, base: Path | None = None) -> Settings
     when settings are read, so a front end that changes directory later, or starts a
     server in another one, stays on the same files."""
     root = base or Path.cwd()
-    changes = {}
+    changes: dict[str, Any] = {}
     for key in ("db", "workspace", "sql_database"):
         value = getattr(settings, key, None)
         if isinstance(value, str) and value and not value.startswith(":") and "://" not in value \
@@ -271,7 +271,7 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key == "model" and isinstance(value, dict):
-            values.update({_MODEL_KEYS.get(k, k): v for k, v in value.items()})
+            values.update({_MODEL_KEYS.get(str(k), str(k)): v for k, v in value.items()})
         elif key == "tools" and isinstance(value, dict):
             values.update(value)
         elif key == "mcp" and isinstance(value, dict):

@@ -89,11 +89,6 @@ INTENTS: list[Intent] = [
 ]
 
 
-def register_intent(intent: Intent) -> None:
-    """Teach the demo a new request (tool modules call this for their tools)."""
-    INTENTS.append(intent)
-
-
 class DemoModel(BaseChatModel):
     tool_names: list[str] = Field(default_factory=list)
     chunk_chars: int = 6

@@ -36,6 +36,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage, message_to_dict, messages_from_dict
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
@@ -124,6 +125,8 @@ def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequenc
         raise ImportRefused("the export says a pending call was already decided or started; it is not importable")
     for owner in dict.fromkeys(t for t in (thread_id, exported.thread_id) if t):
         for call_id, name, _ in asked:
+            if call_id is None:  # no id: nothing in the database can name it
+                continue
             if storage.journal is not None and storage.journal.get(owner, call_id) is not None:
                 raise ImportRefused(
                     f"{name} (call {call_id}) already ran on thread {owner} in this database: the export is older "
@@ -143,12 +146,12 @@ def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequenc
     return pause
 
 
-def restore(agent: CompiledStateGraph, storage: Storage, thread_id: str, exported: Exported,
+def restore(agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, thread_id: str, exported: Exported,
             journal: Sequence[JournalEntry], decisions: Sequence[DecisionRecord], pause: Approval | None) -> None:
     """Write the thread: outputs, journal, messages (and, for a paused one, its pause
     asked again by the `review` node alone), then its decisions. Undone when the pause
     does not come back as it was."""
-    config = {"configurable": {"thread_id": thread_id}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     if storage.outputs is not None:
         names = {m.tool_call_id: m.name for m in exported.messages if isinstance(m, ToolMessage)}
         for call_id, text in exported.tool_outputs.items():

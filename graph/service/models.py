@@ -6,8 +6,10 @@ provider is configured."""
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from pydantic import SecretStr
 
 from graph.agent.model_call import ModelOptions
 from graph.protocol.errors import ConfigError
@@ -32,11 +34,11 @@ def make_model(settings: Settings) -> BaseChatModel:
         model=name,
         base_url=settings.base_url,
         # Local servers (vLLM, Ollama, llama.cpp) accept any key but the client needs one.
-        api_key=settings.api_key or "not-needed",
+        api_key=SecretStr(settings.api_key or "not-needed"),
         temperature=settings.temperature,
         # The usage chunk also tells a finished stream from a cut one (graph/agent/cut_off.py).
         stream_usage=settings.model_stream_usage,
-        # Gatehouse retries, with an event each time (graph/model_call.py); the client's
+        # Gatehouse retries, with an event each time (graph/agent/model_call.py); the client's
         # own silent retries would multiply them.
         max_retries=0,
         timeout=settings.model_timeout,
@@ -58,7 +60,7 @@ def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatMode
             f"[model] name {settings.model!r} names a provider, which needs the packages langchain and "
             f"{package}: install them (`uv add langchain {package}` or `pip install langchain {package}`)"
         ) from None
-    kwargs: dict[str, object] = {"temperature": settings.temperature}
+    kwargs: dict[str, Any] = {"temperature": settings.temperature}
     if settings.base_url:
         kwargs["base_url"] = settings.base_url
     if settings.api_key:

@@ -5,7 +5,7 @@ a reasoning model's thinking as `reasoning_content` (newer vLLM and Ollama: as
 `reasoning`) beside `content`, in stream deltas and in whole replies. `ChatOpenAI`
 targets OpenAI's own API and drops these fields; this subclass copies them into
 `additional_kwargs["reasoning_content"]`, where LangChain's provider packages
-(ChatDeepSeek, ChatXAI, ChatGroq, ChatOllama) put it too, and where graph/reasoning.py
+(ChatDeepSeek, ChatXAI, ChatGroq, ChatOllama) put it too, and where graph/agent/reasoning.py
 reads it. Everything else is `ChatOpenAI`'s.
 """
 
@@ -33,7 +33,7 @@ def _reasoning(fields: Any) -> str:
     return ""
 
 
-class ChatOpenAICompatible(ChatOpenAI):  # type: ignore[override]
+class ChatOpenAICompatible(ChatOpenAI):
     """`ChatOpenAI` that keeps `reasoning_content` / `reasoning` from the server."""
 
     def _convert_chunk_to_generation_chunk(

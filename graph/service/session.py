@@ -32,6 +32,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from graph.agent.compiled import GatehouseGraph
 from graph.agent.context import RunContext
 from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
@@ -385,7 +386,7 @@ class Session:
 
     def _tools(self) -> Mapping[str, BaseTool]:
         # The compiled agent's own (the built-in read_tool_output included) when known.
-        return getattr(self.agent, "gatehouse_tools", None) or self.tools
+        return self.agent.gatehouse_tools if isinstance(self.agent, GatehouseGraph) else self.tools
 
     def _acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
         """The thread's run lease (graph/store/leases.py). When `deciding`, a thread

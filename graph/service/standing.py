@@ -1,6 +1,6 @@
 """A thread's standing permissions, for people: the "always allow" grants in force
 (who gave each, when, from where) and withdrawing one. Read from and written to the
-decision log, the one place the graph reads grants from (graph/agent/routing.py): a
+decision log, the one place the graph reads grants from (graph/agent/gate.py): a
 revoke is a later record for the same tool and pattern, so the log stays append-only
 and the next model turn of any run, in any process, asks again.
 """

@@ -14,7 +14,7 @@ clients may still ask for `messages`; the model's tokens arrive there as usual.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from graph.protocol import events as ev
 from graph.store.langgraph_private import INTERRUPT
@@ -26,7 +26,7 @@ def translate(mode: str, chunk: Any, thread_id: str) -> Iterator[ev.Event]:
     if mode == "custom":
         # Anything else on the custom stream is a user's own writer output, not ours.
         if isinstance(chunk, ev.EVENT_TYPES):
-            yield chunk  # type: ignore[misc]
+            yield cast(ev.Event, chunk)  # EVENT_TYPES lists exactly Event's members
     elif mode == "updates" and isinstance(chunk, dict):
         for interrupt in chunk.get(INTERRUPT, ()):
             yield ev.ApprovalRequired(thread_id=thread_id, interrupt_id=interrupt.id, request=interrupt.value)

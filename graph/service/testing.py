@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -68,6 +68,7 @@ class ScriptedModel(BaseChatModel):
         merged = chunks[0].message
         for c in chunks[1:]:
             merged = merged + c.message
+        merged = cast(AIMessageChunk, merged)  # _stream yields AIMessageChunks only
         msg = AIMessage(
             content=merged.content, tool_calls=merged.tool_calls, usage_metadata=merged.usage_metadata
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -48,7 +49,9 @@ def build_tools(settings: Settings) -> list[BaseTool]:
 def _sandbox(settings: Settings, ws: Workspace) -> Sandbox:
     # Gatehouse's own secrets on disk: the database (threads, approvals) and the config
     # file (it may hold an API key).
-    private = [*database_paths(settings.db, ws.root), *([settings.source] if settings.source else [])]
+    private: list[str | os.PathLike[str]] = [
+        *database_paths(settings.db, ws.root), *([settings.source] if settings.source else [])
+    ]
     return choose_sandbox(
         settings.shell_sandbox,
         ws.root,

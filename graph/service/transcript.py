@@ -20,10 +20,11 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import (
     AIMessage,
+    AnyMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -51,7 +52,7 @@ EXPORT_VERSION = 1
 
 
 def message_view(m: BaseMessage) -> MessageView:
-    fields = {"type": m.type, "content": m.content, "id": m.id, "additional_kwargs": m.additional_kwargs}
+    fields: dict[str, Any] = {"type": m.type, "content": m.content, "id": m.id, "additional_kwargs": m.additional_kwargs}
     if isinstance(m, AIMessage):
         fields["tool_calls"] = m.tool_calls
     if isinstance(m, ToolMessage):
@@ -112,15 +113,16 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
     messages = _from_lc(raw) if isinstance(raw, list) else [_from_view(i, v) for i, v in enumerate(data["messages"])]
     if not messages:
         raise ImportRefused("the export has no messages")
-    ids = [m.id for m in messages]
-    if None in ids or "" in ids:
+    ids = [m.id or "" for m in messages]
+    if "" in ids:
         raise ImportRefused("every message needs an id")
-    if duplicates := sorted(i for i, n in Counter(ids).items() if n > 1):  # type: ignore[type-var]
+    if duplicates := sorted(i for i, n in Counter(ids).items() if n > 1):
         raise ImportRefused(f"message ids appear more than once: {duplicates}")
     pending = data.get("pending")
     if pending is not None and not isinstance(pending, Mapping):
         raise ImportRefused('"pending" must be the pending request (an object) or null')
-    if problem := pairing_problem(messages, open_tail=pending is not None):
+    # messages_from_dict makes each message its own class: all of them are AnyMessage's.
+    if problem := pairing_problem(cast("list[AnyMessage]", messages), open_tail=pending is not None):
         raise ImportRefused(
             f"importing it would break the pairing of tool calls and results: {problem} "
             "(only an export that carries the request the thread was waiting for, \"pending\", may end with "

@@ -291,7 +291,7 @@ class DeltaReads:
         ns = config["configurable"].get("checkpoint_ns", "")
         checkpoint_id = get_checkpoint_id(config)
         if not checkpoint_id:
-            target = self.get_tuple(config)  # type: ignore[attr-defined]
+            target = self.get_tuple(config)  # type: ignore[attr-defined]  # a mixin: the stock saver has get_tuple
             if target is None:
                 return {**out, **{ch: {"writes": []} for ch in cached}}
             checkpoint_id = target.config["configurable"]["checkpoint_id"]

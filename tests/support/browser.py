@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from bench.web.server import free_port, install_secret_of, running, sign_in
+from tests.support.markers import require_marker
 from ui.web.serve import streamlit_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,7 @@ CHROMIUM_ARGS = [
 
 
 def chromium_path() -> str:
+    require_marker("browser", "starts Chromium")
     path = os.environ.get("GATEHOUSE_CHROMIUM", CHROMIUM)
     if Path(path).is_file() or shutil.which(path):
         return path

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.markers import require_marker
+
 SEARCH = ["/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/opt/homebrew/bin", "/usr/local/bin", "/usr/bin"]
 
 
@@ -190,6 +192,7 @@ def _watchdog(server: PostgresServer) -> subprocess.Popen[bytes]:
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     """A URL of a new database of its own for each test (dropped afterwards)."""
+    require_marker("postgres", "uses a Postgres database")
     url = postgres_server.create_database()
     yield url
     postgres_server.drop_database(url)

@@ -10,6 +10,8 @@ from rich.text import Text
 
 from graph import AwaitingDecision, DecisionError, OutcomeUnknown, Run, RunInProgress, Session
 from graph.protocol import events as ev
+from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
+from graph.protocol.operations import Decide, Retry, SendMessage
 from graph.protocol.threads import turn_starts
 from ui.term import render as term
 
@@ -63,7 +65,7 @@ class Chat:
                         return self.leave()
                     continue
                 try:
-                    run = self.session.send(self.thread_id, text)
+                    run = self.session.submit(SendMessage(self.thread_id, text))
                 except (DecisionError, ValueError, RunInProgress) as exc:
                     self.err.print(Text(str(exc), "red"))
                     continue
@@ -177,7 +179,7 @@ class Chat:
         elif name == "/retry":
             if self.session.pending(self.thread_id) is None:
                 try:
-                    self.run(self.session.retry(self.thread_id))
+                    self.run(self.session.submit(Retry(self.thread_id)))
                 except RunInProgress as exc:
                     self.err.print(Text(str(exc), "red"))
             return self.decide_pending()
@@ -200,12 +202,13 @@ class Chat:
     def decide_pending(self) -> bool:
         """Ask for decisions while the thread is paused. Ctrl-C here propagates (leave)."""
         while (pending := self.session.pending(self.thread_id)) is not None:
+            answer: ReviewAnswer | OutcomeAnswer
             if isinstance(pending, OutcomeUnknown):
                 answer = term.ask_outcome(self.out, self.asker, pending)
             else:
                 answer = term.ask_decisions(self.out, self.asker, pending, self.check_args)
             try:
-                run = self.session.resume(self.thread_id, answer, interrupt_id=pending.interrupt_id)
+                run = self.session.submit(Decide(self.thread_id, answer, pending.interrupt_id))
             except DecisionError as exc:
                 self.err.print(Text(f"decision refused, nothing changed: {exc}", "red"))
                 continue

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast, overload
 
 import typer
 
@@ -41,7 +41,16 @@ import graph
 from ui.term.fast import parse_decision, parse_read_only
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    import ui.term.decisions as td
+    import ui.term.render as term
     from graph import Approval, Pause, Run, Session, Settings, ThreadReader
+    from graph.protocol import events as ev
+    from graph.protocol import operations as ops
+    from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+    from graph.protocol.display import visible, visible_json
 
 
 class _Deferred:
@@ -68,14 +77,17 @@ class _Deferred:
         return self._get()(*args, **kwargs)
 
 
-term: Any = _Deferred("ui.term.render")
-visible: Any = _Deferred("graph.protocol.display", "visible")
-# JSON output with hidden characters as JSON escapes: the same values, nothing that
-# acts on the terminal a person runs `--json` in.
-visible_json: Any = _Deferred("graph.protocol.display", "visible_json")
-td: Any = _Deferred("ui.term.decisions")
-ev: Any = _Deferred("graph.protocol.events")
-Text: Any = _Deferred("rich.text", "Text")
+# Type checkers see the real modules and names (imported above under TYPE_CHECKING).
+if not TYPE_CHECKING:
+    term = _Deferred("ui.term.render")
+    visible = _Deferred("graph.protocol.display", "visible")
+    # JSON output with hidden characters as JSON escapes: the same values, nothing that
+    # acts on the terminal a person runs `--json` in.
+    visible_json = _Deferred("graph.protocol.display", "visible_json")
+    td = _Deferred("ui.term.decisions")
+    ops = _Deferred("graph.protocol.operations")
+    ev = _Deferred("graph.protocol.events")
+    Text = _Deferred("rich.text", "Text")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
@@ -101,8 +113,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-out: Any = _Deferred("ui.term.render", make=lambda render: render.make_console())
-err: Any = _Deferred("ui.term.render", make=lambda render: render.make_console(stderr=True))
+out: Console = cast("Console", _Deferred("ui.term.render", make=lambda render: render.make_console()))
+err: Console = cast("Console", _Deferred("ui.term.render", make=lambda render: render.make_console(stderr=True)))
 
 DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout (errors too).",
@@ -176,6 +188,14 @@ def os_user() -> str | None:
 def opening_failed(exc: Exception) -> typer.Exit:
     """A wrong setting is a usage error (2); a database that cannot be used, a failure (1)."""
     return fail(str(exc), EXIT_USAGE if isinstance(exc, graph.ConfigError) else EXIT_FAILED)
+
+
+@overload
+def absolute_db(db: str) -> str: ...
+
+
+@overload
+def absolute_db(db: None) -> None: ...
 
 
 def absolute_db(db: str | None) -> str | None:
@@ -299,11 +319,11 @@ def require_pending(session: Session | ThreadReader, thread_id: str, interrupt_i
             raise fail(f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
                        f"(thread status: {status}{by}); nothing was sent", EXIT_USAGE)
         raise fail(f"thread {thread_id} is not waiting for a decision (status: {status}){by}", EXIT_USAGE)
-    if interrupt_id is not None and interrupt_id != pending.interrupt_id and hasattr(session, "resume"):
+    if interrupt_id is not None and interrupt_id != pending.interrupt_id and not isinstance(session, graph.ThreadReader):
         # The session tells a request already decided from one never asked; an empty
         # answer to a request that is not pending is refused before anything else.
         try:
-            session.resume(thread_id, {"decisions": []}, interrupt_id=interrupt_id)
+            session.submit(ops.Decide(thread_id, ops.review([]), interrupt_id))
         except graph.DecisionError as exc:
             raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
         raise fail(f"request {interrupt_id} is not the pending request of thread {thread_id}", EXIT_USAGE)
@@ -323,7 +343,7 @@ def can_confirm(as_json: bool) -> bool:
     return not as_json and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def confirm_unnamed(pending: Pause, answer: dict[str, Any]) -> str:
+def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str:
     """Show the card and what will be sent; the request's id once the person says yes."""
     term.render_pending(out, pending)
     for line in td.describe_answer(pending, answer):
@@ -452,31 +472,30 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
     raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
 
 
-def send_answer(session: Session, pending: Pause, answer: dict[str, Any], interrupt_id: str | None,
+def send_answer(session: Session, pending: Pause, answer: ReviewAnswer | OutcomeAnswer, interrupt_id: str | None,
                 as_json: bool) -> None:
     if interrupt_id is None:  # require_pending let it through: a person at a terminal
         interrupt_id = confirm_unnamed(pending, answer)
     try:
-        run = session.resume(pending.thread_id, answer, interrupt_id=interrupt_id)
+        run = session.submit(ops.Decide(pending.thread_id, answer, interrupt_id))
     except graph.DecisionError as exc:
         raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
     finish_run(session, run, as_json)
 
 
-def decide(pending: Approval, chosen: dict[int, dict[str, Any]], others: dict[str, Any] | None,
-           hint: str) -> dict[str, Any]:
+def decide(pending: Approval, chosen: dict[int, Decision], others: Decision | None, hint: str) -> ReviewAnswer:
     try:
         return td.answer(pending, chosen, others, hint=hint)
     except td.DecisionUsage as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
 
-def others_decision(reject_others: str | None, approve_others: bool) -> dict[str, Any] | None:
+def others_decision(reject_others: str | None, approve_others: bool) -> Decision | None:
     if reject_others is not None and approve_others:
         raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
     if reject_others is not None:
-        return td.reject(reject_others)
-    return td.approve() if approve_others else None
+        return ops.reject(reject_others or None)
+    return ops.approve() if approve_others else None
 
 
 # -- the web UI and Studio -------------------------------------------------------
@@ -891,7 +910,7 @@ def fork(
         require_thread(session, thread_id)
         index = turn_index(session.transcript(thread_id), thread_id, at)
         try:
-            run = session.fork(thread_id, index, text, force=force)
+            run = session.submit(ops.Fork(thread_id, index, text, force))
         except graph.AwaitingDecision as exc:
             raise fail(terminal_words(exc), EXIT_AWAITING) from None
         except ValueError as exc:
@@ -978,7 +997,7 @@ def send(
         if not as_json and (why := session.auto_approving(thread_id)):
             err.print(term.auto_approve_banner(why))
         try:
-            run = session.send(thread_id, message)
+            run = session.submit(ops.SendMessage(thread_id, message))
         except graph.DecisionError as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
@@ -1025,9 +1044,11 @@ def approve(
     if all_ and call:
         raise fail("use either --all or --call, not both", EXIT_USAGE)
 
-    def build(request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]) -> dict[str, Any]:
+    always_allow = True if always else None
+
+    def build(request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]) -> ReviewAnswer:
         count = len(request.actions)
-        chosen = {n: td.approve(always) for n in call or ()}
+        chosen: dict[int, Decision] = {n: ops.approve(always_allow=always_allow) for n in call or ()}
         if edit is not None:
             number, text = edit
             if not 1 <= number <= count:
@@ -1037,13 +1058,13 @@ def approve(
             args, problem = term.parse_args_json(text, name, check_args)
             if problem is not None or args is None:
                 raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
-            chosen[number] = td.edit(name, args, always)
+            chosen[number] = ops.edit(name, args, always_allow=always_allow)
         if all_ or (not chosen and count == 1):
-            chosen = {n: chosen.get(n, td.approve(always)) for n in range(1, count + 1)}
+            chosen = {n: chosen.get(n, ops.approve(always_allow=always_allow)) for n in range(1, count + 1)}
         elif not chosen:
             raise fail(f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
                        "say --all, or --call N (repeatable) with --reject-others REASON", EXIT_USAGE)
-        others = td.reject(reject_others) if reject_others is not None else None
+        others = ops.reject(reject_others or None) if reject_others is not None else None
         return decide(request, chosen, others, "decide them in the same command: repeat --call, "
                       "or use --all or --reject-others REASON")
 
@@ -1068,9 +1089,10 @@ def reject(
     Without --call every pending call is rejected. With --call N (repeatable), the
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
     """
-    def build(request: Approval) -> dict[str, Any]:
+    def build(request: Approval) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
-        return decide(request, {n: td.reject(reason) for n in numbers}, td.approve() if approve_others else None,
+        rejected: Decision = ops.reject(reason or None)
+        return decide(request, dict.fromkeys(numbers, rejected), ops.approve() if approve_others else None,
                       "decide them in the same command: repeat --call, or use --approve-others")
 
     check_before_loading(db, thread_id, interrupt_id, as_json, build)
@@ -1104,7 +1126,7 @@ def respond(
                 raise fail(f"thread {thread_id} has {len(request.actions)} pending calls: "
                            f"{td.describe_calls(request)}; say which with --call N", EXIT_USAGE)
             call = 1
-        answer = decide(request, {call: td.respond(message)}, others_decision(reject_others, approve_others),
+        answer = decide(request, {call: ops.respond(message)}, others_decision(reject_others, approve_others),
                         "decide them in the same command: --reject-others REASON or --approve-others")
         send_answer(session, request, answer, interrupt_id, as_json)
 
@@ -1136,11 +1158,11 @@ def resolve(
                        "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)
         require_named(thread_id, interrupt_id, as_json)
         if run_again:
-            answer = td.run_again()
+            answer = ops.outcome("run_again")
         elif failed is not None:
-            answer = td.mark_failed(failed.strip() or None)
+            answer = ops.outcome("mark_failed", failed.strip() or None)
         else:
-            answer = td.outcome((outcome or "").strip())
+            answer = ops.outcome("respond", (outcome or "").strip())
         send_answer(session, request, answer, interrupt_id, as_json)
 
 
@@ -1153,7 +1175,7 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
         if session.pending(thread_id) is not None:
             raise fail(f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "
                        "(see `gatehouse pending`)", EXIT_AWAITING)
-        finish_run(session, session.retry(thread_id), as_json)
+        finish_run(session, session.submit(ops.Retry(thread_id)), as_json)
 
 
 # -- interactive chat ---------------------------------------------------------------
@@ -1212,7 +1234,8 @@ def _run_read_only(command: str, kwargs: dict[str, Any]) -> None:
         if "thread_id" in kwargs:  # checked as typer's callback checks it on the slow path
             _check_id(kwargs["thread_id"])
             refuse_bad_thread_id()
-        {"threads": threads, "pending": pending, "show": show}[command](**kwargs)
+        commands: dict[str, Callable[..., None]] = {"threads": threads, "pending": pending, "show": show}
+        commands[command](**kwargs)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
 
@@ -1222,7 +1245,8 @@ def _run_decision(command: str, kwargs: dict[str, Any]) -> None:
     _remember_json(kwargs.get("as_json", False))
     _check_id(kwargs["thread_id"])
     try:
-        {"approve": approve, "reject": reject}[command](**kwargs)
+        commands: dict[str, Callable[..., None]] = {"approve": approve, "reject": reject}
+        commands[command](**kwargs)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:  # what typer's standalone mode says and does

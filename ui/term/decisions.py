@@ -10,45 +10,14 @@ between commands: a refused command changes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from graph import Approval, OutcomeUnknown, Pause
+from graph.protocol.answers import Decision, Edit, OutcomeAnswer, Reject, Respond, ReviewAnswer
+from graph.protocol.operations import review
 
 
 class DecisionUsage(ValueError):
     """The options do not decide every pending call (or name a call that does not exist)."""
-
-
-def approve(always: bool = False) -> dict[str, Any]:
-    return {"type": "approve", "always_allow": True} if always else {"type": "approve"}
-
-
-def reject(reason: str | None) -> dict[str, Any]:
-    return {"type": "reject", "message": reason} if reason else {"type": "reject"}
-
-
-def respond(message: str) -> dict[str, Any]:
-    return {"type": "respond", "message": message}
-
-
-# Answers to an "outcome unknown" pause (graph/journal.py: OutcomeAnswer).
-def run_again() -> dict[str, Any]:
-    return {"type": "run_again"}
-
-
-def mark_failed(note: str | None = None) -> dict[str, Any]:
-    return {"type": "mark_failed", "message": note} if note else {"type": "mark_failed"}
-
-
-def outcome(text: str) -> dict[str, Any]:
-    return {"type": "respond", "message": text}
-
-
-def edit(name: str, args: dict[str, Any], always: bool = False) -> dict[str, Any]:
-    decision: dict[str, Any] = {"type": "edit", "edited_action": {"name": name, "args": args}}
-    if always:
-        decision["always_allow"] = True
-    return decision
 
 
 def describe_calls(pending: Approval, numbers: Iterable[int] | None = None) -> str:
@@ -62,21 +31,20 @@ _WORDS = {"approve": "approve", "edit": "run with edited arguments", "reject": "
           "run_again": "run it again", "mark_failed": "mark it as failed"}
 
 
-def describe_answer(pending: Pause, answer: Mapping[str, Any]) -> list[str]:
+def describe_answer(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> list[str]:
     """One line per call saying what the answer does to it, for a person to confirm."""
-    if isinstance(pending, OutcomeUnknown):
-        kind = str(answer.get("type"))
-        return [f"{pending.call.name}: {_WORDS.get(kind, kind)}"
-                + (f": {answer['message']}" if answer.get("message") else "")]
+    if isinstance(answer, OutcomeAnswer):
+        name = pending.call.name if isinstance(pending, OutcomeUnknown) else "the call"
+        return [f"{name}: {_WORDS.get(answer.type, answer.type)}" + (f": {answer.message}" if answer.message else "")]
     lines = []
-    for n, (action, decision) in enumerate(zip(pending.actions, answer.get("decisions", []), strict=False), 1):
-        kind = str(decision.get("type"))
-        line = f"call {n} ({action.name}): {_WORDS.get(kind, kind)}"
-        if kind == "edit":
-            line += f" {decision['edited_action']['args']}"
-        elif decision.get("message"):
-            line += f": {decision['message']}"
-        if decision.get("always_allow"):
+    actions = pending.actions if isinstance(pending, Approval) else []
+    for n, (action, decision) in enumerate(zip(actions, answer.decisions, strict=False), 1):
+        line = f"call {n} ({action.name}): {_WORDS.get(decision.type, decision.type)}"
+        if isinstance(decision, Edit):
+            line += f" {decision.edited_action.args}"
+        elif isinstance(decision, Reject | Respond) and decision.message:
+            line += f": {decision.message}"
+        if decision.always_allow:
             line += ", and always allow it in this thread"
         lines.append(line)
     return lines
@@ -96,14 +64,14 @@ def check_numbers(pending: Approval, numbers: Iterable[int]) -> list[int]:
 
 def answer(
     pending: Approval,
-    chosen: Mapping[int, dict[str, Any]],
-    others: dict[str, Any] | None = None,
+    chosen: Mapping[int, Decision],
+    others: Decision | None = None,
     *,
     hint: str = "decide them in the same command (repeat --call, use --all, "
     "--reject-others REASON or --approve-others)",
-) -> dict[str, Any]:
-    """`{"decisions": [...]}` covering every call: `chosen` by 1-based number, the
-    rest `others`; refused (`DecisionUsage`) when some call would stay undecided."""
+) -> ReviewAnswer:
+    """The answer covering every call: `chosen` by 1-based number, the rest `others`;
+    refused (`DecisionUsage`) when some call would stay undecided."""
     check_numbers(pending, chosen)
     count = len(pending.actions)
     undecided = [n for n in range(1, count + 1) if n not in chosen]
@@ -113,4 +81,9 @@ def answer(
             f"for all of them; still undecided: {describe_calls(pending, undecided)}. Nothing was sent; "
             f"{hint}."
         )
-    return {"decisions": [dict(chosen[n]) if n in chosen else dict(others or {}) for n in range(1, count + 1)]}
+    decisions: list[Decision] = []
+    for n in range(1, count + 1):
+        decision = chosen.get(n, others)
+        assert decision is not None  # an undecided call without `others` was refused above
+        decisions.append(decision)
+    return review(decisions)

@@ -12,6 +12,7 @@ text still holds one (`SafeConsole`). Prompts use prompt_toolkit on a terminal a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -30,9 +31,10 @@ from rich.table import Table
 from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
+from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
 from graph.protocol.display import visible, visible_json
+from graph.protocol.operations import approve, edit, outcome, reject, respond, review
 from graph.protocol.threads import turn_starts
-from ui.term import decisions as td
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -193,8 +195,8 @@ class EventRenderer:
             # Calls run in parallel: each streamed line says whose it is.
             self._streamed.add(event.call_id)
             name = self._names.get(event.call_id, "tool")
-            for line in visible(event.text).rstrip("\n").split("\n"):
-                c.print(Text.assemble((f"{name} │ ", "cyan"), (line, "dim")))
+            for piece in visible(event.text).rstrip("\n").split("\n"):
+                c.print(Text.assemble((f"{name} │ ", "cyan"), (piece, "dim")))
         elif isinstance(event, ev.ToolFinished):
             mark, style = TOOL_MARK.get(event.status, ("•", ""))
             head = Text.assemble((f"{mark} ", style), (visible(event.name), "bold"), (f" {event.status}", style))
@@ -503,37 +505,37 @@ def ask_decisions(
     asker: Asker,
     pending: Approval,
     check_args: Callable[[str, dict[str, Any]], str | None],
-) -> dict[str, Any]:
+) -> ReviewAnswer:
     """Ask for one decision per call, in request order; returns the whole answer."""
     rows = pending_rows(pending)
-    decisions: list[dict[str, Any]] = []
+    decisions: list[Decision] = []
     approve_rest = False
     for row in rows:
         allowed = row["allowed"]
         if approve_rest and "approve" in allowed:
             console.print(Text.assemble(("✓ approved ", "green"), (f"call {row['call']} ({visible(row['name'])})", "bold")))
-            decisions.append(td.approve())
+            decisions.append(approve())
             continue
         console.print(call_card(row, len(rows)))
         keys = [k for k, (kind, _, _) in CHOICES.items() if kind in allowed]
         console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
-        key = asker.line("decision> ", check=lambda t, keys=keys: choice_problem(t, keys)).strip()
+        key = asker.line("decision> ", check=functools.partial(choice_problem, keys=keys)).strip()
         if key == "a":
-            decisions.append(td.approve())
+            decisions.append(approve())
         elif key == "A":
-            decisions.append(td.approve())
+            decisions.append(approve())
             approve_rest = True
         elif key == "w":
-            decisions.append(td.approve(always=True))
+            decisions.append(approve(always_allow=True))
         elif key == "r":
             reason = asker.line("reason> ").strip()
-            decisions.append(td.reject(reason or None))
+            decisions.append(reject(reason or None))
         elif key == "s":
             message = asker.line("response> ", check=lambda t: None if t.strip() else "a response cannot be empty")
-            decisions.append(td.respond(message.strip()))
+            decisions.append(respond(message.strip()))
         elif key == "e":
-            decisions.append(td.edit(row["name"], edit_args(console, asker, row, check_args)))
-    return {"decisions": decisions}
+            decisions.append(edit(row["name"], edit_args(console, asker, row, check_args)))
+    return review(decisions)
 
 
 # key: (outcome answer it needs allowed, menu label, help line)
@@ -553,8 +555,8 @@ def outcome_choice_problem(text: str, keys: list[str]) -> str | None:
     return f"type one of: {' '.join(keys)} (? for help)"
 
 
-def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> dict[str, Any]:
-    """Ask how an outcome-unknown call ended; returns the answer for `Session.resume`."""
+def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> OutcomeAnswer:
+    """Ask how an outcome-unknown call ended; returns the answer to submit."""
     render_outcome(console, pending)
     allowed = pending.allowed
     keys = [k for k, (kind, _, _) in OUTCOME_CHOICES.items() if kind in allowed]
@@ -566,12 +568,12 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> dict
             console.print(Text(f"Running {name} again may repeat its side effect if the first attempt did its work.",
                                "yellow"))
             if asker.line("run it again? [y/N] ").strip().lower() in ("y", "yes"):
-                return td.run_again()
+                return outcome("run_again")
             continue
         if key == "f":
-            return td.mark_failed(asker.line("note (optional)> ").strip() or None)
+            return outcome("mark_failed", asker.line("note (optional)> ").strip() or None)
         text = asker.line("what really happened> ", check=lambda t: None if t.strip() else "the outcome cannot be empty")
-        return td.outcome(text.strip())
+        return outcome("respond", text.strip())
 
 
 def edit_args(

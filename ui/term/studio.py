@@ -16,7 +16,7 @@ import subprocess
 import time
 import uuid
 import webbrowser
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -84,7 +84,7 @@ def register(base_url: str, thread_id: str, headers: dict[str, str] | None = Non
 
 
 def run_studio(
-    cmd: Sequence[str], cwd: Path, *, port: int, threads: Sequence[str], open_browser: bool, say: object
+    cmd: Sequence[str], cwd: Path, *, port: int, threads: Sequence[str], open_browser: bool, say: Callable[[str], object]
 ) -> int:
     """Start the server, register `threads`, print (and open) Studio's links, then stay
     in the foreground until the server stops; Ctrl-C stops it."""
@@ -97,8 +97,8 @@ def run_studio(
             register(base_url, thread_id, credentials)
         links = [studio_url(base_url, t) for t in threads] or [studio_url(base_url)]
         for link in links:
-            say(f"Studio: {link}")  # type: ignore[operator]
-        say(CONNECT_HINT)  # type: ignore[operator]
+            say(f"Studio: {link}")
+        say(CONNECT_HINT)
         if open_browser:
             webbrowser.open(links[0])
         return proc.wait()

@@ -29,14 +29,14 @@ LOADING = loading_state()
 
 from graph import describe_error  # noqa: E402
 from ui.web.audit import audit_page  # noqa: E402
-from ui.web.auto_approve import TabRunner, auto_approve_banner  # noqa: E402
+from ui.web.auto_approve import auto_approve_banner  # noqa: E402
 from ui.web.chat_page import chat_input_box, chat_page, open_thread_now  # noqa: E402
 from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
 from ui.web.desktop_notify import desktop_notifications  # noqa: E402
 from ui.web.identity import signed_in  # noqa: E402
 from ui.web.inbox import inbox_page  # noqa: E402
-from ui.web.live import page_drawn, page_started  # noqa: E402
 from ui.web.live_edit import LIVE_EDIT_SCRIPT  # noqa: E402
+from ui.web.live_updates import page_drawn, page_started  # noqa: E402
 from ui.web.long_threads import whole_output_page  # noqa: E402
 from ui.web.not_found import thread_not_found_page  # noqa: E402
 from ui.web.safe_text import markdown  # noqa: E402
@@ -79,13 +79,13 @@ def main() -> None:
         st.error(f"Gatehouse cannot start: {describe_error(exc)[0]}")
         st.button(":material/refresh: Retry", key="retry-start")
         return
-    session, runner = state.session, TabRunner(state.runner)  # this browser session's run options
+    # The one Runner of the server: each run this page starts carries this browser
+    # session's options (ui/web/auto_approve.py: tab_options).
+    session, runner = state.session, state.runner
     if thread_not_found_page(session, current_thread()) or whole_output_page(session):
         page_loaded(LOADING)
         return
-    # The live-update watcher is one per server: keyed by the shared Runner, never by
-    # this run's wrapper.
-    seen = page_started(session, state.runner, current_thread())
+    seen = page_started(session, runner, current_thread())
     if session.info.get("demo"):
         st.info(
             "**Demo mode:** the offline demo model is answering (no account, no network). "
@@ -115,7 +115,7 @@ def main() -> None:
             # The page followed a run to its end: the chat input and the sidebar were
             # drawn while it ran. One more (windowed, cheap) run draws them as they are.
             st.rerun()
-    page_drawn(session, state.runner, current_thread(), seen)
+    page_drawn(session, runner, current_thread(), seen)
 
 
 def run() -> None:

@@ -1,7 +1,8 @@
 """The approval card: every gated call of a paused turn, one decision each.
 
-The card builds the `{"decisions": [...]}` answer of the HITL contract and hands it
-to the Runner, which validates it (a bad answer changes nothing) before resuming.
+The card builds the answer (graph.protocol.operations: `review` of one decision per
+call, or an `outcome`) and submits it to the Runner as a `Decide`, which validates it
+(a bad answer changes nothing) before resuming.
 Edited arguments are parsed and checked against the tool's schema here first, so a
 typo is reported next to the field instead of as a refused resume.
 
@@ -30,8 +31,10 @@ from graph import (
     Session,
     StaleDecision,
 )
+from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+from graph.protocol.operations import Decide, approve, edit, outcome, reject, respond, review
 from graph.protocol.pauses import ActionRequest
-from ui.web.auto_approve import tab_actor
+from ui.web.auto_approve import tab_actor, tab_options
 from ui.web.safe_text import code, label, markdown
 from ui.web.tool_blocks import pretty
 
@@ -58,22 +61,21 @@ def _edited_args(session: Session, name: str, raw: str) -> dict[str, Any]:
     return args
 
 
-def _decision(session: Session, key: str, action: ActionRequest, choice: str) -> dict[str, Any]:
+def _decision(session: Session, key: str, action: ActionRequest, choice: str) -> Decision:
     name = action.name
-    always = bool(st.session_state.get(f"{key}-always"))
+    always = True if st.session_state.get(f"{key}-always") else None
     if choice == "approve":
-        return {"type": "approve", **({"always_allow": True} if always else {})}
+        return approve(always_allow=always)
     if choice == "edit":
         args = _edited_args(session, name, st.session_state.get(f"{key}-args", pretty(action.args)))
-        edit: dict[str, Any] = {"type": "edit", "edited_action": {"name": name, "args": args}}
-        return {**edit, **({"always_allow": True} if always else {})}
+        return edit(name, args, always_allow=always)
     if choice == "reject":
         reason = str(st.session_state.get(f"{key}-reason", "")).strip()
-        return {"type": "reject", "message": reason or "No reason given."}
+        return reject(reason or "No reason given.")
     answer = str(st.session_state.get(f"{key}-respond", "")).strip()
     if not answer:
         raise InvalidInput(f"{name}: write the answer the model should get instead of running the tool")
-    return {"type": "respond", "message": answer}
+    return respond(answer)
 
 
 def _preview_of(session: Session, key: str, action: ActionRequest, choice: str | None) -> tuple[str | None, str | None]:
@@ -134,18 +136,18 @@ def _action(session: Session, pending: Approval, index: int, action: ActionReque
     return None if choice is None else str(choice)
 
 
-def _outcome_answer(key: str, choice: str | None) -> dict[str, Any]:
+def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
     if choice is None:
         raise InvalidInput("choose what happened first")
     if choice == "run_again":
-        return {"type": "run_again"}
+        return outcome("run_again")
     if choice == "mark_failed":
         note = str(st.session_state.get(f"{key}-note", "")).strip()
-        return {"type": "mark_failed", **({"message": note} if note else {})}
+        return outcome("mark_failed", note or None)
     real = str(st.session_state.get(f"{key}-real", "")).strip()
     if not real:
         raise InvalidInput("write what really happened: the model gets it as the tool's result")
-    return {"type": "respond", "message": real}
+    return outcome("respond", real)
 
 
 def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card") -> None:
@@ -185,14 +187,17 @@ def _error_here(key: str) -> None:
         st.error(error)
 
 
-def submit(session: Session, runner: Runner, pending: Pause, key: str, make_answer: Callable[[], Any],
+Answer = ReviewAnswer | OutcomeAnswer
+
+
+def submit(session: Session, runner: Runner, pending: Pause, key: str, make_answer: Callable[[], Answer],
            notice_key: str | None = None) -> None:
     """Resume with the answer (in a button's callback); a refused or unreadable one is
     shown on the card (`{key}-error`) and nothing changes; one that came too late says
     who decided instead (`notice_key`, by default the thread's notice)."""
     st.session_state.pop(notice_key or f"notice-{pending.thread_id}", None)
     try:
-        runner.resume(pending.thread_id, make_answer(), interrupt_id=pending.interrupt_id, source="web")
+        runner.submit(Decide(pending.thread_id, make_answer(), pending.interrupt_id), tab_options())
     except InvalidInput as exc:
         st.session_state[f"{key}-error"] = str(exc)
     except (StaleDecision, NothingPending, RunInProgress):
@@ -281,18 +286,18 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
         undecided = [i for i, c in enumerate(choices) if c is None]
         _error_here(card)
 
-        def answer(approve_rest: bool) -> Callable[[], dict[str, Any]]:
-            def make() -> dict[str, Any]:
+        def answer(approve_rest: bool) -> Callable[[], ReviewAnswer]:
+            def make() -> ReviewAnswer:
                 # Read at click time: the choices as the person left them.
                 now = [st.session_state.get(f"{card}-{i}-choice", c) for i, c in enumerate(choices)]
                 open_ = [i for i, c in enumerate(now) if c is None]
                 if not approve_rest and open_:
                     calls = ", ".join(str(i + 1) for i in open_)
                     raise InvalidInput(f"choose a decision for call {calls} (or approve the undecided ones)")
-                return {"decisions": [
-                    {"type": "approve"} if c is None else _decision(session, f"{card}-{i}", a, str(c))
+                return review([
+                    approve() if c is None else _decision(session, f"{card}-{i}", a, str(c))
                     for i, (a, c) in enumerate(zip(actions, now, strict=True))
-                ]}
+                ])
             return make
 
         left, right = st.columns(2)

@@ -3,19 +3,18 @@
 One Session serves every browser session of the server (ui/web/state.py), so the
 Session's own auto-approve mode would switch it on for everybody. A person's switch
 is kept in their browser session instead and travels with each run they start:
-`TabRunner` wraps the shared Runner and adds this tab's run options (auto_approve,
-and source "web" and the actor the decision log records) to every send, resume,
-retry and fork. The thread's switch is stored with the thread (the decision log) and
+`tab_options()` is this tab's `RunOptions` (auto_approve, and source "web" and the
+actor the decision log records), given with every operation the page submits to the
+shared Runner. The thread's switch is stored with the thread (the decision log) and
 holds for everyone, every front end. While either is on, a banner says so.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
-from graph import Run, Runner, Session
+from graph import Session
+from graph.protocol.operations import RunOptions
 from ui.web.identity import signed_in_identity
 
 TAB_KEY = "auto-approve-tab"  # this browser session's mode (kept apart from the widget's state)
@@ -32,46 +31,11 @@ def tab_actor() -> str | None:
     return signed_in_identity()
 
 
-class TabRunner:
-    """The shared Runner, with this browser session's run options added to each run it
-    starts (options a caller names itself win)."""
-
-    def __init__(self, runner: Runner) -> None:
-        self.inner = runner
-        self.session = runner.session
-
-    def _options(self, given: dict[str, Any]) -> dict[str, Any]:
-        options = {"source": "web", **given}
-        if (actor := tab_actor()) is not None:
-            options.setdefault("actor", actor)
-        if tab_auto_approve():
-            options.setdefault("auto_approve", True)
-        return options
-
-    def send(self, thread_id: str | None, text: str | list[Any], **options: Any) -> Run:
-        return self.inner.send(thread_id, text, **self._options(options))
-
-    def resume(self, thread_id: str, answer: Any, **options: Any) -> Run:
-        return self.inner.resume(thread_id, answer, **self._options(options))
-
-    def fork(self, thread_id: str, message_index: int, text: str, **options: Any) -> Run:
-        return self.inner.fork(thread_id, message_index, text, **self._options(options))
-
-    def retry(self, thread_id: str, **options: Any) -> Run:
-        return self.inner.retry(thread_id, **self._options(options))
-
-    def active(self, thread_id: str) -> Run | None:
-        return self.inner.active(thread_id)
-
-    def latest(self, thread_id: str) -> Run | None:
-        return self.inner.latest(thread_id)
-
-    def cancel(self, thread_id: str) -> bool:
-        return self.inner.cancel(thread_id)
-
-    def __getattr__(self, name: str) -> Any:
-        # Anything else the Runner offers (now or later) is the shared Runner's own.
-        return getattr(self.inner, name)
+def tab_options() -> RunOptions:
+    """The options of every run this browser session starts (`Runner.submit`): source
+    "web", the signed-in person as the actor, and auto-approve while this tab's switch
+    is on (otherwise the session's own mode)."""
+    return RunOptions(source="web", actor=tab_actor(), auto_approve=True if tab_auto_approve() else None)
 
 
 def tab_switch() -> None:

@@ -4,7 +4,7 @@ One script run per click: every control acts in its callback (which Streamlit ru
 before the script), so the run that follows draws the page as it now is; a live run
 is followed in a region at the bottom (`tail`) that is redrawn in place from the
 checkpoints when the run ends, without another rerun. The sidebar catches up through
-the live-update poller (ui/web/live.py).
+the live-update poller (ui/web/live_updates.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import streamlit as st
 
 from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from graph.protocol.display import visible
+from graph.protocol.operations import Fork, Retry, SendMessage
 from ui.web.approval import approval_card, show_notice
-from ui.web.chat import durations, follow, last_error
+from ui.web.auto_approve import tab_options
 from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.live_run import durations, follow, last_error
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import stopped_notes
@@ -85,7 +87,7 @@ def _on_prompt(session: Session, runner: Runner, thread_id: str | None) -> None:
         return
     new_id = thread_id or session.new_thread_id()
     try:
-        runner.send(new_id, text)
+        runner.submit(SendMessage(new_id, text), tab_options())
     except RunInProgress:
         st.session_state["flash"] = ("Not sent: a run is active on this thread in another process. "
                                      f"Your message, to send again: {text}")
@@ -121,7 +123,7 @@ def _stop(runner: Runner, thread_id: str) -> None:
 
 def _retry(runner: Runner, thread_id: str) -> None:
     try:
-        runner.retry(thread_id)
+        runner.submit(Retry(thread_id), tab_options())
     except (RunInProgress, DecisionError) as exc:
         st.session_state["flash"] = f"Not retried: {exc}"
 
@@ -227,7 +229,7 @@ def _draw_settled(session: Session, runner: Runner, thread_id: str, messages: li
 
 def _regenerate(runner: Runner, thread_id: str, index: int, text: str) -> None:
     try:
-        runner.fork(thread_id, index, text)
+        runner.submit(Fork(thread_id, index, text), tab_options())
     except (RunInProgress, DecisionError, ValueError) as exc:
         st.session_state["flash"] = f"Not regenerated: {exc}"
 
@@ -241,7 +243,7 @@ def _send_queued(runner: Runner, thread_id: str) -> Run | None:
     while waiting:
         text = waiting.pop(0)
         try:
-            return runner.send(thread_id, text)
+            return runner.submit(SendMessage(thread_id, text), tab_options())
         except (RunInProgress, DecisionError, ValueError) as exc:
             st.session_state["flash"] = f"Queued message not sent: {exc}. Your message: {text}"
     return None

@@ -3,7 +3,7 @@ waiting for a decision while they are looking at something else.
 
 A toggle in the sidebar turns it on for this browser tab (Streamlit keeps widget
 state per page session, so a reload turns it off again). The page is rerun by the
-live-update watcher (ui/web/live.py) whenever the set of waiting threads changes, so
+live-update watcher (ui/web/live_updates.py) whenever the set of waiting threads changes, so
 each run hands the page the threads waiting now; a small script compares them with
 what it has already announced (kept in the tab's sessionStorage, so a rerun or a
 reload never repeats a notification) and shows one `Notification` per newly waiting

@@ -21,7 +21,9 @@ from typing import Any
 import streamlit as st
 
 from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
+from graph.protocol.operations import Fork
 from graph.protocol.threads import turn_starts
+from ui.web.auto_approve import tab_options
 from ui.web.copy import copy_html
 from ui.web.long_text import draw_message_text
 from ui.web.long_threads import result_row, summary_html
@@ -277,7 +279,7 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
         if go:
             st.session_state.pop(_fork_key(thread_id), None)
             try:
-                runner.fork(thread_id, index, new_text)
+                runner.submit(Fork(thread_id, index, new_text), tab_options())
             except Exception as exc:  # noqa: BLE001 - shown to the person, never a traceback page
                 st.error(f"Cannot fork: {exc}")
                 return

@@ -13,11 +13,14 @@ or one click: Approve (or `a`) asks "Approve … ?" first, and only that answer 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
 from graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
+from graph.protocol import operations as op
+from graph.protocol.answers import ReviewAnswer
 from ui.web.approval import RISK_COLOR, approval_card, show_notice
 from ui.web.approval import submit as submit_answer
 from ui.web.safe_text import label
@@ -57,11 +60,10 @@ def _what(pending: Pause) -> str:
     return f"`{first.name}` {key_argument(first.args)}{more} · :{RISK_COLOR.get(risk, 'gray')}-badge[risk: {risk}]"
 
 
-def _quick(kind: str, pending: Approval) -> Any:
+def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
     if kind == "approve":
-        return lambda: {"decisions": [{"type": "approve"} for _ in pending.actions]}
-    return lambda: {"decisions": [{"type": "reject", "message": "Rejected from the approvals inbox."}
-                                  for _ in pending.actions]}
+        return lambda: op.review([op.approve() for _ in pending.actions])
+    return lambda: op.review([op.reject("Rejected from the approvals inbox.") for _ in pending.actions])
 
 
 def inbox_page(session: Session, runner: Runner) -> None:

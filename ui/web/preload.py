@@ -71,9 +71,9 @@ class Preload:
             page = b"".join(body)
             if b"</head>" in page:
                 page = page.replace(b"</head>", self.hints + b"</head>", 1)
-            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-            headers.append((b"content-length", str(len(page)).encode()))
-            await send({**start, "headers": headers})
+            kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            kept.append((b"content-length", str(len(page)).encode()))
+            await send({**start, "headers": kept})
             await send({"type": "http.response.body", "body": page})
 
         await self.app(scope, receive, sending)

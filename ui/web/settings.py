@@ -127,16 +127,16 @@ def settings_page(session: Session) -> None:
     else:
         st.caption("No hooks configured ([hooks] in gatehouse.toml).")
     st.subheader("Token usage per thread")
-    rows = []
+    usage_rows: list[dict[str, Any]] = []
     for t in session.threads(limit=100):
         usage = session.usage(t.thread_id)
-        rows.append({
+        usage_rows.append({
             "thread": t.title,
             "input tokens": int(usage.get("input_tokens", 0)),
             "output tokens": int(usage.get("output_tokens", 0)),
             "cost ($)": usage.get("cost"),
         })
-    if rows:
-        st.dataframe(rows, hide_index=True, width="stretch")
+    if usage_rows:
+        st.dataframe(usage_rows, hide_index=True, width="stretch")
     else:
         st.caption("No threads yet.")

@@ -18,6 +18,8 @@ import streamlit as st
 from graph import MessageView, Runner, Session, ThreadInfo
 from graph.protocol import events as ev
 from graph.protocol.display import visible
+from graph.protocol.operations import Retry
+from ui.web.auto_approve import tab_options
 from ui.web.safe_text import markdown
 
 CUT_OFF_NOTE = ("This reply was cut off before it finished (the model's stream ended early); "
@@ -84,6 +86,6 @@ def stopped_notes(session: Session, runner: Runner, thread_id: str, transcript: 
 
 def _retry(runner: Runner, thread_id: str) -> None:
     try:
-        runner.retry(thread_id)
+        runner.submit(Retry(thread_id), tab_options())
     except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
         st.session_state["flash"] = f"Not retried: {exc}"

@@ -7,6 +7,8 @@ the page lives there too (`?view=inbox|settings`, chat by default).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Literal
 
 import streamlit as st
 
@@ -103,7 +105,7 @@ def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
         # Gray text is unreadable on the selected (primary-colored) button.
         when = ago(info.updated_at) if selected else f":gray[{ago(info.updated_at)}]"
         label = f"{safe_label(info.title)}{badge}  \n{when}"
-        kind = "primary" if selected else "secondary"
+        kind: Literal["primary", "secondary"] = "primary" if selected else "secondary"
         if st.button(label, key=f"thread-{info.thread_id}", width="stretch", type=kind):
             open_thread(info.thread_id)
             st.rerun()
@@ -135,11 +137,16 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
     _confirmed_action(":material/undo: Undo last turn", undo_question(paused), f"undo-{thread_id}", busy,
                       lambda: session.undo(thread_id, force=paused))
     _confirmed_action(":material/delete: Delete thread", "Delete this thread for good?", f"delete-{thread_id}", busy,
-                      lambda: (session.delete(thread_id), open_thread(None)))
+                      lambda: _delete(session, thread_id))
     thread_extras(session, thread_id, busy)
 
 
-def _confirmed_action(label: str, question: str, key: str, busy: bool, action: object) -> None:
+def _delete(session: Session, thread_id: str) -> None:
+    session.delete(thread_id)
+    open_thread(None)
+
+
+def _confirmed_action(label: str, question: str, key: str, busy: bool, action: Callable[[], object]) -> None:
     asking = st.session_state.get("confirm") == key
     if not asking:
         if st.button(label, key=key, disabled=busy, width="stretch",
@@ -152,7 +159,7 @@ def _confirmed_action(label: str, question: str, key: str, busy: bool, action: o
     if yes.button("Yes", key=f"{key}-yes", type="primary"):
         st.session_state.pop("confirm", None)
         try:
-            action()  # type: ignore[operator]
+            action()
         except Exception as exc:  # noqa: BLE001 - a readable message, not a traceback page
             st.session_state["flash"] = f"{label.split(': ', 1)[-1]} failed: {exc}"
         st.rerun()

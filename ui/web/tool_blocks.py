@@ -10,7 +10,7 @@ A live run draws each call as an `st.status` block that it updates as events arr
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, Literal
 
 import streamlit as st
 
@@ -20,7 +20,7 @@ from ui.web.safe_text import pretty as safe_pretty
 
 OUTPUT_CHARS = 4_000
 
-_STATE = {"ok": "complete", "responded": "complete", "error": "error", "rejected": "error", "denied": "error",
+_STATE: dict[str, Literal["running", "complete", "error"]] = {"ok": "complete", "responded": "complete", "error": "error", "rejected": "error", "denied": "error",
           "stopped": "error"}
 _WORD = {"ok": "done", "responded": "answered by you", "error": "failed", "rejected": "rejected", "denied": "denied",
          "stopped": "stopped by you"}
@@ -106,6 +106,6 @@ class ToolBlock:
         self.flush()
         self.box.update(
             label=label(self.name, status, duration_ms),
-            state=_STATE.get(status, "complete"),  # type: ignore[arg-type]
+            state=_STATE.get(status, "complete"),
             expanded=False,
         )

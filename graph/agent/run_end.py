@@ -1,0 +1,66 @@
+"""How a run ends, said in one place: the `run_status` the node that ends it writes
+(the storage keeps the thread list current from it, whoever ran the graph) together
+with the `turn_complete` event front ends show, and how a run is stopped.
+
+A run ends "completed" in the model node (a reply with no calls and no on_exit
+hooks) or in `finish` (after the on_exit hooks), and "stopped" / "cancelled" in
+`finish` after a stop. A pause needs no mark: the interrupt says it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, cast
+
+from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+
+from graph.agent.emit import emit
+from graph.protocol import events as ev
+
+# How a run ended (the part of `graph.protocol.events.RunStatus` the graph writes).
+EndStatus = Literal["completed", "stopped", "cancelled"]
+# Who stopped a run: a hook or a limit ("stopped"), the person ("cancelled"), a cut-off
+# reply (graph/agent/model_call.py: CUT_OFF_KIND).
+StopKind = str
+
+STOPPED_BY_PERSON = "Stopped by the person."
+
+
+def stop(reason: str, kind: StopKind) -> dict[str, Any]:
+    """The update that stops the run, with the reason the person sees."""
+    return {"stop_reason": reason, "stop_kind": kind}
+
+
+def stop_status(kind: str | None) -> EndStatus:
+    """How a stopped run ended: cancelled by the person, or stopped."""
+    return "cancelled" if kind == "cancelled" else "stopped"
+
+
+def ended(status: EndStatus, size: int) -> dict[str, Any]:
+    """Announce the end of the run (`turn_complete`) and return its `run_status` mark.
+    `size`: how many messages the history holds once this step's update is applied."""
+    emit(ev.TurnComplete, status=status, history_size=size)
+    return {"run_status": status}
+
+
+def ends_here(reply: AIMessage, update: dict[str, Any], has_on_exit: bool) -> bool:
+    """Whether the model node's step with this reply ends the run (routing: END):
+    no calls to answer, no stop to announce, no on_exit hooks to run."""
+    return not (reply.tool_calls or reply.invalid_tool_calls or update.get("stop_reason") or has_on_exit)
+
+
+def history_size(history: list[AnyMessage], added: list[Any]) -> int:
+    """How many messages `history` holds once `added` is applied by the messages
+    reducer, without building that list (a turn's end on a long thread)."""
+    if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
+        return len(cast(list[Any], add_messages(cast(Any, history), added)))
+    ids = {m.id for m in history}
+    size = len(history)
+    for m in added:
+        if isinstance(m, RemoveMessage):
+            size -= m.id in ids
+            ids.discard(m.id)
+        elif m.id is None or m.id not in ids:
+            size += 1
+            ids.add(m.id)
+    return size
