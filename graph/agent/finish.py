@@ -18,10 +18,11 @@ from langgraph.types import Command
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit
 from graph.agent.history import last_human_id
-from graph.agent.run_end import ended, history_size, stop_status
+from graph.agent.run_end import ended, history_size
 from graph.agent.state import AgentState
 from graph.protocol import events as ev
 from graph.protocol.errors import HookError
+from graph.protocol.state_keys import stop_status
 from graph.protocol.threads import NOTICE_MARK
 
 

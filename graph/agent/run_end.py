@@ -4,7 +4,9 @@ with the `turn_complete` event front ends show, and how a run is stopped.
 
 A run ends "completed" in the model node (a reply with no calls and no on_exit
 hooks) or in `finish` (after the on_exit hooks), and "stopped" / "cancelled" in
-`finish` after a stop. A pause needs no mark: the interrupt says it.
+`finish` after a stop. A pause needs no mark: the interrupt says it. Which of
+"stopped" / "cancelled" a stop means (`stop_status`) is graph/protocol/state_keys.py's:
+the store reads a stored run's end by the same rule, without the agent.
 """
 
 from __future__ import annotations
@@ -29,11 +31,6 @@ STOPPED_BY_PERSON = "Stopped by the person."
 def stop(reason: str, kind: StopKind) -> dict[str, Any]:
     """The update that stops the run, with the reason the person sees."""
     return {"stop_reason": reason, "stop_kind": kind}
-
-
-def stop_status(kind: str | None) -> EndStatus:
-    """How a stopped run ended: cancelled by the person, or stopped."""
-    return "cancelled" if kind == "cancelled" else "stopped"
 
 
 def ended(status: EndStatus, size: int) -> dict[str, Any]:

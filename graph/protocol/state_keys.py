@@ -12,7 +12,7 @@ agent needs. tests/test_architecture.py checks that each name is a key of
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, Final, Literal
 
 # The conversation: the DeltaChannel whose head the store materialises.
 MESSAGES = "messages"
@@ -24,7 +24,12 @@ RUN_STATUS = "run_status"
 STOP_REASON = "stop_reason"
 STOP_KIND = "stop_kind"
 # The `STOP_KIND` of a run the person cancelled.
-CANCELLED = "cancelled"
+CANCELLED: Final = "cancelled"
+
+
+def stop_status(kind: str | None) -> Literal["cancelled", "stopped"]:
+    """How a stopped run ended: cancelled by the person, or stopped (a hook, a limit)."""
+    return CANCELLED if kind == CANCELLED else "stopped"
 
 
 def ended_as(values: Mapping[str, Any], updated: Collection[str]) -> str:
@@ -34,5 +39,5 @@ def ended_as(values: Mapping[str, Any], updated: Collection[str]) -> str:
     if RUN_STATUS in updated and values.get(RUN_STATUS):
         return str(values[RUN_STATUS])
     if values.get(STOP_REASON):
-        return CANCELLED if values.get(STOP_KIND) == CANCELLED else "stopped"
+        return stop_status(values.get(STOP_KIND))
     return "completed"
