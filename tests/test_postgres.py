@@ -22,7 +22,8 @@ from langgraph.checkpoint.postgres import PostgresSaver
 import tests.test_core_graph as core
 from graph import CallAlreadyStarted, RunInProgress, StorageError, ai, tool_call
 from graph.store import open_storage
-from graph.store.postgres import PgJournal, PgLeases, PgThreadIndex, redact
+from graph.store.dialect import POSTGRES
+from graph.store.postgres import redact
 from tests.support.core_fixtures import Ledger, make_session
 from tests.support.postgres import PostgresServer
 
@@ -61,8 +62,8 @@ def test_postgres_url_selects_the_official_saver_and_postgres_tables(pg_sessions
     session, _, _ = pg_session([], tmp_path)
     storage = session.storage
     assert isinstance(storage.checkpointer, PostgresSaver)
-    assert isinstance(storage.index, PgThreadIndex)
-    assert isinstance(storage.journal, PgJournal) and isinstance(storage.leases, PgLeases)
+    tables = (storage.index, storage.journal, storage.leases, storage.decisions, storage.outputs)
+    assert all(table is not None and table.dialect is POSTGRES for table in tables)
     import psycopg
 
     with psycopg.connect(pg_sessions) as conn:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.protocol.errors import ConfigError
+from graph.store.dialect import is_postgres_url
 
 CONFIG_ENV = "GATEHOUSE_CONFIG"
 DEFAULT_CONFIG_FILE = "gatehouse.toml"
@@ -112,7 +113,7 @@ class Settings:
 
     @property
     def uses_postgres(self) -> bool:
-        return self.db.startswith(("postgres://", "postgresql://"))
+        return is_postgres_url(self.db)
 
 
 # Providers a model name may start with ("anthropic:claude-…", "ollama:qwen3"): the
@@ -219,7 +220,7 @@ def absolute_locations(settings: Settings, base: Path | None = None) -> Settings
     when settings are read, so a front end that changes directory later, or starts a
     server in another one, stays on the same files."""
     root = base or Path.cwd()
-    changes = {}
+    changes: dict[str, Any] = {}
     for key in ("db", "workspace", "sql_database"):
         value = getattr(settings, key, None)
         if isinstance(value, str) and value and not value.startswith(":") and "://" not in value \
@@ -271,7 +272,7 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key == "model" and isinstance(value, dict):
-            values.update({_MODEL_KEYS.get(k, k): v for k, v in value.items()})
+            values.update({str(_MODEL_KEYS.get(k, k)): v for k, v in value.items()})
         elif key == "tools" and isinstance(value, dict):
             values.update(value)
         elif key == "mcp" and isinstance(value, dict):
