@@ -38,7 +38,7 @@ from graph.store.decision_chain import (
     read_for_check,
     seal_existing,
 )
-from graph.store.dialect import Cursor, Database, upsert
+from graph.store.dialect import Cursor, Table, upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     thread_id TEXT NOT NULL,
@@ -154,16 +154,11 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-class Decisions:
+class Decisions(Table):
     """`gatehouse_decisions` and its hash chain (graph/store/decision_chain.py)."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self.dialect = db.dialect
 
     @staticmethod
     def create(cur: Cursor) -> None:
-        """Create the tables, or bring older ones up to date (in the caller's transaction)."""
         rebind(cur, "gatehouse_decisions", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
         if "request_id" not in cur.dialect.columns(cur, "gatehouse_decisions"):
@@ -210,6 +205,3 @@ class Decisions:
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
         return [_record(r) for r in self._db.rows(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params)]
-
-    def close(self) -> None:
-        self._db.close()

@@ -285,7 +285,24 @@ class PostgresDatabase(Database):
         pass  # a pool is closed by its owner (Storage.close closes the checkpointer's)
 
 
+class Table:
+    """One table's rows on one database: a subclass writes its DDL (`create`) and its
+    statements once, for either dialect."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self.dialect = db.dialect
+
+    @staticmethod
+    def create(cur: Cursor) -> None:
+        """Create the table, or bring an older one up to date (in the caller's transaction)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._db.close()
+
+
 __all__ = [
-    "POSTGRES", "SQLITE", "Cursor", "Database", "Dialect", "PostgresDatabase", "SqliteDatabase", "is_postgres_url",
-    "upsert",
+    "POSTGRES", "SQLITE", "Cursor", "Database", "Dialect", "PostgresDatabase", "SqliteDatabase", "Table",
+    "is_postgres_url", "upsert",
 ]

@@ -27,7 +27,7 @@ from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, mess
 
 from graph.protocol.errors import CallAlreadyStarted
 from graph.store.binding import KEY_COLUMN, call_key, rebind, same_call
-from graph.store.dialect import Cursor, Database, upsert
+from graph.store.dialect import Cursor, Database, Table, upsert
 from graph.store.sqlite import sqlite_database
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
@@ -71,19 +71,17 @@ class JournalEntry:
         return self.status == "finished" and self.result is not None
 
 
-class Journal:
+class Journal(Table):
     """Rows of `gatehouse_journal`, keyed by (thread_id, tool_call_id, call_key): one
     row per call, bound to its tool and canonical arguments (graph/store/binding.py).
     Each write commits before the graph moves on."""
 
     def __init__(self, db: Database, location: str = "") -> None:
-        self._db = db
-        self.dialect = db.dialect
+        super().__init__(db)
         self.location = location
 
     @staticmethod
     def create(cur: Cursor) -> None:
-        """Create the table, or bring an older one up to date (in the caller's transaction)."""
         rebind(cur, "gatehouse_journal", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
         if "attempts" not in cur.dialect.columns(cur, "gatehouse_journal"):  # written before attempts were counted
@@ -155,9 +153,6 @@ class Journal:
         call that ran is never claimed anew). A row already there stays as it is."""
         with self._db.transaction() as cur:
             cur.executemany(upsert("gatehouse_journal", RESTORE_COLUMNS, KEY), [restore_row(e) for e in entries])
-
-    def close(self) -> None:
-        self._db.close()
 
 
 def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:

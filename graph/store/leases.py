@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 from graph.protocol.errors import RunInProgress
-from graph.store.dialect import Cursor, Database, upsert
+from graph.store.dialect import Cursor, Database, Table, upsert
 from graph.store.sqlite import sqlite_database
 
 DEFAULT_TTL_S = 30.0
@@ -112,14 +112,13 @@ class Renewals:
         self._closed.set()
 
 
-class Leases:
+class Leases(Table):
     """`gatehouse_leases(thread_id PK, owner, expires_at)`: one run per thread across
     every process on every machine sharing the database. A holder on another host is
     only taken over when its lease expired (its pid means nothing here)."""
 
     def __init__(self, db: Database, *, ttl: float | None = None) -> None:
-        self._db = db
-        self.dialect = db.dialect
+        super().__init__(db)
         # Errors a renewal shrugs off until its next tick (busy, full disk, failover, full pool).
         self.transient_errors = db.errors
         self.ttl = ttl if ttl is not None else _ttl_default()
@@ -200,4 +199,4 @@ class Leases:
 
     def close(self) -> None:
         self._renewals.close()
-        self._db.close()
+        super().close()

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from graph.store.dialect import Cursor, Database, PostgresDatabase, is_postgres_url, upsert
+from graph.store.dialect import Cursor, Database, PostgresDatabase, Table, is_postgres_url, upsert
 from graph.store.sqlite import sqlite_database
 
 TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_notifications (
@@ -49,18 +49,18 @@ class Notification:
     delivered_at: float | None
 
 
-class NotificationLog:
+class NotificationLog(Table):
     """The table on the database `db` names (a SQLite path or a postgresql:// URL): a
     connection of its own to the file, or one per statement to Postgres (a pause is rare)."""
 
     def __init__(self, db: str) -> None:
         if is_postgres_url(db):
-            self._db: Database = PostgresDatabase.at(db)
-            with self._db.transaction() as cur:
+            database: Database = PostgresDatabase.at(db)
+            with database.transaction() as cur:
                 self.create(cur)
         else:
-            self._db = sqlite_database(db, self)
-        self.dialect = self._db.dialect
+            database = sqlite_database(db, NotificationLog)
+        super().__init__(database)
 
     @staticmethod
     def create(cur: Cursor) -> None:
@@ -79,6 +79,3 @@ class NotificationLog:
         where = " WHERE thread_id = ? ORDER BY created_at" if thread_id else " ORDER BY created_at"
         rows = self._db.rows(SELECT + where, (thread_id,) if thread_id else ())
         return [Notification(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
-
-    def close(self) -> None:
-        self._db.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from graph.store.dialect import Cursor, Database, upsert
+from graph.store.dialect import Cursor, Table, upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
     thread_id TEXT NOT NULL,
@@ -28,12 +28,8 @@ COLUMNS = ("thread_id", "tool_call_id", "tool", "content", "chars", "stored_at")
 KEY = ("thread_id", "tool_call_id")
 
 
-class ToolOutputs:
+class ToolOutputs(Table):
     """`gatehouse_tool_outputs`."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self.dialect = db.dialect
 
     @staticmethod
     def create(cur: Cursor) -> None:
@@ -62,6 +58,3 @@ class ToolOutputs:
 
     def delete_thread(self, thread_id: str) -> None:
         self._db.run("DELETE FROM gatehouse_tool_outputs WHERE thread_id=?", (thread_id,))
-
-    def close(self) -> None:
-        self._db.close()

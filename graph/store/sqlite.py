@@ -8,10 +8,10 @@ import os
 import sqlite3
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from graph.protocol.errors import StorageError
-from graph.store.dialect import Cursor, SqliteDatabase
+from graph.store.dialect import SqliteDatabase, Table
 
 if TYPE_CHECKING:
     from graph.store.storage import Storage
@@ -57,12 +57,7 @@ def _create_private(file: Path) -> None:
         os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-class Table(Protocol):
-    @staticmethod
-    def create(cur: Cursor) -> None: ...
-
-
-def sqlite_database(path: str | Path, *tables: Table) -> SqliteDatabase:
+def sqlite_database(path: str | Path, *tables: type[Table]) -> SqliteDatabase:
     """A connection of its own to the file at `path` (autocommit: each table decides
     its transactions), with `tables` created or migrated in one write transaction."""
     db = SqliteDatabase(connect_sqlite(path, autocommit=True))

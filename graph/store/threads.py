@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from graph.protocol.threads import SUMMARY_MARK, ThreadInfo, content_text
-from graph.store.dialect import Cursor, Database
+from graph.store.dialect import Cursor, Table
 
 THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
     thread_id TEXT PRIMARY KEY,
@@ -112,16 +112,11 @@ def status_of(checkpoint: Any) -> str:
     return "completed"
 
 
-class ThreadIndex:
+class ThreadIndex(Table):
     """Thread list rows (`gatehouse_threads`) in the database of the checkpoints."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self.dialect = db.dialect
 
     @staticmethod
     def create(cur: Cursor) -> None:
-        """Create the table, or bring an older one up to date (in the caller's transaction)."""
         cur.execute(cur.dialect.ddl(THREADS_TABLE))
         cur.execute(THREADS_INDEX)
         if "reason" not in cur.dialect.columns(cur, "gatehouse_threads"):
@@ -132,9 +127,6 @@ class ThreadIndex:
         reason: str | None = None,
     ) -> None:
         self._db.run(TOUCH, touch_params(thread_id, title, status, owner, time.time(), reason))
-
-    def close(self) -> None:
-        self._db.close()
 
     def rename(self, thread_id: str, title: str) -> None:
         self._db.run("UPDATE gatehouse_threads SET title=?, updated_at=? WHERE thread_id=?", (title, time.time(), thread_id))
