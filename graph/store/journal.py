@@ -20,7 +20,6 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, messages_from_dict
@@ -28,7 +27,6 @@ from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, mess
 from graph.protocol.errors import CallAlreadyStarted
 from graph.store.binding import KEY_COLUMN, call_key, rebind, same_call
 from graph.store.dialect import Cursor, Database, Table, upsert
-from graph.store.sqlite import sqlite_database
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
     thread_id TEXT NOT NULL,
@@ -86,11 +84,6 @@ class Journal(Table):
         cur.execute(cur.dialect.ddl(SCHEMA))
         if "attempts" not in cur.dialect.columns(cur, "gatehouse_journal"):  # written before attempts were counted
             cur.execute("ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1")
-
-    @classmethod
-    def open(cls, path: str | Path) -> Journal:
-        """The journal of a SQLite file."""
-        return cls(sqlite_database(path, cls), str(Path(path).expanduser()))
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
         """The latest row for a call id, whatever its tool (for views; the agent uses `find`)."""

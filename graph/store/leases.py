@@ -15,11 +15,9 @@ import socket
 import threading
 import time
 import uuid
-from pathlib import Path
 
 from graph.protocol.errors import RunInProgress
 from graph.store.dialect import Cursor, Database, Table, upsert
-from graph.store.sqlite import sqlite_database
 
 DEFAULT_TTL_S = 30.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"
@@ -130,11 +128,6 @@ class Leases(Table):
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(SCHEMA))
-
-    @classmethod
-    def open(cls, path: str | Path, *, ttl: float | None = None) -> Leases:
-        """The leases of a SQLite file."""
-        return cls(sqlite_database(path, cls), ttl=ttl)
 
     def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
         """Take the thread's lease or raise `RunInProgress`."""
