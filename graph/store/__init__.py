@@ -5,8 +5,9 @@ Default: one SQLite file (WAL, busy timeout), created on first use: checkpoints
 the execution journal (journal.py), run leases (leases.py), the decision log
 (decisions.py) and tool outputs stored aside (outputs.py), each on its own connection
 (sqlite.py). Scale-out: Postgres, selected by a postgresql:// URL (postgres.py), with
-the same tables: each table is one module written once for both (dialect.py).
-reader.py reads threads without LangGraph (the terminal's fast commands); nothing here imports LangGraph until storage is opened, so it stays fast.
+the same tables: each table is one module written once for both (dialect.py,
+database.py). reader.py reads threads without LangGraph (the terminal's fast
+commands); nothing here imports LangGraph until storage is opened, so it stays fast.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from graph.protocol.decisions import canonical_args, same_call
-from graph.store.dialect import Cursor
+from graph.store.database import Cursor
 
 __all__ = ["KEY_COLUMN", "call_key", "canonical_args", "rebind", "same_call"]
 
@@ -41,7 +41,7 @@ def rebind(cur: Cursor, table: str, schema: str, key: Sequence[str], key_of: Key
     bound) as in `schema`, whose primary key is `key`; `key_of(row)` computes an old
     row's key. Runs inside the caller's transaction; does nothing for a new or already
     bound table."""
-    have = cur.dialect.primary_key(cur, table)
+    have = cur.primary_key(table)
     if not have or KEY_COLUMN in have:
         return
     if not cur.dialect.postgres:

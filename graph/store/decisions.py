@@ -30,6 +30,7 @@ from typing import Any
 
 from graph.protocol.decisions import ALL_TOOLS, GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
 from graph.store.binding import KEY_COLUMN, call_key, rebind
+from graph.store.database import Cursor, Table
 from graph.store.decision_chain import (
     CHAIN_SCHEMA,
     ChainCheck,
@@ -38,7 +39,7 @@ from graph.store.decision_chain import (
     read_for_check,
     seal_existing,
 )
-from graph.store.dialect import Cursor, Table, upsert
+from graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     thread_id TEXT NOT NULL,
@@ -161,11 +162,11 @@ class Decisions(Table):
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_decisions", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
-        if "request_id" not in cur.dialect.columns(cur, "gatehouse_decisions"):
+        if "request_id" not in cur.columns("gatehouse_decisions"):
             cur.execute("ALTER TABLE gatehouse_decisions ADD COLUMN request_id TEXT")
         cur.execute("CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)")
         # Old rows have their call keys (rebind) before a new chain seals the log as it stands.
-        new_chain = not cur.dialect.table_exists(cur, "gatehouse_decision_chain")
+        new_chain = not cur.table_exists("gatehouse_decision_chain")
         cur.execute(CHAIN_SCHEMA)
         if new_chain:  # a log recorded before the chain existed: chained as it stands
             seal_existing(cur)

@@ -26,7 +26,8 @@ from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, mess
 
 from graph.protocol.errors import CallAlreadyStarted
 from graph.store.binding import KEY_COLUMN, call_key, rebind, same_call
-from graph.store.dialect import Cursor, Database, Table, upsert
+from graph.store.database import Cursor, Database, Table
+from graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
     thread_id TEXT NOT NULL,
@@ -82,7 +83,7 @@ class Journal(Table):
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_journal", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
-        if "attempts" not in cur.dialect.columns(cur, "gatehouse_journal"):  # written before attempts were counted
+        if "attempts" not in cur.columns("gatehouse_journal"):  # written before attempts were counted
             cur.execute("ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1")
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:

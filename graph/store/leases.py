@@ -17,7 +17,8 @@ import time
 import uuid
 
 from graph.protocol.errors import RunInProgress
-from graph.store.dialect import Cursor, Database, Table, upsert
+from graph.store.database import Cursor, Database, Table
+from graph.store.dialect import upsert
 
 DEFAULT_TTL_S = 30.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"

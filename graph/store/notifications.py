@@ -4,7 +4,7 @@ delivery went (attempts, last error, when it was delivered).
 The row is also the claim: of every process and client that saves the same pause
 (the same thread and interrupt id), only the one whose insert lands notifies, so a
 pause pings exactly once. One module for both databases: a SQLite file or a
-postgresql:// URL (graph/store/dialect.py).
+postgresql:// URL (graph/store/database.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from graph.store.dialect import Cursor, Database, PostgresDatabase, Table, is_postgres_url, upsert
+from graph.store.database import Cursor, Database, PostgresDatabase, Table
+from graph.store.dialect import is_postgres_url, upsert
 from graph.store.sqlite import sqlite_database
 
 TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_notifications (

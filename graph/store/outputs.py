@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 
-from graph.store.dialect import Cursor, Table, upsert
+from graph.store.database import Cursor, Table
+from graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
     thread_id TEXT NOT NULL,

@@ -8,7 +8,7 @@ here, in one database and one connection pool per process:
   refused answers dropped (refusals.py);
 - the thread index, the execution journal, run leases, the decision log and tool
   outputs stored aside: the same table modules as on SQLite (threads.py, journal.py,
-  leases.py, decisions.py, outputs.py), on the pool (dialect.py).
+  leases.py, decisions.py, outputs.py), on the pool (database.py).
 
 The schema is created on first use. Several processes starting at once serialise
 the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race;
@@ -29,8 +29,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from graph.protocol.errors import StorageError
 from graph.store.binding import KEY_COLUMN
+from graph.store.database import PostgresDatabase
 from graph.store.decisions import Decisions
-from graph.store.dialect import PostgresDatabase
 from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graph.protocol.errors import StorageError
-from graph.store.dialect import SqliteDatabase, Table
+from graph.store.database import SqliteDatabase, Table
 
 if TYPE_CHECKING:
     from graph.store.storage import Storage

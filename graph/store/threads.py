@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from graph.protocol.threads import SUMMARY_MARK, ThreadInfo, content_text
-from graph.store.dialect import Cursor, Table
+from graph.store.database import Cursor, Table
 
 THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
     thread_id TEXT PRIMARY KEY,
@@ -119,7 +119,7 @@ class ThreadIndex(Table):
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(THREADS_TABLE))
         cur.execute(THREADS_INDEX)
-        if "reason" not in cur.dialect.columns(cur, "gatehouse_threads"):
+        if "reason" not in cur.columns("gatehouse_threads"):
             cur.execute(ADD_REASON)
 
     def touch(
