@@ -66,6 +66,7 @@ _COLUMNS = (
 # Written, never read back: `DecisionRecord.binds` checks a record's own tool and arguments.
 INSERT_COLUMNS = (*_COLUMNS.split(", "), KEY_COLUMN)
 KEY = ("thread_id", "question", "tool_call_id", KEY_COLUMN)
+INSERT = upsert("gatehouse_decisions", INSERT_COLUMNS, KEY)
 
 
 def record_key(tool: str, args: Any, requested_args: Any) -> str:
@@ -95,10 +96,9 @@ def _row(record: DecisionRecord) -> tuple[Any, ...]:
 def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
     """Append decisions in the caller's transaction: one already recorded for the same
     call stays as it was; each new row is chained (graph/store/decision_chain.py)."""
-    sql = upsert("gatehouse_decisions", INSERT_COLUMNS, KEY)
     for record in records:
         row = _row(record)
-        cur.execute(sql, row)
+        cur.execute(INSERT, row)
         if cur.rowcount == 1:  # new: chained in the same transaction
             append(cur, chain_key(row))
 

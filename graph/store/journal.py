@@ -45,10 +45,13 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
 
 COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
 KEY = ("thread_id", "tool_call_id", KEY_COLUMN)
-# What a claim writes, and a result.
-STARTED = ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid", KEY_COLUMN)
-FINISHED = ("thread_id", "tool_call_id", "name", "args_json", "status", "result_json", "started_at", "finished_at",
-            "pid", KEY_COLUMN)
+# A claim: the row, unless the call has one already.
+CLAIM = upsert("gatehouse_journal", ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid",
+                                     KEY_COLUMN), KEY)
+# A result: the row finished (written whole if the claim is gone, e.g. a thread imported since).
+FINISH = upsert("gatehouse_journal", ("thread_id", "tool_call_id", "name", "args_json", "status", "result_json",
+                                      "started_at", "finished_at", "pid", KEY_COLUMN),
+                KEY, update=("status", "result_json", "finished_at"))
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class Journal(Table):
         claimant (two clients resuming one approval at once) gets `CallAlreadyStarted`
         and must not run it."""
         claimed = self._db.run(
-            upsert("gatehouse_journal", STARTED, KEY),
+            CLAIM,
             (thread_id, call["id"], call["name"], _dumps(call["args"]), "started", time.time(), os.getpid(), key_of(call)),
         )
         if claimed != 1:
@@ -134,7 +137,7 @@ class Journal(Table):
         payload = json.dumps(message_to_dict(result), default=str)
         now = time.time()
         self._db.run(
-            upsert("gatehouse_journal", FINISHED, KEY, update=("status", "result_json", "finished_at")),
+            FINISH,
             (thread_id, call["id"], call["name"], _dumps(call["args"]), "finished", payload, now, now, os.getpid(),
              key_of(call)),
         )
@@ -146,7 +149,7 @@ class Journal(Table):
         """Write rows as they were (a thread's import brings its journal back, so a
         call that ran is never claimed anew). A row already there stays as it is."""
         with self._db.transaction() as cur:
-            cur.executemany(upsert("gatehouse_journal", RESTORE_COLUMNS, KEY), [restore_row(e) for e in entries])
+            cur.executemany(RESTORE, [restore_row(e) for e in entries])
 
 
 def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
@@ -160,6 +163,7 @@ RESTORE_COLUMNS = (
     "thread_id", "tool_call_id", "name", "args_json", "status", "result_json", "started_at", "finished_at", "pid",
     "attempts", KEY_COLUMN,
 )
+RESTORE = upsert("gatehouse_journal", RESTORE_COLUMNS, KEY)
 
 
 def restore_row(e: JournalEntry) -> tuple[Any, ...]:

@@ -29,6 +29,8 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_leases (
     expires_at {real} NOT NULL)"""
 COLUMNS = ("thread_id", "owner", "expires_at")
 KEY = ("thread_id",)
+# A row to lock: (thread_id, '', 0), a free lease, unless the thread has a row.
+PLACEHOLDER = upsert("gatehouse_leases", COLUMNS, KEY)
 # (thread_id, owner, expires_at, now): taken when no one holds it (owner '': released).
 TAKE_FREE = upsert("gatehouse_leases", COLUMNS, KEY, update=COLUMNS[1:],
                    where="gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= ?")
@@ -141,7 +143,7 @@ class Leases(Table):
         with self._db.transaction() as cur:
             # A free placeholder row first, so the row lock has a row to lock even for a
             # thread that never had a lease: two processes racing queue up here.
-            cur.execute(upsert("gatehouse_leases", COLUMNS, KEY), (thread_id, "", 0))
+            cur.execute(PLACEHOLDER, (thread_id, "", 0))
             row = cur.execute(
                 f"SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?{self.dialect.for_update}",
                 (thread_id,),

@@ -27,6 +27,7 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
     PRIMARY KEY (thread_id, tool_call_id))"""
 COLUMNS = ("thread_id", "tool_call_id", "tool", "content", "chars", "stored_at")
 KEY = ("thread_id", "tool_call_id")
+PUT = upsert("gatehouse_tool_outputs", COLUMNS, KEY, update=COLUMNS[2:])
 
 
 class ToolOutputs(Table):
@@ -40,7 +41,7 @@ class ToolOutputs(Table):
         """Store (or replace: a call run again) the whole output of one call."""
         content = self.dialect.text(content)  # a binary-ish output keeps everything else
         self._db.run(
-            upsert("gatehouse_tool_outputs", COLUMNS, KEY, update=COLUMNS[2:]),
+            PUT,
             (thread_id, tool_call_id, tool, content, len(content), time.time()),
         )
 

@@ -47,7 +47,7 @@ ON_CHECKPOINT = (
     "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, reason = NULL, "
     "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END"
 )
-# ThreadIndex.touch in one statement (no transaction to open and commit): insert the row,
+# ThreadIndex.touch in one statement (one round trip to Postgres): insert the row,
 # or set the title (while it is the default), the status and when it began waiting; a
 # new status replaces the stored reason (None clears it).
 # (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?, status?, status?)
