@@ -35,6 +35,7 @@ from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import _record as decision_of
+from graph.store.dialect import is_postgres_url
 from graph.store.leases import _pid_alive
 from graph.store.plain import (
     INTERRUPT_CHANNEL,
@@ -120,7 +121,7 @@ class _Postgres:
             return
         with self._lock:
             if self._conn is None:
-                self._conn = self._psycopg.connect(self._url, autocommit=True, connect_timeout=10)
+                self._conn = self._psycopg.connect(str(self._url), autocommit=True, connect_timeout=10)
             yield self._conn
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
@@ -371,7 +372,7 @@ def redact(url: str) -> str:
 def open_reader(db: str, *, pool: Any = None) -> ThreadReader:
     """A reader of the database named by a settings value (a SQLite path or a
     postgresql:// URL); `pool`: a psycopg pool to share (graph/store/postgres.py)."""
-    if db.startswith(("postgres://", "postgresql://")):
+    if is_postgres_url(db):
         return ThreadReader(_Postgres(db, pool), redact(db))
     return ThreadReader(_Sqlite(db), str(Path(db).expanduser()))
 
