@@ -106,12 +106,7 @@ def test_a_rewritten_entry_breaks_the_next_link(log: tuple[Any, Callable[[str], 
 
 def _rows(session: Any) -> list[dict[str, Any]]:
     """The decision rows as the store reads them (the hash covers exactly these)."""
-    decisions = session.storage.decisions
-    if hasattr(decisions, "_conn"):
-        return read_for_check(decisions._conn.cursor())[0]
-    from psycopg.rows import tuple_row
-
-    with decisions._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+    with session.storage.decisions._db.snapshot() as cur:  # either database, as Decisions.verify reads
         return read_for_check(cur)[0]
 
 

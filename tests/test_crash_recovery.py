@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from graph import AlreadyDecided, DecisionError, NothingPending, RunInProgress, Session
 from graph.store.journal import Journal
 from graph.store.leases import Leases
+from graph.store.sqlite import sqlite_database
 from tests.support.counting_tools import runs
 from tests.support.crash_worker import open_session
 
@@ -261,8 +262,8 @@ def exercise_lease_expiry(leases: Leases, other: Leases, put_row: Callable[[str,
 
 def test_lease_expiry_and_dead_holders(tmp_path: Path) -> None:
     db = tmp_path / "leases.sqlite"
-    leases = Leases.open(db, ttl=0.3)
-    other = Leases.open(db, ttl=0.3)
+    leases = Leases(sqlite_database(db, Leases), ttl=0.3)
+    other = Leases(sqlite_database(db, Leases), ttl=0.3)
 
     def put_row(thread_id: str, owner: str, expires_at: float) -> None:
         with sqlite3.connect(db) as conn:

@@ -20,9 +20,10 @@ import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 
 import tests.test_core_graph as core
-from graph import CallAlreadyStarted, RunInProgress, StorageError, ai, tool_call
+from graph import StorageError, ai, tool_call
 from graph.store import open_storage
-from graph.store.postgres import PgJournal, PgLeases, PgThreadIndex, redact
+from graph.store.dialect import POSTGRES
+from graph.store.postgres import redact
 from tests.support.core_fixtures import Ledger, make_session
 from tests.support.postgres import PostgresServer
 
@@ -63,8 +64,8 @@ def test_postgres_url_selects_the_official_saver_and_postgres_tables(pg_sessions
     session, _, _ = pg_session([], tmp_path)
     storage = session.storage
     assert isinstance(storage.checkpointer, PostgresSaver)
-    assert isinstance(storage.index, PgThreadIndex)
-    assert isinstance(storage.journal, PgJournal) and isinstance(storage.leases, PgLeases)
+    tables = (storage.index, storage.journal, storage.leases, storage.decisions, storage.outputs)
+    assert all(table is not None and table.dialect is POSTGRES for table in tables)
     import psycopg
 
     with psycopg.connect(pg_sessions) as conn:
@@ -85,42 +86,6 @@ def test_unreachable_postgres_is_a_clear_storage_error(postgres_server: Postgres
         open_storage(url)
     assert "no_such_database" in str(err.value) and "secret" not in str(err.value)
     assert redact(url) == f"postgresql://postgres:***@127.0.0.1:{postgres_server.port}/no_such_database"
-
-
-def test_journal_and_leases_on_postgres(pg_sessions: str, tmp_path: Path) -> None:
-    from langchain_core.messages import ToolMessage
-
-    storage = open_storage(pg_sessions)
-    try:
-        call = tool_call("send_email", {"to": "a@x", "body": "1"}, "c1")
-        storage.journal.start("t1", call)
-        entry = storage.journal.get("t1", "c1")
-        assert entry.status == "started" and not entry.finished and entry.args == {"to": "a@x", "body": "1"}
-        storage.journal.finish("t1", call, ToolMessage(content="sent", tool_call_id="c1", name="send_email"))
-        entry = storage.journal.get("t1", "c1")
-        assert entry.finished and entry.result.content == "sent"
-        assert [e.tool_call_id for e in storage.journal.entries("t1")] == ["c1"]
-        # A second claim of the same call is refused, started or finished (issue 15).
-        with pytest.raises(CallAlreadyStarted):
-            storage.journal.start("t1", call)
-        crashed = tool_call("send_email", {"to": "b@x", "body": "2"}, "c2")
-        storage.journal.start("t1", crashed)  # ... and the process died: "run again"
-        storage.journal.restart("t1", crashed, attempts=1)
-        assert storage.journal.get("t1", "c2").attempts == 2
-        with pytest.raises(CallAlreadyStarted):  # a second "run again" of attempt 1
-            storage.journal.restart("t1", crashed, attempts=1)
-
-        lease = storage.leases.acquire("t1")
-        assert storage.leases.holder("t1") == lease.owner
-        with pytest.raises(RunInProgress, match="already running"):
-            storage.leases.acquire("t1")
-        lease.release()
-        assert storage.leases.holder("t1") is None
-        storage.leases.acquire("t1").release()
-        storage.delete_thread("t1")
-        assert storage.journal.entries("t1") == []
-    finally:
-        storage.close()
 
 
 # -- processes ----------------------------------------------------------------------
@@ -273,8 +238,9 @@ def test_three_processes_racing_on_one_approval_run_the_tool_once(apps: list[App
 
 
 def test_postgres_tables_have_the_sqlite_columns(pg_sessions: str, tmp_path: Path) -> None:
-    """The Postgres twins of the thread index, journal and leases keep the columns of
-    the SQLite originals: a column added there must be added to the Postgres side too (graph/store)."""
+    """Each table, written once for both databases (graph/store/dialect.py), has the
+    same columns on both, migrations included. The tables themselves are tested on
+    both in tests/test_tables.py."""
     import sqlite3
 
     import psycopg
@@ -282,7 +248,8 @@ def test_postgres_tables_have_the_sqlite_columns(pg_sessions: str, tmp_path: Pat
     open_storage(str(tmp_path / "columns.db")).close()
     pg = open_storage(pg_sessions)
     pg.close()
-    tables = ("gatehouse_threads", "gatehouse_journal", "gatehouse_leases")
+    tables = ("gatehouse_threads", "gatehouse_journal", "gatehouse_leases", "gatehouse_decisions",
+              "gatehouse_decision_chain", "gatehouse_tool_outputs")
     with sqlite3.connect(tmp_path / "columns.db") as lite, psycopg.connect(pg_sessions) as conn:
         for table in tables:
             expected = {row[1] for row in lite.execute(f"PRAGMA table_info({table})")}

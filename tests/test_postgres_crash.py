@@ -17,7 +17,7 @@ import pytest
 import tests.test_crash_recovery as crash
 from graph import RunInProgress
 from graph.store import open_storage
-from graph.store.postgres import PgLeases
+from graph.store.dialect import POSTGRES
 from tests.test_concurrency import run_busy_workload
 
 # The crash-safety suite, collected again in this module (on Postgres).
@@ -51,7 +51,7 @@ def files(postgres_url: str, tmp_path: Path) -> tuple[str, Path, Path]:
 def test_lease_expiry_and_dead_holders(postgres_url: str) -> None:
     first, second = open_storage(postgres_url), open_storage(postgres_url)
     leases, other = first.leases, second.leases
-    assert isinstance(leases, PgLeases) and isinstance(other, PgLeases)
+    assert leases is not None and other is not None and leases.dialect is POSTGRES is other.dialect
     leases.ttl = other.ttl = 0.3
 
     def put_row(thread_id: str, owner: str, expires_at: float) -> None:

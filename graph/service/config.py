@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.protocol.errors import ConfigError
+from graph.store.dialect import is_postgres_url
 
 CONFIG_ENV = "GATEHOUSE_CONFIG"
 DEFAULT_CONFIG_FILE = "gatehouse.toml"
@@ -112,7 +113,7 @@ class Settings:
 
     @property
     def uses_postgres(self) -> bool:
-        return self.db.startswith(("postgres://", "postgresql://"))
+        return is_postgres_url(self.db)
 
 
 # Providers a model name may start with ("anthropic:claude-…", "ollama:qwen3"): the

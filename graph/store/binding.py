@@ -8,22 +8,22 @@ inherit the approval, or the journaled result, of a `write_file` with id `w1`. S
 each row carries `call_key` (a digest of the tool name and the arguments as canonical
 JSON, keys sorted) in its primary key, and every lookup the agent trusts matches it.
 
-Databases written before rows were bound are migrated on open: SQLite cannot change a
-primary key in place, so the table is rebuilt (every column kept, extra ones added by
-later migrations included) and old rows get their key computed from their own tool and
-arguments.
+Databases written before rows were bound are migrated on open (`rebind`), old rows
+getting their key computed from their own tool and arguments. Postgres changes the
+primary key in place; SQLite cannot, so there the table is rebuilt (every column kept,
+extra ones added by later migrations included).
 """
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from graph.protocol.decisions import canonical_args, same_call
+from graph.store.database import Cursor
 
-__all__ = ["KEY_COLUMN", "call_key", "canonical_args", "rebind_sqlite_table", "same_call"]
+__all__ = ["KEY_COLUMN", "call_key", "canonical_args", "rebind", "same_call"]
 
 KEY_COLUMN = "call_key"
 
@@ -33,20 +33,41 @@ def call_key(tool: str, args: Any) -> str:
     return hashlib.sha256(f"{tool}\x00{canonical_args(args)}".encode()).hexdigest()
 
 
-def rebind_sqlite_table(
-    conn: sqlite3.Connection, table: str, schema: str, key_of: Callable[[Mapping[str, Any]], str]
-) -> None:
-    """Rebuild `table` (created before rows were bound) under `schema`, whose primary
-    key includes `call_key`; `key_of(row)` computes an old row's key. Runs inside the
-    caller's write transaction; does nothing for a new or already bound table."""
-    info = conn.execute(f"PRAGMA table_info({table})").fetchall()  # cid, name, type, notnull, default, pk
-    if not info or any(col[1] == KEY_COLUMN and col[5] for col in info):
+KeyOf = Callable[[Mapping[str, Any]], str]
+
+
+def rebind(cur: Cursor, table: str, schema: str, key: Sequence[str], key_of: KeyOf) -> None:
+    """Make `call_key` part of the primary key of `table` (created before rows were
+    bound) as in `schema`, whose primary key is `key`; `key_of(row)` computes an old
+    row's key. Runs inside the caller's transaction; does nothing for a new or already
+    bound table."""
+    have = cur.primary_key(table)
+    if not have or KEY_COLUMN in have:
         return
+    if not cur.dialect.postgres:
+        _rebuild_sqlite_table(cur, table, cur.dialect.ddl(schema), key_of)
+        return
+    cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {KEY_COLUMN} TEXT NOT NULL DEFAULT ''")
+    cur.execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey")
+    cur.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(key)})")
+    old_key = [c for c in key if c != KEY_COLUMN]
+    cur.execute(f"SELECT * FROM {table} WHERE {KEY_COLUMN}=''")
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    cur.executemany(
+        f"UPDATE {table} SET {KEY_COLUMN}=? WHERE {' AND '.join(f'{c}=?' for c in old_key)} AND {KEY_COLUMN}=''",
+        [(key_of(row), *(row[c] for c in old_key)) for row in rows],
+    )
+
+
+def _rebuild_sqlite_table(conn: Cursor, table: str, schema: str, key_of: KeyOf) -> None:
+    """SQLite: `table` rebuilt under `schema`, every row and column kept."""
+    info = conn.execute(f"PRAGMA table_info({table})").fetchall()  # cid, name, type, notnull, default, pk
     old = f"{table}_unbound"
     conn.execute(f"DROP TABLE IF EXISTS {old}")
     conn.execute(f"ALTER TABLE {table} RENAME TO {old}")
     conn.execute(schema)
-    have = {col[1] for col in conn.execute(f"PRAGMA table_info({table})")}
+    have = {col[1] for col in conn.execute(f"PRAGMA table_info({table})").fetchall()}
     for _, name, kind, _, default, _ in info:
         # Columns another migration added to the old table stay (nullable here).
         if name not in have:

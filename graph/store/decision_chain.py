@@ -2,9 +2,10 @@
 database recorded them, carrying the hash of the entry before it, so an edited,
 inserted or deleted decision shows (`gatehouse audit --verify`).
 
-One table beside `gatehouse_decisions`, one module for SQLite and Postgres (`Dialect`
-below): the decision rows keep their own schema, and an entry hashes the whole stored
-row (`SELECT *`, by column name), so columns added to the log later are covered too.
+One table beside `gatehouse_decisions`, one module for SQLite and Postgres (the
+cursor's dialect, graph/store/dialect.py): the decision rows keep their own schema,
+and an entry hashes the whole stored row (`SELECT *`, by column name), so columns
+added to the log later are covered too.
 
     entry_hash = sha256(prev_hash, seq, the decision row as canonical JSON)
 
@@ -26,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph.store.database import Cursor
+
 GENESIS = "0" * 64
 CHAIN_SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decision_chain (
     seq BIGINT PRIMARY KEY,
@@ -42,15 +45,6 @@ PG_CHAIN_LOCK = 0x6761746563686E  # "gatechn"
 # ids), each bound by its tool and arguments (`call_key`, graph/store/binding.py).
 KEY = ("thread_id", "question", "tool_call_id", "call_key")
 
-
-@dataclass(frozen=True)
-class Dialect:
-    param: str  # "?" (SQLite) or "%s" (Postgres)
-    lock: str | None = None  # taken before reading the head
-
-
-SQLITE = Dialect("?")
-POSTGRES = Dialect("%s", f"SELECT pg_advisory_xact_lock({PG_CHAIN_LOCK})")
 
 
 def _canonical(row: dict[str, Any]) -> str:
@@ -70,30 +64,30 @@ def _dicts(cursor: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
-def append(cur: Any, dialect: Dialect, key: tuple[str, str, str, str]) -> None:
+def append(cur: Cursor, key: tuple[str, str, str, str]) -> None:
     """Chain the decision row `key` (just inserted, in this transaction)."""
-    p = dialect.param
-    if dialect.lock:
-        cur.execute(dialect.lock)
-    cur.execute(f"SELECT * FROM gatehouse_decisions WHERE thread_id={p} AND question={p} AND tool_call_id={p} "
-                f"AND call_key={p}", key)
+    lock = cur.dialect.xact_lock(PG_CHAIN_LOCK)
+    if lock:
+        cur.execute(lock)
+    cur.execute("SELECT * FROM gatehouse_decisions WHERE thread_id=? AND question=? AND tool_call_id=? "
+                "AND call_key=?", key)
     [row] = _dicts(cur)
     cur.execute("SELECT seq, entry_hash FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1")
     head = cur.fetchone()
     seq, prev = (int(head[0]) + 1, str(head[1])) if head else (1, GENESIS)
     cur.execute(
-        f"INSERT INTO gatehouse_decision_chain(seq, thread_id, question, tool_call_id, call_key, prev_hash, "
-        f"entry_hash) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})",
+        "INSERT INTO gatehouse_decision_chain(seq, thread_id, question, tool_call_id, call_key, prev_hash, "
+        "entry_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (seq, *key, prev, entry_hash(prev, seq, row)),
     )
 
 
-def seal_existing(cur: Any, dialect: Dialect) -> None:
+def seal_existing(cur: Cursor) -> None:
     """Chain the rows of a log recorded before it had a chain (oldest first); only
     called when the chain table is new."""
     cur.execute("SELECT thread_id, question, tool_call_id, call_key FROM gatehouse_decisions ORDER BY decided_at")
-    for key in cur.fetchall():
-        append(cur, dialect, tuple(key))
+    for thread_id, question, call_id, key in cur.fetchall():
+        append(cur, (thread_id, question, call_id, key))
 
 
 @dataclass(frozen=True)

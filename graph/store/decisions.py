@@ -23,27 +23,23 @@ later revoke of it to turn it off. `grants` honours the latest record.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 from graph.protocol.decisions import ALL_TOOLS, GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
-from graph.store.binding import KEY_COLUMN, call_key, rebind_sqlite_table
+from graph.store.binding import KEY_COLUMN, call_key, rebind
+from graph.store.database import Cursor, Table
 from graph.store.decision_chain import (
     CHAIN_SCHEMA,
-    SQLITE,
     ChainCheck,
-    Dialect,
     append,
     check,
     read_for_check,
     seal_existing,
 )
-from graph.store.sqlite import immediate
+from graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     thread_id TEXT NOT NULL,
@@ -57,7 +53,7 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     always_allow TEXT,
     source TEXT,
     actor TEXT,
-    decided_at REAL NOT NULL,
+    decided_at {real} NOT NULL,
     request_id TEXT,
     call_key TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (thread_id, question, tool_call_id, call_key))"""
@@ -68,7 +64,9 @@ _COLUMNS = (
     "message, always_allow, source, actor, decided_at, request_id"
 )
 # Written, never read back: `DecisionRecord.binds` checks a record's own tool and arguments.
-INSERT_COLUMNS = f"{_COLUMNS}, {KEY_COLUMN}"
+INSERT_COLUMNS = (*_COLUMNS.split(", "), KEY_COLUMN)
+KEY = ("thread_id", "question", "tool_call_id", KEY_COLUMN)
+INSERT = upsert("gatehouse_decisions", INSERT_COLUMNS, KEY)
 
 
 def record_key(tool: str, args: Any, requested_args: Any) -> str:
@@ -95,17 +93,14 @@ def _row(record: DecisionRecord) -> tuple[Any, ...]:
     )
 
 
-def insert_chained(cur: Any, dialect: Dialect, records: Sequence[DecisionRecord]) -> None:
-    """Append decisions in the caller's transaction, both databases: one already recorded
-    for the same call stays as it was; each new row is chained (graph/store/decision_chain.py)."""
-    p = dialect.param
-    sql = (f"INSERT INTO gatehouse_decisions({INSERT_COLUMNS}) VALUES ({', '.join([p] * 14)}) "
-           f"ON CONFLICT (thread_id, question, tool_call_id, {KEY_COLUMN}) DO NOTHING")
+def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
+    """Append decisions in the caller's transaction: one already recorded for the same
+    call stays as it was; each new row is chained (graph/store/decision_chain.py)."""
     for record in records:
         row = _row(record)
-        cur.execute(sql, row)
+        cur.execute(INSERT, row)
         if cur.rowcount == 1:  # new: chained in the same transaction
-            append(cur, dialect, chain_key(row))
+            append(cur, chain_key(row))
 
 
 def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
@@ -160,30 +155,27 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-class Decisions:
-    """`gatehouse_decisions` in the SQLite file, on its own connection."""
+class Decisions(Table):
+    """`gatehouse_decisions` and its hash chain (graph/store/decision_chain.py)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self._lock = threading.Lock()
-        with self._tx() as c:
-            rebind_sqlite_table(c, "gatehouse_decisions", SCHEMA, _legacy_key)
-            c.execute(SCHEMA)
-            c.execute("CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)")
-            new_chain = c.execute(
-                "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='gatehouse_decision_chain'").fetchone() is None
-            c.execute(CHAIN_SCHEMA)
-            if new_chain:  # a log recorded before the chain existed: chained as it stands
-                seal_existing(c.cursor(), SQLITE)
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._conn, self._lock)
+    @staticmethod
+    def create(cur: Cursor) -> None:
+        rebind(cur, "gatehouse_decisions", SCHEMA, KEY, _legacy_key)
+        cur.execute(cur.dialect.ddl(SCHEMA))
+        if "request_id" not in cur.columns("gatehouse_decisions"):
+            cur.execute("ALTER TABLE gatehouse_decisions ADD COLUMN request_id TEXT")
+        cur.execute("CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)")
+        # Old rows have their call keys (rebind) before a new chain seals the log as it stands.
+        new_chain = not cur.table_exists("gatehouse_decision_chain")
+        cur.execute(CHAIN_SCHEMA)
+        if new_chain:  # a log recorded before the chain existed: chained as it stands
+            seal_existing(cur)
 
     def record(self, records: Sequence[DecisionRecord]) -> None:
         """Append decisions; one already recorded for the same (thread, question, call)
         stays as it was."""
-        with self._tx() as c:
-            insert_chained(c.cursor(), SQLITE, records)
+        with self._db.transaction() as cur:
+            insert_chained(cur, records)
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select("WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id))
@@ -198,25 +190,19 @@ class Decisions:
         """(tool, pattern or None) for every "always allow" in force in the thread (tool
         "*": the thread's auto-approve switch). The log is append-only, so a grant is
         withdrawn by a later "revoke" record for the same tool and value."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT tool, always_allow, decision FROM gatehouse_decisions "
-                "WHERE thread_id=? AND always_allow IS NOT NULL ORDER BY decided_at, rowid",
-                (thread_id,),
-            ).fetchall()
+        rows = self._db.rows(
+            "SELECT tool, always_allow, decision FROM gatehouse_decisions "
+            f"WHERE thread_id=? AND always_allow IS NOT NULL ORDER BY {self.dialect.by_insertion('decided_at')}",
+            (thread_id,),
+        )
         return grants_in_force(rows)
 
     def verify(self) -> ChainCheck:
         """Check the hash chain (graph/store/decision_chain.py): the first edited,
         inserted or deleted entry, if any."""
-        with self._lock:
-            rows, chain = read_for_check(self._conn.cursor())
+        with self._db.snapshot() as cur:  # one state of both tables
+            rows, chain = read_for_check(cur)
         return check(rows, chain)
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        with self._lock:
-            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params).fetchall()
-        return [_record(r) for r in rows]
-
-    def close(self) -> None:
-        self._conn.close()
+        return [_record(r) for r in self._db.rows(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params)]

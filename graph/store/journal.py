@@ -17,20 +17,17 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, messages_from_dict
 
 from graph.protocol.errors import CallAlreadyStarted
-from graph.store.binding import call_key, rebind_sqlite_table, same_call
-from graph.store.sqlite import connect_sqlite, immediate
+from graph.store.binding import KEY_COLUMN, call_key, rebind, same_call
+from graph.store.database import Cursor, Database, Table
+from graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
     thread_id TEXT NOT NULL,
@@ -39,14 +36,22 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
     args_json TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('started', 'finished')),
     result_json TEXT,
-    started_at REAL NOT NULL,
-    finished_at REAL,
+    started_at {real} NOT NULL,
+    finished_at {real},
     pid INTEGER,
     attempts INTEGER NOT NULL DEFAULT 1,
     call_key TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (thread_id, tool_call_id, call_key))"""
 
 COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
+KEY = ("thread_id", "tool_call_id", KEY_COLUMN)
+# A claim: the row, unless the call has one already.
+CLAIM = upsert("gatehouse_journal", ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid",
+                                     KEY_COLUMN), KEY)
+# A result: the row finished (written whole if the claim is gone, e.g. a thread imported since).
+FINISH = upsert("gatehouse_journal", ("thread_id", "tool_call_id", "name", "args_json", "status", "result_json",
+                                      "started_at", "finished_at", "pid", KEY_COLUMN),
+                KEY, update=("status", "result_json", "finished_at"))
 
 
 @dataclass(frozen=True)
@@ -68,78 +73,62 @@ class JournalEntry:
         return self.status == "finished" and self.result is not None
 
 
-class Journal:
+class Journal(Table):
     """Rows of `gatehouse_journal`, keyed by (thread_id, tool_call_id, call_key): one
-    row per call, bound to its tool and canonical arguments (graph/store/binding.py)."""
+    row per call, bound to its tool and canonical arguments (graph/store/binding.py).
+    Each write commits before the graph moves on."""
 
-    def __init__(self, conn: sqlite3.Connection, location: str = "") -> None:
-        self._conn = conn
-        self._lock = threading.Lock()
+    def __init__(self, db: Database, location: str = "") -> None:
+        super().__init__(db)
         self.location = location
-        with self._tx() as c:
-            rebind_sqlite_table(c, "gatehouse_journal", SCHEMA, _legacy_key)
-            c.execute(SCHEMA)
-            columns = {r[1] for r in c.execute("PRAGMA table_info(gatehouse_journal)")}
-            if "attempts" not in columns:  # a journal written before attempts were counted
-                c.execute("ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1")
 
-    @classmethod
-    def open(cls, path: str | Path) -> Journal:
-        return cls(connect_sqlite(path, autocommit=True), str(Path(path).expanduser()))
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._conn, self._lock)
+    @staticmethod
+    def create(cur: Cursor) -> None:
+        rebind(cur, "gatehouse_journal", SCHEMA, KEY, _legacy_key)
+        cur.execute(cur.dialect.ddl(SCHEMA))
+        if "attempts" not in cur.columns("gatehouse_journal"):  # written before attempts were counted
+            cur.execute("ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1")
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
         """The latest row for a call id, whatever its tool (for views; the agent uses `find`)."""
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? "
-                "ORDER BY started_at DESC LIMIT 1",
-                (thread_id, tool_call_id),
-            ).fetchone()
-        return _entry(row) if row else None
+        rows = self._db.rows(
+            f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? "
+            "ORDER BY started_at DESC LIMIT 1",
+            (thread_id, tool_call_id),
+        )
+        return _entry(rows[0]) if rows else None
 
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: its id, tool and canonical arguments."""
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? AND call_key=?",
-                (thread_id, call["id"], key_of(call)),
-            ).fetchone()
-        return bound_entry(row, call)
+        rows = self._db.rows(
+            f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? AND call_key=?",
+            (thread_id, call["id"], key_of(call)),
+        )
+        return bound_entry(rows[0] if rows else None, call)
 
     def entries(self, thread_id: str) -> list[JournalEntry]:
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at",
-                (thread_id,),
-            ).fetchall()
+        rows = self._db.rows(f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at", (thread_id,))
         return [_entry(r) for r in rows]
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call before it runs (committed before it runs). Atomic: a second
         claimant (two clients resuming one approval at once) gets `CallAlreadyStarted`
         and must not run it."""
-        with self._tx() as c:
-            claimed = c.execute(
-                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, started_at, pid, "
-                "call_key) VALUES (?, ?, ?, ?, 'started', ?, ?, ?) "
-                "ON CONFLICT(thread_id, tool_call_id, call_key) DO NOTHING",
-                (thread_id, call["id"], call["name"], _dumps(call["args"]), time.time(), os.getpid(), key_of(call)),
-            ).rowcount
+        claimed = self._db.run(
+            CLAIM,
+            (thread_id, call["id"], call["name"], _dumps(call["args"]), "started", time.time(), os.getpid(), key_of(call)),
+        )
         if claimed != 1:
             raise already_started(thread_id, call)
 
     def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
         """Claim a crashed call again, after a person chose "run again" for its attempt
         number `attempts`: only one claimant of that attempt wins."""
-        with self._tx() as c:
-            claimed = c.execute(
-                "UPDATE gatehouse_journal SET started_at=?, pid=?, attempts=attempts+1 "
-                "WHERE thread_id=? AND tool_call_id=? AND call_key=? AND status='started' AND attempts=?",
-                (time.time(), os.getpid(), thread_id, call["id"], key_of(call), attempts),
-            ).rowcount
+        claimed = self._db.run(
+            "UPDATE gatehouse_journal SET started_at=?, pid=?, attempts=attempts+1 "
+            "WHERE thread_id=? AND tool_call_id=? AND call_key=? AND status='started' AND attempts=?",
+            (time.time(), os.getpid(), thread_id, call["id"], key_of(call), attempts),
+        )
         if claimed != 1:
             raise already_started(thread_id, call)
 
@@ -147,31 +136,20 @@ class Journal:
         """Record the result; from now on the call is answered by this row."""
         payload = json.dumps(message_to_dict(result), default=str)
         now = time.time()
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO gatehouse_journal(thread_id, tool_call_id, name, args_json, status, result_json, "
-                "started_at, finished_at, pid, call_key) VALUES (?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?) "
-                "ON CONFLICT(thread_id, tool_call_id, call_key) DO UPDATE SET status='finished', "
-                "result_json=excluded.result_json, finished_at=excluded.finished_at",
-                (thread_id, call["id"], call["name"], _dumps(call["args"]), payload, now, now, os.getpid(), key_of(call)),
-            )
+        self._db.run(
+            FINISH,
+            (thread_id, call["id"], call["name"], _dumps(call["args"]), "finished", payload, now, now, os.getpid(),
+             key_of(call)),
+        )
 
     def delete_thread(self, thread_id: str) -> None:
-        with self._tx() as c:
-            c.execute("DELETE FROM gatehouse_journal WHERE thread_id=?", (thread_id,))
+        self._db.run("DELETE FROM gatehouse_journal WHERE thread_id=?", (thread_id,))
 
     def restore(self, entries: Sequence[JournalEntry]) -> None:
         """Write rows as they were (a thread's import brings its journal back, so a
         call that ran is never claimed anew). A row already there stays as it is."""
-        with self._tx() as c:
-            c.executemany(
-                f"INSERT INTO gatehouse_journal({RESTORE_COLUMNS}) VALUES ({', '.join('?' * 11)}) "
-                "ON CONFLICT(thread_id, tool_call_id, call_key) DO NOTHING",
-                [restore_row(e) for e in entries],
-            )
-
-    def close(self) -> None:
-        self._conn.close()
+        with self._db.transaction() as cur:
+            cur.executemany(RESTORE, [restore_row(e) for e in entries])
 
 
 def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
@@ -182,8 +160,10 @@ def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
 
 
 RESTORE_COLUMNS = (
-    "thread_id, tool_call_id, name, args_json, status, result_json, started_at, finished_at, pid, attempts, call_key"
+    "thread_id", "tool_call_id", "name", "args_json", "status", "result_json", "started_at", "finished_at", "pid",
+    "attempts", KEY_COLUMN,
 )
+RESTORE = upsert("gatehouse_journal", RESTORE_COLUMNS, KEY)
 
 
 def restore_row(e: JournalEntry) -> tuple[Any, ...]:

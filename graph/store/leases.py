@@ -1,6 +1,7 @@
 """One active run per thread, across processes: a lease row in the database.
 
-A run takes the thread's lease before it streams (atomically, `BEGIN IMMEDIATE`),
+A run takes the thread's lease before it streams (atomically: one upsert, or a
+transaction that locks the row),
 renews it while it runs and releases it at the end. A second run on the same thread
 (a double click, two tabs, two processes) is refused with `RunInProgress`. A lease
 whose holder died is taken over: when it expired, or at once when the holder was a
@@ -11,18 +12,28 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import threading
 import time
 import uuid
-from contextlib import AbstractContextManager
-from pathlib import Path
 
 from graph.protocol.errors import RunInProgress
-from graph.store.sqlite import connect_sqlite, immediate
+from graph.store.database import Cursor, Database, Table
+from graph.store.dialect import upsert
 
 DEFAULT_TTL_S = 30.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_leases (
+    thread_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires_at {real} NOT NULL)"""
+COLUMNS = ("thread_id", "owner", "expires_at")
+KEY = ("thread_id",)
+# A row to lock: (thread_id, '', 0), a free lease, unless the thread has a row.
+PLACEHOLDER = upsert("gatehouse_leases", COLUMNS, KEY)
+# (thread_id, owner, expires_at, now): taken when no one holds it (owner '': released).
+TAKE_FREE = upsert("gatehouse_leases", COLUMNS, KEY, update=COLUMNS[1:],
+                   where="gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= ?")
 
 
 def _ttl_default() -> float:
@@ -102,60 +113,48 @@ class Renewals:
         self._closed.set()
 
 
-class Leases:
-    """`gatehouse_leases(thread_id PK, owner, expires_at)` on its own connection."""
+class Leases(Table):
+    """`gatehouse_leases(thread_id PK, owner, expires_at)`: one run per thread across
+    every process on every machine sharing the database. A holder on another host is
+    only taken over when its lease expired (its pid means nothing here)."""
 
-    # Errors a renewal shrugs off until its next tick.
-    transient_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
-
-    def __init__(self, conn: sqlite3.Connection, *, ttl: float | None = None) -> None:
-        self._conn = conn
-        self._lock = threading.Lock()
+    def __init__(self, db: Database, *, ttl: float | None = None) -> None:
+        super().__init__(db)
+        # Errors a renewal shrugs off until its next tick (busy, full disk, failover, full pool).
+        self.transient_errors = db.errors
         self.ttl = ttl if ttl is not None else _ttl_default()
         self._renewals = Renewals(self)
         self._host = socket.gethostname()
         # Leases this process let go of but could not delete (e.g. the disk was full).
         self._abandoned: set[str] = set()
-        with self._tx() as c:
-            c.execute(
-                "CREATE TABLE IF NOT EXISTS gatehouse_leases ("
-                "thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)"
-            )
-        self._probe_writable()
 
-    def _probe_writable(self) -> None:
-        """A read-only file still opens and even takes BEGIN IMMEDIATE; only a real
-        write fails. Fail at start, not at a person's first approval."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('', '', 0)")
-            finally:
-                self._conn.execute("ROLLBACK")
-
-    @classmethod
-    def open(cls, path: str | Path, *, ttl: float | None = None) -> Leases:
-        return cls(connect_sqlite(path, autocommit=True), ttl=ttl)
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._conn, self._lock)
+    @staticmethod
+    def create(cur: Cursor) -> None:
+        cur.execute(cur.dialect.ddl(SCHEMA))
 
     def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
         """Take the thread's lease or raise `RunInProgress`."""
         owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}"
         now = time.time()
-        with self._tx() as c:
-            row = c.execute("SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,)).fetchone()
-            if row is not None and not self._free(row[0], row[1], now):
+        # The usual case in one statement: nobody holds the thread (no row, or a released
+        # or expired one). A live-looking holder takes the path below.
+        if self._db.run(TAKE_FREE, (thread_id, owner, now + self.ttl, now)) == 1:
+            return Lease(self, thread_id, owner)
+        with self._db.transaction() as cur:
+            # A free placeholder row first, so the row lock has a row to lock even for a
+            # thread that never had a lease: two processes racing queue up here.
+            cur.execute(PLACEHOLDER, (thread_id, "", 0))
+            row = cur.execute(
+                f"SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?{self.dialect.for_update}",
+                (thread_id,),
+            ).fetchone()
+            if row is not None and row[0] and not self._free(row[0], row[1], now):
                 raise RunInProgress(
                     f"{what} is already running on thread {thread_id} "
                     f"({self._describe(row[0])}); wait for it to finish or stop it"
                 )
-            c.execute(
-                "INSERT INTO gatehouse_leases(thread_id, owner, expires_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(thread_id) DO UPDATE SET owner=excluded.owner, expires_at=excluded.expires_at",
-                (thread_id, owner, now + self.ttl),
-            )
+            cur.execute("UPDATE gatehouse_leases SET owner=?, expires_at=? WHERE thread_id=?",
+                        (owner, now + self.ttl, thread_id))
         return Lease(self, thread_id, owner)
 
     def keep_renewed(self, lease: Lease) -> None:
@@ -165,28 +164,22 @@ class Leases:
         self._renewals.remove(lease)
 
     def renew(self, lease: Lease) -> bool:
-        with self._tx() as c:
-            cur = c.execute(
-                "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?",
-                (time.time() + self.ttl, lease.thread_id, lease.owner),
-            )
-            return cur.rowcount == 1
+        return self._db.run(
+            "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?",
+            (time.time() + self.ttl, lease.thread_id, lease.owner),
+        ) == 1
 
     def release(self, lease: Lease) -> None:
         try:
-            with self._tx() as c:
-                c.execute("DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?", (lease.thread_id, lease.owner))
-        except sqlite3.Error:
+            self._db.run("DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?", (lease.thread_id, lease.owner))
+        except self.transient_errors:
             self._abandoned.add(lease.owner)
 
     def holder(self, thread_id: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,)
-            ).fetchone()
-        if row is None or self._free(row[0], row[1], time.time()):
+        rows = self._db.rows("SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,))
+        if not rows or not rows[0][0] or self._free(rows[0][0], rows[0][1], time.time()):
             return None
-        return row[0]
+        return str(rows[0][0])
 
     def _free(self, owner: str, expires_at: float, now: float) -> bool:
         if expires_at <= now or owner in self._abandoned:
@@ -202,4 +195,4 @@ class Leases:
 
     def close(self) -> None:
         self._renewals.close()
-        self._conn.close()
+        super().close()

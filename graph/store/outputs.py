@@ -12,12 +12,10 @@ deletes them.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
-from contextlib import AbstractContextManager
 
-from graph.store.sqlite import immediate
+from graph.store.database import Cursor, Table
+from graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
     thread_id TEXT NOT NULL,
@@ -25,52 +23,40 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
     tool TEXT NOT NULL,
     content TEXT NOT NULL,
     chars INTEGER NOT NULL,
-    stored_at REAL NOT NULL,
+    stored_at {real} NOT NULL,
     PRIMARY KEY (thread_id, tool_call_id))"""
+COLUMNS = ("thread_id", "tool_call_id", "tool", "content", "chars", "stored_at")
+KEY = ("thread_id", "tool_call_id")
+PUT = upsert("gatehouse_tool_outputs", COLUMNS, KEY, update=COLUMNS[2:])
 
 
-class ToolOutputs:
-    """`gatehouse_tool_outputs` in the SQLite file, on its own connection."""
+class ToolOutputs(Table):
+    """`gatehouse_tool_outputs`."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self._lock = threading.Lock()
-        with self._tx() as c:
-            c.execute(SCHEMA)
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._conn, self._lock)
+    @staticmethod
+    def create(cur: Cursor) -> None:
+        cur.execute(cur.dialect.ddl(SCHEMA))
 
     def put(self, thread_id: str, tool_call_id: str, tool: str, content: str) -> None:
         """Store (or replace: a call run again) the whole output of one call."""
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO gatehouse_tool_outputs(thread_id, tool_call_id, tool, content, chars, stored_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id, tool_call_id) DO UPDATE SET "
-                "tool=excluded.tool, content=excluded.content, chars=excluded.chars, stored_at=excluded.stored_at",
-                (thread_id, tool_call_id, tool, content, len(content), time.time()),
-            )
+        content = self.dialect.text(content)  # a binary-ish output keeps everything else
+        self._db.run(
+            PUT,
+            (thread_id, tool_call_id, tool, content, len(content), time.time()),
+        )
 
     def get(self, thread_id: str, tool_call_id: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT content FROM gatehouse_tool_outputs WHERE thread_id=? AND tool_call_id=?",
-                (thread_id, tool_call_id),
-            ).fetchone()
-        return row[0] if row else None
+        rows = self._db.rows(
+            "SELECT content FROM gatehouse_tool_outputs WHERE thread_id=? AND tool_call_id=?", (thread_id, tool_call_id)
+        )
+        return rows[0][0] if rows else None
 
     def for_thread(self, thread_id: str) -> dict[str, str]:
         """Every stored output of the thread, by tool call id (for exports)."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT tool_call_id, content FROM gatehouse_tool_outputs WHERE thread_id=? ORDER BY stored_at",
-                (thread_id,),
-            ).fetchall()
-        return dict(rows)
+        rows = self._db.rows(
+            "SELECT tool_call_id, content FROM gatehouse_tool_outputs WHERE thread_id=? ORDER BY stored_at", (thread_id,)
+        )
+        return {call_id: content for call_id, content in rows}
 
     def delete_thread(self, thread_id: str) -> None:
-        with self._tx() as c:
-            c.execute("DELETE FROM gatehouse_tool_outputs WHERE thread_id=?", (thread_id,))
-
-    def close(self) -> None:
-        self._conn.close()
+        self._db.run("DELETE FROM gatehouse_tool_outputs WHERE thread_id=?", (thread_id,))

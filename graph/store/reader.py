@@ -38,6 +38,7 @@ from graph.protocol.state_keys import MESSAGES, USAGE
 from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import _record as decision_of
+from graph.store.dialect import is_postgres_url
 from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
 from graph.store.leases import _pid_alive
 from graph.store.plain import (
@@ -118,9 +119,7 @@ class _Postgres:
             return
         with self._lock:
             if self._conn is None:
-                if self._url is None:
-                    raise StorageError("a Postgres reader needs a database URL or a pool")
-                self._conn = self._psycopg.connect(self._url, autocommit=True, connect_timeout=10)
+                self._conn = self._psycopg.connect(str(self._url), autocommit=True, connect_timeout=10)
             yield self._conn
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
@@ -371,7 +370,7 @@ def redact(url: str) -> str:
 def open_reader(db: str, *, pool: Any = None) -> ThreadReader:
     """A reader of the database named by a settings value (a SQLite path or a
     postgresql:// URL); `pool`: a psycopg pool to share (graph/store/postgres.py)."""
-    if db.startswith(("postgres://", "postgresql://")):
+    if is_postgres_url(db):
         return ThreadReader(_Postgres(db, pool), redact(db))
     return ThreadReader(_Sqlite(db), str(Path(db).expanduser()))
 

@@ -1,16 +1,20 @@
-"""SQLite plumbing shared by the checkpoints, the thread index, the journal and the
-leases: one way to open the file (WAL, busy timeout) and one write transaction."""
+"""SQLite storage: one way to open the file (WAL, busy timeout, owner-only), the
+integrity check at start, and the Storage on a file: the checkpointer and each table
+(graph/store/threads.py, journal.py, ...) on a connection of its own."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graph.protocol.errors import StorageError
+from graph.store.database import SqliteDatabase, Table
+
+if TYPE_CHECKING:
+    from graph.store.storage import Storage
 
 BUSY_TIMEOUT_MS = 30_000
 # Corruption past the first page only shows when pages are read. A full check reads
@@ -32,7 +36,7 @@ def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Con
             str(file),
             check_same_thread=False,
             timeout=BUSY_TIMEOUT_MS / 1000,
-            isolation_level=None if autocommit else "",
+            isolation_level=None if autocommit else "DEFERRED",
         )
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode=WAL")
@@ -53,18 +57,30 @@ def _create_private(file: Path) -> None:
         os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-@contextmanager
-def immediate(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE takes the write lock up front, so two processes deciding on the
-    same row serialise here instead of failing later with "database is locked"."""
-    with lock:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+def sqlite_database(path: str | Path, *tables: type[Table]) -> SqliteDatabase:
+    """A connection of its own to the file at `path` (autocommit: each table decides
+    its transactions), with `tables` created or migrated in one write transaction."""
+    db = SqliteDatabase(connect_sqlite(path, autocommit=True))
+    try:
+        with db.transaction() as cur:
+            for table in tables:
+                table.create(cur)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def probe_writable(db: SqliteDatabase) -> None:
+    """A read-only file still opens and even takes BEGIN IMMEDIATE; only a real write
+    fails. Fail at start, not at a person's first approval."""
+
+    class _Undo(Exception):
+        pass
+
+    with suppress(_Undo), db.transaction() as cur:
+        cur.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('', '', 0)")
+        raise _Undo
 
 
 def quick_check(conn: sqlite3.Connection, file: Path) -> None:
@@ -81,3 +97,40 @@ def quick_check(conn: sqlite3.Connection, file: Path) -> None:
             raise StorageError(
                 f"the Gatehouse database {file} is corrupt ({row[0]}); move it aside or restore a backup"
             )
+
+
+def open_sqlite_storage(db: str) -> Storage:
+    """A Storage on the SQLite file `db` (created on first use)."""
+    from graph.store.decisions import Decisions
+    from graph.store.journal import Journal
+    from graph.store.leases import Leases
+    from graph.store.outputs import ToolOutputs
+    from graph.store.reader import ThreadReader, _Sqlite
+    from graph.store.saver import GatehouseSqliteSaver
+    from graph.store.storage import Storage
+    from graph.store.threads import ThreadIndex
+
+    location = str(Path(db).expanduser())
+    conn = connect_sqlite(db)
+    try:
+        quick_check(conn, Path(db).expanduser())
+        # Compressed blobs, a materialised head; reads of the messages DeltaChannel
+        # incremental and cached once the graph registers the channel's reducer
+        # (graph/agent/graph.py).
+        saver = GatehouseSqliteSaver(conn)
+        saver.setup()
+        # Each table on its own connection: the saver serialises its connection with a
+        # lock of its own.
+        index = ThreadIndex(sqlite_database(db, ThreadIndex))
+        journal = Journal(sqlite_database(db, Journal), location)
+        decisions = Decisions(sqlite_database(db, Decisions))
+        outputs = ToolOutputs(sqlite_database(db, ToolOutputs))
+        lease_db = sqlite_database(db, Leases)
+        probe_writable(lease_db)  # a read-only file fails here, at start
+        leases = Leases(lease_db)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot use the Gatehouse database {location}: {exc}") from exc
+    return Storage(
+        checkpointer=saver, index=index, location=location, journal=journal, leases=leases,
+        decisions=decisions, outputs=outputs, reader=ThreadReader(_Sqlite(db), location),
+    )

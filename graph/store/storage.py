@@ -5,7 +5,6 @@ Postgres."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -14,6 +13,7 @@ from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs
 from graph.store.reader import ThreadReader
+from graph.store.threads import ThreadIndex
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Storage:
     """The checkpointer and thread index for one database."""
 
     checkpointer: BaseCheckpointSaver
-    index: Any  # ThreadIndex or PgThreadIndex
+    index: ThreadIndex
     location: str
     # Execution journal, run leases and the decision log (journal.py, leases.py,
     # decisions.py), same database.

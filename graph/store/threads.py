@@ -2,7 +2,7 @@
 approval, last update), so listing threads for a sidebar never scans checkpoints.
 
 Two writers keep it, so it is right whoever runs the graph:
-- the checkpointer (graph/store/saver.py, postgres.py), in the transaction of each
+- the checkpointer (graph/store/saver.py, pg_saver.py), in the transaction of each
   checkpoint and interrupt: the row exists (titled by the first user message),
   `updated_at`, and the status the checkpoints show: running (a next step is due),
   completed / stopped / cancelled (none is), awaiting_approval (an interrupt was
@@ -14,17 +14,14 @@ Two writers keep it, so it is right whoever runs the graph:
 
 from __future__ import annotations
 
-import builtins  # `list` is a method of ThreadIndex
-import sqlite3
-import threading
+import builtins
 import time
-from contextlib import AbstractContextManager
 from typing import Any
 
 from graph.protocol.state_keys import ended_as
 from graph.protocol.threads import SUMMARY_MARK, ThreadInfo, content_text
+from graph.store.database import Cursor, Table
 from graph.store.langgraph_private import BRANCH_TO, START, TASKS
-from graph.store.sqlite import immediate
 
 THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
     thread_id TEXT PRIMARY KEY,
@@ -41,7 +38,7 @@ THREADS_INDEX = "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehou
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
 
-# What the checkpointer writes (placeholders `?`; Postgres swaps in `%s`).
+# What the checkpointer writes (placeholders `?`; Dialect.sql gives Postgres its `%s`).
 # (thread_id, title, status, now, now, pending_since): a checkpoint whose interrupt was
 # saved first (saves run in the background, LangGraph's default) stays awaiting.
 ON_CHECKPOINT = (
@@ -52,7 +49,7 @@ ON_CHECKPOINT = (
     "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, reason = NULL, "
     "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END"
 )
-# ThreadIndex.touch in one statement (no transaction to open and commit): insert the row,
+# ThreadIndex.touch in one statement (one round trip to Postgres): insert the row,
 # or set the title (while it is the default), the status and when it began waiting; a
 # new status replaces the stored reason (None clears it).
 # (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?, status?, status?)
@@ -112,40 +109,30 @@ def status_of(checkpoint: Any) -> str:
     return ended_as(checkpoint.get("channel_values") or {}, updated)
 
 
-class ThreadIndex:
-    """Thread list rows in the same SQLite file as the checkpoints."""
+class ThreadIndex(Table):
+    """Thread list rows (`gatehouse_threads`) in the database of the checkpoints."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self._lock = threading.Lock()
-        with self._tx() as c:
-            c.execute(THREADS_TABLE.format(real="REAL"))
-            c.execute(THREADS_INDEX)
-            if "reason" not in {row[1] for row in c.execute("PRAGMA table_info(gatehouse_threads)")}:
-                c.execute(ADD_REASON)
-
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        return immediate(self._conn, self._lock)
+    @staticmethod
+    def create(cur: Cursor) -> None:
+        cur.execute(cur.dialect.ddl(THREADS_TABLE))
+        cur.execute(THREADS_INDEX)
+        if "reason" not in cur.columns("gatehouse_threads"):
+            cur.execute(ADD_REASON)
 
     def touch(
         self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None,
         reason: str | None = None,
     ) -> None:
-        with self._lock:  # one statement: atomic on its own
-            self._conn.execute(TOUCH, touch_params(thread_id, title, status, owner, time.time(), reason))
-
-    def close(self) -> None:
-        self._conn.close()
+        self._db.run(TOUCH, touch_params(thread_id, title, status, owner, time.time(), reason))
 
     def rename(self, thread_id: str, title: str) -> None:
-        with self._tx() as c:
-            c.execute("UPDATE gatehouse_threads SET title=?, updated_at=? WHERE thread_id=?", (title, time.time(), thread_id))
+        self._db.run("UPDATE gatehouse_threads SET title=?, updated_at=? WHERE thread_id=?", (title, time.time(), thread_id))
 
     def get(self, thread_id: str) -> ThreadInfo | None:
         rows = self._select("WHERE thread_id=?", (thread_id,))
         return rows[0] if rows else None
 
-    def list(self, *, limit: int = 200, status: str | None = None) -> list[ThreadInfo]:
+    def list(self, *, limit: int = 200, status: str | None = None) -> builtins.list[ThreadInfo]:
         if status:
             return self._select("WHERE status=? ORDER BY updated_at DESC LIMIT ?", (status, limit))
         return self._select("ORDER BY updated_at DESC LIMIT ?", (limit,))
@@ -155,14 +142,12 @@ class ThreadIndex:
         return self._select("WHERE status='awaiting_approval' ORDER BY pending_since ASC", ())
 
     def delete(self, thread_id: str) -> None:
-        with self._tx() as c:
-            c.execute("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))
+        self._db.run("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))
 
     def _select(self, where: str, params: tuple[Any, ...]) -> builtins.list[ThreadInfo]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "
-                f"FROM gatehouse_threads {where}",
-                params,
-            ).fetchall()
+        rows = self._db.rows(
+            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "
+            f"FROM gatehouse_threads {where}",
+            params,
+        )
         return [ThreadInfo(*row) for row in rows]

@@ -1,0 +1,230 @@
+"""How the Gatehouse tables run their statements on either database (their SQL and
+its dialect: graph/store/dialect.py):
+- `SqliteDatabase`: one connection of a table's own and its lock; a write transaction
+  is `BEGIN IMMEDIATE` (the write lock up front, so two processes writing the same
+  row queue up instead of failing later with "database is locked");
+- `PostgresDatabase`: connections from a psycopg pool (or one per use), each
+  statement committed on its own unless it runs inside `transaction()`;
+- `Table`: what every table module builds on (its database, `create`, `close`).
+
+psycopg is imported only when a Postgres database is used.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from graph.store.dialect import POSTGRES, SQLITE, Dialect
+
+Row = tuple[Any, ...]
+
+
+class Cursor:
+    """A DB-API cursor that takes statements written with `?` and runs them in its dialect."""
+
+    def __init__(self, raw: Any, dialect: Dialect) -> None:
+        self.raw = raw
+        self.dialect = dialect
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        # Always a tuple, never None: psycopg then reads `%%` as the `%` it stands for.
+        self.raw.execute(self.dialect.sql(sql), tuple(params))
+        return self
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = [tuple(r) for r in rows]
+        if rows:
+            self.raw.executemany(self.dialect.sql(sql), rows)
+
+    def fetchone(self) -> Row | None:
+        row = self.raw.fetchone()
+        return None if row is None else tuple(row)
+
+    def fetchall(self) -> list[Row]:
+        return [tuple(r) for r in self.raw.fetchall()]
+
+    @property
+    def rowcount(self) -> int:
+        return int(self.raw.rowcount)
+
+    @property
+    def description(self) -> Any:
+        return self.raw.description
+
+    # What the migrations ask about the schema, in either database.
+    def table_exists(self, table: str) -> bool:
+        if self.dialect.postgres:
+            return self.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone() == (True,)
+        return self.execute("SELECT 1 FROM sqlite_schema WHERE type='table' AND name=?", (table,)).fetchone() is not None
+
+    def columns(self, table: str) -> set[str]:
+        """The table's column names (empty: no such table)."""
+        if self.dialect.postgres:
+            rows = self.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = ?", (table,)).fetchall()
+            return {r[0] for r in rows}
+        return {r[1] for r in self.execute(f"PRAGMA table_info({table})").fetchall()}
+
+    def primary_key(self, table: str) -> set[str]:
+        """The columns of the table's primary key (empty: no such table)."""
+        if not self.dialect.postgres:
+            return {r[1] for r in self.execute(f"PRAGMA table_info({table})").fetchall() if r[5]}
+        if not self.table_exists(table):
+            return set()
+        rows = self.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary", (table,),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+
+class Database:
+    """One database for one table: reads, single statements and transactions."""
+
+    dialect: Dialect
+    # What a failing statement raises (a busy or full disk, a failover, a full pool).
+    errors: tuple[type[BaseException], ...]
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """A query's rows."""
+        with self.snapshot() as cur:
+            return cur.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """One statement in a transaction of its own; how many rows it changed."""
+        with self.transaction() as cur:
+            return cur.execute(sql, params).rowcount
+
+    def transaction(self) -> AbstractContextManager[Cursor]:
+        """Statements that commit together (or not at all, on an exception)."""
+        raise NotImplementedError
+
+    def snapshot(self) -> AbstractContextManager[Cursor]:
+        """Reads that see one state of the database."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SqliteDatabase(Database):
+    """A SQLite connection (autocommit mode, see graph/store/sqlite.py) of one table's
+    own, serialised by a lock: the connection is shared by the process's threads."""
+
+    dialect = SQLITE
+
+    def __init__(self, conn: Any) -> None:
+        import sqlite3
+
+        self.errors = (sqlite3.Error,)
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._lock:  # one statement is its own snapshot
+            rows: list[Row] = self._conn.execute(sql, tuple(params)).fetchall()
+            return rows
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        # `transaction()` without its layers: the hot path of every write.
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                count = int(self._conn.execute(sql, tuple(params)).rowcount)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return count
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        with self._lock:
+            yield from self._in("BEGIN IMMEDIATE")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Cursor]:
+        with self._lock:
+            yield from self._in("BEGIN")
+
+    def _in(self, begin: str) -> Iterator[Cursor]:
+        self._conn.execute(begin)
+        try:
+            yield Cursor(self._conn.cursor(), SQLITE)
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class PostgresDatabase(Database):
+    """Postgres through `connect()`: a pool's `connection` (autocommit connections), or
+    a function opening a connection of its own for each use."""
+
+    dialect = POSTGRES
+
+    def __init__(self, connect: Callable[[], AbstractContextManager[Any]]) -> None:
+        import psycopg
+        from psycopg.rows import tuple_row
+        from psycopg_pool import PoolTimeout
+
+        self.errors = (psycopg.Error, PoolTimeout)
+        self._connect = connect
+        self._tuple_row = tuple_row
+
+    @classmethod
+    def at(cls, url: str) -> PostgresDatabase:
+        """A connection per use: for a table used now and then, beside no pool."""
+        import psycopg
+
+        return cls(lambda: psycopg.connect(url, autocommit=True, connect_timeout=10))
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._connect() as conn, conn.cursor(row_factory=self._tuple_row) as cur:
+            return Cursor(cur, POSTGRES).execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        # Autocommit: one statement commits on its own, in one round trip.
+        with self._connect() as conn, conn.cursor(row_factory=self._tuple_row) as cur:
+            return Cursor(cur, POSTGRES).execute(sql, params).rowcount
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        with self._connect() as conn, conn.transaction(), conn.cursor(row_factory=self._tuple_row) as cur:
+            yield Cursor(cur, POSTGRES)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Cursor]:
+        with self.transaction() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield cur
+
+    def close(self) -> None:
+        pass  # a pool is closed by its owner (Storage.close closes the checkpointer's)
+
+
+class Table:
+    """One table's rows on one database: a subclass writes its DDL (`create`) and its
+    statements once, for either dialect."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self.dialect = db.dialect
+
+    @staticmethod
+    def create(cur: Cursor) -> None:
+        """Create the table, or bring an older one up to date (in the caller's transaction)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._db.close()
+
+
+__all__ = ["Cursor", "Database", "PostgresDatabase", "Row", "SqliteDatabase", "Table"]

@@ -1,0 +1,102 @@
+"""How the Gatehouse tables' SQL differs between SQLite and Postgres, so each table
+(threads.py, journal.py, decisions.py, outputs.py, leases.py, notifications.py) is
+written once: statements with `?` placeholders, `{real}` / `{blob}` column types and
+`INSERT ... ON CONFLICT` upserts (a syntax both databases share), which `Dialect`
+turns into what each database takes, with the few real differences (row locks,
+advisory locks, what a TEXT column can hold).
+How statements run on each database: graph/store/database.py.
+
+Standard library only, so the fast read paths that import the tables stay fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+
+
+def is_postgres_url(db: str) -> bool:
+    """Whether a database setting names a Postgres server (else: a SQLite file)."""
+    return db.startswith(POSTGRES_SCHEMES)
+
+
+@lru_cache(maxsize=512)
+def _pyformat(sql: str) -> str:
+    """`?` placeholders -> psycopg's `%s`; a literal `%` doubled (psycopg reads `%` anywhere
+    as the start of a placeholder). A `?` inside a quoted string stays."""
+    out: list[str] = []
+    quote = ""
+    for ch in sql:
+        if ch == "%":
+            out.append("%%")
+        elif quote:
+            quote = "" if ch == quote else quote
+            out.append(ch)
+        elif ch in "'\"":
+            quote = ch
+            out.append(ch)
+        else:
+            out.append("%s" if ch == "?" else ch)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the two databases, as far as the tables care."""
+
+    name: Literal["sqlite", "postgres"]
+    real: str  # a float column (timestamps)
+    blob: str  # a bytes column
+    # Appended to a SELECT in a transaction: lock the rows read until it ends. SQLite's
+    # write transaction holds the whole file already.
+    for_update: str
+    # A column in the order rows were inserted ("" where the database keeps none).
+    insertion_column: str
+
+    @property
+    def postgres(self) -> bool:
+        return self.name == "postgres"
+
+    def sql(self, statement: str) -> str:
+        """A statement written with `?` placeholders, as this database's driver takes it."""
+        return _pyformat(statement) if self.postgres else statement
+
+    def by_insertion(self, column: str) -> str:
+        """An ORDER BY list: `column`, ties in the order the rows were inserted where the
+        database can tell."""
+        return f"{column}, {self.insertion_column}" if self.insertion_column else column
+
+    def ddl(self, statement: str) -> str:
+        """A table definition written with `{real}` / `{blob}` column types."""
+        return statement.format(real=self.real, blob=self.blob)
+
+    def text(self, value: str) -> str:
+        """A string as a TEXT column stores it: Postgres text cannot hold NUL."""
+        return value.replace("\x00", "\ufffd") if self.postgres else value
+
+    def xact_lock(self, key: int) -> str | None:
+        """A statement that serialises a transaction with every other one taking `key`
+        (held until it ends); None for SQLite, whose write transaction is serial already."""
+        return f"SELECT pg_advisory_xact_lock({int(key)})" if self.postgres else None
+
+
+SQLITE = Dialect("sqlite", real="REAL", blob="BLOB", for_update="", insertion_column="rowid")
+POSTGRES = Dialect("postgres", real="DOUBLE PRECISION", blob="BYTEA", for_update=" FOR UPDATE", insertion_column="")
+
+
+def upsert(table: str, columns: Sequence[str], key: Sequence[str], update: Sequence[str] = (), where: str = "") -> str:
+    """`INSERT INTO table(columns) VALUES (?, ...) ON CONFLICT (key) DO ...`: DO NOTHING
+    without `update`, else each `update` column takes the inserted value (`where`: only
+    when the existing row passes it)."""
+    sql = (f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+           f"ON CONFLICT ({', '.join(key)}) DO ")
+    if not update:
+        return sql + "NOTHING"
+    return sql + "UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in update) + (f" WHERE {where}" if where else "")
+
+
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "is_postgres_url", "upsert"]
