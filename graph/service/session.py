@@ -68,6 +68,12 @@ __all__ = ["Run", "Session"]
 
 
 class Session(ThreadHistory, StandingPermissions):
+    """A Gatehouse agent with its storage, for front ends. The run entry is here; the
+    parts it inherits each do one job over the same agent and storage: reading
+    threads (`ThreadReads`), changing their history (`ThreadHistory`), the lease
+    (`ThreadLeases`), tool information (`ToolInfo`), grants and auto-approve
+    (`StandingPermissions`)."""
+
     def __init__(
         self,
         agent: CompiledStateGraph[Any, Any, Any, Any],
@@ -282,5 +288,8 @@ class Session(ThreadHistory, StandingPermissions):
 
 
 def wire_answer(answer: ReviewAnswer | OutcomeAnswer) -> Any:
-    """A typed answer as it travels in `Command(resume=...)`: the HITL wire form."""
-    return answer.model_dump(mode="json", exclude_none=True)
+    """A typed answer as it travels in `Command(resume=...)`: the HITL wire form.
+    Anything else (an untyped caller's dict) passes as it is, to be checked as one."""
+    if isinstance(answer, ReviewAnswer | OutcomeAnswer):
+        return answer.model_dump(mode="json", exclude_none=True)
+    return answer
