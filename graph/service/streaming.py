@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, cast
 
+from langgraph.types import StreamMode
+
 from graph.protocol import events as ev
 
-STREAM_MODES = ["custom", "updates"]
+STREAM_MODES: list[StreamMode] = ["custom", "updates"]
 
 
 def translate(mode: str, chunk: Any, thread_id: str) -> Iterator[ev.Event]:
