@@ -86,3 +86,12 @@ def test_a_responded_call_is_never_drawn_live_as_a_call_that_ran() -> None:
     # Started, then answered: its block became the same row, with its arguments.
     assert "↩ run_command · answered by you" in rows[1] and "make" in rows[1] and "built by hand" in rows[1]
     assert "✗ delete_file · rejected" in rows[2]
+
+
+def test_decision_log_marks_an_answer_as_the_history_does_not_as_run() -> None:
+    record = DecisionRecord(thread_id="t-1", question="review", tool_call_id="c1", tool="write_file",
+                            decision="respond", args={"path": "a.md"}, message="done by hand", decided_at=1.0)
+    summary = re.search(r"<summary>(.*?)</summary>", record_html(record, None))
+    assert summary is not None
+    assert summary[1].startswith("↩ ") and "write_file · answered instead" in summary[1]
+    assert "✓" not in summary[1]

@@ -28,7 +28,7 @@ LIMITS = (50, 200, 1000)
 SCAN = 5000
 WORDS = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
          "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "auto-approved"}
-_MARK = {"approve": "✓", "edit": "✎", "auto_approve": "⚡", "run_again": "↻", "reject": "✗", "mark_failed": "✗"}
+_MARK = {"approve": "✓", "edit": "✎", "respond": "↩", "auto_approve": "⚡", "run_again": "↻", "reject": "✗", "mark_failed": "✗"}
 _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched off"}
 
 
@@ -47,7 +47,8 @@ def record_html(record: DecisionRecord, title: str | None) -> str:
     who = " ".join(p for p in (record.actor or "unknown", f"via {record.source}" if record.source else None) if p)
     where = f" · {title}" if title else ""
     summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {_what(record)} · by {who}"
-    body = f"<small>thread {html.escape(record.thread_id)} · call {html.escape(record.tool_call_id or '-')}</small>"
+    # In a <div>: on a line of its own, not run into the label that follows.
+    body = f"<div><small>thread {html.escape(record.thread_id)} · call {html.escape(record.tool_call_id or '-')}</small></div>"
     if record.args:
         body += "<small>arguments that ran</small>" + pre_html(pretty(record.args))
     if (diff := record.diff()) is not None:
