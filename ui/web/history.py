@@ -169,9 +169,8 @@ def _find_popover(where: Any, thread_id: str, messages: Sequence[MessageView], t
 @st.fragment
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
     """The popover's search, as a fragment: typing a query reruns only the popover, never
-    the page under it. (A whole-page run redrew the history under the open popover, and
-    on a busy machine Streamlit's stick-to-bottom scrolling then carried the page, and
-    the popover anchored at its top, down to the latest turn.) A jump reruns the page."""
+    the page under it (a whole-page run redrew the whole history under the open popup,
+    and changed its height while the person read at the top). A jump reruns the page."""
     wanted = st.text_input("Text to find", key=f"find-{thread_id}").strip().lower()
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
