@@ -52,9 +52,9 @@ def _live_calls() -> None:
     """A live view fed the events of a run: a call answered before it started, one
     answered after it started (a journaled answer), one rejected, one that ran."""
     import streamlit as st
-    from ui.web.chat import LiveView
 
     from graph.protocol import events as ev
+    from ui.web.live_run import LiveView
 
     view = LiveView()
     t = "t-1"

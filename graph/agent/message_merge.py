@@ -1,4 +1,4 @@
-"""The reducer of the messages `DeltaChannel` (graph/state.py).
+"""The reducer of the messages `DeltaChannel` (graph/agent/state.py).
 
 `merge_messages` is `add_messages` for a `DeltaChannel`: merge by id, `RemoveMessage`
 deletes, `RemoveMessage(REMOVE_ALL_MESSAGES)` clears what came before it. It is
