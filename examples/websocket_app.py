@@ -8,8 +8,15 @@ Connect to `ws://localhost:8000/ws` (optionally `?user=alice`) and send JSON:
     {"type": "message", "text": "write todo.md: buy milk"}          # new thread
     {"type": "message", "thread_id": "...", "text": "..."}           # next turn
     {"type": "decisions", "thread_id": "...", "answer": {"decisions": [{"type": "approve"}]}}
+    {"type": "approve", "thread_id": "..."}                          # every pending call
+    {"type": "reject", "thread_id": "...", "message": "not now"}     # every pending call
     {"type": "cancel"}                                               # stop the run here
     {"type": "pending", "thread_id": "..."}                          # what is waiting?
+
+Every run starts through `AsyncSession.submit` with a typed operation
+(graph/protocol/operations.py): a client's `answer` is read into the protocol's
+answer models, and approve / reject are built with its answer builders.
+`interrupt_id` (optional, on the three answers) names the request the client saw.
 
 The server sends each event's JSON (`graph.events`, see docs/embedding.md), plus
 `{"type": "refused", "message": ...}` when a message cannot be acted on (a bad
@@ -32,8 +39,12 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
 
 from graph import AsyncRun, AsyncSession, DecisionError, RunInProgress
+from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
+from graph.protocol.operations import Decide, Operation, SendMessage, approve, reject, review
+from graph.protocol.pauses import Approval
 
 
 @asynccontextmanager
@@ -111,15 +122,26 @@ class Connection:
             text = msg.get("text")
             if not isinstance(text, str):
                 raise Refused("a message needs a text")
-            thread_id = await self.own_thread(msg) if msg.get("thread_id") else None
-            await self.start(lambda: self.session.start(thread_id, text, owner=self.user))
-        elif kind == "decisions":
-            thread_id = await self.own_thread(msg)
-            answer = msg.get("answer")
+            existing = await self.own_thread(msg) if msg.get("thread_id") else None  # None: a new thread
+            await self.start(SendMessage(existing, text, owner=self.user))
+        elif kind in ("decisions", "approve", "reject"):
+            paused = await self.own_thread(msg)
             interrupt_id = msg.get("interrupt_id")
-            await self.start(lambda: self.session.resume(thread_id, answer, interrupt_id=interrupt_id))
+            if interrupt_id is not None and not isinstance(interrupt_id, str):
+                raise Refused("interrupt_id: a string (the pending request's id)")
+            answer = _answer(msg.get("answer")) if kind == "decisions" else await self.every_call(paused, msg)
+            await self.start(Decide(paused, answer, interrupt_id))
         else:
-            raise Refused(f"unknown message type {kind!r}; use message, decisions, cancel or pending")
+            raise Refused(f"unknown message type {kind!r}; use message, decisions, approve, reject, cancel or pending")
+
+    async def every_call(self, thread_id: str, msg: dict[str, Any]) -> ReviewAnswer:
+        """`approve` / `reject`: the same decision for every call the pending request asks about."""
+        pending = await self.session.pending(thread_id)
+        if not isinstance(pending, Approval):
+            raise Refused(f"thread {thread_id} is not waiting for an approval; send decisions")
+        message = msg.get("message")
+        decision = approve() if msg["type"] == "approve" else reject(message if isinstance(message, str) else None)
+        return review([decision] * len(pending.actions))
 
     @property
     def streaming(self) -> bool:
@@ -134,11 +156,11 @@ class Connection:
             raise Refused(f"thread {thread_id} not found")  # not yours: do not confirm it exists
         return thread_id
 
-    async def start(self, make: Any) -> None:
+    async def start(self, operation: Operation) -> None:
         if self.streaming:
             raise Refused("a run is streaming on this connection; wait for it or send cancel")
         try:
-            self.run = await make()
+            self.run = await self.session.submit(operation)
         except (DecisionError, RunInProgress, ValueError) as exc:
             raise Refused(str(exc)) from None
         self.pump = asyncio.create_task(self.stream(self.run))
@@ -157,6 +179,21 @@ class Connection:
     async def send_text(self, text: str) -> None:
         async with self._send_lock:  # the pump and the reader both send
             await self.ws.send_text(text)
+
+
+def _answer(data: Any) -> ReviewAnswer | OutcomeAnswer:
+    """A client's answer in the HITL wire form, read into the protocol's answer models:
+    a review of an approval request, or the answer to an "outcome unknown" pause.
+    Whether it fits the pending request is the session's check (`DecisionError`)."""
+    try:
+        return ReviewAnswer.model_validate(data)
+    except ValidationError as review_error:
+        try:
+            return OutcomeAnswer.model_validate(data)
+        except ValidationError:
+            first = review_error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "answer"
+            raise Refused(f"not an answer: {where}: {first['msg']}") from None
 
 
 def _parse(raw: str) -> dict[str, Any]:

@@ -3,12 +3,13 @@ ask for goes through `Session.submit` / `Runner.submit` and acts like its method
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import ToolMessage
 
-from graph import DecisionError, Runner, ai, tool_call
+from graph import AsyncSession, DecisionError, Runner, StaleDecision, ai, tool_call
 from graph.protocol.operations import (
     Decide,
     Fork,
@@ -62,3 +63,54 @@ def test_runner_submit_runs_in_the_background_and_fork_and_retry_go_the_same_way
     contents = [m.content for m in session.messages(thread_id)]
     assert contents[0] == "hello again" and len(contents) == 2, contents
     assert runner.submit(Retry(thread_id)).join(30)
+
+
+def test_async_submit_and_its_reads_act_like_the_sync_session(tmp_path: Path) -> None:
+    session, ledger, _ = make_session(tmp_path, [gated_turn(), "Done."])
+
+    async def main() -> tuple[list[object], list[object]]:
+        async with AsyncSession(session) as asession:
+            paused = await (await asession.submit(SendMessage("t1", "mail bob"))).collect()
+            pause = await asession.pending("t1")
+            assert pause is not None and pause == session.pending("t1")
+            with pytest.raises(StaleDecision):  # validation raises from the await, nothing runs
+                await asession.submit(Decide("t1", review([approve(), approve()]), "not-the-pending-one"))
+            answer = review([approve(), reject("no deploys on Fridays")])
+            done = await (await asession.submit(Decide("t1", answer, pause.interrupt_id), RunOptions(actor="ann"))).collect()
+            assert [m.content for m in await asession.history("t1")] == [m.content for m in session.messages("t1")]
+            assert (await asession.audit("t1"))[0].actor == "ann"
+            return paused, done
+
+    paused, done = asyncio.run(main())
+    assert paused[-1].status == "awaiting_approval" and done[-1].status == "completed"
+    assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+
+
+def test_resume_takes_a_typed_answer_or_the_wire_form_with_the_same_checks(tmp_path: Path) -> None:
+    again = ai("Sending.", tool_call("send_email", {"to": "bob@example.com", "body": "hi"}, "h1"),
+               tool_call("deploy", {"service": "web"}, "h2"))
+    session, ledger, _ = make_session(tmp_path, [gated_turn(), "Done.", again, "Done again."])
+    session.send("t1", "mail bob").collect()
+    # One decision for two calls: refused in either form, and nothing changes.
+    with pytest.raises(DecisionError, match="expected 2 decision"):
+        session.resume("t1", review([approve()]))
+    with pytest.raises(DecisionError, match="expected 2 decision"):
+        session.resume("t1", {"decisions": [{"type": "approve"}]})
+    assert session.pending("t1") is not None and ledger.count("send_email") == 0
+    events = session.resume("t1", review([approve(), reject("no deploys")])).collect()
+    assert events[-1].status == "completed"
+    assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+
+    # A raw client's wire form, keyed by call id; reject_missing decides the call left out.
+    session.send("t1", "again").collect()
+    events = session.resume("t1", {"decisions": {"h1": {"type": "reject"}}}, reject_missing="not decided").collect()
+    assert events[-1].status == "completed" and ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+    results = {m.tool_call_id: str(m.content) for m in session.messages("t1") if isinstance(m, ToolMessage)}
+    assert "not decided" in results["h2"]
+
+
+def test_an_unknown_run_option_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    session, _, model = make_session(tmp_path, ["Hello."])
+    with pytest.raises(TypeError):
+        session.send("t1", "hi", sorce="web")  # type: ignore[call-arg]  # the typo under test
+    assert not session.exists("t1") and model.inputs == []

@@ -84,6 +84,12 @@ def ready(page: Any) -> None:
     page.get_by_test_id("stSidebar").get_by_role("heading", name="Gatehouse").wait_for(timeout=READY_MS)
 
 
+def idle(page: Any) -> None:
+    """Wait until the page says its script run is over (Streamlit's own marker on the app
+    root, which its end-to-end tests wait on): everything that run draws is drawn."""
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=READY_MS)
+
+
 def send(page: Any, text: str) -> None:
     box = page.get_by_test_id("stChatInputTextArea")
     # The first page of a fresh server opens its database and model (seconds on a busy machine).
@@ -208,13 +214,16 @@ def test_live_update_across_tabs_and_from_another_process(tab: Any, server: Serv
 
 def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
     page = tab()
-    send(page, "run sleep 20")
+    # The command says when it is running: its first line (not in its arguments), before
+    # the 20 s sleep.
+    send(page, "run: echo sleeping-$((6*7)); sleep 20")
     see(page, "Approval needed")
     page.get_by_role("button", name=APPROVE).click()
     stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
     see(page, "run_command · running")
-    time.sleep(1.0)  # the command is running
+    running = main(page).get_by_test_id("stExpander").filter(has_text="run_command · running")
+    expect(running).to_contain_text("sleeping-42")
     t0 = time.monotonic()
     stop.click()
     page.wait_for_function("() => /stopped/i.test(document.querySelector("
@@ -231,11 +240,14 @@ def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
         page = tab()
         send(page, f"write {name}.md: {name}")
         see(page, "Approval needed")
+        idle(page)
     inbox = tab("/?view=inbox")
     see(inbox, "3 threads waiting")
     rows = main(inbox).locator("[class*='st-key-inbox-row-']")
     expect(rows).to_have_count(3)
-    inbox.wait_for_timeout(800)  # a live update for the threads just made may still come
+    # The three threads' pages have drawn their cards (so their runs are over) and the
+    # inbox's own run is over: the keys below act on the rows as drawn.
+    idle(inbox)
     see(inbox, "tri-1.md")
     screenshot(inbox, "walk-inbox-three")
     # Keyboard: "a" approves the first (oldest) row; the page stays in the inbox.

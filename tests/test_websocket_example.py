@@ -199,3 +199,29 @@ def test_cancel_without_a_run_is_refused(server: Server) -> None:
         assert receive(ws)["type"] == "refused"
         ws.send(json.dumps({"type": "message", "text": "list files"}))
         assert run_events(ws)[-1]["status"] == "completed"
+
+
+def test_approve_and_reject_answer_every_pending_call(server: Server) -> None:
+    """The example's shorthands: the server builds the typed answer (graph.protocol.operations)
+    for every call of the pending request."""
+    thread_id, interrupt_id = pause_a_write(server)
+    with connect(server.url) as ws:
+        ws.send(json.dumps({"type": "approve", "thread_id": thread_id, "interrupt_id": 7}))
+        assert "interrupt_id" in receive(ws)["message"]
+        ws.send(json.dumps({"type": "reject", "thread_id": thread_id, "message": "not today",
+                            "interrupt_id": interrupt_id}))
+        events = run_events(ws)
+        assert events[0]["kind"] == "resume" and events[-1]["status"] == "completed"
+        assert any(e["type"] == "tool_finished" and e["status"] == "rejected" for e in events), events
+        assert not (server.workspace / "todo.md").exists()
+
+        # Nothing waits now: an approve is refused, and the thread goes on.
+        ws.send(json.dumps({"type": "approve", "thread_id": thread_id}))
+        assert "not waiting for an approval" in receive(ws)["message"]
+        ws.send(json.dumps({"type": "message", "thread_id": thread_id, "text": "write todo.md: buy milk"}))
+        paused = run_events(ws)
+        assert paused[-1]["status"] == "awaiting_approval" and paused[-2]["type"] == "approval_required"
+        ws.send(json.dumps({"type": "approve", "thread_id": thread_id}))
+        events = run_events(ws)
+    assert events[-1]["status"] == "completed"
+    assert (server.workspace / "todo.md").read_text() == "buy milk\n"

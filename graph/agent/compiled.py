@@ -122,6 +122,12 @@ def _with_context(kwargs: dict[str, Any]) -> None:
         kwargs["context"] = RunContext()
 
 
+def parts_of(agent: object) -> AgentDeps | None:
+    """The parts of a graph `build_graph` compiled; None for any other graph (a
+    Session may also drive a graph built elsewhere)."""
+    return agent.deps if isinstance(agent, GatehouseGraph) else None
+
+
 def as_gatehouse_graph(compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps) -> GatehouseGraph:
     """The same compiled graph, with Gatehouse's entry points and its parts."""
     compiled.__class__ = GatehouseGraph

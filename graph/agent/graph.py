@@ -86,6 +86,7 @@ def build_graph(
     offload: OffloadOptions | None = None,
     doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD,
     max_parallel_tools: int | None = None,
+    compaction: Compaction | None = None,
 ) -> GatehouseGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
     `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged; a name in it
@@ -132,6 +133,7 @@ def build_graph(
         offload=offload,
         doom_loop_threshold=doom_loop_threshold,
         tool_slots=ToolSlots(max_parallel_tools),
+        compaction=compaction,
     )
     for hook in deps.hooks:
         if isinstance(hook, Compaction) and hook.model is None:

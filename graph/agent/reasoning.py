@@ -8,13 +8,13 @@ Servers deliver reasoning in two ways, and Gatehouse stores both the same way:
 - beside the text, as `reasoning_content` (or `reasoning`) deltas (vLLM and SGLang
   with a reasoning parser, DeepSeek's API, Ollama, LM Studio). LangChain's provider
   packages put it in `additional_kwargs["reasoning_content"]`; so does
-  graph/openai_compat.py for plain OpenAI-compatible servers.
+  graph/service/openai_compat.py for plain OpenAI-compatible servers.
 
 Stored form: the answer stays the message's `content` (a plain string), and the
 reasoning goes to `additional_kwargs["reasoning_content"]`, where LangChain's provider
 packages put it (ChatDeepSeek, ChatXAI, ChatGroq, ChatOllama) and LangChain core looks
 for it. So titles, exports and anything that reads `content` see only the answer, and
-the model is not sent it back (graph/model_call.py strips it from the prompt).
+the model is not sent it back (graph/agent/model_call.py strips it from the prompt).
 """
 
 from __future__ import annotations

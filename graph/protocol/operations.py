@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from graph.protocol.answers import (
     Approve,
@@ -35,6 +35,7 @@ __all__ = [
     "Operation",
     "Retry",
     "RunOptions",
+    "RunOptionsKwargs",
     "SendMessage",
     "approve",
     "edit",
@@ -63,6 +64,18 @@ class RunOptions:
         """These options, with each field left unset (None) taken from `defaults`."""
         mine = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return dataclasses.replace(defaults, **{k: v for k, v in mine.items() if v is not None})
+
+
+class RunOptionsKwargs(TypedDict, total=False):
+    """`RunOptions` as keyword arguments: the options of the shorthands
+    (`session.send(thread_id, text, source="web")`), typed once for all of them."""
+
+    callbacks: Sequence[Any] | None
+    tags: Sequence[str] | None
+    metadata: Mapping[str, Any] | None
+    source: str | None
+    actor: str | None
+    auto_approve: bool | None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -66,9 +66,8 @@ def build_agent(
         ),
         doom_loop_threshold=settings.doom_loop_threshold,
         max_parallel_tools=settings.max_parallel_tools,
+        compaction=compaction,  # `Session.compact_now` uses it also when automatic compaction is off
     )
-    # `Session.compact_now` uses it also when automatic compaction is off.
-    agent.gatehouse_compaction = compaction  # type: ignore[attr-defined]  # read back by Session.compact_now
     return agent, tools, [close_tools]
 
 

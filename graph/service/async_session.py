@@ -1,14 +1,18 @@
 """The session API for asyncio callers (WebSocket / HTTP services), over the sync one.
 
     session = await AsyncSession.open(settings)     # or AsyncSession(open_session(...))
-    run = await session.start(None, "list files")   # validation errors raise here
+    run = await session.submit(SendMessage(None, "list files"))  # validation errors raise here
     async with run:                                 # leaving early cancels the run
         async for event in run: ...
     request = await session.pending(run.thread_id)
-    run = await session.resume(run.thread_id, {"decisions": [{"type": "approve"}]})
+    run = await session.submit(Decide(run.thread_id, review([approve()]), request.interrupt_id))
+
+`submit` takes the operations of graph/protocol/operations.py, as `Session.submit`
+does; `start` (alias `send`), `resume`, `retry` and `fork` are its shorthands.
 
 Nothing here re-implements a rule of `graph.service.session.Session`: every blocking call
-runs it in a worker thread (`asyncio.to_thread`), and a run's events come from the
+runs it in a worker thread (`asyncio.to_thread`; the reads and history edits are the
+Session's own methods, wrapped once by `_InThread`), and a run's events come from the
 sync `Run` iterated on a thread of its own, handed to the event loop through a
 queue. So the loop never blocks, and sync and async front ends see the same runs.
 
@@ -22,23 +26,29 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, Unpack, overload
 
-from langchain_core.messages import BaseMessage
-
+from graph.agent.compiled import parts_of
 from graph.protocol import events as ev
-from graph.protocol.decisions import DecisionRecord
+from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.errors import RunInProgress
-from graph.protocol.pauses import Pause
-from graph.protocol.threads import Branches, MessageView, ThreadInfo
+from graph.protocol.operations import (
+    Fork,
+    Operation,
+    Retry,
+    RunOptions,
+    RunOptionsKwargs,
+    SendMessage,
+)
 from graph.service.session import Run, Session
 
 if TYPE_CHECKING:
     from graph.service.config import Settings
 
-T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 __all__ = ["AsyncRun", "AsyncSession", "RunInProgress"]
 
@@ -156,6 +166,33 @@ class AsyncRun:
         await self.aclose()
 
 
+class _InThread(Generic[P, R]):
+    """An async method of `AsyncSession` that calls the Session's method of the same
+    name in a worker thread (`asyncio.to_thread`), typed as that method."""
+
+    def __init__(self, method: Callable[Concatenate[Session, P], R]) -> None:
+        self.name = method.__name__
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> _InThread[P, R]: ...
+    @overload
+    def __get__(self, obj: AsyncSession, owner: type[Any] | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(
+        self, obj: AsyncSession | None, owner: type[Any] | None = None
+    ) -> _InThread[P, R] | Callable[P, Coroutine[Any, Any, R]]:
+        if obj is None:
+            return self
+        method: Callable[P, R] = getattr(obj.session, self.name)
+
+        async def in_thread(*args: P.args, **kwargs: P.kwargs) -> R:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        in_thread.__name__ = self.name
+        in_thread.__doc__ = self.__doc__
+        return in_thread
+
+
 class AsyncSession:
     """`Session` for asyncio: the same methods, awaitable.
 
@@ -178,9 +215,9 @@ class AsyncSession:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # bound on the first call made from a loop
-        hooks = getattr(self.session.agent, "gatehouse_hooks", None)
-        if hooks is not None:
-            hooks.use_loop(loop)
+        parts = parts_of(self.session.agent)
+        if parts is not None:
+            parts.hooks.use_loop(loop)
 
     @classmethod
     async def open(
@@ -196,9 +233,9 @@ class AsyncSession:
     async def warm_up(self) -> None:
         """Warm the hooks up now (on this loop) instead of before the first hook runs."""
         self._bind_hooks()
-        hooks = getattr(self.session.agent, "gatehouse_hooks", None)
-        if hooks is not None:
-            await hooks.awarm_up()
+        parts = parts_of(self.session.agent)
+        if parts is not None:
+            await parts.hooks.awarm_up()
 
     # -- auto-approve (see Session) -------------------------------------------------
     @property
@@ -208,25 +245,11 @@ class AsyncSession:
     def set_auto_approve(self, on: bool) -> None:
         self.session.set_auto_approve(on)
 
-    async def thread_auto_approve(self, thread_id: str) -> bool:
-        return await self._call(self.session.thread_auto_approve, thread_id)
-
-    async def set_thread_auto_approve(
-        self, thread_id: str, on: bool, *, actor: str | None = None, source: str | None = None
-    ) -> None:
-        await asyncio.to_thread(lambda: self.session.set_thread_auto_approve(thread_id, on, actor=actor, source=source))
-
-    async def auto_approving(self, thread_id: str) -> str | None:
-        return await self._call(self.session.auto_approving, thread_id)
-
-    async def grants(self, thread_id: str) -> list[Any]:
-        """`Session.grants`: the thread's standing grants in force."""
-        return await self._call(self.session.grants, thread_id)
-
-    async def revoke_grant(self, thread_id: str, grant: str, *, actor: str | None = None,
-                           source: str | None = None) -> Any:
-        """`Session.revoke_grant`: withdraw a standing grant by its label."""
-        return await asyncio.to_thread(lambda: self.session.revoke_grant(thread_id, grant, actor=actor, source=source))
+    thread_auto_approve = _InThread(Session.thread_auto_approve)
+    set_thread_auto_approve = _InThread(Session.set_thread_auto_approve)
+    auto_approving = _InThread(Session.auto_approving)
+    grants = _InThread(Session.grants)
+    revoke_grant = _InThread(Session.revoke_grant)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -237,27 +260,41 @@ class AsyncSession:
         return Session.new_thread_id()
 
     # -- runs ---------------------------------------------------------------------
+    async def submit(self, operation: Operation, options: RunOptions | None = None) -> AsyncRun:
+        """`Session.submit` for asyncio: validation errors raise from the `await`
+        (nothing runs), then the run is going on a worker thread."""
+        return await self._launch(lambda: self.session.submit(operation, options))
+
     async def start(
-        self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None, **options: Any
+        self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None,
+        **options: Unpack[RunOptionsKwargs],
     ) -> AsyncRun:
-        """Start a turn with a user message (a new thread when `thread_id` is None).
-        Raises `DecisionError` while the thread waits for a decision. `options`: as
-        `Session.send` (callbacks, tags, metadata, source, actor)."""
-        thread_id = thread_id or self.new_thread_id()
-        return await self._launch(lambda: self.session.send(thread_id, text, owner=owner, **options))
+        """`submit(SendMessage(...))`: a turn with a user message (a new thread when
+        `thread_id` is None). Raises `AwaitingDecision` while the thread waits for a
+        decision. `options`: as `Session.send` (callbacks, tags, metadata, source,
+        actor, auto_approve)."""
+        return await self.submit(SendMessage(thread_id, text, owner), RunOptions(**options))
 
     send = start
 
-    async def resume(self, thread_id: str, answer: Any, *, interrupt_id: str | None = None, **options: Any) -> AsyncRun:
-        """Answer the pending approval request; a bad answer raises `DecisionError`
-        and changes nothing."""
-        return await self._launch(lambda: self.session.resume(thread_id, answer, interrupt_id=interrupt_id, **options))
+    async def resume(
+        self, thread_id: str, answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any], *,
+        interrupt_id: str | None = None, reject_missing: bool | str = False, **options: Unpack[RunOptionsKwargs],
+    ) -> AsyncRun:
+        """`Session.resume`: answer the pending pause (a typed answer, or the HITL wire
+        form); a bad answer raises `DecisionError` and changes nothing."""
+        return await self._launch(lambda: self.session.resume(
+            thread_id, answer, interrupt_id=interrupt_id, reject_missing=reject_missing, **options
+        ))
 
-    async def retry(self, thread_id: str, **options: Any) -> AsyncRun:
-        return await self._launch(lambda: self.session.retry(thread_id, **options))
+    async def retry(self, thread_id: str, **options: Unpack[RunOptionsKwargs]) -> AsyncRun:
+        return await self.submit(Retry(thread_id), RunOptions(**options))
 
-    async def fork(self, thread_id: str, message_index: int, text: str, *, force: bool = False, **options: Any) -> AsyncRun:
-        return await self._launch(lambda: self.session.fork(thread_id, message_index, text, force=force, **options))
+    async def fork(
+        self, thread_id: str, message_index: int, text: str, *, force: bool = False,
+        **options: Unpack[RunOptionsKwargs],
+    ) -> AsyncRun:
+        return await self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))
 
     def running(self, thread_id: str) -> bool:
         """Whether a run of this process is still going on the thread (also one that is
@@ -299,66 +336,28 @@ class AsyncSession:
         with self._live_lock:
             self._live.discard(run)
 
-    # -- reading threads ---------------------------------------------------------
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
-
-    async def pending(self, thread_id: str) -> Pause | None:
-        return await self._call(self.session.pending, thread_id)
-
-    async def messages(self, thread_id: str) -> list[BaseMessage]:
-        return await self._call(self.session.messages, thread_id)
-
+    # -- reading threads (graph/service/reads.py) ---------------------------------
+    pending = _InThread(Session.pending)
+    messages = _InThread(Session.messages)
     history = messages
+    transcript = _InThread(Session.transcript)
+    usage = _InThread(Session.usage)
+    threads = _InThread(Session.threads)
+    thread = _InThread(Session.thread)
+    awaiting_approval = _InThread(Session.awaiting_approval)
+    exists = _InThread(Session.exists)
+    tool_output = _InThread(Session.tool_output)
+    audit = _InThread(Session.audit)
 
-    async def transcript(self, thread_id: str) -> list[MessageView]:
-        return await self._call(self.session.transcript, thread_id)
-
-    async def usage(self, thread_id: str) -> dict[str, float]:
-        return await self._call(self.session.usage, thread_id)
-
-    async def threads(self, limit: int = 200) -> list[ThreadInfo]:
-        return await self._call(self.session.threads, limit)
-
-    async def thread(self, thread_id: str) -> ThreadInfo | None:
-        return await self._call(self.session.thread, thread_id)
-
-    async def awaiting_approval(self) -> list[ThreadInfo]:
-        return await self._call(self.session.awaiting_approval)
-
-    async def exists(self, thread_id: str) -> bool:
-        return await self._call(self.session.exists, thread_id)
-
-    async def export(self, thread_id: str, fmt: str = "md") -> str:
-        return await self._call(self.session.export, thread_id, fmt)
-
-    async def tool_output(self, thread_id: str, call_id: str) -> str | None:
-        return await self._call(self.session.tool_output, thread_id, call_id)
-
-    async def audit(self, thread_id: str | None = None, limit: int = 200) -> list[DecisionRecord]:
-        return await self._call(self.session.audit, thread_id, limit)
-
-    async def branches(self, thread_id: str) -> list[Branches]:
-        return await self._call(self.session.branches, thread_id)
-
-    # -- changing threads ----------------------------------------------------------
-    async def rename(self, thread_id: str, title: str) -> None:
-        await self._call(self.session.rename, thread_id, title)
-
-    async def delete(self, thread_id: str) -> None:
-        await self._call(self.session.delete, thread_id)
-
-    async def switch_branch(self, thread_id: str, message_id: str, *, force: bool = False) -> None:
-        await asyncio.to_thread(lambda: self.session.switch_branch(thread_id, message_id, force=force))
-
-    async def undo(self, thread_id: str, *, force: bool = False) -> int:
-        return await asyncio.to_thread(lambda: self.session.undo(thread_id, force=force))
-
-    async def compact_now(self, thread_id: str) -> ev.Compacted | None:
-        return await self._call(self.session.compact_now, thread_id)
-
-    async def import_thread(self, data: Any, *, thread_id: str | None = None) -> str:
-        return await asyncio.to_thread(lambda: self.session.import_thread(data, thread_id=thread_id))
+    # -- changing threads (graph/service/history_edits.py) -------------------------
+    export = _InThread(Session.export)
+    branches = _InThread(Session.branches)
+    rename = _InThread(Session.rename)
+    delete = _InThread(Session.delete)
+    switch_branch = _InThread(Session.switch_branch)
+    undo = _InThread(Session.undo)
+    compact_now = _InThread(Session.compact_now)
+    import_thread = _InThread(Session.import_thread)
 
     async def close(self, *, cancel_runs: bool = True) -> None:
         """Close the storage once the runs of this process have ended; with
@@ -371,7 +370,7 @@ class AsyncSession:
                 run.cancel()
         for run in live:
             await run.wait()
-        await self._call(self.session.close)
+        await asyncio.to_thread(self.session.close)
 
     async def __aenter__(self) -> AsyncSession:
         return self

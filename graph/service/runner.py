@@ -10,11 +10,19 @@ One active run per thread in this process (the run lease keeps it one across pro
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Unpack
 
+from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.errors import RunInProgress
-from graph.protocol.operations import Fork, Operation, RunOptions, SendMessage
+from graph.protocol.operations import (
+    Fork,
+    Operation,
+    Retry,
+    RunOptions,
+    RunOptionsKwargs,
+    SendMessage,
+)
 from graph.service.session import Run, Session
 
 __all__ = ["Runner"]
@@ -32,26 +40,35 @@ class Runner:
             operation = SendMessage(self.session.new_thread_id(), operation.message, operation.owner)
         thread_id = operation.thread_id
         assert thread_id is not None
+        # A fork rewinds before its run starts: the run begins at the edited message.
         base = operation.message_index if isinstance(operation, Fork) else None
         return self._start(thread_id, lambda: self.session.submit(operation, options), base=base)
 
-    # `options`: as `Session.send` / `resume` (callbacks, tags, metadata, source, actor,
-    # auto_approve; `interrupt_id` for resume, `force` for fork).
-    def send(self, thread_id: str | None, text: str | list[Any], **options: Any) -> Run:
-        thread_id = thread_id or self.session.new_thread_id()
-        return self._start(thread_id, lambda: self.session.send(thread_id, text, **options))
+    # Shorthands of `submit`, as `Session.send` / `resume` / `fork` / `retry`.
+    def send(
+        self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None,
+        **options: Unpack[RunOptionsKwargs],
+    ) -> Run:
+        return self.submit(SendMessage(thread_id, text, owner), RunOptions(**options))
 
-    def resume(self, thread_id: str, answer: Any, **options: Any) -> Run:
-        return self._start(thread_id, lambda: self.session.resume(thread_id, answer, **options))
+    def resume(
+        self, thread_id: str, answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any], *,
+        interrupt_id: str | None = None, reject_missing: bool | str = False, **options: Unpack[RunOptionsKwargs],
+    ) -> Run:
+        # `Session.resume`: a typed answer goes on to `Session.submit`, the wire form
+        # (a raw client's dict) to the same handler.
+        return self._start(thread_id, lambda: self.session.resume(
+            thread_id, answer, interrupt_id=interrupt_id, reject_missing=reject_missing, **options
+        ))
 
-    def fork(self, thread_id: str, message_index: int, text: str, **options: Any) -> Run:
-        # A fork rewinds before its run starts: the run begins at the edited message.
-        return self._start(
-            thread_id, lambda: self.session.fork(thread_id, message_index, text, **options), base=message_index
-        )
+    def fork(
+        self, thread_id: str, message_index: int, text: str, *, force: bool = False,
+        **options: Unpack[RunOptionsKwargs],
+    ) -> Run:
+        return self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))
 
-    def retry(self, thread_id: str, **options: Any) -> Run:
-        return self._start(thread_id, lambda: self.session.retry(thread_id, **options))
+    def retry(self, thread_id: str, **options: Unpack[RunOptionsKwargs]) -> Run:
+        return self.submit(Retry(thread_id), RunOptions(**options))
 
     def active(self, thread_id: str) -> Run | None:
         run = self._runs.get(thread_id)

@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, cast
 
+from langgraph.types import StreamMode
+
 from graph.protocol import events as ev
 from graph.store.langgraph_private import INTERRUPT
 
-STREAM_MODES = ["custom", "updates"]
+STREAM_MODES: list[StreamMode] = ["custom", "updates"]
 
 
 def translate(mode: str, chunk: Any, thread_id: str) -> Iterator[ev.Event]:

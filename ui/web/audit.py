@@ -21,19 +21,15 @@ import streamlit as st
 from graph import Session
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.display import visible
-from ui.web.tool_blocks import pretty
+from ui.web.tool_blocks import pre_html, pretty
 
 LIMITS = (50, 200, 1000)
 # How far back filters look: the newest this many records of the scope.
 SCAN = 5000
 WORDS = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
          "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "auto-approved"}
-_MARK = {"approve": "✓", "edit": "✎", "auto_approve": "⚡", "run_again": "↻", "reject": "✗", "mark_failed": "✗"}
+_MARK = {"approve": "✓", "edit": "✎", "respond": "↩", "auto_approve": "⚡", "run_again": "↻", "reject": "✗", "mark_failed": "✗"}
 _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched off"}
-
-
-def _pre(text: str) -> str:
-    return "<pre>" + html.escape(visible(text)).replace("\n", "&#10;") + "</pre>"
 
 
 def _what(record: DecisionRecord) -> str:
@@ -51,13 +47,14 @@ def record_html(record: DecisionRecord, title: str | None) -> str:
     who = " ".join(p for p in (record.actor or "unknown", f"via {record.source}" if record.source else None) if p)
     where = f" · {title}" if title else ""
     summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {_what(record)} · by {who}"
-    body = f"<small>thread {html.escape(record.thread_id)} · call {html.escape(record.tool_call_id or '-')}</small>"
+    # In a <div>: on a line of its own, not run into the label that follows.
+    body = f"<div><small>thread {html.escape(record.thread_id)} · call {html.escape(record.tool_call_id or '-')}</small></div>"
     if record.args:
-        body += "<small>arguments that ran</small>" + _pre(pretty(record.args))
+        body += "<small>arguments that ran</small>" + pre_html(pretty(record.args))
     if (diff := record.diff()) is not None:
-        body += "<small>the person's edit (requested → ran)</small>" + _pre(diff)
+        body += "<small>the person's edit (requested → ran)</small>" + pre_html(diff)
     if record.message:
-        body += "<small>reason / answer</small>" + _pre(record.message)
+        body += "<small>reason / answer</small>" + pre_html(record.message)
     if record.always_allow:
         body += f"<small>always allow granted: {html.escape(record.always_allow)}</small>"
     return f'<details class="gh-tool"><summary>{html.escape(visible(summary))}</summary>{body}</details>'
@@ -85,9 +82,9 @@ def audit_page(session: Session, thread_id: str | None) -> None:
     scope = "all"
     left, right = st.columns([3, 1])
     if thread_id is not None:
-        scope = left.segmented_control("Show", ["thread", "all"], default="thread", key="audit-scope",
-                                       format_func={"thread": "This thread", "all": "All threads"}.__getitem__)
-        scope = scope or "thread"
+        chosen = left.segmented_control("Show", ["thread", "all"], default="thread", key="audit-scope",
+                                        format_func={"thread": "This thread", "all": "All threads"}.__getitem__)
+        scope = chosen or "thread"
     limit = right.selectbox("Newest", LIMITS, index=1, key="audit-limit")
     records = session.audit(thread_id if scope == "thread" else None, limit=SCAN)
     if not records:

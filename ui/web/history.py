@@ -168,7 +168,11 @@ def _find_popover(where: Any, thread_id: str, messages: Sequence[MessageView], t
         _find(thread_id, messages, turns)
 
 
+@st.fragment
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
+    """The popover's search, as a fragment: typing a query reruns only the popover, never
+    the page under it (a whole-page run redrew the whole history under the open popup,
+    and changed its height while the person read at the top). A jump reruns the page."""
     wanted = st.text_input("Text to find", key=f"find-{thread_id}").strip().lower()
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
@@ -180,8 +184,9 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
         return
     for turn in hits[:FIND_RESULTS]:
         first = (messages[turn.start].content or "").strip().replace("\n", " ")
-        st.button(f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}",
-                  on_click=_jump, args=(thread_id, turn.start, len(turns)))
+        if st.button(f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}"):
+            _jump(thread_id, turn.start, len(turns))
+            st.rerun(scope="app")
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
 

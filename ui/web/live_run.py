@@ -18,7 +18,7 @@ from graph import Run, Runner
 from graph.protocol import events as ev
 from ui.web.safe_text import markdown
 from ui.web.thinking import LiveThinking
-from ui.web.tool_blocks import ToolBlock
+from ui.web.tool_blocks import NOT_RUN_STATUSES, ToolBlock, not_run_row
 
 FLUSH_EVERY = 0.05
 HEARTBEAT_EVERY = 0.25
@@ -68,8 +68,11 @@ class LiveView:
             if block is not None:
                 block.add_output(event.text)
         elif isinstance(event, ev.ToolFinished):
-            block = self.tools.get(event.call_id) or ToolBlock(event.name, {})
-            block.finish(event.status, event.output, event.duration_ms)
+            block = self.tools.get(event.call_id)
+            if block is None and event.status in NOT_RUN_STATUSES:
+                not_run_row(event.name, event.status, event.output)  # it never started
+            else:
+                (block or ToolBlock(event.name, {})).finish(event.status, event.output, event.duration_ms)
         elif isinstance(event, ev.Notice):
             self._close_text()
             st.info(markdown(event.text))

@@ -37,12 +37,17 @@ if (!window.ghIconsWatch) {
 }
 </script>"""
 
-# Always on, in Markdown (`st.html` is itself loaded on first use, so its styles come
-# late): icons wait for their font; an inbox row shows once its buttons are drawn, so
-# what the keys act on is on screen with the row.
+# Always on: icons wait for their font; an inbox row shows once all its buttons are
+# drawn ("Open" is its last), so what the keys act on is on screen with the row. The
+# row's descendants are hidden too: Streamlit's Markdown sets `visibility: visible` on
+# its text, which a hidden ancestor alone does not override. ui/web/preload.py puts
+# this in the page's <head>, so it applies before the first element is drawn (Markdown
+# with HTML waits for code loaded on first use: the rows' plain text came ~0.1 s
+# before it); the copy in Markdown below keeps it under a bare `streamlit run`.
 PAGE_STYLE = """
 html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
-[class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-next-"] button)) { visibility: hidden; }
+[class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)),
+[class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)) * { visibility: hidden !important; }
 """
 
 STYLE = """<style>""" + PAGE_STYLE + """

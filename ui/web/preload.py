@@ -6,7 +6,8 @@ when a style first needs it. On a busy machine that put the inbox's buttons (and
 keys they carry) seconds after their rows, and showed icons as their names
 ("keyboard_arrow_right") meanwhile. This ASGI middleware adds `<link rel=modulepreload>`
 for the chunks Gatehouse draws and `<link rel=preload>` for the font to the HTML page
-Streamlit serves; everything else passes untouched.
+Streamlit serves, and the page's always-on style (ui/web/loading.py `PAGE_STYLE`), so
+it holds from the first element drawn; everything else passes untouched.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import streamlit
+
+from ui.web.loading import PAGE_STYLE
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -36,6 +39,7 @@ def hints(static: Path = STATIC) -> bytes:
             links.append(f'<link rel="modulepreload" crossorigin href="./static/js/{chunk.name}">')
     for font in sorted(static.glob("media/MaterialSymbols-Rounded.*.woff2")):
         links.append(f'<link rel="preload" as="font" type="font/woff2" crossorigin href="./static/media/{font.name}">')
+    links.append(f'<style id="gh-page-style">{PAGE_STYLE}</style>')
     return "".join(links).encode()
 
 

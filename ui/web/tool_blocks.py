@@ -5,6 +5,9 @@ call inside one Markdown element per message, with the arguments and the output 
 a preformatted block (line breaks kept, nothing read as Markdown). No widgets and no `st.status`,
 which sleeps 50 ms each time one is created and costs a React subtree per call.
 A live run draws each call as an `st.status` block that it updates as events arrive.
+A call that did not run (answered by the person instead, rejected, denied) is never
+left as a finished `st.status`: its only states are running, complete (a green tick,
+as if it ran) and error. It is drawn as the history draws it (`↩ … · answered by you`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ _STATE: dict[str, Literal["running", "complete", "error"]] = {"ok": "complete", 
 _WORD = {"ok": "done", "responded": "answered by you", "error": "failed", "rejected": "rejected", "denied": "denied",
          "stopped": "stopped by you"}
 _MARK = {"ok": "✓", "responded": "↩", "error": "✗", "rejected": "✗", "denied": "✗", "stopped": "■"}
+
+# Calls that ended without running: drawn as static rows, live as in the history.
+NOT_RUN_STATUSES = frozenset({"responded", "rejected", "denied"})
 
 # What a call without a result means depends on where the thread is.
 WAITING = "waiting for your decision"
@@ -54,7 +60,9 @@ def label(name: str, status: str | None, duration_ms: float | None) -> str:
 PRE_CLASS = "gh-pre"
 
 
-def _pre(text: str) -> str:
+def pre_html(text: str) -> str:
+    """A preformatted block for static HTML rows (history, decision log): line breaks
+    kept, hidden characters shown escaped, nothing read as HTML or Markdown."""
     # Newlines as character references: a blank line would end the HTML block in
     # Markdown and the rest of the output would be read as Markdown. A `<div>` with
     # our own class, not `<pre>`: Streamlit's Markdown renders `<pre>` as its own
@@ -62,27 +70,37 @@ def _pre(text: str) -> str:
     return f'<div class="{PRE_CLASS}">' + html.escape(code(text)).replace("\n", "&#10;") + "</div>"
 
 
-def row_html(name: str, args: dict[str, Any], status: str | None, output: str, duration_ms: float | None,
+def row_html(name: str, args: dict[str, Any] | None, status: str | None, output: str, duration_ms: float | None,
              *, missing: str = NOT_RUN) -> str:
     """One call as a collapsed `<details>` row on one line; `status` None = no result
-    yet, said as `missing` (waiting for a decision, or cut short)."""
+    yet, said as `missing` (waiting for a decision, or cut short); `args` None = not
+    known here (a live call that ended without starting)."""
+    shown = "" if args is None else "<small>arguments</small>" + pre_html(pretty(args))
     if status is None:
         title = f"⏸ {code(name)} · {missing}"
-        body = "<small>arguments</small>" + _pre(pretty(args))
+        body = shown
     else:
         took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
         title = f"{_MARK.get(status, '•')} {code(name)} · {_WORD.get(status, status)}{took}"
-        body = "<small>arguments</small>" + _pre(pretty(args)) + "<small>output</small>" + _pre(
-            clip(output) or "(no output)")
+        body = shown + "<small>output</small>" + pre_html(clip(output) or "(no output)")
     return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'
+
+
+def not_run_row(name: str, status: str, output: str, args: dict[str, Any] | None = None,
+                slot: Any = None) -> None:
+    """A live call that ended without running, drawn (in `slot`, or here) as the history
+    draws it: its mark and word ("↩ … · answered by you"), never a tick."""
+    (slot or st).markdown(row_html(name, args, status, output, None), unsafe_allow_html=True)
 
 
 class ToolBlock:
     """One live tool call's status block; output is buffered and flushed by the caller."""
 
     def __init__(self, name: str, args: dict[str, Any]) -> None:
-        self.name = name
-        self.box = st.status(label(name, None, None), state="running", expanded=True)
+        self.name, self.args = name, args
+        # The block's place, so a call that ends without running can be redrawn as a row.
+        self.slot = st.empty()
+        self.box = self.slot.status(label(name, None, None), state="running", expanded=True)
         with self.box:
             st.caption("arguments")
             st.code(pretty(args), language="json")
@@ -100,6 +118,9 @@ class ToolBlock:
             self.dirty = False
 
     def finish(self, status: str, output: str, duration_ms: float | None) -> None:
+        if status in NOT_RUN_STATUSES:
+            not_run_row(self.name, status, output or self.output, self.args, slot=self.slot)
+            return
         if output:
             self.output = output
             self.dirty = True

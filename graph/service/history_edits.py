@@ -1,0 +1,213 @@
+"""Changing a thread's history between runs: undo, fork's rewind, branches and moving
+between them, export and import, compaction now, rename and delete.
+
+`ThreadHistory` is a part of `Session` (graph/service/session.py). Nothing is
+deleted from the checkpoints: undo and fork start a new checkpoint from an older one
+(graph/service/branches.py reads the tree that makes). Each change holds the
+thread's lease, so no run goes on meanwhile; one that would drop a pending approval
+request is refused with `AwaitingDecision` unless forced.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from graph.agent.compiled import parts_of
+from graph.protocol import events as ev
+from graph.protocol.errors import AwaitingDecision, ImportRefused
+from graph.protocol.pauses import OutcomeUnknown
+from graph.protocol.threads import Branches, MessageView, check_thread_id, thread_id_problem
+from graph.service import handover
+from graph.service.branches import ThreadTree, first_user
+from graph.service.leasing import ThreadLeases
+from graph.service.reads import ThreadReads, thread_config
+from graph.service.tool_info import ToolInfo
+from graph.service.transcript import export_json, export_markdown, read_export
+from graph.store.threads import first_user_text, title_of
+
+__all__ = ["ThreadHistory", "new_thread_id"]
+
+
+def new_thread_id() -> str:
+    # Dashed, as LangGraph Server requires: a thread started here opens in Studio.
+    return str(uuid.uuid4())
+
+
+class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
+    _tree: ThreadTree
+
+    def rename(self, thread_id: str, title: str) -> None:
+        check_thread_id(thread_id)
+        self.storage.index.rename(thread_id, title.strip() or "Untitled")
+
+    def delete(self, thread_id: str) -> None:
+        check_thread_id(thread_id)
+        self.storage.delete_thread(thread_id)
+
+    def undo(self, thread_id: str, *, force: bool = False) -> int:
+        """Drop the last user turn (and everything after it); returns how many messages
+        left the thread. History stays in the checkpoints: this moves the thread head
+        back. While the thread waits for a decision this would drop the pending
+        request: refused with `AwaitingDecision` unless `force`."""
+        with self._holding(thread_id):
+            self._refuse_if_paused(thread_id, "undo", force)
+            last = _last_human(self.messages(thread_id))
+            return 0 if last is None else self._rewind(thread_id, last)
+
+    def _fork_point(self, thread_id: str, message_index: int, text: str) -> list[BaseMessage]:
+        """The thread's messages, when the user message at `message_index` may be
+        replaced by `text` (what `fork` checks before it takes the lease)."""
+        if not text.strip():
+            raise ValueError("a message cannot be empty")
+        messages = self.messages(thread_id)
+        if not (0 <= message_index < len(messages)) or not isinstance(messages[message_index], HumanMessage):
+            raise ValueError(f"message {message_index} is not a user message of thread {thread_id}")
+        return messages
+
+    def _branch_off(self, thread_id: str, messages: list[BaseMessage], message_index: int, text: str,
+                    force: bool) -> None:
+        """Fork's history part, under the fork run's lease: move the head back to before
+        the user message at `message_index`, whose replacement `text` the run sends."""
+        self._refuse_if_paused(thread_id, "fork", force)
+        self._rewind(thread_id, messages[message_index])
+        self._follow_title(
+            thread_id, first_user_text(messages), first_user_text([*messages[:message_index], HumanMessage(text)])
+        )
+
+    def branches(self, thread_id: str, transcript: Sequence[MessageView] | None = None) -> list[Branches]:
+        """The user messages of the thread's current branch that have other versions
+        (after a fork, a regenerate, an undo and a new message), each with its versions
+        oldest first (graph/service/branches.py). Pass the `transcript` when you have
+        it, to spare reading it again. A thread that was never forked costs one query."""
+        return self._tree.branches(thread_id, lambda: transcript if transcript is not None else self.transcript(thread_id))
+
+    def switch_branch(self, thread_id: str, message_id: str, *, force: bool = False) -> None:
+        """Move the thread onto the branch of another version of one of its user
+        messages (`branches(...)[k].message_ids`), where that branch last ended a run.
+        Refused with `AwaitingDecision` while the thread waits for a decision, unless
+        `force` (the request is dropped; the branch stays in the checkpoints)."""
+        with self._holding(thread_id):
+            self._refuse_if_paused(thread_id, "switching branches", force)
+            before = self.transcript(thread_id)
+            if any(m.id == message_id for m in before):
+                return  # already on it
+            versions = self._tree.versions(thread_id, before).values()
+            version = next((v for vs in versions for v in vs if v.message.id == message_id), None)
+            if version is None:
+                raise ValueError(f"message {message_id} is not a version of any message of thread {thread_id}")
+            end = cast(RunnableConfig, self._tree.branch_end(thread_id, version))  # a snapshot's config
+            self.agent.update_state(end, {"stop_reason": None}, as_node="finish")
+            self.storage.index.touch(thread_id, status="idle")
+            self._follow_title(thread_id, first_user(before), first_user(self.transcript(thread_id)))
+
+    def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
+        """A title taken from the first user message follows it to another version; a
+        title the person gave stays."""
+        info = self.storage.index.get(thread_id)
+        if old is not None and new is not None and old != new and info is not None and info.title == title_of(old):
+            self.storage.index.rename(thread_id, title_of(new))
+
+    def _refuse_if_paused(self, thread_id: str, what: str, force: bool) -> None:
+        if force or not self._may_be_paused(thread_id) or (pending := self.pending(thread_id)) is None:
+            return
+        waits = (
+            f"{pending.call.name} (its outcome is unknown after a crash)" if isinstance(pending, OutcomeUnknown)
+            else ", ".join(a.name for a in pending.actions)
+        )
+        raise AwaitingDecision(
+            f"thread {thread_id} is waiting for a decision on {waits}; {what} would drop that request. "
+            f"Decide it first, or {what} anyway (force=True; terminal: --force)"
+        )
+
+    def _rewind(self, thread_id: str, first_dropped: BaseMessage) -> int:
+        """Move the thread head back to where it was before `first_dropped` arrived: the
+        latest checkpoint without it that ended a run (or the thread's first). Found
+        by message id, so a compaction in between (which renumbers the history) does
+        not matter."""
+        current = self.messages(thread_id)
+        ancestors = self._tree.head_path(thread_id)
+        for snapshot in self.agent.get_state_history(thread_config(thread_id)):
+            if snapshot.config["configurable"]["checkpoint_id"] not in ancestors:
+                continue  # another branch's (the history lists every branch, newest first)
+            msgs = (snapshot.values or {}).get("messages", [])
+            if any(m.id == first_dropped.id for m in msgs) or (snapshot.next and snapshot.parent_config is not None):
+                continue
+            kept = {m.id for m in msgs}
+            self.agent.update_state(snapshot.config, {"stop_reason": None}, as_node="finish")
+            self.storage.index.touch(thread_id, status="idle")
+            return sum(1 for m in current if m.id not in kept)
+        raise ValueError(f"no checkpoint of thread {thread_id} before message {first_dropped.id}")
+
+    def export(self, thread_id: str, fmt: str = "md") -> str:
+        """The transcript as Markdown, or as JSON that `import_thread` reads back."""
+        messages = self.messages(thread_id)
+        info = self.thread(thread_id)
+        title = info.title if info else thread_id
+        if fmt == "json":
+            outputs = self.storage.outputs.for_thread(thread_id) if self.storage.outputs is not None else {}
+            return export_json(thread_id, title, messages, outputs, handover.carried(self.storage, thread_id, self.pending(thread_id)))
+        if fmt != "md":
+            raise ValueError(f"unknown export format {fmt!r}; use md or json")
+        return export_markdown(thread_id, title, messages)
+
+    def import_thread(self, data: str | bytes | Mapping[str, Any], *, thread_id: str | None = None) -> str:
+        """Recreate a thread from `export(..., "json")` (text or parsed); returns its id.
+        The messages come back equal (ids, tool calls and results, notices, reasoning),
+        with outputs stored aside, the execution journal and the decision log. A thread
+        exported while waiting for a decision waits again (the same request, a new
+        interrupt id). The id is the exported one unless this database already has a
+        thread by that id: then a new one. `thread_id` names it instead (refused when
+        taken). Refused with `ImportRefused`, writing nothing, when the data is
+        malformed, a tool call would lose its result, or the import could let a call
+        run twice (graph/service/handover.py says when)."""
+        exported = read_export(data)
+        if thread_id is not None and self.exists(thread_id):
+            raise ImportRefused(f"thread {thread_id} already exists; import under another id")
+        # A malformed exported id is never used (nor looked up): the import gets a new one.
+        exported_id = exported.thread_id if exported.thread_id and thread_id_problem(exported.thread_id) is None else None
+        taken = exported_id is not None and self.exists(exported_id)
+        if thread_id is None:
+            thread_id = (exported_id if not taken else None) or new_thread_id()
+        journal, decisions = handover.journal_of(exported, thread_id), handover.decisions_of(exported, thread_id)
+        with self._holding(thread_id):
+            pause = handover.check(self.storage, thread_id, exported, journal, decisions, taken, self._tools())
+            handover.restore(self.agent, self.storage, thread_id, exported, journal, decisions, pause)
+            self.storage.index.touch(thread_id, status="idle" if pause is None else "awaiting_approval")
+            # The export's title, whatever the saver guessed from the first message.
+            self.storage.index.rename(thread_id, exported.title or "Imported thread")
+        return thread_id
+
+    def compact_now(self, thread_id: str) -> ev.Compacted | None:
+        """Summarise the older part of a thread now (what the `Compaction` hook does past
+        its threshold); None when nothing is old enough. Works with the default
+        configuration, also when automatic compaction is off. Only between runs,
+        never mid-approval. The checkpoints before keep the full history."""
+        parts = parts_of(self.agent)
+        hooks = parts.hooks if parts is not None else ()
+        compaction = next((h for h in hooks if callable(getattr(h, "compact", None))), None)
+        compaction = compaction or (parts.compaction if parts is not None else None)
+        if compaction is None:
+            raise ValueError("this agent has no Compaction hook (see docs/hooks.md)")
+        with self._holding(thread_id):
+            if self.pending(thread_id) is not None:
+                raise AwaitingDecision(f"thread {thread_id} is waiting for a decision; answer it first")
+            config = thread_config(thread_id)
+            snapshot = self.agent.get_state(config)
+            if snapshot.next:
+                raise ValueError(f"thread {thread_id} has an unfinished run; retry or finish it first")
+            planned = compaction.compact(snapshot.values or {}, force=True)
+            if planned is None:
+                return None
+            update, counts = planned
+            self.agent.update_state(config, update, as_node="finish")
+            self.storage.index.touch(thread_id)
+        return ev.Compacted(thread_id=thread_id, **counts)
+
+
+def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:
+    return next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
