@@ -4,7 +4,7 @@ Every way a run starts goes through one entry, `Session.submit(operation, option
 (and `Runner.submit`, `AsyncSession.submit`, with the same arguments):
 
     session.submit(SendMessage(None, "list files"))
-    session.submit(Decide(thread_id, approve_all(pause)), RunOptions(source="web"))
+    session.submit(Decide(thread_id, review([approve(), reject("not now")])), RunOptions(source="web"))
 
 An answer to a pause is built from the models in `graph.protocol.answers`
 (`ReviewAnswer`, `OutcomeAnswer`), never by hand as a dict: the helpers below cover
