@@ -80,23 +80,24 @@ class GatehouseGraph(CompiledStateGraph):
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
         _with_context(kwargs)
-        if (is_goto_end(input) and _thread(config) and self.checkpointer
-                and pending_review_calls(self.get_state(config))):  # type: ignore[arg-type]
+        # `config is not None` is implied by a thread id; said out loud for the type checker.
+        if (is_goto_end(input) and config is not None and _thread(config) and self.checkpointer
+                and pending_review_calls(self.get_state(config))):
             # "Mark as resolved" as a run: the same as the clear, and nothing runs.
-            self.bulk_update_state(config, CLEAR)  # type: ignore[arg-type]
+            self.bulk_update_state(config, CLEAR)
             return
-        if is_answer(input) and (thread_id := _thread(config)) and self.checkpointer:
-            self._refuse_late(thread_id, self.get_state(config))  # type: ignore[arg-type]
+        if is_answer(input) and config is not None and (thread_id := _thread(config)) and self.checkpointer:
+            self._refuse_late(thread_id, self.get_state(config))
         yield from super().stream(input, config, **kwargs)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
         _with_context(kwargs)
-        if (is_goto_end(input) and _thread(config) and self.checkpointer
-                and pending_review_calls(await self.aget_state(config))):  # type: ignore[arg-type]
-            await self.abulk_update_state(config, CLEAR)  # type: ignore[arg-type]
+        if (is_goto_end(input) and config is not None and _thread(config) and self.checkpointer
+                and pending_review_calls(await self.aget_state(config))):
+            await self.abulk_update_state(config, CLEAR)
             return
-        if is_answer(input) and (thread_id := _thread(config)) and self.checkpointer:
-            state = await self.aget_state(config)  # type: ignore[arg-type]
+        if is_answer(input) and config is not None and (thread_id := _thread(config)) and self.checkpointer:
+            state = await self.aget_state(config)
             if not state.interrupts:
                 await asyncio.to_thread(self._refuse_late, thread_id, state)
         async for part in super().astream(input, config, **kwargs):

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolCall,
+    ToolMessage,
+)
 
 from graph.protocol.threads import SUMMARY_MARK, content_text
 
@@ -15,7 +22,7 @@ from graph.protocol.threads import SUMMARY_MARK, content_text
 text_of = content_text
 
 
-def is_summary(message: AnyMessage) -> bool:
+def is_summary(message: BaseMessage) -> bool:
     """A compaction summary: the model's stand-in for the messages before it."""
     return bool(message.additional_kwargs.get(SUMMARY_MARK))
 
@@ -77,7 +84,7 @@ def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
 
 
 def pairing_problem(
-    messages: Sequence[AnyMessage], *, open_tail: bool = False, reply_open: bool = False
+    messages: Sequence[BaseMessage], *, open_tail: bool = False, reply_open: bool = False
 ) -> str | None:
     """Why a history breaks the tool-call contract, or None. Every tool call keeps
     its answer right after it (with `open_tail`, the last model turn's calls may still
@@ -98,7 +105,7 @@ def pairing_problem(
             return f"tool calls without results: {sorted(open_calls.values())}"
         if isinstance(m, AIMessage):
             calls = [*m.tool_calls, *m.invalid_tool_calls]
-            open_calls = {c["id"]: c.get("name") or "?" for c in calls if c.get("id")}
+            open_calls = {cid: c.get("name") or "?" for c in calls if (cid := c.get("id"))}
             open_at = i
     if open_calls and not (open_tail or reply_open):
         return f"tool calls without results: {sorted(open_calls.values())}"

@@ -126,7 +126,7 @@ def _frozen(value: Any, owner: str) -> Any:
     return value
 
 
-class _ReadOnlyDict(dict):  # type: ignore[type-arg]
+class _ReadOnlyDict(dict):
     """A dict a hook may read like any other; changing it raises `HookError`."""
 
     def __init__(self, data: Mapping[str, Any], owner: str) -> None:
@@ -136,17 +136,17 @@ class _ReadOnlyDict(dict):  # type: ignore[type-arg]
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         _refuse(self._owner)
 
-    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
-    update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = pop = popitem = clear = setdefault = _refuse
 
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
         return {k: copy.deepcopy(v, memo) for k, v in self.items()}
 
-    def copy(self) -> dict[str, Any]:  # type: ignore[override]
+    def copy(self) -> dict[str, Any]:
         return dict(self)
 
 
-class _ReadOnlyList(list):  # type: ignore[type-arg]
+class _ReadOnlyList(list):
     """A list a hook may read, slice and concatenate; changing it raises `HookError`."""
 
     def __init__(self, data: list[Any], owner: str) -> None:
@@ -156,13 +156,13 @@ class _ReadOnlyList(list):  # type: ignore[type-arg]
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         _refuse(self._owner)
 
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
     def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
         return [copy.deepcopy(v, memo) for v in self]
 
-    def copy(self) -> list[Any]:  # type: ignore[override]
+    def copy(self) -> list[Any]:
         return list(self)
 
 

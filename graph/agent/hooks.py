@@ -94,11 +94,11 @@ class FunctionHook:
 
     def run(self, state: Mapping[str, Any]) -> Update:
         out = self.fn(state)
-        return run_sync(out) if inspect.isawaitable(out) else out  # type: ignore[return-value]
+        return run_sync(out) if inspect.isawaitable(out) else out
 
     async def arun(self, state: Mapping[str, Any]) -> Update:
         out = self.fn(state)
-        return await out if inspect.isawaitable(out) else out  # type: ignore[return-value]
+        return await out if inspect.isawaitable(out) else out
 
     def __repr__(self) -> str:
         return f"hook({self.name})"
@@ -162,11 +162,11 @@ def normalise_hooks(hooks: Mapping[str, Iterable[Any]] | HookSet | None) -> dict
             raise ValueError(f"unknown hook point {point!r}; use one of {', '.join(HOOK_POINTS)}")
         if isinstance(items, str | Mapping) or not isinstance(items, Iterable):
             items = [items]
-        result[point] = [load_hook(h) for h in items]  # type: ignore[index]
+        result[point] = [load_hook(h) for h in items]
     return result
 
 
-def async_method(h: Any, name: str) -> Callable[[], Any] | None:
+def async_method(h: Any, name: str) -> Callable[..., Any] | None:
     """The hook's async form of `name` (`arun` or `run_async` for "run"), if it has one."""
     for candidate in ASYNC_NAMES[name]:
         if callable(fn := getattr(h, candidate, None)):

@@ -22,10 +22,10 @@ from graph.protocol.decisions import canonical_args
 
 _lock = threading.Lock()
 # How many runs of this process hold each call (a claim that lost still counts while it unwinds).
-_running: Counter[tuple[str, str, str, str]] = Counter()
+_running: Counter[tuple[str, str | None, str, str]] = Counter()
 
 
-def _key(thread_id: str, call: ToolCall) -> tuple[str, str, str, str]:
+def _key(thread_id: str, call: ToolCall) -> tuple[str, str | None, str, str]:
     return (thread_id, call["id"], call["name"], canonical_args(call["args"]))
 
 

@@ -194,7 +194,7 @@ class _Reply:
         self.message_id: str | None = None
         self.streamed = False
         self._think = ThinkSplitter()
-        self._part: str | None = None  # the kind of the part streaming now
+        self._part: ev.PartKind | None = None  # the kind of the part streaming now
         self._parts = 0  # parts started so far (the next part's index)
 
     def fetch(
@@ -248,11 +248,11 @@ class _Reply:
             self.start_part(part, message_id or self.message_id)
         self.write(kind(thread_id=self.thread_id, text=text, message_id=message_id or self.message_id))
 
-    def start_part(self, kind: str, message_id: str | None, **call: Any) -> None:
+    def start_part(self, kind: ev.PartKind, message_id: str | None, **call: Any) -> None:
         """A `part_started` event: deltas of another kind than the last, or a tool call."""
         self._part = kind
         self.write(ev.PartStarted(thread_id=self.thread_id, message_id=message_id, index=self._parts,
-                                  part_kind=kind, **call))  # type: ignore[arg-type]
+                                  part_kind=kind, **call))
         self._parts += 1
 
 

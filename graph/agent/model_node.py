@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -197,7 +197,8 @@ def answer_now(ai: AIMessage, history: list[AnyMessage], update: dict[str, Any],
     when the run stops here. Sets the stop in `update` when the guard stops the run."""
     unrun = answer_invalid_calls(ai)
     # A cut reply's calls were never tried: answered for the model, not shown as calls.
-    answers = unrun if is_cut_off(ai) else [answered_unrun(c, m.content) for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)]  # type: ignore[arg-type]
+    # (answer_invalid_calls writes their content as text: the cast only narrows the type.)
+    answers = unrun if is_cut_off(ai) else [answered_unrun(c, cast(str, m.content)) for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)]
     calls = list(ai.tool_calls)
     if not update.get("stop_reason"):
         found = doom_loop.describe(doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold)

@@ -21,7 +21,7 @@ import inspect
 import re
 import textwrap
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, cast
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -79,10 +79,12 @@ def fit_output(
         return msg
     if len(text) > options.max_stored_chars:
         text = text[: options.max_stored_chars] + f"\n… (output cut at {options.max_stored_chars:,} characters)"
-    store.put(thread_id, call["id"], call["name"], text)
+    # Every call has an id by now (graph/agent/call_ids.py); LangChain types it optional.
+    call_id = cast(str, call["id"])
+    store.put(thread_id, call_id, call["name"], text)
     total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     head = _head(text, options.head_chars)
-    msg.content = head + ("" if head.endswith("\n") else "\n") + reference(call["id"], len(text), total_lines, head)
+    msg.content = head + ("" if head.endswith("\n") else "\n") + reference(call_id, len(text), total_lines, head)
     msg.additional_kwargs[OFFLOAD_MARK] = {"total_chars": len(text), "total_lines": total_lines}
     return msg
 

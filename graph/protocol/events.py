@@ -78,6 +78,9 @@ class ReplyRejected(_EventBase):
     reason: str = ""
 
 
+PartKind = Literal["text", "reasoning", "tool_call"]
+
+
 class PartStarted(_EventBase):
     """A new part of the model's reply `message_id` starts: its text, its reasoning
     (a `<think>` block or `reasoning_content`), or one of its tool calls. `index`
@@ -89,7 +92,7 @@ class PartStarted(_EventBase):
     type: Literal["part_started"] = "part_started"
     message_id: str | None = None
     index: int
-    part_kind: Literal["text", "reasoning", "tool_call"]
+    part_kind: PartKind
     call_id: str | None = None
     tool_name: str | None = None
 

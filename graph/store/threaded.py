@@ -73,7 +73,7 @@ class ThreadedSaver(BaseCheckpointSaver):
             return
         if hasattr(self.inner, "cursor") and hasattr(self.inner, "conn"):  # SQLite
             marks = ",".join("?" * len(ids))
-            with self.inner.cursor() as cur:  # type: ignore[attr-defined]
+            with self.inner.cursor() as cur:
                 doomed = cur.execute(
                     "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
                     f"WHERE json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})",
