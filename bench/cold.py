@@ -117,7 +117,10 @@ class Gatehouse:
 
 def workspace() -> Path:
     """The bench's workspace (set by `run` for every process of one run)."""
-    ws = Path(os.environ.get("GATEHOUSE_BENCH_WORKSPACE") or Path(tempfile.gettempdir()) / "gatehouse-bench-ws")
+    ws = Path(
+        os.environ.get("GATEHOUSE_BENCH_WORKSPACE")
+        or Path(tempfile.gettempdir()) / "gatehouse-bench-ws"
+    )
     ws.mkdir(parents=True, exist_ok=True)
     readme = ws / "README.md"
     if not readme.exists():
@@ -147,7 +150,9 @@ class Peer:
             from langgraph.checkpoint.postgres import PostgresSaver
             from psycopg.rows import dict_row
 
-            self.conn: Any = psycopg.connect(db, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+            self.conn: Any = psycopg.connect(
+                db, autocommit=True, prepare_threshold=0, row_factory=dict_row
+            )
             self.saver: Any = PostgresSaver(self.conn)
         else:
             from langgraph.checkpoint.sqlite import SqliteSaver
@@ -166,7 +171,9 @@ class Peer:
 
     def _drain(self, payload: Any) -> bool:
         interrupted = False
-        for mode, chunk in self.agent.stream(payload, self.config, stream_mode=["messages", "updates"]):
+        for mode, chunk in self.agent.stream(
+            payload, self.config, stream_mode=["messages", "updates"]
+        ):
             if mode == "updates" and "__interrupt__" in chunk:
                 interrupted = True
         return interrupted
@@ -198,7 +205,9 @@ class Peer:
 
         from bench.workload import user_text
 
-        assert self._drain({"messages": [HumanMessage(user_text(turn))]}), "expected an approval request"
+        assert self._drain({"messages": [HumanMessage(user_text(turn))]}), (
+            "expected an approval request"
+        )
 
     def close(self) -> None:
         self.conn.close()
@@ -217,7 +226,9 @@ def snapshot_name(system: str, n: int) -> str:
     return f"{system.replace('-', '_')}_{n}"
 
 
-def build(system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None) -> dict[str, str]:
+def build(
+    system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None
+) -> dict[str, str]:
     """Drive one thread to max(milestones) turns; at each N leave it paused at the
     approval of turn N + 1 and copy the database. Returns N -> the copy's location."""
     last = max(milestones)
@@ -229,7 +240,9 @@ def build(system: str, db: str, milestones: list[int], snapshots: Path, admin_ur
             driver.send(turn)
             if turn - 1 in milestones:
                 driver.close()
-                copies[str(turn - 1)] = copy_database(db, snapshots, snapshot_name(system, turn - 1), admin_url)
+                copies[str(turn - 1)] = copy_database(
+                    db, snapshots, snapshot_name(system, turn - 1), admin_url
+                )
                 driver = open_system(system, db, last + 4)
             if turn <= last:
                 driver.approve()
@@ -267,9 +280,14 @@ def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
             read = clock()
             approve_s = driver.approve()
             done, cpu_done = clock(), cpu()
-            out = {"open_ms": (opened - start) * 1000, "read_ms": (read - opened) * 1000,
-                   "approve_ms": approve_s * 1000, "run_ms": (done - read - approve_s) * 1000,
-                   "total_ms": (done - start) * 1000, "cpu_ms": (cpu_done - cpu_start) * 1000}
+            out = {
+                "open_ms": (opened - start) * 1000,
+                "read_ms": (read - opened) * 1000,
+                "approve_ms": approve_s * 1000,
+                "run_ms": (done - read - approve_s) * 1000,
+                "total_ms": (done - start) * 1000,
+                "cpu_ms": (cpu_done - cpu_start) * 1000,
+            }
             # Not part of the sample: the same resume once more in this (now warm)
             # process, which tells what any resume costs from what a cold one adds.
             driver.send(turn)
@@ -283,8 +301,12 @@ def measure(kind: str, system: str, db: str, turn: int) -> dict[str, float]:
             cpu_opened = cpu()
             getattr(driver, kind)()
             done, cpu_done = clock(), cpu()
-            out = {"open_ms": (opened - start) * 1000, "read_ms": (done - opened) * 1000,
-                   "total_ms": (done - start) * 1000, "read_cpu_ms": (cpu_done - cpu_opened) * 1000}
+            out = {
+                "open_ms": (opened - start) * 1000,
+                "read_ms": (done - opened) * 1000,
+                "total_ms": (done - start) * 1000,
+                "read_cpu_ms": (cpu_done - cpu_opened) * 1000,
+            }
             if kind == "get_state":
                 # Of which: loading the messages alone (the floor of any first read).
                 out["messages_ms"] = driver.load_messages_ms()
@@ -328,13 +350,28 @@ def floor(db: str) -> dict[str, float]:
         done = time.perf_counter()
     finally:
         storage.close()
-    return {"read_ms": (read - start) * 1000, "step_ms": (done - read) * 1000, "total_ms": (done - start) * 1000}
+    return {
+        "read_ms": (read - start) * 1000,
+        "step_ms": (done - read) * 1000,
+        "total_ms": (done - start) * 1000,
+    }
 
 
 IMPORTS = {
-    "gatehouse": ["graph.service.app", "graph.service.session", "graph.store", "graph.agent.graph", "tools.sandbox",
-                  "bench.workload"],
-    "peer": ["langchain.agents", "langchain.agents.middleware", "langgraph.checkpoint.sqlite", "bench.workload"],
+    "gatehouse": [
+        "graph.service.app",
+        "graph.service.session",
+        "graph.store",
+        "graph.agent.graph",
+        "tools.sandbox",
+        "bench.workload",
+    ],
+    "peer": [
+        "langchain.agents",
+        "langchain.agents.middleware",
+        "langgraph.checkpoint.sqlite",
+        "bench.workload",
+    ],
 }
 POSTGRES_IMPORTS = {
     "gatehouse": ["graph.store.postgres"],
@@ -348,7 +385,9 @@ def import_system(system: str, backend: str, lazy: list[str]) -> float:
     import importlib
 
     start = time.perf_counter()
-    for name in IMPORTS[system] + (POSTGRES_IMPORTS[system] if backend == "postgres" else []) + lazy:
+    for name in (
+        IMPORTS[system] + (POSTGRES_IMPORTS[system] if backend == "postgres" else []) + lazy
+    ):
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     return time.perf_counter() - start
@@ -372,7 +411,9 @@ def first_run_modules(system: str, backend: str, scratch: str) -> list[str]:
     return sorted(m for m in set(sys.modules) - before if not m.startswith("__"))
 
 
-def sample(system: str, backend: str, kind: str, db: str, turn: int, lazy: list[str]) -> dict[str, float]:
+def sample(
+    system: str, backend: str, kind: str, db: str, turn: int, lazy: list[str]
+) -> dict[str, float]:
     """One sample in this (new) process: imports first (timed apart), then `measure`."""
     import gc
 
@@ -383,8 +424,13 @@ def sample(system: str, backend: str, kind: str, db: str, turn: int, lazy: list[
 
 def _run_json(*args: str, root: Path = ROOT) -> Any:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, "-m", "bench.cold", *args], cwd=root, env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.cold", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"bench.cold {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -395,21 +441,53 @@ def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
 
 
 def sample_systems(
-    systems: dict[str, dict[str, str]], backend: str, scratch: dict[str, str], tmp: Path, *, resumes: int,
-    reads: int, roots: dict[str, Path],
+    systems: dict[str, dict[str, str]],
+    backend: str,
+    scratch: dict[str, str],
+    tmp: Path,
+    *,
+    resumes: int,
+    reads: int,
+    roots: dict[str, Path],
 ) -> dict[str, Any]:
     """Every sample of every system on one backend, each in a new process, the systems
     alternating sample by sample (so a change in the machine's load hits all alike)."""
     lazy: dict[str, Path] = {}
     for system in systems:
         lazy[system] = tmp / f"lazy-{system}-{backend}.json"
-        lazy[system].write_text(json.dumps(_run_json("first-run", "--system", code_system(system), "--backend",
-                                                     backend, "--scratch", scratch[system], root=roots[system])))
+        lazy[system].write_text(
+            json.dumps(
+                _run_json(
+                    "first-run",
+                    "--system",
+                    code_system(system),
+                    "--backend",
+                    backend,
+                    "--scratch",
+                    scratch[system],
+                    root=roots[system],
+                )
+            )
+        )
     imports: dict[str, list[float]] = {system: [] for system in systems}
 
     def one(system: str, kind: str, db: str, turn: int) -> dict[str, float]:
-        result = _run_json("sample", "--system", code_system(system), "--backend", backend, "--kind", kind,
-                           "--db", db, "--turn", str(turn), "--lazy", str(lazy[system]), root=roots[system])
+        result = _run_json(
+            "sample",
+            "--system",
+            code_system(system),
+            "--backend",
+            backend,
+            "--kind",
+            kind,
+            "--db",
+            db,
+            "--turn",
+            str(turn),
+            "--lazy",
+            str(lazy[system]),
+            root=roots[system],
+        )
         imports[system].append(result.pop("import_s"))
         return result
 
@@ -422,14 +500,16 @@ def sample_systems(
         for kind in kinds:
             got: dict[str, list[dict[str, float]]] = {system: [] for system in here}
             for i in range(reads):
-                for system in (here if i % 2 == 0 else here[::-1]):
+                for system in here if i % 2 == 0 else here[::-1]:
                     got[system].append(one(system, kind, systems[system][n], int(n) + 1))
             for system in here:
                 rows[system][kind] = _medians(got[system])
         got = {system: [] for system in here}
-        floors: dict[str, list[dict[str, float]]] = {system: [] for system in here if code_system(system) == "gatehouse"}
+        floors: dict[str, list[dict[str, float]]] = {
+            system: [] for system in here if code_system(system) == "gatehouse"
+        }
         for i in range(resumes):
-            for system in (here if i % 2 == 0 else here[::-1]):
+            for system in here if i % 2 == 0 else here[::-1]:
                 got[system].append(one(system, "resume", systems[system][n], int(n) + 2 + 2 * i))
                 if system in floors and i < max(1, reads):
                     floors[system].append(one(system, "floor", systems[system][n], 0))
@@ -441,11 +521,13 @@ def sample_systems(
                 row["floor"] = _medians(floors[system])
             out[system]["at"][n] = row
             r = row["resume"]
-            print(f"[cold] {backend} {system} N={n}: resume {r['total_ms']:.1f} ms (open {r['open_ms']:.1f}, read "
-                  f"{r['read_ms']:.1f}, approve {r['approve_ms']:.1f}, run {r['run_ms']:.1f}; CPU {r['cpu_ms']:.1f})"
-                  + (f"; floor {row['floor']['total_ms']:.1f}" if "floor" in row else "")
-                  + f"; first pending() {row['pending']['read_ms']:.1f} ms, get_state {row['get_state']['read_ms']:.1f} ms",
-                  flush=True)
+            print(
+                f"[cold] {backend} {system} N={n}: resume {r['total_ms']:.1f} ms (open {r['open_ms']:.1f}, read "
+                f"{r['read_ms']:.1f}, approve {r['approve_ms']:.1f}, run {r['run_ms']:.1f}; CPU {r['cpu_ms']:.1f})"
+                + (f"; floor {row['floor']['total_ms']:.1f}" if "floor" in row else "")
+                + f"; first pending() {row['pending']['read_ms']:.1f} ms, get_state {row['get_state']['read_ms']:.1f} ms",
+                flush=True,
+            )
     for system in systems:
         out[system]["import_s"] = statistics.median(imports[system])
     return out
@@ -456,11 +538,26 @@ def code_system(system: str) -> str:
     return "gatehouse" if system.startswith("gatehouse") else system
 
 
-def _build_in_subprocess(system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None,
-                         out: Path) -> dict[str, str]:
+def _build_in_subprocess(
+    system: str, db: str, milestones: list[int], snapshots: Path, admin_url: str | None, out: Path
+) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-m", "bench.cold", "build", "--system", system, "--db", db,
-            "--milestones", ",".join(map(str, milestones)), "--snapshots", str(snapshots), "--out", str(out)]
+    args = [
+        sys.executable,
+        "-m",
+        "bench.cold",
+        "build",
+        "--system",
+        system,
+        "--db",
+        db,
+        "--milestones",
+        ",".join(map(str, milestones)),
+        "--snapshots",
+        str(snapshots),
+        "--out",
+        str(out),
+    ]
     if admin_url:
         args += ["--admin-url", admin_url]
     subprocess.run(args, cwd=ROOT, env=env, check=True)
@@ -475,7 +572,9 @@ def postgres_server() -> Iterator[Any]:
 
     bin_dir = find_bin_dir()
     if bin_dir is None:
-        raise RuntimeError("Postgres binaries (initdb, pg_ctl) not found; set GATEHOUSE_PG_BIN or use --no-postgres")
+        raise RuntimeError(
+            "Postgres binaries (initdb, pg_ctl) not found; set GATEHOUSE_PG_BIN or use --no-postgres"
+        )
     root = Path(tempfile.mkdtemp(prefix="gatehouse-bench-pg-"))
     server = PostgresServer(bin_dir, root, free_port(), _server_user())
     try:
@@ -508,7 +607,9 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
     db, ws = tmp / "term.sqlite", tmp / "ws"
     ws.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
-    env.update(GATEHOUSE_DB=str(db), GATEHOUSE_WORKSPACE=str(ws), PYTHONPATH=str(ROOT), NO_COLOR="1")
+    env.update(
+        GATEHOUSE_DB=str(db), GATEHOUSE_WORKSPACE=str(ws), PYTHONPATH=str(ROOT), NO_COLOR="1"
+    )
     session = open_session(Settings(db=str(db), workspace=str(ws)))
     try:
         paused = []
@@ -536,7 +637,14 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
         "approve ID": lambda: [*gh, "approve", *paused.pop()],
         "reject ID": lambda: [*gh, "reject", *paused.pop(), "-m", "not now"],
         # Refused before LangGraph is imported (exit 2, nothing changes): paused[0] is never popped.
-        "approve ID --edit 1 BAD-JSON (refused)": lambda: [*gh, "approve", *paused[0], "--edit", "1", "{not json"],
+        "approve ID --edit 1 BAD-JSON (refused)": lambda: [
+            *gh,
+            "approve",
+            *paused[0],
+            "--edit",
+            "1",
+            "{not json",
+        ],
         "reject DONE-ID (refused)": lambda: [*gh, "reject", finished],
         "framework floor": lambda: [sys.executable, "-c", FLOOR],
     }
@@ -549,7 +657,9 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
             done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
             times[name].append(time.perf_counter() - start)
             if done.returncode != (2 if name in refused else 0):
-                raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}")
+                raise RuntimeError(
+                    f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}"
+                )
     return {name: {"median_s": statistics.median(v), "samples_s": v} for name, v in times.items()}
 
 
@@ -557,8 +667,12 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     turns = sorted({int(x) for x in args.turns.split(",") if x})
     peer_turns = sorted({int(x) for x in args.peer_turns.split(",") if x})
-    result: dict[str, Any] = {"turns": turns, "peer_turns": peer_turns, "backends": {},
-                              "pythondontwritebytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))}
+    result: dict[str, Any] = {
+        "turns": turns,
+        "peer_turns": peer_turns,
+        "backends": {},
+        "pythondontwritebytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+    }
     roots = {"gatehouse": ROOT, "peer": ROOT}
     if args.before:
         # An older checkout, run with this bench (its bench/ replaced by this one).
@@ -569,7 +683,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gatehouse-cold-") as name:
         tmp = Path(name)
         os.environ["GATEHOUSE_BENCH_WORKSPACE"] = str(tmp / "workspace")
-        backends = [b for b in BACKENDS if not (b == "postgres" and args.no_postgres) and not (b == "sqlite" and args.no_sqlite)]
+        backends = [
+            b
+            for b in BACKENDS
+            if not (b == "postgres" and args.no_postgres) and not (b == "sqlite" and args.no_sqlite)
+        ]
         for backend in backends:
             with contextlib.ExitStack() as stack:
                 admin_url = None
@@ -589,26 +707,47 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     else:
                         db = str(snapshots / "build.sqlite")
                     started = time.perf_counter()
-                    print(f"[cold] {backend} {system}: building a {max(milestones)}-turn thread ...", flush=True)
-                    built[system] = _build_in_subprocess(system, db, milestones, snapshots, admin_url,
-                                                         tmp / "copies.json")
-                    print(f"[cold] {backend} {system}: built in {time.perf_counter() - started:.0f} s", flush=True)
+                    print(
+                        f"[cold] {backend} {system}: building a {max(milestones)}-turn thread ...",
+                        flush=True,
+                    )
+                    built[system] = _build_in_subprocess(
+                        system, db, milestones, snapshots, admin_url, tmp / "copies.json"
+                    )
+                    print(
+                        f"[cold] {backend} {system}: built in {time.perf_counter() - started:.0f} s",
+                        flush=True,
+                    )
                     if backend == "sqlite":
                         os.remove(db)
                     if backend == "postgres":
                         scratch[system] = server.create_database(prefix=f"scratch_{system}")
                     else:
                         scratch[system] = str(snapshots / "scratch.sqlite")
-                    if system == "gatehouse" and "gatehouse-before" in roots and backend == "sqlite":
+                    if (
+                        system == "gatehouse"
+                        and "gatehouse-before" in roots
+                        and backend == "sqlite"
+                    ):
                         # The same threads, copied: each system's samples move their own copy on.
                         before_dir = tmp / f"{backend}-gatehouse-before"
                         before_dir.mkdir()
-                        built["gatehouse-before"] = {n: copy_database(db_n, before_dir, snapshot_name("before", int(n)),
-                                                                      None) for n, db_n in built[system].items()}
+                        built["gatehouse-before"] = {
+                            n: copy_database(
+                                db_n, before_dir, snapshot_name("before", int(n)), None
+                            )
+                            for n, db_n in built[system].items()
+                        }
                         scratch["gatehouse-before"] = str(before_dir / "scratch.sqlite")
                 result["backends"][backend] = sample_systems(
-                    dict(sorted(built.items(), key=lambda kv: list(roots).index(kv[0]))), backend, scratch, tmp,
-                    resumes=args.resumes, reads=args.reads, roots=roots)
+                    dict(sorted(built.items(), key=lambda kv: list(roots).index(kv[0]))),
+                    backend,
+                    scratch,
+                    tmp,
+                    resumes=args.resumes,
+                    reads=args.reads,
+                    roots=roots,
+                )
                 if backend == "sqlite":
                     for copies in built.values():
                         for path in copies.values():
@@ -620,7 +759,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command")
     b = sub.add_parser("build", help="(internal) build one thread and its copies")
     b.add_argument("--system", choices=SYSTEMS, required=True)
@@ -647,8 +788,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--terminal-repeat", type=int, default=5)
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
-    parser.add_argument("--before", default=None, metavar="DIR",
-                        help="also sample Gatehouse from an older checkout in DIR (SQLite; DIR/bench is overwritten)")
+    parser.add_argument(
+        "--before",
+        default=None,
+        metavar="DIR",
+        help="also sample Gatehouse from an older checkout in DIR (SQLite; DIR/bench is overwritten)",
+    )
     parser.add_argument("--no-terminal", action="store_true")
     parser.add_argument("--quick", action="store_true", help="N = 3, 6 and few samples")
     parser.add_argument("--out", default=None)
@@ -682,8 +827,14 @@ if __name__ == "__main__":
 
 # -- the report (bench.run puts it in BENCHMARKS.md) ------------------------------------
 # The refusals are checked before LangGraph is imported (issue 32): as fast as `show`.
-TERMINAL_FAST = ("--help", "threads", "pending", "show ID", "approve ID --edit 1 BAD-JSON (refused)",
-                 "reject DONE-ID (refused)")
+TERMINAL_FAST = (
+    "--help",
+    "threads",
+    "pending",
+    "show ID",
+    "approve ID --edit 1 BAD-JSON (refused)",
+    "reject DONE-ID (refused)",
+)
 TERMINAL_RUNS = ("approve ID", "reject ID")
 
 
@@ -714,7 +865,9 @@ def terminal_table(cold: dict[str, Any]) -> str:
         return ""
     rows = ["| terminal command (whole process, wall) | median s | samples s |", "|---|---:|---|"]
     for name, t in term.items():
-        rows.append(f"| `gatehouse {name}` |" if name != "framework floor" else "| framework import floor |")
+        rows.append(
+            f"| `gatehouse {name}` |" if name != "framework floor" else "| framework import floor |"
+        )
         rows[-1] += f" {t['median_s']:.3f} | {', '.join(f'{x:.2f}' for x in t['samples_s'])} |"
     return "\n".join(rows)
 
@@ -728,37 +881,74 @@ def targets(cold: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
         both = sorted(set(g) & set(p), key=int)
         for n in both:
             gt, pt = g[n]["resume"]["total_ms"], p[n]["resume"]["total_ms"]
-            out.append((f"{backend}: cold resume at {n} turns <= 1/4 of peer",
-                        f"{gt:.1f} vs {pt:.1f} ms (1/{pt / gt:.1f})", gt * 4 <= pt))
+            out.append(
+                (
+                    f"{backend}: cold resume at {n} turns <= 1/4 of peer",
+                    f"{gt:.1f} vs {pt:.1f} ms (1/{pt / gt:.1f})",
+                    gt * 4 <= pt,
+                )
+            )
             gc, pc = g[n]["resume"]["cpu_ms"], p[n]["resume"]["cpu_ms"]
-            out.append(("  same, in CPU time (robust to a busy machine)", f"{gc:.1f} vs {pc:.1f} ms (1/{pc / gc:.1f})",
-                        None))
+            out.append(
+                (
+                    "  same, in CPU time (robust to a busy machine)",
+                    f"{gc:.1f} vs {pc:.1f} ms (1/{pc / gc:.1f})",
+                    None,
+                )
+            )
             b = systems.get("gatehouse-before", {}).get("at", {}).get(n)
             if b:
                 bt = b["resume"]["total_ms"]
-                out.append(("  before this change (same run)", f"{bt:.1f} ms (1/{pt / bt:.1f} of peer)", None))
+                out.append(
+                    (
+                        "  before this change (same run)",
+                        f"{bt:.1f} ms (1/{pt / bt:.1f} of peer)",
+                        None,
+                    )
+                )
         ns = sorted(g, key=int)
         base = "200" if "200" in g else (ns[0] if ns else None)
         if base and len(ns) > 1:
             last = ns[-1]
             bt, lt = g[base]["resume"]["total_ms"], g[last]["resume"]["total_ms"]
-            out.append((f"{backend}: cold resume at {last} turns <= 1.5 x at {base}", f"{lt:.1f} vs {bt:.1f} ms "
-                        f"({lt / bt:.2f} x)", lt <= 1.5 * bt))
+            out.append(
+                (
+                    f"{backend}: cold resume at {last} turns <= 1.5 x at {base}",
+                    f"{lt:.1f} vs {bt:.1f} ms ({lt / bt:.2f} x)",
+                    lt <= 1.5 * bt,
+                )
+            )
             bw, lw = g[base]["resume"]["warm_resume_ms"], g[last]["resume"]["warm_resume_ms"]
             bm, lm = g[base]["get_state"]["messages_ms"], g[last]["get_state"]["messages_ms"]
-            out.append(("  of the growth: any resume's own (warm) / loading the messages",
-                        f"+{lw - bw:.1f} ms / +{lm - bm:.1f} ms of +{lt - bt:.1f} ms", None))
+            out.append(
+                (
+                    "  of the growth: any resume's own (warm) / loading the messages",
+                    f"+{lw - bw:.1f} ms / +{lm - bm:.1f} ms of +{lt - bt:.1f} ms",
+                    None,
+                )
+            )
         if both:
             n = both[-1]
             for kind, label in (("pending", "first pending()"), ("get_state", "first get_state")):
                 gr, pr = g[n][kind]["read_ms"], p[n][kind]["read_ms"]
-                out.append((f"{backend}: {label} at {n} turns <= 1/2 of peer", f"{gr:.2f} vs {pr:.2f} ms", gr * 2 <= pr))
+                out.append(
+                    (
+                        f"{backend}: {label} at {n} turns <= 1/2 of peer",
+                        f"{gr:.2f} vs {pr:.2f} ms",
+                        gr * 2 <= pr,
+                    )
+                )
         if base and len(ns) > 1:
             last = ns[-1]
             for kind, label in (("pending", "first pending()"), ("get_state", "first get_state")):
                 br, lr = g[base][kind]["read_ms"], g[last][kind]["read_ms"]
-                out.append((f"{backend}: {label} at {last} turns <= 1.5 x at {base}",
-                            f"{lr:.2f} vs {br:.2f} ms ({lr / br:.2f} x)", lr <= 1.5 * br))
+                out.append(
+                    (
+                        f"{backend}: {label} at {last} turns <= 1.5 x at {base}",
+                        f"{lr:.2f} vs {br:.2f} ms ({lr / br:.2f} x)",
+                        lr <= 1.5 * br,
+                    )
+                )
     term = cold.get("terminal") or {}
     if term:
         floor = term["framework floor"]["median_s"]
@@ -767,8 +957,13 @@ def targets(cold: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
             out.append((f"terminal: `gatehouse {name}` <= 0.3 s", f"{t:.3f} s", t <= 0.3))
         for name in TERMINAL_RUNS:
             t = term[name]["median_s"]
-            out.append((f"terminal: `gatehouse {name}` <= import floor + 0.2 s",
-                        f"{t:.2f} s (floor {floor:.2f} s: +{t - floor:.2f} s)", t <= floor + 0.2))
+            out.append(
+                (
+                    f"terminal: `gatehouse {name}` <= import floor + 0.2 s",
+                    f"{t:.2f} s (floor {floor:.2f} s: +{t - floor:.2f} s)",
+                    t <= floor + 0.2,
+                )
+            )
     return out
 
 
@@ -785,15 +980,41 @@ def plot(cold: dict[str, Any], path: Path) -> None:
             ns = sorted(res["at"], key=int)
             xs = [int(n) for n in ns]
             label = f"{system} ({backend})"
-            ax1.plot(xs, [res["at"][n]["resume"]["total_ms"] for n in ns], styles[backend], marker="o", label=label)
-            ax2.plot(xs, [res["at"][n]["get_state"]["read_ms"] for n in ns], styles[backend], marker="o",
-                     label=f"get_state, {label}")
-            ax2.plot(xs, [res["at"][n]["pending"]["read_ms"] for n in ns], styles[backend], marker="x",
-                     label=f"pending(), {label}")
-    ax1.set(xlabel="thread length (turns)", ylabel="ms", title="Cold resume by id (fresh process, no imports)",
-            xscale="log", yscale="log")
-    ax2.set(xlabel="thread length (turns)", ylabel="ms", title="First read in a fresh process", xscale="log",
-            yscale="log")
+            ax1.plot(
+                xs,
+                [res["at"][n]["resume"]["total_ms"] for n in ns],
+                styles[backend],
+                marker="o",
+                label=label,
+            )
+            ax2.plot(
+                xs,
+                [res["at"][n]["get_state"]["read_ms"] for n in ns],
+                styles[backend],
+                marker="o",
+                label=f"get_state, {label}",
+            )
+            ax2.plot(
+                xs,
+                [res["at"][n]["pending"]["read_ms"] for n in ns],
+                styles[backend],
+                marker="x",
+                label=f"pending(), {label}",
+            )
+    ax1.set(
+        xlabel="thread length (turns)",
+        ylabel="ms",
+        title="Cold resume by id (fresh process, no imports)",
+        xscale="log",
+        yscale="log",
+    )
+    ax2.set(
+        xlabel="thread length (turns)",
+        ylabel="ms",
+        title="First read in a fresh process",
+        xscale="log",
+        yscale="log",
+    )
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)

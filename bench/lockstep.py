@@ -49,11 +49,16 @@ def run(turns: list[int], tmp: Path) -> dict[str, Any]:
                 sent, cpu_sent = clock(), cpu()
                 driver.approve()
                 done, cpu_done = clock(), cpu()
-                per_turn[system].append({
-                    "turn_ms": (done - start) * 1000, "cpu_ms": (cpu_done - cpu_start) * 1000,
-                    "send_ms": (sent - start) * 1000, "resume_ms": (done - sent) * 1000,
-                    "send_cpu_ms": (cpu_sent - cpu_start) * 1000, "resume_cpu_ms": (cpu_done - cpu_sent) * 1000,
-                })
+                per_turn[system].append(
+                    {
+                        "turn_ms": (done - start) * 1000,
+                        "cpu_ms": (cpu_done - cpu_start) * 1000,
+                        "send_ms": (sent - start) * 1000,
+                        "resume_ms": (done - sent) * 1000,
+                        "send_cpu_ms": (cpu_sent - cpu_start) * 1000,
+                        "resume_cpu_ms": (cpu_done - cpu_sent) * 1000,
+                    }
+                )
     finally:
         for driver in drivers.values():
             driver.close()
@@ -61,20 +66,31 @@ def run(turns: list[int], tmp: Path) -> dict[str, Any]:
     previous = 0
     for n in turns:
         for system in SYSTEMS:
-            window = per_turn[system][max(previous, n - 10):n]
-            at[system][str(n)] = {key: statistics.median(t[key] for t in window) for key in window[0]}
+            window = per_turn[system][max(previous, n - 10) : n]
+            at[system][str(n)] = {
+                key: statistics.median(t[key] for t in window) for key in window[0]
+            }
         previous = n
-    return {"turns": turns, "at": at, "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
-            "pythondontwritebytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))}
+    return {
+        "turns": turns,
+        "at": at,
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "pythondontwritebytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+    }
 
 
 def table(result: dict[str, Any]) -> str:
-    rows = ["| system | N | per turn ms (send / resume) | CPU ms per turn (send / resume) |", "|---|---:|---:|---:|"]
+    rows = [
+        "| system | N | per turn ms (send / resume) | CPU ms per turn (send / resume) |",
+        "|---|---:|---:|---:|",
+    ]
     for system in SYSTEMS:
         for n in map(str, result["turns"]):
             r = result["at"][system][n]
-            rows.append(f"| {system} | {n} | {r['turn_ms']:.1f} ({r['send_ms']:.1f} / {r['resume_ms']:.1f}) "
-                        f"| {r['cpu_ms']:.1f} ({r['send_cpu_ms']:.1f} / {r['resume_cpu_ms']:.1f}) |")
+            rows.append(
+                f"| {system} | {n} | {r['turn_ms']:.1f} ({r['send_ms']:.1f} / {r['resume_ms']:.1f}) "
+                f"| {r['cpu_ms']:.1f} ({r['send_cpu_ms']:.1f} / {r['resume_cpu_ms']:.1f}) |"
+            )
     return "\n".join(rows)
 
 
@@ -83,16 +99,27 @@ def targets(result: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     for n in map(str, result["turns"]):
         g, p = result["at"]["gatehouse"][n], result["at"]["peer"][n]
         share = 2 if int(n) <= 10 else 4
-        out.append((f"lockstep: warm per turn at {n} turns <= 1/{share} of peer",
-                    f"{g['turn_ms']:.1f} vs {p['turn_ms']:.1f} ms (1/{p['turn_ms'] / g['turn_ms']:.1f})",
-                    g["turn_ms"] * share <= p["turn_ms"]))
-        out.append(("  same, in CPU time (robust to a busy machine)",
-                    f"{g['cpu_ms']:.1f} vs {p['cpu_ms']:.1f} ms (1/{p['cpu_ms'] / g['cpu_ms']:.1f})", None))
+        out.append(
+            (
+                f"lockstep: warm per turn at {n} turns <= 1/{share} of peer",
+                f"{g['turn_ms']:.1f} vs {p['turn_ms']:.1f} ms (1/{p['turn_ms'] / g['turn_ms']:.1f})",
+                g["turn_ms"] * share <= p["turn_ms"],
+            )
+        )
+        out.append(
+            (
+                "  same, in CPU time (robust to a busy machine)",
+                f"{g['cpu_ms']:.1f} vs {p['cpu_ms']:.1f} ms (1/{p['cpu_ms'] / g['cpu_ms']:.1f})",
+                None,
+            )
+        )
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", default="10,200", help="thread lengths at which to report")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)

@@ -50,7 +50,9 @@ CONFIGS = {
     # (at the default 60,000, offloaded turns stay under it for ~120 turns).
     "both-20k": {"compaction_max_tokens": 20_000},
 }
-SUMMARY = "Summary: the person asked about a series of quarterly reports; each was read in full. " * 12
+SUMMARY = (
+    "Summary: the person asked about a series of quarterly reports; each was read in full. " * 12
+)
 
 
 class Counter:
@@ -110,7 +112,8 @@ def run_config(name: str, turns: int, chars: int, home: Path) -> dict[str, Any]:
         "largest_request": max(requests),
         "over_context": sum(1 for n in requests if n > CONTEXT_WINDOW),
         "first_turn_over_context": next(
-            (t for t in range(1, turns + 1) if any(n > CONTEXT_WINDOW for n in counter.agent[t])), None
+            (t for t in range(1, turns + 1) if any(n > CONTEXT_WINDOW for n in counter.agent[t])),
+            None,
         ),
         "summary_tokens": sum(counter.summaries),
         "compactions": compactions,
@@ -124,24 +127,54 @@ def milestones(turns: int) -> list[int]:
 
 def table(results: dict[str, dict[str, Any]], turns: int) -> str:
     marks = milestones(turns)
-    head = ["config", *(f"turn {t}" for t in marks), "total", "largest", f">{CONTEXT_WINDOW // 1000}k",
-            "summaries", "vs baseline", "s"]
+    head = [
+        "config",
+        *(f"turn {t}" for t in marks),
+        "total",
+        "largest",
+        f">{CONTEXT_WINDOW // 1000}k",
+        "summaries",
+        "vs baseline",
+        "s",
+    ]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     base = results.get("baseline", {}).get("total")
     for name, r in results.items():
-        saved = f"-{100 * (1 - (r['total'] + r['summary_tokens']) / base):.0f}%" if base and name != "baseline" else ""
-        rows.append("| " + " | ".join([
-            name, *(f"{r['per_turn'][t - 1]:,}" for t in marks), f"{r['total']:,}", f"{r['largest_request']:,}",
-            str(r["over_context"]), f"{r['summary_tokens']:,} ({r['compactions']})", saved, f"{r['seconds']}",
-        ]) + " |")
+        saved = (
+            f"-{100 * (1 - (r['total'] + r['summary_tokens']) / base):.0f}%"
+            if base and name != "baseline"
+            else ""
+        )
+        rows.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    *(f"{r['per_turn'][t - 1]:,}" for t in marks),
+                    f"{r['total']:,}",
+                    f"{r['largest_request']:,}",
+                    str(r["over_context"]),
+                    f"{r['summary_tokens']:,} ({r['compactions']})",
+                    saved,
+                    f"{r['seconds']}",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=100)
-    parser.add_argument("--output-chars", type=int, default=20_000, help="size of each report the tool returns")
-    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, from: " + ", ".join(CONFIGS))
+    parser.add_argument(
+        "--output-chars", type=int, default=20_000, help="size of each report the tool returns"
+    )
+    parser.add_argument(
+        "--configs", default=",".join(CONFIGS), help="comma-separated, from: " + ", ".join(CONFIGS)
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="gatehouse-long-thread-"))
@@ -151,8 +184,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"[long_thread] {name}: {args.turns} turns ...", flush=True)
         results[name] = run_config(name, args.turns, args.output_chars, home)
     print()
-    print(f"Tokens sent to the model per turn ({args.turns} turns, tool outputs of ~{args.output_chars:,} characters; "
-          "'vs baseline' counts the summaries too)")
+    print(
+        f"Tokens sent to the model per turn ({args.turns} turns, tool outputs of ~{args.output_chars:,} characters; "
+        "'vs baseline' counts the summaries too)"
+    )
     print()
     print(table(results, args.turns))
     data = {"turns": args.turns, "output_chars": args.output_chars, "results": results}

@@ -77,9 +77,16 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
             start = time.perf_counter()
             first = None
             for mode, chunk in session.agent.stream(
-                {"messages": [HumanMessage("hi")]}, config, stream_mode=STREAM_MODES, context=RunContext()
+                {"messages": [HumanMessage("hi")]},
+                config,
+                stream_mode=STREAM_MODES,
+                context=RunContext(),
             ):
-                if first is None and mode == "custom" and getattr(chunk, "type", None) == "text_delta":
+                if (
+                    first is None
+                    and mode == "custom"
+                    and getattr(chunk, "type", None) == "text_delta"
+                ):
                     first = time.perf_counter() - start
             total_bare.append(time.perf_counter() - start)
             first_bare.append(first or 0.0)
@@ -97,10 +104,17 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
         "tokens": tokens,
         "first_text_bare_ms": statistics.median(first_bare) * 1000,
         "first_text_session_ms": statistics.median(first_session) * 1000,
-        "first_text_overhead_ms": max(0.0, statistics.median(first_session) - statistics.median(first_bare)) * 1000,
+        "first_text_overhead_ms": max(
+            0.0, statistics.median(first_session) - statistics.median(first_bare)
+        )
+        * 1000,
         "run_bare_ms": statistics.median(total_bare) * 1000,
         "run_session_ms": statistics.median(total_session) * 1000,
-        "per_token_overhead_us": max(0.0, statistics.median(total_session) - statistics.median(total_bare)) / tokens * 1e6,
+        "per_token_overhead_us": max(
+            0.0, statistics.median(total_session) - statistics.median(total_bare)
+        )
+        / tokens
+        * 1e6,
     }
 
 
@@ -142,12 +156,21 @@ def cold_start_s(tmp: Path, repeat: int = 3) -> dict[str, float]:
     env["GATEHOUSE_DB"] = str(tmp / "cold.sqlite")
     env["GATEHOUSE_WORKSPACE"] = str(tmp)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-    scripts = {"cold_start_s": COLD_START, "framework_floor_s": FRAMEWORK_FLOOR, "peer_cold_start_s": PEER_START}
+    scripts = {
+        "cold_start_s": COLD_START,
+        "framework_floor_s": FRAMEWORK_FLOOR,
+        "peer_cold_start_s": PEER_START,
+    }
     times: dict[str, list[float]] = {name: [] for name in scripts}
     for _ in range(repeat):
         for name, script in scripts.items():
             out = subprocess.run(
-                [sys.executable, "-c", script], cwd=tmp, env=env, capture_output=True, text=True, check=True
+                [sys.executable, "-c", script],
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
             )
             times[name].append(float(out.stdout.strip().splitlines()[-1]))
     return {name: statistics.median(values) for name, values in times.items()}
@@ -184,7 +207,10 @@ def idle_threads(tmp: Path, threads: int, turns: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     out = subprocess.run(
         [sys.executable, "-c", IDLE, str(tmp), str(threads), str(turns)],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -203,7 +229,9 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)

@@ -46,8 +46,17 @@ def run_system(system: str, turns: int, milestones: list[int], tmp: Path) -> dic
     out = tmp / f"{system}.json"
     started = time.perf_counter()
     print(f"[bench] {system}: {turns} turns ...", flush=True)
-    _python("bench.workload", "--system", system, "--turns", str(turns),
-            "--milestones", ",".join(map(str, milestones)), "--out", str(out))
+    _python(
+        "bench.workload",
+        "--system",
+        system,
+        "--turns",
+        str(turns),
+        "--milestones",
+        ",".join(map(str, milestones)),
+        "--out",
+        str(out),
+    )
     result = json.loads(out.read_text())
     print(f"[bench] {system}: done in {time.perf_counter() - started:.0f} s", flush=True)
     return result
@@ -90,31 +99,77 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     last = later[-1] if later else None
     if mid and mid in p:
         ratio = p[mid]["db_bytes"] / g[mid]["db_bytes"]
-        check(f"DB size at {mid} turns <= 1/50 of peer", f"1/{ratio:.0f} ({_mb(g[mid]['db_bytes'])} MB vs {_mb(p[mid]['db_bytes'])} MB)", ratio >= 50)
+        check(
+            f"DB size at {mid} turns <= 1/50 of peer",
+            f"1/{ratio:.0f} ({_mb(g[mid]['db_bytes'])} MB vs {_mb(p[mid]['db_bytes'])} MB)",
+            ratio >= 50,
+        )
     if mid and last:
         growth, limit = g[last]["db_bytes"] / g[mid]["db_bytes"], 1.15 * int(last) / int(mid)
-        check(f"DB size at {last} turns <= {limit:.1f} x size at {mid} (linear)", f"{growth:.2f} x", growth <= limit)
+        check(
+            f"DB size at {last} turns <= {limit:.1f} x size at {mid} (linear)",
+            f"{growth:.2f} x",
+            growth <= limit,
+        )
     if mid:
         first, at_mid = g[mid]["per_turn_ms_first10"], g[mid]["per_turn_ms_last10"]
-        check(f"per-turn ms at turn {mid} <= 1.5 x at turn 10", f"{at_mid:.1f} vs {first:.1f} ms ({at_mid / first:.2f} x)", at_mid <= 1.5 * first)
+        check(
+            f"per-turn ms at turn {mid} <= 1.5 x at turn 10",
+            f"{at_mid:.1f} vs {first:.1f} ms ({at_mid / first:.2f} x)",
+            at_mid <= 1.5 * first,
+        )
         cpu_first, cpu_mid = g[mid]["per_turn_cpu_ms_first10"], g[mid]["per_turn_cpu_ms_last10"]
-        check("  same, in CPU time (robust to a busy machine)", f"{cpu_mid:.1f} vs {cpu_first:.1f} ms ({cpu_mid / cpu_first:.2f} x)", cpu_mid <= 1.5 * cpu_first)
+        check(
+            "  same, in CPU time (robust to a busy machine)",
+            f"{cpu_mid:.1f} vs {cpu_first:.1f} ms ({cpu_mid / cpu_first:.2f} x)",
+            cpu_mid <= 1.5 * cpu_first,
+        )
         if mid in p:
             pt = p[mid]["per_turn_ms_last10"]
-            check(f"per-turn ms at turn {mid} <= 1/4 of peer", f"{at_mid:.1f} vs {pt:.1f} ms (1/{pt / at_mid:.1f})", at_mid * 4 <= pt)
+            check(
+                f"per-turn ms at turn {mid} <= 1/4 of peer",
+                f"{at_mid:.1f} vs {pt:.1f} ms (1/{pt / at_mid:.1f})",
+                at_mid * 4 <= pt,
+            )
             gr, pr = g[mid]["resume_ms_last10"], p[mid]["resume_ms_last10"]
-            check(f"resume at turn {mid} <= 1/4 of peer", f"{gr:.1f} vs {pr:.1f} ms (1/{pr / gr:.1f})", gr * 4 <= pr)
+            check(
+                f"resume at turn {mid} <= 1/4 of peer",
+                f"{gr:.1f} vs {pr:.1f} ms (1/{pr / gr:.1f})",
+                gr * 4 <= pr,
+            )
     if m:
-        check("list 1,000 threads <= 50 ms", f"{m['index_list_ms']:.2f} ms", m["index_list_ms"] <= 50)
-        check("event pipeline: first text event <= +10 ms", f"+{m['first_text_overhead_ms']:.2f} ms", m["first_text_overhead_ms"] <= 10)
-        check("event pipeline: <= 50 us per streamed token", f"{m['per_token_overhead_us']:.1f} us ({m['tokens']} tokens)", m["per_token_overhead_us"] <= 50)
+        check(
+            "list 1,000 threads <= 50 ms", f"{m['index_list_ms']:.2f} ms", m["index_list_ms"] <= 50
+        )
+        check(
+            "event pipeline: first text event <= +10 ms",
+            f"+{m['first_text_overhead_ms']:.2f} ms",
+            m["first_text_overhead_ms"] <= 10,
+        )
+        check(
+            "event pipeline: <= 50 us per streamed token",
+            f"{m['per_token_overhead_us']:.1f} us ({m['tokens']} tokens)",
+            m["per_token_overhead_us"] <= 50,
+        )
         floor = m.get("framework_floor_s")
-        extra = f" (importing LangGraph + LangChain alone: {floor:.2f} s; the peer: {m['peer_cold_start_s']:.2f} s)" if floor else ""
-        check("cold start (import + build default graph) <= 1.5 s", f"{m['cold_start_s']:.2f} s{extra}", m["cold_start_s"] <= 1.5)
+        extra = (
+            f" (importing LangGraph + LangChain alone: {floor:.2f} s; the peer: {m['peer_cold_start_s']:.2f} s)"
+            if floor
+            else ""
+        )
+        check(
+            "cold start (import + build default graph) <= 1.5 s",
+            f"{m['cold_start_s']:.2f} s{extra}",
+            m["cold_start_s"] <= 1.5,
+        )
         if floor:
             own = m["cold_start_s"] - floor
             check("  Gatehouse's own share (cold start - framework imports)", f"{own:.2f} s", None)
-        check(f"{m['idle_threads']} idle threads < 250 MB RSS", f"{m['idle_threads_rss_mb']:.0f} MB ({m['idle_turns_each']} turns each)", m["idle_threads_rss_mb"] < 250)
+        check(
+            f"{m['idle_threads']} idle threads < 250 MB RSS",
+            f"{m['idle_threads_rss_mb']:.0f} MB ({m['idle_turns_each']} turns each)",
+            m["idle_threads_rss_mb"] < 250,
+        )
     return out
 
 
@@ -147,8 +202,15 @@ def markdown(results: dict[str, Any], plot: str | None, cold_plot: str | None = 
         from bench import cold
 
         c = results["cold"]
-        lines += ["", "### Cold paths (bench/cold.py)", "", f"Load average before the cold phase: {c.get('load_before', '?')}, "
-                  f"after: {c.get('load_after', '?')}.", "", cold.table(c)]
+        lines += [
+            "",
+            "### Cold paths (bench/cold.py)",
+            "",
+            f"Load average before the cold phase: {c.get('load_before', '?')}, "
+            f"after: {c.get('load_after', '?')}.",
+            "",
+            cold.table(c),
+        ]
         if c.get("terminal"):
             lines += ["", cold.terminal_table(c)]
         lines += ["", "| target | measured | result |", "|---|---|---|"]
@@ -160,10 +222,21 @@ def markdown(results: dict[str, Any], plot: str | None, cold_plot: str | None = 
         from bench import lockstep
 
         ls = results["lockstep"]
-        lines += ["", "### Warm per turn in lockstep (bench/lockstep.py)", "",
-                  f"Load average at the end: {ls.get('load', '?')}.", "", lockstep.table(ls), "",
-                  "| target | measured | result |", "|---|---|---|"]
-        lines += [f"| {name} | {measured} | {_verdict(ok)} |" for name, measured, ok in lockstep.targets(ls)]
+        lines += [
+            "",
+            "### Warm per turn in lockstep (bench/lockstep.py)",
+            "",
+            f"Load average at the end: {ls.get('load', '?')}.",
+            "",
+            lockstep.table(ls),
+            "",
+            "| target | measured | result |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {name} | {measured} | {_verdict(ok)} |"
+            for name, measured, ok in lockstep.targets(ls)
+        ]
     return "\n".join(lines)
 
 
@@ -188,7 +261,12 @@ def plot(results: dict[str, Any], path: Path) -> None:
         turns = list(range(1, len(res["turn_ms"]) + 1))
         ax1.plot(turns, res["turn_ms"], label=system, linewidth=0.8)
         ax2.plot(turns, [b / 2**20 for b in res["db_bytes"]], label=system)
-    ax1.set(xlabel="turn", ylabel="ms per turn (message + approval + answer)", title="Per-turn time", yscale="log")
+    ax1.set(
+        xlabel="turn",
+        ylabel="ms per turn (message + approval + answer)",
+        title="Per-turn time",
+        yscale="log",
+    )
     ax2.set(xlabel="turn", ylabel="database MB (SQLite pages)", title="Database size", yscale="log")
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
@@ -199,20 +277,47 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", default="50,200,400", help="N values: one thread of max(N) turns, measured at each N")
-    parser.add_argument("--baseline-turns", type=int, default=200, help="turns for gatehouse-baseline (0: skip)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--turns",
+        default="50,200,400",
+        help="N values: one thread of max(N) turns, measured at each N",
+    )
+    parser.add_argument(
+        "--baseline-turns", type=int, default=200, help="turns for gatehouse-baseline (0: skip)"
+    )
     parser.add_argument("--quick", action="store_true", help="N = 10,20 and short micro-benchmarks")
     parser.add_argument("--no-micro", action="store_true")
-    parser.add_argument("--no-cold", action="store_true", help="skip the cold paths (bench/cold.py)")
-    parser.add_argument("--cold-only", action="store_true",
-                        help="only the cold paths and warm turns in lockstep (bench/cold.py, bench/lockstep.py)")
-    parser.add_argument("--cold-turns", default="200,400,2000", help="thread lengths for the cold paths (Gatehouse)")
-    parser.add_argument("--cold-peer-turns", default="200,400", help="thread lengths for the cold paths (peer)")
+    parser.add_argument(
+        "--no-cold", action="store_true", help="skip the cold paths (bench/cold.py)"
+    )
+    parser.add_argument(
+        "--cold-only",
+        action="store_true",
+        help="only the cold paths and warm turns in lockstep (bench/cold.py, bench/lockstep.py)",
+    )
+    parser.add_argument(
+        "--cold-turns", default="200,400,2000", help="thread lengths for the cold paths (Gatehouse)"
+    )
+    parser.add_argument(
+        "--cold-peer-turns", default="200,400", help="thread lengths for the cold paths (peer)"
+    )
     parser.add_argument("--no-postgres", action="store_true", help="cold paths on SQLite only")
-    parser.add_argument("--no-lockstep", action="store_true", help="skip warm per turn in lockstep (bench/lockstep.py)")
-    parser.add_argument("--lockstep-turns", default="10,200", help="thread lengths for the lockstep figures")
-    parser.add_argument("--results", default=str(ROOT / "bench" / "results"), help="directory for results.json and the PNG")
+    parser.add_argument(
+        "--no-lockstep",
+        action="store_true",
+        help="skip warm per turn in lockstep (bench/lockstep.py)",
+    )
+    parser.add_argument(
+        "--lockstep-turns", default="10,200", help="thread lengths for the lockstep figures"
+    )
+    parser.add_argument(
+        "--results",
+        default=str(ROOT / "bench" / "results"),
+        help="directory for results.json and the PNG",
+    )
     parser.add_argument("--markdown", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
     if args.quick and args.turns == parser.get_default("turns"):
@@ -232,34 +337,56 @@ def main(argv: list[str] | None = None) -> None:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg()),
-            "command": "uv run python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "command": "uv run python -m bench.run "
+            + " ".join(argv if argv is not None else sys.argv[1:]),
         },
         "systems": {},
     }
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as name:
         tmp = Path(name)
         if not args.cold_only:
-            results["systems"]["gatehouse"] = run_system("gatehouse", milestones[-1], milestones, tmp)
+            results["systems"]["gatehouse"] = run_system(
+                "gatehouse", milestones[-1], milestones, tmp
+            )
             results["systems"]["peer"] = run_system("peer", milestones[-1], milestones, tmp)
             if args.baseline_turns:
                 base = [m for m in milestones if m <= args.baseline_turns] or [args.baseline_turns]
-                results["systems"]["gatehouse-baseline"] = run_system("gatehouse-baseline", max(base), base, tmp)
+                results["systems"]["gatehouse-baseline"] = run_system(
+                    "gatehouse-baseline", max(base), base, tmp
+                )
         if not args.no_micro and not args.cold_only:
             print("[bench] micro-benchmarks ...", flush=True)
-            _python("bench.micro", "--out", str(tmp / "micro.json"), *(["--quick"] if args.quick else []))
+            _python(
+                "bench.micro",
+                "--out",
+                str(tmp / "micro.json"),
+                *(["--quick"] if args.quick else []),
+            )
             results["micro"] = json.loads((tmp / "micro.json").read_text())
         if not args.no_cold:
             print("[bench] cold paths ...", flush=True)
             load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-            _python("bench.cold", "--out", str(tmp / "cold.json"), "--turns", args.cold_turns,
-                    "--peer-turns", args.cold_peer_turns, *(["--quick"] if args.quick else []),
-                    *(["--no-postgres"] if args.no_postgres else []))
+            _python(
+                "bench.cold",
+                "--out",
+                str(tmp / "cold.json"),
+                "--turns",
+                args.cold_turns,
+                "--peer-turns",
+                args.cold_peer_turns,
+                *(["--quick"] if args.quick else []),
+                *(["--no-postgres"] if args.no_postgres else []),
+            )
             results["cold"] = json.loads((tmp / "cold.json").read_text())
             results["cold"]["load_before"] = load
             results["cold"]["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
         if not args.no_lockstep:
             print("[bench] warm per turn in lockstep ...", flush=True)
-            turns = "3,6" if args.quick and args.lockstep_turns == parser.get_default("lockstep_turns") else args.lockstep_turns
+            turns = (
+                "3,6"
+                if args.quick and args.lockstep_turns == parser.get_default("lockstep_turns")
+                else args.lockstep_turns
+            )
             _python("bench.lockstep", "--out", str(tmp / "lockstep.json"), "--turns", turns)
             results["lockstep"] = json.loads((tmp / "lockstep.json").read_text())
     results["environment"]["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -267,7 +394,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.cold_only and previous.exists():  # keep the last full run's other figures
         before = json.loads(previous.read_text())
         results["systems"], results["micro"] = before.get("systems", {}), before.get("micro", {})
-        results["environment"]["command"] += f" (long-thread and micro figures: the run of {before['environment']['date']})"
+        results["environment"]["command"] += (
+            f" (long-thread and micro figures: the run of {before['environment']['date']})"
+        )
     results["environment"]["total_s"] = time.perf_counter() - started
     (results_dir / "results.json").write_text(json.dumps(results, indent=1))
     png = results_dir / "long_thread.png"

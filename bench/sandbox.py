@@ -93,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         fallback = choose_sandbox("off", ws.root)
         (ws.root / "notes.md").write_text("hello\n")
         env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
-        for git_args in (["init", "-q"], ["add", "."], ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"]):
+        for git_args in (
+            ["init", "-q"],
+            ["add", "."],
+            ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
+        ):
             subprocess.run(["git", *git_args], cwd=ws.root, env=env, check=True)
         boxed_tool = make_shell_tool(ws, allow=["git status"], sandbox=sandbox)
         plain_tool = make_shell_tool(ws, sandbox=fallback)
@@ -108,18 +112,29 @@ def main(argv: list[str] | None = None) -> int:
         }
         times = measure(cases, args.runs)
 
-    rows = {name: {"median_ms": statistics.median(t), "p90_ms": p90(t)} for name, t in times.items()}
+    rows = {
+        name: {"median_ms": statistics.median(t), "p90_ms": p90(t)} for name, t in times.items()
+    }
     overhead = [s - b for s, b in zip(times["sandbox"], times["bash -c true"], strict=True)]
-    rows["sandbox overhead (sandbox - bash)"] = {"median_ms": statistics.median(overhead), "p90_ms": p90(overhead)}
+    rows["sandbox overhead (sandbox - bash)"] = {
+        "median_ms": statistics.median(overhead),
+        "p90_ms": p90(overhead),
+    }
     width = max(map(len, rows))
-    print(f"bubblewrap {support.version}, {os.cpu_count()} cores, {args.runs} runs each; `true` start to exit\n")
+    print(
+        f"bubblewrap {support.version}, {os.cpu_count()} cores, {args.runs} runs each; `true` start to exit\n"
+    )
     print(f"{'':{width}}  {'median ms':>9}  {'p90 ms':>8}")
     for name, row in rows.items():
         print(f"{name:{width}}  {row['median_ms']:9.1f}  {row['p90_ms']:8.1f}")
-    verdict = "meets" if rows["sandbox overhead (sandbox - bash)"]["median_ms"] < TARGET_MS else "MISSES"
+    verdict = (
+        "meets" if rows["sandbox overhead (sandbox - bash)"]["median_ms"] < TARGET_MS else "MISSES"
+    )
     print(f"\nsandbox start-up overhead {verdict} the target of < {TARGET_MS:g} ms median")
     if args.json:
-        args.json.write_text(json.dumps({"bubblewrap": support.version, "runs": args.runs, "rows": rows}, indent=2))
+        args.json.write_text(
+            json.dumps({"bubblewrap": support.version, "runs": args.runs, "rows": rows}, indent=2)
+        )
     return 0 if verdict == "meets" else 2
 
 

@@ -17,7 +17,9 @@ from bench.run import _mb, _python
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--frequencies", default="10,50,200,100000")
     args = parser.parse_args(argv)
@@ -29,8 +31,17 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="gatehouse-sweep-") as name:
         for freq in [int(f) for f in args.frequencies.split(",") if f]:
             out = Path(name) / f"{freq}.json"
-            _python("bench.workload", "--system", "gatehouse", "--turns", str(args.turns),
-                    "--snapshot-frequency", str(freq), "--out", str(out))
+            _python(
+                "bench.workload",
+                "--system",
+                "gatehouse",
+                "--turns",
+                str(args.turns),
+                "--snapshot-frequency",
+                str(freq),
+                "--out",
+                str(out),
+            )
             at = json.loads(out.read_text())["at"][str(args.turns)]
             rows.append(
                 f"| {freq} | {_mb(at['db_bytes'])} | {at['per_turn_cpu_ms_first10']:.1f} | {at['per_turn_cpu_ms_last10']:.1f} "

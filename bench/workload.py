@@ -98,7 +98,11 @@ class DefaultToolsModel(WorkloadModel):
         turn = int(str(reply.tool_calls[0]["id"]).removeprefix("gated-"))
         return ai(
             "",
-            tool_call("write_file", {"path": f"notes/{turn % 10}.md", "content": payload("gated", turn)}, f"gated-{turn}"),
+            tool_call(
+                "write_file",
+                {"path": f"notes/{turn % 10}.md", "content": payload("gated", turn)},
+                f"gated-{turn}",
+            ),
             tool_call("read_file", {"path": "README.md"}, f"free-{turn}"),
         )
 
@@ -130,7 +134,9 @@ class Driver:
 class GatehouseDriver(Driver):
     """Gatehouse through its Session API, on its default storage."""
 
-    def __init__(self, db: Path, turns: int, *, baseline: bool = False, snapshot_frequency: int | None = None) -> None:
+    def __init__(
+        self, db: Path, turns: int, *, baseline: bool = False, snapshot_frequency: int | None = None
+    ) -> None:
         from graph import Session, build_graph
         from graph.store import open_storage
 
@@ -145,7 +151,9 @@ class GatehouseDriver(Driver):
             from langgraph.checkpoint.sqlite import SqliteSaver
 
             self.storage.checkpointer = SqliteSaver(self.conn)
-        graph = build_graph(model=scripted_model(turns), tools=TOOLS, checkpointer=self.storage.checkpointer)
+        graph = build_graph(
+            model=scripted_model(turns), tools=TOOLS, checkpointer=self.storage.checkpointer
+        )
         self.session = Session(graph, self.storage, TOOLS)
         self.thread_id = "bench-thread"
 
@@ -199,13 +207,17 @@ class PeerDriver(Driver):
     def _drain(self, payload: Any) -> bool:
         interrupted = False
         # Streamed like Gatehouse streams (tokens + updates), every chunk consumed.
-        for mode, chunk in self.agent.stream(payload, self.config, stream_mode=["messages", "updates"]):
+        for mode, chunk in self.agent.stream(
+            payload, self.config, stream_mode=["messages", "updates"]
+        ):
             if mode == "updates" and "__interrupt__" in chunk:
                 interrupted = True
         return interrupted
 
     def send(self, turn: int) -> None:
-        assert self._drain({"messages": [HumanMessage(user_text(turn))]}), "expected an approval request"
+        assert self._drain({"messages": [HumanMessage(user_text(turn))]}), (
+            "expected an approval request"
+        )
 
     def resume(self) -> None:
         from langgraph.types import Command
@@ -258,7 +270,9 @@ def use_snapshot_frequency(frequency: int) -> None:
 
     from graph.agent.message_merge import merge_messages
 
-    use_messages_channel(Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=frequency)])
+    use_messages_channel(
+        Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=frequency)]
+    )
 
 
 def make_driver(system: str, db: Path, turns: int, snapshot_frequency: int | None = None) -> Driver:
@@ -302,7 +316,9 @@ def peak_rss_mb() -> float:
     return kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024
 
 
-def run(system: str, turns: int, milestones: list[int], db: Path, snapshot_frequency: int | None = None) -> dict[str, Any]:
+def run(
+    system: str, turns: int, milestones: list[int], db: Path, snapshot_frequency: int | None = None
+) -> dict[str, Any]:
     """Drive one thread for `turns` turns; snapshot the metrics at each milestone."""
     driver = make_driver(system, db, turns, snapshot_frequency)
     turn_ms: list[float] = []
@@ -331,7 +347,9 @@ def run(system: str, turns: int, milestones: list[int], db: Path, snapshot_frequ
                     "resume_ms_last10": statistics.median(resume_ms[-10:]),
                     "db_bytes": size[-1],
                     "get_state_ms": median_ms(driver.get_state),
-                    "get_state_cold_ms": median_ms(getattr(driver, "cold_get_state", driver.get_state), 3),
+                    "get_state_cold_ms": median_ms(
+                        getattr(driver, "cold_get_state", driver.get_state), 3
+                    ),
                     "messages": driver.message_count(),
                     "peak_rss_mb": peak_rss_mb(),
                     "elapsed_s": time.perf_counter() - started,
@@ -350,12 +368,21 @@ def run(system: str, turns: int, milestones: list[int], db: Path, snapshot_frequ
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--system", choices=SYSTEMS, required=True)
     parser.add_argument("--turns", type=int, required=True)
-    parser.add_argument("--milestones", default="", help="comma-separated turns to snapshot (default: the last)")
+    parser.add_argument(
+        "--milestones", default="", help="comma-separated turns to snapshot (default: the last)"
+    )
     parser.add_argument("--db", default=None, help="SQLite file (default: a fresh temporary file)")
-    parser.add_argument("--snapshot-frequency", type=int, default=None, help="gatehouse only: DeltaChannel snapshot_frequency")
+    parser.add_argument(
+        "--snapshot-frequency",
+        type=int,
+        default=None,
+        help="gatehouse only: DeltaChannel snapshot_frequency",
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     milestones = sorted({int(x) for x in args.milestones.split(",") if x} | {args.turns})

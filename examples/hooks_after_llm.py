@@ -39,7 +39,11 @@ class JsonReply:
 
     def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         reply = state["messages"][-1]
-        if not isinstance(reply, AIMessage) or reply.tool_calls or is_json_answer(str(reply.content)):
+        if (
+            not isinstance(reply, AIMessage)
+            or reply.tool_calls
+            or is_json_answer(str(reply.content))
+        ):
             return None
         rejected = (state.get("hook_run") or {}).get(self.name, {}).get("rejected", 0)
         if rejected >= self.max_rejections:

@@ -27,7 +27,9 @@ def main(db_dir: str | None = None) -> list:
     model = ScriptedModel(
         script=[ai("", tool_call("search", {"query": f"topic {i}"}, f"call{i}")) for i in range(10)]
     )
-    budget = Budget(max_model_calls=3, max_cost=1.00, thread_max_tokens=100_000, model="gpt-4o-mini")
+    budget = Budget(
+        max_model_calls=3, max_cost=1.00, thread_max_tokens=100_000, model="gpt-4o-mini"
+    )
     storage = open_storage(str(Path(db_dir or tempfile.mkdtemp()) / "budget.db"))
     graph = build_graph(
         model=model,

@@ -21,7 +21,9 @@ def main(db_dir: str | None = None) -> list:
     summariser = ScriptedModel(script=["The user shared three long notes about the garden plan."])
     compaction = Compaction(summariser, max_tokens=400, keep_turns=1)
     storage = open_storage(str(Path(db_dir or tempfile.mkdtemp()) / "compaction.db"))
-    graph = build_graph(model=model, tools=[], checkpointer=storage.checkpointer, hooks={"before_llm": [compaction]})
+    graph = build_graph(
+        model=model, tools=[], checkpointer=storage.checkpointer, hooks={"before_llm": [compaction]}
+    )
     session = Session(graph, storage, [])
     thread = session.new_thread_id()
     events = []
@@ -29,7 +31,9 @@ def main(db_dir: str | None = None) -> list:
         events = session.send(thread, f"Note {i}: " + "the garden plan " * 30).collect()
         for e in events:
             if e.type == "compacted":
-                print(f"compacted: {e.tokens_before} -> {e.tokens_after} tokens, {e.messages_removed} messages summarised")
+                print(
+                    f"compacted: {e.tokens_before} -> {e.tokens_after} tokens, {e.messages_removed} messages summarised"
+                )
     print([m.type for m in session.messages(thread)])
     print(session.messages(thread)[0].content[:120])
     session.close()

@@ -16,9 +16,13 @@ from graph.store import open_storage
 
 
 def main(db_dir: str | None = None) -> list:
-    grades = iter(["GRADE: 4/10\nCRITIQUE: It does not say which year.", "GRADE: 9/10\nCRITIQUE: Good."])
+    grades = iter(
+        ["GRADE: 4/10\nCRITIQUE: It does not say which year.", "GRADE: 9/10\nCRITIQUE: Good."]
+    )
     judge_model = ScriptedModel(script=[lambda messages: next(grades)])
-    model = ScriptedModel(script=["Paris hosted the Olympics.", "Paris hosted the Summer Olympics in 2024."])
+    model = ScriptedModel(
+        script=["Paris hosted the Olympics.", "Paris hosted the Summer Olympics in 2024."]
+    )
     storage = open_storage(str(Path(db_dir or tempfile.mkdtemp()) / "judge.db"))
     graph = build_graph(
         model=model,

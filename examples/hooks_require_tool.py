@@ -25,7 +25,11 @@ def run_tests() -> str:
 
 def main(db_dir: str | None = None) -> list:
     model = ScriptedModel(
-        script=["I fixed the bug.", ai("", tool_call("run_tests", {}, "t1")), "Fixed; 12 tests pass."]
+        script=[
+            "I fixed the bug.",
+            ai("", tool_call("run_tests", {}, "t1")),
+            "Fixed; 12 tests pass.",
+        ]
     )
     storage = open_storage(str(Path(db_dir or tempfile.mkdtemp()) / "require.db"))
     graph = build_graph(

@@ -116,23 +116,35 @@ class Connection:
             thread_id = await self.own_thread(msg)
             pending = await self.session.pending(thread_id)
             await self.send(
-                {"type": "pending", "thread_id": thread_id, "pending": pending.to_dict() if pending else None}
+                {
+                    "type": "pending",
+                    "thread_id": thread_id,
+                    "pending": pending.to_dict() if pending else None,
+                }
             )
         elif kind == "message":
             text = msg.get("text")
             if not isinstance(text, str):
                 raise Refused("a message needs a text")
-            existing = await self.own_thread(msg) if msg.get("thread_id") else None  # None: a new thread
+            existing = (
+                await self.own_thread(msg) if msg.get("thread_id") else None
+            )  # None: a new thread
             await self.start(SendMessage(existing, text, owner=self.user))
         elif kind in ("decisions", "approve", "reject"):
             paused = await self.own_thread(msg)
             interrupt_id = msg.get("interrupt_id")
             if interrupt_id is not None and not isinstance(interrupt_id, str):
                 raise Refused("interrupt_id: a string (the pending request's id)")
-            answer = _answer(msg.get("answer")) if kind == "decisions" else await self.every_call(paused, msg)
+            answer = (
+                _answer(msg.get("answer"))
+                if kind == "decisions"
+                else await self.every_call(paused, msg)
+            )
             await self.start(Decide(paused, answer, interrupt_id))
         else:
-            raise Refused(f"unknown message type {kind!r}; use message, decisions, approve, reject, cancel or pending")
+            raise Refused(
+                f"unknown message type {kind!r}; use message, decisions, approve, reject, cancel or pending"
+            )
 
     async def every_call(self, thread_id: str, msg: dict[str, Any]) -> ReviewAnswer:
         """`approve` / `reject`: the same decision for every call the pending request asks about."""
@@ -140,7 +152,11 @@ class Connection:
         if not isinstance(pending, Approval):
             raise Refused(f"thread {thread_id} is not waiting for an approval; send decisions")
         message = msg.get("message")
-        decision = approve() if msg["type"] == "approve" else reject(message if isinstance(message, str) else None)
+        decision = (
+            approve()
+            if msg["type"] == "approve"
+            else reject(message if isinstance(message, str) else None)
+        )
         return review([decision] * len(pending.actions))
 
     @property

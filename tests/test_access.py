@@ -37,23 +37,30 @@ PROXY_SECRET = "proxy-shared-secret-123"
 def test_access_defaults_and_env_override() -> None:
     access = load_access({}, env={})
     assert access.web == "token" and "127.0.0.1" in access.allowed_hosts()
-    access = load_access({"web": "token", "hosts": ["gate.internal"]},
-                         env={"GATEHOUSE_ALLOWED_ORIGINS": "https://gate.example.com",
-                              "GATEHOUSE_API_KEYS": "ana@example.com=" + "k" * 20})
+    access = load_access(
+        {"web": "token", "hosts": ["gate.internal"]},
+        env={
+            "GATEHOUSE_ALLOWED_ORIGINS": "https://gate.example.com",
+            "GATEHOUSE_API_KEYS": "ana@example.com=" + "k" * 20,
+        },
+    )
     assert "gate.internal" in access.allowed_hosts()
     assert access.origins == ("https://gate.example.com",)
     assert access.api_keys == {"k" * 20: "ana@example.com"}
 
 
-@pytest.mark.parametrize(("table", "env", "message"), [
-    ({"web": "open"}, {}, "web must be one of"),
-    ({"web": "proxy"}, {}, "needs proxy_secret"),
-    ({}, {"GATEHOUSE_PROXY_SECRET": "short"}, "at least 16"),
-    ({"origins": ["https://x.example/path"]}, {}, "is not an origin"),
-    ({"api_keys": {"ana": "short"}}, {}, "at least 16"),
-    ({"colour": "blue"}, {}, "unknown settings"),
-    ({}, {"GATEHOUSE_API_KEYS": "no-equals-sign"}, "GATEHOUSE_API_KEYS"),
-])
+@pytest.mark.parametrize(
+    ("table", "env", "message"),
+    [
+        ({"web": "open"}, {}, "web must be one of"),
+        ({"web": "proxy"}, {}, "needs proxy_secret"),
+        ({}, {"GATEHOUSE_PROXY_SECRET": "short"}, "at least 16"),
+        ({"origins": ["https://x.example/path"]}, {}, "is not an origin"),
+        ({"api_keys": {"ana": "short"}}, {}, "at least 16"),
+        ({"colour": "blue"}, {}, "unknown settings"),
+        ({}, {"GATEHOUSE_API_KEYS": "no-equals-sign"}, "GATEHOUSE_API_KEYS"),
+    ],
+)
 def test_bad_access_settings_are_clear_errors(table: dict, env: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_access(table, env=env)
@@ -98,50 +105,101 @@ def _app(access_table: dict) -> TestClient:
         await ws.close()
 
     access = load_access(access_table, env={})
-    app = Starlette(routes=[Route("/", page), WebSocketRoute("/_stcore/stream", stream)],
-                    middleware=[Middleware(Guard, access=access, secret=SECRET)])
+    app = Starlette(
+        routes=[Route("/", page), WebSocketRoute("/_stcore/stream", stream)],
+        middleware=[Middleware(Guard, access=access, secret=SECRET)],
+    )
     return TestClient(app, base_url="http://127.0.0.1:8501")
 
 
 def test_proxy_mode_needs_the_shared_secret() -> None:
     client = _app({"web": "proxy", "proxy_secret": PROXY_SECRET})
     user = {"X-Forwarded-User": "ana@example.com"}
-    assert client.get("/", headers=user).status_code == 401  # straight to the app, not through the proxy
-    assert client.get("/", headers={**user, "X-Gatehouse-Proxy-Secret": "wrong" * 5}).status_code == 401
-    proven = {**user, "X-Gatehouse-Proxy-Secret": PROXY_SECRET, "X-Gatehouse-Identity": "alice (forged)"}
+    assert (
+        client.get("/", headers=user).status_code == 401
+    )  # straight to the app, not through the proxy
+    assert (
+        client.get("/", headers={**user, "X-Gatehouse-Proxy-Secret": "wrong" * 5}).status_code
+        == 401
+    )
+    proven = {
+        **user,
+        "X-Gatehouse-Proxy-Secret": PROXY_SECRET,
+        "X-Gatehouse-Identity": "alice (forged)",
+    }
     response = client.get("/", headers=proven)
     assert response.status_code == 200
     assert verify_identity(SECRET, response.text, purpose=GUARD_PURPOSE) == "ana@example.com"
-    local = {**proven, "Host": "127.0.0.1:8501"}  # the test client's WebSocket names no host of its own
-    with client.websocket_connect("/_stcore/stream", headers={**local, "Origin": "http://127.0.0.1:8501"}) as ws:
-        assert verify_identity(SECRET, ws.receive_text(), purpose=GUARD_PURPOSE) == "ana@example.com"
-    for refused in ({**local, "Origin": "http://evil.example"}, {**local, "Host": "rebind.test:8501"},
-                    {**local, "X-Gatehouse-Proxy-Secret": "nope"}):
-        with pytest.raises(WebSocketDisconnect), client.websocket_connect("/_stcore/stream", headers=refused):
+    local = {
+        **proven,
+        "Host": "127.0.0.1:8501",
+    }  # the test client's WebSocket names no host of its own
+    with client.websocket_connect(
+        "/_stcore/stream", headers={**local, "Origin": "http://127.0.0.1:8501"}
+    ) as ws:
+        assert (
+            verify_identity(SECRET, ws.receive_text(), purpose=GUARD_PURPOSE) == "ana@example.com"
+        )
+    for refused in (
+        {**local, "Origin": "http://evil.example"},
+        {**local, "Host": "rebind.test:8501"},
+        {**local, "X-Gatehouse-Proxy-Secret": "nope"},
+    ):
+        with (
+            pytest.raises(WebSocketDisconnect),
+            client.websocket_connect("/_stcore/stream", headers=refused),
+        ):
             pass
 
 
 def test_configured_host_and_origin_are_accepted() -> None:
-    client = _app({"web": "proxy", "proxy_secret": PROXY_SECRET, "hosts": ["gate.example.com"],
-                   "origins": ["https://gate.example.com"]})
+    client = _app(
+        {
+            "web": "proxy",
+            "proxy_secret": PROXY_SECRET,
+            "hosts": ["gate.example.com"],
+            "origins": ["https://gate.example.com"],
+        }
+    )
     proven = {"X-Forwarded-User": "bo", "X-Gatehouse-Proxy-Secret": PROXY_SECRET}
-    ok = client.get("/", headers={**proven, "Host": "gate.example.com", "Origin": "https://gate.example.com"})
+    ok = client.get(
+        "/", headers={**proven, "Host": "gate.example.com", "Origin": "https://gate.example.com"}
+    )
     assert ok.status_code == 200
     assert client.get("/", headers={**proven, "Host": "other.example.com"}).status_code == 403
 
 
 def test_oidc_configuration_check() -> None:
-    good = {"auth": {"redirect_uri": "https://gate.example.com/oauth2callback", "cookie_secret": "c" * 32,
-                     "client_id": "gatehouse", "client_secret": "x",
-                     "server_metadata_url": "https://idp.example.com/.well-known/openid-configuration"}}
+    good = {
+        "auth": {
+            "redirect_uri": "https://gate.example.com/oauth2callback",
+            "cookie_secret": "c" * 32,
+            "client_id": "gatehouse",
+            "client_secret": "x",
+            "server_metadata_url": "https://idp.example.com/.well-known/openid-configuration",
+        }
+    }
     assert oidc_problem(good) is None
-    named = {"auth": {"redirect_uri": good["auth"]["redirect_uri"], "cookie_secret": "c" * 32,
-                      "okta": {k: good["auth"][k] for k in ("client_id", "client_secret", "server_metadata_url")}}}
+    named = {
+        "auth": {
+            "redirect_uri": good["auth"]["redirect_uri"],
+            "cookie_secret": "c" * 32,
+            "okta": {
+                k: good["auth"][k] for k in ("client_id", "client_secret", "server_metadata_url")
+            },
+        }
+    }
     assert oidc_problem(named) is None
     assert "needs an [auth] table" in (oidc_problem({}) or "")
-    assert "missing client_secret" in (oidc_problem({"auth": {**good["auth"], "client_secret": ""}}) or "")
-    assert "oauth2callback" in (oidc_problem({"auth": {**good["auth"], "redirect_uri": "https://g/x"}}) or "")
-    assert "https://" in (oidc_problem({"auth": {**good["auth"], "server_metadata_url": "http://idp"}}) or "")
+    assert "missing client_secret" in (
+        oidc_problem({"auth": {**good["auth"], "client_secret": ""}}) or ""
+    )
+    assert "oauth2callback" in (
+        oidc_problem({"auth": {**good["auth"], "redirect_uri": "https://g/x"}}) or ""
+    )
+    assert "https://" in (
+        oidc_problem({"auth": {**good["auth"], "server_metadata_url": "http://idp"}}) or ""
+    )
 
 
 def test_oidc_mode_passes_requests_to_streamlit_login_after_address_checks() -> None:
@@ -163,7 +221,8 @@ def test_database_files_are_readable_by_their_owner_only(tmp_path: Path) -> None
         session.storage.decisions.record([])  # opened, written: WAL and shared memory exist
         files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
         assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files if f.exists()} == {
-            f.name: 0o600 for f in files}
+            f.name: 0o600 for f in files
+        }
         assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
     finally:
         session.close()

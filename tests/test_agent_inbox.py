@@ -26,7 +26,9 @@ EMAIL = {"to": "a@x", "body": "1"}
 
 
 def _one_call(tmp_path: Path, **kwargs: Any):
-    session, ledger, _ = make_session(tmp_path, [ai("", tool_call("send_email", EMAIL, "c1")), "done", "again"], **kwargs)
+    session, ledger, _ = make_session(
+        tmp_path, [ai("", tool_call("send_email", EMAIL, "c1")), "done", "again"], **kwargs
+    )
     session.send("t1", "go").collect()
     return session, ledger
 
@@ -52,7 +54,10 @@ def test_accept_runs_the_call_as_shown(tmp_path: Path) -> None:
 
 def test_edit_runs_the_edited_arguments(tmp_path: Path) -> None:
     session, ledger = _one_call(tmp_path)
-    _resume(session, [{"type": "edit", "args": {"action": "send_email", "args": {"to": "b@x", "body": "2"}}}])
+    _resume(
+        session,
+        [{"type": "edit", "args": {"action": "send_email", "args": {"to": "b@x", "body": "2"}}}],
+    )
     assert ledger.entries() == [{"name": "send_email", "args": {"to": "b@x", "body": "2"}}]
     assert "changed the arguments" in str(_result(session).content)
 
@@ -78,7 +83,9 @@ def _snapshot(session) -> tuple[Any, ...]:
 
 
 def test_ambiguous_inbox_answer_is_refused_and_changes_nothing(tmp_path: Path) -> None:
-    turn = ai("", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    turn = ai(
+        "", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2")
+    )
     session, ledger, _ = make_session(tmp_path, [turn, "done"])
     session.send("t1", "go").collect()
     before = _snapshot(session)
@@ -95,10 +102,24 @@ def test_ambiguous_inbox_answer_is_refused_and_changes_nothing(tmp_path: Path) -
 @pytest.mark.parametrize(
     "answer, why",
     [
-        ([{"type": "accept", "args": {"action": "send_email", "args": {"to": "evil@x", "body": "1"}}}], "unchanged"),
-        ([{"type": "accept", "args": None}, {"type": "ignore", "args": None}], "one response per call"),
+        (
+            [
+                {
+                    "type": "accept",
+                    "args": {"action": "send_email", "args": {"to": "evil@x", "body": "1"}},
+                }
+            ],
+            "unchanged",
+        ),
+        (
+            [{"type": "accept", "args": None}, {"type": "ignore", "args": None}],
+            "one response per call",
+        ),
         ([{"type": "response", "args": None}], "needs its text"),
-        ([{"type": "edit", "args": {"action": "deploy", "args": {"service": "x"}}}], "not the tool"),
+        (
+            [{"type": "edit", "args": {"action": "deploy", "args": {"service": "x"}}}],
+            "not the tool",
+        ),
         ([{"type": "edit", "args": "x"}], "needs args"),
     ],
 )
@@ -110,9 +131,13 @@ def test_bad_inbox_answers_are_refused(tmp_path: Path, answer: Any, why: str) ->
     assert _snapshot(session) == before and ledger.entries() == []
 
 
-def test_a_response_where_only_reject_is_allowed_is_a_rejection_with_that_reason(tmp_path: Path) -> None:
+def test_a_response_where_only_reject_is_allowed_is_a_rejection_with_that_reason(
+    tmp_path: Path,
+) -> None:
     # Agent Inbox offers its "respond" where a HITL request allows `reject`.
-    session, ledger = _one_call(tmp_path, policy={"send_email": {"allowed_decisions": ["approve", "reject"]}})
+    session, ledger = _one_call(
+        tmp_path, policy={"send_email": {"allowed_decisions": ["approve", "reject"]}}
+    )
     _resume(session, [{"type": "response", "args": "not to that address"}])
     result = _result(session)
     assert ledger.entries() == [] and result.status == "error"
@@ -128,15 +153,21 @@ def test_a_response_the_policy_does_not_allow_at_all_is_refused(tmp_path: Path) 
     assert ledger.entries() == []
 
 
-def test_agent_inbox_accept_echoes_empty_args_and_approves_the_call_as_shown(tmp_path: Path) -> None:
+def test_agent_inbox_accept_echoes_empty_args_and_approves_the_call_as_shown(
+    tmp_path: Path,
+) -> None:
     # Agent Inbox reads a HITL request's arguments from `arguments`: its accept echoes {}.
     session, ledger = _one_call(tmp_path)
     _resume(session, [{"type": "accept", "args": {"action": "send_email", "args": {}}}])
     assert ledger.entries() == [{"name": "send_email", "args": EMAIL}]
 
 
-def test_mark_as_resolved_rejects_the_open_calls_and_the_next_message_moves_on(tmp_path: Path) -> None:
-    turn = ai("", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+def test_mark_as_resolved_rejects_the_open_calls_and_the_next_message_moves_on(
+    tmp_path: Path,
+) -> None:
+    turn = ai(
+        "", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2")
+    )
     session, ledger, _ = make_session(tmp_path, [turn, "ok, something else then"])
     session.send("t1", "go").collect()
     # Exactly Agent Inbox's "Mark as resolved": updateState(id, {values: null, asNode: END}).
@@ -145,19 +176,27 @@ def test_mark_as_resolved_rejects_the_open_calls_and_the_next_message_moves_on(t
     assert not state.next and not state.interrupts
     results = {m.tool_call_id: m for m in state.values["messages"] if isinstance(m, ToolMessage)}
     assert set(results) == {"c1", "c2"}
-    assert all(m.status == "error" and "marked this request as resolved" in str(m.content) for m in results.values())
+    assert all(
+        m.status == "error" and "marked this request as resolved" in str(m.content)
+        for m in results.values()
+    )
     assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["reject", "reject"]
     assert session.pending("t1") is None
     # The next message is answered, not met with the same question.
     final = session.send("t1", "never mind").collect()[-1]
-    assert final.status == "completed" and session.messages("t1")[-1].content == "ok, something else then"
+    assert (
+        final.status == "completed"
+        and session.messages("t1")[-1].content == "ok, something else then"
+    )
     assert ledger.entries() == []
 
 
 def test_agent_chat_ui_mark_as_resolved_run_rejects_the_open_calls(tmp_path: Path) -> None:
     # Agent Chat UI's "Mark as Resolved" is a run of `command: {goto: "__end__"}` (input {}):
     # LangGraph alone ran it as a "success" that left the question pending.
-    turn = ai("", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    turn = ai(
+        "", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2")
+    )
     session, ledger, _ = make_session(tmp_path, [turn, "ok, something else then"])
     session.send("t1", "go").collect()
     assert list(session.agent.stream(Command(goto=[END]), CFG)) == []
@@ -165,10 +204,16 @@ def test_agent_chat_ui_mark_as_resolved_run_rejects_the_open_calls(tmp_path: Pat
     assert not state.next and not state.interrupts
     results = {m.tool_call_id: m for m in state.values["messages"] if isinstance(m, ToolMessage)}
     assert set(results) == {"c1", "c2"}
-    assert all(m.status == "error" and "marked this request as resolved" in str(m.content) for m in results.values())
+    assert all(
+        m.status == "error" and "marked this request as resolved" in str(m.content)
+        for m in results.values()
+    )
     assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["reject", "reject"]
     final = session.send("t1", "never mind").collect()[-1]
-    assert final.status == "completed" and session.messages("t1")[-1].content == "ok, something else then"
+    assert (
+        final.status == "completed"
+        and session.messages("t1")[-1].content == "ok, something else then"
+    )
     assert ledger.entries() == []
 
 
@@ -180,22 +225,30 @@ def test_clearing_a_thread_that_is_not_paused_is_left_to_langgraph(tmp_path: Pat
     assert session.storage.decisions.for_thread("t1") == []
 
 
-def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decided(tmp_path: Path) -> None:
+def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decided(
+    tmp_path: Path,
+) -> None:
     session, ledger = _one_call(tmp_path)
     # The terminal decides first (the Session records source and actor).
-    session.resume("t1", {"decisions": [{"type": "approve"}]}, source="terminal", actor="ana").collect()
+    session.resume(
+        "t1", {"decisions": [{"type": "approve"}]}, source="terminal", actor="ana"
+    ).collect()
     before = len(session.messages("t1"))
     # A raw client that read the same pause answers it afterwards.
     from graph import StaleDecision
 
-    with pytest.raises(StaleDecision, match=r"already decided — `send_email` approved by ana via terminal"):
+    with pytest.raises(
+        StaleDecision, match=r"already decided — `send_email` approved by ana via terminal"
+    ):
         _resume(session, {"decisions": [{"type": "reject", "message": "too late"}]})
     assert len(session.messages("t1")) == before and ledger.count("send_email") == 1
 
 
 def test_mark_as_resolved_respects_a_tools_approvers(tmp_path: Path) -> None:
     policy = {"deploy": {"mode": "ask", "approvers": ["ana@example.com"]}}
-    session, ledger, _ = make_session(tmp_path, [ai("", tool_call("deploy", {"service": "api"}, "c2")), "ok"], policy=policy)
+    session, ledger, _ = make_session(
+        tmp_path, [ai("", tool_call("deploy", {"service": "api"}, "c2")), "ok"], policy=policy
+    )
     session.send("t1", "go").collect()
     before = _snapshot(session)
     mallory = {"configurable": {"thread_id": "t1", "gatehouse_actor": "mallory"}}

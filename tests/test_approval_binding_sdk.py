@@ -28,7 +28,11 @@ def reply(request: dict[str, Any]) -> Any:
         return "Done."
     text = last["content"] if isinstance(last["content"], str) else last["content"][0]["text"]
     path = "notes.txt" if text == "write my notes" else "turn2.txt"
-    return {"tool_calls": [{"id": "call_0", "name": "write_file", "arguments": {"path": path, "content": path}}]}
+    return {
+        "tool_calls": [
+            {"id": "call_0", "name": "write_file", "arguments": {"path": path, "content": path}}
+        ]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +40,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     home = tmp_path_factory.mktemp("langgraph-dev-binding")
     workspace = home / "workspace"
     workspace.mkdir()
-    with FakeOpenAI([reply] * 100) as model, langgraph_dev(
-        home, db=home / "gatehouse.db", workspace=workspace, OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="sk-test"
-    ) as dev:
+    with (
+        FakeOpenAI([reply] * 100) as model,
+        langgraph_dev(
+            home,
+            db=home / "gatehouse.db",
+            workspace=workspace,
+            OPENAI_BASE_URL=model.base_url,
+            OPENAI_API_KEY="sk-test",
+        ) as dev,
+    ):
         yield {"url": dev.url, "workspace": workspace, "model": model, "client": dev.client()}
 
 
@@ -56,13 +67,17 @@ def wait(client: Any, tid: str, **kwargs: Any) -> Any:
     return result
 
 
-def test_replay_shows_the_journaled_result_and_reused_ids_inherit_nothing(server: dict[str, Any]) -> None:
+def test_replay_shows_the_journaled_result_and_reused_ids_inherit_nothing(
+    server: dict[str, Any],
+) -> None:
     client = server["client"]  # with this install's credentials
     ws: Path = server["workspace"]
     tid = client.threads.create()["thread_id"]
 
     wait(client, tid, input={"messages": [{"role": "user", "content": "write my notes"}]})
-    assert pending_actions(client, tid) == [("write_file", {"path": "notes.txt", "content": "notes.txt"}, "call_0")]
+    assert pending_actions(client, tid) == [
+        ("write_file", {"path": "notes.txt", "content": "notes.txt"}, "call_0")
+    ]
     wait(client, tid, command={"resume": {"decisions": [{"type": "approve"}]}})
     assert (ws / "notes.txt").read_text() == "notes.txt"
     (ws / "notes.txt").write_text("the person's later edit")
@@ -70,7 +85,8 @@ def test_replay_shows_the_journaled_result_and_reused_ids_inherit_nothing(server
     # Every checkpoint from before the write ran, with a step to take, replayed.
     history = client.threads.get_history(tid, limit=100)
     before = [
-        s for s in history
+        s
+        for s in history
         if s["next"] and not any(m["type"] == "tool" for m in s["values"].get("messages", []))
     ]
     assert len(before) >= 3, [s["next"] for s in history]
@@ -78,7 +94,9 @@ def test_replay_shows_the_journaled_result_and_reused_ids_inherit_nothing(server
     before.sort(key=lambda s: s["next"] in (["run_tool"], ["review"]))
     for state in before:
         wait(client, tid, input=None, checkpoint_id=state["checkpoint"]["checkpoint_id"])
-        assert (ws / "notes.txt").read_text() == "the person's later edit", f"replay before {state['next']} rewrote it"
+        assert (ws / "notes.txt").read_text() == "the person's later edit", (
+            f"replay before {state['next']} rewrote it"
+        )
         now = client.threads.get_state(tid)
         if state["next"] in (["run_tool"], ["review"]):
             # The call that ran, replayed: its journaled result, no card, no second run.
@@ -92,12 +110,24 @@ def test_replay_shows_the_journaled_result_and_reused_ids_inherit_nothing(server
     assert sorted(s["next"][0] for s in before) == ["__start__", "model", "review", "run_tool"]
 
     # A delete injected under the approved write's id: asked, not run.
-    delete = {"type": "ai", "content": "", "tool_calls": [
-        {"name": "delete_file", "args": {"path": "notes.txt"}, "id": "call_0", "type": "tool_call"}]}
+    delete = {
+        "type": "ai",
+        "content": "",
+        "tool_calls": [
+            {
+                "name": "delete_file",
+                "args": {"path": "notes.txt"},
+                "id": "call_0",
+                "type": "tool_call",
+            }
+        ],
+    }
     wait(client, tid, command={"update": {"messages": [delete]}, "goto": "before_tool"})
     assert (ws / "notes.txt").exists()
     assert pending_actions(client, tid) == [("delete_file", {"path": "notes.txt"}, "call_0")]
-    wait(client, tid, command={"resume": {"decisions": [{"type": "reject", "message": "keep them"}]}})
+    wait(
+        client, tid, command={"resume": {"decisions": [{"type": "reject", "message": "keep them"}]}}
+    )
     assert (ws / "notes.txt").read_text() == "the person's later edit"
 
     # The server's next `call_0` is another call: asked, with an id of its own.

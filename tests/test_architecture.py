@@ -83,7 +83,9 @@ def imports_of(path: Path, module: str) -> Iterator[tuple[int, str]]:
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             # `from graph import agent` imports the module graph.agent.
-            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+            names = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
+            ]
         else:
             continue
         for name in names:
@@ -107,9 +109,15 @@ def test_every_import_follows_an_allowed_edge() -> None:
             ok = dest in ALLOWED[source] and (source != "ui" or is_public(target))
             ok = ok or (target == FENCE and source in FENCE_USERS)
             if not ok:
-                wrong.append(f"{path.relative_to(ROOT)}:{line}: {module} ({source}) imports {target} ({dest})")
-    allowed = "\n".join(f"  {k} -> {', '.join(sorted(v)) or '(nothing)'}" for k, v in ALLOWED.items())
-    assert not wrong, "imports against the layers:\n" + "\n".join(wrong) + "\nallowed edges:\n" + allowed
+                wrong.append(
+                    f"{path.relative_to(ROOT)}:{line}: {module} ({source}) imports {target} ({dest})"
+                )
+    allowed = "\n".join(
+        f"  {k} -> {', '.join(sorted(v)) or '(nothing)'}" for k, v in ALLOWED.items()
+    )
+    assert not wrong, (
+        "imports against the layers:\n" + "\n".join(wrong) + "\nallowed edges:\n" + allowed
+    )
 
 
 def test_no_import_cycles_between_modules() -> None:
@@ -144,7 +152,9 @@ def test_no_import_cycles_between_modules() -> None:
 
 
 def test_graph_folder_shows_the_layers() -> None:
-    top = sorted(p.name for p in (ROOT / "graph").iterdir() if not p.name.startswith(("__pycache__", ".")))
+    top = sorted(
+        p.name for p in (ROOT / "graph").iterdir() if not p.name.startswith(("__pycache__", "."))
+    )
     assert top == ["__init__.py", "agent", "protocol", "service", "store"], top
 
 
@@ -155,10 +165,17 @@ def test_protocol_needs_no_langgraph_or_langchain() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             names = (
-                [a.name for a in node.names] if isinstance(node, ast.Import)
-                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
             )
-            offenders += [f"{module}: {n}" for n in names if n.split(".")[0] in ("langgraph", "langchain_core", "langchain")]
+            offenders += [
+                f"{module}: {n}"
+                for n in names
+                if n.split(".")[0] in ("langgraph", "langchain_core", "langchain")
+            ]
     assert not offenders, offenders
 
 
@@ -187,8 +204,14 @@ def test_langgraph_private_names_are_imported_only_by_the_fence() -> None:
                 names = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
             else:
                 continue
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if is_private_langgraph(n)]
-    assert not offenders, "LangGraph private names outside graph/store/langgraph_private.py:\n" + "\n".join(offenders)
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {n}"
+                for n in names
+                if is_private_langgraph(n)
+            ]
+    assert not offenders, (
+        "LangGraph private names outside graph/store/langgraph_private.py:\n" + "\n".join(offenders)
+    )
 
 
 def test_langgraph_channel_names_are_spelled_only_in_the_fence() -> None:
@@ -196,24 +219,36 @@ def test_langgraph_channel_names_are_spelled_only_in_the_fence() -> None:
     outside the fence is one the upgrade test does not check."""
     from graph.store import langgraph_private as fence
 
-    reserved = {v for k, v in vars(fence).items() if k.isupper() and not k.startswith("_") and isinstance(v, str)}
+    reserved = {
+        v
+        for k, v in vars(fence).items()
+        if k.isupper() and not k.startswith("_") and isinstance(v, str)
+    }
     offenders = []
     for module, path in sorted(MODULES.items()):
         if module == FENCE:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                node.value in reserved or node.value.startswith(fence.BRANCH_TO)
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and (node.value in reserved or node.value.startswith(fence.BRANCH_TO))
             ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
-    assert not offenders, "spell these through graph/store/langgraph_private.py:\n" + "\n".join(offenders)
+    assert not offenders, "spell these through graph/store/langgraph_private.py:\n" + "\n".join(
+        offenders
+    )
 
 
 def agent_state_keys() -> set[str]:
     """The keys of `AgentState` (graph/agent/state.py), read from its source."""
     tree = ast.parse((ROOT / "graph/agent/state.py").read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "AgentState")
-    return {s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+    return {
+        s.target.id
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    }
 
 
 def test_the_shared_state_keys_are_the_agents() -> None:
@@ -221,8 +256,14 @@ def test_the_shared_state_keys_are_the_agents() -> None:
     agent that leaves them behind fails here, not in a thread list gone stale."""
     from graph.protocol import state_keys
 
-    named = {k: v for k, v in vars(state_keys).items() if k.isupper() and isinstance(v, str) and k != "CANCELLED"}
-    assert named and set(named.values()) <= agent_state_keys(), set(named.values()) - agent_state_keys()
+    named = {
+        k: v
+        for k, v in vars(state_keys).items()
+        if k.isupper() and isinstance(v, str) and k != "CANCELLED"
+    }
+    assert named and set(named.values()) <= agent_state_keys(), (
+        set(named.values()) - agent_state_keys()
+    )
 
 
 def test_the_store_reads_agent_state_only_by_the_shared_names() -> None:
@@ -234,16 +275,26 @@ def test_the_store_reads_agent_state_only_by_the_shared_names() -> None:
         if layer_of(module) != "graph.store":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in keys:
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in keys
+            ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not offenders, "agent state keys spelled in graph/store:\n" + "\n".join(offenders)
 
 
 # The agent's nodes and route functions (graph/agent/graph.py wires them). Nodes
 # import helpers, never each other: a node is read, tested and changed alone.
-NODE_MODULES = frozenset({
-    "graph.agent.model_node", "graph.agent.review", "graph.agent.tool_node", "graph.agent.routing", "graph.agent.finish",
-})
+NODE_MODULES = frozenset(
+    {
+        "graph.agent.model_node",
+        "graph.agent.review",
+        "graph.agent.tool_node",
+        "graph.agent.routing",
+        "graph.agent.finish",
+    }
+)
 ASSEMBLER = "graph.agent.graph"
 
 
@@ -251,19 +302,31 @@ def node_functions_of_the_graph() -> dict[str, str]:
     """{function: module} for every function graph.py wires as a node or a route
     (the first argument of each `partial(...)` there)."""
     tree = ast.parse((ROOT / "graph" / "agent" / "graph.py").read_text())
-    origin = {a.asname or a.name: node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-              for a in node.names if node.module}
+    origin = {
+        a.asname or a.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if node.module
+    }
     wired = {}
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "partial"
-                and node.args and isinstance(node.args[0], ast.Name)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "partial"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        ):
             wired[node.args[0].id] = origin[node.args[0].id]
     return wired
 
 
 def test_every_node_lives_in_a_node_module() -> None:
     wired = node_functions_of_the_graph()
-    assert {"call_model", "review", "run_tool", "finish", "after_model", "dispatch"} <= set(wired), wired
+    assert {"call_model", "review", "run_tool", "finish", "after_model", "dispatch"} <= set(
+        wired
+    ), wired
     strays = {fn: module for fn, module in wired.items() if module not in NODE_MODULES}
     assert not strays, f"nodes wired from modules missing in NODE_MODULES: {strays}"
 
@@ -276,7 +339,9 @@ def test_nodes_import_helpers_not_each_other() -> None:
         for line, target in imports_of(path, module):
             if target in NODE_MODULES and target != module:
                 who = "node" if module in NODE_MODULES else "helper"
-                wrong.append(f"{path.relative_to(ROOT)}:{line}: {who} {module} imports the node module {target}")
+                wrong.append(
+                    f"{path.relative_to(ROOT)}:{line}: {who} {module} imports the node module {target}"
+                )
     assert not wrong, (
         "inside graph/agent only graph.py imports node modules; move what they share to a helper module:\n"
         + "\n".join(wrong)

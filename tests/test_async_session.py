@@ -55,7 +55,9 @@ def make_session(tmp_path: Path, script: list[Any], gate: Gate | None = None) ->
     tools = make_file_tools(Workspace(tmp_path / "ws"))
     if gate is not None:
         tools.append(gate.tool)
-    graph = build_graph(model=ScriptedModel(script=script), tools=tools, checkpointer=storage.checkpointer)
+    graph = build_graph(
+        model=ScriptedModel(script=script), tools=tools, checkpointer=storage.checkpointer
+    )
     return Session(graph, storage, tools)
 
 
@@ -71,7 +73,10 @@ def types(events: list[ev.Event]) -> list[str]:
 
 
 def test_pause_and_resume(tmp_path: Path) -> None:
-    script = [ai("Writing.", tool_call("write_file", {"path": "a.txt", "content": "hi\n"}, "c1")), "Done."]
+    script = [
+        ai("Writing.", tool_call("write_file", {"path": "a.txt", "content": "hi\n"}, "c1")),
+        "Done.",
+    ]
     session = make_session(tmp_path, script)
 
     async def main() -> None:
@@ -104,8 +109,13 @@ def test_pause_and_resume(tmp_path: Path) -> None:
             history = await s.history(thread_id)
             assert [m.type for m in history] == ["human", "ai", "tool", "ai"]
             # The end carries the final answer and its message id.
-            assert events[-1] == ev.RunFinished(thread_id=thread_id, status="completed", ts=events[-1].ts,
-                                                text=history[-1].content, message_id=history[-1].id)
+            assert events[-1] == ev.RunFinished(
+                thread_id=thread_id,
+                status="completed",
+                ts=events[-1].ts,
+                text=history[-1].content,
+                message_id=history[-1].id,
+            )
             assert [t.thread_id for t in await s.threads()] == [thread_id]
             info = await s.thread(thread_id)
             assert info is not None and info.status == "completed"
@@ -217,7 +227,9 @@ def test_explicit_cancel_stops_at_the_next_safe_point(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["task_cancelled", "context_exit"])
-def test_a_consumer_that_leaves_mid_run_leaves_the_thread_consistent(tmp_path: Path, how: str) -> None:
+def test_a_consumer_that_leaves_mid_run_leaves_the_thread_consistent(
+    tmp_path: Path, how: str
+) -> None:
     gate = Gate()
     script = [
         ai("", tool_call("hold", {"label": "a"}, "c1"), tool_call("hold", {"label": "b"}, "c2")),

@@ -21,9 +21,27 @@ def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> N
     results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
     markdown.write_text("# Benchmarks\n\nProse that must survive.\n")
     out = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--turns", "2,3", "--baseline-turns", "2", "--no-micro", "--no-cold", "--no-lockstep",
-         "--results", str(results), "--markdown", str(markdown)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "bench.run",
+            "--turns",
+            "2,3",
+            "--baseline-turns",
+            "2",
+            "--no-micro",
+            "--no-cold",
+            "--no-lockstep",
+            "--results",
+            str(results),
+            "--markdown",
+            str(markdown),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     text = markdown.read_text()
@@ -43,9 +61,23 @@ def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> N
 def test_cold_paths_bench_in_a_tiny_mode_writes_its_table_and_plot(tmp_path: Path) -> None:
     results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
     out = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--cold-only", "--quick", "--no-postgres",
-         "--results", str(results), "--markdown", str(markdown)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "bench.run",
+            "--cold-only",
+            "--quick",
+            "--no-postgres",
+            "--results",
+            str(results),
+            "--markdown",
+            str(markdown),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     text = markdown.read_text()
@@ -56,7 +88,9 @@ def test_cold_paths_bench_in_a_tiny_mode_writes_its_table_and_plot(tmp_path: Pat
     assert (results / "cold_paths.png").stat().st_size > 1000
     # The split of a resume and the floor it is measured against (issue 36).
     at = cold["backends"]["sqlite"]["gatehouse"]["at"]["3"]
-    assert at["resume"]["approve_ms"] > 0 and at["floor"]["read_ms"] > 0 and at["floor"]["step_ms"] > 0
+    assert (
+        at["resume"]["approve_ms"] > 0 and at["floor"]["read_ms"] > 0 and at["floor"]["step_ms"] > 0
+    )
     assert "cold resume ms (open / read / approve / run)" in text
     # Warm per turn in lockstep, tiny.
     assert "| gatehouse | 6 |" in text.split("### Warm per turn in lockstep")[1]

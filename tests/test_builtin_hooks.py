@@ -50,7 +50,9 @@ POLICY = {"search": False, "run_tests": False, "deploy": True}
 
 def make(tmp_path: Path, model: Any, hooks: dict[str, list[Any]]) -> Session:
     storage = open_storage(str(tmp_path / "db"))
-    graph = build_graph(model=model, tools=TOOLS, checkpointer=storage.checkpointer, policy=POLICY, hooks=hooks)
+    graph = build_graph(
+        model=model, tools=TOOLS, checkpointer=storage.checkpointer, policy=POLICY, hooks=hooks
+    )
     return Session(graph, storage, TOOLS)
 
 
@@ -67,12 +69,16 @@ def pairs_intact(messages: list[Any]) -> bool:
 # -- budget ------------------------------------------------------------------------
 
 
-def test_budget_stops_a_run_at_its_model_call_limit_and_the_next_run_starts_fresh(tmp_path: Path) -> None:
+def test_budget_stops_a_run_at_its_model_call_limit_and_the_next_run_starts_fresh(
+    tmp_path: Path,
+) -> None:
     budget = Budget(max_model_calls=2)
     session = make(tmp_path, ScriptedModel(script=searches(10)), {"before_llm": [budget]})
     events = session.send("t", "research").collect()
     assert events[-1].status == "stopped"
-    assert events[-1].reason.startswith("Budget reached: this run used 2 model calls (limit 2 model calls)")
+    assert events[-1].reason.startswith(
+        "Budget reached: this run used 2 model calls (limit 2 model calls)"
+    )
     assert sum(1 for e in events if e.type == "usage" and e.total_tokens) == 2
     assert pairs_intact(session.messages("t"))
     # A new message is a new run: two more calls.
@@ -82,7 +88,9 @@ def test_budget_stops_a_run_at_its_model_call_limit_and_the_next_run_starts_fres
 
 
 def test_budget_token_limit_per_run(tmp_path: Path) -> None:
-    session = make(tmp_path, ScriptedModel(script=searches(10)), {"before_llm": [Budget(max_tokens=60)]})
+    session = make(
+        tmp_path, ScriptedModel(script=searches(10)), {"before_llm": [Budget(max_tokens=60)]}
+    )
     events = session.send("t", "research " * 40).collect()  # ~100 tokens in the first call
     assert events[-1].status == "stopped" and "tokens (limit 60 tokens)" in events[-1].reason
     assert sum(1 for e in events if e.type == "usage" and e.total_tokens) == 1
@@ -91,19 +99,29 @@ def test_budget_token_limit_per_run(tmp_path: Path) -> None:
 def test_budget_prices_tokens_from_the_table_and_stops_on_cost(tmp_path: Path) -> None:
     prices = {"acme-large": (1_000_000.0, 2_000_000.0)}  # $1 per input token, $2 per output token
     budget = Budget(max_cost=150.0, prices=prices, model="acme-large")
-    session = make(tmp_path, ScriptedModel(script=searches(10)), {"before_llm": [budget], "on_exit": [budget]})
+    session = make(
+        tmp_path, ScriptedModel(script=searches(10)), {"before_llm": [budget], "on_exit": [budget]}
+    )
     events = session.send("t", "hello").collect()
     usage = session.usage("t")
     expected = usage["input_tokens"] * 1.0 + usage["output_tokens"] * 2.0
     assert usage["cost"] == pytest.approx(expected)
     costs = [e.cost for e in events if e.type == "usage" and e.cost]
     assert sum(costs) == pytest.approx(expected)  # usage events add up to the total
-    assert events[-1].status == "stopped" and "$" in events[-1].reason and "limit $150.0000" in events[-1].reason
+    assert (
+        events[-1].status == "stopped"
+        and "$" in events[-1].reason
+        and "limit $150.0000" in events[-1].reason
+    )
 
 
 def test_budget_on_exit_prices_the_last_call_without_stopping(tmp_path: Path) -> None:
     budget = Budget(max_cost=0.0001, prices={"m": (1.0, 1.0)}, model="m")
-    session = make(tmp_path, ScriptedModel(script=["short answer"]), {"before_llm": [budget], "on_exit": [budget]})
+    session = make(
+        tmp_path,
+        ScriptedModel(script=["short answer"]),
+        {"before_llm": [budget], "on_exit": [budget]},
+    )
     events = session.send("t", "hi").collect()
     assert events[-1].status == "completed"  # on_exit never stops a finished answer
     assert session.usage("t")["cost"] > 0
@@ -133,12 +151,19 @@ def test_budget_price_lookup() -> None:
 # -- compaction ---------------------------------------------------------------------
 
 
-def test_compaction_summarises_old_turns_keeps_recent_ones_and_reports_tokens(tmp_path: Path) -> None:
+def test_compaction_summarises_old_turns_keeps_recent_ones_and_reports_tokens(
+    tmp_path: Path,
+) -> None:
     summariser = ScriptedModel(script=["SUMMARY: searched q0 and q1, answered twice."])
     compaction = Compaction(summariser, max_tokens=10**9, keep_turns=2)
     second_turn = ai("", tool_call("search", {"query": "q1"}, "s1"))
     # Turn k answers the k-th AI message; after compaction there are fewer of them.
-    script = [*searches(1), "answer one", lambda m: "answer three" if is_summary(m[1]) else second_turn, "answer two"]
+    script = [
+        *searches(1),
+        "answer one",
+        lambda m: "answer three" if is_summary(m[1]) else second_turn,
+        "answer two",
+    ]
     model = ScriptedModel(script=script)
     session = make(tmp_path, model, {"before_llm": [compaction]})
     session.send("t", "first " * 50).collect()
@@ -150,7 +175,10 @@ def test_compaction_summarises_old_turns_keeps_recent_ones_and_reports_tokens(tm
     events = session.send("t", "third").collect()
     compacted = [e for e in events if e.type == "compacted"]
     assert len(compacted) == 1
-    assert compacted[0].tokens_before > 100 and compacted[0].tokens_after < compacted[0].tokens_before - 50
+    assert (
+        compacted[0].tokens_before > 100
+        and compacted[0].tokens_after < compacted[0].tokens_before - 50
+    )
     assert compacted[0].messages_removed == 4  # the first turn: human, ai+call, tool, ai
 
     after = session.messages("t")
@@ -170,10 +198,17 @@ def test_compaction_summarises_old_turns_keeps_recent_ones_and_reports_tokens(tm
 
 def test_compaction_never_splits_a_tool_call_from_its_result() -> None:
     compaction = Compaction(ScriptedModel(script=["s"]), max_tokens=0, keep_turns=1)
-    history: list[Any] = [HumanMessage("a", id="h1"), AIMessage("", id="a1", tool_calls=[tool_call("search", {"query": "x"}, "c1")])]
+    history: list[Any] = [
+        HumanMessage("a", id="h1"),
+        AIMessage("", id="a1", tool_calls=[tool_call("search", {"query": "x"}, "c1")]),
+    ]
     # A person's message slipped in before the tool result (a steer): the cut cannot
     # fall between the call and its result, so it moves before the call.
-    history += [HumanMessage("steer", id="h2"), ToolMessage("r", tool_call_id="c1", id="t1"), AIMessage("done", id="a2")]
+    history += [
+        HumanMessage("steer", id="h2"),
+        ToolMessage("r", tool_call_id="c1", id="t1"),
+        AIMessage("done", id="a2"),
+    ]
     assert compaction.cut_index(history) == 1
     for keep in (1, 2, 3):
         compaction.keep_turns = keep
@@ -196,7 +231,14 @@ def test_compact_now_in_the_session_api(tmp_path: Path) -> None:
     event = session.compact_now("t")
     assert event is not None and event.type == "compacted" and event.messages_removed == 4
     messages = session.messages("t")
-    assert [m.content for m in messages if not is_summary(m)] == ["one", "ok", "two", "ok", "three", "ok"]
+    assert [m.content for m in messages if not is_summary(m)] == [
+        "one",
+        "ok",
+        "two",
+        "ok",
+        "three",
+        "ok",
+    ]
     assert is_summary(messages[4]) and [m.content for m in messages[5:]] == ["three", "ok"]
     # The thread goes on normally afterwards.
     assert session.send("t", "four").collect()[-1].status == "completed"
@@ -219,7 +261,9 @@ def test_compact_now_refuses_while_an_approval_is_pending(tmp_path: Path) -> Non
 # -- system context ---------------------------------------------------------------------
 
 
-def test_system_context_gives_date_and_workspace_without_piling_into_history(tmp_path: Path) -> None:
+def test_system_context_gives_date_and_workspace_without_piling_into_history(
+    tmp_path: Path,
+) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "readme.md").write_text("hi")
@@ -244,7 +288,9 @@ def test_system_context_gives_date_and_workspace_without_piling_into_history(tmp
 def test_system_context_summary_is_short(tmp_path: Path) -> None:
     for i in range(30):
         (tmp_path / f"f{i:02}.txt").write_text("")
-    text = SystemContext(tmp_path, max_entries=5, clock=lambda: datetime.now(timezone(timedelta(hours=2)))).text()
+    text = SystemContext(
+        tmp_path, max_entries=5, clock=lambda: datetime.now(timezone(timedelta(hours=2)))
+    ).text()
     assert "f00.txt, f01.txt, f02.txt, f03.txt, f04.txt, … and 25 more" in text
     assert "does not exist yet" in SystemContext(tmp_path / "missing").text()
 
@@ -253,7 +299,9 @@ def test_system_context_summary_is_short(tmp_path: Path) -> None:
 
 
 def test_require_tool_keeps_the_run_going_until_the_tool_ran(tmp_path: Path) -> None:
-    model = ScriptedModel(script=["Fixed it.", ai("", tool_call("run_tests", {}, "r1")), "Fixed; tests pass."])
+    model = ScriptedModel(
+        script=["Fixed it.", ai("", tool_call("run_tests", {}, "r1")), "Fixed; tests pass."]
+    )
     session = make(tmp_path, model, {"on_exit": [RequireTool("run_tests", max_reminders=2)]})
     events = session.send("t", "fix the bug").collect()
     assert events[-1].status == "completed"
@@ -279,7 +327,11 @@ def test_require_tool_stops_after_k_reminders_and_resets_per_run(tmp_path: Path)
 
 def test_require_tool_does_not_count_a_failed_or_earlier_call(tmp_path: Path) -> None:
     hook = RequireTool("run_tests")
-    failed = [HumanMessage("go"), AIMessage("", tool_calls=[tool_call("run_tests", {}, "r")]), ToolMessage("boom", tool_call_id="r", name="run_tests", status="error")]
+    failed = [
+        HumanMessage("go"),
+        AIMessage("", tool_calls=[tool_call("run_tests", {}, "r")]),
+        ToolMessage("boom", tool_call_id="r", name="run_tests", status="error"),
+    ]
     assert not hook.called(failed)
     ok = [*failed[:2], ToolMessage("12 passed", tool_call_id="r", name="run_tests")]
     assert hook.called(ok)
@@ -297,7 +349,9 @@ def grading(*replies: str) -> ScriptedModel:
 def test_judge_continues_with_the_critique_until_the_grade_passes(tmp_path: Path) -> None:
     judge_model = grading("GRADE: 3/10\nCRITIQUE: Missing the year.", "GRADE: 8\nCRITIQUE: fine")
     model = ScriptedModel(script=["Paris.", "Paris, in 2024."])
-    session = make(tmp_path, model, {"on_exit": [AnswerJudge(judge_model, threshold=7, max_rounds=3)]})
+    session = make(
+        tmp_path, model, {"on_exit": [AnswerJudge(judge_model, threshold=7, max_rounds=3)]}
+    )
     events = session.send("t", "Where and when?").collect()
     assert events[-1].status == "completed"
     notices = [e.text for e in events if e.type == "notice"]
@@ -305,13 +359,18 @@ def test_judge_continues_with_the_critique_until_the_grade_passes(tmp_path: Path
     messages = session.messages("t")
     assert "Missing the year." in messages[2].content and messages[-1].content == "Paris, in 2024."
     # The judge saw the request and the answer.
-    assert "Where and when?" in judge_model.inputs[0][-1].content and "Paris." in judge_model.inputs[0][-1].content
+    assert (
+        "Where and when?" in judge_model.inputs[0][-1].content
+        and "Paris." in judge_model.inputs[0][-1].content
+    )
 
 
 def test_judge_gives_up_after_k_rounds_and_keeps_the_answer(tmp_path: Path) -> None:
     judge_model = ScriptedModel(script=["GRADE: 2/10\nCRITIQUE: wrong"])
     model = ScriptedModel(fallback="meh")
-    session = make(tmp_path, model, {"on_exit": [AnswerJudge(judge_model, threshold=7, max_rounds=2)]})
+    session = make(
+        tmp_path, model, {"on_exit": [AnswerJudge(judge_model, threshold=7, max_rounds=2)]}
+    )
     events = session.send("t", "q").collect()
     assert events[-1].status == "completed"
     assert len(model.inputs) == 3 and len(judge_model.inputs) == 3
@@ -319,7 +378,11 @@ def test_judge_gives_up_after_k_rounds_and_keeps_the_answer(tmp_path: Path) -> N
 
 
 def test_judge_without_a_readable_grade_keeps_the_answer(tmp_path: Path) -> None:
-    session = make(tmp_path, ScriptedModel(fallback="answer"), {"on_exit": [AnswerJudge(grading("looks fine to me"))]})
+    session = make(
+        tmp_path,
+        ScriptedModel(fallback="answer"),
+        {"on_exit": [AnswerJudge(grading("looks fine to me"))]},
+    )
     events = session.send("t", "q").collect()
     notices = [e for e in events if e.type == "notice"]
     assert events[-1].status == "completed" and "no readable grade" in notices[-1].text
@@ -327,7 +390,13 @@ def test_judge_without_a_readable_grade_keeps_the_answer(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     "text, grade",
-    [("GRADE: 7/10", 7.0), ("grade=3.5", 3.5), ("Score 8 / 20, decent", 4.0), ("GRADE: 14", 10.0), ("no", None)],
+    [
+        ("GRADE: 7/10", 7.0),
+        ("grade=3.5", 3.5),
+        ("Score 8 / 20, decent", 4.0),
+        ("GRADE: 14", 10.0),
+        ("no", None),
+    ],
 )
 def test_parse_grade(text: str, grade: float | None) -> None:
     assert parse_grade(text)[0] == grade
@@ -344,7 +413,7 @@ def test_parse_grade(text: str, grade: float | None) -> None:
         ("hooks_system_context.py", "Current date and time"),
         ("hooks_require_tool.py", "completed - Fixed; 12 tests pass."),
         ("hooks_judge.py", "completed - Paris hosted the Summer Olympics in 2024."),
-        ("hooks_after_llm.py", 'reply_rejected: the reply was not a JSON object'),
+        ("hooks_after_llm.py", "reply_rejected: the reply was not a JSON object"),
         ("hooks_after_llm.py", 'completed - {"answer": "Paris"}'),
     ],
 )
@@ -356,7 +425,9 @@ def test_examples_run(example: str, expected: str, capsys: pytest.CaptureFixture
 
 def test_exit_hooks_defer_to_an_earlier_decision(tmp_path: Path) -> None:
     judge_model = grading("GRADE: 9/10\nCRITIQUE: ok")
-    model = ScriptedModel(script=["done", ai("", tool_call("run_tests", {}, "r1")), "tested and done"])
+    model = ScriptedModel(
+        script=["done", ai("", tool_call("run_tests", {}, "r1")), "tested and done"]
+    )
     hooks = {"on_exit": [RequireTool("run_tests"), AnswerJudge(judge_model)]}
     events = make(tmp_path, model, hooks).send("t", "fix").collect()
     assert events[-1].status == "completed"

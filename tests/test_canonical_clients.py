@@ -43,7 +43,9 @@ def pending(world: dict[str, Any], thread: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("via", CLIENTS)
-def test_a_pattern_grant_never_covers_a_path_that_leaves_it(world: dict[str, Any], via: str) -> None:
+def test_a_pattern_grant_never_covers_a_path_that_leaves_it(
+    world: dict[str, Any], via: str
+) -> None:
     client, thread, ws = world["clients"][via], str(uuid.uuid4()), world["workspace"]
     client.send(thread, f"write n-{via}/first.md: one")
     assert [a["name"] for a in pending(world, thread)] == ["write_file"]

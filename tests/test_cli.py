@@ -35,16 +35,22 @@ def base_cmd() -> list[str]:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
-    e.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
-             PYTHONPATH=str(ROOT))
+    e.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+    )
     e.pop("NO_COLOR", None)
     (tmp_path / "ws").mkdir()
     return e
 
 
-def gh(env: dict[str, str], *args: str, code: int | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([*base_cmd(), *args], env=env, cwd=str(ROOT), capture_output=True, text=True,
-                            timeout=120)
+def gh(
+    env: dict[str, str], *args: str, code: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [*base_cmd(), *args], env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=120
+    )
     if code is not None:
         assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     return result
@@ -64,7 +70,9 @@ def named(env: dict[str, str], thread_id: str) -> tuple[str, str, str]:
 
 
 @slow
-def test_send_pause_partial_decisions_refused_then_answered(env: dict[str, str], tmp_path: Path) -> None:
+def test_send_pause_partial_decisions_refused_then_answered(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     sent = gh_json(env, "send", TWO_WRITES, code=3)
     thread_id = sent["thread_id"]
     assert sent["status"] == "awaiting_approval"
@@ -72,7 +80,9 @@ def test_send_pause_partial_decisions_refused_then_answered(env: dict[str, str],
     assert [t["name"] for t in sent["tools"]] == ["list_files"]  # the free call already ran
 
     listed = gh_json(env, "threads")
-    assert [(t["thread_id"], t["status"], t["pending"]) for t in listed] == [(thread_id, "awaiting_approval", 2)]
+    assert [(t["thread_id"], t["status"], t["pending"]) for t in listed] == [
+        (thread_id, "awaiting_approval", 2)
+    ]
     inbox = gh_json(env, "pending")
     assert inbox[0]["thread_id"] == thread_id
     assert [c["args"]["path"] for c in inbox[0]["calls"]] == ["todo.md", "b.md"]
@@ -87,10 +97,21 @@ def test_send_pause_partial_decisions_refused_then_answered(env: dict[str, str],
     assert gh_json(env, "pending")[0]["interrupt_id"] == inbox[0]["interrupt_id"]
     assert not (tmp_path / "ws" / "todo.md").exists()
 
-    done = gh_json(env, "approve", thread_id, "--call", "1", "--reject-others", "not b",
-                   "--interrupt-id", inbox[0]["interrupt_id"])
+    done = gh_json(
+        env,
+        "approve",
+        thread_id,
+        "--call",
+        "1",
+        "--reject-others",
+        "not b",
+        "--interrupt-id",
+        inbox[0]["interrupt_id"],
+    )
     assert done["status"] == "completed" and done["pending"] is None
-    assert {t["name"]: t["status"] for t in done["tools"] if t["status"] == "rejected"} == {"write_file": "rejected"}
+    assert {t["name"]: t["status"] for t in done["tools"] if t["status"] == "rejected"} == {
+        "write_file": "rejected"
+    }
     assert (tmp_path / "ws" / "todo.md").read_text() == "buy milk\n"
     assert not (tmp_path / "ws" / "b.md").exists()
 
@@ -105,7 +126,9 @@ def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) ->
     thread_id = gh_json(env, "send", "write a.md: one", code=3)["thread_id"]
     gh(env, "respond", *named(env, thread_id), "--message", "I wrote it by hand", code=0)
     transcript = gh_json(env, "show", thread_id)
-    assert [m["content"] for m in transcript["messages"] if m["role"] == "tool"] == ["I wrote it by hand"]
+    assert [m["content"] for m in transcript["messages"] if m["role"] == "tool"] == [
+        "I wrote it by hand"
+    ]
     assert not (tmp_path / "ws" / "a.md").exists()
 
     gh(env, "send", "--thread", thread_id, "write c.md: two", code=3)
@@ -126,19 +149,28 @@ def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) ->
 
 
 @slow
-def test_send_auto_approve_runs_gated_calls_and_says_so(env: dict[str, str], tmp_path: Path) -> None:
+def test_send_auto_approve_runs_gated_calls_and_says_so(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     sent = gh_json(env, "send", "--auto-approve", "write todo.md: buy milk")
     assert sent["status"] == "completed" and sent["auto_approve"] == "session"
-    assert [(t["name"], t["status"], t["auto_approved"]) for t in sent["tools"]] == [("write_file", "ok", True)]
+    assert [(t["name"], t["status"], t["auto_approved"]) for t in sent["tools"]] == [
+        ("write_file", "ok", True)
+    ]
     assert (tmp_path / "ws" / "todo.md").read_text() == "buy milk\n"
     tools = [m for m in gh_json(env, "show", sent["thread_id"])["messages"] if m["role"] == "tool"]
     assert tools[0]["decision"] == "auto_approve"
     assert "auto-approved" in gh(env, "export", sent["thread_id"], code=0).stdout
 
-    shown = gh(env, "send", "--thread", sent["thread_id"], "--auto-approve", "write b.md: x", code=0)
+    shown = gh(
+        env, "send", "--thread", sent["thread_id"], "--auto-approve", "write b.md: x", code=0
+    )
     assert "AUTO-APPROVE ON" in shown.stderr and "[auto-approved]" in shown.stdout
     # Only for that command: the next one asks again.
-    assert gh_json(env, "send", "--thread", sent["thread_id"], "write c.md: y", code=3)["auto_approve"] is None
+    assert (
+        gh_json(env, "send", "--thread", sent["thread_id"], "write c.md: y", code=3)["auto_approve"]
+        is None
+    )
     assert not (tmp_path / "ws" / "c.md").exists()
 
     config = tmp_path / "gatehouse.toml"
@@ -192,9 +224,19 @@ def test_db_option_resume_and_config_errors(env: dict[str, str], tmp_path: Path)
 
 @slow
 def test_ctrl_c_during_a_scripted_run_cancels_it(env: dict[str, str]) -> None:
-    slow = {**env, "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:model", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([*base_cmd(), "send", "tell me a story"], env=slow, cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slow = {
+        **env,
+        "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:model",
+        "PYTHONUNBUFFERED": "1",
+    }
+    proc = subprocess.Popen(
+        [*base_cmd(), "send", "tell me a story"],
+        env=slow,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     seen = ""
     deadline = time.time() + 90
@@ -209,10 +251,14 @@ def test_ctrl_c_during_a_scripted_run_cancels_it(env: dict[str, str]) -> None:
 
 
 @slow
-def test_errors_under_json_are_json_and_hints_name_options_the_command_takes(env: dict[str, str],
-                                                                            tmp_path: Path) -> None:
+def test_errors_under_json_are_json_and_hints_name_options_the_command_takes(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     missing = gh(env, "approve", "no-such-thread", "--json", code=1)
-    assert json.loads(missing.stdout) == {"error": "no thread no-such-thread (see `gatehouse threads`)", "exit_code": 1}
+    assert json.loads(missing.stdout) == {
+        "error": "no thread no-such-thread (see `gatehouse threads`)",
+        "exit_code": 1,
+    }
     assert "no thread no-such-thread" in missing.stderr  # people still read stderr
 
     thread_id = gh_json(env, "send", TWO_WRITES, code=3)["thread_id"]
@@ -224,14 +270,23 @@ def test_errors_under_json_are_json_and_hints_name_options_the_command_takes(env
     assert "--approve-others" in partial.stderr and "--reject-others" not in partial.stderr
 
     # A made-up request id is not "already decided": it was never asked.
-    made_up = json.loads(gh(env, "approve", thread_id, "--all", "--interrupt-id", "made-up", "--json", code=2).stdout)
+    made_up = json.loads(
+        gh(env, "approve", thread_id, "--all", "--interrupt-id", "made-up", "--json", code=2).stdout
+    )
     assert "never asked approval request made-up" in made_up["error"]
     first = gh_json(env, "pending")[0]["interrupt_id"]
     gh_json(env, "approve", thread_id, "--all", "--interrupt-id", first)
-    next_id = gh_json(env, "send", "--thread", thread_id, "write c.md: z", code=3)["pending"]["interrupt_id"]
-    stale = json.loads(gh(env, "approve", thread_id, "--interrupt-id", first, "--json", code=2).stdout)
+    next_id = gh_json(env, "send", "--thread", thread_id, "write c.md: z", code=3)["pending"][
+        "interrupt_id"
+    ]
+    stale = json.loads(
+        gh(env, "approve", thread_id, "--interrupt-id", first, "--json", code=2).stdout
+    )
     assert "already decided" in stale["error"]
-    assert gh_json(env, "pending")[0]["interrupt_id"] == next_id and not (tmp_path / "ws" / "c.md").exists()
+    assert (
+        gh_json(env, "pending")[0]["interrupt_id"] == next_id
+        and not (tmp_path / "ws" / "c.md").exists()
+    )
 
 
 @slow
@@ -239,14 +294,24 @@ def test_approve_with_edited_arguments(env: dict[str, str], tmp_path: Path) -> N
     thread_id = gh_json(env, "send", TWO_WRITES, code=3)["thread_id"]
     # Refused before anything is sent: not JSON, not an object, not the tool's schema, no such call.
     request = named(env, thread_id)
-    assert "not valid JSON" in gh(env, "approve", *request, "--all", "--edit", "1", "{path", code=2).stderr
-    assert "JSON object" in gh(env, "approve", *request, "--all", "--edit", "1", "[1]", code=2).stderr
+    assert (
+        "not valid JSON"
+        in gh(env, "approve", *request, "--all", "--edit", "1", "{path", code=2).stderr
+    )
+    assert (
+        "JSON object" in gh(env, "approve", *request, "--all", "--edit", "1", "[1]", code=2).stderr
+    )
     bad = gh(env, "approve", *request, "--all", "--edit", "1", '{"path": "todo.md"}', code=2)
     assert "content" in bad.stderr and "nothing was sent" in bad.stderr
     assert "--edit 5" in gh(env, "approve", *request, "--all", "--edit", "5", "{}", code=2).stderr
-    assert gh_json(env, "pending")[0]["thread_id"] == thread_id and not (tmp_path / "ws" / "todo.md").exists()
+    assert (
+        gh_json(env, "pending")[0]["thread_id"] == thread_id
+        and not (tmp_path / "ws" / "todo.md").exists()
+    )
 
-    done = gh_json(env, "approve", *request, "--all", "--edit", "1", '{"path": "todo.md", "content": "EDITED"}')
+    done = gh_json(
+        env, "approve", *request, "--all", "--edit", "1", '{"path": "todo.md", "content": "EDITED"}'
+    )
     assert done["status"] == "completed"
     assert (tmp_path / "ws" / "todo.md").read_text() == "EDITED"
     assert (tmp_path / "ws" / "b.md").read_text() == "x\n"
@@ -256,9 +321,14 @@ def test_approve_with_edited_arguments(env: dict[str, str], tmp_path: Path) -> N
 
 @slow
 def test_ctrl_c_during_a_long_command_stops_it_within_a_second(env: dict[str, str]) -> None:
-    proc = subprocess.Popen([*base_cmd(), "send", "--auto-approve", "run: echo READY$((40+2)) && sleep 20"],
-                            env={**env, "PYTHONUNBUFFERED": "1"}, cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*base_cmd(), "send", "--auto-approve", "run: echo READY$((40+2)) && sleep 20"],
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     seen = ""
     deadline = time.time() + 90
@@ -274,9 +344,19 @@ def test_ctrl_c_during_a_long_command_stops_it_within_a_second(env: dict[str, st
 
 @slow
 def test_second_ctrl_c_quits_at_once_without_a_traceback(env: dict[str, str]) -> None:
-    stuck = {**env, "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:stuck_model", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([*base_cmd(), "send", "hello"], env=stuck, cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stuck = {
+        **env,
+        "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:stuck_model",
+        "PYTHONUNBUFFERED": "1",
+    }
+    proc = subprocess.Popen(
+        [*base_cmd(), "send", "hello"],
+        env=stuck,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     assert proc.stderr.readline().startswith("thread ")  # the run is under way
     time.sleep(0.5)
@@ -293,9 +373,19 @@ def test_second_ctrl_c_quits_at_once_without_a_traceback(env: dict[str, str]) ->
 
 @slow
 def test_resume_continues_a_run_whose_process_died(env: dict[str, str]) -> None:
-    slow_env = {**env, "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:model", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([*base_cmd(), "send", "tell me a story"], env=slow_env, cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    slow_env = {
+        **env,
+        "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_cli_model:model",
+        "PYTHONUNBUFFERED": "1",
+    }
+    proc = subprocess.Popen(
+        [*base_cmd(), "send", "tell me a story"],
+        env=slow_env,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     seen = ""
     deadline = time.time() + 90
@@ -322,8 +412,9 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return calls
 
 
-def test_no_command_and_ui_start_streamlit(launched: list[list[str]], monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def test_no_command_and_ui_start_streamlit(
+    launched: list[list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from ui.term import cli
 
     app_py = tmp_path / "app.py"
@@ -343,15 +434,24 @@ def test_no_command_and_ui_start_streamlit(launched: list[list[str]], monkeypatc
     assert result.exit_code == 1
 
 
-def test_studio_runs_langgraph_dev_or_says_how_to_install(launched: list[list[str]],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_studio_runs_langgraph_dev_or_says_how_to_install(
+    launched: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ui.term import cli
 
     runner = CliRunner()
     monkeypatch.setattr(cli, "find_langgraph", lambda: "/opt/bin/langgraph")
     assert runner.invoke(cli.app, ["studio", "--no-browser"]).exit_code == 0
     assert launched == [
-        ["/opt/bin/langgraph", "dev", "--config", str(ROOT / "langgraph.json"), "--port", "2024", "--no-browser"]
+        [
+            "/opt/bin/langgraph",
+            "dev",
+            "--config",
+            str(ROOT / "langgraph.json"),
+            "--port",
+            "2024",
+            "--no-browser",
+        ]
     ]
 
     monkeypatch.setattr(cli, "find_langgraph", lambda: None)
@@ -367,11 +467,17 @@ def pending_of(*names: str) -> object:
     from graph.protocol.pauses import ApprovalRequest
 
     request = {
-        "action_requests": [{"name": n, "args": {}, "description": "", "tool_call_id": f"c{i}"}
-                            for i, n in enumerate(names)],
-        "review_configs": [{"action_name": n, "allowed_decisions": ["approve", "reject"]} for n in names],
+        "action_requests": [
+            {"name": n, "args": {}, "description": "", "tool_call_id": f"c{i}"}
+            for i, n in enumerate(names)
+        ],
+        "review_configs": [
+            {"action_name": n, "allowed_decisions": ["approve", "reject"]} for n in names
+        ],
     }
-    return Approval(thread_id="t1", interrupt_id="i1", request=ApprovalRequest.model_validate(request))
+    return Approval(
+        thread_id="t1", interrupt_id="i1", request=ApprovalRequest.model_validate(request)
+    )
 
 
 def test_partial_decisions_name_the_undecided_calls() -> None:
@@ -379,28 +485,38 @@ def test_partial_decisions_name_the_undecided_calls() -> None:
     from graph.protocol.operations import approve, edit, reject
     from ui.term import decisions as td
 
-    def wire_answer(answer: ReviewAnswer) -> dict[str, Any]:  # as the session sends it in Command(resume=...)
+    def wire_answer(
+        answer: ReviewAnswer,
+    ) -> dict[str, Any]:  # as the session sends it in Command(resume=...)
         return answer.model_dump(mode="json", exclude_none=True)
 
     pending = pending_of("write_file", "run_command", "write_file")
-    with pytest.raises(td.DecisionUsage, match=r"still undecided: 1 \(write_file\), 3 \(write_file\)"):
+    with pytest.raises(
+        td.DecisionUsage, match=r"still undecided: 1 \(write_file\), 3 \(write_file\)"
+    ):
         td.answer(pending, {2: approve()})
     with pytest.raises(td.DecisionUsage, match="no call 4"):
         td.answer(pending, {4: approve()}, reject("x"))
     answer = td.answer(pending, {2: approve(always_allow=True)}, reject("not these"))
     # What the graph receives: the HITL answer, one decision per call in request order.
-    assert wire_answer(answer) == {"decisions": [
-        {"type": "reject", "message": "not these"},
-        {"type": "approve", "always_allow": True},
-        {"type": "reject", "message": "not these"},
-    ], "reject_missing": False}
+    assert wire_answer(answer) == {
+        "decisions": [
+            {"type": "reject", "message": "not these"},
+            {"type": "approve", "always_allow": True},
+            {"type": "reject", "message": "not these"},
+        ],
+        "reject_missing": False,
+    }
     assert td.describe_answer(pending, answer) == [
         "call 1 (write_file): reject: not these",
         "call 2 (run_command): approve, and always allow it in this thread",
         "call 3 (write_file): reject: not these",
     ]
     edited = td.answer(pending_of("write_file"), {1: edit("write_file", {"path": "a"})})
-    assert wire_answer(edited)["decisions"][0]["edited_action"] == {"name": "write_file", "args": {"path": "a"}}
+    assert wire_answer(edited)["decisions"][0]["edited_action"] == {
+        "name": "write_file",
+        "args": {"path": "a"},
+    }
 
 
 def test_renderer_streams_text_and_tool_progress_without_colour() -> None:
@@ -416,11 +532,20 @@ def test_renderer_streams_text_and_tool_progress_without_colour() -> None:
     t = "t1"
     for e in [
         ev.RunStarted(thread_id=t, run_id="r"),
-        ev.TextDelta(thread_id=t, text="Let me "), ev.TextDelta(thread_id=t, text="look."),
+        ev.TextDelta(thread_id=t, text="Let me "),
+        ev.TextDelta(thread_id=t, text="look."),
         ev.ToolStarted(thread_id=t, call_id="c1", name="run_command", args={"command": "ls"}),
         ev.ToolOutput(thread_id=t, call_id="c1", text="a.md\nb.md\n"),
-        ev.ToolFinished(thread_id=t, call_id="c1", name="run_command", status="ok", output="a.md\nb.md\n"),
-        ev.ToolFinished(thread_id=t, call_id="c2", name="write_file", status="rejected", output="declined: [red]no"),
+        ev.ToolFinished(
+            thread_id=t, call_id="c1", name="run_command", status="ok", output="a.md\nb.md\n"
+        ),
+        ev.ToolFinished(
+            thread_id=t,
+            call_id="c2",
+            name="write_file",
+            status="rejected",
+            output="declined: [red]no",
+        ),
         ev.RunFinished(thread_id=t, status="cancelled", reason="Stopped by the person."),
     ]:
         r.handle(e)

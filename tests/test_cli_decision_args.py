@@ -19,16 +19,39 @@ from ui.term.fast import parse_decision
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["approve", "t1", "--interrupt-id", "r1"], ("approve", {"thread_id": "t1", "interrupt_id": "r1"})),
-        (["approve", "--request=r1", "t1", "--json", "--all", "--always", "--db", "x.sqlite"],
-         ("approve", {"thread_id": "t1", "interrupt_id": "r1", "as_json": True, "all_": True, "always": True,
-                      "db": "x.sqlite"})),
-        (["approve", "t1", "-c", "2", "--call=1", "--reject-others", "-not that-"],
-         ("approve", {"thread_id": "t1", "call": [2, 1], "reject_others": "-not that-"})),
-        (["reject", "t1", "-m", "not now", "--interrupt-id", "r1"],
-         ("reject", {"thread_id": "t1", "reason": "not now", "interrupt_id": "r1"})),
-        (["reject", "--reason=no", "--call", "1", "--approve-others", "--", "-odd-id"],
-         ("reject", {"thread_id": "-odd-id", "reason": "no", "call": [1], "approve_others": True})),
+        (
+            ["approve", "t1", "--interrupt-id", "r1"],
+            ("approve", {"thread_id": "t1", "interrupt_id": "r1"}),
+        ),
+        (
+            ["approve", "--request=r1", "t1", "--json", "--all", "--always", "--db", "x.sqlite"],
+            (
+                "approve",
+                {
+                    "thread_id": "t1",
+                    "interrupt_id": "r1",
+                    "as_json": True,
+                    "all_": True,
+                    "always": True,
+                    "db": "x.sqlite",
+                },
+            ),
+        ),
+        (
+            ["approve", "t1", "-c", "2", "--call=1", "--reject-others", "-not that-"],
+            ("approve", {"thread_id": "t1", "call": [2, 1], "reject_others": "-not that-"}),
+        ),
+        (
+            ["reject", "t1", "-m", "not now", "--interrupt-id", "r1"],
+            ("reject", {"thread_id": "t1", "reason": "not now", "interrupt_id": "r1"}),
+        ),
+        (
+            ["reject", "--reason=no", "--call", "1", "--approve-others", "--", "-odd-id"],
+            (
+                "reject",
+                {"thread_id": "-odd-id", "reason": "no", "call": [1], "approve_others": True},
+            ),
+        ),
     ],
 )
 def test_plain_decision_command_lines_are_read_directly(argv: list[str], expected: object) -> None:
@@ -37,10 +60,22 @@ def test_plain_decision_command_lines_are_read_directly(argv: list[str], expecte
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["approve"], ["approve", "--help"], ["approve", "t1", "--edit", "1", "{}"], ["approve", "t1", "t2"],
-     ["approve", "t1", "--call", "one"], ["approve", "t1", "--call"], ["approve", "t1", "--reason", "x"],
-     ["approve", "t1", "--all=yes"], ["approve", "t1", "--db", "a", "--db", "b"], ["reject", "t1", "-mno"],
-     ["reject", "t1", "--always"], ["respond", "t1", "-m", "x"], ["threads"]],
+    [
+        [],
+        ["approve"],
+        ["approve", "--help"],
+        ["approve", "t1", "--edit", "1", "{}"],
+        ["approve", "t1", "t2"],
+        ["approve", "t1", "--call", "one"],
+        ["approve", "t1", "--call"],
+        ["approve", "t1", "--reason", "x"],
+        ["approve", "t1", "--all=yes"],
+        ["approve", "t1", "--db", "a", "--db", "b"],
+        ["reject", "t1", "-mno"],
+        ["reject", "t1", "--always"],
+        ["respond", "t1", "-m", "x"],
+        ["threads"],
+    ],
 )
 def test_anything_else_is_left_to_typer(argv: list[str]) -> None:
     assert parse_decision(argv) is None
@@ -49,12 +84,20 @@ def test_anything_else_is_left_to_typer(argv: list[str]) -> None:
 def run(db: dict[str, Any], *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:  # noqa: F811
     report = db["tmp"] / "modules.json"
     report.unlink(missing_ok=True)
-    done = subprocess.run([sys.executable, "-c", WRAPPER, str(report), *args], env=db["env"], cwd=db["tmp"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(report), *args],
+        env=db["env"],
+        cwd=db["tmp"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return done, set(json.loads(report.read_text()))
 
 
-def test_a_scripted_decision_runs_without_typers_parser_and_says_the_same(db: dict[str, Any]) -> None:  # noqa: F811
+def test_a_scripted_decision_runs_without_typers_parser_and_says_the_same(
+    db: dict[str, Any],  # noqa: F811
+) -> None:
     request = interrupt_of(db)
     malformed, _ = run(db, "approve", "bad id", "--interrupt-id", request, "--json")
     assert malformed.returncode == 2 and "not a thread id" in json.loads(malformed.stdout)["error"]

@@ -51,24 +51,50 @@ def db(tmp_path: Path) -> dict[str, Any]:
     session.close()
     assert paused.status == "awaiting_approval" and done.status == "completed"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
-    env.update(GATEHOUSE_DB=str(path), GATEHOUSE_WORKSPACE=str(ws), PYTHONPATH=str(ROOT), NO_COLOR="1")
-    return {"path": path, "ws": ws, "env": env, "paused": paused.thread_id, "done": done.thread_id, "tmp": tmp_path}
+    env.update(
+        GATEHOUSE_DB=str(path), GATEHOUSE_WORKSPACE=str(ws), PYTHONPATH=str(ROOT), NO_COLOR="1"
+    )
+    return {
+        "path": path,
+        "ws": ws,
+        "env": env,
+        "paused": paused.thread_id,
+        "done": done.thread_id,
+        "tmp": tmp_path,
+    }
 
 
 def gatehouse(db: dict[str, Any], *args: str) -> tuple[str, list[str]]:
     """stdout, and the modules the process loaded."""
     report = db["tmp"] / "modules.json"
-    out = subprocess.run([sys.executable, "-c", WRAPPER, str(report), *args], env=db["env"], cwd=db["tmp"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(report), *args],
+        env=db["env"],
+        cwd=db["tmp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout, json.loads(report.read_text())
 
 
-@pytest.mark.parametrize("args", [
-    ["--help"], ["threads"], ["threads", "--json"], ["pending"], ["pending", "--json"], ["show", "{paused}"],
-    ["show", "{paused}", "--json"], ["show", "{done}"],
-])
-def test_read_only_commands_load_no_langgraph_or_langchain(db: dict[str, Any], args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["threads"],
+        ["threads", "--json"],
+        ["pending"],
+        ["pending", "--json"],
+        ["show", "{paused}"],
+        ["show", "{paused}", "--json"],
+        ["show", "{done}"],
+    ],
+)
+def test_read_only_commands_load_no_langgraph_or_langchain(
+    db: dict[str, Any], args: list[str]
+) -> None:
     stdout, modules = gatehouse(db, *[a.format(**db) for a in args])
     heavy = sorted({m.split(".")[0] for m in modules if m.split(".")[0] in HEAVY})
     assert heavy == [], f"gatehouse {' '.join(args)} imported {heavy}"
@@ -84,29 +110,40 @@ def test_read_only_commands_print_what_the_session_reads(db: dict[str, Any]) -> 
     try:
         paused, done = db["paused"], db["done"]
         threads = json.loads(gatehouse(db, "threads", "--json")[0])
-        assert threads == [{**t.to_dict(), "pending": 1 if t.thread_id == paused else 0} for t in session.threads()]
+        assert threads == [
+            {**t.to_dict(), "pending": 1 if t.thread_id == paused else 0} for t in session.threads()
+        ]
         pending = json.loads(gatehouse(db, "pending", "--json")[0])
         request = session.pending(paused)
         assert request is not None
         assert [p["thread_id"] for p in pending] == [paused]
-        assert {k: v for k, v in pending[0].items() if k not in ("thread_id", "title", "pending_since")} == \
-            term.pending_json(request)
+        assert {
+            k: v for k, v in pending[0].items() if k not in ("thread_id", "title", "pending_since")
+        } == term.pending_json(request)
         for thread in (paused, done):
             shown = json.loads(gatehouse(db, "show", thread, "--json")[0])
             assert shown["messages"] == [m.to_dict() for m in session.transcript(thread)]
             assert shown["usage"] == session.usage(thread)
             assert shown["thread"] == session.thread(thread).to_dict()  # type: ignore[union-attr]
-        assert json.loads(gatehouse(db, "show", paused, "--json")[0])["pending"] == term.pending_json(request)
+        assert json.loads(gatehouse(db, "show", paused, "--json")[0])[
+            "pending"
+        ] == term.pending_json(request)
     finally:
         session.close()
 
 
-def test_show_falls_back_to_the_session_for_a_thread_the_reader_cannot_rebuild(db: dict[str, Any]) -> None:
+def test_show_falls_back_to_the_session_for_a_thread_the_reader_cannot_rebuild(
+    db: dict[str, Any],
+) -> None:
     """A thread continued by a stock saver (no materialised head): `show` still prints it all."""
-    saver = SqliteSaver(sqlite3.connect(str(db["path"]), check_same_thread=False), serde=compact_serde())
+    saver = SqliteSaver(
+        sqlite3.connect(str(db["path"]), check_same_thread=False), serde=compact_serde()
+    )
     session = open_session(Settings(db=str(db["path"]), workspace=str(db["ws"])))
     stock = build_graph(model=DemoModel(), tools=list(session.tools.values()), checkpointer=saver)
-    stock.invoke({"messages": [HumanMessage("list files")]}, {"configurable": {"thread_id": db["done"]}})
+    stock.invoke(
+        {"messages": [HumanMessage("list files")]}, {"configurable": {"thread_id": db["done"]}}
+    )
     want = [m.to_dict() for m in session.transcript(db["done"])]
     session.close()
     stdout, modules = gatehouse(db, "show", db["done"], "--json")

@@ -17,7 +17,11 @@ from pathlib import Path
 import pexpect
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(120), pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a pty"),
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "gatehouse"
@@ -58,14 +62,27 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     cmd = base_cmd()
-    child = pexpect.spawn(cmd[0], [*cmd[1:], "chat", *args], env=env, cwd=str(ROOT), encoding="utf-8",
-                          timeout=TIMEOUT, dimensions=(40, 120))
+    child = pexpect.spawn(
+        cmd[0],
+        [*cmd[1:], "chat", *args],
+        env=env,
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        dimensions=(40, 120),
+    )
     return child
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*base_cmd(), *args], env=env, cwd=str(ROOT), capture_output=True, text=True,
-                          timeout=TIMEOUT)
+    return subprocess.run(
+        [*base_cmd(), *args],
+        env=env,
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
 
 
 def thread_json(env: dict[str, str], thread_id: str) -> dict:
@@ -82,7 +99,9 @@ def start(env: dict[str, str]) -> tuple[pexpect.spawn, str]:
     return child, thread_id
 
 
-def test_approve_and_always_allow_then_exit_with_ctrl_c(env: dict[str, str], tmp_path: Path) -> None:
+def test_approve_and_always_allow_then_exit_with_ctrl_c(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     child, thread_id = start(env)
     child.sendline("write todo.md: buy milk")
     child.expect(screen("call 1/1: write_file"))
@@ -134,7 +153,9 @@ def test_edit_inline_json_with_validation(env: dict[str, str], tmp_path: Path) -
     assert tools and tools[-1]["status"] == "success"
 
 
-def test_reject_with_reason_then_resume_thread_shows_history(env: dict[str, str], tmp_path: Path) -> None:
+def test_reject_with_reason_then_resume_thread_shows_history(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     child, thread_id = start(env)
     child.sendline("list files then write todo.md: buy milk")
     child.expect(screen("✓ list_files ok"))
@@ -147,7 +168,9 @@ def test_reject_with_reason_then_resume_thread_shows_history(env: dict[str, str]
     child.sendline("/exit")
     child.expect(pexpect.EOF)
     assert not (tmp_path / "ws" / "todo.md").exists()
-    tool_texts = [m["content"] for m in thread_json(env, thread_id)["messages"] if m["role"] == "tool"]
+    tool_texts = [
+        m["content"] for m in thread_json(env, thread_id)["messages"] if m["role"] == "tool"
+    ]
     assert any("not today" in t for t in tool_texts)
 
     # Resuming shows the history and the id.
@@ -201,12 +224,16 @@ def test_ctrl_c_during_a_run_stops_it_cleanly(env: dict[str, str]) -> None:
     user, partial, *notices = data["messages"]
     assert user["role"] == "user" and partial["role"] == "assistant"
     # The reply was cut short and has no dangling tool calls.
-    assert "Still going" in partial["content"] and len(partial["content"]) < len("Still going… " * 60)
+    assert "Still going" in partial["content"] and len(partial["content"]) < len(
+        "Still going… " * 60
+    )
     assert not partial.get("tool_calls")
     assert all(m.get("notice") for m in notices), notices
 
 
-def test_edit_in_editor_then_approve_all_without_colour(env: dict[str, str], tmp_path: Path) -> None:
+def test_edit_in_editor_then_approve_all_without_colour(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     import io
 
     # An "editor" that changes the file it is given, as a person would.

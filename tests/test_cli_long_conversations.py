@@ -31,7 +31,10 @@ def session_on(env: dict[str, str]) -> Iterator[Session]:  # noqa: F811
         session.close()
 
 
-def test_undo_refused_while_paused_then_forced_compact_and_fork(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_undo_refused_while_paused_then_forced_compact_and_fork(
+    env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     with session_on(env) as session:
         thread = session.new_thread_id()
         for text in ("list files", "list files", "list files", "write todo.md: buy milk"):
@@ -49,7 +52,9 @@ def test_undo_refused_while_paused_then_forced_compact_and_fork(env: dict[str, s
     # `show` keeps the whole history, marks where the model's view was summarised and
     # numbers user messages: #N is what fork --at takes.
     shown = gh(env, "show", thread, code=0).stdout
-    assert "summary ▸ " in shown and "#1 you ▸ list files" in shown and "#2 you ▸ list files" in shown
+    assert (
+        "summary ▸ " in shown and "#1 you ▸ list files" in shown and "#2 you ▸ list files" in shown
+    )
     assert shown.index("#1 you") < shown.index("summary ▸ ") < shown.index("#2 you")
 
     (tmp_path / "ws" / "notes.md").write_text("oat milk\n")
@@ -74,14 +79,19 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
         [read] = [m for m in session.transcript(thread) if m.offloaded]
     request = gh_json(env, "pending")[0]["interrupt_id"]
     approved = gh_json(env, "approve", thread, "--always", "--interrupt-id", request)
-    assert approved["status"] == "completed" and approved["final_text"].startswith("[Demo model (offline)] Here is")
+    assert approved["status"] == "completed" and approved["final_text"].startswith(
+        "[Demo model (offline)] Here is"
+    )
     assert gh(env, "output", thread, read.tool_call_id, code=0).stdout == big
 
     exported = tmp_path / "thread.json"
     gh(env, "export", thread, "--json", "-o", str(exported), code=0)
     # Another database: the exported id, equal messages, the stored output too.
     other = str(tmp_path / "other.db")
-    assert gh_json(env, "import", str(exported), "--db", other) == {"thread_id": thread, "messages": 8}
+    assert gh_json(env, "import", str(exported), "--db", other) == {
+        "thread_id": thread,
+        "messages": 8,
+    }
     with session_on(env) as session, session_on({**env, "GATEHOUSE_DB": other}) as copy:
         assert copy.messages(thread) == session.messages(thread)
         assert copy.tool_output(thread, read.tool_call_id) == big
@@ -90,20 +100,33 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
     broken["lc_messages"] = [m for m in broken["lc_messages"] if m["type"] != "tool"]
     exported.write_text(json.dumps(broken))
     refused = gh(env, "import", str(exported), code=2)
-    assert "import refused, nothing written" in refused.stderr and "tool calls without results" in refused.stderr
+    assert (
+        "import refused, nothing written" in refused.stderr
+        and "tool calls without results" in refused.stderr
+    )
 
     [record] = gh_json(env, "audit", "--thread", thread)
-    assert (record["tool"], record["decision"], record["always_allow"]) == ("write_file", "approve", "*")
+    assert (record["tool"], record["decision"], record["always_allow"]) == (
+        "write_file",
+        "approve",
+        "*",
+    )
     assert (record["source"], record["actor"]) == ("terminal", getpass.getuser())
     assert record["args"] == {"path": "todo.md", "content": "buy milk\n"}
     # The record outlives the thread.
     with session_on(env) as session:
         session.delete(thread)
     text = gh(env, "audit", code=0).stdout
-    assert f"{thread[:8]}  write_file  approve  by {getpass.getuser()} · terminal" in text and "always allow: *" in text
+    assert (
+        f"{thread[:8]}  write_file  approve  by {getpass.getuser()} · terminal" in text
+        and "always allow: *" in text
+    )
 
 
-def test_branches_lists_versions_and_switch_moves_the_thread(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_branches_lists_versions_and_switch_moves_the_thread(
+    env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     with session_on(env) as session:
         thread = session.new_thread_id()
         session.send(thread, "list files").collect()
@@ -112,7 +135,11 @@ def test_branches_lists_versions_and_switch_moves_the_thread(env: dict[str, str]
     gh_json(env, "fork", thread, "list all files", "--at", "1")
 
     listed = gh(env, "branches", thread, code=0).stdout
-    assert "#1  version 2/2" in listed and "1. list files" in listed and "▸ 2. list all files" in listed
+    assert (
+        "#1  version 2/2" in listed
+        and "1. list files" in listed
+        and "▸ 2. list all files" in listed
+    )
     [versions] = gh_json(env, "branches", thread)
     assert versions["label"] == "2/2" and versions["previews"] == ["list files", "list all files"]
 
@@ -121,7 +148,16 @@ def test_branches_lists_versions_and_switch_moves_the_thread(env: dict[str, str]
     shown = gh(env, "show", thread, code=0).stdout
     assert "#1 you ▸ list files" in shown and "#2 you ▸ read notes.md" in shown
     # Mistakes are usage errors that change nothing.
-    assert "has no other versions" in gh(env, "switch", thread, "--at", "2", "--to", "1", code=2).stderr
-    assert "versions 1 to 2, not 3" in gh(env, "switch", thread, "--at", "1", "--to", "3", code=2).stderr
-    assert "has turns 1 to 2, not #0" in gh(env, "switch", thread, "--at", "0", "--to", "1", code=2).stderr
+    assert (
+        "has no other versions"
+        in gh(env, "switch", thread, "--at", "2", "--to", "1", code=2).stderr
+    )
+    assert (
+        "versions 1 to 2, not 3"
+        in gh(env, "switch", thread, "--at", "1", "--to", "3", code=2).stderr
+    )
+    assert (
+        "has turns 1 to 2, not #0"
+        in gh(env, "switch", thread, "--at", "0", "--to", "1", code=2).stderr
+    )
     assert gh_json(env, "branches", thread)[0]["label"] == "1/2"

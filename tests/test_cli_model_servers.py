@@ -25,8 +25,14 @@ THOUGHT = "The user wants a greeting.\nKeep it short."
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
-    e.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"), PYTHONPATH=str(ROOT),
-             GATEHOUSE_MODEL="gpt-test", OPENAI_API_KEY="test", GATEHOUSE_MODEL_MAX_RETRIES="0")
+    e.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+        GATEHOUSE_MODEL="gpt-test",
+        OPENAI_API_KEY="test",
+        GATEHOUSE_MODEL_MAX_RETRIES="0",
+    )
     e.pop("NO_COLOR", None)
     (tmp_path / "ws").mkdir()
     return e
@@ -34,7 +40,9 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def gh(env: dict[str, str], *args: str, code: int) -> subprocess.CompletedProcess[str]:
     cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
-    result = subprocess.run([*cmd, *args], env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [*cmd, *args], env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     return result
 
@@ -81,7 +89,9 @@ def test_a_cut_off_reply_is_shown_stopped_explained_and_resumable(env: dict[str,
     assert resumed["status"] == "completed" and resumed["text"] == "Here is the whole answer."
 
 
-def test_reasoning_is_apart_from_the_answer_in_json_and_labelled_in_text(env: dict[str, str]) -> None:
+def test_reasoning_is_apart_from_the_answer_in_json_and_labelled_in_text(
+    env: dict[str, str],
+) -> None:
     script = [
         {"content": f"<think>{THOUGHT}</think>\n\nHello!", "chunk_chars": 3},
         {"reasoning": "A second thought.", "content": "Hello again."},
@@ -112,7 +122,10 @@ def test_a_model_api_failure_is_named_and_show_says_why(env: dict[str, str], cas
     if case == "401":
         assert "HTTP 401: Invalid API key" in failure["message"]
     else:
-        assert "Could not reach the model server" in failure["message"] and "refused" in failure["message"].lower()
+        assert (
+            "Could not reach the model server" in failure["message"]
+            and "refused" in failure["message"].lower()
+        )
     assert f"last run failed: {failure['message']}" in shown
     assert [(t["status"], t["reason"]) for t in listed] == [("failed", failure["message"])]
 
@@ -154,7 +167,11 @@ def test_each_retry_is_one_line_in_the_terminal(env: dict[str, str]) -> None:
 
 
 def test_a_cut_call_is_not_shown_as_a_call(env: dict[str, str]) -> None:
-    call = {"id": "call_w1", "name": "write_file", "arguments": {"path": "notes.md", "content": "buy milk\n"}}
+    call = {
+        "id": "call_w1",
+        "name": "write_file",
+        "arguments": {"path": "notes.md", "content": "buy milk\n"},
+    }
     with FakeOpenAI([{"tool_calls": [call], "cut": 3}]) as server:
         result = gh(at(env, server.base_url), "send", "write my notes", code=1)
     assert "write_file" not in result.stdout  # no `⚙ write_file {}` for a call that never ran

@@ -19,8 +19,11 @@ from pathlib import Path
 import pexpect
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180),
-              pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a pty"),
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "gatehouse"
@@ -33,15 +36,31 @@ def base_cmd() -> list[str]:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
-    e.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"), PYTHONPATH=str(ROOT),
-             NO_COLOR="1", TERM="xterm", COLUMNS="120", LINES="40")
+    e.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+        NO_COLOR="1",
+        TERM="xterm",
+        COLUMNS="120",
+        LINES="40",
+    )
     (tmp_path / "ws").mkdir()
     return e
 
 
-def gh(env: dict[str, str], *args: str, code: int | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([*base_cmd(), *args], env=env, cwd=str(ROOT), capture_output=True, text=True,
-                            timeout=120, stdin=subprocess.DEVNULL)
+def gh(
+    env: dict[str, str], *args: str, code: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [*base_cmd(), *args],
+        env=env,
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     if code is not None:
         assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     return result
@@ -52,32 +71,47 @@ def paused(env: dict[str, str], message: str) -> tuple[str, str]:
     return sent["thread_id"], sent["pending"]["interrupt_id"]
 
 
-def test_unnamed_decisions_are_refused_in_scripts_and_say_how_to_name_the_request(env: dict[str, str],
-                                                                                  tmp_path: Path) -> None:
+def test_unnamed_decisions_are_refused_in_scripts_and_say_how_to_name_the_request(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     thread_id, request = paused(env, "write a.md: one")
-    for args in (("approve", thread_id), ("reject", thread_id, "-m", "no"), ("respond", thread_id, "-m", "done")):
+    for args in (
+        ("approve", thread_id),
+        ("reject", thread_id, "-m", "no"),
+        ("respond", thread_id, "-m", "done"),
+    ):
         refused = gh(env, *args, code=2)
         assert "--interrupt-id" in refused.stderr and "nothing was sent" in refused.stderr
         error = json.loads(gh(env, *args, "--json", code=2).stdout)
-        assert error["exit_code"] == 2 and "--interrupt-id" in error["error"] and f"show {thread_id}" in error["error"]
+        assert (
+            error["exit_code"] == 2
+            and "--interrupt-id" in error["error"]
+            and f"show {thread_id}" in error["error"]
+        )
     assert not (tmp_path / "ws" / "a.md").exists()
     # The id the error points at is what `pending` and `show` print, for people too.
     assert request in gh(env, "pending", code=0).stdout
     assert f"--interrupt-id {request}" in gh(env, "show", thread_id, code=0).stdout
     assert json.loads(gh(env, "pending", "--json", code=0).stdout)[0]["interrupt_id"] == request
 
-    done = json.loads(gh(env, "approve", thread_id, "--interrupt-id", request, "--json", code=0).stdout)
+    done = json.loads(
+        gh(env, "approve", thread_id, "--interrupt-id", request, "--json", code=0).stdout
+    )
     assert done["status"] == "completed" and (tmp_path / "ws" / "a.md").read_text() == "one\n"
 
 
-def test_a_named_request_that_was_decided_is_refused_though_another_is_pending(env: dict[str, str],
-                                                                               tmp_path: Path) -> None:
+def test_a_named_request_that_was_decided_is_refused_though_another_is_pending(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     thread_id, seen = paused(env, "write keep.md: mine")
     # Another approver decides it, and the thread pauses on a request this author never saw.
     gh(env, "approve", thread_id, "--interrupt-id", seen, code=0)
     (tmp_path / "ws" / "thesis.md").write_text("years of work\n")
     gh(env, "send", "--thread", thread_id, "delete thesis.md", code=3)
-    for args in (("approve", thread_id, "--interrupt-id", seen), ("reject", thread_id, "-m", "x", "--request", seen)):
+    for args in (
+        ("approve", thread_id, "--interrupt-id", seen),
+        ("reject", thread_id, "-m", "x", "--request", seen),
+    ):
         stale = json.loads(gh(env, *args, "--json", code=2).stdout)
         assert "already decided" in stale["error"], stale
     assert (tmp_path / "ws" / "thesis.md").exists()
@@ -91,12 +125,20 @@ def test_a_named_request_that_was_decided_is_refused_though_another_is_pending(e
 
 def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     cmd = base_cmd()
-    return pexpect.spawn(cmd[0], [*cmd[1:], *args], env={**env, "PROMPT_TOOLKIT_NO_CPR": "1"}, cwd=str(ROOT),
-                         encoding="utf-8", timeout=60, dimensions=(40, 120))
+    return pexpect.spawn(
+        cmd[0],
+        [*cmd[1:], *args],
+        env={**env, "PROMPT_TOOLKIT_NO_CPR": "1"},
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
 
 
-def test_on_a_terminal_an_unnamed_decision_shows_the_card_and_asks_to_confirm(env: dict[str, str],
-                                                                             tmp_path: Path) -> None:
+def test_on_a_terminal_an_unnamed_decision_shows_the_card_and_asks_to_confirm(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     thread_id, request = paused(env, "write b.md: two")
     child = spawn(env, "approve", thread_id)
     child.expect("send this decision")

@@ -20,9 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
     ("argv", "expected"),
     [
         (["threads"], ("threads", {})),
-        (["threads", "--json", "--limit", "3", "--db", "x.sqlite"],
-         ("threads", {"as_json": True, "limit": 3, "db": "x.sqlite"})),
-        (["threads", "--limit=7", "--db=postgresql://h/db"], ("threads", {"limit": 7, "db": "postgresql://h/db"})),
+        (
+            ["threads", "--json", "--limit", "3", "--db", "x.sqlite"],
+            ("threads", {"as_json": True, "limit": 3, "db": "x.sqlite"}),
+        ),
+        (
+            ["threads", "--limit=7", "--db=postgresql://h/db"],
+            ("threads", {"limit": 7, "db": "postgresql://h/db"}),
+        ),
         (["pending", "--json"], ("pending", {"as_json": True})),
         (["show", "abc", "--json"], ("show", {"thread_id": "abc", "as_json": True})),
         (["show", "--", "-odd-id"], ("show", {"thread_id": "-odd-id"})),
@@ -34,9 +39,20 @@ def test_plain_read_only_command_lines_are_read_directly(argv: list[str], expect
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["--help"], ["threads", "--help"], ["threads", "--limit", "many"], ["threads", "--limit"], ["pending", "x"],
-     ["pending", "--limit", "3"], ["show"], ["show", "a", "b"], ["show", "-x", "a"], ["send", "hi"],
-     ["approve", "id"]],
+    [
+        [],
+        ["--help"],
+        ["threads", "--help"],
+        ["threads", "--limit", "many"],
+        ["threads", "--limit"],
+        ["pending", "x"],
+        ["pending", "--limit", "3"],
+        ["show"],
+        ["show", "a", "b"],
+        ["show", "-x", "a"],
+        ["send", "hi"],
+        ["approve", "id"],
+    ],
 )
 def test_anything_else_is_left_to_typer(argv: list[str]) -> None:
     assert parse_read_only(argv) is None
@@ -44,16 +60,29 @@ def test_anything_else_is_left_to_typer(argv: list[str]) -> None:
 
 def gatehouse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
-    env.update(GATEHOUSE_DB=str(tmp_path / "g.sqlite"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
-               PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "ui.term.cli", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=60)
+    env.update(
+        GATEHOUSE_DB=str(tmp_path / "g.sqlite"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+        NO_COLOR="1",
+        COLUMNS="200",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "ui.term.cli", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_errors_and_exit_codes_are_what_typer_gave(tmp_path: Path) -> None:
     bad = gatehouse(tmp_path, "threads", "--limit", "many")  # typer's own error
     assert bad.returncode == 2 and "--limit" in bad.stderr
-    missing = gatehouse(tmp_path, "show", "no-such-thread", "--json")  # the command's own, through the fast path
+    missing = gatehouse(
+        tmp_path, "show", "no-such-thread", "--json"
+    )  # the command's own, through the fast path
     assert missing.returncode == 1
     assert json.loads(missing.stdout)["exit_code"] == 1 and "no-such-thread" in missing.stderr
     listed = gatehouse(tmp_path, "threads", "--json", "--limit", "5")

@@ -34,7 +34,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GATEHOUSE_ACTOR", "terry")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_BASE_URL", "GATEHOUSE_MODEL_FACTORY"):
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GATEHOUSE_MODEL_BASE_URL",
+        "GATEHOUSE_MODEL_FACTORY",
+    ):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "none.toml").write_text("")
     return tmp_path
@@ -42,7 +47,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def session(env: Path) -> Iterator[Session]:
-    s = open_session(Settings(db=str(env / "gh.db"), workspace=str(env / "ws")), source="web", actor="alice")
+    s = open_session(
+        Settings(db=str(env / "gh.db"), workspace=str(env / "ws")), source="web", actor="alice"
+    )
     yield s
     s.close()
 
@@ -53,7 +60,9 @@ def gh(*args: str, code: int = 0) -> str:
     return result.output
 
 
-def test_top_level_port_starts_the_web_ui_there_and_help_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_top_level_port_starts_the_web_ui_there_and_help_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     launched: list[list[str]] = []
     monkeypatch.setattr(cli, "_run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)
     gh("--port", "8601")
@@ -70,13 +79,19 @@ def test_already_decided_says_who_and_from_which_front_end(env: Path, session: S
     run = session.send(None, "write todo.md: buy milk")
     run.collect()
     pause = session.pending(run.thread_id)
-    session.resume(run.thread_id, {"decisions": [{"type": "approve"}]}).collect()  # alice, in the web app
+    session.resume(
+        run.thread_id, {"decisions": [{"type": "approve"}]}
+    ).collect()  # alice, in the web app
     said = gh("approve", run.thread_id, "--json", code=2)
     error = json.loads(said.splitlines()[-1])["error"]
     assert "already decided: approved write_file by alice via web" in error
     # A stale answer through the API says the same.
-    with pytest.raises(DecisionError, match=r"already decided \(approved write_file by alice via web at "):
-        session.resume(run.thread_id, {"decisions": [{"type": "approve"}]}, interrupt_id=pause.interrupt_id)
+    with pytest.raises(
+        DecisionError, match=r"already decided \(approved write_file by alice via web at "
+    ):
+        session.resume(
+            run.thread_id, {"decisions": [{"type": "approve"}]}, interrupt_id=pause.interrupt_id
+        )
 
 
 def test_resuming_a_long_thread_prints_its_last_turns(env: Path, session: Session) -> None:
@@ -87,22 +102,34 @@ def test_resuming_a_long_thread_prints_its_last_turns(env: Path, session: Sessio
     tid = session.new_thread_id()
     for i in range(12):
         session.send(tid, f"list files {i:02d}").collect()
-    chat = Chat(session, Console(record=True, width=200), Console(record=True, width=200), session.check_args,
-                cli.drive)
+    chat = Chat(
+        session,
+        Console(record=True, width=200),
+        Console(record=True, width=200),
+        session.check_args,
+        cli.drive,
+    )
     chat.start(tid)
     shown = chat.out.export_text()
     assert "7 earlier turns not shown" in shown and f"--thread {tid} --all" in shown
     assert "list files 06" not in shown and f"#{12 - RESUME_TURNS + 1} you ▸ list files 07" in shown
     assert "#12 you ▸ list files 11" in shown
-    whole = Chat(session, Console(record=True, width=200), Console(record=True, width=200), session.check_args,
-                 cli.drive)
+    whole = Chat(
+        session,
+        Console(record=True, width=200),
+        Console(record=True, width=200),
+        session.check_args,
+        cli.drive,
+    )
     whole.whole_history = True
     whole.start(tid)
     everything = whole.out.export_text()
     assert "not shown" not in everything and "#1 you ▸ list files 00" in everything
 
 
-def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(env: Path, session: Session) -> None:
+def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(
+    env: Path, session: Session
+) -> None:
     tid = session.new_thread_id()
     for text in ("list files", "read notes.md", "list files"):
         session.send(tid, text).collect()
@@ -110,11 +137,17 @@ def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(
     assert [int(n) for n in re.findall(r"#(\d+) you ▸", shown)] == [1, 2, 3]
     forked = json.loads(gh("fork", tid, "read notes.md again", "--at", "2", "--json"))
     assert forked["status"] == "completed"
-    assert [m.content for m in session.transcript(tid) if m.role == "user"] == ["list files", "read notes.md again"]
+    assert [m.content for m in session.transcript(tid) if m.role == "user"] == [
+        "list files",
+        "read notes.md again",
+    ]
     assert "#2  version 2/2" in gh("branches", tid)
     assert json.loads(gh("switch", tid, "--at", "2", "--to", "1", "--json"))["at"] == 2
     assert [m.content for m in session.transcript(tid) if m.role == "user"] == [
-        "list files", "read notes.md", "list files"]
+        "list files",
+        "read notes.md",
+        "list files",
+    ]
     assert "undone: turn #3" in gh("undo", tid)
     # The web app's Find names the same turn numbers.
     at = AppTest.from_file(str(ROOT / "ui" / "web" / "app.py"), default_timeout=30)
@@ -125,7 +158,9 @@ def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(
     assert [t.number for t in turns_of(session.transcript(tid))] == [1, 2]
 
 
-def test_undo_with_nothing_to_undo_fails_and_export_json_errors_are_json(env: Path, session: Session) -> None:
+def test_undo_with_nothing_to_undo_fails_and_export_json_errors_are_json(
+    env: Path, session: Session
+) -> None:
     tid = session.new_thread_id()
     session.send(tid, "list files").collect()
     gh("undo", tid)
@@ -140,7 +175,9 @@ def test_reject_needs_no_reason(env: Path, session: Session) -> None:
     run.collect()
     pending = session.pending(run.thread_id)
     assert pending is not None
-    done = json.loads(gh("reject", run.thread_id, "--interrupt-id", pending.interrupt_id, "--json", code=0))
+    done = json.loads(
+        gh("reject", run.thread_id, "--interrupt-id", pending.interrupt_id, "--json", code=0)
+    )
     assert done["status"] == "completed" and done["tools"][0]["status"] == "rejected"
     assert not (env / "ws" / "todo.md").exists()
     [record] = [r for r in session.audit(run.thread_id) if r.decision == "reject"]

@@ -47,22 +47,38 @@ RESPOND = {"decisions": [{"type": "respond", "message": "pretend it went out"}]}
 
 def gated(n: int) -> Any:
     """A model turn with a gated call and a free one beside it."""
-    return ai("", tool_call("send_email", {"to": f"a{n}@x.io", "body": f"mail {n}"}, f"mail-{n}"),
-              tool_call("lookup", {"key": f"k{n}"}, f"look-{n}"))
+    return ai(
+        "",
+        tool_call("send_email", {"to": f"a{n}@x.io", "body": f"mail {n}"}, f"mail-{n}"),
+        tool_call("lookup", {"key": f"k{n}"}, f"look-{n}"),
+    )
 
 
 # Turn by turn: approve, reject, respond, a free call only, plain text.
-SCRIPT = [gated(1), "sent one", gated(2), "fine, not two", gated(3), "three answered",
-          ai("", tool_call("lookup", {"key": "free"}, "look-free")), "looked up", "just text"] + [
-    x for n in range(4, 40) for x in (gated(n), f"done {n}")]
+SCRIPT = [
+    gated(1),
+    "sent one",
+    gated(2),
+    "fine, not two",
+    gated(3),
+    "three answered",
+    ai("", tool_call("lookup", {"key": "free"}, "look-free")),
+    "looked up",
+    "just text",
+] + [x for n in range(4, 40) for x in (gated(n), f"done {n}")]
 
 
 def build(db: str, tmp: Path, script: list[Any] | None = None, **kwargs: Any) -> Session:
     ledger = Ledger(tmp / "ledger.jsonl")
     tools = make_tools(ledger)
     storage = open_storage(db)
-    graph = build_graph(model=ScriptedModel(script=script or SCRIPT), tools=tools,
-                        checkpointer=storage.checkpointer, journal=storage.journal, **kwargs)
+    graph = build_graph(
+        model=ScriptedModel(script=script or SCRIPT),
+        tools=tools,
+        checkpointer=storage.checkpointer,
+        journal=storage.journal,
+        **kwargs,
+    )
     return Session(graph, storage, tools)
 
 
@@ -72,19 +88,32 @@ def stock_graph(db: str, tmp: Path, *, postgres: bool = False) -> Any:
         import psycopg
         from psycopg.rows import dict_row
 
-        saver: Any = PostgresSaver(psycopg.connect(db, autocommit=True, prepare_threshold=0, row_factory=dict_row))
+        saver: Any = PostgresSaver(
+            psycopg.connect(db, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        )
     else:
         saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False), serde=compact_serde())
-    return build_graph(model=ScriptedModel(script=SCRIPT), tools=make_tools(Ledger(tmp / "l2.jsonl")),
-                       checkpointer=saver)
+    return build_graph(
+        model=ScriptedModel(script=SCRIPT),
+        tools=make_tools(Ledger(tmp / "l2.jsonl")),
+        checkpointer=saver,
+    )
 
 
 def view(state: Any) -> dict[str, Any]:
-    return {"messages": [(m.type, m.id, m.content, getattr(m, "tool_calls", None)) for m in state.values.get("messages", [])],
-            "next": state.next, "interrupts": [(i.id, i.value) for i in state.interrupts]}
+    return {
+        "messages": [
+            (m.type, m.id, m.content, getattr(m, "tool_calls", None))
+            for m in state.values.get("messages", [])
+        ],
+        "next": state.next,
+        "interrupts": [(i.id, i.value) for i in state.interrupts],
+    }
 
 
-def same_everywhere(db: str, tmp: Path, thread: str, *, postgres: bool = False, history: bool = True) -> int:
+def same_everywhere(
+    db: str, tmp: Path, thread: str, *, postgres: bool = False, history: bool = True
+) -> int:
     """A fresh Gatehouse saver (nothing cached: the head, or a walk) and the stock
     saver read the same thread the same, at the head and at every old checkpoint."""
     config = {"configurable": {"thread_id": thread}}
@@ -96,7 +125,9 @@ def same_everywhere(db: str, tmp: Path, thread: str, *, postgres: bool = False, 
             return 1
         checked = 0
         for snapshot in stock.get_state_history(config):
-            assert view(fresh.agent.get_state(snapshot.config)) == view(stock.get_state(snapshot.config)), snapshot.config
+            assert view(fresh.agent.get_state(snapshot.config)) == view(
+                stock.get_state(snapshot.config)
+            ), snapshot.config
             checked += 1
         return checked
     finally:
@@ -128,8 +159,12 @@ def test_head_reads_equal_the_stock_replay_after_every_kind_of_turn(tmp_path: Pa
     session.close()
     assert same_everywhere(db, tmp_path, "t") > 80
     with sqlite3.connect(db) as conn:
-        count = conn.execute("SELECT count FROM gatehouse_heads WHERE thread_id = 't'").fetchone()[0]
-        blocks = conn.execute("SELECT count(*), sum(n) FROM gatehouse_head_blocks WHERE thread_id = 't'").fetchone()
+        count = conn.execute("SELECT count FROM gatehouse_heads WHERE thread_id = 't'").fetchone()[
+            0
+        ]
+        blocks = conn.execute(
+            "SELECT count(*), sum(n) FROM gatehouse_head_blocks WHERE thread_id = 't'"
+        ).fetchone()
     # The messages at the latest checkpoint: all but the free call's result, a pending
     # write of the paused step (get_state shows it; the checkpoint's value does not).
     assert count == blocks[1] == shown - 1 and count > 64 and blocks[0] == -(-count // 32)
@@ -144,27 +179,47 @@ def test_deleting_a_thread_deletes_its_head(tmp_path: Path) -> None:
     session.send("u", "keep me").collect()
     session.delete("t")
     with sqlite3.connect(db) as conn:
-        left = [conn.execute(f"SELECT count(*) FROM {table} WHERE thread_id = ?", (thread,)).fetchone()[0]
-                for table in ("gatehouse_heads", "gatehouse_head_blocks") for thread in ("t", "u")]
+        left = [
+            conn.execute(f"SELECT count(*) FROM {table} WHERE thread_id = ?", (thread,)).fetchone()[
+                0
+            ]
+            for table in ("gatehouse_heads", "gatehouse_head_blocks")
+            for thread in ("t", "u")
+        ]
     assert left == [0, 1, 0, 1]
     session.send("t", "again").collect()
     session.close()
-    assert [m.content for m in open_reader(db).transcript("t") or []] == ["again", "a reply"]  # no "hello"
+    assert [m.content for m in open_reader(db).transcript("t") or []] == [
+        "again",
+        "a reply",
+    ]  # no "hello"
 
 
 def test_head_follows_undo_fork_and_compaction(tmp_path: Path) -> None:
     db = str(tmp_path / "gh.db")
     summariser = ScriptedModel(script=["SUMMARY of the early turns"])
-    session = build(db, tmp_path, hooks={"before_llm": [Compaction(summariser, max_tokens=10**9, keep_turns=1)]})
+    session = build(
+        db, tmp_path, hooks={"before_llm": [Compaction(summariser, max_tokens=10**9, keep_turns=1)]}
+    )
     drive(session, "t", [APPROVE, REJECT, RESPOND, None])
     assert session.undo("t") > 0
     same_everywhere(db, tmp_path, "t")
-    assert session.fork("t", 0, "a different first request").collect()[-1].status == "awaiting_approval"
+    assert (
+        session.fork("t", 0, "a different first request").collect()[-1].status
+        == "awaiting_approval"
+    )
     same_everywhere(db, tmp_path, "t")
     session.resume("t", APPROVE).collect()
-    drive(session, "t", [REJECT, APPROVE, APPROVE, RESPOND, APPROVE, REJECT, APPROVE, APPROVE] * 2, strict=False)
+    drive(
+        session,
+        "t",
+        [REJECT, APPROVE, APPROVE, RESPOND, APPROVE, REJECT, APPROVE, APPROVE] * 2,
+        strict=False,
+    )
     assert len(session.messages("t")) > 40  # past a block of rows
-    assert session.compact_now("t") is not None  # inserts the summary mid-history: the head rows are rewritten
+    assert (
+        session.compact_now("t") is not None
+    )  # inserts the summary mid-history: the head rows are rewritten
     assert same_everywhere(db, tmp_path, "t") > 20
     fresh = build(db, tmp_path)
     assert fresh.messages("t")[0].content == "a different first request"
@@ -197,7 +252,9 @@ def test_a_stale_or_damaged_head_is_only_a_shortcut(tmp_path: Path) -> None:
     session.send("t", "and now").collect()
     session.close()
     with sqlite3.connect(db) as conn:
-        assert conn.execute("UPDATE gatehouse_head_blocks SET data = x'c1c1c1' WHERE thread_id = 't' AND pos = 0").rowcount
+        assert conn.execute(
+            "UPDATE gatehouse_head_blocks SET data = x'c1c1c1' WHERE thread_id = 't' AND pos = 0"
+        ).rowcount
     same_everywhere(db, tmp_path, "t", history=False)
 
 
@@ -209,7 +266,9 @@ def test_the_reader_answers_what_the_session_answers(tmp_path: Path) -> None:
     # An outcome-unknown pause: the journal says the approved call started, never ended.
     session.send("crashed", "first").collect()
     call = session.pending("crashed").actions[0]
-    session.storage.journal.start("crashed", {"id": call.tool_call_id, "name": call.name, "args": call.args})
+    session.storage.journal.start(
+        "crashed", {"id": call.tool_call_id, "name": call.name, "args": call.args}
+    )
     assert session.resume("crashed", APPROVE).collect()[-1].status == "awaiting_approval"
     reader = open_reader(db)
     for thread in ("done", "paused", "crashed"):
@@ -221,7 +280,9 @@ def test_the_reader_answers_what_the_session_answers(tmp_path: Path) -> None:
         assert reader.thread(thread) == session.thread(thread)
     assert reader.pending("crashed").kind == "outcome_unknown"
     assert [t.thread_id for t in reader.threads()] == [t.thread_id for t in session.threads()]
-    assert [t.thread_id for t in reader.awaiting()] == [t.thread_id for t in session.awaiting_approval()]
+    assert [t.thread_id for t in reader.awaiting()] == [
+        t.thread_id for t in session.awaiting_approval()
+    ]
     assert reader.exists("done") and not reader.exists("nope") and reader.pending("nope") is None
     reader.close()
     session.close()
@@ -253,14 +314,18 @@ def test_a_thread_no_session_ran_is_listed_with_its_pending_approval(tmp_path: P
 
 def _damage_page(db: str, table: str) -> None:
     with sqlite3.connect(db) as conn:
-        page = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = ?", (table,)).fetchone()[0]
+        page = conn.execute(
+            "SELECT rootpage FROM sqlite_schema WHERE name = ?", (table,)
+        ).fetchone()[0]
         size = conn.execute("PRAGMA page_size").fetchone()[0]
     with open(db, "r+b") as f:
         f.seek((page - 1) * size)
         f.write(b"\xff" * size)
 
 
-def test_a_large_file_opens_without_reading_every_page_and_damage_still_names_it(tmp_path: Path) -> None:
+def test_a_large_file_opens_without_reading_every_page_and_damage_still_names_it(
+    tmp_path: Path,
+) -> None:
     db = str(tmp_path / "big.db")
     session = build(db, tmp_path, script=[f"answer {i} " + "x" * 4000 for i in range(400)])
     for i in range(160):
@@ -295,12 +360,18 @@ def test_postgres_head_reader_and_index(tmp_path: Path, postgres_url: str) -> No
     reader = open_reader(postgres_url)
     assert reader.transcript("t") == session.transcript("t")
     state = session.agent.get_state({"configurable": {"thread_id": "t"}})
-    assert reader.pending("t") == next((pause_from("t", i.id, i.value) for i in state.interrupts), None)
+    assert reader.pending("t") == next(
+        (pause_from("t", i.id, i.value) for i in state.interrupts), None
+    )
     assert reader.usage("t") == session.usage("t")
     graph, config = session.agent, {"configurable": {"thread_id": "studio"}}
     graph.invoke({"messages": [HumanMessage("Email the team please")]}, config)
     info = reader.thread("studio")
-    assert info is not None and info.status == "awaiting_approval" and info.title == "Email the team please"
+    assert (
+        info is not None
+        and info.status == "awaiting_approval"
+        and info.title == "Email the team please"
+    )
     interrupt = graph.get_state(config).interrupts[0]
     assert reader.pending("studio") == pause_from("studio", interrupt.id, interrupt.value)
     reader.close()
@@ -327,5 +398,12 @@ def test_head_rows_hold_any_message_and_read_back_without_langgraph() -> None:
     assert [v.content for v in views] == [m.content for m in messages]
     assert views[40].role == "assistant" and views[0].tool_call_id == "c0"
     # Appending fills the last block, then opens new ones.
-    extend, more, delete_from = head_update(messages, [*messages, *messages[:30]], len(messages), serde)
-    assert extend is not None and extend[:2] == (1, 23) and [b[:2] for b in more] == [(2, 7)] and delete_from == -1
+    extend, more, delete_from = head_update(
+        messages, [*messages, *messages[:30]], len(messages), serde
+    )
+    assert (
+        extend is not None
+        and extend[:2] == (1, 23)
+        and [b[:2] for b in more] == [(2, 7)]
+        and delete_from == -1
+    )

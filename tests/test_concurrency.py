@@ -29,8 +29,23 @@ def run_busy_workload(db: str, counter: Path, *, timeout_s: float = 120) -> floa
     started = time.monotonic()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.support.crash_worker", db, str(counter), "drive", f"proc{p}", "5", str(TURNS), "2"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tests.support.crash_worker",
+                db,
+                str(counter),
+                "drive",
+                f"proc{p}",
+                "5",
+                str(TURNS),
+                "2",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for p in range(2)
     ]
@@ -45,7 +60,9 @@ def run_busy_workload(db: str, counter: Path, *, timeout_s: float = 120) -> floa
             assert json.loads(out.strip().splitlines()[-1]) == {"failures": []}
         assert local_failures == 0
 
-        threads = [f"local-{i:02d}" for i in range(10)] + [f"proc{p}-{i:02d}" for p in range(2) for i in range(5)]
+        threads = [f"local-{i:02d}" for i in range(10)] + [
+            f"proc{p}-{i:02d}" for p in range(2) for i in range(5)
+        ]
         for tid in threads:
             messages = session.messages(tid)
             assert sum(isinstance(m, HumanMessage) for m in messages) == TURNS, tid

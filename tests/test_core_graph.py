@@ -49,7 +49,13 @@ def test_free_calls_run_first_then_one_request_lists_only_gated_calls(tmp_path: 
 
     answer = {
         "decisions": [
-            {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "alice@example.com", "body": "hello"}}},
+            {
+                "type": "edit",
+                "edited_action": {
+                    "name": "send_email",
+                    "args": {"to": "alice@example.com", "body": "hello"},
+                },
+            },
             {"type": "reject", "message": "not on a Friday"},
         ]
     }
@@ -58,14 +64,22 @@ def test_free_calls_run_first_then_one_request_lists_only_gated_calls(tmp_path: 
 
     # The edited call ran once with the edited args; the rejected one never ran;
     # the free tools were not run again.
-    assert ledger.entries().count({"name": "send_email", "args": {"to": "alice@example.com", "body": "hello"}}) == 1
+    assert (
+        ledger.entries().count(
+            {"name": "send_email", "args": {"to": "alice@example.com", "body": "hello"}}
+        )
+        == 1
+    )
     assert ledger.count("send_email") == 1
     assert ledger.count("deploy") == 0
     assert ledger.count("lookup") == 1 and ledger.count("clock") == 1
 
     results = tool_messages(session)
     assert set(results) == {"free1", "free2", "gated1", "gated2"}
-    assert "changed the arguments" in results["gated1"].content and "sent to alice@example.com" in results["gated1"].content
+    assert (
+        "changed the arguments" in results["gated1"].content
+        and "sent to alice@example.com" in results["gated1"].content
+    )
     assert results["gated2"].status == "error" and "not on a Friday" in results["gated2"].content
     # ... and the reason reached the model on its next call.
     last_input = model.inputs[-1]
@@ -92,16 +106,25 @@ def test_langchain_middleware_decisions_accepted_unchanged(tmp_path: Path) -> No
         pass
     results = tool_messages(session)
     assert results["c1"].content == "sent to a@x"
-    assert results["c2"].content == "api is frozen, I deployed it by hand" and results["c2"].status != "error"
+    assert (
+        results["c2"].content == "api is frozen, I deployed it by hand"
+        and results["c2"].status != "error"
+    )
     assert results["c3"].status == "error" and "declined" in results["c3"].content
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
 
 
 def test_decisions_keyed_by_tool_call_id(tmp_path: Path) -> None:
-    turn = ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    turn = ai(
+        "",
+        tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"),
+        tool_call("deploy", {"service": "api"}, "c2"),
+    )
     session, ledger, _ = make_session(tmp_path, [turn, "ok"])
     session.send("t1", "go").collect()
-    run = session.resume("t1", {"decisions": {"c2": {"type": "approve"}, "c1": {"type": "reject", "message": "no"}}})
+    run = session.resume(
+        "t1", {"decisions": {"c2": {"type": "approve"}, "c1": {"type": "reject", "message": "no"}}}
+    )
     assert run.collect()[-1].status == "completed"
     assert ledger.count("deploy") == 1 and ledger.count("send_email") == 0
 
@@ -109,17 +132,38 @@ def test_decisions_keyed_by_tool_call_id(tmp_path: Path) -> None:
 BAD_ANSWERS = {
     "wrong count": {"decisions": [{"type": "approve"}]},
     "unknown type": {"decisions": [{"type": "maybe"}, {"type": "approve"}]},
-    "not allowed for this tool": {"decisions": [{"type": "approve"}, {"type": "edit", "edited_action": {"name": "deploy", "args": {"service": "x"}}}]},
-    "edit switches tools": {"decisions": [{"type": "edit", "edited_action": {"name": "deploy", "args": {"service": "x"}}}, {"type": "approve"}]},
-    "edited args fail the schema": {"decisions": [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "a@x"}}}, {"type": "approve"}]},
-    "respond without a message": {"decisions": [{"type": "respond", "message": "  "}, {"type": "approve"}]},
+    "not allowed for this tool": {
+        "decisions": [
+            {"type": "approve"},
+            {"type": "edit", "edited_action": {"name": "deploy", "args": {"service": "x"}}},
+        ]
+    },
+    "edit switches tools": {
+        "decisions": [
+            {"type": "edit", "edited_action": {"name": "deploy", "args": {"service": "x"}}},
+            {"type": "approve"},
+        ]
+    },
+    "edited args fail the schema": {
+        "decisions": [
+            {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "a@x"}}},
+            {"type": "approve"},
+        ]
+    },
+    "respond without a message": {
+        "decisions": [{"type": "respond", "message": "  "}, {"type": "approve"}]
+    },
     "not a decisions object": "yes please",
     "unknown tool call id": {"decisions": {"nope": {"type": "approve"}, "c2": {"type": "approve"}}},
 }
 
 
 def _paused(tmp_path: Path):
-    turn = ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"), tool_call("deploy", {"service": "api"}, "c2"))
+    turn = ai(
+        "",
+        tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"),
+        tool_call("deploy", {"service": "api"}, "c2"),
+    )
     # deploy may only be approved or rejected
     policy = {"deploy": {"allowed_decisions": ["approve", "reject"]}}
     session, ledger, _ = make_session(tmp_path, [turn, "finished"], policy=policy)
@@ -142,21 +186,30 @@ def test_bad_answer_through_raw_command_changes_nothing(tmp_path: Path, case: st
     assert _snapshot(session) == before, "the thread must stay paused exactly as it was"
     assert ledger.count("send_email") == 0 and ledger.count("deploy") == 0
     # A correct answer afterwards still works.
-    for _ in session.agent.stream(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), CFG):
+    for _ in session.agent.stream(
+        Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), CFG
+    ):
         pass
     assert session.messages("t1")[-1].content == "finished"
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
 
 
 @pytest.mark.parametrize("case", list(BAD_ANSWERS))
-def test_bad_answer_through_session_is_refused_with_a_clear_message(tmp_path: Path, case: str) -> None:
+def test_bad_answer_through_session_is_refused_with_a_clear_message(
+    tmp_path: Path, case: str
+) -> None:
     session, ledger = _paused(tmp_path)
     before = _snapshot(session)
     with pytest.raises(DecisionError) as err:
         session.resume("t1", BAD_ANSWERS[case])
     assert str(err.value) and "Traceback" not in str(err.value)
     assert _snapshot(session) == before
-    assert session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}).collect()[-1].status == "completed"
+    assert (
+        session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]})
+        .collect()[-1]
+        .status
+        == "completed"
+    )
 
 
 def test_refusal_messages_say_what_is_wrong(tmp_path: Path) -> None:
@@ -175,10 +228,15 @@ def test_refusal_messages_say_what_is_wrong(tmp_path: Path) -> None:
 def test_the_pause_tells_raw_clients_the_shape_of_an_answer(tmp_path: Path) -> None:
     """Studio and SDK clients read the expected answer from the interrupt itself."""
     session, _ = _paused(tmp_path)
-    updates = [c for c in session.agent.stream(None, CFG, stream_mode="updates") if "__interrupt__" in c]
+    updates = [
+        c for c in session.agent.stream(None, CFG, stream_mode="updates") if "__interrupt__" in c
+    ]
     schema = updates[-1]["__interrupt__"][0].response_schema
     assert schema["required"] == ["decisions"]
-    kinds = {variant["properties"]["type"]["const"] for variant in schema["properties"]["decisions"]["items"]["oneOf"]}
+    kinds = {
+        variant["properties"]["type"]["const"]
+        for variant in schema["properties"]["decisions"]["items"]["oneOf"]
+    }
     assert kinds == {"approve", "edit", "reject", "respond"}
 
 
@@ -195,10 +253,16 @@ def test_resume_when_nothing_is_pending_is_refused(tmp_path: Path) -> None:
 def test_stale_interrupt_id_is_refused(tmp_path: Path) -> None:
     session, _ = _paused(tmp_path)
     with pytest.raises(StaleDecision):
-        session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}, interrupt_id="old")
+        session.resume(
+            "t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}, interrupt_id="old"
+        )
     pending = session.pending("t1")
     assert pending is not None
-    run = session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}, interrupt_id=pending.interrupt_id)
+    run = session.resume(
+        "t1",
+        {"decisions": [{"type": "approve"}, {"type": "approve"}]},
+        interrupt_id=pending.interrupt_id,
+    )
     assert run.collect()[-1].status == "completed"
 
 
@@ -215,12 +279,22 @@ def test_bad_model_output_becomes_error_results_and_the_run_goes_on(tmp_path: Pa
         tool_call("lookup", {"wrong": 1}, "u2"),
         tool_call("explode", {"reason": "disk"}, "u3"),
     )
-    turn.invalid_tool_calls = [{"name": "lookup", "args": "{not json", "id": "u4", "error": "bad", "type": "invalid_tool_call"}]
+    turn.invalid_tool_calls = [
+        {
+            "name": "lookup",
+            "args": "{not json",
+            "id": "u4",
+            "error": "bad",
+            "type": "invalid_tool_call",
+        }
+    ]
     session, _, model = make_session(tmp_path, [turn, "recovered"])
     events = session.send("t1", "go").collect()
     assert events[-1].status == "completed"
     results = tool_messages(session)
-    assert "unknown tool 'no_such_tool'" in results["u1"].content and results["u1"].status == "error"
+    assert (
+        "unknown tool 'no_such_tool'" in results["u1"].content and results["u1"].status == "error"
+    )
     assert "invalid arguments for lookup" in results["u2"].content
     assert "boom: disk" in results["u3"].content
     assert "not a valid JSON object" in results["u4"].content
@@ -240,7 +314,9 @@ def test_model_call_limit_ends_a_runaway_loop(tmp_path: Path) -> None:
     last = session.messages("t1")[-1]
     assert isinstance(last, AIMessage) and "limit of 3 model calls" in last.content
     # Every tool call on every AIMessage has exactly one answer.
-    calls = [c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls]
+    calls = [
+        c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls
+    ]
     assert sorted(calls) == sorted(tool_messages(session))
     # "Send a message to continue": a new message starts a run with a fresh count.
     again = session.send("t1", "go on").collect()
@@ -258,8 +334,17 @@ def test_deny_blocks_without_asking(tmp_path: Path) -> None:
 
 
 def test_policy_rules_on_arguments(tmp_path: Path) -> None:
-    policy = {"send_email": {"mode": "ask", "rules": [{"arg": "to", "glob": "*@example.com", "mode": "allow"}]}}
-    turn = ai("", tool_call("send_email", {"to": "me@example.com", "body": "x"}, "s1"), tool_call("send_email", {"to": "me@evil.com", "body": "x"}, "s2"))
+    policy = {
+        "send_email": {
+            "mode": "ask",
+            "rules": [{"arg": "to", "glob": "*@example.com", "mode": "allow"}],
+        }
+    }
+    turn = ai(
+        "",
+        tool_call("send_email", {"to": "me@example.com", "body": "x"}, "s1"),
+        tool_call("send_email", {"to": "me@evil.com", "body": "x"}, "s2"),
+    )
     session, ledger, _ = make_session(tmp_path, [turn, "ok"], policy=policy)
     events = session.send("t1", "mail").collect()
     request = next(e for e in events if e.type == "approval_required").request
@@ -269,8 +354,12 @@ def test_policy_rules_on_arguments(tmp_path: Path) -> None:
 
 def test_hitl_middleware_interrupt_on_mapping(tmp_path: Path) -> None:
     # True asks, False runs freely (even a tool that asks by default).
-    turn = ai("", tool_call("deploy", {"service": "a"}, "x1"), tool_call("lookup", {"key": "k"}, "x2"))
-    session, ledger, _ = make_session(tmp_path, [turn, "ok"], policy={"deploy": False, "lookup": True})
+    turn = ai(
+        "", tool_call("deploy", {"service": "a"}, "x1"), tool_call("lookup", {"key": "k"}, "x2")
+    )
+    session, ledger, _ = make_session(
+        tmp_path, [turn, "ok"], policy={"deploy": False, "lookup": True}
+    )
     events = session.send("t1", "go").collect()
     request = next(e for e in events if e.type == "approval_required").request
     assert [a["name"] for a in request["action_requests"]] == ["lookup"]
@@ -279,7 +368,12 @@ def test_hitl_middleware_interrupt_on_mapping(tmp_path: Path) -> None:
 
 def test_always_allow_grant_covers_later_turns_of_this_thread_only(tmp_path: Path) -> None:
     def script_for(n: int):
-        return [ai("", tool_call("send_email", {"to": "a@x", "body": str(i)}, f"m{i}")) if i % 2 == 0 else "sent" for i in range(n)]
+        return [
+            ai("", tool_call("send_email", {"to": "a@x", "body": str(i)}, f"m{i}"))
+            if i % 2 == 0
+            else "sent"
+            for i in range(n)
+        ]
 
     session, ledger, _ = make_session(tmp_path, script_for(6))
     session.send("t1", "first").collect()
@@ -293,7 +387,9 @@ def test_always_allow_grant_covers_later_turns_of_this_thread_only(tmp_path: Pat
 
 
 def test_events_are_typed_and_in_order(tmp_path: Path) -> None:
-    session, _, _ = make_session(tmp_path, [ai("Look", tool_call("lookup", {"key": "a"}, "l1")), "The answer is 42."])
+    session, _, _ = make_session(
+        tmp_path, [ai("Look", tool_call("lookup", {"key": "a"}, "l1")), "The answer is 42."]
+    )
     events = session.send("t1", "q").collect()
     types = [e.type for e in events]
     assert types[0] == "run_started" and types[-1] == "run_finished"
@@ -317,7 +413,9 @@ def test_cancel_mid_run_leaves_every_call_answered(tmp_path: Path) -> None:
         statuses.append(event)
     assert run.status == "cancelled"
     assert ledger.count("lookup") == 2
-    calls = [c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls]
+    calls = [
+        c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls
+    ]
     assert sorted(calls) == sorted(tool_messages(session))
     assert session.thread("t1").status == "cancelled"
     # The thread continues normally afterwards.
@@ -375,8 +473,14 @@ def test_versions_of_a_message_after_forks_and_switching_between_them(tmp_path: 
     assert session.branches("t1") == []  # never forked: nothing to switch
     session.fork("t1", 0, "FIRST, edited").collect()
     [at_first] = session.branches("t1")
-    assert (at_first.index, at_first.label, at_first.previews) == (0, "2/2", ("first", "FIRST, edited"))
-    assert session.thread("t1").title == "FIRST, edited"  # the title was the first message's: it follows
+    assert (at_first.index, at_first.label, at_first.previews) == (
+        0,
+        "2/2",
+        ("first", "FIRST, edited"),
+    )
+    assert (
+        session.thread("t1").title == "FIRST, edited"
+    )  # the title was the first message's: it follows
     # Version 1 comes back whole, the second turn included.
     session.switch_branch("t1", at_first.message_ids[0])
     assert _said(session) == ["first", "re: first", "second", "re: second"]
@@ -441,12 +545,18 @@ def test_a_fork_made_on_the_raw_graph_shows_as_a_version(tmp_path: Path) -> None
     session.send("t1", "first").collect()
     session.send("t1", "second").collect()
     after_first = next(
-        s.config for s in session.agent.get_state_history(CFG) if len(s.values.get("messages", [])) == 2 and not s.next
+        s.config
+        for s in session.agent.get_state_history(CFG)
+        if len(s.values.get("messages", [])) == 2 and not s.next
     )
     session.agent.invoke({"messages": [HumanMessage("another second")]}, after_first)
     assert _said(session) == ["first", "re: first", "another second", "re: another second"]
     [versions] = session.branches("t1")
-    assert (versions.index, versions.label, versions.previews) == (2, "2/2", ("second", "another second"))
+    assert (versions.index, versions.label, versions.previews) == (
+        2,
+        "2/2",
+        ("second", "another second"),
+    )
     session.switch_branch("t1", versions.message_ids[0])
     assert _said(session) == ["first", "re: first", "second", "re: second"]
 
@@ -488,10 +598,31 @@ def test_a_run_whose_process_died_shows_as_interrupted_not_running(tmp_path: Pat
 def test_history_keeps_how_each_call_ended(tmp_path: Path) -> None:
     from graph.service.transcript import message_view
 
-    turn = ai("", tool_call("lookup", {"key": "a"}, "h1"), tool_call("send_email", {"to": "a@x", "body": "1"}, "h2"), tool_call("deploy", {"service": "x"}, "h3"))
+    turn = ai(
+        "",
+        tool_call("lookup", {"key": "a"}, "h1"),
+        tool_call("send_email", {"to": "a@x", "body": "1"}, "h2"),
+        tool_call("deploy", {"service": "x"}, "h3"),
+    )
     session, _, _ = make_session(tmp_path, [turn, "ok"])
     session.send("t1", "go").collect()
-    session.resume("t1", {"decisions": [{"type": "reject", "message": "no"}, {"type": "respond", "message": "done by hand"}]}).collect()
-    ended = {d["tool_call_id"]: d for d in (message_view(m).to_dict() for m in session.messages("t1")) if d["role"] == "tool"}
-    assert {k: v["tool_status"] for k, v in ended.items()} == {"h1": "ok", "h2": "rejected", "h3": "responded"}
+    session.resume(
+        "t1",
+        {
+            "decisions": [
+                {"type": "reject", "message": "no"},
+                {"type": "respond", "message": "done by hand"},
+            ]
+        },
+    ).collect()
+    ended = {
+        d["tool_call_id"]: d
+        for d in (message_view(m).to_dict() for m in session.messages("t1"))
+        if d["role"] == "tool"
+    }
+    assert {k: v["tool_status"] for k, v in ended.items()} == {
+        "h1": "ok",
+        "h2": "rejected",
+        "h3": "responded",
+    }
     assert ended["h1"]["duration_ms"] >= 0

@@ -40,7 +40,11 @@ def spawn(db: Path, counter: Path, *args: str, **env: str) -> subprocess.Popen[s
     full_env.update({k: v for k, v in env.items() if k == "GATEHOUSE_CRASH_AT"})
     return subprocess.Popen(
         [sys.executable, "-m", "tests.support.crash_worker", str(db), str(counter), *args],
-        cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -51,7 +55,9 @@ def wait_for(marker: Path, text: str, proc: subprocess.Popen[str], timeout: floa
             return
         if proc.poll() is not None:
             out, err = proc.communicate()
-            pytest.fail(f"worker exited early ({proc.returncode}) before {text!r}:\n{out[-2000:]}\n{err[-4000:]}")
+            pytest.fail(
+                f"worker exited early ({proc.returncode}) before {text!r}:\n{out[-2000:]}\n{err[-4000:]}"
+            )
         time.sleep(0.02)
     proc.kill()
     pytest.fail(f"worker never reached {text!r}")
@@ -94,7 +100,15 @@ def files(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_kill_while_model_streams(files: tuple[Path, Path, Path]) -> None:
     db, counter, marker = files
-    victim = spawn(db, counter, "send", "t-a", "hello", GATEHOUSE_TEST_MODEL_SLEEP="60", GATEHOUSE_TEST_MARKER=str(marker))
+    victim = spawn(
+        db,
+        counter,
+        "send",
+        "t-a",
+        "hello",
+        GATEHOUSE_TEST_MODEL_SLEEP="60",
+        GATEHOUSE_TEST_MARKER=str(marker),
+    )
     wait_for(marker, "streaming", victim)
     kill9(victim)
     assert_intact(db)
@@ -135,7 +149,15 @@ def test_kill_during_approved_tool_asks_outcome_unknown(files: tuple[Path, Path,
     assert session.send("t-c", "hello").collect()[-1].status == "awaiting_approval"
     session.close()
 
-    victim = spawn(db, counter, "resume", "t-c", json.dumps(APPROVE), GATEHOUSE_TEST_TOOL_SLEEP="60", GATEHOUSE_TEST_MARKER=str(marker))
+    victim = spawn(
+        db,
+        counter,
+        "resume",
+        "t-c",
+        json.dumps(APPROVE),
+        GATEHOUSE_TEST_TOOL_SLEEP="60",
+        GATEHOUSE_TEST_MARKER=str(marker),
+    )
     wait_for(marker, "in_tool", victim)
     kill9(victim)
     assert_intact(db)
@@ -150,7 +172,9 @@ def test_kill_during_approved_tool_asks_outcome_unknown(files: tuple[Path, Path,
         assert pending.call.tool_call_id == "call0"
         assert set(pending.allowed) == {"run_again", "mark_failed", "respond"}
         assert runs(counter) == {"hello": 1}
-        events = session.resume("t-c", {"type": "respond", "message": "It did run: counter is 1."}).collect()
+        events = session.resume(
+            "t-c", {"type": "respond", "message": "It did run: counter is 1."}
+        ).collect()
         assert events[-1].status == "completed"
         [result] = assert_paired(session, "t-c")
         assert result.content == "It did run: counter is 1."
@@ -165,7 +189,9 @@ def test_kill_after_tool_before_checkpoint_uses_journal(files: tuple[Path, Path,
     assert session.send("t-d", "hello").collect()[-1].status == "awaiting_approval"
     session.close()
 
-    victim = spawn(db, counter, "resume", "t-d", json.dumps(APPROVE), GATEHOUSE_CRASH_AT="after_tool")
+    victim = spawn(
+        db, counter, "resume", "t-d", json.dumps(APPROVE), GATEHOUSE_CRASH_AT="after_tool"
+    )
     victim.wait(30)
     assert victim.returncode == -signal.SIGKILL, victim.communicate()
     assert_intact(db)
@@ -189,7 +215,10 @@ def test_two_processes_resume_the_same_approval_one_runs(files: tuple[Path, Path
     assert session.send("t-e", "hello").collect()[-1].status == "awaiting_approval"
     session.close()
 
-    procs = [spawn(db, counter, "resume", "t-e", json.dumps(APPROVE), GATEHOUSE_TEST_TOOL_SLEEP="2") for _ in range(2)]
+    procs = [
+        spawn(db, counter, "resume", "t-e", json.dumps(APPROVE), GATEHOUSE_TEST_TOOL_SLEEP="2")
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=60) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 3], outs
@@ -233,7 +262,9 @@ def test_double_click_in_one_process(files: tuple[Path, Path, Path]) -> None:
         session.close()
 
 
-def exercise_lease_expiry(leases: Leases, other: Leases, put_row: Callable[[str, str, float], None]) -> None:
+def exercise_lease_expiry(
+    leases: Leases, other: Leases, put_row: Callable[[str, str, float], None]
+) -> None:
     """Two lease tables on one database (two processes); `put_row(thread, owner,
     expires_at)` writes a lease row directly, as another host or a dead process left it."""
     held = leases.acquire("t")
@@ -267,7 +298,10 @@ def test_lease_expiry_and_dead_holders(tmp_path: Path) -> None:
 
     def put_row(thread_id: str, owner: str, expires_at: float) -> None:
         with sqlite3.connect(db) as conn:
-            conn.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES (?, ?, ?)", (thread_id, owner, expires_at))
+            conn.execute(
+                "INSERT OR REPLACE INTO gatehouse_leases VALUES (?, ?, ?)",
+                (thread_id, owner, expires_at),
+            )
 
     try:
         exercise_lease_expiry(leases, other, put_row)
@@ -285,14 +319,22 @@ def test_outcome_unknown_answers_and_idempotent_tools(files: tuple[Path, Path, P
         assert isinstance(journal, Journal)
         for tid in ("t-again", "t-failed"):
             assert session.send(tid, "hello").collect()[-1].status == "awaiting_approval"
-            journal.start(tid, {"name": "bump", "args": {"label": "hello"}, "id": "call0", "type": "tool_call"})
+            journal.start(
+                tid,
+                {"name": "bump", "args": {"label": "hello"}, "id": "call0", "type": "tool_call"},
+            )
             assert session.resume(tid, APPROVE).collect()[-1].status == "awaiting_approval"
             assert session.pending(tid).kind == "outcome_unknown"  # type: ignore[union-attr]
         with pytest.raises(DecisionError, match="respond"):
             session.resume("t-failed", {"type": "respond", "message": " "})
         with pytest.raises(DecisionError):
             session.resume("t-failed", {"decisions": [{"type": "approve"}]})
-        assert session.resume("t-failed", {"type": "mark_failed", "message": "disk was unplugged"}).collect()[-1].status == "completed"
+        assert (
+            session.resume("t-failed", {"type": "mark_failed", "message": "disk was unplugged"})
+            .collect()[-1]
+            .status
+            == "completed"
+        )
         [failed] = assert_paired(session, "t-failed")
         assert failed.status == "error" and "disk was unplugged" in str(failed.content)
         assert runs(counter) == {}
@@ -303,7 +345,15 @@ def test_outcome_unknown_answers_and_idempotent_tools(files: tuple[Path, Path, P
         # A tool declared idempotent is journaled all the same (at-most-once is about the
         # person's intent): a run cut short is asked about, never repeated silently.
         assert session.send("t-idem", "idem: x").collect()[-1].status == "awaiting_approval"
-        journal.start("t-idem", {"name": "touch_idem", "args": {"label": "idem: x"}, "id": "call0", "type": "tool_call"})
+        journal.start(
+            "t-idem",
+            {
+                "name": "touch_idem",
+                "args": {"label": "idem: x"},
+                "id": "call0",
+                "type": "tool_call",
+            },
+        )
         assert session.resume("t-idem", APPROVE).collect()[-1].status == "awaiting_approval"
         assert session.pending("t-idem").kind == "outcome_unknown"  # type: ignore[union-attr]
         assert "idem: x" not in runs(counter)

@@ -33,7 +33,9 @@ def test_pause_in_one_process_resume_in_another(tmp_path: Path) -> None:
     assert ledger.count("send_email") == 0, "nothing runs before the yes"
 
     # The first process has exited; a fresh one resumes by thread id.
-    second = worker("resume", str(tmp_path), "shared-thread", json.dumps({"decisions": [{"type": "approve"}]}))
+    second = worker(
+        "resume", str(tmp_path), "shared-thread", json.dumps({"decisions": [{"type": "approve"}]})
+    )
     assert second[-1]["status"] == "completed"
     assert [e["call_id"] for e in second if e["type"] == "tool_finished"] == ["e1"]
     assert ledger.count("send_email") == 1, "the approved tool ran exactly once"
@@ -44,8 +46,19 @@ def test_pause_in_one_process_resume_in_another(tmp_path: Path) -> None:
     assert session.thread("shared-thread").status == "completed"
     # A second resume of the same (already decided) approval is refused.
     third = subprocess.run(
-        [sys.executable, "-m", "tests.support.cross_process_worker", "resume", str(tmp_path), "shared-thread", '{"decisions": [{"type": "approve"}]}'],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "tests.support.cross_process_worker",
+            "resume",
+            str(tmp_path),
+            "shared-thread",
+            '{"decisions": [{"type": "approve"}]}',
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert third.returncode != 0 and "not waiting for a decision" in third.stderr
     assert ledger.count("send_email") == 1

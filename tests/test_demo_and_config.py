@@ -39,7 +39,9 @@ def test_demo_model_explains_itself_for_unknown_requests(tmp_path: Path) -> None
 
 def test_model_choice_follows_the_environment() -> None:
     assert type(make_model(load_settings(env={}))).__name__ == "DemoModel"
-    model = make_model(load_settings(env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "GATEHOUSE_MODEL": "llama3"}))
+    model = make_model(
+        load_settings(env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "GATEHOUSE_MODEL": "llama3"})
+    )
     from langchain_openai import ChatOpenAI
 
     assert isinstance(model, ChatOpenAI) and model.model_name == "llama3"
@@ -60,7 +62,11 @@ def test_config_file_sets_policy_and_paths(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text, phrase",
-    [("db = [", "cannot read config"), ("colour = 'blue'", "unknown settings"), ("max_model_calls = 'many'", "bad setting")],
+    [
+        ("db = [", "cannot read config"),
+        ("colour = 'blue'", "unknown settings"),
+        ("max_model_calls = 'many'", "bad setting"),
+    ],
 )
 def test_bad_config_gives_a_clear_error(tmp_path: Path, text: str, phrase: str) -> None:
     cfg = tmp_path / "gatehouse.toml"

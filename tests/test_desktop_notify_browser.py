@@ -82,7 +82,9 @@ def test_off_by_default_then_one_notification_per_new_pause(page: Any, server: S
     before = pause_elsewhere(server, "write before.md: old news")
     # Off by default: a pause appears in the sidebar, the page makes no notification.
     quiet = pause_elsewhere(server, "write quiet.md: nobody asked")
-    playwright_api.expect(page.get_by_test_id("stSidebar")).to_contain_text("write quiet.md", timeout=WAIT_MS)
+    playwright_api.expect(page.get_by_test_id("stSidebar")).to_contain_text(
+        "write quiet.md", timeout=WAIT_MS
+    )
     assert notes(page) == []
 
     page.get_by_text("Desktop notifications").click()
@@ -103,14 +105,18 @@ def test_off_by_default_then_one_notification_per_new_pause(page: Any, server: S
     # Clicking a notification opens its thread, with its card.
     page.evaluate("window.__shown[0].onclick()")
     page.wait_for_url(f"**/?thread={fresh}", timeout=WAIT_MS)
-    playwright_api.expect(page.get_by_test_id("stMainBlockContainer")).to_contain_text("fresh.md", timeout=WAIT_MS)
+    playwright_api.expect(page.get_by_test_id("stMainBlockContainer")).to_contain_text(
+        "fresh.md", timeout=WAIT_MS
+    )
 
 
 def test_no_notification_for_the_thread_on_screen(page: Any, server: Server) -> None:
     page.get_by_text("Desktop notifications").click()
     page.get_by_test_id("stChatInputTextArea").fill("write here.md: on screen")
     page.get_by_test_id("stChatInputTextArea").press("Enter")
-    playwright_api.expect(page.get_by_role("button", name="Approve", exact=True)).to_be_visible(timeout=WAIT_MS)
+    playwright_api.expect(page.get_by_role("button", name="Approve", exact=True)).to_be_visible(
+        timeout=WAIT_MS
+    )
     # A pause elsewhere still notifies; the one the person is looking at never did.
     other = pause_elsewhere(server, "write other.md: elsewhere")
     page.wait_for_function("window.__notes.length >= 1", timeout=WAIT_MS)

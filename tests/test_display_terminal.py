@@ -23,7 +23,10 @@ import pytest
 
 from graph.protocol.display import visible
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")]
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a pty"),
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "gatehouse"
@@ -40,8 +43,15 @@ def base_cmd() -> list[str]:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
-    e.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"), PYTHONPATH=str(ROOT),
-             TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS), PROMPT_TOOLKIT_NO_CPR="1")
+    e.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+        TERM="xterm-256color",
+        COLUMNS=str(COLS),
+        LINES=str(ROWS),
+        PROMPT_TOOLKIT_NO_CPR="1",
+    )
     for name in ("NO_COLOR", "EDITOR", "VISUAL"):
         e.pop(name, None)
     (tmp_path / "ws").mkdir()
@@ -49,7 +59,9 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def gh(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*base_cmd(), *args], env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [*base_cmd(), *args], env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=60
+    )
 
 
 def on_screen(raw: str) -> list[str]:
@@ -63,8 +75,15 @@ def on_screen(raw: str) -> list[str]:
 def in_tty(env: dict[str, str], *args: str) -> str:
     """Everything the command writes to a real pseudo-terminal (colours included)."""
     cmd = base_cmd()
-    child = pexpect.spawn(cmd[0], [*cmd[1:], *args], env=env, cwd=str(ROOT), encoding="utf-8", timeout=60,
-                          dimensions=(ROWS, COLS))
+    child = pexpect.spawn(
+        cmd[0],
+        [*cmd[1:], *args],
+        env=env,
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(ROWS, COLS),
+    )
     child.expect(pexpect.EOF)
     return child.before
 
@@ -90,15 +109,20 @@ def test_every_control_and_format_character_is_escaped() -> None:
     """The fast scan's list of characters against this Python's Unicode tables."""
     import unicodedata
 
-    missed = [hex(c) for c in range(0x110000)
-              if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp", "Cs") and chr(c) not in "\n\t"
-              and visible(chr(c)) == chr(c)]
+    missed = [
+        hex(c)
+        for c in range(0x110000)
+        if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+        and chr(c) not in "\n\t"
+        and visible(chr(c)) == chr(c)
+    ]
     assert missed == []
 
 
 @pytest.mark.slow
-def test_pending_and_show_print_a_hidden_command_escaped_on_a_real_terminal(env: dict[str, str],
-                                                                             tmp_path: Path) -> None:
+def test_pending_and_show_print_a_hidden_command_escaped_on_a_real_terminal(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     sent = gh(env, "send", "--json", f"run: {HIDDEN} [red]not red[/red] \u202eexe.txt")
     assert sent.returncode == 3, sent.stderr
     thread_id = json.loads(sent.stdout)["thread_id"]
@@ -124,9 +148,12 @@ def test_pending_and_show_print_a_hidden_command_escaped_on_a_real_terminal(env:
 
 
 @pytest.mark.slow
-def test_free_tool_output_with_osc52_and_markup_never_reaches_the_terminal_raw(env: dict[str, str],
-                                                                                tmp_path: Path) -> None:
-    (tmp_path / "ws" / "notes.md").write_text(f"hello{OSC52}\n[bold red]shout[/bold red]\n\u202egnp.exe\n")
+def test_free_tool_output_with_osc52_and_markup_never_reaches_the_terminal_raw(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "ws" / "notes.md").write_text(
+        f"hello{OSC52}\n[bold red]shout[/bold red]\n\u202egnp.exe\n"
+    )
     raw = in_tty(env, "send", "read notes.md")
     assert "\x1b]52" not in raw and "\u202e" not in raw
     text = "\n".join(on_screen(raw))
@@ -143,13 +170,22 @@ def test_free_tool_output_with_osc52_and_markup_never_reaches_the_terminal_raw(e
 
 
 @pytest.mark.slow
-def test_interactive_card_shows_the_hidden_command_escaped(env: dict[str, str], tmp_path: Path) -> None:
+def test_interactive_card_shows_the_hidden_command_escaped(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     # Keys typed at the prompt cannot carry ESC: the model's call comes from a script.
     sent = gh(env, "send", "--json", f"run: {HIDDEN}")
     thread_id = json.loads(sent.stdout)["thread_id"]
     cmd = base_cmd()
-    child = pexpect.spawn(cmd[0], [*cmd[1:], "chat", "--thread", thread_id], env=env, cwd=str(ROOT),
-                          encoding="utf-8", timeout=60, dimensions=(ROWS, COLS))
+    child = pexpect.spawn(
+        cmd[0],
+        [*cmd[1:], "chat", "--thread", thread_id],
+        env=env,
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(ROWS, COLS),
+    )
     child.expect("decision>")
     seen = child.before
     assert "\x1b[2K" not in seen
@@ -163,5 +199,9 @@ def test_interactive_card_shows_the_hidden_command_escaped(env: dict[str, str], 
     child.expect("you")
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
-    tools = [m for m in json.loads(gh(env, "show", thread_id, "--json").stdout)["messages"] if m["role"] == "tool"]
+    tools = [
+        m
+        for m in json.loads(gh(env, "show", thread_id, "--json").stdout)["messages"]
+        if m["role"] == "tool"
+    ]
     assert "hidden codes" in tools[-1]["content"]

@@ -22,7 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PATH = re.compile(
     r"(?<![\w./-])(?:(?:graph|ui|tools|tests)/[\w./*-]*?\.py(?![\w])|bench/[\w./*-]*[\w/*])"
 )
-DOCS = ["README.md", "BENCHMARKS.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+DOCS = [
+    "README.md",
+    "BENCHMARKS.md",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+]
 CODE = ["graph", "ui", "tools", "bench"]
 
 
@@ -39,8 +43,12 @@ def comments_and_docstrings(source: str) -> Iterator[tuple[int, str]]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 yield body[0].lineno, body[0].value.value
 
 
@@ -58,8 +66,11 @@ def mentions() -> Iterator[tuple[str, str]]:
 
 
 # Made at run time and git-ignored (bench/results/web-cache/): named, never committed.
-IGNORED = [line.strip() for line in (ROOT / ".gitignore").read_text().splitlines()
-           if line.strip() and not line.startswith("#")]
+IGNORED = [
+    line.strip()
+    for line in (ROOT / ".gitignore").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+]
 
 
 def exists(path: str) -> bool:
@@ -80,7 +91,11 @@ def test_the_pattern_finds_project_paths_only() -> None:
         "bench/web/*.py langgraph/graph/state.py site-packages/tools/x.py graph/agent/ ui.web.app"
     )
     assert list(paths_in(text)) == [
-        "graph/agent/review.py", "ui/web/app.py", "tests/test_x.py", "bench/results/", "bench/web/*.py",
+        "graph/agent/review.py",
+        "ui/web/app.py",
+        "tests/test_x.py",
+        "bench/results/",
+        "bench/web/*.py",
     ]
 
 

@@ -34,14 +34,25 @@ from tools.files import make_file_tools
 from tools.workspace import Workspace
 
 
-def session_with(tmp_path: Path, script: list[Any], hooks: dict[str, Any] | None = None,
-                 tools: list[Any] | None = None) -> tuple[Session, ScriptedModel]:
+def session_with(
+    tmp_path: Path,
+    script: list[Any],
+    hooks: dict[str, Any] | None = None,
+    tools: list[Any] | None = None,
+) -> tuple[Session, ScriptedModel]:
     (tmp_path / "ws").mkdir(parents=True, exist_ok=True)
     model = ScriptedModel(script=script)
     storage = open_storage(str(tmp_path / "gatehouse.db"))
     tools = tools if tools is not None else make_file_tools(Workspace(tmp_path / "ws"))
-    graph = build_graph(model=model, tools=tools, checkpointer=storage.checkpointer, hooks=hooks,
-                        journal=storage.journal, decisions=storage.decisions, outputs=storage.outputs)
+    graph = build_graph(
+        model=model,
+        tools=tools,
+        checkpointer=storage.checkpointer,
+        hooks=hooks,
+        journal=storage.journal,
+        decisions=storage.decisions,
+        outputs=storage.outputs,
+    )
     return Session(graph, storage, tools), model
 
 
@@ -56,8 +67,11 @@ def test_every_reply_has_its_whole_message_and_the_turn_its_size(tmp_path: Path)
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "a.txt").write_text("alpha\n")
     script = [
-        ai("<think>read it first</think>Reading a.txt.", tool_call("read_file", {"path": "a.txt"}, "r1"),
-           tool_call("list_files", {}, "l1")),
+        ai(
+            "<think>read it first</think>Reading a.txt.",
+            tool_call("read_file", {"path": "a.txt"}, "r1"),
+            tool_call("list_files", {}, "l1"),
+        ),
         "It says alpha.",
     ]
     session, _ = session_with(tmp_path, script)
@@ -78,12 +92,18 @@ def test_every_reply_has_its_whole_message_and_the_turn_its_size(tmp_path: Path)
     # Parts of the first reply, indexed in the order they start: reasoning, text, two calls.
     first = [p for p in of(events, ev.PartStarted) if p.message_id == replies[0].message_id]
     assert [(p.index, p.part_kind, p.tool_name, p.call_id) for p in first] == [
-        (0, "reasoning", None, None), (1, "text", None, None),
-        (2, "tool_call", "read_file", "r1"), (3, "tool_call", "list_files", "l1"),
+        (0, "reasoning", None, None),
+        (1, "text", None, None),
+        (2, "tool_call", "read_file", "r1"),
+        (3, "tool_call", "list_files", "l1"),
     ]
     # Each part's deltas come after its part_started and before the next one's.
-    kinds = [e.type for e in events if e.type in ("part_started", "reasoning_delta", "text_delta")
-             and getattr(e, "message_id", None) == replies[0].message_id]
+    kinds = [
+        e.type
+        for e in events
+        if e.type in ("part_started", "reasoning_delta", "text_delta")
+        and getattr(e, "message_id", None) == replies[0].message_id
+    ]
     assert kinds[0] == "part_started" and kinds.index("text_delta") > kinds.index("part_started", 1)
 
 
@@ -119,7 +139,9 @@ def redact(state):
 
 
 def test_a_redacting_after_llm_hook_replaces_the_streamed_message(tmp_path: Path) -> None:
-    session, _ = session_with(tmp_path, ["The key is sk-abcdefgh12345678, keep it safe."], {"after_llm": [redact]})
+    session, _ = session_with(
+        tmp_path, ["The key is sk-abcdefgh12345678, keep it safe."], {"after_llm": [redact]}
+    )
     events = session.send("t", "what is the key?").collect()
     streamed = "".join(e.text for e in of(events, ev.TextDelta))
     assert "sk-abcdefgh12345678" in streamed  # it did stream: hence the replacement
@@ -170,7 +192,7 @@ def _screen(output: str, width: int) -> list[str]:
         if ch:
             line = rows[row]
             line.extend(" " * (col - len(line)))
-            line[col:col + 1] = [ch]
+            line[col : col + 1] = [ch]
             col += 1
     return ["".join(r).rstrip() for r in rows]
 
@@ -179,7 +201,9 @@ def _screen(output: str, width: int) -> list[str]:
 def test_the_terminal_shows_the_replaced_text(tmp_path: Path, tty: bool) -> None:
     from ui.term.render import EventRenderer
 
-    session, _ = session_with(tmp_path, ["The key is sk-abcdefgh12345678, keep it safe."], {"after_llm": [redact]})
+    session, _ = session_with(
+        tmp_path, ["The key is sk-abcdefgh12345678, keep it safe."], {"after_llm": [redact]}
+    )
     out = io.StringIO()
     renderer = EventRenderer(Console(file=out, force_terminal=tty, width=24, color_system=None))
     for event in session.send("t", "key?"):
@@ -223,15 +247,23 @@ def test_the_web_live_view_shows_the_replaced_text() -> None:
 
 def two_calls(tmp_path: Path) -> tuple[Session, Ledger]:
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    script = [ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "e1"),
-                 tool_call("send_email", {"to": "b@x", "body": "2"}, "e2")), "ok"]
+    script = [
+        ai(
+            "",
+            tool_call("send_email", {"to": "a@x", "body": "1"}, "e1"),
+            tool_call("send_email", {"to": "b@x", "body": "2"}, "e2"),
+        ),
+        "ok",
+    ]
     session, _ = session_with(tmp_path, script, tools=make_tools(ledger))
     session.send("t", "mail both").collect()
     return session, ledger
 
 
 def results(session: Session) -> dict[str, str]:
-    return {m.tool_call_id: str(m.content) for m in session.messages("t") if isinstance(m, ToolMessage)}
+    return {
+        m.tool_call_id: str(m.content) for m in session.messages("t") if isinstance(m, ToolMessage)
+    }
 
 
 def test_without_reject_missing_a_partial_answer_is_refused(tmp_path: Path) -> None:
@@ -247,11 +279,17 @@ def test_reject_missing_rejects_what_the_answer_leaves_out(tmp_path: Path, how: 
     if how == "parameter":
         run = session.resume("t", {"decisions": {"e1": {"type": "approve"}}}, reject_missing=True)
     elif how == "field":
-        run = session.resume("t", {"decisions": {"e1": {"type": "approve"}}, "reject_missing": True})
+        run = session.resume(
+            "t", {"decisions": {"e1": {"type": "approve"}}, "reject_missing": True}
+        )
     elif how == "reason":
-        run = session.resume("t", {"decisions": {"e1": {"type": "approve"}}}, reject_missing="only a@x today")
+        run = session.resume(
+            "t", {"decisions": {"e1": {"type": "approve"}}}, reject_missing="only a@x today"
+        )
     else:
-        run = session.resume("t", {"decisions": [{"type": "approve"}, None], "reject_missing": True})
+        run = session.resume(
+            "t", {"decisions": [{"type": "approve"}, None], "reject_missing": True}
+        )
     assert run.collect()[-1].status == "completed"
     assert [e["args"]["to"] for e in ledger.entries()] == ["a@x"]
     found = results(session)
@@ -266,15 +304,26 @@ def test_reject_missing_through_a_raw_command_and_async_session(tmp_path: Path) 
     session, ledger = two_calls(tmp_path)
     pending = session.pending("t")
     config = {"configurable": {"thread_id": "t"}}
-    session.agent.invoke(Command(resume={pending.interrupt_id: {"decisions": {"e2": {"type": "approve"}},
-                                                                "reject_missing": True}}), config)
+    session.agent.invoke(
+        Command(
+            resume={
+                pending.interrupt_id: {
+                    "decisions": {"e2": {"type": "approve"}},
+                    "reject_missing": True,
+                }
+            }
+        ),
+        config,
+    )
     assert [e["args"]["to"] for e in ledger.entries()] == ["b@x"]
     assert "declined" in results(session)["e1"]
 
     other, other_ledger = two_calls(tmp_path / "async")
 
     async def main() -> str | None:
-        run = await AsyncSession(other).resume("t", {"decisions": {"e1": {"type": "approve"}}}, reject_missing=True)
+        run = await AsyncSession(other).resume(
+            "t", {"decisions": {"e1": {"type": "approve"}}}, reject_missing=True
+        )
         await run.collect()
         return run.status
 
@@ -285,9 +334,14 @@ def test_a_raw_command_without_reject_missing_changes_nothing(tmp_path: Path) ->
     session, ledger = two_calls(tmp_path)
     pending = session.pending("t")
     with pytest.raises(Exception, match="no decision for tool call"):
-        session.agent.invoke(Command(resume={pending.interrupt_id: {"decisions": {"e2": {"type": "approve"}}}}),
-                             {"configurable": {"thread_id": "t"}})
-    assert session.pending("t").interrupt_id == pending.interrupt_id and ledger.count("send_email") == 0
+        session.agent.invoke(
+            Command(resume={pending.interrupt_id: {"decisions": {"e2": {"type": "approve"}}}}),
+            {"configurable": {"thread_id": "t"}},
+        )
+    assert (
+        session.pending("t").interrupt_id == pending.interrupt_id
+        and ledger.count("send_email") == 0
+    )
 
 
 # -- item 7: messages() read mid-run -----------------------------------------------------------
@@ -295,18 +349,28 @@ def test_a_raw_command_without_reject_missing_changes_nothing(tmp_path: Path) ->
 
 def ten_reads_script(n: int = 10) -> list[Any]:
     calls = [tool_call("read_file", {"path": f"f{i}.txt"}, f"r{i}") for i in range(n)]
-    return [ai("Reading all.", *calls[: n // 2]), ai("And the rest.", *calls[n // 2 :]), "All read."]
+    return [
+        ai("Reading all.", *calls[: n // 2]),
+        ai("And the rest.", *calls[n // 2 :]),
+        "All read.",
+    ]
 
 
 def check_reads(session: Session, events: Any) -> int:
     checked = 0
     for event in events:
         if isinstance(event, ev.ToolFinished):
-            found = [m for m in session.messages("t") if isinstance(m, ToolMessage) and m.tool_call_id == event.call_id]
+            found = [
+                m
+                for m in session.messages("t")
+                if isinstance(m, ToolMessage) and m.tool_call_id == event.call_id
+            ]
             assert len(found) == 1 and found[0].content == event.output, event
             checked += 1
         elif isinstance(event, ev.AssistantMessage):
-            assert any(m.id == event.message_id and m.content == event.text for m in session.messages("t"))
+            assert any(
+                m.id == event.message_id and m.content == event.text for m in session.messages("t")
+            )
         elif isinstance(event, ev.TurnComplete):
             assert len(session.messages("t")) == event.history_size
     return checked
@@ -344,7 +408,9 @@ def test_a_mid_run_read_through_async_session(tmp_path: Path) -> None:
         async for event in run:
             if isinstance(event, ev.ToolFinished):
                 messages = await asession.messages("t")
-                assert any(isinstance(m, ToolMessage) and m.tool_call_id == event.call_id for m in messages)
+                assert any(
+                    isinstance(m, ToolMessage) and m.tool_call_id == event.call_id for m in messages
+                )
                 checked += 1
         return checked
 
@@ -362,7 +428,9 @@ def test_a_redaction_hook_from_gatehouse_toml_under_async_session(tmp_path: Path
     settings = load_settings(tmp_path / "gatehouse.toml", env={})
 
     async def main() -> list[ev.Event]:
-        session = AsyncSession(open_session(settings, model=ScriptedModel(script=["use sk-abcdefgh12345678 here"])))
+        session = AsyncSession(
+            open_session(settings, model=ScriptedModel(script=["use sk-abcdefgh12345678 here"]))
+        )
         run = await session.start("t", "key?")
         events = await run.collect()
         assert (await session.messages("t"))[-1].content == "use [redacted] here"

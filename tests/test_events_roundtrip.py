@@ -16,31 +16,69 @@ EXAMPLES: dict[type[Any], dict[str, Any]] = {
     ev.RunStarted: {"run_id": "r1", "kind": "resume"},
     ev.TextDelta: {"text": "héllo ✓\n", "message_id": "m1"},
     ev.ReasoningDelta: {"text": "the user wants ✓\n", "message_id": "m1"},
-    ev.ModelRetried: {"attempt": 2, "max_retries": 3, "delay_s": 1.5, "reason": "HTTP 429", "message_id": "m1"},
+    ev.ModelRetried: {
+        "attempt": 2,
+        "max_retries": 3,
+        "delay_s": 1.5,
+        "reason": "HTTP 429",
+        "message_id": "m1",
+    },
     ev.ReplyRejected: {"message_id": "m1", "reason": "not valid JSON"},
-    ev.PartStarted: {"message_id": "m1", "index": 2, "part_kind": "tool_call", "call_id": "c1", "tool_name": "write_file"},
+    ev.PartStarted: {
+        "message_id": "m1",
+        "index": 2,
+        "part_kind": "tool_call",
+        "call_id": "c1",
+        "tool_name": "write_file",
+    },
     ev.MessageReplaced: {"message_id": "m1", "text": "The key is [redacted] ✓", "removed": True},
-    ev.AssistantMessage: {"message_id": "m1", "text": "Done: todo.md has 3 items.", "tool_calls": ["write_file"]},
+    ev.AssistantMessage: {
+        "message_id": "m1",
+        "text": "Done: todo.md has 3 items.",
+        "tool_calls": ["write_file"],
+    },
     ev.TurnComplete: {"status": "stopped", "history_size": 7},
     ev.ToolStarted: {
-        "call_id": "c1", "name": "write_file", "args": {"path": "a.md", "n": [1, 2.5, None, {"x": True}]}, "auto_approved": True
+        "call_id": "c1",
+        "name": "write_file",
+        "args": {"path": "a.md", "n": [1, 2.5, None, {"x": True}]},
+        "auto_approved": True,
     },
     ev.ToolOutput: {"call_id": "c1", "text": "line 1\n"},
-    ev.ToolFinished: {"call_id": "c1", "name": "run_command", "status": "ok", "output": "line 1\n… [output stored aside …]",
-                      "duration_ms": 12.5, "offloaded": True, "total_chars": 48210},
+    ev.ToolFinished: {
+        "call_id": "c1",
+        "name": "run_command",
+        "status": "ok",
+        "output": "line 1\n… [output stored aside …]",
+        "duration_ms": 12.5,
+        "offloaded": True,
+        "total_chars": 48210,
+    },
     ev.ApprovalRequired: {
         "interrupt_id": "i1",
         "request": {
             "action_requests": [
-                {"name": "write_file", "args": {"path": "a.md", "content": "x\n"}, "description": "d", "tool_call_id": "c1"}
+                {
+                    "name": "write_file",
+                    "args": {"path": "a.md", "content": "x\n"},
+                    "description": "d",
+                    "tool_call_id": "c1",
+                }
             ],
-            "review_configs": [{"action_name": "write_file", "allowed_decisions": ["approve", "reject"]}],
+            "review_configs": [
+                {"action_name": "write_file", "allowed_decisions": ["approve", "reject"]}
+            ],
         },
     },
     ev.Usage: {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "cost": 0.0012},
     ev.Compacted: {"tokens_before": 9000, "tokens_after": 1200, "messages_removed": 40},
     ev.Notice: {"text": "budget at 80%", "source": "budget"},
-    ev.RunFinished: {"status": "completed", "reason": "why", "text": "Done: todo.md has 3 items.", "message_id": "m1"},
+    ev.RunFinished: {
+        "status": "completed",
+        "reason": "why",
+        "text": "Done: todo.md has 3 items.",
+        "message_id": "m1",
+    },
     ev.ErrorEvent: {"message": "The model API failed", "kind": "model", "retryable": True},
 }
 

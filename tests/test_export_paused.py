@@ -19,8 +19,11 @@ from graph import ImportRefused, NothingPending, Session, StaleDecision, ai, too
 from tests.support.core_fixtures import Ledger, make_session
 
 SCRIPT = [
-    ai("Looking it up, then deploying.", tool_call("lookup", {"key": "version"}, "k1"),
-       tool_call("deploy", {"service": "web"}, "d1")),
+    ai(
+        "Looking it up, then deploying.",
+        tool_call("lookup", {"key": "version"}, "k1"),
+        tool_call("deploy", {"service": "web"}, "d1"),
+    ),
     "Deployed.",
 ]
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -35,7 +38,9 @@ def target_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield request.getfixturevalue("postgres_url")
 
 
-def opened(tmp: Path, db: str | None = None, script: list[Any] | None = None) -> tuple[Session, Ledger]:
+def opened(
+    tmp: Path, db: str | None = None, script: list[Any] | None = None
+) -> tuple[Session, Ledger]:
     tmp.mkdir(parents=True, exist_ok=True)
     session, ledger, _ = make_session(tmp, script if script is not None else SCRIPT, db=db)
     return session, ledger
@@ -49,15 +54,24 @@ def paused_thread(tmp: Path) -> tuple[Session, Ledger, str]:
 
 
 def results(session: Session, thread_id: str) -> dict[str, str]:
-    return {m.tool_call_id: str(m.content) for m in session.messages(thread_id) if isinstance(m, ToolMessage)}
+    return {
+        m.tool_call_id: str(m.content)
+        for m in session.messages(thread_id)
+        if isinstance(m, ToolMessage)
+    }
 
 
-def test_a_paused_thread_waits_again_in_another_database_and_runs_once(tmp_path: Path, target_db: str) -> None:
+def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
+    tmp_path: Path, target_db: str
+) -> None:
     source, source_ledger, tid = paused_thread(tmp_path / "a")
     asked = source.pending(tid)
     exported = source.export(tid, "json")
     data = json.loads(exported)
-    assert data["pending"]["kind"] == "approval" and data["pending"]["interrupt_id"] == asked.interrupt_id
+    assert (
+        data["pending"]["kind"] == "approval"
+        and data["pending"]["interrupt_id"] == asked.interrupt_id
+    )
     assert [a["tool_call_id"] for a in data["pending"]["request"]["action_requests"]] == ["d1"]
     assert source_ledger.count("lookup") == 1  # the free call ran before the pause
 
@@ -124,8 +138,14 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
         assert entry.tool_call_id == "d1" and entry.finished
         # The approval is still in the log (it outlives the delete); a replayed task for
         # the approved call finds its journal row and does not run it again.
-        replay = Send("run_tool", {"call": tool_call("deploy", {"service": "web"}, "d1"), "mode": "run",
-                                   "moves_on": False})
+        replay = Send(
+            "run_tool",
+            {
+                "call": tool_call("deploy", {"service": "web"}, "d1"),
+                "mode": "run",
+                "moves_on": False,
+            },
+        )
         session.agent.invoke(Command(goto=replay), {"configurable": {"thread_id": tid}})
         assert ledger.count("deploy") == 1
 
@@ -141,21 +161,50 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
 @pytest.mark.parametrize(
     "tamper, error",
     [
-        (lambda d: d["pending"].update(kind="outcome_unknown"), "outcome of a call a crash cut off"),
-        (lambda d: d["pending"]["request"]["action_requests"][0]["args"].update(service="db"),
-         "does not match the thread's open tool calls"),
-        (lambda d: d["journal"].append({"tool_call_id": "d1", "name": "deploy", "args": {"service": "web"},
-                                         "status": "finished", "result": None, "started_at": 1.0,
-                                         "finished_at": 2.0, "pid": 1, "attempts": 1}),
-         "already decided or started"),
-        (lambda d: d["decisions"].append({"thread_id": "x", "question": "review", "tool_call_id": "d1",
-                                           "tool": "deploy", "decision": "approve", "args": {"service": "web"}}),
-         "already decided or started"),
+        (
+            lambda d: d["pending"].update(kind="outcome_unknown"),
+            "outcome of a call a crash cut off",
+        ),
+        (
+            lambda d: d["pending"]["request"]["action_requests"][0]["args"].update(service="db"),
+            "does not match the thread's open tool calls",
+        ),
+        (
+            lambda d: d["journal"].append(
+                {
+                    "tool_call_id": "d1",
+                    "name": "deploy",
+                    "args": {"service": "web"},
+                    "status": "finished",
+                    "result": None,
+                    "started_at": 1.0,
+                    "finished_at": 2.0,
+                    "pid": 1,
+                    "attempts": 1,
+                }
+            ),
+            "already decided or started",
+        ),
+        (
+            lambda d: d["decisions"].append(
+                {
+                    "thread_id": "x",
+                    "question": "review",
+                    "tool_call_id": "d1",
+                    "tool": "deploy",
+                    "decision": "approve",
+                    "args": {"service": "web"},
+                }
+            ),
+            "already decided or started",
+        ),
         (lambda d: d.update(journal=[{"tool_call_id": "k9"}]), "journal entry 0 is malformed"),
         (lambda d: d.update(pending="yes"), '"pending" must be'),
     ],
 )
-def test_a_tampered_paused_export_is_refused_and_writes_nothing(tmp_path: Path, tamper: Any, error: str) -> None:
+def test_a_tampered_paused_export_is_refused_and_writes_nothing(
+    tmp_path: Path, tamper: Any, error: str
+) -> None:
     source, _, tid = paused_thread(tmp_path / "a")
     target, ledger = opened(tmp_path / "b")
     try:
@@ -193,8 +242,10 @@ def test_the_terminal_imports_a_paused_thread_once(tmp_path: Path) -> None:
 
     (tmp_path / "ws").mkdir()
     write = ai("", tool_call("write_file", {"path": "notes.md", "content": "hi\n"}, "w1"))
-    source = open_session(Settings(db=str(tmp_path / "a.db"), workspace=str(tmp_path / "ws")),
-                          model=ScriptedModel(script=[write]))
+    source = open_session(
+        Settings(db=str(tmp_path / "a.db"), workspace=str(tmp_path / "ws")),
+        model=ScriptedModel(script=[write]),
+    )
     run = source.send(None, "write notes")
     assert run.collect()[-1].status == "awaiting_approval"
     path = tmp_path / "paused.json"
@@ -213,7 +264,9 @@ def test_the_terminal_imports_a_paused_thread_once(tmp_path: Path) -> None:
     assert not (tmp_path / "ws" / "notes.md").exists()
 
 
-def test_async_session_serialises_a_paused_run_and_wakes_it_elsewhere(tmp_path: Path, target_db: str) -> None:
+def test_async_session_serialises_a_paused_run_and_wakes_it_elsewhere(
+    tmp_path: Path, target_db: str
+) -> None:
     """The pydantic-ai user's story: pause for approval, store it, wake it up anywhere."""
     import asyncio
 

@@ -33,12 +33,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def settings(tmp_path: Path, factory: str) -> Settings:
-    return Settings(db=str(tmp_path / "gh.db"), workspace=str(tmp_path / "ws"),
-                    model_factory=f"tests.support.fake_models:{factory}")
+    return Settings(
+        db=str(tmp_path / "gh.db"),
+        workspace=str(tmp_path / "ws"),
+        model_factory=f"tests.support.fake_models:{factory}",
+    )
 
 
-@pytest.mark.parametrize(("factory", "cls"), [("generic_fake", "GenericFakeChatModel"),
-                                               ("messages_list_fake", "FakeMessagesListChatModel")])
+@pytest.mark.parametrize(
+    ("factory", "cls"),
+    [("generic_fake", "GenericFakeChatModel"), ("messages_list_fake", "FakeMessagesListChatModel")],
+)
 def test_a_stock_fake_without_bind_tools_gets_an_error_naming_it_and_what_to_do(
     tmp_path: Path, factory: str, cls: str
 ) -> None:
@@ -50,8 +55,11 @@ def test_a_stock_fake_without_bind_tools_gets_an_error_naming_it_and_what_to_do(
 
 
 def test_a_stock_fake_runs_when_there_are_no_tools_to_bind() -> None:
-    graph = build_graph(model=GenericFakeChatModel(messages=iter([AIMessage("Hello there.")])), tools=[],
-                        checkpointer=InMemorySaver())
+    graph = build_graph(
+        model=GenericFakeChatModel(messages=iter([AIMessage("Hello there.")])),
+        tools=[],
+        checkpointer=InMemorySaver(),
+    )
     out = graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
     assert out["messages"][-1].content == "Hello there."
 
@@ -64,9 +72,14 @@ def test_generic_fake_with_bind_tools_keeps_its_tool_calls_and_its_next_message(
         try:
             events = session.send(None, "write my notes").collect()
             thread_id = events[0].thread_id
-            assert isinstance(events[-1], ev.RunFinished) and events[-1].status == "awaiting_approval"
+            assert (
+                isinstance(events[-1], ev.RunFinished) and events[-1].status == "awaiting_approval"
+            )
             (approval,) = [e for e in events if isinstance(e, ev.ApprovalRequired)]
-            assert approval.request["action_requests"][0]["args"] == {"path": "notes.md", "content": "buy milk\n"}
+            assert approval.request["action_requests"][0]["args"] == {
+                "path": "notes.md",
+                "content": "buy milk\n",
+            }
             done = session.resume(thread_id, {"decisions": [{"type": "approve"}]}).collect()
         finally:
             session.close()
@@ -81,12 +94,26 @@ def test_generic_fake_with_bind_tools_keeps_its_tool_calls_and_its_next_message(
 
 def test_the_terminal_prints_the_error_as_json_on_stdout(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
-    env.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"), PYTHONPATH=str(ROOT),
-               GATEHOUSE_MODEL_FACTORY="tests.support.fake_models:generic_fake")
+    env.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+        GATEHOUSE_MODEL_FACTORY="tests.support.fake_models:generic_fake",
+    )
     script = Path(sys.executable).parent / "gatehouse"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ui.term.cli"]
-    result = subprocess.run([*cmd, "send", "hi", "--json"], env=env, cwd=str(tmp_path), capture_output=True,
-                            text=True, timeout=100)
+    result = subprocess.run(
+        [*cmd, "send", "hi", "--json"],
+        env=env,
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
     assert result.returncode == 2, (result.stdout, result.stderr)
     out = json.loads(result.stdout)
-    assert "GenericFakeChatModel" in out["error"] and "bind_tools" in out["error"] and out["exit_code"] == 2
+    assert (
+        "GenericFakeChatModel" in out["error"]
+        and "bind_tools" in out["error"]
+        and out["exit_code"] == 2
+    )

@@ -63,7 +63,9 @@ def test_find_draws_the_turn_found_not_the_rest_and_closes(page: Any, server: Se
     expect = playwright_api.expect
     last = main(page).get_by_text(payload("answer", TURNS)[:40])
     expect(last).to_be_visible(timeout=WAIT_MS)
-    page.get_by_test_id("stChatInputTextArea").wait_for(timeout=WAIT_MS)  # drawn last: the page is whole
+    page.get_by_test_id("stChatInputTextArea").wait_for(
+        timeout=WAIT_MS
+    )  # drawn last: the page is whole
     latest_window = page.evaluate(COUNT_ELEMENTS)
 
     # As a person does: scroll up to the top with the wheel (the page sticks to the
@@ -84,8 +86,10 @@ def test_find_draws_the_turn_found_not_the_rest_and_closes(page: Any, server: Se
     expect(result).to_be_enabled(timeout=WAIT_MS)
     result.evaluate("button => button.click()")
 
-    expect(main(page)).to_contain_text("Found: showing turns 3–6; the 33 turns between them and the latest are "
-                                       "not drawn.", timeout=WAIT_MS)
+    expect(main(page)).to_contain_text(
+        "Found: showing turns 3–6; the 33 turns between them and the latest are not drawn.",
+        timeout=WAIT_MS,
+    )
     expect(main(page).get_by_text(payload("answer", 3)[:40])).to_be_visible()
     # Only the few turns asked for, and the latest (where a run goes on): not the ones between.
     for between in (7, 20, TURNS - 1):
@@ -156,13 +160,17 @@ def test_settings_log_and_long_message_as_a_person_sees_them(page: Any, server: 
     from tests.support.browser import SCREENSHOTS
 
     big = " ".join(f"word{i:06d}" for i in range(20_000))  # ~220 KB, one paragraph
-    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)), actor="alice")
+    session = open_session(
+        Settings(db=str(server.db), workspace=str(server.workspace)), actor="alice"
+    )
     try:
         long_run = session.send(None, big)
         long_run.collect()
         run = session.send(None, "write a.md: one")
         run.collect()
-        session.resume(run.thread_id, {"decisions": [{"type": "respond", "message": "done by hand"}]}).collect()
+        session.resume(
+            run.thread_id, {"decisions": [{"type": "respond", "message": "done by hand"}]}
+        ).collect()
     finally:
         session.close()
     expect = playwright_api.expect
@@ -181,7 +189,9 @@ def test_settings_log_and_long_message_as_a_person_sees_them(page: Any, server: 
     expect(main(page)).to_contain_text("↩ write_file · answered by you", timeout=WAIT_MS)
 
     page.goto(f"{server.url}/?view=settings")
-    expect(main(page).get_by_role("table").first).to_contain_text(str(server.workspace), timeout=WAIT_MS)
+    expect(main(page).get_by_role("table").first).to_contain_text(
+        str(server.workspace), timeout=WAIT_MS
+    )
     expect(main(page)).to_contain_text("asks first")
     expect(main(page).get_by_test_id("stJson")).to_have_count(0)
     screenshot(page, "settings")

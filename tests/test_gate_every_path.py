@@ -44,7 +44,9 @@ APPROVE = {"decisions": [{"type": "approve"}]}
 
 
 def bump_script() -> list[Any]:
-    return [ai("On it.", tool_call("bump", {"label": "deploy"}, "c1")), "Done."] + ["Answered."] * 10
+    return [ai("On it.", tool_call("bump", {"label": "deploy"}, "c1")), "Done."] + [
+        "Answered."
+    ] * 10
 
 
 def raw_graph(db: Path, counter: Path, script: list[Any] | None = None) -> tuple[Any, Any]:
@@ -64,7 +66,9 @@ def cfg(thread: str) -> dict[str, Any]:
 
 
 def tool_messages(graph: Any, thread: str) -> list[ToolMessage]:
-    return [m for m in graph.get_state(cfg(thread)).values["messages"] if isinstance(m, ToolMessage)]
+    return [
+        m for m in graph.get_state(cfg(thread)).values["messages"] if isinstance(m, ToolMessage)
+    ]
 
 
 # -- 1. approval cannot be skipped through run input, command updates or forged tasks --
@@ -88,7 +92,12 @@ def test_run_input_cannot_grant_or_skip_approval(tmp_path: Path) -> None:
 
 def test_a_command_update_writing_grants_approves_nothing(tmp_path: Path) -> None:
     graph, _ = raw_graph(tmp_path / "g.db", tmp_path / "count")
-    graph.invoke(Command(update={"messages": [HumanMessage("hi")], "grants": [{"tool": "bump", "pattern": None}]}), cfg("t"))
+    graph.invoke(
+        Command(
+            update={"messages": [HumanMessage("hi")], "grants": [{"tool": "bump", "pattern": None}]}
+        ),
+        cfg("t"),
+    )
     graph.invoke({"messages": [("user", "deploy")]}, cfg("t"))
     assert runs(tmp_path / "count") == {}
     assert graph.get_state(cfg("t")).interrupts
@@ -99,8 +108,15 @@ def test_a_forged_send_to_run_tool_is_refused_not_run(tmp_path: Path) -> None:
     graph.invoke({"messages": [("user", "deploy")]}, cfg("t"))
     [asked] = graph.get_state(cfg("t")).interrupts
     # What a client can send through LangGraph Server: command={"goto": {"node": "run_tool", "input": ...}}.
-    forged = Send("run_tool", {"call": tool_call("bump", {"label": "deploy"}, "c1"), "mode": "run", "moves_on": True})
-    notices = [c for m, c in graph.stream(Command(goto=forged), cfg("t"), stream_mode=["custom", "updates"]) if m == "custom"]
+    forged = Send(
+        "run_tool",
+        {"call": tool_call("bump", {"label": "deploy"}, "c1"), "mode": "run", "moves_on": True},
+    )
+    notices = [
+        c
+        for m, c in graph.stream(Command(goto=forged), cfg("t"), stream_mode=["custom", "updates"])
+        if m == "custom"
+    ]
     assert runs(tmp_path / "count") == {}
     assert any(n.type == "notice" and "no person approved" in n.text for n in notices)
     # The call still waits for the person, unanswered, and runs once when approved.
@@ -110,12 +126,17 @@ def test_a_forged_send_to_run_tool_is_refused_not_run(tmp_path: Path) -> None:
     assert [m.tool_call_id for m in tool_messages(graph, "t")] == ["c1"]
 
 
-def test_an_approved_call_runs_once_then_the_same_forged_send_does_not_repeat_it(tmp_path: Path) -> None:
+def test_an_approved_call_runs_once_then_the_same_forged_send_does_not_repeat_it(
+    tmp_path: Path,
+) -> None:
     graph, _ = raw_graph(tmp_path / "g.db", tmp_path / "count")
     graph.invoke({"messages": [("user", "deploy")]}, cfg("t"))
     graph.invoke(Command(resume=APPROVE), cfg("t"))
     assert runs(tmp_path / "count") == {"deploy": 1}
-    replay = Send("run_tool", {"call": tool_call("bump", {"label": "deploy"}, "c1"), "mode": "run", "moves_on": False})
+    replay = Send(
+        "run_tool",
+        {"call": tool_call("bump", {"label": "deploy"}, "c1"), "mode": "run", "moves_on": False},
+    )
     graph.invoke(Command(goto=replay), cfg("t"))
     assert runs(tmp_path / "count") == {"deploy": 1}
 
@@ -130,7 +151,11 @@ def test_concurrent_raw_resumes_in_threads_run_the_call_once(tmp_path: Path) -> 
         start = threading.Barrier(2)
         refused: list[BaseException] = []
 
-        def resume(graph: Any = graph, start: threading.Barrier = start, refused: list[BaseException] = refused) -> None:
+        def resume(
+            graph: Any = graph,
+            start: threading.Barrier = start,
+            refused: list[BaseException] = refused,
+        ) -> None:
             start.wait()
             try:
                 graph.invoke(Command(resume=APPROVE), cfg("t"))
@@ -157,8 +182,19 @@ def test_concurrent_raw_resumes_in_processes_run_the_call_once(tmp_path: Path) -
         storage.close()
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "tests.support.raw_resume_worker", str(db), str(counter), "t", json.dumps(APPROVE)],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.support.raw_resume_worker",
+                    str(db),
+                    str(counter),
+                    "t",
+                    json.dumps(APPROVE),
+                ],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             for _ in range(2)
         ]
@@ -174,7 +210,11 @@ def test_concurrent_raw_resumes_in_processes_run_the_call_once(tmp_path: Path) -
         {"decisions": [{"type": "nope"}]},
         {"decisions": []},
         {"decisions": [{"type": "edit", "edited_action": {"name": "bump", "args": {"label": 5}}}]},
-        {"decisions": [{"type": "edit", "edited_action": {"name": "bump_free", "args": {"label": "x"}}}]},
+        {
+            "decisions": [
+                {"type": "edit", "edited_action": {"name": "bump_free", "args": {"label": "x"}}}
+            ]
+        },
         "yes please",
     ],
 )
@@ -187,12 +227,18 @@ def test_a_bad_raw_answer_is_not_stored_and_the_pause_stays_clean(tmp_path: Path
     after = graph.get_state(cfg("t"))
     assert [t.error for t in after.tasks] == [None], "no failed task is left on the pause"
     assert [i.id for i in after.interrupts] == [i.id for i in before.interrupts]
-    assert after.config["configurable"]["checkpoint_id"] == before.config["configurable"]["checkpoint_id"]
+    assert (
+        after.config["configurable"]["checkpoint_id"]
+        == before.config["configurable"]["checkpoint_id"]
+    )
     # A retry (what Session.retry sends) replays nothing: the thread is still paused.
     graph.invoke(None, cfg("t"))
     assert graph.get_state(cfg("t")).interrupts and runs(tmp_path / "count") == {}
     session = Session(graph, storage, make_counting_tools(tmp_path / "count"))
-    assert session.pending("t") is not None and session.pending("t").interrupt_id == before.interrupts[0].id
+    assert (
+        session.pending("t") is not None
+        and session.pending("t").interrupt_id == before.interrupts[0].id
+    )
     # A correct answer afterwards completes.
     graph.invoke(Command(resume=APPROVE), cfg("t"))
     assert runs(tmp_path / "count") == {"deploy": 1}
@@ -207,7 +253,15 @@ def _crash_inside_the_call(tmp_path: Path) -> tuple[Path, Path]:
     session = crash_session(str(db), str(counter))
     assert session.send("t", "hello").collect()[-1].status == "awaiting_approval"
     session.close()
-    victim = spawn(db, counter, "resume", "t", json.dumps(APPROVE), GATEHOUSE_TEST_TOOL_SLEEP="60", GATEHOUSE_TEST_MARKER=str(marker))
+    victim = spawn(
+        db,
+        counter,
+        "resume",
+        "t",
+        json.dumps(APPROVE),
+        GATEHOUSE_TEST_TOOL_SLEEP="60",
+        GATEHOUSE_TEST_MARKER=str(marker),
+    )
     wait_for(marker, "in_tool", victim)
     kill9(victim)
     assert runs(counter) == {"hello": 1}
@@ -223,11 +277,18 @@ def test_a_new_message_after_a_crash_inside_a_call_asks_the_outcome_first(tmp_pa
         pause = session.pending("t")
         assert isinstance(pause, OutcomeUnknown) and pause.call.tool_call_id == "call0"
         # The new message waits; the history has no user message after the open call.
-        assert [m.content for m in session.messages("t") if isinstance(m, HumanMessage)] == ["hello"]
+        assert [m.content for m in session.messages("t") if isinstance(m, HumanMessage)] == [
+            "hello"
+        ]
         session.resume("t", {"type": "mark_failed", "message": "not sure"}).collect()
         messages = session.messages("t")
         kinds = [(type(m).__name__, getattr(m, "tool_call_id", None)) for m in messages]
-        assert kinds[:4] == [("HumanMessage", None), ("AIMessage", None), ("ToolMessage", "call0"), ("HumanMessage", None)]
+        assert kinds[:4] == [
+            ("HumanMessage", None),
+            ("AIMessage", None),
+            ("ToolMessage", "call0"),
+            ("HumanMessage", None),
+        ]
         # The held message joined after the answer, and the model took it up (its new
         # call waits for approval); the crashed call never ran a second time.
         assert messages[3].content == "something else" and isinstance(messages[4], AIMessage)
@@ -246,7 +307,12 @@ def test_raw_new_input_while_a_review_waits_asks_the_same_review_again(tmp_path:
     assert again.value == first.value
     graph.invoke(Command(resume={"decisions": [{"type": "reject", "message": "no"}]}), cfg("t"))
     messages = graph.get_state(cfg("t")).values["messages"]
-    assert [type(m).__name__ for m in messages][:4] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"]
+    assert [type(m).__name__ for m in messages][:4] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+    ]
     assert messages[3].content == "never mind, something else"
     assert runs(tmp_path / "count") == {}
 
@@ -258,12 +324,21 @@ def test_content_blocks_reach_the_demo_model_as_text(tmp_path: Path) -> None:
 
     storage = open_storage(str(tmp_path / "g.db"))
     tools = build_tools(Settings(workspace=str(tmp_path / "ws"), db=str(tmp_path / "g.db")))
-    graph = build_graph(model=DemoModel(), tools=tools, checkpointer=storage.checkpointer, journal=storage.journal, decisions=storage.decisions)
+    graph = build_graph(
+        model=DemoModel(),
+        tools=tools,
+        checkpointer=storage.checkpointer,
+        journal=storage.journal,
+        decisions=storage.decisions,
+    )
     blocks = [{"type": "text", "text": "write todo.md: buy milk"}]
     graph.invoke({"messages": [{"role": "user", "content": blocks}]}, cfg("t"))
     [pause] = graph.get_state(cfg("t")).interrupts
     [action] = pause.value["action_requests"]
-    assert action["name"] == "write_file" and action["args"] == {"path": "todo.md", "content": "buy milk\n"}
+    assert action["name"] == "write_file" and action["args"] == {
+        "path": "todo.md",
+        "content": "buy milk\n",
+    }
     # The Session takes blocks too.
     session = Session(graph, storage, tools)
     session.send("t2", [{"type": "text", "text": "write b.md: y"}]).collect()

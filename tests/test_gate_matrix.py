@@ -46,8 +46,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "sdk": SdkClient(server.url, server.headers),
         }
         try:
-            yield {"db": db, "workspace": workspace, "home": home, "server": server, "clients": clients,
-                   "reader": clients["raw"]}
+            yield {
+                "db": db,
+                "workspace": workspace,
+                "home": home,
+                "server": server,
+                "clients": clients,
+                "reader": clients["raw"],
+            }
         finally:
             for client in clients.values():
                 client.close()
@@ -104,7 +110,11 @@ def test_reject(world: dict[str, Any], via: str) -> None:
     client.resume(thread, {"decisions": [{"type": "reject", "message": "not today"}]})
     assert not file(world, f"rj-{via}.md").exists()
     [result] = results(world, thread)
-    assert result.status == "error" and "declined" in str(result.content) and "not today" in str(result.content)
+    assert (
+        result.status == "error"
+        and "declined" in str(result.content)
+        and "not today" in str(result.content)
+    )
 
 
 @pytest.mark.parametrize("via", CLIENTS)
@@ -122,8 +132,15 @@ def test_bad_answer_changes_nothing(world: dict[str, Any], via: str) -> None:
     client, thread = world["clients"][via], new_thread()
     client.send(thread, f"write bad-{via}.md: hello")
     before = pause_of(world, thread)
-    for bad in ({"decisions": []}, {"decisions": [{"type": "nope"}]},
-                {"decisions": [{"type": "edit", "edited_action": {"name": "write_file", "args": {"path": 3}}}]}):
+    for bad in (
+        {"decisions": []},
+        {"decisions": [{"type": "nope"}]},
+        {
+            "decisions": [
+                {"type": "edit", "edited_action": {"name": "write_file", "args": {"path": 3}}}
+            ]
+        },
+    ):
         with pytest.raises(Refused):
             client.resume(thread, bad)
         now = state(world, thread)
@@ -163,7 +180,9 @@ def test_two_resumes_at_once_run_the_call_once(world: dict[str, Any], via: str) 
 
 def _journal_started(db: Path, thread: str) -> bool:
     with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT status FROM gatehouse_journal WHERE thread_id=?", (thread,)).fetchone()
+        row = conn.execute(
+            "SELECT status FROM gatehouse_journal WHERE thread_id=?", (thread,)
+        ).fetchone()
     return row is not None and row[0] == "started"
 
 
@@ -177,7 +196,9 @@ def _wait_started(db: Path, thread: str, alive: Any, timeout: float = 60) -> Non
 
 
 @pytest.mark.parametrize("via", CLIENTS)
-def test_a_process_killed_inside_an_approved_call_asks_the_outcome(world: dict[str, Any], via: str) -> None:
+def test_a_process_killed_inside_an_approved_call_asks_the_outcome(
+    world: dict[str, Any], via: str
+) -> None:
     client, thread, db = world["clients"][via], new_thread(), world["db"]
     counter = f"crash-{via}.txt"
     client.send(thread, f"run: echo ran >> {counter} && sleep 60")
@@ -187,13 +208,28 @@ def test_a_process_killed_inside_an_approved_call_asks_the_outcome(world: dict[s
         with langgraph_dev(world["home"] / "victim", db=db, workspace=world["workspace"]) as victim:
             victim_client = SdkClient(victim.url, victim.headers)
             victim_client.register(thread)
-            victim_client.client.runs.create(thread, "gatehouse", command={"resume": json.loads(approve)})
+            victim_client.client.runs.create(
+                thread, "gatehouse", command={"resume": json.loads(approve)}
+            )
             _wait_started(db, thread, lambda: victim.proc.poll() is None)
             victim.kill()
     else:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.gate_client", via, str(db), str(world["workspace"]), "resume", thread, approve],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "tests.support.gate_client",
+                via,
+                str(db),
+                str(world["workspace"]),
+                "resume",
+                thread,
+                approve,
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         _wait_started(db, thread, lambda: proc.poll() is None)
         proc.kill()

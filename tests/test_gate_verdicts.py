@@ -58,13 +58,19 @@ def evaluations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def _turn(tmp_path: Path, names: list[str]) -> tuple[Any, Any, dict[str, Any]]:
     storage = open_storage(str(tmp_path / "g.db"))
     calls = [tool_call(n, {"label": f"l{i}"}, f"c{i}") for i, n in enumerate(names)]
-    graph = build_graph(model=ScriptedModel(script=[ai("go", *calls), "Done."]),
-                        tools=make_counting_tools(tmp_path / "count"), checkpointer=storage.checkpointer,
-                        journal=storage.journal, decisions=storage.decisions)
+    graph = build_graph(
+        model=ScriptedModel(script=[ai("go", *calls), "Done."]),
+        tools=make_counting_tools(tmp_path / "count"),
+        checkpointer=storage.checkpointer,
+        journal=storage.journal,
+        decisions=storage.decisions,
+    )
     return graph, storage, {"configurable": {"thread_id": "t"}}
 
 
-def test_a_turn_of_three_free_calls_evaluates_the_policy_three_times(tmp_path: Path, evaluations: list[str]) -> None:
+def test_a_turn_of_three_free_calls_evaluates_the_policy_three_times(
+    tmp_path: Path, evaluations: list[str]
+) -> None:
     graph, _, cfg = _turn(tmp_path, ["bump_free"] * 3)
     graph.invoke({"messages": [{"role": "user", "content": "go"}]}, cfg)
     assert runs(tmp_path / "count") == {"l0": 1, "l1": 1, "l2": 1}
@@ -72,20 +78,32 @@ def test_a_turn_of_three_free_calls_evaluates_the_policy_three_times(tmp_path: P
     assert evaluations == ["bump_free"] * 3
 
 
-def test_a_gated_turn_evaluates_once_per_call_per_run(tmp_path: Path, evaluations: list[str]) -> None:
+def test_a_gated_turn_evaluates_once_per_call_per_run(
+    tmp_path: Path, evaluations: list[str]
+) -> None:
     graph, _, cfg = _turn(tmp_path, ["bump"] * 3)
     graph.invoke({"messages": [{"role": "user", "content": "go"}]}, cfg)
-    assert graph.get_state(cfg).interrupts and evaluations == ["bump"] * 3  # routing; the review reused it
+    assert (
+        graph.get_state(cfg).interrupts and evaluations == ["bump"] * 3
+    )  # routing; the review reused it
     graph.invoke(Command(resume={"decisions": [{"type": "approve"}] * 3}), cfg)
     assert runs(tmp_path / "count") == {"l0": 1, "l1": 1, "l2": 1}
     # The resume is a new run: the review asks afresh what it asked, run_tool reuses that.
     assert evaluations == ["bump"] * 6
 
 
-def test_a_verdict_is_reused_only_for_the_same_call_grants_and_run(tmp_path: Path, evaluations: list[str]) -> None:
+def test_a_verdict_is_reused_only_for_the_same_call_grants_and_run(
+    tmp_path: Path, evaluations: list[str]
+) -> None:
     tools = {t.name: t for t in make_counting_tools(tmp_path / "count")}
-    deps = AgentDeps(model=None, tools=tools, policy=Policy(), hooks=HookSet(None), system_prompt=None,
-                     max_model_calls=5)
+    deps = AgentDeps(
+        model=None,
+        tools=tools,
+        policy=Policy(),
+        hooks=HookSet(None),
+        system_prompt=None,
+        max_model_calls=5,
+    )
     call = tool_call("bump", {"label": "x"}, "c1")
     run = _Runtime()
     assert policy_verdict(call, deps, "t", [], run).mode == "ask"  # type: ignore[arg-type]
@@ -104,10 +122,25 @@ def test_a_verdict_is_reused_only_for_the_same_call_grants_and_run(tmp_path: Pat
 def test_the_gate_answers_with_a_typed_verdict(tmp_path: Path) -> None:
     tools = {t.name: t for t in make_counting_tools(tmp_path / "count")}
     storage = open_storage(str(tmp_path / "g.db"))
-    policy = Policy.from_mapping({"touch_idem": {"mode": "ask", "approvers": ["ana@example.com"]},
-                                  "bump_free": {"mode": "allow", "rules": [{"arg": "label", "glob": "secret*", "mode": "deny"}]}})
-    deps = AgentDeps(model=None, tools=tools, policy=policy, hooks=HookSet(None), system_prompt=None,
-                     max_model_calls=5, journal=storage.journal, decisions=storage.decisions)
+    policy = Policy.from_mapping(
+        {
+            "touch_idem": {"mode": "ask", "approvers": ["ana@example.com"]},
+            "bump_free": {
+                "mode": "allow",
+                "rules": [{"arg": "label", "glob": "secret*", "mode": "deny"}],
+            },
+        }
+    )
+    deps = AgentDeps(
+        model=None,
+        tools=tools,
+        policy=policy,
+        hooks=HookSet(None),
+        system_prompt=None,
+        max_model_calls=5,
+        journal=storage.journal,
+        decisions=storage.decisions,
+    )
     run = _Runtime()
 
     def verdict(name: str, args: dict[str, Any], call_id: str = "c1", **how: Any) -> Any:
@@ -117,15 +150,27 @@ def test_the_gate_answers_with_a_typed_verdict(tmp_path: Path) -> None:
     assert verdict("bump_free", {"label": "secret-1"}) == Denied()
     assert isinstance(verdict("bump", {}), Invalid)  # `label` is missing: nobody is asked
     asked = verdict("bump", {"label": "x"})
-    assert isinstance(asked, Ask) and task_for(tool_call("bump", {"label": "x"}, "c1"), asked) is None  # type: ignore[arg-type]
+    assert (
+        isinstance(asked, Ask) and task_for(tool_call("bump", {"label": "x"}, "c1"), asked) is None
+    )  # type: ignore[arg-type]
     assert verdict("bump", {"label": "x"}, auto="session") == AutoApproved("session")
     # Auto-approve is someone's switch: a tool with named approvers still asks.
     assert isinstance(verdict("touch_idem", {"label": "x"}, auto="session"), Ask)
     # A recorded approval of exactly this call: it goes on as decided, outside the review.
     approved = tool_call("bump", {"label": "x"}, "c9")
     assert storage.decisions is not None
-    storage.decisions.record([record_of("t", "review", approved, Approve(type="approve"),  # type: ignore[arg-type]
-                                        source="test", actor=None)])
+    storage.decisions.record(
+        [
+            record_of(
+                "t",
+                "review",
+                approved,
+                Approve(type="approve"),  # type: ignore[arg-type]
+                source="test",
+                actor=None,
+            )
+        ]
+    )
     decided = verdict("bump", {"label": "x"}, "c9")
     assert isinstance(decided, Decided) and decided.task["mode"] == "run"
     # ... but not for a call that reuses its id with other arguments, nor in the review itself.

@@ -52,11 +52,15 @@ TOOLS = [deploy, lookup]
 POLICY = {"lookup": False, "deploy": True}
 
 
-def make(tmp_path: Path, script: list[Any], hooks: Mapping[str, Any] | None = None) -> tuple[Session, ScriptedModel]:
+def make(
+    tmp_path: Path, script: list[Any], hooks: Mapping[str, Any] | None = None
+) -> tuple[Session, ScriptedModel]:
     CALLS.clear()
     model = ScriptedModel(script=script)
     storage = open_storage(str(tmp_path / "db"))
-    graph = build_graph(model=model, tools=TOOLS, checkpointer=storage.checkpointer, policy=POLICY, hooks=hooks)
+    graph = build_graph(
+        model=model, tools=TOOLS, checkpointer=storage.checkpointer, policy=POLICY, hooks=hooks
+    )
     return Session(graph, storage, TOOLS), model
 
 
@@ -132,9 +136,9 @@ def test_hooks_load_by_import_path_and_from_the_config_file(tmp_path: Path) -> N
 
     config = tmp_path / "gatehouse.toml"
     config.write_text(
-        '[hooks]\n'
+        "[hooks]\n"
         'before_llm = ["graph.agent.builtin_hooks:SystemContext"]\n'
-        '[[hooks.on_exit]]\n'
+        "[[hooks.on_exit]]\n"
         'path = "graph.agent.builtin_hooks:RequireTool"\n'
         'args = { tool = "run_tests", max_reminders = 1 }\n'
     )
@@ -177,7 +181,13 @@ def test_before_tool_stop_run_answers_every_call_without_running_it(tmp_path: Pa
 
     session, _ = make(
         tmp_path,
-        [ai("", tool_call("lookup", {"key": "k"}, "c1"), tool_call("deploy", {"service": "web"}, "c2"))],
+        [
+            ai(
+                "",
+                tool_call("lookup", {"key": "k"}, "c1"),
+                tool_call("deploy", {"service": "web"}, "c2"),
+            )
+        ],
         {"before_tool": [no_tools]},
     )
     events = session.send("t", "go").collect()
@@ -196,16 +206,29 @@ def test_on_exit_continue_run_keeps_the_agent_going(tmp_path: Path) -> None:
 
     session, model = make(tmp_path, ["first try", "checked: fine"], {"on_exit": [once_more]})
     assert session.send("t", "question").collect()[-1].status == "completed"
-    assert [m.content for m in session.messages("t")] == ["question", "first try", "Double-check that.", "checked: fine"]
+    assert [m.content for m in session.messages("t")] == [
+        "question",
+        "first try",
+        "Double-check that.",
+        "checked: fine",
+    ]
     assert len(model.inputs) == 2
-    assert not (session.agent.get_state({"configurable": {"thread_id": "t"}}).values.get("continue_run"))
+    assert not (
+        session.agent.get_state({"configurable": {"thread_id": "t"}}).values.get("continue_run")
+    )
 
 
 def test_hooks_may_rewrite_history_and_the_control_keys_still_decide(tmp_path: Path) -> None:
     @hook
     def rewrite(state):
-        kept = [m for m in state["messages"] if not (isinstance(m, HumanMessage) and "secret" in m.content)]
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("[redacted]"), *kept]}
+        kept = [
+            m
+            for m in state["messages"]
+            if not (isinstance(m, HumanMessage) and "secret" in m.content)
+        ]
+        return {
+            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("[redacted]"), *kept]
+        }
 
     session, model = make(tmp_path, ["ok"], {"before_llm": [rewrite]})
     session.send("t", "my secret is 42").collect()
@@ -222,7 +245,9 @@ def test_model_context_reaches_the_model_but_never_the_history(tmp_path: Path) -
         n["i"] += 1
         return {"model_context": {"stamp": f"STAMP-{n['i']}"}}
 
-    session, model = make(tmp_path, [ai("", tool_call("lookup", {"key": "k"}, "c1")), "done"], {"before_llm": [stamp]})
+    session, model = make(
+        tmp_path, [ai("", tool_call("lookup", {"key": "k"}, "c1")), "done"], {"before_llm": [stamp]}
+    )
     session.send("t", "go").collect()
     systems = [m.content for call in model.inputs for m in call if isinstance(m, SystemMessage)]
     assert [s.count("STAMP") for s in systems] == [1, 1]  # replaced, not piled up
@@ -238,12 +263,22 @@ def test_before_tool_hooks_are_not_applied_twice_after_pause_and_resume(tmp_path
     llm_counting = Counter()
     session, _ = make(
         tmp_path,
-        [ai("", tool_call("lookup", {"key": "a"}, "c1"), tool_call("deploy", {"service": "web"}, "c2")), "deployed"],
+        [
+            ai(
+                "",
+                tool_call("lookup", {"key": "a"}, "c1"),
+                tool_call("deploy", {"service": "web"}, "c2"),
+            ),
+            "deployed",
+        ],
         {"before_tool": [counting], "before_llm": [llm_counting]},
     )
     assert session.send("t", "ship it").collect()[-1].status == "awaiting_approval"
     assert counting.seen == ["before_tool"] and len(llm_counting.seen) == 1
-    assert session.resume("t", {"decisions": [{"type": "approve"}]}).collect()[-1].status == "completed"
+    assert (
+        session.resume("t", {"decisions": [{"type": "approve"}]}).collect()[-1].status
+        == "completed"
+    )
     assert counting.seen == ["before_tool"], "the review resumed; before_tool did not run again"
     assert len(llm_counting.seen) == 2  # only the new model call after the tools
     assert CALLS == ["lookup:a", "deploy:web"]
@@ -263,7 +298,9 @@ class Flaky:
 
 
 @pytest.mark.parametrize("point", ["before_llm", "before_tool", "on_exit"])
-def test_a_hook_that_raises_fails_the_run_and_retry_continues_once_fixed(tmp_path: Path, point: str) -> None:
+def test_a_hook_that_raises_fails_the_run_and_retry_continues_once_fixed(
+    tmp_path: Path, point: str
+) -> None:
     flaky = Flaky()
     session, _ = make(
         tmp_path, [ai("", tool_call("lookup", {"key": "a"}, "c1")), "all good"], {point: [flaky]}
@@ -290,11 +327,30 @@ def test_a_hook_that_raises_fails_the_run_and_retry_continues_once_fixed(tmp_pat
         (["not", "a", "dict"], "not a state update"),
         ({"sneaky_key": 1}, "unknown state keys"),
         ({"messages": ["text"]}, "list of messages"),
-        ({"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), AIMessage("x", tool_calls=[tool_call("lookup", {"key": "z"}, "zz")]), HumanMessage("y")]}, "without results"),
-        ({"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), ToolMessage("orphan", tool_call_id="nope")]}, "without its tool call"),
+        (
+            {
+                "messages": [
+                    RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                    AIMessage("x", tool_calls=[tool_call("lookup", {"key": "z"}, "zz")]),
+                    HumanMessage("y"),
+                ]
+            },
+            "without results",
+        ),
+        (
+            {
+                "messages": [
+                    RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                    ToolMessage("orphan", tool_call_id="nope"),
+                ]
+            },
+            "without its tool call",
+        ),
     ],
 )
-def test_a_broken_update_is_refused_and_never_reaches_the_state(tmp_path: Path, bad: Any, message: str) -> None:
+def test_a_broken_update_is_refused_and_never_reaches_the_state(
+    tmp_path: Path, bad: Any, message: str
+) -> None:
     broken = hook(lambda state: bad)
     session, _ = make(tmp_path, ["fine"], {"on_exit": [broken]})
     events = session.send("t", "hi").collect()
@@ -383,7 +439,9 @@ def test_a_failing_warm_up_is_a_hook_error(tmp_path: Path) -> None:
 
 def test_build_graph_accepts_a_hook_set() -> None:
     hooks = HookSet({"before_llm": [Counter()]})
-    graph = build_graph(model=ScriptedModel(script=["x"]), tools=[], checkpointer=False, hooks=hooks)
+    graph = build_graph(
+        model=ScriptedModel(script=["x"]), tools=[], checkpointer=False, hooks=hooks
+    )
     assert graph.gatehouse_hooks is hooks
 
 

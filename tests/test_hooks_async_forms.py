@@ -100,7 +100,10 @@ def test_nested_flow_control_continues_the_run(tmp_path: Path) -> None:
         if rounds:
             return None
         rounds.append(1)
-        return {"messages": [HumanMessage("Say it again, shorter.")], "flow_control": {"continue_run": True}}
+        return {
+            "messages": [HumanMessage("Say it again, shorter.")],
+            "flow_control": {"continue_run": True},
+        }
 
     session, model = make(tmp_path, ["long answer", "short"], {"on_exit": [once_more]})
     events = session.send("t", "hi").collect()
@@ -134,14 +137,22 @@ def test_bad_flow_control_is_a_hook_error(update: dict[str, Any], error: str) ->
 
 
 def test_flat_and_nested_keys_that_agree_are_accepted() -> None:
-    hooks = HookSet({"on_exit": [hook(lambda state: {"continue_run": True, "flow_control": {"continue_run": True}})]})
+    hooks = HookSet(
+        {
+            "on_exit": [
+                hook(lambda state: {"continue_run": True, "flow_control": {"continue_run": True}})
+            ]
+        }
+    )
     assert hooks.run("on_exit", {"messages": []}) == {"continue_run": True}
 
 
 # -- on_exit: a message without continue_run ----------------------------------------------
 
 
-def test_on_exit_message_without_continue_run_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+def test_on_exit_message_without_continue_run_is_refused_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
     @hook
     def nag(state):
         return {"messages": [HumanMessage("Also add tests.")]}  # forgot continue_run
@@ -171,7 +182,9 @@ def test_on_exit_may_edit_earlier_messages_in_place_without_continue_run(tmp_pat
     def scrub(state):
         first = state["messages"][0]
         if "password" in first.content:
-            first.content = first.content.replace("hunter2", "[redacted]")  # the person's own message
+            first.content = first.content.replace(
+                "hunter2", "[redacted]"
+            )  # the person's own message
 
     session, _ = make(tmp_path, ["noted"], {"on_exit": [scrub]})
     assert session.send("t", "my password is hunter2").collect()[-1].status == "completed"

@@ -39,7 +39,9 @@ def test_the_request_names_the_approvers(tmp_path: Path) -> None:
     assert pause.request.review_configs[0].model_extra["approvers"] == ["ana@example.com", "Bo"]
 
 
-def test_someone_else_is_refused_through_the_session_and_the_thread_stays_paused(tmp_path: Path) -> None:
+def test_someone_else_is_refused_through_the_session_and_the_thread_stays_paused(
+    tmp_path: Path,
+) -> None:
     session, ledger = _paused(tmp_path)
     before = _snapshot(session)
     for actor in (None, "mallory", "alice (security lead)"):
@@ -71,12 +73,21 @@ def test_someone_else_is_refused_on_the_raw_graph(tmp_path: Path) -> None:
 def test_server_runs_name_the_authenticated_user_never_the_client_fields() -> None:
     # What LangGraph Server puts in a run's config: the client's configurable, then its
     # own keys over them (langgraph_api/models/run.py).
-    conf = {"thread_id": "t", "assistant_id": "gatehouse", "gatehouse_actor": "alice (security lead)",
-            "gatehouse_source": "web", "langgraph_auth_user_id": "ana@example.com"}
-    assert decided_by({"configurable": conf}) == {"source": "langgraph-server", "actor": "ana@example.com"}
+    conf = {
+        "thread_id": "t",
+        "assistant_id": "gatehouse",
+        "gatehouse_actor": "alice (security lead)",
+        "gatehouse_source": "web",
+        "langgraph_auth_user_id": "ana@example.com",
+    }
+    assert decided_by({"configurable": conf}) == {
+        "source": "langgraph-server",
+        "actor": "ana@example.com",
+    }
     # In process (Session, raw graph: trusted callers) the fields are the caller's.
-    assert decided_by({"configurable": {"gatehouse_actor": "bo", "gatehouse_source": "terminal"}}) == {
-        "source": "terminal", "actor": "bo"}
+    assert decided_by(
+        {"configurable": {"gatehouse_actor": "bo", "gatehouse_source": "terminal"}}
+    ) == {"source": "terminal", "actor": "bo"}
 
 
 def test_bad_approvers_setting_is_refused() -> None:

@@ -80,7 +80,9 @@ def _has_task_path(value: Any) -> None:
 
 
 def _branch_to(value: str) -> None:
-    assert value.format("") == fence.BRANCH_TO and value.format("model") == f"{fence.BRANCH_TO}model"
+    assert (
+        value.format("") == fence.BRANCH_TO and value.format("model") == f"{fence.BRANCH_TO}model"
+    )
 
 
 # Behaviour checks for the rows whose thing is more than a value to compare.
@@ -91,7 +93,9 @@ BEHAVIOUR: dict[str, Callable[[Any], None]] = {
     "RunnableCallable": _runnable_callable,
     "pg_connection": _pg_connection,
     "pg_dump_blobs": _method("thread_id", "checkpoint_ns", "values", "versions"),
-    "pg_dump_writes": _method("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "writes"),
+    "pg_dump_writes": _method(
+        "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "writes"
+    ),
     "sqlite_has_task_path": _has_task_path,
     "BRANCH_TO": _branch_to,
 }
@@ -99,8 +103,10 @@ BEHAVIOUR: dict[str, Callable[[Any], None]] = {
 
 @pytest.mark.parametrize("row", SURFACE, ids=[row.ours for row in SURFACE])
 def test_each_private_name_still_holds(row: Private) -> None:
-    broke = f"LangGraph's {row.theirs} ({row.ours} in graph/store/langgraph_private.py) changed; it is needed for: " \
-            f"{row.needed_by}"
+    broke = (
+        f"LangGraph's {row.theirs} ({row.ours} in graph/store/langgraph_private.py) changed; it is needed for: "
+        f"{row.needed_by}"
+    )
     try:
         found = theirs(row)
     except (ImportError, AttributeError) as exc:
@@ -124,7 +130,11 @@ def test_every_private_name_has_a_row_and_a_check() -> None:
     rows = {row.ours for row in SURFACE}
     exported = set(fence.__all__) - {"SURFACE", "Private"}
     assert exported == rows, exported ^ rows
-    objects = {row.ours for row in SURFACE if not isinstance(getattr(fence, row.ours), str | int | frozenset)}
+    objects = {
+        row.ours
+        for row in SURFACE
+        if not isinstance(getattr(fence, row.ours), str | int | frozenset)
+    }
     assert objects <= set(BEHAVIOUR), objects - set(BEHAVIOUR)
 
 
@@ -133,8 +143,10 @@ def test_the_fence_loads_no_langgraph_until_an_object_is_asked_for() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, graph.store.langgraph_private as f; f.INTERRUPT; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'langgraph'))")
+    code = (
+        "import sys, graph.store.langgraph_private as f; f.INTERRUPT; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'langgraph'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -160,4 +172,6 @@ def test_a_clear_is_an_update_of_none_as_end() -> None:
 
     from graph.agent.resolve import is_clear
 
-    assert is_clear([[StateUpdate(None, END)]]) and not is_clear([[StateUpdate({"messages": []}, END)]])
+    assert is_clear([[StateUpdate(None, END)]]) and not is_clear(
+        [[StateUpdate({"messages": []}, END)]]
+    )

@@ -29,8 +29,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     workspace = home / "workspace"
     workspace.mkdir()
     with langgraph_dev(home, db=home / "gatehouse.db", workspace=workspace) as dev:
-        yield {"url": dev.url, "workspace": workspace, "log": dev.log, "db": home / "gatehouse.db",
-               "headers": dev.headers}
+        yield {
+            "url": dev.url,
+            "workspace": workspace,
+            "log": dev.log,
+            "db": home / "gatehouse.db",
+            "headers": dev.headers,
+        }
 
 
 def stream(client: Any, thread_id: str, **kwargs: Any) -> list[tuple[str, Any]]:
@@ -58,7 +63,9 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
     thread = client.threads.create()
     tid = thread["thread_id"]
 
-    parts = stream(client, tid, input={"messages": [{"role": "user", "content": "write todo.md: buy milk"}]})
+    parts = stream(
+        client, tid, input={"messages": [{"role": "user", "content": "write todo.md: buy milk"}]}
+    )
     [interrupt] = interrupts_of(parts)
     request = interrupt["value"]
     # The HITLRequest the LangChain ecosystem speaks (Agent Chat UI, HumanInTheLoopMiddleware).
@@ -82,7 +89,11 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
     assert msgs[-1]["type"] == "ai" and msgs[-1]["content"]
     # Token usage is where LangChain puts it, also when read back through the server.
     usage = msgs[-1]["usage_metadata"]
-    assert usage and usage["total_tokens"] > 0 and "usage_metadata" not in msgs[-1]["additional_kwargs"]
+    assert (
+        usage
+        and usage["total_tokens"] > 0
+        and "usage_metadata" not in msgs[-1]["additional_kwargs"]
+    )
     assert (server["workspace"] / "todo.md").read_text().strip() == "buy milk"
     assert client.threads.get(tid)["status"] == "idle"
     # The server kept the thread in Gatehouse's own database (its checkpointer).
@@ -90,8 +101,14 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
 
     storage = open_storage(str(server["db"]))
     try:
-        saved = storage.checkpointer.get_tuple({"configurable": {"thread_id": tid, "checkpoint_ns": ""}})
-        assert saved is not None and saved.config["configurable"]["checkpoint_id"] == final["checkpoint"]["checkpoint_id"]
+        saved = storage.checkpointer.get_tuple(
+            {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+        )
+        assert (
+            saved is not None
+            and saved.config["configurable"]["checkpoint_id"]
+            == final["checkpoint"]["checkpoint_id"]
+        )
     finally:
         storage.close()
 
@@ -99,20 +116,38 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
 def test_edit_and_reject_two_gated_calls(server: dict[str, Any]) -> None:
     client = get_sync_client(url=server["url"], headers=server["headers"])
     tid = client.threads.create()["thread_id"]
-    parts = stream(client, tid, input={"messages": [{"role": "user", "content": "write a.md: x then write b.md: y"}]})
+    parts = stream(
+        client,
+        tid,
+        input={"messages": [{"role": "user", "content": "write a.md: x then write b.md: y"}]},
+    )
     [interrupt] = interrupts_of(parts)  # one interrupt for the whole model turn
     actions = interrupt["value"]["action_requests"]
-    assert [(a["name"], a["args"]["path"]) for a in actions] == [("write_file", "a.md"), ("write_file", "b.md")]
+    assert [(a["name"], a["args"]["path"]) for a in actions] == [
+        ("write_file", "a.md"),
+        ("write_file", "b.md"),
+    ]
 
     # A wrong answer (one decision for two calls) is refused and changes nothing.
-    bad = client.runs.stream(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}, stream_mode=["updates"])
+    bad = client.runs.stream(
+        tid,
+        GRAPH,
+        command={"resume": {"decisions": [{"type": "approve"}]}},
+        stream_mode=["updates"],
+    )
     assert any(p.event == "error" for p in bad)
     assert client.threads.get_state(tid)["interrupts"][0]["id"] == interrupt["id"]
     assert not (server["workspace"] / "a.md").exists()
 
     answer = {
         "decisions": [
-            {"type": "edit", "edited_action": {"name": "write_file", "args": {"path": "a.md", "content": "edited"}}},
+            {
+                "type": "edit",
+                "edited_action": {
+                    "name": "write_file",
+                    "args": {"path": "a.md", "content": "edited"},
+                },
+            },
             {"type": "reject", "message": "no b today"},
         ]
     }
@@ -122,7 +157,12 @@ def test_edit_and_reject_two_gated_calls(server: dict[str, Any]) -> None:
     results = {m["tool_call_id"]: m for m in final["values"]["messages"] if m["type"] == "tool"}
     assert len(results) == 2
     by_path = {}
-    calls = [c for m in final["values"]["messages"] if m["type"] == "ai" for c in m.get("tool_calls") or []]
+    calls = [
+        c
+        for m in final["values"]["messages"]
+        if m["type"] == "ai"
+        for c in m.get("tool_calls") or []
+    ]
     for call in calls:
         by_path[call["args"]["path"]] = results[call["id"]]
     assert "changed the arguments" in by_path["a.md"]["content"]
@@ -131,7 +171,9 @@ def test_edit_and_reject_two_gated_calls(server: dict[str, Any]) -> None:
     assert not (server["workspace"] / "b.md").exists()
 
 
-def test_langgraph_json_loads_dot_env_when_present_not_the_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_langgraph_json_loads_dot_env_when_present_not_the_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = json.loads((ROOT / "langgraph.json").read_text())
     assert config["env"] == ".env"
     assert config["checkpointer"]["path"] == "graph.service.server.checkpointer"

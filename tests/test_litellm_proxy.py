@@ -54,8 +54,15 @@ def session_via(
         upstream.requests.clear()
         settings.setdefault("model_max_retries", 0)
         settings.setdefault("model", "gpt-test")
-        session = open_session(Settings(db=str(tmp_path / "gh.db"), workspace=str(tmp_path / "ws"),
-                                        base_url=proxy.base_url, api_key="sk-test", **settings))
+        session = open_session(
+            Settings(
+                db=str(tmp_path / "gh.db"),
+                workspace=str(tmp_path / "ws"),
+                base_url=proxy.base_url,
+                api_key="sk-test",
+                **settings,
+            )
+        )
         opened.append(session)
         return session
 
@@ -100,8 +107,9 @@ def test_a_reply_stopped_by_max_tokens_is_marked_cut_and_retry_asks_from_before_
     cut = ais(session, thread_id)[0]
     assert cut.content == "Done: I wrote the" and cut.additional_kwargs["gatehouse_cut_off"] is True
     # Marked in the history a person reads (the notice after it is Gatehouse's, not the model's).
-    assert [(v.cut_off, v.notice) for v in session.transcript(thread_id) if v.role == "assistant"] == [
-        (True, False), (False, True)]
+    assert [
+        (v.cut_off, v.notice) for v in session.transcript(thread_id) if v.role == "assistant"
+    ] == [(True, False), (False, True)]
 
     retried = session.retry(thread_id).collect()
     assert finished(retried).status == "completed" and text(retried) == "Here is all of it."
@@ -127,7 +135,9 @@ def test_a_tool_call_cut_mid_arguments_is_caught_although_litellm_says_stop(
 def test_a_stream_cut_inside_a_think_block_is_caught_although_litellm_says_stop(
     session_via: Callable[..., Session],
 ) -> None:
-    session = session_via([{"content": "<think>The user wants a note. I will call write_file with", "cut": 8}])
+    session = session_via(
+        [{"content": "<think>The user wants a note. I will call write_file with", "cut": 8}]
+    )
     events = session.send(None, "write my notes").collect()
 
     assert finished(events).status == "stopped"
@@ -139,8 +149,12 @@ def test_a_server_that_does_not_stream_behind_litellm_is_asked_again_without_str
     session_via: Callable[..., Session], upstream: FakeOpenAI, tmp_path: Path
 ) -> None:
     call = {"id": "call_w1", "name": "write_file", "arguments": WRITE}
-    session = session_via([{"content": "Writing it.", "tool_calls": [call], "stream": False},
-                           {"content": "Written.", "stream": False}])
+    session = session_via(
+        [
+            {"content": "Writing it.", "tool_calls": [call], "stream": False},
+            {"content": "Written.", "stream": False},
+        ]
+    )
     events = session.send(None, "write my notes").collect()
     thread_id = events[0].thread_id
 
@@ -156,7 +170,9 @@ def test_a_server_that_does_not_stream_behind_litellm_is_asked_again_without_str
     assert [r.get("stream", False) for r in upstream.requests][2:] == [False]  # remembered
 
 
-def test_litellm_mock_tool_calls_are_not_lost(session_via: Callable[..., Session], upstream: FakeOpenAI) -> None:
+def test_litellm_mock_tool_calls_are_not_lost(
+    session_via: Callable[..., Session], upstream: FakeOpenAI
+) -> None:
     session = session_via([], model="mock-tools")
     events = session.send(None, "write it").collect()
 
@@ -178,7 +194,10 @@ def test_an_empty_reply_is_reported_never_a_silent_success(
     assert end.status == "failed"
     (error,) = of(events, ev.ErrorEvent)
     assert error.kind == "model" and "empty reply" in error.message and error.retryable
-    assert [r.get("stream", False) for r in upstream.requests] == [True, False]  # asked once more, not streamed
+    assert [r.get("stream", False) for r in upstream.requests] == [
+        True,
+        False,
+    ]  # asked once more, not streamed
     info = session.thread(thread_id)
     assert info is not None and info.status == "failed"
 
@@ -191,8 +210,11 @@ def test_a_stream_that_breaks_midway_behind_litellm_is_retried(
     def reply(request: dict[str, Any]) -> dict[str, Any] | str:
         calls.append(1)
         if len(calls) == 1:  # LiteLLM forwards the first pieces, then the stream breaks
-            return {"content": "I will write the whole thing out for you now, piece by piece.",
-                    "drop": 8, "pace": 0.05}
+            return {
+                "content": "I will write the whole thing out for you now, piece by piece.",
+                "drop": 8,
+                "pace": 0.05,
+            }
         return "Here it is, whole."
 
     session = session_via([reply], model_max_retries=1)

@@ -58,13 +58,24 @@ def raw(tmp_path: Path, script: list[Any], **kwargs: Any) -> tuple[Any, Ledger, 
     tools = make_tools(ledger)
     model = ScriptedModel(script=script)
     storage = open_storage(str(tmp_path / "raw.db"))
-    graph = build_graph(model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal,
-                        decisions=storage.decisions, **kwargs)
+    graph = build_graph(
+        model=model,
+        tools=tools,
+        checkpointer=storage.checkpointer,
+        journal=storage.journal,
+        decisions=storage.decisions,
+        **kwargs,
+    )
     return graph, ledger, model, storage
 
 
 def every_call_answered(messages: list[Any]) -> bool:
-    calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in [*m.tool_calls, *m.invalid_tool_calls]]
+    calls = [
+        c["id"]
+        for m in messages
+        if isinstance(m, AIMessage)
+        for c in [*m.tool_calls, *m.invalid_tool_calls]
+    ]
     answers = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
     return sorted(calls) == sorted(answers)
 
@@ -89,10 +100,18 @@ def test_after_llm_rerun_drops_the_reply_and_asks_again(tmp_path: Path) -> None:
     session, _, model = make_session(tmp_path, [prose_then_json], hooks={"after_llm": [json_only]})
     events = session.send("t", "what is the answer?").collect()
     assert events[-1].status == "completed"
-    assert [m.content for m in session.messages("t")] == ["what is the answer?", "Reply in JSON only.", '{"answer": 42}']
+    assert [m.content for m in session.messages("t")] == [
+        "what is the answer?",
+        "Reply in JSON only.",
+        '{"answer": 42}',
+    ]
     # The rejected text was streamed; the event names it so a front end drops exactly that.
     [rejected] = [e for e in events if isinstance(e, ev.ReplyRejected)]
-    dropped = "".join(e.text for e in events if isinstance(e, ev.TextDelta) and e.message_id == rejected.message_id)
+    dropped = "".join(
+        e.text
+        for e in events
+        if isinstance(e, ev.TextDelta) and e.message_id == rejected.message_id
+    )
     assert dropped == "The answer is forty-two." and rejected.reason == "not JSON"
     assert len(model.inputs) == 2
     # The re-ask counted as a model call, and never saw the rejected reply.
@@ -103,7 +122,9 @@ def test_after_llm_rerun_drops_the_reply_and_asks_again(tmp_path: Path) -> None:
 
 def test_rerun_is_bounded_by_the_run_limits(tmp_path: Path) -> None:
     never_happy = hook(lambda state: {"rerun_llm": True})
-    session, _, model = make_session(tmp_path, ["nope"] * 10, hooks={"after_llm": [never_happy]}, max_model_calls=3)
+    session, _, model = make_session(
+        tmp_path, ["nope"] * 10, hooks={"after_llm": [never_happy]}, max_model_calls=3
+    )
     events = session.send("t", "hi").collect()
     assert events[-1].status == "stopped" and "limit of 3 model calls" in events[-1].reason
     assert len(model.inputs) == 3 and len([e for e in events if e.type == "reply_rejected"]) == 3
@@ -111,38 +132,60 @@ def test_rerun_is_bounded_by_the_run_limits(tmp_path: Path) -> None:
     assert all(m.content != "nope" for m in session.messages("t"))
 
 
-def test_a_hook_that_keeps_the_rejected_reply_keeps_it_and_its_calls_are_not_run(tmp_path: Path) -> None:
+def test_a_hook_that_keeps_the_rejected_reply_keeps_it_and_its_calls_are_not_run(
+    tmp_path: Path,
+) -> None:
     @hook
     def keep_and_retry(state):
         reply = state["messages"][-1]
         if reply.tool_calls:
-            return {"rerun_llm": True, "messages": [reply, HumanMessage("Don't deploy; explain instead.")]}
+            return {
+                "rerun_llm": True,
+                "messages": [reply, HumanMessage("Don't deploy; explain instead.")],
+            }
         return None
 
-    script = [ai("Deploying.", tool_call("deploy", {"service": "web"}, "d1")), "I would deploy web."]
+    script = [
+        ai("Deploying.", tool_call("deploy", {"service": "web"}, "d1")),
+        "I would deploy web.",
+    ]
     session, ledger, model = make_session(tmp_path, script, hooks={"after_llm": [keep_and_retry]})
     events = session.send("t", "ship it").collect()
     assert events[-1].status == "completed" and session.pending("t") is None
     assert ledger.count("deploy") == 0
     messages = session.messages("t")
-    assert [type(m).__name__ for m in messages] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage", "AIMessage"]
+    assert [type(m).__name__ for m in messages] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+        "AIMessage",
+    ]
     assert "Not run" in messages[2].content and every_call_answered(messages)
-    assert any(isinstance(e, ev.ToolFinished) and e.call_id == "d1" and e.status == "error" for e in events)
+    assert any(
+        isinstance(e, ev.ToolFinished) and e.call_id == "d1" and e.status == "error" for e in events
+    )
     assert "Deploying." in [m.content for m in model.inputs[1]]
 
 
 def test_after_llm_may_change_the_reply_without_rerun(tmp_path: Path) -> None:
     @hook
     def redact(state):
-        state["messages"][-1].content = state["messages"][-1].content.replace("hunter2", "[redacted]")
+        state["messages"][-1].content = state["messages"][-1].content.replace(
+            "hunter2", "[redacted]"
+        )
 
-    session, _, _ = make_session(tmp_path, ["the password is hunter2"], hooks={"after_llm": [redact]})
+    session, _, _ = make_session(
+        tmp_path, ["the password is hunter2"], hooks={"after_llm": [redact]}
+    )
     session.send("t", "password?").collect()
     assert session.messages("t")[-1].content == "the password is [redacted]"
 
 
 def test_rerun_llm_belongs_to_after_llm_only(tmp_path: Path) -> None:
-    session, _, _ = make_session(tmp_path, ["x"], hooks={"before_llm": [hook(lambda s: {"rerun_llm": True})]})
+    session, _, _ = make_session(
+        tmp_path, ["x"], hooks={"before_llm": [hook(lambda s: {"rerun_llm": True})]}
+    )
     events = session.send("t", "hi").collect()
     error = next(e for e in events if e.type == "error")
     assert error.kind == "hook" and "only after_llm hooks may set" in error.message
@@ -150,11 +193,18 @@ def test_rerun_llm_belongs_to_after_llm_only(tmp_path: Path) -> None:
 
 def test_after_llm_rerun_through_the_raw_graph(tmp_path: Path) -> None:
     graph, _, model, _ = raw(tmp_path, [prose_then_json], hooks={"after_llm": [json_only]})
-    custom = [c for mode, c in graph.stream({"messages": [("user", "answer?")]}, cfg("r"), stream_mode=["custom", "updates"])
-              if mode == "custom"]
+    custom = [
+        c
+        for mode, c in graph.stream(
+            {"messages": [("user", "answer?")]}, cfg("r"), stream_mode=["custom", "updates"]
+        )
+        if mode == "custom"
+    ]
     assert any(isinstance(c, ev.ReplyRejected) for c in custom)
     assert [m.content for m in graph.get_state(cfg("r")).values["messages"]][-1] == '{"answer": 42}'
-    assert "The answer is forty-two." not in [m.content for m in graph.get_state(cfg("r")).values["messages"]]
+    assert "The answer is forty-two." not in [
+        m.content for m in graph.get_state(cfg("r")).values["messages"]
+    ]
 
 
 # -- 2. hooks that change the state in place --------------------------------------------
@@ -186,7 +236,9 @@ def test_nested_in_place_changes_are_stored_and_seen_by_the_next_hook(tmp_path: 
     session, _, _ = make_session(tmp_path, ["a", "b"], hooks={"before_llm": [first, second]})
     assert session.send("t", "one").collect()[-1].status == "completed"
     values = session.agent.get_state(cfg("t")).values
-    assert values["hook_thread"] == {"x": {"y": 2}} and values["hook_run"] == {"mine": {"seen": True}}
+    assert values["hook_thread"] == {"x": {"y": 2}} and values["hook_run"] == {
+        "mine": {"seen": True}
+    }
     session.send("t", "two").collect()  # a new run: hook_run resets, hook_thread stays
     assert session.agent.get_state(cfg("t")).values["hook_thread"] == {"x": {"y": 2}}
 
@@ -204,7 +256,11 @@ def test_in_place_edits_removals_and_returns_combine(tmp_path: Path) -> None:
     session.send("t", "hello").collect()
     session.send("t", "again").collect()
     assert [m.content for m in session.messages("t")] == ["FIRST", "again", "and one more", "done"]
-    assert [m.content for m in model.inputs[1] if not isinstance(m, SystemMessage)] == ["FIRST", "again", "and one more"]
+    assert [m.content for m in model.inputs[1] if not isinstance(m, SystemMessage)] == [
+        "FIRST",
+        "again",
+        "and one more",
+    ]
 
 
 def test_message_changes_become_reducer_updates() -> None:
@@ -215,12 +271,20 @@ def test_message_changes_become_reducer_updates() -> None:
     assert [type(m).__name__ for m in update] == ["RemoveMessage", "AIMessage", "HumanMessage"]
     assert update[0].id == "1" and update[1].content == "B" and update[2].content == "d"
     # What the reducer cannot say by id (a new message in the middle, a new order): the whole list.
-    reordered = message_changes([HumanMessage("a", id="1"), AIMessage("b", id="2")],
-                                [AIMessage("b", id="2"), HumanMessage("a", id="1")])
+    reordered = message_changes(
+        [HumanMessage("a", id="1"), AIMessage("b", id="2")],
+        [AIMessage("b", id="2"), HumanMessage("a", id="1")],
+    )
     assert isinstance(reordered[0], RemoveMessage) and reordered[0].id == REMOVE_ALL_MESSAGES
-    inserted = message_changes([HumanMessage("a", id="1"), AIMessage("b", id="2")],
-                               [HumanMessage("a", id="1"), HumanMessage("new"), AIMessage("b", id="2")])
-    assert inserted[0].id == REMOVE_ALL_MESSAGES and [m.content for m in inserted[1:]] == ["a", "new", "b"]
+    inserted = message_changes(
+        [HumanMessage("a", id="1"), AIMessage("b", id="2")],
+        [HumanMessage("a", id="1"), HumanMessage("new"), AIMessage("b", id="2")],
+    )
+    assert inserted[0].id == REMOVE_ALL_MESSAGES and [m.content for m in inserted[1:]] == [
+        "a",
+        "new",
+        "b",
+    ]
 
 
 def test_changing_a_key_hooks_may_not_write_names_the_hook(tmp_path: Path) -> None:
@@ -248,7 +312,9 @@ def test_a_read_only_hook_that_changes_state_gets_a_clear_error(tmp_path: Path) 
     session, _, _ = make_session(tmp_path, ["x"], hooks={"before_llm": [ReadOnly()]})
     events = session.send("t", "hi").collect()
     error = next(e for e in events if e.type == "error")
-    assert error.kind == "hook" and "ReadOnly()" in error.message and "read-only view" in error.message
+    assert (
+        error.kind == "hook" and "ReadOnly()" in error.message and "read-only view" in error.message
+    )
     assert [m.content for m in session.messages("t")] == ["hi"]
 
 
@@ -341,7 +407,9 @@ def test_a_client_opened_in_awarm_up_works_in_every_arun(tmp_path: Path, echo: E
     assert "ping" in model.inputs[1][0].content
 
 
-def test_under_async_session_hooks_run_on_the_callers_loop(tmp_path: Path, echo: EchoServer) -> None:
+def test_under_async_session_hooks_run_on_the_callers_loop(
+    tmp_path: Path, echo: EchoServer
+) -> None:
     client = AsyncClientHook(echo.port)
     session, _, _ = make_session(tmp_path, ["a", "b"], hooks={"before_llm": [client]})
 
@@ -412,7 +480,9 @@ def test_the_same_call_again_and_again_is_nudged_then_stopped(tmp_path: Path) ->
     assert events[-1].status == "stopped"
     assert "lookup with the same arguments 4 times in a row" in events[-1].reason
     assert ledger.count("lookup") == 2, "the third was nudged, the fourth stopped the run"
-    answers = {m.tool_call_id: m.content for m in session.messages("t") if isinstance(m, ToolMessage)}
+    answers = {
+        m.tool_call_id: m.content for m in session.messages("t") if isinstance(m, ToolMessage)
+    }
     assert answers["c2"].startswith("Not run: this is call 3 in a row")
     assert answers["c3"].startswith("Not run: Stopped: the agent called lookup")
     assert len(model.inputs) == 4 and every_call_answered(session.messages("t"))
@@ -424,11 +494,15 @@ def test_the_same_call_again_and_again_is_nudged_then_stopped(tmp_path: Path) ->
     # model, so it is no turn of the script's).
     assert session.send("t", "go on").collect()[-1].status == "completed"
     assert ledger.count("lookup") == 4
-    assert not any("Stopped" in str(m.content) for m in model.inputs[-1] if isinstance(m, AIMessage))
+    assert not any(
+        "Stopped" in str(m.content) for m in model.inputs[-1] if isinstance(m, AIMessage)
+    )
 
 
 def test_interleaved_repeats_are_work_not_a_loop(tmp_path: Path) -> None:
-    script = [ai("", tool_call("lookup", {"key": "a" if i % 2 else "b"}, f"c{i}")) for i in range(6)] + ["done"]
+    script = [
+        ai("", tool_call("lookup", {"key": "a" if i % 2 else "b"}, f"c{i}")) for i in range(6)
+    ] + ["done"]
     session, ledger, _ = make_session(tmp_path, script)
     assert session.send("t", "edit, test, edit, test").collect()[-1].status == "completed"
     assert ledger.count("lookup") == 6
@@ -437,9 +511,15 @@ def test_interleaved_repeats_are_work_not_a_loop(tmp_path: Path) -> None:
 def test_doom_loop_threshold_is_configurable_and_can_be_off(tmp_path: Path) -> None:
     loop = [ai("", tool_call("lookup", {"key": "same"}, f"c{i}")) for i in range(5)] + ["done"]
     session, ledger, _ = make_session(tmp_path, loop, doom_loop_threshold=0)
-    assert session.send("t", "loop").collect()[-1].status == "completed" and ledger.count("lookup") == 5
+    assert (
+        session.send("t", "loop").collect()[-1].status == "completed"
+        and ledger.count("lookup") == 5
+    )
     session2, ledger2, _ = make_session(tmp_path / "two", loop, doom_loop_threshold=2)
-    assert session2.send("t", "loop").collect()[-1].status == "stopped" and ledger2.count("lookup") == 1
+    assert (
+        session2.send("t", "loop").collect()[-1].status == "stopped"
+        and ledger2.count("lookup") == 1
+    )
     with pytest.raises(ValueError, match="doom_loop_threshold"):
         build_graph(model=ScriptedModel(), tools=[], doom_loop_threshold=-1)
 
@@ -459,7 +539,9 @@ DEPLOY = [ai("", tool_call("deploy", {"service": "web"}, "d1")), "deployed"]
 
 
 def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Path) -> None:
-    session, ledger, _ = make_session(tmp_path, [*DEPLOY, ai("", tool_call("deploy", {"service": "api"}, "d2"))])
+    session, ledger, _ = make_session(
+        tmp_path, [*DEPLOY, ai("", tool_call("deploy", {"service": "api"}, "d2"))]
+    )
     session.set_auto_approve(True)
     assert session.auto_approve and session.auto_approving("t") == "session"
     events = session.send("t", "deploy").collect()
@@ -467,7 +549,11 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
     [started] = [e for e in events if isinstance(e, ev.ToolStarted)]
     assert started.auto_approved
     [record] = session.storage.decisions.for_call("t", "d1")
-    assert (record.decision, record.question, record.args) == ("auto_approve", "review", {"service": "web"})
+    assert (record.decision, record.question, record.args) == (
+        "auto_approve",
+        "review",
+        {"service": "web"},
+    )
     assert "session" in record.message
     entry = session.storage.journal.get("t", "d1")
     assert entry is not None and entry.finished  # journaled like any side effect
@@ -478,7 +564,9 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
     session.set_auto_approve(False)
     assert session.auto_approving("t") is None
     session.send("t", "again").collect()
-    assert session.pending("t") is not None and ledger.count("deploy") == 1, "off again: the next call asks"
+    assert session.pending("t") is not None and ledger.count("deploy") == 1, (
+        "off again: the next call asks"
+    )
 
 
 def test_auto_approve_for_one_run_overrides_the_session(tmp_path: Path) -> None:
@@ -489,7 +577,9 @@ def test_auto_approve_for_one_run_overrides_the_session(tmp_path: Path) -> None:
     assert run.join(30) and run.status == "completed" and ledger.count("deploy") == 1
     assert not session.auto_approve, "the session's mode is untouched"
     session.set_auto_approve(True)
-    assert session.send("b", "deploy", auto_approve=False).collect()[-1].status == "awaiting_approval"
+    assert (
+        session.send("b", "deploy", auto_approve=False).collect()[-1].status == "awaiting_approval"
+    )
     assert ledger.count("deploy") == 1
 
 
@@ -502,7 +592,9 @@ def test_auto_approve_never_lifts_deny(tmp_path: Path) -> None:
 
 
 def test_thread_switch_is_stored_holds_for_every_client_and_turns_off(tmp_path: Path) -> None:
-    session, ledger, _ = make_session(tmp_path, [*DEPLOY, ai("", tool_call("deploy", {"service": "api"}, "d2")), "ok"])
+    session, ledger, _ = make_session(
+        tmp_path, [*DEPLOY, ai("", tool_call("deploy", {"service": "api"}, "d2")), "ok"]
+    )
     thread = session.new_thread_id()
     session.set_thread_auto_approve(thread, True, actor="ann", source="web")
     assert session.thread_auto_approve(thread) and session.auto_approving(thread) == "thread"
@@ -533,8 +625,15 @@ def test_no_client_can_turn_auto_approve_on(tmp_path: Path, attempt: str) -> Non
     elif attempt == "context":
         kwargs["context"] = {"auto_approve": True, "_auto_approve": True, "max_model_calls": 5}
     elif attempt == "command_update":
-        graph.invoke(Command(update={"grants": [{"tool": "*", "pattern": None}], "hook_thread": {"auto_approve": True}}),
-                     config)
+        graph.invoke(
+            Command(
+                update={
+                    "grants": [{"tool": "*", "pattern": None}],
+                    "hook_thread": {"auto_approve": True},
+                }
+            ),
+            config,
+        )
     elif attempt == "state_edit":
         graph.update_state(config, {"grants": [{"tool": "*", "pattern": None}]}, as_node="finish")
     graph.invoke(payload, config, **kwargs)
@@ -552,43 +651,71 @@ def test_a_session_in_auto_mode_does_not_auto_approve_other_clients(tmp_path: Pa
 def test_a_forged_auto_approved_task_is_refused(tmp_path: Path) -> None:
     graph, ledger, _, _ = raw(tmp_path, DEPLOY)
     graph.invoke({"messages": [("user", "deploy")]}, cfg("r"))
-    forged = Send("run_tool", {"call": tool_call("deploy", {"service": "web"}, "d1"), "mode": "run",
-                               "decision": "auto_approve", "auto": "session", "moves_on": True})
+    forged = Send(
+        "run_tool",
+        {
+            "call": tool_call("deploy", {"service": "web"}, "d1"),
+            "mode": "run",
+            "decision": "auto_approve",
+            "auto": "session",
+            "moves_on": True,
+        },
+    )
     graph.invoke(Command(goto=forged), cfg("r"))
     assert ledger.count("deploy") == 0 and graph.get_state(cfg("r")).interrupts
 
 
 def test_star_policy_and_unknown_tool_names(tmp_path: Path) -> None:
-    session, ledger, _ = make_session(tmp_path, [ai("", tool_call("lookup", {"key": "k"}, "l1")), "ok"],
-                                      policy={"*": "deny", "deploy": "ask"})
+    session, ledger, _ = make_session(
+        tmp_path,
+        [ai("", tool_call("lookup", {"key": "k"}, "l1")), "ok"],
+        policy={"*": "deny", "deploy": "ask"},
+    )
     events = session.send("t", "look").collect()
-    assert [e.status for e in events if isinstance(e, ev.ToolFinished)] == ["denied"] and ledger.count("lookup") == 0
+    assert [e.status for e in events if isinstance(e, ev.ToolFinished)] == [
+        "denied"
+    ] and ledger.count("lookup") == 0
     session2, ledger2, _ = make_session(tmp_path / "b", DEPLOY, policy={"*": "allow"})
     session2.send("t", "deploy").collect()
     assert ledger2.count("deploy") == 1 and session2.pending("t") is None
 
-    with pytest.raises(PolicyError, match="'delpoy'.*known tools: clock, deploy, explode, lookup, send_email"):
+    with pytest.raises(
+        PolicyError, match="'delpoy'.*known tools: clock, deploy, explode, lookup, send_email"
+    ):
         make_session(tmp_path / "c", [], policy={"delpoy": "ask"})
 
 
 def test_a_misspelled_tool_in_the_config_policy_stops_open_session(tmp_path: Path) -> None:
     config = tmp_path / "gatehouse.toml"
-    config.write_text(f'db = "{tmp_path / "g.db"}"\nworkspace = "{tmp_path / "ws"}"\n[policy]\nrm_file = "deny"\n')
+    config.write_text(
+        f'db = "{tmp_path / "g.db"}"\nworkspace = "{tmp_path / "ws"}"\n[policy]\nrm_file = "deny"\n'
+    )
     with pytest.raises(ConfigError, match="'rm_file'.*known tools: .*delete_file"):
         open_session(load_settings(config, env={}))
 
 
 def test_auto_approve_from_the_config_file(tmp_path: Path) -> None:
     config = tmp_path / "gatehouse.toml"
-    config.write_text(f'db = "{tmp_path / "g.db"}"\nworkspace = "{tmp_path / "ws"}"\nauto_approve = true\n'
-                      'doom_loop_threshold = 4\nmax_parallel_tools = 2\n[policy]\n"*" = "ask"\n')
+    config.write_text(
+        f'db = "{tmp_path / "g.db"}"\nworkspace = "{tmp_path / "ws"}"\nauto_approve = true\n'
+        'doom_loop_threshold = 4\nmax_parallel_tools = 2\n[policy]\n"*" = "ask"\n'
+    )
     settings = load_settings(config, env={})
-    assert settings.auto_approve and settings.doom_loop_threshold == 4 and settings.max_parallel_tools == 2
+    assert (
+        settings.auto_approve
+        and settings.doom_loop_threshold == 4
+        and settings.max_parallel_tools == 2
+    )
     session = open_session(settings)
     try:
         assert session.auto_approve
-        assert deps_of(session.agent).tool_slots.limit == 2 and deps_of(session.agent).doom_loop_threshold == 4
-        events = session.send("t", "write todo.md: buy milk").collect()  # the demo model's gated write
+        assert (
+            deps_of(session.agent).tool_slots.limit == 2
+            and deps_of(session.agent).doom_loop_threshold == 4
+        )
+        events = session.send(
+            "t", "write todo.md: buy milk"
+        ).collect()  # the demo model's gated write
         assert events[-1].status == "completed" and (tmp_path / "ws" / "todo.md").exists()
         assert any(isinstance(e, ev.ToolStarted) and e.auto_approved for e in events)
     finally:
@@ -601,37 +728,67 @@ def test_auto_approve_from_the_config_file(tmp_path: Path) -> None:
 
 
 def test_a_gated_call_with_bad_arguments_is_answered_without_asking(tmp_path: Path) -> None:
-    script = [ai("", tool_call("send_email", {"to": "ann@example.com"}, "e1")), "sorry, retrying later"]
+    script = [
+        ai("", tool_call("send_email", {"to": "ann@example.com"}, "e1")),
+        "sorry, retrying later",
+    ]
     session, ledger, model = make_session(tmp_path, script)
     events = session.send("t", "email ann").collect()
     assert events[-1].status == "completed" and session.pending("t") is None
     assert ledger.count("send_email") == 0
-    kinds = [(e.type, e.status if isinstance(e, ev.ToolFinished) else None) for e in events
-             if isinstance(e, ev.ToolStarted | ev.ToolFinished)]
+    kinds = [
+        (e.type, e.status if isinstance(e, ev.ToolFinished) else None)
+        for e in events
+        if isinstance(e, ev.ToolStarted | ev.ToolFinished)
+    ]
     assert kinds == [("tool_started", None), ("tool_finished", "error")]
     answer = next(m for m in session.messages("t") if isinstance(m, ToolMessage))
-    assert "invalid arguments for send_email" in answer.content and "body: Field required" in answer.content
+    assert (
+        "invalid arguments for send_email" in answer.content
+        and "body: Field required" in answer.content
+    )
     assert any("body: Field required" in str(m.content) for m in model.inputs[1])
 
 
 def test_invalid_json_calls_show_as_failed_calls(tmp_path: Path) -> None:
-    bad = AIMessage(content="", invalid_tool_calls=[{"name": "deploy", "args": '{"service": we}', "id": "b1",
-                                                      "error": "bad json", "type": "invalid_tool_call"}])
+    bad = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "deploy",
+                "args": '{"service": we}',
+                "id": "b1",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
     session, ledger, _ = make_session(tmp_path, [bad, "fixed"])
     events = session.send("t", "deploy").collect()
     started = [e for e in events if isinstance(e, ev.ToolStarted)]
     finished = [e for e in events if isinstance(e, ev.ToolFinished)]
-    assert [e.call_id for e in started] == ["b1"] and [(e.call_id, e.status) for e in finished] == [("b1", "error")]
+    assert [e.call_id for e in started] == ["b1"] and [(e.call_id, e.status) for e in finished] == [
+        ("b1", "error")
+    ]
     assert "not a valid JSON object" in finished[0].output and ledger.count("deploy") == 0
 
 
 def test_a_forged_invalid_task_answers_nothing(tmp_path: Path) -> None:
     graph, _, _, _ = raw(tmp_path, DEPLOY)
     graph.invoke({"messages": [("user", "deploy")]}, cfg("r"))
-    forged = Send("run_tool", {"call": tool_call("deploy", {"service": "web"}, "d1"), "mode": "invalid",
-                               "note": "made up", "moves_on": True})
+    forged = Send(
+        "run_tool",
+        {
+            "call": tool_call("deploy", {"service": "web"}, "d1"),
+            "mode": "invalid",
+            "note": "made up",
+            "moves_on": True,
+        },
+    )
     graph.invoke(Command(goto=forged), cfg("r"))
-    assert not [m for m in graph.get_state(cfg("r")).values["messages"] if isinstance(m, ToolMessage)]
+    assert not [
+        m for m in graph.get_state(cfg("r")).values["messages"] if isinstance(m, ToolMessage)
+    ]
     assert graph.get_state(cfg("r")).interrupts
 
 
@@ -670,15 +827,27 @@ def test_max_parallel_tools(tmp_path: Path, limit: int | None, expected: int) ->
     tools = parallel_tools(active, peak)
     script = [ai("", *(tool_call("wait", {"key": k}, k) for k in "abc")), "done"] * 2
     storage = open_storage(str(tmp_path / "p.db"))
-    graph = build_graph(model=ScriptedModel(script=script), tools=tools, checkpointer=storage.checkpointer,
-                        journal=storage.journal, decisions=storage.decisions, max_parallel_tools=limit)
+    graph = build_graph(
+        model=ScriptedModel(script=script),
+        tools=tools,
+        checkpointer=storage.checkpointer,
+        journal=storage.journal,
+        decisions=storage.decisions,
+        max_parallel_tools=limit,
+    )
     assert graph.config["configurable"][CONFIG_KEY_STRICT_RESUME] is True  # still strict on resume
     session = Session(graph, storage, tools)
     assert session.send("t", "wait thrice").collect()[-1].status == "completed"
     assert peak[0] == expected
     # The same through the raw graph, streamed the way Studio streams (custom + messages).
     peak[0] = 0
-    list(graph.stream({"messages": [("user", "again")]}, cfg("r"), stream_mode=["custom", "messages", "updates"]))
+    list(
+        graph.stream(
+            {"messages": [("user", "again")]},
+            cfg("r"),
+            stream_mode=["custom", "messages", "updates"],
+        )
+    )
     assert peak[0] == expected and not graph.get_state(cfg("r")).next
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CONFTEST = '''
+CONFTEST = """
 import os
 import pytest
 from tests.support.markers import pytest_runtest_setup, pytest_runtest_teardown
@@ -44,9 +44,9 @@ def postgres_url(postgres_server):
 @pytest.fixture(params=["sqlite", "pg"])
 def backend(request):
     return request.getfixturevalue("postgres_url") if request.param == "pg" else ":memory:"
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import sys
 import pytest
 from tests.support.browser import chromium_path
@@ -98,7 +98,7 @@ def test_unmarked_other_param(backend):
 
 def test_neither():
     pass
-'''
+"""
 
 
 def run_inner(tmp_path: Path, *args: str) -> tuple[dict[str, str], str, int]:
@@ -108,12 +108,28 @@ def run_inner(tmp_path: Path, *args: str) -> tuple[dict[str, str], str, int]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "STARTS": str(starts)}
     env.pop("CI", None)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *args, "test_inner.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rA",
+            *args,
+            "test_inner.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     outcomes = {
         m.group(2): m.group(1)
-        for m in re.finditer(r"^(PASSED|FAILED|ERROR) test_inner\.py::(\S+)", done.stdout, re.MULTILINE)
+        for m in re.finditer(
+            r"^(PASSED|FAILED|ERROR) test_inner\.py::(\S+)", done.stdout, re.MULTILINE
+        )
     }
     count = len(starts.read_text().splitlines()) if starts.exists() else 0
     return outcomes, done.stdout, count
@@ -137,10 +153,21 @@ def test_a_test_using_postgres_or_chromium_without_its_marker_fails(tmp_path: Pa
         "test_unmarked_other_param[pg]": "ERROR",
         "test_neither": "PASSED",
     }, out
-    assert "test_inner.py::test_unmarked_url uses the postgres_server fixture but is not marked @pytest.mark.postgres" in out
-    assert 'test_inner.py::test_unmarked_param[postgres] is a "postgres" case but is not marked' in out
-    assert "test_inner.py::test_unmarked_other_param[pg] uses a Postgres database but is not marked" in out
-    assert "test_inner.py::test_unmarked_chromium starts Chromium but is not marked @pytest.mark.browser" in out
+    assert (
+        "test_inner.py::test_unmarked_url uses the postgres_server fixture but is not marked @pytest.mark.postgres"
+        in out
+    )
+    assert (
+        'test_inner.py::test_unmarked_param[postgres] is a "postgres" case but is not marked' in out
+    )
+    assert (
+        "test_inner.py::test_unmarked_other_param[pg] uses a Postgres database but is not marked"
+        in out
+    )
+    assert (
+        "test_inner.py::test_unmarked_chromium starts Chromium but is not marked @pytest.mark.browser"
+        in out
+    )
     # Refused before it started, and a refusal is not remembered for the marked tests.
     assert starts == 1
 

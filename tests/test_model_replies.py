@@ -49,8 +49,15 @@ def session_at(tmp_path: Path) -> Iterator[Callable[..., Session]]:
     def make(base_url: str, **settings: Any) -> Session:
         settings.setdefault("model_max_retries", 0)
         settings.setdefault("model", "gpt-test")
-        session = open_session(Settings(db=str(tmp_path / "gh.db"), workspace=str(tmp_path / "ws"),
-                                        base_url=base_url, api_key="test", **settings))
+        session = open_session(
+            Settings(
+                db=str(tmp_path / "gh.db"),
+                workspace=str(tmp_path / "ws"),
+                base_url=base_url,
+                api_key="test",
+                **settings,
+            )
+        )
         opened.append(session)
         return session
 
@@ -93,13 +100,16 @@ def in_order(*replies: Any) -> Callable[[dict[str, Any]], Any]:
 def test_a_reply_stopped_by_max_tokens_is_marked_cut_and_retry_asks_from_before_it(
     session_at: Callable[..., Session],
 ) -> None:
-    with FakeOpenAI([in_order({"content": "Done: I wrote the", "finish": "length"}, "All of it.")]) as server:
+    with FakeOpenAI(
+        [in_order({"content": "Done: I wrote the", "finish": "length"}, "All of it.")]
+    ) as server:
         session = session_at(server.base_url)
         events = session.send(None, "write it").collect()
         thread_id = events[0].thread_id
         assert status(events) == "stopped" and "max_tokens" in cut_notice(events)
-        assert [(v.content, v.cut_off) for v in session.transcript(thread_id) if v.role == "assistant"][0] == (
-            "Done: I wrote the", True)
+        assert [
+            (v.content, v.cut_off) for v in session.transcript(thread_id) if v.role == "assistant"
+        ][0] == ("Done: I wrote the", True)
         retried = session.retry(thread_id).collect()
 
     assert status(retried) == "completed" and text(retried) == "All of it."
@@ -107,7 +117,9 @@ def test_a_reply_stopped_by_max_tokens_is_marked_cut_and_retry_asks_from_before_
     assert second["messages"] == first["messages"]
 
 
-def test_a_stream_without_the_usage_chunk_it_asked_for_is_marked_cut(session_at: Callable[..., Session]) -> None:
+def test_a_stream_without_the_usage_chunk_it_asked_for_is_marked_cut(
+    session_at: Callable[..., Session],
+) -> None:
     with FakeOpenAI([{"content": "Done: I wrote the", "usage_chunk": False}]) as server:
         events = session_at(server.base_url).send(None, "write it").collect()
     assert server.requests[0]["stream_options"] == {"include_usage": True}
@@ -126,7 +138,9 @@ def test_with_stream_usage_off_no_usage_chunk_is_asked_for_or_missed(
     assert status(events) == "completed" and text(events) == "A whole answer."
 
 
-def test_a_new_message_after_a_cut_reply_sends_neither_it_nor_the_notice(session_at: Callable[..., Session]) -> None:
+def test_a_new_message_after_a_cut_reply_sends_neither_it_nor_the_notice(
+    session_at: Callable[..., Session],
+) -> None:
     with FakeOpenAI([in_order({"content": "I wrote the", "cut": 3}, "Fine.")]) as server:
         session = session_at(server.base_url)
         events = session.send(None, "write it").collect()
@@ -141,7 +155,9 @@ def test_a_new_message_after_a_cut_reply_sends_neither_it_nor_the_notice(session
 # -- empty replies --------------------------------------------------------------------------
 
 
-def test_an_empty_stream_is_asked_again_without_streaming(session_at: Callable[..., Session]) -> None:
+def test_an_empty_stream_is_asked_again_without_streaming(
+    session_at: Callable[..., Session],
+) -> None:
     def reply(request: dict[str, Any]) -> Any:
         return {"content": ""} if request.get("stream") else "Here, unstreamed."
 
@@ -174,16 +190,23 @@ def test_an_empty_reply_fails_the_run_with_the_reason(session_at: Callable[..., 
 
 
 def test_an_error_event_inside_the_stream_is_retried(session_at: Callable[..., Session]) -> None:
-    with FakeOpenAI([in_order({"content": "I will write it all out now.", "error_event": 4}, "Whole.")]) as server:
+    with FakeOpenAI(
+        [in_order({"content": "I will write it all out now.", "error_event": 4}, "Whole.")]
+    ) as server:
         events = session_at(server.base_url, model_max_retries=1).send(None, "go").collect()
 
     assert status(events) == "completed" and text(events).endswith("Whole.")
     (retry,) = of(events, ev.ModelRetried)
-    assert "broke off in the middle of the stream" in retry.reason and "upstream stream broke" in retry.reason
+    assert (
+        "broke off in the middle of the stream" in retry.reason
+        and "upstream stream broke" in retry.reason
+    )
     assert len(server.requests) == 2
 
 
-def test_the_providers_retry_after_passed_on_by_a_proxy_is_honoured(session_at: Callable[..., Session]) -> None:
+def test_the_providers_retry_after_passed_on_by_a_proxy_is_honoured(
+    session_at: Callable[..., Session],
+) -> None:
     busy = {"status": 429, "content": "slow down", "headers": {"llm_provider-retry-after": "0.3"}}
     with FakeOpenAI([in_order(busy, "Now.")]) as server:
         events = session_at(server.base_url, model_max_retries=1).send(None, "go").collect()
@@ -192,8 +215,14 @@ def test_the_providers_retry_after_passed_on_by_a_proxy_is_honoured(session_at: 
     assert status(events) == "completed" and len(server.requests) == 2
 
 
-def test_an_error_response_from_litellm_is_not_retried_again(session_at: Callable[..., Session]) -> None:
-    down = {"status": 500, "content": "upstream down", "headers": {"x-litellm-version": "1.0", "x-litellm-call-id": "c"}}
+def test_an_error_response_from_litellm_is_not_retried_again(
+    session_at: Callable[..., Session],
+) -> None:
+    down = {
+        "status": 500,
+        "content": "upstream down",
+        "headers": {"x-litellm-version": "1.0", "x-litellm-call-id": "c"},
+    }
     with FakeOpenAI([down]) as server:
         events = session_at(server.base_url, model_max_retries=2).send(None, "go").collect()
     assert status(events) == "failed" and of(events, ev.ModelRetried) == []
@@ -201,17 +230,22 @@ def test_an_error_response_from_litellm_is_not_retried_again(session_at: Callabl
 
 
 def test_a_context_window_refusal_says_to_compact(session_at: Callable[..., Session]) -> None:
-    too_long = {"status": 400, "content": "This model's maximum context length is 8192 tokens. However, your "
-                "messages resulted in 9000 tokens."}
+    too_long = {
+        "status": 400,
+        "content": "This model's maximum context length is 8192 tokens. However, your "
+        "messages resulted in 9000 tokens.",
+    }
     with FakeOpenAI([too_long]) as server:
         events = session_at(server.base_url).send(None, "go").collect()
     (error,) = of(events, ev.ErrorEvent)
-    assert "maximum context length" in error.message and "compact" in error.message and error.retryable
+    assert (
+        "maximum context length" in error.message and "compact" in error.message and error.retryable
+    )
 
 
 def test_ollamas_own_404_words_are_kept(session_at: Callable[..., Session]) -> None:
     # What Ollama's OpenAI-compatible endpoint answers for a model it does not have.
-    missing = {"status": 404, "content": "model \"qwen3\" not found, try pulling it first"}
+    missing = {"status": 404, "content": 'model "qwen3" not found, try pulling it first'}
     with FakeOpenAI([missing]) as server:
         events = session_at(server.base_url).send(None, "go").collect()
     (error,) = of(events, ev.ErrorEvent)
@@ -231,26 +265,46 @@ class BlockModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "block-model"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         self.seen.append(list(messages))
         return ChatResult(generations=[ChatGeneration(message=self.replies[len(self.seen) - 1])])
 
 
 BLOCKS = {
-    "anthropic": [{"type": "thinking", "thinking": "Greet them.", "signature": "sig"}, {"type": "text", "text": "Hi."}],
-    "responses": [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Greet them."}]},
-                  {"type": "text", "text": "Hi."}],
+    "anthropic": [
+        {"type": "thinking", "thinking": "Greet them.", "signature": "sig"},
+        {"type": "text", "text": "Hi."},
+    ],
+    "responses": [
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "Greet them."}],
+        },
+        {"type": "text", "text": "Hi."},
+    ],
     "v1": [{"type": "reasoning", "reasoning": "Greet them."}, {"type": "text", "text": "Hi."}],
 }
 
 
 @pytest.mark.parametrize("keep", [False, True], ids=["dropped", "kept"])
 @pytest.mark.parametrize("kind", sorted(BLOCKS))
-def test_reasoning_blocks_are_shown_and_only_sent_back_with_keep_reasoning(kind: str, keep: bool) -> None:
+def test_reasoning_blocks_are_shown_and_only_sent_back_with_keep_reasoning(
+    kind: str, keep: bool
+) -> None:
     model = BlockModel(replies=[AIMessage(BLOCKS[kind]), AIMessage("Bye.")], seen=[])
-    graph = build_graph(model=model, tools=[], checkpointer=InMemorySaver(),
-                        model_options=ModelOptions(keep_reasoning=keep))
+    graph = build_graph(
+        model=model,
+        tools=[],
+        checkpointer=InMemorySaver(),
+        model_options=ModelOptions(keep_reasoning=keep),
+    )
     config = {"configurable": {"thread_id": "t"}}
     streamed = list(graph.stream({"messages": [("user", "hello")]}, config, stream_mode="custom"))
     graph.invoke({"messages": [("user", "bye")]}, config)
@@ -258,7 +312,9 @@ def test_reasoning_blocks_are_shown_and_only_sent_back_with_keep_reasoning(kind:
     shown = "".join(e.text for e in streamed if isinstance(e, ev.ReasoningDelta))
     assert shown == "Greet them."  # the person sees the reasoning (a Responses summary too)
     earlier = [m for m in model.seen[1] if isinstance(m, AIMessage)][0]
-    types = [b.get("type") for b in earlier.content] if isinstance(earlier.content, list) else ["str"]
+    types = (
+        [b.get("type") for b in earlier.content] if isinstance(earlier.content, list) else ["str"]
+    )
     assert ("text" in types or types == ["str"]) and ((len(types) == 2) is keep)
     assert ("Greet them." in json.dumps(earlier.content)) is keep
 
@@ -266,15 +322,19 @@ def test_reasoning_blocks_are_shown_and_only_sent_back_with_keep_reasoning(kind:
 # -- provider-prefixed model names -------------------------------------------------------------
 
 
-def test_an_openai_prefixed_name_talks_to_the_configured_server(session_at: Callable[..., Session]) -> None:
+def test_an_openai_prefixed_name_talks_to_the_configured_server(
+    session_at: Callable[..., Session],
+) -> None:
     with FakeOpenAI(["Hello."]) as server:
         events = session_at(server.base_url, model="openai:gpt-test").send(None, "hi").collect()
     assert status(events) == "completed" and text(events) == "Hello."
     assert server.requests[0]["model"] == "gpt-test"
 
 
-@pytest.mark.parametrize(("name", "package"), [("anthropic:claude-sonnet-4-5", "langchain-anthropic"),
-                                               ("ollama:qwen3", "langchain-ollama")])
+@pytest.mark.parametrize(
+    ("name", "package"),
+    [("anthropic:claude-sonnet-4-5", "langchain-anthropic"), ("ollama:qwen3", "langchain-ollama")],
+)
 def test_a_provider_whose_package_is_missing_is_named_from_gatehouse_toml(
     tmp_path: Path, name: str, package: str
 ) -> None:
@@ -293,20 +353,36 @@ def test_an_ollama_tag_is_not_a_provider_prefix() -> None:
 
 
 @pytest.mark.parametrize("keep", [False, True], ids=["dropped", "kept"])
-def test_responses_api_reasoning_summaries_are_shown_and_not_sent_back(tmp_path: Path, keep: bool) -> None:
+def test_responses_api_reasoning_summaries_are_shown_and_not_sent_back(
+    tmp_path: Path, keep: bool
+) -> None:
     summary = "The user greets me; greet back briefly."
     with FakeOpenAI([{"content": "Hi there.", "reasoning": summary}, "Bye."]) as server:
-        model = ChatOpenAI(model="gpt-test", base_url=server.base_url, api_key="test", max_retries=0,
-                           use_responses_api=True)
-        graph = build_graph(model=model, tools=[], checkpointer=InMemorySaver(),
-                            model_options=ModelOptions(keep_reasoning=keep))
+        model = ChatOpenAI(
+            model="gpt-test",
+            base_url=server.base_url,
+            api_key="test",
+            max_retries=0,
+            use_responses_api=True,
+        )
+        graph = build_graph(
+            model=model,
+            tools=[],
+            checkpointer=InMemorySaver(),
+            model_options=ModelOptions(keep_reasoning=keep),
+        )
         config = {"configurable": {"thread_id": "t"}}
-        streamed = list(graph.stream({"messages": [("user", "hello")]}, config, stream_mode="custom"))
+        streamed = list(
+            graph.stream({"messages": [("user", "hello")]}, config, stream_mode="custom")
+        )
         graph.invoke({"messages": [("user", "bye")]}, config)
 
     assert "".join(e.text for e in streamed if isinstance(e, ev.ReasoningDelta)) == summary
     assert "".join(e.text for e in streamed if isinstance(e, ev.TextDelta)) == "Hi there."
     reply = graph.get_state(config).values["messages"][1]
-    assert transcript_view(reply).reasoning == summary and transcript_view(reply).content == "Hi there."
+    assert (
+        transcript_view(reply).reasoning == summary
+        and transcript_view(reply).content == "Hi there."
+    )
     sent_back = json.dumps(server.requests[1]["input"])
     assert (summary in sent_back) is keep and "Hi there." in sent_back

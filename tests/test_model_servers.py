@@ -40,7 +40,11 @@ WRITE = {"path": "notes.md", "content": "buy milk\n"}
 
 
 def write_call(call_id: str = "call_w1", arguments: Any = None) -> dict[str, Any]:
-    return {"id": call_id, "name": "write_file", "arguments": WRITE if arguments is None else arguments}
+    return {
+        "id": call_id,
+        "name": "write_file",
+        "arguments": WRITE if arguments is None else arguments,
+    }
 
 
 @pytest.fixture
@@ -51,8 +55,15 @@ def session_at(tmp_path: Path) -> Iterator[Callable[..., Session]]:
     def make(base_url: str, **settings: Any) -> Session:
         settings.setdefault("model_max_retries", 0)
         settings.setdefault("db", str(tmp_path / "gh.db"))
-        session = open_session(Settings(workspace=str(tmp_path / "ws"), base_url=base_url, api_key="test",
-                                        model="gpt-test", **settings))
+        session = open_session(
+            Settings(
+                workspace=str(tmp_path / "ws"),
+                base_url=base_url,
+                api_key="test",
+                model="gpt-test",
+                **settings,
+            )
+        )
         opened.append(session)
         return session
 
@@ -88,30 +99,39 @@ def assistant_turns(request: dict[str, Any]) -> list[dict[str, Any]]:
 def test_a_server_that_does_not_stream_is_asked_without_streaming_once_and_remembered(
     session_at: Callable[..., Session], caplog: pytest.LogCaptureFixture
 ) -> None:
-    script = [{"content": "Hello from behind a proxy.", "stream": False},
-              {"content": "Still here.", "stream": False}]
+    script = [
+        {"content": "Hello from behind a proxy.", "stream": False},
+        {"content": "Still here.", "stream": False},
+    ]
     with FakeOpenAI(script) as server, caplog.at_level(logging.WARNING, logger="gatehouse.model"):
         session = session_at(server.base_url)
         events = session.send(None, "hi").collect()
         again = session.send(events[0].thread_id, "and again").collect()
 
     assert finished(events).status == "completed"
-    assert [e.text for e in of(events, ev.TextDelta)] == ["Hello from behind a proxy."]  # one whole delta
+    assert [e.text for e in of(events, ev.TextDelta)] == [
+        "Hello from behind a proxy."
+    ]  # one whole delta
     assert of(events, ev.ErrorEvent) == []
     assert [e.text for e in of(again, ev.TextDelta)] == ["Still here."]
     # Streamed once, found not to stream, then asked without streaming from then on.
     assert [r.get("stream", False) for r in server.requests] == [True, False, False]
     assert sum("without streaming" in r.getMessage() for r in caplog.records) == 1
     messages = session.messages(events[0].thread_id)
-    assert [m.content for m in messages if isinstance(m, AIMessage)] == ["Hello from behind a proxy.", "Still here."]
+    assert [m.content for m in messages if isinstance(m, AIMessage)] == [
+        "Hello from behind a proxy.",
+        "Still here.",
+    ]
     assert of(events, ev.Usage)[0].total_tokens > 0
 
 
 def test_a_non_streamed_tool_call_is_approved_once_and_runs_once(
     session_at: Callable[..., Session], tmp_path: Path
 ) -> None:
-    script = [{"content": "Writing it.", "tool_calls": [write_call()], "stream": False},
-              {"content": "Done: notes.md written.", "stream": False}]
+    script = [
+        {"content": "Writing it.", "tool_calls": [write_call()], "stream": False},
+        {"content": "Done: notes.md written.", "stream": False},
+    ]
     with FakeOpenAI(script) as server:
         session = session_at(server.base_url)
         events = session.send(None, "write my notes").collect()
@@ -132,7 +152,7 @@ def test_a_non_streamed_tool_call_is_approved_once_and_runs_once(
 
 
 def test_a_reply_cut_off_mid_text_stops_the_run_with_a_notice_and_retry_asks_again(
-    session_at: Callable[..., Session]
+    session_at: Callable[..., Session],
 ) -> None:
     calls: list[int] = []
 
@@ -221,8 +241,11 @@ def test_think_blocks_split_across_chunks_are_kept_apart_from_the_answer(
 ) -> None:
     script = [
         # Three-character chunks split both tags ("<th" "ink>", "</t" "hin" "k>").
-        {"content": f"<think>{THOUGHT}</think>\n\nWriting your note.", "chunk_chars": 3,
-         "tool_calls": [write_call()]},
+        {
+            "content": f"<think>{THOUGHT}</think>\n\nWriting your note.",
+            "chunk_chars": 3,
+            "tool_calls": [write_call()],
+        },
         {"content": "<think>It worked.</think>All done.", "chunk_chars": 3},
     ]
     with FakeOpenAI(script) as server:
@@ -235,8 +258,14 @@ def test_think_blocks_split_across_chunks_are_kept_apart_from_the_answer(
 
     assert thinking(done) == "It worked." and text(done) == "All done."
     first, last = [m for m in session.messages(thread_id) if isinstance(m, AIMessage)]
-    assert (first.content, first.additional_kwargs["reasoning_content"]) == ("Writing your note.", THOUGHT)
-    assert (last.content, last.additional_kwargs["reasoning_content"]) == ("All done.", "It worked.")
+    assert (first.content, first.additional_kwargs["reasoning_content"]) == (
+        "Writing your note.",
+        THOUGHT,
+    )
+    assert (last.content, last.additional_kwargs["reasoning_content"]) == (
+        "All done.",
+        "It worked.",
+    )
     sent_back = assistant_turns(server.requests[1])[0]["content"]
     if keep:
         assert sent_back == f"<think>\n{THOUGHT}\n</think>\n\nWriting your note."
@@ -244,7 +273,9 @@ def test_think_blocks_split_across_chunks_are_kept_apart_from_the_answer(
         assert sent_back == "Writing your note."
     exported = json.loads(session.export(thread_id, "json"))["messages"]
     assert [(m["content"], m.get("reasoning")) for m in exported if m["role"] == "assistant"] == [
-        ("Writing your note.", THOUGHT), ("All done.", "It worked.")]
+        ("Writing your note.", THOUGHT),
+        ("All done.", "It worked."),
+    ]
     info = session.thread(thread_id)
     assert info is not None and "think" not in info.title.lower()
 
@@ -255,8 +286,12 @@ def test_reasoning_deltas_are_streamed_stored_and_not_sent_back(
     session_at: Callable[..., Session], field: str, streamed: bool
 ) -> None:
     script: list[Any] = [
-        {"reasoning": "Let me count the files first.", "reasoning_field": field, "content": "You have none.",
-         **({} if streamed else {"stream": False})},
+        {
+            "reasoning": "Let me count the files first.",
+            "reasoning_field": field,
+            "content": "You have none.",
+            **({} if streamed else {"stream": False}),
+        },
         "Anything else?",
     ]
     with FakeOpenAI(script) as server:
@@ -300,7 +335,9 @@ def test_an_api_error_is_a_model_error_with_its_status_and_the_servers_words(
 
 
 @pytest.mark.postgres
-def test_why_a_run_failed_is_kept_on_postgres_too(session_at: Callable[..., Session], postgres_url: str) -> None:
+def test_why_a_run_failed_is_kept_on_postgres_too(
+    session_at: Callable[..., Session], postgres_url: str
+) -> None:
     with FakeOpenAI([{"status": 401, "content": "Invalid API key"}]) as server:
         session = session_at(server.base_url, db=postgres_url)
         events = session.send(None, "hi").collect()
@@ -312,14 +349,22 @@ def test_why_a_run_failed_is_kept_on_postgres_too(session_at: Callable[..., Sess
 def test_a_thread_index_from_before_reasons_were_kept_gains_the_column(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
     with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE gatehouse_threads (thread_id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '', "
-                     "status TEXT NOT NULL DEFAULT 'idle', owner TEXT, created_at REAL NOT NULL, "
-                     "updated_at REAL NOT NULL, pending_since REAL)")
-        conn.execute("INSERT INTO gatehouse_threads VALUES ('old', 'An old thread', 'failed', NULL, 1, 1, NULL)")
+        conn.execute(
+            "CREATE TABLE gatehouse_threads (thread_id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '', "
+            "status TEXT NOT NULL DEFAULT 'idle', owner TEXT, created_at REAL NOT NULL, "
+            "updated_at REAL NOT NULL, pending_since REAL)"
+        )
+        conn.execute(
+            "INSERT INTO gatehouse_threads VALUES ('old', 'An old thread', 'failed', NULL, 1, 1, NULL)"
+        )
     storage = open_storage(str(db))
     try:
         before = storage.index.get("old")
-        assert before is not None and (before.title, before.status, before.reason) == ("An old thread", "failed", None)
+        assert before is not None and (before.title, before.status, before.reason) == (
+            "An old thread",
+            "failed",
+            None,
+        )
         storage.index.touch("old", status="failed", reason="The model server failed (HTTP 500).")
         after = storage.index.get("old")
         assert after is not None and after.reason == "The model server failed (HTTP 500)."
@@ -330,7 +375,9 @@ def test_a_thread_index_from_before_reasons_were_kept_gains_the_column(tmp_path:
         storage.close()
 
 
-def test_a_refused_connection_names_the_server_and_the_cause(session_at: Callable[..., Session]) -> None:
+def test_a_refused_connection_names_the_server_and_the_cause(
+    session_at: Callable[..., Session],
+) -> None:
     url = closed_port_url()
     session = session_at(url)
     events = session.send(None, "hi").collect()
@@ -365,7 +412,7 @@ def test_a_rate_limited_call_is_retried_with_an_event(session_at: Callable[..., 
 
 
 def test_a_stream_that_breaks_mid_reply_is_retried_and_the_partial_text_dropped(
-    session_at: Callable[..., Session]
+    session_at: Callable[..., Session],
 ) -> None:
     calls: list[int] = []
 
@@ -386,12 +433,17 @@ def test_a_stream_that_breaks_mid_reply_is_retried_and_the_partial_text_dropped(
     assert "broke in the middle of the reply" in retry.reason
     assert finished(events).status == "completed"
     assert [m.content for m in session.messages(thread_id) if isinstance(m, AIMessage)] == [
-        "The second attempt, whole."]
+        "The second attempt, whole."
+    ]
     assert len(server.requests) == 2
 
 
-def test_retries_run_out_and_the_run_fails_with_the_cause(session_at: Callable[..., Session]) -> None:
-    with FakeOpenAI([{"status": 503, "content": "overloaded", "headers": {"Retry-After": "0"}}]) as server:
+def test_retries_run_out_and_the_run_fails_with_the_cause(
+    session_at: Callable[..., Session],
+) -> None:
+    with FakeOpenAI(
+        [{"status": 503, "content": "overloaded", "headers": {"Retry-After": "0"}}]
+    ) as server:
         session = session_at(server.base_url, model_max_retries=2)
         events = session.send(None, "hi").collect()
 
@@ -402,7 +454,7 @@ def test_retries_run_out_and_the_run_fails_with_the_cause(session_at: Callable[.
 
 
 def test_a_slow_first_token_past_the_timeout_fails_clearly_and_within_it_works(
-    session_at: Callable[..., Session]
+    session_at: Callable[..., Session],
 ) -> None:
     with FakeOpenAI([{"content": "Eventually.", "delay": 3}]) as server:
         events = session_at(server.base_url, model_timeout=0.5).send(None, "hi").collect()
@@ -430,8 +482,11 @@ class GenerateOnly(BaseChatModel):
         return self
 
     def _generate(
-        self, messages: list[BaseMessage], stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any,
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
     ) -> ChatResult:
         turn = sum(1 for m in messages if isinstance(m, AIMessage))
         reply = self.replies[turn] if turn < len(self.replies) else AIMessage("Done.")
@@ -442,7 +497,9 @@ def ledger_session(tmp_path: Path, model: BaseChatModel) -> tuple[Session, Ledge
     ledger = Ledger(tmp_path / "ledger.jsonl")
     tools = make_tools(ledger)
     storage = open_storage(str(tmp_path / "gh.db"))
-    graph = build_graph(model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal)
+    graph = build_graph(
+        model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal
+    )
     return Session(graph, storage, tools), ledger
 
 
@@ -454,7 +511,10 @@ def test_a_generate_only_model_works_with_one_approval_and_one_execution(tmp_pat
         events = session.send(None, "email ann").collect()
         thread_id = events[0].thread_id
         assert [e.text for e in of(events, ev.TextDelta)] == ["Sending it."]
-        assert finished(events).status == "awaiting_approval" and len(of(events, ev.ApprovalRequired)) == 1
+        assert (
+            finished(events).status == "awaiting_approval"
+            and len(of(events, ev.ApprovalRequired)) == 1
+        )
         done = session.resume(thread_id, {"decisions": [{"type": "approve"}]}).collect()
     finally:
         session.close()
@@ -464,10 +524,18 @@ def test_a_generate_only_model_works_with_one_approval_and_one_execution(tmp_pat
 
 def test_a_generate_only_models_raw_arguments_are_still_checked_strictly(tmp_path: Path) -> None:
     # The model's own lenient parser made a call of arguments the model never finished.
-    raw = [{"id": "call_e1", "type": "function",
-            "function": {"name": "send_email", "arguments": '{"to": "ann@example.com", "bo'}}]
-    lenient = AIMessage("", tool_calls=[{"name": "send_email", "args": {"to": "ann@example.com"}, "id": "call_e1"}],
-                        additional_kwargs={"tool_calls": raw})
+    raw = [
+        {
+            "id": "call_e1",
+            "type": "function",
+            "function": {"name": "send_email", "arguments": '{"to": "ann@example.com", "bo'},
+        }
+    ]
+    lenient = AIMessage(
+        "",
+        tool_calls=[{"name": "send_email", "args": {"to": "ann@example.com"}, "id": "call_e1"}],
+        additional_kwargs={"tool_calls": raw},
+    )
     session, ledger = ledger_session(tmp_path, GenerateOnly(replies=[lenient, AIMessage("Sorry.")]))
     try:
         events = session.send(None, "email ann").collect()
@@ -484,11 +552,21 @@ def test_a_generate_only_models_raw_arguments_are_still_checked_strictly(tmp_pat
 
 def test_chat_openai_with_streaming_disabled_approves_and_runs_a_call_once(tmp_path: Path) -> None:
     args = {"to": "ann@example.com", "body": "hello"}
-    script = [{"content": "Sending.", "tool_calls": [{"id": "call_e1", "name": "send_email", "arguments": args}]},
-              "Sent it."]
+    script = [
+        {
+            "content": "Sending.",
+            "tool_calls": [{"id": "call_e1", "name": "send_email", "arguments": args}],
+        },
+        "Sent it.",
+    ]
     with FakeOpenAI(script) as server:
-        model = ChatOpenAI(model="gpt-test", base_url=server.base_url, api_key="test", max_retries=0,
-                           disable_streaming=True)
+        model = ChatOpenAI(
+            model="gpt-test",
+            base_url=server.base_url,
+            api_key="test",
+            max_retries=0,
+            disable_streaming=True,
+        )
         session, ledger = ledger_session(tmp_path, model)
         try:
             events = session.send(None, "email ann").collect()

@@ -83,7 +83,9 @@ class _Finished:
         self.finished = True
 
 
-def deps(script: list[Any] | None = None, *, journal: Any = None, hooks: Any = None, max_calls: int = 5) -> AgentDeps:
+def deps(
+    script: list[Any] | None = None, *, journal: Any = None, hooks: Any = None, max_calls: int = 5
+) -> AgentDeps:
     tools = {t.name: t for t in (lookup, deploy)}
     return AgentDeps(
         model=ScriptedModel(script=script or []),
@@ -109,7 +111,11 @@ def test_model_node_starts_a_run_and_returns_the_reply_with_usage() -> None:
 
 
 def test_model_node_stops_at_the_model_call_limit_without_calling_the_model() -> None:
-    state = {"messages": [HumanMessage("hi", id="h1")], "run_message_id": "h1", "run_model_calls": 5}
+    state = {
+        "messages": [HumanMessage("hi", id="h1")],
+        "run_message_id": "h1",
+        "run_model_calls": 5,
+    }
     model_deps = deps(["never"])
     update = call_model(state, CONFIG, Runtime(), deps=model_deps)
     assert "limit of 5 model calls" in update["stop_reason"] and update["stop_kind"] == "stopped"
@@ -117,12 +123,19 @@ def test_model_node_stops_at_the_model_call_limit_without_calling_the_model() ->
 
 
 def test_model_node_stops_when_the_person_cancelled() -> None:
-    update = call_model({"messages": [HumanMessage("hi", id="h1")]}, CONFIG, Runtime(cancelled=True), deps=deps(["x"]))
+    update = call_model(
+        {"messages": [HumanMessage("hi", id="h1")]},
+        CONFIG,
+        Runtime(cancelled=True),
+        deps=deps(["x"]),
+    )
     assert update["stop_kind"] == "cancelled"
 
 
 def test_routing_sends_free_calls_to_their_own_task_and_gated_ones_to_review() -> None:
-    turn = ai("", tool_call("lookup", {"key": "a"}, "c1"), tool_call("deploy", {"env": "prod"}, "c2"))
+    turn = ai(
+        "", tool_call("lookup", {"key": "a"}, "c1"), tool_call("deploy", {"env": "prod"}, "c2")
+    )
     state = {"messages": [HumanMessage("go"), turn]}
     targets = after_model(state, CONFIG, Runtime(), deps=deps())
     sends = [t for t in targets if isinstance(t, Send)]
@@ -132,7 +145,9 @@ def test_routing_sends_free_calls_to_their_own_task_and_gated_ones_to_review() -
 
 
 def test_routing_ends_a_reply_without_calls_and_answers_calls_of_a_stopped_run() -> None:
-    assert after_model({"messages": [HumanMessage("hi"), AIMessage("bye")]}, CONFIG, Runtime(), deps=deps()) == [END]
+    assert after_model(
+        {"messages": [HumanMessage("hi"), AIMessage("bye")]}, CONFIG, Runtime(), deps=deps()
+    ) == [END]
     turn = ai("", tool_call("deploy", {"env": "prod"}, "c2"))
     stopped = {"messages": [HumanMessage("go"), turn], "stop_reason": "budget"}
     [send] = dispatch(stopped, CONFIG, Runtime(), deps=deps())
@@ -153,9 +168,15 @@ def test_tool_node_journals_a_side_effect_and_answers_it_from_the_journal_after(
 
 def test_tool_node_refuses_a_denied_call_without_running_it() -> None:
     RAN.clear()
-    out = run_call({"call": tool_call("deploy", {"env": "prod"}, "c1"), "mode": "deny"}, CONFIG, deps())
+    out = run_call(
+        {"call": tool_call("deploy", {"env": "prod"}, "c1"), "mode": "deny"}, CONFIG, deps()
+    )
     [msg] = out["messages"]
-    assert RAN == [] and msg.status == "error" and msg.additional_kwargs["gatehouse_status"] == "denied"
+    assert (
+        RAN == []
+        and msg.status == "error"
+        and msg.additional_kwargs["gatehouse_status"] == "denied"
+    )
 
 
 def test_finish_turns_a_stop_reason_into_a_notice() -> None:

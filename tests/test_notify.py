@@ -54,7 +54,9 @@ class Receiver:
 
     def wait_for(self, n: int, timeout: float = 20) -> list[dict[str, Any]]:
         with self.seen:
-            assert self.seen.wait_for(lambda: len(self.got) >= n, timeout), f"got {len(self.got)} of {n} pings"
+            assert self.seen.wait_for(lambda: len(self.got) >= n, timeout), (
+                f"got {len(self.got)} of {n} pings"
+            )
         return [json.loads(body) for _, body in self.got]
 
     def close(self) -> None:
@@ -71,11 +73,19 @@ def receiver() -> Iterator[Receiver]:
 def _settings(tmp_path: Path, url: str, **notify: Any) -> Settings:
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
-    return Settings(db=str(tmp_path / "gatehouse.db"), workspace=str(workspace), notify_webhook=url,
-                    notify_secret=SECRET, notify_link="http://127.0.0.1:8613", **notify)
+    return Settings(
+        db=str(tmp_path / "gatehouse.db"),
+        workspace=str(workspace),
+        notify_webhook=url,
+        notify_secret=SECRET,
+        notify_link="http://127.0.0.1:8613",
+        **notify,
+    )
 
 
-def test_a_pause_pings_the_webhook_once_signed_and_recorded(tmp_path: Path, receiver: Receiver) -> None:
+def test_a_pause_pings_the_webhook_once_signed_and_recorded(
+    tmp_path: Path, receiver: Receiver
+) -> None:
     session = open_session(_settings(tmp_path, receiver.url))
     try:
         run = session.send(None, "write todo.md: buy milk")
@@ -86,7 +96,11 @@ def test_a_pause_pings_the_webhook_once_signed_and_recorded(tmp_path: Path, rece
         assert hmac.compare_digest(headers["x-gatehouse-signature"], expected)
         assert ping["event"] == "approval_required" and ping["thread_id"] == run.thread_id
         [call] = ping["calls"]
-        assert call["name"] == "write_file" and call["args"]["path"] == "todo.md" and call["risk"] == "write"
+        assert (
+            call["name"] == "write_file"
+            and call["args"]["path"] == "todo.md"
+            and call["risk"] == "write"
+        )
         assert ping["link"] == f"http://127.0.0.1:8613/?thread={run.thread_id}"
         pending = session.pending(run.thread_id)
         assert pending is not None and ping["interrupt_id"] == pending.interrupt_id
@@ -145,18 +159,27 @@ def test_a_pause_made_through_the_sdk_pings_too(tmp_path: Path, receiver: Receiv
     home = tmp_path / "dev"
     workspace = home / "workspace"
     workspace.mkdir(parents=True)
-    with langgraph_dev(home, db=home / "gatehouse.db", workspace=workspace,
-                       GATEHOUSE_NOTIFY_WEBHOOK=receiver.url, GATEHOUSE_NOTIFY_SECRET=SECRET) as server:
+    with langgraph_dev(
+        home,
+        db=home / "gatehouse.db",
+        workspace=workspace,
+        GATEHOUSE_NOTIFY_WEBHOOK=receiver.url,
+        GATEHOUSE_NOTIFY_SECRET=SECRET,
+    ) as server:
         client = server.client()
         tid = client.threads.create()["thread_id"]
-        client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "run: touch pinged.txt"}]})
+        client.runs.wait(
+            tid, GRAPH, input={"messages": [{"role": "user", "content": "run: touch pinged.txt"}]}
+        )
         [ping] = receiver.wait_for(1)
         assert ping["thread_id"] == tid and ping["calls"][0]["name"] == "run_command"
         assert ping["interrupt_id"] == client.threads.get_state(tid)["interrupts"][0]["id"]
 
 
 @pytest.mark.postgres
-def test_a_pause_on_postgres_pings_once_and_is_recorded(postgres_url: str, tmp_path: Path, receiver: Receiver) -> None:
+def test_a_pause_on_postgres_pings_once_and_is_recorded(
+    postgres_url: str, tmp_path: Path, receiver: Receiver
+) -> None:
     session = open_session(replace(_settings(tmp_path, receiver.url), db=postgres_url))
     try:
         run = session.send(None, "write pg.md: x")
@@ -181,9 +204,15 @@ def test_a_raw_graph_on_the_same_saver_pings(tmp_path: Path, receiver: Receiver)
     from graph.service.notify import attach_notifier
     from tests.support.core_fixtures import make_session
 
-    session, _, _ = make_session(tmp_path, [ai("", tool_call("deploy", {"service": "api"}, "c1")), "ok"])
+    session, _, _ = make_session(
+        tmp_path, [ai("", tool_call("deploy", {"service": "api"}, "c1")), "ok"]
+    )
     notifier = attach_notifier(session.storage.checkpointer, _settings(tmp_path, receiver.url))
     assert notifier is not None
     session.agent.invoke({"messages": [("user", "deploy")]}, {"configurable": {"thread_id": "raw"}})
     [ping] = receiver.wait_for(1)
-    assert ping["thread_id"] == "raw" and ping["calls"][0]["name"] == "deploy" and ping["risks"] == ["execute"]
+    assert (
+        ping["thread_id"] == "raw"
+        and ping["calls"][0]["name"] == "deploy"
+        and ping["risks"] == ["execute"]
+    )

@@ -34,15 +34,24 @@ def crash_resume(db: Path, counter: Path, thread: str, at: str) -> None:
     session = open_session(str(db), str(counter))
     assert session.send(thread, "big").collect()[-1].status == "awaiting_approval"
     session.close()
-    victim = spawn(db, counter, "resume", thread, json.dumps(APPROVE),
-                   GATEHOUSE_CRASH_AT=at, GATEHOUSE_TEST_TOOL_OUTPUT_LINES=str(LINES))
+    victim = spawn(
+        db,
+        counter,
+        "resume",
+        thread,
+        json.dumps(APPROVE),
+        GATEHOUSE_CRASH_AT=at,
+        GATEHOUSE_TEST_TOOL_OUTPUT_LINES=str(LINES),
+    )
     victim.wait(60)
     assert victim.returncode == -signal.SIGKILL, victim.communicate()
     assert_intact(db)
     assert runs(counter) == {"big": 1}
 
 
-def test_killed_after_the_journal_row_the_retry_finds_the_whole_output(files: tuple[Path, Path]) -> None:
+def test_killed_after_the_journal_row_the_retry_finds_the_whole_output(
+    files: tuple[Path, Path],
+) -> None:
     db, counter = files
     crash_resume(db, counter, "t-j", "after_tool")
     session = open_session(str(db), str(counter))
@@ -53,14 +62,20 @@ def test_killed_after_the_journal_row_the_retry_finds_the_whole_output(files: tu
         assert runs(counter) == {"big": 1}  # answered from the journal, not run again
         assert "output stored aside" in result.content and len(result.content) < 3_000
         whole = session.tool_output("t-j", result.tool_call_id)
-        assert whole is not None and whole.startswith("bump ran for big\n") and whole.endswith(f"result line {LINES - 1}")
+        assert (
+            whole is not None
+            and whole.startswith("bump ran for big\n")
+            and whole.endswith(f"result line {LINES - 1}")
+        )
         [view] = [v for v in session.transcript("t-j") if v.role == "tool"]
         assert view.offloaded and view.total_chars == len(whole)
     finally:
         session.close()
 
 
-def test_killed_between_storing_and_journaling_asks_and_keeps_the_answer(files: tuple[Path, Path]) -> None:
+def test_killed_between_storing_and_journaling_asks_and_keeps_the_answer(
+    files: tuple[Path, Path],
+) -> None:
     db, counter = files
     crash_resume(db, counter, "t-s", "after_offload")
     session = open_session(str(db), str(counter))
@@ -68,7 +83,9 @@ def test_killed_between_storing_and_journaling_asks_and_keeps_the_answer(files: 
         assert session.retry("t-s").collect()[-1].status == "awaiting_approval"
         pending = session.pending("t-s")
         assert pending is not None and pending.kind == "outcome_unknown"
-        done = session.resume("t-s", {"type": "mark_failed", "message": "checked: half done"}, actor="dana").collect()
+        done = session.resume(
+            "t-s", {"type": "mark_failed", "message": "checked: half done"}, actor="dana"
+        ).collect()
         assert done[-1].status == "completed"
         [result] = assert_paired(session, "t-s")
         assert runs(counter) == {"big": 1}

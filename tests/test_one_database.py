@@ -27,14 +27,21 @@ from tests.support.postgres import free_port
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_relative_locations_are_fixed_against_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_locations_are_fixed_against_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     settings = load_settings(env={})
     assert settings.db == str(tmp_path / ".gatehouse" / "gatehouse.db")
     assert settings.workspace == str(tmp_path / "workspace")
     settings = load_settings(env={"GATEHOUSE_DB": "rel.db", "GATEHOUSE_WORKSPACE": "../files"})
-    assert settings.db == str(tmp_path / "rel.db") and settings.workspace == str(tmp_path.parent / "files")
-    assert load_settings(env={"GATEHOUSE_DB": "postgresql://u:p@localhost/x"}).db == "postgresql://u:p@localhost/x"
+    assert settings.db == str(tmp_path / "rel.db") and settings.workspace == str(
+        tmp_path.parent / "files"
+    )
+    assert (
+        load_settings(env={"GATEHOUSE_DB": "postgresql://u:p@localhost/x"}).db
+        == "postgresql://u:p@localhost/x"
+    )
     # What a server started elsewhere is given: the same absolute files.
     monkeypatch.chdir(tmp_path.parent)
     env = location_env(settings)
@@ -48,8 +55,14 @@ def _env() -> dict[str, str]:
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ui.term.cli", *args], cwd=cwd, env=_env(),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ui.term.cli", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_studio_and_the_terminal_share_a_relative_db_from_another_directory(tmp_path: Path) -> None:
@@ -58,12 +71,28 @@ def test_studio_and_the_terminal_share_a_relative_db_from_another_directory(tmp_
     port = free_port()
     from graph import install_secret
 
-    secret = install_secret(here / "gatehouse.secret")  # beside the database: the server's credentials
+    secret = install_secret(
+        here / "gatehouse.secret"
+    )  # beside the database: the server's credentials
     log = tmp_path / "studio.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ui.term.cli", "studio", "--no-browser", "--port", str(port), "--db", "rel.db"],
-            cwd=here, env=_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "ui.term.cli",
+                "studio",
+                "--no-browser",
+                "--port",
+                str(port),
+                "--db",
+                "rel.db",
+            ],
+            cwd=here,
+            env=_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         deadline = time.monotonic() + 120
@@ -79,9 +108,13 @@ def test_studio_and_the_terminal_share_a_relative_db_from_another_directory(tmp_
         assert f"Database: {here / 'rel.db'}" in log.read_text()
         from langgraph_sdk import get_sync_client
 
-        client = get_sync_client(url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {secret}"})
+        client = get_sync_client(
+            url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {secret}"}
+        )
         tid = client.threads.create()["thread_id"]
-        client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "write where.md: here"}]})
+        client.runs.wait(
+            tid, GRAPH, input={"messages": [{"role": "user", "content": "write where.md: here"}]}
+        )
         client.runs.wait(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
         # The server wrote this directory's file and workspace, not the project root's.
         assert (here / "workspace" / "where.md").read_text().strip() == "here"
@@ -96,7 +129,10 @@ def test_studio_and_the_terminal_share_a_relative_db_from_another_directory(tmp_
     # The terminal, from the same directory with the same relative --db, lists it and says where.
     listed = _cli(here, "threads", "--db", "rel.db")
     assert listed.returncode == 0, listed.stderr
-    assert f"Database: {here / 'rel.db'}" in listed.stdout and tid in listed.stdout + _cli(here, "threads", "--db", "rel.db", "--json").stdout
+    assert (
+        f"Database: {here / 'rel.db'}" in listed.stdout
+        and tid in listed.stdout + _cli(here, "threads", "--db", "rel.db", "--json").stdout
+    )
     # And from a third directory, pointing at the same file.
     other = tmp_path / "third"
     other.mkdir()

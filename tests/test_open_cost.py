@@ -34,20 +34,32 @@ def langchain_schema(t: object) -> type:
     if hasattr(func, "func"):  # a bound tool: the first parameter is its context
         fn = func.func
         first = next(iter(inspect.signature(fn).parameters))
-        return create_schema_from_function(fn.__name__, fn, filter_args=[first], parse_docstring=False)
+        return create_schema_from_function(
+            fn.__name__, fn, filter_args=[first], parse_docstring=False
+        )
     return lc_tool(t.name)(func).args_schema  # type: ignore[attr-defined]
 
 
 def default_tools(tmp_path: Path, name: str = "ws") -> list[object]:
-    settings = Settings(db=str(tmp_path / "g.sqlite"), workspace=str(tmp_path / name),
-                        sql_database=str(tmp_path / "data.sqlite"), shell_sandbox="off")
+    settings = Settings(
+        db=str(tmp_path / "g.sqlite"),
+        workspace=str(tmp_path / name),
+        sql_database=str(tmp_path / "data.sqlite"),
+        shell_sandbox="off",
+    )
     return [*build_tools(settings), make_read_tool(None, OffloadOptions())]  # type: ignore[arg-type]
 
 
 def test_every_default_tool_shows_and_checks_the_schema_langchain_infers(tmp_path: Path) -> None:
     tools = default_tools(tmp_path)
-    assert {t.name for t in tools} >= {"read_file", "write_file", "run_command", "http_request", "sql_query",  # type: ignore[attr-defined]
-                                       "read_tool_output"}
+    assert {t.name for t in tools} >= {
+        "read_file",
+        "write_file",
+        "run_command",
+        "http_request",
+        "sql_query",  # type: ignore[attr-defined]
+        "read_tool_output",
+    }
     for t in tools:
         ref = langchain_schema(t)
         mine = t.args_schema  # type: ignore[attr-defined]
@@ -68,7 +80,9 @@ def test_every_default_tool_shows_and_checks_the_schema_langchain_infers(tmp_pat
     assert mine_err.value.errors() == ref_err.value.errors()
 
 
-def test_a_second_open_reuses_the_schemas_and_each_tool_keeps_its_own_workspace(tmp_path: Path) -> None:
+def test_a_second_open_reuses_the_schemas_and_each_tool_keeps_its_own_workspace(
+    tmp_path: Path,
+) -> None:
     first, second = default_tools(tmp_path, "one"), default_tools(tmp_path, "two")
     for a, b in zip(first, second, strict=True):
         assert a.args_schema is b.args_schema, a.name  # type: ignore[attr-defined]
@@ -105,13 +119,17 @@ def test_a_usable_probe_is_kept_on_disk_and_a_changed_binary_is_probed_again(
     again = detect_bubblewrap(working)
     assert again == found and runs_of(runs) == 3
     # The binary changes (an upgrade, or a broken one): probed again, and not kept.
-    Path(working).write_text(Path(working).read_text().replace("*) exit 0;;", "*) echo 'bwrap: no userns' >&2; exit 1;;"))
+    Path(working).write_text(
+        Path(working).read_text().replace("*) exit 0;;", "*) echo 'bwrap: no userns' >&2; exit 1;;")
+    )
     os.utime(working, ns=(time.time_ns(), time.time_ns() + 1_000_000))
     detect_bubblewrap.cache_clear()
     broken = detect_bubblewrap(working)
     assert not broken.usable and "no userns" in broken.reason and runs_of(runs) == 6
     detect_bubblewrap.cache_clear()
-    assert not detect_bubblewrap(working).usable and runs_of(runs) == 9  # an unusable result is never kept
+    assert (
+        not detect_bubblewrap(working).usable and runs_of(runs) == 9
+    )  # an unusable result is never kept
     detect_bubblewrap.cache_clear()
 
 
@@ -128,13 +146,17 @@ def test_the_probe_cache_can_be_turned_off_and_survives_a_damaged_file(
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "bwrap-probe.json").write_text("{not json")
     detect_bubblewrap.cache_clear()
-    assert detect_bubblewrap(working).usable and runs_of(runs) == 9  # probed, and the file rewritten
+    assert (
+        detect_bubblewrap(working).usable and runs_of(runs) == 9
+    )  # probed, and the file rewritten
     detect_bubblewrap.cache_clear()
     assert detect_bubblewrap(working).usable and runs_of(runs) == 9
     detect_bubblewrap.cache_clear()
 
 
-def test_a_large_head_decodes_without_leaving_the_collector_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_head_decodes_without_leaving_the_collector_a_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The objects of a large head go straight to the oldest generation (no young
     collection walks them twice); they stay collectable, and an application's own
     frozen objects stay frozen."""
@@ -146,8 +168,10 @@ def test_a_large_head_decodes_without_leaving_the_collector_a_walk(monkeypatch: 
     from graph.store.saver import compact_serde
 
     serde = compact_serde() if callable(compact_serde) else compact_serde
-    messages = [HumanMessage(f"question {i}", id=f"h{i}") if i % 2 else AIMessage(f"answer {i}", id=f"a{i}")
-                for i in range(2 * head.AGE_AT_ONCE)]
+    messages = [
+        HumanMessage(f"question {i}", id=f"h{i}") if i % 2 else AIMessage(f"answer {i}", id=f"a{i}")
+        for i in range(2 * head.AGE_AT_ONCE)
+    ]
     rows = [(n, data) for _, n, data in head.blocks(messages, 0, serde)]
     gc.collect()
     decoded = head.decode(rows, len(messages), serde)
@@ -177,13 +201,20 @@ def test_remembered_token_counts_are_langchains_and_follow_a_changed_message() -
         HumanMessage("list the files", name="ana"),
         AIMessage("", tool_calls=[{"name": "list_files", "args": {"path": "."}, "id": "c1"}]),
         ToolMessage("a.txt\nb.txt", tool_call_id="c1"),
-        AIMessage([{"type": "text", "text": "two files"}, {"type": "image_url", "image_url": {"url": "x"}}]),
+        AIMessage(
+            [
+                {"type": "text", "text": "two files"},
+                {"type": "image_url", "image_url": {"url": "x"}},
+            ]
+        ),
         {"role": "user", "content": "thanks"},
     ]
     for _ in range(2):  # counted, then remembered: the same numbers
         assert count_tokens_remembered(history) == count_tokens_approximately(history)
         assert all(count_tokens_remembered([m]) == count_tokens_approximately([m]) for m in history)
-    history[1].content = "list every file in the workspace, with sizes"  # changed in place: counted again
+    history[
+        1
+    ].content = "list every file in the workspace, with sizes"  # changed in place: counted again
     assert count_tokens_remembered(history) == count_tokens_approximately(history)
     assert Compaction().count_tokens is count_tokens_remembered
     mine = lambda messages: 7  # noqa: E731

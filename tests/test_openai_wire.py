@@ -86,23 +86,32 @@ def test_streamed_text_arrives_in_pieces_and_keeps_usage(ws: Workspace) -> None:
     assert final.usage_metadata["output_tokens"] == 13
     assert final.usage_metadata["total_tokens"] == 55
     assert any(
-        e.type == "usage" and (e.input_tokens, e.output_tokens, e.total_tokens) == (42, 13, 55) for e in seen["custom"]
+        e.type == "usage" and (e.input_tokens, e.output_tokens, e.total_tokens) == (42, 13, 55)
+        for e in seen["custom"]
     )
     request = server.requests[0]
     assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
 
 
 def test_streamed_write_call_pauses_then_writes_after_approval(ws: Workspace) -> None:
-    args = {"path": "notes/hello.txt", "content": "Hello from the wire.\nSecond line: {braces} \"quotes\"."}
+    args = {
+        "path": "notes/hello.txt",
+        "content": 'Hello from the wire.\nSecond line: {braces} "quotes".',
+    }
     script = [
-        {"content": "I'll write it.", "tool_calls": [{"id": "call_w1", "name": "write_file", "arguments": args}]},
+        {
+            "content": "I'll write it.",
+            "tool_calls": [{"id": "call_w1", "name": "write_file", "arguments": args}],
+        },
         "Wrote notes/hello.txt for you.",
     ]
     with FakeOpenAI(script) as server:
         graph, config = make_graph(server, ws), new_config()
         seen = run(graph, {"messages": [("user", "Write a hello note")]}, config)
 
-        assert len([c for c in seen["call_chunks"] if c.get("args")]) >= 2  # arguments came in pieces
+        assert (
+            len([c for c in seen["call_chunks"] if c.get("args")]) >= 2
+        )  # arguments came in pieces
         assert len(seen["interrupts"]) == 1
         (action,) = seen["interrupts"][0]["action_requests"]
         assert action["name"] == "write_file"
@@ -128,7 +137,12 @@ def test_streamed_write_call_pauses_then_writes_after_approval(ws: Workspace) ->
 def test_free_read_with_text_runs_without_pausing(ws: Workspace) -> None:
     (ws.root / "todo.txt").write_text("- buy milk\n- call Ada\n")
     script = [
-        {"content": "Let me look at your list.", "tool_calls": [{"id": "call_r1", "name": "read_file", "arguments": {"path": "todo.txt"}}]},
+        {
+            "content": "Let me look at your list.",
+            "tool_calls": [
+                {"id": "call_r1", "name": "read_file", "arguments": {"path": "todo.txt"}}
+            ],
+        },
         "You have two things to do: buy milk and call Ada.",
     ]
     with FakeOpenAI(script) as server:
@@ -141,10 +155,14 @@ def test_free_read_with_text_runs_without_pausing(ws: Workspace) -> None:
     (tool,) = tool_messages(server.requests[1])
     assert tool["tool_call_id"] == "call_r1"
     assert "call Ada" in tool["content"]
-    assert final_message(graph, config).content == "You have two things to do: buy milk and call Ada."
+    assert (
+        final_message(graph, config).content == "You have two things to do: buy milk and call Ada."
+    )
 
 
-def test_unparseable_arguments_next_to_a_good_call_become_an_error_the_model_sees(ws: Workspace) -> None:
+def test_unparseable_arguments_next_to_a_good_call_become_an_error_the_model_sees(
+    ws: Workspace,
+) -> None:
     script = [
         {
             "content": "Looking around.",
@@ -187,7 +205,10 @@ def test_unparseable_arguments_alone_become_an_error_the_model_sees(ws: Workspac
 
 def test_lenient_partial_json_is_reported_as_invalid(ws: Workspace) -> None:
     (ws.root / "todo.txt").write_text("secret plans\n")
-    script = [{"tool_calls": [{"id": "call_bad", "name": "read_file", "arguments": "{bad"}]}, "Done."]
+    script = [
+        {"tool_calls": [{"id": "call_bad", "name": "read_file", "arguments": "{bad"}]},
+        "Done.",
+    ]
     with FakeOpenAI(script) as server:
         graph, config = make_graph(server, ws), new_config()
         run(graph, {"messages": [("user", "Read my notes")]}, config)
@@ -196,10 +217,18 @@ def test_lenient_partial_json_is_reported_as_invalid(ws: Workspace) -> None:
     assert "not a valid JSON object" in tool["content"]
 
 
-def test_arguments_that_stop_mid_object_mark_the_reply_cut_off_even_with_a_finish_reason(ws: Workspace) -> None:
+def test_arguments_that_stop_mid_object_mark_the_reply_cut_off_even_with_a_finish_reason(
+    ws: Workspace,
+) -> None:
     # What a proxy that closes a broken stream itself (finish_reason, [DONE]) leaves.
     (ws.root / "todo.txt").write_text("secret plans\n")
-    script = [{"tool_calls": [{"id": "call_bad", "name": "read_file", "arguments": '{"path": "todo.txt"'}]}]
+    script = [
+        {
+            "tool_calls": [
+                {"id": "call_bad", "name": "read_file", "arguments": '{"path": "todo.txt"'}
+            ]
+        }
+    ]
     with FakeOpenAI(script) as server:
         graph, config = make_graph(server, ws), new_config()
         seen = run(graph, {"messages": [("user", "Read my notes")]}, config)

@@ -25,17 +25,26 @@ from tests.support.core_fixtures import make_session
 
 
 def gated_turn() -> object:
-    return ai("Sending.", tool_call("send_email", {"to": "bob@example.com", "body": "hi"}, "g1"),
-              tool_call("deploy", {"service": "web"}, "g2"))
+    return ai(
+        "Sending.",
+        tool_call("send_email", {"to": "bob@example.com", "body": "hi"}, "g1"),
+        tool_call("deploy", {"service": "web"}, "g2"),
+    )
 
 
 def test_send_then_a_typed_decision_runs_exactly_what_it_says(tmp_path: Path) -> None:
     session, ledger, _ = make_session(tmp_path, [gated_turn(), "Done."])
-    events = session.submit(SendMessage("t1", "mail bob"), RunOptions(source="web", actor="ann")).collect()
+    events = session.submit(
+        SendMessage("t1", "mail bob"), RunOptions(source="web", actor="ann")
+    ).collect()
     assert events[-1].status == "awaiting_approval"
     pause = session.pending("t1")
-    answer = review([edit("send_email", {"to": "carol@example.com", "body": "hi"}), reject("not today")])
-    events = session.submit(Decide("t1", answer, pause.interrupt_id), RunOptions(source="web", actor="ann")).collect()
+    answer = review(
+        [edit("send_email", {"to": "carol@example.com", "body": "hi"}), reject("not today")]
+    )
+    events = session.submit(
+        Decide("t1", answer, pause.interrupt_id), RunOptions(source="web", actor="ann")
+    ).collect()
     assert events[-1].status == "completed"
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
     results = {m.tool_call_id: m for m in session.messages("t1") if isinstance(m, ToolMessage)}
@@ -53,7 +62,9 @@ def test_a_decision_that_does_not_fit_is_refused_and_changes_nothing(tmp_path: P
     assert session.pending("t1") is not None
 
 
-def test_runner_submit_runs_in_the_background_and_fork_and_retry_go_the_same_way(tmp_path: Path) -> None:
+def test_runner_submit_runs_in_the_background_and_fork_and_retry_go_the_same_way(
+    tmp_path: Path,
+) -> None:
     session, _, _ = make_session(tmp_path, ["First answer.", "Second answer.", "Third answer."])
     runner = Runner(session)
     run = runner.submit(SendMessage(None, "hello"))
@@ -74,10 +85,18 @@ def test_async_submit_and_its_reads_act_like_the_sync_session(tmp_path: Path) ->
             pause = await asession.pending("t1")
             assert pause is not None and pause == session.pending("t1")
             with pytest.raises(StaleDecision):  # validation raises from the await, nothing runs
-                await asession.submit(Decide("t1", review([approve(), approve()]), "not-the-pending-one"))
+                await asession.submit(
+                    Decide("t1", review([approve(), approve()]), "not-the-pending-one")
+                )
             answer = review([approve(), reject("no deploys on Fridays")])
-            done = await (await asession.submit(Decide("t1", answer, pause.interrupt_id), RunOptions(actor="ann"))).collect()
-            assert [m.content for m in await asession.history("t1")] == [m.content for m in session.messages("t1")]
+            done = await (
+                await asession.submit(
+                    Decide("t1", answer, pause.interrupt_id), RunOptions(actor="ann")
+                )
+            ).collect()
+            assert [m.content for m in await asession.history("t1")] == [
+                m.content for m in session.messages("t1")
+            ]
             assert (await asession.audit("t1"))[0].actor == "ann"
             return paused, done
 
@@ -87,8 +106,11 @@ def test_async_submit_and_its_reads_act_like_the_sync_session(tmp_path: Path) ->
 
 
 def test_resume_takes_a_typed_answer_or_the_wire_form_with_the_same_checks(tmp_path: Path) -> None:
-    again = ai("Sending.", tool_call("send_email", {"to": "bob@example.com", "body": "hi"}, "h1"),
-               tool_call("deploy", {"service": "web"}, "h2"))
+    again = ai(
+        "Sending.",
+        tool_call("send_email", {"to": "bob@example.com", "body": "hi"}, "h1"),
+        tool_call("deploy", {"service": "web"}, "h2"),
+    )
     session, ledger, _ = make_session(tmp_path, [gated_turn(), "Done.", again, "Done again."])
     session.send("t1", "mail bob").collect()
     # One decision for two calls: refused in either form, and nothing changes.
@@ -103,9 +125,17 @@ def test_resume_takes_a_typed_answer_or_the_wire_form_with_the_same_checks(tmp_p
 
     # A raw client's wire form, keyed by call id; reject_missing decides the call left out.
     session.send("t1", "again").collect()
-    events = session.resume("t1", {"decisions": {"h1": {"type": "reject"}}}, reject_missing="not decided").collect()
-    assert events[-1].status == "completed" and ledger.count("send_email") == 1 and ledger.count("deploy") == 0
-    results = {m.tool_call_id: str(m.content) for m in session.messages("t1") if isinstance(m, ToolMessage)}
+    events = session.resume(
+        "t1", {"decisions": {"h1": {"type": "reject"}}}, reject_missing="not decided"
+    ).collect()
+    assert (
+        events[-1].status == "completed"
+        and ledger.count("send_email") == 1
+        and ledger.count("deploy") == 0
+    )
+    results = {
+        m.tool_call_id: str(m.content) for m in session.messages("t1") if isinstance(m, ToolMessage)
+    }
     assert "not decided" in results["h2"]
 
 

@@ -60,7 +60,9 @@ def pg_session(script: list[Any], tmp: Path) -> Any:
 # -- storage itself ---------------------------------------------------------------
 
 
-def test_postgres_url_selects_the_official_saver_and_postgres_tables(pg_sessions: str, tmp_path: Path) -> None:
+def test_postgres_url_selects_the_official_saver_and_postgres_tables(
+    pg_sessions: str, tmp_path: Path
+) -> None:
     session, _, _ = pg_session([], tmp_path)
     storage = session.storage
     assert isinstance(storage.checkpointer, PostgresSaver)
@@ -69,8 +71,16 @@ def test_postgres_url_selects_the_official_saver_and_postgres_tables(pg_sessions
     import psycopg
 
     with psycopg.connect(pg_sessions) as conn:
-        tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'")}
-    assert {"checkpoints", "checkpoint_writes", "gatehouse_threads", "gatehouse_journal", "gatehouse_leases"} <= tables
+        tables = {
+            r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'")
+        }
+    assert {
+        "checkpoints",
+        "checkpoint_writes",
+        "gatehouse_threads",
+        "gatehouse_journal",
+        "gatehouse_leases",
+    } <= tables
     # Opening again (a second process, a restart) finds the schema and keeps the data.
     session.storage.index.touch("kept", title="still here")
     again = open_storage(pg_sessions)
@@ -85,7 +95,10 @@ def test_unreachable_postgres_is_a_clear_storage_error(postgres_server: Postgres
     with pytest.raises(StorageError) as err:
         open_storage(url)
     assert "no_such_database" in str(err.value) and "secret" not in str(err.value)
-    assert redact(url) == f"postgresql://postgres:***@127.0.0.1:{postgres_server.port}/no_such_database"
+    assert (
+        redact(url)
+        == f"postgresql://postgres:***@127.0.0.1:{postgres_server.port}/no_such_database"
+    )
 
 
 # -- processes ----------------------------------------------------------------------
@@ -97,7 +110,11 @@ class App:
     def __init__(self, db: str, folder: Path, *, wait: bool = True) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.multi_process_worker", db, str(folder)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         if wait:
             self.ready()
@@ -202,7 +219,9 @@ def test_three_app_processes_share_threads(apps: list[App], tmp_path: Path) -> N
     for app in apps:
         for _ in range(2):
             assert app.read()["status"] == "completed"
-    assert sorted(e["args"]["body"] for e in ledger.entries()) == sorted(f"mail from {t}" for t in everyone)
+    assert sorted(e["args"]["body"] for e in ledger.entries()) == sorted(
+        f"mail from {t}" for t in everyone
+    )
     for app in apps:
         assert app.ask(op="pending")["threads"] == []
         listed = app.ask(op="threads")["threads"]
@@ -211,11 +230,16 @@ def test_three_app_processes_share_threads(apps: list[App], tmp_path: Path) -> N
         assert app.ask(op="messages", thread="p2-b")["messages"][-1] == "Email sent."
 
 
-def test_three_processes_racing_on_one_approval_run_the_tool_once(apps: list[App], tmp_path: Path) -> None:
+def test_three_processes_racing_on_one_approval_run_the_tool_once(
+    apps: list[App], tmp_path: Path
+) -> None:
     ledger = Ledger(tmp_path / "ledger.jsonl")
     for round_ in range(3):
         thread = f"race-{round_}"
-        assert apps[round_].ask(op="send", thread=thread, text=f"race {round_}")["status"] == "awaiting_approval"
+        assert (
+            apps[round_].ask(op="send", thread=thread, text=f"race {round_}")["status"]
+            == "awaiting_approval"
+        )
         at = time.time() + 0.5
         for app in apps:
             app.post(op="resume", thread=thread, answer=APPROVE, at=at)
@@ -248,18 +272,27 @@ def test_postgres_tables_have_the_sqlite_columns(pg_sessions: str, tmp_path: Pat
     open_storage(str(tmp_path / "columns.db")).close()
     pg = open_storage(pg_sessions)
     pg.close()
-    tables = ("gatehouse_threads", "gatehouse_journal", "gatehouse_leases", "gatehouse_decisions",
-              "gatehouse_decision_chain", "gatehouse_tool_outputs")
+    tables = (
+        "gatehouse_threads",
+        "gatehouse_journal",
+        "gatehouse_leases",
+        "gatehouse_decisions",
+        "gatehouse_decision_chain",
+        "gatehouse_tool_outputs",
+    )
     with sqlite3.connect(tmp_path / "columns.db") as lite, psycopg.connect(pg_sessions) as conn:
         for table in tables:
             expected = {row[1] for row in lite.execute(f"PRAGMA table_info({table})")}
             actual = {
                 row[0]
                 for row in conn.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_name=%s", (table,)
+                    "SELECT column_name FROM information_schema.columns WHERE table_name=%s",
+                    (table,),
                 )
             }
-            assert actual == expected, f"{table}: Postgres {sorted(actual)} != SQLite {sorted(expected)}"
+            assert actual == expected, (
+                f"{table}: Postgres {sorted(actual)} != SQLite {sorted(expected)}"
+            )
 
 
 def test_first_use_by_several_processes_at_once_sets_the_schema_up_once(pg_sessions: str) -> None:
@@ -292,7 +325,9 @@ def test_first_use_by_several_processes_at_once_sets_the_schema_up_once(pg_sessi
             storage.close()
 
 
-def test_concurrent_raw_resumes_on_postgres_run_the_call_once(pg_sessions: str, tmp_path: Path) -> None:
+def test_concurrent_raw_resumes_on_postgres_run_the_call_once(
+    pg_sessions: str, tmp_path: Path
+) -> None:
     """Two `graph.invoke(Command(resume=approve))` at the same instant, no Session: the
     journal's claim in Postgres lets one of them run the call (issue 15)."""
     import contextlib
@@ -318,7 +353,9 @@ def test_concurrent_raw_resumes_on_postgres_run_the_call_once(pg_sessions: str, 
             graph.invoke({"messages": [("user", "bump")]}, config)
             start = threading.Barrier(2)
 
-            def resume(graph: Any = graph, start: threading.Barrier = start, config: Any = config) -> None:
+            def resume(
+                graph: Any = graph, start: threading.Barrier = start, config: Any = config
+            ) -> None:
                 start.wait()
                 # The loser of the claim is told so (CallAlreadyStarted) and runs nothing.
                 with contextlib.suppress(CallAlreadyStarted):

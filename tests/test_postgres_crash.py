@@ -97,7 +97,9 @@ def test_racing_acquire_on_a_new_thread_gives_one_lease(postgres_url: str) -> No
             s.close()
 
 
-def test_twenty_threads_ten_turns_two_processes_and_four_threads(postgres_url: str, tmp_path: Path) -> None:
+def test_twenty_threads_ten_turns_two_processes_and_four_threads(
+    postgres_url: str, tmp_path: Path
+) -> None:
     """tests/test_concurrency.py on Postgres: 400 runs from 4 threads of this process
     and 2 other processes, nothing lost."""
     run_busy_workload(postgres_url, tmp_path / "counter.txt", timeout_s=300)

@@ -18,12 +18,21 @@ pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 def test_offloading_audit_and_import_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     text = big_file(tmp_path)
-    model = ScriptedModel(script=[
-        ai("", tool_call("read_file", {"path": "big.txt"}, "c1")), read_more, "Found it.",
-        ai("", tool_call("write_file", {"path": "a.md", "content": "one\ntwo\n"}, "w1")), "Wrote it.",
-    ])
-    session = open_session(Settings(db=postgres_url, workspace=str(tmp_path / "ws")), model=model,
-                           source="web", actor="erin")
+    model = ScriptedModel(
+        script=[
+            ai("", tool_call("read_file", {"path": "big.txt"}, "c1")),
+            read_more,
+            "Found it.",
+            ai("", tool_call("write_file", {"path": "a.md", "content": "one\ntwo\n"}, "w1")),
+            "Wrote it.",
+        ]
+    )
+    session = open_session(
+        Settings(db=postgres_url, workspace=str(tmp_path / "ws")),
+        model=model,
+        source="web",
+        actor="erin",
+    )
     try:
         run = session.send(None, "read it")
         events = run.collect()
@@ -33,9 +42,20 @@ def test_offloading_audit_and_import_on_postgres(postgres_url: str, tmp_path: Pa
         assert session.tool_output(tid, "c1") == text  # stored whole in Postgres
 
         session.send(tid, "write").collect()
-        session.resume(tid, {"decisions": [
-            {"type": "edit", "edited_action": {"name": "write_file", "args": {"path": "a.md", "content": "one\n2\n"}}},
-        ]}).collect()
+        session.resume(
+            tid,
+            {
+                "decisions": [
+                    {
+                        "type": "edit",
+                        "edited_action": {
+                            "name": "write_file",
+                            "args": {"path": "a.md", "content": "one\n2\n"},
+                        },
+                    },
+                ]
+            },
+        ).collect()
         [record] = session.audit(tid)
         assert (record.decision, record.source, record.actor) == ("edit", "web", "erin")
         assert "-two\n+2" in (record.diff() or "")
@@ -52,7 +72,9 @@ def test_offloading_audit_and_import_on_postgres(postgres_url: str, tmp_path: Pa
         session.close()
 
 
-def test_postgres_tables_for_decisions_and_outputs_have_the_sqlite_columns(postgres_url: str, tmp_path: Path) -> None:
+def test_postgres_tables_for_decisions_and_outputs_have_the_sqlite_columns(
+    postgres_url: str, tmp_path: Path
+) -> None:
     import psycopg
 
     open_storage(str(tmp_path / "columns.db")).close()
@@ -60,6 +82,11 @@ def test_postgres_tables_for_decisions_and_outputs_have_the_sqlite_columns(postg
     with sqlite3.connect(tmp_path / "columns.db") as lite, psycopg.connect(postgres_url) as conn:
         for table in ("gatehouse_decisions", "gatehouse_tool_outputs"):
             expected = {row[1] for row in lite.execute(f"PRAGMA table_info({table})")}
-            actual = {row[0] for row in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name=%s", (table,))}
+            actual = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name=%s",
+                    (table,),
+                )
+            }
             assert expected and actual == expected, table

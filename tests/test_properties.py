@@ -86,8 +86,12 @@ class World:
         )
         model = ScriptedModel(script=self.script, chunk_chars=16)
         graph = build_graph(
-            model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal,
-        decisions=storage.decisions, system_prompt=None,
+            model=model,
+            tools=tools,
+            checkpointer=storage.checkpointer,
+            journal=storage.journal,
+            decisions=storage.decisions,
+            system_prompt=None,
         )
         return Session(graph, storage, tools)
 
@@ -124,7 +128,9 @@ def check_invariants(world: World, thread_id: str, *, at_rest: bool) -> None:
                 calls[c["id"]] = c
             open_calls = {c["id"] for c in m.tool_calls}
         elif isinstance(m, ToolMessage):
-            assert m.tool_call_id in open_calls, f"ToolMessage {m.tool_call_id} without a preceding open call"
+            assert m.tool_call_id in open_calls, (
+                f"ToolMessage {m.tool_call_id} without a preceding open call"
+            )
             open_calls.discard(m.tool_call_id)
             answered[m.tool_call_id] += 1
         else:
@@ -132,10 +138,16 @@ def check_invariants(world: World, thread_id: str, *, at_rest: bool) -> None:
             assert not open_calls, f"a user message follows unanswered tool calls {open_calls}"
     assert all(n == 1 for n in answered.values()), f"answered twice: {answered}"
     if at_rest:
-        assert not open_calls or world.session.pending(thread_id) is not None, "calls left without an answer"
+        assert not open_calls or world.session.pending(thread_id) is not None, (
+            "calls left without an answer"
+        )
     for label, count in executed.items():
         base = label.removesuffix("-edited")
-        tool = "bump_free" if base.startswith("free") else ("touch_idem" if base.startswith("idem") else "bump")
+        tool = (
+            "bump_free"
+            if base.startswith("free")
+            else ("touch_idem" if base.startswith("idem") else "bump")
+        )
         if tool in GATED:
             assert label in world.approved, f"{label} ran without an approve or edit decision"
         allowed = 1 + world.run_again[base] + (world.crashes if tool == "touch_idem" else 0)
@@ -153,14 +165,20 @@ def build_script(shape: list[list[str]]) -> list[Any]:
             script.append(f"Just text at turn {k}.")
             continue
         prefix = {"bump": "gate", "bump_free": "free", "touch_idem": "idem"}
-        calls = [tool_call(n, {"label": f"{prefix[n]}{k}_{j}"}, f"c{k}_{j}") for j, n in enumerate(names)]
+        calls = [
+            tool_call(n, {"label": f"{prefix[n]}{k}_{j}"}, f"c{k}_{j}") for j, n in enumerate(names)
+        ]
         script.append(ai(f"Turn {k}.", *calls))
     return script
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(shape=turns, data=st.data())
-def test_random_turns_decisions_and_crashes(shape: list[list[str]], data: st.DataObject, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_random_turns_decisions_and_crashes(
+    shape: list[list[str]], data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with tempfile.TemporaryDirectory() as d:
         world = World(Path(d), build_script(shape))
         monkeypatch.setattr(crash, "crash_point", world.crash_point)
@@ -174,14 +192,20 @@ def test_random_turns_decisions_and_crashes(shape: list[list[str]], data: st.Dat
                 if status == "crashed":
                     status = world.play(session.retry(thread))
                 elif pending is not None and pending.kind == "outcome_unknown":
-                    choice = data.draw(st.sampled_from(["run_again", "mark_failed", "respond"]), label="outcome")
+                    choice = data.draw(
+                        st.sampled_from(["run_again", "mark_failed", "respond"]), label="outcome"
+                    )
                     label = pending.call.args["label"]
                     if choice == "run_again":
                         world.run_again[label.removesuffix("-edited")] += 1
-                    status = world.play(session.resume(thread, {"type": choice, "message": "it did not happen"}))
+                    status = world.play(
+                        session.resume(thread, {"type": choice, "message": "it did not happen"})
+                    )
                 elif pending is not None:
                     decisions = []
-                    for action, conf in zip(pending.actions, pending.request.review_configs, strict=True):
+                    for action, conf in zip(
+                        pending.actions, pending.request.review_configs, strict=True
+                    ):
                         kind = data.draw(st.sampled_from(conf.allowed_decisions), label="decision")
                         label = action.args["label"]
                         if kind == "approve":
@@ -189,7 +213,15 @@ def test_random_turns_decisions_and_crashes(shape: list[list[str]], data: st.Dat
                             decisions.append({"type": "approve"})
                         elif kind == "edit":
                             world.approved.add(label + "-edited")
-                            decisions.append({"type": "edit", "edited_action": {"name": action.name, "args": {"label": label + "-edited"}}})
+                            decisions.append(
+                                {
+                                    "type": "edit",
+                                    "edited_action": {
+                                        "name": action.name,
+                                        "args": {"label": label + "-edited"},
+                                    },
+                                }
+                            )
                         else:
                             decisions.append({"type": kind, "message": "no thanks"})
                     status = world.play(session.resume(thread, {"decisions": decisions}))
@@ -206,13 +238,24 @@ def test_random_turns_decisions_and_crashes(shape: list[list[str]], data: st.Dat
                 elif pending is not None and pending.kind == "outcome_unknown":
                     status = world.play(world.session.resume(thread, {"type": "mark_failed"}))
                 elif pending is not None:
-                    status = world.play(world.session.resume(thread, {"decisions": [{"type": "reject"}] * len(pending.actions)}))
+                    status = world.play(
+                        world.session.resume(
+                            thread, {"decisions": [{"type": "reject"}] * len(pending.actions)}
+                        )
+                    )
                 else:
                     break
             check_invariants(world, thread, at_rest=True)
             assert world.session.pending(thread) is None
-            answered = [m.tool_call_id for m in world.session.messages(thread) if isinstance(m, ToolMessage)]
-            every_call = [c["id"] for m in world.session.messages(thread) if isinstance(m, AIMessage) for c in m.tool_calls]
+            answered = [
+                m.tool_call_id for m in world.session.messages(thread) if isinstance(m, ToolMessage)
+            ]
+            every_call = [
+                c["id"]
+                for m in world.session.messages(thread)
+                if isinstance(m, AIMessage)
+                for c in m.tool_calls
+            ]
             assert sorted(answered) == sorted(every_call)
         finally:
             world.close()

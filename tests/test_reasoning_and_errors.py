@@ -36,21 +36,28 @@ def stream(text: str, cuts: list[int]) -> tuple[str, str]:
     bounds = [0, *sorted(set(c % (len(text) + 1) for c in cuts)), len(text)]
     pieces = [p for a, b in zip(bounds, bounds[1:], strict=False) for p in splitter.feed(text[a:b])]
     pieces += splitter.flush()
-    return "".join(t for k, t in pieces if k == "text"), "".join(t for k, t in pieces if k == "reasoning")
+    return "".join(t for k, t in pieces if k == "text"), "".join(
+        t for k, t in pieces if k == "reasoning"
+    )
 
 
 REPLIES = [
     ("<think>plan: call a tool</think>\n\nHere it is.", "Here it is.", "plan: call a tool"),
     ("Before <think>a</think>middle<think>b</think> after", "Before middle after", "ab"),
-    ("No thinking at all, just < and > and </thin.", "No thinking at all, just < and > and </thin.", ""),
+    (
+        "No thinking at all, just < and > and </thin.",
+        "No thinking at all, just < and > and </thin.",
+        "",
+    ),
     ("<think>cut off while thinking", "", "cut off while thinking"),
 ]
 
 
 @pytest.mark.parametrize(("reply", "answer", "reasoning"), REPLIES)
 @given(cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=12))
-def test_think_tags_split_anywhere_give_the_same_answer(reply: str, answer: str, reasoning: str,
-                                                        cuts: list[int]) -> None:
+def test_think_tags_split_anywhere_give_the_same_answer(
+    reply: str, answer: str, reasoning: str, cuts: list[int]
+) -> None:
     assert stream(reply, cuts) == (answer, reasoning)
     assert split_think(reply) == (answer, reasoning.strip())
 
@@ -69,13 +76,17 @@ def _response(status: int, body: object, headers: dict[str, str] | None = None) 
     return httpx.Response(status, json=body, headers=headers, request=httpx.Request("POST", URL))
 
 
-def _reraised(cls: type[Exception], status: int, message: str, headers: dict[str, str] | None = None) -> Exception:
+def _reraised(
+    cls: type[Exception], status: int, message: str, headers: dict[str, str] | None = None
+) -> Exception:
     """What a run sees: langchain-openai's class, raised from the `openai` one."""
     body = {"error": {"message": message, "type": "x"}}
     response = _response(status, body, headers)
     try:
         try:
-            raise openai.APIStatusError(f"Error code: {status} - {message}", response=response, body=body)
+            raise openai.APIStatusError(
+                f"Error code: {status} - {message}", response=response, body=body
+            )
         except openai.APIStatusError as inner:
             raise cls(message=inner.message, response=response, body=body["error"]) from inner
     except Exception as exc:  # noqa: BLE001 - the test keeps the raised object
@@ -112,13 +123,19 @@ def test_a_refused_connection_is_read_from_the_chain() -> None:
             try:
                 raise ConnectionRefusedError(111, "Connection refused")
             except OSError as os_error:
-                raise httpx.ConnectError("[Errno 111] Connection refused", request=request) from os_error
+                raise httpx.ConnectError(
+                    "[Errno 111] Connection refused", request=request
+                ) from os_error
         except httpx.ConnectError as http_error:
-            raise OpenAIConnectionError(message="Connection error.", request=request) from http_error
+            raise OpenAIConnectionError(
+                message="Connection error.", request=request
+            ) from http_error
     except OpenAIConnectionError as exc:
         message, kind, _ = describe_error(exc)
     assert kind == "model"
-    assert message.startswith(f"Could not reach the model server at {URL} ([Errno 111] Connection refused)")
+    assert message.startswith(
+        f"Could not reach the model server at {URL} ([Errno 111] Connection refused)"
+    )
 
 
 def test_a_timeout_says_so() -> None:

@@ -62,7 +62,9 @@ def open_thread(page: Any, server: Server, thread_id: str) -> None:
 
 
 def test_compacted_thread_keeps_its_whole_history_with_a_marker(page: Any, server: Server) -> None:
-    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace), compaction=False))
+    session = open_session(
+        Settings(db=str(server.db), workspace=str(server.workspace), compaction=False)
+    )
     try:
         tid = session.new_thread_id()
         for i in range(10):
@@ -98,11 +100,15 @@ def test_a_wrong_thread_link_gets_a_not_found_page(page: Any, server: Server) ->
 
 
 def test_standing_grants_are_listed_with_revoke_and_rows_say_why(page: Any, server: Server) -> None:
-    session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)), actor="alice")
+    session = open_session(
+        Settings(db=str(server.db), workspace=str(server.workspace)), actor="alice"
+    )
     try:
         run = session.send(None, "write a.md: one")
         run.collect()
-        session.resume(run.thread_id, {"decisions": [{"type": "approve", "always_allow": True}]}).collect()
+        session.resume(
+            run.thread_id, {"decisions": [{"type": "approve", "always_allow": True}]}
+        ).collect()
         assert session.send(run.thread_id, "write b.md: two").collect()[-1].status == "completed"
     finally:
         session.close()

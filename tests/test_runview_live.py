@@ -61,7 +61,9 @@ def main(page: Any) -> Any:
 
 def ready(page: Any) -> None:
     """The app says it is ready: the sidebar (drawn after the chat input) has its title."""
-    page.get_by_test_id("stSidebar").get_by_role("heading", name="Gatehouse").wait_for(timeout=WAIT_MS)
+    page.get_by_test_id("stSidebar").get_by_role("heading", name="Gatehouse").wait_for(
+        timeout=WAIT_MS
+    )
 
 
 def send(page: Any, text: str) -> None:
@@ -84,7 +86,9 @@ def test_after_approve_the_card_goes_and_stop_sits_by_the_input(page: Any, serve
         """() => { const t = document.querySelector('[data-testid=stMainBlockContainer]').innerText;
                    return t.includes('run_command · running') && !t.includes('Approval needed')
                        && !t.includes('Chat input is disabled'); }""",
-        timeout=WAIT_MS, polling=50)
+        timeout=WAIT_MS,
+        polling=50,
+    )
     stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     expect(stop).to_be_in_viewport()
     box = page.get_by_test_id("stChatInputTextArea")
@@ -95,7 +99,9 @@ def test_after_approve_the_card_goes_and_stop_sits_by_the_input(page: Any, serve
     expect(main(page).get_by_text(re.compile(r"^running · \d+\.\d s$"))).to_be_in_viewport()
     # A message sent now waits for the run, and says so in view.
     send(page, "list files")
-    expect(main(page).get_by_text("queued: sent when the run ends")).to_be_in_viewport(timeout=WAIT_MS)
+    expect(main(page).get_by_text("queued: sent when the run ends")).to_be_in_viewport(
+        timeout=WAIT_MS
+    )
     expect(page.get_by_test_id("stBottom")).to_contain_text("1 queued message", timeout=WAIT_MS)
     expect(stop).to_be_in_viewport()
     expect(main(page).get_by_text("Approval needed")).to_have_count(0)
@@ -110,7 +116,10 @@ def test_tool_output_keeps_its_line_breaks_in_the_history(page: Any, server: Ser
     try:
         run = session.send(None, "run: seq 1 5")
         run.collect()
-        assert session.resume(run.thread_id, {"decisions": [{"type": "approve"}]}).collect()[-1].status == "completed"
+        assert (
+            session.resume(run.thread_id, {"decisions": [{"type": "approve"}]}).collect()[-1].status
+            == "completed"
+        )
     finally:
         session.close()
     page.goto(f"{server.url}/?thread={run.thread_id}")
@@ -163,7 +172,9 @@ def test_first_open_shows_a_loading_state_not_a_blank_page(browser: Any, tmp_pat
             context.close()
 
 
-def test_copy_buttons_never_show_the_icon_name_and_widget_code_is_preloaded(browser: Any, server: Server) -> None:
+def test_copy_buttons_never_show_the_icon_name_and_widget_code_is_preloaded(
+    browser: Any, server: Server
+) -> None:
     session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
     try:
         run = session.send(None, "list files")

@@ -23,9 +23,15 @@ TIMEOUT = 30
 
 def test_decision_log_keeps_line_breaks_in_escaped_gh_pre_blocks() -> None:
     record = DecisionRecord(
-        thread_id="t-1", question="review", tool_call_id="c1", tool="run_command", decision="edit",
-        args={"command": "seq 1 3\necho <b>done</b>"}, requested_args={"command": "seq 1 3"},
-        message="line one\nline two <script>alert(1)</script>\n\nafter a blank line", decided_at=1.0,
+        thread_id="t-1",
+        question="review",
+        tool_call_id="c1",
+        tool="run_command",
+        decision="edit",
+        args={"command": "seq 1 3\necho <b>done</b>"},
+        requested_args={"command": "seq 1 3"},
+        message="line one\nline two <script>alert(1)</script>\n\nafter a blank line",
+        decided_at=1.0,
     )
     row = record_html(record, None)
     assert "<pre" not in row
@@ -35,14 +41,25 @@ def test_decision_log_keeps_line_breaks_in_escaped_gh_pre_blocks() -> None:
     # One line of the block per line of the value: newlines as character references, so
     # a blank line cannot end the HTML block and let the rest be read as Markdown.
     assert "\n" not in row
-    assert message == "line one&#10;line two &lt;script&gt;alert(1)&lt;/script&gt;&#10;&#10;after a blank line"
+    assert (
+        message
+        == "line one&#10;line two &lt;script&gt;alert(1)&lt;/script&gt;&#10;&#10;after a blank line"
+    )
     assert "&lt;b&gt;done&lt;/b&gt;" in args and "<b>" not in row and "<script>" not in row
     assert "-" in diff and "&#10;" in diff
 
 
 def test_decision_log_shows_hidden_characters_escaped() -> None:
-    record = DecisionRecord(thread_id="t-1", question="review", tool_call_id="c1", tool="write_file",
-                            decision="reject", args={}, message="ok\x1b[31m red\u202e", decided_at=1.0)
+    record = DecisionRecord(
+        thread_id="t-1",
+        question="review",
+        tool_call_id="c1",
+        tool="write_file",
+        decision="reject",
+        args={},
+        message="ok\x1b[31m red\u202e",
+        decided_at=1.0,
+    )
     [message] = re.findall(r'<div class="gh-pre">(.*?)</div>', record_html(record, None))
     assert "\x1b" not in message and "\u202e" not in message
     assert "\\x1b" in message or "\\u001b" in message.lower(), message
@@ -59,16 +76,47 @@ def _live_calls() -> None:
     view = LiveView()
     t = "t-1"
     with st.chat_message("assistant"):
-        view.feed(ev.ToolFinished(thread_id=t, call_id="a", name="write_file", status="responded",
-                                  output="The person answered instead: it is done"))
-        view.feed(ev.ToolStarted(thread_id=t, call_id="b", name="run_command", args={"command": "make"}))
-        view.feed(ev.ToolFinished(thread_id=t, call_id="b", name="run_command", status="responded",
-                                  output="built by hand"))
-        view.feed(ev.ToolFinished(thread_id=t, call_id="c", name="delete_file", status="rejected",
-                                  output="Rejected: no"))
+        view.feed(
+            ev.ToolFinished(
+                thread_id=t,
+                call_id="a",
+                name="write_file",
+                status="responded",
+                output="The person answered instead: it is done",
+            )
+        )
+        view.feed(
+            ev.ToolStarted(thread_id=t, call_id="b", name="run_command", args={"command": "make"})
+        )
+        view.feed(
+            ev.ToolFinished(
+                thread_id=t,
+                call_id="b",
+                name="run_command",
+                status="responded",
+                output="built by hand",
+            )
+        )
+        view.feed(
+            ev.ToolFinished(
+                thread_id=t,
+                call_id="c",
+                name="delete_file",
+                status="rejected",
+                output="Rejected: no",
+            )
+        )
         view.feed(ev.ToolStarted(thread_id=t, call_id="d", name="list_files", args={}))
-        view.feed(ev.ToolFinished(thread_id=t, call_id="d", name="list_files", status="ok", output="a.md",
-                                  duration_ms=12.0))
+        view.feed(
+            ev.ToolFinished(
+                thread_id=t,
+                call_id="d",
+                name="list_files",
+                status="ok",
+                output="a.md",
+                duration_ms=12.0,
+            )
+        )
         view.flush()
 
 
@@ -84,13 +132,25 @@ def test_a_responded_call_is_never_drawn_live_as_a_call_that_ran() -> None:
     assert "↩ write_file · answered by you" in rows[0] and "it is done" in rows[0]
     assert "✓" not in rows[0]
     # Started, then answered: its block became the same row, with its arguments.
-    assert "↩ run_command · answered by you" in rows[1] and "make" in rows[1] and "built by hand" in rows[1]
+    assert (
+        "↩ run_command · answered by you" in rows[1]
+        and "make" in rows[1]
+        and "built by hand" in rows[1]
+    )
     assert "✗ delete_file · rejected" in rows[2]
 
 
 def test_decision_log_marks_an_answer_as_the_history_does_not_as_run() -> None:
-    record = DecisionRecord(thread_id="t-1", question="review", tool_call_id="c1", tool="write_file",
-                            decision="respond", args={"path": "a.md"}, message="done by hand", decided_at=1.0)
+    record = DecisionRecord(
+        thread_id="t-1",
+        question="review",
+        tool_call_id="c1",
+        tool="write_file",
+        decision="respond",
+        args={"path": "a.md"},
+        message="done by hand",
+        decided_at=1.0,
+    )
     summary = re.search(r"<summary>(.*?)</summary>", record_html(record, None))
     assert summary is not None
     assert summary[1].startswith("↩ ") and "write_file · answered instead" in summary[1]

@@ -75,7 +75,10 @@ WATCH_ROWS = """
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     chromium_path()
-    slow = {"GATEHOUSE_MODEL_FACTORY": "tests.support.slow_model:make_model", "GATEHOUSE_SLOW_DELAY": "0.03"}
+    slow = {
+        "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_model:make_model",
+        "GATEHOUSE_SLOW_DELAY": "0.03",
+    }
     with streamlit_server(tmp_path_factory.mktemp("rows"), extra_env=slow) as srv:
         session = open_session(Settings(db=str(srv.db), workspace=str(srv.workspace)))
         try:
@@ -94,14 +97,18 @@ def browser(server: Server) -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_inbox_rows_never_show_without_their_buttons(browser: Any, server: Server, attempt: int) -> None:
+def test_inbox_rows_never_show_without_their_buttons(
+    browser: Any, server: Server, attempt: int
+) -> None:
     with signed_in_page(browser, server, VIEWPORT, WAIT_MS) as page:
         page.add_init_script(WATCH_ROWS % json.dumps(BUTTONS))
         page.goto(f"{server.url}/?view=inbox")
         rows = page.get_by_test_id("stMainBlockContainer").locator("[class*='st-key-inbox-row-']")
         playwright_api.expect(rows).to_have_count(3, timeout=WAIT_MS)
         for i in range(3):
-            playwright_api.expect(rows.nth(i).get_by_role("button", name="Open")).to_be_visible(timeout=WAIT_MS)
+            playwright_api.expect(rows.nth(i).get_by_role("button", name="Open")).to_be_visible(
+                timeout=WAIT_MS
+            )
         seen = page.evaluate("window.ghRows")
         if attempt == 0:
             screenshot(page, "inbox-rows-with-buttons")
@@ -109,7 +116,9 @@ def test_inbox_rows_never_show_without_their_buttons(browser: Any, server: Serve
     assert len(seen) == 3, seen
     for key, row in seen.items():
         assert row["bare"] == [], f"{key}: text shown without its buttons {row['bare']}"
-        assert row["buttons"] == row["text"], f"{key}: buttons {row['buttons'] - row['text']:.0f} ms after the text"
+        assert row["buttons"] == row["text"], (
+            f"{key}: buttons {row['buttons'] - row['text']:.0f} ms after the text"
+        )
 
 
 def main(page: Any) -> Any:
@@ -122,7 +131,9 @@ def test_decision_log_keeps_the_line_breaks_of_an_answer(browser: Any, server: S
         run = session.send(None, "write log.md: x")
         run.collect()
         answer = "line one\nline two <b>not bold</b>\nline three"
-        session.resume(run.thread_id, {"decisions": [{"type": "respond", "message": answer}]}).collect()
+        session.resume(
+            run.thread_id, {"decisions": [{"type": "respond", "message": answer}]}
+        ).collect()
     finally:
         session.close()
     with signed_in_page(browser, server, VIEWPORT, WAIT_MS) as page:
@@ -132,7 +143,11 @@ def test_decision_log_keeps_the_line_breaks_of_an_answer(browser: Any, server: S
         block = row.locator(".gh-pre").last
         playwright_api.expect(block).to_be_visible(timeout=WAIT_MS)
         # What a person sees: the three lines, the markup as text.
-        assert block.inner_text().splitlines() == ["line one", "line two <b>not bold</b>", "line three"]
+        assert block.inner_text().splitlines() == [
+            "line one",
+            "line two <b>not bold</b>",
+            "line three",
+        ]
         assert row.locator("b").count() == 0
         row.scroll_into_view_if_needed()
         screenshot(page, "decision-log-line-breaks")
@@ -163,13 +178,19 @@ def test_a_call_answered_with_respond_never_shows_as_run(browser: Any, server: S
         box.press("Enter")
         playwright_api.expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
         main(page).get_by_test_id("stRadio").get_by_text("Respond").click()
-        field = main(page).get_by_role("textbox", name="Answer to give the model instead of running the tool")
+        field = main(page).get_by_role(
+            "textbox", name="Answer to give the model instead of running the tool"
+        )
         field.fill("I wrote it myself")
         field.press("Control+Enter")
         main(page).get_by_role("button", name="Submit decision").click()
         row = main(page).locator("details.gh-tool", has_text="answered by you")
-        playwright_api.expect(row).to_contain_text("↩ write_file · answered by you", timeout=WAIT_MS)
-        playwright_api.expect(page.get_by_test_id("stChatInputTextArea")).to_be_enabled(timeout=WAIT_MS)
+        playwright_api.expect(row).to_contain_text(
+            "↩ write_file · answered by you", timeout=WAIT_MS
+        )
+        playwright_api.expect(page.get_by_test_id("stChatInputTextArea")).to_be_enabled(
+            timeout=WAIT_MS
+        )
         statuses = page.evaluate("window.ghStatus")
         screenshot(page, "respond-not-run")
     print(f"\n[respond] status blocks that said 'answered by you': {statuses}")
@@ -197,20 +218,30 @@ def test_typing_in_find_never_redraws_the_history_under_it(browser: Any, server:
     with signed_in_page(browser, server, VIEWPORT, WAIT_MS) as page:
         page.add_init_script(WATCH_FIND)
         page.goto(f"{server.url}/?thread={thread_id_for(FIND_TURNS)}")
-        expect(main(page).get_by_text(payload("answer", FIND_TURNS)[:40])).to_be_visible(timeout=WAIT_MS)
-        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=WAIT_MS)
+        expect(main(page).get_by_text(payload("answer", FIND_TURNS)[:40])).to_be_visible(
+            timeout=WAIT_MS
+        )
+        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
+            timeout=WAIT_MS
+        )
         main(page).get_by_role("button", name=re.compile("Find in this thread")).click()
         page.evaluate("window.ghFindFrom = true")
         box = page.get_by_label("Text to find")
         for query in ("user 0000", "user 00003"):
             box.fill(query)
             box.press("Enter")
-            expect(page.get_by_role("button", name=re.compile(r"^Turn 3: "))).to_be_visible(timeout=WAIT_MS)
-            page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=WAIT_MS)
+            expect(page.get_by_role("button", name=re.compile(r"^Turn 3: "))).to_be_visible(
+                timeout=WAIT_MS
+            )
+            page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
+                timeout=WAIT_MS
+            )
         seen = page.evaluate("window.ghFind")
         print(f"\n[find] {seen}")
         assert seen["stale"] == 0, f"the history was redrawn under the popup: {seen}"
         # A jump still redraws the page: the turn found, the popup closed.
-        page.get_by_role("button", name=re.compile(r"^Turn 3: ")).evaluate("button => button.click()")
+        page.get_by_role("button", name=re.compile(r"^Turn 3: ")).evaluate(
+            "button => button.click()"
+        )
         expect(main(page)).to_contain_text("Found: showing turns 3–6", timeout=WAIT_MS)
         expect(page.get_by_label("Text to find")).to_have_count(0)

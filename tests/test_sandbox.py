@@ -76,13 +76,23 @@ def test_network_is_shown_on_the_card_and_can_be_edited_off(ws: Workspace) -> No
         command = f"echo hi > /dev/tcp/127.0.0.1/{port} && echo online"
         graph, config, action = pause(tool, {"command": command, "network": True})
         first = action["description"].split("\n")[0]
-        assert first == "sandboxed · workspace writable · NETWORK ALLOWED (any host, this machine included)"
+        assert (
+            first
+            == "sandboxed · workspace writable · NETWORK ALLOWED (any host, this machine included)"
+        )
         assert action["args"]["network"] is True
-        edited = {"type": "edit", "edited_action": {"name": "run_command", "args": {**action["args"], "network": False}}}
-        for _ in graph.stream(Command(resume={"decisions": [edited]}), config, stream_mode="updates"):
+        edited = {
+            "type": "edit",
+            "edited_action": {"name": "run_command", "args": {**action["args"], "network": False}},
+        }
+        for _ in graph.stream(
+            Command(resume={"decisions": [edited]}), config, stream_mode="updates"
+        ):
             pass
         result = [m for m in graph.get_state(config).values["messages"] if m.type == "tool"][-1]
-        assert result.content.endswith("[exit code 1]") and "\nonline\n" not in result.content  # ran, offline
+        assert (
+            result.content.endswith("[exit code 1]") and "\nonline\n" not in result.content
+        )  # ran, offline
         # The same call as approved, with the network: it connects.
         assert tool.invoke({"command": command, "network": True}) == "online\n[exit code 0]"
     finally:
@@ -92,8 +102,13 @@ def test_network_is_shown_on_the_card_and_can_be_edited_off(ws: Workspace) -> No
 def test_listed_command_is_described_read_only(ws: Workspace) -> None:
     tool = make_shell_tool(ws, allow=DEFAULT_SHELL_ALLOW, sandbox=sandbox_for("sandbox", ws.root))
     spec = tool.metadata["gatehouse"]  # type: ignore[index]
-    assert spec.describe({"command": "git status"}) == "sandboxed · workspace read-only · no network"
-    assert spec.describe({"command": "git status; rm x"}) == "sandboxed · workspace writable · no network"
+    assert (
+        spec.describe({"command": "git status"}) == "sandboxed · workspace read-only · no network"
+    )
+    assert (
+        spec.describe({"command": "git status; rm x"})
+        == "sandboxed · workspace writable · no network"
+    )
 
 
 def test_card_says_not_sandboxed_without_a_sandbox(ws: Workspace) -> None:
@@ -106,7 +121,9 @@ def test_card_says_not_sandboxed_without_a_sandbox(ws: Workspace) -> None:
 def test_policy_description_follows_the_sandbox_line(ws: Workspace) -> None:
     tool = shell("sandbox", ws)
     graph = build_graph(
-        model=ScriptedModel(script=[ai("", tool_call("run_command", {"command": "make"}, "c1")), "done"]),
+        model=ScriptedModel(
+            script=[ai("", tool_call("run_command", {"command": "make"}, "c1")), "done"]
+        ),
         tools=[tool],
         checkpointer=InMemorySaver(),
         policy={"run_command": {"description": "Builds need a second look."}},
@@ -116,7 +133,9 @@ def test_policy_description_follows_the_sandbox_line(ws: Workspace) -> None:
         pass
     (pending,) = graph.get_state(config).interrupts
     description = pending.value["action_requests"][0]["description"]
-    assert description == "sandboxed · workspace writable · no network\n\nBuilds need a second look."
+    assert (
+        description == "sandboxed · workspace writable · no network\n\nBuilds need a second look."
+    )
 
 
 # -- auto / require / off ------------------------------------------------------------
@@ -135,8 +154,15 @@ def test_modes_choose_the_sandbox(ws: Workspace) -> None:
 
 def test_require_without_bubblewrap_refuses_commands_clearly(ws: Workspace) -> None:
     tool = make_shell_tool(ws, sandbox=choose_sandbox("require", ws.root, support=NO_BWRAP))
-    assert tool.metadata["gatehouse"].describe({"command": "ls"}).startswith("NOT sandboxed · will be refused")  # type: ignore[index]
-    with pytest.raises(SandboxUnavailable, match=r'shell_sandbox = "require" and bubblewrap \(bwrap\) is not installed'):
+    assert (
+        tool.metadata["gatehouse"]
+        .describe({"command": "ls"})
+        .startswith("NOT sandboxed · will be refused")
+    )  # type: ignore[index]
+    with pytest.raises(
+        SandboxUnavailable,
+        match=r'shell_sandbox = "require" and bubblewrap \(bwrap\) is not installed',
+    ):
         tool.invoke({"command": "touch made-anyway"})
     assert not (ws.root / "made-anyway").exists()
 
@@ -144,7 +170,9 @@ def test_require_without_bubblewrap_refuses_commands_clearly(ws: Workspace) -> N
 def test_require_refusal_reaches_the_model_and_the_thread_goes_on(ws: Workspace) -> None:
     tool = make_shell_tool(ws, sandbox=choose_sandbox("require", ws.root, support=NO_BWRAP))
     graph, config, _ = pause(tool, {"command": "touch x"})
-    for _ in graph.stream(Command(resume={"decisions": [{"type": "approve"}]}), config, stream_mode="updates"):
+    for _ in graph.stream(
+        Command(resume={"decisions": [{"type": "approve"}]}), config, stream_mode="updates"
+    ):
         pass
     messages = graph.get_state(config).values["messages"]
     result = [m for m in messages if m.type == "tool"][-1]
@@ -167,26 +195,40 @@ def fake_bwrap(tmp_path: Path, trial: str) -> str:
 def test_detection_needs_a_trial_run_that_works(tmp_path: Path) -> None:
     assert not detect_bubblewrap(str(tmp_path / "missing-bwrap")).usable
     # A container without user namespaces: bwrap is there, creating a sandbox fails.
-    failing = fake_bwrap(tmp_path, "echo 'bwrap: No permissions to create new namespace' >&2; exit 1")
+    failing = fake_bwrap(
+        tmp_path, "echo 'bwrap: No permissions to create new namespace' >&2; exit 1"
+    )
     found = detect_bubblewrap(failing)
     assert not found.usable
-    assert found.reason == "bubblewrap cannot create a sandbox here (bwrap: No permissions to create new namespace)"
+    assert (
+        found.reason
+        == "bubblewrap cannot create a sandbox here (bwrap: No permissions to create new namespace)"
+    )
     working = detect_bubblewrap(fake_bwrap(tmp_path, "exit 0"))
-    assert working.usable and working.version == "0.9.9" and working.disable_userns and working.tmpfs_size
+    assert (
+        working.usable
+        and working.version == "0.9.9"
+        and working.disable_userns
+        and working.tmpfs_size
+    )
 
 
 def test_start_says_once_when_commands_are_not_sandboxed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sandbox_module, "_announced", set())
-    settings = Settings(db=str(tmp_path / "g.db"), workspace=str(tmp_path / "ws"), shell_sandbox="off")
+    settings = Settings(
+        db=str(tmp_path / "g.db"), workspace=str(tmp_path / "ws"), shell_sandbox="off"
+    )
     with caplog.at_level(logging.WARNING, logger="gatehouse.sandbox"):
         for _ in range(2):
             session = open_session(settings)
             assert session.info["sandbox"].startswith("NOT sandboxed")
             session.close()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings == [f'run_command: NOT sandboxed: shell_sandbox = "off"; commands run with full access as {getuser()}']
+    assert warnings == [
+        f'run_command: NOT sandboxed: shell_sandbox = "off"; commands run with full access as {getuser()}'
+    ]
 
 
 def test_session_info_names_the_sandbox(tmp_path: Path) -> None:
@@ -208,9 +250,13 @@ def test_settings(tmp_path: Path) -> None:
         "shell_memory_mb = 1024\nshell_max_processes = 64\n"
     )
     s = load_settings(config, env={})
-    assert (s.shell_sandbox, s.shell_env, s.shell_show, s.shell_memory_mb, s.shell_max_processes) == (
-        "require", ["JAVA_HOME"], ["~/.cargo"], 1024, 64
-    )
+    assert (
+        s.shell_sandbox,
+        s.shell_env,
+        s.shell_show,
+        s.shell_memory_mb,
+        s.shell_max_processes,
+    ) == ("require", ["JAVA_HOME"], ["~/.cargo"], 1024, 64)
     assert load_settings(config, env={"GATEHOUSE_SHELL_SANDBOX": "off"}).shell_sandbox == "off"
     config.write_text('[tools]\nshell_sandbox = "maybe"\n')
     with pytest.raises(ConfigError, match="shell_sandbox must be auto, require or off"):
@@ -220,19 +266,27 @@ def test_settings(tmp_path: Path) -> None:
 # -- how the mounts layer ----------------------------------------------------------
 
 
-def test_workspace_inside_the_hidden_home_is_there_and_writable(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_workspace_inside_the_hidden_home_is_there_and_writable(
+    site: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     home = site / "home"
     (home / "project").mkdir(parents=True)
     (home / ".aws").mkdir()
     (home / ".aws" / "credentials").write_text("aws_secret_access_key = abc\n")
     monkeypatch.setenv("HOME", str(home))
     ws = Workspace(home / "project")
-    out = shell("sandbox", ws).invoke({"command": "echo built > out.txt && cat out.txt && ls -A ~ && cat ~/.aws/credentials"})
+    out = shell("sandbox", ws).invoke(
+        {"command": "echo built > out.txt && cat out.txt && ls -A ~ && cat ~/.aws/credentials"}
+    )
     assert out.startswith("built\nproject\n") and "aws_secret" not in out
     assert (home / "project" / "out.txt").read_text() == "built\n"
 
 
-def test_show_exposes_a_folder_of_the_hidden_home_read_only(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_show_exposes_a_folder_of_the_hidden_home_read_only(
+    site: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     home = site / "home"
     tools_dir = home / ".cargo" / "bin"
     tools_dir.mkdir(parents=True)
@@ -242,8 +296,14 @@ def test_show_exposes_a_folder_of_the_hidden_home_read_only(site: Path, monkeypa
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", f"{tools_dir}:{os.environ['PATH']}")
     ws = Workspace(site / "workspace")
-    out = shell("sandbox", ws, show=["~/.cargo"]).invoke({"command": "mytool; touch ~/.cargo/x; cat ~/.netrc"})
-    assert out.startswith("my tool runs\n") and "Read-only file system" in out and "password" not in out
+    out = shell("sandbox", ws, show=["~/.cargo"]).invoke(
+        {"command": "mytool; touch ~/.cargo/x; cat ~/.netrc"}
+    )
+    assert (
+        out.startswith("my tool runs\n")
+        and "Read-only file system" in out
+        and "password" not in out
+    )
 
 
 def test_listed_commands_cannot_write_the_workspace(site: Path) -> None:  # noqa: F811
@@ -266,11 +326,23 @@ def test_arguments_layer_private_places_then_hidden_then_workspace(tmp_path: Pat
         hide=[tmp_path / "home" / "me" / "ws" / "state"],
     )
     (tmp_path / "home" / "me" / "ws" / "state").mkdir(parents=True)
-    args = box.arguments(Access(writable=False, network=True), [tmp_path / "home" / "me", tmp_path / "home"])
+    args = box.arguments(
+        Access(writable=False, network=True), [tmp_path / "home" / "me", tmp_path / "home"]
+    )
     joined = " ".join(args)
     assert "--share-net" in args and "--disable-userns" in args and "--cap-drop ALL" in joined
-    order = [args.index(x) for x in (f"{tmp_path}/home", f"{tmp_path}/home/me", f"{tmp_path}/home/me/ws", f"{tmp_path}/home/me/ws/state")]
-    assert order == sorted(order)  # outer hidden first, then the home, the workspace, what is hidden inside it
+    order = [
+        args.index(x)
+        for x in (
+            f"{tmp_path}/home",
+            f"{tmp_path}/home/me",
+            f"{tmp_path}/home/me/ws",
+            f"{tmp_path}/home/me/ws/state",
+        )
+    ]
+    assert order == sorted(
+        order
+    )  # outer hidden first, then the home, the workspace, what is hidden inside it
     assert args[args.index(f"{tmp_path}/home/me/ws") - 1] == "--ro-bind"
 
 

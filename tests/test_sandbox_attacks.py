@@ -102,11 +102,15 @@ print("FOUND in pid", found[0] if found else "none")
 
 
 @pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no python3 outside the home folders")
-def test_parent_memory_via_proc_mem(mode: str, ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parent_memory_via_proc_mem(
+    mode: str, ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """/proc/<pid>/mem of every ancestor: the Gatehouse process holds its secrets."""
     monkeypatch.setenv("GITHUB_TOKEN", SECRET)
     (ws.root / "scan.py").write_text(MEMORY_SCAN)
-    out = shell(mode, ws, timeout_s=30).invoke({"command": f"{SYSTEM_PYTHON} scan.py {SECRET[::-1]}"})
+    out = shell(mode, ws, timeout_s=30).invoke(
+        {"command": f"{SYSTEM_PYTHON} scan.py {SECRET[::-1]}"}
+    )
     assert "FOUND in pid" in out, out  # the scan ran
     outcome(mode, "FOUND in pid none" not in out, fallback_stops=False, evidence=out)
 
@@ -131,14 +135,18 @@ def test_secrets_under_innocent_names_stay_out(
     outcome(mode, SECRET in out, fallback_stops=True, evidence=out)
 
 
-def test_config_names_extra_variables(mode: str, ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_names_extra_variables(
+    mode: str, ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_TOOL_HOME", "/opt/mytool")
     monkeypatch.setenv("OTHER", "not passed")
     out = shell(mode, ws, env_names=["MY_TOOL_HOME"]).invoke({"command": "env | sort"})
     assert "MY_TOOL_HOME=/opt/mytool" in out and "OTHER=" not in out
 
 
-def test_workspace_program_never_shadows_a_command(mode: str, ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workspace_program_never_shadows_a_command(
+    mode: str, ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A PATH with `.` (or a workspace folder) would run the workspace's own `ls`."""
     fake = ws.root / "bin" / "ls"
     fake.parent.mkdir()
@@ -155,13 +163,19 @@ def test_workspace_program_never_shadows_a_command(mode: str, ws: Workspace, mon
 # -- files: the database, the home folder, outside the workspace ------------------
 
 
-@pytest.mark.parametrize("layout", ["database beside the workspace", "database inside the workspace"])
+@pytest.mark.parametrize(
+    "layout", ["database beside the workspace", "database inside the workspace"]
+)
 def test_gatehouse_database_and_config_are_hidden(mode: str, site: Path, layout: str) -> None:  # noqa: F811
     """Through the real wiring: a config file, load_settings, build_tools."""
     from graph.service.config import load_settings
     from graph.service.toolset import build_tools
 
-    db = site / ".gatehouse" / "gatehouse.db" if "beside" in layout else site / "workspace" / "state" / "gatehouse.db"
+    db = (
+        site / ".gatehouse" / "gatehouse.db"
+        if "beside" in layout
+        else site / "workspace" / "state" / "gatehouse.db"
+    )
     db.parent.mkdir(parents=True)
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode=wal")
@@ -197,7 +211,9 @@ def test_home_folder_is_hidden(mode: str, site: Path, monkeypatch: pytest.Monkey
     out = run.invoke({"command": f"cat ~/.netrc {home}/.ssh/id_ed25519; ls -A ~"})
     outcome(mode, SECRET in out, fallback_stops=False, evidence=out)
     # HOME still works: an empty, writable, throwaway folder in the sandbox.
-    assert run.invoke({"command": "echo cache > ~/.cache-test && cat ~/.cache-test"}).startswith("cache\n")
+    assert run.invoke({"command": "echo cache > ~/.cache-test && cat ~/.cache-test"}).startswith(
+        "cache\n"
+    )
 
 
 @pytest.mark.skipif(not os.access("/etc/shadow", os.R_OK), reason="only root can read /etc/shadow")
@@ -211,14 +227,18 @@ def test_writing_outside_the_workspace_with_dotdot(mode: str, site: Path) -> Non
     out = shell(mode, Workspace(site / "workspace")).invoke(
         {"command": "echo pwned > ../neighbour.txt; mkdir ../planted"}
     )
-    changed = (site / "neighbour.txt").read_text() != "visible neighbour\n" or (site / "planted").exists()
+    changed = (site / "neighbour.txt").read_text() != "visible neighbour\n" or (
+        site / "planted"
+    ).exists()
     outcome(mode, changed, fallback_stops=False, evidence=out)
 
 
 def test_symlinks_made_in_the_sandbox_lead_nowhere(mode: str, site: Path) -> None:  # noqa: F811
     ws = Workspace(site / "workspace")
     out = shell(mode, ws, allow=["cat"]).invoke(
-        {"command": "ln -s ../neighbour.txt door && echo pwned > door; ln -s / root && echo x > root/planted"}
+        {
+            "command": "ln -s ../neighbour.txt door && echo pwned > door; ln -s / root && echo x > root/planted"
+        }
     )
     changed = (site / "neighbour.txt").read_text() != "visible neighbour\n"
     outcome(mode, changed, fallback_stops=False, evidence=out)
@@ -226,7 +246,10 @@ def test_symlinks_made_in_the_sandbox_lead_nowhere(mode: str, site: Path) -> Non
     from graph import Policy
 
     tool = shell(mode, ws, allow=["cat"])
-    assert Policy.from_mapping({}).evaluate("run_command", {"command": "cat door"}, tool, []).mode == "ask"
+    assert (
+        Policy.from_mapping({}).evaluate("run_command", {"command": "cat door"}, tool, []).mode
+        == "ask"
+    )
 
 
 def test_tmp_is_private(mode: str, ws: Workspace) -> None:
@@ -282,9 +305,13 @@ def listener() -> Iterator[tuple[int, threading.Event]]:
         server.close()
 
 
-def test_localhost_is_unreachable_without_the_network(mode: str, ws: Workspace, listener: tuple) -> None:
+def test_localhost_is_unreachable_without_the_network(
+    mode: str, ws: Workspace, listener: tuple
+) -> None:
     port, reached = listener
-    out = shell(mode, ws).invoke({"command": f"echo hello > /dev/tcp/127.0.0.1/{port} && echo connected"})
+    out = shell(mode, ws).invoke(
+        {"command": f"echo hello > /dev/tcp/127.0.0.1/{port} && echo connected"}
+    )
     reached.wait(0.3)  # the command has ended: a connection it made is already queued
     outcome(mode, reached.is_set(), fallback_stops=False, evidence=out)
 
@@ -292,7 +319,9 @@ def test_localhost_is_unreachable_without_the_network(mode: str, ws: Workspace, 
 def test_network_granted_for_one_call_reaches_localhost(ws: Workspace, listener: tuple) -> None:
     port, reached = listener
     run = shell("sandbox", ws)
-    out = run.invoke({"command": f"echo hello > /dev/tcp/127.0.0.1/{port} && echo connected", "network": True})
+    out = run.invoke(
+        {"command": f"echo hello > /dev/tcp/127.0.0.1/{port} && echo connected", "network": True}
+    )
     assert "connected" in out and reached.wait(2.0)
     # The next call without the grant is cut off again.
     reached.clear()
@@ -307,8 +336,12 @@ def test_process_count_is_limited(mode: str, ws: Workspace) -> None:
     """Sixty sleeping processes against a limit of sixteen. (A real fork bomb is tried
     in the sandbox only, below: unsandboxed nothing would stop it.)"""
     run = shell(mode, ws, timeout_s=1.5, limits=Limits(max_processes=16))
-    out = run.invoke({"command": "for i in $(seq 60); do sleep 20 & done; echo spawned $(jobs -p | wc -l); wait"})
-    outcome(mode, "[stopped: more than 16 processes]" not in out, fallback_stops=False, evidence=out)
+    out = run.invoke(
+        {"command": "for i in $(seq 60); do sleep 20 & done; echo spawned $(jobs -p | wc -l); wait"}
+    )
+    outcome(
+        mode, "[stopped: more than 16 processes]" not in out, fallback_stops=False, evidence=out
+    )
 
 
 def test_fork_bomb_is_stopped(ws: Workspace) -> None:
@@ -319,14 +352,18 @@ def test_fork_bomb_is_stopped(ws: Workspace) -> None:
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not (pids_cap.PIDS_HIERARCHY / "cgroup.procs").is_file(),
-                    reason="the pids cgroup cap is for root with a cgroup-v1 pids hierarchy")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not (pids_cap.PIDS_HIERARCHY / "cgroup.procs").is_file(),
+    reason="the pids cgroup cap is for root with a cgroup-v1 pids hierarchy",
+)
 def test_as_root_forks_past_the_cap_fail_at_once(ws: Workspace) -> None:
     """As root RLIMIT_NPROC does nothing; the command's own pids cgroup makes the 41st
     fork fail right away instead of letting a bomb take the machine's PIDs while the
     watchdog is between looks."""
     sandbox = choose_sandbox("require", ws.root, limits=Limits(max_processes=16))
-    running = sandbox.start(["sh", "-c", "for i in $(seq 40); do sleep 5 & done; wait"], Access(), timeout_s=10)
+    running = sandbox.start(
+        ["sh", "-c", "for i in $(seq 40); do sleep 5 & done; wait"], Access(), timeout_s=10
+    )
     try:
         group = running._pids_group  # noqa: SLF001 - what the test is about
         assert group is not None
@@ -342,7 +379,9 @@ def test_as_root_forks_past_the_cap_fail_at_once(ws: Workspace) -> None:
 @pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no python3 outside the home folders")
 def test_memory_is_limited(mode: str, ws: Workspace) -> None:
     command = f"{SYSTEM_PYTHON} -c 'b = bytearray(768 << 20); print(\"allocated\")'"
-    assert "allocated" in shell(mode, ws, limits=Limits(memory_mb=2048)).invoke({"command": command})
+    assert "allocated" in shell(mode, ws, limits=Limits(memory_mb=2048)).invoke(
+        {"command": command}
+    )
     out = shell(mode, ws, limits=Limits(memory_mb=256)).invoke({"command": command})
     assert "MemoryError" in out, out
     outcome(mode, "allocated" in out, fallback_stops=True, evidence=out)
@@ -373,7 +412,9 @@ def test_killing_gatehouse_kills_the_command(mode: str, ws: Workspace) -> None:
     try:
         deadline = time.monotonic() + 30
         while not _sleeps(duration):
-            assert parent.poll() is None and time.monotonic() < deadline, "the command never started"
+            assert parent.poll() is None and time.monotonic() < deadline, (
+                "the command never started"
+            )
             time.sleep(0.05)
         parent.send_signal(signal.SIGKILL)
         parent.wait()
@@ -389,8 +430,10 @@ def test_killing_gatehouse_kills_the_command(mode: str, ws: Workspace) -> None:
             parent.kill()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not (pids_cap.PIDS_HIERARCHY / "cgroup.procs").is_file(),
-                    reason="the pids cgroup cap is for root with a cgroup-v1 pids hierarchy")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not (pids_cap.PIDS_HIERARCHY / "cgroup.procs").is_file(),
+    reason="the pids cgroup cap is for root with a cgroup-v1 pids hierarchy",
+)
 def test_concurrently_started_commands_each_keep_their_own_pids_cap(ws: Workspace) -> None:
     """Issue 29: `new_cap()` swept every empty group, including one a concurrent start
     had just made and not yet joined — 36 of 60 commands ran without a cap. Each
@@ -424,7 +467,9 @@ def test_concurrently_started_commands_each_keep_their_own_pids_cap(ws: Workspac
                         verdict = f"capped:{group.name}" if capped else "wrong pids.max"
                         break
                     if running.proc.poll() is not None:
-                        verdict = f"ended: {running.proc.stdout.read().decode(errors='replace')[:200]}"
+                        verdict = (
+                            f"ended: {running.proc.stdout.read().decode(errors='replace')[:200]}"
+                        )
                         break
                     time.sleep(0.01)
                 with lock:
@@ -448,7 +493,9 @@ def test_concurrently_started_commands_each_keep_their_own_pids_cap(ws: Workspac
     for t in threads:
         t.join(30)
     uncapped = {n: v for n, v in verdicts.items() if not v.startswith("capped:")}
-    assert len(verdicts) == count and not uncapped, f"{len(uncapped)} of {count} ran without their cap: {uncapped}"
+    assert len(verdicts) == count and not uncapped, (
+        f"{len(uncapped)} of {count} ran without their cap: {uncapped}"
+    )
     assert len({v for v in verdicts.values()}) == count, "every command has a group of its own"
 
 

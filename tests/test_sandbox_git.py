@@ -23,7 +23,11 @@ from tests.support.sandboxing import MODES, outcome, shell
 from tools.workspace import Workspace
 
 PWNED = "GATEHOUSE-PWNED"
-PLAIN_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_DATE": "2020-01-01T00:00:00"}
+PLAIN_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_AUTHOR_DATE": "2020-01-01T00:00:00",
+}
 
 
 class Repo:
@@ -37,10 +41,19 @@ class Repo:
         self.evil = root / ".git" / "evil.sh"
         self._tick = 0
 
-    def git(self, *args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def git(
+        self, *args: str, cwd: Path | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         env = {"PATH": os.environ["PATH"], "HOME": str(self.tmp), **PLAIN_GIT_ENV,
                "GIT_COMMITTER_DATE": "2020-01-01T00:00:00"}  # fmt: skip
-        return subprocess.run(["git", *args], cwd=cwd or self.root, env=env, capture_output=True, text=True, check=check)
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd or self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=check,
+        )
 
     def create(self) -> Repo:
         self.git("init", "-q")
@@ -141,7 +154,9 @@ def submodule(r: Repo) -> None:
     source.mkdir()
     lib = Repo(source, r.tmp)
     lib.git("init", "-q")
-    lib.git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "lib")
+    lib.git(
+        "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "lib"
+    )
     r.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), "lib")
     r.git("commit", "-qm", "add lib")
     r.git("config", "core.fsmonitor", str(r.evil), cwd=r.root / "lib")
@@ -174,7 +189,10 @@ def ws(tmp_path: Path) -> Workspace:
 
 
 def free(tool: object, command: str) -> bool:
-    return Policy.from_mapping({}).evaluate("run_command", {"command": command}, tool, []).mode == "allow"  # type: ignore[arg-type]
+    return (
+        Policy.from_mapping({}).evaluate("run_command", {"command": command}, tool, []).mode
+        == "allow"
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("vector,command", CASES, ids=[f"{v}: {c}" for v, c in CASES])
@@ -187,7 +205,9 @@ def test_repository_cannot_make_an_allow_listed_command_run_a_program(
 
     repo.dirty_stat()
     plain = repo.git(*command.split()[1:], check=False)
-    assert repo.fired(), f"control: plain `{command}` did not run the program\n{plain.stdout}{plain.stderr}"
+    assert repo.fired(), (
+        f"control: plain `{command}` did not run the program\n{plain.stdout}{plain.stderr}"
+    )
     repo.marker.unlink()
 
     repo.dirty_stat()
@@ -196,7 +216,9 @@ def test_repository_cannot_make_an_allow_listed_command_run_a_program(
     outcome(mode, repo.fired() or PWNED in out, fallback_stops=True, evidence=out)
 
 
-def test_a_bare_repository_planted_as_the_workspace_is_not_used(mode: str, ws: Workspace, tmp_path: Path) -> None:
+def test_a_bare_repository_planted_as_the_workspace_is_not_used(
+    mode: str, ws: Workspace, tmp_path: Path
+) -> None:
     source = tmp_path / "source"
     source.mkdir()
     gpg(Repo(source, tmp_path).create())
@@ -216,7 +238,9 @@ def test_a_bare_repository_planted_as_the_workspace_is_not_used(mode: str, ws: W
     outcome(mode, bare.fired() or PWNED in out, fallback_stops=True, evidence=out)
 
 
-def test_every_vector_at_once_and_every_listed_git_command(mode: str, ws: Workspace, tmp_path: Path) -> None:
+def test_every_vector_at_once_and_every_listed_git_command(
+    mode: str, ws: Workspace, tmp_path: Path
+) -> None:
     """Including the ones these commands do not reach today (pager, ssh, editor,
     credential helper): the hardening sets them anyway."""
     tool = shell(mode, ws, allow=DEFAULT_SHELL_ALLOW)
@@ -233,7 +257,9 @@ def test_every_vector_at_once_and_every_listed_git_command(mode: str, ws: Worksp
         assert free(tool, command), command
         out = tool.invoke({"command": command})
         assert out.endswith("[exit code 0]"), out
-        outcome(mode, repo.fired() or PWNED in out, fallback_stops=True, evidence=f"{command}\n{out}")
+        outcome(
+            mode, repo.fired() or PWNED in out, fallback_stops=True, evidence=f"{command}\n{out}"
+        )
 
 
 def test_hardened_git_still_shows_the_repository(mode: str, ws: Workspace, tmp_path: Path) -> None:
@@ -262,7 +288,9 @@ def test_a_config_that_cannot_be_listed_stops_the_command(
     tool = shell(mode, ws, allow=DEFAULT_SHELL_ALLOW)
     repo.dirty_stat()
     monkeypatch.setattr(allowlist, "GIT_CONFIG_TIMEOUT_S", 0.5)
-    with pytest.raises(allowlist.GitConfigUnreadable, match="cannot read the repository's git config"):
+    with pytest.raises(
+        allowlist.GitConfigUnreadable, match="cannot read the repository's git config"
+    ):
         tool.invoke({"command": "git status"})
     assert not repo.fired()
 
@@ -279,7 +307,9 @@ def passwd_tracked(r: Repo) -> None:
     r.git("config", "core.worktree", "/etc")
 
 
-def test_core_worktree_cannot_make_git_diff_print_files_outside(mode: str, ws: Workspace, tmp_path: Path) -> None:
+def test_core_worktree_cannot_make_git_diff_print_files_outside(
+    mode: str, ws: Workspace, tmp_path: Path
+) -> None:
     repo = Repo(ws.root, tmp_path).create()
     passwd_tracked(repo)
     root_line = Path("/etc/passwd").read_text().splitlines()[0]
@@ -293,7 +323,9 @@ def test_core_worktree_cannot_make_git_diff_print_files_outside(mode: str, ws: W
         assert root_line not in str(caught.value)
 
 
-def test_a_git_folder_outside_the_workspace_is_refused(mode: str, ws: Workspace, tmp_path: Path) -> None:
+def test_a_git_folder_outside_the_workspace_is_refused(
+    mode: str, ws: Workspace, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     Repo(elsewhere, tmp_path).create()
@@ -316,7 +348,9 @@ def test_git_never_finds_a_repository_above_the_workspace(mode: str, tmp_path: P
     assert "second" not in out and "not a git repository" in out, out
 
 
-def test_alternates_and_includes_outside_the_workspace_are_refused(mode: str, ws: Workspace, tmp_path: Path) -> None:
+def test_alternates_and_includes_outside_the_workspace_are_refused(
+    mode: str, ws: Workspace, tmp_path: Path
+) -> None:
     repo = Repo(ws.root, tmp_path).create()
     other = tmp_path / "other"
     other.mkdir()
@@ -347,12 +381,20 @@ def test_the_worktree_attack_through_the_agent(ws: Workspace, tmp_path: Path) ->
     passwd_tracked(repo)
     tool = shell("fallback", ws, allow=DEFAULT_SHELL_ALLOW)
     storage = open_storage(str(tmp_path / "g.db"))
-    graph = build_graph(model=ScriptedModel(script=[ai("", tool_call("run_command", {"command": "git diff"}, "g1")), "ok"]),
-                        tools=[tool], checkpointer=storage.checkpointer, journal=storage.journal,
-                        decisions=storage.decisions)
+    graph = build_graph(
+        model=ScriptedModel(
+            script=[ai("", tool_call("run_command", {"command": "git diff"}, "g1")), "ok"]
+        ),
+        tools=[tool],
+        checkpointer=storage.checkpointer,
+        journal=storage.journal,
+        decisions=storage.decisions,
+    )
     session = Session(graph, storage, [tool])
     events = session.send("t1", "diff").collect()
-    assert events[-1].status == "completed" and not any(e.type == "approval_required" for e in events)
+    assert events[-1].status == "completed" and not any(
+        e.type == "approval_required" for e in events
+    )
     result = next(m for m in session.messages("t1") if isinstance(m, ToolMessage))
     assert "core.worktree" in str(result.content)
     assert Path("/etc/passwd").read_text().splitlines()[0] not in str(result.content)

@@ -36,13 +36,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     workspace.mkdir()
     config = home / "gatehouse.toml"
     config.write_text('[policy.run_command]\nmode = "ask"\napprovers = ["ana@example.com"]\n')
-    with langgraph_dev(home, db=home / "gatehouse.db", workspace=workspace, GATEHOUSE_CONFIG=str(config),
-                       GATEHOUSE_API_KEYS=f"ana@example.com={TEAM_KEY}") as dev:
+    with langgraph_dev(
+        home,
+        db=home / "gatehouse.db",
+        workspace=workspace,
+        GATEHOUSE_CONFIG=str(config),
+        GATEHOUSE_API_KEYS=f"ana@example.com={TEAM_KEY}",
+    ) as dev:
         yield dev
 
 
 def audit_of(server: DevServer, thread_id: str) -> list[Any]:
-    session = open_session(Settings(db=str(server.home / "gatehouse.db"), workspace=str(server.home / "workspace")))
+    session = open_session(
+        Settings(db=str(server.home / "gatehouse.db"), workspace=str(server.home / "workspace"))
+    )
     try:
         return session.audit(thread_id)
     finally:
@@ -53,16 +60,29 @@ def pause_of(client: Any, thread_id: str) -> list[str]:
     return [i["id"] for i in client.threads.get_state(thread_id)["interrupts"]]
 
 
-FORGED = {"configurable": {"gatehouse_actor": "alice (security lead)", "gatehouse_source": "web",
-                           "langgraph_auth_user_id": "alice", "langgraph_auth_user": {"identity": "alice"}}}
+FORGED = {
+    "configurable": {
+        "gatehouse_actor": "alice (security lead)",
+        "gatehouse_source": "web",
+        "langgraph_auth_user_id": "alice",
+        "langgraph_auth_user": {"identity": "alice"},
+    }
+}
 
 
 def test_forged_identity_fields_are_ignored(server: DevServer) -> None:
     client = server.client()
     tid = client.threads.create()["thread_id"]
-    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "write forged.md: x"}]}, config=FORGED)
+    client.runs.wait(
+        tid,
+        GRAPH,
+        input={"messages": [{"role": "user", "content": "write forged.md: x"}]},
+        config=FORGED,
+    )
     assert pause_of(client, tid)
-    client.runs.wait(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}, config=FORGED)
+    client.runs.wait(
+        tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}, config=FORGED
+    )
     assert (server.home / "workspace" / "forged.md").read_text() == "x\n"
     [record] = [r for r in audit_of(server, tid) if r.tool == "write_file"]
     assert (record.actor, record.source) == (getpass.getuser(), "langgraph-server")
@@ -71,10 +91,14 @@ def test_forged_identity_fields_are_ignored(server: DevServer) -> None:
 def test_only_a_tools_approvers_decide_through_the_server(server: DevServer) -> None:
     client = server.client()  # the local user: signed in, but not an approver of run_command
     tid = client.threads.create()["thread_id"]
-    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "run: echo approvers"}]})
+    client.runs.wait(
+        tid, GRAPH, input={"messages": [{"role": "user", "content": "run: echo approvers"}]}
+    )
     before = pause_of(client, tid)
     assert before
-    refused = client.runs.create(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}, config=FORGED)
+    refused = client.runs.create(
+        tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}, config=FORGED
+    )
     client.runs.join(tid, refused["run_id"])
     assert client.runs.get(tid, refused["run_id"])["status"] == "error"
     assert pause_of(client, tid) == before  # still paused, as it was
@@ -83,7 +107,11 @@ def test_only_a_tools_approvers_decide_through_the_server(server: DevServer) -> 
     ana.runs.wait(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
     assert not pause_of(client, tid)
     [record] = [r for r in audit_of(server, tid) if r.tool == "run_command"]
-    assert (record.actor, record.source, record.decision) == ("ana@example.com", "langgraph-server", "approve")
+    assert (record.actor, record.source, record.decision) == (
+        "ana@example.com",
+        "langgraph-server",
+        "approve",
+    )
 
 
 def test_sdk_without_credentials_gets_401(server: DevServer) -> None:
@@ -92,7 +120,9 @@ def test_sdk_without_credentials_gets_401(server: DevServer) -> None:
         anonymous.threads.create()
     with pytest.raises(AuthenticationError):
         anonymous.threads.search()
-    wrong = get_sync_client(url=server.url, headers={"Authorization": "Bearer not-the-secret-at-all"})
+    wrong = get_sync_client(
+        url=server.url, headers={"Authorization": "Bearer not-the-secret-at-all"}
+    )
     with pytest.raises(AuthenticationError):
         wrong.threads.search()
     # langgraph dev's Studio shortcut: any request saying so was let in unchecked.
@@ -113,15 +143,20 @@ def test_sdk_with_the_install_secret_and_with_a_team_key(server: DevServer) -> N
     assert run is not None
 
 
-def preflight(server: DevServer, origin: str, headers: str = "authorization,content-type") -> httpx.Response:
+def preflight(
+    server: DevServer, origin: str, headers: str = "authorization,content-type"
+) -> httpx.Response:
     """What Chromium sends before a cross-origin POST with an Authorization header to a
     loopback server (private network access included)."""
-    return httpx.options(f"{server.url}/threads/search", headers={
-        "Origin": origin,
-        "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": headers,
-        "Access-Control-Request-Private-Network": "true",
-    })
+    return httpx.options(
+        f"{server.url}/threads/search",
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": headers,
+            "Access-Control-Request-Private-Network": "true",
+        },
+    )
 
 
 def test_studio_and_agent_chat_ui_preflights_pass(server: DevServer) -> None:
@@ -132,7 +167,9 @@ def test_studio_and_agent_chat_ui_preflights_pass(server: DevServer) -> None:
         assert "authorization" in response.headers["access-control-allow-headers"].lower()
         assert response.headers["access-control-allow-private-network"] == "true"
     # The real request from Studio's origin, with the documented header.
-    real = httpx.post(f"{server.url}/threads/search", json={}, headers={"Origin": STUDIO, **server.headers})
+    real = httpx.post(
+        f"{server.url}/threads/search", json={}, headers={"Origin": STUDIO, **server.headers}
+    )
     assert real.status_code == 200 and real.headers["access-control-allow-origin"] == STUDIO
 
 
@@ -142,13 +179,21 @@ def test_foreign_origin_gets_no_cors_and_no_private_network_grant(server: DevSer
     assert "access-control-allow-origin" not in response.headers
     assert "access-control-allow-private-network" not in response.headers
     # Even with a key (stolen or not), a page on a foreign origin is refused.
-    real = httpx.post(f"{server.url}/threads/search", json={}, headers={"Origin": "https://evil.example", **server.headers})
+    real = httpx.post(
+        f"{server.url}/threads/search",
+        json={},
+        headers={"Origin": "https://evil.example", **server.headers},
+    )
     assert real.status_code == 403
 
 
 def test_rebinding_host_is_refused(server: DevServer) -> None:
     port = server.url.rsplit(":", 1)[1]
-    response = httpx.post(f"{server.url}/threads/search", json={}, headers={"Host": f"rebind.test:{port}", **server.headers})
+    response = httpx.post(
+        f"{server.url}/threads/search",
+        json={},
+        headers={"Host": f"rebind.test:{port}", **server.headers},
+    )
     assert response.status_code == 403
 
 
@@ -184,12 +229,16 @@ SAME_ORIGIN = """async () => { const r = await fetch("/threads/search", {method:
 
 
 @pytest.mark.browser
-def test_chromium_drive_by_and_rebinding_pages_get_nothing(server: DevServer, attacker_site: str,
-                                                           tmp_path: Path) -> None:
+def test_chromium_drive_by_and_rebinding_pages_get_nothing(
+    server: DevServer, attacker_site: str, tmp_path: Path
+) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     before = len(server.client().threads.search(limit=1000))
     port = server.url.rsplit(":", 1)[1]
-    args = [*CHROMIUM_ARGS, "--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP rebind.test 127.0.0.1"]
+    args = [
+        *CHROMIUM_ARGS,
+        "--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP rebind.test 127.0.0.1",
+    ]
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=args, headless=True)
         try:

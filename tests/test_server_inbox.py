@@ -35,7 +35,9 @@ def _paused(client: Any, text: str) -> str:
 
 def _inbox_resume(client: Any, tid: str, response: dict[str, Any]) -> list[Any]:
     # sendHumanResponse(threadId, [input], {stream: true})
-    return list(client.runs.stream(tid, GRAPH, command={"resume": [response]}, stream_mode="events"))
+    return list(
+        client.runs.stream(tid, GRAPH, command={"resume": [response]}, stream_mode="events")
+    )
 
 
 def test_inbox_accept_and_ignore_through_the_sdk(dev: tuple[DevServer, Path]) -> None:
@@ -46,7 +48,9 @@ def test_inbox_accept_and_ignore_through_the_sdk(dev: tuple[DevServer, Path]) ->
     [action] = interrupt["value"]["action_requests"]
     # Agent Inbox normalises a HITL request reading the arguments from `arguments`
     # (HITL names them `args`), so the accept it sends echoes {}.
-    parts = _inbox_resume(client, tid, {"type": "accept", "args": {"action": action["name"], "args": {}}})
+    parts = _inbox_resume(
+        client, tid, {"type": "accept", "args": {"action": action["name"], "args": {}}}
+    )
     assert not [p for p in parts if p.event == "error"]
     assert (workspace / "inbox.md").read_text().strip() == "from the inbox"
     assert client.threads.get(tid)["status"] == "idle"
@@ -59,7 +63,9 @@ def test_inbox_accept_and_ignore_through_the_sdk(dev: tuple[DevServer, Path]) ->
     assert tools[-1]["status"] == "error" and "ignored" in tools[-1]["content"]
 
 
-def test_ambiguous_inbox_answer_is_refused_with_the_reason_and_stays_answerable(dev: tuple[DevServer, Path]) -> None:
+def test_ambiguous_inbox_answer_is_refused_with_the_reason_and_stays_answerable(
+    dev: tuple[DevServer, Path],
+) -> None:
     server, workspace = dev
     client = server.client()
     tid = _paused(client, "write a.md: x then write b.md: y")
@@ -77,7 +83,9 @@ def test_ambiguous_inbox_answer_is_refused_with_the_reason_and_stays_answerable(
     while client.threads.get(tid)["status"] != "interrupted":
         assert time.monotonic() < deadline, client.threads.get(tid)["status"]
         time.sleep(0.1)
-    client.runs.wait(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}, {"type": "reject"}]}})
+    client.runs.wait(
+        tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}, {"type": "reject"}]}}
+    )
     assert (workspace / "a.md").exists() and not (workspace / "b.md").exists()
     assert client.threads.get(tid)["status"] == "idle"
 
@@ -113,8 +121,16 @@ def test_agent_chat_ui_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServ
     server, workspace = dev
     client = server.client()
     tid = _paused(client, "write chatui.md: never")
-    parts = list(client.runs.stream(tid, GRAPH, input={}, command={"goto": "__end__"},
-                                    stream_mode=["messages-tuple", "values", "custom"], on_disconnect="cancel"))
+    parts = list(
+        client.runs.stream(
+            tid,
+            GRAPH,
+            input={},
+            command={"goto": "__end__"},
+            stream_mode=["messages-tuple", "values", "custom"],
+            on_disconnect="cancel",
+        )
+    )
     assert not [p for p in parts if p.event == "error"], parts
     state = client.threads.get_state(tid)
     assert not state["next"] and not state["interrupts"]
@@ -136,7 +152,9 @@ def test_agent_chat_ui_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServ
     assert not (workspace / "chatui.md").exists()
 
 
-def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[DevServer, Path]) -> None:
+def test_sdk_cancel_stops_a_running_command_within_about_a_second(
+    dev: tuple[DevServer, Path],
+) -> None:
     from graph.store import open_storage
 
     server, workspace = dev
@@ -156,7 +174,9 @@ def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[Dev
             entry = storage.journal.get(tid, action["tool_call_id"]) if storage.journal else None
             if entry is not None and entry.finished:
                 break
-            assert time.monotonic() - began < 10, "the command kept running after the SDK cancelled the run"
+            assert time.monotonic() - began < 10, (
+                "the command kept running after the SDK cancelled the run"
+            )
             time.sleep(0.05)
         stopped_after = time.monotonic() - began
     finally:
@@ -167,9 +187,13 @@ def test_sdk_cancel_stops_a_running_command_within_about_a_second(dev: tuple[Dev
     assert not (workspace / "finished.txt").exists()
     # The thread is not wedged: the next message goes on, and the call's result says it was stopped.
     client.runs.join(tid, run["run_id"])
-    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "what happened?"}]})
+    client.runs.wait(
+        tid, GRAPH, input={"messages": [{"role": "user", "content": "what happened?"}]}
+    )
     messages = client.threads.get_state(tid)["values"]["messages"]
-    [result] = [m for m in messages if m["type"] == "tool" and m["tool_call_id"] == action["tool_call_id"]]
+    [result] = [
+        m for m in messages if m["type"] == "tool" and m["tool_call_id"] == action["tool_call_id"]
+    ]
     assert "Stopped by the person" in result["content"] and messages[-1]["type"] == "ai"
     assert not (workspace / "finished.txt").exists()
 
@@ -182,13 +206,20 @@ def test_a_late_sdk_approve_is_refused_with_who_decided(dev: tuple[DevServer, Pa
     client = server.client()
     tid = _paused(client, "write late.md: first")
     # The terminal decides first.
-    session = open_session(Settings(db=str(server.home / "gatehouse.db"), workspace=str(workspace)),
-                           source="terminal", actor="ana")
+    session = open_session(
+        Settings(db=str(server.home / "gatehouse.db"), workspace=str(workspace)),
+        source="terminal",
+        actor="ana",
+    )
     try:
         session.resume(tid, {"decisions": [{"type": "reject", "message": "not today"}]}).collect()
     finally:
         session.close()
-    parts = list(client.runs.stream(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}))
+    parts = list(
+        client.runs.stream(tid, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
+    )
     errors = [p.data for p in parts if p.event == "error"]
-    assert errors and "already decided — `write_file` rejected by ana via terminal" in str(errors[0])
+    assert errors and "already decided — `write_file` rejected by ana via terminal" in str(
+        errors[0]
+    )
     assert not (workspace / "late.md").exists()

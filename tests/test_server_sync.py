@@ -26,8 +26,11 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DevServer, A
     workspace = home / "workspace"
     workspace.mkdir()
     with langgraph_dev(home, db=home / "gatehouse.db", workspace=workspace) as server:
-        session = open_session(Settings(db=str(home / "gatehouse.db"), workspace=str(workspace)),
-                               source="terminal", actor="ana")
+        session = open_session(
+            Settings(db=str(home / "gatehouse.db"), workspace=str(workspace)),
+            source="terminal",
+            actor="ana",
+        )
         try:
             yield server, session
         finally:
@@ -47,7 +50,9 @@ def _until(check: Callable[[], Any], timeout: float = 20) -> Any:
         time.sleep(0.1)
 
 
-def test_a_terminal_thread_shows_on_the_server_waiting_then_idle(dev: tuple[DevServer, Any]) -> None:
+def test_a_terminal_thread_shows_on_the_server_waiting_then_idle(
+    dev: tuple[DevServer, Any],
+) -> None:
     server, session = dev
     client = server.client()
     run = session.send(None, "write synced.md: from the terminal")
@@ -62,14 +67,22 @@ def test_a_terminal_thread_shows_on_the_server_waiting_then_idle(dev: tuple[DevS
     assert client.threads.get_state(tid)["interrupts"][0]["id"] == interrupt["id"]
     session.resume(tid, {"decisions": [{"type": "approve"}]}).collect()
     _until(lambda: client.threads.get(tid)["status"] == "idle")
-    assert tid not in [t["thread_id"] for t in client.threads.search(status="interrupted", limit=100)]
+    assert tid not in [
+        t["thread_id"] for t in client.threads.search(status="interrupted", limit=100)
+    ]
 
 
-def test_a_server_thread_decided_in_the_terminal_is_idle_on_the_server(dev: tuple[DevServer, Any]) -> None:
+def test_a_server_thread_decided_in_the_terminal_is_idle_on_the_server(
+    dev: tuple[DevServer, Any],
+) -> None:
     server, session = dev
     client = server.client()
     tid = client.threads.create()["thread_id"]
-    client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "write agent.md: from chat ui"}]})
+    client.runs.wait(
+        tid,
+        GRAPH,
+        input={"messages": [{"role": "user", "content": "write agent.md: from chat ui"}]},
+    )
     assert client.threads.get(tid)["status"] == "interrupted"
     session.resume(tid, {"decisions": [{"type": "reject", "message": "no"}]}).collect()
     _until(lambda: client.threads.get(tid)["status"] == "idle")

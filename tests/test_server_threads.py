@@ -39,10 +39,19 @@ def test_server_threads_are_titled_from_their_first_message(dev: tuple[DevServer
     client = server.client()
     # Agent Chat UI sends content blocks; the SDK's examples a plain string.
     blocks = client.threads.create()["thread_id"]
-    client.runs.wait(blocks, GRAPH, input={"messages": [
-        {"type": "human", "content": [{"type": "text", "text": "hello from agent chat ui"}]}]})
+    client.runs.wait(
+        blocks,
+        GRAPH,
+        input={
+            "messages": [
+                {"type": "human", "content": [{"type": "text", "text": "hello from agent chat ui"}]}
+            ]
+        },
+    )
     plain = client.threads.create()["thread_id"]
-    client.runs.wait(plain, GRAPH, input={"messages": [{"role": "user", "content": "write x.md: hi"}]})
+    client.runs.wait(
+        plain, GRAPH, input={"messages": [{"role": "user", "content": "write x.md: hi"}]}
+    )
     row = _index_row(db, blocks)
     assert row is not None and row.title == "hello from agent chat ui" and row.status == "completed"
     row = _index_row(db, plain)

@@ -45,21 +45,34 @@ def test_a_call_run_under_a_grant_is_marked_logged_listed_and_revocable(tmp_path
         tid = granted_thread(session)
         [grant] = session.grants(tid)
         assert (grant.tool, grant.pattern, grant.label, grant.actor, grant.source) == (
-            "write_file", None, "write_file", "alice", "api")
+            "write_file",
+            None,
+            "write_file",
+            "alice",
+            "api",
+        )
 
         events = session.send(tid, "write b.md: two").collect()
         assert events[-1].status == "completed"  # nobody was asked
         [started] = [e for e in events if isinstance(e, ev.ToolStarted)]
         assert started.grant == "write_file" and not started.auto_approved
         result = session.transcript(tid)[-2]
-        assert result.role == "tool" and result.decision == "always_allowed" and result.grant == "write_file"
+        assert (
+            result.role == "tool"
+            and result.decision == "always_allowed"
+            and result.grant == "write_file"
+        )
         assert result.without_a_click == "always allowed (write_file)"
         assert "## tool · write_file · always allowed (write_file)" in session.export(tid)
         # The call the person approved is not marked as run without a click.
         assert [m.without_a_click for m in session.transcript(tid) if m.role == "tool"] == [
-            None, "always allowed (write_file)"]
+            None,
+            "always allowed (write_file)",
+        ]
         logged = [r for r in session.audit(tid) if r.tool_call_id == started.call_id]
-        assert [(r.question, r.decision, r.actor) for r in logged] == [("standing", "always_allowed", "alice")]
+        assert [(r.question, r.decision, r.actor) for r in logged] == [
+            ("standing", "always_allowed", "alice")
+        ]
         assert "write_file" in (logged[0].message or "") and logged[0].args == started.args
 
         # Withdrawn: the next write asks again; the log says who withdrew it.
@@ -92,8 +105,14 @@ def test_the_auto_approve_switch_is_the_grant_star(tmp_path: Path) -> None:
 
 # -- the terminal -------------------------------------------------------------------
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ui.term.cli", *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ui.term.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_terminal_lists_and_revokes_grants_and_marks_the_row(tmp_path: Path) -> None:
@@ -102,11 +121,21 @@ def test_terminal_lists_and_revokes_grants_and_marks_the_row(tmp_path: Path) -> 
     session.send(tid, "write b.md: two").collect()
     session.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
-    env.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
-               PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200", GATEHOUSE_ACTOR="dave")
+    env.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+        NO_COLOR="1",
+        COLUMNS="200",
+        GATEHOUSE_ACTOR="dave",
+    )
     listed = cli(env, "grants", tid)
     assert listed.returncode == 0, listed.stderr
-    assert "write_file" in listed.stdout and "alice" in listed.stdout and "gatehouse revoke" in listed.stdout
+    assert (
+        "write_file" in listed.stdout
+        and "alice" in listed.stdout
+        and "gatehouse revoke" in listed.stdout
+    )
     data = json.loads(cli(env, "grants", tid, "--json").stdout)
     assert [(g["grant"], g["actor"]) for g in data] == [("write_file", "alice")]
     shown = cli(env, "show", tid).stdout
@@ -131,7 +160,12 @@ def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
     monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_BASE_URL", "GATEHOUSE_MODEL_FACTORY"):
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GATEHOUSE_MODEL_BASE_URL",
+        "GATEHOUSE_MODEL_FACTORY",
+    ):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "none.toml").write_text("")
     return tmp_path
@@ -143,7 +177,9 @@ def texts(at: AppTest) -> str:
 
 
 def test_web_sidebar_lists_grants_and_revokes_one_and_rows_say_why(web_env: Path) -> None:
-    session = open_session(Settings(db=str(web_env / "gh.db"), workspace=str(web_env / "ws")), actor="alice")
+    session = open_session(
+        Settings(db=str(web_env / "gh.db"), workspace=str(web_env / "ws")), actor="alice"
+    )
     tid = granted_thread(session)
     session.send(tid, "write b.md: two").collect()
     session.close()

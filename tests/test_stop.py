@@ -37,7 +37,9 @@ def test_stop_during_a_long_command_ends_it_within_a_second(tmp_path: Path) -> N
         assert done.status == "stopped" and "Stopped by the person" in done.output
         # Nothing of the command is left running (its last processes may take a moment
         # to be reaped once killed).
-        while left := subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip():
+        while left := subprocess.run(
+            ["pgrep", "-f", marker], capture_output=True, text=True
+        ).stdout.strip():
             assert time.monotonic() - asked < 2.0, f"still running: {left}"
             time.sleep(0.05)
         # Recorded as stopped, not left "started": no outcome question later.

@@ -64,8 +64,14 @@ def _turns(session: Any, first: int, last: int) -> None:
 
 
 def _message(m: Any) -> dict[str, Any]:
-    return {"type": m.type, "id": m.id, "content": m.content, "tool_calls": getattr(m, "tool_calls", None),
-            "tool_call_id": getattr(m, "tool_call_id", None), "status": getattr(m, "status", None)}
+    return {
+        "type": m.type,
+        "id": m.id,
+        "content": m.content,
+        "tool_calls": getattr(m, "tool_calls", None),
+        "tool_call_id": getattr(m, "tool_call_id", None),
+        "status": getattr(m, "status", None),
+    }
 
 
 def _dump(session: Any) -> dict[str, Any]:
@@ -74,11 +80,13 @@ def _dump(session: Any) -> dict[str, Any]:
     for snap in session.agent.get_state_history(config):
         # Each checkpoint read on its own, as time travel does (not the history walk's values).
         state = session.agent.get_state(snap.config)
-        history.append({
-            "next": list(state.next),
-            "messages": [_message(m) for m in state.values.get("messages", [])],
-            "interrupts": [i.value for i in state.interrupts],
-        })
+        history.append(
+            {
+                "next": list(state.next),
+                "messages": [_message(m) for m in state.values.get("messages", [])],
+                "interrupts": [i.value for i in state.interrupts],
+            }
+        )
     return {"messages": [_message(m) for m in session.messages(THREAD)], "history": history}
 
 
@@ -90,7 +98,8 @@ def _travel(session: Any) -> dict[str, Any]:
     removed = session.undo(THREAD)
     after_undo = session.messages(THREAD)
     old = next(
-        s for s in session.agent.get_state_history({"configurable": {"thread_id": THREAD}})
+        s
+        for s in session.agent.get_state_history({"configurable": {"thread_id": THREAD}})
         if len(s.values.get("messages", [])) == 10 and not s.next
     )
     run = session.fork(THREAD, 5, "a different second question")
@@ -99,7 +108,8 @@ def _travel(session: Any) -> dict[str, Any]:
     return {
         "before": len(before),
         "removed": removed,
-        "after_undo": [message_view(m) for m in after_undo] == [message_view(m) for m in before[: len(after_undo)]],
+        "after_undo": [message_view(m) for m in after_undo]
+        == [message_view(m) for m in before[: len(after_undo)]],
         "after_undo_len": len(after_undo),
         "old_checkpoint_len": len(session.agent.get_state(old.config).values["messages"]),
         "fork_status": run.status,
@@ -133,7 +143,11 @@ def _call(*args: str) -> Any:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -235,9 +249,15 @@ def test_merge_messages_matches_add_messages_in_any_batching() -> None:
             elif live and roll < 0.2:
                 batch = [AIMessage(f"edit {step}", id=rng.choice(live))]
             elif roll < 0.23:
-                batch = [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage(f"after {step}", id=f"a{step}")]
+                batch = [
+                    RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                    HumanMessage(f"after {step}", id=f"a{step}"),
+                ]
             else:
-                batch = [HumanMessage(f"text {step}.{k}", id=f"m{step}.{k}") for k in range(rng.randint(1, 3))]
+                batch = [
+                    HumanMessage(f"text {step}.{k}", id=f"m{step}.{k}")
+                    for k in range(rng.randint(1, 3))
+                ]
             writes.append(batch)
             want = add_messages(want, batch)
         one_by_one: list[Any] = []
@@ -264,7 +284,9 @@ def test_merge_messages_reads_an_edited_copy_afresh() -> None:
     edited = list(history)
     edited[3], edited[7] = edited[7], edited[3]  # same objects, another order
     update = [AIMessage("new text", id="m3")]
-    assert [m.content for m in merge_messages(edited, [update])] == [m.content for m in add_messages(edited, update)]
+    assert [m.content for m in merge_messages(edited, [update])] == [
+        m.content for m in add_messages(edited, update)
+    ]
 
 
 if __name__ == "__main__":

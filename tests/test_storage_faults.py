@@ -35,8 +35,22 @@ def test_sqlite_file_survives_a_killed_process(tmp_path: Path) -> None:
     db, counter = tmp_path / "g.sqlite", tmp_path / "counter.txt"
     open_session(str(db), str(counter)).close()
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.crash_worker", str(db), str(counter), "drive", "k", "4", "50", "4"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "tests.support.crash_worker",
+            str(db),
+            str(counter),
+            "drive",
+            "k",
+            "4",
+            "50",
+            "4",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and sum(runs(counter).values()) < 8:
@@ -55,7 +69,9 @@ def test_sqlite_file_survives_a_killed_process(tmp_path: Path) -> None:
                     run = session.resume(tid, {"type": "mark_failed", "message": "killed"})
                 elif pending is not None:
                     run = session.resume(tid, APPROVE)
-                elif session.thread(tid) is not None and session.thread(tid).status == "interrupted":  # type: ignore[union-attr]
+                elif (
+                    session.thread(tid) is not None and session.thread(tid).status == "interrupted"
+                ):  # type: ignore[union-attr]
                     run = session.retry(tid)
                 else:
                     break
@@ -152,7 +168,9 @@ def test_read_only_file_is_named_at_start(shared_dir: Path) -> None:
 @pytest.fixture
 def small_disk() -> Iterator[Path]:
     mount = Path(tempfile.mkdtemp(prefix="gatehouse-disk-"))
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True
+    )
     if done.returncode != 0:
         mount.rmdir()
         pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
@@ -198,20 +216,28 @@ def test_full_disk_fails_the_turn_clearly_and_the_thread_resumes(small_disk: Pat
         events = session.send("t", os.urandom(200_000).hex()).collect()
         errors = [e for e in events if isinstance(e, ev.ErrorEvent)]
         assert events[-1].status == "failed", events[-3:]
-        assert errors and "disk is full" in errors[0].message and str(db) in errors[0].message, errors
+        assert errors and "disk is full" in errors[0].message and str(db) in errors[0].message, (
+            errors
+        )
 
         filler.unlink()  # space is back: the same thread carries on
         with sqlite3.connect(db) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert len(session.messages("t")) >= before
         status = session.retry("t").collect()[-1].status
-        if status == "completed" and session.pending("t") is None and len(session.messages("t")) == before:
+        if (
+            status == "completed"
+            and session.pending("t") is None
+            and len(session.messages("t")) == before
+        ):
             status = session.send("t", "again").collect()[-1].status  # the failed turn left nothing
         assert status == "awaiting_approval"
         assert session.resume("t", APPROVE).collect()[-1].status == "completed"
         messages = session.messages("t")
         calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
-        assert sorted(calls) == sorted(m.tool_call_id for m in messages if isinstance(m, ToolMessage))
+        assert sorted(calls) == sorted(
+            m.tool_call_id for m in messages if isinstance(m, ToolMessage)
+        )
         assert set(runs(counter).values()) == {1}
     finally:
         session.close()

@@ -37,8 +37,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with langgraph_dev(home / "server", db=db, workspace=workspace) as server:
         session = open_session(Settings(db=str(db), workspace=str(workspace)))
         try:
-            yield {"db": db, "workspace": workspace, "server": server, "session": session,
-                   "client": server.client()}
+            yield {
+                "db": db,
+                "workspace": workspace,
+                "server": server,
+                "session": session,
+                "client": server.client(),
+            }
         finally:
             session.close()
 
@@ -46,11 +51,18 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 def cli(world: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
     env = {**server_env(world["db"], world["workspace"]), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "ui.term.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "ui.term.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
-def test_a_thread_paused_in_the_app_is_approved_in_studio_and_the_app_sees_it(world: dict[str, Any]) -> None:
+def test_a_thread_paused_in_the_app_is_approved_in_studio_and_the_app_sees_it(
+    world: dict[str, Any],
+) -> None:
     session: Session = world["session"]
     client = world["client"]
     run = session.send(None, "write studio.md: from the web app")
@@ -73,20 +85,30 @@ def test_a_thread_paused_in_the_app_is_approved_in_studio_and_the_app_sees_it(wo
     assert data["pending"] is None and any(m["role"] == "tool" for m in data["messages"])
 
 
-def test_a_thread_started_in_studio_shows_in_the_app_and_the_terminal_approves_it(world: dict[str, Any]) -> None:
+def test_a_thread_started_in_studio_shows_in_the_app_and_the_terminal_approves_it(
+    world: dict[str, Any],
+) -> None:
     client = world["client"]
     thread = str(uuid.uuid4())
     client.runs.wait(
-        thread, GRAPH, input={"messages": [{"role": "user", "content": "write from-studio.md: hi"}]}, if_not_exists="create"
+        thread,
+        GRAPH,
+        input={"messages": [{"role": "user", "content": "write from-studio.md: hi"}]},
+        if_not_exists="create",
     )
     session: Session = world["session"]
     listed = {t.thread_id: t for t in session.threads()}
     assert thread in listed and listed[thread].status == "awaiting_approval"
     assert thread in {t.thread_id for t in session.awaiting_approval()}
     threads = cli(world, "threads", "--json")
-    assert any(row["thread_id"] == thread and row["pending"] == 1 for row in json.loads(threads.stdout)), threads.stdout
-    request = next(p["interrupt_id"] for p in json.loads(cli(world, "pending", "--json").stdout)
-                   if p["thread_id"] == thread)
+    assert any(
+        row["thread_id"] == thread and row["pending"] == 1 for row in json.loads(threads.stdout)
+    ), threads.stdout
+    request = next(
+        p["interrupt_id"]
+        for p in json.loads(cli(world, "pending", "--json").stdout)
+        if p["thread_id"] == thread
+    )
     approved = cli(world, "approve", thread, "--interrupt-id", request, "--json")
     assert approved.returncode == 0, approved.stdout + approved.stderr
     assert (world["workspace"] / "from-studio.md").read_text() == "hi\n"
@@ -94,7 +116,9 @@ def test_a_thread_started_in_studio_shows_in_the_app_and_the_terminal_approves_i
     assert not final["next"] and [m["type"] for m in final["values"]["messages"]][-1] == "ai"
 
 
-def test_history_time_travel_and_fork_through_the_sdk_on_an_app_thread(world: dict[str, Any]) -> None:
+def test_history_time_travel_and_fork_through_the_sdk_on_an_app_thread(
+    world: dict[str, Any],
+) -> None:
     session: Session = world["session"]
     client = world["client"]
     run = session.send(None, "list files")
@@ -105,7 +129,10 @@ def test_history_time_travel_and_fork_through_the_sdk_on_an_app_thread(world: di
     client.threads.create(thread_id=thread, graph_id=GRAPH, if_exists="do_nothing")
 
     history = client.threads.get_history(thread, limit=100)
-    ours = [s.config["configurable"]["checkpoint_id"] for s in session.agent.get_state_history({"configurable": {"thread_id": thread}})]
+    ours = [
+        s.config["configurable"]["checkpoint_id"]
+        for s in session.agent.get_state_history({"configurable": {"thread_id": thread}})
+    ]
     assert [h["checkpoint"]["checkpoint_id"] for h in history] == ours
 
     # Time travel: run again from the checkpoint where the write waited for approval.
@@ -122,13 +149,18 @@ def test_history_time_travel_and_fork_through_the_sdk_on_an_app_thread(world: di
 
     # Fork: edit the state of an earlier checkpoint; the app reads the new head.
     first_turn = next(h for h in reversed(history) if len(h["values"].get("messages", [])) == 1)
-    client.threads.update_state(thread, {"messages": [{"role": "user", "content": "forked", "id": "fork-1"}]},
-                                checkpoint_id=first_turn["checkpoint"]["checkpoint_id"])
+    client.threads.update_state(
+        thread,
+        {"messages": [{"role": "user", "content": "forked", "id": "fork-1"}]},
+        checkpoint_id=first_turn["checkpoint"]["checkpoint_id"],
+    )
     texts = [m.content for m in session.transcript(thread) if m.role == "user"]
     assert texts[-1] == "forked"
 
 
-def test_gatehouse_studio_registers_a_thread_and_prints_its_link(world: dict[str, Any], tmp_path: Path) -> None:
+def test_gatehouse_studio_registers_a_thread_and_prints_its_link(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
     session: Session = world["session"]
     run = session.send(None, "write linked.md: x")
     run.collect()
@@ -136,8 +168,23 @@ def test_gatehouse_studio_registers_a_thread_and_prints_its_link(world: dict[str
     port = str(os.getpid() % 20000 + 30000)
     env = {**server_env(world["db"], world["workspace"]), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ui.term.cli", "studio", "--no-browser", "--port", port, "--thread", thread],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "ui.term.cli",
+            "studio",
+            "--no-browser",
+            "--port",
+            port,
+            "--thread",
+            thread,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     try:
         assert langgraph_cli()
@@ -148,7 +195,9 @@ def test_gatehouse_studio_registers_a_thread_and_prints_its_link(world: dict[str
             seen += proc.stdout.readline()  # type: ignore[union-attr]
         assert f"/studio/thread/{thread}?baseUrl=http%3A%2F%2F127.0.0.1%3A{port}" in seen
         assert "Authorization: Bearer" in seen  # how to connect Studio with credentials
-        info = get_sync_client(url=f"http://127.0.0.1:{port}", headers=world["server"].headers).threads.get(thread)
+        info = get_sync_client(
+            url=f"http://127.0.0.1:{port}", headers=world["server"].headers
+        ).threads.get(thread)
         assert info["thread_id"] == thread
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -165,8 +214,12 @@ def test_studio_and_the_app_share_threads_on_postgres(postgres_url: str, tmp_pat
         session = open_session(Settings(db=postgres_url, workspace=str(workspace)))
         try:
             thread = str(uuid.uuid4())
-            client.runs.wait(thread, GRAPH, input={"messages": [{"role": "user", "content": "write pg.md: from studio"}]},
-                             if_not_exists="create")
+            client.runs.wait(
+                thread,
+                GRAPH,
+                input={"messages": [{"role": "user", "content": "write pg.md: from studio"}]},
+                if_not_exists="create",
+            )
             assert thread in {t.thread_id for t in session.awaiting_approval()}
             session.resume(thread, {"decisions": [{"type": "approve"}]}).collect()
             assert (workspace / "pg.md").read_text() == "from studio\n"
@@ -175,7 +228,9 @@ def test_studio_and_the_app_share_threads_on_postgres(postgres_url: str, tmp_pat
             run = session.send(None, "write pg2.md: from the app")
             run.collect()
             client.threads.create(thread_id=run.thread_id, graph_id=GRAPH, if_exists="do_nothing")
-            client.runs.wait(run.thread_id, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
+            client.runs.wait(
+                run.thread_id, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}
+            )
             assert (workspace / "pg2.md").read_text() == "from the app\n"
             assert session.thread(run.thread_id).status == "completed"
         finally:

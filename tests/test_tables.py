@@ -61,9 +61,12 @@ def test_statements_are_written_once_and_spoken_in_each_dialect() -> None:
     assert SQLITE.ddl("x {real}, y {blob}") == "x REAL, y BLOB"
     assert POSTGRES.ddl("x {real}, y {blob}") == "x DOUBLE PRECISION, y BYTEA"
     assert upsert("t", ("k", "v"), ("k",), update=("v",)) == (
-        "INSERT INTO t(k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v=excluded.v")
+        "INSERT INTO t(k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v=excluded.v"
+    )
     assert is_postgres_url("postgresql://u@h/db") and is_postgres_url("postgres://h/db")
-    assert not is_postgres_url("/home/ann/postgresql://x.db") and not is_postgres_url("gatehouse.db")
+    assert not is_postgres_url("/home/ann/postgresql://x.db") and not is_postgres_url(
+        "gatehouse.db"
+    )
 
 
 def test_every_table_is_on_the_database_it_was_opened_on(db: str, storage: Storage) -> None:
@@ -86,7 +89,11 @@ def test_thread_index_rows(storage: Storage) -> None:
     index.touch("a", status="awaiting_approval")  # still the same wait
     assert index.get("a").pending_since == since
     index.touch("a", status="failed", reason="model down")
-    assert (index.get("a").status, index.get("a").reason, index.get("a").pending_since) == ("failed", "model down", None)
+    assert (index.get("a").status, index.get("a").reason, index.get("a").pending_since) == (
+        "failed",
+        "model down",
+        None,
+    )
     index.touch("a", status="completed")  # a new status clears the reason
     assert index.get("a").reason is None
     index.rename("a", "renamed")
@@ -109,7 +116,11 @@ def test_journal_claims_a_call_once_and_keeps_its_result(storage: Storage) -> No
     call = tool_call("send_email", {"to": "a@x", "body": "1"}, "c1")
     journal.start("t1", call)
     entry = journal.get("t1", "c1")
-    assert entry.status == "started" and not entry.finished and entry.args == {"to": "a@x", "body": "1"}
+    assert (
+        entry.status == "started"
+        and not entry.finished
+        and entry.args == {"to": "a@x", "body": "1"}
+    )
     journal.finish("t1", call, ToolMessage(content="sent", tool_call_id="c1", name="send_email"))
     entry = journal.get("t1", "c1")
     assert entry.finished and entry.result.content == "sent"
@@ -138,25 +149,58 @@ def test_journal_restore_brings_rows_back_and_keeps_rows_there(storage: Storage)
     journal.start("t", ran)
     kept = journal.get("t", "w1")
     imported = [
-        JournalEntry("t", "w1", "write_file", {"path": "a.md"}, "finished", 1.0, 2.0, 9,
-                     ToolMessage(content="other", tool_call_id="w1", name="write_file"), 1),
-        JournalEntry("t", "w2", "write_file", {"path": "b.md"}, "finished", 3.0, 4.0, 9,
-                     ToolMessage(content="wrote b.md", tool_call_id="w2", name="write_file"), 2),
+        JournalEntry(
+            "t",
+            "w1",
+            "write_file",
+            {"path": "a.md"},
+            "finished",
+            1.0,
+            2.0,
+            9,
+            ToolMessage(content="other", tool_call_id="w1", name="write_file"),
+            1,
+        ),
+        JournalEntry(
+            "t",
+            "w2",
+            "write_file",
+            {"path": "b.md"},
+            "finished",
+            3.0,
+            4.0,
+            9,
+            ToolMessage(content="wrote b.md", tool_call_id="w2", name="write_file"),
+            2,
+        ),
     ]
     journal.restore(imported)
     journal.restore([])
     assert journal.get("t", "w1") == kept  # a row already there stays as it is
     back = journal.find("t", tool_call("write_file", {"path": "b.md"}, "w2"))
-    assert back is not None and back.finished and back.result.content == "wrote b.md" and back.attempts == 2
+    assert (
+        back is not None
+        and back.finished
+        and back.result.content == "wrote b.md"
+        and back.attempts == 2
+    )
     with pytest.raises(CallAlreadyStarted):  # a call that ran is never claimed anew
         journal.start("t", tool_call("write_file", {"path": "b.md"}, "w2"))
 
 
 # -- decision log ------------------------------------------------------------------------
 def _decision(call_id: str, decision: str = "approve", **kw: Any) -> DecisionRecord:
-    fields: dict[str, Any] = {"thread_id": "t", "question": "review", "tool_call_id": call_id, "tool": "write_file",
-                              "decision": decision, "args": {"path": f"{call_id}.md"}, "source": "web",
-                              "actor": "ann", "decided_at": time.time()}
+    fields: dict[str, Any] = {
+        "thread_id": "t",
+        "question": "review",
+        "tool_call_id": call_id,
+        "tool": "write_file",
+        "decision": decision,
+        "args": {"path": f"{call_id}.md"},
+        "source": "web",
+        "actor": "ann",
+        "decided_at": time.time(),
+    }
     return DecisionRecord(**{**fields, **kw})
 
 
@@ -167,7 +211,9 @@ def test_decision_log_appends_once_and_chains_every_row(storage: Storage) -> Non
     log.record([_decision("c1", "reject")])  # recorded before: stays as it was
     assert [r.decision for r in log.for_call("t", "c1")] == ["approve"]
     assert [(r.tool_call_id, r.decision, r.message) for r in log.for_thread("t")] == [
-        ("c1", "approve", None), ("c2", "reject", "no")]
+        ("c1", "approve", None),
+        ("c2", "reject", "no"),
+    ]
     assert [r.tool_call_id for r in log.recent(limit=1)] == ["c2"]
     check = log.verify()
     assert check.intact and check.entries == 2
@@ -179,7 +225,9 @@ def test_grants_follow_the_latest_record(storage: Storage) -> None:
     now = time.time()
     log.record([_decision("g1", always_allow="notes/*", decided_at=now)])
     log.record([switch_record("t", True, source="api", actor="ann", decided_at=now + 1)])
-    assert sorted(log.grants("t"), key=str) == sorted([("write_file", "notes/*"), ("*", None)], key=str)
+    assert sorted(log.grants("t"), key=str) == sorted(
+        [("write_file", "notes/*"), ("*", None)], key=str
+    )
     log.record([switch_record("t", False, source="api", actor="ann", decided_at=now + 2)])
     assert log.grants("t") == [("write_file", "notes/*")]
     assert log.grants("other") == []
@@ -196,7 +244,9 @@ def test_tool_outputs_are_kept_whole_and_replaced_by_a_rerun(db: str, storage: S
     outputs.put("t", "c2", "run_command", "second")  # the call ran again
     assert outputs.get("t", "c1") == big and outputs.get("t", "c2") == "second"
     assert outputs.for_thread("t") == {"c1": big, "c2": "second"}
-    assert raw_sql(db, "SELECT chars FROM gatehouse_tool_outputs WHERE tool_call_id=?", ("c2",)) == [(6,)]
+    assert raw_sql(
+        db, "SELECT chars FROM gatehouse_tool_outputs WHERE tool_call_id=?", ("c2",)
+    ) == [(6,)]
     # Binary-ish output: Postgres text cannot hold NUL, everything else is kept.
     outputs.put("t", "c3", "run_command", "a\x00b")
     assert outputs.get("t", "c3") == ("a\ufffdb" if is_postgres_url(db) else "a\x00b")
@@ -242,9 +292,17 @@ def test_a_pause_is_claimed_for_notifying_once(db: str) -> None:
         log.attempted("t", "i1", error=None, final=False)
         other.attempted("u", "i1", error="timeout", final=True)
         [t] = other.list("t")
-        assert (t.status, t.attempts, t.last_error, t.payload["text"]) == ("delivered", 2, None, "é")
+        assert (t.status, t.attempts, t.last_error, t.payload["text"]) == (
+            "delivered",
+            2,
+            None,
+            "é",
+        )
         assert t.delivered_at is not None
-        assert [(n.thread_id, n.status) for n in log.list()] == [("t", "delivered"), ("u", "failed")]
+        assert [(n.thread_id, n.status) for n in log.list()] == [
+            ("t", "delivered"),
+            ("u", "failed"),
+        ]
     finally:
         log.close()
         other.close()
@@ -255,10 +313,16 @@ def test_older_tables_are_brought_up_to_date_on_open(db: str) -> None:
     """A thread index from before runs kept a failure reason, a journal from before it
     counted attempts, a decision log from before requests had ids."""
     real = POSTGRES.real if is_postgres_url(db) else SQLITE.real
-    raw_sql(db, "CREATE TABLE gatehouse_threads (thread_id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '', "
-                f"status TEXT NOT NULL DEFAULT 'idle', owner TEXT, created_at {real} NOT NULL, "
-                f"updated_at {real} NOT NULL, pending_since {real})")
-    raw_sql(db, "INSERT INTO gatehouse_threads VALUES ('old', 'kept title', 'completed', 'ann', 1.0, 2.0, NULL)")
+    raw_sql(
+        db,
+        "CREATE TABLE gatehouse_threads (thread_id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '', "
+        f"status TEXT NOT NULL DEFAULT 'idle', owner TEXT, created_at {real} NOT NULL, "
+        f"updated_at {real} NOT NULL, pending_since {real})",
+    )
+    raw_sql(
+        db,
+        "INSERT INTO gatehouse_threads VALUES ('old', 'kept title', 'completed', 'ann', 1.0, 2.0, NULL)",
+    )
     storage = open_storage(db)
     try:
         old = storage.index.get("old")

@@ -24,7 +24,16 @@ from graph.protocol.threads import printable, thread_id_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "web" / "app.py")
-BAD_IDS = ["a\x00b", "x" * 5_000, "evil\x1b[2J\x1b[31m", "line\nbreak", "", " padded", "rtl\u202eexe", "ü"]
+BAD_IDS = [
+    "a\x00b",
+    "x" * 5_000,
+    "evil\x1b[2J\x1b[31m",
+    "line\nbreak",
+    "",
+    " padded",
+    "rtl\u202eexe",
+    "ü",
+]
 
 
 def settings(tmp: Path) -> Settings:
@@ -73,9 +82,13 @@ def test_session_refuses_a_malformed_id_and_writes_nothing(tmp_path: Path, bad: 
         assert session.audit() == []
         # The raw compiled graph on Gatehouse's saver refuses it too (Studio, SDK clients).
         with pytest.raises(InvalidThreadId):
-            session.agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": bad}})
+            session.agent.invoke(
+                {"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": bad}}
+            )
         with sqlite3.connect(tmp_path / "gh.db") as conn:
-            assert conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall() == [("good",)]
+            assert conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall() == [
+                ("good",)
+            ]
     finally:
         session.close()
 
@@ -96,8 +109,14 @@ def test_an_import_with_a_malformed_exported_id_gets_a_new_one(tmp_path: Path) -
 
 # -- the terminal -------------------------------------------------------------------
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ui.term.cli", *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ui.term.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -108,18 +127,30 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     session.close()
     # A row written before ids were checked (an older version, another tool).
     with sqlite3.connect(tmp_path / "gh.db") as conn:
-        conn.execute("INSERT INTO gatehouse_threads (thread_id, title, status, created_at, updated_at) "
-                     "VALUES (?, ?, 'idle', 1, 1)", ("old\x00\x1b[5mid", "legacy\x07 title"))
+        conn.execute(
+            "INSERT INTO gatehouse_threads (thread_id, title, status, created_at, updated_at) "
+            "VALUES (?, ?, 'idle', 1, 1)",
+            ("old\x00\x1b[5mid", "legacy\x07 title"),
+        )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
-    env.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
-               PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
+    env.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        PYTHONPATH=str(ROOT),
+        NO_COLOR="1",
+        COLUMNS="200",
+    )
     return env
 
 
 def test_cli_refuses_malformed_ids_clearly_and_as_json(cli_env: dict[str, str]) -> None:
     for command in (["show"], ["send"], ["export"], ["undo"], ["approve"], ["delete"]):
         bad = "a\x01b" if command[0] != "delete" else "x" * 5_000
-        args = ["send", "hello", "--json", "--thread", bad] if command[0] == "send" else [command[0], bad]
+        args = (
+            ["send", "hello", "--json", "--thread", bad]
+            if command[0] == "send"
+            else [command[0], bad]
+        )
         done = cli(cli_env, *args)
         assert done.returncode == 2, (command, done.stderr)
         assert "not a thread id" in done.stderr and "\x01" not in done.stderr
@@ -134,7 +165,11 @@ def test_threads_never_prints_raw_control_characters(cli_env: dict[str, str]) ->
     listed = cli(cli_env, "threads")
     assert listed.returncode == 0, listed.stderr
     assert not any(c in listed.stdout for c in "\x00\x1b\x07\u202e")
-    assert "good" in listed.stdout and "\\x1b[2J" in listed.stdout and "old\\x00\\x1b[5mid" in listed.stdout
+    assert (
+        "good" in listed.stdout
+        and "\\x1b[2J" in listed.stdout
+        and "old\\x00\\x1b[5mid" in listed.stdout
+    )
     # JSON keeps the data exact, escaped by JSON itself.
     rows = json.loads(cli(cli_env, "threads", "--json").stdout)
     assert {r["thread_id"] for r in rows} == {"good", "old\x00\x1b[5mid"}
@@ -148,7 +183,12 @@ def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
     monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_BASE_URL", "GATEHOUSE_MODEL_FACTORY"):
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GATEHOUSE_MODEL_BASE_URL",
+        "GATEHOUSE_MODEL_FACTORY",
+    ):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "none.toml").write_text("")
     return tmp_path
@@ -161,7 +201,9 @@ def page_for(thread: str) -> AppTest:
 
 
 def shown(at: AppTest) -> str:
-    parts: list[Any] = [m.value for m in at.markdown] + [e.value for e in at.error] + [c.value for c in at.code]
+    parts: list[Any] = (
+        [m.value for m in at.markdown] + [e.value for e in at.error] + [c.value for c in at.code]
+    )
     return "\n".join(str(p) for p in [*parts, *(h.value for h in at.header)])
 
 
@@ -175,8 +217,12 @@ def test_web_app_says_thread_not_found_and_creates_nothing(web_env: Path, thread
     assert not [c for c in at.get("chat_input")]  # nothing to type into: no thread gets created
     at.button(key="not-found-new").click().run()
     assert "thread" not in at.query_params and "Thread not found" not in shown(at)
-    assert not (web_env / "gh.db").exists() or not sqlite3.connect(web_env / "gh.db").execute(
-        "SELECT count(*) FROM checkpoints").fetchone()[0]
+    assert (
+        not (web_env / "gh.db").exists()
+        or not sqlite3.connect(web_env / "gh.db")
+        .execute("SELECT count(*) FROM checkpoints")
+        .fetchone()[0]
+    )
 
 
 def test_web_app_opens_an_existing_thread_by_its_link(web_env: Path) -> None:

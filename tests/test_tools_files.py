@@ -63,7 +63,9 @@ def last_tool_message(graph: Any, config: dict) -> ToolMessage:
 # -- list / read / search ------------------------------------------------------
 
 
-def test_list_shows_sizes_and_recursive_listing_skips_tool_caches(ws: Workspace, tools: dict) -> None:
+def test_list_shows_sizes_and_recursive_listing_skips_tool_caches(
+    ws: Workspace, tools: dict
+) -> None:
     put(ws, "notes.md", "hello")
     put(ws, "src/app.py", "print(1)\n")
     put(ws, ".git/HEAD", "ref: main\n")
@@ -74,11 +76,17 @@ def test_list_shows_sizes_and_recursive_listing_skips_tool_caches(ws: Workspace,
     assert tools["list_files"].invoke({"path": "src"}) == "src/app.py  9 B"
 
 
-def test_read_line_range_and_size_cap(ws: Workspace, tools: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_line_range_and_size_cap(
+    ws: Workspace, tools: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put(ws, "poem.txt", "".join(f"line {i}\n" for i in range(1, 21)))
     out = tools["read_file"].invoke({"path": "poem.txt", "start_line": 3, "end_line": 5})
     assert out == "line 3\nline 4\nline 5\n\n… (lines 3-5 of 20 in poem.txt)"
-    assert tools["read_file"].invoke({"path": "poem.txt", "start_line": 19}).startswith("line 19\nline 20\n")
+    assert (
+        tools["read_file"]
+        .invoke({"path": "poem.txt", "start_line": 19})
+        .startswith("line 19\nline 20\n")
+    )
     assert "only 20 line(s)" in tools["read_file"].invoke({"path": "poem.txt", "start_line": 30})
     with pytest.raises(ValueError, match="before start_line"):
         tools["read_file"].invoke({"path": "poem.txt", "start_line": 5, "end_line": 2})
@@ -96,7 +104,10 @@ def test_read_line_range_and_size_cap(ws: Workspace, tools: dict, monkeypatch: p
 
 def test_read_reports_binary_files_instead_of_dumping_them(ws: Workspace, tools: dict) -> None:
     (ws.root / "logo.png").write_bytes(b"\x89PNG\x00\x00" + bytes(range(256)))
-    assert tools["read_file"].invoke({"path": "logo.png"}) == "logo.png is a binary file (262 B); not shown."
+    assert (
+        tools["read_file"].invoke({"path": "logo.png"})
+        == "logo.png is a binary file (262 B); not shown."
+    )
 
 
 def test_search_text_and_regex_with_line_numbers(ws: Workspace, tools: dict) -> None:
@@ -110,11 +121,15 @@ def test_search_text_and_regex_with_line_numbers(ws: Workspace, tools: dict) -> 
         "a.md:2: TODO: write tests",
         "src/b.py:1: x = 1  # todo later",
     ]
-    assert search.invoke({"pattern": r"^[xy] = \d", "regex": True, "glob": "*.py"}).splitlines() == [
+    assert search.invoke(
+        {"pattern": r"^[xy] = \d", "regex": True, "glob": "*.py"}
+    ).splitlines() == [
         "src/b.py:1: x = 1  # todo later",
         "src/b.py:2: y = 2",
     ]
-    assert search.invoke({"pattern": "nothing here"}) == "no matches for 'nothing here' in 2 file(s)"
+    assert (
+        search.invoke({"pattern": "nothing here"}) == "no matches for 'nothing here' in 2 file(s)"
+    )
     with pytest.raises(ValueError, match="bad regex"):
         search.invoke({"pattern": "([", "regex": True})
 
@@ -122,7 +137,9 @@ def test_search_text_and_regex_with_line_numbers(ws: Workspace, tools: dict) -> 
 # -- write / edit / delete / move -------------------------------------------------
 
 
-def test_write_creates_folders_and_keeps_the_mode_of_a_file_it_replaces(ws: Workspace, tools: dict) -> None:
+def test_write_creates_folders_and_keeps_the_mode_of_a_file_it_replaces(
+    ws: Workspace, tools: dict
+) -> None:
     assert tools["write_file"].invoke({"path": "deep/new/file.txt", "content": "hi"}) == (
         "wrote 2 bytes to deep/new/file.txt (created)"
     )
@@ -135,7 +152,9 @@ def test_write_creates_folders_and_keeps_the_mode_of_a_file_it_replaces(ws: Work
 
 def test_edit_replaces_exact_unique_text(ws: Workspace, tools: dict) -> None:
     notes = put(ws, "notes.md", "milk\nbread\neggs\n")
-    out = tools["edit_file"].invoke({"path": "notes.md", "old_text": "bread", "new_text": "rye bread"})
+    out = tools["edit_file"].invoke(
+        {"path": "notes.md", "old_text": "bread", "new_text": "rye bread"}
+    )
     assert out == "edited notes.md: replaced 1 occurrence(s), first at line 2"
     assert notes.read_text() == "milk\nrye bread\neggs\n"
 
@@ -147,7 +166,9 @@ def test_edit_fails_clearly_when_text_is_missing_or_not_unique(ws: Workspace, to
     with pytest.raises(EditError, match=r"appears 2 times in notes.md \(lines 1, 2\)"):
         tools["edit_file"].invoke({"path": "notes.md", "old_text": " = 1", "new_text": " = 9"})
     assert notes.read_text() == "a = 1\nb = 1\nc = 2\n"
-    tools["edit_file"].invoke({"path": "notes.md", "old_text": " = 1", "new_text": " = 9", "replace_all": True})
+    tools["edit_file"].invoke(
+        {"path": "notes.md", "old_text": " = 1", "new_text": " = 9", "replace_all": True}
+    )
     assert notes.read_text() == "a = 9\nb = 9\nc = 2\n"
 
 
@@ -181,8 +202,13 @@ def test_delete_file_removes_a_link_that_points_outside_and_keeps_its_target(
     (ws.root / "to-etc").symlink_to("/etc")
     preview = spec_of(tools["delete_file"]).preview
     assert preview is not None
-    assert preview({"path": "sub/door"}) == f"delete symlink sub/door -> {secret} (its target is kept)"
-    assert tools["delete_file"].invoke({"path": "sub/door"}) == "deleted sub/door (" + pv.size_text(len(str(secret))) + ")"
+    assert (
+        preview({"path": "sub/door"}) == f"delete symlink sub/door -> {secret} (its target is kept)"
+    )
+    assert (
+        tools["delete_file"].invoke({"path": "sub/door"})
+        == "deleted sub/door (" + pv.size_text(len(str(secret))) + ")"
+    )
     assert tools["delete_file"].invoke({"path": "to-etc"}).startswith("deleted to-etc")
     assert not (ws.root / "sub" / "door").is_symlink() and not (ws.root / "to-etc").is_symlink()
     assert secret.read_text() == "keep me" and Path("/etc/passwd").exists()
@@ -193,12 +219,16 @@ def test_delete_file_removes_a_link_that_points_outside_and_keeps_its_target(
     assert secret.exists()
 
 
-def test_move_renames_moves_into_folders_and_never_overwrites_silently(ws: Workspace, tools: dict) -> None:
+def test_move_renames_moves_into_folders_and_never_overwrites_silently(
+    ws: Workspace, tools: dict
+) -> None:
     put(ws, "a.txt", "A")
     put(ws, "b.txt", "B")
     (ws.root / "archive").mkdir()
     move = tools["move_file"]
-    assert move.invoke({"source": "a.txt", "destination": "archive"}) == "moved a.txt -> archive/a.txt"
+    assert (
+        move.invoke({"source": "a.txt", "destination": "archive"}) == "moved a.txt -> archive/a.txt"
+    )
     with pytest.raises(PathError, match="already exists"):
         move.invoke({"source": "b.txt", "destination": "archive/a.txt"})
     assert (ws.root / "archive" / "a.txt").read_text() == "A"
@@ -222,17 +252,31 @@ def preview(tool: BaseTool, args: dict) -> str:
 def test_previews_show_what_will_change(ws: Workspace, tools: dict) -> None:
     put(ws, "notes.md", "milk\nbread\n")
     put(ws, "big/a.txt", "x" * 2048)
-    edit = preview(tools["edit_file"], {"path": "notes.md", "old_text": "milk", "new_text": "oat milk"})
+    edit = preview(
+        tools["edit_file"], {"path": "notes.md", "old_text": "milk", "new_text": "oat milk"}
+    )
     assert edit.startswith("--- a/notes.md\n+++ b/notes.md\n") and "-milk\n+oat milk\n" in edit
     overwrite = preview(tools["write_file"], {"path": "notes.md", "content": "milk\n"})
     assert "-bread\n" in overwrite
-    new = preview(tools["write_file"], {"path": "todo.md", "content": "".join(f"item {i}\n" for i in range(100))})
+    new = preview(
+        tools["write_file"],
+        {"path": "todo.md", "content": "".join(f"item {i}\n" for i in range(100))},
+    )
     assert new.startswith("new file todo.md (") and "item 39" in new and "item 40" not in new
     assert "60 more lines" in new
-    assert preview(tools["delete_file"], {"path": "notes.md"}).startswith("delete file notes.md (11 B)")
-    assert "1 file(s) and 0 subfolder(s), 2.0 KB" in preview(tools["delete_file"], {"path": "big", "recursive": True})
-    assert preview(tools["move_file"], {"source": "notes.md", "destination": "n.md"}) == "move notes.md -> n.md"
-    missing = preview(tools["edit_file"], {"path": "notes.md", "old_text": "cheese", "new_text": "x"})
+    assert preview(tools["delete_file"], {"path": "notes.md"}).startswith(
+        "delete file notes.md (11 B)"
+    )
+    assert "1 file(s) and 0 subfolder(s), 2.0 KB" in preview(
+        tools["delete_file"], {"path": "big", "recursive": True}
+    )
+    assert (
+        preview(tools["move_file"], {"source": "notes.md", "destination": "n.md"})
+        == "move notes.md -> n.md"
+    )
+    missing = preview(
+        tools["edit_file"], {"path": "notes.md", "old_text": "cheese", "new_text": "x"}
+    )
     assert missing.startswith("will fail: old_text was not found")
     assert preview(tools["write_file"], {"path": "../x", "content": ""}).startswith("refused:")
 
@@ -242,7 +286,9 @@ def test_previews_show_what_will_change(ws: Workspace, tools: dict) -> None:
 
 def test_read_only_tools_allow_and_changing_tools_ask(tools: dict) -> None:
     policy = Policy.from_mapping({})
-    modes = {name: policy.evaluate(name, {"path": "x"}, tool, []).mode for name, tool in tools.items()}
+    modes = {
+        name: policy.evaluate(name, {"path": "x"}, tool, []).mode for name, tool in tools.items()
+    }
     assert modes == {
         "list_files": "allow",
         "read_file": "allow",
@@ -255,7 +301,9 @@ def test_read_only_tools_allow_and_changing_tools_ask(tools: dict) -> None:
 
 
 def test_every_default_tool_has_a_docstring_a_typed_schema_and_a_risk(tmp_path: Path) -> None:
-    built = build_tools(Settings(workspace=str(tmp_path / "ws"), sql_database=str(tmp_path / "app.db")))
+    built = build_tools(
+        Settings(workspace=str(tmp_path / "ws"), sql_database=str(tmp_path / "app.db"))
+    )
     names = [t.name for t in built]
     assert names == [
         "list_files", "read_file", "search_files", "write_file", "edit_file", "delete_file",
@@ -264,16 +312,30 @@ def test_every_default_tool_has_a_docstring_a_typed_schema_and_a_risk(tmp_path: 
     for t in built:
         assert len(t.description) > 40, t.name
         schema = t.tool_call_schema.model_json_schema()
-        assert schema["properties"] and all("type" in p or "anyOf" in p for p in schema["properties"].values()), t.name
+        assert schema["properties"] and all(
+            "type" in p or "anyOf" in p for p in schema["properties"].values()
+        ), t.name
         assert spec_of(t).risk in {"read", "write", "delete", "execute", "network"}
-    assert "sql_query" not in [t.name for t in build_tools(Settings(workspace=str(tmp_path / "ws")))]
+    assert "sql_query" not in [
+        t.name for t in build_tools(Settings(workspace=str(tmp_path / "ws")))
+    ]
 
 
-def test_gated_edit_pauses_with_a_diff_and_changes_the_file_only_after_approval(ws: Workspace, tools: dict) -> None:
+def test_gated_edit_pauses_with_a_diff_and_changes_the_file_only_after_approval(
+    ws: Workspace, tools: dict
+) -> None:
     notes = put(ws, "notes.md", "milk\nbread\n")
     model = ScriptedModel(
         script=[
-            ai("", tool_call("list_files", {}, "c0"), tool_call("edit_file", {"path": "notes.md", "old_text": "milk", "new_text": "oat milk"}, "c1")),
+            ai(
+                "",
+                tool_call("list_files", {}, "c0"),
+                tool_call(
+                    "edit_file",
+                    {"path": "notes.md", "old_text": "milk", "new_text": "oat milk"},
+                    "c1",
+                ),
+            ),
             "done",
         ]
     )
@@ -314,4 +376,6 @@ def test_demo_model_uses_the_file_tools(ws: Workspace, tools: dict) -> None:
 
     run(graph, {"messages": [("user", "delete archive/notes.md")]}, config)
     (pending,) = graph.get_state(config).interrupts
-    assert pending.value["action_requests"][0]["preview"].startswith("delete file archive/notes.md (15 B)")
+    assert pending.value["action_requests"][0]["preview"].startswith(
+        "delete file archive/notes.md (15 B)"
+    )

@@ -31,7 +31,9 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None) -> None:
+    def send(
+        self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
@@ -84,7 +86,9 @@ def mode(tool: BaseTool, args: dict) -> str:
     return Policy.from_mapping({}).evaluate("http_request", args, tool, []).mode
 
 
-def test_get_to_an_allow_listed_host_runs_freely_anything_else_asks(http: BaseTool, base_url: str) -> None:
+def test_get_to_an_allow_listed_host_runs_freely_anything_else_asks(
+    http: BaseTool, base_url: str
+) -> None:
     assert mode(http, {"url": f"{base_url}/page"}) == "allow"
     assert mode(http, {"url": f"{base_url}/page", "method": "HEAD"}) == "allow"
     assert mode(http, {"url": "http://example.invalid/page"}) == "ask"
@@ -111,12 +115,19 @@ def test_get_to_an_allow_listed_host_runs_freely_anything_else_asks(http: BaseTo
         {"Accept": "text/html\r\nX-Injected: 1"},
     ],
 )
-def test_a_get_whose_headers_change_what_it_does_asks(http: BaseTool, base_url: str, headers: dict) -> None:
+def test_a_get_whose_headers_change_what_it_does_asks(
+    http: BaseTool, base_url: str, headers: dict
+) -> None:
     assert mode(http, {"url": f"{base_url}/page", "headers": headers}) == "ask"
 
 
 def test_a_get_with_only_negotiating_headers_stays_free(http: BaseTool, base_url: str) -> None:
-    headers = {"Accept": "application/json", "accept-language": "en", "If-None-Match": '"abc"', "Range": "bytes=0-99"}
+    headers = {
+        "Accept": "application/json",
+        "accept-language": "en",
+        "If-None-Match": '"abc"',
+        "Range": "bytes=0-99",
+    }
     assert mode(http, {"url": f"{base_url}/page", "headers": headers}) == "allow"
     assert mode(http, {"url": f"{base_url}/page", "headers": {}}) == "allow"
 
@@ -142,7 +153,9 @@ def test_html_comes_back_as_text(http: BaseTool, base_url: str) -> None:
 def test_json_status_and_binary_bodies(http: BaseTool, base_url: str) -> None:
     assert http.invoke({"url": f"{base_url}/data.json"}).endswith('\n\n{"ok": true}')
     assert http.invoke({"url": f"{base_url}/missing"}).startswith("HTTP 404 Not Found")
-    assert http.invoke({"url": f"{base_url}/image"}).endswith("(binary content, 208 bytes; not shown)")
+    assert http.invoke({"url": f"{base_url}/image"}).endswith(
+        "(binary content, 208 bytes; not shown)"
+    )
 
 
 def test_size_cap_and_timeout(base_url: str) -> None:
@@ -172,11 +185,15 @@ def run(graph: Any, payload: Any, config: dict) -> None:
         pass
 
 
-def test_post_pauses_with_a_preview_and_is_sent_only_after_approval(http: BaseTool, base_url: str) -> None:
+def test_post_pauses_with_a_preview_and_is_sent_only_after_approval(
+    http: BaseTool, base_url: str
+) -> None:
     Handler.received.clear()
     args = {"url": f"{base_url}/orders", "method": "POST", "body": '{"item": "milk"}'}
     script = [ai("", tool_call("http_request", args, "p1")), "done"]
-    graph = build_graph(model=ScriptedModel(script=script), tools=[http], checkpointer=InMemorySaver())
+    graph = build_graph(
+        model=ScriptedModel(script=script), tools=[http], checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     run(graph, {"messages": [("user", "order milk")]}, config)
 
@@ -188,7 +205,9 @@ def test_post_pauses_with_a_preview_and_is_sent_only_after_approval(http: BaseTo
 
     run(graph, Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert Handler.received == [("POST", "/orders", b'{"item": "milk"}')]
-    result = [m for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)][-1]
+    result = [m for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)][
+        -1
+    ]
     assert result.content.startswith("HTTP 201 Created")
 
 

@@ -98,7 +98,10 @@ def test_tool_errors_are_clear(stdio_servers: Any) -> None:
 
 def test_gated_mcp_call_runs_in_the_graph_after_approval(stdio_servers: Any) -> None:
     _, tools = stdio_servers
-    script = [ai("", tool_call("shout", {"text": "hello"}, "m1"), tool_call("whoami", {}, "m2")), "done"]
+    script = [
+        ai("", tool_call("shout", {"text": "hello"}, "m1"), tool_call("whoami", {}, "m2")),
+        "done",
+    ]
     graph = build_graph(
         model=ScriptedModel(script=script),
         tools=list(tools.values()),
@@ -106,15 +109,27 @@ def test_gated_mcp_call_runs_in_the_graph_after_approval(stdio_servers: Any) -> 
         policy={"whoami": "allow"},
     )
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-    for _ in graph.stream({"messages": [("user", "shout")]}, config, stream_mode=["updates", "custom"]):
+    for _ in graph.stream(
+        {"messages": [("user", "shout")]}, config, stream_mode=["updates", "custom"]
+    ):
         pass
     (pending,) = graph.get_state(config).interrupts
     (action,) = pending.value["action_requests"]
-    assert (action["name"], action["risk"], action["args"]) == ("shout", "execute", {"text": "hello"})
+    assert (action["name"], action["risk"], action["args"]) == (
+        "shout",
+        "execute",
+        {"text": "hello"},
+    )
 
-    for _ in graph.stream(Command(resume={"decisions": [{"type": "approve"}]}), config, stream_mode="updates"):
+    for _ in graph.stream(
+        Command(resume={"decisions": [{"type": "approve"}]}), config, stream_mode="updates"
+    ):
         pass
-    results = {m.tool_call_id: m for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)}
+    results = {
+        m.tool_call_id: m
+        for m in graph.get_state(config).values["messages"]
+        if isinstance(m, ToolMessage)
+    }
     assert results["m1"].content == "HELLO" and results["m1"].status == "success"
     assert results["m2"].content.startswith("pid ")
 
@@ -124,7 +139,10 @@ def test_streamable_http_server(http_server_url: str) -> None:
     try:
         tools = {t.name: t for t in servers.load()}
         assert tools["shout"].invoke({"text": "over http"}) == "OVER HTTP"
-        assert Policy.from_mapping({}).evaluate("add", {"a": 1, "b": 2}, tools["add"], []).mode == "ask"
+        assert (
+            Policy.from_mapping({}).evaluate("add", {"a": 1, "b": 2}, tools["add"], []).mode
+            == "ask"
+        )
     finally:
         servers.close()
 
@@ -164,7 +182,10 @@ def test_close_stops_the_stdio_server(tmp_path: Path) -> None:
 def test_registry_adds_mcp_tools_and_skips_a_broken_server(tmp_path: Path) -> None:
     settings = Settings(
         workspace=str(tmp_path / "ws"),
-        mcp_servers={"toys": STDIO, "broken": {"transport": "stdio", "command": str(tmp_path / "nope"), "args": []}},
+        mcp_servers={
+            "toys": STDIO,
+            "broken": {"transport": "stdio", "command": str(tmp_path / "nope"), "args": []},
+        },
     )
     try:
         names = [t.name for t in build_tools(settings)]

@@ -51,7 +51,9 @@ def refused(tool: BaseTool, args: dict, match: str) -> None:
         tool.invoke(args)
 
 
-def test_dot_dot_escape_is_refused_for_read_write_and_list(ws: Workspace, outside: Path, tools: dict) -> None:
+def test_dot_dot_escape_is_refused_for_read_write_and_list(
+    ws: Workspace, outside: Path, tools: dict
+) -> None:
     before = snapshot(outside)
     refused(tools["read_file"], {"path": "../outside/secret.txt"}, r"'\.\.' to leave the workspace")
     refused(tools["write_file"], {"path": "../outside/new.txt", "content": "x"}, r"'\.\.'")
@@ -62,10 +64,16 @@ def test_dot_dot_escape_is_refused_for_read_write_and_list(ws: Workspace, outsid
     assert (ws.root / "b.txt").read_text() == "ok"
 
 
-def test_absolute_path_outside_the_root_is_refused(ws: Workspace, outside: Path, tools: dict) -> None:
+def test_absolute_path_outside_the_root_is_refused(
+    ws: Workspace, outside: Path, tools: dict
+) -> None:
     before = snapshot(outside)
     refused(tools["read_file"], {"path": str(outside / "secret.txt")}, "outside the workspace")
-    refused(tools["write_file"], {"path": str(outside / "x.txt"), "content": "x"}, "outside the workspace")
+    refused(
+        tools["write_file"],
+        {"path": str(outside / "x.txt"), "content": "x"},
+        "outside the workspace",
+    )
     refused(tools["delete_file"], {"path": str(outside / "secret.txt")}, "outside the workspace")
     assert snapshot(outside) == before
     # An absolute path inside the root is fine.
@@ -73,7 +81,9 @@ def test_absolute_path_outside_the_root_is_refused(ws: Workspace, outside: Path,
     assert tools["read_file"].invoke({"path": str(ws.root / "in.txt")}) == "in"
 
 
-def test_symlink_that_escapes_is_refused_and_nothing_is_touched(ws: Workspace, outside: Path, tools: dict) -> None:
+def test_symlink_that_escapes_is_refused_and_nothing_is_touched(
+    ws: Workspace, outside: Path, tools: dict
+) -> None:
     (ws.root / "door").symlink_to(outside)
     (ws.root / "key.txt").symlink_to(outside / "secret.txt")
     before = snapshot(outside, ws.root)
@@ -133,7 +143,9 @@ def test_device_file_is_refused(ws: Workspace, tools: dict) -> None:
 
 
 def test_path_that_is_too_long_is_refused(ws: Workspace, tools: dict) -> None:
-    refused(tools["write_file"], {"path": "a/" * (MAX_PATH_CHARS // 2 + 1), "content": "x"}, "too long")
+    refused(
+        tools["write_file"], {"path": "a/" * (MAX_PATH_CHARS // 2 + 1), "content": "x"}, "too long"
+    )
     refused(tools["write_file"], {"path": "n" * 300 + ".txt", "content": "x"}, "longer than 255")
     refused(tools["read_file"], {"path": "x" * 5000}, "too long")
     assert list(ws.root.iterdir()) == []

@@ -24,7 +24,10 @@ def db(tmp_path: Path) -> Path:
     path = tmp_path / "shop.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, price REAL)")
-    conn.executemany("INSERT INTO items (name, price) VALUES (?, ?)", [(f"item {i}", i * 1.5) for i in range(1, 121)])
+    conn.executemany(
+        "INSERT INTO items (name, price) VALUES (?, ?)",
+        [(f"item {i}", i * 1.5) for i in range(1, 121)],
+    )
     conn.commit()
     conn.close()
     return path
@@ -98,11 +101,16 @@ def test_statements_that_may_write_ask(sql: BaseTool, query: str) -> None:
 
 def test_results_are_a_compact_table_with_a_row_cap(sql: BaseTool) -> None:
     out = sql.invoke({"query": "SELECT id, name, price FROM items WHERE id <= 2"})
-    assert out == "id | name   | price\n---+--------+------\n1  | item 1 | 1.5\n2  | item 2 | 3.0\n(2 rows)"
+    assert (
+        out
+        == "id | name   | price\n---+--------+------\n1  | item 1 | 1.5\n2  | item 2 | 3.0\n(2 rows)"
+    )
     many = sql.invoke({"query": "SELECT id FROM items"}).splitlines()
     assert many[-1] == "(50 rows; stopped at 50, more rows not shown)"
     assert many[2] == "1" and many[51] == "50"
-    assert sql.invoke({"query": "SELECT name FROM items WHERE price > ?", "params": [179]}).endswith("item 120\n(1 row)")
+    assert sql.invoke(
+        {"query": "SELECT name FROM items WHERE price > ?", "params": [179]}
+    ).endswith("item 120\n(1 row)")
 
 
 def test_a_write_changes_data_once_run(db: Path, sql: BaseTool) -> None:
@@ -122,7 +130,9 @@ def test_errors_are_clear_and_change_nothing(db: Path, sql: BaseTool) -> None:
 
 def test_runaway_query_is_stopped(db: Path) -> None:
     quick = make_sql_tool(str(db), timeout_s=0.2)
-    forever = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+    forever = (
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+    )
     with pytest.raises(SQLError, match="stopped after 0.2s"):
         quick.invoke({"query": forever})
 
@@ -137,22 +147,33 @@ def test_write_pauses_in_the_graph_and_runs_after_approval(db: Path, sql: BaseTo
         ai(
             "",
             tool_call("sql_query", {"query": "SELECT count(*) AS n FROM items"}, "r1"),
-            tool_call("sql_query", {"query": "DELETE FROM items WHERE price > ?", "params": [150]}, "w1"),
+            tool_call(
+                "sql_query", {"query": "DELETE FROM items WHERE price > ?", "params": [150]}, "w1"
+            ),
         ),
         "done",
     ]
-    graph = build_graph(model=ScriptedModel(script=script), tools=[sql], checkpointer=InMemorySaver())
+    graph = build_graph(
+        model=ScriptedModel(script=script), tools=[sql], checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     run(graph, {"messages": [("user", "clean up")]}, config)
 
     (pending,) = graph.get_state(config).interrupts
     (action,) = pending.value["action_requests"]  # only the write waits
     assert action["tool_call_id"] == "w1" and action["risk"] == "write"
-    assert "DELETE FROM items WHERE price > ?" in action["preview"] and "params: [150]" in action["preview"]
+    assert (
+        "DELETE FROM items WHERE price > ?" in action["preview"]
+        and "params: [150]" in action["preview"]
+    )
     assert count(db) == 120
 
     run(graph, Command(resume={"decisions": [{"type": "approve"}]}), config)
-    results = {m.tool_call_id: m.content for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)}
+    results = {
+        m.tool_call_id: m.content
+        for m in graph.get_state(config).values["messages"]
+        if isinstance(m, ToolMessage)
+    }
     assert results["r1"] == "n\n---\n120\n(1 row)"
     assert results["w1"] == "OK: 20 row(s) changed."
     assert count(db) == 100
@@ -185,9 +206,11 @@ def test_a_function_outside_the_list_is_not_free(sql: BaseTool, query: str) -> N
 
 
 def test_listed_functions_stay_free(sql: BaseTool) -> None:
-    for query in ("SELECT upper(name), round(price, 1), json_object('n', name) FROM items LIMIT 2",
-                  "SELECT count(*), avg(price), group_concat(name) FROM items",
-                  "SELECT date('now'), sqrt(16), row_number() OVER (ORDER BY id) FROM items LIMIT 1"):
+    for query in (
+        "SELECT upper(name), round(price, 1), json_object('n', name) FROM items LIMIT 2",
+        "SELECT count(*), avg(price), group_concat(name) FROM items",
+        "SELECT date('now'), sqrt(16), row_number() OVER (ORDER BY id) FROM items LIMIT 1",
+    ):
         assert mode(sql, query) == "allow", query
 
 
@@ -202,17 +225,34 @@ def test_a_view_calling_an_unlisted_function_is_not_free(db: Path) -> None:
 
 def test_fts3_tokenizer_through_the_agent_asks_and_leaks_nothing(db: Path, sql: BaseTool) -> None:
     script = [
-        ai("", tool_call("sql_query", {"query": "SELECT hex(fts3_tokenizer('simple')) AS p"}, "x1"),
-           tool_call("sql_query", {"query": "SELECT upper(name) AS n FROM items WHERE id = 1"}, "r1")),
+        ai(
+            "",
+            tool_call("sql_query", {"query": "SELECT hex(fts3_tokenizer('simple')) AS p"}, "x1"),
+            tool_call(
+                "sql_query", {"query": "SELECT upper(name) AS n FROM items WHERE id = 1"}, "r1"
+            ),
+        ),
         "done",
     ]
-    graph = build_graph(model=ScriptedModel(script=script), tools=[sql], checkpointer=InMemorySaver())
+    graph = build_graph(
+        model=ScriptedModel(script=script), tools=[sql], checkpointer=InMemorySaver()
+    )
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     run(graph, {"messages": [("user", "look")]}, config)
     (pending,) = graph.get_state(config).interrupts
     assert [a["tool_call_id"] for a in pending.value["action_requests"]] == ["x1"]
-    results = {m.tool_call_id: m.content for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)}
-    assert results == {"r1": "n\n------\nITEM 1\n(1 row)"}, "the listed read ran; the pointer was not read"
+    results = {
+        m.tool_call_id: m.content
+        for m in graph.get_state(config).values["messages"]
+        if isinstance(m, ToolMessage)
+    }
+    assert results == {"r1": "n\n------\nITEM 1\n(1 row)"}, (
+        "the listed read ran; the pointer was not read"
+    )
     run(graph, Command(resume={"decisions": [{"type": "reject", "message": "no"}]}), config)
-    results = {m.tool_call_id: m.content for m in graph.get_state(config).values["messages"] if isinstance(m, ToolMessage)}
+    results = {
+        m.tool_call_id: m.content
+        for m in graph.get_state(config).values["messages"]
+        if isinstance(m, ToolMessage)
+    }
     assert "declined" in results["x1"]

@@ -23,7 +23,8 @@ def unexplained(source: str) -> list[tuple[int, str]]:
     return [
         (token.start[0], token.string)
         for token in tokenize.generate_tokens(io.StringIO(source).readline)
-        if token.type == tokenize.COMMENT and re.search(r"type:\s*ignore", token.string)
+        if token.type == tokenize.COMMENT
+        and re.search(r"type:\s*ignore", token.string)
         and not EXPLAINED.search(token.string)
     ]
 
@@ -46,4 +47,6 @@ def test_every_type_ignore_names_its_error_and_says_why() -> None:
         for file in sorted((ROOT / top).rglob("*.py"))
         for line, comment in unexplained(file.read_text())
     ]
-    assert not found, "type: ignore without [code] and a reason on the same line:\n" + "\n".join(found)
+    assert not found, "type: ignore without [code] and a reason on the same line:\n" + "\n".join(
+        found
+    )

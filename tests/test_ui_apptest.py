@@ -25,7 +25,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
     monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(workspace))
     monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_BASE_URL", "GATEHOUSE_MODEL_FACTORY"):
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GATEHOUSE_MODEL_BASE_URL",
+        "GATEHOUSE_MODEL_FACTORY",
+    ):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "none.toml").write_text("")
     return workspace
@@ -37,8 +42,12 @@ def app() -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [e.value for e in at.info] + [e.value for e in at.warning]
-    parts += [e.value for e in at.error] + [c.value for c in at.code] + [c.value for c in at.caption]
+    parts = (
+        [m.value for m in at.markdown] + [e.value for e in at.info] + [e.value for e in at.warning]
+    )
+    parts += (
+        [e.value for e in at.error] + [c.value for c in at.code] + [c.value for c in at.caption]
+    )
     parts += [s.label for s in at.get("status")]
     return "\n".join(str(p) for p in parts)
 
@@ -112,7 +121,11 @@ def test_edit_is_validated_before_submit(env: Path) -> None:
 
 def test_inbox_lists_and_decides(env: Path) -> None:
     at = send(app(), "write todo.md: buy milk")
-    thread = at.query_params["thread"][0] if isinstance(at.query_params["thread"], list) else at.query_params["thread"]
+    thread = (
+        at.query_params["thread"][0]
+        if isinstance(at.query_params["thread"], list)
+        else at.query_params["thread"]
+    )
     inbox = AppTest.from_file(APP, default_timeout=TIMEOUT)
     inbox.query_params["view"] = "inbox"
     inbox.run()
@@ -178,7 +191,9 @@ def test_settings_page(env: Path) -> None:
     assert "Policy" in [h.value for h in at.subheader]
 
 
-def test_message_sent_during_a_run_is_queued_then_sent(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_message_sent_during_a_run_is_queued_then_sent(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
     monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.01")
     from graph.protocol.operations import SendMessage
@@ -213,7 +228,9 @@ def test_fork_from_earlier_message(env: Path) -> None:
     at = send(app(), "list files")
     at = send(at, "read notes.md")
     thread = _thread(at)
-    assert not any(t.key and t.key.startswith("fork-text-") for t in at.text_area)  # editor only on demand
+    assert not any(
+        t.key and t.key.startswith("fork-text-") for t in at.text_area
+    )  # editor only on demand
     at.button(key=f"fork-{thread}-0").click().run()
     at.text_area(key=f"fork-text-{thread}-0").input("read notes.md").run()
     at.checkbox(key=f"fork-sure-{thread}-0").check().run()
@@ -248,7 +265,9 @@ def test_every_message_has_a_copy_button_with_its_text(env: Path) -> None:
 def test_model_error_is_readable_with_retry(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_flaky_model")
     monkeypatch.setenv("GATEHOUSE_DB", str(env.parent / "flaky.db"))
-    monkeypatch.setenv("GATEHOUSE_MODEL_MAX_RETRIES", "0")  # else Gatehouse's own retry hides the failure
+    monkeypatch.setenv(
+        "GATEHOUSE_MODEL_MAX_RETRIES", "0"
+    )  # else Gatehouse's own retry hides the failure
     at = send(app(), "list files")
     assert not at.exception
     assert any("Could not reach the model server" in e.value for e in at.error)
@@ -346,7 +365,9 @@ def test_single_call_card(env: Path) -> None:
     assert at.button(key=f"{card}-submit").label == "Approve"
     captions = [c.value for c in at.caption]
     assert "Tool execution requires approval" not in captions
-    assert any(c.startswith("Create or overwrite a text file") for c in captions), captions  # the tool's own words
+    assert any(c.startswith("Create or overwrite a text file") for c in captions), (
+        captions
+    )  # the tool's own words
 
 
 def test_delete_is_riskier_than_write(env: Path) -> None:
@@ -381,8 +402,10 @@ def test_stale_tab_says_who_decided(env: Path) -> None:
     notices = [w.value for w in tab_b.warning]
     # Who decided: the signed-in identity (AppTest's trusted local path: the OS user).
     who = getpass.getuser()
-    assert any("Your decision was not used" in n and f"`write_file` approved by {who} via web" in n
-               for n in notices), notices
+    assert any(
+        "Your decision was not used" in n and f"`write_file` approved by {who} via web" in n
+        for n in notices
+    ), notices
 
 
 def test_interrupted_thread_disables_the_input_and_offers_retry(env: Path) -> None:
@@ -433,7 +456,9 @@ def test_regenerate_the_last_answer(env: Path) -> None:
 
 
 def test_card_is_read_only_for_someone_not_among_the_tools_approvers(env: Path) -> None:
-    (env.parent / "none.toml").write_text('[policy.write_file]\nmode = "ask"\napprovers = ["ana@example.com"]\n')
+    (env.parent / "none.toml").write_text(
+        '[policy.write_file]\nmode = "ask"\napprovers = ["ana@example.com"]\n'
+    )
     at = send(app(), "write barred.md: nope")
     shown = texts(at)
     assert "Read-only: only these people may decide" in shown and "ana@example.com" in shown

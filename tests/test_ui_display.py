@@ -31,7 +31,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
     monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(workspace))
     monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_BASE_URL", "GATEHOUSE_MODEL_FACTORY"):
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GATEHOUSE_MODEL_BASE_URL",
+        "GATEHOUSE_MODEL_FACTORY",
+    ):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "none.toml").write_text("")
     return workspace
@@ -58,7 +63,7 @@ def images_and_hidden_links(text: str) -> list[str]:
             if tok.type == "link_open":
                 href = tok.attrGet("href")
                 end = next(m for m in range(k, len(children)) if children[m].type == "link_close")
-                near = "".join(c.content for c in children[k + 1:end + 3])
+                near = "".join(c.content for c in children[k + 1 : end + 3])
                 if href not in near and unquote(href) not in near:
                     found.append(f"link {href}")
     return found
@@ -69,7 +74,7 @@ ATTACKS = [
     "[ref]: http://127.0.0.1:8614/r.gif?d=1\n\nlook ![x][ref] and ![ref] and ![ref][]",
     "[docs.python.org](http://evil.example/steal) and [t][r]\n\n[r]: http://evil.example/r",
     "| a | b |\n|---|---|\n| ![c](http://127.0.0.1:8614/cell.gif) | [d](http://evil.example/d) |",
-    "> ![quoted](http://127.0.0.1:8614/q.gif)\n- ![item](<http://127.0.0.1:8614/a b.gif> \"t\")",
+    '> ![quoted](http://127.0.0.1:8614/q.gif)\n- ![item](<http://127.0.0.1:8614/a b.gif> "t")',
     "[![badge](http://127.0.0.1:8614/b.svg)](http://evil.example/outer)",
     "`![in code](http://c)` then ![after](http://127.0.0.1:8614/after.gif) ``a ` ![y](http://127.0.0.1:8614/y)``",
     "![a](http://127.0.0.1:8614/(paren).gif) ![b](http://127.0.0.1:8614/x.gif 'title (with) parens')",
@@ -84,9 +89,14 @@ def test_markdown_has_no_image_and_every_link_shows_its_target(text: str) -> Non
 
 
 def test_markdown_keeps_ordinary_text_and_code_as_written() -> None:
-    plain = "# Title\n\nSome **bold** text, a list:\n\n- one\n- two\n\n```python\nprint('![x](y)')\n```"
+    plain = (
+        "# Title\n\nSome **bold** text, a list:\n\n- one\n- two\n\n```python\nprint('![x](y)')\n```"
+    )
     assert markdown(plain) == plain
-    assert markdown("see <http://a.example> or http://b.example") == "see <http://a.example> or http://b.example"
+    assert (
+        markdown("see <http://a.example> or http://b.example")
+        == "see <http://a.example> or http://b.example"
+    )
     shown = markdown("![status](http://127.0.0.1:8614/px.gif?d=secret)")
     assert shown.startswith(IMAGE_MARK) and "`http://127.0.0.1:8614/px.gif?d=secret`" in shown
     assert markdown("x\u202ey\x1b[2J") == "x\\u202ey\\x1b[2J"
@@ -129,11 +139,17 @@ def test_invalid_edited_arguments_are_flagged_not_previewed(env: Path) -> None:
     def diffs() -> list[str]:
         return [c.value for c in at.code if c.language == "diff"]
 
-    for bad, said in (('{"path": 5, "content": "x"}', "path"), ('{"path": "todo.md", "content": ', "not valid JSON"),
-                      ("[1]", "JSON object"), ('{"path": "../out.md", "content": "x"}', "")):
+    for bad, said in (
+        ('{"path": 5, "content": "x"}', "path"),
+        ('{"path": "todo.md", "content": ', "not valid JSON"),
+        ("[1]", "JSON object"),
+        ('{"path": "../out.md", "content": "x"}', ""),
+    ):
         at.text_area(key=f"{card}-0-args").input(bad).run()
         errors = [e.value for e in at.error if "Invalid arguments" in e.value]
-        if not said:  # a path outside the workspace may be valid arguments, refused later: no claim here
+        if (
+            not said
+        ):  # a path outside the workspace may be valid arguments, refused later: no claim here
             continue
         assert errors and said in errors[0], (bad, errors)
         assert diffs() == [], bad

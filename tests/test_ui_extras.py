@@ -67,8 +67,11 @@ def _live_thinking_script() -> None:
 
     with st.chat_message("assistant"):
         view = LiveView()
-        for event in (ev.ReasoningDelta(thread_id="t", text="Plan: greet "), ev.ReasoningDelta(thread_id="t", text="briefly."),
-                      ev.TextDelta(thread_id="t", text="Hi!")):
+        for event in (
+            ev.ReasoningDelta(thread_id="t", text="Plan: greet "),
+            ev.ReasoningDelta(thread_id="t", text="briefly."),
+            ev.TextDelta(thread_id="t", text="Hi!"),
+        ):
             view.feed(event)
         view.flush()
 
@@ -118,9 +121,15 @@ def test_compact_now_says_what_it_did(env: Path) -> None:
     done = [s.value for s in at.success]
     assert any(s.startswith("Compacted:") and "Your history stays whole" in s for s in done), done
     assert "hello notes" in texts(at)  # the latest turns are kept as they were
-    summary = [m.value for m in at.markdown if "The model&#x27;s view was summarised here" in m.value
-               or "The model's view was summarised here" in m.value]
-    assert len(summary) == 1 and summary[0].startswith("<details")  # collapsed, not a message of yours
+    summary = [
+        m.value
+        for m in at.markdown
+        if "The model&#x27;s view was summarised here" in m.value
+        or "The model's view was summarised here" in m.value
+    ]
+    assert len(summary) == 1 and summary[0].startswith(
+        "<details"
+    )  # collapsed, not a message of yours
     users = [c.markdown[0].value for c in at.get("chat_message") if c.name == "user"]
     # Every turn the person wrote is still drawn: compaction changed only the model's view.
     assert users == ["list files", "read notes.md", "list files", "read notes.md"]
@@ -155,7 +164,11 @@ def test_undo_while_paused_asks_first_then_drops_the_request(env: Path) -> None:
     assert "Approval needed" in texts(at)
     at.button(key=f"undo-{thread}").click().run()
     question = [w.value for w in at.warning if "Undo" in w.value]
-    assert question and "waiting for your decision" in question[0] and "drops that request" in question[0]
+    assert (
+        question
+        and "waiting for your decision" in question[0]
+        and "drops that request" in question[0]
+    )
     assert "Approval needed" in texts(at)  # nothing changed yet
     at.button(key=f"undo-{thread}-yes").click().run()
     assert not at.exception
@@ -196,7 +209,9 @@ def test_decision_log_per_thread_and_across_threads(env: Path) -> None:
 def test_auto_approve_for_this_browser_does_not_reach_other_tabs(env: Path) -> None:
     mine = app()
     mine.toggle(key="auto-approve-tab-toggle").set_value(True).run()
-    assert any("Auto-approve is on" in w.value and "this browser session" in w.value for w in mine.warning)
+    assert any(
+        "Auto-approve is on" in w.value and "this browser session" in w.value for w in mine.warning
+    )
     mine = send(mine, "write a.md: one")
     assert not mine.exception
     assert "Approval needed" not in texts(mine)

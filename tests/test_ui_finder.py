@@ -89,8 +89,11 @@ def test_a_200_kb_message_shows_its_head_and_all_of_it_on_demand(env: Path) -> N
     assert len(big) > 200_000
     at = send(app(), big)
     assert not at.exception
-    drawn = "\n".join(str(m.value) for m in at.markdown if "line 000000" in str(m.value) and "gh-copy" not in
-                      str(m.value))
+    drawn = "\n".join(
+        str(m.value)
+        for m in at.markdown
+        if "line 000000" in str(m.value) and "gh-copy" not in str(m.value)
+    )
     assert "line 000010" in drawn and lines[-1] not in drawn
     assert len(drawn) < 25_000
     assert any(f"of {len(big):,} characters" in str(c.value) for c in at.caption)
@@ -102,7 +105,9 @@ def test_a_200_kb_message_shows_its_head_and_all_of_it_on_demand(env: Path) -> N
     finally:
         session.close()
     # "Show all" draws the rest.
-    at.button(key=next(b.key for b in at.button if b.key and b.key.startswith("show-all-"))).click().run()
+    at.button(
+        key=next(b.key for b in at.button if b.key and b.key.startswith("show-all-"))
+    ).click().run()
     assert any(lines[-1] in str(m.value) and "gh-copy" not in str(m.value) for m in at.markdown)
     assert not any(f"of {len(big):,} characters" in str(c.value) for c in at.caption)
 
@@ -140,8 +145,12 @@ def test_settings_are_readable_tables_with_secrets_masked(env: Path) -> None:
 def test_masking_hides_secrets_by_name_and_in_urls() -> None:
     from ui.web.settings import HIDDEN, masked
 
-    shown = masked({"db": "postgresql://app:pw0rd@db.internal:5432/gh",
-                    "hooks": {"before_llm": [{"path": "my:Hook", "args": {"api_key": "k-1", "limit": 3}}]}})
+    shown = masked(
+        {
+            "db": "postgresql://app:pw0rd@db.internal:5432/gh",
+            "hooks": {"before_llm": [{"path": "my:Hook", "args": {"api_key": "k-1", "limit": 3}}]},
+        }
+    )
     assert shown["db"] == f"postgresql://app:{HIDDEN}@db.internal:5432/gh"
     assert shown["hooks"]["before_llm"][0]["args"] == {"api_key": HIDDEN, "limit": 3}
 
@@ -149,7 +158,9 @@ def test_masking_hides_secrets_by_name_and_in_urls() -> None:
 def _decide(workspace: Path, actor: str, text: str, decision: dict) -> str:
     from graph import Settings, open_session
 
-    session = open_session(Settings(db=str(workspace.parent / "gh.db"), workspace=str(workspace)), actor=actor)
+    session = open_session(
+        Settings(db=str(workspace.parent / "gh.db"), workspace=str(workspace)), actor=actor
+    )
     try:
         run = session.send(None, text)
         run.collect()

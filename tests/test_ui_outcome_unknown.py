@@ -39,16 +39,29 @@ def env(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "ws").mkdir()
     (tmp_path / "none.toml").write_text("")
     e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
-    e.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
-             GATEHOUSE_CONFIG=str(tmp_path / "none.toml"), GATEHOUSE_MODEL_FACTORY=FACTORY, PYTHONPATH=str(ROOT))
+    e.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),
+        GATEHOUSE_CONFIG=str(tmp_path / "none.toml"),
+        GATEHOUSE_MODEL_FACTORY=FACTORY,
+        PYTHONPATH=str(ROOT),
+    )
     e.pop("NO_COLOR", None)
     return e
 
 
-def gh(env: dict[str, str], *args: str, code: int | None = None, input_text: str = "",
-       **extra: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([*base_cmd(), *args], env={**env, **extra}, cwd=str(ROOT), capture_output=True,
-                            text=True, timeout=120, input=input_text)
+def gh(
+    env: dict[str, str], *args: str, code: int | None = None, input_text: str = "", **extra: str
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [*base_cmd(), *args],
+        env={**env, **extra},
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=input_text,
+    )
     if code is not None:
         assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     return result
@@ -62,7 +75,9 @@ def crashed_thread(env: dict[str, str]) -> str:
     """A thread paused on an outcome-unknown request, left by a real crash."""
     thread_id = gh_json(env, "send", "run the command", code=3)["thread_id"]
     request = gh_json(env, "pending")[0]["interrupt_id"]
-    died = gh(env, "approve", thread_id, "--interrupt-id", request, GATEHOUSE_CRASH_AT="before_tool")
+    died = gh(
+        env, "approve", thread_id, "--interrupt-id", request, GATEHOUSE_CRASH_AT="before_tool"
+    )
     assert died.returncode in (-9, 137), (died.returncode, died.stdout, died.stderr)
     resumed = gh_json(env, "resume", thread_id, code=3)
     assert resumed["status"] == "awaiting_approval"
@@ -78,8 +93,12 @@ def hits(env: dict[str, str]) -> Path:
 
 # -- the web app ------------------------------------------------------------------
 def texts(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [e.value for e in at.info] + [e.value for e in at.warning]
-    parts += [e.value for e in at.error] + [c.value for c in at.code] + [c.value for c in at.caption]
+    parts = (
+        [m.value for m in at.markdown] + [e.value for e in at.info] + [e.value for e in at.warning]
+    )
+    parts += (
+        [e.value for e in at.error] + [c.value for c in at.code] + [c.value for c in at.caption]
+    )
     return "\n".join(str(p) for p in parts)
 
 
@@ -91,7 +110,12 @@ def test_web_outcome_card_mark_failed(env: dict[str, str], monkeypatch: pytest.M
     thread_id = crashed_thread(env)
     for name in [k for k in os.environ if k.startswith(("OPENAI_", "GATEHOUSE_"))]:
         monkeypatch.delenv(name)
-    for name in ("GATEHOUSE_DB", "GATEHOUSE_WORKSPACE", "GATEHOUSE_CONFIG", "GATEHOUSE_MODEL_FACTORY"):
+    for name in (
+        "GATEHOUSE_DB",
+        "GATEHOUSE_WORKSPACE",
+        "GATEHOUSE_CONFIG",
+        "GATEHOUSE_MODEL_FACTORY",
+    ):
         monkeypatch.setenv(name, env[name])
 
     # The inbox lists the thread with the outcome card (no crash on a request without calls).
@@ -114,7 +138,11 @@ def test_web_outcome_card_mark_failed(env: dict[str, str], monkeypatch: pytest.M
 
     choice = key_ending(at, "-outcome-choice")
     key = choice.removesuffix("-choice")
-    assert at.radio(key=choice).options == ["Run again", "Mark as failed", "Respond with the real outcome"]
+    assert at.radio(key=choice).options == [
+        "Run again",
+        "Mark as failed",
+        "Respond with the real outcome",
+    ]
     # Nothing pre-selected (issue 19 #10): least of all the risky "Run again".
     assert at.radio(key=choice).value is None
     assert at.button(key=f"{key}-submit").disabled
@@ -145,7 +173,9 @@ def test_cli_pending_approve_refused_and_resolve_outcome(env: dict[str, str]) ->
     thread_id = crashed_thread(env)
 
     [item] = gh_json(env, "pending")
-    assert item["thread_id"] == thread_id and item["kind"] == "outcome_unknown" and item["calls"] == []
+    assert (
+        item["thread_id"] == thread_id and item["kind"] == "outcome_unknown" and item["calls"] == []
+    )
     assert item["outcome_unknown"]["args"] == {"command": "echo hit >> hits.txt"}
     listed = gh(env, "pending", code=0).stdout
     assert "outcome unknown" in listed and "run_command" in listed
@@ -159,17 +189,23 @@ def test_cli_pending_approve_refused_and_resolve_outcome(env: dict[str, str]) ->
     gh(env, "resolve", thread_id, "--run-again", "--outcome", "x", code=2)
     gh(env, "resolve", thread_id, "--outcome", "  ", code=2)
     gh(env, "resolve", thread_id, "--outcome", "x", "--interrupt-id", "not-the-pending-one", code=2)
-    assert "--interrupt-id" in gh(env, "resolve", thread_id, "--outcome", "x", code=2).stderr  # unnamed
+    assert (
+        "--interrupt-id" in gh(env, "resolve", thread_id, "--outcome", "x", code=2).stderr
+    )  # unnamed
     assert gh_json(env, "pending")[0]["interrupt_id"] == item["interrupt_id"]
 
-    done = gh_json(env, "resolve", thread_id, "--outcome", "it worked", "--interrupt-id", item["interrupt_id"])
+    done = gh_json(
+        env, "resolve", thread_id, "--outcome", "it worked", "--interrupt-id", item["interrupt_id"]
+    )
     assert done["status"] == "completed" and done["pending"] is None
     shown = gh_json(env, "show", thread_id)
     assert [m["content"] for m in shown["messages"] if m["role"] == "tool"] == ["it worked"]
     assert not hits(env).exists()
 
     # Nothing is pending any more.
-    assert "not waiting for a decision" in gh(env, "resolve", thread_id, "--run-again", code=2).stderr
+    assert (
+        "not waiting for a decision" in gh(env, "resolve", thread_id, "--run-again", code=2).stderr
+    )
     assert gh_json(env, "pending") == []
 
 

@@ -81,13 +81,17 @@ def main(page: Any) -> Any:
 def ready(page: Any) -> None:
     """Wait until the app says it is ready: the sidebar (drawn on every page, after the
     chat input) shows its title. Never a fixed time."""
-    page.get_by_test_id("stSidebar").get_by_role("heading", name="Gatehouse").wait_for(timeout=READY_MS)
+    page.get_by_test_id("stSidebar").get_by_role("heading", name="Gatehouse").wait_for(
+        timeout=READY_MS
+    )
 
 
 def idle(page: Any) -> None:
     """Wait until the page says its script run is over (Streamlit's own marker on the app
     root, which its end-to-end tests wait on): everything that run draws is drawn."""
-    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(timeout=READY_MS)
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
+        timeout=READY_MS
+    )
 
 
 def send(page: Any, text: str) -> None:
@@ -112,16 +116,26 @@ def thread_of(page: Any) -> str:
 def time_until(page: Any, text: str, timeout_s: float = 10) -> float:
     """Seconds until `text` is visible in the page (polled every 20 ms in the page)."""
     t0 = time.monotonic()
-    page.wait_for_function("(t) => document.body && document.body.innerText.includes(t)", arg=text,
-                           timeout=timeout_s * 1000, polling=20)
+    page.wait_for_function(
+        "(t) => document.body && document.body.innerText.includes(t)",
+        arg=text,
+        timeout=timeout_s * 1000,
+        polling=20,
+    )
     return time.monotonic() - t0
 
 
 def test_two_calls_one_edited_then_approve_the_rest(tab: Any, server: Server) -> None:
     page = tab()
     external: list[str] = []
-    page.on("request", lambda r: external.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:",
-                                                                                 "blob:")) else None)
+    page.on(
+        "request",
+        lambda r: (
+            external.append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+            else None
+        ),
+    )
     page.reload()
     ready(page)
     send(page, "write walk-a.md: one then write walk-b.md: two")
@@ -170,7 +184,9 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
     see(first, "wrote")
     if b_decided:
         see(second, "Your decision was not used")
-        see(second, "write_file approved by " + getpass.getuser() + " via web")  # the signed-in OS user
+        see(
+            second, "write_file approved by " + getpass.getuser() + " via web"
+        )  # the signed-in OS user
         screenshot(second, "walk-stale-tab")
     else:
         see(second, "wrote", timeout_ms=int((LIVE_S + 3) * 1000))
@@ -207,7 +223,9 @@ def test_live_update_across_tabs_and_from_another_process(tab: Any, server: Serv
     finally:
         session.close()
     screenshot(second, "walk-live-update")
-    print(f"\n[walk] cross-tab update {cross_tab:.2f} s, from another session {from_terminal:.2f} s")
+    print(
+        f"\n[walk] cross-tab update {cross_tab:.2f} s, from another session {from_terminal:.2f} s"
+    )
     assert cross_tab <= LIVE_S + 1.0  # the poll period plus the page's own run
     assert from_terminal <= LIVE_S + 1.0
 
@@ -226,11 +244,17 @@ def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
     expect(running).to_contain_text("sleeping-42")
     t0 = time.monotonic()
     stop.click()
-    page.wait_for_function("() => /stopped/i.test(document.querySelector("
-                           "'[data-testid=stMainBlockContainer]').innerText)", timeout=5000, polling=20)
+    page.wait_for_function(
+        "() => /stopped/i.test(document.querySelector("
+        "'[data-testid=stMainBlockContainer]').innerText)",
+        timeout=5000,
+        polling=20,
+    )
     latency = time.monotonic() - t0
     print(f"\n[walk] Stop during sleep 20: page shows stopped {latency:.2f} s after the click")
-    expect(page.get_by_test_id("stChatInputTextArea")).to_have_attribute("placeholder", re.compile("^Message"))
+    expect(page.get_by_test_id("stChatInputTextArea")).to_have_attribute(
+        "placeholder", re.compile("^Message")
+    )
     screenshot(page, "walk-stopped")
     assert latency < 1.0
 
@@ -307,7 +331,9 @@ def test_fork_switch_branches_and_copy(tab: Any, server: Server) -> None:
     version_button(page, thread, "prev").click()
     expect(branch).to_have_text("1/2")
     see(page, "remember the milk")
-    print(f"\n[walk] switch to the other branch: shown {time.monotonic() - t0:.2f} s after the click")
+    print(
+        f"\n[walk] switch to the other branch: shown {time.monotonic() - t0:.2f} s after the click"
+    )
     expect(page).to_have_title("list files · Gatehouse")
     expect(version_button(page, thread, "prev")).to_be_disabled()
     expect(main(page).get_by_role("button", name="Regenerate the last answer")).to_be_visible()

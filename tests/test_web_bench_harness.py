@@ -25,8 +25,11 @@ def wire_with(frames: list[Frame]) -> Wire:
 
 
 def run(start: float, end: float, status: int, *, size: int = 100) -> list[Frame]:
-    return [Frame(start, 10, "new_session"), Frame(start + 0.01, size, "delta"),
-            Frame(end, 5, "script_finished", status=status)]
+    return [
+        Frame(start, 10, "new_session"),
+        Frame(start + 0.01, size, "delta"),
+        Frame(end, 5, "script_finished", status=status),
+    ]
 
 
 def test_a_built_thread_ends_with_the_marker_the_page_is_waited_for(tmp_path: Path) -> None:
@@ -69,9 +72,16 @@ def test_timer_polls_neither_count_as_runs_nor_keep_the_page_busy() -> None:
     mark = wire.mark()
     wire.add(Frame(0.5, 8, "auto_rerun"), "live")  # st.fragment(run_every=...) named "live"
     wire.frames += run(1.0, 1.5, ForwardMsg.FINISHED_SUCCESSFULLY)  # the click's run
-    poll = [Frame(2.0, 10, "new_session", fragments=("live",)),
-            Frame(2.1, 5, "script_finished", status=ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
-                  fragments=("live",))]
+    poll = [
+        Frame(2.0, 10, "new_session", fragments=("live",)),
+        Frame(
+            2.1,
+            5,
+            "script_finished",
+            status=ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
+            fragments=("live",),
+        ),
+    ]
     wire.frames += poll
     assert wire.idle_at(mark) == 1.5
     wire.frames.append(Frame(3.0, 10, "new_session", fragments=("live",)))  # a poll running now
@@ -94,10 +104,24 @@ def test_a_timed_out_sample_counts_as_slower_than_any_other() -> None:
 
 def test_the_report_judges_issue_23s_targets() -> None:
     def size(open_s: float, elements: int, approve_bytes: int) -> dict:
-        sample = {"ready_s": 0.5, "settled_s": 0.6, "traffic": {"bytes": approve_bytes, "runs": 1, "reruns": 0}}
-        return {"messages": 50, "errors": [], "open": {"samples": [{"ready_s": open_s}], "median_s": open_s},
-                "send": {"samples": [sample], "median_s": 0.5}, "approve": {"samples": [sample], "median_s": 0.5},
-                "page": {"dom_elements": elements, "dom_nodes": elements, "js_heap_mb": 20, "js_heap_after_gc_mb": 10}}
+        sample = {
+            "ready_s": 0.5,
+            "settled_s": 0.6,
+            "traffic": {"bytes": approve_bytes, "runs": 1, "reruns": 0},
+        }
+        return {
+            "messages": 50,
+            "errors": [],
+            "open": {"samples": [{"ready_s": open_s}], "median_s": open_s},
+            "send": {"samples": [sample], "median_s": 0.5},
+            "approve": {"samples": [sample], "median_s": 0.5},
+            "page": {
+                "dom_elements": elements,
+                "dom_nodes": elements,
+                "js_heap_mb": 20,
+                "js_heap_after_gc_mb": 10,
+            },
+        }
 
     flat = {"10": size(1.0, 2000, 50_000), "200": size(1.2, 2100, 52_000)}
     assert all(ok is not False for _, _, ok in targets(flat, {"tabs": 20, "server_cpu_pct": 0.5}))
@@ -107,6 +131,10 @@ def test_the_report_judges_issue_23s_targets() -> None:
     assert any(t.startswith("DOM elements") for t in failed)
     assert any(t.startswith("bytes per approve") for t in failed)
     assert any("CI test" in t for t in failed)
-    text = markdown({"environment": {"when": "now", "machine": "m", "load_average": [1], "command": "c"},
-                     "sizes": grown})
+    text = markdown(
+        {
+            "environment": {"when": "now", "machine": "m", "load_average": [1], "command": "c"},
+            "sizes": grown,
+        }
+    )
     assert "| open `?thread=ID` until the last message shows, s | 1.00 (n=1) | 2.50 (n=1) |" in text

@@ -104,7 +104,10 @@ def test_stranger_sees_sign_in_page_only(context: Any, server: Server) -> None:
     assert page.get_by_label("Sign-in token").is_visible()
     assert page.get_by_test_id("stChatInput").count() == 0
     # The app's own WebSocket is refused too, from the app's own origin.
-    assert page.evaluate(WS_PROBE, server.url.replace("http", "ws") + "/_stcore/stream") == "closed 1006"
+    assert (
+        page.evaluate(WS_PROBE, server.url.replace("http", "ws") + "/_stcore/stream")
+        == "closed 1006"
+    )
 
 
 def test_one_time_link_signs_in_once(browser: Any, server: Server) -> None:
@@ -119,7 +122,9 @@ def test_one_time_link_signs_in_once(browser: Any, server: Server) -> None:
         cookie = next(c for c in first.cookies(server.url) if c["name"] == "gatehouse_session")
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
         # Signed in, the WebSocket opens (the control for the refusals below).
-        assert page.evaluate(WS_PROBE, server.url.replace("http", "ws") + "/_stcore/stream") == "open"
+        assert (
+            page.evaluate(WS_PROBE, server.url.replace("http", "ws") + "/_stcore/stream") == "open"
+        )
         again = second.new_page()
         assert again.goto(link).status == 401
         again.get_by_text("That token is not valid").wait_for()
@@ -140,7 +145,9 @@ def test_paste_install_secret_on_sign_in_page(context: Any, server: Server) -> N
     assert page.url.endswith("/?view=settings")
 
 
-def test_link_from_another_site_still_opens_the_app(context: Any, server: Server, foreign_site: str) -> None:
+def test_link_from_another_site_still_opens_the_app(
+    context: Any, server: Server, foreign_site: str
+) -> None:
     """A SameSite=Strict cookie is not sent on a navigation another site starts: the
     sign-in page notices the browser is signed in and loads the page again itself."""
     server.sign_in(context)
@@ -161,10 +168,14 @@ def test_rebinding_host_gets_nothing(context: Any, server: Server) -> None:
     assert "does not answer to this address" in page.content()
     assert page.evaluate(WS_PROBE, f"ws://{REBIND}:{port}/_stcore/stream") == "closed 1006"
     assert page.evaluate(FETCH_PROBE, f"http://{REBIND}:{port}/_stcore/host-config") == "status 403"
-    assert not [c for c in context.cookies(f"http://{REBIND}:{port}") if c["name"] == "gatehouse_session"]
+    assert not [
+        c for c in context.cookies(f"http://{REBIND}:{port}") if c["name"] == "gatehouse_session"
+    ]
 
 
-def test_foreign_origin_page_gets_nothing_even_with_the_cookie(context: Any, server: Server, foreign_site: str) -> None:
+def test_foreign_origin_page_gets_nothing_even_with_the_cookie(
+    context: Any, server: Server, foreign_site: str
+) -> None:
     server.sign_in(context)
     page = context.new_page()
     page.goto(foreign_site)
@@ -194,7 +205,9 @@ def test_install_secret_is_private(server: Server) -> None:
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
 
 
-def test_the_app_script_served_without_the_guard_shows_nothing(tmp_path: Path, browser: Any) -> None:
+def test_the_app_script_served_without_the_guard_shows_nothing(
+    tmp_path: Path, browser: Any
+) -> None:
     """`streamlit run ui/web/app.py` (skipping ui/web/launch.py) must not become an open
     approval surface: with no identity signed by the guard the page refuses, whatever
     headers a client sends."""
@@ -205,15 +218,22 @@ def test_the_app_script_served_without_the_guard_shows_nothing(tmp_path: Path, b
     workspace.mkdir()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
-    env.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), GATEHOUSE_WORKSPACE=str(workspace),
-               PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
+    env.update(
+        GATEHOUSE_DB=str(tmp_path / "gh.db"),
+        GATEHOUSE_WORKSPACE=str(workspace),
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
     cmd = streamlit_command(port, app=ROOT / "ui" / "web" / "app.py")
     with running(cmd, port, cwd=tmp_path, env=env, log=tmp_path / "log", timeout=60) as (url, _):
-        context = browser.new_context(extra_http_headers={"X-Gatehouse-Identity": "alice (security lead)"})
+        context = browser.new_context(
+            extra_http_headers={"X-Gatehouse-Identity": "alice (security lead)"}
+        )
         try:
             page = context.new_page()
             page.goto(url)
-            page.get_by_text("was not served by Gatehouse's sign-in guard").wait_for(timeout=WAIT_MS)
+            page.get_by_text("was not served by Gatehouse's sign-in guard").wait_for(
+                timeout=WAIT_MS
+            )
             assert page.get_by_test_id("stChatInput").count() == 0
         finally:
             context.close()

@@ -31,12 +31,17 @@ def test_opening_a_200_turn_thread_takes_at_most_twice_a_10_turn_one(
     from bench.web.measure import Options, run_benchmark
 
     cache = tmp_path_factory.mktemp("web-threads")
-    small = run_benchmark(Options(sizes=[10], measures=("open",), cache=cache, progress=False))["10"]
+    small = run_benchmark(Options(sizes=[10], measures=("open",), cache=cache, progress=False))[
+        "10"
+    ]
     _no_harness_errors(small)
     short = small["open"]["median_s"]
     limit = 2 * max(short, FLOOR_S)
-    big = run_benchmark(Options(sizes=[200], measures=("open",), cache=cache, progress=False,
-                                open_limit_s={200: limit}))["200"]
+    big = run_benchmark(
+        Options(
+            sizes=[200], measures=("open",), cache=cache, progress=False, open_limit_s={200: limit}
+        )
+    )["200"]
     _no_harness_errors(big)
     samples = [s["ready_s"] for s in big["open"]["samples"]]
     long = big["open"]["median_s"]

@@ -45,9 +45,17 @@ class Server:
         self.env = {
             k: v
             for k, v in os.environ.items()
-            if k not in {"OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_BASE_URL", "GATEHOUSE_CONFIG"}
+            if k
+            not in {
+                "OPENAI_API_KEY",
+                "OPENAI_BASE_URL",
+                "GATEHOUSE_MODEL_BASE_URL",
+                "GATEHOUSE_CONFIG",
+            }
         }
-        self.env.update(GATEHOUSE_DB=str(tmp_path / "gatehouse.db"), GATEHOUSE_WORKSPACE=str(self.workspace))
+        self.env.update(
+            GATEHOUSE_DB=str(tmp_path / "gatehouse.db"), GATEHOUSE_WORKSPACE=str(self.workspace)
+        )
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -59,9 +67,22 @@ class Server:
         self.starts += 1
         log = open(self.dir / f"server-{self.starts}.log", "wb")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "websocket_app:app", "--app-dir", str(EXAMPLES),
-             "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=self.dir, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "websocket_app:app",
+                "--app-dir",
+                str(EXAMPLES),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            cwd=self.dir,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         log.close()
         deadline = time.monotonic() + 40
@@ -141,7 +162,12 @@ def test_resume_on_a_restarted_server(server: Server) -> None:
         ws.send(json.dumps({"type": "decisions", "thread_id": thread_id, "answer": APPROVE}))
         events = run_events(ws)
     kinds = [e["type"] for e in events]
-    assert events[0] == {**events[0], "type": "run_started", "kind": "resume", "thread_id": thread_id}
+    assert events[0] == {
+        **events[0],
+        "type": "run_started",
+        "kind": "resume",
+        "thread_id": thread_id,
+    }
     assert kinds.index("tool_started") < kinds.index("tool_finished") < kinds.index("text_delta")
     finished = next(e for e in events if e["type"] == "tool_finished")
     assert finished["status"] == "ok" and finished["name"] == "write_file"
@@ -161,7 +187,11 @@ def test_a_bad_decision_is_refused_and_changes_nothing(server: Server) -> None:
     with connect(server.url + "?user=alice") as ws:
         bad = [
             {"decisions": []},
-            {"decisions": [{"type": "edit", "edited_action": {"name": "read_file", "args": {"path": "x"}}}]},
+            {
+                "decisions": [
+                    {"type": "edit", "edited_action": {"name": "read_file", "args": {"path": "x"}}}
+                ]
+            },
             {"decisions": [{"type": "maybe"}]},
             "approve",
         ]
@@ -169,7 +199,16 @@ def test_a_bad_decision_is_refused_and_changes_nothing(server: Server) -> None:
             ws.send(json.dumps({"type": "decisions", "thread_id": thread_id, "answer": answer}))
             refused = receive(ws)
             assert refused["type"] == "refused" and refused["message"], refused
-        ws.send(json.dumps({"type": "decisions", "thread_id": thread_id, "answer": APPROVE, "interrupt_id": "old"}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "decisions",
+                    "thread_id": thread_id,
+                    "answer": APPROVE,
+                    "interrupt_id": "old",
+                }
+            )
+        )
         assert receive(ws)["type"] == "refused"
         ws.send("not json")
         assert receive(ws)["type"] == "refused"
@@ -187,7 +226,16 @@ def test_a_bad_decision_is_refused_and_changes_nothing(server: Server) -> None:
         assert receive(ws) == {"type": "refused", "message": f"thread {thread_id} not found"}
 
     with connect(server.url + "?user=alice") as ws:
-        ws.send(json.dumps({"type": "decisions", "thread_id": thread_id, "answer": APPROVE, "interrupt_id": interrupt_id}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "decisions",
+                    "thread_id": thread_id,
+                    "answer": APPROVE,
+                    "interrupt_id": interrupt_id,
+                }
+            )
+        )
         events = run_events(ws)
     assert events[-1]["status"] == "completed"
     assert (server.workspace / "todo.md").read_text() == "buy milk\n"
@@ -208,19 +256,36 @@ def test_approve_and_reject_answer_every_pending_call(server: Server) -> None:
     with connect(server.url) as ws:
         ws.send(json.dumps({"type": "approve", "thread_id": thread_id, "interrupt_id": 7}))
         assert "interrupt_id" in receive(ws)["message"]
-        ws.send(json.dumps({"type": "reject", "thread_id": thread_id, "message": "not today",
-                            "interrupt_id": interrupt_id}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "reject",
+                    "thread_id": thread_id,
+                    "message": "not today",
+                    "interrupt_id": interrupt_id,
+                }
+            )
+        )
         events = run_events(ws)
         assert events[0]["kind"] == "resume" and events[-1]["status"] == "completed"
-        assert any(e["type"] == "tool_finished" and e["status"] == "rejected" for e in events), events
+        assert any(e["type"] == "tool_finished" and e["status"] == "rejected" for e in events), (
+            events
+        )
         assert not (server.workspace / "todo.md").exists()
 
         # Nothing waits now: an approve is refused, and the thread goes on.
         ws.send(json.dumps({"type": "approve", "thread_id": thread_id}))
         assert "not waiting for an approval" in receive(ws)["message"]
-        ws.send(json.dumps({"type": "message", "thread_id": thread_id, "text": "write todo.md: buy milk"}))
+        ws.send(
+            json.dumps(
+                {"type": "message", "thread_id": thread_id, "text": "write todo.md: buy milk"}
+            )
+        )
         paused = run_events(ws)
-        assert paused[-1]["status"] == "awaiting_approval" and paused[-2]["type"] == "approval_required"
+        assert (
+            paused[-1]["status"] == "awaiting_approval"
+            and paused[-2]["type"] == "approval_required"
+        )
         ws.send(json.dumps({"type": "approve", "thread_id": thread_id}))
         events = run_events(ws)
     assert events[-1]["status"] == "completed"

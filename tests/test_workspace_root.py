@@ -10,7 +10,9 @@ from pathlib import Path
 from tools.workspace import Workspace
 
 
-def test_the_root_follows_the_configured_path_when_it_is_re_pointed_or_moved(tmp_path: Path) -> None:
+def test_the_root_follows_the_configured_path_when_it_is_re_pointed_or_moved(
+    tmp_path: Path,
+) -> None:
     a, b, link = tmp_path / "a", tmp_path / "b", tmp_path / "ws"
     a.mkdir()
     b.mkdir()

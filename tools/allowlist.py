@@ -54,7 +54,15 @@ SHELL_SYNTAX = set(";&|<>()`$\n\r\\{}!")
 GLOB_CHARS = set("*?[")
 # Options of otherwise read-only commands that write files or run programs. A prefix
 # also catches an abbreviation (`--ext` for `--ext-diff`).
-WRITING_OPTIONS = ("--output", "--ext", "--textc", "--exec", "-exec", "--upload-pack", "--config-env")
+WRITING_OPTIONS = (
+    "--output",
+    "--ext",
+    "--textc",
+    "--exec",
+    "-exec",
+    "--upload-pack",
+    "--config-env",
+)
 # git subcommands that diff, and so would run external diff and textconv drivers.
 GIT_DIFFING = frozenset({"diff", "log", "show", "whatchanged"})
 GIT_SAFE_FLAGS = ("--no-ext-diff", "--no-textconv")
@@ -144,7 +152,11 @@ def allowed_by_list(command: str, allow: Sequence[str], ws: Workspace) -> bool:
         return False
     tokens = shlex.split(command, comments=False, posix=True)
     rest = tokens[len(prefix) :]
-    return not never_ending(tokens) and not _risky_git_option(tokens) and all(_harmless_arg(t, ws) for t in rest)
+    return (
+        not never_ending(tokens)
+        and not _risky_git_option(tokens)
+        and all(_harmless_arg(t, ws) for t in rest)
+    )
 
 
 def never_ending(tokens: Sequence[str]) -> bool:
@@ -181,7 +193,9 @@ def _risky_git_option(tokens: Sequence[str]) -> bool:
 
 def _harmless_arg(token: str, ws: Workspace) -> bool:
     if token.startswith(WRITING_OPTIONS) or token.startswith("~") or "=~" in token or ":~" in token:
-        return False  # writes a file, runs a program, or the shell would expand ~ to the home folder
+        return (
+            False  # writes a file, runs a program, or the shell would expand ~ to the home folder
+        )
     if token.startswith("-"):
         if "=" not in token:
             return True  # a plain flag such as -la
@@ -250,15 +264,17 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
         listing = git_out("config", "--show-origin", "--name-only", "-z", "--list")
     except (OSError, subprocess.SubprocessError) as exc:
         # Fail closed: without the list, a filter the repository defines would run.
-        raise GitConfigUnreadable(f"cannot read the repository's git config to run git safely: {exc}") from exc
+        raise GitConfigUnreadable(
+            f"cannot read the repository's git config to run git safely: {exc}"
+        ) from exc
     fields = listing.stdout.split("\0")
     names = []
     for origin, name in zip(fields[0::2], fields[1::2], strict=False):
         if origin.startswith("file:"):
-            source = ws.root / origin[len("file:"):]
+            source = ws.root / origin[len("file:") :]
             if not _inside(source, ws.root):
                 raise GitRepositoryRefused(
-                    f"refused: the repository's git config includes {origin[len('file:'):]}, outside the "
+                    f"refused: the repository's git config includes {origin[len('file:') :]}, outside the "
                     "workspace; allow-listed git commands run only on a repository configured inside it"
                 )
         if name.strip().lower() == "core.worktree":
@@ -279,7 +295,14 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
         section, driver, key = m.groups()
         base = f"{section}.{driver}"
         if section == "filter":
-            overrides.update({f"{base}.clean": "", f"{base}.smudge": "", f"{base}.process": "", f"{base}.required": "false"})
+            overrides.update(
+                {
+                    f"{base}.clean": "",
+                    f"{base}.smudge": "",
+                    f"{base}.process": "",
+                    f"{base}.required": "false",
+                }
+            )
         elif key == "textconv":
             overrides[f"{base}.textconv"] = "cat"
         elif key == "command":

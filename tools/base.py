@@ -76,9 +76,14 @@ def gatehouse_tool(
     return wrap(func) if func is not None else wrap
 
 
-def bound_tool(fn: Callable[..., Any], context: Any, *, preview: Callable[[Any, dict[str, Any]], str | None] | None = None,
-               canonical: Callable[[Any, dict[str, Any]], dict[str, str | None]] | None = None,
-               **facts: Any) -> BaseTool:
+def bound_tool(
+    fn: Callable[..., Any],
+    context: Any,
+    *,
+    preview: Callable[[Any, dict[str, Any]], str | None] | None = None,
+    canonical: Callable[[Any, dict[str, Any]], dict[str, str | None]] | None = None,
+    **facts: Any,
+) -> BaseTool:
     """A tool from a top-level function whose first parameter is its context (a
     workspace, a connection), bound here: the model sees the other parameters and the
     docstring. A `preview` and `canonical` get the context too: `preview(context, args)`."""
@@ -104,8 +109,14 @@ def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
     code = getattr(f, "__code__", None)
     if code is None:
         return None
-    key = (name, code, f.__defaults__, tuple(sorted((f.__kwdefaults__ or {}).items())),
-           tuple(getattr(f, "__annotations__", {}).items()), f.__doc__)
+    key = (
+        name,
+        code,
+        f.__defaults__,
+        tuple(sorted((f.__kwdefaults__ or {}).items())),
+        tuple(getattr(f, "__annotations__", {}).items()),
+        f.__doc__,
+    )
     try:
         hash(key)
     except TypeError:
@@ -142,21 +153,27 @@ _PLAIN = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONL
 _LAZY = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
 
-def fast_schema(name: str, fn: Callable[..., Any], *, skip_first: bool = False) -> type[BaseModel] | None:
+def fast_schema(
+    name: str, fn: Callable[..., Any], *, skip_first: bool = False
+) -> type[BaseModel] | None:
     """The argument model LangChain's `create_schema_from_function` infers (parameters,
     defaults, `Annotated[..., Field(...)]` constraints and descriptions, the docstring),
     built in one step with its validator deferred. None for a signature that needs
     LangChain's own handling (*args, **kwargs, injected or config parameters, a
     description given as a bare string, names pydantic reserves)."""
     try:
-        params = list(inspect.signature(fn).parameters.values())[1 if skip_first else 0:]
+        params = list(inspect.signature(fn).parameters.values())[1 if skip_first else 0 :]
         hints = typing.get_type_hints(fn, include_extras=True)
     except (TypeError, ValueError, NameError):
         return None
     fields: dict[str, Any] = {}
     for p in params:
         hint = hints.get(p.name, Any)
-        if p.kind not in _PLAIN or p.name.startswith("_") or p.name in ("run_manager", "callbacks", "config", "self", "cls"):
+        if (
+            p.kind not in _PLAIN
+            or p.name.startswith("_")
+            or p.name in ("run_manager", "callbacks", "config", "self", "cls")
+        ):
             return None
         metadata = typing.get_args(hint)[1:] if typing.get_origin(hint) is typing.Annotated else ()
         base = typing.get_args(hint)[0] if metadata else hint
@@ -173,4 +190,6 @@ def _plain_type(hint: Any) -> bool:
     """No runtime-injected argument (RunnableConfig, InjectedToolArg, ToolRuntime ...):
     those LangChain filters out of the schema, so they take its path."""
     text = repr(hint)
-    return not any(word in text for word in ("Injected", "RunnableConfig", "ToolRuntime", "Callback"))
+    return not any(
+        word in text for word in ("Injected", "RunnableConfig", "ToolRuntime", "Callback")
+    )

@@ -28,7 +28,9 @@ SEARCH_MATCH_CAP = 200
 SEARCH_FILE_CAP_BYTES = 2_000_000
 SEARCH_LINE_CHARS = 300
 # Folders a recursive listing or a search skips: tool caches, not the user's work.
-SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+SKIP_DIRS = frozenset(
+    {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+)
 
 PathArg = Annotated[str, Field(description="Path relative to the workspace root")]
 
@@ -54,8 +56,6 @@ def row(ws: Workspace, entry: Path) -> str:
 def list_files(
     ws: Workspace,
     path: PathArg = ".",
-
-
     recursive: Annotated[bool, Field(description="Also list everything in subfolders")] = False,
 ) -> str:
     """List files and folders under a workspace folder, with sizes in bytes.
@@ -79,8 +79,12 @@ def list_files(
 def read_file(
     ws: Workspace,
     path: PathArg,
-    start_line: Annotated[int | None, Field(ge=1, description="First line to return (1-based)")] = None,
-    end_line: Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")] = None,
+    start_line: Annotated[
+        int | None, Field(ge=1, description="First line to return (1-based)")
+    ] = None,
+    end_line: Annotated[
+        int | None, Field(ge=1, description="Last line to return (inclusive)")
+    ] = None,
 ) -> str:
     """Read a text file from the workspace, whole or a range of lines.
 
@@ -140,11 +144,17 @@ def read_file(
 
 def search_files(
     ws: Workspace,
-    pattern: Annotated[str, Field(description="Text to find (or a Python regex when regex is true)")],
-    path: Annotated[str, Field(description="Folder (or file) to search, relative to the workspace")] = ".",
+    pattern: Annotated[
+        str, Field(description="Text to find (or a Python regex when regex is true)")
+    ],
+    path: Annotated[
+        str, Field(description="Folder (or file) to search, relative to the workspace")
+    ] = ".",
     regex: Annotated[bool, Field(description="Treat pattern as a regular expression")] = False,
     ignore_case: bool = False,
-    glob: Annotated[str | None, Field(description="Only files whose name matches, e.g. '*.py'")] = None,
+    glob: Annotated[
+        str | None, Field(description="Only files whose name matches, e.g. '*.py'")
+    ] = None,
 ) -> str:
     """Search text files in the workspace for a string or regex.
 
@@ -185,7 +195,9 @@ def search_files(
 
 
 def write_file(
-    ws: Workspace, path: PathArg, content: Annotated[str, Field(description="The whole new content")]
+    ws: Workspace,
+    path: PathArg,
+    content: Annotated[str, Field(description="The whole new content")],
 ) -> str:
     """Create or overwrite a text file in the workspace with the given content.
 
@@ -206,7 +218,9 @@ def edit_file(
     path: PathArg,
     old_text: Annotated[str, Field(description="Exact text to replace, copied from the file")],
     new_text: Annotated[str, Field(description="Text to put in its place")],
-    replace_all: Annotated[bool, Field(description="Replace every occurrence, not just a unique one")] = False,
+    replace_all: Annotated[
+        bool, Field(description="Replace every occurrence, not just a unique one")
+    ] = False,
 ) -> str:
     """Replace an exact piece of text in a workspace file.
 
@@ -241,7 +255,9 @@ def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
 def delete_file(
     ws: Workspace,
     path: PathArg,
-    recursive: Annotated[bool, Field(description="Needed to delete a folder that is not empty")] = False,
+    recursive: Annotated[
+        bool, Field(description="Needed to delete a folder that is not empty")
+    ] = False,
 ) -> str:
     """Delete a file, a symlink (not its target) or a folder from the workspace."""
     target = _link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
@@ -260,7 +276,9 @@ def move_file(
     ws: Workspace,
     source: Annotated[str, Field(description="File or folder to move, relative to the workspace")],
     destination: Annotated[str, Field(description="New path; an existing folder means 'into it'")],
-    overwrite: Annotated[bool, Field(description="Replace an existing file at the destination")] = False,
+    overwrite: Annotated[
+        bool, Field(description="Replace an existing file at the destination")
+    ] = False,
 ) -> str:
     """Move or rename a file or folder inside the workspace (missing folders are created)."""
     src = ws.resolve(source, must_exist=True, follow_final=False)
@@ -286,7 +304,9 @@ def move_file(
         try:
             os.rename(src.name, dest.name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
         except OSError as exc:
-            raise PathError(f"cannot move {ws.relative(src)} to {ws.relative(dest)}: {exc.strerror}") from exc
+            raise PathError(
+                f"cannot move {ws.relative(src)} to {ws.relative(dest)}: {exc.strerror}"
+            ) from exc
     return f"moved {ws.relative(src)} -> {ws.relative(dest)}"
 
 
@@ -296,13 +316,39 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
         bound_tool(list_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
         bound_tool(read_file, ws, risk="read", match_arg="path", canonical=canonical_path),
         bound_tool(search_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
-        bound_tool(write_file, ws, risk="write", match_arg="path", preview=pv.preview_write, idempotent=True,
-                   canonical=canonical_path),
-        bound_tool(edit_file, ws, risk="write", match_arg="path", preview=pv.preview_edit, canonical=canonical_path),
-        bound_tool(delete_file, ws, risk="delete", match_arg="path", preview=preview_delete,
-                   canonical=canonical_entry),
-        bound_tool(move_file, ws, risk="write", match_arg="source", preview=pv.preview_move,
-                   canonical=canonical_move),
+        bound_tool(
+            write_file,
+            ws,
+            risk="write",
+            match_arg="path",
+            preview=pv.preview_write,
+            idempotent=True,
+            canonical=canonical_path,
+        ),
+        bound_tool(
+            edit_file,
+            ws,
+            risk="write",
+            match_arg="path",
+            preview=pv.preview_edit,
+            canonical=canonical_path,
+        ),
+        bound_tool(
+            delete_file,
+            ws,
+            risk="delete",
+            match_arg="path",
+            preview=preview_delete,
+            canonical=canonical_entry,
+        ),
+        bound_tool(
+            move_file,
+            ws,
+            risk="write",
+            match_arg="source",
+            preview=pv.preview_move,
+            canonical=canonical_move,
+        ),
     ]
 
 
@@ -331,6 +377,7 @@ def canonical_folder(ws: Workspace, args: dict[str, Any]) -> dict[str, str | Non
 
 def canonical_entry(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
     """A delete touches the entry itself: a symlink is the link, not its target."""
+
     def entry(path: str) -> Path:
         return _link_itself(ws, path) or ws.resolve(path, follow_final=False)
 
@@ -343,7 +390,9 @@ def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]
     destination = None
     if source is not None and isinstance(args.get("destination"), str):
         src = ws.resolve(str(args["source"]), follow_final=False)
-        destination = _relative_or_none(ws, args["destination"], lambda p: pv.destination_of(ws, src, p))
+        destination = _relative_or_none(
+            ws, args["destination"], lambda p: pv.destination_of(ws, src, p)
+        )
     return {"source": source, "destination": destination}
 
 

@@ -71,7 +71,10 @@ def harmless_headers(headers: Any) -> bool:
     if not isinstance(headers, dict):
         return False
     return all(
-        isinstance(k, str) and k.strip().lower() in FREE_HEADERS and isinstance(v, str) and v.isprintable()
+        isinstance(k, str)
+        and k.strip().lower() in FREE_HEADERS
+        and isinstance(v, str)
+        and v.isprintable()
         for k, v in headers.items()
     )
 
@@ -127,12 +130,18 @@ def make_http_tool(
             line += "\n\n" + (body[:2000] + ("\n…" if len(body) > 2000 else ""))
         return line
 
-    @gatehouse_tool(risk="network", match_arg="url", preview=preview, auto_allow=auto_allow, canonical=canonical)
+    @gatehouse_tool(
+        risk="network", match_arg="url", preview=preview, auto_allow=auto_allow, canonical=canonical
+    )
     def http_request(
         url: Annotated[str, Field(description="Full http:// or https:// URL")],
         method: Method = "GET",
-        body: Annotated[str | None, Field(description="Request body (for POST, PUT, PATCH)")] = None,
-        headers: Annotated[dict[str, str] | None, Field(description="Extra request headers")] = None,
+        body: Annotated[
+            str | None, Field(description="Request body (for POST, PUT, PATCH)")
+        ] = None,
+        headers: Annotated[
+            dict[str, str] | None, Field(description="Extra request headers")
+        ] = None,
     ) -> str:
         """Make an HTTP request and return the status, content type and body as text.
 
@@ -145,17 +154,24 @@ def make_http_tool(
         try:
             current = httpx.URL(canonical_url(url))
         except (URLError, httpx.InvalidURL) as exc:
-            raise HTTPToolError(str(exc) if isinstance(exc, URLError) else f"invalid URL {url!r}: {exc}") from exc
+            raise HTTPToolError(
+                str(exc) if isinstance(exc, URLError) else f"invalid URL {url!r}: {exc}"
+            ) from exc
         # trust_env=False: no proxy or .netrc credentials are picked up behind the user's back.
         with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
                 request = client.build_request(
-                    method, current, content=body, headers={"User-Agent": USER_AGENT, **(headers or {})}
+                    method,
+                    current,
+                    content=body,
+                    headers={"User-Agent": USER_AGENT, **(headers or {})},
                 )
                 try:
                     response = client.send(request, stream=True)
                 except httpx.HTTPError as exc:
-                    raise HTTPToolError(f"{method} {current} failed: {type(exc).__name__}: {exc}") from exc
+                    raise HTTPToolError(
+                        f"{method} {current} failed: {type(exc).__name__}: {exc}"
+                    ) from exc
                 try:
                     if not response.is_redirect:
                         return _read(response, max_bytes, text_chars)
@@ -168,8 +184,14 @@ def make_http_tool(
                         target = httpx.URL(canonical_url(str(target)))
                     except (URLError, httpx.InvalidURL):
                         return f"HTTP {response.status_code} redirect to {target} (not followed: not an http(s) URL)"
-                    free = auto_allow({"url": str(target), "method": next_method, "body": next_body,
-                                       "headers": headers})
+                    free = auto_allow(
+                        {
+                            "url": str(target),
+                            "method": next_method,
+                            "body": next_body,
+                            "headers": headers,
+                        }
+                    )
                     if not free:
                         return (
                             f"HTTP {response.status_code} redirect to {target} (not followed: a request there "
@@ -199,14 +221,20 @@ def _read(response: httpx.Response, max_bytes: int, text_chars: int) -> str:
     if cut:
         head += f"\n(body cut at {max_bytes} bytes)"
     mime = ctype.split(";")[0].strip().lower()
-    textual = mime.startswith("text/") or mime.endswith(("json", "xml", "javascript")) or mime in ("", "application/x-www-form-urlencoded")
+    textual = (
+        mime.startswith("text/")
+        or mime.endswith(("json", "xml", "javascript"))
+        or mime in ("", "application/x-www-form-urlencoded")
+    )
     if not textual or b"\x00" in data[:4096]:
         return f"{head}\n\n(binary content, {len(data)} bytes; not shown)"
     try:
         text = bytes(data).decode(response.encoding or "utf-8", errors="replace")
     except LookupError:  # a charset Python does not know
         text = bytes(data).decode("utf-8", errors="replace")
-    if "html" in mime or (not mime and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))):
+    if "html" in mime or (
+        not mime and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
+    ):
         text = html_to_text(text)
     if len(text) > text_chars:
         text = text[:text_chars] + f"\n… (text cut at {text_chars} characters)"

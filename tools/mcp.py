@@ -62,7 +62,9 @@ class _Server:
             try:
                 async with self.client.session(self.name) as session:
                     self.session = session
-                    self.tools = {t.name: t for t in await load_mcp_tools(session, server_name=self.name)}
+                    self.tools = {
+                        t.name: t for t in await load_mcp_tools(session, server_name=self.name)
+                    }
                     ready.set_result(None)
                     await stop.wait()
             except BaseException as exc:
@@ -104,7 +106,9 @@ class _Server:
             # This call is not retried: the tool may have had an effect already.
             if self._stop is not None:
                 self._stop.set()
-            raise MCPError(f"the MCP server {self.name!r} failed during {tool_name!r}: {_describe(exc)}") from exc
+            raise MCPError(
+                f"the MCP server {self.name!r} failed during {tool_name!r}: {_describe(exc)}"
+            ) from exc
         return _as_text(content), artifact
 
     async def close(self) -> None:
@@ -167,7 +171,9 @@ class MCPServers:
         self.errors: dict[str, str] = {}
         self._servers: dict[str, _Server] = {}
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="gatehouse-mcp", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="gatehouse-mcp", daemon=True
+        )
         self._thread.start()
         self._closed = False
 
@@ -204,7 +210,11 @@ class MCPServers:
                 continue
             self._servers[name] = server
             for mcp_tool in server.tools.values():
-                public = mcp_tool.name if mcp_tool.name not in taken else f"{_NAME_OK.sub('_', name)}_{mcp_tool.name}"
+                public = (
+                    mcp_tool.name
+                    if mcp_tool.name not in taken
+                    else f"{_NAME_OK.sub('_', name)}_{mcp_tool.name}"
+                )
                 taken.add(public)
                 tools.append(self._wrap(server, mcp_tool, public))
         return tools
@@ -225,11 +235,17 @@ class MCPServers:
         async def call_async(**kwargs: Any) -> tuple[str, Any]:
             if self._closed:
                 raise MCPError("the MCP connections are closed")
-            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(server.call(tool_name, kwargs), self._loop))
+            return await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(server.call(tool_name, kwargs), self._loop)
+            )
 
         description = (mcp_tool.description or tool_name).strip()
         # The adapter always gives the server's input schema; a tool without one takes no arguments.
-        schema = mcp_tool.args_schema if mcp_tool.args_schema is not None else {"type": "object", "properties": {}}
+        schema = (
+            mcp_tool.args_schema
+            if mcp_tool.args_schema is not None
+            else {"type": "object", "properties": {}}
+        )
         wrapped = StructuredTool(
             name=public,
             description=f"{description}\n\n(Tool from the MCP server {server.name!r}.)",
@@ -237,7 +253,11 @@ class MCPServers:
             func=call_sync,
             coroutine=call_async,
             response_format="content_and_artifact",
-            metadata={**(mcp_tool.metadata or {}), "mcp_server": server.name, "mcp_tool": tool_name},
+            metadata={
+                **(mcp_tool.metadata or {}),
+                "mcp_server": server.name,
+                "mcp_tool": tool_name,
+            },
         )
         return attach_spec(wrapped, ToolSpec(risk=_risk(mcp_tool), default="ask"))
 

@@ -77,7 +77,9 @@ def apply_edit(text: str, old: str, new: str, *, replace_all: bool, path: str) -
         stripped = old.strip()
         if stripped and stripped in text:
             hint = " (it is there with different surrounding whitespace or line breaks)"
-        raise EditError(f"old_text was not found in {path}{hint}; read the file and copy the text exactly")
+        raise EditError(
+            f"old_text was not found in {path}{hint}; read the file and copy the text exactly"
+        )
     if count > 1 and not replace_all:
         lines, start = [], 0
         for _ in range(min(count, 10)):

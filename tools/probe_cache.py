@@ -50,8 +50,16 @@ def probe_key(binary: str) -> str | None:
         st = os.stat(binary)
     except OSError:
         return None
-    parts: list[Any] = [VERSION, os.path.realpath(binary), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-                        os.uname().release, os.getuid() if hasattr(os, "getuid") else None]
+    parts: list[Any] = [
+        VERSION,
+        os.path.realpath(binary),
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        os.uname().release,
+        os.getuid() if hasattr(os, "getuid") else None,
+    ]
     for name in SYSCTLS:
         try:
             parts.append(Path(name).read_text().strip())
@@ -69,7 +77,11 @@ def load(binary: str) -> dict[str, Any] | None:
         entry = json.loads(path.read_text()).get(binary)
     except (OSError, ValueError, AttributeError):
         return None
-    if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("support"), dict):
+    if (
+        not isinstance(entry, dict)
+        or entry.get("key") != key
+        or not isinstance(entry.get("support"), dict)
+    ):
         return None
     return entry["support"]
 

@@ -120,8 +120,13 @@ class Running:
     """A started command: its process, a watchdog for the process count, and a stop
     that takes the whole tree down."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], info_fd: int | None = None, max_processes: int | None = None,
-                 pids_group: Path | None = None):
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        info_fd: int | None = None,
+        max_processes: int | None = None,
+        pids_group: Path | None = None,
+    ):
         self.proc = proc
         self._pids_group = pids_group  # the hard cap as root (tools/pids_cap.py)
         self._info_fd = info_fd
@@ -221,7 +226,14 @@ class Sandbox(ABC):
         """Exactly what a command with `access` may touch, for the approval card."""
 
     @abstractmethod
-    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+    def start(
+        self,
+        argv: Sequence[str],
+        access: Access,
+        *,
+        timeout_s: float,
+        extra_env: Mapping[str, str] = {},
+    ) -> Running:
         """Start `argv` in the workspace; stdout and stderr merged into `proc.stdout`."""
 
     # -- shared by both --------------------------------------------------------
@@ -263,7 +275,14 @@ class Unsandboxed(Sandbox):
     def describe(self, access: Access) -> str:
         return f"NOT sandboxed · full access as {_user()}"
 
-    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+    def start(
+        self,
+        argv: Sequence[str],
+        access: Access,
+        *,
+        timeout_s: float,
+        extra_env: Mapping[str, str] = {},
+    ) -> Running:
         env = self.environment(os.path.expanduser("~"), extra_env)
         proc = subprocess.Popen(
             # No `ulimit -u` here: outside a user namespace it counts every process of
@@ -297,11 +316,18 @@ class Refusing(Unsandboxed):
     def describe(self, access: Access) -> str:
         return f"NOT sandboxed · will be refused: the sandbox is required and {self.reason}"
 
-    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+    def start(
+        self,
+        argv: Sequence[str],
+        access: Access,
+        *,
+        timeout_s: float,
+        extra_env: Mapping[str, str] = {},
+    ) -> Running:
         raise SandboxUnavailable(
-            f"run_command refused: shell_sandbox = \"require\" and {self.reason}. Install bubblewrap "
+            f'run_command refused: shell_sandbox = "require" and {self.reason}. Install bubblewrap '
             "(Debian/Ubuntu: apt install bubblewrap) where user namespaces work, or set "
-            "shell_sandbox = \"auto\" to run commands without a sandbox."
+            'shell_sandbox = "auto" to run commands without a sandbox.'
         )
 
 
@@ -328,13 +354,24 @@ class Bubblewrap(Sandbox):
 
     def describe(self, access: Access) -> str:
         ws = "workspace writable" if access.writable else "workspace read-only"
-        net = "NETWORK ALLOWED (any host, this machine included)" if access.network else "no network"
+        net = (
+            "NETWORK ALLOWED (any host, this machine included)" if access.network else "no network"
+        )
         return f"sandboxed · {ws} · {net}"
 
-    def start(self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Mapping[str, str] = {}) -> Running:
+    def start(
+        self,
+        argv: Sequence[str],
+        access: Access,
+        *,
+        timeout_s: float,
+        extra_env: Mapping[str, str] = {},
+    ) -> Running:
         homes = home_folders()
         # HOME: the user's home folder, hidden — an empty, writable, throwaway tmpfs.
-        home = str(homes[0]) if homes and homes[0].is_dir() and homes[0] not in SYSTEM_DIRS else "/tmp"
+        home = (
+            str(homes[0]) if homes and homes[0].is_dir() and homes[0] not in SYSTEM_DIRS else "/tmp"
+        )
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         group = pids_cap.new_cap(self.limits.max_processes)
@@ -361,9 +398,13 @@ class Bubblewrap(Sandbox):
             raise
         finally:
             os.close(write_fd)
-        return Running(proc, info_fd=read_fd, max_processes=self.limits.max_processes, pids_group=group)
+        return Running(
+            proc, info_fd=read_fd, max_processes=self.limits.max_processes, pids_group=group
+        )
 
-    def arguments(self, access: Access, homes: Sequence[Path], *, info_fd: int | None = None) -> list[str]:
+    def arguments(
+        self, access: Access, homes: Sequence[Path], *, info_fd: int | None = None
+    ) -> list[str]:
         """bwrap's options, mounts in order: later mounts layer over earlier ones."""
         ws = self.workspace.resolve()
         args = [*namespace_arguments(self.support, network=access.network), *BASE_MOUNTS]
@@ -401,7 +442,9 @@ class Bubblewrap(Sandbox):
         return args
 
     def _tmpfs(self, path: Path) -> list[str]:
-        size = ["--size", str(self.limits.tmpfs_mb * 1024 * 1024)] if self.support.tmpfs_size else []
+        size = (
+            ["--size", str(self.limits.tmpfs_mb * 1024 * 1024)] if self.support.tmpfs_size else []
+        )
         return [*size, "--tmpfs", str(path)]
 
     def _hidden(self, homes: Sequence[Path]) -> tuple[list[Path], list[Path]]:
@@ -415,13 +458,22 @@ class Bubblewrap(Sandbox):
         machine = [Path(p) for p in ROOT_ONLY_SECRETS if os.access(p, os.R_OK)]
         for raw in [*homes, *self.hide, *machine]:
             path = _resolved(raw)
-            if path is not None and path not in SYSTEM_DIRS and path.exists() and path not in candidates:
+            if (
+                path is not None
+                and path not in SYSTEM_DIRS
+                and path.exists()
+                and path not in candidates
+            ):
                 candidates.append(path)
         dirs = sorted((p for p in candidates if p.is_dir()), key=lambda p: len(p.parts))
         files = [p for p in candidates if not p.is_dir()]
 
         def covered(path: Path, by: list[Path]) -> bool:
-            return path != home and not _within(path, ws) and any(_within(path, d) and path != d for d in by)
+            return (
+                path != home
+                and not _within(path, ws)
+                and any(_within(path, d) and path != d for d in by)
+            )
 
         kept: list[Path] = []
         for d in dirs:
@@ -466,9 +518,13 @@ def choose_sandbox(
         return Unsandboxed(ws, env_names=env_names, limits=limits)
     found = support or detect_bubblewrap()
     if found.usable:
-        return Bubblewrap(ws, support=found, hide=hide, show=show, env_names=env_names, limits=limits)
+        return Bubblewrap(
+            ws, support=found, hide=hide, show=show, env_names=env_names, limits=limits
+        )
     if mode == "require":
-        return Refusing(ws, found.reason or "bubblewrap was not found", env_names=env_names, limits=limits)
+        return Refusing(
+            ws, found.reason or "bubblewrap was not found", env_names=env_names, limits=limits
+        )
     return Unsandboxed(ws, env_names=env_names, limits=limits)
 
 
@@ -508,8 +564,12 @@ def detect_bubblewrap(path: str | None = None) -> Support:
             return Support(found, **known)
     env = {"PATH": DEFAULT_PATH}
     try:
-        version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env)
-        helptext = subprocess.run([found, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env)
+        version = subprocess.run(
+            [found, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env
+        )
+        helptext = subprocess.run(
+            [found, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return Support(found, reason=f"{found} cannot be run: {exc}")
     support = Support(
@@ -519,16 +579,35 @@ def detect_bubblewrap(path: str | None = None) -> Support:
         tmpfs_size="--size" in helptext.stdout,
     )
     true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
-    argv = [*namespace_arguments(support, network=False), *BASE_MOUNTS, "--tmpfs", "/tmp", "--", true]
+    argv = [
+        *namespace_arguments(support, network=False),
+        *BASE_MOUNTS,
+        "--tmpfs",
+        "/tmp",
+        "--",
+        true,
+    ]
     try:
-        trial = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env)
+        trial = subprocess.run(
+            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return Support(found, version=support.version, reason=f"bubblewrap trial run failed: {exc}")
     if trial.returncode != 0:
         why = (trial.stderr.strip().splitlines() or [f"exit code {trial.returncode}"])[-1]
-        return Support(found, version=support.version, reason=f"bubblewrap cannot create a sandbox here ({why})")
-    probe_cache.store(found, {"version": support.version, "disable_userns": support.disable_userns,
-                              "tmpfs_size": support.tmpfs_size})
+        return Support(
+            found,
+            version=support.version,
+            reason=f"bubblewrap cannot create a sandbox here ({why})",
+        )
+    probe_cache.store(
+        found,
+        {
+            "version": support.version,
+            "disable_userns": support.disable_userns,
+            "tmpfs_size": support.tmpfs_size,
+        },
+    )
     return support
 
 
@@ -552,7 +631,9 @@ def home_folders() -> list[Path]:
     return seen
 
 
-def database_paths(db: str | os.PathLike[str] | None, workspace: str | os.PathLike[str]) -> list[Path]:
+def database_paths(
+    db: str | os.PathLike[str] | None, workspace: str | os.PathLike[str]
+) -> list[Path]:
     """What to hide for a SQLite database: its folder when the folder is its own
     (`.gatehouse/`), else the file and its journals."""
     if not db or str(db).startswith(("postgres://", "postgresql://")):
@@ -586,7 +667,11 @@ def safe_path(value: str, workspace: Path) -> str:
 def system_shell() -> str:
     """bash from the system folders: one found through the user's PATH may live in the
     home folder (hidden in the sandbox) or, with a careless PATH, in the workspace."""
-    return shutil.which("bash", path=DEFAULT_PATH) or shutil.which("sh", path=DEFAULT_PATH) or "/bin/sh"
+    return (
+        shutil.which("bash", path=DEFAULT_PATH)
+        or shutil.which("sh", path=DEFAULT_PATH)
+        or "/bin/sh"
+    )
 
 
 def _resolved(path: Path) -> Path | None:
@@ -616,7 +701,9 @@ def user_threads() -> int:
             continue
         try:
             with open(f"/proc/{entry.name}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if line.startswith(("Uid:", "Threads:")))
+                fields = dict(
+                    line.split(":", 1) for line in f if line.startswith(("Uid:", "Threads:"))
+                )
         except OSError:
             continue
         if fields.get("Uid", "").split()[:1] == [uid]:

@@ -64,14 +64,23 @@ def make_shell_tool(
         match_arg="command",
         preview=preview,
         describe=describe,
-        auto_allow=lambda a: not a.get("network") and allowed_by_list(str(a.get("command", "")), allow, ws),
+        auto_allow=lambda a: (
+            not a.get("network") and allowed_by_list(str(a.get("command", "")), allow, ws)
+        ),
         # The network is a choice of its own: no glob rule or pattern grant covers it.
-        compound=lambda a: bool(a.get("network")) or any(ch in SHELL_SYNTAX for ch in str(a.get("command", ""))),
+        compound=lambda a: (
+            bool(a.get("network")) or any(ch in SHELL_SYNTAX for ch in str(a.get("command", "")))
+        ),
     )
     def run_command(
-        command: Annotated[str, Field(description="A shell command line, run with bash in the workspace folder")],
+        command: Annotated[
+            str, Field(description="A shell command line, run with bash in the workspace folder")
+        ],
         network: Annotated[
-            bool, Field(description="Let this command use the network; only when it needs it (a person must approve)")
+            bool,
+            Field(
+                description="Let this command use the network; only when it needs it (a person must approve)"
+            ),
         ] = False,
     ) -> str:
         """Run a shell command in the workspace folder and return its output and exit code.
@@ -98,7 +107,12 @@ def make_shell_tool(
 
 
 def _run(
-    box: Sandbox, argv: list[str], access: Access, timeout_s: float, cap: int, extra_env: Mapping[str, str]
+    box: Sandbox,
+    argv: list[str],
+    access: Access,
+    timeout_s: float,
+    cap: int,
+    extra_env: Mapping[str, str],
 ) -> str:
     running = box.start(argv, access, timeout_s=timeout_s, extra_env=extra_env)
     proc = running.proc
@@ -140,7 +154,9 @@ def _run(
                 exited_at = exited_at or now
                 if now - exited_at > EXIT_GRACE_S:
                     break  # the command ended; a background child still holds the pipe
-            stopped = running.over_limit() or ("stopped by the person" if stop_requested() else None)
+            stopped = running.over_limit() or (
+                "stopped by the person" if stop_requested() else None
+            )
             if stopped:
                 break
             wait = min(POLL_S, deadline - now)

@@ -27,7 +27,12 @@ CELL_CHARS = 80
 TIMEOUT_S = 30.0
 
 # Authorizer actions that only read. PRAGMA is judged separately (some pragmas write).
-_READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+_READ_ACTIONS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
 # Pragmas that report on their argument (a table, an index): `PRAGMA table_info(t)`.
 _INSPECT_PRAGMAS = {
     "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
@@ -78,9 +83,13 @@ class SQLError(ValueError):
     """A statement SQLite refused, or the database could not be opened."""
 
 
-def _read_only_authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, _trigger: str | None) -> int:
+def _read_only_authorizer(
+    action: int, arg1: str | None, arg2: str | None, db: str | None, _trigger: str | None
+) -> int:
     if action == sqlite3.SQLITE_FUNCTION:
-        return sqlite3.SQLITE_OK if (arg2 or "").lower() in ALLOWED_FUNCTIONS else sqlite3.SQLITE_DENY
+        return (
+            sqlite3.SQLITE_OK if (arg2 or "").lower() in ALLOWED_FUNCTIONS else sqlite3.SQLITE_DENY
+        )
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_PRAGMA:
@@ -111,7 +120,10 @@ def reads_only(database: Path, query: str) -> bool:
 
     def judge(action: int, *rest: Any) -> int:
         verdict = _read_only_authorizer(action, *rest)
-        if verdict == sqlite3.SQLITE_OK and action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_PRAGMA):
+        if verdict == sqlite3.SQLITE_OK and action in (
+            sqlite3.SQLITE_SELECT,
+            sqlite3.SQLITE_PRAGMA,
+        ):
             reads.append(action)
         return verdict
 
@@ -155,19 +167,27 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], more: bo
 
     grid = [list(columns)] + [[cell(v) for v in r] for r in rows]
     widths = [max(len(line[i]) for line in grid) for i in range(len(columns))]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in grid]
+    lines = [
+        " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in grid
+    ]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     noun = "row" if len(rows) == 1 else "rows"
-    footer = f"({len(rows)} {noun}" + (f"; stopped at {ROW_CAP}, more rows not shown)" if more else ")")
+    footer = f"({len(rows)} {noun}" + (
+        f"; stopped at {ROW_CAP}, more rows not shown)" if more else ")"
+    )
     return "\n".join([*lines, footer])
 
 
-def make_sql_tool(database: str, *, row_cap: int = ROW_CAP, timeout_s: float = TIMEOUT_S) -> BaseTool:
+def make_sql_tool(
+    database: str, *, row_cap: int = ROW_CAP, timeout_s: float = TIMEOUT_S
+) -> BaseTool:
     db = Path(database).expanduser()
 
     def preview(args: dict[str, Any]) -> str:
         params = args.get("params")
-        return f"database: {db}\n{args.get('query', '')}" + (f"\nparams: {params}" if params else "")
+        return f"database: {db}\n{args.get('query', '')}" + (
+            f"\nparams: {params}" if params else ""
+        )
 
     @gatehouse_tool(
         risk="write",
@@ -176,8 +196,12 @@ def make_sql_tool(database: str, *, row_cap: int = ROW_CAP, timeout_s: float = T
         auto_allow=lambda a: reads_only(db, str(a.get("query", ""))),
     )
     def sql_query(
-        query: Annotated[str, Field(description="One SQLite statement; use ? placeholders for values")],
-        params: Annotated[list[Param] | None, Field(description="Values for the ? placeholders")] = None,
+        query: Annotated[
+            str, Field(description="One SQLite statement; use ? placeholders for values")
+        ],
+        params: Annotated[
+            list[Param] | None, Field(description="Values for the ? placeholders")
+        ] = None,
     ) -> str:
         """Run one SQL statement on the project's SQLite database and return the result.
 

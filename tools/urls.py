@@ -108,8 +108,13 @@ def canonical_url(url: str) -> str:
             raise URLError(f"URL {url!r} has a host that cannot be encoded: {exc}") from exc
     userinfo = ""
     if "@" in parts.netloc:
-        userinfo = _requote(_unescape(parts.netloc.rsplit("@", 1)[0], frozenset()), _PATH_SAFE - {"@"}) + "@"
-    netloc = userinfo + host + (f":{port}" if port is not None and port != DEFAULT_PORTS[scheme] else "")
+        userinfo = (
+            _requote(_unescape(parts.netloc.rsplit("@", 1)[0], frozenset()), _PATH_SAFE - {"@"})
+            + "@"
+        )
+    netloc = (
+        userinfo + host + (f":{port}" if port is not None and port != DEFAULT_PORTS[scheme] else "")
+    )
     # `%2F` decoded too: a server that decodes it before routing sees a separator. A
     # backslash (raw or `%5C`) is one as well, as browsers and some servers read it.
     decoded = _unescape(parts.path or "/", frozenset("/\\")).replace("\\", "/")
@@ -117,4 +122,6 @@ def canonical_url(url: str) -> str:
     if not path.startswith("/"):
         path = "/" + path
     query = _requote(_unescape(parts.query, frozenset()), _QUERY_SAFE)
-    return f"{scheme}://{netloc}{path}" + (f"?{query}" if query or text.split("#", 1)[0].endswith("?") else "")
+    return f"{scheme}://{netloc}{path}" + (
+        f"?{query}" if query or text.split("#", 1)[0].endswith("?") else ""
+    )

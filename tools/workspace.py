@@ -81,9 +81,13 @@ class Workspace:
         if not self._inside(real, root):
             if ".." in raw.parts:
                 raise PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
-            lexical_parents = [p for p in (candidate, *candidate.parents) if self._inside(p, root) and p != root]
+            lexical_parents = [
+                p for p in (candidate, *candidate.parents) if self._inside(p, root) and p != root
+            ]
             if any(p.is_symlink() for p in lexical_parents):
-                raise PathError(f"path {path!r} goes through a symlink that leads outside the workspace")
+                raise PathError(
+                    f"path {path!r} goes through a symlink that leads outside the workspace"
+                )
             raise PathError(f"path {path!r} is outside the workspace ({root})")
         if len(str(real)) > MAX_PATH_CHARS + len(str(root)):
             raise PathError(f"path {path!r} is too long once resolved")
@@ -100,7 +104,9 @@ class Workspace:
         if real.exists():
             mode = real.stat().st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise PathError(f"path {path!r} is not a regular file or folder (device, pipe or socket)")
+                raise PathError(
+                    f"path {path!r} is not a regular file or folder (device, pipe or socket)"
+                )
         elif must_exist:
             raise PathError(f"{path!r} does not exist in the workspace")
         return entry
@@ -142,11 +148,15 @@ class Workspace:
         finally:
             os.close(fd)
 
-    def open_fd(self, real: Path, flags: int, mode: int = 0o666, *, create_parents: bool = False) -> int:
+    def open_fd(
+        self, real: Path, flags: int, mode: int = 0o666, *, create_parents: bool = False
+    ) -> int:
         """Open a regular file inside the workspace; symlinks and device files refused."""
         with self.parent_fd(real, create=create_parents) as dir_fd:
             try:
-                fd = os.open(real.name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd)
+                fd = os.open(
+                    real.name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd
+                )
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: O_NOFOLLOW on FreeBSD
                     raise PathError(f"{self.relative(real)!r} became a symlink; refused") from exc
@@ -168,11 +178,18 @@ class Workspace:
         """Replace the file atomically (a crash never leaves half a file), keeping its mode."""
         with self.parent_fd(real, create=True) as dir_fd:
             try:
-                old_mode = stat.S_IMODE(os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+                old_mode = stat.S_IMODE(
+                    os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+                )
             except FileNotFoundError:
                 old_mode = None
             tmp = f".{real.name[:200]}.gatehouse-{os.getpid()}-{os.urandom(4).hex()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dir_fd)
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                0o666,
+                dir_fd=dir_fd,
+            )
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
@@ -210,10 +227,14 @@ class Workspace:
                 raise PathError(f"{rel!r} changed while it was being deleted; nothing was deleted")
             try:
                 if not os.path.samestat(st, os.fstat(fd)):
-                    raise PathError(f"{rel!r} changed while it was being deleted; nothing was deleted")
+                    raise PathError(
+                        f"{rel!r} changed while it was being deleted; nothing was deleted"
+                    )
                 counts = _count(fd)
                 if (counts[0] or counts[1]) and not recursive:
-                    raise PathError(f"{rel}/ is not empty ({counts[0]} file(s)); set recursive to delete it all")
+                    raise PathError(
+                        f"{rel}/ is not empty ({counts[0]} file(s)); set recursive to delete it all"
+                    )
                 _empty(fd)
             finally:
                 os.close(fd)

@@ -43,26 +43,52 @@ SCREENSHOTS = ROOT / "test-artifacts" / "web-bench"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.web", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10,200,2000", help="thread lengths in turns (default 10,200,2000)")
-    parser.add_argument("--reps", type=int, default=3, help="samples per timing; the median is reported")
-    parser.add_argument("--only", default=",".join(MEASURES), help=f"measurements to run (of {','.join(MEASURES)})")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds any one wait may take")
-    parser.add_argument("--rep-budget", type=float, default=90.0,
-                        help="a timing whose sample took longer than this is not repeated")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.web",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--sizes", default="10,200,2000", help="thread lengths in turns (default 10,200,2000)"
+    )
+    parser.add_argument(
+        "--reps", type=int, default=3, help="samples per timing; the median is reported"
+    )
+    parser.add_argument(
+        "--only", default=",".join(MEASURES), help=f"measurements to run (of {','.join(MEASURES)})"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds any one wait may take"
+    )
+    parser.add_argument(
+        "--rep-budget",
+        type=float,
+        default=90.0,
+        help="a timing whose sample took longer than this is not repeated",
+    )
     parser.add_argument("--idle-tabs", type=int, default=20)
     parser.add_argument("--idle-seconds", type=float, default=10.0)
-    parser.add_argument("--idle-size", type=int, default=None, help="thread for the idle tabs (default: smallest)")
+    parser.add_argument(
+        "--idle-size", type=int, default=None, help="thread for the idle tabs (default: smallest)"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--screenshots", type=Path, default=SCREENSHOTS)
     parser.add_argument("--cache", type=Path, default=CACHE)
-    parser.add_argument("--markdown", type=Path, default=None,
-                        help="also write the tables into this file's web section (e.g. BENCHMARKS.md)")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        help="also write the tables into this file's web section (e.g. BENCHMARKS.md)",
+    )
     parser.add_argument("--rebuild", action="store_true", help="drop the cached threads first")
-    parser.add_argument("--profile", action="store_true", help="profile instead (see bench/web/profile.py)")
-    parser.add_argument("--no-status-sleep", action="store_true",
-                        help="with --profile: also a what-if pass without st.status's 50 ms sleep")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile instead (see bench/web/profile.py)"
+    )
+    parser.add_argument(
+        "--no-status-sleep",
+        action="store_true",
+        help="with --profile: also a what-if pass without st.status's 50 ms sleep",
+    )
     args = parser.parse_args(argv)
     # A SIGTERM unwinds like Ctrl-C, so the servers and browsers started are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -79,9 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown measurements {sorted(unknown)}; choose from {','.join(MEASURES)}")
     command = "uv run python -m bench.web " + shlex.join(sys.argv[1:] if argv is None else argv)
-    opts = Options(sizes=sizes, reps=args.reps, measures=measures, timeout_s=args.timeout,
-                   rep_budget_s=args.rep_budget, idle_tabs=args.idle_tabs, idle_seconds=args.idle_seconds,
-                   idle_size=args.idle_size, screenshots=args.screenshots, cache=args.cache)
+    opts = Options(
+        sizes=sizes,
+        reps=args.reps,
+        measures=measures,
+        timeout_s=args.timeout,
+        rep_budget_s=args.rep_budget,
+        idle_tabs=args.idle_tabs,
+        idle_seconds=args.idle_seconds,
+        idle_size=args.idle_size,
+        screenshots=args.screenshots,
+        cache=args.cache,
+    )
     if args.profile:
         from bench.web.profile import run_profile
 
@@ -89,12 +124,16 @@ def main(argv: list[str] | None = None) -> int:
         return run_profile(opts, out, command, what_if=args.no_status_sleep)
     env = environment(command)
     started = time.monotonic()
+
     def save_partial(results: dict[str, object]) -> None:
         write(args.out, {"environment": {**env, "partial": True}, "sizes": results})
 
     sizes_result = run_benchmark(opts, on_size=save_partial)
     idle = sizes_result.pop("idle", None)
-    env.update(total_s=round(time.monotonic() - started), load_average_end=[round(x, 2) for x in os.getloadavg()])
+    env.update(
+        total_s=round(time.monotonic() - started),
+        load_average_end=[round(x, 2) for x in os.getloadavg()],
+    )
     data = {"environment": env, "sizes": sizes_result, **({"idle": idle} if idle else {})}
     write(args.out, data)
     print()

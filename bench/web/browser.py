@@ -47,11 +47,15 @@ def chromium_path() -> str:
     path = os.environ.get("GATEHOUSE_CHROMIUM", CHROMIUM)
     if Path(path).is_file() or shutil.which(path):
         return path
-    raise BrowserMissing(f"Chromium not found at {path} (apt-get install chromium, or set GATEHOUSE_CHROMIUM)")
+    raise BrowserMissing(
+        f"Chromium not found at {path} (apt-get install chromium, or set GATEHOUSE_CHROMIUM)"
+    )
 
 
 def launch(playwright: Any) -> Any:
-    return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+    return playwright.chromium.launch(
+        executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
+    )
 
 
 class Tab:
@@ -70,7 +74,9 @@ class Tab:
         """Poll `js(arg)` in the page until truthy; returns the monotonic time it was."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         try:
-            self.page.wait_for_function(js, arg=arg, polling=contract.POLL_MS, timeout=max(1.0, limit * 1000))
+            self.page.wait_for_function(
+                js, arg=arg, polling=contract.POLL_MS, timeout=max(1.0, limit * 1000)
+            )
         except Exception as exc:
             if self.crashed:
                 raise Timeout(f"the page crashed while waiting for {what}") from None
@@ -87,7 +93,9 @@ class Tab:
             if self.crashed:
                 raise Timeout(f"the page crashed before {what}") from None
             if "Timeout" in type(exc).__name__:
-                raise Timeout(f"the page did not take the action for {what} within {self.timeout_s:.0f} s") from None
+                raise Timeout(
+                    f"the page did not take the action for {what} within {self.timeout_s:.0f} s"
+                ) from None
             raise
 
     def settle(self, mark: int, *, what: str, timeout_s: float | None = None) -> float:
@@ -108,8 +116,11 @@ class Tab:
             self.page.wait_for_timeout(25)  # also lets Playwright deliver CDP events
 
     def approve_button(self) -> Any:
-        return (self.page.get_by_role("button", name=contract.APPROVE_NAME)
-                .or_(self.page.locator(contract.APPROVE_KEY_CSS)).first)
+        return (
+            self.page.get_by_role("button", name=contract.APPROVE_NAME)
+            .or_(self.page.locator(contract.APPROVE_KEY_CSS))
+            .first
+        )
 
     def chat_input(self) -> Any:
         return self.page.locator(contract.CHAT_INPUT_CSS)

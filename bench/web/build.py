@@ -32,7 +32,11 @@ CACHE = ROOT / "bench" / "results" / "web-cache"
 PAYLOAD_BYTES = 200
 APPROVE = {"decisions": [{"type": "approve"}]}
 # Seeded in every workspace: the free read of each turn returns it.
-NOTES = "# Notes\n" + "Remember the milk, the bread and the eggs; call the plumber on Tuesday. " * 2 + "\n"
+NOTES = (
+    "# Notes\n"
+    + "Remember the milk, the bread and the eggs; call the plumber on Tuesday. " * 2
+    + "\n"
+)
 
 
 def payload(kind: str, turn: int) -> str:
@@ -58,8 +62,11 @@ def _reply(messages: list[BaseMessage]) -> AIMessage:
         return ai(payload("answer", turn))
     return ai(
         "",
-        tool_call("write_file", {"path": f"turns/turn-{turn:05d}.md", "content": payload("note", turn)},
-                  f"write-{turn:05d}"),
+        tool_call(
+            "write_file",
+            {"path": f"turns/turn-{turn:05d}.md", "content": payload("note", turn)},
+            f"write-{turn:05d}",
+        ),
         tool_call("read_file", {"path": "notes.md"}, f"read-{turn:05d}"),
     )
 
@@ -98,8 +105,10 @@ def build_thread(turns: int, db: Path, *, progress: bool = False) -> int:
 
     with tempfile.TemporaryDirectory(prefix="gh-web-build-") as tmp:
         workspace = seed_workspace(Path(tmp) / "workspace")
-        session = open_session(Settings(db=str(db), workspace=str(workspace), compaction=False),
-                               model=_TurnModel(chunk_chars=64))
+        session = open_session(
+            Settings(db=str(db), workspace=str(workspace), compaction=False),
+            model=_TurnModel(chunk_chars=64),
+        )
         thread_id = thread_id_for(turns)
         started = time.monotonic()
         try:
@@ -107,14 +116,20 @@ def build_thread(turns: int, db: Path, *, progress: bool = False) -> int:
                 run = session.send(thread_id, payload("user", turn))
                 run.collect()
                 if run.status != "awaiting_approval":
-                    raise RuntimeError(f"turn {turn}: expected an approval request, got {run.status}")
+                    raise RuntimeError(
+                        f"turn {turn}: expected an approval request, got {run.status}"
+                    )
                 run = session.resume(thread_id, APPROVE)
                 run.collect()
                 if run.status != "completed":
-                    raise RuntimeError(f"turn {turn}: expected the turn to complete, got {run.status}")
+                    raise RuntimeError(
+                        f"turn {turn}: expected the turn to complete, got {run.status}"
+                    )
                 if progress and (turn % 250 == 0 or turn == turns):
-                    print(f"[web-bench] built {turn}/{turns} turns in {time.monotonic() - started:.0f} s",
-                          flush=True)
+                    print(
+                        f"[web-bench] built {turn}/{turns} turns in {time.monotonic() - started:.0f} s",
+                        flush=True,
+                    )
             count = len(session.messages(thread_id))
         finally:
             session.close()
@@ -144,7 +159,12 @@ def cached_thread(turns: int, cache: Path = CACHE, *, progress: bool = True) -> 
     partial.replace(db)
     for leftover in cache.glob(partial.name + "*"):  # -wal / -shm of the build
         leftover.unlink()
-    meta = {"format": FORMAT, "turns": turns, "thread_id": thread_id_for(turns), "messages": messages,
-            "build_s": round(build_s, 1)}
+    meta = {
+        "format": FORMAT,
+        "turns": turns,
+        "thread_id": thread_id_for(turns),
+        "messages": messages,
+        "build_s": round(build_s, 1),
+    }
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return BuiltThread(turns, thread_id_for(turns), db, messages, build_s)

@@ -94,13 +94,26 @@ class SizeRun:
         self.context = browser.new_context(viewport=VIEWPORT)
         sign_in(self.context, server.url, server.secret)
         self.url = f"{server.url}/?thread={thread.thread_id}"
-        self.result: dict[str, Any] = {"turns": thread.turns, "messages": thread.messages,
-                                       "build_s": round(thread.build_s, 1), "errors": []}
+        self.result: dict[str, Any] = {
+            "turns": thread.turns,
+            "messages": thread.messages,
+            "build_s": round(thread.build_s, 1),
+            "errors": [],
+        }
         self.tab: Tab | None = None
 
     # -- one interaction -----------------------------------------------------
-    def _interact(self, tab: Tab, name: str, action: Callable[[], None], ready_js: str, ready_arg: Any,
-                  what: str, timeout_s: float | None = None, input_usable: bool = True) -> dict[str, Any]:
+    def _interact(
+        self,
+        tab: Tab,
+        name: str,
+        action: Callable[[], None],
+        ready_js: str,
+        ready_arg: Any,
+        what: str,
+        timeout_s: float | None = None,
+        input_usable: bool = True,
+    ) -> dict[str, Any]:
         """Time `action` until `ready_js(ready_arg)` holds ("ready"), and until the server
         has stopped running the page and, when `input_usable`, the chat input is usable
         ("settled"; a pending approval card disables the input on purpose)."""
@@ -111,7 +124,11 @@ class SizeRun:
         tab.act(action, what)
         ready = tab.wait(ready_js, ready_arg, what=what, timeout_s=timeout_s)
         idle = tab.settle(mark, what=what)
-        usable = tab.wait(contract.CHAT_INPUT_READY_JS, what="a usable chat input") if input_usable else idle
+        usable = (
+            tab.wait(contract.CHAT_INPUT_READY_JS, what="a usable chat input")
+            if input_usable
+            else idle
+        )
         sample = {
             "ready_s": round(ready - t0, 3),
             "settled_s": round(max(ready, idle, usable) - t0, 3),
@@ -120,10 +137,14 @@ class SizeRun:
             **cpu.read(),
         }
         if self.opts.on_sample:
-            self.opts.on_sample(self.thread.turns, name, {**sample, "t0": t0, "t_end": time.monotonic()})
+            self.opts.on_sample(
+                self.thread.turns, name, {**sample, "t0": t0, "t_end": time.monotonic()}
+            )
         return sample
 
-    def _repeat(self, name: str, one: Callable[[int], dict[str, Any]], *, limit_s: float | None = None) -> None:
+    def _repeat(
+        self, name: str, one: Callable[[int], dict[str, Any]], *, limit_s: float | None = None
+    ) -> None:
         samples: list[dict[str, Any]] = []
         self.result[name] = {"samples": samples}
         for rep in range(self.opts.reps):
@@ -136,9 +157,20 @@ class SizeRun:
             samples.append(sample)
             readies = [s["ready_s"] for s in samples]
             took = sample.get("settled_s") or sample.get("ready_s")
-            _log(self.opts, f"{self.thread.turns} turns · {name} #{rep + 1}: "
-                 + (f"{sample['ready_s']:.2f} s" if sample.get("ready_s") is not None else "over the limit")
-                 + (f" (settled {sample['settled_s']:.2f} s)" if sample.get("settled_s") is not None else ""))
+            _log(
+                self.opts,
+                f"{self.thread.turns} turns · {name} #{rep + 1}: "
+                + (
+                    f"{sample['ready_s']:.2f} s"
+                    if sample.get("ready_s") is not None
+                    else "over the limit"
+                )
+                + (
+                    f" (settled {sample['settled_s']:.2f} s)"
+                    if sample.get("settled_s") is not None
+                    else ""
+                ),
+            )
             if limit_s is not None:
                 over = sum(1 for r in readies if r is None or r > limit_s)
                 if over > self.opts.reps // 2 or len(readies) - over > self.opts.reps // 2:
@@ -167,9 +199,15 @@ class SizeRun:
                 self.tab = None
             tab = Tab(self.context, self.opts.timeout_s)
             try:
-                sample = self._interact(tab, "open", lambda: tab.page.goto(self.url, wait_until="commit"),
-                                        contract.TEXT_VISIBLE_JS, marker, "the thread's last message",
-                                        timeout_s=limit)
+                sample = self._interact(
+                    tab,
+                    "open",
+                    lambda: tab.page.goto(self.url, wait_until="commit"),
+                    contract.TEXT_VISIBLE_JS,
+                    marker,
+                    "the thread's last message",
+                    timeout_s=limit,
+                )
             except BaseException:
                 tab.close()
                 raise
@@ -183,7 +221,11 @@ class SizeRun:
             tab = Tab(self.context, self.opts.timeout_s)
             mark = tab.wire.mark()
             tab.page.goto(self.url, wait_until="commit")
-            tab.wait(contract.TEXT_VISIBLE_JS, last_message_marker(self.thread.turns), what="the last message")
+            tab.wait(
+                contract.TEXT_VISIBLE_JS,
+                last_message_marker(self.thread.turns),
+                what="the last message",
+            )
             tab.settle(mark, what="opening the thread")
             self.tab = tab
         return self.tab
@@ -200,7 +242,9 @@ class SizeRun:
         _log(self.opts, f"{self.thread.turns} turns · page: {self.result['page']}")
         if self.opts.screenshots:
             tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-top.png", "top")
-            tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-bottom.png", "bottom")
+            tab.screenshot(
+                self.opts.screenshots / f"{self.thread.turns}-turns-bottom.png", "bottom"
+            )
 
     def window_screenshots(self) -> None:
         """The windowed history in pictures: a fresh tab at the top of the window, the
@@ -209,7 +253,11 @@ class SizeRun:
         try:
             mark = tab.wire.mark()
             tab.page.goto(self.url, wait_until="commit")
-            tab.wait(contract.TEXT_VISIBLE_JS, last_message_marker(self.thread.turns), what="the last message")
+            tab.wait(
+                contract.TEXT_VISIBLE_JS,
+                last_message_marker(self.thread.turns),
+                what="the last message",
+            )
             tab.settle(mark, what="opening the thread")
             shots = self.opts.screenshots
             assert shots is not None
@@ -233,22 +281,47 @@ class SizeRun:
         for rep in range(self.opts.reps):
             name = f"bench-r{rep}-{uuid.uuid4().hex[:8]}.md"
             tab.chat_input().fill(f"write {name}: a note from the benchmark")
-            sends.append(self._interact(tab, "send", lambda: tab.chat_input().press("Enter"),
-                                        contract.APPROVE_READY_JS, None, "a usable approve control",
-                                        input_usable=False))
-            _log(self.opts, f"{self.thread.turns} turns · send #{rep + 1}: card usable in "
-                 f"{sends[-1]['ready_s']:.2f} s (settled {sends[-1]['settled_s']:.2f} s)")
+            sends.append(
+                self._interact(
+                    tab,
+                    "send",
+                    lambda: tab.chat_input().press("Enter"),
+                    contract.APPROVE_READY_JS,
+                    None,
+                    "a usable approve control",
+                    input_usable=False,
+                )
+            )
+            _log(
+                self.opts,
+                f"{self.thread.turns} turns · send #{rep + 1}: card usable in "
+                f"{sends[-1]['ready_s']:.2f} s (settled {sends[-1]['settled_s']:.2f} s)",
+            )
             if rep == 0 and self.opts.screenshots:
-                tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-approval.png", "bottom")
-            approves.append(self._interact(tab, "approve", lambda: tab.approve_button().click(),
-                                           contract.TEXT_VISIBLE_JS, contract.result_marker(name),
-                                           "the approved call's result"))
-            _log(self.opts, f"{self.thread.turns} turns · approve #{rep + 1}: result in "
-                 f"{approves[-1]['ready_s']:.2f} s (settled {approves[-1]['settled_s']:.2f} s)")
+                tab.screenshot(
+                    self.opts.screenshots / f"{self.thread.turns}-turns-approval.png", "bottom"
+                )
+            approves.append(
+                self._interact(
+                    tab,
+                    "approve",
+                    lambda: tab.approve_button().click(),
+                    contract.TEXT_VISIBLE_JS,
+                    contract.result_marker(name),
+                    "the approved call's result",
+                )
+            )
+            _log(
+                self.opts,
+                f"{self.thread.turns} turns · approve #{rep + 1}: result in "
+                f"{approves[-1]['ready_s']:.2f} s (settled {approves[-1]['settled_s']:.2f} s)",
+            )
             if max(sends[-1]["settled_s"], approves[-1]["settled_s"]) > self.opts.rep_budget_s:
                 break
         if self.opts.screenshots:
-            tab.screenshot(self.opts.screenshots / f"{self.thread.turns}-turns-approved.png", "bottom")
+            tab.screenshot(
+                self.opts.screenshots / f"{self.thread.turns}-turns-approved.png", "bottom"
+            )
 
     def stream(self) -> None:
         tab = self._current_tab()
@@ -260,8 +333,14 @@ class SizeRun:
             tab.chat_input().fill(f"{STREAM_PREFIX}{nonce}")
             tab.page.evaluate(contract.WATCH_TEXT_JS, marker)
             sent_at = time.time()
-            sample = self._interact(tab, "first_text", lambda: tab.chat_input().press("Enter"),
-                                    contract.SEEN_JS, marker, "the first streamed text")
+            sample = self._interact(
+                tab,
+                "first_text",
+                lambda: tab.chat_input().press("Enter"),
+                contract.SEEN_JS,
+                marker,
+                "the first streamed text",
+            )
             seen = tab.page.evaluate(contract.SEEN_JS, marker)
             token = _first_token(self.server.token_log, nonce)
             visible = seen["frame"] / 1000
@@ -271,8 +350,11 @@ class SizeRun:
                 lag_s=round(visible - token, 3) if token else None,
             )
             samples.append(sample)
-            _log(self.opts, f"{self.thread.turns} turns · first text #{rep + 1}: visible "
-                 f"{sample['send_to_visible_s']:.2f} s after send, {sample['lag_s']} s after the model's first token")
+            _log(
+                self.opts,
+                f"{self.thread.turns} turns · first text #{rep + 1}: visible "
+                f"{sample['send_to_visible_s']:.2f} s after send, {sample['lag_s']} s after the model's first token",
+            )
             if sample["settled_s"] > self.opts.rep_budget_s:
                 break
 
@@ -286,7 +368,11 @@ class SizeRun:
                 tabs.append(tab)
                 mark = tab.wire.mark()
                 tab.page.goto(self.url, wait_until="commit")
-                tab.wait(contract.TEXT_VISIBLE_JS, last_message_marker(self.thread.turns), what="the last message")
+                tab.wait(
+                    contract.TEXT_VISIBLE_JS,
+                    last_message_marker(self.thread.turns),
+                    what="the last message",
+                )
                 tab.settle(mark, what="opening the thread")
             loaded_s = time.monotonic() - started
             time.sleep(2.0)
@@ -299,7 +385,10 @@ class SizeRun:
             wall = used["wall_s"]
             frames = sum(t.wire.traffic(m).frames for t, m in zip(tabs, marks, strict=True))
             self.result["idle"] = {
-                "tabs": len(tabs), "turns": self.thread.turns, "seconds": wall, "load_all_s": round(loaded_s, 1),
+                "tabs": len(tabs),
+                "turns": self.thread.turns,
+                "seconds": wall,
+                "load_all_s": round(loaded_s, 1),
                 "server_cpu_pct": round(100 * used["server_cpu_s"] / wall, 1),
                 "browser_cpu_pct": round(100 * used["browser_cpu_s"] / wall, 1),
                 "frames_received": frames,
@@ -327,7 +416,9 @@ def _first_token(log: Path, nonce: str, wait_s: float = 5.0) -> float | None:
     return None
 
 
-def measure_size(thread: BuiltThread, playwright: Any, opts: Options, *, idle: bool) -> dict[str, Any]:
+def measure_size(
+    thread: BuiltThread, playwright: Any, opts: Options, *, idle: bool
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"gh-web-{thread.turns}-") as tmp:
         folder = Path(tmp)
         db = thread.copy_to(folder)
@@ -341,10 +432,15 @@ def measure_size(thread: BuiltThread, playwright: Any, opts: Options, *, idle: b
                     try:
                         getattr(run, step)()
                     except Exception as exc:  # noqa: BLE001 - recorded; the other sizes still run
-                        reason = str(exc) if isinstance(exc, Timeout) else f"{type(exc).__name__}: {exc}"
+                        reason = (
+                            str(exc) if isinstance(exc, Timeout) else f"{type(exc).__name__}: {exc}"
+                        )
                         reason = reason.strip().splitlines()[0]
                         run.result["errors"].append(f"{step}: {reason}")
-                        _log(opts, f"{thread.turns} turns · {step}: {reason}; skipping the rest of this size")
+                        _log(
+                            opts,
+                            f"{thread.turns} turns · {step}: {reason}; skipping the rest of this size",
+                        )
                         break
                 if opts.screenshots and not run.result["errors"]:
                     with contextlib.suppress(Exception):  # pictures only: never fails a size
@@ -367,16 +463,23 @@ def summarize(result: dict[str, Any]) -> None:
             part["settled_median_s"] = median([s.get("settled_s") for s in part["samples"]])
     if result.get("first_text") is not None:
         part = result["first_text"]
-        part["lag_median_s"] = median([s.get("lag_s") for s in part["samples"]]) if part["samples"] else None
+        part["lag_median_s"] = (
+            median([s.get("lag_s") for s in part["samples"]]) if part["samples"] else None
+        )
 
 
-def run_benchmark(opts: Options, on_size: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def run_benchmark(
+    opts: Options, on_size: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
     """Every size in turn; `on_size(results so far)` after each (to save partial results)."""
     from playwright.sync_api import sync_playwright
 
     sizes = sorted(set(opts.sizes))
     idle_size = opts.idle_size if opts.idle_size is not None else sizes[0]
-    threads = {n: cached_thread(n, opts.cache, progress=opts.progress) for n in sorted(set(sizes) | {idle_size})}
+    threads = {
+        n: cached_thread(n, opts.cache, progress=opts.progress)
+        for n in sorted(set(sizes) | {idle_size})
+    }
     results: dict[str, Any] = {}
     with sync_playwright() as p:
         for n in sizes:
@@ -388,5 +491,7 @@ def run_benchmark(opts: Options, on_size: Callable[[dict[str, Any]], None] | Non
                 on_size(results)
         if "idle" in opts.measures and idle_size not in sizes:
             only = Options(**{**opts.__dict__, "measures": ("idle",)})
-            results.setdefault("idle", measure_size(threads[idle_size], p, only, idle=True).get("idle"))
+            results.setdefault(
+                "idle", measure_size(threads[idle_size], p, only, idle=True).get("idle")
+            )
     return results

@@ -34,14 +34,18 @@ def reply_marker(nonce: str) -> str:
 
 class BenchModel(DemoModel):
     def _stream(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         last = messages[-1] if messages else None
         text = str(last.content).strip() if isinstance(last, HumanMessage) else ""
         if not text.startswith(STREAM_PREFIX):
             yield from super()._stream(messages, stop, run_manager, **kwargs)
             return
-        nonce = text[len(STREAM_PREFIX):].strip()
+        nonce = text[len(STREAM_PREFIX) :].strip()
         time.sleep(FIRST_TOKEN_S)
         pieces = [f"{reply_marker(nonce)} "] + [f"token{i} " for i in range(1, CHUNKS)]
         for i, piece in enumerate(pieces):

@@ -51,9 +51,15 @@ class Traffic:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "bytes": self.bytes, "frames": self.frames, "deltas": self.deltas, "runs": self.runs,
-            "fragment_runs": self.fragment_runs, "reruns": self.reruns, "polls": self.polls,
-            "script_s": round(self.script_s, 3), "run_s": [round(s, 3) for s in self.run_s],
+            "bytes": self.bytes,
+            "frames": self.frames,
+            "deltas": self.deltas,
+            "runs": self.runs,
+            "fragment_runs": self.fragment_runs,
+            "reruns": self.reruns,
+            "polls": self.polls,
+            "script_s": round(self.script_s, 3),
+            "run_s": [round(s, 3) for s in self.run_s],
         }
 
 
@@ -67,7 +73,9 @@ def decode(payload: bytes, ts: float) -> tuple[Frame, str | None]:
     kind = msg.WhichOneof("type") or "?"
     fragments = tuple(msg.metadata.run.fragment_ids)
     if kind == "script_finished":
-        return Frame(ts, len(payload), kind, status=int(msg.script_finished), fragments=fragments), None
+        return Frame(
+            ts, len(payload), kind, status=int(msg.script_finished), fragments=fragments
+        ), None
     if kind == "new_session":
         return Frame(ts, len(payload), kind, fragments=fragments), None
     if kind == "auto_rerun":
@@ -90,7 +98,11 @@ class Wire:
     def _received(self, params: dict[str, Any]) -> None:
         response = params["response"]
         binary = response.get("opcode") == 2
-        data = base64.b64decode(response["payloadData"]) if binary else response["payloadData"].encode()
+        data = (
+            base64.b64decode(response["payloadData"])
+            if binary
+            else response["payloadData"].encode()
+        )
         self.add(*decode(data, float(params["timestamp"])))
 
     def add(self, frame: Frame, timed_fragment: str | None = None) -> None:

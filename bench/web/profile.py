@@ -35,7 +35,9 @@ SLACK_S = 0.05
 
 
 def _window(entries: list[dict[str, Any]], t0: float, t_end: float) -> list[dict[str, Any]]:
-    return [e for e in entries if e.get("end", 0) >= t0 - SLACK_S and e.get("end", 0) <= t_end + SLACK_S]
+    return [
+        e for e in entries if e.get("end", 0) >= t0 - SLACK_S and e.get("end", 0) <= t_end + SLACK_S
+    ]
 
 
 def _runs(log: Path) -> list[dict[str, Any]]:
@@ -44,10 +46,14 @@ def _runs(log: Path) -> list[dict[str, Any]]:
 
 def _package(filename: str, func: str) -> str:
     if filename == "~":  # a builtin: waits are told apart from work
-        return "waiting (locks, sleeps)" if any(w in func for w in ("acquire", "sleep", "wait")) else "builtins"
+        return (
+            "waiting (locks, sleeps)"
+            if any(w in func for w in ("acquire", "sleep", "wait"))
+            else "builtins"
+        )
     path = filename.replace("\\", "/")
     if path.startswith(str(ROOT)) and "/.venv/" not in path:
-        return path[len(str(ROOT)) + 1:].split("/")[0] + "/ (Gatehouse)"
+        return path[len(str(ROOT)) + 1 :].split("/")[0] + "/ (Gatehouse)"
     for marker in ("site-packages/", "lib/python3"):
         if marker in path:
             rest = path.split(marker, 1)[1].lstrip("/")
@@ -64,12 +70,25 @@ def summarize_profiles(files: list[str], top: int = 15) -> dict[str, Any]:
     for (filename, line, func), (_cc, calls, self_s, cum_s, _callers) in raw.items():
         pkg = _package(filename, func)
         by_package[pkg] = by_package.get(pkg, 0.0) + self_s
-        where = filename if filename == "~" else f"{Path(filename).parent.name}/{Path(filename).name}:{line}"
-        rows.append({"function": f"{where} {func}", "package": pkg, "calls": calls,
-                     "self_s": round(self_s, 3), "cum_s": round(cum_s, 3)})
+        where = (
+            filename
+            if filename == "~"
+            else f"{Path(filename).parent.name}/{Path(filename).name}:{line}"
+        )
+        rows.append(
+            {
+                "function": f"{where} {func}",
+                "package": pkg,
+                "calls": calls,
+                "self_s": round(self_s, 3),
+                "cum_s": round(cum_s, 3),
+            }
+        )
     app = [r for r in rows if r["package"].endswith("(Gatehouse)")]
     return {
-        "self_s_by_package": {k: round(v, 3) for k, v in sorted(by_package.items(), key=lambda kv: -kv[1])},
+        "self_s_by_package": {
+            k: round(v, 3) for k, v in sorted(by_package.items(), key=lambda kv: -kv[1])
+        },
         "top_self": sorted(rows, key=lambda r: -r["self_s"])[:top],
         "top_cumulative_gatehouse": sorted(app, key=lambda r: -r["cum_s"])[:top],
     }
@@ -93,7 +112,9 @@ def _profile_size(turns: int, opts: Options, what_if: bool) -> dict[str, Any]:
             prof_dir.mkdir()
             windows: list[tuple[str, dict[str, Any]]] = []
 
-            def seen(_turns: int, name: str, sample: dict[str, Any], windows: list[Any] = windows) -> None:
+            def seen(
+                _turns: int, name: str, sample: dict[str, Any], windows: list[Any] = windows
+            ) -> None:
                 windows.append((name, sample))
 
             env = {RUNLOG_ENV: str(log)}
@@ -101,10 +122,17 @@ def _profile_size(turns: int, opts: Options, what_if: bool) -> dict[str, Any]:
                 env[CPROFILE_ENV] = str(prof_dir)
             if pass_name == "no_status_sleep":
                 env[NO_STATUS_SLEEP_ENV] = "1"
-            pass_opts = Options(**{**opts.__dict__, "reps": 1 if profiled else opts.reps,
-                                   "measures": ("open", "page", "approve"), "screenshots": None,
-                                   "server_command": [sys.executable, "-m", "bench.web.timed_server"],
-                                   "extra_env": env, "on_sample": seen})
+            pass_opts = Options(
+                **{
+                    **opts.__dict__,
+                    "reps": 1 if profiled else opts.reps,
+                    "measures": ("open", "page", "approve"),
+                    "screenshots": None,
+                    "server_command": [sys.executable, "-m", "bench.web.timed_server"],
+                    "extra_env": env,
+                    "on_sample": seen,
+                }
+            )
             result = measure_size(thread, p, pass_opts, idle=False)
             entries = _runs(log)
             interactions = []
@@ -112,22 +140,35 @@ def _profile_size(turns: int, opts: Options, what_if: bool) -> dict[str, Any]:
                 inside = _window(entries, sample["t0"], sample["t_end"])
                 runs = [e for e in inside if "run" in e]
                 item: dict[str, Any] = {
-                    "interaction": name, "ready_s": sample["ready_s"], "settled_s": sample["settled_s"],
-                    "server_runs": [{"wall_s": round(e["end"] - e["start"], 3), "cpu_s": e["cpu_s"],
-                                     "outcome": e["outcome"], "fragment": e["fragment"]} for e in runs],
+                    "interaction": name,
+                    "ready_s": sample["ready_s"],
+                    "settled_s": sample["settled_s"],
+                    "server_runs": [
+                        {
+                            "wall_s": round(e["end"] - e["start"], 3),
+                            "cpu_s": e["cpu_s"],
+                            "outcome": e["outcome"],
+                            "fragment": e["fragment"],
+                        }
+                        for e in runs
+                    ],
                     "server_run_wall_s": round(sum(e["end"] - e["start"] for e in runs), 3),
                     "server_run_cpu_s": round(sum(e["cpu_s"] for e in runs), 3),
                     "server_cleanup_s": round(sum(e.get("cleanup_s", 0) for e in inside), 3),
                     "browser_main_thread_s": sample["browser_main_thread_s"],
-                    "bytes": sample["traffic"]["bytes"], "deltas": sample["traffic"]["deltas"],
+                    "bytes": sample["traffic"]["bytes"],
+                    "deltas": sample["traffic"]["deltas"],
                 }
                 if profiled:
                     files = [e["prof"] for e in runs if e.get("prof")]
                     if files:
                         item["cprofile"] = summarize_profiles(files)
                 interactions.append(item)
-            out[pass_name] = {"interactions": interactions, "errors": result["errors"],
-                                                         "page": result.get("page")}
+            out[pass_name] = {
+                "interactions": interactions,
+                "errors": result["errors"],
+                "page": result.get("page"),
+            }
     return out
 
 
@@ -135,27 +176,38 @@ def _print_timing(title: str, interactions: list[dict[str, Any]]) -> None:
     print(title)
     for item in interactions:
         b = item["browser_main_thread_s"]
-        runs = ", ".join(f"{r['wall_s']:.2f} s wall / {r['cpu_s']:.2f} s CPU ({r['outcome']})"
-                         for r in item["server_runs"])
-        print(f"{item['interaction']}: ready {item['ready_s']:.2f} s, settled {item['settled_s']:.2f} s; "
-              f"server runs: {runs}; cleanup {item['server_cleanup_s']:.2f} s; "
-              f"browser main thread: task {b['TaskDuration']:.2f} s, script {b['ScriptDuration']:.2f} s, "
-              f"layout {b['LayoutDuration']:.2f} s, style {b['RecalcStyleDuration']:.2f} s; "
-              f"{item['bytes'] / 1024:.0f} KB in {item['deltas']} deltas")
+        runs = ", ".join(
+            f"{r['wall_s']:.2f} s wall / {r['cpu_s']:.2f} s CPU ({r['outcome']})"
+            for r in item["server_runs"]
+        )
+        print(
+            f"{item['interaction']}: ready {item['ready_s']:.2f} s, settled {item['settled_s']:.2f} s; "
+            f"server runs: {runs}; cleanup {item['server_cleanup_s']:.2f} s; "
+            f"browser main thread: task {b['TaskDuration']:.2f} s, script {b['ScriptDuration']:.2f} s, "
+            f"layout {b['LayoutDuration']:.2f} s, style {b['RecalcStyleDuration']:.2f} s; "
+            f"{item['bytes'] / 1024:.0f} KB in {item['deltas']} deltas"
+        )
 
 
 def _print(result: dict[str, Any]) -> None:
     print(f"\n== {result['turns']} turns ({result['messages']} messages) ==")
     _print_timing("timing (gatehouse ui, script runs logged):", result["timing"]["interactions"])
     if "no_status_sleep" in result:
-        _print_timing("\nwhat-if: st.status without its 50 ms sleep:", result["no_status_sleep"]["interactions"])
+        _print_timing(
+            "\nwhat-if: st.status without its 50 ms sleep:",
+            result["no_status_sleep"]["interactions"],
+        )
     for item in result["cprofile"]["interactions"]:
         prof = item.get("cprofile")
         if not prof:
             continue
-        print(f"\n{item['interaction']} under cProfile ({item['server_run_wall_s']:.2f} s of script runs):")
-        print("  self time by package: " + ", ".join(f"{k} {v:.2f} s" for k, v in
-                                                        list(prof["self_s_by_package"].items())[:8]))
+        print(
+            f"\n{item['interaction']} under cProfile ({item['server_run_wall_s']:.2f} s of script runs):"
+        )
+        print(
+            "  self time by package: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in list(prof["self_s_by_package"].items())[:8])
+        )
         print("  Gatehouse functions by cumulative time:")
         for r in prof["top_cumulative_gatehouse"][:10]:
             print(f"    {r['cum_s']:7.2f} s  {r['calls']:6d} calls  {r['function']}")

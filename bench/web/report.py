@@ -55,7 +55,10 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, list[str]]]:
         return out
 
     def page(key: str, fmt: Any) -> list[str]:
-        return [fmt(part(size, "page").get(key)) if part(size, "page") else "-" for size in sizes.values()]
+        return [
+            fmt(part(size, "page").get(key)) if part(size, "page") else "-"
+            for size in sizes.values()
+        ]
 
     def runs(name: str) -> list[str]:
         out = []
@@ -74,8 +77,10 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, list[str]]]:
             if not samples:
                 out.append("-")
                 continue
-            vals = [_med(samples, "browser_main_thread_s", k) for k in
-                    ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")]
+            vals = [
+                _med(samples, "browser_main_thread_s", k)
+                for k in ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+            ]
             out.append(" / ".join(_s(v) for v in vals))
         return out
 
@@ -88,25 +93,50 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
     return [
         ("open `?thread=ID` until the last message shows, s", timing("open")),
-        ("open until settled (no script running, input usable), s", timing("open", "settled_median_s")),
+        (
+            "open until settled (no script running, input usable), s",
+            timing("open", "settled_median_s"),
+        ),
         ("send a gated request until the approve control is usable, s", timing("send")),
         ("approve until the tool result shows, s", timing("approve")),
         ("approve until settled (chat input usable), s", timing("approve", "settled_median_s")),
-        ("first streamed text in the page after the model's first token, s",
-         sample_med("first_text", "lag_s")),
-        ("DOM elements / nodes", [f"{part(s, 'page').get('dom_elements', '-')} / {part(s, 'page').get('dom_nodes', '-')}"
-                                  if part(s, "page") else "-" for s in sizes.values()]),
-        ("JS heap after open, MB (after GC)", [f"{part(s, 'page')['js_heap_mb']} ({part(s, 'page')['js_heap_after_gc_mb']})"
-                                               if part(s, "page") else "-" for s in sizes.values()]),
+        (
+            "first streamed text in the page after the model's first token, s",
+            sample_med("first_text", "lag_s"),
+        ),
+        (
+            "DOM elements / nodes",
+            [
+                f"{part(s, 'page').get('dom_elements', '-')} / {part(s, 'page').get('dom_nodes', '-')}"
+                if part(s, "page")
+                else "-"
+                for s in sizes.values()
+            ],
+        ),
+        (
+            "JS heap after open, MB (after GC)",
+            [
+                f"{part(s, 'page')['js_heap_mb']} ({part(s, 'page')['js_heap_after_gc_mb']})"
+                if part(s, "page")
+                else "-"
+                for s in sizes.values()
+            ],
+        ),
         ("bytes to the browser: open", sample_med("open", "traffic", "bytes", fmt=_kb)),
         ("bytes to the browser: send", sample_med("send", "traffic", "bytes", fmt=_kb)),
         ("bytes to the browser: approve", sample_med("approve", "traffic", "bytes", fmt=_kb)),
         ("script runs per send", runs("send")),
         ("script runs per approve", runs("approve")),
-        ("script run time per approve (start to finish, summed), s", sample_med("approve", "traffic", "script_s")),
+        (
+            "script run time per approve (start to finish, summed), s",
+            sample_med("approve", "traffic", "script_s"),
+        ),
         ("server CPU per approve, s", sample_med("approve", "server_cpu_s")),
         ("browser CPU per approve, s (all processes)", sample_med("approve", "browser_cpu_s")),
-        ("browser main thread per approve: task / script / layout / style, s", main_thread("approve")),
+        (
+            "browser main thread per approve: task / script / layout / style, s",
+            main_thread("approve"),
+        ),
         ("browser main thread per open: task / script / layout / style, s", main_thread("open")),
         ("server CPU with idle tabs open", idle("server_cpu_pct")),
         ("browser CPU with idle tabs open", idle("browser_cpu_pct")),
@@ -114,7 +144,11 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 def table(sizes: dict[str, Any]) -> str:
-    header = "| turns (messages) | " + " | ".join(f"{k} ({v['messages']})" for k, v in sizes.items()) + " |"
+    header = (
+        "| turns (messages) | "
+        + " | ".join(f"{k} ({v['messages']})" for k, v in sizes.items())
+        + " |"
+    )
     lines = [header, "|---|" + "---:|" * len(sizes)]
     for label, cells in rows(sizes):
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -144,7 +178,9 @@ GROWTH_LIMIT = 1.5  # "bounded by what is on screen": largest thread vs smallest
 IDLE_CPU_TARGET_PCT = 2.0
 
 
-def targets(sizes: dict[str, Any], idle: dict[str, Any] | None) -> list[tuple[str, str, bool | None]]:
+def targets(
+    sizes: dict[str, Any], idle: dict[str, Any] | None
+) -> list[tuple[str, str, bool | None]]:
     """(target, measured, passed); passed is None when this run did not measure it."""
     out: list[tuple[str, str, bool | None]] = []
 
@@ -157,36 +193,80 @@ def targets(sizes: dict[str, Any], idle: dict[str, Any] | None) -> list[tuple[st
         return text, None if timed_out else max(values.values()), True
 
     for label, name, key, limit in (
-        (f"open until the last message shows <= {OPEN_TARGET_S} s at every length", "open", "median_s", OPEN_TARGET_S),
-        (f"send until the approval card is usable <= {SEND_TARGET_S} s", "send", "median_s", SEND_TARGET_S),
-        (f"approve until the tool result shows <= {APPROVE_TARGET_S} s", "approve", "median_s", APPROVE_TARGET_S),
+        (
+            f"open until the last message shows <= {OPEN_TARGET_S} s at every length",
+            "open",
+            "median_s",
+            OPEN_TARGET_S,
+        ),
+        (
+            f"send until the approval card is usable <= {SEND_TARGET_S} s",
+            "send",
+            "median_s",
+            SEND_TARGET_S,
+        ),
+        (
+            f"approve until the tool result shows <= {APPROVE_TARGET_S} s",
+            "approve",
+            "median_s",
+            APPROVE_TARGET_S,
+        ),
     ):
         text, value, measured = worst(name, key)
         out.append((label, text, (value is not None and value <= limit) if measured else None))
-    lags = {n: (s.get("first_text") or {}).get("lag_median_s") for n, s in sizes.items() if s.get("first_text")}
-    out.append((f"first streamed text <= {FIRST_TEXT_LAG_TARGET_S} s after the model's first token",
-                ", ".join(f"{n}: {_s(v)}" for n, v in lags.items()) or "-",
-                all(v is not None and v <= FIRST_TEXT_LAG_TARGET_S for v in lags.values()) if lags else None))
+    lags = {
+        n: (s.get("first_text") or {}).get("lag_median_s")
+        for n, s in sizes.items()
+        if s.get("first_text")
+    }
+    out.append(
+        (
+            f"first streamed text <= {FIRST_TEXT_LAG_TARGET_S} s after the model's first token",
+            ", ".join(f"{n}: {_s(v)}" for n, v in lags.items()) or "-",
+            all(v is not None and v <= FIRST_TEXT_LAG_TARGET_S for v in lags.values())
+            if lags
+            else None,
+        )
+    )
     keys = sorted(sizes, key=int)
     if len(keys) >= 2:
         small, large = sizes[keys[0]], sizes[keys[-1]]
         for label, get in (
             ("DOM elements", lambda s: (s.get("page") or {}).get("dom_elements")),
-            ("bytes per approve", lambda s: _med((s.get("approve") or {}).get("samples", []), "traffic", "bytes")),
+            (
+                "bytes per approve",
+                lambda s: _med((s.get("approve") or {}).get("samples", []), "traffic", "bytes"),
+            ),
         ):
             a, b = get(small), get(large)
             ok = None if a is None or b is None else b <= GROWTH_LIMIT * a
             measured = "-" if ok is None else f"{b / a:.1f}x ({keys[-1]} vs {keys[0]} turns)"
-            out.append((f"{label} bounded: at {keys[-1]} turns <= {GROWTH_LIMIT}x at {keys[0]}", measured, ok))
+            out.append(
+                (
+                    f"{label} bounded: at {keys[-1]} turns <= {GROWTH_LIMIT}x at {keys[0]}",
+                    measured,
+                    ok,
+                )
+            )
         if "200" in sizes and "10" in sizes:
             o200 = (sizes["200"].get("open") or {}).get("median_s")
             o10 = (sizes["10"].get("open") or {}).get("median_s")
             ok = None if o10 is None else o200 is not None and o200 <= 2 * o10
-            out.append(("open at 200 turns <= 2x at 10 (the CI test)",
-                        "-" if ok is None else f"{_s(o200)} vs {_s(o10)} s", ok))
+            out.append(
+                (
+                    "open at 200 turns <= 2x at 10 (the CI test)",
+                    "-" if ok is None else f"{_s(o200)} vs {_s(o10)} s",
+                    ok,
+                )
+            )
     if idle:
-        out.append((f"server CPU with {idle['tabs']} idle tabs <= {IDLE_CPU_TARGET_PCT} % of a core",
-                    f"{idle['server_cpu_pct']} %", idle["server_cpu_pct"] <= IDLE_CPU_TARGET_PCT))
+        out.append(
+            (
+                f"server CPU with {idle['tabs']} idle tabs <= {IDLE_CPU_TARGET_PCT} % of a core",
+                f"{idle['server_cpu_pct']} %",
+                idle["server_cpu_pct"] <= IDLE_CPU_TARGET_PCT,
+            )
+        )
     return out
 
 
@@ -200,7 +280,9 @@ def idle_result(data: dict[str, Any]) -> dict[str, Any] | None:
 def targets_table(rows_: list[tuple[str, str, bool | None]]) -> str:
     lines = ["| target | measured | result |", "|---|---|---|"]
     for target, measured, ok in rows_:
-        lines.append(f"| {target} | {measured} | {'-' if ok is None else 'pass' if ok else 'FAIL'} |")
+        lines.append(
+            f"| {target} | {measured} | {'-' if ok is None else 'pass' if ok else 'FAIL'} |"
+        )
     return "\n".join(lines)
 
 
@@ -211,13 +293,15 @@ END = "<!-- bench:web:end -->"
 def markdown(data: dict[str, Any]) -> str:
     env = data["environment"]
     sizes = data["sizes"]
-    return "\n\n".join([
-        f"Run {env['when']} on {env['machine']}, load average at start "
-        f"{' '.join(map(str, env['load_average']))}, at end {' '.join(map(str, env.get('load_average_end', [])))}; "
-        f"command: `{env['command']}`; total {env.get('total_s', '?')} s.",
-        table(sizes),
-        targets_table(targets(sizes, idle_result(data))),
-    ])
+    return "\n\n".join(
+        [
+            f"Run {env['when']} on {env['machine']}, load average at start "
+            f"{' '.join(map(str, env['load_average']))}, at end {' '.join(map(str, env.get('load_average_end', [])))}; "
+            f"command: `{env['command']}`; total {env.get('total_s', '?')} s.",
+            table(sizes),
+            targets_table(targets(sizes, idle_result(data))),
+        ]
+    )
 
 
 def write_markdown(path: Path, body: str) -> None:
@@ -225,7 +309,7 @@ def write_markdown(path: Path, body: str) -> None:
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     block = f"{BEGIN}\n{body}\n{END}"
     if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
     else:
         text = text.rstrip() + "\n\n## Web app: latest run\n\n" + block + "\n"
     path.write_text(text)

@@ -53,7 +53,9 @@ def sign_in(context: Any, url: str, secret: str) -> None:
     way a person opening the link `gatehouse ui` prints does: the response sets the
     session cookie in the context's cookie jar, which its pages then send."""
     response = context.request.get(f"{url}/?token={secret}")
-    if response.status != 200 or not any(c["name"] == "gatehouse_session" for c in context.cookies(url)):
+    if response.status != 200 or not any(
+        c["name"] == "gatehouse_session" for c in context.cookies(url)
+    ):
         raise RuntimeError(f"signing in at {url} failed: HTTP {response.status}")
 
 
@@ -66,8 +68,14 @@ def gatehouse_ui_command(port: int) -> list[str]:
 
 
 @contextmanager
-def serve(db: Path, folder: Path, *, command: list[str] | None = None, extra_env: dict[str, str] | None = None,
-          timeout: float = 90) -> Iterator[Server]:
+def serve(
+    db: Path,
+    folder: Path,
+    *,
+    command: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 90,
+) -> Iterator[Server]:
     """Serve `db` from `folder` (cwd, workspace, logs). `command` replaces `gatehouse ui`
     (the profiler's instrumented launcher); it gets the port as its last argument."""
     workspace = seed_workspace(folder / "workspace")
@@ -87,19 +95,27 @@ def serve(db: Path, folder: Path, *, command: list[str] | None = None, extra_env
     )
     cmd = [*command, str(port)] if command else gatehouse_ui_command(port)
     with running(cmd, port, cwd=folder, env=env, log=log, timeout=timeout) as (url, process):
-        yield Server(url=url, pid=process.pid, log=log, token_log=token_log, workspace=workspace,
-                     secret=install_secret_of(db))
+        yield Server(
+            url=url,
+            pid=process.pid,
+            log=log,
+            token_log=token_log,
+            workspace=workspace,
+            secret=install_secret_of(db),
+        )
 
 
 @contextmanager
-def running(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: Path,
-            timeout: float) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def running(
+    cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: Path, timeout: float
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Start a Streamlit server command (its own process group, output to `log`), wait
     until `/_stcore/health` answers, and stop the whole group afterwards. The browser
     tests serve the app the same way (tests/support/browser.py)."""
     with log.open("wb") as out:
-        process = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url + "/_stcore/health", process, log, timeout, "the web server")
@@ -108,8 +124,14 @@ def running(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: P
         stop_group(process)
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float, what: str,
-               interval: float = 0.2) -> None:
+def wait_ready(
+    url: str,
+    process: subprocess.Popen[bytes],
+    log: Path,
+    timeout: float,
+    what: str,
+    interval: float = 0.2,
+) -> None:
     """Poll `url` until it answers 200 (a server says it is ready, never a guessed time);
     fail with the log's tail when the process exits or `timeout` passes. Shared by every
     server the tests and benches start (Streamlit, `langgraph dev`, the LiteLLM proxy)."""

@@ -32,7 +32,9 @@ from bench.web.build import ROOT
 RUNLOG_ENV = "GATEHOUSE_BENCH_RUNLOG"
 CPROFILE_ENV = "GATEHOUSE_BENCH_CPROFILE"
 NO_STATUS_SLEEP_ENV = "GATEHOUSE_BENCH_NO_STATUS_SLEEP"
-APP = ROOT / "ui" / "web" / "launch.py"  # the app behind its sign-in guard, as `gatehouse ui` serves it
+APP = (
+    ROOT / "ui" / "web" / "launch.py"
+)  # the app behind its sign-in guard, as `gatehouse ui` serves it
 
 _lock = threading.Lock()
 _numbers = itertools.count(1)
@@ -70,18 +72,37 @@ def instrument() -> None:
         if profiler is not None and folder:
             prof = str(Path(folder) / f"run-{number:05d}.prof")
             profiler.dump_stats(prof)
-        outcome = "rerun" if rerun else "stopped" if premature_stop else "error" if uncaught else "done"
-        _append({"run": number, "session": ctx.session_id, "start": start, "end": end,
-                 "cpu_s": round(time.thread_time() - cpu, 4), "outcome": outcome,
-                 "fragment": bool(ctx.fragment_ids_this_run), "prof": prof})
+        outcome = (
+            "rerun" if rerun else "stopped" if premature_stop else "error" if uncaught else "done"
+        )
+        _append(
+            {
+                "run": number,
+                "session": ctx.session_id,
+                "start": start,
+                "end": end,
+                "cpu_s": round(time.thread_time() - cpu, 4),
+                "outcome": outcome,
+                "fragment": bool(ctx.fragment_ids_this_run),
+                "prof": prof,
+            }
+        )
         return result
 
-    def timed_finished(self: Any, ctx: Any, event: Any, premature_stop: bool, run_descriptor: Any) -> None:
+    def timed_finished(
+        self: Any, ctx: Any, event: Any, premature_stop: bool, run_descriptor: Any
+    ) -> None:
         start = time.monotonic()
         try:
             original_finished(self, ctx, event, premature_stop, run_descriptor)
         finally:
-            _append({"cleanup_s": round(time.monotonic() - start, 4), "session": ctx.session_id, "end": time.monotonic()})
+            _append(
+                {
+                    "cleanup_s": round(time.monotonic() - start, 4),
+                    "session": ctx.session_id,
+                    "end": time.monotonic(),
+                }
+            )
 
     script_runner.exec_func_with_error_handling = timed_exec
     script_runner.ScriptRunner._on_script_finished = timed_finished  # type: ignore[method-assign]

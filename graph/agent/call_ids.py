@@ -78,9 +78,16 @@ def fresh_call_ids(
     raw = kwargs.get("tool_calls")
     if isinstance(raw, list) and len(raw) == valid:
         kwargs["tool_calls"] = [
-            {**c, "id": tool_calls[i]["id"]} if isinstance(c, dict) else c for i, c in enumerate(raw)
+            {**c, "id": tool_calls[i]["id"]} if isinstance(c, dict) else c
+            for i, c in enumerate(raw)
         ]
-    return reply.model_copy(update={"tool_calls": tool_calls, "invalid_tool_calls": invalid, "additional_kwargs": kwargs})
+    return reply.model_copy(
+        update={
+            "tool_calls": tool_calls,
+            "invalid_tool_calls": invalid,
+            "additional_kwargs": kwargs,
+        }
+    )
 
 
 def _new_id(taken: set[str]) -> str:

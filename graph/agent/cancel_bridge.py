@@ -36,7 +36,9 @@ def with_cancel_bridge(node: Callable[..., Any]) -> Callable[..., Any]:
     async def bridged(task: Any, config: RunnableConfig, runtime: Runtime[RunContext]) -> Any:
         ctx = context_of(runtime)
         stop = ctx.cancel if ctx is not None else threading.Event()
-        work = asyncio.ensure_future(run_in_executor(config, node, task, config, runtime, stop=stop))
+        work = asyncio.ensure_future(
+            run_in_executor(config, node, task, config, runtime, stop=stop)
+        )
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:

@@ -63,9 +63,13 @@ class GatehouseGraph(CompiledStateGraph):
         copied.deps = self.deps
         return copied
 
-    def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
         if is_clear(supersteps):
-            supersteps = resolution(self.get_state(config), config, self.deps.decisions) or supersteps
+            supersteps = (
+                resolution(self.get_state(config), config, self.deps.decisions) or supersteps
+            )
         return super().bulk_update_state(config, supersteps)
 
     async def abulk_update_state(
@@ -78,25 +82,49 @@ class GatehouseGraph(CompiledStateGraph):
             supersteps = resolved or supersteps
         return await super().abulk_update_state(config, supersteps)
 
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
         _with_context(kwargs)
         # `config is not None` is implied by a thread id; said out loud for the type checker.
-        if (is_goto_end(input) and config is not None and _thread(config) and self.checkpointer
-                and pending_review_calls(self.get_state(config))):
+        if (
+            is_goto_end(input)
+            and config is not None
+            and _thread(config)
+            and self.checkpointer
+            and pending_review_calls(self.get_state(config))
+        ):
             # "Mark as resolved" as a run: the same as the clear, and nothing runs.
             self.bulk_update_state(config, CLEAR)
             return
-        if is_answer(input) and config is not None and (thread_id := _thread(config)) and self.checkpointer:
+        if (
+            is_answer(input)
+            and config is not None
+            and (thread_id := _thread(config))
+            and self.checkpointer
+        ):
             self._refuse_late(thread_id, self.get_state(config))
         yield from super().stream(input, config, **kwargs)
 
-    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
         _with_context(kwargs)
-        if (is_goto_end(input) and config is not None and _thread(config) and self.checkpointer
-                and pending_review_calls(await self.aget_state(config))):
+        if (
+            is_goto_end(input)
+            and config is not None
+            and _thread(config)
+            and self.checkpointer
+            and pending_review_calls(await self.aget_state(config))
+        ):
             await self.abulk_update_state(config, CLEAR)
             return
-        if is_answer(input) and config is not None and (thread_id := _thread(config)) and self.checkpointer:
+        if (
+            is_answer(input)
+            and config is not None
+            and (thread_id := _thread(config))
+            and self.checkpointer
+        ):
             state = await self.aget_state(config)
             if not state.interrupts:
                 await asyncio.to_thread(self._refuse_late, thread_id, state)
@@ -129,7 +157,9 @@ def parts_of(agent: object) -> AgentDeps | None:
     return agent.deps if isinstance(agent, GatehouseGraph) else None
 
 
-def as_gatehouse_graph(compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps) -> GatehouseGraph:
+def as_gatehouse_graph(
+    compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps
+) -> GatehouseGraph:
     """The same compiled graph, with Gatehouse's entry points and its parts."""
     compiled.__class__ = GatehouseGraph
     graph: GatehouseGraph = compiled  # type: ignore[assignment]  # its class was just set

@@ -23,7 +23,9 @@ class RunContext(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     max_model_calls: int | None = Field(
-        default=None, ge=1, description="Lower this run's limit of model calls (never above the configured one)."
+        default=None,
+        ge=1,
+        description="Lower this run's limit of model calls (never above the configured one).",
     )
     # Set by the runner when the person presses Stop; nodes check it at safe points.
     _cancel: threading.Event = PrivateAttr(default_factory=threading.Event)

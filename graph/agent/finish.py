@@ -36,7 +36,10 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
     if update.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
         return Command(goto="finish", update=update)
-    if not update.get("continue_run") and (dangling := _unanswered(state, update.get("messages") or [])) is not None:
+    if (
+        not update.get("continue_run")
+        and (dangling := _unanswered(state, update.get("messages") or [])) is not None
+    ):
         # Flow follows the control keys only; a message the model would never see is
         # refused rather than left unanswered at the end of the history.
         raise HookError(
@@ -45,8 +48,13 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
         )
     if update.pop("continue_run", False):
         seen = last_human_id(update.get("messages") or [], state.get("run_message_id"))
-        return Command(goto="model", update={**update, "continue_run": False, "run_message_id": seen})
-    end = ended("completed", history_size(list(state.get("messages") or []), list(update.get("messages") or [])))
+        return Command(
+            goto="model", update={**update, "continue_run": False, "run_message_id": seen}
+        )
+    end = ended(
+        "completed",
+        history_size(list(state.get("messages") or []), list(update.get("messages") or [])),
+    )
     return Command(goto=END, update={**update, **end})
 
 

@@ -114,12 +114,18 @@ def grants_of(state: Mapping[str, Any], deps: AgentDeps, thread_id: str) -> list
     """The thread's "always allow" grants: from the decision log when there is one
     (state is what clients can write), else from the state."""
     if deps.decisions is not None:
-        return [Grant(tool=tool, pattern=pattern) for tool, pattern in deps.decisions.grants(thread_id)]
+        return [
+            Grant(tool=tool, pattern=pattern) for tool, pattern in deps.decisions.grants(thread_id)
+        ]
     return [Grant.from_dict(g) for g in state.get("grants") or []]
 
 
 def policy_verdict(
-    call: ToolCall, deps: AgentDeps, thread_id: str, grants: list[Grant], runtime: Runtime[RunContext] | None
+    call: ToolCall,
+    deps: AgentDeps,
+    thread_id: str,
+    grants: list[Grant],
+    runtime: Runtime[RunContext] | None,
 ) -> Verdict:
     """The policy's verdict on `call` under `grants`, evaluated once per run: the key is
     everything the verdict is a function of (the call's id, tool and arguments, the
@@ -128,7 +134,14 @@ def policy_verdict(
     ctx = context_of(runtime)
     if ctx is None:
         return deps.policy.evaluate(call["name"], call["args"], tool, grants)
-    key = (id(deps.policy), thread_id, call["id"], call["name"], _args_key(call["args"]), tuple(grants))
+    key = (
+        id(deps.policy),
+        thread_id,
+        call["id"],
+        call["name"],
+        _args_key(call["args"]),
+        tuple(grants),
+    )
     found: Verdict | None = ctx.verdicts.get(key)
     if found is None:
         found = ctx.verdicts[key] = deps.policy.evaluate(call["name"], call["args"], tool, grants)
@@ -185,7 +198,13 @@ def task_for(call: ToolCall, verdict: CallVerdict) -> ToolTask | None:
     if isinstance(verdict, Journaled):
         return {**verdict.task, "replayed": True}
     if isinstance(verdict, AutoApproved):
-        return {"call": call, "mode": "run", "decision": AUTO_APPROVE, "note": None, "auto": verdict.by}
+        return {
+            "call": call,
+            "mode": "run",
+            "decision": AUTO_APPROVE,
+            "note": None,
+            "auto": verdict.by,
+        }
     return None
 
 
@@ -213,8 +232,10 @@ def split_turn(
     return now, gated
 
 
-def auto_approving(runtime: Runtime[RunContext] | None, deps: AgentDeps, grants: list[Grant]) -> AutoMode | None:
-    """"thread" when the thread's auto-approve switch is on (a grant of every tool; only
+def auto_approving(
+    runtime: Runtime[RunContext] | None, deps: AgentDeps, grants: list[Grant]
+) -> AutoMode | None:
+    """ "thread" when the thread's auto-approve switch is on (a grant of every tool; only
     a decision log holds it: state is what clients write), "session" when the run's
     Session has it on."""
     if deps.decisions is not None and any(g.tool == ALL_TOOLS for g in grants):
@@ -230,13 +251,21 @@ def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | 
     reuses its id."""
     if deps.decisions is None:
         return None
-    answered = [r for r in deps.decisions.for_call(thread_id, id_of(call)) if r.question == "review" and r.binds(call)]
+    answered = [
+        r
+        for r in deps.decisions.for_call(thread_id, id_of(call))
+        if r.question == "review" and r.binds(call)
+    ]
     if not answered:
         return None
     record = answered[-1]
     if record.runs:
         return {"call": {**call, "args": record.args}, "mode": "run"}
-    return {"call": call, "mode": "reject" if record.decision == "reject" else "respond", "note": record.message}
+    return {
+        "call": call,
+        "mode": "reject" if record.decision == "reject" else "respond",
+        "note": record.message,
+    }
 
 
 def ran_already(task: ToolTask, deps: AgentDeps, thread_id: str) -> bool:
@@ -250,7 +279,11 @@ def ran_already(task: ToolTask, deps: AgentDeps, thread_id: str) -> bool:
 
 
 def permit(
-    call: ToolCall, config: RunnableConfig, runtime: Runtime[RunContext] | None, deps: AgentDeps, task: ToolTask
+    call: ToolCall,
+    config: RunnableConfig,
+    runtime: Runtime[RunContext] | None,
+    deps: AgentDeps,
+    task: ToolTask,
 ) -> Permit:
     """Whether `run_tool` may run this call: `Free` for a call the policy lets run (with
     the grant that lets it, if one does), `Approved` for a gated call with a recorded
@@ -266,7 +299,9 @@ def permit(
         return Free(verdict.grant)
     if verdict.mode == "ask":
         records = deps.decisions.for_call(thread_id, id_of(call))
-        if matching := [r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)]:
+        if matching := [
+            r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)
+        ]:
             return Approved(matching[-1].decision)
     return Refused(
         f"Refused a task to run {call['name']} (call {call['id']}): no person approved this call with "
@@ -281,8 +316,10 @@ def invalid_permit(call: ToolCall, deps: AgentDeps) -> Invalid | Refused:
     tool = deps.tools.get(call["name"])
     problem = args_problem(tool, call["args"]) if tool is not None else None
     if problem is None:
-        return Refused(f"Refused a task that called the arguments of {call['name']} (call {call['id']}) invalid; "
-                       "they fit the tool. Nothing was answered.")
+        return Refused(
+            f"Refused a task that called the arguments of {call['name']} (call {call['id']}) invalid; "
+            "they fit the tool. Nothing was answered."
+        )
     return Invalid(problem)
 
 

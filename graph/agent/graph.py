@@ -114,7 +114,9 @@ def build_graph(
     if len(tools_by_name) != len(tools):
         raise ValueError("tool names must be unique")
     if ALL_TOOLS in tools_by_name:
-        raise ValueError(f"no tool may be named {ALL_TOOLS!r}: it stands for every tool in policies and grants")
+        raise ValueError(
+            f"no tool may be named {ALL_TOOLS!r}: it stands for every tool in policies and grants"
+        )
     if doom_loop_threshold < 0:
         raise ValueError(f"doom_loop_threshold must be 0 (off) or more, not {doom_loop_threshold}")
     rules = policy if isinstance(policy, Policy) else Policy.from_mapping(policy)
@@ -148,17 +150,26 @@ def build_graph(
     builder.add_node("review", partial(review, deps=deps), destinations=("run_tool", "model"))
     # Async callers (LangGraph Server) cancel a run by its task: the bridge stops the call too.
     tool_step = partial(run_tool, deps=deps)
-    builder.add_node("run_tool", RunnableCallable(tool_step, with_cancel_bridge(tool_step), name="run_tool", trace=False),
-                     destinations=("model",))
+    builder.add_node(
+        "run_tool",
+        RunnableCallable(tool_step, with_cancel_bridge(tool_step), name="run_tool", trace=False),
+        destinations=("model",),
+    )
     builder.add_node("finish", partial(finish, deps=deps), destinations=("model", "finish", END))
     builder.add_edge(START, "model")
     builder.add_conditional_edges(
-        "model", partial(after_model, deps=deps), ["before_tool", "run_tool", "review", "model", "finish", END]
+        "model",
+        partial(after_model, deps=deps),
+        ["before_tool", "run_tool", "review", "model", "finish", END],
     )
-    builder.add_conditional_edges("before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"])
+    builder.add_conditional_edges(
+        "before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"]
+    )
     # A client's "mark as resolved" rejects the open calls; a late answer is refused (compiled.py).
     # Its parts (tools, hooks, policy, decision log) travel with it, typed (compiled.py).
-    return as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name), deps).with_config(
+    return as_gatehouse_graph(
+        builder.compile(checkpointer=checkpointer, name=name), deps
+    ).with_config(
         # An answer that names an interrupt which is not pending (already decided,
         # made up) is refused instead of silently ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}

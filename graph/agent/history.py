@@ -51,7 +51,9 @@ def last_ai(state: Mapping[str, Any]) -> AIMessage | None:
     return None
 
 
-def open_turn_before_new_input(messages: Sequence[AnyMessage]) -> tuple[int, list[AnyMessage]] | None:
+def open_turn_before_new_input(
+    messages: Sequence[AnyMessage],
+) -> tuple[int, list[AnyMessage]] | None:
     """(index of the AI message, the messages that came in after it) when a model turn
     still has calls without a ToolMessage and a client sent new input after it: a
     crash inside a call, or a raw client that ignored a pending approval."""
@@ -64,7 +66,11 @@ def open_turn_before_new_input(messages: Sequence[AnyMessage]) -> tuple[int, lis
         answered = {m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
         if all(c["id"] in answered for c in msg.tool_calls):
             return None
-        later = [m for m in messages[i + 1 :] if not (isinstance(m, ToolMessage) and m.tool_call_id in answered)]
+        later = [
+            m
+            for m in messages[i + 1 :]
+            if not (isinstance(m, ToolMessage) and m.tool_call_id in answered)
+        ]
         return (i, later) if any(isinstance(m, HumanMessage) for m in later) else None
     return None
 
@@ -92,7 +98,11 @@ def pairing_problem(
     without its call. With `reply_open` the last model turn's calls may be open with
     messages after them (an `after_llm` hook adding a note to a reply it sends back:
     the calls are answered right after the reply)."""
-    last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1) if reply_open else -1
+    last_ai = (
+        max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+        if reply_open
+        else -1
+    )
     open_calls: dict[str, str] = {}
     open_at = -1
     for i, m in enumerate(messages):

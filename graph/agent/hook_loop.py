@@ -73,7 +73,9 @@ class HookLoop:
         loop = self.target()
         if _running_here(loop):
             _discard(awaitable)
-            raise HookError("a hook asked to run async code from inside the hooks' own event loop; use `await`")
+            raise HookError(
+                "a hook asked to run async code from inside the hooks' own event loop; use `await`"
+            )
         context = contextvars.copy_context()
         done: concurrent.futures.Future[T] = concurrent.futures.Future()
 

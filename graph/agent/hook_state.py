@@ -45,14 +45,18 @@ def state_for(h: Any, state: Mapping[str, Any], point: str) -> dict[str, Any]:
     return _ReadOnlyDict(state, _owner(h, point))
 
 
-def in_place_changes(h: Any, before: Mapping[str, Any], after: Mapping[str, Any], point: str) -> dict[str, Any]:
+def in_place_changes(
+    h: Any, before: Mapping[str, Any], after: Mapping[str, Any], point: str
+) -> dict[str, Any]:
     """The update a hook made by changing its copy of the state (see the module doc).
     Messages come as a messages-reducer update; other keys as their new value (a
     usage total as what was added to it)."""
     if not copies_state(h):
         return {}
     changes: dict[str, Any] = {}
-    if messages := message_changes(list(before.get("messages") or []), list(after.get("messages") or [])):
+    if messages := message_changes(
+        list(before.get("messages") or []), list(after.get("messages") or [])
+    ):
         changes["messages"] = messages
     for key in (set(before) | set(after)) - {"messages"}:
         if key in after and key in before and after[key] == before[key]:
@@ -65,7 +69,9 @@ def in_place_changes(h: Any, before: Mapping[str, Any], after: Mapping[str, Any]
         if key not in after:  # deleted: its empty value
             changes[key] = {} if key in MERGED_KEYS or key in ("usage", "run_usage") else None
             if key == "usage":
-                raise HookError(f"{point} hook {h!r} deleted state['usage']: a thread's usage can only grow")
+                raise HookError(
+                    f"{point} hook {h!r} deleted state['usage']: a thread's usage can only grow"
+                )
         elif key == "usage":
             changes[key] = _usage_added(h, before.get(key) or {}, after[key] or {}, point)
         else:
@@ -79,7 +85,9 @@ def message_changes(before: list[Any], after: list[Any]) -> list[Any]:
     the end; else the whole list after a `RemoveMessage(REMOVE_ALL_MESSAGES)`."""
     if len(before) == len(after) and all(map(operator.eq, before, after)):
         return []
-    position = {m.id: i for i, m in enumerate(before) if isinstance(m, BaseMessage) and m.id is not None}
+    position = {
+        m.id: i for i, m in enumerate(before) if isinstance(m, BaseMessage) and m.id is not None
+    }
     if len(position) != len(before):
         return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *after]
     kept = [(i, m) for i, m in enumerate(after) if getattr(m, "id", None) in position]
@@ -95,7 +103,9 @@ def message_changes(before: list[Any], after: list[Any]) -> list[Any]:
     return [*removed, *edited, *after[last_kept + 1 :]]
 
 
-def _usage_added(h: Any, before: Mapping[str, Any], after: Mapping[str, Any], point: str) -> dict[str, float]:
+def _usage_added(
+    h: Any, before: Mapping[str, Any], after: Mapping[str, Any], point: str
+) -> dict[str, float]:
     # `usage` sums what each step adds: an in-place change is the amount it added.
     added: dict[str, float] = {}
     for key in set(before) | set(after):

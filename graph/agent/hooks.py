@@ -56,7 +56,11 @@ _OPEN_CALLS_OK = ("after_llm", "before_tool")
 FLOW_CONTROL = "flow_control"
 FLOW_KEYS = frozenset({"stop_reason", "stop_kind", "continue_run", "rerun_llm"})
 # Async names of the lifecycle and run methods, ours first, then Haystack's.
-ASYNC_NAMES = {"run": ("arun", "run_async"), "warm_up": ("awarm_up", "warm_up_async"), "close": ("aclose", "close_async")}
+ASYNC_NAMES = {
+    "run": ("arun", "run_async"),
+    "warm_up": ("awarm_up", "warm_up_async"),
+    "close": ("aclose", "close_async"),
+}
 
 # The point whose hooks are running, for a hook registered at several points.
 _current_point: contextvars.ContextVar[HookPoint | None] = contextvars.ContextVar(
@@ -126,7 +130,9 @@ def load_hook(spec: Any) -> Any:
     `{path = "package.module:Class", args = {...}}` (the class called with `args`)."""
     if isinstance(spec, Mapping):
         if set(spec) - {"path", "args"} or not isinstance(spec.get("path"), str):
-            raise ValueError(f"a hook table needs 'path' (and optionally 'args'), got {dict(spec)!r}")
+            raise ValueError(
+                f"a hook table needs 'path' (and optionally 'args'), got {dict(spec)!r}"
+            )
         factory = _import(spec["path"])
         return load_hook(factory(**dict(spec.get("args") or {})))
     if isinstance(spec, str):
@@ -153,7 +159,9 @@ def _import(path: str) -> Any:
         raise ValueError(f"cannot load hook {path!r}: {exc}") from exc
 
 
-def normalise_hooks(hooks: Mapping[str, Iterable[Any]] | HookSet | None) -> dict[HookPoint, list[Any]]:
+def normalise_hooks(
+    hooks: Mapping[str, Iterable[Any]] | HookSet | None,
+) -> dict[HookPoint, list[Any]]:
     if isinstance(hooks, HookSet):
         return {p: list(hooks.points[p]) for p in HOOK_POINTS}
     result: dict[HookPoint, list[Any]] = {p: [] for p in HOOK_POINTS}
@@ -206,9 +214,14 @@ def run_hooks(
         _current_point.reset(token)
 
 
-def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None) -> dict[str, Any]:
+def _run_hooks(
+    hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None
+) -> dict[str, Any]:
     # The per-hook dicts are always there, so a hook can write into them in place.
-    view = {**{key: {} for key in MERGED_KEYS}, **{k: v for k, v in state.items() if v is not None or k not in MERGED_KEYS}}
+    view = {
+        **{key: {} for key in MERGED_KEYS},
+        **{k: v for k, v in state.items() if v is not None or k not in MERGED_KEYS},
+    }
     update: dict[str, Any] = {}
     # Whether the history was broken before any hook ran (then a hook is not blamed):
     # worked out only when a hook changes messages, as walking the history costs.
@@ -245,7 +258,9 @@ def _run_hooks(hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint,
     return update
 
 
-def _apply(out: Mapping[str, Any], update: dict[str, Any], view: dict[str, Any], *, replace: bool) -> None:
+def _apply(
+    out: Mapping[str, Any], update: dict[str, Any], view: dict[str, Any], *, replace: bool
+) -> None:
     for key, value in out.items():
         if key == "messages":
             update["messages"] = [*update.get("messages", []), *value]
@@ -275,17 +290,23 @@ def flat_flow_control(h: Any, out: Mapping[str, Any], point: HookPoint) -> dict[
     if not isinstance(nested, Mapping):
         raise HookError(f"{point} hook {h!r}: 'flow_control' must be a dict of {sorted(FLOW_KEYS)}")
     if unknown := set(nested) - FLOW_KEYS:
-        raise HookError(f"{point} hook {h!r}: unknown flow_control keys {sorted(unknown)}; allowed: {sorted(FLOW_KEYS)}")
+        raise HookError(
+            f"{point} hook {h!r}: unknown flow_control keys {sorted(unknown)}; allowed: {sorted(FLOW_KEYS)}"
+        )
     for key, value in nested.items():
         if key in flat and flat[key] != value:
-            raise HookError(f"{point} hook {h!r} set {key!r} twice with different values (flat and in flow_control)")
+            raise HookError(
+                f"{point} hook {h!r} set {key!r} twice with different values (flat and in flow_control)"
+            )
         flat[key] = value
     return flat
 
 
 def _check_update(h: Any, out: Any, point: HookPoint) -> None:
     if not isinstance(out, Mapping):
-        raise HookError(f"{point} hook {h!r} returned {type(out).__name__}, not a state update (a dict or None)")
+        raise HookError(
+            f"{point} hook {h!r} returned {type(out).__name__}, not a state update (a dict or None)"
+        )
     if unknown := set(out) - HOOK_KEYS:
         renamed = " ('stop_run' is now called 'stop_reason')" if "stop_run" in unknown else ""
         raise HookError(
@@ -294,7 +315,9 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
     if out.get("rerun_llm") and point != "after_llm":
         raise HookError(f"{point} hook {h!r} set rerun_llm, which only after_llm hooks may set")
     messages = out.get("messages", [])
-    if not isinstance(messages, list | tuple) or not all(isinstance(m, BaseMessage) for m in messages):
+    if not isinstance(messages, list | tuple) or not all(
+        isinstance(m, BaseMessage) for m in messages
+    ):
         raise HookError(f"{point} hook {h!r}: 'messages' must be a list of messages")
     for key in MERGED_KEYS & set(out):
         if out[key] is not None and not isinstance(out[key], Mapping):
@@ -307,7 +330,9 @@ def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
     `after_llm` messages may even follow them: a reply sent back with `rerun_llm` gets
     its calls answered right after it (the model node checks the other case,
     graph/agent/model_node.py)."""
-    return pairing_problem(messages, open_tail=point in _OPEN_CALLS_OK, reply_open=point == "after_llm")
+    return pairing_problem(
+        messages, open_tail=point in _OPEN_CALLS_OK, reply_open=point == "after_llm"
+    )
 
 
 class HookSet:
@@ -418,4 +443,6 @@ async def _alifecycle(h: Any, name: str, loop: HookLoop) -> None:
         elif callable(fn := getattr(h, name, None)):
             fn()
     except Exception as exc:
-        raise HookError(f"hook {h!r} {ASYNC_NAMES[name][0]} failed: {type(exc).__name__}: {exc}") from exc
+        raise HookError(
+            f"hook {h!r} {ASYNC_NAMES[name][0]} failed: {type(exc).__name__}: {exc}"
+        ) from exc

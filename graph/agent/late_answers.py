@@ -19,33 +19,59 @@ from langgraph.types import Command, StateSnapshot
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StaleDecision
 
-PAST = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
-        "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "approved automatically"}
+PAST = {
+    "approve": "approved",
+    "edit": "approved with edits",
+    "reject": "rejected",
+    "respond": "answered instead",
+    "run_again": "run again",
+    "mark_failed": "marked as failed",
+    "auto_approve": "approved automatically",
+}
 
 
 def is_answer(input: Any) -> bool:
     return isinstance(input, Command) and input.resume is not None
 
 
-def late_answer_error(thread_id: str, state: StateSnapshot, records: Sequence[DecisionRecord]) -> StaleDecision | None:
+def late_answer_error(
+    thread_id: str, state: StateSnapshot, records: Sequence[DecisionRecord]
+) -> StaleDecision | None:
     """The refusal for an answer to `thread_id` in `state`, or None when a question is
     pending (then the answer is checked against it as usual)."""
     if state.interrupts or not state.values:
         return None
     # The calls of the latest turn that made any: what the late answer was about.
-    turn = next((m for m in reversed(state.values.get("messages") or []) if isinstance(m, AIMessage) and m.tool_calls),
-                None)
+    turn = next(
+        (
+            m
+            for m in reversed(state.values.get("messages") or [])
+            if isinstance(m, AIMessage) and m.tool_calls
+        ),
+        None,
+    )
     calls = {c["id"] for c in (turn.tool_calls if turn is not None else [])}
     said: dict[str, str] = {}
     for record in reversed(records):  # the latest decision of each call
         answers_a_question = record.question == "review" or record.question.startswith("outcome")
         if answers_a_question and record.tool_call_id in calls and record.tool_call_id not in said:
-            who = " ".join(p for p in (f"by {record.actor}" if record.actor else None,
-                                       f"via {record.source}" if record.source else None) if p)
-            said[record.tool_call_id] = f"`{record.tool}` {PAST.get(record.decision, record.decision)} {who or 'elsewhere'}"
+            who = " ".join(
+                p
+                for p in (
+                    f"by {record.actor}" if record.actor else None,
+                    f"via {record.source}" if record.source else None,
+                )
+                if p
+            )
+            said[record.tool_call_id] = (
+                f"`{record.tool}` {PAST.get(record.decision, record.decision)} {who or 'elsewhere'}"
+            )
     if said:
         return StaleDecision(
             f"thread {thread_id} is not waiting for a decision; your answer was not used: already decided — "
-            + "; ".join(reversed(list(said.values()))) + "."
+            + "; ".join(reversed(list(said.values())))
+            + "."
         )
-    return StaleDecision(f"thread {thread_id} is not waiting for a decision; your answer was not used")
+    return StaleDecision(
+        f"thread {thread_id} is not waiting for a decision; your answer was not used"
+    )

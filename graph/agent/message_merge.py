@@ -106,7 +106,8 @@ def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessag
     if any(not isinstance(m, BaseMessage) or m.id is None for m in flat):
         flat = _with_stable_ids(state, flat)
     plain = all(
-        isinstance(m, BaseMessage) and not isinstance(m, RemoveMessage) and m.id is not None for m in flat
+        isinstance(m, BaseMessage) and not isinstance(m, RemoveMessage) and m.id is not None
+        for m in flat
     ) and (not state or isinstance(state[0], BaseMessage))
     if plain:
         index = _index_of(state)

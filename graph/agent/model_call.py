@@ -77,7 +77,9 @@ from graph.protocol.threads import (
 log = logging.getLogger("gatehouse.model")
 
 CUT_OFF_KIND = CUT_OFF_SOURCE  # the run's stop_kind, and the notice's source
-CUT_OFF_STOP = "Stopped: the model's reply was cut off before it finished. Retry to ask the model again."
+CUT_OFF_STOP = (
+    "Stopped: the model's reply was cut off before it finished. Retry to ask the model again."
+)
 CUT_OFF_REASON_KEY = "gatehouse_cut_off_reason"
 NO_CHUNKS = "No generation chunks were returned"
 # LangChain's stock fake whose `_stream` drops the message's tool calls (it streams the
@@ -86,7 +88,10 @@ NO_CHUNKS = "No generation chunks were returned"
 _LOSSY_STREAMS = ("GenericFakeChatModel",)
 
 # The event a piece of streamed text is, by what the <think> splitter found it to be.
-_DELTAS: dict[str, type[ev.TextDelta] | type[ev.ReasoningDelta]] = {"text": ev.TextDelta, "reasoning": ev.ReasoningDelta}
+_DELTAS: dict[str, type[ev.TextDelta] | type[ev.ReasoningDelta]] = {
+    "text": ev.TextDelta,
+    "reasoning": ev.ReasoningDelta,
+}
 
 # Models found not to stream (by id; the entry goes when the model does).
 _NOT_STREAMING: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
@@ -129,11 +134,20 @@ def stream_reply(
             ai, was_cancelled = reply.fetch(model, messages, config, runtime)
             # Empty with no usage chunk is how LiteLLM streams what a server that does
             # not stream (or its own mock tool calls) answered: asked again, not "cut".
-            if not was_cancelled and is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
+            if (
+                not was_cancelled
+                and is_empty(ai)
+                and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage")
+            ):
                 ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
         except Exception as exc:
             problem = model_problem(exc)
-            if problem is None or not problem.transient or retries >= options.max_retries or cancelled(runtime):
+            if (
+                problem is None
+                or not problem.transient
+                or retries >= options.max_retries
+                or cancelled(runtime)
+            ):
                 raise
             if problem.proxy_retried:
                 # A LiteLLM proxy answered with an error after its own retries: more of
@@ -144,16 +158,33 @@ def stream_reply(
             delay = _retry_delay(problem, retries, options)
             # The `model_retried` event is what front ends show; a warning too would
             # print the same line twice in the terminal.
-            log.info("%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay)
-            write(ev.ModelRetried(thread_id=thread_id, attempt=retries, max_retries=options.max_retries,
-                                  delay_s=delay, reason=problem.cause, message_id=reply.message_id))
+            log.info(
+                "%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay
+            )
+            write(
+                ev.ModelRetried(
+                    thread_id=thread_id,
+                    attempt=retries,
+                    max_retries=options.max_retries,
+                    delay_s=delay,
+                    reason=problem.cause,
+                    message_id=reply.message_id,
+                )
+            )
             if _wait(runtime, delay):
                 return AIMessage(content="", id=f"run-{uuid.uuid4()}"), True
             continue
         if is_cut_off(ai):
-            write(ev.Notice(thread_id=thread_id, source=CUT_OFF_KIND,
-                            text=notice_text(str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY)),
-                                             len(ai.invalid_tool_calls))))
+            write(
+                ev.Notice(
+                    thread_id=thread_id,
+                    source=CUT_OFF_KIND,
+                    text=notice_text(
+                        str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY)),
+                        len(ai.invalid_tool_calls),
+                    ),
+                )
+            )
         return ai, was_cancelled
 
 
@@ -163,7 +194,11 @@ def is_empty(ai: AIMessage) -> bool:
 
 
 def _ask_again_without_streaming(
-    model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Runtime[RunContext], first: _Reply
+    model: Any,
+    messages: list[AnyMessage],
+    config: RunnableConfig,
+    runtime: Runtime[RunContext],
+    first: _Reply,
 ) -> AIMessage:
     """An empty reply, asked for once more without streaming; `EmptyReply` when that
     is empty too. A full answer means the stream lost it (a proxy in front of a server
@@ -171,11 +206,20 @@ def _ask_again_without_streaming(
     from then on."""
     if not first.streamed:
         raise EmptyReply(_model_label(model), streamed=False)
-    log.info("%s sent an empty streamed reply; asking once more without streaming", _model_label(model))
+    log.info(
+        "%s sent an empty streamed reply; asking once more without streaming", _model_label(model)
+    )
     # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
-    first.write(ev.ModelRetried(thread_id=first.thread_id, attempt=1, max_retries=1, delay_s=0.0,
-                                reason="The model's streamed reply was empty; asking once more without streaming.",
-                                message_id=first.message_id))
+    first.write(
+        ev.ModelRetried(
+            thread_id=first.thread_id,
+            attempt=1,
+            max_retries=1,
+            delay_s=0.0,
+            reason="The model's streamed reply was empty; asking once more without streaming.",
+            message_id=first.message_id,
+        )
+    )
     again = _Reply(first.write, first.thread_id)
     ai, _ = again.fetch(model, messages, config, runtime, stream=False)
     if is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
@@ -198,8 +242,13 @@ class _Reply:
         self._parts = 0  # parts started so far (the next part's index)
 
     def fetch(
-        self, model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Runtime[RunContext],
-        *, stream: bool = True,
+        self,
+        model: Any,
+        messages: list[AnyMessage],
+        config: RunnableConfig,
+        runtime: Runtime[RunContext],
+        *,
+        stream: bool = True,
     ) -> tuple[AIMessage, bool]:
         if stream and streams(model):
             self.streamed = True
@@ -242,17 +291,28 @@ class _Reply:
         for kind, piece in self._think.flush():
             self._emit(_DELTAS[kind], piece, self.message_id)
 
-    def _emit(self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta], text: str, message_id: str | None) -> None:
+    def _emit(
+        self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta], text: str, message_id: str | None
+    ) -> None:
         part = kind.model_fields["type"].default.removesuffix("_delta")
         if part != self._part:
             self.start_part(part, message_id or self.message_id)
-        self.write(kind(thread_id=self.thread_id, text=text, message_id=message_id or self.message_id))
+        self.write(
+            kind(thread_id=self.thread_id, text=text, message_id=message_id or self.message_id)
+        )
 
     def start_part(self, kind: ev.PartKind, message_id: str | None, **call: Any) -> None:
         """A `part_started` event: deltas of another kind than the last, or a tool call."""
         self._part = kind
-        self.write(ev.PartStarted(thread_id=self.thread_id, message_id=message_id, index=self._parts,
-                                  part_kind=kind, **call))
+        self.write(
+            ev.PartStarted(
+                thread_id=self.thread_id,
+                message_id=message_id,
+                index=self._parts,
+                part_kind=kind,
+                **call,
+            )
+        )
         self._parts += 1
 
 
@@ -279,8 +339,11 @@ def stop_streaming(model: Any, why: str | None = None) -> None:
     inner = _unwrap(model)
     where = getattr(inner, "openai_api_base", None)
     if why is None:
-        why = (f"the model server{f' at {where}' if where else ''} answered a streaming request without streaming"
-               if _speaks_http(inner) else f"{type(inner).__name__}.stream() gave no chunks")
+        why = (
+            f"the model server{f' at {where}' if where else ''} answered a streaming request without streaming"
+            if _speaks_http(inner)
+            else f"{type(inner).__name__}.stream() gave no chunks"
+        )
     log.warning("%s; asking %s without streaming from now on", why, _model_label(inner))
     _NOT_STREAMING[id(inner)] = inner
 
@@ -303,7 +366,9 @@ def requests_usage(model: Any) -> bool:
         model = model.bound
     if "stream_usage" in kwargs:
         return bool(kwargs["stream_usage"])
-    options = kwargs.get("stream_options") or (getattr(model, "model_kwargs", None) or {}).get("stream_options")
+    options = kwargs.get("stream_options") or (getattr(model, "model_kwargs", None) or {}).get(
+        "stream_options"
+    )
     if isinstance(options, dict) and "include_usage" in options:
         return bool(options["include_usage"])
     return getattr(model, "stream_usage", None) is True
@@ -335,7 +400,11 @@ def system_text(base: str | None, extra: Mapping[str, str]) -> str:
 
 
 def prompt_messages(
-    system_prompt: str | None, view: Mapping[str, Any], history: Sequence[AnyMessage], *, keep_reasoning: bool
+    system_prompt: str | None,
+    view: Mapping[str, Any],
+    history: Sequence[AnyMessage],
+    *,
+    keep_reasoning: bool,
 ) -> list[AnyMessage]:
     """What the model is sent: the system text, then the history from the latest
     compaction summary on (history.model_view) with earlier replies' reasoning left
@@ -381,7 +450,9 @@ def is_cut_off(ai: AIMessage) -> bool:
     return bool(ai.additional_kwargs.get(CUT_OFF_KEY))
 
 
-def to_message(chunk: AIMessage | None, *, complete: bool = True, usage_requested: bool = False) -> AIMessage:
+def to_message(
+    chunk: AIMessage | None, *, complete: bool = True, usage_requested: bool = False
+) -> AIMessage:
     """The stored form of a reply: strict tool calls, reasoning apart from the answer,
     and (when `complete`, i.e. not stopped by the person) the cut-off mark, with why
     (graph/agent/cut_off.py)."""
@@ -395,19 +466,32 @@ def to_message(chunk: AIMessage | None, *, complete: bool = True, usage_requeste
         if thought:
             content = answer
             earlier = kwargs.get(REASONING_KEY)
-            kwargs[REASONING_KEY] = f"{earlier}\n\n{thought}" if isinstance(earlier, str) and earlier else thought
-    reason = cut_reason(
-        chunk.response_metadata, chunk.content if isinstance(chunk.content, str) else "",
-        [c.get("args") for c in _raw_arguments(chunk)],
-        has_usage=chunk.usage_metadata is not None, usage_requested=usage_requested,
-    ) if complete else None
+            kwargs[REASONING_KEY] = (
+                f"{earlier}\n\n{thought}" if isinstance(earlier, str) and earlier else thought
+            )
+    reason = (
+        cut_reason(
+            chunk.response_metadata,
+            chunk.content if isinstance(chunk.content, str) else "",
+            [c.get("args") for c in _raw_arguments(chunk)],
+            has_usage=chunk.usage_metadata is not None,
+            usage_requested=usage_requested,
+        )
+        if complete
+        else None
+    )
     if reason is not None:
         kwargs[CUT_OFF_KEY] = True
         kwargs[CUT_OFF_REASON_KEY] = reason
         # Arguments that happen to parse are still not known to be the ones the model meant.
         invalid += [
-            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "error": "the reply was cut off",
-             "type": "invalid_tool_call"}
+            {
+                "name": c["name"],
+                "args": json.dumps(c["args"]),
+                "id": c["id"],
+                "error": "the reply was cut off",
+                "type": "invalid_tool_call",
+            }
             for c in calls
         ]
         calls = []
@@ -426,13 +510,18 @@ def _raw_arguments(reply: AIMessage) -> list[dict[str, Any]]:
     """The argument text as the model sent it, where the reply still has it: the
     streamed tool-call chunks, or OpenAI-style `additional_kwargs["tool_calls"]`."""
     if isinstance(reply, AIMessageChunk) and reply.tool_call_chunks:
-        return [{"id": c.get("id"), "index": c.get("index", i), "args": c.get("args")}
-                for i, c in enumerate(reply.tool_call_chunks)]
+        return [
+            {"id": c.get("id"), "index": c.get("index", i), "args": c.get("args")}
+            for i, c in enumerate(reply.tool_call_chunks)
+        ]
     raw = reply.additional_kwargs.get("tool_calls")
     if not isinstance(raw, list):
         return []
-    return [{"id": c.get("id"), "index": i, "args": (c.get("function") or {}).get("arguments")}
-            for i, c in enumerate(raw) if isinstance(c, dict)]
+    return [
+        {"id": c.get("id"), "index": i, "args": (c.get("function") or {}).get("arguments")}
+        for i, c in enumerate(raw)
+        if isinstance(c, dict)
+    ]
 
 
 def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
@@ -449,7 +538,9 @@ def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
     raw = {c["index"]: c for c in _raw_arguments(reply)}
     for i, call in enumerate(reply.tool_calls):
         call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
-        source = next((c for c in raw.values() if c.get("id") and c.get("id") == call.get("id")), None)
+        source = next(
+            (c for c in raw.values() if c.get("id") and c.get("id") == call.get("id")), None
+        )
         if source is None and len(raw) == len(reply.tool_calls):
             source = list(raw.values())[i]
         text = source.get("args") if source else None
@@ -457,10 +548,26 @@ def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
             try:
                 parsed = json.loads(text)
             except json.JSONDecodeError as exc:
-                invalid.append({"name": call["name"], "args": text, "id": call_id, "error": str(exc), "type": "invalid_tool_call"})
+                invalid.append(
+                    {
+                        "name": call["name"],
+                        "args": text,
+                        "id": call_id,
+                        "error": str(exc),
+                        "type": "invalid_tool_call",
+                    }
+                )
                 continue
             if not isinstance(parsed, dict):
-                invalid.append({"name": call["name"], "args": text, "id": call_id, "error": "not a JSON object", "type": "invalid_tool_call"})
+                invalid.append(
+                    {
+                        "name": call["name"],
+                        "args": text,
+                        "id": call_id,
+                        "error": "not a JSON object",
+                        "type": "invalid_tool_call",
+                    }
+                )
                 continue
         calls.append({**call, "id": call_id})
     for bad in invalid:
@@ -472,10 +579,7 @@ def answer_invalid_calls(ai: AIMessage) -> list[ToolMessage]:
     """Calls that must not run, answered with an error now: arguments that were not a
     JSON object, and every call of a reply that was cut off."""
     cut = is_cut_off(ai)
-    return [
-        _unrun_answer(c, cut)
-        for c in ai.invalid_tool_calls
-    ]
+    return [_unrun_answer(c, cut) for c in ai.invalid_tool_calls]
 
 
 def _unrun_answer(call: Mapping[str, Any], cut: bool) -> ToolMessage:

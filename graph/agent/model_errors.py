@@ -32,8 +32,17 @@ from langchain_core import exceptions as lc
 MESSAGE_CHARS = 300
 _TRANSPORT_MODULES = ("openai", "anthropic", "ollama", "httpx", "httpx2", "httpcore", "h11")
 # What servers say when the prompt is longer than the model's context window.
-_CONTEXT_WORDS = ("context length", "context window", "context_length", "maximum context", "too many tokens",
-                  "prompt is too long", "input is too long", "exceeds the context", "n_ctx")
+_CONTEXT_WORDS = (
+    "context length",
+    "context window",
+    "context_length",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "exceeds the context",
+    "n_ctx",
+)
 
 
 class EmptyReply(RuntimeError):
@@ -81,7 +90,8 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             f"The model's reply was empty: {exc}.",
             "Retry; if it keeps happening, check the model server or the proxy in front of it "
             "(a proxy in front of a server that does not stream can lose the whole reply).",
-            retryable=True, transient=False,
+            retryable=True,
+            transient=False,
         )
     if not any(_is_model_error(e) for e in chain):
         return None
@@ -92,14 +102,17 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             f"The model's reply broke off in the middle of the stream (the server or proxy reported"
             f"{f' HTTP {code}' if code else ' an error'}: {server or 'no reason given'}).",
             "Retry; if it keeps happening, check the server or a proxy in front of it.",
-            retryable=True, transient=True,
+            retryable=True,
+            transient=True,
         )
     status = next((s for e in chain if (s := _status(e)) is not None), None)
     cause = _root_cause(chain)
     retry_after = next((r for e in chain if (r := _retry_after(e)) is not None), None)
     proxied = any(_from_litellm(e) for e in chain)
     said = f": {server}" if server else ""
-    proxy_note = " (The LiteLLM proxy in front of the model had already retried it.)" if proxied else ""
+    proxy_note = (
+        " (The LiteLLM proxy in front of the model had already retried it.)" if proxied else ""
+    )
 
     if status is not None:
         if status in (401, 403):
@@ -107,7 +120,9 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             return ModelProblem(
                 f"The model API {what} (HTTP {status}{said}).",
                 "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry.",
-                retryable=True, transient=False, status=status,
+                retryable=True,
+                transient=False,
+                status=status,
             )
         if status == 404:
             # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
@@ -115,19 +130,29 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             return ModelProblem(
                 f"The model API does not know this model or endpoint (HTTP 404{said}).",
                 f"Check the model name{pull} and base URL, then retry.",
-                retryable=True, transient=False, status=status,
+                retryable=True,
+                transient=False,
+                status=status,
             )
         if status == 429:
             return ModelProblem(
                 f"The model API is rate limiting requests (HTTP 429{said}).",
                 f"Wait a moment, then retry.{proxy_note}",
-                retryable=True, transient=True, status=status, retry_after_s=retry_after, proxy_retried=proxied,
+                retryable=True,
+                transient=True,
+                status=status,
+                retry_after_s=retry_after,
+                proxy_retried=proxied,
             )
         if status >= 500:
             return ModelProblem(
                 f"The model server failed (HTTP {status}{said}).",
                 f"Retry; if it keeps failing, check the server.{proxy_note}",
-                retryable=True, transient=True, status=status, retry_after_s=retry_after, proxy_retried=proxied,
+                retryable=True,
+                transient=True,
+                status=status,
+                retry_after_s=retry_after,
+                proxy_retried=proxied,
             )
         if 400 <= status < 500:
             # The same request would be refused again (too long, malformed, unsupported).
@@ -136,11 +161,15 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
                 "The conversation no longer fits the model's context window: compact it (`/compact` in "
                 "`gatehouse chat`, `gatehouse compact ID`, `Session.compact_now`, Compact now in the web app) or lower [compaction] max_tokens "
                 "in gatehouse.toml so it happens on its own, then retry."
-                if too_long else ""
+                if too_long
+                else ""
             )
             return ModelProblem(
-                f"The model API refused the request (HTTP {status}{said}).", advice,
-                retryable=too_long, transient=False, status=status,
+                f"The model API refused the request (HTTP {status}{said}).",
+                advice,
+                retryable=too_long,
+                transient=False,
+                status=status,
             )
     url = next((u for e in chain if (u := _url(e))), "")
     where = f" at {url}" if url else ""
@@ -148,25 +177,30 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
         return ModelProblem(
             f"The model server{where} did not answer in time ({cause or 'timed out'}).",
             "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
-            retryable=True, transient=True,
+            retryable=True,
+            transient=True,
         )
     if any(_broke_mid_reply(e) for e in chain):
         return ModelProblem(
             f"The connection to the model server{where} broke in the middle of the reply ({cause or 'closed'}).",
             "Retry; if it keeps happening, check the server or a proxy in front of it.",
-            retryable=True, transient=True,
+            retryable=True,
+            transient=True,
         )
     if any(_is_connection(e) for e in chain):
         return ModelProblem(
             f"Could not reach the model server{where} ({cause or 'connection error'}).",
             "Check that it is running and the base URL is right, then retry.",
-            retryable=True, transient=True,
+            retryable=True,
+            transient=True,
         )
     first = next(e for e in chain if _is_model_error(e))
     detail = server or _text(first) or cause
     return ModelProblem(
-        f"The model API failed ({type(first).__name__}{': ' + detail if detail else ''}).", "Retry.",
-        retryable=True, transient=bool(getattr(first, "is_retryable", False)),
+        f"The model API failed ({type(first).__name__}{': ' + detail if detail else ''}).",
+        "Retry.",
+        retryable=True,
+        transient=bool(getattr(first, "is_retryable", False)),
     )
 
 
@@ -203,15 +237,22 @@ def _is_connection(e: BaseException) -> bool:
 def _broke_mid_reply(e: BaseException) -> bool:
     """The response had started (headers, maybe text) when the connection failed."""
     return _module(e).split(".")[0] in _TRANSPORT_MODULES and type(e).__name__ in (
-        "RemoteProtocolError", "ReadError", "IncompleteRead")
+        "RemoteProtocolError",
+        "ReadError",
+        "IncompleteRead",
+    )
 
 
 def _stream_error_event(e: BaseException) -> bool:
     """An error event inside a stream that had started (LiteLLM's way of saying the
     upstream stream broke): the `openai` client's bare `APIError`, with the event's
     error as its body and no HTTP status of its own."""
-    return (type(e).__name__ == "APIError" and _module(e).split(".")[0] == "openai"
-            and isinstance(_get(e, "body"), dict) and _get(e, "status_code") is None)
+    return (
+        type(e).__name__ == "APIError"
+        and _module(e).split(".")[0] == "openai"
+        and isinstance(_get(e, "body"), dict)
+        and _get(e, "status_code") is None
+    )
 
 
 def _from_litellm(e: BaseException) -> bool:

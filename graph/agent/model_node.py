@@ -87,7 +87,9 @@ def call_model(
         deps.model, deps.system_prompt, view, history, config, runtime, deps.model_options
     )
     # Before anything sees the calls: a repeated id gets one of its own (call_ids.py).
-    ai = fresh_call_ids(ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config)))
+    ai = fresh_call_ids(
+        ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config))
+    )
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
         usage: dict[str, float] = {
@@ -104,7 +106,9 @@ def call_model(
     elif is_cut_off(ai):
         update.update(stop(CUT_OFF_STOP, CUT_OFF_KIND))
     elif deps.hooks["after_llm"]:
-        return after_reply(update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps, stored)
+        return after_reply(
+            update, {**view, "usage": state.get("usage") or {}}, history, ai, before, deps, stored
+        )
     update["messages"] = [*before, ai, *answer_now(ai, history, update, deps)]
     ends = ends_here(ai, update, bool(deps.hooks["on_exit"]))
     # A hook's own user message (a summary, a nudge) belongs to this run.
@@ -113,13 +117,19 @@ def call_model(
     return update
 
 
-def announce(reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool) -> None:
+def announce(
+    reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool
+) -> None:
     """The whole-message events of a step that keeps `reply`: `assistant_message`, and
     when the run ends here (`ends`), its end (graph/agent/run_end.py) after it
     (`history`: the saved history the step's update applies to)."""
     if reply is not None:
-        emit(ev.AssistantMessage, message_id=reply.id, text=text_of(reply.content),
-             tool_calls=[c["name"] for c in reply.tool_calls])
+        emit(
+            ev.AssistantMessage,
+            message_id=reply.id,
+            text=text_of(reply.content),
+            tool_calls=[c["name"] for c in reply.tool_calls],
+        )
     if ends:
         update.update(ended("completed", history_size(history, update["messages"])))
 
@@ -144,7 +154,9 @@ def after_reply(
     send it back (`rerun_llm`) so the model node asks again. `view` holds the
     thread's usage before this step; `update` what this step added."""
     usage = add_usage(view.get("usage"), update.get("usage"))
-    checked = deps.hooks.run("after_llm", {**view, **update, "usage": usage, "messages": [*history, ai]})
+    checked = deps.hooks.run(
+        "after_llm", {**view, **update, "usage": usage, "messages": [*history, ai]}
+    )
     rerun = checked.pop("rerun_llm", False)
     added = list(checked.pop("messages", []))
     if "usage" in checked:
@@ -159,8 +171,14 @@ def after_reply(
         reason = rerun if isinstance(rerun, str) else "an after_llm hook sent the reply back"
         emit(ev.ReplyRejected, message_id=ai.id, reason=reason)
         reply = kept[-1] if kept else None
-        unrun = [answered_unrun(c, sent_back(reason))
-                 for c in [*reply.tool_calls, *reply.invalid_tool_calls]] if isinstance(reply, AIMessage) else []
+        unrun = (
+            [
+                answered_unrun(c, sent_back(reason))
+                for c in [*reply.tool_calls, *reply.invalid_tool_calls]
+            ]
+            if isinstance(reply, AIMessage)
+            else []
+        )
         update["messages"] = [*before, *([reply, *unrun] if reply is not None else []), *added]
         update["rerun_llm"] = True
         update["run_message_id"] = last_human_id([*history, *added], view.get("run_message_id"))
@@ -170,7 +188,9 @@ def after_reply(
     answers: list[ToolMessage] = []
     if isinstance(final, AIMessage):
         after = merged[merged.index(final) + 1 :]
-        if (final.tool_calls or final.invalid_tool_calls) and any(not isinstance(m, ToolMessage) for m in after):
+        if (final.tool_calls or final.invalid_tool_calls) and any(
+            not isinstance(m, ToolMessage) for m in after
+        ):
             # Kept, its calls will be answered after it: nothing may come in between.
             raise HookError(
                 "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
@@ -187,21 +207,37 @@ def after_reply(
         ends = ends_here(final, update, bool(deps.hooks["on_exit"]))
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
-    announce(final if isinstance(final, AIMessage) else None, history if stored is None else stored, update, ends)
+    announce(
+        final if isinstance(final, AIMessage) else None,
+        history if stored is None else stored,
+        update,
+        ends,
+    )
     return update
 
 
-def answer_now(ai: AIMessage, history: list[AnyMessage], update: dict[str, Any], deps: AgentDeps) -> list[ToolMessage]:
+def answer_now(
+    ai: AIMessage, history: list[AnyMessage], update: dict[str, Any], deps: AgentDeps
+) -> list[ToolMessage]:
     """The reply's calls that must not run, answered at once: broken arguments (and
     every call of a cut-off reply), the doom-loop guard's repeats, and everything
     when the run stops here. Sets the stop in `update` when the guard stops the run."""
     unrun = answer_invalid_calls(ai)
     # A cut reply's calls were never tried: answered for the model, not shown as calls.
     # (answer_invalid_calls writes their content as text: the cast only narrows the type.)
-    answers = unrun if is_cut_off(ai) else [answered_unrun(c, cast(str, m.content)) for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)]
+    answers = (
+        unrun
+        if is_cut_off(ai)
+        else [
+            answered_unrun(c, cast(str, m.content))
+            for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)
+        ]
+    )
     calls = list(ai.tool_calls)
     if not update.get("stop_reason"):
-        found = doom_loop.describe(doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold)
+        found = doom_loop.describe(
+            doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold
+        )
         if (looping := found["stop"]) is not None:
             update.update(stop(doom_loop.stop_reason(looping), "stopped"))
         for repeat in found["nudges"]:
@@ -238,4 +274,3 @@ def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
     if latest is None or latest == state.get("run_message_id"):
         return {}
     return {**RUN_KEYS, "run_message_id": latest}
-

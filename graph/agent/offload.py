@@ -64,7 +64,11 @@ class OffloadOptions:
 
 
 def fit_output(
-    msg: ToolMessage, call: ToolCall, thread_id: str, store: OutputStore | None, options: OffloadOptions
+    msg: ToolMessage,
+    call: ToolCall,
+    thread_id: str,
+    store: OutputStore | None,
+    options: OffloadOptions,
 ) -> ToolMessage:
     """The result the model gets: as it is when small; else head + reference with the
     whole output stored (or, with no store, cut at `OUTPUT_CAP_CHARS`)."""
@@ -73,18 +77,27 @@ def fit_output(
         return msg
     if store is None or not options.enabled or call["name"] == READ_TOOL:
         if len(text) > OUTPUT_CAP_CHARS:
-            msg.content = text[:OUTPUT_CAP_CHARS] + f"\n… (output cut at {OUTPUT_CAP_CHARS} characters)"
+            msg.content = (
+                text[:OUTPUT_CAP_CHARS] + f"\n… (output cut at {OUTPUT_CAP_CHARS} characters)"
+            )
         return msg
     if len(text) <= options.threshold_chars:
         return msg
     if len(text) > options.max_stored_chars:
-        text = text[: options.max_stored_chars] + f"\n… (output cut at {options.max_stored_chars:,} characters)"
+        text = (
+            text[: options.max_stored_chars]
+            + f"\n… (output cut at {options.max_stored_chars:,} characters)"
+        )
     # Every call has an id by now (graph/agent/call_ids.py); LangChain types it optional.
     call_id = cast(str, call["id"])
     store.put(thread_id, call_id, call["name"], text)
     total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     head = _head(text, options.head_chars)
-    msg.content = head + ("" if head.endswith("\n") else "\n") + reference(call_id, len(text), total_lines, head)
+    msg.content = (
+        head
+        + ("" if head.endswith("\n") else "\n")
+        + reference(call_id, len(text), total_lines, head)
+    )
     msg.additional_kwargs[OFFLOAD_MARK] = {"total_chars": len(text), "total_lines": total_lines}
     return msg
 
@@ -122,12 +135,21 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
     """`read_tool_output`: ranges or matching lines of an output stored aside."""
 
     def read_tool_output(
-        call_id: Annotated[str, Field(description="The call_id named in the stored output's reference")],
+        call_id: Annotated[
+            str, Field(description="The call_id named in the stored output's reference")
+        ],
         config: RunnableConfig,
         start_line: Annotated[int, Field(ge=1, description="First line to return (1-based)")] = 1,
-        end_line: Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")] = None,
-        pattern: Annotated[str | None, Field(description="Return only lines matching this regular expression")] = None,
-        start_char: Annotated[int | None, Field(ge=0, description="Read by characters from this offset instead of by lines")] = None,
+        end_line: Annotated[
+            int | None, Field(ge=1, description="Last line to return (inclusive)")
+        ] = None,
+        pattern: Annotated[
+            str | None, Field(description="Return only lines matching this regular expression")
+        ] = None,
+        start_char: Annotated[
+            int | None,
+            Field(ge=0, description="Read by characters from this offset instead of by lines"),
+        ] = None,
     ) -> str:
         """Read more of a tool output that was too large to show whole (its result says
         "output stored aside"): a range of lines, the lines matching a pattern, or
@@ -158,7 +180,8 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
                     offset = sum(len(x) + 1 for x in lines[: n - 1])
                     return (
                         f"line {n} alone has {len(line):,} characters; its first {options.read_chars:,} "
-                        f"(continue with start_char={offset + options.read_chars}):\n" + line[: options.read_chars]
+                        f"(continue with start_char={offset + options.read_chars}):\n"
+                        + line[: options.read_chars]
                     )
                 break
             out.append(line)
@@ -167,7 +190,9 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
         more = f"; continue with start_line={n}" if n <= last else ""
         return f"lines {start_line}-{n - 1} of {len(lines):,}{more}:\n" + "\n".join(out)
 
-    built = tool(READ_TOOL, args_schema=_read_args_schema(inspect.getdoc(read_tool_output) or ""))(read_tool_output)
+    built = tool(READ_TOOL, args_schema=_read_args_schema(inspect.getdoc(read_tool_output) or ""))(
+        read_tool_output
+    )
     return attach_spec(built, ToolSpec(risk="read", default="allow", idempotent=True))
 
 
@@ -177,12 +202,31 @@ def _read_args_schema(doc: str) -> type[BaseModel]:
     compares them), made once per process with its validator built on first use: LangChain's
     inference builds two models and their validators, several ms, on every session open."""
     fields: dict[str, Any] = {
-        "call_id": (Annotated[str, Field(description="The call_id named in the stored output's reference")], ...),
-        "start_line": (Annotated[int, Field(ge=1, description="First line to return (1-based)")], 1),
-        "end_line": (Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")], None),
-        "pattern": (Annotated[str | None, Field(description="Return only lines matching this regular expression")],
-                    None),
-        "start_char": (Annotated[int | None, Field(ge=0, description="Read by characters from this offset instead of by lines")], None),
+        "call_id": (
+            Annotated[str, Field(description="The call_id named in the stored output's reference")],
+            ...,
+        ),
+        "start_line": (
+            Annotated[int, Field(ge=1, description="First line to return (1-based)")],
+            1,
+        ),
+        "end_line": (
+            Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")],
+            None,
+        ),
+        "pattern": (
+            Annotated[
+                str | None, Field(description="Return only lines matching this regular expression")
+            ],
+            None,
+        ),
+        "start_char": (
+            Annotated[
+                int | None,
+                Field(ge=0, description="Read by characters from this offset instead of by lines"),
+            ],
+            None,
+        ),
     }
     model: type[BaseModel] = create_model(
         READ_TOOL, __config__=ConfigDict(arbitrary_types_allowed=True, defer_build=True), **fields

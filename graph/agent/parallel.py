@@ -20,7 +20,9 @@ from contextlib import contextmanager
 class ToolSlots:
     def __init__(self, limit: int | None) -> None:
         if limit is not None and limit < 1:
-            raise ValueError(f"max_parallel_tools must be at least 1 (or None for no limit), not {limit}")
+            raise ValueError(
+                f"max_parallel_tools must be at least 1 (or None for no limit), not {limit}"
+            )
         self.limit = limit
         self._lock = threading.Lock()
         self._runs: dict[str, tuple[threading.Semaphore, int]] = {}

@@ -61,8 +61,12 @@ class Rule:
     regex: str | None = None
     allowed_decisions: tuple[DecisionType, ...] | None = None
 
-    def matches(self, args: Mapping[str, Any], default_arg: str | None,
-                canonical: Mapping[str, str | None] | None = None) -> bool:
+    def matches(
+        self,
+        args: Mapping[str, Any],
+        default_arg: str | None,
+        canonical: Mapping[str, str | None] | None = None,
+    ) -> bool:
         canon = canonical or {}
         names = (self.arg,) if self.arg else _scope(default_arg, canon)
         if not names:
@@ -104,13 +108,18 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Grant:
-    """"Always allow this tool (optionally only where its argument matches) in this thread"."""
+    """ "Always allow this tool (optionally only where its argument matches) in this thread"."""
 
     tool: str
     pattern: str | None = None
 
-    def covers(self, name: str, args: Mapping[str, Any], match_arg: str | None,
-               canonical: Mapping[str, str | None] | None = None) -> bool:
+    def covers(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        match_arg: str | None,
+        canonical: Mapping[str, str | None] | None = None,
+    ) -> bool:
         # A grant of "*" (the thread's auto-approve switch) is no grant of a tool: it
         # turns auto-approve on (graph/agent/gate.py), which also outranks rules.
         if name != self.tool:
@@ -121,7 +130,9 @@ class Grant:
         names = _scope(match_arg, canon)
         values = [_value(n, args, canon) for n in names]
         pattern = self.pattern
-        return bool(names) and all(v is not None and fnmatch.fnmatchcase(v, pattern) for v in values)
+        return bool(names) and all(
+            v is not None and fnmatch.fnmatchcase(v, pattern) for v in values
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "pattern": self.pattern}
@@ -136,7 +147,9 @@ def _decisions(value: Any, where: str) -> tuple[DecisionType, ...]:
         raise PolicyError(f"{where}: allowed_decisions must be a non-empty list")
     for item in value:
         if item not in ALL_DECISIONS:
-            raise PolicyError(f"{where}: unknown decision {item!r} (use {', '.join(ALL_DECISIONS)})")
+            raise PolicyError(
+                f"{where}: unknown decision {item!r} (use {', '.join(ALL_DECISIONS)})"
+            )
     return tuple(value)
 
 
@@ -183,8 +196,12 @@ def _tool_policy(name: str, value: Any) -> ToolPolicy:
     if extra := set(value) - known:
         raise PolicyError(f"{where}: unknown keys {sorted(extra)}")
     approvers = value.get("approvers", [])
-    if not isinstance(approvers, list | tuple) or not all(isinstance(a, str) and a.strip() for a in approvers):
-        raise PolicyError(f"{where}: approvers must be a list of identities (e.g. [\"ana@example.com\"])")
+    if not isinstance(approvers, list | tuple) or not all(
+        isinstance(a, str) and a.strip() for a in approvers
+    ):
+        raise PolicyError(
+            f'{where}: approvers must be a list of identities (e.g. ["ana@example.com"])'
+        )
     # A HITL-middleware config (`{"allowed_decisions": [...]}`) means "ask".
     mode = _mode(value["mode"], where) if "mode" in value else "ask"
     return ToolPolicy(
@@ -195,7 +212,9 @@ def _tool_policy(name: str, value: Any) -> ToolPolicy:
             else ALL_DECISIONS
         ),
         description=value.get("description"),
-        rules=tuple(_rule(r, f"{where}, rule {i + 1}") for i, r in enumerate(value.get("rules", []))),
+        rules=tuple(
+            _rule(r, f"{where}, rule {i + 1}") for i, r in enumerate(value.get("rules", []))
+        ),
         approvers=tuple(a.strip() for a in approvers),
     )
 
@@ -224,7 +243,7 @@ class Policy:
             which = ", ".join(repr(n) for n in unknown)
             raise PolicyError(
                 f"the policy names {'a tool' if len(unknown) == 1 else 'tools'} the agent does not have: {which}; "
-                f"known tools: {', '.join(names) or 'none'} (or \"*\" for every tool)"
+                f'known tools: {", ".join(names) or "none"} (or "*" for every tool)'
             )
 
     def without(self, names: Iterable[str]) -> Policy:
@@ -263,7 +282,12 @@ class Policy:
                     approvers=config.approvers,
                 )
         granted = next(
-            (g for g in grants if g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern)), None
+            (
+                g
+                for g in grants
+                if g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern)
+            ),
+            None,
         )
         if granted is not None:
             return Verdict(mode="allow", reason=GRANTED, grant=granted)

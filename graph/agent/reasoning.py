@@ -110,12 +110,13 @@ def split_think(text: str) -> tuple[str, str]:
     return answer, reasoning.strip()
 
 
-
 def drop_reasoning_blocks(content: Any) -> Any:
     """`content` without its reasoning blocks (unchanged, the same object, when it has none)."""
     if not isinstance(content, list):
         return content
-    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCK_TYPES)]
+    kept = [
+        b for b in content if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCK_TYPES)
+    ]
     if len(kept) == len(content):
         return content
     return kept or ""

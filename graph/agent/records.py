@@ -37,12 +37,20 @@ from graph.protocol.decisions import (
 
 
 def record_of(
-    thread_id: str, question: str, call: ToolCall, decision: Any, *, source: str | None, actor: str | None,
+    thread_id: str,
+    question: str,
+    call: ToolCall,
+    decision: Any,
+    *,
+    source: str | None,
+    actor: str | None,
     request_id: str | None = None,
 ) -> DecisionRecord:
     """The decision log's row for one answered call."""
     edited = isinstance(decision, Edit)
-    always = getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
+    always = (
+        getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
+    )
     return DecisionRecord(
         thread_id=thread_id,
         question=question,
@@ -60,7 +68,9 @@ def record_of(
     )
 
 
-def record_auto_approvals(tasks: Sequence[ToolTask], deps: AgentDeps, thread_id: str, config: RunnableConfig) -> None:
+def record_auto_approvals(
+    tasks: Sequence[ToolTask], deps: AgentDeps, thread_id: str, config: RunnableConfig
+) -> None:
     """Write the auto-approvals to the decision log before their tasks are sent: run_tool
     runs a gated call only on a recorded approval."""
     auto = [t for t in tasks if t.get("decision") == AUTO_APPROVE]
@@ -87,22 +97,36 @@ def record_auto_approvals(tasks: Sequence[ToolTask], deps: AgentDeps, thread_id:
     )
 
 
-def record_grant_run(call: ToolCall, grant: Grant, config: RunnableConfig, deps: AgentDeps) -> str | None:
+def record_grant_run(
+    call: ToolCall, grant: Grant, config: RunnableConfig, deps: AgentDeps
+) -> str | None:
     """`grant` (found by the gate in the decision log) is why `call` runs: log it (once
     per call) and return the grant's label ("write_file:*.md"); None without a decision
     log, or when a person approved this very call (the grant came with that approval)."""
     if deps.decisions is None:
         return None
     thread_id = thread_of(config)
-    if any(r.question == "review" and r.runs for r in deps.decisions.for_call(thread_id, id_of(call))):
+    if any(
+        r.question == "review" and r.runs for r in deps.decisions.for_call(thread_id, id_of(call))
+    ):
         return None
     label = grant_label(grant.tool, grant.pattern)
     who = decided_by(config)
     # The grant's own record says who gave it; this one, which run it let through.
-    deps.decisions.record([DecisionRecord(
-        thread_id=thread_id, question=STANDING_QUESTION, tool_call_id=id_of(call), tool=call["name"],
-        decision=ALWAYS_ALLOWED, args=call["args"],
-        message=f"ran without asking: always allowed in this thread by the grant {label}",
-        decided_at=time.time(), source=who["source"], actor=who["actor"],
-    )])
+    deps.decisions.record(
+        [
+            DecisionRecord(
+                thread_id=thread_id,
+                question=STANDING_QUESTION,
+                tool_call_id=id_of(call),
+                tool=call["name"],
+                decision=ALWAYS_ALLOWED,
+                args=call["args"],
+                message=f"ran without asking: always allowed in this thread by the grant {label}",
+                decided_at=time.time(),
+                source=who["source"],
+                actor=who["actor"],
+            )
+        ]
+    )
     return label

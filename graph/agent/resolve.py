@@ -1,4 +1,4 @@
-""""Mark as resolved": a client that ends a pause without answering it.
+""" "Mark as resolved": a client that ends a pause without answering it.
 
 Agent Inbox's "Mark as resolved" (and any client doing the same) clears a thread's
 pending tasks with `update_state(config, None, as_node=END)`
@@ -31,7 +31,9 @@ from graph.agent.tool_messages import RESOLVED_NOTE, rejected
 from graph.protocol.answers import Reject
 
 
-def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> list[list[StateUpdate]] | None:
+def resolution(
+    state: StateSnapshot, config: RunnableConfig, decisions: Any
+) -> list[list[StateUpdate]] | None:
     """The update a clear of `state` stands for: a rejection of each open call of a
     paused review, recorded in `decisions`; None when no review is paused."""
     calls = pending_review_calls(state)
@@ -52,7 +54,9 @@ def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> 
             )
     if decisions is not None:
         rejection = Reject(type="reject", message=RESOLVED_NOTE)
-        decisions.record([record_of(thread_of(config), "review", call, rejection, **who) for call in calls])
+        decisions.record(
+            [record_of(thread_of(config), "review", call, rejection, **who) for call in calls]
+        )
     messages: list[ToolMessage] = []
     for call in calls:
         message = rejected(call, RESOLVED_NOTE)
@@ -62,8 +66,11 @@ def resolution(state: StateSnapshot, config: RunnableConfig, decisions: Any) -> 
 
 
 def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
-    return len(supersteps) == 1 and len(supersteps[0]) == 1 and supersteps[0][0][0] is None and (
-        len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END
+    return (
+        len(supersteps) == 1
+        and len(supersteps[0]) == 1
+        and supersteps[0][0][0] is None
+        and (len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END)
     )
 
 
@@ -100,5 +107,12 @@ def pending_review_calls(state: StateSnapshot) -> list[ToolCall]:
         value = pending.value
         if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
             for action in value["action_requests"]:
-                asked.append(ToolCall(name=action["name"], args=action["args"], id=action.get("tool_call_id"), type="tool_call"))
+                asked.append(
+                    ToolCall(
+                        name=action["name"],
+                        args=action["args"],
+                        id=action.get("tool_call_id"),
+                        type="tool_call",
+                    )
+                )
     return asked

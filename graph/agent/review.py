@@ -59,7 +59,11 @@ PREVIEW_CHARS = 20_000
 
 
 def review(
-    state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None, *, deps: AgentDeps
+    state: AgentState,
+    config: RunnableConfig,
+    runtime: Runtime[RunContext] | None = None,
+    *,
+    deps: AgentDeps,
 ) -> Command:
     """ONE interrupt for the gated calls of a model turn, then each call's fate:
     approved or edited calls go to their own `run_tool` task, rejected or answered
@@ -68,7 +72,9 @@ def review(
     thread_id = thread_of(config)
     now, gated = split_turn(state, deps, thread_id, runtime, reviewing=True)
     # Calls already run (a replay from before they ran): their journaled result, no card.
-    sends: list[Send] = [Send("run_tool", {**task, "moves_on": True}) for task in now if task.get("replayed")]
+    sends: list[Send] = [
+        Send("run_tool", {**task, "moves_on": True}) for task in now if task.get("replayed")
+    ]
     if not gated:
         return Command(goto=sends or "model")
     request = build_request(gated, deps.tools)
@@ -80,8 +86,10 @@ def review(
     if deps.decisions is not None:
         asked = request_id(config)
         deps.decisions.record(
-            [record_of(thread_id, "review", call, decision, **who, request_id=asked)
-             for (call, _), decision in zip(gated, answer.decisions, strict=True)]
+            [
+                record_of(thread_id, "review", call, decision, **who, request_id=asked)
+                for (call, _), decision in zip(gated, answer.decisions, strict=True)
+            ]
         )
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
@@ -93,7 +101,9 @@ def review(
         elif isinstance(decision, Edit):
             edited: ToolCall = {**call, "args": decision.edited_action.args}
             note = edit_note(call["args"], edited["args"])
-            sends.append(Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True}))
+            sends.append(
+                Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True})
+            )
         else:
             status: ToolStatus
             if isinstance(decision, Reject):
@@ -151,9 +161,15 @@ def build_request(
             )
         )
         # `approvers` is Gatehouse's extra field (the model admits extras).
-        configs.append(ReviewConfig.model_validate({"action_name": call["name"],
-                                                    "allowed_decisions": list(verdict.allowed_decisions),
-                                                    "approvers": list(verdict.approvers) or None}))
+        configs.append(
+            ReviewConfig.model_validate(
+                {
+                    "action_name": call["name"],
+                    "allowed_decisions": list(verdict.allowed_decisions),
+                    "approvers": list(verdict.approvers) or None,
+                }
+            )
+        )
     return ApprovalRequest(action_requests=actions, review_configs=configs).wire()
 
 
@@ -206,7 +222,9 @@ class CheckedAnswer(ReviewAnswer):
         return self
 
     @classmethod
-    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+    def __get_pydantic_json_schema__(
+        cls, core: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
         # ReviewAnswer's schema: the checks above are validators, which JSON schema
         # cannot express. LangGraph attaches the schema to every interrupt; generating
         # it anew cost ~2 ms a pause, so it is generated once.
@@ -220,7 +238,9 @@ def answering(
     """Check answers against `request` inside this block: `CheckedAnswer.model_validate`
     here, or `interrupt(request, response_schema=CheckedAnswer)`, which validates a
     resume value before LangGraph stores it. `actor`: who answers (a tool's `approvers`)."""
-    token = _answering.set(_Request(list(request["action_requests"]), list(request["review_configs"]), tools, actor))
+    token = _answering.set(
+        _Request(list(request["action_requests"]), list(request["review_configs"]), tools, actor)
+    )
     try:
         yield CheckedAnswer
     finally:
@@ -236,19 +256,27 @@ def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
     if isinstance(data, list):  # a bare list of decisions
         data = {"decisions": data}
     if not isinstance(data, Mapping) or "decisions" not in data:
-        raise ValueError('an answer must be {"decisions": [...]} with one decision per action request')
+        raise ValueError(
+            'an answer must be {"decisions": [...]} with one decision per action request'
+        )
     decisions = data["decisions"]
     fill = _missing_rejected(data.get("reject_missing", False))
     if isinstance(decisions, Mapping):  # keyed by tool call id
         ids = [a["tool_call_id"] for a in actions]
         unknown = [k for k in decisions if k not in ids]
         if unknown:
-            raise ValueError(f"decisions name tool calls that are not pending: {unknown}; pending: {ids}")
+            raise ValueError(
+                f"decisions name tool calls that are not pending: {unknown}; pending: {ids}"
+            )
         missing = [i for i in ids if i not in decisions]
         if missing and fill is None:
-            raise ValueError(f"no decision for tool call(s) {missing} (or say reject_missing: true)")
+            raise ValueError(
+                f"no decision for tool call(s) {missing} (or say reject_missing: true)"
+            )
         decisions = [decisions.get(i, fill) for i in ids]
-    elif isinstance(decisions, list) and fill is not None:  # a null leaves that call to reject_missing
+    elif (
+        isinstance(decisions, list) and fill is not None
+    ):  # a null leaves that call to reject_missing
         decisions = [fill if d is None else d for d in decisions]
     return {**data, "decisions": decisions}
 

@@ -46,7 +46,11 @@ def after_model(
     if last is None:
         return [END]  # nothing was asked (see call_model)
     if last.tool_calls:
-        return ["before_tool"] if deps.hooks["before_tool"] else dispatch(state, config, runtime, deps=deps)
+        return (
+            ["before_tool"]
+            if deps.hooks["before_tool"]
+            else dispatch(state, config, runtime, deps=deps)
+        )
     if last.invalid_tool_calls:
         return ["model"]
     return ["finish"] if deps.hooks["on_exit"] else [END]
@@ -63,7 +67,9 @@ def dispatch(
         ] or ["model"]
     thread_id = thread_of(config)
     grants = grants_of(state, deps, thread_id)
-    now, gated = split_turn(state, deps, thread_id, runtime, auto=auto_approving(runtime, deps, grants), grants=grants)
+    now, gated = split_turn(
+        state, deps, thread_id, runtime, auto=auto_approving(runtime, deps, grants), grants=grants
+    )
     record_auto_approvals(now, deps, thread_id, config)
     # Beside a review, the review moves the run on once it is answered.
     targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]

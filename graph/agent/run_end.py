@@ -43,7 +43,9 @@ def ended(status: EndStatus, size: int) -> dict[str, Any]:
 def ends_here(reply: AIMessage, update: dict[str, Any], has_on_exit: bool) -> bool:
     """Whether the model node's step with this reply ends the run (routing: END):
     no calls to answer, no stop to announce, no on_exit hooks to run."""
-    return not (reply.tool_calls or reply.invalid_tool_calls or update.get("stop_reason") or has_on_exit)
+    return not (
+        reply.tool_calls or reply.invalid_tool_calls or update.get("stop_reason") or has_on_exit
+    )
 
 
 def history_size(history: list[AnyMessage], added: list[Any]) -> int:

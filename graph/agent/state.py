@@ -27,7 +27,9 @@ from graph.protocol.events import RunStatus
 from graph.protocol.state_keys import STOP_KIND, STOP_REASON
 
 
-def add_grants(left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def add_grants(
+    left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
     """Append "always allow" grants, keeping each (tool, pattern) once."""
     merged = list(left or [])
     for grant in right or []:
@@ -53,7 +55,9 @@ MESSAGES_SNAPSHOT_FREQUENCY = 100_000
 
 # A DeltaChannel: each checkpoint stores only the messages its step added, not the
 # whole list (which made storage grow with the square of the thread length).
-Messages = Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY)]
+Messages = Annotated[
+    list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY)
+]
 
 
 class InputState(TypedDict):
@@ -139,8 +143,16 @@ RUN_KEYS: dict[str, Any] = {
 # What a hook's update may write, and which of those are merged per key.
 HOOK_KEYS = frozenset(
     {
-        "messages", "stop_reason", "stop_kind", "continue_run", "rerun_llm", "model_context", "hook_run",
-        "hook_thread", "usage", "run_usage",
+        "messages",
+        "stop_reason",
+        "stop_kind",
+        "continue_run",
+        "rerun_llm",
+        "model_context",
+        "hook_run",
+        "hook_thread",
+        "usage",
+        "run_usage",
     }
 )
 MERGED_KEYS = frozenset({"model_context", "hook_run", "hook_thread"})

@@ -22,7 +22,9 @@ from graph.protocol.events import ToolStatus
 from graph.protocol.tools import output_to, stop_on
 
 
-def finished(call: ToolCall, msg: ToolMessage, status: ToolStatus, duration_ms: float = 0.0) -> ToolMessage:
+def finished(
+    call: ToolCall, msg: ToolMessage, status: ToolStatus, duration_ms: float = 0.0
+) -> ToolMessage:
     """Mark a call's result with how it ended (kept in the thread, so history can show
     rejected / denied / answered without guessing from the text) and announce it."""
     msg.additional_kwargs["gatehouse_status"] = status
@@ -59,7 +61,11 @@ def answered_unrun(call: Mapping[str, Any], content: str) -> ToolMessage:
 
 
 def invoke_tool(
-    tool: BaseTool | None, call: ToolCall, config: Any, tools: Mapping[str, BaseTool], stop: threading.Event | None = None
+    tool: BaseTool | None,
+    call: ToolCall,
+    config: Any,
+    tools: Mapping[str, BaseTool],
+    stop: threading.Event | None = None,
 ) -> ToolMessage:
     """Run the call; bad arguments, unknown tools and exceptions become error results.
     `stop` is the run's cancel signal: tools that run long end when it is set."""
@@ -94,7 +100,9 @@ def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
         try:
             schema.model_validate(args)
         except ValidationError as exc:
-            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
+            return "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
+            )
         return None
     if isinstance(schema, dict):  # JSON schema (MCP tools): check what we can cheaply
         missing = [k for k in schema.get("required", []) if k not in args]

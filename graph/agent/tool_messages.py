@@ -25,7 +25,9 @@ ResultStatus = Literal["success", "error"]
 RESOLVED_NOTE = "The person marked this request as resolved without approving it."
 
 
-def tool_result(call: Mapping[str, Any], content: str, *, status: ResultStatus = "success") -> ToolMessage:
+def tool_result(
+    call: Mapping[str, Any], content: str, *, status: ResultStatus = "success"
+) -> ToolMessage:
     """What the model gets back for `call`: a tool's result or one of the answers below."""
     return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"], status=status)
 
@@ -69,7 +71,9 @@ def outcome_failed(call: ToolCall, note: str | None) -> ToolMessage:
 
 # -- calls answered without running -----------------------------------------------------
 def denied(call: ToolCall) -> ToolMessage:
-    return error_result(call, f"Error: the policy does not allow {call['name']} here; the call was not run.")
+    return error_result(
+        call, f"Error: the policy does not allow {call['name']} here; the call was not run."
+    )
 
 
 def invalid_for_review(call: ToolCall, problem: str | None) -> ToolMessage:

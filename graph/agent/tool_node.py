@@ -61,7 +61,11 @@ from graph.protocol.tools import spec_of
 
 
 def run_tool(
-    task: ToolTask, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps,
+    task: ToolTask,
+    config: RunnableConfig,
+    runtime: Runtime[RunContext],
+    *,
+    deps: AgentDeps,
     stop: threading.Event | None = None,
 ) -> Command:
     """`stop`: the call's stop signal when not the run's cancel event (cancel_bridge.py)."""
@@ -75,7 +79,9 @@ def run_tool(
             return Command(goto=())
         if isinstance(allowed, Approved):
             decision = allowed.decision
-        elif allowed.grant is not None and (grant := record_grant_run(call, allowed.grant, config, deps)):
+        elif allowed.grant is not None and (
+            grant := record_grant_run(call, allowed.grant, config, deps)
+        ):
             decision = ALWAYS_ALLOWED
     elif task["mode"] == "invalid":
         found = invalid_permit(call, deps)
@@ -85,7 +91,9 @@ def run_tool(
         task = {**task, "note": found.problem}
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
-    update = run_call(task, config, deps, decision, stop=stop or (ctx.cancel if ctx is not None else None))
+    update = run_call(
+        task, config, deps, decision, stop=stop or (ctx.cancel if ctx is not None else None)
+    )
     return Command(goto="model" if task.get("moves_on", True) else (), update=update)
 
 
@@ -103,12 +111,16 @@ def run_call(
     call, mode = task["call"], task["mode"]
     tool = deps.tools.get(call["name"])
     journal = deps.journal
-    journaled = journal is not None and mode == "run" and tool is not None and has_side_effects(tool)
+    journaled = (
+        journal is not None and mode == "run" and tool is not None and has_side_effects(tool)
+    )
     thread_id = thread_of(config)
     recorded = journal.find(thread_id, call) if journal is not None and journaled else None
     if recorded is not None and recorded.finished and recorded.result is not None:
         # The tool ran but the checkpoint never saw its result: use the stored one.
-        return _journaled_answer(call, recorded.result, "error" if recorded.result.status == "error" else "ok")
+        return _journaled_answer(
+            call, recorded.result, "error" if recorded.result.status == "error" else "ok"
+        )
     if recorded is not None and is_executing(thread_id, call):
         # Started and running right now in this process (another client resumed the
         # same approval): not a crash to ask about (graph/agent/in_flight.py).
@@ -125,11 +137,23 @@ def run_call(
             if not isinstance(answer, OutcomeAnswer):
                 answer = OutcomeAnswer.model_validate(answer)
             if deps.decisions is not None:
-                deps.decisions.record([record_of(thread_id, f"outcome:{recorded.attempts}", call, answer, **decided_by(config))])
+                deps.decisions.record(
+                    [
+                        record_of(
+                            thread_id,
+                            f"outcome:{recorded.attempts}",
+                            call,
+                            answer,
+                            **decided_by(config),
+                        )
+                    ]
+                )
             if answer.type != "run_again":
                 msg = outcome_message(call, answer)
                 journal.finish(thread_id, call, msg)
-                return _journaled_answer(call, msg, "error" if msg.status == "error" else "responded")
+                return _journaled_answer(
+                    call, msg, "error" if msg.status == "error" else "responded"
+                )
             asked += 1
             if recorded.attempts <= asked:
                 break
@@ -146,13 +170,24 @@ def run_call(
 
 
 def _answer(
-    task: ToolTask, config: RunnableConfig, deps: AgentDeps, decision: str | None, journaled: bool,
-    recorded: JournalEntry | None, stop: threading.Event | None,
+    task: ToolTask,
+    config: RunnableConfig,
+    deps: AgentDeps,
+    decision: str | None,
+    journaled: bool,
+    recorded: JournalEntry | None,
+    stop: threading.Event | None,
 ) -> tuple[ToolMessage, float, ToolStatus]:
     """Run the call, or answer it as its mode says: (result, duration in ms, status)."""
     call, mode, thread_id = task["call"], task["mode"], thread_of(config)
-    emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"],
-         auto_approved=decision == AUTO_APPROVE, grant=task.get("grant"))
+    emit(
+        ev.ToolStarted,
+        call_id=call["id"],
+        name=call["name"],
+        args=call["args"],
+        auto_approved=decision == AUTO_APPROVE,
+        grant=task.get("grant"),
+    )
     status: ToolStatus
     if mode == "deny":
         msg, ms, status = say.denied(call), 0.0, "denied"
@@ -171,7 +206,11 @@ def _answer(
 
 
 def _execute(
-    task: ToolTask, config: RunnableConfig, deps: AgentDeps, journaled: bool, recorded: JournalEntry | None,
+    task: ToolTask,
+    config: RunnableConfig,
+    deps: AgentDeps,
+    journaled: bool,
+    recorded: JournalEntry | None,
     stop: threading.Event | None,
 ) -> tuple[ToolMessage, float, ToolStatus]:
     """Claim the call in the journal, run it, record its result."""

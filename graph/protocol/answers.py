@@ -34,7 +34,9 @@ class _Decision(BaseModel):
             return value
         pattern = value.strip()
         if not pattern:
-            raise ValueError("always_allow: a pattern must not be empty (true grants the whole tool)")
+            raise ValueError(
+                "always_allow: a pattern must not be empty (true grants the whole tool)"
+            )
         # The decision log stores a whole-tool grant as "*": a *pattern* of only stars
         # is kept a pattern (it still never covers a chained command or the network).
         return "**" if set(pattern) == {"*"} else pattern

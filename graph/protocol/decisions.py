@@ -50,7 +50,9 @@ class StandingGrant:
     def described(self) -> str:
         if self.tool == ALL_TOOLS:
             return "auto-approve: every call that would ask runs without asking"
-        where = f" where its argument matches {self.pattern}" if self.pattern else " (any arguments)"
+        where = (
+            f" where its argument matches {self.pattern}" if self.pattern else " (any arguments)"
+        )
         return f"always allow {self.tool}{where}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,7 +101,9 @@ class DecisionRecord:
         arguments (`as_run`: the arguments that run, an edit's; else those the person
         was asked about). A call that only shares the id inherits nothing."""
         args = self.args if as_run or self.requested_args is None else self.requested_args
-        return self.tool_call_id == call.get("id") and same_call(self.tool, args, call.get("name"), call.get("args"))
+        return self.tool_call_id == call.get("id") and same_call(
+            self.tool, args, call.get("name"), call.get("args")
+        )
 
     @property
     def runs(self) -> bool:
@@ -129,13 +133,21 @@ class DecisionRecord:
             old, new = sides["requested"], sides["ran"]
             if isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new):
                 lines = difflib.unified_diff(
-                    old.splitlines(keepends=True), new.splitlines(keepends=True),
-                    fromfile=f"requested {key}", tofile=f"ran {key}",
+                    old.splitlines(keepends=True),
+                    new.splitlines(keepends=True),
+                    fromfile=f"requested {key}",
+                    tofile=f"ran {key}",
                 )
-                parts.append("".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n"))
+                parts.append(
+                    "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip(
+                        "\n"
+                    )
+                )
             else:
-                parts.append(f"- {key}: {_show(old, key in (self.requested_args or {}))}\n"
-                             f"+ {key}: {_show(new, key in self.args)}")
+                parts.append(
+                    f"- {key}: {_show(old, key in (self.requested_args or {}))}\n"
+                    f"+ {key}: {_show(new, key in self.args)}"
+                )
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,8 +166,15 @@ def _show(value: Any, present: bool) -> str:
     return json.dumps(value, ensure_ascii=False, default=str) if present else "(not given)"
 
 
-_DONE = {"approve": "approved", "edit": "edited and approved", "reject": "rejected", "respond": "answered",
-         "run_again": "ran again", "mark_failed": "marked as failed", "auto_approve": "auto-approved"}
+_DONE = {
+    "approve": "approved",
+    "edit": "edited and approved",
+    "reject": "rejected",
+    "respond": "answered",
+    "run_again": "ran again",
+    "mark_failed": "marked as failed",
+    "auto_approve": "auto-approved",
+}
 
 
 def who_decided(records: list[DecisionRecord]) -> str | None:
@@ -167,6 +186,8 @@ def who_decided(records: list[DecisionRecord]) -> str | None:
     for r in records:
         if r.question == "review" or r.question.startswith("outcome:"):
             when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(r.decided_at))
-            return (f"{_DONE.get(r.decision, r.decision)} {r.tool} by {r.actor or 'someone unnamed'} "
-                    f"via {r.source or 'an unnamed front end'} at {when}")
+            return (
+                f"{_DONE.get(r.decision, r.decision)} {r.tool} by {r.actor or 'someone unnamed'} "
+                f"via {r.source or 'an unnamed front end'} at {when}"
+            )
     return None

@@ -60,7 +60,9 @@ def _emoji_joiner(text: str, i: int) -> bool:
     if i == 0 or i + 1 >= len(text):
         return False
     before, after = text[i - 1], text[i + 1]
-    before_ok = unicodedata.category(before) == "So" or before == "\ufe0f" or ord(before) in _EMOJI_TONE
+    before_ok = (
+        unicodedata.category(before) == "So" or before == "\ufe0f" or ord(before) in _EMOJI_TONE
+    )
     return before_ok and unicodedata.category(after) == "So"
 
 

@@ -34,11 +34,17 @@ def is_inbox_answer(data: Any) -> bool:
 
 def _is_inbox_item(item: Any) -> bool:
     # "edit" is a type of both formats: the HITL one carries `edited_action`.
-    return isinstance(item, Mapping) and item.get("type") in INBOX_TYPES and "edited_action" not in item
+    return (
+        isinstance(item, Mapping)
+        and item.get("type") in INBOX_TYPES
+        and "edited_action" not in item
+    )
 
 
 def from_inbox(
-    data: Any, actions: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]] | None = None
+    data: Any,
+    actions: Sequence[Mapping[str, Any]],
+    configs: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The `{"decisions": [...]}` answer an Agent Inbox answer means for the pending
     `actions` (the request's action_requests; `configs` its review_configs). Raises
@@ -68,7 +74,8 @@ def from_inbox(
         # arguments or another tool is not a yes to the call as shown.
         echoed = args.get("args") if isinstance(args, Mapping) else None
         if isinstance(args, Mapping) and (
-            args.get("action", action["name"]) != action["name"] or (echoed and echoed != action["args"])
+            args.get("action", action["name"]) != action["name"]
+            or (echoed and echoed != action["args"])
         ):
             raise ValueError(
                 "an 'accept' must carry the pending call unchanged; to change its arguments send an 'edit'; "
@@ -77,12 +84,25 @@ def from_inbox(
         return {"decisions": [{"type": "approve"}]}
     if kind == "edit":
         if not isinstance(args, Mapping) or not isinstance(args.get("args"), Mapping):
-            raise ValueError("an 'edit' needs args: {\"action\": <tool name>, \"args\": {...}}; the call stays pending")
-        return {"decisions": [{"type": "edit", "edited_action": {"name": args.get("action", action["name"]),
-                                                                  "args": dict(args["args"])}}]}
+            raise ValueError(
+                'an \'edit\' needs args: {"action": <tool name>, "args": {...}}; the call stays pending'
+            )
+        return {
+            "decisions": [
+                {
+                    "type": "edit",
+                    "edited_action": {
+                        "name": args.get("action", action["name"]),
+                        "args": dict(args["args"]),
+                    },
+                }
+            ]
+        }
     if kind == "response":
         if not isinstance(args, str):
-            raise ValueError("a 'response' needs its text as args (a string); the call stays pending")
+            raise ValueError(
+                "a 'response' needs its text as args (a string); the call stays pending"
+            )
         # Agent Inbox offers "respond" where a HITL request allows `reject` (its reading of
         # the format): the text is the tool's result where `respond` is allowed, else the
         # reason of a rejection.

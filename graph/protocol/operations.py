@@ -131,7 +131,11 @@ def reject(message: str | None = None) -> Reject:
 
 
 def edit(name: str, args: Mapping[str, Any], *, always_allow: bool | str | None = None) -> Edit:
-    return Edit(type="edit", edited_action=EditedAction(name=name, args=dict(args)), always_allow=always_allow)
+    return Edit(
+        type="edit",
+        edited_action=EditedAction(name=name, args=dict(args)),
+        always_allow=always_allow,
+    )
 
 
 def respond(message: str) -> Respond:

@@ -115,7 +115,15 @@ def pause_from(thread_id: str, interrupt_id: str, value: Any) -> Pause | None:
     if isinstance(value, OutcomeRequest):
         return OutcomeUnknown(thread_id=thread_id, interrupt_id=interrupt_id, request=value)
     if isinstance(value, dict) and "action_requests" in value:
-        return Approval(thread_id=thread_id, interrupt_id=interrupt_id, request=ApprovalRequest.model_validate(value))
+        return Approval(
+            thread_id=thread_id,
+            interrupt_id=interrupt_id,
+            request=ApprovalRequest.model_validate(value),
+        )
     if isinstance(value, dict) and "outcome_unknown" in value:
-        return OutcomeUnknown(thread_id=thread_id, interrupt_id=interrupt_id, request=OutcomeRequest.model_validate(value))
+        return OutcomeUnknown(
+            thread_id=thread_id,
+            interrupt_id=interrupt_id,
+            request=OutcomeRequest.model_validate(value),
+        )
     return None

@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from graph.protocol.errors import InvalidThreadId
 
 ThreadStatus = Literal[
-    "idle", "running", "interrupted", "awaiting_approval", "completed", "failed", "cancelled", "stopped"
+    "idle",
+    "running",
+    "interrupted",
+    "awaiting_approval",
+    "completed",
+    "failed",
+    "cancelled",
+    "stopped",
 ]
 
 
@@ -31,10 +38,14 @@ def thread_id_problem(thread_id: object) -> str | None:
     if not thread_id:
         return "a thread id cannot be empty"
     if len(thread_id) > THREAD_ID_MAX:
-        return f"a thread id has at most {THREAD_ID_MAX} characters (this one has {len(thread_id):,})"
+        return (
+            f"a thread id has at most {THREAD_ID_MAX} characters (this one has {len(thread_id):,})"
+        )
     if not _THREAD_ID.fullmatch(thread_id):
-        return ("a thread id is letters, digits and . _ : @ + = ~ - (starting with a letter or digit); "
-                f"this one is {shown_id(thread_id)}")
+        return (
+            "a thread id is letters, digits and . _ : @ + = ~ - (starting with a letter or digit); "
+            f"this one is {shown_id(thread_id)}"
+        )
     return None
 
 
@@ -55,8 +66,10 @@ def shown_id(thread_id: str, limit: int = 60) -> str:
 def printable(text: str) -> str:
     """`text` with every character that is not printable (a NUL, an escape, a bidi
     control, a line break) written as an escape, so it can only be shown, never act."""
-    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) > 0xFF else f"\\x{ord(c):02x}"
-                   for c in text)
+    return "".join(
+        c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) > 0xFF else f"\\x{ord(c):02x}"
+        for c in text
+    )
 
 
 @dataclass(frozen=True)
@@ -234,17 +247,25 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
     kind = data.get("type")
     extra = data.get("additional_kwargs") or {}
     content = data.get("content")
-    fields: dict[str, Any] = {"role": ROLES.get(str(kind), kind), "content": content_text(content), "id": data.get("id")}
+    fields: dict[str, Any] = {
+        "role": ROLES.get(str(kind), kind),
+        "content": content_text(content),
+        "id": data.get("id"),
+    }
     if kind == "human" and extra.get(SUMMARY_MARK):
         fields["summary"] = True
     if kind in ("ai", "AIMessageChunk"):
-        fields["tool_calls"] = [ToolCallView(id=c["id"], name=c["name"], args=c["args"])
-                                for c in data.get("tool_calls") or []]
+        fields["tool_calls"] = [
+            ToolCallView(id=c["id"], name=c["name"], args=c["args"])
+            for c in data.get("tool_calls") or []
+        ]
         fields["notice"] = bool(extra.get(NOTICE_MARK))
         fields["reasoning"] = reasoning_of(extra, content) or None
         fields["cut_off"] = bool(extra.get(CUT_OFF_KEY))
     if kind in ("tool", "ToolMessageChunk"):
-        fields.update(tool_call_id=data.get("tool_call_id"), name=data.get("name"), status=data.get("status"))
+        fields.update(
+            tool_call_id=data.get("tool_call_id"), name=data.get("name"), status=data.get("status")
+        )
         # How the call ended (ok / error / rejected / denied / responded), and its duration.
         if TOOL_STATUS_KEY in extra:
             fields["tool_status"] = extra[TOOL_STATUS_KEY]

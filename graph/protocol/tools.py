@@ -83,7 +83,9 @@ def stream_output(text: str) -> None:
 
 
 # Set while a tool runs: the run's cancel signal (the person pressed Stop).
-_stop: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("gatehouse_tool_stop", default=None)
+_stop: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "gatehouse_tool_stop", default=None
+)
 
 
 def stop_requested() -> bool:

@@ -98,7 +98,9 @@ def os_user() -> str | None:
         return None
 
 
-def load_access(table: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Access:
+def load_access(
+    table: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Access:
     """`[access]` from gatehouse.toml (`table`), overridden by the environment."""
     env = os.environ if env is None else env
     values: dict[str, Any] = dict(table or {})
@@ -119,13 +121,16 @@ def load_access(table: Mapping[str, Any] | None = None, env: Mapping[str, str] |
         raise ConfigError(f"[access] web must be one of {', '.join(MODES)}, not {access.web!r}")
     if access.web == "proxy" and not access.proxy_secret:
         raise ConfigError(
-            "[access] web = \"proxy\" needs proxy_secret (or GATEHOUSE_PROXY_SECRET): the shared secret your "
-            "proxy sends in the X-Gatehouse-Proxy-Secret header, so nobody else can claim a user")
+            '[access] web = "proxy" needs proxy_secret (or GATEHOUSE_PROXY_SECRET): the shared secret your '
+            "proxy sends in the X-Gatehouse-Proxy-Secret header, so nobody else can claim a user"
+        )
     if access.proxy_secret is not None and len(access.proxy_secret) < 16:
         raise ConfigError("[access] proxy_secret must be at least 16 characters")
     for origin in (*access.origins, *access.server_origins):
         if origin != origin_of(origin):
-            raise ConfigError(f"[access]: {origin!r} is not an origin (scheme://host[:port], no path)")
+            raise ConfigError(
+                f"[access]: {origin!r} is not an origin (scheme://host[:port], no path)"
+            )
     return access
 
 
@@ -146,13 +151,17 @@ def _api_keys(value: Any) -> dict[str, str]:
         for item in filter(None, (w.strip() for w in value.split(","))):
             identity, sep, key = item.partition("=")
             if not sep or not identity.strip() or not key.strip():
-                raise ConfigError("GATEHOUSE_API_KEYS must look like 'ana@example.com=KEY,bob=KEY2'")
+                raise ConfigError(
+                    "GATEHOUSE_API_KEYS must look like 'ana@example.com=KEY,bob=KEY2'"
+                )
             pairs[identity.strip()] = key.strip()
     else:
         raise ConfigError("[access] api_keys must be a table of identity = key")
     for identity, key in pairs.items():
         if len(key) < 16:
-            raise ConfigError(f"[access] api_keys: the key of {identity!r} must be at least 16 characters")
+            raise ConfigError(
+                f"[access] api_keys: the key of {identity!r} must be at least 16 characters"
+            )
     return {key: identity for identity, key in pairs.items()}
 
 
@@ -168,7 +177,7 @@ def host_name(host_header: str) -> str:
     """The name in a `Host` header, without port or IPv6 brackets, lower-cased."""
     host = host_header.strip().lower()
     if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else ""
+        return host[1 : host.find("]")] if "]" in host else ""
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
@@ -201,7 +210,9 @@ def install_secret(path: Path) -> str:
         os.chmod(path, 0o600)
     value = path.read_text().strip()
     if len(value) < 16:
-        raise ConfigError(f"the install secret {path} is empty or too short; delete it to make a new one")
+        raise ConfigError(
+            f"the install secret {path} is empty or too short; delete it to make a new one"
+        )
     return value
 
 
@@ -211,15 +222,25 @@ def _mac(secret: str, purpose: str, payload: bytes) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def sign_identity(secret: str, identity: str, *, purpose: str = "web", now: float | None = None) -> str:
+def sign_identity(
+    secret: str, identity: str, *, purpose: str = "web", now: float | None = None
+) -> str:
     """A cookie value naming `identity`, signed with the install secret."""
-    payload = json.dumps({"u": identity, "t": int(now or time.time())}, separators=(",", ":")).encode()
+    payload = json.dumps(
+        {"u": identity, "t": int(now or time.time())}, separators=(",", ":")
+    ).encode()
     body = base64.urlsafe_b64encode(payload).decode().rstrip("=")
     return f"{body}.{_mac(secret, purpose, payload)}"
 
 
-def verify_identity(secret: str, value: str | None, *, purpose: str = "web", max_age_s: float = COOKIE_MAX_AGE_S,
-                    now: float | None = None) -> str | None:
+def verify_identity(
+    secret: str,
+    value: str | None,
+    *,
+    purpose: str = "web",
+    max_age_s: float = COOKIE_MAX_AGE_S,
+    now: float | None = None,
+) -> str | None:
     """The identity a signed value names, or None when it is forged, altered or expired."""
     if not value or "." not in value:
         return None
@@ -231,7 +252,11 @@ def verify_identity(secret: str, value: str | None, *, purpose: str = "web", max
         return None
     if not hmac.compare_digest(mac, _mac(secret, purpose, payload)):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("u"), str) or not isinstance(data.get("t"), int):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("u"), str)
+        or not isinstance(data.get("t"), int)
+    ):
         return None
     if (now or time.time()) - data["t"] > max_age_s:
         return None
@@ -256,10 +281,12 @@ def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
     `server_metadata_url`, either in `[auth]` or in one `[auth.<provider>]` table."""
     auth = secrets.get("auth")
     if not isinstance(auth, Mapping):
-        return "[access] web = \"oidc\" needs an [auth] table in .streamlit/secrets.toml (Streamlit's st.login)"
+        return '[access] web = "oidc" needs an [auth] table in .streamlit/secrets.toml (Streamlit\'s st.login)'
     providers = [v for v in auth.values() if isinstance(v, Mapping)]
     provider = providers[0] if len(providers) == 1 else auth
-    missing = [k for k in OIDC_KEYS[:2] if not auth.get(k)] + [k for k in OIDC_KEYS[2:] if not provider.get(k)]
+    missing = [k for k in OIDC_KEYS[:2] if not auth.get(k)] + [
+        k for k in OIDC_KEYS[2:] if not provider.get(k)
+    ]
     if missing:
         return f".streamlit/secrets.toml [auth] is missing {', '.join(missing)}"
     if not str(auth["redirect_uri"]).rstrip("/").endswith("/oauth2callback"):

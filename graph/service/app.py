@@ -85,7 +85,9 @@ def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
         if failed := mcp_errors():
             log.warning(
                 "the policy names %s, which no loaded tool has; MCP servers %s could not be loaded and may "
-                "offer them. Their policy applies once the servers load.", ", ".join(unknown), ", ".join(sorted(failed))
+                "offer them. Their policy applies once the servers load.",
+                ", ".join(unknown),
+                ", ".join(sorted(failed)),
             )
             return policy.without(unknown)
         try:
@@ -109,7 +111,9 @@ def _compaction(settings: Settings, hooks: HookSet, model: BaseChatModel) -> Com
         configured.model = configured.model or summariser
         return configured
     compaction = Compaction(
-        summariser, max_tokens=settings.compaction_max_tokens, keep_turns=settings.compaction_keep_turns
+        summariser,
+        max_tokens=settings.compaction_max_tokens,
+        keep_turns=settings.compaction_keep_turns,
     )
     if settings.compaction:
         hooks.points["before_llm"].insert(0, compaction)
@@ -139,8 +143,12 @@ def open_session(
     demo = isinstance(model, DemoModel)  # also when a custom factory returns the demo
     try:
         agent, tools, closers = build_agent(
-            settings, storage.checkpointer, journal=storage.journal, decisions=storage.decisions,
-            outputs=storage.outputs, model=model,
+            settings,
+            storage.checkpointer,
+            journal=storage.journal,
+            decisions=storage.decisions,
+            outputs=storage.outputs,
+            model=model,
         )
     except BaseException:
         storage.close()  # a bad policy or hook config: nothing stays open
@@ -169,11 +177,14 @@ def open_session(
             "notify": settings.notify_webhook,
             "config": settings.source,
             "compaction": (
-                f"on past {settings.compaction_max_tokens:,} tokens" if settings.compaction else "off (compact now only)"
+                f"on past {settings.compaction_max_tokens:,} tokens"
+                if settings.compaction
+                else "off (compact now only)"
             ),
             "offload": (
                 f"outputs over {settings.offload_threshold_chars:,} characters stored aside"
-                if settings.offload_threshold_chars else "off"
+                if settings.offload_threshold_chars
+                else "off"
             ),
         },
     )

@@ -98,8 +98,12 @@ class AsyncRun:
                 self._deliver(event)
         except Exception as exc:  # the session reports errors as events; this is a last guard
             self._run.status = "failed"
-            self._deliver(ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}"))
-            self._deliver(ev.RunFinished(thread_id=self.thread_id, status="failed", reason=str(exc)))
+            self._deliver(
+                ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}")
+            )
+            self._deliver(
+                ev.RunFinished(thread_id=self.thread_id, status="failed", reason=str(exc))
+            )
         finally:
             self._on_done()
             self._deliver(_END)
@@ -161,7 +165,10 @@ class AsyncRun:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.aclose()
 
@@ -177,7 +184,9 @@ class _InThread(Generic[P, R]):
     @overload
     def __get__(self, obj: None, owner: type[Any] | None = None) -> _InThread[P, R]: ...
     @overload
-    def __get__(self, obj: AsyncSession, owner: type[Any] | None = None) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(
+        self, obj: AsyncSession, owner: type[Any] | None = None
+    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
     def __get__(
         self, obj: AsyncSession | None, owner: type[Any] | None = None
     ) -> _InThread[P, R] | Callable[P, Coroutine[Any, Any, R]]:
@@ -221,14 +230,20 @@ class AsyncSession:
 
     @classmethod
     async def open(
-        cls, settings: Settings | None = None, *, source: str | None = None, actor: str | None = None
+        cls,
+        settings: Settings | None = None,
+        *,
+        source: str | None = None,
+        actor: str | None = None,
     ) -> AsyncSession:
         """The default Gatehouse (`graph.open_session`): settings from
         gatehouse.toml and the environment when none are given. `source` / `actor`:
         what the decision log records for decisions made through it."""
         from graph.service.app import open_session
 
-        return cls(await asyncio.to_thread(lambda: open_session(settings, source=source, actor=actor)))
+        return cls(
+            await asyncio.to_thread(lambda: open_session(settings, source=source, actor=actor))
+        )
 
     async def warm_up(self) -> None:
         """Warm the hooks up now (on this loop) instead of before the first hook runs."""
@@ -266,7 +281,11 @@ class AsyncSession:
         return await self._launch(lambda: self.session.submit(operation, options))
 
     async def start(
-        self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None,
+        self,
+        thread_id: str | None,
+        text: str | list[Any],
+        *,
+        owner: str | None = None,
         **options: Unpack[RunOptionsKwargs],
     ) -> AsyncRun:
         """`submit(SendMessage(...))`: a turn with a user message (a new thread when
@@ -278,20 +297,36 @@ class AsyncSession:
     send = start
 
     async def resume(
-        self, thread_id: str, answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any], *,
-        interrupt_id: str | None = None, reject_missing: bool | str = False, **options: Unpack[RunOptionsKwargs],
+        self,
+        thread_id: str,
+        answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any],
+        *,
+        interrupt_id: str | None = None,
+        reject_missing: bool | str = False,
+        **options: Unpack[RunOptionsKwargs],
     ) -> AsyncRun:
         """`Session.resume`: answer the pending pause (a typed answer, or the HITL wire
         form); a bad answer raises `DecisionError` and changes nothing."""
-        return await self._launch(lambda: self.session.resume(
-            thread_id, answer, interrupt_id=interrupt_id, reject_missing=reject_missing, **options
-        ))
+        return await self._launch(
+            lambda: self.session.resume(
+                thread_id,
+                answer,
+                interrupt_id=interrupt_id,
+                reject_missing=reject_missing,
+                **options,
+            )
+        )
 
     async def retry(self, thread_id: str, **options: Unpack[RunOptionsKwargs]) -> AsyncRun:
         return await self.submit(Retry(thread_id), RunOptions(**options))
 
     async def fork(
-        self, thread_id: str, message_index: int, text: str, *, force: bool = False,
+        self,
+        thread_id: str,
+        message_index: int,
+        text: str,
+        *,
+        force: bool = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> AsyncRun:
         return await self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))

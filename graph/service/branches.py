@@ -95,7 +95,11 @@ def versions_at(
     found: dict[int, dict[str, Version]] = {}
     for tip, messages in others:
         i = _parting(head, messages)
-        if i >= len(head) or i >= len(messages) or not (_is_user(head[i]) and _is_user(messages[i])):
+        if (
+            i >= len(head)
+            or i >= len(messages)
+            or not (_is_user(head[i]) and _is_user(messages[i]))
+        ):
             continue  # not an alternative to one of the head's messages
         versions = found.setdefault(i, {})
         known = versions.get(messages[i].id or "")
@@ -116,17 +120,25 @@ def branches_of(head: Sequence[MessageView], versions: dict[int, list[Version]])
     out = []
     for i in sorted(versions):
         ids = tuple(v.message.id or "" for v in versions[i])
-        out.append(Branches(
-            index=i,
-            message_ids=ids,
-            current=ids.index(head[i].id or ""),
-            previews=tuple(" ".join(v.message.content.split())[:80] for v in versions[i]),
-        ))
+        out.append(
+            Branches(
+                index=i,
+                message_ids=ids,
+                current=ids.index(head[i].id or ""),
+                previews=tuple(" ".join(v.message.content.split())[:80] for v in versions[i]),
+            )
+        )
     return out
 
 
 def at_checkpoint(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
+    }
 
 
 class ThreadTree:
@@ -152,9 +164,12 @@ class ThreadTree:
             return self.reader.checkpoint_edges(thread_id)
         saved = self.agent.checkpointer.list({"configurable": {"thread_id": thread_id}})
         return [
-            (c.config["configurable"]["checkpoint_id"],
-             c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None)
-            for c in saved if not c.config["configurable"].get("checkpoint_ns")
+            (
+                c.config["configurable"]["checkpoint_id"],
+                c.parent_config["configurable"]["checkpoint_id"] if c.parent_config else None,
+            )
+            for c in saved
+            if not c.config["configurable"].get("checkpoint_ns")
         ]
 
     def tips(self, thread_id: str) -> list[Tip]:
@@ -187,7 +202,9 @@ class ThreadTree:
     ) -> dict[int, list[Version]]:
         tips = tips_of(edges)
         head_tip = max(tips, key=lambda t: t.checkpoint_id)
-        others = [(t, self.messages_at(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip]
+        others = [
+            (t, self.messages_at(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip
+        ]
         return versions_at(head, head_tip, others)
 
     def branches(self, thread_id: str, head: Callable[[], Sequence[MessageView]]) -> list[Branches]:
@@ -216,13 +233,17 @@ class ThreadTree:
         first = None
         for checkpoint_id in reversed(version.tip.path):
             snapshot = self.agent.get_state(at_checkpoint(thread_id, checkpoint_id))
-            if version.message.id not in {m.id for m in (snapshot.values or {}).get("messages", [])}:
+            if version.message.id not in {
+                m.id for m in (snapshot.values or {}).get("messages", [])
+            }:
                 break
             if not snapshot.next:
                 return snapshot.config
             first = snapshot.config
         if first is None:
-            raise ValueError(f"no checkpoint of thread {thread_id} holds message {version.message.id}")
+            raise ValueError(
+                f"no checkpoint of thread {thread_id} holds message {version.message.id}"
+            )
         return first
 
 
@@ -232,4 +253,13 @@ def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
         cache.pop(next(iter(cache)))
 
 
-__all__ = ["ThreadTree", "Tip", "Version", "branches_of", "first_user", "forked", "tips_of", "versions_at"]
+__all__ = [
+    "ThreadTree",
+    "Tip",
+    "Version",
+    "branches_of",
+    "first_user",
+    "forked",
+    "tips_of",
+    "versions_at",
+]

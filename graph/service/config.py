@@ -18,7 +18,17 @@ from graph.store.dialect import is_postgres_url
 CONFIG_ENV = "GATEHOUSE_CONFIG"
 DEFAULT_CONFIG_FILE = "gatehouse.toml"
 
-DEFAULT_SHELL_ALLOW = ["ls", "cat", "pwd", "head", "tail", "wc", "git status", "git diff", "git log"]
+DEFAULT_SHELL_ALLOW = [
+    "ls",
+    "cat",
+    "pwd",
+    "head",
+    "tail",
+    "wc",
+    "git status",
+    "git diff",
+    "git log",
+]
 
 
 @dataclass(frozen=True)
@@ -109,7 +119,9 @@ class Settings:
 
     @property
     def uses_demo_model(self) -> bool:
-        return not (self.api_key or self.base_url or self.model_factory or model_provider(self.model)[0])
+        return not (
+            self.api_key or self.base_url or self.model_factory or model_provider(self.model)[0]
+        )
 
     @property
     def uses_postgres(self) -> bool:
@@ -120,15 +132,30 @@ class Settings:
 # ones LangChain's `init_chat_model` knows, with the package each needs. "qwen3:8b" (an
 # Ollama tag) names no provider, and stays a model name for the OpenAI-compatible server.
 PROVIDER_PACKAGES = {
-    "openai": "langchain-openai", "azure_openai": "langchain-openai", "anthropic": "langchain-anthropic",
-    "ollama": "langchain-ollama", "google_genai": "langchain-google-genai",
-    "google_vertexai": "langchain-google-vertexai", "google_anthropic_vertex": "langchain-google-vertexai",
-    "bedrock": "langchain-aws", "bedrock_converse": "langchain-aws", "anthropic_bedrock": "langchain-aws",
-    "azure_ai": "langchain-azure-ai", "cohere": "langchain-cohere", "deepseek": "langchain-deepseek",
-    "fireworks": "langchain-fireworks", "groq": "langchain-groq", "huggingface": "langchain-huggingface",
-    "ibm": "langchain-ibm", "litellm": "langchain-litellm", "mistralai": "langchain-mistralai",
-    "nvidia": "langchain-nvidia-ai-endpoints", "openrouter": "langchain-openrouter",
-    "perplexity": "langchain-perplexity", "together": "langchain-together", "xai": "langchain-xai",
+    "openai": "langchain-openai",
+    "azure_openai": "langchain-openai",
+    "anthropic": "langchain-anthropic",
+    "ollama": "langchain-ollama",
+    "google_genai": "langchain-google-genai",
+    "google_vertexai": "langchain-google-vertexai",
+    "google_anthropic_vertex": "langchain-google-vertexai",
+    "bedrock": "langchain-aws",
+    "bedrock_converse": "langchain-aws",
+    "anthropic_bedrock": "langchain-aws",
+    "azure_ai": "langchain-azure-ai",
+    "cohere": "langchain-cohere",
+    "deepseek": "langchain-deepseek",
+    "fireworks": "langchain-fireworks",
+    "groq": "langchain-groq",
+    "huggingface": "langchain-huggingface",
+    "ibm": "langchain-ibm",
+    "litellm": "langchain-litellm",
+    "mistralai": "langchain-mistralai",
+    "nvidia": "langchain-nvidia-ai-endpoints",
+    "openrouter": "langchain-openrouter",
+    "perplexity": "langchain-perplexity",
+    "together": "langchain-together",
+    "xai": "langchain-xai",
     "upstage": "langchain-upstage",
 }
 
@@ -166,7 +193,9 @@ _ENV = {
 }
 
 
-def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> Settings:
+def load_settings(
+    path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+) -> Settings:
     env = dict(os.environ if env is None else env)
     file = Path(path or env.get(CONFIG_ENV) or DEFAULT_CONFIG_FILE)
     values: dict[str, Any] = {}
@@ -188,27 +217,43 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: dict[str, str
     try:
         settings = absolute_locations(Settings(**values, source=source))
         if settings.shell_sandbox not in ("auto", "require", "off"):
-            raise ValueError(f"shell_sandbox must be auto, require or off, not {settings.shell_sandbox!r}")
+            raise ValueError(
+                f"shell_sandbox must be auto, require or off, not {settings.shell_sandbox!r}"
+            )
         return replace(
             settings,
             temperature=float(settings.temperature),
             max_model_calls=int(settings.max_model_calls),
             model_max_retries=_at_least(int(settings.model_max_retries), 0, "max_retries"),
-            model_timeout=None if settings.model_timeout in (None, "") else _at_least(
-                float(settings.model_timeout), 0.001, "timeout"),
+            model_timeout=None
+            if settings.model_timeout in (None, "")
+            else _at_least(float(settings.model_timeout), 0.001, "timeout"),
             shell_timeout_s=float(settings.shell_timeout_s),
-            doom_loop_threshold=_at_least(int(settings.doom_loop_threshold), 0, "doom_loop_threshold", top_level=True),
-            max_parallel_tools=None if settings.max_parallel_tools in (None, "", 0, "0") else _at_least(
-                int(settings.max_parallel_tools), 1, "max_parallel_tools", top_level=True),
+            doom_loop_threshold=_at_least(
+                int(settings.doom_loop_threshold), 0, "doom_loop_threshold", top_level=True
+            ),
+            max_parallel_tools=None
+            if settings.max_parallel_tools in (None, "", 0, "0")
+            else _at_least(
+                int(settings.max_parallel_tools), 1, "max_parallel_tools", top_level=True
+            ),
             auto_approve=_flag(settings.auto_approve, "auto_approve"),
             model_stream_usage=_flag(settings.model_stream_usage, "[model] stream_usage"),
             shell_memory_mb=int(settings.shell_memory_mb),
             shell_max_processes=int(settings.shell_max_processes),
             compaction=_flag(settings.compaction, "[compaction] enabled"),
-            compaction_max_tokens=_at_least(int(settings.compaction_max_tokens), 1, "[compaction] max_tokens"),
-            compaction_keep_turns=_at_least(int(settings.compaction_keep_turns), 1, "[compaction] keep_turns"),
-            offload_threshold_chars=_at_least(int(settings.offload_threshold_chars), 0, "[offload] threshold_chars"),
-            offload_head_chars=_at_least(int(settings.offload_head_chars), 1, "[offload] head_chars"),
+            compaction_max_tokens=_at_least(
+                int(settings.compaction_max_tokens), 1, "[compaction] max_tokens"
+            ),
+            compaction_keep_turns=_at_least(
+                int(settings.compaction_keep_turns), 1, "[compaction] keep_turns"
+            ),
+            offload_threshold_chars=_at_least(
+                int(settings.offload_threshold_chars), 0, "[offload] threshold_chars"
+            ),
+            offload_head_chars=_at_least(
+                int(settings.offload_head_chars), 1, "[offload] head_chars"
+            ),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad setting: {exc}") from exc
@@ -223,8 +268,13 @@ def absolute_locations(settings: Settings, base: Path | None = None) -> Settings
     changes: dict[str, Any] = {}
     for key in ("db", "workspace", "sql_database"):
         value = getattr(settings, key, None)
-        if isinstance(value, str) and value and not value.startswith(":") and "://" not in value \
-                and not Path(value).is_absolute():
+        if (
+            isinstance(value, str)
+            and value
+            and not value.startswith(":")
+            and "://" not in value
+            and not Path(value).is_absolute()
+        ):
             changes[key] = str((root / Path(value).expanduser()).resolve())
     return replace(settings, **changes) if changes else settings
 
@@ -259,10 +309,19 @@ def _flag(value: Any, name: str) -> bool:
 
 
 # [model] keys whose Settings field has another name.
-_MODEL_KEYS = {"name": "model", "max_retries": "model_max_retries", "timeout": "model_timeout",
-               "stream_usage": "model_stream_usage"}
+_MODEL_KEYS = {
+    "name": "model",
+    "max_retries": "model_max_retries",
+    "timeout": "model_timeout",
+    "stream_usage": "model_stream_usage",
+}
 # Tables whose keys become `<prefix>_<key>` settings ([compaction] "enabled" is the switch).
-_PREFIXED_TABLES = {"compaction": "compaction", "offload": "offload", "audit": "audit", "notify": "notify"}
+_PREFIXED_TABLES = {
+    "compaction": "compaction",
+    "offload": "offload",
+    "audit": "audit",
+    "notify": "notify",
+}
 
 
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
@@ -279,7 +338,9 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
             values["mcp_servers"] = value.get("servers", {})
         elif key in _PREFIXED_TABLES and isinstance(value, dict):
             prefix = _PREFIXED_TABLES[key]
-            values.update({prefix if k == "enabled" else f"{prefix}_{k}": v for k, v in value.items()})
+            values.update(
+                {prefix if k == "enabled" else f"{prefix}_{k}": v for k, v in value.items()}
+            )
         else:
             values[key] = value
     unknown = set(values) - known

@@ -49,43 +49,98 @@ class Intent:
 
 
 INTENTS: list[Intent] = [
-    Intent(r"^(?:list|ls|show)(?: the)? files(?: in (?P<path>\S+))?$", "list_files",
-           lambda m: {"path": m["path"] or "."}, "list files"),
-    Intent(r"^(?:list|show) (?:all )?files (?:recursively|everywhere)(?: in (?P<path>\S+))?$|^list all files(?: in (?P<path2>\S+))?$",
-           "list_files", lambda m: {"path": m["path"] or m["path2"] or ".", "recursive": True},
-           "list all files"),
-    Intent(r"^(?:fetch|get|curl|open|browse) (?P<url>https?://\S+)$", "http_request",
-           lambda m: {"url": m["url"]}, "fetch https://example.com"),
-    Intent(r"^(?P<method>post|put|patch|delete) (?P<url>https?://\S+)(?:\s*:\s*(?P<body>.*))?$", "http_request",
-           lambda m: {"url": m["url"], "method": m["method"].upper(), "body": m["body"]},
-           "post https://example.com/api: {\"a\": 1}"),
-    Intent(r"^(?:read|open|cat|show) (?P<path>\S+) lines? (?P<start>\d+)(?:\s*(?:-|to)\s*(?P<end>\d+))?$", "read_file",
-           lambda m: {"path": m["path"], "start_line": int(m["start"]), "end_line": int(m["end"] or m["start"])},
-           "read notes.md lines 1-5"),
-    Intent(r"^(?:read|open|cat|show) (?!https?://)(?P<path>\S+)$", "read_file",
-           lambda m: {"path": m["path"]}, "read notes.md"),
-    Intent(r"^(?:write|create) (?P<path>[^:\s]+)\s*:\s*(?P<content>.*)$", "write_file",
-           lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
-           "write todo.md: buy milk"),
-    Intent(r"^(?:search|grep|find)(?: for)? (?:/(?P<regex>.+)/|(?P<text>.+?))(?: in (?P<path>\S+))?$", "search_files",
-           lambda m: {"pattern": m["regex"] or m["text"], "regex": bool(m["regex"]), "path": m["path"] or "."},
-           "search TODO"),
-    Intent(r"^edit (?P<path>[^:\s]+)\s*:\s*(?P<old>.+?)\s*->\s*(?P<new>.*)$", "edit_file",
-           lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
-           "edit notes.md: milk -> oat milk"),
-    Intent(r"^replace (?P<old>.+?) with (?P<new>.*) in (?P<path>\S+)$", "edit_file",
-           lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
-           "replace milk with oat milk in notes.md"),
-    Intent(r"^(?:delete|remove|rm) (?P<folder>folder )?(?P<path>\S+)$", "delete_file",
-           lambda m: {"path": m["path"], "recursive": bool(m["folder"])},
-           "delete old.txt"),
-    Intent(r"^(?:move|rename|mv) (?P<source>\S+) (?:to |-> )?(?P<destination>\S+)$", "move_file",
-           lambda m: {"source": m["source"], "destination": m["destination"]},
-           "move notes.md to archive/notes.md"),
-    Intent(r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$", "run_command",
-           lambda m: {"command": m["command"]}, "run: ls"),
-    Intent(r"^(?:sql|query|db)\s*:\s*(?P<query>.+)$", "sql_query",
-           lambda m: {"query": m["query"]}, "sql: select name from sqlite_schema"),
+    Intent(
+        r"^(?:list|ls|show)(?: the)? files(?: in (?P<path>\S+))?$",
+        "list_files",
+        lambda m: {"path": m["path"] or "."},
+        "list files",
+    ),
+    Intent(
+        r"^(?:list|show) (?:all )?files (?:recursively|everywhere)(?: in (?P<path>\S+))?$|^list all files(?: in (?P<path2>\S+))?$",
+        "list_files",
+        lambda m: {"path": m["path"] or m["path2"] or ".", "recursive": True},
+        "list all files",
+    ),
+    Intent(
+        r"^(?:fetch|get|curl|open|browse) (?P<url>https?://\S+)$",
+        "http_request",
+        lambda m: {"url": m["url"]},
+        "fetch https://example.com",
+    ),
+    Intent(
+        r"^(?P<method>post|put|patch|delete) (?P<url>https?://\S+)(?:\s*:\s*(?P<body>.*))?$",
+        "http_request",
+        lambda m: {"url": m["url"], "method": m["method"].upper(), "body": m["body"]},
+        'post https://example.com/api: {"a": 1}',
+    ),
+    Intent(
+        r"^(?:read|open|cat|show) (?P<path>\S+) lines? (?P<start>\d+)(?:\s*(?:-|to)\s*(?P<end>\d+))?$",
+        "read_file",
+        lambda m: {
+            "path": m["path"],
+            "start_line": int(m["start"]),
+            "end_line": int(m["end"] or m["start"]),
+        },
+        "read notes.md lines 1-5",
+    ),
+    Intent(
+        r"^(?:read|open|cat|show) (?!https?://)(?P<path>\S+)$",
+        "read_file",
+        lambda m: {"path": m["path"]},
+        "read notes.md",
+    ),
+    Intent(
+        r"^(?:write|create) (?P<path>[^:\s]+)\s*:\s*(?P<content>.*)$",
+        "write_file",
+        lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
+        "write todo.md: buy milk",
+    ),
+    Intent(
+        r"^(?:search|grep|find)(?: for)? (?:/(?P<regex>.+)/|(?P<text>.+?))(?: in (?P<path>\S+))?$",
+        "search_files",
+        lambda m: {
+            "pattern": m["regex"] or m["text"],
+            "regex": bool(m["regex"]),
+            "path": m["path"] or ".",
+        },
+        "search TODO",
+    ),
+    Intent(
+        r"^edit (?P<path>[^:\s]+)\s*:\s*(?P<old>.+?)\s*->\s*(?P<new>.*)$",
+        "edit_file",
+        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
+        "edit notes.md: milk -> oat milk",
+    ),
+    Intent(
+        r"^replace (?P<old>.+?) with (?P<new>.*) in (?P<path>\S+)$",
+        "edit_file",
+        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
+        "replace milk with oat milk in notes.md",
+    ),
+    Intent(
+        r"^(?:delete|remove|rm) (?P<folder>folder )?(?P<path>\S+)$",
+        "delete_file",
+        lambda m: {"path": m["path"], "recursive": bool(m["folder"])},
+        "delete old.txt",
+    ),
+    Intent(
+        r"^(?:move|rename|mv) (?P<source>\S+) (?:to |-> )?(?P<destination>\S+)$",
+        "move_file",
+        lambda m: {"source": m["source"], "destination": m["destination"]},
+        "move notes.md to archive/notes.md",
+    ),
+    Intent(
+        r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$",
+        "run_command",
+        lambda m: {"command": m["command"]},
+        "run: ls",
+    ),
+    Intent(
+        r"^(?:sql|query|db)\s*:\s*(?P<query>.+)$",
+        "sql_query",
+        lambda m: {"query": m["query"]},
+        "sql: select name from sqlite_schema",
+    ),
 ]
 
 
@@ -129,7 +184,12 @@ class DemoModel(BaseChatModel):
                 continue
             m = re.match(intent.pattern, request, flags=re.IGNORECASE | re.DOTALL)
             if m:
-                return {"name": intent.tool, "args": intent.args(m), "id": f"call_{uuid.uuid4().hex[:20]}", "type": "tool_call"}
+                return {
+                    "name": intent.tool,
+                    "args": intent.args(m),
+                    "id": f"call_{uuid.uuid4().hex[:20]}",
+                    "type": "tool_call",
+                }
         return None
 
     def _summarise(self, messages: list[BaseMessage]) -> str:
@@ -158,12 +218,18 @@ class DemoModel(BaseChatModel):
         for line in transcript.splitlines():
             if line.startswith("[user] "):
                 text = " ".join(line[7:].split())
-                asked.append(text if len(text) <= SUMMARY_QUOTE_CHARS else text[: SUMMARY_QUOTE_CHARS - 1] + "…")
+                asked.append(
+                    text
+                    if len(text) <= SUMMARY_QUOTE_CHARS
+                    else text[: SUMMARY_QUOTE_CHARS - 1] + "…"
+                )
             elif m := re.match(r"\[assistant called ([^\]]+)\]", line):
                 calls[m[1]] += 1
             elif line.startswith("[earlier summary] "):
                 earlier = line.removeprefix("[earlier summary] ")
-        parts = [f"[{DEMO_LABEL}] A plain summary (the demo lists what happened; a real model would summarise)."]
+        parts = [
+            f"[{DEMO_LABEL}] A plain summary (the demo lists what happened; a real model would summarise)."
+        ]
         if earlier:
             parts.append("Before that: " + earlier[:300] + ("…" if len(earlier) > 300 else ""))
         if asked:
@@ -171,14 +237,19 @@ class DemoModel(BaseChatModel):
             skipped = f" (and {len(asked) - len(shown)} earlier)" if len(asked) > len(shown) else ""
             parts.append(f"The person asked{skipped}: " + "; ".join(f'"{a}"' for a in shown) + ".")
         if calls:
-            parts.append("Tools called: " + ", ".join(f"{name} ×{n}" for name, n in calls.most_common()) + ".")
+            parts.append(
+                "Tools called: "
+                + ", ".join(f"{name} ×{n}" for name, n in calls.most_common())
+                + "."
+            )
         return "\n".join(parts)
 
     def _help(self) -> str:
         examples = [f"- `{i.example}`" for i in INTENTS if i.tool in self.tool_names]
         return (
             f"[{DEMO_LABEL}] I am the offline demo model: set OPENAI_API_KEY or OPENAI_BASE_URL "
-            "to talk to a real model. I understand requests like:\n" + "\n".join(examples)
+            "to talk to a real model. I understand requests like:\n"
+            + "\n".join(examples)
             + "\n\nCombine them with `then`."
         )
 
@@ -211,7 +282,13 @@ class DemoModel(BaseChatModel):
                 message=AIMessageChunk(
                     content="",
                     tool_call_chunks=[
-                        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": n, "type": "tool_call_chunk"}
+                        {
+                            "name": c["name"],
+                            "args": json.dumps(c["args"]),
+                            "id": c["id"],
+                            "index": n,
+                            "type": "tool_call_chunk",
+                        }
                         for n, c in enumerate(reply.tool_calls)
                     ],
                 )
@@ -221,6 +298,11 @@ class DemoModel(BaseChatModel):
         out = len(text) // 4 + 1
         yield ChatGenerationChunk(
             message=AIMessageChunk(
-                content="", usage_metadata={"input_tokens": prompt, "output_tokens": out, "total_tokens": prompt + out}
+                content="",
+                usage_metadata={
+                    "input_tokens": prompt,
+                    "output_tokens": out,
+                    "total_tokens": prompt + out,
+                },
             )
         )

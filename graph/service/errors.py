@@ -11,7 +11,9 @@ from graph.protocol.errors import CallAlreadyStarted, HookError
 
 def is_storage_error(exc: BaseException) -> bool:
     """An error of the database driver (SQLite or Postgres), not of the model or a tool."""
-    return isinstance(exc, sqlite3.Error) or type(exc).__module__.startswith(("psycopg", "psycopg_pool"))
+    return isinstance(exc, sqlite3.Error) or type(exc).__module__.startswith(
+        ("psycopg", "psycopg_pool")
+    )
 
 
 def describe_error(exc: BaseException) -> tuple[str, str, bool]:
@@ -26,7 +28,9 @@ def describe_error(exc: BaseException) -> tuple[str, str, bool]:
         return model[0], "model", model[1]
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return f"The database is busy (locked by another process): {exc}", "storage", True
-    if is_storage_error(exc) or (isinstance(exc, OSError) and not module.startswith(("openai", "httpx"))):
+    if is_storage_error(exc) or (
+        isinstance(exc, OSError) and not module.startswith(("openai", "httpx"))
+    ):
         return f"Storage error: {exc}", "storage", True
     if module.startswith(("openai", "httpx", "httpcore")):
         return f"The model API failed ({name}): {exc}", "model", True

@@ -58,11 +58,17 @@ def carried(storage: Storage, thread_id: str, pause: Pause | None) -> dict[str, 
     journal = storage.journal.entries(thread_id) if storage.journal is not None else []
     decisions = storage.decisions.for_thread(thread_id) if storage.decisions is not None else []
     return {
-        "pending": None if pause is None else {
-            "interrupt_id": pause.interrupt_id, "kind": pause.kind, "request": pause.request.wire(),
+        "pending": None
+        if pause is None
+        else {
+            "interrupt_id": pause.interrupt_id,
+            "kind": pause.kind,
+            "request": pause.request.wire(),
         },
         "journal": [_journal_dict(e) for e in journal],
-        "decisions": [{k: v for k, v in r.to_dict().items() if k in _DECISION_FIELDS} for r in decisions],
+        "decisions": [
+            {k: v for k, v in r.to_dict().items() if k in _DECISION_FIELDS} for r in decisions
+        ],
     }
 
 
@@ -81,10 +87,16 @@ def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
             result = messages_from_dict([row["result"]])[0] if row.get("result") else None
             if result is not None and not isinstance(result, ToolMessage):
                 raise ValueError("its result is not a tool message")
-            fields = {k: v for k, v in row.items() if k in {f.name for f in dataclasses.fields(JournalEntry)}}
+            fields = {
+                k: v
+                for k, v in row.items()
+                if k in {f.name for f in dataclasses.fields(JournalEntry)}
+            }
             entries.append(JournalEntry(**{**fields, "thread_id": thread_id, "result": result}))
         except (KeyError, TypeError, ValueError) as exc:
-            raise ImportRefused(f"journal entry {i} is malformed: {type(exc).__name__}: {exc}") from None
+            raise ImportRefused(
+                f"journal entry {i} is malformed: {type(exc).__name__}: {exc}"
+            ) from None
         if entries[-1].status not in ("started", "finished"):
             raise ImportRefused(f"journal entry {i} has an unknown status {entries[-1].status!r}")
     return entries
@@ -101,8 +113,15 @@ def decisions_of(exported: Exported, thread_id: str) -> list[DecisionRecord]:
     return records
 
 
-def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequence[JournalEntry],
-          decisions: Sequence[DecisionRecord], taken: bool, tools: Collection[str]) -> Approval | None:
+def check(
+    storage: Storage,
+    thread_id: str,
+    exported: Exported,
+    journal: Sequence[JournalEntry],
+    decisions: Sequence[DecisionRecord],
+    taken: bool,
+    tools: Collection[str],
+) -> Approval | None:
     """The pause an import restores (None for a thread that waits for nothing), or
     `ImportRefused` saying why it cannot be imported at most once."""
     if exported.pending is None:
@@ -115,14 +134,20 @@ def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequenc
             "then export again"
         )
     if missing := sorted({a.name for a in pause.request.action_requests} - set(tools)):
-        raise ImportRefused(f"this agent has no tool named {', '.join(missing)}: the pending request cannot be asked here")
+        raise ImportRefused(
+            f"this agent has no tool named {', '.join(missing)}: the pending request cannot be asked here"
+        )
     open_calls = unanswered({"messages": exported.messages})
     asked = [(a.tool_call_id, a.name, a.args) for a in pause.request.action_requests]
-    if sorted(asked, key=repr) != sorted(((c["id"], c["name"], c["args"]) for c in open_calls), key=repr):
+    if sorted(asked, key=repr) != sorted(
+        ((c["id"], c["name"], c["args"]) for c in open_calls), key=repr
+    ):
         raise ImportRefused("the pending request does not match the thread's open tool calls")
     ids = {call_id for call_id, _, _ in asked}
     if any(e.tool_call_id in ids for e in journal) or any(r.tool_call_id in ids for r in decisions):
-        raise ImportRefused("the export says a pending call was already decided or started; it is not importable")
+        raise ImportRefused(
+            "the export says a pending call was already decided or started; it is not importable"
+        )
     for owner in dict.fromkeys(t for t in (thread_id, exported.thread_id) if t):
         for call_id, name, _ in asked:
             if call_id is None:  # no id: nothing in the database can name it
@@ -141,13 +166,24 @@ def check(storage: Storage, thread_id: str, exported: Exported, journal: Sequenc
         raise ImportRefused(
             f"a thread that waits for a decision imports only under its own id ({exported.thread_id}), once per "
             "database: a copy would hold a second request for the same call, which could then be approved twice"
-            + (" (that id is taken here: answer the request there, or delete that thread first)" if taken else "")
+            + (
+                " (that id is taken here: answer the request there, or delete that thread first)"
+                if taken
+                else ""
+            )
         )
     return pause
 
 
-def restore(agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, thread_id: str, exported: Exported,
-            journal: Sequence[JournalEntry], decisions: Sequence[DecisionRecord], pause: Approval | None) -> None:
+def restore(
+    agent: CompiledStateGraph[Any, Any, Any, Any],
+    storage: Storage,
+    thread_id: str,
+    exported: Exported,
+    journal: Sequence[JournalEntry],
+    decisions: Sequence[DecisionRecord],
+    pause: Approval | None,
+) -> None:
     """Write the thread: outputs, journal, messages (and, for a paused one, its pause
     asked again by the `review` node alone), then its decisions. Undone when the pause
     does not come back as it was."""
@@ -164,8 +200,12 @@ def restore(agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, thr
         # Only `review` runs: it is pure up to its interrupt, so nothing executes here;
         # `interrupt_after` keeps anything after it (a call this database's policy
         # would run freely) from running at import.
-        agent.update_state(config, Command(update={"messages": exported.messages}, goto="review"), as_node="review")
-        agent.invoke(None, config, context=RunContext(), durability="sync", interrupt_after=["review"])
+        agent.update_state(
+            config, Command(update={"messages": exported.messages}, goto="review"), as_node="review"
+        )
+        agent.invoke(
+            None, config, context=RunContext(), durability="sync", interrupt_after=["review"]
+        )
         asked = _asked(agent, thread_id)
         if asked is None or _calls(asked) != _calls(pause):
             storage.delete_thread(thread_id)

@@ -65,26 +65,40 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
         if not text.strip():
             raise ValueError("a message cannot be empty")
         messages = self.messages(thread_id)
-        if not (0 <= message_index < len(messages)) or not isinstance(messages[message_index], HumanMessage):
+        if not (0 <= message_index < len(messages)) or not isinstance(
+            messages[message_index], HumanMessage
+        ):
             raise ValueError(f"message {message_index} is not a user message of thread {thread_id}")
         return messages
 
-    def _branch_off(self, thread_id: str, messages: list[BaseMessage], message_index: int, text: str,
-                    force: bool) -> None:
+    def _branch_off(
+        self,
+        thread_id: str,
+        messages: list[BaseMessage],
+        message_index: int,
+        text: str,
+        force: bool,
+    ) -> None:
         """Fork's history part, under the fork run's lease: move the head back to before
         the user message at `message_index`, whose replacement `text` the run sends."""
         self._refuse_if_paused(thread_id, "fork", force)
         self._rewind(thread_id, messages[message_index])
         self._follow_title(
-            thread_id, first_user_text(messages), first_user_text([*messages[:message_index], HumanMessage(text)])
+            thread_id,
+            first_user_text(messages),
+            first_user_text([*messages[:message_index], HumanMessage(text)]),
         )
 
-    def branches(self, thread_id: str, transcript: Sequence[MessageView] | None = None) -> list[Branches]:
+    def branches(
+        self, thread_id: str, transcript: Sequence[MessageView] | None = None
+    ) -> list[Branches]:
         """The user messages of the thread's current branch that have other versions
         (after a fork, a regenerate, an undo and a new message), each with its versions
         oldest first (graph/service/branches.py). Pass the `transcript` when you have
         it, to spare reading it again. A thread that was never forked costs one query."""
-        return self._tree.branches(thread_id, lambda: transcript if transcript is not None else self.transcript(thread_id))
+        return self._tree.branches(
+            thread_id, lambda: transcript if transcript is not None else self.transcript(thread_id)
+        )
 
     def switch_branch(self, thread_id: str, message_id: str, *, force: bool = False) -> None:
         """Move the thread onto the branch of another version of one of its user
@@ -99,24 +113,41 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
             versions = self._tree.versions(thread_id, before).values()
             version = next((v for vs in versions for v in vs if v.message.id == message_id), None)
             if version is None:
-                raise ValueError(f"message {message_id} is not a version of any message of thread {thread_id}")
-            end = cast(RunnableConfig, self._tree.branch_end(thread_id, version))  # a snapshot's config
+                raise ValueError(
+                    f"message {message_id} is not a version of any message of thread {thread_id}"
+                )
+            end = cast(
+                RunnableConfig, self._tree.branch_end(thread_id, version)
+            )  # a snapshot's config
             self.agent.update_state(end, {"stop_reason": None}, as_node="finish")
             self.storage.index.touch(thread_id, status="idle")
-            self._follow_title(thread_id, first_user(before), first_user(self.transcript(thread_id)))
+            self._follow_title(
+                thread_id, first_user(before), first_user(self.transcript(thread_id))
+            )
 
     def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
         """A title taken from the first user message follows it to another version; a
         title the person gave stays."""
         info = self.storage.index.get(thread_id)
-        if old is not None and new is not None and old != new and info is not None and info.title == title_of(old):
+        if (
+            old is not None
+            and new is not None
+            and old != new
+            and info is not None
+            and info.title == title_of(old)
+        ):
             self.storage.index.rename(thread_id, title_of(new))
 
     def _refuse_if_paused(self, thread_id: str, what: str, force: bool) -> None:
-        if force or not self._may_be_paused(thread_id) or (pending := self.pending(thread_id)) is None:
+        if (
+            force
+            or not self._may_be_paused(thread_id)
+            or (pending := self.pending(thread_id)) is None
+        ):
             return
         waits = (
-            f"{pending.call.name} (its outcome is unknown after a crash)" if isinstance(pending, OutcomeUnknown)
+            f"{pending.call.name} (its outcome is unknown after a crash)"
+            if isinstance(pending, OutcomeUnknown)
             else ", ".join(a.name for a in pending.actions)
         )
         raise AwaitingDecision(
@@ -135,7 +166,9 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
             if snapshot.config["configurable"]["checkpoint_id"] not in ancestors:
                 continue  # another branch's (the history lists every branch, newest first)
             msgs = (snapshot.values or {}).get("messages", [])
-            if any(m.id == first_dropped.id for m in msgs) or (snapshot.next and snapshot.parent_config is not None):
+            if any(m.id == first_dropped.id for m in msgs) or (
+                snapshot.next and snapshot.parent_config is not None
+            ):
                 continue
             kept = {m.id for m in msgs}
             self.agent.update_state(snapshot.config, {"stop_reason": None}, as_node="finish")
@@ -149,13 +182,25 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
         info = self.thread(thread_id)
         title = info.title if info else thread_id
         if fmt == "json":
-            outputs = self.storage.outputs.for_thread(thread_id) if self.storage.outputs is not None else {}
-            return export_json(thread_id, title, messages, outputs, handover.carried(self.storage, thread_id, self.pending(thread_id)))
+            outputs = (
+                self.storage.outputs.for_thread(thread_id)
+                if self.storage.outputs is not None
+                else {}
+            )
+            return export_json(
+                thread_id,
+                title,
+                messages,
+                outputs,
+                handover.carried(self.storage, thread_id, self.pending(thread_id)),
+            )
         if fmt != "md":
             raise ValueError(f"unknown export format {fmt!r}; use md or json")
         return export_markdown(thread_id, title, messages)
 
-    def import_thread(self, data: str | bytes | Mapping[str, Any], *, thread_id: str | None = None) -> str:
+    def import_thread(
+        self, data: str | bytes | Mapping[str, Any], *, thread_id: str | None = None
+    ) -> str:
         """Recreate a thread from `export(..., "json")` (text or parsed); returns its id.
         The messages come back equal (ids, tool calls and results, notices, reasoning),
         with outputs stored aside, the execution journal and the decision log. A thread
@@ -169,15 +214,28 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
         if thread_id is not None and self.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
         # A malformed exported id is never used (nor looked up): the import gets a new one.
-        exported_id = exported.thread_id if exported.thread_id and thread_id_problem(exported.thread_id) is None else None
+        exported_id = (
+            exported.thread_id
+            if exported.thread_id and thread_id_problem(exported.thread_id) is None
+            else None
+        )
         taken = exported_id is not None and self.exists(exported_id)
         if thread_id is None:
             thread_id = (exported_id if not taken else None) or new_thread_id()
-        journal, decisions = handover.journal_of(exported, thread_id), handover.decisions_of(exported, thread_id)
+        journal, decisions = (
+            handover.journal_of(exported, thread_id),
+            handover.decisions_of(exported, thread_id),
+        )
         with self._holding(thread_id):
-            pause = handover.check(self.storage, thread_id, exported, journal, decisions, taken, self._tools())
-            handover.restore(self.agent, self.storage, thread_id, exported, journal, decisions, pause)
-            self.storage.index.touch(thread_id, status="idle" if pause is None else "awaiting_approval")
+            pause = handover.check(
+                self.storage, thread_id, exported, journal, decisions, taken, self._tools()
+            )
+            handover.restore(
+                self.agent, self.storage, thread_id, exported, journal, decisions, pause
+            )
+            self.storage.index.touch(
+                thread_id, status="idle" if pause is None else "awaiting_approval"
+            )
             # The export's title, whatever the saver guessed from the first message.
             self.storage.index.rename(thread_id, exported.title or "Imported thread")
         return thread_id
@@ -195,11 +253,15 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
             raise ValueError("this agent has no Compaction hook (see docs/hooks.md)")
         with self._holding(thread_id):
             if self.pending(thread_id) is not None:
-                raise AwaitingDecision(f"thread {thread_id} is waiting for a decision; answer it first")
+                raise AwaitingDecision(
+                    f"thread {thread_id} is waiting for a decision; answer it first"
+                )
             config = thread_config(thread_id)
             snapshot = self.agent.get_state(config)
             if snapshot.next:
-                raise ValueError(f"thread {thread_id} has an unfinished run; retry or finish it first")
+                raise ValueError(
+                    f"thread {thread_id} has an unfinished run; retry or finish it first"
+                )
             planned = compaction.compact(snapshot.values or {}, force=True)
             if planned is None:
                 return None

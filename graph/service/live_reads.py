@@ -98,7 +98,9 @@ class EventGate:
         self._held: list[ev.Event] = []
 
     def event(self, event: ev.Event) -> list[ev.Event]:
-        if isinstance(event, ev.ToolFinished | ev.AssistantMessage | ev.MessageReplaced | ev.TurnComplete):
+        if isinstance(
+            event, ev.ToolFinished | ev.AssistantMessage | ev.MessageReplaced | ev.TurnComplete
+        ):
             self._held.append(event)  # held events keep their order among themselves
             return []
         return [event]
@@ -128,7 +130,9 @@ class EventGate:
         waiting: list[ev.Event] = []
         for event in self._held:
             # An event keeps its place behind one still waiting.
-            (waiting if waiting or _waits(event, calls, replies, bool(arrived)) else out).append(event)
+            (waiting if waiting or _waits(event, calls, replies, bool(arrived)) else out).append(
+                event
+            )
         self._held = waiting
         return out
 

@@ -46,7 +46,9 @@ def make_model(settings: Settings) -> BaseChatModel:
 
 
 def model_options(settings: Settings) -> ModelOptions:
-    return ModelOptions(max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning)
+    return ModelOptions(
+        max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning
+    )
 
 
 def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatModel:
@@ -84,7 +86,9 @@ def _from_factory(path: str) -> BaseChatModel:
         raise ConfigError(f"model_factory {path!r} cannot be imported: {exc}") from exc
     model = factory()
     if not isinstance(model, BaseChatModel):
-        raise ConfigError(f"model_factory {path!r} returned {type(model).__name__}, not a chat model")
+        raise ConfigError(
+            f"model_factory {path!r} returned {type(model).__name__}, not a chat model"
+        )
     return model
 
 

@@ -61,9 +61,15 @@ class WebhookNotifier:
     def __call__(self, thread_id: str, interrupts: Sequence[Any]) -> None:
         for pending in interrupts:
             payload = self.payload(thread_id, pending)
-            if payload is not None and self.log.claim(thread_id, payload["interrupt_id"], self.url, payload):
-                worker = threading.Thread(target=self.deliver, args=(thread_id, payload), daemon=True,
-                                          name=f"gatehouse-notify-{thread_id}")
+            if payload is not None and self.log.claim(
+                thread_id, payload["interrupt_id"], self.url, payload
+            ):
+                worker = threading.Thread(
+                    target=self.deliver,
+                    args=(thread_id, payload),
+                    daemon=True,
+                    name=f"gatehouse-notify-{thread_id}",
+                )
                 self._threads.append(worker)
                 worker.start()
 
@@ -73,13 +79,26 @@ class WebhookNotifier:
         if not isinstance(value, dict) or not interrupt_id:
             return None
         if isinstance(value.get("action_requests"), list):
-            calls = [{"tool_call_id": a.get("tool_call_id"), "name": a.get("name"), "args": a.get("args"),
-                      "risk": a.get("risk")} for a in value["action_requests"]]
+            calls = [
+                {
+                    "tool_call_id": a.get("tool_call_id"),
+                    "name": a.get("name"),
+                    "args": a.get("args"),
+                    "risk": a.get("risk"),
+                }
+                for a in value["action_requests"]
+            ]
             event = "approval_required"
         elif isinstance(value.get("outcome_unknown"), dict):  # a call a crash cut off: did it run?
             call = value["outcome_unknown"]
-            calls = [{"tool_call_id": call.get("tool_call_id"), "name": call.get("name"), "args": call.get("args"),
-                      "risk": None}]
+            calls = [
+                {
+                    "tool_call_id": call.get("tool_call_id"),
+                    "name": call.get("name"),
+                    "args": call.get("args"),
+                    "risk": None,
+                }
+            ]
             event = "outcome_unknown"
         else:
             return None
@@ -99,8 +118,12 @@ class WebhookNotifier:
 
     def deliver(self, thread_id: str, payload: dict[str, Any]) -> None:
         body = json.dumps(payload, ensure_ascii=False, default=str).encode()
-        headers = {"Content-Type": "application/json", "User-Agent": "gatehouse-notify",
-                   "X-Gatehouse-Event": payload["event"], "X-Gatehouse-Delivery": payload["interrupt_id"]}
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "gatehouse-notify",
+            "X-Gatehouse-Event": payload["event"],
+            "X-Gatehouse-Delivery": payload["interrupt_id"],
+        }
         if self.secret:
             headers[SIGNATURE_HEADER] = sign(self.secret, body)
         for attempt in range(1, self.attempts + 1):

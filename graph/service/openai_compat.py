@@ -39,7 +39,9 @@ class ChatOpenAICompatible(ChatOpenAI):
     def _convert_chunk_to_generation_chunk(
         self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
     ) -> ChatGenerationChunk | None:
-        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
+        generation = super()._convert_chunk_to_generation_chunk(
+            chunk, default_chunk_class, base_generation_info
+        )
         choices = chunk.get("choices") or (chunk.get("chunk") or {}).get("choices") or []
         text = _reasoning(choices[0].get("delta")) if choices else ""
         if text and generation is not None and isinstance(generation.message, AIMessageChunk):
@@ -50,6 +52,8 @@ class ChatOpenAICompatible(ChatOpenAI):
         result = super()._create_chat_result(response, generation_info)
         data = response if isinstance(response, dict) else response.model_dump()
         for generation, choice in zip(result.generations, data.get("choices") or [], strict=False):
-            if isinstance(generation.message, AIMessage) and (text := _reasoning(choice.get("message"))):
+            if isinstance(generation.message, AIMessage) and (
+                text := _reasoning(choice.get("message"))
+            ):
                 generation.message.additional_kwargs[REASONING_KEY] = text
         return result

@@ -60,7 +60,9 @@ class ThreadReads:
         """The thread's messages as LangChain objects (for embedders and tests; front
         ends read `transcript`). Read during a run of this Session, they include every
         message whose event the run has handed out (graph/service/live_reads.py)."""
-        saved = list((self.agent.get_state(thread_config(thread_id)).values or {}).get("messages", []))
+        saved = list(
+            (self.agent.get_state(thread_config(thread_id)).values or {}).get("messages", [])
+        )
         return self._live_messages.read(thread_id, saved)
 
     def transcript(self, thread_id: str) -> list[MessageView]:
@@ -73,8 +75,19 @@ class ThreadReads:
         A call compacted out of the thread still has its stored output, if any. None
         when there is neither."""
         check_thread_id(thread_id)
-        stored = self.storage.outputs.get(thread_id, call_id) if self.storage.outputs is not None else None
-        result = next((m for m in reversed(self.messages(thread_id)) if getattr(m, "tool_call_id", None) == call_id), None)
+        stored = (
+            self.storage.outputs.get(thread_id, call_id)
+            if self.storage.outputs is not None
+            else None
+        )
+        result = next(
+            (
+                m
+                for m in reversed(self.messages(thread_id))
+                if getattr(m, "tool_call_id", None) == call_id
+            ),
+            None,
+        )
         if result is None:
             return stored
         # A result that is not marked went into the context whole; a stored output
@@ -96,7 +109,11 @@ class ThreadReads:
         # "running" is written when a run starts; a process killed mid-run never
         # overwrites it. Without a live lease the run is gone: say so (resume/retry).
         leases = self.storage.leases
-        if info.status == "running" and leases is not None and leases.holder(info.thread_id) is None:
+        if (
+            info.status == "running"
+            and leases is not None
+            and leases.holder(info.thread_id) is None
+        ):
             return dataclasses.replace(info, status="interrupted")
         return info
 
@@ -142,4 +159,6 @@ class ThreadReads:
         if not isinstance(checkpointer, BaseCheckpointSaver):
             return True  # no saver of its own to ask: `pending` reads the state
         saved = checkpointer.get_tuple(thread_config(thread_id))
-        return saved is not None and any(channel == INTERRUPT_CHANNEL for _, channel, _ in saved.pending_writes or ())
+        return saved is not None and any(
+            channel == INTERRUPT_CHANNEL for _, channel, _ in saved.pending_writes or ()
+        )

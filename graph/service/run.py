@@ -83,7 +83,9 @@ class Run:
     # -- in the background ---------------------------------------------------------
     def start(self) -> Run:
         """Drive the run on a background thread; its events collect in `events`."""
-        threading.Thread(target=self._drive, name=f"gatehouse-run-{self.thread_id[:8]}", daemon=True).start()
+        threading.Thread(
+            target=self._drive, name=f"gatehouse-run-{self.thread_id[:8]}", daemon=True
+        ).start()
         return self
 
     @property
@@ -108,7 +110,9 @@ class Run:
             for event in self:
                 self._push(event)
         except Exception as exc:  # the session reports errors as events; this is a last guard
-            self._push(ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}"))
+            self._push(
+                ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}")
+            )
             self._push(ev.RunFinished(thread_id=self.thread_id, status="failed", reason=str(exc)))
         finally:
             with self._changed:
@@ -123,10 +127,19 @@ class Run:
                 self.finished = event
             self._changed.notify_all()
 
+
 def drive(
-    agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, live: LiveMessages, thread_id: str,
-    payload: Any, *, kind: str, cancel: threading.Event, config: RunnableConfig,
-    lease: Lease | None = None, auto_approve: threading.Event | None = None,
+    agent: CompiledStateGraph[Any, Any, Any, Any],
+    storage: Storage,
+    live: LiveMessages,
+    thread_id: str,
+    payload: Any,
+    *,
+    kind: str,
+    cancel: threading.Event,
+    config: RunnableConfig,
+    lease: Lease | None = None,
+    auto_approve: threading.Event | None = None,
 ) -> Iterator[ev.Event]:
     """The events of one run of `agent` on the thread from `payload` (its input: a
     message, a `Command`, or None to continue), ending with `RunFinished`. Releases
@@ -162,13 +175,17 @@ def drive(
                     else:
                         yield from gate.event(event)
             yield from gate.rest()
-            status, reason = outcome(agent, thread_id, paused=bool(held), seen=seen if kind != "retry" else None)
+            status, reason = outcome(
+                agent, thread_id, paused=bool(held), seen=seen if kind != "retry" else None
+            )
             index.touch(thread_id, status=status, reason=reason)
             reply = seen.reply
             final = [
                 *held,
                 ev.RunFinished(
-                    thread_id=thread_id, status=status, reason=reason,  # type: ignore[arg-type]  # outcome() returns a RunStatus
+                    thread_id=thread_id,
+                    status=status,  # type: ignore[arg-type]  # outcome() returns a RunStatus
+                    reason=reason,
                     text=None if reply is None else text_of(reply.content),
                     message_id=None if reply is None else reply.id,
                 ),
@@ -182,7 +199,9 @@ def drive(
                 index.touch(thread_id, status="failed", reason=message)
             final = [
                 *gate.rest(),
-                ev.ErrorEvent(thread_id=thread_id, message=message, kind=error_kind, retryable=retryable),
+                ev.ErrorEvent(
+                    thread_id=thread_id, message=message, kind=error_kind, retryable=retryable
+                ),
                 ev.RunFinished(thread_id=thread_id, status="failed", reason=message),
             ]
     finally:
@@ -195,7 +214,11 @@ def drive(
 
 
 def outcome(
-    agent: CompiledStateGraph[Any, Any, Any, Any], thread_id: str, *, paused: bool, seen: _Seen | None
+    agent: CompiledStateGraph[Any, Any, Any, Any],
+    thread_id: str,
+    *,
+    paused: bool,
+    seen: _Seen | None,
 ) -> tuple[str, str | None]:
     """How the run ended. From what the run streamed when that is enough (a pause,
     or the stop keys a new message or a resumed review starts from: unset), else
@@ -231,7 +254,8 @@ class _Seen:
             # called the model (it may also carry a hook's messages: a compacted history).
             if node == "model" and update.get("run_model_calls"):
                 replies = [
-                    m for m in update.get("messages") or ()
+                    m
+                    for m in update.get("messages") or ()
                     if isinstance(m, AIMessage) and not m.additional_kwargs.get(NOTICE_MARK)
                 ]
                 if replies:

@@ -37,7 +37,9 @@ class Runner:
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
         """`Session.submit`, started in the background (one active run per thread)."""
         if isinstance(operation, SendMessage) and operation.thread_id is None:
-            operation = SendMessage(self.session.new_thread_id(), operation.message, operation.owner)
+            operation = SendMessage(
+                self.session.new_thread_id(), operation.message, operation.owner
+            )
         thread_id = operation.thread_id
         assert thread_id is not None
         # A fork rewinds before its run starts: the run begins at the edited message.
@@ -46,23 +48,44 @@ class Runner:
 
     # Shorthands of `submit`, as `Session.send` / `resume` / `fork` / `retry`.
     def send(
-        self, thread_id: str | None, text: str | list[Any], *, owner: str | None = None,
+        self,
+        thread_id: str | None,
+        text: str | list[Any],
+        *,
+        owner: str | None = None,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
         return self.submit(SendMessage(thread_id, text, owner), RunOptions(**options))
 
     def resume(
-        self, thread_id: str, answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any], *,
-        interrupt_id: str | None = None, reject_missing: bool | str = False, **options: Unpack[RunOptionsKwargs],
+        self,
+        thread_id: str,
+        answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any],
+        *,
+        interrupt_id: str | None = None,
+        reject_missing: bool | str = False,
+        **options: Unpack[RunOptionsKwargs],
     ) -> Run:
         # `Session.resume`: a typed answer goes on to `Session.submit`, the wire form
         # (a raw client's dict) to the same handler.
-        return self._start(thread_id, lambda: self.session.resume(
-            thread_id, answer, interrupt_id=interrupt_id, reject_missing=reject_missing, **options
-        ))
+        return self._start(
+            thread_id,
+            lambda: self.session.resume(
+                thread_id,
+                answer,
+                interrupt_id=interrupt_id,
+                reject_missing=reject_missing,
+                **options,
+            ),
+        )
 
     def fork(
-        self, thread_id: str, message_index: int, text: str, *, force: bool = False,
+        self,
+        thread_id: str,
+        message_index: int,
+        text: str,
+        *,
+        force: bool = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
         return self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))
@@ -88,7 +111,9 @@ class Runner:
     def _start(self, thread_id: str, make: Callable[[], Run], base: int | None = None) -> Run:
         with self._lock:
             if self.active(thread_id) is not None:
-                raise RunInProgress(f"a run is already active on thread {thread_id}; wait for it or stop it")
+                raise RunInProgress(
+                    f"a run is already active on thread {thread_id}; wait for it or stop it"
+                )
             count = len(self.session.messages(thread_id)) if base is None else base
             # Validation errors (a bad decision, a pending approval) raise here, in
             # the caller, before any background work starts.

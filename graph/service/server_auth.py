@@ -35,7 +35,9 @@ def _load() -> tuple[Access, str]:
 _ACCESS, _SECRET = _load()
 
 
-def identity_for(headers: dict[str, str], access: Access = _ACCESS, secret: str = _SECRET) -> str | None:
+def identity_for(
+    headers: dict[str, str], access: Access = _ACCESS, secret: str = _SECRET
+) -> str | None:
     """Who the request's credentials name, or None."""
     key = headers.get("x-api-key", "").strip()
     scheme, _, value = headers.get("authorization", "").strip().partition(" ")
@@ -48,7 +50,9 @@ def identity_for(headers: dict[str, str], access: Access = _ACCESS, secret: str 
             if same_secret(key, known):
                 return identity
         return None
-    if access.web == "proxy" and same_secret(headers.get(access.proxy_secret_header.lower()), access.proxy_secret):
+    if access.web == "proxy" and same_secret(
+        headers.get(access.proxy_secret_header.lower()), access.proxy_secret
+    ):
         user = headers.get(access.proxy_user_header.lower(), "").strip()
         return user or None
     return None
@@ -62,8 +66,6 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
         raise Auth.exceptions.HTTPException(
             status_code=401,
             detail="Gatehouse needs credentials: send 'Authorization: Bearer <key>' (this install's secret, "
-                   "gatehouse.secret next to the database, or one of [access] api_keys).",
+            "gatehouse.secret next to the database, or one of [access] api_keys).",
         )
     return {"identity": identity, "display_name": identity, "is_authenticated": True}
-
-

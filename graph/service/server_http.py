@@ -30,13 +30,18 @@ PNA_REQUEST = "access-control-request-private-network"
 
 def server_origins(access: Access) -> list[str]:
     """Browser origins the server answers: Studio's and `[access] server_origins`."""
-    return [STUDIO_ORIGIN, *(origin_of(o) for o in access.server_origins if origin_of(o) != STUDIO_ORIGIN)]
+    return [
+        STUDIO_ORIGIN,
+        *(origin_of(o) for o in access.server_origins if origin_of(o) != STUDIO_ORIGIN),
+    ]
 
 
 class AddressCheck:
     """ASGI middleware: 403 for a foreign `Host` or `Origin`, HTTP and WebSocket."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], access: Access) -> None:
+    def __init__(
+        self, app: Callable[[Scope, Receive, Send], Awaitable[None]], access: Access
+    ) -> None:
         self.app = app
         self.hosts = access.allowed_hosts()
         self.origins = set(server_origins(access))
@@ -44,20 +49,29 @@ class AddressCheck:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Load balancers probe /ok by IP: it says only that the server is up.
         if scope["type"] in ("http", "websocket") and scope.get("path") != "/ok":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1")
+                for k, v in scope.get("headers", [])
+            }
             host = headers.get("host", "")
             origin = headers.get("origin")
             if host_name(host) not in self.hosts:
                 await _refuse(scope, send, "this server does not answer to that address")
                 return
-            if origin is not None and origin_of(origin) not in self.origins and not _same_origin(origin, host):
+            if (
+                origin is not None
+                and origin_of(origin) not in self.origins
+                and not _same_origin(origin, host)
+            ):
                 await _refuse(scope, send, "this server does not accept requests from that site")
                 return
             if origin is not None and PNA_REQUEST in headers:
                 # An allowed origin's private-network preflight: Starlette's CORS (which
                 # LangGraph cannot configure for it) would refuse it; LangGraph's own
                 # middleware, reached only by allowed origins, answers it.
-                scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != PNA_REQUEST.encode()]
+                scope["headers"] = [
+                    (k, v) for k, v in scope["headers"] if k.lower() != PNA_REQUEST.encode()
+                ]
         await self.app(scope, receive, send)
 
 
@@ -71,10 +85,21 @@ async def _refuse(scope: Scope, send: Send, text: str) -> None:
         await send({"type": "websocket.close", "code": 1008})
         return
     body = f"Gatehouse: {text}.".encode()
-    await send({"type": "http.response.start", "status": 403,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 403,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 # The lifespan follows Gatehouse's thread index into the server's thread list (server_sync.py).
-app = Starlette(middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))], lifespan=thread_sync)
+app = Starlette(
+    middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))],
+    lifespan=thread_sync,
+)

@@ -83,9 +83,15 @@ class ThreadSync:
         from langgraph_runtime_inmem.database import connect
 
         async with connect() as conn:
-            errored = [t for t in conn.store["threads"] if t.get("status") == "error"
-                       and self._checked.get(str(t["thread_id"])) != t.get("updated_at")]
-            busy = {r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")}
+            errored = [
+                t
+                for t in conn.store["threads"]
+                if t.get("status") == "error"
+                and self._checked.get(str(t["thread_id"])) != t.get("updated_at")
+            ]
+            busy = {
+                r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")
+            }
         fixed = 0
         for thread in errored:
             tid = str(thread["thread_id"])
@@ -94,8 +100,14 @@ class ThreadSync:
                 continue
             state = await self.graph().aget_state({"configurable": {"thread_id": tid}})
             if state.interrupts:
-                thread.update(status="interrupted", interrupts={
-                    t.id: [{"value": i.value, "id": i.id} for i in t.interrupts] for t in state.tasks if t.interrupts})
+                thread.update(
+                    status="interrupted",
+                    interrupts={
+                        t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
+                        for t in state.tasks
+                        if t.interrupts
+                    },
+                )
                 self._checked[tid] = thread.get("updated_at")
                 fixed += 1
         return fixed
@@ -112,18 +124,29 @@ class ThreadSync:
             threads = conn.store["threads"]
             thread = next((t for t in threads if t["thread_id"] == tid), None)
             if thread is None:
-                await Threads.put(conn, tid, metadata={"graph_id": GRAPH_ID, "title": row.title}, if_exists="do_nothing")
+                await Threads.put(
+                    conn,
+                    tid,
+                    metadata={"graph_id": GRAPH_ID, "title": row.title},
+                    if_exists="do_nothing",
+                )
                 thread = next((t for t in conn.store["threads"] if t["thread_id"] == tid), None)
                 if thread is None:
                     return False
-            if any(r["thread_id"] == tid and r["status"] in ("pending", "running") for r in conn.store["runs"]):
+            if any(
+                r["thread_id"] == tid and r["status"] in ("pending", "running")
+                for r in conn.store["runs"]
+            ):
                 return False  # the server runs it: its own status is the true one
             now = datetime.now(UTC)
             thread.update(
                 status="interrupted" if state.interrupts else STATUS.get(row.status, "idle"),
                 values=state.values or None,
-                interrupts={t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
-                            for t in state.tasks if t.interrupts},
+                interrupts={
+                    t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
+                    for t in state.tasks
+                    if t.interrupts
+                },
                 updated_at=now,
                 state_updated_at=now,
             )

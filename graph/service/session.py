@@ -121,7 +121,9 @@ class Session(ThreadHistory, StandingPermissions):
                 return self._decide(thread_id, wire_answer(answer), interrupt_id, options)
             case Retry(thread_id):
                 with self._leased(thread_id) as lease:
-                    return self._run(thread_id, self._retry_input(thread_id), "retry", lease, options)
+                    return self._run(
+                        thread_id, self._retry_input(thread_id), "retry", lease, options
+                    )
             case Fork():
                 return self._fork(operation, options)
         raise TypeError(f"not an operation: {operation!r}")
@@ -139,13 +141,28 @@ class Session(ThreadHistory, StandingPermissions):
             return self._send(thread_id, op.message, text, lease, options, owner=op.owner)
 
     def _send(
-        self, thread_id: str, message: str | list[Any], text: str, lease: Lease | None, options: RunOptions,
-        *, owner: str | None = None,
+        self,
+        thread_id: str,
+        message: str | list[Any],
+        text: str,
+        lease: Lease | None,
+        options: RunOptions,
+        *,
+        owner: str | None = None,
     ) -> Run:
         self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
-        return self._run(thread_id, {"messages": [HumanMessage(message)]}, "message", lease, options, user_text=text)
+        return self._run(
+            thread_id,
+            {"messages": [HumanMessage(message)]},
+            "message",
+            lease,
+            options,
+            user_text=text,
+        )
 
-    def _decide(self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions) -> Run:
+    def _decide(
+        self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
+    ) -> Run:
         """Run on from the pending pause with `answer` in the HITL wire form, once it
         fits the request that is pending now."""
         with self._leased(thread_id, deciding=True) as lease:
@@ -153,8 +170,10 @@ class Session(ThreadHistory, StandingPermissions):
             pending = self.pending(thread_id)
             if pending is None:
                 done = who_decided(self.audit(thread_id, limit=50))
-                raise NothingPending(f"thread {thread_id} is not waiting for a decision"
-                                     + (f": it was already decided ({done})" if done else ""))
+                raise NothingPending(
+                    f"thread {thread_id} is not waiting for a decision"
+                    + (f": it was already decided ({done})" if done else "")
+                )
             if interrupt_id is not None and interrupt_id != pending.interrupt_id:
                 if self._was_asked(thread_id, interrupt_id):
                     done = who_decided(self.audit(thread_id, limit=50))
@@ -170,11 +189,15 @@ class Session(ThreadHistory, StandingPermissions):
                 if isinstance(pending, OutcomeUnknown):
                     OutcomeAnswer.model_validate(answer)
                 else:
-                    with answering(pending.request.wire(), self._tools(), actor=options.actor or self.actor) as schema:
+                    with answering(
+                        pending.request.wire(), self._tools(), actor=options.actor or self.actor
+                    ) as schema:
                         schema.model_validate(answer)
             except ValidationError as exc:
                 raise DecisionError(explain(exc)) from None
-            return self._run(thread_id, Command(resume={pending.interrupt_id: answer}), "resume", lease, options)
+            return self._run(
+                thread_id, Command(resume={pending.interrupt_id: answer}), "resume", lease, options
+            )
 
     def _retry_input(self, thread_id: str) -> Any:
         """None continues from the last checkpoint. A run stopped by a cut-off reply has
@@ -191,8 +214,14 @@ class Session(ThreadHistory, StandingPermissions):
             return self._send(op.thread_id, op.text, op.text, lease, options)
 
     def _run(
-        self, thread_id: str, payload: Any, kind: str, lease: Lease | None, options: RunOptions,
-        *, user_text: str | None = None,
+        self,
+        thread_id: str,
+        payload: Any,
+        kind: str,
+        lease: Lease | None,
+        options: RunOptions,
+        *,
+        user_text: str | None = None,
     ) -> Run:
         cancel = threading.Event()
         if options.auto_approve is None:
@@ -202,8 +231,16 @@ class Session(ThreadHistory, StandingPermissions):
             if options.auto_approve:
                 auto.set()
         events = drive(
-            self.agent, self.storage, self._live_messages, thread_id, payload, kind=kind, cancel=cancel,
-            config=self._run_config(thread_id, options), lease=lease, auto_approve=auto,
+            self.agent,
+            self.storage,
+            self._live_messages,
+            thread_id,
+            payload,
+            kind=kind,
+            cancel=cancel,
+            config=self._run_config(thread_id, options),
+            lease=lease,
+            auto_approve=auto,
         )
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
@@ -215,7 +252,10 @@ class Session(ThreadHistory, StandingPermissions):
         by its environment variables (LANGSMITH_TRACING, LANGSMITH_API_KEY,
         LANGSMITH_PROJECT). LangGraph copies run metadata into every checkpoint's
         metadata, so nothing redundant is added here."""
-        configurable: dict[str, Any] = {"thread_id": thread_id, "gatehouse_source": options.source or self.source}
+        configurable: dict[str, Any] = {
+            "thread_id": thread_id,
+            "gatehouse_source": options.source or self.source,
+        }
         if actor := options.actor or self.actor:
             configurable["gatehouse_actor"] = actor
         config: RunnableConfig = {
@@ -230,7 +270,11 @@ class Session(ThreadHistory, StandingPermissions):
 
     # -- shorthands of submit ---------------------------------------------------
     def send(
-        self, thread_id: str | None, message: str | list[Any], *, owner: str | None = None,
+        self,
+        thread_id: str | None,
+        message: str | list[Any],
+        *,
+        owner: str | None = None,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
         """`submit(SendMessage(...))`: start a turn with a user message (a new thread
@@ -240,8 +284,13 @@ class Session(ThreadHistory, StandingPermissions):
         return self.submit(SendMessage(thread_id, message, owner), RunOptions(**options))
 
     def resume(
-        self, thread_id: str, answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any], *,
-        interrupt_id: str | None = None, reject_missing: bool | str = False, **options: Unpack[RunOptionsKwargs],
+        self,
+        thread_id: str,
+        answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any],
+        *,
+        interrupt_id: str | None = None,
+        reject_missing: bool | str = False,
+        **options: Unpack[RunOptionsKwargs],
     ) -> Run:
         """`submit(Decide(...))`: answer the pending pause. A typed answer
         (graph.protocol.operations: `review([...])`, `outcome(...)`), or the HITL wire
@@ -268,7 +317,12 @@ class Session(ThreadHistory, StandingPermissions):
         return self.submit(Retry(thread_id), RunOptions(**options))
 
     def fork(
-        self, thread_id: str, message_index: int, text: str, *, force: bool = False,
+        self,
+        thread_id: str,
+        message_index: int,
+        text: str,
+        *,
+        force: bool = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
         """`submit(Fork(...))`: replace the user message at `message_index` (of

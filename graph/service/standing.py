@@ -39,13 +39,22 @@ def grants_in_force(decisions: Any, thread_id: str) -> list[StandingGrant]:
             latest.pop((record.tool, record.always_allow), None)
             latest[(record.tool, record.always_allow)] = record
     return [
-        StandingGrant(thread_id=thread_id, tool=tool, pattern=None if always == "*" else always,
-                      granted_at=r.decided_at, source=r.source, actor=r.actor)
-        for (tool, always), r in latest.items() if r.decision != REVOKE
+        StandingGrant(
+            thread_id=thread_id,
+            tool=tool,
+            pattern=None if always == "*" else always,
+            granted_at=r.decided_at,
+            source=r.source,
+            actor=r.actor,
+        )
+        for (tool, always), r in latest.items()
+        if r.decision != REVOKE
     ]
 
 
-def revoke_record(decisions: Any, grant: StandingGrant, *, source: str | None, actor: str | None) -> DecisionRecord:
+def revoke_record(
+    decisions: Any, grant: StandingGrant, *, source: str | None, actor: str | None
+) -> DecisionRecord:
     """The record that withdraws `grant`, dated after every earlier record of the
     thread (the latest record decides)."""
     latest = max((r.decided_at for r in decisions.for_thread(grant.thread_id)), default=0.0)
@@ -106,7 +115,9 @@ class StandingPermissions:
         """Whether the thread's own auto-approve switch is on (kept in the database)."""
         check_thread_id(thread_id)
         decisions = self.storage.decisions
-        return decisions is not None and any(tool == ALL_TOOLS for tool, _ in decisions.grants(thread_id))
+        return decisions is not None and any(
+            tool == ALL_TOOLS for tool, _ in decisions.grants(thread_id)
+        )
 
     def set_thread_auto_approve(
         self, thread_id: str, on: bool, *, actor: str | None = None, source: str | None = None
@@ -124,8 +135,17 @@ class StandingPermissions:
         # After every earlier record of the thread: the latest one decides.
         latest = max((r.decided_at for r in decisions.for_thread(thread_id)), default=0.0)
         decided_at = max(time.time(), latest + 1e-3)
-        decisions.record([switch_record(thread_id, on, source=source or self.source, actor=actor or self.actor,
-                                        decided_at=decided_at)])
+        decisions.record(
+            [
+                switch_record(
+                    thread_id,
+                    on,
+                    source=source or self.source,
+                    actor=actor or self.actor,
+                    decided_at=decided_at,
+                )
+            ]
+        )
 
     def auto_approving(self, thread_id: str) -> str | None:
         """Why calls of this thread would be auto-approved now: "thread" (its switch),
@@ -149,5 +169,11 @@ class StandingPermissions:
         found = find_grant(self.grants(thread_id), grant)
         decisions = self.storage.decisions
         assert decisions is not None  # the grant in force was read from it
-        decisions.record([revoke_record(decisions, found, source=source or self.source, actor=actor or self.actor)])
+        decisions.record(
+            [
+                revoke_record(
+                    decisions, found, source=source or self.source, actor=actor or self.actor
+                )
+            ]
+        )
         return found

@@ -31,4 +31,6 @@ def translate(mode: str, chunk: Any, thread_id: str) -> Iterator[ev.Event]:
             yield cast(ev.Event, chunk)  # EVENT_TYPES lists exactly Event's members
     elif mode == "updates" and isinstance(chunk, dict):
         for interrupt in chunk.get(INTERRUPT, ()):
-            yield ev.ApprovalRequired(thread_id=thread_id, interrupt_id=interrupt.id, request=interrupt.value)
+            yield ev.ApprovalRequired(
+                thread_id=thread_id, interrupt_id=interrupt.id, request=interrupt.value
+            )

@@ -70,7 +70,9 @@ class ScriptedModel(BaseChatModel):
             merged = merged + c.message
         merged = cast(AIMessageChunk, merged)  # _stream yields AIMessageChunks only
         msg = AIMessage(
-            content=merged.content, tool_calls=merged.tool_calls, usage_metadata=merged.usage_metadata
+            content=merged.content,
+            tool_calls=merged.tool_calls,
+            usage_metadata=merged.usage_metadata,
         )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
@@ -84,7 +86,9 @@ class ScriptedModel(BaseChatModel):
         self._inputs.append(list(messages))
         reply = self._reply(messages)
         text = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
-        pieces = [text[i : i + self.chunk_chars] for i in range(0, len(text), self.chunk_chars)] or [""]
+        pieces = [
+            text[i : i + self.chunk_chars] for i in range(0, len(text), self.chunk_chars)
+        ] or [""]
         for piece in pieces:
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
             if run_manager and piece:
@@ -110,7 +114,13 @@ class ScriptedModel(BaseChatModel):
                 message=AIMessageChunk(
                     content="",
                     tool_call_chunks=[
-                        {"name": bad.get("name"), "args": bad.get("args"), "id": bad.get("id"), "index": index, "type": "tool_call_chunk"}
+                        {
+                            "name": bad.get("name"),
+                            "args": bad.get("args"),
+                            "id": bad.get("id"),
+                            "index": index,
+                            "type": "tool_call_chunk",
+                        }
                     ],
                 )
             )
@@ -120,6 +130,10 @@ class ScriptedModel(BaseChatModel):
             yield ChatGenerationChunk(
                 message=AIMessageChunk(
                     content="",
-                    usage_metadata={"input_tokens": prompt, "output_tokens": out, "total_tokens": prompt + out},
+                    usage_metadata={
+                        "input_tokens": prompt,
+                        "output_tokens": out,
+                        "total_tokens": prompt + out,
+                    },
                 )
             )

@@ -35,7 +35,10 @@ def build_tools(settings: Settings) -> list[BaseTool]:
     tools: list[BaseTool] = [
         *make_file_tools(ws),
         make_shell_tool(
-            ws, allow=settings.shell_allow, timeout_s=settings.shell_timeout_s, sandbox=_sandbox(settings, ws)
+            ws,
+            allow=settings.shell_allow,
+            timeout_s=settings.shell_timeout_s,
+            sandbox=_sandbox(settings, ws),
         ),
         make_http_tool(settings.http_allow_hosts),
     ]
@@ -50,7 +53,8 @@ def _sandbox(settings: Settings, ws: Workspace) -> Sandbox:
     # Gatehouse's own secrets on disk: the database (threads, approvals) and the config
     # file (it may hold an API key).
     private: list[str | os.PathLike[str]] = [
-        *database_paths(settings.db, ws.root), *([settings.source] if settings.source else [])
+        *database_paths(settings.db, ws.root),
+        *([settings.source] if settings.source else []),
     ]
     return choose_sandbox(
         settings.shell_sandbox,
@@ -58,7 +62,9 @@ def _sandbox(settings: Settings, ws: Workspace) -> Sandbox:
         hide=[*private, *settings.shell_hide],
         show=settings.shell_show,
         env_names=settings.shell_env,
-        limits=Limits(memory_mb=settings.shell_memory_mb, max_processes=settings.shell_max_processes),
+        limits=Limits(
+            memory_mb=settings.shell_memory_mb, max_processes=settings.shell_max_processes
+        ),
     )
 
 
@@ -69,7 +75,9 @@ def mcp_errors() -> dict[str, str]:
 
 
 def _mcp_tools(settings: Settings, reserved: set[str]) -> list[BaseTool]:
-    key = json.dumps({"servers": settings.mcp_servers, "reserved": sorted(reserved)}, sort_keys=True, default=str)
+    key = json.dumps(
+        {"servers": settings.mcp_servers, "reserved": sorted(reserved)}, sort_keys=True, default=str
+    )
     from tools.mcp import MCPServers
 
     with _lock:

@@ -52,7 +52,12 @@ EXPORT_VERSION = 1
 
 
 def message_view(m: BaseMessage) -> MessageView:
-    fields: dict[str, Any] = {"type": m.type, "content": m.content, "id": m.id, "additional_kwargs": m.additional_kwargs}
+    fields: dict[str, Any] = {
+        "type": m.type,
+        "content": m.content,
+        "id": m.id,
+        "additional_kwargs": m.additional_kwargs,
+    }
     if isinstance(m, AIMessage):
         fields["tool_calls"] = m.tool_calls
     if isinstance(m, ToolMessage):
@@ -61,7 +66,10 @@ def message_view(m: BaseMessage) -> MessageView:
 
 
 def export_json(
-    thread_id: str, title: str, messages: Sequence[BaseMessage], tool_outputs: Mapping[str, str] | None = None,
+    thread_id: str,
+    title: str,
+    messages: Sequence[BaseMessage],
+    tool_outputs: Mapping[str, str] | None = None,
     carried: Mapping[str, Any] | None = None,
 ) -> str:
     return json.dumps(
@@ -104,13 +112,20 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
             raise ImportRefused(f"not a JSON thread export: {exc}") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
         raise ImportRefused('not a thread export: expected an object with a "messages" list')
-    if data.get("format", EXPORT_FORMAT) != EXPORT_FORMAT or data.get("version", EXPORT_VERSION) > EXPORT_VERSION:
+    if (
+        data.get("format", EXPORT_FORMAT) != EXPORT_FORMAT
+        or data.get("version", EXPORT_VERSION) > EXPORT_VERSION
+    ):
         raise ImportRefused(
             f"unsupported export {data.get('format')!r} version {data.get('version')!r}; "
             f"this Gatehouse reads {EXPORT_FORMAT!r} up to version {EXPORT_VERSION}"
         )
     raw = data.get("lc_messages")
-    messages = _from_lc(raw) if isinstance(raw, list) else [_from_view(i, v) for i, v in enumerate(data["messages"])]
+    messages = (
+        _from_lc(raw)
+        if isinstance(raw, list)
+        else [_from_view(i, v) for i, v in enumerate(data["messages"])]
+    )
     if not messages:
         raise ImportRefused("the export has no messages")
     ids = [m.id or "" for m in messages]
@@ -122,10 +137,12 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
     if pending is not None and not isinstance(pending, Mapping):
         raise ImportRefused('"pending" must be the pending request (an object) or null')
     # messages_from_dict makes each message its own class: all of them are AnyMessage's.
-    if problem := pairing_problem(cast("list[AnyMessage]", messages), open_tail=pending is not None):
+    if problem := pairing_problem(
+        cast("list[AnyMessage]", messages), open_tail=pending is not None
+    ):
         raise ImportRefused(
             f"importing it would break the pairing of tool calls and results: {problem} "
-            "(only an export that carries the request the thread was waiting for, \"pending\", may end with "
+            '(only an export that carries the request the thread was waiting for, "pending", may end with '
             "open tool calls)"
         )
     journal, decisions = data.get("journal") or [], data.get("decisions") or []
@@ -134,7 +151,9 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
     if not isinstance(decisions, list) or not all(isinstance(d, Mapping) for d in decisions):
         raise ImportRefused('"decisions" must be a list of decision records')
     outputs = data.get("tool_outputs") or {}
-    if not isinstance(outputs, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()):
+    if not isinstance(outputs, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()
+    ):
         raise ImportRefused('"tool_outputs" must map tool call ids to text')
     thread_id, title = data.get("thread_id"), data.get("title")
     return Exported(
@@ -152,7 +171,9 @@ def _from_lc(raw: list[Any]) -> list[BaseMessage]:
     try:
         messages = messages_from_dict(raw)
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
-        raise ImportRefused(f"malformed message in lc_messages: {type(exc).__name__}: {exc}") from None
+        raise ImportRefused(
+            f"malformed message in lc_messages: {type(exc).__name__}: {exc}"
+        ) from None
     for i, m in enumerate(messages):
         if not isinstance(m, HumanMessage | AIMessage | ToolMessage | SystemMessage):
             raise ImportRefused(f"message {i}: a {type(m).__name__} cannot be imported")
@@ -166,7 +187,9 @@ def _from_view(i: int, view: Any) -> BaseMessage:
     except ValidationError as exc:
         raise ImportRefused(f"message {i}: {exc.errors()[0]['msg']}") from None
     if v.role == "user":
-        return HumanMessage(v.content, id=v.id, additional_kwargs={SUMMARY_MARK: True} if v.summary else {})
+        return HumanMessage(
+            v.content, id=v.id, additional_kwargs={SUMMARY_MARK: True} if v.summary else {}
+        )
     if v.role == "assistant":
         kwargs: dict[str, Any] = {}
         if v.notice:
@@ -175,20 +198,28 @@ def _from_view(i: int, view: Any) -> BaseMessage:
             kwargs[REASONING_KEY] = v.reasoning
         if v.cut_off:
             kwargs[CUT_OFF_KEY] = True
-        calls = [{"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in v.tool_calls]
+        calls = [
+            {"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in v.tool_calls
+        ]
         return AIMessage(v.content, id=v.id, tool_calls=calls, additional_kwargs=kwargs)
     if v.role == "tool":
         if not v.tool_call_id:
             raise ImportRefused(f"message {i}: a tool result needs its tool_call_id")
         kwargs = {}
         if v.tool_status:
-            kwargs.update(gatehouse_status=v.tool_status, gatehouse_duration_ms=v.duration_ms or 0.0)
+            kwargs.update(
+                gatehouse_status=v.tool_status, gatehouse_duration_ms=v.duration_ms or 0.0
+            )
         if v.offloaded:
             kwargs[OFFLOAD_MARK] = {"total_chars": v.total_chars or 0, "total_lines": 0}
         if v.decision:
             kwargs[DECISION_KEY] = v.decision
         return ToolMessage(
-            v.content, id=v.id, tool_call_id=v.tool_call_id, name=v.name, status=v.status or "success",
+            v.content,
+            id=v.id,
+            tool_call_id=v.tool_call_id,
+            name=v.name,
+            status=v.status or "success",
             additional_kwargs=kwargs,
         )
     if v.role == "system":
@@ -202,21 +233,46 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
         view = message_view(m)
         if view.summary:
             # Not the person's words: where the model's view starts (the turns above stay here whole).
-            lines += ["---", "", "*(compacted: from here on the model is sent this summary in place of the "
-                      "turns above)*", "", "<details><summary>summary sent to the model</summary>", "",
-                      view.content, "", "</details>", "", "---", ""]
+            lines += [
+                "---",
+                "",
+                "*(compacted: from here on the model is sent this summary in place of the "
+                "turns above)*",
+                "",
+                "<details><summary>summary sent to the model</summary>",
+                "",
+                view.content,
+                "",
+                "</details>",
+                "",
+                "---",
+                "",
+            ]
             continue
-        lines.append(f"## {view.role}" + (f" · {view.name}" if view.name else "")
-                     + (f" · {view.without_a_click}" if view.without_a_click else ""))
+        lines.append(
+            f"## {view.role}"
+            + (f" · {view.name}" if view.name else "")
+            + (f" · {view.without_a_click}" if view.without_a_click else "")
+        )
         if view.reasoning:
             # Collapsed where Markdown renders HTML; never part of the answer text.
-            lines += ["", "<details><summary>thinking</summary>", "", view.reasoning, "", "</details>"]
+            lines += [
+                "",
+                "<details><summary>thinking</summary>",
+                "",
+                view.reasoning,
+                "",
+                "</details>",
+            ]
         if view.content:
             lines += ["", view.content]
         if view.cut_off:
             lines += ["", "*(cut off: the reply ended before it was finished)*"]
         if view.offloaded:
-            lines += ["", f"*(output stored aside: {view.total_chars or 0:,} characters; the model saw the start)*"]
+            lines += [
+                "",
+                f"*(output stored aside: {view.total_chars or 0:,} characters; the model saw the start)*",
+            ]
         for call in view.tool_calls:
             lines += ["", f"→ `{call.name}` `{json.dumps(call.args, ensure_ascii=False)}`"]
         lines.append("")

@@ -47,7 +47,9 @@ def rebind(cur: Cursor, table: str, schema: str, key: Sequence[str], key_of: Key
     if not cur.dialect.postgres:
         _rebuild_sqlite_table(cur, table, cur.dialect.ddl(schema), key_of)
         return
-    cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {KEY_COLUMN} TEXT NOT NULL DEFAULT ''")
+    cur.execute(
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {KEY_COLUMN} TEXT NOT NULL DEFAULT ''"
+    )
     cur.execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey")
     cur.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(key)})")
     old_key = [c for c in key if c != KEY_COLUMN]
@@ -62,7 +64,9 @@ def rebind(cur: Cursor, table: str, schema: str, key: Sequence[str], key_of: Key
 
 def _rebuild_sqlite_table(conn: Cursor, table: str, schema: str, key_of: KeyOf) -> None:
     """SQLite: `table` rebuilt under `schema`, every row and column kept."""
-    info = conn.execute(f"PRAGMA table_info({table})").fetchall()  # cid, name, type, notnull, default, pk
+    info = conn.execute(
+        f"PRAGMA table_info({table})"
+    ).fetchall()  # cid, name, type, notnull, default, pk
     old = f"{table}_unbound"
     conn.execute(f"DROP TABLE IF EXISTS {old}")
     conn.execute(f"ALTER TABLE {table} RENAME TO {old}")

@@ -58,14 +58,21 @@ class Cursor:
     def table_exists(self, table: str) -> bool:
         if self.dialect.postgres:
             return self.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone() == (True,)
-        return self.execute("SELECT 1 FROM sqlite_schema WHERE type='table' AND name=?", (table,)).fetchone() is not None
+        return (
+            self.execute(
+                "SELECT 1 FROM sqlite_schema WHERE type='table' AND name=?", (table,)
+            ).fetchone()
+            is not None
+        )
 
     def columns(self, table: str) -> set[str]:
         """The table's column names (empty: no such table)."""
         if self.dialect.postgres:
             rows = self.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ?", (table,)).fetchall()
+                "AND table_name = ?",
+                (table,),
+            ).fetchall()
             return {r[0] for r in rows}
         return {r[1] for r in self.execute(f"PRAGMA table_info({table})").fetchall()}
 
@@ -77,7 +84,8 @@ class Cursor:
             return set()
         rows = self.execute(
             "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary", (table,),
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary",
+            (table,),
         ).fetchall()
         return {r[0] for r in rows}
 
@@ -197,7 +205,11 @@ class PostgresDatabase(Database):
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
-        with self._connect() as conn, conn.transaction(), conn.cursor(row_factory=self._tuple_row) as cur:
+        with (
+            self._connect() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=self._tuple_row) as cur,
+        ):
             yield Cursor(cur, POSTGRES)
 
     @contextmanager

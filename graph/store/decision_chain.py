@@ -46,13 +46,14 @@ PG_CHAIN_LOCK = 0x6761746563686E  # "gatechn"
 KEY = ("thread_id", "question", "tool_call_id", "call_key")
 
 
-
 def _canonical(row: dict[str, Any]) -> str:
     # NULL columns are left out: a column added to the log later (ALTER TABLE ... ADD
     # COLUMN, NULL in the rows before it) keeps the older entries' hashes valid, while
     # setting or clearing a value still changes the hash.
     present = {k: v for k, v in row.items() if v is not None}
-    return json.dumps(present, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    return json.dumps(
+        present, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False
+    )
 
 
 def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:
@@ -69,8 +70,11 @@ def append(cur: Cursor, key: tuple[str, str, str, str]) -> None:
     lock = cur.dialect.xact_lock(PG_CHAIN_LOCK)
     if lock:
         cur.execute(lock)
-    cur.execute("SELECT * FROM gatehouse_decisions WHERE thread_id=? AND question=? AND tool_call_id=? "
-                "AND call_key=?", key)
+    cur.execute(
+        "SELECT * FROM gatehouse_decisions WHERE thread_id=? AND question=? AND tool_call_id=? "
+        "AND call_key=?",
+        key,
+    )
     [row] = _dicts(cur)
     cur.execute("SELECT seq, entry_hash FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1")
     head = cur.fetchone()
@@ -85,7 +89,9 @@ def append(cur: Cursor, key: tuple[str, str, str, str]) -> None:
 def seal_existing(cur: Cursor) -> None:
     """Chain the rows of a log recorded before it had a chain (oldest first); only
     called when the chain table is new."""
-    cur.execute("SELECT thread_id, question, tool_call_id, call_key FROM gatehouse_decisions ORDER BY decided_at")
+    cur.execute(
+        "SELECT thread_id, question, tool_call_id, call_key FROM gatehouse_decisions ORDER BY decided_at"
+    )
     for thread_id, question, call_id, key in cur.fetchall():
         append(cur, (thread_id, question, call_id, key))
 
@@ -110,8 +116,10 @@ class ChainCheck:
 def read_for_check(cur: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     cur.execute("SELECT * FROM gatehouse_decisions")
     rows = _dicts(cur)
-    cur.execute("SELECT seq, thread_id, question, tool_call_id, call_key, prev_hash, entry_hash "
-                "FROM gatehouse_decision_chain ORDER BY seq")
+    cur.execute(
+        "SELECT seq, thread_id, question, tool_call_id, call_key, prev_hash, entry_hash "
+        "FROM gatehouse_decision_chain ORDER BY seq"
+    )
     return rows, _dicts(cur)
 
 
@@ -130,8 +138,13 @@ def check(rows: Sequence[dict[str, Any]], chain: Sequence[dict[str, Any]]) -> Ch
             gone = f"#{expected_seq}" if seq == expected_seq + 1 else f"#{expected_seq}–#{seq - 1}"
             problems.append((last_time, f"entry {gone} was deleted: the chain jumps to #{seq}"))
         elif entry["prev_hash"] != prev:
-            problems.append((last_time, f"{what} does not follow the entry before it: an entry was deleted or "
-                                        "inserted, or the chain rewritten"))
+            problems.append(
+                (
+                    last_time,
+                    f"{what} does not follow the entry before it: an entry was deleted or "
+                    "inserted, or the chain rewritten",
+                )
+            )
         row = by_key.get(key)
         if row is None:
             problems.append((last_time, f"{what} was deleted from the decision log"))
@@ -142,8 +155,12 @@ def check(rows: Sequence[dict[str, Any]], chain: Sequence[dict[str, Any]]) -> Ch
         prev, expected_seq = str(entry["entry_hash"]), seq + 1
     for key, row in by_key.items():
         if key not in chained:
-            problems.append((float(row.get("decided_at") or 0.0),
-                             f"a decision was inserted into the log without being recorded (thread {key[0]}, "
-                             f"call {key[2]}, {row.get('decision')} of {row.get('tool')})"))
+            problems.append(
+                (
+                    float(row.get("decided_at") or 0.0),
+                    f"a decision was inserted into the log without being recorded (thread {key[0]}, "
+                    f"call {key[2]}, {row.get('decision')} of {row.get('tool')})",
+                )
+            )
     problems.sort(key=lambda p: p[0])
     return ChainCheck(entries=len(chain), head=prev, problems=[p for _, p in problems])

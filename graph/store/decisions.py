@@ -109,11 +109,34 @@ def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
 
 
 def _record(row: Sequence[Any]) -> DecisionRecord:
-    (thread_id, question, call_id, tool, decision, args_json, requested_json, message, always, source, actor,
-     decided_at, request_id) = row[:13]
+    (
+        thread_id,
+        question,
+        call_id,
+        tool,
+        decision,
+        args_json,
+        requested_json,
+        message,
+        always,
+        source,
+        actor,
+        decided_at,
+        request_id,
+    ) = row[:13]
     return DecisionRecord(
-        thread_id, question, call_id, tool, decision, json.loads(args_json),
-        json.loads(requested_json) if requested_json else None, message, always, source, actor, decided_at,
+        thread_id,
+        question,
+        call_id,
+        tool,
+        decision,
+        json.loads(args_json),
+        json.loads(requested_json) if requested_json else None,
+        message,
+        always,
+        source,
+        actor,
+        decided_at,
         request_id,
     )
 
@@ -124,10 +147,14 @@ def grants_in_force(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str | None
     latest: dict[tuple[str, str], bool] = {}
     for tool, always, decision in rows:
         latest[(tool, always)] = decision != REVOKE
-    return [(tool, None if always == "*" else always) for (tool, always), on in latest.items() if on]
+    return [
+        (tool, None if always == "*" else always) for (tool, always), on in latest.items() if on
+    ]
 
 
-def switch_record(thread_id: str, on: bool, *, source: str | None, actor: str | None, decided_at: float) -> DecisionRecord:
+def switch_record(
+    thread_id: str, on: bool, *, source: str | None, actor: str | None, decided_at: float
+) -> DecisionRecord:
     """The record that turns a thread's auto-approve switch on ("always allow every
     tool") or off (a later revoke of it)."""
     return DecisionRecord(
@@ -148,7 +175,9 @@ def switch_record(thread_id: str, on: bool, *, source: str | None, actor: str | 
 def _legacy_key(row: Mapping[str, Any]) -> str:
     """The key of a row written before records were bound (migration)."""
     requested = row.get("requested_args_json")
-    return record_key(str(row["tool"]), json.loads(row["args_json"]), json.loads(requested) if requested else None)
+    return record_key(
+        str(row["tool"]), json.loads(row["args_json"]), json.loads(requested) if requested else None
+    )
 
 
 def _dumps(value: Any) -> str:
@@ -164,7 +193,9 @@ class Decisions(Table):
         cur.execute(cur.dialect.ddl(SCHEMA))
         if "request_id" not in cur.columns("gatehouse_decisions"):
             cur.execute("ALTER TABLE gatehouse_decisions ADD COLUMN request_id TEXT")
-        cur.execute("CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)")
+        cur.execute(
+            "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)"
+        )
         # Old rows have their call keys (rebind) before a new chain seals the log as it stands.
         new_chain = not cur.table_exists("gatehouse_decision_chain")
         cur.execute(CHAIN_SCHEMA)
@@ -178,7 +209,9 @@ class Decisions(Table):
             insert_chained(cur, records)
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
-        return self._select("WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id))
+        return self._select(
+            "WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
+        )
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("WHERE thread_id=? ORDER BY decided_at", (thread_id,))
@@ -205,4 +238,7 @@ class Decisions(Table):
         return check(rows, chain)
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        return [_record(r) for r in self._db.rows(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params)]
+        return [
+            _record(r)
+            for r in self._db.rows(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params)
+        ]

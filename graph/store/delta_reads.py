@@ -73,22 +73,33 @@ def title_from(plans: Sequence[HeadPlan]) -> str:
     return title_of(text) if text else DEFAULT_TITLE
 
 
-def writes_by_checkpoint(rows: Sequence[Sequence[Any]], channel: str, serde: Any) -> dict[str, list[PendingWrite]]:
+def writes_by_checkpoint(
+    rows: Sequence[Sequence[Any]], channel: str, serde: Any
+) -> dict[str, list[PendingWrite]]:
     """Rows of (checkpoint_id, task_id, idx, type, value, task_path) as each checkpoint's
     writes to `channel`, in the order LangGraph replays them."""
     out: dict[str, list[PendingWrite]] = {}
-    for cid, task_id, _, type_tag, value, _ in sorted(rows, key=lambda r: writes_sort_key(r[5] or "", r[1], r[2])):
+    for cid, task_id, _, type_tag, value, _ in sorted(
+        rows, key=lambda r: writes_sort_key(r[5] or "", r[1], r[2])
+    ):
         out.setdefault(cid, []).append((task_id, channel, serde.loads_typed((type_tag, value))))
     return out
 
 
 def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> RunnableConfig:
     """What `put` returns: the config of the checkpoint it saved."""
-    return {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": ns,
-                             "checkpoint_id": checkpoint["id"]}}
+    return {
+        "configurable": {
+            "thread_id": config["configurable"]["thread_id"],
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint["id"],
+        }
+    }
 
 
-def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> tuple[str, tuple[Any, ...]] | None:
+def index_update_for_writes(
+    thread_id: str, writes: Sequence[tuple[str, Any]]
+) -> tuple[str, tuple[Any, ...]] | None:
     """What a task's writes change in the thread's index row (`?` placeholders): an
     interrupt marks it awaiting approval, an error failed; None for anything else."""
     channels = {channel for channel, _ in writes}
@@ -133,7 +144,9 @@ class DeltaReads:
         # Called with (thread_id, interrupts) once a pause is in the index (notify.py).
         self.pause_listeners: list[Callable[[str, Sequence[Any]], None]] = []
         self._cache_lock = threading.Lock()
-        self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], Entry]] = OrderedDict()
+        self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], Entry]] = (
+            OrderedDict()
+        )
 
     def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
         """Tell the pause listeners about the interrupts in `writes` (after they are
@@ -141,8 +154,12 @@ class DeltaReads:
         never fails the save."""
         if ns or not self.pause_listeners:
             return
-        interrupts = [i for channel, value in writes if channel == INTERRUPT
-                      for i in (value if isinstance(value, list | tuple) else [value])]
+        interrupts = [
+            i
+            for channel, value in writes
+            if channel == INTERRUPT
+            for i in (value if isinstance(value, list | tuple) else [value])
+        ]
         if not interrupts:
             return
         for listener in list(self.pause_listeners):
@@ -191,7 +208,9 @@ class DeltaReads:
                     del self._threads[key]
 
     # -- writes ------------------------------------------------------------------------
-    def _begin_put(self, config: RunnableConfig, checkpoint: Checkpoint) -> tuple[str, str, str | None, list[HeadPlan]]:
+    def _begin_put(
+        self, config: RunnableConfig, checkpoint: Checkpoint
+    ) -> tuple[str, str, str | None, list[HeadPlan]]:
         """(thread id, namespace, parent checkpoint id, head plans) of a `put`."""
         conf = config["configurable"]
         # Any client, the raw graph and Studio included: a malformed id never gets a thread.
@@ -200,7 +219,11 @@ class DeltaReads:
         return thread_id, ns, parent, self._head_plans(thread_id, ns, parent, checkpoint)
 
     def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
         """The stock `put_writes`; an interrupt or a task's error also marks the thread
         in the index, in the same transaction. A refusal of a resume value deletes that
@@ -211,10 +234,14 @@ class DeltaReads:
         conf = config["configurable"]
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
         update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
-        self._save_writes(thread_id, ns, str(conf["checkpoint_id"]), task_id, task_path, writes, update)
+        self._save_writes(
+            thread_id, ns, str(conf["checkpoint_id"]), task_id, task_path, writes, update
+        )
         self.announce_pause(thread_id, ns, writes)
 
-    def _head_plans(self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint) -> list[HeadPlan]:
+    def _head_plans(
+        self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
+    ) -> list[HeadPlan]:
         """What `put` writes to the head for each delta channel whose new value is known
         here: a snapshot, the first checkpoint, or a parent this process knows (it just
         ran from there). Other heads stay where they are: readers walk from them or
@@ -256,7 +283,9 @@ class DeltaReads:
                 value = list(overwrite_value) if overwrite_value is not None else []
                 start = i + 1
         remaining = values[start:]
-        return self.reducers[ch](value if value is not None else [], remaining) if remaining else value
+        return (
+            self.reducers[ch](value if value is not None else [], remaining) if remaining else value
+        )
 
     # -- reads ---------------------------------------------------------------------------
     def get_delta_channel_history(
@@ -264,17 +293,24 @@ class DeltaReads:
     ) -> Mapping[str, DeltaChannelHistory]:
         return self._cached_history(config, channels, self._stock_history)
 
-    def _stock_history(self, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+    def _stock_history(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
         """The stock saver's replay of the history."""
         return super().get_delta_channel_history(config=config, channels=channels)  # type: ignore[misc]  # a mixin: the stock saver follows in the MRO
 
     def _replayed(self, ch: str, config: RunnableConfig, checkpoint_id: str) -> Any:
         """The value of `ch` at a checkpoint, replayed the stock way."""
-        stock = self._stock_history({"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}}, [ch])[ch]
+        stock = self._stock_history(
+            {"configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}}, [ch]
+        )[ch]
         return self._apply(ch, unwrap(stock.get("seed", [])), stock["writes"])
 
     def _cached_history(
-        self, config: RunnableConfig, channels: Sequence[str], stock: Callable[..., Mapping[str, DeltaChannelHistory]]
+        self,
+        config: RunnableConfig,
+        channels: Sequence[str],
+        stock: Callable[..., Mapping[str, DeltaChannelHistory]],
     ) -> Mapping[str, DeltaChannelHistory]:
         """`get_delta_channel_history`: registered channels from the cache or `_compute`,
         handed to LangGraph as a seed with no writes to replay; the others from `stock`."""
@@ -296,20 +332,34 @@ class DeltaReads:
                 return {**out, **{ch: {"writes": []} for ch in cached}}
             checkpoint_id = target.config["configurable"]["checkpoint_id"]
         for ch in cached:
-            entry = self._get((thread_id, ns), checkpoint_id, ch) or self._compute(thread_id, ns, checkpoint_id, ch, config)
+            entry = self._get((thread_id, ns), checkpoint_id, ch) or self._compute(
+                thread_id, ns, checkpoint_id, ch, config
+            )
             # A copy: callers may change the list they get; the cache must not change.
             out[ch] = {"writes": [], "seed": DeltaSnapshot(list(entry.value))}
         return out
 
     # -- what each saver supplies ----------------------------------------------------------
-    def _writes_at(self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str) -> dict[str, list[PendingWrite]]:
+    def _writes_at(
+        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
+    ) -> dict[str, list[PendingWrite]]:
         raise NotImplementedError
 
-    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
+    def _compute(
+        self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
+    ) -> Entry:
         raise NotImplementedError
 
-    def _save_writes(self, thread_id: str, ns: str, checkpoint_id: str, task_id: str, task_path: str,
-                     writes: Sequence[tuple[str, Any]], index_update: tuple[str, tuple[Any, ...]] | None) -> None:
+    def _save_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+        index_update: tuple[str, tuple[Any, ...]] | None,
+    ) -> None:
         """Store a task's writes and, in the same transaction, the index update (`?` placeholders)."""
         raise NotImplementedError
 

@@ -85,18 +85,33 @@ class Dialect:
 
 
 SQLITE = Dialect("sqlite", real="REAL", blob="BLOB", for_update="", insertion_column="rowid")
-POSTGRES = Dialect("postgres", real="DOUBLE PRECISION", blob="BYTEA", for_update=" FOR UPDATE", insertion_column="")
+POSTGRES = Dialect(
+    "postgres", real="DOUBLE PRECISION", blob="BYTEA", for_update=" FOR UPDATE", insertion_column=""
+)
 
 
-def upsert(table: str, columns: Sequence[str], key: Sequence[str], update: Sequence[str] = (), where: str = "") -> str:
+def upsert(
+    table: str,
+    columns: Sequence[str],
+    key: Sequence[str],
+    update: Sequence[str] = (),
+    where: str = "",
+) -> str:
     """`INSERT INTO table(columns) VALUES (?, ...) ON CONFLICT (key) DO ...`: DO NOTHING
     without `update`, else each `update` column takes the inserted value (`where`: only
     when the existing row passes it)."""
-    sql = (f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-           f"ON CONFLICT ({', '.join(key)}) DO ")
+    sql = (
+        f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+        f"ON CONFLICT ({', '.join(key)}) DO "
+    )
     if not update:
         return sql + "NOTHING"
-    return sql + "UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in update) + (f" WHERE {where}" if where else "")
+    return (
+        sql
+        + "UPDATE SET "
+        + ", ".join(f"{c}=excluded.{c}" for c in update)
+        + (f" WHERE {where}" if where else "")
+    )
 
 
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "is_postgres_url", "upsert"]

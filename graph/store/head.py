@@ -71,12 +71,16 @@ HEAD_TABLES = (
 
 def head_deletes(placeholder: str) -> list[str]:
     """The statements that delete a thread's head (one parameter: the thread id)."""
-    return [f"DELETE FROM {table} WHERE thread_id = {placeholder}" for table in ("gatehouse_heads", "gatehouse_head_blocks")]
+    return [
+        f"DELETE FROM {table} WHERE thread_id = {placeholder}"
+        for table in ("gatehouse_heads", "gatehouse_head_blocks")
+    ]
 
 
 def head_tables(blob: str) -> list[str]:
     """The head's CREATE TABLE statements, bytes stored as `blob` (BLOB, BYTEA)."""
     return [table.format(blob=blob) for table in HEAD_TABLES]
+
 
 KINDS: dict[type, str] = {
     HumanMessage: "human",
@@ -118,7 +122,9 @@ def encode(message: Any, serde: Any) -> bytes:
         fields, extra = message.__dict__, message.__pydantic_extra__
         if _plain(fields) and (extra is None or _plain(extra)):
             try:
-                return ormsgpack.packb([kind, fields, extra, sorted(message.__pydantic_fields_set__)])
+                return ormsgpack.packb(
+                    [kind, fields, extra, sorted(message.__pydantic_fields_set__)]
+                )
             except (TypeError, ormsgpack.MsgpackEncodeError):
                 pass  # e.g. an int too large for msgpack
     type_tag, data = serde.dumps_typed(message)
@@ -188,7 +194,11 @@ def head_update(
     if start == len(prev):  # only appended: fill the last block, then new ones
         tail = value[start:]
         room = min((-start) % BLOCK, len(tail))
-        extend = (start // BLOCK, room, b"".join(encode(v, serde) for v in tail[:room])) if room else None
+        extend = (
+            (start // BLOCK, room, b"".join(encode(v, serde) for v in tail[:room]))
+            if room
+            else None
+        )
         return extend, blocks(tail[room:], (start + room) // BLOCK, serde), -1
     first = start // BLOCK
     return None, blocks(value[first * BLOCK :], first, serde), first
@@ -216,5 +226,3 @@ def unchanged_prefix(before: Sequence[Any], after: Sequence[Any], written: int) 
 def written_count(writes: Sequence[Any]) -> int:
     """How many values a list of channel writes carries (lists flatten, as in the reducer)."""
     return sum(len(v) if isinstance(v, list) else 1 for v in writes)
-
-

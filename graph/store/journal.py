@@ -46,12 +46,29 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
 COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
 KEY = ("thread_id", "tool_call_id", KEY_COLUMN)
 # A claim: the row, unless the call has one already.
-CLAIM = upsert("gatehouse_journal", ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid",
-                                     KEY_COLUMN), KEY)
+CLAIM = upsert(
+    "gatehouse_journal",
+    ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid", KEY_COLUMN),
+    KEY,
+)
 # A result: the row finished (written whole if the claim is gone, e.g. a thread imported since).
-FINISH = upsert("gatehouse_journal", ("thread_id", "tool_call_id", "name", "args_json", "status", "result_json",
-                                      "started_at", "finished_at", "pid", KEY_COLUMN),
-                KEY, update=("status", "result_json", "finished_at"))
+FINISH = upsert(
+    "gatehouse_journal",
+    (
+        "thread_id",
+        "tool_call_id",
+        "name",
+        "args_json",
+        "status",
+        "result_json",
+        "started_at",
+        "finished_at",
+        "pid",
+        KEY_COLUMN,
+    ),
+    KEY,
+    update=("status", "result_json", "finished_at"),
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +103,12 @@ class Journal(Table):
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_journal", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
-        if "attempts" not in cur.columns("gatehouse_journal"):  # written before attempts were counted
-            cur.execute("ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1")
+        if "attempts" not in cur.columns(
+            "gatehouse_journal"
+        ):  # written before attempts were counted
+            cur.execute(
+                "ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1"
+            )
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
         """The latest row for a call id, whatever its tool (for views; the agent uses `find`)."""
@@ -107,7 +128,10 @@ class Journal(Table):
         return bound_entry(rows[0] if rows else None, call)
 
     def entries(self, thread_id: str) -> list[JournalEntry]:
-        rows = self._db.rows(f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at", (thread_id,))
+        rows = self._db.rows(
+            f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at",
+            (thread_id,),
+        )
         return [_entry(r) for r in rows]
 
     def start(self, thread_id: str, call: ToolCall) -> None:
@@ -116,7 +140,16 @@ class Journal(Table):
         and must not run it."""
         claimed = self._db.run(
             CLAIM,
-            (thread_id, call["id"], call["name"], _dumps(call["args"]), "started", time.time(), os.getpid(), key_of(call)),
+            (
+                thread_id,
+                call["id"],
+                call["name"],
+                _dumps(call["args"]),
+                "started",
+                time.time(),
+                os.getpid(),
+                key_of(call),
+            ),
         )
         if claimed != 1:
             raise already_started(thread_id, call)
@@ -138,8 +171,18 @@ class Journal(Table):
         now = time.time()
         self._db.run(
             FINISH,
-            (thread_id, call["id"], call["name"], _dumps(call["args"]), "finished", payload, now, now, os.getpid(),
-             key_of(call)),
+            (
+                thread_id,
+                call["id"],
+                call["name"],
+                _dumps(call["args"]),
+                "finished",
+                payload,
+                now,
+                now,
+                os.getpid(),
+                key_of(call),
+            ),
         )
 
     def delete_thread(self, thread_id: str) -> None:
@@ -160,16 +203,36 @@ def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
 
 
 RESTORE_COLUMNS = (
-    "thread_id", "tool_call_id", "name", "args_json", "status", "result_json", "started_at", "finished_at", "pid",
-    "attempts", KEY_COLUMN,
+    "thread_id",
+    "tool_call_id",
+    "name",
+    "args_json",
+    "status",
+    "result_json",
+    "started_at",
+    "finished_at",
+    "pid",
+    "attempts",
+    KEY_COLUMN,
 )
 RESTORE = upsert("gatehouse_journal", RESTORE_COLUMNS, KEY)
 
 
 def restore_row(e: JournalEntry) -> tuple[Any, ...]:
     result = None if e.result is None else json.dumps(message_to_dict(e.result), default=str)
-    return (e.thread_id, e.tool_call_id, e.name, _dumps(e.args), e.status, result, e.started_at, e.finished_at,
-            e.pid, e.attempts, call_key(e.name, e.args))
+    return (
+        e.thread_id,
+        e.tool_call_id,
+        e.name,
+        _dumps(e.args),
+        e.status,
+        result,
+        e.started_at,
+        e.finished_at,
+        e.pid,
+        e.attempts,
+        call_key(e.name, e.args),
+    )
 
 
 def key_of(call: ToolCall) -> str:
@@ -199,6 +262,14 @@ def _entry(row: tuple[Any, ...]) -> JournalEntry:
     attempts = row[9] if len(row) > 9 and row[9] is not None else 1
     result = messages_from_dict([json.loads(result_json)])[0] if result_json else None
     return JournalEntry(
-        thread_id, call_id, name, json.loads(args_json), status, started_at, finished_at, pid,
-        result if isinstance(result, ToolMessage) else None, attempts,
+        thread_id,
+        call_id,
+        name,
+        json.loads(args_json),
+        status,
+        started_at,
+        finished_at,
+        pid,
+        result if isinstance(result, ToolMessage) else None,
+        attempts,
     )

@@ -37,11 +37,34 @@ if TYPE_CHECKING:
     from langgraph.graph.message import _messages_delta_reducer as messages_delta_reducer
 
 __all__ = [
-    "BRANCH_TO", "CONFIG_KEY_STRICT_RESUME", "CONTROL_WRITES", "ERROR", "ERROR_SOURCE_NODE",
-    "EXT_CONSTRUCTOR_KW_ARGS", "EXT_CONSTRUCTOR_POS_ARGS", "EXT_CONSTRUCTOR_SINGLE_ARG", "EXT_DELTA_SNAPSHOT",
-    "EXT_METHOD_SINGLE_ARG", "EXT_NUMPY_ARRAY", "EXT_PYDANTIC_V1", "EXT_PYDANTIC_V2", "INTERRUPT", "NULL_TASK_ID",
-    "PUSH", "RESUME", "START", "SURFACE", "TASKS", "DeltaSnapshot", "Private", "RunnableCallable",
-    "get_overwrite", "messages_delta_reducer", "pg_connection", "pg_dump_blobs", "pg_dump_writes",
+    "BRANCH_TO",
+    "CONFIG_KEY_STRICT_RESUME",
+    "CONTROL_WRITES",
+    "ERROR",
+    "ERROR_SOURCE_NODE",
+    "EXT_CONSTRUCTOR_KW_ARGS",
+    "EXT_CONSTRUCTOR_POS_ARGS",
+    "EXT_CONSTRUCTOR_SINGLE_ARG",
+    "EXT_DELTA_SNAPSHOT",
+    "EXT_METHOD_SINGLE_ARG",
+    "EXT_NUMPY_ARRAY",
+    "EXT_PYDANTIC_V1",
+    "EXT_PYDANTIC_V2",
+    "INTERRUPT",
+    "NULL_TASK_ID",
+    "PUSH",
+    "RESUME",
+    "START",
+    "SURFACE",
+    "TASKS",
+    "DeltaSnapshot",
+    "Private",
+    "RunnableCallable",
+    "get_overwrite",
+    "messages_delta_reducer",
+    "pg_connection",
+    "pg_dump_blobs",
+    "pg_dump_writes",
     "sqlite_has_task_path",
 ]
 
@@ -85,47 +108,124 @@ _C = "langgraph._internal._constants"
 _EXT = "langgraph.checkpoint.serde.jsonplus"
 _SERDE = "reading stored threads without LangGraph (graph/store/plain.py: `gatehouse threads/pending/show`)"
 SURFACE: tuple[Private, ...] = (
-    Private("INTERRUPT", f"{_C}:INTERRUPT",
-            "pauses: the thread index marks a thread awaiting approval, pause notifications, the stream's "
-            "ApprovalRequired events, the reader's pending approvals"),
-    Private("ERROR", f"{_C}:ERROR", "the thread index marks a failed task; a refused answer leaves no trace"),
-    Private("ERROR_SOURCE_NODE", f"{_C}:ERROR_SOURCE_NODE", "the reader tells finished tasks from paused ones"),
-    Private("RESUME", f"{_C}:RESUME", "a refused answer is deleted from the checkpoint writes (refusals.py)"),
-    Private("NULL_TASK_ID", f"{_C}:NULL_TASK_ID",
-            "a refused answer is deleted (refusals.py); the reader applies state updates to the transcript"),
+    Private(
+        "INTERRUPT",
+        f"{_C}:INTERRUPT",
+        "pauses: the thread index marks a thread awaiting approval, pause notifications, the stream's "
+        "ApprovalRequired events, the reader's pending approvals",
+    ),
+    Private(
+        "ERROR",
+        f"{_C}:ERROR",
+        "the thread index marks a failed task; a refused answer leaves no trace",
+    ),
+    Private(
+        "ERROR_SOURCE_NODE",
+        f"{_C}:ERROR_SOURCE_NODE",
+        "the reader tells finished tasks from paused ones",
+    ),
+    Private(
+        "RESUME",
+        f"{_C}:RESUME",
+        "a refused answer is deleted from the checkpoint writes (refusals.py)",
+    ),
+    Private(
+        "NULL_TASK_ID",
+        f"{_C}:NULL_TASK_ID",
+        "a refused answer is deleted (refusals.py); the reader applies state updates to the transcript",
+    ),
     Private("TASKS", f"{_C}:TASKS", "the thread index shows a run with Send tasks due as running"),
-    Private("PUSH", f"{_C}:PUSH", "the reader lists a step's tasks in LangGraph's order (plain.task_order)"),
-    Private("START", "langgraph.constants:START", "the thread index shows a run just started as running"),
-    Private("BRANCH_TO", "langgraph.graph.state:_CHANNEL_BRANCH_TO",
-            "the thread index shows a run with a node due as running"),
-    Private("CONFIG_KEY_STRICT_RESUME", f"{_C}:CONFIG_KEY_STRICT_RESUME",
-            "an answer naming an interrupt that is not pending is refused (graph/agent/graph.py)"),
-    Private("CONTROL_WRITES", "langgraph.pregel._task_status:CONTROL_WRITES",
-            "the reader's pending approvals and transcript follow get_state's task status rules"),
-    *(Private(name, f"{_EXT}:{name}", _SERDE) for name in (
-        "EXT_CONSTRUCTOR_SINGLE_ARG", "EXT_CONSTRUCTOR_POS_ARGS", "EXT_CONSTRUCTOR_KW_ARGS", "EXT_METHOD_SINGLE_ARG",
-        "EXT_PYDANTIC_V1", "EXT_PYDANTIC_V2", "EXT_NUMPY_ARRAY", "EXT_DELTA_SNAPSHOT")),
-    Private("DeltaSnapshot", "langgraph.checkpoint.serde.types:_DeltaSnapshot",
-            "the savers' cached and materialised messages (delta_reads.py, pg_saver.py): cold and warm reads"),
-    Private("get_overwrite", "langgraph.channels.binop:_get_overwrite",
-            "replaying a DeltaChannel's writes in the savers (an Overwrite resets the messages)"),
-    Private("messages_delta_reducer", "langgraph.graph.message:_messages_delta_reducer",
-            "the messages reducer (graph/agent/message_merge.py) for anything but appends"),
-    Private("RunnableCallable", "langgraph._internal._runnable:RunnableCallable",
-            "run_tool's async form, the cancel bridge: cancelling a LangGraph Server run stops the tool call"),
-    Private("pg_connection", "langgraph.checkpoint.postgres._internal:get_connection",
-            "the Postgres saver writes a checkpoint, its head and the thread index in one transaction"),
-    Private("pg_dump_blobs", "langgraph.checkpoint.postgres:PostgresSaver._dump_blobs",
-            "the Postgres saver stores channel values as the stock saver does"),
-    Private("pg_dump_writes", "langgraph.checkpoint.postgres:PostgresSaver._dump_writes",
-            "the Postgres saver stores task writes as the stock saver does"),
-    Private("sqlite_has_task_path", "langgraph.checkpoint.sqlite:SqliteSaver._has_task_path",
-            "the SQLite saver reads writes in LangGraph's order on files from before task_path"),
+    Private(
+        "PUSH",
+        f"{_C}:PUSH",
+        "the reader lists a step's tasks in LangGraph's order (plain.task_order)",
+    ),
+    Private(
+        "START", "langgraph.constants:START", "the thread index shows a run just started as running"
+    ),
+    Private(
+        "BRANCH_TO",
+        "langgraph.graph.state:_CHANNEL_BRANCH_TO",
+        "the thread index shows a run with a node due as running",
+    ),
+    Private(
+        "CONFIG_KEY_STRICT_RESUME",
+        f"{_C}:CONFIG_KEY_STRICT_RESUME",
+        "an answer naming an interrupt that is not pending is refused (graph/agent/graph.py)",
+    ),
+    Private(
+        "CONTROL_WRITES",
+        "langgraph.pregel._task_status:CONTROL_WRITES",
+        "the reader's pending approvals and transcript follow get_state's task status rules",
+    ),
+    *(
+        Private(name, f"{_EXT}:{name}", _SERDE)
+        for name in (
+            "EXT_CONSTRUCTOR_SINGLE_ARG",
+            "EXT_CONSTRUCTOR_POS_ARGS",
+            "EXT_CONSTRUCTOR_KW_ARGS",
+            "EXT_METHOD_SINGLE_ARG",
+            "EXT_PYDANTIC_V1",
+            "EXT_PYDANTIC_V2",
+            "EXT_NUMPY_ARRAY",
+            "EXT_DELTA_SNAPSHOT",
+        )
+    ),
+    Private(
+        "DeltaSnapshot",
+        "langgraph.checkpoint.serde.types:_DeltaSnapshot",
+        "the savers' cached and materialised messages (delta_reads.py, pg_saver.py): cold and warm reads",
+    ),
+    Private(
+        "get_overwrite",
+        "langgraph.channels.binop:_get_overwrite",
+        "replaying a DeltaChannel's writes in the savers (an Overwrite resets the messages)",
+    ),
+    Private(
+        "messages_delta_reducer",
+        "langgraph.graph.message:_messages_delta_reducer",
+        "the messages reducer (graph/agent/message_merge.py) for anything but appends",
+    ),
+    Private(
+        "RunnableCallable",
+        "langgraph._internal._runnable:RunnableCallable",
+        "run_tool's async form, the cancel bridge: cancelling a LangGraph Server run stops the tool call",
+    ),
+    Private(
+        "pg_connection",
+        "langgraph.checkpoint.postgres._internal:get_connection",
+        "the Postgres saver writes a checkpoint, its head and the thread index in one transaction",
+    ),
+    Private(
+        "pg_dump_blobs",
+        "langgraph.checkpoint.postgres:PostgresSaver._dump_blobs",
+        "the Postgres saver stores channel values as the stock saver does",
+    ),
+    Private(
+        "pg_dump_writes",
+        "langgraph.checkpoint.postgres:PostgresSaver._dump_writes",
+        "the Postgres saver stores task writes as the stock saver does",
+    ),
+    Private(
+        "sqlite_has_task_path",
+        "langgraph.checkpoint.sqlite:SqliteSaver._has_task_path",
+        "the SQLite saver reads writes in LangGraph's order on files from before task_path",
+    ),
 )
 
 # The objects, imported from LangGraph on first use.
-_LAZY = {p.ours: p.theirs for p in SURFACE if p.ours in (
-    "DeltaSnapshot", "get_overwrite", "messages_delta_reducer", "RunnableCallable", "pg_connection")}
+_LAZY = {
+    p.ours: p.theirs
+    for p in SURFACE
+    if p.ours
+    in (
+        "DeltaSnapshot",
+        "get_overwrite",
+        "messages_delta_reducer",
+        "RunnableCallable",
+        "pg_connection",
+    )
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -139,14 +239,22 @@ def __getattr__(name: str) -> Any:
 
 
 # -- methods of the stock savers, called on Gatehouse's subclasses
-def pg_dump_blobs(saver: PostgresSaver, thread_id: str, ns: str, values: dict[str, Any],
-                  versions: dict[str, Any]) -> list[tuple[Any, ...]]:
+def pg_dump_blobs(
+    saver: PostgresSaver, thread_id: str, ns: str, values: dict[str, Any], versions: dict[str, Any]
+) -> list[tuple[Any, ...]]:
     """The checkpoint_blobs rows of these channel values, as `PostgresSaver.put` writes them."""
     return saver._dump_blobs(thread_id, ns, values, versions)
 
 
-def pg_dump_writes(saver: PostgresSaver, thread_id: str, ns: str, checkpoint_id: str, task_id: str,
-                   task_path: str, writes: Any) -> list[tuple[Any, ...]]:
+def pg_dump_writes(
+    saver: PostgresSaver,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    writes: Any,
+) -> list[tuple[Any, ...]]:
     """The checkpoint_writes rows of a task's writes, as `PostgresSaver.put_writes` writes them."""
     return saver._dump_writes(thread_id, ns, checkpoint_id, task_id, task_path, writes)
 

@@ -32,8 +32,13 @@ KEY = ("thread_id",)
 # A row to lock: (thread_id, '', 0), a free lease, unless the thread has a row.
 PLACEHOLDER = upsert("gatehouse_leases", COLUMNS, KEY)
 # (thread_id, owner, expires_at, now): taken when no one holds it (owner '': released).
-TAKE_FREE = upsert("gatehouse_leases", COLUMNS, KEY, update=COLUMNS[1:],
-                   where="gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= ?")
+TAKE_FREE = upsert(
+    "gatehouse_leases",
+    COLUMNS,
+    KEY,
+    update=COLUMNS[1:],
+    where="gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= ?",
+)
 
 
 def _ttl_default() -> float:
@@ -90,7 +95,9 @@ class Renewals:
         with self._lock:
             self._held[id(lease)] = lease
             if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="gatehouse-leases", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._loop, name="gatehouse-leases", daemon=True
+                )
                 self._thread.start()
 
     def remove(self, lease: Lease) -> None:
@@ -153,8 +160,10 @@ class Leases(Table):
                     f"{what} is already running on thread {thread_id} "
                     f"({self._describe(row[0])}); wait for it to finish or stop it"
                 )
-            cur.execute("UPDATE gatehouse_leases SET owner=?, expires_at=? WHERE thread_id=?",
-                        (owner, now + self.ttl, thread_id))
+            cur.execute(
+                "UPDATE gatehouse_leases SET owner=?, expires_at=? WHERE thread_id=?",
+                (owner, now + self.ttl, thread_id),
+            )
         return Lease(self, thread_id, owner)
 
     def keep_renewed(self, lease: Lease) -> None:
@@ -164,19 +173,27 @@ class Leases(Table):
         self._renewals.remove(lease)
 
     def renew(self, lease: Lease) -> bool:
-        return self._db.run(
-            "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?",
-            (time.time() + self.ttl, lease.thread_id, lease.owner),
-        ) == 1
+        return (
+            self._db.run(
+                "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?",
+                (time.time() + self.ttl, lease.thread_id, lease.owner),
+            )
+            == 1
+        )
 
     def release(self, lease: Lease) -> None:
         try:
-            self._db.run("DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?", (lease.thread_id, lease.owner))
+            self._db.run(
+                "DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?",
+                (lease.thread_id, lease.owner),
+            )
         except self.transient_errors:
             self._abandoned.add(lease.owner)
 
     def holder(self, thread_id: str) -> str | None:
-        rows = self._db.rows("SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,))
+        rows = self._db.rows(
+            "SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,)
+        )
         if not rows or not rows[0][0] or self._free(rows[0][0], rows[0][1], time.time()):
             return None
         return str(rows[0][0])
@@ -191,7 +208,11 @@ class Leases(Table):
     def _describe(self, owner: str) -> str:
         host, _, rest = owner.partition("|")
         pid = rest.partition("|")[0]
-        return "in this process" if host == self._host and pid == str(os.getpid()) else f"process {pid} on {host}"
+        return (
+            "in this process"
+            if host == self._host and pid == str(os.getpid())
+            else f"process {pid} on {host}"
+        )
 
     def close(self) -> None:
         self._renewals.close()

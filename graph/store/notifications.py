@@ -29,12 +29,19 @@ TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_notifications (
     created_at {real} NOT NULL,
     delivered_at {real},
     PRIMARY KEY (thread_id, interrupt_id))"""
-CLAIM = upsert("gatehouse_notifications", ("thread_id", "interrupt_id", "url", "payload", "created_at"),
-               ("thread_id", "interrupt_id"))
-ATTEMPT = ("UPDATE gatehouse_notifications SET attempts = attempts + 1, status = ?, last_error = ?, "
-           "delivered_at = ? WHERE thread_id = ? AND interrupt_id = ?")
-SELECT = ("SELECT thread_id, interrupt_id, url, payload, status, attempts, last_error, created_at, delivered_at "
-          "FROM gatehouse_notifications")
+CLAIM = upsert(
+    "gatehouse_notifications",
+    ("thread_id", "interrupt_id", "url", "payload", "created_at"),
+    ("thread_id", "interrupt_id"),
+)
+ATTEMPT = (
+    "UPDATE gatehouse_notifications SET attempts = attempts + 1, status = ?, last_error = ?, "
+    "delivered_at = ? WHERE thread_id = ? AND interrupt_id = ?"
+)
+SELECT = (
+    "SELECT thread_id, interrupt_id, url, payload, status, attempts, last_error, created_at, delivered_at "
+    "FROM gatehouse_notifications"
+)
 
 
 @dataclass(frozen=True)
@@ -69,12 +76,29 @@ class NotificationLog(Table):
 
     def claim(self, thread_id: str, interrupt_id: str, url: str, payload: dict[str, Any]) -> bool:
         """Record a pause to notify; False when it was recorded before (already notified)."""
-        return self._db.run(CLAIM, (thread_id, interrupt_id, url, json.dumps(payload, ensure_ascii=False), time.time())) == 1
+        return (
+            self._db.run(
+                CLAIM,
+                (
+                    thread_id,
+                    interrupt_id,
+                    url,
+                    json.dumps(payload, ensure_ascii=False),
+                    time.time(),
+                ),
+            )
+            == 1
+        )
 
-    def attempted(self, thread_id: str, interrupt_id: str, *, error: str | None, final: bool) -> None:
+    def attempted(
+        self, thread_id: str, interrupt_id: str, *, error: str | None, final: bool
+    ) -> None:
         """One delivery attempt: delivered (no error), still pending, or failed for good."""
         status = "delivered" if error is None else "failed" if final else "pending"
-        self._db.run(ATTEMPT, (status, error, time.time() if error is None else None, thread_id, interrupt_id))
+        self._db.run(
+            ATTEMPT,
+            (status, error, time.time() if error is None else None, thread_id, interrupt_id),
+        )
 
     def list(self, thread_id: str | None = None) -> list[Notification]:
         where = " WHERE thread_id = ? ORDER BY created_at" if thread_id else " ORDER BY created_at"

@@ -47,14 +47,16 @@ class ToolOutputs(Table):
 
     def get(self, thread_id: str, tool_call_id: str) -> str | None:
         rows = self._db.rows(
-            "SELECT content FROM gatehouse_tool_outputs WHERE thread_id=? AND tool_call_id=?", (thread_id, tool_call_id)
+            "SELECT content FROM gatehouse_tool_outputs WHERE thread_id=? AND tool_call_id=?",
+            (thread_id, tool_call_id),
         )
         return rows[0][0] if rows else None
 
     def for_thread(self, thread_id: str) -> dict[str, str]:
         """Every stored output of the thread, by tool call id (for exports)."""
         rows = self._db.rows(
-            "SELECT tool_call_id, content FROM gatehouse_tool_outputs WHERE thread_id=? ORDER BY stored_at", (thread_id,)
+            "SELECT tool_call_id, content FROM gatehouse_tool_outputs WHERE thread_id=? ORDER BY stored_at",
+            (thread_id,),
         )
         return {call_id: content for call_id, content in rows}
 

@@ -69,9 +69,7 @@ EXTEND_BLOCK = (
     "UPDATE gatehouse_head_blocks SET n = n + %s, data = data || %s WHERE thread_id = %s AND checkpoint_ns = %s "
     "AND channel = %s AND pos = %s"
 )
-DELETE_BLOCKS = (
-    "DELETE FROM gatehouse_head_blocks WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND pos >= %s"
-)
+DELETE_BLOCKS = "DELETE FROM gatehouse_head_blocks WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND pos >= %s"
 UPSERT_HEAD = (
     "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (%s, %s, %s, %s, %s) "
     "ON CONFLICT (thread_id, checkpoint_ns, channel) DO UPDATE SET "
@@ -144,11 +142,19 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 if blob_versions := {k: v for k, v in new_versions.items() if k in blob_values}:
                     cur.executemany(
-                        self.UPSERT_CHECKPOINT_BLOBS_SQL, pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions)
+                        self.UPSERT_CHECKPOINT_BLOBS_SQL,
+                        pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions),
                     )
                 cur.execute(
                     self.UPSERT_CHECKPOINTS_SQL,
-                    (thread_id, ns, cid, parent, Jsonb(copy), Jsonb(get_serializable_checkpoint_metadata(config, metadata))),
+                    (
+                        thread_id,
+                        ns,
+                        cid,
+                        parent,
+                        Jsonb(copy),
+                        Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+                    ),
                 )
                 for plan in plans:
                     ch, value, prev, written = plan
@@ -162,9 +168,13 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                     if delete_from >= 0:
                         cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, delete_from))
                     if extend is not None:
-                        cur.execute(EXTEND_BLOCK, (extend[1], extend[2], thread_id, ns, ch, extend[0]))
+                        cur.execute(
+                            EXTEND_BLOCK, (extend[1], extend[2], thread_id, ns, ch, extend[0])
+                        )
                     if whole:
-                        cur.executemany(UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole])
+                        cur.executemany(
+                            UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole]
+                        )
                     check = conn.cursor(row_factory=tuple_row)
                     check.execute(
                         "UPDATE gatehouse_heads SET checkpoint_id = %s, count = %s WHERE thread_id = %s AND "
@@ -177,8 +187,20 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                     # A checkpoint whose interrupt was saved first stays awaiting.
                     cur.execute(
                         _pg(ON_CHECKPOINT.replace("VALUES (?, ?, ?, ?, ?, ?)", PAUSED_VALUES)),
-                        (thread_id, title_from(plans), thread_id, cid, INTERRUPT,
-                         status_of(checkpoint), now, now, thread_id, cid, INTERRUPT, now),
+                        (
+                            thread_id,
+                            title_from(plans),
+                            thread_id,
+                            cid,
+                            INTERRUPT,
+                            status_of(checkpoint),
+                            now,
+                            now,
+                            thread_id,
+                            cid,
+                            INTERRUPT,
+                            now,
+                        ),
                     )
             rewrite += [plan for plan, check in checks if check.fetchone() is None]
             if rewrite:  # a branch, a snapshot, another writer: the rows whole
@@ -187,7 +209,9 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                         cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, 0))
                         _, whole, _ = head_update(None, value, None, self.serde)
                         if whole:
-                            cur.executemany(UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole])
+                            cur.executemany(
+                                UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole]
+                            )
                         cur.execute(UPSERT_HEAD, (thread_id, ns, ch, cid, len(value)))
         return saved_config(config, ns, checkpoint)
 
@@ -199,26 +223,42 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 key,
             )
 
-    def _save_writes(self, thread_id: str, ns: str, cid: str, task_id: str, task_path: str,
-                     writes: Sequence[tuple[str, Any]], index_update: tuple[str, tuple[Any, ...]] | None) -> None:
+    def _save_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+        index_update: tuple[str, tuple[Any, ...]] | None,
+    ) -> None:
         query = (
             self.UPSERT_CHECKPOINT_WRITES_SQL
             if all(w[0] in WRITES_IDX_MAP for w in writes)
             else self.INSERT_CHECKPOINT_WRITES_SQL
         )
         with self._tx() as cur:
-            cur.executemany(query, pg_dump_writes(self, thread_id, ns, cid, task_id, task_path, writes))
+            cur.executemany(
+                query, pg_dump_writes(self, thread_id, ns, cid, task_id, task_path, writes)
+            )
             if index_update:
                 sql, params = index_update
                 cur.execute(_pg(sql), params)
 
     # -- reads ---------------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self.lock, pg_connection(self.conn) as conn, conn.cursor(binary=True, row_factory=tuple_row) as cur:
+        with (
+            self.lock,
+            pg_connection(self.conn) as conn,
+            conn.cursor(binary=True, row_factory=tuple_row) as cur,
+        ):
             cur.execute(sql, params)
             return cur.fetchall()
 
-    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
+    def _compute(
+        self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
+    ) -> Entry:
         key = (thread_id, ns)
         if self.side_tables:
             # One round trip: the head's blocks if the head is this checkpoint (and its
@@ -240,7 +280,9 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 count = 0 if empty and empty[0][0] == 0 else None
             if count is not None:
                 try:
-                    entry: Entry | None = Entry(decode([(n, d) for n, d, _ in rows], count, self.serde), ABSENT)
+                    entry: Entry | None = Entry(
+                        decode([(n, d) for n, d, _ in rows], count, self.serde), ABSENT
+                    )
                 except HeadUnreadable:
                     entry = None
                 if entry is not None:
@@ -250,7 +292,9 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         self._put(key, checkpoint_id, ch, entry)
         return entry
 
-    def _writes_at(self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str) -> dict[str, list[PendingWrite]]:
+    def _writes_at(
+        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
+    ) -> dict[str, list[PendingWrite]]:
         if not checkpoint_ids:
             return {}
         rows = self._rows(

@@ -53,8 +53,13 @@ def _ext(code: int, data: bytes) -> Any:
             h = inner[2]
             return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
         return inner[2]
-    if code in (EXT_CONSTRUCTOR_POS_ARGS, EXT_CONSTRUCTOR_KW_ARGS, EXT_METHOD_SINGLE_ARG,
-                EXT_PYDANTIC_V1, EXT_PYDANTIC_V2):
+    if code in (
+        EXT_CONSTRUCTOR_POS_ARGS,
+        EXT_CONSTRUCTOR_KW_ARGS,
+        EXT_METHOD_SINGLE_ARG,
+        EXT_PYDANTIC_V1,
+        EXT_PYDANTIC_V2,
+    ):
         return inner[2]
     return None  # numpy arrays and unknown codes: nothing a thread reader shows
 
@@ -89,7 +94,10 @@ def block_items(count: int, data: bytes) -> list[list[Any]]:
 
 def block_fields(count: int, data: bytes) -> list[dict[str, Any]]:
     """The fields of each message of a head block, as plain data."""
-    return [loads(item[1], item[2]) if item[0] == SERIALIZED else item[1] for item in block_items(count, data)]
+    return [
+        loads(item[1], item[2]) if item[0] == SERIALIZED else item[1]
+        for item in block_items(count, data)
+    ]
 
 
 def interrupts_of(value: Any) -> list[tuple[str, Any]]:

@@ -48,8 +48,15 @@ TABLES = (ThreadIndex, Journal, Decisions, ToolOutputs, Leases)
 
 # The tables set-up creates last: all there means nothing to set up.
 LAST_TABLES = (
-    "gatehouse_threads", "gatehouse_heads", "gatehouse_head_blocks", "gatehouse_journal", "gatehouse_decisions",
-    "gatehouse_tool_outputs", "gatehouse_leases", "gatehouse_checkpoint_tree", "gatehouse_decision_chain",
+    "gatehouse_threads",
+    "gatehouse_heads",
+    "gatehouse_head_blocks",
+    "gatehouse_journal",
+    "gatehouse_decisions",
+    "gatehouse_tool_outputs",
+    "gatehouse_leases",
+    "gatehouse_checkpoint_tree",
+    "gatehouse_decision_chain",
 )
 
 
@@ -64,13 +71,21 @@ BOUND_KEYS = (
 def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver) -> bool:
     with conn.cursor(row_factory=tuple_row) as cur:
         row = cur.execute(
-            "SELECT " + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in ("checkpoint_migrations", *LAST_TABLES))
+            "SELECT "
+            + ", ".join(
+                f"to_regclass('{t}') IS NOT NULL" for t in ("checkpoint_migrations", *LAST_TABLES)
+            )
         ).fetchone()
         if not row or not all(row):
             return False
         version = cur.execute("SELECT max(v) FROM checkpoint_migrations").fetchone()
         bound = cur.execute(BOUND_KEYS).fetchone()
-    return version is not None and version[0] == len(saver.MIGRATIONS) - 1 and bound is not None and bound[0] == 2
+    return (
+        version is not None
+        and version[0] == len(saver.MIGRATIONS) - 1
+        and bound is not None
+        and bound[0] == 2
+    )
 
 
 def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
@@ -83,7 +98,9 @@ def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
         deadline = time.monotonic() + SETUP_WAIT_S
         while not db.rows("SELECT pg_try_advisory_lock(?)", (SETUP_LOCK_KEY,))[0][0]:
             if time.monotonic() > deadline:
-                raise StorageError(f"another process has been setting up the database for {SETUP_WAIT_S:.0f} s")
+                raise StorageError(
+                    f"another process has been setting up the database for {SETUP_WAIT_S:.0f} s"
+                )
             time.sleep(0.1)
         try:
             saver.setup()

@@ -86,9 +86,13 @@ class _Sqlite:
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc) or "no such column" in str(exc):
                     return []  # a database no Gatehouse run has written to yet
-                raise StorageError(f"cannot read the Gatehouse database {self.path}: {exc}") from exc
+                raise StorageError(
+                    f"cannot read the Gatehouse database {self.path}: {exc}"
+                ) from exc
             except sqlite3.Error as exc:
-                raise StorageError(f"cannot read the Gatehouse database {self.path}: {exc}") from exc
+                raise StorageError(
+                    f"cannot read the Gatehouse database {self.path}: {exc}"
+                ) from exc
 
     def close(self) -> None:
         with self._lock:
@@ -119,7 +123,9 @@ class _Postgres:
             return
         with self._lock:
             if self._conn is None:
-                self._conn = self._psycopg.connect(str(self._url), autocommit=True, connect_timeout=10)
+                self._conn = self._psycopg.connect(
+                    str(self._url), autocommit=True, connect_timeout=10
+                )
             yield self._conn
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
@@ -133,7 +139,9 @@ class _Postgres:
                     return []  # a database no Gatehouse run has written to yet
                 return cur.fetchall()
         except self._psycopg.Error as exc:
-            raise StorageError(f"cannot read the Gatehouse database {redact(self._url or '')}: {exc}") from exc
+            raise StorageError(
+                f"cannot read the Gatehouse database {redact(self._url or '')}: {exc}"
+            ) from exc
 
     def close(self) -> None:
         with self._lock:
@@ -152,11 +160,16 @@ class ThreadReader:
 
     # -- the thread list -------------------------------------------------------------
     def threads(self, limit: int = 200) -> list[ThreadInfo]:
-        rows = self._db.rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads ORDER BY updated_at DESC LIMIT ?", [limit])
+        rows = self._db.rows(
+            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads ORDER BY updated_at DESC LIMIT ?",
+            [limit],
+        )
         return self._live([ThreadInfo(*r) for r in rows])
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
-        rows = self._db.rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE thread_id = ?", [thread_id])
+        rows = self._db.rows(
+            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE thread_id = ?", [thread_id]
+        )
         live = self._live([ThreadInfo(*r) for r in rows])
         return live[0] if live else None
 
@@ -170,24 +183,38 @@ class ThreadReader:
     def exists(self, thread_id: str) -> bool:
         if self.thread(thread_id) is not None:
             return True
-        return bool(self._db.rows("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", [thread_id]))
+        return bool(
+            self._db.rows("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", [thread_id])
+        )
 
     def _live(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
-        """"running" is written when a run starts and a killed process never takes it
+        """ "running" is written when a run starts and a killed process never takes it
         back: without a live lease, the run is gone (as `Session.threads` shows it)."""
         running = [i.thread_id for i in infos if i.status == "running"]
         if not running:
             return infos
         marks = ",".join("?" * len(running))
         held = {
-            tid for tid, owner, expires in self._db.rows(
-                f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})", running
+            tid
+            for tid, owner, expires in self._db.rows(
+                f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})",
+                running,
             )
             if not self._lease_free(owner, expires)
         }
         return [
-            ThreadInfo(i.thread_id, i.title, "interrupted", i.created_at, i.updated_at, i.pending_since, i.owner, i.reason)
-            if i.status == "running" and i.thread_id not in held else i
+            ThreadInfo(
+                i.thread_id,
+                i.title,
+                "interrupted",
+                i.created_at,
+                i.updated_at,
+                i.pending_since,
+                i.owner,
+                i.reason,
+            )
+            if i.status == "running" and i.thread_id not in held
+            else i
             for i in infos
         ]
 
@@ -230,19 +257,31 @@ class ThreadReader:
             [thread_id],
         )
 
-    def _writes(self, thread_id: str, checkpoint_id: str | None, channels: Sequence[str]) -> list[tuple[Any, ...]]:
+    def _writes(
+        self, thread_id: str, checkpoint_id: str | None, channels: Sequence[str]
+    ) -> list[tuple[Any, ...]]:
         """(task_id, task_path, idx, channel, type, value) of the writes at a checkpoint
         (None: the latest); values only for `channels` (the rest only say that a task
         finished)."""
         db = self._db
         wanted = ",".join("?" * len(channels))
-        at = "?" if checkpoint_id is not None else (
-            "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')")
+        at = (
+            "?"
+            if checkpoint_id is not None
+            else (
+                "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')"
+            )
+        )
         return db.rows(
             f"SELECT task_id, task_path, idx, channel, "
             f"CASE WHEN channel IN ({wanted}) THEN type END, CASE WHEN channel IN ({wanted}) THEN {db.writes_value} END "
             f"FROM {db.writes_table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = {at}",
-            [*channels, *channels, thread_id, checkpoint_id if checkpoint_id is not None else thread_id],
+            [
+                *channels,
+                *channels,
+                thread_id,
+                checkpoint_id if checkpoint_id is not None else thread_id,
+            ],
         )
 
     def pending(self, thread_id: str) -> Pause | None:
@@ -251,7 +290,11 @@ class ThreadReader:
         writes = self._writes(thread_id, None, [INTERRUPT])
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
         asked = sorted(
-            (w for w in writes if w[3] == INTERRUPT and w[0] != NULL_TASK_ID and w[0] not in finished),
+            (
+                w
+                for w in writes
+                if w[3] == INTERRUPT and w[0] != NULL_TASK_ID and w[0] not in finished
+            ),
             key=lambda w: task_order(w[1], w[0], w[2]),
         )
         pauses = [
@@ -302,7 +345,14 @@ class ThreadReader:
                 for m in value if isinstance(value, list) else [value]:
                     if not isinstance(m, dict) or m.get("type") in (None, "remove"):
                         return None
-                    at = next((i for i, old in enumerate(messages) if m.get("id") and old.get("id") == m["id"]), None)
+                    at = next(
+                        (
+                            i
+                            for i, old in enumerate(messages)
+                            if m.get("id") and old.get("id") == m["id"]
+                        ),
+                        None,
+                    )
                     if at is None:
                         messages.append(m)
                     else:
@@ -318,7 +368,9 @@ class ThreadReader:
         checkpoint, in the order LangGraph applies them."""
         writes = self._writes(thread_id, checkpoint_id, [channel])
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
-        chosen = [w for w in writes if w[3] == channel and (w[0] in finished or w[0] == NULL_TASK_ID)]
+        chosen = [
+            w for w in writes if w[3] == channel and (w[0] in finished or w[0] == NULL_TASK_ID)
+        ]
         chosen.sort(key=lambda w: (w[0] != NULL_TASK_ID, w[1] or "", w[0], w[2]))
         return [loads(w[4], w[5]) for w in chosen]
 
@@ -339,7 +391,9 @@ class ThreadReader:
                 "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
                 [thread_id, checkpoint_id],
             )
-            return ((loads(*rows[0]) or {}).get("channel_values") or {}).get(channel) if rows else None
+            return (
+                ((loads(*rows[0]) or {}).get("channel_values") or {}).get(channel) if rows else None
+            )
         # Postgres keeps plain values in the checkpoint row and the rest in checkpoint_blobs.
         rows = self._db.rows(
             "SELECT b.type, b.blob, c.checkpoint -> 'channel_values' -> ? FROM checkpoints c "

@@ -25,11 +25,19 @@ def refuses_answer(writes: Sequence[tuple[str, Any]]) -> bool:
     """Whether these task writes are a node's refusal of a resume value (the answer
     failed the interrupt's `response_schema`): then neither the refusal nor the
     refused answer is stored."""
-    return any(channel == ERROR and isinstance(value, BaseException) and is_invalid_resume(value) for channel, value in writes)
+    return any(
+        channel == ERROR and isinstance(value, BaseException) and is_invalid_resume(value)
+        for channel, value in writes
+    )
 
 
 def resume_key(config: RunnableConfig) -> tuple[str, str, str, str, str]:
     """The row key of the stored resume value at this config's checkpoint."""
     conf = config["configurable"]
-    return (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"]),
-            RESUME_TASK, RESUME_CHANNEL)
+    return (
+        str(conf["thread_id"]),
+        str(conf.get("checkpoint_ns", "")),
+        str(conf["checkpoint_id"]),
+        RESUME_TASK,
+        RESUME_CHANNEL,
+    )

@@ -159,7 +159,9 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         (when its channel values are known here) and the thread's index row follows."""
         thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
         type_, blob = self.serde.dumps_typed(checkpoint)
-        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode("utf-8", "ignore")
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode(
+            "utf-8", "ignore"
+        )
         with self.cursor() as cur:
             cur.execute(
                 "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
@@ -175,9 +177,17 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                     (thread_id, checkpoint["id"], INTERRUPT),
                 ).fetchone()
                 now = time.time()
-                cur.execute(ON_CHECKPOINT, (thread_id, title_from(plans),
-                                            "awaiting_approval" if paused else status_of(checkpoint), now, now,
-                                            now if paused else None))
+                cur.execute(
+                    ON_CHECKPOINT,
+                    (
+                        thread_id,
+                        title_from(plans),
+                        "awaiting_approval" if paused else status_of(checkpoint),
+                        now,
+                        now,
+                        now if paused else None,
+                    ),
+                )
         return saved_config(config, ns, checkpoint)
 
     def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
@@ -188,16 +198,32 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 key,
             )
 
-    def _save_writes(self, thread_id: str, ns: str, cid: str, task_id: str, task_path: str,
-                     writes: Sequence[tuple[str, Any]], index_update: tuple[str, tuple[Any, ...]] | None) -> None:
+    def _save_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+        index_update: tuple[str, tuple[Any, ...]] | None,
+    ) -> None:
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
         with self.cursor() as cur:
             cur.executemany(
                 f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO writes (thread_id, checkpoint_ns, "
                 "checkpoint_id, task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (thread_id, ns, cid, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel,
-                     *self.serde.dumps_typed(value))
+                    (
+                        thread_id,
+                        ns,
+                        cid,
+                        task_id,
+                        task_path,
+                        WRITES_IDX_MAP.get(channel, idx),
+                        channel,
+                        *self.serde.dumps_typed(value),
+                    )
                     for idx, (channel, value) in enumerate(writes)
                 ],
             )
@@ -205,7 +231,13 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 cur.execute(*index_update)
 
     def _write_head(
-        self, cur: sqlite3.Cursor, thread_id: str, ns: str, cid: str, parent: str | None, plan: HeadPlan
+        self,
+        cur: sqlite3.Cursor,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        parent: str | None,
+        plan: HeadPlan,
     ) -> None:
         ch, value, prev, written = plan
         row = cur.execute(
@@ -264,7 +296,9 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         except HeadUnreadable:
             return None
 
-    def _compute(self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig) -> Entry:
+    def _compute(
+        self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
+    ) -> Entry:
         key = (thread_id, ns)
         head = self._head(thread_id, ns, ch)
         if head is not None and head[0] == checkpoint_id:

@@ -23,7 +23,13 @@ BUSY_TIMEOUT_MS = 30_000
 # journal, heads: constant time, whatever the threads' length), and damage in the
 # history tables shows when a damaged page is read, as an error naming the file.
 QUICK_CHECK_FULL_BYTES = 1024 * 1024
-ALWAYS_CHECKED = ("sqlite_schema", "gatehouse_threads", "gatehouse_leases", "gatehouse_journal", "gatehouse_heads")
+ALWAYS_CHECKED = (
+    "sqlite_schema",
+    "gatehouse_threads",
+    "gatehouse_leases",
+    "gatehouse_journal",
+    "gatehouse_heads",
+)
 
 
 def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Connection:
@@ -90,7 +96,11 @@ def quick_check(conn: sqlite3.Connection, file: Path) -> None:
         checks = ["PRAGMA quick_check(1)"]
     else:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        checks = [f"PRAGMA quick_check({t})" for t in ALWAYS_CHECKED if t in tables or t == "sqlite_schema"]
+        checks = [
+            f"PRAGMA quick_check({t})"
+            for t in ALWAYS_CHECKED
+            if t in tables or t == "sqlite_schema"
+        ]
     for check in checks:
         row = conn.execute(check).fetchone()
         if row and row[0] != "ok":
@@ -131,6 +141,12 @@ def open_sqlite_storage(db: str) -> Storage:
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the Gatehouse database {location}: {exc}") from exc
     return Storage(
-        checkpointer=saver, index=index, location=location, journal=journal, leases=leases,
-        decisions=decisions, outputs=outputs, reader=ThreadReader(_Sqlite(db), location),
+        checkpointer=saver,
+        index=index,
+        location=location,
+        journal=journal,
+        leases=leases,
+        decisions=decisions,
+        outputs=outputs,
+        reader=ThreadReader(_Sqlite(db), location),
     )

@@ -37,7 +37,9 @@ class ThreadedSaver(BaseCheckpointSaver):
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="gatehouse-saver")
 
     async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, lambda: fn(*args, **kwargs))
+        return await asyncio.get_running_loop().run_in_executor(
+            self._worker, lambda: fn(*args, **kwargs)
+        )
 
     # -- sync: the inner saver's own --------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -47,11 +49,21 @@ class ThreadedSaver(BaseCheckpointSaver):
         return self.inner.list(config, **kwargs)
 
     def put(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
     ) -> RunnableConfig:
         return self.inner.put(config, checkpoint, metadata, new_versions)
 
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
         self.inner.put_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -80,8 +92,14 @@ class ThreadedSaver(BaseCheckpointSaver):
                     ids,
                 ).fetchall()
                 for key in doomed:
-                    cur.execute("DELETE FROM writes WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?", key)
-                    cur.execute("DELETE FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?", key)
+                    cur.execute(
+                        "DELETE FROM writes WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?",
+                        key,
+                    )
+                    cur.execute(
+                        "DELETE FROM checkpoints WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?",
+                        key,
+                    )
             if callable(clear := getattr(self.inner, "clear_cache", None)):
                 clear()
             return
@@ -98,17 +116,27 @@ class ThreadedSaver(BaseCheckpointSaver):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._run(self.inner.get_tuple, config)
 
-    async def alist(self, config: RunnableConfig | None, **kwargs: Any) -> AsyncIterator[CheckpointTuple]:
+    async def alist(
+        self, config: RunnableConfig | None, **kwargs: Any
+    ) -> AsyncIterator[CheckpointTuple]:
         for item in await self._run(lambda: [*self.inner.list(config, **kwargs)]):
             yield item
 
     async def aput(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
     ) -> RunnableConfig:
         return await self._run(self.inner.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
         await self._run(self.inner.put_writes, config, writes, task_id, task_path)
 
@@ -118,8 +146,12 @@ class ThreadedSaver(BaseCheckpointSaver):
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._run(self.delete_for_runs, run_ids)
 
-    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
-        return await self._run(lambda: self.inner.get_delta_channel_history(config=config, channels=channels))
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Any:
+        return await self._run(
+            lambda: self.inner.get_delta_channel_history(config=config, channels=channels)
+        )
 
     def close(self) -> None:
         self._worker.shutdown(wait=True)

@@ -34,7 +34,9 @@ THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
     reason TEXT)"""
 # Files created before the index kept a run's failure reason.
 ADD_REASON = "ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT"
-THREADS_INDEX = "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
+THREADS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
+)
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
 
@@ -68,13 +70,29 @@ TOUCH = (
 
 
 def touch_params(
-    thread_id: str, title: str | None, status: str | None, owner: str | None, now: float,
+    thread_id: str,
+    title: str | None,
+    status: str | None,
+    owner: str | None,
+    now: float,
     reason: str | None = None,
 ) -> tuple[Any, ...]:
     given = status is not None
-    return (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now,
-            now if status == "awaiting_approval" else None, reason, title is not None,
-            given, given, given, given)
+    return (
+        thread_id,
+        title or DEFAULT_TITLE,
+        status or "idle",
+        owner,
+        now,
+        now,
+        now if status == "awaiting_approval" else None,
+        reason,
+        title is not None,
+        given,
+        given,
+        given,
+        given,
+    )
 
 
 ON_INTERRUPT = (
@@ -94,7 +112,9 @@ def first_user_text(messages: Any) -> str | None:
     """The first thing the person wrote (a compaction summary stands in for older
     messages but is not theirs)."""
     for m in messages or ():
-        if getattr(m, "type", None) == "human" and not (getattr(m, "additional_kwargs", None) or {}).get(SUMMARY_MARK):
+        if getattr(m, "type", None) == "human" and not (
+            getattr(m, "additional_kwargs", None) or {}
+        ).get(SUMMARY_MARK):
             return content_text(getattr(m, "content", ""))
     return None
 
@@ -120,13 +140,21 @@ class ThreadIndex(Table):
             cur.execute(ADD_REASON)
 
     def touch(
-        self, thread_id: str, *, title: str | None = None, status: str | None = None, owner: str | None = None,
+        self,
+        thread_id: str,
+        *,
+        title: str | None = None,
+        status: str | None = None,
+        owner: str | None = None,
         reason: str | None = None,
     ) -> None:
         self._db.run(TOUCH, touch_params(thread_id, title, status, owner, time.time(), reason))
 
     def rename(self, thread_id: str, title: str) -> None:
-        self._db.run("UPDATE gatehouse_threads SET title=?, updated_at=? WHERE thread_id=?", (title, time.time(), thread_id))
+        self._db.run(
+            "UPDATE gatehouse_threads SET title=?, updated_at=? WHERE thread_id=?",
+            (title, time.time(), thread_id),
+        )
 
     def get(self, thread_id: str) -> ThreadInfo | None:
         rows = self._select("WHERE thread_id=?", (thread_id,))

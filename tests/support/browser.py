@@ -52,7 +52,9 @@ def chromium_path() -> str:
 
 
 def launch_chromium(playwright: Any) -> Any:
-    return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+    return playwright.chromium.launch(
+        executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
+    )
 
 
 @dataclass
@@ -71,7 +73,9 @@ class Server:
 
 
 @contextmanager
-def streamlit_server(tmp: Path, extra_env: dict[str, str] | None = None, timeout: float = 60) -> Iterator[Server]:
+def streamlit_server(
+    tmp: Path, extra_env: dict[str, str] | None = None, timeout: float = 60
+) -> Iterator[Server]:
     workspace = tmp / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.md").write_text("# Notes\nremember the milk\n")
@@ -88,7 +92,14 @@ def streamlit_server(tmp: Path, extra_env: dict[str, str] | None = None, timeout
     # The command line `gatehouse ui` runs (its flags: ui/web/serve.py).
     cmd = streamlit_command(port)
     with running(cmd, port, cwd=tmp, env=env, log=log, timeout=timeout) as (url, process):
-        yield Server(url=url, workspace=workspace, db=db, log=log, process=process, secret=install_secret_of(db))
+        yield Server(
+            url=url,
+            workspace=workspace,
+            db=db,
+            log=log,
+            process=process,
+            secret=install_secret_of(db),
+        )
 
 
 @contextmanager
@@ -105,7 +116,9 @@ def chromium_browser() -> Iterator[Any]:
 
 
 @contextmanager
-def signed_in_page(browser: Any, server: Server, viewport: dict[str, int], timeout_ms: int) -> Iterator[Any]:
+def signed_in_page(
+    browser: Any, server: Server, viewport: dict[str, int], timeout_ms: int
+) -> Iterator[Any]:
     """A page in a fresh browser context, signed in with the token link."""
     context = server.sign_in(browser.new_context(viewport=viewport))
     page = context.new_page()

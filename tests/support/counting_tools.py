@@ -72,4 +72,8 @@ def runs(counter: str | Path) -> Counter[str]:
     if not path.exists():
         return Counter()
     # Lines are "<tool> <label> <pid>"; labels may contain spaces.
-    return Counter(line.split(" ", 1)[1].rsplit(" ", 1)[0] for line in path.read_text().splitlines() if line.strip())
+    return Counter(
+        line.split(" ", 1)[1].rsplit(" ", 1)[0]
+        for line in path.read_text().splitlines()
+        if line.strip()
+    )

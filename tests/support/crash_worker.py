@@ -37,7 +37,13 @@ def turn_reply(messages: list[BaseMessage]) -> AIMessage | str:
     calls = sum(1 for m in messages if isinstance(m, AIMessage))
     if isinstance(messages[-1], HumanMessage):
         text = str(human.content)
-        tool = "bump_free" if text.startswith("free:") else "touch_idem" if text.startswith("idem:") else "bump"
+        tool = (
+            "bump_free"
+            if text.startswith("free:")
+            else "touch_idem"
+            if text.startswith("idem:")
+            else "bump"
+        )
         return ai("Working on it.", tool_call(tool, {"label": str(human.content)}, f"call{calls}"))
     return f"Done with {human.content}."
 
@@ -45,7 +51,9 @@ def turn_reply(messages: list[BaseMessage]) -> AIMessage | str:
 class StallingModel(ScriptedModel):
     """Stalls after the first streamed chunk when GATEHOUSE_TEST_MODEL_SLEEP is set."""
 
-    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Iterator[ChatGenerationChunk]:
         for i, chunk in enumerate(super()._stream(messages, stop, run_manager, **kw)):
             yield chunk
             if i == 0 and (pause := float(os.environ.get("GATEHOUSE_TEST_MODEL_SLEEP", "0") or 0)):
@@ -59,8 +67,13 @@ def open_session(db: str, counter: str) -> Session:
     tools = make_counting_tools(counter)
     model = StallingModel(script=[turn_reply] * 1000, chunk_chars=8)
     graph = build_graph(
-        model=model, tools=tools, checkpointer=storage.checkpointer, journal=storage.journal,
-        decisions=storage.decisions, outputs=storage.outputs, system_prompt=None,
+        model=model,
+        tools=tools,
+        checkpointer=storage.checkpointer,
+        journal=storage.journal,
+        decisions=storage.decisions,
+        outputs=storage.outputs,
+        system_prompt=None,
     )
     return Session(graph, storage, tools)
 
@@ -89,14 +102,18 @@ def drive(session: Session, prefix: str, threads: int, turns: int, workers: int)
                     try:
                         events = session.send(tid, f"{tid} turn {turn}").collect()
                         if session.pending(tid) is not None:
-                            events += session.resume(tid, {"decisions": [{"type": "approve"}]}).collect()
+                            events += session.resume(
+                                tid, {"decisions": [{"type": "approve"}]}
+                            ).collect()
                         break
                     except RunInProgress:
                         time.sleep(0.05 * (attempt + 1))
                 bad = [e for e in events if isinstance(e, ev.ErrorEvent)]
                 finished = [e for e in events if isinstance(e, ev.RunFinished)]
                 if bad or not finished or finished[-1].status != "completed":
-                    failures.append(f"{tid} turn {turn}: {[e.message for e in bad]} {finished[-1:]}")
+                    failures.append(
+                        f"{tid} turn {turn}: {[e.message for e in bad]} {finished[-1:]}"
+                    )
 
     share = [ids[w::workers] for w in range(workers)]
     pool = [threading.Thread(target=work, args=(s,)) for s in share]

@@ -9,7 +9,13 @@ from pathlib import Path
 from graph import ai, tool_call
 from tests.support.core_fixtures import make_session
 
-SCRIPT = [ai("Sending it.", tool_call("send_email", {"to": "ops@example.com", "body": "deploy done"}, "e1")), "Email sent."]
+SCRIPT = [
+    ai(
+        "Sending it.",
+        tool_call("send_email", {"to": "ops@example.com", "body": "deploy done"}, "e1"),
+    ),
+    "Email sent.",
+]
 
 
 def main() -> None:

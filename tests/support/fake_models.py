@@ -12,7 +12,11 @@ from langchain_core.language_models.fake_chat_models import (
 )
 from langchain_core.messages import AIMessage
 
-WRITE_CALL = {"name": "write_file", "args": {"path": "notes.md", "content": "buy milk\n"}, "id": "call_w1"}
+WRITE_CALL = {
+    "name": "write_file",
+    "args": {"path": "notes.md", "content": "buy milk\n"},
+    "id": "call_w1",
+}
 
 
 class ToolingFake(GenericFakeChatModel):
@@ -31,4 +35,6 @@ def messages_list_fake() -> FakeMessagesListChatModel:
 
 
 def tooling_fake() -> ToolingFake:
-    return ToolingFake(messages=iter([AIMessage("", tool_calls=[WRITE_CALL]), AIMessage("Written.")]))
+    return ToolingFake(
+        messages=iter([AIMessage("", tool_calls=[WRITE_CALL]), AIMessage("Written.")])
+    )

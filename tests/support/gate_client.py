@@ -68,7 +68,10 @@ class RawClient:
         settings = settings_for(db, workspace)
         self.storage = open_storage(db)
         self.agent, _, _ = build_agent(
-            settings, self.storage.checkpointer, journal=self.storage.journal, decisions=self.storage.decisions
+            settings,
+            self.storage.checkpointer,
+            journal=self.storage.journal,
+            decisions=self.storage.decisions,
         )
 
     @staticmethod

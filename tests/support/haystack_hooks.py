@@ -46,7 +46,9 @@ class BothForms:
     async def run_async(self, state: Mapping[str, Any]) -> dict[str, Any]:
         self._log("run_async")
         if self.client is None or self.client_loop != _loop_id():
-            raise RuntimeError("run_async runs on another loop than warm_up_async opened its client on")
+            raise RuntimeError(
+                "run_async runs on another loop than warm_up_async opened its client on"
+            )
         await self.client.put(1)  # uses the client: fails on a loop it does not belong to
         await self.client.get()
         return {"model_context": {"form": "async run"}}

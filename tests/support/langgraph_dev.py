@@ -73,7 +73,11 @@ def _secret_env(db: Path | str, home: Path) -> dict[str, str]:
 
 
 def server_env(db: Path | str, workspace: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_", "LANGSMITH_", "LANGCHAIN_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "GATEHOUSE_", "LANGSMITH_", "LANGCHAIN_"))
+    }
     env.update(
         GATEHOUSE_WORKSPACE=str(workspace),
         GATEHOUSE_DB=str(db),
@@ -90,7 +94,9 @@ def write_config(home: Path) -> Path:
     """The project's langgraph.json, runnable from `home`."""
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["dependencies"] = [str((ROOT / d).resolve()) for d in config["dependencies"]]
-    config["graphs"] = {name: str((ROOT / spec).resolve()) for name, spec in config["graphs"].items()}
+    config["graphs"] = {
+        name: str((ROOT / spec).resolve()) for name, spec in config["graphs"].items()
+    }
     if isinstance(config.get("env"), str):
         config["env"] = str((ROOT / config["env"]).resolve())
     if "auth" in config:
@@ -107,20 +113,38 @@ def secret_for(db: Path | str, home: Path) -> str:
     to a SQLite file; for Postgres, the file GATEHOUSE_SECRET_FILE names in `home`."""
     from graph.service.access import install_secret
 
-    return install_secret(Path(db).parent / "gatehouse.secret" if "://" not in str(db) else home / "gatehouse.secret")
+    return install_secret(
+        Path(db).parent / "gatehouse.secret" if "://" not in str(db) else home / "gatehouse.secret"
+    )
 
 
 @contextmanager
-def langgraph_dev(home: Path, *, db: Path | str, workspace: Path, timeout: float = 180, **env: str) -> Iterator[DevServer]:
+def langgraph_dev(
+    home: Path, *, db: Path | str, workspace: Path, timeout: float = 180, **env: str
+) -> Iterator[DevServer]:
     home.mkdir(parents=True, exist_ok=True)
     config = write_config(home)
     port = free_port()
     log = home / f"server-{port}.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [langgraph_cli(), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-             "--config", str(config)],
-            cwd=home, env=server_env(db, workspace, **_secret_env(db, home), **env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                langgraph_cli(),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--config",
+                str(config),
+            ],
+            cwd=home,
+            env=server_env(db, workspace, **_secret_env(db, home), **env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     server = DevServer(f"http://127.0.0.1:{port}", proc, home, log, secret_for(db, home))
     try:

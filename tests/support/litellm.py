@@ -32,8 +32,14 @@ from tests.support.postgres import free_port
 
 PROJECT = Path(__file__).resolve().parent / "litellm_proxy"
 NUM_RETRIES = 2
-MOCK_CALL = {"id": "call_mock_1", "type": "function",
-             "function": {"name": "write_file", "arguments": json.dumps({"path": "mock.md", "content": "from litellm\n"})}}
+MOCK_CALL = {
+    "id": "call_mock_1",
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "arguments": json.dumps({"path": "mock.md", "content": "from litellm\n"}),
+    },
+}
 
 
 @dataclass
@@ -50,8 +56,12 @@ def litellm_binary() -> Path:
     uv = shutil.which("uv")
     if uv is None:
         raise RuntimeError("uv is needed to install the LiteLLM proxy's own environment")
-    subprocess.run([uv, "sync", "--frozen", "--quiet", "--project", str(PROJECT)], check=True, timeout=600,
-                   env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"})
+    subprocess.run(
+        [uv, "sync", "--frozen", "--quiet", "--project", str(PROJECT)],
+        check=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"},
+    )
     return PROJECT / ".venv" / "bin" / "litellm"
 
 
@@ -59,11 +69,24 @@ def write_config(home: Path, upstream: str) -> Path:
     # JSON is YAML: no YAML writer needed.
     config = {
         "model_list": [
-            {"model_name": "gpt-test",
-             "litellm_params": {"model": "openai/gpt-test", "api_base": upstream, "api_key": "sk-upstream"}},
-            {"model_name": "mock-tools",
-             "litellm_params": {"model": "openai/gpt-test", "api_base": upstream, "api_key": "sk-upstream",
-                                "mock_response": "", "mock_tool_calls": [MOCK_CALL]}},
+            {
+                "model_name": "gpt-test",
+                "litellm_params": {
+                    "model": "openai/gpt-test",
+                    "api_base": upstream,
+                    "api_key": "sk-upstream",
+                },
+            },
+            {
+                "model_name": "mock-tools",
+                "litellm_params": {
+                    "model": "openai/gpt-test",
+                    "api_base": upstream,
+                    "api_key": "sk-upstream",
+                    "mock_response": "",
+                    "mock_tool_calls": [MOCK_CALL],
+                },
+            },
         ],
         "router_settings": {"num_retries": NUM_RETRIES, "retry_after": 0},
         "litellm_settings": {"telemetry": False, "num_retries": NUM_RETRIES, "request_timeout": 30},
@@ -78,18 +101,47 @@ def litellm_proxy(home: Path, upstream: str, *, timeout: float = 120) -> Iterato
     binary = litellm_binary()
     port = free_port()
     log = home / "litellm.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LITELLM_", "VIRTUAL_ENV"))}
-    env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_TELEMETRY="False", LITELLM_LOG="ERROR",
-               NO_PROXY="127.0.0.1,localhost", DISABLE_SCHEMA_UPDATE="True")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "LITELLM_", "VIRTUAL_ENV"))
+    }
+    env.update(
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        LITELLM_TELEMETRY="False",
+        LITELLM_LOG="ERROR",
+        NO_PROXY="127.0.0.1,localhost",
+        DISABLE_SCHEMA_UPDATE="True",
+    )
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(binary), "--config", str(write_config(home, upstream)), "--host", "127.0.0.1", "--port", str(port),
-             "--num_workers", "1"],
-            cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(binary),
+                "--config",
+                str(write_config(home, upstream)),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--num_workers",
+                "1",
+            ],
+            cwd=home,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     proxy = Proxy(f"http://127.0.0.1:{port}/v1", log)
     try:
-        wait_ready(f"http://127.0.0.1:{port}/health/readiness", proc, log, timeout, "the LiteLLM proxy", 0.1)
+        wait_ready(
+            f"http://127.0.0.1:{port}/health/readiness",
+            proc,
+            log,
+            timeout,
+            "the LiteLLM proxy",
+            0.1,
+        )
         yield proxy
     finally:
         stop_group(proc)

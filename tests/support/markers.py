@@ -29,7 +29,7 @@ def require_marker(name: str, what: str) -> None:
         pytest.fail(
             f"{item.nodeid} {what} but is not marked @pytest.mark.{name}: "
             f'`pytest -m "not {name}"` would run it. Add the marker (a parametrized case '
-            f'takes it as pytest.param(..., marks=pytest.mark.{name})).',
+            f"takes it as pytest.param(..., marks=pytest.mark.{name})).",
             pytrace=False,
         )
 
@@ -42,7 +42,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if "postgres_server" in getattr(item, "fixturenames", ()):
         require_marker("postgres", "uses the postgres_server fixture")
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and any(isinstance(v, str) and v == "postgres" for v in callspec.params.values()):
+    if callspec is not None and any(
+        isinstance(v, str) and v == "postgres" for v in callspec.params.values()
+    ):
         require_marker("postgres", 'is a "postgres" case')
 
 

@@ -30,7 +30,10 @@ def _asked(messages: list[BaseMessage]) -> str:
 
 def _send_email_turn(messages: list[BaseMessage]) -> AIMessage:
     # Deterministic per thread (turn-indexed script): the body names the request.
-    return ai("Sending it.", tool_call("send_email", {"to": "ops@example.com", "body": _asked(messages)}, "e1"))
+    return ai(
+        "Sending it.",
+        tool_call("send_email", {"to": "ops@example.com", "body": _asked(messages)}, "e1"),
+    )
 
 
 SCRIPT: list[Any] = [_send_email_turn, "Email sent."]

@@ -102,13 +102,17 @@ class FakeOpenAI:
                 if path == "/v1/responses":
                     return self._responses(body, n)
                 if problem := _unpaired_tool_messages(body.get("messages", [])):
-                    return self._json(400, {"error": {"message": problem, "type": "invalid_request_error"}})
+                    return self._json(
+                        400, {"error": {"message": problem, "type": "invalid_request_error"}}
+                    )
                 reply = fake._reply(body)
                 headers = reply.get("headers") or {}
                 if status := reply.get("status"):
                     kind = ERROR_TYPES.get(status, "server_error")
                     message = reply.get("content") or f"fake error {status}"
-                    return self._json(status, {"error": {"message": message, "type": kind}}, headers)
+                    return self._json(
+                        status, {"error": {"message": message, "type": kind}}, headers
+                    )
                 if not body.get("stream") or reply.get("stream") is False:
                     time.sleep(reply.get("delay") or 0)
                     return self._json(200, _completion(reply, body, n), headers)
@@ -116,7 +120,14 @@ class FakeOpenAI:
                 if cut := reply.get("cut") or reply.get("drop"):
                     events = events[: cut if cut is not True else max(2, len(events) * 2 // 3)]
                 if (at := reply.get("error_event")) is not None:
-                    error = {"error": {"message": "upstream stream broke", "type": None, "param": None, "code": "500"}}
+                    error = {
+                        "error": {
+                            "message": "upstream stream broke",
+                            "type": None,
+                            "param": None,
+                            "code": "500",
+                        }
+                    }
                     events = [*events[:at], f"data: {json.dumps(error)}\n\n".encode()]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -150,7 +161,9 @@ class FakeOpenAI:
                     self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
 
-            def _json(self, status: int, payload: dict[str, Any], headers: dict[str, Any] | None = None) -> None:
+            def _json(
+                self, status: int, payload: dict[str, Any], headers: dict[str, Any] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -167,7 +180,10 @@ class FakeOpenAI:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         if self._httpd is not None:
             self._httpd.shutdown()
@@ -182,13 +198,21 @@ class FakeOpenAI:
             item = item(body)
         reply = {"content": item} if isinstance(item, str) else dict(item)
         calls = [
-            {**c, "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])}
+            {
+                **c,
+                "arguments": c["arguments"]
+                if isinstance(c["arguments"], str)
+                else json.dumps(c["arguments"]),
+            }
             for c in reply.get("tool_calls") or []
         ]
         reply["tool_calls"] = calls
         reply["content"] = reply.get("content") or ""
         words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
-        usage = {"prompt_tokens": words, "completion_tokens": len(reply["content"].split()) + len(calls)}
+        usage = {
+            "prompt_tokens": words,
+            "completion_tokens": len(reply["content"].split()) + len(calls),
+        }
         usage.update(reply.get("usage") or {})
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         reply["usage"] = usage
@@ -221,13 +245,21 @@ def _unpaired_tool_messages(messages: list[dict[str, Any]]) -> str | None:
             continue
         if waiting:
             break
-        waiting = {c["id"] for c in m.get("tool_calls") or []} if m.get("role") == "assistant" else set()
+        waiting = (
+            {c["id"] for c in m.get("tool_calls") or []} if m.get("role") == "assistant" else set()
+        )
     return f"tool calls without a tool message: {sorted(waiting)}" if waiting else None
 
 
 def _envelope(kind: str, body: dict[str, Any], n: int, choices: list[Any]) -> dict[str, Any]:
-    return {"id": f"chatcmpl-fake{n}", "object": kind, "created": 1700000000 + n,
-            "model": body.get("model", "gpt-test"), "system_fingerprint": "fp_fake", "choices": choices}
+    return {
+        "id": f"chatcmpl-fake{n}",
+        "object": kind,
+        "created": 1700000000 + n,
+        "model": body.get("model", "gpt-test"),
+        "system_fingerprint": "fp_fake",
+        "choices": choices,
+    }
 
 
 def _finish(reply: dict[str, Any]) -> str:
@@ -235,12 +267,20 @@ def _finish(reply: dict[str, Any]) -> str:
 
 
 def _completion(reply: dict[str, Any], body: dict[str, Any], n: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply["content"] or None, "refusal": None}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": reply["content"] or None,
+        "refusal": None,
+    }
     if reply.get("reasoning"):
         message[reply.get("reasoning_field") or "reasoning_content"] = reply["reasoning"]
     if reply["tool_calls"]:
         message["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
             for c in reply["tool_calls"]
         ]
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(reply)}
@@ -251,68 +291,153 @@ def _chunks(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[str
     with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        out = _envelope("chat.completion.chunk", body, n, [
-            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        out = _envelope(
+            "chat.completion.chunk",
+            body,
+            n,
+            [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        )
         return json.dumps({**out, "usage": None} if with_usage else out)
 
     yield chunk({"role": "assistant", "content": ""})
     size = reply.get("chunk_chars") or 4
     thinking = reply.get("reasoning") or ""
     for i in range(0, len(thinking), size):
-        yield chunk({"content": None, reply.get("reasoning_field") or "reasoning_content": thinking[i : i + size]})
+        yield chunk(
+            {
+                "content": None,
+                reply.get("reasoning_field") or "reasoning_content": thinking[i : i + size],
+            }
+        )
     text = reply["content"]
     for i in range(0, len(text), size):
         yield chunk({"content": text[i : i + size]})
     for index, call in enumerate(reply["tool_calls"]):
         first, *rest = _pieces(call["arguments"], 3)
         fn = {"name": call["name"], "arguments": first}
-        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": fn}]})
+        yield chunk(
+            {"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": fn}]}
+        )
         for piece in rest:
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, _finish(reply))
     if with_usage and reply.get("usage_chunk", True):
-        yield json.dumps({**_envelope("chat.completion.chunk", body, n, []), "usage": reply["usage"]})
+        yield json.dumps(
+            {**_envelope("chat.completion.chunk", body, n, []), "usage": reply["usage"]}
+        )
     yield "[DONE]"
 
 
-def _response_events(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[tuple[str, dict[str, Any]]]:
+def _response_events(
+    reply: dict[str, Any], body: dict[str, Any], n: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """The Responses API's stream for a text reply with an optional reasoning summary;
     the last event carries the whole response."""
     seq = iter(range(10_000))
-    base = {"id": f"resp_fake{n}", "object": "response", "created_at": 1700000000 + n,
-            "model": body.get("model", "gpt-test"), "parallel_tool_calls": True, "tool_choice": "auto",
-            "tools": [], "output": []}
-    yield "response.created", {"type": "response.created", "sequence_number": next(seq),
-                               "response": {**base, "status": "in_progress"}}
+    base = {
+        "id": f"resp_fake{n}",
+        "object": "response",
+        "created_at": 1700000000 + n,
+        "model": body.get("model", "gpt-test"),
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "output": [],
+    }
+    yield (
+        "response.created",
+        {
+            "type": "response.created",
+            "sequence_number": next(seq),
+            "response": {**base, "status": "in_progress"},
+        },
+    )
     output: list[dict[str, Any]] = []
     summary = reply.get("reasoning") or ""
     if summary:
         item = {"type": "reasoning", "id": f"rs_fake{n}", "summary": []}
-        yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
-                                             "output_index": len(output), "item": item}
+        yield (
+            "response.output_item.added",
+            {
+                "type": "response.output_item.added",
+                "sequence_number": next(seq),
+                "output_index": len(output),
+                "item": item,
+            },
+        )
         part = {"item_id": item["id"], "output_index": len(output), "summary_index": 0}
-        yield "response.reasoning_summary_part.added", {
-            "type": "response.reasoning_summary_part.added", "sequence_number": next(seq), **part,
-            "part": {"type": "summary_text", "text": ""}}
+        yield (
+            "response.reasoning_summary_part.added",
+            {
+                "type": "response.reasoning_summary_part.added",
+                "sequence_number": next(seq),
+                **part,
+                "part": {"type": "summary_text", "text": ""},
+            },
+        )
         for i in range(0, len(summary), 8):
-            yield "response.reasoning_summary_text.delta", {
-                "type": "response.reasoning_summary_text.delta", "sequence_number": next(seq), **part,
-                "delta": summary[i : i + 8]}
+            yield (
+                "response.reasoning_summary_text.delta",
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "sequence_number": next(seq),
+                    **part,
+                    "delta": summary[i : i + 8],
+                },
+            )
         output.append({**item, "summary": [{"type": "summary_text", "text": summary}]})
-    message = {"type": "message", "id": f"msg_fake{n}", "role": "assistant", "status": "in_progress", "content": []}
+    message = {
+        "type": "message",
+        "id": f"msg_fake{n}",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [],
+    }
     index = len(output)
-    yield "response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
-                                         "output_index": index, "item": message}
+    yield (
+        "response.output_item.added",
+        {
+            "type": "response.output_item.added",
+            "sequence_number": next(seq),
+            "output_index": index,
+            "item": message,
+        },
+    )
     text = reply["content"]
     for i in range(0, len(text), 4):
-        yield "response.output_text.delta", {
-            "type": "response.output_text.delta", "sequence_number": next(seq), "item_id": message["id"],
-            "output_index": index, "content_index": 0, "delta": text[i : i + 4], "logprobs": []}
-    output.append({**message, "status": "completed",
-                   "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]})
+        yield (
+            "response.output_text.delta",
+            {
+                "type": "response.output_text.delta",
+                "sequence_number": next(seq),
+                "item_id": message["id"],
+                "output_index": index,
+                "content_index": 0,
+                "delta": text[i : i + 4],
+                "logprobs": [],
+            },
+        )
+    output.append(
+        {
+            **message,
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+        }
+    )
     usage = reply["usage"]
-    done = {**base, "status": "completed", "output": output,
-            "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
-                      "total_tokens": usage["total_tokens"], "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": len(summary.split())}}}
-    yield "response.completed", {"type": "response.completed", "sequence_number": next(seq), "response": done}
+    done = {
+        **base,
+        "status": "completed",
+        "output": output,
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": len(summary.split())},
+        },
+    }
+    yield (
+        "response.completed",
+        {"type": "response.completed", "sequence_number": next(seq), "response": done},
+    )

@@ -29,7 +29,13 @@ import pytest
 
 from tests.support.markers import require_marker
 
-SEARCH = ["/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/opt/homebrew/bin", "/usr/local/bin", "/usr/bin"]
+SEARCH = [
+    "/usr/lib/postgresql/*/bin",
+    "/usr/local/pgsql/bin",
+    "/opt/homebrew/bin",
+    "/usr/local/bin",
+    "/usr/bin",
+]
 
 
 def find_bin_dir() -> Path | None:
@@ -91,8 +97,16 @@ class PostgresServer:
             for p in (self.root, sock):
                 os.chown(p, entry.pw_uid, entry.pw_gid)
         init = self._run(
-            str(self.bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-            "--no-locale", "--no-sync",
+            str(self.bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
         )
         if init.returncode != 0:
             raise RuntimeError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
@@ -102,15 +116,36 @@ class PostgresServer:
             "-c wal_level=minimal -c max_wal_senders=0"
         )
         started = self._run(
-            str(self.bin_dir / "pg_ctl"), "-D", str(data), "-l", str(self.root / "server.log"), "-o", opts,
-            "-w", "-t", "60", "start",
+            str(self.bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(self.root / "server.log"),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
         )
         if started.returncode != 0:
-            log = (self.root / "server.log").read_text() if (self.root / "server.log").exists() else ""
+            log = (
+                (self.root / "server.log").read_text()
+                if (self.root / "server.log").exists()
+                else ""
+            )
             raise RuntimeError(f"pg_ctl start failed:\n{started.stdout}\n{started.stderr}\n{log}")
 
     def stop(self) -> None:
-        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
+        self._run(
+            str(self.bin_dir / "pg_ctl"),
+            "-D",
+            str(self.root / "data"),
+            "-m",
+            "immediate",
+            "-w",
+            "stop",
+        )
 
     def create_database(self, prefix: str = "t") -> str:
         """A fresh, empty database; returns its URL."""
@@ -180,12 +215,23 @@ shutil.rmtree(root, ignore_errors=True)
 def _watchdog(server: PostgresServer) -> subprocess.Popen[bytes]:
     """Stops the server if this test process dies without tearing down (kill -9, a
     CI timeout), so no Postgres is left running. Killed on a normal teardown."""
-    stop = [str(server.bin_dir / "pg_ctl"), "-D", str(server.root / "data"), "-m", "immediate", "-w", "stop"]
+    stop = [
+        str(server.bin_dir / "pg_ctl"),
+        "-D",
+        str(server.root / "data"),
+        "-m",
+        "immediate",
+        "-w",
+        "stop",
+    ]
     if server.user is not None:
         stop = ["runuser", "-u", server.user, "--", *stop]
     return subprocess.Popen(
         [sys.executable, "-c", WATCHDOG, str(os.getpid()), *stop, str(server.root)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
 

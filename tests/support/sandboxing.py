@@ -38,8 +38,17 @@ def sandbox_for(mode: str, workspace: Path, **kwargs: Any) -> Sandbox:
     return choose_sandbox("require", workspace, **kwargs)
 
 
-def shell(mode: str, ws: Workspace, *, allow: tuple[str, ...] | list[str] = (), timeout_s: float = 10, **kwargs: Any) -> BaseTool:
-    return make_shell_tool(ws, allow=allow, timeout_s=timeout_s, sandbox=sandbox_for(mode, ws.root, **kwargs))
+def shell(
+    mode: str,
+    ws: Workspace,
+    *,
+    allow: tuple[str, ...] | list[str] = (),
+    timeout_s: float = 10,
+    **kwargs: Any,
+) -> BaseTool:
+    return make_shell_tool(
+        ws, allow=allow, timeout_s=timeout_s, sandbox=sandbox_for(mode, ws.root, **kwargs)
+    )
 
 
 def outcome(mode: str, got_through: bool, *, fallback_stops: bool, evidence: str = "") -> None:

@@ -22,7 +22,9 @@ SLOW_REPLY = "Thinking slowly about that. " + "Still going… " * 60
 class SlowModel(ScriptedModel):
     delay_s: float = CHUNK_DELAY_S
 
-    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
         for chunk in super()._stream(messages, stop, run_manager, **kwargs):
             yield chunk
             time.sleep(self.delay_s)
@@ -36,7 +38,9 @@ class StuckModel(ScriptedModel):
     """A model call that does not return for a long time and cannot be interrupted
     (a provider that hangs): a cancelled run cannot reach a safe point soon."""
 
-    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
         time.sleep(60)
         yield from super()._stream(messages, stop, run_manager, **kwargs)
 

@@ -21,8 +21,13 @@ from graph.service.demo_model import DemoModel
 class SlowDemoModel(DemoModel):
     delay: float = 0.15
 
-    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
         for chunk in super()._stream(messages, stop, run_manager, **kwargs):
             time.sleep(self.delay)
             yield chunk
@@ -37,8 +42,13 @@ class FlakyDemoModel(DemoModel):
 
     failures: int = 1
 
-    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
         if _FLAKY["calls"] < self.failures:
             _FLAKY["calls"] += 1
             import httpx

@@ -78,8 +78,13 @@ class Chat:
 
     def start(self, thread_id: str | None) -> None:
         info = self.session.info
-        self.out.print(Text.assemble(("Gatehouse", "bold"), f" · {info.get('model', '')}",
-                                     (f" · {info.get('db', '')}", "dim")))
+        self.out.print(
+            Text.assemble(
+                ("Gatehouse", "bold"),
+                f" · {info.get('model', '')}",
+                (f" · {info.get('db', '')}", "dim"),
+            )
+        )
         if thread_id:
             self.thread_id = thread_id
             self.out.print(Text.assemble("thread ", (thread_id, "bold")))
@@ -87,13 +92,21 @@ class Chat:
             status = self.session.thread(thread_id)
             if status and status.status in ("failed", "interrupted"):
                 why = f" ({status.reason})" if status.reason else ""
-                self.out.print(Text(f"The last run ended as {status.status!r}{why}; type /retry to continue it.",
-                                    "yellow"))
+                self.out.print(
+                    Text(
+                        f"The last run ended as {status.status!r}{why}; type /retry to continue it.",
+                        "yellow",
+                    )
+                )
         else:
             self.thread_id = self.session.new_thread_id()
             self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
-        self.out.print(Text(f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)",
-                            "dim"))
+        self.out.print(
+            Text(
+                f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)",
+                "dim",
+            )
+        )
         self.show_auto_approve()
 
     def prompt(self) -> str:
@@ -105,7 +118,9 @@ class Chat:
         if why:
             self.out.print(term.auto_approve_banner(why))
         elif off_too:
-            self.out.print(Text("auto-approve is off: calls that need approval ask you first.", "dim"))
+            self.out.print(
+                Text("auto-approve is off: calls that need approval ask you first.", "dim")
+            )
 
     def auto_command(self, args: list[str]) -> None:
         """/auto [on|off] (this session) or /auto thread on|off (this thread, stored)."""
@@ -132,17 +147,26 @@ class Chat:
         first = 0 if whole or len(starts) <= RESUME_TURNS else starts[-RESUME_TURNS]
         if first:
             hidden = len(starts) - RESUME_TURNS
-            self.out.print(Text(f"… {hidden} earlier turn{'s' if hidden != 1 else ''} not shown "
-                                f"(/history, gatehouse chat --thread {self.thread_id} --all, or "
-                                f"gatehouse show {self.thread_id})", "dim"))
+            self.out.print(
+                Text(
+                    f"… {hidden} earlier turn{'s' if hidden != 1 else ''} not shown "
+                    f"(/history, gatehouse chat --thread {self.thread_id} --all, or "
+                    f"gatehouse show {self.thread_id})",
+                    "dim",
+                )
+            )
         term.render_transcript(self.out, messages, numbered=True, first=first)
 
     def leave(self) -> int:
         waiting = bool(self.thread_id) and self.session.pending(self.thread_id) is not None
         note = " (waiting for a decision)" if waiting else ""
         if self.session.exists(self.thread_id):
-            self.out.print(Text(f"Bye. Thread {self.thread_id}{note}: gatehouse chat --thread {self.thread_id}",
-                                "dim"))
+            self.out.print(
+                Text(
+                    f"Bye. Thread {self.thread_id}{note}: gatehouse chat --thread {self.thread_id}",
+                    "dim",
+                )
+            )
         return 3 if waiting else 0
 
     def command(self, text: str) -> bool:
@@ -173,9 +197,15 @@ class Chat:
             except (ValueError, RunInProgress) as exc:
                 self.err.print(Text(str(exc), "red"))
             else:
-                self.out.print(Text("nothing old enough to compact" if event is None else
-                                    f"compacted: {event.messages_removed} messages summarised, "
-                                    f"{event.tokens_before:,} → {event.tokens_after:,} tokens", "dim"))
+                self.out.print(
+                    Text(
+                        "nothing old enough to compact"
+                        if event is None
+                        else f"compacted: {event.messages_removed} messages summarised, "
+                        f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
+                        "dim",
+                    )
+                )
         elif name == "/retry":
             if self.session.pending(self.thread_id) is None:
                 try:
@@ -194,8 +224,12 @@ class Chat:
             u = renderer.usage
             self.out.print(Text(f"tokens: {u.input_tokens} in · {u.output_tokens} out", "dim"))
         if status == "failed":
-            self.out.print(Text("Type /retry to try the run again from its last checkpoint.", "yellow"))
-        elif status == "stopped" and any(isinstance(e, ev.Notice) and e.source == ev.CUT_OFF_SOURCE for e in events):
+            self.out.print(
+                Text("Type /retry to try the run again from its last checkpoint.", "yellow")
+            )
+        elif status == "stopped" and any(
+            isinstance(e, ev.Notice) and e.source == ev.CUT_OFF_SOURCE for e in events
+        ):
             self.out.print(Text("Type /retry to ask the model again.", "yellow"))
         return status
 

@@ -57,7 +57,9 @@ class _Deferred:
     """A module, or a name in one, loaded on first use: `gatehouse --help` needs
     neither rich nor pydantic, and a read-only command never needs LangGraph."""
 
-    def __init__(self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None) -> None:
+    def __init__(
+        self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None
+    ) -> None:
         self._where = (module, name, make)
         self._target: Any = None
 
@@ -90,8 +92,13 @@ if not TYPE_CHECKING:
     Text = _Deferred("rich.text", "Text")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
-STATUS_EXIT = {"completed": EXIT_OK, "awaiting_approval": EXIT_AWAITING, "failed": EXIT_FAILED,
-               "stopped": EXIT_FAILED, "cancelled": EXIT_CANCELLED}
+STATUS_EXIT = {
+    "completed": EXIT_OK,
+    "awaiting_approval": EXIT_AWAITING,
+    "failed": EXIT_FAILED,
+    "stopped": EXIT_FAILED,
+    "cancelled": EXIT_CANCELLED,
+}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 APP_PATH = PROJECT_ROOT / "ui" / "web" / "launch.py"  # the app behind its sign-in guard
 
@@ -113,24 +120,50 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-out: Console = cast("Console", _Deferred("ui.term.render", make=lambda render: render.make_console()))
-err: Console = cast("Console", _Deferred("ui.term.render", make=lambda render: render.make_console(stderr=True)))
+out: Console = cast(
+    "Console", _Deferred("ui.term.render", make=lambda render: render.make_console())
+)
+err: Console = cast(
+    "Console", _Deferred("ui.term.render", make=lambda render: render.make_console(stderr=True))
+)
 
-DbOpt = Annotated[str | None, typer.Option("--db", metavar="PATH", help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout (errors too).",
-                                       callback=lambda value: _remember_json(value))]
-ThreadArg = Annotated[str, typer.Argument(metavar="ID", help="Thread id.", callback=lambda v: _check_id(v))]
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="PATH",
+        help="Database: a SQLite file or a postgresql:// URL (default: settings, GATEHOUSE_DB).",
+    ),
+]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print machine-readable JSON on stdout (errors too).",
+        callback=lambda value: _remember_json(value),
+    ),
+]
+ThreadArg = Annotated[
+    str, typer.Argument(metavar="ID", help="Thread id.", callback=lambda v: _check_id(v))
+]
 AutoApproveOpt = Annotated[
     bool,
-    typer.Option("--auto-approve", help="Run calls that would ask for approval without asking, for this command "
-                 "(deny rules still apply; each call is recorded as auto-approved)."),
+    typer.Option(
+        "--auto-approve",
+        help="Run calls that would ask for approval without asking, for this command "
+        "(deny rules still apply; each call is recorded as auto-approved).",
+    ),
 ]
 InterruptOpt = Annotated[
     str | None,
-    typer.Option("--interrupt-id", "--request", metavar="ID",
-                 help="The request you decide: its id, as `pending` and `show` print it. Required in scripts "
-                      "(refused, exit 2, when missing or no longer pending); on a terminal, without it, the "
-                      "card is shown and you confirm."),
+    typer.Option(
+        "--interrupt-id",
+        "--request",
+        metavar="ID",
+        help="The request you decide: its id, as `pending` and `show` print it. Required in scripts "
+        "(refused, exit 2, when missing or no longer pending); on a terminal, without it, the "
+        "card is shown and you confirm.",
+    ),
 ]
 
 
@@ -283,8 +316,10 @@ def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
     starts = turn_starts(messages)
     if not 1 <= turn <= len(starts):
         have = f"turns 1 to {len(starts)}" if starts else "no turns"
-        raise fail(f"thread {thread_id} has {have}, not #{turn} (`gatehouse show {thread_id}` numbers them)",
-                   EXIT_USAGE)
+        raise fail(
+            f"thread {thread_id} has {have}, not #{turn} (`gatehouse show {thread_id}` numbers them)",
+            EXIT_USAGE,
+        )
     return starts[turn - 1]
 
 
@@ -298,7 +333,9 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 
-def require_pending(session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool) -> Pause:
+def require_pending(
+    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
+) -> Pause:
     """The pending request the command decides. A decision covers only a request its
     author has seen: a script names it (--interrupt-id, as `pending` and `show` print
     it) and is refused when it is missing or no longer pending; a person at a terminal
@@ -312,30 +349,48 @@ def require_pending(session: Session | ThreadReader, thread_id: str, interrupt_i
         status = info.status if info else "idle"
         from graph.protocol.decisions import who_decided
 
-        log = session.audit(thread_id, limit=50) if hasattr(session, "audit") else session.recent_decisions(thread_id)
+        log = (
+            session.audit(thread_id, limit=50)
+            if hasattr(session, "audit")
+            else session.recent_decisions(thread_id)
+        )
         done = who_decided(log)  # who beat us to it
         by = f"; already decided: {done}" if done else ""
         if interrupt_id is not None:
-            raise fail(f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
-                       f"(thread status: {status}{by}); nothing was sent", EXIT_USAGE)
-        raise fail(f"thread {thread_id} is not waiting for a decision (status: {status}){by}", EXIT_USAGE)
-    if interrupt_id is not None and interrupt_id != pending.interrupt_id and not isinstance(session, graph.ThreadReader):
+            raise fail(
+                f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
+                f"(thread status: {status}{by}); nothing was sent",
+                EXIT_USAGE,
+            )
+        raise fail(
+            f"thread {thread_id} is not waiting for a decision (status: {status}){by}", EXIT_USAGE
+        )
+    if (
+        interrupt_id is not None
+        and interrupt_id != pending.interrupt_id
+        and not isinstance(session, graph.ThreadReader)
+    ):
         # The session tells a request already decided from one never asked; an empty
         # answer to a request that is not pending is refused before anything else.
         try:
             session.submit(ops.Decide(thread_id, ops.review([]), interrupt_id))
         except graph.DecisionError as exc:
             raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
-        raise fail(f"request {interrupt_id} is not the pending request of thread {thread_id}", EXIT_USAGE)
+        raise fail(
+            f"request {interrupt_id} is not the pending request of thread {thread_id}", EXIT_USAGE
+        )
     return pending
 
 
 def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
     """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
     if interrupt_id is None and not can_confirm(as_json):
-        raise fail(f"name the request this decision is for: add --interrupt-id ID, with the request id that "
-                   f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
-                   "Without it a script could decide a request nobody has seen; nothing was sent.", EXIT_USAGE)
+        raise fail(
+            f"name the request this decision is for: add --interrupt-id ID, with the request id that "
+            f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
+            "Without it a script could decide a request nobody has seen; nothing was sent.",
+            EXIT_USAGE,
+        )
 
 
 def can_confirm(as_json: bool) -> bool:
@@ -360,20 +415,29 @@ def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str
 RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
 
 
-def require_approval(session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool) -> Approval:
+def require_approval(
+    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
+) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
     pending = require_pending(session, thread_id, interrupt_id, as_json)
     if isinstance(pending, graph.OutcomeUnknown):
         name = pending.call.name
-        raise fail(f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
-                   f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}", EXIT_USAGE)
+        raise fail(
+            f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
+            f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}",
+            EXIT_USAGE,
+        )
     require_named(thread_id, interrupt_id, as_json)
     return pending
 
 
 def check_before_loading(
-    db: str | None, thread_id: str, interrupt_id: str | None, as_json: bool, build: Callable[[Approval], Any]
+    db: str | None,
+    thread_id: str,
+    interrupt_id: str | None,
+    as_json: bool,
+    build: Callable[[Approval], Any],
 ) -> None:
     """Refuse a bad decision before LangGraph is imported (seconds on a busy machine):
     the thread, its pending request and the options are checked against the database
@@ -400,7 +464,9 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
             quit_now(run)
         stopping = True
         run.cancel()
-        err.print(Text("\n■ stopping at the next safe point… (Ctrl-C again to quit now)", "magenta"))
+        err.print(
+            Text("\n■ stopping at the next safe point… (Ctrl-C again to quit now)", "magenta")
+        )
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
@@ -418,13 +484,17 @@ def quit_now(run: Run) -> None:
     alive until its step ends, so the process exits without waiting for it; the
     database is consistent at every commit, and whatever was cut short is found by the
     next run (a started call becomes an "outcome unknown" question)."""
-    err.print(Text(f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}", "magenta"))
+    err.print(
+        Text(f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}", "magenta")
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(EXIT_CANCELLED)
 
 
-def run_summary(session: Session, thread_id: str, status: str, events: list[ev.Event]) -> dict[str, Any]:
+def run_summary(
+    session: Session, thread_id: str, status: str, events: list[ev.Event]
+) -> dict[str, Any]:
     pending = session.pending(thread_id) if status == "awaiting_approval" else None
     finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
     auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
@@ -438,21 +508,51 @@ def run_summary(session: Session, thread_id: str, status: str, events: list[ev.E
         "final_text": finished.text if finished else None,
         "message_id": finished.message_id if finished else None,
         "tools": [
-            {"call_id": e.call_id, "name": e.name, "status": e.status, "output": e.output,
-             "auto_approved": e.call_id in auto, "grant": granted.get(e.call_id),
-             **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {})}
-            for e in events if isinstance(e, ev.ToolFinished)
+            {
+                "call_id": e.call_id,
+                "name": e.name,
+                "status": e.status,
+                "output": e.output,
+                "auto_approved": e.call_id in auto,
+                "grant": granted.get(e.call_id),
+                **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {}),
+            }
+            for e in events
+            if isinstance(e, ev.ToolFinished)
         ],
         "auto_approve": session.auto_approving(thread_id),
-        "compacted": [{"tokens_before": e.tokens_before, "tokens_after": e.tokens_after,
-                       "messages_removed": e.messages_removed} for e in events if isinstance(e, ev.Compacted)],
+        "compacted": [
+            {
+                "tokens_before": e.tokens_before,
+                "tokens_after": e.tokens_after,
+                "messages_removed": e.messages_removed,
+            }
+            for e in events
+            if isinstance(e, ev.Compacted)
+        ],
         "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
-        "failure": next(({"message": e.message, "kind": e.kind, "retryable": e.retryable}
-                         for e in events if isinstance(e, ev.ErrorEvent)), None),
+        "failure": next(
+            (
+                {"message": e.message, "kind": e.kind, "retryable": e.retryable}
+                for e in events
+                if isinstance(e, ev.ErrorEvent)
+            ),
+            None,
+        ),
         "reasoning": "".join(e.text for e in events if isinstance(e, ev.ReasoningDelta)),
-        "notices": [{"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)],
-        "retries": [{"attempt": e.attempt, "max_retries": e.max_retries, "delay_s": e.delay_s, "reason": e.reason}
-                    for e in events if isinstance(e, ev.ModelRetried)],
+        "notices": [
+            {"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)
+        ],
+        "retries": [
+            {
+                "attempt": e.attempt,
+                "max_retries": e.max_retries,
+                "delay_s": e.delay_s,
+                "reason": e.reason,
+            }
+            for e in events
+            if isinstance(e, ev.ModelRetried)
+        ],
         "pending": term.pending_json(pending) if pending else None,
     }
 
@@ -467,13 +567,23 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
         if isinstance(pending, graph.OutcomeUnknown):
             out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
         else:
-            out.print(Text(f"decide with: gatehouse approve|reject|respond {run.thread_id} "
-                           f"--interrupt-id {visible(pending.interrupt_id)} …", "dim"))
+            out.print(
+                Text(
+                    f"decide with: gatehouse approve|reject|respond {run.thread_id} "
+                    f"--interrupt-id {visible(pending.interrupt_id)} …",
+                    "dim",
+                )
+            )
     raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
 
 
-def send_answer(session: Session, pending: Pause, answer: ReviewAnswer | OutcomeAnswer, interrupt_id: str | None,
-                as_json: bool) -> None:
+def send_answer(
+    session: Session,
+    pending: Pause,
+    answer: ReviewAnswer | OutcomeAnswer,
+    interrupt_id: str | None,
+    as_json: bool,
+) -> None:
     if interrupt_id is None:  # require_pending let it through: a person at a terminal
         interrupt_id = confirm_unnamed(pending, answer)
     try:
@@ -483,7 +593,9 @@ def send_answer(session: Session, pending: Pause, answer: ReviewAnswer | Outcome
     finish_run(session, run, as_json)
 
 
-def decide(pending: Approval, chosen: dict[int, Decision], others: Decision | None, hint: str) -> ReviewAnswer:
+def decide(
+    pending: Approval, chosen: dict[int, Decision], others: Decision | None, hint: str
+) -> ReviewAnswer:
     try:
         return td.answer(pending, chosen, others, hint=hint)
     except td.DecisionUsage as exc:
@@ -502,7 +614,14 @@ def others_decision(reject_others: str | None, approve_others: bool) -> Decision
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
-    port: Annotated[int | None, typer.Option("--port", metavar="N", help="Without a command: start the web UI on this port (same as `gatehouse ui --port N`).")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            metavar="N",
+            help="Without a command: start the web UI on this port (same as `gatehouse ui --port N`).",
+        ),
+    ] = None,
 ) -> None:
     """Without a command, start the web UI (same as `gatehouse ui`)."""
     global _bad_thread_id
@@ -510,8 +629,11 @@ def root(
     if ctx.invoked_subcommand is None:
         ui(port=port, browser=True)
     elif port is not None:
-        raise fail(f"--port is for the web UI: `gatehouse --port {port}` or `gatehouse ui --port {port}`, "
-                   f"not with `{ctx.invoked_subcommand}`", EXIT_USAGE)
+        raise fail(
+            f"--port is for the web UI: `gatehouse --port {port}` or `gatehouse ui --port {port}`, "
+            f"not with `{ctx.invoked_subcommand}`",
+            EXIT_USAGE,
+        )
 
 
 @app.command()
@@ -536,10 +658,17 @@ def ui(
 
 @app.command()
 def studio(
-    port: Annotated[int | None, typer.Option(metavar="N", help="Port for the LangGraph dev server (default 2024).")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Port for the LangGraph dev server (default 2024)."),
+    ] = None,
     browser: Annotated[bool, typer.Option(help="Open Studio in a browser.")] = True,
-    thread: Annotated[list[str] | None, typer.Option("--thread", "-t", metavar="ID",
-                                                     help="Open this thread in Studio (repeatable).")] = None,
+    thread: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--thread", "-t", metavar="ID", help="Open this thread in Studio (repeatable)."
+        ),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Start `langgraph dev` on the project's langgraph.json, on Gatehouse's own database:
@@ -572,7 +701,15 @@ def studio(
     os.environ.update(graph.location_env(settings))
     err.print(Text(f"Database: {shown_db(settings.db)}", "dim"))
     port = port or DEFAULT_PORT
-    cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json"), "--port", str(port), "--no-browser"]
+    cmd = [
+        exe,
+        "dev",
+        "--config",
+        str(PROJECT_ROOT / "langgraph.json"),
+        "--port",
+        str(port),
+        "--no-browser",
+    ]
     if not threads and browser:
         cmd.remove("--no-browser")  # langgraph dev opens Studio itself
     if not threads:
@@ -581,7 +718,11 @@ def studio(
         err.print(Text(CONNECT_HINT, "yellow"))
         raise typer.Exit(_run_child(cmd, cwd=PROJECT_ROOT))
     err.print(Text("$ " + " ".join(cmd), "dim"))
-    raise typer.Exit(run_studio(cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print))
+    raise typer.Exit(
+        run_studio(
+            cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print
+        )
+    )
 
 
 def find_langgraph() -> str | None:
@@ -608,7 +749,9 @@ def _run_child(cmd: list[str], cwd: Path | None = None) -> int:
 def threads(
     db: DbOpt = None,
     as_json: JsonOpt = False,
-    limit: Annotated[int, typer.Option(metavar="N", help="At most this many, most recent first.")] = 50,
+    limit: Annotated[
+        int, typer.Option(metavar="N", help="At most this many, most recent first.")
+    ] = 50,
 ) -> None:
     """List threads: status, pending approvals, last update."""
     with open_cli_reader(db) as reader:
@@ -616,7 +759,13 @@ def threads(
         rows = []
         for info in reader.threads(limit=limit):
             pending = reader.pending(info.thread_id) if info.awaiting_approval else None
-            count = 0 if pending is None else 1 if isinstance(pending, graph.OutcomeUnknown) else len(pending.actions)
+            count = (
+                0
+                if pending is None
+                else 1
+                if isinstance(pending, graph.OutcomeUnknown)
+                else len(pending.actions)
+            )
             rows.append({**info.to_dict(), "pending": count})
     if as_json:
         print(visible_json(rows, indent=2))
@@ -627,8 +776,14 @@ def threads(
         out.print("No threads yet. Start one with `gatehouse chat`.")
     else:
         # Ids and titles as text that cannot drive the terminal (a NUL, an escape sequence).
-        out.print(term.threads_table([{**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
-                                      for r in rows]))
+        out.print(
+            term.threads_table(
+                [
+                    {**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
+                    for r in rows
+                ]
+            )
+        )
 
 
 @app.command()
@@ -645,15 +800,24 @@ def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> No
             messages = session.transcript(thread_id)
             usage = session.usage(thread_id)
     if as_json:
-        data = {"thread": info.to_dict() if info else {"thread_id": thread_id},
-                "messages": [m.to_dict() for m in messages],
-                "pending": term.pending_json(pending) if pending else None, "usage": usage}
+        data = {
+            "thread": info.to_dict() if info else {"thread_id": thread_id},
+            "messages": [m.to_dict() for m in messages],
+            "pending": term.pending_json(pending) if pending else None,
+            "usage": usage,
+        }
         print(visible_json(data, indent=2))
         return
     if info:
         style = term.STATUS_STYLE.get(info.status, "")
-        out.print(Text.assemble((info.title, "bold"), "  ", (info.status, style),
-                                ("  updated " + term.when(info.updated_at), "dim")))
+        out.print(
+            Text.assemble(
+                (info.title, "bold"),
+                "  ",
+                (info.status, style),
+                ("  updated " + term.when(info.updated_at), "dim"),
+            )
+        )
         if info.reason:
             out.print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
     term.render_transcript(out, messages, numbered=True)
@@ -671,24 +835,50 @@ def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
             if request is not None:
                 items.append((info, request))
     if as_json:
-        print(visible_json([{"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since,
-                            **term.pending_json(p)} for i, p in items],
-                           indent=2))
+        print(
+            visible_json(
+                [
+                    {
+                        "thread_id": i.thread_id,
+                        "title": i.title,
+                        "pending_since": i.pending_since,
+                        **term.pending_json(p),
+                    }
+                    for i, p in items
+                ],
+                indent=2,
+            )
+        )
         return
     if not items:
         out.print("Nothing is waiting for a decision.")
     for info, request in items:
-        term.render_pending(out, request, f"{info.title} · waiting since {term.when(info.pending_since)}")
+        term.render_pending(
+            out, request, f"{info.title} · waiting since {term.when(info.pending_since)}"
+        )
 
 
 @app.command()
 def export(
     thread_id: ThreadArg,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="md|json", help="md or json.")] = "md",
-    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="PATH", help="Write to this file instead of stdout.")] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", metavar="md|json", help="md or json.")
+    ] = "md",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="PATH", help="Write to this file instead of stdout."
+        ),
+    ] = None,
     db: DbOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON (same as --format json): `gatehouse import` reads it back; errors are JSON too.",
-                                          callback=lambda value: _remember_json(value))] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="JSON (same as --format json): `gatehouse import` reads it back; errors are JSON too.",
+            callback=lambda value: _remember_json(value),
+        ),
+    ] = False,
 ) -> None:
     """Export a thread's transcript as Markdown or JSON (JSON imports back)."""
     fmt = "json" if as_json else fmt
@@ -707,9 +897,21 @@ def export(
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="A JSON export (`gatehouse export ID --json`); - reads stdin.")],
-    thread_id: Annotated[str | None, typer.Option("--thread-id", metavar="ID", callback=lambda v: _check_id(v) if v else v,
-                                                  help="Import under this id (default: the exported one, or a new one when it is taken).")] = None,
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE", help="A JSON export (`gatehouse export ID --json`); - reads stdin."
+        ),
+    ],
+    thread_id: Annotated[
+        str | None,
+        typer.Option(
+            "--thread-id",
+            metavar="ID",
+            callback=lambda v: _check_id(v) if v else v,
+            help="Import under this id (default: the exported one, or a new one when it is taken).",
+        ),
+    ] = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -750,7 +952,12 @@ def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
 @app.command()
 def undo(
     thread_id: ThreadArg,
-    force: Annotated[bool, typer.Option("--force", help="Undo even while the thread waits for a decision (drops the request).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Undo even while the thread waits for a decision (drops the request)."
+        ),
+    ] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -784,22 +991,36 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
-    data = {"thread_id": thread_id, "compacted": event is not None,
-            **({"tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
-                "messages_removed": event.messages_removed} if event else {})}
+    data = {
+        "thread_id": thread_id,
+        "compacted": event is not None,
+        **(
+            {
+                "tokens_before": event.tokens_before,
+                "tokens_after": event.tokens_after,
+                "messages_removed": event.messages_removed,
+            }
+            if event
+            else {}
+        ),
+    }
     if as_json:
         print(json.dumps(data))
     elif event is None:
         out.print("nothing to compact: the thread has no turns older than the ones kept verbatim")
     else:
-        out.print(f"compacted: {event.messages_removed} messages summarised, "
-                  f"{event.tokens_before:,} → {event.tokens_after:,} tokens")
+        out.print(
+            f"compacted: {event.messages_removed} messages summarised, "
+            f"{event.tokens_before:,} → {event.tokens_after:,} tokens"
+        )
 
 
 @app.command()
 def output(
     thread_id: ThreadArg,
-    call_id: Annotated[str, typer.Argument(metavar="CALL_ID", help="The tool call id (from `show --json`).")],
+    call_id: Annotated[
+        str, typer.Argument(metavar="CALL_ID", help="The tool call id (from `show --json`).")
+    ],
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -822,12 +1043,27 @@ def output(
 
 @app.command()
 def audit(
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Only this thread's decisions.")] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            metavar="ID",
+            callback=lambda v: _check_id(v) if v else v,
+            help="Only this thread's decisions.",
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, newest first.")] = 200,
     db: DbOpt = None,
     as_json: JsonOpt = False,
-    verify: Annotated[bool, typer.Option("--verify", help="Check the log's hash chain: name the first edited, "
-                                                          "inserted or deleted entry (exit 1 if any).")] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Check the log's hash chain: name the first edited, "
+            "inserted or deleted entry (exit 1 if any).",
+        ),
+    ] = False,
 ) -> None:
     """The decision log, newest first: who approved, edited, rejected or answered which
     tool call, when, from which front end, with the edits. It outlives undo, fork and
@@ -836,8 +1072,17 @@ def audit(
         with open_cli_session(db) as session:
             result = session.verify_audit()
         if as_json:
-            print(json.dumps({"intact": result.intact, "entries": result.entries, "head": result.head,
-                              "problems": result.problems}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "intact": result.intact,
+                        "entries": result.entries,
+                        "head": result.head,
+                        "problems": result.problems,
+                    },
+                    indent=2,
+                )
+            )
         elif result.intact:
             out.print(f"Decision log intact: {result.entries} entries, head {result.head}")
         else:
@@ -870,14 +1115,24 @@ def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
         return
     for g in found:
         who = f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {term.when(g.granted_at)}"
-        out.print(Text.assemble((printable(g.label), "bold"), "  ", printable(g.described), (f"  ({who})", "dim")))
+        out.print(
+            Text.assemble(
+                (printable(g.label), "bold"), "  ", printable(g.described), (f"  ({who})", "dim")
+            )
+        )
     out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
 
 
 @app.command()
 def revoke(
     thread_id: ThreadArg,
-    grant: Annotated[str, typer.Argument(metavar="GRANT", help="The grant as `grants` lists it (e.g. write_file, write_file:*.md, *).")],
+    grant: Annotated[
+        str,
+        typer.Argument(
+            metavar="GRANT",
+            help="The grant as `grants` lists it (e.g. write_file, write_file:*.md, *).",
+        ),
+    ],
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -898,8 +1153,20 @@ def revoke(
 def fork(
     thread_id: ThreadArg,
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The new text of that user message.")],
-    at: Annotated[int, typer.Option("--at", metavar="N", help="The turn whose message to replace: 1 is the first (`show` prints #N).")],
-    force: Annotated[bool, typer.Option("--force", help="Fork even while the thread waits for a decision (drops the request).")] = False,
+    at: Annotated[
+        int,
+        typer.Option(
+            "--at",
+            metavar="N",
+            help="The turn whose message to replace: 1 is the first (`show` prints #N).",
+        ),
+    ],
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Fork even while the thread waits for a decision (drops the request)."
+        ),
+    ] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -934,19 +1201,43 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
         return
     for versions in found:
-        out.print(Text.assemble((f"#{turn.get(versions.index, '?')}", "bold"), f"  version {versions.label}"))
+        out.print(
+            Text.assemble(
+                (f"#{turn.get(versions.index, '?')}", "bold"), f"  version {versions.label}"
+            )
+        )
         for k, preview in enumerate(versions.previews):
             current = k == versions.current
-            out.print(Text.assemble(("  ▸ " if current else "    ", "bold"), f"{k + 1}. ", (preview, "" if current else "dim")))
+            out.print(
+                Text.assemble(
+                    ("  ▸ " if current else "    ", "bold"),
+                    f"{k + 1}. ",
+                    (preview, "" if current else "dim"),
+                )
+            )
     out.print(Text(f"Switch with: gatehouse switch {thread_id} --at N --to K", style="dim"))
 
 
 @app.command()
 def switch(
     thread_id: ThreadArg,
-    at: Annotated[int, typer.Option("--at", metavar="N", help="The turn (`branches` and `show` print it as #N; 1 is the first).")],
-    to: Annotated[int, typer.Option("--to", metavar="K", help="Which version of it (1 = the oldest).")],
-    force: Annotated[bool, typer.Option("--force", help="Switch even while the thread waits for a decision (drops the request).")] = False,
+    at: Annotated[
+        int,
+        typer.Option(
+            "--at",
+            metavar="N",
+            help="The turn (`branches` and `show` print it as #N; 1 is the first).",
+        ),
+    ],
+    to: Annotated[
+        int, typer.Option("--to", metavar="K", help="Which version of it (1 = the oldest).")
+    ],
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Switch even while the thread waits for a decision (drops the request)."
+        ),
+    ] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -959,10 +1250,15 @@ def switch(
         index = turn_index(before, thread_id, at)
         versions = next((b for b in session.branches(thread_id, before) if b.index == index), None)
         if versions is None:
-            raise fail(f"turn #{at} of thread {thread_id} has no other versions; "
-                       f"see `gatehouse branches {thread_id}`", EXIT_USAGE)
+            raise fail(
+                f"turn #{at} of thread {thread_id} has no other versions; "
+                f"see `gatehouse branches {thread_id}`",
+                EXIT_USAGE,
+            )
         if not 1 <= to <= len(versions.message_ids):
-            raise fail(f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE)
+            raise fail(
+                f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE
+            )
         try:
             session.switch_branch(thread_id, versions.message_ids[to - 1], force=force)
         except graph.AwaitingDecision as exc:
@@ -971,18 +1267,38 @@ def switch(
             raise fail(str(exc), EXIT_USAGE) from None
         messages = session.transcript(thread_id)
     if as_json:
-        print(json.dumps({"thread_id": thread_id, "at": at, "version": to, "versions": len(versions.message_ids),
-                          "messages": len(messages)}))
+        print(
+            json.dumps(
+                {
+                    "thread_id": thread_id,
+                    "at": at,
+                    "version": to,
+                    "versions": len(versions.message_ids),
+                    "messages": len(messages),
+                }
+            )
+        )
     else:
-        out.print(f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of turn #{at} "
-                  f"({len(messages)} messages); `gatehouse show {thread_id}` prints it")
+        out.print(
+            f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of turn #{at} "
+            f"({len(messages)} messages); `gatehouse show {thread_id}` prints it"
+        )
 
 
 # -- running the agent --------------------------------------------------------------
 @app.command()
 def send(
     message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Continue this thread (default: a new one).")] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            metavar="ID",
+            callback=lambda v: _check_id(v) if v else v,
+            help="Continue this thread (default: a new one).",
+        ),
+    ] = None,
     auto_approve: AutoApproveOpt = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -1007,10 +1323,21 @@ def send(
         finish_run(session, run, as_json)
 
 
-CallOpt = Annotated[list[int] | None, typer.Option("--call", "-c", metavar="N", help="Call number (from `pending`); repeatable.")]
-RejectOthersOpt = Annotated[str | None, typer.Option("--reject-others", metavar="REASON",
-                                                     help="Reject every call not named by --call, with this reason.")]
-ApproveOthersOpt = Annotated[bool, typer.Option("--approve-others", help="Approve every call not named by --call.")]
+CallOpt = Annotated[
+    list[int] | None,
+    typer.Option("--call", "-c", metavar="N", help="Call number (from `pending`); repeatable."),
+]
+RejectOthersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reject-others",
+        metavar="REASON",
+        help="Reject every call not named by --call, with this reason.",
+    ),
+]
+ApproveOthersOpt = Annotated[
+    bool, typer.Option("--approve-others", help="Approve every call not named by --call.")
+]
 
 
 @app.command()
@@ -1018,12 +1345,18 @@ def approve(
     thread_id: ThreadArg,
     call: CallOpt = None,
     all_: Annotated[bool, typer.Option("--all", help="Approve every pending call.")] = False,
-    always: Annotated[bool, typer.Option("--always", help="Also always allow these tools in this thread.")] = False,
+    always: Annotated[
+        bool, typer.Option("--always", help="Also always allow these tools in this thread.")
+    ] = False,
     reject_others: RejectOthersOpt = None,
-    edit: Annotated[tuple[int, str] | None, typer.Option(
-        "--edit", metavar="N JSON",
-        help="Run call N with these arguments instead (a JSON object, checked against the tool's schema)."
-    )] = None,
+    edit: Annotated[
+        tuple[int, str] | None,
+        typer.Option(
+            "--edit",
+            metavar="N JSON",
+            help="Run call N with these arguments instead (a JSON object, checked against the tool's schema).",
+        ),
+    ] = None,
     interrupt_id: InterruptOpt = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -1046,29 +1379,49 @@ def approve(
 
     always_allow = True if always else None
 
-    def build(request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]) -> ReviewAnswer:
+    def build(
+        request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]
+    ) -> ReviewAnswer:
         count = len(request.actions)
-        chosen: dict[int, Decision] = {n: ops.approve(always_allow=always_allow) for n in call or ()}
+        chosen: dict[int, Decision] = {
+            n: ops.approve(always_allow=always_allow) for n in call or ()
+        }
         if edit is not None:
             number, text = edit
             if not 1 <= number <= count:
-                raise fail(f"--edit {number}: thread {thread_id} has {count} pending call(s): "
-                           f"{td.describe_calls(request)}", EXIT_USAGE)
+                raise fail(
+                    f"--edit {number}: thread {thread_id} has {count} pending call(s): "
+                    f"{td.describe_calls(request)}",
+                    EXIT_USAGE,
+                )
             name = request.actions[number - 1].name
             args, problem = term.parse_args_json(text, name, check_args)
             if problem is not None or args is None:
                 raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
             chosen[number] = ops.edit(name, args, always_allow=always_allow)
         if all_ or (not chosen and count == 1):
-            chosen = {n: chosen.get(n, ops.approve(always_allow=always_allow)) for n in range(1, count + 1)}
+            chosen = {
+                n: chosen.get(n, ops.approve(always_allow=always_allow))
+                for n in range(1, count + 1)
+            }
         elif not chosen:
-            raise fail(f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
-                       "say --all, or --call N (repeatable) with --reject-others REASON", EXIT_USAGE)
+            raise fail(
+                f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
+                "say --all, or --call N (repeatable) with --reject-others REASON",
+                EXIT_USAGE,
+            )
         others = ops.reject(reject_others or None) if reject_others is not None else None
-        return decide(request, chosen, others, "decide them in the same command: repeat --call, "
-                      "or use --all or --reject-others REASON")
+        return decide(
+            request,
+            chosen,
+            others,
+            "decide them in the same command: repeat --call, "
+            "or use --all or --reject-others REASON",
+        )
 
-    check_before_loading(db, thread_id, interrupt_id, as_json, lambda request: build(request, no_schema_check))
+    check_before_loading(
+        db, thread_id, interrupt_id, as_json, lambda request: build(request, no_schema_check)
+    )
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id, interrupt_id, as_json)
         send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
@@ -1077,7 +1430,12 @@ def approve(
 @app.command()
 def reject(
     thread_id: ThreadArg,
-    reason: Annotated[str | None, typer.Option("--reason", "-m", metavar="TEXT", help="Why (optional; the model reads this).")] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason", "-m", metavar="TEXT", help="Why (optional; the model reads this)."
+        ),
+    ] = None,
     call: CallOpt = None,
     approve_others: ApproveOthersOpt = False,
     interrupt_id: InterruptOpt = None,
@@ -1089,11 +1447,16 @@ def reject(
     Without --call every pending call is rejected. With --call N (repeatable), the
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
     """
+
     def build(request: Approval) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
         rejected: Decision = ops.reject(reason or None)
-        return decide(request, dict.fromkeys(numbers, rejected), ops.approve() if approve_others else None,
-                      "decide them in the same command: repeat --call, or use --approve-others")
+        return decide(
+            request,
+            dict.fromkeys(numbers, rejected),
+            ops.approve() if approve_others else None,
+            "decide them in the same command: repeat --call, or use --approve-others",
+        )
 
     check_before_loading(db, thread_id, interrupt_id, as_json, build)
     with open_cli_session(db) as session:
@@ -1104,8 +1467,18 @@ def reject(
 @app.command()
 def respond(
     thread_id: ThreadArg,
-    message: Annotated[str, typer.Option("--message", "-m", metavar="TEXT", help="Text the model receives as the tool result.")],
-    call: Annotated[int | None, typer.Option("--call", "-c", metavar="N", help="Call number (optional when only one is pending).")] = None,
+    message: Annotated[
+        str,
+        typer.Option(
+            "--message", "-m", metavar="TEXT", help="Text the model receives as the tool result."
+        ),
+    ],
+    call: Annotated[
+        int | None,
+        typer.Option(
+            "--call", "-c", metavar="N", help="Call number (optional when only one is pending)."
+        ),
+    ] = None,
     reject_others: RejectOthersOpt = None,
     approve_others: ApproveOthersOpt = False,
     interrupt_id: InterruptOpt = None,
@@ -1123,20 +1496,44 @@ def respond(
         request = require_approval(session, thread_id, interrupt_id, as_json)
         if call is None:
             if len(request.actions) != 1:
-                raise fail(f"thread {thread_id} has {len(request.actions)} pending calls: "
-                           f"{td.describe_calls(request)}; say which with --call N", EXIT_USAGE)
+                raise fail(
+                    f"thread {thread_id} has {len(request.actions)} pending calls: "
+                    f"{td.describe_calls(request)}; say which with --call N",
+                    EXIT_USAGE,
+                )
             call = 1
-        answer = decide(request, {call: ops.respond(message)}, others_decision(reject_others, approve_others),
-                        "decide them in the same command: --reject-others REASON or --approve-others")
+        answer = decide(
+            request,
+            {call: ops.respond(message)},
+            others_decision(reject_others, approve_others),
+            "decide them in the same command: --reject-others REASON or --approve-others",
+        )
         send_answer(session, request, answer, interrupt_id, as_json)
 
 
 @app.command()
 def resolve(
     thread_id: ThreadArg,
-    run_again: Annotated[bool, typer.Option("--run-again", help="Run the interrupted call again (it may repeat its side effect).")] = False,
-    failed: Annotated[str | None, typer.Option("--failed", metavar="NOTE", help="Mark the call as failed; the note is for the model.")] = None,
-    outcome: Annotated[str | None, typer.Option("--outcome", metavar="TEXT", help="What really happened; the model gets it as the tool result.")] = None,
+    run_again: Annotated[
+        bool,
+        typer.Option(
+            "--run-again", help="Run the interrupted call again (it may repeat its side effect)."
+        ),
+    ] = False,
+    failed: Annotated[
+        str | None,
+        typer.Option(
+            "--failed", metavar="NOTE", help="Mark the call as failed; the note is for the model."
+        ),
+    ] = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option(
+            "--outcome",
+            metavar="TEXT",
+            help="What really happened; the model gets it as the tool result.",
+        ),
+    ] = None,
     interrupt_id: InterruptOpt = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -1144,18 +1541,31 @@ def resolve(
     """Answer an "outcome unknown" pause: a call that started before a crash and
     whose result was never saved. Say exactly one of --run-again, --failed NOTE
     or --outcome TEXT; the run then continues."""
-    chosen = [flag for flag, given in (("--run-again", run_again), ("--failed", failed is not None),
-                                       ("--outcome", outcome is not None)) if given]
+    chosen = [
+        flag
+        for flag, given in (
+            ("--run-again", run_again),
+            ("--failed", failed is not None),
+            ("--outcome", outcome is not None),
+        )
+        if given
+    ]
     if len(chosen) != 1:
-        raise fail("say exactly one of --run-again, --failed NOTE or --outcome TEXT"
-                   + (f" (got {', '.join(chosen)})" if chosen else ""), EXIT_USAGE)
+        raise fail(
+            "say exactly one of --run-again, --failed NOTE or --outcome TEXT"
+            + (f" (got {', '.join(chosen)})" if chosen else ""),
+            EXIT_USAGE,
+        )
     if outcome is not None and not outcome.strip():
         raise fail("--outcome cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
         request = require_pending(session, thread_id, interrupt_id, as_json)
         if not isinstance(request, graph.OutcomeUnknown):
-            raise fail(f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
-                       "use approve, reject or respond (see `gatehouse pending`)", EXIT_USAGE)
+            raise fail(
+                f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
+                "use approve, reject or respond (see `gatehouse pending`)",
+                EXIT_USAGE,
+            )
         require_named(thread_id, interrupt_id, as_json)
         if run_again:
             answer = ops.outcome("run_again")
@@ -1173,17 +1583,34 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         if session.pending(thread_id) is not None:
-            raise fail(f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "
-                       "(see `gatehouse pending`)", EXIT_AWAITING)
+            raise fail(
+                f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "
+                "(see `gatehouse pending`)",
+                EXIT_AWAITING,
+            )
         finish_run(session, session.submit(ops.Retry(thread_id)), as_json)
 
 
 # -- interactive chat ---------------------------------------------------------------
 @app.command()
 def chat(
-    thread: Annotated[str | None, typer.Option("--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help="Resume this thread.")] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            metavar="ID",
+            callback=lambda v: _check_id(v) if v else v,
+            help="Resume this thread.",
+        ),
+    ] = None,
     auto_approve: AutoApproveOpt = False,
-    all_: Annotated[bool, typer.Option("--all", help="With --thread: print the whole history, not only the last turns.")] = False,
+    all_: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="With --thread: print the whole history, not only the last turns."
+        ),
+    ] = False,
     db: DbOpt = None,
 ) -> None:
     """Interactive chat: streams the run, asks before every gated tool call.
@@ -1222,8 +1649,13 @@ def main() -> None:
     except Exception as exc:  # a bug or a broken install: one line, the traceback on request
         if os.environ.get("GATEHOUSE_DEBUG"):
             raise
-        err.print(Text(f"gatehouse: unexpected error: {type(exc).__name__}: {exc} "
-                       "(set GATEHOUSE_DEBUG=1 for the traceback)", "red"))
+        err.print(
+            Text(
+                f"gatehouse: unexpected error: {type(exc).__name__}: {exc} "
+                "(set GATEHOUSE_DEBUG=1 for the traceback)",
+                "red",
+            )
+        )
         sys.exit(EXIT_FAILED)
 
 
@@ -1234,7 +1666,11 @@ def _run_read_only(command: str, kwargs: dict[str, Any]) -> None:
         if "thread_id" in kwargs:  # checked as typer's callback checks it on the slow path
             _check_id(kwargs["thread_id"])
             refuse_bad_thread_id()
-        commands: dict[str, Callable[..., None]] = {"threads": threads, "pending": pending, "show": show}
+        commands: dict[str, Callable[..., None]] = {
+            "threads": threads,
+            "pending": pending,
+            "show": show,
+        }
         commands[command](**kwargs)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

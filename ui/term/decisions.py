@@ -27,15 +27,24 @@ def describe_calls(pending: Approval, numbers: Iterable[int] | None = None) -> s
     return ", ".join(f"{n} ({actions[n - 1].name})" for n in wanted)
 
 
-_WORDS = {"approve": "approve", "edit": "run with edited arguments", "reject": "reject", "respond": "answer instead",
-          "run_again": "run it again", "mark_failed": "mark it as failed"}
+_WORDS = {
+    "approve": "approve",
+    "edit": "run with edited arguments",
+    "reject": "reject",
+    "respond": "answer instead",
+    "run_again": "run it again",
+    "mark_failed": "mark it as failed",
+}
 
 
 def describe_answer(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> list[str]:
     """One line per call saying what the answer does to it, for a person to confirm."""
     if isinstance(answer, OutcomeAnswer):
         name = pending.call.name if isinstance(pending, OutcomeUnknown) else "the call"
-        return [f"{name}: {_WORDS.get(answer.type, answer.type)}" + (f": {answer.message}" if answer.message else "")]
+        return [
+            f"{name}: {_WORDS.get(answer.type, answer.type)}"
+            + (f": {answer.message}" if answer.message else "")
+        ]
     lines = []
     actions = pending.actions if isinstance(pending, Approval) else []
     for n, (action, decision) in enumerate(zip(actions, answer.decisions, strict=False), 1):

@@ -43,7 +43,7 @@ def parse_read_only(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
             else:
                 return None
         elif arg == "--":
-            positional.extend(rest[i + 1:])
+            positional.extend(rest[i + 1 :])
             break
         elif arg.startswith("-"):
             return None
@@ -64,14 +64,26 @@ def parse_read_only(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
 # (two values), help and anything unknown or malformed are left to typer.
 _DECISION_OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
     "approve": {
-        "--json": ("as_json", "flag"), "--all": ("all_", "flag"), "--always": ("always", "flag"),
-        "--db": ("db", "str"), "--interrupt-id": ("interrupt_id", "str"), "--request": ("interrupt_id", "str"),
-        "--reject-others": ("reject_others", "str"), "--call": ("call", "calls"), "-c": ("call", "calls"),
+        "--json": ("as_json", "flag"),
+        "--all": ("all_", "flag"),
+        "--always": ("always", "flag"),
+        "--db": ("db", "str"),
+        "--interrupt-id": ("interrupt_id", "str"),
+        "--request": ("interrupt_id", "str"),
+        "--reject-others": ("reject_others", "str"),
+        "--call": ("call", "calls"),
+        "-c": ("call", "calls"),
     },
     "reject": {
-        "--json": ("as_json", "flag"), "--approve-others": ("approve_others", "flag"),
-        "--db": ("db", "str"), "--interrupt-id": ("interrupt_id", "str"), "--request": ("interrupt_id", "str"),
-        "--reason": ("reason", "str"), "-m": ("reason", "str"), "--call": ("call", "calls"), "-c": ("call", "calls"),
+        "--json": ("as_json", "flag"),
+        "--approve-others": ("approve_others", "flag"),
+        "--db": ("db", "str"),
+        "--interrupt-id": ("interrupt_id", "str"),
+        "--request": ("interrupt_id", "str"),
+        "--reason": ("reason", "str"),
+        "-m": ("reason", "str"),
+        "--call": ("call", "calls"),
+        "-c": ("call", "calls"),
     },
 }
 
@@ -89,7 +101,7 @@ def parse_decision(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     while i < len(rest):
         arg = rest[i]
         if arg == "--":
-            positional.extend(rest[i + 1:])
+            positional.extend(rest[i + 1 :])
             break
         if not arg.startswith("-") or arg == "-":
             positional.append(arg)

@@ -58,8 +58,14 @@ THINKING = "dim italic"
 # Shown on every call that ran because auto-approve was on, and in the banner.
 AUTO_MARK = "[auto-approved]"
 AUTO_STYLE = "bold yellow"
-TOOL_MARK = {"ok": ("✓", "green"), "error": ("✗", "red"), "rejected": ("✗", "yellow"),
-             "denied": ("⛔", "red"), "responded": ("↩", "cyan"), "stopped": ("■", "magenta")}
+TOOL_MARK = {
+    "ok": ("✓", "green"),
+    "error": ("✗", "red"),
+    "rejected": ("✗", "yellow"),
+    "denied": ("⛔", "red"),
+    "responded": ("↩", "cyan"),
+    "stopped": ("■", "magenta"),
+}
 
 
 class SafeConsole(Console):
@@ -185,7 +191,9 @@ class EventRenderer:
         self._break()
         if isinstance(event, ev.ToolStarted):
             self._names[event.call_id] = event.name
-            line = Text.assemble(("⚙ ", "cyan"), (visible(event.name), "bold"), " ", (args_text(event.args), "dim"))
+            line = Text.assemble(
+                ("⚙ ", "cyan"), (visible(event.name), "bold"), " ", (args_text(event.args), "dim")
+            )
             if event.auto_approved:
                 line.append(f" {AUTO_MARK}", AUTO_STYLE)
             elif event.grant:
@@ -199,35 +207,62 @@ class EventRenderer:
                 c.print(Text.assemble((f"{name} │ ", "cyan"), (piece, "dim")))
         elif isinstance(event, ev.ToolFinished):
             mark, style = TOOL_MARK.get(event.status, ("•", ""))
-            head = Text.assemble((f"{mark} ", style), (visible(event.name), "bold"), (f" {event.status}", style))
+            head = Text.assemble(
+                (f"{mark} ", style), (visible(event.name), "bold"), (f" {event.status}", style)
+            )
             if event.duration_ms:
                 head.append(f" ({event.duration_ms:.0f} ms)", "dim")
             c.print(head)
             if event.output.strip() and event.call_id not in self._streamed:
                 c.print(Text(clip(event.output), style="dim"))
             if event.offloaded:
-                c.print(Text(f"  (output stored aside: {event.total_chars or 0:,} characters; the model got the start. "
-                             f"Whole: gatehouse output {event.thread_id} {event.call_id})", "dim"))
+                c.print(
+                    Text(
+                        f"  (output stored aside: {event.total_chars or 0:,} characters; the model got the start. "
+                        f"Whole: gatehouse output {event.thread_id} {event.call_id})",
+                        "dim",
+                    )
+                )
         elif isinstance(event, ev.Usage):
             self.usage = event
         elif isinstance(event, ev.Compacted):
-            c.print(Text(f"(history compacted: {event.tokens_before} → {event.tokens_after} tokens)", "dim"))
+            c.print(
+                Text(
+                    f"(history compacted: {event.tokens_before} → {event.tokens_after} tokens)",
+                    "dim",
+                )
+            )
         elif isinstance(event, ev.Notice):
             mark = "⚠" if event.source == ev.CUT_OFF_SOURCE else "ℹ"
             c.print(Text(f"{mark} {visible(event.text)}", "yellow"))
         elif isinstance(event, ev.MessageReplaced):
             # Printed text cannot be taken back in a pipe or a log: say so and show the kept text.
             if event.removed:
-                c.print(Text("↺ the reply above was removed by a hook (not kept in the history).", "yellow"))
+                c.print(
+                    Text(
+                        "↺ the reply above was removed by a hook (not kept in the history).",
+                        "yellow",
+                    )
+                )
             else:
                 c.print(Text("↺ the reply above was changed by a hook; kept as:", "yellow"))
                 c.print(Text(visible(event.text)))
         elif isinstance(event, ev.ReplyRejected):
-            c.print(Text(f"↺ reply sent back ({visible(event.reason)}); the text above is dropped, asking again.", "yellow"))
+            c.print(
+                Text(
+                    f"↺ reply sent back ({visible(event.reason)}); the text above is dropped, asking again.",
+                    "yellow",
+                )
+            )
         elif isinstance(event, ev.ModelRetried):
             dropped = "; the partial reply above is dropped" if event.message_id else ""
-            c.print(Text(f"↻ {visible(event.reason)} Retrying in {event.delay_s:.1f} s "
-                         f"(retry {event.attempt} of {event.max_retries}){dropped}.", "yellow"))
+            c.print(
+                Text(
+                    f"↻ {visible(event.reason)} Retrying in {event.delay_s:.1f} s "
+                    f"(retry {event.attempt} of {event.max_retries}){dropped}.",
+                    "yellow",
+                )
+            )
         elif isinstance(event, ev.ErrorEvent):
             c.print(Text(f"error: {visible(event.message)}", "red bold"))
         elif isinstance(event, ev.RunFinished):
@@ -236,8 +271,12 @@ class EventRenderer:
     def finished(self, event: ev.RunFinished) -> None:
         if event.status == "completed":
             return
-        label = {"awaiting_approval": "waiting for your decision", "cancelled": "run cancelled",
-                 "stopped": "run stopped", "failed": "run failed"}[event.status]
+        label = {
+            "awaiting_approval": "waiting for your decision",
+            "cancelled": "run cancelled",
+            "stopped": "run stopped",
+            "failed": "run failed",
+        }[event.status]
         text = Text(f"■ {label}", STATUS_STYLE.get(event.status, ""))
         if event.reason:
             text.append(f": {visible(event.reason)}")
@@ -247,9 +286,11 @@ class EventRenderer:
 def auto_approve_banner(why: str) -> Text:
     """The line shown while auto-approve is on ("session" or "thread")."""
     scope = "this session" if why == "session" else "this thread"
-    return Text.assemble(("⚠ AUTO-APPROVE ON", "bold black on yellow"),
-                         f" for {scope}: calls that would ask for approval run without asking "
-                         "(deny rules still apply; each is recorded as auto-approved).")
+    return Text.assemble(
+        ("⚠ AUTO-APPROVE ON", "bold black on yellow"),
+        f" for {scope}: calls that would ask for approval run without asking "
+        "(deny rules still apply; each is recorded as auto-approved).",
+    )
 
 
 # -- threads and transcripts ---------------------------------------------------------
@@ -271,8 +312,9 @@ def threads_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def render_transcript(console: Console, messages: list[MessageView], *, numbered: bool = False,
-                      first: int = 0) -> None:
+def render_transcript(
+    console: Console, messages: list[MessageView], *, numbered: bool = False, first: int = 0
+) -> None:
     """`numbered`: the person's messages show their turn number (#N, what `fork --at N`
     takes). `first`: draw from this message on (the turns before it are left out)."""
     turns = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
@@ -280,36 +322,72 @@ def render_transcript(console: Console, messages: list[MessageView], *, numbered
         if n < first:
             continue
         if m.role == "user" and m.summary:
-            console.print(Text.assemble(("summary ▸ ", "bold magenta"),
-                                        ("the model's view was summarised here; it gets this in place of the "
-                                         "turns above (they stay in the history)\n", "magenta"),
-                                        (clip(m.content, 6), "dim")))
+            console.print(
+                Text.assemble(
+                    ("summary ▸ ", "bold magenta"),
+                    (
+                        "the model's view was summarised here; it gets this in place of the "
+                        "turns above (they stay in the history)\n",
+                        "magenta",
+                    ),
+                    (clip(m.content, 6), "dim"),
+                )
+            )
         elif m.role == "user":
-            console.print(Text.assemble((f"#{turns.get(n, '?')} " if numbered else "", "dim"), ("you ▸ ", "bold blue"),
-                                        visible(m.content)))
+            console.print(
+                Text.assemble(
+                    (f"#{turns.get(n, '?')} " if numbered else "", "dim"),
+                    ("you ▸ ", "bold blue"),
+                    visible(m.content),
+                )
+            )
         elif m.role == "assistant":
             if m.reasoning:
-                console.print(Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING)))
+                console.print(
+                    Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING))
+                )
             if m.content:
                 console.print(Text.assemble(("agent ▸ ", "bold green"), visible(m.content)))
             if m.cut_off:
-                console.print(Text("  ⚠ cut off: this reply ended before it was finished", "yellow"))
+                console.print(
+                    Text("  ⚠ cut off: this reply ended before it was finished", "yellow")
+                )
             for call in m.tool_calls:
-                console.print(Text.assemble(("  ⚙ ", "cyan"), (visible(call.name), "bold"), " ",
-                                            (args_text(call.args), "dim")))
+                console.print(
+                    Text.assemble(
+                        ("  ⚙ ", "cyan"),
+                        (visible(call.name), "bold"),
+                        " ",
+                        (args_text(call.args), "dim"),
+                    )
+                )
         elif m.role == "tool":
             mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
             auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
-            console.print(Text.assemble((f"  {mark} ", style), (visible(m.name or "tool"), "bold"), ": ", auto,
-                                        (clip(m.content, 4), "dim")))
+            console.print(
+                Text.assemble(
+                    (f"  {mark} ", style),
+                    (visible(m.name or "tool"), "bold"),
+                    ": ",
+                    auto,
+                    (clip(m.content, 4), "dim"),
+                )
+            )
             if m.offloaded:
-                console.print(Text(f"    (output stored aside: {m.total_chars or 0:,} characters; "
-                                   f"whole: gatehouse output … {m.tool_call_id})", "dim"))
+                console.print(
+                    Text(
+                        f"    (output stored aside: {m.total_chars or 0:,} characters; "
+                        f"whole: gatehouse output … {m.tool_call_id})",
+                        "dim",
+                    )
+                )
         else:
             console.print(Text(f"{m.role}: {visible(m.content)}", "dim"))
 
 
-def render_audit(console: Console, records: list[DecisionRecord], *, show_thread: bool = True) -> None:
+def render_audit(
+    console: Console, records: list[DecisionRecord], *, show_thread: bool = True
+) -> None:
     """The decision log, one record per block: when, which call, what, who, the edit."""
     for r in records:
         style = "green" if r.runs else "yellow"
@@ -330,7 +408,16 @@ def render_audit(console: Console, records: list[DecisionRecord], *, show_thread
             console.print(Text.assemble("    note: ", visible(r.message)))
         if diff := r.diff():
             for line in visible(diff).split("\n"):
-                console.print(Text("    " + line, "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"))
+                console.print(
+                    Text(
+                        "    " + line,
+                        "red"
+                        if line.startswith("-")
+                        else "green"
+                        if line.startswith("+")
+                        else "dim",
+                    )
+                )
 
 
 def pending_rows(pending: Approval) -> list[dict[str, Any]]:
@@ -361,7 +448,11 @@ def pending_json(pending: Pause) -> dict[str, Any]:
             "allowed": pending.allowed,
             "description": pending.request.description,
         }
-    return {"interrupt_id": pending.interrupt_id, "kind": pending.kind, "calls": pending_rows(pending)}
+    return {
+        "interrupt_id": pending.interrupt_id,
+        "kind": pending.kind,
+        "calls": pending_rows(pending),
+    }
 
 
 def outcome_card(pending: OutcomeUnknown) -> Panel:
@@ -372,8 +463,14 @@ def outcome_card(pending: OutcomeUnknown) -> Panel:
     if call.attempts > 1:
         body.append(f" · {call.attempts} attempts", "dim")
     title = Text.assemble(("outcome unknown: ", "red bold"), (visible(call.name), "bold"))
-    return Panel(body, title=title, title_align="left", subtitle="run again, mark failed, respond",
-                 subtitle_align="right", border_style="red")
+    return Panel(
+        body,
+        title=title,
+        title_align="left",
+        subtitle="run again, mark failed, respond",
+        subtitle_align="right",
+        border_style="red",
+    )
 
 
 def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
@@ -392,8 +489,14 @@ def call_card(row: dict[str, Any], total: int) -> Panel:
     title = Text.assemble(f"call {row['call']}/{total}: ", (visible(row["name"]), "bold"))
     if row.get("risk"):
         title.append(f"  risk: {row['risk']}", "yellow")
-    return Panel(body, title=title, title_align="left", subtitle=", ".join(row["allowed"]),
-                 subtitle_align="right", border_style="yellow")
+    return Panel(
+        body,
+        title=title,
+        title_align="left",
+        subtitle=", ".join(row["allowed"]),
+        subtitle_align="right",
+        border_style="yellow",
+    )
 
 
 def render_pending(console: Console, pending: Pause, title: str | None = None) -> None:
@@ -412,8 +515,11 @@ def render_pending(console: Console, pending: Pause, title: str | None = None) -
 
 def request_line(pending: Pause) -> Text:
     """The request's id, what `approve`, `reject`, `respond` and `resolve` must name."""
-    return Text.assemble(("  request ", "dim"), (visible(pending.interrupt_id), "bold"),
-                         (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"))
+    return Text.assemble(
+        ("  request ", "dim"),
+        (visible(pending.interrupt_id), "bold"),
+        (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"),
+    )
 
 
 # -- prompts -----------------------------------------------------------------
@@ -423,7 +529,9 @@ class Asker:
 
     def __init__(self, console: Console, *, interactive: bool | None = None) -> None:
         self.console = console
-        self.interactive = sys.stdin.isatty() and sys.stdout.isatty() if interactive is None else interactive
+        self.interactive = (
+            sys.stdin.isatty() and sys.stdout.isatty() if interactive is None else interactive
+        )
         self._session: PromptSession[str] | None = None
         if self.interactive:
             # Imported here: prompt_toolkit takes a third of a second to import, which
@@ -432,14 +540,17 @@ class Asker:
 
             self._session = PromptSession()
 
-    def line(self, message: str, *, default: str = "", check: Callable[[str], str | None] | None = None) -> str:
+    def line(
+        self, message: str, *, default: str = "", check: Callable[[str], str | None] | None = None
+    ) -> str:
         while True:
             if self._session is not None:
                 # PromptSession keeps arguments passed as None from the previous prompt,
                 # so every prompt passes its own validator (a no-op one included).
                 validator = check_validator(check or (lambda _text: None))
-                text = self._session.prompt(message, default=default, validator=validator,
-                                            validate_while_typing=False)
+                text = self._session.prompt(
+                    message, default=default, validator=validator, validate_while_typing=False
+                )
             else:
                 self.console.print(message, end="", markup=False)
                 self.console.file.flush()
@@ -489,7 +600,9 @@ def choice_problem(text: str, keys: list[str]) -> str | None:
     return f"type one of: {' '.join(keys)} (? for help)"
 
 
-def parse_args_json(text: str, name: str, check_args: Callable[[str, dict[str, Any]], str | None]) -> tuple[dict[str, Any] | None, str | None]:
+def parse_args_json(
+    text: str, name: str, check_args: Callable[[str, dict[str, Any]], str | None]
+) -> tuple[dict[str, Any] | None, str | None]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -513,7 +626,12 @@ def ask_decisions(
     for row in rows:
         allowed = row["allowed"]
         if approve_rest and "approve" in allowed:
-            console.print(Text.assemble(("✓ approved ", "green"), (f"call {row['call']} ({visible(row['name'])})", "bold")))
+            console.print(
+                Text.assemble(
+                    ("✓ approved ", "green"),
+                    (f"call {row['call']} ({visible(row['name'])})", "bold"),
+                )
+            )
             decisions.append(approve())
             continue
         console.print(call_card(row, len(rows)))
@@ -531,7 +649,9 @@ def ask_decisions(
             reason = asker.line("reason> ").strip()
             decisions.append(reject(reason or None))
         elif key == "s":
-            message = asker.line("response> ", check=lambda t: None if t.strip() else "a response cannot be empty")
+            message = asker.line(
+                "response> ", check=lambda t: None if t.strip() else "a response cannot be empty"
+            )
             decisions.append(respond(message.strip()))
         elif key == "e":
             decisions.append(edit(row["name"], edit_args(console, asker, row, check_args)))
@@ -565,19 +685,29 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
         key = asker.line("outcome> ", check=lambda t: outcome_choice_problem(t, keys)).strip()
         if key == "a":
             name = pending.call.name
-            console.print(Text(f"Running {name} again may repeat its side effect if the first attempt did its work.",
-                               "yellow"))
+            console.print(
+                Text(
+                    f"Running {name} again may repeat its side effect if the first attempt did its work.",
+                    "yellow",
+                )
+            )
             if asker.line("run it again? [y/N] ").strip().lower() in ("y", "yes"):
                 return outcome("run_again")
             continue
         if key == "f":
             return outcome("mark_failed", asker.line("note (optional)> ").strip() or None)
-        text = asker.line("what really happened> ", check=lambda t: None if t.strip() else "the outcome cannot be empty")
+        text = asker.line(
+            "what really happened> ",
+            check=lambda t: None if t.strip() else "the outcome cannot be empty",
+        )
         return outcome("respond", text.strip())
 
 
 def edit_args(
-    console: Console, asker: Asker, row: dict[str, Any], check_args: Callable[[str, dict[str, Any]], str | None]
+    console: Console,
+    asker: Asker,
+    row: dict[str, Any],
+    check_args: Callable[[str, dict[str, Any]], str | None],
 ) -> dict[str, Any]:
     name = row["name"]
     text = visible_json(row["args"], indent=2)  # hidden characters as JSON escapes: same value
@@ -601,7 +731,9 @@ def edit_args(
 
 def run_editor(editor: str, text: str) -> str:
     """Edit `text` in the person's editor; returns the saved text."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="gatehouse-args-", delete=False) as f:
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".json", prefix="gatehouse-args-", delete=False
+    ) as f:
         f.write(text)
     try:
         # Through the shell, like git does: $EDITOR may carry flags ("code --wait").

@@ -78,13 +78,20 @@ def register(base_url: str, thread_id: str, headers: dict[str, str] | None = Non
     response = httpx.post(
         f"{base_url}/threads",
         json={"thread_id": thread_id, "if_exists": "do_nothing", "metadata": {"graph_id": GRAPH}},
-        headers=headers, timeout=30,
+        headers=headers,
+        timeout=30,
     )
     response.raise_for_status()
 
 
 def run_studio(
-    cmd: Sequence[str], cwd: Path, *, port: int, threads: Sequence[str], open_browser: bool, say: Callable[[str], object]
+    cmd: Sequence[str],
+    cwd: Path,
+    *,
+    port: int,
+    threads: Sequence[str],
+    open_browser: bool,
+    say: Callable[[str], object],
 ) -> int:
     """Start the server, register `threads`, print (and open) Studio's links, then stay
     in the foreground until the server stops; Ctrl-C stops it."""

@@ -54,14 +54,19 @@ button[data-testid="stBaseButton-primary"]:hover {{ filter: brightness(0.9); col
 """
 # Streamlit's own "Running… Stop" (it stops the page script, not the run: the live
 # view froze while the run went on); Gatehouse's Stop button stops the run.
-STYLE = """<style>
+STYLE = (
+    """<style>
 [data-testid="stStatusWidget"] { visibility: hidden; }
 details.gh-tool { margin: 0.1rem 0; }
 details.gh-tool summary { cursor: pointer; }
 details.gh-tool .gh-pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20rem; overflow: auto;
   margin: 0.2rem 0 0.4rem; padding: 0.4rem 0.6rem; border-radius: 0.4rem; background: rgba(151, 166, 195, 0.12);
   font-family: "Source Code Pro", ui-monospace, monospace; font-size: 0.85rem; line-height: 1.45; }
-""" + _BUTTON_COLORS + COPY_STYLE + "</style>"
+"""
+    + _BUTTON_COLORS
+    + COPY_STYLE
+    + "</style>"
+)
 
 
 def main() -> None:

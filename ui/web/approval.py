@@ -39,10 +39,27 @@ from ui.web.safe_text import code, label, markdown
 from ui.web.tool_blocks import pretty
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
-OUTCOME_LABELS = {"run_again": "Run again", "mark_failed": "Mark as failed", "respond": "Respond with the real outcome"}
-RISK_COLOR = {"read": "green", "write": "orange", "delete": "red", "execute": "red", "network": "violet"}
-PAST = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
-        "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "approved automatically"}
+OUTCOME_LABELS = {
+    "run_again": "Run again",
+    "mark_failed": "Mark as failed",
+    "respond": "Respond with the real outcome",
+}
+RISK_COLOR = {
+    "read": "green",
+    "write": "orange",
+    "delete": "red",
+    "execute": "red",
+    "network": "violet",
+}
+PAST = {
+    "approve": "approved",
+    "edit": "approved with edits",
+    "reject": "rejected",
+    "respond": "answered instead",
+    "run_again": "run again",
+    "mark_failed": "marked as failed",
+    "auto_approve": "approved automatically",
+}
 
 
 class InvalidInput(ValueError):
@@ -53,7 +70,9 @@ def _edited_args(session: Session, name: str, raw: str) -> dict[str, Any]:
     try:
         args = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{name}: the edited arguments are not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise InvalidInput(
+            f"{name}: the edited arguments are not valid JSON ({exc.msg}, line {exc.lineno})"
+        ) from None
     if not isinstance(args, dict):
         raise InvalidInput(f"{name}: the edited arguments must be a JSON object")
     if problem := session.check_args(name, args):
@@ -74,11 +93,15 @@ def _decision(session: Session, key: str, action: ActionRequest, choice: str) ->
         return reject(reason or "No reason given.")
     answer = str(st.session_state.get(f"{key}-respond", "")).strip()
     if not answer:
-        raise InvalidInput(f"{name}: write the answer the model should get instead of running the tool")
+        raise InvalidInput(
+            f"{name}: write the answer the model should get instead of running the tool"
+        )
     return respond(answer)
 
 
-def _preview_of(session: Session, key: str, action: ActionRequest, choice: str | None) -> tuple[str | None, str | None]:
+def _preview_of(
+    session: Session, key: str, action: ActionRequest, choice: str | None
+) -> tuple[str | None, str | None]:
     """(the preview of what will run, what is wrong with the edited arguments). When
     editing, the preview is the edited arguments' and only for arguments the tool
     accepts: invalid ones are flagged instead, never previewed."""
@@ -94,8 +117,15 @@ def _preview_of(session: Session, key: str, action: ActionRequest, choice: str |
     return session.preview(action.name, args), None
 
 
-def _action(session: Session, pending: Approval, index: int, action: ActionRequest, prefix: str, *,
-            single: bool) -> str | None:
+def _action(
+    session: Session,
+    pending: Approval,
+    index: int,
+    action: ActionRequest,
+    prefix: str,
+    *,
+    single: bool,
+) -> str | None:
     key = f"{prefix}-{pending.interrupt_id}-{index}"
     risk = action.risk or "?"
     with st.container(border=True):
@@ -111,11 +141,17 @@ def _action(session: Session, pending: Approval, index: int, action: ActionReque
         allowed = [d for d in pending.allowed(index) if d in LABELS]
         # A multi-call card starts undecided, so "Approve the rest" knows what the person chose.
         choice = st.radio(
-            "Decision", allowed, format_func=LABELS.__getitem__, horizontal=True, key=f"{key}-choice",
+            "Decision",
+            allowed,
+            format_func=LABELS.__getitem__,
+            horizontal=True,
+            key=f"{key}-choice",
             index=0 if single else None,
         )
         if choice == "edit":
-            st.text_area("Arguments (JSON)", value=pretty(action.args), key=f"{key}-args", height=160)
+            st.text_area(
+                "Arguments (JSON)", value=pretty(action.args), key=f"{key}-args", height=160
+            )
         else:
             st.code(pretty(action.args), language="json")
         preview, invalid = _preview_of(session, key, action, choice)
@@ -130,7 +166,9 @@ def _action(session: Session, pending: Approval, index: int, action: ActionReque
         if choice == "reject":
             st.text_input("Reason (the model sees it)", key=f"{key}-reason")
         elif choice == "respond":
-            st.text_area("Answer to give the model instead of running the tool", key=f"{key}-respond")
+            st.text_area(
+                "Answer to give the model instead of running the tool", key=f"{key}-respond"
+            )
         if choice in ("approve", "edit"):
             st.checkbox(f"Always allow `{action.name}` in this thread", key=f"{key}-always")
     return None if choice is None else str(choice)
@@ -150,7 +188,9 @@ def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
     return outcome("respond", real)
 
 
-def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card") -> None:
+def outcome_card(
+    session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card"
+) -> None:
     """The "outcome unknown" card: run again, mark as failed, or tell the model what
     really happened. Nothing is pre-selected: the person says which."""
     call = pending.call
@@ -159,13 +199,19 @@ def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, pref
     with st.container(border=True):
         st.markdown(f"### :material/help: Outcome unknown · `{name}`")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(call.started_at))
-        st.caption(f"started at {when}" + (f" · {call.attempts} attempts" if call.attempts > 1 else ""))
+        st.caption(
+            f"started at {when}" + (f" · {call.attempts} attempts" if call.attempts > 1 else "")
+        )
         if pending.request.description:
             st.markdown(markdown(pending.request.description))
         st.code(pretty(call.args), language="json")
         allowed = [c for c in pending.allowed if c in OUTCOME_LABELS]
         choice = st.radio(
-            "What happened?", allowed, format_func=OUTCOME_LABELS.__getitem__, horizontal=True, key=f"{key}-choice",
+            "What happened?",
+            allowed,
+            format_func=OUTCOME_LABELS.__getitem__,
+            horizontal=True,
+            key=f"{key}-choice",
             index=None,
         )
         if choice == "run_again":
@@ -176,10 +222,18 @@ def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, pref
         elif choice == "mark_failed":
             st.text_input("Note for the model (optional)", key=f"{key}-note")
         elif choice == "respond":
-            st.text_area("What really happened (the model gets this as the tool's result)", key=f"{key}-real")
+            st.text_area(
+                "What really happened (the model gets this as the tool's result)", key=f"{key}-real"
+            )
         _error_here(key)
-        st.button("Submit", type="primary", key=f"{key}-submit", disabled=choice is None,
-                  on_click=submit, args=(session, runner, pending, key, lambda: _outcome_answer(key, choice)))
+        st.button(
+            "Submit",
+            type="primary",
+            key=f"{key}-submit",
+            disabled=choice is None,
+            on_click=submit,
+            args=(session, runner, pending, key, lambda: _outcome_answer(key, choice)),
+        )
 
 
 def _error_here(key: str) -> None:
@@ -190,8 +244,14 @@ def _error_here(key: str) -> None:
 Answer = ReviewAnswer | OutcomeAnswer
 
 
-def submit(session: Session, runner: Runner, pending: Pause, key: str, make_answer: Callable[[], Answer],
-           notice_key: str | None = None) -> None:
+def submit(
+    session: Session,
+    runner: Runner,
+    pending: Pause,
+    key: str,
+    make_answer: Callable[[], Answer],
+    notice_key: str | None = None,
+) -> None:
     """Resume with the answer (in a button's callback); a refused or unreadable one is
     shown on the card (`{key}-error`) and nothing changes; one that came too late says
     who decided instead (`notice_key`, by default the thread's notice)."""
@@ -201,7 +261,10 @@ def submit(session: Session, runner: Runner, pending: Pause, key: str, make_answ
     except InvalidInput as exc:
         st.session_state[f"{key}-error"] = str(exc)
     except (StaleDecision, NothingPending, RunInProgress):
-        st.session_state[notice_key or f"notice-{pending.thread_id}"] = (stale_notice(session, pending), time.time())
+        st.session_state[notice_key or f"notice-{pending.thread_id}"] = (
+            stale_notice(session, pending),
+            time.time(),
+        )
     except DecisionError as exc:
         st.session_state[f"{key}-error"] = f"Not submitted: {exc}"
 
@@ -225,8 +288,11 @@ def show_notice(key: str) -> bool:
 
 def stale_notice(session: Session, pending: Pause) -> str:
     """What became of a request this tab answered too late: who decided what."""
-    calls = ([a.tool_call_id for a in pending.actions] if isinstance(pending, Approval)
-             else [pending.call.tool_call_id])
+    calls = (
+        [a.tool_call_id for a in pending.actions]
+        if isinstance(pending, Approval)
+        else [pending.call.tool_call_id]
+    )
     said: list[tuple[str, str]] = []
     records = session.audit(pending.thread_id, limit=50)
     for _ in range(10):  # the winning run records its decision a moment after it starts
@@ -236,13 +302,26 @@ def stale_notice(session: Session, pending: Pause) -> str:
         records = session.audit(pending.thread_id, limit=50)
     for record in records:
         if record.tool_call_id in calls and record.tool_call_id not in [c for c, _ in said]:
-            who = " ".join(p for p in (f"by {record.actor}" if record.actor else None,
-                                       f"via {record.source}" if record.source else None) if p)  # "by ana via web"
-            said.append((record.tool_call_id, f"`{record.tool}` {PAST.get(record.decision, record.decision)}"
-                         f" {who or 'elsewhere'}"))
+            who = " ".join(
+                p
+                for p in (
+                    f"by {record.actor}" if record.actor else None,
+                    f"via {record.source}" if record.source else None,
+                )
+                if p
+            )  # "by ana via web"
+            said.append(
+                (
+                    record.tool_call_id,
+                    f"`{record.tool}` {PAST.get(record.decision, record.decision)}"
+                    f" {who or 'elsewhere'}",
+                )
+            )
     if not said:
         return "Your decision was not used: this request was already decided elsewhere."
-    return "Your decision was not used: already decided — " + "; ".join(text for _, text in said) + "."
+    return (
+        "Your decision was not used: already decided — " + "; ".join(text for _, text in said) + "."
+    )
 
 
 def approvers_of(pending: Approval, index: int) -> list[str]:
@@ -255,18 +334,25 @@ def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
     """Draw the card without controls when this person may not decide one of its calls
     (the graph refuses their answer too); True when it did."""
     me = (tab_actor() or "").strip().lower()
-    barred = [(a, who) for i, a in enumerate(actions) if (who := approvers_of(pending, i))
-              and me not in {w.strip().lower() for w in who}]
+    barred = [
+        (a, who)
+        for i, a in enumerate(actions)
+        if (who := approvers_of(pending, i)) and me not in {w.strip().lower() for w in who}
+    ]
     if not barred:
         return False
     with st.container(border=True):
-        st.markdown(f"### :material/lock: Approval needed · {len(actions)} call{'s' if len(actions) > 1 else ''}")
+        st.markdown(
+            f"### :material/lock: Approval needed · {len(actions)} call{'s' if len(actions) > 1 else ''}"
+        )
         for i, action in enumerate(actions):
             st.markdown(f"**{i + 1}. `{action.name}`**")
             st.code(pretty(action.args), language="json")
         names = "; ".join(f"`{a.name}`: {', '.join(who)}" for a, who in barred)
-        st.info(f"Read-only: only these people may decide — {names}. You are signed in as {tab_actor() or 'nobody'}.",
-                icon=":material/lock:")
+        st.info(
+            f"Read-only: only these people may decide — {names}. You are signed in as {tab_actor() or 'nobody'}.",
+            icon=":material/lock:",
+        )
     return True
 
 
@@ -281,8 +367,12 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
     single = len(actions) == 1
     card = f"{prefix}-{pending.interrupt_id}"
     with st.container(border=True):
-        st.markdown(f"### :material/front_hand: Approval needed · {len(actions)} call{'s' if not single else ''}")
-        choices = [_action(session, pending, i, a, prefix, single=single) for i, a in enumerate(actions)]
+        st.markdown(
+            f"### :material/front_hand: Approval needed · {len(actions)} call{'s' if not single else ''}"
+        )
+        choices = [
+            _action(session, pending, i, a, prefix, single=single) for i, a in enumerate(actions)
+        ]
         undecided = [i for i, c in enumerate(choices) if c is None]
         _error_here(card)
 
@@ -293,18 +383,36 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
                 open_ = [i for i, c in enumerate(now) if c is None]
                 if not approve_rest and open_:
                     calls = ", ".join(str(i + 1) for i in open_)
-                    raise InvalidInput(f"choose a decision for call {calls} (or approve the undecided ones)")
-                return review([
-                    approve() if c is None else _decision(session, f"{card}-{i}", a, str(c))
-                    for i, (a, c) in enumerate(zip(actions, now, strict=True))
-                ])
+                    raise InvalidInput(
+                        f"choose a decision for call {calls} (or approve the undecided ones)"
+                    )
+                return review(
+                    [
+                        approve() if c is None else _decision(session, f"{card}-{i}", a, str(c))
+                        for i, (a, c) in enumerate(zip(actions, now, strict=True))
+                    ]
+                )
+
             return make
 
         left, right = st.columns(2)
-        left.button("Approve" if single and choices[0] == "approve" else "Submit decision", type="primary",
-                    key=f"{card}-submit", on_click=submit, args=(session, runner, pending, card, answer(False)))
+        left.button(
+            "Approve" if single and choices[0] == "approve" else "Submit decision",
+            type="primary",
+            key=f"{card}-submit",
+            on_click=submit,
+            args=(session, runner, pending, card, answer(False)),
+        )
         if not single and undecided:
-            rest = "Approve all" if len(undecided) == len(actions) else f"Approve the {len(undecided)} undecided"
-            right.button(f"{rest} ({len(undecided)} of {len(actions)})", key=f"{card}-all",
-                         help="Approves only the calls without a decision; your other choices are kept",
-                         on_click=submit, args=(session, runner, pending, card, answer(True)))
+            rest = (
+                "Approve all"
+                if len(undecided) == len(actions)
+                else f"Approve the {len(undecided)} undecided"
+            )
+            right.button(
+                f"{rest} ({len(undecided)} of {len(actions)})",
+                key=f"{card}-all",
+                help="Approves only the calls without a decision; your other choices are kept",
+                on_click=submit,
+                args=(session, runner, pending, card, answer(True)),
+            )

@@ -26,9 +26,24 @@ from ui.web.tool_blocks import pre_html, pretty
 LIMITS = (50, 200, 1000)
 # How far back filters look: the newest this many records of the scope.
 SCAN = 5000
-WORDS = {"approve": "approved", "edit": "approved with edits", "reject": "rejected", "respond": "answered instead",
-         "run_again": "run again", "mark_failed": "marked as failed", "auto_approve": "auto-approved"}
-_MARK = {"approve": "✓", "edit": "✎", "respond": "↩", "auto_approve": "⚡", "run_again": "↻", "reject": "✗", "mark_failed": "✗"}
+WORDS = {
+    "approve": "approved",
+    "edit": "approved with edits",
+    "reject": "rejected",
+    "respond": "answered instead",
+    "run_again": "run again",
+    "mark_failed": "marked as failed",
+    "auto_approve": "auto-approved",
+}
+_MARK = {
+    "approve": "✓",
+    "edit": "✎",
+    "respond": "↩",
+    "auto_approve": "⚡",
+    "run_again": "↻",
+    "reject": "✗",
+    "mark_failed": "✗",
+}
 _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched off"}
 
 
@@ -44,7 +59,11 @@ def _what(record: DecisionRecord) -> str:
 def record_html(record: DecisionRecord, title: str | None) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.decided_at))
     # "ana@example.com via web": the signed-in identity the log recorded, and the front end.
-    who = " ".join(p for p in (record.actor or "unknown", f"via {record.source}" if record.source else None) if p)
+    who = " ".join(
+        p
+        for p in (record.actor or "unknown", f"via {record.source}" if record.source else None)
+        if p
+    )
     where = f" · {title}" if title else ""
     summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {_what(record)} · by {who}"
     # In a <div>: on a line of its own, not run into the label that follows.
@@ -82,8 +101,13 @@ def audit_page(session: Session, thread_id: str | None) -> None:
     scope = "all"
     left, right = st.columns([3, 1])
     if thread_id is not None:
-        chosen = left.segmented_control("Show", ["thread", "all"], default="thread", key="audit-scope",
-                                        format_func={"thread": "This thread", "all": "All threads"}.__getitem__)
+        chosen = left.segmented_control(
+            "Show",
+            ["thread", "all"],
+            default="thread",
+            key="audit-scope",
+            format_func={"thread": "This thread", "all": "All threads"}.__getitem__,
+        )
         scope = chosen or "thread"
     limit = right.selectbox("Newest", LIMITS, index=1, key="audit-limit")
     records = session.audit(thread_id if scope == "thread" else None, limit=SCAN)
@@ -92,13 +116,17 @@ def audit_page(session: Session, thread_id: str | None) -> None:
         return
     titles = {t.thread_id: t.title for t in session.threads(limit=1000)} if scope == "all" else {}
     records = _filtered(records, titles if scope == "all" else None)
-    st.caption(f"{min(len(records), limit)} of {len(records)} matching decision{'s' if len(records) != 1 else ''}, "
-               "newest first. Kept through undo, fork and deletion.")
+    st.caption(
+        f"{min(len(records), limit)} of {len(records)} matching decision{'s' if len(records) != 1 else ''}, "
+        "newest first. Kept through undo, fork and deletion."
+    )
     if not records:
         st.info("No decision matches these filters.")
         return
-    rows = [record_html(r, titles.get(r.thread_id, r.thread_id[:8]) if scope == "all" else None)
-            for r in records[:limit]]
+    rows = [
+        record_html(r, titles.get(r.thread_id, r.thread_id[:8]) if scope == "all" else None)
+        for r in records[:limit]
+    ]
     st.markdown("\n".join(rows), unsafe_allow_html=True)
 
 
@@ -108,16 +136,34 @@ def _filtered(records: list[DecisionRecord], titles: dict[str, str] | None) -> l
     keep = records
     if titles is not None:
         # What is chosen stays an option when the records change under it (a new scope).
-        threads = list(dict.fromkeys([*(r.thread_id for r in records), *st.session_state.get("audit-filter-thread", [])]))
+        threads = list(
+            dict.fromkeys(
+                [*(r.thread_id for r in records), *st.session_state.get("audit-filter-thread", [])]
+            )
+        )
         names = {t: f"{titles.get(t) or '(deleted thread)'} · {t[:8]}" for t in threads}
-        chosen = columns[0].multiselect("Thread", threads, format_func=lambda t: visible(names[t]),
-                                        key="audit-filter-thread", placeholder="every thread")
+        chosen = columns[0].multiselect(
+            "Thread",
+            threads,
+            format_func=lambda t: visible(names[t]),
+            key="audit-filter-thread",
+            placeholder="every thread",
+        )
         keep = [r for r in keep if not chosen or r.thread_id in chosen]
     rest = columns[-3:]
-    for column, name, of in ((rest[0], "Tool", _tool), (rest[1], "Decision", _decision), (rest[2], "Who", _who)):
+    for column, name, of in (
+        (rest[0], "Tool", _tool),
+        (rest[1], "Decision", _decision),
+        (rest[2], "Who", _who),
+    ):
         key = f"audit-filter-{name.lower()}"
         values = sorted({of(r) for r in records} | set(st.session_state.get(key, [])))
-        chosen = column.multiselect(name, values, format_func=visible, key=key,
-                                    placeholder=f"any {name.lower()}" if name != "Who" else "anyone")
+        chosen = column.multiselect(
+            name,
+            values,
+            format_func=visible,
+            key=key,
+            placeholder=f"any {name.lower()}" if name != "Who" else "anyone",
+        )
         keep = [r for r in keep if not chosen or of(r) in chosen]
     return keep

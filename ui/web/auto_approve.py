@@ -35,31 +35,44 @@ def tab_options() -> RunOptions:
     """The options of every run this browser session starts (`Runner.submit`): source
     "web", the signed-in person as the actor, and auto-approve while this tab's switch
     is on (otherwise the session's own mode)."""
-    return RunOptions(source="web", actor=tab_actor(), auto_approve=True if tab_auto_approve() else None)
+    return RunOptions(
+        source="web", actor=tab_actor(), auto_approve=True if tab_auto_approve() else None
+    )
 
 
 def tab_switch() -> None:
     """The sidebar switch for this browser session's auto-approve mode."""
     # The widget's own state goes when a script run does not draw it; the mode must not.
     st.session_state[_WIDGET] = tab_auto_approve()
-    st.toggle(":material/bolt: Auto-approve (you, this browser)", key=_WIDGET,
-              help="Calls that would wait for approval run without asking, in runs you start or resume from "
-                   "this browser session (other people's tabs are not affected). Deny rules still refuse.",
-              on_change=lambda: st.session_state.__setitem__(TAB_KEY, bool(st.session_state[_WIDGET])))
+    st.toggle(
+        ":material/bolt: Auto-approve (you, this browser)",
+        key=_WIDGET,
+        help="Calls that would wait for approval run without asking, in runs you start or resume from "
+        "this browser session (other people's tabs are not affected). Deny rules still refuse.",
+        on_change=lambda: st.session_state.__setitem__(TAB_KEY, bool(st.session_state[_WIDGET])),
+    )
 
 
 def thread_switch(session: Session, thread_id: str) -> None:
     """The open thread's auto-approve switch (stored with the thread, for everyone)."""
     key = f"auto-approve-thread-{thread_id}"
-    st.session_state[key] = session.thread_auto_approve(thread_id)  # another tab may have flipped it
-    st.toggle(":material/bolt: Auto-approve this thread", key=key, on_change=_flip_thread,
-              args=(session, thread_id, key),
-              help="For everyone and every front end, until turned off; recorded in the decision log.")
+    st.session_state[key] = session.thread_auto_approve(
+        thread_id
+    )  # another tab may have flipped it
+    st.toggle(
+        ":material/bolt: Auto-approve this thread",
+        key=key,
+        on_change=_flip_thread,
+        args=(session, thread_id, key),
+        help="For everyone and every front end, until turned off; recorded in the decision log.",
+    )
 
 
 def _flip_thread(session: Session, thread_id: str, key: str) -> None:
     try:
-        session.set_thread_auto_approve(thread_id, bool(st.session_state[key]), source="web", actor=tab_actor())
+        session.set_thread_auto_approve(
+            thread_id, bool(st.session_state[key]), source="web", actor=tab_actor()
+        )
     except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
         st.session_state["flash"] = f"Auto-approve not switched: {exc}"
 
@@ -74,6 +87,8 @@ def auto_approve_banner(session: Session, thread_id: str | None) -> None:
     if session.auto_approve:
         where.append("for everyone (server configuration)")
     if where:
-        st.warning(f"**Auto-approve is on** {' and '.join(where)}: calls that would wait for your approval "
-                   "run without asking (deny rules still refuse); each is logged as auto-approved.",
-                   icon=":material/bolt:")
+        st.warning(
+            f"**Auto-approve is on** {' and '.join(where)}: calls that would wait for your approval "
+            "run without asking (deny rules still refuse); each is logged as auto-approved.",
+            icon=":material/bolt:",
+        )

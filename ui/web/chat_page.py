@@ -73,7 +73,13 @@ def chat_input_box(session: Session, runner: Runner, now: OpenThread) -> None:
     disabled, hint = input_state(now)
     if now.active is not None and now.thread_id is not None:
         _stop_button(runner, now.thread_id)
-    st.chat_input(hint, disabled=disabled, key="prompt", on_submit=_on_prompt, args=(session, runner, now.thread_id))
+    st.chat_input(
+        hint,
+        disabled=disabled,
+        key="prompt",
+        on_submit=_on_prompt,
+        args=(session, runner, now.thread_id),
+    )
 
 
 def _on_prompt(session: Session, runner: Runner, thread_id: str | None) -> None:
@@ -89,8 +95,10 @@ def _on_prompt(session: Session, runner: Runner, thread_id: str | None) -> None:
     try:
         runner.submit(SendMessage(new_id, text), tab_options())
     except RunInProgress:
-        st.session_state["flash"] = ("Not sent: a run is active on this thread in another process. "
-                                     f"Your message, to send again: {text}")
+        st.session_state["flash"] = (
+            "Not sent: a run is active on this thread in another process. "
+            f"Your message, to send again: {text}"
+        )
     except (DecisionError, ValueError) as exc:
         st.session_state["flash"] = f"Not sent: {exc}. Your message: {text}"
     else:
@@ -108,12 +116,23 @@ def _stop_button(runner: Runner, thread_id: str) -> None:
     dock = getattr(st, "_bottom", None) or st
     with dock.container(key="gh-stop-dock"):
         dock_left, dock_right = st.columns([1, 5], vertical_alignment="center")
-        dock_left.button(":material/stop: Stop", key="stop", type="secondary",
-                         help="Stop the run now (a running command is killed)", on_click=_stop, args=(runner, thread_id))
+        dock_left.button(
+            ":material/stop: Stop",
+            key="stop",
+            type="secondary",
+            help="Stop the run now (a running command is killed)",
+            on_click=_stop,
+            args=(runner, thread_id),
+        )
         waiting = len(queued(thread_id))
-        dock_right.caption(":material/pending: running… " + (
-            f"· {waiting} queued message{'s' if waiting != 1 else ''}, sent when it ends" if waiting
-            else "· a message sent now is queued"))
+        dock_right.caption(
+            ":material/pending: running… "
+            + (
+                f"· {waiting} queued message{'s' if waiting != 1 else ''}, sent when it ends"
+                if waiting
+                else "· a message sent now is queued"
+            )
+        )
 
 
 def _stop(runner: Runner, thread_id: str) -> None:
@@ -138,7 +157,9 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     st.set_page_config(page_title=f"{visible(title)} · Gatehouse")
     st.header(label(title))
     if thread_id is None:
-        st.caption("Send a message to start a thread. Calls that change things wait for your approval.")
+        st.caption(
+            "Send a message to start a thread. Calls that change things wait for your approval."
+        )
         return
     messages = transcript(session, thread_id)
     if not messages and info is None and active is None:
@@ -152,8 +173,15 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
     branches = {b.index: b for b in session.branches(thread_id, messages)}
-    draw_window(runner, thread_id, messages, turns[:-1], took, can_fork=active is None and now.pending is None,
-                branches=branches)
+    draw_window(
+        runner,
+        thread_id,
+        messages,
+        turns[:-1],
+        took,
+        can_fork=active is None and now.pending is None,
+        branches=branches,
+    )
     # The tail has two slots, and a live run is drawn only in the second: the run
     # after a click (Approve, a sent message) empties the first at once, so the
     # decided card does not stay on screen (stale) for the whole run. A block that
@@ -170,14 +198,24 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     else:
         pending = now.pending
     with settled.container():
-        _draw_settled(session, runner, thread_id, messages, tail_start, took, pending, info, branches)
+        _draw_settled(
+            session, runner, thread_id, messages, tail_start, took, pending, info, branches
+        )
 
 
 _After = tuple[str, list, dict[str, float], Pause | None, ThreadInfo | None, dict[int, Branches]]
 
 
-def _follow_runs(session: Session, runner: Runner, now: OpenThread, messages: list, tail_start: int, base: int,
-                 took: dict[str, float], branches: dict[int, Branches]) -> _After:
+def _follow_runs(
+    session: Session,
+    runner: Runner,
+    now: OpenThread,
+    messages: list,
+    tail_start: int,
+    base: int,
+    took: dict[str, float],
+    branches: dict[int, Branches],
+) -> _After:
     """Follow the live run, then the queued messages' runs, to the end; the thread as
     they left it."""
     thread_id, active = now.thread_id, now.active
@@ -189,8 +227,17 @@ def _follow_runs(session: Session, runner: Runner, now: OpenThread, messages: li
         # delta paths when the run ends while deltas are in flight).
         live = st.empty()
         with live.container():
-            _draw_part(runner, thread_id, messages, tail_start, base, took, can_fork=False, missing="running…",
-                       branches=branches)
+            _draw_part(
+                runner,
+                thread_id,
+                messages,
+                tail_start,
+                base,
+                took,
+                can_fork=False,
+                missing="running…",
+                branches=branches,
+            )
             if active.user_text:
                 with st.chat_message("user"):
                     st.markdown(markdown(active.user_text))
@@ -207,24 +254,54 @@ def _follow_runs(session: Session, runner: Runner, now: OpenThread, messages: li
         info = session.thread(thread_id)
         base = len(messages)
         branches = {b.index: b for b in session.branches(thread_id, messages)}
-        active = _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
+        active = (
+            _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
+        )
     return thread_id, messages, took, pending, info, branches
 
 
-def _draw_settled(session: Session, runner: Runner, thread_id: str, messages: list, tail_start: int,
-                  took: dict[str, float], pending: Pause | None, info: ThreadInfo | None,
-                  branches: Mapping[int, Branches]) -> None:
+def _draw_settled(
+    session: Session,
+    runner: Runner,
+    thread_id: str,
+    messages: list,
+    tail_start: int,
+    took: dict[str, float],
+    pending: Pause | None,
+    info: ThreadInfo | None,
+    branches: Mapping[int, Branches],
+) -> None:
     """The tail with no run going: the last turn, then the card, the error or retry."""
-    _draw_part(runner, thread_id, messages, tail_start, len(messages), took, can_fork=pending is None,
-               missing=WAITING if pending is not None else NOT_RUN, branches=branches)
+    _draw_part(
+        runner,
+        thread_id,
+        messages,
+        tail_start,
+        len(messages),
+        took,
+        can_fork=pending is None,
+        missing=WAITING if pending is not None else NOT_RUN,
+        branches=branches,
+    )
     _draw_queued(thread_id)
     _tail_controls(session, runner, thread_id, info, pending)
-    last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-    if pending is None and last_user is not None and messages[-1].role == "assistant" and (
-            info is None or info.status not in ("failed", "interrupted", "running")):
-        st.button(":material/autorenew: Regenerate the last answer", key="regenerate", type="tertiary",
-                  help="Ask again: the last answer is replaced (the old one stays in the checkpoints)",
-                  on_click=_regenerate, args=(runner, thread_id, last_user, messages[last_user].content))
+    last_user = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None
+    )
+    if (
+        pending is None
+        and last_user is not None
+        and messages[-1].role == "assistant"
+        and (info is None or info.status not in ("failed", "interrupted", "running"))
+    ):
+        st.button(
+            ":material/autorenew: Regenerate the last answer",
+            key="regenerate",
+            type="tertiary",
+            help="Ask again: the last answer is replaced (the old one stays in the checkpoints)",
+            on_click=_regenerate,
+            args=(runner, thread_id, last_user, messages[last_user].content),
+        )
 
 
 def _regenerate(runner: Runner, thread_id: str, index: int, text: str) -> None:
@@ -249,15 +326,34 @@ def _send_queued(runner: Runner, thread_id: str) -> Run | None:
     return None
 
 
-def _draw_part(runner: Runner, thread_id: str, messages: list, start: int, end: int, took: dict[str, float], *,
-               can_fork: bool, missing: str, branches: Mapping[int, Branches]) -> None:
+def _draw_part(
+    runner: Runner,
+    thread_id: str,
+    messages: list,
+    start: int,
+    end: int,
+    took: dict[str, float],
+    *,
+    can_fork: bool,
+    missing: str,
+    branches: Mapping[int, Branches],
+) -> None:
     part = messages[start:end]
     if not part:
         return
     results = {m.tool_call_id: m for m in part if m.role == "tool"}
     for turn in turns_of(part):
-        draw_turn(runner, thread_id, part[turn.start:turn.end], start + turn.start, results, took,
-                  can_fork=can_fork, missing=missing, branches=branches)
+        draw_turn(
+            runner,
+            thread_id,
+            part[turn.start : turn.end],
+            start + turn.start,
+            results,
+            took,
+            can_fork=can_fork,
+            missing=missing,
+            branches=branches,
+        )
 
 
 def _draw_queued(thread_id: str) -> None:
@@ -267,8 +363,9 @@ def _draw_queued(thread_id: str) -> None:
             st.caption(":material/schedule: queued: sent when the run ends")
 
 
-def _tail_controls(session: Session, runner: Runner, thread_id: str, info: ThreadInfo | None,
-                   pending: Pause | None) -> None:
+def _tail_controls(
+    session: Session, runner: Runner, thread_id: str, info: ThreadInfo | None, pending: Pause | None
+) -> None:
     show_notice(f"notice-{thread_id}")
     if pending is not None:
         approval_card(session, runner, pending)
@@ -279,8 +376,13 @@ def _tail_controls(session: Session, runner: Runner, thread_id: str, info: Threa
     if info is not None and info.status == "running":
         st.info("A run is active on this thread in another process; this page follows it.")
     if info is not None and info.status in ("failed", "interrupted"):
-        default = "The last run failed." if info.status == "failed" else (
-            "The last run was interrupted (its process stopped before it finished).")
+        default = (
+            "The last run failed."
+            if info.status == "failed"
+            else ("The last run was interrupted (its process stopped before it finished).")
+        )
         st.error(markdown(last_error(runner, thread_id) or info.reason or default))
-        st.button(":material/refresh: Retry", key="retry", on_click=_retry, args=(runner, thread_id))
+        st.button(
+            ":material/refresh: Retry", key="retry", on_click=_retry, args=(runner, thread_id)
+        )
     stopped_notes(session, runner, thread_id, transcript(session, thread_id), info)

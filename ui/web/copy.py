@@ -56,9 +56,11 @@ span.gh-branch { font-size: 0.85rem; color: rgba(49, 51, 63, 0.7); font-variant-
 
 
 # Material Symbols' "content_copy", as a path.
-ICON = ('<svg class="gh-icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false"><path d="M9 18q-.825 0-1.41'
-        '2-.587Q7 16.825 7 16V4q0-.825.588-1.413Q8.175 2 9 2h9q.825 0 1.413.587Q20 3.175 20 4v12q0 .825-.587 1.413Q1'
-        '8.825 18 18 18Zm0-2h9V4H9v12Zm-4 6q-.825 0-1.413-.587Q3 20.825 3 20V6h2v14h11v2Z"/></svg>')
+ICON = (
+    '<svg class="gh-icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false"><path d="M9 18q-.825 0-1.41'
+    "2-.587Q7 16.825 7 16V4q0-.825.588-1.413Q8.175 2 9 2h9q.825 0 1.413.587Q20 3.175 20 4v12q0 .825-.587 1.413Q1"
+    '8.825 18 18 18Zm0-2h9V4H9v12Zm-4 6q-.825 0-1.413-.587Q3 20.825 3 20V6h2v14h11v2Z"/></svg>'
+)
 
 
 def copy_html(text: str, *, what: str) -> str:

@@ -76,7 +76,7 @@ def desktop_notifications(session: Session, current_thread: str | None) -> None:
             key=TOGGLE_KEY,
             on_change=_remember_since,
             help="Show a desktop notification when a thread starts waiting for a decision "
-                 "(for this browser tab, while it is open).",
+            "(for this browser tab, while it is open).",
         )
         if not on:
             return

@@ -27,10 +27,17 @@ def grants_panel(session: Session, thread_id: str) -> None:
         text, button = st.columns([3, 1], vertical_alignment="center")
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(g.granted_at))
         who = f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {when}"
-        text.markdown(f'<code>{html.escape(printable(g.label))}</code> <small>{html.escape(printable(who))}</small>',
-                      unsafe_allow_html=True)
-        button.button(":material/block:", key=f"revoke-{thread_id}-{g.label}", help=f"Revoke: {g.described}",
-                      on_click=_revoke, args=(session, thread_id, g.label))
+        text.markdown(
+            f"<code>{html.escape(printable(g.label))}</code> <small>{html.escape(printable(who))}</small>",
+            unsafe_allow_html=True,
+        )
+        button.button(
+            ":material/block:",
+            key=f"revoke-{thread_id}-{g.label}",
+            help=f"Revoke: {g.described}",
+            on_click=_revoke,
+            args=(session, thread_id, g.label),
+        )
 
 
 def _revoke(session: Session, thread_id: str, label: str) -> None:

@@ -77,7 +77,9 @@ TOKENS = OneTimeTokens()
 class Guard:
     """ASGI middleware: Host, Origin and sign-in checks, then the signed identity header."""
 
-    def __init__(self, app: ASGIApp, access: Access, secret: str, tokens: OneTimeTokens = TOKENS) -> None:
+    def __init__(
+        self, app: ASGIApp, access: Access, secret: str, tokens: OneTimeTokens = TOKENS
+    ) -> None:
         self.app = app
         self.access = access
         self.secret = secret
@@ -126,7 +128,9 @@ class Guard:
 
     def _identity(self, scope: Scope, headers: dict[str, str]) -> str | None:
         if self.access.web == "proxy":
-            if not same_secret(headers.get(self.access.proxy_secret_header.lower()), self.access.proxy_secret):
+            if not same_secret(
+                headers.get(self.access.proxy_secret_header.lower()), self.access.proxy_secret
+            ):
                 return None
             user = (headers.get(self.access.proxy_user_header.lower()) or "").strip()
             return user or None
@@ -158,13 +162,20 @@ class Guard:
         # this page starts itself does.
         await _send_html(send, 200, _continue_page(next_path), cookies=[_cookie_header(cookie)])
 
-    async def _own_route(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    async def _own_route(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+    ) -> None:
         path = scope["path"]
         signed_in = self._identity(scope, headers)
         if path == WHOAMI_PATH:
             await _send_text(send, 200 if signed_in else 401, signed_in or "signed out")
         elif path == SIGNOUT_PATH and scope.get("method") == "POST":
-            await _send_html(send, 200, _continue_page("/"), cookies=[f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"])
+            await _send_html(
+                send,
+                200,
+                _continue_page("/"),
+                cookies=[f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"],
+            )
         elif path == SIGNIN_PATH and scope.get("method") == "POST":
             if headers.get("origin") is None:
                 await _send_text(send, 403, "Sign in from the sign-in page.")
@@ -220,8 +231,13 @@ def _query(scope: Scope) -> dict[str, str]:
 
 
 def _without_token(scope: Scope) -> str:
-    rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-            if k != "token"]
+    rest = [
+        (k, v)
+        for k, v in parse_qsl(
+            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
+        )
+        if k != "token"
+    ]
     return _safe_next(scope.get("path", "/") + (f"?{urlencode(rest)}" if rest else ""))
 
 
@@ -262,14 +278,19 @@ async def _send_html(send: Send, status: int, page: str, cookies: list[str] | No
     await _send(send, status, page.encode(), b"text/html; charset=utf-8", cookies or [])
 
 
-async def _send(send: Send, status: int, body: bytes, content_type: bytes, cookies: list[str]) -> None:
+async def _send(
+    send: Send, status: int, body: bytes, content_type: bytes, cookies: list[str]
+) -> None:
     headers = [
         (b"content-type", content_type),
         (b"content-length", str(len(body)).encode()),
         (b"cache-control", b"no-store"),
         (b"x-frame-options", b"DENY"),
-        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-                                     b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'"),
+        (
+            b"content-security-policy",
+            b"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+            b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'",
+        ),
         (b"referrer-policy", b"same-origin"),
         *((b"set-cookie", c.encode("latin-1")) for c in cookies),
     ]
@@ -286,7 +307,11 @@ code { background: #f0f2f6; padding: 0 .2rem; } p.small { color: #555; font-size
 
 
 def _signin_page(next_path: str, failed: bool) -> str:
-    error = '<p class="err" role="alert">That token is not valid (a link works once). Try again.</p>' if failed else ""
+    error = (
+        '<p class="err" role="alert">That token is not valid (a link works once). Try again.</p>'
+        if failed
+        else ""
+    )
     nxt = html.escape(next_path, quote=True)
     # A link from another site arrives without the SameSite=Strict cookie: ask this
     # origin whether the browser is signed in, and if so load the page again from here.

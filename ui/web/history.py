@@ -69,25 +69,56 @@ def _show_more(thread_id: str, count: int) -> None:
     st.session_state[_shown_key(thread_id)] = count
 
 
-def draw_window(runner: Runner, thread_id: str, messages: Sequence[MessageView], turns: list[Turn],
-                took: dict[str, float], *, can_fork: bool, branches: Mapping[int, Branches]) -> None:
+def draw_window(
+    runner: Runner,
+    thread_id: str,
+    messages: Sequence[MessageView],
+    turns: list[Turn],
+    took: dict[str, float],
+    *,
+    can_fork: bool,
+    branches: Mapping[int, Branches],
+) -> None:
     """Draw the last turns of `turns` (all but those the window hides), or, after a
     jump from "Find", the found turn and the few after it."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
     if (found := _found(thread_id, turns)) is not None:
-        _draw_found(runner, thread_id, messages, turns, found, results, took, can_fork=can_fork, branches=branches)
+        _draw_found(
+            runner,
+            thread_id,
+            messages,
+            turns,
+            found,
+            results,
+            took,
+            can_fork=can_fork,
+            branches=branches,
+        )
         return
     shown = shown_turns(thread_id)
     hidden = max(0, len(turns) - shown)
     if hidden:
         more = min(WINDOW * 4, hidden)
         left, right = st.columns([1, 2])
-        left.button(f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
-                    key=f"earlier-{thread_id}", on_click=_show_more, args=(thread_id, shown + more))
+        left.button(
+            f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
+            key=f"earlier-{thread_id}",
+            on_click=_show_more,
+            args=(thread_id, shown + more),
+        )
         _find_popover(right, thread_id, messages, turns)
     for turn in turns[hidden:]:
-        draw_turn(runner, thread_id, messages[turn.start:turn.end], turn.start, results, took,
-                  can_fork=can_fork, missing=NOT_RUN, branches=branches)
+        draw_turn(
+            runner,
+            thread_id,
+            messages[turn.start : turn.end],
+            turn.start,
+            results,
+            took,
+            can_fork=can_fork,
+            missing=NOT_RUN,
+            branches=branches,
+        )
 
 
 def _found_key(thread_id: str) -> str:
@@ -131,40 +162,79 @@ def _back_to_latest(thread_id: str) -> None:
     st.session_state[_shown_key(thread_id)] = WINDOW
 
 
-def _draw_found(runner: Runner, thread_id: str, messages: Sequence[MessageView], turns: list[Turn],
-                found: tuple[int, int], results: dict[str | None, MessageView], took: dict[str, float], *,
-                can_fork: bool, branches: Mapping[int, Branches]) -> None:
+def _draw_found(
+    runner: Runner,
+    thread_id: str,
+    messages: Sequence[MessageView],
+    turns: list[Turn],
+    found: tuple[int, int],
+    results: dict[str | None, MessageView],
+    took: dict[str, float],
+    *,
+    can_fork: bool,
+    branches: Mapping[int, Branches],
+) -> None:
     """The turn "Find" jumped to and a few after it: what the person asked to see, drawn
     at the cost of a normal window whatever the thread's length (never every turn from
     the match to the end)."""
     at, count = found
     end = min(len(turns), at + count)
     left, right = st.columns([1, 2])
-    left.button(":material/vertical_align_bottom: Back to the latest turns", key=f"latest-top-{thread_id}",
-                on_click=_back_to_latest, args=(thread_id,))
+    left.button(
+        ":material/vertical_align_bottom: Back to the latest turns",
+        key=f"latest-top-{thread_id}",
+        on_click=_back_to_latest,
+        args=(thread_id,),
+    )
     _find_popover(right, thread_id, messages, turns)
     first, last = turns[at].number, turns[end - 1].number
     span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
     gap = len(turns) - end
     # The latest turn is drawn below in any case (chat_page: it is where a run goes on).
-    st.caption(f"Found: showing {span}" + (f"; the {gap} turn{'s' if gap != 1 else ''} between "
-                                           "them and the latest are not drawn." if gap else "."))
+    st.caption(
+        f"Found: showing {span}"
+        + (
+            f"; the {gap} turn{'s' if gap != 1 else ''} between them and the latest are not drawn."
+            if gap
+            else "."
+        )
+    )
     for turn in turns[at:end]:
-        draw_turn(runner, thread_id, messages[turn.start:turn.end], turn.start, results, took,
-                  can_fork=can_fork, missing=NOT_RUN, branches=branches)
+        draw_turn(
+            runner,
+            thread_id,
+            messages[turn.start : turn.end],
+            turn.start,
+            results,
+            took,
+            can_fork=can_fork,
+            missing=NOT_RUN,
+            branches=branches,
+        )
     if end < len(turns):
         left, right = st.columns([1, 2])
         more = min(WINDOW, len(turns) - end)
-        left.button(f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
-                    key=f"later-{thread_id}", on_click=_read_on,
-                    args=(thread_id, turns[at].start, count + more, len(turns)))
-        right.button(":material/vertical_align_bottom: Back to the latest turns", key=f"latest-{thread_id}",
-                     on_click=_back_to_latest, args=(thread_id,))
+        left.button(
+            f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
+            key=f"later-{thread_id}",
+            on_click=_read_on,
+            args=(thread_id, turns[at].start, count + more, len(turns)),
+        )
+        right.button(
+            ":material/vertical_align_bottom: Back to the latest turns",
+            key=f"latest-{thread_id}",
+            on_click=_back_to_latest,
+            args=(thread_id,),
+        )
 
 
-def _find_popover(where: Any, thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
+def _find_popover(
+    where: Any, thread_id: str, messages: Sequence[MessageView], turns: list[Turn]
+) -> None:
     jumps = st.session_state.get(_jumps_key(thread_id), 0)
-    with where.popover(":material/search: Find in this thread", key=f"find-popover-{thread_id}-{jumps}"):
+    with where.popover(
+        ":material/search: Find in this thread", key=f"find-popover-{thread_id}-{jumps}"
+    ):
         _find(thread_id, messages, turns)
 
 
@@ -177,33 +247,56 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
         return
-    hits = [t for t in reversed(turns) if t.number is not None and any(wanted in (m.content or "").lower()
-                                                                     for m in messages[t.start:t.end])]
+    hits = [
+        t
+        for t in reversed(turns)
+        if t.number is not None
+        and any(wanted in (m.content or "").lower() for m in messages[t.start : t.end])
+    ]
     if not hits:
         st.caption("No turn contains it.")
         return
     for turn in hits[:FIND_RESULTS]:
         first = (messages[turn.start].content or "").strip().replace("\n", " ")
-        if st.button(f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}"):
+        if st.button(
+            f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}"
+        ):
             _jump(thread_id, turn.start, len(turns))
             st.rerun(scope="app")
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
 
 
-def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offset: int,
-              results: dict[str | None, MessageView], took: dict[str, float], *, can_fork: bool,
-              missing: str, branches: Mapping[int, Branches]) -> None:
+def draw_turn(
+    runner: Runner,
+    thread_id: str,
+    part: Sequence[MessageView],
+    offset: int,
+    results: dict[str | None, MessageView],
+    took: dict[str, float],
+    *,
+    can_fork: bool,
+    missing: str,
+    branches: Mapping[int, Branches],
+) -> None:
     """One turn: the user's bubble, then one assistant bubble for the rest."""
     i = 0
-    if part and part[0].summary:  # what compaction wrote in place of older turns: not the person's words
+    if (
+        part and part[0].summary
+    ):  # what compaction wrote in place of older turns: not the person's words
         st.markdown(summary_html(part[0].content), unsafe_allow_html=True)
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
             draw_message_text(thread_id, part[0])
-            _user_actions(runner, thread_id, offset, part[0].content, can_fork=can_fork,
-                          versions=branches.get(offset))
+            _user_actions(
+                runner,
+                thread_id,
+                offset,
+                part[0].content,
+                can_fork=can_fork,
+                versions=branches.get(offset),
+            )
         i = 1
     rest = [m for m in part[i:] if m.role == "assistant"]
     if not rest:
@@ -222,7 +315,9 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
                 if result is None:
                     rows.append(row_html(call.name, call.args, None, "", None, missing=missing))
                 else:
-                    rows.append(result_row(thread_id, call, result, took.get(call.id, result.duration_ms)))
+                    rows.append(
+                        result_row(thread_id, call, result, took.get(call.id, result.duration_ms))
+                    )
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
         answer = "\n\n".join(m.content for m in rest if m.content and not m.notice)
@@ -230,17 +325,29 @@ def draw_turn(runner: Runner, thread_id: str, part: Sequence[MessageView], offse
             st.markdown(copy_html(answer, what="answer"), unsafe_allow_html=True)
 
 
-def _user_actions(runner: Runner, thread_id: str, index: int, text: str, *, can_fork: bool,
-                  versions: Branches | None) -> None:
+def _user_actions(
+    runner: Runner,
+    thread_id: str,
+    index: int,
+    text: str,
+    *,
+    can_fork: bool,
+    versions: Branches | None,
+) -> None:
     """Under a user message: copy, its versions (`< 2/3 >`), edit and fork."""
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.markdown(copy_html(text, what="message"), unsafe_allow_html=True, width="content")
         if versions is not None:
             _version_switcher(runner, thread_id, versions, enabled=can_fork)
         if can_fork and st.session_state.get(_fork_key(thread_id)) != index:
-            st.button(":material/edit: Edit and fork", key=f"fork-{thread_id}-{index}",
-                      help="Edit this message and fork from here", type="tertiary",
-                      on_click=st.session_state.__setitem__, args=(_fork_key(thread_id), index))
+            st.button(
+                ":material/edit: Edit and fork",
+                key=f"fork-{thread_id}-{index}",
+                help="Edit this message and fork from here",
+                type="tertiary",
+                on_click=st.session_state.__setitem__,
+                args=(_fork_key(thread_id), index),
+            )
     if can_fork and st.session_state.get(_fork_key(thread_id)) == index:
         _fork_editor(runner, thread_id, index, text)
 
@@ -248,14 +355,31 @@ def _user_actions(runner: Runner, thread_id: str, index: int, text: str, *, can_
 def _version_switcher(runner: Runner, thread_id: str, versions: Branches, *, enabled: bool) -> None:
     k, ids = versions.current, versions.message_ids
     key = f"branch-{thread_id}-{versions.index}"
-    st.button(":material/chevron_left:", key=f"{key}-prev", type="tertiary", disabled=not enabled or k == 0,
-              help=f"Version {k}: {label(versions.previews[k - 1])}" if k > 0 else "This is the first version",
-              on_click=_switch, args=(runner, thread_id, ids[k - 1] if k > 0 else ""))
-    st.markdown(f'<span class="gh-branch">{versions.label}</span>', unsafe_allow_html=True, width="content")
-    st.button(":material/chevron_right:", key=f"{key}-next", type="tertiary",
-              disabled=not enabled or k == len(ids) - 1,
-              help=f"Version {k + 2}: {label(versions.previews[k + 1])}" if k < len(ids) - 1 else "This is the latest version",
-              on_click=_switch, args=(runner, thread_id, ids[k + 1] if k < len(ids) - 1 else ""))
+    st.button(
+        ":material/chevron_left:",
+        key=f"{key}-prev",
+        type="tertiary",
+        disabled=not enabled or k == 0,
+        help=f"Version {k}: {label(versions.previews[k - 1])}"
+        if k > 0
+        else "This is the first version",
+        on_click=_switch,
+        args=(runner, thread_id, ids[k - 1] if k > 0 else ""),
+    )
+    st.markdown(
+        f'<span class="gh-branch">{versions.label}</span>', unsafe_allow_html=True, width="content"
+    )
+    st.button(
+        ":material/chevron_right:",
+        key=f"{key}-next",
+        type="tertiary",
+        disabled=not enabled or k == len(ids) - 1,
+        help=f"Version {k + 2}: {label(versions.previews[k + 1])}"
+        if k < len(ids) - 1
+        else "This is the latest version",
+        on_click=_switch,
+        args=(runner, thread_id, ids[k + 1] if k < len(ids) - 1 else ""),
+    )
 
 
 def _switch(runner: Runner, thread_id: str, message_id: str) -> None:
@@ -278,9 +402,15 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
             key=f"fork-sure-{thread_id}-{index}",
         )
         left, right = st.columns(2)
-        go = left.button("Fork from here", key=f"fork-go-{thread_id}-{index}", disabled=not sure, type="primary")
-        right.button("Cancel", key=f"fork-cancel-{thread_id}-{index}",
-                     on_click=st.session_state.pop, args=(_fork_key(thread_id), None))
+        go = left.button(
+            "Fork from here", key=f"fork-go-{thread_id}-{index}", disabled=not sure, type="primary"
+        )
+        right.button(
+            "Cancel",
+            key=f"fork-cancel-{thread_id}-{index}",
+            on_click=st.session_state.pop,
+            args=(_fork_key(thread_id), None),
+        )
         if go:
             st.session_state.pop(_fork_key(thread_id), None)
             try:

@@ -50,8 +50,12 @@ def signed_in() -> str | None:
     headers = st.context.headers
     if not headers:  # AppTest: no request, the trusted in-process path
         identity = load_settings().audit_actor or access.local_identity()
-    elif (checked := verify_identity(secret, headers.get(IDENTITY_HEADER), purpose=GUARD_PURPOSE)) is None:
-        st.error("This page was not served by Gatehouse's sign-in guard. Start the app with `gatehouse ui`.")
+    elif (
+        checked := verify_identity(secret, headers.get(IDENTITY_HEADER), purpose=GUARD_PURPOSE)
+    ) is None:
+        st.error(
+            "This page was not served by Gatehouse's sign-in guard. Start the app with `gatehouse ui`."
+        )
         return None
     elif access.web == "oidc":
         if not st.user.is_logged_in:
@@ -61,7 +65,9 @@ def signed_in() -> str | None:
             return None
         identity = str(st.user.get("email") or st.user.get("name") or st.user.get("sub") or "")
         if not identity:
-            st.error("Your identity provider did not say who you are (no email, name or sub claim).")
+            st.error(
+                "Your identity provider did not say who you are (no email, name or sub claim)."
+            )
             return None
     else:
         identity = checked

@@ -63,7 +63,9 @@ def _what(pending: Pause) -> str:
 def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
     if kind == "approve":
         return lambda: op.review([op.approve() for _ in pending.actions])
-    return lambda: op.review([op.reject("Rejected from the approvals inbox.") for _ in pending.actions])
+    return lambda: op.review(
+        [op.reject("Rejected from the approvals inbox.") for _ in pending.actions]
+    )
 
 
 def inbox_page(session: Session, runner: Runner) -> None:
@@ -73,9 +75,11 @@ def inbox_page(session: Session, runner: Runner) -> None:
     if not waiting:
         st.success("Nothing is waiting for a decision.")
         return
-    st.caption(f"{len(waiting)} thread{'s' if len(waiting) != 1 else ''} waiting, oldest first. "
-               "Keys for the first row: a approve (asks first when a call executes or deletes) · d reject · "
-               "n next · o open.")
+    st.caption(
+        f"{len(waiting)} thread{'s' if len(waiting) != 1 else ''} waiting, oldest first. "
+        "Keys for the first row: a approve (asks first when a call executes or deletes) · d reject · "
+        "n next · o open."
+    )
     first = True
     for info in _in_turn(waiting):
         pending = session.pending(info.thread_id)
@@ -96,36 +100,77 @@ def _in_turn(waiting: list[ThreadInfo]) -> list[ThreadInfo]:
 
 
 def _put_off(thread_id: str) -> None:
-    st.session_state[LATER] = [*(t for t in st.session_state.get(LATER, []) if t != thread_id), thread_id]
+    st.session_state[LATER] = [
+        *(t for t in st.session_state.get(LATER, []) if t != thread_id),
+        thread_id,
+    ]
 
 
-def _row(session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool) -> None:
+def _row(
+    session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool
+) -> None:
     tid = info.thread_id
     with st.container(border=True, key=f"inbox-row-{tid}"):
-        text, approve, reject, later, opener = st.columns([4.4, 1.5, 1.3, 1.2, 1.3], vertical_alignment="center")
+        text, approve, reject, later, opener = st.columns(
+            [4.4, 1.5, 1.3, 1.2, 1.3], vertical_alignment="center"
+        )
         since = ago(info.pending_since or info.updated_at)
         text.markdown(f"**{label(info.title)}** · {_what(pending)} · :gray[waiting since {since}]")
         confirming = False
         if isinstance(pending, Approval):
             many = len(pending.actions) > 1
             confirming = st.session_state.get(_confirm_key(tid)) == pending.interrupt_id
-            approve_answer = (session, runner, pending, f"inbox-{tid}", _quick("approve", pending), "notice-inbox")
+            approve_answer = (
+                session,
+                runner,
+                pending,
+                f"inbox-{tid}",
+                _quick("approve", pending),
+                "notice-inbox",
+            )
             if risk_of(pending) in CONFIRM_RISKS:
                 # One key must not run an `rm -rf`: the click (or `a`) only asks.
-                approve.button("Approve all…" if many else "Approve…", key=f"inbox-approve-{tid}", type="primary",
-                               shortcut="a" if first else None, disabled=confirming,
-                               help="This executes or deletes: you are asked to confirm first",
-                               on_click=st.session_state.__setitem__, args=(_confirm_key(tid), pending.interrupt_id))
+                approve.button(
+                    "Approve all…" if many else "Approve…",
+                    key=f"inbox-approve-{tid}",
+                    type="primary",
+                    shortcut="a" if first else None,
+                    disabled=confirming,
+                    help="This executes or deletes: you are asked to confirm first",
+                    on_click=st.session_state.__setitem__,
+                    args=(_confirm_key(tid), pending.interrupt_id),
+                )
             else:
-                approve.button("Approve all" if many else "Approve", key=f"inbox-approve-{tid}", type="primary",
-                               shortcut="a" if first else None, on_click=submit_answer, args=approve_answer)
-            reject.button("Reject all" if many else "Reject", key=f"inbox-reject-{tid}",
-                          shortcut="d" if first else None,
-                          on_click=submit_answer, args=(session, runner, pending, f"inbox-{tid}",
-                                                        _quick("reject", pending), "notice-inbox"))
-        later.button("Next", key=f"inbox-next-{tid}", shortcut="n" if first else None,
-                     help="Decide this one later: it moves to the end and the next thread comes first",
-                     on_click=_put_off, args=(tid,))
+                approve.button(
+                    "Approve all" if many else "Approve",
+                    key=f"inbox-approve-{tid}",
+                    type="primary",
+                    shortcut="a" if first else None,
+                    on_click=submit_answer,
+                    args=approve_answer,
+                )
+            reject.button(
+                "Reject all" if many else "Reject",
+                key=f"inbox-reject-{tid}",
+                shortcut="d" if first else None,
+                on_click=submit_answer,
+                args=(
+                    session,
+                    runner,
+                    pending,
+                    f"inbox-{tid}",
+                    _quick("reject", pending),
+                    "notice-inbox",
+                ),
+            )
+        later.button(
+            "Next",
+            key=f"inbox-next-{tid}",
+            shortcut="n" if first else None,
+            help="Decide this one later: it moves to the end and the next thread comes first",
+            on_click=_put_off,
+            args=(tid,),
+        )
         if opener.button("Open", key=f"inbox-open-{tid}", shortcut="o" if first else None):
             open_thread(tid)
             st.rerun()
@@ -146,12 +191,25 @@ def _confirm(pending: Approval, approve_answer: tuple[Any, ...]) -> None:
     """The question a high-risk Approve asks: what would run, then yes or no."""
     tid = pending.thread_id
     calls = ", ".join(f"`{a.name}` {key_argument(a.args)}" for a in pending.actions)
-    st.warning(f"**Approve {calls}?** It {'executes' if risk_of(pending) == 'execute' else 'deletes'}: "
-               "it runs as soon as you say yes.", icon=":material/warning:")
+    st.warning(
+        f"**Approve {calls}?** It {'executes' if risk_of(pending) == 'execute' else 'deletes'}: "
+        "it runs as soon as you say yes.",
+        icon=":material/warning:",
+    )
     yes, no, _ = st.columns([1.6, 1, 4])
-    yes.button("Yes, approve", key=f"inbox-confirm-yes-{tid}", type="primary",
-               on_click=_approve_confirmed, args=approve_answer)
-    no.button("Cancel", key=f"inbox-confirm-no-{tid}", on_click=st.session_state.pop, args=(_confirm_key(tid), None))
+    yes.button(
+        "Yes, approve",
+        key=f"inbox-confirm-yes-{tid}",
+        type="primary",
+        on_click=_approve_confirmed,
+        args=approve_answer,
+    )
+    no.button(
+        "Cancel",
+        key=f"inbox-confirm-no-{tid}",
+        on_click=st.session_state.pop,
+        args=(_confirm_key(tid), None),
+    )
 
 
 def _approve_confirmed(session: Session, runner: Runner, pending: Approval, *rest: Any) -> None:

@@ -41,7 +41,9 @@ def sign_in_link(port: int, address: str = "127.0.0.1") -> str:
 
 def _has_display() -> bool:
     """A graphical session to open a browser in (never a console browser on a server)."""
-    return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
 
 
 @asynccontextmanager
@@ -50,7 +52,9 @@ async def _announce(_app: Any) -> AsyncIterator[None]:
     from streamlit import config
 
     if _access.web == "token":
-        link = sign_in_link(int(config.get_option("server.port")), str(config.get_option("server.address") or ""))
+        link = sign_in_link(
+            int(config.get_option("server.port")), str(config.get_option("server.address") or "")
+        )
         print(f"\n  Gatehouse sign-in link (works once): {link}\n", flush=True)
         if os.environ.get(OPEN_BROWSER_ENV) == "1" and _has_display():
             webbrowser.open(link)
@@ -58,5 +62,8 @@ async def _announce(_app: Any) -> AsyncIterator[None]:
 
 
 # The guard first (outermost): preload hints only go into pages it let through.
-app = st.App(SCRIPT, middleware=[Middleware(Guard, access=_access, secret=_secret), Middleware(Preload)],
-             lifespan=_announce)
+app = st.App(
+    SCRIPT,
+    middleware=[Middleware(Guard, access=_access, secret=_secret), Middleware(Preload)],
+    lifespan=_announce,
+)

@@ -60,8 +60,13 @@ class LiveView:
         elif isinstance(event, ev.ToolStarted):
             self._close_text()
             self.thinking = None  # the next reply's reasoning gets its own block
-            name = (f"{event.name} · auto-approved" if event.auto_approved
-                    else f"{event.name} · always allowed ({event.grant})" if event.grant else event.name)
+            name = (
+                f"{event.name} · auto-approved"
+                if event.auto_approved
+                else f"{event.name} · always allowed ({event.grant})"
+                if event.grant
+                else event.name
+            )
             self.tools[event.call_id] = ToolBlock(name, event.args)
         elif isinstance(event, ev.ToolOutput):
             block = self.tools.get(event.call_id)
@@ -72,7 +77,9 @@ class LiveView:
             if block is None and event.status in NOT_RUN_STATUSES:
                 not_run_row(event.name, event.status, event.output)  # it never started
             else:
-                (block or ToolBlock(event.name, {})).finish(event.status, event.output, event.duration_ms)
+                (block or ToolBlock(event.name, {})).finish(
+                    event.status, event.output, event.duration_ms
+                )
         elif isinstance(event, ev.Notice):
             self._close_text()
             st.info(markdown(event.text))
@@ -96,12 +103,18 @@ class LiveView:
         """Show a reply's new text (an after_llm hook's redaction), or drop it (sent
         back, or retried from the start): what streamed is not what the history keeps."""
         text = event.text if isinstance(event, ev.MessageReplaced) and not event.removed else ""
-        if event.message_id is not None and event.message_id == self.message_id and self.slot is not None:
+        if (
+            event.message_id is not None
+            and event.message_id == self.message_id
+            and self.slot is not None
+        ):
             self.text, self.text_dirty = text, True
             if not text:  # the next text starts afresh
                 self.slot.empty()
                 self.slot, self.text_dirty = None, False
-        elif event.message_id is not None and (slot := self.drawn.get(event.message_id)) is not None:
+        elif (
+            event.message_id is not None and (slot := self.drawn.get(event.message_id)) is not None
+        ):
             if text:
                 slot.markdown(text)
             else:

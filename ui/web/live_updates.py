@@ -163,7 +163,9 @@ def _poll(session: Session, runner: Runner, thread_id: str | None, seen: tuple[A
         st.rerun()
 
 
-def page_drawn(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
+def page_drawn(
+    session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]
+) -> None:
     """At the end of a page run: watch for changes against `seen` (read at its start,
     so a change made while the page drew is not missed)."""
     page = _page_id()

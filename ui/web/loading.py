@@ -50,7 +50,10 @@ html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
 [class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)) * { visibility: hidden !important; }
 """
 
-STYLE = """<style>""" + PAGE_STYLE + """
+STYLE = (
+    """<style>"""
+    + PAGE_STYLE
+    + """
 .st-key-gh-warm-widgets { display: none; }
 .gh-loading { display: flex; align-items: center; gap: 0.75rem; padding: 2rem 0; color: rgba(49, 51, 63, 0.7);
   font-size: 1.05rem; }
@@ -58,9 +61,12 @@ STYLE = """<style>""" + PAGE_STYLE + """
   border-top-color: rgb(255, 75, 75); animation: gh-spin 0.8s linear infinite; }
 @keyframes gh-spin { to { transform: rotate(360deg); } }
 </style>"""
+)
 
-INDICATOR = ('<div class="gh-loading" role="status" aria-live="polite"><div class="gh-spinner"></div>'
-             "Loading Gatehouse…</div>")
+INDICATOR = (
+    '<div class="gh-loading" role="status" aria-live="polite"><div class="gh-spinner"></div>'
+    "Loading Gatehouse…</div>"
+)
 
 
 def loading_state() -> Any:

@@ -48,6 +48,11 @@ def draw_message_text(thread_id: str, message: MessageView) -> None:
     st.markdown(markdown(head) + " …")
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.caption(f"Showing the first {len(head):,} of {len(text):,} characters.", width="content")
-        st.button(":material/unfold_more: Show all", key=key + "-button", type="tertiary",
-                  help="Draw the whole message (copy and export always carry all of it)",
-                  on_click=st.session_state.__setitem__, args=(key, True))
+        st.button(
+            ":material/unfold_more: Show all",
+            key=key + "-button",
+            type="tertiary",
+            help="Draw the whole message (copy and export always carry all of it)",
+            on_click=st.session_state.__setitem__,
+            args=(key, True),
+        )

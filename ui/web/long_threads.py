@@ -22,7 +22,9 @@ from ui.web.tool_blocks import row_html
 OUTPUT_VIEW = "output"
 
 
-def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration_ms: float | None) -> str:
+def result_row(
+    thread_id: str, call: ToolCallView, result: MessageView, duration_ms: float | None
+) -> str:
     """A finished call's history row (tool_blocks.row_html), saying when it was
     auto-approved and, for an offloaded output, linking to the whole of it."""
     row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
@@ -30,15 +32,19 @@ def result_row(thread_id: str, call: ToolCallView, result: MessageView, duration
     if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
         notes.append(why)
     if result.offloaded:
-        notes.append(f"output {result.total_chars:,} characters" if result.total_chars else "large output")
+        notes.append(
+            f"output {result.total_chars:,} characters" if result.total_chars else "large output"
+        )
     if notes:
         # The first </summary> is the row's own: everything inside it is escaped.
         row = row.replace("</summary>", html.escape(" · " + " · ".join(notes)) + "</summary>", 1)
     if result.offloaded:
         query = urlencode({"view": OUTPUT_VIEW, "thread": thread_id, "call": call.id})
         size = f" ({result.total_chars:,} characters)" if result.total_chars else ""
-        link = (f'<a href="?{html.escape(query)}" target="_blank" rel="noopener">'
-                f"Show whole output{size} ↗</a> <small>(the model got the head above, and reads on on demand)</small>")
+        link = (
+            f'<a href="?{html.escape(query)}" target="_blank" rel="noopener">'
+            f"Show whole output{size} ↗</a> <small>(the model got the head above, and reads on on demand)</small>"
+        )
         row = row.removesuffix("</details>") + f"<p>{link}</p></details>"
     return row
 
@@ -50,9 +56,11 @@ def summary_html(text: str) -> str:
     """The marker where compaction summarised the model's view: the turns above stay in
     the history; the model is sent the summary (collapsed here) in their place."""
     body = html.escape(code(text.strip())).replace("\n", "&#10;")
-    return (f'<details class="gh-tool gh-compacted"><summary>⇣ {SUMMARY_MARKER}: from here on '
-            'the model gets this summary instead of the turns above (they stay in your history)</summary>'
-            f'<div style="white-space: pre-wrap">{body}</div></details>')
+    return (
+        f'<details class="gh-tool gh-compacted"><summary>⇣ {SUMMARY_MARKER}: from here on '
+        "the model gets this summary instead of the turns above (they stay in your history)</summary>"
+        f'<div style="white-space: pre-wrap">{body}</div></details>'
+    )
 
 
 def whole_output_page(session: Session) -> bool:
@@ -68,19 +76,31 @@ def whole_output_page(session: Session) -> bool:
         st.error(f"No output for call {label(repr(call_id))} of thread {label(repr(thread_id))}.")
         return True
     st.caption(f"thread {label(thread_id)} · call {label(call_id)} · {len(text):,} characters")
-    st.download_button(":material/download: Download", text, file_name=f"{call_id}.txt", mime="text/plain",
-                       key="output-download")
+    st.download_button(
+        ":material/download: Download",
+        text,
+        file_name=f"{call_id}.txt",
+        mime="text/plain",
+        key="output-download",
+    )
     st.code(code(text), language="text")
     return True
 
 
 def compact_control(session: Session, thread_id: str, busy: bool) -> None:
-    """"Compact now": summarise the older turns for the model (the history stays whole)."""
+    """ "Compact now": summarise the older turns for the model (the history stays whole)."""
     key = f"compact-{thread_id}"
-    st.button(":material/compress: Compact now", key=key, disabled=busy, width="stretch",
-              help="Not while a run is active" if busy else
-              "Send the model a summary in place of the older turns; your history stays whole",
-              on_click=_compact, args=(session, thread_id, key))
+    st.button(
+        ":material/compress: Compact now",
+        key=key,
+        disabled=busy,
+        width="stretch",
+        help="Not while a run is active"
+        if busy
+        else "Send the model a summary in place of the older turns; your history stays whole",
+        on_click=_compact,
+        args=(session, thread_id, key),
+    )
     if said := st.session_state.pop(f"{key}-result", None):
         kind, text = said
         getattr(st, kind)(text)
@@ -93,17 +113,25 @@ def _compact(session: Session, thread_id: str, key: str) -> None:
         st.session_state[f"{key}-result"] = ("error", f"Not compacted: {exc}")
         return
     if done is None:
-        st.session_state[f"{key}-result"] = ("info", "Nothing old enough to compact: the latest turns always stay "
-                                                      "as they are.")
+        st.session_state[f"{key}-result"] = (
+            "info",
+            "Nothing old enough to compact: the latest turns always stay as they are.",
+        )
         return
-    st.session_state[f"{key}-result"] = ("success", (
-        f"Compacted: the model now gets one summary in place of {done.messages_removed} older messages; its "
-        f"context went from about {done.tokens_before:,} to {done.tokens_after:,} tokens. Your history stays whole "
-        "(a marker shows where the model's view was summarised)."))
+    st.session_state[f"{key}-result"] = (
+        "success",
+        (
+            f"Compacted: the model now gets one summary in place of {done.messages_removed} older messages; its "
+            f"context went from about {done.tokens_before:,} to {done.tokens_after:,} tokens. Your history stays whole "
+            "(a marker shows where the model's view was summarised)."
+        ),
+    )
 
 
 def undo_question(paused: bool) -> str:
     if paused:
-        return ("This thread is waiting for your decision: undo drops that request (nothing of it runs) "
-                "along with the last turn. Undo anyway?")
+        return (
+            "This thread is waiting for your decision: undo drops that request (nothing of it runs) "
+            "along with the last turn. Undo anyway?"
+        )
     return "Undo the last turn?"

@@ -21,12 +21,20 @@ def thread_not_found_page(session: Session, thread_id: str | None) -> bool:
         return False
     st.header(f":material/search_off: {NOT_FOUND}")
     if problem is not None:
-        st.error(f"This link's thread id is not valid: {problem.split('; this one is')[0]}. Nothing was created.")
+        st.error(
+            f"This link's thread id is not valid: {problem.split('; this one is')[0]}. Nothing was created."
+        )
     else:
-        st.error("There is no thread with this id in this database (deleted, or a link from another "
-                 "installation). Nothing was created.")
+        st.error(
+            "There is no thread with this id in this database (deleted, or a link from another "
+            "installation). Nothing was created."
+        )
     # The id as text that cannot render as markup or act on the page.
     st.code(shown_id(thread_id, limit=200), language=None, wrap_lines=True)
-    st.button(":material/add: Start a new thread", key="not-found-new", type="primary",
-              on_click=st.query_params.clear)
+    st.button(
+        ":material/add: Start a new thread",
+        key="not-found-new",
+        type="primary",
+        on_click=st.query_params.clear,
+    )
     return True

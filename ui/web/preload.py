@@ -22,14 +22,26 @@ from ui.web.loading import PAGE_STYLE
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
 
 STATIC = Path(streamlit.__file__).resolve().parent / "static" / "static"
 # The widgets the pages draw (ui/web/*): their chunks are named after them. And the
 # Markdown plugins: HTML in Markdown (the page's own styles, tool rows) waits for
 # rehype-raw, so plain text could be drawn before the style that arranges it.
-WIDGETS = ("Button", "ChatInput", "Html", "Radio", "Checkbox", "TextArea", "TextInput", "DownloadButton",
-           "rehype-raw", "remark-emoji")
+WIDGETS = (
+    "Button",
+    "ChatInput",
+    "Html",
+    "Radio",
+    "Checkbox",
+    "TextArea",
+    "TextInput",
+    "DownloadButton",
+    "rehype-raw",
+    "remark-emoji",
+)
 
 
 def hints(static: Path = STATIC) -> bytes:
@@ -38,7 +50,9 @@ def hints(static: Path = STATIC) -> bytes:
         for chunk in sorted(static.glob(f"js/{name}.*.js")):
             links.append(f'<link rel="modulepreload" crossorigin href="./static/js/{chunk.name}">')
     for font in sorted(static.glob("media/MaterialSymbols-Rounded.*.woff2")):
-        links.append(f'<link rel="preload" as="font" type="font/woff2" crossorigin href="./static/media/{font.name}">')
+        links.append(
+            f'<link rel="preload" as="font" type="font/woff2" crossorigin href="./static/media/{font.name}">'
+        )
     links.append(f'<style id="gh-page-style">{PAGE_STYLE}</style>')
     return "".join(links).encode()
 
@@ -61,7 +75,10 @@ class Preload:
             nonlocal start
             if message["type"] == "http.response.start":
                 headers = {k.lower(): v for k, v in message.get("headers", [])}
-                if headers.get(b"content-type", b"").startswith(b"text/html") and b"content-encoding" not in headers:
+                if (
+                    headers.get(b"content-type", b"").startswith(b"text/html")
+                    and b"content-encoding" not in headers
+                ):
                     start = message
                     return
                 await send(message)

@@ -55,7 +55,9 @@ def pretty(value: Any) -> str:
 def label(text: str) -> str:
     """Literal text for a Markdown label: nothing in it is read as Markdown."""
     line = _LABEL_SYNTAX.sub(r"\\\1", visible(text).replace("\n", " "))
-    return _LABEL_START.sub(lambda m: m[1] + "".join("\\" + c if not c.isdigit() else c for c in m[2]), line)
+    return _LABEL_START.sub(
+        lambda m: m[1] + "".join("\\" + c if not c.isdigit() else c for c in m[2]), line
+    )
 
 
 def markdown(text: str) -> str:
@@ -127,7 +129,7 @@ class _Inline:
         while i < len(src):
             ch = src[i]
             if ch == "\\" and i + 1 < len(src):
-                out.append(src[i:i + 2])
+                out.append(src[i : i + 2])
                 i += 2
             elif ch == "`":
                 end = self._code_end(i)
@@ -192,19 +194,19 @@ class _Inline:
         close = self._bracket_end(start)
         if close is None:
             return "[", start + 1, None
-        inner = _Inline(src[start + 1:close - 1], self.refs).run()
+        inner = _Inline(src[start + 1 : close - 1], self.refs).run()
         text = "[" + inner + "]"
         if src.startswith("(", close):
             end = self._paren_end(close)
             if end is not None:
-                dest = _destination(src[close + 1:end - 1])
+                dest = _destination(src[close + 1 : end - 1])
                 return text + src[close:end], end, None if _shows(inner, dest) else dest
-        ref_end, ref = close, src[start + 1:close - 1]
+        ref_end, ref = close, src[start + 1 : close - 1]
         if src.startswith("[", close):
             second = self._bracket_end(close)
             if second is not None:
                 ref_end = second
-                ref = src[close + 1:second - 1] or ref
+                ref = src[close + 1 : second - 1] or ref
         found = self.refs.get(normalizeReference(ref))
         if found is not None:
             dest = found["href"]
@@ -240,7 +242,7 @@ class _Inline:
 def _destination(inside: str) -> str:
     inside = inside.strip()
     if inside.startswith("<"):
-        return inside[1:inside.find(">")] if ">" in inside else inside
+        return inside[1 : inside.find(">")] if ">" in inside else inside
     return inside.split(None, 1)[0] if inside else ""
 
 
@@ -262,12 +264,18 @@ def _is_safe(markdown_text: str) -> bool:
             if child.type != "link_open":
                 continue
             href = child.attrGet("href") or ""
-            end = next((m for m in range(k, len(children)) if children[m].type == "link_close"), len(children))
-            text = "".join(c.content for c in children[k + 1:end])
-            after = children[end + 1:end + 3]
+            end = next(
+                (m for m in range(k, len(children)) if children[m].type == "link_close"),
+                len(children),
+            )
+            text = "".join(c.content for c in children[k + 1 : end])
+            after = children[end + 1 : end + 3]
             shown = [c.content for c in after if c.type == "code_inline"]
-            if text.strip() != href and normalizeLink(text.strip()) != href and not any(
-                    normalizeLink(s) == href or s == href for s in shown):
+            if (
+                text.strip() != href
+                and normalizeLink(text.strip()) != href
+                and not any(normalizeLink(s) == href or s == href for s in shown)
+            ):
                 return False
     return True
 

@@ -20,16 +20,25 @@ APP_PATH = Path(__file__).resolve().parent / "launch.py"
 ACCENT = "#2563eb"
 
 FLAGS = [
-    "--server.address", "127.0.0.1",
-    "--server.headless", "true",
-    "--browser.gatherUsageStats", "false",
-    "--client.toolbarMode", "minimal",
-    "--runner.postScriptGC", "false",
-    "--server.fileWatcherType", "none",
-    "--theme.primaryColor", ACCENT,
+    "--server.address",
+    "127.0.0.1",
+    "--server.headless",
+    "true",
+    "--browser.gatherUsageStats",
+    "false",
+    "--client.toolbarMode",
+    "minimal",
+    "--runner.postScriptGC",
+    "false",
+    "--server.fileWatcherType",
+    "none",
+    "--theme.primaryColor",
+    ACCENT,
 ]
 
 
-def streamlit_command(port: int | None = None, app: Path = APP_PATH, python: str = sys.executable) -> list[str]:
+def streamlit_command(
+    port: int | None = None, app: Path = APP_PATH, python: str = sys.executable
+) -> list[str]:
     cmd = [python, "-m", "streamlit", "run", str(app), *FLAGS]
     return cmd + (["--server.port", str(port)] if port else [])

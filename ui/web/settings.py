@@ -18,7 +18,9 @@ import streamlit as st
 from graph import Session
 
 HIDDEN = "•••• (hidden)"
-SECRET_NAME = re.compile(r"(pass(word)?|secret|token|api[_-]?key|auth|credential|private)", re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"(pass(word)?|secret|token|api[_-]?key|auth|credential|private)", re.IGNORECASE
+)
 MODE_WORDS = {"allow": "runs without asking", "ask": "asks first", "deny": "refused"}
 
 
@@ -36,7 +38,9 @@ def mask_url(value: str) -> str:
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, HIDDEN if SECRET_NAME.search(k) else v) for k, v in pairs], safe="•() ")
+        query = urlencode(
+            [(k, HIDDEN if SECRET_NAME.search(k) else v) for k, v in pairs], safe="•() "
+        )
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
@@ -87,10 +91,16 @@ def general_rows(info: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def policy_rows(info: dict[str, Any]) -> list[dict[str, str]]:
-    return [{"Tool": str(r.get("tool")), "Risk": str(r.get("risk")),
-             "When the model calls it": MODE_WORDS.get(str(r.get("mode")), str(r.get("mode"))),
-             "Rules on its arguments": str(r.get("rules", 0))} for r in info.get("policy") or []
-            if isinstance(r, dict)]
+    return [
+        {
+            "Tool": str(r.get("tool")),
+            "Risk": str(r.get("risk")),
+            "When the model calls it": MODE_WORDS.get(str(r.get("mode")), str(r.get("mode"))),
+            "Rules on its arguments": str(r.get("rules", 0)),
+        }
+        for r in info.get("policy") or []
+        if isinstance(r, dict)
+    ]
 
 
 def hook_rows(info: dict[str, Any]) -> list[dict[str, str]]:
@@ -108,14 +118,18 @@ def hook_rows(info: dict[str, Any]) -> list[dict[str, str]]:
 def settings_page(session: Session) -> None:
     info = session.info
     st.header(":material/settings: Settings")
-    st.caption("The effective settings of this app (read-only). Change them in gatehouse.toml or the "
-               "environment (OPENAI_API_KEY, OPENAI_BASE_URL, GATEHOUSE_MODEL, …), then restart. "
-               "Secrets are never shown.")
+    st.caption(
+        "The effective settings of this app (read-only). Change them in gatehouse.toml or the "
+        "environment (OPENAI_API_KEY, OPENAI_BASE_URL, GATEHOUSE_MODEL, …), then restart. "
+        "Secrets are never shown."
+    )
     _table(general_rows(info), "Setting")
     st.subheader("Policy")
     if rows := policy_rows(info):
-        st.caption("Which calls ask for a person's approval. Read-only tools run without asking unless "
-                   "the policy says otherwise; a `deny` refuses without asking.")
+        st.caption(
+            "Which calls ask for a person's approval. Read-only tools run without asking unless "
+            "the policy says otherwise; a `deny` refuses without asking."
+        )
         _table(rows, "Tool")
     elif isinstance(info.get("policy"), str):
         st.code(str(info["policy"]), language="text")
@@ -130,12 +144,14 @@ def settings_page(session: Session) -> None:
     usage_rows: list[dict[str, Any]] = []
     for t in session.threads(limit=100):
         usage = session.usage(t.thread_id)
-        usage_rows.append({
-            "thread": t.title,
-            "input tokens": int(usage.get("input_tokens", 0)),
-            "output tokens": int(usage.get("output_tokens", 0)),
-            "cost ($)": usage.get("cost"),
-        })
+        usage_rows.append(
+            {
+                "thread": t.title,
+                "input tokens": int(usage.get("input_tokens", 0)),
+                "output tokens": int(usage.get("output_tokens", 0)),
+                "cost ($)": usage.get("cost"),
+            }
+        )
     if usage_rows:
         st.dataframe(usage_rows, hide_index=True, width="stretch")
     else:

@@ -35,7 +35,11 @@ def _open(db: str, workspace: str, model_factory: str) -> AppState:
 def app_state() -> AppState:
     """The Session and Runner of this server process (opened on first use)."""
     env = os.environ
-    return _open(env.get("GATEHOUSE_DB", ""), env.get("GATEHOUSE_WORKSPACE", ""), env.get("GATEHOUSE_MODEL_FACTORY", ""))
+    return _open(
+        env.get("GATEHOUSE_DB", ""),
+        env.get("GATEHOUSE_WORKSPACE", ""),
+        env.get("GATEHOUSE_MODEL_FACTORY", ""),
+    )
 
 
 class _Transcripts:
@@ -74,8 +78,13 @@ def _fingerprint(messages: list[Any]) -> tuple[Any, ...]:
     # a merge rewrites the last message. The first message catches a compaction that
     # kept the count.
     def one(m: Any) -> tuple[Any, ...]:
-        return (m.id, m.type, hash(repr(m.content)), hash(repr(getattr(m, "additional_kwargs", None))),
-                len(getattr(m, "tool_calls", None) or ()))
+        return (
+            m.id,
+            m.type,
+            hash(repr(m.content)),
+            hash(repr(getattr(m, "additional_kwargs", None))),
+            len(getattr(m, "tool_calls", None) or ()),
+        )
 
     return (len(messages), *(one(m) for m in messages[:1]), *(one(m) for m in messages[-3:]))
 

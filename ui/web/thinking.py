@@ -22,8 +22,10 @@ from graph.protocol.operations import Retry
 from ui.web.auto_approve import tab_options
 from ui.web.safe_text import markdown
 
-CUT_OFF_NOTE = ("This reply was cut off before it finished (the model's stream ended early); "
-                "what is shown is all that arrived.")
+CUT_OFF_NOTE = (
+    "This reply was cut off before it finished (the model's stream ended early); "
+    "what is shown is all that arrived."
+)
 _DIM = "opacity: 0.7; font-size: 0.9em; white-space: pre-wrap; margin: 0.2rem 0 0.4rem"
 
 
@@ -32,8 +34,10 @@ def thinking_html(reasoning: str) -> str:
     character references: a blank line would end the HTML block and the rest would be
     read as Markdown."""
     body = html.escape(visible(reasoning.strip())).replace("\n", "&#10;")
-    return (f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
-            f'<div style="{_DIM}">{body}</div></details>')
+    return (
+        f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
+        f'<div style="{_DIM}">{body}</div></details>'
+    )
 
 
 def draw_thinking(message: MessageView) -> None:
@@ -67,8 +71,13 @@ class LiveThinking:
             self._dirty = False
 
 
-def stopped_notes(session: Session, runner: Runner, thread_id: str, transcript: list[MessageView],
-                  info: ThreadInfo | None) -> None:
+def stopped_notes(
+    session: Session,
+    runner: Runner,
+    thread_id: str,
+    transcript: list[MessageView],
+    info: ThreadInfo | None,
+) -> None:
     """Under the last turn of a thread whose last run stopped: why, and Retry when the
     model's reply was cut off (retry asks the model again)."""
     if info is None or info.status != "stopped":
@@ -80,8 +89,13 @@ def stopped_notes(session: Session, runner: Runner, thread_id: str, transcript: 
         st.warning(markdown(info.reason), icon=":material/info:")
     reply = next((m for m in reversed(transcript) if m.role == "assistant" and not m.notice), None)
     if reply is not None and reply.cut_off:
-        st.button(":material/refresh: Retry", key="retry-cut-off", help="Ask the model again for this reply",
-                  on_click=_retry, args=(runner, thread_id))
+        st.button(
+            ":material/refresh: Retry",
+            key="retry-cut-off",
+            help="Ask the model again for this reply",
+            on_click=_retry,
+            args=(runner, thread_id),
+        )
 
 
 def _retry(runner: Runner, thread_id: str) -> None:

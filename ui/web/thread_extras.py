@@ -17,9 +17,14 @@ def thread_extras(session: Session, thread_id: str, busy: bool) -> None:
     thread_switch(session, thread_id)
     grants_panel(session, thread_id)
     compact_control(session, thread_id, busy)
-    st.button(":material/fact_check: Decision log", key=f"audit-{thread_id}", width="stretch",
-              help="Who approved, edited or rejected which call of this thread, and when",
-              on_click=_open_log, args=(thread_id,))
+    st.button(
+        ":material/fact_check: Decision log",
+        key=f"audit-{thread_id}",
+        width="stretch",
+        help="Who approved, edited or rejected which call of this thread, and when",
+        on_click=_open_log,
+        args=(thread_id,),
+    )
 
 
 def _open_log(thread_id: str) -> None:

@@ -19,8 +19,12 @@ from ui.web.long_threads import undo_question
 from ui.web.safe_text import label as safe_label
 from ui.web.thread_extras import thread_extras
 
-VIEWS = {"chat": ":material/chat: Chat", "inbox": ":material/inbox: Approvals", "settings": ":material/settings: Settings",
-         "audit": ":material/fact_check: Decisions"}
+VIEWS = {
+    "chat": ":material/chat: Chat",
+    "inbox": ":material/inbox: Approvals",
+    "settings": ":material/settings: Settings",
+    "audit": ":material/fact_check: Decisions",
+}
 
 
 _BADGES = {
@@ -64,8 +68,14 @@ def sidebar(session: Session, runner: Runner) -> None:
         waiting = len(session.awaiting_approval())
         labels = {**VIEWS, "inbox": f"{VIEWS['inbox']} ({waiting})" if waiting else VIEWS["inbox"]}
         view = current_view()
-        picked = st.radio("Page", list(VIEWS), index=list(VIEWS).index(view), format_func=labels.__getitem__,
-                          key=f"nav-{view}", label_visibility="collapsed")
+        picked = st.radio(
+            "Page",
+            list(VIEWS),
+            index=list(VIEWS).index(view),
+            format_func=labels.__getitem__,
+            key=f"nav-{view}",
+            label_visibility="collapsed",
+        )
         if picked != view:
             open_thread(thread_id, picked)
             st.rerun()
@@ -129,15 +139,37 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         )
     left, right = st.columns(2)
     # The export is made when clicked: a long thread's export costs a script run ~0.1 s.
-    left.download_button(":material/download: Markdown", lambda: session.export(thread_id, "md"),
-                         file_name=f"{thread_id}.md", mime="text/markdown", key=f"export-md-{thread_id}")
-    right.download_button(":material/download: JSON", lambda: session.export(thread_id, "json"),
-                          file_name=f"{thread_id}.json", mime="application/json", key=f"export-json-{thread_id}")
-    paused = info is not None and info.awaiting_approval  # undo would drop the pending request: say so, then force
-    _confirmed_action(":material/undo: Undo last turn", undo_question(paused), f"undo-{thread_id}", busy,
-                      lambda: session.undo(thread_id, force=paused))
-    _confirmed_action(":material/delete: Delete thread", "Delete this thread for good?", f"delete-{thread_id}", busy,
-                      lambda: _delete(session, thread_id))
+    left.download_button(
+        ":material/download: Markdown",
+        lambda: session.export(thread_id, "md"),
+        file_name=f"{thread_id}.md",
+        mime="text/markdown",
+        key=f"export-md-{thread_id}",
+    )
+    right.download_button(
+        ":material/download: JSON",
+        lambda: session.export(thread_id, "json"),
+        file_name=f"{thread_id}.json",
+        mime="application/json",
+        key=f"export-json-{thread_id}",
+    )
+    paused = (
+        info is not None and info.awaiting_approval
+    )  # undo would drop the pending request: say so, then force
+    _confirmed_action(
+        ":material/undo: Undo last turn",
+        undo_question(paused),
+        f"undo-{thread_id}",
+        busy,
+        lambda: session.undo(thread_id, force=paused),
+    )
+    _confirmed_action(
+        ":material/delete: Delete thread",
+        "Delete this thread for good?",
+        f"delete-{thread_id}",
+        busy,
+        lambda: _delete(session, thread_id),
+    )
     thread_extras(session, thread_id, busy)
 
 
@@ -146,11 +178,18 @@ def _delete(session: Session, thread_id: str) -> None:
     open_thread(None)
 
 
-def _confirmed_action(label: str, question: str, key: str, busy: bool, action: Callable[[], object]) -> None:
+def _confirmed_action(
+    label: str, question: str, key: str, busy: bool, action: Callable[[], object]
+) -> None:
     asking = st.session_state.get("confirm") == key
     if not asking:
-        if st.button(label, key=key, disabled=busy, width="stretch",
-                     help="Not while a run is active" if busy else None):
+        if st.button(
+            label,
+            key=key,
+            disabled=busy,
+            width="stretch",
+            help="Not while a run is active" if busy else None,
+        ):
             st.session_state["confirm"] = key
             st.rerun()
         return

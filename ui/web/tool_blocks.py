@@ -23,10 +23,22 @@ from ui.web.safe_text import pretty as safe_pretty
 
 OUTPUT_CHARS = 4_000
 
-_STATE: dict[str, Literal["running", "complete", "error"]] = {"ok": "complete", "responded": "complete", "error": "error", "rejected": "error", "denied": "error",
-          "stopped": "error"}
-_WORD = {"ok": "done", "responded": "answered by you", "error": "failed", "rejected": "rejected", "denied": "denied",
-         "stopped": "stopped by you"}
+_STATE: dict[str, Literal["running", "complete", "error"]] = {
+    "ok": "complete",
+    "responded": "complete",
+    "error": "error",
+    "rejected": "error",
+    "denied": "error",
+    "stopped": "error",
+}
+_WORD = {
+    "ok": "done",
+    "responded": "answered by you",
+    "error": "failed",
+    "rejected": "rejected",
+    "denied": "denied",
+    "stopped": "stopped by you",
+}
 _MARK = {"ok": "✓", "responded": "↩", "error": "✗", "rejected": "✗", "denied": "✗", "stopped": "■"}
 
 # Calls that ended without running: drawn as static rows, live as in the history.
@@ -70,8 +82,15 @@ def pre_html(text: str) -> str:
     return f'<div class="{PRE_CLASS}">' + html.escape(code(text)).replace("\n", "&#10;") + "</div>"
 
 
-def row_html(name: str, args: dict[str, Any] | None, status: str | None, output: str, duration_ms: float | None,
-             *, missing: str = NOT_RUN) -> str:
+def row_html(
+    name: str,
+    args: dict[str, Any] | None,
+    status: str | None,
+    output: str,
+    duration_ms: float | None,
+    *,
+    missing: str = NOT_RUN,
+) -> str:
     """One call as a collapsed `<details>` row on one line; `status` None = no result
     yet, said as `missing` (waiting for a decision, or cut short); `args` None = not
     known here (a live call that ended without starting)."""
@@ -86,8 +105,9 @@ def row_html(name: str, args: dict[str, Any] | None, status: str | None, output:
     return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'
 
 
-def not_run_row(name: str, status: str, output: str, args: dict[str, Any] | None = None,
-                slot: Any = None) -> None:
+def not_run_row(
+    name: str, status: str, output: str, args: dict[str, Any] | None = None, slot: Any = None
+) -> None:
     """A live call that ended without running, drawn (in `slot`, or here) as the history
     draws it: its mark and word ("↩ … · answered by you"), never a tick."""
     (slot or st).markdown(row_html(name, args, status, output, None), unsafe_allow_html=True)

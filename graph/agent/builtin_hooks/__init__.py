@@ -6,4 +6,12 @@ from graph.agent.builtin_hooks.judge import AnswerJudge, parse_grade
 from graph.agent.builtin_hooks.require_tool import RequireTool
 from graph.agent.builtin_hooks.system_context import SystemContext
 
-__all__ = ["PRICES", "AnswerJudge", "Budget", "Compaction", "RequireTool", "SystemContext", "parse_grade"]
+__all__ = [
+    "PRICES",
+    "AnswerJudge",
+    "Budget",
+    "Compaction",
+    "RequireTool",
+    "SystemContext",
+    "parse_grade",
+]

@@ -57,13 +57,19 @@ class Budget:
     ) -> None:
         self.limits = {
             "run": {"calls": max_model_calls, "tokens": max_tokens, "cost": max_cost},
-            "thread": {"calls": thread_max_model_calls, "tokens": thread_max_tokens, "cost": thread_max_cost},
+            "thread": {
+                "calls": thread_max_model_calls,
+                "tokens": thread_max_tokens,
+                "cost": thread_max_cost,
+            },
         }
         self.prices = dict(PRICES if prices is None else prices)
         self.model = model
         self.name = name
         if model is not None and (max_cost or thread_max_cost) and self.price_of(model) is None:
-            raise ValueError(f"no price for model {model!r}; pass prices={{{model!r}: (input, output)}}")
+            raise ValueError(
+                f"no price for model {model!r}; pass prices={{{model!r}: (input, output)}}"
+            )
 
     def __repr__(self) -> str:
         return f"Budget({self.name})"

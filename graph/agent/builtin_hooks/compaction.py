@@ -79,7 +79,9 @@ class Compaction:
         self.max_tokens = max_tokens
         self.keep_turns = keep_turns
         # The default estimate, remembered per message (token_memo.py): the same number.
-        self.count_tokens = count_tokens_remembered if count_tokens is count_tokens_approximately else count_tokens
+        self.count_tokens = (
+            count_tokens_remembered if count_tokens is count_tokens_approximately else count_tokens
+        )
         self.instructions = instructions
         self.name = name
 
@@ -104,7 +106,9 @@ class Compaction:
         head, tail = sent[:cut], sent[cut:]
         if not head or (len(head) == 1 and is_summary(head[0])):
             return None
-        kept = messages[: len(messages) - len(sent) + cut]  # everything before the tail, for the person
+        kept = messages[
+            : len(messages) - len(sent) + cut
+        ]  # everything before the tail, for the person
         summary = HumanMessage(
             content=f"{SUMMARY_PREFIX}\n\n{self.summarise(head)}",
             additional_kwargs={SUMMARY_MARK: True},
@@ -123,7 +127,9 @@ class Compaction:
     def cut_index(self, messages: Sequence[BaseMessage]) -> int:
         """Where the verbatim tail starts: the first message of the last `keep_turns`
         user turns, moved earlier if needed so no tool call is split from its result."""
-        starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not is_summary(m)]
+        starts = [
+            i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not is_summary(m)
+        ]
         if len(starts) < self.keep_turns:
             return 0
         cut = starts[-self.keep_turns]
@@ -137,8 +143,10 @@ class Compaction:
                 "Compaction has no model to write the summary: pass one, or let build_graph give it the agent's"
             )
         reply = self.model.invoke(
-            [SystemMessage(self.instructions),
-             HumanMessage(transcript(messages), additional_kwargs={SUMMARY_REQUEST_MARK: True})],
+            [
+                SystemMessage(self.instructions),
+                HumanMessage(transcript(messages), additional_kwargs={SUMMARY_REQUEST_MARK: True}),
+            ],
             {"tags": NO_STREAM_TAGS, "run_name": "gatehouse_compaction"},
         )
         text = text_of(reply.content)
@@ -147,7 +155,9 @@ class Compaction:
 
 def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:
     called = {c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.tool_calls}
-    called |= {c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.invalid_tool_calls}
+    called |= {
+        c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.invalid_tool_calls
+    }
     answered_later = {m.tool_call_id for m in messages[cut:] if isinstance(m, ToolMessage)}
     answered_before = {m.tool_call_id for m in messages[:cut] if isinstance(m, ToolMessage)}
     return not (called & answered_later) and called <= answered_before

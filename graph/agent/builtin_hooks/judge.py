@@ -92,14 +92,22 @@ class AnswerJudge:
         )
         grade, critique = parse_grade(_text(reply), self.scale)
         if grade is None:
-            emit(ev.Notice, text="The answer judge gave no readable grade; keeping the answer.", source=self.name)
+            emit(
+                ev.Notice,
+                text="The answer judge gave no readable grade; keeping the answer.",
+                source=self.name,
+            )
             return {"hook_run": {self.name: {**mine, "grade": None}}}
         mine["grade"] = grade
         passed = grade >= self.threshold
         emit(
             ev.Notice,
             text=f"Answer judge: {grade:g}/{self.scale:g} (needs {self.threshold:g})"
-            + ("" if passed or rounds < self.max_rounds else f"; keeping it after {rounds} revision(s)"),
+            + (
+                ""
+                if passed or rounds < self.max_rounds
+                else f"; keeping it after {rounds} revision(s)"
+            ),
             source=self.name,
         )
         if passed or rounds >= self.max_rounds:
@@ -122,6 +130,10 @@ def _text(message: Any) -> str:
 
 def _request(messages: list[Any]) -> str:
     for m in reversed(messages):
-        if isinstance(m, HumanMessage) and not m.additional_kwargs.get(HOOK_MARK) and not is_summary(m):
+        if (
+            isinstance(m, HumanMessage)
+            and not m.additional_kwargs.get(HOOK_MARK)
+            and not is_summary(m)
+        ):
             return _text(m)
     return "(unknown)"

@@ -60,7 +60,11 @@ class RequireTool:
                 ),
                 "stop_kind": "stopped",
             }
-        emit(ev.Notice, text=f"Reminding the agent to call {self.tool} before finishing.", source=self.name)
+        emit(
+            ev.Notice,
+            text=f"Reminding the agent to call {self.tool} before finishing.",
+            source=self.name,
+        )
         return {
             "continue_run": True,
             "messages": [HumanMessage(self.instruction, additional_kwargs={HOOK_MARK: self.name})],
@@ -72,6 +76,10 @@ class RequireTool:
         for m in reversed(messages):
             if isinstance(m, ToolMessage) and m.name == self.tool and m.status != "error":
                 return True
-            if isinstance(m, HumanMessage) and not m.additional_kwargs.get(HOOK_MARK) and not is_summary(m):
+            if (
+                isinstance(m, HumanMessage)
+                and not m.additional_kwargs.get(HOOK_MARK)
+                and not is_summary(m)
+            ):
                 return False
         return False

@@ -25,14 +25,19 @@ _counts: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], int]] = {}
 
 def _fingerprint(message: BaseMessage) -> tuple[Any, ...]:
     content = message.content
-    return (type(message), len(content) if isinstance(content, str) else repr(content),
-            len(getattr(message, "tool_calls", None) or ()), message.name)
+    return (
+        type(message),
+        len(content) if isinstance(content, str) else repr(content),
+        len(getattr(message, "tool_calls", None) or ()),
+        message.name,
+    )
 
 
 def _forget(key: int) -> Any:
     def drop(_: Any) -> None:
         with _lock:
             _counts.pop(key, None)
+
     return drop
 
 
