@@ -184,7 +184,9 @@ def test_a_large_head_decodes_without_leaving_the_collector_a_walk(
     try:
         frozen = gc.get_freeze_count()
         assert head.decode(rows, len(messages), serde) == messages
-        assert gc.get_freeze_count() == frozen
+        # Not `== frozen`: a thread left by an earlier test may free a few frozen objects
+        # meanwhile. Unfreezing the application's objects would drop the count to ~0.
+        assert gc.get_freeze_count() >= frozen - 100
     finally:
         gc.unfreeze()
 

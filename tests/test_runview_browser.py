@@ -20,6 +20,7 @@ from tests.support.browser import (
     chromium_browser,
     chromium_path,
     screenshot,
+    script_idle,
     signed_in_page,
     streamlit_server,
 )
@@ -83,6 +84,8 @@ def test_compacted_thread_keeps_its_whole_history_with_a_marker(page: Any, serve
     expect(first).to_have_count(0)
     earlier.click()
     expect(first).to_have_count(1, timeout=WAIT_MS)
+    # The click reruns the page: scroll once that run has drawn (not a node it replaces).
+    script_idle(page, WAIT_MS)
     marker.scroll_into_view_if_needed()
     screenshot(page, "compacted-history-whole")
 

@@ -21,6 +21,7 @@ from tests.support.browser import (
     chromium_path,
     launch_chromium,
     screenshot,
+    script_idle,
     streamlit_server,
 )
 
@@ -87,11 +88,7 @@ def ready(page: Any) -> None:
 
 
 def idle(page: Any) -> None:
-    """Wait until the page says its script run is over (Streamlit's own marker on the app
-    root, which its end-to-end tests wait on): everything that run draws is drawn."""
-    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
-        timeout=READY_MS
-    )
+    script_idle(page, READY_MS)
 
 
 def send(page: Any, text: str) -> None:

@@ -134,3 +134,11 @@ def screenshot(page: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def script_idle(page: Any, timeout_ms: float) -> None:
+    """Wait until the page says its script run is over (Streamlit's own marker on the app
+    root, which its end-to-end tests wait on): everything that run draws is drawn."""
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
+        timeout=timeout_ms
+    )
