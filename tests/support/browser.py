@@ -8,6 +8,7 @@ Playwright's own browser download is never used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -28,6 +29,15 @@ APP = ROOT / "ui" / "web" / "app.py"
 # Test artifacts (git-ignored); docs/screenshots/ holds the copies the README shows.
 SCREENSHOTS = Path(os.environ.get("GATEHOUSE_SCREENSHOTS", ROOT / "test-artifacts" / "screenshots"))
 CHROMIUM = "/usr/bin/chromium"
+# Playwright's `expect` gives up after 5 s unless told otherwise: on a busy 2-core machine
+# the rerun that draws a change can take longer (a key press in the inbox beside a CPU hog
+# did). An expectation ends the moment it holds, so a higher ceiling costs a passing test
+# nothing; it only makes a real failure report later.
+EXPECT_TIMEOUT_MS = 30_000
+with contextlib.suppress(ImportError):
+    from playwright.sync_api import expect as _expect
+
+    _expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 CHROMIUM_ARGS = [
     "--headless=new",
     "--no-sandbox",
