@@ -33,7 +33,7 @@ import atexit, json, sys
 report = sys.argv.pop(1)
 atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
 sys.argv[0] = "gatehouse"
-from ui.term.cli import main
+from ui.term.entry import main
 main()
 """
 
