@@ -34,7 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StorageError
 from graph.protocol.state_keys import MESSAGES, USAGE
-from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
+from graph.protocol.threads import ThreadInfo, view_of_fields
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import _record as decision_of
 from graph.store.dialect import is_postgres_url
@@ -49,6 +49,7 @@ from graph.store.plain import (
 )
 
 if TYPE_CHECKING:
+    from graph.protocol.messages import MessageView
     from graph.protocol.pauses import Pause
 
 THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
