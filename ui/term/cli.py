@@ -12,7 +12,9 @@ LangChain (a second and more); only the commands that run the agent load it
 (tests/test_cli_fast.py keeps it so). `approve` and `reject` check their options
 against the pending request through the reader first, so bad input is refused
 before LangGraph loads (tests/test_cli_decide_fast.py); their plain scripted forms are
-read without typer's parser (ui/term/fast.py).
+read without typer's parser (ui/term/fast.py). The read-only commands' bodies are in
+ui/term/readonly.py, which the console script (ui/term/entry.py) runs without
+importing this module (typer) at all.
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
