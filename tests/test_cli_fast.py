@@ -154,3 +154,21 @@ def test_show_falls_back_to_the_session_for_a_thread_the_reader_cannot_rebuild(
     stdout, modules = gatehouse(db, "show", db["done"], "--json")
     assert json.loads(stdout)["messages"] == want and len(want) > 4
     assert "langgraph" in {m.split(".")[0] for m in modules}  # it asked the Session
+
+
+def test_pending_count_is_what_pending_holds(db: dict[str, Any]) -> None:
+    """`threads` counts a thread's pending calls from the stored values (no pause models):
+    the same number `pending` builds the pause for."""
+    from graph import Approval, open_reader
+
+    reader = open_reader(str(db["path"]))
+    try:
+        counts = {}
+        for thread in (db["paused"], db["done"]):
+            pause = reader.pending(thread)
+            want = 0 if pause is None else len(pause.actions) if isinstance(pause, Approval) else 1
+            counts[thread] = reader.pending_count(thread)
+            assert counts[thread] == want
+        assert counts == {db["paused"]: 1, db["done"]: 0}
+    finally:
+        reader.close()
