@@ -27,13 +27,13 @@ from ui.term import render as term
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("langgraph", "langchain", "langchain_core", "langsmith", "openai", "prompt_toolkit")
-# Runs the CLI like the console script and writes the modules it loaded at exit.
+# Runs the CLI like the console script (ui.term.entry) and writes the modules it loaded at exit.
 WRAPPER = """
 import atexit, json, sys
 report = sys.argv.pop(1)
 atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
 sys.argv[0] = "gatehouse"
-from ui.term.cli import main
+from ui.term.entry import main
 main()
 """
 
@@ -98,6 +98,11 @@ def test_read_only_commands_load_no_langgraph_or_langchain(
     stdout, modules = gatehouse(db, *[a.format(**db) for a in args])
     heavy = sorted({m.split(".")[0] for m in modules if m.split(".")[0] in HEAVY})
     assert heavy == [], f"gatehouse {' '.join(args)} imported {heavy}"
+    if args[0] == "threads":  # listing threads (a paused one too) needs rich and the reader
+        loaded = sorted({m.split(".")[0] for m in modules} & {"typer", "pydantic", "click"})
+        assert loaded == [], f"gatehouse {' '.join(args)} imported {loaded}"
+    elif args[0] in ("pending", "show"):  # no typer: its parser is not theirs
+        assert "typer" not in {m.split(".")[0] for m in modules}
     assert stdout.strip()
     # The check itself works: a command that runs the agent does load them.
     if args == ["--help"]:
@@ -149,3 +154,21 @@ def test_show_falls_back_to_the_session_for_a_thread_the_reader_cannot_rebuild(
     stdout, modules = gatehouse(db, "show", db["done"], "--json")
     assert json.loads(stdout)["messages"] == want and len(want) > 4
     assert "langgraph" in {m.split(".")[0] for m in modules}  # it asked the Session
+
+
+def test_pending_count_is_what_pending_holds(db: dict[str, Any]) -> None:
+    """`threads` counts a thread's pending calls from the stored values (no pause models):
+    the same number `pending` builds the pause for."""
+    from graph import Approval, open_reader
+
+    reader = open_reader(str(db["path"]))
+    try:
+        counts = {}
+        for thread in (db["paused"], db["done"]):
+            pause = reader.pending(thread)
+            want = 0 if pause is None else len(pause.actions) if isinstance(pause, Approval) else 1
+            counts[thread] = reader.pending_count(thread)
+            assert counts[thread] == want
+        assert counts == {db["paused"]: 1, db["done"]: 0}
+    finally:
+        reader.close()

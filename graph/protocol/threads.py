@@ -1,16 +1,31 @@
 """What a front end reads about threads: a row of the thread list, and a message of a
-transcript as plain data (front ends never see LangChain message classes)."""
+transcript as plain data (front ends never see LangChain message classes; the message
+models are in graph/protocol/messages.py)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, cast
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from graph.protocol.errors import InvalidThreadId
+
+if TYPE_CHECKING:
+    from graph.protocol.messages import MessageView as MessageView
+    from graph.protocol.messages import ToolCallView as ToolCallView
+
+
+def __getattr__(name: str) -> Any:
+    """`MessageView` and `ToolCallView`, still importable from here, live in
+    graph/protocol/messages.py: they are pydantic models, and what lists threads or
+    checks an id (`gatehouse threads`) loads no pydantic."""
+    if name in ("MessageView", "ToolCallView"):
+        from graph.protocol import messages
+
+        return getattr(messages, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ThreadStatus = Literal[
     "idle",
@@ -113,74 +128,6 @@ class Branches:
         return {**asdict(self), "label": self.label}
 
 
-class ToolCallView(BaseModel):
-    id: str
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-
-
-class MessageView(BaseModel):
-    """One message of a transcript, as exports, `--json` and the front ends show it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: Literal["user", "assistant", "tool", "system"] | str
-    content: str
-    id: str | None = None
-    tool_calls: list[ToolCallView] = Field(default_factory=list)
-    # Tool results: which call they answer, and how it ended (ok / error / rejected /
-    # denied / responded) and how long it took.
-    tool_call_id: str | None = None
-    name: str | None = None
-    status: str | None = None
-    tool_status: str | None = None
-    duration_ms: float | None = None
-    # How a call that needed approval was let through: "approve", "edit",
-    # "auto_approve" (auto-approve was on), "always_allowed" (a standing grant, named
-    # in `grant`), "run_again"; None for calls that run freely.
-    decision: str | None = None
-    grant: str | None = None
-    # A notice from Gatehouse itself (e.g. "Stopped by the person."), not model output.
-    notice: bool = False
-    # The model's reasoning ("thinking"), kept apart from its answer.
-    reasoning: str | None = None
-    # The reply ended before it was finished (the stream was cut).
-    cut_off: bool = False
-    # A tool result too large for the model's context: `content` is what the model got
-    # (the head and a reference); the whole output (`total_chars` characters) is
-    # `session.tool_output(thread_id, tool_call_id)`.
-    offloaded: bool = False
-    total_chars: int | None = None
-    # The summary compaction wrote in place of older messages (role "user").
-    summary: bool = False
-
-    @property
-    def auto_approved(self) -> bool:
-        return self.decision == "auto_approve"
-
-    @property
-    def without_a_click(self) -> str | None:
-        """Why a call that would ask ran without anyone clicking: "auto-approved", or
-        "always allowed (write_file:*.md)"; None for a call a person approved or a free one."""
-        if self.decision == "auto_approve":
-            return "auto-approved"
-        if self.decision == "always_allowed":
-            return f"always allowed ({self.grant})" if self.grant else "always allowed"
-        return None
-
-    @property
-    def outcome(self) -> str:
-        """How a tool result ended, for drawing it."""
-        return self.tool_status or ("error" if self.status == "error" else "ok")
-
-    def to_dict(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude_defaults=True)
-        data.setdefault("role", self.role)
-        data.setdefault("content", self.content)
-        data.setdefault("id", self.id)
-        return data
-
-
 # How Gatehouse marks its own messages (graph/agent/: finish, tool_node, tool_call,
 # offload, model_call, builtin_hooks/compaction) and where providers put reasoning
 # (graph/agent/reasoning.py). Here so a reader without LangChain makes the same views.
@@ -244,6 +191,8 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
     """A `MessageView` from a message's fields as plain data (its stored form, or a
     message object's fields): the one way a message becomes a view, whether read
     through LangChain (graph/service/transcript.py) or without it (graph/store/reader.py)."""
+    from graph.protocol.messages import MessageView, ToolCallView
+
     kind = data.get("type")
     extra = data.get("additional_kwargs") or {}
     content = data.get("content")

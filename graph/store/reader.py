@@ -28,14 +28,13 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StorageError
-from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.state_keys import MESSAGES, USAGE
-from graph.protocol.threads import MessageView, ThreadInfo, view_of_fields
+from graph.protocol.threads import ThreadInfo, view_of_fields
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import _record as decision_of
 from graph.store.dialect import is_postgres_url
@@ -48,6 +47,10 @@ from graph.store.plain import (
     loads,
     task_order,
 )
+
+if TYPE_CHECKING:
+    from graph.protocol.messages import MessageView
+    from graph.protocol.pauses import Pause
 
 THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
 
@@ -284,9 +287,9 @@ class ThreadReader:
             ],
         )
 
-    def pending(self, thread_id: str) -> Pause | None:
-        """What the thread waits for: an approval first, else an outcome-unknown call
-        (as `Session.pending`). One query: the writes at the latest checkpoint."""
+    def _interrupts(self, thread_id: str) -> list[tuple[str, Any]]:
+        """(interrupt id, value) of what the thread waits for, in LangGraph's order. One
+        query: the writes at the latest checkpoint."""
         writes = self._writes(thread_id, None, [INTERRUPT])
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
         asked = sorted(
@@ -297,14 +300,42 @@ class ThreadReader:
             ),
             key=lambda w: task_order(w[1], w[0], w[2]),
         )
-        pauses = [
-            pause_from(thread_id, interrupt_id, value)
+        return [
+            (interrupt_id, value)
             for w in asked
             for interrupt_id, value in interrupts_of(loads(w[4], w[5]))
+        ]
+
+    def pending(self, thread_id: str) -> Pause | None:
+        """What the thread waits for: an approval first, else an outcome-unknown call
+        (as `Session.pending`)."""
+        # The pause models (pydantic): only for what builds a pause, not `threads`.
+        from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
+
+        pauses = [
+            pause_from(thread_id, interrupt_id, value)
+            for interrupt_id, value in self._interrupts(thread_id)
         ]
         return next((p for p in pauses if isinstance(p, Approval)), None) or next(
             (p for p in pauses if isinstance(p, OutcomeUnknown)), None
         )
+
+    def pending_count(self, thread_id: str) -> int:
+        """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1; none:
+        0), read from the stored values without building the pause: what `gatehouse
+        threads` shows, without loading the pause models."""
+        values = [value for _, value in self._interrupts(thread_id)]
+        if not all(isinstance(v, dict) for v in values):  # not plain: ask the models
+            from graph.protocol.pauses import Approval
+
+            pause = self.pending(thread_id)
+            if pause is None:
+                return 0
+            return len(pause.actions) if isinstance(pause, Approval) else 1
+        for value in values:
+            if "action_requests" in value:
+                return len(value["action_requests"])
+        return 1 if any("outcome_unknown" in v for v in values) else 0
 
     def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
         """The thread's decision log, newest first (as `Session.audit`): what a refused

@@ -12,7 +12,9 @@ LangChain (a second and more); only the commands that run the agent load it
 (tests/test_cli_fast.py keeps it so). `approve` and `reject` check their options
 against the pending request through the reader first, so bad input is refused
 before LangGraph loads (tests/test_cli_decide_fast.py); their plain scripted forms are
-read without typer's parser (ui/term/fast.py).
+read without typer's parser (ui/term/fast.py). The read-only commands' bodies are in
+ui/term/readonly.py, which the console script (ui/term/entry.py) runs without
+importing this module (typer) at all.
 
 Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast, overload
 import typer
 
 import graph
+from ui.term import readonly
 from ui.term.fast import parse_decision, parse_read_only
 
 if TYPE_CHECKING:
@@ -121,10 +124,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 out: Console = cast(
-    "Console", _Deferred("ui.term.render", make=lambda render: render.make_console())
+    "Console", _Deferred("ui.term.console", make=lambda console: console.make_console())
 )
 err: Console = cast(
-    "Console", _Deferred("ui.term.render", make=lambda render: render.make_console(stderr=True))
+    "Console", _Deferred("ui.term.console", make=lambda console: console.make_console(stderr=True))
 )
 
 DbOpt = Annotated[
@@ -754,108 +757,27 @@ def threads(
     ] = 50,
 ) -> None:
     """List threads: status, pending approvals, last update."""
-    with open_cli_reader(db) as reader:
-        where = reader.location
-        rows = []
-        for info in reader.threads(limit=limit):
-            pending = reader.pending(info.thread_id) if info.awaiting_approval else None
-            count = (
-                0
-                if pending is None
-                else 1
-                if isinstance(pending, graph.OutcomeUnknown)
-                else len(pending.actions)
-            )
-            rows.append({**info.to_dict(), "pending": count})
-    if as_json:
-        print(visible_json(rows, indent=2))
-        return
-    # Which database this is: from another directory it is another file (issue 33).
-    out.print(Text(f"Database: {visible(where)}", "dim"))
-    if not rows:
-        out.print("No threads yet. Start one with `gatehouse chat`.")
-    else:
-        # Ids and titles as text that cannot drive the terminal (a NUL, an escape sequence).
-        out.print(
-            term.threads_table(
-                [
-                    {**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
-                    for r in rows
-                ]
-            )
-        )
+    _read_only(readonly.threads, db=db, as_json=as_json, limit=limit)
 
 
 @app.command()
 def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Print a thread's transcript (and its pending calls)."""
-    with open_cli_reader(db) as reader:
-        require_thread(reader, thread_id)
-        info = reader.thread(thread_id)
-        messages = reader.transcript(thread_id)
-        pending = reader.pending(thread_id)
-        usage = reader.usage(thread_id) if as_json else {}
-    if messages is None:  # a thread this reader cannot rebuild alone (written by a stock saver)
-        with open_cli_session(db) as session:
-            messages = session.transcript(thread_id)
-            usage = session.usage(thread_id)
-    if as_json:
-        data = {
-            "thread": info.to_dict() if info else {"thread_id": thread_id},
-            "messages": [m.to_dict() for m in messages],
-            "pending": term.pending_json(pending) if pending else None,
-            "usage": usage,
-        }
-        print(visible_json(data, indent=2))
-        return
-    if info:
-        style = term.STATUS_STYLE.get(info.status, "")
-        out.print(
-            Text.assemble(
-                (info.title, "bold"),
-                "  ",
-                (info.status, style),
-                ("  updated " + term.when(info.updated_at), "dim"),
-            )
-        )
-        if info.reason:
-            out.print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
-    term.render_transcript(out, messages, numbered=True)
-    if pending:
-        term.render_pending(out, pending)
+    _read_only(readonly.show, thread_id=thread_id, db=db, as_json=as_json)
 
 
 @app.command()
 def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Every thread waiting for a decision, oldest first, with its numbered calls."""
-    with open_cli_reader(db) as reader:
-        items = []
-        for info in reader.awaiting():
-            request = reader.pending(info.thread_id)
-            if request is not None:
-                items.append((info, request))
-    if as_json:
-        print(
-            visible_json(
-                [
-                    {
-                        "thread_id": i.thread_id,
-                        "title": i.title,
-                        "pending_since": i.pending_since,
-                        **term.pending_json(p),
-                    }
-                    for i, p in items
-                ],
-                indent=2,
-            )
-        )
-        return
-    if not items:
-        out.print("Nothing is waiting for a decision.")
-    for info, request in items:
-        term.render_pending(
-            out, request, f"{info.title} · waiting since {term.when(info.pending_since)}"
-        )
+    _read_only(readonly.pending, db=db, as_json=as_json)
+
+
+def _read_only(command: Callable[..., None], **kwargs: Any) -> None:
+    """A command of ui/term/readonly.py (no typer there), its exit as typer's."""
+    try:
+        command(**kwargs)
+    except SystemExit as exc:
+        raise typer.Exit(exc.code if isinstance(exc.code, int) else EXIT_FAILED) from None
 
 
 @app.command()
@@ -1641,7 +1563,7 @@ def chat(
 def main() -> None:
     try:
         if (read_only := parse_read_only(sys.argv[1:])) is not None:
-            _run_read_only(*read_only)
+            readonly.main(*read_only)
         elif (decision := parse_decision(sys.argv[1:])) is not None:
             _run_decision(*decision)
         else:
@@ -1657,23 +1579,6 @@ def main() -> None:
             )
         )
         sys.exit(EXIT_FAILED)
-
-
-def _run_read_only(command: str, kwargs: dict[str, Any]) -> None:
-    """A read-only command called as typer would call it (ui/term/fast.py)."""
-    _remember_json(kwargs.get("as_json", False))
-    try:
-        if "thread_id" in kwargs:  # checked as typer's callback checks it on the slow path
-            _check_id(kwargs["thread_id"])
-            refuse_bad_thread_id()
-        commands: dict[str, Callable[..., None]] = {
-            "threads": threads,
-            "pending": pending,
-            "show": show,
-        }
-        commands[command](**kwargs)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
 
 
 def _run_decision(command: str, kwargs: dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ read without typer.
 typer (0.29) checks every parameter through a pydantic `TypeAdapter`, so parsing any
 command imports pydantic and builds validators: most of a read-only command's time.
 `threads`, `pending` and `show` take a few plain options, and a scripted `approve` or
-`reject` a few more; when the command line is one of theirs, `ui.term.cli.main` calls
+`reject` a few more; when the command line is one of theirs, the console script
+(`ui.term.entry.main`: read-only commands, without typer) or `ui.term.cli.main` calls
 the command directly with what is parsed here. Anything else (`--help`, `--edit`, an
 unknown or malformed option) returns None and typer parses it as always, errors and
 help included.

@@ -6,7 +6,7 @@ tools or people is printed as `Text`, never as markup, so `[red]` in a file name
 stays literal, and passes through `visible()` (graph.protocol.display) first, so an
 escape sequence, a carriage return or a bidi override is shown as `\x1b`, `\x0d`,
 `\u202e` instead of acting on the terminal; the console itself escapes whatever
-text still holds one (`SafeConsole`). Prompts use prompt_toolkit on a terminal and plain lines otherwise
+text still holds one (`SafeConsole`, ui/term/console.py). Prompts use prompt_toolkit on a terminal and plain lines otherwise
 (pipes, cron), so the same code serves both.
 """
 
@@ -19,15 +19,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderableType
+from rich.console import Console
 from rich.panel import Panel
-from rich.segment import Segment
-from rich.table import Table
 from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
@@ -35,6 +32,7 @@ from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
 from graph.protocol.display import visible, visible_json
 from graph.protocol.operations import approve, edit, outcome, reject, respond, review
 from graph.protocol.threads import turn_starts
+from ui.term.console import STATUS_STYLE, when
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -43,17 +41,6 @@ if TYPE_CHECKING:
     from graph.protocol import events as ev
 
 OUTPUT_PREVIEW_LINES = 8
-PIPE_WIDTH = 160
-STATUS_STYLE = {
-    "completed": "green",
-    "idle": "dim",
-    "running": "cyan",
-    "interrupted": "red",
-    "awaiting_approval": "yellow bold",
-    "failed": "red",
-    "cancelled": "magenta",
-    "stopped": "magenta",
-}
 THINKING = "dim italic"
 # Shown on every call that ran because auto-approve was on, and in the banner.
 AUTO_MARK = "[auto-approved]"
@@ -66,40 +53,6 @@ TOOL_MARK = {
     "responded": ("↩", "cyan"),
     "stopped": ("■", "magenta"),
 }
-
-
-class SafeConsole(Console):
-    """A console that never writes a control character it did not make itself.
-
-    The text of every segment passes through `visible()`; only rich's own control
-    segments (colours are styles, cursor moves are control segments) reach the
-    terminal as codes. The places that build text escape it first as well, so the
-    layout (wrapping, panel borders) is measured on what is shown; this is the net
-    for anything they miss."""
-
-    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Any:
-        for segment in super().render(renderable, options):
-            if segment.control or segment.text.isascii() and segment.text.isprintable():
-                yield segment
-            else:
-                yield Segment(visible(segment.text), segment.style, segment.control)
-
-
-def make_console(*, stderr: bool = False) -> Console:
-    # rich already honours NO_COLOR and non-terminals; being explicit keeps it true
-    # when FORCE_COLOR or a TTY-faking wrapper is around.
-    no_color = bool(os.environ.get("NO_COLOR"))
-    console = SafeConsole(stderr=stderr, no_color=no_color, highlight=False)
-    if not console.is_terminal:
-        # Logs and pipes: do not hard-wrap lines at rich's default 80 columns.
-        console.soft_wrap = True
-        if not os.environ.get("COLUMNS"):
-            console.width = PIPE_WIDTH
-    return console
-
-
-def when(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "-"
 
 
 def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
@@ -294,24 +247,6 @@ def auto_approve_banner(why: str) -> Text:
 
 
 # -- threads and transcripts ---------------------------------------------------------
-def threads_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("thread", no_wrap=True, min_width=32)
-    table.add_column("status", no_wrap=True, min_width=9)
-    table.add_column("pending", justify="right", no_wrap=True)
-    table.add_column("updated", no_wrap=True, min_width=16)
-    table.add_column("title", overflow="ellipsis", no_wrap=True)
-    for r in rows:
-        table.add_row(
-            r["thread_id"],
-            Text(r["status"], STATUS_STYLE.get(r["status"], "")),
-            str(r["pending"] or ""),
-            when(r["updated_at"]),
-            Text(visible(r["title"])),
-        )
-    return table
-
-
 def render_transcript(
     console: Console, messages: list[MessageView], *, numbered: bool = False, first: int = 0
 ) -> None:
