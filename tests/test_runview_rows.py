@@ -35,7 +35,7 @@ def test_decision_log_keeps_line_breaks_in_escaped_gh_pre_blocks() -> None:
     )
     row = record_html(record, None)
     assert "<pre" not in row
-    blocks = re.findall(r'<div class="gh-pre">(.*?)</div>', row)
+    blocks = re.findall(r'<div class="gh-pre"[^>]*>(.*?)</div>', row)
     assert len(blocks) == 3, row  # arguments, the edit's diff, the message
     args, diff, message = blocks
     # One line of the block per line of the value: newlines as character references, so
@@ -60,7 +60,7 @@ def test_decision_log_shows_hidden_characters_escaped() -> None:
         message="ok\x1b[31m red\u202e",
         decided_at=1.0,
     )
-    [message] = re.findall(r'<div class="gh-pre">(.*?)</div>', record_html(record, None))
+    [message] = re.findall(r'<div class="gh-pre"[^>]*>(.*?)</div>', record_html(record, None))
     assert "\x1b" not in message and "\u202e" not in message
     assert "\\x1b" in message or "\\u001b" in message.lower(), message
 

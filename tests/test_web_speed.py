@@ -1,14 +1,13 @@
 """Issue 23: opening a thread in the web app does not get slower with its length.
 
-Runs the browser benchmark's open measurement (bench/web/, real `gatehouse ui` in
-Debian's headless Chromium) on a 10-turn and a 200-turn thread built through the
-Session API, and fails when opening the 200-turn one (until its last message shows,
-median of 3) takes more than twice as long as the 10-turn one. The 200-turn samples
-stop at that limit, so a slow page fails in seconds rather than minutes.
-
-The app draws a window of the last turns (ui/web/history.py), so the open time does
-not grow with the thread. A harness error, or Chromium missing under CI, fails the
-suite too.
+Opens a 10-turn and a 200-turn thread (built through the Session API) with the browser
+benchmark's harness (bench/web/, real `gatehouse ui` in Debian's headless Chromium),
+waits until each one's last message shows, and fails when the 200-turn page holds more
+than 1.5x the DOM elements of the 10-turn one: the app draws a window of the last turns
+(ui/web/history.py), so what the browser lays out, and so the time to open, does not
+grow with the thread. The time itself is a benchmark figure (`python -m bench.web`), not
+asserted here: a clock in a test fails on a busy machine, a count does not. A harness
+error, or Chromium missing under CI, fails the suite too.
 """
 
 from __future__ import annotations
@@ -20,35 +19,25 @@ from tests.support.browser import chromium_path
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 pytest.importorskip("playwright.sync_api")
 
-# Below this a 10-turn open is noise-bound: twice this is still under the 1.5 s target.
-FLOOR_S = 0.5
 
-
-def test_opening_a_200_turn_thread_takes_at_most_twice_a_10_turn_one(
+def test_a_200_turn_thread_opens_with_the_page_of_a_10_turn_one(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     chromium_path()  # skips locally, fails under CI, when Chromium is missing
     from bench.web.measure import Options, run_benchmark
 
     cache = tmp_path_factory.mktemp("web-threads")
-    small = run_benchmark(Options(sizes=[10], measures=("open",), cache=cache, progress=False))[
-        "10"
-    ]
-    _no_harness_errors(small)
-    short = small["open"]["median_s"]
-    limit = 2 * max(short, FLOOR_S)
-    big = run_benchmark(
-        Options(
-            sizes=[200], measures=("open",), cache=cache, progress=False, open_limit_s={200: limit}
-        )
-    )["200"]
-    _no_harness_errors(big)
-    samples = [s["ready_s"] for s in big["open"]["samples"]]
-    long = big["open"]["median_s"]
-    assert long is not None and long <= limit, (
-        f"opening a 200-turn thread took {'more than ' + format(limit, '.2f') if long is None else format(long, '.2f')} s"
-        f" (samples {samples}; None = stopped at the limit) against {short:.2f} s for a 10-turn one:"
-        f" more than 2x"
+    pages = {}
+    for turns in (10, 200):
+        result = run_benchmark(
+            Options(sizes=[turns], measures=("open", "page"), cache=cache, progress=False)
+        )[str(turns)]
+        _no_harness_errors(result)
+        assert result["open"]["median_s"] is not None, f"the {turns}-turn thread never showed"
+        pages[turns] = result["page"]["dom_elements"]
+    assert pages[200] <= 1.5 * pages[10], (
+        f"a 200-turn thread's page holds {pages[200]} DOM elements against {pages[10]} for a"
+        " 10-turn one: the history is no longer windowed"
     )
 
 

@@ -78,8 +78,14 @@ def pre_html(text: str) -> str:
     # Newlines as character references: a blank line would end the HTML block in
     # Markdown and the rest of the output would be read as Markdown. A `<div>` with
     # our own class, not `<pre>`: Streamlit's Markdown renders `<pre>` as its own
-    # element, so no stylesheet keeps its line breaks (app.py styles `gh-pre`).
-    return f'<div class="{PRE_CLASS}">' + html.escape(code(text)).replace("\n", "&#10;") + "</div>"
+    # element, so no stylesheet keeps its line breaks (app.py styles `gh-pre`). The
+    # line breaks are also kept inline: a row drawn before the page's stylesheet arrives
+    # (a busy machine) must not show its output run together on one line.
+    return (
+        f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">'
+        + html.escape(code(text)).replace("\n", "&#10;")
+        + "</div>"
+    )
 
 
 def row_html(
