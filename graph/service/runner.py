@@ -5,22 +5,19 @@ would die with it. The `Runner` belongs to the server process: each run is start
 in the background (`Run.start`), its events buffered, and any page (after a click, a
 refresh, a new tab) attaches to the live run and reads the buffer from any position.
 One active run per thread in this process (the run lease keeps it one across processes).
+Its one way in is `submit`, as `Session.submit` (graph/protocol/operations.py).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any, Unpack
+from collections.abc import Callable
 
-from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.errors import RunInProgress
 from graph.protocol.operations import (
     Fork,
     Operation,
-    Retry,
     RunOptions,
-    RunOptionsKwargs,
     SendMessage,
 )
 from graph.service.session import Run, Session
@@ -45,53 +42,6 @@ class Runner:
         # A fork rewinds before its run starts: the run begins at the edited message.
         base = operation.message_index if isinstance(operation, Fork) else None
         return self._start(thread_id, lambda: self.session.submit(operation, options), base=base)
-
-    # Shorthands of `submit`, as `Session.send` / `resume` / `fork` / `retry`.
-    def send(
-        self,
-        thread_id: str | None,
-        text: str | list[Any],
-        *,
-        owner: str | None = None,
-        **options: Unpack[RunOptionsKwargs],
-    ) -> Run:
-        return self.submit(SendMessage(thread_id, text, owner), RunOptions(**options))
-
-    def resume(
-        self,
-        thread_id: str,
-        answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any],
-        *,
-        interrupt_id: str | None = None,
-        reject_missing: bool | str = False,
-        **options: Unpack[RunOptionsKwargs],
-    ) -> Run:
-        # `Session.resume`: a typed answer goes on to `Session.submit`, the wire form
-        # (a raw client's dict) to the same handler.
-        return self._start(
-            thread_id,
-            lambda: self.session.resume(
-                thread_id,
-                answer,
-                interrupt_id=interrupt_id,
-                reject_missing=reject_missing,
-                **options,
-            ),
-        )
-
-    def fork(
-        self,
-        thread_id: str,
-        message_index: int,
-        text: str,
-        *,
-        force: bool = False,
-        **options: Unpack[RunOptionsKwargs],
-    ) -> Run:
-        return self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))
-
-    def retry(self, thread_id: str, **options: Unpack[RunOptionsKwargs]) -> Run:
-        return self.submit(Retry(thread_id), RunOptions(**options))
 
     def active(self, thread_id: str) -> Run | None:
         run = self._runs.get(thread_id)
