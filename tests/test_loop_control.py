@@ -42,6 +42,7 @@ from graph import (
 from graph.agent.hook_state import message_changes
 from graph.agent.hooks import HookSet, load_hook
 from graph.protocol import events as ev
+from graph.protocol.operations import RunOptions, SendMessage
 from graph.store import open_storage
 from tests.support.core_fixtures import Ledger, make_session, make_tools
 
@@ -573,7 +574,9 @@ def test_auto_approve_for_one_run_overrides_the_session(tmp_path: Path) -> None:
     from graph import Runner
 
     session, ledger, _ = make_session(tmp_path, DEPLOY)
-    run = Runner(session).send("a", "deploy", auto_approve=True)  # a web page's own toggle
+    run = Runner(session).submit(
+        SendMessage("a", "deploy"), RunOptions(auto_approve=True)
+    )  # a web page's own toggle
     assert run.join(30) and run.status == "completed" and ledger.count("deploy") == 1
     assert not session.auto_approve, "the session's mode is untouched"
     session.set_auto_approve(True)
