@@ -219,7 +219,10 @@ def test_compaction_never_splits_a_tool_call_from_its_result() -> None:
 def test_compaction_is_a_no_op_below_the_threshold_or_with_nothing_old(tmp_path: Path) -> None:
     compaction = Compaction(ScriptedModel(script=["s"]), max_tokens=10**9, keep_turns=2)
     state = {"messages": [HumanMessage("hi", id="1"), AIMessage("hello", id="2")]}
-    assert compaction.run(state) is None
+    update = compaction.run(state)
+    # The history is left alone; the hook only keeps what it counted (token_prefix.py).
+    assert update is not None and set(update) == {"hook_thread"}
+    assert compaction.run({**state, **update}) is None  # counted already: nothing new to keep
     assert compaction.compact(state, force=True) is None  # only one turn: nothing to summarise
 
 

@@ -19,6 +19,11 @@ never separated from its tool results, and the last `keep_turns` turns stay verb
 The summary goes in through the messages reducer (`RemoveMessage(REMOVE_ALL)` then
 the same list with the summary in its place: the reducer only appends new ids), and
 a `compacted` event reports the model's tokens before and after.
+
+With the default estimate the hook keeps what it counted in its per-thread state
+(`hook_thread["compaction"]["counted"]`, graph/agent/builtin_hooks/token_prefix.py):
+the next model call, in this process or a new one resuming the thread, counts only
+the messages added since, after checking exactly that the rest is unchanged.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from graph.agent.builtin_hooks.token_memo import count_tokens_remembered
+from graph.agent.builtin_hooks.token_prefix import count_view, record_of
 from graph.agent.emit import emit
 from graph.agent.history import is_summary, model_view, text_of
 from graph.protocol import events as ev
@@ -57,6 +63,8 @@ SUMMARY_INSTRUCTIONS = (
     "values, errors), what was done and what is still open. Be concise; no preamble."
 )
 TOOL_RESULT_CHARS = 2_000
+# The hook's per-thread record of the view it last counted (token_prefix.py).
+COUNTED = "counted"
 
 
 class Compaction:
@@ -89,23 +97,49 @@ class Compaction:
         return f"Compaction({self.name})"
 
     def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
-        planned = self.compact(state)
-        return planned[0] if planned else None
+        planned, counted = self._plan(state, force=False)
+        if planned:
+            return planned[0]
+        if counted is None:
+            return None
+        # What was counted, kept with the thread (token_prefix.py): the next call, in
+        # this process or a new one, counts only what came after.
+        return {"hook_thread": {self.name: {**self._own(state), COUNTED: counted}}}
 
     def compact(
         self, state: Mapping[str, Any], *, force: bool = False
     ) -> tuple[dict[str, Any], dict[str, int]] | None:
         """(the state update that compacts the history, the token counts), or None
         when under the threshold (unless `force`) or nothing is old enough."""
+        return self._plan(state, force=force)[0]
+
+    def _own(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        return dict((state.get("hook_thread") or {}).get(self.name) or {})
+
+    def _plan(
+        self, state: Mapping[str, Any], *, force: bool
+    ) -> tuple[tuple[dict[str, Any], dict[str, int]] | None, dict[str, Any] | None]:
+        """(what `compact` returns, the record of the count to keep when the history
+        stays as it is; None when there is none to keep or it did not change)."""
         messages = list(state.get("messages") or [])
         sent = list(model_view(messages))
-        before = self.count_tokens(sent)
+        carried = self.count_tokens is count_tokens_remembered  # the default estimate
+        counted: dict[str, Any] | None = None
+        if carried:
+            kept_count = self._own(state).get(COUNTED)
+            # One call of LangChain's estimate for what the record does not cover: the
+            # memo's per-message bookkeeping costs more than it saves in a new process.
+            before, counted = count_view(sent, kept_count, count_tokens_approximately)
+            if counted == kept_count:
+                counted = None
+        else:
+            before = self.count_tokens(sent)
         if not force and before <= self.max_tokens:
-            return None
+            return None, counted
         cut = self.cut_index(sent)
         head, tail = sent[:cut], sent[cut:]
         if not head or (len(head) == 1 and is_summary(head[0])):
-            return None
+            return None, counted
         kept = messages[
             : len(messages) - len(sent) + cut
         ]  # everything before the tail, for the person
@@ -116,13 +150,16 @@ class Compaction:
         after = self.count_tokens([summary, *tail])
         counts = {"tokens_before": before, "tokens_after": after, "messages_removed": len(head)}
         emit(ev.Compacted, **counts)
-        done = dict((state.get("hook_thread") or {}).get(self.name) or {})
+        done = self._own(state)
         done["compactions"] = done.get("compactions", 0) + 1
+        done.pop(COUNTED, None)
+        if carried and (view_after := record_of([summary, *tail], after)) is not None:
+            done[COUNTED] = view_after  # the model's view from now on
         update = {
             "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept, summary, *tail],
             "hook_thread": {self.name: done},
         }
-        return update, counts
+        return (update, counts), None
 
     def cut_index(self, messages: Sequence[BaseMessage]) -> int:
         """Where the verbatim tail starts: the first message of the last `keep_turns`
