@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 
 from graph import ScriptedModel, Session, ai, build_graph, tool_call
 from graph.agent.builtin_hooks import Compaction, token_memo
@@ -22,7 +23,7 @@ from graph.store import open_storage
 from tests.test_builtin_hooks import POLICY, TOOLS
 
 THREAD = "t"
-CONFIG = {"configurable": {"thread_id": THREAD}}
+CONFIG: RunnableConfig = {"configurable": {"thread_id": THREAD}}
 
 
 @dataclass
@@ -33,6 +34,11 @@ class Calls:
     counted: list[int] = field(default_factory=list)
     before: list[int] = field(default_factory=list)
     views: list[list[BaseMessage]] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.counted.clear()
+        self.before.clear()
+        self.views.clear()
 
 
 @pytest.fixture
@@ -73,6 +79,13 @@ def session_on(db: Path, script: list[Any], compaction: Compaction) -> Session:
     return Session(graph, storage, TOOLS)
 
 
+def ask(session: Session, text: str) -> str:
+    """Send `text`, run to the end; how the run ended."""
+    run = session.send(THREAD, text)
+    run.collect()
+    return str(run.status)
+
+
 def turn(i: int) -> list[Any]:
     """A turn's replies: a search (a free tool), then an answer."""
     return [ai("", tool_call("search", {"query": f"query {i} " * 5}, f"s{i}")), f"answer {i}"]
@@ -88,7 +101,7 @@ def test_a_cold_resume_counts_only_the_new_messages(tmp_path: Path, calls: Calls
     script = [m for i in range(6) for m in turn(i)]
     first = session_on(db, script, Compaction(ScriptedModel(fallback="s"), max_tokens=10**9))
     for i in range(5):
-        assert first.send(THREAD, f"question {i} " * 20).collect()[-1].status == "completed"
+        assert ask(first, f"question {i} " * 20) == "completed"
     history = len(first.messages(THREAD))
     assert history == 20
     first.close()
@@ -98,10 +111,10 @@ def test_a_cold_resume_counts_only_the_new_messages(tmp_path: Path, calls: Calls
     assert calls.counted[:3] == [1, 2, 2]
 
     new_process()
-    calls.counted.clear(), calls.before.clear(), calls.views.clear()
+    calls.reset()
     # The script continues where the thread is (turn k answers the k-th AI message).
     cold = session_on(db, script, Compaction(ScriptedModel(fallback="s"), max_tokens=10**9))
-    assert cold.send(THREAD, "question 5").collect()[-1].status == "completed"
+    assert ask(cold, "question 5") == "completed"
     # Two model calls: the last answer and the new question, then the call and its
     # result: 2 messages each, not the 20 of the thread.
     assert calls.counted == [2, 2]
@@ -126,7 +139,7 @@ def test_an_edit_of_an_earlier_message_is_counted_again(tmp_path: Path, calls: C
         as_node="finish",
     )
     new_process()
-    calls.counted.clear(), calls.before.clear(), calls.views.clear()
+    calls.reset()
     session.send(THREAD, "question 3").collect()
     assert calls.counted[0] == len(calls.views[0]) == len(messages) + 1  # all counted again
     assert calls.counted[1] == 2  # then only what came after
@@ -141,7 +154,7 @@ def test_an_edit_of_an_earlier_message_is_counted_again(tmp_path: Path, calls: C
     )
     graph.update_state(CONFIG, {"messages": [changed]}, as_node="finish")
     new_process()
-    calls.counted.clear(), calls.before.clear(), calls.views.clear()
+    calls.reset()
     session.send(THREAD, "question 4").collect()
     assert calls.counted[0] == len(calls.views[0])  # all counted again
     exact(calls)
@@ -171,7 +184,7 @@ def test_after_a_compaction_the_kept_count_is_the_new_views(tmp_path: Path, call
     assert state["hook_thread"]["compaction"]["compactions"] == 1
 
     new_process()
-    calls.counted.clear(), calls.before.clear(), calls.views.clear()
+    calls.reset()
     session.send(THREAD, "question 4").collect()
     # The reply after the summary and the new question: the rest was kept.
     assert calls.counted[0] == 2 and is_summary(calls.views[0][0])
@@ -202,7 +215,7 @@ def test_the_raw_compiled_graph_carries_the_count_too(tmp_path: Path, calls: Cal
     storage.close()
 
     new_process()
-    calls.counted.clear(), calls.before.clear(), calls.views.clear()
+    calls.reset()
     storage, graph = graph_on_db()
     graph.invoke({"messages": [HumanMessage("question 3")]}, CONFIG)
     assert calls.counted == [2, 2] and len(calls.views[0]) == length + 1
@@ -211,7 +224,7 @@ def test_the_raw_compiled_graph_carries_the_count_too(tmp_path: Path, calls: Cal
     history = list(graph.get_state_history(CONFIG))
     older = next(s for s in history if s.next and 4 <= len(s.values["messages"]) < length)
     new_process()
-    calls.counted.clear(), calls.before.clear(), calls.views.clear()
+    calls.reset()
     graph.invoke(None, older.config)
     exact(calls)
     storage.close()
