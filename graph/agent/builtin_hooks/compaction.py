@@ -118,13 +118,13 @@ class Compaction:
 
     def _plan(
         self, state: Mapping[str, Any], *, force: bool
-    ) -> tuple[tuple[dict[str, Any], dict[str, int]] | None, dict[str, Any] | None]:
+    ) -> tuple[tuple[dict[str, Any], dict[str, int]] | None, list[Any] | None]:
         """(what `compact` returns, the record of the count to keep when the history
         stays as it is; None when there is none to keep or it did not change)."""
         messages = list(state.get("messages") or [])
         sent = list(model_view(messages))
         carried = self.count_tokens is count_tokens_remembered  # the default estimate
-        counted: dict[str, Any] | None = None
+        counted: list[Any] | None = None
         if carried:
             kept_count = self._own(state).get(COUNTED)
             # One call of LangChain's estimate for what the record does not cover: the

@@ -6,25 +6,27 @@ Compaction counts the whole model view before every model call (~1,000 messages 
 cold resume counted everything, and paid the memo's own bookkeeping on top. Instead
 the hook stores, in its per-thread state, a record of what it counted:
 
-    {"upto": k, "last_id": id of view[k-1], "size": bytes of the key of view[:k],
-     "sig": hash of that key, "tokens": count of view[:k], "v": the estimate's version}
+    [k, bytes of the keys of view[:k], count of view[:k], hash of those bytes]
 
-and on the next call, when the view still starts with those k messages, counts only
-view[k:]. "Still starts with them" is checked exactly, not guessed. The key of a
-message holds everything LangChain's `count_tokens_approximately` reads from it: its
+and on the next call, when the view still starts with those k messages as far as the
+count can tell, counts only view[k:]. That is checked exactly, not guessed. The key of
+a message holds everything LangChain's `count_tokens_approximately` reads from it: its
 class (which gives the role), the length of its text, its name, and its tool calls
 (AI message) or call id (tool message); a message of any other kind (content blocks,
-another class) has its own count as its key. Equal keys give equal counts. The keys
-are serialised with `marshal` format 0 (no references, no interning: the bytes depend
-only on the values, in any process), which is self-delimiting, so the bytes of
-view[:k]'s keys are a prefix of view's: one serialisation and one pass of BLAKE2b
-(128 bits) check the old prefix and sign the new view. An edit that could change the
-count (same id, new content; a replaced list; undo, fork) changes the bytes, and the
-whole view is counted again. The record is only ever a shortcut: missing, malformed
-or from another LangChain version, it is ignored.
+another class) has its own count as its key. Equal keys give equal counts, so the
+count of view[:k] is the recorded one exactly when its keys are the recorded ones.
+The keys are serialised with `marshal` format 0 (no references, no interning: the
+bytes depend only on the values, in any process), which is self-delimiting, so the
+bytes of view[:k]'s keys are a prefix of view's: one serialisation and one pass of
+BLAKE2b (96 bits, keyed by LangChain's version, whose formula it is) check the old
+prefix and sign the new view. An edit that could change the count (same id, new
+content or tool calls; a replaced list; undo, fork) changes the bytes, and the whole
+view is counted again. The record is only ever a shortcut: missing, malformed or
+from another LangChain version, it is ignored. It is small (~40 bytes) because the
+checkpoint of every later step carries it.
 
-Cost at 200 turns (~1,000 messages): ~0.45 ms of CPU for the check against ~1 ms for
-LangChain's count and ~4.5 ms for the memo's first pass.
+Cost at 200 turns (~1,000 messages): ~0.5 ms of CPU for the check, against ~1 ms for
+LangChain's count of the view and ~4.5 ms for the memo's first pass over it.
 
 Only the default estimate is carried: it is a sum of per-message terms (each rounded
 up on its own), so count(view) = count(view[:k]) + count(view[k:]). A custom
@@ -34,7 +36,7 @@ up on its own), so count(view) = count(view[:k]) + count(view[k:]). A custom
 from __future__ import annotations
 
 import marshal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from hashlib import blake2b
 from typing import Any
 
@@ -44,7 +46,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 # The estimate's formula belongs to LangChain: a record made under another version is
 # not trusted.
-VERSION = f"langchain-core {langchain_core.__version__}"
+VERSION = f"langchain-core {langchain_core.__version__}".encode()
 # marshal's header of a list (type code, then the item count as 4 bytes).
 _LIST_HEADER = 5
 
@@ -72,38 +74,40 @@ _PLAIN: dict[type, int] = {HumanMessage: 1, AIMessage: 2, SystemMessage: 3, Tool
 
 def count_view(
     view: Sequence[Any],
-    record: Mapping[str, Any] | None,
+    record: Any,
     count: Callable[[Sequence[Any]], int],
-) -> tuple[int, dict[str, Any] | None]:
+) -> tuple[int, list[Any] | None]:
     """(the count of `view`, the record to keep for it; None when there is none).
-    `count` is the default estimate (or the memo of it): it is given only what the
-    record does not cover."""
+    `count` is the default estimate: it is given only what the record does not cover."""
     data = _serialised(view)
     tokens: int | None = None
     signed: tuple[Any, int] | None = None  # (BLAKE2b fed the first n bytes of the keys, n)
-    if data is not None and isinstance(record, Mapping):
-        upto, size = record.get("upto"), record.get("size")
+    if data is not None and isinstance(record, list | tuple) and len(record) == 4:
+        upto, size, counted, sig = record
         if (
             isinstance(upto, int)
             and isinstance(size, int)
+            and isinstance(counted, int)
             and 0 < upto <= len(view)
             and 0 < size <= len(data) - _LIST_HEADER
-            and record.get("v") == VERSION
-            and isinstance(record.get("tokens"), int)
-            and getattr(view[upto - 1], "id", None) == record.get("last_id") is not None
         ):
-            hashed = blake2b(data[_LIST_HEADER : _LIST_HEADER + size], digest_size=16)
-            if hashed.hexdigest() == record.get("sig"):
-                tokens = record["tokens"] + (count(view[upto:]) if upto < len(view) else 0)
+            hashed = _hash(data[_LIST_HEADER : _LIST_HEADER + size])
+            if hashed.hexdigest() == sig:
+                tokens = counted + (count(view[upto:]) if upto < len(view) else 0)
                 signed = hashed, size  # the new signature goes on from here
     if tokens is None:
         tokens = count(view)
     return tokens, _record(view, tokens, data, signed)
 
 
-def record_of(view: Sequence[Any], tokens: int) -> dict[str, Any] | None:
+def record_of(view: Sequence[Any], tokens: int) -> list[Any] | None:
     """The record for `view`, whose count is `tokens` (None: see `count_view`)."""
     return _record(view, tokens, _serialised(view))
+
+
+def _hash(data: memoryview) -> Any:
+    # Keyed by the estimate's version: a record made under another never matches.
+    return blake2b(data, digest_size=12, key=VERSION)
 
 
 def _serialised(view: Sequence[Any]) -> memoryview | None:
@@ -118,21 +122,13 @@ def _record(
     tokens: int,
     data: memoryview | None,
     signed: tuple[Any, int] | None = None,
-) -> dict[str, Any] | None:
-    last_id = getattr(view[-1], "id", None) if view else None
-    if data is None or not isinstance(last_id, str):
-        return None  # nothing to recognise the view by
+) -> list[Any] | None:
+    if data is None or not view:
+        return None
     items = data[_LIST_HEADER:]
     if signed is not None:  # hashing the rest finishes the whole (digests do not end a hash)
         hashed, done = signed
         hashed.update(items[done:])
     else:
-        hashed = blake2b(items, digest_size=16)
-    return {
-        "upto": len(view),
-        "last_id": last_id,
-        "size": len(items),
-        "sig": hashed.hexdigest(),
-        "tokens": tokens,
-        "v": VERSION,
-    }
+        hashed = _hash(items)
+    return [len(view), len(items), tokens, hashed.hexdigest()]
