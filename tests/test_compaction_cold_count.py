@@ -245,3 +245,47 @@ def test_a_custom_counter_gets_the_whole_view_and_nothing_is_kept(tmp_path: Path
     hook_thread = session.agent.get_state(CONFIG).values.get("hook_thread") or {}
     assert "counted" not in (hook_thread.get("compaction") or {})
     session.close()
+
+
+def test_keep_count_off_stores_nothing_and_counts_the_whole_view(tmp_path: Path) -> None:
+    compaction = Compaction(ScriptedModel(fallback="s"), max_tokens=10**9, keep_count=False)
+    session = session_on(tmp_path / "db", [m for i in range(3) for m in turn(i)], compaction)
+    for i in range(2):
+        assert ask(session, f"question {i}") == "completed"
+    hook_thread = session.agent.get_state(CONFIG).values.get("hook_thread") or {}
+    assert "counted" not in (hook_thread.get("compaction") or {})
+    session.close()
+
+
+def test_a_kept_count_that_does_not_match_is_ignored(tmp_path: Path) -> None:
+    from graph.agent.builtin_hooks.token_prefix import count_view, record_of
+
+    view = [
+        HumanMessage("hi", id="1"),
+        AIMessage("", id="2", tool_calls=[{"name": "search", "args": {"q": "aaaa"}, "id": "c"}]),
+    ]
+    given: list[int] = []
+
+    def count(messages: Sequence[Any]) -> int:
+        given.append(len(messages))
+        return count_tokens_approximately(messages)
+
+    full = count_tokens_approximately(view)
+    record = record_of(view, full)
+    assert record is not None and count_view(view, record, count) == (full, record)
+    assert given == []  # nothing new: nothing counted
+    quoted = view[1].model_copy(
+        update={"tool_calls": [{"name": "search", "args": {"q": "\n\n\n\n"}, "id": "c"}]}
+    )  # an argument of the same length, but repr() escapes it: a longer estimate
+    for wrong in (
+        [*record[:3], record[3] ^ 1],  # another signature
+        [record[0], record[1] - 1, *record[2:]],  # another length
+        [*record[:2], record[2] + 1, record[3], 0],  # malformed
+        {"upto": 2},
+        None,
+    ):
+        assert count_view(view, wrong, count)[0] == full and given[-1] == 2
+    changed = [view[0], quoted]
+    assert count_tokens_approximately(changed) != full
+    assert count_view(changed, record, count)[0] == count_tokens_approximately(changed)
+    assert given[-1] == 2

@@ -80,6 +80,7 @@ class Compaction:
         count_tokens: Callable[[Sequence[BaseMessage]], int] = count_tokens_approximately,
         instructions: str = SUMMARY_INSTRUCTIONS,
         name: str = "compaction",
+        keep_count: bool = True,
     ) -> None:
         if keep_turns < 1:
             raise ValueError("keep_turns must be at least 1 (the current turn stays verbatim)")
@@ -92,6 +93,9 @@ class Compaction:
         )
         self.instructions = instructions
         self.name = name
+        # Keep the default estimate's count with the thread (token_prefix.py): ~25 bytes
+        # more in each later checkpoint, for not counting the history again.
+        self.keep_count = keep_count
 
     def __repr__(self) -> str:
         return f"Compaction({self.name})"
@@ -123,7 +127,7 @@ class Compaction:
         stays as it is; None when there is none to keep or it did not change)."""
         messages = list(state.get("messages") or [])
         sent = list(model_view(messages))
-        carried = self.count_tokens is count_tokens_remembered  # the default estimate
+        carried = self.keep_count and self.count_tokens is count_tokens_remembered
         counted: list[Any] | None = None
         if carried:
             kept_count = self._own(state).get(COUNTED)

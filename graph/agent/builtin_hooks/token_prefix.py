@@ -18,12 +18,12 @@ count of view[:k] is the recorded one exactly when its keys are the recorded one
 The keys are serialised with `marshal` format 0 (no references, no interning: the
 bytes depend only on the values, in any process), which is self-delimiting, so the
 bytes of view[:k]'s keys are a prefix of view's: one serialisation and one pass of
-BLAKE2b (96 bits, keyed by LangChain's version, whose formula it is) check the old
+BLAKE2b (63 bits kept, keyed by LangChain's version, whose formula it is) check the old
 prefix and sign the new view. An edit that could change the count (same id, new
 content or tool calls; a replaced list; undo, fork) changes the bytes, and the whole
 view is counted again. The record is only ever a shortcut: missing, malformed or
-from another LangChain version, it is ignored. It is small (~40 bytes) because the
-checkpoint of every later step carries it.
+from another LangChain version, it is ignored. It is small (four integers, ~25 bytes)
+because the checkpoint of every later step carries it.
 
 Cost at 200 turns (~1,000 messages): ~0.5 ms of CPU for the check, against ~1 ms for
 LangChain's count of the view and ~4.5 ms for the memo's first pass over it.
@@ -92,7 +92,7 @@ def count_view(
             and 0 < size <= len(data) - _LIST_HEADER
         ):
             hashed = _hash(data[_LIST_HEADER : _LIST_HEADER + size])
-            if hashed.hexdigest() == sig:
+            if _value(hashed) == sig:
                 tokens = counted + (count(view[upto:]) if upto < len(view) else 0)
                 signed = hashed, size  # the new signature goes on from here
     if tokens is None:
@@ -107,7 +107,12 @@ def record_of(view: Sequence[Any], tokens: int) -> list[Any] | None:
 
 def _hash(data: memoryview) -> Any:
     # Keyed by the estimate's version: a record made under another never matches.
-    return blake2b(data, digest_size=12, key=VERSION)
+    return blake2b(data, digest_size=8, key=VERSION)
+
+
+def _value(hashed: Any) -> int:
+    # A non-negative 63-bit int: stored as a plain integer (9 bytes), by any serializer.
+    return int.from_bytes(hashed.digest(), "big") >> 1
 
 
 def _serialised(view: Sequence[Any]) -> memoryview | None:
@@ -131,4 +136,4 @@ def _record(
         hashed.update(items[done:])
     else:
         hashed = _hash(items)
-    return [len(view), len(items), tokens, hashed.hexdigest()]
+    return [len(view), len(items), tokens, _value(hashed)]
