@@ -33,11 +33,19 @@ ORIGINAL_IDS_KEY = "gatehouse_original_call_ids"
 def ids_in(messages: Iterable[AnyMessage]) -> set[str]:
     """Every tool-call id the messages hold: calls (valid or not) and answers."""
     seen: set[str] = set()
+    add = seen.add
+    # Once per model call over the whole history: a plain loop, no list or generator
+    # per message.
     for m in messages:
         if isinstance(m, AIMessage):
-            seen.update(id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id"))
+            for c in m.tool_calls:
+                if c.get("id"):
+                    add(id_of(c))
+            for bad in m.invalid_tool_calls:
+                if bad.get("id"):
+                    add(id_of(bad))
         elif isinstance(m, ToolMessage):
-            seen.add(m.tool_call_id)
+            add(m.tool_call_id)
     return seen
 
 
@@ -52,9 +60,11 @@ def fresh_call_ids(
     held input), earlier in the same reply, or, through `logged`, ids the thread's
     decision log or journal already hold (history a compaction dropped, a branch
     replayed from before the model answered: a new reply is a new call, asked anew)."""
+    calls = [*reply.tool_calls, *reply.invalid_tool_calls]
+    if not calls:
+        return reply  # nothing to rename (a reply that only answers): no scan of the history
     taken = ids_in([*history, *held])
     renamed: dict[int, str] = {}  # position in the reply's calls -> new id
-    calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     for i, call in enumerate(calls):
         old = call.get("id")
         if old and old not in taken and not (logged is not None and logged(old)):

@@ -31,8 +31,9 @@ def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
     """The part of the history the model is sent: from the latest compaction summary
     on (the whole history when there is none). The messages before it stay in the
     thread for the person (history, export, branches); only the model stops seeing them."""
+    # `is_summary` inlined: this runs over the whole history on every model call.
     for i in range(len(messages) - 1, -1, -1):
-        if is_summary(messages[i]):
+        if messages[i].additional_kwargs.get(SUMMARY_MARK):
             return messages[i:]
     return messages
 

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import PendingWrite
 from langgraph.types import Command, StateSnapshot
 
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StaleDecision
+from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
 
 PAST = {
     "approve": "approved",
@@ -32,6 +34,25 @@ PAST = {
 
 def is_answer(input: Any) -> bool:
     return isinstance(input, Command) and input.resume is not None
+
+
+def has_interrupts(writes: Sequence[PendingWrite], *, live: bool) -> bool:
+    """Whether `get_state(...).interrupts` lists any interrupt at a checkpoint with these
+    pending writes, read from the writes alone (LangGraph's rules,
+    langgraph/pregel/_task_status.py): an interrupt written by a task (not the null
+    task, whose writes are input), that has not finished (no write besides control
+    writes) when `live` (the thread's latest checkpoint: `get_state` without a
+    checkpoint id). The writes at a checkpoint are those of the tasks LangGraph
+    prepares from it (their ids derive from the checkpoint), the tasks `get_state`
+    lists: building the state, which decodes every message, is not needed to know
+    whether a question is pending."""
+    finished = {w[0] for w in writes if w[1] not in CONTROL_WRITES}
+    return any(
+        # An INTERRUPT write holds the task's interrupts (a list; anything else is one).
+        (bool(value) if isinstance(value, Sequence) else True)
+        for task_id, channel, value in writes
+        if channel == INTERRUPT and task_id != NULL_TASK_ID and not (live and task_id in finished)
+    )
 
 
 def late_answer_error(

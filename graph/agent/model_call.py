@@ -418,21 +418,28 @@ def prompt_messages(
     prompt = system_text(system_prompt, view.get("model_context") or {})
     messages: list[AnyMessage] = [SystemMessage(prompt)] if prompt else []
     unsent: set[str] = set()
+    # Once per model call over the whole history: each message is tested once.
     for m in model_view(history):
-        if isinstance(m, AIMessage) and (m.additional_kwargs.get(NOTICE_MARK) or is_cut_off(m)):
-            unsent = {id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
-            continue
-        if isinstance(m, ToolMessage) and m.tool_call_id in unsent:
+        if isinstance(m, AIMessage):
+            kwargs = m.additional_kwargs
+            if kwargs.get(NOTICE_MARK) or kwargs.get(CUT_OFF_KEY):  # a notice, or `is_cut_off`
+                unsent = {id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
+                continue
+            m = _without_reasoning(m, keep_reasoning)
+        elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
             unsent.discard(m.tool_call_id)
             continue
-        unsent = set()
-        if isinstance(m, AIMessage):
-            m = _without_reasoning(m, keep_reasoning)
+        if unsent:
+            unsent = set()
         messages.append(m)
     return messages
 
 
 def _without_reasoning(m: AIMessage, keep_reasoning: bool) -> AIMessage:
+    if REASONING_KEY not in m.additional_kwargs and (
+        keep_reasoning or not isinstance(m.content, list)
+    ):
+        return m  # nothing to leave out or render (most replies): no copy of its kwargs
     kwargs = {k: v for k, v in m.additional_kwargs.items() if k != REASONING_KEY}
     content = m.content
     thought = m.additional_kwargs.get(REASONING_KEY)

@@ -125,28 +125,42 @@ class SqliteDatabase(Database):
 
     dialect = SQLITE
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, connect: Callable[[], Any] | None = None) -> None:
+        """On `conn`; or, with `conn` None, on the connection `connect()` opens at the
+        first use (a table a session may never touch opens none)."""
         import sqlite3
 
         self.errors = (sqlite3.Error,)
         self._conn = conn
+        self._connect = connect
         self._lock = threading.Lock()
+
+    def _connection(self) -> Any:
+        # Called with the lock held.
+        if self._conn is None:
+            if self._connect is None:  # closed before its first use
+                import sqlite3
+
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            self._conn = self._connect()
+        return self._conn
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         with self._lock:  # one statement is its own snapshot
-            rows: list[Row] = self._conn.execute(sql, tuple(params)).fetchall()
+            rows: list[Row] = self._connection().execute(sql, tuple(params)).fetchall()
             return rows
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         # `transaction()` without its layers: the hot path of every write.
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                count = int(self._conn.execute(sql, tuple(params)).rowcount)
+                count = int(conn.execute(sql, tuple(params)).rowcount)
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            conn.execute("COMMIT")
             return count
 
     @contextmanager
@@ -160,16 +174,19 @@ class SqliteDatabase(Database):
             yield from self._in("BEGIN")
 
     def _in(self, begin: str) -> Iterator[Cursor]:
-        self._conn.execute(begin)
+        conn = self._connection()
+        conn.execute(begin)
         try:
-            yield Cursor(self._conn.cursor(), SQLITE)
+            yield Cursor(conn.cursor(), SQLITE)
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
+        conn.execute("COMMIT")
 
     def close(self) -> None:
-        self._conn.close()
+        self._connect = None
+        if self._conn is not None:
+            self._conn.close()
 
 
 class PostgresDatabase(Database):

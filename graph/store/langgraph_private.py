@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BRANCH_TO",
+    "CONFIG_KEY_CHECKPOINTER",
     "CONFIG_KEY_STRICT_RESUME",
     "CONTROL_WRITES",
     "ERROR",
@@ -90,6 +91,8 @@ START = "__start__"
 # `branch:to:<node>`: the channel that triggers a node of a StateGraph.
 BRANCH_TO = "branch:to:"
 CONFIG_KEY_STRICT_RESUME = "__pregel_strict_resume"
+# The saver a parent graph lends a subgraph through the run's config.
+CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
 # Writes that say what happened to a task, not what it produced: a task with any other
 # write has finished (langgraph/pregel/_task_status.py).
 CONTROL_WRITES = frozenset({ERROR, ERROR_SOURCE_NODE, INTERRUPT, RESUME})
@@ -152,6 +155,11 @@ SURFACE: tuple[Private, ...] = (
         "CONFIG_KEY_STRICT_RESUME",
         f"{_C}:CONFIG_KEY_STRICT_RESUME",
         "an answer naming an interrupt that is not pending is refused (graph/agent/graph.py)",
+    ),
+    Private(
+        "CONFIG_KEY_CHECKPOINTER",
+        f"{_C}:CONFIG_KEY_CHECKPOINTER",
+        "an answer's pending check reads the saver get_state would read (graph/agent/compiled.py)",
     ),
     Private(
         "CONTROL_WRITES",

@@ -63,10 +63,16 @@ def _create_private(file: Path) -> None:
         os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def sqlite_database(path: str | Path, *tables: type[Table]) -> SqliteDatabase:
+def sqlite_database(path: str | Path, *tables: type[Table], lazy: bool = False) -> SqliteDatabase:
     """A connection of its own to the file at `path` (autocommit: each table decides
-    its transactions), with `tables` created or migrated in one write transaction."""
+    its transactions), with `tables` created or migrated in one write transaction.
+    `lazy` (no `tables`): the connection opens at the first use."""
+    if lazy:
+        assert not tables, "a lazy connection creates no tables"
+        return SqliteDatabase(None, connect=lambda: connect_sqlite(path, autocommit=True))
     db = SqliteDatabase(connect_sqlite(path, autocommit=True))
+    if not tables:
+        return db
     try:
         with db.transaction() as cur:
             for table in tables:
@@ -130,14 +136,16 @@ def open_sqlite_storage(db: str) -> Storage:
         saver = GatehouseSqliteSaver(conn)
         saver.setup()
         # Each table on its own connection: the saver serialises its connection with a
-        # lock of its own.
-        index = ThreadIndex(sqlite_database(db, ThreadIndex))
-        journal = Journal(sqlite_database(db, Journal), location)
-        decisions = Decisions(sqlite_database(db, Decisions))
-        outputs = ToolOutputs(sqlite_database(db, ToolOutputs))
-        lease_db = sqlite_database(db, Leases)
+        # lock of its own. The tables are created or migrated in one write transaction
+        # (on the leases' connection); the stored tool outputs' connection opens when
+        # first used (most sessions offload nothing).
+        lease_db = sqlite_database(db, ThreadIndex, Journal, Decisions, ToolOutputs, Leases)
         probe_writable(lease_db)  # a read-only file fails here, at start
         leases = Leases(lease_db)
+        index = ThreadIndex(sqlite_database(db))
+        journal = Journal(sqlite_database(db), location)
+        decisions = Decisions(sqlite_database(db))
+        outputs = ToolOutputs(sqlite_database(db, lazy=True))
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the Gatehouse database {location}: {exc}") from exc
     return Storage(
