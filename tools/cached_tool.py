@@ -10,6 +10,10 @@ schema stay the same objects; each answer here is kept with the function or sche
 was worked out for and worked out again if either is replaced. What runs, with which
 arguments, and what the callbacks see are the same as `StructuredTool`'s
 (tests/test_cached_tool.py).
+
+It calls the helpers LangChain's own `_run` and `_filter_injected_args` call (private
+names of langchain_core, all imported below), so an upgrade that changes those two
+methods must be read against this one; the tests compare the two classes' behaviour.
 """
 
 # No `from __future__ import annotations`: `BaseTool.run` reads `_run`'s type hints on
