@@ -126,3 +126,24 @@ def test_a_replaced_function_or_schema_is_looked_at_again() -> None:
     tool.func = hidden
     assert tool.invoke({"text": "b", "token": "s"}, {"callbacks": [seen]}) == "bs"
     assert seen.starts[0][1] == {"text": "b"}
+
+
+def test_gatehouse_tool_builds_what_the_tool_decorator_builds() -> None:
+    from langchain_core.tools import tool
+
+    from tools.base import gatehouse_tool
+
+    def shout(text: str, times: Annotated[int, Field(ge=1, description="How often")] = 1) -> str:
+        """Say it louder."""
+        return (text.upper() + " ") * times
+
+    ours = gatehouse_tool(shout, risk="read")
+    stock = tool("shout", args_schema=ours.args_schema)(shout)
+    assert isinstance(ours, CachedTool)
+    fields = ("name", "description", "return_direct", "response_format", "args_schema")
+    assert {f: getattr(ours, f) for f in fields} == {f: getattr(stock, f) for f in fields}
+    assert ours.args == stock.args  # what the model is shown
+    call = {"name": "shout", "args": {"text": "hi", "times": 2}, "id": "c", "type": "tool_call"}
+    first, second = _run_both((stock, ours), call)
+    assert first == second
+    assert first[0] == "HI HI "
