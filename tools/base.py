@@ -22,11 +22,12 @@ import typing
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain_core.tools import BaseTool, tool
 from langchain_core.tools.base import create_schema_from_function
 from pydantic import BaseModel, ConfigDict, create_model
 
 from graph.protocol.tools import DefaultMode, Preview, Risk, ToolSpec, attach_spec, spec_of
+from tools.cached_tool import CachedTool
 
 __all__ = ["ToolSpec", "attach_spec", "bound_tool", "gatehouse_tool", "spec", "spec_of"]
 
@@ -87,7 +88,7 @@ def bound_tool(
     """A tool from a top-level function whose first parameter is its context (a
     workspace, a connection), bound here: the model sees the other parameters and the
     docstring. A `preview` and `canonical` get the context too: `preview(context, args)`."""
-    built = StructuredTool.from_function(
+    built = CachedTool.from_function(
         func=functools.partial(fn, context),
         name=fn.__name__,
         description=inspect.getdoc(fn) or fn.__name__,
@@ -133,7 +134,22 @@ def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTo
     fresh = schema is None
     if fresh:
         schema = fast_schema(name or f.__name__, f)
-    built = tool(name or f.__name__, args_schema=schema)(f)
+    if inspect.iscoroutinefunction(f):
+        built = tool(name or f.__name__, args_schema=schema)(f)
+    else:
+        # What `tool(name, args_schema=schema)(f)` builds for a plain function, as a
+        # CachedTool (tools/cached_tool.py).
+        built = CachedTool.from_function(
+            f,
+            name=name or f.__name__,
+            description=None,
+            return_direct=False,
+            args_schema=schema,
+            infer_schema=True,
+            response_format="content",
+            parse_docstring=False,
+            error_on_invalid_docstring=True,
+        )
     if key is not None and fresh:
         with _schemas_lock:
             _schemas.setdefault(key, built.args_schema)

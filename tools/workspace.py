@@ -22,6 +22,21 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+# What `Path.exists` takes for "not there" (pathlib's _IGNORED_ERRNOS).
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def _mode_if_exists(real: Path) -> int | None:
+    """`real.stat().st_mode` when `real.exists()`, else None: one stat instead of two,
+    the same errors ignored as `Path.exists` ignores (anything else is raised)."""
+    try:
+        return os.stat(real).st_mode
+    except OSError as exc:
+        if exc.errno in _ABSENT:
+            return None
+        raise
+    except ValueError:
+        return None
 
 
 class PathError(ValueError):
@@ -101,8 +116,8 @@ class Workspace:
                 if not self._inside(entry.parent, root):
                     raise PathError(f"path {path!r} is outside the workspace ({root})")
                 return entry
-        if real.exists():
-            mode = real.stat().st_mode
+        mode = _mode_if_exists(real)
+        if mode is not None:
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 raise PathError(
                     f"path {path!r} is not a regular file or folder (device, pipe or socket)"
@@ -112,12 +127,21 @@ class Workspace:
         return entry
 
     def relative(self, real: Path) -> str:
-        rel = real.relative_to(self.root).as_posix()
+        root = self.root
+        if self._inside(real, root):  # the prefix cut off (see `_inside`), no new Paths
+            r, p = str(root), str(real)
+            return p[len(r) if r.endswith("/") else len(r) + 1 :] or "."
+        rel = real.relative_to(root).as_posix()  # raises ValueError, as it always did
         return rel or "."
 
     @staticmethod
     def _inside(real: Path, root: Path) -> bool:
-        return real == root or root in real.parents
+        # `real == root or root in real.parents`, on the strings: both are absolute and
+        # pathlib keeps them normalised (no `//`, no trailing `/`, no `.`), so a parent
+        # is exactly a prefix ending at a `/`. Asked several times a call; building
+        # `parents` cost more than the rest of `resolve`.
+        r, p = str(root), str(real)
+        return p == r or p.startswith(r if r.endswith("/") else r + "/")
 
     # -- opening without following symlinks -------------------------------------
 

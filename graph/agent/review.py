@@ -16,7 +16,6 @@ computes the request from state, asks, validates, and only then returns updates.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Iterator, Mapping, Sequence
@@ -137,6 +136,15 @@ def _base_json_schema() -> JsonSchemaValue:
     return inline(schema)
 
 
+def _json_copy(node: Any) -> Any:
+    """A copy of a JSON value (dicts, lists, scalars), as `copy.deepcopy` makes it."""
+    if isinstance(node, dict):
+        return {k: _json_copy(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_json_copy(v) for v in node]
+    return node
+
+
 def build_request(
     calls: Sequence[tuple[ToolCall, Verdict]], tools: Mapping[str, BaseTool]
 ) -> dict[str, Any]:
@@ -227,8 +235,9 @@ class CheckedAnswer(ReviewAnswer):
     ) -> JsonSchemaValue:
         # ReviewAnswer's schema: the checks above are validators, which JSON schema
         # cannot express. LangGraph attaches the schema to every interrupt; generating
-        # it anew cost ~2 ms a pause, so it is generated once.
-        return copy.deepcopy(_base_json_schema())
+        # it anew cost ~2 ms a pause, so it is generated once. A copy each time (the
+        # caller may change it): of JSON, so no `deepcopy` bookkeeping (~3x faster).
+        return _json_copy(_base_json_schema())
 
 
 @contextmanager
