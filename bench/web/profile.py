@@ -98,6 +98,7 @@ def summarize_profiles(files: list[str], top: int = 15) -> dict[str, Any]:
         },
         "top_self": sorted(rows, key=lambda r: -r["self_s"])[:top],
         "top_cumulative_gatehouse": sorted(app, key=lambda r: -r["cum_s"])[:top],
+        "top_cumulative": sorted(rows, key=lambda r: -r["cum_s"])[: 3 * top],
     }
 
 
@@ -222,6 +223,9 @@ def _print(result: dict[str, Any]) -> None:
         )
         print("  Gatehouse functions by cumulative time:")
         for r in prof["top_cumulative_gatehouse"][:10]:
+            print(f"    {r['cum_s']:7.2f} s  {r['calls']:6d} calls  {r['function']}")
+        print("  all functions by cumulative time:")
+        for r in prof["top_cumulative"][:30]:
             print(f"    {r['cum_s']:7.2f} s  {r['calls']:6d} calls  {r['function']}")
         print("  top self time:")
         for r in prof["top_self"][:10]:
