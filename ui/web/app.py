@@ -19,6 +19,7 @@ if _ROOT not in sys.path:
 import streamlit as st  # noqa: E402
 
 from ui.web.loading import loading_state, page_loaded  # noqa: E402
+from ui.web.warm import wait as warmed  # noqa: E402
 
 # A local icon: a `:material/...:` page icon is fetched from fonts.gstatic.com.
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
@@ -26,6 +27,9 @@ ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
 # machine), so a first open shows "Loading Gatehouse…" rather than a blank page.
 st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
 LOADING = loading_state()
+# The imports below may be under way on the server's warm-up thread (ui/web/warm.py):
+# done once, by one thread at a time.
+warmed()
 
 from graph import describe_error  # noqa: E402
 from ui.web.audit import audit_page  # noqa: E402
