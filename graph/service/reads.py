@@ -145,7 +145,13 @@ class ThreadReads:
         if decisions is None:
             return []
         if thread_id is not None:
-            return list(reversed(decisions.for_thread(check_thread_id(thread_id))))[:limit]
+            check_thread_id(thread_id)
+            # Only the last `limit` records when the log can select them: the approval
+            # card asks on each page run, and a long thread has thousands.
+            latest = getattr(decisions, "latest_for_thread", None)
+            if latest is not None:
+                return list(latest(thread_id, limit))
+            return list(reversed(decisions.for_thread(thread_id)))[:limit]
         return decisions.recent(limit)
 
     def verify_audit(self) -> Any:
