@@ -19,7 +19,6 @@ if _ROOT not in sys.path:
 import streamlit as st  # noqa: E402
 
 from ui.web.loading import loading_state, page_loaded  # noqa: E402
-from ui.web.warm import wait as warmed  # noqa: E402
 
 # A local icon: a `:material/...:` page icon is fetched from fonts.gstatic.com.
 ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
@@ -27,9 +26,6 @@ ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
 # machine), so a first open shows "Loading Gatehouse…" rather than a blank page.
 st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
 LOADING = loading_state()
-# The imports below may be under way on the server's warm-up thread (ui/web/warm.py):
-# done once, by one thread at a time.
-warmed()
 
 from graph import describe_error  # noqa: E402
 from ui.web.audit import audit_page  # noqa: E402
@@ -48,6 +44,7 @@ from ui.web.serve import ACCENT  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
+from ui.web.warm import after_first_page  # noqa: E402
 
 # Approve in the accent, never Streamlit's default red (also when served by a bare
 # `streamlit run` without ui/web/serve.py's theme flag); Reject looks destructive.
@@ -125,6 +122,7 @@ def main() -> None:
             # drawn while it ran. One more (windowed, cheap) run draws them as they are.
             st.rerun()
     page_drawn(session, runner, current_thread(), seen)
+    after_first_page()  # first-use costs, off the page's path (ui/web/warm.py)
 
 
 def run() -> None:

@@ -27,7 +27,6 @@ from starlette.middleware import Middleware  # noqa: E402
 from ui.web.guard import TOKENS, Guard  # noqa: E402
 from ui.web.identity import web_access  # noqa: E402
 from ui.web.preload import Preload  # noqa: E402
-from ui.web.warm import start as start_warming  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
 OPEN_BROWSER_ENV = "GATEHOUSE_OPEN_BROWSER"
@@ -52,9 +51,6 @@ async def _announce(_app: Any) -> AsyncIterator[None]:
     """The port is final once uvicorn has bound its socket, before this runs."""
     from streamlit import config
 
-    # The page's imports while the browser loads (ui/web/warm.py): started once the
-    # server listens, so they never hold up the start itself.
-    start_warming()
     if _access.web == "token":
         link = sign_in_link(
             int(config.get_option("server.port")), str(config.get_option("server.address") or "")
