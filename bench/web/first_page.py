@@ -8,9 +8,9 @@ person's is; it opens the page as soon as the server answers, the way the sign-i
 link `gatehouse` opens does. Times, all from the process start:
 
 - listening_s: the server answers `/_stcore/health` (polled every POLL_S);
-- loading_s: the loading state ("Loading Gatehouse…", ui/web/loading.py) first
-  painted (a MutationObserver installed before the page's own scripts, then the next
-  animation frame);
+- loading_s: a loading state ("Loading Gatehouse…", ui/web/loading.py: in the served
+  HTML, or the app's own) first in the page (a MutationObserver installed before the
+  page's own scripts, then the next animation frame);
 - input_s: the chat input is visible and enabled (contract.CHAT_INPUT_READY_JS): the
   first page is usable;
 - server_cpu_s: CPU seconds of the whole process tree (uv, the CLI, Streamlit) until then.
@@ -38,7 +38,8 @@ from bench.web.server import free_port, install_secret_of, running, sign_in
 
 TARGET_S = 3.0
 POLL_S = 0.05
-LOADING_CSS = ".gh-loading"
+# The loading state in the served HTML (ui/web/preload.py) or the app's own.
+LOADING_CSS = "#gh-boot, .gh-loading"
 
 # Installed before any script of each document: the epoch ms at which the loading
 # state was first in the DOM, and the frame after that (about when it is painted).
