@@ -28,12 +28,14 @@ from graph.service.transcript import message_view
 __all__ = ["ViewCache"]
 
 
-def _fields(m: Any) -> tuple[type, dict[str, Any]]:
-    return type(m), dict(m.__dict__)
+def _fields(m: Any) -> tuple[type, dict[str, Any] | None]:
+    fields = getattr(m, "__dict__", None)
+    return type(m), None if fields is None else dict(fields)
 
 
-def _same(known: tuple[type, dict[str, Any]], m: Any) -> bool:
-    return type(m) is known[0] and m.__dict__ == known[1]
+def _same(known: tuple[type, dict[str, Any] | None], m: Any) -> bool:
+    # A message without a `__dict__` (not a LangChain message) is never reused.
+    return known[1] is not None and type(m) is known[0] and getattr(m, "__dict__", None) == known[1]
 
 
 class ViewCache:
@@ -44,7 +46,7 @@ class ViewCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: OrderedDict[
-            str, tuple[list[tuple[type, dict[str, Any]]], list[MessageView]]
+            str, tuple[list[tuple[type, dict[str, Any] | None]], list[MessageView]]
         ] = OrderedDict()
 
     def views(self, thread_id: str, messages: Sequence[Any]) -> list[MessageView]:
