@@ -116,10 +116,9 @@ def test_tool_output_keeps_its_line_breaks_in_the_history(page: Any, server: Ser
     try:
         run = session.send(None, "run: seq 1 5")
         run.collect()
-        assert (
-            session.resume(run.thread_id, {"decisions": [{"type": "approve"}]}).collect()[-1].status
-            == "completed"
-        )
+        resumed = session.resume(run.thread_id, {"decisions": [{"type": "approve"}]})
+        resumed.collect()
+        assert resumed.status == "completed"
     finally:
         session.close()
     page.goto(f"{server.url}/?thread={run.thread_id}")
