@@ -116,10 +116,9 @@ def test_tool_output_keeps_its_line_breaks_in_the_history(page: Any, server: Ser
     try:
         run = session.send(None, "run: seq 1 5")
         run.collect()
-        assert (
-            session.resume(run.thread_id, {"decisions": [{"type": "approve"}]}).collect()[-1].status
-            == "completed"
-        )
+        resumed = session.resume(run.thread_id, {"decisions": [{"type": "approve"}]})
+        resumed.collect()
+        assert resumed.status == "completed"
     finally:
         session.close()
     page.goto(f"{server.url}/?thread={run.thread_id}")
@@ -154,19 +153,38 @@ setInterval(() => {
 """
 
 
+# What the page showed at its first frame: the served loading indicator, visible, and
+# how many of Streamlit's elements were drawn by then.
+FIRST_FRAME = """
+document.addEventListener('DOMContentLoaded', () => requestAnimationFrame(() => {
+  const boot = document.getElementById('gh-boot');
+  window.__firstFrame = {
+    boot: !!boot && boot.checkVisibility(),
+    elements: document.querySelectorAll('[data-testid="stElementContainer"]').length,
+  };
+}));
+"""
+
+
 def test_first_open_shows_a_loading_state_not_a_blank_page(browser: Any, tmp_path: Any) -> None:
     # A server of its own: the first page of a fresh process imports the whole agent.
     with streamlit_server(tmp_path) as fresh:
         context = fresh.sign_in(browser.new_context(viewport=VIEWPORT))
         try:
+            context.add_init_script(FIRST_FRAME)
             page = context.new_page()
             page.set_default_timeout(WAIT_MS)
-            page.goto(fresh.url + "/")
+            response = page.goto(fresh.url + "/")
+            # From the page's first frame on, before Streamlit's code has drawn anything
+            # (it was blank for ~1.4 s on a busy machine), the served page says it loads.
+            assert response is not None and 'id="gh-boot"' in response.text()
             loading = main(page).get_by_role("status").filter(has_text="Loading Gatehouse…")
             expect(loading).to_be_visible(timeout=WAIT_MS)
+            assert page.evaluate("window.__firstFrame") == {"boot": True, "elements": 0}
             screenshot(page, "loading-first-open")
             ready(page)
             expect(loading).to_have_count(0)
+            expect(page.locator("#gh-boot")).to_have_count(0)
             expect(page.get_by_test_id("stChatInputTextArea")).to_be_visible()
         finally:
             context.close()

@@ -3,8 +3,10 @@
     uv run python -m bench.web                      # 10, 200, 2000 turns (the closing-note run)
     uv run python -m bench.web --sizes 10,200       # quick
     uv run python -m bench.web --sizes 200 --only open,page --reps 5
+    uv run python -m bench.web --only first_page        # `uv run gatehouse` to a usable input
     uv run python -m bench.web --profile --sizes 200  # where the time goes (bench/web/profile.py)
     uv run python -m bench.web --profile --no-status-sleep --sizes 200 --reps 1
+    uv run python -m bench.web --profile --cpu-profile --sizes 2000 --reps 1  # busy machine
 
 Prints the tables (measurements by thread length; issue 23's targets) and writes
 bench/results/web.json (or --out); `--markdown BENCHMARKS.md` also rewrites that
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from bench.web.browser import BrowserMissing, chromium_path
 from bench.web.build import CACHE, ROOT
+from bench.web.first_page import measure_first_page, summary_line
 from bench.web.measure import MEASURES, Options, run_benchmark
 from bench.web.report import (
     environment,
@@ -39,6 +42,9 @@ from bench.web.report import (
 )
 
 OUT = ROOT / "bench" / "results" / "web.json"
+# Not per thread length: once per run, first (bench/web/first_page.py).
+FIRST_PAGE = "first_page"
+ALL_MEASURES = (FIRST_PAGE, *MEASURES)
 SCREENSHOTS = ROOT / "test-artifacts" / "web-bench"
 
 
@@ -55,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         "--reps", type=int, default=3, help="samples per timing; the median is reported"
     )
     parser.add_argument(
-        "--only", default=",".join(MEASURES), help=f"measurements to run (of {','.join(MEASURES)})"
+        "--only",
+        default=",".join(ALL_MEASURES),
+        help=f"measurements to run (of {','.join(ALL_MEASURES)})",
     )
     parser.add_argument(
         "--timeout", type=float, default=900.0, help="seconds any one wait may take"
@@ -89,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --profile: also a what-if pass without st.status's 50 ms sleep",
     )
+    parser.add_argument(
+        "--cpu-profile",
+        action="store_true",
+        help="with --profile: cProfile counts CPU time, not wall time (for a busy machine)",
+    )
     args = parser.parse_args(argv)
     # A SIGTERM unwinds like Ctrl-C, so the servers and browsers started are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -101,9 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.cache)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     measures = tuple(m.strip() for m in args.only.split(",") if m.strip())
-    unknown = set(measures) - set(MEASURES)
+    unknown = set(measures) - set(ALL_MEASURES)
     if unknown:
-        parser.error(f"unknown measurements {sorted(unknown)}; choose from {','.join(MEASURES)}")
+        parser.error(
+            f"unknown measurements {sorted(unknown)}; choose from {','.join(ALL_MEASURES)}"
+        )
+    first_page = FIRST_PAGE in measures
+    measures = tuple(m for m in measures if m != FIRST_PAGE)
     command = "uv run python -m bench.web " + shlex.join(sys.argv[1:] if argv is None else argv)
     opts = Options(
         sizes=sizes,
@@ -121,27 +138,44 @@ def main(argv: list[str] | None = None) -> int:
         from bench.web.profile import run_profile
 
         out = args.out if args.out != OUT else OUT.with_name("web-profile.json")
-        return run_profile(opts, out, command, what_if=args.no_status_sleep)
+        return run_profile(
+            opts, out, command, what_if=args.no_status_sleep, cpu_clock=args.cpu_profile
+        )
     env = environment(command)
     started = time.monotonic()
 
     def save_partial(results: dict[str, object]) -> None:
         write(args.out, {"environment": {**env, "partial": True}, "sizes": results})
 
-    sizes_result = run_benchmark(opts, on_size=save_partial)
+    first: dict[str, object] | None = None
+    if first_page and not args.profile:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            first = measure_first_page(p, args.reps, args.timeout)
+    sizes_result = run_benchmark(opts, on_size=save_partial) if measures else {}
     idle = sizes_result.pop("idle", None)
     env.update(
         total_s=round(time.monotonic() - started),
         load_average_end=[round(x, 2) for x in os.getloadavg()],
     )
-    data = {"environment": env, "sizes": sizes_result, **({"idle": idle} if idle else {})}
+    data = {
+        "environment": env,
+        "sizes": sizes_result,
+        **({"idle": idle} if idle else {}),
+        **({FIRST_PAGE: first} if first else {}),
+    }
     write(args.out, data)
     print()
     print(f"Web app, {env['when']}, {env['machine']}, load {env['load_average']}; {command}")
     print()
-    print(table(sizes_result))
-    print()
-    print(targets_table(targets(sizes_result, idle_result(data))))
+    if first:
+        print(summary_line(first))
+        print()
+    if sizes_result:
+        print(table(sizes_result))
+        print()
+    print(targets_table(targets(sizes_result, idle_result(data), first)))
     if args.markdown:
         write_markdown(args.markdown, markdown(data))
         print(f"\nwrote the web section of {args.markdown}")

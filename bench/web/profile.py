@@ -9,7 +9,9 @@ Two passes per size, each on a fresh server (bench/web/timed_server.py, which is
    (Chromium's main-thread Task/Script/Layout/RecalcStyle time) and its bytes;
 2. call profile: the same interactions once more with each script run under
    cProfile (wall clock: waits show as time too); per interaction, self time by
-   package and the costliest functions of the app and of Streamlit.
+   package and the costliest functions of the app and of Streamlit. With
+   `--cpu-profile` the profiler counts the run thread's CPU time instead (compare
+   runs on a busy machine by that: wall time there is mostly other processes').
 cProfile slows Python down, so pass 2's seconds are only for comparing shares.
 
 With `--no-status-sleep`, a third pass repeats pass 1 with the 50 ms sleep inside
@@ -29,7 +31,12 @@ from typing import Any
 from bench.web.build import ROOT, cached_thread
 from bench.web.measure import Options, measure_size
 from bench.web.report import environment, write
-from bench.web.timed_server import CPROFILE_ENV, NO_STATUS_SLEEP_ENV, RUNLOG_ENV
+from bench.web.timed_server import (
+    CPROFILE_CLOCK_ENV,
+    CPROFILE_ENV,
+    NO_STATUS_SLEEP_ENV,
+    RUNLOG_ENV,
+)
 
 SLACK_S = 0.05
 
@@ -91,13 +98,16 @@ def summarize_profiles(files: list[str], top: int = 15) -> dict[str, Any]:
         },
         "top_self": sorted(rows, key=lambda r: -r["self_s"])[:top],
         "top_cumulative_gatehouse": sorted(app, key=lambda r: -r["cum_s"])[:top],
+        "top_cumulative": sorted(rows, key=lambda r: -r["cum_s"])[: 3 * top],
     }
 
 
 PASSES = ("timing", "cprofile", "no_status_sleep")
 
 
-def _profile_size(turns: int, opts: Options, what_if: bool) -> dict[str, Any]:
+def _profile_size(
+    turns: int, opts: Options, what_if: bool, cpu_clock: bool = False
+) -> dict[str, Any]:
     thread = cached_thread(turns, opts.cache, progress=opts.progress)
     from playwright.sync_api import sync_playwright
 
@@ -120,6 +130,8 @@ def _profile_size(turns: int, opts: Options, what_if: bool) -> dict[str, Any]:
             env = {RUNLOG_ENV: str(log)}
             if profiled:
                 env[CPROFILE_ENV] = str(prof_dir)
+                if cpu_clock:
+                    env[CPROFILE_CLOCK_ENV] = "cpu"
             if pass_name == "no_status_sleep":
                 env[NO_STATUS_SLEEP_ENV] = "1"
             pass_opts = Options(
@@ -202,7 +214,8 @@ def _print(result: dict[str, Any]) -> None:
         if not prof:
             continue
         print(
-            f"\n{item['interaction']} under cProfile ({item['server_run_wall_s']:.2f} s of script runs):"
+            f"\n{item['interaction']} under cProfile ({item['server_run_wall_s']:.2f} s wall, "
+            f"{item['server_run_cpu_s']:.2f} s CPU of script runs):"
         )
         print(
             "  self time by package: "
@@ -211,15 +224,20 @@ def _print(result: dict[str, Any]) -> None:
         print("  Gatehouse functions by cumulative time:")
         for r in prof["top_cumulative_gatehouse"][:10]:
             print(f"    {r['cum_s']:7.2f} s  {r['calls']:6d} calls  {r['function']}")
+        print("  all functions by cumulative time:")
+        for r in prof["top_cumulative"][:30]:
+            print(f"    {r['cum_s']:7.2f} s  {r['calls']:6d} calls  {r['function']}")
         print("  top self time:")
         for r in prof["top_self"][:10]:
             print(f"    {r['self_s']:7.2f} s  {r['calls']:6d} calls  {r['function']}")
 
 
-def run_profile(opts: Options, out: Path, command: str, *, what_if: bool = False) -> int:
+def run_profile(
+    opts: Options, out: Path, command: str, *, what_if: bool = False, cpu_clock: bool = False
+) -> int:
     data: dict[str, Any] = {"environment": environment(command), "sizes": {}}
     for turns in opts.sizes:
-        data["sizes"][str(turns)] = _profile_size(turns, opts, what_if)
+        data["sizes"][str(turns)] = _profile_size(turns, opts, what_if, cpu_clock)
         _print(data["sizes"][str(turns)])
     write(out, data)
     print(f"\nwrote {out}")

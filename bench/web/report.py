@@ -179,18 +179,23 @@ IDLE_CPU_TARGET_PCT = 2.0
 
 
 def targets(
-    sizes: dict[str, Any], idle: dict[str, Any] | None
+    sizes: dict[str, Any], idle: dict[str, Any] | None, first_page: dict[str, Any] | None = None
 ) -> list[tuple[str, str, bool | None]]:
     """(target, measured, passed); passed is None when this run did not measure it."""
     out: list[tuple[str, str, bool | None]] = []
+    if first_page:
+        from bench.web.first_page import target_row
+
+        out.append(target_row(first_page))
 
     def worst(name: str, key: str = "median_s") -> tuple[str, float | None, bool]:
         values = {n: (s.get(name) or {}).get(key) for n, s in sizes.items() if s.get(name)}
         if not values:
             return "-", None, False
         text = ", ".join(f"{n}: {_s(v)}" for n, v in values.items())
-        timed_out = any(v is None for v in values.values())
-        return text, None if timed_out else max(values.values()), True
+        known = [v for v in values.values() if v is not None]
+        timed_out = len(known) < len(values)
+        return text, None if timed_out else max(known), True
 
     for label, name, key, limit in (
         (
@@ -240,11 +245,13 @@ def targets(
         ):
             a, b = get(small), get(large)
             ok = None if a is None or b is None else b <= GROWTH_LIMIT * a
-            measured = "-" if ok is None else f"{b / a:.1f}x ({keys[-1]} vs {keys[0]} turns)"
+            growth = (
+                "-" if a is None or b is None else f"{b / a:.1f}x ({keys[-1]} vs {keys[0]} turns)"
+            )
             out.append(
                 (
                     f"{label} bounded: at {keys[-1]} turns <= {GROWTH_LIMIT}x at {keys[0]}",
-                    measured,
+                    growth,
                     ok,
                 )
             )
@@ -291,6 +298,8 @@ END = "<!-- bench:web:end -->"
 
 
 def markdown(data: dict[str, Any]) -> str:
+    from bench.web.first_page import summary_line
+
     env = data["environment"]
     sizes = data["sizes"]
     return "\n\n".join(
@@ -298,8 +307,9 @@ def markdown(data: dict[str, Any]) -> str:
             f"Run {env['when']} on {env['machine']}, load average at start "
             f"{' '.join(map(str, env['load_average']))}, at end {' '.join(map(str, env.get('load_average_end', [])))}; "
             f"command: `{env['command']}`; total {env.get('total_s', '?')} s.",
-            table(sizes),
-            targets_table(targets(sizes, idle_result(data))),
+            *([summary_line(data["first_page"])] if data.get("first_page") else []),
+            *([table(sizes)] if sizes else []),
+            targets_table(targets(sizes, idle_result(data), data.get("first_page"))),
         ]
     )
 

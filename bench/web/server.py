@@ -107,7 +107,14 @@ def serve(
 
 @contextmanager
 def running(
-    cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: Path, timeout: float
+    cmd: list[str],
+    port: int,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log: Path,
+    timeout: float,
+    interval: float = 0.2,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Start a Streamlit server command (its own process group, output to `log`), wait
     until `/_stcore/health` answers, and stop the whole group afterwards. The browser
@@ -118,7 +125,7 @@ def running(
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url + "/_stcore/health", process, log, timeout, "the web server")
+        wait_ready(url + "/_stcore/health", process, log, timeout, "the web server", interval)
         yield url, process
     finally:
         stop_group(process)

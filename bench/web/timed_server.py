@@ -8,7 +8,9 @@ run) and `ScriptRunner._on_script_finished` (the cleanup after a run, including
 Streamlit's `gc.collect(2)`). Each run appends a JSON line to GATEHOUSE_BENCH_RUNLOG:
 start and end (time.monotonic(), the clock the harness uses), the run thread's CPU
 seconds, how it ended, and whether it was a fragment run. With GATEHOUSE_BENCH_CPROFILE
-set to a folder, each run is also profiled (cProfile, wall clock) into that folder.
+set to a folder, each run is also profiled (cProfile, wall clock) into that folder;
+with GATEHOUSE_BENCH_CPROFILE_CLOCK=cpu the profiler counts the run thread's CPU time
+instead (on a busy machine wall time is mostly other processes' work).
 
 What-if, for the profiler only: GATEHOUSE_BENCH_NO_STATUS_SLEEP=1 removes the 50 ms
 `time.sleep` Streamlit's `st.status` makes when it is created (and when a running one
@@ -31,6 +33,7 @@ from bench.web.build import ROOT
 
 RUNLOG_ENV = "GATEHOUSE_BENCH_RUNLOG"
 CPROFILE_ENV = "GATEHOUSE_BENCH_CPROFILE"
+CPROFILE_CLOCK_ENV = "GATEHOUSE_BENCH_CPROFILE_CLOCK"
 NO_STATUS_SLEEP_ENV = "GATEHOUSE_BENCH_NO_STATUS_SLEEP"
 APP = (
     ROOT / "ui" / "web" / "launch.py"
@@ -57,7 +60,12 @@ def instrument() -> None:
     def timed_exec(func: Any, ctx: Any) -> Any:
         number = next(_numbers)
         folder = os.environ.get(CPROFILE_ENV)
-        profiler = cProfile.Profile() if folder else None
+        cpu_clock = os.environ.get(CPROFILE_CLOCK_ENV) == "cpu"
+        profiler = (
+            (cProfile.Profile(time.thread_time) if cpu_clock else cProfile.Profile())
+            if folder
+            else None
+        )
         start, cpu = time.monotonic(), time.thread_time()
         if profiler is not None:
             profiler.enable()

@@ -23,7 +23,7 @@ from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import MessageView, ThreadInfo, check_thread_id
 from graph.service.live_reads import LiveMessages
-from graph.service.transcript import message_view
+from graph.service.view_cache import ViewCache
 from graph.store.langgraph_private import INTERRUPT as INTERRUPT_CHANNEL
 from graph.store.storage import Storage
 
@@ -66,8 +66,14 @@ class ThreadReads:
         return self._live_messages.read(thread_id, saved)
 
     def transcript(self, thread_id: str) -> list[MessageView]:
-        """The thread's messages as plain data, for front ends."""
-        return [message_view(m) for m in self.messages(thread_id)]
+        """The thread's messages as plain data, for front ends. Only the messages that
+        changed since this Session's last read of the thread are converted again
+        (graph/service/view_cache.py): a page drawn after each turn of a long thread
+        pays for the turn, not the thread."""
+        views = self.__dict__.get("_views")
+        if views is None:  # made on first use: Session.__init__ stays as it is
+            views = self.__dict__.setdefault("_views", ViewCache())
+        return views.views(thread_id, self.messages(thread_id))
 
     def tool_output(self, thread_id: str, call_id: str) -> str | None:
         """The whole output of a tool call: the stored one when it was too large for the
@@ -95,6 +101,13 @@ class ThreadReads:
         return stored if stored is not None and offloaded(result) else text_of(result.content)
 
     def usage(self, thread_id: str) -> dict[str, float]:
+        reader = self.storage.reader
+        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
+            # The usage channel at the latest checkpoint, read directly (as `pending`):
+            # the web app's sidebar asks on every page run, and `get_state` would
+            # rebuild the whole thread's messages for it.
+            check_thread_id(thread_id)
+            return reader.usage(thread_id)
         return dict((self.agent.get_state(thread_config(thread_id)).values or {}).get("usage", {}))
 
     def threads(self, limit: int = 200) -> list[ThreadInfo]:
@@ -132,7 +145,13 @@ class ThreadReads:
         if decisions is None:
             return []
         if thread_id is not None:
-            return list(reversed(decisions.for_thread(check_thread_id(thread_id))))[:limit]
+            check_thread_id(thread_id)
+            # Only the last `limit` records when the log can select them: the approval
+            # card asks on each page run, and a long thread has thousands.
+            latest = getattr(decisions, "latest_for_thread", None)
+            if latest is not None:
+                return list(latest(thread_id, limit))
+            return list(reversed(decisions.for_thread(thread_id)))[:limit]
         return decisions.recent(limit)
 
     def verify_audit(self) -> Any:

@@ -34,7 +34,9 @@ def grants_in_force(decisions: Any, thread_id: str) -> list[StandingGrant]:
     if decisions is None:
         return []
     latest: dict[tuple[str, str], DecisionRecord] = {}
-    for record in decisions.for_thread(thread_id):  # oldest first: the latest record per grant wins
+    # Only the "always allow" records when the log can select them (graph/store/decisions.py).
+    select = getattr(decisions, "grant_records", None) or decisions.for_thread
+    for record in select(thread_id):  # oldest first: the latest record per grant wins
         if record.always_allow is not None:
             latest.pop((record.tool, record.always_allow), None)
             latest[(record.tool, record.always_allow)] = record

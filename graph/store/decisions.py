@@ -216,6 +216,21 @@ class Decisions(Table):
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("WHERE thread_id=? ORDER BY decided_at", (thread_id,))
 
+    def latest_for_thread(self, thread_id: str, limit: int) -> list[DecisionRecord]:
+        """The thread's last `limit` records, newest first (ties: the last inserted
+        first): the decision card's recent answers without decoding the whole log."""
+        ties = self.dialect.insertion_column
+        order = f"decided_at DESC, {ties} DESC" if ties else "decided_at DESC"
+        return self._select(f"WHERE thread_id=? ORDER BY {order} LIMIT ?", (thread_id, limit))
+
+    def grant_records(self, thread_id: str) -> list[DecisionRecord]:
+        """The thread's "always allow" records (grants and their revokes), oldest first,
+        as `for_thread` orders them: the grants in force without decoding every decision
+        of a long thread (the web app reads them on each page run)."""
+        return self._select(
+            "WHERE thread_id=? AND always_allow IS NOT NULL ORDER BY decided_at", (thread_id,)
+        )
+
     def recent(self, limit: int = 200) -> list[DecisionRecord]:
         return self._select("ORDER BY decided_at DESC LIMIT ?", (limit,))
 

@@ -44,6 +44,7 @@ from ui.web.serve import ACCENT  # noqa: E402
 from ui.web.settings import settings_page  # noqa: E402
 from ui.web.state import app_state  # noqa: E402
 from ui.web.threads import current_thread, current_view, sidebar  # noqa: E402
+from ui.web.warm import after_first_page  # noqa: E402
 
 # Approve in the accent, never Streamlit's default red (also when served by a bare
 # `streamlit run` without ui/web/serve.py's theme flag); Reject looks destructive.
@@ -121,6 +122,7 @@ def main() -> None:
             # drawn while it ran. One more (windowed, cheap) run draws them as they are.
             st.rerun()
     page_drawn(session, runner, current_thread(), seen)
+    after_first_page()  # first-use costs, off the page's path (ui/web/warm.py)
 
 
 def run() -> None:

@@ -69,6 +69,41 @@ INDICATOR = (
 )
 
 
+# Before the app draws anything: Streamlit's page is blank while its code loads and until
+# the first script run starts (~1.4 s on a busy machine, before "Loading Gatehouse…"
+# above could be drawn). ui/web/preload.py puts this in the served HTML itself; its
+# script removes it for good once the app has drawn its own loading state or a page
+# (a heading, the chat input, the sidebar, an error, or more elements than the loading state has).
+BOOT_STYLE = """
+#gh-boot { position: fixed; top: 0; left: 0; right: 0; display: flex; align-items: center; justify-content: center;
+  gap: 0.75rem; padding: 6rem 1rem; color: rgba(49, 51, 63, 0.7); font: 1.05rem "Source Sans Pro", sans-serif;
+  z-index: 999990; pointer-events: none; }
+#gh-boot .gh-boot-spinner { width: 1.4rem; height: 1.4rem; border-radius: 50%; border: 0.2rem solid rgba(151, 166, 195, 0.35);
+  border-top-color: rgb(255, 75, 75); animation: gh-boot-spin 0.8s linear infinite; }
+@keyframes gh-boot-spin { to { transform: rotate(360deg); } }
+"""
+BOOT_DRAWN = (
+    '.gh-loading, [data-testid="stChatInput"], [data-testid="stSidebar"], '
+    '[data-testid="stAlert"], [data-testid="stHeading"]'
+)
+BOOT_HTML = (
+    '<div id="gh-boot" role="status" aria-live="polite"><div class="gh-boot-spinner"></div>'
+    "Loading Gatehouse…</div>"
+    "<script>(() => {"
+    f"const drawn = {BOOT_DRAWN!r};"
+    "const done = () => {"
+    "  const boot = document.getElementById('gh-boot');"
+    "  if (!boot) return true;"
+    "  if (!document.querySelector(drawn)"
+    "      && document.querySelectorAll('[data-testid=\"stElementContainer\"]').length < 8) return false;"
+    "  boot.remove(); return true;"
+    "};"
+    "if (!done()) { const watch = new MutationObserver(() => { if (done()) watch.disconnect(); });"
+    "  watch.observe(document.documentElement, {childList: true, subtree: true}); }"
+    "})();</script>"
+)
+
+
 def loading_state() -> Any:
     """Draw the loading state (first page of a browser session only) and return its slot;
     call `.empty()` on it once the page has something to show. Later runs draw an empty
@@ -91,4 +126,13 @@ def page_loaded(slot: Any) -> None:
     st.session_state[LOADED] = True
 
 
-__all__ = ["FONT_SCRIPT", "PAGE_STYLE", "STYLE", "loading_state", "page_loaded"]
+__all__ = [
+    "BOOT_DRAWN",
+    "BOOT_HTML",
+    "BOOT_STYLE",
+    "FONT_SCRIPT",
+    "PAGE_STYLE",
+    "STYLE",
+    "loading_state",
+    "page_loaded",
+]

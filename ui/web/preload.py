@@ -7,7 +7,9 @@ keys they carry) seconds after their rows, and showed icons as their names
 ("keyboard_arrow_right") meanwhile. This ASGI middleware adds `<link rel=modulepreload>`
 for the chunks Gatehouse draws and `<link rel=preload>` for the font to the HTML page
 Streamlit serves, and the page's always-on style (ui/web/loading.py `PAGE_STYLE`), so
-it holds from the first element drawn; everything else passes untouched.
+it holds from the first element drawn; everything else passes untouched. The page's
+body starts with a loading indicator (`BOOT_HTML`): Streamlit's page is blank until
+its code has loaded and the first script run draws "Loading Gatehouse…".
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import streamlit
 
-from ui.web.loading import PAGE_STYLE
+from ui.web.loading import BOOT_HTML, BOOT_STYLE, PAGE_STYLE
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -53,8 +55,12 @@ def hints(static: Path = STATIC) -> bytes:
         links.append(
             f'<link rel="preload" as="font" type="font/woff2" crossorigin href="./static/media/{font.name}">'
         )
-    links.append(f'<style id="gh-page-style">{PAGE_STYLE}</style>')
+    links.append(f'<style id="gh-page-style">{PAGE_STYLE}{BOOT_STYLE}</style>')
     return "".join(links).encode()
+
+
+BODY = b"<body>"
+BOOT = BODY + BOOT_HTML.encode()
 
 
 class Preload:
@@ -92,6 +98,7 @@ class Preload:
             page = b"".join(body)
             if b"</head>" in page:
                 page = page.replace(b"</head>", self.hints + b"</head>", 1)
+                page = page.replace(BODY, BOOT, 1)
             kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
             kept.append((b"content-length", str(len(page)).encode()))
             await send({**start, "headers": kept})

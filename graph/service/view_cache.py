@@ -1,0 +1,71 @@
+"""A Session's transcripts, converted once per message: `Session.transcript` reuses
+the views of the messages that are unchanged since its last read of the thread.
+
+Converting a message to a `MessageView` (pydantic validation of the message and its
+tool calls) costs far more than reading it: at 2,000 turns (10,000 messages) a whole
+transcript took ~0.2 s of CPU, on every read after any change (a page run after
+each sent message, each decision). Comparing a message with the one read last time
+at the same place is a C-level dict comparison; a run appends messages, so after a
+turn only the new ones are converted.
+
+Exact: a view is reused only for a message of the same class whose fields (the
+`__dict__`, everything `message_view` reads) are equal to those of the message it
+was made from, as they were then (a shallow copy is kept: a field set on the object
+since, e.g. an id, is a difference); from the first message that differs on, all are
+converted again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from graph.protocol.threads import MessageView
+from graph.service.transcript import message_view
+
+__all__ = ["ViewCache"]
+
+
+def _fields(m: Any) -> tuple[type, dict[str, Any] | None]:
+    fields = getattr(m, "__dict__", None)
+    return type(m), None if fields is None else dict(fields)
+
+
+def _same(known: tuple[type, dict[str, Any] | None], m: Any) -> bool:
+    # A message without a `__dict__` (not a LangChain message) is never reused.
+    return known[1] is not None and type(m) is known[0] and getattr(m, "__dict__", None) == known[1]
+
+
+class ViewCache:
+    """The last read of the last few threads: their messages and views."""
+
+    SIZE = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: OrderedDict[
+            str, tuple[list[tuple[type, dict[str, Any] | None]], list[MessageView]]
+        ] = OrderedDict()
+
+    def views(self, thread_id: str, messages: Sequence[Any]) -> list[MessageView]:
+        with self._lock:
+            hit = self._last.get(thread_id)
+        kept: list[MessageView] = []
+        if hit is not None:
+            old, old_views = hit
+            same, most = 0, min(len(old), len(messages))
+            while same < most and _same(old[same], messages[same]):
+                same += 1
+            kept = old_views[:same]
+        views = kept + [message_view(m) for m in messages[len(kept) :]]
+        fields = (hit[0][: len(kept)] if hit is not None else []) + [
+            _fields(m) for m in messages[len(kept) :]
+        ]
+        with self._lock:
+            self._last[thread_id] = (fields, views)
+            self._last.move_to_end(thread_id)
+            while len(self._last) > self.SIZE:
+                self._last.popitem(last=False)
+        return list(views)
