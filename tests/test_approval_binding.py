@@ -326,7 +326,9 @@ def race_resumes(graph: Any, thread: str) -> list[BaseException]:
         start.wait()
         try:
             graph.invoke(Command(resume=APPROVE), cfg(thread))
-        except CallAlreadyStarted as exc:
+        # The loser is told: the call is running (CallAlreadyStarted), or, when the
+        # winner's run had already ended, the thread no longer waits (StaleDecision).
+        except (CallAlreadyStarted, StaleDecision) as exc:
             refused.append(exc)
 
     workers = [threading.Thread(target=resume) for _ in range(2)]

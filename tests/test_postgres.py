@@ -335,7 +335,7 @@ def test_concurrent_raw_resumes_on_postgres_run_the_call_once(
 
     from langgraph.types import Command
 
-    from graph import CallAlreadyStarted, ScriptedModel, build_graph
+    from graph import CallAlreadyStarted, ScriptedModel, StaleDecision, build_graph
     from tests.support.counting_tools import make_counting_tools, runs
 
     for n in range(15):
@@ -357,8 +357,9 @@ def test_concurrent_raw_resumes_on_postgres_run_the_call_once(
                 graph: Any = graph, start: threading.Barrier = start, config: Any = config
             ) -> None:
                 start.wait()
-                # The loser of the claim is told so (CallAlreadyStarted) and runs nothing.
-                with contextlib.suppress(CallAlreadyStarted):
+                # The loser is told so and runs nothing: the call is running
+                # (CallAlreadyStarted), or the winner's run had ended (StaleDecision).
+                with contextlib.suppress(CallAlreadyStarted, StaleDecision):
                     graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
 
             workers = [threading.Thread(target=resume) for _ in range(2)]
