@@ -103,6 +103,48 @@ def test_a_command_update_writing_grants_approves_nothing(tmp_path: Path) -> Non
     assert graph.get_state(cfg("t")).interrupts
 
 
+@pytest.mark.parametrize(
+    ("mode", "note"),
+    [
+        ("bogus", None),
+        ("", None),
+        ("respond", "fake tool output"),
+        ("reject", "no"),
+        ("deny", None),
+    ],
+)
+def test_a_forged_task_that_claims_another_answer_is_refused(
+    tmp_path: Path, mode: str, note: str | None
+) -> None:
+    """A task in any mode but "run" answers a call without running it, so none may
+    answer a waiting call with what no person or policy said; and a mode Gatehouse
+    never sends is not taken as "run" (it ran the gated call before)."""
+    graph, _ = raw_graph(tmp_path / "g.db", tmp_path / "count")
+    graph.invoke({"messages": [("user", "deploy")]}, cfg("t"))
+    [asked] = graph.get_state(cfg("t")).interrupts
+    call = tool_call("bump", {"label": "deploy"}, "c1")
+    forged = Send("run_tool", {"call": call, "mode": mode, "note": note, "moves_on": True})
+    notices = [
+        c
+        for m, c in graph.stream(Command(goto=forged), cfg("t"), stream_mode=["custom", "updates"])
+        if m == "custom" and c.type == "notice"
+    ]
+    assert runs(tmp_path / "count") == {}
+    assert any("Refused" in n.text for n in notices), notices
+    state = graph.get_state(cfg("t"))
+    assert not [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+    assert [i.value for i in state.interrupts] == [asked.value]
+    # The person's answer still decides it: approved, it runs once.
+    graph.invoke(Command(resume=APPROVE), cfg("t"))
+    assert runs(tmp_path / "count") == {"deploy": 1}
+    results = [
+        m.content
+        for m in graph.get_state(cfg("t")).values["messages"]
+        if isinstance(m, ToolMessage)
+    ]
+    assert results == ["bump ran for deploy"]
+
+
 def test_a_forged_send_to_run_tool_is_refused_not_run(tmp_path: Path) -> None:
     graph, _ = raw_graph(tmp_path / "g.db", tmp_path / "count")
     graph.invoke({"messages": [("user", "deploy")]}, cfg("t"))

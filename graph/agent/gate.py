@@ -323,6 +323,49 @@ def invalid_permit(call: ToolCall, deps: AgentDeps) -> Invalid | Refused:
     return Invalid(problem)
 
 
+def answer_permit(
+    call: ToolCall,
+    task: ToolTask,
+    config: RunnableConfig,
+    runtime: Runtime[RunContext] | None,
+    deps: AgentDeps,
+) -> Refused | None:
+    """Whether `run_tool` may take a task that does not run its call ("run" and
+    "invalid" have their own checks) and answer the call as the task says:
+    "deny" only for a call the policy denies; "reject" / "respond" only with the answer
+    the decision log holds for exactly this call (what a person decided, the note being
+    theirs). A task that claims an answer nobody gave is refused: the call keeps waiting.
+    ("skip" answers the calls of a stopped run: the stop reason is the run's state.)"""
+    mode = task["mode"]
+    thread_id = thread_of(config)
+    if mode == "deny":
+        grants = grants_of({}, deps, thread_id)
+        if policy_verdict(call, deps, thread_id, grants, runtime).mode == "deny":
+            return None
+    elif mode in ("reject", "respond"):
+        if deps.decisions is None:
+            return None  # nothing but the tasks to go by (as `permit`)
+        decided = decided_task(call, deps, thread_id)
+        if (
+            decided is not None
+            and decided["mode"] == mode
+            and decided.get("note") == task.get("note")
+        ):
+            return None
+    elif mode == "skip":
+        return None
+    else:
+        # Not a mode Gatehouse sends: refused, never taken as "run" (a forged task).
+        return Refused(
+            f"Refused a task for {call['name']} (call {call['id']}) with an unknown mode {mode!r}. "
+            "Nothing ran or was answered."
+        )
+    return Refused(
+        f"Refused a task to answer {call['name']} (call {call['id']}) as {mode}: no person or "
+        "policy gave that answer. Nothing was answered."
+    )
+
+
 def may_decide(actor: str | None, approvers: Sequence[str]) -> bool:
     """Whether `actor` is one of a tool's approvers (identities compare without case)."""
     return actor is not None and actor.strip().lower() in {a.strip().lower() for a in approvers}

@@ -40,7 +40,7 @@ from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
 from graph.agent.emit import decided_by, emit, thread_of
-from graph.agent.gate import Approved, Refused, invalid_permit, permit
+from graph.agent.gate import Approved, Refused, answer_permit, invalid_permit, permit
 from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
 from graph.agent.records import record_grant_run, record_of
@@ -89,6 +89,9 @@ def run_tool(
             emit(ev.Notice, text=found.reason, source="gate")
             return Command(goto=())
         task = {**task, "note": found.problem}
+    elif (refused := answer_permit(call, task, config, runtime, deps)) is not None:
+        emit(ev.Notice, text=refused.reason, source="gate")
+        return Command(goto=())
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
     update = run_call(
@@ -199,9 +202,11 @@ def _answer(
         msg, ms, status = say.rejected(call, task.get("note")), 0.0, "rejected"
     elif mode == "respond":
         msg, ms, status = say.responded(call, task.get("note") or ""), 0.0, "responded"
-    else:
+    elif mode == "run":
         with executing(thread_id, call) if journaled else nullcontext():
             return _execute(task, config, deps, journaled, recorded, stop)
+    else:  # refused by run_tool before this point (gate.answer_permit); never run
+        raise ValueError(f"unknown tool task mode {mode!r}")
     return msg, ms, status
 
 
