@@ -29,6 +29,9 @@ How it measures:
   way on copies of the same threads (SQLite).
   (Not forked from one process that imported once: a forked child pays a page
   fault for each page it touches first, about 10 ms here, which would blur both.)
+- LangGraph's own resume floor (SQLite, `bench.hitl_floor`): the smallest graph that
+  does what one resume does (interrupt, one tool call, one model call) on a one-turn
+  thread, nothing of either system in it: what no design on LangGraph goes below.
 - terminal (SQLite): the `gatehouse` console script as a user runs it, wall time of
   the whole process, interleaved with the framework import floor (`python -c` importing
   `langgraph.graph`, `BaseChatModel` and `SqliteSaver`).
@@ -752,6 +755,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     for copies in built.values():
                         for path in copies.values():
                             os.remove(path)
+        if "sqlite" in backends:
+            # What any LangGraph human-in-the-loop resume costs (bench/hitl_floor.py), in
+            # the same run: the cold-resume targets read against it.
+            from bench import hitl_floor
+
+            print("[cold] LangGraph's own resume floor ...", flush=True)
+            result["hitl_floor"] = hitl_floor.run(args.resumes)
         if not args.no_terminal:
             print("[cold] terminal commands ...", flush=True)
             result["terminal"] = terminal(tmp, args.terminal_repeat)
@@ -924,6 +934,20 @@ def targets(cold: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                 (
                     "  of the growth: any resume's own (warm) / loading the messages",
                     f"+{lw - bw:.1f} ms / +{lm - bm:.1f} ms of +{lt - bt:.1f} ms",
+                    None,
+                )
+            )
+        hitl = cold.get("hitl_floor")
+        if hitl and backend == "sqlite" and both:
+            f = hitl["median"]
+            first = min(both, key=int)
+            quarter = p[first]["resume"]["total_ms"] / 4
+            out.append(
+                (
+                    "  LangGraph's own HITL resume floor (bench/hitl_floor.py: interrupt, "
+                    "one tool, one model call, a one-turn thread)",
+                    f"{f['total_ms']:.1f} ms (open {f['open_ms']:.1f} + run {f['run_ms']:.1f}); "
+                    f"1/4 of the peer at {first} turns: {quarter:.1f} ms",
                     None,
                 )
             )
