@@ -13,10 +13,13 @@ of Gatehouse's or the peer's in it:
     BaseChatModel call over the thread's messages) → END
 
 on `SqliteSaver` over a file, driven with `stream(..., stream_mode=["messages",
-"updates"])` as both systems drive theirs. Each sample is a new process that imports
-everything first (and runs the same graph once on a throwaway thread, so no first-use
-cost of LangGraph or LangChain is left in the sample), then times opening the saver +
-compiling the graph, and the resume to the end.
+"updates"])` as both systems drive theirs. Each sample is a new process that first
+imports everything, including what a first run loads lazily (found once by a run on a
+throwaway database, as bench.cold finds each system's), then times opening the saver,
+compiling the graph and resuming to the end, twice on two paused threads:
+- `total_ms`: the first resume in the process, measured as bench.cold measures a cold
+  resume of Gatehouse and of the peer (the process's first-use costs included);
+- `warm_total_ms`: the second, those costs paid.
 """
 
 import argparse
@@ -32,6 +35,7 @@ from typing import Annotated, Any, TypedDict
 
 ROOT = Path(__file__).resolve().parent.parent
 THREAD = "floor"
+WARM = "floor-warm"
 
 
 @functools.cache
@@ -109,22 +113,14 @@ def pause(graph: Any, thread: str) -> None:
     assert graph.get_state({"configurable": {"thread_id": thread}}).interrupts
 
 
-def sample(db: str) -> dict[str, float]:
-    """In this new process: warm up on a throwaway thread, then time a resume of THREAD."""
-    import gc
-
+def timed_resume(db: str, thread: str) -> dict[str, float]:
+    """Open the saver, compile the graph and resume `thread` to the end, timed."""
     from langgraph.types import Command
 
-    warm, conn = build(db)
-    pause(warm, "warm-up")
-    drive(warm, Command(resume={"decisions": [{"type": "approve"}]}), "warm-up")
-    conn.close()
-    gc.collect()
-    start = time.perf_counter()
-    cpu = time.process_time()
+    start, cpu = time.perf_counter(), time.process_time()
     graph, conn = build(db)
     opened = time.perf_counter()
-    drive(graph, Command(resume={"decisions": [{"type": "approve"}]}), THREAD)
+    drive(graph, Command(resume={"decisions": [{"type": "approve"}]}), thread)
     done = time.perf_counter()
     cpu_ms = (time.process_time() - cpu) * 1000
     conn.close()
@@ -136,22 +132,72 @@ def sample(db: str) -> dict[str, float]:
     }
 
 
+BASE_IMPORTS = [
+    "langgraph.graph",
+    "langgraph.checkpoint.sqlite",
+    "langchain_core.language_models.fake_chat_models",
+    "langchain_core.tools",
+]
+
+
+def first_run_modules(db: str) -> list[str]:
+    """What a first pause and resume import beyond BASE_IMPORTS (as bench.cold finds
+    the modules each system loads lazily), so a sample imports them before the clock."""
+    import importlib
+
+    from langgraph.types import Command
+
+    for name in BASE_IMPORTS:
+        importlib.import_module(name)
+    before = set(sys.modules)
+    graph, conn = build(db)
+    pause(graph, "scratch")
+    drive(graph, Command(resume={"decisions": [{"type": "approve"}]}), "scratch")
+    conn.close()
+    return sorted(m for m in set(sys.modules) - before if not m.startswith("__"))
+
+
+def sample(db: str, lazy: list[str]) -> dict[str, float]:
+    """In this new process, every import done first (as bench.cold's samples do): the
+    first resume (`THREAD`: cold, what bench.cold times), then a second (`WARM`: with the
+    process's first-use costs paid)."""
+    import contextlib
+    import gc
+    import importlib
+
+    for name in BASE_IMPORTS + lazy:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    graph_builder()  # an application's tools, model and nodes are defined at its import
+    gc.collect()
+    cold = timed_resume(db, THREAD)
+    warm = timed_resume(db, WARM)
+    return {**cold, **{f"warm_{key}": value for key, value in warm.items()}}
+
+
+def _json_of(*args: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.hitl_floor", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run(samples: int) -> dict[str, Any]:
     got: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
+        lazy = Path(tmp) / "lazy.json"
+        lazy.write_text(json.dumps(_json_of("modules", "--db", str(Path(tmp) / "scratch.sqlite"))))
         for i in range(samples):
             db = str(Path(tmp) / f"floor{i}.sqlite")
             graph, conn = build(db)
             pause(graph, THREAD)
+            pause(graph, WARM)
             conn.close()
-            done = subprocess.run(
-                [sys.executable, "-m", "bench.hitl_floor", "sample", "--db", db],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            got.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            got.append(_json_of("sample", "--db", db, "--lazy", str(lazy)))
     medians = {k: statistics.median(s[k] for s in got) for k in got[0]}
     return {"median": medians, "samples_ms": [s["total_ms"] for s in got]}
 
@@ -161,11 +207,17 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd")
     one = sub.add_parser("sample", help="one sample, in this process")
     one.add_argument("--db", required=True)
+    one.add_argument("--lazy", required=True, help="JSON list of modules to import first")
+    mods = sub.add_parser("modules", help="the modules a first run imports (JSON)")
+    mods.add_argument("--db", required=True, help="a throwaway database")
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.cmd == "sample":
-        print(json.dumps(sample(args.db)))
+        print(json.dumps(sample(args.db, json.loads(Path(args.lazy).read_text()))))
+        return
+    if args.cmd == "modules":
+        print(json.dumps(first_run_modules(args.db)))
         return
     result = run(args.samples)
     text = json.dumps(result, indent=1)
