@@ -188,21 +188,26 @@ def test_stop_a_run(page: Any) -> None:
 
 
 def test_reload_during_a_run_reattaches(page: Any, server: Server) -> None:
-    send(page, "what can you do")
-    expect_text(page, "▌")
+    # A run that lasts ~20 s whatever the machine's load (an approved command printing a
+    # line a second), so the reload lands inside it: a streamed text reply can end while
+    # a busy machine is still reloading the page.
+    send(page, "run: for i in $(seq 1 20); do echo line$i; sleep 1; done")
+    expect_text(page, "Approval needed")
+    submit(page)
+    expect_text(page, "line1")
     page.reload()
-    # The run kept going on the server; the reloaded page follows it live.
-    expect_text(page, "▌")
-    playwright_api.expect(
-        page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
-    ).to_be_visible()
-    expect_text(page, "Combine them with")
+    # The run kept going on the server; the reloaded page follows it live, Stop in reach.
+    stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
+    playwright_api.expect(stop).to_be_visible()
+    expect_text(page, "run_command · running")
+    # It ends as it would have without the reload: once, with all its output.
+    playwright_api.expect(stop).to_have_count(0, timeout=60_000)
     settle(page)
-    replies = (
-        main(page).get_by_test_id("stChatMessage").filter(has_text="I am the offline demo model")
-    )
-    playwright_api.expect(replies).to_have_count(1)
-    users = main(page).get_by_test_id("stChatMessage").filter(has_text="what can you do")
+    rows = main(page).locator("details.gh-tool", has_text="run_command")
+    playwright_api.expect(rows).to_have_count(1)
+    rows.first.locator("summary").click()
+    playwright_api.expect(rows.first).to_contain_text("line20")
+    users = main(page).get_by_test_id("stChatMessage").filter(has_text="run: for i in")
     playwright_api.expect(users).to_have_count(1)
 
 
