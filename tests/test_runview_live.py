@@ -134,8 +134,8 @@ def test_tool_output_keeps_its_line_breaks_in_the_history(page: Any, server: Ser
     args = blocks.nth(0)
     assert args.inner_text().splitlines() == ["{", '  "command": "seq 1 5"', "}"]
     # And the block is as tall as six lines (5 numbers and the exit code), not one. Waited
-    # for: the row opens with an animation (a busy machine once measured it at 5.1 lines);
-    # a pixel of slack for sub-pixel layout (6 x 25.6 px lays out as 153.56 px).
+    # for (a busy machine once measured 5.1 lines while the page was still laying out),
+    # with a pixel of slack for sub-pixel layout (6 x 25.6 px lays out as 153.56 px).
     page.wait_for_function(
         "e => e.getBoundingClientRect().height"
         " >= 6 * parseFloat(getComputedStyle(e).lineHeight) - 1",

@@ -125,8 +125,8 @@ def test_parent_memory_via_proc_mem(
         ("SLACK_WEBHOOK", f"https://hooks.slack.example/services/{SECRET}"),
         ("HELPER", SECRET),
     ],
-    # Named by the variable: an id holding the random secret differs between the
-    # collections of the xdist workers, which then refuse to run.
+    # Named by the variable: an id holding the random secret would differ from one
+    # collection to the next (parallel workers, e.g. `pytest -n 2`, then refuse to run).
     ids=["DB_PASS", "MYSQL_PWD", "DATABASE_URI", "REDIS_URL", "SLACK_WEBHOOK", "HELPER"],
 )
 def test_secrets_under_innocent_names_stay_out(
