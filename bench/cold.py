@@ -425,17 +425,18 @@ def sample(
     return {**measure(kind, system, db, turn), "import_s": import_s}
 
 
-def _run_json(*args: str, root: Path = ROOT) -> Any:
+def run_json(*args: str, root: Path = ROOT, module: str = "bench.cold") -> Any:
+    """Run `python -m module *args` from `root` in a new process; its last line is JSON."""
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
-        [sys.executable, "-m", "bench.cold", *args],
+        [sys.executable, "-m", module, *args],
         cwd=root,
         env=env,
         capture_output=True,
         text=True,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"bench.cold {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{module} {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -460,7 +461,7 @@ def sample_systems(
         lazy[system] = tmp / f"lazy-{system}-{backend}.json"
         lazy[system].write_text(
             json.dumps(
-                _run_json(
+                run_json(
                     "first-run",
                     "--system",
                     code_system(system),
@@ -475,7 +476,7 @@ def sample_systems(
     imports: dict[str, list[float]] = {system: [] for system in systems}
 
     def one(system: str, kind: str, db: str, turn: int) -> dict[str, float]:
-        result = _run_json(
+        result = run_json(
             "sample",
             "--system",
             code_system(system),

@@ -26,7 +26,6 @@ import argparse
 import functools
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -176,14 +175,9 @@ def sample(db: str, lazy: list[str]) -> dict[str, float]:
 
 
 def _json_of(*args: str) -> Any:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.hitl_floor", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    from bench.cold import run_json
+
+    return run_json(*args, module="bench.hitl_floor")
 
 
 def run(samples: int) -> dict[str, Any]:
