@@ -17,6 +17,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.support import terminal
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(120),
@@ -62,7 +64,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     cmd = base_cmd()
-    child = pexpect.spawn(
+    child = terminal.spawn(
         cmd[0],
         [*cmd[1:], "chat", *args],
         env=env,

@@ -19,6 +19,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.support import terminal
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(180),
@@ -125,7 +127,7 @@ def test_a_named_request_that_was_decided_is_refused_though_another_is_pending(
 
 def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     cmd = base_cmd()
-    return pexpect.spawn(
+    return terminal.spawn(
         cmd[0],
         [*cmd[1:], *args],
         env={**env, "PROMPT_TOOLKIT_NO_CPR": "1"},

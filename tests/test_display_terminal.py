@@ -22,6 +22,7 @@ import pyte
 import pytest
 
 from graph.protocol.display import visible
+from tests.support import terminal
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -75,7 +76,7 @@ def on_screen(raw: str) -> list[str]:
 def in_tty(env: dict[str, str], *args: str) -> str:
     """Everything the command writes to a real pseudo-terminal (colours included)."""
     cmd = base_cmd()
-    child = pexpect.spawn(
+    child = terminal.spawn(
         cmd[0],
         [*cmd[1:], *args],
         env=env,
@@ -177,7 +178,7 @@ def test_interactive_card_shows_the_hidden_command_escaped(
     sent = gh(env, "send", "--json", f"run: {HIDDEN}")
     thread_id = json.loads(sent.stdout)["thread_id"]
     cmd = base_cmd()
-    child = pexpect.spawn(
+    child = terminal.spawn(
         cmd[0],
         [*cmd[1:], "chat", "--thread", thread_id],
         env=env,
