@@ -85,6 +85,15 @@ class WorkloadModel(ScriptedModel):
     def _reply(self, messages: list[BaseMessage]) -> AIMessage:
         return turn_reply(messages)
 
+    def bind_tools(self, tools: Any, **kwargs: Any) -> WorkloadModel:
+        # What a real client (ChatOpenAI) does with the tools it is given: each becomes
+        # an OpenAI tool definition. Both systems pay it as they would with one.
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        for t in tools:
+            convert_to_openai_tool(t)
+        return self
+
 
 class DefaultToolsModel(WorkloadModel):
     """The workload on Gatehouse's default toolset: each turn one gated `write_file`

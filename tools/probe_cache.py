@@ -9,18 +9,18 @@ result is stored: an unusable one is probed again each time, so a machine that g
 working bubblewrap is never told it has none. A stale usable result can only make a
 command fail to start (the sandbox refuses to run), never run it unsandboxed.
 
-The file is `$GATEHOUSE_CACHE_DIR/bwrap-probe.json` (default `$XDG_CACHE_HOME/gatehouse`,
-else `~/.cache/gatehouse`); `GATEHOUSE_CACHE_DIR=off` turns the cache off.
+The file is `bwrap-probe.json` in Gatehouse's cache folder (tools/disk_cache.py:
+`$GATEHOUSE_CACHE_DIR`, `off` turns it off).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from tools import disk_cache
 
 VERSION = 1  # of the probe and this file's format: a change re-probes everywhere
 MAX_ENTRIES = 8
@@ -32,16 +32,11 @@ SYSCTLS = (
 )
 
 
+FILE = "bwrap-probe.json"
+
+
 def cache_file() -> Path | None:
-    configured = os.environ.get("GATEHOUSE_CACHE_DIR")
-    if configured == "off":
-        return None
-    if configured:
-        return Path(configured) / "bwrap-probe.json"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(base):
-        return None
-    return Path(base) / "gatehouse" / "bwrap-probe.json"
+    return disk_cache.cache_file(FILE)
 
 
 def probe_key(binary: str) -> str | None:
@@ -70,13 +65,10 @@ def probe_key(binary: str) -> str | None:
 
 def load(binary: str) -> dict[str, Any] | None:
     """The stored fields of a usable probe of `binary`, if still valid here."""
-    path, key = cache_file(), probe_key(binary)
-    if path is None or key is None:
+    key = probe_key(binary)
+    if key is None:
         return None
-    try:
-        entry = json.loads(path.read_text()).get(binary)
-    except (OSError, ValueError, AttributeError):
-        return None
+    entry = disk_cache.read_entries(FILE).get(binary)
     if (
         not isinstance(entry, dict)
         or entry.get("key") != key
@@ -89,26 +81,6 @@ def load(binary: str) -> dict[str, Any] | None:
 def store(binary: str, support: dict[str, Any]) -> None:
     """Remember a usable probe of `binary`. Best effort: a cache that cannot be
     written only means the next process probes again."""
-    path, key = cache_file(), probe_key(binary)
-    if path is None or key is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            entries = json.loads(path.read_text())
-            if not isinstance(entries, dict):
-                entries = {}
-        except (OSError, ValueError):
-            entries = {}
-        entries.pop(binary, None)
-        entries[binary] = {"key": key, "support": support}
-        entries = dict(list(entries.items())[-MAX_ENTRIES:])
-        fd, tmp = tempfile.mkstemp(prefix=".bwrap-probe.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump(entries, out)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    key = probe_key(binary)
+    if key is not None:
+        disk_cache.write_entries(FILE, {binary: {"key": key, "support": support}}, keep=MAX_ENTRIES)

@@ -56,7 +56,7 @@ from graph.agent.policy import Policy
 from graph.agent.review import review
 from graph.agent.routing import after_model, before_tool, dispatch
 from graph.agent.state import AgentState, InputState
-from graph.agent.tool_binding import bind_tools
+from graph.agent.tool_binding import ToolDefinitions, bind_tools
 from graph.agent.tool_node import run_tool
 from graph.protocol.decisions import ALL_TOOLS
 from graph.store.langgraph_private import CONFIG_KEY_STRICT_RESUME, RunnableCallable
@@ -87,6 +87,7 @@ def build_graph(
     doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD,
     max_parallel_tools: int | None = None,
     compaction: Compaction | None = None,
+    tool_definitions: ToolDefinitions | None = None,
 ) -> GatehouseGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
     `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged; a name in it
@@ -105,7 +106,9 @@ def build_graph(
     `doom_loop_threshold`: the N-th call in a row of one tool with the same arguments
     is answered with a nudge instead of running, one more stops the run (0: off).
     `max_parallel_tools`: how many tool calls of one run execute at once (1: one at a
-    time; None: no limit of Gatehouse's own; graph/agent/parallel.py)."""
+    time; None: no limit of Gatehouse's own; graph/agent/parallel.py).
+    `tool_definitions` makes what the model is shown of the tools (default: LangChain's
+    conversion in `model.bind_tools`; graph/agent/tool_binding.py)."""
     offload = offload or OffloadOptions()
     tools = list(tools)
     if outputs is not None and offload.enabled and all(t.name != READ_TOOL for t in tools):
@@ -122,7 +125,7 @@ def build_graph(
     rules = policy if isinstance(policy, Policy) else Policy.from_mapping(policy)
     rules.check_tools(tools_by_name)
     deps = AgentDeps(
-        model=bind_tools(model, tools),
+        model=bind_tools(model, tools, tool_definitions),
         tools=tools_by_name,
         policy=rules,
         hooks=hooks if isinstance(hooks, HookSet) else HookSet(hooks),

@@ -21,6 +21,7 @@ from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
 from graph.service.models import describe_model, make_model, model_options
 from graph.service.toolset import build_tools, close_tools, mcp_errors
+from tools.definitions import tool_definitions
 
 log = logging.getLogger("gatehouse.config")
 
@@ -67,6 +68,7 @@ def build_agent(
         doom_loop_threshold=settings.doom_loop_threshold,
         max_parallel_tools=settings.max_parallel_tools,
         compaction=compaction,  # `Session.compact_now` uses it also when automatic compaction is off
+        tool_definitions=tool_definitions,  # made once, kept on disk: not again at every open
     )
     return agent, tools, [close_tools]
 

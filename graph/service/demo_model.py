@@ -31,6 +31,7 @@ from pydantic import Field
 from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
 from graph.agent.history import text_of
 from graph.protocol.threads import TOOL_STATUS_KEY
+from tools.definitions import tool_name
 
 DEMO_LABEL = "Demo model (offline)"
 RESULT_PREVIEW_CHARS = 1_500
@@ -153,7 +154,7 @@ class DemoModel(BaseChatModel):
         return "gatehouse-demo"
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> DemoModel:
-        return self.model_copy(update={"tool_names": [getattr(t, "name", str(t)) for t in tools]})
+        return self.model_copy(update={"tool_names": [tool_name(t) for t in tools]})
 
     def reply(self, messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1] if messages else None
