@@ -134,6 +134,42 @@ def test_streamed_write_call_pauses_then_writes_after_approval(ws: Workspace) ->
     assert final_message(graph, config).content == "Wrote notes/hello.txt for you."
 
 
+def test_a_big_file_streamed_token_by_token_is_merged_once_and_written_whole(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 54 KB `write_file` whose arguments arrive in ~2,200 pieces: the approval shows
+    them whole and the file is written whole. The chunks are merged once per reply,
+    not into the sum so far at every chunk (quadratic: ~6 s of CPU for this reply)."""
+    import graph.agent.model_call as model_call
+
+    merges: list[int] = []
+    merge = model_call.add_ai_message_chunks
+
+    def counting(first: Any, *rest: Any) -> Any:
+        merges.append(len(rest) + 1)
+        return merge(first, *rest)
+
+    monkeypatch.setattr(model_call, "add_ai_message_chunks", counting)
+    args = {"path": "big.md", "content": "lorem ipsum dolor sit amet\n" * 2000}
+    script = [
+        {
+            "content": "Writing it.",
+            "args_chars": 25,
+            "tool_calls": [{"id": "call_big", "name": "write_file", "arguments": args}],
+        },
+        "Done.",
+    ]
+    with FakeOpenAI(script) as server:
+        graph, config = make_graph(server, ws), new_config()
+        seen = run(graph, {"messages": [("user", "Write the big file")]}, config)
+        assert len([c for c in seen["call_chunks"] if c.get("args")]) > 2000
+        (action,) = seen["interrupts"][0]["action_requests"]
+        assert action["args"] == args
+        assert len(merges) == 1 and merges[0] > 2000  # one merge of every chunk
+        run(graph, Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert (ws.root / "big.md").read_text() == args["content"]
+
+
 def test_free_read_with_text_runs_without_pausing(ws: Workspace) -> None:
     (ws.root / "todo.txt").write_text("- buy milk\n- call Ada\n")
     script = [

@@ -53,6 +53,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
@@ -229,12 +230,19 @@ def _ask_again_without_streaming(
 
 
 class _Reply:
-    """One attempt at the model's reply: streams its events, merges its chunks."""
+    """One attempt at the model's reply: streams its events, merges its chunks.
+
+    The chunks are kept and merged once, when the reply is read (`merged`), as
+    LangChain's own `stream` does: merging each chunk into the sum so far (`sum +
+    chunk`) copies the sum and parses the tool calls' partial JSON again every time,
+    quadratic in the reply (a 54 KB `write_file` streamed in ~2,000 chunks took ~6 s of
+    CPU that way, ~20 ms merged once)."""
 
     def __init__(self, write: Callable[[Any], None], thread_id: str) -> None:
         self.write = write
         self.thread_id = thread_id
-        self.merged: AIMessage | AIMessageChunk | None = None
+        # The reply so far: AIMessageChunks to merge, or one whole AIMessage.
+        self._pieces: list[AIMessage] = []
         self.message_id: str | None = None
         self.streamed = False
         self._think = ThinkSplitter()
@@ -281,11 +289,24 @@ class _Reply:
         if text := text_of(chunk.content):
             for kind, piece in self._think.feed(text):
                 self._emit(_DELTAS[kind], piece, chunk.id)
-        if isinstance(chunk, AIMessageChunk) and isinstance(self.merged, AIMessageChunk):
-            self.merged = self.merged + chunk
+        # A whole reply is always alone, so the first piece says what the others are.
+        if (
+            isinstance(chunk, AIMessageChunk)
+            and self._pieces
+            and isinstance(self._pieces[0], AIMessageChunk)
+        ):
+            self._pieces.append(chunk)
         else:
             # The first chunk, or a whole reply from a model that does not stream.
-            self.merged = chunk
+            self._pieces = [chunk]
+
+    @property
+    def merged(self) -> AIMessage | None:
+        """The reply so far, its chunks merged (once: the result is kept)."""
+        if len(self._pieces) > 1:
+            first, *rest = self._pieces
+            self._pieces = [add_ai_message_chunks(first, *rest)]  # type: ignore[arg-type]
+        return self._pieces[0] if self._pieces else None
 
     def flush(self) -> None:
         for kind, piece in self._think.flush():

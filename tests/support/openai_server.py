@@ -24,6 +24,8 @@ What real servers do that OpenAI does not, one key of a reply dict each:
   before the answer, or under `"reasoning_field"` (e.g. "reasoning": newer vLLM, Ollama);
   `<think>` blocks need no key: put them in `content`;
 - `"chunk_chars": int`: size of the content pieces (default 4: tags split across chunks);
+- `"args_chars": int`: stream each tool call's arguments in pieces of this size, as a
+  server streaming token by token does (default: three pieces);
 - `"delay": float`: seconds of silence after the headers, before the first token;
 - `"headers": dict`: extra response headers (e.g. `Retry-After` with a 429);
 - `"finish": str`: the finish reason to send (e.g. "length": stopped at max_tokens);
@@ -313,7 +315,12 @@ def _chunks(reply: dict[str, Any], body: dict[str, Any], n: int) -> Iterator[str
     for i in range(0, len(text), size):
         yield chunk({"content": text[i : i + size]})
     for index, call in enumerate(reply["tool_calls"]):
-        first, *rest = _pieces(call["arguments"], 3)
+        arguments, step = call["arguments"], reply.get("args_chars")
+        first, *rest = (
+            [arguments[i : i + step] for i in range(0, len(arguments), step)] or [""]
+            if step
+            else _pieces(arguments, 3)
+        )
         fn = {"name": call["name"], "arguments": first}
         yield chunk(
             {"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": fn}]}
