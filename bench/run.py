@@ -13,7 +13,8 @@ Each system runs in its own fresh process, one after another (never in parallel)
   `--baseline-turns` turns only (it grows as fast as the peer).
 One thread of max(N) turns per system; the metrics for each N are taken when that
 thread reaches turn N. Then `bench.micro` (thread index, event pipeline, cold start,
-idle memory), then `bench.cold` (a thread resumed by id in a fresh process, first
+idle memory) and `bench.real_client` (opens and a big streamed tool call through the
+real ChatOpenAI against a local OpenAI-wire server), then `bench.cold` (a thread resumed by id in a fresh process, first
 reads, the terminal client; SQLite and Postgres). Writes bench/results/results.json,
 bench/results/long_thread.png, bench/results/cold_paths.png and the results section
 of BENCHMARKS.md.
@@ -198,6 +199,15 @@ def markdown(results: dict[str, Any], plot: str | None, cold_plot: str | None = 
             f"{m['first_text_session_ms']:.1f} ms through Session; a {m['tokens']}-token reply "
             f"{m['run_bare_ms']:.0f} ms bare vs {m['run_session_ms']:.0f} ms through Session.",
         ]
+    if results.get("real_client"):
+        from bench import real_client
+
+        lines += [
+            "",
+            "### A real client (bench/real_client.py)",
+            "",
+            real_client.table(results["real_client"]),
+        ]
     if results.get("cold"):
         from bench import cold
 
@@ -363,6 +373,15 @@ def main(argv: list[str] | None = None) -> None:
                 *(["--quick"] if args.quick else []),
             )
             results["micro"] = json.loads((tmp / "micro.json").read_text())
+            print("[bench] a real client ...", flush=True)
+            _python(
+                "bench.real_client",
+                "--out",
+                str(tmp / "client.json"),
+                "--repeat",
+                "1" if args.quick else "5",
+            )
+            results["real_client"] = json.loads((tmp / "client.json").read_text())
         if not args.no_cold:
             print("[bench] cold paths ...", flush=True)
             load = " ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -394,6 +413,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.cold_only and previous.exists():  # keep the last full run's other figures
         before = json.loads(previous.read_text())
         results["systems"], results["micro"] = before.get("systems", {}), before.get("micro", {})
+        results["real_client"] = before.get("real_client", {})
         results["environment"]["command"] += (
             f" (long-thread and micro figures: the run of {before['environment']['date']})"
         )

@@ -103,3 +103,22 @@ def test_micro_benchmarks_run_small(tmp_path: Path) -> None:
     assert index_list_ms(tmp_path, threads=50, repeat=2) >= 0
     result = event_pipeline(tmp_path, tokens=20, repeat=1)
     assert result["tokens"] == 20 and result["run_session_ms"] > 0
+
+
+@pytest.mark.slow
+def test_real_client_bench_runs_and_reports_opens_and_the_streamed_write(tmp_path: Path) -> None:
+    out = tmp_path / "client.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.real_client", "--repeat", "1", "--out", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())["gatehouse"]
+    assert result["warm_cache"]["open_ms"] > 0 and result["cold_cache"]["first_open_ms"] > 0
+    # The sample itself checked that the approval holds the 54 KB arguments whole.
+    assert result["stream"]["args_bytes"] > 50_000 and result["stream"]["stream_s"] > 0
+    assert "| gatehouse |" in done.stdout
