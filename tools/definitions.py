@@ -17,9 +17,9 @@ The definitions are given to `bind_tools` as OpenAI function dicts, which every
 LangChain chat model takes (`convert_to_openai_tool` turns one into what it turns the
 tool into, `strict` included).
 
-A definition only ever tells the model what to send. What a call's arguments are
-checked against is the tool's own schema, built when the tool first runs, so a stale
-definition could at worst make the model send arguments the check refuses.
+A definition only ever tells the model what to send. A call's arguments are checked
+against the tool's own schema (tools/base.py), never against a definition, so a stale
+one could at worst make the model send arguments the check refuses.
 """
 
 from __future__ import annotations
