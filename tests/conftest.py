@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import open_sessions
 from tests.support.markers import pytest_runtest_setup, pytest_runtest_teardown  # noqa: F401
 from tests.support.postgres import postgres_server, postgres_url  # noqa: F401
 from tests.support.terminal import close_ptys
@@ -39,6 +40,17 @@ if os.environ.get("GATEHOUSE_CACHE_DIR") in (None, os.environ.get("GATEHOUSE_TES
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Sessions the test body opened and left open are closed when it ends
+    (tests/support/open_sessions.py)."""
+    open_sessions.start()
+    try:
+        return (yield)
+    finally:
+        open_sessions.close_opened()
 
 
 @pytest.fixture(autouse=True)
@@ -71,6 +83,10 @@ def _fd_report(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     before = open_fds()
     yield
+    if os.environ.get("GH_GC"):
+        import gc
+
+        gc.collect()
     after = open_fds()
     new = sorted(v for k, v in after.items() if before.get(k) != v)
     if len(after) > len(before):

@@ -1,0 +1,69 @@
+"""Sessions a test opened and did not close are closed when its body ends.
+
+An unclosed `Session` stays open for the life of the test process: its lease table's
+renewal thread (graph/store/leases.py) keeps the table, and with it a SQLite
+connection, reachable, so garbage collection never closes it. A test process runs a few
+hundred test files; those connections (the database, its -wal and -shm files: about a
+dozen fds a session) added up to well over a thousand open fds by the end of a worker.
+
+Only sessions made during a test's body are tracked (a module fixture's session is used
+by later tests and closed by its fixture). Closing twice is avoided: a session the test
+closed is marked as closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from typing import Any
+
+_CLOSED = "_test_closed"
+_opened: list[Any] = []
+_tracking = False
+
+
+def _install() -> bool:
+    """Wrap Session's __init__ and close once its module is imported (no session can
+    exist before); False while it is not."""
+    module = sys.modules.get("graph.service.session")
+    if module is None:
+        return False
+    cls = module.Session
+    if getattr(cls, "_test_tracked", False):
+        return True
+    init, close = cls.__init__, cls.close
+
+    @functools.wraps(init)
+    def tracked_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if _tracking:
+            _opened.append(self)
+
+    @functools.wraps(close)
+    def tracked_close(self: Any) -> None:
+        setattr(self, _CLOSED, True)
+        close(self)
+
+    cls.__init__ = tracked_init
+    cls.close = tracked_close
+    cls._test_tracked = True
+    return True
+
+
+def start() -> None:
+    global _tracking
+    _install()
+    _tracking = True
+
+
+def close_opened() -> None:
+    """Close what the test body opened and left open."""
+    global _tracking
+    _tracking = False
+    _install()  # a body that imported graph for the first time opened untracked sessions
+    while _opened:
+        session = _opened.pop()
+        if not getattr(session, _CLOSED, False):
+            with contextlib.suppress(Exception):
+                session.close()
