@@ -188,26 +188,29 @@ def test_stop_a_run(page: Any) -> None:
 
 
 def test_reload_during_a_run_reattaches(page: Any, server: Server) -> None:
-    # A run that lasts ~20 s whatever the machine's load (an approved command printing a
-    # line a second), so the reload lands inside it: a streamed text reply can end while
-    # a busy machine is still reloading the page.
-    send(page, "run: for i in $(seq 1 20); do echo line$i; sleep 1; done")
+    # A run that lasts until the test lets it end (an approved command that waits for a
+    # file in the workspace), so the reload lands inside it however long a busy machine
+    # takes to reload the page: a run of a fixed length (20 s) once ended first.
+    release = server.workspace / "release-the-run"
+    release.unlink(missing_ok=True)
+    send(page, "run: until [ -e release-the-run ]; do echo tick; sleep 0.5; done; echo released")
     expect_text(page, "Approval needed")
     submit(page)
-    expect_text(page, "line1")
+    expect_text(page, "run_command · running")
     page.reload()
     # The run kept going on the server; the reloaded page follows it live, Stop in reach.
     stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
-    playwright_api.expect(stop).to_be_visible()
+    playwright_api.expect(stop).to_be_visible(timeout=WAIT_MS)
     expect_text(page, "run_command · running")
+    release.touch()
     # It ends as it would have without the reload: once, with all its output.
-    playwright_api.expect(stop).to_have_count(0, timeout=60_000)
+    playwright_api.expect(stop).to_have_count(0, timeout=WAIT_MS)
     settle(page)
     rows = main(page).locator("details.gh-tool", has_text="run_command")
     playwright_api.expect(rows).to_have_count(1)
     rows.first.locator("summary").click()
-    playwright_api.expect(rows.first).to_contain_text("line20")
-    users = main(page).get_by_test_id("stChatMessage").filter(has_text="run: for i in")
+    playwright_api.expect(rows.first).to_contain_text("released")
+    users = main(page).get_by_test_id("stChatMessage").filter(has_text="run: until")
     playwright_api.expect(users).to_have_count(1)
 
 
