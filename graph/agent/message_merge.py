@@ -49,7 +49,12 @@ def _index_of(state: list[AnyMessage]) -> dict[str, int]:
             return hit[2]
         if (index := _index_of_copy(state)) is not None:
             return index
-    return {m.id: i for i, m in enumerate(state) if m.id is not None}
+    index = {m.id: i for i, m in enumerate(state) if m.id is not None}
+    if len(state) > 16:
+        # A thread read cold (its head decoded) is merged into more than once, through
+        # copies of the same list: build its index once.
+        _remember(state, index)
+    return index
 
 
 def _index_of_copy(state: list[AnyMessage]) -> dict[str, int] | None:
