@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import re
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -278,11 +279,14 @@ def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
     try:
         expect(rows).to_have_count(2)
     except AssertionError:
-        # Under a CPU hog (about one run in three) a press can do nothing: the page was
-        # redrawing (its text hidden) when it came; the cause is not pinned down yet, and a
-        # person could meet it too (issue 32's note). Pressed again only when the database
-        # shows that the first press decided nothing, so the key is still what approves.
+        # Under a CPU hog (about one run in three) a press did nothing: the page was
+        # redrawing when it came. One cause is fixed (ui/web/live_updates.py: the live-
+        # update watcher's rerun could replace the run a click had just started); whether
+        # it was the only one is not shown yet, so a lost press is reported as a warning
+        # and pressed again, only when the database shows that the first press decided
+        # nothing: the key is still what approves.
         assert pending_in(server, first), "the first press decided, but the row stayed"
+        warnings.warn("inbox: the first 'a' press was lost", stacklevel=1)
         inbox.mouse.click(700, 20)
         inbox.keyboard.press("a")
         expect(rows).to_have_count(2)

@@ -61,8 +61,9 @@ class Watcher:
     def __init__(self, session: Session, runner: Runner) -> None:
         self.session, self.runner = session, runner
         self._lock = threading.Lock()
-        # session id -> (thread id, signature drawn), or None while the page is drawing.
-        self._pages: dict[str, tuple[str | None, tuple[Any, ...]] | None] = {}
+        # session id -> (thread id, signature drawn); None while the page is drawing,
+        # _REQUESTED while a rerun the watcher asked for has not begun drawing.
+        self._pages: dict[str, tuple[str | None, tuple[Any, ...]] | object | None] = {}
         threading.Thread(target=self._loop, name="gatehouse-live-watcher", daemon=True).start()
 
     def drawing(self, page: str) -> None:
@@ -83,7 +84,7 @@ class Watcher:
 
     def tick(self) -> None:
         with self._lock:
-            pages = {k: v for k, v in self._pages.items() if v is not None}
+            pages = {k: v for k, v in self._pages.items() if isinstance(v, tuple)}
         if not pages:
             return
         manager = _session_manager()
@@ -105,8 +106,34 @@ class Watcher:
             with self._lock:
                 if self._pages.get(page) != (thread_id, seen):
                     continue  # the page is drawing again already
-                self._pages[page] = None
-            _rerun(info.session)
+                self._pages[page] = _REQUESTED
+            self._rerun_on_loop(info.session, page, (thread_id, seen))
+
+    def _rerun_on_loop(self, app_session: Any, page: str, drawn: tuple[Any, ...]) -> None:
+        """Rerun the page from Streamlit's event loop, the thread that handles a click:
+        whether a run has begun is checked there, so a click that came after the check
+        above is seen. (From this thread, a click's run started in between was replaced
+        by this rerun, which carries no button press: the press was lost.)"""
+
+        def rerun() -> None:
+            if getattr(app_session, "_scriptrunner", None) is not None:
+                # A run has begun since (a click): it draws the page and registers it
+                # again; until it does, the page is watched as it was.
+                with self._lock:
+                    if self._pages.get(page) is _REQUESTED:
+                        self._pages[page] = drawn
+                return
+            _rerun(app_session)
+
+        call_soon = getattr(app_session, "_call_soon_on_event_loop", None)
+        if call_soon is None:  # not the Streamlit this was written against
+            _rerun(app_session)
+        else:
+            call_soon(rerun)
+
+
+# A page the watcher asked to rerun: not watched until that run draws it again.
+_REQUESTED = object()
 
 
 def _rerun(app_session: Any) -> None:
