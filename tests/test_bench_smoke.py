@@ -16,27 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.slow
-def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> None:
-    results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
-    markdown.write_text("# Benchmarks\n\nProse that must survive.\n")
+def bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m module *args` from the project root, as a person runs a benchmark."""
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.run",
-            "--turns",
-            "2,3",
-            "--baseline-turns",
-            "2",
-            "--no-micro",
-            "--no-cold",
-            "--no-lockstep",
-            "--results",
-            str(results),
-            "--markdown",
-            str(markdown),
-        ],
+        [sys.executable, "-m", module, *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -44,6 +27,19 @@ def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> N
         timeout=280,
     )
     assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> None:
+    results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
+    markdown.write_text("# Benchmarks\n\nProse that must survive.\n")
+    bench(
+        "bench.run",
+        *("--turns", "2,3", "--baseline-turns", "2"),
+        *("--no-micro", "--no-cold", "--no-lockstep"),
+        *("--results", str(results), "--markdown", str(markdown)),
+    )
     text = markdown.read_text()
     assert "Prose that must survive." in text
     assert "| system | N | msgs | per-turn ms, turns 1-10 |" in text
@@ -60,26 +56,11 @@ def test_bench_run_in_a_tiny_mode_writes_the_table_and_plot(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_cold_paths_bench_in_a_tiny_mode_writes_its_table_and_plot(tmp_path: Path) -> None:
     results, markdown = tmp_path / "results", tmp_path / "BENCHMARKS.md"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.run",
-            "--cold-only",
-            "--quick",
-            "--no-postgres",
-            "--results",
-            str(results),
-            "--markdown",
-            str(markdown),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=280,
+    bench(
+        "bench.run",
+        *("--cold-only", "--quick", "--no-postgres"),
+        *("--results", str(results), "--markdown", str(markdown)),
     )
-    assert out.returncode == 0, out.stderr[-3000:]
     text = markdown.read_text()
     assert "| sqlite | gatehouse | 3 |" in text and "| sqlite | peer | 6 |" in text
     assert "terminal: `gatehouse threads` <= 0.3 s" in text
@@ -108,15 +89,7 @@ def test_micro_benchmarks_run_small(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_real_client_bench_runs_and_reports_opens_and_the_streamed_write(tmp_path: Path) -> None:
     out = tmp_path / "client.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.real_client", "--repeat", "1", "--out", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = bench("bench.real_client", "--repeat", "1", "--out", str(out))
     result = json.loads(out.read_text())["gatehouse"]
     assert result["warm_cache"]["open_ms"] > 0 and result["cold_cache"]["first_open_ms"] > 0
     # The sample itself checked that the approval holds the 54 KB arguments whole.
