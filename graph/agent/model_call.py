@@ -241,8 +241,9 @@ class _Reply:
     def __init__(self, write: Callable[[Any], None], thread_id: str) -> None:
         self.write = write
         self.thread_id = thread_id
-        # The reply so far: AIMessageChunks to merge, or one whole AIMessage.
-        self._pieces: list[AIMessage] = []
+        # The reply so far: the chunks streamed (merged when read), or a whole reply.
+        self._chunks: list[AIMessageChunk] = []
+        self._whole: AIMessage | None = None
         self.message_id: str | None = None
         self.streamed = False
         self._think = ThinkSplitter()
@@ -289,24 +290,21 @@ class _Reply:
         if text := text_of(chunk.content):
             for kind, piece in self._think.feed(text):
                 self._emit(_DELTAS[kind], piece, chunk.id)
-        # A whole reply is always alone, so the first piece says what the others are.
-        if (
-            isinstance(chunk, AIMessageChunk)
-            and self._pieces
-            and isinstance(self._pieces[0], AIMessageChunk)
-        ):
-            self._pieces.append(chunk)
+        if isinstance(chunk, AIMessageChunk):
+            self._whole = None
+            self._chunks.append(chunk)
         else:
-            # The first chunk, or a whole reply from a model that does not stream.
-            self._pieces = [chunk]
+            # A whole reply, from a model that does not stream: it replaces what came.
+            self._whole, self._chunks = chunk, []
 
     @property
     def merged(self) -> AIMessage | None:
         """The reply so far, its chunks merged (once: the result is kept)."""
-        if len(self._pieces) > 1:
-            first, *rest = self._pieces
-            self._pieces = [add_ai_message_chunks(first, *rest)]  # type: ignore[arg-type]
-        return self._pieces[0] if self._pieces else None
+        if self._whole is not None:
+            return self._whole
+        if len(self._chunks) > 1:
+            self._chunks = [add_ai_message_chunks(self._chunks[0], *self._chunks[1:])]
+        return self._chunks[0] if self._chunks else None
 
     def flush(self) -> None:
         for kind, piece in self._think.flush():
