@@ -42,6 +42,24 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.pop("LINES", None)
 
 
+# Files whose tests start browsers, servers or many subprocesses, collected first: the two
+# workers take whole files in collection order, and in name order the browser and web
+# files came last, leaving ~15 minutes of them after everything else had run. Heavy files
+# first, the many quick ones fill in around them.
+HEAVY_MARKERS = ("browser", "postgres")
+HEAVY_NAMES = ("test_cli", "test_langgraph_server", "test_studio", "test_server_", "test_litellm")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    heavy = {
+        item.path
+        for item in items
+        if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
+        or item.path.name.startswith(HEAVY_NAMES)
+    }
+    items.sort(key=lambda item: item.path not in heavy)  # stable: file order kept within
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """Sessions the test body opened and left open are closed when it ends
