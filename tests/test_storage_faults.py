@@ -241,3 +241,57 @@ def test_full_disk_fails_the_turn_clearly_and_the_thread_resumes(small_disk: Pat
         assert set(runs(counter).values()) == {1}
     finally:
         session.close()
+
+
+CLOSE_WHILE_WRITING = """
+import sys, threading, time
+from graph.store import open_storage
+
+for round_ in range(int(sys.argv[2])):
+    storage = open_storage(f"{sys.argv[1]}-{round_}.db")
+    saver = storage.checkpointer
+    started = threading.Barrier(3)
+
+    def index_writes() -> None:
+        started.wait()
+        try:
+            for i in range(100_000):
+                storage.index.touch(f"t{i % 50}", title="x" * 200, status="completed")
+        except Exception:
+            pass  # closed under it: a clean error, not a crash
+
+    def saver_reads() -> None:
+        started.wait()
+        try:
+            while True:
+                with saver.cursor() as cur:
+                    cur.execute("SELECT count(*) FROM checkpoints").fetchall()
+        except Exception:
+            pass
+
+    threads = [threading.Thread(target=f) for f in (index_writes, saver_reads)]
+    for t in threads:
+        t.start()
+    started.wait()
+    time.sleep(0.02)
+    storage.close()
+    for t in threads:
+        t.join()
+print("done")
+"""
+
+
+def test_closing_storage_while_threads_use_it_does_not_crash_the_process(tmp_path: Path) -> None:
+    """A session closed while a run still writes (a test's teardown, a server shutting
+    down): the storage's connections are closed under the locks their users hold, so the
+    other thread's statement ends first and its next one fails cleanly. Closing a SQLite
+    connection in the middle of another thread's statement crashed the process (seen as
+    a segfault in a test worker)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CLOSE_WHILE_WRITING, str(tmp_path / "g"), "20"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "done"

@@ -184,9 +184,12 @@ class SqliteDatabase(Database):
         conn.execute("COMMIT")
 
     def close(self) -> None:
-        self._connect = None
-        if self._conn is not None:
-            self._conn.close()
+        # Under the lock, as every use: closing the connection in the middle of another
+        # thread's statement crashes the process; after this, a use fails cleanly.
+        with self._lock:
+            self._connect = None
+            if self._conn is not None:
+                self._conn.close()
 
 
 class PostgresDatabase(Database):

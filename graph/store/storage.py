@@ -4,6 +4,7 @@ Postgres."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -46,7 +47,12 @@ class Storage:
     def close(self) -> None:
         conn = getattr(self.checkpointer, "conn", None)
         if conn is not None:
-            conn.close()
+            # Under the saver's own lock: a run still writing in another thread then
+            # finishes its statement first (and its next one fails cleanly). Closing a
+            # SQLite connection in the middle of another thread's statement crashes
+            # the process.
+            with getattr(self.checkpointer, "lock", None) or contextlib.nullcontext():
+                conn.close()
         self.index.close()
         for extra in (self.journal, self.leases, self.decisions, self.outputs, self.reader):
             if extra is not None:
