@@ -65,6 +65,8 @@ def probe_key(binary: str) -> str | None:
 
 def load(binary: str) -> dict[str, Any] | None:
     """The stored fields of a usable probe of `binary`, if still valid here."""
+    if cache_file() is None:  # the cache is off: no key to work out
+        return None
     key = probe_key(binary)
     if key is None:
         return None
@@ -81,6 +83,6 @@ def load(binary: str) -> dict[str, Any] | None:
 def store(binary: str, support: dict[str, Any]) -> None:
     """Remember a usable probe of `binary`. Best effort: a cache that cannot be
     written only means the next process probes again."""
-    key = probe_key(binary)
+    key = probe_key(binary) if cache_file() is not None else None
     if key is not None:
         disk_cache.write_entries(FILE, {binary: {"key": key, "support": support}}, keep=MAX_ENTRIES)
