@@ -295,3 +295,46 @@ def test_closing_storage_while_threads_use_it_does_not_crash_the_process(tmp_pat
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.strip() == "done"
+
+
+SESSIONS_LEFT_OPEN = """
+import gc, os, sys
+from pathlib import Path
+from graph import ScriptedModel, Settings
+from graph.service.app import open_session
+
+root = Path(sys.argv[1])
+(root / "ws").mkdir()
+settings = Settings(db=str(root / "g.sqlite"), workspace=str(root / "ws"), shell_sandbox="off")
+
+
+def run_and_forget(i: int) -> None:
+    session = open_session(settings, model=ScriptedModel(script=["Hello."]))
+    for _ in session.send(f"t{i}", "hi"):
+        pass  # a run takes (and renews) the thread's lease; close() is never called
+
+
+run_and_forget(0)  # imports and first-use caches open their own files
+gc.collect()
+before = len(os.listdir("/proc/self/fd"))
+for i in range(1, 6):
+    run_and_forget(i)
+gc.collect()
+print(before, len(os.listdir("/proc/self/fd")))
+"""
+
+
+def test_a_session_never_closed_lets_go_of_its_database_when_collected(tmp_path: Path) -> None:
+    """An embedding that forgets `close()`: the lease-renewal thread held each session's
+    lease table, and with it the SQLite connection (database, -wal, -shm), for the life
+    of the process; five forgotten sessions kept ~26 more fds open. Now they are
+    garbage like any object."""
+    done = subprocess.run(
+        [sys.executable, "-c", SESSIONS_LEFT_OPEN, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after = map(int, done.stdout.split())
+    assert after <= before, f"{after - before} fds still open after five sessions were dropped"

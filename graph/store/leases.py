@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 
 from graph.protocol.errors import RunInProgress
 from graph.store.database import Cursor, Database, Table
@@ -82,7 +83,11 @@ class Lease:
 
 class Renewals:
     """One background thread per lease table renews every held lease each ttl/3: a
-    thread per run would cost a thread start on every run."""
+    thread per run would cost a thread start on every run.
+
+    The thread holds its table only weakly between ticks: a session its user never
+    closed is still garbage (with its database connection), and the thread ends at
+    its next tick instead of keeping both alive for the life of the process."""
 
     def __init__(self, leases: Leases) -> None:
         self._leases = leases
@@ -96,7 +101,10 @@ class Renewals:
             self._held[id(lease)] = lease
             if self._thread is None:
                 self._thread = threading.Thread(
-                    target=self._loop, name="gatehouse-leases", daemon=True
+                    target=_renew_until_gone,
+                    args=(weakref.ref(self), self._closed, self._leases.ttl / 3),
+                    name="gatehouse-leases",
+                    daemon=True,
                 )
                 self._thread.start()
 
@@ -104,20 +112,31 @@ class Renewals:
         with self._lock:
             self._held.pop(id(lease), None)
 
-    def _loop(self) -> None:
-        while not self._closed.wait(self._leases.ttl / 3):
-            with self._lock:
-                held = list(self._held.values())
-            for lease in held:
-                try:
-                    if not self._leases.renew(lease):
-                        lease.lost = True
-                        self.remove(lease)
-                except self._leases.transient_errors:
-                    continue  # busy, full disk, failover: try again next tick; the TTL gives slack
+    def renew_held(self) -> None:
+        with self._lock:
+            held = list(self._held.values())
+        for lease in held:
+            try:
+                if not self._leases.renew(lease):
+                    lease.lost = True
+                    self.remove(lease)
+            except self._leases.transient_errors:
+                continue  # busy, full disk, failover: try again next tick; the TTL gives slack
 
     def close(self) -> None:
         self._closed.set()
+
+
+def _renew_until_gone(
+    renewals_ref: weakref.ref[Renewals], closed: threading.Event, interval_s: float
+) -> None:
+    """The renewal thread: a tick every interval until the table is closed or collected."""
+    while not closed.wait(interval_s):
+        renewals = renewals_ref()
+        if renewals is None:
+            return
+        renewals.renew_held()
+        del renewals  # not held while waiting: see Renewals
 
 
 class Leases(Table):

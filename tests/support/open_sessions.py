@@ -1,10 +1,10 @@
 """Sessions a test opened and did not close are closed when its body ends.
 
-An unclosed `Session` stays open for the life of the test process: its lease table's
-renewal thread (graph/store/leases.py) keeps the table, and with it a SQLite
-connection, reachable, so garbage collection never closes it. A test process runs a few
-hundred test files; those connections (the database, its -wal and -shm files: about a
-dozen fds a session) added up to well over a thousand open fds by the end of a worker.
+A `Session` dropped without `close()` is garbage like any object, but only when the
+cycle collector next runs: until then its SQLite connection (the database, its -wal and
+-shm files) stays open. A test process runs a few hundred test files, so the fds of
+forgotten sessions piled up between collections; closing them after each test keeps a
+worker's open files flat and each test's files its own.
 
 Only sessions made during a test's body are tracked (a module fixture's session is used
 by later tests and closed by its fixture). Closing twice is avoided: a session the test
