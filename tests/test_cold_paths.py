@@ -327,9 +327,12 @@ def test_a_large_file_opens_without_reading_every_page_and_damage_still_names_it
     tmp_path: Path,
 ) -> None:
     db = str(tmp_path / "big.db")
-    session = build(db, tmp_path, script=[f"answer {i} " + "x" * 4000 for i in range(400)])
-    for i in range(160):
-        session.send("t", f"message {i} " + "y" * 4000).collect()
+    # Over the size past which the start-up check reads only the small tables: 40 turns
+    # of 32 KB messages. (The person's messages are big, not the model's replies: a
+    # scripted reply streams in 4-character chunks.)
+    session = build(db, tmp_path, script=[f"answer {i}" for i in range(100)])
+    for i in range(40):
+        session.send("t", f"message {i} " + "y" * 32_000).collect()
     session.close()
     assert Path(db).stat().st_size > QUICK_CHECK_FULL_BYTES
     damaged_history = str(tmp_path / "history.db")

@@ -28,10 +28,12 @@ def test_a_200_turn_thread_opens_with_the_page_of_a_10_turn_one(
 
     cache = tmp_path_factory.mktemp("web-threads")
     pages = {}
+    # One sample of each: the test is about what the page holds, not how fast it came.
+    results = run_benchmark(
+        Options(sizes=[10, 200], reps=1, measures=("open", "page"), cache=cache, progress=False)
+    )
     for turns in (10, 200):
-        result = run_benchmark(
-            Options(sizes=[turns], measures=("open", "page"), cache=cache, progress=False)
-        )[str(turns)]
+        result = results[str(turns)]
         _no_harness_errors(result)
         assert result["open"]["median_s"] is not None, f"the {turns}-turn thread never showed"
         pages[turns] = result["page"]["dom_elements"]
