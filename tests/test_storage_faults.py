@@ -243,6 +243,15 @@ def test_full_disk_fails_the_turn_clearly_and_the_thread_resumes(small_disk: Pat
         session.close()
 
 
+def _python(script: str, *args: str) -> str:
+    """Run `script` in a new Python process; its stdout (it must exit 0: a crash fails)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    return done.stdout.strip()
+
+
 CLOSE_WHILE_WRITING = """
 import sys, threading, time
 from graph.store import open_storage
@@ -287,14 +296,7 @@ def test_closing_storage_while_threads_use_it_does_not_crash_the_process(tmp_pat
     other thread's statement ends first and its next one fails cleanly. Closing a SQLite
     connection in the middle of another thread's statement crashed the process (seen as
     a segfault in a test worker)."""
-    done = subprocess.run(
-        [sys.executable, "-c", CLOSE_WHILE_WRITING, str(tmp_path / "g"), "20"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-    assert done.stdout.strip() == "done"
+    assert _python(CLOSE_WHILE_WRITING, str(tmp_path / "g"), "20") == "done"
 
 
 SESSIONS_LEFT_OPEN = """
@@ -329,12 +331,5 @@ def test_a_session_never_closed_lets_go_of_its_database_when_collected(tmp_path:
     lease table, and with it the SQLite connection (database, -wal, -shm), for the life
     of the process; five forgotten sessions kept ~26 more fds open. Now they are
     garbage like any object."""
-    done = subprocess.run(
-        [sys.executable, "-c", SESSIONS_LEFT_OPEN, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    before, after = map(int, done.stdout.split())
+    before, after = map(int, _python(SESSIONS_LEFT_OPEN, str(tmp_path)).split())
     assert after <= before, f"{after - before} fds still open after five sessions were dropped"

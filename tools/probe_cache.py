@@ -65,17 +65,12 @@ def probe_key(binary: str) -> str | None:
 
 def load(binary: str) -> dict[str, Any] | None:
     """The stored fields of a usable probe of `binary`, if still valid here."""
-    if cache_file() is None:  # the cache is off: no key to work out
+    # The entry first: with the cache off or nothing stored, no key is worked out.
+    entry = disk_cache.read_entries(FILE).get(binary)
+    if not isinstance(entry, dict) or not isinstance(entry.get("support"), dict):
         return None
     key = probe_key(binary)
-    if key is None:
-        return None
-    entry = disk_cache.read_entries(FILE).get(binary)
-    if (
-        not isinstance(entry, dict)
-        or entry.get("key") != key
-        or not isinstance(entry.get("support"), dict)
-    ):
+    if key is None or entry.get("key") != key:
         return None
     return entry["support"]
 
