@@ -228,11 +228,28 @@ def _what_happened(page: Any, server: Server, browser_said: list[str]) -> str:
     dock = page.evaluate(
         "() => document.querySelector('[data-testid=stBottom]')?.outerHTML ?? 'no stBottom'"
     )
+    # Whether the widgets' code (Streamlit loads it on first use) was fetched, and when.
+    chunks = page.evaluate(
+        "() => performance.getEntriesByType('resource')"
+        ".filter(e => /(Button|ChatInput)\\.[^/]*\\.js/.test(e.name))"
+        ".map(e => `${e.name.split('/').pop()} start ${Math.round(e.startTime)} ms"
+        " took ${Math.round(e.duration)} ms from ${e.deliveryType || 'network'}`).join('\\n')"
+    )
     shot = server.log.parent / f"failure-{time.monotonic_ns()}.png"
     page.screenshot(path=str(shot))
+    # Slow or never: another wait as long as the first.
+    stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
+    try:
+        playwright_api.expect(stop).to_be_visible(timeout=WAIT_MS)
+        later = "Stop was drawn during a second wait"
+    except AssertionError:
+        later = "Stop was still missing after a second wait"
     log = server.log.read_text(errors="replace")[-6000:] if server.log.exists() else "no log"
     said = "\n".join(browser_said[-50:]) or "(nothing)"
-    return f"stBottom: {dock[:4000]}\nscreenshot: {shot}\nbrowser:\n{said}\nserver log:\n{log}"
+    return (
+        f"{later}\nstBottom: {dock[:4000]}\nwidget code:\n{chunks or '(not requested)'}\n"
+        f"screenshot: {shot}\nbrowser:\n{said}\nserver log:\n{log}"
+    )
 
 
 def test_page_has_no_exception(page: Any) -> None:
