@@ -12,9 +12,11 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +71,18 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     finally:
         open_sessions.close_opened()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing browser test's report says what its pages were doing
+    (tests/support/browser_journal.py): read before the fixtures close them."""
+    report = yield
+    journal = sys.modules.get("tests.support.browser_journal")
+    failed = report.when == "call" and report.failed
+    if failed and journal is not None and (text := journal.report()):
+        report.sections.append(("the browser when the test failed", text))
+    return report
 
 
 @pytest.fixture(autouse=True)

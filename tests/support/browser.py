@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from bench.web.server import free_port, install_secret_of, running, sign_in
+from tests.support.browser_journal import watch
 from tests.support.markers import require_marker
 from ui.web.serve import streamlit_command
 
@@ -62,8 +63,11 @@ def chromium_path() -> str:
 
 
 def launch_chromium(playwright: Any) -> Any:
-    return playwright.chromium.launch(
-        executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
+    """Chromium whose pages a failing test's report describes (tests/support/browser_journal.py)."""
+    return watch(
+        playwright.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
+        )
     )
 
 
