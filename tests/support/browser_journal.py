@@ -1,14 +1,15 @@
 """What the browser was doing when a browser test failed, added to the failure report.
 
-Two failures seen only beside a CPU hog, in the full suite, each once in a few runs:
-after a reload, every widget Streamlit loads on first use (buttons, radios, toggles,
-text fields, the chat input) missing for 30 s while Markdown and form buttons were
-drawn; and a text area that did not appear after a click. A failure's report should
-tell whether the widgets' code was still being fetched, had failed, or was never asked
-for. So every browser context that `launch_chromium` makes keeps a journal of its
-requests (started, finished, failed) and console messages, and `report()` adds each
-open page's state: Streamlit's script state, the skeletons shown in place of widgets
-not yet loaded, the code fetched and the requests still waiting.
+Failures seen only beside a CPU hog, in the full suite, each once in a few runs: after
+a reload, every widget Streamlit loads on first use (buttons, radios, toggles, text
+fields, the chat input) missing for 30 s while Markdown and form buttons were drawn; a
+text area that did not appear after a click on "Edit"; a click on Approve after which
+the card stayed. A report should tell whether the click was refused (a notice), the
+widgets' code was still being fetched or had failed, or the page was still drawing.
+So every browser context that `launch_chromium` makes keeps a journal of its requests
+(started, finished, failed) and console messages, and `report()` adds each open page's
+state: Streamlit's script state, its notices, its dock and the end of its text, the
+skeletons drawn for widgets whose code has not loaded, and the code fetched.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ _PAGE_STATE = """() => {
     skeletons: document.querySelectorAll('[data-testid=stSkeleton]').length,
     errors: [...document.querySelectorAll('[data-testid=stException], [data-testid=stAlertContentError]')]
       .map(e => e.innerText.slice(0, 300)),
+    notices: [...document.querySelectorAll('[data-testid=stAlert]')].map(e => e.innerText.slice(0, 300)),
+    dock: (document.querySelector('[data-testid=stBottom]')?.innerText ?? 'no dock').slice(0, 300),
+    mainText: (document.querySelector('[data-testid=stMainBlockContainer]')?.innerText ?? '').slice(-1500),
     widgetCode,
   };
 }"""
@@ -116,7 +120,10 @@ def report() -> str:
 
 def _brief(state: dict[str, Any]) -> str:
     code = state.pop("widgetCode", None)
-    text = ", ".join(f"{k}: {v}" for k, v in state.items())
+    main = state.pop("mainText", None)
+    text = ", ".join(f"{k}: {v!r}" for k, v in state.items())
+    if main is not None:
+        text += "\n  the page's text, its end:\n    " + main.replace("\n", "\n    ")
     if code is not None:
         text += "\n  code fetched:" + "".join(f"\n    {c}" for c in code)
     return text
