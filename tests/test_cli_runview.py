@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from graph import DecisionError, Session, Settings, open_session
+from tests.support.app_page import app_page
 from ui.term import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,7 +150,7 @@ def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(
     ]
     assert "undone: turn #3" in gh("undo", tid)
     # The web app's Find names the same turn numbers.
-    at = AppTest.from_file(str(ROOT / "ui" / "web" / "app.py"), default_timeout=30)
+    at = app_page(30)
     at.query_params["thread"] = tid
     at.run()
     from ui.web.history import turns_of

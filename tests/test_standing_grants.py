@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from graph import Session, Settings, open_session
 from graph.protocol import events as ev
+from tests.support.app_page import app_page
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "web" / "app.py")
@@ -183,7 +184,7 @@ def test_web_sidebar_lists_grants_and_revokes_one_and_rows_say_why(web_env: Path
     tid = granted_thread(session)
     session.send(tid, "write b.md: two").collect()
     session.close()
-    at = AppTest.from_file(APP, default_timeout=30)
+    at = app_page(30)
     at.query_params["thread"] = tid
     at.run()
     assert not at.exception

@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from graph import InvalidThreadId, ScriptedModel, Settings, open_session
 from graph.protocol.threads import printable, thread_id_problem
+from tests.support.app_page import app_page
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "web" / "app.py")
@@ -195,7 +196,7 @@ def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def page_for(thread: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30)
+    at = app_page(30)
     at.query_params["thread"] = thread
     return at.run()
 

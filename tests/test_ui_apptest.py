@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.app_page import app_page
+
 APP = str(Path(__file__).resolve().parent.parent / "ui" / "web" / "app.py")
 TIMEOUT = 30
 
@@ -37,7 +39,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at = app_page(TIMEOUT)
     return at.run()
 
 
@@ -126,7 +128,7 @@ def test_inbox_lists_and_decides(env: Path) -> None:
         if isinstance(at.query_params["thread"], list)
         else at.query_params["thread"]
     )
-    inbox = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    inbox = app_page(TIMEOUT)
     inbox.query_params["view"] = "inbox"
     inbox.run()
     body = texts(inbox)
@@ -149,7 +151,7 @@ def test_reload_shows_history_and_threads(env: Path) -> None:
     at = send(app(), "read notes.md")
     thread = at.query_params["thread"]
     thread = thread[0] if isinstance(thread, list) else thread
-    again = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    again = app_page(TIMEOUT)
     again.query_params["thread"] = thread
     again.run()
     body = texts(again)
@@ -217,6 +219,36 @@ def test_message_sent_during_a_run_is_queued_then_sent(
     assert humans == ["tell me a story", "and then list files"]
     at.run()
     assert "and then list files" in texts(at)
+
+
+def test_a_fresh_page_follows_a_live_run_once_its_browser_has_drawn_it(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A browser that has not drawn this page's widgets yet (a reload during a run):
+    # the page is drawn as it stands, Stop and the input included, and follows the run
+    # live only when the browser asks (ui/web/live_ready.py).
+    monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
+    monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.05")
+    from graph.protocol.operations import SendMessage
+    from ui.web.state import app_state
+
+    at = app_page(TIMEOUT, drawn=False)
+    at.run()
+    state = app_state()
+    handle = state.runner.submit(SendMessage("t-fresh", "tell me a story"))
+    at.query_params["thread"] = "t-fresh"
+    at.run()
+    assert state.runner.active("t-fresh") is not None  # this script run did not wait for it
+    assert at.button(key="stop").label.endswith("Stop")
+    assert not at.chat_input(key="prompt").disabled
+    assert "tell me a story" in texts(at) and "running…" in texts(at)
+    assert "I understand requests like" not in texts(at)
+    at.button(key="gh-live-go").click().run()
+    # Followed live to its end in that script run, then drawn settled; asked only once.
+    assert handle.done
+    assert state.runner.active("t-fresh") is None
+    assert "I understand requests like" in texts(at)
+    assert not [b for b in at.button if b.key == "gh-live-go"]
 
 
 def _thread(at: AppTest) -> str:
@@ -390,7 +422,7 @@ def test_edit_preview_shows_the_edited_arguments(env: Path) -> None:
 def test_stale_tab_says_who_decided(env: Path) -> None:
     tab_a = send(app(), "write todo.md: buy milk")
     thread = _thread(tab_a)
-    tab_b = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    tab_b = app_page(TIMEOUT)
     tab_b.query_params["thread"] = thread
     tab_b.run()
     card = _card_key(tab_b)

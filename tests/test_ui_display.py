@@ -17,6 +17,7 @@ import pytest
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
+from tests.support.app_page import app_page
 from ui.web.safe_text import IMAGE_MARK, label, markdown
 
 APP = str(Path(__file__).resolve().parent.parent / "ui" / "web" / "app.py")
@@ -43,7 +44,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def send(text: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at = app_page(TIMEOUT).run()
     at.chat_input(key="prompt").set_value(text).run()
     return at
 

@@ -16,8 +16,9 @@ from urllib.parse import parse_qs
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.app_page import app_page
 from tests.support.openai_server import FakeOpenAI
-from tests.test_ui_apptest import APP, TIMEOUT, _submit, _thread, app, env, send, texts
+from tests.test_ui_apptest import TIMEOUT, _submit, _thread, app, env, send, texts
 
 __all__ = ["env"]  # the fixture, shared with tests/test_ui_apptest.py
 
@@ -148,7 +149,7 @@ def test_an_offloaded_output_loads_whole_only_on_its_own_page(env: Path) -> None
     href = row.split('href="?', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     query = {k: v[0] for k, v in parse_qs(href).items()}
     assert query["view"] == "output" and query["thread"] == _thread(at)
-    page = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    page = app_page(TIMEOUT)
     for key, value in query.items():
         page.query_params[key] = value
     page.run()
@@ -232,7 +233,7 @@ def test_auto_approve_this_thread_holds_for_everyone_and_is_logged(env: Path) ->
     thread = _thread(at)
     at.toggle(key=f"auto-approve-thread-{thread}").set_value(True).run()
     assert any("Auto-approve is on" in w.value and "for this thread" in w.value for w in at.warning)
-    other = AppTest.from_file(APP, default_timeout=TIMEOUT)  # another tab on the thread sees it too
+    other = app_page(TIMEOUT)  # another tab on the thread sees it too
     other.query_params["thread"] = thread
     other.run()
     assert any("for this thread" in w.value for w in other.warning)

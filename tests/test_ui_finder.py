@@ -13,7 +13,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tests.test_ui_apptest import APP, TIMEOUT, app, env, send, texts
+from tests.support.app_page import app_page
+from tests.test_ui_apptest import TIMEOUT, app, env, send, texts
 
 __all__ = ["env"]  # the fixture, shared with tests/test_ui_apptest.py
 
@@ -24,7 +25,7 @@ def _thread_of(at: AppTest) -> str:
 
 
 def _page(view: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at = app_page(TIMEOUT)
     at.query_params["view"] = view
     return at.run()
 

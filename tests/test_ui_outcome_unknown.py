@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.app_page import app_page
+
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,14 +121,14 @@ def test_web_outcome_card_mark_failed(env: dict[str, str], monkeypatch: pytest.M
         monkeypatch.setenv(name, env[name])
 
     # The inbox lists the thread with the outcome card (no crash on a request without calls).
-    inbox = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    inbox = app_page(TIMEOUT)
     inbox.query_params["view"] = "inbox"
     inbox.run()
     assert not inbox.exception
     body = texts(inbox)
     assert "1 thread waiting" in body and "outcome unknown" in body and "Outcome unknown" in body
 
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at = app_page(TIMEOUT)
     at.query_params["thread"] = thread_id
     at.run()
     assert not at.exception

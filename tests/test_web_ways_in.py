@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from tests.test_ui_apptest import APP, TIMEOUT, _thread, app, env, send, texts
+from tests.support.app_page import app_page
+from tests.test_ui_apptest import TIMEOUT, _thread, app, env, send, texts
 
 __all__ = ["env"]  # the fixture, shared with tests/test_ui_apptest.py
 
@@ -46,7 +46,7 @@ def test_card_and_inbox_decisions_are_logged_as_web_by_the_signed_in_person(
 
     waiting = send(app(), "write b.md: two")
     thread = _thread(waiting)
-    inbox = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    inbox = app_page(TIMEOUT)
     inbox.query_params["view"] = "inbox"
     inbox.run()
     inbox.button(key=f"inbox-reject-{thread}").click().run()

@@ -116,8 +116,7 @@ def main() -> None:
         audit_page(session, current_thread())
     else:
         now = now or open_thread_now(session, runner)
-        chat_page(session, runner, now)
-        if now.active is not None:
+        if chat_page(session, runner, now):
             # The page followed a run to its end: the chat input and the sidebar were
             # drawn while it ran. One more (windowed, cheap) run draws them as they are.
             st.rerun()

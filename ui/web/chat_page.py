@@ -20,6 +20,7 @@ from graph.protocol.operations import Fork, Retry, SendMessage
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import tab_options
 from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.live_ready import live_ready
 from ui.web.live_run import durations, follow, last_error
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
@@ -147,9 +148,10 @@ def _retry(runner: Runner, thread_id: str) -> None:
         st.session_state["flash"] = f"Not retried: {exc}"
 
 
-def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
+def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     """The open thread: the window of history, then the tail (the last turn, the live
-    run, the approval card or the error)."""
+    run, the approval card or the error). True when it followed a live run to its end
+    (the input and the sidebar above were drawn before it ended)."""
     thread_id, info, active = now.thread_id, now.info, now.active
     title = info.title if info else "New thread"
     # The browser tab follows the thread, and the branch it is on (a fork of the first
@@ -160,7 +162,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
         st.caption(
             "Send a message to start a thread. Calls that change things wait for your approval."
         )
-        return
+        return False
     messages = transcript(session, thread_id)
     if not messages and info is None and active is None:
         # The id comes from the URL: a link someone sent can put anything there.
@@ -188,6 +190,14 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
     # replaces a block of the same type at the same place keeps its old children
     # until the script run ends, and this one lasts as long as the run.
     settled, live_slot = st.empty(), st.empty()
+    if active is not None and not live_ready():
+        # Drawn as it stands until the browser has drawn its widgets (ui/web/live_ready.py).
+        with live_slot.container():
+            _draw_running(runner, thread_id, messages, tail_start, base, took, active, branches)
+            with st.chat_message("assistant"):
+                st.caption("running…")
+            _draw_queued(thread_id)
+        return False
     if active is not None:
         with live_slot.container():
             after = _follow_runs(session, runner, now, messages, tail_start, base, took, branches)
@@ -201,6 +211,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> None:
         _draw_settled(
             session, runner, thread_id, messages, tail_start, took, pending, info, branches
         )
+    return active is not None
 
 
 _After = tuple[str, list, dict[str, float], Pause | None, ThreadInfo | None, dict[int, Branches]]
@@ -227,20 +238,7 @@ def _follow_runs(
         # delta paths when the run ends while deltas are in flight).
         live = st.empty()
         with live.container():
-            _draw_part(
-                runner,
-                thread_id,
-                messages,
-                tail_start,
-                base,
-                took,
-                can_fork=False,
-                missing="running…",
-                branches=branches,
-            )
-            if active.user_text:
-                with st.chat_message("user"):
-                    st.markdown(markdown(active.user_text))
+            _draw_running(runner, thread_id, messages, tail_start, base, took, active, branches)
             # The run's progress first, then what waits for it (filled in that order
             # on screen, though the queue is drawn before the run is followed).
             progress = st.container()
@@ -258,6 +256,33 @@ def _follow_runs(
             _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
         )
     return thread_id, messages, took, pending, info, branches
+
+
+def _draw_running(
+    runner: Runner,
+    thread_id: str,
+    messages: list,
+    tail_start: int,
+    base: int,
+    took: dict[str, float],
+    active: Run,
+    branches: Mapping[int, Branches],
+) -> None:
+    """The tail of a running run as the checkpoints have it, and the message it answers."""
+    _draw_part(
+        runner,
+        thread_id,
+        messages,
+        tail_start,
+        base,
+        took,
+        can_fork=False,
+        missing="running…",
+        branches=branches,
+    )
+    if active.user_text:
+        with st.chat_message("user"):
+            st.markdown(markdown(active.user_text))
 
 
 def _draw_settled(

@@ -2,7 +2,8 @@
 
 A live run is drawn from the Runner's event buffer: the page polls the Run,
 applies events to one placeholder per message and re-sends text at most
-`FLUSH_EVERY` seconds apart (tokens are coalesced). When the run ends the caller
+`FLUSH_EVERY` seconds apart (tokens are coalesced), a command's output at most
+`OUTPUT_EVERY` apart. When the run ends the caller
 redraws the same region from the thread's checkpoints, in the same script run
 (no rerun: a rerun would draw the whole page again).
 """
@@ -20,8 +21,13 @@ from ui.web.safe_text import markdown
 from ui.web.thinking import LiveThinking
 from ui.web.tool_blocks import NOT_RUN_STATUSES, ToolBlock, not_run_row
 
-FLUSH_EVERY = 0.05
-HEARTBEAT_EVERY = 0.25
+# How often the page is sent what changed: every update makes the browser draw the
+# page again, so a busy machine's browser spends less of its time redrawing. Text
+# streams at 10 frames a second, a command's output twice a second, the elapsed time
+# once a second (see also ui/web/live_ready.py).
+FLUSH_EVERY = 0.1
+OUTPUT_EVERY = 0.5
+HEARTBEAT_EVERY = 1.0
 
 
 def durations(runner: Runner, thread_id: str) -> dict[str, float]:
@@ -90,14 +96,17 @@ class LiveView:
             self._close_text()
             st.warning("Waiting for your decision…")
 
-    def flush(self) -> None:
+    def flush(self, *, output: bool = True) -> None:
+        """Send the text (and reasoning) that arrived; the commands' output too unless
+        `output` is False (it is sent less often: OUTPUT_EVERY)."""
         if self.thinking is not None:
             self.thinking.flush()
         if self.text_dirty and self.slot is not None:
             self.slot.markdown(markdown(self.text) + " ▌")
             self.text_dirty = False
-        for block in self.tools.values():
-            block.flush()
+        if output:
+            for block in self.tools.values():
+                block.flush()
 
     def _replace(self, event: ev.MessageReplaced | ev.ReplyRejected | ev.ModelRetried) -> None:
         """Show a reply's new text (an after_llm hook's redaction), or drop it (sent
@@ -134,7 +143,7 @@ def follow(run: Run) -> None:
         view = LiveView()
         beat = st.empty()
         cursor = 0
-        last_flush = last_beat = 0.0
+        last_flush = last_output = last_beat = 0.0
         while True:
             new = run.wait(cursor, timeout=FLUSH_EVERY)
             cursor += len(new)
@@ -142,11 +151,13 @@ def follow(run: Run) -> None:
                 view.feed(event)
             now = time.monotonic()
             if now - last_flush >= FLUSH_EVERY:
-                view.flush()
+                output = now - last_output >= OUTPUT_EVERY
+                view.flush(output=output)
                 last_flush = now
+                last_output = now if output else last_output
             if now - last_beat >= HEARTBEAT_EVERY:
                 # Also gives Streamlit a point to stop this script run when the person clicks.
-                beat.caption(f"running · {time.time() - run.started_at:.1f} s")
+                beat.caption(f"running · {time.time() - run.started_at:.0f} s")
                 last_beat = now
             if run.done and cursor >= len(run.events):
                 break
