@@ -22,6 +22,7 @@ from tests.support.browser import (
     chromium_browser,
     chromium_path,
     screenshot,
+    script_idle,
     signed_in_page,
     streamlit_server,
 )
@@ -78,6 +79,7 @@ def test_after_approve_the_card_goes_and_stop_sits_by_the_input(page: Any, serve
     ready(page)
     send(page, "run: sleep 30; echo done")
     expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
+    script_idle(page, WAIT_MS)  # a click on a card being drawn again can be lost
     page.get_by_role("button", name=APPROVE).click()
     # While the approved call runs (30 s), the page shows it running and nothing of the
     # decided card (the bug: the card stayed, stale, for the whole run). One read of

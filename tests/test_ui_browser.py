@@ -128,6 +128,7 @@ def test_approve(page: Any, server: Server) -> None:
 def test_reject_with_reason_and_model_reacts(page: Any, server: Server) -> None:
     send(page, "write rejected.md: nope")
     expect_text(page, "Approval needed")
+    settle(page)  # a card being drawn again can lose a click (see submit)
     main(page).get_by_text("Reject", exact=True).click()
     reason = page.get_by_label("Reason (the model sees it)")
     reason.fill("wrong file name")

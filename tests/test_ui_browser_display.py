@@ -24,6 +24,7 @@ from tests.support.browser import (
     chromium_browser,
     chromium_path,
     screenshot,
+    script_idle,
     signed_in_page,
     streamlit_server,
 )
@@ -175,6 +176,9 @@ def test_edit_preview_follows_typing_and_flags_invalid_arguments(page: Any, serv
     (server.workspace / "todo.md").write_text("old line\n")
     send(page, "write todo.md: buy milk")
     playwright_api.expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
+    # As a person would: once the page is done drawing (a click on a card being drawn
+    # again was once lost on a busy machine).
+    script_idle(page, WAIT_MS)
     main(page).get_by_text("Edit", exact=True).click()
     field = main(page).get_by_label("Arguments (JSON)")
     field.wait_for()

@@ -143,6 +143,7 @@ def test_two_calls_one_edited_then_approve_the_rest(tab: Any, server: Server) ->
     see(page, "Approval needed · 2 calls")
     # The header has no Deploy button or developer menu (toolbar minimal).
     expect(page.get_by_test_id("stAppDeployButton")).to_have_count(0)
+    script_idle(page, READY_MS)  # a click on a card being drawn again can be lost
     main(page).get_by_test_id("stRadio").first.get_by_text("Edit", exact=True).click()
     args = page.get_by_label("Arguments (JSON)")
     args.fill('{"path": "walk-a.md", "content": "EDITED\\n"}')
@@ -166,6 +167,7 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
     see(first, "Approval needed")
     second = tab("/?thread=" + thread_of(first))
     see(second, "Approval needed")
+    script_idle(second, READY_MS)
     second.get_by_text("Reject", exact=True).click()
     reason = second.get_by_label("Reason (the model sees it)")
     reason.fill("not from tab B")
@@ -206,6 +208,7 @@ def test_live_update_across_tabs_and_from_another_process(tab: Any, server: Serv
     see(second, "Approval needed")
     inbox = tab("/?view=inbox")
     see(inbox, "1 thread waiting")
+    script_idle(first, READY_MS)
     # Tab A decides: tab B and the inbox follow without a click.
     first.get_by_role("button", name=APPROVE).click()
     cross_tab = time_until(second, "wrote", ARRIVES_S)
@@ -237,6 +240,7 @@ def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
     # the 20 s sleep.
     send(page, "run: echo sleeping-$((6*7)); sleep 20")
     see(page, "Approval needed")
+    script_idle(page, READY_MS)
     page.get_by_role("button", name=APPROVE).click()
     stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
