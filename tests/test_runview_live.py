@@ -21,6 +21,7 @@ from tests.support.browser import (
     Server,
     chromium_browser,
     chromium_path,
+    press_card_button,
     screenshot,
     script_idle,
     signed_in_page,
@@ -79,8 +80,8 @@ def test_after_approve_the_card_goes_and_stop_sits_by_the_input(page: Any, serve
     ready(page)
     send(page, "run: sleep 30; echo done")
     expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
-    script_idle(page, WAIT_MS)  # a click on a card being drawn again can be lost
-    page.get_by_role("button", name=APPROVE).click()
+    script_idle(page, WAIT_MS)
+    press_card_button(main(page), APPROVE, timeout_ms=WAIT_MS)  # again if lost
     # While the approved call runs (30 s), the page shows it running and nothing of the
     # decided card (the bug: the card stayed, stale, for the whole run). One read of
     # the page, so both halves hold at the same moment.

@@ -30,8 +30,10 @@ from bench.web.build import build_thread, payload, thread_id_for
 from graph import Settings, open_session
 from tests.support.browser import (
     Server,
+    choose,
     chromium_browser,
     chromium_path,
+    press_card_button,
     screenshot,
     signed_in_page,
     streamlit_server,
@@ -177,13 +179,13 @@ def test_a_call_answered_with_respond_never_shows_as_run(browser: Any, server: S
         box.fill("write answered.md: never written")
         box.press("Enter")
         playwright_api.expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
-        main(page).get_by_test_id("stRadio").get_by_text("Respond").click()
+        choose(main(page), "Respond", timeout_ms=WAIT_MS)
         field = main(page).get_by_role(
             "textbox", name="Answer to give the model instead of running the tool"
         )
         field.fill("I wrote it myself")
         field.press("Control+Enter")
-        main(page).get_by_role("button", name="Submit decision").click()
+        press_card_button(main(page), "Submit decision", timeout_ms=WAIT_MS)
         row = main(page).locator("details.gh-tool", has_text="answered by you")
         playwright_api.expect(row).to_contain_text(
             "↩ write_file · answered by you", timeout=WAIT_MS

@@ -17,8 +17,10 @@ import pytest
 
 from tests.support.browser import (
     Server,
+    choose,
     chromium_path,
     launch_chromium,
+    press_card_button,
     screenshot,
     streamlit_server,
 )
@@ -91,10 +93,10 @@ def settle(page: Any) -> None:
 
 
 def submit(page: Any) -> None:
-    # As a person would: on a page done drawing (a click while a script run draws the
-    # card again was once lost beside a CPU hog).
+    # As a person would: on a page done drawing, and again if the press was lost
+    # (tests/support/browser.py says when that happens).
     settle(page)
-    page.get_by_role("button", name=re.compile(r"^(Approve|Submit decision)$")).click()
+    press_card_button(main(page), re.compile(r"^(Approve|Submit decision)$"), timeout_ms=WAIT_MS)
 
 
 def test_send_message_streams_text(page: Any) -> None:
@@ -128,8 +130,8 @@ def test_approve(page: Any, server: Server) -> None:
 def test_reject_with_reason_and_model_reacts(page: Any, server: Server) -> None:
     send(page, "write rejected.md: nope")
     expect_text(page, "Approval needed")
-    settle(page)  # a card being drawn again can lose a click (see submit)
-    main(page).get_by_text("Reject", exact=True).click()
+    settle(page)
+    choose(main(page), "Reject", timeout_ms=WAIT_MS)
     reason = page.get_by_label("Reason (the model sees it)")
     reason.fill("wrong file name")
     reason.press("Enter")

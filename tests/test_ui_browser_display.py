@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.browser import (
     Server,
+    choose,
     chromium_browser,
     chromium_path,
     screenshot,
@@ -176,10 +177,8 @@ def test_edit_preview_follows_typing_and_flags_invalid_arguments(page: Any, serv
     (server.workspace / "todo.md").write_text("old line\n")
     send(page, "write todo.md: buy milk")
     playwright_api.expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
-    # As a person would: once the page is done drawing (a click on a card being drawn
-    # again was once lost on a busy machine).
     script_idle(page, WAIT_MS)
-    main(page).get_by_text("Edit", exact=True).click()
+    choose(main(page), "Edit", timeout_ms=WAIT_MS)  # again if lost (tests/support/browser.py)
     field = main(page).get_by_label("Arguments (JSON)")
     field.wait_for()
     field.click()

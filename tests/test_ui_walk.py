@@ -19,8 +19,10 @@ import pytest
 
 from tests.support.browser import (
     Server,
+    choose,
     chromium_path,
     launch_chromium,
+    press_card_button,
     screenshot,
     script_idle,
     streamlit_server,
@@ -143,8 +145,8 @@ def test_two_calls_one_edited_then_approve_the_rest(tab: Any, server: Server) ->
     see(page, "Approval needed · 2 calls")
     # The header has no Deploy button or developer menu (toolbar minimal).
     expect(page.get_by_test_id("stAppDeployButton")).to_have_count(0)
-    script_idle(page, READY_MS)  # a click on a card being drawn again can be lost
-    main(page).get_by_test_id("stRadio").first.get_by_text("Edit", exact=True).click()
+    script_idle(page, READY_MS)
+    choose(main(page), "Edit", timeout_ms=READY_MS)  # again if lost (tests/support/browser.py)
     args = page.get_by_label("Arguments (JSON)")
     args.fill('{"path": "walk-a.md", "content": "EDITED\\n"}')
     args.blur()
@@ -168,7 +170,7 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
     second = tab("/?thread=" + thread_of(first))
     see(second, "Approval needed")
     script_idle(second, READY_MS)
-    second.get_by_text("Reject", exact=True).click()
+    choose(main(second), "Reject", timeout_ms=READY_MS)
     reason = second.get_by_label("Reason (the model sees it)")
     reason.fill("not from tab B")
     reason.press("Enter")
@@ -210,7 +212,7 @@ def test_live_update_across_tabs_and_from_another_process(tab: Any, server: Serv
     see(inbox, "1 thread waiting")
     script_idle(first, READY_MS)
     # Tab A decides: tab B and the inbox follow without a click.
-    first.get_by_role("button", name=APPROVE).click()
+    press_card_button(main(first), APPROVE, timeout_ms=READY_MS)
     cross_tab = time_until(second, "wrote", ARRIVES_S)
     see(inbox, "Nothing is waiting", timeout_ms=int(ARRIVES_S * 1000))
     # A decision through the Session API in this process (as the terminal makes it)
@@ -241,7 +243,7 @@ def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
     send(page, "run: echo sleeping-$((6*7)); sleep 20")
     see(page, "Approval needed")
     script_idle(page, READY_MS)
-    page.get_by_role("button", name=APPROVE).click()
+    press_card_button(main(page), APPROVE, timeout_ms=READY_MS)
     stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
     see(page, "run_command · running")

@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -156,3 +157,66 @@ def script_idle(page: Any, timeout_ms: float) -> None:
     page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
         timeout=timeout_ms
     )
+
+
+# A click that lands while Streamlit draws the page again is, rarely, lost: about once
+# per full suite run, on the approval card, quiet machine or busy (the radio stays as
+# it was, or the card stays after Approve, and no script run follows). Its cause is not
+# found yet (the closing note says what was ruled out). A person clicks again; these
+# helpers do the same, only when the click visibly did nothing, and warn so the defect
+# stays in view. A retry never decides twice: Approve is clicked again only while the
+# same request's card (its interrupt id is in the button's key) is still there.
+LOST_CLICK_WAIT_MS = 10_000
+
+
+def choose(scope: Any, option: str, *, timeout_ms: float, tries: int = 3) -> None:
+    """Pick `option` of the first radio group in `scope` with a click on its label."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    group = scope.get_by_test_id("stRadio").first
+    radio = group.get_by_role("radio", name=option, exact=True)
+    for attempt in range(tries):
+        group.get_by_text(option, exact=True).click(timeout=timeout_ms)
+        try:
+            expect(radio).to_be_checked(timeout=LOST_CLICK_WAIT_MS)
+        except (AssertionError, PlaywrightTimeout):
+            continue
+        if attempt:
+            warnings.warn(f"the first {attempt} click(s) on {option!r} were lost", stacklevel=2)
+        return
+    expect(radio).to_be_checked(timeout=timeout_ms)
+
+
+def press_card_button(scope: Any, name: Any, *, timeout_ms: float, tries: int = 3) -> None:
+    """Press an approval card's button (Approve, Submit decision) and see the card take
+    it: that request's button gone. Pressed again only while that button is still there
+    with no script run going (a taken press starts one at once and empties the card)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    page = getattr(scope, "page", None) or scope
+    button = scope.get_by_role("button", name=name).first
+    button.wait_for(timeout=timeout_ms)
+    key = button.evaluate(
+        "b => [...(b.closest('[class*=st-key-card-]')?.classList ?? [])]"
+        ".find(c => c.startsWith('st-key-card-')) ?? null"
+    )
+    if key is None:  # not a card of one request: no way to tell a lost press from a new card
+        button.click(timeout=timeout_ms)
+        return
+    same = page.locator(f".{key} button")
+    idle = page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    same.click(timeout=timeout_ms)
+    for attempt in range(1, tries + 1):
+        try:
+            expect(same).to_have_count(0, timeout=LOST_CLICK_WAIT_MS)
+        except AssertionError:
+            if attempt == tries or idle.count() == 0 or same.count() == 0:
+                continue  # a run is drawing: give it the next wait
+            warnings.warn(f"press {attempt} of {name!r} was lost: pressed again", stacklevel=2)
+            with contextlib.suppress(PlaywrightTimeout):  # gone meanwhile: taken
+                same.click(timeout=LOST_CLICK_WAIT_MS)
+            continue
+        return
+    expect(same).to_have_count(0, timeout=timeout_ms)
