@@ -24,6 +24,8 @@ from tests.support.browser import (
     screenshot,
     streamlit_server,
 )
+from tests.support.browser_journal import clicks_on, presses
+from ui.web.live_ready import BUTTON_KEY as LIVE_BUTTON
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -131,6 +133,11 @@ def test_approve(page: Any, server: Server) -> None:
     expect_text(page, "write_file · done")
     playwright_api.expect(chat_box(page)).to_be_enabled()
     assert (server.workspace / "todo.md").read_text() == "buy milk\n"
+    # A fresh tab asks for the live view only while no page run is going: an ask during
+    # a run stops it, and with it any click that run carried (ui/web/live_ready.py).
+    asks = clicks_on(page, LIVE_BUTTON)  # none when the run had ended when the page drew
+    assert all("script=notRunning" in ask for ask in asks), asks
+    assert presses(page, LIVE_BUTTON) == len(asks)
 
 
 def test_reject_with_reason_and_model_reacts(page: Any, server: Server) -> None:
@@ -215,6 +222,9 @@ def test_reload_during_a_run_reattaches(page: Any, server: Server, slowdown: int
     # never drew Stop or the chat input while the run's updates kept coming: React draws
     # a widget whose code just loaded only when nothing else waits (ui/web/live_ready.py).
     # At 6x Stop was still missing 60 s after the reload; now ~9 s on a quiet machine.
+    live = main(page).get_by_text(re.compile(r"^running · \d+ s$"))
+    playwright_api.expect(live).to_be_visible(timeout=WAIT_MS)  # this tab asked already
+    asked = presses(page, LIVE_BUTTON)
     cdp = page.context.new_cdp_session(page)
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
     page.reload()
@@ -225,9 +235,7 @@ def test_reload_during_a_run_reattaches(page: Any, server: Server, slowdown: int
         playwright_api.expect(stop).to_be_visible(timeout=wait)
         playwright_api.expect(chat_box(page)).to_be_visible(timeout=wait)
         # Live: the elapsed time ticks (drawn only while the page follows the run).
-        playwright_api.expect(
-            main(page).get_by_text(re.compile(r"^running · \d+ s$"))
-        ).to_be_visible(timeout=wait)
+        playwright_api.expect(live).to_be_visible(timeout=wait)
     except AssertionError as exc:
         # The browser's own state is in the report's journal section
         # (tests/support/browser_journal.py); this adds the rest.
@@ -244,6 +252,10 @@ def test_reload_during_a_run_reattaches(page: Any, server: Server, slowdown: int
     playwright_api.expect(rows.first).to_contain_text("released")
     users = main(page).get_by_test_id("stChatMessage").filter(has_text="run: until")
     playwright_api.expect(users).to_have_count(1)
+    # The reloaded page asked for the live view, never during a page run.
+    asks = clicks_on(page, LIVE_BUTTON)
+    assert asks and all("script=notRunning" in ask for ask in asks), asks
+    assert presses(page, LIVE_BUTTON) - asked == len(asks)
 
 
 def _what_happened(page: Any, server: Server) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from bench.web.server import free_port, install_secret_of, running, sign_in
-from tests.support.browser_journal import watch
+from tests.support.browser_journal import clicks_and_frames, watch
 from tests.support.markers import require_marker
 from ui.web.serve import streamlit_command
 
@@ -153,10 +153,16 @@ def screenshot(page: Any, name: str) -> Path:
 
 def script_idle(page: Any, timeout_ms: float) -> None:
     """Wait until the page says its script run is over (Streamlit's own marker on the app
-    root, which its end-to-end tests wait on): everything that run draws is drawn."""
+    root, which its end-to-end tests wait on) and every widget it drew is on screen: a
+    widget whose code is still loading is a skeleton, and a key meant for it (a button's
+    `shortcut`) does nothing yet (likely why the walk's inbox `a` was once lost: the
+    key reached the page, no press was sent)."""
+    from playwright.sync_api import expect
+
     page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
         timeout=timeout_ms
     )
+    expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=timeout_ms)
 
 
 # A click that lands while Streamlit draws the page again is, rarely, lost: about once
@@ -183,7 +189,11 @@ def choose(scope: Any, option: str, *, timeout_ms: float, tries: int = 3) -> Non
         except (AssertionError, PlaywrightTimeout):
             continue
         if attempt:
-            warnings.warn(f"the first {attempt} click(s) on {option!r} were lost", stacklevel=2)
+            warnings.warn(
+                f"the first {attempt} click(s) on {option!r} were lost\n"
+                + clicks_and_frames(scope.page),
+                stacklevel=2,
+            )
         return
     expect(radio).to_be_checked(timeout=timeout_ms)
 
@@ -214,7 +224,10 @@ def press_card_button(scope: Any, name: Any, *, timeout_ms: float, tries: int = 
         except AssertionError:
             if attempt == tries or idle.count() == 0 or same.count() == 0:
                 continue  # a run is drawing: give it the next wait
-            warnings.warn(f"press {attempt} of {name!r} was lost: pressed again", stacklevel=2)
+            warnings.warn(
+                f"press {attempt} of {name!r} was lost: pressed again\n" + clicks_and_frames(page),
+                stacklevel=2,
+            )
             with contextlib.suppress(PlaywrightTimeout):  # gone meanwhile: taken
                 same.click(timeout=LOST_CLICK_WAIT_MS)
             continue

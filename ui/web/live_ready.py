@@ -17,23 +17,50 @@ follows the run live; later runs of the session follow at once.
 
 from __future__ import annotations
 
+import secrets
+
 import streamlit as st
 
 READY = "gh-live-ready"  # session state: this browser has drawn the live view's widgets
 BUTTON_KEY = "gh-live-go"
 GIVE_UP_MS = 15_000  # a widget whose code never loads must not hold the live view back
+SETTLE_MS = 2_000  # after a press, time for its run to set READY before another drawing presses
 
 STYLE = "<style>.st-key-gh-live-samples { display: none; }</style>"
 
 # Presses the hidden button once nothing on the page is a skeleton (a widget waiting
-# for its code). Runs once per drawing of this element; the press's run draws none.
+# for its code) and no script run is going. Each drawing of this element carries its
+# own id; only the newest drawing's script may press, and at most once, however often
+# the browser runs it. Why so strict: Streamlit starts a page's new run by stopping the
+# one going (`runner.fastReruns`), and a run stopped before it began drops the button
+# press it carried. A second press of this button, or one sent while the person's own
+# click was on its way, could cost that click. The browser tests saw three presses
+# after one approval in a fresh tab (each drawing's script pressed, two of them during
+# runs the earlier presses had started); tests/test_ui_browser.py counts them now.
+# The page cannot see a run the server has just begun, so a drawing that run made may
+# still find the page idle: it waits SETTLE_MS after this page's last press (the
+# press's own run normally ends the handshake by then). A drawing whose button is gone
+# from an idle page stops checking (the button's box, not the button: until its code
+# has loaded the box holds a skeleton).
 SCRIPT = (
     "<script>(() => {"
+    "const id = 'DRAWING';"
     "const started = Date.now();"
+    "const pressed = (window.ghLiveGoPressed ??= new Set());"
+    "if (pressed.has(id)) return;"
+    "window.ghLiveGoNewest = id;"
     "const check = () => {"
-    f"  const go = document.querySelector('.st-key-{BUTTON_KEY} button');"
+    "  if (window.ghLiveGoNewest !== id || pressed.has(id)) return;"
+    "  const app = document.querySelector('[data-testid=\"stApp\"]');"
+    "  const idle = !app || app.getAttribute('data-test-script-state') === 'notRunning';"
+    f"  const box = document.querySelector('.st-key-{BUTTON_KEY}');"
+    "  if (idle && !box) return;"
+    "  const go = box && box.querySelector('button');"
     "  const waiting = document.querySelector('[data-testid=\"stSkeleton\"]');"
-    f"  if (go && (!waiting || Date.now() - started > {GIVE_UP_MS})) {{ go.click(); return; }}"
+    f"  const settling = Date.now() - (window.ghLiveGoAt ?? 0) < {SETTLE_MS};"
+    f"  if (go && idle && !settling && (!waiting || Date.now() - started > {GIVE_UP_MS})) {{"
+    "    pressed.add(id); window.ghLiveGoAt = Date.now(); go.click(); return;"
+    "  }"
     "  setTimeout(check, 100);"
     "};"
     "check();"
@@ -54,7 +81,7 @@ def live_ready() -> bool:
         st.markdown(STYLE, unsafe_allow_html=True)
         st.code("live output", language="text")
         st.button("follow the run", key=BUTTON_KEY, on_click=_ready)
-    st.html(SCRIPT, unsafe_allow_javascript=True)
+    st.html(SCRIPT.replace("DRAWING", secrets.token_hex(8), 1), unsafe_allow_javascript=True)
     return False
 
 
