@@ -11,8 +11,8 @@ still missing 60 s after a reload; test_ui_browser.py's reload test). Fewer upda
 So the first page of a browser session that finds a run going is drawn as it stands
 (Stop, the input, the thread so far, "running…"), with hidden samples of the widgets
 the live view adds, and a small script that presses a hidden button once no widget
-on the page waits for its code (or after `GIVE_UP_MS`). That press's script run
-follows the run live; later runs of the session follow at once.
+on the page waits for its code (or after `GIVE_UP_MS`) and no page run is going. That
+press's script run follows the run live; later runs of the session follow at once.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ STYLE = "<style>.st-key-gh-live-samples { display: none; }</style>"
 # press it carried. A second press of this button, or one sent while the person's own
 # click was on its way, could cost that click. The browser tests saw three presses
 # after one approval in a fresh tab (each drawing's script pressed, two of them during
-# runs the earlier presses had started); tests/test_ui_browser.py counts them now.
+# runs the earlier presses had started); tests/test_ui_browser.py checks that
+# every press now comes from an idle page.
 # The page cannot see a run the server has just begun, so a drawing that run made may
 # still find the page idle: it waits SETTLE_MS after this page's last press (the
 # press's own run normally ends the handshake by then). A drawing whose button is gone
