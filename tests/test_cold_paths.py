@@ -410,3 +410,29 @@ def test_head_rows_hold_any_message_and_read_back_without_langgraph() -> None:
         and [b[:2] for b in more] == [(2, 7)]
         and delete_from == -1
     )
+
+
+def test_head_rows_keep_which_fields_a_message_was_given() -> None:
+    """`model_fields_set` survives the head (what `model_dump(exclude_unset=True)` and
+    LangChain's merges read): stored as None when every field was given, as names when
+    some were not, and rows written before the None form still read."""
+    import ormsgpack
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from graph.store.head import decode, encode
+
+    serde = compact_serde()
+    given = HumanMessage("hi", id="h")
+    every = HumanMessage.model_validate(given.model_dump())  # every field given
+    assert given.model_fields_set != every.model_fields_set == set(every.__dict__)
+    assert ormsgpack.unpackb(encode(every, serde))[3] is None
+    assert ormsgpack.unpackb(encode(given, serde))[3] == sorted(given.model_fields_set)
+    old_form = ormsgpack.packb(["ai", AIMessage("a", id="a").__dict__, {}, ["content", "id"]])
+    rows = [(3, encode(every, serde) + encode(given, serde) + old_form)]
+    back = decode(rows, 3, serde)
+    assert [m.model_fields_set for m in back] == [
+        every.model_fields_set,
+        given.model_fields_set,
+        {"content", "id"},
+    ]
+    assert back[:2] == [every, given] and back[2].content == "a"

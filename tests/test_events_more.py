@@ -440,3 +440,44 @@ def test_a_redaction_hook_from_gatehouse_toml_under_async_session(tmp_path: Path
     events = asyncio.run(main())
     [replaced] = of(events, ev.MessageReplaced)
     assert replaced.text == "use [redacted] here" and events[-1].text == "use [redacted] here"
+
+
+def test_an_event_the_agent_emits_is_built_unvalidated_but_its_names_are_checked() -> None:
+    """`emit` builds events without pydantic's validator (a per-process cost of each
+    kind's first event), yet a misspelt or missing field is still an error, and the
+    event is the one a validated construction gives, through JSON too."""
+    from graph.protocol import events as ev
+
+    made = ev.ToolStarted.trusted(thread_id="t", call_id="c1", name="read_file", args={"p": 1})
+    checked = ev.ToolStarted(
+        thread_id="t", call_id="c1", name="read_file", args={"p": 1}, ts=made.ts
+    )
+    assert made == checked and ev.parse_event(made.to_json()) == checked
+    with pytest.raises(TypeError, match="no field nmae"):
+        ev.ToolStarted.trusted(thread_id="t", call_id="c1", nmae="read_file")
+    with pytest.raises(TypeError, match="needs name"):
+        ev.ToolStarted.trusted(thread_id="t", call_id="c1")
+
+
+def test_history_size_counts_what_the_reducer_keeps() -> None:
+    """The size a turn's end reports equals the length of the reducer's result, for
+    appends, removals, re-additions and repeats (history_size uses the reducer's index)."""
+    import random
+
+    from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+
+    from graph.agent.message_merge import merge_messages
+    from graph.agent.run_end import history_size
+
+    rng = random.Random(7)
+    for _ in range(200):
+        history = [HumanMessage(f"m{i}", id=f"id{i}") for i in range(rng.randint(0, 30))]
+        added: list[Any] = []
+        for _ in range(rng.randint(0, 6)):
+            mid = f"id{rng.randint(0, 40)}"
+            added.append(
+                RemoveMessage(id=mid)
+                if rng.random() < 0.3 and any(m.id == mid for m in [*history, *added])
+                else AIMessage("x", id=mid)
+            )
+        assert history_size(history, added) == len(merge_messages(history, [added])), added

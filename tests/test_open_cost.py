@@ -221,3 +221,85 @@ def test_remembered_token_counts_are_langchains_and_follow_a_changed_message() -
     assert Compaction().count_tokens is count_tokens_remembered
     mine = lambda messages: 7  # noqa: E731
     assert Compaction(count_tokens=mine).count_tokens is mine
+
+
+def test_opening_builds_no_argument_schema_and_a_call_builds_only_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process that opens a session (a real client: the tools' definitions come
+    from the disk cache) and runs one tool builds that tool's schema only."""
+    from langchain_openai import ChatOpenAI
+
+    import tools.base
+    from graph import open_session
+    from tools import definitions
+
+    monkeypatch.setenv("GATEHOUSE_CACHE_DIR", str(tmp_path / "cache"))
+    # This process may have made the definitions already (kept in memory, not written
+    # to this test's cache folder): the first open below must make and keep them.
+    monkeypatch.setattr(definitions, "_kept", {})
+    settings = Settings(db=str(tmp_path / "g.sqlite"), workspace=str(tmp_path / "ws"))
+    client = ChatOpenAI(model="m", api_key="sk-test", base_url="http://127.0.0.1:9/v1")  # type: ignore[arg-type]
+    open_session(settings, model=client).close()  # the first open ever: definitions made and kept
+    assert (tmp_path / "cache" / definitions.FILE).exists()
+    built: list[str] = []
+    real = tools.base.fast_schema
+
+    def counting(name: str, fn: object, **kw: object) -> object:
+        built.append(name)
+        return real(name, fn, **kw)  # type: ignore[arg-type]
+
+    # A new process: nothing made yet in memory.
+    monkeypatch.setattr(tools.base, "fast_schema", counting)
+    monkeypatch.setattr(tools.base, "_schemas", {})
+    monkeypatch.setattr(definitions, "_kept", {})
+    tools.base._bound_schema.cache_clear()
+    session = open_session(settings, model=client)
+    try:
+        agent_tools = session.agent.gatehouse_tools  # type: ignore[attr-defined]
+        assert built == []
+        assert all(
+            "args_schema" not in t.__dict__
+            for t in agent_tools.values()
+            if t.name != "read_tool_output"
+        )
+        (tmp_path / "ws" / "a.txt").write_text("one\ntwo\n")
+        assert "two" in agent_tools["read_file"].invoke({"path": "a.txt"})
+        assert built == ["read_file"]
+        with pytest.raises(ValidationError):  # and its arguments are checked
+            agent_tools["read_file"].invoke({"path": "a.txt", "start_line": 0})
+    finally:
+        session.close()
+        tools.base._bound_schema.cache_clear()
+
+
+def test_a_tool_whose_source_file_changes_gets_a_new_definition_key(tmp_path: Path) -> None:
+    """On disk, a definition made on first use is keyed by its function's file: an
+    edited file (a new default, a new constraint) is never read stale."""
+    import importlib.util
+
+    from tools import definitions
+
+    source = tmp_path / "note_tools.py"
+
+    def load(text: str, mtime_ns: int) -> object:
+        source.write_text(text)
+        os.utime(source, ns=(mtime_ns, mtime_ns))
+        spec = importlib.util.spec_from_file_location("note_tools", source)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module.take_note  # type: ignore[attr-defined]
+
+    text = (
+        "from tools.base import gatehouse_tool\n\n"
+        "@gatehouse_tool(risk='write')\n"
+        "def take_note(text: str, lines: int = {n}) -> str:\n"
+        "    '''Write a note.'''\n"
+        "    return text\n"
+    )
+    first = load(text.format(n=1), 1_000_000_000)
+    same = load(text.format(n=1), 1_000_000_000)
+    edited = load(text.format(n=2), 2_000_000_000)
+    assert definitions.disk_key(first) == definitions.disk_key(same)  # type: ignore[arg-type]
+    assert definitions.disk_key(edited) != definitions.disk_key(first)  # type: ignore[arg-type]
+    assert "args_schema" not in first.__dict__  # the key did not make the schema

@@ -10,12 +10,20 @@ on first use (`defer_build`: when the tool runs or is bound to a model), and eac
 is made once per process and shared, so a server that opens a session per request
 rebuilds the tools, not their schemas. The schemas are the same as LangChain's
 (tests/test_open_cost.py compares them for every default tool).
+
+A tool of a plain (not async) function makes its schema the first time it is read
+(tools/cached_tool.py): a new process that opens a session and resumes a thread builds
+the schema of the one tool it calls, not of all ten. What the model is shown of the
+tool is found without the schema, by `schema_source` (tools/definitions.py).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import os
+import re
+import sys
 import textwrap
 import threading
 import typing
@@ -27,7 +35,7 @@ from langchain_core.tools.base import create_schema_from_function
 from pydantic import BaseModel, ConfigDict, create_model
 
 from graph.protocol.tools import DefaultMode, Preview, Risk, ToolSpec, attach_spec, spec_of
-from tools.cached_tool import CachedTool
+from tools.cached_tool import CachedTool, SchemaOnFirstUse
 
 __all__ = ["ToolSpec", "attach_spec", "bound_tool", "gatehouse_tool", "spec", "spec_of"]
 
@@ -88,11 +96,13 @@ def bound_tool(
     """A tool from a top-level function whose first parameter is its context (a
     workspace, a connection), bound here: the model sees the other parameters and the
     docstring. A `preview` and `canonical` get the context too: `preview(context, args)`."""
-    built = CachedTool.from_function(
-        func=functools.partial(fn, context),
+    built = CachedTool.with_schema_on_first_use(
+        functools.partial(fn, context),
         name=fn.__name__,
-        description=inspect.getdoc(fn) or fn.__name__,
-        args_schema=_bound_schema(fn),
+        description=(inspect.getdoc(fn) or fn.__name__).strip(),
+        schema=SchemaOnFirstUse(
+            functools.partial(_bound_schema, fn), ("bound", fn), schema_source(fn, bound=True)
+        ),
     )
     bound_preview = functools.partial(preview, context) if preview is not None else None
     bound_canonical = functools.partial(canonical, context) if canonical is not None else None
@@ -127,33 +137,88 @@ def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
 
 def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTool:
     """`langchain_core.tools.tool(f)` (named `name` if given), its argument schema
-    inferred once per process for the same signature."""
+    inferred once per process for the same signature, on first use."""
+    name = name or f.__name__
+    if inspect.iscoroutinefunction(f):
+        return tool(name, args_schema=_inferred_schema(f, name))(f)
+    if not f.__doc__:
+        # What `tool(f)` says of a function without a docstring, at once as it does.
+        raise ValueError("Function must have a docstring if description not provided.")
+    # What `tool(name, args_schema=schema)(f)` builds for a plain function, as a
+    # CachedTool (tools/cached_tool.py) whose schema is made when first read.
+    key = _signature_key(f, name)
+    return CachedTool.with_schema_on_first_use(
+        f,
+        name=name,
+        description=textwrap.dedent(f.__doc__).strip(),
+        schema=SchemaOnFirstUse(
+            functools.partial(_inferred_schema, f, name),
+            key if key is not None else ("function", f),
+            schema_source(f),
+        ),
+    )
+
+
+def _inferred_schema(f: Callable[..., Any], name: str) -> Any:
+    """The schema LangChain infers for `f`, made once per process per signature."""
     key = _signature_key(f, name)
     with _schemas_lock:
         schema = _schemas.get(key) if key is not None else None
-    fresh = schema is None
-    if fresh:
-        schema = fast_schema(name or f.__name__, f)
-    if inspect.iscoroutinefunction(f):
-        built = tool(name or f.__name__, args_schema=schema)(f)
-    else:
-        # What `tool(name, args_schema=schema)(f)` builds for a plain function, as a
-        # CachedTool (tools/cached_tool.py).
-        built = CachedTool.from_function(
-            f,
-            name=name or f.__name__,
-            description=None,
-            return_direct=False,
-            args_schema=schema,
-            infer_schema=True,
-            response_format="content",
-            parse_docstring=False,
-            error_on_invalid_docstring=True,
-        )
-    if key is not None and fresh:
+    if schema is not None:
+        return schema
+    schema = fast_schema(name, f)
+    if schema is None:  # a signature that needs LangChain's own handling
+        schema = CachedTool.from_function(
+            f, name=name, infer_schema=True, error_on_invalid_docstring=True
+        ).args_schema
+    if key is not None:
         with _schemas_lock:
-            _schemas.setdefault(key, built.args_schema)
-    return built
+            schema = _schemas.setdefault(key, schema)
+    return schema
+
+
+# Names in annotations: a type defined in another module is part of what a schema is
+# made from, so that module's file is too.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def schema_source(fn: Callable[..., Any], *, bound: bool = False) -> str | None:
+    """Text that changes whenever the schema inferred from `fn` could: the function's
+    file (path, size, modification time), where in it, its defaults, annotations and
+    docstring, and the files of the classes its annotations name from other modules.
+    None for a function not defined in a file."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    files = {code.co_filename}
+    annotations = getattr(fn, "__annotations__", {})
+    scope = getattr(fn, "__globals__", {})
+    for hint in annotations.values():
+        for word in _NAME.findall(hint if isinstance(hint, str) else repr(hint)):
+            found = scope.get(word)
+            module = sys.modules.get(getattr(found, "__module__", "") or "")
+            where = getattr(module, "__file__", None) if isinstance(found, type) else None
+            if where:
+                files.add(where)
+    stats = []
+    for path in sorted(files):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stats.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+    return repr(
+        (
+            stats,
+            code.co_firstlineno,
+            fn.__qualname__,
+            bound,
+            fn.__defaults__,
+            fn.__kwdefaults__,
+            annotations,
+            fn.__doc__,
+        )
+    )
 
 
 @functools.cache

@@ -14,11 +14,20 @@ arguments, and what the callbacks see are the same as `StructuredTool`'s
 It calls the helpers LangChain's own `_run` and `_filter_injected_args` call (private
 names of langchain_core, all imported below), so an upgrade that changes those two
 methods must be read against this one; the tests compare the two classes' behaviour.
+
+A `CachedTool` may also make its argument schema on first use
+(`with_schema_on_first_use`): building a pydantic model costs ~1 ms a tool, a session
+opens ten, and a resume calls one or two of them. Until then `args_schema` is absent
+from the instance and made by `__getattr__` the first time anything reads it (a call's
+check, LangChain's conversion for a model); the definitions the model is shown come
+from tools/definitions.py, keyed by what the schema is made from, without it.
 """
 
 # No `from __future__ import annotations`: `BaseTool.run` reads `_run`'s type hints on
 # every call (to pass `config` to it); real objects need no evaluation.
 
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForToolRun
@@ -32,11 +41,58 @@ from langchain_core.tools.base import (
 )
 from langchain_core.utils._signature import _signature_parameters
 
-__all__ = ["CachedTool"]
+__all__ = ["CachedTool", "SchemaOnFirstUse", "schema_on_first_use"]
+
+# Where a tool keeps how to make its schema (the instance's dict, as `_func_facts`).
+_ON_FIRST_USE = "_gatehouse_schema_on_first_use"
+
+
+@dataclass(frozen=True)
+class SchemaOnFirstUse:
+    """How to make a tool's argument schema, and what it is made from: `key` (hashable,
+    the same for every tool whose schema is the same, within a process) and `source`
+    (text that changes whenever the schema could, across processes; None when no such
+    text is known, e.g. a function defined outside a file)."""
+
+    make: Callable[[], Any]
+    key: Hashable
+    source: str | None
+
+
+def schema_on_first_use(tool: Any) -> SchemaOnFirstUse | None:
+    """How `tool` makes its schema when it was built with `with_schema_on_first_use`."""
+    found = getattr(tool, "__dict__", {}).get(_ON_FIRST_USE)
+    return found if isinstance(found, SchemaOnFirstUse) else None
 
 
 class CachedTool(StructuredTool):
     """A `StructuredTool` (built the same way: `CachedTool.from_function(...)`)."""
+
+    @classmethod
+    def with_schema_on_first_use(
+        cls,
+        func: Callable[..., Any],
+        *,
+        name: str,
+        description: str,
+        schema: SchemaOnFirstUse,
+    ) -> "CachedTool":
+        """What `from_function(func, name=..., description=..., args_schema=schema.make())`
+        builds, the schema made the first time it is read."""
+        built = cls(name=name, func=func, description=description, args_schema={})
+        # Absent from the instance: reading it reaches `__getattr__`.
+        del built.__dict__["args_schema"]
+        built.__dict__[_ON_FIRST_USE] = schema
+        return built
+
+    def __getattr__(self, item: str) -> Any:
+        if item == "args_schema":
+            lazy = self.__dict__.get(_ON_FIRST_USE)
+            if isinstance(lazy, SchemaOnFirstUse):
+                made = lazy.make()
+                self.__dict__["args_schema"] = made
+                return made
+        return super().__getattr__(item)  # type: ignore[misc]  # pydantic defines it only outside type checking
 
     def _func_facts(self, func: Any) -> tuple[bool, str | None]:
         """(takes `callbacks`, the name of its `RunnableConfig` parameter) of `func`."""

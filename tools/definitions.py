@@ -17,6 +17,11 @@ The definitions are given to `bind_tools` as OpenAI function dicts, which every
 LangChain chat model takes (`convert_to_openai_tool` turns one into what it turns the
 tool into, `strict` included).
 
+A tool whose schema is made on first use (tools/cached_tool.py) is keyed by what its
+schema will be made from instead (`SchemaOnFirstUse`: in the process, its signature; on
+disk, its function's file and the files of the types it names, as text), so finding
+its definition does not make the schema.
+
 A definition only ever tells the model what to send. A call's arguments are checked
 against the tool's own schema (tools/base.py), never against a definition, so a stale
 one could at worst make the model send arguments the check refuses.
@@ -36,6 +41,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from tools import disk_cache
+from tools.cached_tool import schema_on_first_use
 
 __all__ = ["tool_definition", "tool_definitions", "tool_name"]
 
@@ -90,6 +96,8 @@ def _make(tool: BaseTool) -> dict[str, Any]:
 
 
 def _process_key(tool: BaseTool) -> tuple[str, str, object] | None:
+    if (lazy := schema_on_first_use(tool)) is not None:
+        return (tool.name, tool.description, lazy.key)
     schema = tool.args_schema
     if isinstance(schema, dict):
         return None  # a JSON schema given as it is: LangChain's conversion costs nothing
@@ -119,25 +127,31 @@ def _is_definition(value: Any, name: str) -> bool:
 def disk_key(tool: BaseTool) -> str | None:
     """The cache key of a tool's definition: a hash of all it is made from. None when
     the schema is not made of plain types (its text would not say all it is)."""
+    import langchain_core
+    import pydantic
+
+    versions = [VERSION, langchain_core.__version__, pydantic.VERSION, tool.name, tool.description]
+    if (lazy := schema_on_first_use(tool)) is not None:
+        if lazy.source is None:
+            return None
+        return _hash([*versions, "source", lazy.source])
     schema = tool.args_schema
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         return None
     fields = schema.model_fields
     if not all(_plain(f.annotation) for f in fields.values()):
         return None
-    import langchain_core
-    import pydantic
+    return _hash(
+        [
+            *versions,
+            schema.__name__,
+            schema.__doc__,
+            [(name, repr(field)) for name, field in fields.items()],
+        ]
+    )
 
-    made_from = [
-        VERSION,
-        langchain_core.__version__,
-        pydantic.VERSION,
-        tool.name,
-        tool.description,
-        schema.__name__,
-        schema.__doc__,
-        [(name, repr(field)) for name, field in fields.items()],
-    ]
+
+def _hash(made_from: list[Any]) -> str:
     return hashlib.sha256(json.dumps(made_from, default=repr).encode()).hexdigest()
 
 

@@ -4,6 +4,7 @@
     uv run python -m bench.web --sizes 10,200       # quick
     uv run python -m bench.web --sizes 200 --only open,page --reps 5
     uv run python -m bench.web --only first_page        # `uv run gatehouse` to a usable input
+    uv run python -m bench.web --only live --sizes 10   # another tab's decision shown; Stop
     uv run python -m bench.web --profile --sizes 200  # where the time goes (bench/web/profile.py)
     uv run python -m bench.web --profile --no-status-sleep --sizes 200 --reps 1
     uv run python -m bench.web --profile --cpu-profile --sizes 2000 --reps 1  # busy machine

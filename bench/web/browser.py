@@ -122,6 +122,9 @@ class Tab:
             .first
         )
 
+    def stop_button(self) -> Any:
+        return self.page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
+
     def chat_input(self) -> Any:
         return self.page.locator(contract.CHAT_INPUT_CSS)
 

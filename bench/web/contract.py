@@ -118,6 +118,16 @@ SCROLL_JS = """
 """
 
 
+# The chat's Stop button while a run goes (Streamlit's bottom bar holds the input; the
+# button's text starts with its icon's name).
+STOP_BUTTON_JS = """
+() => [...document.querySelectorAll('[data-testid="stBottom"] button')]
+  .some(b => /(^|\\s)Stop$/.test(b.innerText.trim()) && !b.disabled && b.checkVisibility())
+"""
+# The run has ended: no Stop button (the chat input may stay usable during a run).
+STOP_GONE_JS = f"() => !({STOP_BUTTON_JS.strip()})()"
+
+
 def result_marker(file_name: str) -> str:
     """Visible once an approved `write_file` of `file_name` has run (tools/files.py)."""
     return f"bytes to {file_name}"

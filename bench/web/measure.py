@@ -11,6 +11,11 @@ browser. Then, each timing repeated `reps` times (the median is reported):
   visible ("ready") and until the page has settled again;
 - first text: a request the model answers after FIRST_TOKEN_S, streaming; from the
   model's first token to the first streamed text in the page;
+- live: a second tab open on the thread, left alone, while the first sends a gated
+  request and approves it: from the click in the first tab until the second shows
+  the result ("cross_tab", issue 19's live update); then Stop pressed while a long
+  reply streams, until the page has ended the run (no Stop button) with the reply cut
+  short ("stop");
 - page: DOM elements and nodes and the JS heap (after a forced GC), after opening;
 - per interaction: bytes of WebSocket frames the page received, script runs (and
   reruns), the time the server spent in those runs, the browser's main-thread time
@@ -38,11 +43,11 @@ from typing import Any
 from bench.web import contract
 from bench.web.browser import VIEWPORT, Tab, Timeout, launch
 from bench.web.build import CACHE, BuiltThread, cached_thread, last_message_marker
-from bench.web.model import FIRST_TOKEN_S, STREAM_PREFIX, reply_marker
+from bench.web.model import FIRST_TOKEN_S, LONG_CHUNKS, LONG_PREFIX, STREAM_PREFIX, reply_marker
 from bench.web.probe import CpuClock, browser_time_delta
 from bench.web.server import Server, serve, sign_in
 
-MEASURES = ("open", "page", "approve", "stream", "idle")
+MEASURES = ("open", "page", "approve", "stream", "live", "idle")
 
 
 @dataclass
@@ -358,6 +363,87 @@ class SizeRun:
             if sample["settled_s"] > self.opts.rep_budget_s:
                 break
 
+    def live(self) -> None:
+        tab = self._current_tab()
+        other = Tab(self.context, self.opts.timeout_s)
+        try:
+            mark = other.wire.mark()
+            other.page.goto(self.url, wait_until="commit")
+            other.wait(contract.CHAT_INPUT_READY_JS, what="the second tab's chat input")
+            other.settle(mark, what="opening the thread in a second tab")
+            self.result["cross_tab"] = {"samples": self._cross_tab(tab, other)}
+        finally:
+            other.close()
+        self.result["stop"] = {"samples": self._stop(tab)}
+
+    def _cross_tab(self, tab: Tab, other: Tab) -> list[dict[str, Any]]:
+        samples: list[dict[str, Any]] = []
+        for rep in range(self.opts.reps):
+            name = f"bench-live-{rep}-{uuid.uuid4().hex[:8]}.md"
+            # The person works in the first tab (in front: a background tab's frames and
+            # timers are throttled, which would delay the click itself by a second or
+            # more), and the second shows what happened without being looked at.
+            tab.page.bring_to_front()
+            tab.chat_input().fill(f"write {name}: a note from the first tab")
+            marks = tab.wire.mark(), other.wire.mark()
+            sent = time.monotonic()
+            tab.act(lambda: tab.chat_input().press("Enter"), "sending a gated request")
+            tab.wait(contract.APPROVE_READY_JS, what="the approval card")
+            # The second tab follows the pause without a click, too.
+            paused = other.wait(contract.APPROVE_READY_JS, what="the card in the second tab")
+            tab.settle(marks[0], what="the card")
+            other.settle(marks[1], what="the card in the second tab")
+            marks = tab.wire.mark(), other.wire.mark()
+            result = contract.result_marker(name)
+            # When the result enters the second tab's document (a mutation observer: not
+            # slowed by the throttling of a tab in the background, as polling would be).
+            other.page.evaluate(contract.WATCH_TEXT_JS, result)
+            button = tab.approve_button()
+            button.wait_for(state="visible")
+            clicked = time.time()
+            tab.act(button.click, "approving in the first tab")
+            other.wait(contract.SEEN_JS, result, what="the result in the second tab")
+            seen = other.page.evaluate(contract.SEEN_JS, result)
+            other.settle(marks[1], what="the second tab after the decision")
+            tab.settle(marks[0], what="the first tab after the decision")
+            samples.append(
+                {
+                    "ready_s": round(seen["dom"] / 1000 - clicked, 3),
+                    "pause_in_other_tab_s": round(paused - sent, 3),
+                }
+            )
+            _log(
+                self.opts,
+                f"{self.thread.turns} turns · cross-tab #{rep + 1}: the result shows in the second "
+                f"tab {samples[-1]['ready_s']:.2f} s after the click in the first",
+            )
+        return samples
+
+    def _stop(self, tab: Tab) -> list[dict[str, Any]]:
+        samples: list[dict[str, Any]] = []
+        for rep in range(self.opts.reps):
+            nonce = uuid.uuid4().hex[:10]
+            tab.page.bring_to_front()
+            tab.chat_input().fill(f"{LONG_PREFIX}{nonce}")
+            tab.act(lambda: tab.chat_input().press("Enter"), "asking for a long reply")
+            tab.wait(contract.TEXT_VISIBLE_JS, reply_marker(nonce), what="the reply streaming")
+            tab.wait(contract.STOP_BUTTON_JS, what="the Stop button")
+            mark = tab.wire.mark()
+            t0 = time.monotonic()
+            tab.act(tab.stop_button().click, "pressing Stop")
+            ended = tab.wait(contract.STOP_GONE_JS, what="the run ended by Stop")
+            tab.settle(mark, what="the page after Stop")
+            last = f"token{LONG_CHUNKS - 1} "
+            if tab.page.evaluate(contract.TEXT_VISIBLE_JS, last.strip()):
+                raise Timeout("the long reply ran to its end: Stop did not stop it")
+            samples.append({"ready_s": round(ended - t0, 3)})
+            _log(
+                self.opts,
+                f"{self.thread.turns} turns · stop #{rep + 1}: the run ended "
+                f"{samples[-1]['ready_s']:.2f} s after the click",
+            )
+        return samples
+
     def idle(self) -> None:
         """`idle_tabs` tabs open on the thread, loaded and left alone: CPU over idle_seconds."""
         tabs: list[Tab] = []
@@ -456,7 +542,7 @@ def measure_size(
 
 def summarize(result: dict[str, Any]) -> None:
     """Medians of every timing measured (also when a size stopped part-way)."""
-    for name in ("open", "send", "approve"):
+    for name in ("open", "send", "approve", "cross_tab", "stop"):
         part = result.get(name)
         if part is not None:
             part["median_s"] = median([s.get("ready_s") for s in part["samples"]])

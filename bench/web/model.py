@@ -5,7 +5,8 @@ targets assume), plus one request for measuring streaming: `stream <nonce>` is
 answered after FIRST_TOKEN_S with `reply-<nonce> …`, streamed in small chunks
 CHUNK_S apart. The moment the first chunk leaves the model is appended, as a JSON
 line with the wall clock, to the file named by GATEHOUSE_BENCH_TOKEN_LOG: the
-harness compares it with the moment the browser shows `reply-<nonce>`.
+harness compares it with the moment the browser shows `reply-<nonce>`. `long
+<nonce>` streams the same way for LONG_CHUNKS chunks (~20 s): a reply to press Stop in.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from graph import DemoModel
 
 TOKEN_LOG_ENV = "GATEHOUSE_BENCH_TOKEN_LOG"
 STREAM_PREFIX = "stream "
+LONG_PREFIX = "long "
 FIRST_TOKEN_S = 0.5
 CHUNK_S = 0.05
 CHUNKS = 30
+LONG_CHUNKS = 400
 
 
 def reply_marker(nonce: str) -> str:
@@ -42,12 +45,14 @@ class BenchModel(DemoModel):
     ) -> Iterator[ChatGenerationChunk]:
         last = messages[-1] if messages else None
         text = str(last.content).strip() if isinstance(last, HumanMessage) else ""
-        if not text.startswith(STREAM_PREFIX):
+        prefix = next((p for p in (STREAM_PREFIX, LONG_PREFIX) if text.startswith(p)), None)
+        if prefix is None:
             yield from super()._stream(messages, stop, run_manager, **kwargs)
             return
-        nonce = text[len(STREAM_PREFIX) :].strip()
+        nonce = text[len(prefix) :].strip()
         time.sleep(FIRST_TOKEN_S)
-        pieces = [f"{reply_marker(nonce)} "] + [f"token{i} " for i in range(1, CHUNKS)]
+        count = CHUNKS if prefix == STREAM_PREFIX else LONG_CHUNKS
+        pieces = [f"{reply_marker(nonce)} "] + [f"token{i} " for i in range(1, count)]
         for i, piece in enumerate(pieces):
             if i == 0:
                 _log_first_token(nonce)

@@ -73,4 +73,6 @@ def emit(kind: type[_EventBase], **fields: Any) -> None:
     writer = stream_writer()
     if writer is _discard:
         return
-    writer(kind(thread_id=fields.pop("thread_id", None) or current_thread(), **fields))
+    # Unvalidated (`trusted`): the fields were typed where they were made, and a
+    # validator is a per-process cost of each kind's first event.
+    writer(kind.trusted(thread_id=fields.pop("thread_id", None) or current_thread(), **fields))

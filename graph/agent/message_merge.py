@@ -40,6 +40,12 @@ _indexes: OrderedDict[int, tuple[list[AnyMessage], int, dict[str, int]]] = Order
 _lock = threading.Lock()
 
 
+def message_index(state: list[AnyMessage]) -> dict[str, int]:
+    """id -> position of `state`'s messages, shared with the reducer (read only: the
+    same dict serves every copy of the list)."""
+    return _index_of(state)
+
+
 def _index_of(state: list[AnyMessage]) -> dict[str, int]:
     with _lock:
         hit = _indexes.get(id(state))

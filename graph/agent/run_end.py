@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from graph.agent.emit import emit
+from graph.agent.message_merge import message_index
 from graph.protocol import events as ev
 
 # How a run ended (the part of `graph.protocol.events.RunStatus` the graph writes).
@@ -53,13 +54,20 @@ def history_size(history: list[AnyMessage], added: list[Any]) -> int:
     reducer, without building that list (a turn's end on a long thread)."""
     if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
         return len(cast(list[Any], add_messages(cast(Any, history), added)))
-    ids = {m.id for m in history}
+    # The reducer's index of the history (built once per list, and the reducer applies
+    # this very update next): no set of every id on each turn's end.
+    index = message_index(history)
+    gone: set[str | None] = set()
+    new: set[str | None] = set()
     size = len(history)
     for m in added:
+        present = m.id in new or (m.id in index and m.id not in gone)
         if isinstance(m, RemoveMessage):
-            size -= m.id in ids
-            ids.discard(m.id)
-        elif m.id is None or m.id not in ids:
+            if present:
+                size -= 1
+                new.discard(m.id)
+                gone.add(m.id)
+        elif m.id is None or not present:
             size += 1
-            ids.add(m.id)
+            new.add(m.id)
     return size

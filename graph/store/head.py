@@ -25,8 +25,10 @@ message one msgpack item, concatenated, so a block is read with one call and an
 append is a concatenation. An item is `[kind, fields, extra, fields_set]` for a
 message of a standard LangChain class whose fields are plain data, restored into
 its class without validation, or `["~", type, bytes]`: LangGraph's serializer, as
-the checkpoint tables store it. Blocks against one row per message: ~25% faster
-reads (fewer rows to fetch, one decode call per block). `graph/store/plain.py`
+the checkpoint tables store it. `fields_set` is None when it names every field (nearly
+always): a list of ten names per message was a third of the time a read spent
+unpacking (rows written before still read). Blocks against one row per message: ~25%
+faster reads (fewer rows to fetch, one decode call per block). `graph/store/plain.py`
 reads them without LangGraph.
 """
 
@@ -122,9 +124,9 @@ def encode(message: Any, serde: Any) -> bytes:
         fields, extra = message.__dict__, message.__pydantic_extra__
         if _plain(fields) and (extra is None or _plain(extra)):
             try:
-                return ormsgpack.packb(
-                    [kind, fields, extra, sorted(message.__pydantic_fields_set__)]
-                )
+                given = message.__pydantic_fields_set__
+                names = None if given == fields.keys() else sorted(given)
+                return ormsgpack.packb([kind, fields, extra, names])
             except (TypeError, ormsgpack.MsgpackEncodeError):
                 pass  # e.g. an int too large for msgpack
     type_tag, data = serde.dumps_typed(message)
@@ -163,7 +165,11 @@ def decode(rows: Sequence[tuple[int, bytes]], count: int, serde: Any) -> list[An
                 message: Any = new(classes[kind])
                 _set(message, "__dict__", fields)
                 _set(message, "__pydantic_extra__", extra)
-                _set(message, "__pydantic_fields_set__", set(fields_set))
+                _set(
+                    message,
+                    "__pydantic_fields_set__",
+                    set(fields if fields_set is None else fields_set),
+                )
                 _set(message, "__pydantic_private__", None)
                 append(message)
         return out

@@ -11,8 +11,8 @@ message is the dict of its fields.
 
 Also the rows of the materialised head (graph/store/head.py): blocks of up to
 `BLOCK` messages, each message one msgpack item, concatenated: `[kind, fields, extra,
-fields_set]` for a message whose fields are plain data, `["~", type, bytes]` (what
-LangGraph's serializer made of it) for any other.
+fields_set]` (fields_set None: every field) for a message whose fields are plain data,
+`["~", type, bytes]` (what LangGraph's serializer made of it) for any other.
 """
 
 from __future__ import annotations
