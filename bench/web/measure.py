@@ -364,6 +364,7 @@ class SizeRun:
                 break
 
     def live(self) -> None:
+        """A decision made in one tab, shown in another left alone; then Stop."""
         tab = self._current_tab()
         other = Tab(self.context, self.opts.timeout_s)
         try:
