@@ -125,16 +125,17 @@ def _is_definition(value: Any, name: str) -> bool:
 
 
 def disk_key(tool: BaseTool) -> str | None:
-    """The cache key of a tool's definition: a hash of all it is made from. None when
-    the schema is not made of plain types (its text would not say all it is)."""
+    """The cache key of a tool's definition: a hash of all it is made from (for a
+    schema made on first use: the text of where it will be made from). None when the
+    schema is not made of plain types (its text would not say all it is)."""
     import langchain_core
     import pydantic
 
-    versions = [VERSION, langchain_core.__version__, pydantic.VERSION, tool.name, tool.description]
+    common = [VERSION, langchain_core.__version__, pydantic.VERSION, tool.name, tool.description]
     if (lazy := schema_on_first_use(tool)) is not None:
         if lazy.source is None:
             return None
-        return _hash([*versions, "source", lazy.source])
+        return _hash([*common, "source", lazy.source])
     schema = tool.args_schema
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         return None
@@ -143,7 +144,7 @@ def disk_key(tool: BaseTool) -> str | None:
         return None
     return _hash(
         [
-            *versions,
+            *common,
             schema.__name__,
             schema.__doc__,
             [(name, repr(field)) for name, field in fields.items()],
