@@ -101,7 +101,9 @@ def bound_tool(
         name=fn.__name__,
         description=(inspect.getdoc(fn) or fn.__name__).strip(),
         schema=SchemaOnFirstUse(
-            functools.partial(_bound_schema, fn), ("bound", fn), schema_source(fn, bound=True)
+            functools.partial(_bound_schema, fn),
+            ("bound", fn),
+            functools.partial(schema_source, fn, bound=True),
         ),
     )
     bound_preview = functools.partial(preview, context) if preview is not None else None
@@ -139,29 +141,29 @@ def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTo
     """`langchain_core.tools.tool(f)` (named `name` if given), its argument schema
     inferred once per process for the same signature, on first use."""
     name = name or f.__name__
+    key = _signature_key(f, name)
     if inspect.iscoroutinefunction(f):
-        return tool(name, args_schema=_inferred_schema(f, name))(f)
+        return tool(name, args_schema=_inferred_schema(f, name, key))(f)
     if not f.__doc__:
         # What `tool(f)` says of a function without a docstring, at once as it does.
         raise ValueError("Function must have a docstring if description not provided.")
     # What `tool(name, args_schema=schema)(f)` builds for a plain function, as a
     # CachedTool (tools/cached_tool.py) whose schema is made when first read.
-    key = _signature_key(f, name)
     return CachedTool.with_schema_on_first_use(
         f,
         name=name,
         description=textwrap.dedent(f.__doc__).strip(),
         schema=SchemaOnFirstUse(
-            functools.partial(_inferred_schema, f, name),
+            functools.partial(_inferred_schema, f, name, key),
             key if key is not None else ("function", f),
-            schema_source(f),
+            functools.partial(schema_source, f),
         ),
     )
 
 
-def _inferred_schema(f: Callable[..., Any], name: str) -> Any:
-    """The schema LangChain infers for `f`, made once per process per signature."""
-    key = _signature_key(f, name)
+def _inferred_schema(f: Callable[..., Any], name: str, key: Hashable | None) -> Any:
+    """The schema LangChain infers for `f`, made once per process per signature (`key`:
+    `_signature_key(f, name)`)."""
     with _schemas_lock:
         schema = _schemas.get(key) if key is not None else None
     if schema is not None:

@@ -51,12 +51,13 @@ _ON_FIRST_USE = "_gatehouse_schema_on_first_use"
 class SchemaOnFirstUse:
     """How to make a tool's argument schema, and what it is made from: `key` (hashable,
     the same for every tool whose schema is the same, within a process) and `source`
-    (text that changes whenever the schema could, across processes; None when no such
-    text is known, e.g. a function defined outside a file)."""
+    (gives text that changes whenever the schema could, across processes; None when no
+    such text is known, e.g. a function defined outside a file). `source` is called only
+    when a process first looks for the tool's definition on disk, not at every open."""
 
     make: Callable[[], Any]
     key: Hashable
-    source: str | None
+    source: Callable[[], str | None]
 
 
 def schema_on_first_use(tool: Any) -> SchemaOnFirstUse | None:

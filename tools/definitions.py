@@ -133,9 +133,8 @@ def disk_key(tool: BaseTool) -> str | None:
 
     common = [VERSION, langchain_core.__version__, pydantic.VERSION, tool.name, tool.description]
     if (lazy := schema_on_first_use(tool)) is not None:
-        if lazy.source is None:
-            return None
-        return _hash([*common, "source", lazy.source])
+        source = lazy.source()
+        return None if source is None else _hash([*common, "source", source])
     schema = tool.args_schema
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         return None
