@@ -47,3 +47,60 @@ def test_a_raw_late_answer_is_still_refused_and_changes_nothing(tmp_path: Path) 
         session.agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
     after = session.agent.get_state(CFG)
     assert after.config == before.config and ledger.count("send_email") == 1
+
+
+def _latest_reads(monkeypatch: pytest.MonkeyPatch) -> list[RunnableConfig]:
+    """Every read of a thread's latest checkpoint from the database (the stock saver's
+    `get_tuple` without a checkpoint id), as they happen."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    reads: list[RunnableConfig] = []
+    stock = SqliteSaver.get_tuple
+
+    def counted(self: SqliteSaver, config: RunnableConfig) -> object:
+        if not (config.get("configurable") or {}).get("checkpoint_id"):
+            reads.append(config)
+        return stock(self, config)
+
+    monkeypatch.setattr(SqliteSaver, "get_tuple", counted)
+    return reads
+
+
+def test_an_answer_reads_the_paused_checkpoint_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer's check reads the checkpoint; LangGraph's own first read of it, when
+    the run starts, is given that read (one database read less per answer). Through
+    the raw compiled graph, as any LangGraph client answers."""
+    turn = ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"))
+    session, ledger, _ = make_session(tmp_path, [turn, "sent"])
+    session.send("t1", "go").collect()
+    reads = _latest_reads(monkeypatch)
+
+    session.agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+
+    assert ledger.count("send_email") == 1
+    assert not session.agent.get_state(CFG).interrupts
+    # The check's read, then (after the run) get_state's: LangGraph's start read none.
+    assert len(reads) == 2, reads
+
+
+def test_a_handed_read_serves_only_the_same_checkpoint_once(tmp_path: Path) -> None:
+    turn = ai("", tool_call("send_email", {"to": "a@x", "body": "1"}, "c1"))
+    session, _, _ = make_session(tmp_path, [turn, "sent"])
+    session.send("t1", "go").collect()
+    saver = session.agent.checkpointer
+    saved = saver.get_tuple(CFG)
+    assert saved is not None
+    other: RunnableConfig = {"configurable": {"thread_id": "t2"}}
+    older = saved.parent_config  # the same thread, an older checkpoint
+    assert older is not None
+
+    with saver.handing_over(CFG, None):  # a marker no database read returns for t1
+        assert saver.get_tuple(other) is None  # another thread: read from the database
+        assert saver.get_tuple(older).config != saved.config  # another checkpoint: read
+        assert saver.get_tuple(CFG) is None  # the handed read, once
+        assert saver.get_tuple(CFG).config == saved.config  # then the database again
+    with saver.handing_over(CFG, None):
+        pass
+    assert saver.get_tuple(CFG).config == saved.config  # nothing left over after the block

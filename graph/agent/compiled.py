@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -36,6 +37,8 @@ from graph.agent.hooks import HookSet
 from graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
 from graph.agent.resolve import CLEAR, is_clear, is_goto_end, pending_review_calls, resolution
 from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
+
+_DONE = object()  # a stream that ended before its first chunk
 
 # The attribute that holds the parts (kept out of LangGraph's constructor arguments).
 _PARTS = "deps"
@@ -105,9 +108,19 @@ class GatehouseGraph(CompiledStateGraph):
             and config is not None
             and (thread_id := _thread(config))
             and self.checkpointer
-            and not self._waits(config)
         ):
-            self._refuse_late(thread_id, self.get_state(config))
+            waits, handing_over = self._read_waiting(config)
+            if not waits:
+                self._refuse_late(thread_id, self.get_state(config))
+            elif handing_over is not None:
+                # The checkpoint just read is the one LangGraph reads first: handed over.
+                stream = super().stream(input, config, **kwargs)
+                with handing_over:
+                    first = next(stream, _DONE)
+                if first is not _DONE:
+                    yield first
+                    yield from stream
+                return
         yield from super().stream(input, config, **kwargs)
 
     async def astream(
@@ -144,12 +157,22 @@ class GatehouseGraph(CompiledStateGraph):
     # answer to a thread that does not wait builds the state, to say who decided
     # (`_refuse_late`).
     def _waits(self, config: RunnableConfig) -> bool:
+        return self._read_waiting(config)[0]
+
+    def _read_waiting(
+        self, config: RunnableConfig
+    ) -> tuple[bool, AbstractContextManager[None] | None]:
+        """(whether the thread waits for an answer, a block inside which the saver
+        hands the checkpoint it just read to the run's own first read, when it can:
+        Gatehouse's savers, graph/store/delta_reads.py `handing_over`)."""
         read = self._state_read(config)
         if read is None:
-            return False
+            return False, None
         saver, read_config, live = read
         saved = saver.get_tuple(read_config)
-        return saved is not None and has_interrupts(saved.pending_writes or [], live=live)
+        waits = saved is not None and has_interrupts(saved.pending_writes or [], live=live)
+        hand_over = getattr(saver, "handing_over", None)
+        return waits, hand_over(read_config, saved) if hand_over is not None else None
 
     async def _awaits(self, config: RunnableConfig) -> bool:
         read = self._state_read(config)

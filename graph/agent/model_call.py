@@ -317,14 +317,16 @@ class _Reply:
         if part != self._part:
             self.start_part(part, message_id or self.message_id)
         self.write(
-            kind(thread_id=self.thread_id, text=text, message_id=message_id or self.message_id)
+            kind.trusted(
+                thread_id=self.thread_id, text=text, message_id=message_id or self.message_id
+            )
         )
 
     def start_part(self, kind: ev.PartKind, message_id: str | None, **call: Any) -> None:
         """A `part_started` event: deltas of another kind than the last, or a tool call."""
         self._part = kind
         self.write(
-            ev.PartStarted(
+            ev.PartStarted.trusted(
                 thread_id=self.thread_id,
                 message_id=message_id,
                 index=self._parts,

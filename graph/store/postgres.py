@@ -60,31 +60,38 @@ LAST_TABLES = (
 )
 
 
-# How many of the journal and the decision log have `call_key` in their primary key.
+# How many of the journal and the decision log have `call_key` in their primary key
+# (`to_regclass`: no error when a table is missing; the count is then short).
 BOUND_KEYS = (
     "SELECT count(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
     f"WHERE i.indisprimary AND a.attname = '{KEY_COLUMN}' "
-    "AND i.indrelid IN ('gatehouse_journal'::regclass, 'gatehouse_decisions'::regclass)"
+    "AND i.indrelid IN (to_regclass('gatehouse_journal'), to_regclass('gatehouse_decisions'))"
 )
 
 
 def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver) -> bool:
-    with conn.cursor(row_factory=tuple_row) as cur:
-        row = cur.execute(
-            "SELECT "
-            + ", ".join(
-                f"to_regclass('{t}') IS NOT NULL" for t in ("checkpoint_migrations", *LAST_TABLES)
+    """Whether the schema is complete and current. Two statements in one round trip:
+    the tables and keys, and the saver's migration version (which fails when its
+    table is missing: then the schema is not set up)."""
+    tables = ", ".join(
+        f"to_regclass('{t}') IS NOT NULL" for t in ("checkpoint_migrations", *LAST_TABLES)
+    )
+    try:
+        with conn.pipeline():
+            # Both sent before either result is read (a cursor each).
+            first = conn.cursor(row_factory=tuple_row).execute(f"SELECT {tables}, ({BOUND_KEYS})")
+            second = conn.cursor(row_factory=tuple_row).execute(
+                "SELECT max(v) FROM checkpoint_migrations"
             )
-        ).fetchone()
-        if not row or not all(row):
-            return False
-        version = cur.execute("SELECT max(v) FROM checkpoint_migrations").fetchone()
-        bound = cur.execute(BOUND_KEYS).fetchone()
+            found, version = first.fetchone(), second.fetchone()
+    except psycopg.errors.UndefinedTable:
+        return False
     return (
-        version is not None
+        found is not None
+        and all(found[:-1])
+        and found[-1] == 2
+        and version is not None
         and version[0] == len(saver.MIGRATIONS) - 1
-        and bound is not None
-        and bound[0] == 2
     )
 
 
