@@ -436,3 +436,30 @@ def test_head_rows_keep_which_fields_a_message_was_given() -> None:
         {"content", "id"},
     ]
     assert back[:2] == [every, given] and back[2].content == "a"
+
+
+def test_blobs_compress_with_a_window_their_size_and_read_back_either_way() -> None:
+    """A blob is compressed with a window no larger than it needs (cheap to set up for
+    the small blobs of a turn); it reads back through the codec and through plain
+    `zlib.decompress` (an older Gatehouse), and a blob compressed the old way (zlib's
+    default window) still reads."""
+    import os
+    import zlib
+
+    from graph.store.saver import COMPRESS_MIN_BYTES, ZlibCodec, compress
+
+    codec = ZlibCodec()
+    for size in (0, 1, COMPRESS_MIN_BYTES - 1, COMPRESS_MIN_BYTES, 511, 512, 4096, 70_000):
+        data = (os.urandom(size // 8).hex().encode() + b"turn " * size)[:size]
+        name, stored = codec.encrypt(data)
+        assert codec.decrypt(name, stored) == data, size
+        if name == "zlib":
+            assert zlib.decompress(stored) == data
+            assert len(stored) <= len(zlib.compress(data, 1)) + 8, size  # no worse to speak of
+        assert zlib.decompress(compress(data)) == data
+        if size >= COMPRESS_MIN_BYTES:
+            assert codec.decrypt("zlib", zlib.compress(data)) == data  # written before
+    assert zlib.decompress(compress(b"x" * 1000))[:1] == b"x"
+    # The window the header names: 2**(8 + CINFO) bytes, at least 512 and at most 32 KB.
+    assert compress(b"x" * 300)[0] >> 4 == 9 - 8
+    assert compress(b"x" * 100_000)[0] >> 4 == 15 - 8

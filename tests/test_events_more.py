@@ -481,3 +481,50 @@ def test_history_size_counts_what_the_reducer_keeps() -> None:
                 else AIMessage("x", id=mid)
             )
         assert history_size(history, added) == len(merge_messages(history, [added])), added
+
+
+def test_trusted_events_are_the_validated_events_of_every_kind() -> None:
+    """`trusted` builds what validation builds: equal, the same JSON and repr (fields in
+    the same order), defaults filled (each event its own `ts`), for every event kind."""
+    from typing import Literal, get_args, get_origin
+
+    from pydantic_core import PydanticUndefined
+
+    samples: dict[str, Any] = {
+        "thread_id": "t",
+        "run_id": "r",
+        "call_id": "c1",
+        "name": "read_file",
+        "args": {"p": 1},
+        "text": "hi",
+        "message": "m",
+        "interrupt_id": "i1",
+        "attempt": 1,
+        "max_retries": 3,
+        "delay_s": 0.5,
+        "reason": "busy",
+        "index": 0,
+        "message_id": "m1",
+        "history_size": 4,
+        "tokens_before": 900,
+        "tokens_after": 300,
+        "request": {"action_requests": [], "review_configs": []},
+    }
+    tried = 0
+    for kind in ev.EVENT_TYPES:
+        fields = kind.model_fields
+        given = {
+            n: get_args(f.annotation)[0] if get_origin(f.annotation) is Literal else samples[n]
+            for n, f in fields.items()
+            if f.is_required() and (n in samples or get_origin(f.annotation) is Literal)
+        }
+        if any(f.is_required() and n not in given for n, f in fields.items()):
+            raise AssertionError(f"no sample value for {kind.__name__}: add one above")
+        made = kind.trusted(**given)
+        checked = kind(**given, ts=made.ts)
+        assert made == checked, kind
+        assert made.to_json() == checked.to_json() and repr(made) == repr(checked), kind
+        assert made.ts != PydanticUndefined and made.model_fields_set == set(given)
+        assert get_args(fields["type"].annotation) == (made.type,)
+        tried += 1
+    assert tried == len(ev.EVENT_TYPES)

@@ -91,13 +91,25 @@ COMPRESS_MIN_BYTES = 160
 COMPRESS_LEVEL = 1
 
 
+def compress(data: bytes) -> bytes:
+    """zlib at COMPRESS_LEVEL, with a window no larger than `data` needs. zlib's default
+    state (a 32 KB window, memLevel 8: ~260 KB) is allocated afresh on every call, and
+    for the blobs of a turn (a few hundred bytes to a few KB, ~13 a turn) that costs
+    ten times the compressing itself (~100 vs ~10 µs a blob here). Any zlib
+    decompressor reads a stream made with a smaller window (the header names it), so
+    blobs written before and after read alike."""
+    wbits = min(15, max(9, len(data).bit_length()))
+    packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, wbits, wbits - 7)
+    return packer.compress(data) + packer.flush()
+
+
 class ZlibCodec:
     """A `CipherProtocol` that compresses: `EncryptedSerializer` then tags each blob
     with the codec used and keeps LangGraph's msgpack allowlist working."""
 
     def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
         if len(plaintext) >= COMPRESS_MIN_BYTES:
-            packed = zlib.compress(plaintext, COMPRESS_LEVEL)
+            packed = compress(plaintext)
             if len(packed) < len(plaintext):
                 return "zlib", packed
         return "raw", plaintext
