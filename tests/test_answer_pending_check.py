@@ -5,6 +5,7 @@ pending writes instead of building the state: it must say what
 
 from __future__ import annotations
 
+import contextvars
 from pathlib import Path
 
 import pytest
@@ -102,5 +103,7 @@ def test_a_handed_read_serves_only_the_same_checkpoint_once(tmp_path: Path) -> N
         assert saver.get_tuple(CFG) is None  # the handed read, once
         assert saver.get_tuple(CFG).config == saved.config  # then the database again
     with saver.handing_over(CFG, None):
-        pass
+        # Served in a copy of the context (LangGraph runs tasks in copies): not again here.
+        assert contextvars.copy_context().run(saver.get_tuple, CFG) is None
+        assert saver.get_tuple(CFG).config == saved.config
     assert saver.get_tuple(CFG).config == saved.config  # nothing left over after the block

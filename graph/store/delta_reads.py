@@ -56,9 +56,11 @@ VALUES_PER_THREAD = 4
 ABSENT = object()
 
 # A checkpoint just read, for the next `get_tuple` of the same one (`handing_over`):
-# ((thread id, namespace, checkpoint id or None for the latest), what was read).
+# ((thread id, namespace, checkpoint id or None for the latest), [what was read]). The
+# list is emptied by the read it serves: a context copied from this one (LangGraph's
+# tasks run in copies) shares it, so it serves once in all of them.
 ReadKey = tuple[str, str, str | None]
-_handed: ContextVar[tuple[ReadKey, CheckpointTuple | None] | None] = ContextVar(
+_handed: ContextVar[tuple[ReadKey, list[CheckpointTuple | None]] | None] = ContextVar(
     "gatehouse_handed_read", default=None
 )
 
@@ -174,7 +176,7 @@ class DeltaReads:
         LangGraph reads the same checkpoint again to start: one read less per answer
         (~2 ms on Postgres, a statement with its pending writes). Only the first read
         is handed over, and only in this context: nothing is written in between."""
-        token = _handed.set((_read_key(config), saved))
+        token = _handed.set((_read_key(config), [saved]))
         try:
             yield
         finally:
@@ -182,9 +184,9 @@ class DeltaReads:
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         handed = _handed.get()
-        if handed is not None and handed[0] == _read_key(config):
-            _handed.set(None)
-            return handed[1]
+        if handed is not None and handed[1] and handed[0] == _read_key(config):
+            with suppress(IndexError):  # another thread took it first: read it anew
+                return handed[1].pop()
         return super().get_tuple(config)  # type: ignore[misc]  # a mixin: the stock saver's get_tuple follows in the MRO
 
     def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
