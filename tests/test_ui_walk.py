@@ -26,6 +26,7 @@ from tests.support.browser import (
     screenshot,
     script_idle,
     streamlit_server,
+    tick,
 )
 from tests.support.browser_journal import clicks_and_frames
 
@@ -358,7 +359,7 @@ def test_fork_switch_branches_and_copy(tab: Any, server: Server) -> None:
     # Fork the first message: a second version, `< 2/2 >` on it, the title follows.
     main(page).get_by_role("button", name="Edit and fork").first.click()
     main(page).get_by_role("textbox", name="Message", exact=True).fill("list all files")
-    main(page).get_by_text("Replace this message and continue from it").click()
+    tick(main(page), "Replace this message and continue from it", timeout_ms=READY_MS)
     main(page).get_by_role("button", name="Fork from here").click()
     branch = main(page).locator(".gh-branch")
     expect(branch).to_have_text("2/2")

@@ -198,6 +198,30 @@ def choose(scope: Any, option: str, *, timeout_ms: float, tries: int = 3) -> Non
     expect(radio).to_be_checked(timeout=timeout_ms)
 
 
+def tick(scope: Any, label: str, *, timeout_ms: float, tries: int = 3) -> None:
+    """Tick the checkbox labelled `label` in `scope` with a click on its label, and see
+    it ticked; clicked again (with a warning) when a click is visibly lost."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    box = scope.get_by_role("checkbox", name=label)
+    for attempt in range(tries):
+        if not box.is_checked():
+            scope.get_by_text(label).click(timeout=timeout_ms)
+        try:
+            expect(box).to_be_checked(timeout=LOST_CLICK_WAIT_MS)
+        except (AssertionError, PlaywrightTimeout):
+            continue
+        if attempt:
+            warnings.warn(
+                f"the first {attempt} click(s) on {label!r} were lost\n"
+                + clicks_and_frames(scope.page),
+                stacklevel=2,
+            )
+        return
+    expect(box).to_be_checked(timeout=timeout_ms)
+
+
 def press_card_button(scope: Any, name: Any, *, timeout_ms: float, tries: int = 3) -> None:
     """Press an approval card's button (Approve, Submit decision) and see the card take
     it: that request's button gone. Pressed again only while that button is still there
