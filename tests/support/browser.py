@@ -177,49 +177,43 @@ LOST_CLICK_WAIT_MS = 10_000
 
 def choose(scope: Any, option: str, *, timeout_ms: float, tries: int = 3) -> None:
     """Pick `option` of the first radio group in `scope` with a click on its label."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import expect
-
     group = scope.get_by_test_id("stRadio").first
     radio = group.get_by_role("radio", name=option, exact=True)
-    for attempt in range(tries):
-        group.get_by_text(option, exact=True).click(timeout=timeout_ms)
-        try:
-            expect(radio).to_be_checked(timeout=LOST_CLICK_WAIT_MS)
-        except (AssertionError, PlaywrightTimeout):
-            continue
-        if attempt:
-            warnings.warn(
-                f"the first {attempt} click(s) on {option!r} were lost\n"
-                + clicks_and_frames(scope.page),
-                stacklevel=2,
-            )
-        return
-    expect(radio).to_be_checked(timeout=timeout_ms)
+    _click_until_checked(
+        group.get_by_text(option, exact=True), radio, scope.page, timeout_ms=timeout_ms, tries=tries
+    )
 
 
 def tick(scope: Any, label: str, *, timeout_ms: float, tries: int = 3) -> None:
-    """Tick the checkbox labelled `label` in `scope` with a click on its label, and see
-    it ticked; clicked again (with a warning) when a click is visibly lost."""
+    """Tick the checkbox labelled `label` in `scope` with a click on its label."""
+    box = scope.get_by_role("checkbox", name=label)
+    _click_until_checked(
+        scope.get_by_text(label), box, scope.page, timeout_ms=timeout_ms, tries=tries
+    )
+
+
+def _click_until_checked(
+    target: Any, checked: Any, page: Any, *, timeout_ms: float, tries: int
+) -> None:
+    """Click `target` until `checked` (a radio or a checkbox) is checked: clicked again,
+    with a warning, when a click is visibly lost."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
 
-    box = scope.get_by_role("checkbox", name=label)
     for attempt in range(tries):
-        if not box.is_checked():
-            scope.get_by_text(label).click(timeout=timeout_ms)
+        if not checked.is_checked(timeout=timeout_ms):
+            target.click(timeout=timeout_ms)
         try:
-            expect(box).to_be_checked(timeout=LOST_CLICK_WAIT_MS)
+            expect(checked).to_be_checked(timeout=LOST_CLICK_WAIT_MS)
         except (AssertionError, PlaywrightTimeout):
             continue
         if attempt:
             warnings.warn(
-                f"the first {attempt} click(s) on {label!r} were lost\n"
-                + clicks_and_frames(scope.page),
-                stacklevel=2,
+                f"the first {attempt} click(s) on {target} were lost\n" + clicks_and_frames(page),
+                stacklevel=3,
             )
         return
-    expect(box).to_be_checked(timeout=timeout_ms)
+    expect(checked).to_be_checked(timeout=timeout_ms)
 
 
 def press_card_button(scope: Any, name: Any, *, timeout_ms: float, tries: int = 3) -> None:
