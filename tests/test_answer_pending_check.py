@@ -1,4 +1,4 @@
-"""The answer's pending check (graph/agent/compiled.py `_waits`) reads the checkpoint's
+"""The answer's pending check (graph/agent/compiled.py `_read_waiting`) reads the checkpoint's
 pending writes instead of building the state: it must say what
 `get_state(...).interrupts` says, at the head (live) and at every older checkpoint
 (a config with a checkpoint id), or a late answer would slip through as a no-op run."""
@@ -26,15 +26,15 @@ def test_the_pending_check_agrees_with_get_state_at_every_checkpoint(tmp_path: P
     agent = session.agent
     assert isinstance(agent, GatehouseGraph)
 
-    assert agent.get_state(CFG).interrupts and agent._waits(CFG)  # paused at the head
+    assert agent.get_state(CFG).interrupts and agent._read_waiting(CFG)[0]  # paused at the head
     session.resume("t1", {"decisions": [{"type": "approve"}]}).collect()
-    assert not agent.get_state(CFG).interrupts and not agent._waits(CFG)  # decided
+    assert not agent.get_state(CFG).interrupts and not agent._read_waiting(CFG)[0]  # decided
 
     history = list(agent.get_state_history(CFG))
     assert any(s.interrupts for s in history), "the thread paused once"
     for snapshot in history:
         # An older checkpoint's snapshot lists the interrupts raised there, answered or not.
-        assert agent._waits(snapshot.config) == bool(snapshot.interrupts), snapshot.config
+        assert agent._read_waiting(snapshot.config)[0] == bool(snapshot.interrupts), snapshot.config
 
 
 def test_a_raw_late_answer_is_still_refused_and_changes_nothing(tmp_path: Path) -> None:

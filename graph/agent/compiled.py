@@ -156,9 +156,6 @@ class GatehouseGraph(CompiledStateGraph):
     # then does once itself, the step's tasks prepared, the values read). Only an
     # answer to a thread that does not wait builds the state, to say who decided
     # (`_refuse_late`).
-    def _waits(self, config: RunnableConfig) -> bool:
-        return self._read_waiting(config)[0]
-
     def _read_waiting(
         self, config: RunnableConfig
     ) -> tuple[bool, AbstractContextManager[None] | None]:

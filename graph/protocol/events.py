@@ -82,9 +82,11 @@ def _shape(cls: type[_EventBase]) -> _Shape:
         fields = cls.__pydantic_fields__
         template: dict[str, Any] = {}
         made: list[tuple[str, Callable[[], Any]]] = []
+        required: set[str] = set()
         for name, info in fields.items():
             template[name] = None
             if info.is_required():
+                required.add(name)
                 continue
             if info.default_factory_takes_validated_data:
                 raise TypeError(f"{cls.__name__}.{name}: a default made from the data")
@@ -94,8 +96,7 @@ def _shape(cls: type[_EventBase]) -> _Shape:
                 template[name] = info.default
             else:  # a mutable default: each event its own copy
                 made.append((name, partial(copy, info.default)))
-        required = frozenset(n for n, info in fields.items() if info.is_required())
-        known = _shapes[cls] = (frozenset(fields), required, template, tuple(made))
+        known = _shapes[cls] = (frozenset(fields), frozenset(required), template, tuple(made))
     return known
 
 

@@ -175,7 +175,9 @@ class DeltaReads:
         pause reads its checkpoint to check that it waits (graph/agent/compiled.py), and
         LangGraph reads the same checkpoint again to start: one read less per answer
         (~2 ms on Postgres, a statement with its pending writes). Only the first read
-        is handed over, and only in this context: nothing is written in between."""
+        is handed over, once, in this context and the copies LangGraph makes of it,
+        and only until the block ends (the run's first chunk): nothing is written
+        before that read."""
         token = _handed.set((_read_key(config), [saved]))
         try:
             yield
