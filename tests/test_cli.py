@@ -486,7 +486,7 @@ def pending_of(*names: str) -> object:
         ],
     }
     return Approval(
-        thread_id="t1", interrupt_id="i1", request=ApprovalRequest.model_validate(request)
+        thread_id="t1", interrupt_id="i1", request=ApprovalRequest.from_wire(request)
     )
 
 

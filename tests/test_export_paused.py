@@ -200,6 +200,17 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
         ),
         (lambda d: d.update(journal=[{"tool_call_id": "k9"}]), "journal entry 0 is malformed"),
         (lambda d: d.update(pending="yes"), '"pending" must be'),
+        # A request that is not the shape of one: refused, saying where.
+        (
+            lambda d: d["pending"]["request"]["action_requests"][0].update(args="rm -rf /"),
+            r"malformed pending request: request\.action_requests\[0\]\.args: expected an object",
+        ),
+        (
+            lambda d: d["pending"]["request"]["review_configs"][0].update(
+                allowed_decisions=["approve", "sudo"]
+            ),
+            r"review_configs\[0\]\.allowed_decisions: expected a list of approve, edit",
+        ),
     ],
 )
 def test_a_tampered_paused_export_is_refused_and_writes_nothing(

@@ -36,7 +36,8 @@ def _snapshot(session):
 def test_the_request_names_the_approvers(tmp_path: Path) -> None:
     session, _ = _paused(tmp_path)
     pause = session.pending("t1")
-    assert pause.request.review_configs[0].model_extra["approvers"] == ["ana@example.com", "Bo"]
+    assert pause.request.review_configs[0].approvers == ["ana@example.com", "Bo"]
+    assert pause.request.wire()["review_configs"][0]["approvers"] == ["ana@example.com", "Bo"]
 
 
 def test_someone_else_is_refused_through_the_session_and_the_thread_stays_paused(

@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 from langchain_core.tools import BaseTool
 
-from graph.protocol.answers import DecisionType
 from graph.protocol.decisions import ALL_TOOLS
+from graph.protocol.pauses import DecisionType
 from graph.protocol.tools import spec_of
 
 Mode = Literal["allow", "ask", "deny"]

@@ -168,14 +168,11 @@ def build_request(
                 preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,
             )
         )
-        # `approvers` is Gatehouse's extra field (the model admits extras).
         configs.append(
-            ReviewConfig.model_validate(
-                {
-                    "action_name": call["name"],
-                    "allowed_decisions": list(verdict.allowed_decisions),
-                    "approvers": list(verdict.approvers) or None,
-                }
+            ReviewConfig(
+                action_name=call["name"],
+                allowed_decisions=list(verdict.allowed_decisions),
+                approvers=list(verdict.approvers) or None,
             )
         )
     return ApprovalRequest(action_requests=actions, review_configs=configs).wire()

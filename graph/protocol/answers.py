@@ -14,6 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# What a request may allow: defined with the pauses (which load no pydantic).
+from graph.protocol.pauses import OutcomeChoice
+
 
 class EditedAction(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -62,7 +65,6 @@ class Respond(_Decision):
 
 
 Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="type")]
-DecisionType = Literal["approve", "edit", "reject", "respond"]
 
 
 # The message of a reject that `reject_missing: true` fills in.
@@ -77,10 +79,6 @@ class ReviewAnswer(BaseModel):
 
     decisions: list[Decision]
     reject_missing: bool | str = False
-
-
-OutcomeChoice = Literal["run_again", "mark_failed", "respond"]
-OUTCOME_CHOICES: tuple[OutcomeChoice, ...] = ("run_again", "mark_failed", "respond")
 
 
 class OutcomeAnswer(BaseModel):

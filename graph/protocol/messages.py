@@ -1,32 +1,36 @@
 """A message of a transcript as plain data (`MessageView`, with its `ToolCallView`s):
 what exports, `--json` and the front ends show; front ends never see LangChain message
 classes. Built by `graph.protocol.threads.view_of_fields`; importable from there too.
-Apart from graph/protocol/threads.py because these are pydantic models, which
-listing threads does not need.
+
+Plain frozen dataclasses: `gatehouse show` builds one per message in a fresh process,
+without pydantic. A view from outside (an import) is checked where it comes in
+(graph/service/transcript.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
 
-
-class ToolCallView(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ToolCallView:
     id: str
     name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "args": self.args}
 
 
-class MessageView(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class MessageView:
     """One message of a transcript, as exports, `--json` and the front ends show it."""
-
-    model_config = ConfigDict(frozen=True)
 
     role: Literal["user", "assistant", "tool", "system"] | str
     content: str
     id: str | None = None
-    tool_calls: list[ToolCallView] = Field(default_factory=list)
+    tool_calls: list[ToolCallView] = field(default_factory=list)
     # Tool results: which call they answer, and how it ended (ok / error / rejected /
     # denied / responded) and how long it took.
     tool_call_id: str | None = None
@@ -73,8 +77,14 @@ class MessageView(BaseModel):
         return self.tool_status or ("error" if self.status == "error" else "ok")
 
     def to_dict(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude_defaults=True)
-        data.setdefault("role", self.role)
-        data.setdefault("content", self.content)
+        """The fields that differ from their defaults, and always role, content and id."""
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "tool_calls":
+                if value:
+                    data["tool_calls"] = [c.to_dict() for c in value]
+            elif f.name in ("role", "content") or value != f.default:
+                data[f.name] = value
         data.setdefault("id", self.id)
         return data

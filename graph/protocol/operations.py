@@ -23,11 +23,11 @@ from graph.protocol.answers import (
     Edit,
     EditedAction,
     OutcomeAnswer,
-    OutcomeChoice,
     Reject,
     Respond,
     ReviewAnswer,
 )
+from graph.protocol.pauses import OutcomeChoice
 
 __all__ = [
     "Decide",

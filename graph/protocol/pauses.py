@@ -5,21 +5,76 @@ The interrupt value on the wire is the request (`ApprovalRequest` is LangChain's
 `HITLRequest` plus Gatehouse extras, so Agent Chat UI and Agent Inbox read it); a
 pause adds where it is (thread, interrupt id). Front ends tell the kinds apart by
 type, never by dict keys.
+
+Plain frozen dataclasses, not pydantic models: `gatehouse pending` and `show` build
+pauses in a fresh process, and importing pydantic and building its validators was
+half of their time. `from_wire` checks a stored or imported value's shape by hand
+(`MalformedPause`, a ValueError, says where it is wrong); keys a request carries
+beyond LangChain's and Gatehouse's travel in `extra` and back out in `wire()`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+DECISION_TYPES: tuple[DecisionType, ...] = get_args(DecisionType)
+OutcomeChoice = Literal["run_again", "mark_failed", "respond"]
+OUTCOME_CHOICES: tuple[OutcomeChoice, ...] = get_args(OutcomeChoice)
 
-from graph.protocol.answers import OUTCOME_CHOICES, DecisionType, OutcomeChoice
+
+class MalformedPause(ValueError):
+    """A stored or imported request that is not the shape of a pause."""
 
 
-class ActionRequest(BaseModel):
+# -- checking a wire value's shape -----------------------------------------------------------
+_TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer"}
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise MalformedPause(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _field(
+    data: Mapping[str, Any], key: str, kind: type, where: str, *, optional: bool = False
+) -> Any:
+    """`data[key]` when it is a `kind` (None when optional and absent or null)."""
+    value = data.get(key)
+    if value is None and optional:
+        return None
+    if key not in data:
+        raise MalformedPause(f"{where}.{key}: required")
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise MalformedPause(
+            f"{where}.{key}: expected {_TYPE_NAMES.get(kind, kind.__name__)}, "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def _choices(value: Any, allowed: tuple[str, ...], where: str) -> list[Any]:
+    if not isinstance(value, list) or any(v not in allowed for v in value):
+        raise MalformedPause(f"{where}: expected a list of {', '.join(allowed)}, got {value!r}")
+    return list(value)
+
+
+def _extra(data: Mapping[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in known}
+
+
+def _without_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
+# -- the requests (interrupt values) ---------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class ActionRequest:
     """One gated call: LangChain's action request plus Gatehouse extras."""
 
-    model_config = ConfigDict(extra="allow")
     name: str
     args: dict[str, Any]
     description: str = ""
@@ -27,58 +82,165 @@ class ActionRequest(BaseModel):
     risk: str | None = None
     # What the call will change (a diff, the new file), when the tool can tell.
     preview: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
+    _KEYS: ClassVar = ("name", "args", "description", "tool_call_id", "risk", "preview")
 
-class ReviewConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    action_name: str
-    allowed_decisions: list[DecisionType]
-
-
-class ApprovalRequest(BaseModel):
-    """The interrupt value of a review: LangChain's `HITLRequest`."""
-
-    model_config = ConfigDict(extra="allow")
-    action_requests: list[ActionRequest]
-    review_configs: list[ReviewConfig]
+    @classmethod
+    def from_wire(cls, value: Any, where: str = "action request") -> ActionRequest:
+        data = _object(value, where)
+        return cls(
+            name=_field(data, "name", str, where),
+            args=_field(data, "args", dict, where),
+            description=_field(data, "description", str, where, optional=True) or "",
+            tool_call_id=_field(data, "tool_call_id", str, where, optional=True),
+            risk=_field(data, "risk", str, where, optional=True),
+            preview=_field(data, "preview", str, where, optional=True),
+            extra=_extra(data, cls._KEYS),
+        )
 
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        return _without_none({**{k: getattr(self, k) for k in self._KEYS}, **self.extra})
 
 
-class InterruptedCall(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ReviewConfig:
+    """How one call may be decided: LangChain's review config plus `approvers`
+    (Gatehouse: the identities the tool's policy lets decide it; None for anyone)."""
+
+    action_name: str
+    allowed_decisions: list[DecisionType]
+    approvers: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _KEYS: ClassVar = ("action_name", "allowed_decisions", "approvers")
+
+    @classmethod
+    def from_wire(cls, value: Any, where: str = "review config") -> ReviewConfig:
+        data = _object(value, where)
+        approvers = _field(data, "approvers", list, where, optional=True)
+        return cls(
+            action_name=_field(data, "action_name", str, where),
+            allowed_decisions=_choices(
+                data.get("allowed_decisions"), DECISION_TYPES, f"{where}.allowed_decisions"
+            ),
+            approvers=[str(a) for a in approvers] if approvers is not None else None,
+            extra=_extra(data, cls._KEYS),
+        )
+
+    def wire(self) -> dict[str, Any]:
+        return _without_none({**{k: getattr(self, k) for k in self._KEYS}, **self.extra})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """The interrupt value of a review: LangChain's `HITLRequest`."""
+
+    action_requests: list[ActionRequest]
+    review_configs: list[ReviewConfig]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_wire(cls, value: Any, where: str = "request") -> ApprovalRequest:
+        data = _object(value, where)
+        actions = _field(data, "action_requests", list, where)
+        configs = _field(data, "review_configs", list, where)
+        return cls(
+            action_requests=[
+                ActionRequest.from_wire(a, f"{where}.action_requests[{i}]")
+                for i, a in enumerate(actions)
+            ],
+            review_configs=[
+                ReviewConfig.from_wire(c, f"{where}.review_configs[{i}]")
+                for i, c in enumerate(configs)
+            ],
+            extra=_extra(data, ("action_requests", "review_configs")),
+        )
+
+    def wire(self) -> dict[str, Any]:
+        return _without_none(
+            {
+                "action_requests": [a.wire() for a in self.action_requests],
+                "review_configs": [c.wire() for c in self.review_configs],
+                **self.extra,
+            }
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterruptedCall:
     tool_call_id: str
     name: str
     args: dict[str, Any]
     started_at: float
     attempts: int = 1
 
+    @classmethod
+    def from_wire(cls, value: Any, where: str = "outcome_unknown") -> InterruptedCall:
+        data = _object(value, where)
+        started = data.get("started_at")
+        if not isinstance(started, int | float) or isinstance(started, bool):
+            raise MalformedPause(f"{where}.started_at: expected a number, got {started!r}")
+        attempts = data.get("attempts", 1)
+        if not isinstance(attempts, int) or isinstance(attempts, bool):
+            raise MalformedPause(f"{where}.attempts: expected an integer, got {attempts!r}")
+        return cls(
+            tool_call_id=_field(data, "tool_call_id", str, where),
+            name=_field(data, "name", str, where),
+            args=_field(data, "args", dict, where),
+            started_at=float(started),
+            attempts=attempts,
+        )
 
-class OutcomeRequest(BaseModel):
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "args": self.args,
+            "started_at": self.started_at,
+            "attempts": self.attempts,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutcomeRequest:
     """The interrupt value when a call's outcome is unknown; it has `outcome_unknown`,
     not `action_requests`, so HITL clients do not mistake it for an approval."""
 
     outcome_unknown: InterruptedCall
-    allowed: list[OutcomeChoice] = Field(default_factory=lambda: list(OUTCOME_CHOICES))
+    allowed: list[OutcomeChoice] = field(default_factory=lambda: list(OUTCOME_CHOICES))
     description: str = ""
 
+    @classmethod
+    def from_wire(cls, value: Any, where: str = "request") -> OutcomeRequest:
+        data = _object(value, where)
+        allowed = data.get("allowed")
+        return cls(
+            outcome_unknown=InterruptedCall.from_wire(
+                data.get("outcome_unknown"), f"{where}.outcome_unknown"
+            ),
+            allowed=list(OUTCOME_CHOICES)
+            if allowed is None
+            else _choices(allowed, OUTCOME_CHOICES, f"{where}.allowed"),
+            description=_field(data, "description", str, where, optional=True) or "",
+        )
+
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        return {
+            "outcome_unknown": self.outcome_unknown.to_dict(),
+            "allowed": list(self.allowed),
+            "description": self.description,
+        }
 
 
-class _Pause(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    thread_id: str
-    interrupt_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
-
-
-class Approval(_Pause):
+# -- the pauses ---------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Approval:
     """Tool calls waiting for a person's decisions (one per action request)."""
 
-    kind: Literal["approval"] = "approval"
+    kind: ClassVar[Literal["approval"]] = "approval"
+    thread_id: str
+    interrupt_id: str
     request: ApprovalRequest
 
     @property
@@ -88,11 +250,22 @@ class Approval(_Pause):
     def allowed(self, index: int) -> list[str]:
         return list(self.request.review_configs[index].allowed_decisions)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "interrupt_id": self.interrupt_id,
+            "kind": self.kind,
+            "request": self.request.wire(),
+        }
 
-class OutcomeUnknown(_Pause):
+
+@dataclass(frozen=True, kw_only=True)
+class OutcomeUnknown:
     """A call that started before a crash; answered with an `OutcomeAnswer`."""
 
-    kind: Literal["outcome_unknown"] = "outcome_unknown"
+    kind: ClassVar[Literal["outcome_unknown"]] = "outcome_unknown"
+    thread_id: str
+    interrupt_id: str
     request: OutcomeRequest
 
     @property
@@ -103,27 +276,36 @@ class OutcomeUnknown(_Pause):
     def allowed(self) -> list[str]:
         return list(self.request.allowed)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "interrupt_id": self.interrupt_id,
+            "kind": self.kind,
+            "request": self.request.wire(),
+        }
+
 
 Pause = Approval | OutcomeUnknown
 
 
 def pause_from(thread_id: str, interrupt_id: str, value: Any) -> Pause | None:
     """The pause an interrupt value stands for, or None for an interrupt Gatehouse did
-    not raise (a user's own `interrupt()` in a hook)."""
+    not raise (a user's own `interrupt()` in a hook). `MalformedPause` when a value
+    that claims to be a request is not one."""
     if isinstance(value, ApprovalRequest):
         return Approval(thread_id=thread_id, interrupt_id=interrupt_id, request=value)
     if isinstance(value, OutcomeRequest):
         return OutcomeUnknown(thread_id=thread_id, interrupt_id=interrupt_id, request=value)
-    if isinstance(value, dict) and "action_requests" in value:
+    if isinstance(value, Mapping) and "action_requests" in value:
         return Approval(
             thread_id=thread_id,
             interrupt_id=interrupt_id,
-            request=ApprovalRequest.model_validate(value),
+            request=ApprovalRequest.from_wire(value),
         )
-    if isinstance(value, dict) and "outcome_unknown" in value:
+    if isinstance(value, Mapping) and "outcome_unknown" in value:
         return OutcomeUnknown(
             thread_id=thread_id,
             interrupt_id=interrupt_id,
-            request=OutcomeRequest.model_validate(value),
+            request=OutcomeRequest.from_wire(value),
         )
     return None

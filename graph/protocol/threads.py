@@ -1,31 +1,18 @@
 """What a front end reads about threads: a row of the thread list, and a message of a
 transcript as plain data (front ends never see LangChain message classes; the message
-models are in graph/protocol/messages.py)."""
+views are in graph/protocol/messages.py, and importable from here)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 from graph.protocol.errors import InvalidThreadId
 
-if TYPE_CHECKING:
-    from graph.protocol.messages import MessageView as MessageView
-    from graph.protocol.messages import ToolCallView as ToolCallView
-
-
-def __getattr__(name: str) -> Any:
-    """`MessageView` and `ToolCallView`, still importable from here, live in
-    graph/protocol/messages.py: they are pydantic models, and what lists threads or
-    checks an id (`gatehouse threads`) loads no pydantic."""
-    if name in ("MessageView", "ToolCallView"):
-        from graph.protocol import messages
-
-        return getattr(messages, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+# The message views, importable from here too (front ends take them with thread rows).
+from graph.protocol.messages import MessageView, ToolCallView
 
 ThreadStatus = Literal[
     "idle",
@@ -191,8 +178,6 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
     """A `MessageView` from a message's fields as plain data (its stored form, or a
     message object's fields): the one way a message becomes a view, whether read
     through LangChain (graph/service/transcript.py) or without it (graph/store/reader.py)."""
-    from graph.protocol.messages import MessageView, ToolCallView
-
     kind = data.get("type")
     extra = data.get("additional_kwargs") or {}
     content = data.get("content")
@@ -218,7 +203,8 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
         # How the call ended (ok / error / rejected / denied / responded), and its duration.
         if TOOL_STATUS_KEY in extra:
             fields["tool_status"] = extra[TOOL_STATUS_KEY]
-            fields["duration_ms"] = extra.get(TOOL_DURATION_KEY)
+            duration = extra.get(TOOL_DURATION_KEY)
+            fields["duration_ms"] = float(duration) if duration is not None else None
         mark = extra.get(OFFLOAD_MARK)
         if isinstance(mark, dict):
             fields.update(offloaded=True, total_chars=mark.get("total_chars"))

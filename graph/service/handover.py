@@ -44,7 +44,7 @@ from graph.agent.context import RunContext
 from graph.agent.history import unanswered
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import ImportRefused
-from graph.protocol.pauses import Approval, Pause, pause_from
+from graph.protocol.pauses import Approval, MalformedPause, Pause, pause_from
 from graph.service.transcript import Exported
 from graph.store.journal import JournalEntry
 from graph.store.storage import Storage
@@ -127,7 +127,12 @@ def check(
     if exported.pending is None:
         return None
     pending = exported.pending
-    pause = pause_from(thread_id, str(pending.get("interrupt_id") or ""), pending.get("request"))
+    try:
+        pause = pause_from(
+            thread_id, str(pending.get("interrupt_id") or ""), pending.get("request")
+        )
+    except MalformedPause as exc:
+        raise ImportRefused(f"malformed pending request: {exc}") from None
     if pending.get("kind") != "approval" or not isinstance(pause, Approval):
         raise ImportRefused(
             "the thread waits for the outcome of a call a crash cut off (or an unknown request); decide it, "

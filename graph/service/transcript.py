@@ -16,6 +16,7 @@ the messages from the views (for hand-written or trimmed files).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,7 @@ from langchain_core.messages import (
     message_to_dict,
     messages_from_dict,
 )
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from graph.agent.history import pairing_problem
 from graph.protocol.errors import ImportRefused
@@ -180,10 +181,16 @@ def _from_lc(raw: list[Any]) -> list[BaseMessage]:
     return messages
 
 
+@functools.cache
+def _view_checker() -> TypeAdapter[MessageView]:
+    """Checks a view from an export (its field types), as it builds the dataclass."""
+    return TypeAdapter(MessageView)
+
+
 def _from_view(i: int, view: Any) -> BaseMessage:
     """A message rebuilt from its plain-data view (what `messages` in an export holds)."""
     try:
-        v = MessageView.model_validate(view)
+        v = _view_checker().validate_python(view)
     except ValidationError as exc:
         raise ImportRefused(f"message {i}: {exc.errors()[0]['msg']}") from None
     if v.role == "user":

@@ -1,8 +1,8 @@
 """A Session's transcripts, converted once per message: `Session.transcript` reuses
 the views of the messages that are unchanged since its last read of the thread.
 
-Converting a message to a `MessageView` (pydantic validation of the message and its
-tool calls) costs far more than reading it: at 2,000 turns (10,000 messages) a whole
+Converting a message to a `MessageView` (reading its fields, content blocks and
+tool calls) costs far more than comparing it: at 2,000 turns (10,000 messages) a whole
 transcript took ~0.2 s of CPU, on every read after any change (a page run after
 each sent message, each decision). Comparing a message with the one read last time
 at the same place is a C-level dict comparison; a run appends messages, so after a

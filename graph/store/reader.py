@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StorageError
+from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.state_keys import MESSAGES, USAGE
 from graph.protocol.threads import ThreadInfo, view_of_fields
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
@@ -50,7 +51,6 @@ from graph.store.plain import (
 
 if TYPE_CHECKING:
     from graph.protocol.messages import MessageView
-    from graph.protocol.pauses import Pause
 
 THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
 
@@ -309,9 +309,6 @@ class ThreadReader:
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call
         (as `Session.pending`)."""
-        # The pause models (pydantic): only for what builds a pause, not `threads`.
-        from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
-
         pauses = [
             pause_from(thread_id, interrupt_id, value)
             for interrupt_id, value in self._interrupts(thread_id)
@@ -321,21 +318,12 @@ class ThreadReader:
         )
 
     def pending_count(self, thread_id: str) -> int:
-        """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1; none:
-        0), read from the stored values without building the pause: what `gatehouse
-        threads` shows, without loading the pause models."""
-        values = [value for _, value in self._interrupts(thread_id)]
-        if not all(isinstance(v, dict) for v in values):  # not plain: ask the models
-            from graph.protocol.pauses import Approval
-
-            pause = self.pending(thread_id)
-            if pause is None:
-                return 0
-            return len(pause.actions) if isinstance(pause, Approval) else 1
-        for value in values:
-            if "action_requests" in value:
-                return len(value["action_requests"])
-        return 1 if any("outcome_unknown" in v for v in values) else 0
+        """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1; none: 0):
+        what `gatehouse threads` shows."""
+        pause = self.pending(thread_id)
+        if pause is None:
+            return 0
+        return len(pause.actions) if isinstance(pause, Approval) else 1
 
     def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
         """The thread's decision log, newest first (as `Session.audit`): what a refused

@@ -13,6 +13,7 @@ from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.operations import Decide, Retry, SendMessage
 from graph.protocol.threads import turn_starts
+from ui.term import ask
 from ui.term import render as term
 
 # Turns printed when a thread is resumed (`gatehouse chat --thread ID`); --all prints every one.
@@ -45,7 +46,7 @@ class Chat:
         self.err = err
         self.check_args = check_args
         self.drive = drive
-        self.asker = term.Asker(out)
+        self.asker = ask.Asker(out)
         self.thread_id = ""
         # Resuming prints the last RESUME_TURNS turns unless the whole history was asked for (--all).
         self.whole_history = False
@@ -238,9 +239,9 @@ class Chat:
         while (pending := self.session.pending(self.thread_id)) is not None:
             answer: ReviewAnswer | OutcomeAnswer
             if isinstance(pending, OutcomeUnknown):
-                answer = term.ask_outcome(self.out, self.asker, pending)
+                answer = ask.ask_outcome(self.out, self.asker, pending)
             else:
-                answer = term.ask_decisions(self.out, self.asker, pending, self.check_args)
+                answer = ask.ask_decisions(self.out, self.asker, pending, self.check_args)
             try:
                 run = self.session.submit(Decide(self.thread_id, answer, pending.interrupt_id))
             except DecisionError as exc:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
+    import ui.term.ask as ask
     import ui.term.decisions as td
     import ui.term.render as term
     from graph import Approval, Pause, Run, Session, Settings, ThreadReader
@@ -85,6 +86,7 @@ class _Deferred:
 # Type checkers see the real modules and names (imported above under TYPE_CHECKING).
 if not TYPE_CHECKING:
     term = _Deferred("ui.term.render")
+    ask = _Deferred("ui.term.ask")
     visible = _Deferred("graph.protocol.display", "visible")
     # JSON output with hidden characters as JSON escapes: the same values, nothing that
     # acts on the terminal a person runs `--json` in.
@@ -407,7 +409,7 @@ def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str
     for line in td.describe_answer(pending, answer):
         out.print(Text(visible(line), "bold"))
     try:
-        said = term.Asker(out, interactive=False).line("send this decision? [y/N] ").strip().lower()
+        said = ask.Asker(out, interactive=False).line("send this decision? [y/N] ").strip().lower()
     except (EOFError, KeyboardInterrupt):
         said = ""
     if said not in ("y", "yes"):
@@ -1317,7 +1319,7 @@ def approve(
                     EXIT_USAGE,
                 )
             name = request.actions[number - 1].name
-            args, problem = term.parse_args_json(text, name, check_args)
+            args, problem = ask.parse_args_json(text, name, check_args)
             if problem is not None or args is None:
                 raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
             chosen[number] = ops.edit(name, args, always_allow=always_allow)

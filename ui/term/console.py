@@ -1,8 +1,8 @@
 """The console every `gatehouse` command prints through, and the `threads` table.
 
 Apart from ui/term/render.py so that `gatehouse threads` draws its table with rich
-alone: render.py imports the answer and pause models (pydantic), which listing
-threads does not need (tests/test_cli_fast.py checks what it loads).
+alone, without the transcript and pause renderers (tests/test_cli_fast.py checks
+what each read-only command loads).
 """
 
 from __future__ import annotations

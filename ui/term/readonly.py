@@ -1,12 +1,12 @@
 """The terminal's read-only commands, `threads`, `pending` and `show`, without typer.
 
 A user runs them to look, often in a loop or a prompt, so they must answer at once:
-they read the database through `graph.open_reader` (no LangGraph), and this module
-imports neither typer nor pydantic, so `gatehouse threads` loads rich and the reader
-alone (ui/term/entry.py parses their plain command lines; tests/test_cli_fast.py
-checks what each loads). `pending` and `show` draw pauses with ui/term/render.py,
-which brings the pause models. ui/term/cli.py registers the same functions with typer
-for `--help` and for the command lines ui/term/fast.py leaves to it.
+they read the database through `graph.open_reader` (no LangGraph), and none of them
+imports typer or pydantic: the pauses and message views they draw are plain
+dataclasses, drawn by ui/term/render.py (ui/term/entry.py parses their plain command
+lines; tests/test_cli_fast.py checks what each loads). ui/term/cli.py registers the
+same functions with typer for `--help` and for the command lines ui/term/fast.py
+leaves to it.
 
 A refusal or failure raises SystemExit with the exit code (cli.py's codes), after
 saying why on stderr, and with `--json` also on stdout as `{"error", "exit_code"}`.

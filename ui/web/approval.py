@@ -326,8 +326,7 @@ def stale_notice(session: Session, pending: Pause) -> str:
 
 def approvers_of(pending: Approval, index: int) -> list[str]:
     """The identities a tool's policy lets decide this call (`approvers`); [] for anyone."""
-    extra = pending.request.review_configs[index].model_extra or {}
-    return [str(a) for a in extra.get("approvers") or []]
+    return list(pending.request.review_configs[index].approvers or [])
 
 
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
