@@ -485,9 +485,7 @@ def pending_of(*names: str) -> object:
             {"action_name": n, "allowed_decisions": ["approve", "reject"]} for n in names
         ],
     }
-    return Approval(
-        thread_id="t1", interrupt_id="i1", request=ApprovalRequest.from_wire(request)
-    )
+    return Approval(thread_id="t1", interrupt_id="i1", request=ApprovalRequest.from_wire(request))
 
 
 def test_partial_decisions_name_the_undecided_calls() -> None:
