@@ -1,28 +1,64 @@
-"""`gatehouse`, the console script: the read-only commands without typer.
+"""`gatehouse`, the console script: the read-only commands without typer, and an exit
+without the interpreter's teardown.
 
 `threads`, `pending` and `show` with their plain options are parsed here
 (ui/term/fast.py) and run by ui/term/readonly.py, which loads neither typer nor
 LangGraph; every other command line (`--help`, a decision, the agent, a malformed
 option) goes to the typer app in ui/term/cli.py, which imports typer and pydantic
 first: a tenth of a second or more that a read-only command does not need.
+
+When the command is done, the process ends as Python would end it (other threads
+joined, `atexit` handlers run, stdout and stderr flushed) but without tearing down
+every module and object it loaded: with LangGraph and LangChain loaded that teardown
+takes about half a second on a 2-core machine, longer than a decision itself
+(BENCHMARKS.md, issue 36). Nothing of Gatehouse's is left to it: sessions and
+databases are closed by the commands, tool processes by an `atexit` handler.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import sys
+import threading
 
 from ui.term.fast import parse_read_only
 
 
 def main() -> None:
-    if (read_only := parse_read_only(sys.argv[1:])) is not None:
-        from ui.term.readonly import main as run_read_only
+    try:
+        if (read_only := parse_read_only(sys.argv[1:])) is not None:
+            from ui.term.readonly import main as run_read_only
 
-        run_read_only(*read_only)
-    else:
-        from ui.term.cli import main as run_cli
+            run_read_only(*read_only)
+        else:
+            from ui.term.cli import main as run_cli
 
-        run_cli()
+            run_cli()
+    except SystemExit as done:
+        exit_now(done.code)
+    exit_now(0)
+
+
+def exit_now(code: object) -> None:
+    """End the process with `code` (as `sys.exit(code)` would), skipping only the
+    interpreter's teardown of modules and objects."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message"): printed, status 1
+        print(code, file=sys.stderr)
+        status = 1
+    for thread in threading.enumerate():  # as the interpreter waits for them
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`)
+            stream.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":
