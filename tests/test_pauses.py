@@ -187,3 +187,26 @@ def test_a_message_view_drops_only_its_defaults() -> None:
     }
     with pytest.raises(AttributeError):
         user.content = "changed"  # type: ignore[misc]  # frozen, as the pydantic model was
+
+
+def test_threads_counts_a_malformed_request_and_pending_says_what_is_wrong(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's own `interrupt()` whose value looks like a request but is not one: the
+    thread list still shows that something waits, and reading it says where it is wrong."""
+    from graph import open_reader
+    from graph.store.reader import ThreadReader
+
+    stored = [("i1", {"action_requests": "approve everything"})]
+    monkeypatch.setattr(ThreadReader, "_interrupts", lambda self, thread_id: stored)
+    reader = open_reader(str(tmp_path / "gh.db"))
+    try:
+        assert reader.pending_count("t") == 1
+        with pytest.raises(MalformedPause, match=r"request\.action_requests: expected a list"):
+            reader.pending("t")
+        stored[:] = [("i1", APPROVAL)]
+        assert reader.pending_count("t") == 2
+        stored[:] = [("i1", "which branch?")]
+        assert reader.pending_count("t") == 0
+    finally:
+        reader.close()

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StorageError
-from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
+from graph.protocol.pauses import Approval, MalformedPause, OutcomeUnknown, Pause, pause_from
 from graph.protocol.state_keys import MESSAGES, USAGE
 from graph.protocol.threads import ThreadInfo, view_of_fields
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
@@ -320,7 +320,10 @@ class ThreadReader:
     def pending_count(self, thread_id: str) -> int:
         """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1; none: 0):
         what `gatehouse threads` shows."""
-        pause = self.pending(thread_id)
+        try:
+            pause = self.pending(thread_id)
+        except MalformedPause:  # it waits all the same; `pending` says what is wrong
+            return 1
         if pause is None:
             return 0
         return len(pause.actions) if isinstance(pause, Approval) else 1
