@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 DECISION_TYPES: tuple[DecisionType, ...] = get_args(DecisionType)
@@ -234,14 +234,33 @@ class OutcomeRequest:
 
 
 # -- the pauses ---------------------------------------------------------------------------
+_Request = TypeVar("_Request", "ApprovalRequest", "OutcomeRequest")
+
+
 @dataclass(frozen=True, kw_only=True)
-class Approval:
+class _Pause(Generic[_Request]):
+    """Where a pause is (the thread, and the interrupt its answer must name), and the
+    request it asks."""
+
+    kind: ClassVar[str]
+    thread_id: str
+    interrupt_id: str
+    request: _Request
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "interrupt_id": self.interrupt_id,
+            "kind": self.kind,
+            "request": self.request.wire(),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approval(_Pause[ApprovalRequest]):
     """Tool calls waiting for a person's decisions (one per action request)."""
 
     kind: ClassVar[Literal["approval"]] = "approval"
-    thread_id: str
-    interrupt_id: str
-    request: ApprovalRequest
 
     @property
     def actions(self) -> list[ActionRequest]:
@@ -250,23 +269,12 @@ class Approval:
     def allowed(self, index: int) -> list[str]:
         return list(self.request.review_configs[index].allowed_decisions)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "thread_id": self.thread_id,
-            "interrupt_id": self.interrupt_id,
-            "kind": self.kind,
-            "request": self.request.wire(),
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
-class OutcomeUnknown:
+class OutcomeUnknown(_Pause[OutcomeRequest]):
     """A call that started before a crash; answered with an `OutcomeAnswer`."""
 
     kind: ClassVar[Literal["outcome_unknown"]] = "outcome_unknown"
-    thread_id: str
-    interrupt_id: str
-    request: OutcomeRequest
 
     @property
     def call(self) -> InterruptedCall:
@@ -275,14 +283,6 @@ class OutcomeUnknown:
     @property
     def allowed(self) -> list[str]:
         return list(self.request.allowed)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "thread_id": self.thread_id,
-            "interrupt_id": self.interrupt_id,
-            "kind": self.kind,
-            "request": self.request.wire(),
-        }
 
 
 Pause = Approval | OutcomeUnknown
