@@ -1,6 +1,7 @@
 """The console script ends its process without the interpreter's teardown of modules
 (issue 36: half a second after every decision), and loses nothing by it: other
-threads finish first and `atexit` handlers run, in the interpreter's order; output
+threads finish first (idle thread pools are told to stop, as the interpreter tells
+them) and `atexit` handlers run, in the interpreter's order; output
 is complete; the exit status is what `sys.exit` would give."""
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 # The console script as installed (`gatehouse = ui.term.entry:main`), with a thread
 # still working and an atexit handler, as a tool or a library may leave them.
 SCRIPT = """
-import atexit, sys, threading, time
+import atexit, concurrent.futures, sys, threading, time
 log = open(sys.argv.pop(1), "a", buffering=1)
 atexit.register(lambda: log.write("atexit\\n"))
 def late():
     time.sleep(0.3)
     log.write("thread\\n")
 threading.Thread(target=late).start()
+# A pool left open, its workers idle: the interpreter tells them to stop; so must we.
+pool = concurrent.futures.ThreadPoolExecutor(2)
+pool.submit(time.sleep, 0.01).result()
 sys.argv[0] = "gatehouse"
 from ui.term.entry import main
 main()

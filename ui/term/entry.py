@@ -7,8 +7,9 @@ LangGraph; every other command line (`--help`, a decision, the agent, a malforme
 option) goes to the typer app in ui/term/cli.py, which imports typer and pydantic
 first: a tenth of a second or more that a read-only command does not need.
 
-When the command is done, the process ends as Python would end it (other threads
-joined, `atexit` handlers run, stdout and stderr flushed) but without tearing down
+When the command is done, the process ends as Python would end it (thread pools told
+to stop and other threads joined, `atexit` handlers run, stdout and stderr flushed) but
+without tearing down
 every module and object it loaded: with LangGraph and LangChain loaded that teardown
 takes about half a second on a 2-core machine, longer than a decision itself
 (BENCHMARKS.md, issue 36). Nothing of Gatehouse's is left to it: sessions and
@@ -51,9 +52,9 @@ def exit_now(code: object) -> None:
     else:  # sys.exit("message"): printed, status 1
         print(code, file=sys.stderr)
         status = 1
-    for thread in threading.enumerate():  # as the interpreter waits for them
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    # What the interpreter does first at exit: wake the thread pools still open (their
+    # workers wait for work, not for the end) and wait for every non-daemon thread.
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`)
