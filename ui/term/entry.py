@@ -23,6 +23,7 @@ import contextlib
 import os
 import sys
 import threading
+from typing import NoReturn
 
 from ui.term.fast import parse_read_only
 
@@ -42,7 +43,7 @@ def main() -> None:
     exit_now(0)
 
 
-def exit_now(code: object) -> None:
+def exit_now(code: object) -> NoReturn:
     """End the process with `code` (as `sys.exit(code)` would), skipping only the
     interpreter's teardown of modules and objects."""
     if code is None:
@@ -54,7 +55,7 @@ def exit_now(code: object) -> None:
         status = 1
     # What the interpreter does first at exit: wake the thread pools still open (their
     # workers wait for work, not for the end) and wait for every non-daemon thread.
-    threading._shutdown()  # type: ignore[attr-defined]
+    threading._shutdown()  # type: ignore[attr-defined]  # private, but what Python runs
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`)
