@@ -16,7 +16,7 @@ beyond LangChain's and Gatehouse's travel in `extra` and back out in `wire()`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
@@ -30,7 +30,7 @@ class MalformedPause(ValueError):
 
 
 # -- checking a wire value's shape -----------------------------------------------------------
-_TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer"}
+_TYPE_NAMES: dict[type, str] = {str: "a string", dict: "an object", list: "a list"}
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -48,7 +48,7 @@ def _field(
         return None
     if key not in data:
         raise MalformedPause(f"{where}.{key}: required")
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+    if not isinstance(value, kind):
         raise MalformedPause(
             f"{where}.{key}: expected {_TYPE_NAMES.get(kind, kind.__name__)}, "
             f"got {type(value).__name__}"
@@ -62,8 +62,16 @@ def _choices(value: Any, allowed: tuple[str, ...], where: str) -> list[Any]:
     return list(value)
 
 
-def _extra(data: Mapping[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+def _extra(data: Mapping[str, Any], cls: type) -> dict[str, Any]:
+    """The keys of `data` that are not fields of `cls`: someone else's, kept."""
+    known = {f.name for f in fields(cls)}
     return {k: v for k, v in data.items() if k not in known}
+
+
+def _wire(request: Any) -> dict[str, Any]:
+    """A request's fields and its extras, None left out (LangChain's form)."""
+    own = {f.name: getattr(request, f.name) for f in fields(request) if f.name != "extra"}
+    return _without_none({**own, **request.extra})
 
 
 def _without_none(data: dict[str, Any]) -> dict[str, Any]:
@@ -84,8 +92,6 @@ class ActionRequest:
     preview: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KEYS: ClassVar = ("name", "args", "description", "tool_call_id", "risk", "preview")
-
     @classmethod
     def from_wire(cls, value: Any, where: str = "action request") -> ActionRequest:
         data = _object(value, where)
@@ -96,11 +102,11 @@ class ActionRequest:
             tool_call_id=_field(data, "tool_call_id", str, where, optional=True),
             risk=_field(data, "risk", str, where, optional=True),
             preview=_field(data, "preview", str, where, optional=True),
-            extra=_extra(data, cls._KEYS),
+            extra=_extra(data, cls),
         )
 
     def wire(self) -> dict[str, Any]:
-        return _without_none({**{k: getattr(self, k) for k in self._KEYS}, **self.extra})
+        return _wire(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,8 +119,6 @@ class ReviewConfig:
     approvers: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KEYS: ClassVar = ("action_name", "allowed_decisions", "approvers")
-
     @classmethod
     def from_wire(cls, value: Any, where: str = "review config") -> ReviewConfig:
         data = _object(value, where)
@@ -125,11 +129,11 @@ class ReviewConfig:
                 data.get("allowed_decisions"), DECISION_TYPES, f"{where}.allowed_decisions"
             ),
             approvers=[str(a) for a in approvers] if approvers is not None else None,
-            extra=_extra(data, cls._KEYS),
+            extra=_extra(data, cls),
         )
 
     def wire(self) -> dict[str, Any]:
-        return _without_none({**{k: getattr(self, k) for k in self._KEYS}, **self.extra})
+        return _wire(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +158,7 @@ class ApprovalRequest:
                 ReviewConfig.from_wire(c, f"{where}.review_configs[{i}]")
                 for i, c in enumerate(configs)
             ],
-            extra=_extra(data, ("action_requests", "review_configs")),
+            extra=_extra(data, cls),
         )
 
     def wire(self) -> dict[str, Any]:
@@ -193,13 +197,7 @@ class InterruptedCall:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool_call_id": self.tool_call_id,
-            "name": self.name,
-            "args": self.args,
-            "started_at": self.started_at,
-            "attempts": self.attempts,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)
