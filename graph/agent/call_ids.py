@@ -26,6 +26,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
+from graph.agent.prefix_memo import PrefixMemo
+
 # additional_kwargs key on an AIMessage: {new call id: the id the model gave}.
 ORIGINAL_IDS_KEY = "gatehouse_original_call_ids"
 
@@ -49,6 +51,13 @@ def ids_in(messages: Iterable[AnyMessage]) -> set[str]:
     return seen
 
 
+# The ids of a history, carried from one model call to the next (prefix_memo.py): a
+# turn adds a few messages to a history of hundreds.
+_history_ids: PrefixMemo[frozenset[str]] = PrefixMemo(
+    frozenset(), lambda ids, more: ids | ids_in(more)
+)
+
+
 def fresh_call_ids(
     reply: AIMessage,
     history: Sequence[AnyMessage],
@@ -63,7 +72,8 @@ def fresh_call_ids(
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     if not calls:
         return reply  # nothing to rename (a reply that only answers): no scan of the history
-    taken = ids_in([*history, *held])
+    taken = set(_history_ids(history))
+    taken |= ids_in(held)
     renamed: dict[int, str] = {}  # position in the reply's calls -> new id
     for i, call in enumerate(calls):
         old = call.get("id")

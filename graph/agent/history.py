@@ -15,6 +15,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from graph.agent.prefix_memo import PrefixMemo
 from graph.protocol.threads import SUMMARY_MARK, content_text
 
 # The text of message content: a string, or the text blocks of a block list (what
@@ -31,11 +32,22 @@ def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
     """The part of the history the model is sent: from the latest compaction summary
     on (the whole history when there is none). The messages before it stay in the
     thread for the person (history, export, branches); only the model stops seeing them."""
-    # `is_summary` inlined: this runs over the whole history on every model call.
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].additional_kwargs.get(SUMMARY_MARK):
-            return messages[i:]
-    return messages
+    start = _view_starts(messages)[1]
+    return messages[start:] if start else messages
+
+
+def _view_start_after(seen_and_start: tuple[int, int], more: Sequence[Any]) -> tuple[int, int]:
+    """(messages seen, where the latest summary among them is; 0 for none), then more."""
+    seen, start = seen_and_start
+    # `is_summary` inlined: this runs over every message of the history once.
+    for i, m in enumerate(more):
+        if m.additional_kwargs.get(SUMMARY_MARK):
+            start = seen + i
+    return seen + len(more), start
+
+
+# Where the model's view starts, carried from one model call to the next (prefix_memo.py).
+_view_starts: PrefixMemo[tuple[int, int]] = PrefixMemo((0, 0), _view_start_after)
 
 
 def last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:

@@ -44,7 +44,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import (
     AIMessage,
@@ -62,8 +62,9 @@ from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, cancelled
 from graph.agent.cut_off import cut_reason, notice_text
 from graph.agent.emit import stream_writer, thread_of
-from graph.agent.history import model_view, text_of
+from graph.agent.history import text_of
 from graph.agent.model_errors import EmptyReply, ModelProblem, model_problem
+from graph.agent.prefix_memo import PrefixMemo
 from graph.agent.reasoning import ThinkSplitter, drop_reasoning_blocks, split_think
 from graph.protocol import events as ev
 from graph.protocol.events import CUT_OFF_SOURCE
@@ -71,6 +72,7 @@ from graph.protocol.threads import (
     CUT_OFF_KEY,
     NOTICE_MARK,
     REASONING_KEY,
+    SUMMARY_MARK,
     TOOL_STATUS_KEY,
     reasoning_of,
 )
@@ -437,23 +439,50 @@ def prompt_messages(
     that answered its calls, so asking again starts from the history before it. The
     person still sees both (they stay in the thread)."""
     prompt = system_text(system_prompt, view.get("model_context") or {})
-    messages: list[AnyMessage] = [SystemMessage(prompt)] if prompt else []
-    unsent: set[str] = set()
-    # Once per model call over the whole history: each message is tested once.
-    for m in model_view(history):
-        if isinstance(m, AIMessage):
-            kwargs = m.additional_kwargs
-            if kwargs.get(NOTICE_MARK) or kwargs.get(CUT_OFF_KEY):  # a notice, or `is_cut_off`
-                unsent = {id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
+    sent = _sent_memos[keep_reasoning](history).messages
+    return [SystemMessage(prompt), *sent] if prompt else list(sent)
+
+
+class _Sent(NamedTuple):
+    """What is sent of a history so far, and the ids of a left-out reply's calls whose
+    answers are left out too."""
+
+    messages: tuple[AnyMessage, ...]
+    unsent: frozenset[str]
+
+
+def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]], _Sent]:
+    """The fold behind `prompt_messages`: what is sent of a history, then of more."""
+
+    def fold(sent: _Sent, more: Sequence[AnyMessage]) -> _Sent:
+        messages, unsent = list(sent.messages), set(sent.unsent)
+        for m in more:
+            if m.additional_kwargs.get(SUMMARY_MARK):  # the model's view starts here (model_view)
+                messages, unsent = [], set()
+            if isinstance(m, AIMessage):
+                kwargs = m.additional_kwargs
+                if kwargs.get(NOTICE_MARK) or kwargs.get(CUT_OFF_KEY):  # a notice, or `is_cut_off`
+                    unsent = {
+                        id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")
+                    }
+                    continue
+                m = _without_reasoning(m, keep_reasoning)
+            elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
+                unsent.discard(m.tool_call_id)
                 continue
-            m = _without_reasoning(m, keep_reasoning)
-        elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
-            unsent.discard(m.tool_call_id)
-            continue
-        if unsent:
-            unsent = set()
-        messages.append(m)
-    return messages
+            if unsent:
+                unsent = set()
+            messages.append(m)
+        return _Sent(tuple(messages), frozenset(unsent))
+
+    return fold
+
+
+# What the model is sent of a history, carried from one call to the next (prefix_memo.py):
+# the messages sent, in order, for each `keep_reasoning`.
+_sent_memos: dict[bool, PrefixMemo[_Sent]] = {
+    keep: PrefixMemo(_Sent((), frozenset()), _sent_after(keep)) for keep in (False, True)
+}
 
 
 def _without_reasoning(m: AIMessage, keep_reasoning: bool) -> AIMessage:

@@ -26,7 +26,11 @@ from another LangChain version, it is ignored. It is small (four integers, ~25 b
 because the checkpoint of every later step carries it.
 
 Cost at 200 turns (~1,000 messages): ~0.5 ms of CPU for the check, against ~1 ms for
-LangChain's count of the view and ~4.5 ms for the memo's first pass over it.
+LangChain's count of the view and ~4.5 ms for the memo's first pass over it. The keys are
+long where tool calls carry big arguments (a written file's text): the bench's thread
+serialises ~1.5 MB at 200 turns, ~1.5 ms a model call. Within a process the signature is
+carried from one call to the next (graph/agent/prefix_memo.py), so only the messages
+added since are serialised and hashed; a new process does the one full pass.
 
 Only the default estimate is carried: it is a sum of per-message terms (each rounded
 up on its own), so count(view) = count(view[:k]) + count(view[k:]). A custom
@@ -38,11 +42,13 @@ from __future__ import annotations
 import marshal
 from collections.abc import Callable, Sequence
 from hashlib import blake2b
-from typing import Any
+from typing import Any, NamedTuple
 
 import langchain_core
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
+
+from graph.agent.prefix_memo import PrefixMemo
 
 # The estimate's formula belongs to LangChain: a record made under another version is
 # not trusted.
@@ -79,35 +85,56 @@ def count_view(
 ) -> tuple[int, list[Any] | None]:
     """(the count of `view`, the record to keep for it; None when there is none).
     `count` is the default estimate: it is given only what the record does not cover."""
-    data = _serialised(view)
     tokens: int | None = None
-    signed: tuple[Any, int] | None = None  # (BLAKE2b fed the first n bytes of the keys, n)
-    if data is not None and isinstance(record, list | tuple) and len(record) == 4:
+    if isinstance(record, list | tuple) and len(record) == 4:
         upto, size, counted, sig = record
         if (
             isinstance(upto, int)
             and isinstance(size, int)
             and isinstance(counted, int)
             and 0 < upto <= len(view)
-            and 0 < size <= len(data) - _LIST_HEADER
+            and size > 0
         ):
-            hashed = _hash(data[_LIST_HEADER : _LIST_HEADER + size])
-            if _value(hashed) == sig:
+            # The prefix's signature first: the whole view's continues from it.
+            prefix = _signed(view[:upto])
+            if prefix.size == size and prefix.hashed is not None and _value(prefix.hashed) == sig:
                 tokens = counted + (count(view[upto:]) if upto < len(view) else 0)
-                signed = hashed, size  # the new signature goes on from here
     if tokens is None:
         tokens = count(view)
-    return tokens, _record(view, tokens, data, signed)
+    return tokens, _record(view, tokens, _signed(view))
 
 
 def record_of(view: Sequence[Any], tokens: int) -> list[Any] | None:
     """The record for `view`, whose count is `tokens` (None: see `count_view`)."""
-    return _record(view, tokens, _serialised(view))
+    return _record(view, tokens, _signed(view))
 
 
-def _hash(data: memoryview) -> Any:
-    # Keyed by the estimate's version: a record made under another never matches.
-    return blake2b(data, digest_size=8, key=VERSION)
+class _Signed(NamedTuple):
+    """The keys of a view so far: how many bytes they serialise to, and BLAKE2b fed
+    those bytes (None: a key marshal cannot write, so the view has no record)."""
+
+    size: int
+    hashed: Any
+
+
+def _signed_after(signed: _Signed, more: Sequence[Any]) -> _Signed:
+    if signed.hashed is None:
+        return signed
+    try:
+        # marshal format 0 writes each item the same inside a list or alone, so the
+        # items' bytes of a longer view are these bytes followed by the new ones.
+        data = memoryview(marshal.dumps(_keys(more), 0))[_LIST_HEADER:]
+    except (ValueError, AttributeError):  # a value marshal cannot write: no record
+        return _Signed(signed.size, None)
+    hashed = signed.hashed.copy()
+    hashed.update(data)
+    return _Signed(signed.size + len(data), hashed)
+
+
+# Keyed by the estimate's version: a record made under another never matches.
+_signed: PrefixMemo[_Signed] = PrefixMemo(
+    _Signed(0, blake2b(digest_size=8, key=VERSION)), _signed_after
+)
 
 
 def _value(hashed: Any) -> int:
@@ -115,25 +142,7 @@ def _value(hashed: Any) -> int:
     return int.from_bytes(hashed.digest(), "big") >> 1
 
 
-def _serialised(view: Sequence[Any]) -> memoryview | None:
-    try:
-        return memoryview(marshal.dumps(_keys(view), 0))
-    except (ValueError, AttributeError):  # a value marshal cannot write: no record
+def _record(view: Sequence[Any], tokens: int, signed: _Signed) -> list[Any] | None:
+    if signed.hashed is None or not view:
         return None
-
-
-def _record(
-    view: Sequence[Any],
-    tokens: int,
-    data: memoryview | None,
-    signed: tuple[Any, int] | None = None,
-) -> list[Any] | None:
-    if data is None or not view:
-        return None
-    items = data[_LIST_HEADER:]
-    if signed is not None:  # hashing the rest finishes the whole (digests do not end a hash)
-        hashed, done = signed
-        hashed.update(items[done:])
-    else:
-        hashed = _hash(items)
-    return [len(view), len(items), tokens, _value(hashed)]
+    return [len(view), signed.size, tokens, _value(signed.hashed)]
