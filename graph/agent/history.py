@@ -15,7 +15,6 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from graph.agent.prefix_memo import PrefixMemo
 from graph.protocol.threads import SUMMARY_MARK, content_text
 
 # The text of message content: a string, or the text blocks of a block list (what
@@ -32,22 +31,18 @@ def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
     """The part of the history the model is sent: from the latest compaction summary
     on (the whole history when there is none). The messages before it stay in the
     thread for the person (history, export, branches); only the model stops seeing them."""
-    start = _view_starts(messages)[1]
+    start = view_start(messages)
     return messages[start:] if start else messages
 
 
-def _view_start_after(seen_and_start: tuple[int, int], more: Sequence[Any]) -> tuple[int, int]:
-    """(messages seen, where the latest summary among them is; 0 for none), then more."""
-    seen, start = seen_and_start
-    # `is_summary` inlined: this runs over every message of the history once.
-    for i, m in enumerate(more):
-        if m.additional_kwargs.get(SUMMARY_MARK):
-            start = seen + i
-    return seen + len(more), start
-
-
-# Where the model's view starts, carried from one model call to the next (prefix_memo.py).
-_view_starts: PrefixMemo[tuple[int, int]] = PrefixMemo((0, 0), _view_start_after)
+def view_start(messages: Sequence[AnyMessage]) -> int:
+    """Where the model's view starts: the position of the latest compaction summary, 0
+    for none. From the end: past a compaction, the view is short however long the thread."""
+    # `is_summary` inlined: this may run over the whole history on every model call.
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].additional_kwargs.get(SUMMARY_MARK):
+            return i
+    return 0
 
 
 def last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:

@@ -62,7 +62,7 @@ from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, cancelled
 from graph.agent.cut_off import cut_reason, notice_text
 from graph.agent.emit import stream_writer, thread_of
-from graph.agent.history import text_of
+from graph.agent.history import text_of, view_start
 from graph.agent.model_errors import EmptyReply, ModelProblem, model_problem
 from graph.agent.prefix_memo import PrefixMemo
 from graph.agent.reasoning import ThinkSplitter, drop_reasoning_blocks, split_think
@@ -481,7 +481,8 @@ def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]],
 # What the model is sent of a history, carried from one call to the next (prefix_memo.py):
 # the messages sent, in order, for each `keep_reasoning`.
 _sent_memos: dict[bool, PrefixMemo[_Sent]] = {
-    keep: PrefixMemo(_Sent((), frozenset()), _sent_after(keep)) for keep in (False, True)
+    keep: PrefixMemo(_Sent((), frozenset()), _sent_after(keep), skip=view_start)
+    for keep in (False, True)
 }
 
 
