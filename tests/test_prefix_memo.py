@@ -68,6 +68,19 @@ def test_an_edit_or_a_copied_message_folds_from_where_the_lists_part() -> None:
     assert sum(folds.sizes) < 30
 
 
+def test_a_list_with_no_remembered_prefix_folds_from_its_seed() -> None:
+    """A compacted thread read in a new process: the fold starts at the latest summary."""
+    sizes: list[int] = []
+
+    def fold(value: int, more: Sequence[Any]) -> int:
+        sizes.append(len(more))
+        return value + len(more)
+
+    memo = PrefixMemo(0, fold, seed=lambda messages: (len(messages) - 20, 1000))
+    assert memo(items(500)) == 1020
+    assert sum(sizes) == 20
+
+
 def test_short_lists_are_folded_whole_and_not_kept() -> None:
     folds = Folds()
     short = items(SHORT)
@@ -160,6 +173,8 @@ def test_each_fact_equals_a_fresh_pass_over_the_history(seed: int) -> None:
             assert sent == reference_prompt(thread, keep), step
         view = history.model_view(thread)
         assert list(view) == reference_prompt_view(thread)
+        history._view_starts.clear()  # as a new process sees it: from the end
+        assert list(history.model_view(thread)) == list(view)
         assert call_ids._history_ids(thread) == call_ids.ids_in(list(thread))
         tokens = count_tokens_approximately(view)
         assert token_prefix.record_of(view, tokens) == reference_record(view, tokens)

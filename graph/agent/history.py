@@ -15,6 +15,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from graph.agent.prefix_memo import PrefixMemo
 from graph.protocol.threads import SUMMARY_MARK, content_text
 
 # The text of message content: a string, or the text blocks of a block list (what
@@ -37,12 +38,36 @@ def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
 
 def view_start(messages: Sequence[AnyMessage]) -> int:
     """Where the model's view starts: the position of the latest compaction summary, 0
-    for none. From the end: past a compaction, the view is short however long the thread."""
-    # `is_summary` inlined: this may run over the whole history on every model call.
+    for none. Carried from one model call to the next (prefix_memo.py); a new process
+    looks from the end, so past a compaction it reads the short view, not the thread."""
+    return _view_starts(messages)[1]
+
+
+def _latest_summary(messages: Sequence[AnyMessage]) -> int:
+    # `is_summary` inlined: this may run over the whole history.
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].additional_kwargs.get(SUMMARY_MARK):
             return i
     return 0
+
+
+def _view_start_after(seen_and_start: tuple[int, int], more: Sequence[Any]) -> tuple[int, int]:
+    """(messages seen, where the latest summary among them is; 0 for none), then more."""
+    seen, start = seen_and_start
+    for i, m in enumerate(more):
+        if m.additional_kwargs.get(SUMMARY_MARK):
+            start = seen + i
+    return seen + len(more), start
+
+
+def _seen_up_to_latest_summary(messages: Sequence[AnyMessage]) -> tuple[int, tuple[int, int]]:
+    start = _latest_summary(messages)
+    return start, (start, start)
+
+
+_view_starts: PrefixMemo[tuple[int, int]] = PrefixMemo(
+    (0, 0), _view_start_after, seed=_seen_up_to_latest_summary
+)
 
 
 def last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:

@@ -45,20 +45,20 @@ class PrefixMemo(Generic[T]):
     """`memo(messages)` is `fold(start, messages)`, computed from the value of the
     longest remembered list that `messages` starts with. `fold(value, more)` returns
     the value for the list extended by `more`, and must not change `value` (other
-    lists may continue from it too). `skip(messages)`, where given, is how many leading
-    messages a fold from `start` may pass over without changing its value (those
-    before the latest compaction summary, for a fold that starts again at each): a
-    list with no remembered prefix (a new process) is folded from there."""
+    lists may continue from it too). `seed(messages)`, where given, is where a list with
+    no remembered prefix (in a new process) may start folding, and the value there:
+    e.g. at the latest compaction summary, for a fold that starts again at each, so a
+    compacted thread's cold read does not walk the messages before it."""
 
     def __init__(
         self,
         start: T,
         fold: Callable[[T, Sequence[Any]], T],
-        skip: Callable[[Sequence[Any]], int] | None = None,
+        seed: Callable[[Sequence[Any]], tuple[int, T]] | None = None,
     ) -> None:
         self._start = start
         self._fold = fold
-        self._skip = skip
+        self._seed = seed
         self._kept: list[tuple[list[Any], T]] = []  # oldest first
         self._lock = threading.Lock()
 
@@ -69,8 +69,8 @@ class PrefixMemo(Generic[T]):
         n, value = self._longest_prefix(messages)
         if n == size:
             return value
-        if n == 0 and self._skip is not None:
-            n = self._skip(messages)
+        if n == 0 and self._seed is not None:
+            n, value = self._seed(messages)
         if size - n > TAIL:
             value = self._fold(value, messages[n : size - TAIL])
             self._remember(messages[: size - TAIL], value)
