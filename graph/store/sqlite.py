@@ -23,6 +23,10 @@ BUSY_TIMEOUT_MS = 30_000
 # journal, heads: constant time, whatever the threads' length), and damage in the
 # history tables shows when a damaged page is read, as an error naming the file.
 QUICK_CHECK_FULL_BYTES = 1024 * 1024
+# The WAL's size on disk (see connect_sqlite): 256 pages of 4 KB, and no more than 1 MB
+# kept between checkpoints.
+WAL_PAGES = 256
+WAL_BYTES = 1024 * 1024
 ALWAYS_CHECKED = (
     "sqlite_schema",
     "gatehouse_threads",
@@ -47,6 +51,11 @@ def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Con
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # The WAL is folded into the database every WAL_PAGES pages and cut back to
+        # WAL_BYTES after it is: by default it grows to ~4 MB and keeps that size on disk
+        # while the file is open, as much again as a 200-turn thread's database.
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_BYTES}")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except (sqlite3.Error, OSError) as exc:
         raise StorageError(f"cannot open the Gatehouse database {file}: {exc}") from exc
