@@ -1,7 +1,7 @@
 """What the model is handed (graph/agent/model_call.py `chat_input`): a chat model gets
-the history as a prompt value, the very message objects of the thread (no conversion of
-each message, ~1 ms a call at 1,000 messages); anything else standing in for a model
-gets the list, as before."""
+the history as a prompt value, which LangChain reads as it is (a list it converts message
+by message, ~1 ms a call at 1,000 messages); anything else standing in for a model gets
+the list, as before."""
 
 from __future__ import annotations
 
@@ -9,38 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, chat_models
+from langchain_core.language_models import chat_models
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
 
-from graph import Session, build_graph
+from graph import ScriptedModel, Session, build_graph
 from graph.store import open_storage
 from tests.test_builtin_hooks import POLICY, TOOLS
-
-
-class Recording(BaseChatModel):
-    """Answers "ok" and keeps the messages of each call."""
-
-    calls: list[list[BaseMessage]] = []
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Recording:
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.calls.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
 class NotAChatModel:
@@ -75,13 +50,18 @@ def test_a_chat_model_gets_the_history_without_a_conversion_per_message(
         return real(messages)
 
     monkeypatch.setattr(chat_models, "convert_to_messages", convert_to_messages)
-    model = Recording(calls=[])
-    session = session_with(model, tmp_path)
+    calls: list[list[BaseMessage]] = []
+
+    def answer(messages: list[BaseMessage]) -> str:
+        calls.append(list(messages))
+        return "ok"
+
+    session = session_with(ScriptedModel(script=[answer, answer]), tmp_path)
     for text in ("first", "second"):
         run = session.send("t", text)
         run.collect()
         assert run.status == "completed"
-    assert [m.content for m in model.calls[-1] if m.type != "system"] == ["first", "ok", "second"]
+    assert [m.content for m in calls[-1] if m.type != "system"] == ["first", "ok", "second"]
     assert converted == []
     session.close()
 
