@@ -9,10 +9,9 @@ first: a tenth of a second or more that a read-only command does not need.
 
 When the command is done, the process ends as Python would end it (thread pools told
 to stop and other threads joined, `atexit` handlers run, stdout and stderr flushed) but
-without tearing down
-every module and object it loaded: with LangGraph and LangChain loaded that teardown
-takes about half a second on a 2-core machine, longer than a decision itself
-(BENCHMARKS.md, issue 36). Nothing of Gatehouse's is left to it: sessions and
+without tearing down every module and object it loaded: with LangGraph and LangChain
+loaded that teardown takes about half a second on a 2-core machine, longer than a
+decision itself (BENCHMARKS.md, issue 36). Nothing of Gatehouse's is left to it: sessions and
 databases are closed by the commands, tool processes by an `atexit` handler.
 """
 
