@@ -63,7 +63,6 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
     from graph import ScriptedModel
     from graph.agent.context import RunContext
     from graph.protocol.events import TextDelta
-    from graph.service.streaming import STREAM_MODES
 
     # One chunk per token: a long text answer with no tool calls.
     text = "tok " * tokens
@@ -72,14 +71,15 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
     first_session, first_bare, total_session, total_bare = [], [], [], []
     try:
         for i in range(repeat):
-            # Bare LangGraph: the same graph and stream modes, no Session, no events.
+            # Bare LangGraph: the same graph, streamed as a server client streams it,
+            # no Session, no events.
             config = {"configurable": {"thread_id": f"bare-{i}"}}
             start = time.perf_counter()
             first = None
             for mode, chunk in session.agent.stream(
                 {"messages": [HumanMessage("hi")]},
                 config,
-                stream_mode=STREAM_MODES,
+                stream_mode=["custom", "updates"],
                 context=RunContext(),
             ):
                 if (

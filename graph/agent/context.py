@@ -4,16 +4,18 @@ It is the graph's `context_schema`, so LangGraph Studio shows its fields as a fo
 for a run. Nothing in it can change what needs approval: a client controls only what
 makes a run smaller (a lower model-call limit), never the policy.
 
-Three things only the process that runs the graph can set live in private attributes,
+Four things only the process that runs the graph can set live in private attributes,
 which no client input reaches (pydantic never fills them from data): the cancel
-event the Session's Stop button sets, the Session's auto-approve mode, and the
-policy's verdicts of this run (graph/agent/gate.py), so a call's verdict is computed
-once per run and reused by the steps after the one that computed it.
+event the Session's Stop button sets, the Session's auto-approve mode, the policy's
+verdicts of this run (graph/agent/gate.py), so a call's verdict is computed once per
+run and reused by the steps after the one that computed it, and where the run's
+events go when the Session runs it (graph/service/streaming.py).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -34,6 +36,9 @@ class RunContext(BaseModel):
     _auto_approve: threading.Event | None = PrivateAttr(default=None)
     # The gate's memo (graph/agent/gate.py: `policy_verdict`); lives and dies with the run.
     _verdicts: dict[Any, Any] = PrivateAttr(default_factory=dict)
+    # The Session's own event stream (graph/service/streaming.py); None: LangGraph's
+    # `custom` stream, as for every other client of the graph (graph/agent/emit.py).
+    _event_sink: Callable[[Any], None] | None = PrivateAttr(default=None)
 
     @classmethod
     def with_cancel(
@@ -59,6 +64,14 @@ class RunContext(BaseModel):
     @property
     def verdicts(self) -> dict[Any, Any]:
         return self._verdicts
+
+    @property
+    def event_sink(self) -> Callable[[Any], None] | None:
+        return self._event_sink
+
+    def send_events_to(self, sink: Callable[[Any], None]) -> None:
+        """Put this run's events on `sink` instead of LangGraph's `custom` stream."""
+        self._event_sink = sink
 
 
 def context_of(runtime: Any) -> RunContext | None:

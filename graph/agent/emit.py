@@ -2,9 +2,10 @@
 run's config says about where it comes from (its thread, who decides).
 
 Events are the typed `graph.protocol.events` classes, written to LangGraph's
-`custom` stream: the Session hands them on as they are, and LangGraph Server clients
-receive them as JSON in the `custom` stream mode. Outside a run (a hook or tool
-called directly in a test or a script) they go nowhere.
+`custom` stream: LangGraph Server clients receive them as JSON in the `custom` stream
+mode. A run the Session drives has its own sink in its context instead (the Session
+hands the events on as they are; graph/service/streaming.py says why). Outside a run
+(a hook or tool called directly in a test or a script) they go nowhere.
 """
 
 from __future__ import annotations
@@ -13,17 +14,26 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_config, get_stream_writer
+from langgraph.config import get_config
+from langgraph.runtime import get_runtime
 
+from graph.agent.context import RunContext
 from graph.protocol.events import _EventBase
 
 
 def stream_writer() -> Callable[[Any], None]:
-    """LangGraph's `custom` stream writer of the current run; a no-op outside a run."""
+    """Where the current run's events go: the Session's sink when the Session drives the
+    run, else LangGraph's `custom` stream writer; a no-op outside a run."""
     try:
-        return get_stream_writer()
+        runtime = get_runtime()
     except Exception:
         return _discard
+    if runtime is None:
+        return _discard
+    context = runtime.context
+    if isinstance(context, RunContext) and context.event_sink is not None:
+        return context.event_sink
+    return runtime.stream_writer
 
 
 def _discard(_: Any) -> None:

@@ -28,7 +28,7 @@ from graph.protocol.threads import NOTICE_MARK
 from graph.service.errors import describe_error, storage_message
 from graph.service.live_reads import EventGate, LiveMessages
 from graph.service.reads import thread_config
-from graph.service.streaming import STREAM_MODES, translate
+from graph.service.streaming import stream_run, translate
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 
@@ -156,14 +156,8 @@ def drive(
         yield ev.RunStarted.trusted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)
         try:
             index.touch(thread_id, status="running")
-            # durability="sync": each step's checkpoint is written before the next
-            # step starts, not handed to a background thread: no step's result can
-            # be lost to a crash after the next one began, and it is also faster
-            # here than the thread handoff (bench/, BENCHMARKS.md).
             context = RunContext.with_cancel(cancel, auto_approve=auto_approve)
-            for mode, chunk in agent.stream(
-                payload, config, stream_mode=STREAM_MODES, context=context, durability="sync"
-            ):
+            for mode, chunk in stream_run(agent, payload, config, context):
                 if mode == "updates":
                     seen.see(chunk)
                     yield from gate.update(chunk)
