@@ -56,8 +56,10 @@ def stream_run(
     context.send_events_to(lambda event: items.put((EVENT, event)))
     stop = threading.Event()
     stopped = threading.Event()
+    worker: list[int] = []
 
     def run() -> None:
+        worker.append(threading.get_ident())
         try:
             for chunk in agent.stream(
                 payload, config, stream_mode="updates", context=context, durability="sync"
@@ -83,7 +85,10 @@ def stream_run(
             yield mode, item
     finally:
         stop.set()
-        stopped.wait()
+        # Not when this iterator is finalised on the worker itself (the garbage collector
+        # may run anywhere): it would wait for its own thread.
+        if threading.get_ident() not in worker:
+            stopped.wait()
 
 
 def translate(mode: str, chunk: Any, thread_id: str) -> Iterator[ev.Event]:
