@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessageChunk, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graph import ScriptedModel, Session, build_graph
@@ -32,13 +31,7 @@ class WaitingModel(ScriptedModel):
     resume: Any = None
     waited: list[bool] = []
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
+    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         yield ChatGenerationChunk(message=AIMessageChunk(content="Hello"))
         self.waited.append(self.resume.wait(WAIT_S))
         yield ChatGenerationChunk(message=AIMessageChunk(content=", world."))
