@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import gc
+import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -147,3 +148,16 @@ def test_a_worker_is_reused_runs_in_the_callers_context_and_keeps_nothing(
     assert seen[1][1] == "the caller's", "a job saw what the job before it set"
     gc.collect()
     assert kept() is None, "the worker kept the finished job's objects alive"
+
+
+def test_a_forked_child_runs_a_job_although_the_parents_workers_are_idle() -> None:
+    done = threading.Event()
+    workers.run_in_worker(done.set)
+    assert done.wait(WAIT_S)  # now a worker of this process is idle
+    pid = os.fork()
+    if pid == 0:  # the child: its job must run, not wait for a thread it does not have
+        ran = threading.Event()
+        workers.run_in_worker(ran.set)
+        os._exit(0 if ran.wait(WAIT_S) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -11,6 +11,7 @@ its context outlives it on the reused thread.
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 from collections.abc import Callable
 from queue import Empty, SimpleQueue
@@ -21,6 +22,15 @@ _Job = tuple[contextvars.Context, Callable[[], None]]
 _jobs: SimpleQueue[_Job] = SimpleQueue()
 _lock = threading.Lock()
 _idle = 0  # workers waiting on `_jobs` (or about to): each put is taken by exactly one
+
+
+def _forget_workers() -> None:
+    """In a forked child: the parent's workers are not there to take a job."""
+    global _jobs, _lock, _idle
+    _jobs, _lock, _idle = SimpleQueue(), threading.Lock(), 0
+
+
+os.register_at_fork(after_in_child=_forget_workers)
 
 
 def run_in_worker(job: Callable[[], None]) -> None:
