@@ -4,10 +4,11 @@ Each call of a turn is its own `run_tool` task, and LangGraph runs a step's task
 together. The limit is a semaphore per thread (one run per thread at a time), taken
 around the call's execution only: calls answered without running never wait.
 
-Not LangGraph's `max_concurrency`: when a run streams `custom` or `messages` (the
-Session, Studio, LangGraph Server clients), LangGraph parks a stream waiter on one of
-the run's `max_concurrency` worker threads, so a limit of 1 leaves no thread for the
-tasks and the run hangs (langgraph 1.2, `Pregel.stream`'s `get_waiter`).
+Not LangGraph's `max_concurrency`: when a run streams `custom` or `messages` (Studio,
+LangGraph Server clients, anyone streaming the compiled graph), LangGraph parks a
+stream waiter on one of the run's `max_concurrency` worker threads, so a limit of 1
+leaves no thread for the tasks and the run hangs (langgraph 1.2, `Pregel.stream`'s
+`get_waiter`).
 """
 
 from __future__ import annotations
