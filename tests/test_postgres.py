@@ -60,6 +60,54 @@ def pg_session(script: list[Any], tmp: Path) -> Any:
 # -- storage itself ---------------------------------------------------------------
 
 
+@pytest.mark.parametrize("failing", ["head rewrite", "head append", "writes"])
+def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
+    failing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saver sends BEGIN and COMMIT inside its pipelines (graph/store/pg_saver.py).
+    A statement failing after others of its transaction ran leaves nothing behind,
+    and the thread goes on. "head rewrite": a branch from an older checkpoint, whose
+    head rows are rewritten after the compare-and-set answered (a second pipeline of
+    the same transaction); "head append": in the checkpoint's first pipeline; "writes":
+    a step's writes."""
+    import psycopg
+
+    import graph.store.pg_saver as pg_saver
+
+    session, _, _ = pg_session(["first", "second"], tmp_path)
+    session.send("t1", "hi").collect()
+    saver = session.storage.checkpointer
+    before = [s.config for s in session.agent.get_state_history(core.CFG)]
+    where = core.CFG
+
+    def nowhere(params: int) -> str:
+        return "INSERT INTO gatehouse_nowhere VALUES (" + ", ".join(["%s"] * params) + ")"
+
+    with monkeypatch.context() as broken:
+        if failing == "head rewrite":
+            broken.setattr(pg_saver, "UPSERT_HEAD", nowhere(5))
+            where = before[1]  # the checkpoint before the latest: a branch
+        elif failing == "head append":
+            broken.setattr(pg_saver, "EXTEND_BLOCK", nowhere(6))
+        else:
+            broken.setattr(saver, "INSERT_CHECKPOINT_WRITES_SQL", nowhere(9))
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            session.agent.invoke({"messages": [("user", "lost")]}, where)
+    after = [s.config for s in session.agent.get_state_history(core.CFG)]
+    if failing == "head rewrite":  # the branch's first checkpoint failed: nothing new
+        assert after == before
+    else:  # the run's input checkpoint landed first, in a transaction of its own
+        assert after[1:] == before
+
+    session.send("t1", "again").collect()
+    expected = ["hi", "first", "again", "second"]
+    got = session.agent.get_state(core.CFG).values["messages"]
+    assert [m.content for m in got] == expected
+    # Read back from the database (another session: nothing cached), through the head.
+    other, _, _ = pg_session([], tmp_path / "other")
+    assert [m.content for m in other.agent.get_state(core.CFG).values["messages"]] == expected
+
+
 def test_postgres_url_selects_the_official_saver_and_postgres_tables(
     pg_sessions: str, tmp_path: Path
 ) -> None:
