@@ -17,11 +17,12 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph import ScriptedModel, Session, build_graph
+from graph import ScriptedModel, Session, ai, build_graph, tool_call
 from graph.agent.context import RunContext
 from graph.protocol import events as ev
 from graph.service import workers
 from graph.store import open_storage
+from tests.support.core_fixtures import make_session
 
 WAIT_S = 30.0
 
@@ -161,3 +162,30 @@ def test_a_forked_child_runs_a_job_although_the_parents_workers_are_idle() -> No
         os._exit(0 if ran.wait(WAIT_S) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_next_step_waits_until_the_caller_asks_for_more(tmp_path: Path) -> None:
+    """As with LangGraph's own stream: while the caller is still busy with an event of a
+    step (here for longer than the next model call takes), the run does not go on; so a
+    cancel (a person's Stop) made on that event is seen by the very next step."""
+    called_again = threading.Event()
+
+    def answer(_messages: Any) -> str:
+        called_again.set()
+        return "done"
+
+    session, ledger, _ = make_session(
+        tmp_path, [ai("", tool_call("lookup", {"key": "a"}, "l1")), answer]
+    )
+    try:
+        went_on = []
+        run = session.send("t1", "go")
+        for event in run:
+            if isinstance(event, ev.ToolFinished) and event.call_id == "l1":
+                went_on.append(called_again.wait(0.5))
+                run.cancel()
+        assert went_on == [False], "the model was called again while the caller was busy"
+        assert run.status == "cancelled" and not called_again.is_set()
+        assert ledger.count("lookup") == 1
+    finally:
+        session.close()

@@ -46,8 +46,11 @@ def stream_run(
 ) -> Iterator[tuple[str, Any]]:
     """One run of `agent` from `payload`, as `("updates", chunk)` and `(EVENT, event)`
     pairs in the order they happen. The run goes on in a worker thread; an error it
-    raises is raised here. Closing the iterator early stops the run after the step under
-    way (as closing LangGraph's own stream does) and returns once it has stopped.
+    raises is raised here. As with LangGraph's own stream, a step starts only once the
+    caller has taken the previous step's update and asked for more: what the caller
+    does on an event (a cancel, a person's Stop) is seen by the next step. Closing the
+    iterator early stops the run after the step under way and returns once it has
+    stopped.
 
     `durability="sync"`: each step's checkpoint is written before the next step starts,
     not handed to a background thread: no step's result can be lost to a crash after
@@ -56,6 +59,7 @@ def stream_run(
     context.send_events_to(lambda event: items.put((EVENT, event)))
     stop = threading.Event()
     stopped = threading.Event()
+    taken = threading.Semaphore(0)  # released each time the caller asks past an update
     worker: list[int] = []
 
     def run() -> None:
@@ -65,6 +69,7 @@ def stream_run(
                 payload, config, stream_mode="updates", context=context, durability="sync"
             ):
                 items.put(("updates", chunk))
+                taken.acquire()
                 if stop.is_set():
                     break
         except BaseException as exc:  # handed to the caller's thread, raised there
@@ -83,8 +88,11 @@ def stream_run(
             if mode == _FAILED:
                 raise item
             yield mode, item
+            if mode == "updates":
+                taken.release()
     finally:
         stop.set()
+        taken.release()  # a worker waiting for the caller goes on, to see `stop`
         # Not when this iterator is finalised on the worker itself (the garbage collector
         # may run anywhere): it would wait for its own thread.
         if threading.get_ident() not in worker:
