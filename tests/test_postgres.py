@@ -60,6 +60,82 @@ def pg_session(script: list[Any], tmp: Path) -> Any:
 # -- storage itself ---------------------------------------------------------------
 
 
+def _rows_read(conn: Any, sql: str, params: tuple[Any, ...], table: str) -> int:
+    """Rows of `table` that `sql`'s plan read, kept or filtered out (EXPLAIN ANALYZE)."""
+    [(plan,)] = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params).fetchall()
+
+    def walk(node: dict[str, Any]) -> int:
+        own = 0
+        if node.get("Relation Name") == table:
+            rows = node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)
+            own = rows * node.get("Actual Loops", 1)
+        return own + sum(walk(child) for child in node.get("Plans", []))
+
+    return int(walk(plan[0]["Plan"]))
+
+
+def test_a_checkpoint_is_read_by_its_own_rows_on_a_database_never_analysed(
+    pg_sessions: str, tmp_path: Path
+) -> None:
+    """A new database is never analysed until autovacuum gets to it. Reading a thread's
+    latest checkpoint, and the writes `put` reads at its parent, must look up that
+    checkpoint's own rows: the stock read hashed every blob of the thread, and the
+    writes' `= ANY(...)` filtered every write of the thread, so both grew with it (a
+    Postgres turn at 300 turns took 108 ms against 37 ms at 50). The thread gets 20,000
+    rows of older history here (as a long thread has), so the planner sees the sizes."""
+    import psycopg
+
+    from graph.store.pg_saver import WRITES_AT, WRITES_AT_ANY, GatehousePostgresSaver
+
+    session, _, _ = pg_session([], tmp_path)
+    for turn in range(3):
+        session.send("t1", f"turn {turn}").collect()
+    with psycopg.connect(pg_sessions, autocommit=True) as conn:
+        for table in ("checkpoint_blobs", "checkpoint_writes"):
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        conn.execute(
+            "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+            "SELECT 't1', '', 'old-' || g % 20, 'v' || g, 'empty', NULL FROM generate_series(1, 20000) g"
+        )
+        conn.execute(
+            "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
+            "task_path, idx, channel, type, blob) SELECT 't1', '', '0-old-' || g, 'task', '', 0, "
+            "'messages', 'empty', ''::bytea FROM generate_series(1, 20000) g"
+        )
+        stats = conn.execute(
+            "SELECT count(*) FROM pg_stats WHERE tablename LIKE 'checkpoint%'"
+        ).fetchone()
+        assert stats == (0,), "the tables were analysed: this test would prove nothing"
+        latest = conn.execute(
+            "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = 't1' "
+            "ORDER BY checkpoint_id DESC LIMIT 1"
+        ).fetchone()
+        assert latest is not None
+        read = " WHERE thread_id = %s AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
+        [(versions,)] = conn.execute(
+            "SELECT count(*) FROM checkpoints, jsonb_object_keys(checkpoint -> 'channel_versions') "
+            "WHERE thread_id = 't1' AND checkpoint_id = %s",
+            (latest[0],),
+        ).fetchall()
+        ours = _rows_read(
+            conn, GatehousePostgresSaver.SELECT_SQL + read, ("t1",), "checkpoint_blobs"
+        )
+        stock = _rows_read(conn, PostgresSaver.SELECT_SQL + read, ("t1",), "checkpoint_blobs")
+        assert ours <= versions and stock > 20_000, (ours, stock)
+        [(written,)] = conn.execute(
+            "SELECT count(*) FROM checkpoint_writes WHERE thread_id = 't1' AND checkpoint_id = %s",
+            (latest[1],),
+        ).fetchall()
+        at_parent = ("t1", "", "messages", latest[1])
+        ours = _rows_read(conn, WRITES_AT, at_parent, "checkpoint_writes")
+        before = (*at_parent[:3], [latest[1]])  # as `put` asked before: `= ANY(...)`
+        stock = _rows_read(conn, WRITES_AT_ANY, before, "checkpoint_writes")
+        assert ours <= written and stock > 20_000, (ours, stock)
+    # A LangGraph release that words its query differently leaves ours unchanged: this
+    # says so.
+    assert GatehousePostgresSaver.SELECT_SQL != PostgresSaver.SELECT_SQL
+
+
 @pytest.mark.parametrize("failing", ["head rewrite", "head append", "writes"])
 def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
     failing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

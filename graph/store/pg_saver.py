@@ -79,6 +79,14 @@ UPSERT_HEAD = (
     "checkpoint_id = EXCLUDED.checkpoint_id, count = EXCLUDED.count"
 )
 
+# A channel's writes at one checkpoint, and at several. The one by `=`: an index
+# condition on the primary key whatever the planner knows; with `= ANY(...)` and a table
+# never analysed it scanned every write of the thread, at every `put` (BENCHMARKS.md).
+WRITES_AT = (
+    "SELECT checkpoint_id, task_id, idx, type, blob, task_path FROM checkpoint_writes "
+    "WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id = %s"
+)
+WRITES_AT_ANY = WRITES_AT.replace("checkpoint_id = %s", "checkpoint_id = ANY(%s)")
 
 # ON_CHECKPOINT's values with the status and pending_since read from the writes.
 PAUSED_VALUES = (
@@ -110,9 +118,35 @@ def _in_transaction(conn: Any) -> Iterator[None]:
         raise
 
 
+# The stock read of a checkpoint joins its channel versions to the thread's blobs. A
+# planner that knows nothing of the table (never analysed: a new database, or rows
+# added since autovacuum last looked) hashes every blob of the thread for it, a read
+# that grows with the thread (3,900 blobs hashed for 17 at 300 turns). A lateral
+# subquery with LIMIT 1 cannot be flattened into that join: one primary-key lookup per
+# channel, whatever the statistics. The same rows (the key is unique).
+_STOCK_BLOB_JOIN = """        from jsonb_each_text(checkpoint -> 'channel_versions')
+        inner join checkpoint_blobs bl
+            on bl.thread_id = checkpoints.thread_id
+            and bl.checkpoint_ns = checkpoints.checkpoint_ns
+            and bl.channel = jsonb_each_text.key
+            and bl.version = jsonb_each_text.value"""
+_BLOB_LOOKUPS = """        from jsonb_each_text(checkpoint -> 'channel_versions') as cv(key, value)
+        cross join lateral (
+            select b.channel, b.type, b.blob from checkpoint_blobs b
+            where b.thread_id = checkpoints.thread_id
+                and b.checkpoint_ns = checkpoints.checkpoint_ns
+                and b.channel = cv.key
+                and b.version = cv.value
+            limit 1
+        ) as bl"""
+
+
 class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     """`PostgresSaver` with a materialised head and a warm cache of the given
     DeltaChannels (the graph registers them, graph/agent/graph.py)."""
+
+    # Unchanged if a LangGraph release words its query differently (tested).
+    SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_STOCK_BLOB_JOIN, _BLOB_LOOKUPS)
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
@@ -323,9 +357,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     ) -> dict[str, list[PendingWrite]]:
         if not checkpoint_ids:
             return {}
-        rows = self._rows(
-            "SELECT checkpoint_id, task_id, idx, type, blob, task_path FROM checkpoint_writes "
-            "WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id = ANY(%s)",
-            (thread_id, ns, channel, list(checkpoint_ids)),
-        )
+        if len(checkpoint_ids) == 1:  # every `put`
+            rows = self._rows(WRITES_AT, (thread_id, ns, channel, checkpoint_ids[0]))
+        else:
+            rows = self._rows(WRITES_AT_ANY, (thread_id, ns, channel, list(checkpoint_ids)))
         return writes_by_checkpoint(rows, channel, self.serde)
