@@ -47,7 +47,9 @@ __all__ = ["tool_definition", "tool_definitions", "tool_name"]
 
 FILE = "tool-definitions.json"
 VERSION = 1  # of this file's format and of how a definition is made
-MAX_ENTRIES = 256
+# Every open reads the whole file, and a change to a tool's file (an upgrade) adds new
+# keys: 256 entries grew it to ~100 KB, ~1 ms of each open. 64 hold several toolsets.
+MAX_ENTRIES = 64
 
 _kept: dict[tuple[str, str, object], dict[str, Any]] = {}
 _lock = threading.Lock()

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.fields import FieldInfo
 
 from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
 
@@ -76,6 +77,29 @@ _set = object.__setattr__  # as `model_construct` sets a frozen model's parts
 _PLAIN_DEFAULTS = (type(None), str, int, float, bool, tuple, frozenset)
 
 
+# Whether a default factory is given the validated data, per factory. Pydantic works it
+# out from the factory's signature each time it is asked, and a builtin's signature is
+# parsed from its text (~0.1-0.2 ms): `time.time` (every event's `ts`) was parsed again
+# for each event class a new process met. The builtins the events use take no data.
+_factory_takes_data: dict[Callable[..., Any], bool] = {
+    time.time: False,
+    list: False,
+    dict: False,
+    set: False,
+    tuple: False,
+}
+
+
+def _takes_validated_data(info: FieldInfo) -> bool:
+    factory = info.default_factory
+    if factory is None:
+        return False
+    known = _factory_takes_data.get(factory)
+    if known is None:
+        known = _factory_takes_data[factory] = bool(info.default_factory_takes_validated_data)
+    return known
+
+
 def _shape(cls: type[_EventBase]) -> _Shape:
     """What `trusted` needs of an event class, worked out once per class."""
     if (known := _shapes.get(cls)) is None:
@@ -88,7 +112,7 @@ def _shape(cls: type[_EventBase]) -> _Shape:
             if info.is_required():
                 required.add(name)
                 continue
-            if info.default_factory_takes_validated_data:
+            if _takes_validated_data(info):
                 raise TypeError(f"{cls.__name__}.{name}: a default made from the data")
             if info.default_factory is not None:
                 made.append((name, cast(Callable[[], Any], info.default_factory)))

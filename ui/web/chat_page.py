@@ -112,10 +112,8 @@ def _stop_button(runner: Runner, thread_id: str) -> None:
     (in the page it scrolled out of view under a long turn). Drawn for every page run
     that starts with a run active: the page then follows it, and the queued runs after
     it, to their end before the rerun that draws the input without it."""
-    # `st._bottom` is Streamlit's dock that holds the chat input (no public name yet);
-    # without it the button falls back to the page.
-    dock = getattr(st, "_bottom", None) or st
-    with dock.container(key="gh-stop-dock"):
+    # `st.bottom`: Streamlit's dock that holds the chat input.
+    with st.bottom.container(key="gh-stop-dock"):
         dock_left, dock_right = st.columns([1, 5], vertical_alignment="center")
         dock_left.button(
             ":material/stop: Stop",
