@@ -1,4 +1,5 @@
-"""The chat page of the web app: input, windowed history, live run, approval card, retry.
+"""The chat page of the web app: windowed history, live run, approval card, retry, the Stop
+dock (the chat input itself: ui/web/chat_input.py).
 
 One script run per click: every control acts in its callback (which Streamlit runs
 before the script), so the run that follows draws the page as it now is; a live run
@@ -28,8 +29,6 @@ from ui.web.thinking import stopped_notes
 from ui.web.threads import current_thread, open_thread
 from ui.web.tool_blocks import NOT_RUN, WAITING
 
-HINT = "Message Gatehouse (try: list files, or write todo.md: buy milk)"
-
 
 @dataclass(frozen=True)
 class OpenThread:
@@ -58,35 +57,14 @@ def queued(thread_id: str) -> list[str]:
     return st.session_state.setdefault("queued", {}).setdefault(thread_id, [])
 
 
-def input_state(now: OpenThread) -> tuple[bool, str]:
-    """Whether the chat input is disabled, and its hint (the reason when disabled)."""
-    if now.pending is not None:
-        return True, "Answer the approval card above first: the run is paused on it."
-    info = now.info
-    if now.active is None and info is not None and info.status == "interrupted":
-        return True, "The last run was interrupted: retry it (above) before sending a new message."
-    if now.active is not None:
-        return False, "A run is active: a message sent now is queued and sent when it ends."
-    return False, HINT
-
-
-def chat_input_box(session: Session, runner: Runner, now: OpenThread) -> None:
-    disabled, hint = input_state(now)
+def stop_dock(runner: Runner, now: OpenThread) -> None:
+    """The Stop button above the chat input, while a run is active on the thread."""
     if now.active is not None and now.thread_id is not None:
         _stop_button(runner, now.thread_id)
-    st.chat_input(
-        hint,
-        disabled=disabled,
-        key="prompt",
-        on_submit=_on_prompt,
-        args=(session, runner, now.thread_id),
-    )
 
 
-def _on_prompt(session: Session, runner: Runner, thread_id: str | None) -> None:
-    text = str(st.session_state.get("prompt") or "").strip()
-    if not text:
-        return
+def send_prompt(session: Session, runner: Runner, thread_id: str | None, text: str) -> None:
+    """Send a message typed in the chat input (its callback, ui/web/chat_input.py)."""
     if thread_id is not None:
         st.session_state.pop(f"notice-{thread_id}", None)
     if thread_id is not None and runner.active(thread_id) is not None:
