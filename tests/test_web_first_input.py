@@ -44,7 +44,7 @@ def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def paused_thread(db: Path, workspace: Path) -> str:
+def paused_thread(db: Path | str, workspace: Path) -> str:
     """A thread paused on an approval (the demo model writes a file)."""
     session = open_session(Settings(db=str(db), workspace=str(workspace)))
     try:
@@ -115,6 +115,19 @@ def test_a_paused_thread_gets_a_disabled_input_that_says_why(
     assert at.session_state["drawn"] is True
     (box,) = at.chat_input
     assert box.disabled and APPROVAL_HINT in box.placeholder
+
+
+@pytest.mark.postgres
+def test_a_paused_thread_on_postgres(
+    web_env: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
+    monkeypatch.setenv("GATEHOUSE_DB", postgres_url)
+    thread_id = paused_thread(postgres_url, web_env / "ws")
+    at = early(monkeypatch, {"thread": thread_id})
+    assert at.session_state["drawn"] is True
+    (box,) = at.chat_input
+    assert box.disabled and APPROVAL_HINT in box.placeholder
+    assert early(monkeypatch, {"thread": "no-such-thread"}).session_state["drawn"] is False
 
 
 def test_an_interrupted_thread_gets_a_disabled_input(
