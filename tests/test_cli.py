@@ -418,7 +418,7 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     from ui.term import cli
 
     calls: list[list[str]] = []
-    monkeypatch.setattr(cli, "_run_child", lambda cmd, cwd=None: calls.append(cmd) or 0)
+    monkeypatch.setattr(cli, "run_child", lambda cmd, cwd=None: calls.append(cmd) or 0)
     return calls
 
 

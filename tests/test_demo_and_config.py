@@ -65,7 +65,11 @@ def test_config_file_sets_policy_and_paths(tmp_path: Path) -> None:
     [
         ("db = [", "cannot read config"),
         ("colour = 'blue'", "unknown settings"),
-        ("max_model_calls = 'many'", "bad setting"),
+        ("max_model_calls = 'many'", "max_model_calls must be a whole number, not 'many'"),
+        # The setting is named, not only the value ("could not convert string to float").
+        ("[model]\ntemperature = 'hot'", r"\[model\] temperature must be a number, not 'hot'"),
+        ("[tools]\nshell_memory_mb = '4G'", r"\[tools\] shell_memory_mb must be a whole number"),
+        ("[compaction]\nkeep_turns = 'all'", r"\[compaction\] keep_turns must be a whole number"),
     ],
 )
 def test_bad_config_gives_a_clear_error(tmp_path: Path, text: str, phrase: str) -> None:

@@ -253,3 +253,45 @@ def test_a_paused_thread_as_the_first_page(
     expect(main.get_by_role("button", name="Approve")).to_be_visible(timeout=WAIT_MS)
     expect(page.get_by_test_id("stChatInput")).to_have_count(1)
     expect(box).to_be_disabled()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_page_icon_is_gatehouses_and_local(
+    gated_server: tuple[Server, Path], first_page: Callable[[str], Any]
+) -> None:
+    """The page names no icon (its image code imports numpy on a first page):
+    ui/web/favicon.py serves Gatehouse's where Streamlit's page looks for one."""
+    from playwright.sync_api import expect
+
+    from ui.web.favicon import ICON
+
+    server, _gate = gated_server
+    page = first_page("/")
+    expect(page.get_by_test_id("stChatInputTextArea")).to_be_enabled(timeout=WAIT_MS)
+    icon = page.locator("link[rel~='icon']").first.get_attribute("href") or ""
+    assert not re.match(r"(https?:)?//", icon), icon  # nothing fetched from elsewhere
+    got = page.context.request.get(page.evaluate("(href) => new URL(href, location).href", icon))
+    assert got.status == 200 and got.body() == ICON.read_bytes()
+    # Behind the sign-in like every other route.
+    signed_out = page.context.browser.new_context()
+    try:
+        assert signed_out.request.get(server.url + "/favicon.png").status == 401
+    finally:
+        signed_out.close()
+
+
+def test_streamlits_repl_check_counts_as_done_under_launch(web_env: Path) -> None:
+    """ui/web/launch.py marks Streamlit's once-per-process REPL warning as shown (its
+    check walks every loaded module: ~45 ms of a first page). Fails if Streamlit
+    renames the flag, which would silently bring the cost back."""
+    code = (
+        "import streamlit.delta_generator as dg\n"
+        "assert dg._use_warning_has_been_displayed is False\n"
+        "import ui.web.launch\n"
+        "print(dg._use_warning_has_been_displayed)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "True"

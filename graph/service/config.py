@@ -222,37 +222,57 @@ def load_settings(
             )
         return replace(
             settings,
-            temperature=float(settings.temperature),
-            max_model_calls=int(settings.max_model_calls),
-            model_max_retries=_at_least(int(settings.model_max_retries), 0, "max_retries"),
+            temperature=_number(float, settings.temperature, "[model] temperature"),
+            max_model_calls=_number(int, settings.max_model_calls, "max_model_calls"),
+            model_max_retries=_at_least(
+                _number(int, settings.model_max_retries, "[model] max_retries"), 0, "max_retries"
+            ),
             model_timeout=None
             if settings.model_timeout in (None, "")
-            else _at_least(float(settings.model_timeout), 0.001, "timeout"),
-            shell_timeout_s=float(settings.shell_timeout_s),
+            else _at_least(
+                _number(float, settings.model_timeout, "[model] timeout"), 0.001, "timeout"
+            ),
+            shell_timeout_s=_number(float, settings.shell_timeout_s, "[tools] shell_timeout_s"),
             doom_loop_threshold=_at_least(
-                int(settings.doom_loop_threshold), 0, "doom_loop_threshold", top_level=True
+                _number(int, settings.doom_loop_threshold, "doom_loop_threshold"),
+                0,
+                "doom_loop_threshold",
+                top_level=True,
             ),
             max_parallel_tools=None
             if settings.max_parallel_tools in (None, "", 0, "0")
             else _at_least(
-                int(settings.max_parallel_tools), 1, "max_parallel_tools", top_level=True
+                _number(int, settings.max_parallel_tools, "max_parallel_tools"),
+                1,
+                "max_parallel_tools",
+                top_level=True,
             ),
             auto_approve=_flag(settings.auto_approve, "auto_approve"),
             model_stream_usage=_flag(settings.model_stream_usage, "[model] stream_usage"),
-            shell_memory_mb=int(settings.shell_memory_mb),
-            shell_max_processes=int(settings.shell_max_processes),
+            shell_memory_mb=_number(int, settings.shell_memory_mb, "[tools] shell_memory_mb"),
+            shell_max_processes=_number(
+                int, settings.shell_max_processes, "[tools] shell_max_processes"
+            ),
             compaction=_flag(settings.compaction, "[compaction] enabled"),
             compaction_max_tokens=_at_least(
-                int(settings.compaction_max_tokens), 1, "[compaction] max_tokens"
+                _number(int, settings.compaction_max_tokens, "[compaction] max_tokens"),
+                1,
+                "[compaction] max_tokens",
             ),
             compaction_keep_turns=_at_least(
-                int(settings.compaction_keep_turns), 1, "[compaction] keep_turns"
+                _number(int, settings.compaction_keep_turns, "[compaction] keep_turns"),
+                1,
+                "[compaction] keep_turns",
             ),
             offload_threshold_chars=_at_least(
-                int(settings.offload_threshold_chars), 0, "[offload] threshold_chars"
+                _number(int, settings.offload_threshold_chars, "[offload] threshold_chars"),
+                0,
+                "[offload] threshold_chars",
             ),
             offload_head_chars=_at_least(
-                int(settings.offload_head_chars), 1, "[offload] head_chars"
+                _number(int, settings.offload_head_chars, "[offload] head_chars"),
+                1,
+                "[offload] head_chars",
             ),
         )
     except (TypeError, ValueError) as exc:
@@ -287,6 +307,16 @@ def location_env(settings: Settings) -> dict[str, str]:
     if settings.source:
         env[CONFIG_ENV] = str(Path(settings.source).resolve())
     return env
+
+
+def _number(kind: type[int] | type[float], value: Any, name: str) -> Any:
+    """`value` (from the file, or text from the environment) as `kind`; an error names
+    the setting ("could not convert string to float: 'hot'" did not say which)."""
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        what = "a whole number" if kind is int else "a number"
+        raise ValueError(f"{name} must be {what}, not {value!r}") from None
 
 
 def _at_least(value: float, low: float, name: str, *, top_level: bool = False) -> Any:

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ import typer
 
 import graph
 from ui.term import readonly
+from ui.term.child import run_child
 from ui.term.fast import parse_decision, parse_read_only
 
 if TYPE_CHECKING:
@@ -650,15 +650,13 @@ def ui(
     (and opens it); the sign-in page also takes the install secret (gatehouse.secret)."""
     if not APP_PATH.is_file():
         raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
-    from ui.web.serve import streamlit_command
+    from ui.web.serve import web_ui_command
 
-    os.environ["GATEHOUSE_OPEN_BROWSER"] = "1" if browser else "0"
     try:
-        # Pinned before Streamlit starts: the app is on this directory's files wherever it runs.
-        os.environ.update(graph.location_env(graph.load_settings()))
+        cmd = web_ui_command(port, browser, APP_PATH)
     except graph.ConfigError as exc:
         raise opening_failed(exc) from None
-    raise typer.Exit(_run_child(streamlit_command(port, APP_PATH)))
+    raise typer.Exit(run_child(cmd))
 
 
 @app.command()
@@ -721,7 +719,7 @@ def studio(
         from ui.term.studio import CONNECT_HINT
 
         err.print(Text(CONNECT_HINT, "yellow"))
-        raise typer.Exit(_run_child(cmd, cwd=PROJECT_ROOT))
+        raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
     err.print(Text("$ " + " ".join(cmd), "dim"))
     raise typer.Exit(
         run_studio(
@@ -734,19 +732,6 @@ def find_langgraph() -> str | None:
     """The `langgraph` executable: this environment's first, then PATH."""
     local = Path(sys.executable).parent / "langgraph"
     return str(local) if local.exists() else shutil.which("langgraph")
-
-
-def _run_child(cmd: list[str], cwd: Path | None = None) -> int:
-    """Become the server process (signals, Ctrl-C and exit code are its own, and no
-    orphan is left behind when this process is stopped); a child on Windows."""
-    err.print(Text("$ " + " ".join(cmd), "dim"))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if os.name == "posix":
-        if cwd is not None:
-            os.chdir(cwd)
-        os.execv(cmd[0], cmd)
-    return subprocess.call(cmd, cwd=cwd)
 
 
 # -- reading threads ------------------------------------------------------------

@@ -3,7 +3,8 @@ without the interpreter's teardown.
 
 `threads`, `pending` and `show` with their plain options are parsed here
 (ui/term/fast.py) and run by ui/term/readonly.py, which loads neither typer nor
-LangGraph; every other command line (`--help`, a decision, the agent, a malformed
+LangGraph; `gatehouse` and `gatehouse ui` with their plain options start the web UI
+without typer too; every other command line (`--help`, a decision, the agent, a malformed
 option) goes to the typer app in ui/term/cli.py, which imports typer and pydantic
 first: a tenth of a second or more that a read-only command does not need.
 
@@ -24,7 +25,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from ui.term.fast import parse_read_only
+from ui.term.fast import parse_read_only, parse_web_ui
 
 
 def main() -> None:
@@ -33,13 +34,29 @@ def main() -> None:
             from ui.term.readonly import main as run_read_only
 
             run_read_only(*read_only)
-        else:
+        elif (web_ui := parse_web_ui(sys.argv[1:])) is None or not start_web_ui(**web_ui):
             from ui.term.cli import main as run_cli
 
             run_cli()
     except SystemExit as done:
         exit_now(done.code)
     exit_now(0)
+
+
+def start_web_ui(port: int | None, browser: bool) -> bool:
+    """Become the web UI's server, as `gatehouse ui` does (this does not return); False,
+    with nothing done, when it cannot start, for the typer command to say why."""
+    from ui.web.serve import APP_PATH, web_ui_command
+
+    if not APP_PATH.is_file():
+        return False
+    try:
+        cmd = web_ui_command(port, browser)
+    except Exception:  # noqa: BLE001 - a wrong setting: the typer command reports it
+        return False
+    from ui.term.child import run_child
+
+    raise SystemExit(run_child(cmd))
 
 
 def exit_now(code: object) -> NoReturn:

@@ -1,5 +1,5 @@
-"""The plain command lines of the read-only commands and of `approve` / `reject`,
-read without typer.
+"""The plain command lines of the read-only commands, of `approve` / `reject` and of
+starting the web UI (`gatehouse`, `gatehouse ui`), read without typer.
 
 typer (0.29) checks every parameter through a pydantic `TypeAdapter`, so parsing any
 command imports pydantic and builds validators: most of a read-only command's time.
@@ -134,3 +134,29 @@ def parse_decision(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
         return None
     kwargs["thread_id"] = positional[0]
     return command, kwargs
+
+
+def parse_web_ui(argv: list[str]) -> dict[str, Any] | None:
+    """`port` and `browser` for a plain command line that starts the web UI: `gatehouse`,
+    `gatehouse --port N`, `gatehouse ui [--port N] [--browser | --no-browser]`; or None
+    (typer parses it). A person's first page waits for whatever runs before the server
+    starts: typer, pydantic and rich took ~0.2 s of it."""
+    is_ui = bool(argv) and argv[0] == "ui"
+    rest = argv[1:] if is_ui else argv
+    port: int | None = None
+    browser: bool | None = None
+    i = 0
+    while i < len(rest):
+        name, eq, inline = rest[i].partition("=")
+        if name == "--port" and port is None and (eq or i + 1 < len(rest)):
+            value = inline if eq else rest[i + 1]
+            if not value.isascii() or not value.isdigit():
+                return None  # typer says what is wrong with it
+            port = int(value)
+            i += 1 if eq else 2
+        elif is_ui and browser is None and rest[i] in ("--browser", "--no-browser"):
+            browser = rest[i] == "--browser"
+            i += 1
+        else:
+            return None  # --help, an option given twice, anything else: typer's
+    return {"port": port, "browser": browser is not False}

@@ -22,11 +22,10 @@ import streamlit as st  # noqa: E402
 
 from ui.web.loading import loading_state, page_loaded  # noqa: E402
 
-# A local icon: a `:material/...:` page icon is fetched from fonts.gstatic.com.
-ICON = str(Path(__file__).resolve().parent / "assets" / "icon.png")
+# No page icon: ui/web/favicon.py serves Gatehouse's where Streamlit looks for one.
 # Drawn first, so a first open shows "Loading Gatehouse…" while the page's code loads
 # (LangGraph among it: seconds on a cold, busy machine) rather than a blank page.
-st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
+st.set_page_config(page_title="Gatehouse", layout="wide")
 LOADING = loading_state()
 
 from ui.web.chat_input import early_chat_input  # noqa: E402
@@ -59,7 +58,7 @@ details.gh-tool .gh-pre { white-space: pre-wrap; overflow-wrap: anywhere; max-he
 
 
 def main() -> None:
-    st.set_page_config(page_title="Gatehouse", page_icon=ICON, layout="wide")
+    st.set_page_config(page_title="Gatehouse", layout="wide")
     st.html(STYLE)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
     if signed_in() is None:

@@ -22,14 +22,23 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 import streamlit as st  # noqa: E402
+import streamlit.delta_generator as streamlit_delta_generator  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
+from ui.web.favicon import Favicon  # noqa: E402
 from ui.web.guard import TOKENS, Guard  # noqa: E402
 from ui.web.identity import web_access  # noqa: E402
 from ui.web.preload import Preload  # noqa: E402
+from ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
-OPEN_BROWSER_ENV = "GATEHOUSE_OPEN_BROWSER"
+
+# Streamlit checks once per process, when a page draws its first element, whether it
+# runs in a REPL, to warn that apps need `streamlit run`: `inspect.stack()` resolves the
+# path of every loaded module, ~45 ms of a new server's first page (issue 36). This is
+# the script `streamlit run` serves, so the warning cannot apply: it counts as shown.
+# tests/test_web_first_input.py checks that Streamlit still has the flag.
+streamlit_delta_generator._use_warning_has_been_displayed = True
 
 _access, _secret = web_access()
 
@@ -61,9 +70,13 @@ async def _announce(_app: Any) -> AsyncIterator[None]:
     yield
 
 
-# The guard first (outermost): preload hints only go into pages it let through.
+# The guard first (outermost): the icon and preload hints only go to requests it let through.
 app = st.App(
     SCRIPT,
-    middleware=[Middleware(Guard, access=_access, secret=_secret), Middleware(Preload)],
+    middleware=[
+        Middleware(Guard, access=_access, secret=_secret),
+        Middleware(Favicon),
+        Middleware(Preload),
+    ],
     lifespan=_announce,
 )

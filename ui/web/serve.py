@@ -13,10 +13,12 @@ ui/web/launch.py: the app behind the sign-in guard (ui/web/guard.py).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 APP_PATH = Path(__file__).resolve().parent / "launch.py"
+OPEN_BROWSER_ENV = "GATEHOUSE_OPEN_BROWSER"  # ui/web/launch.py opens the sign-in link
 ACCENT = "#2563eb"
 
 FLAGS = [
@@ -42,3 +44,15 @@ def streamlit_command(
 ) -> list[str]:
     cmd = [python, "-m", "streamlit", "run", str(app), *FLAGS]
     return cmd + (["--server.port", str(port)] if port else [])
+
+
+def web_ui_command(port: int | None, browser: bool, app: Path = APP_PATH) -> list[str]:
+    """`gatehouse ui`'s command line, with the environment it needs set in this process
+    (which then becomes the server): whether to open a browser, and this directory's
+    database, workspace and config file, pinned before Streamlit starts so the app uses
+    them wherever it runs. Raises ConfigError for a wrong setting."""
+    import graph
+
+    os.environ[OPEN_BROWSER_ENV] = "1" if browser else "0"
+    os.environ.update(graph.location_env(graph.load_settings()))
+    return streamlit_command(port, app)
