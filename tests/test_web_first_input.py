@@ -163,6 +163,24 @@ def test_no_early_input_where_the_page_draws_none(
     assert at.session_state["drawn"] is False and not at.chat_input
 
 
+def test_a_message_sent_when_gatehouse_cannot_start_is_kept_in_view(
+    web_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The early input is drawn before the Session opens; when it cannot open (here a
+    model factory that does not exist), a message sent from it is not lost."""
+    import ui.web.chat_input as chat_input
+    from tests.support.app_page import app_page
+
+    monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "no_such_module:make")
+    monkeypatch.setattr(chat_input, "PAGE_MODULE", "gatehouse_test.not_loaded")
+    at = app_page(30).run()
+    assert any("Gatehouse cannot start" in e.value for e in at.error)
+    at.chat_input(key="prompt").set_value("buy milk").run()
+    assert any("Gatehouse cannot start" in e.value for e in at.error)
+    kept = [w.value for w in at.warning]
+    assert any("Not sent" in w and "buy milk" in w for w in kept), kept
+
+
 def test_no_early_input_once_the_page_code_is_loaded(
     web_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,9 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
     except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback
         page_loaded(loading)
         st.error(f"Gatehouse cannot start: {describe_error(exc)[0]}")
+        if flash := st.session_state.pop("flash", None):
+            # A message sent from a first page's early input: not sent, shown to keep.
+            st.warning(markdown(flash))
         st.button(":material/refresh: Retry", key="retry-start")
         return
     # The one Runner of the server: each run this page starts carries this browser
