@@ -189,3 +189,54 @@ def test_langgraph_json_loads_dot_env_when_present_not_the_example(
     load_env_file(tmp_path / "missing.env")  # no file: nothing happens
     assert os.environ["GATEHOUSE_TEST_FROM_DOTENV"] == "quoted value"
     assert os.environ["GATEHOUSE_TEST_ALREADY_SET"] == "from the environment"
+
+
+def test_a_thread_deleted_through_the_server_is_gone_everywhere(server: dict[str, Any]) -> None:
+    """DELETE /threads/<id> (Studio's delete) removes the thread from Gatehouse's own
+    list too, so the web app and `gatehouse threads` do not show it (and the thread
+    sync does not bring it back into the server's list)."""
+    import graph
+
+    client = get_sync_client(url=server["url"], headers=server["headers"])
+    tid = client.threads.create()["thread_id"]
+    stream(client, tid, input={"messages": [{"role": "user", "content": "list files"}]})
+    reader = graph.open_reader(str(server["db"]))
+    try:
+        assert reader.thread(tid) is not None
+        client.threads.delete(tid)
+        assert reader.thread(tid) is None and not reader.exists(tid)
+    finally:
+        reader.close()
+    listed = [t["thread_id"] for t in client.threads.search(limit=100)]
+    assert tid not in listed
+    log = server["log"].read_text()
+    assert "missing aprune" not in log  # the server knows what pruning does here
+
+
+def test_prune_deletes_threads_and_refuses_keep_latest(tmp_path: Path) -> None:
+    """LangGraph Server expires threads with the checkpointer's `aprune`."""
+    import asyncio
+
+    from graph import Settings, open_session
+    from graph.store.threaded import ThreadedSaver
+
+    session = open_session(Settings(db=str(tmp_path / "gh.db"), workspace=str(tmp_path)))
+    try:
+        kept, pruned = (session.send(None, "list files") for _ in range(2))
+        kept.collect()
+        pruned.collect()
+        # As graph/service/server.py builds it: deleting a thread is Storage's.
+        storage = session.storage
+        saver = ThreadedSaver(storage.checkpointer, delete_thread=storage.delete_thread)
+        config = {"configurable": {"thread_id": kept.thread_id, "checkpoint_ns": ""}}
+        before = len(list(saver.list(config)))
+        with pytest.raises(NotImplementedError, match="DeltaChannel"):
+            asyncio.run(saver.aprune([kept.thread_id], strategy="keep_latest"))
+        assert len(list(saver.list(config))) == before  # nothing pruned
+        asyncio.run(saver.aprune([pruned.thread_id], strategy="delete"))
+        assert not session.exists(pruned.thread_id)
+        assert session.exists(kept.thread_id) and session.messages(kept.thread_id)
+        with pytest.raises(ValueError, match="Unknown prune strategy"):
+            saver.prune([kept.thread_id], strategy="everything")
+    finally:
+        session.close()

@@ -47,10 +47,11 @@ agent, _tools, _closers = build_agent(
 async def checkpointer() -> AsyncIterator[ThreadedSaver]:
     """The server's checkpointer: Gatehouse's saver on the database `GATEHOUSE_DB` names."""
     settings = load_settings()
-    inner = shared_storage(settings.db).checkpointer
+    storage = shared_storage(settings.db)
+    inner = storage.checkpointer
     # Pauses of server runs ping the [notify] webhook like every other client's.
     attach_notifier(inner, settings)
-    saver = ThreadedSaver(inner)
+    saver = ThreadedSaver(inner, delete_thread=storage.delete_thread)
     # The agent was compiled without this saver (the server attaches it), so the saver
     # learns here how the messages channel folds: without it no head is kept and the
     # thread index never sees the first message (server threads stayed "New thread").

@@ -8,13 +8,17 @@ awaiting each other, so a pool of threads could store them out of order. The sam
 saver class thus serves the web app, the terminal and the server, on one database.
 
 It also implements `delete_for_runs`, which `multitask_strategy="rollback"` needs:
-the checkpoints (and their writes) a cancelled run made are deleted.
+the checkpoints (and their writes) a cancelled run made are deleted; and `prune`,
+which LangGraph Server calls to expire threads: "delete" deletes them, "keep_latest"
+is refused, as LangGraph's own `PostgresSaver` refuses it for a thread with a
+`DeltaChannel`: the messages at the latest checkpoint are rebuilt from the older ones,
+so keeping only the latest would empty the conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,9 +35,15 @@ from langgraph.checkpoint.base import (
 class ThreadedSaver(BaseCheckpointSaver):
     """A sync saver (`inner`) with async methods on one worker thread."""
 
-    def __init__(self, inner: BaseCheckpointSaver) -> None:
+    def __init__(
+        self, inner: BaseCheckpointSaver, delete_thread: Callable[[str], None] | None = None
+    ) -> None:
         super().__init__(serde=inner.serde)
         self.inner = inner
+        # What deleting a thread means: `Storage.delete_thread` (its index row, journal
+        # and stored outputs with the checkpoints) when given; a thread the server
+        # deleted stayed in Gatehouse's own list (the web app, `gatehouse threads`).
+        self._delete_thread = delete_thread or inner.delete_thread
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="gatehouse-saver")
 
     async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -67,7 +77,7 @@ class ThreadedSaver(BaseCheckpointSaver):
         self.inner.put_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
-        self.inner.delete_thread(thread_id)
+        self._delete_thread(thread_id)
 
     def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
         return self.inner.get_delta_channel_history(config=config, channels=channels)
@@ -112,6 +122,19 @@ class ThreadedSaver(BaseCheckpointSaver):
             )
             cur.execute("DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s)", (ids,))
 
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if isinstance(thread_ids, str):
+            raise TypeError("thread_ids must be a sequence of thread ids, not a str")
+        if strategy == "keep_latest":
+            raise NotImplementedError(
+                "keep_latest can't prune Gatehouse threads: a thread's messages are stored as "
+                "deltas (DeltaChannel), rebuilt from the checkpoints before the latest"
+            )
+        if strategy != "delete":
+            raise ValueError(f"Unknown prune strategy: {strategy!r}")
+        for thread_id in thread_ids:
+            self.delete_thread(str(thread_id))
+
     # -- async: the same, on the worker thread --------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._run(self.inner.get_tuple, config)
@@ -141,10 +164,13 @@ class ThreadedSaver(BaseCheckpointSaver):
         await self._run(self.inner.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(self.inner.delete_thread, thread_id)
+        await self._run(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._run(self.delete_for_runs, run_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._run(self.prune, thread_ids, strategy=strategy)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
