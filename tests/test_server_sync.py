@@ -88,3 +88,31 @@ def test_a_server_thread_decided_in_the_terminal_is_idle_on_the_server(
     _until(lambda: client.threads.get(tid)["status"] == "idle")
     assert client.threads.get(tid)["interrupts"] == {}
     assert "gatehouse thread sync failed" not in server.log_text()
+
+
+def test_a_thread_deleted_in_the_terminal_leaves_the_server(
+    dev: tuple[DevServer, Any],
+) -> None:
+    """Both ways: one the terminal made and one the server made, each deleted in the
+    terminal (the web app's delete is the same Session call)."""
+    server, session = dev
+    client = server.client()
+    ours = session.send(None, "list files")
+    ours.collect()
+    theirs = client.threads.create()["thread_id"]
+    client.runs.wait(theirs, GRAPH, input={"messages": [{"role": "user", "content": "list files"}]})
+    for tid in (ours.thread_id, theirs):
+        _until(lambda tid=tid: client.threads.get(tid)["status"] == "idle")
+        session.delete(tid)
+
+    def gone(tid: str) -> bool:
+        try:
+            client.threads.get(tid)
+        except NotFoundError:
+            return True
+        return False
+
+    _until(lambda: gone(ours.thread_id) and gone(theirs))
+    listed = {t["thread_id"] for t in client.threads.search(limit=1000)}
+    assert ours.thread_id not in listed and theirs not in listed
+    assert "gatehouse thread sync failed" not in server.log_text()

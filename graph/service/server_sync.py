@@ -11,7 +11,8 @@ that index: each thread whose row changed is put in the server's list (dashed-UU
 only: the only ids the server takes) with its status, values and pending interrupts
 read from the checkpoints — "interrupted" while it waits for a decision, "idle" when
 it does not, "error" when its last run failed — unless the server is running it
-itself. A thread the server marked "error" for a refused answer while its pause
+itself; one whose row was deleted (the web app's or the terminal's delete) is taken
+out of the list. A thread the server marked "error" for a refused answer while its pause
 stands is set back to "interrupted". It works on the development runtime (`langgraph-runtime-inmem`, what
 `langgraph dev` and `gatehouse studio` run); the licensed Postgres runtime of a
 production image keeps its thread list in its own database and is not synced (see
@@ -26,7 +27,10 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 log = logging.getLogger(__name__)
 INTERVAL_S = 1.0
@@ -74,7 +78,40 @@ class ThreadSync:
             if await self.sync_one(row):
                 count += 1
             self.seen[row.thread_id] = row.updated_at
+        count += await self.drop_deleted({r.thread_id for r in rows})
         return count + await self.still_waiting()
+
+    async def drop_deleted(self, indexed: set[str]) -> int:
+        """Threads deleted elsewhere (the web app, the terminal; or while the server was
+        down) leave the server's list too: a thread of this graph that has run (it has
+        values), is not running, and has neither an index row nor a checkpoint left."""
+        from langgraph_runtime_inmem.database import connect
+
+        async with connect() as conn:
+            busy = {
+                r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")
+            }
+            candidates = [
+                t["thread_id"]
+                for t in conn.store["threads"]
+                if t.get("values")
+                and t["thread_id"] not in busy
+                and str(t["thread_id"]) not in indexed
+                and (t.get("metadata") or {}).get("graph_id") == GRAPH_ID
+            ]
+        deleted = [tid for tid in candidates if await asyncio.to_thread(self._deleted, str(tid))]
+        if not deleted:
+            return 0
+        async with connect() as conn:
+            threads = conn.store["threads"]
+            threads[:] = [t for t in threads if t["thread_id"] not in deleted]
+        return len(deleted)
+
+    def _deleted(self, thread_id: str) -> bool:
+        if self.index.get(thread_id) is not None:
+            return False
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        return self.saver.get_tuple(config) is None
 
     async def still_waiting(self) -> int:
         """Threads the server marked "error" after a refused answer (its worker marks
