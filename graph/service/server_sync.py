@@ -102,6 +102,8 @@ class ThreadSync:
         deleted = [tid for tid in candidates if await asyncio.to_thread(self._deleted, str(tid))]
         if not deleted:
             return 0
+        for tid in deleted:
+            self.seen.pop(str(tid), None)
         async with connect() as conn:
             threads = conn.store["threads"]
             threads[:] = [t for t in threads if t["thread_id"] not in deleted]
