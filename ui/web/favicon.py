@@ -5,8 +5,8 @@ on a page that names no icon. Naming one (`st.set_page_config(page_icon=path)`) 
 Streamlit's image code on the first page of every server, which imports numpy and
 PIL: ~0.1 s before anything else of the first page was drawn (issue 36). So the page
 names none, and this ASGI middleware answers `…/favicon.png` with Gatehouse's icon,
-a local file (a `:material/...:` icon is fetched from fonts.gstatic.com; an emoji
-icon from a CDN). Everything else passes untouched.
+a local file (a `:material/...:` page icon would be fetched from fonts.gstatic.com).
+Everything else passes untouched.
 """
 
 from __future__ import annotations
