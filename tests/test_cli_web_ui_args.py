@@ -132,3 +132,16 @@ def test_a_wrong_setting_is_reported_by_typer_as_before(tmp_path: Path) -> None:
     bad = console_script(tmp_path, config="[model]\ntemperature = 'hot'\n")
     assert bad["cmd"] is None and bad["returncode"] == 2
     assert "[model] temperature must be a number, not 'hot'" in bad["stderr"]
+
+
+def test_the_command_line_shown_never_sends_a_control_character(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A path with an escape sequence in it (a project folder anyone could name) is shown
+    escaped, as every other line the terminal client prints."""
+    from ui.term.child import show_command
+
+    show_command(["/opt/x\x1b[2K\rfake/python", "-m", "streamlit"])
+    shown = capsys.readouterr().err
+    assert "\x1b" not in shown and "\r" not in shown
+    assert "\\x1b[2K" in shown and shown.startswith("$ ")

@@ -40,7 +40,7 @@ import typer
 
 import graph
 from ui.term import readonly
-from ui.term.child import run_child
+from ui.term.child import run_child, show_command
 from ui.term.fast import parse_decision, parse_read_only
 
 if TYPE_CHECKING:
@@ -720,7 +720,7 @@ def studio(
 
         err.print(Text(CONNECT_HINT, "yellow"))
         raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
-    err.print(Text("$ " + " ".join(cmd), "dim"))
+    show_command(cmd)
     raise typer.Exit(
         run_studio(
             cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print
