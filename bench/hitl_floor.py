@@ -20,6 +20,13 @@ compiling the graph and resuming to the end, twice on two paused threads:
 - `total_ms`: the first resume in the process, measured as bench.cold measures a cold
   resume of Gatehouse and of the peer (the process's first-use costs included);
 - `warm_total_ms`: the second, those costs paid.
+
+`LoopFloor` is the same floor for a whole warm turn of the workload (bench.lockstep
+drives it beside both systems): the smallest agent loop on LangGraph with a pause,
+
+    model → (tool calls?) gate (interrupt()) → tools → model → … → END
+
+with the workload's scripted model and two tools, on `SqliteSaver`, no middleware.
 """
 
 import argparse
@@ -86,6 +93,92 @@ def graph_builder() -> Any:
     g.add_edge("tool", "model")
     g.add_edge("model", END)
     return g
+
+
+class LoopFloor:
+    """The least agent on LangGraph that pauses before a tool call, driven as bench.cold
+    drives both systems (`send` a turn until the pause, `approve` until the answer). The
+    gate pauses at every model message with tool calls and asks about the gated one."""
+
+    def __init__(self, db: str) -> None:
+        import sqlite3
+
+        from langchain_core.messages import AnyMessage, ToolMessage
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.graph import END, START, StateGraph
+        from langgraph.graph.message import add_messages
+        from langgraph.types import interrupt
+
+        from bench.workload import TOOLS, scripted_model
+
+        class State(TypedDict):
+            messages: Annotated[list[AnyMessage], add_messages]
+
+        model = scripted_model().bind_tools(TOOLS)  # bound once, as an application binds
+        tools = {t.name: t for t in TOOLS}
+
+        def call_model(state: State) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        def route(state: State) -> str:
+            return "gate" if state["messages"][-1].tool_calls else END  # type: ignore[union-attr]  # an AI message
+
+        def gate(state: State) -> dict[str, Any]:
+            calls = state["messages"][-1].tool_calls  # type: ignore[union-attr]  # routed here for an AI message
+            asked = [
+                {"name": c["name"], "args": c["args"]} for c in calls if c["name"] == "gated_tool"
+            ]
+            answer = interrupt({"action_requests": asked})
+            assert answer == {"decisions": [{"type": "approve"}]}, answer
+            return {}
+
+        def run_tools(state: State) -> dict[str, Any]:
+            calls = state["messages"][-1].tool_calls  # type: ignore[union-attr]  # after the gate: an AI message
+            return {
+                "messages": [
+                    ToolMessage(
+                        tools[c["name"]].invoke(c["args"]), tool_call_id=c["id"], name=c["name"]
+                    )
+                    for c in calls
+                ]
+            }
+
+        g = StateGraph(State)
+        g.add_node("model", call_model)
+        g.add_node("gate", gate)
+        g.add_node("tools", run_tools)
+        g.add_edge(START, "model")
+        g.add_conditional_edges("model", route, ["gate", END])
+        g.add_edge("gate", "tools")
+        g.add_edge("tools", "model")
+        self.conn = sqlite3.connect(db, check_same_thread=False)
+        saver = SqliteSaver(self.conn)
+        saver.setup()
+        self.graph: Any = g.compile(checkpointer=saver)
+
+    def _paused(self, payload: Any) -> bool:
+        paused = False
+        config = {"configurable": {"thread_id": THREAD}}
+        for mode, chunk in self.graph.stream(payload, config, stream_mode=["messages", "updates"]):
+            paused = paused or (mode == "updates" and "__interrupt__" in chunk)
+        return paused
+
+    def send(self, turn: int) -> None:
+        from langchain_core.messages import HumanMessage
+
+        from bench.workload import user_text
+
+        assert self._paused({"messages": [HumanMessage(user_text(turn))]}), "expected a pause"
+
+    def approve(self) -> None:
+        from langgraph.types import Command
+
+        assert not self._paused(Command(resume={"decisions": [{"type": "approve"}]})), (
+            "expected the turn to finish"
+        )
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def build(db: str) -> Any:

@@ -8,7 +8,10 @@ Gatehouse is opened as `bench.cold` opens it (`open_session`, the default toolse
 `write_file` and a free `read_file` each turn); the peer is `create_agent` +
 `HumanInTheLoopMiddleware` + `SqliteSaver` with the workload's two tools. Both threads
 grow together; a turn is: the user's message until the approval request (`send`), then
-the approval until the answer (`resume`). Per turn: wall ms, and process CPU ms (only
+the approval until the answer (`resume`). A third, `floor`, is LangGraph's own least
+agent loop with a pause on the same workload (`bench.hitl_floor.LoopFloor`: model,
+gate, tools, model on `SqliteSaver`, no middleware): what a turn costs on the framework
+before any design's own work, so the targets can be read against it. Per turn: wall ms, and process CPU ms (only
 one system runs at a time, so the process's CPU is that system's). The figure at N is
 the median of the turns up to N since the previous figure (turns 1-10, 191-200).
 
@@ -26,22 +29,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-SYSTEMS = ("gatehouse", "peer")
+SYSTEMS = ("gatehouse", "peer", "floor")
 
 
 def run(turns: list[int], tmp: Path) -> dict[str, Any]:
     from bench.cold import Gatehouse, Peer
+    from bench.hitl_floor import LoopFloor
 
     os.environ.setdefault("GATEHOUSE_BENCH_WORKSPACE", str(tmp / "workspace"))
     drivers: dict[str, Any] = {
         "gatehouse": Gatehouse(str(tmp / "gatehouse.sqlite")),
         "peer": Peer(str(tmp / "peer.sqlite"), setup=True),
+        "floor": LoopFloor(str(tmp / "floor.sqlite")),
     }
     per_turn: dict[str, list[dict[str, float]]] = {s: [] for s in SYSTEMS}
     clock, cpu = time.perf_counter, time.process_time
     try:
         for turn in range(1, max(turns) + 1):
-            order = SYSTEMS if turn % 2 else SYSTEMS[::-1]
+            # Each system goes first, second and last in turn.
+            order = SYSTEMS[turn % len(SYSTEMS) :] + SYSTEMS[: turn % len(SYSTEMS)]
             for system in order:
                 driver = drivers[system]
                 start, cpu_start = clock(), cpu()
@@ -84,7 +90,7 @@ def table(result: dict[str, Any]) -> str:
         "| system | N | per turn ms (send / resume) | CPU ms per turn (send / resume) |",
         "|---|---:|---:|---:|",
     ]
-    for system in SYSTEMS:
+    for system in result["at"]:  # older results have no floor
         for n in map(str, result["turns"]):
             r = result["at"][system][n]
             rows.append(
@@ -113,6 +119,15 @@ def targets(result: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                 None,
             )
         )
+        if (f := result["at"].get("floor", {}).get(n)) is not None:
+            out.append(
+                (
+                    "  LangGraph's least agent loop with a pause (bench/hitl_floor.py LoopFloor)",
+                    f"{f['turn_ms']:.1f} ms a turn; 1/{share} of the peer is {p['turn_ms'] / share:.1f} ms"
+                    + (" (below the floor)" if p["turn_ms"] / share < f["turn_ms"] else ""),
+                    None,
+                )
+            )
     return out
 
 

@@ -74,8 +74,11 @@ def test_cold_paths_bench_in_a_tiny_mode_writes_its_table_and_plot(tmp_path: Pat
     )
     assert "cold resume ms (open / read / approve / run)" in text
     # Warm per turn in lockstep, tiny.
-    assert "| gatehouse | 6 |" in text.split("### Warm per turn in lockstep")[1]
+    lockstep = text.split("### Warm per turn in lockstep")[1]
+    assert "| gatehouse | 6 |" in lockstep and "| floor | 6 |" in lockstep
     assert "lockstep: warm per turn at 3 turns <= 1/2 of peer" in text
+    # LangGraph's own least agent loop with a pause, beside the targets it bounds.
+    assert "LangGraph's least agent loop with a pause" in lockstep
 
 
 def test_micro_benchmarks_run_small(tmp_path: Path) -> None:

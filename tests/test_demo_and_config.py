@@ -70,6 +70,11 @@ def test_config_file_sets_policy_and_paths(tmp_path: Path) -> None:
         ("[model]\ntemperature = 'hot'", r"\[model\] temperature must be a number, not 'hot'"),
         ("[tools]\nshell_memory_mb = '4G'", r"\[tools\] shell_memory_mb must be a whole number"),
         ("[compaction]\nkeep_turns = 'all'", r"\[compaction\] keep_turns must be a whole number"),
+        # Not quietly converted: int(2.7) is 2, int(True) is 1.
+        ("max_model_calls = 2.7", "max_model_calls must be a whole number, not 2.7"),
+        ("max_parallel_tools = true", "max_parallel_tools must be a whole number, not True"),
+        ("[model]\ntemperature = nan", r"\[model\] temperature must be a number, not nan"),
+        ("[model]\ntimeout = inf", r"\[model\] timeout must be a number, not inf"),
     ],
 )
 def test_bad_config_gives_a_clear_error(tmp_path: Path, text: str, phrase: str) -> None:

@@ -189,8 +189,11 @@ def test_read_only_filesystem_is_named_at_start(small_disk: Path) -> None:
         open_storage(str(db))
 
 
-def test_full_disk_fails_the_turn_clearly_and_the_thread_resumes(small_disk: Path) -> None:
-    db, counter = small_disk / "g.sqlite", small_disk.parent / f"{small_disk.name}-counter.txt"
+def test_full_disk_fails_the_turn_clearly_and_the_thread_resumes(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    # The model's counter lives off the small disk, so filling the disk cannot fail the model.
+    db, counter = small_disk / "g.sqlite", tmp_path / "counter.txt"
     session = open_session(str(db), str(counter))
     try:
         assert session.send("t", "first").collect()[-1].status == "awaiting_approval"

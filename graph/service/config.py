@@ -6,6 +6,7 @@ file and a `workspace/` folder under the current directory, the offline demo mod
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -311,12 +312,20 @@ def location_env(settings: Settings) -> dict[str, str]:
 
 def _number(kind: type[int] | type[float], value: Any, name: str) -> Any:
     """`value` (from the file, or text from the environment) as `kind`; an error names
-    the setting ("could not convert string to float: 'hot'" did not say which)."""
+    the setting ("could not convert string to float: 'hot'" did not say which).
+    Refused rather than converted: a boolean (`int(True)` is 1), a fraction where a
+    whole number is wanted (`int(2.7)` is 2), and an infinite or NaN number."""
+    what = "a whole number" if kind is int else "a number"
+    refused = isinstance(value, bool) or (
+        kind is int and isinstance(value, float) and not value.is_integer()
+    )
     try:
-        return kind(value)
-    except (TypeError, ValueError):
-        what = "a whole number" if kind is int else "a number"
+        number = None if refused else kind(value)
+    except (TypeError, ValueError, OverflowError):
+        number = None
+    if number is None or not math.isfinite(number):
         raise ValueError(f"{name} must be {what}, not {value!r}") from None
+    return number
 
 
 def _at_least(value: float, low: float, name: str, *, top_level: bool = False) -> Any:
