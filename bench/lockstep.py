@@ -11,9 +11,10 @@ grow together; a turn is: the user's message until the approval request (`send`)
 the approval until the answer (`resume`). A third, `floor`, is LangGraph's own least
 agent loop with a pause on the same workload (`bench.hitl_floor.LoopFloor`: model,
 gate, tools, model on `SqliteSaver`, no middleware): what a turn costs on the framework
-before any design's own work, so the targets can be read against it. Per turn: wall ms, and process CPU ms (only
-one system runs at a time, so the process's CPU is that system's). The figure at N is
-the median of the turns up to N since the previous figure (turns 1-10, 191-200).
+before any design's own work, so the targets can be read against it. Per turn: wall
+ms, and process CPU ms (only one system runs at a time, so the process's CPU is that
+system's). The figure at N is the median of the turns up to N since the previous
+figure (turns 1-10, 191-200).
 
 `bench.run` runs it (`--no-lockstep` skips it) and puts the table in BENCHMARKS.md.
 """
