@@ -6,10 +6,11 @@ is complete; the exit status is what `sys.exit` would give."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support.clean_env import without_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,7 +35,7 @@ main()
 
 def run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     log = tmp_path / "log.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env = without_settings()
     env.update(GATEHOUSE_DB=str(tmp_path / "gh.db"), PYTHONPATH=str(ROOT), NO_COLOR="1")
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(log), *args],

@@ -10,7 +10,6 @@ Their wall time is measured by bench/cold.py (BENCHMARKS.md), not here.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graph import DemoModel, Settings, build_graph, open_session
 from graph.store.saver import compact_serde
+from tests.support.clean_env import without_settings
 from ui.term import render as term
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def db(tmp_path: Path) -> dict[str, Any]:
     done.collect()
     session.close()
     assert paused.status == "awaiting_approval" and done.status == "completed"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env = without_settings()
     env.update(
         GATEHOUSE_DB=str(path), GATEHOUSE_WORKSPACE=str(ws), PYTHONPATH=str(ROOT), NO_COLOR="1"
     )

@@ -4,13 +4,13 @@ calls typer would make, and anything else left to typer (its help and its errors
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.clean_env import without_settings
 from ui.term.fast import parse_read_only
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +59,7 @@ def test_anything_else_is_left_to_typer(argv: list[str]) -> None:
 
 
 def gatehouse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env = without_settings()
     env.update(
         GATEHOUSE_DB=str(tmp_path / "g.sqlite"),
         GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.support.clean_env import without_settings
 from ui.term.fast import parse_web_ui
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +80,7 @@ main()
 
 def console_script(tmp_path: Path, *args: str, config: str = "") -> dict[str, Any]:
     (tmp_path / "gatehouse.toml").write_text(config)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env = without_settings()
     env.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
     report = tmp_path / "report.json"
     out = subprocess.run(
@@ -105,7 +106,7 @@ def typer_command(
     monkeypatch.chdir(tmp_path)
     # The command sets the variables the server needs in this process: a copy to set
     # them in, so other tests in this process do not inherit them.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env = without_settings()
     monkeypatch.setattr(os, "environ", env)
     launched: list[list[str]] = []
     monkeypatch.setattr(cli, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)

@@ -8,7 +8,6 @@ and the web app's sidebar.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from graph import Session, Settings, open_session
 from graph.protocol import events as ev
 from tests.support.app_page import app_page
+from tests.support.clean_env import without_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "web" / "app.py")
@@ -121,7 +121,7 @@ def test_terminal_lists_and_revokes_grants_and_marks_the_row(tmp_path: Path) -> 
     tid = granted_thread(session)
     session.send(tid, "write b.md: two").collect()
     session.close()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env = without_settings()
     env.update(
         GATEHOUSE_DB=str(tmp_path / "gh.db"),
         GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),

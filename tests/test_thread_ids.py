@@ -8,7 +8,6 @@ in the web app's URL gets a "thread not found" page instead of a new thread; and
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 from graph import InvalidThreadId, ScriptedModel, Settings, open_session
 from graph.protocol.threads import printable, thread_id_problem
 from tests.support.app_page import app_page
+from tests.support.clean_env import without_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "web" / "app.py")
@@ -133,7 +133,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
             "VALUES (?, ?, 'idle', 1, 1)",
             ("old\x00\x1b[5mid", "legacy\x07 title"),
         )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEHOUSE_", "OPENAI_"))}
+    env = without_settings()
     env.update(
         GATEHOUSE_DB=str(tmp_path / "gh.db"),
         GATEHOUSE_WORKSPACE=str(tmp_path / "ws"),

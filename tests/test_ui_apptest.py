@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.app_page import app_page
+from tests.support.app_page import app_page, offline_app_env
 
 APP = str(Path(__file__).resolve().parent.parent / "ui" / "web" / "app.py")
 TIMEOUT = 30
@@ -21,21 +21,7 @@ TIMEOUT = 30
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "notes.md").write_text("hello notes\n")
-    monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
-    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(workspace))
-    monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GATEHOUSE_MODEL_BASE_URL",
-        "GATEHOUSE_MODEL_FACTORY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    (tmp_path / "none.toml").write_text("")
-    return workspace
+    return offline_app_env(tmp_path, monkeypatch, "workspace")
 
 
 def app() -> AppTest:

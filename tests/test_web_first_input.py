@@ -23,6 +23,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from graph import Settings, open_session
+from tests.support.app_page import offline_app_env
 from tests.support.browser import Server, chromium_path, launch_chromium, streamlit_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,15 +33,7 @@ APPROVAL_HINT = "Answer the approval card above first"
 
 @pytest.fixture
 def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "notes.md").write_text("hello notes\n")
-    monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
-    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(workspace))
-    monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GATEHOUSE_MODEL_FACTORY"):
-        monkeypatch.delenv(var, raising=False)
+    offline_app_env(tmp_path, monkeypatch, "ws")
     return tmp_path
 
 
