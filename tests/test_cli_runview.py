@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from graph import DecisionError, Session, Settings, open_session
 from tests.support.app_page import app_page
+from tests.support.clean_env import offline_settings
 from ui.term import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,22 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "ws" / "notes.md").write_text("hello notes\n")
-    monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
-    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(tmp_path / "ws"))
-    monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
+    workspace = offline_settings(tmp_path, monkeypatch, "ws")
+    (workspace / "notes.md").write_text("hello notes\n")
     monkeypatch.setenv("GATEHOUSE_ACTOR", "terry")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
-    for var in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GATEHOUSE_MODEL_BASE_URL",
-        "GATEHOUSE_MODEL_FACTORY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    (tmp_path / "none.toml").write_text("")
     return tmp_path
 
 

@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 from graph import Session, Settings, open_session
 from graph.protocol import events as ev
 from tests.support.app_page import app_page
-from tests.support.clean_env import without_settings
+from tests.support.clean_env import offline_settings, without_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "web" / "app.py")
@@ -157,18 +157,7 @@ def test_terminal_lists_and_revokes_grants_and_marks_the_row(tmp_path: Path) -> 
 # -- the web app --------------------------------------------------------------------
 @pytest.fixture
 def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "ws").mkdir()
-    monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
-    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(tmp_path / "ws"))
-    monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GATEHOUSE_MODEL_BASE_URL",
-        "GATEHOUSE_MODEL_FACTORY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    (tmp_path / "none.toml").write_text("")
+    offline_settings(tmp_path, monkeypatch, "ws")
     return tmp_path
 
 

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from graph import InvalidThreadId, ScriptedModel, Settings, open_session
 from graph.protocol.threads import printable, thread_id_problem
 from tests.support.app_page import app_page
-from tests.support.clean_env import without_settings
+from tests.support.clean_env import offline_settings, without_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "web" / "app.py")
@@ -180,18 +180,7 @@ def test_threads_never_prints_raw_control_characters(cli_env: dict[str, str]) ->
 # -- the web app --------------------------------------------------------------------
 @pytest.fixture
 def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "ws").mkdir()
-    monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
-    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(tmp_path / "ws"))
-    monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GATEHOUSE_MODEL_BASE_URL",
-        "GATEHOUSE_MODEL_FACTORY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    (tmp_path / "none.toml").write_text("")
+    offline_settings(tmp_path, monkeypatch, "ws")
     return tmp_path
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.app_page import app_page, offline_app_env
+from tests.support.app_page import app_page
+from tests.support.clean_env import offline_settings
 
 APP = str(Path(__file__).resolve().parent.parent / "ui" / "web" / "app.py")
 TIMEOUT = 30
@@ -21,7 +22,9 @@ TIMEOUT = 30
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return offline_app_env(tmp_path, monkeypatch, "workspace")
+    workspace = offline_settings(tmp_path, monkeypatch, "workspace")
+    (workspace / "notes.md").write_text("hello notes\n")
+    return workspace
 
 
 def app() -> AppTest:

@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from tests.support.app_page import app_page
+from tests.support.clean_env import offline_settings
 from ui.web.safe_text import IMAGE_MARK, label, markdown
 
 APP = str(Path(__file__).resolve().parent.parent / "ui" / "web" / "app.py")
@@ -27,20 +28,7 @@ PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    monkeypatch.setenv("GATEHOUSE_DB", str(tmp_path / "gh.db"))
-    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(workspace))
-    monkeypatch.setenv("GATEHOUSE_CONFIG", str(tmp_path / "none.toml"))
-    for var in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GATEHOUSE_MODEL_BASE_URL",
-        "GATEHOUSE_MODEL_FACTORY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    (tmp_path / "none.toml").write_text("")
-    return workspace
+    return offline_settings(tmp_path, monkeypatch, "workspace")
 
 
 def send(text: str) -> AppTest:

@@ -23,8 +23,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from graph import Settings, open_session
-from tests.support.app_page import offline_app_env
 from tests.support.browser import Server, chromium_path, launch_chromium, streamlit_server
+from tests.support.clean_env import offline_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT_MS = 30_000
@@ -33,7 +33,8 @@ APPROVAL_HINT = "Answer the approval card above first"
 
 @pytest.fixture
 def web_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    offline_app_env(tmp_path, monkeypatch, "ws")
+    workspace = offline_settings(tmp_path, monkeypatch, "ws")
+    (workspace / "notes.md").write_text("hello notes\n")
     return tmp_path
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from ui.web.live_ready import READY
@@ -23,24 +22,3 @@ def app_page(timeout: float = 30, *, drawn: bool = True) -> AppTest:
     if drawn:
         at.session_state[READY] = True
     return at
-
-
-def offline_app_env(root: Path, monkeypatch: pytest.MonkeyPatch, workspace: str) -> Path:
-    """Point the web app's settings at `root`: its database, a workspace holding
-    `notes.md`, an empty config file, and no model server (so the offline demo model).
-    Returns the workspace."""
-    folder = root / workspace
-    folder.mkdir()
-    (folder / "notes.md").write_text("hello notes\n")
-    (root / "none.toml").write_text("")
-    monkeypatch.setenv("GATEHOUSE_DB", str(root / "gh.db"))
-    monkeypatch.setenv("GATEHOUSE_WORKSPACE", str(folder))
-    monkeypatch.setenv("GATEHOUSE_CONFIG", str(root / "none.toml"))
-    for var in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "GATEHOUSE_MODEL_BASE_URL",
-        "GATEHOUSE_MODEL_FACTORY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    return folder
