@@ -415,7 +415,7 @@ def test_resume_continues_a_run_whose_process_died(env: dict[str, str]) -> None:
 # -- launching the web UI and Studio (in-process, the child process is faked) --------------
 @pytest.fixture
 def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    from ui.term import cli
+    from ui.term import cli_interactive as cli
 
     calls: list[list[str]] = []
     monkeypatch.setattr(cli, "run_child", lambda cmd, cwd=None: calls.append(cmd) or 0)
@@ -425,7 +425,7 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def test_no_command_and_ui_start_streamlit(
     launched: list[list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from ui.term import cli
+    from ui.term import cli_interactive as cli
 
     app_py = tmp_path / "app.py"
     app_py.write_text("")
@@ -447,7 +447,7 @@ def test_no_command_and_ui_start_streamlit(
 def test_studio_runs_langgraph_dev_or_says_how_to_install(
     launched: list[list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui.term import cli
+    from ui.term import cli_interactive as cli
 
     runner = CliRunner()
     monkeypatch.setattr(cli, "find_langgraph", lambda: "/opt/bin/langgraph")

@@ -1,0 +1,206 @@
+"""The `gatehouse` commands a person stays in: the web UI (`gatehouse` with no command,
+`gatehouse ui`), LangGraph's dev server for Studio and other clients (`gatehouse
+studio`), and the terminal chat (`gatehouse chat`). The console script starts the web UI
+without typer when it can (ui/term/entry.py); these are the typer forms, for help and
+errors.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+import graph
+from ui.term.child import run_child, show_command
+from ui.term.cli_base import (
+    APP_PATH,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    PROJECT_ROOT,
+    AutoApproveOpt,
+    DbOpt,
+    Text,
+    _check_id,
+    absolute_db,
+    app,
+    cli_settings,
+    err,
+    fail,
+    open_cli_session,
+    opening_failed,
+    out,
+    require_thread,
+    reset_thread_id_check,
+    shown_db,
+)
+
+
+# -- the web UI and Studio -------------------------------------------------------
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            metavar="N",
+            help="Without a command: start the web UI on this port (same as `gatehouse ui --port N`).",
+        ),
+    ] = None,
+) -> None:
+    """Without a command, start the web UI (same as `gatehouse ui`)."""
+    reset_thread_id_check()  # before the command's arguments are parsed
+    if ctx.invoked_subcommand is None:
+        ui(port=port, browser=True)
+    elif port is not None:
+        raise fail(
+            f"--port is for the web UI: `gatehouse --port {port}` or `gatehouse ui --port {port}`, "
+            f"not with `{ctx.invoked_subcommand}`",
+            EXIT_USAGE,
+        )
+
+
+@app.command()
+def ui(
+    port: Annotated[int | None, typer.Option(metavar="N", help="Port for the web UI.")] = None,
+    browser: Annotated[bool, typer.Option(help="Open the sign-in link in a browser.")] = True,
+) -> None:
+    """Start the Streamlit web UI on 127.0.0.1. It prints a sign-in link that works once
+    (and opens it); the sign-in page also takes the install secret (gatehouse.secret)."""
+    if not APP_PATH.is_file():
+        raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
+    from ui.web.serve import web_ui_command
+
+    try:
+        cmd = web_ui_command(port, browser, APP_PATH)
+    except graph.ConfigError as exc:
+        raise opening_failed(exc) from None
+    raise typer.Exit(run_child(cmd))
+
+
+@app.command()
+def studio(
+    port: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Port for the LangGraph dev server (default 2024)."),
+    ] = None,
+    browser: Annotated[bool, typer.Option(help="Open Studio in a browser.")] = True,
+    thread: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--thread", "-t", metavar="ID", help="Open this thread in Studio (repeatable)."
+        ),
+    ] = None,
+    db: DbOpt = None,
+) -> None:
+    """Start `langgraph dev` on the project's langgraph.json, on Gatehouse's own database:
+    Studio sees the threads of the web app and the terminal, and they see Studio's.
+    With --thread, the thread is registered with the server and its Studio link printed."""
+    exe = find_langgraph()
+    if exe is None:
+        raise fail(
+            "LangGraph Studio needs langgraph-cli with the in-memory server. Install it with\n"
+            "  uv add --dev 'langgraph-cli[inmem]'   (or: pip install 'langgraph-cli[inmem]')\n"
+            "then run `gatehouse studio` again.",
+            EXIT_FAILED,
+        )
+    from ui.term.studio import DEFAULT_PORT, run_studio, valid_server_thread_id
+
+    threads = list(thread or [])
+    db = absolute_db(db)
+    if threads:
+        with open_cli_session(db) as session:
+            for thread_id in threads:
+                require_thread(session, thread_id)
+                if problem := valid_server_thread_id(thread_id):
+                    raise fail(f"cannot open thread {thread_id} in Studio: {problem}", EXIT_USAGE)
+    # The server runs in the project root: it gets this directory's database, workspace
+    # and gatehouse.toml as absolute paths, so it is on the files this shell would use.
+    try:
+        settings = cli_settings(db)
+    except graph.ConfigError as exc:
+        raise opening_failed(exc) from None
+    os.environ.update(graph.location_env(settings))
+    err.print(Text(f"Database: {shown_db(settings.db)}", "dim"))
+    port = port or DEFAULT_PORT
+    cmd = [
+        exe,
+        "dev",
+        "--config",
+        str(PROJECT_ROOT / "langgraph.json"),
+        "--port",
+        str(port),
+        "--no-browser",
+    ]
+    if not threads and browser:
+        cmd.remove("--no-browser")  # langgraph dev opens Studio itself
+    if not threads:
+        from ui.term.studio import CONNECT_HINT
+
+        err.print(Text(CONNECT_HINT, "yellow"))
+        raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
+    show_command(cmd)
+    raise typer.Exit(
+        run_studio(
+            cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print
+        )
+    )
+
+
+def find_langgraph() -> str | None:
+    """The `langgraph` executable: this environment's first, then PATH."""
+    local = Path(sys.executable).parent / "langgraph"
+    return str(local) if local.exists() else shutil.which("langgraph")
+
+
+# -- interactive chat ---------------------------------------------------------------
+@app.command()
+def chat(
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            metavar="ID",
+            callback=lambda v: _check_id(v) if v else v,
+            help="Resume this thread.",
+        ),
+    ] = None,
+    auto_approve: AutoApproveOpt = False,
+    all_: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="With --thread: print the whole history, not only the last turns."
+        ),
+    ] = False,
+    db: DbOpt = None,
+) -> None:
+    """Interactive chat: streams the run, asks before every gated tool call.
+
+    At a decision: a approve · e edit ($EDITOR if set, else inline JSON, validated) ·
+    r reject with a reason · s respond · A approve all remaining · w approve and
+    always allow the tool in this thread. After a crash left a call's outcome unknown:
+    a run again · f mark failed (with a note) · s respond with what really happened.
+    Ctrl-C during a run stops it cleanly; at a
+    prompt it exits (the thread stays resumable with --thread). Commands: /help,
+    /retry, /history, /undo, /compact, /auto, /new, /exit. --auto-approve (or /auto
+    on) runs calls that would ask without asking, shown by a banner and the prompt
+    while on.
+    """
+    from ui.term.chat import Chat
+    from ui.term.cli_runs import drive  # here: `--help` lists these commands first
+
+    with open_cli_session(db) as session:
+        if thread:
+            require_thread(session, thread)
+        if auto_approve:
+            session.set_auto_approve(True)
+        chat = Chat(session, out, err, session.check_args, drive)
+        chat.whole_history = all_
+        code = chat.loop(thread)
+    raise typer.Exit(code)

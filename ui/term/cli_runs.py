@@ -1,0 +1,635 @@
+"""`gatehouse` commands that run the agent and decide its requests: `send`, `approve`,
+`reject`, `respond`, `resolve`, `resume` and the interactive `chat`.
+
+A decision covers only a request its author has seen: a script names it with
+--interrupt-id, a person at a terminal is shown the card and confirms. `approve` and
+`reject` are checked against the database before LangGraph loads
+(`check_before_loading`), and again under the thread's lease once it has.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+import graph
+from ui.term.cli_base import (
+    EXIT_AWAITING,
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    STATUS_EXIT,
+    AutoApproveOpt,
+    DbOpt,
+    InterruptOpt,
+    JsonOpt,
+    Text,
+    ThreadArg,
+    _check_id,
+    app,
+    ask,
+    err,
+    ev,
+    fail,
+    open_cli_reader,
+    open_cli_session,
+    ops,
+    out,
+    require_thread,
+    td,
+    term,
+    visible,
+    visible_json,
+)
+
+if TYPE_CHECKING:
+    from graph import Approval, Pause, Run, Session, ThreadReader
+    from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+
+
+def require_pending(
+    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
+) -> Pause:
+    """The pending request the command decides. A decision covers only a request its
+    author has seen: a script names it (--interrupt-id, as `pending` and `show` print
+    it) and is refused when it is missing or no longer pending; a person at a terminal
+    who did not name it is shown the card and asked to confirm (`require_named`,
+    `confirm_unnamed`). With the read-only reader (before LangGraph is loaded) a named
+    request that is not the pending one is left to the session, which says why."""
+    require_thread(session, thread_id)
+    pending = session.pending(thread_id)
+    if pending is None:
+        info = session.thread(thread_id)
+        status = info.status if info else "idle"
+        from graph.protocol.decisions import who_decided
+
+        log = (
+            session.audit(thread_id, limit=50)
+            if hasattr(session, "audit")
+            else session.recent_decisions(thread_id)
+        )
+        done = who_decided(log)  # who beat us to it
+        by = f"; already decided: {done}" if done else ""
+        if interrupt_id is not None:
+            raise fail(
+                f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
+                f"(thread status: {status}{by}); nothing was sent",
+                EXIT_USAGE,
+            )
+        raise fail(
+            f"thread {thread_id} is not waiting for a decision (status: {status}){by}", EXIT_USAGE
+        )
+    if (
+        interrupt_id is not None
+        and interrupt_id != pending.interrupt_id
+        and not isinstance(session, graph.ThreadReader)
+    ):
+        # The session tells a request already decided from one never asked; an empty
+        # answer to a request that is not pending is refused before anything else.
+        try:
+            session.submit(ops.Decide(thread_id, ops.review([]), interrupt_id))
+        except graph.DecisionError as exc:
+            raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
+        raise fail(
+            f"request {interrupt_id} is not the pending request of thread {thread_id}", EXIT_USAGE
+        )
+    return pending
+
+
+def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
+    """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
+    if interrupt_id is None and not can_confirm(as_json):
+        raise fail(
+            f"name the request this decision is for: add --interrupt-id ID, with the request id that "
+            f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
+            "Without it a script could decide a request nobody has seen; nothing was sent.",
+            EXIT_USAGE,
+        )
+
+
+def can_confirm(as_json: bool) -> bool:
+    """A person is at a terminal to confirm an unnamed decision (never under --json)."""
+    return not as_json and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str:
+    """Show the card and what will be sent; the request's id once the person says yes."""
+    term.render_pending(out, pending)
+    for line in td.describe_answer(pending, answer):
+        out.print(Text(visible(line), "bold"))
+    try:
+        said = ask.Asker(out, interactive=False).line("send this decision? [y/N] ").strip().lower()
+    except (EOFError, KeyboardInterrupt):
+        said = ""
+    if said not in ("y", "yes"):
+        raise fail("not confirmed; nothing was sent", EXIT_USAGE)
+    return pending.interrupt_id
+
+
+RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
+
+
+def require_approval(
+    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
+) -> Approval:
+    """The pending approval request; an outcome-unknown pause is refused (exit 2) with
+    a pointer to `resolve`, which is how that kind of pause is answered."""
+    pending = require_pending(session, thread_id, interrupt_id, as_json)
+    if isinstance(pending, graph.OutcomeUnknown):
+        name = pending.call.name
+        raise fail(
+            f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
+            f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}",
+            EXIT_USAGE,
+        )
+    require_named(thread_id, interrupt_id, as_json)
+    return pending
+
+
+def check_before_loading(
+    db: str | None,
+    thread_id: str,
+    interrupt_id: str | None,
+    as_json: bool,
+    build: Callable[[Approval], Any],
+) -> None:
+    """Refuse a bad decision before LangGraph is imported (seconds on a busy machine):
+    the thread, its pending request and the options are checked against the database
+    through the read-only reader. The command checks again under its lease once the
+    agent is loaded (the request may have been answered meanwhile)."""
+    with open_cli_reader(db) as reader:
+        request = require_approval(reader, thread_id, interrupt_id, as_json)
+    build(request)
+
+
+def no_schema_check(name: str, args: dict[str, Any]) -> str | None:
+    return None  # before the tools are loaded: JSON and its shape only; the schema is checked after
+
+
+def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.Event]]:
+    """Iterate a run to its end. Ctrl-C asks it to stop at the next safe point (every
+    tool call still gets its answer) and keeps iterating; a second Ctrl-C quits hard."""
+    events: list[ev.Event] = []
+    stopping = False
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        if stopping:
+            quit_now(run)
+        stopping = True
+        run.cancel()
+        err.print(
+            Text("\n■ stopping at the next safe point… (Ctrl-C again to quit now)", "magenta")
+        )
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        for event in run:
+            events.append(event)
+            if renderer is not None:
+                renderer.handle(event)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return run.status or "failed", events
+
+
+def quit_now(run: Run) -> None:
+    """The second Ctrl-C: leave at once. The run's worker thread would keep the process
+    alive until its step ends, so the process exits without waiting for it; the
+    database is consistent at every commit, and whatever was cut short is found by the
+    next run (a started call becomes an "outcome unknown" question)."""
+    err.print(
+        Text(f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}", "magenta")
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_CANCELLED)
+
+
+def run_summary(
+    session: Session, thread_id: str, status: str, events: list[ev.Event]
+) -> dict[str, Any]:
+    pending = session.pending(thread_id) if status == "awaiting_approval" else None
+    finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
+    auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
+    granted = {e.call_id: e.grant for e in events if isinstance(e, ev.ToolStarted) and e.grant}
+    return {
+        "thread_id": thread_id,
+        "status": status,
+        "reason": finished.reason if finished else None,
+        "text": "".join(e.text for e in events if isinstance(e, ev.TextDelta)),
+        # The run's last reply (its answer when completed) and its message id.
+        "final_text": finished.text if finished else None,
+        "message_id": finished.message_id if finished else None,
+        "tools": [
+            {
+                "call_id": e.call_id,
+                "name": e.name,
+                "status": e.status,
+                "output": e.output,
+                "auto_approved": e.call_id in auto,
+                "grant": granted.get(e.call_id),
+                **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {}),
+            }
+            for e in events
+            if isinstance(e, ev.ToolFinished)
+        ],
+        "auto_approve": session.auto_approving(thread_id),
+        "compacted": [
+            {
+                "tokens_before": e.tokens_before,
+                "tokens_after": e.tokens_after,
+                "messages_removed": e.messages_removed,
+            }
+            for e in events
+            if isinstance(e, ev.Compacted)
+        ],
+        "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
+        "failure": next(
+            (
+                {"message": e.message, "kind": e.kind, "retryable": e.retryable}
+                for e in events
+                if isinstance(e, ev.ErrorEvent)
+            ),
+            None,
+        ),
+        "reasoning": "".join(e.text for e in events if isinstance(e, ev.ReasoningDelta)),
+        "notices": [
+            {"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)
+        ],
+        "retries": [
+            {
+                "attempt": e.attempt,
+                "max_retries": e.max_retries,
+                "delay_s": e.delay_s,
+                "reason": e.reason,
+            }
+            for e in events
+            if isinstance(e, ev.ModelRetried)
+        ],
+        "pending": term.pending_json(pending) if pending else None,
+    }
+
+
+def finish_run(session: Session, run: Run, as_json: bool) -> None:
+    """Drive a run for a non-interactive command and exit with its status."""
+    status, events = drive(run, None if as_json else term.EventRenderer(out))
+    if as_json:
+        print(visible_json(run_summary(session, run.thread_id, status, events), indent=2))
+    elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
+        term.render_pending(out, pending)
+        if isinstance(pending, graph.OutcomeUnknown):
+            out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
+        else:
+            out.print(
+                Text(
+                    f"decide with: gatehouse approve|reject|respond {run.thread_id} "
+                    f"--interrupt-id {visible(pending.interrupt_id)} …",
+                    "dim",
+                )
+            )
+    raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
+
+
+def send_answer(
+    session: Session,
+    pending: Pause,
+    answer: ReviewAnswer | OutcomeAnswer,
+    interrupt_id: str | None,
+    as_json: bool,
+) -> None:
+    if interrupt_id is None:  # require_pending let it through: a person at a terminal
+        interrupt_id = confirm_unnamed(pending, answer)
+    try:
+        run = session.submit(ops.Decide(pending.thread_id, answer, interrupt_id))
+    except graph.DecisionError as exc:
+        raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
+    finish_run(session, run, as_json)
+
+
+def decide(
+    pending: Approval, chosen: dict[int, Decision], others: Decision | None, hint: str
+) -> ReviewAnswer:
+    try:
+        return td.answer(pending, chosen, others, hint=hint)
+    except td.DecisionUsage as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+
+
+def others_decision(reject_others: str | None, approve_others: bool) -> Decision | None:
+    if reject_others is not None and approve_others:
+        raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
+    if reject_others is not None:
+        return ops.reject(reject_others or None)
+    return ops.approve() if approve_others else None
+
+
+# -- running the agent --------------------------------------------------------------
+@app.command()
+def send(
+    message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            metavar="ID",
+            callback=lambda v: _check_id(v) if v else v,
+            help="Continue this thread (default: a new one).",
+        ),
+    ] = None,
+    auto_approve: AutoApproveOpt = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one message and run the agent until it finishes or pauses (exit 3)."""
+    with open_cli_session(db) as session:
+        if thread:
+            require_thread(session, thread)
+        if auto_approve:
+            session.set_auto_approve(True)
+        thread_id = thread or session.new_thread_id()
+        if not as_json and (why := session.auto_approving(thread_id)):
+            err.print(term.auto_approve_banner(why))
+        try:
+            run = session.submit(ops.SendMessage(thread_id, message))
+        except graph.DecisionError as exc:
+            raise fail(str(exc), EXIT_AWAITING) from None
+        except ValueError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        if not as_json:
+            err.print(Text(f"thread {run.thread_id}", "dim"))
+        finish_run(session, run, as_json)
+
+
+CallOpt = Annotated[
+    list[int] | None,
+    typer.Option("--call", "-c", metavar="N", help="Call number (from `pending`); repeatable."),
+]
+RejectOthersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reject-others",
+        metavar="REASON",
+        help="Reject every call not named by --call, with this reason.",
+    ),
+]
+ApproveOthersOpt = Annotated[
+    bool, typer.Option("--approve-others", help="Approve every call not named by --call.")
+]
+
+
+@app.command()
+def approve(
+    thread_id: ThreadArg,
+    call: CallOpt = None,
+    all_: Annotated[bool, typer.Option("--all", help="Approve every pending call.")] = False,
+    always: Annotated[
+        bool, typer.Option("--always", help="Also always allow these tools in this thread.")
+    ] = False,
+    reject_others: RejectOthersOpt = None,
+    edit: Annotated[
+        tuple[int, str] | None,
+        typer.Option(
+            "--edit",
+            metavar="N JSON",
+            help="Run call N with these arguments instead (a JSON object, checked against the tool's schema).",
+        ),
+    ] = None,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve pending calls and continue the run.
+
+    Name the request with --interrupt-id (the id `pending` and `show` print): a script
+    that does not is refused; on a terminal the card is shown and you confirm.
+
+    The graph takes one answer covering every call of a request, so: with one pending
+    call, `approve ID --interrupt-id REQ` approves it; with several, say `--all`, or name calls with
+    `--call N` (repeatable) and decide the rest with `--reject-others REASON`.
+    Otherwise nothing is sent and the exit code is 2, naming the undecided calls.
+
+    `--edit N '{"path": "b.md"}'` approves call N with other arguments (validated as
+    the web editor validates them); the other calls as above.
+    """
+    if all_ and call:
+        raise fail("use either --all or --call, not both", EXIT_USAGE)
+
+    always_allow = True if always else None
+
+    def build(
+        request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]
+    ) -> ReviewAnswer:
+        count = len(request.actions)
+        chosen: dict[int, Decision] = {
+            n: ops.approve(always_allow=always_allow) for n in call or ()
+        }
+        if edit is not None:
+            number, text = edit
+            if not 1 <= number <= count:
+                raise fail(
+                    f"--edit {number}: thread {thread_id} has {count} pending call(s): "
+                    f"{td.describe_calls(request)}",
+                    EXIT_USAGE,
+                )
+            name = request.actions[number - 1].name
+            args, problem = ask.parse_args_json(text, name, check_args)
+            if problem is not None or args is None:
+                raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
+            chosen[number] = ops.edit(name, args, always_allow=always_allow)
+        if all_ or (not chosen and count == 1):
+            chosen = {
+                n: chosen.get(n, ops.approve(always_allow=always_allow))
+                for n in range(1, count + 1)
+            }
+        elif not chosen:
+            raise fail(
+                f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
+                "say --all, or --call N (repeatable) with --reject-others REASON",
+                EXIT_USAGE,
+            )
+        others = ops.reject(reject_others or None) if reject_others is not None else None
+        return decide(
+            request,
+            chosen,
+            others,
+            "decide them in the same command: repeat --call, "
+            "or use --all or --reject-others REASON",
+        )
+
+    check_before_loading(
+        db, thread_id, interrupt_id, as_json, lambda request: build(request, no_schema_check)
+    )
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id, interrupt_id, as_json)
+        send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
+
+
+@app.command()
+def reject(
+    thread_id: ThreadArg,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason", "-m", metavar="TEXT", help="Why (optional; the model reads this)."
+        ),
+    ] = None,
+    call: CallOpt = None,
+    approve_others: ApproveOthersOpt = False,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject pending calls (with an optional reason) and continue the run.
+
+    Without --call every pending call is rejected. With --call N (repeatable), the
+    other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
+    """
+
+    def build(request: Approval) -> ReviewAnswer:
+        numbers = call or list(range(1, len(request.actions) + 1))
+        rejected: Decision = ops.reject(reason or None)
+        return decide(
+            request,
+            dict.fromkeys(numbers, rejected),
+            ops.approve() if approve_others else None,
+            "decide them in the same command: repeat --call, or use --approve-others",
+        )
+
+    check_before_loading(db, thread_id, interrupt_id, as_json, build)
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id, interrupt_id, as_json)
+        send_answer(session, request, build(request), interrupt_id, as_json)
+
+
+@app.command()
+def respond(
+    thread_id: ThreadArg,
+    message: Annotated[
+        str,
+        typer.Option(
+            "--message", "-m", metavar="TEXT", help="Text the model receives as the tool result."
+        ),
+    ],
+    call: Annotated[
+        int | None,
+        typer.Option(
+            "--call", "-c", metavar="N", help="Call number (optional when only one is pending)."
+        ),
+    ] = None,
+    reject_others: RejectOthersOpt = None,
+    approve_others: ApproveOthersOpt = False,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a pending call with a message instead of running it.
+
+    The other pending calls must be decided in the same command with
+    --reject-others REASON or --approve-others; otherwise exit 2, nothing sent.
+    """
+    if not message.strip():
+        raise fail("--message cannot be empty", EXIT_USAGE)
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id, interrupt_id, as_json)
+        if call is None:
+            if len(request.actions) != 1:
+                raise fail(
+                    f"thread {thread_id} has {len(request.actions)} pending calls: "
+                    f"{td.describe_calls(request)}; say which with --call N",
+                    EXIT_USAGE,
+                )
+            call = 1
+        answer = decide(
+            request,
+            {call: ops.respond(message)},
+            others_decision(reject_others, approve_others),
+            "decide them in the same command: --reject-others REASON or --approve-others",
+        )
+        send_answer(session, request, answer, interrupt_id, as_json)
+
+
+@app.command()
+def resolve(
+    thread_id: ThreadArg,
+    run_again: Annotated[
+        bool,
+        typer.Option(
+            "--run-again", help="Run the interrupted call again (it may repeat its side effect)."
+        ),
+    ] = False,
+    failed: Annotated[
+        str | None,
+        typer.Option(
+            "--failed", metavar="NOTE", help="Mark the call as failed; the note is for the model."
+        ),
+    ] = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option(
+            "--outcome",
+            metavar="TEXT",
+            help="What really happened; the model gets it as the tool result.",
+        ),
+    ] = None,
+    interrupt_id: InterruptOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer an "outcome unknown" pause: a call that started before a crash and
+    whose result was never saved. Say exactly one of --run-again, --failed NOTE
+    or --outcome TEXT; the run then continues."""
+    chosen = [
+        flag
+        for flag, given in (
+            ("--run-again", run_again),
+            ("--failed", failed is not None),
+            ("--outcome", outcome is not None),
+        )
+        if given
+    ]
+    if len(chosen) != 1:
+        raise fail(
+            "say exactly one of --run-again, --failed NOTE or --outcome TEXT"
+            + (f" (got {', '.join(chosen)})" if chosen else ""),
+            EXIT_USAGE,
+        )
+    if outcome is not None and not outcome.strip():
+        raise fail("--outcome cannot be empty", EXIT_USAGE)
+    with open_cli_session(db) as session:
+        request = require_pending(session, thread_id, interrupt_id, as_json)
+        if not isinstance(request, graph.OutcomeUnknown):
+            raise fail(
+                f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
+                "use approve, reject or respond (see `gatehouse pending`)",
+                EXIT_USAGE,
+            )
+        require_named(thread_id, interrupt_id, as_json)
+        if run_again:
+            answer = ops.outcome("run_again")
+        elif failed is not None:
+            answer = ops.outcome("mark_failed", failed.strip() or None)
+        else:
+            answer = ops.outcome("respond", (outcome or "").strip())
+        send_answer(session, request, answer, interrupt_id, as_json)
+
+
+@app.command()
+def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Continue a thread whose run failed or whose process died, from its last checkpoint
+    (after a reply that was cut off: ask the model again)."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        if session.pending(thread_id) is not None:
+            raise fail(
+                f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "
+                "(see `gatehouse pending`)",
+                EXIT_AWAITING,
+            )
+        finish_run(session, session.submit(ops.Retry(thread_id)), as_json)
