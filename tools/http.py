@@ -10,7 +10,7 @@ HTML comes back as readable text; every response is capped in time and size.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -112,23 +112,7 @@ def make_http_tool(
         return {"url": canonical_url(args["url"])}
 
     def preview(args: dict[str, Any]) -> str:
-        raw = str(args.get("url", ""))
-        try:
-            sent = canonical_url(raw)
-        except URLError as exc:
-            line = f"{args.get('method', 'GET')} {raw}\n(will fail: {exc})"
-        else:
-            line = f"{args.get('method', 'GET')} {sent}"
-            if sent != raw:  # the card shows what is sent, and what the model wrote
-                line += f"\n(as written: {raw})"
-        if not host_allowed(str(args.get("url", "")), allow):
-            line += "\n(host is not on the allow list)"
-        for k, v in (args.get("headers") or {}).items():
-            line += f"\n{k}: {v}"
-        if args.get("body"):
-            body = str(args["body"])
-            line += "\n\n" + (body[:2000] + ("\n…" if len(body) > 2000 else ""))
-        return line
+        return request_preview(args, allow)
 
     @gatehouse_tool(
         risk="network", match_arg="url", preview=preview, auto_allow=auto_allow, canonical=canonical
@@ -175,36 +159,67 @@ def make_http_tool(
                 try:
                     if not response.is_redirect:
                         return _read(response, max_bytes, text_chars)
-                    location = response.headers.get("location", "")
-                    target = current.join(location)
-                    next_method, next_body = method, body
-                    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
-                        next_method, next_body = "GET", None
-                    try:
-                        target = httpx.URL(canonical_url(str(target)))
-                    except (URLError, httpx.InvalidURL):
-                        return f"HTTP {response.status_code} redirect to {target} (not followed: not an http(s) URL)"
-                    free = auto_allow(
-                        {
-                            "url": str(target),
-                            "method": next_method,
-                            "body": next_body,
-                            "headers": headers,
-                        }
-                    )
-                    if not free:
-                        return (
-                            f"HTTP {response.status_code} redirect to {target} (not followed: a request there "
-                            "would need its own approval; call http_request with that URL to go there)"
-                        )
-                    stream_output(f"redirect {response.status_code} -> {target}")
-                    method, body = next_method, next_body
-                    current = target
+                    step = _redirect(response, current, method, body, headers, auto_allow)
                 finally:
                     response.close()
+                if isinstance(step, str):
+                    return step
+                current, method, body = step
         raise HTTPToolError(f"more than {MAX_REDIRECTS} redirects")
 
     return http_request
+
+
+def request_preview(args: dict[str, Any], allow: Sequence[str]) -> str:
+    """What the card shows: the request as it is sent (and as the model wrote it, when
+    they differ), whether its host is allow-listed, its headers and body."""
+    raw = str(args.get("url", ""))
+    try:
+        sent = canonical_url(raw)
+    except URLError as exc:
+        line = f"{args.get('method', 'GET')} {raw}\n(will fail: {exc})"
+    else:
+        line = f"{args.get('method', 'GET')} {sent}"
+        if sent != raw:
+            line += f"\n(as written: {raw})"
+    if not host_allowed(raw, allow):
+        line += "\n(host is not on the allow list)"
+    for k, v in (args.get("headers") or {}).items():
+        line += f"\n{k}: {v}"
+    if args.get("body"):  # whole: the card decides how much to show at once
+        line += "\n\n" + str(args["body"])
+    return line
+
+
+def _redirect(
+    response: httpx.Response,
+    current: httpx.URL,
+    method: str,
+    body: str | None,
+    headers: dict[str, str] | None,
+    auto_allow: Callable[[dict[str, Any]], bool],
+) -> str | tuple[httpx.URL, Any, str | None]:
+    """Where a redirect leads, as the next request (URL, method, body), or the tool's
+    answer when it is not followed: only a request that would run freely is, since a
+    redirect must not carry a call past its approval."""
+    target = current.join(response.headers.get("location", ""))
+    next_method, next_body = method, body
+    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+        next_method, next_body = "GET", None
+    try:
+        target = httpx.URL(canonical_url(str(target)))
+    except (URLError, httpx.InvalidURL):
+        return (
+            f"HTTP {response.status_code} redirect to {target} (not followed: not an http(s) URL)"
+        )
+    request = {"url": str(target), "method": next_method, "body": next_body, "headers": headers}
+    if not auto_allow(request):
+        return (
+            f"HTTP {response.status_code} redirect to {target} (not followed: a request there "
+            "would need its own approval; call http_request with that URL to go there)"
+        )
+    stream_output(f"redirect {response.status_code} -> {target}")
+    return target, next_method, next_body
 
 
 def _read(response: httpx.Response, max_bytes: int, text_chars: int) -> str:

@@ -24,7 +24,7 @@ from pydantic import Field
 from graph.protocol.tools import stop_requested, stream_output
 from tools.allowlist import SHELL_SYNTAX, allowed_by_list, harden, listed
 from tools.base import gatehouse_tool
-from tools.sandbox import Access, Sandbox, choose_sandbox, system_shell
+from tools.sandbox import Access, Running, Sandbox, choose_sandbox, system_shell
 from tools.workspace import Workspace
 
 __all__ = ["allowed_by_list", "make_shell_tool"]
@@ -106,6 +106,34 @@ def make_shell_tool(
     return run_command
 
 
+class _Kept:
+    """The output the model gets: at most `cap` characters, each line streamed to the
+    person as it comes; what did not fit is counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.parts, self.chars, self.dropped = cap, list[str](), 0, 0
+
+    def take(self, line: str) -> None:
+        room = max(self.cap - self.chars, 0)
+        if len(line) > room:
+            self.dropped += len(line) - room
+            line = line[:room]
+            if not line:
+                return
+        self.parts.append(line)
+        self.chars += len(line)
+        stream_output(line.rstrip("\n")[:STREAM_LINE_CHARS])
+
+    def text(self) -> str:
+        out = "".join(self.parts)
+        if self.dropped:
+            out += f"\n… ({self.dropped} more characters of output not shown)"
+        return out
+
+
+TIMED_OUT = "timed out"
+
+
 def _run(
     box: Sandbox,
     argv: list[str],
@@ -115,87 +143,86 @@ def _run(
     extra_env: Mapping[str, str],
 ) -> str:
     running = box.start(argv, access, timeout_s=timeout_s, extra_env=extra_env)
+    kept = _Kept(cap)
+    try:
+        cut_short = _pump(running, kept, time.monotonic() + timeout_s)
+    finally:
+        # Stop whatever is left: a timed-out command, background children, the sandbox.
+        running.stop()
+        code = running.proc.wait()
+        assert running.proc.stdout is not None
+        running.proc.stdout.close()
+        running.close()
+    if cut_short == TIMED_OUT:
+        status = f"[timed out after {timeout_s:g}s; the command was stopped]"
+    elif cut_short:
+        status = f"[stopped: {cut_short}]"
+    else:
+        status = f"[exit code {code}]"
+    out = kept.text()
+    return f"{out.rstrip()}\n{status}" if out.strip() else status
+
+
+def _pump(running: Running, kept: _Kept, deadline: float) -> str | None:
+    """Read the command's output into `kept` until it ends; why it was cut short
+    (TIMED_OUT, a limit, the person), or None when it ended by itself."""
     proc = running.proc
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
-    kept: list[str] = []
-    kept_chars, dropped_chars = 0, 0
-    pending = b""
-    deadline = time.monotonic() + timeout_s
-    timed_out = False
-    stopped: str | None = None
-    exited_at: float | None = None
-
-    def take(line: str) -> None:
-        nonlocal kept_chars, dropped_chars
-        room = cap - kept_chars
-        if len(line) > room:
-            dropped_chars += len(line) - max(room, 0)
-            line = line[: max(room, 0)]
-            if not line:
-                return
-        kept.append(line)
-        kept_chars += len(line)
-        stream_output(line.rstrip("\n")[:STREAM_LINE_CHARS])
-
+    pending, eof, exited_at = b"", False, None
+    cut_short: str | None = None
     try:
-        eof = False
         while True:
             now = time.monotonic()
             if now >= deadline:
-                timed_out = True
+                cut_short = TIMED_OUT
                 break
             if proc.poll() is not None:
-                if eof:
-                    break
                 exited_at = exited_at or now
-                if now - exited_at > EXIT_GRACE_S:
-                    break  # the command ended; a background child still holds the pipe
-            stopped = running.over_limit() or (
+                if eof or now - exited_at > EXIT_GRACE_S:
+                    break  # ended; past the grace, a background child still holds the pipe
+            cut_short = running.over_limit() or (
                 "stopped by the person" if stop_requested() else None
             )
-            if stopped:
+            if cut_short:
                 break
             wait = min(POLL_S, deadline - now)
             if eof:  # every writer closed the pipe; the command may still run
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=wait)
                 continue
-            if not sel.select(timeout=wait):
-                continue
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
+            chunk = _read(sel, fd, wait)
+            if chunk == b"":
                 eof = True
-                continue
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                take(raw.decode(errors="replace") + "\n")
-            if len(pending) > STREAM_LINE_CHARS * 4:  # a huge line with no newline yet
-                take(pending.decode(errors="replace"))
-                pending = b""
+            elif chunk:
+                pending = _lines(pending + chunk, kept)
         if pending:
-            take(pending.decode(errors="replace"))
+            kept.take(pending.decode(errors="replace"))
     finally:
         sel.close()
-        # Stop whatever is left: a timed-out command, background children, the sandbox.
-        running.stop()
-        code = proc.wait()
-        proc.stdout.close()
-        running.close()
-    out = "".join(kept)
-    if dropped_chars:
-        out += f"\n… ({dropped_chars} more characters of output not shown)"
-    if timed_out:
-        status = f"[timed out after {timeout_s:g}s; the command was stopped]"
-    elif stopped:
-        status = f"[stopped: {stopped}]"
-    else:
-        status = f"[exit code {code}]"
-    return f"{out.rstrip()}\n{status}" if out.strip() else status
+    return cut_short
+
+
+def _read(sel: selectors.BaseSelector, fd: int, wait: float) -> bytes | None:
+    """What the pipe has within `wait` seconds: bytes, b"" at its end, None for nothing yet."""
+    if not sel.select(timeout=wait):
+        return None
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return None
+
+
+def _lines(pending: bytes, kept: _Kept) -> bytes:
+    """Hand `kept` each whole line of `pending`; the unfinished rest (a huge line with no
+    newline yet goes as it is)."""
+    *lines, rest = pending.split(b"\n")
+    for raw in lines:
+        kept.take(raw.decode(errors="replace") + "\n")
+    if len(rest) > STREAM_LINE_CHARS * 4:
+        kept.take(rest.decode(errors="replace"))
+        return b""
+    return rest
