@@ -1,0 +1,154 @@
+"""Agent Chat UI and Agent Inbox against a real `langgraph dev`, by their exact requests
+(tests/support/ecosystem_clients.py), from a browser origin on another port that one
+setting admits (issue 57, items 4 and 5).
+
+    uv run --frozen pytest -n 0 tests/test_ecosystem_clients.py
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.ecosystem_clients import AgentChatUI, AgentInbox
+from tests.support.langgraph_dev import GRAPH, ROOT, DevServer, langgraph_dev
+
+ORIGIN = "http://localhost:3001"
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DevServer, Path]]:
+    home = tmp_path_factory.mktemp("clients-dev")
+    workspace = home / "workspace"
+    workspace.mkdir()
+    # The one setting; langgraph.json is the project's, unedited.
+    with langgraph_dev(
+        home, db=home / "gatehouse.db", workspace=workspace, GATEHOUSE_SERVER_ORIGINS=ORIGIN
+    ) as server:
+        yield server, workspace
+
+
+def _paused(client: AgentChatUI, text: str) -> str:
+    sdk = client.sdk()
+    tid = sdk.threads.create(metadata={"graph_id": GRAPH})["thread_id"]
+    client.send(tid, text)
+    assert sdk.threads.get(tid)["status"] == "interrupted"
+    return tid
+
+
+def test_one_setting_admits_a_browser_client_on_another_port(dev: tuple[DevServer, Path]) -> None:
+    server, _ = dev
+    cors = json.loads((ROOT / "langgraph.json").read_text())["http"]["cors"]
+    assert ORIGIN not in cors["allow_origins"]  # nothing edited by hand for it
+    inbox = AgentInbox(server.url, server.secret, ORIGIN)
+    preflight = inbox.preflight("/threads/search")
+    assert preflight.status_code == 200, preflight.text
+    assert preflight.headers["access-control-allow-origin"] == ORIGIN
+    assert "x-api-key" in preflight.headers["access-control-allow-headers"].lower()
+    real = httpx.post(f"{server.url}/threads/search", json={}, headers=inbox.headers)
+    assert real.status_code == 200 and real.headers["access-control-allow-origin"] == ORIGIN
+    # Origins the setting does not name are still refused before CORS, key or not.
+    for other in ("http://localhost:3002", "https://evil.example"):
+        foreign = AgentInbox(server.url, server.secret, other)
+        refused = foreign.preflight("/threads/search")
+        assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+        assert (
+            httpx.post(f"{server.url}/threads/search", json={}, headers=foreign.headers).status_code
+            == 403
+        )
+
+
+def test_a_wrong_key_fails_agent_chat_uis_connection_check(dev: tuple[DevServer, Path]) -> None:
+    server, _ = dev
+    assert AgentChatUI(server.url, server.secret, ORIGIN).connection_ok()
+    for key in ("not-the-key", None):
+        chat = AgentChatUI(server.url, key, ORIGIN)
+        assert not chat.connection_ok()
+        response = httpx.get(f"{server.url}/info", headers=chat.headers)
+        assert response.status_code == 401 and "valid key" in response.text
+    # The same check through the SDK, and by bearer.
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        httpx.get(
+            f"{server.url}/info", headers={"Authorization": "Bearer wrong"}
+        ).raise_for_status()
+    assert refused.value.response.status_code == 401
+    assert httpx.get(f"{server.url}/info", headers=server.headers).status_code == 200
+    # Load balancers' probe stays open and says only "up".
+    assert httpx.get(f"{server.url}/ok").status_code == 200
+
+
+def test_agent_inbox_rows_show_each_call_and_accept_approves_what_was_shown(
+    dev: tuple[DevServer, Path],
+) -> None:
+    server, workspace = dev
+    chat = AgentChatUI(server.url, server.secret, ORIGIN)
+    inbox = AgentInbox(server.url, server.secret, ORIGIN)
+    first = _paused(chat, "write first.md: one")
+    second = _paused(chat, "write second.md: two")
+    rows = {r.thread_id: r for r in inbox.rows()}
+    one, two = rows[first], rows[second]
+    # Rows say what they are about, and differ.
+    assert one.title == two.title == "write_file"
+    assert one.preview.startswith("write_file first.md") and two.preview.startswith(
+        "write_file second.md"
+    )
+    # Its edit form and its Accept carry the real arguments.
+    assert one.interrupt["action_request"]["args"] == {"path": "first.md", "content": "one\n"}
+    assert '"content": "one\\n"' in one.interrupt["description"]
+    parts = inbox.accept(one)
+    assert not [p for p in parts if p.event == "error"], parts
+    assert (workspace / "first.md").read_text().strip() == "one"
+    assert chat.sdk().threads.get(first)["status"] == "idle"
+    # An edit through its form runs the edited arguments.
+    edited = {"action": "write_file", "args": {"path": "second.md", "content": "edited"}}
+    assert not [
+        p for p in inbox.respond(second, {"type": "edit", "args": edited}) if p.event == "error"
+    ]
+    assert (workspace / "second.md").read_text().strip() == "edited"
+
+
+def test_agent_inbox_decides_a_two_call_turn_with_both_calls_shown(
+    dev: tuple[DevServer, Path],
+) -> None:
+    server, workspace = dev
+    chat = AgentChatUI(server.url, server.secret, ORIGIN)
+    inbox = AgentInbox(server.url, server.secret, ORIGIN)
+    tid = _paused(chat, "write a2.md: x then write b2.md: y")
+    [row] = [r for r in inbox.rows() if r.thread_id == tid]
+    assert row.preview.startswith("write_file a2.md (+1 more)")
+    description = row.interrupt["description"]
+    assert '"path": "a2.md"' in description and '"path": "b2.md"' in description
+    assert "Accept approves all 2" in description
+    parts = inbox.accept(row)
+    assert not [p for p in parts if p.event == "error"], parts
+    assert (workspace / "a2.md").exists() and (workspace / "b2.md").exists()
+
+    # Ignore (Agent Inbox's "ignore" response, as an older inbox or a script sends it)
+    # rejects every call; nothing runs and the thread takes new input.
+    tid = _paused(chat, "write a3.md: x then write b3.md: y")
+    parts = inbox.respond(tid, {"type": "ignore", "args": None})
+    assert not [p for p in parts if p.event == "error"], parts
+    assert not (workspace / "a3.md").exists() and not (workspace / "b3.md").exists()
+    tools = [
+        m for m in chat.sdk().threads.get_state(tid)["values"]["messages"] if m["type"] == "tool"
+    ]
+    assert [m["status"] for m in tools[-2:]] == ["error", "error"]
+    assert chat.sdk().threads.get(tid)["status"] == "idle"
+
+
+def test_agent_chat_ui_decides_each_call_of_a_turn(dev: tuple[DevServer, Path]) -> None:
+    server, workspace = dev
+    chat = AgentChatUI(server.url, server.secret, ORIGIN)
+    tid = _paused(chat, "write a4.md: x then write b4.md: y")
+    [pending] = chat.sdk().threads.get_state(tid)["interrupts"]
+    assert [a["arguments"] for a in pending["value"]["action_requests"]] == [
+        {"path": "a4.md", "content": "x\n"},
+        {"path": "b4.md", "content": "y\n"},
+    ]
+    parts = chat.decide(tid, [{"type": "approve"}, {"type": "reject", "message": "not b"}])
+    assert not [p for p in parts if p.event == "error"], parts
+    assert (workspace / "a4.md").exists() and not (workspace / "b4.md").exists()
