@@ -29,9 +29,7 @@ def show_command(cmd: list[str]) -> None:
 
 def run_child(cmd: list[str], cwd: Path | None = None) -> int:
     """Become the server process (signals, Ctrl-C and exit code are its own, and no
-    orphan is left behind when this process is stopped); a child on Windows. The
-    command line is shown first."""
-    show_command(cmd)
+    orphan is left behind when this process is stopped); a child on Windows."""
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name == "posix":

@@ -36,7 +36,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast, overload
 
+import click
 import typer
+from typer.core import TyperGroup
 
 import graph
 from ui.term import readonly
@@ -117,8 +119,23 @@ Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
 for a decision; 130 the run was cancelled with Ctrl-C."""
 
+
+class _WholeHelp(TyperGroup):
+    """`--help` lists each command with its whole first sentence: click cuts it to
+    fit one line ("Start `langgraph dev` on the project's langgraph.json, on...")."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and command.help and not command.short_help:
+                first = " ".join(command.help.split("\n\n", 1)[0].split())
+                command.short_help = first.split(". ", 1)[0].rstrip(".") + "."
+        super().format_commands(ctx, formatter)
+
+
 app = typer.Typer(
     name="gatehouse",
+    cls=_WholeHelp,
     help=HELP,
     no_args_is_help=False,
     add_completion=False,
@@ -716,9 +733,12 @@ def studio(
     if not threads and browser:
         cmd.remove("--no-browser")  # langgraph dev opens Studio itself
     if not threads:
-        from ui.term.studio import CONNECT_HINT
+        from ui.term.studio import how_to_connect, key_file
 
-        err.print(Text(CONNECT_HINT, "yellow"))
+        # Printed before the server starts (it takes the process): it opens Studio itself.
+        graph.install_secret(key_file(settings.db))
+        err.print(Text(how_to_connect(f"http://127.0.0.1:{port}", key_file(settings.db))))
+        show_command(cmd)
         raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
     show_command(cmd)
     raise typer.Exit(
