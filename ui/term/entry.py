@@ -25,10 +25,12 @@ import sys
 import threading
 from typing import NoReturn
 
+from ui.term.bytecode import warm
 from ui.term.fast import parse_read_only, parse_web_ui
 
 
 def main() -> None:
+    warm()  # where PYTHONDONTWRITEBYTECODE is set: bytecode compiled once (ui/term/bytecode.py)
     try:
         if (read_only := parse_read_only(sys.argv[1:])) is not None:
             from ui.term.readonly import main as run_read_only
