@@ -36,7 +36,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast, overload
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -124,7 +123,7 @@ class _WholeHelp(TyperGroup):
     """`--help` lists each command with its whole first sentence: click cuts it to
     fit one line ("Start `langgraph dev` on the project's langgraph.json, on...")."""
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
             if command is not None and command.help and not command.short_help:
