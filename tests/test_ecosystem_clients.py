@@ -8,7 +8,9 @@ setting admits (issue 57, items 4 and 5).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -152,3 +154,37 @@ def test_agent_chat_ui_decides_each_call_of_a_turn(dev: tuple[DevServer, Path]) 
     parts = chat.decide(tid, [{"type": "approve"}, {"type": "reject", "message": "not b"}])
     assert not [p for p in parts if p.event == "error"], parts
     assert (workspace / "a4.md").exists() and not (workspace / "b4.md").exists()
+
+
+def test_rows_paused_before_the_server_started_keep_their_own_times(tmp_path: Path) -> None:
+    """Agent Inbox dates a row by the thread's `updated_at`: threads paused in the
+    terminal before the server started are listed with the time each paused, not the
+    one moment the server listed them all."""
+    from graph import open_session
+    from graph.service.config import Settings
+
+    db, workspace = tmp_path / "gatehouse.db", tmp_path / "workspace"
+    workspace.mkdir()
+    session = open_session(Settings(db=str(db), workspace=str(workspace)))
+    try:
+        first = session.send(None, "write early.md: 1")
+        first.collect()
+        second = session.send(None, "write late.md: 2")
+        second.collect()
+        paused = {t.thread_id: t.pending_since for t in session.threads()}
+    finally:
+        session.close()
+    assert set(paused) == {first.thread_id, second.thread_id}
+    with langgraph_dev(
+        tmp_path / "server", db=db, workspace=workspace, GATEHOUSE_SERVER_ORIGINS=ORIGIN
+    ) as server:
+        inbox = AgentInbox(server.url, server.secret, ORIGIN)
+        deadline, rows = time.monotonic() + 60, {}
+        while len(rows) < 2:
+            assert time.monotonic() < deadline, rows
+            rows = {r.thread_id: r for r in inbox.rows() if r.thread_id in paused}
+    shown = {tid: datetime.fromisoformat(r.updated_at).timestamp() for tid, r in rows.items()}
+    for tid, since in paused.items():
+        assert since is not None and abs(shown[tid] - since) < 0.001, (shown, paused)
+    assert shown[first.thread_id] < shown[second.thread_id]
+    assert rows[first.thread_id].preview.startswith("write_file early.md")
