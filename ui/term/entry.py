@@ -14,6 +14,9 @@ without tearing down every module and object it loaded: with LangGraph and LangC
 loaded that teardown takes about half a second on a 2-core machine, longer than a
 decision itself (BENCHMARKS.md, issue 36). Nothing of Gatehouse's is left to it: sessions and
 databases are closed by the commands, tool processes by an `atexit` handler.
+
+Where PYTHONDONTWRITEBYTECODE is set, the first command starts compiling the missing
+bytecode in the background (ui/term/bytecode.py); later commands load it.
 """
 
 from __future__ import annotations
