@@ -20,6 +20,7 @@ from tests.support.ecosystem_clients import AgentChatUI, AgentInbox
 from tests.support.langgraph_dev import GRAPH, ROOT, DevServer, langgraph_dev
 
 ORIGIN = "http://localhost:3001"
+POLICY_WORDS = "Commands need a second look."
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +28,15 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DevServer, P
     home = tmp_path_factory.mktemp("clients-dev")
     workspace = home / "workspace"
     workspace.mkdir()
+    config = home / "gatehouse.toml"
+    config.write_text(f'[policy.run_command]\nmode = "ask"\ndescription = "{POLICY_WORDS}"\n')
     # The one setting; langgraph.json is the project's, unedited.
     with langgraph_dev(
-        home, db=home / "gatehouse.db", workspace=workspace, GATEHOUSE_SERVER_ORIGINS=ORIGIN
+        home,
+        db=home / "gatehouse.db",
+        workspace=workspace,
+        GATEHOUSE_SERVER_ORIGINS=ORIGIN,
+        GATEHOUSE_CONFIG=str(config),
     ) as server:
         yield server, workspace
 
@@ -188,3 +195,29 @@ def test_rows_paused_before_the_server_started_keep_their_own_times(tmp_path: Pa
         assert since is not None and abs(shown[tid] - since) < 0.001, (shown, paused)
     assert shown[first.thread_id] < shown[second.thread_id]
     assert rows[first.thread_id].preview.startswith("write_file early.md")
+
+
+def test_a_policys_description_never_hides_the_call_agent_inbox_accepts(
+    dev: tuple[DevServer, Path],
+) -> None:
+    """Issue 55, item 3: with a policy description, Agent Inbox read `{}` and the policy's
+    words, and its Accept ran a command it never showed."""
+    server, workspace = dev
+    chat = AgentChatUI(server.url, server.secret, ORIGIN)
+    inbox = AgentInbox(server.url, server.secret, ORIGIN)
+    tid = _paused(chat, "run: echo shown-in-full > proof.txt")
+    [row] = [r for r in inbox.rows() if r.thread_id == tid]
+    assert row.title == "run_command"
+    assert row.interrupt["action_request"]["args"]["command"] == "echo shown-in-full > proof.txt"
+    description = row.interrupt["description"]
+    assert POLICY_WORDS in description and "echo shown-in-full > proof.txt" in description
+    assert row.preview.startswith("run_command echo shown-in-full")
+    assert not [p for p in inbox.accept(row) if p.event == "error"]
+    assert (workspace / "proof.txt").read_text().strip() == "shown-in-full"
+    # An accept that echoes another command than the one shown is refused; nothing runs.
+    tid = _paused(chat, "run: echo second > second.txt")
+    [row] = [r for r in inbox.rows() if r.thread_id == tid]
+    forged = {"action": "run_command", "args": {"command": "echo forged > forged.txt"}}
+    parts = inbox.respond(tid, {"type": "accept", "args": forged})
+    assert [p for p in parts if p.event == "error"]
+    assert not (workspace / "forged.txt").exists() and not (workspace / "second.txt").exists()
