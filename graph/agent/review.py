@@ -149,16 +149,19 @@ def build_request(
 ) -> dict[str, Any]:
     """The HITLRequest for the gated calls of one model turn (its wire form: the
     interrupt value every LangGraph client reads)."""
-    actions, configs, leads = [], [], []
-    for call, verdict in calls:
-        spec = spec_of(tools[call["name"]])
-        # After the headline: what the call may touch ("sandboxed · workspace writable ·
-        # no network"), then the policy's own words; the call in full always follows.
-        touches = _preview(spec.describe, call["args"]) if spec.describe is not None else None
-        leads.append([touches or "", verdict.description or ""])
+    specs = [spec_of(tools[call["name"]]) for call, _ in calls]
+    # After each call's headline: what it may touch ("sandboxed · workspace writable ·
+    # no network"), then the policy's own words; the call in full always follows.
+    leads = [
+        [
+            (_preview(spec.describe, call["args"]) if spec.describe else None) or "",
+            verdict.description or "",
+        ]
+        for (call, verdict), spec in zip(calls, specs, strict=True)
+    ]
     descriptions = describe_turn([call for call, _ in calls], leads)
-    for (call, verdict), description in zip(calls, descriptions, strict=True):
-        spec = spec_of(tools[call["name"]])
+    actions, configs = [], []
+    for (call, verdict), spec, description in zip(calls, specs, descriptions, strict=True):
         actions.append(
             ActionRequest(
                 name=call["name"],
