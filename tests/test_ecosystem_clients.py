@@ -79,7 +79,11 @@ def test_a_wrong_key_fails_agent_chat_uis_connection_check(dev: tuple[DevServer,
         assert not chat.connection_ok()
         response = httpx.get(f"{server.url}/info", headers=chat.headers)
         assert response.status_code == 401 and "valid key" in response.text
-    # The same check through the SDK, and by bearer.
+    # Agent Inbox with a wrong key: its first request (the inbox list) fails, visibly.
+    with pytest.raises(httpx.HTTPStatusError) as listed:
+        list(AgentInbox(server.url, "not-the-key", ORIGIN).rows())
+    assert listed.value.response.status_code in (401, 403)
+    # The same check by bearer.
     with pytest.raises(httpx.HTTPStatusError) as refused:
         httpx.get(
             f"{server.url}/info", headers={"Authorization": "Bearer wrong"}

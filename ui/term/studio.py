@@ -99,7 +99,9 @@ def register(base_url: str, thread_id: str, headers: dict[str, str] | None = Non
         f"{base_url}/threads",
         json={"thread_id": thread_id, "if_exists": "do_nothing", "metadata": {"graph_id": GRAPH}},
         headers=headers,
-        timeout=30,
+        # The server's first request waits while it imports the graph: tens of seconds
+        # on a busy machine (a 30 s limit ended `gatehouse studio --thread` there).
+        timeout=180,
     )
     response.raise_for_status()
 
