@@ -225,3 +225,26 @@ def test_a_policys_description_never_hides_the_call_agent_inbox_accepts(
     parts = inbox.respond(tid, {"type": "accept", "args": forged})
     assert [p for p in parts if p.event == "error"]
     assert not (workspace / "forged.txt").exists() and not (workspace / "second.txt").exists()
+
+
+def test_the_server_admits_the_origins_of_one_setting_and_the_web_apps() -> None:
+    from graph.service.access import STUDIO_ORIGIN, load_access
+    from graph.service.server_http import server_origins
+
+    assert server_origins(load_access(env={"GATEHOUSE_SERVER_ORIGINS": ORIGIN})) == [
+        STUDIO_ORIGIN,
+        ORIGIN,
+    ]
+    both = load_access(
+        env={
+            "GATEHOUSE_ALLOWED_ORIGINS": "https://gatehouse.example.com",
+            "GATEHOUSE_SERVER_ORIGINS": ORIGIN,
+        }
+    )
+    assert server_origins(both) == [STUDIO_ORIGIN, ORIGIN, "https://gatehouse.example.com"]
+    # The defaults: Studio and Agent Chat UI / Agent Inbox on :3000.
+    assert server_origins(load_access(env={})) == [
+        STUDIO_ORIGIN,
+        "http://localhost:3000",
+        "http://127.0.0.1:3000",
+    ]

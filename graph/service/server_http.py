@@ -9,7 +9,8 @@ LangGraph's own, so a foreign origin is refused here and never gets that header,
 a DNS-rebinding page (a foreign `Host`) gets nothing either.
 
 So the origins are decided here, from one setting (`[access] server_origins`,
-GATEHOUSE_SERVER_ORIGINS): langgraph.json's `http.cors` answers every origin that
+GATEHOUSE_SERVER_ORIGINS; an origin the web app trusts, `[access] origins`, is
+admitted too): langgraph.json's `http.cors` answers every origin that
 reaches it (`allow_origin_regex: ".*"`), because only the admitted ones do. Adding a
 client on another port never means editing langgraph.json.
 
@@ -40,11 +41,10 @@ KEYED_OPEN_ROUTES = frozenset({"/info"})
 
 
 def server_origins(access: Access) -> list[str]:
-    """Browser origins the server answers: Studio's and `[access] server_origins`."""
-    return [
-        STUDIO_ORIGIN,
-        *(origin_of(o) for o in access.server_origins if origin_of(o) != STUDIO_ORIGIN),
-    ]
+    """Browser origins the server answers: Studio's, `[access] server_origins`, and
+    the web app's own trusted `[access] origins` (one setting serves both)."""
+    named = (origin_of(o) for o in (*access.server_origins, *access.origins))
+    return [STUDIO_ORIGIN, *dict.fromkeys(o for o in named if o != STUDIO_ORIGIN)]
 
 
 class AddressCheck:
