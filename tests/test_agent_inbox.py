@@ -82,21 +82,92 @@ def _snapshot(session) -> tuple[Any, ...]:
     return [i.id for i in state.interrupts], len(state.values["messages"]), state.next
 
 
-def test_ambiguous_inbox_answer_is_refused_and_changes_nothing(tmp_path: Path) -> None:
-    turn = ai(
-        "", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2")
-    )
-    session, ledger, _ = make_session(tmp_path, [turn, "done"])
+TWO_CALLS = ai(
+    "", tool_call("send_email", EMAIL, "c1"), tool_call("deploy", {"service": "api"}, "c2")
+)
+
+
+def _two_calls(tmp_path: Path, **kwargs: Any):
+    session, ledger, _ = make_session(tmp_path, [TWO_CALLS, "done"], **kwargs)
     session.send("t1", "go").collect()
+    return session, ledger
+
+
+def _request(session) -> dict[str, Any]:
+    [pending] = session.agent.get_state(CFG).interrupts
+    return pending.value
+
+
+def test_what_agent_inbox_reads_is_every_call_in_full(tmp_path: Path) -> None:
+    # Agent Inbox reads action_requests[0]: name (row title), `arguments` (its edit form),
+    # description (the row's first 65 characters; the thread view shows all of it).
+    session, _ = _two_calls(
+        tmp_path, policy={"send_email": {"description": "Mail leaves the building."}}
+    )
+    request = _request(session)
+    first, second = request["action_requests"]
+    assert first["arguments"] == first["args"] == EMAIL
+    assert second["arguments"] == second["args"] == {"service": "api"}
+    # The row says what it is about, and that there is more.
+    assert first["description"][:65].startswith("send_email a@x (+1 more)")
+    assert "Mail leaves the building." in first["description"]
+    # Both calls in full, so an Accept approves only what was shown.
+    assert '"to": "a@x"' in first["description"] and '"body": "1"' in first["description"]
+    assert '"service": "api"' in first["description"]
+    assert "Accept approves all 2" in first["description"]
+    assert second["description"].startswith("deploy api")
+
+
+def test_a_multi_call_turn_is_accepted_whole_when_every_call_was_shown(tmp_path: Path) -> None:
+    session, ledger = _two_calls(tmp_path)
+    first = _request(session)["action_requests"][0]
+    # Exactly what Agent Inbox sends: the first request echoed as it read it.
+    _resume(
+        session, [{"type": "accept", "args": {"action": first["name"], "args": first["arguments"]}}]
+    )
+    assert ledger.count("send_email") == 1 and ledger.count("deploy") == 1
+    assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["approve"] * 2
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        ({"type": "ignore", "args": None}, "ignored"),
+        ({"type": "response", "args": "not today"}, "not today"),
+    ],
+)
+def test_a_multi_call_turn_ignored_or_answered_rejects_every_call(
+    tmp_path: Path, answer: dict[str, Any], message: str
+) -> None:
+    session, ledger = _two_calls(tmp_path)
+    _resume(session, [answer])
+    assert ledger.entries() == []
+    results = [m for m in session.messages("t1") if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["c1", "c2"]
+    assert all(m.status == "error" and message in str(m.content) for m in results)
+    assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["reject"] * 2
+
+
+def test_an_edit_of_a_multi_call_turn_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    session, ledger = _two_calls(tmp_path)
     before = _snapshot(session)
-    with pytest.raises(ValidationError, match="asks about 2 calls"):
-        _resume(session, [{"type": "accept", "args": None}])
+    edit = {"type": "edit", "args": {"action": "send_email", "args": {"to": "b@x", "body": "2"}}}
+    with pytest.raises(ValidationError, match="edit form holds only the first"):
+        _resume(session, [edit])
     assert _snapshot(session) == before and ledger.entries() == []
-    with pytest.raises(DecisionError, match="cannot say which call"):
-        session.resume("t1", [{"type": "ignore", "args": None}])
+    with pytest.raises(DecisionError, match="edit one call in the web app"):
+        session.resume("t1", [edit])
     assert _snapshot(session) == before
     session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "reject"}]}).collect()
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
+
+
+def test_an_accept_where_one_call_may_not_be_approved_is_refused(tmp_path: Path) -> None:
+    session, ledger = _two_calls(tmp_path, policy={"deploy": {"allowed_decisions": ["reject"]}})
+    before = _snapshot(session)
+    with pytest.raises(ValidationError, match="not allowed"):
+        _resume(session, [{"type": "accept", "args": None}])
+    assert _snapshot(session) == before and ledger.entries() == []
 
 
 @pytest.mark.parametrize(
@@ -113,7 +184,7 @@ def test_ambiguous_inbox_answer_is_refused_and_changes_nothing(tmp_path: Path) -
         ),
         (
             [{"type": "accept", "args": None}, {"type": "ignore", "args": None}],
-            "one response per call",
+            "one response for the request",
         ),
         ([{"type": "response", "args": None}], "needs its text"),
         (

@@ -565,5 +565,5 @@ def test_renderer_streams_text_and_tool_progress_without_colour() -> None:
         "✓ run_command ok",  # its output was already shown line by line
         "✗ write_file rejected",
         "declined: [red]no",  # text from tools is never read as markup
-        "■ run cancelled: Stopped by the person.",
+        "■ run stopped by you: Stopped by the person.",
     ]

@@ -214,7 +214,7 @@ def test_ctrl_c_during_a_run_stops_it_cleanly(env: dict[str, str]) -> None:
     child.expect(screen("Still going"))
     child.sendcontrol("c")
     child.expect(screen("stopping at the next safe point"))
-    child.expect(screen("run cancelled"))
+    child.expect(screen("run stopped by you"))
     child.expect(screen("you ▸"))  # still in the chat, ready for the next message
     child.sendline("/exit")
     child.expect(pexpect.EOF)

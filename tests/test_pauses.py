@@ -70,14 +70,24 @@ def test_a_stored_approval_request_comes_back_whole_and_goes_out_unchanged() -> 
     assert pause.allowed(1) == ["approve", "reject"]
     assert pause.request.review_configs[0].approvers == ["alice@example.com"]
     assert pause.request.review_configs[1].approvers is None
-    # None-valued fields are left out of the wire form, as they were (not None args).
-    assert pause.request.wire() == APPROVAL
+    # None-valued fields are left out of the wire form, as they were (not None args); the
+    # arguments go out under Agent Inbox's name too (`arguments`), always equal to `args`.
+    wired = {
+        **APPROVAL,
+        "action_requests": [{**a, "arguments": a["args"]} for a in APPROVAL["action_requests"]],
+    }
+    assert pause.request.wire() == wired
     assert pause.to_dict() == {
         "thread_id": "t1",
         "interrupt_id": "i1",
         "kind": "approval",
-        "request": APPROVAL,
+        "request": wired,
     }
+    # A stored `arguments` that disagrees is never what goes out: `args` is the call.
+    forged = json.loads(json.dumps(wired))
+    forged["action_requests"][0]["arguments"] = {"path": ".git/config"}
+    again = pause_from("t1", "i1", forged)
+    assert again is not None and again.request.wire() == wired
     assert pause == pause_from("t1", "i1", pause.request.wire())
     assert pause != pause_from("t1", "i2", APPROVAL)
 

@@ -62,7 +62,10 @@ def pause(tool: Any, args: dict[str, Any]) -> tuple[Any, dict, dict[str, Any]]:
 def test_card_says_sandboxed_writable_and_no_network(ws: Workspace) -> None:
     tool = shell("sandbox", ws)
     _, _, action = pause(tool, {"command": "make build"})
-    assert action["description"].split("\n")[0] == "sandboxed · workspace writable · no network"
+    # The first line: what the call is about, then what it may touch.
+    assert action["description"].split("\n")[0] == (
+        "run_command make build · sandboxed · workspace writable · no network"
+    )
     assert action["preview"] == (
         f"$ make build\n(sandboxed · workspace writable · no network; runs in {ws.root}, timeout 10s)"
     )
@@ -76,9 +79,8 @@ def test_network_is_shown_on_the_card_and_can_be_edited_off(ws: Workspace) -> No
         command = f"echo hi > /dev/tcp/127.0.0.1/{port} && echo online"
         graph, config, action = pause(tool, {"command": command, "network": True})
         first = action["description"].split("\n")[0]
-        assert (
-            first
-            == "sandboxed · workspace writable · NETWORK ALLOWED (any host, this machine included)"
+        assert first.endswith(
+            " · sandboxed · workspace writable · NETWORK ALLOWED (any host, this machine included)"
         )
         assert action["args"]["network"] is True
         edited = {
@@ -114,7 +116,9 @@ def test_listed_command_is_described_read_only(ws: Workspace) -> None:
 def test_card_says_not_sandboxed_without_a_sandbox(ws: Workspace) -> None:
     tool = make_shell_tool(ws, sandbox=choose_sandbox("auto", ws.root, support=NO_BWRAP))
     _, _, action = pause(tool, {"command": "make build", "network": True})
-    assert action["description"].split("\n")[0] == f"NOT sandboxed · full access as {getuser()}"
+    assert action["description"].split("\n")[0] == (
+        f"run_command make build · NOT sandboxed · full access as {getuser()}"
+    )
     assert "NOT sandboxed" in action["preview"]
 
 
@@ -133,9 +137,11 @@ def test_policy_description_follows_the_sandbox_line(ws: Workspace) -> None:
         pass
     (pending,) = graph.get_state(config).interrupts
     description = pending.value["action_requests"][0]["description"]
-    assert (
-        description == "sandboxed · workspace writable · no network\n\nBuilds need a second look."
-    )
+    head, policy_text, call = description.split("\n\n", 2)
+    assert head == "run_command make · sandboxed · workspace writable · no network"
+    assert policy_text == "Builds need a second look."
+    # The policy's words never replace the call itself (Agent Inbox shows only this).
+    assert call.startswith("**1. run_command** (call c1)") and '"command": "make"' in call
 
 
 # -- auto / require / off ------------------------------------------------------------

@@ -70,9 +70,14 @@ def test_ambiguous_inbox_answer_is_refused_with_the_reason_and_stays_answerable(
     client = server.client()
     tid = _paused(client, "write a.md: x then write b.md: y")
     before = client.threads.get_state(tid)["interrupts"][0]["id"]
-    parts = _inbox_resume(client, tid, {"type": "accept", "args": None})
+    # Its edit form holds the first call only: an edit cannot say what the other gets.
+    edit = {
+        "type": "edit",
+        "args": {"action": "write_file", "args": {"path": "a.md", "content": "z"}},
+    }
+    parts = _inbox_resume(client, tid, edit)
     errors = [p.data for p in parts if p.event == "error"]
-    assert errors and "cannot say which call" in str(errors[0])
+    assert errors and "edit form holds only the first" in str(errors[0])
     # LangGraph Server marks a failed run's thread "error" (langgraph_api worker); the
     # pause itself is untouched, Gatehouse's sync (server_sync.py) sets the thread back to
     # "interrupted" (Agent Inbox lists it as waiting again), and a proper answer goes through.

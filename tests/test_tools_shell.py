@@ -227,7 +227,7 @@ def test_chained_command_pauses_with_a_preview_then_runs_after_approval(
     assert action["preview"].startswith("$ ls; rm -rf x\n(")
     assert "secrets removed" not in action["preview"]
     # The card says what the call may touch, first.
-    touches = action["description"].split("\n", 1)[0]
+    touches = action["description"].split("\n", 1)[0].removeprefix("run_command ls; rm -rf x · ")
     assert touches in (
         "sandboxed · workspace writable · no network",
         f"NOT sandboxed · full access as {getuser()}",

@@ -19,17 +19,8 @@ from langgraph.types import Command, StateSnapshot
 
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StaleDecision
+from graph.protocol.wording import decided
 from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
-
-PAST = {
-    "approve": "approved",
-    "edit": "approved with edits",
-    "reject": "rejected",
-    "respond": "answered instead",
-    "run_again": "run again",
-    "mark_failed": "marked as failed",
-    "auto_approve": "approved automatically",
-}
 
 
 def is_answer(input: Any) -> bool:
@@ -85,7 +76,7 @@ def late_answer_error(
                 if p
             )
             said[record.tool_call_id] = (
-                f"`{record.tool}` {PAST.get(record.decision, record.decision)} {who or 'elsewhere'}"
+                f"`{record.tool}` {decided(record.decision)} {who or 'elsewhere'}"
             )
     if said:
         return StaleDecision(

@@ -17,7 +17,6 @@ computes the request from state, asks, validates, and only then returns updates.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -50,7 +49,7 @@ from graph.agent.tool_call import args_problem, finished
 from graph.agent.tool_messages import edit_note, rejected, responded
 from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
 from graph.protocol.events import ToolStatus
-from graph.protocol.inbox_format import from_inbox, is_inbox_answer
+from graph.protocol.inbox_format import describe_turn, from_inbox, is_inbox_answer
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
 from graph.protocol.tools import spec_of
 
@@ -150,19 +149,24 @@ def build_request(
 ) -> dict[str, Any]:
     """The HITLRequest for the gated calls of one model turn (its wire form: the
     interrupt value every LangGraph client reads)."""
+    specs = [spec_of(tools[call["name"]]) for call, _ in calls]
+    # After each call's headline: what it may touch ("sandboxed · workspace writable ·
+    # no network"), then the policy's own words; the call in full always follows.
+    leads = [
+        [
+            (_preview(spec.describe, call["args"]) if spec.describe else None) or "",
+            verdict.description or "",
+        ]
+        for (call, verdict), spec in zip(calls, specs, strict=True)
+    ]
+    descriptions = describe_turn([call for call, _ in calls], leads)
     actions, configs = [], []
-    for call, verdict in calls:
-        spec = spec_of(tools[call["name"]])
-        description = verdict.description or (
-            f"Tool execution requires approval\n\nTool: {call['name']}\nArgs: {json.dumps(call['args'], indent=2, default=str)}"
-        )
-        # First line: what the call may touch ("sandboxed · workspace writable · no network").
-        touches = _preview(spec.describe, call["args"]) if spec.describe is not None else None
+    for (call, verdict), spec, description in zip(calls, specs, descriptions, strict=True):
         actions.append(
             ActionRequest(
                 name=call["name"],
                 args=call["args"],
-                description=f"{touches}\n\n{description}" if touches else description,
+                description=description,
                 tool_call_id=call["id"],
                 risk=spec.risk,
                 preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from graph.protocol.wording import decided
+
 # A call that needed approval ran because auto-approve was on (decision value).
 AUTO_APPROVE = "auto_approve"
 # The tool name of a grant that covers every tool: the thread's auto-approve switch.
@@ -166,17 +168,6 @@ def _show(value: Any, present: bool) -> str:
     return json.dumps(value, ensure_ascii=False, default=str) if present else "(not given)"
 
 
-_DONE = {
-    "approve": "approved",
-    "edit": "edited and approved",
-    "reject": "rejected",
-    "respond": "answered",
-    "run_again": "ran again",
-    "mark_failed": "marked as failed",
-    "auto_approve": "auto-approved",
-}
-
-
 def who_decided(records: list[DecisionRecord]) -> str | None:
     """The latest answer to a pause among `records` (newest first, as `Session.audit`
     returns them), as people read it: "approved write_file by alice via web at
@@ -187,7 +178,7 @@ def who_decided(records: list[DecisionRecord]) -> str | None:
         if r.question == "review" or r.question.startswith("outcome:"):
             when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(r.decided_at))
             return (
-                f"{_DONE.get(r.decision, r.decision)} {r.tool} by {r.actor or 'someone unnamed'} "
+                f"{decided(r.decision)} {r.tool} by {r.actor or 'someone unnamed'} "
                 f"via {r.source or 'an unnamed front end'} at {when}"
             )
     return None

@@ -1,26 +1,36 @@
-"""Agent Inbox's older answer format, read as a HITL answer.
+"""Agent Inbox's reading of a request, and its answer format read as a HITL answer.
 
-Agent Inbox (langchain-ai/agent-inbox) resumes a pause with a list holding one
-`HumanResponse` (`ThreadContext.sendHumanResponse`: `command: {resume: [input]}`):
+Agent Inbox (langchain-ai/agent-inbox, contexts/utils.ts `normalizeInterrupt`) reads a
+HITL request as ONE call: `action_requests[0]`'s name (the row's title), its
+`arguments` (the edit form; pauses.py sends them beside `args`) and its `description`
+(the row's preview: its first 65 characters; the thread view: all of it, as
+Markdown). So every description starts with what the call is about (the tool and its
+key argument), and the first one of a turn with several calls shows every call in
+full: what a person sees there is all an Accept can approve (`describe_turn`).
 
-    {"type": "accept", "args": <the action request, unchanged>}
+It resumes with a list holding one `HumanResponse` (`ThreadContext.sendHumanResponse`:
+`command: {resume: [input]}`):
+
+    {"type": "accept", "args": <the action request, echoed>}
     {"type": "edit", "args": {"action": "write_file", "args": {...}}}
     {"type": "response", "args": "the person's text"}
     {"type": "ignore", "args": null}
 
-(Its reading of a HITL request: `action_requests[0]` with the arguments taken from
-`arguments`, so they show as `{}`; "respond" offered where `reject` is allowed.)
-
-One such answer speaks for one call, so it is read only where that is unambiguous:
-the pause asks about exactly one call and the list holds exactly one answer. `ignore`
-is a rejection with a note (the call does not run). Anything else in this format is
-refused with the reason, and the pause stays as it was.
+For one call: accept approves it, edit runs the edited arguments, response is the
+tool's result (or the reason of a rejection where only `reject` is allowed), ignore
+rejects it. For a turn of several calls (all shown in the first description): accept
+approves all, response rejects all with the text as the reason, ignore rejects all;
+an edit (its form holds only the first call) is refused with where to make it. Any
+other answer in this format is refused with the reason; the pause stays as it was.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from graph.protocol.display import visible, visible_json
 
 INBOX_TYPES = frozenset({"accept", "edit", "response", "ignore"})
 IGNORED_NOTE = "The person ignored this request in Agent Inbox."
@@ -48,66 +58,114 @@ def from_inbox(
 ) -> dict[str, Any]:
     """The `{"decisions": [...]}` answer an Agent Inbox answer means for the pending
     `actions` (the request's action_requests; `configs` its review_configs). Raises
-    ValueError when it is ambiguous."""
+    ValueError when it cannot mean one."""
     items = data if isinstance(data, list) else [data]
     names = ", ".join(str(a.get("name")) for a in actions)
-    if len(actions) != 1:
-        raise ValueError(
-            f"this is Agent Inbox's one-call answer format ({{'type': 'accept' | 'edit' | 'response' | "
-            f"'ignore'}}), but this pause asks about {len(actions)} calls ({names}): it cannot say which "
-            'call it answers. Answer with {"decisions": [...]}, one decision per call in order '
-            "(or keyed by tool call id), e.g. from Agent Chat UI, the web app or `gatehouse resume`; "
-            "the calls stay pending"
-        )
     if len(items) != 1:
         raise ValueError(
-            f"Agent Inbox's answer format takes one response per call; got {len(items)} for one call "
-            f"({names}); the call stays pending"
+            f"Agent Inbox's answer format takes one response for the request; got {len(items)} "
+            f"({names}); the calls stay pending"
         )
     [item] = items
-    [action] = actions
+    first = actions[0]
     kind, args = item["type"], item.get("args")
+    every = len(actions)
     if kind == "accept":
-        # Agent Inbox echoes the action request with an accept. It reads a HITL request's
-        # arguments from `arguments` (HITL names them `args`), so its echo carries `{}`:
-        # the call as shown (the description lists the arguments). An echo with other
-        # arguments or another tool is not a yes to the call as shown.
+        # Agent Inbox echoes the first action request (as it read it) with an accept. An
+        # echo with other arguments or another tool is not a yes to the calls as shown;
+        # `{}` is an older Agent Inbox's echo (it read no arguments).
         echoed = args.get("args") if isinstance(args, Mapping) else None
         if isinstance(args, Mapping) and (
-            args.get("action", action["name"]) != action["name"]
-            or (echoed and echoed != action["args"])
+            args.get("action", first["name"]) != first["name"]
+            or (echoed and echoed != first["args"])
         ):
             raise ValueError(
                 "an 'accept' must carry the pending call unchanged; to change its arguments send an 'edit'; "
                 "the call stays pending"
             )
-        return {"decisions": [{"type": "approve"}]}
+        return {"decisions": [{"type": "approve"}] * every}
     if kind == "edit":
+        if every != 1:
+            raise ValueError(
+                f"this turn asks about {every} calls ({names}) and Agent Inbox's edit form holds only the "
+                "first: an edit cannot say what happens to the others. Accept or reject them all here, or "
+                "edit one call in the web app, the terminal (`gatehouse resume`) or Agent Chat UI; "
+                "the calls stay pending"
+            )
         if not isinstance(args, Mapping) or not isinstance(args.get("args"), Mapping):
             raise ValueError(
                 'an \'edit\' needs args: {"action": <tool name>, "args": {...}}; the call stays pending'
             )
-        return {
-            "decisions": [
-                {
-                    "type": "edit",
-                    "edited_action": {
-                        "name": args.get("action", action["name"]),
-                        "args": dict(args["args"]),
-                    },
-                }
-            ]
-        }
+        edited = {"name": args.get("action", first["name"]), "args": dict(args["args"])}
+        return {"decisions": [{"type": "edit", "edited_action": edited}]}
     if kind == "response":
         if not isinstance(args, str):
             raise ValueError(
                 "a 'response' needs its text as args (a string); the call stays pending"
             )
         # Agent Inbox offers "respond" where a HITL request allows `reject` (its reading of
-        # the format): the text is the tool's result where `respond` is allowed, else the
-        # reason of a rejection.
+        # the format): the text is the tool's result where `respond` is allowed and the
+        # request has one call, else the reason of a rejection.
         allowed = list((configs[0] if configs else {}).get("allowed_decisions") or ["respond"])
-        if "respond" not in allowed and "reject" in allowed:
-            return {"decisions": [{"type": "reject", "message": args}]}
+        if every != 1 or ("respond" not in allowed and "reject" in allowed):
+            return {"decisions": [{"type": "reject", "message": args}] * every}
         return {"decisions": [{"type": "respond", "message": args}]}
-    return {"decisions": [{"type": "reject", "message": IGNORED_NOTE}]}
+    return {"decisions": [{"type": "reject", "message": IGNORED_NOTE}] * every}
+
+
+# -- what Agent Inbox reads ------------------------------------------------------------------
+# The argument a call is about, by name, in this order; else its first plain one.
+KEY_ARGS = ("path", "command", "url", "query", "sql", "to", "service", "name")
+HEADLINE_CHARS = 48
+_MARKDOWN = re.compile(r"([\\`*\[\]<>])")
+
+
+def headline(name: str, args: Mapping[str, Any]) -> str:
+    """`write_file notes.md`: the tool and its key argument on one line (whitespace
+    runs shown as one space, cut with "…"), Markdown-inert. The call in full follows
+    in the description."""
+    key = next((k for k in KEY_ARGS if isinstance(args.get(k), str)), None) or next(
+        (k for k, v in args.items() if isinstance(v, str | int | float)), None
+    )
+    if key is None:
+        return name
+    text = " ".join(visible(str(args[key])).split())
+    if len(text) > HEADLINE_CHARS:
+        text = text[: HEADLINE_CHARS - 1] + "…"
+    return name + " " + _MARKDOWN.sub(r"\\\1", text)
+
+
+def call_in_full(number: int, call: Mapping[str, Any]) -> str:
+    """One call as Markdown: its tool, its id, and every argument (JSON, hidden
+    characters escaped) in a fence no argument can close."""
+    body = visible_json(call["args"], indent=2)
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
+    return (
+        f"**{number}. {call['name']}** (call {call.get('id') or '?'})\n{fence}json\n{body}\n{fence}"
+    )
+
+
+def describe_turn(calls: Sequence[Mapping[str, Any]], leads: Sequence[Sequence[str]]) -> list[str]:
+    """The description of each call of a turn (`calls`: name, args, id; `leads`: lines
+    to put first, such as what a call may touch and the policy's own description):
+    its headline, the leads, then the call in full; the first one of several shows
+    every call in full, and says what Agent Inbox's answers do to them."""
+    out = []
+    for i, call in enumerate(calls):
+        head = headline(call["name"], call["args"])
+        if i == 0 and len(calls) > 1:
+            head += f" (+{len(calls) - 1} more)"
+        first, *rest = leads[i] or [""]
+        parts = [" · ".join(p for p in (head, first) if p), *rest]
+        if i == 0 and len(calls) > 1:
+            parts.append(
+                f"**This turn asks about {len(calls)} calls, all shown below.** In Agent Inbox: "
+                f"Accept approves all {len(calls)}, Respond rejects all with your text as the reason, "
+                "Mark as resolved rejects all; to decide them one by one use the web app, the "
+                "terminal (`gatehouse resume`) or Agent Chat UI."
+            )
+            parts += [call_in_full(n, c) for n, c in enumerate(calls, 1)]
+        else:
+            parts.append(call_in_full(i + 1, call))
+        out.append("\n\n".join(p for p in parts if p))
+    return out

@@ -79,6 +79,9 @@ def _without_none(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the requests (interrupt values) ---------------------------------------------------------
+INBOX_ARGS = "arguments"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ActionRequest:
     """One gated call: LangChain's action request plus Gatehouse extras."""
@@ -95,6 +98,8 @@ class ActionRequest:
     @classmethod
     def from_wire(cls, value: Any, where: str = "action request") -> ActionRequest:
         data = _object(value, where)
+        extra = _extra(data, cls)
+        extra.pop(INBOX_ARGS, None)  # always `args` again on the way out
         return cls(
             name=_field(data, "name", str, where),
             args=_field(data, "args", dict, where),
@@ -102,11 +107,13 @@ class ActionRequest:
             tool_call_id=_field(data, "tool_call_id", str, where, optional=True),
             risk=_field(data, "risk", str, where, optional=True),
             preview=_field(data, "preview", str, where, optional=True),
-            extra=_extra(data, cls),
+            extra=extra,
         )
 
     def wire(self) -> dict[str, Any]:
-        return _wire(self)
+        # Agent Inbox reads a HITL request's arguments from `arguments` (its edit form, the
+        # accept it echoes); LangChain's contract names them `args`: both, always the same.
+        return {**_wire(self), INBOX_ARGS: self.args}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,8 +6,17 @@ configured one, before CORS, the private-network preflight answer or any route.
 true` (its PrivateNetworkMiddleware; the environment cannot turn it off), which lets
 public sites reach a loopback server. The middleware of a custom app runs outside
 LangGraph's own, so a foreign origin is refused here and never gets that header, and
-a DNS-rebinding page (a foreign `Host`) gets nothing either. CORS itself stays
-LangGraph's (langgraph.json `http.cors`, narrowed to the same origins).
+a DNS-rebinding page (a foreign `Host`) gets nothing either.
+
+So the origins are decided here, from one setting (`[access] server_origins`,
+GATEHOUSE_SERVER_ORIGINS; an origin the web app trusts, `[access] origins`, is
+admitted too): langgraph.json's `http.cors` answers every origin that
+reaches it (`allow_origin_regex: ".*"`), because only the admitted ones do. Adding a
+client on another port never means editing langgraph.json.
+
+`/info` is one of LangGraph's open routes (no auth handler runs for it), and it is the
+connection check of Agent Chat UI: a wrong key passed it and every later request
+failed silently. Here it answers 401 without a valid key, like every other route.
 """
 
 from __future__ import annotations
@@ -20,20 +29,22 @@ from starlette.middleware import Middleware
 
 from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
 from graph.service.config import load_settings
+from graph.service.server_auth import identity_for
 from graph.service.server_sync import thread_sync
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 PNA_REQUEST = "access-control-request-private-network"
+# LangGraph's routes that answer without its auth handler and say more than "up".
+KEYED_OPEN_ROUTES = frozenset({"/info"})
 
 
 def server_origins(access: Access) -> list[str]:
-    """Browser origins the server answers: Studio's and `[access] server_origins`."""
-    return [
-        STUDIO_ORIGIN,
-        *(origin_of(o) for o in access.server_origins if origin_of(o) != STUDIO_ORIGIN),
-    ]
+    """Browser origins the server answers: Studio's, `[access] server_origins`, and
+    the web app's own trusted `[access] origins` (one setting serves both)."""
+    named = (origin_of(o) for o in (*access.server_origins, *access.origins))
+    return [STUDIO_ORIGIN, *dict.fromkeys(o for o in named if o != STUDIO_ORIGIN)]
 
 
 class AddressCheck:
@@ -65,6 +76,13 @@ class AddressCheck:
             ):
                 await _refuse(scope, send, "this server does not accept requests from that site")
                 return
+            if (
+                scope.get("path") in KEYED_OPEN_ROUTES
+                and scope.get("method") != "OPTIONS"
+                and identity_for(headers) is None
+            ):
+                await _refuse(scope, send, "this server needs a valid key", status=401)
+                return
             if origin is not None and PNA_REQUEST in headers:
                 # An allowed origin's private-network preflight: Starlette's CORS (which
                 # LangGraph cannot configure for it) would refuse it; LangGraph's own
@@ -80,7 +98,7 @@ def _same_origin(origin: str, host: str) -> bool:
     return bool(given) and given.split("://", 1)[1] == host.strip().lower()
 
 
-async def _refuse(scope: Scope, send: Send, text: str) -> None:
+async def _refuse(scope: Scope, send: Send, text: str, status: int = 403) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008})
         return
@@ -88,7 +106,7 @@ async def _refuse(scope: Scope, send: Send, text: str) -> None:
     await send(
         {
             "type": "http.response.start",
-            "status": 403,
+            "status": status,
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),

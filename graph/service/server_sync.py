@@ -177,7 +177,9 @@ class ThreadSync:
                 for r in conn.store["runs"]
             ):
                 return False  # the server runs it: its own status is the true one
-            now = datetime.now(UTC)
+            # The row's own time (when it paused, else its last change), not the sync's:
+            # Agent Inbox dates each row by it, and a server start synced them all at once.
+            now = datetime.fromtimestamp(row.pending_since or row.updated_at, UTC)
             thread.update(
                 status="interrupted" if state.interrupts else STATUS.get(row.status, "idle"),
                 values=state.values or None,

@@ -1,5 +1,7 @@
 """Becoming a server process: `gatehouse ui` (and `gatehouse` alone) and `gatehouse
-studio` end by running Streamlit or `langgraph dev` in their place.
+studio` end by running Streamlit or `langgraph dev` in their place. The web UI's
+first line is its sign-in link, so its command line is not shown; `gatehouse studio`
+shows its own (`show_command`).
 
 Without rich: the console script starts the web UI without loading typer, pydantic
 or rich (ui/term/entry.py), ~0.2 s that every first page waited for (issue 36).
@@ -29,9 +31,7 @@ def show_command(cmd: list[str]) -> None:
 
 def run_child(cmd: list[str], cwd: Path | None = None) -> int:
     """Become the server process (signals, Ctrl-C and exit code are its own, and no
-    orphan is left behind when this process is stopped); a child on Windows. The
-    command line is shown first."""
-    show_command(cmd)
+    orphan is left behind when this process is stopped); a child on Windows."""
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name == "posix":

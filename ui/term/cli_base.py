@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast, overload
 
 import typer
+from typer.core import TyperGroup
 
 import graph
 
@@ -95,8 +96,23 @@ Exit codes: 0 ok; 1 run failed or stopped, thread not found, storage error;
 2 usage error or refused decision (nothing was changed); 3 the thread is waiting
 for a decision; 130 the run was cancelled with Ctrl-C."""
 
+
+class _WholeHelp(TyperGroup):
+    """`--help` lists each command with its whole first sentence: click cuts it to
+    fit one line ("Start `langgraph dev` on the project's langgraph.json, on...")."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and command.help and not command.short_help:
+                first = " ".join(command.help.split("\n\n", 1)[0].split())
+                command.short_help = first.split(". ", 1)[0].rstrip(".") + "."
+        super().format_commands(ctx, formatter)
+
+
 app = typer.Typer(
     name="gatehouse",
+    cls=_WholeHelp,
     help=HELP,
     no_args_is_help=False,
     add_completion=False,

@@ -140,9 +140,12 @@ def studio(
     if not threads and browser:
         cmd.remove("--no-browser")  # langgraph dev opens Studio itself
     if not threads:
-        from ui.term.studio import CONNECT_HINT
+        from ui.term.studio import how_to_connect, key_file
 
-        err.print(Text(CONNECT_HINT, "yellow"))
+        # Printed before the server starts (it takes the process): it opens Studio itself.
+        graph.install_secret(key_file(settings.db))
+        err.print(Text(how_to_connect(f"http://127.0.0.1:{port}", key_file(settings.db))))
+        show_command(cmd)
         raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
     show_command(cmd)
     raise typer.Exit(

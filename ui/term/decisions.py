@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from graph import Approval, OutcomeUnknown, Pause
 from graph.protocol.answers import Decision, Edit, OutcomeAnswer, Reject, Respond, ReviewAnswer
 from graph.protocol.operations import review
+from graph.protocol.wording import WILL_DO
 
 
 class DecisionUsage(ValueError):
@@ -27,28 +28,18 @@ def describe_calls(pending: Approval, numbers: Iterable[int] | None = None) -> s
     return ", ".join(f"{n} ({actions[n - 1].name})" for n in wanted)
 
 
-_WORDS = {
-    "approve": "approve",
-    "edit": "run with edited arguments",
-    "reject": "reject",
-    "respond": "answer instead",
-    "run_again": "run it again",
-    "mark_failed": "mark it as failed",
-}
-
-
 def describe_answer(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> list[str]:
     """One line per call saying what the answer does to it, for a person to confirm."""
     if isinstance(answer, OutcomeAnswer):
         name = pending.call.name if isinstance(pending, OutcomeUnknown) else "the call"
         return [
-            f"{name}: {_WORDS.get(answer.type, answer.type)}"
+            f"{name}: {WILL_DO.get(answer.type, answer.type)}"
             + (f": {answer.message}" if answer.message else "")
         ]
     lines = []
     actions = pending.actions if isinstance(pending, Approval) else []
     for n, (action, decision) in enumerate(zip(actions, answer.decisions, strict=False), 1):
-        line = f"call {n} ({action.name}): {_WORDS.get(decision.type, decision.type)}"
+        line = f"call {n} ({action.name}): {WILL_DO.get(decision.type, decision.type)}"
         if isinstance(decision, Edit):
             line += f" {decision.edited_action.args}"
         elif isinstance(decision, Reject | Respond) and decision.message:

@@ -14,6 +14,9 @@ without tearing down every module and object it loaded: with LangGraph and LangC
 loaded that teardown takes about half a second on a 2-core machine, longer than a
 decision itself (BENCHMARKS.md, issue 36). Nothing of Gatehouse's is left to it: sessions and
 databases are closed by the commands, tool processes by an `atexit` handler.
+
+Where PYTHONDONTWRITEBYTECODE is set, the first command starts compiling the missing
+bytecode in the background (ui/term/bytecode.py); later commands load it.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ import sys
 import threading
 from typing import NoReturn
 
+from ui.term.bytecode import warm
 from ui.term.fast import parse_read_only, parse_web_ui
 
 
 def main() -> None:
+    warm()  # where PYTHONDONTWRITEBYTECODE is set: bytecode compiled once (ui/term/bytecode.py)
     try:
         if (read_only := parse_read_only(sys.argv[1:])) is not None:
             from ui.term.readonly import main as run_read_only

@@ -21,6 +21,7 @@ from rich.text import Text
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
 from graph.protocol.display import visible, visible_json
 from graph.protocol.threads import turn_starts
+from graph.protocol.wording import RUN_ENDED, decided
 from ui.term.console import STATUS_STYLE, when
 
 PRINT_BATCH = 256  # lines of a transcript per `console.print`
@@ -212,12 +213,8 @@ class EventRenderer:
     def finished(self, event: ev.RunFinished) -> None:
         if event.status == "completed":
             return
-        label = {
-            "awaiting_approval": "waiting for your decision",
-            "cancelled": "run cancelled",
-            "stopped": "run stopped",
-            "failed": "run failed",
-        }[event.status]
+        words = RUN_ENDED[event.status]
+        label = words if event.status == "awaiting_approval" else f"run {words}"
         text = Text(f"■ {label}", STATUS_STYLE.get(event.status, ""))
         if event.reason:
             text.append(f": {visible(event.reason)}")
@@ -326,7 +323,7 @@ def render_audit(
         if show_thread:
             head.append(r.thread_id[:8] + "  ", "dim")
         head.append(visible(r.tool), "bold")
-        head.append(f"  {r.decision}", style)
+        head.append(f"  {decided(r.decision)}", style)
         head.append(f"  by {visible(who)}", "cyan")
         if r.question != "review":
             head.append(f"  ({r.question})", "dim")

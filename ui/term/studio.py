@@ -27,10 +27,26 @@ from graph import install_secret, load_access, load_settings, secret_path
 GRAPH = "gatehouse"
 STUDIO = "https://smith.langchain.com/studio"
 DEFAULT_PORT = 2024
-CONNECT_HINT = (
-    "The server requires credentials. In Studio's connection settings add the header\n"
-    "  Authorization: Bearer <the install secret: gatehouse.secret next to your database>"
-)
+
+
+def how_to_connect(base_url: str, key_file: Path) -> str:
+    """What `gatehouse studio` prints first: where the server is, where its key is, and
+    how each client connects (docs/ecosystem-clients.md says what each can do)."""
+    return f"""Gatehouse on LangGraph Server: {base_url} (graph "{GRAPH}")
+Key: the install secret in {key_file} (readable by you only). Every client sends it,
+  as `Authorization: Bearer <key>` or `X-Api-Key: <key>`; a wrong key gets 401.
+Connect with:
+  langgraph-sdk   from pathlib import Path; from langgraph_sdk import get_sync_client
+                  client = get_sync_client(url="{base_url}",
+                                           api_key=Path({str(key_file)!r}).read_text().strip())
+  Agent Chat UI / Agent Inbox   deployment URL {base_url}, graph "{GRAPH}", the key in their
+                  API key field. They may call from http://localhost:3000; to run them on
+                  other ports, list their origins in one setting (langgraph.json stays as is):
+                  GATEHOUSE_SERVER_ORIGINS=http://localhost:3000,http://localhost:3001
+  LangGraph Studio  {studio_url(base_url)}
+                  a hosted page (smith.langchain.com): it needs internet and a LangSmith
+                  sign-in; add the header Authorization: Bearer <key> in its connection
+                  settings (advanced: custom headers)."""
 
 
 def studio_url(base_url: str, thread_id: str | None = None) -> str:
@@ -64,12 +80,16 @@ def wait_until_up(base_url: str, proc: subprocess.Popen[bytes], timeout: float =
     raise RuntimeError(f"langgraph dev did not answer at {base_url} within {timeout:.0f} s")
 
 
+def key_file(db: str | None = None) -> Path:
+    """Where the server's key for this OS user is: the install secret's file."""
+    settings = load_settings()
+    return secret_path(db or settings.db, load_access(settings.access))
+
+
 def local_credentials(db: str | None = None) -> dict[str, str]:
     """The header this OS user signs in to the server with: the install secret as a
     bearer key (graph/service/server_auth.py)."""
-    settings = load_settings()
-    access = load_access(settings.access)
-    return {"Authorization": f"Bearer {install_secret(secret_path(db or settings.db, access))}"}
+    return {"Authorization": f"Bearer {install_secret(key_file(db))}"}
 
 
 def register(base_url: str, thread_id: str, headers: dict[str, str] | None = None) -> None:
@@ -79,7 +99,9 @@ def register(base_url: str, thread_id: str, headers: dict[str, str] | None = Non
         f"{base_url}/threads",
         json={"thread_id": thread_id, "if_exists": "do_nothing", "metadata": {"graph_id": GRAPH}},
         headers=headers,
-        timeout=30,
+        # The server's first request waits while it imports the graph: tens of seconds
+        # on a busy machine (a 30 s limit ended `gatehouse studio --thread` there).
+        timeout=180,
     )
     response.raise_for_status()
 
@@ -105,7 +127,7 @@ def run_studio(
         links = [studio_url(base_url, t) for t in threads] or [studio_url(base_url)]
         for link in links:
             say(f"Studio: {link}")
-        say(CONNECT_HINT)
+        say(how_to_connect(base_url, key_file()))
         if open_browser:
             webbrowser.open(links[0])
         return proc.wait()

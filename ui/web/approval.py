@@ -34,6 +34,7 @@ from graph import (
 from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
 from graph.protocol.operations import Decide, approve, edit, outcome, reject, respond, review
 from graph.protocol.pauses import ActionRequest
+from graph.protocol.wording import decided
 from ui.web.auto_approve import tab_actor, tab_options
 from ui.web.safe_text import code, label, markdown
 from ui.web.tool_blocks import pretty
@@ -50,15 +51,6 @@ RISK_COLOR = {
     "delete": "red",
     "execute": "red",
     "network": "violet",
-}
-PAST = {
-    "approve": "approved",
-    "edit": "approved with edits",
-    "reject": "rejected",
-    "respond": "answered instead",
-    "run_again": "run again",
-    "mark_failed": "marked as failed",
-    "auto_approve": "approved automatically",
 }
 
 
@@ -313,8 +305,7 @@ def stale_notice(session: Session, pending: Pause) -> str:
             said.append(
                 (
                     record.tool_call_id,
-                    f"`{record.tool}` {PAST.get(record.decision, record.decision)}"
-                    f" {who or 'elsewhere'}",
+                    f"`{record.tool}` {decided(record.decision)} {who or 'elsewhere'}",
                 )
             )
     if not said:

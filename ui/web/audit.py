@@ -21,20 +21,12 @@ import streamlit as st
 from graph import Session
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.display import visible
+from graph.protocol.wording import decided
 from ui.web.tool_blocks import pre_html, pretty
 
 LIMITS = (50, 200, 1000)
 # How far back filters look: the newest this many records of the scope.
 SCAN = 5000
-WORDS = {
-    "approve": "approved",
-    "edit": "approved with edits",
-    "reject": "rejected",
-    "respond": "answered instead",
-    "run_again": "run again",
-    "mark_failed": "marked as failed",
-    "auto_approve": "auto-approved",
-}
 _MARK = {
     "approve": "✓",
     "edit": "✎",
@@ -50,10 +42,7 @@ _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched
 def _what(record: DecisionRecord) -> str:
     if record.tool == "*" and record.decision in _SWITCH:
         return _SWITCH[record.decision] + " for the thread"
-    word = WORDS.get(record.decision, record.decision)
-    if record.decision in ("grant", "revoke"):
-        word = f"always allow {'granted' if record.decision == 'grant' else 'withdrawn'}"
-    return f"{record.tool} · {word}"
+    return f"{record.tool} · {decided(record.decision)}"
 
 
 def record_html(record: DecisionRecord, title: str | None) -> str:
@@ -87,9 +76,7 @@ def _decision(record: DecisionRecord) -> str:
     """The filter's name for a record's decision (grants and switches by what they did)."""
     if record.tool == "*" and record.decision in _SWITCH:
         return _SWITCH[record.decision]
-    if record.decision in ("grant", "revoke"):
-        return f"always allow {'granted' if record.decision == 'grant' else 'withdrawn'}"
-    return WORDS.get(record.decision, record.decision)
+    return decided(record.decision)
 
 
 def _tool(record: DecisionRecord) -> str:

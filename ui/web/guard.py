@@ -321,7 +321,7 @@ def _signin_page(next_path: str, failed: bool) -> str:
 <form method="post" action="{SIGNIN_PATH}"><label for="token">Sign-in token</label>
 <input id="token" name="token" type="password" autocomplete="off" autofocus required>
 <input type="hidden" name="next" value="{nxt}"><button type="submit">Sign in</button></form>
-<p class="small">Open the link <code>gatehouse ui</code> printed when it started (each link works once), or
+<p class="small">Open the link <code>gatehouse</code> printed when it started (each link works once), or
 paste this install's secret: the file <code>gatehouse.secret</code> next to the database, readable only by
 the user who runs Gatehouse.</p>
 <script>fetch("{WHOAMI_PATH}", {{credentials: "same-origin"}}).then(function (r) {{

@@ -54,7 +54,7 @@ def signed_in() -> str | None:
         checked := verify_identity(secret, headers.get(IDENTITY_HEADER), purpose=GUARD_PURPOSE)
     ) is None:
         st.error(
-            "This page was not served by Gatehouse's sign-in guard. Start the app with `gatehouse ui`."
+            "This page was not served by Gatehouse's sign-in guard. Start the app with `gatehouse`."
         )
         return None
     elif access.web == "oidc":

@@ -43,9 +43,13 @@ streamlit_delta_generator._use_warning_has_been_displayed = True
 _access, _secret = web_access()
 
 
-def sign_in_link(port: int, address: str = "127.0.0.1") -> str:
+def base_url(port: int, address: str = "127.0.0.1") -> str:
     host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
-    return f"http://{host}:{port}/?token={TOKENS.issue()}"
+    return f"http://{host}:{port}"
+
+
+def sign_in_link(port: int, address: str = "127.0.0.1") -> str:
+    return f"{base_url(port, address)}/?token={TOKENS.issue()}"
 
 
 def _has_display() -> bool:
@@ -60,13 +64,20 @@ async def _announce(_app: Any) -> AsyncIterator[None]:
     """The port is final once uvicorn has bound its socket, before this runs."""
     from streamlit import config
 
+    port, address = (
+        int(config.get_option("server.port")),
+        str(config.get_option("server.address") or ""),
+    )
     if _access.web == "token":
-        link = sign_in_link(
-            int(config.get_option("server.port")), str(config.get_option("server.address") or "")
-        )
+        link = sign_in_link(port, address)
         print(f"\n  Gatehouse sign-in link (works once): {link}\n", flush=True)
         if os.environ.get(OPEN_BROWSER_ENV) == "1" and _has_display():
             webbrowser.open(link)
+    else:  # signed in by the proxy or the identity provider: the address is all there is
+        print(
+            f"\n  Gatehouse: {base_url(port, address)} (sign in through {_access.web})\n",
+            flush=True,
+        )
     yield
 
 

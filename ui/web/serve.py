@@ -9,6 +9,9 @@ ui/web/launch.py: the app behind the sign-in guard (ui/web/guard.py).
 - server.fileWatcherType none: nobody edits the app while it serves.
 - theme.primaryColor ACCENT: Streamlit's default primary is red, which made "Approve"
   look like the destructive choice; red is kept for what destroys (Reject, risk badges).
+- logger.hideWelcomeMessage true: Streamlit's "You can now view your Streamlit app"
+  and its plain URL (which leads to the sign-in page) came before the sign-in link;
+  ui/web/launch.py prints the one address to open, and nothing is printed before it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ FLAGS = [
     "none",
     "--theme.primaryColor",
     ACCENT,
+    "--logger.hideWelcomeMessage",
+    "true",
 ]
 
 
