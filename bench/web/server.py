@@ -43,9 +43,11 @@ class Server:
 
 
 def install_secret_of(db: Path) -> str:
-    """The install secret a server on `db` signs people in with (gatehouse.secret next to
-    the database, created 0600 by the server at start)."""
-    return (Path(db).parent / "gatehouse.secret").read_text().strip()
+    """The install secret a server on `db` signs people in with (created 0600 by the
+    server at start, where graph/service/access.py `secret_path` says)."""
+    from graph import secret_path
+
+    return secret_path(str(db)).read_text().strip()
 
 
 def sign_in(context: Any, url: str, secret: str) -> None:
@@ -54,7 +56,7 @@ def sign_in(context: Any, url: str, secret: str) -> None:
     session cookie in the context's cookie jar, which its pages then send."""
     response = context.request.get(f"{url}/?token={secret}")
     if response.status != 200 or not any(
-        c["name"] == "gatehouse_session" for c in context.cookies(url)
+        c["name"].startswith("gatehouse_session_") for c in context.cookies(url)
     ):
         raise RuntimeError(f"signing in at {url} failed: HTTP {response.status}")
 
