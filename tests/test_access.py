@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -123,7 +124,9 @@ def _app(
     async def stream(ws: WebSocket) -> None:
         await ws.accept()
         await ws.send_text(ws.headers.get("x-gatehouse-identity", ""))
-        await ws.close()
+        with contextlib.suppress(WebSocketDisconnect):  # the client left, or the guard ended it
+            while True:
+                await ws.send_text(await ws.receive_text())
 
     access = load_access(access_table, env={})
     app = Starlette(
@@ -259,11 +262,19 @@ def test_database_files_are_readable_by_their_owner_only(tmp_path: Path) -> None
 
 def _signed_in(client: TestClient, token: str) -> str:
     """The session cookie's value after opening the sign-in link `?token=`."""
+    value, _ = _signed_in_with_proof(client, token)
+    return value
+
+
+def _signed_in_with_proof(client: TestClient, token: str) -> tuple[str, str]:
+    """The session cookie's value and the proof the sign-in page leaves in localStorage."""
     response = client.get(f"/?token={token}", headers={"Accept": "text/html"})
     assert response.status_code == 200
     [value] = [v for k, v in response.cookies.items() if k == f"gatehouse_session_{_port(client)}"]
+    proof = re.search(r'setItem\("gatehouse-proof", "([0-9a-f]{64})"\)', response.text)
+    assert proof, response.text
     client.cookies.clear()  # each request below names the cookies it sends
-    return value
+    return value, proof.group(1)
 
 
 def _port(client: TestClient) -> int:
@@ -331,28 +342,33 @@ def test_a_one_time_link_is_used_up_even_by_a_signed_in_browser(tmp_path: Path) 
     sessions.close()
 
 
-def test_an_open_websocket_stops_when_its_session_is_revoked(tmp_path: Path) -> None:
+def test_the_stream_needs_the_pages_proof_and_stops_when_revoked(tmp_path: Path) -> None:
+    """The cookie alone (what another port's program receives) opens no stream: it
+    needs the proof only the signed-in origin's page holds. An open stream ends at
+    its next message once the session is revoked."""
     sessions = WebSessions(str(tmp_path / "gh.db"))
     client = _app({}, sessions)
-    value = _signed_in(client, SECRET)
+    value, proof = _signed_in_with_proof(client, SECRET)
+    other_value, other_proof = _signed_in_with_proof(client, SECRET)
     headers = {
         "Cookie": f"gatehouse_session_8501={value}",
         "Host": "127.0.0.1:8501",
         "Origin": "http://127.0.0.1:8501",
     }
-
-    async def echo(ws: WebSocket) -> None:
-        await ws.accept()
-        with contextlib.suppress(WebSocketDisconnect):  # the guard ended it
-            while True:
-                await ws.send_text(await ws.receive_text())
-
-    client.app.router.routes.append(WebSocketRoute("/echo", echo))  # type: ignore[attr-defined]
-    with client.websocket_connect("ws://127.0.0.1:8501/echo", headers=headers) as ws:
+    stream = "ws://127.0.0.1:8501/_stcore/stream"
+    for query in ("", "?gatehouse_proof=" + "0" * 64, f"?gatehouse_proof={other_proof}"):
+        with (
+            pytest.raises(WebSocketDisconnect),
+            client.websocket_connect(stream + query, headers=headers),
+        ):
+            pass
+    with client.websocket_connect(f"{stream}?gatehouse_proof={proof}", headers=headers) as ws:
+        assert verify_identity(SECRET, ws.receive_text(), purpose=GUARD_PURPOSE)
         ws.send_text("approve")
         assert ws.receive_text() == "approve"
         sessions.revoke_all()  # `gatehouse signout --all` while the tab is open
         ws.send_text("approve")
         with pytest.raises(WebSocketDisconnect):
             ws.receive_text()
+    assert other_value != value
     sessions.close()

@@ -85,7 +85,9 @@ def test_free_tools_never_return_the_secret_or_the_database(
         assert policy.evaluate("run_command", {"command": command}, run, []).mode == "ask", command
     # Approved anyway (or a command that finds them itself): the sandbox shows nothing.
     words = f"tr -c 'A-Za-z0-9_-' '\\n' | grep -x -e '{secret}' -e '{WORDS}'"
-    found = run.invoke({"command": f"cat {names} 2>&1 | {words}; grep -rao 's3cret-[0-9a-f]*' .; ls"})
+    found = run.invoke(
+        {"command": f"cat {names} 2>&1 | {words}; grep -rao 's3cret-[0-9a-f]*' .; ls"}
+    )
     assert "README.md" in found
     outcome(mode, leaked(found), fallback_stops=False, evidence=found)
     assert os.path.exists(db)  # nothing happened to the database itself

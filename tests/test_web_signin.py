@@ -298,10 +298,11 @@ def test_a_cookie_another_port_receives_cannot_approve(
     browser: Any, server: Server, tmp_path: Path
 ) -> None:
     """A program on another local port gets the session cookie from the browser (the
-    page there cannot read it: HttpOnly). Replayed from a fresh browser it opens
-    nothing on a second Gatehouse server of the same install on another port, and
-    nothing on the first once the person signed out: the pending `run_command` stays
-    pending and does not run."""
+    page there cannot read it: HttpOnly). Replayed from a fresh browser it opens no
+    WebSocket on its own server while the session is live (the proof is in the
+    signed-in origin's storage only), nothing on a second Gatehouse server of the
+    same install on another port, and nothing at all once the person signed out: the
+    pending `run_command` stays pending and does not run."""
     from graph import Settings, open_session
 
     session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
@@ -325,6 +326,21 @@ def test_a_cookie_another_port_receives_cannot_approve(
             page.goto(listener.url)
             assert name not in page.evaluate("document.cookie")  # the page cannot read it
             value = listener.stolen(name)  # the program behind it got it all the same
+            # Replayed on its own port while the session is live: the page's shell
+            # loads, but its WebSocket (where a card is shown and approved) is refused.
+            attacker = _replay(browser, server.url, name, value)
+            try:
+                stolen_page = attacker.new_page()
+                stolen_page.goto(f"{server.url}/?thread={run.thread_id}")
+                ws = server.url.replace("http", "ws") + "/_stcore/stream"
+                assert stolen_page.evaluate(WS_PROBE, ws) == "closed 1006"
+                assert stolen_page.get_by_test_id("stChatInput").count() == 0
+            finally:
+                attacker.close()
+            mine = victim.new_page()  # the control: the signed-in browser itself is served
+            mine.goto(f"{server.url}/?thread={run.thread_id}")
+            mine.get_by_role("button", name="Approve").first.wait_for()
+            mine.close()
             other_port = second.url.rsplit(":", 1)[1]
             for cookie_name in (name, f"gatehouse_session_{other_port}"):
                 attacker = _replay(browser, second.url, cookie_name, value)

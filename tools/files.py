@@ -173,7 +173,9 @@ def search_files(
     except re.error as exc:
         raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
     top = ws.resolve(path, must_exist=True)
-    files = [top] if top.is_file() else [p for p in walk(ws, top) if p.is_file() and not p.is_symlink()]
+    files = (
+        [top] if top.is_file() else [p for p in walk(ws, top) if p.is_file() and not p.is_symlink()]
+    )
     if glob:
         files = [p for p in files if p.match(glob)]
     hits: list[str] = []

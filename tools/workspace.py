@@ -129,7 +129,9 @@ class Workspace:
         if len(str(real)) > MAX_PATH_CHARS + len(str(root)):
             raise PathError(f"path {path!r} is too long once resolved")
         if self.hides(real) or self.hides(Path(os.path.normpath(candidate))):
-            raise PathError(f"path {path!r} is Gatehouse's own (its database or secret); no tool reaches it")
+            raise PathError(
+                f"path {path!r} is Gatehouse's own (its database or secret); no tool reaches it"
+            )
         entry = real
         if not follow_final:
             # The entry itself (to delete or move a link, not its target): its parent

@@ -19,6 +19,12 @@ before its own (ui/web/launch.py), so this is the one place every request passes
      `gatehouse signout --all`; an open WebSocket is checked again with every
      message, so a revoked session approves nothing more. Without a session: the
      sign-in page (a page load) or 401 / a refused WebSocket (anything else).
+     The cookie alone opens no WebSocket: a program on another port of this host
+     receives it from the browser (cookies ignore ports) and could replay it. The
+     page that signs a browser in also leaves a proof in the origin's own storage
+     (localStorage is per port), HMAC(install secret, session id); a script this
+     guard puts first in the app's page adds it to the `/_stcore/stream` address,
+     and the stream (and Streamlit's agent API) is refused without it.
    - proxy: a reverse proxy authenticates people; each request carries the user in
      `proxy_user_header` and the shared `proxy_secret` in X-Gatehouse-Proxy-Secret.
    - oidc: Streamlit's `st.login`; the page script requires `st.user` (ui/web/identity.py).
@@ -29,6 +35,8 @@ before its own (ui/web/launch.py), so this is the one place every request passes
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import secrets
 import threading
@@ -45,6 +53,7 @@ from graph import (
     same_secret,
     sign_identity,
 )
+from ui.web.preload import rewriting_html
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -62,6 +71,19 @@ SIGNOUT_PATH = "/_gatehouse/signout"
 OPEN_PATHS = ("/_stcore/health", "/_stcore/script-health-check")
 GUARD_PURPOSE = "guard"
 MAX_FORM_BYTES = 8192
+# What needs the session's proof besides its cookie: the app's stream, the agent API.
+PROOF_PATHS = ("/_stcore/stream", "/_stcore/agent/interact", "/_stcore/agent/mcp")
+PROOF_PARAM = "gatehouse_proof"
+PROOF_KEY = "gatehouse-proof"  # in the origin's localStorage
+# First in the app's page, before Streamlit's code: its WebSocket carries the proof.
+PROOF_SCRIPT = (
+    "<script>(() => { const Native = window.WebSocket;"
+    " window.WebSocket = class extends Native { constructor(url, protocols) {"
+    " const u = new URL(url, location.href);"
+    f' if (u.pathname.endsWith("/_stcore/stream")) u.searchParams.set("{PROOF_PARAM}",'
+    f' localStorage.getItem("{PROOF_KEY}") || "");'
+    " super(u.href, protocols); } }; })();</script>"
+).encode()
 
 
 class OneTimeTokens:
@@ -134,18 +156,36 @@ class Guard:
                 return
             await self._signed_out(scope, send, headers)
             return
-        if self.access.web == "token" and kind == "http" and "token" in _query(scope):
-            # Signed in already: the link is used up all the same, and leaves the address bar.
-            self.tokens.redeem(_query(scope)["token"])
-            await _send_html(send, 200, _continue_page(_without_token(scope)))
-            return
+        if self.access.web == "token":
+            if kind == "http" and "token" in _query(scope):
+                # Signed in already: the link is used up all the same, and leaves the address bar.
+                self.tokens.redeem(_query(scope)["token"])
+                await _send_html(send, 200, _continue_page(_without_token(scope)))
+                return
+            if path in PROOF_PATHS and not self._proven(scope, headers):
+                await _refuse(scope, send, 403, "Sign in again on this page.")
+                return
         _set_identity(scope, sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE))
         if kind == "http":
+            if self.access.web == "token":
+                send = rewriting_html(send, _with_proof_script)
+                _drop_header(scope, "accept-encoding")  # a page compressed could not carry it
             await self.app(scope, receive, _no_framing(send))
         elif self.access.web == "token":
             await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
         else:
             await self.app(scope, receive, send)
+
+    def _proof(self, session_id: str) -> str:
+        """What only a page of this origin holds for this session (its localStorage)."""
+        message = b"gatehouse-port-proof\0" + session_id.encode()
+        return hmac.new(self.secret.encode(), message, hashlib.sha256).hexdigest()
+
+    def _proven(self, scope: Scope, headers: dict[str, str]) -> bool:
+        session_id, given = _session_id(scope, headers), _query(scope).get(PROOF_PARAM)
+        return bool(session_id and given) and hmac.compare_digest(
+            str(given), self._proof(str(session_id))
+        )
 
     def _while_signed_in(
         self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
@@ -207,7 +247,9 @@ class Guard:
         # A page, not a redirect: a navigation that came from another site (a terminal,
         # a chat app) does not send SameSite=Strict cookies even after a redirect; one
         # this page starts itself does.
-        await _send_html(send, 200, _continue_page(next_path), cookies=[cookie])
+        await _send_html(
+            send, 200, _continue_page(next_path, self._proof(session_id)), cookies=[cookie]
+        )
 
     async def _own_route(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
@@ -259,9 +301,16 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _set_identity(scope: Scope, value: str) -> None:
-    name = IDENTITY_HEADER.encode()
-    kept = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name]
-    scope["headers"] = [*kept, (name, value.encode("latin-1"))]
+    _drop_header(scope, IDENTITY_HEADER)
+    scope["headers"] = [*scope["headers"], (IDENTITY_HEADER.encode(), value.encode("latin-1"))]
+
+
+def _drop_header(scope: Scope, name: str) -> None:
+    scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name.encode()]
+
+
+def _with_proof_script(page: bytes) -> bytes:
+    return page.replace(b"<head>", b"<head>" + PROOF_SCRIPT, 1)
 
 
 def _port(scope: Scope) -> int:
@@ -396,8 +445,11 @@ def _signed_out_page() -> str:
 </body></html>"""
 
 
-def _continue_page(next_path: str) -> str:
+def _continue_page(next_path: str, proof: str | None = None) -> str:
+    """On to `next_path`; on sign-in, leaving the session's `proof` (hex) in this
+    origin's storage first."""
     target = html.escape(next_path, quote=True)
+    keep = f'<script>localStorage.setItem("{PROOF_KEY}", "{proof}")</script>' if proof else ""
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Gatehouse</title>
-<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
+{keep}<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
 <body><p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p></body></html>"""
