@@ -29,7 +29,7 @@ STUDIO = "https://smith.langchain.com/studio"
 DEFAULT_PORT = 2024
 CONNECT_HINT = (
     "The server requires credentials. In Studio's connection settings add the header\n"
-    "  Authorization: Bearer <the install secret: gatehouse.secret next to your database>"
+    "  Authorization: Bearer <the install secret: its file in ~/.config/gatehouse/secrets/>"
 )
 
 
