@@ -62,6 +62,15 @@ class Receiver:
             )
         return [json.loads(body) for _, body in self.got]
 
+    def wait_for_threads(self, thread_ids: set[str], since: int, timeout: float = 60) -> None:
+        """Until pings for every one of `thread_ids` arrived after the first `since` requests."""
+
+        def arrived() -> bool:
+            return thread_ids <= {json.loads(body)["thread_id"] for _, body in self.got[since:]}
+
+        with self.seen:
+            assert self.seen.wait_for(arrived, timeout), f"no ping for some of {thread_ids}"
+
     def close(self) -> None:
         self.server.shutdown()
 
@@ -159,12 +168,26 @@ def test_a_failing_webhook_is_retried_with_backoff(tmp_path: Path) -> None:
 
 
 def test_a_pause_made_through_the_sdk_pings_too(tmp_path: Path, receiver: Receiver) -> None:
+    """And LangGraph Server, started later, delivers the ping a terminal's pause left in
+    the outbox while the webhook was down."""
     home = tmp_path / "dev"
     workspace = home / "workspace"
     workspace.mkdir(parents=True)
+    db = home / "gatehouse.db"
+    receiver.fail_first = 10**6  # down
+    settings = Settings(db=str(db), workspace=str(workspace), notify_webhook=receiver.url)
+    session = open_session(replace(settings, notify_secret=SECRET))
+    try:
+        left = session.send(None, "write left.md: x")
+        left.collect()
+    finally:
+        session.close()  # its last try fails: the ping stays in the outbox
+    [row] = NotificationLog(str(db)).list(left.thread_id)
+    assert row.status == "pending" and row.last_error == "HTTP 500"
+    receiver.fail_first, since = 0, len(receiver.got)  # up again
     with langgraph_dev(
         home,
-        db=home / "gatehouse.db",
+        db=db,
         workspace=workspace,
         GATEHOUSE_NOTIFY_WEBHOOK=receiver.url,
         GATEHOUSE_NOTIFY_SECRET=SECRET,
@@ -174,8 +197,13 @@ def test_a_pause_made_through_the_sdk_pings_too(tmp_path: Path, receiver: Receiv
         client.runs.wait(
             tid, GRAPH, input={"messages": [{"role": "user", "content": "run: touch pinged.txt"}]}
         )
-        [ping] = receiver.wait_for(1)
-        assert ping["thread_id"] == tid and ping["calls"][0]["name"] == "run_command"
+        receiver.wait_for_threads({tid, left.thread_id}, since)
+        [ping] = [
+            p
+            for p in map(json.loads, (b for _, b in receiver.got[since:]))
+            if p["thread_id"] == tid
+        ]
+        assert ping["calls"][0]["name"] == "run_command"
         assert ping["interrupt_id"] == client.threads.get_state(tid)["interrupts"][0]["id"]
 
 

@@ -169,7 +169,8 @@ class Guard:
         if kind == "http":
             if self.access.web == "token":
                 send = rewriting_html(send, _with_proof_script)
-                _drop_header(scope, "accept-encoding")  # a page compressed could not carry it
+                if "text/html" in headers.get("accept", ""):  # a compressed page could not carry it
+                    _drop_header(scope, "accept-encoding")
             await self.app(scope, receive, _no_framing(send))
         elif self.access.web == "token":
             await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
