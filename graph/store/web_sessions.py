@@ -40,6 +40,8 @@ def _hash(session_id: str) -> str:
 class WebSessions(OwnTable):
     """The session list on the database `db` names."""
 
+    MAX_AGE_S = MAX_AGE_S  # what a cookie's own Max-Age may be
+
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(TABLE))

@@ -62,7 +62,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 COOKIE = "gatehouse_session"  # + "_<port>"
-COOKIE_MAX_AGE_S = 7 * 24 * 3600  # the session's own limit (graph/store/web_sessions.py)
 IDENTITY_HEADER = "x-gatehouse-identity"
 SIGNIN_PATH = "/_gatehouse/signin"
 WHOAMI_PATH = "/_gatehouse/whoami"
@@ -156,26 +155,30 @@ class Guard:
                 return
             await self._signed_out(scope, send, headers)
             return
-        if self.access.web == "token":
-            if kind == "http" and "token" in _query(scope):
-                # Signed in already: the link is used up all the same, and leaves the address bar.
-                self.tokens.redeem(_query(scope)["token"])
-                await _send_html(send, 200, _continue_page(_without_token(scope)))
-                return
-            if path in PROOF_PATHS and not self._proven(scope, headers):
-                await _refuse(scope, send, 403, "Sign in again on this page.")
-                return
+        if self.access.web == "token" and await self._stopped_signed_in(scope, send, headers):
+            return
         _set_identity(scope, sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE))
-        if kind == "http":
-            if self.access.web == "token":
-                send = rewriting_html(send, _with_proof_script)
-                if "text/html" in headers.get("accept", ""):  # a compressed page could not carry it
-                    _drop_header(scope, "accept-encoding")
-            await self.app(scope, receive, _no_framing(send))
-        elif self.access.web == "token":
-            await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
+        if self.access.web != "token":
+            await self.app(scope, receive, _no_framing(send) if kind == "http" else send)
+        elif kind == "http":
+            if "text/html" in headers.get("accept", ""):  # a compressed page could not carry it
+                _drop_header(scope, "accept-encoding")
+            await self.app(scope, receive, _no_framing(rewriting_html(send, _with_proof_script)))
         else:
-            await self.app(scope, receive, send)
+            await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
+
+    async def _stopped_signed_in(self, scope: Scope, send: Send, headers: dict[str, str]) -> bool:
+        """Answered here for a signed-in browser (token mode): a sign-in link opened
+        again, or the stream without this origin's proof."""
+        if scope["type"] == "http" and "token" in _query(scope):
+            # The link is used up all the same, and leaves the address bar.
+            self.tokens.redeem(_query(scope)["token"])
+            await _send_html(send, 200, _continue_page(_without_token(scope)))
+            return True
+        if scope.get("path") in PROOF_PATHS and not self._proven(scope, headers):
+            await _refuse(scope, send, 403, "Sign in again on this page.")
+            return True
+        return False
 
     def _proof(self, session_id: str) -> str:
         """What only a page of this origin holds for this session (its localStorage)."""
@@ -244,7 +247,7 @@ class Guard:
         assert self.sessions is not None
         port = _port(scope)
         session_id = self.sessions.open(self.access.local_identity(), port)
-        cookie = f"{COOKIE}_{port}={session_id}; Path=/; Max-Age={COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Strict"
+        cookie = f"{COOKIE}_{port}={session_id}; Path=/; Max-Age={WebSessions.MAX_AGE_S}; HttpOnly; SameSite=Strict"
         # A page, not a redirect: a navigation that came from another site (a terminal,
         # a chat app) does not send SameSite=Strict cookies even after a redirect; one
         # this page starts itself does.
