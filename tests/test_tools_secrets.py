@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graph import Policy, install_secret, open_session, secret_path
+from graph import Policy, install_secret, load_access, open_session, secret_path
 from graph.service.config import load_settings
 from graph.service.toolset import build_tools
 from tests.support.sandboxing import MODES, outcome, site  # noqa: F401
@@ -27,7 +27,14 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.mark.parametrize("layout", [".gatehouse/", "project root"])
+LAYOUTS = {  # the database, and where the secret is
+    ".gatehouse/": (".gatehouse/gatehouse.db", ".gatehouse/gatehouse.secret", "cat .gatehouse/*"),
+    "project root": ("gatehouse.db", "gatehouse.secret", "cat gatehouse.*"),
+    "[access] secret_file": (".gatehouse/gatehouse.db", "keys/install.secret", "cat keys/*"),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_free_tools_never_return_the_secret_or_the_database(
     mode: str,
     site: Path,  # noqa: F811
@@ -37,15 +44,18 @@ def test_free_tools_never_return_the_secret_or_the_database(
     project = site / "workspace"
     (project / "README.md").write_text("# My project\n")
     monkeypatch.chdir(project)
-    db = project / (".gatehouse/gatehouse.db" if layout == ".gatehouse/" else "gatehouse.db")
+    db_name, secret_name, glob = LAYOUTS[layout]
+    db, secret_file = project / db_name, project / secret_name
     sandbox = "require" if mode == "sandbox" else "off"
+    access = f'[access]\nsecret_file = "{secret_name}"\n' if "secret_file" in layout else ""
     (project / "gatehouse.toml").write_text(
-        f'db = "{db.relative_to(project)}"\nworkspace = "."\n[tools]\nshell_sandbox = "{sandbox}"\n'
+        f'db = "{db_name}"\nworkspace = "."\n[tools]\nshell_sandbox = "{sandbox}"\n{access}'
     )
     settings = load_settings(project / "gatehouse.toml", env={})
-    # An install from before keeps its secret next to the database: still hidden.
-    secret = install_secret(db.parent / "gatehouse.secret")
-    assert secret_path(str(db)) == db.parent / "gatehouse.secret"
+    # Configured in the project, or an install from before that keeps its secret next
+    # to the database: still hidden.
+    secret = install_secret(secret_file)
+    assert secret_path(str(db), load_access(settings.access)).absolute() == secret_file
     try:
         tools = {t.name: t for t in build_tools(settings)}
     except Exception as exc:  # noqa: BLE001 - "require" without bubblewrap
@@ -56,14 +66,15 @@ def test_free_tools_never_return_the_secret_or_the_database(
     finally:
         session.close()
     listing = tools["list_files"].invoke({"path": ".", "recursive": True})
-    assert listing == "README.md  13 B", listing  # nor the config file: it may hold a key
-    (project / "door").symlink_to(db.parent / "gatehouse.secret")
+    shown = "README.md  13 B" + ("\nkeys/" if access else "")  # the secret's folder is yours
+    assert listing == shown, listing  # nor the config file: it may hold a key
+    (project / "door").symlink_to(secret_file)
 
     def leaked(text: str) -> bool:
         return secret in text or WORDS in text
 
     # The file tools: named, through a symlink, searched, listed.
-    gatehouse_files = [db.parent / "gatehouse.secret", db, Path(str(db) + "-wal"), project / "door"]
+    gatehouse_files = [secret_file, db, Path(str(db) + "-wal"), project / "door"]
     for path in gatehouse_files:
         with pytest.raises(PathError, match="Gatehouse's own"):
             tools["read_file"].func(path=str(path.relative_to(project)))  # type: ignore[attr-defined]
@@ -80,7 +91,6 @@ def test_free_tools_never_return_the_secret_or_the_database(
     policy = Policy.from_mapping({})
     names = " ".join(str(p.relative_to(project)) for p in gatehouse_files)
     assert policy.evaluate("run_command", {"command": "cat README.md"}, run, []).mode == "allow"
-    glob = "cat .gatehouse/*" if layout == ".gatehouse/" else "cat gatehouse.*"
     for command in (f"cat {names}", "cat *", glob, "cat door"):
         assert policy.evaluate("run_command", {"command": command}, run, []).mode == "ask", command
     # Approved anyway (or a command that finds them itself): the sandbox shows nothing.
