@@ -372,3 +372,17 @@ def test_the_stream_needs_the_pages_proof_and_stops_when_revoked(tmp_path: Path)
             ws.receive_text()
     assert other_value != value
     sessions.close()
+
+
+@pytest.mark.postgres
+def test_the_session_list_on_postgres(postgres_url: str) -> None:
+    """The same rules on a team's Postgres: its own port only, revoked everywhere at once."""
+    sessions = WebSessions(postgres_url)
+    try:
+        sid = sessions.open("ana@example.com", 8501)
+        assert sessions.identity(sid, 8501) == "ana@example.com"
+        assert sessions.identity(sid, 8502) is None
+        assert sessions.identity(sid, 8501, now=time.time() + IDLE_S + 60) is None
+        assert sessions.revoke_all() >= 1 and sessions.identity(sid, 8501) is None
+    finally:
+        sessions.close()
