@@ -78,9 +78,9 @@ PROOF_KEY = "gatehouse-proof"  # in the origin's localStorage
 PROOF_SCRIPT = (
     "<script>(() => { const Native = window.WebSocket;"
     " window.WebSocket = class extends Native { constructor(url, protocols) {"
-    " const u = new URL(url, location.href);"
-    f' if (u.pathname.endsWith("/_stcore/stream")) u.searchParams.set("{PROOF_PARAM}",'
-    f' localStorage.getItem("{PROOF_KEY}") || "");'
+    ' const u = new URL(url, location.href); let proof = "";'
+    f' try {{ proof = localStorage.getItem("{PROOF_KEY}") || ""; }} catch (e) {{}}'
+    f' if (u.pathname.endsWith("/_stcore/stream")) u.searchParams.set("{PROOF_PARAM}", proof);'
     " super(u.href, protocols); } }; })();</script>"
 ).encode()
 
@@ -453,7 +453,10 @@ def _continue_page(next_path: str, proof: str | None = None) -> str:
     """On to `next_path`; on sign-in, leaving the session's `proof` (hex) in this
     origin's storage first."""
     target = html.escape(next_path, quote=True)
-    keep = f'<script>localStorage.setItem("{PROOF_KEY}", "{proof}")</script>' if proof else ""
+    keep = (
+        f'<script>try {{ localStorage.setItem("{PROOF_KEY}", "{proof}"); }} catch (e) {{}}</script>'
+    )
+    keep = keep if proof else ""
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Gatehouse</title>
 {keep}<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
 <body><p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p></body></html>"""
