@@ -1,7 +1,11 @@
 """The web app signs people in, in real Chromium: the sign-in page for a stranger, the
-one-time link `gatehouse ui` prints, the install secret pasted, and nothing at all for
-a DNS-rebinding host or a page on another origin (the page and the `/_stcore/stream`
-WebSocket alike). One server and one browser for the module.
+one-time link `gatehouse ui` prints (used up the first time it is opened, signed in
+or not), the install secret pasted, and nothing at all for a DNS-rebinding host or a
+page on another origin (the page and the `/_stcore/stream` WebSocket alike). The
+session is bound to its server: a program on another local port receives the cookie
+from the browser but cannot approve with it, on its own port, on another Gatehouse
+server's port, or after sign-out; `gatehouse signout --all` ends a session in use.
+One server and one browser for the module (a second server where a test says so).
 """
 
 from __future__ import annotations
