@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         load_access,
         oidc_problem,
         origin_of,
+        private_paths,
         read_streamlit_secrets,
         same_secret,
         secret_path,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from graph.service.session import Run, Session
     from graph.service.testing import ScriptedModel, ai, tool_call
     from graph.store.reader import ThreadReader, open_reader
+    from graph.store.web_sessions import WebSessions
 
 _HOMES = {
     # running the agent
@@ -93,6 +95,8 @@ _HOMES = {
     "load_access": "graph.service.access",
     "install_secret": "graph.service.access",
     "secret_path": "graph.service.access",
+    "private_paths": "graph.service.access",
+    "WebSessions": "graph.store.web_sessions",
     "sign_identity": "graph.service.access",
     "verify_identity": "graph.service.access",
     "same_secret": "graph.service.access",
@@ -154,6 +158,8 @@ __all__ = [
     "read_streamlit_secrets",
     "same_secret",
     "secret_path",
+    "private_paths",
+    "WebSessions",
     "sign_identity",
     "verify_identity",
     "AlreadyDecided",

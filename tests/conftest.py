@@ -35,6 +35,14 @@ if os.environ.get("GATEHOUSE_CACHE_DIR") in (None, os.environ.get("GATEHOUSE_TES
     os.environ["GATEHOUSE_CACHE_DIR"] = os.environ["GATEHOUSE_TEST_CACHE_DIR"] = _cache
     atexit.register(shutil.rmtree, _cache, True)
 
+# The install secrets Gatehouse keeps outside the workspace (graph/service/access.py,
+# `secret_path`: $XDG_CONFIG_HOME/gatehouse/) in a folder of this test process, not
+# the user's ~/.config; the servers a test starts inherit it.
+if os.environ.get("XDG_CONFIG_HOME") in (None, os.environ.get("GATEHOUSE_TEST_CONFIG_HOME")):
+    _config = tempfile.mkdtemp(prefix=f"gatehouse-test-config-{WORKER}-")
+    os.environ["XDG_CONFIG_HOME"] = os.environ["GATEHOUSE_TEST_CONFIG_HOME"] = _config
+    atexit.register(shutil.rmtree, _config, True)
+
 # An xdist worker starts with COLUMNS=80 and LINES=24 in its environment (a single pytest
 # process has neither), and every CLI subprocess a test starts would inherit them: rich
 # would lay tables out for 80 columns instead of a pipe's width. Tests that mean a width

@@ -6,8 +6,11 @@ middleware in front of a Starlette app, over HTTP and WebSocket.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -19,16 +22,18 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from graph import ConfigError, load_settings
+from graph import ConfigError, WebSessions, load_settings
 from graph.service.access import (
     install_secret,
     load_access,
     oidc_problem,
+    private_paths,
     secret_path,
     sign_identity,
     verify_identity,
 )
-from ui.web.guard import GUARD_PURPOSE, Guard
+from graph.store.web_sessions import IDLE_S, MAX_AGE_S
+from ui.web.guard import GUARD_PURPOSE, Guard, OneTimeTokens
 
 SECRET = "s" * 40
 PROXY_SECRET = "proxy-shared-secret-123"
@@ -73,15 +78,27 @@ def test_access_table_in_gatehouse_toml(tmp_path: Path) -> None:
     assert load_access(settings.access, env={}).web == "proxy"
 
 
-def test_install_secret_created_private_and_kept(tmp_path: Path) -> None:
-    path = secret_path(str(tmp_path / "db" / "gatehouse.db"))
-    assert path == tmp_path / "db" / "gatehouse.secret"
+def test_install_secret_created_private_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    db = tmp_path / "db" / "gatehouse.db"
+    path = secret_path(str(db))
+    # Outside the database's folder (often inside the workspace), one per database.
+    assert path.parent == tmp_path / "config" / "gatehouse" / "secrets"
+    assert path.name.startswith("gatehouse.db-") and path != secret_path(str(tmp_path / "x.db"))
     first = install_secret(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and len(first) >= 32
     assert install_secret(path) == first
     os.chmod(path, 0o644)  # someone loosened it: made private again on next start
     assert install_secret(path) == first and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert secret_path("postgresql://db/x").name == "secret"
+    # An install from before keeps the secret it made next to its database.
+    legacy = db.parent / "gatehouse.secret"
+    legacy.parent.mkdir()
+    legacy.write_text("l" * 40)
+    assert secret_path(str(db)) == legacy
+    assert {legacy, tmp_path / "config" / "gatehouse"} <= set(private_paths(str(db)))
 
 
 def test_signed_identity_rejects_forgery_and_expiry() -> None:
@@ -95,21 +112,36 @@ def test_signed_identity_rejects_forgery_and_expiry() -> None:
     assert verify_identity(SECRET, value, now=1000 + 31 * 24 * 3600) is None
 
 
-def _app(access_table: dict) -> TestClient:
+def _app(
+    access_table: dict,
+    sessions: WebSessions | None = None,
+    port: int = 8501,
+    tokens: OneTimeTokens | None = None,
+) -> TestClient:
     async def page(request: Request) -> PlainTextResponse:
         return PlainTextResponse(request.headers.get("x-gatehouse-identity", ""))
 
     async def stream(ws: WebSocket) -> None:
         await ws.accept()
         await ws.send_text(ws.headers.get("x-gatehouse-identity", ""))
-        await ws.close()
+        with contextlib.suppress(WebSocketDisconnect):  # the client left, or the guard ended it
+            while True:
+                await ws.send_text(await ws.receive_text())
 
     access = load_access(access_table, env={})
     app = Starlette(
         routes=[Route("/", page), WebSocketRoute("/_stcore/stream", stream)],
-        middleware=[Middleware(Guard, access=access, secret=SECRET)],
+        middleware=[
+            Middleware(
+                Guard,
+                access=access,
+                secret=SECRET,
+                sessions=sessions,
+                tokens=tokens or OneTimeTokens(),
+            )
+        ],
     )
-    return TestClient(app, base_url="http://127.0.0.1:8501")
+    return TestClient(app, base_url=f"http://127.0.0.1:{port}")
 
 
 def test_proxy_mode_needs_the_shared_secret() -> None:
@@ -226,3 +258,131 @@ def test_database_files_are_readable_by_their_owner_only(tmp_path: Path) -> None
         assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
     finally:
         session.close()
+
+
+def _signed_in(client: TestClient, token: str) -> str:
+    """The session cookie's value after opening the sign-in link `?token=`."""
+    value, _ = _signed_in_with_proof(client, token)
+    return value
+
+
+def _signed_in_with_proof(client: TestClient, token: str) -> tuple[str, str]:
+    """The session cookie's value and the proof the sign-in page leaves in localStorage."""
+    response = client.get(f"/?token={token}", headers={"Accept": "text/html"})
+    assert response.status_code == 200
+    [value] = [v for k, v in response.cookies.items() if k == f"gatehouse_session_{_port(client)}"]
+    proof = re.search(r'setItem\("gatehouse-proof", "([0-9a-f]{64})"\)', response.text)
+    assert proof, response.text
+    client.cookies.clear()  # each request below names the cookies it sends
+    return value, proof.group(1)
+
+
+def _port(client: TestClient) -> int:
+    return int(str(client.base_url).rsplit(":", 1)[1].rstrip("/"))
+
+
+def _who(client: TestClient, name: str, value: str) -> int:
+    return client.get("/", headers={"Cookie": f"{name}={value}"}).status_code
+
+
+def test_a_session_cookie_works_on_its_own_port_only_and_until_revoked(tmp_path: Path) -> None:
+    """Browsers send a host's cookies to every port: a value another port received is
+    refused by a server on any other port (the same install, the same database) and
+    by its own server once signed out or signed out everywhere."""
+    sessions = WebSessions(str(tmp_path / "gh.db"))
+    here, there = _app({}, sessions, 8501), _app({}, sessions, 8502)
+    value = _signed_in(here, SECRET)
+    assert _who(here, "gatehouse_session_8501", value) == 200
+    assert _who(here, "gatehouse_session", value) == 401  # the host-wide name of old
+    assert _who(there, "gatehouse_session_8502", value) == 401  # replayed on another port
+    assert _who(there, "gatehouse_session_8501", value) == 401
+    assert _who(here, "gatehouse_session_8501", value[:-1] + "x") == 401  # altered
+    signed_out = here.post(
+        "/_gatehouse/signout", headers={"Cookie": f"gatehouse_session_8501={value}"}
+    )
+    assert signed_out.status_code == 200 and "Max-Age=0" in signed_out.headers["set-cookie"]
+    assert _who(here, "gatehouse_session_8501", value) == 401  # replayed after sign-out
+    # `gatehouse signout --all`: every live session, every port.
+    a, b = _signed_in(here, SECRET), _signed_in(there, SECRET)
+    assert sessions.revoke_all() == 2
+    assert (
+        _who(here, "gatehouse_session_8501", a) == _who(there, "gatehouse_session_8502", b) == 401
+    )
+    sessions.close()
+
+
+def test_a_session_ends_when_idle_or_old(tmp_path: Path) -> None:
+    sessions = WebSessions(str(tmp_path / "gh.db"))
+    sid = sessions.open("ana", 8501)
+    start = time.time()
+    assert sessions.identity(sid, 8501, now=start + IDLE_S - 60) == "ana"  # seen: idle anew
+    assert sessions.identity(sid, 8501, now=start + 2 * IDLE_S - 120) == "ana"
+    assert sessions.identity(sid, 8501, now=start + 3 * IDLE_S) is None  # idle too long
+    kept = sessions.open("ana", 8501)
+    now = start
+    while now < start + MAX_AGE_S - IDLE_S:  # in use all the time, still ends at the limit
+        now += IDLE_S / 2
+        assert sessions.identity(kept, 8501, now=now) == "ana"
+    assert sessions.identity(kept, 8501, now=start + MAX_AGE_S + 1) is None
+    sessions.close()
+
+
+def test_a_one_time_link_is_used_up_even_by_a_signed_in_browser(tmp_path: Path) -> None:
+    sessions, tokens = WebSessions(str(tmp_path / "gh.db")), OneTimeTokens()
+    client = _app({}, sessions, tokens=tokens)
+    first, second = tokens.issue(), tokens.issue()
+    value = _signed_in(client, first)
+    opened = client.get(
+        f"/?token={second}",
+        headers={"Cookie": f"gatehouse_session_8501={value}", "Accept": "text/html"},
+    )
+    assert opened.status_code == 200 and "set-cookie" not in opened.headers
+    fresh = client.get(f"/?token={second}", headers={"Accept": "text/html"})
+    assert fresh.status_code == 401 and "That token is not valid" in fresh.text
+    sessions.close()
+
+
+def test_the_stream_needs_the_pages_proof_and_stops_when_revoked(tmp_path: Path) -> None:
+    """The cookie alone (what another port's program receives) opens no stream: it
+    needs the proof only the signed-in origin's page holds. An open stream ends at
+    its next message once the session is revoked."""
+    sessions = WebSessions(str(tmp_path / "gh.db"))
+    client = _app({}, sessions)
+    value, proof = _signed_in_with_proof(client, SECRET)
+    other_value, other_proof = _signed_in_with_proof(client, SECRET)
+    headers = {
+        "Cookie": f"gatehouse_session_8501={value}",
+        "Host": "127.0.0.1:8501",
+        "Origin": "http://127.0.0.1:8501",
+    }
+    stream = "ws://127.0.0.1:8501/_stcore/stream"
+    for query in ("", "?gatehouse_proof=" + "0" * 64, f"?gatehouse_proof={other_proof}"):
+        with (
+            pytest.raises(WebSocketDisconnect),
+            client.websocket_connect(stream + query, headers=headers),
+        ):
+            pass
+    with client.websocket_connect(f"{stream}?gatehouse_proof={proof}", headers=headers) as ws:
+        assert verify_identity(SECRET, ws.receive_text(), purpose=GUARD_PURPOSE)
+        ws.send_text("approve")
+        assert ws.receive_text() == "approve"
+        sessions.revoke_all()  # `gatehouse signout --all` while the tab is open
+        ws.send_text("approve")
+        with pytest.raises(WebSocketDisconnect):
+            ws.receive_text()
+    assert other_value != value
+    sessions.close()
+
+
+@pytest.mark.postgres
+def test_the_session_list_on_postgres(postgres_url: str) -> None:
+    """The same rules on a team's Postgres: its own port only, revoked everywhere at once."""
+    sessions = WebSessions(postgres_url)
+    try:
+        sid = sessions.open("ana@example.com", 8501)
+        assert sessions.identity(sid, 8501) == "ana@example.com"
+        assert sessions.identity(sid, 8502) is None
+        assert sessions.identity(sid, 8501, now=time.time() + IDLE_S + 60) is None
+        assert sessions.revoke_all() >= 1 and sessions.identity(sid, 8501) is None
+    finally:
+        sessions.close()

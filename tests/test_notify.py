@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ import pytest
 from graph import DecisionError, open_session
 from graph.service.config import Settings
 from graph.store.notifications import NotificationLog
+from tests.support.clean_env import without_settings
 from tests.support.langgraph_dev import GRAPH, langgraph_dev
 
 SECRET = "s3cret-for-tests"
@@ -58,6 +61,15 @@ class Receiver:
                 f"got {len(self.got)} of {n} pings"
             )
         return [json.loads(body) for _, body in self.got]
+
+    def wait_for_threads(self, thread_ids: set[str], since: int, timeout: float = 60) -> None:
+        """Until pings for every one of `thread_ids` arrived after the first `since` requests."""
+
+        def arrived() -> bool:
+            return thread_ids <= {json.loads(body)["thread_id"] for _, body in self.got[since:]}
+
+        with self.seen:
+            assert self.seen.wait_for(arrived, timeout), f"no ping for some of {thread_ids}"
 
     def close(self) -> None:
         self.server.shutdown()
@@ -156,12 +168,26 @@ def test_a_failing_webhook_is_retried_with_backoff(tmp_path: Path) -> None:
 
 
 def test_a_pause_made_through_the_sdk_pings_too(tmp_path: Path, receiver: Receiver) -> None:
+    """And LangGraph Server, started later, delivers the ping a terminal's pause left in
+    the outbox while the webhook was down."""
     home = tmp_path / "dev"
     workspace = home / "workspace"
     workspace.mkdir(parents=True)
+    db = home / "gatehouse.db"
+    receiver.fail_first = 10**6  # down
+    settings = Settings(db=str(db), workspace=str(workspace), notify_webhook=receiver.url)
+    session = open_session(replace(settings, notify_secret=SECRET))
+    try:
+        left = session.send(None, "write left.md: x")
+        left.collect()
+    finally:
+        session.close()  # its last try fails: the ping stays in the outbox
+    [row] = NotificationLog(str(db)).list(left.thread_id)
+    assert row.status == "pending" and row.last_error == "HTTP 500"
+    receiver.fail_first, since = 0, len(receiver.got)  # up again
     with langgraph_dev(
         home,
-        db=home / "gatehouse.db",
+        db=db,
         workspace=workspace,
         GATEHOUSE_NOTIFY_WEBHOOK=receiver.url,
         GATEHOUSE_NOTIFY_SECRET=SECRET,
@@ -171,8 +197,13 @@ def test_a_pause_made_through_the_sdk_pings_too(tmp_path: Path, receiver: Receiv
         client.runs.wait(
             tid, GRAPH, input={"messages": [{"role": "user", "content": "run: touch pinged.txt"}]}
         )
-        [ping] = receiver.wait_for(1)
-        assert ping["thread_id"] == tid and ping["calls"][0]["name"] == "run_command"
+        receiver.wait_for_threads({tid, left.thread_id}, since)
+        [ping] = [
+            p
+            for p in map(json.loads, (b for _, b in receiver.got[since:]))
+            if p["thread_id"] == tid
+        ]
+        assert ping["calls"][0]["name"] == "run_command"
         assert ping["interrupt_id"] == client.threads.get_state(tid)["interrupts"][0]["id"]
 
 
@@ -216,3 +247,58 @@ def test_a_raw_graph_on_the_same_saver_pings(tmp_path: Path, receiver: Receiver)
         and ping["calls"][0]["name"] == "deploy"
         and ping["risks"] == ["execute"]
     )
+
+
+def _gatehouse(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).parent / "gatehouse"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ui.term.cli"]
+    return subprocess.run(
+        [*cmd, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_a_ping_outlives_the_process_that_made_it_and_shows_hidden_characters(
+    tmp_path: Path,
+) -> None:
+    """`gatehouse send` pauses while the webhook is down and exits; the next Gatehouse
+    process delivers the ping once the webhook is up. The model's bidi override and
+    escape sequence arrive written out, as the card shows them."""
+    hook = Receiver(fail_first=10**6)  # down: every try gets HTTP 500
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    db = tmp_path / "gatehouse.db"
+    env = {
+        **without_settings(),
+        "GATEHOUSE_DB": str(db),
+        "GATEHOUSE_WORKSPACE": str(workspace),
+        "GATEHOUSE_CONFIG": str(tmp_path / "none.toml"),
+        "GATEHOUSE_NOTIFY_WEBHOOK": hook.url,
+        "GATEHOUSE_NOTIFY_SECRET": SECRET,
+    }
+    (tmp_path / "none.toml").write_text("")
+    try:
+        sent = _gatehouse(env, "send", "write a.md: pay \u202eredro\u202c \x1b[2Jnow", "--json")
+        assert sent.returncode == 3, sent.stderr  # waiting for a decision
+        thread_id = json.loads(sent.stdout)["thread_id"]
+        log = NotificationLog(str(db))
+        [row] = log.list(thread_id)
+        assert row.status == "pending" and row.attempts >= 1 and row.last_error == "HTTP 500"
+        tried = len(hook.got)
+        hook.fail_first = 0  # the webhook is up again
+        deadline = time.monotonic() + 60
+        while (log.list(thread_id)[0].next_at or 0) > time.time():  # its retry is due
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # Any command that opens the database (here: listing the thread's grants).
+        assert _gatehouse(env, "grants", thread_id, "--json").returncode == 0
+        pings = hook.wait_for(tried + 1)
+        [row] = log.list(thread_id)
+        assert row.status == "delivered" and row.delivered_at
+        ping = pings[-1]
+        assert ping["thread_id"] == thread_id
+        content = ping["calls"][0]["args"]["content"]
+        assert content == "pay \\u202eredro\\u202c \\x1b[2Jnow\n"
+        assert "\u202e" not in hook.got[-1][1].decode() and "\x1b" not in content
+        log.close()
+    finally:
+        hook.close()

@@ -35,13 +35,18 @@ SKIP_DIRS = frozenset(
 PathArg = Annotated[str, Field(description="Path relative to the workspace root")]
 
 
-def walk(top: Path) -> Iterator[Path]:
+def entries(ws: Workspace, folder: Path) -> list[Path]:
+    """What `folder` holds, sorted, without the workspace's hidden places."""
+    return [e for e in sorted(folder.iterdir()) if not ws.hides(e)]
+
+
+def walk(ws: Workspace, top: Path) -> Iterator[Path]:
     """Entries under `top`, depth first and sorted; symlinks and tool caches
-    are listed but not entered."""
-    for entry in sorted(top.iterdir()):
+    are listed but not entered, hidden places not even listed."""
+    for entry in entries(ws, top):
         yield entry
         if entry.is_dir() and not entry.is_symlink() and entry.name not in SKIP_DIRS:
-            yield from walk(entry)
+            yield from walk(ws, entry)
 
 
 def row(ws: Workspace, entry: Path) -> str:
@@ -66,9 +71,8 @@ def list_files(
     folder = ws.resolve(path, must_exist=True)
     if not folder.is_dir():
         raise PathError(f"{path!r} is not a folder")
-    entries = walk(folder) if recursive else iter(sorted(folder.iterdir()))
     rows: list[str] = []
-    for entry in entries:
+    for entry in walk(ws, folder) if recursive else entries(ws, folder):
         if len(rows) == LIST_CAP:
             rows.append(f"… (stopped after {LIST_CAP} entries; list a subfolder to see more)")
             break
@@ -169,7 +173,9 @@ def search_files(
     except re.error as exc:
         raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
     top = ws.resolve(path, must_exist=True)
-    files = [top] if top.is_file() else [p for p in walk(top) if p.is_file() and not p.is_symlink()]
+    files = (
+        [top] if top.is_file() else [p for p in walk(ws, top) if p.is_file() and not p.is_symlink()]
+    )
     if glob:
         files = [p for p in files if p.match(glob)]
     hits: list[str] = []
@@ -284,6 +290,7 @@ def move_file(
     src = ws.resolve(source, must_exist=True, follow_final=False)
     if src == ws.root:
         raise PathError("refusing to move the workspace root itself")
+    ws.refuse_holder(src)
     dest = pv.destination_of(ws, src, destination)
     if dest == src:
         raise PathError(f"{source!r} and {destination!r} are the same path")

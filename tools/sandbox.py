@@ -635,13 +635,15 @@ def database_paths(
     db: str | os.PathLike[str] | None, workspace: str | os.PathLike[str]
 ) -> list[Path]:
     """What to hide for a SQLite database: its folder when the folder is its own
-    (`.gatehouse/`), else the file and its journals."""
+    (`.gatehouse/`, inside the workspace or not, or any folder outside it), else the
+    file and its journals."""
     if not db or str(db).startswith(("postgres://", "postgresql://")):
         return []
     path = Path(db).expanduser().absolute()
     folder = path.parent
     ws = Path(workspace).expanduser().absolute()
-    if folder not in SYSTEM_DIRS and not _within(ws, folder) and not _within(folder, ws):
+    own = folder.name == ".gatehouse" or not _within(folder, ws)
+    if folder not in SYSTEM_DIRS and not _within(ws, folder) and own:
         return [folder]
     return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
 

@@ -4,6 +4,12 @@ Checks happen twice: `resolve` refuses a bad path before anything is touched, an
 `open_fd` / `parent_fd` walk from the root one component at a time with
 `O_NOFOLLOW`, so a symlink swapped in after the check cannot lead the write out.
 `remove` deletes the same way: through directory fds only, never by path again.
+
+Some places are hidden even inside the root: Gatehouse's own database, its folder
+and the install secret (graph/service/toolset.py names them) when a person works on
+the project that holds them (`GATEHOUSE_WORKSPACE=.` with `.gatehouse/` inside). A
+path into one is refused like a path outside, and listings and searches skip them:
+whoever reads the secret or the database can approve.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 MAX_PATH_CHARS = 1024
@@ -44,11 +50,27 @@ class PathError(ValueError):
 
 
 class Workspace:
-    """A root folder, created on first use; every path is resolved inside it."""
+    """A root folder, created on first use; every path is resolved inside it, except
+    into the `hidden` places."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, hidden: Iterable[str | os.PathLike[str]] = ()
+    ) -> None:
         self._root = Path(root).expanduser().absolute()
         self._resolved: tuple[tuple[int, int], Path] | None = None
+        self._hidden = [Path(p).expanduser().resolve() for p in hidden]
+
+    def hides(self, real: Path) -> bool:
+        """Whether the real path `real` is (in) a hidden place."""
+        return any(self._inside(real, h) for h in self._hidden)
+
+    def refuse_holder(self, real: Path) -> None:
+        """Refuse to delete or move a folder that holds a hidden place."""
+        if any(self._inside(h, real) for h in self._hidden):
+            raise PathError(
+                f"{self.relative(real)!r} holds Gatehouse's own database or secret; "
+                "no tool deletes or moves it"
+            )
 
     @property
     def root(self) -> Path:
@@ -106,6 +128,10 @@ class Workspace:
             raise PathError(f"path {path!r} is outside the workspace ({root})")
         if len(str(real)) > MAX_PATH_CHARS + len(str(root)):
             raise PathError(f"path {path!r} is too long once resolved")
+        if self.hides(real) or self.hides(Path(os.path.normpath(candidate))):
+            raise PathError(
+                f"path {path!r} is Gatehouse's own (its database or secret); no tool reaches it"
+            )
         entry = real
         if not follow_final:
             # The entry itself (to delete or move a link, not its target): its parent
@@ -150,6 +176,8 @@ class Workspace:
         """A directory fd for `real.parent`, reached from the root with O_NOFOLLOW
         at every step (created on the way when `create`)."""
         root = self.root
+        if self.hides(real):  # every read, write and delete passes here, checked or not
+            raise PathError(f"{self.relative(real)!r} is Gatehouse's own; no tool reaches it")
         parts = real.relative_to(root).parts[:-1]
         fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
         try:
@@ -237,6 +265,7 @@ class Workspace:
         the link itself), so nothing outside the workspace is touched."""
         if real == self.root:
             raise PathError("refusing to delete the workspace root itself")
+        self.refuse_holder(real)
         rel = self.relative(real)
         with self.parent_fd(real) as dir_fd:
             try:

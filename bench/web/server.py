@@ -7,7 +7,9 @@ is the Streamlit server itself: its CPU time is the server's CPU time.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -43,20 +45,27 @@ class Server:
 
 
 def install_secret_of(db: Path) -> str:
-    """The install secret a server on `db` signs people in with (gatehouse.secret next to
-    the database, created 0600 by the server at start)."""
-    return (Path(db).parent / "gatehouse.secret").read_text().strip()
+    """The install secret a server on `db` signs people in with (created 0600 by the
+    server at start, where graph/service/access.py `secret_path` says)."""
+    from graph import secret_path
+
+    return secret_path(str(db)).read_text().strip()
 
 
 def sign_in(context: Any, url: str, secret: str) -> None:
     """Sign a Playwright browser context in through the token link (`/?token=...`), the
     way a person opening the link `gatehouse ui` prints does: the response sets the
-    session cookie in the context's cookie jar, which its pages then send."""
+    session cookie in the context's cookie jar, and its page leaves the session's
+    proof in the origin's localStorage (ui/web/guard.py), which every page of the
+    context gets here before its own scripts run."""
     response = context.request.get(f"{url}/?token={secret}")
-    if response.status != 200 or not any(
-        c["name"] == "gatehouse_session" for c in context.cookies(url)
-    ):
+    proof = re.search(r'localStorage\.setItem\("gatehouse-proof", "([0-9a-f]+)"\)', response.text())
+    if response.status != 200 or proof is None:
         raise RuntimeError(f"signing in at {url} failed: HTTP {response.status}")
+    context.add_init_script(
+        f"if (location.origin === {json.dumps(url)}) "
+        f"localStorage.setItem('gatehouse-proof', {json.dumps(proof.group(1))});"
+    )
 
 
 def gatehouse_ui_command(port: int) -> list[str]:

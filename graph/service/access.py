@@ -5,11 +5,14 @@ One home for the rules the web app (ui/web/guard.py) and LangGraph Server
 (graph/service/server_auth.py) both apply:
 
 - **The install secret**: one random secret per install, in a file only the OS user
-  who owns the database can read (0600): `gatehouse.secret` next to a SQLite
-  database, `$XDG_CONFIG_HOME/gatehouse/secret` for Postgres, or `[access]
-  secret_file`. It signs the web app's cookies and is the local bearer token for
-  LangGraph Server. Whoever can read it can approve: exactly the person who can
-  already open the database (the terminal and the Python API are trusted paths).
+  who owns the database can read (0600), outside the workspace: `[access]
+  secret_file`, else `$XDG_CONFIG_HOME/gatehouse/secrets/<db name>-<hash of its
+  path>` for a SQLite database (a `gatehouse.secret` an older install made next to
+  the database is still used), `$XDG_CONFIG_HOME/gatehouse/secret` for Postgres. It
+  signs the identity the web guard hands the page, is the token the sign-in page
+  takes, and is the local bearer token for LangGraph Server. Whoever can read it can
+  approve: exactly the person who can already open the database (the terminal and
+  the Python API are trusted paths). No tool reaches it (`private_paths`).
 - **Modes** of the web app (`[access] web`): `token` (the embedded default, like
   Jupyter: a one-time link printed at start, then a cookie), `proxy` (a reverse proxy
   that authenticates people and passes their name in a header, proven by a shared
@@ -45,8 +48,8 @@ SECRET_FILE_NAME = "gatehouse.secret"
 # Where LangGraph Studio runs; its pages call the local server from this origin.
 STUDIO_ORIGIN = "https://smith.langchain.com"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-COOKIE_NAME = "gatehouse_session"
-COOKIE_MAX_AGE_S = 30 * 24 * 3600
+# How long a signed identity is good (the guard signs one per request).
+SIGNED_MAX_AGE_S = 7 * 24 * 3600
 
 ENV = {
     "GATEHOUSE_WEB_AUTH": "web",
@@ -182,15 +185,34 @@ def host_name(host_header: str) -> str:
 
 
 # -- the install secret ----------------------------------------------------------
+def _config_home() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "gatehouse"
+
+
 def secret_path(db: str, access: Access | None = None) -> Path:
-    """Where this install's secret lives: `[access] secret_file`, else next to a SQLite
-    database, else (Postgres) in the user's config directory."""
+    """Where this install's secret lives: `[access] secret_file`; else, for a SQLite
+    database, the `gatehouse.secret` an older install made next to it, or a file of
+    its own in the user's config folder (outside any workspace, keyed by the
+    database's real path); for Postgres, the config folder's `secret`."""
     if access is not None and access.secret_file:
         return Path(access.secret_file).expanduser()
     if db and "://" not in db:
-        return Path(db).expanduser().parent / SECRET_FILE_NAME
-    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return config_home / "gatehouse" / "secret"
+        file = Path(db).expanduser().resolve()
+        if (legacy := file.parent / SECRET_FILE_NAME).exists():
+            return legacy
+        key = hashlib.sha256(str(file).encode()).hexdigest()[:16]
+        return _config_home() / "secrets" / f"{file.name}-{key}"
+    return _config_home() / "secret"
+
+
+def private_paths(db: str, access: Access | None = None) -> list[Path]:
+    """The secret's files no tool may reach, wherever the workspace is: this install's
+    secret, the place an older install kept it (next to the database) and the folder
+    with every install's secrets."""
+    paths = [secret_path(db, access), _config_home()]
+    if db and "://" not in db:
+        paths.append(Path(db).expanduser().resolve().parent / SECRET_FILE_NAME)
+    return paths
 
 
 def install_secret(path: Path) -> str:
@@ -238,7 +260,7 @@ def verify_identity(
     value: str | None,
     *,
     purpose: str = "web",
-    max_age_s: float = COOKIE_MAX_AGE_S,
+    max_age_s: float = SIGNED_MAX_AGE_S,
     now: float | None = None,
 ) -> str | None:
     """The identity a signed value names, or None when it is forged, altered or expired."""

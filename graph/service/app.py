@@ -156,12 +156,13 @@ def open_session(
         storage.close()  # a bad policy or hook config: nothing stays open
         raise
     # A ping when a thread starts waiting for a decision ([notify], graph/service/notify.py).
-    attach_notifier(storage.checkpointer, settings)
+    notifier = attach_notifier(storage.checkpointer, settings)
     return Session(
         agent,
         storage,
         tools,
-        closers=closers,
+        # A process that ends gives the pings due now a few seconds (notify.py).
+        closers=[*closers, notifier.close] if notifier else closers,
         source=source,
         actor=actor or settings.audit_actor,
         auto_approve=settings.auto_approve,

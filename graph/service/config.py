@@ -114,7 +114,7 @@ class Settings:
     notify_risks: list[str] = field(default_factory=list)
     notify_tools: list[str] = field(default_factory=list)
     notify_link: str | None = None
-    notify_attempts: int = 5
+    notify_attempts: int = 20
     # Where the config came from, for error messages and the settings page.
     source: str | None = None
 

@@ -3,17 +3,29 @@
 When a thread starts waiting for a decision — from the web app, the terminal,
 LangGraph Server, Studio, the SDK or a raw graph — the saver announces the pause at
 the one place it reaches storage (graph/store/delta_reads.py `announce_pause`), and
-the notifier here POSTs JSON to the configured webhook:
+the notifier here writes the ping to the outbox in the same database
+(graph/store/notifications.py), then POSTs JSON to the configured webhook:
 
-    {"event": "approval_required", "thread_id", "interrupt_id", "title",
+    {"event": "approval_required", "thread_id", "interrupt_id",
      "calls": [{"tool_call_id", "name", "args", "risk"}], "risks": [...], "link"}
 
 signed with the shared secret (`X-Gatehouse-Signature: sha256=<HMAC-SHA256 of the
-body>`), from a background thread, retried with backoff (0.5 s, 1 s, 2 s, … up to
-`attempts`). Each pause is claimed in the notification log (graph/store/notifications.py)
-before it is sent, so it pings once however many processes save it, and the log
-keeps how delivery went. `[notify] risks` / `tools` choose which pauses ping (e.g.
-only `execute`).
+body>`). The model's text in it (tool names, arguments) has its control, escape and
+bidi characters written out (`\u202e`), as the web app and the terminal show them:
+a chat app that shows the ping shows what the card shows.
+
+Delivery is at least once, whoever is running: a background worker in every
+Gatehouse process with this webhook (web app, LangGraph Server, terminal) sends
+what is due, retries with backoff (0.5 s, 1 s, 2 s, … up to 5 minutes, `attempts`
+tries in all) and marks it delivered. A process that ends (`gatehouse send`) gives
+its due pings a few seconds; what is left stays in the outbox for the next process
+with the same webhook. Each pause is claimed in the outbox once, so it pings once
+however many processes save it (a retry after a lost answer can repeat it: the
+`X-Gatehouse-Delivery` header is the pause's id). `[notify] risks` / `tools` choose
+which pauses ping (e.g. only `execute`).
+
+Gap: the outbox row is written right after the pause is saved, not in its
+transaction; a crash between the two loses that one ping.
 """
 
 from __future__ import annotations
@@ -30,12 +42,19 @@ from contextlib import suppress
 from typing import Any
 from urllib.parse import quote
 
+from graph.protocol.display import visible
 from graph.service.config import Settings
-from graph.store.notifications import NotificationLog
+from graph.store.notifications import Notification, NotificationLog
 
 SIGNATURE_HEADER = "X-Gatehouse-Signature"
 BACKOFF_S = 0.5
-MAX_BACKOFF_S = 30.0
+MAX_BACKOFF_S = 300.0
+# A row taken for a try is another process's again after this (the try takes at most 10 s).
+LEASE_S = 60.0
+# A running process looks for pings other processes left this often.
+POLL_S = 30.0
+# What a process that ends gives the pings due now.
+FLUSH_S = 3.0
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -43,8 +62,20 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+def shown(value: Any) -> Any:
+    """`value` with every string as a person is shown it (graph/protocol/display.py)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {shown(k): shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown(v) for v in value]
+    return value
+
+
 class WebhookNotifier:
-    """A pause listener (`saver.pause_listeners`) that pings the webhook."""
+    """A pause listener (`saver.pause_listeners`) that writes pings to the outbox, and
+    the worker that delivers them."""
 
     def __init__(self, settings: Settings, log: NotificationLog) -> None:
         if not settings.notify_webhook:
@@ -56,7 +87,10 @@ class WebhookNotifier:
         self.link = (settings.notify_link or "").rstrip("/")
         self.attempts = max(1, int(settings.notify_attempts))
         self.log = log
-        self._threads: list[threading.Thread] = []
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._run, daemon=True, name="gatehouse-notify")
+        self._worker.start()  # pings an earlier process left are due now
 
     def __call__(self, thread_id: str, interrupts: Sequence[Any]) -> None:
         for pending in interrupts:
@@ -64,14 +98,7 @@ class WebhookNotifier:
             if payload is not None and self.log.claim(
                 thread_id, payload["interrupt_id"], self.url, payload
             ):
-                worker = threading.Thread(
-                    target=self.deliver,
-                    args=(thread_id, payload),
-                    daemon=True,
-                    name=f"gatehouse-notify-{thread_id}",
-                )
-                self._threads.append(worker)
-                worker.start()
+                self._wake.set()
 
     def payload(self, thread_id: str, pending: Any) -> dict[str, Any] | None:
         """What the webhook gets for one interrupt; None when the policy says no ping."""
@@ -79,29 +106,12 @@ class WebhookNotifier:
         if not isinstance(value, dict) or not interrupt_id:
             return None
         if isinstance(value.get("action_requests"), list):
-            calls = [
-                {
-                    "tool_call_id": a.get("tool_call_id"),
-                    "name": a.get("name"),
-                    "args": a.get("args"),
-                    "risk": a.get("risk"),
-                }
-                for a in value["action_requests"]
-            ]
-            event = "approval_required"
+            event, requests = "approval_required", value["action_requests"]
         elif isinstance(value.get("outcome_unknown"), dict):  # a call a crash cut off: did it run?
-            call = value["outcome_unknown"]
-            calls = [
-                {
-                    "tool_call_id": call.get("tool_call_id"),
-                    "name": call.get("name"),
-                    "args": call.get("args"),
-                    "risk": None,
-                }
-            ]
-            event = "outcome_unknown"
+            event, requests = "outcome_unknown", [{**value["outcome_unknown"], "risk": None}]
         else:
             return None
+        calls = [{k: a.get(k) for k in ("tool_call_id", "name", "args", "risk")} for a in requests]
         if self.risks and not any(c["risk"] in self.risks for c in calls):
             return None
         if self.tools and not any(c["name"] in self.tools for c in calls):
@@ -110,36 +120,57 @@ class WebhookNotifier:
             "event": event,
             "thread_id": thread_id,
             "interrupt_id": str(interrupt_id),
-            "calls": calls,
+            "calls": shown(calls),
             "risks": sorted({str(c["risk"]) for c in calls if c["risk"]}),
             "link": f"{self.link}/?thread={quote(thread_id)}" if self.link else None,
             "created_at": time.time(),
         }
 
-    def deliver(self, thread_id: str, payload: dict[str, Any]) -> None:
-        body = json.dumps(payload, ensure_ascii=False, default=str).encode()
+    def deliver_due(self) -> None:
+        """One try of every ping due now (this process's and any other's)."""
+        for row in self.log.take_due(self.url, LEASE_S):
+            self._try(row)
+
+    def _try(self, row: Notification) -> None:
+        body = json.dumps(row.payload, ensure_ascii=False, default=str).encode()
         headers = {
             "Content-Type": "application/json",
             "User-Agent": "gatehouse-notify",
-            "X-Gatehouse-Event": payload["event"],
-            "X-Gatehouse-Delivery": payload["interrupt_id"],
+            "X-Gatehouse-Event": str(row.payload.get("event")),
+            "X-Gatehouse-Delivery": row.interrupt_id,
         }
         if self.secret:
             headers[SIGNATURE_HEADER] = sign(self.secret, body)
-        for attempt in range(1, self.attempts + 1):
-            error = _post(self.url, body, headers)
-            final = error is None or attempt == self.attempts
-            with suppress(Exception):  # the log is best effort; the ping went (or not)
-                self.log.attempted(thread_id, payload["interrupt_id"], error=error, final=final)
-            if final:
-                return
-            time.sleep(min(MAX_BACKOFF_S, BACKOFF_S * 2 ** (attempt - 1)))
+        error = _post(self.url, body, headers)
+        tries = row.attempts + 1
+        retry_at = time.time() + min(MAX_BACKOFF_S, BACKOFF_S * 2 ** (tries - 1))
+        final = error is None or tries >= self.attempts
+        self.log.attempted(
+            row.thread_id, row.interrupt_id, error=error, final=final, retry_at=retry_at
+        )
 
-    def wait(self, timeout: float = 10.0) -> None:
-        """Wait for deliveries under way (tests, shutdown)."""
-        deadline = time.monotonic() + timeout
-        for worker in list(self._threads):
-            worker.join(max(0.0, deadline - time.monotonic()))
+    def _run(self) -> None:
+        while True:
+            with suppress(Exception):  # a database hiccup: try again at the next wake
+                self.deliver_due()
+            if self._stop.is_set():
+                return
+            wait = POLL_S
+            with suppress(Exception):
+                due = self.log.next_due(self.url)
+                if due is not None:
+                    wait = min(POLL_S, max(0.0, due - time.time()))
+            self._wake.wait(wait)
+            self._wake.clear()
+
+    def close(self, timeout: float = FLUSH_S) -> None:
+        """Give the pings due now up to `timeout` seconds, then stop; the rest stay in
+        the outbox for the next process."""
+        self._stop.set()
+        self._wake.set()
+        self._worker.join(timeout)
+        if not self._worker.is_alive():
+            self.log.close()
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> str | None:

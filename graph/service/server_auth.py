@@ -66,6 +66,6 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
         raise Auth.exceptions.HTTPException(
             status_code=401,
             detail="Gatehouse needs credentials: send 'Authorization: Bearer <key>' (this install's secret, "
-            "gatehouse.secret next to the database, or one of [access] api_keys).",
+            "in ~/.config/gatehouse/secrets/, or one of [access] api_keys).",
         )
     return {"identity": identity, "display_name": identity, "is_authenticated": True}

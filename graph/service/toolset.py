@@ -11,10 +11,12 @@ import atexit
 import json
 import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_core.tools import BaseTool
 
+from graph.service.access import load_access, private_paths
 from graph.service.config import Settings
 from tools.files import make_file_tools
 from tools.http import make_http_tool
@@ -31,14 +33,15 @@ _mcp: dict[str, tuple[MCPServers, list[BaseTool]]] = {}
 
 
 def build_tools(settings: Settings) -> list[BaseTool]:
-    ws = Workspace(settings.workspace)
+    private = private_files(settings)
+    ws = Workspace(settings.workspace, hidden=private)
     tools: list[BaseTool] = [
         *make_file_tools(ws),
         make_shell_tool(
             ws,
             allow=settings.shell_allow,
             timeout_s=settings.shell_timeout_s,
-            sandbox=_sandbox(settings, ws),
+            sandbox=_sandbox(settings, ws, private),
         ),
         make_http_tool(settings.http_allow_hosts),
     ]
@@ -49,13 +52,18 @@ def build_tools(settings: Settings) -> list[BaseTool]:
     return tools
 
 
-def _sandbox(settings: Settings, ws: Workspace) -> Sandbox:
-    # Gatehouse's own secrets on disk: the database (threads, approvals) and the config
-    # file (it may hold an API key).
-    private: list[str | os.PathLike[str]] = [
-        *database_paths(settings.db, ws.root),
+def private_files(settings: Settings) -> list[str | os.PathLike[str]]:
+    """Gatehouse's own secrets on disk, hidden from every tool wherever the workspace
+    is: the database (threads, approvals) and its own folder, the install secret
+    (whoever reads either can approve) and the config file (it may hold an API key)."""
+    return [
+        *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
+        *private_paths(settings.db, load_access(settings.access)),
         *([settings.source] if settings.source else []),
     ]
+
+
+def _sandbox(settings: Settings, ws: Workspace, private: list[str | os.PathLike[str]]) -> Sandbox:
     return choose_sandbox(
         settings.shell_sandbox,
         ws.root,

@@ -1,9 +1,12 @@
-"""The notification log: one row per pause a webhook was told about, with how its
-delivery went (attempts, last error, when it was delivered).
+"""The notification outbox: one row per pause a webhook is to be told about, written
+as the pause is saved, with how its delivery goes (attempts, last error, when the
+next try is due, when it was delivered).
 
 The row is also the claim: of every process and client that saves the same pause
-(the same thread and interrupt id), only the one whose insert lands notifies, so a
-pause pings exactly once. One module for both databases: a SQLite file or a
+(the same thread and interrupt id), only the one whose insert lands adds it. Any
+Gatehouse process with the same webhook then delivers what is due (`take_due`: a
+short lease, so two processes do not send the same row at once), so a ping outlives
+the process whose pause made it. One module for both databases: a SQLite file or a
 postgresql:// URL (graph/store/database.py).
 """
 
@@ -14,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from graph.store.database import Cursor, Database, PostgresDatabase, Table
+from graph.store.database import Cursor, Database, PostgresDatabase, Row, Table
 from graph.store.dialect import is_postgres_url, upsert
 from graph.store.sqlite import sqlite_database
 
@@ -28,19 +31,26 @@ TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_notifications (
     last_error TEXT,
     created_at {real} NOT NULL,
     delivered_at {real},
+    next_at {real},
     PRIMARY KEY (thread_id, interrupt_id))"""
 CLAIM = upsert(
     "gatehouse_notifications",
-    ("thread_id", "interrupt_id", "url", "payload", "created_at"),
+    ("thread_id", "interrupt_id", "url", "payload", "created_at", "next_at"),
     ("thread_id", "interrupt_id"),
 )
 ATTEMPT = (
     "UPDATE gatehouse_notifications SET attempts = attempts + 1, status = ?, last_error = ?, "
-    "delivered_at = ? WHERE thread_id = ? AND interrupt_id = ?"
+    "delivered_at = ?, next_at = ? WHERE thread_id = ? AND interrupt_id = ?"
 )
 SELECT = (
-    "SELECT thread_id, interrupt_id, url, payload, status, attempts, last_error, created_at, delivered_at "
-    "FROM gatehouse_notifications"
+    "SELECT thread_id, interrupt_id, url, payload, status, attempts, last_error, created_at, "
+    "delivered_at, next_at FROM gatehouse_notifications"
+)
+DUE = " WHERE url = ? AND status = 'pending' AND COALESCE(next_at, 0) <= ? ORDER BY created_at"
+# Taken for a try: no other process sends it until the lease ends (or the try is logged).
+LEASE = (
+    "UPDATE gatehouse_notifications SET next_at = ? WHERE thread_id = ? AND interrupt_id = ? "
+    "AND status = 'pending' AND COALESCE(next_at, 0) <= ?"
 )
 
 
@@ -55,11 +65,17 @@ class Notification:
     last_error: str | None
     created_at: float
     delivered_at: float | None
+    next_at: float | None  # when a pending row is tried next
 
 
-class NotificationLog(Table):
-    """The table on the database `db` names (a SQLite path or a postgresql:// URL): a
-    connection of its own to the file, or one per statement to Postgres (a pause is rare)."""
+def _notification(r: Row) -> Notification:
+    return Notification(r[0], r[1], r[2], json.loads(r[3]), *r[4:])
+
+
+class OwnTable(Table):
+    """A table used now and then, on the database `db` names (a SQLite path or a
+    postgresql:// URL): a connection of its own to the file, or one per statement to
+    Postgres. Created (or brought up to date) on open."""
 
     def __init__(self, db: str) -> None:
         if is_postgres_url(db):
@@ -67,12 +83,20 @@ class NotificationLog(Table):
             with database.transaction() as cur:
                 self.create(cur)
         else:
-            database = sqlite_database(db, NotificationLog)
+            database = sqlite_database(db, type(self))
         super().__init__(database)
+
+
+class NotificationLog(OwnTable):
+    """The outbox."""
 
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(TABLE))
+        if "next_at" not in cur.columns("gatehouse_notifications"):  # a log from before the outbox
+            cur.execute(
+                cur.dialect.ddl("ALTER TABLE gatehouse_notifications ADD COLUMN next_at {real}")
+            )
 
     def claim(self, thread_id: str, interrupt_id: str, url: str, payload: dict[str, Any]) -> bool:
         """Record a pause to notify; False when it was recorded before (already notified)."""
@@ -85,22 +109,47 @@ class NotificationLog(Table):
                     url,
                     json.dumps(payload, ensure_ascii=False),
                     time.time(),
+                    0.0,
                 ),
             )
             == 1
         )
 
-    def attempted(
-        self, thread_id: str, interrupt_id: str, *, error: str | None, final: bool
-    ) -> None:
-        """One delivery attempt: delivered (no error), still pending, or failed for good."""
-        status = "delivered" if error is None else "failed" if final else "pending"
-        self._db.run(
-            ATTEMPT,
-            (status, error, time.time() if error is None else None, thread_id, interrupt_id),
+    def take_due(self, url: str, lease_s: float, now: float | None = None) -> list[Notification]:
+        """The pending rows for `url` whose try is due, each leased to this caller for
+        `lease_s` (a row another process took first is left out)."""
+        now = time.time() if now is None else now
+        taken = []
+        for row in map(_notification, self._db.rows(SELECT + DUE, (url, now))):
+            if self._db.run(LEASE, (now + lease_s, row.thread_id, row.interrupt_id, now)) == 1:
+                taken.append(row)
+        return taken
+
+    def next_due(self, url: str) -> float | None:
+        """When the earliest pending row for `url` is due (None: nothing pending)."""
+        rows = self._db.rows(
+            "SELECT MIN(COALESCE(next_at, 0)) FROM gatehouse_notifications "
+            "WHERE url = ? AND status = 'pending'",
+            (url,),
         )
+        return None if not rows or rows[0][0] is None else float(rows[0][0])
+
+    def attempted(
+        self,
+        thread_id: str,
+        interrupt_id: str,
+        *,
+        error: str | None,
+        final: bool,
+        retry_at: float | None = None,
+    ) -> None:
+        """One delivery attempt: delivered (no error), pending again from `retry_at`, or
+        failed for good."""
+        status = "delivered" if error is None else "failed" if final else "pending"
+        delivered = time.time() if error is None else None
+        self._db.run(ATTEMPT, (status, error, delivered, retry_at, thread_id, interrupt_id))
 
     def list(self, thread_id: str | None = None) -> list[Notification]:
         where = " WHERE thread_id = ? ORDER BY created_at" if thread_id else " ORDER BY created_at"
         rows = self._db.rows(SELECT + where, (thread_id,) if thread_id else ())
-        return [Notification(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
+        return list(map(_notification, rows))

@@ -94,14 +94,17 @@ def streamlit_server(
     workspace = tmp / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.md").write_text("# Notes\nremember the milk\n")
-    db = tmp / "gatehouse.db"
+    extra_env = extra_env or {}
+    db = Path(extra_env.get("GATEHOUSE_DB", tmp / "gatehouse.db"))  # another server's, to share it
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATEHOUSE_"))}
     env.update(
-        GATEHOUSE_DB=str(db),
-        GATEHOUSE_WORKSPACE=str(workspace),
-        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
-        **(extra_env or {}),
+        {
+            "GATEHOUSE_DB": str(db),
+            "GATEHOUSE_WORKSPACE": str(workspace),
+            "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+            **extra_env,
+        }
     )
     log = tmp / "streamlit.log"
     # The command line `gatehouse ui` runs (its flags: ui/web/serve.py).

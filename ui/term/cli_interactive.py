@@ -24,11 +24,13 @@ from ui.term.cli_base import (
     PROJECT_ROOT,
     AutoApproveOpt,
     DbOpt,
+    JsonOpt,
     Text,
     _check_id,
     absolute_db,
     app,
     cli_settings,
+    emit,
     err,
     fail,
     open_cli_session,
@@ -71,7 +73,7 @@ def ui(
     browser: Annotated[bool, typer.Option(help="Open the sign-in link in a browser.")] = True,
 ) -> None:
     """Start the Streamlit web UI on 127.0.0.1. It prints a sign-in link that works once
-    (and opens it); the sign-in page also takes the install secret (gatehouse.secret)."""
+    (and opens it); the sign-in page also takes the install secret."""
     if not APP_PATH.is_file():
         raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
     from ui.web.serve import web_ui_command
@@ -81,6 +83,33 @@ def ui(
     except graph.ConfigError as exc:
         raise opening_failed(exc) from None
     raise typer.Exit(run_child(cmd))
+
+
+@app.command()
+def signout(
+    every: Annotated[
+        bool, typer.Option("--all", help="End every browser's web session on this database.")
+    ] = False,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Sign every browser out of the web app (all ports), at once and without starting
+    it: each signs in again with a new link. One browser signs out at /_gatehouse/signout."""
+    if not every:
+        raise fail("say --all: ends every browser's web session on this database", EXIT_USAGE)
+    try:
+        sessions = graph.WebSessions(cli_settings(db).db)
+    except (graph.ConfigError, graph.StorageError) as exc:
+        raise opening_failed(exc) from None
+    try:
+        ended = sessions.revoke_all()
+    finally:
+        sessions.close()
+    emit(
+        as_json,
+        {"signed_out": ended},
+        f"Signed out {ended} web session(s): every browser signs in again.",
+    )
 
 
 @app.command()

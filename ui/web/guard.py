@@ -9,10 +9,22 @@ before its own (ui/web/launch.py), so this is the one place every request passes
 2. `Origin`, when sent (browsers always send it on a WebSocket and on POST), must be
    this server's own or a configured one: a foreign page gets 403.
 3. The person must be signed in (`[access] web`, graph/service/access.py):
-   - token: like Jupyter. A one-time link printed at start (`?token=`) or the install
-     secret pasted on the sign-in page sets an HttpOnly, SameSite=Strict cookie
-     signed with the install secret. Without it: the sign-in page (a page load) or
-     401 / a refused WebSocket (anything else).
+   - token: like Jupyter. A one-time link printed at start (`?token=`, used up the
+     first time it is opened, signed in or not) or the install secret pasted on the
+     sign-in page opens a session in the database (graph/store/web_sessions.py) and
+     sets an HttpOnly, SameSite=Strict cookie named after this server's port
+     (`gatehouse_session_8501`) holding its random id. Browsers send a host's
+     cookies to every port, so the value is good only on the port it was made for,
+     for 12 hours idle or 7 days at most, until sign-out (`/_gatehouse/signout`) or
+     `gatehouse signout --all`; an open WebSocket is checked again with every
+     message, so a revoked session approves nothing more. Without a session: the
+     sign-in page (a page load) or 401 / a refused WebSocket (anything else).
+     The cookie alone opens no WebSocket: a program on another port of this host
+     receives it from the browser (cookies ignore ports) and could replay it. The
+     page that signs a browser in also leaves a proof in the origin's own storage
+     (localStorage is per port), HMAC(install secret, session id); a script this
+     guard puts first in the app's page adds it to the `/_stcore/stream` address,
+     and the stream (and Streamlit's agent API) is refused without it.
    - proxy: a reverse proxy authenticates people; each request carries the user in
      `proxy_user_header` and the shared `proxy_secret` in X-Gatehouse-Proxy-Secret.
    - oidc: Streamlit's `st.login`; the page script requires `st.user` (ui/web/identity.py).
@@ -23,6 +35,8 @@ before its own (ui/web/launch.py), so this is the one place every request passes
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import secrets
 import threading
@@ -30,7 +44,16 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from graph import Access, host_name, origin_of, same_secret, sign_identity, verify_identity
+from graph import (
+    Access,
+    WebSessions,
+    host_name,
+    load_settings,
+    origin_of,
+    same_secret,
+    sign_identity,
+)
+from ui.web.preload import rewriting_html
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,8 +61,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-COOKIE = "gatehouse_session"
-COOKIE_MAX_AGE_S = 30 * 24 * 3600  # as long as graph's verify_identity accepts a signed value
+COOKIE = "gatehouse_session"  # + "_<port>"
 IDENTITY_HEADER = "x-gatehouse-identity"
 SIGNIN_PATH = "/_gatehouse/signin"
 WHOAMI_PATH = "/_gatehouse/whoami"
@@ -48,6 +70,19 @@ SIGNOUT_PATH = "/_gatehouse/signout"
 OPEN_PATHS = ("/_stcore/health", "/_stcore/script-health-check")
 GUARD_PURPOSE = "guard"
 MAX_FORM_BYTES = 8192
+# What needs the session's proof besides its cookie: the app's stream, the agent API.
+PROOF_PATHS = ("/_stcore/stream", "/_stcore/agent/interact", "/_stcore/agent/mcp")
+PROOF_PARAM = "gatehouse_proof"
+PROOF_KEY = "gatehouse-proof"  # in the origin's localStorage
+# First in the app's page, before Streamlit's code: its WebSocket carries the proof.
+PROOF_SCRIPT = (
+    "<script>(() => { const Native = window.WebSocket;"
+    " window.WebSocket = class extends Native { constructor(url, protocols) {"
+    ' const u = new URL(url, location.href); let proof = "";'
+    f' try {{ proof = localStorage.getItem("{PROOF_KEY}") || ""; }} catch (e) {{}}'
+    f' if (u.pathname.endsWith("/_stcore/stream")) u.searchParams.set("{PROOF_PARAM}", proof);'
+    " super(u.href, protocols); } }; })();</script>"
+).encode()
 
 
 class OneTimeTokens:
@@ -78,12 +113,20 @@ class Guard:
     """ASGI middleware: Host, Origin and sign-in checks, then the signed identity header."""
 
     def __init__(
-        self, app: ASGIApp, access: Access, secret: str, tokens: OneTimeTokens = TOKENS
+        self,
+        app: ASGIApp,
+        access: Access,
+        secret: str,
+        tokens: OneTimeTokens = TOKENS,
+        sessions: WebSessions | None = None,
     ) -> None:
         self.app = app
         self.access = access
         self.secret = secret
         self.tokens = tokens
+        if sessions is None and access.web == "token":
+            sessions = WebSessions(load_settings().db)
+        self.sessions = sessions
         self.hosts = access.allowed_hosts()
         self.origins = {origin_of(o) for o in access.origins}
 
@@ -112,12 +155,57 @@ class Guard:
                 return
             await self._signed_out(scope, send, headers)
             return
-        if self.access.web == "token" and kind == "http" and "token" in _query(scope):
-            # Signed in already: drop the token from the address bar all the same.
-            await _send_html(send, 200, _continue_page(_without_token(scope)))
+        if self.access.web == "token" and await self._stopped_signed_in(scope, send, headers):
             return
         _set_identity(scope, sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE))
-        await self.app(scope, receive, _no_framing(send) if kind == "http" else send)
+        if self.access.web != "token":
+            await self.app(scope, receive, _no_framing(send) if kind == "http" else send)
+        elif kind == "http":
+            if "text/html" in headers.get("accept", ""):  # a compressed page could not carry it
+                _drop_header(scope, "accept-encoding")
+            await self.app(scope, receive, _no_framing(rewriting_html(send, _with_proof_script)))
+        else:
+            await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
+
+    async def _stopped_signed_in(self, scope: Scope, send: Send, headers: dict[str, str]) -> bool:
+        """Answered here for a signed-in browser (token mode): a sign-in link opened
+        again, or the stream without this origin's proof."""
+        if scope["type"] == "http" and "token" in _query(scope):
+            # The link is used up all the same, and leaves the address bar.
+            self.tokens.redeem(_query(scope)["token"])
+            await _send_html(send, 200, _continue_page(_without_token(scope)))
+            return True
+        if scope.get("path") in PROOF_PATHS and not self._proven(scope, headers):
+            await _refuse(scope, send, 403, "Sign in again on this page.")
+            return True
+        return False
+
+    def _proof(self, session_id: str) -> str:
+        """What only a page of this origin holds for this session (its localStorage)."""
+        message = b"gatehouse-port-proof\0" + session_id.encode()
+        return hmac.new(self.secret.encode(), message, hashlib.sha256).hexdigest()
+
+    def _proven(self, scope: Scope, headers: dict[str, str]) -> bool:
+        session_id, given = _session_id(scope, headers), _query(scope).get(PROOF_PARAM)
+        return bool(session_id and given) and hmac.compare_digest(
+            str(given), self._proof(str(session_id))
+        )
+
+    def _while_signed_in(
+        self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
+    ) -> Receive:
+        """The WebSocket's messages, each passed on only while its session is live: a
+        session revoked while the tab is open (sign-out elsewhere, `signout --all`)
+        ends the connection before its next click reaches the app."""
+
+        async def receiving() -> Message:
+            message = await receive()
+            if message["type"] == "websocket.receive" and self._identity(scope, headers) is None:
+                await send({"type": "websocket.close", "code": 1008})
+                return {"type": "websocket.disconnect", "code": 1008}
+            return message
+
+        return receiving
 
     def _origin_ok(self, origin: str, host: str) -> bool:
         given = origin_of(origin)
@@ -134,15 +222,15 @@ class Guard:
                 return None
             user = (headers.get(self.access.proxy_user_header.lower()) or "").strip()
             return user or None
-        if self.access.web == "token":
-            return verify_identity(self.secret, _cookies(headers).get(COOKIE))
+        if self.access.web == "token" and self.sessions is not None:
+            return self.sessions.identity(_session_id(scope, headers), _port(scope))
         return None
 
     async def _signed_out(self, scope: Scope, send: Send, headers: dict[str, str]) -> None:
         if self.access.web == "token" and scope["type"] == "http":
             token = _query(scope).get("token")
             if token and self._token_ok(token):
-                await self._sign_in(send, _without_token(scope))
+                await self._sign_in(scope, send, _without_token(scope))
                 return
             if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
                 await _send_html(send, 401, _signin_page(_without_token(scope), bool(token)))
@@ -155,12 +243,17 @@ class Guard:
     def _token_ok(self, token: str) -> bool:
         return self.tokens.redeem(token) or same_secret(token, self.secret)
 
-    async def _sign_in(self, send: Send, next_path: str) -> None:
-        cookie = sign_identity(self.secret, self.access.local_identity())
+    async def _sign_in(self, scope: Scope, send: Send, next_path: str) -> None:
+        assert self.sessions is not None
+        port = _port(scope)
+        session_id = self.sessions.open(self.access.local_identity(), port)
+        cookie = f"{COOKIE}_{port}={session_id}; Path=/; Max-Age={WebSessions.MAX_AGE_S}; HttpOnly; SameSite=Strict"
         # A page, not a redirect: a navigation that came from another site (a terminal,
         # a chat app) does not send SameSite=Strict cookies even after a redirect; one
         # this page starts itself does.
-        await _send_html(send, 200, _continue_page(next_path), cookies=[_cookie_header(cookie)])
+        await _send_html(
+            send, 200, _continue_page(next_path, self._proof(session_id)), cookies=[cookie]
+        )
 
     async def _own_route(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
@@ -170,12 +263,12 @@ class Guard:
         if path == WHOAMI_PATH:
             await _send_text(send, 200 if signed_in else 401, signed_in or "signed out")
         elif path == SIGNOUT_PATH and scope.get("method") == "POST":
-            await _send_html(
-                send,
-                200,
-                _continue_page("/"),
-                cookies=[f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"],
-            )
+            if (session_id := _session_id(scope, headers)) and self.sessions is not None:
+                self.sessions.revoke(session_id)
+            gone = f"{COOKIE}_{_port(scope)}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
+            await _send_html(send, 200, _signed_out_page(), cookies=[gone])
+        elif path == SIGNOUT_PATH:
+            await _send_html(send, 200, _signout_page())
         elif path == SIGNIN_PATH and scope.get("method") == "POST":
             if headers.get("origin") is None:
                 await _send_text(send, 403, "Sign in from the sign-in page.")
@@ -183,7 +276,7 @@ class Guard:
             form = dict(parse_qsl((await _read_body(receive)).decode("utf-8", "replace")))
             next_path = _safe_next(form.get("next", "/"))
             if self._token_ok(form.get("token", "").strip()):
-                await self._sign_in(send, next_path)
+                await self._sign_in(scope, send, next_path)
             else:
                 await _send_html(send, 401, _signin_page(next_path, True))
         else:
@@ -212,9 +305,26 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _set_identity(scope: Scope, value: str) -> None:
-    name = IDENTITY_HEADER.encode()
-    kept = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name]
-    scope["headers"] = [*kept, (name, value.encode("latin-1"))]
+    _drop_header(scope, IDENTITY_HEADER)
+    scope["headers"] = [*scope["headers"], (IDENTITY_HEADER.encode(), value.encode("latin-1"))]
+
+
+def _drop_header(scope: Scope, name: str) -> None:
+    scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name.encode()]
+
+
+def _with_proof_script(page: bytes) -> bytes:
+    return page.replace(b"<head>", b"<head>" + PROOF_SCRIPT, 1)
+
+
+def _port(scope: Scope) -> int:
+    """The port this server took the request on (its own socket, whatever `Host` says)."""
+    server = scope.get("server") or ("", 0)
+    return int(server[1] or 0)
+
+
+def _session_id(scope: Scope, headers: dict[str, str]) -> str | None:
+    return _cookies(headers).get(f"{COOKIE}_{_port(scope)}")
 
 
 def _cookies(headers: dict[str, str]) -> dict[str, str]:
@@ -255,10 +365,6 @@ async def _read_body(receive: Receive) -> bytes:
         body += message.get("body", b"")
         if len(body) > MAX_FORM_BYTES or not message.get("more_body"):
             return body[:MAX_FORM_BYTES]
-
-
-def _cookie_header(value: str) -> str:
-    return f"{COOKIE}={value}; Path=/; Max-Age={COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Strict"
 
 
 # -- responses -----------------------------------------------------------------------
@@ -322,8 +428,8 @@ def _signin_page(next_path: str, failed: bool) -> str:
 <input id="token" name="token" type="password" autocomplete="off" autofocus required>
 <input type="hidden" name="next" value="{nxt}"><button type="submit">Sign in</button></form>
 <p class="small">Open the link <code>gatehouse</code> printed when it started (each link works once), or
-paste this install's secret: the file <code>gatehouse.secret</code> next to the database, readable only by
-the user who runs Gatehouse.</p>
+paste this install's secret: a file in <code>~/.config/gatehouse/secrets/</code> named after the database
+(or <code>gatehouse.secret</code> next to it), readable only by the user who runs Gatehouse.</p>
 <script>fetch("{WHOAMI_PATH}", {{credentials: "same-origin"}}).then(function (r) {{
   var last = Number(sessionStorage.getItem("gatehouse-retry") || 0);
   if (r.ok && Date.now() - last > 5000) {{  // once: never a reload loop
@@ -331,8 +437,26 @@ the user who runs Gatehouse.</p>
 </script></body></html>"""
 
 
-def _continue_page(next_path: str) -> str:
+def _signout_page() -> str:
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign out · Gatehouse</title>
+{_STYLE}</head><body><h1>Sign out of Gatehouse</h1><p>This browser's session on this server ends.</p>
+<form method="post" action="{SIGNOUT_PATH}"><button type="submit">Sign out</button></form></body></html>"""
+
+
+def _signed_out_page() -> str:
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed out · Gatehouse</title>
+{_STYLE}</head><body><h1>Signed out</h1><p>This browser's session has ended. <a href="/">Sign in again</a>.</p>
+</body></html>"""
+
+
+def _continue_page(next_path: str, proof: str | None = None) -> str:
+    """On to `next_path`; on sign-in, leaving the session's `proof` (hex) in this
+    origin's storage first."""
     target = html.escape(next_path, quote=True)
+    keep = (
+        f'<script>try {{ localStorage.setItem("{PROOF_KEY}", "{proof}"); }} catch (e) {{}}</script>'
+    )
+    keep = keep if proof else ""
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Gatehouse</title>
-<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
+{keep}<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
 <body><p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p></body></html>"""

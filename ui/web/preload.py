@@ -24,9 +24,8 @@ from ui.web.loading import BOOT_HTML, BOOT_STYLE, PAGE_STYLE
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
-ASGIApp = Callable[
-    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
-]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Send], Awaitable[None]]
 
 STATIC = Path(streamlit.__file__).resolve().parent / "static" / "static"
 # The widgets the pages draw (ui/web/*): their chunks are named after them. And the
@@ -74,37 +73,45 @@ class Preload:
         if scope["type"] != "http" or scope.get("method") != "GET" or not self.hints:
             await self.app(scope, receive, send)
             return
-        start: Message | None = None
-        body: list[bytes] = []
+        await self.app(scope, receive, rewriting_html(send, self._add))
 
-        async def sending(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start":
-                headers = {k.lower(): v for k, v in message.get("headers", [])}
-                if (
-                    headers.get(b"content-type", b"").startswith(b"text/html")
-                    and b"content-encoding" not in headers
-                ):
-                    start = message
-                    return
-                await send(message)
+    def _add(self, page: bytes) -> bytes:
+        if b"</head>" not in page:
+            return page
+        return page.replace(b"</head>", self.hints + b"</head>", 1).replace(BODY, BOOT, 1)
+
+
+def rewriting_html(send: Send, rewrite: Callable[[bytes], bytes]) -> Send:
+    """`send` for a response whose HTML page (not encoded) passes through `rewrite`
+    whole, its length set anew; any other response passes untouched."""
+    start: Message | None = None
+    body: list[bytes] = []
+
+    async def sending(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start":
+            headers = {k.lower(): v for k, v in message.get("headers", [])}
+            if (
+                headers.get(b"content-type", b"").startswith(b"text/html")
+                and b"content-encoding" not in headers
+            ):
+                start = message
                 return
-            if start is None or message["type"] != "http.response.body":
-                await send(message)
-                return
-            body.append(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            page = b"".join(body)
-            if b"</head>" in page:
-                page = page.replace(b"</head>", self.hints + b"</head>", 1)
-                page = page.replace(BODY, BOOT, 1)
-            kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-            kept.append((b"content-length", str(len(page)).encode()))
-            await send({**start, "headers": kept})
-            await send({"type": "http.response.body", "body": page})
+            await send(message)
+            return
+        if start is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        body.append(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        page = rewrite(b"".join(body))
+        kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        kept.append((b"content-length", str(len(page)).encode()))
+        await send({**start, "headers": kept})
+        await send({"type": "http.response.body", "body": page})
 
-        await self.app(scope, receive, sending)
+    return sending
 
 
-__all__ = ["Preload", "hints"]
+__all__ = ["Preload", "hints", "rewriting_html"]
