@@ -73,9 +73,7 @@ class GatehouseGraph(CompiledStateGraph):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         if is_clear(supersteps):
-            supersteps = (
-                resolution(self.get_state(config), config, self.deps.decisions) or supersteps
-            )
+            supersteps = resolution(self.get_state(config), config, self.deps) or supersteps
         return super().bulk_update_state(config, supersteps)
 
     async def abulk_update_state(
@@ -84,7 +82,7 @@ class GatehouseGraph(CompiledStateGraph):
         if is_clear(supersteps):
             state = await self.aget_state(config)
             # The decision log is written in a worker thread: the server's loop must not block.
-            resolved = await asyncio.to_thread(resolution, state, config, self.deps.decisions)
+            resolved = await asyncio.to_thread(resolution, state, config, self.deps)
             supersteps = resolved or supersteps
         return await super().abulk_update_state(config, supersteps)
 

@@ -11,6 +11,7 @@ hands the events on as they are; graph/service/streaming.py says why). Outside a
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -53,6 +54,26 @@ def identity_from_server() -> None:
     """Make every run in this process name LangGraph Server's authenticated user."""
     global _SERVED
     _SERVED = True
+
+
+# LangGraph Server's authenticated user for the request being handled, set by the auth
+# handler (graph/service/server_auth.py): a state update's config is the client's
+# own, so it cannot say who the user is.
+_REQUEST_USER: ContextVar[str | None] = ContextVar("gatehouse_request_user", default=None)
+
+
+def speaking_for(identity: str | None) -> None:
+    """Name the server's authenticated user for the rest of this request."""
+    _REQUEST_USER.set(identity)
+
+
+def updated_by(config: RunnableConfig) -> dict[str, str | None]:
+    """Who makes a state update ("mark as resolved"). In a server process: the
+    authenticated user of the request, never anything in the update's config (a
+    client's `checkpoint` lands there); in-process callers as `decided_by`."""
+    if _SERVED:
+        return {"source": "langgraph-server", "actor": _REQUEST_USER.get()}
+    return decided_by(config)
 
 
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:

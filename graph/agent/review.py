@@ -39,12 +39,12 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from graph.agent.authority import decide, refusal
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import decided_by, thread_of
-from graph.agent.gate import may_decide, split_turn
+from graph.agent.gate import split_turn
 from graph.agent.policy import Grant, Verdict
-from graph.agent.records import record_of
 from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
 from graph.agent.tool_messages import edit_note, rejected, responded
@@ -82,14 +82,14 @@ def review(
     who = decided_by(config)
     with answering(request, deps.tools, actor=who["actor"]) as schema:
         answer = interrupt(request, response_schema=schema)
-    if deps.decisions is not None:
-        asked = request_id(config)
-        deps.decisions.record(
-            [
-                record_of(thread_id, "review", call, decision, **who, request_id=asked)
-                for (call, _), decision in zip(gated, answer.decisions, strict=True)
-            ]
-        )
+    decide(
+        deps,
+        config,
+        "review",
+        [(call, decision) for (call, _), decision in zip(gated, answer.decisions, strict=True)],
+        request_id=request_id(config),
+        who=who,
+    )
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
     for (call, _), decision in zip(gated, answer.decisions, strict=True):
@@ -311,11 +311,8 @@ def _check(
         )
     for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
         where = f"decision {i + 1} ({action['name']})"
-        if (approvers := config.get("approvers")) and not may_decide(actor, approvers):
-            raise ValueError(
-                f"{where}: only {', '.join(approvers)} may decide {action['name']} calls "
-                f"({'you are ' + actor if actor else 'this answer names nobody'}); the call stays pending"
-            )
+        if (problem := refusal(actor, action["name"], config.get("approvers") or ())) is not None:
+            raise ValueError(f"{where}: {problem}; the call stays pending")
         if decision.type not in config["allowed_decisions"]:
             raise ValueError(
                 f"{where}: {decision.type!r} is not allowed; allowed: {', '.join(config['allowed_decisions'])}"

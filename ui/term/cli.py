@@ -825,7 +825,8 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Recreate a thread from a JSON export: the same messages, tool calls and results,
-    its journal and decision log; a paused thread waits again for the same request.
+    its journal and decision log (as history: grants and auto-approve switches are
+    dropped, and said so); a paused thread waits again for the same request.
 
     The thread keeps its exported id unless this database already has a thread by
     that id; then it gets a new one (printed). Nothing is written when the file is
@@ -840,10 +841,13 @@ def import_(
         except graph.ImportRefused as exc:
             raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
         count = len(session.messages(new_id))
+    dropped = new_id.dropped
     if as_json:
-        print(json.dumps({"thread_id": new_id, "messages": count}))
+        print(json.dumps({"thread_id": str(new_id), "messages": count, "dropped": dropped}))
     else:
         out.print(f"imported thread {new_id} ({count} messages)")
+        if dropped:
+            out.print(dropped)
 
 
 @app.command()
