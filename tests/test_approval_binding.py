@@ -43,7 +43,7 @@ from graph import (
 )
 from graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
 from graph.agent.model_node import logged
-from graph.agent.records import record_of
+from graph.agent.authority import record_of
 from graph.protocol.answers import Approve
 from graph.store import open_storage
 from graph.store.binding import call_key

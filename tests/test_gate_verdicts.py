@@ -30,7 +30,7 @@ from graph.agent.gate import (
 )
 from graph.agent.hooks import HookSet
 from graph.agent.policy import GRANTED, Grant, Policy
-from graph.agent.records import record_of
+from graph.agent.authority import record_of
 from graph.protocol.answers import Approve
 from graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools, runs

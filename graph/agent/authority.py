@@ -38,7 +38,7 @@ from pydantic import model_validator
 
 from graph.agent.call_ids import id_of
 from graph.agent.deps import AgentDeps, DecisionLog
-from graph.agent.emit import decided_by, thread_of
+from graph.agent.emit import decided_by, thread_of, visiting
 from graph.agent.policy import Policy
 from graph.protocol.answers import Approve, Edit, OutcomeAnswer
 from graph.protocol.decisions import STANDING_QUESTION, DecisionRecord, StandingGrant
@@ -49,14 +49,19 @@ class NotAllowed(PermissionError):
     """A decision the door refused; nothing was recorded."""
 
 
-def refusal(actor: str | None, tool: str, approvers: Sequence[str]) -> str | None:
+def refusal(
+    actor: str | None, tool: str, approvers: Sequence[str], visitor: bool = False
+) -> str | None:
     """Why `actor` may not decide `tool` calls (None: they may). No approvers: anyone
-    signed in decides."""
+    who may act in the thread decides; a `visitor` (on LangGraph Server, someone who
+    is not the thread's owner) decides only for tools that list them."""
     if actor is not None and (problem := identity_problem(actor)) is not None:
         return f"the identity {problem}: it decides nothing"
     if approvers and not listed(actor, approvers):
         you = f"you are {actor}" if actor else "this answer names nobody"
         return f"only {', '.join(approvers)} may decide {tool} calls ({you})"
+    if visitor and not approvers:
+        return f"only the thread's owner decides its {tool} calls (you are {actor})"
     return None
 
 
@@ -79,14 +84,21 @@ def _binding_problem(record: DecisionRecord) -> str | None:
     return None
 
 
-def enter(log: DecisionLog | None, policy: Policy, records: Sequence[DecisionRecord]) -> None:
+def enter(
+    log: DecisionLog | None,
+    policy: Policy,
+    records: Sequence[DecisionRecord],
+    *,
+    visitor: bool = False,
+) -> None:
     """Record `records` after checking each (see the module doc); raises `NotAllowed`,
     recording none of them, when one is refused (checked also without a log: resolve.py
     acts on what the door allows)."""
     for record in records:
         problem = _binding_problem(record)
         if problem is None and record.question != STANDING_QUESTION:
-            problem = refusal(record.actor, record.tool, approvers_of(policy, record.tool))
+            approvers = approvers_of(policy, record.tool)
+            problem = refusal(record.actor, record.tool, approvers, visitor)
         if problem is not None:
             raise NotAllowed(f"{problem}; nothing was recorded")
     if log is not None:
@@ -133,9 +145,10 @@ def decide(
     *,
     request_id: str | None = None,
     who: Mapping[str, str | None] | None = None,
+    visitor: bool | None = None,
 ) -> None:
     """Enter a person's answers to one question: (call, decision) pairs, decided by the
-    run's identity (`who`: a caller that knows it better, e.g. a server state update)."""
+    run's identity (`who`, `visitor`: a caller that knows better, a state update)."""
     who = dict(who or decided_by(config))
     thread_id = thread_of(config)
     enter(
@@ -153,12 +166,13 @@ def decide(
             )
             for call, decision in answers
         ],
+        visitor=visiting(config) if visitor is None else visitor,
     )
 
 
 # -- the "outcome unknown" question ----------------------------------------------------
 # Who answers and which tool's approvers apply, while `CheckedOutcome` validates.
-_deciding: ContextVar[tuple[str | None, str, tuple[str, ...]] | None] = ContextVar(
+_deciding: ContextVar[tuple[str | None, str, tuple[str, ...], bool] | None] = ContextVar(
     "gatehouse_deciding", default=None
 )
 
@@ -175,9 +189,11 @@ class CheckedOutcome(OutcomeAnswer):
 
 
 @contextmanager
-def deciding(actor: str | None, tool: str, policy: Policy) -> Iterator[type[CheckedOutcome]]:
+def deciding(
+    actor: str | None, tool: str, policy: Policy, visitor: bool = False
+) -> Iterator[type[CheckedOutcome]]:
     """Check outcome answers against `actor` and `tool`'s approvers inside this block."""
-    token = _deciding.set((actor, tool, approvers_of(policy, tool)))
+    token = _deciding.set((actor, tool, approvers_of(policy, tool), visitor))
     try:
         yield CheckedOutcome
     finally:
@@ -188,7 +204,8 @@ def ask_outcome(
     request: dict[str, Any], call: ToolCall, attempt: int, deps: AgentDeps, config: RunnableConfig
 ) -> OutcomeAnswer:
     """Ask what became of a call a crash cut off; the answer enters through the door."""
-    with deciding(decided_by(config)["actor"], call["name"], deps.policy) as schema:
+    actor = decided_by(config)["actor"]
+    with deciding(actor, call["name"], deps.policy, visiting(config)) as schema:
         answer = interrupt(request, response_schema=schema)
         if not isinstance(answer, OutcomeAnswer):
             answer = schema.model_validate(answer)

@@ -35,7 +35,14 @@ from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, DecisionLog
 from graph.agent.hooks import HookSet
 from graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
-from graph.agent.resolve import CLEAR, is_clear, is_goto_end, pending_review_calls, resolution
+from graph.agent.resolve import (
+    CLEAR,
+    is_clear,
+    is_goto_end,
+    owner_only,
+    pending_review_calls,
+    resolution,
+)
 from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
 
 _DONE = object()  # a stream that ended before its first chunk
@@ -72,6 +79,7 @@ class GatehouseGraph(CompiledStateGraph):
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
+        owner_only(supersteps)
         if is_clear(supersteps):
             supersteps = resolution(self.get_state(config), config, self.deps) or supersteps
         return super().bulk_update_state(config, supersteps)
@@ -79,6 +87,7 @@ class GatehouseGraph(CompiledStateGraph):
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
+        owner_only(supersteps)
         if is_clear(supersteps):
             state = await self.aget_state(config)
             # The decision log is written in a worker thread: the server's loop must not block.

@@ -62,9 +62,17 @@ def identity_from_server() -> None:
 _REQUEST_USER: ContextVar[str | None] = ContextVar("gatehouse_request_user", default=None)
 
 
-def speaking_for(identity: str | None) -> None:
-    """Name the server's authenticated user for the rest of this request."""
+_REQUEST_VISITOR: ContextVar[bool] = ContextVar("gatehouse_request_visitor", default=False)
+# Set by the server's auth handler on a run by someone who is not the thread's owner
+# (an approver of a tool deciding its calls); written over any client's value.
+VISITOR_KEY = "gatehouse_visitor"
+
+
+def speaking_for(identity: str | None, *, visitor: bool = False) -> None:
+    """Name the server's authenticated user for the rest of this request (`visitor`:
+    not the owner of the thread the request is about)."""
     _REQUEST_USER.set(identity)
+    _REQUEST_VISITOR.set(visitor)
 
 
 def updated_by(config: RunnableConfig) -> dict[str, str | None]:
@@ -74,6 +82,17 @@ def updated_by(config: RunnableConfig) -> dict[str, str | None]:
     if _SERVED:
         return {"source": "langgraph-server", "actor": _REQUEST_USER.get()}
     return decided_by(config)
+
+
+def visiting(config: RunnableConfig | None = None) -> bool:
+    """Whether the server user acting is not the thread's owner: they decide only the
+    calls of tools that list them as approvers. A run says so in its config (the auth
+    handler's value), a state update in its request."""
+    if not _SERVED:
+        return False
+    if config is None:
+        return _REQUEST_VISITOR.get()
+    return bool((config.get("configurable") or {}).get(VISITOR_KEY))
 
 
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:

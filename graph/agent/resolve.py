@@ -26,7 +26,7 @@ from langgraph.types import Command, StateSnapshot, StateUpdate
 
 from graph.agent.authority import decide
 from graph.agent.deps import AgentDeps
-from graph.agent.emit import updated_by
+from graph.agent.emit import updated_by, visiting
 from graph.agent.tool_messages import RESOLVED_NOTE, rejected
 from graph.protocol.answers import Reject
 
@@ -50,6 +50,7 @@ def resolution(
         [(call, rejection) for call in calls],
         request_id=asked,
         who=updated_by(config),
+        visitor=visiting(),
     )
     messages: list[ToolMessage] = []
     for call in calls:
@@ -57,6 +58,16 @@ def resolution(
         message.additional_kwargs["gatehouse_status"] = "rejected"
         messages.append(message)
     return [[StateUpdate({"messages": messages}, "review")]]
+
+
+def owner_only(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
+    """On LangGraph Server, someone who is not the thread's owner (an approver deciding
+    a tool's calls) may resolve its pause, and change nothing else in its state."""
+    if visiting() and not is_clear(supersteps):
+        raise PermissionError(
+            "only the thread's owner changes its state; an approver may only decide (or resolve) "
+            "the calls of their tools"
+        )
 
 
 def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:

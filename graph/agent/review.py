@@ -42,7 +42,7 @@ from pydantic_core import CoreSchema
 from graph.agent.authority import decide, refusal
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps
-from graph.agent.emit import decided_by, thread_of
+from graph.agent.emit import decided_by, thread_of, visiting
 from graph.agent.gate import split_turn
 from graph.agent.policy import Grant, Verdict
 from graph.agent.state import AgentState
@@ -80,7 +80,8 @@ def review(
     # Who answers is known before the answer arrives (the run's config, graph/agent/emit.py),
     # so a tool's `approvers` are checked with the answer's other checks.
     who = decided_by(config)
-    with answering(request, deps.tools, actor=who["actor"]) as schema:
+    visitor = visiting(config)
+    with answering(request, deps.tools, actor=who["actor"], visitor=visitor) as schema:
         answer = interrupt(request, response_schema=schema)
     decide(
         deps,
@@ -89,6 +90,7 @@ def review(
         [(call, decision) for (call, _), decision in zip(gated, answer.decisions, strict=True)],
         request_id=request_id(config),
         who=who,
+        visitor=visitor,
     )
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
@@ -195,6 +197,7 @@ class _Request:
     configs: list[dict[str, Any]]
     tools: Mapping[str, BaseTool]
     actor: str | None = None
+    visitor: bool = False
 
 
 # The request an answer is being checked against, bound by `answering`. One answer
@@ -223,7 +226,7 @@ class CheckedAnswer(ReviewAnswer):
     @model_validator(mode="after")
     def _fits_request(self) -> CheckedAnswer:
         bound = _request_being_answered()
-        _check(self.decisions, bound.actions, bound.configs, bound.tools, bound.actor)
+        _check(self.decisions, bound, bound.actor, bound.visitor)
         return self
 
     @classmethod
@@ -239,13 +242,19 @@ class CheckedAnswer(ReviewAnswer):
 
 @contextmanager
 def answering(
-    request: Mapping[str, Any], tools: Mapping[str, BaseTool], *, actor: str | None = None
+    request: Mapping[str, Any],
+    tools: Mapping[str, BaseTool],
+    *,
+    actor: str | None = None,
+    visitor: bool = False,
 ) -> Iterator[type[CheckedAnswer]]:
     """Check answers against `request` inside this block: `CheckedAnswer.model_validate`
     here, or `interrupt(request, response_schema=CheckedAnswer)`, which validates a
     resume value before LangGraph stores it. `actor`: who answers (a tool's `approvers`)."""
     token = _answering.set(
-        _Request(list(request["action_requests"]), list(request["review_configs"]), tools, actor)
+        _Request(
+            list(request["action_requests"]), list(request["review_configs"]), tools, actor, visitor
+        )
     )
     try:
         yield CheckedAnswer
@@ -298,20 +307,16 @@ def _missing_rejected(flag: Any) -> dict[str, Any] | None:
     raise ValueError("reject_missing must be true, false or a reason (text)")
 
 
-def _check(
-    decisions: list[Any],
-    actions: list[dict[str, Any]],
-    configs: list[dict[str, Any]],
-    tools: Mapping[str, BaseTool],
-    actor: str | None = None,
-) -> None:
+def _check(decisions: list[Any], bound: _Request, actor: str | None, visitor: bool) -> None:
+    actions, configs, tools = bound.actions, bound.configs, bound.tools
     if len(decisions) != len(actions):
         raise ValueError(
             f"expected {len(actions)} decision(s), one per action request, got {len(decisions)}"
         )
     for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
         where = f"decision {i + 1} ({action['name']})"
-        if (problem := refusal(actor, action["name"], config.get("approvers") or ())) is not None:
+        approvers = config.get("approvers") or ()
+        if (problem := refusal(actor, action["name"], approvers, visitor)) is not None:
             raise ValueError(f"{where}: {problem}; the call stays pending")
         if decision.type not in config["allowed_decisions"]:
             raise ValueError(

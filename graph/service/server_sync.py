@@ -163,10 +163,14 @@ class ThreadSync:
             threads = conn.store["threads"]
             thread = next((t for t in threads if t["thread_id"] == tid), None)
             if thread is None:
+                from graph.service.server_auth import local_owner
+
+                # Its owner, as the server's auth handler reads threads (server_auth.py).
+                owner = row.owner or local_owner()
                 await Threads.put(
                     conn,
                     tid,
-                    metadata={"graph_id": GRAPH_ID, "title": row.title},
+                    metadata={"graph_id": GRAPH_ID, "title": row.title, "owner": owner},
                     if_exists="do_nothing",
                 )
                 thread = next((t for t in conn.store["threads"] if t["thread_id"] == tid), None)

@@ -40,6 +40,7 @@ from graph.protocol.decisions import (
     HISTORY_IMPORTED,
     LIFE_QUESTION,
     REVOKE,
+    THREAD_CREATED,
     THREAD_DELETED,
     DecisionRecord,
     StandingGrant,
@@ -180,8 +181,9 @@ def grants_in_force(thread_id: str, records: Sequence[DecisionRecord]) -> list[S
     ]
 
 
-def life_record(thread_id: str, decision: str) -> DecisionRecord:
-    """The record that begins a new life of the thread (`decision`: why)."""
+def life_record(thread_id: str, decision: str, actor: str | None = None) -> DecisionRecord:
+    """The record that begins a new life of the thread (`decision`: why; `actor`: who
+    created it)."""
     return DecisionRecord(
         thread_id=thread_id,
         question=LIFE_QUESTION,
@@ -190,6 +192,7 @@ def life_record(thread_id: str, decision: str) -> DecisionRecord:
         decision=decision,
         args={},
         message="approvals, grants and switches recorded before this are history",
+        actor=actor,
         decided_at=time.time(),
     )
 
@@ -252,18 +255,18 @@ class Decisions(Table):
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select(
-            "WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
+            "AND thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
         )
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
-        return self._select("WHERE thread_id=? ORDER BY decided_at", (thread_id,))
+        return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
 
     def latest_for_thread(self, thread_id: str, limit: int) -> list[DecisionRecord]:
         """The thread's last `limit` records, newest first (ties: the last inserted
         first): the decision card's recent answers without decoding the whole log."""
         ties = self.dialect.insertion_column
         order = f"decided_at DESC, {ties} DESC" if ties else "decided_at DESC"
-        return self._select(f"WHERE thread_id=? ORDER BY {order} LIMIT ?", (thread_id, limit))
+        return self._select(f"AND thread_id=? ORDER BY {order} LIMIT ?", (thread_id, limit))
 
     def recent(self, limit: int = 200) -> list[DecisionRecord]:
         return self._select("ORDER BY decided_at DESC LIMIT ?", (limit,))
@@ -278,6 +281,20 @@ class Decisions(Table):
         """The thread is deleted: its approvals and grants end here, and a new thread by
         the same id never inherits them."""
         self.record([life_record(thread_id, THREAD_DELETED)])
+
+    def begin_life(self, thread_id: str, owner: str) -> None:
+        """A LangGraph Server user created the thread: theirs (graph/service/server_auth.py)."""
+        self.record([life_record(thread_id, THREAD_CREATED, owner)])
+
+    def life(self, thread_id: str) -> DecisionRecord | None:
+        """The thread's latest "life" record the chain vouches for (None: none)."""
+        with self._db.snapshot() as cur:
+            cur.execute(
+                f"{VOUCHED_SELECT} WHERE d.thread_id=? AND d.question='{LIFE_QUESTION}'",
+                (thread_id,),
+            )
+            rows = vouched(cur)
+        return _record(tuple(rows[-1][c] for c in _NAMES)) if rows else None
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on (see the module doc)."""
@@ -307,7 +324,12 @@ class Decisions(Table):
         return check(rows, chain)
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+        # The decisions people read (audit, export): a thread's "life" records are the
+        # gate's bookkeeping, not anyone's decision.
         return [
             _record(r)
-            for r in self._db.rows(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params)
+            for r in self._db.rows(
+                f"SELECT {_COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
+                params,
+            )
         ]
