@@ -85,7 +85,17 @@ _NAMES = _COLUMNS.split(", ")
 # Written, never read back: `DecisionRecord.binds` checks a record's own tool and arguments.
 INSERT_COLUMNS = (*_COLUMNS.split(", "), KEY_COLUMN)
 KEY = ("thread_id", "question", "tool_call_id", KEY_COLUMN)
-INSERT = upsert("gatehouse_decisions", INSERT_COLUMNS, KEY)
+# A row already there is kept, unless the chain never recorded it (written with SQL):
+# then the door's record takes its place, so a forged row cannot block a real answer.
+INSERT = upsert(
+    "gatehouse_decisions",
+    INSERT_COLUMNS,
+    KEY,
+    update=[c for c in INSERT_COLUMNS if c not in KEY],
+    where="NOT EXISTS (SELECT 1 FROM gatehouse_decision_chain c WHERE "
+    + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
+    + ")",
+)
 
 
 def record_key(tool: str, args: Any, requested_args: Any) -> str:
