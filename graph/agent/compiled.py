@@ -33,6 +33,7 @@ from langgraph.types import StateUpdate
 
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, DecisionLog
+from graph.agent.emit import as_the_run
 from graph.agent.hooks import HookSet
 from graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
 from graph.agent.resolve import (
@@ -108,7 +109,8 @@ class GatehouseGraph(CompiledStateGraph):
             and pending_review_calls(self.get_state(config))
         ):
             # "Mark as resolved" as a run: the same as the clear, and nothing runs.
-            self.bulk_update_state(config, CLEAR)
+            with as_the_run(config):
+                self.bulk_update_state(config, CLEAR)
             return
         if (
             is_answer(input)
@@ -141,7 +143,8 @@ class GatehouseGraph(CompiledStateGraph):
             and self.checkpointer
             and pending_review_calls(await self.aget_state(config))
         ):
-            await self.abulk_update_state(config, CLEAR)
+            with as_the_run(config):
+                await self.abulk_update_state(config, CLEAR)
             return
         if (
             is_answer(input)

@@ -10,7 +10,8 @@ hands the events on as they are; graph/service/streaming.py says why). Outside a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -73,6 +74,21 @@ def speaking_for(identity: str | None, *, visitor: bool = False) -> None:
     not the owner of the thread the request is about)."""
     _REQUEST_USER.set(identity)
     _REQUEST_VISITOR.set(visitor)
+
+
+@contextmanager
+def as_the_run(config: RunnableConfig) -> Iterator[None]:
+    """A state update a run makes itself ("mark as resolved" sent as a run) is made by
+    the run's user: its config is the server's (written over the client's)."""
+    tokens = (
+        _REQUEST_USER.set(decided_by(config)["actor"]),
+        _REQUEST_VISITOR.set(visiting(config)),
+    )
+    try:
+        yield
+    finally:
+        _REQUEST_USER.reset(tokens[0])
+        _REQUEST_VISITOR.reset(tokens[1])
 
 
 def updated_by(config: RunnableConfig) -> dict[str, str | None]:

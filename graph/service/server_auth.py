@@ -105,7 +105,8 @@ def _storage() -> Any:
 
 
 def local_owner() -> str:
-    """Who owns a thread no one is named the owner of (made by the web app or terminal)."""
+    """Who owns a thread no one is named the owner of (made by the web app or terminal;
+    server_sync.py lists it so)."""
     return _ACCESS.local_identity()
 
 
