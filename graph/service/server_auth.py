@@ -24,7 +24,7 @@ id in use by someone else, or of a deleted thread, is never given out again.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from langgraph_sdk import Auth
 
@@ -148,21 +148,26 @@ async def _claim(thread_id: Any, user: str) -> None:
 
 
 @auth.on.threads.create
-async def on_thread_create(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str]:
+async def on_thread_create(
+    ctx: Auth.types.AuthContext, value: Auth.types.ThreadsCreate
+) -> dict[str, str]:
     user = ctx.user.identity
     await _claim(value.get("thread_id"), user)
-    value.setdefault("metadata", {})["owner"] = user
+    cast(dict[str, Any], value).setdefault("metadata", {})["owner"] = user
     return {"owner": user}
 
 
 @auth.on.threads.create_run
-async def on_run(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] | None:
+async def on_run(
+    ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate
+) -> dict[str, str] | None:
     """The owner runs their thread; an approver may only answer a pause of someone
     else's (a `resume`, nothing else), as a visitor the graph checks per tool."""
     user = ctx.user.identity
     tid = value.get("thread_id")
     owner = (await asyncio.to_thread(_thread_facts, str(tid)))[0] if tid else None
-    kwargs = value.setdefault("kwargs", {})
+    run = cast(dict[str, Any], value)
+    kwargs = run.setdefault("kwargs", {})
     config = kwargs.setdefault("config", None) or {}
     kwargs["config"] = config
     visitor = owner is not None and not same_identity(owner, user)
@@ -171,7 +176,7 @@ async def on_run(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str
     if not visitor:
         if owner is None:
             await _claim(tid, user)
-        value.setdefault("metadata", {})["owner"] = user
+        run.setdefault("metadata", {})["owner"] = user
         return {"owner": user}
     command = kwargs.get("command") or {}
     answers_only = (
