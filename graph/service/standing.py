@@ -32,13 +32,6 @@ from graph.store.decisions import switch_record
 from graph.store.storage import Storage
 
 
-def grants_in_force(decisions: Any, thread_id: str) -> list[StandingGrant]:
-    """The thread's grants in force, oldest first; the auto-approve switch is the grant "*".
-    What the gate acts on (graph/store/decisions.py): written through the door in this
-    database, in this thread's life."""
-    return [] if decisions is None else list(decisions.grants(thread_id))
-
-
 def revoke_record(
     decisions: Any, grant: StandingGrant, *, source: str | None, actor: str | None
 ) -> DecisionRecord:
@@ -144,7 +137,8 @@ class StandingPermissions:
         """The thread's standing "always allow" grants in force, oldest first, each with
         who gave it, when and from where; the auto-approve switch is the grant "*"."""
         check_thread_id(thread_id)
-        return grants_in_force(self.storage.decisions, thread_id)
+        decisions = self.storage.decisions
+        return [] if decisions is None else decisions.grants(thread_id)
 
     def revoke_grant(
         self, thread_id: str, grant: str, *, actor: str | None = None, source: str | None = None
