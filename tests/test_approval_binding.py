@@ -41,9 +41,9 @@ from graph import (
     build_graph,
     tool_call,
 )
+from graph.agent.authority import record_of
 from graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
 from graph.agent.model_node import logged
-from graph.agent.records import record_of
 from graph.protocol.answers import Approve
 from graph.store import open_storage
 from graph.store.binding import call_key

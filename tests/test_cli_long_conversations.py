@@ -88,9 +88,11 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
     gh(env, "export", thread, "--json", "-o", str(exported), code=0)
     # Another database: the exported id, equal messages, the stored output too.
     other = str(tmp_path / "other.db")
+    # The "always allow" given with the approval stays behind: authority does not move.
     assert gh_json(env, "import", str(exported), "--db", other) == {
         "thread_id": thread,
         "messages": 8,
+        "dropped": "dropped 1 grant: authority does not move between databases",
     }
     with session_on(env) as session, session_on({**env, "GATEHOUSE_DB": other}) as copy:
         assert copy.messages(thread) == session.messages(thread)

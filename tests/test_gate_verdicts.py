@@ -15,6 +15,7 @@ import pytest
 from langgraph.types import Command
 
 from graph import ScriptedModel, ai, build_graph, tool_call
+from graph.agent.authority import record_of
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps
 from graph.agent.gate import (
@@ -30,7 +31,6 @@ from graph.agent.gate import (
 )
 from graph.agent.hooks import HookSet
 from graph.agent.policy import GRANTED, Grant, Policy
-from graph.agent.records import record_of
 from graph.protocol.answers import Approve
 from graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools, runs

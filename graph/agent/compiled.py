@@ -33,9 +33,17 @@ from langgraph.types import StateUpdate
 
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, DecisionLog
+from graph.agent.emit import as_the_run
 from graph.agent.hooks import HookSet
 from graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
-from graph.agent.resolve import CLEAR, is_clear, is_goto_end, pending_review_calls, resolution
+from graph.agent.resolve import (
+    CLEAR,
+    is_clear,
+    is_goto_end,
+    owner_only,
+    pending_review_calls,
+    resolution,
+)
 from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
 
 _DONE = object()  # a stream that ended before its first chunk
@@ -72,19 +80,19 @@ class GatehouseGraph(CompiledStateGraph):
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
+        owner_only(supersteps)
         if is_clear(supersteps):
-            supersteps = (
-                resolution(self.get_state(config), config, self.deps.decisions) or supersteps
-            )
+            supersteps = resolution(self.get_state(config), config, self.deps) or supersteps
         return super().bulk_update_state(config, supersteps)
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
+        owner_only(supersteps)
         if is_clear(supersteps):
             state = await self.aget_state(config)
             # The decision log is written in a worker thread: the server's loop must not block.
-            resolved = await asyncio.to_thread(resolution, state, config, self.deps.decisions)
+            resolved = await asyncio.to_thread(resolution, state, config, self.deps)
             supersteps = resolved or supersteps
         return await super().abulk_update_state(config, supersteps)
 
@@ -101,7 +109,8 @@ class GatehouseGraph(CompiledStateGraph):
             and pending_review_calls(self.get_state(config))
         ):
             # "Mark as resolved" as a run: the same as the clear, and nothing runs.
-            self.bulk_update_state(config, CLEAR)
+            with as_the_run(config):
+                self.bulk_update_state(config, CLEAR)
             return
         if (
             is_answer(input)
@@ -134,7 +143,8 @@ class GatehouseGraph(CompiledStateGraph):
             and self.checkpointer
             and pending_review_calls(await self.aget_state(config))
         ):
-            await self.abulk_update_state(config, CLEAR)
+            with as_the_run(config):
+                await self.abulk_update_state(config, CLEAR)
             return
         if (
             is_answer(input)

@@ -19,7 +19,7 @@ from graph.agent.model_call import ModelOptions
 from graph.agent.offload import OffloadOptions, OutputStore
 from graph.agent.parallel import ToolSlots
 from graph.agent.policy import Policy
-from graph.protocol.decisions import DecisionRecord
+from graph.protocol.decisions import DecisionRecord, StandingGrant
 
 
 class JournalEntry(Protocol):
@@ -62,7 +62,12 @@ class DecisionLog(Protocol):
         """Every record under this call id, whatever its tool: callers keep only those
         `bound_to` the call (graph/store/decisions.py)."""
 
-    def grants(self, thread_id: str) -> list[tuple[str, str | None]]: ...
+    def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
+        """The records under this call id the gate may act on: written through the door
+        in this database (their chain entry checks out), in the thread's current life."""
+
+    def grants(self, thread_id: str) -> list[StandingGrant]:
+        """The grants in force, read as `approvals` is."""
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         """Every record of the thread, oldest first (who decided a late answer's call)."""

@@ -10,7 +10,9 @@ hands the events on as they are; graph/service/streaming.py says why). Outside a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -53,6 +55,60 @@ def identity_from_server() -> None:
     """Make every run in this process name LangGraph Server's authenticated user."""
     global _SERVED
     _SERVED = True
+
+
+# LangGraph Server's authenticated user for the request being handled, set by the auth
+# handler (graph/service/server_auth.py): a state update's config is the client's
+# own, so it cannot say who the user is.
+_REQUEST_USER: ContextVar[str | None] = ContextVar("gatehouse_request_user", default=None)
+
+
+_REQUEST_VISITOR: ContextVar[bool] = ContextVar("gatehouse_request_visitor", default=False)
+# Set by the server's auth handler on a run by someone who is not the thread's owner
+# (an approver of a tool deciding its calls); written over any client's value.
+VISITOR_KEY = "gatehouse_visitor"
+
+
+def speaking_for(identity: str | None, *, visitor: bool = False) -> None:
+    """Name the server's authenticated user for the rest of this request (`visitor`:
+    not the owner of the thread the request is about)."""
+    _REQUEST_USER.set(identity)
+    _REQUEST_VISITOR.set(visitor)
+
+
+@contextmanager
+def as_the_run(config: RunnableConfig) -> Iterator[None]:
+    """A state update a run makes itself ("mark as resolved" sent as a run) is made by
+    the run's user: its config is the server's (written over the client's)."""
+    tokens = (
+        _REQUEST_USER.set(decided_by(config)["actor"]),
+        _REQUEST_VISITOR.set(visiting(config)),
+    )
+    try:
+        yield
+    finally:
+        _REQUEST_USER.reset(tokens[0])
+        _REQUEST_VISITOR.reset(tokens[1])
+
+
+def updated_by(config: RunnableConfig) -> dict[str, str | None]:
+    """Who makes a state update ("mark as resolved"). In a server process: the
+    authenticated user of the request, never anything in the update's config (a
+    client's `checkpoint` lands there); in-process callers as `decided_by`."""
+    if _SERVED:
+        return {"source": "langgraph-server", "actor": _REQUEST_USER.get()}
+    return decided_by(config)
+
+
+def visiting(config: RunnableConfig | None = None) -> bool:
+    """Whether the server user acting is not the thread's owner: they decide only the
+    calls of tools that list them as approvers. A run says so in its config (the auth
+    handler's value), a state update in its request."""
+    if not _SERVED:
+        return False
+    if config is None:
+        return _REQUEST_VISITOR.get()
+    return bool((config.get("configurable") or {}).get(VISITOR_KEY))
 
 
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:

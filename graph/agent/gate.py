@@ -32,7 +32,7 @@ review, run_tool). A new run (a resume, days later) evaluates afresh.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graph.agent.authority import grant_holds
 from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of, session_auto_approves
 from graph.agent.deps import AgentDeps
@@ -112,10 +113,13 @@ Permit = Free | Approved | Refused
 
 def grants_of(state: Mapping[str, Any], deps: AgentDeps, thread_id: str) -> list[Grant]:
     """The thread's "always allow" grants: from the decision log when there is one
-    (state is what clients can write), else from the state."""
+    (state is what clients can write), as the door wrote them in this thread's life
+    and whose giver may still decide their tool; else from the state."""
     if deps.decisions is not None:
         return [
-            Grant(tool=tool, pattern=pattern) for tool, pattern in deps.decisions.grants(thread_id)
+            Grant(tool=g.tool, pattern=g.pattern)
+            for g in deps.decisions.grants(thread_id)
+            if grant_holds(g, deps.policy)
         ]
     return [Grant.from_dict(g) for g in state.get("grants") or []]
 
@@ -253,7 +257,7 @@ def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | 
         return None
     answered = [
         r
-        for r in deps.decisions.for_call(thread_id, id_of(call))
+        for r in deps.decisions.approvals(thread_id, id_of(call))
         if r.question == "review" and r.binds(call)
     ]
     if not answered:
@@ -298,7 +302,7 @@ def permit(
     if verdict.mode == "allow":
         return Free(verdict.grant)
     if verdict.mode == "ask":
-        records = deps.decisions.for_call(thread_id, id_of(call))
+        records = deps.decisions.approvals(thread_id, id_of(call))
         if matching := [
             r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)
         ]:
@@ -364,8 +368,3 @@ def answer_permit(
         f"Refused a task to answer {call['name']} (call {call['id']}) as {mode}: no person or "
         "policy gave that answer. Nothing was answered."
     )
-
-
-def may_decide(actor: str | None, approvers: Sequence[str]) -> bool:
-    """Whether `actor` is one of a tool's approvers (identities compare without case)."""
-    return actor is not None and actor.strip().lower() in {a.strip().lower() for a in approvers}

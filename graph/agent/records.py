@@ -1,7 +1,7 @@
-"""What the agent writes to the decision log, and in which words: a person's answer
-to a review or an outcome question, an auto-approval, and a run a standing grant let
-through. The gate (graph/agent/gate.py) reads these rows back: a gated call runs only
-on its recorded approval.
+"""What the agent writes to the decision log besides a person's answer, and in which
+words: an auto-approval, and a run a standing grant let through; through the one door
+(graph/agent/authority.py), like every record. The gate (graph/agent/gate.py) reads
+these rows back: a gated call runs only on its recorded approval.
 
 Standing permissions made visible: a call the policy would gate that runs because an
 "always allow" grant of the thread covers it gets the same trail as one a person
@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 
+from graph.agent.authority import enter
 from graph.agent.call_ids import id_of
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import decided_by, thread_of
 from graph.agent.policy import Grant
 from graph.agent.state import ToolTask
-from graph.protocol.answers import Approve, Edit
 from graph.protocol.decisions import (
     ALWAYS_ALLOWED,
     AUTO_APPROVE,
@@ -34,38 +33,6 @@ from graph.protocol.decisions import (
     DecisionRecord,
     grant_label,
 )
-
-
-def record_of(
-    thread_id: str,
-    question: str,
-    call: ToolCall,
-    decision: Any,
-    *,
-    source: str | None,
-    actor: str | None,
-    request_id: str | None = None,
-) -> DecisionRecord:
-    """The decision log's row for one answered call."""
-    edited = isinstance(decision, Edit)
-    always = (
-        getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
-    )
-    return DecisionRecord(
-        thread_id=thread_id,
-        question=question,
-        tool_call_id=id_of(call),
-        tool=call["name"],
-        decision=decision.type,
-        args=decision.edited_action.args if edited else call["args"],
-        requested_args=call["args"] if edited else None,
-        message=getattr(decision, "message", None),
-        always_allow=("*" if always is True else always) if always else None,
-        source=source,
-        actor=actor,
-        decided_at=time.time(),
-        request_id=request_id,
-    )
 
 
 def record_auto_approvals(
@@ -78,7 +45,9 @@ def record_auto_approvals(
         return
     who = decided_by(config)
     now = time.time()
-    deps.decisions.record(
+    enter(
+        deps.decisions,
+        deps.policy,
         [
             DecisionRecord(
                 thread_id=thread_id,
@@ -93,7 +62,7 @@ def record_auto_approvals(
                 decided_at=now,
             )
             for t in auto
-        ]
+        ],
     )
 
 
@@ -107,13 +76,15 @@ def record_grant_run(
         return None
     thread_id = thread_of(config)
     if any(
-        r.question == "review" and r.runs for r in deps.decisions.for_call(thread_id, id_of(call))
+        r.question == "review" and r.runs for r in deps.decisions.approvals(thread_id, id_of(call))
     ):
         return None
     label = grant_label(grant.tool, grant.pattern)
     who = decided_by(config)
     # The grant's own record says who gave it; this one, which run it let through.
-    deps.decisions.record(
+    enter(
+        deps.decisions,
+        deps.policy,
         [
             DecisionRecord(
                 thread_id=thread_id,
@@ -127,6 +98,6 @@ def record_grant_run(
                 source=who["source"],
                 actor=who["actor"],
             )
-        ]
+        ],
     )
     return label

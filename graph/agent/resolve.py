@@ -24,45 +24,50 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
 from langgraph.types import Command, StateSnapshot, StateUpdate
 
-from graph.agent.emit import decided_by, thread_of
-from graph.agent.gate import may_decide
-from graph.agent.records import record_of
+from graph.agent.authority import decide
+from graph.agent.deps import AgentDeps
+from graph.agent.emit import updated_by, visiting
 from graph.agent.tool_messages import RESOLVED_NOTE, rejected
 from graph.protocol.answers import Reject
 
 
 def resolution(
-    state: StateSnapshot, config: RunnableConfig, decisions: Any
+    state: StateSnapshot, config: RunnableConfig, deps: AgentDeps
 ) -> list[list[StateUpdate]] | None:
     """The update a clear of `state` stands for: a rejection of each open call of a
-    paused review, recorded in `decisions`; None when no review is paused."""
+    paused review, entered through the door (graph/agent/authority.py: the tool's
+    `approvers` decide, here as on any answer); None when no review is paused. Raises
+    `NotAllowed`, changing nothing, for someone who may not decide a call."""
     calls = pending_review_calls(state)
     if not calls:
         return None
-    who = decided_by(config)
-    if who["actor"] is None and who["source"] == "langgraph-server":
-        # A state update carries the server's authenticated user as `user_id`.
-        user = (config.get("configurable") or {}).get("user_id")
-        who["actor"] = str(user) if user else None
-    # Resolving rejects: a tool's `approvers` decide its calls, here as on any answer.
-    for call, approvers in zip(calls, pending_approvers(state), strict=True):
-        if approvers and not may_decide(who["actor"], approvers):
-            raise PermissionError(
-                f"only {', '.join(approvers)} may decide {call['name']} calls "
-                f"({'you are ' + who['actor'] if who['actor'] else 'this request names nobody'}); "
-                "the request stays pending"
-            )
-    if decisions is not None:
-        rejection = Reject(type="reject", message=RESOLVED_NOTE)
-        decisions.record(
-            [record_of(thread_of(config), "review", call, rejection, **who) for call in calls]
-        )
+    rejection = Reject(type="reject", message=RESOLVED_NOTE)
+    asked = next((i.id for i in state.interrupts), None)
+    decide(
+        deps,
+        config,
+        "review",
+        [(call, rejection) for call in calls],
+        request_id=asked,
+        who=updated_by(config),
+        visitor=visiting(),
+    )
     messages: list[ToolMessage] = []
     for call in calls:
         message = rejected(call, RESOLVED_NOTE)
         message.additional_kwargs["gatehouse_status"] = "rejected"
         messages.append(message)
     return [[StateUpdate({"messages": messages}, "review")]]
+
+
+def owner_only(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
+    """On LangGraph Server, someone who is not the thread's owner (an approver deciding
+    a tool's calls) may resolve its pause, and change nothing else in its state."""
+    if visiting() and not is_clear(supersteps):
+        raise PermissionError(
+            "only the thread's owner changes its state; an approver may only decide (or resolve) "
+            "the calls of their tools"
+        )
 
 
 def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
@@ -83,19 +88,6 @@ def is_goto_end(input: Any) -> bool:
 
 
 CLEAR: list[list[StateUpdate]] = [[StateUpdate(None, END)]]
-
-
-def pending_approvers(state: StateSnapshot) -> list[list[str]]:
-    """Each pending call's `approvers` (empty: anyone signed in), in request order."""
-    found: list[list[str]] = []
-    for pending in state.interrupts:
-        value = pending.value
-        if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
-            configs = value.get("review_configs") or []
-            for i, _ in enumerate(value["action_requests"]):
-                config = configs[i] if i < len(configs) and isinstance(configs[i], Mapping) else {}
-                found.append(list(config.get("approvers") or []))
-    return found
 
 
 def pending_review_calls(state: StateSnapshot) -> list[ToolCall]:

@@ -38,12 +38,12 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from graph.agent.authority import decide, refusal
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps
-from graph.agent.emit import decided_by, thread_of
-from graph.agent.gate import may_decide, split_turn
+from graph.agent.emit import decided_by, thread_of, visiting
+from graph.agent.gate import split_turn
 from graph.agent.policy import Grant, Verdict
-from graph.agent.records import record_of
 from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
 from graph.agent.tool_messages import edit_note, rejected, responded
@@ -79,16 +79,18 @@ def review(
     # Who answers is known before the answer arrives (the run's config, graph/agent/emit.py),
     # so a tool's `approvers` are checked with the answer's other checks.
     who = decided_by(config)
-    with answering(request, deps.tools, actor=who["actor"]) as schema:
+    visitor = visiting(config)
+    with answering(request, deps.tools, actor=who["actor"], visitor=visitor) as schema:
         answer = interrupt(request, response_schema=schema)
-    if deps.decisions is not None:
-        asked = request_id(config)
-        deps.decisions.record(
-            [
-                record_of(thread_id, "review", call, decision, **who, request_id=asked)
-                for (call, _), decision in zip(gated, answer.decisions, strict=True)
-            ]
-        )
+    decide(
+        deps,
+        config,
+        "review",
+        [(call, decision) for (call, _), decision in zip(gated, answer.decisions, strict=True)],
+        request_id=request_id(config),
+        who=who,
+        visitor=visitor,
+    )
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
     for (call, _), decision in zip(gated, answer.decisions, strict=True):
@@ -199,6 +201,7 @@ class _Request:
     configs: list[dict[str, Any]]
     tools: Mapping[str, BaseTool]
     actor: str | None = None
+    visitor: bool = False
 
 
 # The request an answer is being checked against, bound by `answering`. One answer
@@ -227,7 +230,7 @@ class CheckedAnswer(ReviewAnswer):
     @model_validator(mode="after")
     def _fits_request(self) -> CheckedAnswer:
         bound = _request_being_answered()
-        _check(self.decisions, bound.actions, bound.configs, bound.tools, bound.actor)
+        _check(self.decisions, bound, bound.actor, bound.visitor)
         return self
 
     @classmethod
@@ -243,13 +246,19 @@ class CheckedAnswer(ReviewAnswer):
 
 @contextmanager
 def answering(
-    request: Mapping[str, Any], tools: Mapping[str, BaseTool], *, actor: str | None = None
+    request: Mapping[str, Any],
+    tools: Mapping[str, BaseTool],
+    *,
+    actor: str | None = None,
+    visitor: bool = False,
 ) -> Iterator[type[CheckedAnswer]]:
     """Check answers against `request` inside this block: `CheckedAnswer.model_validate`
     here, or `interrupt(request, response_schema=CheckedAnswer)`, which validates a
     resume value before LangGraph stores it. `actor`: who answers (a tool's `approvers`)."""
     token = _answering.set(
-        _Request(list(request["action_requests"]), list(request["review_configs"]), tools, actor)
+        _Request(
+            list(request["action_requests"]), list(request["review_configs"]), tools, actor, visitor
+        )
     )
     try:
         yield CheckedAnswer
@@ -302,24 +311,17 @@ def _missing_rejected(flag: Any) -> dict[str, Any] | None:
     raise ValueError("reject_missing must be true, false or a reason (text)")
 
 
-def _check(
-    decisions: list[Any],
-    actions: list[dict[str, Any]],
-    configs: list[dict[str, Any]],
-    tools: Mapping[str, BaseTool],
-    actor: str | None = None,
-) -> None:
+def _check(decisions: list[Any], bound: _Request, actor: str | None, visitor: bool) -> None:
+    actions, configs, tools = bound.actions, bound.configs, bound.tools
     if len(decisions) != len(actions):
         raise ValueError(
             f"expected {len(actions)} decision(s), one per action request, got {len(decisions)}"
         )
     for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
         where = f"decision {i + 1} ({action['name']})"
-        if (approvers := config.get("approvers")) and not may_decide(actor, approvers):
-            raise ValueError(
-                f"{where}: only {', '.join(approvers)} may decide {action['name']} calls "
-                f"({'you are ' + actor if actor else 'this answer names nobody'}); the call stays pending"
-            )
+        approvers = config.get("approvers") or ()
+        if (problem := refusal(actor, action["name"], approvers, visitor)) is not None:
+            raise ValueError(f"{where}: {problem}; the call stays pending")
         if decision.type not in config["allowed_decisions"]:
             raise ValueError(
                 f"{where}: {decision.type!r} is not allowed; allowed: {', '.join(config['allowed_decisions'])}"

@@ -32,18 +32,19 @@ from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from graph.agent import crash
 from graph.agent import tool_messages as say
+from graph.agent.authority import ask_outcome
 from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
-from graph.agent.emit import decided_by, emit, thread_of
+from graph.agent.emit import emit, thread_of
 from graph.agent.gate import Approved, Refused, answer_permit, invalid_permit, permit
 from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
-from graph.agent.records import record_grant_run, record_of
+from graph.agent.records import record_grant_run
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import (
     finished,
@@ -136,21 +137,9 @@ def run_call(
         # "run again" whose re-run crashed too is not replayed by the next resume.
         asked = 0
         while True:
-            answer = interrupt(outcome_request(call, recorded), response_schema=OutcomeAnswer)
-            if not isinstance(answer, OutcomeAnswer):
-                answer = OutcomeAnswer.model_validate(answer)
-            if deps.decisions is not None:
-                deps.decisions.record(
-                    [
-                        record_of(
-                            thread_id,
-                            f"outcome:{recorded.attempts}",
-                            call,
-                            answer,
-                            **decided_by(config),
-                        )
-                    ]
-                )
+            answer = ask_outcome(
+                outcome_request(call, recorded), call, recorded.attempts, deps, config
+            )
             if answer.type != "run_again":
                 msg = outcome_message(call, answer)
                 journal.finish(thread_id, call, msg)

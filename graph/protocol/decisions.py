@@ -22,6 +22,13 @@ GRANT, REVOKE = "grant", "revoke"
 # grant of the thread covers it (decision value, under question `STANDING_QUESTION`).
 ALWAYS_ALLOWED = "always_allowed"
 STANDING_QUESTION = "standing"
+# A thread's life begins anew (question `LIFE_QUESTION`): it was deleted, its history
+# was imported, or a LangGraph Server user created it (the record's actor owns it).
+# What the log holds for the thread before such a record is history: the gate acts
+# on no approval, grant or switch recorded before it.
+LIFE_QUESTION = "life"
+THREAD_DELETED, HISTORY_IMPORTED = "thread_deleted", "history_imported"
+THREAD_CREATED = "thread_created"
 
 
 def grant_label(tool: str, pattern: str | None) -> str:

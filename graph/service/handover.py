@@ -8,8 +8,11 @@ An export (graph/service/transcript.py) carries, beside the messages:
     "journal":   [{tool_call_id, name, args, status, result, started_at, ...}]
     "decisions": [DecisionRecord.to_dict(), ...]              the thread's decision log
 
-An import writes the journal and the decision log back under the thread's new (or
-same) id, so a call that ran is answered by its journal row, never claimed anew; a
+History moves, authority does not: the decision log comes back as the record of
+past decisions, never as a grant, an auto-approve switch or an approval in force (it
+is written before a new "life" of the thread, graph/store/decisions.py, and the grants
+are dropped and counted: `Imported.dropped`). An import writes the journal and the
+decision log back under the thread's new (or same) id, so a call that ran is answered by its journal row, never claimed anew; a
 paused thread gets its pause back: the `review` node asks the same request again (a
 new interrupt id; `pending()` gives it), and answering it runs the call once.
 
@@ -42,10 +45,11 @@ from langgraph.types import Command
 
 from graph.agent.context import RunContext
 from graph.agent.history import unanswered
-from graph.protocol.decisions import DecisionRecord
+from graph.protocol.decisions import ALL_TOOLS, GRANT_QUESTION, LIFE_QUESTION, DecisionRecord
 from graph.protocol.errors import ImportRefused
 from graph.protocol.pauses import Approval, MalformedPause, Pause, pause_from
 from graph.service.transcript import Exported
+from graph.store.decisions import grants_in_force
 from graph.store.journal import JournalEntry
 from graph.store.storage import Storage
 
@@ -102,7 +106,35 @@ def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
     return entries
 
 
-def decisions_of(exported: Exported, thread_id: str) -> list[DecisionRecord]:
+class Imported(str):
+    """An imported thread's id, and the authority its export held that stayed behind:
+    `grants` "always allow" grants and `switches` auto-approve switches in force."""
+
+    grants: int
+    switches: int
+
+    def __new__(cls, thread_id: str, grants: int = 0, switches: int = 0) -> Imported:
+        made = super().__new__(cls, thread_id)
+        made.grants, made.switches = grants, switches
+        return made
+
+    @property
+    def dropped(self) -> str | None:
+        """What the import dropped, as people read it (None: nothing)."""
+        parts = [
+            f"{n} {word}{'es' if n > 1 and word.endswith('switch') else 's' if n > 1 else ''}"
+            for n, word in ((self.grants, "grant"), (self.switches, "auto-approve switch"))
+            if n
+        ]
+        if not parts:
+            return None
+        return f"dropped {' and '.join(parts)}: authority does not move between databases"
+
+
+def decisions_of(exported: Exported, thread_id: str) -> tuple[list[DecisionRecord], Imported]:
+    """The export's decisions as history (no grant, no switch: `restore` records them
+    before a new life of the thread, so none is an approval in force either), and what
+    was dropped."""
     records = []
     for i, row in enumerate(exported.decisions):
         try:
@@ -110,7 +142,14 @@ def decisions_of(exported: Exported, thread_id: str) -> list[DecisionRecord]:
             records.append(DecisionRecord(**{**fields, "thread_id": thread_id}))
         except (TypeError, ValueError, AttributeError) as exc:
             raise ImportRefused(f"decision {i} is malformed: {type(exc).__name__}: {exc}") from None
-    return records
+    held = grants_in_force(thread_id, records)
+    switches = sum(g.tool == ALL_TOOLS for g in held)
+    history = [
+        dataclasses.replace(r, always_allow=None)
+        for r in records
+        if r.question not in (GRANT_QUESTION, LIFE_QUESTION)
+    ]
+    return history, Imported(thread_id, len(held) - switches, switches)
 
 
 def check(
@@ -219,8 +258,8 @@ def restore(
                 f"this database's policy would not ask the same calls (it asks about {shown}, the export about "
                 f"{', '.join(n for _, n, _ in _calls(pause))}): the pause cannot be restored here; nothing was written"
             )
-    if storage.decisions is not None and decisions:
-        storage.decisions.record(list(decisions))
+    if storage.decisions is not None:
+        storage.decisions.record_history(thread_id, decisions)
 
 
 def _asked(agent: CompiledStateGraph, thread_id: str) -> Approval | None:

@@ -200,10 +200,12 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
 
     def import_thread(
         self, data: str | bytes | Mapping[str, Any], *, thread_id: str | None = None
-    ) -> str:
+    ) -> handover.Imported:
         """Recreate a thread from `export(..., "json")` (text or parsed); returns its id.
         The messages come back equal (ids, tool calls and results, notices, reasoning),
-        with outputs stored aside, the execution journal and the decision log. A thread
+        with outputs stored aside, the execution journal and the decision log as history:
+        never a grant, an auto-approve switch or an approval in force (the result's
+        `dropped` says what stayed behind; authority does not move). A thread
         exported while waiting for a decision waits again (the same request, a new
         interrupt id). The id is the exported one unless this database already has a
         thread by that id: then a new one. `thread_id` names it instead (refused when
@@ -222,10 +224,8 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
         taken = exported_id is not None and self.exists(exported_id)
         if thread_id is None:
             thread_id = (exported_id if not taken else None) or new_thread_id()
-        journal, decisions = (
-            handover.journal_of(exported, thread_id),
-            handover.decisions_of(exported, thread_id),
-        )
+        journal = handover.journal_of(exported, thread_id)
+        decisions, imported = handover.decisions_of(exported, thread_id)
         with self._holding(thread_id):
             pause = handover.check(
                 self.storage, thread_id, exported, journal, decisions, taken, self._tools()
@@ -238,7 +238,7 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
             )
             # The export's title, whatever the saver guessed from the first message.
             self.storage.index.rename(thread_id, exported.title or "Imported thread")
-        return thread_id
+        return imported
 
     def compact_now(self, thread_id: str) -> ev.Compacted | None:
         """Summarise the older part of a thread now (what the `Compaction` hook does past

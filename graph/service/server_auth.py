@@ -12,27 +12,41 @@ Accepted, in order (graph/service/access.py holds the settings):
 langgraph.json sets `disable_studio_auth: true`: otherwise `langgraph dev` lets any
 request that says `x-auth-scheme: langsmith` in as a Studio user without checking
 anything. Studio connects with the same header as everyone else (docs/deploy.md).
+
+A thread belongs to the user who made it (its `owner`; a thread the web app or the
+terminal made belongs to its Gatehouse owner, else to the local user). Others cannot
+read, post in or decide it, unless a tool lists them among its `approvers`: they may
+then read threads and answer (or resolve) their pauses, and the one door
+(graph/agent/authority.py) lets them decide only the calls of their tools. A thread
+id in use by someone else, or of a deleted thread, is never given out again.
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any, cast
+
 from langgraph_sdk import Auth
 
+from graph.agent.emit import VISITOR_KEY, speaking_for
+from graph.agent.policy import Policy
+from graph.protocol.decisions import THREAD_CREATED, THREAD_DELETED
+from graph.protocol.identity import identity_problem, same_identity
 from graph.service.access import Access, install_secret, load_access, same_secret, secret_path
-from graph.service.config import load_settings
+from graph.service.config import Settings, load_settings
 
 auth = Auth()
 
 
-def _load() -> tuple[Access, str]:
+def _load() -> tuple[Settings, Access, str]:
     settings = load_settings()
     access = load_access(settings.access)
-    return access, install_secret(secret_path(settings.db, access))
+    return settings, access, install_secret(secret_path(settings.db, access))
 
 
 # Read once, when the server imports this module (blocking reads are refused later,
 # inside the server's event loop).
-_ACCESS, _SECRET = _load()
+_SETTINGS, _ACCESS, _SECRET = _load()
 
 
 def identity_for(
@@ -54,7 +68,8 @@ def identity_for(
         headers.get(access.proxy_secret_header.lower()), access.proxy_secret
     ):
         user = headers.get(access.proxy_user_header.lower(), "").strip()
-        return user or None
+        # A name that could pass for someone else's signs nobody in.
+        return user if user and identity_problem(user) is None else None
     return None
 
 
@@ -69,3 +84,128 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
             "in ~/.config/gatehouse/secrets/, or one of [access] api_keys).",
         )
     return {"identity": identity, "display_name": identity, "is_authenticated": True}
+
+
+# -- who may touch a thread --------------------------------------------------------------
+def _approvers() -> list[str]:
+    try:
+        policy = Policy.from_mapping(_SETTINGS.policy)
+    except ValueError:
+        return []  # the agent refuses to start with this policy anyway
+    return [a for tool in policy.tools.values() for a in tool.approvers]
+
+
+_APPROVERS = _approvers()
+
+
+def _storage() -> Any:
+    from graph.service.app import shared_storage
+
+    return shared_storage(_SETTINGS.db)
+
+
+def local_owner() -> str:
+    """Who owns a thread no one is named the owner of (made by the web app or terminal;
+    server_sync.py lists it so)."""
+    return _ACCESS.local_identity()
+
+
+def _thread_facts(thread_id: str) -> tuple[str | None, bool]:
+    """(who owns the thread, if anyone yet; whether the id was a deleted thread's)."""
+    storage = _storage()
+    life = storage.decisions.life(thread_id) if storage.decisions is not None else None
+    if life is not None and life.decision == THREAD_DELETED:
+        return None, True
+    if life is not None and life.decision == THREAD_CREATED:
+        return life.actor, False
+    info = storage.index.get(thread_id)
+    return (None if info is None else info.owner or local_owner()), False
+
+
+def _refuse(detail: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=403, detail=detail)
+
+
+def _begin(thread_id: str, user: str) -> None:
+    decisions = _storage().decisions
+    if decisions is not None:
+        decisions.begin_life(thread_id, user)
+
+
+async def _claim(thread_id: Any, user: str) -> None:
+    """A new thread under `thread_id` for `user`: refused for an id that is someone
+    else's, or was a deleted thread's (its grants and approvals must not come back)."""
+    if not thread_id:
+        return
+    tid = str(thread_id)
+    owner, deleted = await asyncio.to_thread(_thread_facts, tid)
+    if deleted:
+        raise _refuse(f"thread id {tid} belonged to a deleted thread; it is not given out again")
+    if owner is not None and not same_identity(owner, user):
+        raise _refuse(f"thread {tid} belongs to someone else")
+    if owner is None:  # recorded in the decision log, chained: the thread is theirs
+        await asyncio.to_thread(_begin, tid, user)
+
+
+@auth.on.threads.create
+async def on_thread_create(
+    ctx: Auth.types.AuthContext, value: Auth.types.ThreadsCreate
+) -> dict[str, str]:
+    user = ctx.user.identity
+    await _claim(value.get("thread_id"), user)
+    cast(dict[str, Any], value).setdefault("metadata", {})["owner"] = user
+    return {"owner": user}
+
+
+@auth.on.threads.create_run
+async def on_run(
+    ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate
+) -> dict[str, str] | None:
+    """The owner runs their thread; an approver may only answer a pause of someone
+    else's (a `resume`, nothing else), as a visitor the graph checks per tool."""
+    user = ctx.user.identity
+    tid = value.get("thread_id")
+    owner = (await asyncio.to_thread(_thread_facts, str(tid)))[0] if tid else None
+    run = cast(dict[str, Any], value)
+    kwargs = run.setdefault("kwargs", {})
+    config = kwargs.setdefault("config", None) or {}
+    kwargs["config"] = config
+    visitor = owner is not None and not same_identity(owner, user)
+    # Written over whatever the client put there: the graph reads it (graph/agent/emit.py).
+    config.setdefault("configurable", {})[VISITOR_KEY] = user if visitor else ""
+    if not visitor:
+        if owner is None:
+            await _claim(tid, user)
+        run.setdefault("metadata", {})["owner"] = user
+        return {"owner": user}
+    command = kwargs.get("command") or {}
+    answers_only = (
+        kwargs.get("input") is None
+        and isinstance(command, dict)
+        and command.get("resume") is not None
+        and not command.get("update")
+        and not command.get("goto")
+    )
+    if not answers_only or not _approver(user):
+        raise _refuse(f"thread {tid} belongs to someone else")
+    return None
+
+
+def _approver(user: str) -> bool:
+    return any(same_identity(user, a) for a in _APPROVERS)
+
+
+@auth.on.threads
+async def on_thread(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] | None:
+    """Read, search, update (a state update: "mark as resolved"), delete: the owner's;
+    an approver may read any thread, and resolve one (graph/agent/resolve.py)."""
+    user = ctx.user.identity
+    if ctx.action in ("read", "search") and _approver(user):
+        return None
+    if ctx.action == "update" and _approver(user) and value.get("thread_id"):
+        owner = (await asyncio.to_thread(_thread_facts, str(value["thread_id"])))[0]
+        visitor = owner is not None and not same_identity(owner, user)
+        speaking_for(user, visitor=visitor)
+        return None if visitor else {"owner": user}
+    speaking_for(user)
+    return {"owner": user}

@@ -26,6 +26,8 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
 from graph.service.config import load_settings
@@ -116,8 +118,16 @@ async def _refuse(scope: Scope, send: Send, text: str, status: int = 403) -> Non
     await send({"type": "http.response.body", "body": body})
 
 
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    # The one door's refusal (graph/agent/authority.py) in a server request (a state
+    # update: "mark as resolved"): the client learns why, with 403, not a bare 500.
+    return JSONResponse({"detail": str(exc)}, status_code=403)
+
+
 # The lifespan follows Gatehouse's thread index into the server's thread list (server_sync.py).
+# LangGraph Server keeps this app's exception handlers over its own.
 app = Starlette(
     middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))],
     lifespan=thread_sync,
+    exception_handlers={PermissionError: _not_allowed},
 )

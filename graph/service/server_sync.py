@@ -22,6 +22,7 @@ docs/deploy.md). LangGraph's private names used here live in this module only.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -163,10 +164,12 @@ class ThreadSync:
             threads = conn.store["threads"]
             thread = next((t for t in threads if t["thread_id"] == tid), None)
             if thread is None:
+                # Its owner, as the server's auth handler reads threads (server_auth.py).
+                owner = row.owner or await asyncio.to_thread(_local_owner)
                 await Threads.put(
                     conn,
                     tid,
-                    metadata={"graph_id": GRAPH_ID, "title": row.title},
+                    metadata={"graph_id": GRAPH_ID, "title": row.title, "owner": owner},
                     if_exists="do_nothing",
                 )
                 thread = next((t for t in conn.store["threads"] if t["thread_id"] == tid), None)
@@ -193,6 +196,15 @@ class ThreadSync:
             )
             thread.setdefault("metadata", {}).setdefault("graph_id", GRAPH_ID)
         return True
+
+
+@functools.cache
+def _local_owner() -> str:
+    """Who owns a thread the web app or the terminal made with no owner named."""
+    from graph.service.access import load_access
+    from graph.service.config import load_settings
+
+    return load_access(load_settings().access).local_identity()
 
 
 def _inmem() -> bool:

@@ -38,9 +38,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from graph.agent.authority import deciding
 from graph.agent.compiled import parts_of
 from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
+from graph.agent.policy import Policy
 from graph.agent.review import answering, explain
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.decisions import who_decided
@@ -187,7 +189,13 @@ class Session(ThreadHistory, StandingPermissions):
                 )
             try:
                 if isinstance(pending, OutcomeUnknown):
-                    OutcomeAnswer.model_validate(answer)
+                    parts = parts_of(self.agent)
+                    with deciding(
+                        options.actor or self.actor,
+                        pending.call.name,
+                        parts.policy if parts is not None else Policy(),
+                    ) as outcome:
+                        outcome.model_validate(answer)
                 else:
                     with answering(
                         pending.request.wire(), self._tools(), actor=options.actor or self.actor

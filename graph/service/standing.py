@@ -16,6 +16,9 @@ import time
 import uuid
 from typing import Any
 
+from graph.agent.authority import enter
+from graph.agent.compiled import parts_of
+from graph.agent.policy import Policy
 from graph.protocol.decisions import (
     ALL_TOOLS,
     GRANT_QUESTION,
@@ -27,31 +30,6 @@ from graph.protocol.decisions import (
 from graph.protocol.threads import check_thread_id
 from graph.store.decisions import switch_record
 from graph.store.storage import Storage
-
-
-def grants_in_force(decisions: Any, thread_id: str) -> list[StandingGrant]:
-    """The thread's grants in force, oldest first; the auto-approve switch is the grant "*"."""
-    if decisions is None:
-        return []
-    latest: dict[tuple[str, str], DecisionRecord] = {}
-    # Only the "always allow" records when the log can select them (graph/store/decisions.py).
-    select = getattr(decisions, "grant_records", None) or decisions.for_thread
-    for record in select(thread_id):  # oldest first: the latest record per grant wins
-        if record.always_allow is not None:
-            latest.pop((record.tool, record.always_allow), None)
-            latest[(record.tool, record.always_allow)] = record
-    return [
-        StandingGrant(
-            thread_id=thread_id,
-            tool=tool,
-            pattern=None if always == "*" else always,
-            granted_at=r.decided_at,
-            source=r.source,
-            actor=r.actor,
-        )
-        for (tool, always), r in latest.items()
-        if r.decision != REVOKE
-    ]
 
 
 def revoke_record(
@@ -89,6 +67,7 @@ class StandingPermissions:
     and this session's auto-approve mode (not stored)."""
 
     storage: Storage
+    agent: Any
     source: str
     actor: str | None
     # This session's auto-approve mode, handed to each run it starts in a private
@@ -118,7 +97,7 @@ class StandingPermissions:
         check_thread_id(thread_id)
         decisions = self.storage.decisions
         return decisions is not None and any(
-            tool == ALL_TOOLS for tool, _ in decisions.grants(thread_id)
+            g.tool == ALL_TOOLS for g in decisions.grants(thread_id)
         )
 
     def set_thread_auto_approve(
@@ -137,16 +116,14 @@ class StandingPermissions:
         # After every earlier record of the thread: the latest one decides.
         latest = max((r.decided_at for r in decisions.for_thread(thread_id)), default=0.0)
         decided_at = max(time.time(), latest + 1e-3)
-        decisions.record(
-            [
-                switch_record(
-                    thread_id,
-                    on,
-                    source=source or self.source,
-                    actor=actor or self.actor,
-                    decided_at=decided_at,
-                )
-            ]
+        self._enter(
+            switch_record(
+                thread_id,
+                on,
+                source=source or self.source,
+                actor=actor or self.actor,
+                decided_at=decided_at,
+            )
         )
 
     def auto_approving(self, thread_id: str) -> str | None:
@@ -160,7 +137,8 @@ class StandingPermissions:
         """The thread's standing "always allow" grants in force, oldest first, each with
         who gave it, when and from where; the auto-approve switch is the grant "*"."""
         check_thread_id(thread_id)
-        return grants_in_force(self.storage.decisions, thread_id)
+        decisions = self.storage.decisions
+        return [] if decisions is None else decisions.grants(thread_id)
 
     def revoke_grant(
         self, thread_id: str, grant: str, *, actor: str | None = None, source: str | None = None
@@ -171,11 +149,13 @@ class StandingPermissions:
         found = find_grant(self.grants(thread_id), grant)
         decisions = self.storage.decisions
         assert decisions is not None  # the grant in force was read from it
-        decisions.record(
-            [
-                revoke_record(
-                    decisions, found, source=source or self.source, actor=actor or self.actor
-                )
-            ]
+        self._enter(
+            revoke_record(decisions, found, source=source or self.source, actor=actor or self.actor)
         )
         return found
+
+    def _enter(self, record: DecisionRecord) -> None:
+        """Through the door (graph/agent/authority.py): a switch or a revoke is decided by
+        someone who may decide its tool; `PermissionError` (`NotAllowed`) otherwise."""
+        parts = parts_of(self.agent)
+        enter(self.storage.decisions, parts.policy if parts is not None else Policy(), [record])

@@ -96,6 +96,43 @@ def seal_existing(cur: Cursor) -> None:
         append(cur, (thread_id, question, call_id, key))
 
 
+# A decision row with its chain entry and the entry before it: what `vouched` checks.
+VOUCHED_SELECT = (
+    "SELECT d.*, c.seq AS chain_seq, c.prev_hash AS chain_prev, c.entry_hash AS chain_hash, "
+    "p.entry_hash AS chain_before FROM gatehouse_decisions d "
+    "JOIN gatehouse_decision_chain c ON c.thread_id=d.thread_id AND c.question=d.question "
+    "AND c.tool_call_id=d.tool_call_id AND c.call_key=d.call_key "
+    "LEFT JOIN gatehouse_decision_chain p ON p.seq=c.seq-1"
+)
+
+
+def vouched(cur: Any) -> list[dict[str, Any]]:
+    """The rows of a `VOUCHED_SELECT` query whose own chain entry vouches for them (the
+    row hashes to its entry, which continues from the entry before it), in chain order.
+    A row inserted with SQL has no entry; an edited one no longer hashes to it: the gate
+    never acts on either, whatever `--verify` would say of the rest of the log."""
+    found = []
+    for row in _dicts(cur):
+        seq, prev = int(row.pop("chain_seq")), str(row.pop("chain_prev"))
+        stated, before = row.pop("chain_hash"), row.pop("chain_before")
+        # Rows read again (every turn reads the thread's grants) are checked once: the
+        # key holds every stored value, so any change is checked afresh.
+        key = (seq, prev, stated, before, *sorted(row.items()))
+        ok = _checked.get(key)
+        if ok is None:
+            if len(_checked) > 10_000:
+                _checked.clear()
+            ok = _checked[key] = prev == (GENESIS if seq == 1 else before) and (
+                entry_hash(prev, seq, row) == stated
+            )
+        if ok:
+            found.append((seq, row))
+    return [row for _, row in sorted(found, key=lambda p: p[0])]
+
+
+_checked: dict[tuple[Any, ...], bool] = {}
+
+
 @dataclass(frozen=True)
 class ChainCheck:
     """What `gatehouse audit --verify` reports."""

@@ -18,6 +18,11 @@ Undo and fork never delete rows: the log is the record of who decided what.
 A thread's auto-approve switch lives here too, written only by the Session (a
 trusted, in-process API): "always allow every tool" (tool "*") to turn it on, a
 later revoke of it to turn it off. `grants` honours the latest record.
+
+What the gate reads (`approvals`, `grants`) is only what the log vouches for: rows
+whose chain entry checks out (a row inserted or edited with SQL decides nothing), and
+only those of the thread's current life: a "life" record (the thread was deleted, or
+history was imported into it) makes every earlier row of the thread history.
 """
 
 from __future__ import annotations
@@ -28,16 +33,29 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from graph.protocol.decisions import ALL_TOOLS, GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
+from graph.protocol.decisions import (
+    ALL_TOOLS,
+    GRANT,
+    GRANT_QUESTION,
+    HISTORY_IMPORTED,
+    LIFE_QUESTION,
+    REVOKE,
+    THREAD_CREATED,
+    THREAD_DELETED,
+    DecisionRecord,
+    StandingGrant,
+)
 from graph.store.binding import KEY_COLUMN, call_key, rebind
 from graph.store.database import Cursor, Table
 from graph.store.decision_chain import (
     CHAIN_SCHEMA,
+    VOUCHED_SELECT,
     ChainCheck,
     append,
     check,
     read_for_check,
     seal_existing,
+    vouched,
 )
 from graph.store.dialect import upsert
 
@@ -63,10 +81,21 @@ _COLUMNS = (
     "thread_id, question, tool_call_id, tool, decision, args_json, requested_args_json, "
     "message, always_allow, source, actor, decided_at, request_id"
 )
+_NAMES = _COLUMNS.split(", ")
 # Written, never read back: `DecisionRecord.binds` checks a record's own tool and arguments.
 INSERT_COLUMNS = (*_COLUMNS.split(", "), KEY_COLUMN)
 KEY = ("thread_id", "question", "tool_call_id", KEY_COLUMN)
-INSERT = upsert("gatehouse_decisions", INSERT_COLUMNS, KEY)
+# A row already there is kept, unless the chain never recorded it (written with SQL):
+# then the door's record takes its place, so a forged row cannot block a real answer.
+INSERT = upsert(
+    "gatehouse_decisions",
+    INSERT_COLUMNS,
+    KEY,
+    update=[c for c in INSERT_COLUMNS if c not in KEY],
+    where="NOT EXISTS (SELECT 1 FROM gatehouse_decision_chain c WHERE "
+    + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
+    + ")",
+)
 
 
 def record_key(tool: str, args: Any, requested_args: Any) -> str:
@@ -141,15 +170,41 @@ def _record(row: Sequence[Any]) -> DecisionRecord:
     )
 
 
-def grants_in_force(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str | None]]:
-    """(tool, always_allow, decision) rows, oldest first -> the grants the latest row
-    for each (tool, value) leaves standing."""
-    latest: dict[tuple[str, str], bool] = {}
-    for tool, always, decision in rows:
-        latest[(tool, always)] = decision != REVOKE
+def grants_in_force(thread_id: str, records: Sequence[DecisionRecord]) -> list[StandingGrant]:
+    """The grants the latest record for each (tool, value) leaves standing, oldest first."""
+    latest: dict[tuple[str, str], DecisionRecord] = {}
+    for record in records:
+        if record.always_allow is not None:
+            latest.pop((record.tool, record.always_allow), None)
+            latest[(record.tool, record.always_allow)] = record
     return [
-        (tool, None if always == "*" else always) for (tool, always), on in latest.items() if on
+        StandingGrant(
+            thread_id=thread_id,
+            tool=tool,
+            pattern=None if always == "*" else always,
+            granted_at=r.decided_at,
+            source=r.source,
+            actor=r.actor,
+        )
+        for (tool, always), r in latest.items()
+        if r.decision != REVOKE
     ]
+
+
+def life_record(thread_id: str, decision: str, actor: str | None = None) -> DecisionRecord:
+    """The record that begins a new life of the thread (`decision`: why; `actor`: who
+    created it)."""
+    return DecisionRecord(
+        thread_id=thread_id,
+        question=LIFE_QUESTION,
+        tool_call_id=f"life-{uuid.uuid4().hex}",
+        tool=ALL_TOOLS,
+        decision=decision,
+        args={},
+        message="approvals, grants and switches recorded before this are history",
+        actor=actor,
+        decided_at=time.time(),
+    )
 
 
 def switch_record(
@@ -210,40 +265,66 @@ class Decisions(Table):
 
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select(
-            "WHERE thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
+            "AND thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
         )
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
-        return self._select("WHERE thread_id=? ORDER BY decided_at", (thread_id,))
+        return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
 
     def latest_for_thread(self, thread_id: str, limit: int) -> list[DecisionRecord]:
         """The thread's last `limit` records, newest first (ties: the last inserted
         first): the decision card's recent answers without decoding the whole log."""
         ties = self.dialect.insertion_column
         order = f"decided_at DESC, {ties} DESC" if ties else "decided_at DESC"
-        return self._select(f"WHERE thread_id=? ORDER BY {order} LIMIT ?", (thread_id, limit))
-
-    def grant_records(self, thread_id: str) -> list[DecisionRecord]:
-        """The thread's "always allow" records (grants and their revokes), oldest first,
-        as `for_thread` orders them: the grants in force without decoding every decision
-        of a long thread (the web app reads them on each page run)."""
-        return self._select(
-            "WHERE thread_id=? AND always_allow IS NOT NULL ORDER BY decided_at", (thread_id,)
-        )
+        return self._select(f"AND thread_id=? ORDER BY {order} LIMIT ?", (thread_id, limit))
 
     def recent(self, limit: int = 200) -> list[DecisionRecord]:
         return self._select("ORDER BY decided_at DESC LIMIT ?", (limit,))
 
-    def grants(self, thread_id: str) -> list[tuple[str, str | None]]:
-        """(tool, pattern or None) for every "always allow" in force in the thread (tool
-        "*": the thread's auto-approve switch). The log is append-only, so a grant is
-        withdrawn by a later "revoke" record for the same tool and value."""
-        rows = self._db.rows(
-            "SELECT tool, always_allow, decision FROM gatehouse_decisions "
-            f"WHERE thread_id=? AND always_allow IS NOT NULL ORDER BY {self.dialect.by_insertion('decided_at')}",
-            (thread_id,),
-        )
-        return grants_in_force(rows)
+    def record_history(self, thread_id: str, records: Sequence[DecisionRecord]) -> None:
+        """Keep `records` (an import's) as the thread's history: chained like any row,
+        then a "life" record, so nothing in them is an approval, grant or switch."""
+        with self._db.transaction() as cur:
+            insert_chained(cur, [*records, life_record(thread_id, HISTORY_IMPORTED)])
+
+    def end_life(self, thread_id: str) -> None:
+        """The thread is deleted: its approvals and grants end here, and a new thread by
+        the same id never inherits them."""
+        self.record([life_record(thread_id, THREAD_DELETED)])
+
+    def begin_life(self, thread_id: str, owner: str) -> None:
+        """A LangGraph Server user created the thread: theirs (graph/service/server_auth.py)."""
+        self.record([life_record(thread_id, THREAD_CREATED, owner)])
+
+    def life(self, thread_id: str) -> DecisionRecord | None:
+        """The thread's latest "life" record the chain vouches for (None: none)."""
+        with self._db.snapshot() as cur:
+            cur.execute(
+                f"{VOUCHED_SELECT} WHERE d.thread_id=? AND d.question='{LIFE_QUESTION}'",
+                (thread_id,),
+            )
+            rows = vouched(cur)
+        return _record(tuple(rows[-1][c] for c in _NAMES)) if rows else None
+
+    def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
+        """The records under this call id the gate may act on (see the module doc)."""
+        return self._vouched("d.tool_call_id=?", (thread_id, tool_call_id))
+
+    def grants(self, thread_id: str) -> list[StandingGrant]:
+        """Every "always allow" in force in the thread (tool "*": the thread's
+        auto-approve switch), as the gate may act on it. The log is append-only, so a
+        grant is withdrawn by a later "revoke" record for the same tool and value."""
+        return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
+
+    def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+        with self._db.snapshot() as cur:
+            cur.execute(
+                f"{VOUCHED_SELECT} WHERE d.thread_id=? AND (d.question='{LIFE_QUESTION}' OR {which})",
+                params,
+            )
+            rows = vouched(cur)
+        begins = max((i for i, r in enumerate(rows) if r["question"] == LIFE_QUESTION), default=-1)
+        return [_record(tuple(r[c] for c in _NAMES)) for r in rows[begins + 1 :]]
 
     def verify(self) -> ChainCheck:
         """Check the hash chain (graph/store/decision_chain.py): the first edited,
@@ -253,7 +334,12 @@ class Decisions(Table):
         return check(rows, chain)
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+        # The decisions people read (audit, export): a thread's "life" records are the
+        # gate's bookkeeping, not anyone's decision.
         return [
             _record(r)
-            for r in self._db.rows(f"SELECT {_COLUMNS} FROM gatehouse_decisions {where}", params)
+            for r in self._db.rows(
+                f"SELECT {_COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
+                params,
+            )
         ]

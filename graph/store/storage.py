@@ -36,7 +36,10 @@ class Storage:
 
     def delete_thread(self, thread_id: str) -> None:
         """Checkpoints, index row, journal and stored outputs go; the decision log
-        keeps its record (the audit outlives the thread)."""
+        keeps its record (the audit outlives the thread) and notes that the thread's
+        life ended: its grants and approvals end with it."""
+        if self.decisions is not None:
+            self.decisions.end_life(thread_id)
         self.checkpointer.delete_thread(thread_id)
         self.index.delete(thread_id)
         if self.journal is not None:

@@ -137,7 +137,8 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Recreate a thread from a JSON export: the same messages, tool calls and results,
-    its journal and decision log; a paused thread waits again for the same request.
+    its journal and decision log (as history: grants and auto-approve switches are
+    dropped, and said so); a paused thread waits again for the same request.
 
     The thread keeps its exported id unless this database already has a thread by
     that id; then it gets a new one (printed). Nothing is written when the file is
@@ -152,11 +153,9 @@ def import_(
         except graph.ImportRefused as exc:
             raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
         count = len(session.messages(new_id))
-    emit(
-        as_json,
-        {"thread_id": new_id, "messages": count},
-        f"imported thread {new_id} ({count} messages)",
-    )
+    dropped = new_id.dropped
+    said = f"imported thread {new_id} ({count} messages)" + (f"\n{dropped}" if dropped else "")
+    emit(as_json, {"thread_id": str(new_id), "messages": count, "dropped": dropped}, said)
 
 
 @app.command()

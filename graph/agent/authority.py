@@ -1,0 +1,213 @@
+"""The one door for authority: every decision that lets a call run or answers for it
+enters the decision log here, and nowhere else.
+
+Approve, edit, reject, respond (the review's card), "mark as resolved" (resolve.py),
+an "outcome unknown" answer (run again, mark as failed, respond), an auto-approval, a
+grant (given with an approval), the thread's auto-approve switch and a revoke
+(graph/service/standing.py) all pass `enter`, which checks, with the answer:
+- who decides: the identity the run's trusted context names (`decided_by`: the
+  Session's caller, LangGraph Server's authenticated user), never a field a client
+  sends; an identity that could pass for another (graph/protocol/identity.py) decides
+  nothing;
+- whether they may: the tool's `approvers` in this database's policy, on every kind
+  of question (a standing run is the grant's doing: its giver was checked when it was
+  given, and is again whenever the gate reads it, `grant_holds`);
+- what it binds: the thread, the request (interrupt) answered, the call id, the tool
+  and the canonical arguments, all on the record (`DecisionRecord.binds`).
+
+A refused entry writes nothing. The answer's validation calls `refusal` before
+LangGraph stores a resume value (review.py, `CheckedOutcome` here), so a refused
+answer leaves the pause exactly as it was; `enter` checks again, whoever calls it.
+
+The gate reads back only what this door wrote in this database: rows whose hash-chain
+entry checks out, of the thread's current life (graph/store/decisions.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from langchain_core.messages import ToolCall
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import interrupt
+from pydantic import model_validator
+
+from graph.agent.call_ids import id_of
+from graph.agent.deps import AgentDeps, DecisionLog
+from graph.agent.emit import decided_by, thread_of, visiting
+from graph.agent.policy import Policy
+from graph.protocol.answers import Approve, Edit, OutcomeAnswer
+from graph.protocol.decisions import STANDING_QUESTION, DecisionRecord, StandingGrant
+from graph.protocol.identity import identity_problem, listed
+
+
+class NotAllowed(PermissionError):
+    """A decision the door refused; nothing was recorded."""
+
+
+def refusal(
+    actor: str | None, tool: str, approvers: Sequence[str], visitor: bool = False
+) -> str | None:
+    """Why `actor` may not decide `tool` calls (None: they may). No approvers: anyone
+    who may act in the thread decides; a `visitor` (on LangGraph Server, someone who
+    is not the thread's owner) decides only for tools that list them."""
+    if actor is not None and (problem := identity_problem(actor)) is not None:
+        return f"the identity {problem}: it decides nothing"
+    if approvers and not listed(actor, approvers):
+        you = f"you are {actor}" if actor else "this answer names nobody"
+        return f"only {', '.join(approvers)} may decide {tool} calls ({you})"
+    if visitor and not approvers:
+        return f"only the thread's owner decides its {tool} calls (you are {actor})"
+    return None
+
+
+def approvers_of(policy: Policy, tool: str) -> tuple[str, ...]:
+    return policy.for_tool(tool).approvers
+
+
+def grant_holds(grant: StandingGrant, policy: Policy) -> bool:
+    """Whether a grant in force may still decide: its giver may decide its tool now."""
+    return refusal(grant.actor, grant.tool, approvers_of(policy, grant.tool)) is None
+
+
+def _binding_problem(record: DecisionRecord) -> str | None:
+    if not (record.thread_id and record.tool_call_id and record.tool):
+        return "a decision must name its thread, call and tool"
+    if not isinstance(record.args, Mapping):
+        return "a decision must carry the call's arguments"
+    if record.question == "review" and record.decision != "auto_approve" and not record.request_id:
+        return "an answer must name the request it answers"
+    return None
+
+
+def enter(
+    log: DecisionLog | None,
+    policy: Policy,
+    records: Sequence[DecisionRecord],
+    *,
+    visitor: bool = False,
+) -> None:
+    """Record `records` after checking each (see the module doc); raises `NotAllowed`,
+    recording none of them, when one is refused (checked also without a log: resolve.py
+    acts on what the door allows)."""
+    for record in records:
+        problem = _binding_problem(record)
+        if problem is None and record.question != STANDING_QUESTION:
+            approvers = approvers_of(policy, record.tool)
+            problem = refusal(record.actor, record.tool, approvers, visitor)
+        if problem is not None:
+            raise NotAllowed(f"{problem}; nothing was recorded")
+    if log is not None:
+        log.record(records)
+
+
+def record_of(
+    thread_id: str,
+    question: str,
+    call: ToolCall,
+    decision: Any,
+    *,
+    source: str | None,
+    actor: str | None,
+    request_id: str | None = None,
+) -> DecisionRecord:
+    """The decision log's row for one answered call, bound to it."""
+    edited = isinstance(decision, Edit)
+    always = (
+        getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
+    )
+    return DecisionRecord(
+        thread_id=thread_id,
+        question=question,
+        tool_call_id=id_of(call),
+        tool=call["name"],
+        decision=decision.type,
+        args=decision.edited_action.args if edited else call["args"],
+        requested_args=call["args"] if edited else None,
+        message=getattr(decision, "message", None),
+        always_allow=("*" if always is True else always) if always else None,
+        source=source,
+        actor=actor,
+        decided_at=time.time(),
+        request_id=request_id,
+    )
+
+
+def decide(
+    deps: AgentDeps,
+    config: RunnableConfig,
+    question: str,
+    answers: Sequence[tuple[ToolCall, Any]],
+    *,
+    request_id: str | None = None,
+    who: Mapping[str, str | None] | None = None,
+    visitor: bool | None = None,
+) -> None:
+    """Enter a person's answers to one question: (call, decision) pairs, decided by the
+    run's identity (`who`, `visitor`: a caller that knows better, a state update)."""
+    who = dict(who or decided_by(config))
+    thread_id = thread_of(config)
+    enter(
+        deps.decisions,
+        deps.policy,
+        [
+            record_of(
+                thread_id,
+                question,
+                call,
+                decision,
+                source=who.get("source"),
+                actor=who.get("actor"),
+                request_id=request_id,
+            )
+            for call, decision in answers
+        ],
+        visitor=visiting(config) if visitor is None else visitor,
+    )
+
+
+# -- the "outcome unknown" question ----------------------------------------------------
+# Who answers and which tool's approvers apply, while `CheckedOutcome` validates.
+_deciding: ContextVar[tuple[str | None, str, tuple[str, ...], bool] | None] = ContextVar(
+    "gatehouse_deciding", default=None
+)
+
+
+class CheckedOutcome(OutcomeAnswer):
+    """An outcome answer from someone who may decide the call's tool."""
+
+    @model_validator(mode="after")
+    def _may_decide(self) -> CheckedOutcome:
+        bound = _deciding.get()
+        if bound is not None and (problem := refusal(*bound)) is not None:
+            raise ValueError(f"{problem}; the question stays pending")
+        return self
+
+
+@contextmanager
+def deciding(
+    actor: str | None, tool: str, policy: Policy, visitor: bool = False
+) -> Iterator[type[CheckedOutcome]]:
+    """Check outcome answers against `actor` and `tool`'s approvers inside this block."""
+    token = _deciding.set((actor, tool, approvers_of(policy, tool), visitor))
+    try:
+        yield CheckedOutcome
+    finally:
+        _deciding.reset(token)
+
+
+def ask_outcome(
+    request: dict[str, Any], call: ToolCall, attempt: int, deps: AgentDeps, config: RunnableConfig
+) -> OutcomeAnswer:
+    """Ask what became of a call a crash cut off; the answer enters through the door."""
+    actor = decided_by(config)["actor"]
+    with deciding(actor, call["name"], deps.policy, visiting(config)) as schema:
+        answer = interrupt(request, response_schema=schema)
+        if not isinstance(answer, OutcomeAnswer):
+            answer = schema.model_validate(answer)
+    decide(deps, config, f"outcome:{attempt}", [(call, answer)])
+    return answer
