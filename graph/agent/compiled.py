@@ -31,6 +31,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
+from graph.agent.client_input import (
+    REPAUSE_STOPS,
+    asks_again,
+    carries_tool_messages,
+    edit_answers,
+    refuse_answering_edit,
+    screen_run_input,
+)
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, DecisionLog
 from graph.agent.hooks import HookSet
@@ -76,7 +84,15 @@ class GatehouseGraph(CompiledStateGraph):
             supersteps = (
                 resolution(self.get_state(config), config, self.deps.decisions) or supersteps
             )
-        return super().bulk_update_state(config, supersteps)
+            return super().bulk_update_state(config, supersteps)
+        # A state edit never answers an open call, and leaves a pause in place (client_input.py).
+        before = self.get_state(config)
+        refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
+        done = super().bulk_update_state(config, supersteps)
+        if asks_again(bool(before.interrupts), self.get_state(done)):
+            for _ in super().stream(None, done, context=RunContext(), **REPAUSE_STOPS):
+                pass
+        return done
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
@@ -85,13 +101,27 @@ class GatehouseGraph(CompiledStateGraph):
             state = await self.aget_state(config)
             # The decision log is written in a worker thread: the server's loop must not block.
             resolved = await asyncio.to_thread(resolution, state, config, self.deps.decisions)
-            supersteps = resolved or supersteps
-        return await super().abulk_update_state(config, supersteps)
+            return await super().abulk_update_state(config, resolved or supersteps)
+        before = await self.aget_state(config)
+        refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
+        done = await super().abulk_update_state(config, supersteps)
+        if asks_again(bool(before.interrupts), await self.aget_state(done)):
+            async for _ in super().astream(None, done, context=RunContext(), **REPAUSE_STOPS):
+                pass
+        return done
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         _with_context(kwargs)
+        if (
+            config is not None
+            and _thread(config)
+            and self.checkpointer
+            and carries_tool_messages(input)
+        ):
+            # A pause closes only by a decision (client_input.py).
+            input, config = screen_run_input(input, config, self.get_state(config).values)
         # `config is not None` is implied by a thread id; said out loud for the type checker.
         if (
             is_goto_end(input)
@@ -127,6 +157,14 @@ class GatehouseGraph(CompiledStateGraph):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         _with_context(kwargs)
+        if (
+            config is not None
+            and _thread(config)
+            and self.checkpointer
+            and carries_tool_messages(input)
+        ):
+            state = await self.aget_state(config)
+            input, config = screen_run_input(input, config, state.values)
         if (
             is_goto_end(input)
             and config is not None
