@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AnyMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import BaseMessage, ToolMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StateSnapshot
 
@@ -43,7 +43,7 @@ class ClientAnswerRefused(DecisionError):
     """Client input tried to answer an open tool call with a tool message."""
 
 
-def _as_message(item: Any) -> AnyMessage | None:
+def _as_message(item: Any) -> BaseMessage | None:
     try:
         return convert_to_messages([item])[0]
     except (ValueError, TypeError, NotImplementedError):
@@ -82,7 +82,7 @@ def _refusal(names: Sequence[str], how: str) -> ClientAnswerRefused:
 
 
 def _open_calls(state_values: Mapping[str, Any]) -> dict[str, str]:
-    return {c["id"]: c["name"] for c in unanswered(state_values) if c.get("id")}
+    return {cid: c["name"] for c in unanswered(state_values) if (cid := c.get("id"))}
 
 
 def screen_run_input(
@@ -101,7 +101,7 @@ def screen_run_input(
     if isinstance(input, Command) or not kept:
         raise _refusal(names, "The input was only" if not kept else "The command carried")
     conf = {**(config.get("configurable") or {}), DROPPED_KEY: [cid for _, cid in bad]}
-    return {**values, "messages": kept}, {**config, "configurable": conf}
+    return {**(values or {}), "messages": kept}, {**config, "configurable": conf}
 
 
 def edit_answers(updates: Iterable[Any]) -> list[str]:
@@ -140,10 +140,8 @@ def announce_dropped(config: RunnableConfig) -> None:
 # the thread about to ask again (the review is next, or the model node, which only holds
 # the new input while calls are open), those steps are run at once so the pause is in
 # place; they are pure (no model call, no tool), and the run stops before anything else.
-REPAUSE_STOPS: dict[str, Any] = {
-    "interrupt_after": ["review"],
-    "interrupt_before": ["run_tool", "finish", "before_tool"],
-}
+REPAUSE_AFTER = ["review"]
+REPAUSE_BEFORE = ["run_tool", "finish", "before_tool"]
 
 
 def asks_again(paused_before: bool, after: StateSnapshot) -> bool:

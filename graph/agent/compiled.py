@@ -32,7 +32,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
 from graph.agent.client_input import (
-    REPAUSE_STOPS,
+    REPAUSE_AFTER,
+    REPAUSE_BEFORE,
     asks_again,
     carries_tool_messages,
     edit_answers,
@@ -90,7 +91,9 @@ class GatehouseGraph(CompiledStateGraph):
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = super().bulk_update_state(config, supersteps)
         if asks_again(bool(before.interrupts), self.get_state(done)):
-            for _ in super().stream(None, done, context=RunContext(), **REPAUSE_STOPS):
+            for _ in self.stream(
+                None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
+            ):
                 pass
         return done
 
@@ -106,7 +109,9 @@ class GatehouseGraph(CompiledStateGraph):
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = await super().abulk_update_state(config, supersteps)
         if asks_again(bool(before.interrupts), await self.aget_state(done)):
-            async for _ in super().astream(None, done, context=RunContext(), **REPAUSE_STOPS):
+            async for _ in self.astream(
+                None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
+            ):
                 pass
         return done
 
