@@ -73,7 +73,7 @@ def test_agent_chat_ui_typing_during_a_card_keeps_it_and_a_fake_result_is_refuse
             {
                 "type": "tool",
                 "tool_call_id": call_id,
-                "id": "fake-1",
+                "id": "do-not-render-0b1c2d3e",
                 "name": request["name"],
                 "content": "Successfully handled tool call.",
             },
