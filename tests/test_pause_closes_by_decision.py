@@ -135,10 +135,16 @@ def test_a_state_edit_that_answers_the_open_call_is_refused(
     assert runs(tmp_path / "count") == {} and storage.decisions.for_thread("t") == []
 
 
-def test_a_cancelled_async_run_answers_its_call_and_the_thread_takes_new_input(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    "text",
+    ["run: echo started && sleep 30", "write a.md: x then run: echo started && sleep 30"],
+    ids=["one-call", "a-finished-sibling"],
+)
+def test_a_cancelled_async_run_answers_its_calls_and_the_thread_takes_new_input(
+    tmp_path: Path, text: str
 ) -> None:
-    """LangGraph Server cancels a run by cancelling its asyncio task (runs.cancel)."""
+    """LangGraph Server cancels a run by cancelling its asyncio task (runs.cancel); a
+    call of the same step that finished before keeps its result."""
     from graph.agent.message_merge import merge_messages
     from graph.service.app import build_agent, shared_storage
     from graph.store.threaded import ThreadedSaver
@@ -149,12 +155,14 @@ def test_a_cancelled_async_run_answers_its_call_and_the_thread_takes_new_input(
     saver = ThreadedSaver(storage.checkpointer)
     saver.register_reducer("messages", merge_messages)
     graph = agent.copy(update={"checkpointer": saver})
-    start = {"messages": [("user", "run: echo started && sleep 30")]}
+    start = {"messages": [("user", text)]}
+    calls = text.count("then") + 1
+    approve_all = {"decisions": [{"type": "approve"}] * calls}
 
     async def scenario() -> Any:
         await graph.ainvoke(start, cfg("t"))
-        run = asyncio.ensure_future(graph.ainvoke(Command(resume=APPROVE), cfg("t")))
-        while not storage.journal.entries("t"):
+        run = asyncio.ensure_future(graph.ainvoke(Command(resume=approve_all), cfg("t")))
+        while len(storage.journal.entries("t")) < calls:
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.3)
         run.cancel()
@@ -172,8 +180,10 @@ def test_a_cancelled_async_run_answers_its_call_and_the_thread_takes_new_input(
     assert isinstance(result, ToolMessage) and result.status == "error"
     assert "Stopped by the person after" in str(result.content) and "started" in str(result.content)
     assert state.values["run_status"] == "cancelled" and not state.interrupts
-    [entry] = storage.journal.entries("t")
-    assert entry.finished and entry.result is not None
+    turn = state.values["messages"][1]
+    answers = [m.tool_call_id for m in state.values["messages"] if isinstance(m, ToolMessage)]
+    assert sorted(answers) == sorted(c["id"] for c in turn.tool_calls), "one answer per call"
+    assert all(e.finished for e in storage.journal.entries("t"))
     final = graph.get_state(cfg("t")).values["messages"]
     assert [type(m).__name__ for m in final[-2:]] == ["HumanMessage", "AIMessage"]
     assert storage.index.get("t").status == "completed"

@@ -78,12 +78,22 @@ async def _answer_cancelled(graph: Pregel, done: Command, config: RunnableConfig
             CONFIG_KEY_CHECKPOINTER: conf[CONFIG_KEY_CHECKPOINTER],
         }
     }
-    values = {
-        **(done.update if isinstance(done.update, dict) else {}),
-        **stop(STOPPED_BY_PERSON, "cancelled"),
-        "run_status": "cancelled",
-    }
+    answer = done.update if isinstance(done.update, dict) else {}
     async with _writing.setdefault(thread_id, asyncio.Lock()):
+        # Calls of the same step that finished before the cancel are pending writes of
+        # this checkpoint, which an update does not carry over: their answers go along.
+        saved = await conf[CONFIG_KEY_CHECKPOINTER].aget_tuple(target)
+        finished = [
+            m
+            for _, channel, value in (saved.pending_writes or [] if saved else [])
+            if channel == "messages"
+            for m in (value if isinstance(value, list) else [value])
+        ]
+        values = {
+            "messages": [*finished, *answer.get("messages", [])],
+            **stop(STOPPED_BY_PERSON, "cancelled"),
+            "run_status": "cancelled",
+        }
         # LangGraph's own update: Gatehouse's refuses tool messages for open calls from
         # clients (graph/agent/client_input.py); this one is the call's real answer.
         await CompiledStateGraph.abulk_update_state(
