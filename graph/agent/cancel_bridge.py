@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
@@ -38,8 +39,9 @@ from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
 # How long a cancelled run waits for its tool to notice the stop (a command is
 # stopped within a second; the journal's last write follows).
 WIND_DOWN_S = 5.0
-# Calls of one turn cancelled together write their answers one after the other.
-_writing: dict[str, asyncio.Lock] = {}
+# Calls of one turn cancelled together write their answers one after the other (a
+# thread's lock lives while a write holds or waits for it).
+_writing: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
 
 def with_cancel_bridge(
@@ -79,7 +81,8 @@ async def _answer_cancelled(graph: Pregel, done: Command, config: RunnableConfig
         }
     }
     answer = done.update if isinstance(done.update, dict) else {}
-    async with _writing.setdefault(thread_id, asyncio.Lock()):
+    lock = _writing.setdefault(thread_id, asyncio.Lock())
+    async with lock:
         # Calls of the same step that finished before the cancel are pending writes of
         # this checkpoint, which an update does not carry over: their answers go along.
         saved = await conf[CONFIG_KEY_CHECKPOINTER].aget_tuple(target)
@@ -99,5 +102,3 @@ async def _answer_cancelled(graph: Pregel, done: Command, config: RunnableConfig
         await CompiledStateGraph.abulk_update_state(
             graph, target, [[StateUpdate(values, "run_tool", None)]]
         )
-    if not _writing[thread_id].locked():
-        _writing.pop(thread_id, None)
