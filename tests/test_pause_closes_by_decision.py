@@ -98,11 +98,11 @@ def test_a_tool_message_alone_or_in_a_command_is_refused_and_changes_nothing(
     assert runs(tmp_path / "count") == {} and storage.decisions.for_thread("t") == []
 
 
-@pytest.mark.parametrize("as_node", [None, "model"])
+@pytest.mark.parametrize("as_node", [None, "model", "review", "run_tool", "finish"])
 def test_a_state_edit_with_or_without_as_node_works_and_keeps_the_pause(
     tmp_path: Path, as_node: str | None
 ) -> None:
-    graph, _, _ = paused(tmp_path)
+    graph, storage, _ = paused(tmp_path)
     state = graph.get_state(cfg("t"))
     first = state.values["messages"][0]
     # Studio's state panel: a message edited in place (same id).
@@ -114,6 +114,7 @@ def test_a_state_edit_with_or_without_as_node_works_and_keeps_the_pause(
     [pause] = edited.interrupts
     assert pause.value["action_requests"] == state.interrupts[0].value["action_requests"]
     assert runs(tmp_path / "count") == {}
+    assert storage.index.get("t").status == "awaiting_approval", "every list shows the card"
     # A new message added while paused waits for the decision; the card stays.
     graph.update_state(cfg("t"), {"messages": [HumanMessage("and then?")]}, as_node=as_node)
     assert graph.get_state(cfg("t")).interrupts and runs(tmp_path / "count") == {}

@@ -109,7 +109,7 @@ def test_studio_state_edits_forks_and_the_graph_drawing(world: dict[str, Any]) -
     client = server.client()
     tid, pause = paused_thread(client, "write edit.md: before the edit")
     first = client.threads.get_state(tid)["values"]["messages"][0]
-    for as_node in (None, "model"):
+    for as_node in (None, "model", "review"):
         edited = {**first, "content": f"edited as {as_node}"}
         client.threads.update_state(tid, {"messages": [edited]}, as_node=as_node)
         state = client.threads.get_state(tid)

@@ -27,7 +27,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command, StateSnapshot
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
+from langgraph.types import Command, StateSnapshot, StateUpdate
 
 from graph.agent.emit import emit
 from graph.agent.history import open_turn_before_new_input, unanswered
@@ -136,20 +138,49 @@ def announce_dropped(config: RunnableConfig) -> None:
 
 
 # A state edit of a paused thread (Studio's state panel) makes a new checkpoint without
-# the pause: LangGraph drops a step's pending interrupt on any edit. Where the edit left
-# the thread about to ask again (the review is next, or the model node, which only holds
-# the new input while calls are open), those steps are run at once so the pause is in
-# place; they are pure (no model call, no tool), and the run stops before anything else.
+# the pause: LangGraph drops a step's pending interrupt on any edit. So after an edit of
+# a paused thread whose calls are still open, the thread is routed as the model's turn
+# (an edit made as `review`, `run_tool` or `finish` routes nowhere) and the steps that
+# ask again are run at once: the review, or the model node, which only holds the new
+# input while calls are open. They are pure (no model call, no tool), and the run stops
+# before anything else.
 REPAUSE_AFTER = ["review"]
 REPAUSE_BEFORE = ["run_tool", "finish", "before_tool"]
+AS_MODEL = [[StateUpdate({}, "model", None)]]
 
 
-def asks_again(paused_before: bool, after: StateSnapshot) -> bool:
-    """Whether an edit of a thread that was paused (`paused_before`) left it where the
-    pure steps above restore the pause."""
-    if not paused_before or after.interrupts:
-        return False
-    if after.next == ("review",):
-        return True
+def _open_after_edit(after: StateSnapshot) -> bool:
     messages = after.values.get("messages") or []
-    return after.next == ("model",) and open_turn_before_new_input(messages) is not None
+    return bool(unanswered(after.values)) or open_turn_before_new_input(messages) is not None
+
+
+def _asks_next(after: StateSnapshot) -> bool:
+    return after.next == ("review",) or (after.next == ("model",) and _open_after_edit(after))
+
+
+def keep_pause(graph: Pregel, paused_before: bool, done: RunnableConfig) -> None:
+    """After an edit (`done`: its checkpoint) of a thread that was paused: ask again."""
+    if not paused_before or (after := graph.get_state(done)).interrupts:
+        return
+    if not after.next and _open_after_edit(after):
+        done = CompiledStateGraph.bulk_update_state(graph, done, AS_MODEL)
+        after = graph.get_state(done)
+    if _asks_next(after):
+        for _ in graph.stream(
+            None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
+        ):
+            pass
+
+
+async def akeep_pause(graph: Pregel, paused_before: bool, done: RunnableConfig) -> None:
+    """`keep_pause` for the server's event loop."""
+    if not paused_before or (after := await graph.aget_state(done)).interrupts:
+        return
+    if not after.next and _open_after_edit(after):
+        done = await CompiledStateGraph.abulk_update_state(graph, done, AS_MODEL)
+        after = await graph.aget_state(done)
+    if _asks_next(after):
+        async for _ in graph.astream(
+            None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
+        ):
+            pass

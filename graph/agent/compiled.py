@@ -32,11 +32,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
 from graph.agent.client_input import (
-    REPAUSE_AFTER,
-    REPAUSE_BEFORE,
-    asks_again,
+    akeep_pause,
     carries_tool_messages,
     edit_answers,
+    keep_pause,
     refuse_answering_edit,
     screen_run_input,
 )
@@ -90,11 +89,7 @@ class GatehouseGraph(CompiledStateGraph):
         before = self.get_state(config)
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = super().bulk_update_state(config, supersteps)
-        if asks_again(bool(before.interrupts), self.get_state(done)):
-            for _ in self.stream(
-                None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
-            ):
-                pass
+        keep_pause(self, bool(before.interrupts), done)
         return done
 
     async def abulk_update_state(
@@ -108,11 +103,7 @@ class GatehouseGraph(CompiledStateGraph):
         before = await self.aget_state(config)
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = await super().abulk_update_state(config, supersteps)
-        if asks_again(bool(before.interrupts), await self.aget_state(done)):
-            async for _ in self.astream(
-                None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
-            ):
-                pass
+        await akeep_pause(self, bool(before.interrupts), done)
         return done
 
     def stream(
