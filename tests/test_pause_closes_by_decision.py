@@ -162,10 +162,19 @@ def test_a_cancelled_async_run_answers_its_calls_and_the_thread_takes_new_input(
 
     async def scenario() -> Any:
         await graph.ainvoke(start, cfg("t"))
-        run = asyncio.ensure_future(graph.ainvoke(Command(resume=approve_all), cfg("t")))
-        while len(storage.journal.entries("t")) < calls:
+        events: list[Any] = []
+
+        async def approve() -> None:
+            resume = Command(resume=approve_all)
+            async for event in graph.astream(resume, cfg("t"), stream_mode="custom"):
+                events.append(event)
+
+        run = asyncio.ensure_future(approve())
+        deadline = time.monotonic() + 30
+        # Cancelled once the command has printed something (its output so far is kept).
+        while not any(isinstance(e, ev.ToolOutput) and "started" in e.text for e in events):
+            assert time.monotonic() < deadline, events
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
@@ -173,12 +182,17 @@ def test_a_cancelled_async_run_answers_its_calls_and_the_thread_takes_new_input(
         while (state := await graph.aget_state(cfg("t"))).next:
             assert time.monotonic() < deadline, state.next
             await asyncio.sleep(0.05)
+        assert storage.index.get("t").status == "cancelled"
         await graph.ainvoke({"messages": [("user", "what happened?")]}, cfg("t"))
         return state
 
     state = asyncio.run(scenario())
-    result = state.values["messages"][-1]
-    assert isinstance(result, ToolMessage) and result.status == "error"
+    [result] = [
+        m
+        for m in state.values["messages"]
+        if isinstance(m, ToolMessage) and m.name == "run_command"
+    ]
+    assert result.status == "error"
     assert "Stopped by the person after" in str(result.content) and "started" in str(result.content)
     assert state.values["run_status"] == "cancelled" and not state.interrupts
     turn = state.values["messages"][1]
@@ -216,3 +230,36 @@ def test_session_cancel_during_an_approved_command_then_a_new_message_works(
         assert again.status == "completed" and session.thread("t").status == "completed"
     finally:
         session.close()
+
+
+def test_a_client_seeding_a_conversation_with_its_own_calls_and_results_is_not_refused(
+    tmp_path: Path,
+) -> None:
+    """A tool message for a call made in the same input answers no open call."""
+    # The scripted model answers by turn: the seeded reply is turn 0.
+    graph, _ = raw_graph(tmp_path / "g.db", tmp_path / "count", script=["-", "Seen."])
+    seeded = {
+        "messages": [
+            {"type": "human", "content": "earlier"},
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [{"name": "bump_free", "args": {"label": "x"}, "id": "s1"}],
+            },
+            {"type": "tool", "tool_call_id": "s1", "content": "bump_free ran for x"},
+            {"type": "human", "content": "go on"},
+        ]
+    }
+    graph.invoke(seeded, cfg("t"))
+    state = graph.get_state(cfg("t"))
+    assert not state.interrupts and state.values["messages"][-1].content == "Seen."
+    assert [m.tool_call_id for m in tool_messages(graph, "t")] == ["s1"]
+    assert runs(tmp_path / "count") == {}
+
+
+def test_a_copy_of_a_paused_checkpoint_is_paused_too(tmp_path: Path) -> None:
+    graph, storage, _ = paused(tmp_path)
+    before = graph.get_state(cfg("t")).interrupts[0].value
+    graph.update_state(cfg("t"), None, as_node="__copy__")
+    [pause] = graph.get_state(cfg("t")).interrupts
+    assert pause.value == before and storage.index.get("t").status == "awaiting_approval"

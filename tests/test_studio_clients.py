@@ -8,6 +8,7 @@ tests/test_pause_closes_by_decision.py.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -166,12 +167,24 @@ def test_runs_cancel_during_an_approved_command_leaves_an_idle_answered_thread(
     server: DevServer = world["server"]
     client = server.client()
     tid, _ = paused_thread(client, "run: echo started && sleep 30")
-    run = client.runs.create(tid, GRAPH, command=APPROVE)
+    seen: list[Any] = []
+    # The approval's run, streamed in the background: cancelled once the command printed.
+    approving = threading.Thread(
+        target=lambda: seen.extend(
+            client.runs.stream(tid, GRAPH, command=APPROVE, stream_mode=["custom"])
+        ),
+        daemon=True,
+    )
+    approving.start()
     session = open_session(Settings(db=str(world["db"]), workspace=str(world["workspace"])))
     try:
-        until(lambda: session.storage.journal.entries(tid), "the command started")
-        time.sleep(0.5)
-        client.runs.cancel(tid, run["run_id"], wait=True)
+        until(
+            lambda: any("started" in str(p.data) for p in list(seen) if p.event == "custom"),
+            "output",
+        )
+        [run_id] = [p.data["run_id"] for p in seen if p.event == "metadata"]
+        client.runs.cancel(tid, run_id, wait=True)
+        approving.join(30)
         state = until(lambda: idle(client.threads.get_state(tid)), "the thread is idle")
         answer = state["values"]["messages"][-1]
         assert answer["type"] == "tool" and "Stopped by the person after" in answer["content"]

@@ -64,6 +64,10 @@ def with_cancel_bridge(
                 done = await asyncio.wait_for(asyncio.shield(work), WIND_DOWN_S)
                 if isinstance(done, Command) and (compiled := graph()) is not None:
                     await _answer_cancelled(compiled, done, config)
+                    # Answered: the task ends without an error (LangGraph would record the
+                    # cancellation as this task's error, and every list would say "failed").
+                    # The run itself is cancelled all the same.
+                    return Command(goto=())
             raise
 
     return bridged
