@@ -12,8 +12,10 @@ journal entry records "stopped by the person").
 The cancelled task's own writes are lost with it, which left the thread stuck at
 `run_tool` with the call unanswered and no pause. So the stopped call's answer (how
 long it ran, what it printed) is written to the thread as `run_tool`'s, with the run
-ended "cancelled", before the cancellation goes on: the thread is idle and takes new
-input, and every client reads the same status from it.
+ended "cancelled"; the task then ends without an error (LangGraph would record the
+cancellation as the task's error, and the thread would read "failed") while the run
+stays cancelled. The thread is idle and takes new input, and every client reads the
+same status from it.
 """
 
 from __future__ import annotations
