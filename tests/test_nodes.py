@@ -137,7 +137,7 @@ def test_routing_sends_free_calls_to_their_own_task_and_gated_ones_to_review() -
         "", tool_call("lookup", {"key": "a"}, "c1"), tool_call("deploy", {"env": "prod"}, "c2")
     )
     state = {"messages": [HumanMessage("go"), turn]}
-    targets = after_model(state, CONFIG, Runtime(), deps=deps())
+    targets = after_model(state, CONFIG, deps=deps())
     sends = [t for t in targets if isinstance(t, Send)]
     assert [s.arg["call"]["id"] for s in sends] == ["c1"]
     assert sends[0].arg["moves_on"] is False  # the review moves the run on
@@ -146,11 +146,11 @@ def test_routing_sends_free_calls_to_their_own_task_and_gated_ones_to_review() -
 
 def test_routing_ends_a_reply_without_calls_and_answers_calls_of_a_stopped_run() -> None:
     assert after_model(
-        {"messages": [HumanMessage("hi"), AIMessage("bye")]}, CONFIG, Runtime(), deps=deps()
+        {"messages": [HumanMessage("hi"), AIMessage("bye")]}, CONFIG, deps=deps()
     ) == [END]
     turn = ai("", tool_call("deploy", {"env": "prod"}, "c2"))
     stopped = {"messages": [HumanMessage("go"), turn], "stop_reason": "budget"}
-    [send] = dispatch(stopped, CONFIG, Runtime(), deps=deps())
+    [send] = dispatch(stopped, CONFIG, deps=deps())
     assert isinstance(send, Send) and send.arg["mode"] == "skip" and send.arg["note"] == "budget"
 
 

@@ -31,6 +31,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
+from graph.agent.client_input import (
+    akeep_pause,
+    carries_tool_messages,
+    edit_answers,
+    keep_pause,
+    refuse_answering_edit,
+    screen_run_input,
+)
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, DecisionLog
 from graph.agent.emit import as_the_run
@@ -83,7 +91,13 @@ class GatehouseGraph(CompiledStateGraph):
         owner_only(supersteps)
         if is_clear(supersteps):
             supersteps = resolution(self.get_state(config), config, self.deps) or supersteps
-        return super().bulk_update_state(config, supersteps)
+            return super().bulk_update_state(config, supersteps)
+        # A state edit never answers an open call, and leaves a pause in place (client_input.py).
+        before = self.get_state(config)
+        refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
+        done = super().bulk_update_state(config, supersteps)
+        keep_pause(self, bool(before.interrupts), done)
+        return done
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
@@ -93,13 +107,25 @@ class GatehouseGraph(CompiledStateGraph):
             state = await self.aget_state(config)
             # The decision log is written in a worker thread: the server's loop must not block.
             resolved = await asyncio.to_thread(resolution, state, config, self.deps)
-            supersteps = resolved or supersteps
-        return await super().abulk_update_state(config, supersteps)
+            return await super().abulk_update_state(config, resolved or supersteps)
+        before = await self.aget_state(config)
+        refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
+        done = await super().abulk_update_state(config, supersteps)
+        await akeep_pause(self, bool(before.interrupts), done)
+        return done
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         _with_context(kwargs)
+        if (
+            config is not None
+            and _thread(config)
+            and self.checkpointer
+            and carries_tool_messages(input)
+        ):
+            # A pause closes only by a decision (client_input.py).
+            input, config = screen_run_input(input, config, self.get_state(config).values)
         # `config is not None` is implied by a thread id; said out loud for the type checker.
         if (
             is_goto_end(input)
@@ -136,6 +162,14 @@ class GatehouseGraph(CompiledStateGraph):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         _with_context(kwargs)
+        if (
+            config is not None
+            and _thread(config)
+            and self.checkpointer
+            and carries_tool_messages(input)
+        ):
+            state = await self.aget_state(config)
+            input, config = screen_run_input(input, config, state.values)
         if (
             is_goto_end(input)
             and config is not None

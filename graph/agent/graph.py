@@ -153,9 +153,11 @@ def build_graph(
     builder.add_node("review", partial(review, deps=deps), destinations=("run_tool", "model"))
     # Async callers (LangGraph Server) cancel a run by its task: the bridge stops the call too.
     tool_step = partial(run_tool, deps=deps)
+    compiled: list[GatehouseGraph] = []  # the bridge writes a cancelled call's answer with it
+    bridge = with_cancel_bridge(tool_step, lambda: compiled[0] if compiled else None)
     builder.add_node(
         "run_tool",
-        RunnableCallable(tool_step, with_cancel_bridge(tool_step), name="run_tool", trace=False),
+        RunnableCallable(tool_step, bridge, name="run_tool", trace=False),
         destinations=("model",),
     )
     builder.add_node("finish", partial(finish, deps=deps), destinations=("model", "finish", END))
@@ -170,9 +172,8 @@ def build_graph(
     )
     # A client's "mark as resolved" rejects the open calls; a late answer is refused (compiled.py).
     # Its parts (tools, hooks, policy, decision log) travel with it, typed (compiled.py).
-    return as_gatehouse_graph(
-        builder.compile(checkpointer=checkpointer, name=name), deps
-    ).with_config(
+    compiled.append(as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name), deps))
+    return compiled[0].with_config(
         # An answer that names an interrupt which is not pending (already decided,
         # made up) is refused instead of silently ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}

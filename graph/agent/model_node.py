@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 
 from graph.agent import doom_loop
 from graph.agent.call_ids import fresh_call_ids
+from graph.agent.client_input import announce_dropped
 from graph.agent.context import RunContext, cancelled, model_call_limit
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit, thread_of
@@ -51,6 +52,7 @@ def call_model(
         # A bare `Command(resume=...)` on a thread that never started: nothing to do.
         return {}
     if (held := hold_new_input(state)) is not None:
+        announce_dropped(config)
         return held
     # Input held while calls were open joins the history now that each has its answer
     # (same ids, after the answers).

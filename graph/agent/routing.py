@@ -31,10 +31,21 @@ from graph.agent.history import last_ai, unanswered
 from graph.agent.records import record_auto_approvals
 from graph.agent.run_end import STOPPED_BY_PERSON
 from graph.agent.state import AgentState
+from graph.store.langgraph_private import CONFIG_KEY_RUNTIME
 
 
+def run_of(config: RunnableConfig) -> Runtime[RunContext] | None:
+    """The run's runtime; None when LangGraph runs these routes for a state edit
+    (`update_state`, Studio's state panel), which has no run: then nothing is
+    cancelled and nothing is auto-approved, and the routes still say where the thread goes."""
+    return (config.get("configurable") or {}).get(CONFIG_KEY_RUNTIME)
+
+
+# The routes take the runtime from `config`, not as LangGraph's injected `runtime`
+# argument, which LangGraph refuses to call them without (a state edit failed with
+# "Missing required config key 'N/A'").
 def after_model(
-    state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps
+    state: AgentState, config: RunnableConfig, *, deps: AgentDeps
 ) -> Sequence[Send | str]:
     if state.get("stop_reason"):
         return ["finish"]
@@ -46,19 +57,14 @@ def after_model(
     if last is None:
         return [END]  # nothing was asked (see call_model)
     if last.tool_calls:
-        return (
-            ["before_tool"]
-            if deps.hooks["before_tool"]
-            else dispatch(state, config, runtime, deps=deps)
-        )
+        return ["before_tool"] if deps.hooks["before_tool"] else dispatch(state, config, deps=deps)
     if last.invalid_tool_calls:
         return ["model"]
     return ["finish"] if deps.hooks["on_exit"] else [END]
 
 
-def dispatch(
-    state: AgentState, config: RunnableConfig, runtime: Runtime[RunContext], *, deps: AgentDeps
-) -> list[Send | str]:
+def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> list[Send | str]:
+    runtime = run_of(config)
     stop = state.get("stop_reason") or (STOPPED_BY_PERSON if cancelled(runtime) else None)
     if stop:
         return [

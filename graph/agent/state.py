@@ -4,7 +4,8 @@ which of them clients, runs and hooks may set.
 - `InputState` is all a client may send (LangGraph Server, Studio, the SDK, a raw
   `graph.invoke`): messages. Every other key is the agent's own bookkeeping; a client
   that sends one has it ignored, never obeyed (a `grants` key in run input would
-  otherwise approve calls without a person).
+  otherwise approve calls without a person). A tool message in it never answers an
+  open call (graph/agent/client_input.py).
 - `RUN_KEYS` are reset when a new user message starts a run.
 - `HOOK_KEYS` are what a hook's update may write; `MERGED_KEYS` among them are
   merged per key (each hook writes its own entry), the rest replaced.

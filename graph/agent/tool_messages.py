@@ -130,9 +130,13 @@ def failed(call: ToolCall, exc: BaseException) -> ToolMessage:
     return error_result(call, f"Error: {call['name']} failed: {type(exc).__name__}: {exc}")
 
 
-def stopped_while_running(content: Any) -> str:
-    """A result cut short by the person's Stop (a side effect may be half done)."""
-    return f"Stopped by the person while it ran; it may not have finished.\n\n{content}"
+def stopped_while_running(content: Any, seconds: float) -> str:
+    """A result cut short by the person's Stop (a side effect may be half done), with
+    how long it ran and what it printed until then."""
+    return (
+        f"Stopped by the person after {seconds:.1f} s while it ran; it may not have finished."
+        f"\n\n{content}"
+    )
 
 
 def with_note(note: str, content: Any) -> str:

@@ -222,7 +222,7 @@ def _execute(
     status: ToolStatus = "error" if msg.status == "error" else "ok"
     if stop is not None and stop.is_set():
         # Cut short by the person: say so, and record it so (a side effect may be half done).
-        msg.content = say.stopped_while_running(msg.content)
+        msg.content = say.stopped_while_running(msg.content, ms / 1000)
         msg.status = "error"
         status = "stopped"
     if note := task.get("note"):

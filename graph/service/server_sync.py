@@ -76,9 +76,9 @@ class ThreadSync:
         changed = [r for r in rows if self.seen.get(r.thread_id) != r.updated_at]
         count = 0
         for row in changed:
+            self.seen[row.thread_id] = row.updated_at
             if await self.sync_one(row):
                 count += 1
-            self.seen[row.thread_id] = row.updated_at
         count += await self.drop_deleted({r.thread_id for r in rows})
         return count + await self.still_waiting()
 
@@ -119,14 +119,16 @@ class ThreadSync:
     async def still_waiting(self) -> int:
         """Threads the server marked "error" after a refused answer (its worker marks
         every failed run so) while the pause is untouched: "interrupted" again, so an
-        inbox lists them as waiting, not failed."""
+        inbox lists them as waiting, not failed. And threads it marked "interrupted" or
+        "error" from a cancelled run's last step while the thread has since ended (the
+        cancelled call answered, graph/agent/cancel_bridge.py): the index's status."""
         from langgraph_runtime_inmem.database import connect
 
         async with connect() as conn:
             errored = [
                 t
                 for t in conn.store["threads"]
-                if t.get("status") == "error"
+                if t.get("status") in ("error", "interrupted")
                 and self._checked.get(str(t["thread_id"])) != t.get("updated_at")
             ]
             busy = {
@@ -140,16 +142,24 @@ class ThreadSync:
                 continue
             state = await self.graph().aget_state({"configurable": {"thread_id": tid}})
             if state.interrupts:
-                thread.update(
-                    status="interrupted",
-                    interrupts={
-                        t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
-                        for t in state.tasks
-                        if t.interrupts
-                    },
-                )
-                self._checked[tid] = thread.get("updated_at")
-                fixed += 1
+                if thread["status"] == "error":
+                    thread.update(
+                        status="interrupted",
+                        interrupts={
+                            t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
+                            for t in state.tasks
+                            if t.interrupts
+                        },
+                    )
+                    self._checked[tid] = thread.get("updated_at")
+                    fixed += 1
+            elif not state.next and state.values:
+                # Ended since: the index says how (a cancelled run is "idle", a failed one "error").
+                row = await asyncio.to_thread(self.index.get, tid)
+                status = STATUS.get(row.status, "idle") if row is not None else thread["status"]
+                if status != thread["status"]:
+                    thread.update(status=status, values=state.values, interrupts={})
+                    fixed += 1
         return fixed
 
     async def sync_one(self, row: Any) -> bool:
@@ -179,7 +189,10 @@ class ThreadSync:
                 r["thread_id"] == tid and r["status"] in ("pending", "running")
                 for r in conn.store["runs"]
             ):
-                return False  # the server runs it: its own status is the true one
+                # The server runs it: its own status is the true one until the run ends
+                # (a cancelled run's last write comes while it winds down): seen again then.
+                self.seen.pop(row.thread_id, None)
+                return False
             # The row's own time (when it paused, else its last change), not the sync's:
             # Agent Inbox dates each row by it, and a server start synced them all at once.
             now = datetime.fromtimestamp(row.pending_since or row.updated_at, UTC)

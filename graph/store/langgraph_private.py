@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BRANCH_TO",
     "CONFIG_KEY_CHECKPOINTER",
+    "CONFIG_KEY_RUNTIME",
     "CONFIG_KEY_STRICT_RESUME",
     "CONTROL_WRITES",
     "ERROR",
@@ -93,6 +94,8 @@ BRANCH_TO = "branch:to:"
 CONFIG_KEY_STRICT_RESUME = "__pregel_strict_resume"
 # The saver a parent graph lends a subgraph through the run's config.
 CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
+# A run's `Runtime`; absent where LangGraph runs a node's routes outside a run (update_state).
+CONFIG_KEY_RUNTIME = "__pregel_runtime"
 # Writes that say what happened to a task, not what it produced: a task with any other
 # write has finished (langgraph/pregel/_task_status.py).
 CONTROL_WRITES = frozenset({ERROR, ERROR_SOURCE_NODE, INTERRUPT, RESUME})
@@ -160,6 +163,11 @@ SURFACE: tuple[Private, ...] = (
         "CONFIG_KEY_CHECKPOINTER",
         f"{_C}:CONFIG_KEY_CHECKPOINTER",
         "an answer's pending check reads the saver get_state would read (graph/agent/compiled.py)",
+    ),
+    Private(
+        "CONFIG_KEY_RUNTIME",
+        f"{_C}:CONFIG_KEY_RUNTIME",
+        "a state edit runs the routes after a node without a run (graph/agent/routing.py)",
     ),
     Private(
         "CONTROL_WRITES",
