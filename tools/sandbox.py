@@ -411,13 +411,8 @@ class Bubblewrap(Sandbox):
         for private in (Path("/tmp"), Path("/var/tmp"), Path("/run")):
             if private.is_dir() and not private.is_symlink():
                 args += self._tmpfs(private)
-        hidden_dirs, hidden_files = self._hidden(homes)
-        for d in hidden_dirs:
-            if not _within(d, ws) or d == ws:
-                args += self._tmpfs(d)
-        for f in hidden_files:
-            if not _within(f, ws):
-                args += ["--ro-bind", "/dev/null", str(f)]
+        hidden = self._hidden(homes)
+        args += self._masks(hidden, ws, inside=False)
         for p in self.show:
             if p.exists():
                 real = p.resolve()
@@ -430,15 +425,24 @@ class Bubblewrap(Sandbox):
                 args += ["--ro-bind", str(real), str(real)]
         args += ["--bind" if access.writable else "--ro-bind", str(ws), str(ws)]
         # What is hidden inside the workspace (a database kept there) goes over it.
-        for d in hidden_dirs:
-            if _within(d, ws) and d != ws:
-                args += self._tmpfs(d)
-        for f in hidden_files:
-            if _within(f, ws):
-                args += ["--ro-bind", "/dev/null", str(f)]
+        args += self._masks(hidden, ws, inside=True)
         args += ["--chdir", str(ws)]
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
+        return args
+
+    def _masks(self, hidden: tuple[list[Path], list[Path]], ws: Path, *, inside: bool) -> list[str]:
+        """Mounts covering the hidden folders (an empty tmpfs) and files (/dev/null)
+        that lie inside the workspace, or those outside it (the workspace itself counts
+        as outside: it is mounted after these)."""
+        dirs, files = hidden
+        args: list[str] = []
+        for d in dirs:
+            if (_within(d, ws) and d != ws) == inside:
+                args += self._tmpfs(d)
+        for f in files:
+            if _within(f, ws) == inside:
+                args += ["--ro-bind", "/dev/null", str(f)]
         return args
 
     def _tmpfs(self, path: Path) -> list[str]:

@@ -49,6 +49,19 @@ class PathError(ValueError):
     """A path the agent gave points outside the workspace or at something unsafe."""
 
 
+def _checked_text(path: str) -> Path:
+    """`path` as a Path, refused before anything is touched when it cannot be one we
+    accept: not a string, a NUL, too long, a name too long."""
+    if not isinstance(path, str) or "\x00" in path:
+        raise PathError("path must be a string without NUL characters")
+    if len(path) > MAX_PATH_CHARS:
+        raise PathError(f"path is too long ({len(path)} characters, limit {MAX_PATH_CHARS})")
+    raw = Path(path.strip() or ".")
+    if any(len(part) > MAX_NAME_CHARS for part in raw.parts):
+        raise PathError(f"path {path!r} has a name longer than {MAX_NAME_CHARS} characters")
+    return raw
+
+
 class Workspace:
     """A root folder, created on first use; every path is resolved inside it, except
     into the `hidden` places."""
@@ -102,30 +115,15 @@ class Workspace:
         `follow_final=False` a final symlink is returned as itself (to delete or move
         the link, not its target); it must still point inside the root.
         """
-        if not isinstance(path, str) or "\x00" in path:
-            raise PathError("path must be a string without NUL characters")
-        if len(path) > MAX_PATH_CHARS:
-            raise PathError(f"path is too long ({len(path)} characters, limit {MAX_PATH_CHARS})")
+        raw = _checked_text(path)
         root = self.root
-        raw = Path(path.strip() or ".")
-        if any(len(part) > MAX_NAME_CHARS for part in raw.parts):
-            raise PathError(f"path {path!r} has a name longer than {MAX_NAME_CHARS} characters")
         candidate = raw if raw.is_absolute() else root / raw
         try:
             real = candidate.resolve(strict=False)
         except (OSError, RuntimeError) as exc:  # symlink loops, ENAMETOOLONG
             raise PathError(f"cannot resolve path {path!r}: {exc}") from exc
         if not self._inside(real, root):
-            if ".." in raw.parts:
-                raise PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
-            lexical_parents = [
-                p for p in (candidate, *candidate.parents) if self._inside(p, root) and p != root
-            ]
-            if any(p.is_symlink() for p in lexical_parents):
-                raise PathError(
-                    f"path {path!r} goes through a symlink that leads outside the workspace"
-                )
-            raise PathError(f"path {path!r} is outside the workspace ({root})")
+            raise self._why_outside(path, raw, candidate, root)
         if len(str(real)) > MAX_PATH_CHARS + len(str(root)):
             raise PathError(f"path {path!r} is too long once resolved")
         if self.hides(real) or self.hides(Path(os.path.normpath(candidate))):
@@ -151,6 +149,19 @@ class Workspace:
         elif must_exist:
             raise PathError(f"{path!r} does not exist in the workspace")
         return entry
+
+    def _why_outside(self, path: str, raw: Path, candidate: Path, root: Path) -> PathError:
+        """The refusal of a path that resolves outside the root, saying how it got out."""
+        if ".." in raw.parts:
+            return PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
+        lexical_parents = [
+            p for p in (candidate, *candidate.parents) if self._inside(p, root) and p != root
+        ]
+        if any(p.is_symlink() for p in lexical_parents):
+            return PathError(
+                f"path {path!r} goes through a symlink that leads outside the workspace"
+            )
+        return PathError(f"path {path!r} is outside the workspace ({root})")
 
     def relative(self, real: Path) -> str:
         root = self.root
