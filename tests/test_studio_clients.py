@@ -179,7 +179,14 @@ def test_runs_cancel_during_an_approved_command_leaves_an_idle_answered_thread(
     session = open_session(Settings(db=str(world["db"]), workspace=str(world["workspace"])))
     try:
         until(
-            lambda: any("started" in str(p.data) for p in list(seen) if p.event == "custom"),
+            # The command's own output, not an event that names the command.
+            lambda: any(
+                p.event == "custom"
+                and isinstance(p.data, dict)
+                and p.data.get("type") == "tool_output"
+                and "started" in p.data.get("text", "")
+                for p in list(seen)
+            ),
             "output",
         )
         [run_id] = [p.data["run_id"] for p in seen if p.event == "metadata"]
