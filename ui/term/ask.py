@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import chop_cells
 from rich.console import Console
 from rich.text import Text
 
@@ -130,12 +131,17 @@ def parse_args_json(
 
 
 def page(console: Console, asker: Asker, text: str) -> bool:
-    """Show all of `text`, a screen at a time; True when the person saw it to the end."""
-    rows = shown(text, CONFIRM_ALL, CONFIRM_ALL).whole.split("\n")
+    """Show all of `text`, a screen at a time (long lines cut at the screen's width, so
+    a page never scrolls its own top away); True when the person saw it to the end."""
+    width = max(20, console.size.width)
+    rows = [
+        piece
+        for line in shown(text, CONFIRM_ALL, CONFIRM_ALL).whole.split("\n")
+        for piece in (chop_cells(line, width) or [""])
+    ]
     height = max(5, console.size.height - 3)
     for start in range(0, len(rows), height):
-        chunk = Text("\n".join(rows[start : start + height]))
-        console.print(chunk, soft_wrap=False)
+        console.print(Text("\n".join(rows[start : start + height])), soft_wrap=True)
         left = len(rows) - start - height
         if left > 0:
             more = f"-- {left} more line{'s' if left != 1 else ''}: Enter for more, q to stop -- "
@@ -193,10 +199,11 @@ def _decide_call(
     console.print(call_card(row, total))
     hidden = not all(p.complete for p in card_parts(row))
     keys = _keys(row, hidden)
-    menu = "  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys)
-    if narrow := narrow_grant(row["name"], row["args"]):
-        menu += f"   (w covers {narrow.covers}; W every {row['name']} call)"
-    console.print(Text(menu, "dim"))
+    console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
+    if "W" in keys:
+        narrow = narrow_grant(row["name"], row["args"])
+        covers = f"w covers {narrow.covers}; " if narrow else ""
+        console.print(Text(f"  {covers}W covers {whole_tool(row['name'])}", "dim"))
     while True:
         key = asker.line("decision> ", check=functools.partial(choice_problem, keys=keys)).strip()
         if key == "v":
