@@ -281,8 +281,10 @@ def test_edit_in_editor_then_approve_all_without_colour(
     child.expect(pexpect.EOF)
     ws = tmp_path / "ws"
     assert [(ws / n).read_text() for n in ("a.md", "b.md", "c.md")] == ["uno\n", "two\n", "three\n"]
-    # NO_COLOR: styles such as bold may remain, colours may not.
-    assert not re.search(r"\x1b\[[0-9;]*(?:3[0-7]|9[0-7]|38;)", seen.getvalue())
+    # NO_COLOR: styles such as bold may remain, colours may not (SGR codes, ending in `m`;
+    # a cursor move such as `ESC[30D` is no colour).
+    colour = re.search(r"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|9[0-7]|38)(?:;[0-9;]*)?m", seen.getvalue())
+    assert not colour, seen.getvalue()[colour.start() - 80 : colour.end() + 20]
 
 
 def test_auto_approve_banner_prompt_and_switches(env: dict[str, str], tmp_path: Path) -> None:

@@ -292,7 +292,8 @@ def _approve_rest(
     ]
     if own or not rest:
         return not rest
-    if asker.line(f"approve these {len(rest)} calls too? [y/N] ").strip().lower() not in (
+    these = "this call" if len(rest) == 1 else f"these {len(rest)} calls"
+    if asker.line(f"approve {these} too? [y/N] ").strip().lower() not in (
         "y",
         "yes",
     ):
