@@ -123,7 +123,7 @@ def test_inbox_lists_and_decides(env: Path) -> None:
     body = texts(inbox)
     assert "1 thread waiting" in body
     # The compact row: the tool and all of its arguments (a row approves only what it shows).
-    assert r'`write\_file` {"path": "todo.md", "content": "buy milk\\n"}' in body, body
+    assert r'`write_file` {"path": "todo.md", "content": "buy milk\\n"}' in body, body
     inbox.button(key=f"inbox-approve-{thread}").click().run()
     for _ in range(150):  # sent after the moment to undo, then resumed in the background
         inbox.run()

@@ -26,7 +26,7 @@ from graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
 from graph.protocol import operations as op
 from graph.protocol.answers import ReviewAnswer
 from graph.protocol.confirm import to_confirm
-from graph.protocol.display import shown, visible_json
+from graph.protocol.display import shown, visible, visible_json
 from ui.web.approval import RISK_COLOR, approval_card, confirm_pending, show_notice
 from ui.web.approval import submit as submit_answer
 from ui.web.safe_text import label
@@ -50,7 +50,8 @@ def _call_line(name: str, args: dict[str, object]) -> tuple[str, bool]:
     """A call as the row shows it, and whether that is all of it."""
     part = shown(visible_json(args), lines=1, chars=ROW_CHARS)
     rest = "" if part.complete else f" … *({label(part.hidden)})*"
-    return f"`{label(name)}` {label(part.head)}{rest}", part.complete
+    # A tool name is a tool's (only real tools are asked about): a code span, no backtick.
+    return f"`{visible(name).replace('`', '')}` {label(part.head)}{rest}", part.complete
 
 
 def _what(pending: Pause) -> tuple[list[str], bool]:
@@ -61,7 +62,9 @@ def _what(pending: Pause) -> tuple[list[str], bool]:
     assert isinstance(pending, Approval)
     lines = [_call_line(a.name, a.args) for a in pending.actions]
     risk = risk_of(pending)
-    numbered = [f"{i + 1}. {text}" if len(lines) > 1 else text for i, (text, _) in enumerate(lines)]
+    numbered = [
+        f"call {i + 1}: {text}" if len(lines) > 1 else text for i, (text, _) in enumerate(lines)
+    ]
     numbered[-1] += f" · :{RISK_COLOR.get(risk, 'gray')}-badge[risk: {risk}]"
     return numbered, all(whole for _, whole in lines)
 
