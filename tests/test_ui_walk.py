@@ -308,6 +308,12 @@ def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
         inbox.mouse.click(700, 20)
         inbox.keyboard.press("a")
         expect(rows).to_have_count(2)
+    # The row says what `a` did and offers a moment to undo; then the approval is sent.
+    see(inbox, "Approving")
+    expect(main(inbox).get_by_role("button", name="Undo")).to_be_visible()
+    deadline = time.monotonic() + 30
+    while pending_in(server, first) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not pending_in(server, first)
     expect(rows.first).to_contain_text("tri-2.md")
     # "n": the next thread comes first (tri-2 waits at the end), then "d" rejects it.
