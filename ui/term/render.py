@@ -422,14 +422,15 @@ def card_parts(row: dict[str, Any]) -> list[Shown]:
     return [shown(t, CARD_LINES, CARD_CHARS) for t in texts]
 
 
-def call_card(row: dict[str, Any], total: int) -> Panel:
+def call_card(row: dict[str, Any], total: int, more: str = "v to view all") -> Panel:
+    """A call as the terminal shows it; `more` says how to see what the card hides."""
     body = Text()
     for n, part in enumerate(card_parts(row)):
         if n:
             body.append("\n\n")
         body.append(part.head, "dim" if n else "")
         if not part.complete:
-            body.append(f"\n… {part.hidden} — v to view all", "bold yellow")
+            body.append(f"\n… {part.hidden} — {more}", "bold yellow")
     title = Text.assemble(f"call {row['call']}/{total}: ", (visible(row["name"]), "bold"))
     if row.get("risk"):
         title.append(f"  risk: {row['risk']}", "yellow")
@@ -454,7 +455,7 @@ def render_pending(console: Console, pending: Pause, title: str | None = None) -
         return
     rows = pending_rows(pending)
     for row in rows:
-        console.print(call_card(row, len(rows)))
+        console.print(call_card(row, len(rows), "--json prints all of it"))
 
 
 def request_line(pending: Pause) -> Text:
