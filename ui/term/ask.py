@@ -164,6 +164,17 @@ def _view(console: Console, asker: Asker, row: dict[str, Any]) -> bool:
     return page(console, asker, "\n\n".join(texts))
 
 
+def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
+    """Page through each call whose card hides a part (`gatehouse approve` on a terminal
+    confirms only what was seen); True when the person saw all of it."""
+    for row in pending_rows(pending):
+        if not all(p.complete for p in card_parts(row)):
+            console.print(Text(f"call {row['call']} ({visible(row['name'])}) in full:", "bold"))
+            if not _view(console, asker, row):
+                return False
+    return True
+
+
 def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], risk: Any) -> bool:
     """The one confirmation rule (graph.protocol.confirm): such a call is shown whole and
     approved only by a yes; True when it may run."""
