@@ -223,3 +223,25 @@ def test_decision_log_filters_by_thread_tool_decision_and_who(env: Path) -> None
     at.multiselect(key="audit-filter-tool").unselect("write_file").select("run_command").run()
     assert _log_rows(at) == ""
     assert any("No decision matches" in i.value for i in at.info)
+
+
+def test_an_inbox_row_that_cannot_show_a_call_whole_approves_only_on_its_open_card(
+    env: Path,
+) -> None:
+    lines = "\\n".join(f"line {i}" for i in range(1, 121))
+    long_row = _thread_of(send(app(), f"write big.md: {lines}"))
+    inbox = _page("inbox")
+    # The row says how much of the call it leaves out, exactly; no one-click approve.
+    assert "more characters" in texts(inbox)
+    button = inbox.button(key=f"inbox-approve-{long_row}")
+    assert button.label == "Review to approve"
+    button.click().run()
+    assert not (env / "big.md").exists()
+    assert inbox.expander[0].proto.expanded  # the full card is open
+    card = next(b.key for b in inbox.button if b.key.endswith("-submit"))
+    assert inbox.button(key=card).disabled  # the 121-line preview is not all in view yet
+    show = next(b.key for b in inbox.button if b.key.endswith("-preview-all-button"))
+    inbox.button(key=show).click().run()
+    assert not inbox.button(key=card).disabled
+    inbox.button(key=card).click().run()
+    assert _until(lambda: (env / "big.md").exists())
