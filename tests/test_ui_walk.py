@@ -198,6 +198,8 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
     else:
         see(second, "wrote", timeout_ms=int(ARRIVES_S * 1000))
         assert second.get_by_role("button", name=APPROVE).count() == 0
+        # The card B was answering does not vanish without a word: it says who decided.
+        see(second, "Decided elsewhere — write_file approved by " + getpass.getuser() + " via web")
     assert (server.workspace / "walk-tabs.md").read_text() == "from tab A\n"
 
 
@@ -246,6 +248,8 @@ def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
     see(page, "Approval needed")
     script_idle(page, READY_MS)
     press_card_button(main(page), APPROVE, timeout_ms=READY_MS)
+    # A command asks once more, showing the whole call (graph/protocol/confirm.py).
+    main(page).get_by_role("button", name="Yes, approve").click()
     stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
     see(page, "run_command · running")

@@ -183,6 +183,11 @@ def shown(text: str, lines: int = CARD_LINES, chars: int = CARD_CHARS) -> Shown:
     return Shown(head, whole, hidden_lines, len(whole) - len(head))
 
 
+def whole(text: str) -> str:
+    """All of `text` as a card draws it when it shows everything (a confirmation, `v`)."""
+    return shown(text, len(text) + 1, len(text) + 1).whole
+
+
 def card_text(value: Any) -> str:
     """A call's arguments as a card shows them: indented JSON, hidden characters as
     JSON escapes (it parses back to the same value)."""
@@ -199,4 +204,5 @@ __all__ = [
     "shown",
     "visible",
     "visible_json",
+    "whole",
 ]

@@ -26,7 +26,7 @@ from rich.text import Text
 from graph import Approval, OutcomeUnknown
 from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
 from graph.protocol.confirm import confirmation
-from graph.protocol.display import shown, visible, visible_json
+from graph.protocol.display import visible, visible_json, whole
 from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import approve, edit, outcome, reject, respond, review
 from ui.term.render import args_text, call_card, card_parts, pending_rows, render_outcome
@@ -135,9 +135,7 @@ def page(console: Console, asker: Asker, text: str) -> bool:
     a page never scrolls its own top away); True when the person saw it to the end."""
     width = max(20, console.size.width)
     rows = [
-        piece
-        for line in shown(text, CONFIRM_ALL, CONFIRM_ALL).whole.split("\n")
-        for piece in (chop_cells(line, width) or [""])
+        piece for line in whole(text).split("\n") for piece in (chop_cells(line, width) or [""])
     ]
     height = max(5, console.size.height - 3)
     for start in range(0, len(rows), height):
@@ -148,9 +146,6 @@ def page(console: Console, asker: Asker, text: str) -> bool:
             if asker.line(more).strip().lower() == "q":
                 return False
     return True
-
-
-CONFIRM_ALL = 10**9  # a confirmation and `v` show all of it
 
 
 def _keys(row: dict[str, Any], hidden: bool) -> list[str]:

@@ -33,7 +33,7 @@ from graph import (
 )
 from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
 from graph.protocol.confirm import to_confirm
-from graph.protocol.display import card_text, shown
+from graph.protocol.display import card_text, whole
 from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import Decide, approve, edit, outcome, reject, respond, review
 from graph.protocol.pauses import ActionRequest
@@ -503,9 +503,7 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
         )
         for call in calls:
             st.markdown(f"**{call.index + 1}. `{call.name}`**: {label(call.why)}")
-            st.code(
-                shown(card_text(call.args), CONFIRM_ALL, CONFIRM_ALL).whole, "json", wrap_lines=True
-            )
+            st.code(whole(card_text(call.args)), "json", wrap_lines=True)
         yes, no, _ = st.columns([1.6, 1, 4])
         yes.button(
             "Yes, approve",
@@ -522,9 +520,6 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
             args=(f"{key}-confirm", None),
         )
     return True
-
-
-CONFIRM_ALL = 10**9  # a confirmation shows the whole call, whatever its size
 
 
 def _confirmed(
