@@ -114,16 +114,29 @@ def test_approve_and_always_allow_then_exit_with_ctrl_c(
     child.expect(screen("you ▸"))
     assert (tmp_path / "ws" / "todo.md").read_text() == "buy milk\n"
 
-    # Always allow: the second write in this thread runs without asking.
+    # Always allow, narrow first: `w` covers exactly this file, and says so.
     child.sendline("write a.md: one")
+    child.expect(screen("w covers `write_file` of exactly the file `a.md`"))
     child.expect(screen("decision>"))
     child.sendline("w")
+    child.expect(screen("always allowed from now on: `write_file` of exactly the file `a.md`"))
     child.expect(screen("✓ write_file ok"))
     child.expect(screen("you ▸"))
-    child.sendline("write b.md: two")
+    child.sendline("write a.md: again")  # the same file: runs without asking
     child.expect(screen("✓ write_file ok"))
     child.expect(screen("you ▸"))
-    assert (tmp_path / "ws" / "b.md").read_text() == "two\n"
+    assert (tmp_path / "ws" / "a.md").read_text() == "again\n"
+    child.sendline("write b.md: two")  # another file: asks; W grants the whole tool
+    child.expect(screen("call 1/1: write_file"))
+    child.expect(screen("decision>"))
+    child.sendline("W")
+    child.expect(screen("always allowed from now on: every `write_file` call in this thread"))
+    child.expect(screen("✓ write_file ok"))
+    child.expect(screen("you ▸"))
+    child.sendline("write c.md: three")
+    child.expect(screen("✓ write_file ok"))
+    child.expect(screen("you ▸"))
+    assert (tmp_path / "ws" / "c.md").read_text() == "three\n"
 
     child.sendcontrol("c")  # Ctrl-C at the prompt exits
     child.expect(screen(f"gatehouse chat --thread {thread_id}"))
@@ -146,6 +159,12 @@ def test_edit_inline_json_with_validation(env: dict[str, str], tmp_path: Path) -
     child.sendcontrol("a")
     child.sendcontrol("k")
     child.sendline('{"path": "todo.md", "content": "buy oat milk\\n"}')
+    # The edited call is shown (a diff of its arguments) and asked about before it runs.
+    child.expect(screen('-  "content": "buy milk\\n"'))
+    child.expect(screen('+  "content": "buy oat milk\\n"'))
+    child.expect(screen("run the edited call? [y/N]"))
+    assert not (tmp_path / "ws" / "todo.md").exists()
+    child.sendline("y")
     child.expect(screen("✓ write_file ok"))
     child.expect(screen("you ▸"))
     assert (tmp_path / "ws" / "todo.md").read_text() == "buy oat milk\n"
@@ -247,17 +266,25 @@ def test_edit_in_editor_then_approve_all_without_colour(
     child.expect(screen("call 1/3: write_file"))
     child.expect(screen("decision>"))
     child.sendline("e")
+    child.expect(screen('+  "content": "uno\\n"'))
+    child.expect(screen("run the edited call? [y/N]"))
+    child.sendline("y")
     child.expect(screen("call 2/3: write_file"))
     child.expect(screen("decision>"))
-    child.sendline("A")  # approve this one and every remaining call
-    child.expect(screen("approved call 3 (write_file)"))
+    child.sendline("A")  # approve this one and every remaining call: each is shown first
+    child.expect(screen("call 3/3: write_file"))
+    child.expect(screen("three"))
+    child.expect(screen("approve this call too? [y/N]"))
+    child.sendline("y")
     child.expect(screen("you ▸"))
     child.sendline("/exit")
     child.expect(pexpect.EOF)
     ws = tmp_path / "ws"
     assert [(ws / n).read_text() for n in ("a.md", "b.md", "c.md")] == ["uno\n", "two\n", "three\n"]
-    # NO_COLOR: styles such as bold may remain, colours may not.
-    assert not re.search(r"\x1b\[[0-9;]*(?:3[0-7]|9[0-7]|38;)", seen.getvalue())
+    # NO_COLOR: styles such as bold may remain, colours may not (SGR codes, ending in `m`;
+    # a cursor move such as `ESC[30D` is no colour).
+    colour = re.search(r"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|9[0-7]|38)(?:;[0-9;]*)?m", seen.getvalue())
+    assert not colour, seen.getvalue()[colour.start() - 80 : colour.end() + 20]
 
 
 def test_auto_approve_banner_prompt_and_switches(env: dict[str, str], tmp_path: Path) -> None:

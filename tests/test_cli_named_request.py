@@ -160,3 +160,19 @@ def test_on_a_terminal_an_unnamed_decision_shows_the_card_and_asks_to_confirm(
     child.close()
     assert child.exitstatus == 0, child.before
     assert (tmp_path / "ws" / "b.md").read_text() == "two\n"
+
+
+def test_an_unnamed_decision_on_a_long_card_pages_the_hidden_part_before_asking(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    lines = "\\n".join(f"line {i}" for i in range(1, 121))
+    thread_id, _ = paused(env, f"write big.md: {lines}")
+    child = spawn(env, "approve", thread_id)
+    child.expect(r"… 101 more lines hidden \(")
+    child.expect("call 1 \\(write_file\\) in full:")
+    child.expect("more lines: Enter for more, q to stop")
+    child.sendline("q")  # stopped before the end: not seen, so not asked
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 2 and "not confirmed" in child.before
+    assert not (tmp_path / "ws" / "big.md").exists()

@@ -149,7 +149,8 @@ def test_approve_is_in_the_accent_and_reject_looks_destructive(page: Any, server
     (server.workspace / "build").mkdir(exist_ok=True)
     page.mouse.click(700, 20)  # focus the page, not a field
     page.keyboard.press("a")
-    expect(main(page)).to_contain_text("Approve run_command rm -rf build?", timeout=WAIT_MS)
+    expect(main(page)).to_contain_text("Approve 1 call as shown below?", timeout=WAIT_MS)
+    expect(main(page).get_by_test_id("stCode").filter(has_text="rm -rf build")).not_to_have_count(0)
     expect(main(page)).to_contain_text("2 threads waiting")
     assert (server.workspace / "build").is_dir()
     screenshot(page, "inbox-risk-confirm")

@@ -82,6 +82,8 @@ def test_after_approve_the_card_goes_and_stop_sits_by_the_input(page: Any, serve
     expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
     script_idle(page, WAIT_MS)
     press_card_button(main(page), APPROVE, timeout_ms=WAIT_MS)  # again if lost
+    # A command asks once more, showing the whole call (graph/protocol/confirm.py).
+    main(page).get_by_role("button", name="Yes, approve").click()
     # While the approved call runs (30 s), the page shows it running and nothing of the
     # decided card (the bug: the card stayed, stale, for the whole run). One read of
     # the page, so both halves hold at the same moment.

@@ -262,8 +262,8 @@ def test_previews_show_what_will_change(ws: Workspace, tools: dict) -> None:
         tools["write_file"],
         {"path": "todo.md", "content": "".join(f"item {i}\n" for i in range(100))},
     )
-    assert new.startswith("new file todo.md (") and "item 39" in new and "item 40" not in new
-    assert "60 more lines" in new
+    # The whole file: the card, not the preview, decides what is shown (and says the rest).
+    assert new.startswith("new file todo.md (") and "item 99" in new and "more lines" not in new
     assert preview(tools["delete_file"], {"path": "notes.md"}).startswith(
         "delete file notes.md (11 B)"
     )

@@ -122,10 +122,11 @@ def test_inbox_lists_and_decides(env: Path) -> None:
     inbox.run()
     body = texts(inbox)
     assert "1 thread waiting" in body
-    # The compact row: the tool and its key argument.
-    assert "`write_file` todo.md" in body
+    # The compact row: the tool and all of its arguments (a row approves only what it shows).
+    assert r'`write_file` {"path": "todo.md", "content": "buy milk\\n"}' in body, body
     inbox.button(key=f"inbox-approve-{thread}").click().run()
-    for _ in range(50):  # the decision resumes the thread in the background
+    for _ in range(150):  # sent after the moment to undo, then resumed in the background
+        inbox.run()
         if (env / "todo.md").exists():
             break
         time.sleep(0.1)
@@ -321,12 +322,26 @@ def test_one_decision_per_call_in_one_card(env: Path) -> None:
 
 def test_always_allow_in_this_thread(env: Path) -> None:
     at = send(app(), "write a.md: one")
-    key = next(c.key for c in at.checkbox if c.key and c.key.endswith("-always"))
-    at.checkbox(key=key).check().run()
+    grant = next(r for r in at.radio if r.key and r.key.endswith("-grant"))
+    assert grant.value == "ask"  # nothing is granted unless chosen
+    assert grant.options == [
+        "No: ask again next time",
+        "Always allow \\`write\\_file\\` of exactly the file \\`a.md\\` in this thread",
+        "Always allow the whole tool: every \\`write\\_file\\` call in this thread, whatever its arguments",
+    ]
+    grant.set_value("narrow").run()
     _submit(at)
-    at = send(at, "write a.md: two")
+    at = send(at, "write a.md: two")  # the same file: covered
     assert "Approval needed" not in texts(at)
     assert (env / "a.md").read_text() == "two\n"
+    at = send(at, "write b.md: other")  # another file: asks
+    assert "Approval needed" in texts(at)
+    grant = next(r for r in at.radio if r.key and r.key.endswith("-grant"))
+    grant.set_value("tool").run()
+    _submit(at)
+    at = send(at, "write c.md: three")  # the whole tool, chosen explicitly
+    assert "Approval needed" not in texts(at)
+    assert (env / "c.md").read_text() == "three\n"
 
 
 def test_open_thread_by_id(env: Path) -> None:

@@ -221,6 +221,8 @@ def test_reload_during_a_run_reattaches(page: Any, server: Server, slowdown: int
     send(page, "run: until [ -e release-the-run ]; do echo tick; sleep 0.5; done; echo released")
     expect_text(page, "Approval needed")
     submit(page)
+    # A command asks once more, showing the whole call (graph/protocol/confirm.py).
+    main(page).get_by_role("button", name="Yes, approve").click()
     expect_text(page, "run_command · running")
     # A slow browser (Chromium's own CPU throttle stands in for a busy machine) once
     # never drew Stop or the chat input while the run's updates kept coming: React draws

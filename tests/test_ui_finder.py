@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.app_page import app_page
 from tests.test_ui_apptest import TIMEOUT, app, env, send, texts
+from ui.web.inbox import UNDO_S
 
 __all__ = ["env"]  # the fixture, shared with tests/test_ui_apptest.py
 
@@ -47,24 +48,42 @@ def test_inbox_rows_show_risk_and_rm_rf_asks_before_it_runs(env: Path) -> None:
     inbox = _page("inbox")
     body = texts(inbox)
     assert ":red-badge[risk: execute]" in body and ":orange-badge[risk: write]" in body
-    # The oldest row is the rm -rf and answers to `a`: that key (or the click) only asks.
+    # The oldest row is the rm -rf and answers to `a`: that key (or the click) only asks,
+    # showing the whole command (graph/protocol/confirm.py's rule).
     approve = inbox.button(key=f"inbox-approve-{danger}")
-    assert approve.label == "Approve…" and approve.proto.shortcut.lower() == "a"
+    assert approve.label == "Approve" and approve.proto.shortcut.lower() == "a"
     approve.click().run()
     assert not inbox.exception
     assert (env / "build" / "out.o").exists(), "one key ran an rm -rf"
-    assert any("Approve `run_command` rm -rf build?" in w.value for w in inbox.warning)
-    # Cancel: nothing ran, the question is gone, the thread still waits.
-    inbox.button(key=f"inbox-confirm-no-{danger}").click().run()
-    assert not any("rm -rf build?" in w.value for w in inbox.warning)
+    assert any("Approve 1 call as shown below?" in w.value for w in inbox.warning)
+    assert any('"command": "rm -rf build"' in c.value for c in inbox.code)
+    # Cancel (also Escape): nothing ran, the question is gone, the thread still waits.
+    cancel = inbox.button(key=f"inbox-{danger}-confirm-no")
+    assert cancel.proto.shortcut.lower() == "escape"
+    cancel.click().run()
+    assert not any("as shown below?" in w.value for w in inbox.warning)
     assert (env / "build").exists()
     inbox.button(key=f"inbox-approve-{danger}").click().run()
-    inbox.button(key=f"inbox-confirm-yes-{danger}").click().run()
+    inbox.button(key=f"inbox-{danger}-confirm-yes").click().run()
     assert not inbox.exception
     assert _until(lambda: not (env / "build").exists())
-    # A write is approved by one click, as before.
+    # A write is approved by one click; the row says so and offers a moment to undo.
     inbox.button(key=f"inbox-approve-{mild}").click().run()
-    assert _until(lambda: (env / "todo.md").exists())
+    assert "Approving" in texts(inbox) and inbox.button(key=f"inbox-undo-{mild}")
+    assert not (env / "todo.md").exists()
+    assert _until(lambda: not inbox.run().exception and (env / "todo.md").exists())
+
+
+def test_inbox_undo_takes_back_a_quick_decision(env: Path) -> None:
+    mild = _thread_of(send(app(), "write undo.md: not yet"))
+    inbox = _page("inbox")
+    inbox.button(key=f"inbox-reject-{mild}").click().run()
+    assert "Rejecting" in texts(inbox)
+    inbox.button(key=f"inbox-undo-{mild}").click().run()
+    time.sleep(UNDO_S + 0.5)  # past the moment the reject would have been sent
+    inbox.run()  # the thread is still waiting: its row is back, with its buttons
+    assert inbox.button(key=f"inbox-approve-{mild}").label == "Approve"
+    assert not any("Rejected" in t for t in [texts(inbox)])
 
 
 def test_answered_by_you_gets_a_neutral_mark_not_a_tick(env: Path) -> None:
@@ -204,3 +223,25 @@ def test_decision_log_filters_by_thread_tool_decision_and_who(env: Path) -> None
     at.multiselect(key="audit-filter-tool").unselect("write_file").select("run_command").run()
     assert _log_rows(at) == ""
     assert any("No decision matches" in i.value for i in at.info)
+
+
+def test_an_inbox_row_that_cannot_show_a_call_whole_approves_only_on_its_open_card(
+    env: Path,
+) -> None:
+    lines = "\\n".join(f"line {i}" for i in range(1, 121))
+    long_row = _thread_of(send(app(), f"write big.md: {lines}"))
+    inbox = _page("inbox")
+    # The row says how much of the call it leaves out, exactly; no one-click approve.
+    assert "more characters" in texts(inbox)
+    button = inbox.button(key=f"inbox-approve-{long_row}")
+    assert button.label == "Review to approve"
+    button.click().run()
+    assert not (env / "big.md").exists()
+    assert inbox.expander[0].proto.expanded  # the full card is open
+    card = next(b.key for b in inbox.button if b.key.endswith("-submit"))
+    assert inbox.button(key=card).disabled  # the 121-line preview is not all in view yet
+    show = next(b.key for b in inbox.button if b.key.endswith("-preview-all-button"))
+    inbox.button(key=show).click().run()
+    assert not inbox.button(key=card).disabled
+    inbox.button(key=card).click().run()
+    assert _until(lambda: (env / "big.md").exists())

@@ -198,6 +198,8 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
     else:
         see(second, "wrote", timeout_ms=int(ARRIVES_S * 1000))
         assert second.get_by_role("button", name=APPROVE).count() == 0
+        # The card B was answering does not vanish without a word: it says who decided.
+        see(second, "Decided elsewhere — write_file approved by " + getpass.getuser() + " via web")
     assert (server.workspace / "walk-tabs.md").read_text() == "from tab A\n"
 
 
@@ -246,6 +248,8 @@ def test_stop_during_sleep_20(tab: Any, server: Server) -> None:
     see(page, "Approval needed")
     script_idle(page, READY_MS)
     press_card_button(main(page), APPROVE, timeout_ms=READY_MS)
+    # A command asks once more, showing the whole call (graph/protocol/confirm.py).
+    main(page).get_by_role("button", name="Yes, approve").click()
     stop = page.get_by_test_id("stBottom").get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
     see(page, "run_command · running")
@@ -308,6 +312,12 @@ def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
         inbox.mouse.click(700, 20)
         inbox.keyboard.press("a")
         expect(rows).to_have_count(2)
+    # The row says what `a` did and offers a moment to undo; then the approval is sent.
+    see(inbox, "Approving")
+    expect(main(inbox).get_by_role("button", name="Undo")).to_be_visible()
+    deadline = time.monotonic() + 30
+    while pending_in(server, first) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not pending_in(server, first)
     expect(rows.first).to_contain_text("tri-2.md")
     # "n": the next thread comes first (tri-2 waits at the end), then "d" rejects it.

@@ -94,10 +94,9 @@ def apply_edit(text: str, old: str, new: str, *, replace_all: bool, path: str) -
 
 
 def new_file_head(content: str, rel: str) -> str:
-    lines = printable(content).splitlines()
-    head = lines[:PREVIEW_LINES]
-    more = "" if len(head) == len(lines) else f"\n… ({len(lines) - len(head)} more lines)"
-    return f"new file {rel} ({size_text(len(encode(content)))}):\n" + "\n".join(head) + more
+    """The whole new file: a card cuts it by its own rule and says exactly how much it
+    hides (graph.protocol.display.shown); a preview cut here could never be seen whole."""
+    return f"new file {rel} ({size_text(len(encode(content)))}):\n" + printable(content)
 
 
 def tree_size(real: Path) -> tuple[int, int, int]:

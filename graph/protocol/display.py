@@ -21,6 +21,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 # Categories escaped wherever they are: Cc (controls: C0, DEL, C1), Cf (format
@@ -119,4 +120,89 @@ def is_visible(text: str) -> bool:
     return visible(text) == text.replace("\r\n", "\n")
 
 
-__all__ = ["escape_char", "is_visible", "visible", "visible_json"]
+# -- what a card shows -------------------------------------------------------------
+# One rule for every card (web chat card, inbox row and its confirmation, terminal
+# card): a value up to these sizes is shown whole; above them the card shows its head,
+# says exactly how much is hidden, and a decision waits until the person opened all of
+# it. Lines wrap everywhere, so width never hides anything; a run of blanks long enough
+# to push the rest of a line out of view (`echo ok` + 3,000 spaces + `; rm -rf ./*`)
+# is drawn as a count of itself, so what follows it stays in view.
+CARD_LINES = 40
+CARD_CHARS = 4_000
+BLANK_RUN = 16
+_BLANKS = re.compile(f"[ \\t]{{{BLANK_RUN},}}")
+
+
+def _blanks(match: re.Match[str]) -> str:
+    run = match.group()
+    kind = "spaces" if set(run) == {" "} else "blanks"
+    return f" ⟨{len(run):,} {kind}⟩ "
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a card draws of one value: `head`, and what it leaves out (exact counts)."""
+
+    head: str
+    whole: str
+    hidden_lines: int
+    hidden_chars: int
+
+    @property
+    def complete(self) -> bool:
+        """Everything is drawn: the person may decide at once."""
+        return self.hidden_chars == 0
+
+    @property
+    def hidden(self) -> str:
+        """What the card says in place of the hidden part ("" when nothing is hidden)."""
+        if self.complete:
+            return ""
+        cut_line = not self.head.endswith("\n") and self.whole[len(self.head)] != "\n"
+        lines = f"{self.hidden_lines:,} more line{'s' if self.hidden_lines != 1 else ''}"
+        if cut_line:
+            more = f"this line goes on ({self.hidden_chars:,} more characters"
+            return more + (f", then {lines})" if self.hidden_lines else ")")
+        return f"{lines} hidden ({self.hidden_chars:,} characters)"
+
+
+def shown(text: str, lines: int = CARD_LINES, chars: int = CARD_CHARS) -> Shown:
+    """The card rule: `text` made visible (hidden characters escaped, long blank runs
+    counted), then cut to `lines` lines and `chars` characters, with exact counts of
+    what is left out."""
+    whole = _BLANKS.sub(_blanks, visible(text)).rstrip("\n")
+    rows = whole.split("\n")
+    head = "\n".join(rows[:lines])
+    if len(head) > chars:
+        head = head[:chars]
+    if len(head) == len(whole):
+        return Shown(whole, whole, 0, 0)
+    # Lines after the last one the head reaches (a line cut in the middle is not counted:
+    # the card says it goes on).
+    hidden_lines = len(rows) - (head.count("\n") + 1)
+    return Shown(head, whole, hidden_lines, len(whole) - len(head))
+
+
+def whole(text: str) -> str:
+    """All of `text` as a card draws it when it shows everything (a confirmation, `v`)."""
+    return shown(text, len(text) + 1, len(text) + 1).whole
+
+
+def card_text(value: Any) -> str:
+    """A call's arguments as a card shows them: indented JSON, hidden characters as
+    JSON escapes (it parses back to the same value)."""
+    return visible_json(value, indent=2)
+
+
+__all__ = [
+    "CARD_CHARS",
+    "CARD_LINES",
+    "Shown",
+    "card_text",
+    "escape_char",
+    "is_visible",
+    "shown",
+    "visible",
+    "visible_json",
+    "whole",
+]

@@ -8,6 +8,7 @@ Apart from ui/term/render.py because the answers are pydantic models: `pending` 
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
@@ -18,14 +19,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import chop_cells
 from rich.console import Console
 from rich.text import Text
 
 from graph import Approval, OutcomeUnknown
 from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
-from graph.protocol.display import visible, visible_json
+from graph.protocol.confirm import confirmation
+from graph.protocol.display import visible, visible_json, whole
+from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import approve, edit, outcome, reject, respond, review
-from ui.term.render import call_card, pending_rows, render_outcome
+from ui.term.render import args_text, call_card, card_parts, pending_rows, render_outcome
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -94,9 +98,13 @@ CHOICES = {
     "e": ("edit", "edit", "edit the arguments ($EDITOR when set, else inline JSON)"),
     "r": ("reject", "reject", "reject, with a reason"),
     "s": ("respond", "respond", "respond: your text becomes the tool result"),
-    "A": ("approve", "all", "approve this and all remaining calls"),
-    "w": ("approve", "always", "approve and always allow this tool in this thread"),
+    "A": ("approve", "all", "approve this and all remaining calls (each is shown first)"),
+    "w": ("approve", "always this", "approve, and always allow exactly this call in this thread"),
+    "W": ("approve", "always tool", "approve, and always allow the whole tool in this thread"),
+    "v": ("view", "view all", "view all of the call, page by page"),
 }
+# What a decision needs in full view first (graph.protocol.display's card rule).
+NEEDS_VIEW = frozenset("aAwW")
 
 
 def choice_problem(text: str, keys: list[str]) -> str | None:
@@ -122,49 +130,182 @@ def parse_args_json(
     return (None, problem) if problem else (value, None)
 
 
+def page(console: Console, asker: Asker, text: str) -> bool:
+    """Show all of `text`, a screen at a time (long lines cut at the screen's width, so
+    a page never scrolls its own top away); True when the person saw it to the end."""
+    width = max(20, console.size.width)
+    rows = [
+        piece for line in whole(text).split("\n") for piece in (chop_cells(line, width) or [""])
+    ]
+    height = max(5, console.size.height - 3)
+    for start in range(0, len(rows), height):
+        console.print(Text("\n".join(rows[start : start + height])), soft_wrap=True)
+        left = len(rows) - start - height
+        if left > 0:
+            more = f"-- {left} more line{'s' if left != 1 else ''}: Enter for more, q to stop -- "
+            if asker.line(more).strip().lower() == "q":
+                return False
+    return True
+
+
+def _keys(row: dict[str, Any], hidden: bool) -> list[str]:
+    allowed = {*row["allowed"], *(["view"] if hidden else [])}
+    narrow = narrow_grant(row["name"], row["args"]) is not None
+    return [k for k, (kind, _, _) in CHOICES.items() if kind in allowed and (narrow or k != "w")]
+
+
+def _view(console: Console, asker: Asker, row: dict[str, Any]) -> bool:
+    texts = [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
+    return page(console, asker, "\n\n".join(texts))
+
+
+def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
+    """Page through each call whose card hides a part (`gatehouse approve` on a terminal
+    confirms only what was seen); True when the person saw all of it."""
+    for row in pending_rows(pending):
+        if not all(p.complete for p in card_parts(row)):
+            console.print(Text(f"call {row['call']} ({visible(row['name'])}) in full:", "bold"))
+            if not _view(console, asker, row):
+                return False
+    return True
+
+
+def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], risk: Any) -> bool:
+    """The one confirmation rule (graph.protocol.confirm): such a call is shown whole and
+    approved only by a yes; True when it may run."""
+    why = confirmation(name, args, risk)
+    if why is None:
+        return True
+    console.print(Text(f"Approve {visible(name)}? {why}. The whole call:", "bold yellow"))
+    if not page(console, asker, visible_json(args, indent=2)):
+        return False
+    return asker.line("approve it? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def _grant(row: dict[str, Any], key: str, console: Console) -> bool | str | None:
+    if key == "W":
+        console.print(Text(f"always allowed from now on: {whole_tool(row['name'])}", "yellow"))
+        return True
+    scope = narrow_grant(row["name"], row["args"]) if key == "w" else None
+    if scope is not None:
+        console.print(Text(f"always allowed from now on: {scope.covers}", "yellow"))
+        return scope.pattern
+    return None
+
+
+def _decide_call(
+    console: Console,
+    asker: Asker,
+    row: dict[str, Any],
+    total: int,
+    check_args: Callable[[str, dict[str, Any]], str | None],
+    preview: Callable[[str, dict[str, Any]], str | None] | None,
+) -> tuple[Decision, bool]:
+    """One call's decision, and whether the person chose to approve the rest too."""
+    console.print(call_card(row, total))
+    hidden = not all(p.complete for p in card_parts(row))
+    keys = _keys(row, hidden)
+    console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
+    if "W" in keys:
+        narrow = narrow_grant(row["name"], row["args"])
+        covers = f"w covers {narrow.covers}; " if narrow else ""
+        console.print(Text(f"  {covers}W covers {whole_tool(row['name'])}", "dim"))
+    while True:
+        key = asker.line("decision> ", check=functools.partial(choice_problem, keys=keys)).strip()
+        if key == "v":
+            hidden = not _view(console, asker, row)
+            continue
+        if key in NEEDS_VIEW and hidden:
+            console.print(Text("Part of this call is hidden: v to view all of it first.", "red"))
+            continue
+        if key == "r":
+            return reject(asker.line("reason> ").strip() or None), False
+        if key == "s":
+            message = asker.line(
+                "response> ", check=lambda t: None if t.strip() else "a response cannot be empty"
+            )
+            return respond(message.strip()), False
+        if key == "e":
+            args = edit_args(console, asker, row, check_args)
+            if _edited_ok(console, asker, row, args, preview):
+                return edit(row["name"], args), False
+            continue
+        if not _confirmed(console, asker, row["name"], row["args"], row.get("risk")):
+            console.print(Text("not approved; decide again.", "yellow"))
+            continue
+        return approve(always_allow=_grant(row, key, console)), key == "A"
+
+
+def _edited_ok(
+    console: Console,
+    asker: Asker,
+    row: dict[str, Any],
+    args: dict[str, Any],
+    preview: Callable[[str, dict[str, Any]], str | None] | None,
+) -> bool:
+    """Show the edit (a diff of the arguments, and the edited call's preview) and ask
+    before it runs."""
+    before = visible_json(row["args"], indent=2).splitlines()
+    after = visible_json(args, indent=2).splitlines()
+    diff = difflib.unified_diff(before, after, "arguments as asked", "as edited", lineterm="")
+    console.print(Text("The edited call:", "bold"))
+    for line in diff:
+        style = "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"
+        console.print(Text(visible(line), style))
+    if preview is not None and (text := preview(row["name"], args)):
+        console.print(Text("preview of the edited call:", "bold"))
+        page(console, asker, text)
+    if confirmation(row["name"], args, row.get("risk")) is not None:
+        return _confirmed(console, asker, row["name"], args, row.get("risk"))
+    return asker.line("run the edited call? [y/N] ").strip().lower() in ("y", "yes")
+
+
 def ask_decisions(
     console: Console,
     asker: Asker,
     pending: Approval,
     check_args: Callable[[str, dict[str, Any]], str | None],
+    preview: Callable[[str, dict[str, Any]], str | None] | None = None,
 ) -> ReviewAnswer:
-    """Ask for one decision per call, in request order; returns the whole answer."""
+    """Ask for one decision per call, in request order; returns the whole answer. A
+    decision covers only what the person was shown: "all" shows each remaining call
+    and asks once more."""
     rows = pending_rows(pending)
     decisions: list[Decision] = []
-    approve_rest = False
-    for row in rows:
-        allowed = row["allowed"]
-        if approve_rest and "approve" in allowed:
-            console.print(
-                Text.assemble(
-                    ("✓ approved ", "green"),
-                    (f"call {row['call']} ({visible(row['name'])})", "bold"),
-                )
-            )
-            decisions.append(approve())
+    for n, row in enumerate(rows):
+        if len(decisions) > n:
             continue
-        console.print(call_card(row, len(rows)))
-        keys = [k for k, (kind, _, _) in CHOICES.items() if kind in allowed]
-        console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
-        key = asker.line("decision> ", check=functools.partial(choice_problem, keys=keys)).strip()
-        if key == "a":
-            decisions.append(approve())
-        elif key == "A":
-            decisions.append(approve())
-            approve_rest = True
-        elif key == "w":
-            decisions.append(approve(always_allow=True))
-        elif key == "r":
-            reason = asker.line("reason> ").strip()
-            decisions.append(reject(reason or None))
-        elif key == "s":
-            message = asker.line(
-                "response> ", check=lambda t: None if t.strip() else "a response cannot be empty"
-            )
-            decisions.append(respond(message.strip()))
-        elif key == "e":
-            decisions.append(edit(row["name"], edit_args(console, asker, row, check_args)))
+        decision, rest = _decide_call(console, asker, row, len(rows), check_args, preview)
+        decisions.append(decision)
+        if rest and not _approve_rest(console, asker, rows[n + 1 :], decisions):
+            console.print(Text("the remaining calls are asked one by one.", "yellow"))
     return review(decisions)
+
+
+def _approve_rest(
+    console: Console, asker: Asker, rest: list[dict[str, Any]], decisions: list[Decision]
+) -> bool:
+    """ "All": show every remaining call; approve them at one yes when each is in full
+    view and none needs its own confirmation (graph.protocol.confirm)."""
+    for row in rest:
+        console.print(call_card(row, len(rest) + len(decisions)))
+    own = [
+        r
+        for r in rest
+        if "approve" not in r["allowed"]
+        or not all(p.complete for p in card_parts(r))
+        or confirmation(r["name"], r["args"], r.get("risk"))
+    ]
+    if own or not rest:
+        return not rest
+    these = "this call" if len(rest) == 1 else f"these {len(rest)} calls"
+    if asker.line(f"approve {these} too? [y/N] ").strip().lower() not in (
+        "y",
+        "yes",
+    ):
+        return False
+    decisions.extend(approve() for _ in rest)
+    return True
 
 
 # key: (outcome answer it needs allowed, menu label, help line)

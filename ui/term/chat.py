@@ -241,7 +241,9 @@ class Chat:
             if isinstance(pending, OutcomeUnknown):
                 answer = ask.ask_outcome(self.out, self.asker, pending)
             else:
-                answer = ask.ask_decisions(self.out, self.asker, pending, self.check_args)
+                answer = ask.ask_decisions(
+                    self.out, self.asker, pending, self.check_args, self.session.preview
+                )
             try:
                 run = self.session.submit(Decide(self.thread_id, answer, pending.interrupt_id))
             except DecisionError as exc:

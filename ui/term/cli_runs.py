@@ -120,10 +120,13 @@ def can_confirm(as_json: bool) -> bool:
 def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str:
     """Show the card and what will be sent; the request's id once the person says yes."""
     term.render_pending(out, pending)
-    for line in td.describe_answer(pending, answer):
-        out.print(Text(visible(line), "bold"))
+    asker = ask.Asker(out, interactive=False)
     try:
-        said = ask.Asker(out, interactive=False).line("send this decision? [y/N] ").strip().lower()
+        # A decision covers only what was seen: a card's hidden part is paged first.
+        seen = isinstance(pending, graph.OutcomeUnknown) or ask.see_hidden(out, asker, pending)
+        for line in td.describe_answer(pending, answer) if seen else []:
+            out.print(Text(visible(line), "bold"))
+        said = asker.line("send this decision? [y/N] ").strip().lower() if seen else ""
     except (EOFError, KeyboardInterrupt):
         said = ""
     if said not in ("y", "yes"):

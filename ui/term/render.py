@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
-from graph.protocol.display import visible, visible_json
+from graph.protocol.display import Shown, shown, visible, visible_json
 from graph.protocol.threads import turn_starts
 from graph.protocol.wording import RUN_ENDED, decided
 from ui.term.console import STATUS_STYLE, when
@@ -407,12 +407,27 @@ def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
         console.print(Text(visible(pending.request.description), "yellow"))
 
 
-def call_card(row: dict[str, Any], total: int) -> Panel:
+# A terminal card shows at most this much of a call's arguments and of its preview
+# (the one card rule, graph.protocol.display.shown); `v` pages through all of it.
+CARD_LINES = 20
+CARD_CHARS = 2_000
+
+
+def card_parts(row: dict[str, Any]) -> list[Shown]:
+    """What the card draws of a call: its arguments, then its preview when it has one."""
+    texts = [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
+    return [shown(t, CARD_LINES, CARD_CHARS) for t in texts]
+
+
+def call_card(row: dict[str, Any], total: int, more: str = "v to view all") -> Panel:
+    """A call as the terminal shows it; `more` says how to see what the card hides."""
     body = Text()
-    body.append(args_text(row["args"]))
-    if row.get("preview"):
-        body.append("\n\n")
-        body.append(clip(row["preview"], 20), "dim")
+    for n, part in enumerate(card_parts(row)):
+        if n:
+            body.append("\n\n")
+        body.append(part.head, "dim" if n else "")
+        if not part.complete:
+            body.append(f"\n… {part.hidden} — {more}", "bold yellow")
     title = Text.assemble(f"call {row['call']}/{total}: ", (visible(row["name"]), "bold"))
     if row.get("risk"):
         title.append(f"  risk: {row['risk']}", "yellow")
@@ -437,7 +452,7 @@ def render_pending(console: Console, pending: Pause, title: str | None = None) -
         return
     rows = pending_rows(pending)
     for row in rows:
-        console.print(call_card(row, len(rows)))
+        console.print(call_card(row, len(rows), "--json prints all of it"))
 
 
 def request_line(pending: Pause) -> Text:

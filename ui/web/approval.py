@@ -32,12 +32,15 @@ from graph import (
     StaleDecision,
 )
 from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+from graph.protocol.confirm import to_confirm
+from graph.protocol.display import card_text, whole
+from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import Decide, approve, edit, outcome, reject, respond, review
 from graph.protocol.pauses import ActionRequest
 from graph.protocol.wording import decided
 from ui.web.auto_approve import tab_actor, tab_options
-from ui.web.safe_text import code, label, markdown
-from ui.web.tool_blocks import pretty
+from ui.web.long_text import card_block
+from ui.web.safe_text import label, markdown
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
 OUTCOME_LABELS = {
@@ -72,14 +75,24 @@ def _edited_args(session: Session, name: str, raw: str) -> dict[str, Any]:
     return args
 
 
+GRANT_CHOICES = ("ask", "narrow", "tool")
+
+
 def _decision(session: Session, key: str, action: ActionRequest, choice: str) -> Decision:
     name = action.name
-    always = True if st.session_state.get(f"{key}-always") else None
+    grant = st.session_state.get(f"{key}-grant", "ask")
+    scope = narrow_grant(name, action.args)
+    always: bool | str | None = (
+        True if grant == "tool" else scope.pattern if grant == "narrow" and scope else None
+    )
     if choice == "approve":
         return approve(always_allow=always)
     if choice == "edit":
-        args = _edited_args(session, name, st.session_state.get(f"{key}-args", pretty(action.args)))
-        return edit(name, args, always_allow=always)
+        args = _edited_args(
+            session, name, st.session_state.get(f"{key}-args", card_text(action.args))
+        )
+        # A narrow grant names the call as shown: an edit grants no narrow pattern.
+        return edit(name, args, always_allow=True if grant == "tool" else None)
     if choice == "reject":
         reason = str(st.session_state.get(f"{key}-reason", "")).strip()
         return reject(reason or "No reason given.")
@@ -89,6 +102,25 @@ def _decision(session: Session, key: str, action: ActionRequest, choice: str) ->
             f"{name}: write the answer the model should get instead of running the tool"
         )
     return respond(answer)
+
+
+def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
+    """ "Always allow": the narrow form first (this command, this file), the whole tool
+    an explicit, labelled choice; each says exactly what it covers."""
+    scope = narrow_grant(action.name, action.args) if choice == "approve" else None
+    words = {
+        "ask": "No: ask again next time",
+        "narrow": f"Always allow {scope.covers} in this thread" if scope else "",
+        "tool": f"Always allow the whole tool: {whole_tool(action.name)}",
+    }
+    options = [c for c in GRANT_CHOICES if words[c]]
+    st.radio(
+        "Later calls like this",
+        options,
+        format_func=lambda c: label(words[c]) if c != "ask" else words[c],
+        key=f"{key}-grant",
+        index=0,
+    )
 
 
 def _preview_of(
@@ -117,9 +149,11 @@ def _action(
     prefix: str,
     *,
     single: bool,
-) -> str | None:
+) -> tuple[str | None, bool]:
+    """One call of the card: (the person's choice, whether all of it is in view)."""
     key = f"{prefix}-{pending.interrupt_id}-{index}"
     risk = action.risk or "?"
+    in_view = True
     with st.container(border=True):
         color = RISK_COLOR.get(risk, "gray")
         st.markdown(f"**{index + 1}. `{action.name}`** · :{color}-badge[risk: {risk}]")
@@ -142,17 +176,18 @@ def _action(
         )
         if choice == "edit":
             st.text_area(
-                "Arguments (JSON)", value=pretty(action.args), key=f"{key}-args", height=160
+                "Arguments (JSON)", value=card_text(action.args), key=f"{key}-args", height=160
             )
         else:
-            st.code(pretty(action.args), language="json")
+            in_view = card_block(card_text(action.args), f"{key}-args-all", "json")
         preview, invalid = _preview_of(session, key, action, choice)
         if invalid:
             st.error(f"Invalid arguments, no preview: {label(invalid)}", icon=":material/error:")
         elif preview:
             st.caption("preview of the edited call" if choice == "edit" else "preview")
             is_diff = preview.startswith(("---", "@@")) or "\n+++ " in preview
-            st.code(code(preview), language="diff" if is_diff else "text")
+            lang = "diff" if is_diff else "text"
+            in_view = card_block(preview, f"{key}-preview-all", lang) and in_view
         elif choice == "edit":
             st.caption("preview: (none for these arguments)")
         if choice == "reject":
@@ -162,8 +197,8 @@ def _action(
                 "Answer to give the model instead of running the tool", key=f"{key}-respond"
             )
         if choice in ("approve", "edit"):
-            st.checkbox(f"Always allow `{action.name}` in this thread", key=f"{key}-always")
-    return None if choice is None else str(choice)
+            _grant_choice(key, action, str(choice))
+    return (None if choice is None else str(choice)), in_view
 
 
 def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
@@ -196,7 +231,7 @@ def outcome_card(
         )
         if pending.request.description:
             st.markdown(markdown(pending.request.description))
-        st.code(pretty(call.args), language="json")
+        in_view = card_block(card_text(call.args), f"{key}-args-all", "json")
         allowed = [c for c in pending.allowed if c in OUTCOME_LABELS]
         choice = st.radio(
             "What happened?",
@@ -222,7 +257,7 @@ def outcome_card(
             "Submit",
             type="primary",
             key=f"{key}-submit",
-            disabled=choice is None,
+            disabled=choice is None or (choice == "run_again" and not in_view),
             on_click=submit,
             args=(session, runner, pending, key, lambda: _outcome_answer(key, choice)),
         )
@@ -248,13 +283,14 @@ def submit(
     shown on the card (`{key}-error`) and nothing changes; one that came too late says
     who decided instead (`notice_key`, by default the thread's notice)."""
     st.session_state.pop(notice_key or f"notice-{pending.thread_id}", None)
+    st.session_state.get(SHOWN, {}).pop(pending.interrupt_id, None)  # answered here
     try:
         runner.submit(Decide(pending.thread_id, make_answer(), pending.interrupt_id), tab_options())
     except InvalidInput as exc:
         st.session_state[f"{key}-error"] = str(exc)
     except (StaleDecision, NothingPending, RunInProgress):
         st.session_state[notice_key or f"notice-{pending.thread_id}"] = (
-            stale_notice(session, pending),
+            who_decided_text(session, pending, "Your decision was not used: already decided"),
             time.time(),
         )
     except DecisionError as exc:
@@ -278,8 +314,8 @@ def show_notice(key: str) -> bool:
     return True
 
 
-def stale_notice(session: Session, pending: Pause) -> str:
-    """What became of a request this tab answered too late: who decided what."""
+def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
+    """What became of a request this tab did not decide: who decided what, and how."""
     calls = (
         [a.tool_call_id for a in pending.actions]
         if isinstance(pending, Approval)
@@ -309,10 +345,8 @@ def stale_notice(session: Session, pending: Pause) -> str:
                 )
             )
     if not said:
-        return "Your decision was not used: this request was already decided elsewhere."
-    return (
-        "Your decision was not used: already decided — " + "; ".join(text for _, text in said) + "."
-    )
+        return f"{lead}: this request was decided elsewhere (the log names no one yet)."
+    return f"{lead} — " + "; ".join(text for _, text in said) + "."
 
 
 def approvers_of(pending: Approval, index: int) -> list[str]:
@@ -337,7 +371,7 @@ def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
         )
         for i, action in enumerate(actions):
             st.markdown(f"**{i + 1}. `{action.name}`**")
-            st.code(pretty(action.args), language="json")
+            card_block(card_text(action.args), f"readonly-{pending.interrupt_id}-{i}", "json")
         names = "; ".join(f"`{a.name}`: {', '.join(who)}" for a, who in barred)
         st.info(
             f"Read-only: only these people may decide — {names}. You are signed in as {tab_actor() or 'nobody'}.",
@@ -348,6 +382,7 @@ def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
 
 def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str = "card") -> None:
     """Draw the card; its buttons resume the run in their callbacks."""
+    track(pending, f"notice-{pending.thread_id}" if prefix == "card" else "notice-inbox")
     if isinstance(pending, OutcomeUnknown):
         outcome_card(session, runner, pending, prefix)
         return
@@ -360,11 +395,15 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
         st.markdown(
             f"### :material/front_hand: Approval needed · {len(actions)} call{'s' if not single else ''}"
         )
-        choices = [
+        drawn = [
             _action(session, pending, i, a, prefix, single=single) for i, a in enumerate(actions)
         ]
+        choices = [c for c, _ in drawn]
+        hidden = [i for i, (_, whole) in enumerate(drawn) if not whole]
         undecided = [i for i, c in enumerate(choices) if c is None]
         _error_here(card)
+        if confirm_pending(session, runner, pending, card):
+            return
 
         def answer(approve_rest: bool) -> Callable[[], ReviewAnswer]:
             def make() -> ReviewAnswer:
@@ -376,6 +415,10 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
                     raise InvalidInput(
                         f"choose a decision for call {calls} (or approve the undecided ones)"
                     )
+                if unseen := [i + 1 for i in hidden if now[i] in (None, "approve")]:
+                    raise InvalidInput(
+                        f"open all of call {', '.join(map(str, unseen))} first (Show all)"
+                    )
                 return review(
                     [
                         approve() if c is None else _decision(session, f"{card}-{i}", a, str(c))
@@ -386,11 +429,15 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
             return make
 
         left, right = st.columns(2)
+        # Nothing out of view is approved: Approve waits until every hidden part is open.
+        unseen = [i for i in hidden if choices[i] in (None, "approve")]
         left.button(
             "Approve" if single and choices[0] == "approve" else "Submit decision",
             type="primary",
             key=f"{card}-submit",
-            on_click=submit,
+            disabled=any(choices[i] == "approve" for i in unseen),
+            help="Open every part marked hidden (Show all) first" if unseen else None,
+            on_click=decide,
             args=(session, runner, pending, card, answer(False)),
         )
         if not single and undecided:
@@ -402,7 +449,100 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
             right.button(
                 f"{rest} ({len(undecided)} of {len(actions)})",
                 key=f"{card}-all",
-                help="Approves only the calls without a decision; your other choices are kept",
-                on_click=submit,
+                disabled=bool(unseen),
+                help="Approves only the calls without a decision; your other choices are kept"
+                + ("; open every part marked hidden first" if unseen else ""),
+                on_click=decide,
                 args=(session, runner, pending, card, answer(True)),
             )
+
+
+def decide(
+    session: Session,
+    runner: Runner,
+    pending: Approval,
+    key: str,
+    make_answer: Callable[[], ReviewAnswer],
+    notice_key: str | None = None,
+) -> None:
+    """Submit the answer, unless it runs a call the confirmation rule
+    (graph.protocol.confirm) says must be confirmed: then ask first (`confirm_pending`)."""
+    try:
+        answer = make_answer()
+    except InvalidInput as exc:
+        st.session_state[f"{key}-error"] = str(exc)
+        return
+    if to_confirm(pending.actions, answer.decisions):
+        st.session_state[f"{key}-confirm"] = (pending.interrupt_id, answer, notice_key)
+        return
+    submit(session, runner, pending, key, lambda: answer, notice_key)
+
+
+def confirm_pending(session: Session, runner: Runner, pending: Approval, key: str) -> bool:
+    """The question an answer that runs a risky call asks, with every such call whole;
+    True while it is asked (the card's own buttons wait)."""
+    asked = st.session_state.get(f"{key}-confirm")
+    if asked is None or asked[0] != pending.interrupt_id:
+        return False
+    _, answer, notice_key = asked
+    calls = to_confirm(pending.actions, answer.decisions)
+    with st.container(border=True, key=f"confirm-{key}"):
+        st.warning(
+            f"**Approve {len(calls)} call{'s' if len(calls) > 1 else ''} as shown below?** "
+            "Each runs as soon as you say yes.",
+            icon=":material/warning:",
+        )
+        for call in calls:
+            st.markdown(f"**{call.index + 1}. `{call.name}`**: {label(call.why)}")
+            st.code(whole(card_text(call.args)), "json", wrap_lines=True)
+        yes, no, _ = st.columns([1.6, 1, 4])
+        yes.button(
+            "Yes, approve",
+            key=f"{key}-confirm-yes",
+            type="primary",
+            on_click=_confirmed,
+            args=(session, runner, pending, key, answer, notice_key),
+        )
+        no.button(
+            "Cancel (Esc)",
+            key=f"{key}-confirm-no",
+            shortcut="Escape",
+            on_click=st.session_state.pop,
+            args=(f"{key}-confirm", None),
+        )
+    return True
+
+
+def _confirmed(
+    session: Session,
+    runner: Runner,
+    pending: Approval,
+    key: str,
+    answer: ReviewAnswer,
+    notice_key: str | None,
+) -> None:
+    st.session_state.pop(f"{key}-confirm", None)
+    submit(session, runner, pending, key, lambda: answer, notice_key)
+
+
+# -- a card decided elsewhere -----------------------------------------------------------
+SHOWN = "cards-shown"  # interrupt id -> (pause, notice key): the cards this tab drew
+
+
+def track(pending: Pause, notice_key: str) -> None:
+    st.session_state.setdefault(SHOWN, {})[pending.interrupt_id] = (pending, notice_key)
+
+
+def decided_elsewhere(session: Session) -> None:
+    """At a page run's start: a card this tab showed whose request is no longer pending
+    and was not answered here says who decided what, instead of vanishing."""
+    shown_cards: dict[str, tuple[Pause, str]] = st.session_state.get(SHOWN, {})
+    for interrupt_id, (pending, notice_key) in list(shown_cards.items()):
+        now = session.pending(pending.thread_id)
+        if now is not None and now.interrupt_id == interrupt_id:
+            continue
+        del shown_cards[interrupt_id]
+        st.session_state[notice_key] = (
+            who_decided_text(session, pending, "Decided elsewhere"),
+            time.time(),
+        )

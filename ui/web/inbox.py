@@ -1,37 +1,43 @@
 """The approvals inbox: every thread waiting for a decision, oldest first, for triage.
 
-One compact row per thread (thread, tool, its key argument, waiting since) with
+One compact row per thread (thread, each call it would run, waiting since) with
 Approve / Reject in place: a decision resumes that thread in the background and the
 page stays here, with the next row first. The first row answers to the keyboard
 (a = approve, d = reject, n = next: decide it later, o = open). "Review" opens the
 full card (edit, respond, per-call choices) in place.
 
-Each row shows the risk of what it would run (the approval request's `risk`, the
-highest of its calls). A call that executes or deletes is never approved by one key
-or one click: Approve (or `a`) asks "Approve … ?" first, and only that answer runs it.
+A row approves only what it shows: every call of the row is listed with its
+arguments; when one does not fit the row (graph.protocol.display's card rule),
+Approve opens the full card instead, where the rest is opened before approving.
+A call the confirmation rule (graph.protocol.confirm) names is never approved by one
+key or click: Approve asks first, showing each such call whole (Escape cancels).
+A quick Approve or Reject waits `UNDO_S` seconds, saying what it will do, with Undo.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 import streamlit as st
 
 from graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
 from graph.protocol import operations as op
 from graph.protocol.answers import ReviewAnswer
-from ui.web.approval import RISK_COLOR, approval_card, show_notice
+from graph.protocol.confirm import to_confirm
+from graph.protocol.display import shown, visible, visible_json
+from ui.web.approval import RISK_COLOR, approval_card, confirm_pending, show_notice
 from ui.web.approval import submit as submit_answer
 from ui.web.safe_text import label
 from ui.web.threads import ago, open_thread
 
-KEY_ARGS = ("path", "command", "url", "source", "query", "sql", "name")
 # Lowest to highest; a call without a declared risk counts as the highest (as tools'
 # UNKNOWN_SPEC does: an unknown tool may execute anything).
 RISK_ORDER = ("read", "network", "write", "delete", "execute")
-# Never approved by a single key or click: the row asks to confirm first.
-CONFIRM_RISKS = frozenset({"delete", "execute"})
+# A row shows each call's arguments on one line, up to this many characters.
+ROW_CHARS = 160
+UNDO_S = 5.0
 
 
 def risk_of(pending: Approval) -> str:
@@ -40,24 +46,27 @@ def risk_of(pending: Approval) -> str:
     return max(risks, key=RISK_ORDER.index, default="execute")
 
 
-def key_argument(args: dict[str, Any]) -> str:
-    """The argument that says what a call touches, short."""
-    name = next((k for k in KEY_ARGS if k in args), next(iter(args), None))
-    if name is None:
-        return ""
-    value = str(args[name]).replace("\n", " ")
-    return label(value if len(value) <= 60 else value[:57] + "…")
+def _call_line(name: str, args: dict[str, object]) -> tuple[str, bool]:
+    """A call as the row shows it, and whether that is all of it."""
+    part = shown(visible_json(args), lines=1, chars=ROW_CHARS)
+    rest = "" if part.complete else f" … *({label(part.hidden)})*"
+    # A tool name is a tool's (only real tools are asked about): a code span, no backtick.
+    return f"`{visible(name).replace('`', '')}` {label(part.head)}{rest}", part.complete
 
 
-def _what(pending: Pause) -> str:
+def _what(pending: Pause) -> tuple[list[str], bool]:
+    """The row's lines (one per call, then the risk) and whether they show everything."""
     if isinstance(pending, OutcomeUnknown):
-        call = pending.call
-        return f"`{call.name}` {key_argument(call.args)} · :red-badge[outcome unknown]"
+        line, _ = _call_line(pending.call.name, pending.call.args)
+        return [f"{line} · :red-badge[outcome unknown]"], False
     assert isinstance(pending, Approval)
-    first = pending.actions[0]
-    more = f" · +{len(pending.actions) - 1} more" if len(pending.actions) > 1 else ""
+    lines = [_call_line(a.name, a.args) for a in pending.actions]
     risk = risk_of(pending)
-    return f"`{first.name}` {key_argument(first.args)}{more} · :{RISK_COLOR.get(risk, 'gray')}-badge[risk: {risk}]"
+    numbered = [
+        f"call {i + 1}: {text}" if len(lines) > 1 else text for i, (text, _) in enumerate(lines)
+    ]
+    numbered[-1] += f" · :{RISK_COLOR.get(risk, 'gray')}-badge[risk: {risk}]"
+    return numbered, all(whole for _, whole in lines)
 
 
 def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
@@ -68,25 +77,107 @@ def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
     )
 
 
+# -- a moment to undo ------------------------------------------------------------------
+HELD = "inbox-held"  # thread id -> Held: quick decisions waiting out UNDO_S
+
+
+@dataclass(frozen=True)
+class Held:
+    pending: Approval
+    kind: str  # "approve" or "reject"
+    until: float
+
+
+def _hold(session: Session, runner: Runner, pending: Approval, kind: str) -> None:
+    """A quick Approve / Reject: said at once, sent after UNDO_S unless undone. An
+    approval the confirmation rule names asks first instead (and is sent at "yes")."""
+    key = _key(pending.thread_id)
+    if kind == "approve":
+        answer = _quick(kind, pending)()
+        if to_confirm(pending.actions, answer.decisions):
+            st.session_state[f"{key}-confirm"] = (pending.interrupt_id, answer, NOTICE)
+            return
+    st.session_state.setdefault(HELD, {})[pending.thread_id] = Held(
+        pending, kind, time.time() + UNDO_S
+    )
+
+
+def _send_due(session: Session, runner: Runner) -> bool:
+    """Send the held decisions whose moment has passed; True when one was sent."""
+    held: dict[str, Held] = st.session_state.get(HELD, {})
+    due = [tid for tid, h in held.items() if h.until <= time.time()]
+    for tid in due:
+        h = held.pop(tid)
+        submit_answer(session, runner, h.pending, _key(tid), _quick(h.kind, h.pending), NOTICE)
+        if f"{_key(tid)}-error" not in st.session_state and NOTICE not in st.session_state:
+            what = "Approved" if h.kind == "approve" else "Rejected"
+            st.session_state[NOTICE] = (f"{what}: {_names(h.pending)}.", time.time())
+    return bool(due)
+
+
+@st.fragment(run_every=1.0)
+def _undo_timer(session: Session, runner: Runner) -> None:
+    if _send_due(session, runner):
+        st.rerun(scope="app")
+
+
+def _names(pending: Approval) -> str:
+    return ", ".join(f"`{label(a.name)}`" for a in pending.actions)
+
+
+def _held_row(tid: str, held: Held, *, first: bool) -> None:
+    what = "Approving" if held.kind == "approve" else "Rejecting"
+    with st.container(border=True, key=f"inbox-held-{tid}"):
+        text, undo = st.columns([6, 1.3], vertical_alignment="center")
+        text.markdown(
+            f"**{what}** {_names(held.pending)} (you pressed "
+            f"{'Approve' if held.kind == 'approve' else 'Reject'}): sent in {UNDO_S:g} s "
+            "unless you undo."
+        )
+        undo.button(
+            "Undo",
+            key=f"inbox-undo-{tid}",
+            shortcut="u" if first else None,
+            on_click=st.session_state.get(HELD, {}).pop,
+            args=(tid, None),
+        )
+
+
+NOTICE = "notice-inbox"
+
+
+def _key(thread_id: str) -> str:
+    return f"inbox-{thread_id}"
+
+
 def inbox_page(session: Session, runner: Runner) -> None:
     st.header(":material/inbox: Approvals inbox")
+    _send_due(session, runner)
     waiting = session.awaiting_approval()
-    show_notice("notice-inbox")
+    show_notice(NOTICE)
     if not waiting:
         st.success("Nothing is waiting for a decision.")
         return
     st.caption(
         f"{len(waiting)} thread{'s' if len(waiting) != 1 else ''} waiting, oldest first. "
-        "Keys for the first row: a approve (asks first when a call executes or deletes) · d reject · "
-        "n next · o open."
+        "Keys for the first row: a approve (asks first when a call executes, deletes or writes "
+        "where code runs later) · d reject · n next · o open · u undo."
     )
     first = True
+    held: dict[str, Held] = st.session_state.get(HELD, {})
     for info in _in_turn(waiting):
+        if info.thread_id in held:
+            _held_row(
+                info.thread_id, held[info.thread_id], first=info.thread_id == next(iter(held))
+            )
+            continue
         pending = session.pending(info.thread_id)
         if pending is None:
             continue  # decided elsewhere a moment ago
         _row(session, runner, info, pending, first=first)
         first = False
+    if held:
+        _undo_timer(session, runner)
 
 
 LATER = "inbox-later"  # threads put off with "Next", in that order (this browser session)
@@ -110,58 +201,51 @@ def _row(
     session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool
 ) -> None:
     tid = info.thread_id
+    key = _key(tid)
+    lines, all_shown = _what(pending)
+    opened = f"inbox-open-card-{tid}"
     with st.container(border=True, key=f"inbox-row-{tid}"):
         text, approve, reject, later, opener = st.columns(
             [4.4, 1.5, 1.3, 1.2, 1.3], vertical_alignment="center"
         )
         since = ago(info.pending_since or info.updated_at)
-        text.markdown(f"**{label(info.title)}** · {_what(pending)} · :gray[waiting since {since}]")
+        text.markdown(
+            f"**{label(info.title)}** · :gray[waiting since {since}]  \n" + "  \n".join(lines)
+        )
         confirming = False
         if isinstance(pending, Approval):
             many = len(pending.actions) > 1
-            confirming = st.session_state.get(_confirm_key(tid)) == pending.interrupt_id
-            approve_answer = (
-                session,
-                runner,
-                pending,
-                f"inbox-{tid}",
-                _quick("approve", pending),
-                "notice-inbox",
+            confirming = (st.session_state.get(f"{key}-confirm") or ("",))[0] == (
+                pending.interrupt_id
             )
-            if risk_of(pending) in CONFIRM_RISKS:
-                # One key must not run an `rm -rf`: the click (or `a`) only asks.
-                approve.button(
-                    "Approve all…" if many else "Approve…",
-                    key=f"inbox-approve-{tid}",
-                    type="primary",
-                    shortcut="a" if first else None,
-                    disabled=confirming,
-                    help="This executes or deletes: you are asked to confirm first",
-                    on_click=st.session_state.__setitem__,
-                    args=(_confirm_key(tid), pending.interrupt_id),
-                )
-            else:
+            if all_shown:
                 approve.button(
                     "Approve all" if many else "Approve",
                     key=f"inbox-approve-{tid}",
                     type="primary",
                     shortcut="a" if first else None,
-                    on_click=submit_answer,
-                    args=approve_answer,
+                    disabled=confirming,
+                    help="Asks first when a call executes, deletes or writes where code runs later",
+                    on_click=_hold,
+                    args=(session, runner, pending, "approve"),
+                )
+            else:
+                # Part of a call is not in the row: approving happens on the open card.
+                approve.button(
+                    "Review to approve",
+                    key=f"inbox-approve-{tid}",
+                    type="primary",
+                    shortcut="a" if first else None,
+                    help="A call does not fit the row: open it all, then approve it on its card",
+                    on_click=st.session_state.__setitem__,
+                    args=(opened, True),
                 )
             reject.button(
                 "Reject all" if many else "Reject",
                 key=f"inbox-reject-{tid}",
                 shortcut="d" if first else None,
-                on_click=submit_answer,
-                args=(
-                    session,
-                    runner,
-                    pending,
-                    f"inbox-{tid}",
-                    _quick("reject", pending),
-                    "notice-inbox",
-                ),
+                on_click=_hold,
+                args=(session, runner, pending, "reject"),
             )
         later.button(
             "Next",
@@ -176,42 +260,11 @@ def _row(
             st.rerun()
         if confirming:
             assert isinstance(pending, Approval)
-            _confirm(pending, approve_answer)
-        if error := st.session_state.pop(f"inbox-{tid}-error", None):
+            confirm_pending(session, runner, pending, key)
+        if error := st.session_state.pop(f"{key}-error", None):
             st.error(error)
-        with st.expander("Review: edit, respond, or decide call by call"):
-            approval_card(session, runner, pending, prefix=f"inbox-{tid}")
-
-
-def _confirm_key(thread_id: str) -> str:
-    return f"inbox-confirm-{thread_id}"
-
-
-def _confirm(pending: Approval, approve_answer: tuple[Any, ...]) -> None:
-    """The question a high-risk Approve asks: what would run, then yes or no."""
-    tid = pending.thread_id
-    calls = ", ".join(f"`{a.name}` {key_argument(a.args)}" for a in pending.actions)
-    st.warning(
-        f"**Approve {calls}?** It {'executes' if risk_of(pending) == 'execute' else 'deletes'}: "
-        "it runs as soon as you say yes.",
-        icon=":material/warning:",
-    )
-    yes, no, _ = st.columns([1.6, 1, 4])
-    yes.button(
-        "Yes, approve",
-        key=f"inbox-confirm-yes-{tid}",
-        type="primary",
-        on_click=_approve_confirmed,
-        args=approve_answer,
-    )
-    no.button(
-        "Cancel",
-        key=f"inbox-confirm-no-{tid}",
-        on_click=st.session_state.pop,
-        args=(_confirm_key(tid), None),
-    )
-
-
-def _approve_confirmed(session: Session, runner: Runner, pending: Approval, *rest: Any) -> None:
-    st.session_state.pop(_confirm_key(pending.thread_id), None)
-    submit_answer(session, runner, pending, *rest)
+        with st.expander(
+            "Review: see every call whole, edit, respond, or decide call by call",
+            expanded=bool(st.session_state.get(opened)),
+        ):
+            approval_card(session, runner, pending, prefix=key)

@@ -24,6 +24,7 @@ from typing import Any
 import streamlit as st
 
 from graph import Runner, Session
+from ui.web.approval import decided_elsewhere
 
 WATCH_S = 0.5
 POLL_S = 1.5
@@ -174,6 +175,8 @@ def page_started(session: Session, runner: Runner, thread_id: str | None) -> tup
     page = _page_id()
     if page is not None and _session_manager() is not None:
         _watcher(session, runner).drawing(page)
+    if page is not None:
+        decided_elsewhere(session)  # a card that vanishes says who decided it
     return signature(session, runner, thread_id)
 
 

@@ -1,4 +1,5 @@
-"""A very long message in the history: its head, with "Show all" for the rest.
+"""Long text in the web app: a history message's head, and a card's value, each with
+"Show all" for the rest.
 
 A 200 KB message drawn in full costs every script run its bytes and the browser a
 huge Markdown render, on every rerun of the page. The history draws the first
@@ -14,6 +15,7 @@ import hashlib
 import streamlit as st
 
 from graph import MessageView
+from graph.protocol.display import shown
 from ui.web.safe_text import markdown
 
 HEAD_CHARS = 20_000
@@ -56,3 +58,24 @@ def draw_message_text(thread_id: str, message: MessageView) -> None:
             on_click=st.session_state.__setitem__,
             args=(key, True),
         )
+
+
+def card_block(text: str, key: str, language: str = "text") -> bool:
+    """A card's value by the one card rule (graph.protocol.display.shown): wrapped,
+    whole when short, else its head, the exact size of the rest and "Show all".
+    True when all of it is in view (a decision on it may be taken)."""
+    part = shown(text)
+    whole = part.complete or bool(st.session_state.get(key))
+    st.code(part.whole if whole else part.head, language=language, wrap_lines=True)
+    if not whole:
+        with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+            st.caption(f"… {part.hidden}: open it all to decide.", width="content")
+            st.button(
+                ":material/unfold_more: Show all",
+                key=key + "-button",
+                type="tertiary",
+                help="Draw all of it: only what you have seen can be approved",
+                on_click=st.session_state.__setitem__,
+                args=(key, True),
+            )
+    return whole

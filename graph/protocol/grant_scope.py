@@ -1,0 +1,67 @@
+"""The narrow "always allow" a card offers first: exactly this command, or this file.
+
+"Always allow `run_command` in this thread" lets every later command run unasked; a
+person who approved `seq 1 3` rarely means that. So a card offers the narrow grant
+first: a pattern that covers the call's own command (its program and the same fixed
+arguments) or its own file, and nothing else; the whole tool is a second, labelled
+choice. The pattern is an `always_allow` string the graph matches with `fnmatch`
+(graph/agent/policy.py): glob characters in the command or path are escaped, so the
+pattern covers exactly that text.
+
+No narrow form is offered where it could not cover what it says: a command with shell
+syntax or the network (pattern grants never cover those), a path outside the
+workspace, a move (one pattern must match both of its ends).
+
+Standard library only: the protocol layer is what `ui/` may import.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# As tools/allowlist.py's SHELL_SYNTAX: a line with one of these is more than one
+# simple command, and no pattern grant covers it.
+SHELL_SYNTAX = frozenset(";&|<>()`$\n\r\\{}!")
+_GLOB = re.compile(r"([*?\[])")
+
+
+def _escaped(text: str) -> str:
+    """`text` as an fnmatch pattern that matches only itself."""
+    return _GLOB.sub(r"[\1]", text)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A narrow grant: the pattern to send, and what it covers in words."""
+
+    pattern: str
+    covers: str
+
+
+def narrow_grant(name: str, args: Mapping[str, Any]) -> Scope | None:
+    """The narrow "always allow" for this call, or None when the tool has none."""
+    command = args.get("command")
+    if isinstance(command, str):
+        line = command.strip()
+        if not line or line != command or SHELL_SYNTAX & set(line) or args.get("network"):
+            return None
+        return Scope(_escaped(line), f"`{name}` of exactly the command `{line}`")
+    path = args.get("path")
+    if isinstance(path, str) and "source" not in args:
+        normal = posixpath.normpath(path.replace("\\", "/")).removeprefix("./")
+        if not path.strip() or normal.startswith(("/", "..")) or normal == ".":
+            return None
+        return Scope(_escaped(normal), f"`{name}` of exactly the file `{normal}`")
+    return None
+
+
+def whole_tool(name: str) -> str:
+    """What a whole-tool grant covers, in words."""
+    return f"every `{name}` call in this thread, whatever its arguments"
+
+
+__all__ = ["Scope", "narrow_grant", "whole_tool"]
