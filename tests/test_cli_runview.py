@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from graph import DecisionError, Session, Settings, open_session
 from tests.support.app_page import app_page
 from tests.support.clean_env import offline_settings
-from ui.term import cli
+from ui.term import cli, cli_interactive
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,7 @@ def test_top_level_port_starts_the_web_ui_there_and_help_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     launched: list[list[str]] = []
-    monkeypatch.setattr(cli, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)
+    monkeypatch.setattr(cli_interactive, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)
     gh("--port", "8601")
     [cmd] = launched
     assert cmd[cmd.index("--server.port") + 1] == "8601" and cmd[1:4] == ["-m", "streamlit", "run"]

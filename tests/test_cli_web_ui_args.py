@@ -101,7 +101,7 @@ def console_script(tmp_path: Path, *args: str, config: str = "") -> dict[str, An
 def typer_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str
 ) -> tuple[list[str], str | None]:
-    from ui.term import cli
+    from ui.term import cli, cli_interactive
 
     monkeypatch.chdir(tmp_path)
     # The command sets the variables the server needs in this process: a copy to set
@@ -109,7 +109,7 @@ def typer_command(
     env = without_settings()
     monkeypatch.setattr(os, "environ", env)
     launched: list[list[str]] = []
-    monkeypatch.setattr(cli, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)
+    monkeypatch.setattr(cli_interactive, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)
     assert CliRunner().invoke(cli.app, list(args)).exit_code == 0
     return launched[0], env.get("GATEHOUSE_OPEN_BROWSER")
 

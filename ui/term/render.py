@@ -11,7 +11,7 @@ text still holds one (`SafeConsole`, ui/term/console.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.cells import cell_len
 from rich.console import Console, Group
@@ -57,6 +57,28 @@ def args_text(args: Any) -> str:
 
 
 # -- live runs ------------------------------------------------------------------
+def aside(event: ev.Compacted | ev.Notice | ev.ReplyRejected | ev.ModelRetried) -> str:
+    """The line a run's side news gets: compaction, a notice, a reply sent back, a retry."""
+    from graph.protocol import events as ev
+
+    match event:
+        case ev.Compacted():
+            return f"(history compacted: {event.tokens_before} → {event.tokens_after} tokens)"
+        case ev.Notice():
+            mark = "⚠" if event.source == ev.CUT_OFF_SOURCE else "ℹ"
+            return f"{mark} {visible(event.text)}"
+        case ev.ReplyRejected():
+            return f"↺ reply sent back ({visible(event.reason)}); the text above is dropped, asking again."
+        case ev.ModelRetried():
+            dropped = "; the partial reply above is dropped" if event.message_id else ""
+            return (
+                f"↻ {visible(event.reason)} Retrying in {event.delay_s:.1f} s "
+                f"(retry {event.attempt} of {event.max_retries}){dropped}."
+            )
+        case _:
+            assert_never(event)
+
+
 class EventRenderer:
     """Prints a run's events as they arrive: streamed text, tool progress, problems."""
 
@@ -111,104 +133,94 @@ class EventRenderer:
         # Imported here: the read-only commands draw no events (and skip building them).
         from graph.protocol import events as ev
 
-        c = self.console
-        if isinstance(event, ev.TextDelta):
-            if event.message_id != self._reply_id or self._stream != "text":
-                self._reply_id, self._reply_text = event.message_id, ""
-            # What was printed (escaped), so an erase counts the rows it really took.
-            self._reply_text += visible(event.text)
-            self._delta("text", Text(visible(event.text)))
-            return
-        if isinstance(event, ev.PartStarted | ev.AssistantMessage | ev.TurnComplete | ev.Usage):
-            if isinstance(event, ev.Usage):
+        match event:
+            case ev.TextDelta():
+                if event.message_id != self._reply_id or self._stream != "text":
+                    self._reply_id, self._reply_text = event.message_id, ""
+                # What was printed (escaped), so an erase counts the rows it really took.
+                self._reply_text += visible(event.text)
+                self._delta("text", Text(visible(event.text)))
+            case ev.ReasoningDelta():
+                self._delta("reasoning", Text(visible(event.text), THINKING))
+            case ev.Usage():
                 self.usage = event
-            return  # nothing to show: the deltas and tool lines already say it
-        if isinstance(event, ev.MessageReplaced) and self._erase(event):
-            return
-        if isinstance(event, ev.ReasoningDelta):
-            self._delta("reasoning", Text(visible(event.text), THINKING))
-            return
-        if isinstance(event, ev.RunStarted | ev.ApprovalRequired):
-            return  # the approval card is shown by whoever asks for the decision
-        self._break()
-        if isinstance(event, ev.ToolStarted):
-            self._names[event.call_id] = event.name
-            line = Text.assemble(
-                ("⚙ ", "cyan"), (visible(event.name), "bold"), " ", (args_text(event.args), "dim")
-            )
-            if event.auto_approved:
-                line.append(f" {AUTO_MARK}", AUTO_STYLE)
-            elif event.grant:
-                line.append(f" [always allowed ({event.grant})]", AUTO_STYLE)
-            c.print(line)
-        elif isinstance(event, ev.ToolOutput):
-            # Calls run in parallel: each streamed line says whose it is.
-            self._streamed.add(event.call_id)
-            name = self._names.get(event.call_id, "tool")
-            for piece in visible(event.text).rstrip("\n").split("\n"):
-                c.print(Text.assemble((f"{name} │ ", "cyan"), (piece, "dim")))
-        elif isinstance(event, ev.ToolFinished):
-            mark, style = TOOL_MARK.get(event.status, ("•", ""))
-            head = Text.assemble(
-                (f"{mark} ", style), (visible(event.name), "bold"), (f" {event.status}", style)
-            )
-            if event.duration_ms:
-                head.append(f" ({event.duration_ms:.0f} ms)", "dim")
-            c.print(head)
-            if event.output.strip() and event.call_id not in self._streamed:
-                c.print(Text(clip(event.output), style="dim"))
-            if event.offloaded:
-                c.print(
-                    Text(
-                        f"  (output stored aside: {event.total_chars or 0:,} characters; the model got the start. "
-                        f"Whole: gatehouse output {event.thread_id} {event.call_id})",
-                        "dim",
-                    )
-                )
-        elif isinstance(event, ev.Usage):
-            self.usage = event
-        elif isinstance(event, ev.Compacted):
+            case (
+                ev.RunStarted()
+                | ev.PartStarted()
+                | ev.AssistantMessage()
+                | ev.TurnComplete()
+                | ev.ApprovalRequired()
+            ):
+                pass  # the deltas and tool lines say it; the card is shown by whoever asks
+            case ev.MessageReplaced():
+                if not self._erase(event):
+                    self._break()
+                    self._replaced(event)
+            case ev.ToolStarted():
+                self._break()
+                self._tool_started(event)
+            case ev.ToolOutput():
+                self._break()
+                # Calls run in parallel: each streamed line says whose it is.
+                self._streamed.add(event.call_id)
+                name = self._names.get(event.call_id, "tool")
+                for piece in visible(event.text).rstrip("\n").split("\n"):
+                    self.console.print(Text.assemble((f"{name} │ ", "cyan"), (piece, "dim")))
+            case ev.ToolFinished():
+                self._break()
+                self._tool_finished(event)
+            case ev.Compacted() | ev.Notice() | ev.ReplyRejected() | ev.ModelRetried():
+                self._break()
+                self.console.print(Text(aside(event), "yellow"))
+            case ev.ErrorEvent():
+                self._break()
+                self.console.print(Text(f"error: {visible(event.message)}", "red bold"))
+            case ev.RunFinished():
+                self._break()
+                self.finished(event)
+            case _:
+                assert_never(event)
+
+    def _tool_started(self, event: ev.ToolStarted) -> None:
+        self._names[event.call_id] = event.name
+        line = Text.assemble(
+            ("⚙ ", "cyan"), (visible(event.name), "bold"), " ", (args_text(event.args), "dim")
+        )
+        if event.auto_approved:
+            line.append(f" {AUTO_MARK}", AUTO_STYLE)
+        elif event.grant:
+            line.append(f" [always allowed ({event.grant})]", AUTO_STYLE)
+        self.console.print(line)
+
+    def _tool_finished(self, event: ev.ToolFinished) -> None:
+        c = self.console
+        mark, style = TOOL_MARK.get(event.status, ("•", ""))
+        head = Text.assemble(
+            (f"{mark} ", style), (visible(event.name), "bold"), (f" {event.status}", style)
+        )
+        if event.duration_ms:
+            head.append(f" ({event.duration_ms:.0f} ms)", "dim")
+        c.print(head)
+        if event.output.strip() and event.call_id not in self._streamed:
+            c.print(Text(clip(event.output), style="dim"))
+        if event.offloaded:
             c.print(
                 Text(
-                    f"(history compacted: {event.tokens_before} → {event.tokens_after} tokens)",
+                    f"  (output stored aside: {event.total_chars or 0:,} characters; the model got the start. "
+                    f"Whole: gatehouse output {event.thread_id} {event.call_id})",
                     "dim",
                 )
             )
-        elif isinstance(event, ev.Notice):
-            mark = "⚠" if event.source == ev.CUT_OFF_SOURCE else "ℹ"
-            c.print(Text(f"{mark} {visible(event.text)}", "yellow"))
-        elif isinstance(event, ev.MessageReplaced):
-            # Printed text cannot be taken back in a pipe or a log: say so and show the kept text.
-            if event.removed:
-                c.print(
-                    Text(
-                        "↺ the reply above was removed by a hook (not kept in the history).",
-                        "yellow",
-                    )
-                )
-            else:
-                c.print(Text("↺ the reply above was changed by a hook; kept as:", "yellow"))
-                c.print(Text(visible(event.text)))
-        elif isinstance(event, ev.ReplyRejected):
-            c.print(
-                Text(
-                    f"↺ reply sent back ({visible(event.reason)}); the text above is dropped, asking again.",
-                    "yellow",
-                )
+
+    def _replaced(self, event: ev.MessageReplaced) -> None:
+        # Printed text cannot be taken back in a pipe or a log: say so and show the kept text.
+        if event.removed:
+            self.console.print(
+                Text("↺ the reply above was removed by a hook (not kept in the history).", "yellow")
             )
-        elif isinstance(event, ev.ModelRetried):
-            dropped = "; the partial reply above is dropped" if event.message_id else ""
-            c.print(
-                Text(
-                    f"↻ {visible(event.reason)} Retrying in {event.delay_s:.1f} s "
-                    f"(retry {event.attempt} of {event.max_retries}){dropped}.",
-                    "yellow",
-                )
-            )
-        elif isinstance(event, ev.ErrorEvent):
-            c.print(Text(f"error: {visible(event.message)}", "red bold"))
-        elif isinstance(event, ev.RunFinished):
-            self.finished(event)
+        else:
+            self.console.print(Text("↺ the reply above was changed by a hook; kept as:", "yellow"))
+            self.console.print(Text(visible(event.text)))
 
     def finished(self, event: ev.RunFinished) -> None:
         if event.status == "completed":
