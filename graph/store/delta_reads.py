@@ -40,10 +40,19 @@ from langgraph.checkpoint.base import (
 
 from graph.protocol.state_keys import MESSAGES
 from graph.protocol.threads import check_thread_id
+from graph.store.dialect import Dialect
 from graph.store.head import written_count
 from graph.store.langgraph_private import ERROR, INTERRUPT, DeltaSnapshot, get_overwrite
 from graph.store.refusals import refuses_answer, resume_key
-from graph.store.threads import DEFAULT_TITLE, ON_ERROR, ON_INTERRUPT, first_user_text, title_of
+from graph.store.threads import (
+    CHECKPOINT_ROW,
+    DEFAULT_TITLE,
+    ON_ERROR,
+    ON_INTERRUPT,
+    first_user_text,
+    status_of,
+    title_of,
+)
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 # (channel, value at the new checkpoint, value at its parent or None, values written)
@@ -91,6 +100,30 @@ def title_from(plans: Sequence[HeadPlan]) -> str:
     """A thread's title from the messages a checkpoint's head plans hold."""
     text = next((first_user_text(value) for ch, value, _, _ in plans if ch == MESSAGES), None)
     return title_of(text) if text else DEFAULT_TITLE
+
+
+def checkpoint_row_sql(dialect: Dialect, writes_table: str) -> str:
+    """The thread's index row as a checkpoint leaves it, in one statement: its status
+    and pending_since read from the writes (a checkpoint whose interrupt was saved
+    first stays awaiting approval). Parameters: `checkpoint_row`."""
+    paused = (
+        f"EXISTS (SELECT 1 FROM {writes_table} WHERE thread_id = ? AND checkpoint_ns = '' "
+        "AND checkpoint_id = ? AND channel = ?)"
+    )
+    values = (
+        f"(?, ?, CASE WHEN {paused} THEN 'awaiting_approval' ELSE ? END, ?, ?, "
+        f"CASE WHEN {paused} THEN CAST(? AS {dialect.real}) END)"
+    )
+    return dialect.sql(CHECKPOINT_ROW.format(values=values))
+
+
+def checkpoint_row(
+    thread_id: str, plans: Sequence[HeadPlan], checkpoint: Checkpoint
+) -> tuple[Any, ...]:
+    """The parameters of `checkpoint_row_sql`."""
+    cid, now = checkpoint["id"], time.time()
+    paused = (thread_id, cid, INTERRUPT)
+    return (thread_id, title_from(plans), *paused, status_of(checkpoint), now, now, *paused, now)
 
 
 def writes_by_checkpoint(
