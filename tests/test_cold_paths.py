@@ -171,7 +171,7 @@ def test_head_reads_equal_the_stock_replay_after_every_kind_of_turn(tmp_path: Pa
 
 
 def test_deleting_a_thread_deletes_its_head(tmp_path: Path) -> None:
-    """The head rows go with the thread (graph/store/head.py head_deletes), and a thread
+    """The head rows go with the thread (graph/store/head.py DELETE_HEAD), and a thread
     started again under the same id shows only its own messages."""
     db = str(tmp_path / "gh.db")
     session = build(db, tmp_path, script=["a reply"])
