@@ -68,7 +68,7 @@ class AsyncRun:
         self._loop = loop
         self._on_done: Callable[[], None] = lambda: None
         self._queue: asyncio.Queue[ev.Event | _End] = asyncio.Queue()
-        self._finished: concurrent.futures.Future[str | None] = concurrent.futures.Future()
+        self._finished: concurrent.futures.Future[ev.RunStatus | None] = concurrent.futures.Future()
         self._ended = False  # the consumer has seen the end
         self._detached = False  # nobody listens any more: stop handing events to the loop
         self._thread = threading.Thread(
@@ -109,7 +109,7 @@ class AsyncRun:
 
     # -- the consumer -------------------------------------------------------------
     @property
-    def status(self) -> str | None:
+    def status(self) -> ev.RunStatus | None:
         """The run's final status (see `graph.protocol.events.RunStatus`), None while it runs."""
         return self._run.status
 
@@ -128,7 +128,7 @@ class AsyncRun:
         self._detached = True
         self._ended = True
 
-    async def wait(self) -> str | None:
+    async def wait(self) -> ev.RunStatus | None:
         """Wait until the run has ended (also after `aclose`); returns its status."""
         return await asyncio.wrap_future(self._finished)
 

@@ -56,7 +56,7 @@ class Run:
         self.user_text = user_text
         # Messages the thread had before the run: where a page draws the live run.
         self.base_messages: int | None = None
-        self.status: str | None = None
+        self.status: ev.RunStatus | None = None
         # The run's last event: its status, and its final reply (`text`, `message_id`).
         self.finished: ev.RunFinished | None = None
         self.started_at = time.time()
