@@ -148,8 +148,8 @@ def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
     a step's writes."""
     import psycopg
 
+    import graph.store.delta_reads as delta_reads
     import graph.store.head as head
-    import graph.store.pg_saver as pg_saver
 
     session, _, _ = pg_session(["first", "second"], tmp_path)
     session.send("t1", "hi").collect()
@@ -162,7 +162,7 @@ def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
 
     with monkeypatch.context() as broken:
         if failing == "head rewrite":
-            broken.setattr(pg_saver, "UPSERT_HEAD", nowhere(5))
+            broken.setattr(delta_reads, "UPSERT_HEAD", nowhere(5))
             where = before[1]  # the checkpoint before the latest: a branch
         elif failing == "head append":
             broken.setattr(head, "_EXTEND_BLOCK", nowhere(6))

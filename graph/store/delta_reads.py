@@ -41,7 +41,14 @@ from langgraph.checkpoint.base import (
 from graph.protocol.state_keys import MESSAGES
 from graph.protocol.threads import check_thread_id
 from graph.store.dialect import Dialect
-from graph.store.head import written_count
+from graph.store.head import (
+    MOVE_HEAD,
+    UPSERT_HEAD,
+    head_update,
+    unchanged_prefix,
+    write_rows,
+    written_count,
+)
 from graph.store.langgraph_private import ERROR, INTERRUPT, DeltaSnapshot, get_overwrite
 from graph.store.refusals import refuses_answer, resume_key
 from graph.store.threads import (
@@ -348,6 +355,50 @@ class DeltaReads:
             self._put(key, cid, ch, Entry(value, own))
             plans.append((ch, value, prev, written))
         return plans
+
+    def _move_heads(
+        self,
+        cur: Any,
+        new_cursor: Callable[[], Any],
+        dialect: Dialect,
+        at: tuple[str, str, str, str | None],
+        plans: Sequence[HeadPlan],
+    ) -> tuple[list[HeadPlan], list[tuple[HeadPlan, Any]]]:
+        """The first half of moving the heads to a checkpoint `at` (thread, namespace,
+        checkpoint id, parent id), in its transaction on `cur`: where the parent's value
+        is known, the rows from the first changed value on and a compare-and-set of the
+        head (on a cursor of `new_cursor()`: it moves only from the parent). Returns the
+        plans to rewrite whole and (plan, its check: `fetchone()` None when the head was
+        elsewhere: a branch, another writer; then rewrite it too, `_rewrite_heads`)."""
+        thread_id, ns, cid, parent = at
+        rewrite: list[HeadPlan] = []
+        checks: list[tuple[HeadPlan, Any]] = []
+        for plan in plans:
+            ch, value, prev, written = plan
+            if prev is None or parent is None:
+                rewrite.append(plan)
+                continue
+            start = unchanged_prefix(prev, value, written)
+            write_rows(
+                cur, dialect, (thread_id, ns, ch), head_update(prev, value, start, self.serde)
+            )
+            check = new_cursor()
+            check.execute(
+                dialect.sql(MOVE_HEAD), (cid, len(value), thread_id, ns, ch, parent, len(prev))
+            )
+            checks.append((plan, check))
+        return rewrite, checks
+
+    def _rewrite_heads(
+        self, cur: Any, dialect: Dialect, at: tuple[str, str, str], plans: Sequence[HeadPlan]
+    ) -> None:
+        """The heads of `plans` at checkpoint `at` (thread, namespace, id), rows whole."""
+        thread_id, ns, cid = at
+        for ch, value, _, _ in plans:
+            write_rows(
+                cur, dialect, (thread_id, ns, ch), head_update(None, value, None, self.serde)
+            )
+            cur.execute(dialect.sql(UPSERT_HEAD), (thread_id, ns, ch, cid, len(value)))
 
     def _apply(self, ch: str, value: Any, writes: Sequence[PendingWrite]) -> Any:
         """`DeltaChannel.replay_writes`: the last Overwrite resets, the rest reduce."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -39,7 +40,6 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
-    HeadPlan,
     checkpoint_row,
     checkpoint_row_sql,
     saved_config,
@@ -48,14 +48,9 @@ from graph.store.delta_reads import (
 from graph.store.dialect import POSTGRES
 from graph.store.head import (
     DELETE_HEAD,
-    MOVE_HEAD,
-    UPSERT_HEAD,
     HeadUnreadable,
     decode,
     head_tables,
-    head_update,
-    unchanged_prefix,
-    write_rows,
 )
 from graph.store.langgraph_private import (
     DeltaSnapshot,
@@ -175,8 +170,6 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             else:
                 blob_values[k] = copy["channel_values"].pop(k)
         cid = checkpoint["id"]
-        rewrite: list[HeadPlan] = []
-        checks: list[tuple[HeadPlan, Any]] = []
         with self.lock, pg_connection(self.conn) as conn, _in_transaction(conn):
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 cur.execute("BEGIN")
@@ -196,32 +189,19 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                         Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
                     ),
                 )
-                for plan in plans:
-                    ch, value, prev, written = plan
-                    if prev is None or parent is None:
-                        rewrite.append(plan)
-                        continue
-                    # The rows from the first changed value on, if the head was at the
-                    # parent: the compare-and-set below says whether it was.
-                    start = unchanged_prefix(prev, value, written)
-                    change = head_update(prev, value, start, self.serde)
-                    write_rows(cur, POSTGRES, (thread_id, ns, ch), change)
-                    check = conn.cursor(row_factory=tuple_row)
-                    check.execute(
-                        POSTGRES.sql(MOVE_HEAD),
-                        (cid, len(value), thread_id, ns, ch, parent, len(prev)),
-                    )
-                    checks.append((plan, check))
+                rewrite, checks = self._move_heads(
+                    cur,
+                    partial(conn.cursor, row_factory=tuple_row),
+                    POSTGRES,
+                    (thread_id, ns, cid, parent),
+                    plans,
+                )
                 if not ns and self.side_tables:
                     cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
             # The pipeline's end waited for the server: the compare-and-sets have answered.
             rewrite += [plan for plan, check in checks if check.fetchone() is None]
             with conn.pipeline(), conn.cursor(binary=True) as cur:
-                # A branch, a snapshot, another writer: the rows whole.
-                for ch, value, _, _ in rewrite:
-                    change = head_update(None, value, None, self.serde)
-                    write_rows(cur, POSTGRES, (thread_id, ns, ch), change)
-                    cur.execute(POSTGRES.sql(UPSERT_HEAD), (thread_id, ns, ch, cid, len(value)))
+                self._rewrite_heads(cur, POSTGRES, (thread_id, ns, cid), rewrite)
                 cur.execute("COMMIT")
         return saved_config(config, ns, checkpoint)
 

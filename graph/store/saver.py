@@ -60,7 +60,6 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
-    HeadPlan,
     checkpoint_row,
     checkpoint_row_sql,
     saved_config,
@@ -72,13 +71,9 @@ from graph.store.head import (
     DELETE_HEAD,
     READ_BLOCKS,
     READ_HEAD,
-    UPSERT_HEAD,
     HeadUnreadable,
     decode,
     head_tables,
-    head_update,
-    unchanged_prefix,
-    write_rows,
 )
 from graph.store.langgraph_private import sqlite_has_task_path
 from graph.store.reader import TREE_INDEX
@@ -186,8 +181,12 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (thread_id, ns, checkpoint["id"], parent, type_, blob, meta),
             )
-            for plan in plans:
-                self._write_head(cur, thread_id, ns, checkpoint["id"], parent, plan)
+            cid = checkpoint["id"]
+            rewrite, checks = self._move_heads(
+                cur, self.conn.cursor, SQLITE, (thread_id, ns, cid, parent), plans
+            )
+            rewrite += [plan for plan, check in checks if check.fetchone() is None]
+            self._rewrite_heads(cur, SQLITE, (thread_id, ns, cid), rewrite)
             if not ns and self.side_tables:
                 cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
         return saved_config(config, ns, checkpoint)
@@ -231,23 +230,6 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             )
             if index_update:
                 cur.execute(*index_update)
-
-    def _write_head(
-        self,
-        cur: sqlite3.Cursor,
-        thread_id: str,
-        ns: str,
-        cid: str,
-        parent: str | None,
-        plan: HeadPlan,
-    ) -> None:
-        ch, value, prev, written = plan
-        row = cur.execute(READ_HEAD, (thread_id, ns, ch)).fetchone()
-        known = row is not None and prev is not None and row[0] == parent and row[1] == len(prev)
-        start = unchanged_prefix(prev, value, written) if known and prev is not None else None
-        change = head_update(prev if known else None, value, start, self.serde)
-        write_rows(cur, SQLITE, (thread_id, ns, ch), change)
-        cur.execute(UPSERT_HEAD, (thread_id, ns, ch, cid, len(value)))
 
     # -- reads ------------------------------------------------------------------------
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
