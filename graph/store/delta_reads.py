@@ -14,7 +14,9 @@ task's writes, with the thread index's update) and `_forget_answer` (a refused r
 value, graph/store/refusals.py).
 
 Also what both savers' `put` and `put_writes` share, so each saver only says how its
-database stores rows.
+database stores rows: the head's rows and its compare-and-set (`_move_heads`,
+`_rewrite_heads`) and the thread's index row (`checkpoint_row_sql`), each statement
+written once with `?` and turned into each database's own by its dialect.
 """
 
 from __future__ import annotations
