@@ -171,7 +171,7 @@ def test_head_reads_equal_the_stock_replay_after_every_kind_of_turn(tmp_path: Pa
 
 
 def test_deleting_a_thread_deletes_its_head(tmp_path: Path) -> None:
-    """The head rows go with the thread (graph/store/head.py head_deletes), and a thread
+    """The head rows go with the thread (graph/store/head.py DELETE_HEAD), and a thread
     started again under the same id shows only its own messages."""
     db = str(tmp_path / "gh.db")
     session = build(db, tmp_path, script=["a reply"])
@@ -463,3 +463,44 @@ def test_blobs_compress_with_a_window_their_size_and_read_back_either_way() -> N
     # The window the header names: 2**(8 + CINFO) bytes, at least 512 and at most 32 KB.
     assert compress(b"x" * 300)[0] >> 4 == 9 - 8
     assert compress(b"x" * 100_000)[0] >> 4 == 15 - 8
+
+
+def test_the_reader_and_the_session_say_alike_whether_a_run_still_holds_its_thread(
+    tmp_path: Path,
+) -> None:
+    """One lease rule (graph/store/leases.py `lease_free`) for the Session and the reader
+    without LangGraph (`gatehouse threads`): a thread marked running shows as running
+    only while a live holder's lease stands."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    db = str(tmp_path / "g.db")
+    session = build(db, tmp_path, ["hi"])
+    session.send("t1", "hello").collect()
+    session.storage.index.touch("t1", status="running")
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    here, later = socket.gethostname(), time.time() + 60
+    holders = {
+        "no lease": (None, "interrupted"),
+        "this process": (f"{here}|{os.getpid()}|x", "running"),
+        "a dead process here": (f"{here}|{dead.stdout.strip()}|x", "interrupted"),
+        "a process elsewhere": ("elsewhere|1|x", "running"),
+        "released": ("", "interrupted"),
+    }
+    reader = open_reader(db)
+    try:
+        for what, (owner, shown) in holders.items():
+            with sqlite3.connect(db) as conn:
+                conn.execute("DELETE FROM gatehouse_leases")
+                if owner is not None:
+                    conn.execute("INSERT INTO gatehouse_leases VALUES ('t1', ?, ?)", (owner, later))
+            seen = (session.thread("t1").status, reader.thread("t1").status)
+            assert seen == (shown, shown), what
+    finally:
+        reader.close()
+        session.close()

@@ -85,6 +85,94 @@ def _branch_to(value: str) -> None:
     )
 
 
+def _tiny_graph() -> Any:
+    from typing import TypedDict
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import StateGraph
+
+    class S(TypedDict):
+        n: int
+
+    builder = StateGraph(S)
+    builder.add_node("step", lambda s: {"n": s["n"] + 1})
+    builder.set_entry_point("step")
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def _spy_class(calls: list[str]) -> type:
+    """A subclass of the compiled graph recording each entry point it is entered by."""
+    from langgraph.graph.state import CompiledStateGraph
+
+    def recording(name: str) -> Any:
+        inherited = getattr(CompiledStateGraph, name)
+        if inspect.isasyncgenfunction(inherited):
+
+            async def agen(self: Any, *args: Any, **kwargs: Any) -> Any:
+                calls.append(name)
+                async for part in inherited(self, *args, **kwargs):
+                    yield part
+
+            return agen
+        if inspect.iscoroutinefunction(inherited):
+
+            async def coro(self: Any, *args: Any, **kwargs: Any) -> Any:
+                calls.append(name)
+                return await inherited(self, *args, **kwargs)
+
+            return coro
+
+        def sync(self: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return inherited(self, *args, **kwargs)
+
+        return sync
+
+    return type("Spy", (CompiledStateGraph,), {n: recording(n) for n in fence.ENTRY_POINTS})
+
+
+def _entry_points(pregel: type) -> None:
+    # Each client's way in reaches the method Gatehouse overrides.
+    calls: list[str] = []
+    graph = fence.rebuilt_as(_tiny_graph(), _spy_class(calls))
+    config: Any = {"configurable": {"thread_id": "t"}}
+    assert all(callable(getattr(pregel, name)) for name in fence.ENTRY_POINTS)
+    graph.invoke({"n": 0}, config)
+    assert calls == ["stream"], f"invoke no longer goes through stream: {calls}"
+    calls.clear()
+
+    async def server_ways() -> None:
+        await graph.ainvoke({"n": 0}, config)
+        assert calls == ["astream"], f"ainvoke no longer goes through astream: {calls}"
+        calls.clear()
+        async for _ in graph.astream_events({"n": 0}, config, version="v2"):
+            pass
+        assert calls == ["astream"], f"astream_events no longer goes through astream: {calls}"
+        calls.clear()
+        await graph.aupdate_state(config, {"n": 5})
+        assert calls == ["abulk_update_state"], f"aupdate_state: {calls}"
+        calls.clear()
+
+    asyncio.run(server_ways())
+    graph.update_state(config, {"n": 7})
+    assert calls == ["bulk_update_state"], f"update_state: {calls}"
+
+
+def _rebuilt_as(copy: Callable[..., Any]) -> None:
+    # The subclass and what it carries survive LangGraph's copies (with_config, the server's).
+
+    class Carrying(_spy_class([])):  # type: ignore[misc]
+        def __init__(self, *, deps: str, **attributes: Any) -> None:
+            super().__init__(**attributes)
+            self.deps = deps
+
+    cls = Carrying
+    graph = fence.rebuilt_as(_tiny_graph(), cls, deps="parts")
+    for copied in (graph.with_config(tags=["x"]), copy(graph, {"name": "other"})):
+        assert type(copied) is cls and copied.deps == "parts"
+    assert graph.invoke({"n": 1}, {"configurable": {"thread_id": "c"}}) == {"n": 2}
+
+
 # Behaviour checks for the rows whose thing is more than a value to compare.
 BEHAVIOUR: dict[str, Callable[[Any], None]] = {
     "DeltaSnapshot": _delta_snapshot,
@@ -98,6 +186,8 @@ BEHAVIOUR: dict[str, Callable[[Any], None]] = {
     ),
     "sqlite_has_task_path": _has_task_path,
     "BRANCH_TO": _branch_to,
+    "ENTRY_POINTS": _entry_points,
+    "rebuilt_as": _rebuilt_as,
 }
 
 
@@ -136,6 +226,20 @@ def test_every_private_name_has_a_row_and_a_check() -> None:
         if not isinstance(getattr(fence, row.ours), str | int | frozenset)
     }
     assert objects <= set(BEHAVIOUR), objects - set(BEHAVIOUR)
+
+
+def test_gatehouse_overrides_only_the_fenced_entry_points() -> None:
+    """An override the fence does not list has no upgrade check above."""
+    from langgraph.graph.state import CompiledStateGraph
+
+    from graph.agent.compiled import GatehouseGraph
+
+    overridden = {
+        name
+        for name, value in vars(GatehouseGraph).items()
+        if callable(value) and not name.startswith("_") and hasattr(CompiledStateGraph, name)
+    }
+    assert overridden == set(fence.ENTRY_POINTS)
 
 
 def test_the_fence_loads_no_langgraph_until_an_object_is_asked_for() -> None:

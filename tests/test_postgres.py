@@ -148,7 +148,8 @@ def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
     a step's writes."""
     import psycopg
 
-    import graph.store.pg_saver as pg_saver
+    import graph.store.delta_reads as delta_reads
+    import graph.store.head as head
 
     session, _, _ = pg_session(["first", "second"], tmp_path)
     session.send("t1", "hi").collect()
@@ -156,17 +157,17 @@ def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
     before = [s.config for s in session.agent.get_state_history(core.CFG)]
     where = core.CFG
 
-    def nowhere(params: int) -> str:
-        return "INSERT INTO gatehouse_nowhere VALUES (" + ", ".join(["%s"] * params) + ")"
+    def nowhere(params: int, mark: str = "?") -> str:
+        return "INSERT INTO gatehouse_nowhere VALUES (" + ", ".join([mark] * params) + ")"
 
     with monkeypatch.context() as broken:
         if failing == "head rewrite":
-            broken.setattr(pg_saver, "UPSERT_HEAD", nowhere(5))
+            broken.setattr(delta_reads, "UPSERT_HEAD", nowhere(5))
             where = before[1]  # the checkpoint before the latest: a branch
         elif failing == "head append":
-            broken.setattr(pg_saver, "EXTEND_BLOCK", nowhere(6))
+            broken.setattr(head, "_EXTEND_BLOCK", nowhere(6))
         else:
-            broken.setattr(saver, "INSERT_CHECKPOINT_WRITES_SQL", nowhere(9))
+            broken.setattr(saver, "INSERT_CHECKPOINT_WRITES_SQL", nowhere(9, "%s"))
         with pytest.raises(psycopg.errors.UndefinedTable):
             session.agent.invoke({"messages": [("user", "lost")]}, where)
     after = [s.config for s in session.agent.get_state_history(core.CFG)]

@@ -1,4 +1,4 @@
-"""How the Session streams a run (graph/service/streaming.py, workers.py): the run goes
+"""How the Session streams a run (graph/service/run.py, workers.py): the run goes
 on in a reused worker thread, its events reach the caller as they happen, an early
 close stops it and frees the thread, an error reaches the caller; clients of the
 compiled graph still get the events on LangGraph's `custom` stream."""

@@ -1,6 +1,6 @@
 """The compiled agent's own entry points, for every client of the graph.
 
-`GatehouseGraph` is LangGraph's compiled graph with two readings of client requests
+`GatehouseGraph` is LangGraph's compiled graph (a subclass: see its docstring) with two readings of client requests
 that LangGraph takes as no-ops, made what the person meant:
 - a clear of a paused review ("Mark as resolved": `update_state(None, as_node=END)`,
   or a run of just `Command(goto=END)` as Agent Chat UI sends it) rejects the open
@@ -52,16 +52,21 @@ from graph.agent.resolve import (
     pending_review_calls,
     resolution,
 )
-from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
+from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER, rebuilt_as
 
 _DONE = object()  # a stream that ended before its first chunk
 
-# The attribute that holds the parts (kept out of LangGraph's constructor arguments).
-_PARTS = "deps"
-
 
 class GatehouseGraph(CompiledStateGraph):
-    deps: AgentDeps
+    """LangGraph Server takes only a `Pregel`, so the entry points are extended by a
+    subclass, built and copied by LangGraph's own constructor (the fence's `rebuilt_as`
+    and its upgrade test: graph/store/langgraph_private.py)."""
+
+    def __init__(self, *, deps: AgentDeps, **attributes: Any) -> None:
+        super().__init__(**attributes)
+        # An attribute, so LangGraph's `copy` (LangGraph Server runs a copy with its
+        # checkpointer) passes the parts along.
+        self.deps = deps
 
     @property
     def gatehouse_tools(self) -> Mapping[str, BaseTool]:
@@ -76,14 +81,6 @@ class GatehouseGraph(CompiledStateGraph):
     @property
     def gatehouse_decisions(self) -> DecisionLog | None:
         return self.deps.decisions
-
-    def copy(self, update: dict[str, Any] | None = None) -> GatehouseGraph:
-        # LangGraph Server runs a copy (with its checkpointer): the parts go along.
-        attrs = {k: v for k, v in self.__dict__.items() if k not in ("__orig_class__", _PARTS)}
-        attrs.update(update or {})
-        copied = self.__class__(**attrs)
-        copied.deps = self.deps
-        return copied
 
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
@@ -271,8 +268,5 @@ def parts_of(agent: object) -> AgentDeps | None:
 def as_gatehouse_graph(
     compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps
 ) -> GatehouseGraph:
-    """The same compiled graph, with Gatehouse's entry points and its parts."""
-    compiled.__class__ = GatehouseGraph
-    graph: GatehouseGraph = compiled  # type: ignore[assignment]  # its class was just set
-    graph.deps = deps
-    return graph
+    """The compiled graph with Gatehouse's entry points and its parts."""
+    return rebuilt_as(compiled, GatehouseGraph, deps=deps)

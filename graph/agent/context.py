@@ -9,7 +9,7 @@ which no client input reaches (pydantic never fills them from data): the cancel
 event the Session's Stop button sets, the Session's auto-approve mode, the policy's
 verdicts of this run (graph/agent/gate.py), so a call's verdict is computed once per
 run and reused by the steps after the one that computed it, and where the run's
-events go when the Session runs it (graph/service/streaming.py).
+events go when the Session runs it (graph/service/run.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class RunContext(BaseModel):
     _auto_approve: threading.Event | None = PrivateAttr(default=None)
     # The gate's memo (graph/agent/gate.py: `policy_verdict`); lives and dies with the run.
     _verdicts: dict[Any, Any] = PrivateAttr(default_factory=dict)
-    # The Session's own event stream (graph/service/streaming.py); None: LangGraph's
+    # The Session's own event stream (graph/service/run.py); None: LangGraph's
     # `custom` stream, as for every other client of the graph (graph/agent/emit.py).
     _event_sink: Callable[[Any], None] | None = PrivateAttr(default=None)
 

@@ -4,7 +4,7 @@ run's config says about where it comes from (its thread, who decides).
 Events are the typed `graph.protocol.events` classes, written to LangGraph's
 `custom` stream: LangGraph Server clients receive them as JSON in the `custom` stream
 mode. A run the Session drives has its own sink in its context instead (the Session
-hands the events on as they are; graph/service/streaming.py says why). Outside a run
+hands the events on as they are; graph/service/run.py says why). Outside a run
 (a hook or tool called directly in a test or a script) they go nowhere.
 """
 

@@ -78,7 +78,7 @@ def printable(text: str) -> str:
 class ThreadInfo:
     thread_id: str
     title: str
-    status: str  # a ThreadStatus
+    status: ThreadStatus
     created_at: float
     updated_at: float
     pending_since: float | None = None

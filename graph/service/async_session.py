@@ -7,14 +7,14 @@
     request = await session.pending(run.thread_id)
     run = await session.submit(Decide(run.thread_id, review([approve()]), request.interrupt_id))
 
-`submit` takes the operations of graph/protocol/operations.py, as `Session.submit`
-does; `start` (alias `send`), `resume`, `retry` and `fork` are its shorthands.
-
-Nothing here re-implements a rule of `graph.service.session.Session`: every blocking call
-runs it in a worker thread (`asyncio.to_thread`; the reads and history edits are the
-Session's own methods, wrapped once by `_InThread`), and a run's events come from the
-sync `Run` iterated on a thread of its own, handed to the event loop through a
-queue. So the loop never blocks, and sync and async front ends see the same runs.
+Every public method of `graph.service.session.Session` is here under its name and
+signature, made once from the Session's own (so the two cannot drift,
+tests/test_async_parity.py): a method that starts a run (`submit`, `send` alias
+`start`, `resume`, `retry`, `fork`) returns an `AsyncRun`, its events from the sync
+`Run` iterated on a thread of its own and handed to the event loop through a queue;
+any other runs in a worker thread (`asyncio.to_thread`). So the loop never blocks,
+nothing here re-implements a rule of the Session, and sync and async front ends see
+the same runs.
 
 A run whose consumer goes away (the browser disconnected, the handler task was
 cancelled) is cancelled and then drained to its end in the background: the graph
@@ -25,30 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import inspect
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any
 
 from graph.agent.compiled import parts_of
 from graph.protocol import events as ev
-from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.errors import RunInProgress
-from graph.protocol.operations import (
-    Fork,
-    Operation,
-    Retry,
-    RunOptions,
-    RunOptionsKwargs,
-    SendMessage,
-)
 from graph.service.session import Run, Session
 
 if TYPE_CHECKING:
     from graph.service.config import Settings
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 __all__ = ["AsyncRun", "AsyncSession", "RunInProgress"]
 
@@ -78,7 +68,7 @@ class AsyncRun:
         self._loop = loop
         self._on_done: Callable[[], None] = lambda: None
         self._queue: asyncio.Queue[ev.Event | _End] = asyncio.Queue()
-        self._finished: concurrent.futures.Future[str | None] = concurrent.futures.Future()
+        self._finished: concurrent.futures.Future[ev.RunStatus | None] = concurrent.futures.Future()
         self._ended = False  # the consumer has seen the end
         self._detached = False  # nobody listens any more: stop handing events to the loop
         self._thread = threading.Thread(
@@ -119,7 +109,7 @@ class AsyncRun:
 
     # -- the consumer -------------------------------------------------------------
     @property
-    def status(self) -> str | None:
+    def status(self) -> ev.RunStatus | None:
         """The run's final status (see `graph.protocol.events.RunStatus`), None while it runs."""
         return self._run.status
 
@@ -138,7 +128,7 @@ class AsyncRun:
         self._detached = True
         self._ended = True
 
-    async def wait(self) -> str | None:
+    async def wait(self) -> ev.RunStatus | None:
         """Wait until the run has ended (also after `aclose`); returns its status."""
         return await asyncio.wrap_future(self._finished)
 
@@ -171,35 +161,6 @@ class AsyncRun:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-class _InThread(Generic[P, R]):
-    """An async method of `AsyncSession` that calls the Session's method of the same
-    name in a worker thread (`asyncio.to_thread`), typed as that method."""
-
-    def __init__(self, method: Callable[Concatenate[Session, P], R]) -> None:
-        self.name = method.__name__
-        self.__doc__ = method.__doc__
-
-    @overload
-    def __get__(self, obj: None, owner: type[Any] | None = None) -> _InThread[P, R]: ...
-    @overload
-    def __get__(
-        self, obj: AsyncSession, owner: type[Any] | None = None
-    ) -> Callable[P, Coroutine[Any, Any, R]]: ...
-    def __get__(
-        self, obj: AsyncSession | None, owner: type[Any] | None = None
-    ) -> _InThread[P, R] | Callable[P, Coroutine[Any, Any, R]]:
-        if obj is None:
-            return self
-        method: Callable[P, R] = getattr(obj.session, self.name)
-
-        async def in_thread(*args: P.args, **kwargs: P.kwargs) -> R:
-            return await asyncio.to_thread(method, *args, **kwargs)
-
-        in_thread.__name__ = self.name
-        in_thread.__doc__ = self.__doc__
-        return in_thread
 
 
 class AsyncSession:
@@ -252,19 +213,9 @@ class AsyncSession:
         if parts is not None:
             await parts.hooks.awarm_up()
 
-    # -- auto-approve (see Session) -------------------------------------------------
-    @property
-    def auto_approve(self) -> bool:
-        return self.session.auto_approve
-
+    # Sync, as in Session: they change or read this object only.
     def set_auto_approve(self, on: bool) -> None:
         self.session.set_auto_approve(on)
-
-    thread_auto_approve = _InThread(Session.thread_auto_approve)
-    set_thread_auto_approve = _InThread(Session.set_thread_auto_approve)
-    auto_approving = _InThread(Session.auto_approving)
-    grants = _InThread(Session.grants)
-    revoke_grant = _InThread(Session.revoke_grant)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -274,62 +225,9 @@ class AsyncSession:
     def new_thread_id() -> str:
         return Session.new_thread_id()
 
-    # -- runs ---------------------------------------------------------------------
-    async def submit(self, operation: Operation, options: RunOptions | None = None) -> AsyncRun:
-        """`Session.submit` for asyncio: validation errors raise from the `await`
-        (nothing runs), then the run is going on a worker thread."""
-        return await self._launch(lambda: self.session.submit(operation, options))
+    if TYPE_CHECKING:  # the methods made from the Session's below
 
-    async def start(
-        self,
-        thread_id: str | None,
-        text: str | list[Any],
-        *,
-        owner: str | None = None,
-        **options: Unpack[RunOptionsKwargs],
-    ) -> AsyncRun:
-        """`submit(SendMessage(...))`: a turn with a user message (a new thread when
-        `thread_id` is None). Raises `AwaitingDecision` while the thread waits for a
-        decision. `options`: as `Session.send` (callbacks, tags, metadata, source,
-        actor, auto_approve)."""
-        return await self.submit(SendMessage(thread_id, text, owner), RunOptions(**options))
-
-    send = start
-
-    async def resume(
-        self,
-        thread_id: str,
-        answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any],
-        *,
-        interrupt_id: str | None = None,
-        reject_missing: bool | str = False,
-        **options: Unpack[RunOptionsKwargs],
-    ) -> AsyncRun:
-        """`Session.resume`: answer the pending pause (a typed answer, or the HITL wire
-        form); a bad answer raises `DecisionError` and changes nothing."""
-        return await self._launch(
-            lambda: self.session.resume(
-                thread_id,
-                answer,
-                interrupt_id=interrupt_id,
-                reject_missing=reject_missing,
-                **options,
-            )
-        )
-
-    async def retry(self, thread_id: str, **options: Unpack[RunOptionsKwargs]) -> AsyncRun:
-        return await self.submit(Retry(thread_id), RunOptions(**options))
-
-    async def fork(
-        self,
-        thread_id: str,
-        message_index: int,
-        text: str,
-        *,
-        force: bool = False,
-        **options: Unpack[RunOptionsKwargs],
-    ) -> AsyncRun:
-        return await self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))
+        def __getattr__(self, name: str) -> Any: ...
 
     def running(self, thread_id: str) -> bool:
         """Whether a run of this process is still going on the thread (also one that is
@@ -371,29 +269,6 @@ class AsyncSession:
         with self._live_lock:
             self._live.discard(run)
 
-    # -- reading threads (graph/service/reads.py) ---------------------------------
-    pending = _InThread(Session.pending)
-    messages = _InThread(Session.messages)
-    history = messages
-    transcript = _InThread(Session.transcript)
-    usage = _InThread(Session.usage)
-    threads = _InThread(Session.threads)
-    thread = _InThread(Session.thread)
-    awaiting_approval = _InThread(Session.awaiting_approval)
-    exists = _InThread(Session.exists)
-    tool_output = _InThread(Session.tool_output)
-    audit = _InThread(Session.audit)
-
-    # -- changing threads (graph/service/history_edits.py) -------------------------
-    export = _InThread(Session.export)
-    branches = _InThread(Session.branches)
-    rename = _InThread(Session.rename)
-    delete = _InThread(Session.delete)
-    switch_branch = _InThread(Session.switch_branch)
-    undo = _InThread(Session.undo)
-    compact_now = _InThread(Session.compact_now)
-    import_thread = _InThread(Session.import_thread)
-
     async def close(self, *, cancel_runs: bool = True) -> None:
         """Close the storage once the runs of this process have ended; with
         `cancel_runs` they are cancelled first (they still end at a safe point). The
@@ -412,3 +287,36 @@ class AsyncSession:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _from_session(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """AsyncSession's form of the Session's method `name`: an `AsyncRun` for a method
+    that starts a run, else the method run in a worker thread."""
+    if inspect.signature(method).return_annotation in ("Run", Run):
+
+        async def launch(self: AsyncSession, *args: Any, **kwargs: Any) -> AsyncRun:
+            return await self._launch(lambda: getattr(self.session, name)(*args, **kwargs))
+
+        made = launch
+    else:
+
+        async def in_thread(self: AsyncSession, *args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(getattr(self.session, name), *args, **kwargs)
+
+        made = in_thread
+    return functools.update_wrapper(made, method)
+
+
+def _session_property(name: str) -> property:
+    return property(lambda self: getattr(self.session, name), doc=getattr(Session, name).__doc__)
+
+
+for _name, _member in inspect.getmembers(Session):
+    if _name.startswith("_") or _name in vars(AsyncSession):
+        continue
+    if isinstance(inspect.getattr_static(Session, _name), property):
+        setattr(AsyncSession, _name, _session_property(_name))
+    elif inspect.isfunction(_member):
+        setattr(AsyncSession, _name, _from_session(_name, _member))
+AsyncSession.start = AsyncSession.send  # type: ignore[attr-defined]
+AsyncSession.history = AsyncSession.messages  # type: ignore[attr-defined]

@@ -41,6 +41,8 @@ class ThreadReads:
     storage: Storage
     # The messages of runs going on now, for reads that agree with their events.
     _live_messages: LiveMessages
+    # What the last transcript read of each thread converted (view_cache.py).
+    _views: ViewCache
 
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""
@@ -70,10 +72,7 @@ class ThreadReads:
         changed since this Session's last read of the thread are converted again
         (graph/service/view_cache.py): a page drawn after each turn of a long thread
         pays for the turn, not the thread."""
-        views = self.__dict__.get("_views")
-        if views is None:  # made on first use: Session.__init__ stays as it is
-            views = self.__dict__.setdefault("_views", ViewCache())
-        return views.views(thread_id, self.messages(thread_id))
+        return self._views.views(thread_id, self.messages(thread_id))
 
     def tool_output(self, thread_id: str, call_id: str) -> str | None:
         """The whole output of a tool call: the stored one when it was too large for the

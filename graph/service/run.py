@@ -1,9 +1,25 @@
 """One run of the agent: the `Run` a front end iterates (or starts in the background),
-and `drive`, the loop that streams the agent and turns what it streams into
-`graph.protocol.events` events, ending with how the run ended (`RunFinished`).
+`drive`, the loop that turns what the run streams into `graph.protocol.events` events,
+ending with how the run ended (`RunFinished`), and `stream_run`, how it streams.
 
 The Session (graph/service/session.py) decides what a run starts from (a message, an
 answer, a retry) and holds the thread's lease; this module runs it.
+
+How a run streams, with no printed-text parsing: `stream_run` streams LangGraph's
+`updates` (`__interrupt__` -> `ApprovalRequired`, and what `drive` learns of the run's
+end) and takes the run's own events (the typed events nodes, tools and hooks emit, the
+model's text deltas included: graph/agent/emit.py) from a sink in the run's context,
+not from LangGraph's `custom` stream. With `custom` (or `messages`) in its stream modes
+LangGraph runs every task of every step on a thread pool it builds for each run, with a
+second thread waiting on the stream: about a quarter of a short turn (BENCHMARKS.md).
+Without them a step's single task runs inline; so the whole run runs on one worker
+thread (graph/service/workers.py), and its events reach the caller through one queue,
+as they happen.
+
+Not `messages`: LangGraph's handler for it scans the whole state at the start of every
+node (a cost that grows with the thread). LangGraph Server and Studio clients, and
+anyone who streams the compiled graph, still get the events in `custom` and may ask
+for `messages`; the model's tokens arrive there as usual.
 """
 
 from __future__ import annotations
@@ -13,7 +29,8 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
-from typing import Any
+from queue import SimpleQueue
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
@@ -28,7 +45,8 @@ from graph.protocol.threads import NOTICE_MARK
 from graph.service.errors import describe_error, storage_message
 from graph.service.live_reads import EventGate, LiveMessages
 from graph.service.reads import thread_config
-from graph.service.streaming import stream_run, translate
+from graph.service.workers import run_in_worker
+from graph.store.langgraph_private import INTERRUPT
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 
@@ -56,7 +74,7 @@ class Run:
         self.user_text = user_text
         # Messages the thread had before the run: where a page draws the live run.
         self.base_messages: int | None = None
-        self.status: str | None = None
+        self.status: ev.RunStatus | None = None
         # The run's last event: its status, and its final reply (`text`, `message_id`).
         self.finished: ev.RunFinished | None = None
         self.started_at = time.time()
@@ -158,17 +176,19 @@ def drive(
             index.touch(thread_id, status="running")
             context = RunContext.with_cancel(cancel, auto_approve=auto_approve)
             for mode, chunk in stream_run(agent, payload, config, context):
-                if mode == "updates":
-                    seen.see(chunk)
-                    yield from gate.update(chunk)
-                for event in translate(mode, chunk, thread_id):
-                    # Announce a pause only once the run is over and the pause saved
-                    # (the lease too is free by then): a client may answer it at once,
-                    # elsewhere.
-                    if isinstance(event, ev.ApprovalRequired):
-                        held.append(event)
-                    else:
-                        yield from gate.event(event)
+                if mode == EVENT:
+                    # Only Gatehouse's own events; a user's writer output is not one.
+                    if isinstance(chunk, ev.EVENT_TYPES):
+                        yield from gate.event(cast(ev.Event, chunk))
+                    continue
+                seen.see(chunk)
+                yield from gate.update(chunk)
+                # Announce a pause only once the run is over and the pause saved (the
+                # lease too is free by then): a client may answer it at once, elsewhere.
+                held += [
+                    ev.ApprovalRequired(thread_id=thread_id, interrupt_id=i.id, request=i.value)
+                    for i in (chunk.get(INTERRUPT, ()) if isinstance(chunk, dict) else ())
+                ]
             yield from gate.rest()
             status, reason = outcome(
                 agent, thread_id, paused=bool(held), seen=seen if kind != "retry" else None
@@ -255,3 +275,70 @@ class _Seen:
                 ]
                 if replies:
                     self.reply = replies[-1]
+
+
+# What `stream_run` yields besides `updates` chunks: one of the run's events.
+EVENT = "custom"
+_DONE = "done"
+_FAILED = "failed"
+
+
+def stream_run(
+    agent: CompiledStateGraph[Any, Any, Any, Any],
+    payload: Any,
+    config: RunnableConfig,
+    context: RunContext,
+) -> Iterator[tuple[str, Any]]:
+    """One run of `agent` from `payload`, as `("updates", chunk)` and `(EVENT, event)`
+    pairs in the order they happen. The run goes on in a worker thread; an error it
+    raises is raised here. As with LangGraph's own stream, a step starts only once the
+    caller has taken the previous step's update and asked for more: what the caller
+    does on an event (a cancel, a person's Stop) is seen by the next step. Closing the
+    iterator early stops the run after the step under way and returns once it has
+    stopped.
+
+    `durability="sync"`: each step's checkpoint is written before the next step starts,
+    not handed to a background thread: no step's result can be lost to a crash after
+    the next one began, and it is also faster here than the thread handoff."""
+    items: SimpleQueue[tuple[str, Any]] = SimpleQueue()
+    context.send_events_to(lambda event: items.put((EVENT, event)))
+    stop = threading.Event()
+    stopped = threading.Event()
+    taken = threading.Semaphore(0)  # released each time the caller asks past an update
+    worker: list[int] = []
+
+    def run() -> None:
+        worker.append(threading.get_ident())
+        try:
+            for chunk in agent.stream(
+                payload, config, stream_mode="updates", context=context, durability="sync"
+            ):
+                items.put(("updates", chunk))
+                taken.acquire()
+                if stop.is_set():
+                    break
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            items.put((_FAILED, exc))
+        else:
+            items.put((_DONE, None))
+        finally:
+            stopped.set()
+
+    run_in_worker(run)
+    try:
+        while True:
+            mode, item = items.get()
+            if mode == _DONE:
+                return
+            if mode == _FAILED:
+                raise item
+            yield mode, item
+            if mode == "updates":
+                taken.release()
+    finally:
+        stop.set()
+        taken.release()  # a worker waiting for the caller goes on, to see `stop`
+        # Not when this iterator is finalised on the worker itself (the garbage collector
+        # may run anywhere): it would wait for its own thread.
+        if threading.get_ident() not in worker:
+            stopped.wait()

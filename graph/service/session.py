@@ -63,6 +63,7 @@ from graph.service.live_reads import LiveMessages
 from graph.service.reads import thread_config
 from graph.service.run import Run, drive
 from graph.service.standing import StandingPermissions
+from graph.service.view_cache import ViewCache
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import title_of
@@ -103,6 +104,7 @@ class Session(ThreadHistory, StandingPermissions):
         if auto_approve:
             self._auto_approve.set()
         self._live_messages = LiveMessages()
+        self._views = ViewCache()
         own_saver = storage.reader is not None and agent.checkpointer is storage.checkpointer
         self._tree = ThreadTree(agent, storage.reader if own_saver else None)
 

@@ -14,7 +14,9 @@ task's writes, with the thread index's update) and `_forget_answer` (a refused r
 value, graph/store/refusals.py).
 
 Also what both savers' `put` and `put_writes` share, so each saver only says how its
-database stores rows.
+database stores rows: the head's rows and its compare-and-set (`_move_heads`,
+`_rewrite_heads`) and the thread's index row (`checkpoint_row_sql`), each statement
+written once with `?` and turned into each database's own by its dialect.
 """
 
 from __future__ import annotations
@@ -40,10 +42,26 @@ from langgraph.checkpoint.base import (
 
 from graph.protocol.state_keys import MESSAGES
 from graph.protocol.threads import check_thread_id
-from graph.store.head import written_count
+from graph.store.dialect import Dialect
+from graph.store.head import (
+    MOVE_HEAD,
+    UPSERT_HEAD,
+    head_update,
+    unchanged_prefix,
+    write_rows,
+    written_count,
+)
 from graph.store.langgraph_private import ERROR, INTERRUPT, DeltaSnapshot, get_overwrite
 from graph.store.refusals import refuses_answer, resume_key
-from graph.store.threads import DEFAULT_TITLE, ON_ERROR, ON_INTERRUPT, first_user_text, title_of
+from graph.store.threads import (
+    CHECKPOINT_ROW,
+    DEFAULT_TITLE,
+    ON_ERROR,
+    ON_INTERRUPT,
+    first_user_text,
+    status_of,
+    title_of,
+)
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 # (channel, value at the new checkpoint, value at its parent or None, values written)
@@ -91,6 +109,30 @@ def title_from(plans: Sequence[HeadPlan]) -> str:
     """A thread's title from the messages a checkpoint's head plans hold."""
     text = next((first_user_text(value) for ch, value, _, _ in plans if ch == MESSAGES), None)
     return title_of(text) if text else DEFAULT_TITLE
+
+
+def checkpoint_row_sql(dialect: Dialect, writes_table: str) -> str:
+    """The thread's index row as a checkpoint leaves it, in one statement: its status
+    and pending_since read from the writes (a checkpoint whose interrupt was saved
+    first stays awaiting approval). Parameters: `checkpoint_row`."""
+    paused = (
+        f"EXISTS (SELECT 1 FROM {writes_table} WHERE thread_id = ? AND checkpoint_ns = '' "
+        "AND checkpoint_id = ? AND channel = ?)"
+    )
+    values = (
+        f"(?, ?, CASE WHEN {paused} THEN 'awaiting_approval' ELSE ? END, ?, ?, "
+        f"CASE WHEN {paused} THEN CAST(? AS {dialect.real}) END)"
+    )
+    return dialect.sql(CHECKPOINT_ROW.format(values=values))
+
+
+def checkpoint_row(
+    thread_id: str, plans: Sequence[HeadPlan], checkpoint: Checkpoint
+) -> tuple[Any, ...]:
+    """The parameters of `checkpoint_row_sql`."""
+    cid, now = checkpoint["id"], time.time()
+    paused = (thread_id, cid, INTERRUPT)
+    return (thread_id, title_from(plans), *paused, status_of(checkpoint), now, now, *paused, now)
 
 
 def writes_by_checkpoint(
@@ -315,6 +357,50 @@ class DeltaReads:
             self._put(key, cid, ch, Entry(value, own))
             plans.append((ch, value, prev, written))
         return plans
+
+    def _move_heads(
+        self,
+        cur: Any,
+        new_cursor: Callable[[], Any],
+        dialect: Dialect,
+        at: tuple[str, str, str, str | None],
+        plans: Sequence[HeadPlan],
+    ) -> tuple[list[HeadPlan], list[tuple[HeadPlan, Any]]]:
+        """The first half of moving the heads to a checkpoint `at` (thread, namespace,
+        checkpoint id, parent id), in its transaction on `cur`: where the parent's value
+        is known, the rows from the first changed value on and a compare-and-set of the
+        head (on a cursor of `new_cursor()`: it moves only from the parent). Returns the
+        plans to rewrite whole and (plan, its check: `fetchone()` None when the head was
+        elsewhere: a branch, another writer; then rewrite it too, `_rewrite_heads`)."""
+        thread_id, ns, cid, parent = at
+        rewrite: list[HeadPlan] = []
+        checks: list[tuple[HeadPlan, Any]] = []
+        for plan in plans:
+            ch, value, prev, written = plan
+            if prev is None or parent is None:
+                rewrite.append(plan)
+                continue
+            start = unchanged_prefix(prev, value, written)
+            write_rows(
+                cur, dialect, (thread_id, ns, ch), head_update(prev, value, start, self.serde)
+            )
+            check = new_cursor()
+            check.execute(
+                dialect.sql(MOVE_HEAD), (cid, len(value), thread_id, ns, ch, parent, len(prev))
+            )
+            checks.append((plan, check))
+        return rewrite, checks
+
+    def _rewrite_heads(
+        self, cur: Any, dialect: Dialect, at: tuple[str, str, str], plans: Sequence[HeadPlan]
+    ) -> None:
+        """The heads of `plans` at checkpoint `at` (thread, namespace, id), rows whole."""
+        thread_id, ns, cid = at
+        for ch, value, _, _ in plans:
+            write_rows(
+                cur, dialect, (thread_id, ns, ch), head_update(None, value, None, self.serde)
+            )
+            cur.execute(dialect.sql(UPSERT_HEAD), (thread_id, ns, ch, cid, len(value)))
 
     def _apply(self, ch: str, value: Any, writes: Sequence[PendingWrite]) -> Any:
         """`DeltaChannel.replay_writes`: the last Overwrite resets, the rest reduce."""

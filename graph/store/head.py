@@ -49,6 +49,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from graph.store.dialect import Dialect, upsert
 from graph.store.plain import BLOCK, SERIALIZED, block_items
 
 # The head's two tables, the same on SQLite and Postgres but for the type of bytes.
@@ -71,17 +72,58 @@ HEAD_TABLES = (
 )
 
 
-def head_deletes(placeholder: str) -> list[str]:
-    """The statements that delete a thread's head (one parameter: the thread id)."""
-    return [
-        f"DELETE FROM {table} WHERE thread_id = {placeholder}"
-        for table in ("gatehouse_heads", "gatehouse_head_blocks")
-    ]
+# The head's statements, written once with `?` (Dialect.sql gives each database its own).
+_KEY = "thread_id = ? AND checkpoint_ns = ? AND channel = ?"
+DELETE_HEAD = tuple(
+    f"DELETE FROM {table} WHERE thread_id = ?"
+    for table in ("gatehouse_heads", "gatehouse_head_blocks")
+)
+READ_HEAD = f"SELECT checkpoint_id, count FROM gatehouse_heads WHERE {_KEY}"
+READ_BLOCKS = f"SELECT n, data FROM gatehouse_head_blocks WHERE {_KEY} ORDER BY pos"
+UPSERT_HEAD = upsert(
+    "gatehouse_heads",
+    ("thread_id", "checkpoint_ns", "channel", "checkpoint_id", "count"),
+    ("thread_id", "checkpoint_ns", "channel"),
+    update=("checkpoint_id", "count"),
+)
+# (checkpoint id, count, key..., parent id, parent count): the head moves only from the parent.
+MOVE_HEAD = (
+    f"UPDATE gatehouse_heads SET checkpoint_id = ?, count = ? WHERE {_KEY} "
+    "AND checkpoint_id = ? AND count = ? RETURNING 1"
+)
+_DELETE_BLOCKS = f"DELETE FROM gatehouse_head_blocks WHERE {_KEY} AND pos >= ?"
+_EXTEND_BLOCK = f"UPDATE gatehouse_head_blocks SET n = n + ?, data = CAST(data || ? AS {{blob}}) WHERE {_KEY} AND pos = ?"
+_UPSERT_BLOCK = upsert(
+    "gatehouse_head_blocks",
+    ("thread_id", "checkpoint_ns", "channel", "pos", "n", "data"),
+    ("thread_id", "checkpoint_ns", "channel", "pos"),
+    update=("n", "data"),
+)
 
 
-def head_tables(blob: str) -> list[str]:
-    """The head's CREATE TABLE statements, bytes stored as `blob` (BLOB, BYTEA)."""
-    return [table.format(blob=blob) for table in HEAD_TABLES]
+def head_tables(dialect: Dialect) -> list[str]:
+    """The head's CREATE TABLE statements."""
+    return [table.format(blob=dialect.blob) for table in HEAD_TABLES]
+
+
+# A head row: (block number, messages in it, its bytes).
+Block = tuple[int, int, bytes]
+# How the rows change (head_update): (an append to the last block, whole blocks, delete from).
+RowChange = tuple[Block | None, list[Block], int]
+
+
+def write_rows(cur: Any, dialect: Dialect, key: tuple[str, str, str], change: RowChange) -> None:
+    """Apply `change` to the head rows of `key` (thread, namespace, channel) with a
+    DB-API cursor of `dialect`'s driver, in the caller's transaction."""
+    extend, whole, delete_from = change
+    if delete_from >= 0:
+        cur.execute(dialect.sql(_DELETE_BLOCKS), (*key, delete_from))
+    if extend is not None:
+        cur.execute(
+            dialect.sql(dialect.ddl(_EXTEND_BLOCK)), (extend[1], extend[2], *key, extend[0])
+        )
+    if whole:
+        cur.executemany(dialect.sql(_UPSERT_BLOCK), [(*key, *block) for block in whole])
 
 
 KINDS: dict[type, str] = {
@@ -94,8 +136,6 @@ KINDS: dict[type, str] = {
 }
 CLASSES: dict[str, type] = {kind: cls for cls, kind in KINDS.items()}
 
-# A head row: (block number, messages in it, its bytes).
-Block = tuple[int, int, bytes]
 _set = object.__setattr__
 
 
@@ -190,7 +230,7 @@ def decode(rows: Sequence[tuple[int, bytes]], count: int, serde: Any) -> list[An
 
 def head_update(
     prev: Sequence[Any] | None, value: Sequence[Any], start: int | None, serde: Any
-) -> tuple[Block | None, list[Block], int]:
+) -> RowChange:
     """How the rows change from `prev` (what the head rows hold; None: unknown, write
     them all) to `value`, whose first `start` values are unchanged: (what to add to
     the last block: (its number, messages, bytes), or None; whole blocks to write;

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from langgraph._internal._runnable import RunnableCallable
@@ -42,6 +42,7 @@ __all__ = [
     "CONFIG_KEY_RUNTIME",
     "CONFIG_KEY_STRICT_RESUME",
     "CONTROL_WRITES",
+    "ENTRY_POINTS",
     "ERROR",
     "ERROR_SOURCE_NODE",
     "EXT_CONSTRUCTOR_KW_ARGS",
@@ -67,6 +68,7 @@ __all__ = [
     "pg_connection",
     "pg_dump_blobs",
     "pg_dump_writes",
+    "rebuilt_as",
     "sqlite_has_task_path",
 ]
 
@@ -96,6 +98,10 @@ CONFIG_KEY_STRICT_RESUME = "__pregel_strict_resume"
 CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
 # A run's `Runtime`; absent where LangGraph runs a node's routes outside a run (update_state).
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
+# The compiled graph's methods Gatehouse's subclass overrides (graph/agent/compiled.py),
+# which LangGraph's other entry points must go through: invoke and LangGraph Server's
+# runs through (a)stream, update_state through (a)bulk_update_state.
+ENTRY_POINTS = ("stream", "astream", "bulk_update_state", "abulk_update_state")
 # Writes that say what happened to a task, not what it produced: a task with any other
 # write has finished (langgraph/pregel/_task_status.py).
 CONTROL_WRITES = frozenset({ERROR, ERROR_SOURCE_NODE, INTERRUPT, RESUME})
@@ -168,6 +174,18 @@ SURFACE: tuple[Private, ...] = (
         "CONFIG_KEY_RUNTIME",
         f"{_C}:CONFIG_KEY_RUNTIME",
         "a state edit runs the routes after a node without a run (graph/agent/routing.py)",
+    ),
+    Private(
+        "ENTRY_POINTS",
+        "langgraph.pregel.main:Pregel",
+        "every client's entry into the graph (graph/agent/compiled.py): a clear of a paused review "
+        "rejects its calls, a late answer is refused with who decided, a raw invoke gets a run context",
+    ),
+    Private(
+        "rebuilt_as",
+        "langgraph.pregel.main:Pregel.copy",
+        "the compiled graph as Gatehouse's subclass with its parts (tools, hooks, decision log), "
+        "also in the copies LangGraph Server runs",
     ),
     Private(
         "CONTROL_WRITES",
@@ -252,6 +270,17 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value
     return value
+
+
+G = TypeVar("G")
+
+
+def rebuilt_as(compiled: Any, cls: type[G], **attributes: Any) -> G:
+    """`compiled` (a compiled graph) as an instance of `cls`, its subclass, with
+    `attributes` added: built as LangGraph's own `Pregel.copy` builds a copy (the
+    constructor given the instance's attributes), so `copy` keeps the class and them."""
+    kept = {k: v for k, v in vars(compiled).items() if k != "__orig_class__"}
+    return cls(**kept, **attributes)
 
 
 # -- methods of the stock savers, called on Gatehouse's subclasses

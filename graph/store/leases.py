@@ -64,6 +64,16 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def lease_free(owner: str, expires_at: float, now: float, host: str) -> bool:
+    """The lease rule, for every reader of `gatehouse_leases` (the thread reader too):
+    free when released (no owner), expired, or held by a dead process on `host` (this one)."""
+    if not owner or expires_at <= now:
+        return True
+    holder_host, _, rest = owner.partition("|")
+    pid = rest.partition("|")[0]
+    return holder_host == host and pid.isdigit() and not _pid_alive(int(pid))
+
+
 class Lease:
     """A held lease; renewed in the background (by its `Leases`) while a run streams."""
 
@@ -218,11 +228,7 @@ class Leases(Table):
         return str(rows[0][0])
 
     def _free(self, owner: str, expires_at: float, now: float) -> bool:
-        if expires_at <= now or owner in self._abandoned:
-            return True
-        host, _, rest = owner.partition("|")
-        pid = rest.partition("|")[0]
-        return host == self._host and pid.isdigit() and not _pid_alive(int(pid))
+        return owner in self._abandoned or lease_free(owner, expires_at, now, self._host)
 
     def _describe(self, owner: str) -> str:
         host, _, rest = owner.partition("|")

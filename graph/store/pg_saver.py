@@ -17,9 +17,9 @@ asked for (a thread's latest, nearly always), else the stock replay.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -40,65 +40,42 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
-    HeadPlan,
+    checkpoint_row,
+    checkpoint_row_sql,
     saved_config,
-    title_from,
     writes_by_checkpoint,
 )
+from graph.store.dialect import POSTGRES
 from graph.store.head import (
+    DELETE_HEAD,
     HeadUnreadable,
     decode,
-    head_deletes,
     head_tables,
-    head_update,
-    unchanged_prefix,
 )
 from graph.store.langgraph_private import (
-    INTERRUPT,
     DeltaSnapshot,
     pg_connection,
     pg_dump_blobs,
     pg_dump_writes,
 )
-from graph.store.threads import ON_CHECKPOINT, status_of
 
-HEAD_SCHEMA = head_tables(blob="BYTEA")
-UPSERT_BLOCK = (
-    "INSERT INTO gatehouse_head_blocks (thread_id, checkpoint_ns, channel, pos, n, data) "
-    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id, checkpoint_ns, channel, pos) "
-    "DO UPDATE SET n = EXCLUDED.n, data = EXCLUDED.data"
-)
-EXTEND_BLOCK = (
-    "UPDATE gatehouse_head_blocks SET n = n + %s, data = data || %s WHERE thread_id = %s AND checkpoint_ns = %s "
-    "AND channel = %s AND pos = %s"
-)
-DELETE_BLOCKS = "DELETE FROM gatehouse_head_blocks WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND pos >= %s"
-UPSERT_HEAD = (
-    "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (%s, %s, %s, %s, %s) "
-    "ON CONFLICT (thread_id, checkpoint_ns, channel) DO UPDATE SET "
-    "checkpoint_id = EXCLUDED.checkpoint_id, count = EXCLUDED.count"
-)
-
-# A channel's writes at one checkpoint, and at several. The one by `=`: an index
-# condition on the primary key whatever the planner knows; with `= ANY(...)` and a table
-# never analysed it scanned every write of the thread, at every `put` (BENCHMARKS.md).
-WRITES_AT = (
-    "SELECT checkpoint_id, task_id, idx, type, blob, task_path FROM checkpoint_writes "
-    "WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id = %s"
-)
-WRITES_AT_ANY = WRITES_AT.replace("checkpoint_id = %s", "checkpoint_id = ANY(%s)")
-
-# ON_CHECKPOINT's values with the status and pending_since read from the writes.
-PAUSED_VALUES = (
-    "VALUES (?, ?, CASE WHEN EXISTS (SELECT 1 FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = '' "
-    "AND checkpoint_id = ? AND channel = ?) THEN 'awaiting_approval' ELSE ? END, ?, ?, "
-    "CASE WHEN EXISTS (SELECT 1 FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = '' "
-    "AND checkpoint_id = ? AND channel = ?) THEN ?::double precision END)"
-)
+HEAD_SCHEMA = head_tables(POSTGRES)
+CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
 
 
-def _pg(sql: str) -> str:
-    return sql.replace("?", "%s")
+def _writes_at(checkpoint_ids: str) -> str:
+    """A channel's writes at checkpoints `checkpoint_ids` (a condition on the column)."""
+    return (
+        "SELECT checkpoint_id, task_id, idx, type, blob, task_path FROM checkpoint_writes "
+        f"WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id {checkpoint_ids}"
+    )
+
+
+# At one checkpoint by `=`: an index condition on the primary key whatever the planner
+# knows; with `= ANY(...)` and a table never analysed it scanned every write of the
+# thread, at every `put` (BENCHMARKS.md).
+WRITES_AT = _writes_at("= %s")
+WRITES_AT_ANY = _writes_at("= ANY(%s)")
 
 
 @contextmanager
@@ -167,8 +144,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         self.clear_cache(thread_id)
         super().delete_thread(thread_id)
         with self._tx() as cur:
-            for sql in head_deletes("%s"):
-                cur.execute(sql, (str(thread_id),))
+            for sql in DELETE_HEAD:
+                cur.execute(POSTGRES.sql(sql), (str(thread_id),))
 
     # -- writes ------------------------------------------------------------------------
     def put(
@@ -193,8 +170,6 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             else:
                 blob_values[k] = copy["channel_values"].pop(k)
         cid = checkpoint["id"]
-        rewrite: list[HeadPlan] = []
-        checks: list[tuple[HeadPlan, Any]] = []
         with self.lock, pg_connection(self.conn) as conn, _in_transaction(conn):
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 cur.execute("BEGIN")
@@ -214,64 +189,19 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                         Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
                     ),
                 )
-                for plan in plans:
-                    ch, value, prev, written = plan
-                    if prev is None or parent is None:
-                        rewrite.append(plan)
-                        continue
-                    # The rows from the first changed value on, if the head was at the
-                    # parent: the compare-and-set below says whether it was.
-                    start = unchanged_prefix(prev, value, written)
-                    extend, whole, delete_from = head_update(prev, value, start, self.serde)
-                    if delete_from >= 0:
-                        cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, delete_from))
-                    if extend is not None:
-                        cur.execute(
-                            EXTEND_BLOCK, (extend[1], extend[2], thread_id, ns, ch, extend[0])
-                        )
-                    if whole:
-                        cur.executemany(
-                            UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole]
-                        )
-                    check = conn.cursor(row_factory=tuple_row)
-                    check.execute(
-                        "UPDATE gatehouse_heads SET checkpoint_id = %s, count = %s WHERE thread_id = %s AND "
-                        "checkpoint_ns = %s AND channel = %s AND checkpoint_id = %s AND count = %s RETURNING 1",
-                        (cid, len(value), thread_id, ns, ch, parent, len(prev)),
-                    )
-                    checks.append((plan, check))
+                rewrite, checks = self._move_heads(
+                    cur,
+                    partial(conn.cursor, row_factory=tuple_row),
+                    POSTGRES,
+                    (thread_id, ns, cid, parent),
+                    plans,
+                )
                 if not ns and self.side_tables:
-                    now = time.time()
-                    # A checkpoint whose interrupt was saved first stays awaiting.
-                    cur.execute(
-                        _pg(ON_CHECKPOINT.replace("VALUES (?, ?, ?, ?, ?, ?)", PAUSED_VALUES)),
-                        (
-                            thread_id,
-                            title_from(plans),
-                            thread_id,
-                            cid,
-                            INTERRUPT,
-                            status_of(checkpoint),
-                            now,
-                            now,
-                            thread_id,
-                            cid,
-                            INTERRUPT,
-                            now,
-                        ),
-                    )
+                    cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
             # The pipeline's end waited for the server: the compare-and-sets have answered.
             rewrite += [plan for plan, check in checks if check.fetchone() is None]
             with conn.pipeline(), conn.cursor(binary=True) as cur:
-                # A branch, a snapshot, another writer: the rows whole.
-                for ch, value, _, _ in rewrite:
-                    cur.execute(DELETE_BLOCKS, (thread_id, ns, ch, 0))
-                    _, whole, _ = head_update(None, value, None, self.serde)
-                    if whole:
-                        cur.executemany(
-                            UPSERT_BLOCK, [(thread_id, ns, ch, *block) for block in whole]
-                        )
-                    cur.execute(UPSERT_HEAD, (thread_id, ns, ch, cid, len(value)))
+                self._rewrite_heads(cur, POSTGRES, (thread_id, ns, cid), rewrite)
                 cur.execute("COMMIT")
         return saved_config(config, ns, checkpoint)
 
@@ -304,7 +234,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             )
             if index_update:
                 sql, params = index_update
-                cur.execute(_pg(sql), params)
+                cur.execute(POSTGRES.sql(sql), params)
 
     # -- reads ---------------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

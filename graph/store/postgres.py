@@ -35,7 +35,7 @@ from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs
 from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
-from graph.store.reader import TREE_INDEX, ThreadReader, _Postgres, redact
+from graph.store.reader import TREE_INDEX, ThreadReader, redact
 from graph.store.storage import Storage
 from graph.store.threads import ThreadIndex
 
@@ -163,7 +163,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         leases=Leases(db),
         decisions=Decisions(db),
         outputs=ToolOutputs(db),
-        reader=ThreadReader(_Postgres(url, pool), where),
+        reader=ThreadReader(db, where),
     )
 
 

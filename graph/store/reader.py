@@ -25,7 +25,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,11 +36,12 @@ from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, MalformedPause, OutcomeUnknown, Pause, pause_from
 from graph.protocol.state_keys import MESSAGES, USAGE
 from graph.protocol.threads import ThreadInfo, view_of_fields
+from graph.store.database import Database, PostgresDatabase, SqliteDatabase
 from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
 from graph.store.decisions import _record as decision_of
 from graph.store.dialect import is_postgres_url
 from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
-from graph.store.leases import _pid_alive
+from graph.store.leases import lease_free
 from graph.store.plain import (
     UnreadableValue,
     block_fields,
@@ -65,112 +66,92 @@ TREE_INDEX = (
 )
 
 
-class _Sqlite:
-    """A SQLite file, opened only to read (a missing file reads as empty, and is not created)."""
-
-    placeholder = "?"
-    writes_table, writes_value = "writes", "value"
-    missing = (sqlite3.OperationalError,)
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path).expanduser()
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        with self._lock:
-            if self._conn is None:
-                if not self.path.exists():
-                    return []
-                self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-                self._conn.execute("PRAGMA busy_timeout=30000")
-            try:
-                return self._conn.execute(sql, tuple(params)).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc) or "no such column" in str(exc):
-                    return []  # a database no Gatehouse run has written to yet
-                raise StorageError(
-                    f"cannot read the Gatehouse database {self.path}: {exc}"
-                ) from exc
-            except sqlite3.Error as exc:
-                raise StorageError(
-                    f"cannot read the Gatehouse database {self.path}: {exc}"
-                ) from exc
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+class _NoFile(Exception):
+    """The SQLite file does not exist (yet): it reads as empty and is not created."""
 
 
-class _Postgres:
-    """A Postgres database, through a pool of the caller's or a connection of its own."""
+def read_sqlite(path: str) -> SqliteDatabase:
+    """A SQLite file on the database layer, opened at the first read that finds it."""
+    file = Path(path).expanduser()
 
-    placeholder = "%s"
-    writes_table, writes_value = "checkpoint_writes", "blob"
+    def connect() -> sqlite3.Connection:
+        if not file.exists():
+            raise _NoFile
+        conn = sqlite3.connect(str(file), check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
 
-    def __init__(self, url: str | None = None, pool: Any = None) -> None:
-        import psycopg
+    return SqliteDatabase(None, connect=connect)
 
-        self._psycopg = psycopg
-        self._url, self._pool = url, pool
+
+class _OwnConnection:
+    """One Postgres connection of the reader's own, opened at the first read."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
         self._conn: Any = None
         self._lock = threading.Lock()
 
     @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                yield conn
-            return
+    def __call__(self) -> Iterator[Any]:
+        import psycopg
+
         with self._lock:
             if self._conn is None:
-                self._conn = self._psycopg.connect(
-                    str(self._url), autocommit=True, connect_timeout=10
-                )
+                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=10)
             yield self._conn
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
-        from psycopg.rows import tuple_row
-
-        try:
-            with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-                try:
-                    cur.execute(sql.replace("?", "%s"), tuple(params))
-                except self._psycopg.errors.UndefinedTable:
-                    return []  # a database no Gatehouse run has written to yet
-                return cur.fetchall()
-        except self._psycopg.Error as exc:
-            raise StorageError(
-                f"cannot read the Gatehouse database {redact(self._url or '')}: {exc}"
-            ) from exc
 
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _no_table(exc: BaseException) -> bool:
+    """A database no Gatehouse run has written to yet (it reads as empty)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return "no such table" in str(exc) or "no such column" in str(exc)
+    return getattr(exc, "sqlstate", None) == "42P01"  # Postgres: undefined_table
 
 
 class ThreadReader:
     """Read-only views of threads, each one or two indexed queries."""
 
-    def __init__(self, db: _Sqlite | _Postgres, location: str) -> None:
+    def __init__(
+        self, db: Database, location: str, *, on_close: Callable[[], None] | None = None
+    ) -> None:
         self._db = db
         self.location = location
         self._host = socket.gethostname()
+        self._on_close = on_close
+        # The stock savers' writes tables (LangGraph names them apart).
+        self._writes_table, self._writes_value = (
+            ("checkpoint_writes", "blob") if db.dialect.postgres else ("writes", "value")
+        )
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        try:
+            return self._db.rows(sql, params)
+        except _NoFile:
+            return []
+        except self._db.errors as exc:
+            if _no_table(exc):
+                return []
+            raise StorageError(
+                f"cannot read the Gatehouse database {self.location}: {exc}"
+            ) from exc
 
     # -- the thread list -------------------------------------------------------------
     def threads(self, limit: int = 200) -> list[ThreadInfo]:
-        rows = self._db.rows(
+        rows = self._rows(
             f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads ORDER BY updated_at DESC LIMIT ?",
             [limit],
         )
         return self._live([ThreadInfo(*r) for r in rows])
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
-        rows = self._db.rows(
+        rows = self._rows(
             f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE thread_id = ?", [thread_id]
         )
         live = self._live([ThreadInfo(*r) for r in rows])
@@ -178,7 +159,7 @@ class ThreadReader:
 
     def awaiting(self) -> list[ThreadInfo]:
         """Threads waiting for a decision, oldest first (the approvals inbox)."""
-        rows = self._db.rows(
+        rows = self._rows(
             f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE status = 'awaiting_approval' ORDER BY pending_since ASC"
         )
         return [ThreadInfo(*r) for r in rows]
@@ -187,7 +168,7 @@ class ThreadReader:
         if self.thread(thread_id) is not None:
             return True
         return bool(
-            self._db.rows("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", [thread_id])
+            self._rows("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", [thread_id])
         )
 
     def _live(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
@@ -196,14 +177,14 @@ class ThreadReader:
         running = [i.thread_id for i in infos if i.status == "running"]
         if not running:
             return infos
-        marks = ",".join("?" * len(running))
+        marks, now = ",".join("?" * len(running)), time.time()
         held = {
             tid
-            for tid, owner, expires in self._db.rows(
+            for tid, owner, expires in self._rows(
                 f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})",
                 running,
             )
-            if not self._lease_free(owner, expires)
+            if not lease_free(owner, expires, now, self._host)
         }
         return [
             ThreadInfo(
@@ -221,17 +202,9 @@ class ThreadReader:
             for i in infos
         ]
 
-    def _lease_free(self, owner: str, expires_at: float) -> bool:
-        # The rule of graph/store/leases.py: expired, or held by a dead process on this host.
-        if not owner or expires_at <= time.time():
-            return True
-        host, _, rest = owner.partition("|")
-        pid = rest.partition("|")[0]
-        return host == self._host and pid.isdigit() and not _pid_alive(int(pid))
-
     # -- one thread ----------------------------------------------------------------------
     def _latest(self, thread_id: str) -> str | None:
-        rows = self._db.rows(
+        rows = self._rows(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
             "ORDER BY checkpoint_id DESC LIMIT 1",
             [thread_id],
@@ -245,7 +218,7 @@ class ThreadReader:
     def tip_count(self, thread_id: str) -> int:
         """How many branches the thread's checkpoint tree has (checkpoints nothing
         continues), counted in the database: for an unforked thread, 1."""
-        rows = self._db.rows(
+        rows = self._rows(
             "SELECT count(*) - count(DISTINCT parent_checkpoint_id) FROM checkpoints "
             "WHERE thread_id = ? AND checkpoint_ns = ''",
             [thread_id],
@@ -255,7 +228,7 @@ class ThreadReader:
     def checkpoint_edges(self, thread_id: str) -> list[tuple[str, str | None]]:
         """(checkpoint id, parent id) of every checkpoint of the thread: the shape of
         its tree of branches (graph/service/branches.py), read from `TREE_INDEX`."""
-        return self._db.rows(  # the rows as fetched: copying 12,000 pairs costs more than reading them
+        return self._rows(  # the rows as fetched: copying 12,000 pairs costs more than reading them
             "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''",
             [thread_id],
         )
@@ -266,7 +239,6 @@ class ThreadReader:
         """(task_id, task_path, idx, channel, type, value) of the writes at a checkpoint
         (None: the latest); values only for `channels` (the rest only say that a task
         finished)."""
-        db = self._db
         wanted = ",".join("?" * len(channels))
         at = (
             "?"
@@ -275,10 +247,10 @@ class ThreadReader:
                 "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')"
             )
         )
-        return db.rows(
+        return self._rows(
             f"SELECT task_id, task_path, idx, channel, "
-            f"CASE WHEN channel IN ({wanted}) THEN type END, CASE WHEN channel IN ({wanted}) THEN {db.writes_value} END "
-            f"FROM {db.writes_table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = {at}",
+            f"CASE WHEN channel IN ({wanted}) THEN type END, CASE WHEN channel IN ({wanted}) THEN {self._writes_value} END "
+            f"FROM {self._writes_table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = {at}",
             [
                 *channels,
                 *channels,
@@ -331,7 +303,7 @@ class ThreadReader:
     def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
         """The thread's decision log, newest first (as `Session.audit`): what a refused
         command quotes to say who decided first."""
-        rows = self._db.rows(
+        rows = self._rows(
             f"SELECT {DECISION_COLUMNS} FROM gatehouse_decisions WHERE thread_id = ? ORDER BY decided_at DESC LIMIT ?",
             [thread_id, limit],
         )
@@ -347,13 +319,13 @@ class ThreadReader:
         checkpoint_id = self._latest(thread_id)
         if checkpoint_id is None:
             return []
-        head = self._db.rows(
+        head = self._rows(
             "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ?",
             [thread_id, MESSAGES],
         )
         if not head or head[0][0] != checkpoint_id:
             return None
-        rows = self._db.rows(
+        rows = self._rows(
             "SELECT n, data FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ? "
             "ORDER BY pos",
             [thread_id, MESSAGES],
@@ -408,8 +380,8 @@ class ThreadReader:
         return total
 
     def _channel_value(self, thread_id: str, checkpoint_id: str, channel: str) -> Any:
-        if isinstance(self._db, _Sqlite):
-            rows = self._db.rows(
+        if not self._db.dialect.postgres:
+            rows = self._rows(
                 "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
                 [thread_id, checkpoint_id],
             )
@@ -417,7 +389,7 @@ class ThreadReader:
                 ((loads(*rows[0]) or {}).get("channel_values") or {}).get(channel) if rows else None
             )
         # Postgres keeps plain values in the checkpoint row and the rest in checkpoint_blobs.
-        rows = self._db.rows(
+        rows = self._rows(
             "SELECT b.type, b.blob, c.checkpoint -> 'channel_values' -> ? FROM checkpoints c "
             "LEFT JOIN checkpoint_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
             "AND b.channel = ? AND b.version = c.checkpoint -> 'channel_versions' ->> ? "
@@ -431,6 +403,8 @@ class ThreadReader:
 
     def close(self) -> None:
         self._db.close()
+        if self._on_close is not None:
+            self._on_close()
 
 
 def redact(url: str) -> str:
@@ -446,9 +420,12 @@ def redact(url: str) -> str:
 def open_reader(db: str, *, pool: Any = None) -> ThreadReader:
     """A reader of the database named by a settings value (a SQLite path or a
     postgresql:// URL); `pool`: a psycopg pool to share (graph/store/postgres.py)."""
-    if is_postgres_url(db):
-        return ThreadReader(_Postgres(db, pool), redact(db))
-    return ThreadReader(_Sqlite(db), str(Path(db).expanduser()))
+    if not is_postgres_url(db):
+        return ThreadReader(read_sqlite(db), str(Path(db).expanduser()))
+    if pool is not None:
+        return ThreadReader(PostgresDatabase(pool.connection), redact(db))
+    own = _OwnConnection(db)
+    return ThreadReader(PostgresDatabase(own), redact(db), on_close=own.close)
 
 
 __all__ = ["ThreadReader", "open_reader", "redact"]

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -61,23 +60,24 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
-    HeadPlan,
+    checkpoint_row,
+    checkpoint_row_sql,
     saved_config,
-    title_from,
     unwrap,
     writes_by_checkpoint,
 )
+from graph.store.dialect import SQLITE
 from graph.store.head import (
+    DELETE_HEAD,
+    READ_BLOCKS,
+    READ_HEAD,
     HeadUnreadable,
     decode,
-    head_deletes,
     head_tables,
-    head_update,
-    unchanged_prefix,
 )
-from graph.store.langgraph_private import INTERRUPT, sqlite_has_task_path
+from graph.store.langgraph_private import sqlite_has_task_path
 from graph.store.reader import TREE_INDEX
-from graph.store.threads import ON_CHECKPOINT, THREADS_INDEX, THREADS_TABLE, status_of
+from graph.store.threads import THREADS_INDEX, THREADS_TABLE
 
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
@@ -126,7 +126,8 @@ def compact_serde() -> EncryptedSerializer:
     return EncryptedSerializer(ZlibCodec(), JsonPlusSerializer())
 
 
-HEAD_SCHEMA = ";\n".join(head_tables(blob="BLOB"))
+HEAD_SCHEMA = ";\n".join(head_tables(SQLITE))
+CHECKPOINT_ROW = checkpoint_row_sql(SQLITE, "writes")
 
 
 class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
@@ -156,7 +157,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         with self.cursor() as cur:
             cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (str(thread_id),))
             cur.execute("DELETE FROM writes WHERE thread_id = ?", (str(thread_id),))
-            for sql in head_deletes("?") if self.side_tables else ():
+            for sql in DELETE_HEAD if self.side_tables else ():
                 cur.execute(sql, (str(thread_id),))
 
     # -- writes ------------------------------------------------------------------------
@@ -180,26 +181,14 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (thread_id, ns, checkpoint["id"], parent, type_, blob, meta),
             )
-            for plan in plans:
-                self._write_head(cur, thread_id, ns, checkpoint["id"], parent, plan)
+            cid = checkpoint["id"]
+            rewrite, checks = self._move_heads(
+                cur, self.conn.cursor, SQLITE, (thread_id, ns, cid, parent), plans
+            )
+            rewrite += [plan for plan, check in checks if check.fetchone() is None]
+            self._rewrite_heads(cur, SQLITE, (thread_id, ns, cid), rewrite)
             if not ns and self.side_tables:
-                paused = cur.execute(
-                    "SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? "
-                    "AND channel = ? LIMIT 1",
-                    (thread_id, checkpoint["id"], INTERRUPT),
-                ).fetchone()
-                now = time.time()
-                cur.execute(
-                    ON_CHECKPOINT,
-                    (
-                        thread_id,
-                        title_from(plans),
-                        "awaiting_approval" if paused else status_of(checkpoint),
-                        now,
-                        now,
-                        now if paused else None,
-                    ),
-                )
+                cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
         return saved_config(config, ns, checkpoint)
 
     def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
@@ -242,67 +231,19 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             if index_update:
                 cur.execute(*index_update)
 
-    def _write_head(
-        self,
-        cur: sqlite3.Cursor,
-        thread_id: str,
-        ns: str,
-        cid: str,
-        parent: str | None,
-        plan: HeadPlan,
-    ) -> None:
-        ch, value, prev, written = plan
-        row = cur.execute(
-            "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
-            (thread_id, ns, ch),
-        ).fetchone()
-        known = row is not None and prev is not None and row[0] == parent and row[1] == len(prev)
-        start = unchanged_prefix(prev, value, written) if known and prev is not None else None
-        extend, whole, delete_from = head_update(prev if known else None, value, start, self.serde)
-        if delete_from >= 0:
-            cur.execute(
-                "DELETE FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND pos >= ?",
-                (thread_id, ns, ch, delete_from),
-            )
-        if extend is not None:
-            cur.execute(
-                "UPDATE gatehouse_head_blocks SET n = n + ?, data = CAST(data || ? AS BLOB) WHERE thread_id = ? "
-                "AND checkpoint_ns = ? AND channel = ? AND pos = ?",
-                (extend[1], extend[2], thread_id, ns, ch, extend[0]),
-            )
-        if whole:
-            cur.executemany(
-                "INSERT OR REPLACE INTO gatehouse_head_blocks (thread_id, checkpoint_ns, channel, pos, n, data) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(thread_id, ns, ch, *block) for block in whole],
-            )
-        cur.execute(
-            "INSERT INTO gatehouse_heads (thread_id, checkpoint_ns, channel, checkpoint_id, count) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (thread_id, checkpoint_ns, channel) DO UPDATE SET "
-            "checkpoint_id = excluded.checkpoint_id, count = excluded.count",
-            (thread_id, ns, ch, cid, len(value)),
-        )
-
     # -- reads ------------------------------------------------------------------------
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
         if not self.side_tables:
             return None
         with self.cursor(transaction=False) as cur:
-            row = cur.execute(
-                "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
-                (thread_id, ns, ch),
-            ).fetchone()
+            row = cur.execute(READ_HEAD, (thread_id, ns, ch)).fetchone()
         return (row[0], row[1]) if row else None
 
     def _head_value(self, thread_id: str, ns: str, ch: str, head: tuple[str, int]) -> Entry | None:
         """The value the head rows hold, or None when they do not decode (then the
         history is replayed instead)."""
         with self.cursor(transaction=False) as cur:
-            rows = cur.execute(
-                "SELECT n, data FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = ? "
-                "AND channel = ? ORDER BY pos",
-                (thread_id, ns, ch),
-            ).fetchall()
+            rows = cur.execute(READ_BLOCKS, (thread_id, ns, ch)).fetchall()
         try:
             return Entry(decode(rows, head[1], self.serde), ABSENT)
         except HeadUnreadable:

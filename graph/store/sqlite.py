@@ -130,7 +130,7 @@ def open_sqlite_storage(db: str) -> Storage:
     from graph.store.journal import Journal
     from graph.store.leases import Leases
     from graph.store.outputs import ToolOutputs
-    from graph.store.reader import ThreadReader, _Sqlite
+    from graph.store.reader import ThreadReader, read_sqlite
     from graph.store.saver import GatehouseSqliteSaver
     from graph.store.storage import Storage
     from graph.store.threads import ThreadIndex
@@ -165,5 +165,5 @@ def open_sqlite_storage(db: str) -> Storage:
         leases=leases,
         decisions=decisions,
         outputs=outputs,
-        reader=ThreadReader(_Sqlite(db), location),
+        reader=ThreadReader(read_sqlite(db), location),
     )

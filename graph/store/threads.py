@@ -40,12 +40,13 @@ THREADS_INDEX = (
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
 
-# What the checkpointer writes (placeholders `?`; Dialect.sql gives Postgres its `%s`).
-# (thread_id, title, status, now, now, pending_since): a checkpoint whose interrupt was
-# saved first (saves run in the background, LangGraph's default) stays awaiting.
-ON_CHECKPOINT = (
+# What the checkpointer writes (placeholders `?`; Dialect.sql gives Postgres its `%s`),
+# its VALUES (thread_id, title, status, now, now, pending_since) filled in by the savers
+# (delta_reads.py): a checkpoint whose interrupt was saved first (saves run in the
+# background, LangGraph's default) stays awaiting.
+CHECKPOINT_ROW = (
     "INSERT INTO gatehouse_threads(thread_id, title, status, created_at, updated_at, pending_since) "
-    "VALUES (?, ?, ?, ?, ?, ?) "
+    "VALUES {values} "
     "ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
     "pending_since = CASE WHEN excluded.pending_since IS NULL THEN NULL "
     "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, reason = NULL, "
