@@ -54,7 +54,9 @@ def test_top_level_port_starts_the_web_ui_there_and_help_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     launched: list[list[str]] = []
-    monkeypatch.setattr(cli_interactive, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)
+    monkeypatch.setattr(
+        cli_interactive, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0
+    )
     gh("--port", "8601")
     [cmd] = launched
     assert cmd[cmd.index("--server.port") + 1] == "8601" and cmd[1:4] == ["-m", "streamlit", "run"]

@@ -109,7 +109,9 @@ def typer_command(
     env = without_settings()
     monkeypatch.setattr(os, "environ", env)
     launched: list[list[str]] = []
-    monkeypatch.setattr(cli_interactive, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0)
+    monkeypatch.setattr(
+        cli_interactive, "run_child", lambda cmd, cwd=None: launched.append(cmd) or 0
+    )
     assert CliRunner().invoke(cli.app, list(args)).exit_code == 0
     return launched[0], env.get("GATEHOUSE_OPEN_BROWSER")
 

@@ -298,21 +298,32 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         if base is None:
             value = self._replayed(ch, config, checkpoint_id)
         else:
-            # Oldest step first: start from the known ancestor (or the snapshot a
-            # checkpoint on the way stores) and apply the writes after it.
-            value = unwrap(base.own) if base.own is not ABSENT else base.value
-            steps = list(reversed(chain))
-            parents = [parent for _, parent, _ in steps if parent is not None]
-            for i in range(len(steps) - 2, -1, -1):
-                if steps[i][2] is not ABSENT:  # the latest snapshot on the way
-                    value = unwrap(steps[i][2])
-                    parents = [cid for cid, _, _ in steps[i:-1]]
-                    break
-            writes = self._writes_at(thread_id, ns, parents, ch)
-            value = self._apply(ch, value, [w for p in parents for w in writes.get(p, ())])
+            value = self._rolled_forward(thread_id, ns, ch, base, chain)
         entry = Entry(value, own)
         self._put(key, checkpoint_id, ch, entry)
         return entry
+
+    def _rolled_forward(
+        self,
+        thread_id: str,
+        ns: str,
+        ch: str,
+        base: Entry,
+        chain: list[tuple[str, str | None, Any]],
+    ) -> Any:
+        """The channel's value at `chain[0]`: oldest step first, from the known ancestor
+        `base` (or the latest snapshot a checkpoint on the way stores), with the writes
+        after it applied."""
+        value = unwrap(base.own) if base.own is not ABSENT else base.value
+        steps = list(reversed(chain))
+        parents = [parent for _, parent, _ in steps if parent is not None]
+        for i in range(len(steps) - 2, -1, -1):
+            if steps[i][2] is not ABSENT:  # the latest snapshot on the way
+                value = unwrap(steps[i][2])
+                parents = [cid for cid, _, _ in steps[i:-1]]
+                break
+        writes = self._writes_at(thread_id, ns, parents, ch)
+        return self._apply(ch, value, [w for p in parents for w in writes.get(p, ())])
 
     def _writes_at(
         self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
