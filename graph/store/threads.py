@@ -37,6 +37,12 @@ ADD_REASON = "ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT"
 THREADS_INDEX = (
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
 )
+# The approvals inbox reads the waiting threads alone, oldest first: from this partial
+# index, a few rows of 100,000 (the rest have no pending_since).
+PENDING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS gatehouse_threads_pending ON gatehouse_threads(pending_since) "
+    "WHERE pending_since IS NOT NULL"
+)
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
 
@@ -60,13 +66,21 @@ TOUCH = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
     "title = CASE WHEN ? AND gatehouse_threads.title IN ('', 'New thread') THEN excluded.title "
     "ELSE gatehouse_threads.title END, "
-    "status = CASE WHEN ? THEN excluded.status ELSE gatehouse_threads.status END, "
+    "status = CASE WHEN NOT ? THEN gatehouse_threads.status "
+    "WHEN excluded.status = 'failed' AND gatehouse_threads.pending_since IS NOT NULL "
+    "THEN 'awaiting_approval' ELSE excluded.status END, "
     "reason = CASE WHEN ? THEN excluded.reason ELSE gatehouse_threads.reason END, "
     "updated_at = CASE WHEN ? THEN excluded.updated_at ELSE gatehouse_threads.updated_at END, "
     "pending_since = CASE WHEN NOT ? THEN gatehouse_threads.pending_since "
     "WHEN excluded.status = 'awaiting_approval' THEN COALESCE(gatehouse_threads.pending_since, excluded.updated_at) "
+    "WHEN excluded.status IN ('running', 'failed') THEN gatehouse_threads.pending_since "
     "ELSE NULL END"
 )
+# A pause is pending from when the checkpointer saved it until it saves the step that
+# answered it (`pending_since` set, then cleared): a run that starts on it ("running")
+# or fails before saving anything ("failed": the thread stays awaiting, with the
+# reason) leaves it pending, so the inbox keeps listing the card (issue 58).
+PENDING_WHERE = "pending_since IS NOT NULL"
 
 
 def touch_params(
@@ -136,6 +150,7 @@ class ThreadIndex(Table):
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(THREADS_TABLE))
         cur.execute(THREADS_INDEX)
+        cur.execute(PENDING_INDEX)
         if "reason" not in cur.columns("gatehouse_threads"):
             cur.execute(ADD_REASON)
 
@@ -166,8 +181,10 @@ class ThreadIndex(Table):
         return self._select("ORDER BY updated_at DESC LIMIT ?", (limit,))
 
     def pending(self) -> builtins.list[ThreadInfo]:
-        """Threads waiting for a decision, oldest first (the approvals inbox)."""
-        return self._select("WHERE status='awaiting_approval' ORDER BY pending_since ASC", ())
+        """Threads with a pause pending, oldest first (the approvals inbox): awaiting,
+        or a run on the pause going on, failed or cut off by a crash (the caller
+        leaves out the runs still alive)."""
+        return self._select(f"WHERE {PENDING_WHERE} ORDER BY pending_since ASC", ())
 
     def delete(self, thread_id: str) -> None:
         self._db.run("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))
