@@ -34,15 +34,15 @@ class ThreadLeases:
 
     def _pending_live(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
         """The inbox's rows (`awaiting_approval`) as the leases show them. A run on a
-        pause whose lease is alive is deciding it now: left out. One whose holder is
-        gone was cut off by a crash: listed (its card is still pending), and when it
-        was in an approved call that never finished, continued at once to its
+        pause whose lease is alive is deciding it now: left out; one whose holder is
+        gone was cut off by a crash: listed (its card is still pending). A run a crash
+        cut off in an approved call that never finished is continued at once to its
         "outcome unknown" question (the call is asked about, never run again), so the
         question is in the inbox as soon as anyone looks."""
         leases, journal = self.storage.leases, self.storage.journal
-        running = [i.thread_id for i in infos if i.status == "running"]
-        if leases is None or not running:
+        if leases is None:
             return infos
+        running = [i.thread_id for i in self.storage.index.running()]
         alive = leases.held(running)
         crashed = [t for t in running if t not in alive]
         cut_off = journal.unfinished(crashed) if journal is not None and crashed else set()

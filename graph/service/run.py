@@ -191,7 +191,12 @@ def drive(
                 message = storage_message(exc, message, storage.location)
             # The storage that just failed may refuse this too; the error says why.
             with suppress(Exception):
-                index.touch(thread_id, status="failed", reason=message)
+                # A run that failed before its answer was saved leaves the pause pending
+                # (and in the inbox): awaiting again, with the reason.
+                failed = (
+                    "awaiting_approval" if still_paused(agent, storage, thread_id) else "failed"
+                )
+                index.touch(thread_id, status=failed, reason=message)
             final = [
                 *gate.rest(),
                 ev.ErrorEvent(
@@ -206,6 +211,15 @@ def drive(
         if lease is not None:
             lease.release()
     yield from final
+
+
+def still_paused(
+    agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, thread_id: str
+) -> bool:
+    reader = storage.reader
+    if reader is not None and agent.checkpointer is storage.checkpointer:
+        return reader.pending(thread_id) is not None
+    return bool(agent.get_state(thread_config(thread_id)).interrupts)
 
 
 def outcome(

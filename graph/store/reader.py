@@ -346,17 +346,24 @@ class ThreadReader:
             (p for p in pauses if isinstance(p, OutcomeUnknown)), None
         )
 
-    def cut_off(self, thread_ids: Sequence[str]) -> set[str]:
-        """Which of these threads have a tool call that started and never finished (a
-        crash in an approved call: its "outcome unknown" question is still to be asked)."""
+    def cut_off(self) -> bool:
+        """Whether a crash cut off a run in a tool call that started and never finished
+        (its "outcome unknown" question is still to be asked): a dead run's thread with
+        an unfinished journal entry."""
+        rows = self._db.rows(
+            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE status = 'running'"
+        )
+        thread_ids = [
+            i.thread_id for i in self._live([ThreadInfo(*r) for r in rows]) if i.status != "running"
+        ]
         if not thread_ids:
-            return set()
+            return False
         marks = ",".join("?" * len(thread_ids))
         rows = self._db.rows(
-            f"SELECT DISTINCT thread_id FROM gatehouse_journal WHERE thread_id IN ({marks}) AND status = 'started'",
+            f"SELECT 1 FROM gatehouse_journal WHERE thread_id IN ({marks}) AND status = 'started' LIMIT 1",
             list(thread_ids),
         )
-        return {r[0] for r in rows}
+        return bool(rows)
 
     def pending_count(self, thread_id: str) -> int:
         """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1; none: 0):

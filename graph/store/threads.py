@@ -43,6 +43,11 @@ PENDING_INDEX = (
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_pending ON gatehouse_threads(pending_since) "
     "WHERE pending_since IS NOT NULL"
 )
+# And the runs going on (a few), to find those a dead process left "running".
+RUNNING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS gatehouse_threads_running ON gatehouse_threads(thread_id) "
+    "WHERE status = 'running'"
+)
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
 
@@ -66,20 +71,18 @@ TOUCH = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
     "title = CASE WHEN ? AND gatehouse_threads.title IN ('', 'New thread') THEN excluded.title "
     "ELSE gatehouse_threads.title END, "
-    "status = CASE WHEN NOT ? THEN gatehouse_threads.status "
-    "WHEN excluded.status = 'failed' AND gatehouse_threads.pending_since IS NOT NULL "
-    "THEN 'awaiting_approval' ELSE excluded.status END, "
+    "status = CASE WHEN ? THEN excluded.status ELSE gatehouse_threads.status END, "
     "reason = CASE WHEN ? THEN excluded.reason ELSE gatehouse_threads.reason END, "
     "updated_at = CASE WHEN ? THEN excluded.updated_at ELSE gatehouse_threads.updated_at END, "
     "pending_since = CASE WHEN NOT ? THEN gatehouse_threads.pending_since "
     "WHEN excluded.status = 'awaiting_approval' THEN COALESCE(gatehouse_threads.pending_since, excluded.updated_at) "
-    "WHEN excluded.status IN ('running', 'failed') THEN gatehouse_threads.pending_since "
+    "WHEN excluded.status = 'running' THEN gatehouse_threads.pending_since "
     "ELSE NULL END"
 )
 # A pause is pending from when the checkpointer saved it until it saves the step that
 # answered it (`pending_since` set, then cleared): a run that starts on it ("running")
-# or fails before saving anything ("failed": the thread stays awaiting, with the
-# reason) leaves it pending, so the inbox keeps listing the card (issue 58).
+# leaves it pending, so a run the process died in is still listed by the inbox, and
+# one that failed says whether it still waits (graph/service/run.py) (issue 58).
 PENDING_WHERE = "pending_since IS NOT NULL"
 
 
@@ -151,6 +154,7 @@ class ThreadIndex(Table):
         cur.execute(cur.dialect.ddl(THREADS_TABLE))
         cur.execute(THREADS_INDEX)
         cur.execute(PENDING_INDEX)
+        cur.execute(RUNNING_INDEX)
         if "reason" not in cur.columns("gatehouse_threads"):
             cur.execute(ADD_REASON)
 
@@ -185,6 +189,10 @@ class ThreadIndex(Table):
         or a run on the pause going on, failed or cut off by a crash (the caller
         leaves out the runs still alive)."""
         return self._select(f"WHERE {PENDING_WHERE} ORDER BY pending_since ASC", ())
+
+    def running(self) -> builtins.list[ThreadInfo]:
+        """Threads whose run is going on, or whose process died in it."""
+        return self._select("WHERE status = 'running'", ())
 
     def delete(self, thread_id: str) -> None:
         self._db.run("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))

@@ -207,13 +207,11 @@ def _recover(db: str | None, as_json: bool) -> None:
 def pending(db: str | None = None, as_json: bool = False) -> None:
     """Every thread waiting for a decision, oldest first, with its numbered calls."""
     with open_reader(db, as_json) as reader:
-        waiting = reader.awaiting()
-        crashed = [i.thread_id for i in waiting if i.status == "interrupted"]
-        if reader.cut_off(crashed):
+        if reader.cut_off():
             # A crash cut off an approved call: the Session continues the thread to its
             # "outcome unknown" question (nothing runs), which is then listed.
             _recover(db, as_json)
-            waiting = reader.awaiting()
+        waiting = reader.awaiting()
         pauses = reader.pending_many([i.thread_id for i in waiting])
         items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
     import ui.term.render as term
