@@ -162,6 +162,8 @@ def play_round(
     setup_schema(system, url)
     folder = Path(tempfile.mkdtemp(prefix=f"gatehouse-load-{system}-"))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GATEHOUSE_LOAD_MODEL_MS": str(args.model_ms)}
+    if getattr(args, "profile", False) and not fault:
+        env["GATEHOUSE_LOAD_PROFILE"] = "1"
     threads = [f"{system[0]}{i:03d}" for i in range(args.threads)]
     inbox: queue.Queue[Any] = queue.Queue()
     owner: dict[str, Proc] = {}
@@ -197,6 +199,7 @@ def play_round(
     outstanding: dict[str, int] = {}
     send_ms, answer_ms, errors, asked, approved = [], [], 0, 0, set()
     finished, restarted, killed = 0, False, 0
+    stuck: list[dict[str, Any]] = []
     total = args.threads * args.turns
     last = time.monotonic()
     while finished < len(workers):
@@ -205,7 +208,9 @@ def play_round(
             last = time.monotonic()
         except queue.Empty:
             if time.monotonic() - last > 600:
-                raise RuntimeError(f"{system}: nothing happened for 10 minutes; see {folder}") from None
+                raise RuntimeError(
+                    f"{system}: nothing happened for 10 minutes; see {folder}"
+                ) from None
             proc, message = None, {}
         if "card" in message:
             send_ms.append(message["ms"])
@@ -222,8 +227,12 @@ def play_round(
             approved.add(f"{message['approve']} turn {message['turn']}")
         elif "finished" in message and proc in workers:
             finished += 1
+        elif "stuck" in message:
+            stuck.append(message)
         elif "exited" in message and proc in workers and message["exited"] != 0:
-            raise RuntimeError(f"{proc.name} of {system} failed ({message['exited']}): see {folder}")
+            raise RuntimeError(
+                f"{proc.name} of {system} failed ({message['exited']}): see {folder}"
+            )
         if fault == "kill" and not killed and len(in_calls(folder, turn=1)) >= args.kill_calls:
             os.kill(approver.popen.pid, signal.SIGKILL)  # in the middle of approved calls
             killed = len(in_calls(folder, turn=1))
@@ -269,10 +278,28 @@ def play_round(
         "killed_in_calls": killed,
         "outcome_unknown_asked": asked,
         "inconsistent": inconsistent(system, url, threads, args.turns),
+        # Threads a worker gave up on (neither paused, running nor done): their turns lost.
+        "stuck": stuck,
     }
+    if env.get("GATEHOUSE_LOAD_PROFILE"):
+        result["profile"] = profile_top(folder)
     server.drop_database(url)
     print(f"# {system} {fault or 'load'}: {json.dumps(result)}", file=sys.stderr)
     return result
+
+
+def profile_top(folder: Path, count: int = 25) -> list[str]:
+    """The functions the round's processes spent the most time in (cumulative, all
+    processes' threads together: wall time of the threads, not CPU)."""
+    import io
+    import pstats
+
+    files = [str(f) for f in folder.glob("*.prof")]
+    if not files:
+        return []
+    text = io.StringIO()
+    pstats.Stats(*files, stream=text).sort_stats("tottime").print_stats(count)
+    return text.getvalue().splitlines()
 
 
 def in_calls(folder: Path, *, turn: int) -> list[str]:
@@ -465,8 +492,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument("--inbox", default="1000,10000", help="paused threads ('' skips)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny and fast")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the load rounds' processes"
+    )
     parser.add_argument("--out", default=str(RESULTS))
-    parser.add_argument("--update", action="store_true", help="rewrite BENCHMARKS.md's tables")
+    parser.add_argument(
+        "--update", action="store_true", help="rewrite the load tables of --markdown"
+    )
+    parser.add_argument("--markdown", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
     if args.quick:
         args.workers, args.threads, args.turns, args.order = 2, 4, 2, "GP"
@@ -494,7 +527,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     text = markdown(report)
     print(text)
     if args.update:
-        update_benchmarks(text)
+        update_benchmarks(Path(args.markdown), text)
     return report
 
 
@@ -504,8 +537,8 @@ def markdown(report: dict[str, Any]) -> str:
     return render(report)
 
 
-def update_benchmarks(text: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
+def update_benchmarks(path: Path, text: str) -> None:
+    """The tables between the load markers of `path` replaced by `text`."""
     begin, end = "<!-- load:begin -->", "<!-- load:end -->"
     doc = path.read_text()
     if begin in doc and end in doc:

@@ -228,7 +228,11 @@ def worker(app: App, turns: int, thread_ids: list[str]) -> None:
     def converse(thread_id: str) -> None:
         for turn in range(turns):
             started = time.perf_counter()
-            errors = send_until_paused(app, thread_id, turn)
+            try:
+                errors = send_until_paused(app, thread_id, turn)
+            except Stuck as exc:  # a lost turn: counted, and the thread's other turns too
+                emit(stuck=thread_id, turn=turn, state=str(exc))
+                return
             emit(
                 card=thread_id,
                 turn=turn,
@@ -266,7 +270,20 @@ def send_until_paused(app: App, thread_id: str, turn: int) -> int:
             errors += 1
             emit(error=f"{type(exc).__name__}: {str(exc)[:200]}", thread=thread_id, side="send")
             time.sleep(0.3)
-    raise RuntimeError(f"{thread_id} turn {turn}: never paused")
+    raise Stuck(describe(app, thread_id))
+
+
+class Stuck(RuntimeError):
+    """A thread that is neither paused nor running nor done, however often asked."""
+
+
+def describe(app: App, thread_id: str) -> str:
+    state = app.graph.get_state({"configurable": {"thread_id": thread_id}})
+    last = (state.values or {}).get("messages", [None])[-1]
+    return (
+        f"next={state.next} interrupts={len(state.interrupts)} last={type(last).__name__} "
+        f"calls={len(getattr(last, 'tool_calls', None) or [])}"
+    )
 
 
 # -- the approver: decides every card it is told of ------------------------------------
@@ -318,12 +335,21 @@ def main(argv: list[str]) -> None:
     role, system, url, folder, *rest = argv
     os.environ["GATEHOUSE_LOAD_DIR"] = folder
     app = open_app(system, url)
+    profile = None
+    if os.environ.get("GATEHOUSE_LOAD_PROFILE"):  # where the time goes: bench/load.py --profile
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     try:
         if role == "worker":
             worker(app, int(rest[0]), rest[1:])
         else:
             approver(app)
     finally:
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(Path(folder) / f"{role}-{os.getpid()}.prof")
         app.close()
 
 

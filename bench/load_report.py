@@ -76,8 +76,8 @@ def fault_table(report: dict[str, Any]) -> list[str]:
     lines = [
         "",
         '| fault | system | turns | errors | approved calls run twice | asked "outcome unknown" '
-        "| never ran | unapproved | threads inconsistent | throughput |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| never ran | unapproved | threads inconsistent | threads stuck | throughput |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["faults"]:
         what = (
@@ -88,7 +88,7 @@ def fault_table(report: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {what} | {r['system']} | {r['turns']} | {r['errors']} | {r['ran_twice']} | "
             f"{r['outcome_unknown_asked']} | {r['never_ran']} | {r['ran_unapproved']} | "
-            f"{r['inconsistent']} | {r['throughput']:.1f}/s |"
+            f"{r['inconsistent']} | {len(r.get('stuck', []))} | {r['throughput']:.1f}/s |"
         )
     return lines
 

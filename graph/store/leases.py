@@ -48,6 +48,12 @@ TAKE_FREE = upsert(
 )
 
 
+# (thread_id, owner): the row stays, marked free: the next run on the thread takes it
+# with an update in place (no index entry made or removed; Postgres's HOT update)
+# where a delete and an insert would churn the table and its key (issue 58).
+RELEASE = "UPDATE gatehouse_leases SET owner='', expires_at=0 WHERE thread_id=? AND owner=?"
+
+
 def _ttl_default() -> float:
     try:
         return float(os.environ.get(TTL_ENV, "") or DEFAULT_TTL_S)
@@ -229,7 +235,7 @@ class Leases(Table):
     def release(self, lease: Lease) -> None:
         try:
             self._db.run(
-                "DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?",
+                RELEASE,
                 (lease.thread_id, lease.owner),
             )
         except self.transient_errors:
@@ -241,7 +247,7 @@ class Leases(Table):
         for owner, thread_id in list(self._abandoned.items()):
             try:
                 self._db.run(
-                    "DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?",
+                    RELEASE,
                     (thread_id, owner),
                 )
             except self.transient_errors:

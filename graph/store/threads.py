@@ -60,12 +60,19 @@ ON_CHECKPOINT = (
     "ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
     "pending_since = CASE WHEN excluded.pending_since IS NULL THEN NULL "
     "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, reason = NULL, "
-    "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END"
+    "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END "
+    # Only when the row changes: most of a run's checkpoints (a step of a running run)
+    # would rewrite it as it is, a row version and its index entries each (issue 58).
+    "WHERE gatehouse_threads.status <> excluded.status "
+    "OR (gatehouse_threads.pending_since IS NULL) <> (excluded.pending_since IS NULL) "
+    "OR gatehouse_threads.reason IS NOT NULL "
+    "OR (gatehouse_threads.title IN ('', 'New thread') AND excluded.title NOT IN ('', 'New thread'))"
 )
 # ThreadIndex.touch in one statement (one round trip to Postgres): insert the row,
 # or set the title (while it is the default), the status and when it began waiting; a
 # new status replaces the stored reason (None clears it).
-# (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?, status?, status?)
+# (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?,
+#  status?, status?, title?, status?)
 TOUCH = (
     "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at, pending_since, reason) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
@@ -77,7 +84,14 @@ TOUCH = (
     "pending_since = CASE WHEN NOT ? THEN gatehouse_threads.pending_since "
     "WHEN excluded.status = 'awaiting_approval' THEN COALESCE(gatehouse_threads.pending_since, excluded.updated_at) "
     "WHEN excluded.status = 'running' THEN gatehouse_threads.pending_since "
-    "ELSE NULL END"
+    "ELSE NULL END "
+    # Only when something changes (the title while it is the default, the status, the
+    # reason, whether a pause is pending): an unchanged row is not written again.
+    "WHERE (? AND gatehouse_threads.title IN ('', 'New thread') AND excluded.title <> gatehouse_threads.title) "
+    "OR (? AND (gatehouse_threads.status <> excluded.status "
+    "OR COALESCE(gatehouse_threads.reason, '') <> COALESCE(excluded.reason, '') "
+    "OR (excluded.status = 'awaiting_approval' AND gatehouse_threads.pending_since IS NULL) "
+    "OR (excluded.status NOT IN ('awaiting_approval', 'running') AND gatehouse_threads.pending_since IS NOT NULL)))"
 )
 # A pause is pending from when the checkpointer saved it until it saves the step that
 # answered it (`pending_since` set, then cleared): a run that starts on it ("running")
@@ -108,6 +122,8 @@ def touch_params(
         given,
         given,
         given,
+        given,
+        title is not None,
         given,
     )
 
