@@ -140,10 +140,13 @@ def drive(
     config: RunnableConfig,
     lease: Lease | None = None,
     auto_approve: threading.Event | None = None,
+    title: str | None = None,
+    owner: str | None = None,
 ) -> Iterator[ev.Event]:
     """The events of one run of `agent` on the thread from `payload` (its input: a
     message, a `Command`, or None to continue), ending with `RunFinished`. Releases
-    `lease` when the run is over, before the last events."""
+    `lease` when the run is over, before the last events. `title` / `owner`: the
+    thread index's, for a thread a message starts."""
     index = storage.index
     if lease is not None:
         lease.start_renewing()
@@ -155,7 +158,8 @@ def drive(
         # `trusted`: built unvalidated, as the agent's own events are (events.py).
         yield ev.RunStarted.trusted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)
         try:
-            index.touch(thread_id, status="running")
+            # A new message's title and owner with it: one statement, one commit.
+            index.touch(thread_id, status="running", title=title, owner=owner)
             context = RunContext.with_cancel(cancel, auto_approve=auto_approve)
             for mode, chunk in stream_run(agent, payload, config, context):
                 if mode == "updates":
@@ -173,7 +177,15 @@ def drive(
             status, reason = outcome(
                 agent, thread_id, paused=bool(held), seen=seen if kind != "retry" else None
             )
-            index.touch(thread_id, status=status, reason=reason)
+            # Gatehouse's saver wrote a pause or a plain end with the checkpoint that
+            # ended the run: the same row written again would cost a commit (issue 58).
+            if not (
+                reason is None
+                and status in ("awaiting_approval", "completed")
+                and getattr(agent.checkpointer, "side_tables", False)
+                and agent.checkpointer is storage.checkpointer
+            ):
+                index.touch(thread_id, status=status, reason=reason)
             reply = seen.reply
             final = [
                 *held,
