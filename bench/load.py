@@ -368,7 +368,7 @@ def clone_paused(url: str, source: str, first: int, last: int) -> None:
             chosen = ", ".join("'inbox-' || g" if c == "thread_id" else c for c in columns)
             conn.execute(
                 f"INSERT INTO {table} ({', '.join(columns)}) SELECT {chosen} FROM {table}, "
-                "generate_series(%s, %s) g WHERE thread_id = %s ON CONFLICT DO NOTHING",
+                "generate_series(%s::int, %s::int) g WHERE thread_id = %s ON CONFLICT DO NOTHING",
                 (first, last, source),
             )
         conn.execute("ANALYZE")

@@ -111,7 +111,10 @@ class App:
         return list((state.values or {}).get("messages", []))
 
     def unfinished(self, thread_id: str) -> bool:
-        return bool(self.graph.get_state({"configurable": {"thread_id": thread_id}}).next)
+        """A run is due: a next step, or a user's message nothing answered yet."""
+        state = self.graph.get_state({"configurable": {"thread_id": thread_id}})
+        last = ((state.values or {}).get("messages") or [None])[-1]
+        return bool(state.next) or isinstance(last, HumanMessage)
 
 
 class Gatehouse(App):
