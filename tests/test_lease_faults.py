@@ -217,3 +217,27 @@ def test_already_decided_only_when_a_decision_holds_the_thread(
         assert session.resume("t", APPROVE).collect()[-1].status == "completed"
     finally:
         other.close()
+
+
+def test_retry_answers_a_message_a_restart_left_with_nothing_due(tmp_path: Path) -> None:
+    """A restart can leave the user's message saved and no step due (seen under load in
+    bench/load.py): `retry` asks the model instead of doing nothing."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    counter = tmp_path / "counter.txt"
+    session = open_session(str(tmp_path / "gatehouse.sqlite"), str(counter))
+    try:
+        assert session.send("t", "free: first").collect()[-1].status == "completed"
+        config = {"configurable": {"thread_id": "t"}}
+        # The state such a restart leaves: the message saved, nothing to continue.
+        session.agent.update_state(
+            config, {"messages": [HumanMessage("free: second")]}, as_node="finish"
+        )
+        state = session.agent.get_state(config)
+        assert state.next == () and isinstance(state.values["messages"][-1], HumanMessage)
+        assert session.retry("t").collect()[-1].status == "completed"
+        last = session.messages("t")[-1]
+        assert isinstance(last, AIMessage) and last.content == "Done with free: second."
+        assert runs(counter) == {"free: first": 1, "free: second": 1}
+    finally:
+        session.close()
