@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from graph.protocol.errors import AlreadyDecided, RunInProgress, StorageError
+from graph.protocol.errors import AlreadyDecided, GatehouseError, RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo, check_thread_id
 from graph.service.errors import describe_error, is_storage_error, storage_message
 from graph.store.leases import Lease, LeaseHeld
@@ -47,7 +47,8 @@ class ThreadLeases:
         crashed = [t for t in running if t not in alive]
         cut_off = journal.unfinished(crashed) if journal is not None and crashed else set()
         for thread_id in cut_off:
-            with suppress(RunInProgress, StorageError):  # another process got there first
+            # Refused when another process got there first; a failure stays for `retry`.
+            with suppress(GatehouseError):
                 self.retry(thread_id).collect()
         if cut_off:
             infos = self.storage.index.pending()
