@@ -232,7 +232,7 @@ def worker(app: App, turns: int, thread_ids: list[str]) -> None:
         for turn in range(turns):
             started = time.perf_counter()
             try:
-                errors = send_until_paused(app, thread_id, turn)
+                errors = profiled(send_until_paused, app, thread_id, turn)
             except Stuck as exc:  # a lost turn: counted, and the thread's other turns too
                 emit(stuck=thread_id, turn=turn, state=str(exc))
                 return
@@ -330,7 +330,7 @@ def approver(app: App) -> None:
     with ThreadPoolExecutor(32) as pool:
         for line in sys.stdin:
             card = json.loads(line)
-            pool.submit(decide, card["card"], card["turn"])
+            pool.submit(profiled, decide, card["card"], card["turn"])
     emit(finished=True, cpu=time.process_time())
 
 
@@ -338,22 +338,35 @@ def main(argv: list[str]) -> None:
     role, system, url, folder, *rest = argv
     os.environ["GATEHOUSE_LOAD_DIR"] = folder
     app = open_app(system, url)
-    profile = None
-    if os.environ.get("GATEHOUSE_LOAD_PROFILE"):  # where the time goes: bench/load.py --profile
-        import cProfile
-
-        profile = cProfile.Profile()
-        profile.enable()
     try:
         if role == "worker":
             worker(app, int(rest[0]), rest[1:])
         else:
             approver(app)
     finally:
-        if profile is not None:
-            profile.disable()
-            profile.dump_stats(Path(folder) / f"{role}-{os.getpid()}.prof")
+        if _profiles:
+            import pstats
+
+            pstats.Stats(*_profiles).dump_stats(Path(folder) / f"{role}-{os.getpid()}.prof")
         app.close()
+
+
+_profiles: list[Any] = []
+
+
+def profiled(fn: Any, *args: Any) -> Any:
+    """`fn(*args)`, under cProfile when GATEHOUSE_LOAD_PROFILE is set (bench/load.py
+    --profile): a profile per call, as cProfile sees only its own thread."""
+    if not os.environ.get("GATEHOUSE_LOAD_PROFILE"):
+        return fn(*args)
+    import cProfile
+
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(fn, *args)
+    finally:
+        with _emit_lock:
+            _profiles.append(profile)
 
 
 if __name__ == "__main__":

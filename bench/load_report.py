@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -116,6 +117,8 @@ def inbox_table(report: dict[str, Any]) -> list[str]:
 
 
 def render(report: dict[str, Any]) -> str:
+    if not all(report["summary"].values()):  # one system only (--order G): no comparison
+        return "```\n" + json.dumps(report["summary"], indent=1) + "\n```"
     return "\n".join(
         [*load_table(report), *tables_written(report), *fault_table(report), *inbox_table(report)]
     )
