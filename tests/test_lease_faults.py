@@ -21,7 +21,7 @@ import graph.service.leasing as leasing
 from graph import AlreadyDecided, RunInProgress, Session
 from graph.protocol import events as ev
 from graph.store import open_storage
-from graph.store.leases import Leases
+from graph.store.leases import RELEASE, Leases
 from graph.store.sqlite import sqlite_database
 from tests.support.counting_tools import runs
 from tests.support.crash_worker import open_session
@@ -56,13 +56,13 @@ def test_a_lost_release_frees_the_thread_at_the_next_tick(
     real = holder._db.run
     refused: list[str] = []
 
-    def refuse_first_delete(sql: str, params: Any = ()) -> int:
-        if sql.startswith("DELETE") and not refused:
+    def refuse_first_release(sql: str, params: Any = ()) -> int:
+        if sql == RELEASE and not refused:
             refused.append(sql)
             raise sqlite3.OperationalError("disk I/O error")
         return real(sql, params)
 
-    monkeypatch.setattr(holder._db, "run", refuse_first_delete)
+    monkeypatch.setattr(holder._db, "run", refuse_first_release)
     try:
         holder.acquire("t").release()
         assert refused  # the release was lost
