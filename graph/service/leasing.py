@@ -17,7 +17,7 @@ from typing import Any
 from graph.protocol.errors import AlreadyDecided, GatehouseError, RunInProgress, StorageError
 from graph.protocol.threads import ThreadInfo, check_thread_id
 from graph.service.errors import describe_error, is_storage_error, storage_message
-from graph.store.leases import Lease, LeaseHeld
+from graph.store.leases import Lease, kind_of_holder
 from graph.store.storage import Storage
 
 __all__ = ["ThreadLeases"]
@@ -77,10 +77,10 @@ class ThreadLeases:
                     return leases.acquire(
                         thread_id, what=what, kind="decide" if deciding else "run"
                     )
-                except LeaseHeld as exc:
+                except RunInProgress as exc:
                     if not deciding:
                         raise
-                    if exc.holder_kind == "decide":
+                    if kind_of_holder(exc) == "decide":
                         raise AlreadyDecided(f"{exc} (already decided)") from None
                     if time.monotonic() > deadline:
                         raise RunInProgress(

@@ -76,12 +76,9 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-class LeaseHeld(RunInProgress):
-    """`RunInProgress` from the lease table, saying what the holder does."""
-
-    def __init__(self, message: str, holder_kind: str) -> None:
-        super().__init__(message)
-        self.holder_kind = holder_kind
+def kind_of_holder(refused: RunInProgress) -> str:
+    """What the holder of a refused lease does: "decide" or "run"."""
+    return str(getattr(refused, "holder_kind", "run"))
 
 
 def holder_kind(owner: str) -> str:
@@ -189,8 +186,8 @@ class Leases(Table):
         cur.execute(cur.dialect.ddl(SCHEMA))
 
     def acquire(self, thread_id: str, *, what: str = "a run", kind: str = "run") -> Lease:
-        """Take the thread's lease or raise `RunInProgress` (its `holder_kind`: what
-        the holder does, "run" or "decide")."""
+        """Take the thread's lease or raise `RunInProgress` (`kind_of_holder` says
+        what the holder does, "run" or "decide")."""
         owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}|{kind}"
         now = time.time()
         # The usual case in one statement: nobody holds the thread (no row, or a released
@@ -206,11 +203,13 @@ class Leases(Table):
                 (thread_id,),
             ).fetchone()
             if row is not None and row[0] and not self._free(row[0], row[1], now):
-                raise LeaseHeld(
+                refused = RunInProgress(
                     f"{what} is already running on thread {thread_id} "
-                    f"({self._describe(row[0])}); wait for it to finish or stop it",
-                    holder_kind(row[0]),
+                    f"({self._describe(row[0])}); wait for it to finish or stop it"
                 )
+                # Read by `kind_of_holder` (a plain RunInProgress: clients name the class).
+                setattr(refused, "holder_kind", holder_kind(row[0]))  # noqa: B010
+                raise refused
             cur.execute(
                 "UPDATE gatehouse_leases SET owner=?, expires_at=? WHERE thread_id=?",
                 (owner, now + self.ttl, thread_id),
