@@ -140,13 +140,10 @@ def drive(
     config: RunnableConfig,
     lease: Lease | None = None,
     auto_approve: threading.Event | None = None,
-    title: str | None = None,
-    owner: str | None = None,
 ) -> Iterator[ev.Event]:
     """The events of one run of `agent` on the thread from `payload` (its input: a
     message, a `Command`, or None to continue), ending with `RunFinished`. Releases
-    `lease` when the run is over, before the last events. `title` / `owner`: the
-    thread index's, for a thread a message starts."""
+    `lease` when the run is over, before the last events."""
     index = storage.index
     if lease is not None:
         lease.start_renewing()
@@ -158,8 +155,7 @@ def drive(
         # `trusted`: built unvalidated, as the agent's own events are (events.py).
         yield ev.RunStarted.trusted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)
         try:
-            # A new message's title and owner with it: one statement, one commit.
-            index.touch(thread_id, status="running", title=title, owner=owner)
+            index.touch(thread_id, status="running")
             context = RunContext.with_cancel(cancel, auto_approve=auto_approve)
             for mode, chunk in stream_run(agent, payload, config, context):
                 if mode == "updates":

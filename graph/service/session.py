@@ -150,6 +150,9 @@ class Session(ThreadHistory, StandingPermissions):
         *,
         owner: str | None = None,
     ) -> Run:
+        # The row at once, before the run is iterated: a front end shows the new thread
+        # (and checks it exists) as soon as the run is handed back.
+        self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
         return self._run(
             thread_id,
             {"messages": [HumanMessage(message)]},
@@ -157,7 +160,6 @@ class Session(ThreadHistory, StandingPermissions):
             lease,
             options,
             user_text=text,
-            owner=owner,
         )
 
     def _decide(
@@ -231,7 +233,6 @@ class Session(ThreadHistory, StandingPermissions):
         options: RunOptions,
         *,
         user_text: str | None = None,
-        owner: str | None = None,
     ) -> Run:
         cancel = threading.Event()
         if options.auto_approve is None:
@@ -251,8 +252,6 @@ class Session(ThreadHistory, StandingPermissions):
             config=self._run_config(thread_id, options),
             lease=lease,
             auto_approve=auto,
-            title=None if user_text is None else title_of(user_text),
-            owner=owner,
         )
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
