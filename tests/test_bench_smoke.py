@@ -98,3 +98,24 @@ def test_real_client_bench_runs_and_reports_opens_and_the_streamed_write(tmp_pat
     # The sample itself checked that the approval holds the 54 KB arguments whole.
     assert result["stream"]["args_bytes"] > 50_000 and result["stream"]["stream_s"] > 0
     assert "| gatehouse |" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_load_bench_in_quick_mode_checks_both_systems(tmp_path: Path) -> None:
+    """Its own Postgres, workers and approver per system, the correctness counts and the
+    inbox reads, and the tables written between the markers."""
+    out, markdown = tmp_path / "load.json", tmp_path / "BENCHMARKS.md"
+    markdown.write_text("Before.\n<!-- load:begin -->\nold\n<!-- load:end -->\nAfter.\n")
+    bench("bench.load", "--quick", "--out", str(out), "--update", "--markdown", str(markdown))
+    report = json.loads(out.read_text())
+    for system in ("gatehouse", "peer"):
+        s = report["summary"][system]
+        assert s["turns"] == s["ran_once"] == 8, s
+        assert (s["ran_twice"], s["never_ran"], s["ran_unapproved"], s["inconsistent"]) == (0,) * 4
+        assert s["throughput"] > 0 and s["send_card_p50"] > 0 and s["pg_cpu_ms_per_turn"] > 0
+    [inbox] = [r for r in report["inbox"] if r["system"] == "gatehouse"]
+    assert inbox["paused"] == 51 and inbox["cli_pending_json_ms"] > 0
+    text = markdown.read_text()
+    assert text.startswith("Before.") and text.endswith("After.\n") and "old" not in text
+    assert "| throughput |" in text and "| paused threads |" in text

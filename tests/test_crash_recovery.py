@@ -183,6 +183,50 @@ def test_kill_during_approved_tool_asks_outcome_unknown(files: tuple[Path, Path,
         session.close()
 
 
+def test_kill_during_approved_tool_is_in_the_inbox_at_once(
+    files: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Nobody retries the thread: the first look at an inbox (the terminal's `pending`,
+    the Session's list and cards) already shows the "outcome unknown" question, and
+    the call did not run again."""
+    from ui.term import readonly
+
+    db, counter, marker = files
+    session = open_session(str(db), str(counter))
+    assert session.send("t-u", "hello").collect()[-1].status == "awaiting_approval"
+    session.close()
+    victim = spawn(
+        db,
+        counter,
+        "resume",
+        "t-u",
+        json.dumps(APPROVE),
+        GATEHOUSE_TEST_TOOL_SLEEP="60",
+        GATEHOUSE_TEST_MARKER=str(marker),
+    )
+    wait_for(marker, "in_tool", victim)
+    kill9(victim)
+
+    # The terminal's reader alone cannot ask; it has the Session (the app's tools) do it.
+    monkeypatch.setattr(
+        readonly.graph, "open_session", lambda *a, **k: open_session(str(db), str(counter))
+    )
+    readonly.pending(str(db), as_json=True)
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["thread_id"] == "t-u" and listed["kind"] == "outcome_unknown"
+    session = open_session(str(db), str(counter))
+    try:
+        [(info, pause)] = session.pending_cards()
+        assert info.thread_id == "t-u" and info.status == "awaiting_approval"
+        assert pause.kind == "outcome_unknown" and pause.interrupt_id == listed["interrupt_id"]
+        assert runs(counter) == {"hello": 1}
+        answer = {"type": "mark_failed", "message": "checked: it did not finish"}
+        assert session.resume("t-u", answer).collect()[-1].status == "completed"
+        assert runs(counter) == {"hello": 1} and session.awaiting_approval() == []
+    finally:
+        session.close()
+
+
 def test_kill_after_tool_before_checkpoint_uses_journal(files: tuple[Path, Path, Path]) -> None:
     db, counter, _ = files
     session = open_session(str(db), str(counter))

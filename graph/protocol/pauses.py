@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
@@ -64,8 +65,14 @@ def _choices(value: Any, allowed: tuple[str, ...], where: str) -> list[Any]:
 
 def _extra(data: Mapping[str, Any], cls: type) -> dict[str, Any]:
     """The keys of `data` that are not fields of `cls`: someone else's, kept."""
-    known = {f.name for f in fields(cls)}
+    known = _field_names(cls)
     return {k: v for k, v in data.items() if k not in known}
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    # Once per class: `fields()` per card was a sixth of a 10,000-card inbox's read.
+    return frozenset(f.name for f in fields(cls))
 
 
 def _wire(request: Any) -> dict[str, Any]:

@@ -8,35 +8,87 @@ compact, import) with `_holding`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
 
-from graph.protocol.errors import AlreadyDecided, RunInProgress, StorageError
-from graph.protocol.threads import check_thread_id
+from graph.protocol.errors import AlreadyDecided, GatehouseError, RunInProgress, StorageError
+from graph.protocol.threads import ThreadInfo, check_thread_id
 from graph.service.errors import describe_error, is_storage_error, storage_message
-from graph.store.leases import Lease
+from graph.store.leases import Lease, kind_of_holder
 from graph.store.storage import Storage
 
 __all__ = ["ThreadLeases"]
 
+# How long a decision waits for a run that holds the thread but is not a decision: the
+# run that asked is ending (its card is out before its lease is released), or a
+# short change (undo, compact) is being made.
+DECIDE_WAIT_S = 5.0
+
 
 class ThreadLeases:
     storage: Storage
+    retry: Callable[..., Any]  # Session.retry
+
+    def _pending_live(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
+        """The inbox's rows (`awaiting_approval`) as the leases show them. A run on a
+        pause whose lease is alive is deciding it now: left out; one whose holder is
+        gone was cut off by a crash: listed (its card is still pending). A run a crash
+        cut off in an approved call that never finished is continued at once to its
+        "outcome unknown" question (the call is asked about, never run again), so the
+        question is in the inbox as soon as anyone looks."""
+        leases, journal = self.storage.leases, self.storage.journal
+        if leases is None:
+            return infos
+        running = [i.thread_id for i in self.storage.index.running()]
+        alive = leases.held(running)
+        crashed = [t for t in running if t not in alive]
+        cut_off = journal.unfinished(crashed) if journal is not None and crashed else set()
+        for thread_id in cut_off:
+            # Refused when another process got there first; a failure stays for `retry`.
+            with suppress(GatehouseError):
+                self.retry(thread_id).collect()
+        if cut_off:
+            infos = self.storage.index.pending()
+            alive = leases.held([i.thread_id for i in infos if i.status == "running"])
+        return [
+            dataclasses.replace(i, status="interrupted") if i.status == "running" else i
+            for i in infos
+            if i.thread_id not in alive
+        ]
 
     def _acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
         """The thread's run lease (graph/store/leases.py). When `deciding`, a thread
-        that is busy means the decision came too late (a double click, another tab or
-        process): `AlreadyDecided`."""
+        another decision holds means this one came too late (a double click, another
+        tab or process): `AlreadyDecided`. Any other holder is waited for a moment
+        (the run that asked may still be ending), then refused as `RunInProgress`:
+        nobody decided anything."""
         check_thread_id(thread_id)
         leases = self.storage.leases
         if leases is None:
             return None
         what = "a decision on this approval request" if deciding else "a run"
+        deadline = time.monotonic() + DECIDE_WAIT_S
         try:
-            return leases.acquire(thread_id, what=what)
-        except RunInProgress as exc:
-            if deciding:
-                raise AlreadyDecided(f"{exc} (already decided / already running)") from None
+            while True:
+                try:
+                    return leases.acquire(
+                        thread_id, what=what, kind="decide" if deciding else "run"
+                    )
+                except RunInProgress as exc:
+                    if not deciding:
+                        raise
+                    if kind_of_holder(exc) == "decide":
+                        raise AlreadyDecided(f"{exc} (already decided)") from None
+                    if time.monotonic() > deadline:
+                        raise RunInProgress(
+                            f"a run is still going on thread {thread_id}; nothing was "
+                            "decided, try again when it ends"
+                        ) from None
+                    time.sleep(0.02)
+        except RunInProgress:
             raise
         except Exception as exc:
             if not is_storage_error(exc):

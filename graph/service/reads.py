@@ -9,6 +9,7 @@ it has handed out (graph/service/live_reads.py).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -43,6 +44,8 @@ class ThreadReads:
     _live_messages: LiveMessages
     # What the last transcript read of each thread converted (view_cache.py).
     _views: ViewCache
+    # The inbox's rows as the run leases show them (graph/service/leasing.py).
+    _pending_live: Callable[[list[ThreadInfo]], list[ThreadInfo]]
 
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""
@@ -130,7 +133,24 @@ class ThreadReads:
         return info
 
     def awaiting_approval(self) -> list[ThreadInfo]:
-        return self.storage.index.pending()
+        """Threads with a pause pending, oldest first (the approvals inbox): also after
+        a resume failed or its process died; not while a live run is deciding it
+        (graph/service/leasing.py)."""
+        return self._pending_live(self.storage.index.pending())
+
+    def pending_cards(self, limit: int | None = None) -> list[tuple[ThreadInfo, Pause]]:
+        """The inbox: `awaiting_approval` (the first `limit`) with each one's pause, read
+        in one query for all (each `pending(thread_id)` would be a query per card)."""
+        waiting = self.awaiting_approval()[:limit]
+        pauses = self.pending_many([i.thread_id for i in waiting])
+        return [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
+
+    def pending_many(self, thread_ids: list[str]) -> dict[str, Pause | None]:
+        """`pending` of each thread, in one query for all where the reader can."""
+        reader = self.storage.reader
+        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
+            return reader.pending_many([check_thread_id(t) for t in thread_ids])
+        return {t: self.pending(t) for t in thread_ids}
 
     def exists(self, thread_id: str) -> bool:
         return self.thread(thread_id) is not None or bool(self.messages(thread_id))

@@ -193,7 +193,15 @@ def drive(
             status, reason = outcome(
                 agent, thread_id, paused=bool(held), seen=seen if kind != "retry" else None
             )
-            index.touch(thread_id, status=status, reason=reason)
+            # Gatehouse's saver wrote a pause or a plain end with the checkpoint that
+            # ended the run: the same row written again would cost a commit (issue 58).
+            if not (
+                reason is None
+                and status in ("awaiting_approval", "completed")
+                and getattr(agent.checkpointer, "side_tables", False)
+                and agent.checkpointer is storage.checkpointer
+            ):
+                index.touch(thread_id, status=status, reason=reason)
             reply = seen.reply
             final = [
                 *held,
@@ -211,7 +219,12 @@ def drive(
                 message = storage_message(exc, message, storage.location)
             # The storage that just failed may refuse this too; the error says why.
             with suppress(Exception):
-                index.touch(thread_id, status="failed", reason=message)
+                # A run that failed before its answer was saved leaves the pause pending
+                # (and in the inbox): awaiting again, with the reason.
+                failed = (
+                    "awaiting_approval" if still_paused(agent, storage, thread_id) else "failed"
+                )
+                index.touch(thread_id, status=failed, reason=message)
             final = [
                 *gate.rest(),
                 ev.ErrorEvent(
@@ -226,6 +239,15 @@ def drive(
         if lease is not None:
             lease.release()
     yield from final
+
+
+def still_paused(
+    agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, thread_id: str
+) -> bool:
+    reader = storage.reader
+    if reader is not None and agent.checkpointer is storage.checkpointer:
+        return reader.pending(thread_id) is not None
+    return bool(agent.get_state(thread_config(thread_id)).interrupts)
 
 
 def outcome(

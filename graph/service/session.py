@@ -154,6 +154,8 @@ class Session(ThreadHistory, StandingPermissions):
         *,
         owner: str | None = None,
     ) -> Run:
+        # The row at once, before the run is iterated: a front end shows the new thread
+        # (and checks it exists) as soon as the run is handed back.
         self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
         return self._run(
             thread_id,
@@ -210,11 +212,20 @@ class Session(ThreadHistory, StandingPermissions):
             )
 
     def _retry_input(self, thread_id: str) -> Any:
-        """None continues from the last checkpoint. A run stopped by a cut-off reply has
-        nothing left to continue: the model is asked again."""
+        """None continues from the last checkpoint. A run stopped by a cut-off reply, or
+        one cut off right after the user's message was saved, has nothing left to
+        continue: the model is asked (again)."""
         state = self.agent.get_state(thread_config(thread_id))
-        if not state.next and (state.values or {}).get("stop_kind") == CUT_OFF_KIND:
+        values = state.values or {}
+        if not state.next and values.get("stop_kind") == CUT_OFF_KIND:
             return Command(goto="model", update={"stop_reason": None, "stop_kind": None})
+        if (
+            not state.next
+            and getattr((values.get("messages") or [None])[-1], "type", "") == "human"
+        ):
+            # The message was saved and then the run cut off before its next step was
+            # (a database restart): nothing is due, so the model is asked (issue 58).
+            return Command(goto="model")
         return None
 
     def _fork(self, op: Fork, options: RunOptions) -> Run:

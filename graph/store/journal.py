@@ -134,6 +134,18 @@ class Journal(Table):
         )
         return [_entry(r) for r in rows]
 
+    def unfinished(self, thread_ids: Sequence[str]) -> set[str]:
+        """Which of these threads have a call that started and never finished (one query)."""
+        if not thread_ids:
+            return set()
+        marks = ",".join("?" * len(thread_ids))
+        rows = self._db.rows(
+            f"SELECT DISTINCT thread_id FROM gatehouse_journal WHERE thread_id IN ({marks}) "
+            "AND status='started'",
+            tuple(thread_ids),
+        )
+        return {r[0] for r in rows}
+
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call before it runs (committed before it runs). Atomic: a second
         claimant (two clients resuming one approval at once) gets `CallAlreadyStarted`

@@ -4,8 +4,14 @@ A run takes the thread's lease before it streams (atomically: one upsert, or a
 transaction that locks the row),
 renews it while it runs and releases it at the end. A second run on the same thread
 (a double click, two tabs, two processes) is refused with `RunInProgress`. A lease
-whose holder died is taken over: when it expired, or at once when the holder was a
-process on this host that no longer exists (a kill -9 leaves no one to release it).
+whose holder died is taken over: when it expired (a short TTL, renewed every third of
+it), or at once when the holder was a process on this host that no longer exists (a
+kill -9 leaves no one to release it). A release the database refused (it was
+restarting as the run ended) is tried again on every renewal tick, so a live
+process never leaves a finished run's lease behind for longer than a tick.
+
+The owner says who holds it: `host|pid|nonce|kind`, kind "run" or "decide" (a
+decision being applied), so a refusal can say what the holder is doing.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from graph.protocol.errors import RunInProgress
 from graph.store.database import Cursor, Database, Table
 from graph.store.dialect import upsert
 
-DEFAULT_TTL_S = 30.0
+DEFAULT_TTL_S = 9.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_leases (
@@ -40,6 +46,12 @@ TAKE_FREE = upsert(
     update=COLUMNS[1:],
     where="gatehouse_leases.owner = '' OR gatehouse_leases.expires_at <= ?",
 )
+
+
+# (thread_id, owner): the row stays, marked free: the next run on the thread takes it
+# with an update in place (no index entry made or removed; Postgres's HOT update)
+# where a delete and an insert would churn the table and its key (issue 58).
+RELEASE = "UPDATE gatehouse_leases SET owner='', expires_at=0 WHERE thread_id=? AND owner=?"
 
 
 def _ttl_default() -> float:
@@ -74,6 +86,16 @@ def lease_free(owner: str, expires_at: float, now: float, host: str) -> bool:
     return holder_host == host and pid.isdigit() and not _pid_alive(int(pid))
 
 
+def kind_of_holder(refused: RunInProgress) -> str:
+    """What the holder of a refused lease does: "decide" or "run"."""
+    return str(getattr(refused, "holder_kind", "run"))
+
+
+def holder_kind(owner: str) -> str:
+    """What a lease's holder does: "decide" (applying a decision) or "run"."""
+    return owner.split("|")[3] if owner.count("|") >= 3 else "run"
+
+
 class Lease:
     """A held lease; renewed in the background (by its `Leases`) while a run streams."""
 
@@ -106,9 +128,12 @@ class Renewals:
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def add(self, lease: Lease) -> None:
+    def add(self, lease: Lease | None = None) -> None:
+        """Renew `lease` from now on (None: only make sure the ticks run, for a release
+        to try again)."""
         with self._lock:
-            self._held[id(lease)] = lease
+            if lease is not None:
+                self._held[id(lease)] = lease
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=_renew_until_gone,
@@ -123,6 +148,7 @@ class Renewals:
             self._held.pop(id(lease), None)
 
     def renew_held(self) -> None:
+        self._leases.retry_releases()
         with self._lock:
             held = list(self._held.values())
         for lease in held:
@@ -161,16 +187,18 @@ class Leases(Table):
         self.ttl = ttl if ttl is not None else _ttl_default()
         self._renewals = Renewals(self)
         self._host = socket.gethostname()
-        # Leases this process let go of but could not delete (e.g. the disk was full).
-        self._abandoned: set[str] = set()
+        # Leases this process let go of but could not delete (the disk was full, the
+        # database restarting): owner -> thread id, deleted again on each renewal tick.
+        self._abandoned: dict[str, str] = {}
 
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(SCHEMA))
 
-    def acquire(self, thread_id: str, *, what: str = "a run") -> Lease:
-        """Take the thread's lease or raise `RunInProgress`."""
-        owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}"
+    def acquire(self, thread_id: str, *, what: str = "a run", kind: str = "run") -> Lease:
+        """Take the thread's lease or raise `RunInProgress` (`kind_of_holder` says
+        what the holder does, "run" or "decide")."""
+        owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}|{kind}"
         now = time.time()
         # The usual case in one statement: nobody holds the thread (no row, or a released
         # or expired one). A live-looking holder takes the path below.
@@ -185,10 +213,13 @@ class Leases(Table):
                 (thread_id,),
             ).fetchone()
             if row is not None and row[0] and not self._free(row[0], row[1], now):
-                raise RunInProgress(
+                refused = RunInProgress(
                     f"{what} is already running on thread {thread_id} "
                     f"({self._describe(row[0])}); wait for it to finish or stop it"
                 )
+                # Read by `kind_of_holder` (a plain RunInProgress: clients name the class).
+                setattr(refused, "holder_kind", holder_kind(row[0]))  # noqa: B010
+                raise refused
             cur.execute(
                 "UPDATE gatehouse_leases SET owner=?, expires_at=? WHERE thread_id=?",
                 (owner, now + self.ttl, thread_id),
@@ -213,11 +244,39 @@ class Leases(Table):
     def release(self, lease: Lease) -> None:
         try:
             self._db.run(
-                "DELETE FROM gatehouse_leases WHERE thread_id=? AND owner=?",
+                RELEASE,
                 (lease.thread_id, lease.owner),
             )
         except self.transient_errors:
-            self._abandoned.add(lease.owner)
+            self._abandoned[lease.owner] = lease.thread_id
+            self._renewals.add()  # the ticks try again
+
+    def retry_releases(self) -> None:
+        """Delete the leases a failed release left behind (each renewal tick)."""
+        for owner, thread_id in list(self._abandoned.items()):
+            try:
+                self._db.run(
+                    RELEASE,
+                    (thread_id, owner),
+                )
+            except self.transient_errors:
+                return  # still unreachable: next tick
+            self._abandoned.pop(owner, None)
+
+    def held(self, thread_ids: list[str]) -> set[str]:
+        """Which of these threads a live run holds now (one query)."""
+        if not thread_ids:
+            return set()
+        marks = ",".join("?" * len(thread_ids))
+        now = time.time()
+        return {
+            tid
+            for tid, owner, expires in self._db.rows(
+                f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})",
+                tuple(thread_ids),
+            )
+            if owner and not self._free(owner, expires, now)
+        }
 
     def holder(self, thread_id: str) -> str | None:
         rows = self._db.rows(

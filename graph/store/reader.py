@@ -49,6 +49,7 @@ from graph.store.plain import (
     loads,
     task_order,
 )
+from graph.store.threads import PENDING_WHERE
 
 if TYPE_CHECKING:
     from graph.protocol.messages import MessageView
@@ -158,11 +159,14 @@ class ThreadReader:
         return live[0] if live else None
 
     def awaiting(self) -> list[ThreadInfo]:
-        """Threads waiting for a decision, oldest first (the approvals inbox)."""
+        """Threads with a pause pending, oldest first (the approvals inbox; as
+        `Session.awaiting_approval`, graph/store/threads.py): without those a live run
+        is deciding now."""
         rows = self._rows(
-            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE status = 'awaiting_approval' ORDER BY pending_since ASC"
+            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE {PENDING_WHERE} ORDER BY pending_since ASC"
         )
-        return [ThreadInfo(*r) for r in rows]
+        infos = self._live([ThreadInfo(*r) for r in rows])
+        return [i for i in infos if i.status != "running"]
 
     def exists(self, thread_id: str) -> bool:
         if self.thread(thread_id) is not None:
@@ -262,7 +266,31 @@ class ThreadReader:
     def _interrupts(self, thread_id: str) -> list[tuple[str, Any]]:
         """(interrupt id, value) of what the thread waits for, in LangGraph's order. One
         query: the writes at the latest checkpoint."""
-        writes = self._writes(thread_id, None, [INTERRUPT])
+        return self._asked(self._writes(thread_id, None, [INTERRUPT]))
+
+    def pending_many(self, thread_ids: Sequence[str]) -> dict[str, Pause | None]:
+        """`pending` of many threads (the inbox's cards) in one query per 500 threads:
+        the interrupt writes at each one's latest checkpoint. `MalformedPause` as `pending`."""
+        found: dict[str, Pause | None] = {}
+        for at in range(0, len(thread_ids), 500):
+            chunk = list(thread_ids[at : at + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._rows(
+                f"SELECT w.thread_id, w.task_id, w.task_path, w.idx, w.channel, "
+                f"CASE WHEN w.channel = ? THEN w.type END, CASE WHEN w.channel = ? THEN w.{self._writes_value} END "
+                f"FROM {self._writes_table} w JOIN (SELECT thread_id, max(checkpoint_id) AS head FROM checkpoints "
+                f"WHERE thread_id IN ({marks}) AND checkpoint_ns = '' GROUP BY thread_id) h "
+                "ON w.thread_id = h.thread_id AND w.checkpoint_id = h.head WHERE w.checkpoint_ns = ''",
+                [INTERRUPT, INTERRUPT, *chunk],
+            )
+            by_thread: dict[str, list[tuple[Any, ...]]] = {t: [] for t in chunk}
+            for row in rows:
+                by_thread[row[0]].append(row[1:])
+            for thread_id, writes in by_thread.items():
+                found[thread_id] = self._pause(thread_id, self._asked(writes))
+        return found
+
+    def _asked(self, writes: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
         asked = sorted(
             (
@@ -281,13 +309,33 @@ class ThreadReader:
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call
         (as `Session.pending`)."""
-        pauses = [
-            pause_from(thread_id, interrupt_id, value)
-            for interrupt_id, value in self._interrupts(thread_id)
-        ]
+        return self._pause(thread_id, self._interrupts(thread_id))
+
+    @staticmethod
+    def _pause(thread_id: str, asked: list[tuple[str, Any]]) -> Pause | None:
+        pauses = [pause_from(thread_id, interrupt_id, value) for interrupt_id, value in asked]
         return next((p for p in pauses if isinstance(p, Approval)), None) or next(
             (p for p in pauses if isinstance(p, OutcomeUnknown)), None
         )
+
+    def cut_off(self) -> bool:
+        """Whether a crash cut off a run in a tool call that started and never finished
+        (its "outcome unknown" question is still to be asked): a dead run's thread with
+        an unfinished journal entry."""
+        rows = self._rows(
+            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE status = 'running'"
+        )
+        thread_ids = [
+            i.thread_id for i in self._live([ThreadInfo(*r) for r in rows]) if i.status != "running"
+        ]
+        if not thread_ids:
+            return False
+        marks = ",".join("?" * len(thread_ids))
+        rows = self._rows(
+            f"SELECT 1 FROM gatehouse_journal WHERE thread_id IN ({marks}) AND status = 'started' LIMIT 1",
+            list(thread_ids),
+        )
+        return bool(rows)
 
     def pending_count(self, thread_id: str) -> int:
         """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1; none: 0):

@@ -37,6 +37,17 @@ ADD_REASON = "ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT"
 THREADS_INDEX = (
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
 )
+# The approvals inbox reads the waiting threads alone, oldest first: from this partial
+# index, a few rows of 100,000 (the rest have no pending_since).
+PENDING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS gatehouse_threads_pending ON gatehouse_threads(pending_since) "
+    "WHERE pending_since IS NOT NULL"
+)
+# And the runs going on (a few), to find those a dead process left "running".
+RUNNING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS gatehouse_threads_running ON gatehouse_threads(thread_id) "
+    "WHERE status = 'running'"
+)
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
 
@@ -50,12 +61,19 @@ CHECKPOINT_ROW = (
     "ON CONFLICT (thread_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
     "pending_since = CASE WHEN excluded.pending_since IS NULL THEN NULL "
     "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, reason = NULL, "
-    "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END"
+    "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END "
+    # Only when the row changes: most of a run's checkpoints (a step of a running run)
+    # would rewrite it as it is, a row version and its index entries each (issue 58).
+    "WHERE gatehouse_threads.status <> excluded.status "
+    "OR (gatehouse_threads.pending_since IS NULL) <> (excluded.pending_since IS NULL) "
+    "OR gatehouse_threads.reason IS NOT NULL "
+    "OR (gatehouse_threads.title IN ('', 'New thread') AND excluded.title NOT IN ('', 'New thread'))"
 )
 # ThreadIndex.touch in one statement (one round trip to Postgres): insert the row,
 # or set the title (while it is the default), the status and when it began waiting; a
 # new status replaces the stored reason (None clears it).
-# (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?, status?, status?)
+# (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?,
+#  status?, status?, title?, status?)
 TOUCH = (
     "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at, pending_since, reason) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
@@ -66,8 +84,21 @@ TOUCH = (
     "updated_at = CASE WHEN ? THEN excluded.updated_at ELSE gatehouse_threads.updated_at END, "
     "pending_since = CASE WHEN NOT ? THEN gatehouse_threads.pending_since "
     "WHEN excluded.status = 'awaiting_approval' THEN COALESCE(gatehouse_threads.pending_since, excluded.updated_at) "
-    "ELSE NULL END"
+    "WHEN excluded.status = 'running' THEN gatehouse_threads.pending_since "
+    "ELSE NULL END "
+    # Only when something changes (the title while it is the default, the status, the
+    # reason, whether a pause is pending): an unchanged row is not written again.
+    "WHERE (? AND gatehouse_threads.title IN ('', 'New thread') AND excluded.title <> gatehouse_threads.title) "
+    "OR (? AND (gatehouse_threads.status <> excluded.status "
+    "OR COALESCE(gatehouse_threads.reason, '') <> COALESCE(excluded.reason, '') "
+    "OR (excluded.status = 'awaiting_approval' AND gatehouse_threads.pending_since IS NULL) "
+    "OR (excluded.status NOT IN ('awaiting_approval', 'running') AND gatehouse_threads.pending_since IS NOT NULL)))"
 )
+# A pause is pending from when the checkpointer saved it until it saves the step that
+# answered it (`pending_since` set, then cleared): a run that starts on it ("running")
+# leaves it pending, so a run the process died in is still listed by the inbox, and
+# one that failed says whether it still waits (graph/service/run.py) (issue 58).
+PENDING_WHERE = "pending_since IS NOT NULL"
 
 
 def touch_params(
@@ -92,6 +123,8 @@ def touch_params(
         given,
         given,
         given,
+        given,
+        title is not None,
         given,
     )
 
@@ -137,6 +170,8 @@ class ThreadIndex(Table):
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(THREADS_TABLE))
         cur.execute(THREADS_INDEX)
+        cur.execute(PENDING_INDEX)
+        cur.execute(RUNNING_INDEX)
         if "reason" not in cur.columns("gatehouse_threads"):
             cur.execute(ADD_REASON)
 
@@ -167,8 +202,14 @@ class ThreadIndex(Table):
         return self._select("ORDER BY updated_at DESC LIMIT ?", (limit,))
 
     def pending(self) -> builtins.list[ThreadInfo]:
-        """Threads waiting for a decision, oldest first (the approvals inbox)."""
-        return self._select("WHERE status='awaiting_approval' ORDER BY pending_since ASC", ())
+        """Threads with a pause pending, oldest first (the approvals inbox): awaiting,
+        or a run on the pause going on, failed or cut off by a crash (the caller
+        leaves out the runs still alive)."""
+        return self._select(f"WHERE {PENDING_WHERE} ORDER BY pending_since ASC", ())
+
+    def running(self) -> builtins.list[ThreadInfo]:
+        """Threads whose run is going on, or whose process died in it."""
+        return self._select("WHERE status = 'running'", ())
 
     def delete(self, thread_id: str) -> None:
         self._db.run("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))

@@ -22,6 +22,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,9 @@ class PostgresServer:
     root: Path
     port: int
     user: str | None
+    # False: fsync and synchronous commit off (fast tests); True: Postgres's defaults
+    # (what a deployment runs; the load bench).
+    durable: bool = False
 
     @property
     def admin_url(self) -> str:
@@ -110,11 +114,19 @@ class PostgresServer:
         )
         if init.returncode != 0:
             raise RuntimeError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
+        self._pg_start()
+
+    def _pg_start(self) -> None:
+        data, sock = self.root / "data", self.root / "sock"
         opts = (
             f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={sock} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 "
-            "-c wal_level=minimal -c max_wal_senders=0"
+            "-c max_connections=300"
         )
+        if not self.durable:
+            opts += (
+                " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+                " -c wal_level=minimal -c max_wal_senders=0"
+            )
         started = self._run(
             str(self.bin_dir / "pg_ctl"),
             "-D",
@@ -147,6 +159,11 @@ class PostgresServer:
             "stop",
         )
 
+    def restart(self) -> None:
+        """A crash and a start (`-m immediate`: what a failover or an OOM kill does)."""
+        self.stop()
+        self._pg_start()
+
     def create_database(self, prefix: str = "t") -> str:
         """A fresh, empty database; returns its URL."""
         import psycopg
@@ -168,19 +185,18 @@ class PostgresServer:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"{force}')
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
+@contextmanager
+def running_server(*, durable: bool = False) -> Iterator[PostgresServer]:
+    """A throwaway server of one's own (a test that restarts it, the load bench);
+    RuntimeError when the binaries are missing."""
     bin_dir = find_bin_dir()
     if bin_dir is None:
-        reason = (
+        raise RuntimeError(
             "Postgres binaries (initdb, pg_ctl) not found; install Debian's `postgresql` "
             "or set GATEHOUSE_PG_BIN"
         )
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
     root = Path(tempfile.mkdtemp(prefix="gatehouse-pg-"))
-    server = PostgresServer(bin_dir, root, free_port(), _server_user())
+    server = PostgresServer(bin_dir, root, free_port(), _server_user(), durable)
     started = time.monotonic()
     try:
         server.start()
@@ -196,6 +212,20 @@ def postgres_server() -> Iterator[PostgresServer]:
         watchdog.wait()
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    if find_bin_dir() is None:
+        reason = (
+            "Postgres binaries (initdb, pg_ctl) not found; install Debian's `postgresql` "
+            "or set GATEHOUSE_PG_BIN"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with running_server() as server:
+        yield server
 
 
 WATCHDOG = """

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import graph
 from graph.protocol.display import visible, visible_json
+from graph.protocol.pauses import MalformedPause
 from graph.protocol.threads import printable, thread_id_problem
 
 if TYPE_CHECKING:
@@ -91,13 +92,13 @@ def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> No
     """List threads: status, pending approvals, last update."""
     with open_reader(db, as_json) as reader:
         where = reader.location
-        rows = [
-            {
-                **info.to_dict(),
-                "pending": reader.pending_count(info.thread_id) if info.awaiting_approval else 0,
-            }
-            for info in reader.threads(limit=limit)
-        ]
+        infos = reader.threads(limit=limit)
+        try:
+            pauses = reader.pending_many([i.thread_id for i in infos if i.awaiting_approval])
+            count = {tid: calls(p) for tid, p in pauses.items()}
+        except MalformedPause:  # one query per thread, to count the malformed one as 1
+            count = {i.thread_id: reader.pending_count(i.thread_id) for i in infos}
+        rows = [{**info.to_dict(), "pending": count.get(info.thread_id, 0)} for info in infos]
     if as_json:
         print(visible_json(rows, indent=2))
         return
@@ -164,10 +165,16 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         term.render_pending(out(), pending)
 
 
-def _from_session(
-    thread_id: str, db: str | None, as_json: bool
-) -> tuple[list[MessageView], dict[str, float]]:
-    """Transcript and usage through the Session (LangGraph): only reading, so no actor."""
+def calls(pause: Any) -> int:
+    """How many calls a pause holds (an outcome-unknown one: 1; none: 0)."""
+    if pause is None:
+        return 0
+    return len(pause.actions) if pause.kind == "approval" else 1
+
+
+@contextmanager
+def _session(db: str | None, as_json: bool) -> Iterator[Any]:
+    """The Session (LangGraph), for what the reader cannot do alone; no actor."""
     from dataclasses import replace
 
     try:
@@ -177,21 +184,36 @@ def _from_session(
     except (graph.ConfigError, graph.StorageError) as exc:
         raise opening_failed(exc, as_json) from None
     try:
-        return session.transcript(thread_id), session.usage(thread_id)
+        yield session
     except graph.StorageError as exc:
         raise fail(str(exc), EXIT_FAILED, as_json) from None
     finally:
         session.close()
 
 
+def _from_session(
+    thread_id: str, db: str | None, as_json: bool
+) -> tuple[list[MessageView], dict[str, float]]:
+    """Transcript and usage through the Session: only reading."""
+    with _session(db, as_json) as session:
+        return session.transcript(thread_id), session.usage(thread_id)
+
+
+def _recover(db: str | None, as_json: bool) -> None:
+    with _session(db, as_json) as session:
+        session.awaiting_approval()  # continues the threads a crash cut off (leasing.py)
+
+
 def pending(db: str | None = None, as_json: bool = False) -> None:
     """Every thread waiting for a decision, oldest first, with its numbered calls."""
     with open_reader(db, as_json) as reader:
-        items = []
-        for info in reader.awaiting():
-            request = reader.pending(info.thread_id)
-            if request is not None:
-                items.append((info, request))
+        if reader.cut_off():
+            # A crash cut off an approved call: the Session continues the thread to its
+            # "outcome unknown" question (nothing runs), which is then listed.
+            _recover(db, as_json)
+        waiting = reader.awaiting()
+        pauses = reader.pending_many([i.thread_id for i in waiting])
+        items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
     import ui.term.render as term
 
     if as_json:

@@ -1,0 +1,118 @@
+"""A large inbox stays instant (issue 58): the cards of many paused threads are read
+in one query, not one per card, by the Session's inbox, the web inbox's first page and
+the terminal's `pending` / `threads`. (The timings at 1,000 and 10,000 paused threads
+on Postgres are bench/load.py's; here, what makes them flat.)"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graph import Session
+from tests.support.crash_worker import open_session
+from ui.term import readonly
+
+PAUSED = 300
+
+
+def clone(db: Path, source: str, count: int) -> None:
+    """`count` copies (`inbox-1` ...) of the thread `source` in every table with threads."""
+    with sqlite3.connect(db) as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in names:
+            columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+            if "thread_id" not in columns:
+                continue
+            chosen = ", ".join("'inbox-' || g.x" if c == "thread_id" else c for c in columns)
+            conn.execute(
+                f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) "
+                f"WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ?) "
+                f"SELECT {chosen} FROM {table}, g WHERE thread_id = ?",
+                (count, source),
+            )
+
+
+@pytest.fixture
+def inbox(tmp_path: Path) -> Iterator[tuple[Session, Path]]:
+    db = tmp_path / "gatehouse.sqlite"
+    session = open_session(str(db), str(tmp_path / "counter.txt"))
+    assert session.send("seed", "hello").collect()[-1].status == "awaiting_approval"
+    assert session.send("done", "free: look").collect()[-1].status == "completed"
+    clone(db, "seed", PAUSED - 1)
+    try:
+        yield session, db
+    finally:
+        session.close()
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, db: Any) -> list[str]:
+    """The statements `db` (a reader's database) runs from now on."""
+    seen: list[str] = []
+    real = db.rows
+
+    def rows(sql: str, params: Any = ()) -> Any:
+        seen.append(sql)
+        return real(sql, params)
+
+    monkeypatch.setattr(db, "rows", rows)
+    return seen
+
+
+def test_the_sessions_inbox_reads_every_card_in_one_query(
+    inbox: tuple[Session, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session, _ = inbox
+    waiting = session.awaiting_approval()
+    assert len(waiting) == PAUSED and "done" not in {i.thread_id for i in waiting}
+    assert session.storage.reader is not None
+    seen = counting(monkeypatch, session.storage.reader._db)
+    cards = session.pending_cards()
+    assert len(cards) == PAUSED and {p.kind for _, p in cards} == {"approval"}
+    assert len(seen) == 1  # the cards: one query for all of them
+    # The web inbox's first page: its 50 cards, in the same one query.
+    seen.clear()
+    page = session.pending_many([i.thread_id for i in waiting[:50]])
+    assert len(seen) == 1 and all(p is not None for p in page.values()) and len(page) == 50
+    # The same cards as one `pending` each would read.
+    assert page["inbox-7"] == session.pending("inbox-7")
+
+
+def test_the_terminals_pending_and_threads_read_in_a_few_queries(
+    inbox: tuple[Session, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, db = inbox
+    from graph.store import reader as reader_module
+
+    queries: list[str] = []
+    real_open = reader_module.open_reader
+
+    def open_counted(url: str, **kw: Any) -> Any:
+        opened = real_open(url, **kw)
+        monkeypatch.setattr(opened._db, "rows", _recorder(opened._db.rows, queries))
+        return opened
+
+    monkeypatch.setattr(readonly.graph, "open_reader", open_counted)
+    readonly.pending(str(db), as_json=True)
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed) == PAUSED and {c["kind"] for c in listed} == {"approval"}
+    assert len(queries) <= 4, queries  # crash check, the list, the cards: not one per card
+    queries.clear()
+    readonly.threads(str(db), as_json=True, limit=PAUSED + 10)
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == PAUSED + 1 and sum(r["pending"] for r in rows) == PAUSED
+    assert len(queries) <= 3, queries
+
+
+def _recorder(rows: Any, into: list[str]) -> Any:
+    def record(sql: str, params: Any = ()) -> Any:
+        into.append(sql)
+        return rows(sql, params)
+
+    return record
