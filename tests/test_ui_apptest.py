@@ -7,8 +7,11 @@ cached per (db, workspace), so tests do not share threads.
 from __future__ import annotations
 
 import getpass
+import html
+import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -41,6 +44,11 @@ def texts(at: AppTest) -> str:
     )
     parts += [s.label for s in at.get("status")]
     return "\n".join(str(p) for p in parts)
+
+
+def said(bubble: Any) -> str:
+    """A user bubble's text as the person sees it (drawn as written, ui/web/tool_blocks.py)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", bubble.markdown[0].value))
 
 
 def send(at: AppTest, text: str) -> AppTest:
@@ -257,7 +265,7 @@ def test_fork_from_earlier_message(env: Path) -> None:
     at.checkbox(key=f"fork-sure-{thread}-0").check().run()
     at.button(key=f"fork-go-{thread}-0").click().run()
     user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
-    assert [c.markdown[0].value for c in user_bubbles] == ["read notes.md"]
+    assert [said(c) for c in user_bubbles] == ["read notes.md"]
     assert "list_files" not in texts(at)
     assert "hello notes" in texts(at)
     # The first message now has two versions: `< 2/2 >` on it, and the title follows.
@@ -267,12 +275,12 @@ def test_fork_from_earlier_message(env: Path) -> None:
     at.button(key=f"branch-{thread}-0-prev").click().run()
     assert not at.exception and not at.warning
     user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
-    assert [c.markdown[0].value for c in user_bubbles] == ["list files", "read notes.md"]
+    assert [said(c) for c in user_bubbles] == ["list files", "read notes.md"]
     assert '<span class="gh-branch">1/2</span>' in texts(at) and "list_files" in texts(at)
     assert at.header[0].value == "list files"
     at.button(key=f"branch-{thread}-0-next").click().run()
     user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
-    assert [c.markdown[0].value for c in user_bubbles] == ["read notes.md"]
+    assert [said(c) for c in user_bubbles] == ["read notes.md"]
 
 
 def test_every_message_has_a_copy_button_with_its_text(env: Path) -> None:
@@ -346,8 +354,10 @@ def test_storage_failure_is_a_readable_page(env: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("GATEHOUSE_DB", str(env))  # a folder, not a database file
     at = app()
     assert not at.exception
-    assert any("cannot start" in e.value for e in at.error)
-    assert any(b.key == "retry-start" for b in at.button)
+    assert any("cannot show this page right now" in e.value for e in at.error)
+    assert "Trying again every" in texts(at)  # it retries by itself (ui/web/unsent.py)
+    assert any(b.key == "retry-page" for b in at.button)
+    assert "Traceback" not in texts(at)
 
 
 # -- issue 19: wrong or lost decisions, staleness, polish ------------------------------------

@@ -288,7 +288,7 @@ def draw_turn(
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
-            draw_message_text(thread_id, part[0])
+            draw_message_text(thread_id, part[0], as_written=True)
             _user_actions(
                 runner,
                 thread_id,

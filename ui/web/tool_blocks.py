@@ -88,6 +88,16 @@ def pre_html(text: str) -> str:
     )
 
 
+def said_html(text: str) -> str:
+    """A person's own message as they wrote it: every line break and space kept, nothing
+    read as Markdown or HTML (`# …` stays a line starting with `#`), long lines wrapped."""
+    return (
+        '<div class="gh-said" style="white-space: pre-wrap; overflow-wrap: anywhere">'
+        + html.escape(code(text)).replace("\n", "&#10;")
+        + "</div>"
+    )
+
+
 def row_html(
     name: str,
     args: dict[str, Any] | None,
