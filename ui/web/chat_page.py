@@ -21,7 +21,7 @@ from graph.protocol.display import visible
 from graph.protocol.operations import Fork, Retry
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import tab_options
-from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.history import approvals_of, draw_turn, draw_window, turns_of
 from ui.web.live_ready import live_ready
 from ui.web.live_run import durations, follow, last_error
 from ui.web.safe_text import label, markdown
@@ -358,6 +358,7 @@ def _draw_part(
     if not part:
         return
     results = {m.tool_call_id: m for m in part if m.role == "tool"}
+    approvals = approvals_of(runner, thread_id)
     for turn in turns_of(part):
         draw_turn(
             runner,
@@ -369,6 +370,7 @@ def _draw_part(
             can_fork=can_fork,
             missing=missing,
             branches=branches,
+            approvals=approvals,
         )
 
 
