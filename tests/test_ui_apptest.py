@@ -190,6 +190,34 @@ def test_settings_page(env: Path) -> None:
     assert "Policy" in [h.value for h in at.subheader]
 
 
+def test_settings_list_what_runs_freely_and_why(env: Path) -> None:
+    # A rule of the person's own beside the defaults (every read-only tool, the allow list).
+    (env.parent / "none.toml").write_text(
+        '[policy.write_file]\nrules = [{ arg = "path", glob = "notes/*", mode = "allow" }]\n'
+    )
+    at = app()
+    at.query_params["view"] = "settings"
+    at.run()
+    tables = {
+        t.value.index.name: t.value.reset_index().to_dict("records")
+        for t in at.table
+        if t.value.index.name in ("Tool", "What")
+    }
+    policy = {row["Tool"]: row for row in tables["Tool"]}
+    # Not "asks first" while `ls` runs freely: the exception is said, and listed.
+    assert policy["run_command"]["When the model calls it"] == (
+        "asks first, except commands on the allow list (below)"
+    )
+    assert policy["write_file"]["Rules on its arguments"] == (
+        "runs without asking when path matches notes/*"
+    )
+    free = {row["What"]: row["Why"] for row in tables["What"]}
+    assert free["every read_file call"] == "read-only tool"
+    assert free["write_file: runs without asking when path matches notes/*"] == "a policy rule"
+    assert free["run_command: ls …"].startswith("on the allow list ([tools] shell_allow)")
+    assert "run_command: git status …" in free
+
+
 def test_message_sent_during_a_run_is_queued_then_sent(
     env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
