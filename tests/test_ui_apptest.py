@@ -168,6 +168,39 @@ def test_undo_with_confirmation(env: Path) -> None:
     assert "list files" in texts(at)
 
 
+def test_undo_says_what_the_turn_changed_on_disk_and_gives_the_message_back(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    assert (env / "todo.md").read_text() == "buy milk\n"
+    thread = _thread(at)
+    at.button(key=f"undo-{thread}").click().run()
+    at.button(key=f"undo-{thread}-yes").click().run()
+    assert not at.exception
+    [said] = [w.value for w in at.warning if "Undone" in w.value]
+    assert "undo does not change them back: `write_file` path: todo.md" in said, said
+    assert (env / "todo.md").exists()  # as it says: the file stays
+    # The message is back in the chat input, to edit and send again.
+    assert at.chat_input(key="prompt").proto.value == "write todo.md: buy milk"
+    # A turn that only read says so.
+    at.chat_input(key="prompt").set_value("list files").run()
+    at.button(key=f"undo-{thread}").click().run()
+    at.button(key=f"undo-{thread}-yes").click().run()
+    assert any("It changed nothing on disk." in w.value for w in at.warning)
+
+
+def test_threads_with_the_same_title_are_told_apart(env: Path) -> None:
+    at = send(app(), "list files")
+    first = _thread(at)
+    at.query_params.clear()
+    at.run()
+    at = send(at, "list files")
+    second = _thread(at)
+    assert first != second
+    one, two = at.button(key=f"thread-{first}").label, at.button(key=f"thread-{second}").label
+    assert one != two
+    assert f"id {first[:8]}" in one and f"id {second[:8]}" in two and "started" in one
+
+
 def test_rename_and_delete(env: Path) -> None:
     at = send(app(), "list files")
     thread = at.query_params["thread"]

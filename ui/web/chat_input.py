@@ -42,10 +42,21 @@ def input_state(pending: Pause | None, info: ThreadInfo | None, running: bool) -
     return False, HINT
 
 
+GIVEN_BACK = "gh-prompt-back"  # session state: text the next chat input starts with
+
+
+def give_back(text: str) -> None:
+    """Put `text` in the chat input when it is next drawn (after an undo: the person's
+    message, to edit and send again). A widget's value cannot change once it is drawn."""
+    st.session_state[GIVEN_BACK] = text
+
+
 def draw_chat_input(
     thread_id: str | None, pending: Pause | None, info: ThreadInfo | None, running: bool
 ) -> None:
     disabled, hint = input_state(pending, info, running)
+    if (back := st.session_state.pop(GIVEN_BACK, None)) is not None:
+        st.session_state["prompt"] = back
     st.chat_input(hint, disabled=disabled, key="prompt", on_submit=_on_prompt, args=(thread_id,))
 
 
@@ -107,4 +118,4 @@ def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
         reader.close()
 
 
-__all__ = ["HINT", "draw_chat_input", "early_chat_input", "input_state"]
+__all__ = ["HINT", "draw_chat_input", "early_chat_input", "give_back", "input_state"]

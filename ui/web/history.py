@@ -365,9 +365,12 @@ def _user_actions(
             _version_switcher(runner, thread_id, versions, enabled=can_fork)
         if can_fork and st.session_state.get(_fork_key(thread_id)) != index:
             st.button(
-                ":material/edit: Edit and fork",
+                ":material/edit: Edit and rerun from here",
                 key=f"fork-{thread_id}-{index}",
-                help="Edit this message and fork from here",
+                help=(
+                    "Change this message and run the thread again from it: what came after it "
+                    "is replaced by the new run. The old version is kept: switch back with < >."
+                ),
                 type="tertiary",
                 on_click=st.session_state.__setitem__,
                 args=(_fork_key(thread_id), index),
@@ -422,12 +425,16 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
     with st.container(border=True):
         new_text = st.text_area("Message", value=text, key=f"fork-text-{thread_id}-{index}")
         sure = st.checkbox(
-            "Replace this message and continue from it (the old version stays: switch back with < >)",
+            "Replace this message and run the thread again from it (the old version stays: "
+            "switch back with < >)",
             key=f"fork-sure-{thread_id}-{index}",
         )
         left, right = st.columns(2)
         go = left.button(
-            "Fork from here", key=f"fork-go-{thread_id}-{index}", disabled=not sure, type="primary"
+            "Rerun with this message",
+            key=f"fork-go-{thread_id}-{index}",
+            disabled=not sure,
+            type="primary",
         )
         right.button(
             "Cancel",
