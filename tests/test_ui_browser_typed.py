@@ -254,3 +254,29 @@ def test_a_command_that_exits_non_zero_looks_failed(page: Any, server: Server) -
     expect(row).to_contain_text(
         re.compile(r"✗ run_command · failed \(exit code 2\)"), timeout=WAIT_MS
     )
+
+
+def test_undo_gives_the_message_back_and_says_what_changed_on_disk(
+    page: Any, server: Server
+) -> None:
+    send(page, "write undone.md: hello")
+    expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
+    script_idle(page, WAIT_MS)
+    press_card_button(main(page), APPROVE, timeout_ms=WAIT_MS)
+    expect(main(page)).to_contain_text("write_file · done", timeout=WAIT_MS)
+    script_idle(page, WAIT_MS)
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_role("button", name="Undo last turn").click()
+    sidebar.get_by_role("button", name="Yes").click()
+    said = main(page).get_by_text(re.compile("^Undone: "))
+    expect(said).to_contain_text(
+        "undo does not change them back: write_file path: undone.md", timeout=WAIT_MS
+    )
+    assert (server.workspace / "undone.md").read_text() == "hello\n"
+    box = page.get_by_test_id("stChatInputTextArea")
+    expect(box).to_have_value("write undone.md: hello", timeout=WAIT_MS)
+    # Given back, not sent: nothing runs until the person sends it.
+    script_idle(page, WAIT_MS)
+    expect(main(page)).not_to_contain_text("Approval needed")
+    box.press("Enter")
+    expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
