@@ -99,7 +99,9 @@ def test_after_stop_the_queue_waits_for_the_person(session: Session, settings: S
         again.close()
 
 
-def test_a_new_message_after_kept_ones_goes_after_them(session: Session, settings: Settings) -> None:
+def test_a_new_message_after_kept_ones_goes_after_them(
+    session: Session, settings: Settings
+) -> None:
     runner = Runner(session)
     hold(runner, settings, "t")
     runner.send("t", "list files")

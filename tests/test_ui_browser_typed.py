@@ -161,7 +161,7 @@ def test_after_stop_a_queued_message_waits_with_send_now_and_discard(
     stop_button(page).click()
     expect(stop_button(page)).to_have_count(0, timeout=WAIT_MS)
     # Not sent by itself after Stop, not lost: in view, saying why, with a choice.
-    waiting = main(page).get_by_text("queued, not sent: the run ended before it")
+    waiting = main(page).get_by_text("queued, not sent: the run before it did not complete")
     expect(waiting).to_have_count(2, timeout=WAIT_MS)
     page.reload()
     ready(page)

@@ -67,6 +67,7 @@ class Runner:
     def send(self, thread_id: str, text: str, options: RunOptions | None = None) -> Run | None:
         """A person's message: sent now (its Run), or queued (None) while a run is active
         on the thread; after messages queued before it, it is queued and the oldest sent.
+        A run of another process on the thread: queued, and `RunInProgress` raised.
         A database that cannot be written raises its error within seconds
         (`StorageError`, graph/store/sqlite.py's QUICK_BUSY_MS) and nothing is queued."""
         queue = self._queue
@@ -75,7 +76,11 @@ class Runner:
         queue.writable()
         with self._lock:
             if self.active(thread_id) is None and not queue.waiting(thread_id):
-                return self.submit(SendMessage(thread_id, text), options)
+                try:
+                    return self.submit(SendMessage(thread_id, text), options)
+                except RunInProgress:  # a run of another process: kept, in view
+                    self._options[queue.add(thread_id, text).id] = options
+                    raise
             self._options[queue.add(thread_id, text).id] = options
             return None if self.active(thread_id) is not None else self._send_next(thread_id)
 

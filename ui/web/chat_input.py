@@ -21,7 +21,7 @@ import streamlit as st
 
 from graph.protocol.pauses import Pause
 from graph.protocol.threads import ThreadInfo, thread_id_problem
-from ui.web.unsent import keep_unsent
+from ui.web.unsent import GIVEN_BACK, keep_unsent
 
 HINT = "Message Gatehouse (try: list files, or write todo.md: buy milk)"
 # The module whose import loads the page's code (LangGraph among it): once it is loaded,
@@ -40,15 +40,6 @@ def input_state(pending: Pause | None, info: ThreadInfo | None, running: bool) -
     if running:
         return False, "A run is active: a message sent now is queued and sent when it ends."
     return False, HINT
-
-
-GIVEN_BACK = "gh-prompt-back"  # session state: text the next chat input starts with
-
-
-def give_back(text: str) -> None:
-    """Put `text` in the chat input when it is next drawn (after an undo: the person's
-    message, to edit and send again). A widget's value cannot change once it is drawn."""
-    st.session_state[GIVEN_BACK] = text
 
 
 def draw_chat_input(
@@ -118,4 +109,4 @@ def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
         reader.close()
 
 
-__all__ = ["HINT", "draw_chat_input", "early_chat_input", "give_back", "input_state"]
+__all__ = ["HINT", "draw_chat_input", "early_chat_input", "input_state"]

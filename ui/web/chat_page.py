@@ -389,7 +389,9 @@ def _draw_queued(runner: Runner, thread_id: str, *, running: bool, paused: bool 
                     ":material/schedule: queued: sent when the run your decision resumes ends"
                 )
             else:
-                st.caption(":material/schedule: queued, not sent: the run ended before it")
+                st.caption(
+                    ":material/schedule: queued, not sent: the run before it did not complete"
+                )
             with st.container(horizontal=True, gap="small"):
                 if not paused:
                     st.button(

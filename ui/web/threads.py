@@ -16,10 +16,10 @@ import streamlit as st
 from graph import MessageView, Runner, Session
 from graph.protocol.threads import shown_id, thread_id_problem
 from ui.web.auto_approve import tab_switch
-from ui.web.chat_input import give_back
 from ui.web.long_threads import undo_question
 from ui.web.safe_text import label as safe_label
 from ui.web.thread_extras import thread_extras
+from ui.web.unsent import give_back
 
 VIEWS = {
     "chat": ":material/chat: Chat",

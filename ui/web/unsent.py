@@ -8,6 +8,7 @@ and the page recovers by itself once the database is back. Never a traceback.
   soon as the database takes it.
 - `calm` wraps a control's callback: a storage error there becomes a message on the
   page (Streamlit shows a callback's exception as a traceback).
+- `give_back`: text put back in the chat input (undo gives the person's message back).
 - `trouble_page`: the top-level guard of ui/web/app.py. The page says what went wrong,
   keeps any unsent message in view, offers Retry and retries by itself.
 
@@ -24,6 +25,7 @@ from typing import Any, ParamSpec
 import streamlit as st
 
 RETRY_S = 2.0
+GIVEN_BACK = "gh-prompt-back"  # session state: text the next chat input starts with
 UNSENT = "gh-unsent"  # session state: [(thread_id, text), ...], oldest first
 REASON = "gh-unsent-reason"
 
@@ -47,6 +49,12 @@ def keep_unsent(thread_id: str | None, text: str, exc: BaseException) -> None:
     """Keep `text` for `thread_id` (None: a new thread) in this browser session."""
     st.session_state.setdefault(UNSENT, []).append((thread_id, text))
     st.session_state[REASON] = reason_of(exc)
+
+
+def give_back(text: str) -> None:
+    """Put `text` in the chat input when it is next drawn (after an undo: the person's
+    message, to edit and send again). A widget's value cannot change once it is drawn."""
+    st.session_state[GIVEN_BACK] = text
 
 
 def unsent() -> list[tuple[str | None, str]]:
@@ -116,7 +124,7 @@ def trouble_page(exc: BaseException) -> None:
     for _thread_id, text in unsent():
         with st.chat_message("user"):
             st.markdown(_quoted(text), unsafe_allow_html=True)
-            st.caption(":material/schedule: kept: sent when the database is back")
+            st.caption(":material/schedule: kept: sent as soon as the page works again")
     st.caption(f"Trying again every {RETRY_S:g} s…")
     st.button(":material/refresh: Retry now", key="retry-page")
     _retry_soon()
@@ -132,4 +140,4 @@ def _retry_soon() -> None:
         st.rerun(scope="app")
 
 
-__all__ = ["calm", "keep_unsent", "trouble_page", "unsent", "unsent_banner"]
+__all__ = ["calm", "give_back", "keep_unsent", "trouble_page", "unsent", "unsent_banner"]
