@@ -214,6 +214,19 @@ def test_rename_and_delete(env: Path) -> None:
     assert not any(b.key == f"thread-{thread}" for b in at.button)
 
 
+def test_each_approved_call_says_who_approved_it_and_from_where(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    at = send(at, "list files")  # the approved call is now in the history's window
+    [row] = [m.value for m in at.markdown if "gh-tool" in m.value and "write_file" in m.value]
+    summary = row.split("</summary>")[0]
+    assert "✓ write_file · done" in summary
+    assert f"approved by {html.escape(getpass.getuser())} via web" in summary, summary
+    # A call that runs freely names no one.
+    [free] = [m.value for m in at.markdown if "gh-tool" in m.value and "list_files" in m.value]
+    assert "approved by" not in free
+
+
 def test_settings_page(env: Path) -> None:
     at = send(app(), "list files")
     at.query_params["view"] = "settings"
