@@ -206,3 +206,15 @@ def test_interactive_card_shows_the_hidden_command_escaped(
         if m["role"] == "tool"
     ]
     assert "hidden codes" in tools[-1]["content"]
+
+
+def test_a_command_that_exits_non_zero_shows_failed_with_its_code_on_a_terminal(
+    env: dict[str, str],
+) -> None:
+    # `ls` runs freely (the allow list); it exits 2 on a missing file.
+    live = "\n".join(on_screen(in_tty(env, "send", "run: ls no-such-file")))
+    assert "✗ run_command error (exit code 2)" in live, live
+    assert "✓ run_command" not in live
+    thread_id = json.loads(gh(env, "threads", "--json").stdout)[0]["thread_id"]
+    history = "\n".join(on_screen(in_tty(env, "show", thread_id)))
+    assert "✗ run_command (exit code 2):" in history, history

@@ -404,6 +404,7 @@ def test_postgres_tables_have_the_sqlite_columns(pg_sessions: str, tmp_path: Pat
         "gatehouse_decisions",
         "gatehouse_decision_chain",
         "gatehouse_tool_outputs",
+        "gatehouse_queued",
     )
     with sqlite3.connect(tmp_path / "columns.db") as lite, psycopg.connect(pg_sessions) as conn:
         for table in tables:

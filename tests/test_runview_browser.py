@@ -80,7 +80,8 @@ def test_compacted_thread_keeps_its_whole_history_with_a_marker(page: Any, serve
     # The turns before the marker are still there: "Show earlier" reveals the first one.
     earlier = main(page).get_by_role("button", name=re.compile(r"Show \d+ earlier turns"))
     expect(earlier).to_be_visible()
-    first = main(page).get_by_test_id("stChatMessage").locator("p", has_text="list files 00")
+    # The person's message, drawn as written (ui/web/tool_blocks.py: said_html).
+    first = main(page).get_by_test_id("stChatMessage").locator(".gh-said", has_text="list files 00")
     expect(first).to_have_count(0)
     earlier.click()
     expect(first).to_have_count(1, timeout=WAIT_MS)

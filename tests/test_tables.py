@@ -255,6 +255,28 @@ def test_tool_outputs_are_kept_whole_and_replaced_by_a_rerun(db: str, storage: S
     assert outputs.for_thread("t") == {} and outputs.get("t", "c1") is None
 
 
+# -- queued messages ---------------------------------------------------------------------
+def test_queued_messages_keep_their_order_and_are_taken_once(db: str, storage: Storage) -> None:
+    queued = storage.queued
+    assert queued is not None
+    first, second = queued.add("t", "one\n# two"), queued.add("t", "three")
+    queued.add("other", "elsewhere")
+    assert [m.text for m in queued.waiting("t")] == ["one\n# two", "three"]
+    assert queued.take("t", first.id) and not queued.take("t", first.id)  # taken once
+    queued.add("t", first.text, keep=first)  # put back in its place: still first
+    assert [m.id for m in queued.waiting("t")] == [first.id, second.id]
+    queued.writable()
+    # A second Storage on the same database (another process, a restart) sees them.
+    again = open_storage(db)
+    try:
+        assert again.queued is not None
+        assert [m.text for m in again.queued.waiting("t")] == ["one\n# two", "three"]
+    finally:
+        again.close()
+    storage.delete_thread("t")
+    assert queued.waiting("t") == [] and [m.text for m in queued.waiting("other")] == ["elsewhere"]
+
+
 # -- run leases --------------------------------------------------------------------------
 def test_one_lease_per_thread_until_released_or_expired(db: str, storage: Storage) -> None:
     leases = storage.leases

@@ -7,8 +7,11 @@ cached per (db, workspace), so tests do not share threads.
 from __future__ import annotations
 
 import getpass
+import html
+import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -41,6 +44,11 @@ def texts(at: AppTest) -> str:
     )
     parts += [s.label for s in at.get("status")]
     return "\n".join(str(p) for p in parts)
+
+
+def said(bubble: Any) -> str:
+    """A user bubble's text as the person sees it (drawn as written, ui/web/tool_blocks.py)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", bubble.markdown[0].value))
 
 
 def send(at: AppTest, text: str) -> AppTest:
@@ -161,6 +169,39 @@ def test_undo_with_confirmation(env: Path) -> None:
     assert "list files" in texts(at)
 
 
+def test_undo_says_what_the_turn_changed_on_disk_and_gives_the_message_back(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    assert (env / "todo.md").read_text() == "buy milk\n"
+    thread = _thread(at)
+    at.button(key=f"undo-{thread}").click().run()
+    at.button(key=f"undo-{thread}-yes").click().run()
+    assert not at.exception
+    [said] = [w.value for w in at.warning if "Undone" in w.value]
+    assert "undo does not change them back: `write_file` path: todo.md" in said, said
+    assert (env / "todo.md").exists()  # as it says: the file stays
+    # The message is back in the chat input, to edit and send again.
+    assert at.chat_input(key="prompt").proto.value == "write todo.md: buy milk"
+    # A turn that only read says so.
+    at.chat_input(key="prompt").set_value("list files").run()
+    at.button(key=f"undo-{thread}").click().run()
+    at.button(key=f"undo-{thread}-yes").click().run()
+    assert any("It changed nothing on disk." in w.value for w in at.warning)
+
+
+def test_threads_with_the_same_title_are_told_apart(env: Path) -> None:
+    at = send(app(), "list files")
+    first = _thread(at)
+    at.query_params.clear()
+    at.run()
+    at = send(at, "list files")
+    second = _thread(at)
+    assert first != second
+    one, two = at.button(key=f"thread-{first}").label, at.button(key=f"thread-{second}").label
+    assert one != two
+    assert f"id {first[:8]}" in one and f"id {second[:8]}" in two and "started" in one
+
+
 def test_rename_and_delete(env: Path) -> None:
     at = send(app(), "list files")
     thread = at.query_params["thread"]
@@ -174,6 +215,19 @@ def test_rename_and_delete(env: Path) -> None:
     assert not any(b.key == f"thread-{thread}" for b in at.button)
 
 
+def test_each_approved_call_says_who_approved_it_and_from_where(env: Path) -> None:
+    at = send(app(), "write todo.md: buy milk")
+    at.button(key=next(b.key for b in at.button if b.key.endswith("-submit"))).click().run()
+    at = send(at, "list files")  # the approved call is now in the history's window
+    [row] = [m.value for m in at.markdown if "gh-tool" in m.value and "write_file" in m.value]
+    summary = row.split("</summary>")[0]
+    assert "✓ write_file · done" in summary
+    assert f"approved by {html.escape(getpass.getuser())} via web" in summary, summary
+    # A call that runs freely names no one.
+    [free] = [m.value for m in at.markdown if "gh-tool" in m.value and "list_files" in m.value]
+    assert "approved by" not in free
+
+
 def test_settings_page(env: Path) -> None:
     at = send(app(), "list files")
     at.query_params["view"] = "settings"
@@ -181,6 +235,34 @@ def test_settings_page(env: Path) -> None:
     body = texts(at) + "".join(t.value.to_csv() for t in at.table)  # settings are tables
     assert "Workspace folder" in body and str(env) in body
     assert "Policy" in [h.value for h in at.subheader]
+
+
+def test_settings_list_what_runs_freely_and_why(env: Path) -> None:
+    # A rule of the person's own beside the defaults (every read-only tool, the allow list).
+    (env.parent / "none.toml").write_text(
+        '[policy.write_file]\nrules = [{ arg = "path", glob = "notes/*", mode = "allow" }]\n'
+    )
+    at = app()
+    at.query_params["view"] = "settings"
+    at.run()
+    tables = {
+        t.value.index.name: t.value.reset_index().to_dict("records")
+        for t in at.table
+        if t.value.index.name in ("Tool", "What")
+    }
+    policy = {row["Tool"]: row for row in tables["Tool"]}
+    # Not "asks first" while `ls` runs freely: the exception is said, and listed.
+    assert policy["run_command"]["When the model calls it"] == (
+        "asks first, except commands on the allow list (below)"
+    )
+    assert policy["write_file"]["Rules on its arguments"] == (
+        "runs without asking when path matches notes/*"
+    )
+    free = {row["What"]: row["Why"] for row in tables["What"]}
+    assert free["every read_file call"] == "read-only tool"
+    assert free["write_file: runs without asking when path matches notes/*"] == "a policy rule"
+    assert free["run_command: ls …"].startswith("on the allow list ([tools] shell_allow)")
+    assert "run_command: git status …" in free
 
 
 def test_message_sent_during_a_run_is_queued_then_sent(
@@ -258,7 +340,7 @@ def test_fork_from_earlier_message(env: Path) -> None:
     at.checkbox(key=f"fork-sure-{thread}-0").check().run()
     at.button(key=f"fork-go-{thread}-0").click().run()
     user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
-    assert [c.markdown[0].value for c in user_bubbles] == ["read notes.md"]
+    assert [said(c) for c in user_bubbles] == ["read notes.md"]
     assert "list_files" not in texts(at)
     assert "hello notes" in texts(at)
     # The first message now has two versions: `< 2/2 >` on it, and the title follows.
@@ -268,12 +350,12 @@ def test_fork_from_earlier_message(env: Path) -> None:
     at.button(key=f"branch-{thread}-0-prev").click().run()
     assert not at.exception and not at.warning
     user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
-    assert [c.markdown[0].value for c in user_bubbles] == ["list files", "read notes.md"]
+    assert [said(c) for c in user_bubbles] == ["list files", "read notes.md"]
     assert '<span class="gh-branch">1/2</span>' in texts(at) and "list_files" in texts(at)
     assert at.header[0].value == "list files"
     at.button(key=f"branch-{thread}-0-next").click().run()
     user_bubbles = [c for c in at.get("chat_message") if c.name == "user"]
-    assert [c.markdown[0].value for c in user_bubbles] == ["read notes.md"]
+    assert [said(c) for c in user_bubbles] == ["read notes.md"]
 
 
 def test_every_message_has_a_copy_button_with_its_text(env: Path) -> None:
@@ -361,8 +443,10 @@ def test_storage_failure_is_a_readable_page(env: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("GATEHOUSE_DB", str(env))  # a folder, not a database file
     at = app()
     assert not at.exception
-    assert any("cannot start" in e.value for e in at.error)
-    assert any(b.key == "retry-start" for b in at.button)
+    assert any("cannot show this page right now" in e.value for e in at.error)
+    assert "Trying again every" in texts(at)  # it retries by itself (ui/web/unsent.py)
+    assert any(b.key == "retry-page" for b in at.button)
+    assert "Traceback" not in texts(at)
 
 
 # -- issue 19: wrong or lost decisions, staleness, polish ------------------------------------

@@ -95,9 +95,16 @@ def test_markdown_keeps_ordinary_text_and_code_as_written() -> None:
 def test_person_and_model_markdown_is_drawn_without_images(env: Path) -> None:
     at = send("![status](http://127.0.0.1:8614/px.gif?d=secret) hello")
     drawn = [m.value for m in at.markdown]
-    mine = [m for m in drawn if "px.gif" in m]
-    assert mine and all(images_and_hidden_links(m) == [] for m in mine), mine
-    assert any("`http://127.0.0.1:8614/px.gif?d=secret`" in m for m in mine)
+    # The person's own message is drawn as written: its text, not read as Markdown or
+    # HTML (one HTML block with the text escaped), so nothing in it loads.
+    said = [m for m in drawn if 'class="gh-said"' in m]
+    assert said == [
+        '<div class="gh-said" style="white-space: pre-wrap; overflow-wrap: anywhere">'
+        "![status](http://127.0.0.1:8614/px.gif?d=secret) hello</div>"
+    ], said
+    # The model's Markdown (the demo quotes the message) loads no image either.
+    theirs = [m for m in drawn if "px.gif" in m and m not in said]
+    assert theirs and all(images_and_hidden_links(m) == [] for m in theirs), theirs
 
 
 def test_card_preview_and_edit_field_show_hidden_characters_escaped(env: Path) -> None:

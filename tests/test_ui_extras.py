@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.app_page import app_page
 from tests.support.openai_server import FakeOpenAI
-from tests.test_ui_apptest import TIMEOUT, _submit, _thread, app, env, send, texts
+from tests.test_ui_apptest import TIMEOUT, _submit, _thread, app, env, said, send, texts
 
 __all__ = ["env"]  # the fixture, shared with tests/test_ui_apptest.py
 
@@ -131,7 +131,7 @@ def test_compact_now_says_what_it_did(env: Path) -> None:
     assert len(summary) == 1 and summary[0].startswith(
         "<details"
     )  # collapsed, not a message of yours
-    users = [c.markdown[0].value for c in at.get("chat_message") if c.name == "user"]
+    users = [said(c) for c in at.get("chat_message") if c.name == "user"]
     # Every turn the person wrote is still drawn: compaction changed only the model's view.
     assert users == ["list files", "read notes.md", "list files", "read notes.md"]
     assert not any("summarised" in u for u in users)

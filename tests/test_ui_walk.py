@@ -367,10 +367,10 @@ def test_fork_switch_branches_and_copy(tab: Any, server: Server) -> None:
     thread = thread_of(page)
     expect(page).to_have_title("list files · Gatehouse")
     # Fork the first message: a second version, `< 2/2 >` on it, the title follows.
-    main(page).get_by_role("button", name="Edit and fork").first.click()
+    main(page).get_by_role("button", name="Edit and rerun from here").first.click()
     main(page).get_by_role("textbox", name="Message", exact=True).fill("list all files")
-    tick(main(page), "Replace this message and continue from it", timeout_ms=READY_MS)
-    main(page).get_by_role("button", name="Fork from here").click()
+    tick(main(page), "Replace this message and run the thread again from it", timeout_ms=READY_MS)
+    main(page).get_by_role("button", name="Rerun with this message").click()
     branch = main(page).locator(".gh-branch")
     expect(branch).to_have_text("2/2")
     see(page, "list_files · done")

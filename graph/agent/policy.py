@@ -30,7 +30,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool
@@ -321,6 +321,10 @@ class Policy:
                     "risk": spec.risk,
                     "mode": config.mode or spec.default,
                     "rules": len(config.rules),
+                    # Each rule as configured (settings pages say what runs freely, why).
+                    "rule_list": [
+                        {k: v for k, v in asdict(r).items() if v is not None} for r in config.rules
+                    ],
                 }
             )
         return rows

@@ -9,8 +9,32 @@ without pydantic. A view from outside (an import) is checked where it comes in
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+
+# How run_command's result ends (tools/shell.py): its output, then `[exit code N]`.
+_EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
+COMMAND_TOOL = "run_command"
+
+
+def exit_code(name: str | None, output: str) -> int | None:
+    """The exit code a command's result reports (`[exit code N]`); None for another
+    tool, or a command that did not exit by itself (timed out, stopped)."""
+    match = _EXIT.search(output[-40:]) if name == COMMAND_TOOL else None
+    return int(match[1]) if match else None
+
+
+def call_outcome(name: str | None, status: str, output: str) -> str:
+    """How a call ended, for drawing it: a command that exited with a code other than 0
+    failed ("error"), though the tool ran and reported it (the model reads the code)."""
+    return "error" if status == "ok" and exit_code(name, output) not in (None, 0) else status
+
+
+def exit_note(name: str | None, output: str) -> str:
+    """ " (exit code N)" for a command that exited with N other than 0; else ""."""
+    code = exit_code(name, output)
+    return f" (exit code {code})" if code not in (None, 0) else ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,8 +97,9 @@ class MessageView:
 
     @property
     def outcome(self) -> str:
-        """How a tool result ended, for drawing it."""
-        return self.tool_status or ("error" if self.status == "error" else "ok")
+        """How a tool result ended, for drawing it (a command's exit code counts)."""
+        status = self.tool_status or ("error" if self.status == "error" else "ok")
+        return call_outcome(self.name, status, self.content)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields that differ from their defaults, and always role, content and id."""

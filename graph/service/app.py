@@ -173,6 +173,8 @@ def open_session(
             "workspace": settings.workspace,
             "sandbox": announce(settings.shell_sandbox),  # logs a warning when not sandboxed
             "policy": checked_policy(settings, tools).summary(tools),
+            # run_command's allow list: commands it runs without asking (tools/allowlist.py).
+            "shell_allow": list(settings.shell_allow),
             # For the settings page: the hooks as configured, whether a key is set (never
             # the key), where the settings came from.
             "hooks": {point: list(entries) for point, entries in settings.hooks.items()},

@@ -30,6 +30,7 @@ from pydantic import Field
 
 from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
 from graph.agent.history import text_of
+from graph.protocol.messages import call_outcome
 from graph.protocol.threads import TOOL_STATUS_KEY
 from tools.definitions import tool_name
 
@@ -206,7 +207,10 @@ class DemoModel(BaseChatModel):
                 text = text[:RESULT_PREVIEW_CHARS] + " …"
             # A person's answer in place of the call: nothing ran, so no tick.
             responded = r.additional_kwargs.get(TOOL_STATUS_KEY) == "responded"
-            mark = "✗" if r.status == "error" else "↩" if responded else "✓"
+            failed = (
+                r.status == "error" or call_outcome(r.name, "ok", text_of(r.content)) == "error"
+            )
+            mark = "✗" if failed else "↩" if responded else "✓"
             parts.append(f"\n{mark} {r.name}:\n{text}")
         return "\n".join(parts)
 

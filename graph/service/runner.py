@@ -6,6 +6,13 @@ in the background (`Run.start`), its events buffered, and any page (after a clic
 refresh, a new tab) attaches to the live run and reads the buffer from any position.
 One active run per thread in this process (the run lease keeps it one across processes).
 Its one way in is `submit`, as `Session.submit` (graph/protocol/operations.py).
+
+A person's message goes through `send`: while a run is active on the thread it is
+queued in the thread's database (graph/store/queued.py), and the Runner sends the
+queue, oldest first, each time a run on the thread completes. A run that did not
+complete (stopped, paused for approval, failed) leaves the queue as it is: after Stop
+the person decides (`send_queued` or `discard`), since sending on by itself would undo
+the Stop; a pause's queue goes on after the run its decision resumes.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from graph.protocol.errors import RunInProgress
+from graph.protocol.errors import DecisionError, RunInProgress
 from graph.protocol.operations import (
     Fork,
     Operation,
@@ -21,15 +28,29 @@ from graph.protocol.operations import (
     SendMessage,
 )
 from graph.service.session import Run, Session
+from graph.store.queued import QueuedMessage, QueuedMessages
 
-__all__ = ["Runner"]
+__all__ = ["QueuedMessage", "Runner"]
+
+# How long `next_run` waits for the Runner to have looked at the queue after a run ended.
+SETTLE_S = 10.0
 
 
 class Runner:
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._runs: dict[str, Run] = {}
+        # Set once the run's end has been handled (the queue's next message started).
+        self._settled: dict[str, tuple[Run, threading.Event]] = {}
+        # The run options of messages queued in this process, by message id: the next
+        # message goes out as the person who typed it (a restart falls back to the
+        # session's own options).
+        self._options: dict[str, RunOptions | None] = {}
+
+    @property
+    def _queue(self) -> QueuedMessages | None:
+        return self.session.storage.queued
 
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
         """`Session.submit`, started in the background (one active run per thread)."""
@@ -42,6 +63,54 @@ class Runner:
         # A fork rewinds before its run starts: the run begins at the edited message.
         base = operation.message_index if isinstance(operation, Fork) else None
         return self._start(thread_id, lambda: self.session.submit(operation, options), base=base)
+
+    def send(self, thread_id: str, text: str, options: RunOptions | None = None) -> Run | None:
+        """A person's message: sent now (its Run), or queued (None) while a run is active
+        on the thread; after messages queued before it, it is queued and the oldest sent.
+        A run of another process on the thread: queued, and `RunInProgress` raised.
+        A database that cannot be written raises its error within seconds
+        (`StorageError`, graph/store/sqlite.py's QUICK_BUSY_MS) and nothing is queued."""
+        queue = self._queue
+        if queue is None:
+            return self.submit(SendMessage(thread_id, text), options)
+        queue.writable()
+        with self._lock:
+            if self.active(thread_id) is None and not queue.waiting(thread_id):
+                try:
+                    return self.submit(SendMessage(thread_id, text), options)
+                except RunInProgress:  # a run of another process: kept, in view
+                    self._options[queue.add(thread_id, text).id] = options
+                    raise
+            self._options[queue.add(thread_id, text).id] = options
+            return None if self.active(thread_id) is not None else self._send_next(thread_id)
+
+    def queued(self, thread_id: str) -> list[QueuedMessage]:
+        """The thread's messages waiting to be sent, oldest first."""
+        queue = self._queue
+        return queue.waiting(thread_id) if queue is not None else []
+
+    def send_queued(self, thread_id: str, message_id: str) -> Run | None:
+        """Send one queued message now (the person's "Send now"); None when it is gone."""
+        with self._lock:
+            if self.active(thread_id) is not None:
+                raise RunInProgress("a run is active on this thread: the message is sent after it")
+            wanted = [m for m in self.queued(thread_id) if m.id == message_id]
+            return self._send(thread_id, wanted[0]) if wanted else None
+
+    def discard(self, thread_id: str, message_id: str) -> bool:
+        """Drop a queued message unsent; False when it was sent or dropped already."""
+        queue = self._queue
+        self._options.pop(message_id, None)
+        return queue is not None and queue.take(thread_id, message_id)
+
+    def next_run(self, run: Run) -> Run | None:
+        """After `run` has ended: the run the Runner started next on its thread (the
+        queue's next message), or None. Waits (up to SETTLE_S) until the Runner has
+        looked at the queue, so a page that follows runs misses none."""
+        handled = self._settled.get(run.thread_id)
+        if handled is not None and handled[0] is run:
+            handled[1].wait(SETTLE_S)
+        return self.active(run.thread_id)
 
     def active(self, thread_id: str) -> Run | None:
         run = self._runs.get(thread_id)
@@ -70,4 +139,47 @@ class Runner:
             run = make()
             run.base_messages = count
             self._runs[thread_id] = run
-        return run.start()
+            settled = threading.Event()
+            self._settled[thread_id] = (run, settled)
+        run.start()
+        threading.Thread(
+            target=self._after,
+            args=(run, settled),
+            name=f"gatehouse-queue-{thread_id[:8]}",
+            daemon=True,
+        ).start()
+        return run
+
+    def _after(self, run: Run, settled: threading.Event) -> None:
+        """When `run` ends: a completed run sends the thread's next queued message."""
+        try:
+            run.join()
+            if run.status == "completed":
+                with self._lock:
+                    if self.active(run.thread_id) is None:
+                        self._send_next(run.thread_id)
+        except Exception:  # noqa: BLE001 - the message stays queued, in view with "Send now"
+            pass
+        finally:
+            settled.set()
+
+    def _send_next(self, thread_id: str) -> Run | None:
+        for message in self.queued(thread_id):
+            if (run := self._send(thread_id, message)) is not None:
+                return run
+        return None
+
+    def _send(self, thread_id: str, message: QueuedMessage) -> Run | None:
+        """Take `message` from the queue and start its run; None when another process
+        took it first. A message that cannot start is put back, in its place."""
+        queue = self._queue
+        assert queue is not None
+        if not queue.take(thread_id, message.id):
+            return None
+        options = self._options.pop(message.id, None)
+        try:
+            return self.submit(SendMessage(thread_id, message.text), options)
+        except (RunInProgress, DecisionError, ValueError):
+            queue.add(thread_id, message.text, keep=message)
+            self._options[message.id] = options
+            raise

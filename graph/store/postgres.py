@@ -35,6 +35,7 @@ from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs
 from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
+from graph.store.queued import QueuedMessages
 from graph.store.reader import TREE_INDEX, ThreadReader, redact
 from graph.store.storage import Storage
 from graph.store.threads import ThreadIndex
@@ -43,7 +44,7 @@ POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
 SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up
 SETUP_WAIT_S = 120.0
 # The tables beside the checkpoints, each created or migrated by its own module.
-TABLES = (ThreadIndex, Journal, Decisions, ToolOutputs, Leases)
+TABLES = (ThreadIndex, Journal, Decisions, ToolOutputs, QueuedMessages, Leases)
 
 
 # The tables set-up creates last: all there means nothing to set up.
@@ -54,6 +55,7 @@ LAST_TABLES = (
     "gatehouse_journal",
     "gatehouse_decisions",
     "gatehouse_tool_outputs",
+    "gatehouse_queued",
     "gatehouse_leases",
     "gatehouse_checkpoint_tree",
     "gatehouse_decision_chain",
@@ -163,6 +165,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         leases=Leases(db),
         decisions=Decisions(db),
         outputs=ToolOutputs(db),
+        queued=QueuedMessages(db),
         reader=ThreadReader(db, where),
     )
 

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from graph.store.storage import Storage
 
 BUSY_TIMEOUT_MS = 30_000
+# The queued messages' connection: the web app writes a message there (or checks the
+# file can be written) before a run waits on the file, so a file another process holds
+# locked says so within seconds, not after BUSY_TIMEOUT_MS (graph/store/queued.py).
+QUICK_BUSY_MS = 2_000
 # Corruption past the first page only shows when pages are read. A full check reads
 # every page (about 1 ms a MB): a file up to this size is checked whole at start;
 # a larger one has its small, always-read tables checked (thread index, leases,
@@ -36,7 +40,9 @@ ALWAYS_CHECKED = (
 )
 
 
-def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Connection:
+def connect_sqlite(
+    path: str | Path, *, autocommit: bool = False, busy_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
     """Open (creating if needed) a SQLite file tuned for several threads and processes."""
     file = Path(path).expanduser()
     try:
@@ -45,10 +51,10 @@ def connect_sqlite(path: str | Path, *, autocommit: bool = False) -> sqlite3.Con
         conn = sqlite3.connect(
             str(file),
             check_same_thread=False,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_ms / 1000,
             isolation_level=None if autocommit else "DEFERRED",
         )
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout={busy_ms}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         # The WAL is folded into the database every WAL_PAGES pages and cut back to
@@ -72,13 +78,17 @@ def _create_private(file: Path) -> None:
         os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def sqlite_database(path: str | Path, *tables: type[Table], lazy: bool = False) -> SqliteDatabase:
+def sqlite_database(
+    path: str | Path, *tables: type[Table], lazy: bool = False, busy_ms: int = BUSY_TIMEOUT_MS
+) -> SqliteDatabase:
     """A connection of its own to the file at `path` (autocommit: each table decides
     its transactions), with `tables` created or migrated in one write transaction.
     `lazy` (no `tables`): the connection opens at the first use."""
     if lazy:
         assert not tables, "a lazy connection creates no tables"
-        return SqliteDatabase(None, connect=lambda: connect_sqlite(path, autocommit=True))
+        return SqliteDatabase(
+            None, connect=lambda: connect_sqlite(path, autocommit=True, busy_ms=busy_ms)
+        )
     db = SqliteDatabase(connect_sqlite(path, autocommit=True))
     if not tables:
         return db
@@ -130,6 +140,7 @@ def open_sqlite_storage(db: str) -> Storage:
     from graph.store.journal import Journal
     from graph.store.leases import Leases
     from graph.store.outputs import ToolOutputs
+    from graph.store.queued import QueuedMessages
     from graph.store.reader import ThreadReader, read_sqlite
     from graph.store.saver import GatehouseSqliteSaver
     from graph.store.storage import Storage
@@ -148,13 +159,16 @@ def open_sqlite_storage(db: str) -> Storage:
         # lock of its own. The tables are created or migrated in one write transaction
         # (on the leases' connection); the stored tool outputs' connection opens when
         # first used (most sessions offload nothing).
-        lease_db = sqlite_database(db, ThreadIndex, Journal, Decisions, ToolOutputs, Leases)
+        lease_db = sqlite_database(
+            db, ThreadIndex, Journal, Decisions, ToolOutputs, QueuedMessages, Leases
+        )
         probe_writable(lease_db)  # a read-only file fails here, at start
         leases = Leases(lease_db)
         index = ThreadIndex(sqlite_database(db))
         journal = Journal(sqlite_database(db), location)
         decisions = Decisions(sqlite_database(db))
         outputs = ToolOutputs(sqlite_database(db, lazy=True))
+        queued = QueuedMessages(sqlite_database(db, lazy=True, busy_ms=QUICK_BUSY_MS))
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the Gatehouse database {location}: {exc}") from exc
     return Storage(
@@ -165,5 +179,6 @@ def open_sqlite_storage(db: str) -> Storage:
         leases=leases,
         decisions=decisions,
         outputs=outputs,
+        queued=queued,
         reader=ThreadReader(read_sqlite(db), location),
     )

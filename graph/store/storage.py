@@ -13,6 +13,7 @@ from graph.store.decisions import Decisions
 from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs
+from graph.store.queued import QueuedMessages
 from graph.store.reader import ThreadReader
 from graph.store.threads import ThreadIndex
 
@@ -31,6 +32,8 @@ class Storage:
     decisions: Decisions | None = None
     # Tool outputs too large for the model's context, kept whole (outputs.py).
     outputs: ToolOutputs | None = None
+    # Messages sent while a run was going, waiting for it to end (queued.py).
+    queued: QueuedMessages | None = None
     # Reads without LangGraph: what a thread waits for, the thread list (reader.py).
     reader: ThreadReader | None = None
 
@@ -46,6 +49,8 @@ class Storage:
             self.journal.delete_thread(thread_id)
         if self.outputs is not None:
             self.outputs.delete_thread(thread_id)
+        if self.queued is not None:
+            self.queued.delete_thread(thread_id)
 
     def close(self) -> None:
         conn = getattr(self.checkpointer, "conn", None)
@@ -57,6 +62,13 @@ class Storage:
             with getattr(self.checkpointer, "lock", None) or contextlib.nullcontext():
                 conn.close()
         self.index.close()
-        for extra in (self.journal, self.leases, self.decisions, self.outputs, self.reader):
+        for extra in (
+            self.journal,
+            self.leases,
+            self.decisions,
+            self.outputs,
+            self.queued,
+            self.reader,
+        ):
             if extra is not None:
                 extra.close()

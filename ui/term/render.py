@@ -20,6 +20,7 @@ from rich.text import Text
 
 from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
 from graph.protocol.display import Shown, shown, visible, visible_json
+from graph.protocol.messages import call_outcome, exit_note
 from graph.protocol.threads import turn_starts
 from graph.protocol.wording import RUN_ENDED, decided
 from ui.term.console import STATUS_STYLE, when
@@ -194,9 +195,11 @@ class EventRenderer:
 
     def _tool_finished(self, event: ev.ToolFinished) -> None:
         c = self.console
-        mark, style = TOOL_MARK.get(event.status, ("•", ""))
+        status = call_outcome(event.name, event.status, event.output)
+        mark, style = TOOL_MARK.get(status, ("•", ""))
+        note = exit_note(event.name, event.output)
         head = Text.assemble(
-            (f"{mark} ", style), (visible(event.name), "bold"), (f" {event.status}", style)
+            (f"{mark} ", style), (visible(event.name), "bold"), (f" {status}{note}", style)
         )
         if event.duration_ms:
             head.append(f" ({event.duration_ms:.0f} ms)", "dim")
@@ -302,6 +305,7 @@ def render_transcript(
                 Text.assemble(
                     (f"  {mark} ", style),
                     (visible(m.name or "tool"), "bold"),
+                    (exit_note(m.name, m.content), style),
                     ": ",
                     auto,
                     (clip(m.content, 4), "dim"),

@@ -76,12 +76,9 @@ def run() -> None:
     try:
         main()
     except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
-        from graph import describe_error
-        from ui.web.safe_text import markdown
+        from ui.web.unsent import trouble_page
 
-        message, _kind, _retryable = describe_error(exc)
-        st.error(f"Something went wrong: {markdown(message)}")
-        st.button(":material/refresh: Retry", key="retry-page")
+        trouble_page(exc)
 
 
 run()

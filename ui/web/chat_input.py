@@ -21,6 +21,7 @@ import streamlit as st
 
 from graph.protocol.pauses import Pause
 from graph.protocol.threads import ThreadInfo, thread_id_problem
+from ui.web.unsent import GIVEN_BACK, keep_unsent
 
 HINT = "Message Gatehouse (try: list files, or write todo.md: buy milk)"
 # The module whose import loads the page's code (LangGraph among it): once it is loaded,
@@ -45,6 +46,8 @@ def draw_chat_input(
     thread_id: str | None, pending: Pause | None, info: ThreadInfo | None, running: bool
 ) -> None:
     disabled, hint = input_state(pending, info, running)
+    if (back := st.session_state.pop(GIVEN_BACK, None)) is not None:
+        st.session_state["prompt"] = back
     st.chat_input(hint, disabled=disabled, key="prompt", on_submit=_on_prompt, args=(thread_id,))
 
 
@@ -59,8 +62,8 @@ def _on_prompt(thread_id: str | None) -> None:
 
     try:
         state = app_state()
-    except Exception:  # noqa: BLE001 - the page says why it cannot start; keep the text
-        st.session_state["flash"] = f"Not sent: Gatehouse could not start. Your message: {text}"
+    except Exception as exc:  # noqa: BLE001 - the page says why it cannot start; keep the text
+        keep_unsent(thread_id, text, exc)
         return
     send_prompt(state.session, state.runner, thread_id, text)
 

@@ -12,22 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
 from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from graph.protocol.display import visible
-from graph.protocol.operations import Fork, Retry, SendMessage
+from graph.protocol.operations import Fork, Retry
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import tab_options
-from ui.web.history import draw_turn, draw_window, turns_of
+from ui.web.history import approvals_of, draw_turn, draw_window, turns_of
 from ui.web.live_ready import live_ready
 from ui.web.live_run import durations, follow, last_error
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import stopped_notes
 from ui.web.threads import current_thread, open_thread
-from ui.web.tool_blocks import NOT_RUN, WAITING
+from ui.web.tool_blocks import NOT_RUN, WAITING, said_html
+from ui.web.unsent import calm, keep_unsent
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,6 @@ def open_thread_now(session: Session, runner: Runner) -> OpenThread:
     return OpenThread(thread_id, active, pending, session.thread(thread_id))
 
 
-def queued(thread_id: str) -> list[str]:
-    """Messages typed during a run, sent one by one when it ends (this tab's)."""
-    return st.session_state.setdefault("queued", {}).setdefault(thread_id, [])
-
-
 def stop_dock(runner: Runner, now: OpenThread) -> None:
     """The Stop button above the chat input, while a run is active on the thread."""
     if now.active is not None and now.thread_id is not None:
@@ -64,25 +61,36 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
 
 
 def send_prompt(session: Session, runner: Runner, thread_id: str | None, text: str) -> None:
-    """Send a message typed in the chat input (its callback, ui/web/chat_input.py)."""
+    """Send a message typed in the chat input (its callback, ui/web/chat_input.py): now,
+    or queued in the thread's database while a run is active (graph/service/runner.py).
+    A message the database cannot take now is kept and retried (ui/web/unsent.py)."""
     if thread_id is not None:
         st.session_state.pop(f"notice-{thread_id}", None)
-    if thread_id is not None and runner.active(thread_id) is not None:
-        queued(thread_id).append(text)
-        return
     new_id = thread_id or session.new_thread_id()
     try:
-        runner.submit(SendMessage(new_id, text), tab_options())
+        deliver(runner, new_id, text)
+    except Exception as exc:  # noqa: BLE001 - storage: kept, retried by the page
+        keep_unsent(new_id, text, exc)
+    if thread_id is None:
+        open_thread(new_id)
+
+
+def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
+    """`Runner.send` with what a person must know said on the page; raises only what
+    the database raised (the message is then not stored anywhere yet). No `thread_id`:
+    a new thread, opened."""
+    if thread_id is None:
+        thread_id = runner.session.new_thread_id()
+        open_thread(thread_id)
+    try:
+        runner.send(thread_id, text, tab_options())
     except RunInProgress:
         st.session_state["flash"] = (
-            "Not sent: a run is active on this thread in another process. "
-            f"Your message, to send again: {text}"
+            "Not sent yet: a run is active on this thread in another process. "
+            "Your message is queued below; send it when that run ends."
         )
     except (DecisionError, ValueError) as exc:
         st.session_state["flash"] = f"Not sent: {exc}. Your message: {text}"
-    else:
-        if thread_id is None:
-            open_thread(new_id)
 
 
 def _stop_button(runner: Runner, thread_id: str) -> None:
@@ -98,10 +106,10 @@ def _stop_button(runner: Runner, thread_id: str) -> None:
             key="stop",
             type="secondary",
             help="Stop the run now (a running command is killed)",
-            on_click=_stop,
+            on_click=calm(_stop),
             args=(runner, thread_id),
         )
-        waiting = len(queued(thread_id))
+        waiting = len(runner.queued(thread_id))
         dock_right.caption(
             ":material/pending: running… "
             + (
@@ -113,8 +121,7 @@ def _stop_button(runner: Runner, thread_id: str) -> None:
 
 
 def _stop(runner: Runner, thread_id: str) -> None:
-    if runner.cancel(thread_id):
-        st.session_state[f"stopping-{thread_id}"] = True
+    runner.cancel(thread_id)
 
 
 def _retry(runner: Runner, thread_id: str) -> None:
@@ -169,10 +176,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     if active is not None and not live_ready():
         # Drawn as it stands until the browser has drawn its widgets (ui/web/live_ready.py).
         with live_slot.container():
-            _draw_running(runner, thread_id, messages, tail_start, base, took, active, branches)
-            with st.chat_message("assistant"):
-                st.caption("running…")
-            _draw_queued(thread_id)
+            _draw_live(runner, thread_id, messages, tail_start, base, took, active, branches)
         return False
     if active is not None:
         with live_slot.container():
@@ -212,15 +216,9 @@ def _follow_runs(
         # A fresh slot per live run, emptied when it ends: the final tail is drawn
         # after it (replacing a container's content in place upsets the browser's
         # delta paths when the run ends while deltas are in flight).
-        live = st.empty()
-        with live.container():
-            _draw_running(runner, thread_id, messages, tail_start, base, took, active, branches)
-            # The run's progress first, then what waits for it (filled in that order
-            # on screen, though the queue is drawn before the run is followed).
-            progress = st.container()
-            _draw_queued(thread_id)
-            with progress:
-                follow(active)
+        live = _draw_live(
+            runner, thread_id, messages, tail_start, base, took, active, branches, follows=True
+        )
         live.empty()
         messages = transcript(session, thread_id)
         took = durations(runner, thread_id)
@@ -228,10 +226,42 @@ def _follow_runs(
         info = session.thread(thread_id)
         base = len(messages)
         branches = {b.index: b for b in session.branches(thread_id, messages)}
-        active = (
-            _send_queued(runner, thread_id) if pending is None and not _stopped(thread_id) else None
-        )
+        # A completed run's end sends the next queued message (the Runner does it).
+        active = runner.next_run(active)
     return thread_id, messages, took, pending, info, branches
+
+
+def _draw_live(
+    runner: Runner,
+    thread_id: str,
+    messages: list,
+    tail_start: int,
+    base: int,
+    took: dict[str, float],
+    active: Run,
+    branches: Mapping[int, Branches],
+    *,
+    follows: bool = False,
+) -> Any:
+    """A live run in a slot of its own (returned): the tail so far, the run's progress
+    (followed to its end when `follows`, else "running…") and the queue after it. The
+    same shape either way: the page drawn before the browser is ready (a reload) and
+    the run that follows are drawn in the same places, so no element of the first
+    stays on screen beside the second (a ghost copy of the running message)."""
+    live = st.empty()
+    with live.container():
+        _draw_running(runner, thread_id, messages, tail_start, base, took, active, branches)
+        # The run's progress first, then what waits for it (filled in that order
+        # on screen, though the queue is drawn before the run is followed).
+        progress = st.container()
+        _draw_queued(runner, thread_id, running=True)
+        with progress:
+            if follows:
+                follow(active)
+            else:
+                with st.chat_message("assistant"):
+                    st.caption("running…")
+    return live
 
 
 def _draw_running(
@@ -258,7 +288,7 @@ def _draw_running(
     )
     if active.user_text:
         with st.chat_message("user"):
-            st.markdown(markdown(active.user_text))
+            st.markdown(said_html(active.user_text), unsafe_allow_html=True)
 
 
 def _draw_settled(
@@ -284,7 +314,7 @@ def _draw_settled(
         missing=WAITING if pending is not None else NOT_RUN,
         branches=branches,
     )
-    _draw_queued(thread_id)
+    _draw_queued(runner, thread_id, running=False, paused=pending is not None)
     _tail_controls(session, runner, thread_id, info, pending)
     last_user = next(
         (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None
@@ -300,7 +330,7 @@ def _draw_settled(
             key="regenerate",
             type="tertiary",
             help="Ask again: the last answer is replaced (the old one stays in the checkpoints)",
-            on_click=_regenerate,
+            on_click=calm(_regenerate),
             args=(runner, thread_id, last_user, messages[last_user].content),
         )
 
@@ -310,21 +340,6 @@ def _regenerate(runner: Runner, thread_id: str, index: int, text: str) -> None:
         runner.submit(Fork(thread_id, index, text), tab_options())
     except (RunInProgress, DecisionError, ValueError) as exc:
         st.session_state["flash"] = f"Not regenerated: {exc}"
-
-
-def _stopped(thread_id: str) -> bool:
-    return bool(st.session_state.pop(f"stopping-{thread_id}", False))
-
-
-def _send_queued(runner: Runner, thread_id: str) -> Run | None:
-    waiting = queued(thread_id)
-    while waiting:
-        text = waiting.pop(0)
-        try:
-            return runner.submit(SendMessage(thread_id, text), tab_options())
-        except (RunInProgress, DecisionError, ValueError) as exc:
-            st.session_state["flash"] = f"Queued message not sent: {exc}. Your message: {text}"
-    return None
 
 
 def _draw_part(
@@ -343,6 +358,7 @@ def _draw_part(
     if not part:
         return
     results = {m.tool_call_id: m for m in part if m.role == "tool"}
+    approvals = approvals_of(runner, thread_id)
     for turn in turns_of(part):
         draw_turn(
             runner,
@@ -354,14 +370,50 @@ def _draw_part(
             can_fork=can_fork,
             missing=missing,
             branches=branches,
+            approvals=approvals,
         )
 
 
-def _draw_queued(thread_id: str) -> None:
-    for text in queued(thread_id):
+def _draw_queued(runner: Runner, thread_id: str, *, running: bool, paused: bool = False) -> None:
+    """The thread's queued messages under the run, as stored (they outlive a reload, Stop
+    and a restart). With no run going, each says why it waits and offers "Send now"
+    and "Discard": a stopped run leaves the decision to the person."""
+    for message in runner.queued(thread_id):
         with st.chat_message("user"):
-            st.markdown(markdown(text))
-            st.caption(":material/schedule: queued: sent when the run ends")
+            st.markdown(said_html(message.text), unsafe_allow_html=True)
+            if running:
+                st.caption(":material/schedule: queued: sent when the run ends")
+                continue
+            if paused:
+                st.caption(
+                    ":material/schedule: queued: sent when the run your decision resumes ends"
+                )
+            else:
+                st.caption(
+                    ":material/schedule: queued, not sent: the run before it did not complete"
+                )
+            with st.container(horizontal=True, gap="small"):
+                if not paused:
+                    st.button(
+                        ":material/send: Send now",
+                        key=f"queued-send-{message.id}",
+                        on_click=calm(_send_queued),
+                        args=(runner, thread_id, message.id),
+                    )
+                st.button(
+                    ":material/delete: Discard",
+                    key=f"queued-discard-{message.id}",
+                    type="tertiary",
+                    on_click=calm(runner.discard),
+                    args=(thread_id, message.id),
+                )
+
+
+def _send_queued(runner: Runner, thread_id: str, message_id: str) -> None:
+    try:
+        runner.send_queued(thread_id, message_id)
+    except (RunInProgress, DecisionError, ValueError) as exc:
+        st.session_state["flash"] = f"Not sent: {exc}. The message stays queued."
 
 
 def _tail_controls(
@@ -371,8 +423,6 @@ def _tail_controls(
     if pending is not None:
         approval_card(session, runner, pending)
         st.caption("Chat input is disabled until you decide on the calls above.")
-        if queued(thread_id):
-            st.caption("Your queued message is sent after the run this decision resumes ends.")
         return
     if info is not None and info.status == "running":
         st.info("A run is active on this thread in another process; this page follows it.")
@@ -384,6 +434,6 @@ def _tail_controls(
         )
         st.error(markdown(last_error(runner, thread_id) or info.reason or default))
         st.button(
-            ":material/refresh: Retry", key="retry", on_click=_retry, args=(runner, thread_id)
+            ":material/refresh: Retry", key="retry", on_click=calm(_retry), args=(runner, thread_id)
         )
     stopped_notes(session, runner, thread_id, transcript(session, thread_id), info)

@@ -20,7 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-from graph import AwaitingDecision, Branches, MessageView, RunInProgress, Runner
+from graph import AwaitingDecision, Branches, DecisionRecord, MessageView, RunInProgress, Runner
 from graph.protocol.operations import Fork
 from graph.protocol.threads import turn_starts
 from ui.web.auto_approve import tab_options
@@ -32,6 +32,7 @@ from ui.web.thinking import draw_cut_off, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
 
 WINDOW = 8
+APPROVALS = 500
 FIND_RESULTS = 20
 # A jump from "Find" draws the turn found and the ones after it, up to this many.
 FOUND_TURNS = 4
@@ -46,6 +47,16 @@ class Turn:
     number: int | None
     start: int
     end: int
+
+
+def approvals_of(runner: Runner, thread_id: str) -> dict[str, DecisionRecord]:
+    """The answer each call of the thread got on its approval card, by call id (the
+    decision log's newest `APPROVALS` records: the calls in view are the latest)."""
+    found: dict[str, DecisionRecord] = {}
+    for record in runner.session.audit(thread_id, limit=APPROVALS):  # newest first
+        if record.question == "review":
+            found.setdefault(record.tool_call_id, record)
+    return found
 
 
 def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
@@ -82,6 +93,7 @@ def draw_window(
     """Draw the last turns of `turns` (all but those the window hides), or, after a
     jump from "Find", the found turn and the few after it."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
+    approvals = approvals_of(runner, thread_id) if turns else {}
     if (found := _found(thread_id, turns)) is not None:
         _draw_found(
             runner,
@@ -93,6 +105,7 @@ def draw_window(
             took,
             can_fork=can_fork,
             branches=branches,
+            approvals=approvals,
         )
         return
     shown = shown_turns(thread_id)
@@ -118,6 +131,7 @@ def draw_window(
             can_fork=can_fork,
             missing=NOT_RUN,
             branches=branches,
+            approvals=approvals,
         )
 
 
@@ -173,6 +187,7 @@ def _draw_found(
     *,
     can_fork: bool,
     branches: Mapping[int, Branches],
+    approvals: Mapping[str, DecisionRecord],
 ) -> None:
     """The turn "Find" jumped to and a few after it: what the person asked to see, drawn
     at the cost of a normal window whatever the thread's length (never every turn from
@@ -210,6 +225,7 @@ def _draw_found(
             can_fork=can_fork,
             missing=NOT_RUN,
             branches=branches,
+            approvals=approvals,
         )
     if end < len(turns):
         left, right = st.columns([1, 2])
@@ -278,8 +294,10 @@ def draw_turn(
     can_fork: bool,
     missing: str,
     branches: Mapping[int, Branches],
+    approvals: Mapping[str, DecisionRecord],
 ) -> None:
-    """One turn: the user's bubble, then one assistant bubble for the rest."""
+    """One turn: the user's bubble, then one assistant bubble for the rest; each call's
+    row says who approved it and from where (`approvals`: see `approvals_of`)."""
     i = 0
     if (
         part and part[0].summary
@@ -288,7 +306,7 @@ def draw_turn(
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
-            draw_message_text(thread_id, part[0])
+            draw_message_text(thread_id, part[0], as_written=True)
             _user_actions(
                 runner,
                 thread_id,
@@ -316,7 +334,13 @@ def draw_turn(
                     rows.append(row_html(call.name, call.args, None, "", None, missing=missing))
                 else:
                     rows.append(
-                        result_row(thread_id, call, result, took.get(call.id, result.duration_ms))
+                        result_row(
+                            thread_id,
+                            call,
+                            result,
+                            took.get(call.id, result.duration_ms),
+                            approvals.get(call.id),
+                        )
                     )
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
@@ -341,9 +365,12 @@ def _user_actions(
             _version_switcher(runner, thread_id, versions, enabled=can_fork)
         if can_fork and st.session_state.get(_fork_key(thread_id)) != index:
             st.button(
-                ":material/edit: Edit and fork",
+                ":material/edit: Edit and rerun from here",
                 key=f"fork-{thread_id}-{index}",
-                help="Edit this message and fork from here",
+                help=(
+                    "Change this message and run the thread again from it: what came after it "
+                    "is replaced by the new run. The old version is kept: switch back with < >."
+                ),
                 type="tertiary",
                 on_click=st.session_state.__setitem__,
                 args=(_fork_key(thread_id), index),
@@ -398,12 +425,16 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
     with st.container(border=True):
         new_text = st.text_area("Message", value=text, key=f"fork-text-{thread_id}-{index}")
         sure = st.checkbox(
-            "Replace this message and continue from it (the old version stays: switch back with < >)",
+            "Replace this message and run the thread again from it (the old version stays: "
+            "switch back with < >)",
             key=f"fork-sure-{thread_id}-{index}",
         )
         left, right = st.columns(2)
         go = left.button(
-            "Fork from here", key=f"fork-go-{thread_id}-{index}", disabled=not sure, type="primary"
+            "Rerun with this message",
+            key=f"fork-go-{thread_id}-{index}",
+            disabled=not sure,
+            type="primary",
         )
         right.button(
             "Cancel",

@@ -73,7 +73,7 @@ class LiveView:
                 if event.grant
                 else event.name
             )
-            self.tools[event.call_id] = ToolBlock(name, event.args)
+            self.tools[event.call_id] = ToolBlock(name, event.args, event.name)
         elif isinstance(event, ev.ToolOutput):
             block = self.tools.get(event.call_id)
             if block is not None:

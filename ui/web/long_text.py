@@ -17,6 +17,7 @@ import streamlit as st
 from graph import MessageView
 from graph.protocol.display import shown
 from ui.web.safe_text import markdown
+from ui.web.tool_blocks import said_html
 
 HEAD_CHARS = 20_000
 # Cut at the last line break within this many characters of the limit, so a
@@ -39,15 +40,19 @@ def _key(thread_id: str, message: MessageView) -> str:
     return f"show-all-{thread_id}-{ident}"
 
 
-def draw_message_text(thread_id: str, message: MessageView) -> None:
-    """The message's Markdown (drawn safe), or its head and a "Show all" button."""
+def draw_message_text(thread_id: str, message: MessageView, *, as_written: bool = False) -> None:
+    """The message's Markdown (drawn safe), or its head and a "Show all" button;
+    `as_written`: the text as typed (a person's message), not read as Markdown."""
     text = message.content
     key = _key(thread_id, message)
     head = head_of(text)
-    if head == text or st.session_state.get(key):
-        st.markdown(markdown(text))
+    shown = text if head == text or st.session_state.get(key) else head + " …"
+    if as_written:
+        st.markdown(said_html(shown), unsafe_allow_html=True)
+    else:
+        st.markdown(markdown(shown))
+    if shown == text:
         return
-    st.markdown(markdown(head) + " …")
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.caption(f"Showing the first {len(head):,} of {len(text):,} characters.", width="content")
         st.button(

@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from graph import MessageView, Session
+from graph import DecisionRecord, MessageView, Session
+from graph.protocol.decisions import who_decided
 from graph.protocol.threads import ToolCallView
 from ui.web.safe_text import code, label
 from ui.web.tool_blocks import row_html
@@ -23,14 +24,26 @@ OUTPUT_VIEW = "output"
 
 
 def result_row(
-    thread_id: str, call: ToolCallView, result: MessageView, duration_ms: float | None
+    thread_id: str,
+    call: ToolCallView,
+    result: MessageView,
+    duration_ms: float | None,
+    decided: DecisionRecord | None = None,
 ) -> str:
-    """A finished call's history row (tool_blocks.row_html), saying when it was
-    auto-approved and, for an offloaded output, linking to the whole of it."""
+    """A finished call's history row (tool_blocks.row_html), saying who let it run and
+    from where (`decided`: its answer in the decision log), or that it ran without a
+    click, and, for an offloaded output, linking to the whole of it."""
     row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
     notes = []
     if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
         notes.append(why)
+    elif (
+        decided is not None
+        # A call that only shares the id (models reuse ids) was not this decision's.
+        and (decided.binds(call.to_dict()) or decided.binds(call.to_dict(), as_run=True))
+        and (said := who_decided([decided])) is not None
+    ):
+        notes.append(said.replace(f" {decided.tool} ", " ", 1).rsplit(" at ", 1)[0])
     if result.offloaded:
         notes.append(
             f"output {result.total_chars:,} characters" if result.total_chars else "large output"

@@ -12,11 +12,10 @@ from typing import Any
 
 import streamlit as st
 
-from graph import describe_error
 from ui.web.audit import audit_page
 from ui.web.auto_approve import auto_approve_banner
 from ui.web.chat_input import draw_chat_input
-from ui.web.chat_page import chat_page, open_thread_now, stop_dock
+from ui.web.chat_page import chat_page, deliver, open_thread_now, stop_dock
 from ui.web.desktop_notify import desktop_notifications
 from ui.web.inbox import inbox_page
 from ui.web.live_edit import LIVE_EDIT_SCRIPT
@@ -28,6 +27,7 @@ from ui.web.safe_text import markdown
 from ui.web.settings import settings_page
 from ui.web.state import app_state
 from ui.web.threads import current_thread, current_view, sidebar
+from ui.web.unsent import trouble_page, unsent_banner
 from ui.web.warm import after_first_page
 
 
@@ -37,13 +37,9 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
     st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()
-    except Exception as exc:  # noqa: BLE001 - a readable page, never a traceback
+    except Exception as exc:  # noqa: BLE001 - a readable page that retries, never a traceback
         page_loaded(loading)
-        st.error(f"Gatehouse cannot start: {describe_error(exc)[0]}")
-        if flash := st.session_state.pop("flash", None):
-            # A message sent from a first page's early input: not sent, shown to keep.
-            st.warning(markdown(flash))
-        st.button(":material/refresh: Retry", key="retry-start")
+        trouble_page(exc)
         return
     # The one Runner of the server: each run this page starts carries this browser
     # session's options (ui/web/auto_approve.py: tab_options).
@@ -61,6 +57,7 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
     auto_approve_banner(session, current_thread())
     if flash := st.session_state.pop("flash", None):
         st.warning(markdown(flash))  # may quote a message or an error: drawn safe
+    unsent_banner(lambda thread_id, text: deliver(runner, thread_id, text))
     view = current_view()
     now = open_thread_now(session, runner) if view == "chat" else None
     if now is not None and not input_drawn:

@@ -90,17 +90,63 @@ def general_rows(info: dict[str, Any]) -> list[dict[str, str]]:
     return [{"Setting": k, "Value": _text(v)} for k, v in rows]
 
 
+def rule_text(rule: dict[str, Any]) -> str:
+    """One policy rule as a person reads it: "runs without asking when path matches notes/*"."""
+    what = f"{rule.get('arg') or 'its main argument'} "
+    what += (
+        f"matches {rule['glob']}"
+        if rule.get("glob")
+        else f"matches the pattern /{rule.get('regex')}/"
+        if rule.get("regex")
+        else "is given"
+    )
+    return f"{MODE_WORDS.get(str(rule.get('mode')), rule.get('mode'))} when {what}"
+
+
 def policy_rows(info: dict[str, Any]) -> list[dict[str, str]]:
-    return [
-        {
-            "Tool": str(r.get("tool")),
-            "Risk": str(r.get("risk")),
-            "When the model calls it": MODE_WORDS.get(str(r.get("mode")), str(r.get("mode"))),
-            "Rules on its arguments": str(r.get("rules", 0)),
-        }
-        for r in info.get("policy") or []
-        if isinstance(r, dict)
-    ]
+    allow = info.get("shell_allow") or []
+    rows = []
+    for r in info.get("policy") or []:
+        if not isinstance(r, dict):
+            continue
+        mode = MODE_WORDS.get(str(r.get("mode")), str(r.get("mode")))
+        if r.get("tool") == "run_command" and allow and r.get("mode") == "ask":
+            mode += ", except commands on the allow list (below)"
+        rules = [rule_text(x) for x in r.get("rule_list") or [] if isinstance(x, dict)]
+        rows.append(
+            {
+                "Tool": str(r.get("tool")),
+                "Risk": str(r.get("risk")),
+                "When the model calls it": mode,
+                "Rules on its arguments": "; ".join(rules) or str(r.get("rules") or "—"),
+            }
+        )
+    return rows
+
+
+def free_rows(info: dict[str, Any]) -> list[dict[str, str]]:
+    """What runs without anyone asked, and why: tools allowed outright, allow rules, and
+    run_command's allow list."""
+    rows = []
+    for r in info.get("policy") or []:
+        if not isinstance(r, dict):
+            continue
+        tool = str(r.get("tool"))
+        if r.get("mode") == "allow":
+            why = "read-only tool" if r.get("risk") == "read" else "the policy allows it"
+            rows.append({"What": f"every {tool} call", "Why": why})
+        for rule in r.get("rule_list") or []:
+            if isinstance(rule, dict) and rule.get("mode") == "allow":
+                rows.append({"What": f"{tool}: {rule_text(rule)}", "Why": "a policy rule"})
+    for prefix in info.get("shell_allow") or []:
+        rows.append(
+            {
+                "What": f"run_command: {prefix} …",
+                "Why": "on the allow list ([tools] shell_allow): one simple command, "
+                "inside the workspace, read-only, no network",
+            }
+        )
+    return rows
 
 
 def hook_rows(info: dict[str, Any]) -> list[dict[str, str]]:
@@ -131,6 +177,13 @@ def settings_page(session: Session) -> None:
             "the policy says otherwise; a `deny` refuses without asking."
         )
         _table(rows, "Tool")
+        st.markdown("**What runs without asking, and why**")
+        st.caption(
+            "A command on the allow list runs freely only as one simple command (no `;`, `&&`, "
+            "pipes or redirections), with no argument outside the workspace, read-only and "
+            "without network; any other command asks."
+        )
+        _table(free_rows(info) or [{"What": "nothing", "Why": "every call asks"}], "What")
     elif isinstance(info.get("policy"), str):
         st.code(str(info["policy"]), language="text")
     else:

@@ -7,17 +7,19 @@ the page lives there too (`?view=inbox|settings`, chat by default).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import streamlit as st
 
-from graph import Runner, Session
+from graph import MessageView, Runner, Session
 from graph.protocol.threads import shown_id, thread_id_problem
 from ui.web.auto_approve import tab_switch
 from ui.web.long_threads import undo_question
 from ui.web.safe_text import label as safe_label
 from ui.web.thread_extras import thread_extras
+from ui.web.unsent import give_back
 
 VIEWS = {
     "chat": ":material/chat: Chat",
@@ -107,13 +109,19 @@ def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
     threads = session.threads(limit=100)
     if not threads:
         st.caption("No threads yet: send a message to start one.")
+    # Threads with the same title are told apart by when they started and their id.
+    titles = Counter(t.title for t in threads)
     for info in threads:
         badge = _BADGES.get(info.status, "")
         if runner.active(info.thread_id) is not None:
             badge = " :blue-badge[running]"
         selected = info.thread_id == current
         # Gray text is unreadable on the selected (primary-colored) button.
-        when = ago(info.updated_at) if selected else f":gray[{ago(info.updated_at)}]"
+        when = ago(info.updated_at)
+        if titles[info.title] > 1:
+            started = time.strftime("%b %d %H:%M", time.localtime(info.created_at))
+            when += f" · started {started} · id {safe_label(info.thread_id[:8])}"
+        when = when if selected else f":gray[{when}]"
         label = f"{safe_label(info.title)}{badge}  \n{when}"
         kind: Literal["primary", "secondary"] = "primary" if selected else "secondary"
         if st.button(label, key=f"thread-{info.thread_id}", width="stretch", type=kind):
@@ -161,7 +169,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         undo_question(paused),
         f"undo-{thread_id}",
         busy,
-        lambda: session.undo(thread_id, force=paused),
+        lambda: _undo(session, thread_id, force=paused),
     )
     _confirmed_action(
         ":material/delete: Delete thread",
@@ -171,6 +179,44 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         lambda: _delete(session, thread_id),
     )
     thread_extras(session, thread_id, busy)
+
+
+def _undo(session: Session, thread_id: str, *, force: bool) -> None:
+    """Undo the last turn, then say what it had changed on disk (undo rewinds the
+    thread, not the files) and put the person's message back in the chat input."""
+    messages = session.transcript(thread_id)
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    session.undo(thread_id, force=force)
+    if last is None:
+        return
+    give_back(messages[last].content)
+    changed = changes_on_disk(session.info, messages[last:])
+    st.session_state["flash"] = (
+        "Undone: the last turn is gone from the thread and your message is back in the input. "
+        + (
+            "It had changed things on disk, and undo does not change them back: "
+            + "; ".join(changed)
+            if changed
+            else "It changed nothing on disk."
+        )
+    )
+
+
+def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
+    """The calls of `part` that ran a tool that is not read-only, each as `name args`."""
+    risks = {r.get("tool"): r.get("risk") for r in info.get("policy") or [] if isinstance(r, dict)}
+    ran = {m.tool_call_id for m in part if m.role == "tool" and m.outcome in ("ok", "error")}
+    said = []
+    for m in part:
+        for call in m.tool_calls:
+            if call.id in ran and risks.get(call.name, "write") != "read":
+                args = ", ".join(
+                    f"{k}: {v}"
+                    for k, v in call.args.items()
+                    if k != "content" and v not in ("", None)
+                )
+                said.append(f"`{call.name}` {safe_label(args[:120])}")
+    return said
 
 
 def _delete(session: Session, thread_id: str) -> None:

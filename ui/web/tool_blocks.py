@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import streamlit as st
 
+from graph.protocol.messages import call_outcome, exit_note
 from ui.web.safe_text import code
 from ui.web.safe_text import label as safe_label
 from ui.web.safe_text import pretty as safe_pretty
@@ -60,13 +61,21 @@ def clip(text: str) -> str:
     return code(text)
 
 
-def label(name: str, status: str | None, duration_ms: float | None) -> str:
-    name = safe_label(name)  # the label renders Markdown, images included
+def _word(tool: str, status: str, output: str) -> str:
+    """The outcome's word: done, failed, "failed (exit code 2)" (a command), rejected…"""
+    return _WORD.get(status, status) + (exit_note(tool, output) if status == "error" else "")
+
+
+def label(
+    name: str, status: str | None, duration_ms: float | None, output: str = "", tool: str = ""
+) -> str:
+    """A live call's label: `name` as shown, `tool` the tool's own name."""
+    shown = safe_label(name)  # the label renders Markdown, images included
     if status is None:
-        return f":material/build: {name} · running…"
-    word = _WORD.get(status, status)
+        return f":material/build: {shown} · running…"
+    word = _word(tool or name, status, output)
     took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
-    return f":material/build: {name} · {word}{took}"
+    return f":material/build: {shown} · {word}{took}"
 
 
 PRE_CLASS = "gh-pre"
@@ -83,6 +92,16 @@ def pre_html(text: str) -> str:
     # (a busy machine) must not show its output run together on one line.
     return (
         f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">'
+        + html.escape(code(text)).replace("\n", "&#10;")
+        + "</div>"
+    )
+
+
+def said_html(text: str) -> str:
+    """A person's own message as they wrote it: every line break and space kept, nothing
+    read as Markdown or HTML (`# …` stays a line starting with `#`), long lines wrapped."""
+    return (
+        '<div class="gh-said" style="white-space: pre-wrap; overflow-wrap: anywhere">'
         + html.escape(code(text)).replace("\n", "&#10;")
         + "</div>"
     )
@@ -106,7 +125,8 @@ def row_html(
         body = shown
     else:
         took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
-        title = f"{_MARK.get(status, '•')} {code(name)} · {_WORD.get(status, status)}{took}"
+        status = call_outcome(name, status, output)
+        title = f"{_MARK.get(status, '•')} {code(name)} · {_word(name, status, output)}{took}"
         body = shown + "<small>output</small>" + pre_html(clip(output) or "(no output)")
     return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'
 
@@ -122,8 +142,9 @@ def not_run_row(
 class ToolBlock:
     """One live tool call's status block; output is buffered and flushed by the caller."""
 
-    def __init__(self, name: str, args: dict[str, Any]) -> None:
-        self.name, self.args = name, args
+    def __init__(self, name: str, args: dict[str, Any], tool: str = "") -> None:
+        """`name` as the label shows it (with how it was let through), `tool` the tool's."""
+        self.name, self.args, self.tool = name, args, tool or name
         # The block's place, so a call that ends without running can be redrawn as a row.
         self.slot = st.empty()
         self.box = self.slot.status(label(name, None, None), state="running", expanded=True)
@@ -151,8 +172,9 @@ class ToolBlock:
             self.output = output
             self.dirty = True
         self.flush()
+        status = call_outcome(self.tool, status, self.output)
         self.box.update(
-            label=label(self.name, status, duration_ms),
+            label=label(self.name, status, duration_ms, self.output, self.tool),
             state=_STATE.get(status, "complete"),
             expanded=False,
         )

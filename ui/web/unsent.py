@@ -1,0 +1,143 @@
+"""When the database cannot be used (another process holds it locked, the Postgres
+server is unreachable): what a person typed is kept, they are told so in a sentence,
+and the page recovers by itself once the database is back. Never a traceback.
+
+- A message that could not be stored or sent stays in this browser session
+  (`keep_unsent`); `unsent_banner` shows it with the reason and tries again every
+  `RETRY_S` seconds (a fragment: the rest of the page is not redrawn), sending it as
+  soon as the database takes it.
+- `calm` wraps a control's callback: a storage error there becomes a message on the
+  page (Streamlit shows a callback's exception as a traceback).
+- `give_back`: text put back in the chat input (undo gives the person's message back).
+- `trouble_page`: the top-level guard of ui/web/app.py. The page says what went wrong,
+  keeps any unsent message in view, offers Retry and retries by itself.
+
+Imports only Streamlit at load: ui/web/chat_input.py uses it on a first page, before
+LangGraph is loaded.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec
+
+import streamlit as st
+
+RETRY_S = 2.0
+GIVEN_BACK = "gh-prompt-back"  # session state: text the next chat input starts with
+UNSENT = "gh-unsent"  # session state: [(thread_id, text), ...], oldest first
+REASON = "gh-unsent-reason"
+
+P = ParamSpec("P")
+
+
+def reason_of(exc: BaseException) -> str:
+    """What went wrong, in a sentence a person reads (never a traceback)."""
+    from graph import describe_error
+
+    message, kind, _retryable = describe_error(exc)
+    if kind == "storage":
+        return (
+            "The database cannot be used right now (another program may hold it "
+            f"locked, or its server is unreachable). {message}"
+        )
+    return message
+
+
+def keep_unsent(thread_id: str | None, text: str, exc: BaseException) -> None:
+    """Keep `text` for `thread_id` (None: a new thread) in this browser session."""
+    st.session_state.setdefault(UNSENT, []).append((thread_id, text))
+    st.session_state[REASON] = reason_of(exc)
+
+
+def give_back(text: str) -> None:
+    """Put `text` in the chat input when it is next drawn (after an undo: the person's
+    message, to edit and send again). A widget's value cannot change once it is drawn."""
+    st.session_state[GIVEN_BACK] = text
+
+
+def unsent() -> list[tuple[str | None, str]]:
+    return list(st.session_state.get(UNSENT, []))
+
+
+def calm(callback: Callable[P, Any]) -> Callable[P, None]:
+    """`callback`, with an error it raises shown as a message on the page."""
+
+    @functools.wraps(callback)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            callback(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - a message, never a traceback
+            st.session_state["flash"] = f"Not done: {reason_of(exc)}"
+
+    return guarded
+
+
+def _quoted(text: str) -> str:
+    from ui.web.tool_blocks import said_html
+
+    return said_html(text)
+
+
+def unsent_banner(send: Callable[[str | None, str], None]) -> None:
+    """The messages kept in this browser session, retried every RETRY_S seconds with
+    `send(thread_id, text)` until the database takes them (then the page is redrawn)."""
+    if unsent():
+        _retry_unsent(send)
+
+
+@st.fragment(run_every=RETRY_S)
+def _retry_unsent(send: Callable[[str | None, str], None]) -> None:
+    waiting = st.session_state.get(UNSENT, [])
+    sent = False
+    while waiting:
+        thread_id, text = waiting[0]
+        try:
+            send(thread_id, text)
+        except Exception as exc:  # noqa: BLE001 - kept, said, tried again
+            st.session_state[REASON] = reason_of(exc)
+            break
+        waiting.pop(0)
+        sent = True
+    if sent:
+        st.rerun(scope="app")
+    if not waiting:
+        return
+    with st.container(key="gh-unsent"):
+        st.warning(
+            f"{st.session_state.get(REASON, '')}\n\n"
+            f"Your message{'s are' if len(waiting) > 1 else ' is'} kept here and sent as soon "
+            f"as the database is back (trying every {RETRY_S:g} s).",
+            icon=":material/hourglass_top:",
+        )
+        for _thread_id, text in waiting:
+            with st.chat_message("user"):
+                st.markdown(_quoted(text), unsafe_allow_html=True)
+                st.caption(":material/schedule: not sent yet: waiting for the database")
+
+
+def trouble_page(exc: BaseException) -> None:
+    """The page that replaces a page that failed: what went wrong, what was kept, and a
+    retry (by itself every RETRY_S seconds, or the button)."""
+    st.error(f"Gatehouse cannot show this page right now. {reason_of(exc)}")
+    for _thread_id, text in unsent():
+        with st.chat_message("user"):
+            st.markdown(_quoted(text), unsafe_allow_html=True)
+            st.caption(":material/schedule: kept: sent as soon as the page works again")
+    st.caption(f"Trying again every {RETRY_S:g} s…")
+    st.button(":material/refresh: Retry now", key="retry-page")
+    _retry_soon()
+
+
+@st.fragment(run_every=RETRY_S)
+def _retry_soon() -> None:
+    # The fragment's first run is the page's own; each later one retries the page.
+    ticks = st.session_state.get("gh-retry-ticks", 0) + 1
+    st.session_state["gh-retry-ticks"] = ticks
+    if ticks > 1:
+        st.session_state["gh-retry-ticks"] = 0
+        st.rerun(scope="app")
+
+
+__all__ = ["calm", "give_back", "keep_unsent", "trouble_page", "unsent", "unsent_banner"]
