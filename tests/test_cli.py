@@ -141,11 +141,25 @@ def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) ->
 
     gh(env, "send", "--thread", thread_id, "write d.md: three", code=3)
     gh(env, "approve", *named(env, thread_id), "--always", code=0)
-    # Always allowed in this thread: the next write runs without asking ...
-    assert gh_json(env, "send", "--thread", thread_id, "write e.md: four")["status"] == "completed"
+    # --always is narrow: exactly this file runs without asking from now on, another asks.
+    assert gh_json(env, "send", "--thread", thread_id, "write d.md: 3")["status"] == "completed"
+    assert (tmp_path / "ws" / "d.md").read_text() == "3\n"
+    gh(env, "send", "--thread", thread_id, "write e.md: four", code=3)
+    assert [g["tool"] + ":" + (g["pattern"] or "") for g in gh_json(env, "grants", thread_id)] == [
+        "write_file:d.md"
+    ]
+    # The whole tool is its own, explicit flag: the next write runs without asking ...
+    gh(env, "approve", *named(env, thread_id), "--always-tool", code=0)
     assert (tmp_path / "ws" / "e.md").read_text() == "four\n"
+    assert gh_json(env, "send", "--thread", thread_id, "write g.md: six")["status"] == "completed"
     # ... but not in another thread.
-    gh(env, "send", "write f.md: five", code=3)
+    other = gh_json(env, "send", "write f.md: five", code=3)["thread_id"]
+    # A call with no narrow form is refused under --always, nothing sent.
+    gh(env, "reject", *named(env, other), code=0)
+    gh(env, "send", "--thread", other, "run: echo a && echo b", code=3)
+    refused = gh(env, "approve", *named(env, other), "--always", code=2)
+    assert "no narrow grant" in refused.stderr and "--always-tool" in refused.stderr
+    assert gh_json(env, "pending")[0]["thread_id"] == other
 
 
 @slow

@@ -108,10 +108,11 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
     )
 
     [record] = gh_json(env, "audit", "--thread", thread)
+    # --always is narrow: exactly the file approved.
     assert (record["tool"], record["decision"], record["always_allow"]) == (
         "write_file",
         "approve",
-        "*",
+        "todo.md",
     )
     assert (record["source"], record["actor"]) == ("terminal", getpass.getuser())
     assert record["args"] == {"path": "todo.md", "content": "buy milk\n"}
@@ -120,7 +121,7 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
         session.delete(thread)
     text = gh(env, "audit", code=0).stdout
     assert (
-        f"{thread[:8]}  write_file  approve  by {getpass.getuser()} · terminal" in text
+        f"{thread[:8]}  write_file  approved  by {getpass.getuser()} · terminal" in text
         and "always allow: *" in text
     )
 

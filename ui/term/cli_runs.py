@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import graph
+from graph.protocol.grant_scope import narrow_grant
 from ui.term.cli_base import (
     EXIT_AWAITING,
     EXIT_CANCELLED,
@@ -393,7 +394,19 @@ def approve(
     call: CallOpt = None,
     all_: Annotated[bool, typer.Option("--all", help="Approve every pending call.")] = False,
     always: Annotated[
-        bool, typer.Option("--always", help="Also always allow these tools in this thread.")
+        bool,
+        typer.Option(
+            "--always",
+            help="Also always allow exactly these calls in this thread (the same command, "
+            "the same file); refused where a call has no such narrow form.",
+        ),
+    ] = False,
+    always_tool: Annotated[
+        bool,
+        typer.Option(
+            "--always-tool",
+            help="Also always allow these tools in this thread, whatever their arguments.",
+        ),
     ] = False,
     reject_others: RejectOthersOpt = None,
     edit: Annotated[
@@ -423,16 +436,42 @@ def approve(
     """
     if all_ and call:
         raise fail("use either --all or --call, not both", EXIT_USAGE)
+    if always and always_tool:
+        raise fail("use either --always or --always-tool, not both", EXIT_USAGE)
 
-    always_allow = True if always else None
+    def granted(request: Approval, chosen: dict[int, Decision]) -> dict[int, Decision]:
+        """The approvals with their standing grant: the narrow one (exactly this command
+        or file) for --always, the whole tool for --always-tool."""
+        if not (always or always_tool):
+            return chosen
+        out = dict(chosen)
+        for n, d in chosen.items():
+            if not 1 <= n <= len(request.actions) or d.type not in ("approve", "edit"):
+                continue  # decide() says why a number is wrong
+            edited = d.edited_action if d.type == "edit" else None
+            action = edited or request.actions[n - 1]
+            name, args = action.name, action.args
+            scope = None if always_tool else narrow_grant(name, args)
+            if always and scope is None:
+                raise fail(
+                    f"--always: call {n} ({name}) has no narrow grant (a command with shell "
+                    f"syntax or the network, a path outside the workspace, a move); "
+                    f"--always-tool allows every {name} call in this thread",
+                    EXIT_USAGE,
+                )
+            grant = scope.pattern if scope else True
+            out[n] = (
+                ops.edit(name, args, always_allow=grant)
+                if edited
+                else ops.approve(always_allow=grant)
+            )
+        return out
 
     def build(
         request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]
     ) -> ReviewAnswer:
         count = len(request.actions)
-        chosen: dict[int, Decision] = {
-            n: ops.approve(always_allow=always_allow) for n in call or ()
-        }
+        chosen: dict[int, Decision] = {n: ops.approve() for n in call or ()}
         if edit is not None:
             number, text = edit
             if not 1 <= number <= count:
@@ -445,12 +484,9 @@ def approve(
             args, problem = ask.parse_args_json(text, name, check_args)
             if problem is not None or args is None:
                 raise fail(f"--edit {number} ({name}): {problem}; nothing was sent", EXIT_USAGE)
-            chosen[number] = ops.edit(name, args, always_allow=always_allow)
+            chosen[number] = ops.edit(name, args)
         if all_ or (not chosen and count == 1):
-            chosen = {
-                n: chosen.get(n, ops.approve(always_allow=always_allow))
-                for n in range(1, count + 1)
-            }
+            chosen = {n: chosen.get(n, ops.approve()) for n in range(1, count + 1)}
         elif not chosen:
             raise fail(
                 f"thread {thread_id} has {count} pending calls: {td.describe_calls(request)}; "
@@ -460,7 +496,7 @@ def approve(
         others = ops.reject(reject_others or None) if reject_others is not None else None
         return decide(
             request,
-            chosen,
+            granted(request, chosen),
             others,
             "decide them in the same command: repeat --call, "
             "or use --all or --reject-others REASON",

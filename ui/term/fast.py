@@ -68,6 +68,7 @@ _DECISION_OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
         "--json": ("as_json", "flag"),
         "--all": ("all_", "flag"),
         "--always": ("always", "flag"),
+        "--always-tool": ("always_tool", "flag"),
         "--db": ("db", "str"),
         "--interrupt-id": ("interrupt_id", "str"),
         "--request": ("interrupt_id", "str"),
