@@ -122,7 +122,7 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
     text = gh(env, "audit", code=0).stdout
     assert (
         f"{thread[:8]}  write_file  approved  by {getpass.getuser()} · terminal" in text
-        and "always allow: *" in text
+        and "always allow: todo.md" in text
     )
 
 
