@@ -7,6 +7,7 @@ Exit codes under test: 0 ok, 1 failed / not found, 2 usage or refused decision,
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -144,6 +145,10 @@ def test_respond_reject_and_always_allow(env: dict[str, str], tmp_path: Path) ->
     # --always is narrow: exactly this file runs without asking from now on, another asks.
     assert gh_json(env, "send", "--thread", thread_id, "write d.md: 3")["status"] == "completed"
     assert (tmp_path / "ws" / "d.md").read_text() == "3\n"
+    # Each call a person let run says who and from where; the one the grant ran says so.
+    shown = gh(env, "show", thread_id, code=0).stdout
+    assert f"[approved by {getpass.getuser()} via terminal]" in shown
+    assert "always allowed" in shown
     gh(env, "send", "--thread", thread_id, "write e.md: four", code=3)
     assert [g["tool"] + ":" + (g["pattern"] or "") for g in gh_json(env, "grants", thread_id)] == [
         "write_file:d.md"

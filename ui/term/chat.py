@@ -156,7 +156,8 @@ class Chat:
                     "dim",
                 )
             )
-        term.render_transcript(self.out, messages, numbered=True, first=first)
+        decisions = self.session.audit(self.thread_id, limit=max(50, len(messages)))
+        term.render_transcript(self.out, messages, numbered=True, first=first, decisions=decisions)
 
     def leave(self) -> int:
         waiting = bool(self.thread_id) and self.session.pending(self.thread_id) is not None

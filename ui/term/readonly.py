@@ -133,6 +133,12 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         messages = reader.transcript(thread_id)
         pending = reader.pending(thread_id)
         usage = reader.usage(thread_id) if as_json else {}
+        # Who let each call run, for people (JSON readers have `gatehouse audit`).
+        decisions = (
+            []
+            if as_json
+            else reader.recent_decisions(thread_id, limit=max(50, len(messages or ())))
+        )
     if messages is None:  # a thread this reader cannot rebuild alone (written by a stock saver)
         messages, usage = _from_session(thread_id, db, as_json)
     from rich.text import Text
@@ -160,7 +166,7 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         )
         if info.reason:
             out().print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
-    term.render_transcript(out(), messages, numbered=True)
+    term.render_transcript(out(), messages, numbered=True, decisions=decisions)
     if pending:
         term.render_pending(out(), pending)
 

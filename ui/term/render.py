@@ -11,6 +11,7 @@ text still holds one (`SafeConsole`, ui/term/console.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.cells import cell_len
@@ -247,11 +248,42 @@ def auto_approve_banner(why: str) -> Text:
 
 
 # -- threads and transcripts ---------------------------------------------------------
+def approvers_of(
+    messages: list[MessageView], decisions: Sequence[DecisionRecord]
+) -> dict[str, str]:
+    """call id -> "approved by alice via web" for each call of `messages` a person let
+    run, from the decision log; a call that only shares an id with a decided one (models
+    reuse ids) is not credited."""
+    if not decisions:
+        return {}
+    calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
+    found: dict[str, str] = {}
+    for record in sorted(decisions, key=lambda r: r.decided_at):  # the latest wins
+        call = calls.get(record.tool_call_id)
+        if (
+            call is not None
+            and record.runs
+            and record.decision != "auto_approve"
+            and (record.binds(call.to_dict()) or record.binds(call.to_dict(), as_run=True))
+        ):
+            found[call.id] = (
+                f"{decided(record.decision)} by {record.actor or 'unknown'} via {record.source or 'unknown'}"
+            )
+    return found
+
+
 def render_transcript(
-    console: Console, messages: list[MessageView], *, numbered: bool = False, first: int = 0
+    console: Console,
+    messages: list[MessageView],
+    *,
+    numbered: bool = False,
+    first: int = 0,
+    decisions: Sequence[DecisionRecord] = (),
 ) -> None:
     """`numbered`: the person's messages show their turn number (#N, what `fork --at N`
     takes). `first`: draw from this message on (the turns before it are left out).
+    `decisions`: the thread's decision log, so each call a person let run says who
+    and from where.
 
     Printed a few hundred lines at a time: each `console.print` measures the terminal
     and flushes again, a third of the time of a long thread's transcript (10,000
@@ -259,6 +291,7 @@ def render_transcript(
     lines: list[Text] = []
     add = lines.append
     turns = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
+    approvals = approvers_of(messages, decisions)
     for n, m in enumerate(messages):
         if n < first:
             continue
@@ -301,6 +334,8 @@ def render_transcript(
         elif m.role == "tool":
             mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
             auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
+            if not auto and (who := approvals.get(m.tool_call_id or "")):
+                auto = (f"[{who}] ", "dim")
             add(
                 Text.assemble(
                     (f"  {mark} ", style),
