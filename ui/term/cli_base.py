@@ -153,6 +153,22 @@ AutoApproveOpt = Annotated[
         "(deny rules still apply; each call is recorded as auto-approved).",
     ),
 ]
+
+
+def thread_option(help: str) -> Any:
+    """`--thread/-t ID`, checked as a thread id, for the commands it is optional in."""
+    return typer.Option(
+        "--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help=help
+    )
+
+
+def force_option(verb: str) -> Any:
+    """`--force`: do it even while the thread waits for a decision."""
+    return typer.Option(
+        "--force", help=f"{verb} even while the thread waits for a decision (drops the request)."
+    )
+
+
 InterruptOpt = Annotated[
     str | None,
     typer.Option(

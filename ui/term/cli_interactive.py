@@ -26,7 +26,6 @@ from ui.term.cli_base import (
     DbOpt,
     JsonOpt,
     Text,
-    _check_id,
     absolute_db,
     app,
     cli_settings,
@@ -39,6 +38,7 @@ from ui.term.cli_base import (
     require_thread,
     reset_thread_id_check,
     shown_db,
+    thread_option,
 )
 
 
@@ -193,16 +193,7 @@ def find_langgraph() -> str | None:
 # -- interactive chat ---------------------------------------------------------------
 @app.command()
 def chat(
-    thread: Annotated[
-        str | None,
-        typer.Option(
-            "--thread",
-            "-t",
-            metavar="ID",
-            callback=lambda v: _check_id(v) if v else v,
-            help="Resume this thread.",
-        ),
-    ] = None,
+    thread: Annotated[str | None, thread_option("Resume this thread.")] = None,
     auto_approve: AutoApproveOpt = False,
     all_: Annotated[
         bool,

@@ -31,7 +31,6 @@ from ui.term.cli_base import (
     JsonOpt,
     Text,
     ThreadArg,
-    _check_id,
     app,
     ask,
     err,
@@ -44,6 +43,7 @@ from ui.term.cli_base import (
     require_thread,
     td,
     term,
+    thread_option,
     visible,
     visible_json,
 )
@@ -338,14 +338,7 @@ def others_decision(reject_others: str | None, approve_others: bool) -> Decision
 def send(
     message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],
     thread: Annotated[
-        str | None,
-        typer.Option(
-            "--thread",
-            "-t",
-            metavar="ID",
-            callback=lambda v: _check_id(v) if v else v,
-            help="Continue this thread (default: a new one).",
-        ),
+        str | None, thread_option("Continue this thread (default: a new one).")
     ] = None,
     auto_approve: AutoApproveOpt = False,
     db: DbOpt = None,

@@ -31,6 +31,7 @@ from ui.term.cli_base import (
     emit,
     err,
     fail,
+    force_option,
     open_cli_session,
     ops,
     out,
@@ -38,6 +39,7 @@ from ui.term.cli_base import (
     require_thread,
     term,
     terminal_words,
+    thread_option,
     turn_index,
     turn_starts,
     visible,
@@ -170,12 +172,7 @@ def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
 @app.command()
 def undo(
     thread_id: ThreadArg,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="Undo even while the thread waits for a decision (drops the request)."
-        ),
-    ] = False,
+    force: Annotated[bool, force_option("Undo")] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -259,16 +256,7 @@ def output(
 
 @app.command()
 def audit(
-    thread: Annotated[
-        str | None,
-        typer.Option(
-            "--thread",
-            "-t",
-            metavar="ID",
-            callback=lambda v: _check_id(v) if v else v,
-            help="Only this thread's decisions.",
-        ),
-    ] = None,
+    thread: Annotated[str | None, thread_option("Only this thread's decisions.")] = None,
     limit: Annotated[int, typer.Option(metavar="N", help="At most this many, newest first.")] = 200,
     db: DbOpt = None,
     as_json: JsonOpt = False,
@@ -378,12 +366,7 @@ def fork(
             help="The turn whose message to replace: 1 is the first (`show` prints #N).",
         ),
     ],
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="Fork even while the thread waits for a decision (drops the request)."
-        ),
-    ] = False,
+    force: Annotated[bool, force_option("Fork")] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -449,12 +432,7 @@ def switch(
     to: Annotated[
         int, typer.Option("--to", metavar="K", help="Which version of it (1 = the oldest).")
     ],
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="Switch even while the thread waits for a decision (drops the request)."
-        ),
-    ] = False,
+    force: Annotated[bool, force_option("Switch")] = False,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
