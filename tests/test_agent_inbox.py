@@ -109,7 +109,7 @@ def test_what_agent_inbox_reads_is_every_call_in_full(tmp_path: Path) -> None:
     assert first["arguments"] == first["args"] == EMAIL
     assert second["arguments"] == second["args"] == {"service": "api"}
     # The row says what it is about, and that there is more.
-    assert first["description"][:65].startswith("send_email a@x (+1 more)")
+    assert first["description"][:65].startswith("send_email a@x (call 1 of 2)")
     assert "Mail leaves the building." in first["description"]
     # Both calls in full, so an Accept approves only what was shown.
     assert '"to": "a@x"' in first["description"] and '"body": "1"' in first["description"]

@@ -132,7 +132,7 @@ def test_agent_inbox_decides_a_two_call_turn_with_both_calls_shown(
     inbox = AgentInbox(server.url, server.secret, ORIGIN)
     tid = _paused(chat, "write a2.md: x then write b2.md: y")
     [row] = [r for r in inbox.rows() if r.thread_id == tid]
-    assert row.preview.startswith("write_file a2.md (+1 more)")
+    assert row.preview.startswith("write_file a2.md (call 1 of 2)")
     description = row.interrupt["description"]
     assert '"path": "a2.md"' in description and '"path": "b2.md"' in description
     assert "Accept approves all 2" in description

@@ -106,6 +106,7 @@ def hold_a_run(page: Any, server: Server, name: str) -> Any:
     expect(main(page)).to_contain_text("Approval needed", timeout=WAIT_MS)
     script_idle(page, WAIT_MS)
     press_card_button(main(page), APPROVE, timeout_ms=WAIT_MS)
+    main(page).get_by_role("button", name="Yes, approve").click()  # it executes: confirmed
     expect(main(page)).to_contain_text("run_command · running", timeout=WAIT_MS)
     return release
 

@@ -152,7 +152,9 @@ def test_settings_are_readable_tables_with_secrets_masked(env: Path) -> None:
     assert "team=ops" in general["Webhook when a thread waits"]
     policy = tables["Tool"]
     assert policy.loc["write_file", "When the model calls it"] == "runs without asking"
-    assert policy.loc["run_command", "When the model calls it"] == "asks first"
+    assert policy.loc["run_command", "When the model calls it"] == (
+        "asks first, except commands on the allow list (below)"
+    )
     assert policy.loc["run_command", "Risk"] == "execute"
     hooks = tables["When"].reset_index()
     assert {"graph:SystemContext", "graph:RequireTool"} <= set(hooks["Hook"])

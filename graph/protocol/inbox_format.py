@@ -154,7 +154,7 @@ def describe_turn(calls: Sequence[Mapping[str, Any]], leads: Sequence[Sequence[s
     for i, call in enumerate(calls):
         head = headline(call["name"], call["args"])
         if i == 0 and len(calls) > 1:
-            head += f" (+{len(calls) - 1} more)"
+            head += f" (call 1 of {len(calls)})"
         first, *rest = leads[i] or [""]
         parts = [" · ".join(p for p in (head, first) if p), *rest]
         if i == 0 and len(calls) > 1:

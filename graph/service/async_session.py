@@ -318,5 +318,6 @@ for _name, _member in inspect.getmembers(Session):
         setattr(AsyncSession, _name, _session_property(_name))
     elif inspect.isfunction(_member):
         setattr(AsyncSession, _name, _from_session(_name, _member))
-AsyncSession.start = AsyncSession.send  # type: ignore[attr-defined]
-AsyncSession.history = AsyncSession.messages  # type: ignore[attr-defined]
+# The old names of two methods, kept for embedders; made at import like the rest.
+AsyncSession.start = AsyncSession.send  # type: ignore[attr-defined]  # made above, not declared
+AsyncSession.history = AsyncSession.messages  # type: ignore[attr-defined]  # made above, not declared
