@@ -215,76 +215,15 @@ def quit_now(run: Run) -> None:
     os._exit(EXIT_CANCELLED)
 
 
-def run_summary(
-    session: Session, thread_id: str, status: str, events: list[ev.Event]
-) -> dict[str, Any]:
-    pending = session.pending(thread_id) if status == "awaiting_approval" else None
-    finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
-    auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
-    granted = {e.call_id: e.grant for e in events if isinstance(e, ev.ToolStarted) and e.grant}
-    return {
-        "thread_id": thread_id,
-        "status": status,
-        "reason": finished.reason if finished else None,
-        "text": "".join(e.text for e in events if isinstance(e, ev.TextDelta)),
-        # The run's last reply (its answer when completed) and its message id.
-        "final_text": finished.text if finished else None,
-        "message_id": finished.message_id if finished else None,
-        "tools": [
-            {
-                "call_id": e.call_id,
-                "name": e.name,
-                "status": e.status,
-                "output": e.output,
-                "auto_approved": e.call_id in auto,
-                "grant": granted.get(e.call_id),
-                **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {}),
-            }
-            for e in events
-            if isinstance(e, ev.ToolFinished)
-        ],
-        "auto_approve": session.auto_approving(thread_id),
-        "compacted": [
-            {
-                "tokens_before": e.tokens_before,
-                "tokens_after": e.tokens_after,
-                "messages_removed": e.messages_removed,
-            }
-            for e in events
-            if isinstance(e, ev.Compacted)
-        ],
-        "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
-        "failure": next(
-            (
-                {"message": e.message, "kind": e.kind, "retryable": e.retryable}
-                for e in events
-                if isinstance(e, ev.ErrorEvent)
-            ),
-            None,
-        ),
-        "reasoning": "".join(e.text for e in events if isinstance(e, ev.ReasoningDelta)),
-        "notices": [
-            {"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)
-        ],
-        "retries": [
-            {
-                "attempt": e.attempt,
-                "max_retries": e.max_retries,
-                "delay_s": e.delay_s,
-                "reason": e.reason,
-            }
-            for e in events
-            if isinstance(e, ev.ModelRetried)
-        ],
-        "pending": term.pending_json(pending) if pending else None,
-    }
-
-
 def finish_run(session: Session, run: Run, as_json: bool) -> None:
     """Drive a run for a non-interactive command and exit with its status."""
     status, events = drive(run, None if as_json else term.EventRenderer(out))
     if as_json:
-        print(visible_json(run_summary(session, run.thread_id, status, events), indent=2))
+        pending = session.pending(run.thread_id) if status == "awaiting_approval" else None
+        summary = term.run_json(
+            run.thread_id, status, events, pending, session.auto_approving(run.thread_id)
+        )
+        print(visible_json(summary, indent=2))
     elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
         term.render_pending(out, pending)
         if isinstance(pending, graph.OutcomeUnknown):

@@ -248,6 +248,79 @@ def auto_approve_banner(why: str) -> Text:
 
 
 # -- threads and transcripts ---------------------------------------------------------
+def run_json(
+    thread_id: str,
+    status: str,
+    events: list[ev.Event],
+    pending: Pause | None,
+    auto_approve: str | None,
+) -> dict[str, Any]:
+    """What `--json` prints for a run a command drove: its status and reason, its text,
+    each call's outcome (and whether it ran without a click), compactions, errors,
+    notices, retries, and the card it stopped at."""
+    from graph.protocol import events as ev
+
+    finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
+    auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
+    granted = {e.call_id: e.grant for e in events if isinstance(e, ev.ToolStarted) and e.grant}
+    return {
+        "thread_id": thread_id,
+        "status": status,
+        "reason": finished.reason if finished else None,
+        "text": "".join(e.text for e in events if isinstance(e, ev.TextDelta)),
+        # The run's last reply (its answer when completed) and its message id.
+        "final_text": finished.text if finished else None,
+        "message_id": finished.message_id if finished else None,
+        "tools": [
+            {
+                "call_id": e.call_id,
+                "name": e.name,
+                "status": e.status,
+                "output": e.output,
+                "auto_approved": e.call_id in auto,
+                "grant": granted.get(e.call_id),
+                **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {}),
+            }
+            for e in events
+            if isinstance(e, ev.ToolFinished)
+        ],
+        "auto_approve": auto_approve,
+        "compacted": [
+            {
+                "tokens_before": e.tokens_before,
+                "tokens_after": e.tokens_after,
+                "messages_removed": e.messages_removed,
+            }
+            for e in events
+            if isinstance(e, ev.Compacted)
+        ],
+        "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
+        "failure": next(
+            (
+                {"message": e.message, "kind": e.kind, "retryable": e.retryable}
+                for e in events
+                if isinstance(e, ev.ErrorEvent)
+            ),
+            None,
+        ),
+        "reasoning": "".join(e.text for e in events if isinstance(e, ev.ReasoningDelta)),
+        "notices": [
+            {"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)
+        ],
+        "retries": [
+            {
+                "attempt": e.attempt,
+                "max_retries": e.max_retries,
+                "delay_s": e.delay_s,
+                "reason": e.reason,
+            }
+            for e in events
+            if isinstance(e, ev.ModelRetried)
+        ],
+        "pending": pending_json(pending) if pending else None,
+    }
+
+
 def approvers_of(
     messages: list[MessageView], decisions: Sequence[DecisionRecord]
 ) -> dict[str, str]:
