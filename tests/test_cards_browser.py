@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from graph import Settings, open_session
-from tests.support.browser import Server, chromium_path, launch_chromium, streamlit_server
+from tests.support.browser import (
+    Server,
+    chromium_browser,
+    chromium_path,
+    signed_in_page,
+    streamlit_server,
+)
 from tests.test_ui_browser import VIEWPORT, WAIT_MS, chat_box, expect_text, main, send, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -33,21 +39,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def browser(server: Server) -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = launch_chromium(p)
+    with chromium_browser() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any, server: Server) -> Iterator[Any]:
-    context = server.sign_in(browser.new_context(viewport=VIEWPORT))
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.goto(server.url)
-    chat_box(page).wait_for()
-    yield page
-    context.close()
+    with signed_in_page(browser, server, VIEWPORT, WAIT_MS) as page:
+        page.goto(server.url)
+        chat_box(page).wait_for()
+        yield page
 
 
 # Where the first occurrence of `text` inside `el` is drawn, and the box `el` shows.
