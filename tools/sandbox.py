@@ -4,32 +4,29 @@ is none — the plain process, said out loud on every approval card.
 `Bubblewrap` starts `bwrap` itself with an allow-listed environment (never the
 Gatehouse environment: in a new PID namespace `/proc/1/environ` is bwrap's own) and:
 
-  namespaces   user, pid, ipc, uts, cgroup, net (`--share-net` only when a call is
-               granted the network); no new user namespaces inside; all capabilities
-               dropped (bwrap keeps them when started by root); `--new-session`.
-  filesystem   `/` read-only; fresh `/proc`, minimal `/dev`; private `/tmp`,
-               `/var/tmp`, `/run` (sockets such as docker.sock, D-Bus and agents live
-               there); every home folder hidden by an empty tmpfs; the Gatehouse
-               database and config hidden; the workspace bound read-write (read-only
-               for allow-listed commands). Later mounts layer over earlier ones, so a
-               workspace inside a hidden home is still there.
-  limits       CPU seconds, data segment size and core dumps by `ulimit` in the
-               sandbox; process count by `ulimit -u` (real only for non-root: the
-               kernel never applies RLIMIT_NPROC to uid 0: as root, a pids cgroup
-               of its own, tools/pids_cap.py) AND by a watchdog that counts the
-               sandbox's `/proc` and kills it when over; tmpfs sizes.
-  lifetime     `--die-with-parent`: the sandbox's PID 1 dies with bwrap, bwrap with
-               its parent thread — also when Gatehouse is SIGKILLed — and a PID
-               namespace dies whole with its PID 1.
+  namespaces   all unshared (`--share-net` only when a call is granted the network); no
+               new user namespaces inside; every capability dropped (bwrap keeps them
+               when started by root); `--new-session`.
+  filesystem   `/` read-only; fresh `/proc`, minimal `/dev`; private `/tmp`, `/var/tmp`,
+               `/run` (docker.sock, D-Bus and agents live there); every home folder, the
+               Gatehouse database and config hidden; the workspace bound read-write
+               (read-only for allow-listed commands) after them, so a workspace inside
+               a hidden home is still there.
+  limits       CPU seconds, data size and core dumps by `ulimit`; processes by `ulimit -u`
+               (the kernel never applies it to uid 0: as root, a pids cgroup,
+               tools/pids_cap.py) AND a watchdog that counts the sandbox's `/proc`.
+  lifetime     `--die-with-parent`, also when Gatehouse is SIGKILLed; a PID namespace
+               dies whole with its PID 1.
 
-`Unsandboxed` runs the same wrapper in the plain process: same environment allow
-list and ulimits, nothing else. Availability is detected once per process: `bwrap`
-on PATH AND a trial run works (containers without user namespaces fail it).
+`Unsandboxed` runs the same wrapper in the plain process: same environment allow list
+and ulimits, nothing else. bwrap is used when on PATH AND a trial run works (containers
+without user namespaces fail it), found once per process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -43,7 +40,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from types import MappingProxyType
+from typing import Any, Literal
 
 from tools import pids_cap, probe_cache
 
@@ -75,6 +73,9 @@ ROOT_ONLY_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshado
                      "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key")  # fmt: skip
 WATCH_EVERY_S = 0.05
 PROBE_TIMEOUT_S = 10.0
+BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+Env = Mapping[str, str]
+NO_ENV: Env = MappingProxyType({})
 
 
 class SandboxUnavailable(RuntimeError):
@@ -116,37 +117,28 @@ class Support:
         return self.path is not None and not self.reason
 
 
+@dataclass(eq=False)
 class Running:
     """A started command: its process, a watchdog for the process count, and a stop
-    that takes the whole tree down."""
+    that takes the whole tree down. `info_fd`: bwrap's `--info-fd`, which names the
+    sandbox's PID 1; `_pids_group`: the hard cap as root (tools/pids_cap.py)."""
 
-    def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        info_fd: int | None = None,
-        max_processes: int | None = None,
-        pids_group: Path | None = None,
-    ):
-        self.proc = proc
-        self._pids_group = pids_group  # the hard cap as root (tools/pids_cap.py)
-        self._info_fd = info_fd
-        self._info = b""
-        self._sandbox_pid: int | None = None
-        # A pidfd names the sandbox's PID 1 even after its number is reused.
-        self._pidfd: int | None = None
-        self._max = max_processes
-        self._checked = 0.0
+    proc: subprocess.Popen[bytes]
+    info_fd: int | None = None
+    max_processes: int | None = None
+    _pids_group: Path | None = None
+    _info: bytes = b""
+    _sandbox_pid: int | None = None
+    _pidfd: int | None = None  # names the sandbox's PID 1 even after its number is reused
+    _checked: float = 0.0
 
     def over_limit(self) -> str | None:
         """Why the command must be stopped now (too many processes), or None."""
-        if self._max is None:
-            return None
         now = time.monotonic()
-        if now - self._checked < WATCH_EVERY_S:
+        if self.max_processes is None or now - self._checked < WATCH_EVERY_S:
             return None
         self._checked = now
-        pid = self._read_info()
-        if pid is None:
+        if (pid := self._read_info()) is None:
             return None
         sandbox_proc = f"/proc/{pid}/root/proc"
         try:
@@ -155,13 +147,13 @@ class Running:
             if os.stat(sandbox_proc).st_dev == os.stat("/proc").st_dev:
                 return None
             # The sandbox's own /proc lists exactly the processes of its PID namespace.
-            count = sum(1 for name in os.listdir(sandbox_proc) if name.isdigit())
+            count = sum(name.isdigit() for name in os.listdir(sandbox_proc))
         except OSError:
             return None
         # PID 1 is bwrap's reaper, not the command's.
-        if count - 1 > self._max:
-            return f"more than {self._max} processes"
-        return None
+        return (
+            f"more than {self.max_processes} processes" if count - 1 > self.max_processes else None
+        )
 
     def stop(self) -> None:
         """Kill everything the command started. In a sandbox, killing its PID 1 makes
@@ -179,21 +171,18 @@ class Running:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
-        for fd in (self._info_fd, self._pidfd):
+        for fd in (self.info_fd, self._pidfd):
             if fd is not None:
                 os.close(fd)
-        self._info_fd = self._pidfd = None
+        self.info_fd = self._pidfd = None
         pids_cap.remove(self._pids_group)
         self._pids_group = None
 
     def _read_info(self) -> int | None:
-        """bwrap's `--info-fd` names the sandbox's PID 1 (as seen from outside)."""
-        if self._sandbox_pid is None and self._info_fd is not None:
-            try:
-                while chunk := os.read(self._info_fd, 4096):
+        if self._sandbox_pid is None and self.info_fd is not None:
+            with contextlib.suppress(BlockingIOError):
+                while chunk := os.read(self.info_fd, 4096):
                     self._info += chunk
-            except BlockingIOError:
-                pass
             with contextlib.suppress(ValueError, KeyError, TypeError):
                 self._sandbox_pid = int(json.loads(self._info)["child-pid"])
             if self._sandbox_pid is not None and hasattr(os, "pidfd_open"):
@@ -205,21 +194,12 @@ class Running:
 class Sandbox(ABC):
     """How commands are started, and the one line an approval card shows about it."""
 
-    sandboxed: bool
-
     def __init__(
-        self,
-        workspace: Path,
-        *,
-        env_names: Sequence[str] = (),
-        limits: Limits = Limits(),
-        source_env: Mapping[str, str] | None = None,
+        self, workspace: Path, *, env_names: Sequence[str] = (), limits: Limits = Limits()
     ) -> None:
         self.workspace = Path(workspace)
         self.env_names = tuple(env_names)
         self.limits = limits
-        # Read at each start (tests and embedding apps change os.environ).
-        self._source_env = source_env
 
     @abstractmethod
     def describe(self, access: Access) -> str:
@@ -227,28 +207,20 @@ class Sandbox(ABC):
 
     @abstractmethod
     def start(
-        self,
-        argv: Sequence[str],
-        access: Access,
-        *,
-        timeout_s: float,
-        extra_env: Mapping[str, str] = {},
+        self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Env = NO_ENV
     ) -> Running:
         """Start `argv` in the workspace; stdout and stderr merged into `proc.stdout`."""
 
-    # -- shared by both --------------------------------------------------------
-
-    def environment(self, home: str, extra: Mapping[str, str]) -> dict[str, str]:
+    def environment(self, home: str, extra: Env) -> dict[str, str]:
         """The allow-listed environment: never the Gatehouse environment minus a
-        deny list (a secret under an innocent name would get through)."""
-        source = os.environ if self._source_env is None else self._source_env
+        deny list (a secret under an innocent name would get through). Read at each
+        start (tests and embedding apps change os.environ)."""
         names = set(ENV_ALLOW) | set(self.env_names)
-        env = {k: v for k, v in source.items() if k in names or k.startswith(ENV_ALLOW_PREFIXES)}
+        env = {
+            k: v for k, v in os.environ.items() if k in names or k.startswith(ENV_ALLOW_PREFIXES)
+        }
         env["PATH"] = safe_path(env.get("PATH", DEFAULT_PATH), self.workspace)
-        env["HOME"] = home
-        env.update(FIXED_ENV)
-        env.update(extra)
-        return env
+        return {**env, "HOME": home, **FIXED_ENV, **extra}
 
     def wrap(self, argv: Sequence[str], timeout_s: float, *, count_processes: bool) -> list[str]:
         """`argv` behind a bash that sets the limits first (no `preexec_fn`: forking
@@ -266,64 +238,51 @@ class Sandbox(ABC):
         return [system_shell(), "-c", script, "gatehouse-limits", *argv]
 
 
+def _popen(
+    command: list[str], env: dict[str, str], cwd: Path | None = None, pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """Output merged into one pipe, no stdin, and a process group of its own (stop()
+    kills its children too)."""
+    return subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        pass_fds=pass_fds,
+        start_new_session=True,
+    )
+
+
 class Unsandboxed(Sandbox):
     """No isolation: the command runs as the Gatehouse user, with the environment
     allow list and ulimits, and full access to files and network."""
-
-    sandboxed = False
 
     def describe(self, access: Access) -> str:
         return f"NOT sandboxed · full access as {_user()}"
 
     def start(
-        self,
-        argv: Sequence[str],
-        access: Access,
-        *,
-        timeout_s: float,
-        extra_env: Mapping[str, str] = {},
+        self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Env = NO_ENV
     ) -> Running:
+        # No `ulimit -u` here: outside a user namespace it counts every process of the
+        # user, so a busy desktop would make every fork fail.
+        command = self.wrap(argv, timeout_s, count_processes=False)
         env = self.environment(os.path.expanduser("~"), extra_env)
-        proc = subprocess.Popen(
-            # No `ulimit -u` here: outside a user namespace it counts every process of
-            # the user, so a busy desktop would make every fork fail.
-            self.wrap(argv, timeout_s, count_processes=False),
-            cwd=self.workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # one process group: stop() kills its children too
-        )
-        return Running(proc)
+        return Running(_popen(command, env, cwd=self.workspace))
 
 
 class Refusing(Unsandboxed):
     """`shell_sandbox = "require"` on a machine without a working bubblewrap."""
 
-    def __init__(
-        self,
-        workspace: Path,
-        reason: str,
-        *,
-        env_names: Sequence[str] = (),
-        limits: Limits = Limits(),
-        source_env: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(workspace, env_names=env_names, limits=limits, source_env=source_env)
+    def __init__(self, workspace: Path, reason: str, **options: Any) -> None:
+        super().__init__(workspace, **options)
         self.reason = reason
 
     def describe(self, access: Access) -> str:
         return f"NOT sandboxed · will be refused: the sandbox is required and {self.reason}"
 
-    def start(
-        self,
-        argv: Sequence[str],
-        access: Access,
-        *,
-        timeout_s: float,
-        extra_env: Mapping[str, str] = {},
-    ) -> Running:
+    def start(self, *args: Any, **kwargs: Any) -> Running:
         raise SandboxUnavailable(
             f'run_command refused: shell_sandbox = "require" and {self.reason}. Install bubblewrap '
             "(Debian/Ubuntu: apt install bubblewrap) where user namespaces work, or set "
@@ -332,8 +291,6 @@ class Refusing(Unsandboxed):
 
 
 class Bubblewrap(Sandbox):
-    sandboxed = True
-
     def __init__(
         self,
         workspace: Path,
@@ -341,11 +298,9 @@ class Bubblewrap(Sandbox):
         support: Support,
         hide: Iterable[str | os.PathLike[str]] = (),
         show: Iterable[str | os.PathLike[str]] = (),
-        env_names: Sequence[str] = (),
-        limits: Limits = Limits(),
-        source_env: Mapping[str, str] | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(workspace, env_names=env_names, limits=limits, source_env=source_env)
+        super().__init__(workspace, **options)
         if not support.usable or support.path is None:
             raise SandboxUnavailable(f"bubblewrap is not usable: {support.reason or 'not found'}")
         self.support = support
@@ -360,18 +315,11 @@ class Bubblewrap(Sandbox):
         return f"sandboxed · {ws} · {net}"
 
     def start(
-        self,
-        argv: Sequence[str],
-        access: Access,
-        *,
-        timeout_s: float,
-        extra_env: Mapping[str, str] = {},
+        self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Env = NO_ENV
     ) -> Running:
         homes = home_folders()
         # HOME: the user's home folder, hidden — an empty, writable, throwaway tmpfs.
-        home = (
-            str(homes[0]) if homes and homes[0].is_dir() and homes[0] not in SYSTEM_DIRS else "/tmp"
-        )
+        home = homes[0] if homes and homes[0].is_dir() and homes[0] not in SYSTEM_DIRS else "/tmp"
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         group = pids_cap.new_cap(self.limits.max_processes)
@@ -381,16 +329,10 @@ class Bubblewrap(Sandbox):
                 "--",
                 *self.wrap(argv, timeout_s, count_processes=True),
             ]
-            if group is not None:
-                command = pids_cap.joining(group, command)
-            proc = subprocess.Popen(
-                command,
-                env=self.environment(home, extra_env),  # bwrap's own env is visible as PID 1's
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+            proc = _popen(
+                pids_cap.joining(group, command) if group is not None else command,
+                self.environment(str(home), extra_env),  # bwrap's own env is visible as PID 1's
                 pass_fds=(write_fd,),
-                start_new_session=True,
             )
         except BaseException:
             os.close(read_fd)
@@ -398,9 +340,7 @@ class Bubblewrap(Sandbox):
             raise
         finally:
             os.close(write_fd)
-        return Running(
-            proc, info_fd=read_fd, max_processes=self.limits.max_processes, pids_group=group
-        )
+        return Running(proc, read_fd, self.limits.max_processes, group)
 
     def arguments(
         self, access: Access, homes: Sequence[Path], *, info_fd: int | None = None
@@ -408,34 +348,27 @@ class Bubblewrap(Sandbox):
         """bwrap's options, mounts in order: later mounts layer over earlier ones."""
         ws = self.workspace.resolve()
         args = [*namespace_arguments(self.support, network=access.network), *BASE_MOUNTS]
-        for private in (Path("/tmp"), Path("/var/tmp"), Path("/run")):
+        for private in map(Path, ("/tmp", "/var/tmp", "/run")):
             if private.is_dir() and not private.is_symlink():
                 args += self._tmpfs(private)
-        hidden = self._hidden(homes)
-        args += self._masks(hidden, ws, inside=False)
-        for p in self.show:
-            if p.exists():
-                real = p.resolve()
-                args += ["--ro-bind", str(real), str(real)]
-        if access.network:
-            # /etc/resolv.conf often links into /run (systemd-resolved), hidden above.
-            resolv = Path("/etc/resolv.conf")
-            if resolv.is_symlink() and resolv.exists():
-                real = resolv.resolve()
-                args += ["--ro-bind", str(real), str(real)]
+        hidden = self._hidden(homes, ws)
+        args += self._masks(*hidden, ws, inside=False)
+        shown = [p.resolve() for p in self.show if p.exists()]
+        # /etc/resolv.conf often links into /run (systemd-resolved), hidden above.
+        resolv = Path("/etc/resolv.conf")
+        if access.network and resolv.is_symlink() and resolv.exists():
+            shown.append(resolv.resolve())
+        for real in shown:
+            args += ["--ro-bind", str(real), str(real)]
         args += ["--bind" if access.writable else "--ro-bind", str(ws), str(ws)]
         # What is hidden inside the workspace (a database kept there) goes over it.
-        args += self._masks(hidden, ws, inside=True)
-        args += ["--chdir", str(ws)]
-        if info_fd is not None:
-            args += ["--info-fd", str(info_fd)]
-        return args
+        args += [*self._masks(*hidden, ws, inside=True), "--chdir", str(ws)]
+        return args + (["--info-fd", str(info_fd)] if info_fd is not None else [])
 
-    def _masks(self, hidden: tuple[list[Path], list[Path]], ws: Path, *, inside: bool) -> list[str]:
+    def _masks(self, dirs: list[Path], files: list[Path], ws: Path, *, inside: bool) -> list[str]:
         """Mounts covering the hidden folders (an empty tmpfs) and files (/dev/null)
         that lie inside the workspace, or those outside it (the workspace itself counts
         as outside: it is mounted after these)."""
-        dirs, files = hidden
         args: list[str] = []
         for d in dirs:
             if (_within(d, ws) and d != ws) == inside:
@@ -446,31 +379,19 @@ class Bubblewrap(Sandbox):
         return args
 
     def _tmpfs(self, path: Path) -> list[str]:
-        size = (
-            ["--size", str(self.limits.tmpfs_mb * 1024 * 1024)] if self.support.tmpfs_size else []
-        )
-        return [*size, "--tmpfs", str(path)]
+        size = str(self.limits.tmpfs_mb * 1024 * 1024)
+        return [*(["--size", size] if self.support.tmpfs_size else []), "--tmpfs", str(path)]
 
-    def _hidden(self, homes: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    def _hidden(self, homes: Sequence[Path], ws: Path) -> tuple[list[Path], list[Path]]:
         """Existing folders to cover with an empty tmpfs (outermost first, so an inner
         one is not buried by an outer one) and files to cover with /dev/null. What a
         hidden folder already covers is skipped, except the user's home: HOME must
         exist (and be writable) in the sandbox."""
-        ws = self.workspace.resolve()
         home = _resolved(homes[0]) if homes else None
-        candidates = []
         machine = [Path(p) for p in ROOT_ONLY_SECRETS if os.access(p, os.R_OK)]
-        for raw in [*homes, *self.hide, *machine]:
-            path = _resolved(raw)
-            if (
-                path is not None
-                and path not in SYSTEM_DIRS
-                and path.exists()
-                and path not in candidates
-            ):
-                candidates.append(path)
+        found = (_resolved(raw) for raw in [*homes, *self.hide, *machine])
+        candidates = dict.fromkeys(p for p in found if p and p not in SYSTEM_DIRS and p.exists())
         dirs = sorted((p for p in candidates if p.is_dir()), key=lambda p: len(p.parts))
-        files = [p for p in candidates if not p.is_dir()]
 
         def covered(path: Path, by: list[Path]) -> bool:
             return (
@@ -483,10 +404,7 @@ class Bubblewrap(Sandbox):
         for d in dirs:
             if not covered(d, kept):
                 kept.append(d)
-        return kept, [f for f in files if not covered(f, kept)]
-
-
-BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+        return kept, [f for f in candidates if not f.is_dir() and not covered(f, kept)]
 
 
 def namespace_arguments(support: Support, *, network: bool) -> list[str]:
@@ -518,17 +436,14 @@ def choose_sandbox(
     if mode not in SANDBOX_MODES:
         raise ValueError(f"shell_sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
     ws = Path(workspace).expanduser().absolute()
-    if mode == "off":
-        return Unsandboxed(ws, env_names=env_names, limits=limits)
-    found = support or detect_bubblewrap()
-    if found.usable:
+    found = None if mode == "off" else (support or detect_bubblewrap())
+    if found is not None and found.usable:
         return Bubblewrap(
             ws, support=found, hide=hide, show=show, env_names=env_names, limits=limits
         )
-    if mode == "require":
-        return Refusing(
-            ws, found.reason or "bubblewrap was not found", env_names=env_names, limits=limits
-        )
+    if found is not None and mode == "require":
+        reason = found.reason or "bubblewrap was not found"
+        return Refusing(ws, reason, env_names=env_names, limits=limits)
     return Unsandboxed(ws, env_names=env_names, limits=limits)
 
 
@@ -566,52 +481,43 @@ def detect_bubblewrap(path: str | None = None) -> Support:
     if (known := probe_cache.load(found)) is not None:  # a usable result another process found
         with contextlib.suppress(TypeError):
             return Support(found, **known)
-    env = {"PATH": DEFAULT_PATH}
+    run = functools.partial(
+        subprocess.run,
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_S,
+        env={"PATH": DEFAULT_PATH},
+    )
     try:
-        version = subprocess.run(
-            [found, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env
-        )
-        helptext = subprocess.run(
-            [found, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env
-        )
+        version, helptext = run([found, "--version"]), run([found, "--help"])
     except (OSError, subprocess.SubprocessError) as exc:
         return Support(found, reason=f"{found} cannot be run: {exc}")
-    support = Support(
-        found,
-        version=version.stdout.strip().removeprefix("bubblewrap ").strip(),
-        disable_userns="--disable-userns" in helptext.stdout,
-        tmpfs_size="--size" in helptext.stdout,
-    )
+    facts = {
+        "version": version.stdout.strip().removeprefix("bubblewrap ").strip(),
+        "disable_userns": "--disable-userns" in helptext.stdout,
+        "tmpfs_size": "--size" in helptext.stdout,
+    }
+    support = Support(found, **facts)  # type: ignore[arg-type]  # the three fields above
     true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
-    argv = [
-        *namespace_arguments(support, network=False),
-        *BASE_MOUNTS,
-        "--tmpfs",
-        "/tmp",
-        "--",
-        true,
-    ]
     try:
-        trial = subprocess.run(
-            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env
+        trial = run(
+            [
+                *namespace_arguments(support, network=False),
+                *BASE_MOUNTS,
+                "--tmpfs",
+                "/tmp",
+                "--",
+                true,
+            ]
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        return Support(found, version=support.version, reason=f"bubblewrap trial run failed: {exc}")
+        return dataclasses.replace(support, reason=f"bubblewrap trial run failed: {exc}")
     if trial.returncode != 0:
         why = (trial.stderr.strip().splitlines() or [f"exit code {trial.returncode}"])[-1]
-        return Support(
-            found,
-            version=support.version,
-            reason=f"bubblewrap cannot create a sandbox here ({why})",
+        return dataclasses.replace(
+            support, reason=f"bubblewrap cannot create a sandbox here ({why})"
         )
-    probe_cache.store(
-        found,
-        {
-            "version": support.version,
-            "disable_userns": support.disable_userns,
-            "tmpfs_size": support.tmpfs_size,
-        },
-    )
+    probe_cache.store(found, facts)
     return support
 
 
@@ -621,18 +527,12 @@ def detect_bubblewrap(path: str | None = None) -> Support:
 def home_folders() -> list[Path]:
     """Every place a home folder may be: the user's (from the password database and
     $HOME), and /home and /root for everyone else's."""
-    seen: list[Path] = []
     candidates = [os.environ.get("HOME", "")]
     if pwd is not None:
         with contextlib.suppress(KeyError):
             candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
-    candidates += ["/home", "/root"]
-    for c in candidates:
-        if c and os.path.isabs(c):
-            p = Path(c)
-            if p not in seen:
-                seen.append(p)
-    return seen
+    found = [*candidates, "/home", "/root"]
+    return list(dict.fromkeys(Path(c) for c in found if c and os.path.isabs(c)))
 
 
 def database_paths(
@@ -658,16 +558,14 @@ def safe_path(value: str, workspace: Path) -> str:
     ws = workspace.expanduser().absolute()
     kept = []
     for entry in value.split(os.pathsep):
-        if not entry or not os.path.isabs(entry):
+        if not os.path.isabs(entry):
             continue
         real = Path(entry)
         with contextlib.suppress(OSError):
             real = real.resolve()
-        if _within(real, ws) or _within(real, ws.resolve()):
-            continue
-        if entry not in kept:
+        if not _within(real, ws) and not _within(real, ws.resolve()):
             kept.append(entry)
-    return os.pathsep.join(kept) or DEFAULT_PATH
+    return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
 
 
 def system_shell() -> str:
