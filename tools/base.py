@@ -1,20 +1,14 @@
-"""`gatehouse_tool`: a typed, documented function as a LangChain tool that carries
-Gatehouse's facts about it (a `ToolSpec`, graph/protocol/tools.py): the risk an
-approval card shows, the default policy, idempotency, the argument policy
-conditions match on, and an optional preview of what the call will change.
+"""`gatehouse_tool`: a typed, documented function as a LangChain tool carrying
+Gatehouse's facts about it (a `ToolSpec`, graph/protocol/tools.py).
 
-Argument schemas: LangChain infers a tool's pydantic model from its signature through
-pydantic's deprecated `validate_arguments` (two models and their validators, ~3 ms a
-tool). Here a signature of plain parameters becomes one model whose validator is built
-on first use (`defer_build`: when the tool runs or is bound to a model), and each schema
-is made once per process and shared, so a server that opens a session per request
-rebuilds the tools, not their schemas. The schemas are the same as LangChain's
-(tests/test_open_cost.py compares them for every default tool).
-
-A tool of a plain (not async) function makes its schema the first time it is read
-(tools/cached_tool.py): a new process that opens a session and resumes a thread builds
-the schema of the one tool it calls, not of all ten. What the model is shown of the
-tool is found without the schema, by `schema_source` (tools/definitions.py).
+LangChain infers an argument schema through pydantic's deprecated `validate_arguments`
+(two models, ~3 ms a tool). Here a signature of plain parameters becomes one model with
+its validator deferred (`defer_build`), each schema made once per process and shared
+(a server opening a session per request rebuilds the tools, not their schemas), and a
+plain function's tool makes its schema when first read (tools/cached_tool.py): resuming
+a thread builds the schema of the one tool it calls. The schemas equal LangChain's
+(tests/test_open_cost.py); what the model is shown comes without them, keyed by
+`schema_source` (tools/definitions.py).
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ import os
 import re
 import sys
 import textwrap
-import threading
 import typing
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -34,50 +27,31 @@ from langchain_core.tools import BaseTool, tool
 from langchain_core.tools.base import create_schema_from_function
 from pydantic import BaseModel, ConfigDict, create_model
 
-from graph.protocol.tools import DefaultMode, Preview, Risk, ToolSpec, attach_spec, spec_of
+from graph.protocol.tools import DefaultMode, Risk, ToolSpec, attach_spec, spec_of
 from tools.cached_tool import CachedTool, SchemaOnFirstUse
 
 __all__ = ["ToolSpec", "attach_spec", "bound_tool", "gatehouse_tool", "spec", "spec_of"]
 
 
 def spec(
-    *,
-    risk: Risk,
-    default: DefaultMode | None = None,
-    idempotent: bool | None = None,
-    match_arg: str | None = None,
-    preview: Preview | None = None,
-    auto_allow: Callable[[dict[str, Any]], bool] | None = None,
-    compound: Callable[[dict[str, Any]], bool] | None = None,
-    describe: Callable[[dict[str, Any]], str] | None = None,
-    canonical: Callable[[dict[str, Any]], dict[str, str | None]] | None = None,
+    *, risk: Risk, default: DefaultMode | None = None, idempotent: bool | None = None, **facts: Any
 ) -> ToolSpec:
     """A ToolSpec whose `default` and `idempotent` follow the risk when omitted:
-    `read` runs freely and is safe to repeat; the rest asks."""
+    `read` runs freely and is safe to repeat; the rest asks. `facts`: its other fields."""
     return ToolSpec(
         risk=risk,
         default=default or ("allow" if risk == "read" else "ask"),
         idempotent=(risk == "read") if idempotent is None else idempotent,
-        match_arg=match_arg,
-        preview=preview,
-        auto_allow=auto_allow,
-        compound=compound,
-        describe=describe,
-        canonical=canonical,
+        **facts,
     )
 
 
 def gatehouse_tool(
-    func: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    **facts: Any,
+    func: Callable[..., Any] | None = None, *, name: str | None = None, **facts: Any
 ) -> Any:
     """Turn a typed, documented function into a LangChain tool with a `ToolSpec`
-    (`facts`: the keyword arguments of `spec`).
-
-    The docstring is what the model reads; the signature is the argument schema.
-    """
+    (`facts`: the keyword arguments of `spec`). The docstring is what the model reads;
+    the signature is the argument schema."""
 
     def wrap(f: Callable[..., Any]) -> BaseTool:
         return attach_spec(cached_schema_tool(f, name), spec(**facts))
@@ -112,7 +86,6 @@ def bound_tool(
 
 
 _schemas: dict[Hashable, Any] = {}
-_schemas_lock = threading.Lock()
 
 
 def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
@@ -163,20 +136,17 @@ def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTo
 
 def _inferred_schema(f: Callable[..., Any], name: str, key: Hashable | None) -> Any:
     """The schema LangChain infers for `f`, made once per process per signature (`key`:
-    `_signature_key(f, name)`)."""
-    with _schemas_lock:
-        schema = _schemas.get(key) if key is not None else None
-    if schema is not None:
+    `_signature_key(f, name)`; dict reads and `setdefault` are atomic, so no lock)."""
+    if key is not None and (schema := _schemas.get(key)) is not None:
         return schema
-    schema = fast_schema(name, f)
-    if schema is None:  # a signature that needs LangChain's own handling
-        schema = CachedTool.from_function(
+    # None from fast_schema: a signature that needs LangChain's own handling.
+    schema = (
+        fast_schema(name, f)
+        or CachedTool.from_function(
             f, name=name, infer_schema=True, error_on_invalid_docstring=True
         ).args_schema
-    if key is not None:
-        with _schemas_lock:
-            schema = _schemas.setdefault(key, schema)
-    return schema
+    )
+    return schema if key is None else _schemas.setdefault(key, schema)
 
 
 # Names in annotations: a type defined in another module is part of what a schema is
@@ -273,6 +243,4 @@ def _plain_type(hint: Any) -> bool:
     """No runtime-injected argument (RunnableConfig, InjectedToolArg, ToolRuntime ...):
     those LangChain filters out of the schema, so they take its path."""
     text = repr(hint)
-    return not any(
-        word in text for word in ("Injected", "RunnableConfig", "ToolRuntime", "Callback")
-    )
+    return not any(w in text for w in ("Injected", "RunnableConfig", "ToolRuntime", "Callback"))

@@ -1,26 +1,17 @@
 """`CachedTool`: LangChain's `StructuredTool`, with what it works out about its function
 on every call worked out once per tool.
 
-On each call `StructuredTool` asks `get_type_hints` of its function whether it takes a
-`RunnableConfig` (evaluating every string annotation again: an `Annotated[..., Field(...)]`
-builds a new `Field` each time), reads the function's signature for a `callbacks`
-parameter, and walks its argument schema's annotations for injected arguments, about
-0.15 ms of a 0.5 ms file-tool call. None of them can change while the function and the
-schema stay the same objects; each answer here is kept with the function or schema it
-was worked out for and worked out again if either is replaced. What runs, with which
-arguments, and what the callbacks see are the same as `StructuredTool`'s
-(tests/test_cached_tool.py).
-
-It calls the helpers LangChain's own `_run` and `_filter_injected_args` call (private
-names of langchain_core, all imported below), so an upgrade that changes those two
-methods must be read against this one; the tests compare the two classes' behaviour.
+On each call `StructuredTool` evaluates its function's type hints for a
+`RunnableConfig` parameter, reads its signature for `callbacks`, and walks the argument
+schema for injected arguments: ~0.15 ms of a 0.5 ms file-tool call. Each answer is kept
+with the function or schema it was worked out for. It calls the private helpers
+LangChain's own `_run` and `_filter_injected_args` call (imported below): an upgrade
+that changes those two methods must be read against these (tests/test_cached_tool.py
+compares the two classes' behaviour).
 
 A `CachedTool` may also make its argument schema on first use
-(`with_schema_on_first_use`): building a pydantic model costs ~1 ms a tool, a session
-opens ten, and a resume calls one or two of them. Until then `args_schema` is absent
-from the instance and made by `__getattr__` the first time anything reads it (a call's
-check, LangChain's conversion for a model); the definitions the model is shown come
-from tools/definitions.py, keyed by what the schema is made from, without it.
+(`with_schema_on_first_use`, ~1 ms a tool: a session opens ten, a resume calls one or
+two): `args_schema` is absent from the instance until `__getattr__` makes it.
 """
 
 # No `from __future__ import annotations`: `BaseTool.run` reads `_run`'s type hints on

@@ -1,37 +1,21 @@
-"""What a chat model is shown of each tool: its OpenAI function definition (name,
-description, JSON schema of the arguments), made once and kept.
+"""What a chat model is shown of each tool: its OpenAI function definition, made once
+and kept.
 
-LangChain makes a definition from a tool on every `bind_tools`: a subset model of the
-argument schema (`tool_call_schema`, memoised per tool object only), its core schema
-and its JSON schema, ~1 ms a tool. A session opens with new tool objects, so every
-open paid ~11 ms for the ten default tools, and a new process more (the schemas'
-validators are built for it). Here a definition is kept for the process (keyed by the
-tool's name, description and schema object, which tools/base.py shares across opens)
-and on disk in Gatehouse's cache folder (tools/disk_cache.py), keyed by everything it
-is made from: the name, the description, each argument's field (type, default,
-constraints, description) and the versions of LangChain and pydantic. Only schemas of
-plain types (builtins, `typing` forms, literals, constraints) are kept on disk: their
-fields' text says all they are.
-
-The definitions are given to `bind_tools` as OpenAI function dicts, which every
-LangChain chat model takes (`convert_to_openai_tool` turns one into what it turns the
-tool into, `strict` included).
-
-A tool whose schema is made on first use (tools/cached_tool.py) is keyed by what its
-schema will be made from instead (`SchemaOnFirstUse`: in the process, its signature; on
-disk, its function's file and the files of the types it names, as text), so finding
-its definition does not make the schema.
-
-A definition only ever tells the model what to send. A call's arguments are checked
-against the tool's own schema (tools/base.py), never against a definition, so a stale
-one could at worst make the model send arguments the check refuses.
+LangChain remakes a definition on every `bind_tools` (~1 ms a tool, more in a new
+process), and a session opens with new tool objects. Here a definition is kept for the
+process (keyed by name, description and the schema object tools/base.py shares) and on
+disk (tools/disk_cache.py), keyed by everything it is made from: name, description,
+each field's repr and the LangChain and pydantic versions; only schemas of plain types
+go to disk, as only their repr says all they are. A schema made on first use
+(tools/cached_tool.py) is keyed by what it will be made from, so finding its definition
+does not make it. A stale definition can only make the model send arguments the
+tool's own schema check refuses; calls are never checked against a definition.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import types
 import typing
 from collections.abc import Sequence
@@ -51,8 +35,8 @@ VERSION = 1  # of this file's format and of how a definition is made
 # keys: 256 entries grew it to ~100 KB, ~1 ms of each open. 64 hold several toolsets.
 MAX_ENTRIES = 64
 
+# Read and filled with single dict operations, atomic without a lock.
 _kept: dict[tuple[str, str, object], dict[str, Any]] = {}
-_lock = threading.Lock()
 
 
 def tool_definitions(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
@@ -68,8 +52,8 @@ def tool_definitions(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
             continue
         key = disk_key(t)
         stored = on_disk.get(key) if key is not None else None
-        if _is_definition(stored, t.name):
-            definition = typing.cast(dict[str, Any], stored)
+        if isinstance(stored, dict) and stored.get("name") == t.name and "parameters" in stored:
+            definition = stored
         else:
             definition = _make(t)
             if key is not None:
@@ -108,22 +92,12 @@ def _process_key(tool: BaseTool) -> tuple[str, str, object] | None:
 
 def _in_process(tool: BaseTool) -> dict[str, Any] | None:
     key = _process_key(tool)
-    if key is None:
-        return _make(tool)
-    with _lock:
-        return _kept.get(key)
+    return _make(tool) if key is None else _kept.get(key)
 
 
 def _keep(tool: BaseTool, definition: dict[str, Any]) -> dict[str, Any]:
     key = _process_key(tool)
-    if key is not None:
-        with _lock:
-            definition = _kept.setdefault(key, definition)
-    return definition
-
-
-def _is_definition(value: Any, name: str) -> bool:
-    return isinstance(value, dict) and value.get("name") == name and "parameters" in value
+    return definition if key is None else _kept.setdefault(key, definition)
 
 
 def disk_key(tool: BaseTool) -> str | None:
