@@ -1,19 +1,17 @@
 """A hard cap on a sandboxed command's processes when Gatehouse runs as root.
 
 The kernel never applies RLIMIT_NPROC to uid 0, so as root the sandbox's `ulimit -u`
-does nothing and only the watchdog (tools/sandbox.py, every 50 ms) stops a fork
-bomb — by then it can have taken every PID of the machine (pid_max is 32,768 here).
-Where a writable cgroup-v1 `pids` hierarchy exists (containers started as root
-usually have one), each command gets a cgroup of its own with `pids.max` set: forks
-past it fail at once with EAGAIN, and the watchdog then stops the command. As an
-ordinary user, RLIMIT_NPROC already holds and nothing here is used.
+does nothing and only the watchdog (tools/sandbox.py, every 50 ms) stops a fork bomb,
+by which time it can hold every PID of the machine. Where a writable cgroup-v1 `pids`
+hierarchy exists (containers started as root usually have one), each command gets a
+cgroup with `pids.max` set: forks past it fail at once with EAGAIN. As an ordinary
+user RLIMIT_NPROC holds and nothing here is used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -22,14 +20,12 @@ PIDS_HIERARCHY = Path("/sys/fs/cgroup/pids")
 # Beyond the command's own share: the shell that joins the cgroup (it becomes bwrap),
 # bwrap's PID 1 in the sandbox, and the limits wrapper.
 OVERHEAD = 3
-
-
 # A group younger than this is never swept: its command may not have joined it yet.
 SWEEP_AFTER_S = 60.0
 ORPHAN_AFTER_S = 5.0
 
-_lock = threading.Lock()
-# Our own groups whose command ended while a process still lingered in them.
+# Our own groups whose command ended while a process still lingered in them (set
+# operations are atomic: no lock).
 _finished: set[Path] = set()
 
 
@@ -59,18 +55,21 @@ def joining(group: Path, command: list[str]) -> list[str]:
     return ["/bin/sh", "-c", join, str(group / "cgroup.procs"), *command]
 
 
+def remove(group: Path | None) -> None:
+    """Remove the cgroup once its processes are gone (the kernel refuses before; then
+    a later `new_cap` sweeps it)."""
+    if group is not None and not _rmdir(group):
+        _finished.add(group)
+
+
 def _remove_finished() -> None:
-    """Sweep groups whose command is over: our own that `remove` could not take yet,
-    and any left by a Gatehouse that died or long ago. Never a fresh group of a live
-    process: removing one before its command joined it is how a concurrent command
-    ran without its cap. Removing a group that still has processes fails, so only
-    empty ones go."""
-    with _lock:
-        mine = list(_finished)
-    for group in mine:
+    """Sweep the empty groups whose command is over: our own that `remove` could not
+    take yet, and any left by a Gatehouse that died or long ago. Never a fresh group
+    of a live process: removing one before its command joined it is how a concurrent
+    command ran without its cap."""
+    for group in list(_finished):
         if _rmdir(group):
-            with _lock:
-                _finished.discard(group)
+            _finished.discard(group)
     with contextlib.suppress(OSError):
         for group in PIDS_HIERARCHY.glob("gatehouse-*"):
             if _stale(group):
@@ -86,21 +85,21 @@ def _stale(group: Path) -> bool:
     except OSError:
         return False
     owner = group.name.split("-")[1] if group.name.count("-") >= 2 else ""
-    orphaned = owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner))
+    orphaned = owner.isdigit() and int(owner) != os.getpid() and _gone(int(owner))
     return age > SWEEP_AFTER_S or (orphaned and age > ORPHAN_AFTER_S)
 
 
-def _alive(pid: int) -> bool:
+def _gone(pid: int) -> bool:
+    """The process has ended (one of another user answers EPERM: it is alive)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    except OSError as exc:
+        return isinstance(exc, ProcessLookupError)
+    return False
 
 
 def _rmdir(group: Path) -> bool:
+    """Whether `group` is gone now (removing a group that holds processes fails)."""
     try:
         group.rmdir()
     except FileNotFoundError:
@@ -108,11 +107,3 @@ def _rmdir(group: Path) -> bool:
     except OSError:
         return False
     return True
-
-
-def remove(group: Path | None) -> None:
-    """Remove the cgroup once its processes are gone (the kernel refuses before; then
-    a later `new_cap` sweeps it)."""
-    if group is not None and not _rmdir(group):
-        with _lock:
-            _finished.add(group)

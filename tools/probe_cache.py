@@ -1,16 +1,10 @@
-"""What a bubblewrap probe found, kept on disk so a new process does not probe again.
-
-`detect_bubblewrap` runs bwrap three times (version, help, a trial sandbox): ~15 ms, in
-every process that opens a session (`gatehouse approve ID`, each web app worker). A
-usable result is stored here under a key that changes when anything the trial depended
-on may have: the binary (path, inode, size, mtime), the kernel (release, boot id), the
-user, and the sysctls that allow or forbid unprivileged user namespaces. Only a usable
-result is stored: an unusable one is probed again each time, so a machine that gains a
-working bubblewrap is never told it has none. A stale usable result can only make a
-command fail to start (the sandbox refuses to run), never run it unsandboxed.
-
-The file is `bwrap-probe.json` in Gatehouse's cache folder (tools/disk_cache.py:
-`$GATEHOUSE_CACHE_DIR`, `off` turns it off).
+"""What a bubblewrap probe found, kept in Gatehouse's cache folder (tools/disk_cache.py)
+so a new process does not probe again: `detect_bubblewrap` runs bwrap three times
+(~15 ms) in every process that opens a session. The key changes with anything the
+trial depended on: the binary (path, inode, size, mtime), the kernel (release, boot
+id), the user, and the sysctls that allow unprivileged user namespaces. Only a usable
+result is stored, so a machine that gains a working bubblewrap is never told it has
+none; a stale one can only make a command fail to start, never run it unsandboxed.
 """
 
 from __future__ import annotations
@@ -30,8 +24,6 @@ SYSCTLS = (
     "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
     "/proc/sys/kernel/random/boot_id",
 )
-
-
 FILE = "bwrap-probe.json"
 
 
@@ -70,9 +62,7 @@ def load(binary: str) -> dict[str, Any] | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("support"), dict):
         return None
     key = probe_key(binary)
-    if key is None or entry.get("key") != key:
-        return None
-    return entry["support"]
+    return entry["support"] if key is not None and entry.get("key") == key else None
 
 
 def store(binary: str, support: dict[str, Any]) -> None:
