@@ -9,27 +9,13 @@ a file or runs a program (`--output`, `--ext-diff`).
 
 Looking harmless is not enough: `git status` runs whatever `core.fsmonitor` in the
 workspace's `.git/config` names, and a workspace may hold an untrusted repository. So
-every command that starts with an allow-listed prefix — whoever approved it — runs
-`hardened`: read-only workspace, no network (tools/sandbox.py), and for git a config
-that switches off every way a repository names a program to run:
-
-  fixed keys     core.fsmonitor, core.hooksPath (+ no optional index writes, so no
-                 post-index-change hook), core.pager, core.editor, sequence.editor,
-                 core.sshCommand + protocol.allow=never, credential.helper, gpg.*.program,
-                 log.showSignature, core.attributesFile, safe.bareRepository, submodules
-                 ignored (their own configs are never read); no system or global config;
-  named drivers  every `filter.<x>.clean/smudge/process` the repository's config
-                 defines (includes followed) is emptied, `diff.<x>.textconv` becomes
-                 `cat`, external diff commands `false`;
-  arguments      `git diff/log/show` get `--no-ext-diff --no-textconv`; `--ext-diff`,
-                 `--textconv` and `git status -v` (a textconv diff) are not free;
-  paths          git never looks above the workspace for a repository
-                 (GIT_CEILING_DIRECTORIES); mailmap and diff order files are not read.
-                 A repository that points git elsewhere is refused with the reason:
-                 `core.worktree` (an allow-listed `git diff` would print /etc/passwd),
-                 a git folder or common folder (`.git` as a file or a symlink) outside
-                 the workspace, object alternates outside it, or a config include read
-                 from outside it.
+every command with an allow-listed prefix, whoever approved it, runs `hardened`:
+read-only workspace, no network (tools/sandbox.py), and for git no system or global
+config, command-line config that wins over the repository's (GIT_SAFE_CONFIG), every
+filter, textconv and external diff driver the repository defines switched off,
+`--no-ext-diff --no-textconv` on diffs, and no repository above the workspace. A
+repository that points git elsewhere (`core.worktree`, a git or common folder, object
+alternates or a config include outside the workspace) is refused with the reason.
 """
 
 from __future__ import annotations
@@ -107,6 +93,9 @@ GIT_SAFE_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
 }
 _DRIVER_KEY = re.compile(r"^(filter|diff)\.(.+)\.(clean|smudge|process|required|textconv|command)$")
+# What a driver the repository names becomes.
+_FILTER_OFF = {"clean": "", "smudge": "", "process": "", "required": "false"}
+_DIFF_OFF = {"textconv": "cat", "command": "false"}
 GIT_CONFIG_TIMEOUT_S = 5.0
 
 
@@ -181,21 +170,17 @@ def _risky_git_option(tokens: Sequence[str]) -> bool:
         return False
     if "-c" in tokens:
         return True
-    if tokens[1] != "status":
-        return False
-    for t in tokens[2:]:
-        if t.startswith("--") and len(t) > 3 and "--verbose".startswith(t.split("=")[0]):
-            return True
-        if t.startswith("-") and not t.startswith("--") and "v" in t:
-            return True
-    return False
+    return tokens[1] == "status" and any(
+        (t.startswith("--") and len(t) > 3 and "--verbose".startswith(t.split("=")[0]))
+        or (t.startswith("-") and not t.startswith("--") and "v" in t)
+        for t in tokens[2:]
+    )
 
 
 def _harmless_arg(token: str, ws: Workspace) -> bool:
+    # Writes a file, runs a program, or the shell would expand ~ to the home folder.
     if token.startswith(WRITING_OPTIONS) or token.startswith("~") or "=~" in token or ":~" in token:
-        return (
-            False  # writes a file, runs a program, or the shell would expand ~ to the home folder
-        )
+        return False
     if token.startswith("-"):
         if "=" not in token:
             return True  # a plain flag such as -la
@@ -293,20 +278,10 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
                 overrides[name.strip()] = "false"
             continue
         section, driver, key = m.groups()
-        base = f"{section}.{driver}"
         if section == "filter":
-            overrides.update(
-                {
-                    f"{base}.clean": "",
-                    f"{base}.smudge": "",
-                    f"{base}.process": "",
-                    f"{base}.required": "false",
-                }
-            )
-        elif key == "textconv":
-            overrides[f"{base}.textconv"] = "cat"
-        elif key == "command":
-            overrides[f"{base}.command"] = "false"
+            overrides.update({f"filter.{driver}.{k}": v for k, v in _FILTER_OFF.items()})
+        elif key in _DIFF_OFF:
+            overrides[f"diff.{driver}.{key}"] = _DIFF_OFF[key]
     return overrides
 
 

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from tools import previews as pv
 from tools.base import bound_tool
-from tools.previews import EditError, unified_diff  # noqa: F401  (re-exported)
+from tools.previews import EditError
 from tools.workspace import PathError, Workspace
 
 READ_CAP_BYTES = 200_000
@@ -319,43 +319,19 @@ def move_file(
 
 def make_file_tools(ws: Workspace) -> list[BaseTool]:
     """The seven file tools, each bound to the workspace `ws`."""
+
+    def bind(fn: Any, risk: str, canonical: Any, preview: Any = None, **facts: Any) -> BaseTool:
+        facts.setdefault("match_arg", "path")
+        return bound_tool(fn, ws, risk=risk, preview=preview, canonical=canonical, **facts)
+
     return [
-        bound_tool(list_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
-        bound_tool(read_file, ws, risk="read", match_arg="path", canonical=canonical_path),
-        bound_tool(search_files, ws, risk="read", match_arg="path", canonical=canonical_folder),
-        bound_tool(
-            write_file,
-            ws,
-            risk="write",
-            match_arg="path",
-            preview=pv.preview_write,
-            idempotent=True,
-            canonical=canonical_path,
-        ),
-        bound_tool(
-            edit_file,
-            ws,
-            risk="write",
-            match_arg="path",
-            preview=pv.preview_edit,
-            canonical=canonical_path,
-        ),
-        bound_tool(
-            delete_file,
-            ws,
-            risk="delete",
-            match_arg="path",
-            preview=preview_delete,
-            canonical=canonical_entry,
-        ),
-        bound_tool(
-            move_file,
-            ws,
-            risk="write",
-            match_arg="source",
-            preview=pv.preview_move,
-            canonical=canonical_move,
-        ),
+        bind(list_files, "read", canonical_folder),
+        bind(read_file, "read", canonical_path),
+        bind(search_files, "read", canonical_folder),
+        bind(write_file, "write", canonical_path, pv.preview_write, idempotent=True),
+        bind(edit_file, "write", canonical_path, pv.preview_edit),
+        bind(delete_file, "delete", canonical_entry, preview_delete),
+        bind(move_file, "write", canonical_move, pv.preview_move, match_arg="source"),
     ]
 
 

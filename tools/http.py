@@ -10,6 +10,7 @@ HTML comes back as readable text; every response is capped in time and size.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
@@ -66,16 +67,15 @@ def host_allowed(url: str, allow_hosts: Sequence[str]) -> bool:
 
 def harmless_headers(headers: Any) -> bool:
     """True when a GET with these headers is still just a fetch."""
-    if not headers:
-        return True
-    if not isinstance(headers, dict):
-        return False
-    return all(
-        isinstance(k, str)
-        and k.strip().lower() in FREE_HEADERS
-        and isinstance(v, str)
-        and v.isprintable()
-        for k, v in headers.items()
+    return not headers or (
+        isinstance(headers, dict)
+        and all(
+            isinstance(k, str)
+            and k.strip().lower() in FREE_HEADERS
+            and isinstance(v, str)
+            and v.isprintable()
+            for k, v in headers.items()
+        )
     )
 
 
@@ -108,14 +108,12 @@ def make_http_tool(
             and host_allowed(str(args.get("url", "")), allow)
         )
 
-    def canonical(args: dict[str, Any]) -> dict[str, str | None]:
-        return {"url": canonical_url(args["url"])}
-
-    def preview(args: dict[str, Any]) -> str:
-        return request_preview(args, allow)
-
     @gatehouse_tool(
-        risk="network", match_arg="url", preview=preview, auto_allow=auto_allow, canonical=canonical
+        risk="network",
+        match_arg="url",
+        preview=functools.partial(request_preview, allow=allow),
+        auto_allow=auto_allow,
+        canonical=lambda args: {"url": canonical_url(args["url"])},
     )
     def http_request(
         url: Annotated[str, Field(description="Full http:// or https:// URL")],

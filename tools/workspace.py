@@ -1,15 +1,11 @@
 """The one folder file tools may touch, and the path checks that keep them in it.
 
-Checks happen twice: `resolve` refuses a bad path before anything is touched, and
-`open_fd` / `parent_fd` walk from the root one component at a time with
-`O_NOFOLLOW`, so a symlink swapped in after the check cannot lead the write out.
-`remove` deletes the same way: through directory fds only, never by path again.
-
-Some places are hidden even inside the root: Gatehouse's own database, its folder
-and the install secret (graph/service/toolset.py names them) when a person works on
-the project that holds them (`GATEHOUSE_WORKSPACE=.` with `.gatehouse/` inside). A
-path into one is refused like a path outside, and listings and searches skip them:
-whoever reads the secret or the database can approve.
+Checked twice: `resolve` refuses a bad path before anything is touched, then
+`open_fd` / `parent_fd` / `remove` walk from the root one component at a time with
+`O_NOFOLLOW`, so a symlink swapped in after the check cannot lead out. Gatehouse's own
+database, its folder and the install secret (graph/service/toolset.py) are hidden even
+inside the root (a person working on the project that holds `.gatehouse/`): whoever
+reads them can approve.
 """
 
 from __future__ import annotations
@@ -87,10 +83,9 @@ class Workspace:
 
     @property
     def root(self) -> Path:
-        # Read a few dozen times a turn: a realpath is a stat per component, so the real
-        # path is kept and reused while the configured path and the kept one both still
-        # name the same directory (device, inode): two stats. A moved or re-pointed root
-        # is resolved again.
+        # Read a few dozen times a turn: the real path (a stat per component) is reused
+        # while the configured and the kept path still name the same directory (two
+        # stats); a moved or re-pointed root is resolved again.
         if not self._root.is_dir():  # a failing mkdir costs more than the stat
             self._root.mkdir(parents=True, exist_ok=True)
         now = os.stat(self._root)
@@ -173,9 +168,7 @@ class Workspace:
 
     @staticmethod
     def _inside(real: Path, root: Path) -> bool:
-        # `real == root or root in real.parents`, on the strings: both are absolute and
-        # pathlib keeps them normalised (no `//`, no trailing `/`, no `.`), so a parent
-        # is exactly a prefix ending at a `/`. Asked several times a call; building
+        # `real == root or root in real.parents` on the normalised strings: building
         # `parents` cost more than the rest of `resolve`.
         r, p = str(root), str(real)
         return p == r or p.startswith(r if r.endswith("/") else r + "/")
@@ -287,10 +280,8 @@ class Workspace:
                 os.unlink(real.name, dir_fd=dir_fd)
                 return 1, 0, st.st_size  # a symlink: the length of its target text, as `ls -l`
             fd = _open_dir(real.name, dir_fd)
-            if fd is None:
-                raise PathError(f"{rel!r} changed while it was being deleted; nothing was deleted")
             try:
-                if not os.path.samestat(st, os.fstat(fd)):
+                if fd is None or not os.path.samestat(st, os.fstat(fd)):
                     raise PathError(
                         f"{rel!r} changed while it was being deleted; nothing was deleted"
                     )
@@ -301,7 +292,8 @@ class Workspace:
                     )
                 _empty(fd)
             finally:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
             os.rmdir(real.name, dir_fd=dir_fd)
             return counts
 
