@@ -49,6 +49,13 @@ def walk(ws: Workspace, top: Path) -> Iterator[Path]:
             yield from walk(ws, entry)
 
 
+def _file(ws: Workspace, path: str) -> Path:
+    target = ws.resolve(path, must_exist=True)
+    if not target.is_file():
+        raise PathError(f"{path!r} is not a file")
+    return target
+
+
 def row(ws: Workspace, entry: Path) -> str:
     rel = ws.relative(entry)
     if entry.is_symlink():
@@ -95,9 +102,7 @@ def read_file(
     At most 200 KB come back per call; for a bigger file ask for line ranges.
     Binary files are reported by size, not shown.
     """
-    target = ws.resolve(path, must_exist=True)
-    if not target.is_file():
-        raise PathError(f"{path!r} is not a file")
+    target = _file(ws, path)
     if start_line is not None and end_line is not None and end_line < start_line:
         raise ValueError(f"end_line ({end_line}) is before start_line ({start_line})")
     rel, size = ws.relative(target), target.stat().st_size
@@ -234,9 +239,7 @@ def edit_file(
     unique unless replace_all is true; otherwise nothing changes and the error
     says why.
     """
-    target = ws.resolve(path, must_exist=True)
-    if not target.is_file():
-        raise PathError(f"{path!r} is not a file")
+    target = _file(ws, path)
     rel = ws.relative(target)
     data = ws.read_bytes(target)
     if pv.is_binary(data):

@@ -1,12 +1,10 @@
 """Tools from MCP servers (stdio and streamable HTTP), usable from the sync graph.
 
-`langchain-mcp-adapters` tools are async-only and, left alone, open a new session
-(for stdio: a new server process) per call. `MCPServers` instead keeps one session
-per server open on a background event loop thread it owns, and wraps every tool so
-`tool.invoke(...)` from any thread runs the call on that loop. A server that dies is
-reconnected on the next call. MCP tools ask by default and obey the same policy as
-built-in tools; their risk comes from the server's annotations (read-only, open
-world), else `execute`.
+`langchain-mcp-adapters` tools are async-only and open a new session (for stdio, a new
+server process) per call. `MCPServers` keeps one session per server open on an event
+loop thread of its own and wraps every tool so `invoke` from any thread runs there; a
+server that dies is reconnected on the next call. MCP tools ask by default; their risk
+comes from the server's annotations (read-only, open world), else `execute`.
 """
 
 from __future__ import annotations
@@ -80,11 +78,9 @@ class _Server:
 
     @property
     def alive(self) -> bool:
-        return (
-            self._task is not None
-            and not self._task.done()
-            and self.session is not None
-            and not (self._stop is not None and self._stop.is_set())
+        task, stop = self._task, self._stop
+        return bool(
+            task and not task.done() and self.session is not None and not (stop and stop.is_set())
         )
 
     async def call(self, tool_name: str, args: dict[str, Any]) -> tuple[str, Any]:

@@ -42,12 +42,8 @@ def printable(text: str) -> str:
 def size_text(n: int) -> str:
     if n < 1024:
         return f"{n} B"
-    size = float(n)
-    for unit in ("KB", "MB", "GB"):
-        size /= 1024
-        if size < 1024 or unit == "GB":
-            return f"{size:.1f} {unit}"
-    return f"{n} B"  # pragma: no cover
+    exp = next((e for e in (1, 2) if n < 1024 ** (e + 1)), 3)
+    return f"{n / 1024**exp:.1f} {('KB', 'MB', 'GB')[exp - 1]}"
 
 
 def unified_diff(old: str, new: str, path: str) -> str:
@@ -57,10 +53,8 @@ def unified_diff(old: str, new: str, path: str) -> str:
         fromfile=f"a/{path}",
         tofile=f"b/{path}",
     )
-    out = []
-    for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out) or "(no change)"
+    end = "\n\\ No newline at end of file\n"
+    return "".join(line if line.endswith("\n") else line + end for line in lines) or "(no change)"
 
 
 def line_of(text: str, index: int) -> int:

@@ -1,26 +1,17 @@
-"""Where `run_command` runs a command: a bubblewrap sandbox on Linux, or — where there
-is none — the plain process, said out loud on every approval card.
+"""Where `run_command` runs a command: a bubblewrap sandbox on Linux, or (where there
+is none) the plain process, said out loud on every approval card.
 
-`Bubblewrap` starts `bwrap` itself with an allow-listed environment (never the
-Gatehouse environment: in a new PID namespace `/proc/1/environ` is bwrap's own) and:
-
-  namespaces   all unshared (`--share-net` only when a call is granted the network); no
-               new user namespaces inside; every capability dropped (bwrap keeps them
-               when started by root); `--new-session`.
-  filesystem   `/` read-only; fresh `/proc`, minimal `/dev`; private `/tmp`, `/var/tmp`,
-               `/run` (docker.sock, D-Bus and agents live there); every home folder, the
-               Gatehouse database and config hidden; the workspace bound read-write
-               (read-only for allow-listed commands) after them, so a workspace inside
-               a hidden home is still there.
-  limits       CPU seconds, data size and core dumps by `ulimit`; processes by `ulimit -u`
-               (the kernel never applies it to uid 0: as root, a pids cgroup,
-               tools/pids_cap.py) AND a watchdog that counts the sandbox's `/proc`.
-  lifetime     `--die-with-parent`, also when Gatehouse is SIGKILLed; a PID namespace
-               dies whole with its PID 1.
-
-`Unsandboxed` runs the same wrapper in the plain process: same environment allow list
-and ulimits, nothing else. bwrap is used when on PATH AND a trial run works (containers
-without user namespaces fail it), found once per process.
+`Bubblewrap` starts bwrap with an allow-listed environment (in a new PID namespace
+`/proc/1/environ` is bwrap's own): every namespace unshared (the network only when a
+call is granted it), no nested user namespaces, no capabilities (bwrap keeps them when
+started by root), `--new-session`; `/` read-only, fresh `/proc` and `/dev`, private
+`/tmp`, `/var/tmp` and `/run` (docker.sock, D-Bus and agents live there), every home
+folder and Gatehouse's database and config hidden, then the workspace bound (read-only
+for allow-listed commands); `ulimit`s for CPU, data and core dumps, and for processes
+both `ulimit -u` (as root, where the kernel ignores it, a pids cgroup:
+tools/pids_cap.py) and a watchdog counting the sandbox's `/proc`; `--die-with-parent`,
+so it dies with Gatehouse, SIGKILLed or not. `Unsandboxed` runs the same wrapper in
+the plain process: the environment allow list and ulimits, nothing else.
 """
 
 from __future__ import annotations
@@ -84,9 +75,8 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Approximate per-command limits. `cpu_s` None: the wall-clock timeout times the
-    cores, a backstop for a process that outlives its group (the timeout is the real
-    bound); per process, as RLIMIT_CPU is."""
+    """Approximate per-command limits. `cpu_s` None: the timeout times the cores, per
+    process, a backstop for a process that outlives its group."""
 
     memory_mb: int = 4096  # RLIMIT_DATA per process: heap and private mappings
     max_processes: int = 512
@@ -120,8 +110,8 @@ class Support:
 @dataclass(eq=False)
 class Running:
     """A started command: its process, a watchdog for the process count, and a stop
-    that takes the whole tree down. `info_fd`: bwrap's `--info-fd`, which names the
-    sandbox's PID 1; `_pids_group`: the hard cap as root (tools/pids_cap.py)."""
+    that takes the whole tree down. `info_fd`: bwrap's `--info-fd` (names the sandbox's
+    PID 1)."""
 
     proc: subprocess.Popen[bytes]
     info_fd: int | None = None
@@ -142,8 +132,7 @@ class Running:
             return None
         sandbox_proc = f"/proc/{pid}/root/proc"
         try:
-            # Until bwrap has pivoted into the sandbox its root is still the host's,
-            # whose /proc (same device) lists every process of the machine.
+            # Until bwrap has pivoted, its root is the host's (same /proc device).
             if os.stat(sandbox_proc).st_dev == os.stat("/proc").st_dev:
                 return None
             # The sandbox's own /proc lists exactly the processes of its PID namespace.
@@ -156,9 +145,8 @@ class Running:
         )
 
     def stop(self) -> None:
-        """Kill everything the command started. In a sandbox, killing its PID 1 makes
-        the kernel kill every process of the namespace; the group kill covers bwrap
-        itself and, unsandboxed, the command's process group."""
+        """Kill everything the command started: the sandbox's PID 1 (the kernel kills its
+        whole namespace), then the process group (bwrap, or the unsandboxed command)."""
         self._read_info()
         if self._pidfd is not None:
             with contextlib.suppress(ProcessLookupError, OSError):
@@ -212,9 +200,8 @@ class Sandbox(ABC):
         """Start `argv` in the workspace; stdout and stderr merged into `proc.stdout`."""
 
     def environment(self, home: str, extra: Env) -> dict[str, str]:
-        """The allow-listed environment: never the Gatehouse environment minus a
-        deny list (a secret under an innocent name would get through). Read at each
-        start (tests and embedding apps change os.environ)."""
+        """The allow-listed environment, read at each start (never Gatehouse's minus a
+        deny list: a secret under an innocent name would get through)."""
         names = set(ENV_ALLOW) | set(self.env_names)
         env = {
             k: v for k, v in os.environ.items() if k in names or k.startswith(ENV_ALLOW_PREFIXES)
@@ -228,11 +215,9 @@ class Sandbox(ABC):
         cpu = self.limits.cpu_s or math.ceil(timeout_s * (os.cpu_count() or 1)) + 1
         steps = ["ulimit -c 0", f"ulimit -t {cpu}", f"ulimit -d {self.limits.memory_mb * 1024}"]
         if count_processes:
-            # RLIMIT_NPROC counts every process (thread) of the user on the machine, not
-            # only the command's: the limit is what the user runs now plus the command's
-            # share, so a busy machine does not make the command's first fork fail. The
-            # watchdog counts the sandbox's own PID namespace exactly; this is the
-            # backstop that stops a fork bomb between two of its looks.
+            # RLIMIT_NPROC counts every thread of the user on the machine: allow what
+            # runs now plus the command's share. The backstop for a fork bomb between
+            # two looks of the watchdog, which counts the namespace exactly.
             steps.append(f"ulimit -u {user_threads() + self.limits.max_processes}")
         script = "; ".join(f"{s} 2>/dev/null" for s in steps) + '; exec "$@"'
         return [system_shell(), "-c", script, "gatehouse-limits", *argv]
@@ -241,8 +226,7 @@ class Sandbox(ABC):
 def _popen(
     command: list[str], env: dict[str, str], cwd: Path | None = None, pass_fds: tuple[int, ...] = ()
 ) -> subprocess.Popen[bytes]:
-    """Output merged into one pipe, no stdin, and a process group of its own (stop()
-    kills its children too)."""
+    """Output merged into one pipe, no stdin, a process group of its own (for stop())."""
     return subprocess.Popen(
         command,
         cwd=cwd,
@@ -366,9 +350,8 @@ class Bubblewrap(Sandbox):
         return args + (["--info-fd", str(info_fd)] if info_fd is not None else [])
 
     def _masks(self, dirs: list[Path], files: list[Path], ws: Path, *, inside: bool) -> list[str]:
-        """Mounts covering the hidden folders (an empty tmpfs) and files (/dev/null)
-        that lie inside the workspace, or those outside it (the workspace itself counts
-        as outside: it is mounted after these)."""
+        """Mounts over the hidden places inside the workspace, or outside it (the
+        workspace itself counts as outside: it is mounted after these)."""
         args: list[str] = []
         for d in dirs:
             if (_within(d, ws) and d != ws) == inside:
@@ -383,10 +366,9 @@ class Bubblewrap(Sandbox):
         return [*(["--size", size] if self.support.tmpfs_size else []), "--tmpfs", str(path)]
 
     def _hidden(self, homes: Sequence[Path], ws: Path) -> tuple[list[Path], list[Path]]:
-        """Existing folders to cover with an empty tmpfs (outermost first, so an inner
-        one is not buried by an outer one) and files to cover with /dev/null. What a
-        hidden folder already covers is skipped, except the user's home: HOME must
-        exist (and be writable) in the sandbox."""
+        """Existing folders to cover with an empty tmpfs (outermost first) and files to
+        cover with /dev/null; what a hidden folder covers is skipped, except the user's
+        home: HOME must exist (and be writable) in the sandbox."""
         home = _resolved(homes[0]) if homes else None
         machine = [Path(p) for p in ROOT_ONLY_SECRETS if os.access(p, os.R_OK)]
         found = (_resolved(raw) for raw in [*homes, *self.hide, *machine])
@@ -499,17 +481,9 @@ def detect_bubblewrap(path: str | None = None) -> Support:
     }
     support = Support(found, **facts)  # type: ignore[arg-type]  # the three fields above
     true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
+    argv = [*namespace_arguments(support, network=False), *BASE_MOUNTS, "--tmpfs", "/tmp", "--"]
     try:
-        trial = run(
-            [
-                *namespace_arguments(support, network=False),
-                *BASE_MOUNTS,
-                "--tmpfs",
-                "/tmp",
-                "--",
-                true,
-            ]
-        )
+        trial = run([*argv, true])
     except (OSError, subprocess.SubprocessError) as exc:
         return dataclasses.replace(support, reason=f"bubblewrap trial run failed: {exc}")
     if trial.returncode != 0:
