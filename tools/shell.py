@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import selectors
+import select
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -34,6 +34,7 @@ STREAM_LINE_CHARS = 2_000
 EXIT_GRACE_S = 0.3
 # How often the loop looks at the command when it prints nothing (exit, limits).
 POLL_S = 0.05
+TIMED_OUT = "timed out"
 
 
 def make_shell_tool(
@@ -94,14 +95,28 @@ def make_shell_tool(
         if not command.strip():
             raise ValueError("command is empty")
         hardened = harden(command, allow, ws)
-        return _run(
-            box,
+        running = box.start(
             [shell, "-c", hardened.command if hardened else command],
             access({"command": command, "network": network}),
-            timeout_s,
-            output_cap,
-            hardened.env if hardened else {},
+            timeout_s=timeout_s,
+            extra_env=hardened.env if hardened else {},
         )
+        kept = _Kept(output_cap)
+        try:
+            cut_short = _pump(running, kept, time.monotonic() + timeout_s)
+        finally:
+            # Stop whatever is left: a timed-out command, background children, the sandbox.
+            running.stop()
+            code = running.proc.wait()
+            assert running.proc.stdout is not None
+            running.proc.stdout.close()
+            running.close()
+        if cut_short == TIMED_OUT:
+            status = f"[timed out after {timeout_s:g}s; the command was stopped]"
+        else:
+            status = f"[stopped: {cut_short}]" if cut_short else f"[exit code {code}]"
+        out = kept.text()
+        return f"{out.rstrip()}\n{status}" if out.strip() else status
 
     return run_command
 
@@ -131,38 +146,6 @@ class _Kept:
         return out
 
 
-TIMED_OUT = "timed out"
-
-
-def _run(
-    box: Sandbox,
-    argv: list[str],
-    access: Access,
-    timeout_s: float,
-    cap: int,
-    extra_env: Mapping[str, str],
-) -> str:
-    running = box.start(argv, access, timeout_s=timeout_s, extra_env=extra_env)
-    kept = _Kept(cap)
-    try:
-        cut_short = _pump(running, kept, time.monotonic() + timeout_s)
-    finally:
-        # Stop whatever is left: a timed-out command, background children, the sandbox.
-        running.stop()
-        code = running.proc.wait()
-        assert running.proc.stdout is not None
-        running.proc.stdout.close()
-        running.close()
-    if cut_short == TIMED_OUT:
-        status = f"[timed out after {timeout_s:g}s; the command was stopped]"
-    elif cut_short:
-        status = f"[stopped: {cut_short}]"
-    else:
-        status = f"[exit code {code}]"
-    out = kept.text()
-    return f"{out.rstrip()}\n{status}" if out.strip() else status
-
-
 def _pump(running: Running, kept: _Kept, deadline: float) -> str | None:
     """Read the command's output into `kept` until it ends; why it was cut short
     (TIMED_OUT, a limit, the person), or None when it ended by itself."""
@@ -170,45 +153,40 @@ def _pump(running: Running, kept: _Kept, deadline: float) -> str | None:
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
-    sel = selectors.DefaultSelector()
-    sel.register(fd, selectors.EVENT_READ)
+    poller = select.poll()  # not select(): a busy server's fd numbers pass 1024
+    poller.register(fd, select.POLLIN)
     pending, eof, exited_at = b"", False, None
-    cut_short: str | None = None
-    try:
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                cut_short = TIMED_OUT
-                break
-            if proc.poll() is not None:
-                exited_at = exited_at or now
-                if eof or now - exited_at > EXIT_GRACE_S:
-                    break  # ended; past the grace, a background child still holds the pipe
-            cut_short = running.over_limit() or (
-                "stopped by the person" if stop_requested() else None
-            )
-            if cut_short:
-                break
-            wait = min(POLL_S, deadline - now)
-            if eof:  # every writer closed the pipe; the command may still run
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=wait)
-                continue
-            chunk = _read(sel, fd, wait)
-            if chunk == b"":
-                eof = True
-            elif chunk:
-                pending = _lines(pending + chunk, kept)
-        if pending:
-            kept.take(pending.decode(errors="replace"))
-    finally:
-        sel.close()
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            cut_short: str | None = TIMED_OUT
+            break
+        if proc.poll() is not None:
+            exited_at = exited_at or now
+            if eof or now - exited_at > EXIT_GRACE_S:
+                cut_short = None
+                break  # ended; past the grace, a background child still holds the pipe
+        cut_short = running.over_limit() or ("stopped by the person" if stop_requested() else None)
+        if cut_short:
+            break
+        wait = min(POLL_S, deadline - now)
+        if eof:  # every writer closed the pipe; the command may still run
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=wait)
+            continue
+        chunk = _read(poller, fd, wait)
+        if chunk == b"":
+            eof = True
+        elif chunk:
+            pending = _lines(pending + chunk, kept)
+    if pending:
+        kept.take(pending.decode(errors="replace"))
     return cut_short
 
 
-def _read(sel: selectors.BaseSelector, fd: int, wait: float) -> bytes | None:
+def _read(poller: select.poll, fd: int, wait: float) -> bytes | None:
     """What the pipe has within `wait` seconds: bytes, b"" at its end, None for nothing yet."""
-    if not sel.select(timeout=wait):
+    if not poller.poll(wait * 1000):
         return None
     try:
         return os.read(fd, 65536)

@@ -1,12 +1,11 @@
 """`sql_query`: one SQL statement against the configured SQLite database.
 
-Whether a statement only reads is decided by SQLite, never by matching text: the
-statement is compiled (`EXPLAIN`, which does not run it) on a read-only connection
-whose authorizer refuses every action that is not a read (and every function not
-on an explicit list), and its compiled program
-must hold no writing instruction (`VACUUM INTO (SELECT …)` passes the authorizer as a
-SELECT but compiles to a Vacuum). A statement that passes runs freely, on that same kind of connection; anything else asks a person first and
-then runs on a normal connection.
+Whether a statement only reads is decided by SQLite, never by matching text: it is
+compiled (`EXPLAIN` does not run it) on a read-only connection whose authorizer refuses
+every action but reads and every function not on an allow list, and the program must
+hold no writing instruction (`VACUUM INTO (SELECT …)` passes the authorizer as a SELECT
+but compiles to a Vacuum). Such a statement runs freely on that kind of connection;
+anything else asks first, then runs on a normal one.
 """
 
 from __future__ import annotations

@@ -1,21 +1,19 @@
-"""One canonical form of an http(s) URL, the form policy rules and grants match and
-the form `http_request` sends.
+"""One canonical form of an http(s) URL: the form policy rules and grants match, and
+exactly the one `http_request` sends, so what was matched is what the server sees.
 
-A server decodes what a client percent-encodes: `/public/%2e%2e/admin` and
-`/public/..%2fadmin` reach `/admin` on many servers, so a glob on the raw text
-(`http://host/public/*`) would match a request for something else. Here the scheme
-and host are lowercased, a default port dropped, percent-escapes of unreserved
-characters and of `/` decoded (other escapes get uppercase hex), a backslash read
-as `/`, dot segments removed (RFC 3986, 5.2.4; `..;x` counts as `..`) and the
-fragment (never sent) dropped. The tool sends
-exactly this string, so what was matched is what the server sees.
+A server decodes what a client percent-encodes (`/public/%2e%2e/admin` and
+`/public/..%2fadmin` reach `/admin` on many), so a glob on the raw text would match a
+request for something else. Here scheme and host are lowercased, a default port
+dropped, escapes of unreserved characters and of `/` decoded (others get uppercase
+hex), a backslash read as `/`, dot segments removed (RFC 3986, 5.2.4; `..;x` counts as
+`..`) and the fragment dropped.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
@@ -39,20 +37,11 @@ def _unescape(text: str, also: frozenset[str]) -> str:
     return _ESCAPE.sub(one, text)
 
 
-def _escape(text: str, safe: frozenset[str]) -> str:
-    out = []
-    for ch in text:
-        if ch in _UNRESERVED or ch in safe:
-            out.append(ch)
-        else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
-    return "".join(out)
-
-
 def _requote(text: str, safe: frozenset[str]) -> str:
-    """Escape what must be escaped, leaving existing (already normalized) %XX alone."""
+    """Escape what must be escaped (as UTF-8, uppercase hex), leaving existing (already
+    normalized) %XX alone."""
     parts = re.split(r"(%[0-9A-F]{2})", text)
-    return "".join(p if _ESCAPE.fullmatch(p) else _escape(p, safe) for p in parts)
+    return "".join(p if _ESCAPE.fullmatch(p) else quote(p, safe="".join(safe)) for p in parts)
 
 
 def remove_dot_segments(path: str) -> str:
