@@ -55,10 +55,7 @@ def write_entries(name: str, new: dict[str, Any], *, keep: int) -> None:
         return
     with contextlib.suppress(OSError, ValueError, TypeError):
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        entries = read_entries(name)
-        for key, value in new.items():
-            entries.pop(key, None)
-            entries[key] = value
+        entries = {k: v for k, v in read_entries(name).items() if k not in new} | new
         entries = dict(list(entries.items())[-keep:])
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=path.parent)
         try:

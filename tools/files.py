@@ -256,9 +256,7 @@ def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
         link = _link_itself(ws, str(args.get("path", "")))
     except PathError:
         link = None
-    if link is not None:
-        return f"delete symlink {ws.relative(link)} -> {os.readlink(link)} (its target is kept)"
-    return pv.preview_delete(ws, args)
+    return pv.preview_delete(ws, args, link)
 
 
 def delete_file(

@@ -142,12 +142,8 @@ def make_http_tool(
         # trust_env=False: no proxy or .netrc credentials are picked up behind the user's back.
         with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
-                request = client.build_request(
-                    method,
-                    current,
-                    content=body,
-                    headers={"User-Agent": USER_AGENT, **(headers or {})},
-                )
+                sent = {"User-Agent": USER_AGENT, **(headers or {})}
+                request = client.build_request(method, current, content=body, headers=sent)
                 try:
                     response = client.send(request, stream=True)
                 except httpx.HTTPError as exc:

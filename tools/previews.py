@@ -148,9 +148,12 @@ def preview_edit(ws: Workspace, args: dict[str, Any]) -> str | None:
     return unified_diff(text, new, rel)
 
 
-def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
+def preview_delete(ws: Workspace, args: dict[str, Any], target: Path | None = None) -> str | None:
+    """`target`: the entry to delete when already found (a symlink that leads out)."""
     try:
-        target = ws.resolve(str(args.get("path", "")), must_exist=True, follow_final=False)
+        target = target or ws.resolve(
+            str(args.get("path", "")), must_exist=True, follow_final=False
+        )
     except PathError as exc:
         return f"will fail: {exc}"
     rel = ws.relative(target)
