@@ -253,35 +253,30 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
             f"cannot read the repository's git config to run git safely: {exc}"
         ) from exc
     fields = listing.stdout.split("\0")
-    names = []
+    # A config git cannot parse (exit 128) stops the command itself just as early.
+    overrides: dict[str, str] = {}
     for origin, name in zip(fields[0::2], fields[1::2], strict=False):
-        if origin.startswith("file:"):
-            source = ws.root / origin[len("file:") :]
-            if not _inside(source, ws.root):
-                raise GitRepositoryRefused(
-                    f"refused: the repository's git config includes {origin[len('file:') :]}, outside the "
-                    "workspace; allow-listed git commands run only on a repository configured inside it"
-                )
-        if name.strip().lower() == "core.worktree":
+        included = origin.removeprefix("file:")
+        if included != origin and not _inside(ws.root / included, ws.root):
+            raise GitRepositoryRefused(
+                f"refused: the repository's git config includes {included}, outside the "
+                "workspace; allow-listed git commands run only on a repository configured inside it"
+            )
+        key = name.strip()
+        if key.lower() == "core.worktree":
             raise GitRepositoryRefused(
                 "refused: the repository sets core.worktree, which points git at files outside the "
                 "repository (an allow-listed `git diff` would show them); remove it with "
                 "`git config --unset core.worktree` to use allow-listed git commands"
             )
-        names.append(name)
-    # A config git cannot parse (exit 128) stops the command itself just as early.
-    overrides: dict[str, str] = {}
-    for name in names:
-        m = _DRIVER_KEY.match(name.strip())
-        if not m:
-            if name.strip() == "diff.external":
-                overrides[name.strip()] = "false"
-            continue
-        section, driver, key = m.groups()
-        if section == "filter":
-            overrides.update({f"filter.{driver}.{k}": v for k, v in _FILTER_OFF.items()})
-        elif key in _DIFF_OFF:
-            overrides[f"diff.{driver}.{key}"] = _DIFF_OFF[key]
+        if key == "diff.external":
+            overrides[key] = "false"
+        elif m := _DRIVER_KEY.match(key):
+            section, driver, kind = m.groups()
+            if section == "filter":
+                overrides.update({f"filter.{driver}.{k}": v for k, v in _FILTER_OFF.items()})
+            elif kind in _DIFF_OFF:
+                overrides[f"diff.{driver}.{kind}"] = _DIFF_OFF[kind]
     return overrides
 
 
