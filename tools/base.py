@@ -209,11 +209,9 @@ _LAZY = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 def fast_schema(
     name: str, fn: Callable[..., Any], *, skip_first: bool = False
 ) -> type[BaseModel] | None:
-    """The argument model LangChain's `create_schema_from_function` infers (parameters,
-    defaults, `Annotated[..., Field(...)]` constraints and descriptions, the docstring),
-    built in one step with its validator deferred. None for a signature that needs
-    LangChain's own handling (*args, **kwargs, injected or config parameters, a
-    description given as a bare string, names pydantic reserves)."""
+    """The argument model LangChain's `create_schema_from_function` infers, built in one
+    step with its validator deferred; None for a signature that needs LangChain's own
+    handling (*args, injected or config parameters, bare-string descriptions ...)."""
     try:
         params = list(inspect.signature(fn).parameters.values())[1 if skip_first else 0 :]
         hints = typing.get_type_hints(fn, include_extras=True)

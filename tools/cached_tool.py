@@ -40,11 +40,10 @@ _ON_FIRST_USE = "_gatehouse_schema_on_first_use"
 
 @dataclass(frozen=True)
 class SchemaOnFirstUse:
-    """How to make a tool's argument schema, and what it is made from: `key` (hashable,
-    the same for every tool whose schema is the same, within a process) and `source`
-    (gives text that changes whenever the schema could, across processes; None when no
-    such text is known, e.g. a function defined outside a file). `source` is called only
-    when a process first looks for the tool's definition on disk, not at every open."""
+    """How to make a tool's argument schema, and what it is made from: `key` (the same
+    for every tool with the same schema, in a process) and `source` (text that changes
+    whenever the schema could, across processes; None when unknown), called only when a
+    process first looks for the tool's definition on disk."""
 
     make: Callable[[], Any]
     key: Hashable

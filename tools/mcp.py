@@ -182,11 +182,9 @@ class MCPServers:
             raise
 
     def load(self, reserved_names: Iterable[str] = ()) -> list[BaseTool]:
-        """Connect to every server and return its tools, wrapped for sync use.
-
-        A server that cannot be reached is skipped (see `errors`). A tool whose name
-        is already taken gets the server name as a prefix (`server_tool`).
-        """
+        """Connect to every server and return its tools, wrapped for sync use; a server
+        that cannot be reached is skipped (see `errors`), a taken name gets the server's
+        as a prefix (`server_tool`)."""
         # Tables from the config file: the adapter checks each one's transport and keys.
         client = MultiServerMCPClient(cast("dict[str, Connection]", self.connections))
         taken = set(reserved_names)

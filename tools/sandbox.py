@@ -474,12 +474,12 @@ def detect_bubblewrap(path: str | None = None) -> Support:
         version, helptext = run([found, "--version"]), run([found, "--help"])
     except (OSError, subprocess.SubprocessError) as exc:
         return Support(found, reason=f"{found} cannot be run: {exc}")
-    facts = {
-        "version": version.stdout.strip().removeprefix("bubblewrap ").strip(),
-        "disable_userns": "--disable-userns" in helptext.stdout,
-        "tmpfs_size": "--size" in helptext.stdout,
-    }
-    support = Support(found, **facts)  # type: ignore[arg-type]  # the three fields above
+    support = Support(
+        found,
+        version=version.stdout.strip().removeprefix("bubblewrap ").strip(),
+        disable_userns="--disable-userns" in helptext.stdout,
+        tmpfs_size="--size" in helptext.stdout,
+    )
     true = shutil.which("true", path=DEFAULT_PATH) or "/bin/true"
     argv = [*namespace_arguments(support, network=False), *BASE_MOUNTS, "--tmpfs", "/tmp", "--"]
     try:
@@ -491,7 +491,8 @@ def detect_bubblewrap(path: str | None = None) -> Support:
         return dataclasses.replace(
             support, reason=f"bubblewrap cannot create a sandbox here ({why})"
         )
-    probe_cache.store(found, facts)
+    facts = dataclasses.asdict(support)
+    probe_cache.store(found, {k: facts[k] for k in ("version", "disable_userns", "tmpfs_size")})
     return support
 
 

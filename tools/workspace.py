@@ -103,13 +103,10 @@ class Workspace:
         return real
 
     def resolve(self, path: str, *, must_exist: bool = False, follow_final: bool = True) -> Path:
-        """Map a workspace-relative (or absolute, inside the root) path to a real path.
-
-        Refuses `..` escapes, absolute paths elsewhere, symlinks that lead out of the
-        root, device files and over-long paths, before anything is touched. With
-        `follow_final=False` a final symlink is returned as itself (to delete or move
-        the link, not its target); it must still point inside the root.
-        """
+        """Map a workspace-relative (or absolute, inside the root) path to a real path,
+        refusing escapes, symlinks that lead out, device files and over-long paths before
+        anything is touched. `follow_final=False`: a final symlink is returned as itself
+        (to delete or move the link); it must still point inside the root."""
         raw = _checked_text(path)
         root = self.root
         candidate = raw if raw.is_absolute() else root / raw
@@ -262,11 +259,9 @@ class Workspace:
     # -- deleting through directory fds ------------------------------------------
 
     def remove(self, real: Path, *, recursive: bool) -> tuple[int, int, int]:
-        """Delete the entry `real` (a file, a symlink itself, or a folder) and return
-        (files, folders, bytes) removed. Every step goes through a directory fd reached
-        from the root with O_NOFOLLOW, never through the path again: a folder swapped
-        for a symlink after the check leads nowhere (the walk refuses it or removes
-        the link itself), so nothing outside the workspace is touched."""
+        """Delete the entry `real` (a file, a symlink itself, or a folder); (files,
+        folders, bytes) removed. Only through directory fds reached with O_NOFOLLOW: a
+        folder swapped for a symlink after the check leads nowhere outside."""
         if real == self.root:
             raise PathError("refusing to delete the workspace root itself")
         self.refuse_holder(real)
