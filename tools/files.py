@@ -124,8 +124,7 @@ def read_file(
     used, seen, capped_at = 0, 0, None
     count_all = size <= COUNT_LINES_BYTES  # say "of N lines" unless that means reading gigabytes
     with os.fdopen(ws.open_fd(target, os.O_RDONLY), "rb") as fh:
-        for line in fh:
-            seen += 1
+        for seen, line in enumerate(fh, start=1):
             if seen < first:
                 continue
             if (last is not None and seen > last) or capped_at:
@@ -133,11 +132,9 @@ def read_file(
                     continue
                 break
             if used + len(line) > READ_CAP_BYTES:
+                capped_at = seen if picked else seen + 1
                 if not picked:  # one enormous line: show its start
                     picked.append(line[:READ_CAP_BYTES] + b"\n")
-                    capped_at = seen + 1
-                else:
-                    capped_at = seen
                 continue
             picked.append(line)
             used += len(line)

@@ -338,15 +338,12 @@ def _empty(fd: int) -> None:
             # entry itself goes, never what a link points at.
             try:
                 os.unlink(name, dir_fd=fd)
-            except IsADirectoryError:
-                # A plain folder appeared in its place: walk it through its own fd.
-                sub = _open_dir(name, fd)
-                if sub is None:
-                    continue
+                continue
             except FileNotFoundError:
                 continue
-            else:
-                continue
+            except IsADirectoryError:  # a plain folder appeared: walk it through its fd
+                if (sub := _open_dir(name, fd)) is None:
+                    continue
         try:
             _empty(sub)
         finally:
