@@ -215,9 +215,9 @@ class Sandbox(ABC):
         cpu = self.limits.cpu_s or math.ceil(timeout_s * (os.cpu_count() or 1)) + 1
         steps = ["ulimit -c 0", f"ulimit -t {cpu}", f"ulimit -d {self.limits.memory_mb * 1024}"]
         if count_processes:
-            # RLIMIT_NPROC counts every thread of the user on the machine: allow what
-            # runs now plus the command's share. The backstop for a fork bomb between
-            # two looks of the watchdog, which counts the namespace exactly.
+            # RLIMIT_NPROC counts every thread of the user on the machine: allow what runs
+            # now plus the command's share (a busy machine must not fail its first fork).
+            # The backstop for a fork bomb between two looks of the exact watchdog.
             steps.append(f"ulimit -u {user_threads() + self.limits.max_processes}")
         script = "; ".join(f"{s} 2>/dev/null" for s in steps) + '; exec "$@"'
         return [system_shell(), "-c", script, "gatehouse-limits", *argv]
