@@ -8,30 +8,21 @@ calls the matching tool when the agent has it; every reply says it is the demo.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import Field
 
 from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
 from graph.agent.history import text_of
 from graph.protocol.messages import call_outcome
 from graph.protocol.threads import TOOL_STATUS_KEY
+from graph.service.testing import LocalModel
 from tools.definitions import tool_name
 
 DEMO_LABEL = "Demo model (offline)"
@@ -146,7 +137,7 @@ INTENTS: list[Intent] = [
 ]
 
 
-class DemoModel(BaseChatModel):
+class DemoModel(LocalModel):
     tool_names: list[str] = Field(default_factory=list)
     chunk_chars: int = 6
 
@@ -256,58 +247,4 @@ class DemoModel(BaseChatModel):
             "to talk to a real model. I understand requests like:\n"
             + "\n".join(examples)
             + "\n\nCombine them with `then`."
-        )
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        reply = self.reply(messages)
-        text = str(reply.content)
-        for i in range(0, len(text), self.chunk_chars):
-            piece = text[i : i + self.chunk_chars]
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
-            if run_manager:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
-            yield chunk
-        if reply.tool_calls:
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=[
-                        {
-                            "name": c["name"],
-                            "args": json.dumps(c["args"]),
-                            "id": c["id"],
-                            "index": n,
-                            "type": "tool_call_chunk",
-                        }
-                        for n, c in enumerate(reply.tool_calls)
-                    ],
-                )
-            )
-        # Rough token counts (4 characters a token) so usage shows in demo mode too.
-        prompt = sum(len(text_of(m.content)) for m in messages) // 4 + 1
-        out = len(text) // 4 + 1
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                usage_metadata={
-                    "input_tokens": prompt,
-                    "output_tokens": out,
-                    "total_tokens": prompt + out,
-                },
-            )
         )
