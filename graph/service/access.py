@@ -1,28 +1,18 @@
 """Who may reach an approval surface: the install secret, signed sign-in cookies, the
-addresses a browser may use, and the identities every front end signs people in as.
+addresses a browser may use, and the identities every front end signs people in as;
+the rules the web app (ui/web/guard.py) and LangGraph Server (server_auth.py) share.
 
-One home for the rules the web app (ui/web/guard.py) and LangGraph Server
-(graph/service/server_auth.py) both apply:
+- **The install secret**: random, per install, in a 0600 file outside the workspace
+  (`secret_path`). It signs the web guard's identity, is the sign-in page's token and
+  the local bearer token for LangGraph Server. Whoever can read it can approve:
+  exactly who can already open the database. No tool reaches it (`private_paths`).
+- **Modes** of the web app (`[access] web`): `token` (default: a one-time link, then
+  a cookie), `proxy` (a reverse proxy names the person in a header, proven by a
+  shared secret header), `oidc` (Streamlit's `st.login`).
+- **Addresses**: the `Host` names and browser `Origin`s a request may carry.
 
-- **The install secret**: one random secret per install, in a file only the OS user
-  who owns the database can read (0600), outside the workspace: `[access]
-  secret_file`, else `$XDG_CONFIG_HOME/gatehouse/secrets/<db name>-<hash of its
-  path>` for a SQLite database (a `gatehouse.secret` an older install made next to
-  the database is still used), `$XDG_CONFIG_HOME/gatehouse/secret` for Postgres. It
-  signs the identity the web guard hands the page, is the token the sign-in page
-  takes, and is the local bearer token for LangGraph Server. Whoever can read it can
-  approve: exactly the person who can already open the database (the terminal and
-  the Python API are trusted paths). No tool reaches it (`private_paths`).
-- **Modes** of the web app (`[access] web`): `token` (the embedded default, like
-  Jupyter: a one-time link printed at start, then a cookie), `proxy` (a reverse proxy
-  that authenticates people and passes their name in a header, proven by a shared
-  secret header), `oidc` (Streamlit's own `st.login` against an OpenID Connect
-  provider configured in `.streamlit/secrets.toml`).
-- **Addresses**: the `Host` names and browser `Origin`s a request may carry; any
-  other (a DNS-rebinding page, a foreign site) gets nothing.
-
-Settings come from `[access]` in gatehouse.toml, overridden by GATEHOUSE_* variables
-(`ENV` below). Bad values are a ConfigError naming the key.
+Settings: `[access]` in gatehouse.toml, overridden by `ENV`; bad values are a
+ConfigError naming the key.
 """
 
 from __future__ import annotations

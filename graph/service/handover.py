@@ -1,35 +1,22 @@
 """A thread carried to another database (or back into its own): what a JSON export
-holds beside the messages, and how an import puts it back without ever running a
-call twice.
-
-An export (graph/service/transcript.py) carries, beside the messages:
+holds beside the messages, and how an import puts it back without running a call twice.
 
     "pending":   {"interrupt_id", "kind", "request"} | null   what the thread waits for
     "journal":   [{tool_call_id, name, args, status, result, started_at, ...}]
     "decisions": [DecisionRecord.to_dict(), ...]              the thread's decision log
 
-History moves, authority does not: the decision log comes back as the record of
-past decisions, never as a grant, an auto-approve switch or an approval in force (it
-is written before a new "life" of the thread, graph/store/decisions.py, and the grants
-are dropped and counted: `Imported.dropped`). An import writes the journal and the
-decision log back under the thread's new (or same) id, so a call that ran is answered by its journal row, never claimed anew; a
-paused thread gets its pause back: the `review` node asks the same request again (a
-new interrupt id; `pending()` gives it), and answering it runs the call once.
+History moves, authority does not: the decision log comes back as history, written
+before a new "life" of the thread, never as a grant, switch or approval in force
+(dropped grants are counted: `Imported.dropped`). The journal comes back too, so a
+call that ran is answered by its row; a paused thread's `review` node asks the same
+request again (a new interrupt id).
 
-At most once, whatever the order of export, delete and import. An import is
-refused, writing nothing, when:
-- the pending request is not an approval (an "outcome unknown" question: decide it
-  first), or does not match the thread's open tool calls;
-- a pending call already has a journal row or a decision in the export itself, or in
-  this database under the thread's id or its source's (the export is older than that
-  decision: a deleted thread's decisions outlive it);
-- it would be a copy: a paused thread imports only under its own id, once per
-  database (two pauses for one call would let it be approved twice);
-- this database's policy would not ask the same calls (it would run or refuse
-  them without the person who was asked): the pause cannot be restored as it was.
-
-Not prevented: the source database keeps its own pause. Import a paused export
-elsewhere as a hand-over, and answer it in one place only (delete the source thread).
+At most once, whatever the order of export, delete and import: an import writes
+nothing when the pending request is not an approval or does not match the open
+calls; a pending call was already started or decided (in the export, or here under
+either id); it would be a copy (a paused thread imports only under its own id, once
+per database); or this database's policy would not ask the same calls.
+Not prevented: the source keeps its own pause; answer a hand-over in one place only.
 """
 
 from __future__ import annotations

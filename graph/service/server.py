@@ -1,19 +1,10 @@
 """What LangGraph Server and Studio load (langgraph.json): the agent, and the
-checkpointer that keeps its threads in Gatehouse's own database.
+checkpointer that keeps its threads in Gatehouse's own database (`GATEHOUSE_DB`), with
+the same journal and decision log as every other front end.
 
-    "graphs": {"gatehouse": "./graph/service/server.py:agent"},
-    "checkpointer": {"path": "graph.service.server.checkpointer"}
-
-One database for every front end: runs made through `langgraph dev` or LangGraph
-Server are stored where the web app and the terminal read them (`GATEHOUSE_DB`:
-SQLite by default, Postgres by URL), with the same execution journal and decision
-log, so two front ends can never both execute one approved call.
-
-LangGraph Server calls a graph factory on every request inside its event loop, where
-`langgraph dev` refuses blocking calls (reading settings, opening the database). So
-the agent is built here, when the server imports the module, from the settings in
-the environment (GATEHOUSE_*, OPENAI_*, and `.env` in the project root when it is
-there). The server attaches the checkpointer itself.
+The agent is built at import: LangGraph Server calls a graph factory inside its
+event loop, where `langgraph dev` refuses blocking calls (reading settings, opening
+the database). Settings come from the environment and `.env` in the project root.
 """
 
 from __future__ import annotations

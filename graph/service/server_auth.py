@@ -1,24 +1,17 @@
-"""LangGraph Server's sign-in (langgraph.json `"auth": {"path": ...}`): every request
-to `gatehouse studio`, `langgraph dev` or a LangGraph Server deployment carries a
-credential, and the server's authenticated user is who the decision log names.
+"""LangGraph Server's sign-in (langgraph.json `"auth"`): every request carries a
+credential, and the authenticated user is who the decision log names.
 
-Accepted, in order (graph/service/access.py holds the settings):
-- `Authorization: Bearer <key>` or `X-Api-Key: <key>` where the key is this install's
-  secret (the local user: the one who can read `gatehouse.secret`), or one of
-  `[access] api_keys` (a team: each key names a person);
-- with `[access] web = "proxy"`: the proxy's user header, proven by the shared
-  `X-Gatehouse-Proxy-Secret`.
+Accepted: `Authorization: Bearer <key>` or `X-Api-Key: <key>`, the key being this
+install's secret (the local user) or one of `[access] api_keys`; with `[access] web
+= "proxy"`, the proxy's user header proven by `X-Gatehouse-Proxy-Secret`.
+langgraph.json sets `disable_studio_auth: true`: otherwise `langgraph dev` lets in
+any request that says `x-auth-scheme: langsmith`, unchecked.
 
-langgraph.json sets `disable_studio_auth: true`: otherwise `langgraph dev` lets any
-request that says `x-auth-scheme: langsmith` in as a Studio user without checking
-anything. Studio connects with the same header as everyone else (docs/deploy.md).
-
-A thread belongs to the user who made it (its `owner`; a thread the web app or the
-terminal made belongs to its Gatehouse owner, else to the local user). Others cannot
-read, post in or decide it, unless a tool lists them among its `approvers`: they may
-then read threads and answer (or resolve) their pauses, and the one door
-(graph/agent/authority.py) lets them decide only the calls of their tools. A thread
-id in use by someone else, or of a deleted thread, is never given out again.
+A thread belongs to who made it (`owner`; the web app's and the terminal's: their
+owner, else the local user). Others cannot read, post in or decide it, unless a tool
+lists them among its `approvers`: they may read threads and answer their pauses, and
+the one door (graph/agent/authority.py) lets them decide only their tools' calls. A
+thread id someone else uses, or a deleted thread's, is never given out again.
 """
 
 from __future__ import annotations

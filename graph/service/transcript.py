@@ -7,11 +7,9 @@ The JSON export is also an import format (`Session.import_thread`):
      "messages":     [MessageView, ...]          plain data, for people and scripts
      "lc_messages":  [LangChain message dicts]   exact: what an import recreates
      "tool_outputs": {tool_call_id: text},       outputs that were stored aside
-     "pending", "journal", "decisions"}           the request it waits for, its execution
-                                                 journal and decision log (graph/service/handover.py)
+     "pending", "journal", "decisions"}           graph/service/handover.py
 
-An import reads `lc_messages` when present (every field comes back), else rebuilds
-the messages from the views (for hand-written or trimmed files).
+An import reads `lc_messages` when present, else rebuilds messages from the views.
 """
 
 from __future__ import annotations
