@@ -1,11 +1,9 @@
 """What a person answers to a pause.
 
-An approval request is answered by LangChain's HITL contract (`HumanInTheLoopMiddleware`,
-Agent Chat UI): `{"decisions": [...]}`, one decision per action request, in order.
-An "outcome unknown" pause (a call that started before a crash) is answered by one
-`OutcomeAnswer`. These models check the shape; whether an answer fits the request
-it answers (count, allowed types, the tool's argument schema) is checked by the
-agent against that request (graph/agent/review.py).
+An approval request takes LangChain's HITL answer (`{"decisions": [...]}`, one per
+action request, in order); an "outcome unknown" pause one `OutcomeAnswer`. These
+check the shape; whether an answer fits its request is checked by the agent
+(graph/agent/review.py).
 """
 
 from __future__ import annotations

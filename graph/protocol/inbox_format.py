@@ -1,27 +1,18 @@
 """Agent Inbox's reading of a request, and its answer format read as a HITL answer.
 
-Agent Inbox (langchain-ai/agent-inbox, contexts/utils.ts `normalizeInterrupt`) reads a
-HITL request as ONE call: `action_requests[0]`'s name (the row's title), its
-`arguments` (the edit form; pauses.py sends them beside `args`) and its `description`
-(the row's preview: its first 65 characters; the thread view: all of it, as
-Markdown). So every description starts with what the call is about (the tool and its
-key argument), and the first one of a turn with several calls shows every call in
-full: what a person sees there is all an Accept can approve (`describe_turn`).
+Agent Inbox (contexts/utils.ts `normalizeInterrupt`) reads a HITL request as ONE call:
+`action_requests[0]`'s name (the row's title), its `arguments` (the edit form) and
+its `description` (the row's preview: 65 characters; the thread view: all of it, as
+Markdown). So every description starts with the tool and its key argument, and the
+first one of a multi-call turn shows every call in full (`describe_turn`).
 
-It resumes with a list holding one `HumanResponse` (`ThreadContext.sendHumanResponse`:
-`command: {resume: [input]}`):
-
-    {"type": "accept", "args": <the action request, echoed>}
-    {"type": "edit", "args": {"action": "write_file", "args": {...}}}
-    {"type": "response", "args": "the person's text"}
-    {"type": "ignore", "args": null}
-
-For one call: accept approves it, edit runs the edited arguments, response is the
-tool's result (or the reason of a rejection where only `reject` is allowed), ignore
-rejects it. For a turn of several calls (all shown in the first description): accept
-approves all, response rejects all with the text as the reason, ignore rejects all;
-an edit (its form holds only the first call) is refused with where to make it. Any
-other answer in this format is refused with the reason; the pause stays as it was.
+It resumes with one `HumanResponse`: `{"type": "accept", "args": <the request,
+echoed>}`, `{"type": "edit", "args": {"action", "args"}}`, `{"type": "response",
+"args": "text"}` or `{"type": "ignore", "args": null}`. For one call: approve, run
+edited, the tool's result (or a rejection's reason where only `reject` is allowed),
+reject. For several calls: accept approves all, response and ignore reject all; an
+edit (its form holds only the first call) is refused. Any other answer is refused
+with the reason; the pause stays as it was.
 """
 
 from __future__ import annotations

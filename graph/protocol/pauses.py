@@ -3,14 +3,10 @@ or an `OutcomeUnknown` (a call started before a crash and its end was never save
 
 The interrupt value on the wire is the request (`ApprovalRequest` is LangChain's
 `HITLRequest` plus Gatehouse extras, so Agent Chat UI and Agent Inbox read it); a
-pause adds where it is (thread, interrupt id). Front ends tell the kinds apart by
-type, never by dict keys.
-
-Plain frozen dataclasses, not pydantic models: `gatehouse pending` and `show` build
-pauses in a fresh process, and importing pydantic and building its validators was
-half of their time. `from_wire` checks a stored or imported value's shape by hand
-(`MalformedPause`, a ValueError, says where it is wrong); keys a request carries
-beyond LangChain's and Gatehouse's travel in `extra` and back out in `wire()`.
+pause adds the thread and interrupt id. Plain dataclasses, not pydantic: `gatehouse
+pending` builds them in a fresh process, where importing pydantic was half the time.
+`from_wire` checks a value's shape by hand (`MalformedPause` says where); unknown
+keys travel in `extra` and back out in `wire()`.
 """
 
 from __future__ import annotations
