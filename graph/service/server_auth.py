@@ -26,20 +26,15 @@ from graph.agent.policy import Policy
 from graph.protocol.decisions import THREAD_CREATED, THREAD_DELETED
 from graph.protocol.identity import identity_problem, same_identity
 from graph.service.access import Access, install_secret, load_access, same_secret, secret_path
-from graph.service.config import Settings, load_settings
+from graph.service.config import load_settings
 
 auth = Auth()
 
 
-def _load() -> tuple[Settings, Access, str]:
-    settings = load_settings()
-    access = load_access(settings.access)
-    return settings, access, install_secret(secret_path(settings.db, access))
-
-
-# Read once, when the server imports this module (blocking reads are refused later,
-# inside the server's event loop).
-_SETTINGS, _ACCESS, _SECRET = _load()
+# Read once, at import (blocking reads are refused later, inside the server's loop).
+_SETTINGS = load_settings()
+_ACCESS = load_access(_SETTINGS.access)
+_SECRET = install_secret(secret_path(_SETTINGS.db, _ACCESS))
 
 
 def identity_for(
@@ -91,16 +86,14 @@ def _approvers() -> list[str]:
 _APPROVERS = _approvers()
 
 
+def _approver(user: str) -> bool:
+    return any(same_identity(user, a) for a in _APPROVERS)
+
+
 def _storage() -> Any:
     from graph.service.app import shared_storage
 
     return shared_storage(_SETTINGS.db)
-
-
-def local_owner() -> str:
-    """Who owns a thread no one is named the owner of (made by the web app or terminal;
-    server_sync.py lists it so)."""
-    return _ACCESS.local_identity()
 
 
 def _thread_facts(thread_id: str) -> tuple[str | None, bool]:
@@ -112,7 +105,15 @@ def _thread_facts(thread_id: str) -> tuple[str | None, bool]:
     if life is not None and life.decision == THREAD_CREATED:
         return life.actor, False
     info = storage.index.get(thread_id)
-    return (None if info is None else info.owner or local_owner()), False
+    return (None if info is None else info.owner or _ACCESS.local_identity()), False
+
+
+async def _owner(thread_id: Any) -> str | None:
+    return (await asyncio.to_thread(_thread_facts, str(thread_id)))[0] if thread_id else None
+
+
+def _someone_else(owner: str | None, user: str) -> bool:
+    return owner is not None and not same_identity(owner, user)
 
 
 def _refuse(detail: str) -> Auth.exceptions.HTTPException:
@@ -134,7 +135,7 @@ async def _claim(thread_id: Any, user: str) -> None:
     owner, deleted = await asyncio.to_thread(_thread_facts, tid)
     if deleted:
         raise _refuse(f"thread id {tid} belonged to a deleted thread; it is not given out again")
-    if owner is not None and not same_identity(owner, user):
+    if _someone_else(owner, user):
         raise _refuse(f"thread {tid} belongs to someone else")
     if owner is None:  # recorded in the decision log, chained: the thread is theirs
         await asyncio.to_thread(_begin, tid, user)
@@ -158,12 +159,12 @@ async def on_run(
     else's (a `resume`, nothing else), as a visitor the graph checks per tool."""
     user = ctx.user.identity
     tid = value.get("thread_id")
-    owner = (await asyncio.to_thread(_thread_facts, str(tid)))[0] if tid else None
+    owner = await _owner(tid)
     run = cast(dict[str, Any], value)
     kwargs = run.setdefault("kwargs", {})
     config = kwargs.setdefault("config", None) or {}
     kwargs["config"] = config
-    visitor = owner is not None and not same_identity(owner, user)
+    visitor = _someone_else(owner, user)
     # Written over whatever the client put there: the graph reads it (graph/agent/emit.py).
     config.setdefault("configurable", {})[VISITOR_KEY] = user if visitor else ""
     if not visitor:
@@ -184,10 +185,6 @@ async def on_run(
     return None
 
 
-def _approver(user: str) -> bool:
-    return any(same_identity(user, a) for a in _APPROVERS)
-
-
 @auth.on.threads
 async def on_thread(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] | None:
     """Read, search, update (a state update: "mark as resolved"), delete: the owner's;
@@ -196,8 +193,7 @@ async def on_thread(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[
     if ctx.action in ("read", "search") and _approver(user):
         return None
     if ctx.action == "update" and _approver(user) and value.get("thread_id"):
-        owner = (await asyncio.to_thread(_thread_facts, str(value["thread_id"])))[0]
-        visitor = owner is not None and not same_identity(owner, user)
+        visitor = _someone_else(await _owner(value["thread_id"]), user)
         speaking_for(user, visitor=visitor)
         return None if visitor else {"owner": user}
     speaking_for(user)
