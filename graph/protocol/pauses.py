@@ -65,18 +65,28 @@ def _extra(data: Mapping[str, Any], cls: type) -> dict[str, Any]:
 
 
 @cache  # `fields()` per card was a sixth of a 10,000-card inbox's read
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
-def _wire(request: Any) -> dict[str, Any]:
-    """A request's fields and its extras, None left out (LangChain's form)."""
-    own = {f.name: getattr(request, f.name) for f in fields(request) if f.name != "extra"}
-    return _without_none({**own, **request.extra})
+@dataclass(frozen=True, kw_only=True)
+class _Wired:
+    """A wire value's fields, and the keys someone else put in it (`extra`), kept."""
+
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def wire(self) -> dict[str, Any]:
+        """Its fields (nested ones wired) and its extras, None left out (LangChain's form)."""
+        own = {k: _wired(getattr(self, k)) for k in _field_names(type(self)) if k != "extra"}
+        return {k: v for k, v in {**own, **self.extra}.items() if v is not None}
 
 
-def _without_none(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if v is not None}
+def _wired(value: Any) -> Any:
+    return (
+        [v.wire() if isinstance(v, _Wired) else v for v in value]
+        if isinstance(value, list)
+        else value
+    )
 
 
 # -- the requests (interrupt values) ---------------------------------------------------------
@@ -84,7 +94,7 @@ INBOX_ARGS = "arguments"
 
 
 @dataclass(frozen=True, kw_only=True)
-class ActionRequest:
+class ActionRequest(_Wired):
     """One gated call: LangChain's action request plus Gatehouse extras."""
 
     name: str
@@ -94,7 +104,6 @@ class ActionRequest:
     risk: str | None = None
     # What the call will change (a diff, the new file), when the tool can tell.
     preview: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, value: Any, where: str = "action request") -> ActionRequest:
@@ -114,18 +123,17 @@ class ActionRequest:
     def wire(self) -> dict[str, Any]:
         # Agent Inbox reads a HITL request's arguments from `arguments` (its edit form, the
         # accept it echoes); LangChain's contract names them `args`: both, always the same.
-        return {**_wire(self), INBOX_ARGS: self.args}
+        return {**super().wire(), INBOX_ARGS: self.args}
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReviewConfig:
+class ReviewConfig(_Wired):
     """How one call may be decided: LangChain's review config plus `approvers`
     (Gatehouse: the identities the tool's policy lets decide it; None for anyone)."""
 
     action_name: str
     allowed_decisions: list[DecisionType]
     approvers: list[str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, value: Any, where: str = "review config") -> ReviewConfig:
@@ -140,17 +148,13 @@ class ReviewConfig:
             extra=_extra(data, cls),
         )
 
-    def wire(self) -> dict[str, Any]:
-        return _wire(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class ApprovalRequest:
+class ApprovalRequest(_Wired):
     """The interrupt value of a review: LangChain's `HITLRequest`."""
 
     action_requests: list[ActionRequest]
     review_configs: list[ReviewConfig]
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, value: Any, where: str = "request") -> ApprovalRequest:
@@ -167,15 +171,6 @@ class ApprovalRequest:
                 for i, c in enumerate(configs)
             ],
             extra=_extra(data, cls),
-        )
-
-    def wire(self) -> dict[str, Any]:
-        return _without_none(
-            {
-                "action_requests": [a.wire() for a in self.action_requests],
-                "review_configs": [c.wire() for c in self.review_configs],
-                **self.extra,
-            }
         )
 
 

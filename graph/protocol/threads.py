@@ -129,15 +129,13 @@ def content_text(content: Any) -> str:
     """The text of message content: a string, or the text blocks of a block list."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type", "text") == "text":
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return ""
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in content
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type", "text") == "text")
+    )
 
 
 def reasoning_in_blocks(content: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -85,20 +85,19 @@ def stop_requested() -> bool:
 
 
 @contextmanager
-def stop_on(event: threading.Event | None) -> Iterator[None]:
+def _set(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def stop_on(event: threading.Event | None) -> AbstractContextManager[None]:
     """`stop_requested()` inside this block follows `event`."""
-    token = _stop.set(event)
-    try:
-        yield
-    finally:
-        _stop.reset(token)
+    return _set(_stop, event)
 
 
-@contextmanager
-def output_to(sink: Callable[[str], None]) -> Iterator[None]:
+def output_to(sink: Callable[[str], None]) -> AbstractContextManager[None]:
     """Send `stream_output` lines of the tool run inside this block to `sink`."""
-    token = _output_sink.set(sink)
-    try:
-        yield
-    finally:
-        _output_sink.reset(token)
+    return _set(_output_sink, sink)
