@@ -77,7 +77,8 @@ class _Wired:
 
     def wire(self) -> dict[str, Any]:
         """Its fields (nested ones wired) and its extras, None left out (LangChain's form)."""
-        own = {k: _wired(getattr(self, k)) for k in _field_names(type(self)) if k != "extra"}
+        cls: type = type(self)
+        own = {k: _wired(getattr(self, k)) for k in _field_names(cls) if k != "extra"}
         return {k: v for k, v in {**own, **self.extra}.items() if v is not None}
 
 

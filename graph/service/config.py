@@ -204,7 +204,7 @@ def load_settings(
             raise ValueError(
                 f"shell_sandbox must be auto, require or off, not {settings.shell_sandbox!r}"
             )
-        checked = {
+        checked: dict[str, Any] = {
             key: None if getattr(settings, key) in _UNSET.get(key, ()) else _check(settings, key)
             for key in _CHECKS
         }

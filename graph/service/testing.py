@@ -14,7 +14,8 @@ from typing import Any, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, UsageMetadata
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
@@ -77,19 +78,16 @@ class LocalModel(BaseChatModel):
             if run_manager and piece:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
+        calls: list[tuple[str | None, str | None, str | None]]
         calls = [(c["name"], json.dumps(c["args"]), c["id"]) for c in reply.tool_calls]
         calls += [(c.get("name"), c.get("args"), c.get("id")) for c in reply.invalid_tool_calls]
         for index, (name, args, call_id) in enumerate(calls):
-            chunk_of_call = {"name": name, "args": args, "id": call_id, "index": index}
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="", tool_call_chunks=[{**chunk_of_call, "type": "tool_call_chunk"}]
-                )
-            )
+            call = tool_call_chunk(name=name, args=args, id=call_id, index=index)
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[call]))
         if self.usage:
             prompt = sum(len(content_text(m.content)) for m in messages) // 4 + 1
             out = len(text) // 4 + 1
-            usage = {"input_tokens": prompt, "output_tokens": out, "total_tokens": prompt + out}
+            usage = UsageMetadata(input_tokens=prompt, output_tokens=out, total_tokens=prompt + out)
             yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
 
 
