@@ -37,101 +37,88 @@ class Intent:
 
     pattern: str
     tool: str
-    args: Callable[[re.Match[str]], dict[str, Any]]
     example: str
+    # The call's arguments; default: the pattern's named groups.
+    args: Callable[[re.Match[str]], dict[str, Any]] = re.Match.groupdict
 
 
 INTENTS: list[Intent] = [
     Intent(
         r"^(?:list|ls|show)(?: the)? files(?: in (?P<path>\S+))?$",
         "list_files",
-        lambda m: {"path": m["path"] or "."},
         "list files",
+        lambda m: {"path": m["path"] or "."},
     ),
     Intent(
         r"^(?:list|show) (?:all )?files (?:recursively|everywhere)(?: in (?P<path>\S+))?$|^list all files(?: in (?P<path2>\S+))?$",
         "list_files",
-        lambda m: {"path": m["path"] or m["path2"] or ".", "recursive": True},
         "list all files",
+        lambda m: {"path": m["path"] or m["path2"] or ".", "recursive": True},
     ),
     Intent(
         r"^(?:fetch|get|curl|open|browse) (?P<url>https?://\S+)$",
         "http_request",
-        lambda m: {"url": m["url"]},
         "fetch https://example.com",
     ),
     Intent(
         r"^(?P<method>post|put|patch|delete) (?P<url>https?://\S+)(?:\s*:\s*(?P<body>.*))?$",
         "http_request",
-        lambda m: {"url": m["url"], "method": m["method"].upper(), "body": m["body"]},
         'post https://example.com/api: {"a": 1}',
+        lambda m: {"url": m["url"], "method": m["method"].upper(), "body": m["body"]},
     ),
     Intent(
         r"^(?:read|open|cat|show) (?P<path>\S+) lines? (?P<start>\d+)(?:\s*(?:-|to)\s*(?P<end>\d+))?$",
         "read_file",
+        "read notes.md lines 1-5",
         lambda m: {
             "path": m["path"],
             "start_line": int(m["start"]),
             "end_line": int(m["end"] or m["start"]),
         },
-        "read notes.md lines 1-5",
     ),
-    Intent(
-        r"^(?:read|open|cat|show) (?!https?://)(?P<path>\S+)$",
-        "read_file",
-        lambda m: {"path": m["path"]},
-        "read notes.md",
-    ),
+    Intent(r"^(?:read|open|cat|show) (?!https?://)(?P<path>\S+)$", "read_file", "read notes.md"),
     Intent(
         r"^(?:write|create) (?P<path>[^:\s]+)\s*:\s*(?P<content>.*)$",
         "write_file",
-        lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
         "write todo.md: buy milk",
+        lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
     ),
     Intent(
         r"^(?:search|grep|find)(?: for)? (?:/(?P<regex>.+)/|(?P<text>.+?))(?: in (?P<path>\S+))?$",
         "search_files",
+        "search TODO",
         lambda m: {
             "pattern": m["regex"] or m["text"],
             "regex": bool(m["regex"]),
             "path": m["path"] or ".",
         },
-        "search TODO",
     ),
     Intent(
-        r"^edit (?P<path>[^:\s]+)\s*:\s*(?P<old>.+?)\s*->\s*(?P<new>.*)$",
+        r"^edit (?P<path>[^:\s]+)\s*:\s*(?P<old_text>.+?)\s*->\s*(?P<new_text>.*)$",
         "edit_file",
-        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
         "edit notes.md: milk -> oat milk",
     ),
     Intent(
         r"^replace (?P<old>.+?) with (?P<new>.*) in (?P<path>\S+)$",
         "edit_file",
-        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
         "replace milk with oat milk in notes.md",
+        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
     ),
     Intent(
         r"^(?:delete|remove|rm) (?P<folder>folder )?(?P<path>\S+)$",
         "delete_file",
-        lambda m: {"path": m["path"], "recursive": bool(m["folder"])},
         "delete old.txt",
+        lambda m: {"path": m["path"], "recursive": bool(m["folder"])},
     ),
     Intent(
         r"^(?:move|rename|mv) (?P<source>\S+) (?:to |-> )?(?P<destination>\S+)$",
         "move_file",
-        lambda m: {"source": m["source"], "destination": m["destination"]},
         "move notes.md to archive/notes.md",
     ),
-    Intent(
-        r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$",
-        "run_command",
-        lambda m: {"command": m["command"]},
-        "run: ls",
-    ),
+    Intent(r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$", "run_command", "run: ls"),
     Intent(
         r"^(?:sql|query|db)\s*:\s*(?P<query>.+)$",
         "sql_query",
-        lambda m: {"query": m["query"]},
         "sql: select name from sqlite_schema",
     ),
 ]
