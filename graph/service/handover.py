@@ -41,6 +41,7 @@ from graph.store.journal import JournalEntry
 from graph.store.storage import Storage
 
 _DECISION_FIELDS = {f.name for f in dataclasses.fields(DecisionRecord)}
+_JOURNAL_FIELDS = {f.name for f in dataclasses.fields(JournalEntry)}
 
 
 # -- export ----------------------------------------------------------------------------
@@ -51,11 +52,7 @@ def carried(storage: Storage, thread_id: str, pause: Pause | None) -> dict[str, 
     return {
         "pending": None
         if pause is None
-        else {
-            "interrupt_id": pause.interrupt_id,
-            "kind": pause.kind,
-            "request": pause.request.wire(),
-        },
+        else {k: v for k, v in pause.to_dict().items() if k != "thread_id"},
         "journal": [_journal_dict(e) for e in journal],
         "decisions": [
             {k: v for k, v in r.to_dict().items() if k in _DECISION_FIELDS} for r in decisions
@@ -78,11 +75,7 @@ def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
             result = messages_from_dict([row["result"]])[0] if row.get("result") else None
             if result is not None and not isinstance(result, ToolMessage):
                 raise ValueError("its result is not a tool message")
-            fields = {
-                k: v
-                for k, v in row.items()
-                if k in {f.name for f in dataclasses.fields(JournalEntry)}
-            }
+            fields = {k: v for k, v in row.items() if k in _JOURNAL_FIELDS}
             entries.append(JournalEntry(**{**fields, "thread_id": thread_id, "result": result}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ImportRefused(
@@ -164,12 +157,12 @@ def check(
             "the thread waits for the outcome of a call a crash cut off (or an unknown request); decide it, "
             "then export again"
         )
-    if missing := sorted({a.name for a in pause.request.action_requests} - set(tools)):
+    asked = _calls(pause)
+    if missing := sorted({name for _, name, _ in asked} - set(tools)):
         raise ImportRefused(
             f"this agent has no tool named {', '.join(missing)}: the pending request cannot be asked here"
         )
     open_calls = unanswered({"messages": exported.messages})
-    asked = [(a.tool_call_id, a.name, a.args) for a in pause.request.action_requests]
     if sorted(asked, key=repr) != sorted(
         ((c["id"], c["name"], c["args"]) for c in open_calls), key=repr
     ):
