@@ -13,7 +13,8 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import takewhile
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import Field
@@ -173,21 +174,16 @@ class DemoModel(LocalModel):
         return None
 
     def _summarise(self, messages: list[BaseMessage]) -> str:
-        results: list[ToolMessage] = []
-        for m in reversed(messages):
-            if not isinstance(m, ToolMessage):
-                break
-            results.insert(0, m)
+        last = takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages))
+        results = cast(list[ToolMessage], list(last))
         parts = [f"[{DEMO_LABEL}] Here is what happened:"]
-        for r in results:
-            text = text_of(r.content)
+        for r in reversed(results):
+            output = text = text_of(r.content)
             if len(text) > RESULT_PREVIEW_CHARS:
                 text = text[:RESULT_PREVIEW_CHARS] + " …"
             # A person's answer in place of the call: nothing ran, so no tick.
             responded = r.additional_kwargs.get(TOOL_STATUS_KEY) == "responded"
-            failed = (
-                r.status == "error" or call_outcome(r.name, "ok", text_of(r.content)) == "error"
-            )
+            failed = r.status == "error" or call_outcome(r.name, "ok", output) == "error"
             mark = "✗" if failed else "↩" if responded else "✓"
             parts.append(f"\n{mark} {r.name}:\n{text}")
         return "\n".join(parts)
