@@ -91,9 +91,7 @@ def load_access(
     """`[access]` from gatehouse.toml (`table`), overridden by the environment."""
     env = os.environ if env is None else env
     values: dict[str, Any] = dict(table or {})
-    known = {f for f in Access.__dataclass_fields__}
-    unknown = set(values) - known
-    if unknown:
+    if unknown := set(values) - set(Access.__dataclass_fields__):
         raise ConfigError(f"[access]: unknown settings {sorted(unknown)}")
     for var, key in ENV.items():
         if env.get(var):

@@ -124,11 +124,33 @@ _PACKAGES = {
 }
 PROVIDER_PACKAGES = {
     p: _PACKAGES.get(p, "langchain-" + p.replace("_", "-"))
-    for p in (
-        "openai azure_openai anthropic ollama google_genai google_vertexai google_anthropic_vertex"
-        " bedrock bedrock_converse anthropic_bedrock azure_ai cohere deepseek fireworks groq"
-        " huggingface ibm litellm mistralai nvidia openrouter perplexity together xai upstage"
-    ).split()
+    for p in [
+        "openai",
+        "azure_openai",
+        "anthropic",
+        "ollama",
+        "google_genai",
+        "google_vertexai",
+        "google_anthropic_vertex",
+        "bedrock",
+        "bedrock_converse",
+        "anthropic_bedrock",
+        "azure_ai",
+        "cohere",
+        "deepseek",
+        "fireworks",
+        "groq",
+        "huggingface",
+        "ibm",
+        "litellm",
+        "mistralai",
+        "nvidia",
+        "openrouter",
+        "perplexity",
+        "together",
+        "xai",
+        "upstage",
+    ]
 }
 
 
@@ -322,8 +344,7 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
             values.update({key if k == "enabled" else f"{key}_{k}": v for k, v in value.items()})
         else:
             values[key] = value
-    unknown = set(values) - known
-    if unknown:
+    if unknown := set(values) - known:
         raise ConfigError(f"{file}: unknown settings {sorted(unknown)}")
     base = file.parent
     for key in ("db", "workspace", "sql_database"):

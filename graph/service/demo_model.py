@@ -142,11 +142,9 @@ class DemoModel(LocalModel):
             return AIMessage(content=self._summary(text_of(last.content)))
         if isinstance(last, ToolMessage):
             return AIMessage(content=self._summarise(messages))
-        if isinstance(last, HumanMessage):
-            calls = self._calls(text_of(last.content).strip())
-            if calls:
-                names = ", ".join(c["name"] for c in calls)
-                return AIMessage(content=f"[{DEMO_LABEL}] Calling {names}.", tool_calls=calls)
+        if isinstance(last, HumanMessage) and (calls := self._calls(text_of(last.content).strip())):
+            names = ", ".join(c["name"] for c in calls)
+            return AIMessage(content=f"[{DEMO_LABEL}] Calling {names}.", tool_calls=calls)
         return AIMessage(content=self._help())
 
     def _calls(self, text: str) -> list[dict[str, Any]]:
@@ -163,8 +161,7 @@ class DemoModel(LocalModel):
         for intent in INTENTS:
             if intent.tool not in self.tool_names:
                 continue
-            m = re.match(intent.pattern, request, flags=re.IGNORECASE | re.DOTALL)
-            if m:
+            if m := re.match(intent.pattern, request, flags=re.IGNORECASE | re.DOTALL):
                 return {
                     "name": intent.tool,
                     "args": intent.args(m),
