@@ -31,11 +31,11 @@ _EMOJI_TONE = range(0x1F3FB, 0x1F400)
 
 def _hidden(ch: str) -> bool:
     code = ord(ch)
-    if ch in _LAYOUT:
-        return False
-    if code in _INVISIBLE or 0xE0100 <= code <= 0xE01EF:
-        return True
-    return unicodedata.category(ch) in _ESCAPED_CATEGORIES
+    return ch not in _LAYOUT and (
+        code in _INVISIBLE
+        or 0xE0100 <= code <= 0xE01EF
+        or unicodedata.category(ch) in _ESCAPED_CATEGORIES
+    )
 
 
 def escape_char(ch: str) -> str:
@@ -83,11 +83,7 @@ def _sub(text: str, escape: Callable[[str], str]) -> str:
 def visible(text: str) -> str:
     """`text` with every control, escape, bidi and invisible character shown escaped;
     newlines and tabs kept, and a CRLF line ending kept as a newline."""
-    if not isinstance(text, str):
-        text = str(text)
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
-    return _sub(text, escape_char)
+    return _sub(str(text).replace("\r\n", "\n"), escape_char)
 
 
 def _json_escape(ch: str) -> str:

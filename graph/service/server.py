@@ -14,10 +14,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from graph.agent.emit import identity_from_server
-from graph.agent.message_merge import merge_messages
 from graph.service.app import build_agent, shared_storage
 from graph.service.config import load_env_file, load_settings
 from graph.service.notify import attach_notifier
+from graph.service.server_sync import server_saver
 from graph.store.threaded import ThreadedSaver
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -39,14 +39,9 @@ async def checkpointer() -> AsyncIterator[ThreadedSaver]:
     """The server's checkpointer: Gatehouse's saver on the database `GATEHOUSE_DB` names."""
     settings = load_settings()
     storage = shared_storage(settings.db)
-    inner = storage.checkpointer
     # Pauses of server runs ping the [notify] webhook like every other client's.
-    attach_notifier(inner, settings)
-    saver = ThreadedSaver(inner, delete_thread=storage.delete_thread)
-    # The agent was compiled without this saver (the server attaches it), so the saver
-    # learns here how the messages channel folds: without it no head is kept and the
-    # thread index never sees the first message (server threads stayed "New thread").
-    saver.register_reducer("messages", merge_messages)
+    attach_notifier(storage.checkpointer, settings)
+    saver = server_saver(storage, delete_thread=storage.delete_thread)
     try:
         yield saver
     finally:

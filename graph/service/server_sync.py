@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
+    from graph.store.threaded import ThreadedSaver
+
 log = logging.getLogger(__name__)
 INTERVAL_S = 1.0
 GRAPH_ID = "gatehouse"
@@ -38,18 +40,27 @@ def server_thread_id(thread_id: str) -> uuid.UUID | None:
     return parsed if str(parsed) == thread_id else None
 
 
+def server_saver(storage: Any, **kwargs: Any) -> ThreadedSaver:
+    """A saver for server runs over Gatehouse's checkpointer. The agent was compiled
+    without it, so it learns here how the messages channel folds: without that no head
+    is kept and the thread index never sees the first message ("New thread")."""
+    from graph.agent.message_merge import merge_messages
+    from graph.store.threaded import ThreadedSaver
+
+    saver = ThreadedSaver(storage.checkpointer, **kwargs)
+    saver.register_reducer("messages", merge_messages)
+    return saver
+
+
 class ThreadSync:
     """Follows the Gatehouse thread index into the dev server's thread list."""
 
     def __init__(self, db: str) -> None:
-        from graph.agent.message_merge import merge_messages
         from graph.service.app import shared_storage
-        from graph.store.threaded import ThreadedSaver
 
         storage = shared_storage(db)
         self.index = storage.index
-        self.saver = ThreadedSaver(storage.checkpointer)
-        self.saver.register_reducer("messages", merge_messages)
+        self.saver = server_saver(storage)
         self.seen: dict[str, float] = {}
         self._checked: dict[str, Any] = {}
         self._graph: Any = None
@@ -68,8 +79,7 @@ class ThreadSync:
         count = 0
         for row in changed:
             self.seen[row.thread_id] = row.updated_at
-            if await self.sync_one(row):
-                count += 1
+            count += await self.sync_one(row)
         count += await self.drop_deleted({r.thread_id for r in rows})
         return count + await self.still_waiting()
 
