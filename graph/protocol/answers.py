@@ -71,9 +71,8 @@ MISSING_REJECTED = "Not decided in the answer; rejected (reject_missing)."
 
 class ReviewAnswer(BaseModel):
     """`decisions`: one per action request, in order, or keyed by tool call id.
-    `reject_missing` (Gatehouse extra, off unless given): a call the answer does not
-    decide (an id left out of the keyed form, a `null` in the list) is rejected, with
-    this text as the reason when it is a string. Without it such an answer is refused."""
+    `reject_missing` (Gatehouse extra): a call left undecided is rejected (with this
+    text as the reason when a string) instead of the answer being refused."""
 
     decisions: list[Decision]
     reject_missing: bool | str = False

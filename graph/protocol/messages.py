@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from graph.protocol.wording import decided
+
 # How run_command's result ends (tools/shell.py): its output, then `[exit code N]`.
 _EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
 COMMAND_TOOL = "run_command"
@@ -80,11 +82,12 @@ class MessageView:
     def without_a_click(self) -> str | None:
         """Why a call that would ask ran without anyone clicking: "auto-approved", or
         "always allowed (write_file:*.md)"; None for a call a person approved or a free one."""
-        if self.decision == "auto_approve":
-            return "auto-approved"
-        if self.decision == "always_allowed":
-            return f"always allowed ({self.grant})" if self.grant else "always allowed"
-        return None
+        if self.decision not in ("auto_approve", "always_allowed"):
+            return None
+        words = decided(self.decision)
+        return (
+            f"{words} ({self.grant})" if self.grant and self.decision != "auto_approve" else words
+        )
 
     @property
     def outcome(self) -> str:

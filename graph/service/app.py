@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.agent.builtin_hooks import Compaction, SystemContext
 from graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.agent.hooks import HookSet
+from graph.agent.message_merge import merge_messages
 from graph.agent.offload import OffloadOptions
 from graph.agent.policy import Policy, PolicyError
 from graph.protocol.errors import ConfigError
@@ -21,6 +22,7 @@ from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
 from graph.service.models import describe_model, make_model, model_options
 from graph.service.toolset import build_tools, close_tools, mcp_errors
+from graph.store.threaded import ThreadedSaver
 from tools.definitions import tool_definitions
 
 log = logging.getLogger("gatehouse.config")
@@ -192,3 +194,12 @@ def shared_storage(db: str) -> Storage:
     from graph.store import open_storage
 
     return open_storage(db)
+
+
+def server_saver(storage: Any, **kwargs: Any) -> ThreadedSaver:
+    """A saver for server runs over Gatehouse's checkpointer. The agent was compiled
+    without it, so it learns here how the messages channel folds: without that no head
+    is kept and the thread index never sees the first message ("New thread")."""
+    saver = ThreadedSaver(storage.checkpointer, **kwargs)
+    saver.register_reducer("messages", merge_messages)
+    return saver

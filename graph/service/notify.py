@@ -40,12 +40,9 @@ from graph.store.notifications import Notification, NotificationLog
 SIGNATURE_HEADER = "X-Gatehouse-Signature"
 BACKOFF_S = 0.5
 MAX_BACKOFF_S = 300.0
-# A row taken for a try is another process's again after this (the try takes at most 10 s).
-LEASE_S = 60.0
-# A running process looks for pings other processes left this often.
-POLL_S = 30.0
-# What a process that ends gives the pings due now.
-FLUSH_S = 3.0
+LEASE_S = 60.0  # a row taken for a try is free again after this (a try takes <= 10 s)
+POLL_S = 30.0  # how often a process looks for pings other processes left
+FLUSH_S = 3.0  # what a process that ends gives the pings due now
 
 
 def sign(secret: str, body: bytes) -> str:

@@ -14,10 +14,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from graph.agent.emit import identity_from_server
-from graph.service.app import build_agent, shared_storage
+from graph.service.app import build_agent, server_saver, shared_storage
 from graph.service.config import load_env_file, load_settings
 from graph.service.notify import attach_notifier
-from graph.service.server_sync import server_saver
 from graph.store.threaded import ThreadedSaver
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from graph.store.threaded import ThreadedSaver
-
 log = logging.getLogger(__name__)
 INTERVAL_S = 1.0
 GRAPH_ID = "gatehouse"
@@ -40,23 +38,11 @@ def server_thread_id(thread_id: str) -> uuid.UUID | None:
     return parsed if str(parsed) == thread_id else None
 
 
-def server_saver(storage: Any, **kwargs: Any) -> ThreadedSaver:
-    """A saver for server runs over Gatehouse's checkpointer. The agent was compiled
-    without it, so it learns here how the messages channel folds: without that no head
-    is kept and the thread index never sees the first message ("New thread")."""
-    from graph.agent.message_merge import merge_messages
-    from graph.store.threaded import ThreadedSaver
-
-    saver = ThreadedSaver(storage.checkpointer, **kwargs)
-    saver.register_reducer("messages", merge_messages)
-    return saver
-
-
 class ThreadSync:
     """Follows the Gatehouse thread index into the dev server's thread list."""
 
     def __init__(self, db: str) -> None:
-        from graph.service.app import shared_storage
+        from graph.service.app import server_saver, shared_storage
 
         storage = shared_storage(db)
         self.index = storage.index
