@@ -121,7 +121,7 @@ GRANT_KEY = "gatehouse_grant"
 TOOL_STATUS_KEY = "gatehouse_status"
 TOOL_DURATION_KEY = "gatehouse_duration_ms"
 REASONING_KEY = "reasoning_content"
-REASONING_BLOCKS = {"reasoning": "reasoning", "thinking": "thinking"}
+REASONING_BLOCKS = ("reasoning", "thinking")  # block types, each with its text under its type
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
 
@@ -138,13 +138,14 @@ def content_text(content: Any) -> str:
     )
 
 
-def reasoning_in_blocks(content: Any) -> str:
-    """Reasoning carried as content blocks (left in place: providers need them back)."""
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        str(b.get(REASONING_BLOCKS[b["type"]]) or "") + _summary_text(b)
-        for b in content
+def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
+    """All the reasoning a message (or a stream chunk) carries: its field, then its
+    reasoning content blocks (left in place: providers need them back)."""
+    field = additional_kwargs.get(REASONING_KEY)
+    blocks = content if isinstance(content, list) else []
+    return (field if isinstance(field, str) else "") + "".join(
+        str(b.get(b["type"]) or "") + _summary_text(b)
+        for b in blocks
         if isinstance(b, dict) and b.get("type") in REASONING_BLOCKS
     )
 
@@ -155,12 +156,6 @@ def _summary_text(block: Mapping[str, Any]) -> str:
     if not isinstance(summary, list):
         return ""
     return "".join(str(s.get("text") or "") for s in summary if isinstance(s, dict))
-
-
-def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
-    """All the reasoning a message (or a stream chunk) carries."""
-    field = additional_kwargs.get(REASONING_KEY)
-    return (field if isinstance(field, str) else "") + reasoning_in_blocks(content)
 
 
 def view_of_fields(data: Mapping[str, Any]) -> MessageView:
