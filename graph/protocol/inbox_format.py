@@ -62,9 +62,8 @@ def from_inbox(
     kind, args = item["type"], item.get("args")
     every = len(actions)
     if kind == "accept":
-        # Agent Inbox echoes the first action request (as it read it) with an accept. An
-        # echo with other arguments or another tool is not a yes to the calls as shown;
-        # `{}` is an older Agent Inbox's echo (it read no arguments).
+        # Agent Inbox echoes the first action request with an accept: an echo of another
+        # call is not a yes to the calls as shown (`{}` is an older Agent Inbox's echo).
         echoed = args.get("args") if isinstance(args, Mapping) else None
         if isinstance(args, Mapping) and (
             args.get("action", first["name"]) != first["name"]
@@ -94,9 +93,8 @@ def from_inbox(
             raise ValueError(
                 "a 'response' needs its text as args (a string); the call stays pending"
             )
-        # Agent Inbox offers "respond" where a HITL request allows `reject` (its reading of
-        # the format): the text is the tool's result where `respond` is allowed and the
-        # request has one call, else the reason of a rejection.
+        # Agent Inbox offers "respond" where a request allows `reject`: the text is the
+        # tool's result where `respond` is allowed for one call, else a rejection's reason.
         allowed = list((configs[0] if configs else {}).get("allowed_decisions") or ["respond"])
         if every != 1 or ("respond" not in allowed and "reject" in allowed):
             return {"decisions": [{"type": "reject", "message": args}] * every}
@@ -112,9 +110,8 @@ _MARKDOWN = re.compile(r"([\\`*\[\]<>])")
 
 
 def headline(name: str, args: Mapping[str, Any]) -> str:
-    """`write_file notes.md`: the tool and its key argument on one line (whitespace
-    runs shown as one space, cut with "…"), Markdown-inert. The call in full follows
-    in the description."""
+    """`write_file notes.md`: the tool and its key argument on one line (blanks as one
+    space, cut with "…"), Markdown-inert."""
     key = next((k for k in KEY_ARGS if isinstance(args.get(k), str)), None) or next(
         (k for k, v in args.items() if isinstance(v, str | int | float)), None
     )
@@ -137,10 +134,9 @@ def call_in_full(number: int, call: Mapping[str, Any]) -> str:
 
 
 def describe_turn(calls: Sequence[Mapping[str, Any]], leads: Sequence[Sequence[str]]) -> list[str]:
-    """The description of each call of a turn (`calls`: name, args, id; `leads`: lines
-    to put first, such as what a call may touch and the policy's own description):
+    """Each call's description (`leads`: lines to put first, such as what it may touch):
     its headline, the leads, then the call in full; the first one of several shows
-    every call in full, and says what Agent Inbox's answers do to them."""
+    every call, and says what Agent Inbox's answers do to them."""
     out = []
     for i, call in enumerate(calls):
         head = headline(call["name"], call["args"])

@@ -79,9 +79,8 @@ class AddressCheck:
                 await _refuse(scope, send, "this server needs a valid key", status=401)
                 return
             if origin is not None and PNA_REQUEST in headers:
-                # An allowed origin's private-network preflight: Starlette's CORS (which
-                # LangGraph cannot configure for it) would refuse it; LangGraph's own
-                # middleware, reached only by allowed origins, answers it.
+                # An allowed origin's private-network preflight: Starlette's CORS would
+                # refuse it; LangGraph's own middleware (allowed origins only) answers it.
                 scope["headers"] = [
                     (k, v) for k, v in scope["headers"] if k.lower() != PNA_REQUEST.encode()
                 ]
@@ -112,8 +111,8 @@ async def _refuse(scope: Scope, send: Send, text: str, status: int = 403) -> Non
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
-    # The one door's refusal (graph/agent/authority.py) in a server request (a state
-    # update: "mark as resolved"): the client learns why, with 403, not a bare 500.
+    # The one door's refusal (graph/agent/authority.py), e.g. of "mark as resolved":
+    # the client learns why, with 403, not a bare 500.
     return JSONResponse({"detail": str(exc)}, status_code=403)
 
 
