@@ -1,11 +1,9 @@
 """What a person answers to a pause.
 
-An approval request is answered by LangChain's HITL contract (`HumanInTheLoopMiddleware`,
-Agent Chat UI): `{"decisions": [...]}`, one decision per action request, in order.
-An "outcome unknown" pause (a call that started before a crash) is answered by one
-`OutcomeAnswer`. These models check the shape; whether an answer fits the request
-it answers (count, allowed types, the tool's argument schema) is checked by the
-agent against that request (graph/agent/review.py).
+An approval request takes LangChain's HITL answer (`{"decisions": [...]}`, one per
+action request, in order); an "outcome unknown" pause one `OutcomeAnswer`. These
+check the shape; whether an answer fits its request is checked by the agent
+(graph/agent/review.py).
 """
 
 from __future__ import annotations
@@ -73,9 +71,8 @@ MISSING_REJECTED = "Not decided in the answer; rejected (reject_missing)."
 
 class ReviewAnswer(BaseModel):
     """`decisions`: one per action request, in order, or keyed by tool call id.
-    `reject_missing` (Gatehouse extra, off unless given): a call the answer does not
-    decide (an id left out of the keyed form, a `null` in the list) is rejected, with
-    this text as the reason when it is a string. Without it such an answer is refused."""
+    `reject_missing` (Gatehouse extra): a call left undecided is rejected (with this
+    text as the reason when a string) instead of the answer being refused."""
 
     decisions: list[Decision]
     reject_missing: bool | str = False

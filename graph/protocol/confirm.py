@@ -1,20 +1,13 @@
 """The one confirmation rule: which calls are never approved by a single click or key.
 
-Every front end (the web chat card, the approvals inbox, the terminal) asks "approve
-…?" with the whole call shown before approving a call that
+Every front end asks "approve …?" with the whole call shown before approving a call
+that executes (a command, or a tool of undeclared risk), deletes, or writes where code
+runs later: git's folder, hook folders, shell start-up files, the workspace's own
+configuration (Gatehouse's, build files, editor tasks, CI workflows).
 
-  - executes (a command, or a tool whose risk is not declared: it may run anything),
-  - deletes, or
-  - writes where code runs later: git's folder (`.git/config` names programs git
-    runs, `.git/hooks/`), hook folders, shell start-up files, and the workspace's
-    own configuration (Gatehouse's, build files, editor tasks, CI workflows).
-
-A path is matched as written and normalised (`./a/../.git/config` is `.git/config`),
+A path is matched normalised (`./a/../.git/config` is `.git/config`) and
 case-insensitively (a case-insensitive disk opens `.GIT/CONFIG` as git's config).
-A symlink inside the workspace is not resolved here (the protocol reads no disk): a
-write through a link to `.git/` is judged by the name it is written to.
-
-Standard library only: the protocol layer is what `ui/` may import.
+Symlinks are not resolved (the protocol reads no disk). Standard library only.
 """
 
 from __future__ import annotations
@@ -139,6 +132,3 @@ def to_confirm(actions: Sequence[Any], decisions: Sequence[Any]) -> list[ToConfi
         if why := confirmation(name, args, action.risk):
             found.append(ToConfirm(i, name, args, why))
     return found
-
-
-__all__ = ["ToConfirm", "confirmation", "runs_later", "to_confirm"]

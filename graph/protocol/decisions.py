@@ -11,29 +11,24 @@ from typing import Any
 
 from graph.protocol.wording import decided
 
-# A call that needed approval ran because auto-approve was on (decision value).
-AUTO_APPROVE = "auto_approve"
-# The tool name of a grant that covers every tool: the thread's auto-approve switch.
-ALL_TOOLS = "*"
-# `question` of a grant or revoke written apart from any call (the auto-approve switch).
+AUTO_APPROVE = "auto_approve"  # a gated call ran because auto-approve was on
+ALL_TOOLS = "*"  # the tool of a grant of every tool: the thread's auto-approve switch
+# The question of a grant or revoke written apart from any call (the switch).
 GRANT_QUESTION = "grant"
 GRANT, REVOKE = "grant", "revoke"
-# A call the policy gates that ran without asking because a standing "always allow"
-# grant of the thread covers it (decision value, under question `STANDING_QUESTION`).
+# A gated call ran without asking under a standing "always allow" grant.
 ALWAYS_ALLOWED = "always_allowed"
 STANDING_QUESTION = "standing"
-# A thread's life begins anew (question `LIFE_QUESTION`): it was deleted, its history
-# was imported, or a LangGraph Server user created it (the record's actor owns it).
-# What the log holds for the thread before such a record is history: the gate acts
-# on no approval, grant or switch recorded before it.
+# A thread's life begins anew: deleted, imported, or created by a LangGraph Server
+# user (the actor owns it). The gate acts on nothing the log holds before it.
 LIFE_QUESTION = "life"
 THREAD_DELETED, HISTORY_IMPORTED = "thread_deleted", "history_imported"
 THREAD_CREATED = "thread_created"
 
 
 def grant_label(tool: str, pattern: str | None) -> str:
-    """A grant as people read it (and as `gatehouse revoke ID GRANT` takes it):
-    "write_file", "write_file:notes/*.md", or "*" for the thread's auto-approve switch."""
+    """A grant as people read it (and `gatehouse revoke` takes it): "write_file",
+    "write_file:notes/*.md", or "*" for the auto-approve switch."""
     if tool == ALL_TOOLS:
         return ALL_TOOLS
     return tool if pattern is None else f"{tool}:{pattern}"
@@ -42,7 +37,7 @@ def grant_label(tool: str, pattern: str | None) -> str:
 @dataclass(frozen=True)
 class StandingGrant:
     """An "always allow" in force in a thread: which tool (and where), who gave it,
-    when, from which front end. `tool` "*" is the thread's auto-approve switch."""
+    when, from which front end."""
 
     thread_id: str
     tool: str
@@ -83,21 +78,19 @@ class DecisionRecord:
     """One person's answer for one call."""
 
     thread_id: str
-    # Which question was answered: "review" (the approval card) or "outcome:N" (the
-    # outcome of attempt N of a call a crash cut off). One row per question and call.
+    # "review" (the approval card) or "outcome:N" (attempt N of a call a crash cut
+    # off). One row per question and call.
     question: str
     tool_call_id: str
     tool: str
-    # approve | edit | reject | respond | run_again | mark_failed | auto_approve;
-    # always_allowed (question "standing": ran under a grant, no one asked); for
-    # a switch (question "grant"): grant | revoke (see `ALL_TOOLS`). The log keeps any
-    # string a writer records, and the audit views show it as it is.
+    # approve | edit | reject | respond | run_again | mark_failed | auto_approve |
+    # always_allowed | grant | revoke; the log keeps any string a writer records.
     decision: str
     args: dict[str, Any]  # what runs (for an edit: the edited arguments)
     requested_args: dict[str, Any] | None = None  # what the model asked, when edited
     message: str | None = None  # a reason, a response, a note
-    # "always allow" granted with this approval: "*" for the tool, else a glob. A later
-    # record with decision "revoke" and the same tool and value withdraws it.
+    # "always allow" granted with this approval: "*" for the tool, else a glob; a later
+    # "revoke" of the same tool and value withdraws it.
     always_allow: str | None = None
     source: str | None = None  # the front end: web, terminal, api, langgraph-server …
     actor: str | None = None  # who: the OS user, a configured name, the server's user

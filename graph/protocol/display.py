@@ -1,17 +1,11 @@
 """Text as a person must see it: characters that hide, move or rewrite text, shown escaped.
 
-An approval is a yes to what the card shows, so a card must not show anything but
-what runs. Text that comes from a model, a tool or a file can carry characters a
-terminal or a browser acts on instead of showing: escape sequences (CSI colours and
-cursor moves, OSC 52 "write the clipboard", DCS), C1 controls (U+009B is a CSI of its
-own), a backspace or a carriage return that overwrites what came before, the
-bidirectional overrides and isolates that reorder a line (U+202A-U+202E,
-U+2066-U+2069, U+200E/U+200F, U+061C) and invisible characters that hide text
-(zero-width spaces, tag characters, invisible fillers). `visible()` turns each into
-its escape, written like Python writes it (`\\x1b`, `\\u202e`, `\\U000e0041`), and keeps
-newlines and tabs as layout. Every front end (terminal and web) draws tool
-arguments, previews, diffs, outputs and messages through it.
-
+An approval is a yes to what the card shows, so a card must show nothing but what
+runs. Text from a model, a tool or a file can carry characters a terminal or browser
+acts on instead of showing: escape sequences, C1 controls, a backspace or carriage
+return that overwrites, bidi overrides and isolates that reorder a line, invisible
+characters that hide text. `visible()` escapes each as Python writes it (`\\x1b`,
+`\\u202e`), keeping newlines and tabs. Every front end draws through it.
 Standard library only: the protocol layer is what `ui/` may import.
 """
 
@@ -24,10 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# Categories escaped wherever they are: Cc (controls: C0, DEL, C1), Cf (format
-# characters: bidi controls, zero-width space/joiners, soft hyphen, tags, ...),
-# Zl / Zp (line and paragraph separators: a line break the reader does not see
-# as one), Cs (a lone surrogate).
+# Escaped wherever they are: controls, format characters (bidi, zero-width, tags),
+# line and paragraph separators (breaks the reader does not see), lone surrogates.
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 # Invisible letters (Hangul fillers, used for blank-looking names) and the
 # variation selectors past the sixteen emoji use: they carry hidden bytes.
@@ -39,11 +31,11 @@ _EMOJI_TONE = range(0x1F3FB, 0x1F400)
 
 def _hidden(ch: str) -> bool:
     code = ord(ch)
-    if ch in _LAYOUT:
-        return False
-    if code in _INVISIBLE or 0xE0100 <= code <= 0xE01EF:
-        return True
-    return unicodedata.category(ch) in _ESCAPED_CATEGORIES
+    return ch not in _LAYOUT and (
+        code in _INVISIBLE
+        or 0xE0100 <= code <= 0xE01EF
+        or unicodedata.category(ch) in _ESCAPED_CATEGORIES
+    )
 
 
 def escape_char(ch: str) -> str:
@@ -91,11 +83,7 @@ def _sub(text: str, escape: Callable[[str], str]) -> str:
 def visible(text: str) -> str:
     """`text` with every control, escape, bidi and invisible character shown escaped;
     newlines and tabs kept, and a CRLF line ending kept as a newline."""
-    if not isinstance(text, str):
-        text = str(text)
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
-    return _sub(text, escape_char)
+    return _sub(str(text).replace("\r\n", "\n"), escape_char)
 
 
 def _json_escape(ch: str) -> str:
@@ -121,12 +109,10 @@ def is_visible(text: str) -> bool:
 
 
 # -- what a card shows -------------------------------------------------------------
-# One rule for every card (web chat card, inbox row and its confirmation, terminal
-# card): a value up to these sizes is shown whole; above them the card shows its head,
-# says exactly how much is hidden, and a decision waits until the person opened all of
-# it. Lines wrap everywhere, so width never hides anything; a run of blanks long enough
-# to push the rest of a line out of view (`echo ok` + 3,000 spaces + `; rm -rf ./*`)
-# is drawn as a count of itself, so what follows it stays in view.
+# One rule for every card: a value up to these sizes is shown whole; above them the
+# card shows its head, says exactly how much is hidden, and a decision waits until the
+# person opened all of it. A run of blanks that would push the rest of a line out of
+# view (`echo ok` + 3,000 spaces + `; rm -rf ./*`) is drawn as a count of itself.
 CARD_LINES = 40
 CARD_CHARS = 4_000
 BLANK_RUN = 16
@@ -167,9 +153,8 @@ class Shown:
 
 
 def shown(text: str, lines: int = CARD_LINES, chars: int = CARD_CHARS) -> Shown:
-    """The card rule: `text` made visible (hidden characters escaped, long blank runs
-    counted), then cut to `lines` lines and `chars` characters, with exact counts of
-    what is left out."""
+    """The card rule: `text` made visible (long blank runs counted), cut to `lines`
+    lines and `chars` characters, with exact counts of what is left out."""
     whole = _BLANKS.sub(_blanks, visible(text)).rstrip("\n")
     rows = whole.split("\n")
     head = "\n".join(rows[:lines])
@@ -177,8 +162,7 @@ def shown(text: str, lines: int = CARD_LINES, chars: int = CARD_CHARS) -> Shown:
         head = head[:chars]
     if len(head) == len(whole):
         return Shown(whole, whole, 0, 0)
-    # Lines after the last one the head reaches (a line cut in the middle is not counted:
-    # the card says it goes on).
+    # A line cut in the middle is not counted: the card says it goes on.
     hidden_lines = len(rows) - (head.count("\n") + 1)
     return Shown(head, whole, hidden_lines, len(whole) - len(head))
 
@@ -192,17 +176,3 @@ def card_text(value: Any) -> str:
     """A call's arguments as a card shows them: indented JSON, hidden characters as
     JSON escapes (it parses back to the same value)."""
     return visible_json(value, indent=2)
-
-
-__all__ = [
-    "CARD_CHARS",
-    "CARD_LINES",
-    "Shown",
-    "card_text",
-    "escape_char",
-    "is_visible",
-    "shown",
-    "visible",
-    "visible_json",
-    "whole",
-]

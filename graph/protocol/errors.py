@@ -1,5 +1,5 @@
-"""Errors a client of Gatehouse can meet, in one place: each says what was wrong and
-that nothing changed, so a front end can show it as it is."""
+"""Errors a client of Gatehouse can meet: each says what was wrong and that nothing
+changed, so a front end can show it as it is."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ class StaleDecision(DecisionError):
 
 
 class AwaitingDecision(DecisionError):
-    """The thread waits for a decision on a tool call: answer it first. Undo and fork
-    refuse with this (they would drop the pending request) unless forced."""
+    """The thread waits for a decision: answer it first (undo and fork, unless forced)."""
 
 
 class RunInProgress(GatehouseError, RuntimeError):
@@ -34,8 +33,7 @@ class AlreadyDecided(StaleDecision, RunInProgress):
 
 
 class CallAlreadyStarted(GatehouseError, RuntimeError):
-    """A tool call was already claimed by another run (two clients resumed the same
-    approval at once); this run did not execute it again."""
+    """Another run claimed this tool call (two clients resumed one approval); not run again."""
 
 
 class StorageError(GatehouseError, RuntimeError):
@@ -47,13 +45,11 @@ class ConfigError(GatehouseError, ValueError):
 
 
 class InvalidThreadId(GatehouseError, ValueError):
-    """A thread id that is not one (empty, too long, a character outside the allowed
-    set such as a NUL or another control character); nothing was read or written."""
+    """Not a thread id (empty, too long, a character outside the allowed set)."""
 
 
 class ImportRefused(GatehouseError, ValueError):
-    """A thread export cannot be imported as it is (malformed, or it would break the
-    pairing of tool calls and results); nothing was written."""
+    """A thread export cannot be imported as it is; nothing was written."""
 
 
 class HookError(GatehouseError, RuntimeError):

@@ -1,18 +1,10 @@
 """The narrow "always allow" a card offers first: exactly this command, or this file.
 
-"Always allow `run_command` in this thread" lets every later command run unasked; a
-person who approved `seq 1 3` rarely means that. So a card offers the narrow grant
-first: a pattern that covers the call's own command (its program and the same fixed
-arguments) or its own file, and nothing else; the whole tool is a second, labelled
-choice. The pattern is an `always_allow` string the graph matches with `fnmatch`
-(graph/agent/policy.py): glob characters in the command or path are escaped, so the
-pattern covers exactly that text.
-
-No narrow form is offered where it could not cover what it says: a command with shell
-syntax or the network (pattern grants never cover those), a path outside the
-workspace, a move (one pattern must match both of its ends).
-
-Standard library only: the protocol layer is what `ui/` may import.
+A person who approved `seq 1 3` rarely means "every later command", so a card offers
+first a pattern that covers only the call's own command or file (glob characters
+escaped: the graph matches it with `fnmatch`); the whole tool is a second choice.
+None is offered where it could not cover what it says: a command with shell syntax
+or the network, a path outside the workspace, a move. Standard library only.
 """
 
 from __future__ import annotations
@@ -62,6 +54,3 @@ def narrow_grant(name: str, args: Mapping[str, Any]) -> Scope | None:
 def whole_tool(name: str) -> str:
     """What a whole-tool grant covers, in words."""
     return f"every `{name}` call in this thread, whatever its arguments"
-
-
-__all__ = ["Scope", "narrow_grant", "whole_tool"]

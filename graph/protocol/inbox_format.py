@@ -1,27 +1,18 @@
 """Agent Inbox's reading of a request, and its answer format read as a HITL answer.
 
-Agent Inbox (langchain-ai/agent-inbox, contexts/utils.ts `normalizeInterrupt`) reads a
-HITL request as ONE call: `action_requests[0]`'s name (the row's title), its
-`arguments` (the edit form; pauses.py sends them beside `args`) and its `description`
-(the row's preview: its first 65 characters; the thread view: all of it, as
-Markdown). So every description starts with what the call is about (the tool and its
-key argument), and the first one of a turn with several calls shows every call in
-full: what a person sees there is all an Accept can approve (`describe_turn`).
+Agent Inbox (contexts/utils.ts `normalizeInterrupt`) reads a HITL request as ONE call:
+`action_requests[0]`'s name (the row's title), its `arguments` (the edit form) and
+its `description` (the row's preview: 65 characters; the thread view: all of it, as
+Markdown). So every description starts with the tool and its key argument, and the
+first one of a multi-call turn shows every call in full (`describe_turn`).
 
-It resumes with a list holding one `HumanResponse` (`ThreadContext.sendHumanResponse`:
-`command: {resume: [input]}`):
-
-    {"type": "accept", "args": <the action request, echoed>}
-    {"type": "edit", "args": {"action": "write_file", "args": {...}}}
-    {"type": "response", "args": "the person's text"}
-    {"type": "ignore", "args": null}
-
-For one call: accept approves it, edit runs the edited arguments, response is the
-tool's result (or the reason of a rejection where only `reject` is allowed), ignore
-rejects it. For a turn of several calls (all shown in the first description): accept
-approves all, response rejects all with the text as the reason, ignore rejects all;
-an edit (its form holds only the first call) is refused with where to make it. Any
-other answer in this format is refused with the reason; the pause stays as it was.
+It resumes with one `HumanResponse`: `{"type": "accept", "args": <the request,
+echoed>}`, `{"type": "edit", "args": {"action", "args"}}`, `{"type": "response",
+"args": "text"}` or `{"type": "ignore", "args": null}`. For one call: approve, run
+edited, the tool's result (or a rejection's reason where only `reject` is allowed),
+reject. For several calls: accept approves all, response and ignore reject all; an
+edit (its form holds only the first call) is refused. Any other answer is refused
+with the reason; the pause stays as it was.
 """
 
 from __future__ import annotations
@@ -71,9 +62,8 @@ def from_inbox(
     kind, args = item["type"], item.get("args")
     every = len(actions)
     if kind == "accept":
-        # Agent Inbox echoes the first action request (as it read it) with an accept. An
-        # echo with other arguments or another tool is not a yes to the calls as shown;
-        # `{}` is an older Agent Inbox's echo (it read no arguments).
+        # Agent Inbox echoes the first action request with an accept: an echo of another
+        # call is not a yes to the calls as shown (`{}` is an older Agent Inbox's echo).
         echoed = args.get("args") if isinstance(args, Mapping) else None
         if isinstance(args, Mapping) and (
             args.get("action", first["name"]) != first["name"]
@@ -103,9 +93,8 @@ def from_inbox(
             raise ValueError(
                 "a 'response' needs its text as args (a string); the call stays pending"
             )
-        # Agent Inbox offers "respond" where a HITL request allows `reject` (its reading of
-        # the format): the text is the tool's result where `respond` is allowed and the
-        # request has one call, else the reason of a rejection.
+        # Agent Inbox offers "respond" where a request allows `reject`: the text is the
+        # tool's result where `respond` is allowed for one call, else a rejection's reason.
         allowed = list((configs[0] if configs else {}).get("allowed_decisions") or ["respond"])
         if every != 1 or ("respond" not in allowed and "reject" in allowed):
             return {"decisions": [{"type": "reject", "message": args}] * every}
@@ -121,9 +110,8 @@ _MARKDOWN = re.compile(r"([\\`*\[\]<>])")
 
 
 def headline(name: str, args: Mapping[str, Any]) -> str:
-    """`write_file notes.md`: the tool and its key argument on one line (whitespace
-    runs shown as one space, cut with "…"), Markdown-inert. The call in full follows
-    in the description."""
+    """`write_file notes.md`: the tool and its key argument on one line (blanks as one
+    space, cut with "…"), Markdown-inert."""
     key = next((k for k in KEY_ARGS if isinstance(args.get(k), str)), None) or next(
         (k for k, v in args.items() if isinstance(v, str | int | float)), None
     )
@@ -146,10 +134,9 @@ def call_in_full(number: int, call: Mapping[str, Any]) -> str:
 
 
 def describe_turn(calls: Sequence[Mapping[str, Any]], leads: Sequence[Sequence[str]]) -> list[str]:
-    """The description of each call of a turn (`calls`: name, args, id; `leads`: lines
-    to put first, such as what a call may touch and the policy's own description):
+    """Each call's description (`leads`: lines to put first, such as what it may touch):
     its headline, the leads, then the call in full; the first one of several shows
-    every call in full, and says what Agent Inbox's answers do to them."""
+    every call, and says what Agent Inbox's answers do to them."""
     out = []
     for i, call in enumerate(calls):
         head = headline(call["name"], call["args"])

@@ -1,10 +1,7 @@
 """A message of a transcript as plain data (`MessageView`, with its `ToolCallView`s):
-what exports, `--json` and the front ends show; front ends never see LangChain message
-classes. Built by `graph.protocol.threads.view_of_fields`; importable from there too.
-
-Plain frozen dataclasses: `gatehouse show` builds one per message in a fresh process,
-without pydantic. A view from outside (an import) is checked where it comes in
-(graph/service/transcript.py).
+what exports, `--json` and the front ends show instead of LangChain classes. Built by
+`graph.protocol.threads.view_of_fields`. Plain dataclasses: `gatehouse show` builds
+them in a fresh process, without pydantic.
 """
 
 from __future__ import annotations
@@ -12,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+
+from graph.protocol.wording import decided
 
 # How run_command's result ends (tools/shell.py): its output, then `[exit code N]`.
 _EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
@@ -55,31 +54,25 @@ class MessageView:
     content: str
     id: str | None = None
     tool_calls: list[ToolCallView] = field(default_factory=list)
-    # Tool results: which call they answer, and how it ended (ok / error / rejected /
-    # denied / responded) and how long it took.
+    # Tool results: the call answered, how it ended (ok / error / rejected / denied /
+    # responded), how long it took.
     tool_call_id: str | None = None
     name: str | None = None
     status: str | None = None
     tool_status: str | None = None
     duration_ms: float | None = None
-    # How a call that needed approval was let through: "approve", "edit",
-    # "auto_approve" (auto-approve was on), "always_allowed" (a standing grant, named
-    # in `grant`), "run_again"; None for calls that run freely.
+    # How a gated call was let through ("approve", "edit", "auto_approve", "run_again",
+    # "always_allowed" under `grant`); None for free calls.
     decision: str | None = None
     grant: str | None = None
-    # A notice from Gatehouse itself (e.g. "Stopped by the person."), not model output.
-    notice: bool = False
-    # The model's reasoning ("thinking"), kept apart from its answer.
+    notice: bool = False  # from Gatehouse itself ("Stopped by the person."), not the model
     reasoning: str | None = None
-    # The reply ended before it was finished (the stream was cut).
-    cut_off: bool = False
-    # A tool result too large for the model's context: `content` is what the model got
-    # (the head and a reference); the whole output (`total_chars` characters) is
+    cut_off: bool = False  # the stream was cut before the reply was finished
+    # `content` is what the model got of a large output; the whole is
     # `session.tool_output(thread_id, tool_call_id)`.
     offloaded: bool = False
     total_chars: int | None = None
-    # The summary compaction wrote in place of older messages (role "user").
-    summary: bool = False
+    summary: bool = False  # compaction's summary of older messages (role "user")
 
     @property
     def auto_approved(self) -> bool:
@@ -89,11 +82,12 @@ class MessageView:
     def without_a_click(self) -> str | None:
         """Why a call that would ask ran without anyone clicking: "auto-approved", or
         "always allowed (write_file:*.md)"; None for a call a person approved or a free one."""
-        if self.decision == "auto_approve":
-            return "auto-approved"
-        if self.decision == "always_allowed":
-            return f"always allowed ({self.grant})" if self.grant else "always allowed"
-        return None
+        if self.decision not in ("auto_approve", "always_allowed"):
+            return None
+        words = decided(self.decision)
+        return (
+            f"{words} ({self.grant})" if self.grant and self.decision != "auto_approve" else words
+        )
 
     @property
     def outcome(self) -> str:

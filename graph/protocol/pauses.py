@@ -3,14 +3,10 @@ or an `OutcomeUnknown` (a call started before a crash and its end was never save
 
 The interrupt value on the wire is the request (`ApprovalRequest` is LangChain's
 `HITLRequest` plus Gatehouse extras, so Agent Chat UI and Agent Inbox read it); a
-pause adds where it is (thread, interrupt id). Front ends tell the kinds apart by
-type, never by dict keys.
-
-Plain frozen dataclasses, not pydantic models: `gatehouse pending` and `show` build
-pauses in a fresh process, and importing pydantic and building its validators was
-half of their time. `from_wire` checks a stored or imported value's shape by hand
-(`MalformedPause`, a ValueError, says where it is wrong); keys a request carries
-beyond LangChain's and Gatehouse's travel in `extra` and back out in `wire()`.
+pause adds the thread and interrupt id. Plain dataclasses, not pydantic: `gatehouse
+pending` builds them in a fresh process, where importing pydantic was half the time.
+`from_wire` checks a value's shape by hand (`MalformedPause` says where); unknown
+keys travel in `extra` and back out in `wire()`.
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ class MalformedPause(ValueError):
     """A stored or imported request that is not the shape of a pause."""
 
 
-# -- checking a wire value's shape -----------------------------------------------------------
 _TYPE_NAMES: dict[type, str] = {str: "a string", dict: "an object", list: "a list"}
 
 
@@ -69,20 +64,30 @@ def _extra(data: Mapping[str, Any], cls: type) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
 
 
-@cache
-def _field_names(cls: type) -> frozenset[str]:
-    # Once per class: `fields()` per card was a sixth of a 10,000-card inbox's read.
-    return frozenset(f.name for f in fields(cls))
+@cache  # `fields()` per card was a sixth of a 10,000-card inbox's read
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
-def _wire(request: Any) -> dict[str, Any]:
-    """A request's fields and its extras, None left out (LangChain's form)."""
-    own = {f.name: getattr(request, f.name) for f in fields(request) if f.name != "extra"}
-    return _without_none({**own, **request.extra})
+@dataclass(frozen=True, kw_only=True)
+class _Wired:
+    """A wire value's fields, and the keys someone else put in it (`extra`), kept."""
+
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def wire(self) -> dict[str, Any]:
+        """Its fields (nested ones wired) and its extras, None left out (LangChain's form)."""
+        cls: type = type(self)
+        own = {k: _wired(getattr(self, k)) for k in _field_names(cls) if k != "extra"}
+        return {k: v for k, v in {**own, **self.extra}.items() if v is not None}
 
 
-def _without_none(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if v is not None}
+def _wired(value: Any) -> Any:
+    return (
+        [v.wire() if isinstance(v, _Wired) else v for v in value]
+        if isinstance(value, list)
+        else value
+    )
 
 
 # -- the requests (interrupt values) ---------------------------------------------------------
@@ -90,7 +95,7 @@ INBOX_ARGS = "arguments"
 
 
 @dataclass(frozen=True, kw_only=True)
-class ActionRequest:
+class ActionRequest(_Wired):
     """One gated call: LangChain's action request plus Gatehouse extras."""
 
     name: str
@@ -100,7 +105,6 @@ class ActionRequest:
     risk: str | None = None
     # What the call will change (a diff, the new file), when the tool can tell.
     preview: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, value: Any, where: str = "action request") -> ActionRequest:
@@ -120,18 +124,17 @@ class ActionRequest:
     def wire(self) -> dict[str, Any]:
         # Agent Inbox reads a HITL request's arguments from `arguments` (its edit form, the
         # accept it echoes); LangChain's contract names them `args`: both, always the same.
-        return {**_wire(self), INBOX_ARGS: self.args}
+        return {**super().wire(), INBOX_ARGS: self.args}
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReviewConfig:
+class ReviewConfig(_Wired):
     """How one call may be decided: LangChain's review config plus `approvers`
     (Gatehouse: the identities the tool's policy lets decide it; None for anyone)."""
 
     action_name: str
     allowed_decisions: list[DecisionType]
     approvers: list[str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, value: Any, where: str = "review config") -> ReviewConfig:
@@ -146,17 +149,13 @@ class ReviewConfig:
             extra=_extra(data, cls),
         )
 
-    def wire(self) -> dict[str, Any]:
-        return _wire(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class ApprovalRequest:
+class ApprovalRequest(_Wired):
     """The interrupt value of a review: LangChain's `HITLRequest`."""
 
     action_requests: list[ActionRequest]
     review_configs: list[ReviewConfig]
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, value: Any, where: str = "request") -> ApprovalRequest:
@@ -173,15 +172,6 @@ class ApprovalRequest:
                 for i, c in enumerate(configs)
             ],
             extra=_extra(data, cls),
-        )
-
-    def wire(self) -> dict[str, Any]:
-        return _without_none(
-            {
-                "action_requests": [a.wire() for a in self.action_requests],
-                "review_configs": [c.wire() for c in self.review_configs],
-                **self.extra,
-            }
         )
 
 
@@ -304,20 +294,12 @@ def pause_from(thread_id: str, interrupt_id: str, value: Any) -> Pause | None:
     """The pause an interrupt value stands for, or None for an interrupt Gatehouse did
     not raise (a user's own `interrupt()` in a hook). `MalformedPause` when a value
     that claims to be a request is not one."""
+    if isinstance(value, Mapping) and "action_requests" in value:
+        value = ApprovalRequest.from_wire(value)
+    elif isinstance(value, Mapping) and "outcome_unknown" in value:
+        value = OutcomeRequest.from_wire(value)
     if isinstance(value, ApprovalRequest):
         return Approval(thread_id=thread_id, interrupt_id=interrupt_id, request=value)
     if isinstance(value, OutcomeRequest):
         return OutcomeUnknown(thread_id=thread_id, interrupt_id=interrupt_id, request=value)
-    if isinstance(value, Mapping) and "action_requests" in value:
-        return Approval(
-            thread_id=thread_id,
-            interrupt_id=interrupt_id,
-            request=ApprovalRequest.from_wire(value),
-        )
-    if isinstance(value, Mapping) and "outcome_unknown" in value:
-        return OutcomeUnknown(
-            thread_id=thread_id,
-            interrupt_id=interrupt_id,
-            request=OutcomeRequest.from_wire(value),
-        )
     return None

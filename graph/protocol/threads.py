@@ -1,6 +1,5 @@
 """What a front end reads about threads: a row of the thread list, and a message of a
-transcript as plain data (front ends never see LangChain message classes; the message
-views are in graph/protocol/messages.py, and importable from here)."""
+transcript as plain data (the views of graph/protocol/messages.py, importable here)."""
 
 from __future__ import annotations
 
@@ -10,8 +9,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
 from graph.protocol.errors import InvalidThreadId
-
-# The message views, importable from here too (front ends take them with thread rows).
 from graph.protocol.messages import MessageView, ToolCallView
 
 ThreadStatus = Literal[
@@ -26,9 +23,8 @@ ThreadStatus = Literal[
 ]
 
 
-# A thread id: what `new_thread_id` makes (a UUID), LangGraph Server's, or a name a
-# client picks. Printable ASCII only, so an id can be shown, typed and put in a URL as
-# it is: never a NUL, a control or bidi character, a space, or a 5,000-character string.
+# A thread id (a UUID, or a name a client picks) is printable ASCII, so it can be
+# shown, typed and put in a URL as it is.
 THREAD_ID_MAX = 128
 _THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=~-]*")
 
@@ -96,10 +92,8 @@ class ThreadInfo:
 
 @dataclass(frozen=True)
 class Branches:
-    """The versions of one user message of a thread's current branch. Editing a
-    message (fork), regenerating an answer or undoing and writing again makes a new
-    version with a branch of its own; the checkpoints keep every branch, and the
-    front ends switch between them (`Session.switch_branch`)."""
+    """The versions of one user message of a thread's current branch (a fork, a
+    regenerated answer, an undo and rewrite each make one; `Session.switch_branch`)."""
 
     index: int  # the message's index in the transcript
     message_ids: tuple[str, ...]  # every version's message id, oldest first
@@ -115,9 +109,8 @@ class Branches:
         return {**asdict(self), "label": self.label}
 
 
-# How Gatehouse marks its own messages (graph/agent/: finish, tool_node, tool_call,
-# offload, model_call, builtin_hooks/compaction) and where providers put reasoning
-# (graph/agent/reasoning.py). Here so a reader without LangChain makes the same views.
+# How Gatehouse marks its own messages and where providers put reasoning: here so a
+# reader without LangChain makes the same views.
 NOTICE_MARK = "gatehouse_notice"
 SUMMARY_MARK = "gatehouse_summary"
 OFFLOAD_MARK = "gatehouse_offloaded"
@@ -128,7 +121,7 @@ GRANT_KEY = "gatehouse_grant"
 TOOL_STATUS_KEY = "gatehouse_status"
 TOOL_DURATION_KEY = "gatehouse_duration_ms"
 REASONING_KEY = "reasoning_content"
-REASONING_BLOCKS = {"reasoning": "reasoning", "thinking": "thinking"}
+REASONING_BLOCKS = ("reasoning", "thinking")  # block types, each with its text under its type
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
 
@@ -136,48 +129,38 @@ def content_text(content: Any) -> str:
     """The text of message content: a string, or the text blocks of a block list."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type", "text") == "text":
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return ""
-
-
-def reasoning_in_blocks(content: Any) -> str:
-    """Reasoning carried as content blocks (left in place: providers that send them
-    need them back as they were, signatures included)."""
     if not isinstance(content, list):
         return ""
     return "".join(
-        str(b.get(REASONING_BLOCKS[b["type"]]) or "") + _summary_text(b)
+        b if isinstance(b, str) else str(b.get("text", ""))
         for b in content
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type", "text") == "text")
+    )
+
+
+def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
+    """All the reasoning a message (or a stream chunk) carries: its field, then its
+    reasoning content blocks (left in place: providers need them back)."""
+    field = additional_kwargs.get(REASONING_KEY)
+    blocks = content if isinstance(content, list) else []
+    return (field if isinstance(field, str) else "") + "".join(
+        str(b.get(b["type"]) or "") + _summary_text(b)
+        for b in blocks
         if isinstance(b, dict) and b.get("type") in REASONING_BLOCKS
     )
 
 
 def _summary_text(block: Mapping[str, Any]) -> str:
-    """The Responses API's reasoning summaries (`{"type": "reasoning", "summary":
-    [{"type": "summary_text", "text": ...}]}`): what OpenAI lets a person see of it."""
+    """The Responses API's reasoning summaries: what OpenAI lets a person see of it."""
     summary = block.get("summary")
     if not isinstance(summary, list):
         return ""
     return "".join(str(s.get("text") or "") for s in summary if isinstance(s, dict))
 
 
-def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
-    """All the reasoning a message (or a stream chunk) carries."""
-    field = additional_kwargs.get(REASONING_KEY)
-    return (field if isinstance(field, str) else "") + reasoning_in_blocks(content)
-
-
 def view_of_fields(data: Mapping[str, Any]) -> MessageView:
-    """A `MessageView` from a message's fields as plain data (its stored form, or a
-    message object's fields): the one way a message becomes a view, whether read
-    through LangChain (graph/service/transcript.py) or without it (graph/store/reader.py)."""
+    """A `MessageView` from a message's fields as plain data: the one way a message
+    becomes a view, through LangChain (transcript.py) or without (graph/store/reader.py)."""
     kind = data.get("type")
     extra = data.get("additional_kwargs") or {}
     content = data.get("content")
@@ -200,7 +183,6 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
         fields.update(
             tool_call_id=data.get("tool_call_id"), name=data.get("name"), status=data.get("status")
         )
-        # How the call ended (ok / error / rejected / denied / responded), and its duration.
         if TOOL_STATUS_KEY in extra:
             fields["tool_status"] = extra[TOOL_STATUS_KEY]
             duration = extra.get(TOOL_DURATION_KEY)
@@ -214,9 +196,6 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
 
 
 def turn_starts(messages: Sequence[MessageView]) -> list[int]:
-    """Where each of the person's turns starts: the index of turn n (1-based) is
-    `turn_starts(messages)[n - 1]`. A turn starts at a message the person wrote (a
-    compaction summary is not theirs). Every front end numbers turns this way: the
-    terminal's `show` (#n), `fork --at n`, `branches` / `switch --at n`, `undo`, and
-    the web app's "Turn n"."""
+    """Where each of the person's turns starts (turn n is at `[n - 1]`): at a message the
+    person wrote, not a compaction summary. Every front end numbers turns this way."""
     return [i for i, m in enumerate(messages) if m.role == "user" and not m.summary]

@@ -1,15 +1,9 @@
 """What a tool tells Gatehouse about itself, and how it shows progress while it runs.
 
-Every tool is an ordinary LangChain `BaseTool`; Gatehouse keeps its own facts in
-`tool.metadata["gatehouse"]` as a `ToolSpec`: the risk an approval card shows, the
-default policy (read-only tools run freely, everything else asks), whether running
-it twice is harmless, which argument policy conditions match on, and an optional
-preview of what the call will change.
-
-`stream_output(text)` is how a tool shows a line of progress (shell output): the
-agent points it at the run's event stream while the tool runs; elsewhere (a direct
-call in a script or a test) it goes nowhere. `stop_requested()` tells a long-running
-tool that the person pressed Stop: it should end its work (kill its process) at once.
+Every tool is a LangChain `BaseTool` whose `metadata["gatehouse"]` is a `ToolSpec`:
+its risk, default policy, whether running it twice is harmless, the argument policy
+matches on, and an optional preview. `stream_output(text)` shows a line of progress
+(it goes nowhere outside a run); `stop_requested()` says the person pressed Stop.
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,20 +31,16 @@ class ToolSpec:
     match_arg: str | None = None
     # Shows the approver what the call will change (a diff, the first lines ...).
     preview: Preview | None = None
-    # For tools that ask: lets a provably harmless call run freely (a read-only SQL
-    # statement, an allow-listed command). Any exception counts as "not safe".
+    # For tools that ask: a provably harmless call runs freely (read-only SQL, an
+    # allow-listed command). Any exception counts as "not safe".
     auto_allow: Callable[[dict[str, Any]], bool] | None = None
-    # True when the call does more than its `match_arg` text shows at a glance (a
-    # shell line with `;` or a pipe): glob/regex "allow" rules and pattern grants
-    # never cover such a call, so `ls*` cannot let `ls; rm -rf x` through.
+    # True when the call does more than its `match_arg` shows (a shell line with `;`):
+    # pattern rules and grants never cover it, so `ls*` cannot let `ls; rm -rf x` through.
     compound: Callable[[dict[str, Any]], bool] | None = None
-    # The canonical form of the arguments rules and grants match (a workspace-relative
-    # path with `..` and symlinks resolved, a normalized URL): {arg: canonical text,
-    # or None for one that has none, such as a path that leaves the workspace}. Such
-    # an argument matches no rule and no grant (the tool refuses it when it runs).
+    # The arguments' canonical form for rules and grants (a resolved workspace path, a
+    # normalized URL); None for one that has none (it matches no rule and no grant).
     canonical: Callable[[dict[str, Any]], dict[str, str | None]] | None = None
-    # The approval card's first line for a call: exactly what it may touch
-    # ("sandboxed · workspace writable · no network", "NOT sandboxed · …").
+    # The card's first line: what the call may touch ("sandboxed · no network").
     describe: Callable[[dict[str, Any]], str] | None = None
 
 
@@ -95,20 +85,19 @@ def stop_requested() -> bool:
 
 
 @contextmanager
-def stop_on(event: threading.Event | None) -> Iterator[None]:
+def _set(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def stop_on(event: threading.Event | None) -> AbstractContextManager[None]:
     """`stop_requested()` inside this block follows `event`."""
-    token = _stop.set(event)
-    try:
-        yield
-    finally:
-        _stop.reset(token)
+    return _set(_stop, event)
 
 
-@contextmanager
-def output_to(sink: Callable[[str], None]) -> Iterator[None]:
+def output_to(sink: Callable[[str], None]) -> AbstractContextManager[None]:
     """Send `stream_output` lines of the tool run inside this block to `sink`."""
-    token = _output_sink.set(sink)
-    try:
-        yield
-    finally:
-        _output_sink.reset(token)
+    return _set(_output_sink, sink)

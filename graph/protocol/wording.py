@@ -1,9 +1,6 @@
-"""The words for decisions and outcomes: one table, used by every front end.
-
-The web app, the terminal, the decision log, exports and the refusals of late answers
-say the same thing the same way: a run a person stopped is "stopped by you" wherever it
-shows (never "cancelled" in one place and "stopped" in another), and a log row never
-shows a raw value such as `always_allowed`.
+"""The words for decisions and outcomes: one table, used by every front end, the
+decision log, exports and the refusals of late answers (a run a person stopped is
+"stopped by you" everywhere; a log row never shows a raw value).
 """
 
 from __future__ import annotations

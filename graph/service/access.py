@@ -1,28 +1,18 @@
 """Who may reach an approval surface: the install secret, signed sign-in cookies, the
-addresses a browser may use, and the identities every front end signs people in as.
+addresses a browser may use, and the identities every front end signs people in as;
+the rules the web app (ui/web/guard.py) and LangGraph Server (server_auth.py) share.
 
-One home for the rules the web app (ui/web/guard.py) and LangGraph Server
-(graph/service/server_auth.py) both apply:
+- **The install secret**: random, per install, in a 0600 file outside the workspace
+  (`secret_path`). It signs the web guard's identity, is the sign-in page's token and
+  the local bearer token for LangGraph Server. Whoever can read it can approve:
+  exactly who can already open the database. No tool reaches it (`private_paths`).
+- **Modes** of the web app (`[access] web`): `token` (default: a one-time link, then
+  a cookie), `proxy` (a reverse proxy names the person in a header, proven by a
+  shared secret header), `oidc` (Streamlit's `st.login`).
+- **Addresses**: the `Host` names and browser `Origin`s a request may carry.
 
-- **The install secret**: one random secret per install, in a file only the OS user
-  who owns the database can read (0600), outside the workspace: `[access]
-  secret_file`, else `$XDG_CONFIG_HOME/gatehouse/secrets/<db name>-<hash of its
-  path>` for a SQLite database (a `gatehouse.secret` an older install made next to
-  the database is still used), `$XDG_CONFIG_HOME/gatehouse/secret` for Postgres. It
-  signs the identity the web guard hands the page, is the token the sign-in page
-  takes, and is the local bearer token for LangGraph Server. Whoever can read it can
-  approve: exactly the person who can already open the database (the terminal and
-  the Python API are trusted paths). No tool reaches it (`private_paths`).
-- **Modes** of the web app (`[access] web`): `token` (the embedded default, like
-  Jupyter: a one-time link printed at start, then a cookie), `proxy` (a reverse proxy
-  that authenticates people and passes their name in a header, proven by a shared
-  secret header), `oidc` (Streamlit's own `st.login` against an OpenID Connect
-  provider configured in `.streamlit/secrets.toml`).
-- **Addresses**: the `Host` names and browser `Origin`s a request may carry; any
-  other (a DNS-rebinding page, a foreign site) gets nothing.
-
-Settings come from `[access]` in gatehouse.toml, overridden by GATEHOUSE_* variables
-(`ENV` below). Bad values are a ConfigError naming the key.
+Settings: `[access]` in gatehouse.toml, overridden by `ENV`; bad values are a
+ConfigError naming the key.
 """
 
 from __future__ import annotations
@@ -70,35 +60,29 @@ class Access:
     """The `[access]` settings, validated."""
 
     web: str = "token"
-    # Host names (no port) a request may name besides the loopback ones.
+    # Host names a request may name, and browser origins the web app accepts, besides
+    # the loopback ones and its own; origins LangGraph Server answers besides Studio's.
     hosts: tuple[str, ...] = ()
-    # Browser origins (scheme://host[:port]) the web app accepts besides its own address.
     origins: tuple[str, ...] = ()
-    # Origins LangGraph Server answers CORS for besides Studio's (Agent Chat UI, Agent Inbox).
     server_origins: tuple[str, ...] = ("http://localhost:3000", "http://127.0.0.1:3000")
     proxy_secret: str | None = None
     proxy_user_header: str = "X-Forwarded-User"
     proxy_secret_header: str = "X-Gatehouse-Proxy-Secret"
-    # LangGraph Server bearer keys for teams: key -> identity.
     api_keys: Mapping[str, str] = field(default_factory=dict)
     secret_file: str | None = None
-    # The name the install secret signs in as (default: the OS user).
     local_user: str | None = None
 
     def allowed_hosts(self) -> set[str]:
         return {h.lower() for h in (*LOCAL_HOSTS, *self.hosts)}
 
     def local_identity(self) -> str:
-        return self.local_user or os_user() or "local"
+        """Who the install secret signs in as: `local_user`, else the OS user."""
+        try:
+            import getpass
 
-
-def os_user() -> str | None:
-    try:
-        import getpass
-
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name is not an error
-        return None
+            return self.local_user or getpass.getuser() or "local"
+        except Exception:  # noqa: BLE001 - no user name is not an error
+            return "local"
 
 
 def load_access(
@@ -107,9 +91,7 @@ def load_access(
     """`[access]` from gatehouse.toml (`table`), overridden by the environment."""
     env = os.environ if env is None else env
     values: dict[str, Any] = dict(table or {})
-    known = {f for f in Access.__dataclass_fields__}
-    unknown = set(values) - known
-    if unknown:
+    if unknown := set(values) - set(Access.__dataclass_fields__):
         raise ConfigError(f"[access]: unknown settings {sorted(unknown)}")
     for var, key in ENV.items():
         if env.get(var):
@@ -190,10 +172,9 @@ def _config_home() -> Path:
 
 
 def secret_path(db: str, access: Access | None = None) -> Path:
-    """Where this install's secret lives: `[access] secret_file`; else, for a SQLite
-    database, the `gatehouse.secret` an older install made next to it, or a file of
-    its own in the user's config folder (outside any workspace, keyed by the
-    database's real path); for Postgres, the config folder's `secret`."""
+    """Where this install's secret lives: `[access] secret_file`; for SQLite, an older
+    install's `gatehouse.secret` beside the database, else a file in the config folder
+    keyed by the database's real path; for Postgres, the config folder's `secret`."""
     if access is not None and access.secret_file:
         return Path(access.secret_file).expanduser()
     if db and "://" not in db:
@@ -206,9 +187,8 @@ def secret_path(db: str, access: Access | None = None) -> Path:
 
 
 def private_paths(db: str, access: Access | None = None) -> list[Path]:
-    """The secret's files no tool may reach, wherever the workspace is: this install's
-    secret, the place an older install kept it (next to the database) and the folder
-    with every install's secrets."""
+    """What no tool may reach: this secret, where an older install kept it, and the
+    folder of every install's secrets."""
     paths = [secret_path(db, access), _config_home()]
     if db and "://" not in db:
         paths.append(Path(db).expanduser().resolve().parent / SECRET_FILE_NAME)
@@ -216,8 +196,8 @@ def private_paths(db: str, access: Access | None = None) -> list[Path]:
 
 
 def install_secret(path: Path) -> str:
-    """The secret in `path`, created (random, 0600) on first use. A file others can read
-    is made private again: a secret anyone can read signs anyone in."""
+    """The secret in `path`, created (random, 0600) on first use; a file others can
+    read is made private again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -272,15 +252,13 @@ def verify_identity(
         data = json.loads(payload)
     except (ValueError, json.JSONDecodeError):
         return None
-    if not hmac.compare_digest(mac, _mac(secret, purpose, payload)):
-        return None
     if (
-        not isinstance(data, dict)
+        not hmac.compare_digest(mac, _mac(secret, purpose, payload))
+        or not isinstance(data, dict)
         or not isinstance(data.get("u"), str)
         or not isinstance(data.get("t"), int)
+        or (now or time.time()) - data["t"] > max_age_s
     ):
-        return None
-    if (now or time.time()) - data["t"] > max_age_s:
         return None
     return data["u"]
 
@@ -297,10 +275,9 @@ OIDC_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "ser
 
 
 def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
-    """Why Streamlit's `st.login` cannot sign people in with these secrets
-    (`.streamlit/secrets.toml`), or None. Streamlit reads `[auth]`: `redirect_uri`
-    and `cookie_secret`, and the provider's `client_id`, `client_secret` and
-    `server_metadata_url`, either in `[auth]` or in one `[auth.<provider>]` table."""
+    """Why Streamlit's `st.login` cannot sign people in with these secrets, or None:
+    `[auth]` needs `redirect_uri` and `cookie_secret`, and the provider's keys either
+    there or in one `[auth.<provider>]` table."""
     auth = secrets.get("auth")
     if not isinstance(auth, Mapping):
         return '[access] web = "oidc" needs an [auth] table in .streamlit/secrets.toml (Streamlit\'s st.login)'
@@ -319,8 +296,7 @@ def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
 
 
 def read_streamlit_secrets(cwd: Path | None = None) -> dict[str, Any]:
-    """`.streamlit/secrets.toml` from the home directory, then the working directory
-    (which wins), as Streamlit merges them."""
+    """`.streamlit/secrets.toml` of the home, then the working directory (which wins)."""
     import tomllib
 
     merged: dict[str, Any] = {}

@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.agent.builtin_hooks import Compaction, SystemContext
 from graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.agent.hooks import HookSet
+from graph.agent.message_merge import merge_messages
 from graph.agent.offload import OffloadOptions
 from graph.agent.policy import Policy, PolicyError
 from graph.protocol.errors import ConfigError
@@ -21,6 +22,7 @@ from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
 from graph.service.models import describe_model, make_model, model_options
 from graph.service.toolset import build_tools, close_tools, mcp_errors
+from graph.store.threaded import ThreadedSaver
 from tools.definitions import tool_definitions
 
 log = logging.getLogger("gatehouse.config")
@@ -39,14 +41,12 @@ def build_agent(
     outputs: Any = None,
     model: BaseChatModel | None = None,
 ) -> tuple[CompiledStateGraph, list[Any], list[Any]]:
-    """(the compiled agent, its tools, closers to call when done) from settings.
-    `journal`, `decisions`, `outputs`: the storage's (graph/store)."""
+    """(the compiled agent, its tools, closers to call when done) from settings."""
     tools = build_tools(settings)
     policy = checked_policy(settings, tools)
     hooks = HookSet(settings.hooks)
     model = model or make_model(settings)
-    # Named in gatehouse.toml without arguments, SystemContext summarises the
-    # configured workspace.
+    # SystemContext named without arguments summarises the configured workspace.
     if (context := hooks.find(SystemContext)) is not None and context.workspace is None:
         context.workspace = Path(settings.workspace)
     compaction = _compaction(settings, hooks, model)
@@ -74,9 +74,8 @@ def build_agent(
 
 
 def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
-    """The configured policy, refused at start (`ConfigError`) when it is malformed or
-    names a tool the agent does not have. Except names that may belong to an MCP
-    server that could not be reached right now: logged, and left out until it is."""
+    """The configured policy; `ConfigError` when it is malformed or names a tool the
+    agent lacks, unless an MCP server that failed to load may offer it (logged)."""
     where = settings.source or "the settings"
     try:
         policy = Policy.from_mapping(settings.policy)
@@ -100,10 +99,8 @@ def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
 
 
 def _compaction(settings: Settings, hooks: HookSet, model: BaseChatModel) -> Compaction:
-    """The agent's compaction: one named under [hooks] (given the summary model when
-    it has none), else the built-in one from [compaction], first among the before_llm
-    hooks (so the model call and the hooks after it see the compacted history) when
-    compaction is on."""
+    """The agent's compaction: one named under [hooks], else the built-in one from
+    [compaction], first among the before_llm hooks (the rest see the compacted history)."""
     summariser = model
     if settings.compaction_model and not settings.model_factory:
         # A cheaper model on the same server (same base URL and key).
@@ -130,9 +127,8 @@ def open_session(
     actor: str | None = None,
 ) -> Session:
     """The default Gatehouse: settings from gatehouse.toml and the environment.
-    `model` replaces the one the settings name (tests, embedding). `source` and
-    `actor` are what the decision log records for decisions made through this
-    session (the front end, and who; default "api" and `[audit] actor`)."""
+    `model` replaces the settings' one; `source` and `actor` are what the decision log
+    records for this session's decisions (default "api" and `[audit] actor`)."""
     # Here, not at the top: LangGraph Server builds the agent without them.
     from graph.service.notify import attach_notifier
     from graph.service.session import Session
@@ -155,7 +151,6 @@ def open_session(
     except BaseException:
         storage.close()  # a bad policy or hook config: nothing stays open
         raise
-    # A ping when a thread starts waiting for a decision ([notify], graph/service/notify.py).
     notifier = attach_notifier(storage.checkpointer, settings)
     return Session(
         agent,
@@ -173,12 +168,9 @@ def open_session(
             "workspace": settings.workspace,
             "sandbox": announce(settings.shell_sandbox),  # logs a warning when not sandboxed
             "policy": checked_policy(settings, tools).summary(tools),
-            # run_command's allow list: commands it runs without asking (tools/allowlist.py).
             "shell_allow": list(settings.shell_allow),
-            # For the settings page: the hooks as configured, whether a key is set (never
-            # the key), where the settings came from.
             "hooks": {point: list(entries) for point, entries in settings.hooks.items()},
-            "api_key": "set" if settings.api_key else "not set",
+            "api_key": "set" if settings.api_key else "not set",  # never the key
             "notify": settings.notify_webhook,
             "config": settings.source,
             "compaction": (
@@ -197,8 +189,17 @@ def open_session(
 
 @functools.cache
 def shared_storage(db: str) -> Storage:
-    """One open storage per database in this process: the server's agent (journal,
-    decision log) and its checkpointer load separately but share it."""
+    """One open storage per database in this process (the server's agent and its
+    checkpointer load separately but share it)."""
     from graph.store import open_storage
 
     return open_storage(db)
+
+
+def server_saver(storage: Any, **kwargs: Any) -> ThreadedSaver:
+    """A saver for server runs over Gatehouse's checkpointer. The agent was compiled
+    without it, so it learns here how the messages channel folds: without that no head
+    is kept and the thread index never sees the first message ("New thread")."""
+    saver = ThreadedSaver(storage.checkpointer, **kwargs)
+    saver.register_reducer("messages", merge_messages)
+    return saver

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from graph.protocol.errors import ConfigError
-from graph.store.dialect import is_postgres_url
 
 CONFIG_ENV = "GATEHOUSE_CONFIG"
 DEFAULT_CONFIG_FILE = "gatehouse.toml"
@@ -47,22 +46,20 @@ class Settings:
     # a local wrapper, a scripted model in tests); wins over the OpenAI settings.
     model_factory: str | None = None
     max_model_calls: int = 25
-    # [model] max_retries / timeout: Gatehouse retries a model call that failed in a way
-    # worth retrying at once (graph/agent/model_call.py); seconds the server may stay silent
-    # (ChatOpenAI's own default is to wait forever).
+    # [model] max_retries: Gatehouse's own retries (graph/agent/model_call.py); timeout:
+    # seconds the server may stay silent (ChatOpenAI's default waits forever).
     model_max_retries: int = 2
     model_timeout: float | None = 600.0
     # [model] keep_reasoning: send earlier replies' reasoning back to the model.
     keep_reasoning: bool = False
-    # [model] stream_usage: ask for the usage chunk at the end of each stream; a stream
-    # that ends without it is then known to be cut off. Off for a server that never sends it.
+    # [model] stream_usage: a stream that ends without its usage chunk was cut off. Off
+    # for a server that never sends one.
     model_stream_usage: bool = True
     # Tools
     shell_allow: list[str] = field(default_factory=lambda: list(DEFAULT_SHELL_ALLOW))
     shell_timeout_s: float = 60.0
-    # run_command's sandbox (tools/sandbox.py): "auto" (bubblewrap when it works here),
-    # "require" (refuse commands without it), "off"; variables passed in by name;
-    # extra paths hidden, paths shown read-only inside hidden ones (~/.cargo); limits.
+    # run_command's sandbox (tools/sandbox.py): "auto" (bubblewrap when it works), "require"
+    # or "off"; variables passed in; paths hidden, shown read-only inside hidden ones; limits.
     shell_sandbox: str = "auto"
     shell_env: list[str] = field(default_factory=list)
     shell_hide: list[str] = field(default_factory=list)
@@ -72,50 +69,41 @@ class Settings:
     sql_database: str | None = None
     http_allow_hosts: list[str] = field(default_factory=list)
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # [compaction]: past `max_tokens` (approximate) the older turns become one summary
-    # written by `model` (default: the agent's own; a cheaper one on the same server,
-    # not used with `model_factory`),
-    # keeping the last `keep_turns` user turns verbatim. `compact now` works either way.
+    # [compaction]: past `max_tokens` the older turns become one summary by `model` (default
+    # the agent's; ignored with `model_factory`), the last `keep_turns` turns kept verbatim.
     compaction: bool = True
     compaction_model: str | None = None
     compaction_max_tokens: int = 60_000
     compaction_keep_turns: int = 2
-    # [offload]: tool outputs longer than `threshold_chars` are stored aside in the
-    # database; the model gets the first `head_chars` and reads on with a tool. 0: off.
+    # [offload]: outputs over `threshold_chars` are stored aside; the model gets the first
+    # `head_chars` and reads on with a tool. 0: off.
     offload_threshold_chars: int = 8_000
     offload_head_chars: int = 1_500
-    # [audit]: who the decision log names for decisions made here when the front end
-    # knows no better (the terminal names the OS user). `actor_header` is no longer
-    # read: a header anyone can send names nobody; the web app signs people in
-    # ([access], graph/service/access.py), a proxy's user header included.
+    # [audit]: who the decision log names when the front end knows no better.
+    # `actor_header` is no longer read (a header anyone can send names nobody).
     audit_actor: str | None = None
     audit_actor_header: str | None = None
     # [access]: who may reach the web app and LangGraph Server (graph/service/access.py).
     access: dict[str, Any] = field(default_factory=dict)
-    # Policy mapping (see graph/agent/policy.py; "*" for every tool) and hooks by
-    # import path per point.
+    # Policy mapping (graph/agent/policy.py) and hooks by import path per point.
     policy: dict[str, Any] = field(default_factory=dict)
     hooks: dict[str, list[Any]] = field(default_factory=dict)
-    # Loop control (graph/agent/graph.py build_graph): the N-th identical call in a
-    # row gets a nudge, one more stops the run (0: off); how many tool calls of one
-    # turn run at once (None: no limit, 1: one at a time).
+    # The N-th identical call in a row gets a nudge, one more stops the run (0: off);
+    # how many tool calls of one turn run at once (None: no limit).
     doom_loop_threshold: int = 3
     max_parallel_tools: int | None = None
-    # Sessions opened from these settings start with auto-approve on: every call that
-    # would ask runs without asking (deny still refuses), recorded as "auto_approve".
-    # Not LangGraph Server's runs: only a Session applies it (a thread's own switch,
-    # set through the Session, holds for every client).
+    # Sessions opened from these settings start with auto-approve on (deny still
+    # refuses). Only a Session applies it, not LangGraph Server's runs.
     auto_approve: bool = False
-    # [notify]: a webhook pinged when a thread starts waiting for a decision (notify.py):
-    # its URL, the shared secret it is signed with, which risks / tools ping (empty:
-    # all), the web app's address for the card link, how many tries.
+    # [notify] (notify.py): the webhook, its signing secret, which risks / tools ping
+    # (empty: all), the web app's address for links, how many tries.
     notify_webhook: str | None = None
     notify_secret: str | None = None
     notify_risks: list[str] = field(default_factory=list)
     notify_tools: list[str] = field(default_factory=list)
     notify_link: str | None = None
     notify_attempts: int = 20
-    # Where the config came from, for error messages and the settings page.
+    # Where the config came from (error messages, the settings page).
     source: str | None = None
 
     @property
@@ -124,14 +112,9 @@ class Settings:
             self.api_key or self.base_url or self.model_factory or model_provider(self.model)[0]
         )
 
-    @property
-    def uses_postgres(self) -> bool:
-        return is_postgres_url(self.db)
 
-
-# Providers a model name may start with ("anthropic:claude-…", "ollama:qwen3"): the
-# ones LangChain's `init_chat_model` knows, with the package each needs. "qwen3:8b" (an
-# Ollama tag) names no provider, and stays a model name for the OpenAI-compatible server.
+# Providers a model name may start with ("anthropic:claude-…"), as `init_chat_model`
+# knows them, with the package each needs. "qwen3:8b" (an Ollama tag) names none.
 PROVIDER_PACKAGES = {
     "openai": "langchain-openai",
     "azure_openai": "langchain-openai",
@@ -221,70 +204,56 @@ def load_settings(
             raise ValueError(
                 f"shell_sandbox must be auto, require or off, not {settings.shell_sandbox!r}"
             )
-        return replace(
-            settings,
-            temperature=_number(float, settings.temperature, "[model] temperature"),
-            max_model_calls=_number(int, settings.max_model_calls, "max_model_calls"),
-            model_max_retries=_at_least(
-                _number(int, settings.model_max_retries, "[model] max_retries"), 0, "max_retries"
-            ),
-            model_timeout=None
-            if settings.model_timeout in (None, "")
-            else _at_least(
-                _number(float, settings.model_timeout, "[model] timeout"), 0.001, "timeout"
-            ),
-            shell_timeout_s=_number(float, settings.shell_timeout_s, "[tools] shell_timeout_s"),
-            doom_loop_threshold=_at_least(
-                _number(int, settings.doom_loop_threshold, "doom_loop_threshold"),
-                0,
-                "doom_loop_threshold",
-                top_level=True,
-            ),
-            max_parallel_tools=None
-            if settings.max_parallel_tools in (None, "", 0, "0")
-            else _at_least(
-                _number(int, settings.max_parallel_tools, "max_parallel_tools"),
-                1,
-                "max_parallel_tools",
-                top_level=True,
-            ),
-            auto_approve=_flag(settings.auto_approve, "auto_approve"),
-            model_stream_usage=_flag(settings.model_stream_usage, "[model] stream_usage"),
-            shell_memory_mb=_number(int, settings.shell_memory_mb, "[tools] shell_memory_mb"),
-            shell_max_processes=_number(
-                int, settings.shell_max_processes, "[tools] shell_max_processes"
-            ),
-            compaction=_flag(settings.compaction, "[compaction] enabled"),
-            compaction_max_tokens=_at_least(
-                _number(int, settings.compaction_max_tokens, "[compaction] max_tokens"),
-                1,
-                "[compaction] max_tokens",
-            ),
-            compaction_keep_turns=_at_least(
-                _number(int, settings.compaction_keep_turns, "[compaction] keep_turns"),
-                1,
-                "[compaction] keep_turns",
-            ),
-            offload_threshold_chars=_at_least(
-                _number(int, settings.offload_threshold_chars, "[offload] threshold_chars"),
-                0,
-                "[offload] threshold_chars",
-            ),
-            offload_head_chars=_at_least(
-                _number(int, settings.offload_head_chars, "[offload] head_chars"),
-                1,
-                "[offload] head_chars",
-            ),
-        )
+        checked: dict[str, Any] = {
+            key: None if getattr(settings, key) in _UNSET.get(key, ()) else _check(settings, key)
+            for key in _CHECKS
+        }
+        return replace(settings, **checked)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad setting: {exc}") from exc
 
 
+# Settings checked after loading, in this order: (kind, the name errors use, minimum).
+_CHECKS: dict[str, tuple[type, str, float | None]] = {
+    "temperature": (float, "[model] temperature", None),
+    "max_model_calls": (int, "max_model_calls", None),
+    "model_max_retries": (int, "[model] max_retries", 0),
+    "model_timeout": (float, "[model] timeout", 0.001),
+    "shell_timeout_s": (float, "[tools] shell_timeout_s", None),
+    "doom_loop_threshold": (int, "doom_loop_threshold", 0),
+    "max_parallel_tools": (int, "max_parallel_tools", 1),
+    "auto_approve": (bool, "auto_approve", None),
+    "model_stream_usage": (bool, "[model] stream_usage", None),
+    "shell_memory_mb": (int, "[tools] shell_memory_mb", None),
+    "shell_max_processes": (int, "[tools] shell_max_processes", None),
+    "compaction": (bool, "[compaction] enabled", None),
+    "compaction_max_tokens": (int, "[compaction] max_tokens", 1),
+    "compaction_keep_turns": (int, "[compaction] keep_turns", 1),
+    "offload_threshold_chars": (int, "[offload] threshold_chars", 0),
+    "offload_head_chars": (int, "[offload] head_chars", 1),
+}
+# Values that mean "no limit" (None) for these settings.
+_UNSET: dict[str, tuple[Any, ...]] = {
+    "model_timeout": (None, ""),
+    "max_parallel_tools": (None, "", 0, "0"),
+}
+
+
+def _check(settings: Settings, key: str) -> Any:
+    kind, name, low = _CHECKS[key]
+    value = getattr(settings, key)
+    if kind is bool:
+        return _flag(value, name)
+    number = _number(kind, value, name)
+    if low is not None and number < low:
+        raise ValueError(f"{name} must be at least {low:g}, not {number:g}")
+    return number
+
+
 def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
-    """The settings with the database, the workspace and the SQL tool's database as
-    absolute paths, relative ones taken against `base` (the current directory): fixed
-    when settings are read, so a front end that changes directory later, or starts a
-    server in another one, stays on the same files."""
+    """The settings with the database, the workspace and the SQL database as absolute
+    paths (against `base`, default the cwd), so a later change of directory, or a
+    server started in another one, stays on the same files."""
     root = base or Path.cwd()
     changes: dict[str, Any] = {}
     for key in ("db", "workspace", "sql_database"):
@@ -311,10 +280,8 @@ def location_env(settings: Settings) -> dict[str, str]:
 
 
 def _number(kind: type[int] | type[float], value: Any, name: str) -> Any:
-    """`value` (from the file, or text from the environment) as `kind`; an error names
-    the setting ("could not convert string to float: 'hot'" did not say which).
-    Refused rather than converted: a boolean (`int(True)` is 1), a fraction where a
-    whole number is wanted (`int(2.7)` is 2), and an infinite or NaN number."""
+    """`value` as `kind`, an error naming the setting. Refused rather than converted:
+    a boolean (`int(True)` is 1), a fraction for an int (`int(2.7)` is 2), inf and NaN."""
     what = "a whole number" if kind is int else "a number"
     refused = isinstance(value, bool) or (
         kind is int and isinstance(value, float) and not value.is_integer()
@@ -326,13 +293,6 @@ def _number(kind: type[int] | type[float], value: Any, name: str) -> Any:
     if number is None or not math.isfinite(number):
         raise ValueError(f"{name} must be {what}, not {value!r}") from None
     return number
-
-
-def _at_least(value: float, low: float, name: str, *, top_level: bool = False) -> Any:
-    where = name if top_level or name.startswith("[") else f"[model] {name}"
-    if value < low:
-        raise ValueError(f"{where} must be at least {low:g}, not {value:g}")
-    return value
 
 
 def _flag(value: Any, name: str) -> bool:
@@ -354,13 +314,8 @@ _MODEL_KEYS = {
     "timeout": "model_timeout",
     "stream_usage": "model_stream_usage",
 }
-# Tables whose keys become `<prefix>_<key>` settings ([compaction] "enabled" is the switch).
-_PREFIXED_TABLES = {
-    "compaction": "compaction",
-    "offload": "offload",
-    "audit": "audit",
-    "notify": "notify",
-}
+# Tables whose keys become `<table>_<key>` settings ([compaction] "enabled" is the switch).
+_PREFIXED_TABLES = ("compaction", "offload", "audit", "notify")
 
 
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
@@ -376,14 +331,10 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
         elif key == "mcp" and isinstance(value, dict):
             values["mcp_servers"] = value.get("servers", {})
         elif key in _PREFIXED_TABLES and isinstance(value, dict):
-            prefix = _PREFIXED_TABLES[key]
-            values.update(
-                {prefix if k == "enabled" else f"{prefix}_{k}": v for k, v in value.items()}
-            )
+            values.update({key if k == "enabled" else f"{key}_{k}": v for k, v in value.items()})
         else:
             values[key] = value
-    unknown = set(values) - known
-    if unknown:
+    if unknown := set(values) - known:
         raise ConfigError(f"{file}: unknown settings {sorted(unknown)}")
     base = file.parent
     for key in ("db", "workspace", "sql_database"):

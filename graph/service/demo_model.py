@@ -8,30 +8,22 @@ calls the matching tool when the agent has it; every reply says it is the demo.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import takewhile
+from typing import Any, cast
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import Field
 
 from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
 from graph.agent.history import text_of
 from graph.protocol.messages import call_outcome
 from graph.protocol.threads import TOOL_STATUS_KEY
+from graph.service.testing import LocalModel
 from tools.definitions import tool_name
 
 DEMO_LABEL = "Demo model (offline)"
@@ -46,107 +38,94 @@ class Intent:
 
     pattern: str
     tool: str
-    args: Callable[[re.Match[str]], dict[str, Any]]
     example: str
+    # The call's arguments; default: the pattern's named groups.
+    args: Callable[[re.Match[str]], dict[str, Any]] = re.Match.groupdict
 
 
 INTENTS: list[Intent] = [
     Intent(
         r"^(?:list|ls|show)(?: the)? files(?: in (?P<path>\S+))?$",
         "list_files",
-        lambda m: {"path": m["path"] or "."},
         "list files",
+        lambda m: {"path": m["path"] or "."},
     ),
     Intent(
         r"^(?:list|show) (?:all )?files (?:recursively|everywhere)(?: in (?P<path>\S+))?$|^list all files(?: in (?P<path2>\S+))?$",
         "list_files",
-        lambda m: {"path": m["path"] or m["path2"] or ".", "recursive": True},
         "list all files",
+        lambda m: {"path": m["path"] or m["path2"] or ".", "recursive": True},
     ),
     Intent(
         r"^(?:fetch|get|curl|open|browse) (?P<url>https?://\S+)$",
         "http_request",
-        lambda m: {"url": m["url"]},
         "fetch https://example.com",
     ),
     Intent(
         r"^(?P<method>post|put|patch|delete) (?P<url>https?://\S+)(?:\s*:\s*(?P<body>.*))?$",
         "http_request",
-        lambda m: {"url": m["url"], "method": m["method"].upper(), "body": m["body"]},
         'post https://example.com/api: {"a": 1}',
+        lambda m: {"url": m["url"], "method": m["method"].upper(), "body": m["body"]},
     ),
     Intent(
         r"^(?:read|open|cat|show) (?P<path>\S+) lines? (?P<start>\d+)(?:\s*(?:-|to)\s*(?P<end>\d+))?$",
         "read_file",
+        "read notes.md lines 1-5",
         lambda m: {
             "path": m["path"],
             "start_line": int(m["start"]),
             "end_line": int(m["end"] or m["start"]),
         },
-        "read notes.md lines 1-5",
     ),
-    Intent(
-        r"^(?:read|open|cat|show) (?!https?://)(?P<path>\S+)$",
-        "read_file",
-        lambda m: {"path": m["path"]},
-        "read notes.md",
-    ),
+    Intent(r"^(?:read|open|cat|show) (?!https?://)(?P<path>\S+)$", "read_file", "read notes.md"),
     Intent(
         r"^(?:write|create) (?P<path>[^:\s]+)\s*:\s*(?P<content>.*)$",
         "write_file",
-        lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
         "write todo.md: buy milk",
+        lambda m: {"path": m["path"], "content": m["content"].replace("\\n", "\n") + "\n"},
     ),
     Intent(
         r"^(?:search|grep|find)(?: for)? (?:/(?P<regex>.+)/|(?P<text>.+?))(?: in (?P<path>\S+))?$",
         "search_files",
+        "search TODO",
         lambda m: {
             "pattern": m["regex"] or m["text"],
             "regex": bool(m["regex"]),
             "path": m["path"] or ".",
         },
-        "search TODO",
     ),
     Intent(
-        r"^edit (?P<path>[^:\s]+)\s*:\s*(?P<old>.+?)\s*->\s*(?P<new>.*)$",
+        r"^edit (?P<path>[^:\s]+)\s*:\s*(?P<old_text>.+?)\s*->\s*(?P<new_text>.*)$",
         "edit_file",
-        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
         "edit notes.md: milk -> oat milk",
     ),
     Intent(
         r"^replace (?P<old>.+?) with (?P<new>.*) in (?P<path>\S+)$",
         "edit_file",
-        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
         "replace milk with oat milk in notes.md",
+        lambda m: {"path": m["path"], "old_text": m["old"], "new_text": m["new"]},
     ),
     Intent(
         r"^(?:delete|remove|rm) (?P<folder>folder )?(?P<path>\S+)$",
         "delete_file",
-        lambda m: {"path": m["path"], "recursive": bool(m["folder"])},
         "delete old.txt",
+        lambda m: {"path": m["path"], "recursive": bool(m["folder"])},
     ),
     Intent(
         r"^(?:move|rename|mv) (?P<source>\S+) (?:to |-> )?(?P<destination>\S+)$",
         "move_file",
-        lambda m: {"source": m["source"], "destination": m["destination"]},
         "move notes.md to archive/notes.md",
     ),
-    Intent(
-        r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$",
-        "run_command",
-        lambda m: {"command": m["command"]},
-        "run: ls",
-    ),
+    Intent(r"^(?:run|shell|\$)\s*:?\s*(?P<command>.+)$", "run_command", "run: ls"),
     Intent(
         r"^(?:sql|query|db)\s*:\s*(?P<query>.+)$",
         "sql_query",
-        lambda m: {"query": m["query"]},
         "sql: select name from sqlite_schema",
     ),
 ]
 
 
-class DemoModel(BaseChatModel):
+class DemoModel(LocalModel):
     tool_names: list[str] = Field(default_factory=list)
     chunk_chars: int = 6
 
@@ -163,11 +142,9 @@ class DemoModel(BaseChatModel):
             return AIMessage(content=self._summary(text_of(last.content)))
         if isinstance(last, ToolMessage):
             return AIMessage(content=self._summarise(messages))
-        if isinstance(last, HumanMessage):
-            calls = self._calls(text_of(last.content).strip())
-            if calls:
-                names = ", ".join(c["name"] for c in calls)
-                return AIMessage(content=f"[{DEMO_LABEL}] Calling {names}.", tool_calls=calls)
+        if isinstance(last, HumanMessage) and (calls := self._calls(text_of(last.content).strip())):
+            names = ", ".join(c["name"] for c in calls)
+            return AIMessage(content=f"[{DEMO_LABEL}] Calling {names}.", tool_calls=calls)
         return AIMessage(content=self._help())
 
     def _calls(self, text: str) -> list[dict[str, Any]]:
@@ -184,8 +161,7 @@ class DemoModel(BaseChatModel):
         for intent in INTENTS:
             if intent.tool not in self.tool_names:
                 continue
-            m = re.match(intent.pattern, request, flags=re.IGNORECASE | re.DOTALL)
-            if m:
+            if m := re.match(intent.pattern, request, flags=re.IGNORECASE | re.DOTALL):
                 return {
                     "name": intent.tool,
                     "args": intent.args(m),
@@ -195,21 +171,16 @@ class DemoModel(BaseChatModel):
         return None
 
     def _summarise(self, messages: list[BaseMessage]) -> str:
-        results: list[ToolMessage] = []
-        for m in reversed(messages):
-            if not isinstance(m, ToolMessage):
-                break
-            results.insert(0, m)
+        last = takewhile(lambda m: isinstance(m, ToolMessage), reversed(messages))
+        results = cast(list[ToolMessage], list(last))
         parts = [f"[{DEMO_LABEL}] Here is what happened:"]
-        for r in results:
-            text = text_of(r.content)
+        for r in reversed(results):
+            output = text = text_of(r.content)
             if len(text) > RESULT_PREVIEW_CHARS:
                 text = text[:RESULT_PREVIEW_CHARS] + " …"
             # A person's answer in place of the call: nothing ran, so no tick.
             responded = r.additional_kwargs.get(TOOL_STATUS_KEY) == "responded"
-            failed = (
-                r.status == "error" or call_outcome(r.name, "ok", text_of(r.content)) == "error"
-            )
+            failed = r.status == "error" or call_outcome(r.name, "ok", output) == "error"
             mark = "✗" if failed else "↩" if responded else "✓"
             parts.append(f"\n{mark} {r.name}:\n{text}")
         return "\n".join(parts)
@@ -256,58 +227,4 @@ class DemoModel(BaseChatModel):
             "to talk to a real model. I understand requests like:\n"
             + "\n".join(examples)
             + "\n\nCombine them with `then`."
-        )
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        reply = self.reply(messages)
-        text = str(reply.content)
-        for i in range(0, len(text), self.chunk_chars):
-            piece = text[i : i + self.chunk_chars]
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
-            if run_manager:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
-            yield chunk
-        if reply.tool_calls:
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=[
-                        {
-                            "name": c["name"],
-                            "args": json.dumps(c["args"]),
-                            "id": c["id"],
-                            "index": n,
-                            "type": "tool_call_chunk",
-                        }
-                        for n, c in enumerate(reply.tool_calls)
-                    ],
-                )
-            )
-        # Rough token counts (4 characters a token) so usage shows in demo mode too.
-        prompt = sum(len(text_of(m.content)) for m in messages) // 4 + 1
-        out = len(text) // 4 + 1
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                usage_metadata={
-                    "input_tokens": prompt,
-                    "output_tokens": out,
-                    "total_tokens": prompt + out,
-                },
-            )
         )

@@ -1,35 +1,22 @@
 """A thread carried to another database (or back into its own): what a JSON export
-holds beside the messages, and how an import puts it back without ever running a
-call twice.
-
-An export (graph/service/transcript.py) carries, beside the messages:
+holds beside the messages, and how an import puts it back without running a call twice.
 
     "pending":   {"interrupt_id", "kind", "request"} | null   what the thread waits for
     "journal":   [{tool_call_id, name, args, status, result, started_at, ...}]
     "decisions": [DecisionRecord.to_dict(), ...]              the thread's decision log
 
-History moves, authority does not: the decision log comes back as the record of
-past decisions, never as a grant, an auto-approve switch or an approval in force (it
-is written before a new "life" of the thread, graph/store/decisions.py, and the grants
-are dropped and counted: `Imported.dropped`). An import writes the journal and the
-decision log back under the thread's new (or same) id, so a call that ran is answered by its journal row, never claimed anew; a
-paused thread gets its pause back: the `review` node asks the same request again (a
-new interrupt id; `pending()` gives it), and answering it runs the call once.
+History moves, authority does not: the decision log comes back as history, written
+before a new "life" of the thread, never as a grant, switch or approval in force
+(dropped grants are counted: `Imported.dropped`). The journal comes back too, so a
+call that ran is answered by its row; a paused thread's `review` node asks the same
+request again (a new interrupt id).
 
-At most once, whatever the order of export, delete and import. An import is
-refused, writing nothing, when:
-- the pending request is not an approval (an "outcome unknown" question: decide it
-  first), or does not match the thread's open tool calls;
-- a pending call already has a journal row or a decision in the export itself, or in
-  this database under the thread's id or its source's (the export is older than that
-  decision: a deleted thread's decisions outlive it);
-- it would be a copy: a paused thread imports only under its own id, once per
-  database (two pauses for one call would let it be approved twice);
-- this database's policy would not ask the same calls (it would run or refuse
-  them without the person who was asked): the pause cannot be restored as it was.
-
-Not prevented: the source database keeps its own pause. Import a paused export
-elsewhere as a hand-over, and answer it in one place only (delete the source thread).
+At most once, whatever the order of export, delete and import: an import writes
+nothing when the pending request is not an approval or does not match the open
+calls; a pending call was already started or decided (in the export, or here under
+either id); it would be a copy (a paused thread imports only under its own id, once
+per database); or this database's policy would not ask the same calls.
+Not prevented: the source keeps its own pause; answer a hand-over in one place only.
 """
 
 from __future__ import annotations
@@ -54,6 +41,7 @@ from graph.store.journal import JournalEntry
 from graph.store.storage import Storage
 
 _DECISION_FIELDS = {f.name for f in dataclasses.fields(DecisionRecord)}
+_JOURNAL_FIELDS = {f.name for f in dataclasses.fields(JournalEntry)}
 
 
 # -- export ----------------------------------------------------------------------------
@@ -64,11 +52,7 @@ def carried(storage: Storage, thread_id: str, pause: Pause | None) -> dict[str, 
     return {
         "pending": None
         if pause is None
-        else {
-            "interrupt_id": pause.interrupt_id,
-            "kind": pause.kind,
-            "request": pause.request.wire(),
-        },
+        else {k: v for k, v in pause.to_dict().items() if k != "thread_id"},
         "journal": [_journal_dict(e) for e in journal],
         "decisions": [
             {k: v for k, v in r.to_dict().items() if k in _DECISION_FIELDS} for r in decisions
@@ -91,11 +75,7 @@ def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
             result = messages_from_dict([row["result"]])[0] if row.get("result") else None
             if result is not None and not isinstance(result, ToolMessage):
                 raise ValueError("its result is not a tool message")
-            fields = {
-                k: v
-                for k, v in row.items()
-                if k in {f.name for f in dataclasses.fields(JournalEntry)}
-            }
+            fields = {k: v for k, v in row.items() if k in _JOURNAL_FIELDS}
             entries.append(JournalEntry(**{**fields, "thread_id": thread_id, "result": result}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ImportRefused(
@@ -177,12 +157,12 @@ def check(
             "the thread waits for the outcome of a call a crash cut off (or an unknown request); decide it, "
             "then export again"
         )
-    if missing := sorted({a.name for a in pause.request.action_requests} - set(tools)):
+    asked = _calls(pause)
+    if missing := sorted({name for _, name, _ in asked} - set(tools)):
         raise ImportRefused(
             f"this agent has no tool named {', '.join(missing)}: the pending request cannot be asked here"
         )
     open_calls = unanswered({"messages": exported.messages})
-    asked = [(a.tool_call_id, a.name, a.args) for a in pause.request.action_requests]
     if sorted(asked, key=repr) != sorted(
         ((c["id"], c["name"], c["args"]) for c in open_calls), key=repr
     ):

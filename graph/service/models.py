@@ -1,7 +1,5 @@
 """The chat model from settings: `ChatOpenAI` for any OpenAI-compatible server, any
-LangChain provider by a prefixed name ("anthropic:claude-…", through LangChain's
-`init_chat_model`), or the offline demo when neither an API key, a base URL nor a
-provider is configured."""
+LangChain provider by a prefixed name ("anthropic:claude-…"), or the offline demo."""
 
 from __future__ import annotations
 
@@ -28,18 +26,15 @@ def make_model(settings: Settings) -> BaseChatModel:
     # Imported lazily: langchain_openai is slow to import.
     from graph.service.openai_compat import ChatOpenAICompatible
 
-    # "openai:gpt-4.1" is OpenAI's own: the same ChatOpenAI init_chat_model would make,
-    # keeping the reasoning fields and Gatehouse's retries.
+    # "openai:gpt-4.1" too: the ChatOpenAI init_chat_model would make, plus reasoning.
     return ChatOpenAICompatible(
         model=name,
         base_url=settings.base_url,
         # Local servers (vLLM, Ollama, llama.cpp) accept any key but the client needs one.
         api_key=SecretStr(settings.api_key or "not-needed"),
         temperature=settings.temperature,
-        # The usage chunk also tells a finished stream from a cut one (graph/agent/cut_off.py).
         stream_usage=settings.model_stream_usage,
-        # Gatehouse retries, with an event each time (graph/agent/model_call.py); the client's
-        # own silent retries would multiply them.
+        # Gatehouse retries, with an event each time; the client's would multiply them.
         max_retries=0,
         timeout=settings.model_timeout,
     )
@@ -52,8 +47,7 @@ def model_options(settings: Settings) -> ModelOptions:
 
 
 def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatModel:
-    """`init_chat_model("provider:name")`; a missing provider package is a ConfigError
-    that names it. The provider's client keeps its own retry settings."""
+    """`init_chat_model("provider:name")`; a missing package is a ConfigError naming it."""
     package = PROVIDER_PACKAGES[provider]
     try:
         from langchain.chat_models import init_chat_model

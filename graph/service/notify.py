@@ -1,29 +1,20 @@
 """A ping when a person must decide: a webhook told about every new pause.
 
-When a thread starts waiting for a decision — from the web app, the terminal,
-LangGraph Server, Studio, the SDK or a raw graph — the saver announces the pause at
-the one place it reaches storage (graph/store/delta_reads.py `announce_pause`), and
-the notifier here writes the ping to the outbox in the same database
-(graph/store/notifications.py), then POSTs JSON to the configured webhook:
+Whoever pauses a thread (web app, terminal, LangGraph Server, Studio, SDK, a raw
+graph), the saver announces it where it reaches storage (graph/store/delta_reads.py
+`announce_pause`); the notifier writes the ping to the outbox in the same database
+(graph/store/notifications.py), then POSTs JSON to the webhook:
 
     {"event": "approval_required", "thread_id", "interrupt_id",
      "calls": [{"tool_call_id", "name", "args", "risk"}], "risks": [...], "link"}
 
 signed with the shared secret (`X-Gatehouse-Signature: sha256=<HMAC-SHA256 of the
-body>`). The model's text in it (tool names, arguments) has its control, escape and
-bidi characters written out (`\u202e`), as the web app and the terminal show them:
-a chat app that shows the ping shows what the card shows.
+body>`), the model's text with hidden characters escaped as the cards show it.
 
-Delivery is at least once, whoever is running: a background worker in every
-Gatehouse process with this webhook (web app, LangGraph Server, terminal) sends
-what is due, retries with backoff (0.5 s, 1 s, 2 s, … up to 5 minutes, `attempts`
-tries in all) and marks it delivered. A process that ends (`gatehouse send`) gives
-its due pings a few seconds; what is left stays in the outbox for the next process
-with the same webhook. Each pause is claimed in the outbox once, so it pings once
-however many processes save it (a retry after a lost answer can repeat it: the
-`X-Gatehouse-Delivery` header is the pause's id). `[notify] risks` / `tools` choose
-which pauses ping (e.g. only `execute`).
-
+At least once: every process with this webhook sends what is due, retries with
+backoff (0.5 s doubling, up to 5 minutes, `attempts` tries) and marks it delivered;
+a process that ends gives its due pings a few seconds, the rest wait in the outbox.
+Each pause is claimed once, so it pings once (`X-Gatehouse-Delivery` is its id).
 Gap: the outbox row is written right after the pause is saved, not in its
 transaction; a crash between the two loses that one ping.
 """
@@ -49,12 +40,9 @@ from graph.store.notifications import Notification, NotificationLog
 SIGNATURE_HEADER = "X-Gatehouse-Signature"
 BACKOFF_S = 0.5
 MAX_BACKOFF_S = 300.0
-# A row taken for a try is another process's again after this (the try takes at most 10 s).
-LEASE_S = 60.0
-# A running process looks for pings other processes left this often.
-POLL_S = 30.0
-# What a process that ends gives the pings due now.
-FLUSH_S = 3.0
+LEASE_S = 60.0  # a row taken for a try is free again after this (a try takes <= 10 s)
+POLL_S = 30.0  # how often a process looks for pings other processes left
+FLUSH_S = 3.0  # what a process that ends gives the pings due now
 
 
 def sign(secret: str, body: bytes) -> str:

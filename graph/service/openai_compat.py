@@ -1,12 +1,9 @@
 """`ChatOpenAI` for OpenAI-compatible servers: keeps the reasoning they send.
 
-vLLM and SGLang (with a reasoning parser), DeepSeek's API, Ollama and LM Studio send
-a reasoning model's thinking as `reasoning_content` (newer vLLM and Ollama: as
-`reasoning`) beside `content`, in stream deltas and in whole replies. `ChatOpenAI`
-targets OpenAI's own API and drops these fields; this subclass copies them into
-`additional_kwargs["reasoning_content"]`, where LangChain's provider packages
-(ChatDeepSeek, ChatXAI, ChatGroq, ChatOllama) put it too, and where graph/agent/reasoning.py
-reads it. Everything else is `ChatOpenAI`'s.
+vLLM, SGLang, DeepSeek, Ollama and LM Studio send a reasoning model's thinking as
+`reasoning_content` (or `reasoning`) beside `content`; `ChatOpenAI` drops it. This
+subclass copies it into `additional_kwargs["reasoning_content"]`, where LangChain's
+provider packages put it and graph/agent/reasoning.py reads it.
 """
 
 from __future__ import annotations

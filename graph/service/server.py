@@ -1,19 +1,10 @@
 """What LangGraph Server and Studio load (langgraph.json): the agent, and the
-checkpointer that keeps its threads in Gatehouse's own database.
+checkpointer that keeps its threads in Gatehouse's own database (`GATEHOUSE_DB`), with
+the same journal and decision log as every other front end.
 
-    "graphs": {"gatehouse": "./graph/service/server.py:agent"},
-    "checkpointer": {"path": "graph.service.server.checkpointer"}
-
-One database for every front end: runs made through `langgraph dev` or LangGraph
-Server are stored where the web app and the terminal read them (`GATEHOUSE_DB`:
-SQLite by default, Postgres by URL), with the same execution journal and decision
-log, so two front ends can never both execute one approved call.
-
-LangGraph Server calls a graph factory on every request inside its event loop, where
-`langgraph dev` refuses blocking calls (reading settings, opening the database). So
-the agent is built here, when the server imports the module, from the settings in
-the environment (GATEHOUSE_*, OPENAI_*, and `.env` in the project root when it is
-there). The server attaches the checkpointer itself.
+The agent is built at import: LangGraph Server calls a graph factory inside its
+event loop, where `langgraph dev` refuses blocking calls (reading settings, opening
+the database). Settings come from the environment and `.env` in the project root.
 """
 
 from __future__ import annotations
@@ -23,8 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from graph.agent.emit import identity_from_server
-from graph.agent.message_merge import merge_messages
-from graph.service.app import build_agent, shared_storage
+from graph.service.app import build_agent, server_saver, shared_storage
 from graph.service.config import load_env_file, load_settings
 from graph.service.notify import attach_notifier
 from graph.store.threaded import ThreadedSaver
@@ -48,14 +38,9 @@ async def checkpointer() -> AsyncIterator[ThreadedSaver]:
     """The server's checkpointer: Gatehouse's saver on the database `GATEHOUSE_DB` names."""
     settings = load_settings()
     storage = shared_storage(settings.db)
-    inner = storage.checkpointer
     # Pauses of server runs ping the [notify] webhook like every other client's.
-    attach_notifier(inner, settings)
-    saver = ThreadedSaver(inner, delete_thread=storage.delete_thread)
-    # The agent was compiled without this saver (the server attaches it), so the saver
-    # learns here how the messages channel folds: without it no head is kept and the
-    # thread index never sees the first message (server threads stayed "New thread").
-    saver.register_reducer("messages", merge_messages)
+    attach_notifier(storage.checkpointer, settings)
+    saver = server_saver(storage, delete_thread=storage.delete_thread)
     try:
         yield saver
     finally:

@@ -1,24 +1,17 @@
-"""LangGraph Server's sign-in (langgraph.json `"auth": {"path": ...}`): every request
-to `gatehouse studio`, `langgraph dev` or a LangGraph Server deployment carries a
-credential, and the server's authenticated user is who the decision log names.
+"""LangGraph Server's sign-in (langgraph.json `"auth"`): every request carries a
+credential, and the authenticated user is who the decision log names.
 
-Accepted, in order (graph/service/access.py holds the settings):
-- `Authorization: Bearer <key>` or `X-Api-Key: <key>` where the key is this install's
-  secret (the local user: the one who can read `gatehouse.secret`), or one of
-  `[access] api_keys` (a team: each key names a person);
-- with `[access] web = "proxy"`: the proxy's user header, proven by the shared
-  `X-Gatehouse-Proxy-Secret`.
+Accepted: `Authorization: Bearer <key>` or `X-Api-Key: <key>`, the key being this
+install's secret (the local user) or one of `[access] api_keys`; with `[access] web
+= "proxy"`, the proxy's user header proven by `X-Gatehouse-Proxy-Secret`.
+langgraph.json sets `disable_studio_auth: true`: otherwise `langgraph dev` lets in
+any request that says `x-auth-scheme: langsmith`, unchecked.
 
-langgraph.json sets `disable_studio_auth: true`: otherwise `langgraph dev` lets any
-request that says `x-auth-scheme: langsmith` in as a Studio user without checking
-anything. Studio connects with the same header as everyone else (docs/deploy.md).
-
-A thread belongs to the user who made it (its `owner`; a thread the web app or the
-terminal made belongs to its Gatehouse owner, else to the local user). Others cannot
-read, post in or decide it, unless a tool lists them among its `approvers`: they may
-then read threads and answer (or resolve) their pauses, and the one door
-(graph/agent/authority.py) lets them decide only the calls of their tools. A thread
-id in use by someone else, or of a deleted thread, is never given out again.
+A thread belongs to who made it (`owner`; the web app's and the terminal's: their
+owner, else the local user). Others cannot read, post in or decide it, unless a tool
+lists them among its `approvers`: they may read threads and answer their pauses, and
+the one door (graph/agent/authority.py) lets them decide only their tools' calls. A
+thread id someone else uses, or a deleted thread's, is never given out again.
 """
 
 from __future__ import annotations
@@ -33,20 +26,15 @@ from graph.agent.policy import Policy
 from graph.protocol.decisions import THREAD_CREATED, THREAD_DELETED
 from graph.protocol.identity import identity_problem, same_identity
 from graph.service.access import Access, install_secret, load_access, same_secret, secret_path
-from graph.service.config import Settings, load_settings
+from graph.service.config import load_settings
 
 auth = Auth()
 
 
-def _load() -> tuple[Settings, Access, str]:
-    settings = load_settings()
-    access = load_access(settings.access)
-    return settings, access, install_secret(secret_path(settings.db, access))
-
-
-# Read once, when the server imports this module (blocking reads are refused later,
-# inside the server's event loop).
-_SETTINGS, _ACCESS, _SECRET = _load()
+# Read once, at import (blocking reads are refused later, inside the server's loop).
+_SETTINGS = load_settings()
+_ACCESS = load_access(_SETTINGS.access)
+_SECRET = install_secret(secret_path(_SETTINGS.db, _ACCESS))
 
 
 def identity_for(
@@ -98,16 +86,14 @@ def _approvers() -> list[str]:
 _APPROVERS = _approvers()
 
 
+def _approver(user: str) -> bool:
+    return any(same_identity(user, a) for a in _APPROVERS)
+
+
 def _storage() -> Any:
     from graph.service.app import shared_storage
 
     return shared_storage(_SETTINGS.db)
-
-
-def local_owner() -> str:
-    """Who owns a thread no one is named the owner of (made by the web app or terminal;
-    server_sync.py lists it so)."""
-    return _ACCESS.local_identity()
 
 
 def _thread_facts(thread_id: str) -> tuple[str | None, bool]:
@@ -119,7 +105,15 @@ def _thread_facts(thread_id: str) -> tuple[str | None, bool]:
     if life is not None and life.decision == THREAD_CREATED:
         return life.actor, False
     info = storage.index.get(thread_id)
-    return (None if info is None else info.owner or local_owner()), False
+    return (None if info is None else info.owner or _ACCESS.local_identity()), False
+
+
+async def _owner(thread_id: Any) -> str | None:
+    return (await asyncio.to_thread(_thread_facts, str(thread_id)))[0] if thread_id else None
+
+
+def _someone_else(owner: str | None, user: str) -> bool:
+    return owner is not None and not same_identity(owner, user)
 
 
 def _refuse(detail: str) -> Auth.exceptions.HTTPException:
@@ -141,7 +135,7 @@ async def _claim(thread_id: Any, user: str) -> None:
     owner, deleted = await asyncio.to_thread(_thread_facts, tid)
     if deleted:
         raise _refuse(f"thread id {tid} belonged to a deleted thread; it is not given out again")
-    if owner is not None and not same_identity(owner, user):
+    if _someone_else(owner, user):
         raise _refuse(f"thread {tid} belongs to someone else")
     if owner is None:  # recorded in the decision log, chained: the thread is theirs
         await asyncio.to_thread(_begin, tid, user)
@@ -165,12 +159,12 @@ async def on_run(
     else's (a `resume`, nothing else), as a visitor the graph checks per tool."""
     user = ctx.user.identity
     tid = value.get("thread_id")
-    owner = (await asyncio.to_thread(_thread_facts, str(tid)))[0] if tid else None
+    owner = await _owner(tid)
     run = cast(dict[str, Any], value)
     kwargs = run.setdefault("kwargs", {})
     config = kwargs.setdefault("config", None) or {}
     kwargs["config"] = config
-    visitor = owner is not None and not same_identity(owner, user)
+    visitor = _someone_else(owner, user)
     # Written over whatever the client put there: the graph reads it (graph/agent/emit.py).
     config.setdefault("configurable", {})[VISITOR_KEY] = user if visitor else ""
     if not visitor:
@@ -191,10 +185,6 @@ async def on_run(
     return None
 
 
-def _approver(user: str) -> bool:
-    return any(same_identity(user, a) for a in _APPROVERS)
-
-
 @auth.on.threads
 async def on_thread(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] | None:
     """Read, search, update (a state update: "mark as resolved"), delete: the owner's;
@@ -203,8 +193,7 @@ async def on_thread(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[
     if ctx.action in ("read", "search") and _approver(user):
         return None
     if ctx.action == "update" and _approver(user) and value.get("thread_id"):
-        owner = (await asyncio.to_thread(_thread_facts, str(value["thread_id"])))[0]
-        visitor = owner is not None and not same_identity(owner, user)
+        visitor = _someone_else(await _owner(value["thread_id"]), user)
         speaking_for(user, visitor=visitor)
         return None if visitor else {"owner": user}
     speaking_for(user)

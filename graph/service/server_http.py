@@ -1,22 +1,15 @@
-"""The address checks in front of LangGraph Server (langgraph.json `"http": {"app": ...}`):
-`Host` must name this server and a browser's `Origin` must be LangGraph Studio's or a
-configured one, before CORS, the private-network preflight answer or any route.
+"""The address checks in front of LangGraph Server (langgraph.json `"http": {"app"}`):
+`Host` must name this server and a browser's `Origin` must be Studio's or a configured
+one, before CORS, the private-network preflight answer or any route.
 
 `langgraph dev` answers every preflight with `Access-Control-Allow-Private-Network:
-true` (its PrivateNetworkMiddleware; the environment cannot turn it off), which lets
-public sites reach a loopback server. The middleware of a custom app runs outside
-LangGraph's own, so a foreign origin is refused here and never gets that header, and
-a DNS-rebinding page (a foreign `Host`) gets nothing either.
+true`, which lets public sites reach a loopback server; this middleware runs outside
+LangGraph's own, so a foreign origin (or a DNS-rebinding `Host`) gets nothing. So the
+origins are decided here (`[access] server_origins` and `origins`), and
+langgraph.json's CORS admits every origin that gets this far.
 
-So the origins are decided here, from one setting (`[access] server_origins`,
-GATEHOUSE_SERVER_ORIGINS; an origin the web app trusts, `[access] origins`, is
-admitted too): langgraph.json's `http.cors` answers every origin that
-reaches it (`allow_origin_regex: ".*"`), because only the admitted ones do. Adding a
-client on another port never means editing langgraph.json.
-
-`/info` is one of LangGraph's open routes (no auth handler runs for it), and it is the
-connection check of Agent Chat UI: a wrong key passed it and every later request
-failed silently. Here it answers 401 without a valid key, like every other route.
+`/info` is open in LangGraph (no auth handler runs) and is Agent Chat UI's connection
+check, which a wrong key passed: here it needs a valid key like every other route.
 """
 
 from __future__ import annotations
@@ -86,9 +79,8 @@ class AddressCheck:
                 await _refuse(scope, send, "this server needs a valid key", status=401)
                 return
             if origin is not None and PNA_REQUEST in headers:
-                # An allowed origin's private-network preflight: Starlette's CORS (which
-                # LangGraph cannot configure for it) would refuse it; LangGraph's own
-                # middleware, reached only by allowed origins, answers it.
+                # An allowed origin's private-network preflight: Starlette's CORS would
+                # refuse it; LangGraph's own middleware (allowed origins only) answers it.
                 scope["headers"] = [
                     (k, v) for k, v in scope["headers"] if k.lower() != PNA_REQUEST.encode()
                 ]
@@ -119,8 +111,8 @@ async def _refuse(scope: Scope, send: Send, text: str, status: int = 403) -> Non
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
-    # The one door's refusal (graph/agent/authority.py) in a server request (a state
-    # update: "mark as resolved"): the client learns why, with 403, not a bare 500.
+    # The one door's refusal (graph/agent/authority.py), e.g. of "mark as resolved":
+    # the client learns why, with 403, not a bare 500.
     return JSONResponse({"detail": str(exc)}, status_code=403)
 
 

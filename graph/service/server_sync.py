@@ -1,22 +1,13 @@
 """Every Gatehouse thread on `langgraph dev`, with its true status (issue 33, items 1–2).
 
-LangGraph Server keeps its own list of threads (id, status, values, interrupts) beside
-the checkpoints; a thread the web app or the terminal made is unknown to it (`404`),
-and a thread decided elsewhere keeps the status the server last set ("interrupted"
-after the terminal approved it). The checkpoints themselves are Gatehouse's
-(langgraph.json `checkpointer`), so the truth is in Gatehouse's thread index.
-
-This lifespan task (langgraph.json `http.app`, graph/service/server_http.py) follows
-that index: each thread whose row changed is put in the server's list (dashed-UUID ids
-only: the only ids the server takes) with its status, values and pending interrupts
-read from the checkpoints — "interrupted" while it waits for a decision, "idle" when
-it does not, "error" when its last run failed — unless the server is running it
-itself; one whose row was deleted (the web app's or the terminal's delete) is taken
-out of the list. A thread the server marked "error" for a refused answer while its pause
-stands is set back to "interrupted". It works on the development runtime (`langgraph-runtime-inmem`, what
-`langgraph dev` and `gatehouse studio` run); the licensed Postgres runtime of a
-production image keeps its thread list in its own database and is not synced (see
-docs/deploy.md). LangGraph's private names used here live in this module only.
+LangGraph Server keeps its own thread list beside the checkpoints: a thread the web
+app or the terminal made is unknown to it (404), and one decided elsewhere keeps the
+status the server last set. The truth is Gatehouse's thread index, so this lifespan
+task (langgraph.json `http.app`) follows it: each changed row is put in the server's
+list (dashed-UUID ids only) with its status, values and interrupts, unless the server
+runs it itself; a deleted row is taken out. Only the in-memory runtime of `langgraph
+dev` is synced (the licensed Postgres runtime keeps its own list, docs/deploy.md).
+LangGraph's private names used here live in this module only.
 """
 
 from __future__ import annotations
@@ -51,14 +42,11 @@ class ThreadSync:
     """Follows the Gatehouse thread index into the dev server's thread list."""
 
     def __init__(self, db: str) -> None:
-        from graph.agent.message_merge import merge_messages
-        from graph.service.app import shared_storage
-        from graph.store.threaded import ThreadedSaver
+        from graph.service.app import server_saver, shared_storage
 
         storage = shared_storage(db)
         self.index = storage.index
-        self.saver = ThreadedSaver(storage.checkpointer)
-        self.saver.register_reducer("messages", merge_messages)
+        self.saver = server_saver(storage)
         self.seen: dict[str, float] = {}
         self._checked: dict[str, Any] = {}
         self._graph: Any = None
@@ -77,21 +65,17 @@ class ThreadSync:
         count = 0
         for row in changed:
             self.seen[row.thread_id] = row.updated_at
-            if await self.sync_one(row):
-                count += 1
+            count += await self.sync_one(row)
         count += await self.drop_deleted({r.thread_id for r in rows})
         return count + await self.still_waiting()
 
     async def drop_deleted(self, indexed: set[str]) -> int:
-        """Threads deleted elsewhere (the web app, the terminal; or while the server was
-        down) leave the server's list too: a thread of this graph that has run (it has
-        values), is not running, and has neither an index row nor a checkpoint left."""
+        """Threads deleted elsewhere leave the server's list too: one of this graph that
+        has run, is not running, and has neither an index row nor a checkpoint left."""
         from langgraph_runtime_inmem.database import connect
 
         async with connect() as conn:
-            busy = {
-                r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")
-            }
+            busy = _busy(conn)
             candidates = [
                 t["thread_id"]
                 for t in conn.store["threads"]
@@ -117,11 +101,9 @@ class ThreadSync:
         return self.saver.get_tuple(config) is None
 
     async def still_waiting(self) -> int:
-        """Threads the server marked "error" after a refused answer (its worker marks
-        every failed run so) while the pause is untouched: "interrupted" again, so an
-        inbox lists them as waiting, not failed. And threads it marked "interrupted" or
-        "error" from a cancelled run's last step while the thread has since ended (the
-        cancelled call answered, graph/agent/cancel_bridge.py): the index's status."""
+        """Threads the server marked "error" after a refused answer while the pause
+        stands: "interrupted" again (an inbox lists them as waiting). Threads it marked
+        from a cancelled run's last step that have since ended: the index's status."""
         from langgraph_runtime_inmem.database import connect
 
         async with connect() as conn:
@@ -131,9 +113,7 @@ class ThreadSync:
                 if t.get("status") in ("error", "interrupted")
                 and self._checked.get(str(t["thread_id"])) != t.get("updated_at")
             ]
-            busy = {
-                r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")
-            }
+            busy = _busy(conn)
         fixed = 0
         for thread in errored:
             tid = str(thread["thread_id"])
@@ -143,14 +123,7 @@ class ThreadSync:
             state = await self.graph().aget_state({"configurable": {"thread_id": tid}})
             if state.interrupts:
                 if thread["status"] == "error":
-                    thread.update(
-                        status="interrupted",
-                        interrupts={
-                            t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
-                            for t in state.tasks
-                            if t.interrupts
-                        },
-                    )
+                    thread.update(status="interrupted", interrupts=_interrupts(state))
                     self._checked[tid] = thread.get("updated_at")
                     fixed += 1
             elif not state.next and state.values:
@@ -185,10 +158,7 @@ class ThreadSync:
                 thread = next((t for t in conn.store["threads"] if t["thread_id"] == tid), None)
                 if thread is None:
                     return False
-            if any(
-                r["thread_id"] == tid and r["status"] in ("pending", "running")
-                for r in conn.store["runs"]
-            ):
+            if tid in _busy(conn):
                 # The server runs it: its own status is the true one until the run ends
                 # (a cancelled run's last write comes while it winds down): seen again then.
                 self.seen.pop(row.thread_id, None)
@@ -199,16 +169,26 @@ class ThreadSync:
             thread.update(
                 status="interrupted" if state.interrupts else STATUS.get(row.status, "idle"),
                 values=state.values or None,
-                interrupts={
-                    t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
-                    for t in state.tasks
-                    if t.interrupts
-                },
+                interrupts=_interrupts(state),
                 updated_at=now,
                 state_updated_at=now,
             )
             thread.setdefault("metadata", {}).setdefault("graph_id", GRAPH_ID)
         return True
+
+
+def _busy(conn: Any) -> set[Any]:
+    """The threads the server is running (or about to)."""
+    return {r["thread_id"] for r in conn.store["runs"] if r["status"] in ("pending", "running")}
+
+
+def _interrupts(state: Any) -> dict[str, list[dict[str, Any]]]:
+    """A state's pending interrupts as the server's thread list keeps them."""
+    return {
+        t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
+        for t in state.tasks
+        if t.interrupts
+    }
 
 
 @functools.cache

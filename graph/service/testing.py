@@ -14,9 +14,12 @@ from typing import Any, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, UsageMetadata
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
+
+from graph.protocol.threads import content_text
 
 Reply = AIMessage | str | Callable[[list[BaseMessage]], AIMessage | str]
 
@@ -30,32 +33,16 @@ def ai(text: str = "", *calls: dict[str, Any]) -> AIMessage:
     return AIMessage(content=text, tool_calls=list(calls))
 
 
-class ScriptedModel(BaseChatModel):
-    script: list[Any] = Field(default_factory=list)
-    # Used when the script is shorter than the conversation.
-    fallback: str = "Done."
+class LocalModel(BaseChatModel):
+    """A chat model whose `reply` is made in this process, streamed as a provider would:
+    text in `chunk_chars` pieces, each tool call as a tool-call chunk, then the usage
+    (about 4 characters a token)."""
+
     chunk_chars: int = 4
     usage: bool = True
-    _inputs: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
 
-    @property
-    def inputs(self) -> list[list[BaseMessage]]:
-        """Every message list this model was called with, in order (this process)."""
-        return self._inputs
-
-    @property
-    def _llm_type(self) -> str:
-        return "gatehouse-scripted"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
-        return self
-
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
-        turn = sum(1 for m in messages if isinstance(m, AIMessage))
-        item: Reply = self.script[turn] if turn < len(self.script) else self.fallback
-        if callable(item) and not isinstance(item, AIMessage):
-            item = item(messages)
-        return AIMessage(content=item) if isinstance(item, str) else item
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
+        raise NotImplementedError
 
     def _generate(
         self,
@@ -83,57 +70,49 @@ class ScriptedModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        self._inputs.append(list(messages))
-        reply = self._reply(messages)
+        reply = self.reply(messages)
         text = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
-        pieces = [
-            text[i : i + self.chunk_chars] for i in range(0, len(text), self.chunk_chars)
-        ] or [""]
-        for piece in pieces:
+        size = self.chunk_chars
+        for piece in [text[i : i + size] for i in range(0, len(text), size)] or [""]:
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
             if run_manager and piece:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
-        for index, call in enumerate(reply.tool_calls):
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=[
-                        {
-                            "name": call["name"],
-                            "args": json.dumps(call["args"]),
-                            "id": call["id"],
-                            "index": index,
-                            "type": "tool_call_chunk",
-                        }
-                    ],
-                )
-            )
-        for index, bad in enumerate(reply.invalid_tool_calls, start=len(reply.tool_calls)):
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=[
-                        {
-                            "name": bad.get("name"),
-                            "args": bad.get("args"),
-                            "id": bad.get("id"),
-                            "index": index,
-                            "type": "tool_call_chunk",
-                        }
-                    ],
-                )
-            )
+        calls: list[tuple[str | None, str | None, str | None]]
+        calls = [(c["name"], json.dumps(c["args"]), c["id"]) for c in reply.tool_calls]
+        calls += [(c.get("name"), c.get("args"), c.get("id")) for c in reply.invalid_tool_calls]
+        for index, (name, args, call_id) in enumerate(calls):
+            call = tool_call_chunk(name=name, args=args, id=call_id, index=index)
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[call]))
         if self.usage:
-            prompt = sum(len(str(m.content)) for m in messages) // 4 + 1
+            prompt = sum(len(content_text(m.content)) for m in messages) // 4 + 1
             out = len(text) // 4 + 1
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    usage_metadata={
-                        "input_tokens": prompt,
-                        "output_tokens": out,
-                        "total_tokens": prompt + out,
-                    },
-                )
-            )
+            usage = UsageMetadata(input_tokens=prompt, output_tokens=out, total_tokens=prompt + out)
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
+
+
+class ScriptedModel(LocalModel):
+    script: list[Any] = Field(default_factory=list)
+    # Used when the script is shorter than the conversation.
+    fallback: str = "Done."
+    _inputs: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+    @property
+    def inputs(self) -> list[list[BaseMessage]]:
+        """Every message list this model was called with, in order (this process)."""
+        return self._inputs
+
+    @property
+    def _llm_type(self) -> str:
+        return "gatehouse-scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
+        return self
+
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
+        self._inputs.append(list(messages))
+        turn = sum(1 for m in messages if isinstance(m, AIMessage))
+        item: Reply = self.script[turn] if turn < len(self.script) else self.fallback
+        if callable(item) and not isinstance(item, AIMessage):
+            item = item(messages)
+        return AIMessage(content=item) if isinstance(item, str) else item

@@ -1,8 +1,6 @@
-"""The tool set of an agent, built from `Settings`: workspace files, the shell, HTTP, the
-SQLite database when one is configured, and the tools of configured MCP servers.
-
-MCP connections are shared by every `build_tools` call with the same server config
-(a Streamlit rerun must not start new server processes) and closed by `close_tools`.
+"""The tool set of an agent, built from `Settings`: workspace files, the shell, HTTP,
+SQL when configured, and MCP servers' tools. MCP connections are shared by every call
+with the same config (a Streamlit rerun must not start new servers) until `close_tools`.
 """
 
 from __future__ import annotations
@@ -53,9 +51,8 @@ def build_tools(settings: Settings) -> list[BaseTool]:
 
 
 def private_files(settings: Settings) -> list[str | os.PathLike[str]]:
-    """Gatehouse's own secrets on disk, hidden from every tool wherever the workspace
-    is: the database (threads, approvals) and its own folder, the install secret
-    (whoever reads either can approve) and the config file (it may hold an API key)."""
+    """Gatehouse's own secrets, hidden from every tool: the database and its folder,
+    the install secret (whoever reads either can approve), the config file (API key)."""
     return [
         *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
         *private_paths(settings.db, load_access(settings.access)),

@@ -7,11 +7,9 @@ The JSON export is also an import format (`Session.import_thread`):
      "messages":     [MessageView, ...]          plain data, for people and scripts
      "lc_messages":  [LangChain message dicts]   exact: what an import recreates
      "tool_outputs": {tool_call_id: text},       outputs that were stored aside
-     "pending", "journal", "decisions"}           the request it waits for, its execution
-                                                 journal and decision log (graph/service/handover.py)
+     "pending", "journal", "decisions"}           graph/service/handover.py
 
-An import reads `lc_messages` when present (every field comes back), else rebuilds
-the messages from the views (for hand-written or trimmed files).
+An import reads `lc_messages` when present, else rebuilds messages from the views.
 """
 
 from __future__ import annotations
@@ -234,52 +232,35 @@ def _from_view(i: int, view: Any) -> BaseMessage:
     raise ImportRefused(f"message {i}: unknown role {v.role!r}")
 
 
+def _details(summary: str, body: str) -> list[str]:
+    # Collapsed where Markdown renders HTML.
+    return [f"<details><summary>{summary}</summary>", "", body, "", "</details>"]
+
+
 def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage]) -> str:
     lines = [f"# {title}", "", f"Thread `{thread_id}`", ""]
     for m in messages:
         view = message_view(m)
         if view.summary:
             # Not the person's words: where the model's view starts (the turns above stay here whole).
-            lines += [
-                "---",
-                "",
-                "*(compacted: from here on the model is sent this summary in place of the "
-                "turns above)*",
-                "",
-                "<details><summary>summary sent to the model</summary>",
-                "",
-                view.content,
-                "",
-                "</details>",
-                "",
-                "---",
-                "",
-            ]
+            note = "*(compacted: from here on the model is sent this summary in place of the turns above)*"
+            lines += ["---", "", note, "", *_details("summary sent to the model", view.content)]
+            lines += ["", "---", ""]
             continue
         lines.append(
             f"## {view.role}"
             + (f" · {view.name}" if view.name else "")
             + (f" · {view.without_a_click}" if view.without_a_click else "")
         )
-        if view.reasoning:
-            # Collapsed where Markdown renders HTML; never part of the answer text.
-            lines += [
-                "",
-                "<details><summary>thinking</summary>",
-                "",
-                view.reasoning,
-                "",
-                "</details>",
-            ]
+        if view.reasoning:  # never part of the answer text
+            lines += ["", *_details("thinking", view.reasoning)]
         if view.content:
             lines += ["", view.content]
         if view.cut_off:
             lines += ["", "*(cut off: the reply ended before it was finished)*"]
         if view.offloaded:
-            lines += [
-                "",
-                f"*(output stored aside: {view.total_chars or 0:,} characters; the model saw the start)*",
-            ]
+            stored = f"{view.total_chars or 0:,} characters; the model saw the start"
+            lines += ["", f"*(output stored aside: {stored})*"]
         for call in view.tool_calls:
             lines += ["", f"→ `{call.name}` `{json.dumps(call.args, ensure_ascii=False)}`"]
         lines.append("")

@@ -1,11 +1,7 @@
 """Daemon threads kept for the next run: starting a thread costs ~0.25 ms on a busy
-interpreter (the caller waits until the new thread holds the GIL), twice a turn.
-
-Not `concurrent.futures.ThreadPoolExecutor`: its threads are joined at interpreter
-exit, so a run stuck in a model call would hold the process open; these are daemon
-threads, as the Session's run threads always were. A worker idle for `IDLE_S` ends.
-Each job runs in the context it was given (`contextvars`), so nothing a run sets in
-its context outlives it on the reused thread.
+interpreter, twice a turn. Not a ThreadPoolExecutor: its threads are joined at exit,
+so a run stuck in a model call would hold the process open. A worker idle for
+`IDLE_S` ends; each job runs in the context it was given (`contextvars`).
 """
 
 from __future__ import annotations
