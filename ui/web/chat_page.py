@@ -10,26 +10,25 @@ the live-update poller (ui/web/live_updates.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
 
-from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
+from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from graph.protocol.display import visible
 from graph.protocol.operations import Fork, Retry
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import tab_options
-from ui.web.history import approvals_of, draw_turn, draw_window, turns_of
+from ui.web.history import Drawing, draw_turn, draw_window, turns_of
 from ui.web.live_ready import live_ready
 from ui.web.live_run import durations, follow, last_error
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import stopped_notes
-from ui.web.threads import current_thread, open_thread
+from ui.web.threads import current_thread
 from ui.web.tool_blocks import NOT_RUN, WAITING, said_html
-from ui.web.unsent import calm, keep_unsent
+from ui.web.unsent import calm
 
 
 @dataclass(frozen=True)
@@ -58,39 +57,6 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
     """The Stop button above the chat input, while a run is active on the thread."""
     if now.active is not None and now.thread_id is not None:
         _stop_button(runner, now.thread_id)
-
-
-def send_prompt(session: Session, runner: Runner, thread_id: str | None, text: str) -> None:
-    """Send a message typed in the chat input (its callback, ui/web/chat_input.py): now,
-    or queued in the thread's database while a run is active (graph/service/runner.py).
-    A message the database cannot take now is kept and retried (ui/web/unsent.py)."""
-    if thread_id is not None:
-        st.session_state.pop(f"notice-{thread_id}", None)
-    new_id = thread_id or session.new_thread_id()
-    try:
-        deliver(runner, new_id, text)
-    except Exception as exc:  # noqa: BLE001 - storage: kept, retried by the page
-        keep_unsent(new_id, text, exc)
-    if thread_id is None:
-        open_thread(new_id)
-
-
-def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
-    """`Runner.send` with what a person must know said on the page; raises only what
-    the database raised (the message is then not stored anywhere yet). No `thread_id`:
-    a new thread, opened."""
-    if thread_id is None:
-        thread_id = runner.session.new_thread_id()
-        open_thread(thread_id)
-    try:
-        runner.send(thread_id, text, tab_options())
-    except RunInProgress:
-        st.session_state["flash"] = (
-            "Not sent yet: a run is active on this thread in another process. "
-            "Your message is queued below; send it when that run ends."
-        )
-    except (DecisionError, ValueError) as exc:
-        st.session_state["flash"] = f"Not sent: {exc}. Your message: {text}"
 
 
 def _stop_button(runner: Runner, thread_id: str) -> None:
@@ -154,107 +120,78 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     if active is not None and active.base_messages is not None:
         base = min(active.base_messages, len(messages))
     turns = turns_of(messages[:base])
-    took = durations(runner, thread_id)
+    d = _drawing(session, runner, thread_id, messages, active is None and now.pending is None)
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
-    branches = {b.index: b for b in session.branches(thread_id, messages)}
-    draw_window(
-        runner,
-        thread_id,
-        messages,
-        turns[:-1],
-        took,
-        can_fork=active is None and now.pending is None,
-        branches=branches,
-    )
+    draw_window(d, messages, turns[:-1])
     # The tail has two slots, and a live run is drawn only in the second: the run
     # after a click (Approve, a sent message) empties the first at once, so the
     # decided card does not stay on screen (stale) for the whole run. A block that
     # replaces a block of the same type at the same place keeps its old children
     # until the script run ends, and this one lasts as long as the run.
     settled, live_slot = st.empty(), st.empty()
+    pending = now.pending
     if active is not None and not live_ready():
         # Drawn as it stands until the browser has drawn its widgets (ui/web/live_ready.py).
         with live_slot.container():
-            _draw_live(runner, thread_id, messages, tail_start, base, took, active, branches)
+            _draw_live(d, messages, tail_start, base, active)
         return False
     if active is not None:
         with live_slot.container():
-            after = _follow_runs(session, runner, now, messages, tail_start, base, took, branches)
+            d, messages, pending, info = _follow_runs(session, d, messages, tail_start, base, now)
         # The final tail goes back to the first slot, where the next page run (the
         # rerun that redraws the input) finds it and updates it in place.
         live_slot.empty()
-        thread_id, messages, took, pending, info, branches = after
-    else:
-        pending = now.pending
     with settled.container():
-        _draw_settled(
-            session, runner, thread_id, messages, tail_start, took, pending, info, branches
-        )
-    return active is not None
-
-
-_After = tuple[str, list, dict[str, float], Pause | None, ThreadInfo | None, dict[int, Branches]]
+        _draw_settled(session, d, messages, tail_start, pending, info)
+    return now.active is not None
 
 
 def _follow_runs(
-    session: Session,
-    runner: Runner,
-    now: OpenThread,
-    messages: list,
-    tail_start: int,
-    base: int,
-    took: dict[str, float],
-    branches: dict[int, Branches],
-) -> _After:
+    session: Session, d: Drawing, messages: list, tail_start: int, base: int, now: OpenThread
+) -> tuple[Drawing, list, Pause | None, ThreadInfo | None]:
     """Follow the live run, then the queued messages' runs, to the end; the thread as
     they left it."""
-    thread_id, active = now.thread_id, now.active
-    assert thread_id is not None
-    pending, info = now.pending, now.info
+    active, pending, info, thread_id = now.active, now.pending, now.info, d.thread_id
     while active is not None:
         # A fresh slot per live run, emptied when it ends: the final tail is drawn
         # after it (replacing a container's content in place upsets the browser's
         # delta paths when the run ends while deltas are in flight).
-        live = _draw_live(
-            runner, thread_id, messages, tail_start, base, took, active, branches, follows=True
-        )
-        live.empty()
+        _draw_live(d, messages, tail_start, base, active, follows=True).empty()
         messages = transcript(session, thread_id)
-        took = durations(runner, thread_id)
-        pending = session.pending(thread_id)
-        info = session.thread(thread_id)
+        pending, info = session.pending(thread_id), session.thread(thread_id)
         base = len(messages)
-        branches = {b.index: b for b in session.branches(thread_id, messages)}
+        d = _drawing(session, d.runner, thread_id, messages, True)
         # A completed run's end sends the next queued message (the Runner does it).
-        active = runner.next_run(active)
-    return thread_id, messages, took, pending, info, branches
+        active = d.runner.next_run(active)
+    return d, messages, pending, info
+
+
+def _drawing(
+    session: Session, runner: Runner, thread_id: str, messages: list, can_fork: bool
+) -> Drawing:
+    branches = {b.index: b for b in session.branches(thread_id, messages)}
+    return Drawing(runner, thread_id, durations(runner, thread_id), branches, can_fork)
 
 
 def _draw_live(
-    runner: Runner,
-    thread_id: str,
-    messages: list,
-    tail_start: int,
-    base: int,
-    took: dict[str, float],
-    active: Run,
-    branches: Mapping[int, Branches],
-    *,
-    follows: bool = False,
+    d: Drawing, messages: list, tail_start: int, base: int, active: Run, *, follows: bool = False
 ) -> Any:
-    """A live run in a slot of its own (returned): the tail so far, the run's progress
-    (followed to its end when `follows`, else "running…") and the queue after it. The
-    same shape either way: the page drawn before the browser is ready (a reload) and
-    the run that follows are drawn in the same places, so no element of the first
-    stays on screen beside the second (a ghost copy of the running message)."""
+    """A live run in a slot of its own (returned): the tail so far, the message it
+    answers, the run's progress (followed to its end when `follows`, else "running…")
+    and the queue after it. The same shape either way: the page drawn before the
+    browser is ready (a reload) and the run that follows are drawn in the same places,
+    so no element of the first stays on screen beside the second (a ghost copy)."""
     live = st.empty()
     with live.container():
-        _draw_running(runner, thread_id, messages, tail_start, base, took, active, branches)
+        _draw_part(replace(d, can_fork=False, missing="running…"), messages, tail_start, base)
+        if active.user_text:
+            with st.chat_message("user"):
+                st.markdown(said_html(active.user_text), unsafe_allow_html=True)
         # The run's progress first, then what waits for it (filled in that order
         # on screen, though the queue is drawn before the run is followed).
         progress = st.container()
-        _draw_queued(runner, thread_id, running=True)
+        _draw_queued(d.runner, d.thread_id, running=True)
         with progress:
             if follows:
                 follow(active)
@@ -264,56 +201,18 @@ def _draw_live(
     return live
 
 
-def _draw_running(
-    runner: Runner,
-    thread_id: str,
-    messages: list,
-    tail_start: int,
-    base: int,
-    took: dict[str, float],
-    active: Run,
-    branches: Mapping[int, Branches],
-) -> None:
-    """The tail of a running run as the checkpoints have it, and the message it answers."""
-    _draw_part(
-        runner,
-        thread_id,
-        messages,
-        tail_start,
-        base,
-        took,
-        can_fork=False,
-        missing="running…",
-        branches=branches,
-    )
-    if active.user_text:
-        with st.chat_message("user"):
-            st.markdown(said_html(active.user_text), unsafe_allow_html=True)
-
-
 def _draw_settled(
     session: Session,
-    runner: Runner,
-    thread_id: str,
+    d: Drawing,
     messages: list,
     tail_start: int,
-    took: dict[str, float],
     pending: Pause | None,
     info: ThreadInfo | None,
-    branches: Mapping[int, Branches],
 ) -> None:
     """The tail with no run going: the last turn, then the card, the error or retry."""
-    _draw_part(
-        runner,
-        thread_id,
-        messages,
-        tail_start,
-        len(messages),
-        took,
-        can_fork=pending is None,
-        missing=WAITING if pending is not None else NOT_RUN,
-        branches=branches,
-    )
+    missing = WAITING if pending is not None else NOT_RUN
+    _draw_part(replace(d, can_fork=pending is None, missing=missing), messages, tail_start)
+    runner, thread_id = d.runner, d.thread_id
     _draw_queued(runner, thread_id, running=False, paused=pending is not None)
     _tail_controls(session, runner, thread_id, info, pending)
     last_user = next(
@@ -342,36 +241,11 @@ def _regenerate(runner: Runner, thread_id: str, index: int, text: str) -> None:
         st.session_state["flash"] = f"Not regenerated: {exc}"
 
 
-def _draw_part(
-    runner: Runner,
-    thread_id: str,
-    messages: list,
-    start: int,
-    end: int,
-    took: dict[str, float],
-    *,
-    can_fork: bool,
-    missing: str,
-    branches: Mapping[int, Branches],
-) -> None:
+def _draw_part(d: Drawing, messages: list, start: int, end: int | None = None) -> None:
     part = messages[start:end]
-    if not part:
-        return
     results = {m.tool_call_id: m for m in part if m.role == "tool"}
-    approvals = approvals_of(runner, thread_id)
     for turn in turns_of(part):
-        draw_turn(
-            runner,
-            thread_id,
-            part[turn.start : turn.end],
-            start + turn.start,
-            results,
-            took,
-            can_fork=can_fork,
-            missing=missing,
-            branches=branches,
-            approvals=approvals,
-        )
+        draw_turn(d, part[turn.start : turn.end], start + turn.start, results)
 
 
 def _draw_queued(runner: Runner, thread_id: str, *, running: bool, paused: bool = False) -> None:

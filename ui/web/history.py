@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import streamlit as st
@@ -49,6 +50,22 @@ class Turn:
     end: int
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """What every turn drawn in one place of the page shares."""
+
+    runner: Runner
+    thread_id: str
+    took: dict[str, float]  # tool durations this process saw (live_run.durations)
+    branches: Mapping[int, Branches]
+    can_fork: bool
+    missing: str = NOT_RUN  # what a call without a result is said to be
+
+    @cached_property
+    def approvals(self) -> dict[str, DecisionRecord]:
+        return approvals_of(self.runner, self.thread_id)
+
+
 def approvals_of(runner: Runner, thread_id: str) -> dict[str, DecisionRecord]:
     """The answer each call of the thread got on its approval card, by call id (the
     decision log's newest `APPROVALS` records: the calls in view are the latest)."""
@@ -80,34 +97,14 @@ def _show_more(thread_id: str, count: int) -> None:
     st.session_state[_shown_key(thread_id)] = count
 
 
-def draw_window(
-    runner: Runner,
-    thread_id: str,
-    messages: Sequence[MessageView],
-    turns: list[Turn],
-    took: dict[str, float],
-    *,
-    can_fork: bool,
-    branches: Mapping[int, Branches],
-) -> None:
+def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) -> None:
     """Draw the last turns of `turns` (all but those the window hides), or, after a
     jump from "Find", the found turn and the few after it."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
-    approvals = approvals_of(runner, thread_id) if turns else {}
-    if (found := _found(thread_id, turns)) is not None:
-        _draw_found(
-            runner,
-            thread_id,
-            messages,
-            turns,
-            found,
-            results,
-            took,
-            can_fork=can_fork,
-            branches=branches,
-            approvals=approvals,
-        )
+    if (found := _found(d.thread_id, turns)) is not None:
+        _draw_found(d, messages, turns, found, results)
         return
+    thread_id = d.thread_id
     shown = shown_turns(thread_id)
     hidden = max(0, len(turns) - shown)
     if hidden:
@@ -120,19 +117,17 @@ def draw_window(
             args=(thread_id, shown + more),
         )
         _find_popover(right, thread_id, messages, turns)
-    for turn in turns[hidden:]:
-        draw_turn(
-            runner,
-            thread_id,
-            messages[turn.start : turn.end],
-            turn.start,
-            results,
-            took,
-            can_fork=can_fork,
-            missing=NOT_RUN,
-            branches=branches,
-            approvals=approvals,
-        )
+    _draw_turns(d, messages, turns[hidden:], results)
+
+
+def _draw_turns(
+    d: Drawing,
+    messages: Sequence[MessageView],
+    turns: Sequence[Turn],
+    results: Mapping[str | None, MessageView],
+) -> None:
+    for turn in turns:
+        draw_turn(d, messages[turn.start : turn.end], turn.start, results)
 
 
 def _found_key(thread_id: str) -> str:
@@ -177,22 +172,17 @@ def _back_to_latest(thread_id: str) -> None:
 
 
 def _draw_found(
-    runner: Runner,
-    thread_id: str,
+    d: Drawing,
     messages: Sequence[MessageView],
     turns: list[Turn],
     found: tuple[int, int],
-    results: dict[str | None, MessageView],
-    took: dict[str, float],
-    *,
-    can_fork: bool,
-    branches: Mapping[int, Branches],
-    approvals: Mapping[str, DecisionRecord],
+    results: Mapping[str | None, MessageView],
 ) -> None:
     """The turn "Find" jumped to and a few after it: what the person asked to see, drawn
     at the cost of a normal window whatever the thread's length (never every turn from
     the match to the end)."""
     at, count = found
+    thread_id = d.thread_id
     end = min(len(turns), at + count)
     left, right = st.columns([1, 2])
     left.button(
@@ -214,19 +204,7 @@ def _draw_found(
             else "."
         )
     )
-    for turn in turns[at:end]:
-        draw_turn(
-            runner,
-            thread_id,
-            messages[turn.start : turn.end],
-            turn.start,
-            results,
-            took,
-            can_fork=can_fork,
-            missing=NOT_RUN,
-            branches=branches,
-            approvals=approvals,
-        )
+    _draw_turns(d, messages, turns[at:end], results)
     if end < len(turns):
         left, right = st.columns([1, 2])
         more = min(WINDOW, len(turns) - end)
@@ -284,21 +262,14 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
 
 
 def draw_turn(
-    runner: Runner,
-    thread_id: str,
+    d: Drawing,
     part: Sequence[MessageView],
     offset: int,
-    results: dict[str | None, MessageView],
-    took: dict[str, float],
-    *,
-    can_fork: bool,
-    missing: str,
-    branches: Mapping[int, Branches],
-    approvals: Mapping[str, DecisionRecord],
+    results: Mapping[str | None, MessageView],
 ) -> None:
     """One turn: the user's bubble, then one assistant bubble for the rest; each call's
-    row says who approved it and from where (`approvals`: see `approvals_of`)."""
-    i = 0
+    row says who approved it and from where (see `approvals_of`)."""
+    thread_id, i = d.thread_id, 0
     if (
         part and part[0].summary
     ):  # what compaction wrote in place of older turns: not the person's words
@@ -307,14 +278,7 @@ def draw_turn(
     elif part and part[0].role == "user":
         with st.chat_message("user"):
             draw_message_text(thread_id, part[0], as_written=True)
-            _user_actions(
-                runner,
-                thread_id,
-                offset,
-                part[0].content,
-                can_fork=can_fork,
-                versions=branches.get(offset),
-            )
+            _user_actions(d, offset, part[0].content)
         i = 1
     rest = [m for m in part[i:] if m.role == "assistant"]
     if not rest:
@@ -331,15 +295,15 @@ def draw_turn(
             for call in m.tool_calls:
                 result = results.get(call.id)
                 if result is None:
-                    rows.append(row_html(call.name, call.args, None, "", None, missing=missing))
+                    rows.append(row_html(call.name, call.args, None, "", None, missing=d.missing))
                 else:
                     rows.append(
                         result_row(
                             thread_id,
                             call,
                             result,
-                            took.get(call.id, result.duration_ms),
-                            approvals.get(call.id),
+                            d.took.get(call.id, result.duration_ms),
+                            d.approvals.get(call.id),
                         )
                     )
             if rows:
@@ -349,19 +313,12 @@ def draw_turn(
             st.markdown(copy_html(answer, what="answer"), unsafe_allow_html=True)
 
 
-def _user_actions(
-    runner: Runner,
-    thread_id: str,
-    index: int,
-    text: str,
-    *,
-    can_fork: bool,
-    versions: Branches | None,
-) -> None:
+def _user_actions(d: Drawing, index: int, text: str) -> None:
     """Under a user message: copy, its versions (`< 2/3 >`), edit and fork."""
+    runner, thread_id, can_fork = d.runner, d.thread_id, d.can_fork
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.markdown(copy_html(text, what="message"), unsafe_allow_html=True, width="content")
-        if versions is not None:
+        if (versions := d.branches.get(index)) is not None:
             _version_switcher(runner, thread_id, versions, enabled=can_fork)
         if can_fork and st.session_state.get(_fork_key(thread_id)) != index:
             st.button(
@@ -452,4 +409,4 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
             st.rerun()
 
 
-__all__ = ["WAITING", "NOT_RUN", "Turn", "draw_turn", "draw_window", "turns_of"]
+__all__ = ["WAITING", "NOT_RUN", "Drawing", "Turn", "draw_turn", "draw_window", "turns_of"]

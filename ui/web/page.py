@@ -14,8 +14,8 @@ import streamlit as st
 
 from ui.web.audit import audit_page
 from ui.web.auto_approve import auto_approve_banner
-from ui.web.chat_input import draw_chat_input
-from ui.web.chat_page import chat_page, deliver, open_thread_now, stop_dock
+from ui.web.chat_input import deliver, draw_chat_input
+from ui.web.chat_page import chat_page, open_thread_now, stop_dock
 from ui.web.desktop_notify import desktop_notifications
 from ui.web.inbox import inbox_page
 from ui.web.live_edit import LIVE_EDIT_SCRIPT
