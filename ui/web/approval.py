@@ -278,10 +278,29 @@ def submit(
     key: str,
     make_answer: Callable[[], Answer],
     notice_key: str | None = None,
+    *,
+    confirm: bool = False,
 ) -> None:
     """Resume with the answer (in a button's callback); a refused or unreadable one is
     shown on the card (`{key}-error`) and nothing changes; one that came too late says
-    who decided instead (`notice_key`, by default the thread's notice)."""
+    who decided instead (`notice_key`, by default the thread's notice). `confirm`: an
+    answer that runs a call the confirmation rule (graph.protocol.confirm) names asks
+    first (`confirm_pending`), and is sent at "yes"."""
+    if confirm:
+        try:
+            answer = make_answer()
+        except InvalidInput as exc:
+            st.session_state[f"{key}-error"] = str(exc)
+            return
+        if (
+            isinstance(pending, Approval)
+            and isinstance(answer, ReviewAnswer)
+            and to_confirm(pending.actions, answer.decisions)
+        ):
+            st.session_state[f"{key}-confirm"] = (pending.interrupt_id, answer, notice_key)
+            return
+        make_answer = lambda: answer  # noqa: E731
+    st.session_state.pop(f"{key}-confirm", None)
     st.session_state.pop(notice_key or f"notice-{pending.thread_id}", None)
     st.session_state.get(SHOWN, {}).pop(pending.interrupt_id, None)  # answered here
     try:
@@ -437,8 +456,9 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
             key=f"{card}-submit",
             disabled=any(choices[i] == "approve" for i in unseen),
             help="Open every part marked hidden (Show all) first" if unseen else None,
-            on_click=decide,
+            on_click=submit,
             args=(session, runner, pending, card, answer(False)),
+            kwargs={"confirm": True},
         )
         if not single and undecided:
             rest = (
@@ -452,30 +472,10 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
                 disabled=bool(unseen),
                 help="Approves only the calls without a decision; your other choices are kept"
                 + ("; open every part marked hidden first" if unseen else ""),
-                on_click=decide,
+                on_click=submit,
                 args=(session, runner, pending, card, answer(True)),
+                kwargs={"confirm": True},
             )
-
-
-def decide(
-    session: Session,
-    runner: Runner,
-    pending: Approval,
-    key: str,
-    make_answer: Callable[[], ReviewAnswer],
-    notice_key: str | None = None,
-) -> None:
-    """Submit the answer, unless it runs a call the confirmation rule
-    (graph.protocol.confirm) says must be confirmed: then ask first (`confirm_pending`)."""
-    try:
-        answer = make_answer()
-    except InvalidInput as exc:
-        st.session_state[f"{key}-error"] = str(exc)
-        return
-    if to_confirm(pending.actions, answer.decisions):
-        st.session_state[f"{key}-confirm"] = (pending.interrupt_id, answer, notice_key)
-        return
-    submit(session, runner, pending, key, lambda: answer, notice_key)
 
 
 def confirm_pending(session: Session, runner: Runner, pending: Approval, key: str) -> bool:
@@ -500,8 +500,8 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
             "Yes, approve",
             key=f"{key}-confirm-yes",
             type="primary",
-            on_click=_confirmed,
-            args=(session, runner, pending, key, answer, notice_key),
+            on_click=submit,
+            args=(session, runner, pending, key, lambda: answer, notice_key),
         )
         no.button(
             "Cancel (Esc)",
@@ -511,18 +511,6 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
             args=(f"{key}-confirm", None),
         )
     return True
-
-
-def _confirmed(
-    session: Session,
-    runner: Runner,
-    pending: Approval,
-    key: str,
-    answer: ReviewAnswer,
-    notice_key: str | None,
-) -> None:
-    st.session_state.pop(f"{key}-confirm", None)
-    submit(session, runner, pending, key, lambda: answer, notice_key)
 
 
 # -- a card decided elsewhere -----------------------------------------------------------

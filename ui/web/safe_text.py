@@ -170,18 +170,23 @@ class _Inline:
 
     def _bracket_end(self, start: int) -> int | None:
         """The index after the `]` matching the `[` at `start`, or None."""
-        src, depth, i = self.src, 0, start
+        return self._closing(start, "[]", 0, code_spans=True)
+
+    def _closing(self, i: int, pair: str, depth: int, *, code_spans: bool) -> int | None:
+        """The index after the `pair[1]` that brings `depth` back to 0, scanning from `i`
+        (escapes skipped; code spans too when `code_spans`), or None."""
+        src = self.src
         while i < len(src):
             ch = src[i]
             if ch == "\\":
                 i += 2
                 continue
-            if ch == "`":
+            if code_spans and ch == "`":
                 i = self._code_end(i)
                 continue
-            if ch == "[":
+            if ch == pair[0]:
                 depth += 1
-            elif ch == "]":
+            elif ch == pair[1]:
                 depth -= 1
                 if depth == 0:
                     return i + 1
@@ -223,20 +228,7 @@ class _Inline:
             if close == -1:
                 return None
             i = close + 1
-        depth = 1
-        while i < len(src):
-            ch = src[i]
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-            i += 1
-        return None
+        return self._closing(i, "()", 1, code_spans=False)
 
 
 def _destination(inside: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 import streamlit as st
@@ -145,22 +146,17 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         st.caption(
             f"tokens: {int(usage.get('input_tokens', 0))} in / {int(usage.get('output_tokens', 0))} out{cost}"
         )
-    left, right = st.columns(2)
     # The export is made when clicked: a long thread's export costs a script run ~0.1 s.
-    left.download_button(
-        ":material/download: Markdown",
-        lambda: session.export(thread_id, "md"),
-        file_name=f"{thread_id}.md",
-        mime="text/markdown",
-        key=f"export-md-{thread_id}",
-    )
-    right.download_button(
-        ":material/download: JSON",
-        lambda: session.export(thread_id, "json"),
-        file_name=f"{thread_id}.json",
-        mime="application/json",
-        key=f"export-json-{thread_id}",
-    )
+    for column, (kind, mime) in zip(
+        st.columns(2), (("md", "text/markdown"), ("json", "application/json")), strict=True
+    ):
+        column.download_button(
+            f":material/download: {'Markdown' if kind == 'md' else 'JSON'}",
+            partial(session.export, thread_id, kind),
+            file_name=f"{thread_id}.{kind}",
+            mime=mime,
+            key=f"export-{kind}-{thread_id}",
+        )
     paused = (
         info is not None and info.awaiting_approval
     )  # undo would drop the pending request: say so, then force
