@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -164,16 +164,8 @@ def _action(
             st.caption(markdown(first))
         if summary:
             st.caption(summary)
-        allowed = [d for d in pending.allowed(index) if d in LABELS]
         # A multi-call card starts undecided, so "Approve the rest" knows what the person chose.
-        choice = st.radio(
-            "Decision",
-            allowed,
-            format_func=LABELS.__getitem__,
-            horizontal=True,
-            key=f"{key}-choice",
-            index=0 if single else None,
-        )
+        choice = _choose("Decision", LABELS, pending.allowed(index), key, 0 if single else None)
         if choice == "edit":
             st.text_area(
                 "Arguments (JSON)", value=card_text(action.args), key=f"{key}-args", height=160
@@ -199,6 +191,21 @@ def _action(
         if choice in ("approve", "edit"):
             _grant_choice(key, action, str(choice))
     return (None if choice is None else str(choice)), in_view
+
+
+def _choose(
+    question: str, labels: dict[str, str], allowed: Sequence[str], key: str, index: int | None
+) -> str | None:
+    """The card's choice among the `allowed` ones it has a label for."""
+    options = [c for c in allowed if c in labels]
+    return st.radio(
+        question,
+        options,
+        format_func=labels.__getitem__,
+        horizontal=True,
+        key=f"{key}-choice",
+        index=index,
+    )
 
 
 def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
@@ -232,15 +239,7 @@ def outcome_card(
         if pending.request.description:
             st.markdown(markdown(pending.request.description))
         in_view = card_block(card_text(call.args), f"{key}-args-all", "json")
-        allowed = [c for c in pending.allowed if c in OUTCOME_LABELS]
-        choice = st.radio(
-            "What happened?",
-            allowed,
-            format_func=OUTCOME_LABELS.__getitem__,
-            horizontal=True,
-            key=f"{key}-choice",
-            index=None,
-        )
+        choice = _choose("What happened?", OUTCOME_LABELS, pending.allowed, key, None)
         if choice == "run_again":
             st.warning(
                 f"Running `{name}` again may repeat its side effect if the first attempt did its work.",
