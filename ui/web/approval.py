@@ -38,7 +38,8 @@ from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import Decide, approve, edit, outcome, reject, respond, review
 from graph.protocol.pauses import ActionRequest
 from graph.protocol.wording import decided
-from ui.web.auto_approve import tab_actor, tab_options
+from ui.web.auto_approve import tab_options
+from ui.web.identity import signed_in_identity
 from ui.web.long_text import card_block
 from ui.web.safe_text import label, markdown
 
@@ -55,6 +56,32 @@ RISK_COLOR = {
     "execute": "red",
     "network": "violet",
 }
+
+# The edit preview follows the arguments as they are typed: Streamlit sends a text
+# area's value only on blur or Ctrl+Enter, so this script (installed once per page)
+# commits an argument field (`…-args` keys) the way Ctrl+Enter does after a pause.
+PAUSE_MS = 300
+
+LIVE_EDIT_SCRIPT = """<script>
+if (!window.ghLiveEditInstalled) {
+  window.ghLiveEditInstalled = true;
+  const timers = new WeakMap();
+  const isArgs = (el) => {
+    const box = el.closest && el.closest("[class*='st-key-']");
+    return !!box && /(^|\\s)st-key-\\S+-args(\\s|$)/.test(box.className);
+  };
+  document.addEventListener("input", (event) => {
+    const area = event.target;
+    if (!(area instanceof HTMLTextAreaElement) || !isArgs(area)) return;
+    clearTimeout(timers.get(area));
+    timers.set(area, setTimeout(() => {
+      if (!area.isConnected) return;
+      area.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", keyCode: 13, which: 13,
+                                                     ctrlKey: true, bubbles: true, cancelable: true}));
+    }, PAUSE));
+  }, true);
+}
+</script>""".replace("PAUSE", str(PAUSE_MS))
 
 
 class InvalidInput(ValueError):
@@ -375,7 +402,7 @@ def approvers_of(pending: Approval, index: int) -> list[str]:
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
     """Draw the card without controls when this person may not decide one of its calls
     (the graph refuses their answer too); True when it did."""
-    me = (tab_actor() or "").strip().lower()
+    me = (signed_in_identity() or "").strip().lower()
     barred = [
         (a, who)
         for i, a in enumerate(actions)
@@ -392,7 +419,7 @@ def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
             card_block(card_text(action.args), f"readonly-{pending.interrupt_id}-{i}", "json")
         names = "; ".join(f"`{a.name}`: {', '.join(who)}" for a, who in barred)
         st.info(
-            f"Read-only: only these people may decide — {names}. You are signed in as {tab_actor() or 'nobody'}.",
+            f"Read-only: only these people may decide — {names}. You are signed in as {signed_in_identity() or 'nobody'}.",
             icon=":material/lock:",
         )
     return True

@@ -25,18 +25,12 @@ def tab_auto_approve() -> bool:
     return bool(st.session_state.get(TAB_KEY, False))
 
 
-def tab_actor() -> str | None:
-    """Who this browser session is, for the decision log: the person the sign-in guard
-    vouched for (ui/web/identity.py), never a header a client could send itself."""
-    return signed_in_identity()
-
-
 def tab_options() -> RunOptions:
     """The options of every run this browser session starts (`Runner.submit`): source
     "web", the signed-in person as the actor, and auto-approve while this tab's switch
     is on (otherwise the session's own mode)."""
     return RunOptions(
-        source="web", actor=tab_actor(), auto_approve=True if tab_auto_approve() else None
+        source="web", actor=signed_in_identity(), auto_approve=True if tab_auto_approve() else None
     )
 
 
@@ -71,7 +65,7 @@ def thread_switch(session: Session, thread_id: str) -> None:
 def _flip_thread(session: Session, thread_id: str, key: str) -> None:
     try:
         session.set_thread_auto_approve(
-            thread_id, bool(st.session_state[key]), source="web", actor=tab_actor()
+            thread_id, bool(st.session_state[key]), source="web", actor=signed_in_identity()
         )
     except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
         st.session_state["flash"] = f"Auto-approve not switched: {exc}"

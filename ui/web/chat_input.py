@@ -131,6 +131,3 @@ def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
         return reader.pending(thread_id), reader.thread(thread_id)
     finally:
         reader.close()
-
-
-__all__ = ["HINT", "deliver", "draw_chat_input", "early_chat_input", "input_state"]

@@ -76,6 +76,3 @@ def _attribute(text: str) -> str:
     # What is copied is what is shown: a hidden escape sequence must not reach a
     # terminal the text is pasted into.
     return escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
-
-
-__all__ = ["COPY_SCRIPT", "COPY_STYLE", "copy_html"]

@@ -43,6 +43,3 @@ class Favicon:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         body = self.body if scope["method"] == "GET" else b""
         await send({"type": "http.response.body", "body": body})
-
-
-__all__ = ["ICON", "Favicon"]

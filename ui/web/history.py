@@ -27,10 +27,9 @@ from graph.protocol.threads import turn_starts
 from ui.web.auto_approve import tab_options
 from ui.web.copy import copy_html
 from ui.web.long_text import draw_message_text
-from ui.web.long_threads import result_row, summary_html
 from ui.web.safe_text import label, markdown
 from ui.web.thinking import draw_cut_off, draw_thinking
-from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
+from ui.web.tool_blocks import NOT_RUN, result_row, row_html, summary_html
 
 WINDOW = 8
 APPROVALS = 500
@@ -407,6 +406,3 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
                 st.error(f"Cannot fork: {exc}")
                 return
             st.rerun()
-
-
-__all__ = ["WAITING", "NOT_RUN", "Drawing", "Turn", "draw_turn", "draw_window", "turns_of"]

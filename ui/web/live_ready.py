@@ -84,6 +84,3 @@ def live_ready() -> bool:
         st.button("follow the run", key=BUTTON_KEY, on_click=_ready)
     st.html(SCRIPT.replace("DRAWING", secrets.token_hex(8), 1), unsafe_allow_javascript=True)
     return False
-
-
-__all__ = ["live_ready"]

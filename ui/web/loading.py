@@ -124,15 +124,3 @@ def page_loaded(slot: Any) -> None:
     """The page has drawn its first content: the loading state goes."""
     slot.empty()
     st.session_state[LOADED] = True
-
-
-__all__ = [
-    "BOOT_DRAWN",
-    "BOOT_HTML",
-    "BOOT_STYLE",
-    "FONT_SCRIPT",
-    "PAGE_STYLE",
-    "STYLE",
-    "loading_state",
-    "page_loaded",
-]

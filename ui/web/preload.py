@@ -112,6 +112,3 @@ def rewriting_html(send: Send, rewrite: Callable[[bytes], bytes]) -> Send:
         await send({"type": "http.response.body", "body": page})
 
     return sending
-
-
-__all__ = ["Preload", "hints", "rewriting_html"]

@@ -270,6 +270,3 @@ def _is_safe(markdown_text: str) -> bool:
             ):
                 return False
     return True
-
-
-__all__ = ["IMAGE_MARK", "code", "label", "markdown", "pretty"]

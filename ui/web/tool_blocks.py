@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import html
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import streamlit as st
 
+from graph import DecisionRecord, MessageView
+from graph.protocol.decisions import who_decided
 from graph.protocol.messages import call_outcome, exit_note
+from graph.protocol.threads import ToolCallView
 from ui.web.safe_text import code
 from ui.web.safe_text import label as safe_label
 from ui.web.safe_text import pretty as safe_pretty
@@ -178,3 +182,56 @@ class ToolBlock:
             state=_STATE.get(status, "complete"),
             expanded=False,
         )
+
+
+def result_row(
+    thread_id: str,
+    call: ToolCallView,
+    result: MessageView,
+    duration_ms: float | None,
+    decided: DecisionRecord | None = None,
+) -> str:
+    """A finished call's history row (tool_blocks.row_html), saying who let it run and
+    from where (`decided`: its answer in the decision log), or that it ran without a
+    click, and, for an offloaded output, linking to the whole of it."""
+    row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
+    notes = []
+    if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
+        notes.append(why)
+    elif (
+        decided is not None
+        # A call that only shares the id (models reuse ids) was not this decision's.
+        and (decided.binds(call.to_dict()) or decided.binds(call.to_dict(), as_run=True))
+        and (said := who_decided([decided])) is not None
+    ):
+        notes.append(said.replace(f" {decided.tool} ", " ", 1).rsplit(" at ", 1)[0])
+    if result.offloaded:
+        notes.append(
+            f"output {result.total_chars:,} characters" if result.total_chars else "large output"
+        )
+    if notes:
+        # The first </summary> is the row's own: everything inside it is escaped.
+        row = row.replace("</summary>", html.escape(" · " + " · ".join(notes)) + "</summary>", 1)
+    if result.offloaded:
+        query = urlencode({"view": "output", "thread": thread_id, "call": call.id})
+        size = f" ({result.total_chars:,} characters)" if result.total_chars else ""
+        link = (
+            f'<a href="?{html.escape(query)}" target="_blank" rel="noopener">'
+            f"Show whole output{size} ↗</a> <small>(the model got the head above, and reads on on demand)</small>"
+        )
+        row = row.removesuffix("</details>") + f"<p>{link}</p></details>"
+    return row
+
+
+SUMMARY_MARKER = "The model's view was summarised here"
+
+
+def summary_html(text: str) -> str:
+    """The marker where compaction summarised the model's view: the turns above stay in
+    the history; the model is sent the summary (collapsed here) in their place."""
+    body = html.escape(code(text.strip())).replace("\n", "&#10;")
+    return (
+        f'<details class="gh-tool gh-compacted"><summary>⇣ {SUMMARY_MARKER}: from here on '
+        "the model gets this summary instead of the turns above (they stay in your history)</summary>"
+        f'<div style="white-space: pre-wrap">{body}</div></details>'
+    )

@@ -138,6 +138,3 @@ def _retry_soon() -> None:
     if ticks > 1:
         st.session_state["gh-retry-ticks"] = 0
         st.rerun(scope="app")
-
-
-__all__ = ["calm", "give_back", "keep_unsent", "trouble_page", "unsent", "unsent_banner"]
