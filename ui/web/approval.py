@@ -1,15 +1,9 @@
 """The approval card: every gated call of a paused turn, one decision each.
 
-The card builds the answer (graph.protocol.operations: `review` of one decision per
-call, or an `outcome`) and submits it to the Runner as a `Decide`, which validates it
-(a bad answer changes nothing) before resuming.
-Edited arguments are parsed and checked against the tool's schema here first, so a
-typo is reported next to the field instead of as a refused resume.
-
-Buttons act in their callbacks (before the script runs), so the script run after a
-click already draws the resumed run. A card whose request was decided elsewhere (an
-other tab, the terminal) says who decided what instead of silently moving on.
-"""
+The card builds the answer (graph.protocol.operations) and submits it to the Runner as
+a `Decide`, which validates it before resuming; edited arguments are checked against
+the tool's schema here first, so a typo is reported next to the field. A card decided
+elsewhere (another tab, the terminal) says who decided what instead of moving on."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""The decision log page (`?view=audit`): who decided what, when, from where.
-
-Every answer to an approval card or an outcome-unknown card, every auto-approved
-call and every auto-approve switch, newest first: for the open thread or across
-threads. Each record is one static `<details>` row (what ran, the edit's diff, the
-reason or response), all in one Markdown element: the page's cost does not grow
-with widgets per record.
-
-Filters (thread, tool, decision, who) narrow the newest `SCAN` records of the scope
-to those matching, then show the newest `limit` of them; each filter offers only the
-values those records hold.
-"""
+"""The decision log page (`?view=audit`): who decided what, when, from where, newest first,
+for the thread or all. One static `<details>` row per record; filters narrow the newest
+`SCAN` records and offer only the values those hold."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Auto-approve in the web app, and who this browser session is.
-
-One Session serves every browser session of the server (ui/web/state.py), so the
-Session's own auto-approve mode would switch it on for everybody. A person's switch
-is kept in their browser session instead and travels with each run they start:
-`tab_options()` is this tab's `RunOptions` (auto_approve, and source "web" and the
-actor the decision log records), given with every operation the page submits to the
-shared Runner. The thread's switch is stored with the thread (the decision log) and
-holds for everyone, every front end. While either is on, a banner says so.
-"""
+"""Auto-approve in the web app. One Session serves every browser session, so a person's
+switch is kept in their browser session and travels with each operation they submit
+(`tab_options()`); the thread's switch is stored with the thread, for everyone."""
 
 from __future__ import annotations
 

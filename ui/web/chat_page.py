@@ -1,12 +1,8 @@
-"""The chat page of the web app: windowed history, live run, approval card, retry, the Stop
-dock (the chat input itself: ui/web/chat_input.py).
+"""The chat page: windowed history, the live run, approval card, retry, the Stop dock.
 
-One script run per click: every control acts in its callback (which Streamlit runs
-before the script), so the run that follows draws the page as it now is; a live run
-is followed in a region at the bottom (`tail`) that is redrawn in place from the
-checkpoints when the run ends, without another rerun. The sidebar catches up through
-the live-update poller (ui/web/live_updates.py).
-"""
+Every control acts in its callback (run before the script), so the script run after a
+click draws the page as it now is; a live run is followed at the bottom and that region
+is redrawn from the checkpoints when it ends, without another rerun."""
 
 from __future__ import annotations
 

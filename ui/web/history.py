@@ -1,16 +1,8 @@
-"""The thread's history, windowed: the last turns only, older ones on demand.
-
-A script run costs what it draws (server time, bytes, and the browser's React work
-grow with every element), so the page draws a window of the last `WINDOW` turns,
-each as a few static Markdown elements, whatever the thread's length. "Show
-earlier" widens the window; "Find in this thread" jumps to an older turn. Per-message
-widgets (edit and fork) appear only when asked for, for one message at a time.
-
-Each message has a copy button (plain HTML: one small element, no widget, see
-ui/web/copy.py), and a user message with other versions (after a fork, a
-regenerate) has a `< 2/3 >` switcher that moves the thread to another version's
-branch.
-"""
+"""The thread's history, windowed: the last `WINDOW` turns as a few static Markdown
+elements each, whatever the thread's length (a page run costs what it draws). "Show
+earlier" widens the window, "Find in this thread" jumps to an older turn; edit and fork
+widgets appear for one message at a time, when asked for. A user message with other
+versions (a fork, a regenerate) has a `< 2/3 >` switcher."""
 
 from __future__ import annotations
 

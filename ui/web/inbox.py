@@ -1,18 +1,9 @@
-"""The approvals inbox: every thread waiting for a decision, oldest first, for triage.
+"""The approvals inbox: every thread waiting for a decision, oldest first, one row each
+with Approve / Reject in place; the first row answers to keys (a, d, n = later, o, u).
 
-One compact row per thread (thread, each call it would run, waiting since) with
-Approve / Reject in place: a decision resumes that thread in the background and the
-page stays here, with the next row first. The first row answers to the keyboard
-(a = approve, d = reject, n = next: decide it later, o = open). "Review" opens the
-full card (edit, respond, per-call choices) in place.
-
-A row approves only what it shows: every call of the row is listed with its
-arguments; when one does not fit the row (graph.protocol.display's card rule),
-Approve opens the full card instead, where the rest is opened before approving.
-A call the confirmation rule (graph.protocol.confirm) names is never approved by one
-key or click: Approve asks first, showing each such call whole (Escape cancels).
-A quick Approve or Reject waits `UNDO_S` seconds, saying what it will do, with Undo.
-"""
+A row approves only what it shows: a call that does not fit (graph.protocol.display's
+card rule) sends Approve to the full card. A call the confirmation rule names asks
+first. A quick decision waits `UNDO_S` seconds, with Undo."""
 
 from __future__ import annotations
 

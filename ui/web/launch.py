@@ -1,10 +1,5 @@
-"""What `gatehouse ui` serves: the Streamlit app (ui/web/app.py) as an `st.App`, with
-the sign-in guard (ui/web/guard.py) in front of every route, the WebSocket included.
-
-`streamlit run ui/web/launch.py` finds `app` below and serves it through Starlette
-on uvicorn. At start it prints a one-time sign-in link (and opens it in a browser
-when GATEHOUSE_OPEN_BROWSER is set, as `gatehouse ui` does).
-"""
+"""What `gatehouse ui` serves (`streamlit run ui/web/launch.py`): the app as an `st.App`
+behind the sign-in guard (ui/web/guard.py), printing a one-time sign-in link at start."""
 
 from __future__ import annotations
 

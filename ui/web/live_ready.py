@@ -1,19 +1,10 @@
 """A live run is followed only once the browser has drawn the page's widgets.
 
-Streamlit loads each widget's code on first use (React lazy components), and React
-draws a widget whose code has just arrived only when it has nothing more urgent to
-draw. A live run sends the page an update several times a second, so a busy
-machine's browser that (re)opened a page during a run never drew Stop or the chat
-input until the run ended (Chromium's CPU throttle reproduces it: at 6x, Stop was
-still missing 60 s after a reload; test_ui_browser.py's reload test). Fewer updates
-(ui/web/live_run.py) only moved the threshold: Stop drawn at 6x, still missing at 15x.
-
-So the first page of a browser session that finds a run going is drawn as it stands
-(Stop, the input, the thread so far, "running…"), with hidden samples of the widgets
-the live view adds, and a small script that presses a hidden button once no widget
-on the page waits for its code (or after `GIVE_UP_MS`) and no page run is going. That
-press's script run follows the run live; later runs of the session follow at once.
-"""
+React draws a widget whose code has just loaded only when nothing more urgent waits, so
+a busy browser that (re)opened a page during a run never drew Stop or the input until
+the run ended (at 6x CPU throttle). The first page of a session that finds a run going
+is drawn as it stands, with hidden samples of the live view's widgets and a script that
+presses a hidden button once none waits for its code; that press's run follows live."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The live view of a running run.
-
-A live run is drawn from the Runner's event buffer: the page polls the Run,
-applies events to one placeholder per message and re-sends text at most
-`FLUSH_EVERY` seconds apart (tokens are coalesced), a command's output at most
-`OUTPUT_EVERY` apart. When the run ends the caller
-redraws the same region from the thread's checkpoints, in the same script run
-(no rerun: a rerun would draw the whole page again).
-"""
+"""The live view of a running run, from the Runner's event buffer: text re-sent at most
+every `FLUSH_EVERY` s, a command's output every `OUTPUT_EVERY` s. When the run ends the
+caller redraws the region from the checkpoints in the same script run."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""What a browser shows before the page is drawn: a loading state on first open, icons
-hidden until their font is ready, and the button code fetched while the page loads.
+"""What a browser shows before the page is drawn. Imports only Streamlit: app.py draws the
+loading state before it imports LangGraph (seconds on a cold, busy machine).
 
-Imports nothing but Streamlit: app.py calls `loading_state()` before it imports the
-rest of Gatehouse (LangGraph among it: seconds on a cold, busy machine), so the first
-thing a person sees is "Loading Gatehouse…", not a blank page.
-
-- Icons: Streamlit's `:material/...:` icons are ligatures of a font it serves; until
-  the font has loaded a browser draws the ligature's name ("content_copy",
-  "keyboard_arrow_right"). They stay invisible until the font is ready (or 3 s pass).
-- Buttons: Streamlit loads each widget's code on first use, so on a busy machine the
-  inbox's rows arrived seconds before their buttons (and their keys). A hidden button
-  drawn with the loading state fetches that code while the server still imports, and
-  an inbox row stays hidden until its buttons are drawn (PAGE_STYLE).
-"""
+Icons (a font's ligatures) stay hidden until the font is ready, or they show their names.
+A hidden button drawn with the loading state fetches the widgets' code early, and an
+inbox row stays hidden until its buttons (and keys) are drawn."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The app's pages once a person is signed in: chat (the open thread, `?thread=...`),
-the approvals inbox, settings, the audit log, a tool call's whole output.
-
-Imported by ui/web/app.py after the sign-in check and, on a server's first page, after
-the chat input is drawn (ui/web/chat_input.py): importing this module loads LangGraph
-and the Session.
-"""
+"""The pages once a person is signed in: chat, inbox, settings, audit, a call's whole
+output, "thread not found". Importing this module loads LangGraph and the Session."""
 
 from __future__ import annotations
 

@@ -1,24 +1,14 @@
-"""Text from models, tools and people, made safe to draw in the web app.
+"""Text from models, tools and people, made safe to draw (docs/DESIGN: "what the person
+sees is what runs").
 
-Two promises (docs/DESIGN: "what the person sees is what runs"):
-- hidden characters are shown: every string goes through `visible()`
-  (graph.protocol.display), the function the terminal uses too;
-- nothing remote loads: Streamlit's Markdown draws `![alt](url)` as an `<img>`, which
-  the browser fetches at once, so a model that read a secret with a free tool could
-  send it out in an image URL. `markdown()` rewrites every image into a link that
-  shows its full target (the person may open it), and writes each link's destination
-  next to its text, so `[docs](http://evil)` cannot pass for the docs.
-
-`markdown()` changes only the text of paragraphs, headings and table cells (code
-blocks and code spans stay as written) and then checks its own result with a
-CommonMark parser: if an image is still there, or a link whose destination is not
-shown, the text is drawn with every Markdown character escaped instead. Raw HTML
-(`<img src=…>`) is never rendered: Streamlit escapes it unless `unsafe_allow_html`,
-which stays off for such text.
-
-`label()` is for places that render a little Markdown (button and expander labels,
-captions, a title in bold): there every Markdown character is escaped.
-"""
+- Hidden characters are shown: every string goes through `visible()`, as in the terminal.
+- Nothing remote loads: Markdown's `![alt](url)` is an `<img>` the browser fetches at
+  once (a model could send a secret out in its URL). `markdown()` turns every image into
+  a link and writes each link's destination next to its text, only in paragraphs,
+  headings and table cells, then checks its result with a CommonMark parser: anything
+  unsafe left and the text is drawn with every Markdown character escaped. Raw HTML is
+  never rendered (`unsafe_allow_html` stays off for such text).
+- `label()`, for places that render a little Markdown: every Markdown character escaped."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""How the web app is served: the `streamlit run` command line `gatehouse ui` uses
-(and the browser tests and the benchmark, so they measure what users run). It runs
-ui/web/launch.py: the app behind the sign-in guard (ui/web/guard.py).
+"""The `streamlit run` command line of `gatehouse ui` (and the browser tests and benchmark).
 
-- client.toolbarMode minimal: no Deploy / developer menu in the header.
-- runner.postScriptGC false: Streamlit runs a full `gc.collect()` after every script
-  run, fragment runs included; with the live-update poller in every open tab that
-  was nearly all of an idle server's CPU (27 % for 5 idle tabs, 1 % without).
-- server.fileWatcherType none: nobody edits the app while it serves.
-- theme.primaryColor ACCENT: Streamlit's default primary is red, which made "Approve"
-  look like the destructive choice; red is kept for what destroys (Reject, risk badges).
-- logger.hideWelcomeMessage true: Streamlit's "You can now view your Streamlit app"
-  and its plain URL (which leads to the sign-in page) came before the sign-in link;
-  ui/web/launch.py prints the one address to open, and nothing is printed before it.
-"""
+- runner.postScriptGC false: a full `gc.collect()` after every script run was nearly all
+  of an idle server's CPU with the live-update poller (27 % for 5 idle tabs, 1 % without).
+- theme.primaryColor ACCENT: Streamlit's red primary made Approve look destructive.
+- logger.hideWelcomeMessage: ui/web/launch.py prints the one address to open."""
 
 from __future__ import annotations
 

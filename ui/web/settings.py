@@ -1,11 +1,6 @@
-"""The settings page: the effective settings as tables a person reads (model,
-storage, workspace, policy, hooks, usage), read-only, secrets masked.
-
-What the page shows comes from `Session.info` (graph/service/app.py). Secrets never
-reach the page as text: the model's API key is only "set" or "not set", and anything
-else that looks like one (a password in a URL, a `token=` in a query, an argument of
-a hook named like a secret) is masked here before it is drawn.
-"""
+"""The settings page: the effective settings (`Session.info`) as tables, read-only. The
+API key is only "set" or "not set"; anything else like a secret (a password in a URL, a
+`token=` query, a hook argument named like a secret) is masked before it is drawn."""
 
 from __future__ import annotations
 

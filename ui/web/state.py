@@ -1,11 +1,5 @@
-"""Process-wide state of the Streamlit app: one Session and one Runner per server.
-
-Streamlit re-executes the script on every click, so anything that must outlive a
-script run (open database, background runs) lives in `st.cache_resource`, keyed by
-the settings that select it. Runs are started only through the `Runner`, which keeps
-each run's events and where it started in the thread, so a page that attaches to a
-live run draws the history without drawing the run's own messages twice.
-"""
+"""Process-wide state of the app: one Session and one Runner per server, in
+`st.cache_resource` (Streamlit re-executes the script on every click)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""What the model did besides answering: its reasoning, a reply cut off, why a run stopped.
-
-Reasoning ("thinking") is drawn collapsed and dimmed, apart from the answer: in the
-history as one static `<details>` element per reply that has it (no widget), live as
-one expander per reply that fills as `reasoning_delta` events arrive. A reply cut
-off mid-stream gets a notice under it; when it is what stopped the thread, the tail
-offers Retry (which asks the model again). A run that stopped for a reason (a cut
-off reply, the doom-loop guard, a hook) says that reason under the last turn.
-"""
+"""What the model did besides answering: its reasoning (collapsed and dimmed; a static
+`<details>` in the history, an expander live), a reply cut off, why a run stopped."""
 
 from __future__ import annotations
 

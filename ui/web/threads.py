@@ -1,8 +1,5 @@
-"""The sidebar: navigation, the thread list, and actions on the open thread.
-
-The open thread lives in the URL (`?thread=...`) so a link or a reload resumes it;
-the page lives there too (`?view=inbox|settings`, chat by default).
-"""
+"""The sidebar: navigation, the thread list, and the open thread's actions. The open thread
+and the page live in the URL (`?thread=...&view=...`), so a link or a reload resumes them."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """How one tool call is drawn.
 
-History (every finished turn) draws calls as static HTML rows: one `<details>` per
-call inside one Markdown element per message, with the arguments and the output in
-a preformatted block (line breaks kept, nothing read as Markdown). No widgets and no `st.status`,
-which sleeps 50 ms each time one is created and costs a React subtree per call.
-A live run draws each call as an `st.status` block that it updates as events arrive.
-A call that did not run (answered by the person instead, rejected, denied) is never
-left as a finished `st.status`: its only states are running, complete (a green tick,
-as if it ran) and error. It is drawn as the history draws it (`↩ … · answered by you`).
-"""
+History draws calls as static HTML rows (one `<details>` per call, no widgets: an
+`st.status` sleeps 50 ms when created and costs a React subtree). A live run draws each
+call as an `st.status` it updates; a call that did not run (answered instead, rejected,
+denied) is redrawn as a row, never left as a finished status (which shows a green tick)."""
 
 from __future__ import annotations
 

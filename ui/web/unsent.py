@@ -1,20 +1,7 @@
-"""When the database cannot be used (another process holds it locked, the Postgres
-server is unreachable): what a person typed is kept, they are told so in a sentence,
-and the page recovers by itself once the database is back. Never a traceback.
+"""When the database cannot be used (locked, unreachable): what a person typed is kept,
+they are told why in a sentence, and the page recovers by itself. Never a traceback.
 
-- A message that could not be stored or sent stays in this browser session
-  (`keep_unsent`); `unsent_banner` shows it with the reason and tries again every
-  `RETRY_S` seconds (a fragment: the rest of the page is not redrawn), sending it as
-  soon as the database takes it.
-- `calm` wraps a control's callback: a storage error there becomes a message on the
-  page (Streamlit shows a callback's exception as a traceback).
-- `give_back`: text put back in the chat input (undo gives the person's message back).
-- `trouble_page`: the top-level guard of ui/web/app.py. The page says what went wrong,
-  keeps any unsent message in view, offers Retry and retries by itself.
-
-Imports only Streamlit at load: ui/web/chat_input.py uses it on a first page, before
-LangGraph is loaded.
-"""
+Imports only Streamlit at load: ui/web/chat_input.py uses it before LangGraph is loaded."""
 
 from __future__ import annotations
 
