@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from graph import Session
-from graph.protocol.operations import RunOptions
+from graph import DecisionError, RunInProgress, Runner, Session
+from graph.protocol.operations import Operation, RunOptions
 from ui.web.identity import signed_in_identity
 
 TAB_KEY = "auto-approve-tab"  # this browser session's mode (kept apart from the widget's state)
@@ -25,6 +25,14 @@ def tab_options() -> RunOptions:
     return RunOptions(
         source="web", actor=signed_in_identity(), auto_approve=True if tab_auto_approve() else None
     )
+
+
+def submit_from_tab(runner: Runner, operation: Operation, refused: str) -> None:
+    """Submit with this tab's options; a refusal is said on the page as `refused: why`."""
+    try:
+        runner.submit(operation, tab_options())
+    except (RunInProgress, DecisionError, ValueError) as exc:
+        st.session_state["flash"] = f"{refused}: {exc}"
 
 
 def tab_switch() -> None:

@@ -13,15 +13,15 @@ import streamlit as st
 
 from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from graph.protocol.display import visible
-from graph.protocol.operations import Fork, Retry
+from graph.protocol.operations import Fork
 from ui.web.approval import approval_card, show_notice
-from ui.web.auto_approve import tab_options
+from ui.web.auto_approve import submit_from_tab
 from ui.web.history import Drawing, draw_turn, draw_window, turns_of
 from ui.web.live_ready import live_ready
 from ui.web.live_run import durations, follow, last_error
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
-from ui.web.thinking import stopped_notes
+from ui.web.thinking import retry, stopped_notes
 from ui.web.threads import current_thread
 from ui.web.tool_blocks import NOT_RUN, WAITING, said_html
 from ui.web.unsent import calm
@@ -50,17 +50,11 @@ def open_thread_now(session: Session, runner: Runner) -> OpenThread:
 
 
 def stop_dock(runner: Runner, now: OpenThread) -> None:
-    """The Stop button above the chat input, while a run is active on the thread."""
-    if now.active is not None and now.thread_id is not None:
-        _stop_button(runner, now.thread_id)
-
-
-def _stop_button(runner: Runner, thread_id: str) -> None:
-    """Stop, docked just above the chat input, where the eye is while a run goes on
-    (in the page it scrolled out of view under a long turn). Drawn for every page run
-    that starts with a run active: the page then follows it, and the queued runs after
-    it, to their end before the rerun that draws the input without it."""
-    # `st.bottom`: Streamlit's dock that holds the chat input.
+    """Stop, while a run is active, docked just above the chat input (`st.bottom`), where
+    the eye is (in the page it scrolled out of view under a long turn)."""
+    thread_id = now.thread_id
+    if now.active is None or thread_id is None:
+        return
     with st.bottom.container(key="gh-stop-dock"):
         dock_left, dock_right = st.columns([1, 5], vertical_alignment="center")
         dock_left.button(
@@ -84,13 +78,6 @@ def _stop_button(runner: Runner, thread_id: str) -> None:
 
 def _stop(runner: Runner, thread_id: str) -> None:
     runner.cancel(thread_id)
-
-
-def _retry(runner: Runner, thread_id: str) -> None:
-    try:
-        runner.submit(Retry(thread_id), tab_options())
-    except (RunInProgress, DecisionError) as exc:
-        st.session_state["flash"] = f"Not retried: {exc}"
 
 
 def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
@@ -120,11 +107,9 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
     draw_window(d, messages, turns[:-1])
-    # The tail has two slots, and a live run is drawn only in the second: the run
-    # after a click (Approve, a sent message) empties the first at once, so the
-    # decided card does not stay on screen (stale) for the whole run. A block that
-    # replaces a block of the same type at the same place keeps its old children
-    # until the script run ends, and this one lasts as long as the run.
+    # Two slots, a live run only in the second: the run after a click empties the first
+    # at once, so the decided card does not stay on screen for the whole run (a block
+    # replacing one of its type in place keeps its old children until the script ends).
     settled, live_slot = st.empty(), st.empty()
     pending = now.pending
     if active is not None and not live_ready():
@@ -146,13 +131,11 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
 def _follow_runs(
     session: Session, d: Drawing, messages: list, tail_start: int, base: int, now: OpenThread
 ) -> tuple[Drawing, list, Pause | None, ThreadInfo | None]:
-    """Follow the live run, then the queued messages' runs, to the end; the thread as
-    they left it."""
+    """Follow the live run, then the queued messages' runs, to the end."""
     active, pending, info, thread_id = now.active, now.pending, now.info, d.thread_id
     while active is not None:
-        # A fresh slot per live run, emptied when it ends: the final tail is drawn
-        # after it (replacing a container's content in place upsets the browser's
-        # delta paths when the run ends while deltas are in flight).
+        # A fresh slot per live run, emptied when it ends (replacing a container's content
+        # in place upsets the browser's delta paths when deltas are still in flight).
         _draw_live(d, messages, tail_start, base, active, follows=True).empty()
         messages = transcript(session, thread_id)
         pending, info = session.pending(thread_id), session.thread(thread_id)
@@ -173,20 +156,16 @@ def _drawing(
 def _draw_live(
     d: Drawing, messages: list, tail_start: int, base: int, active: Run, *, follows: bool = False
 ) -> Any:
-    """A live run in a slot of its own (returned): the tail so far, the message it
-    answers, the run's progress (followed to its end when `follows`, else "running…")
-    and the queue after it. The same shape either way: the page drawn before the
-    browser is ready (a reload) and the run that follows are drawn in the same places,
-    so no element of the first stays on screen beside the second (a ghost copy)."""
+    """A live run in a slot of its own (returned): the tail so far, its message, its
+    progress (followed to the end when `follows`) and the queue. The same shape either
+    way, so a page drawn before the browser is ready leaves no ghost beside the next."""
     live = st.empty()
     with live.container():
         _draw_part(replace(d, can_fork=False, missing="running…"), messages, tail_start, base)
         if active.user_text:
             with st.chat_message("user"):
                 st.markdown(said_html(active.user_text), unsafe_allow_html=True)
-        # The run's progress first, then what waits for it (filled in that order
-        # on screen, though the queue is drawn before the run is followed).
-        progress = st.container()
+        progress = st.container()  # on screen above the queue, filled after it
         _draw_queued(d.runner, d.thread_id, running=True)
         with progress:
             if follows:
@@ -225,16 +204,13 @@ def _draw_settled(
             key="regenerate",
             type="tertiary",
             help="Ask again: the last answer is replaced (the old one stays in the checkpoints)",
-            on_click=calm(_regenerate),
-            args=(runner, thread_id, last_user, messages[last_user].content),
+            on_click=calm(submit_from_tab),
+            args=(
+                runner,
+                Fork(thread_id, last_user, messages[last_user].content),
+                "Not regenerated",
+            ),
         )
-
-
-def _regenerate(runner: Runner, thread_id: str, index: int, text: str) -> None:
-    try:
-        runner.submit(Fork(thread_id, index, text), tab_options())
-    except (RunInProgress, DecisionError, ValueError) as exc:
-        st.session_state["flash"] = f"Not regenerated: {exc}"
 
 
 def _draw_part(d: Drawing, messages: list, start: int, end: int | None = None) -> None:
@@ -245,9 +221,8 @@ def _draw_part(d: Drawing, messages: list, start: int, end: int | None = None) -
 
 
 def _draw_queued(runner: Runner, thread_id: str, *, running: bool, paused: bool = False) -> None:
-    """The thread's queued messages under the run, as stored (they outlive a reload, Stop
-    and a restart). With no run going, each says why it waits and offers "Send now"
-    and "Discard": a stopped run leaves the decision to the person."""
+    """The thread's queued messages (stored: they outlive a reload, Stop and a restart).
+    With no run going, each says why it waits and offers "Send now" and "Discard"."""
     for message in runner.queued(thread_id):
         with st.chat_message("user"):
             st.markdown(said_html(message.text), unsafe_allow_html=True)
@@ -300,10 +275,10 @@ def _tail_controls(
         default = (
             "The last run failed."
             if info.status == "failed"
-            else ("The last run was interrupted (its process stopped before it finished).")
+            else "The last run was interrupted (its process stopped before it finished)."
         )
         st.error(markdown(last_error(runner, thread_id) or info.reason or default))
         st.button(
-            ":material/refresh: Retry", key="retry", on_click=calm(_retry), args=(runner, thread_id)
+            ":material/refresh: Retry", key="retry", on_click=calm(retry), args=(runner, thread_id)
         )
     stopped_notes(session, runner, thread_id, transcript(session, thread_id), info)

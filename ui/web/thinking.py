@@ -12,8 +12,9 @@ from graph import MessageView, Runner, Session, ThreadInfo
 from graph.protocol import events as ev
 from graph.protocol.display import visible
 from graph.protocol.operations import Retry
-from ui.web.auto_approve import tab_options
+from ui.web.auto_approve import submit_from_tab
 from ui.web.safe_text import markdown
+from ui.web.unsent import calm
 
 CUT_OFF_NOTE = (
     "This reply was cut off before it finished (the model's stream ended early); "
@@ -86,13 +87,10 @@ def stopped_notes(
             ":material/refresh: Retry",
             key="retry-cut-off",
             help="Ask the model again for this reply",
-            on_click=_retry,
+            on_click=calm(retry),
             args=(runner, thread_id),
         )
 
 
-def _retry(runner: Runner, thread_id: str) -> None:
-    try:
-        runner.submit(Retry(thread_id), tab_options())
-    except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
-        st.session_state["flash"] = f"Not retried: {exc}"
+def retry(runner: Runner, thread_id: str) -> None:
+    submit_from_tab(runner, Retry(thread_id), "Not retried")
