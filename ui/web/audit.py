@@ -13,7 +13,8 @@ from graph import Session
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.display import visible
 from graph.protocol.wording import decided
-from ui.web.tool_blocks import pre_html, pretty
+from ui.web.safe_text import pretty
+from ui.web.tool_blocks import pre_html
 
 LIMITS = (50, 200, 1000)
 # How far back filters look: the newest this many records of the scope.

@@ -76,18 +76,6 @@ def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
     return [Turn(numbers.get(s), s, e) for s, e in zip(starts, ends, strict=True) if e > s]
 
 
-def _shown_key(thread_id: str) -> str:
-    return f"shown-{thread_id}"
-
-
-def shown_turns(thread_id: str) -> int:
-    return int(st.session_state.get(_shown_key(thread_id), WINDOW))
-
-
-def _show_more(thread_id: str, count: int) -> None:
-    st.session_state[_shown_key(thread_id)] = count
-
-
 def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) -> None:
     """Draw the last turns of `turns` (all but those the window hides), or, after a
     jump from "Find", the found turn and the few after it."""
@@ -96,7 +84,7 @@ def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) 
         _draw_found(d, messages, turns, found, results)
         return
     thread_id = d.thread_id
-    shown = shown_turns(thread_id)
+    shown = int(st.session_state.get(f"shown-{thread_id}", WINDOW))
     hidden = max(0, len(turns) - shown)
     if hidden:
         more = min(WINDOW * 4, hidden)
@@ -104,21 +92,12 @@ def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) 
         left.button(
             f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
             key=f"earlier-{thread_id}",
-            on_click=_show_more,
-            args=(thread_id, shown + more),
+            on_click=st.session_state.__setitem__,
+            args=(f"shown-{thread_id}", shown + more),
         )
         _find_popover(right, thread_id, messages, turns)
-    _draw_turns(d, messages, turns[hidden:], results)
-
-
-def _draw_turns(
-    d: Drawing,
-    messages: Sequence[MessageView],
-    turns: Sequence[Turn],
-    results: Mapping[str | None, MessageView],
-) -> None:
-    for turn in turns:
-        draw_turn(d, messages[turn.start : turn.end], turn.start, results)
+    for t in turns[hidden:]:
+        draw_turn(d, messages[t.start : t.end], t.start, results)
 
 
 def _found_key(thread_id: str) -> str:
@@ -130,10 +109,9 @@ def _jumps_key(thread_id: str) -> str:
 
 
 def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
-    """(index in `turns` of the turn jumped to, how many turns to draw from it), or None.
-
-    A jump is kept only while the thread has the turns it had then: a new message (or
-    an undo, a branch switch) brings the page back to the latest turns, where the run is."""
+    """(index in `turns` of the turn jumped to, how many turns to draw), or None. A jump
+    holds while the thread has the turns it had then: a new message, an undo or a branch
+    switch brings the page back to the latest turns, where the run is."""
     jump = st.session_state.get(_found_key(thread_id))
     if jump is None:
         return None
@@ -147,19 +125,14 @@ def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
 
 def _jump(thread_id: str, start: int, length: int) -> None:
     st.session_state[_found_key(thread_id)] = (start, FOUND_TURNS, length)
-    # A popover stays open across reruns; a new key makes it a new, closed one, so the
-    # page shows the turn. (Tracking it with on_change="rerun" would rerun the page on
-    # every open, and the rerun scrolled the open popover out of view.)
+    # A popover stays open across reruns: a new key makes a new, closed one. (on_change=
+    # "rerun" reran the page on every open, scrolling the open popover out of view.)
     st.session_state[_jumps_key(thread_id)] = st.session_state.get(_jumps_key(thread_id), 0) + 1
-
-
-def _read_on(thread_id: str, start: int, count: int, length: int) -> None:
-    st.session_state[_found_key(thread_id)] = (start, count, length)
 
 
 def _back_to_latest(thread_id: str) -> None:
     st.session_state.pop(_found_key(thread_id), None)
-    st.session_state[_shown_key(thread_id)] = WINDOW
+    st.session_state[f"shown-{thread_id}"] = WINDOW
 
 
 def _draw_found(
@@ -169,19 +142,12 @@ def _draw_found(
     found: tuple[int, int],
     results: Mapping[str | None, MessageView],
 ) -> None:
-    """The turn "Find" jumped to and a few after it: what the person asked to see, drawn
-    at the cost of a normal window whatever the thread's length (never every turn from
-    the match to the end)."""
+    """The turn "Find" jumped to and a few after it (never every turn to the end)."""
     at, count = found
     thread_id = d.thread_id
     end = min(len(turns), at + count)
     left, right = st.columns([1, 2])
-    left.button(
-        ":material/vertical_align_bottom: Back to the latest turns",
-        key=f"latest-top-{thread_id}",
-        on_click=_back_to_latest,
-        args=(thread_id,),
-    )
+    _latest_button(left, f"latest-top-{thread_id}", thread_id)
     _find_popover(right, thread_id, messages, turns)
     first, last = turns[at].number, turns[end - 1].number
     span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
@@ -195,22 +161,27 @@ def _draw_found(
             else "."
         )
     )
-    _draw_turns(d, messages, turns[at:end], results)
+    for t in turns[at:end]:
+        draw_turn(d, messages[t.start : t.end], t.start, results)
     if end < len(turns):
         left, right = st.columns([1, 2])
         more = min(WINDOW, len(turns) - end)
         left.button(
             f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
             key=f"later-{thread_id}",
-            on_click=_read_on,
-            args=(thread_id, turns[at].start, count + more, len(turns)),
+            on_click=st.session_state.__setitem__,
+            args=(_found_key(thread_id), (turns[at].start, count + more, len(turns))),
         )
-        right.button(
-            ":material/vertical_align_bottom: Back to the latest turns",
-            key=f"latest-{thread_id}",
-            on_click=_back_to_latest,
-            args=(thread_id,),
-        )
+        _latest_button(right, f"latest-{thread_id}", thread_id)
+
+
+def _latest_button(where: Any, key: str, thread_id: str) -> None:
+    where.button(
+        ":material/vertical_align_bottom: Back to the latest turns",
+        key=key,
+        on_click=_back_to_latest,
+        args=(thread_id,),
+    )
 
 
 def _find_popover(
@@ -225,9 +196,8 @@ def _find_popover(
 
 @st.fragment
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    """The popover's search, as a fragment: typing a query reruns only the popover, never
-    the page under it (a whole-page run redrew the whole history under the open popup,
-    and changed its height while the person read at the top). A jump reruns the page."""
+    """The popover's search, as a fragment: typing reruns only the popover, not the page
+    under it (which changed height while the person read). A jump reruns the page."""
     wanted = st.text_input("Text to find", key=f"find-{thread_id}").strip().lower()
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
@@ -261,9 +231,7 @@ def draw_turn(
     """One turn: the user's bubble, then one assistant bubble for the rest; each call's
     row says who approved it and from where (see `approvals_of`)."""
     thread_id, i = d.thread_id, 0
-    if (
-        part and part[0].summary
-    ):  # what compaction wrote in place of older turns: not the person's words
+    if part and part[0].summary:  # compaction's summary of older turns: not the person's
         st.markdown(summary_html(part[0].content), unsafe_allow_html=True)
         i = 1
     elif part and part[0].role == "user":
@@ -282,21 +250,18 @@ def draw_turn(
             elif m.content:
                 draw_message_text(thread_id, m)
             draw_cut_off(m)
-            rows = []
-            for call in m.tool_calls:
-                result = results.get(call.id)
-                if result is None:
-                    rows.append(row_html(call.name, call.args, None, "", None, missing=d.missing))
-                else:
-                    rows.append(
-                        result_row(
-                            thread_id,
-                            call,
-                            result,
-                            d.took.get(call.id, result.duration_ms),
-                            d.approvals.get(call.id),
-                        )
-                    )
+            rows = [
+                row_html(call.name, call.args, None, "", None, missing=d.missing)
+                if (result := results.get(call.id)) is None
+                else result_row(
+                    thread_id,
+                    call,
+                    result,
+                    d.took.get(call.id, result.duration_ms),
+                    d.approvals.get(call.id),
+                )
+                for call in m.tool_calls
+            ]
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
         answer = "\n\n".join(m.content for m in rest if m.content and not m.notice)

@@ -32,11 +32,6 @@ _LABEL_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
 _PARSER = MarkdownIt("commonmark", {"linkify": False}).enable(["table", "strikethrough"])
 
 
-def code(text: str) -> str:
-    """For `st.code` and `<pre>`: the text with hidden characters escaped."""
-    return visible(text)
-
-
 def pretty(value: Any) -> str:
     """Arguments as indented JSON, hidden characters as JSON escapes (it parses back exactly)."""
     return visible_json(value, indent=2)

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import streamlit as st
 
 from graph import MessageView, Runner, Session, ThreadInfo
 from graph.protocol import events as ev
-from graph.protocol.display import visible
 from graph.protocol.operations import Retry
 from ui.web.auto_approve import submit_from_tab
 from ui.web.safe_text import markdown
+from ui.web.tool_blocks import html_text
 from ui.web.unsent import calm
 
 CUT_OFF_NOTE = (
@@ -27,10 +26,9 @@ def thinking_html(reasoning: str) -> str:
     """The reasoning as a collapsed, dimmed "thinking" block. Escaped, with newlines as
     character references: a blank line would end the HTML block and the rest would be
     read as Markdown."""
-    body = html.escape(visible(reasoning.strip())).replace("\n", "&#10;")
     return (
         f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
-        f'<div style="{_DIM}">{body}</div></details>'
+        f'<div style="{_DIM}">{html_text(reasoning.strip())}</div></details>'
     )
 
 
@@ -60,8 +58,8 @@ class LiveThinking:
 
     def flush(self) -> None:
         if self._dirty:
-            body = html.escape(visible(self.text.strip())).replace("\n", "&#10;")
-            self._slot.markdown(f'<div style="{_DIM}">{body}</div>', unsafe_allow_html=True)
+            body = f'<div style="{_DIM}">{html_text(self.text.strip())}</div>'
+            self._slot.markdown(body, unsafe_allow_html=True)
             self._dirty = False
 
 
