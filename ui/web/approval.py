@@ -360,47 +360,32 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
         if isinstance(pending, Approval)
         else [pending.call.tool_call_id]
     )
-    said: list[tuple[str, str]] = []
+    said: dict[str, str] = {}  # call id -> what became of it
     records = session.audit(pending.thread_id, limit=50)
     for _ in range(10):  # the winning run records its decision a moment after it starts
         if any(r.tool_call_id in calls for r in records):
             break
         time.sleep(0.1)
         records = session.audit(pending.thread_id, limit=50)
-    for record in records:
-        if record.tool_call_id in calls and record.tool_call_id not in [c for c, _ in said]:
-            who = " ".join(
-                p
-                for p in (
-                    f"by {record.actor}" if record.actor else None,
-                    f"via {record.source}" if record.source else None,
-                )
-                if p
-            )  # "by ana via web"
-            said.append(
-                (
-                    record.tool_call_id,
-                    f"`{record.tool}` {decided(record.decision)} {who or 'elsewhere'}",
-                )
-            )
+    for r in records:
+        if r.tool_call_id in calls and r.tool_call_id not in said:
+            by = f"by {r.actor}" if r.actor else ""
+            via = f"via {r.source}" if r.source else ""
+            who = f"{by} {via}".strip() or "elsewhere"  # "by ana via web"
+            said[r.tool_call_id] = f"`{r.tool}` {decided(r.decision)} {who}"
     if not said:
         return f"{lead}: this request was decided elsewhere (the log names no one yet)."
-    return f"{lead} — " + "; ".join(text for _, text in said) + "."
-
-
-def approvers_of(pending: Approval, index: int) -> list[str]:
-    """The identities a tool's policy lets decide this call (`approvers`); [] for anyone."""
-    return list(pending.request.review_configs[index].approvers or [])
+    return f"{lead} — " + "; ".join(said.values()) + "."
 
 
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
     """Draw the card without controls when this person may not decide one of its calls
-    (the graph refuses their answer too); True when it did."""
+    (the policy's `approvers`; the graph refuses their answer too); True when it did."""
     me = (signed_in_identity() or "").strip().lower()
     barred = [
         (a, who)
-        for i, a in enumerate(actions)
-        if (who := approvers_of(pending, i)) and me not in {w.strip().lower() for w in who}
+        for a, config in zip(actions, pending.request.review_configs, strict=False)
+        if (who := list(config.approvers or [])) and me not in {w.strip().lower() for w in who}
     ]
     if not barred:
         return False

@@ -19,21 +19,12 @@ SETTLE_MS = 2_000  # after a press, time for its run to set READY before another
 
 STYLE = "<style>.st-key-gh-live-samples { display: none; }</style>"
 
-# Presses the hidden button once nothing on the page is a skeleton (a widget waiting
-# for its code) and no script run is going. Each drawing of this element carries its
-# own id; only the newest drawing's script may press, and at most once, however often
-# the browser runs it. Why so strict: Streamlit starts a page's new run by stopping the
-# one going (`runner.fastReruns`), and a run stopped before it began drops the button
-# press it carried. A second press of this button, or one sent while the person's own
-# click was on its way, could cost that click. The browser tests saw three presses
-# after one approval in a fresh tab (each drawing's script pressed, two of them during
-# runs the earlier presses had started); tests/test_ui_browser.py checks that
-# every press now comes from an idle page.
-# The page cannot see a run the server has just begun, so a drawing that run made may
-# still find the page idle: it waits SETTLE_MS after this page's last press (the
-# press's own run normally ends the handshake by then). A drawing whose button is gone
-# from an idle page stops checking (the button's box, not the button: until its code
-# has loaded the box holds a skeleton).
+# Presses the hidden button once no widget is a skeleton (waiting for its code) and no
+# script run is going: only the newest drawing's script, at most once. Streamlit starts a
+# new run by stopping the one going, and a stopped run drops the click it carried, so an
+# extra press could cost the person's own click (tests/test_ui_browser.py checks every
+# press comes from an idle page). A run the server has just begun is not visible yet:
+# SETTLE_MS after this page's last press. A drawing whose button's box is gone stops.
 SCRIPT = (
     "<script>(() => {"
     "const id = 'DRAWING';"

@@ -28,13 +28,10 @@ if (!window.ghIconsWatch) {
 }
 </script>"""
 
-# Always on: icons wait for their font; an inbox row shows once all its buttons are
-# drawn ("Open" is its last), so what the keys act on is on screen with the row. The
-# row's descendants are hidden too: Streamlit's Markdown sets `visibility: visible` on
-# its text, which a hidden ancestor alone does not override. ui/web/preload.py puts
-# this in the page's <head>, so it applies before the first element is drawn (Markdown
-# with HTML waits for code loaded on first use: the rows' plain text came ~0.1 s
-# before it); the copy in Markdown below keeps it under a bare `streamlit run`.
+# Always on: icons wait for their font; an inbox row shows once its last button ("Open")
+# is drawn, descendants too (Streamlit's Markdown sets `visibility: visible` on its text).
+# ui/web/preload.py puts it in the <head>, before the first element is drawn; the copy
+# drawn by `loading_state` keeps it under a bare `streamlit run`.
 PAGE_STYLE = """
 html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
 [class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)),
@@ -60,11 +57,9 @@ INDICATOR = (
 )
 
 
-# Before the app draws anything: Streamlit's page is blank while its code loads and until
-# the first script run starts (~1.4 s on a busy machine, before "Loading Gatehouse…"
-# above could be drawn). ui/web/preload.py puts this in the served HTML itself; its
-# script removes it for good once the app has drawn its own loading state or a page
-# (a heading, the chat input, the sidebar, an error, or more elements than the loading state has).
+# Streamlit's page is blank until its code loads and the first script run starts (~1.4 s
+# on a busy machine): ui/web/preload.py puts this in the served HTML; its script removes
+# it once the app has drawn its loading state or a page.
 BOOT_STYLE = """
 #gh-boot { position: fixed; top: 0; left: 0; right: 0; display: flex; align-items: center; justify-content: center;
   gap: 0.75rem; padding: 6rem 1rem; color: rgba(49, 51, 63, 0.7); font: 1.05rem "Source Sans Pro", sans-serif;
@@ -96,9 +91,8 @@ BOOT_HTML = (
 
 
 def loading_state() -> Any:
-    """Draw the loading state (first page of a browser session only) and return its slot;
-    call `.empty()` on it once the page has something to show. Later runs draw an empty
-    slot in the same place, so the elements after it keep their positions."""
+    """Draw the loading state (a browser session's first page only) in a slot, returned
+    (`page_loaded` empties it); later runs draw the empty slot, so positions hold."""
     st.markdown("<style>" + PAGE_STYLE + "</style>", unsafe_allow_html=True)
     slot = st.empty()
     if st.session_state.get(LOADED):
