@@ -1,9 +1,4 @@
-"""The `streamlit run` command line of `gatehouse ui` (and the browser tests and benchmark).
-
-- runner.postScriptGC false: a full `gc.collect()` after every script run was nearly all
-  of an idle server's CPU with the live-update poller (27 % for 5 idle tabs, 1 % without).
-- theme.primaryColor ACCENT: Streamlit's red primary made Approve look destructive.
-- logger.hideWelcomeMessage: ui/web/launch.py prints the one address to open."""
+"""The `streamlit run` command line of `gatehouse ui` (and the browser tests and benchmark)."""
 
 from __future__ import annotations
 
@@ -15,24 +10,19 @@ APP_PATH = Path(__file__).resolve().parent / "launch.py"
 OPEN_BROWSER_ENV = "GATEHOUSE_OPEN_BROWSER"  # ui/web/launch.py opens the sign-in link
 ACCENT = "#2563eb"
 
-FLAGS = [
-    "--server.address",
-    "127.0.0.1",
-    "--server.headless",
-    "true",
-    "--browser.gatherUsageStats",
-    "false",
-    "--client.toolbarMode",
-    "minimal",
-    "--runner.postScriptGC",
-    "false",
-    "--server.fileWatcherType",
-    "none",
-    "--theme.primaryColor",
-    ACCENT,
-    "--logger.hideWelcomeMessage",
-    "true",
-]
+OPTIONS = {
+    "server.address": "127.0.0.1",
+    "server.headless": "true",
+    "browser.gatherUsageStats": "false",
+    "client.toolbarMode": "minimal",  # no Deploy / developer menu
+    # A full gc.collect() after every script run, with the live-update poller in each
+    # tab, was nearly all of an idle server's CPU (27 % for 5 idle tabs, 1 % without).
+    "runner.postScriptGC": "false",
+    "server.fileWatcherType": "none",  # nobody edits the app while it serves
+    "theme.primaryColor": ACCENT,  # Streamlit's red made Approve look destructive
+    "logger.hideWelcomeMessage": "true",  # ui/web/launch.py prints the one address to open
+}
+FLAGS = [arg for name, value in OPTIONS.items() for arg in (f"--{name}", value)]
 
 
 def streamlit_command(
