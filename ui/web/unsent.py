@@ -44,10 +44,6 @@ def give_back(text: str) -> None:
     st.session_state[GIVEN_BACK] = text
 
 
-def unsent() -> list[tuple[str | None, str]]:
-    return list(st.session_state.get(UNSENT, []))
-
-
 def calm(callback: Callable[P, Any]) -> Callable[P, None]:
     """`callback`, with an error it raises shown as a message on the page."""
 
@@ -61,16 +57,19 @@ def calm(callback: Callable[P, Any]) -> Callable[P, None]:
     return guarded
 
 
-def _quoted(text: str) -> str:
-    from ui.web.tool_blocks import said_html
+def _draw_kept(waiting: list[tuple[str | None, str]], said: str) -> None:
+    from ui.web.tool_blocks import said_html  # not at load: see the module docstring
 
-    return said_html(text)
+    for _thread_id, text in waiting:
+        with st.chat_message("user"):
+            st.markdown(said_html(text), unsafe_allow_html=True)
+            st.caption(f":material/schedule: {said}")
 
 
 def unsent_banner(send: Callable[[str | None, str], None]) -> None:
     """The messages kept in this browser session, retried every RETRY_S seconds with
     `send(thread_id, text)` until the database takes them (then the page is redrawn)."""
-    if unsent():
+    if st.session_state.get(UNSENT):
         _retry_unsent(send)
 
 
@@ -98,20 +97,14 @@ def _retry_unsent(send: Callable[[str | None, str], None]) -> None:
             f"as the database is back (trying every {RETRY_S:g} s).",
             icon=":material/hourglass_top:",
         )
-        for _thread_id, text in waiting:
-            with st.chat_message("user"):
-                st.markdown(_quoted(text), unsafe_allow_html=True)
-                st.caption(":material/schedule: not sent yet: waiting for the database")
+        _draw_kept(waiting, "not sent yet: waiting for the database")
 
 
 def trouble_page(exc: BaseException) -> None:
     """The page that replaces a page that failed: what went wrong, what was kept, and a
     retry (by itself every RETRY_S seconds, or the button)."""
     st.error(f"Gatehouse cannot show this page right now. {reason_of(exc)}")
-    for _thread_id, text in unsent():
-        with st.chat_message("user"):
-            st.markdown(_quoted(text), unsafe_allow_html=True)
-            st.caption(":material/schedule: kept: sent as soon as the page works again")
+    _draw_kept(st.session_state.get(UNSENT, []), "kept: sent as soon as the page works again")
     st.caption(f"Trying again every {RETRY_S:g} s…")
     st.button(":material/refresh: Retry now", key="retry-page")
     _retry_soon()
