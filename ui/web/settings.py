@@ -98,12 +98,15 @@ def rule_text(rule: dict[str, Any]) -> str:
     return f"{MODE_WORDS.get(str(rule.get('mode')), rule.get('mode'))} when {what}"
 
 
+def tool_rules(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The policy's rule for each tool (`Session.info["policy"]`, when a list)."""
+    return [r for r in info.get("policy") or [] if isinstance(r, dict)]
+
+
 def policy_rows(info: dict[str, Any]) -> list[dict[str, str]]:
     allow = info.get("shell_allow") or []
     rows = []
-    for r in info.get("policy") or []:
-        if not isinstance(r, dict):
-            continue
+    for r in tool_rules(info):
         mode = MODE_WORDS.get(str(r.get("mode")), str(r.get("mode")))
         if r.get("tool") == "run_command" and allow and r.get("mode") == "ask":
             mode += ", except commands on the allow list (below)"
@@ -123,9 +126,7 @@ def free_rows(info: dict[str, Any]) -> list[dict[str, str]]:
     """What runs without anyone asked, and why: tools allowed outright, allow rules, and
     run_command's allow list."""
     rows = []
-    for r in info.get("policy") or []:
-        if not isinstance(r, dict):
-            continue
+    for r in tool_rules(info):
         tool = str(r.get("tool"))
         if r.get("mode") == "allow":
             why = "read-only tool" if r.get("risk") == "read" else "the policy allows it"

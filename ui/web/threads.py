@@ -18,6 +18,7 @@ from graph.protocol.threads import printable, shown_id, thread_id_problem
 from ui.web.auto_approve import tab_switch, thread_switch
 from ui.web.identity import signed_in_identity
 from ui.web.safe_text import label as safe_label
+from ui.web.settings import tool_rules
 from ui.web.unsent import give_back
 
 VIEWS = {
@@ -212,7 +213,7 @@ def _undo(session: Session, thread_id: str, *, force: bool) -> None:
 
 def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
     """The calls of `part` that ran a tool that is not read-only, each as `name args`."""
-    risks = {r.get("tool"): r.get("risk") for r in info.get("policy") or [] if isinstance(r, dict)}
+    risks = {r.get("tool"): r.get("risk") for r in tool_rules(info)}
     ran = {m.tool_call_id for m in part if m.role == "tool" and m.outcome in ("ok", "error")}
     said = []
     for m in part:
