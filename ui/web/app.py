@@ -16,9 +16,8 @@ import streamlit as st  # noqa: E402
 
 from ui.web.loading import loading_state, page_loaded  # noqa: E402
 
-# No page icon: ui/web/favicon.py serves Gatehouse's where Streamlit looks for one.
-# Drawn first, so a first open shows "Loading Gatehouse…" while the page's code loads
-# (LangGraph among it: seconds on a cold, busy machine) rather than a blank page.
+# No page icon (ui/web/favicon.py serves it). The loading state is drawn before the page's
+# code loads (LangGraph: seconds on a cold, busy machine), not a blank page.
 st.set_page_config(page_title="Gatehouse", layout="wide")
 LOADING = loading_state()
 

@@ -518,7 +518,6 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
     return True
 
 
-# -- a card decided elsewhere -----------------------------------------------------------
 SHOWN = "cards-shown"  # interrupt id -> (pause, notice key): the cards this tab drew
 
 

@@ -120,8 +120,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     if active is not None:
         with live_slot.container():
             d, messages, pending, info = _follow_runs(session, d, messages, tail_start, base, now)
-        # The final tail goes back to the first slot, where the next page run (the
-        # rerun that redraws the input) finds it and updates it in place.
+        # The final tail goes in the first slot, where the next page run updates it in place.
         live_slot.empty()
     with settled.container():
         _draw_settled(session, d, messages, tail_start, pending, info)

@@ -275,7 +275,6 @@ def _no_framing(send: Send) -> Send:
     return sending
 
 
-# -- requests ------------------------------------------------------------------------
 def _headers(scope: Scope) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in scope.get("headers", []):
@@ -346,7 +345,6 @@ async def _read_body(receive: Receive) -> bytes:
             return body[:MAX_FORM_BYTES]
 
 
-# -- responses -----------------------------------------------------------------------
 async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
     if scope["type"] == "websocket":
         # Closing before accepting makes the server answer the handshake with 403.

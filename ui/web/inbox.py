@@ -71,7 +71,6 @@ def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
 PAGE = 50  # inbox rows drawn at once
 
 
-# -- a moment to undo ------------------------------------------------------------------
 HELD = "inbox-held"  # thread id -> Held: quick decisions waiting out UNDO_S
 
 

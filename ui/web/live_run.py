@@ -15,10 +15,8 @@ from ui.web.safe_text import markdown
 from ui.web.thinking import LiveThinking
 from ui.web.tool_blocks import NOT_RUN_STATUSES, ToolBlock, not_run_row
 
-# How often the page is sent what changed: every update makes the browser draw the
-# page again, so a busy machine's browser spends less of its time redrawing. Text
-# streams at 10 frames a second, a command's output twice a second, the elapsed time
-# once a second (see also ui/web/live_ready.py).
+# Every update makes the browser draw the page again: text at 10 frames a second, a
+# command's output twice a second, the elapsed time once (see also ui/web/live_ready.py).
 FLUSH_EVERY = 0.1
 OUTPUT_EVERY = 0.5
 HEARTBEAT_EVERY = 1.0

@@ -3,6 +3,7 @@ output, "thread not found". Importing this module loads LangGraph and the Sessio
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -37,8 +38,6 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
         page_loaded(loading)
         trouble_page(exc)
         return
-    # The one Runner of the server: each run this page starts carries this browser
-    # session's options (ui/web/auto_approve.py: tab_options).
     session, runner = state.session, state.runner
     if thread_not_found_page(session, current_thread()) or whole_output_page(session):
         page_loaded(loading)
@@ -110,15 +109,12 @@ def thread_not_found_page(session: Session, thread_id: str | None) -> bool:
     if problem is None and session.exists(thread_id):
         return False
     st.header(":material/search_off: Thread not found")
-    if problem is not None:
-        st.error(
-            f"This link's thread id is not valid: {problem.split('; this one is')[0]}. Nothing was created."
-        )
-    else:
-        st.error(
-            "There is no thread with this id in this database (deleted, or a link from another "
-            "installation). Nothing was created."
-        )
+    st.error(
+        "There is no thread with this id in this database (deleted, or a link from another "
+        "installation). Nothing was created."
+        if problem is None
+        else f"This link's thread id is not valid: {problem.split('; this one is')[0]}. Nothing was created."
+    )
     # The id as text that cannot render as markup or act on the page.
     st.code(shown_id(thread_id, limit=200), language=None, wrap_lines=True)
     st.button(
@@ -130,21 +126,13 @@ def thread_not_found_page(session: Session, thread_id: str | None) -> bool:
     return True
 
 
-_warm_lock = threading.Lock()
-_warmed = False
-
-
+@functools.cache  # once per process (a rare second start only warms twice)
 def _after_first_page() -> None:
     """Once per process, after the first page is drawn: Streamlit's first alert with
     text that is not ASCII ("running…") loads its emoji catalogue and compiles one regex
     of every emoji, ~0.25 s of CPU that landed in the first send's page run (issue 36).
     Not earlier: a thread started with the server competed with it for the interpreter
     lock and delayed the loading state ~1 s on a busy machine (bench.web's first_page)."""
-    global _warmed
-    with _warm_lock:
-        if _warmed:
-            return
-        _warmed = True
     threading.Thread(target=_warm, name="gatehouse-warm", daemon=True).start()
 
 
