@@ -217,28 +217,19 @@ def _row(
             confirming = (st.session_state.get(f"{key}-confirm") or ("",))[0] == (
                 pending.interrupt_id
             )
-            if all_shown:
-                approve.button(
-                    "Approve all" if many else "Approve",
-                    key=f"inbox-approve-{tid}",
-                    type="primary",
-                    shortcut="a" if first else None,
-                    disabled=confirming,
-                    help="Asks first when a call executes, deletes or writes where code runs later",
-                    on_click=_hold,
-                    args=(session, runner, pending, "approve"),
-                )
-            else:
-                # Part of a call is not in the row: approving happens on the open card.
-                approve.button(
-                    "Review to approve",
-                    key=f"inbox-approve-{tid}",
-                    type="primary",
-                    shortcut="a" if first else None,
-                    help="A call does not fit the row: open it all, then approve it on its card",
-                    on_click=st.session_state.__setitem__,
-                    args=(opened, True),
-                )
+            # When part of a call is not in the row, approving happens on the open card.
+            approve.button(
+                ("Approve all" if many else "Approve") if all_shown else "Review to approve",
+                key=f"inbox-approve-{tid}",
+                type="primary",
+                shortcut="a" if first else None,
+                disabled=confirming and all_shown,
+                help="Asks first when a call executes, deletes or writes where code runs later"
+                if all_shown
+                else "A call does not fit the row: open it all, then approve it on its card",
+                on_click=_hold if all_shown else st.session_state.__setitem__,
+                args=(session, runner, pending, "approve") if all_shown else (opened, True),
+            )
             reject.button(
                 "Reject all" if many else "Reject",
                 key=f"inbox-reject-{tid}",
