@@ -96,9 +96,6 @@ def _edited_args(session: Session, name: str, raw: str) -> dict[str, Any]:
     return args
 
 
-GRANT_CHOICES = ("ask", "narrow", "tool")
-
-
 def _decision(session: Session, key: str, action: ActionRequest, choice: str) -> Decision:
     name = action.name
     grant = st.session_state.get(f"{key}-grant", "ask")
@@ -134,10 +131,9 @@ def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
         "narrow": f"Always allow {scope.covers} in this thread" if scope else "",
         "tool": f"Always allow the whole tool: {whole_tool(action.name)}",
     }
-    options = [c for c in GRANT_CHOICES if words[c]]
     st.radio(
         "Later calls like this",
-        options,
+        [c for c in words if words[c]],
         format_func=lambda c: label(words[c]) if c != "ask" else words[c],
         key=f"{key}-grant",
         index=0,
@@ -150,9 +146,7 @@ def _preview_of(
     """(the preview of what will run, what is wrong with the edited arguments). When
     editing, the preview is the edited arguments' and only for arguments the tool
     accepts: invalid ones are flagged instead, never previewed."""
-    if choice != "edit":
-        return action.preview, None
-    raw = st.session_state.get(f"{key}-args")
+    raw = st.session_state.get(f"{key}-args") if choice == "edit" else None
     if raw is None:
         return action.preview, None
     try:
