@@ -5,7 +5,7 @@ caller redraws the region from the checkpoints in the same script run."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, assert_never
 
 import streamlit as st
 
@@ -44,49 +44,61 @@ class LiveView:
         self.thinking: LiveThinking | None = None
 
     def feed(self, event: ev.Event) -> None:
-        if isinstance(event, ev.TextDelta):
-            if self.slot is None:
-                self.slot = st.empty()
-            self.message_id = event.message_id or self.message_id
-            self.text += event.text
-            self.text_dirty = True
-        elif isinstance(event, ev.MessageReplaced | ev.ReplyRejected | ev.ModelRetried):
-            self._replace(event)
-        elif isinstance(event, ev.ReasoningDelta):
-            self.thinking = self.thinking or LiveThinking()
-            self.thinking.add(event)
-        elif isinstance(event, ev.ToolStarted):
-            self._close_text()
-            self.thinking = None  # the next reply's reasoning gets its own block
-            name = (
-                f"{event.name} · auto-approved"
-                if event.auto_approved
-                else f"{event.name} · always allowed ({event.grant})"
-                if event.grant
-                else event.name
-            )
-            self.tools[event.call_id] = ToolBlock(name, event.args, event.name)
-        elif isinstance(event, ev.ToolOutput):
-            block = self.tools.get(event.call_id)
-            if block is not None:
-                block.add_output(event.text)
-        elif isinstance(event, ev.ToolFinished):
-            block = self.tools.get(event.call_id)
-            if block is None and event.status in NOT_RUN_STATUSES:
-                not_run_row(event.name, event.status, event.output)  # it never started
-            else:
-                (block or ToolBlock(event.name, {})).finish(
-                    event.status, event.output, event.duration_ms
+        match event:
+            case ev.TextDelta():
+                if self.slot is None:
+                    self.slot = st.empty()
+                self.message_id = event.message_id or self.message_id
+                self.text += event.text
+                self.text_dirty = True
+            case ev.MessageReplaced() | ev.ReplyRejected() | ev.ModelRetried():
+                self._replace(event)
+            case ev.ReasoningDelta():
+                self.thinking = self.thinking or LiveThinking()
+                self.thinking.add(event)
+            case ev.ToolStarted():
+                self._close_text()
+                self.thinking = None  # the next reply's reasoning gets its own block
+                name = (
+                    f"{event.name} · auto-approved"
+                    if event.auto_approved
+                    else f"{event.name} · always allowed ({event.grant})"
+                    if event.grant
+                    else event.name
                 )
-        elif isinstance(event, ev.Notice):
-            self._close_text()
-            st.info(markdown(event.text))
-        elif isinstance(event, ev.ErrorEvent):
-            self._close_text()
-            st.error(markdown(event.message))
-        elif isinstance(event, ev.ApprovalRequired):
-            self._close_text()
-            st.warning("Waiting for your decision…")
+                self.tools[event.call_id] = ToolBlock(name, event.args, event.name)
+            case ev.ToolOutput():
+                if (block := self.tools.get(event.call_id)) is not None:
+                    block.add_output(event.text)
+            case ev.ToolFinished():
+                block = self.tools.get(event.call_id)
+                if block is None and event.status in NOT_RUN_STATUSES:
+                    not_run_row(event.name, event.status, event.output)  # it never started
+                else:
+                    (block or ToolBlock(event.name, {})).finish(
+                        event.status, event.output, event.duration_ms
+                    )
+            case ev.Notice():
+                self._close_text()
+                st.info(markdown(event.text))
+            case ev.ErrorEvent():
+                self._close_text()
+                st.error(markdown(event.message))
+            case ev.ApprovalRequired():
+                self._close_text()
+                st.warning("Waiting for your decision…")
+            case (
+                ev.RunStarted()
+                | ev.PartStarted()
+                | ev.AssistantMessage()
+                | ev.TurnComplete()
+                | ev.Usage()
+                | ev.Compacted()
+                | ev.RunFinished()
+            ):
+                pass  # the page redraws these from the checkpoints when the run ends
+            case _:
+                assert_never(event)
 
     def flush(self, *, output: bool = True) -> None:
         """Send the text (and reasoning) that arrived; the commands' output too unless
