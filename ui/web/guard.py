@@ -314,18 +314,16 @@ def _cookies(headers: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _query_pairs(scope: Scope) -> list[tuple[str, str]]:
+    return parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+
+
 def _query(scope: Scope) -> dict[str, str]:
-    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+    return dict(_query_pairs(scope))
 
 
 def _without_token(scope: Scope) -> str:
-    rest = [
-        (k, v)
-        for k, v in parse_qsl(
-            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
-        )
-        if k != "token"
-    ]
+    rest = [(k, v) for k, v in _query_pairs(scope) if k != "token"]
     return _safe_next(scope.get("path", "/") + (f"?{urlencode(rest)}" if rest else ""))
 
 
