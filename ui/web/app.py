@@ -1,12 +1,6 @@
-"""Gatehouse in the browser: `gatehouse ui` (serves this script behind the sign-in guard of
-ui/web/launch.py; flags in ui/web/serve.py).
-
-This script draws what needs none of the page's code: the loading state, the page's
-styles, the sign-in check and, on a server's first page, the chat input; then it
-imports the pages (ui/web/page.py: chat, inbox, settings, audit; LangGraph with them).
-Runs execute on the process-wide Runner (ui/web/state.py); the pages only draw the
-thread and attach to a live run, so a click or a reload never touches a run.
-"""
+"""Gatehouse in the browser (served by ui/web/launch.py). This script draws what needs none
+of the page's code (the loading state, styles, the sign-in check and, on a server's first
+page, the chat input), then imports the pages (ui/web/page.py, LangGraph with them)."""
 
 from __future__ import annotations
 
@@ -22,9 +16,8 @@ import streamlit as st  # noqa: E402
 
 from ui.web.loading import loading_state, page_loaded  # noqa: E402
 
-# No page icon: ui/web/favicon.py serves Gatehouse's where Streamlit looks for one.
-# Drawn first, so a first open shows "Loading Gatehouse…" while the page's code loads
-# (LangGraph among it: seconds on a cold, busy machine) rather than a blank page.
+# No page icon (ui/web/favicon.py serves it). The loading state is drawn before the page's
+# code loads (LangGraph: seconds on a cold, busy machine), not a blank page.
 st.set_page_config(page_title="Gatehouse", layout="wide")
 LOADING = loading_state()
 

@@ -1,21 +1,15 @@
 """The approval card: every gated call of a paused turn, one decision each.
 
-The card builds the answer (graph.protocol.operations: `review` of one decision per
-call, or an `outcome`) and submits it to the Runner as a `Decide`, which validates it
-(a bad answer changes nothing) before resuming.
-Edited arguments are parsed and checked against the tool's schema here first, so a
-typo is reported next to the field instead of as a refused resume.
-
-Buttons act in their callbacks (before the script runs), so the script run after a
-click already draws the resumed run. A card whose request was decided elsewhere (an
-other tab, the terminal) says who decided what instead of silently moving on.
-"""
+The card builds the answer (graph.protocol.operations) and submits it to the Runner as
+a `Decide`, which validates it before resuming; edited arguments are checked against
+the tool's schema here first, so a typo is reported next to the field. A card decided
+elsewhere (another tab, the terminal) says who decided what instead of moving on."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -38,7 +32,8 @@ from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import Decide, approve, edit, outcome, reject, respond, review
 from graph.protocol.pauses import ActionRequest
 from graph.protocol.wording import decided
-from ui.web.auto_approve import tab_actor, tab_options
+from ui.web.auto_approve import tab_options
+from ui.web.identity import signed_in_identity
 from ui.web.long_text import card_block
 from ui.web.safe_text import label, markdown
 
@@ -55,6 +50,32 @@ RISK_COLOR = {
     "execute": "red",
     "network": "violet",
 }
+
+# The edit preview follows the arguments as they are typed: Streamlit sends a text
+# area's value only on blur or Ctrl+Enter, so this script (installed once per page)
+# commits an argument field (`…-args` keys) the way Ctrl+Enter does after a pause.
+PAUSE_MS = 300
+
+LIVE_EDIT_SCRIPT = """<script>
+if (!window.ghLiveEditInstalled) {
+  window.ghLiveEditInstalled = true;
+  const timers = new WeakMap();
+  const isArgs = (el) => {
+    const box = el.closest && el.closest("[class*='st-key-']");
+    return !!box && /(^|\\s)st-key-\\S+-args(\\s|$)/.test(box.className);
+  };
+  document.addEventListener("input", (event) => {
+    const area = event.target;
+    if (!(area instanceof HTMLTextAreaElement) || !isArgs(area)) return;
+    clearTimeout(timers.get(area));
+    timers.set(area, setTimeout(() => {
+      if (!area.isConnected) return;
+      area.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", keyCode: 13, which: 13,
+                                                     ctrlKey: true, bubbles: true, cancelable: true}));
+    }, PAUSE));
+  }, true);
+}
+</script>""".replace("PAUSE", str(PAUSE_MS))
 
 
 class InvalidInput(ValueError):
@@ -73,9 +94,6 @@ def _edited_args(session: Session, name: str, raw: str) -> dict[str, Any]:
     if problem := session.check_args(name, args):
         raise InvalidInput(f"{name}: {problem}")
     return args
-
-
-GRANT_CHOICES = ("ask", "narrow", "tool")
 
 
 def _decision(session: Session, key: str, action: ActionRequest, choice: str) -> Decision:
@@ -113,10 +131,9 @@ def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
         "narrow": f"Always allow {scope.covers} in this thread" if scope else "",
         "tool": f"Always allow the whole tool: {whole_tool(action.name)}",
     }
-    options = [c for c in GRANT_CHOICES if words[c]]
     st.radio(
         "Later calls like this",
-        options,
+        [c for c in words if words[c]],
         format_func=lambda c: label(words[c]) if c != "ask" else words[c],
         key=f"{key}-grant",
         index=0,
@@ -129,9 +146,7 @@ def _preview_of(
     """(the preview of what will run, what is wrong with the edited arguments). When
     editing, the preview is the edited arguments' and only for arguments the tool
     accepts: invalid ones are flagged instead, never previewed."""
-    if choice != "edit":
-        return action.preview, None
-    raw = st.session_state.get(f"{key}-args")
+    raw = st.session_state.get(f"{key}-args") if choice == "edit" else None
     if raw is None:
         return action.preview, None
     try:
@@ -164,16 +179,8 @@ def _action(
             st.caption(markdown(first))
         if summary:
             st.caption(summary)
-        allowed = [d for d in pending.allowed(index) if d in LABELS]
         # A multi-call card starts undecided, so "Approve the rest" knows what the person chose.
-        choice = st.radio(
-            "Decision",
-            allowed,
-            format_func=LABELS.__getitem__,
-            horizontal=True,
-            key=f"{key}-choice",
-            index=0 if single else None,
-        )
+        choice = _choose("Decision", LABELS, pending.allowed(index), key, 0 if single else None)
         if choice == "edit":
             st.text_area(
                 "Arguments (JSON)", value=card_text(action.args), key=f"{key}-args", height=160
@@ -199,6 +206,21 @@ def _action(
         if choice in ("approve", "edit"):
             _grant_choice(key, action, str(choice))
     return (None if choice is None else str(choice)), in_view
+
+
+def _choose(
+    question: str, labels: dict[str, str], allowed: Sequence[str], key: str, index: int | None
+) -> str | None:
+    """The card's choice among the `allowed` ones it has a label for."""
+    options = [c for c in allowed if c in labels]
+    return st.radio(
+        question,
+        options,
+        format_func=labels.__getitem__,
+        horizontal=True,
+        key=f"{key}-choice",
+        index=index,
+    )
 
 
 def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
@@ -232,15 +254,7 @@ def outcome_card(
         if pending.request.description:
             st.markdown(markdown(pending.request.description))
         in_view = card_block(card_text(call.args), f"{key}-args-all", "json")
-        allowed = [c for c in pending.allowed if c in OUTCOME_LABELS]
-        choice = st.radio(
-            "What happened?",
-            allowed,
-            format_func=OUTCOME_LABELS.__getitem__,
-            horizontal=True,
-            key=f"{key}-choice",
-            index=None,
-        )
+        choice = _choose("What happened?", OUTCOME_LABELS, pending.allowed, key, None)
         if choice == "run_again":
             st.warning(
                 f"Running `{name}` again may repeat its side effect if the first attempt did its work.",
@@ -278,10 +292,29 @@ def submit(
     key: str,
     make_answer: Callable[[], Answer],
     notice_key: str | None = None,
+    *,
+    confirm: bool = False,
 ) -> None:
     """Resume with the answer (in a button's callback); a refused or unreadable one is
     shown on the card (`{key}-error`) and nothing changes; one that came too late says
-    who decided instead (`notice_key`, by default the thread's notice)."""
+    who decided instead (`notice_key`, by default the thread's notice). `confirm`: an
+    answer that runs a call the confirmation rule (graph.protocol.confirm) names asks
+    first (`confirm_pending`), and is sent at "yes"."""
+    if confirm:
+        try:
+            answer = make_answer()
+        except InvalidInput as exc:
+            st.session_state[f"{key}-error"] = str(exc)
+            return
+        if (
+            isinstance(pending, Approval)
+            and isinstance(answer, ReviewAnswer)
+            and to_confirm(pending.actions, answer.decisions)
+        ):
+            st.session_state[f"{key}-confirm"] = (pending.interrupt_id, answer, notice_key)
+            return
+        make_answer = lambda: answer  # noqa: E731
+    st.session_state.pop(f"{key}-confirm", None)
     st.session_state.pop(notice_key or f"notice-{pending.thread_id}", None)
     st.session_state.get(SHOWN, {}).pop(pending.interrupt_id, None)  # answered here
     try:
@@ -321,47 +354,32 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
         if isinstance(pending, Approval)
         else [pending.call.tool_call_id]
     )
-    said: list[tuple[str, str]] = []
+    said: dict[str, str] = {}  # call id -> what became of it
     records = session.audit(pending.thread_id, limit=50)
     for _ in range(10):  # the winning run records its decision a moment after it starts
         if any(r.tool_call_id in calls for r in records):
             break
         time.sleep(0.1)
         records = session.audit(pending.thread_id, limit=50)
-    for record in records:
-        if record.tool_call_id in calls and record.tool_call_id not in [c for c, _ in said]:
-            who = " ".join(
-                p
-                for p in (
-                    f"by {record.actor}" if record.actor else None,
-                    f"via {record.source}" if record.source else None,
-                )
-                if p
-            )  # "by ana via web"
-            said.append(
-                (
-                    record.tool_call_id,
-                    f"`{record.tool}` {decided(record.decision)} {who or 'elsewhere'}",
-                )
-            )
+    for r in records:
+        if r.tool_call_id in calls and r.tool_call_id not in said:
+            by = f"by {r.actor}" if r.actor else ""
+            via = f"via {r.source}" if r.source else ""
+            who = f"{by} {via}".strip() or "elsewhere"  # "by ana via web"
+            said[r.tool_call_id] = f"`{r.tool}` {decided(r.decision)} {who}"
     if not said:
         return f"{lead}: this request was decided elsewhere (the log names no one yet)."
-    return f"{lead} — " + "; ".join(text for _, text in said) + "."
-
-
-def approvers_of(pending: Approval, index: int) -> list[str]:
-    """The identities a tool's policy lets decide this call (`approvers`); [] for anyone."""
-    return list(pending.request.review_configs[index].approvers or [])
+    return f"{lead} — " + "; ".join(said.values()) + "."
 
 
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
     """Draw the card without controls when this person may not decide one of its calls
-    (the graph refuses their answer too); True when it did."""
-    me = (tab_actor() or "").strip().lower()
+    (the policy's `approvers`; the graph refuses their answer too); True when it did."""
+    me = (signed_in_identity() or "").strip().lower()
     barred = [
         (a, who)
-        for i, a in enumerate(actions)
-        if (who := approvers_of(pending, i)) and me not in {w.strip().lower() for w in who}
+        for a, config in zip(actions, pending.request.review_configs, strict=False)
+        if (who := list(config.approvers or [])) and me not in {w.strip().lower() for w in who}
     ]
     if not barred:
         return False
@@ -374,7 +392,7 @@ def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
             card_block(card_text(action.args), f"readonly-{pending.interrupt_id}-{i}", "json")
         names = "; ".join(f"`{a.name}`: {', '.join(who)}" for a, who in barred)
         st.info(
-            f"Read-only: only these people may decide — {names}. You are signed in as {tab_actor() or 'nobody'}.",
+            f"Read-only: only these people may decide — {names}. You are signed in as {signed_in_identity() or 'nobody'}.",
             icon=":material/lock:",
         )
     return True
@@ -437,8 +455,9 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
             key=f"{card}-submit",
             disabled=any(choices[i] == "approve" for i in unseen),
             help="Open every part marked hidden (Show all) first" if unseen else None,
-            on_click=decide,
+            on_click=submit,
             args=(session, runner, pending, card, answer(False)),
+            kwargs={"confirm": True},
         )
         if not single and undecided:
             rest = (
@@ -452,30 +471,10 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
                 disabled=bool(unseen),
                 help="Approves only the calls without a decision; your other choices are kept"
                 + ("; open every part marked hidden first" if unseen else ""),
-                on_click=decide,
+                on_click=submit,
                 args=(session, runner, pending, card, answer(True)),
+                kwargs={"confirm": True},
             )
-
-
-def decide(
-    session: Session,
-    runner: Runner,
-    pending: Approval,
-    key: str,
-    make_answer: Callable[[], ReviewAnswer],
-    notice_key: str | None = None,
-) -> None:
-    """Submit the answer, unless it runs a call the confirmation rule
-    (graph.protocol.confirm) says must be confirmed: then ask first (`confirm_pending`)."""
-    try:
-        answer = make_answer()
-    except InvalidInput as exc:
-        st.session_state[f"{key}-error"] = str(exc)
-        return
-    if to_confirm(pending.actions, answer.decisions):
-        st.session_state[f"{key}-confirm"] = (pending.interrupt_id, answer, notice_key)
-        return
-    submit(session, runner, pending, key, lambda: answer, notice_key)
 
 
 def confirm_pending(session: Session, runner: Runner, pending: Approval, key: str) -> bool:
@@ -500,8 +499,8 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
             "Yes, approve",
             key=f"{key}-confirm-yes",
             type="primary",
-            on_click=_confirmed,
-            args=(session, runner, pending, key, answer, notice_key),
+            on_click=submit,
+            args=(session, runner, pending, key, lambda: answer, notice_key),
         )
         no.button(
             "Cancel (Esc)",
@@ -513,19 +512,6 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
     return True
 
 
-def _confirmed(
-    session: Session,
-    runner: Runner,
-    pending: Approval,
-    key: str,
-    answer: ReviewAnswer,
-    notice_key: str | None,
-) -> None:
-    st.session_state.pop(f"{key}-confirm", None)
-    submit(session, runner, pending, key, lambda: answer, notice_key)
-
-
-# -- a card decided elsewhere -----------------------------------------------------------
 SHOWN = "cards-shown"  # interrupt id -> (pause, notice key): the cards this tab drew
 
 

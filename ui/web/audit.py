@@ -1,15 +1,6 @@
-"""The decision log page (`?view=audit`): who decided what, when, from where.
-
-Every answer to an approval card or an outcome-unknown card, every auto-approved
-call and every auto-approve switch, newest first: for the open thread or across
-threads. Each record is one static `<details>` row (what ran, the edit's diff, the
-reason or response), all in one Markdown element: the page's cost does not grow
-with widgets per record.
-
-Filters (thread, tool, decision, who) narrow the newest `SCAN` records of the scope
-to those matching, then show the newest `limit` of them; each filter offers only the
-values those records hold.
-"""
+"""The decision log page (`?view=audit`): who decided what, when, from where, newest first,
+for the thread or all. One static `<details>` row per record; filters narrow the newest
+`SCAN` records and offer only the values those hold."""
 
 from __future__ import annotations
 
@@ -22,7 +13,8 @@ from graph import Session
 from graph.protocol.decisions import DecisionRecord
 from graph.protocol.display import visible
 from graph.protocol.wording import decided
-from ui.web.tool_blocks import pre_html, pretty
+from ui.web.safe_text import pretty
+from ui.web.tool_blocks import pre_html
 
 LIMITS = (50, 200, 1000)
 # How far back filters look: the newest this many records of the scope.
@@ -41,8 +33,8 @@ _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched
 
 def _what(record: DecisionRecord) -> str:
     if record.tool == "*" and record.decision in _SWITCH:
-        return _SWITCH[record.decision] + " for the thread"
-    return f"{record.tool} · {decided(record.decision)}"
+        return _decision(record) + " for the thread"
+    return f"{record.tool} · {_decision(record)}"
 
 
 def record_html(record: DecisionRecord, title: str | None) -> str:

@@ -1,20 +1,13 @@
-"""Auto-approve in the web app, and who this browser session is.
-
-One Session serves every browser session of the server (ui/web/state.py), so the
-Session's own auto-approve mode would switch it on for everybody. A person's switch
-is kept in their browser session instead and travels with each run they start:
-`tab_options()` is this tab's `RunOptions` (auto_approve, and source "web" and the
-actor the decision log records), given with every operation the page submits to the
-shared Runner. The thread's switch is stored with the thread (the decision log) and
-holds for everyone, every front end. While either is on, a banner says so.
-"""
+"""Auto-approve in the web app. One Session serves every browser session, so a person's
+switch is kept in their browser session and travels with each operation they submit
+(`tab_options()`); the thread's switch is stored with the thread, for everyone."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from graph import Session
-from graph.protocol.operations import RunOptions
+from graph import DecisionError, RunInProgress, Runner, Session
+from graph.protocol.operations import Operation, RunOptions
 from ui.web.identity import signed_in_identity
 
 TAB_KEY = "auto-approve-tab"  # this browser session's mode (kept apart from the widget's state)
@@ -25,19 +18,21 @@ def tab_auto_approve() -> bool:
     return bool(st.session_state.get(TAB_KEY, False))
 
 
-def tab_actor() -> str | None:
-    """Who this browser session is, for the decision log: the person the sign-in guard
-    vouched for (ui/web/identity.py), never a header a client could send itself."""
-    return signed_in_identity()
-
-
 def tab_options() -> RunOptions:
     """The options of every run this browser session starts (`Runner.submit`): source
     "web", the signed-in person as the actor, and auto-approve while this tab's switch
     is on (otherwise the session's own mode)."""
     return RunOptions(
-        source="web", actor=tab_actor(), auto_approve=True if tab_auto_approve() else None
+        source="web", actor=signed_in_identity(), auto_approve=True if tab_auto_approve() else None
     )
+
+
+def submit_from_tab(runner: Runner, operation: Operation, refused: str) -> None:
+    """Submit with this tab's options; a refusal is said on the page as `refused: why`."""
+    try:
+        runner.submit(operation, tab_options())
+    except (RunInProgress, DecisionError, ValueError) as exc:
+        st.session_state["flash"] = f"{refused}: {exc}"
 
 
 def tab_switch() -> None:
@@ -71,7 +66,7 @@ def thread_switch(session: Session, thread_id: str) -> None:
 def _flip_thread(session: Session, thread_id: str, key: str) -> None:
     try:
         session.set_thread_auto_approve(
-            thread_id, bool(st.session_state[key]), source="web", actor=tab_actor()
+            thread_id, bool(st.session_state[key]), source="web", actor=signed_in_identity()
         )
     except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
         st.session_state["flash"] = f"Auto-approve not switched: {exc}"

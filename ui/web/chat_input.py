@@ -1,21 +1,18 @@
-"""The chat input: drawn by the chat page in its place (ui/web/chat_page.py), and by a
+"""The chat input, and what it sends: drawn by the chat page in its place, and by a
 server's first page before the page's code has loaded.
 
-Loading the page's code (LangGraph, LangChain, the Session: ~0.8 s of imports, more on
-a busy machine) was most of the time from `uv run gatehouse` to a usable input (issue
-36). The input needs none of it: whether it is enabled, and its hint, follow from what
-the thread waits for, which the LangGraph-free reader answers (graph/store/reader.py);
-a message sent from it is taken by the callback of the next script run, which opens the
-Session first if it is not open yet. So a server's first page draws the input first
-and loads the rest after; the person can type while the thread is drawn.
-
-Imports Streamlit and graph.protocol's plain types; the reads load graph.store.reader
-(no LangGraph, no pydantic: tests/test_web_first_input.py).
+Loading the page's code (LangGraph, the Session: ~0.8 s of imports) was most of the
+time from `uv run gatehouse` to a usable input (issue 36). The input needs none of it:
+its state follows from what the thread waits for, which the LangGraph-free reader
+answers (graph/store/reader.py); a message sent from it is taken by the next script
+run's callback, which opens the Session first if needed. So this module imports only
+Streamlit and graph.protocol's plain types at load (tests/test_web_first_input.py).
 """
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -23,16 +20,16 @@ from graph.protocol.pauses import Pause
 from graph.protocol.threads import ThreadInfo, thread_id_problem
 from ui.web.unsent import GIVEN_BACK, keep_unsent
 
+if TYPE_CHECKING:
+    from graph import Runner
+
 HINT = "Message Gatehouse (try: list files, or write todo.md: buy milk)"
-# The module whose import loads the page's code (LangGraph among it): once it is loaded,
-# drawing the input in its place costs nothing.
+# Once this module (the page's code, LangGraph among it) is loaded, the input is drawn in its place.
 PAGE_MODULE = "ui.web.page"
 
 
 def input_state(pending: Pause | None, info: ThreadInfo | None, running: bool) -> tuple[bool, str]:
-    """Whether the chat input is disabled, and its hint (the reason when disabled):
-    `pending` is what the thread waits for, `info` its ThreadInfo, `running` whether
-    a run of this server is active on it."""
+    """Whether the chat input is disabled, and its hint (the reason when disabled)."""
     if pending is not None:
         return True, "Answer the approval card above first: the run is paused on it."
     if not running and info is not None and info.status == "interrupted":
@@ -55,49 +52,76 @@ def _on_prompt(thread_id: str | None) -> None:
     text = str(st.session_state.get("prompt") or "").strip()
     if not text:
         return
-    # The page's code, and the Session: already loaded unless the message was sent from
-    # a first page that was still loading (then this waits for it, once).
-    from ui.web.chat_page import send_prompt
-    from ui.web.state import app_state
+    from ui.web.state import app_state  # opens the Session unless a first page already did
 
     try:
-        state = app_state()
+        runner = app_state().runner
     except Exception as exc:  # noqa: BLE001 - the page says why it cannot start; keep the text
         keep_unsent(thread_id, text, exc)
         return
-    send_prompt(state.session, state.runner, thread_id, text)
+    if thread_id is not None:
+        st.session_state.pop(f"notice-{thread_id}", None)
+    else:
+        thread_id = _new_thread(runner)
+    try:
+        deliver(runner, thread_id, text)
+    except Exception as exc:  # noqa: BLE001 - storage: kept, retried by the page (ui/web/unsent.py)
+        keep_unsent(thread_id, text, exc)
+
+
+def _new_thread(runner: Runner) -> str:
+    from ui.web.threads import open_thread
+
+    thread_id = runner.session.new_thread_id()
+    open_thread(thread_id)
+    return thread_id
+
+
+def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
+    """`Runner.send` (now, or queued while a run is active), with what a person must know
+    said on the page; raises only what the database raised. No `thread_id`: a new thread."""
+    from graph import DecisionError, RunInProgress
+    from ui.web.auto_approve import tab_options
+
+    thread_id = thread_id or _new_thread(runner)
+    try:
+        runner.send(thread_id, text, tab_options())
+    except RunInProgress:
+        st.session_state["flash"] = (
+            "Not sent yet: a run is active on this thread in another process. "
+            "Your message is queued below; send it when that run ends."
+        )
+    except (DecisionError, ValueError) as exc:
+        st.session_state["flash"] = f"Not sent: {exc}. Your message: {text}"
 
 
 def early_chat_input() -> bool:
-    """On a chat page drawn before the page's code has loaded in this server process
-    (its first page): draw the chat input now, from the reader. True when drawn: the
-    page must not draw it again. False (nothing drawn) on any other page, or when the
-    thread cannot be read here: the page then draws the input, or why there is none."""
+    """On a server's first chat page, before the page's code has loaded: draw the chat
+    input now, from the reader. True when drawn (the page must not draw it again)."""
     if PAGE_MODULE in sys.modules:
         return False
     params = st.query_params
     if params.get("view", "chat") != "chat":
         return False
     thread_id = params.get("thread") or None
-    try:
-        pending: Pause | None = None
-        info: ThreadInfo | None = None
-        if thread_id is not None:
-            if thread_id_problem(thread_id) is not None:
-                return False  # the page draws "Thread not found"
+    pending: Pause | None = None
+    info: ThreadInfo | None = None
+    if thread_id is not None:
+        if thread_id_problem(thread_id) is not None:
+            return False  # the page draws "Thread not found"
+        try:
             found = _read(thread_id)
-            if found is None:
-                return False  # not a thread: the page draws "Thread not found"
-            pending, info = found
-    except Exception:  # noqa: BLE001 - the page reads it again and shows any error
-        return False
+        except Exception:  # noqa: BLE001 - the page reads it again and shows any error
+            return False
+        if found is None:
+            return False  # not a thread: the page draws "Thread not found"
+        pending, info = found
     # No run of this server can be active yet: its Runner starts with the page's code.
     draw_chat_input(thread_id, pending, info, running=False)
     return True
 
 
 def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
-    """What the thread waits for and its ThreadInfo; None when there is no such thread."""
     import graph
 
     reader = graph.open_reader(graph.load_settings().db)
@@ -107,6 +131,3 @@ def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
         return reader.pending(thread_id), reader.thread(thread_id)
     finally:
         reader.close()
-
-
-__all__ = ["HINT", "draw_chat_input", "early_chat_input", "input_state"]

@@ -1,14 +1,6 @@
-"""Copy buttons for messages.
-
-The icon is an inline SVG: a font ligature would show its name ("content_copy") until
-the font has loaded.
-
-A Streamlit widget per message would cost a script run per click and a component an
-iframe per message; instead each message carries a plain HTML button holding its
-text, and one script, installed once per page, copies the text of whichever button
-is clicked (event delegation on the document). The text copied is the message as
-written (its Markdown), as chat apps do.
-"""
+"""Copy buttons: a plain HTML button per message holding its text (a widget would cost a
+script run per click) and one script per page that copies whichever is clicked. The
+icon is inline SVG: a font ligature would show its name until the font has loaded."""
 
 from __future__ import annotations
 
@@ -76,6 +68,3 @@ def _attribute(text: str) -> str:
     # What is copied is what is shown: a hidden escape sequence must not reach a
     # terminal the text is pasted into.
     return escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
-
-
-__all__ = ["COPY_SCRIPT", "COPY_STYLE", "copy_html"]

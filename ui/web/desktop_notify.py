@@ -1,21 +1,8 @@
-"""Desktop notifications (opt-in): the browser tells the person when a thread starts
-waiting for a decision while they are looking at something else.
-
-A toggle in the sidebar turns it on for this browser tab (Streamlit keeps widget
-state per page session, so a reload turns it off again). The page is rerun by the
-live-update watcher (ui/web/live_updates.py) whenever the set of waiting threads changes, so
-each run hands the page the threads waiting now; a small script compares them with
-what it has already announced (kept in the tab's sessionStorage, so a rerun or a
-reload never repeats a notification) and shows one `Notification` per newly waiting
-thread — not for the thread on screen while the tab is visible (its card is right
-there), and not for threads that were already waiting when the toggle was turned on.
-Clicking the notification opens that thread.
-
-Notifications are a browser feature: they need a secure context (localhost or
-https) and the person's permission, asked for when the toggle is turned on. When
-either is missing the sidebar says so. The webhook (`[notify]`, graph/service/notify.py)
-is the server-side ping; this one needs an open tab.
-"""
+"""Desktop notifications (opt-in, per tab): the browser says when a thread starts waiting
+for a decision. The live-update watcher reruns the page when the waiting threads change;
+a script notifies once per new pause (remembered in sessionStorage), not for the thread
+on screen, nor for pauses older than the toggle. Needs https or localhost and the
+person's permission; the webhook (graph/service/notify.py) is the server-side ping."""
 
 from __future__ import annotations
 

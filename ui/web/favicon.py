@@ -1,13 +1,5 @@
-"""Gatehouse's icon as the page's favicon, served where Streamlit's page asks for one.
-
-Streamlit's served HTML links `./favicon.png`, and its front end sets that link again
-on a page that names no icon. Naming one (`st.set_page_config(page_icon=path)`) ran
-Streamlit's image code on the first page of every server, which imports numpy and
-PIL: ~0.1 s before anything else of the first page was drawn (issue 36). So the page
-names none, and this ASGI middleware answers `…/favicon.png` with Gatehouse's icon,
-a local file (a `:material/...:` page icon would be fetched from fonts.gstatic.com).
-Everything else passes untouched.
-"""
+"""Gatehouse's icon served at `…/favicon.png`, where Streamlit's page asks for one: naming
+a page icon ran Streamlit's image code (numpy, PIL: ~0.1 s of the first page, issue 36)."""
 
 from __future__ import annotations
 
@@ -43,6 +35,3 @@ class Favicon:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         body = self.body if scope["method"] == "GET" else b""
         await send({"type": "http.response.body", "body": body})
-
-
-__all__ = ["ICON", "Favicon"]

@@ -1,37 +1,21 @@
-"""The web app's front door: an ASGI middleware in front of every route Streamlit serves,
-the page, its static files and the `/_stcore/stream` WebSocket alike.
+"""The web app's front door: an ASGI middleware in front of every route Streamlit serves
+(the page, its static files, the `/_stcore/stream` WebSocket), run before Streamlit's own
+(ui/web/launch.py):
 
-Streamlit (1.67) serves an `st.App` through Starlette with user middleware running
-before its own (ui/web/launch.py), so this is the one place every request passes:
-
-1. `Host` must name this server (loopback, or `[access] hosts`): a DNS-rebinding page
-   at http://rebind.test:PORT gets 403 for the page and the WebSocket.
-2. `Origin`, when sent (browsers always send it on a WebSocket and on POST), must be
-   this server's own or a configured one: a foreign page gets 403.
+1. `Host` must name this server (loopback, or `[access] hosts`): no DNS rebinding.
+2. `Origin`, when sent, must be this server's own or a configured one.
 3. The person must be signed in (`[access] web`, graph/service/access.py):
-   - token: like Jupyter. A one-time link printed at start (`?token=`, used up the
-     first time it is opened, signed in or not) or the install secret pasted on the
-     sign-in page opens a session in the database (graph/store/web_sessions.py) and
-     sets an HttpOnly, SameSite=Strict cookie named after this server's port
-     (`gatehouse_session_8501`) holding its random id. Browsers send a host's
-     cookies to every port, so the value is good only on the port it was made for,
-     for 12 hours idle or 7 days at most, until sign-out (`/_gatehouse/signout`) or
-     `gatehouse signout --all`; an open WebSocket is checked again with every
-     message, so a revoked session approves nothing more. Without a session: the
-     sign-in page (a page load) or 401 / a refused WebSocket (anything else).
-     The cookie alone opens no WebSocket: a program on another port of this host
-     receives it from the browser (cookies ignore ports) and could replay it. The
-     page that signs a browser in also leaves a proof in the origin's own storage
-     (localStorage is per port), HMAC(install secret, session id); a script this
-     guard puts first in the app's page adds it to the `/_stcore/stream` address,
-     and the stream (and Streamlit's agent API) is refused without it.
-   - proxy: a reverse proxy authenticates people; each request carries the user in
-     `proxy_user_header` and the shared `proxy_secret` in X-Gatehouse-Proxy-Secret.
-   - oidc: Streamlit's `st.login`; the page script requires `st.user` (ui/web/identity.py).
-4. The identity goes on to the page script in one header, `X-Gatehouse-Identity`,
-   signed with the install secret and replacing whatever a client sent under that
-   name, so the script can tell a guarded request from a forged header.
-"""
+   - token: a one-time link printed at start (`?token=`) or the install secret opens a
+     session (graph/store/web_sessions.py) in an HttpOnly, SameSite=Strict cookie named
+     after the port (browsers send a host's cookies to every port). The WebSocket is
+     checked again with every message, so a revoked session approves nothing more. The
+     cookie alone opens no WebSocket (a program on another port of this host receives it
+     too): sign-in also leaves HMAC(secret, session id) in the origin's localStorage
+     (per port), which a script put first in the page adds to the stream's address.
+   - proxy: a reverse proxy sends the user in `proxy_user_header` and the shared secret.
+   - oidc: Streamlit's `st.login` (ui/web/identity.py).
+4. The identity goes on to the page script in `X-Gatehouse-Identity`, signed with the
+   install secret, replacing whatever a client sent under that name."""
 
 from __future__ import annotations
 
@@ -168,8 +152,8 @@ class Guard:
             await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
 
     async def _stopped_signed_in(self, scope: Scope, send: Send, headers: dict[str, str]) -> bool:
-        """Answered here for a signed-in browser (token mode): a sign-in link opened
-        again, or the stream without this origin's proof."""
+        """A signed-in browser's request answered here: a sign-in link opened again, or
+        the stream without this origin's proof."""
         if scope["type"] == "http" and "token" in _query(scope):
             # The link is used up all the same, and leaves the address bar.
             self.tokens.redeem(_query(scope)["token"])
@@ -194,9 +178,7 @@ class Guard:
     def _while_signed_in(
         self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
     ) -> Receive:
-        """The WebSocket's messages, each passed on only while its session is live: a
-        session revoked while the tab is open (sign-out elsewhere, `signout --all`)
-        ends the connection before its next click reaches the app."""
+        """The WebSocket's messages, passed on only while its session is live."""
 
         async def receiving() -> Message:
             message = await receive()
@@ -248,9 +230,8 @@ class Guard:
         port = _port(scope)
         session_id = self.sessions.open(self.access.local_identity(), port)
         cookie = f"{COOKIE}_{port}={session_id}; Path=/; Max-Age={WebSessions.MAX_AGE_S}; HttpOnly; SameSite=Strict"
-        # A page, not a redirect: a navigation that came from another site (a terminal,
-        # a chat app) does not send SameSite=Strict cookies even after a redirect; one
-        # this page starts itself does.
+        # A page, not a redirect: a navigation from another site does not send
+        # SameSite=Strict cookies even after a redirect; one this page starts does.
         await _send_html(
             send, 200, _continue_page(next_path, self._proof(session_id)), cookies=[cookie]
         )
@@ -284,8 +265,7 @@ class Guard:
 
 
 def _no_framing(send: Send) -> Send:
-    """No other site may show the app in a frame and trick a click on Approve (with a
-    proxy's or a provider's cookie the browser may send in a frame)."""
+    """No other site may frame the app and trick a click on Approve."""
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -295,9 +275,7 @@ def _no_framing(send: Send) -> Send:
     return sending
 
 
-# -- requests ------------------------------------------------------------------------
 def _headers(scope: Scope) -> dict[str, str]:
-    """Request headers by lower-case name; a repeated header keeps its first value."""
     out: dict[str, str] = {}
     for name, value in scope.get("headers", []):
         out.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
@@ -336,18 +314,16 @@ def _cookies(headers: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _query_pairs(scope: Scope) -> list[tuple[str, str]]:
+    return parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+
+
 def _query(scope: Scope) -> dict[str, str]:
-    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+    return dict(_query_pairs(scope))
 
 
 def _without_token(scope: Scope) -> str:
-    rest = [
-        (k, v)
-        for k, v in parse_qsl(
-            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
-        )
-        if k != "token"
-    ]
+    rest = [(k, v) for k, v in _query_pairs(scope) if k != "token"]
     return _safe_next(scope.get("path", "/") + (f"?{urlencode(rest)}" if rest else ""))
 
 
@@ -367,7 +343,6 @@ async def _read_body(receive: Receive) -> bytes:
             return body[:MAX_FORM_BYTES]
 
 
-# -- responses -----------------------------------------------------------------------
 async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
     if scope["type"] == "websocket":
         # Closing before accepting makes the server answer the handshake with 403.
@@ -450,13 +425,13 @@ def _signed_out_page() -> str:
 
 
 def _continue_page(next_path: str, proof: str | None = None) -> str:
-    """On to `next_path`; on sign-in, leaving the session's `proof` (hex) in this
-    origin's storage first."""
+    """On to `next_path`, leaving the session's `proof` in this origin's storage first."""
     target = html.escape(next_path, quote=True)
     keep = (
         f'<script>try {{ localStorage.setItem("{PROOF_KEY}", "{proof}"); }} catch (e) {{}}</script>'
+        if proof
+        else ""
     )
-    keep = keep if proof else ""
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Gatehouse</title>
 {keep}<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
 <body><p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p></body></html>"""

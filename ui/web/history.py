@@ -1,21 +1,14 @@
-"""The thread's history, windowed: the last turns only, older ones on demand.
-
-A script run costs what it draws (server time, bytes, and the browser's React work
-grow with every element), so the page draws a window of the last `WINDOW` turns,
-each as a few static Markdown elements, whatever the thread's length. "Show
-earlier" widens the window; "Find in this thread" jumps to an older turn. Per-message
-widgets (edit and fork) appear only when asked for, for one message at a time.
-
-Each message has a copy button (plain HTML: one small element, no widget, see
-ui/web/copy.py), and a user message with other versions (after a fork, a
-regenerate) has a `< 2/3 >` switcher that moves the thread to another version's
-branch.
-"""
+"""The thread's history, windowed: the last `WINDOW` turns as a few static Markdown
+elements each, whatever the thread's length (a page run costs what it draws). "Show
+earlier" widens the window, "Find in this thread" jumps to an older turn; edit and fork
+widgets appear for one message at a time, when asked for. A user message with other
+versions (a fork, a regenerate) has a `< 2/3 >` switcher."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import streamlit as st
@@ -26,10 +19,9 @@ from graph.protocol.threads import turn_starts
 from ui.web.auto_approve import tab_options
 from ui.web.copy import copy_html
 from ui.web.long_text import draw_message_text
-from ui.web.long_threads import result_row, summary_html
 from ui.web.safe_text import label, markdown
 from ui.web.thinking import draw_cut_off, draw_thinking
-from ui.web.tool_blocks import NOT_RUN, WAITING, row_html
+from ui.web.tool_blocks import NOT_RUN, result_row, row_html, summary_html
 
 WINDOW = 8
 APPROVALS = 500
@@ -47,6 +39,22 @@ class Turn:
     number: int | None
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """What every turn drawn in one place of the page shares."""
+
+    runner: Runner
+    thread_id: str
+    took: dict[str, float]  # tool durations this process saw (live_run.durations)
+    branches: Mapping[int, Branches]
+    can_fork: bool
+    missing: str = NOT_RUN  # what a call without a result is said to be
+
+    @cached_property
+    def approvals(self) -> dict[str, DecisionRecord]:
+        return approvals_of(self.runner, self.thread_id)
 
 
 def approvals_of(runner: Runner, thread_id: str) -> dict[str, DecisionRecord]:
@@ -68,47 +76,15 @@ def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
     return [Turn(numbers.get(s), s, e) for s, e in zip(starts, ends, strict=True) if e > s]
 
 
-def _shown_key(thread_id: str) -> str:
-    return f"shown-{thread_id}"
-
-
-def shown_turns(thread_id: str) -> int:
-    return int(st.session_state.get(_shown_key(thread_id), WINDOW))
-
-
-def _show_more(thread_id: str, count: int) -> None:
-    st.session_state[_shown_key(thread_id)] = count
-
-
-def draw_window(
-    runner: Runner,
-    thread_id: str,
-    messages: Sequence[MessageView],
-    turns: list[Turn],
-    took: dict[str, float],
-    *,
-    can_fork: bool,
-    branches: Mapping[int, Branches],
-) -> None:
+def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) -> None:
     """Draw the last turns of `turns` (all but those the window hides), or, after a
     jump from "Find", the found turn and the few after it."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
-    approvals = approvals_of(runner, thread_id) if turns else {}
-    if (found := _found(thread_id, turns)) is not None:
-        _draw_found(
-            runner,
-            thread_id,
-            messages,
-            turns,
-            found,
-            results,
-            took,
-            can_fork=can_fork,
-            branches=branches,
-            approvals=approvals,
-        )
+    if (found := _found(d.thread_id, turns)) is not None:
+        _draw_found(d, messages, turns, found, results)
         return
-    shown = shown_turns(thread_id)
+    thread_id = d.thread_id
+    shown = int(st.session_state.get(f"shown-{thread_id}", WINDOW))
     hidden = max(0, len(turns) - shown)
     if hidden:
         more = min(WINDOW * 4, hidden)
@@ -116,23 +92,12 @@ def draw_window(
         left.button(
             f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
             key=f"earlier-{thread_id}",
-            on_click=_show_more,
-            args=(thread_id, shown + more),
+            on_click=st.session_state.__setitem__,
+            args=(f"shown-{thread_id}", shown + more),
         )
         _find_popover(right, thread_id, messages, turns)
-    for turn in turns[hidden:]:
-        draw_turn(
-            runner,
-            thread_id,
-            messages[turn.start : turn.end],
-            turn.start,
-            results,
-            took,
-            can_fork=can_fork,
-            missing=NOT_RUN,
-            branches=branches,
-            approvals=approvals,
-        )
+    for t in turns[hidden:]:
+        draw_turn(d, messages[t.start : t.end], t.start, results)
 
 
 def _found_key(thread_id: str) -> str:
@@ -144,10 +109,9 @@ def _jumps_key(thread_id: str) -> str:
 
 
 def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
-    """(index in `turns` of the turn jumped to, how many turns to draw from it), or None.
-
-    A jump is kept only while the thread has the turns it had then: a new message (or
-    an undo, a branch switch) brings the page back to the latest turns, where the run is."""
+    """(index in `turns` of the turn jumped to, how many turns to draw), or None. A jump
+    holds while the thread has the turns it had then: a new message, an undo or a branch
+    switch brings the page back to the latest turns, where the run is."""
     jump = st.session_state.get(_found_key(thread_id))
     if jump is None:
         return None
@@ -161,46 +125,29 @@ def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
 
 def _jump(thread_id: str, start: int, length: int) -> None:
     st.session_state[_found_key(thread_id)] = (start, FOUND_TURNS, length)
-    # A popover stays open across reruns; a new key makes it a new, closed one, so the
-    # page shows the turn. (Tracking it with on_change="rerun" would rerun the page on
-    # every open, and the rerun scrolled the open popover out of view.)
+    # A popover stays open across reruns: a new key makes a new, closed one. (on_change=
+    # "rerun" reran the page on every open, scrolling the open popover out of view.)
     st.session_state[_jumps_key(thread_id)] = st.session_state.get(_jumps_key(thread_id), 0) + 1
-
-
-def _read_on(thread_id: str, start: int, count: int, length: int) -> None:
-    st.session_state[_found_key(thread_id)] = (start, count, length)
 
 
 def _back_to_latest(thread_id: str) -> None:
     st.session_state.pop(_found_key(thread_id), None)
-    st.session_state[_shown_key(thread_id)] = WINDOW
+    st.session_state[f"shown-{thread_id}"] = WINDOW
 
 
 def _draw_found(
-    runner: Runner,
-    thread_id: str,
+    d: Drawing,
     messages: Sequence[MessageView],
     turns: list[Turn],
     found: tuple[int, int],
-    results: dict[str | None, MessageView],
-    took: dict[str, float],
-    *,
-    can_fork: bool,
-    branches: Mapping[int, Branches],
-    approvals: Mapping[str, DecisionRecord],
+    results: Mapping[str | None, MessageView],
 ) -> None:
-    """The turn "Find" jumped to and a few after it: what the person asked to see, drawn
-    at the cost of a normal window whatever the thread's length (never every turn from
-    the match to the end)."""
+    """The turn "Find" jumped to and a few after it (never every turn to the end)."""
     at, count = found
+    thread_id = d.thread_id
     end = min(len(turns), at + count)
     left, right = st.columns([1, 2])
-    left.button(
-        ":material/vertical_align_bottom: Back to the latest turns",
-        key=f"latest-top-{thread_id}",
-        on_click=_back_to_latest,
-        args=(thread_id,),
-    )
+    _latest_button(left, f"latest-top-{thread_id}", thread_id)
     _find_popover(right, thread_id, messages, turns)
     first, last = turns[at].number, turns[end - 1].number
     span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
@@ -214,34 +161,27 @@ def _draw_found(
             else "."
         )
     )
-    for turn in turns[at:end]:
-        draw_turn(
-            runner,
-            thread_id,
-            messages[turn.start : turn.end],
-            turn.start,
-            results,
-            took,
-            can_fork=can_fork,
-            missing=NOT_RUN,
-            branches=branches,
-            approvals=approvals,
-        )
+    for t in turns[at:end]:
+        draw_turn(d, messages[t.start : t.end], t.start, results)
     if end < len(turns):
         left, right = st.columns([1, 2])
         more = min(WINDOW, len(turns) - end)
         left.button(
             f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
             key=f"later-{thread_id}",
-            on_click=_read_on,
-            args=(thread_id, turns[at].start, count + more, len(turns)),
+            on_click=st.session_state.__setitem__,
+            args=(_found_key(thread_id), (turns[at].start, count + more, len(turns))),
         )
-        right.button(
-            ":material/vertical_align_bottom: Back to the latest turns",
-            key=f"latest-{thread_id}",
-            on_click=_back_to_latest,
-            args=(thread_id,),
-        )
+        _latest_button(right, f"latest-{thread_id}", thread_id)
+
+
+def _latest_button(where: Any, key: str, thread_id: str) -> None:
+    where.button(
+        ":material/vertical_align_bottom: Back to the latest turns",
+        key=key,
+        on_click=_back_to_latest,
+        args=(thread_id,),
+    )
 
 
 def _find_popover(
@@ -256,9 +196,8 @@ def _find_popover(
 
 @st.fragment
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    """The popover's search, as a fragment: typing a query reruns only the popover, never
-    the page under it (a whole-page run redrew the whole history under the open popup,
-    and changed its height while the person read at the top). A jump reruns the page."""
+    """The popover's search, as a fragment: typing reruns only the popover, not the page
+    under it (which changed height while the person read). A jump reruns the page."""
     wanted = st.text_input("Text to find", key=f"find-{thread_id}").strip().lower()
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
@@ -284,37 +223,21 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
 
 
 def draw_turn(
-    runner: Runner,
-    thread_id: str,
+    d: Drawing,
     part: Sequence[MessageView],
     offset: int,
-    results: dict[str | None, MessageView],
-    took: dict[str, float],
-    *,
-    can_fork: bool,
-    missing: str,
-    branches: Mapping[int, Branches],
-    approvals: Mapping[str, DecisionRecord],
+    results: Mapping[str | None, MessageView],
 ) -> None:
     """One turn: the user's bubble, then one assistant bubble for the rest; each call's
-    row says who approved it and from where (`approvals`: see `approvals_of`)."""
-    i = 0
-    if (
-        part and part[0].summary
-    ):  # what compaction wrote in place of older turns: not the person's words
+    row says who approved it and from where (see `approvals_of`)."""
+    thread_id, i = d.thread_id, 0
+    if part and part[0].summary:  # compaction's summary of older turns: not the person's
         st.markdown(summary_html(part[0].content), unsafe_allow_html=True)
         i = 1
     elif part and part[0].role == "user":
         with st.chat_message("user"):
             draw_message_text(thread_id, part[0], as_written=True)
-            _user_actions(
-                runner,
-                thread_id,
-                offset,
-                part[0].content,
-                can_fork=can_fork,
-                versions=branches.get(offset),
-            )
+            _user_actions(d, offset, part[0].content)
         i = 1
     rest = [m for m in part[i:] if m.role == "assistant"]
     if not rest:
@@ -327,21 +250,18 @@ def draw_turn(
             elif m.content:
                 draw_message_text(thread_id, m)
             draw_cut_off(m)
-            rows = []
-            for call in m.tool_calls:
-                result = results.get(call.id)
-                if result is None:
-                    rows.append(row_html(call.name, call.args, None, "", None, missing=missing))
-                else:
-                    rows.append(
-                        result_row(
-                            thread_id,
-                            call,
-                            result,
-                            took.get(call.id, result.duration_ms),
-                            approvals.get(call.id),
-                        )
-                    )
+            rows = [
+                row_html(call.name, call.args, None, "", None, missing=d.missing)
+                if (result := results.get(call.id)) is None
+                else result_row(
+                    thread_id,
+                    call,
+                    result,
+                    d.took.get(call.id, result.duration_ms),
+                    d.approvals.get(call.id),
+                )
+                for call in m.tool_calls
+            ]
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
         answer = "\n\n".join(m.content for m in rest if m.content and not m.notice)
@@ -349,19 +269,12 @@ def draw_turn(
             st.markdown(copy_html(answer, what="answer"), unsafe_allow_html=True)
 
 
-def _user_actions(
-    runner: Runner,
-    thread_id: str,
-    index: int,
-    text: str,
-    *,
-    can_fork: bool,
-    versions: Branches | None,
-) -> None:
+def _user_actions(d: Drawing, index: int, text: str) -> None:
     """Under a user message: copy, its versions (`< 2/3 >`), edit and fork."""
+    runner, thread_id, can_fork = d.runner, d.thread_id, d.can_fork
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.markdown(copy_html(text, what="message"), unsafe_allow_html=True, width="content")
-        if versions is not None:
+        if (versions := d.branches.get(index)) is not None:
             _version_switcher(runner, thread_id, versions, enabled=can_fork)
         if can_fork and st.session_state.get(_fork_key(thread_id)) != index:
             st.button(
@@ -450,6 +363,3 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
                 st.error(f"Cannot fork: {exc}")
                 return
             st.rerun()
-
-
-__all__ = ["WAITING", "NOT_RUN", "Turn", "draw_turn", "draw_window", "turns_of"]

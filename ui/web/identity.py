@@ -1,12 +1,6 @@
-"""Who is signed in to this browser session, as the page script sees it.
-
-The guard (ui/web/guard.py) hands the identity on in one header signed with the
-install secret; a page run without it (a server not started by `gatehouse ui`, or a
-client forging the header) shows a refusal, never the app. With `[access] web =
-"oidc"` the identity is Streamlit's `st.user`, and a person who is not logged in
-sees a sign-in button (`st.login`). AppTest runs (no request at all) are the Python
-API's trusted local path: the configured actor.
-"""
+"""Who is signed in, as the page script sees it: the identity header the guard signed
+(ui/web/guard.py), or with `[access] web = "oidc"` Streamlit's `st.user`. A page run
+without a valid header is refused; AppTest (no request) is the trusted local path."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""The approvals inbox: every thread waiting for a decision, oldest first, for triage.
+"""The approvals inbox: every thread waiting for a decision, oldest first, one row each
+with Approve / Reject in place; the first row answers to keys (a, d, n = later, o, u).
 
-One compact row per thread (thread, each call it would run, waiting since) with
-Approve / Reject in place: a decision resumes that thread in the background and the
-page stays here, with the next row first. The first row answers to the keyboard
-(a = approve, d = reject, n = next: decide it later, o = open). "Review" opens the
-full card (edit, respond, per-call choices) in place.
-
-A row approves only what it shows: every call of the row is listed with its
-arguments; when one does not fit the row (graph.protocol.display's card rule),
-Approve opens the full card instead, where the rest is opened before approving.
-A call the confirmation rule (graph.protocol.confirm) names is never approved by one
-key or click: Approve asks first, showing each such call whole (Escape cancels).
-A quick Approve or Reject waits `UNDO_S` seconds, saying what it will do, with Undo.
-"""
+A row approves only what it shows: a call that does not fit (graph.protocol.display's
+card rule) sends Approve to the full card. A call the confirmation rule names asks
+first. A quick decision waits `UNDO_S` seconds, with Undo."""
 
 from __future__ import annotations
 
@@ -80,7 +71,6 @@ def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
 PAGE = 50  # inbox rows drawn at once
 
 
-# -- a moment to undo ------------------------------------------------------------------
 HELD = "inbox-held"  # thread id -> Held: quick decisions waiting out UNDO_S
 
 
@@ -227,28 +217,19 @@ def _row(
             confirming = (st.session_state.get(f"{key}-confirm") or ("",))[0] == (
                 pending.interrupt_id
             )
-            if all_shown:
-                approve.button(
-                    "Approve all" if many else "Approve",
-                    key=f"inbox-approve-{tid}",
-                    type="primary",
-                    shortcut="a" if first else None,
-                    disabled=confirming,
-                    help="Asks first when a call executes, deletes or writes where code runs later",
-                    on_click=_hold,
-                    args=(session, runner, pending, "approve"),
-                )
-            else:
-                # Part of a call is not in the row: approving happens on the open card.
-                approve.button(
-                    "Review to approve",
-                    key=f"inbox-approve-{tid}",
-                    type="primary",
-                    shortcut="a" if first else None,
-                    help="A call does not fit the row: open it all, then approve it on its card",
-                    on_click=st.session_state.__setitem__,
-                    args=(opened, True),
-                )
+            # When part of a call is not in the row, approving happens on the open card.
+            approve.button(
+                ("Approve all" if many else "Approve") if all_shown else "Review to approve",
+                key=f"inbox-approve-{tid}",
+                type="primary",
+                shortcut="a" if first else None,
+                disabled=confirming and all_shown,
+                help="Asks first when a call executes, deletes or writes where code runs later"
+                if all_shown
+                else "A call does not fit the row: open it all, then approve it on its card",
+                on_click=_hold if all_shown else st.session_state.__setitem__,
+                args=(session, runner, pending, "approve") if all_shown else (opened, True),
+            )
             reject.button(
                 "Reject all" if many else "Reject",
                 key=f"inbox-reject-{tid}",

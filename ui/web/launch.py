@@ -1,10 +1,5 @@
-"""What `gatehouse ui` serves: the Streamlit app (ui/web/app.py) as an `st.App`, with
-the sign-in guard (ui/web/guard.py) in front of every route, the WebSocket included.
-
-`streamlit run ui/web/launch.py` finds `app` below and serves it through Starlette
-on uvicorn. At start it prints a one-time sign-in link (and opens it in a browser
-when GATEHOUSE_OPEN_BROWSER is set, as `gatehouse ui` does).
-"""
+"""What `gatehouse ui` serves (`streamlit run ui/web/launch.py`): the app as an `st.App`
+behind the sign-in guard (ui/web/guard.py), printing a one-time sign-in link at start."""
 
 from __future__ import annotations
 
@@ -33,11 +28,9 @@ from ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
 
-# Streamlit checks once per process, when a page draws its first element, whether it
-# runs in a REPL, to warn that apps need `streamlit run`: `inspect.stack()` resolves the
-# path of every loaded module, ~45 ms of a new server's first page (issue 36). This is
-# the script `streamlit run` serves, so the warning cannot apply: it counts as shown.
-# tests/test_web_first_input.py checks that Streamlit still has the flag.
+# Streamlit's once-per-process check whether it runs in a REPL (`inspect.stack()`: ~45 ms
+# of a new server's first page, issue 36) cannot apply to the script it serves: the
+# warning counts as shown (tests/test_web_first_input.py checks the flag still exists).
 streamlit_delta_generator._use_warning_has_been_displayed = True
 
 _access, _secret = web_access()

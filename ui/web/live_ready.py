@@ -1,19 +1,10 @@
 """A live run is followed only once the browser has drawn the page's widgets.
 
-Streamlit loads each widget's code on first use (React lazy components), and React
-draws a widget whose code has just arrived only when it has nothing more urgent to
-draw. A live run sends the page an update several times a second, so a busy
-machine's browser that (re)opened a page during a run never drew Stop or the chat
-input until the run ended (Chromium's CPU throttle reproduces it: at 6x, Stop was
-still missing 60 s after a reload; test_ui_browser.py's reload test). Fewer updates
-(ui/web/live_run.py) only moved the threshold: Stop drawn at 6x, still missing at 15x.
-
-So the first page of a browser session that finds a run going is drawn as it stands
-(Stop, the input, the thread so far, "running…"), with hidden samples of the widgets
-the live view adds, and a small script that presses a hidden button once no widget
-on the page waits for its code (or after `GIVE_UP_MS`) and no page run is going. That
-press's script run follows the run live; later runs of the session follow at once.
-"""
+React draws a widget whose code has just loaded only when nothing more urgent waits, so
+a busy browser that (re)opened a page during a run never drew Stop or the input until
+the run ended (at 6x CPU throttle). The first page of a session that finds a run going
+is drawn as it stands, with hidden samples of the live view's widgets and a script that
+presses a hidden button once none waits for its code; that press's run follows live."""
 
 from __future__ import annotations
 
@@ -28,21 +19,12 @@ SETTLE_MS = 2_000  # after a press, time for its run to set READY before another
 
 STYLE = "<style>.st-key-gh-live-samples { display: none; }</style>"
 
-# Presses the hidden button once nothing on the page is a skeleton (a widget waiting
-# for its code) and no script run is going. Each drawing of this element carries its
-# own id; only the newest drawing's script may press, and at most once, however often
-# the browser runs it. Why so strict: Streamlit starts a page's new run by stopping the
-# one going (`runner.fastReruns`), and a run stopped before it began drops the button
-# press it carried. A second press of this button, or one sent while the person's own
-# click was on its way, could cost that click. The browser tests saw three presses
-# after one approval in a fresh tab (each drawing's script pressed, two of them during
-# runs the earlier presses had started); tests/test_ui_browser.py checks that
-# every press now comes from an idle page.
-# The page cannot see a run the server has just begun, so a drawing that run made may
-# still find the page idle: it waits SETTLE_MS after this page's last press (the
-# press's own run normally ends the handshake by then). A drawing whose button is gone
-# from an idle page stops checking (the button's box, not the button: until its code
-# has loaded the box holds a skeleton).
+# Presses the hidden button once no widget is a skeleton (waiting for its code) and no
+# script run is going: only the newest drawing's script, at most once. Streamlit starts a
+# new run by stopping the one going, and a stopped run drops the click it carried, so an
+# extra press could cost the person's own click (tests/test_ui_browser.py checks every
+# press comes from an idle page). A run the server has just begun is not visible yet:
+# SETTLE_MS after this page's last press. A drawing whose button's box is gone stops.
 SCRIPT = (
     "<script>(() => {"
     "const id = 'DRAWING';"
@@ -84,6 +66,3 @@ def live_ready() -> bool:
         st.button("follow the run", key=BUTTON_KEY, on_click=_ready)
     st.html(SCRIPT.replace("DRAWING", secrets.token_hex(8), 1), unsafe_allow_javascript=True)
     return False
-
-
-__all__ = ["live_ready"]

@@ -1,17 +1,11 @@
-"""The live view of a running run.
-
-A live run is drawn from the Runner's event buffer: the page polls the Run,
-applies events to one placeholder per message and re-sends text at most
-`FLUSH_EVERY` seconds apart (tokens are coalesced), a command's output at most
-`OUTPUT_EVERY` apart. When the run ends the caller
-redraws the same region from the thread's checkpoints, in the same script run
-(no rerun: a rerun would draw the whole page again).
-"""
+"""The live view of a running run, from the Runner's event buffer: text re-sent at most
+every `FLUSH_EVERY` s, a command's output every `OUTPUT_EVERY` s. When the run ends the
+caller redraws the region from the checkpoints in the same script run."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, assert_never
 
 import streamlit as st
 
@@ -21,10 +15,8 @@ from ui.web.safe_text import markdown
 from ui.web.thinking import LiveThinking
 from ui.web.tool_blocks import NOT_RUN_STATUSES, ToolBlock, not_run_row
 
-# How often the page is sent what changed: every update makes the browser draw the
-# page again, so a busy machine's browser spends less of its time redrawing. Text
-# streams at 10 frames a second, a command's output twice a second, the elapsed time
-# once a second (see also ui/web/live_ready.py).
+# Every update makes the browser draw the page again: text at 10 frames a second, a
+# command's output twice a second, the elapsed time once (see also ui/web/live_ready.py).
 FLUSH_EVERY = 0.1
 OUTPUT_EVERY = 0.5
 HEARTBEAT_EVERY = 1.0
@@ -52,49 +44,61 @@ class LiveView:
         self.thinking: LiveThinking | None = None
 
     def feed(self, event: ev.Event) -> None:
-        if isinstance(event, ev.TextDelta):
-            if self.slot is None:
-                self.slot = st.empty()
-            self.message_id = event.message_id or self.message_id
-            self.text += event.text
-            self.text_dirty = True
-        elif isinstance(event, ev.MessageReplaced | ev.ReplyRejected | ev.ModelRetried):
-            self._replace(event)
-        elif isinstance(event, ev.ReasoningDelta):
-            self.thinking = self.thinking or LiveThinking()
-            self.thinking.add(event)
-        elif isinstance(event, ev.ToolStarted):
-            self._close_text()
-            self.thinking = None  # the next reply's reasoning gets its own block
-            name = (
-                f"{event.name} · auto-approved"
-                if event.auto_approved
-                else f"{event.name} · always allowed ({event.grant})"
-                if event.grant
-                else event.name
-            )
-            self.tools[event.call_id] = ToolBlock(name, event.args, event.name)
-        elif isinstance(event, ev.ToolOutput):
-            block = self.tools.get(event.call_id)
-            if block is not None:
-                block.add_output(event.text)
-        elif isinstance(event, ev.ToolFinished):
-            block = self.tools.get(event.call_id)
-            if block is None and event.status in NOT_RUN_STATUSES:
-                not_run_row(event.name, event.status, event.output)  # it never started
-            else:
-                (block or ToolBlock(event.name, {})).finish(
-                    event.status, event.output, event.duration_ms
+        match event:
+            case ev.TextDelta():
+                if self.slot is None:
+                    self.slot = st.empty()
+                self.message_id = event.message_id or self.message_id
+                self.text += event.text
+                self.text_dirty = True
+            case ev.MessageReplaced() | ev.ReplyRejected() | ev.ModelRetried():
+                self._replace(event)
+            case ev.ReasoningDelta():
+                self.thinking = self.thinking or LiveThinking()
+                self.thinking.add(event)
+            case ev.ToolStarted():
+                self._close_text()
+                self.thinking = None  # the next reply's reasoning gets its own block
+                name = (
+                    f"{event.name} · auto-approved"
+                    if event.auto_approved
+                    else f"{event.name} · always allowed ({event.grant})"
+                    if event.grant
+                    else event.name
                 )
-        elif isinstance(event, ev.Notice):
-            self._close_text()
-            st.info(markdown(event.text))
-        elif isinstance(event, ev.ErrorEvent):
-            self._close_text()
-            st.error(markdown(event.message))
-        elif isinstance(event, ev.ApprovalRequired):
-            self._close_text()
-            st.warning("Waiting for your decision…")
+                self.tools[event.call_id] = ToolBlock(name, event.args, event.name)
+            case ev.ToolOutput():
+                if (block := self.tools.get(event.call_id)) is not None:
+                    block.add_output(event.text)
+            case ev.ToolFinished():
+                block = self.tools.get(event.call_id)
+                if block is None and event.status in NOT_RUN_STATUSES:
+                    not_run_row(event.name, event.status, event.output)  # it never started
+                else:
+                    (block or ToolBlock(event.name, {})).finish(
+                        event.status, event.output, event.duration_ms
+                    )
+            case ev.Notice():
+                self._close_text()
+                st.info(markdown(event.text))
+            case ev.ErrorEvent():
+                self._close_text()
+                st.error(markdown(event.message))
+            case ev.ApprovalRequired():
+                self._close_text()
+                st.warning("Waiting for your decision…")
+            case (
+                ev.RunStarted()
+                | ev.PartStarted()
+                | ev.AssistantMessage()
+                | ev.TurnComplete()
+                | ev.Usage()
+                | ev.Compacted()
+                | ev.RunFinished()
+            ):
+                pass  # the page redraws these from the checkpoints when the run ends
+            case _:
+                assert_never(event)
 
     def flush(self, *, output: bool = True) -> None:
         """Send the text (and reasoning) that arrived; the commands' output too unless

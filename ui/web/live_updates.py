@@ -1,18 +1,10 @@
-"""Live updates without a click: a page reflects what happened elsewhere (another
-tab, the terminal, another process) within about a second.
+"""Live updates without a click: a page shows what changed elsewhere (another tab, the
+terminal, another process) within about a second.
 
-One watcher thread per server process reads the thread index every `WATCH_S`
-seconds (a few indexed reads, whatever the number of tabs) and compares, for each
-open page, what the page was drawn from with what the index says now: the open
-thread's status, the threads waiting for a decision and the newest thread. Only a
-page whose view is out of date is rerun, the way Streamlit reruns a page whose
-source file changed (`AppSession.request_rerun`). An idle tab costs nothing: no
-timer in the browser, no script run on the server.
-
-Streamlit has no public API to rerun another session; when its internals are not
-as expected, each page falls back to a timer fragment (`st.fragment(run_every=...)`)
-that reruns only a tiny fragment every POLL_S seconds (a few ms of server time a tab).
-"""
+One watcher thread per server reads the thread index every `WATCH_S` s and reruns only
+the pages whose view is out of date, as Streamlit reruns a page whose source changed
+(`AppSession.request_rerun`); an idle tab costs nothing. Streamlit has no public API for
+this: when its internals are not as expected, each page falls back to a timer fragment."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""What a browser shows before the page is drawn: a loading state on first open, icons
-hidden until their font is ready, and the button code fetched while the page loads.
+"""What a browser shows before the page is drawn. Imports only Streamlit: app.py draws the
+loading state before it imports LangGraph (seconds on a cold, busy machine).
 
-Imports nothing but Streamlit: app.py calls `loading_state()` before it imports the
-rest of Gatehouse (LangGraph among it: seconds on a cold, busy machine), so the first
-thing a person sees is "Loading Gatehouse…", not a blank page.
-
-- Icons: Streamlit's `:material/...:` icons are ligatures of a font it serves; until
-  the font has loaded a browser draws the ligature's name ("content_copy",
-  "keyboard_arrow_right"). They stay invisible until the font is ready (or 3 s pass).
-- Buttons: Streamlit loads each widget's code on first use, so on a busy machine the
-  inbox's rows arrived seconds before their buttons (and their keys). A hidden button
-  drawn with the loading state fetches that code while the server still imports, and
-  an inbox row stays hidden until its buttons are drawn (PAGE_STYLE).
-"""
+Icons (a font's ligatures) stay hidden until the font is ready, or they show their names.
+A hidden button drawn with the loading state fetches the widgets' code early, and an
+inbox row stays hidden until its buttons (and keys) are drawn."""
 
 from __future__ import annotations
 
@@ -37,13 +28,10 @@ if (!window.ghIconsWatch) {
 }
 </script>"""
 
-# Always on: icons wait for their font; an inbox row shows once all its buttons are
-# drawn ("Open" is its last), so what the keys act on is on screen with the row. The
-# row's descendants are hidden too: Streamlit's Markdown sets `visibility: visible` on
-# its text, which a hidden ancestor alone does not override. ui/web/preload.py puts
-# this in the page's <head>, so it applies before the first element is drawn (Markdown
-# with HTML waits for code loaded on first use: the rows' plain text came ~0.1 s
-# before it); the copy in Markdown below keeps it under a bare `streamlit run`.
+# Always on: icons wait for their font; an inbox row shows once its last button ("Open")
+# is drawn, descendants too (Streamlit's Markdown sets `visibility: visible` on its text).
+# ui/web/preload.py puts it in the <head>, before the first element is drawn; the copy
+# drawn by `loading_state` keeps it under a bare `streamlit run`.
 PAGE_STYLE = """
 html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
 [class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)),
@@ -69,11 +57,9 @@ INDICATOR = (
 )
 
 
-# Before the app draws anything: Streamlit's page is blank while its code loads and until
-# the first script run starts (~1.4 s on a busy machine, before "Loading Gatehouse…"
-# above could be drawn). ui/web/preload.py puts this in the served HTML itself; its
-# script removes it for good once the app has drawn its own loading state or a page
-# (a heading, the chat input, the sidebar, an error, or more elements than the loading state has).
+# Streamlit's page is blank until its code loads and the first script run starts (~1.4 s
+# on a busy machine): ui/web/preload.py puts this in the served HTML; its script removes
+# it once the app has drawn its loading state or a page.
 BOOT_STYLE = """
 #gh-boot { position: fixed; top: 0; left: 0; right: 0; display: flex; align-items: center; justify-content: center;
   gap: 0.75rem; padding: 6rem 1rem; color: rgba(49, 51, 63, 0.7); font: 1.05rem "Source Sans Pro", sans-serif;
@@ -105,9 +91,8 @@ BOOT_HTML = (
 
 
 def loading_state() -> Any:
-    """Draw the loading state (first page of a browser session only) and return its slot;
-    call `.empty()` on it once the page has something to show. Later runs draw an empty
-    slot in the same place, so the elements after it keep their positions."""
+    """Draw the loading state (a browser session's first page only) in a slot, returned
+    (`page_loaded` empties it); later runs draw the empty slot, so positions hold."""
     st.markdown("<style>" + PAGE_STYLE + "</style>", unsafe_allow_html=True)
     slot = st.empty()
     if st.session_state.get(LOADED):
@@ -124,15 +109,3 @@ def page_loaded(slot: Any) -> None:
     """The page has drawn its first content: the loading state goes."""
     slot.empty()
     st.session_state[LOADED] = True
-
-
-__all__ = [
-    "BOOT_DRAWN",
-    "BOOT_HTML",
-    "BOOT_STYLE",
-    "FONT_SCRIPT",
-    "PAGE_STYLE",
-    "STYLE",
-    "loading_state",
-    "page_loaded",
-]

@@ -1,11 +1,8 @@
-"""Long text in the web app: a history message's head, and a card's value, each with
-"Show all" for the rest.
+"""Long text: a history message's head, and a card's value, each with "Show all".
 
-A 200 KB message drawn in full costs every script run its bytes and the browser a
-huge Markdown render, on every rerun of the page. The history draws the first
-`HEAD_CHARS` (cut at a line break where one is near) and a button that draws the
-whole message for this browser session. The copy button and the export carry the
-whole text whatever is drawn (they are built from the message, not from this).
+A 200 KB message drawn in full costs every page run its bytes and the browser a huge
+Markdown render; the history draws the first `HEAD_CHARS` (cut at a line break where
+one is near). Copy and export carry the whole text whatever is drawn.
 """
 
 from __future__ import annotations
@@ -51,15 +48,23 @@ def draw_message_text(thread_id: str, message: MessageView, *, as_written: bool 
         st.markdown(said_html(shown), unsafe_allow_html=True)
     else:
         st.markdown(markdown(shown))
-    if shown == text:
-        return
+    if shown != text:
+        _show_all(
+            key,
+            f"Showing the first {len(head):,} of {len(text):,} characters.",
+            "Draw the whole message (copy and export always carry all of it)",
+        )
+
+
+def _show_all(key: str, said: str, why: str) -> None:
+    """`said`, and "Show all", which sets `key` for this browser session."""
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
-        st.caption(f"Showing the first {len(head):,} of {len(text):,} characters.", width="content")
+        st.caption(said, width="content")
         st.button(
             ":material/unfold_more: Show all",
             key=key + "-button",
             type="tertiary",
-            help="Draw the whole message (copy and export always carry all of it)",
+            help=why,
             on_click=st.session_state.__setitem__,
             args=(key, True),
         )
@@ -73,14 +78,9 @@ def card_block(text: str, key: str, language: str = "text") -> bool:
     whole = part.complete or bool(st.session_state.get(key))
     st.code(part.whole if whole else part.head, language=language, wrap_lines=True)
     if not whole:
-        with st.container(horizontal=True, gap="small", vertical_alignment="center"):
-            st.caption(f"… {part.hidden}: open it all to decide.", width="content")
-            st.button(
-                ":material/unfold_more: Show all",
-                key=key + "-button",
-                type="tertiary",
-                help="Draw all of it: only what you have seen can be approved",
-                on_click=st.session_state.__setitem__,
-                args=(key, True),
-            )
+        _show_all(
+            key,
+            f"… {part.hidden}: open it all to decide.",
+            "Draw all of it: only what you have seen can be approved",
+        )
     return whole

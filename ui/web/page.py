@@ -1,34 +1,31 @@
-"""The app's pages once a person is signed in: chat (the open thread, `?thread=...`),
-the approvals inbox, settings, the audit log, a tool call's whole output.
-
-Imported by ui/web/app.py after the sign-in check and, on a server's first page, after
-the chat input is drawn (ui/web/chat_input.py): importing this module loads LangGraph
-and the Session.
-"""
+"""The pages once a person is signed in: chat, inbox, settings, audit, a call's whole
+output, "thread not found". Importing this module loads LangGraph and the Session."""
 
 from __future__ import annotations
 
+import functools
+import threading
 from typing import Any
 
 import streamlit as st
 
+from graph import Session
+from graph.protocol.display import visible
+from graph.protocol.threads import shown_id, thread_id_problem
+from ui.web.approval import LIVE_EDIT_SCRIPT
 from ui.web.audit import audit_page
 from ui.web.auto_approve import auto_approve_banner
-from ui.web.chat_input import draw_chat_input
-from ui.web.chat_page import chat_page, deliver, open_thread_now, stop_dock
+from ui.web.chat_input import deliver, draw_chat_input
+from ui.web.chat_page import chat_page, open_thread_now, stop_dock
 from ui.web.desktop_notify import desktop_notifications
 from ui.web.inbox import inbox_page
-from ui.web.live_edit import LIVE_EDIT_SCRIPT
 from ui.web.live_updates import page_drawn, page_started
 from ui.web.loading import page_loaded
-from ui.web.long_threads import whole_output_page
-from ui.web.not_found import thread_not_found_page
-from ui.web.safe_text import markdown
+from ui.web.safe_text import label, markdown
 from ui.web.settings import settings_page
 from ui.web.state import app_state
 from ui.web.threads import current_thread, current_view, sidebar
 from ui.web.unsent import trouble_page, unsent_banner
-from ui.web.warm import after_first_page
 
 
 def draw_page(loading: Any, input_drawn: bool) -> None:
@@ -41,8 +38,6 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
         page_loaded(loading)
         trouble_page(exc)
         return
-    # The one Runner of the server: each run this page starts carries this browser
-    # session's options (ui/web/auto_approve.py: tab_options).
     session, runner = state.session, state.runner
     if thread_not_found_page(session, current_thread()) or whole_output_page(session):
         page_loaded(loading)
@@ -79,7 +74,72 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
             # drawn while it ran. One more (windowed, cheap) run draws them as they are.
             st.rerun()
     page_drawn(session, runner, current_thread(), seen)
-    after_first_page()  # first-use costs, off the page's path (ui/web/warm.py)
+    _after_first_page()
 
 
-__all__ = ["draw_page"]
+def whole_output_page(session: Session) -> bool:
+    """The page of one tool call's whole output (`?view=output`); False on other pages."""
+    params = st.query_params
+    if params.get("view") != "output":
+        return False
+    thread_id, call_id = params.get("thread", ""), params.get("call", "")
+    st.header(":material/description: Whole tool output")
+    text = session.tool_output(thread_id, call_id) if thread_id and call_id else None
+    if text is None:
+        # Both come from the URL: a link someone sent can put anything there.
+        st.error(f"No output for call {label(repr(call_id))} of thread {label(repr(thread_id))}.")
+        return True
+    st.caption(f"thread {label(thread_id)} · call {label(call_id)} · {len(text):,} characters")
+    st.download_button(
+        ":material/download: Download",
+        text,
+        file_name=f"{call_id}.txt",
+        mime="text/plain",
+        key="output-download",
+    )
+    st.code(visible(text), language="text")
+    return True
+
+
+def thread_not_found_page(session: Session, thread_id: str | None) -> bool:
+    """Draw the page when `thread_id` (from the URL) is not a thread; False otherwise."""
+    if thread_id is None:
+        return False
+    problem = thread_id_problem(thread_id)
+    if problem is None and session.exists(thread_id):
+        return False
+    st.header(":material/search_off: Thread not found")
+    st.error(
+        "There is no thread with this id in this database (deleted, or a link from another "
+        "installation). Nothing was created."
+        if problem is None
+        else f"This link's thread id is not valid: {problem.split('; this one is')[0]}. Nothing was created."
+    )
+    # The id as text that cannot render as markup or act on the page.
+    st.code(shown_id(thread_id, limit=200), language=None, wrap_lines=True)
+    st.button(
+        ":material/add: Start a new thread",
+        key="not-found-new",
+        type="primary",
+        on_click=st.query_params.clear,
+    )
+    return True
+
+
+@functools.cache  # once per process (a rare second start only warms twice)
+def _after_first_page() -> None:
+    """Once per process, after the first page is drawn: Streamlit's first alert with
+    text that is not ASCII ("running…") loads its emoji catalogue and compiles one regex
+    of every emoji, ~0.25 s of CPU that landed in the first send's page run (issue 36).
+    Not earlier: a thread started with the server competed with it for the interpreter
+    lock and delayed the loading state ~1 s on a busy machine (bench.web's first_page)."""
+    threading.Thread(target=_warm, name="gatehouse-warm", daemon=True).start()
+
+
+def _warm() -> None:
+    try:
+        from streamlit.string_util import extract_leading_emoji
+
+        extract_leading_emoji("… warm")  # `re` keeps the compiled expression
+    except Exception:  # noqa: BLE001 - a later Streamlit without it: nothing to warm
+        pass

@@ -1,16 +1,6 @@
-"""Preload hints in the app's page: the widget code and the icon font start loading with
-the page, not when the first widget or icon is drawn.
-
-Streamlit loads each widget's code on first use (React lazy chunks) and its icon font
-when a style first needs it. On a busy machine that put the inbox's buttons (and the
-keys they carry) seconds after their rows, and showed icons as their names
-("keyboard_arrow_right") meanwhile. This ASGI middleware adds `<link rel=modulepreload>`
-for the chunks Gatehouse draws and `<link rel=preload>` for the font to the HTML page
-Streamlit serves, and the page's always-on style (ui/web/loading.py `PAGE_STYLE`), so
-it holds from the first element drawn; everything else passes untouched. The page's
-body starts with a loading indicator (`BOOT_HTML`): Streamlit's page is blank until
-its code has loaded and the first script run draws "Loading Gatehouse…".
-"""
+"""An ASGI middleware that adds to Streamlit's HTML page: preload hints for the widget
+code and icon font (loaded on first use otherwise: seconds late on a busy machine), the
+always-on page style (ui/web/loading.py), and a loading indicator (`BOOT_HTML`)."""
 
 from __future__ import annotations
 
@@ -112,6 +102,3 @@ def rewriting_html(send: Send, rewrite: Callable[[bytes], bytes]) -> Send:
         await send({"type": "http.response.body", "body": page})
 
     return sending
-
-
-__all__ = ["Preload", "hints", "rewriting_html"]

@@ -1,24 +1,14 @@
-"""Text from models, tools and people, made safe to draw in the web app.
+"""Text from models, tools and people, made safe to draw (docs/DESIGN: "what the person
+sees is what runs").
 
-Two promises (docs/DESIGN: "what the person sees is what runs"):
-- hidden characters are shown: every string goes through `visible()`
-  (graph.protocol.display), the function the terminal uses too;
-- nothing remote loads: Streamlit's Markdown draws `![alt](url)` as an `<img>`, which
-  the browser fetches at once, so a model that read a secret with a free tool could
-  send it out in an image URL. `markdown()` rewrites every image into a link that
-  shows its full target (the person may open it), and writes each link's destination
-  next to its text, so `[docs](http://evil)` cannot pass for the docs.
-
-`markdown()` changes only the text of paragraphs, headings and table cells (code
-blocks and code spans stay as written) and then checks its own result with a
-CommonMark parser: if an image is still there, or a link whose destination is not
-shown, the text is drawn with every Markdown character escaped instead. Raw HTML
-(`<img src=…>`) is never rendered: Streamlit escapes it unless `unsafe_allow_html`,
-which stays off for such text.
-
-`label()` is for places that render a little Markdown (button and expander labels,
-captions, a title in bold): there every Markdown character is escaped.
-"""
+- Hidden characters are shown: every string goes through `visible()`, as in the terminal.
+- Nothing remote loads: Markdown's `![alt](url)` is an `<img>` the browser fetches at
+  once (a model could send a secret out in its URL). `markdown()` turns every image into
+  a link and writes each link's destination next to its text, only in paragraphs,
+  headings and table cells, then checks its result with a CommonMark parser: anything
+  unsafe left and the text is drawn with every Markdown character escaped. Raw HTML is
+  never rendered (`unsafe_allow_html` stays off for such text).
+- `label()`, for places that render a little Markdown: every Markdown character escaped."""
 
 from __future__ import annotations
 
@@ -40,11 +30,6 @@ _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 _LABEL_SYNTAX = re.compile(r"([\\`*_\[\]()<>!&$|~])")
 _LABEL_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
 _PARSER = MarkdownIt("commonmark", {"linkify": False}).enable(["table", "strikethrough"])
-
-
-def code(text: str) -> str:
-    """For `st.code` and `<pre>`: the text with hidden characters escaped."""
-    return visible(text)
 
 
 def pretty(value: Any) -> str:
@@ -170,18 +155,23 @@ class _Inline:
 
     def _bracket_end(self, start: int) -> int | None:
         """The index after the `]` matching the `[` at `start`, or None."""
-        src, depth, i = self.src, 0, start
+        return self._closing(start, "[]", 0, code_spans=True)
+
+    def _closing(self, i: int, pair: str, depth: int, *, code_spans: bool) -> int | None:
+        """The index after the `pair[1]` that brings `depth` back to 0, scanning from `i`
+        (escapes skipped; code spans too when `code_spans`), or None."""
+        src = self.src
         while i < len(src):
             ch = src[i]
             if ch == "\\":
                 i += 2
                 continue
-            if ch == "`":
+            if code_spans and ch == "`":
                 i = self._code_end(i)
                 continue
-            if ch == "[":
+            if ch == pair[0]:
                 depth += 1
-            elif ch == "]":
+            elif ch == pair[1]:
                 depth -= 1
                 if depth == 0:
                     return i + 1
@@ -223,20 +213,7 @@ class _Inline:
             if close == -1:
                 return None
             i = close + 1
-        depth = 1
-        while i < len(src):
-            ch = src[i]
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-            i += 1
-        return None
+        return self._closing(i, "()", 1, code_spans=False)
 
 
 def _destination(inside: str) -> str:
@@ -278,6 +255,3 @@ def _is_safe(markdown_text: str) -> bool:
             ):
                 return False
     return True
-
-
-__all__ = ["IMAGE_MARK", "code", "label", "markdown", "pretty"]

@@ -1,18 +1,4 @@
-"""How the web app is served: the `streamlit run` command line `gatehouse ui` uses
-(and the browser tests and the benchmark, so they measure what users run). It runs
-ui/web/launch.py: the app behind the sign-in guard (ui/web/guard.py).
-
-- client.toolbarMode minimal: no Deploy / developer menu in the header.
-- runner.postScriptGC false: Streamlit runs a full `gc.collect()` after every script
-  run, fragment runs included; with the live-update poller in every open tab that
-  was nearly all of an idle server's CPU (27 % for 5 idle tabs, 1 % without).
-- server.fileWatcherType none: nobody edits the app while it serves.
-- theme.primaryColor ACCENT: Streamlit's default primary is red, which made "Approve"
-  look like the destructive choice; red is kept for what destroys (Reject, risk badges).
-- logger.hideWelcomeMessage true: Streamlit's "You can now view your Streamlit app"
-  and its plain URL (which leads to the sign-in page) came before the sign-in link;
-  ui/web/launch.py prints the one address to open, and nothing is printed before it.
-"""
+"""The `streamlit run` command line of `gatehouse ui` (and the browser tests and benchmark)."""
 
 from __future__ import annotations
 
@@ -24,24 +10,19 @@ APP_PATH = Path(__file__).resolve().parent / "launch.py"
 OPEN_BROWSER_ENV = "GATEHOUSE_OPEN_BROWSER"  # ui/web/launch.py opens the sign-in link
 ACCENT = "#2563eb"
 
-FLAGS = [
-    "--server.address",
-    "127.0.0.1",
-    "--server.headless",
-    "true",
-    "--browser.gatherUsageStats",
-    "false",
-    "--client.toolbarMode",
-    "minimal",
-    "--runner.postScriptGC",
-    "false",
-    "--server.fileWatcherType",
-    "none",
-    "--theme.primaryColor",
-    ACCENT,
-    "--logger.hideWelcomeMessage",
-    "true",
-]
+OPTIONS = {
+    "server.address": "127.0.0.1",
+    "server.headless": "true",
+    "browser.gatherUsageStats": "false",
+    "client.toolbarMode": "minimal",  # no Deploy / developer menu
+    # A full gc.collect() after every script run, with the live-update poller in each
+    # tab, was nearly all of an idle server's CPU (27 % for 5 idle tabs, 1 % without).
+    "runner.postScriptGC": "false",
+    "server.fileWatcherType": "none",  # nobody edits the app while it serves
+    "theme.primaryColor": ACCENT,  # Streamlit's red made Approve look destructive
+    "logger.hideWelcomeMessage": "true",  # ui/web/launch.py prints the one address to open
+}
+FLAGS = [arg for name, value in OPTIONS.items() for arg in (f"--{name}", value)]
 
 
 def streamlit_command(

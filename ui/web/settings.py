@@ -1,11 +1,6 @@
-"""The settings page: the effective settings as tables a person reads (model,
-storage, workspace, policy, hooks, usage), read-only, secrets masked.
-
-What the page shows comes from `Session.info` (graph/service/app.py). Secrets never
-reach the page as text: the model's API key is only "set" or "not set", and anything
-else that looks like one (a password in a URL, a `token=` in a query, an argument of
-a hook named like a secret) is masked here before it is drawn.
-"""
+"""The settings page: the effective settings (`Session.info`) as tables, read-only. The
+API key is only "set" or "not set"; anything else like a secret (a password in a URL, a
+`token=` query, a hook argument named like a secret) is masked before it is drawn."""
 
 from __future__ import annotations
 
@@ -103,12 +98,15 @@ def rule_text(rule: dict[str, Any]) -> str:
     return f"{MODE_WORDS.get(str(rule.get('mode')), rule.get('mode'))} when {what}"
 
 
+def tool_rules(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The policy's rule for each tool (`Session.info["policy"]`, when a list)."""
+    return [r for r in info.get("policy") or [] if isinstance(r, dict)]
+
+
 def policy_rows(info: dict[str, Any]) -> list[dict[str, str]]:
     allow = info.get("shell_allow") or []
     rows = []
-    for r in info.get("policy") or []:
-        if not isinstance(r, dict):
-            continue
+    for r in tool_rules(info):
         mode = MODE_WORDS.get(str(r.get("mode")), str(r.get("mode")))
         if r.get("tool") == "run_command" and allow and r.get("mode") == "ask":
             mode += ", except commands on the allow list (below)"
@@ -128,9 +126,7 @@ def free_rows(info: dict[str, Any]) -> list[dict[str, str]]:
     """What runs without anyone asked, and why: tools allowed outright, allow rules, and
     run_command's allow list."""
     rows = []
-    for r in info.get("policy") or []:
-        if not isinstance(r, dict):
-            continue
+    for r in tool_rules(info):
         tool = str(r.get("tool"))
         if r.get("mode") == "allow":
             why = "read-only tool" if r.get("risk") == "read" else "the policy allows it"

@@ -1,26 +1,19 @@
-"""What the model did besides answering: its reasoning, a reply cut off, why a run stopped.
-
-Reasoning ("thinking") is drawn collapsed and dimmed, apart from the answer: in the
-history as one static `<details>` element per reply that has it (no widget), live as
-one expander per reply that fills as `reasoning_delta` events arrive. A reply cut
-off mid-stream gets a notice under it; when it is what stopped the thread, the tail
-offers Retry (which asks the model again). A run that stopped for a reason (a cut
-off reply, the doom-loop guard, a hook) says that reason under the last turn.
-"""
+"""What the model did besides answering: its reasoning (collapsed and dimmed; a static
+`<details>` in the history, an expander live), a reply cut off, why a run stopped."""
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import streamlit as st
 
 from graph import MessageView, Runner, Session, ThreadInfo
 from graph.protocol import events as ev
-from graph.protocol.display import visible
 from graph.protocol.operations import Retry
-from ui.web.auto_approve import tab_options
+from ui.web.auto_approve import submit_from_tab
 from ui.web.safe_text import markdown
+from ui.web.tool_blocks import html_text
+from ui.web.unsent import calm
 
 CUT_OFF_NOTE = (
     "This reply was cut off before it finished (the model's stream ended early); "
@@ -33,10 +26,9 @@ def thinking_html(reasoning: str) -> str:
     """The reasoning as a collapsed, dimmed "thinking" block. Escaped, with newlines as
     character references: a blank line would end the HTML block and the rest would be
     read as Markdown."""
-    body = html.escape(visible(reasoning.strip())).replace("\n", "&#10;")
     return (
         f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
-        f'<div style="{_DIM}">{body}</div></details>'
+        f'<div style="{_DIM}">{html_text(reasoning.strip())}</div></details>'
     )
 
 
@@ -66,8 +58,8 @@ class LiveThinking:
 
     def flush(self) -> None:
         if self._dirty:
-            body = html.escape(visible(self.text.strip())).replace("\n", "&#10;")
-            self._slot.markdown(f'<div style="{_DIM}">{body}</div>', unsafe_allow_html=True)
+            body = f'<div style="{_DIM}">{html_text(self.text.strip())}</div>'
+            self._slot.markdown(body, unsafe_allow_html=True)
             self._dirty = False
 
 
@@ -93,13 +85,10 @@ def stopped_notes(
             ":material/refresh: Retry",
             key="retry-cut-off",
             help="Ask the model again for this reply",
-            on_click=_retry,
+            on_click=calm(retry),
             args=(runner, thread_id),
         )
 
 
-def _retry(runner: Runner, thread_id: str) -> None:
-    try:
-        runner.submit(Retry(thread_id), tab_options())
-    except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
-        st.session_state["flash"] = f"Not retried: {exc}"
+def retry(runner: Runner, thread_id: str) -> None:
+    submit_from_tab(runner, Retry(thread_id), "Not retried")

@@ -1,24 +1,24 @@
-"""The sidebar: navigation, the thread list, and actions on the open thread.
-
-The open thread lives in the URL (`?thread=...`) so a link or a reload resumes it;
-the page lives there too (`?view=inbox|settings`, chat by default).
-"""
+"""The sidebar: navigation, the thread list, and the open thread's actions. The open thread
+and the page live in the URL (`?thread=...&view=...`), so a link or a reload resumes them."""
 
 from __future__ import annotations
 
+import html
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 import streamlit as st
 
 from graph import MessageView, Runner, Session
-from graph.protocol.threads import shown_id, thread_id_problem
-from ui.web.auto_approve import tab_switch
-from ui.web.long_threads import undo_question
+from graph.protocol.decisions import ALL_TOOLS
+from graph.protocol.threads import printable, shown_id, thread_id_problem
+from ui.web.auto_approve import tab_switch, thread_switch
+from ui.web.identity import signed_in_identity
 from ui.web.safe_text import label as safe_label
-from ui.web.thread_extras import thread_extras
+from ui.web.settings import tool_rules
 from ui.web.unsent import give_back
 
 VIEWS = {
@@ -145,28 +145,27 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         st.caption(
             f"tokens: {int(usage.get('input_tokens', 0))} in / {int(usage.get('output_tokens', 0))} out{cost}"
         )
-    left, right = st.columns(2)
     # The export is made when clicked: a long thread's export costs a script run ~0.1 s.
-    left.download_button(
-        ":material/download: Markdown",
-        lambda: session.export(thread_id, "md"),
-        file_name=f"{thread_id}.md",
-        mime="text/markdown",
-        key=f"export-md-{thread_id}",
-    )
-    right.download_button(
-        ":material/download: JSON",
-        lambda: session.export(thread_id, "json"),
-        file_name=f"{thread_id}.json",
-        mime="application/json",
-        key=f"export-json-{thread_id}",
-    )
-    paused = (
-        info is not None and info.awaiting_approval
-    )  # undo would drop the pending request: say so, then force
+    for column, (kind, mime) in zip(
+        st.columns(2), (("md", "text/markdown"), ("json", "application/json")), strict=True
+    ):
+        column.download_button(
+            f":material/download: {'Markdown' if kind == 'md' else 'JSON'}",
+            partial(session.export, thread_id, kind),
+            file_name=f"{thread_id}.{kind}",
+            mime=mime,
+            key=f"export-{kind}-{thread_id}",
+        )
+    # Undo would drop the pending request: say so, then force.
+    paused = info is not None and info.awaiting_approval
     _confirmed_action(
         ":material/undo: Undo last turn",
-        undo_question(paused),
+        (
+            "This thread is waiting for your decision: undo drops that request (nothing of it "
+            "runs) along with the last turn. Undo anyway?"
+            if paused
+            else "Undo the last turn?"
+        ),
         f"undo-{thread_id}",
         busy,
         lambda: _undo(session, thread_id, force=paused),
@@ -178,7 +177,17 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         busy,
         lambda: _delete(session, thread_id),
     )
-    thread_extras(session, thread_id, busy)
+    thread_switch(session, thread_id)
+    _grants(session, thread_id)
+    _compact_button(session, thread_id, busy)
+    st.button(
+        ":material/fact_check: Decision log",
+        key=f"audit-{thread_id}",
+        width="stretch",
+        help="Who approved, edited or rejected which call of this thread, and when",
+        on_click=open_thread,
+        args=(thread_id, "audit"),
+    )
 
 
 def _undo(session: Session, thread_id: str, *, force: bool) -> None:
@@ -204,7 +213,7 @@ def _undo(session: Session, thread_id: str, *, force: bool) -> None:
 
 def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
     """The calls of `part` that ran a tool that is not read-only, each as `name args`."""
-    risks = {r.get("tool"): r.get("risk") for r in info.get("policy") or [] if isinstance(r, dict)}
+    risks = {r.get("tool"): r.get("risk") for r in tool_rules(info)}
     ran = {m.tool_call_id for m in part if m.role == "tool" and m.outcome in ("ok", "error")}
     said = []
     for m in part:
@@ -217,6 +226,77 @@ def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
                 )
                 said.append(f"`{call.name}` {safe_label(args[:120])}")
     return said
+
+
+def _grants(session: Session, thread_id: str) -> None:
+    """The thread's standing "always allow" grants, each with who gave it and Revoke (the
+    auto-approve grant "*" has its own switch)."""
+    grants = [g for g in session.grants(thread_id) if g.tool != ALL_TOOLS]
+    if not grants:
+        return
+    st.caption("**Always allowed in this thread** (calls these cover run without asking)")
+    for g in grants:
+        text, button = st.columns([3, 1], vertical_alignment="center")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(g.granted_at))
+        who = f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {when}"
+        text.markdown(
+            f"<code>{html.escape(printable(g.label))}</code> <small>{html.escape(printable(who))}</small>",
+            unsafe_allow_html=True,
+        )
+        button.button(
+            ":material/block:",
+            key=f"revoke-{thread_id}-{g.label}",
+            help=f"Revoke: {g.described}",
+            on_click=_revoke,
+            args=(session, thread_id, g.label),
+        )
+
+
+def _revoke(session: Session, thread_id: str, label: str) -> None:
+    try:
+        session.revoke_grant(thread_id, label, source="web", actor=signed_in_identity())
+    except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
+        st.session_state["flash"] = f"Not revoked: {exc}"
+    else:
+        st.session_state["flash"] = f"Revoked {printable(label)}: its calls ask again."
+
+
+def _compact_button(session: Session, thread_id: str, busy: bool) -> None:
+    """ "Compact now": summarise the older turns for the model (the history stays whole)."""
+    key = f"compact-{thread_id}"
+    st.button(
+        ":material/compress: Compact now",
+        key=key,
+        disabled=busy,
+        width="stretch",
+        help="Not while a run is active"
+        if busy
+        else "Send the model a summary in place of the older turns; your history stays whole",
+        on_click=_compact,
+        args=(session, thread_id, key),
+    )
+    if said := st.session_state.pop(f"{key}-result", None):
+        kind, text = said
+        getattr(st, kind)(text)
+
+
+def _compact(session: Session, thread_id: str, key: str) -> None:
+    try:
+        done = session.compact_now(thread_id)
+    except Exception as exc:  # noqa: BLE001 - paused, unfinished run, no hook: said, nothing changed
+        st.session_state[f"{key}-result"] = ("error", f"Not compacted: {exc}")
+        return
+    st.session_state[f"{key}-result"] = (
+        ("info", "Nothing old enough to compact: the latest turns always stay as they are.")
+        if done is None
+        else (
+            "success",
+            f"Compacted: the model now gets one summary in place of {done.messages_removed} older "
+            f"messages; its context went from about {done.tokens_before:,} to "
+            f"{done.tokens_after:,} tokens. Your history stays whole (a marker shows where the "
+            "model's view was summarised).",
+        )
+    )
 
 
 def _delete(session: Session, thread_id: str) -> None:

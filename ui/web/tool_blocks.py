@@ -1,46 +1,37 @@
 """How one tool call is drawn.
 
-History (every finished turn) draws calls as static HTML rows: one `<details>` per
-call inside one Markdown element per message, with the arguments and the output in
-a preformatted block (line breaks kept, nothing read as Markdown). No widgets and no `st.status`,
-which sleeps 50 ms each time one is created and costs a React subtree per call.
-A live run draws each call as an `st.status` block that it updates as events arrive.
-A call that did not run (answered by the person instead, rejected, denied) is never
-left as a finished `st.status`: its only states are running, complete (a green tick,
-as if it ran) and error. It is drawn as the history draws it (`↩ … · answered by you`).
-"""
+History draws calls as static HTML rows (one `<details>` per call, no widgets: an
+`st.status` sleeps 50 ms when created and costs a React subtree). A live run draws each
+call as an `st.status` it updates; a call that did not run (answered instead, rejected,
+denied) is redrawn as a row, never left as a finished status (which shows a green tick)."""
 
 from __future__ import annotations
 
 import html
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import streamlit as st
 
+from graph import DecisionRecord, MessageView
+from graph.protocol.decisions import who_decided
+from graph.protocol.display import visible
 from graph.protocol.messages import call_outcome, exit_note
-from ui.web.safe_text import code
+from graph.protocol.threads import ToolCallView
 from ui.web.safe_text import label as safe_label
-from ui.web.safe_text import pretty as safe_pretty
+from ui.web.safe_text import pretty
 
 OUTPUT_CHARS = 4_000
 
-_STATE: dict[str, Literal["running", "complete", "error"]] = {
-    "ok": "complete",
-    "responded": "complete",
-    "error": "error",
-    "rejected": "error",
-    "denied": "error",
-    "stopped": "error",
+# A call's outcome: its live block's state, its word, its history row's mark.
+_OUTCOME: dict[str, tuple[Literal["complete", "error"], str, str]] = {
+    "ok": ("complete", "done", "✓"),
+    "responded": ("complete", "answered by you", "↩"),
+    "error": ("error", "failed", "✗"),
+    "rejected": ("error", "rejected", "✗"),
+    "denied": ("error", "denied", "✗"),
+    "stopped": ("error", "stopped by you", "■"),
 }
-_WORD = {
-    "ok": "done",
-    "responded": "answered by you",
-    "error": "failed",
-    "rejected": "rejected",
-    "denied": "denied",
-    "stopped": "stopped by you",
-}
-_MARK = {"ok": "✓", "responded": "↩", "error": "✗", "rejected": "✗", "denied": "✗", "stopped": "■"}
 
 # Calls that ended without running: drawn as static rows, live as in the history.
 NOT_RUN_STATUSES = frozenset({"responded", "rejected", "denied"})
@@ -50,20 +41,15 @@ WAITING = "waiting for your decision"
 NOT_RUN = "not run: the run ended before it"
 
 
-def pretty(args: Any) -> str:
-    """Indented JSON with hidden characters as JSON escapes (ui/web/safe_text.py)."""
-    return safe_pretty(args)
-
-
 def clip(text: str) -> str:
     """The head of a tool's output, hidden characters shown escaped."""
-    text = text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n… (truncated)"
-    return code(text)
+    return visible(text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n… (truncated)")
 
 
 def _word(tool: str, status: str, output: str) -> str:
     """The outcome's word: done, failed, "failed (exit code 2)" (a command), rejected…"""
-    return _WORD.get(status, status) + (exit_note(tool, output) if status == "error" else "")
+    word = _OUTCOME[status][1] if status in _OUTCOME else status
+    return word + (exit_note(tool, output) if status == "error" else "")
 
 
 def label(
@@ -81,29 +67,26 @@ def label(
 PRE_CLASS = "gh-pre"
 
 
+def html_text(text: str) -> str:
+    """`text` for an HTML block in Markdown: hidden characters shown, nothing read as HTML,
+    newlines as character references (a blank line would end the HTML block)."""
+    return html.escape(visible(text)).replace("\n", "&#10;")
+
+
 def pre_html(text: str) -> str:
-    """A preformatted block for static HTML rows (history, decision log): line breaks
-    kept, hidden characters shown escaped, nothing read as HTML or Markdown."""
-    # Newlines as character references: a blank line would end the HTML block in
-    # Markdown and the rest of the output would be read as Markdown. A `<div>` with
-    # our own class, not `<pre>`: Streamlit's Markdown renders `<pre>` as its own
-    # element, so no stylesheet keeps its line breaks (app.py styles `gh-pre`). The
-    # line breaks are also kept inline: a row drawn before the page's stylesheet arrives
-    # (a busy machine) must not show its output run together on one line.
-    return (
-        f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">'
-        + html.escape(code(text)).replace("\n", "&#10;")
-        + "</div>"
-    )
+    """A preformatted block for static HTML rows (history, decision log)."""
+    # A `<div>` of our own class, not `<pre>`: Streamlit's Markdown renders `<pre>` as its
+    # own element, which no stylesheet makes keep line breaks (app.py styles `gh-pre`).
+    # Inline pre-wrap too: a row drawn before the stylesheet arrives keeps its lines.
+    return f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">{html_text(text)}</div>'
 
 
 def said_html(text: str) -> str:
-    """A person's own message as they wrote it: every line break and space kept, nothing
-    read as Markdown or HTML (`# …` stays a line starting with `#`), long lines wrapped."""
+    """A person's message as written: every line break and space kept, nothing read as
+    Markdown or HTML (`# …` stays a line starting with `#`), long lines wrapped."""
     return (
         '<div class="gh-said" style="white-space: pre-wrap; overflow-wrap: anywhere">'
-        + html.escape(code(text)).replace("\n", "&#10;")
-        + "</div>"
+        f"{html_text(text)}</div>"
     )
 
 
@@ -121,12 +104,13 @@ def row_html(
     known here (a live call that ended without starting)."""
     shown = "" if args is None else "<small>arguments</small>" + pre_html(pretty(args))
     if status is None:
-        title = f"⏸ {code(name)} · {missing}"
+        title = f"⏸ {visible(name)} · {missing}"
         body = shown
     else:
         took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
         status = call_outcome(name, status, output)
-        title = f"{_MARK.get(status, '•')} {code(name)} · {_word(name, status, output)}{took}"
+        mark = _OUTCOME[status][2] if status in _OUTCOME else "•"
+        title = f"{mark} {visible(name)} · {_word(name, status, output)}{took}"
         body = shown + "<small>output</small>" + pre_html(clip(output) or "(no output)")
     return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'
 
@@ -175,6 +159,58 @@ class ToolBlock:
         status = call_outcome(self.tool, status, self.output)
         self.box.update(
             label=label(self.name, status, duration_ms, self.output, self.tool),
-            state=_STATE.get(status, "complete"),
+            state=_OUTCOME[status][0] if status in _OUTCOME else "complete",
             expanded=False,
         )
+
+
+def result_row(
+    thread_id: str,
+    call: ToolCallView,
+    result: MessageView,
+    duration_ms: float | None,
+    decided: DecisionRecord | None = None,
+) -> str:
+    """A finished call's history row (tool_blocks.row_html), saying who let it run and
+    from where (`decided`: its answer in the decision log), or that it ran without a
+    click, and, for an offloaded output, linking to the whole of it."""
+    row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
+    notes = []
+    if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
+        notes.append(why)
+    elif (
+        decided is not None
+        # A call that only shares the id (models reuse ids) was not this decision's.
+        and (decided.binds(call.to_dict()) or decided.binds(call.to_dict(), as_run=True))
+        and (said := who_decided([decided])) is not None
+    ):
+        notes.append(said.replace(f" {decided.tool} ", " ", 1).rsplit(" at ", 1)[0])
+    if result.offloaded:
+        notes.append(
+            f"output {result.total_chars:,} characters" if result.total_chars else "large output"
+        )
+    if notes:
+        # The first </summary> is the row's own: everything inside it is escaped.
+        row = row.replace("</summary>", html.escape(" · " + " · ".join(notes)) + "</summary>", 1)
+    if result.offloaded:
+        query = urlencode({"view": "output", "thread": thread_id, "call": call.id})
+        size = f" ({result.total_chars:,} characters)" if result.total_chars else ""
+        link = (
+            f'<a href="?{html.escape(query)}" target="_blank" rel="noopener">'
+            f"Show whole output{size} ↗</a> <small>(the model got the head above, and reads on on demand)</small>"
+        )
+        row = row.removesuffix("</details>") + f"<p>{link}</p></details>"
+    return row
+
+
+SUMMARY_MARKER = "The model's view was summarised here"
+
+
+def summary_html(text: str) -> str:
+    """The marker where compaction summarised the model's view: the turns above stay in
+    the history; the model is sent the summary (collapsed here) in their place."""
+    return (
+        f'<details class="gh-tool gh-compacted"><summary>⇣ {SUMMARY_MARKER}: from here on '
+        "the model gets this summary instead of the turns above (they stay in your history)</summary>"
+        f'<div style="white-space: pre-wrap">{html_text(text.strip())}</div></details>'
+    )

@@ -1,20 +1,7 @@
-"""When the database cannot be used (another process holds it locked, the Postgres
-server is unreachable): what a person typed is kept, they are told so in a sentence,
-and the page recovers by itself once the database is back. Never a traceback.
+"""When the database cannot be used (locked, unreachable): what a person typed is kept,
+they are told why in a sentence, and the page recovers by itself. Never a traceback.
 
-- A message that could not be stored or sent stays in this browser session
-  (`keep_unsent`); `unsent_banner` shows it with the reason and tries again every
-  `RETRY_S` seconds (a fragment: the rest of the page is not redrawn), sending it as
-  soon as the database takes it.
-- `calm` wraps a control's callback: a storage error there becomes a message on the
-  page (Streamlit shows a callback's exception as a traceback).
-- `give_back`: text put back in the chat input (undo gives the person's message back).
-- `trouble_page`: the top-level guard of ui/web/app.py. The page says what went wrong,
-  keeps any unsent message in view, offers Retry and retries by itself.
-
-Imports only Streamlit at load: ui/web/chat_input.py uses it on a first page, before
-LangGraph is loaded.
-"""
+Imports only Streamlit at load: ui/web/chat_input.py uses it before LangGraph is loaded."""
 
 from __future__ import annotations
 
@@ -57,10 +44,6 @@ def give_back(text: str) -> None:
     st.session_state[GIVEN_BACK] = text
 
 
-def unsent() -> list[tuple[str | None, str]]:
-    return list(st.session_state.get(UNSENT, []))
-
-
 def calm(callback: Callable[P, Any]) -> Callable[P, None]:
     """`callback`, with an error it raises shown as a message on the page."""
 
@@ -74,16 +57,19 @@ def calm(callback: Callable[P, Any]) -> Callable[P, None]:
     return guarded
 
 
-def _quoted(text: str) -> str:
-    from ui.web.tool_blocks import said_html
+def _draw_kept(waiting: list[tuple[str | None, str]], said: str) -> None:
+    from ui.web.tool_blocks import said_html  # not at load: see the module docstring
 
-    return said_html(text)
+    for _thread_id, text in waiting:
+        with st.chat_message("user"):
+            st.markdown(said_html(text), unsafe_allow_html=True)
+            st.caption(f":material/schedule: {said}")
 
 
 def unsent_banner(send: Callable[[str | None, str], None]) -> None:
     """The messages kept in this browser session, retried every RETRY_S seconds with
     `send(thread_id, text)` until the database takes them (then the page is redrawn)."""
-    if unsent():
+    if st.session_state.get(UNSENT):
         _retry_unsent(send)
 
 
@@ -111,20 +97,14 @@ def _retry_unsent(send: Callable[[str | None, str], None]) -> None:
             f"as the database is back (trying every {RETRY_S:g} s).",
             icon=":material/hourglass_top:",
         )
-        for _thread_id, text in waiting:
-            with st.chat_message("user"):
-                st.markdown(_quoted(text), unsafe_allow_html=True)
-                st.caption(":material/schedule: not sent yet: waiting for the database")
+        _draw_kept(waiting, "not sent yet: waiting for the database")
 
 
 def trouble_page(exc: BaseException) -> None:
     """The page that replaces a page that failed: what went wrong, what was kept, and a
     retry (by itself every RETRY_S seconds, or the button)."""
     st.error(f"Gatehouse cannot show this page right now. {reason_of(exc)}")
-    for _thread_id, text in unsent():
-        with st.chat_message("user"):
-            st.markdown(_quoted(text), unsafe_allow_html=True)
-            st.caption(":material/schedule: kept: sent as soon as the page works again")
+    _draw_kept(st.session_state.get(UNSENT, []), "kept: sent as soon as the page works again")
     st.caption(f"Trying again every {RETRY_S:g} s…")
     st.button(":material/refresh: Retry now", key="retry-page")
     _retry_soon()
@@ -138,6 +118,3 @@ def _retry_soon() -> None:
     if ticks > 1:
         st.session_state["gh-retry-ticks"] = 0
         st.rerun(scope="app")
-
-
-__all__ = ["calm", "give_back", "keep_unsent", "trouble_page", "unsent", "unsent_banner"]
