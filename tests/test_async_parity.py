@@ -19,8 +19,8 @@ from tools.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 
-# Sync on both sides: they change or read the session object only.
-SYNC = {"set_auto_approve", "new_thread_id"}
+# Sync on both sides: it reads nothing.
+SYNC = {"new_thread_id"}
 
 
 def public(cls: type) -> dict[str, Any]:

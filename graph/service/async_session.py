@@ -135,6 +135,12 @@ class AsyncRun:
     async def collect(self) -> list[ev.Event]:
         return [event async for event in self]
 
+    async def result(self) -> ev.Done:
+        """What an operation that starts no run did: its one event."""
+        done = await anext(self)
+        assert isinstance(done, ev.Done), done
+        return done
+
     def __aiter__(self) -> AsyncIterator[ev.Event]:
         return self
 
@@ -212,10 +218,6 @@ class AsyncSession:
         parts = parts_of(self.session.agent)
         if parts is not None:
             await parts.hooks.awarm_up()
-
-    # Sync, as in Session: they change or read this object only.
-    def set_auto_approve(self, on: bool) -> None:
-        self.session.set_auto_approve(on)
 
     @property
     def info(self) -> dict[str, Any]:

@@ -34,19 +34,31 @@ from graph.protocol import events as ev
 
 
 class LiveMessages:
-    """Per thread: the message updates of the run going on it, in order."""
+    """Per thread: the message updates of the run going on it, in order, and the
+    run's cancel switch."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, list[list[Any]]] = {}
+        self._cancels: dict[str, threading.Event] = {}
 
-    def begin(self, thread_id: str) -> None:
+    def begin(self, thread_id: str, cancel: threading.Event) -> None:
         with self._lock:
             self._runs[thread_id] = []
+            self._cancels[thread_id] = cancel
 
     def end(self, thread_id: str) -> None:
         with self._lock:
             self._runs.pop(thread_id, None)
+            self._cancels.pop(thread_id, None)
+
+    def cancel(self, thread_id: str) -> bool:
+        """Ask the thread's live run to stop at its next safe point; False: none."""
+        with self._lock:
+            cancel = self._cancels.get(thread_id)
+        if cancel is not None:
+            cancel.set()
+        return cancel is not None
 
     def add(self, thread_id: str, messages: Sequence[Any]) -> None:
         with self._lock:

@@ -63,7 +63,7 @@ class Run:
         self,
         thread_id: str,
         events: Iterator[ev.Event],
-        cancel: threading.Event,
+        cancel: threading.Event | None = None,
         *,
         kind: str = "message",
         user_text: str | None = None,
@@ -80,7 +80,7 @@ class Run:
         self.started_at = time.time()
         self.events: list[ev.Event] = []  # buffered, when started in the background
         self._events = events
-        self._cancel = cancel
+        self._cancel = cancel or threading.Event()
         self._changed = threading.Condition()
         self._done = threading.Event()
 
@@ -97,6 +97,12 @@ class Run:
 
     def collect(self) -> list[ev.Event]:
         return list(self)
+
+    def result(self) -> ev.Done:
+        """What an operation that starts no run did: its one event."""
+        done = next(iter(self))
+        assert isinstance(done, ev.Done), done
+        return done
 
     # -- in the background ---------------------------------------------------------
     def start(self) -> Run:
@@ -168,7 +174,7 @@ def drive(
     held: list[ev.Event] = []
     seen = _Seen()
     gate = EventGate(live, thread_id)
-    live.begin(thread_id)
+    live.begin(thread_id, cancel)
     try:
         # `trusted`: built unvalidated, as the agent's own events are (events.py).
         yield ev.RunStarted.trusted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)

@@ -21,12 +21,7 @@ import threading
 from collections.abc import Callable
 
 from graph.protocol.errors import DecisionError, RunInProgress
-from graph.protocol.operations import (
-    Fork,
-    Operation,
-    RunOptions,
-    SendMessage,
-)
+from graph.protocol.operations import Fork, Operation, RunOperation, RunOptions, SendMessage
 from graph.service.session import Run, Session
 from graph.store.queued import QueuedMessage, QueuedMessages
 
@@ -53,7 +48,9 @@ class Runner:
         return self.session.storage.queued
 
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
-        """`Session.submit`, started in the background (one active run per thread)."""
+        """`Session.submit`, a run started in the background (one active run per thread)."""
+        if not isinstance(operation, RunOperation):
+            return self.session.submit(operation, options)  # a change: no run to keep
         if isinstance(operation, SendMessage) and operation.thread_id is None:
             operation = SendMessage(
                 self.session.new_thread_id(), operation.message, operation.owner
@@ -119,13 +116,6 @@ class Runner:
     def latest(self, thread_id: str) -> Run | None:
         """The live run, or the last one that ran in this process."""
         return self._runs.get(thread_id)
-
-    def cancel(self, thread_id: str) -> bool:
-        run = self.active(thread_id)
-        if run is None:
-            return False
-        run.cancel()
-        return True
 
     def _start(self, thread_id: str, make: Callable[[], Run], base: int | None = None) -> Run:
         with self._lock:

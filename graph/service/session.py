@@ -19,17 +19,20 @@ rules the graph applies to a raw `Command`. The Session adds convenience (the ru
 lease, events, the thread index), not safety: the graph and its storage keep the
 approval guarantees themselves.
 
-The rest of the Session is composed of parts with one concern each: reading threads
-(graph/service/reads.py), changing their history (graph/service/history_edits.py),
-standing permissions and auto-approve (graph/service/standing.py), tool information
-(graph/service/tool_info.py) and the thread's lease (graph/service/leasing.py).
+Every other change (cancel, undo, compact, rename, delete, switch branch, grant,
+revoke, auto-approve, import) is an operation too, answered by a run-shaped value
+whose one event is `Done`. The Session is built from parts, each given what it
+needs: reads (graph/service/reads.py), history edits (history_edits.py), standing
+permissions (standing.py), tool information (tool_info.py) and the lease
+(leasing.py); its reads are theirs, delegated.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack, assert_never
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -44,39 +47,61 @@ from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
 from graph.agent.policy import Policy
 from graph.agent.review import answering, explain
+from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.decisions import who_decided
 from graph.protocol.errors import AwaitingDecision, DecisionError, NothingPending, StaleDecision
 from graph.protocol.operations import (
+    Cancel,
+    Change,
+    Compact,
     Decide,
+    Delete,
     Fork,
+    Grant,
+    ImportThread,
     Operation,
+    Rename,
     Retry,
+    Revoke,
     RunOptions,
     RunOptionsKwargs,
     SendMessage,
+    SetAutoApprove,
+    SwitchBranch,
+    Undo,
 )
 from graph.protocol.pauses import OutcomeUnknown
-from graph.service.branches import ThreadTree
 from graph.service.history_edits import ThreadHistory, new_thread_id
+from graph.service.leasing import ThreadLeases
 from graph.service.live_reads import LiveMessages
-from graph.service.reads import thread_config
+from graph.service.reads import ThreadReads, thread_config
 from graph.service.run import Run, drive
 from graph.service.standing import StandingPermissions
-from graph.service.view_cache import ViewCache
+from graph.service.tool_info import ToolInfo
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import title_of
 
 __all__ = ["Run", "Session"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class Session(ThreadHistory, StandingPermissions):
-    """A Gatehouse agent with its storage, for front ends. The run entry is here; the
-    parts it inherits each do one job over the same agent and storage: reading
-    threads (`ThreadReads`), changing their history (`ThreadHistory`), the lease
-    (`ThreadLeases`), tool information (`ToolInfo`), grants and auto-approve
-    (`StandingPermissions`)."""
+
+def _via(part: str, method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
+    """A Session method that is `method` of its part named `part`."""
+
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(getattr(self, part), *args, **kwargs)
+
+    functools.update_wrapper(call, method)
+    return call
+
+
+class Session:
+    """A Gatehouse agent with its storage, for front ends: `submit` for every change,
+    and the reads of its parts."""
 
     def __init__(
         self,
@@ -100,23 +125,51 @@ class Session(ThreadHistory, StandingPermissions):
         self.source = source or "api"
         self.actor = actor
         self._closers = list(closers)
-        self._auto_approve = threading.Event()
-        if auto_approve:
-            self._auto_approve.set()
-        self._live_messages = LiveMessages()
-        self._views = ViewCache()
-        own_saver = storage.reader is not None and agent.checkpointer is storage.checkpointer
-        self._tree = ThreadTree(agent, storage.reader if own_saver else None)
+        self._live = LiveMessages()
+        self.leases = ThreadLeases(storage, self.retry)
+        self.reads = ThreadReads(agent, storage, self.leases, self._live)
+        self.tool_info = ToolInfo(agent, tools)
+        self.permissions = StandingPermissions(agent, storage, auto_approve)
+        self.edits = ThreadHistory(agent, storage, self.reads, self.leases, self.tool_info)
 
     new_thread_id = staticmethod(new_thread_id)
 
+    # -- the reads, each its part's -----------------------------------------------
+    pending = _via("reads", ThreadReads.pending)
+    messages = _via("reads", ThreadReads.messages)
+    transcript = _via("reads", ThreadReads.transcript)
+    tool_output = _via("reads", ThreadReads.tool_output)
+    usage = _via("reads", ThreadReads.usage)
+    threads = _via("reads", ThreadReads.threads)
+    thread = _via("reads", ThreadReads.thread)
+    exists = _via("reads", ThreadReads.exists)
+    awaiting_approval = _via("reads", ThreadReads.awaiting_approval)
+    pending_cards = _via("reads", ThreadReads.pending_cards)
+    pending_many = _via("reads", ThreadReads.pending_many)
+    audit = _via("reads", ThreadReads.audit)
+    verify_audit = _via("reads", ThreadReads.verify_audit)
+    branches = _via("edits", ThreadHistory.branches)
+    export = _via("edits", ThreadHistory.export)
+    check_args = _via("tool_info", ToolInfo.check_args)
+    tool_summary = _via("tool_info", ToolInfo.tool_summary)
+    preview = _via("tool_info", ToolInfo.preview)
+    grants = _via("permissions", StandingPermissions.grants)
+    thread_auto_approve = _via("permissions", StandingPermissions.thread_auto_approve)
+    auto_approving = _via("permissions", StandingPermissions.auto_approving)
+
+    @property
+    def auto_approve(self) -> bool:
+        """Whether this session's auto-approve mode is on (`SetAutoApprove(None, on)`)."""
+        return self.permissions.auto_approve
+
     # -- the way in -------------------------------------------------------------
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
-        """Start the run `operation` asks for (graph/protocol/operations.py) with
-        `options` (unset: this session's `source`, `actor` and auto-approve mode).
-        Raises before anything runs when it cannot start: `DecisionError`
-        (`AwaitingDecision`, `NothingPending`, `StaleDecision`, ...), `RunInProgress`,
-        `ValueError` for an empty message."""
+        """Do what `operation` asks (graph/protocol/operations.py) with `options` (unset:
+        this session's `source`, `actor` and auto-approve mode): start its run, or make
+        the change and answer with its `Done` event. Raises before anything runs or
+        changes when it cannot be done: `DecisionError` (`AwaitingDecision`,
+        `NothingPending`, `StaleDecision`, ...), `RunInProgress`, `NotAllowed`,
+        `ImportRefused`, `ValueError` (an empty message, no such grant, ...)."""
         options = options or RunOptions()
         match operation:
             case SendMessage():
@@ -124,21 +177,62 @@ class Session(ThreadHistory, StandingPermissions):
             case Decide(thread_id, answer, interrupt_id):
                 return self._decide(thread_id, wire_answer(answer), interrupt_id, options)
             case Retry(thread_id):
-                with self._leased(thread_id) as lease:
+                with self.leases.leased(thread_id) as lease:
                     return self._run(
                         thread_id, self._retry_input(thread_id), "retry", lease, options
                     )
             case Fork():
                 return self._fork(operation, options)
-        raise TypeError(f"not an operation: {operation!r}")
+            case _:
+                done = self._change(
+                    operation, options.source or self.source, options.actor or self.actor
+                )
+                return Run(done.thread_id, iter([done]), kind=operation.type)
+
+    def _change(self, op: Change, source: str, actor: str | None) -> ev.Done:
+        """Make a change that starts no run, through the part that owns it."""
+        done = functools.partial(
+            ev.Done, thread_id=getattr(op, "thread_id", None) or "", operation=op.type
+        )
+        who: dict[str, Any] = {"source": source, "actor": actor}
+        match op:
+            case Cancel(thread_id):
+                return done(changed=self._live.cancel(thread_id))
+            case Undo(thread_id, force):
+                return done(removed=self.edits.undo(thread_id, force))
+            case Compact(thread_id):
+                compacted = self.edits.compact(thread_id)
+                return done(changed=compacted is not None, compacted=compacted)
+            case Rename(thread_id, title):
+                self.edits.rename(thread_id, title)
+            case Delete(thread_id):
+                self.edits.delete(thread_id)
+            case SwitchBranch(thread_id, message_id, force):
+                return done(changed=self.edits.switch_branch(thread_id, message_id, force))
+            case Grant(thread_id, tool, pattern):
+                return done(grant=self.permissions.grant(thread_id, tool, pattern, **who))
+            case Revoke(thread_id, grant):
+                return done(grant=self.permissions.revoke(thread_id, grant, **who))
+            case SetAutoApprove(thread_id, on):
+                if thread_id is None:
+                    self.permissions.set_auto_approve(on)
+                else:
+                    switch = self.permissions.set_thread_auto_approve
+                    return done(changed=switch(thread_id, on, **who))
+            case ImportThread(data, thread_id):
+                imported = self.edits.import_thread(data, thread_id)
+                return done(thread_id=str(imported), dropped=imported.dropped)
+            case _:
+                assert_never(op)
+        return done()
 
     def _send_message(self, op: SendMessage, options: RunOptions) -> Run:
         text = text_of(op.message)
         if not text.strip():
             raise ValueError("a message cannot be empty")
         thread_id = op.thread_id or self.new_thread_id()
-        with self._leased(thread_id) as lease:
-            if self._may_be_paused(thread_id) and self.pending(thread_id) is not None:
+        with self.leases.leased(thread_id) as lease:
+            if self.reads.may_be_paused(thread_id) and self.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
@@ -171,7 +265,7 @@ class Session(ThreadHistory, StandingPermissions):
     ) -> Run:
         """Run on from the pending pause with `answer` in the HITL wire form, once it
         fits the request that is pending now."""
-        with self._leased(thread_id, deciding=True) as lease:
+        with self.leases.leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.pending(thread_id)
             if pending is None:
@@ -181,7 +275,7 @@ class Session(ThreadHistory, StandingPermissions):
                     + (f": it was already decided ({done})" if done else "")
                 )
             if interrupt_id is not None and interrupt_id != pending.interrupt_id:
-                if self._was_asked(thread_id, interrupt_id):
+                if self.reads.was_asked(thread_id, interrupt_id):
                     done = who_decided(self.audit(thread_id, limit=50))
                     raise StaleDecision(
                         f"approval request {interrupt_id} is no longer pending on thread {thread_id} "
@@ -202,7 +296,9 @@ class Session(ThreadHistory, StandingPermissions):
                         outcome.model_validate(answer)
                 else:
                     with answering(
-                        pending.request.wire(), self._tools(), actor=options.actor or self.actor
+                        pending.request.wire(),
+                        self.tool_info.tools,
+                        actor=options.actor or self.actor,
                     ) as schema:
                         schema.model_validate(answer)
             except ValidationError as exc:
@@ -229,9 +325,9 @@ class Session(ThreadHistory, StandingPermissions):
         return None
 
     def _fork(self, op: Fork, options: RunOptions) -> Run:
-        messages = self._fork_point(op.thread_id, op.message_index, op.text)
-        with self._leased(op.thread_id) as lease:
-            self._branch_off(op.thread_id, messages, op.message_index, op.text, op.force)
+        messages = self.edits.fork_point(op.thread_id, op.message_index, op.text)
+        with self.leases.leased(op.thread_id) as lease:
+            self.edits.branch_off(op.thread_id, messages, op.message_index, op.text, op.force)
             return self._send(op.thread_id, op.text, op.text, lease, options)
 
     def _run(
@@ -246,7 +342,7 @@ class Session(ThreadHistory, StandingPermissions):
     ) -> Run:
         cancel = threading.Event()
         if options.auto_approve is None:
-            auto = self._auto_approve  # the session's switch, live
+            auto = self.permissions.switch  # the session's switch, live
         else:
             auto = threading.Event()  # this run's own
             if options.auto_approve:
@@ -254,7 +350,7 @@ class Session(ThreadHistory, StandingPermissions):
         events = drive(
             self.agent,
             self.storage,
-            self._live_messages,
+            self._live,
             thread_id,
             payload,
             kind=kind,

@@ -18,7 +18,7 @@ import streamlit as st
 
 from graph import Branches, DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from graph.protocol.display import visible
-from graph.protocol.operations import Fork, Retry
+from graph.protocol.operations import Cancel, Fork, Retry
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import tab_options
 from ui.web.history import approvals_of, draw_turn, draw_window, turns_of
@@ -121,7 +121,7 @@ def _stop_button(runner: Runner, thread_id: str) -> None:
 
 
 def _stop(runner: Runner, thread_id: str) -> None:
-    runner.cancel(thread_id)
+    runner.submit(Cancel(thread_id))
 
 
 def _retry(runner: Runner, thread_id: str) -> None:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from graph import Session
 from graph.protocol.decisions import ALL_TOOLS
+from graph.protocol.operations import Revoke, RunOptions
 from graph.protocol.threads import printable
 from ui.web.auto_approve import tab_actor
 
@@ -42,7 +43,7 @@ def grants_panel(session: Session, thread_id: str) -> None:
 
 def _revoke(session: Session, thread_id: str, label: str) -> None:
     try:
-        session.revoke_grant(thread_id, label, source="web", actor=tab_actor())
+        session.submit(Revoke(thread_id, label), RunOptions(source="web", actor=tab_actor()))
     except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
         st.session_state["flash"] = f"Not revoked: {exc}"
     else:

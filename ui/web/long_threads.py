@@ -16,6 +16,7 @@ import streamlit as st
 
 from graph import DecisionRecord, MessageView, Session
 from graph.protocol.decisions import who_decided
+from graph.protocol.operations import Compact
 from graph.protocol.threads import ToolCallView
 from ui.web.safe_text import code, label
 from ui.web.tool_blocks import row_html
@@ -121,7 +122,7 @@ def compact_control(session: Session, thread_id: str, busy: bool) -> None:
 
 def _compact(session: Session, thread_id: str, key: str) -> None:
     try:
-        done = session.compact_now(thread_id)
+        done = session.submit(Compact(thread_id)).result().compacted
     except Exception as exc:  # noqa: BLE001 - paused, unfinished run, no hook: said, nothing changed
         st.session_state[f"{key}-result"] = ("error", f"Not compacted: {exc}")
         return

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import streamlit as st
 
 from graph import MessageView, Runner, Session
+from graph.protocol.operations import Delete, Rename, Undo
 from graph.protocol.threads import shown_id, thread_id_problem
 from ui.web.auto_approve import tab_switch
 from ui.web.long_threads import undo_question
@@ -137,7 +138,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
     with st.form(f"rename-{thread_id}", border=False):
         title = st.text_input("Title", value=info.title if info else "")
         if st.form_submit_button("Rename"):
-            session.rename(thread_id, title)
+            session.submit(Rename(thread_id, title))
             st.rerun()
     usage = session.usage(thread_id)
     if usage:
@@ -186,7 +187,7 @@ def _undo(session: Session, thread_id: str, *, force: bool) -> None:
     thread, not the files) and put the person's message back in the chat input."""
     messages = session.transcript(thread_id)
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-    session.undo(thread_id, force=force)
+    session.submit(Undo(thread_id, force))
     if last is None:
         return
     give_back(messages[last].content)
@@ -220,7 +221,7 @@ def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
 
 
 def _delete(session: Session, thread_id: str) -> None:
-    session.delete(thread_id)
+    session.submit(Delete(thread_id))
     open_thread(None)
 
 
