@@ -1,21 +1,17 @@
-"""What a front end can ask a session to do, as typed values, each with a wire form.
+"""What a front end can ask a session to do, as typed values with a wire form (a dict
+tagged by `type`, as codex's `#[serde(tag = "type")] enum Op`), all through one entry,
+`Session.submit(operation, options)` (and `Runner.submit`, `AsyncSession.submit`): a
+run, or for a change that starts none a run-shaped answer whose one event is `Done`.
 
-Every change goes through one entry, `Session.submit(operation, options)` (and
-`Runner.submit`, `AsyncSession.submit`): a run, or for an operation that starts none
-a run-shaped answer whose one event is `Done` (graph/protocol/events.py):
-
-    session.submit(SendMessage(None, "list files"))
     session.submit(Decide(thread_id, review([approve(), reject("not now")])), RunOptions(source="web"))
     session.submit(Undo(thread_id)).result().removed
 
-An answer to a pause is built from the models in `graph.protocol.answers`
-(`ReviewAnswer`, `OutcomeAnswer`), never by hand as a dict: the helpers below cover
-what the front ends offer. `RunOptions` is the one options object of every run.
+Answers are built with the helpers below (models of `graph.protocol.answers`), never
+by hand as a dict. `RunOptions` is the one options object of every operation.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Annotated, Any, Literal, TypedDict
@@ -34,38 +30,8 @@ from graph.protocol.answers import (
 )
 from graph.protocol.pauses import OutcomeChoice
 
-__all__ = [
-    "Cancel",
-    "Change",
-    "Compact",
-    "Decide",
-    "Delete",
-    "Fork",
-    "Grant",
-    "ImportThread",
-    "Operation",
-    "Rename",
-    "Retry",
-    "Revoke",
-    "RunOperation",
-    "RunOptions",
-    "RunOptionsKwargs",
-    "SendMessage",
-    "SetAutoApprove",
-    "SwitchBranch",
-    "Undo",
-    "operation_to_wire",
-    "parse_operation",
-    "approve",
-    "edit",
-    "outcome",
-    "reject",
-    "respond",
-    "review",
-]
 
-
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class RunOptions:
     """Per-run extras: tracing (`callbacks`, `tags`, `metadata`: LangChain callback
     handlers and run tags), who is acting (`source`, `actor`: recorded with every
@@ -78,11 +44,6 @@ class RunOptions:
     source: str | None = None
     actor: str | None = None
     auto_approve: bool | None = None
-
-    def under(self, defaults: RunOptions) -> RunOptions:
-        """These options, with each field left unset (None) taken from `defaults`."""
-        mine = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return dataclasses.replace(defaults, **{k: v for k, v in mine.items() if v is not None})
 
 
 class RunOptionsKwargs(TypedDict, total=False):
@@ -97,11 +58,7 @@ class RunOptionsKwargs(TypedDict, total=False):
     auto_approve: bool | None
 
 
-# Each operation is a frozen dataclass with a `type` tag (keyword-only, after the
-# fields: `Undo(thread_id, force=True)`), so its wire form is a dict tagged like an
-# event's (`operation_to_wire`, `parse_operation`), as codex's `#[serde(tag = "type")]`.
-
-
+# Each operation's `type` tag is keyword-only, after its fields: `Undo(thread_id, True)`.
 class _Strict:
     __pydantic_config__ = ConfigDict(extra="forbid")  # a misspelt field is refused
 
@@ -157,7 +114,8 @@ class Fork(_Strict):
 
 @dataclass(frozen=True)
 class Cancel(_Strict):
-    """Stop this session's live run on the thread at its next safe point."""
+    """Stop this session's live run on the thread at its next safe point
+    (`Done.changed`: there was one)."""
 
     thread_id: str
     _: KW_ONLY
@@ -177,7 +135,7 @@ class Undo(_Strict):
 
 @dataclass(frozen=True)
 class Compact(_Strict):
-    """Summarise the older part of the thread now (`Done.compacted`)."""
+    """Summarise the thread's older part now (`Done.compacted`; None: nothing to)."""
 
     thread_id: str
     _: KW_ONLY
@@ -194,7 +152,8 @@ class Rename(_Strict):
 
 @dataclass(frozen=True)
 class Delete(_Strict):
-    """Delete the thread and its history (the decision log keeps its records)."""
+    """Delete the thread and its history (the decision log keeps its records); not
+    while a run is going on it (`RunInProgress`)."""
 
     thread_id: str
     _: KW_ONLY

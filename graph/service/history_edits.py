@@ -64,10 +64,8 @@ class ThreadHistory:
             self.storage.delete_thread(thread_id)
 
     def undo(self, thread_id: str, force: bool = False) -> int:
-        """Drop the last user turn (and everything after it); returns how many messages
-        left the thread. History stays in the checkpoints: this moves the thread head
-        back. While the thread waits for a decision this would drop the pending
-        request: refused with `AwaitingDecision` unless `force`."""
+        """Move the thread head back to before its last user turn; how many messages
+        left the thread."""
         with self.leases.holding(thread_id):
             self._refuse_if_paused(thread_id, "undo", force)
             last = _last_human(self.reads.messages(thread_id))
@@ -217,17 +215,13 @@ class ThreadHistory:
     def import_thread(
         self, data: str | bytes | Mapping[str, Any], thread_id: str | None = None
     ) -> handover.Imported:
-        """Recreate a thread from `export(..., "json")` (text or parsed); returns its id.
-        The messages come back equal (ids, tool calls and results, notices, reasoning),
-        with outputs stored aside, the execution journal and the decision log as history:
-        never a grant, an auto-approve switch or an approval in force (the result's
-        `dropped` says what stayed behind; authority does not move). A thread
-        exported while waiting for a decision waits again (the same request, a new
-        interrupt id). The id is the exported one unless this database already has a
-        thread by that id: then a new one. `thread_id` names it instead (refused when
-        taken). Refused with `ImportRefused`, writing nothing, when the data is
-        malformed, a tool call would lose its result, or the import could let a call
-        run twice (graph/service/handover.py says when)."""
+        """The messages come back equal, with outputs stored aside, the journal and the
+        decision log as history: never a grant, a switch or an approval in force
+        (`dropped` says what stayed behind). A thread exported while paused waits again
+        (the same request, a new interrupt id). Its id: `thread_id`, else the exported
+        one unless taken here, else a new one. `ImportRefused`, writing nothing, when
+        the data is malformed, a call would lose its result, or one could run twice
+        (graph/service/handover.py)."""
         exported = read_export(data)
         if thread_id is not None and self.reads.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
@@ -257,10 +251,8 @@ class ThreadHistory:
         return imported
 
     def compact(self, thread_id: str) -> ev.Compacted | None:
-        """Summarise the older part of a thread now (what the `Compaction` hook does past
-        its threshold); None when nothing is old enough. Works with the default
-        configuration, also when automatic compaction is off. Only between runs,
-        never mid-approval. The checkpoints before keep the full history."""
+        """What the `Compaction` hook does past its threshold, now (also when automatic
+        compaction is off); None when nothing is old enough. Only between runs."""
         parts = parts_of(self.agent)
         hooks = parts.hooks if parts is not None else ()
         compaction = next((h for h in hooks if callable(getattr(h, "compact", None))), None)

@@ -5,26 +5,14 @@
     pause = session.pending(thread_id)        # Approval | OutcomeUnknown | None
     for event in session.submit(Decide(thread_id, review([approve()]))): ...
 
-Every run starts through one entry, `submit(operation, options)`: the operations
-and `RunOptions` are protocol types (graph/protocol/operations.py), one handler per
-operation below. `send`, `resume`, `retry` and `fork` are its shorthands, with the
-run options as keyword arguments (`callbacks`, `tags`, `metadata` for tracing:
-LangSmith groups a thread's runs by the thread id, which every run carries as
-`metadata["thread_id"]`; `source` / `actor` for the decision log, default: the
-Session's; `auto_approve` for this run). `resume` also takes an answer in the HITL
-wire form (a dict), as raw clients send it. A run is a `Run` (graph/service/run.py):
-an iterator of `graph.protocol.events` events that drives the agent while it is
-iterated. Answers are validated before anything runs (`DecisionError`), with the same
-rules the graph applies to a raw `Command`. The Session adds convenience (the run
-lease, events, the thread index), not safety: the graph and its storage keep the
-approval guarantees themselves.
-
-Every other change (cancel, undo, compact, rename, delete, switch branch, grant,
-revoke, auto-approve, import) is an operation too, answered by a run-shaped value
-whose one event is `Done`. The Session is built from parts, each given what it
-needs: reads (graph/service/reads.py), history edits (history_edits.py), standing
-permissions (standing.py), tool information (tool_info.py) and the lease
-(leasing.py); its reads are theirs, delegated.
+Two doors: `submit(operation, options)` for every change (graph/protocol/operations.py;
+a run, or for a change that starts none a run-shaped answer whose one event is
+`Done`), and the reads. A `Run` (graph/service/run.py) drives the agent while it is
+iterated. Answers are validated before anything runs (`DecisionError`), by the rules
+the graph applies to a raw `Command`: the Session adds convenience (the run lease,
+events, the thread index), not safety. It is built from parts, each given what it
+needs: reads (reads.py), history edits (history_edits.py), standing permissions
+(standing.py), tool information (tool_info.py) and the lease (leasing.py).
 """
 
 from __future__ import annotations
@@ -236,29 +224,17 @@ class Session:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
-            return self._send(thread_id, op.message, text, lease, options, owner=op.owner)
+            return self._send(thread_id, op.message, lease, options, op.owner)
 
     def _send(
-        self,
-        thread_id: str,
-        message: str | list[Any],
-        text: str,
-        lease: Lease | None,
-        options: RunOptions,
-        *,
-        owner: str | None = None,
+        self, thread_id: str, message: Any, lease: Lease | None, options: RunOptions, owner: Any
     ) -> Run:
         # The row at once, before the run is iterated: a front end shows the new thread
         # (and checks it exists) as soon as the run is handed back.
+        text = text_of(message)
         self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
-        return self._run(
-            thread_id,
-            {"messages": [HumanMessage(message)]},
-            "message",
-            lease,
-            options,
-            user_text=text,
-        )
+        payload = {"messages": [HumanMessage(message)]}
+        return self._run(thread_id, payload, "message", lease, options, user_text=text)
 
     def _decide(
         self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
@@ -328,7 +304,7 @@ class Session:
         messages = self.edits.fork_point(op.thread_id, op.message_index, op.text)
         with self.leases.leased(op.thread_id) as lease:
             self.edits.branch_off(op.thread_id, messages, op.message_index, op.text, op.force)
-            return self._send(op.thread_id, op.text, op.text, lease, options)
+            return self._send(op.thread_id, op.text, lease, options, None)
 
     def _run(
         self,
@@ -362,13 +338,9 @@ class Session:
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
     def _run_config(self, thread_id: str, options: RunOptions) -> RunnableConfig:
-        """The run's config: the thread, who acts (the decision log reads
-        `gatehouse_source` / `gatehouse_actor`), and tracing. LangSmith groups the
-        runs of a conversation by `metadata["thread_id"]` (it also reads `session_id`
-        or `conversation_id`, which a caller may add). LangSmith itself is switched on
-        by its environment variables (LANGSMITH_TRACING, LANGSMITH_API_KEY,
-        LANGSMITH_PROJECT). LangGraph copies run metadata into every checkpoint's
-        metadata, so nothing redundant is added here."""
+        """The thread, who acts (the decision log reads `gatehouse_source` /
+        `gatehouse_actor`), and tracing: LangSmith (on by its environment variables)
+        groups a conversation's runs by `metadata["thread_id"]`."""
         configurable: dict[str, Any] = {
             "thread_id": thread_id,
             "gatehouse_source": options.source or self.source,
@@ -394,10 +366,7 @@ class Session:
         owner: str | None = None,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(SendMessage(...))`: start a turn with a user message (a new thread
-        when `thread_id` is None): a string, or content blocks (`[{"type": "text",
-        "text": ...}]`) as LangGraph clients such as Agent Chat UI send them. Raises
-        `AwaitingDecision` while the thread waits for a decision."""
+        """`submit(SendMessage(...))`, with the run options as keyword arguments."""
         return self.submit(SendMessage(thread_id, message, owner), RunOptions(**options))
 
     def resume(
@@ -409,28 +378,17 @@ class Session:
         reject_missing: bool | str = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(Decide(...))`: answer the pending pause. A typed answer
-        (graph.protocol.operations: `review([...])`, `outcome(...)`), or the HITL wire
-        form `{"decisions": [...]}` in request order (or keyed by tool call id), as
-        raw clients send it. `reject_missing` (True or a reason): calls the answer
-        does not decide are rejected (the answer's own `reject_missing` field, which
-        raw `Command` clients set). Raises `DecisionError` and changes nothing when
-        the answer does not fit the request. When another run is already acting on
-        the thread (a double click, two tabs, two processes) raises `AlreadyDecided`.
-        The decision log records the answer with `source` and `actor`."""
-        if reject_missing is not False:
-            if isinstance(answer, ReviewAnswer):
-                answer = answer.model_copy(update={"reject_missing": reject_missing})
-            elif isinstance(answer, Mapping):
-                answer = {**answer, "reject_missing": reject_missing}
-        if isinstance(answer, ReviewAnswer | OutcomeAnswer):
-            return self.submit(Decide(thread_id, answer, interrupt_id), RunOptions(**options))
-        # The wire form goes to the same handler, validated there like a typed answer.
-        return self._decide(thread_id, answer, interrupt_id, RunOptions(**options))
+        """`submit(Decide(...))`; the answer may also be in the HITL wire form
+        (`{"decisions": [...]}`, in request order or keyed by tool call id) as raw
+        clients send it. `reject_missing` (True or a reason): calls the answer does not
+        decide are rejected. A second decision while one acts: `AlreadyDecided`."""
+        wire = wire_answer(answer)  # a typed answer or a raw dict: checked alike
+        if reject_missing is not False and not isinstance(answer, OutcomeAnswer):
+            wire = {**wire, "reject_missing": reject_missing}
+        return self._decide(thread_id, wire, interrupt_id, RunOptions(**options))
 
     def retry(self, thread_id: str, **options: Unpack[RunOptionsKwargs]) -> Run:
-        """`submit(Retry(...))`: continue a run that failed or whose process died, from
-        its last checkpoint."""
+        """`submit(Retry(...))`."""
         return self.submit(Retry(thread_id), RunOptions(**options))
 
     def fork(
@@ -442,10 +400,7 @@ class Session:
         force: bool = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(Fork(...))`: replace the user message at `message_index` (of
-        `messages` / `transcript`) with `text` and continue from there. Refused with
-        `AwaitingDecision` while the thread waits for a decision, unless `force` (the
-        request is dropped)."""
+        """`submit(Fork(...))`: `message_index` counts `messages` / `transcript`."""
         return self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))
 
     def close(self) -> None:
@@ -459,9 +414,9 @@ class Session:
             self.storage.close()
 
 
-def wire_answer(answer: ReviewAnswer | OutcomeAnswer) -> Any:
+def wire_answer(answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any]) -> Any:
     """A typed answer as it travels in `Command(resume=...)`: the HITL wire form.
-    Anything else (an untyped caller's dict) passes as it is, to be checked as one."""
+    Anything else (a raw client's dict) passes as it is, to be checked as one."""
     if isinstance(answer, ReviewAnswer | OutcomeAnswer):
         return answer.model_dump(mode="json", exclude_none=True)
     return answer

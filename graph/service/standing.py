@@ -83,19 +83,14 @@ class StandingPermissions:
 
     @property
     def auto_approve(self) -> bool:
-        """Whether this session's auto-approve mode is on: every run it starts (and
-        each run under way, from its next model turn) runs calls that would ask for
-        approval without asking. `deny` still refuses; each such call is journaled and
-        recorded in the decision log as "auto_approve"."""
+        """Whether this session's auto-approve mode is on: its runs (also those under
+        way, from their next model turn) run calls that would ask without asking;
+        `deny` still refuses; each such call is recorded as "auto_approve"."""
         return self.switch.is_set()
 
     def set_auto_approve(self, on: bool) -> None:
-        """Not stored: it ends with the session. One run can also have it on or off
-        whatever the session's mode: `RunOptions(auto_approve=...)`."""
-        if on:
-            self.switch.set()
-        else:
-            self.switch.clear()
+        # Not stored; one run can have its own: `RunOptions(auto_approve=...)`.
+        (self.switch.set if on else self.switch.clear)()
 
     def thread_auto_approve(self, thread_id: str) -> bool:
         """Whether the thread's own auto-approve switch is on (kept in the database)."""
@@ -155,19 +150,10 @@ class StandingPermissions:
             raise ValueError(f"{what} needs storage with a decision log")
         return self.storage.decisions
 
-    def _enter(
-        self,
-        thread_id: str,
-        tool: str,
-        pattern: str | None,
-        on: bool,
-        *,
-        source: str | None,
-        actor: str | None,
-    ) -> None:
+    def _enter(self, thread_id: str, tool: str, pattern: str | None, on: bool, **who: Any) -> None:
         """Through the door (graph/agent/authority.py): given or withdrawn by someone who
         may decide its tool; `PermissionError` (`NotAllowed`) otherwise."""
         log = self._log(thread_id, "a standing grant")
-        record = standing_record(log, thread_id, tool, pattern, on, source=source, actor=actor)
         parts = parts_of(self.agent)
-        enter(log, parts.policy if parts is not None else Policy(), [record])
+        policy = parts.policy if parts is not None else Policy()
+        enter(log, policy, [standing_record(log, thread_id, tool, pattern, on, **who)])
