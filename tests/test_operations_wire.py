@@ -184,6 +184,8 @@ def test_changes_refused_as_before(tmp_path: Path) -> None:
             session.submit(Undo("t"))
         with pytest.raises(PermissionError, match=f"only {ANA} may decide deploy"):
             session.submit(Grant("t", "deploy"), RunOptions(actor=BOB))
+        with pytest.raises(ValueError, match="a pattern must not be empty"):
+            session.submit(Grant("t", "deploy", " "), RunOptions(actor=ANA))
         session.submit(Grant("t", "deploy"), RunOptions(actor=ANA))
         with pytest.raises(PermissionError, match=f"only {ANA} may decide deploy"):
             session.submit(Revoke("t", "deploy"), RunOptions(actor=BOB))

@@ -166,12 +166,9 @@ class ThreadTree:
             if not c.config["configurable"].get("checkpoint_ns")
         ]
 
-    def tips(self, thread_id: str) -> list[Tip]:
-        return tips_of(self.edges(thread_id))
-
     def head_path(self, thread_id: str) -> set[str]:
         """The checkpoints the thread's current branch runs through."""
-        tips = self.tips(thread_id)
+        tips = tips_of(self.edges(thread_id))
         return set(max(tips, key=lambda t: t.checkpoint_id).path) if tips else set()
 
     def messages_at(self, thread_id: str, checkpoint_id: str) -> list[MessageView]:

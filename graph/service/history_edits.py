@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -39,34 +40,29 @@ def new_thread_id() -> str:
     return str(uuid.uuid4())
 
 
+@dataclass
 class ThreadHistory:
-    def __init__(
-        self,
-        agent: CompiledStateGraph[Any, Any, Any, Any],
-        storage: Storage,
-        reads: ThreadReads,
-        leases: ThreadLeases,
-        tool_info: ToolInfo,
-    ) -> None:
-        self.agent = agent
-        self.storage = storage
-        self.reads = reads
-        self.leases = leases
-        self.tool_info = tool_info
-        self.tree = ThreadTree(agent, reads.reader)
+    agent: CompiledStateGraph[Any, Any, Any, Any]
+    storage: Storage
+    reads: ThreadReads
+    leases: ThreadLeases
+    tool_info: ToolInfo
+
+    def __post_init__(self) -> None:
+        self.tree = ThreadTree(self.agent, self.reads.reader)
 
     def rename(self, thread_id: str, title: str) -> None:
         check_thread_id(thread_id)
         self.storage.index.rename(thread_id, title.strip() or "Untitled")
 
     def delete(self, thread_id: str) -> None:
-        with self.leases.holding(thread_id):  # not under a live run: `RunInProgress`
+        with self.leases.leased(thread_id, run=False):  # not under a live run: `RunInProgress`
             self.storage.delete_thread(thread_id)
 
     def undo(self, thread_id: str, force: bool = False) -> int:
         """Move the thread head back to before its last user turn; how many messages
         left the thread."""
-        with self.leases.holding(thread_id):
+        with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "undo", force)
             last = _last_human(self.reads.messages(thread_id))
             return 0 if last is None else self._rewind(thread_id, last)
@@ -118,7 +114,7 @@ class ThreadHistory:
         messages (`branches(...)[k].message_ids`), where that branch last ended a run.
         Refused with `AwaitingDecision` while the thread waits for a decision, unless
         `force` (the request is dropped; the branch stays in the checkpoints)."""
-        with self.leases.holding(thread_id):
+        with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "switching branches", force)
             before = self.reads.transcript(thread_id)
             if any(m.id == message_id for m in before):
@@ -236,7 +232,7 @@ class ThreadHistory:
             thread_id = (exported_id if not taken else None) or new_thread_id()
         journal = handover.journal_of(exported, thread_id)
         decisions, imported = handover.decisions_of(exported, thread_id)
-        with self.leases.holding(thread_id):
+        with self.leases.leased(thread_id, run=False):
             pause = handover.check(
                 self.storage, thread_id, exported, journal, decisions, taken, self.tool_info.tools
             )
@@ -259,7 +255,7 @@ class ThreadHistory:
         compaction = compaction or (parts.compaction if parts is not None else None)
         if compaction is None:
             raise ValueError("this agent has no Compaction hook (see docs/hooks.md)")
-        with self.leases.holding(thread_id):
+        with self.leases.leased(thread_id, run=False):
             if self.reads.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision; answer it first"

@@ -1,7 +1,5 @@
 """The thread's run lease as a Session takes it (graph/store/leases.py holds the
-lease itself): one run or one change of a thread at a time, across processes. Runs
-take it with `leased` (the run releases it when it ends), changes made here and now
-(undo, compact, import, delete) with `holding`.
+lease itself): one run or one change of a thread at a time, across processes.
 """
 
 from __future__ import annotations
@@ -26,10 +24,10 @@ __all__ = ["ThreadLeases"]
 DECIDE_WAIT_S = 5.0
 
 
+@dataclasses.dataclass
 class ThreadLeases:
-    def __init__(self, storage: Storage, retry: Callable[[str], Any]) -> None:
-        self.storage = storage
-        self.retry = retry  # starts a retry run of a thread (Session's `Retry`)
+    storage: Storage
+    retry: Callable[[str], Any]  # starts a retry run of a thread (Session's `Retry`)
 
     def inbox(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
         """The inbox's rows (`awaiting_approval`) as the leases show them. A run on a
@@ -96,24 +94,17 @@ class ThreadLeases:
             raise StorageError(f"cannot start a run on thread {thread_id}: {message}") from exc
 
     @contextmanager
-    def leased(self, thread_id: str, *, deciding: bool = False) -> Iterator[Lease | None]:
-        """The lease for a run about to start: released again if starting fails (the
-        run releases it when it ends)."""
+    def leased(
+        self, thread_id: str, *, deciding: bool = False, run: bool = True
+    ) -> Iterator[Lease | None]:
+        """The lease for a run about to start: released again only if starting fails
+        (the run releases it when it ends); with `run` False, for a change made here and
+        now (undo, compact, import), released at its end."""
         lease = self.acquire(thread_id, deciding=deciding)
+        started = False
         try:
             yield lease
-        except BaseException:
-            if lease is not None:
-                lease.release()
-            raise
-
-    @contextmanager
-    def holding(self, thread_id: str) -> Iterator[None]:
-        """The lease for a change made here and now (undo, compact, import): no run
-        may be going on the thread meanwhile."""
-        lease = self.acquire(thread_id)
-        try:
-            yield
+            started = run
         finally:
-            if lease is not None:
+            if lease is not None and not started:
                 lease.release()

@@ -35,23 +35,19 @@ def thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": check_thread_id(thread_id)}}
 
 
+@dataclasses.dataclass
 class ThreadReads:
-    def __init__(
-        self,
-        agent: CompiledStateGraph[Any, Any, Any, Any],
-        storage: Storage,
-        leases: ThreadLeases,
-        live: LiveMessages,
-    ) -> None:
-        self.agent = agent
-        self.storage = storage
-        self.leases = leases
-        self.live = live  # the messages of runs going on now
+    agent: CompiledStateGraph[Any, Any, Any, Any]
+    storage: Storage
+    leases: ThreadLeases
+    live: LiveMessages  # the messages of runs going on now
+
+    def __post_init__(self) -> None:
         self.views = ViewCache()  # what the last transcript read of each thread converted
         # Gatehouse's reader answers from the database directly when the graph uses
         # Gatehouse's own saver: no `get_state` rebuilding the thread's messages.
-        own = storage.reader is not None and agent.checkpointer is storage.checkpointer
-        self.reader = storage.reader if own else None
+        own = self.agent.checkpointer is self.storage.checkpointer
+        self.reader = self.storage.reader if own else None
 
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""

@@ -120,9 +120,6 @@ class Run:
     def join(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
-    def text(self) -> str:
-        return "".join(e.text for e in self.events if isinstance(e, ev.TextDelta))
-
     def _drive(self) -> None:
         try:
             for event in self:
@@ -131,7 +128,11 @@ class Run:
             self._push(
                 ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}")
             )
-            self._push(ev.RunFinished(thread_id=self.thread_id, status="failed", reason=str(exc)))
+            self.finished = ev.RunFinished(
+                thread_id=self.thread_id, status="failed", reason=str(exc)
+            )
+            self.status = "failed"
+            self._push(self.finished)
         finally:
             with self._changed:
                 self._done.set()
@@ -142,9 +143,6 @@ class Run:
     def _push(self, event: ev.Event) -> None:
         with self._changed:
             self.events.append(event)
-            if isinstance(event, ev.RunFinished):
-                self.status = event.status
-                self.finished = event
             self._changed.notify_all()
         if self._listener is not None:
             self._listener(event)

@@ -15,6 +15,7 @@ from typing import Any
 from graph.agent.authority import enter
 from graph.agent.compiled import parts_of
 from graph.agent.policy import Policy
+from graph.protocol.answers import Approve
 from graph.protocol.decisions import (
     ALL_TOOLS,
     GRANT,
@@ -130,8 +131,11 @@ class StandingPermissions:
         source: str | None,
         actor: str | None,
     ) -> StandingGrant:
-        """Give a standing grant, as an approval's `always_allow` does."""
+        """Give a standing grant, as an approval's `always_allow` does (the pattern
+        checked alike: an empty one is refused)."""
         self._log(thread_id, "a standing grant")
+        if pattern is not None:
+            pattern = str(Approve(type="approve", always_allow=pattern).always_allow)
         self._enter(thread_id, tool, pattern, True, source=source, actor=actor)
         return find_grant(self.grants(thread_id), grant_label(tool, pattern))
 
