@@ -7,6 +7,7 @@ the log stays append-only and the next model turn of any run, in any process, ob
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -18,9 +19,6 @@ from graph.agent.policy import Policy
 from graph.protocol.answers import Approve
 from graph.protocol.decisions import (
     ALL_TOOLS,
-    GRANT,
-    GRANT_QUESTION,
-    REVOKE,
     DecisionRecord,
     StandingGrant,
     grant_label,
@@ -41,23 +39,20 @@ def standing_record(
     actor: str | None,
 ) -> DecisionRecord:
     """The record that gives (`on`) or withdraws a grant, dated after every earlier
-    record of the thread (the latest record decides)."""
+    record of the thread (the latest record decides): the auto-approve switch's record
+    (the grant "*"), or one like it for another tool and pattern."""
     latest = max((r.decided_at for r in decisions.for_thread(thread_id)), default=0.0)
-    decided_at = max(time.time(), latest + 1e-3)
+    switch = switch_record(
+        thread_id, on, source=source, actor=actor, decided_at=max(time.time(), latest + 1e-3)
+    )
     if tool == ALL_TOOLS and pattern is None:
-        return switch_record(thread_id, on, source=source, actor=actor, decided_at=decided_at)
-    return DecisionRecord(
-        thread_id=thread_id,
-        question=GRANT_QUESTION,
+        return switch
+    return dataclasses.replace(
+        switch,
         tool_call_id=f"{'grant' if on else 'revoke'}-{uuid.uuid4().hex}",
         tool=tool,
-        decision=GRANT if on else REVOKE,
-        args={},
         message=f"{'granted' if on else 'revoked'}: {grant_label(tool, pattern)}",
         always_allow=pattern or "*",
-        source=source,
-        actor=actor,
-        decided_at=decided_at,
     )
 
 
