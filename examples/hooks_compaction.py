@@ -4,7 +4,7 @@
 
 Offline: three long turns, then the fourth crosses the threshold; the older turns
 are summarised by a (scripted) summary model and the last turn stays verbatim.
-`session.compact_now(thread_id)` does the same on demand.
+`session.submit(Compact(thread_id))` does the same on demand.
 """
 
 from __future__ import annotations

@@ -43,7 +43,15 @@ from pydantic import ValidationError
 
 from graph import AsyncRun, AsyncSession, DecisionError, RunInProgress
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
-from graph.protocol.operations import Decide, Operation, SendMessage, approve, reject, review
+from graph.protocol.operations import (
+    Cancel,
+    Decide,
+    Operation,
+    SendMessage,
+    approve,
+    reject,
+    review,
+)
 from graph.protocol.pauses import Approval
 
 
@@ -110,8 +118,8 @@ class Connection:
         if kind == "cancel":
             if not self.streaming:
                 raise Refused("no run is streaming on this connection")
-            assert self.run is not None
-            self.run.cancel()  # its run_finished (status "cancelled") follows
+            assert self.run is not None  # its run_finished (status "cancelled") follows
+            await self.session.submit(Cancel(self.run.thread_id))
         elif kind == "pending":
             thread_id = await self.own_thread(msg)
             pending = await self.session.pending(thread_id)

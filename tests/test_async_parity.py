@@ -12,6 +12,20 @@ from typing import Any
 import pytest
 
 from graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
+from graph.protocol import events as ev
+from graph.protocol.operations import (
+    Cancel,
+    Compact,
+    Delete,
+    Grant,
+    ImportThread,
+    Operation,
+    Rename,
+    Revoke,
+    SetAutoApprove,
+    SwitchBranch,
+    Undo,
+)
 from graph.service.async_session import AsyncRun, AsyncSession
 from graph.store import open_storage
 from tools.files import make_file_tools
@@ -19,8 +33,8 @@ from tools.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 
-# Sync on both sides: they change or read the session object only.
-SYNC = {"set_auto_approve", "new_thread_id"}
+# Sync on both sides: it reads nothing.
+SYNC = {"new_thread_id"}
 
 
 def public(cls: type) -> dict[str, Any]:
@@ -61,6 +75,32 @@ def make_session(tmp_path: Path) -> Session:
     return Session(graph, storage, tools)
 
 
+def changes(export: str) -> list[Operation]:
+    """Every operation that starts no run, each once (one refused: no Compaction hook)."""
+    return [
+        Rename("t", "Renamed"),
+        SetAutoApprove("t", True),
+        Grant("t", "write_file", "*.md"),
+        Revoke("t", "write_file:*.md"),
+        SetAutoApprove(None, True),
+        SetAutoApprove(None, False),
+        Cancel("t"),
+        Compact("t"),
+        SwitchBranch("t", "no-such-message"),
+        ImportThread(export, thread_id="copy"),
+        Delete("copy"),
+        Undo("t", force=True),
+    ]
+
+
+def answer(made: Any) -> Any:
+    """What a change answered, comparable across the two sessions (not its time)."""
+    if isinstance(made, Exception):
+        return f"{type(made).__name__}: {made}"
+    assert isinstance(made, ev.Done)
+    return made.model_dump(exclude={"ts": True, "grant": {"granted_at"}}, mode="json")
+
+
 def through_sync(session: Session) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["send"] = [e.type for e in session.send("t", "write a file").collect()]
@@ -77,6 +117,14 @@ def through_sync(session: Session) -> dict[str, Any]:
     out["transcript"] = [(m.role, m.content, m.tool_status) for m in session.transcript("t")]
     out["threads"] = [(i.thread_id, i.status) for i in session.threads()]
     out["verify_audit"] = session.verify_audit()
+    out["changes"] = []
+    for op in changes(session.export("t", "json")):
+        try:
+            out["changes"].append(answer(session.submit(op).result()))
+        except Exception as exc:  # noqa: BLE001 - compared with the async side's
+            out["changes"].append(answer(exc))
+    out["after"] = [(i.thread_id, i.title) for i in session.threads()]
+    out["after_transcript"] = [(m.role, m.content) for m in session.transcript("t")]
     session.close()
     return out
 
@@ -100,6 +148,14 @@ async def through_async(session: AsyncSession) -> dict[str, Any]:
     out["transcript"] = [(m.role, m.content, m.tool_status) for m in await session.transcript("t")]
     out["threads"] = [(i.thread_id, i.status) for i in await session.threads()]
     out["verify_audit"] = await session.verify_audit()
+    out["changes"] = []
+    for op in changes(await session.export("t", "json")):
+        try:
+            out["changes"].append(answer(await (await session.submit(op)).result()))
+        except Exception as exc:  # noqa: BLE001 - compared with the sync side's
+            out["changes"].append(answer(exc))
+    out["after"] = [(i.thread_id, i.title) for i in await session.threads()]
+    out["after_transcript"] = [(m.role, m.content) for m in await session.transcript("t")]
     await session.close()
     return out
 
@@ -113,3 +169,19 @@ def test_representative_calls_answer_the_same_through_both(tmp_path: Path) -> No
     assert sync["pending"] and sync["check_args"] and sync["refused"] and sync["still_pending"]
     assert sync["resume"][-1] == "run_finished" and sync["threads"] == [("t", "completed")]
     assert (tmp_path / "async" / "ws" / "a.txt").read_text() == "hi\n"
+    # Every change answered, and changed what a person sees, the same way on both sides.
+    assert [c["operation"] if isinstance(c, dict) else c for c in sync["changes"]] == [
+        "rename",
+        "set_auto_approve",
+        "grant",
+        "revoke",
+        "set_auto_approve",
+        "set_auto_approve",
+        "cancel",
+        "ValueError: this agent has no Compaction hook (see docs/hooks.md)",
+        "ValueError: message no-such-message is not a version of any message of thread t",
+        "import_thread",
+        "delete",
+        "undo",
+    ]
+    assert sync["after"] == [("t", "Renamed")] and sync["changes"][-1]["removed"] == 4

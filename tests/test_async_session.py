@@ -323,7 +323,7 @@ def test_a_run_outlives_its_event_loop(tmp_path: Path) -> None:
 
     asyncio.run(main())
     gate.opened.set()
-    assert runs[0]._finished.result(timeout=10) == "completed"
+    assert asyncio.run(asyncio.wait_for(runs[0].wait(), 10)) == "completed"
     assert_consistent(session.messages(runs[0].thread_id))
     session.close()
 

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from graph import AsyncSession, DecisionError, Settings, open_session
 from graph.protocol.identity import identity_problem, same_identity
+from graph.protocol.operations import Delete, ImportThread, Revoke, RunOptions, SetAutoApprove
 from graph.service.testing import ai, tool_call
 from graph.store.binding import call_key
 from tests.support.core_fixtures import make_session
@@ -129,16 +130,16 @@ def test_resolve_goes_through_the_door(tmp_path: Path) -> None:
 def test_switches_and_revokes_go_through_the_door(tmp_path: Path) -> None:
     session, _ = paused_on_deploy(tmp_path)
     with pytest.raises(PermissionError, match="NFKC"):
-        session.set_thread_auto_approve("t1", True, actor=KELVIN_KIM)
+        session.submit(SetAutoApprove("t1", True), RunOptions(actor=KELVIN_KIM))
     assert not session.thread_auto_approve("t1")
     session.resume(
         "t1", {"decisions": [{"type": "approve", "always_allow": True}]}, actor=ANA
     ).collect()
     [grant] = session.grants("t1")
     with pytest.raises(PermissionError, match=f"only {ANA} may decide deploy"):
-        session.revoke_grant("t1", "deploy", actor=BOB)
+        session.submit(Revoke("t1", "deploy"), RunOptions(actor=BOB))
     assert session.grants("t1") == [grant]
-    session.revoke_grant("t1", "deploy", actor=ANA)
+    session.submit(Revoke("t1", "deploy"), RunOptions(actor=ANA))
     assert session.grants("t1") == []
 
 
@@ -198,7 +199,7 @@ def test_grants_end_with_their_thread_and_their_givers_authority(tmp_path: Path)
     always = {"decisions": [{"type": "approve", "always_allow": True}]}
     session.resume("t1", always, actor=ANA).collect()
     assert ledger.count("deploy") == 1 and [g.label for g in session.grants("t1")] == ["deploy"]
-    session.delete("t1")
+    session.submit(Delete("t1"))
     # A new thread under the same id inherits nothing: neither the grant nor the approval
     # of a call with the same id, tool and arguments.
     session.send("t1", "deploy", actor=BOB).collect()
@@ -307,15 +308,20 @@ def test_session_and_async_session_imports_report_what_they_dropped(tmp_path: Pa
     )
 
     async def main() -> Any:
-        return await AsyncSession(session).import_thread(data)
+        return await (await AsyncSession(session).submit(ImportThread(data))).result()
 
     try:
         imported = asyncio.run(main())
-        assert imported == "t-async" and (imported.grants, imported.switches) == (2, 1)
+        assert imported.thread_id == "t-async"
+        assert imported.dropped.startswith("dropped 2 grants and 1 auto-approve switch:")
         assert session.grants("t-async") == []
-        again = session.import_thread({**data, "thread_id": "t-other"}, thread_id="t-sync")
+        again = session.submit(
+            ImportThread({**data, "thread_id": "t-other"}, thread_id="t-sync")
+        ).result()
         assert again.dropped and "2 grants" in again.dropped
-        no_authority = session.import_thread({**data, "decisions": []}, thread_id="t-none")
+        no_authority = session.submit(
+            ImportThread({**data, "decisions": []}, thread_id="t-none")
+        ).result()
         assert no_authority.dropped is None
         assert not [m for m in session.messages("t-sync") if isinstance(m, ToolMessage)]
     finally:

@@ -21,6 +21,7 @@ from graph.agent.builtin_hooks import (
     parse_grade,
 )
 from graph.agent.builtin_hooks.compaction import is_summary
+from graph.protocol.operations import Compact
 from graph.store import open_storage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,7 +232,7 @@ def test_compact_now_in_the_session_api(tmp_path: Path) -> None:
     session = make(tmp_path, ScriptedModel(fallback="ok"), {"before_llm": [compaction]})
     for text in ("one", "two", "three"):
         session.send("t", text).collect()
-    event = session.compact_now("t")
+    event = session.submit(Compact("t")).result().compacted
     assert event is not None and event.type == "compacted" and event.messages_removed == 4
     messages = session.messages("t")
     assert [m.content for m in messages if not is_summary(m)] == [
@@ -245,7 +246,9 @@ def test_compact_now_in_the_session_api(tmp_path: Path) -> None:
     assert is_summary(messages[4]) and [m.content for m in messages[5:]] == ["three", "ok"]
     # The thread goes on normally afterwards.
     assert session.send("t", "four").collect()[-1].status == "completed"
-    assert session.compact_now("t").messages_removed == 3  # old summary + turn "three"
+    assert (
+        session.submit(Compact("t")).result().compacted.messages_removed == 3
+    )  # old summary + turn "three"
 
 
 def test_compact_now_refuses_while_an_approval_is_pending(tmp_path: Path) -> None:
@@ -255,10 +258,10 @@ def test_compact_now_refuses_while_an_approval_is_pending(tmp_path: Path) -> Non
     session.send("t", "hello").collect()
     assert session.send("t", "deploy").collect()[-1].status == "awaiting_approval"
     with pytest.raises(DecisionError):
-        session.compact_now("t")
+        session.submit(Compact("t"))
     plain = make(tmp_path / "other", ScriptedModel(fallback="ok"), {})
     with pytest.raises(ValueError, match="no Compaction hook"):
-        plain.compact_now("t")
+        plain.submit(Compact("t"))
 
 
 # -- system context ---------------------------------------------------------------------

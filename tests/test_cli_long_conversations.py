@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from graph import Session, Settings, open_session
+from graph.protocol.operations import Delete
 from tests.test_cli import env, gh, gh_json  # noqa: F401  (env is a fixture)
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
@@ -118,7 +119,7 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
     assert record["args"] == {"path": "todo.md", "content": "buy milk\n"}
     # The record outlives the thread.
     with session_on(env) as session:
-        session.delete(thread)
+        session.submit(Delete(thread))
     text = gh(env, "audit", code=0).stdout
     assert (
         f"{thread[:8]}  write_file  approved  by {getpass.getuser()} · terminal" in text

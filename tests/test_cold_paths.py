@@ -34,6 +34,7 @@ from graph import (
     open_reader,
     tool_call,
 )
+from graph.protocol.operations import Compact, Delete, Undo
 from graph.protocol.pauses import pause_from
 from graph.store import open_storage
 from graph.store.saver import compact_serde
@@ -177,7 +178,7 @@ def test_deleting_a_thread_deletes_its_head(tmp_path: Path) -> None:
     session = build(db, tmp_path, script=["a reply"])
     session.send("t", "hello").collect()
     session.send("u", "keep me").collect()
-    session.delete("t")
+    session.submit(Delete("t"))
     with sqlite3.connect(db) as conn:
         left = [
             conn.execute(f"SELECT count(*) FROM {table} WHERE thread_id = ?", (thread,)).fetchone()[
@@ -202,7 +203,7 @@ def test_head_follows_undo_fork_and_compaction(tmp_path: Path) -> None:
         db, tmp_path, hooks={"before_llm": [Compaction(summariser, max_tokens=10**9, keep_turns=1)]}
     )
     drive(session, "t", [APPROVE, REJECT, RESPOND, None])
-    assert session.undo("t") > 0
+    assert session.submit(Undo("t")).result().removed > 0
     same_everywhere(db, tmp_path, "t")
     assert (
         session.fork("t", 0, "a different first request").collect()[-1].status
@@ -218,7 +219,7 @@ def test_head_follows_undo_fork_and_compaction(tmp_path: Path) -> None:
     )
     assert len(session.messages("t")) > 40  # past a block of rows
     assert (
-        session.compact_now("t") is not None
+        session.submit(Compact("t")).result().compacted is not None
     )  # inserts the summary mid-history: the head rows are rewritten
     assert same_everywhere(db, tmp_path, "t") > 20
     fresh = build(db, tmp_path)
@@ -357,7 +358,7 @@ def test_postgres_head_reader_and_index(tmp_path: Path, postgres_url: str) -> No
     session = build(postgres_url, tmp_path)
     drive(session, "t", [APPROVE, REJECT, RESPOND, None])
     session.send("t", "paused here").collect()
-    assert session.undo("t") > 0
+    assert session.submit(Undo("t")).result().removed > 0
     session.send("t", "after undo").collect()
     assert same_everywhere(postgres_url, tmp_path, "t", postgres=True) > 20
     reader = open_reader(postgres_url)

@@ -11,6 +11,7 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from graph import AwaitingDecision, DecisionError, NothingPending, StaleDecision, ai, tool_call
+from graph.protocol.operations import Delete, Rename, SwitchBranch, Undo
 from tests.support.core_fixtures import make_session
 
 CFG = {"configurable": {"thread_id": "t1"}}
@@ -429,9 +430,9 @@ def test_thread_index_tracks_title_status_and_pending(tmp_path: Path) -> None:
     assert [t.thread_id for t in session.awaiting_approval()] == ["t1"]
     session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}).collect()
     assert session.thread("t1").status == "completed" and session.awaiting_approval() == []
-    session.rename("t1", "Mail and deploy")
+    session.submit(Rename("t1", "Mail and deploy"))
     assert session.threads()[0].title == "Mail and deploy"
-    session.delete("t1")
+    session.submit(Delete("t1"))
     assert session.threads() == [] and session.messages("t1") == []
 
 
@@ -440,7 +441,7 @@ def test_undo_fork_and_export(tmp_path: Path) -> None:
     session.send("t1", "first").collect()
     session.send("t1", "second").collect()
     assert [m.content for m in session.messages("t1")] == ["first", "one", "second", "two"]
-    assert session.undo("t1") == 2
+    assert session.submit(Undo("t1")).result().removed == 2
     assert [m.content for m in session.messages("t1")] == ["first", "one"]
     session.fork("t1", 0, "FIRST, edited").collect()
     assert [m.content for m in session.messages("t1")] == ["FIRST, edited", "one"]
@@ -482,7 +483,7 @@ def test_versions_of_a_message_after_forks_and_switching_between_them(tmp_path: 
         session.thread("t1").title == "FIRST, edited"
     )  # the title was the first message's: it follows
     # Version 1 comes back whole, the second turn included.
-    session.switch_branch("t1", at_first.message_ids[0])
+    session.submit(SwitchBranch("t1", at_first.message_ids[0]))
     assert _said(session) == ["first", "re: first", "second", "re: second"]
     assert session.thread("t1").title == "first"
     assert [b.label for b in session.branches("t1")] == ["1/2"]
@@ -490,29 +491,29 @@ def test_versions_of_a_message_after_forks_and_switching_between_them(tmp_path: 
     session.fork("t1", 2, "second, edited").collect()
     assert _said(session) == ["first", "re: first", "second, edited", "re: second, edited"]
     assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "1/2"), (2, "2/2")]
-    session.switch_branch("t1", at_first.message_ids[1])
+    session.submit(SwitchBranch("t1", at_first.message_ids[1]))
     assert _said(session) == ["FIRST, edited", "re: FIRST, edited"]
     assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "2/2")]
     # Back to version 1: where it was last, on its newest branch.
-    session.switch_branch("t1", at_first.message_ids[0])
+    session.submit(SwitchBranch("t1", at_first.message_ids[0]))
     assert _said(session) == ["first", "re: first", "second, edited", "re: second, edited"]
     # Undo stays on the branch the thread is on (it used to rewind into the newest branch).
-    assert session.undo("t1") == 2
+    assert session.submit(Undo("t1")).result().removed == 2
     assert _said(session) == ["first", "re: first"]
     session.send("t1", "third").collect()
     assert _said(session) == ["first", "re: first", "third", "re: third"]
     assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "1/2"), (2, "3/3")]
     with pytest.raises(ValueError, match="not a version"):
-        session.switch_branch("t1", "no-such-message")
+        session.submit(SwitchBranch("t1", "no-such-message"))
 
 
 def test_a_title_the_person_gave_stays_through_forks(tmp_path: Path) -> None:
     session, _, _ = make_session(tmp_path, ECHO)
     session.send("t1", "first").collect()
-    session.rename("t1", "My thread")
+    session.submit(Rename("t1", "My thread"))
     session.fork("t1", 0, "other").collect()
     assert session.thread("t1").title == "My thread"
-    session.switch_branch("t1", session.branches("t1")[0].message_ids[0])
+    session.submit(SwitchBranch("t1", session.branches("t1")[0].message_ids[0]))
     assert session.thread("t1").title == "My thread"
 
 
@@ -529,12 +530,12 @@ def test_switching_branches_while_paused_is_refused_unless_forced(tmp_path: Path
     [versions] = session.branches("t1")
     assert versions.label == "2/2"
     with pytest.raises(AwaitingDecision, match="switching branches would drop that request"):
-        session.switch_branch("t1", versions.message_ids[0])
+        session.submit(SwitchBranch("t1", versions.message_ids[0]))
     assert session.pending("t1") is not None
-    session.switch_branch("t1", versions.message_ids[0], force=True)
+    session.submit(SwitchBranch("t1", versions.message_ids[0], force=True))
     assert _said(session) == ["hello", "re: hello"] and session.pending("t1") is None
     # The branch left waiting comes back at its message, unanswered: nothing of it ran.
-    session.switch_branch("t1", versions.message_ids[1])
+    session.submit(SwitchBranch("t1", versions.message_ids[1]))
     assert _said(session) == ["mail a@x"] and session.pending("t1") is None
     assert ledger.entries() == []
 
@@ -557,7 +558,7 @@ def test_a_fork_made_on_the_raw_graph_shows_as_a_version(tmp_path: Path) -> None
         "2/2",
         ("second", "another second"),
     )
-    session.switch_branch("t1", versions.message_ids[0])
+    session.submit(SwitchBranch("t1", versions.message_ids[0]))
     assert _said(session) == ["first", "re: first", "second", "re: second"]
 
 

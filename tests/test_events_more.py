@@ -506,6 +506,7 @@ def test_trusted_events_are_the_validated_events_of_every_kind() -> None:
         "index": 0,
         "message_id": "m1",
         "history_size": 4,
+        "operation": "undo",
         "tokens_before": 900,
         "tokens_after": 300,
         "request": {"action_requests": [], "review_configs": []},

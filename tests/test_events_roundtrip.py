@@ -80,6 +80,7 @@ EXAMPLES: dict[type[Any], dict[str, Any]] = {
         "message_id": "m1",
     },
     ev.ErrorEvent: {"message": "The model API failed", "kind": "model", "retryable": True},
+    ev.Done: {"operation": "undo", "removed": 2},
 }
 
 

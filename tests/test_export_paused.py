@@ -16,6 +16,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.types import Command, Send
 
 from graph import ImportRefused, NothingPending, Session, StaleDecision, ai, tool_call
+from graph.protocol.operations import Delete, ImportThread
 from tests.support.core_fixtures import Ledger, make_session
 
 SCRIPT = [
@@ -77,7 +78,7 @@ def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
 
     target, ledger = opened(tmp_path / "b", target_db)
     try:
-        assert target.import_thread(exported) == tid
+        assert target.submit(ImportThread(exported)).result().thread_id == tid
         restored = target.pending(tid)
         assert restored is not None and restored.kind == "approval"
         assert restored.request.wire() == asked.request.wire()  # the same card
@@ -89,9 +90,9 @@ def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
         # A paused thread imports only under its own id, once per database: no copy that
         # could be approved a second time.
         with pytest.raises(ImportRefused, match="only under its own id"):
-            target.import_thread(exported)
+            target.submit(ImportThread(exported))
         with pytest.raises(ImportRefused, match="only under its own id"):
-            target.import_thread(exported, thread_id="copy")
+            target.submit(ImportThread(exported, thread_id="copy"))
         assert not target.exists("copy") and [t.thread_id for t in target.threads()] == [tid]
 
         # The old interrupt id is not the pending one here; the restored one is answered once.
@@ -108,7 +109,7 @@ def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
         # After it ran, the same export cannot ask for it again here, under any id.
         for thread_id in (None, "copy"):
             with pytest.raises(ImportRefused, match=r"deploy \(call d1\) already ran"):
-                target.import_thread(exported, thread_id=thread_id)
+                target.submit(ImportThread(exported, thread_id=thread_id))
         assert not target.exists("copy") and ledger.count("deploy") == 1
     finally:
         source.close()
@@ -131,8 +132,8 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
         assert [e["tool_call_id"] for e in json.loads(done_export)["journal"]] == ["d1"]
         messages = session.messages(tid)
 
-        session.delete(tid)
-        assert session.import_thread(done_export) == tid
+        session.submit(Delete(tid))
+        assert session.submit(ImportThread(done_export)).result().thread_id == tid
         assert session.messages(tid) == messages
         [entry] = session.storage.journal.entries(tid)
         assert entry.tool_call_id == "d1" and entry.finished
@@ -150,9 +151,9 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
         assert ledger.count("deploy") == 1
 
         # The export from before the approval would ask for the call again: refused.
-        session.delete(tid)
+        session.submit(Delete(tid))
         with pytest.raises(ImportRefused, match=r"deploy \(call d1\) was already decided"):
-            session.import_thread(paused_export)
+            session.submit(ImportThread(paused_export))
         assert not session.exists(tid) and ledger.count("deploy") == 1
     finally:
         session.close()
@@ -222,7 +223,7 @@ def test_a_tampered_paused_export_is_refused_and_writes_nothing(
         data = json.loads(source.export(tid, "json"))
         tamper(data)
         with pytest.raises(ImportRefused, match=error):
-            target.import_thread(data)
+            target.submit(ImportThread(data))
         assert not target.exists(tid) and target.threads() == [] and ledger.entries() == []
         assert target.audit() == []
     finally:
@@ -238,7 +239,7 @@ def test_an_import_where_the_policy_would_not_ask_is_refused(tmp_path: Path) -> 
     target, ledger, _ = make_session(tmp_path / "b", SCRIPT, policy={"deploy": "allow"})
     try:
         with pytest.raises(ImportRefused, match="would not ask the same calls"):
-            target.import_thread(source.export(tid, "json"))
+            target.submit(ImportThread(source.export(tid, "json")))
         assert not target.exists(tid) and ledger.entries() == [] and target.threads() == []
     finally:
         source.close()
@@ -291,8 +292,8 @@ def test_async_session_serialises_a_paused_run_and_wakes_it_elsewhere(
         run = await here.start(None, "deploy web")
         await run.collect()
         stored = await here.export(run.thread_id, "json")  # e.g. into a queue or a blob store
-        await here.delete(run.thread_id)  # handed over: answered in one place only
-        tid = await there.import_thread(stored)
+        await here.submit(Delete(run.thread_id))  # handed over: answered in one place only
+        tid = (await (await there.submit(ImportThread(stored))).result()).thread_id
         pending = await there.pending(tid)
         assert pending is not None and [a.name for a in pending.actions] == ["deploy"]
         resumed = await there.resume(tid, APPROVE, interrupt_id=pending.interrupt_id)

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from graph import DecisionError, PolicyError, ai, tool_call
 from graph.agent.emit import decided_by
 from graph.agent.policy import Policy
+from graph.protocol.operations import RunOptions, SetAutoApprove
 from tests.support.core_fixtures import make_session
 
 CFG = {"configurable": {"thread_id": "t1"}}
@@ -101,7 +102,7 @@ def test_bad_approvers_setting_is_refused() -> None:
 def test_auto_approve_never_decides_for_a_tools_approvers(tmp_path: Path) -> None:
     turn = ai("", tool_call("deploy", {"service": "api"}, "c1"))
     session, ledger, _ = make_session(tmp_path, [turn, "finished"], policy=POLICY)
-    session.set_thread_auto_approve("t1", True, actor="mallory")
+    session.submit(SetAutoApprove("t1", True), RunOptions(actor="mallory"))
     session.send("t1", "go", auto_approve=True).collect()
     assert ledger.count("deploy") == 0
     assert session.pending("t1") is not None  # asked, for ana or bo to decide

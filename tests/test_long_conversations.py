@@ -30,6 +30,7 @@ from graph import (
     tool_call,
 )
 from graph.protocol import events as ev
+from graph.protocol.operations import Compact, Delete, ImportThread, Undo
 
 BIG_LINES = 2_000
 
@@ -115,7 +116,7 @@ def test_compact_now_with_the_default_configuration_also_when_automatic_compacti
             assert not of(
                 session.send(tid, "list files").collect(), ev.Compacted
             )  # off: never on its own
-        event = session.compact_now(tid)
+        event = session.submit(Compact(tid)).result().compacted
         assert event is not None and event.messages_removed == 8
         view = session.transcript(tid)
         assert [m.summary for m in view].index(True) == 8 and len(view) == 13
@@ -189,7 +190,7 @@ def test_compaction_changes_only_what_the_model_is_sent(tmp_path: Path) -> None:
         before = session.messages(tid)
         md_before, json_before = session.export(tid), json.loads(session.export(tid, "json"))
 
-        done = session.compact_now(tid)
+        done = session.submit(Compact(tid)).result().compacted
         assert (
             done is not None
             and done.messages_removed == 20
@@ -232,7 +233,7 @@ def test_compaction_changes_only_what_the_model_is_sent(tmp_path: Path) -> None:
 
         # Again: the new summary covers the old one and the turns after it, the history stays whole.
         session.send(tid, "request 13").collect()
-        again = session.compact_now(tid)
+        again = session.submit(Compact(tid)).result().compacted
         assert again is not None and again.messages_removed == 5  # summary, turns 10 and 11
         latest = session.messages(tid)
         assert [m.content for m in latest if m.type == "human" and "SUMMARY" not in m.content] == [
@@ -300,7 +301,7 @@ def test_a_large_tool_output_is_stored_aside_and_the_model_reads_ranges(tmp_path
                 "SELECT chars FROM gatehouse_tool_outputs WHERE thread_id=?", (tid,)
             ).fetchall() == [(len(text),)]
         # Gone with the thread.
-        session.delete(tid)
+        session.submit(Delete(tid))
         assert session.tool_output(tid, "c1") is None
     finally:
         session.close()
@@ -355,7 +356,7 @@ def test_offloading_is_configurable_and_can_be_switched_off(tmp_path: Path) -> N
     try:
         events = session.send(None, "read it").collect()
         [done] = of(events, ev.ToolFinished)
-        assert not done.offloaded and "read_tool_output" not in session._tools()
+        assert not done.offloaded and "read_tool_output" not in session.tool_info.tools
         # Without offloading a result is cut at 50,000 characters, as before.
         assert "output cut at 50000 characters" in done.output
     finally:
@@ -566,7 +567,7 @@ def test_export_json_imports_back_to_equal_messages(tmp_path: Path) -> None:
     other = open_session(settings(tmp_path / "two"), model=ScriptedModel(fallback="Continuing."))
     try:
         tid = rich_thread(session, tmp_path / "one")
-        assert session.compact_now(tid) is not None
+        assert session.submit(Compact(tid)).result().compacted is not None
         original = session.messages(tid)
         kinds = {type(m).__name__ for m in original}
         assert kinds == {"HumanMessage", "AIMessage", "ToolMessage"}
@@ -581,7 +582,7 @@ def test_export_json_imports_back_to_equal_messages(tmp_path: Path) -> None:
         assert data["format"] == "gatehouse-thread" and data["tool_outputs"]
 
         # Into another database: the same id, equal messages, the stored outputs too.
-        assert other.import_thread(exported) == tid
+        assert other.submit(ImportThread(exported)).result().thread_id == tid
         assert other.messages(tid) == original
         assert other.transcript(tid) == views
         offloaded = next(v for v in views if v.offloaded)
@@ -594,15 +595,20 @@ def test_export_json_imports_back_to_equal_messages(tmp_path: Path) -> None:
         assert finished(other.send(tid, "go on").collect()).text == "Continuing."
 
         # Into the same database: the id is taken, so a new one; a named id that is taken is refused.
-        again = session.import_thread(exported)
+        again = session.submit(ImportThread(exported)).result().thread_id
         assert again != tid and session.messages(again) == original
         with pytest.raises(ImportRefused, match="already exists"):
-            session.import_thread(exported, thread_id=tid)
-        assert session.import_thread(json.loads(exported), thread_id="chosen-id") == "chosen-id"
+            session.submit(ImportThread(exported, thread_id=tid))
+        assert (
+            session.submit(ImportThread(json.loads(exported), thread_id="chosen-id"))
+            .result()
+            .thread_id
+            == "chosen-id"
+        )
 
         # A hand-trimmed file with only the plain views imports too, to equal views.
         del data["lc_messages"]
-        assert other.transcript(other.import_thread(data)) == views
+        assert other.transcript(other.submit(ImportThread(data)).result().thread_id) == views
     finally:
         session.close()
         other.close()
@@ -623,22 +629,24 @@ def test_an_import_that_would_break_tool_call_pairing_is_refused_and_writes_noth
         # A paused export imports only as a hand-over (tests/test_export_paused.py);
         # without the request it waited for, its open call is refused.
         with pytest.raises(ImportRefused, match="imports only under its own id"):
-            session.import_thread(paused, thread_id="fresh")
+            session.submit(ImportThread(paused, thread_id="fresh"))
         with pytest.raises(
             ImportRefused, match=r"tool calls without results: \['write_file'\].*\"pending\""
         ):
-            session.import_thread({**paused, "pending": None}, thread_id="fresh")
+            session.submit(ImportThread({**paused, "pending": None}, thread_id="fresh"))
         orphan = {**paused, "lc_messages": [m for m in paused["lc_messages"] if m["type"] != "ai"]}
         orphan["lc_messages"].append(
             {"type": "tool", "data": {"content": "x", "tool_call_id": "zz", "id": "t9"}}
         )
         with pytest.raises(ImportRefused, match="a tool result without its tool call"):
-            session.import_thread(orphan, thread_id="fresh")
+            session.submit(ImportThread(orphan, thread_id="fresh"))
         with pytest.raises(ImportRefused, match="not a JSON thread export"):
-            session.import_thread("{nope", thread_id="fresh")
+            session.submit(ImportThread("{nope", thread_id="fresh"))
         with pytest.raises(ImportRefused, match="appear more than once"):
-            session.import_thread(
-                {**paused, "lc_messages": paused["lc_messages"][:1] * 2}, thread_id="fresh"
+            session.submit(
+                ImportThread(
+                    {**paused, "lc_messages": paused["lc_messages"][:1] * 2}, thread_id="fresh"
+                )
             )
         assert [t.thread_id for t in session.threads()] == before
         assert not session.messages("fresh")
@@ -667,7 +675,7 @@ def test_undo_and_fork_while_paused_are_refused_unless_forced(tmp_path: Path) ->
         with pytest.raises(
             AwaitingDecision, match="waiting for a decision on write_file; undo would drop"
         ):
-            session.undo(tid)
+            session.submit(Undo(tid))
         with pytest.raises(AwaitingDecision, match="fork would drop"):
             session.fork(tid, 2, "something else")
         # Nothing changed: the same request is still pending and can be answered.
@@ -676,7 +684,7 @@ def test_undo_and_fork_while_paused_are_refused_unless_forced(tmp_path: Path) ->
             and len(session.messages(tid)) == 4
         )
 
-        assert session.undo(tid, force=True) == 2
+        assert session.submit(Undo(tid, force=True)).result().removed == 2
         assert session.pending(tid) is None
         assert [m.content for m in session.messages(tid)] == ["hello", "first answer"]
         assert not (tmp_path / "ws" / "a.md").exists()
@@ -697,9 +705,9 @@ def test_undo_after_compaction_restores_the_turn_before(tmp_path: Path) -> None:
         tid = session.new_thread_id()
         for text in ("one", "two", "three"):
             session.send(tid, text).collect()
-        session.compact_now(tid)
+        session.submit(Compact(tid))
         session.send(tid, "four").collect()
-        assert session.undo(tid) == 2
+        assert session.submit(Undo(tid)).result().removed == 2
         assert [
             m.content
             for m in session.messages(tid)
@@ -707,7 +715,7 @@ def test_undo_after_compaction_restores_the_turn_before(tmp_path: Path) -> None:
         ] == ["one", "ok", "two", "ok", "three", "ok"]
         assert session.transcript(tid)[4].summary
         # Undo the compaction's own turn: back to the full history before it.
-        session.undo(tid)
+        session.submit(Undo(tid))
         assert [m.content for m in session.messages(tid)] == ["one", "ok", "two", "ok"]
     finally:
         session.close()
@@ -796,9 +804,9 @@ def test_the_audit_log_records_who_decided_what_and_outlives_undo_fork_and_delet
         json.dumps([r.to_dict() for r in records])
 
         # The log outlives undo, fork and deleting the thread.
-        session.undo(tid)
+        session.submit(Undo(tid))
         session.fork(tid, 0, "again").collect()
-        session.delete(tid)
+        session.submit(Delete(tid))
         after = {r.tool_call_id for r in session.audit(tid)}
         assert after >= set(by_call)
         # The fork's reply repeats the first reply's ids (a scripted model): they are new

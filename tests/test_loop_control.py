@@ -42,7 +42,7 @@ from graph import (
 from graph.agent.hook_state import message_changes
 from graph.agent.hooks import HookSet, load_hook
 from graph.protocol import events as ev
-from graph.protocol.operations import RunOptions, SendMessage
+from graph.protocol.operations import RunOptions, SendMessage, SetAutoApprove
 from graph.store import open_storage
 from tests.support.core_fixtures import Ledger, make_session, make_tools
 
@@ -543,7 +543,7 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
     session, ledger, _ = make_session(
         tmp_path, [*DEPLOY, ai("", tool_call("deploy", {"service": "api"}, "d2"))]
     )
-    session.set_auto_approve(True)
+    session.submit(SetAutoApprove(None, True))
     assert session.auto_approve and session.auto_approving("t") == "session"
     events = session.send("t", "deploy").collect()
     assert events[-1].status == "completed" and ledger.count("deploy") == 1
@@ -562,7 +562,7 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
     assert view.decision == "auto_approve" and view.auto_approved
     assert "auto-approved" in session.export("t")
 
-    session.set_auto_approve(False)
+    session.submit(SetAutoApprove(None, False))
     assert session.auto_approving("t") is None
     session.send("t", "again").collect()
     assert session.pending("t") is not None and ledger.count("deploy") == 1, (
@@ -579,7 +579,7 @@ def test_auto_approve_for_one_run_overrides_the_session(tmp_path: Path) -> None:
     )  # a web page's own toggle
     assert run.join(30) and run.status == "completed" and ledger.count("deploy") == 1
     assert not session.auto_approve, "the session's mode is untouched"
-    session.set_auto_approve(True)
+    session.submit(SetAutoApprove(None, True))
     assert (
         session.send("b", "deploy", auto_approve=False).collect()[-1].status == "awaiting_approval"
     )
@@ -588,7 +588,7 @@ def test_auto_approve_for_one_run_overrides_the_session(tmp_path: Path) -> None:
 
 def test_auto_approve_never_lifts_deny(tmp_path: Path) -> None:
     session, ledger, _ = make_session(tmp_path, DEPLOY, policy={"deploy": "deny"})
-    session.set_auto_approve(True)
+    session.submit(SetAutoApprove(None, True))
     events = session.send("t", "deploy").collect()
     assert ledger.count("deploy") == 0
     assert [e.status for e in events if isinstance(e, ev.ToolFinished)] == ["denied"]
@@ -599,12 +599,12 @@ def test_thread_switch_is_stored_holds_for_every_client_and_turns_off(tmp_path: 
         tmp_path, [*DEPLOY, ai("", tool_call("deploy", {"service": "api"}, "d2")), "ok"]
     )
     thread = session.new_thread_id()
-    session.set_thread_auto_approve(thread, True, actor="ann", source="web")
+    session.submit(SetAutoApprove(thread, True), RunOptions(actor="ann", source="web"))
     assert session.thread_auto_approve(thread) and session.auto_approving(thread) == "thread"
     # A raw client of the same graph and database: the thread's switch holds there too.
     session.agent.invoke({"messages": [("user", "deploy")]}, cfg(thread))
     assert ledger.count("deploy") == 1 and not session.agent.get_state(cfg(thread)).interrupts
-    session.set_thread_auto_approve(thread, False, actor="ann")
+    session.submit(SetAutoApprove(thread, False), RunOptions(actor="ann"))
     assert not session.thread_auto_approve(thread)
     session.send(thread, "deploy api").collect()
     assert session.pending(thread) is not None and ledger.count("deploy") == 1
@@ -646,7 +646,7 @@ def test_no_client_can_turn_auto_approve_on(tmp_path: Path, attempt: str) -> Non
 
 def test_a_session_in_auto_mode_does_not_auto_approve_other_clients(tmp_path: Path) -> None:
     session, ledger, _ = make_session(tmp_path, DEPLOY)
-    session.set_auto_approve(True)
+    session.submit(SetAutoApprove(None, True))
     session.agent.invoke({"messages": [("user", "deploy")]}, cfg("raw"))  # not through the session
     assert ledger.count("deploy") == 0 and session.agent.get_state(cfg("raw")).interrupts
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from graph import ScriptedModel, Settings, ai, open_session, tool_call
+from graph.protocol.operations import Delete, ImportThread
 from graph.store import open_storage
 from tests.test_long_conversations import big_file, finished, read_more
 
@@ -61,11 +62,11 @@ def test_offloading_audit_and_import_on_postgres(postgres_url: str, tmp_path: Pa
         assert "-two\n+2" in (record.diff() or "")
 
         exported = session.export(tid, "json")
-        copy = session.import_thread(exported)
+        copy = session.submit(ImportThread(exported)).result().thread_id
         assert copy != tid and session.messages(copy) == session.messages(tid)
         assert session.tool_output(copy, "c1") == text
 
-        session.delete(tid)
+        session.submit(Delete(tid))
         assert session.tool_output(tid, "c1") is None
         assert [r.tool_call_id for r in session.audit(tid)] == ["w1"]  # the log outlives the thread
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from graph import Runner, Session, StorageError, open_session
-from graph.protocol.operations import Decide, SendMessage
+from graph.protocol.operations import Cancel, Decide, SendMessage
 from graph.service.config import Settings
 
 WAIT_S = 60
@@ -81,7 +81,7 @@ def test_after_stop_the_queue_waits_for_the_person(session: Session, settings: S
     runner.send("t", "list files")
     runner.send("t", "second")
     run = runner.active("t")
-    assert run is not None and runner.cancel("t")
+    assert run is not None and runner.submit(Cancel("t")).result().changed
     run.join(WAIT_S)
     assert runner.next_run(run) is None  # Stop: nothing sent by itself
     assert [m.text for m in runner.queued("t")] == ["list files", "second"]
@@ -107,7 +107,7 @@ def test_a_new_message_after_kept_ones_goes_after_them(
     runner.send("t", "list files")
     run = runner.active("t")
     assert run is not None
-    runner.cancel("t")
+    runner.submit(Cancel("t"))
     run.join(WAIT_S)
     runner.next_run(run)
     # No run now, one message kept: the new one is queued after it and the queue sent.

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from graph import Settings, open_session
+from graph.protocol.operations import Compact
 from tests.support.browser import (
     Server,
     chromium_browser,
@@ -70,7 +71,7 @@ def test_compacted_thread_keeps_its_whole_history_with_a_marker(page: Any, serve
         tid = session.new_thread_id()
         for i in range(10):
             session.send(tid, f"list files {i:02d}").collect()
-        assert session.compact_now(tid) is not None
+        assert session.submit(Compact(tid)).result().compacted is not None
     finally:
         session.close()
     open_thread(page, server, tid)

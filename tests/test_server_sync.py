@@ -16,6 +16,7 @@ import pytest
 from langgraph_sdk.errors import NotFoundError
 
 from graph import open_session
+from graph.protocol.operations import Delete
 from graph.service.config import Settings
 from tests.support.langgraph_dev import GRAPH, DevServer, langgraph_dev
 
@@ -103,7 +104,7 @@ def test_a_thread_deleted_in_the_terminal_leaves_the_server(
     client.runs.wait(theirs, GRAPH, input={"messages": [{"role": "user", "content": "list files"}]})
     for tid in (ours.thread_id, theirs):
         _until(lambda tid=tid: client.threads.get(tid)["status"] == "idle")
-        session.delete(tid)
+        session.submit(Delete(tid))
 
     def gone(tid: str) -> bool:
         try:

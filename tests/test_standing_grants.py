@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from graph import Session, Settings, open_session
 from graph.protocol import events as ev
+from graph.protocol.operations import Revoke, RunOptions, SetAutoApprove
 from tests.support.app_page import app_page
 from tests.support.clean_env import offline_settings, without_settings
 
@@ -78,8 +79,11 @@ def test_a_call_run_under_a_grant_is_marked_logged_listed_and_revocable(tmp_path
 
         # Withdrawn: the next write asks again; the log says who withdrew it.
         with pytest.raises(ValueError, match="no grant 'shell'.*in force: write_file"):
-            session.revoke_grant(tid, "shell")
-        assert session.revoke_grant(tid, "write_file", actor="bob").label == "write_file"
+            session.submit(Revoke(tid, "shell"))
+        assert (
+            session.submit(Revoke(tid, "write_file"), RunOptions(actor="bob")).result().grant.label
+            == "write_file"
+        )
         assert session.grants(tid) == []
         assert session.send(tid, "write c.md: three").collect()[-1].status == "awaiting_approval"
         assert [(r.decision, r.actor) for r in session.audit(tid, limit=1)] == [("revoke", "bob")]
@@ -92,13 +96,13 @@ def test_the_auto_approve_switch_is_the_grant_star(tmp_path: Path) -> None:
     try:
         tid = session.new_thread_id()
         session.send(tid, "list files").collect()
-        session.set_thread_auto_approve(tid, True, actor="carol")
+        session.submit(SetAutoApprove(tid, True), RunOptions(actor="carol"))
         assert [(g.label, g.actor) for g in session.grants(tid)] == [("*", "carol")]
         events = session.send(tid, "write x.md: y").collect()
         assert events[-1].status == "completed"
         assert [e.auto_approved for e in events if isinstance(e, ev.ToolStarted)] == [True]
         assert session.transcript(tid)[-2].without_a_click == "auto-approved"
-        session.revoke_grant(tid, "*")
+        session.submit(Revoke(tid, "*"))
         assert not session.thread_auto_approve(tid) and session.grants(tid) == []
     finally:
         session.close()

@@ -92,10 +92,11 @@ def _dump(session: Any) -> dict[str, Any]:
 
 def _travel(session: Any) -> dict[str, Any]:
     """Undo the last turn, fork an early user message, read an old checkpoint."""
+    from graph.protocol.operations import Undo
     from graph.service.transcript import message_view
 
     before = session.messages(THREAD)
-    removed = session.undo(THREAD)
+    removed = session.submit(Undo(THREAD)).result().removed
     after_undo = session.messages(THREAD)
     old = next(
         s

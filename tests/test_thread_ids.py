@@ -19,6 +19,7 @@ from langchain_core.messages import HumanMessage
 from streamlit.testing.v1 import AppTest
 
 from graph import InvalidThreadId, ScriptedModel, Settings, open_session
+from graph.protocol.operations import Compact, Delete, ImportThread, Rename, SetAutoApprove, Undo
 from graph.protocol.threads import printable, thread_id_problem
 from tests.support.app_page import app_page
 from tests.support.clean_env import offline_settings, without_settings
@@ -67,14 +68,14 @@ def test_session_refuses_a_malformed_id_and_writes_nothing(tmp_path: Path, bad: 
             lambda: session.thread(bad),
             lambda: session.exists(bad),
             lambda: session.export(bad),
-            lambda: session.undo(bad),
+            lambda: session.submit(Undo(bad)).result().removed,
             lambda: session.fork(bad, 0, "again"),
-            lambda: session.rename(bad, "x"),
-            lambda: session.delete(bad),
-            lambda: session.compact_now(bad),
+            lambda: session.submit(Rename(bad, "x")),
+            lambda: session.submit(Delete(bad)),
+            lambda: session.submit(Compact(bad)).result().compacted,
             lambda: session.tool_output(bad, "c1"),
             lambda: session.audit(bad),
-            lambda: session.set_thread_auto_approve(bad, True),
+            lambda: session.submit(SetAutoApprove(bad, True)),
         ]
         for call in calls:
             with pytest.raises(InvalidThreadId, match="thread id"):
@@ -100,10 +101,10 @@ def test_an_import_with_a_malformed_exported_id_gets_a_new_one(tmp_path: Path) -
         session.send("good", "hello").collect()
         data = json.loads(session.export("good", "json"))
         data["thread_id"] = "bad\x00id"
-        new = session.import_thread(data)
+        new = session.submit(ImportThread(data)).result().thread_id
         assert thread_id_problem(new) is None and session.transcript(new)[0].content == "hello"
         with pytest.raises(InvalidThreadId):
-            session.import_thread(data, thread_id="also\x1bbad")
+            session.submit(ImportThread(data, thread_id="also\x1bbad"))
     finally:
         session.close()
 

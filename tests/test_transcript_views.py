@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graph import ScriptedModel, Settings, ai, open_session, tool_call
+from graph.protocol.operations import Undo
 from graph.service.transcript import message_view
 from graph.service.view_cache import ViewCache
 
@@ -44,7 +45,7 @@ def test_every_change_to_a_thread_shows_in_its_transcript(tmp_path: Path) -> Non
         assert after == fresh(session, "t")
         assert any(v.role == "tool" and v.tool_call_id == "w1" for v in after)
         # A message replaced at the same place (an undo, then another answer).
-        session.undo("t")
+        session.submit(Undo("t"))
         undone = session.transcript("t")
         assert undone == fresh(session, "t")
         assert [v.content for v in undone] == ["hello", "first answer"]

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Self, cast
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
+from graph.protocol.decisions import StandingGrant
 from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
 
 
@@ -323,6 +324,22 @@ class RunFinished(_EventBase):
     message_id: str | None = None
 
 
+class Done(_EventBase):
+    """The answer of an operation that starts no run (graph/protocol/operations.py):
+    `operation` is its type; `changed` False when there was nothing to do (no live run
+    to cancel, nothing old enough to compact). What it gave: `removed` (undo: messages
+    that left the thread), `grant` (grant, revoke), `compacted` (compact), `dropped`
+    (import: the authority that stayed behind; `thread_id` is the new thread's)."""
+
+    type: Literal["done"] = "done"
+    operation: str
+    changed: bool = True
+    removed: int = 0
+    grant: StandingGrant | None = None
+    compacted: Compacted | None = None
+    dropped: str | None = None
+
+
 class ErrorEvent(_EventBase):
     type: Literal["error"] = "error"
     message: str
@@ -348,6 +365,7 @@ Event = Annotated[
     | Compacted
     | Notice
     | RunFinished
+    | Done
     | ErrorEvent,
     Field(discriminator="type"),
 ]
@@ -370,6 +388,7 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     Compacted,
     Notice,
     RunFinished,
+    Done,
     ErrorEvent,
 )
 

@@ -1,21 +1,22 @@
-"""What a front end can ask a session to do, as typed values.
+"""What a front end can ask a session to do, as typed values with a wire form (a dict
+tagged by `type`, as codex's `#[serde(tag = "type")] enum Op`), all through one entry,
+`Session.submit(operation, options)` (and `Runner.submit`, `AsyncSession.submit`): a
+run, or for a change that starts none a run-shaped answer whose one event is `Done`.
 
-Every way a run starts goes through one entry, `Session.submit(operation, options)`
-(and `Runner.submit`, `AsyncSession.submit`, with the same arguments):
-
-    session.submit(SendMessage(None, "list files"))
     session.submit(Decide(thread_id, review([approve(), reject("not now")])), RunOptions(source="web"))
+    session.submit(Undo(thread_id)).result().removed
 
-An answer to a pause is built from the models in `graph.protocol.answers`
-(`ReviewAnswer`, `OutcomeAnswer`), never by hand as a dict: the helpers below cover
-what the front ends offer. `RunOptions` is the one options object of every run.
+Answers are built with the helpers below (models of `graph.protocol.answers`), never
+by hand as a dict. `RunOptions` is the one options object of every operation.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from dataclasses import KW_ONLY, dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from graph.protocol.answers import (
     Approve,
@@ -29,24 +30,8 @@ from graph.protocol.answers import (
 )
 from graph.protocol.pauses import OutcomeChoice
 
-__all__ = [
-    "Decide",
-    "Fork",
-    "Operation",
-    "Retry",
-    "RunOptions",
-    "RunOptionsKwargs",
-    "SendMessage",
-    "approve",
-    "edit",
-    "outcome",
-    "reject",
-    "respond",
-    "review",
-]
 
-
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class RunOptions:
     """Per-run extras: tracing (`callbacks`, `tags`, `metadata`: LangChain callback
     handlers and run tags), who is acting (`source`, `actor`: recorded with every
@@ -59,11 +44,6 @@ class RunOptions:
     source: str | None = None
     actor: str | None = None
     auto_approve: bool | None = None
-
-    def under(self, defaults: RunOptions) -> RunOptions:
-        """These options, with each field left unset (None) taken from `defaults`."""
-        mine = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return dataclasses.replace(defaults, **{k: v for k, v in mine.items() if v is not None})
 
 
 class RunOptionsKwargs(TypedDict, total=False):
@@ -78,35 +58,46 @@ class RunOptionsKwargs(TypedDict, total=False):
     auto_approve: bool | None
 
 
-@dataclasses.dataclass(frozen=True)
-class SendMessage:
+# Each operation's `type` tag is keyword-only, after its fields: `Undo(thread_id, True)`.
+class _Strict:
+    __pydantic_config__ = ConfigDict(extra="forbid")  # a misspelt field is refused
+
+
+@dataclass(frozen=True)
+class SendMessage(_Strict):
     """A user message (a string, or content blocks): a new thread when `thread_id` is
     None. `owner`: who the thread belongs to (the web app's signed-in person)."""
 
     thread_id: str | None
     message: str | list[Any]
     owner: str | None = None
+    _: KW_ONLY
+    type: Literal["send_message"] = "send_message"
 
 
-@dataclasses.dataclass(frozen=True)
-class Decide:
+@dataclass(frozen=True)
+class Decide(_Strict):
     """The answer to the thread's pending pause. `interrupt_id`: the request the
     person saw (refused as stale when another one is pending now)."""
 
     thread_id: str
     answer: ReviewAnswer | OutcomeAnswer
     interrupt_id: str | None = None
+    _: KW_ONLY
+    type: Literal["decide"] = "decide"
 
 
-@dataclasses.dataclass(frozen=True)
-class Retry:
+@dataclass(frozen=True)
+class Retry(_Strict):
     """Continue a run that failed or whose process died, from its last checkpoint."""
 
     thread_id: str
+    _: KW_ONLY
+    type: Literal["retry"] = "retry"
 
 
-@dataclasses.dataclass(frozen=True)
-class Fork:
+@dataclass(frozen=True)
+class Fork(_Strict):
     """Replace the user message at `message_index` with `text` and go on from there.
     `force`: drop a pending approval request to do it."""
 
@@ -114,9 +105,151 @@ class Fork:
     message_index: int
     text: str
     force: bool = False
+    _: KW_ONLY
+    type: Literal["fork"] = "fork"
 
 
-Operation = SendMessage | Decide | Retry | Fork
+# -- operations that start no run: `submit` answers with a `Done` event ------------
+
+
+@dataclass(frozen=True)
+class Cancel(_Strict):
+    """Stop this session's live run on the thread at its next safe point
+    (`Done.changed`: there was one)."""
+
+    thread_id: str
+    _: KW_ONLY
+    type: Literal["cancel"] = "cancel"
+
+
+@dataclass(frozen=True)
+class Undo(_Strict):
+    """Drop the last user turn and all after it (`Done.removed` messages). `force`:
+    also when that drops a pending approval request."""
+
+    thread_id: str
+    force: bool = False
+    _: KW_ONLY
+    type: Literal["undo"] = "undo"
+
+
+@dataclass(frozen=True)
+class Compact(_Strict):
+    """Summarise the thread's older part now (`Done.compacted`; None: nothing to)."""
+
+    thread_id: str
+    _: KW_ONLY
+    type: Literal["compact"] = "compact"
+
+
+@dataclass(frozen=True)
+class Rename(_Strict):
+    thread_id: str
+    title: str
+    _: KW_ONLY
+    type: Literal["rename"] = "rename"
+
+
+@dataclass(frozen=True)
+class Delete(_Strict):
+    """Delete the thread and its history (the decision log keeps its records); not
+    while a run is going on it (`RunInProgress`)."""
+
+    thread_id: str
+    _: KW_ONLY
+    type: Literal["delete"] = "delete"
+
+
+@dataclass(frozen=True)
+class SwitchBranch(_Strict):
+    """Move the thread onto the branch of another version of one of its user
+    messages (`branches(...)[k].message_ids`). `force`: drop a pending request."""
+
+    thread_id: str
+    message_id: str
+    force: bool = False
+    _: KW_ONLY
+    type: Literal["switch_branch"] = "switch_branch"
+
+
+@dataclass(frozen=True)
+class Grant(_Strict):
+    """A standing "always allow" of `tool` in the thread (where its argument matches
+    `pattern`, a glob), as an approval's `always_allow` gives one."""
+
+    thread_id: str
+    tool: str
+    pattern: str | None = None
+    _: KW_ONLY
+    type: Literal["grant"] = "grant"
+
+
+@dataclass(frozen=True)
+class Revoke(_Strict):
+    """Withdraw a standing grant by its label ("write_file", "write_file:*.md", "*")."""
+
+    thread_id: str
+    grant: str
+    _: KW_ONLY
+    type: Literal["revoke"] = "revoke"
+
+
+@dataclass(frozen=True)
+class SetAutoApprove(_Strict):
+    """Auto-approve on or off: the thread's switch (stored, for every client), or
+    with `thread_id` None this session's mode (not stored)."""
+
+    thread_id: str | None
+    on: bool
+    _: KW_ONLY
+    type: Literal["set_auto_approve"] = "set_auto_approve"
+
+
+@dataclass(frozen=True)
+class ImportThread(_Strict):
+    """Recreate a thread from `export(..., "json")` (text or parsed), under
+    `thread_id` when given; `Done.thread_id` is its id."""
+
+    data: str | bytes | dict[str, Any]
+    thread_id: str | None = None
+    _: KW_ONLY
+    type: Literal["import_thread"] = "import_thread"
+
+
+RunOperation = SendMessage | Decide | Retry | Fork
+Change = (
+    Cancel
+    | Undo
+    | Compact
+    | Rename
+    | Delete
+    | SwitchBranch
+    | Grant
+    | Revoke
+    | SetAutoApprove
+    | ImportThread
+)
+Operation = RunOperation | Change
+_adapters: list[TypeAdapter[Operation]] = []
+
+
+def _adapter() -> TypeAdapter[Operation]:
+    if not _adapters:  # built on first use, as the events' (pydantic builds validators)
+        _adapters.append(TypeAdapter(Annotated[Operation, Field(discriminator="type")]))
+    return _adapters[0]
+
+
+def operation_to_wire(operation: Operation) -> dict[str, Any]:
+    """The operation as JSON-ready data, tagged by its `type`."""
+    return _adapter().dump_python(operation, mode="json")
+
+
+def parse_operation(data: str | bytes | Mapping[str, Any]) -> Operation:
+    """Rebuild an operation from its wire form (JSON text or dict); a pydantic
+    `ValidationError` (as `parse_event`'s) names an unknown `type` or a bad field."""
+    if isinstance(data, Mapping):
+        return _adapter().validate_python(dict(data))
+    return _adapter().validate_json(data)
 
 
 # -- answers, built the same way by every front end -----------------------------

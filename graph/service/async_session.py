@@ -1,35 +1,26 @@
 """The session API for asyncio callers (WebSocket / HTTP services), over the sync one.
 
     session = await AsyncSession.open(settings)     # or AsyncSession(open_session(...))
-    run = await session.submit(SendMessage(None, "list files"))  # validation errors raise here
+    run = await session.submit(SendMessage(None, "list files"))  # refusals raise here
     async with run:                                 # leaving early cancels the run
         async for event in run: ...
-    request = await session.pending(run.thread_id)
-    run = await session.submit(Decide(run.thread_id, review([approve()]), request.interrupt_id))
 
-Every public method of `graph.service.session.Session` is here under its name and
-signature, made once from the Session's own (so the two cannot drift,
-tests/test_async_parity.py): a method that starts a run (`submit`, `send` alias
-`start`, `resume`, `retry`, `fork`) returns an `AsyncRun`, its events from the sync
-`Run` iterated on a thread of its own and handed to the event loop through a queue;
-any other runs in a worker thread (`asyncio.to_thread`). So the loop never blocks,
-nothing here re-implements a rule of the Session, and sync and async front ends see
-the same runs.
-
-A run whose consumer goes away (the browser disconnected, the handler task was
-cancelled) is cancelled and then drained to its end in the background: the graph
-stops at its next safe point with every tool call answered, never half-way.
+Every public member of `Session` is here under its name and signature, made from the
+Session's own at import (tests/test_async_parity.py): what returns a `Run` (`submit`
+and its shorthands) returns an `AsyncRun`, the sync run driven on its own thread
+(`Run.start`) and its events handed to the loop; the rest runs in a worker thread. So
+nothing here re-implements a rule of the Session. A run whose consumer goes away is
+cancelled and drained to its end in the background: it stops at its next safe point
+with every tool call answered, never half-way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import inspect
 import threading
 from collections.abc import AsyncIterator, Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from graph.agent.compiled import parts_of
@@ -52,15 +43,10 @@ _END = _End()
 
 class AsyncRun:
     """One run's events for `async for`, driven on a worker thread from the start.
-
-    `approval_required` and `run_finished` are handed over once the sync run has
-    ended: the pause is saved and the thread free for its next run by then.
     `cancel()` asks the run to stop at its next safe point (the stream goes on up to
-    `run_finished` with status "cancelled"). Leaving `async with run:` early, `await
-    run.aclose()`, or the consuming task being cancelled while it waits for an event,
-    all cancel the run and let it finish in the background; `await run.wait()` waits
-    for that end.
-    """
+    `run_finished`, status "cancelled"). Leaving `async with run:` early, `aclose()`, or
+    the consuming task being cancelled all cancel the run and let it finish in the
+    background; `await run.wait()` waits for that end."""
 
     def __init__(self, run: Run, loop: asyncio.AbstractEventLoop) -> None:
         self.thread_id = run.thread_id
@@ -68,46 +54,25 @@ class AsyncRun:
         self._loop = loop
         self._on_done: Callable[[], None] = lambda: None
         self._queue: asyncio.Queue[ev.Event | _End] = asyncio.Queue()
-        self._finished: concurrent.futures.Future[ev.RunStatus | None] = concurrent.futures.Future()
         self._ended = False  # the consumer has seen the end
         self._detached = False  # nobody listens any more: stop handing events to the loop
-        self._thread = threading.Thread(
-            target=self._drive, name=f"gatehouse-async-run-{self.thread_id[:8]}", daemon=True
-        )
 
     def _start(self) -> AsyncRun:
-        self._thread.start()
+        self._run.start(self._hand_over)
         return self
 
-    # -- the worker thread ------------------------------------------------------
-    def _drive(self) -> None:
-        # The sync Run announces a pause and the end only once the checkpoint is saved
-        # and the thread's lease released, so events are passed on as they come.
-        try:
-            for event in self._run:
-                self._deliver(event)
-        except Exception as exc:  # the session reports errors as events; this is a last guard
-            self._run.status = "failed"
-            self._deliver(
-                ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}")
-            )
-            self._deliver(
-                ev.RunFinished(thread_id=self.thread_id, status="failed", reason=str(exc))
-            )
-        finally:
+    def _hand_over(self, event: ev.Event | None) -> None:
+        """On the run's thread: each event as it comes (a pause and the end once saved and
+        the thread's lease released), None after the last."""
+        if event is None:
             self._on_done()
-            self._deliver(_END)
-            self._finished.set_result(self._run.status)
-
-    def _deliver(self, item: ev.Event | _End) -> None:
         if self._detached:
             return
         try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, event or _END)
         except RuntimeError:  # the loop is closed: keep draining, nobody is listening
             self._detached = True
 
-    # -- the consumer -------------------------------------------------------------
     @property
     def status(self) -> ev.RunStatus | None:
         """The run's final status (see `graph.protocol.events.RunStatus`), None while it runs."""
@@ -115,7 +80,7 @@ class AsyncRun:
 
     @property
     def done(self) -> bool:
-        return self._finished.done()
+        return self._run.done
 
     def cancel(self) -> None:
         """Stop at the next safe point; every tool call still gets its answer."""
@@ -130,10 +95,17 @@ class AsyncRun:
 
     async def wait(self) -> ev.RunStatus | None:
         """Wait until the run has ended (also after `aclose`); returns its status."""
-        return await asyncio.wrap_future(self._finished)
+        await asyncio.to_thread(self._run.join)
+        return self._run.status
 
     async def collect(self) -> list[ev.Event]:
         return [event async for event in self]
+
+    async def result(self) -> ev.Done:
+        """What an operation that starts no run did: its one event."""
+        done = await anext(self)
+        assert isinstance(done, ev.Done), done
+        return done
 
     def __aiter__(self) -> AsyncIterator[ev.Event]:
         return self
@@ -154,12 +126,7 @@ class AsyncRun:
     async def __aenter__(self) -> AsyncRun:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
 
@@ -212,10 +179,6 @@ class AsyncSession:
         parts = parts_of(self.session.agent)
         if parts is not None:
             await parts.hooks.awarm_up()
-
-    # Sync, as in Session: they change or read this object only.
-    def set_auto_approve(self, on: bool) -> None:
-        self.session.set_auto_approve(on)
 
     @property
     def info(self) -> dict[str, Any]:

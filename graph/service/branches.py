@@ -1,19 +1,13 @@
 """A thread's branches, read from the shape of its checkpoint tree.
 
-Undo, fork, regenerate and Studio's time travel never delete anything: they start a
-new checkpoint from an older one, so a thread's checkpoints form a tree whose leaves
-("tips") are the ends of its branches, and the latest checkpoint is the head. Two tips
-whose messages agree up to index i and hold different user messages there are two
-versions of that message: the front ends show `< k/n >` on it and can move the head
-to the other version's branch.
-
-Order: versions are numbered in the order their branches were made. Checkpoint ids
-grow with time and every branch lies in its own subtree, so comparing the tips'
-root-to-tip paths checkpoint by checkpoint orders them exactly that way.
-
-Only the tips' messages are read (once each: a checkpoint never changes), and only
-when the thread has more than one tip, so a thread that was never forked costs one
-query of checkpoint ids.
+Undo, fork, regenerate and Studio's time travel start a new checkpoint from an older
+one, so a thread's checkpoints form a tree whose leaves ("tips") end its branches, and
+the latest checkpoint is the head. Two tips whose messages agree up to index i and
+hold different user messages there are two versions of that message (`< k/n >`).
+Versions are numbered in the order their branches were made: checkpoint ids grow with
+time and each branch lies in its own subtree, so comparing root-to-tip paths orders
+them. Only the tips' messages are read (once each), and only when the thread has more
+than one tip: a thread never forked costs one query of checkpoint ids.
 """
 
 from __future__ import annotations
@@ -172,12 +166,9 @@ class ThreadTree:
             if not c.config["configurable"].get("checkpoint_ns")
         ]
 
-    def tips(self, thread_id: str) -> list[Tip]:
-        return tips_of(self.edges(thread_id))
-
     def head_path(self, thread_id: str) -> set[str]:
         """The checkpoints the thread's current branch runs through."""
-        tips = self.tips(thread_id)
+        tips = tips_of(self.edges(thread_id))
         return set(max(tips, key=lambda t: t.checkpoint_id).path) if tips else set()
 
     def messages_at(self, thread_id: str, checkpoint_id: str) -> list[MessageView]:
@@ -251,15 +242,3 @@ def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
     cache[key] = value
     while len(cache) > CACHED:
         cache.pop(next(iter(cache)))
-
-
-__all__ = [
-    "ThreadTree",
-    "Tip",
-    "Version",
-    "branches_of",
-    "first_user",
-    "forked",
-    "tips_of",
-    "versions_at",
-]

@@ -1,21 +1,22 @@
 """Changing a thread's history between runs: undo, fork's rewind, branches and moving
 between them, export and import, compaction now, rename and delete.
 
-`ThreadHistory` is a part of `Session` (graph/service/session.py). Nothing is
-deleted from the checkpoints: undo and fork start a new checkpoint from an older one
-(graph/service/branches.py reads the tree that makes). Each change holds the
-thread's lease, so no run goes on meanwhile; one that would drop a pending approval
-request is refused with `AwaitingDecision` unless forced.
+Nothing is deleted from the checkpoints (but by delete): undo and fork start a new
+checkpoint from an older one (graph/service/branches.py reads the tree that makes).
+Each change holds the thread's lease, so no run goes on meanwhile; one that would
+drop a pending approval request is refused with `AwaitingDecision` unless forced.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.compiled import parts_of
 from graph.protocol import events as ev
@@ -28,6 +29,7 @@ from graph.service.leasing import ThreadLeases
 from graph.service.reads import ThreadReads, thread_config
 from graph.service.tool_info import ToolInfo
 from graph.service.transcript import export_json, export_markdown, read_export
+from graph.store.storage import Storage
 from graph.store.threads import first_user_text, title_of
 
 __all__ = ["ThreadHistory", "new_thread_id"]
@@ -38,40 +40,46 @@ def new_thread_id() -> str:
     return str(uuid.uuid4())
 
 
-class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
-    _tree: ThreadTree
+@dataclass
+class ThreadHistory:
+    agent: CompiledStateGraph[Any, Any, Any, Any]
+    storage: Storage
+    reads: ThreadReads
+    leases: ThreadLeases
+    tool_info: ToolInfo
+
+    def __post_init__(self) -> None:
+        self.tree = ThreadTree(self.agent, self.reads.reader)
 
     def rename(self, thread_id: str, title: str) -> None:
         check_thread_id(thread_id)
         self.storage.index.rename(thread_id, title.strip() or "Untitled")
 
     def delete(self, thread_id: str) -> None:
-        check_thread_id(thread_id)
-        self.storage.delete_thread(thread_id)
+        with self.leases.leased(thread_id, run=False):  # not under a live run: `RunInProgress`
+            self.storage.delete_thread(thread_id)
 
-    def undo(self, thread_id: str, *, force: bool = False) -> int:
-        """Drop the last user turn (and everything after it); returns how many messages
-        left the thread. History stays in the checkpoints: this moves the thread head
-        back. While the thread waits for a decision this would drop the pending
-        request: refused with `AwaitingDecision` unless `force`."""
-        with self._holding(thread_id):
+    def undo(self, thread_id: str, force: bool = False) -> int:
+        """Move the thread head back to before its last user turn; how many messages
+        left the thread."""
+        with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "undo", force)
-            last = _last_human(self.messages(thread_id))
+            last = _last_human(self.reads.messages(thread_id))
             return 0 if last is None else self._rewind(thread_id, last)
 
-    def _fork_point(self, thread_id: str, message_index: int, text: str) -> list[BaseMessage]:
+    def fork_point(self, thread_id: str, message_index: int, text: str) -> list[BaseMessage]:
         """The thread's messages, when the user message at `message_index` may be
         replaced by `text` (what `fork` checks before it takes the lease)."""
         if not text.strip():
             raise ValueError("a message cannot be empty")
-        messages = self.messages(thread_id)
+        messages = self.reads.messages(thread_id)
         if not (0 <= message_index < len(messages)) or not isinstance(
             messages[message_index], HumanMessage
         ):
             raise ValueError(f"message {message_index} is not a user message of thread {thread_id}")
         return messages
 
-    def _branch_off(
+    def branch_off(
         self,
         thread_id: str,
         messages: list[BaseMessage],
@@ -96,34 +104,36 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
         (after a fork, a regenerate, an undo and a new message), each with its versions
         oldest first (graph/service/branches.py). Pass the `transcript` when you have
         it, to spare reading it again. A thread that was never forked costs one query."""
-        return self._tree.branches(
-            thread_id, lambda: transcript if transcript is not None else self.transcript(thread_id)
+        return self.tree.branches(
+            thread_id,
+            lambda: transcript if transcript is not None else self.reads.transcript(thread_id),
         )
 
-    def switch_branch(self, thread_id: str, message_id: str, *, force: bool = False) -> None:
+    def switch_branch(self, thread_id: str, message_id: str, force: bool = False) -> bool:
         """Move the thread onto the branch of another version of one of its user
         messages (`branches(...)[k].message_ids`), where that branch last ended a run.
         Refused with `AwaitingDecision` while the thread waits for a decision, unless
         `force` (the request is dropped; the branch stays in the checkpoints)."""
-        with self._holding(thread_id):
+        with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "switching branches", force)
-            before = self.transcript(thread_id)
+            before = self.reads.transcript(thread_id)
             if any(m.id == message_id for m in before):
-                return  # already on it
-            versions = self._tree.versions(thread_id, before).values()
+                return False  # already on it
+            versions = self.tree.versions(thread_id, before).values()
             version = next((v for vs in versions for v in vs if v.message.id == message_id), None)
             if version is None:
                 raise ValueError(
                     f"message {message_id} is not a version of any message of thread {thread_id}"
                 )
             end = cast(
-                RunnableConfig, self._tree.branch_end(thread_id, version)
+                RunnableConfig, self.tree.branch_end(thread_id, version)
             )  # a snapshot's config
             self.agent.update_state(end, {"stop_reason": None}, as_node="finish")
             self.storage.index.touch(thread_id, status="idle")
             self._follow_title(
-                thread_id, first_user(before), first_user(self.transcript(thread_id))
+                thread_id, first_user(before), first_user(self.reads.transcript(thread_id))
             )
+        return True
 
     def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
         """A title taken from the first user message follows it to another version; a
@@ -141,8 +151,8 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
     def _refuse_if_paused(self, thread_id: str, what: str, force: bool) -> None:
         if (
             force
-            or not self._may_be_paused(thread_id)
-            or (pending := self.pending(thread_id)) is None
+            or not self.reads.may_be_paused(thread_id)
+            or (pending := self.reads.pending(thread_id)) is None
         ):
             return
         waits = (
@@ -160,8 +170,8 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
         latest checkpoint without it that ended a run (or the thread's first). Found
         by message id, so a compaction in between (which renumbers the history) does
         not matter."""
-        current = self.messages(thread_id)
-        ancestors = self._tree.head_path(thread_id)
+        current = self.reads.messages(thread_id)
+        ancestors = self.tree.head_path(thread_id)
         for snapshot in self.agent.get_state_history(thread_config(thread_id)):
             if snapshot.config["configurable"]["checkpoint_id"] not in ancestors:
                 continue  # another branch's (the history lists every branch, newest first)
@@ -178,8 +188,8 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
 
     def export(self, thread_id: str, fmt: str = "md") -> str:
         """The transcript as Markdown, or as JSON that `import_thread` reads back."""
-        messages = self.messages(thread_id)
-        info = self.thread(thread_id)
+        messages = self.reads.messages(thread_id)
+        info = self.reads.thread(thread_id)
         title = info.title if info else thread_id
         if fmt == "json":
             outputs = (
@@ -192,28 +202,24 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
                 title,
                 messages,
                 outputs,
-                handover.carried(self.storage, thread_id, self.pending(thread_id)),
+                handover.carried(self.storage, thread_id, self.reads.pending(thread_id)),
             )
         if fmt != "md":
             raise ValueError(f"unknown export format {fmt!r}; use md or json")
         return export_markdown(thread_id, title, messages)
 
     def import_thread(
-        self, data: str | bytes | Mapping[str, Any], *, thread_id: str | None = None
+        self, data: str | bytes | Mapping[str, Any], thread_id: str | None = None
     ) -> handover.Imported:
-        """Recreate a thread from `export(..., "json")` (text or parsed); returns its id.
-        The messages come back equal (ids, tool calls and results, notices, reasoning),
-        with outputs stored aside, the execution journal and the decision log as history:
-        never a grant, an auto-approve switch or an approval in force (the result's
-        `dropped` says what stayed behind; authority does not move). A thread
-        exported while waiting for a decision waits again (the same request, a new
-        interrupt id). The id is the exported one unless this database already has a
-        thread by that id: then a new one. `thread_id` names it instead (refused when
-        taken). Refused with `ImportRefused`, writing nothing, when the data is
-        malformed, a tool call would lose its result, or the import could let a call
-        run twice (graph/service/handover.py says when)."""
+        """The messages come back equal, with outputs stored aside, the journal and the
+        decision log as history: never a grant, a switch or an approval in force
+        (`dropped` says what stayed behind). A thread exported while paused waits again
+        (the same request, a new interrupt id). Its id: `thread_id`, else the exported
+        one unless taken here, else a new one. `ImportRefused`, writing nothing, when
+        the data is malformed, a call would lose its result, or one could run twice
+        (graph/service/handover.py)."""
         exported = read_export(data)
-        if thread_id is not None and self.exists(thread_id):
+        if thread_id is not None and self.reads.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
         # A malformed exported id is never used (nor looked up): the import gets a new one.
         exported_id = (
@@ -221,14 +227,14 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
             if exported.thread_id and thread_id_problem(exported.thread_id) is None
             else None
         )
-        taken = exported_id is not None and self.exists(exported_id)
+        taken = exported_id is not None and self.reads.exists(exported_id)
         if thread_id is None:
             thread_id = (exported_id if not taken else None) or new_thread_id()
         journal = handover.journal_of(exported, thread_id)
         decisions, imported = handover.decisions_of(exported, thread_id)
-        with self._holding(thread_id):
+        with self.leases.leased(thread_id, run=False):
             pause = handover.check(
-                self.storage, thread_id, exported, journal, decisions, taken, self._tools()
+                self.storage, thread_id, exported, journal, decisions, taken, self.tool_info.tools
             )
             handover.restore(
                 self.agent, self.storage, thread_id, exported, journal, decisions, pause
@@ -240,19 +246,17 @@ class ThreadHistory(ThreadReads, ThreadLeases, ToolInfo):
             self.storage.index.rename(thread_id, exported.title or "Imported thread")
         return imported
 
-    def compact_now(self, thread_id: str) -> ev.Compacted | None:
-        """Summarise the older part of a thread now (what the `Compaction` hook does past
-        its threshold); None when nothing is old enough. Works with the default
-        configuration, also when automatic compaction is off. Only between runs,
-        never mid-approval. The checkpoints before keep the full history."""
+    def compact(self, thread_id: str) -> ev.Compacted | None:
+        """What the `Compaction` hook does past its threshold, now (also when automatic
+        compaction is off); None when nothing is old enough. Only between runs."""
         parts = parts_of(self.agent)
         hooks = parts.hooks if parts is not None else ()
         compaction = next((h for h in hooks if callable(getattr(h, "compact", None))), None)
         compaction = compaction or (parts.compaction if parts is not None else None)
         if compaction is None:
             raise ValueError("this agent has no Compaction hook (see docs/hooks.md)")
-        with self._holding(thread_id):
-            if self.pending(thread_id) is not None:
+        with self.leases.leased(thread_id, run=False):
+            if self.reads.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision; answer it first"
                 )

@@ -1,9 +1,5 @@
-"""The thread's run lease as the Session takes it (graph/store/leases.py holds the
+"""The thread's run lease as a Session takes it (graph/store/leases.py holds the
 lease itself): one run or one change of a thread at a time, across processes.
-
-`ThreadLeases` is a part of `Session` (graph/service/session.py): runs take the lease
-with `_leased` (the run releases it when it ends), changes made here and now (undo,
-compact, import) with `_holding`.
 """
 
 from __future__ import annotations
@@ -28,11 +24,12 @@ __all__ = ["ThreadLeases"]
 DECIDE_WAIT_S = 5.0
 
 
+@dataclasses.dataclass
 class ThreadLeases:
     storage: Storage
-    retry: Callable[..., Any]  # Session.retry
+    retry: Callable[[str], Any]  # starts a retry run of a thread (Session's `Retry`)
 
-    def _pending_live(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
+    def inbox(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
         """The inbox's rows (`awaiting_approval`) as the leases show them. A run on a
         pause whose lease is alive is deciding it now: left out; one whose holder is
         gone was cut off by a crash: listed (its card is still pending). A run a crash
@@ -59,7 +56,7 @@ class ThreadLeases:
             if i.thread_id not in alive
         ]
 
-    def _acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
+    def acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
         """The thread's run lease (graph/store/leases.py). When `deciding`, a thread
         another decision holds means this one came too late (a double click, another
         tab or process): `AlreadyDecided`. Any other holder is waited for a moment
@@ -97,24 +94,17 @@ class ThreadLeases:
             raise StorageError(f"cannot start a run on thread {thread_id}: {message}") from exc
 
     @contextmanager
-    def _leased(self, thread_id: str, *, deciding: bool = False) -> Iterator[Lease | None]:
-        """The lease for a run about to start: released again if starting fails (the
-        run releases it when it ends)."""
-        lease = self._acquire(thread_id, deciding=deciding)
+    def leased(
+        self, thread_id: str, *, deciding: bool = False, run: bool = True
+    ) -> Iterator[Lease | None]:
+        """The lease for a run about to start: released again only if starting fails
+        (the run releases it when it ends); with `run` False, for a change made here and
+        now (undo, compact, import), released at its end."""
+        lease = self.acquire(thread_id, deciding=deciding)
+        started = False
         try:
             yield lease
-        except BaseException:
-            if lease is not None:
-                lease.release()
-            raise
-
-    @contextmanager
-    def _holding(self, thread_id: str) -> Iterator[None]:
-        """The lease for a change made here and now (undo, compact, import): no run
-        may be going on the thread meanwhile."""
-        lease = self._acquire(thread_id)
-        try:
-            yield
+            started = run
         finally:
-            if lease is not None:
+            if lease is not None and not started:
                 lease.release()

@@ -1,24 +1,15 @@
 """What `Session.messages()` sees while a run of the same Session is going, so a read
 agrees with the events already handed out.
 
-LangGraph saves a step's messages when the whole step is over (every parallel tool
-call of it), while nodes announce their work as it happens: a `tool_finished`
-event arrives before its `ToolMessage` is saved, often before the step's other calls
-have ended. A read at that event would not find the result it just announced.
-
-So, for the runs a Session drives:
-- the events that announce a message in the history (`tool_finished`,
-  `assistant_message`, `message_replaced`) and `turn_complete` are handed out only
-  once the node that emitted them has returned its update (LangGraph's `updates`
-  stream, a moment later: no waiting for the step's other tasks);
-- the messages of those updates are kept per thread until the run ends, and a read
-  lays them over the saved history (by id; removals and a compaction's rewrite
-  applied in order).
-
-A mid-run read therefore sees every message whose event was handed out, and may see
-a little more (a result whose event is still on its way). Streamed text
-(`text_delta`) is not a message yet: a reply appears at its `assistant_message`.
-Reads through another Session or process see the saved steps only.
+LangGraph saves a step's messages when the whole step is over (every parallel call of
+it), while nodes announce their work as it happens: a read at a `tool_finished` event
+would not find the result it announces. So the events that announce a message
+(`tool_finished`, `assistant_message`, `message_replaced`) and `turn_complete` are
+handed out once the node that emitted them has returned its update (LangGraph's
+`updates` stream, a moment later), and those updates' messages are kept per thread
+until the run ends, laid over the saved history by id on a read. A mid-run read may
+see a little more than the events said, never less; other Sessions and processes see
+the saved steps only.
 """
 
 from __future__ import annotations
@@ -34,19 +25,31 @@ from graph.protocol import events as ev
 
 
 class LiveMessages:
-    """Per thread: the message updates of the run going on it, in order."""
+    """Per thread: the message updates of the run going on it, in order, and the
+    run's cancel switch."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, list[list[Any]]] = {}
+        self._cancels: dict[str, threading.Event] = {}
 
-    def begin(self, thread_id: str) -> None:
+    def begin(self, thread_id: str, cancel: threading.Event) -> None:
         with self._lock:
             self._runs[thread_id] = []
+            self._cancels[thread_id] = cancel
 
     def end(self, thread_id: str) -> None:
         with self._lock:
             self._runs.pop(thread_id, None)
+            self._cancels.pop(thread_id, None)
+
+    def cancel(self, thread_id: str) -> bool:
+        """Ask the thread's live run to stop at its next safe point; False: none."""
+        with self._lock:
+            cancel = self._cancels.get(thread_id)
+        if cancel is not None:
+            cancel.set()
+        return cancel is not None
 
     def add(self, thread_id: str, messages: Sequence[Any]) -> None:
         with self._lock:

@@ -1,15 +1,12 @@
 """Reading threads: what a thread waits for, its messages and transcript, a tool
-call's whole output, its usage, the thread index and the decision log.
-
-`ThreadReads` is a part of `Session` (graph/service/session.py); nothing here
-changes a thread. Reads during a run of the same Session agree with the events
-it has handed out (graph/service/live_reads.py).
+call's whole output, its usage, the thread index and the decision log. Nothing here
+changes a thread. Reads during a run of the same Session agree with the events it
+has handed out (graph/service/live_reads.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -23,6 +20,7 @@ from graph.protocol.decisions import DecisionRecord
 from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
 from graph.protocol.threads import MessageView, ThreadInfo, check_thread_id
+from graph.service.leasing import ThreadLeases
 from graph.service.live_reads import LiveMessages
 from graph.service.view_cache import ViewCache
 from graph.store.langgraph_private import INTERRUPT as INTERRUPT_CHANNEL
@@ -37,24 +35,25 @@ def thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": check_thread_id(thread_id)}}
 
 
+@dataclasses.dataclass
 class ThreadReads:
     agent: CompiledStateGraph[Any, Any, Any, Any]
     storage: Storage
-    # The messages of runs going on now, for reads that agree with their events.
-    _live_messages: LiveMessages
-    # What the last transcript read of each thread converted (view_cache.py).
-    _views: ViewCache
-    # The inbox's rows as the run leases show them (graph/service/leasing.py).
-    _pending_live: Callable[[list[ThreadInfo]], list[ThreadInfo]]
+    leases: ThreadLeases
+    live: LiveMessages  # the messages of runs going on now
+
+    def __post_init__(self) -> None:
+        self.views = ViewCache()  # what the last transcript read of each thread converted
+        # Gatehouse's reader answers from the database directly when the graph uses
+        # Gatehouse's own saver: no `get_state` rebuilding the thread's messages.
+        own = self.agent.checkpointer is self.storage.checkpointer
+        self.reader = self.storage.reader if own else None
 
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call."""
         check_thread_id(thread_id)
-        reader = self.storage.reader
-        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
-            # The interrupts at the latest checkpoint, read directly: what get_state
-            # lists, without rebuilding the thread's messages (graph/store/reader.py).
-            return reader.pending(thread_id)
+        if self.reader is not None:
+            return self.reader.pending(thread_id)
         state = self.agent.get_state(thread_config(thread_id))
         pauses = [pause_from(thread_id, i.id, i.value) for i in state.interrupts]
         return next((p for p in pauses if isinstance(p, Approval)), None) or next(
@@ -68,14 +67,14 @@ class ThreadReads:
         saved = list(
             (self.agent.get_state(thread_config(thread_id)).values or {}).get("messages", [])
         )
-        return self._live_messages.read(thread_id, saved)
+        return self.live.read(thread_id, saved)
 
     def transcript(self, thread_id: str) -> list[MessageView]:
         """The thread's messages as plain data, for front ends. Only the messages that
         changed since this Session's last read of the thread are converted again
         (graph/service/view_cache.py): a page drawn after each turn of a long thread
         pays for the turn, not the thread."""
-        return self._views.views(thread_id, self.messages(thread_id))
+        return self.views.views(thread_id, self.messages(thread_id))
 
     def tool_output(self, thread_id: str, call_id: str) -> str | None:
         """The whole output of a tool call: the stored one when it was too large for the
@@ -103,13 +102,8 @@ class ThreadReads:
         return stored if stored is not None and offloaded(result) else text_of(result.content)
 
     def usage(self, thread_id: str) -> dict[str, float]:
-        reader = self.storage.reader
-        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
-            # The usage channel at the latest checkpoint, read directly (as `pending`):
-            # the web app's sidebar asks on every page run, and `get_state` would
-            # rebuild the whole thread's messages for it.
-            check_thread_id(thread_id)
-            return reader.usage(thread_id)
+        if self.reader is not None:  # the web app's sidebar asks on every page run
+            return self.reader.usage(check_thread_id(thread_id))
         return dict((self.agent.get_state(thread_config(thread_id)).values or {}).get("usage", {}))
 
     def threads(self, limit: int = 200) -> list[ThreadInfo]:
@@ -135,8 +129,8 @@ class ThreadReads:
     def awaiting_approval(self) -> list[ThreadInfo]:
         """Threads with a pause pending, oldest first (the approvals inbox): also after
         a resume failed or its process died; not while a live run is deciding it
-        (graph/service/leasing.py)."""
-        return self._pending_live(self.storage.index.pending())
+        (`ThreadLeases.inbox`)."""
+        return self.leases.inbox(self.storage.index.pending())
 
     def pending_cards(self, limit: int | None = None) -> list[tuple[ThreadInfo, Pause]]:
         """The inbox: `awaiting_approval` (the first `limit`) with each one's pause, read
@@ -147,9 +141,8 @@ class ThreadReads:
 
     def pending_many(self, thread_ids: list[str]) -> dict[str, Pause | None]:
         """`pending` of each thread, in one query for all where the reader can."""
-        reader = self.storage.reader
-        if reader is not None and self.agent.checkpointer is self.storage.checkpointer:
-            return reader.pending_many([check_thread_id(t) for t in thread_ids])
+        if self.reader is not None:
+            return self.reader.pending_many([check_thread_id(t) for t in thread_ids])
         return {t: self.pending(t) for t in thread_ids}
 
     def exists(self, thread_id: str) -> bool:
@@ -181,7 +174,7 @@ class ThreadReads:
             raise StorageError("this session has no decision log to verify")
         return self.storage.decisions.verify()
 
-    def _was_asked(self, thread_id: str, interrupt_id: str, *, within: int = 400) -> bool:
+    def was_asked(self, thread_id: str, interrupt_id: str, *, within: int = 400) -> bool:
         """Whether this thread paused with that interrupt id in its recent history (a
         stale tab's id) rather than never (a typo, another thread's id). Only read to
         word a refusal, so the walk's cost is paid on that path alone."""
@@ -190,7 +183,7 @@ class ThreadReads:
                 return True
         return False
 
-    def _may_be_paused(self, thread_id: str) -> bool:
+    def may_be_paused(self, thread_id: str) -> bool:
         """False when the thread's head checkpoint holds no interrupt at all: a cheap
         read that spares most sends the full state read of `pending`."""
         checkpointer = self.agent.checkpointer

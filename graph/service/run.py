@@ -1,25 +1,16 @@
 """One run of the agent: the `Run` a front end iterates (or starts in the background),
-`drive`, the loop that turns what the run streams into `graph.protocol.events` events,
-ending with how the run ended (`RunFinished`), and `stream_run`, how it streams.
+and `drive`, the one pump that turns what the run streams into
+`graph.protocol.events` events, ending with `RunFinished`. The Session decides what a
+run starts from and holds the thread's lease; this module runs it.
 
-The Session (graph/service/session.py) decides what a run starts from (a message, an
-answer, a retry) and holds the thread's lease; this module runs it.
-
-How a run streams, with no printed-text parsing: `stream_run` streams LangGraph's
-`updates` (`__interrupt__` -> `ApprovalRequired`, and what `drive` learns of the run's
-end) and takes the run's own events (the typed events nodes, tools and hooks emit, the
-model's text deltas included: graph/agent/emit.py) from a sink in the run's context,
-not from LangGraph's `custom` stream. With `custom` (or `messages`) in its stream modes
-LangGraph runs every task of every step on a thread pool it builds for each run, with a
-second thread waiting on the stream: about a quarter of a short turn (BENCHMARKS.md).
-Without them a step's single task runs inline; so the whole run runs on one worker
-thread (graph/service/workers.py), and its events reach the caller through one queue,
-as they happen.
-
-Not `messages`: LangGraph's handler for it scans the whole state at the start of every
-node (a cost that grows with the thread). LangGraph Server and Studio clients, and
-anyone who streams the compiled graph, still get the events in `custom` and may ask
-for `messages`; the model's tokens arrive there as usual.
+Why not LangGraph's `custom` stream for the run's own events: with `custom` (or
+`messages`) in its stream modes LangGraph runs every task of every step on a thread
+pool built for each run, with a second thread waiting on the stream, about a quarter
+of a short turn (BENCHMARKS.md); `messages` also scans the whole state at the start of
+every node. So `stream_run` streams only `updates` and takes the events nodes emit
+(graph/agent/emit.py) from a sink in the run's context; the whole run runs on one
+worker thread (graph/service/workers.py). LangGraph Server clients still get the
+events in `custom`.
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from queue import SimpleQueue
 from typing import Any, cast
@@ -63,7 +54,7 @@ class Run:
         self,
         thread_id: str,
         events: Iterator[ev.Event],
-        cancel: threading.Event,
+        cancel: threading.Event | None = None,
         *,
         kind: str = "message",
         user_text: str | None = None,
@@ -80,9 +71,10 @@ class Run:
         self.started_at = time.time()
         self.events: list[ev.Event] = []  # buffered, when started in the background
         self._events = events
-        self._cancel = cancel
+        self._cancel = cancel or threading.Event()
         self._changed = threading.Condition()
         self._done = threading.Event()
+        self._listener: Callable[[ev.Event | None], object] | None = None
 
     def __iter__(self) -> Iterator[ev.Event]:
         for event in self._events:
@@ -98,9 +90,17 @@ class Run:
     def collect(self) -> list[ev.Event]:
         return list(self)
 
+    def result(self) -> ev.Done:
+        """What an operation that starts no run did: its one event."""
+        done = next(iter(self))
+        assert isinstance(done, ev.Done), done
+        return done
+
     # -- in the background ---------------------------------------------------------
-    def start(self) -> Run:
-        """Drive the run on a background thread; its events collect in `events`."""
+    def start(self, listener: Callable[[ev.Event | None], object] | None = None) -> Run:
+        """Drive the run on a background thread; its events collect in `events` and go to
+        `listener` as they come (None after the last)."""
+        self._listener = listener
         threading.Thread(
             target=self._drive, name=f"gatehouse-run-{self.thread_id[:8]}", daemon=True
         ).start()
@@ -120,9 +120,6 @@ class Run:
     def join(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
-    def text(self) -> str:
-        return "".join(e.text for e in self.events if isinstance(e, ev.TextDelta))
-
     def _drive(self) -> None:
         try:
             for event in self:
@@ -131,19 +128,24 @@ class Run:
             self._push(
                 ev.ErrorEvent(thread_id=self.thread_id, message=f"{type(exc).__name__}: {exc}")
             )
-            self._push(ev.RunFinished(thread_id=self.thread_id, status="failed", reason=str(exc)))
+            self.finished = ev.RunFinished(
+                thread_id=self.thread_id, status="failed", reason=str(exc)
+            )
+            self.status = "failed"
+            self._push(self.finished)
         finally:
             with self._changed:
                 self._done.set()
                 self._changed.notify_all()
+            if self._listener is not None:
+                self._listener(None)
 
     def _push(self, event: ev.Event) -> None:
         with self._changed:
             self.events.append(event)
-            if isinstance(event, ev.RunFinished):
-                self.status = event.status
-                self.finished = event
             self._changed.notify_all()
+        if self._listener is not None:
+            self._listener(event)
 
 
 def drive(
@@ -168,7 +170,7 @@ def drive(
     held: list[ev.Event] = []
     seen = _Seen()
     gate = EventGate(live, thread_id)
-    live.begin(thread_id)
+    live.begin(thread_id, cancel)
     try:
         # `trusted`: built unvalidated, as the agent's own events are (events.py).
         yield ev.RunStarted.trusted(thread_id=thread_id, run_id=uuid.uuid4().hex, kind=kind)

@@ -1,18 +1,13 @@
-"""Runs that live outside a UI script run.
+"""Runs that live outside a UI script run: Streamlit re-executes its script on every
+click, so the `Runner` (one per server process) starts each run in the background
+(`Run.start`) and any page (after a click, a refresh, a new tab) attaches to the live
+run and reads its buffered events. One active run per thread in this process (the run
+lease keeps it one across processes). Its one way in is `submit`, as `Session.submit`.
 
-Streamlit re-executes its script on every click, so a run iterated inside the script
-would die with it. The `Runner` belongs to the server process: each run is started
-in the background (`Run.start`), its events buffered, and any page (after a click, a
-refresh, a new tab) attaches to the live run and reads the buffer from any position.
-One active run per thread in this process (the run lease keeps it one across processes).
-Its one way in is `submit`, as `Session.submit` (graph/protocol/operations.py).
-
-A person's message goes through `send`: while a run is active on the thread it is
-queued in the thread's database (graph/store/queued.py), and the Runner sends the
-queue, oldest first, each time a run on the thread completes. A run that did not
-complete (stopped, paused for approval, failed) leaves the queue as it is: after Stop
-the person decides (`send_queued` or `discard`), since sending on by itself would undo
-the Stop; a pause's queue goes on after the run its decision resumes.
+A message sent while a run is active is queued in the thread's database
+(graph/store/queued.py) and sent, oldest first, each time a run on the thread
+completes. A run that did not complete (stopped, paused, failed) leaves the queue as
+it is: after Stop the person decides (`send_queued` or `discard`).
 """
 
 from __future__ import annotations
@@ -21,12 +16,7 @@ import threading
 from collections.abc import Callable
 
 from graph.protocol.errors import DecisionError, RunInProgress
-from graph.protocol.operations import (
-    Fork,
-    Operation,
-    RunOptions,
-    SendMessage,
-)
+from graph.protocol.operations import Fork, Operation, RunOperation, RunOptions, SendMessage
 from graph.service.session import Run, Session
 from graph.store.queued import QueuedMessage, QueuedMessages
 
@@ -53,7 +43,9 @@ class Runner:
         return self.session.storage.queued
 
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
-        """`Session.submit`, started in the background (one active run per thread)."""
+        """`Session.submit`, a run started in the background (one active run per thread)."""
+        if not isinstance(operation, RunOperation):
+            return self.session.submit(operation, options)  # a change: no run to keep
         if isinstance(operation, SendMessage) and operation.thread_id is None:
             operation = SendMessage(
                 self.session.new_thread_id(), operation.message, operation.owner
@@ -119,13 +111,6 @@ class Runner:
     def latest(self, thread_id: str) -> Run | None:
         """The live run, or the last one that ran in this process."""
         return self._runs.get(thread_id)
-
-    def cancel(self, thread_id: str) -> bool:
-        run = self.active(thread_id)
-        if run is None:
-            return False
-        run.cancel()
-        return True
 
     def _start(self, thread_id: str, make: Callable[[], Run], base: int | None = None) -> Run:
         with self._lock:

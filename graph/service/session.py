@@ -5,31 +5,22 @@
     pause = session.pending(thread_id)        # Approval | OutcomeUnknown | None
     for event in session.submit(Decide(thread_id, review([approve()]))): ...
 
-Every run starts through one entry, `submit(operation, options)`: the operations
-and `RunOptions` are protocol types (graph/protocol/operations.py), one handler per
-operation below. `send`, `resume`, `retry` and `fork` are its shorthands, with the
-run options as keyword arguments (`callbacks`, `tags`, `metadata` for tracing:
-LangSmith groups a thread's runs by the thread id, which every run carries as
-`metadata["thread_id"]`; `source` / `actor` for the decision log, default: the
-Session's; `auto_approve` for this run). `resume` also takes an answer in the HITL
-wire form (a dict), as raw clients send it. A run is a `Run` (graph/service/run.py):
-an iterator of `graph.protocol.events` events that drives the agent while it is
-iterated. Answers are validated before anything runs (`DecisionError`), with the same
-rules the graph applies to a raw `Command`. The Session adds convenience (the run
-lease, events, the thread index), not safety: the graph and its storage keep the
-approval guarantees themselves.
-
-The rest of the Session is composed of parts with one concern each: reading threads
-(graph/service/reads.py), changing their history (graph/service/history_edits.py),
-standing permissions and auto-approve (graph/service/standing.py), tool information
-(graph/service/tool_info.py) and the thread's lease (graph/service/leasing.py).
+Two doors: `submit(operation, options)` for every change (graph/protocol/operations.py;
+a run, or for a change that starts none a run-shaped answer whose one event is
+`Done`), and the reads. A `Run` (graph/service/run.py) drives the agent while it is
+iterated. Answers are validated before anything runs (`DecisionError`), by the rules
+the graph applies to a raw `Command`: the Session adds convenience (the run lease,
+events, the thread index), not safety. It is built from parts, each given what it
+needs: reads (reads.py), history edits (history_edits.py), standing permissions
+(standing.py), tool information (tool_info.py) and the lease (leasing.py).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack, assert_never
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -44,39 +35,61 @@ from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
 from graph.agent.policy import Policy
 from graph.agent.review import answering, explain
+from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.decisions import who_decided
 from graph.protocol.errors import AwaitingDecision, DecisionError, NothingPending, StaleDecision
 from graph.protocol.operations import (
+    Cancel,
+    Change,
+    Compact,
     Decide,
+    Delete,
     Fork,
+    Grant,
+    ImportThread,
     Operation,
+    Rename,
     Retry,
+    Revoke,
     RunOptions,
     RunOptionsKwargs,
     SendMessage,
+    SetAutoApprove,
+    SwitchBranch,
+    Undo,
 )
 from graph.protocol.pauses import OutcomeUnknown
-from graph.service.branches import ThreadTree
 from graph.service.history_edits import ThreadHistory, new_thread_id
+from graph.service.leasing import ThreadLeases
 from graph.service.live_reads import LiveMessages
-from graph.service.reads import thread_config
+from graph.service.reads import ThreadReads, thread_config
 from graph.service.run import Run, drive
 from graph.service.standing import StandingPermissions
-from graph.service.view_cache import ViewCache
+from graph.service.tool_info import ToolInfo
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import title_of
 
 __all__ = ["Run", "Session"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class Session(ThreadHistory, StandingPermissions):
-    """A Gatehouse agent with its storage, for front ends. The run entry is here; the
-    parts it inherits each do one job over the same agent and storage: reading
-    threads (`ThreadReads`), changing their history (`ThreadHistory`), the lease
-    (`ThreadLeases`), tool information (`ToolInfo`), grants and auto-approve
-    (`StandingPermissions`)."""
+
+def _via(part: str, method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
+    """A Session method that is `method` of its part named `part`."""
+
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(getattr(self, part), *args, **kwargs)
+
+    functools.update_wrapper(call, method)
+    return call
+
+
+class Session:
+    """A Gatehouse agent with its storage, for front ends: `submit` for every change,
+    and the reads of its parts."""
 
     def __init__(
         self,
@@ -100,23 +113,51 @@ class Session(ThreadHistory, StandingPermissions):
         self.source = source or "api"
         self.actor = actor
         self._closers = list(closers)
-        self._auto_approve = threading.Event()
-        if auto_approve:
-            self._auto_approve.set()
-        self._live_messages = LiveMessages()
-        self._views = ViewCache()
-        own_saver = storage.reader is not None and agent.checkpointer is storage.checkpointer
-        self._tree = ThreadTree(agent, storage.reader if own_saver else None)
+        self._live = LiveMessages()
+        self.leases = ThreadLeases(storage, self.retry)
+        self.reads = ThreadReads(agent, storage, self.leases, self._live)
+        self.tool_info = ToolInfo(agent, tools)
+        self.permissions = StandingPermissions(agent, storage, auto_approve)
+        self.edits = ThreadHistory(agent, storage, self.reads, self.leases, self.tool_info)
 
     new_thread_id = staticmethod(new_thread_id)
 
+    # -- the reads, each its part's -----------------------------------------------
+    pending = _via("reads", ThreadReads.pending)
+    messages = _via("reads", ThreadReads.messages)
+    transcript = _via("reads", ThreadReads.transcript)
+    tool_output = _via("reads", ThreadReads.tool_output)
+    usage = _via("reads", ThreadReads.usage)
+    threads = _via("reads", ThreadReads.threads)
+    thread = _via("reads", ThreadReads.thread)
+    exists = _via("reads", ThreadReads.exists)
+    awaiting_approval = _via("reads", ThreadReads.awaiting_approval)
+    pending_cards = _via("reads", ThreadReads.pending_cards)
+    pending_many = _via("reads", ThreadReads.pending_many)
+    audit = _via("reads", ThreadReads.audit)
+    verify_audit = _via("reads", ThreadReads.verify_audit)
+    branches = _via("edits", ThreadHistory.branches)
+    export = _via("edits", ThreadHistory.export)
+    check_args = _via("tool_info", ToolInfo.check_args)
+    tool_summary = _via("tool_info", ToolInfo.tool_summary)
+    preview = _via("tool_info", ToolInfo.preview)
+    grants = _via("permissions", StandingPermissions.grants)
+    thread_auto_approve = _via("permissions", StandingPermissions.thread_auto_approve)
+    auto_approving = _via("permissions", StandingPermissions.auto_approving)
+
+    @property
+    def auto_approve(self) -> bool:
+        """Whether this session's auto-approve mode is on (`SetAutoApprove(None, on)`)."""
+        return self.permissions.auto_approve
+
     # -- the way in -------------------------------------------------------------
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
-        """Start the run `operation` asks for (graph/protocol/operations.py) with
-        `options` (unset: this session's `source`, `actor` and auto-approve mode).
-        Raises before anything runs when it cannot start: `DecisionError`
-        (`AwaitingDecision`, `NothingPending`, `StaleDecision`, ...), `RunInProgress`,
-        `ValueError` for an empty message."""
+        """Do what `operation` asks (graph/protocol/operations.py) with `options` (unset:
+        this session's `source`, `actor` and auto-approve mode): start its run, or make
+        the change and answer with its `Done` event. Raises before anything runs or
+        changes when it cannot be done: `DecisionError` (`AwaitingDecision`,
+        `NothingPending`, `StaleDecision`, ...), `RunInProgress`, `NotAllowed`,
+        `ImportRefused`, `ValueError` (an empty message, no such grant, ...)."""
         options = options or RunOptions()
         match operation:
             case SendMessage():
@@ -124,54 +165,83 @@ class Session(ThreadHistory, StandingPermissions):
             case Decide(thread_id, answer, interrupt_id):
                 return self._decide(thread_id, wire_answer(answer), interrupt_id, options)
             case Retry(thread_id):
-                with self._leased(thread_id) as lease:
+                with self.leases.leased(thread_id) as lease:
                     return self._run(
                         thread_id, self._retry_input(thread_id), "retry", lease, options
                     )
             case Fork():
                 return self._fork(operation, options)
-        raise TypeError(f"not an operation: {operation!r}")
+            case _:
+                done = self._change(
+                    operation, options.source or self.source, options.actor or self.actor
+                )
+                return Run(done.thread_id, iter([done]), kind=operation.type)
+
+    def _change(self, op: Change, source: str, actor: str | None) -> ev.Done:
+        """Make a change that starts no run, through the part that owns it."""
+        done = functools.partial(
+            ev.Done, thread_id=getattr(op, "thread_id", None) or "", operation=op.type
+        )
+        who: dict[str, Any] = {"source": source, "actor": actor}
+        match op:
+            case Cancel(thread_id):
+                return done(changed=self._live.cancel(thread_id))
+            case Undo(thread_id, force):
+                return done(removed=self.edits.undo(thread_id, force))
+            case Compact(thread_id):
+                compacted = self.edits.compact(thread_id)
+                return done(changed=compacted is not None, compacted=compacted)
+            case Rename(thread_id, title):
+                self.edits.rename(thread_id, title)
+            case Delete(thread_id):
+                self.edits.delete(thread_id)
+            case SwitchBranch(thread_id, message_id, force):
+                return done(changed=self.edits.switch_branch(thread_id, message_id, force))
+            case Grant(thread_id, tool, pattern):
+                return done(grant=self.permissions.grant(thread_id, tool, pattern, **who))
+            case Revoke(thread_id, grant):
+                return done(grant=self.permissions.revoke(thread_id, grant, **who))
+            case SetAutoApprove(thread_id, on):
+                if thread_id is None:
+                    self.permissions.set_auto_approve(on)
+                else:
+                    switch = self.permissions.set_thread_auto_approve
+                    return done(changed=switch(thread_id, on, **who))
+            case ImportThread(data, thread_id):
+                imported = self.edits.import_thread(data, thread_id)
+                return done(thread_id=str(imported), dropped=imported.dropped)
+            case _:
+                assert_never(op)
+        return done()
 
     def _send_message(self, op: SendMessage, options: RunOptions) -> Run:
         text = text_of(op.message)
         if not text.strip():
             raise ValueError("a message cannot be empty")
         thread_id = op.thread_id or self.new_thread_id()
-        with self._leased(thread_id) as lease:
-            if self._may_be_paused(thread_id) and self.pending(thread_id) is not None:
+        with self.leases.leased(thread_id) as lease:
+            if self.reads.may_be_paused(thread_id) and self.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
-            return self._send(thread_id, op.message, text, lease, options, owner=op.owner)
+            return self._send(thread_id, op.message, lease, options, op.owner)
 
     def _send(
-        self,
-        thread_id: str,
-        message: str | list[Any],
-        text: str,
-        lease: Lease | None,
-        options: RunOptions,
-        *,
-        owner: str | None = None,
+        self, thread_id: str, message: Any, lease: Lease | None, options: RunOptions, owner: Any
     ) -> Run:
         # The row at once, before the run is iterated: a front end shows the new thread
         # (and checks it exists) as soon as the run is handed back.
+        text = text_of(message)
         self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
-        return self._run(
-            thread_id,
-            {"messages": [HumanMessage(message)]},
-            "message",
-            lease,
-            options,
-            user_text=text,
-        )
+        payload = {"messages": [HumanMessage(message)]}
+        return self._run(thread_id, payload, "message", lease, options, user_text=text)
 
     def _decide(
         self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
     ) -> Run:
         """Run on from the pending pause with `answer` in the HITL wire form, once it
         fits the request that is pending now."""
-        with self._leased(thread_id, deciding=True) as lease:
+        with self.leases.leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.pending(thread_id)
             if pending is None:
@@ -181,7 +251,7 @@ class Session(ThreadHistory, StandingPermissions):
                     + (f": it was already decided ({done})" if done else "")
                 )
             if interrupt_id is not None and interrupt_id != pending.interrupt_id:
-                if self._was_asked(thread_id, interrupt_id):
+                if self.reads.was_asked(thread_id, interrupt_id):
                     done = who_decided(self.audit(thread_id, limit=50))
                     raise StaleDecision(
                         f"approval request {interrupt_id} is no longer pending on thread {thread_id} "
@@ -202,7 +272,9 @@ class Session(ThreadHistory, StandingPermissions):
                         outcome.model_validate(answer)
                 else:
                     with answering(
-                        pending.request.wire(), self._tools(), actor=options.actor or self.actor
+                        pending.request.wire(),
+                        self.tool_info.tools,
+                        actor=options.actor or self.actor,
                     ) as schema:
                         schema.model_validate(answer)
             except ValidationError as exc:
@@ -229,10 +301,10 @@ class Session(ThreadHistory, StandingPermissions):
         return None
 
     def _fork(self, op: Fork, options: RunOptions) -> Run:
-        messages = self._fork_point(op.thread_id, op.message_index, op.text)
-        with self._leased(op.thread_id) as lease:
-            self._branch_off(op.thread_id, messages, op.message_index, op.text, op.force)
-            return self._send(op.thread_id, op.text, op.text, lease, options)
+        messages = self.edits.fork_point(op.thread_id, op.message_index, op.text)
+        with self.leases.leased(op.thread_id) as lease:
+            self.edits.branch_off(op.thread_id, messages, op.message_index, op.text, op.force)
+            return self._send(op.thread_id, op.text, lease, options, None)
 
     def _run(
         self,
@@ -246,7 +318,7 @@ class Session(ThreadHistory, StandingPermissions):
     ) -> Run:
         cancel = threading.Event()
         if options.auto_approve is None:
-            auto = self._auto_approve  # the session's switch, live
+            auto = self.permissions.switch  # the session's switch, live
         else:
             auto = threading.Event()  # this run's own
             if options.auto_approve:
@@ -254,7 +326,7 @@ class Session(ThreadHistory, StandingPermissions):
         events = drive(
             self.agent,
             self.storage,
-            self._live_messages,
+            self._live,
             thread_id,
             payload,
             kind=kind,
@@ -266,13 +338,9 @@ class Session(ThreadHistory, StandingPermissions):
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
     def _run_config(self, thread_id: str, options: RunOptions) -> RunnableConfig:
-        """The run's config: the thread, who acts (the decision log reads
-        `gatehouse_source` / `gatehouse_actor`), and tracing. LangSmith groups the
-        runs of a conversation by `metadata["thread_id"]` (it also reads `session_id`
-        or `conversation_id`, which a caller may add). LangSmith itself is switched on
-        by its environment variables (LANGSMITH_TRACING, LANGSMITH_API_KEY,
-        LANGSMITH_PROJECT). LangGraph copies run metadata into every checkpoint's
-        metadata, so nothing redundant is added here."""
+        """The thread, who acts (the decision log reads `gatehouse_source` /
+        `gatehouse_actor`), and tracing: LangSmith (on by its environment variables)
+        groups a conversation's runs by `metadata["thread_id"]`."""
         configurable: dict[str, Any] = {
             "thread_id": thread_id,
             "gatehouse_source": options.source or self.source,
@@ -298,10 +366,7 @@ class Session(ThreadHistory, StandingPermissions):
         owner: str | None = None,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(SendMessage(...))`: start a turn with a user message (a new thread
-        when `thread_id` is None): a string, or content blocks (`[{"type": "text",
-        "text": ...}]`) as LangGraph clients such as Agent Chat UI send them. Raises
-        `AwaitingDecision` while the thread waits for a decision."""
+        """`submit(SendMessage(...))`, with the run options as keyword arguments."""
         return self.submit(SendMessage(thread_id, message, owner), RunOptions(**options))
 
     def resume(
@@ -313,28 +378,17 @@ class Session(ThreadHistory, StandingPermissions):
         reject_missing: bool | str = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(Decide(...))`: answer the pending pause. A typed answer
-        (graph.protocol.operations: `review([...])`, `outcome(...)`), or the HITL wire
-        form `{"decisions": [...]}` in request order (or keyed by tool call id), as
-        raw clients send it. `reject_missing` (True or a reason): calls the answer
-        does not decide are rejected (the answer's own `reject_missing` field, which
-        raw `Command` clients set). Raises `DecisionError` and changes nothing when
-        the answer does not fit the request. When another run is already acting on
-        the thread (a double click, two tabs, two processes) raises `AlreadyDecided`.
-        The decision log records the answer with `source` and `actor`."""
-        if reject_missing is not False:
-            if isinstance(answer, ReviewAnswer):
-                answer = answer.model_copy(update={"reject_missing": reject_missing})
-            elif isinstance(answer, Mapping):
-                answer = {**answer, "reject_missing": reject_missing}
-        if isinstance(answer, ReviewAnswer | OutcomeAnswer):
-            return self.submit(Decide(thread_id, answer, interrupt_id), RunOptions(**options))
-        # The wire form goes to the same handler, validated there like a typed answer.
-        return self._decide(thread_id, answer, interrupt_id, RunOptions(**options))
+        """`submit(Decide(...))`; the answer may also be in the HITL wire form
+        (`{"decisions": [...]}`, in request order or keyed by tool call id) as raw
+        clients send it. `reject_missing` (True or a reason): calls the answer does not
+        decide are rejected. A second decision while one acts: `AlreadyDecided`."""
+        wire = wire_answer(answer)  # a typed answer or a raw dict: checked alike
+        if reject_missing is not False and not isinstance(answer, OutcomeAnswer):
+            wire = {**wire, "reject_missing": reject_missing}
+        return self._decide(thread_id, wire, interrupt_id, RunOptions(**options))
 
     def retry(self, thread_id: str, **options: Unpack[RunOptionsKwargs]) -> Run:
-        """`submit(Retry(...))`: continue a run that failed or whose process died, from
-        its last checkpoint."""
+        """`submit(Retry(...))`."""
         return self.submit(Retry(thread_id), RunOptions(**options))
 
     def fork(
@@ -346,10 +400,7 @@ class Session(ThreadHistory, StandingPermissions):
         force: bool = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(Fork(...))`: replace the user message at `message_index` (of
-        `messages` / `transcript`) with `text` and continue from there. Refused with
-        `AwaitingDecision` while the thread waits for a decision, unless `force` (the
-        request is dropped)."""
+        """`submit(Fork(...))`: `message_index` counts `messages` / `transcript`."""
         return self.submit(Fork(thread_id, message_index, text, force), RunOptions(**options))
 
     def close(self) -> None:
@@ -363,9 +414,9 @@ class Session(ThreadHistory, StandingPermissions):
             self.storage.close()
 
 
-def wire_answer(answer: ReviewAnswer | OutcomeAnswer) -> Any:
+def wire_answer(answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any]) -> Any:
     """A typed answer as it travels in `Command(resume=...)`: the HITL wire form.
-    Anything else (an untyped caller's dict) passes as it is, to be checked as one."""
+    Anything else (a raw client's dict) passes as it is, to be checked as one."""
     if isinstance(answer, ReviewAnswer | OutcomeAnswer):
         return answer.model_dump(mode="json", exclude_none=True)
     return answer

@@ -1,12 +1,9 @@
 """What a front end shows about a tool before a call runs: its one-line summary,
-whether edited arguments would pass its schema, and its preview of a call.
-
-`ToolInfo` is a part of `Session` (graph/service/session.py).
-"""
+whether edited arguments would pass its schema, and its preview of a call."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -20,18 +17,19 @@ __all__ = ["ToolInfo"]
 
 
 class ToolInfo:
-    agent: CompiledStateGraph[Any, Any, Any, Any]
-    tools: dict[str, BaseTool]
-
-    def _tools(self) -> Mapping[str, BaseTool]:
+    def __init__(
+        self, agent: CompiledStateGraph[Any, Any, Any, Any], tools: Sequence[BaseTool]
+    ) -> None:
+        parts = parts_of(agent)
         # The compiled agent's own (the built-in read_tool_output included) when known.
-        parts = parts_of(self.agent)
-        return parts.tools if parts is not None else self.tools
+        self.tools: Mapping[str, BaseTool] = (
+            parts.tools if parts is not None else {t.name: t for t in tools}
+        )
 
     def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
         """Why `args` would not pass the tool's schema (as an edit would be refused),
         or None when they would."""
-        tool = self._tools().get(tool_name)
+        tool = self.tools.get(tool_name)
         if tool is None:
             return f"no tool named {tool_name!r}"
         return args_problem(tool, args)
@@ -39,14 +37,14 @@ class ToolInfo:
     def tool_summary(self, tool_name: str) -> str:
         """The first line of the tool's own description (what an approval card says
         the call does), or "" for an unknown tool."""
-        tool = self._tools().get(tool_name)
+        tool = self.tools.get(tool_name)
         return (tool.description or "").strip().split("\n", 1)[0] if tool is not None else ""
 
     def preview(self, tool_name: str, args: dict[str, Any]) -> str | None:
         """What a call with `args` would change (the tool's preview, e.g. a diff), as
         the approval request shows it for the model's arguments; None when the tool has
         no preview or the preview fails (an edited call is checked on submit)."""
-        tool = self._tools().get(tool_name)
+        tool = self.tools.get(tool_name)
         render = spec_of(tool).preview if tool is not None else None
         if render is None:
             return None

@@ -1,18 +1,12 @@
 """A Session's transcripts, converted once per message: `Session.transcript` reuses
-the views of the messages that are unchanged since its last read of the thread.
+the views of the messages unchanged since its last read of the thread. Converting a
+message costs far more than comparing it (at 10,000 messages a whole transcript took
+~0.2 s of CPU on every read); a run appends messages, so after a turn only the new
+ones are converted.
 
-Converting a message to a `MessageView` (reading its fields, content blocks and
-tool calls) costs far more than comparing it: at 2,000 turns (10,000 messages) a whole
-transcript took ~0.2 s of CPU, on every read after any change (a page run after
-each sent message, each decision). Comparing a message with the one read last time
-at the same place is a C-level dict comparison; a run appends messages, so after a
-turn only the new ones are converted.
-
-Exact: a view is reused only for a message of the same class whose fields (the
-`__dict__`, everything `message_view` reads) are equal to those of the message it
-was made from, as they were then (a shallow copy is kept: a field set on the object
-since, e.g. an id, is a difference); from the first message that differs on, all are
-converted again.
+Exact: a view is reused only for a message of the same class whose `__dict__`
+(everything `message_view` reads) equals a shallow copy of the one it was made from;
+from the first message that differs on, all are converted again.
 """
 
 from __future__ import annotations

@@ -11,7 +11,15 @@ from rich.text import Text
 from graph import AwaitingDecision, DecisionError, OutcomeUnknown, Run, RunInProgress, Session
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
-from graph.protocol.operations import Decide, Retry, SendMessage
+from graph.protocol.operations import (
+    Compact,
+    Decide,
+    Retry,
+    RunOptions,
+    SendMessage,
+    SetAutoApprove,
+    Undo,
+)
 from graph.protocol.threads import turn_starts
 from ui.term import ask
 from ui.term import render as term
@@ -132,10 +140,8 @@ class Chat:
             return
         if value:
             on = value[0] == "on"
-            if scope == "thread":
-                self.session.set_thread_auto_approve(self.thread_id, on, source="terminal")
-            else:
-                self.session.set_auto_approve(on)
+            thread_id = self.thread_id if scope == "thread" else None
+            self.session.submit(SetAutoApprove(thread_id, on), RunOptions(source="terminal"))
         self.show_auto_approve(off_too=True)
 
     def history(self, *, whole: bool = True) -> None:
@@ -188,14 +194,14 @@ class Chat:
             self.show_auto_approve()
         elif name == "/undo":
             try:
-                removed = self.session.undo(self.thread_id)
+                removed = self.session.submit(Undo(self.thread_id)).result().removed
             except (AwaitingDecision, RunInProgress) as exc:
                 self.err.print(Text(str(exc), "red"))
             else:
                 self.out.print(Text(f"undone: {removed} message(s) removed", "dim"))
         elif name == "/compact":
             try:
-                event = self.session.compact_now(self.thread_id)
+                event = self.session.submit(Compact(self.thread_id)).result().compacted
             except (ValueError, RunInProgress) as exc:
                 self.err.print(Text(str(exc), "red"))
             else:

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 import graph
+from graph.protocol.operations import SetAutoApprove
 from ui.term.child import run_child, show_command
 from ui.term.cli_base import (
     APP_PATH,
@@ -222,7 +223,7 @@ def chat(
         if thread:
             require_thread(session, thread)
         if auto_approve:
-            session.set_auto_approve(True)
+            session.submit(SetAutoApprove(None, True))
         chat = Chat(session, out, err, session.check_args, drive)
         chat.whole_history = all_
         code = chat.loop(thread)

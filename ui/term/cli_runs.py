@@ -19,6 +19,7 @@ import typer
 
 import graph
 from graph.protocol.grant_scope import narrow_grant
+from graph.protocol.operations import SetAutoApprove
 from ui.term.cli_base import (
     EXIT_AWAITING,
     EXIT_CANCELLED,
@@ -288,7 +289,7 @@ def send(
         if thread:
             require_thread(session, thread)
         if auto_approve:
-            session.set_auto_approve(True)
+            session.submit(SetAutoApprove(None, True))
         thread_id = thread or session.new_thread_id()
         if not as_json and (why := session.auto_approving(thread_id)):
             err.print(term.auto_approve_banner(why))

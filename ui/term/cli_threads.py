@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 import graph
+from graph.protocol import operations as op
 from ui.term import readonly
 from ui.term.cli_base import (
     EXIT_AWAITING,
@@ -151,11 +152,11 @@ def import_(
         raise fail(f"cannot read {file}: {exc}", EXIT_USAGE) from None
     with open_cli_session(db) as session:
         try:
-            new_id = session.import_thread(text, thread_id=thread_id)
+            imported = session.submit(op.ImportThread(text, thread_id)).result()
         except graph.ImportRefused as exc:
             raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
+        new_id, dropped = imported.thread_id, imported.dropped
         count = len(session.messages(new_id))
-    dropped = new_id.dropped
     said = f"imported thread {new_id} ({count} messages)" + (f"\n{dropped}" if dropped else "")
     emit(as_json, {"thread_id": str(new_id), "messages": count, "dropped": dropped}, said)
 
@@ -165,7 +166,7 @@ def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     """Delete a thread and its history."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        session.delete(thread_id)
+        session.submit(op.Delete(thread_id))
     emit(as_json, {"thread_id": thread_id, "deleted": True}, f"deleted thread {thread_id}")
 
 
@@ -185,7 +186,7 @@ def undo(
         if turns == 0:
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
         try:
-            removed = session.undo(thread_id, force=force)
+            removed = session.submit(op.Undo(thread_id, force)).result().removed
         except graph.AwaitingDecision as exc:
             raise fail(terminal_words(exc), EXIT_AWAITING) from None
     emit(
@@ -202,7 +203,7 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         try:
-            event = session.compact_now(thread_id)
+            event = session.submit(op.Compact(thread_id)).result().compacted
         except graph.AwaitingDecision as exc:
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
@@ -344,9 +345,10 @@ def revoke(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         try:
-            done = session.revoke_grant(thread_id, grant)
+            done = session.submit(op.Revoke(thread_id, grant)).result().grant
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
+    assert done is not None
     emit(
         as_json,
         {"thread_id": thread_id, "revoked": done.label},
@@ -455,7 +457,7 @@ def switch(
                 f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE
             )
         try:
-            session.switch_branch(thread_id, versions.message_ids[to - 1], force=force)
+            session.submit(op.SwitchBranch(thread_id, versions.message_ids[to - 1], force))
         except graph.AwaitingDecision as exc:
             raise fail(terminal_words(exc), EXIT_AWAITING) from None
         except ValueError as exc:

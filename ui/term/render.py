@@ -152,6 +152,7 @@ class EventRenderer:
                 | ev.AssistantMessage()
                 | ev.TurnComplete()
                 | ev.ApprovalRequired()
+                | ev.Done()
             ):
                 pass  # the deltas and tool lines say it; the card is shown by whoever asks
             case ev.MessageReplaced():

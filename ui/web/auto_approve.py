@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from graph import DecisionError, RunInProgress, Runner, Session
-from graph.protocol.operations import Operation, RunOptions
+from graph.protocol.operations import Operation, RunOptions, SetAutoApprove
 from ui.web.identity import signed_in_identity
 
 TAB_KEY = "auto-approve-tab"  # this browser session's mode (kept apart from the widget's state)
@@ -65,8 +65,9 @@ def thread_switch(session: Session, thread_id: str) -> None:
 
 def _flip_thread(session: Session, thread_id: str, key: str) -> None:
     try:
-        session.set_thread_auto_approve(
-            thread_id, bool(st.session_state[key]), source="web", actor=signed_in_identity()
+        session.submit(
+            SetAutoApprove(thread_id, bool(st.session_state[key])),
+            RunOptions(source="web", actor=signed_in_identity()),
         )
     except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
         st.session_state["flash"] = f"Auto-approve not switched: {exc}"

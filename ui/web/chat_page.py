@@ -13,7 +13,7 @@ import streamlit as st
 
 from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
 from graph.protocol.display import visible
-from graph.protocol.operations import Fork
+from graph.protocol.operations import Cancel, Fork
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import submit_from_tab
 from ui.web.history import Drawing, draw_turn, draw_window, turns_of
@@ -77,7 +77,7 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
 
 
 def _stop(runner: Runner, thread_id: str) -> None:
-    runner.cancel(thread_id)
+    runner.submit(Cancel(thread_id))
 
 
 def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from graph import AwaitingDecision, Branches, DecisionRecord, MessageView, RunInProgress, Runner
-from graph.protocol.operations import Fork
+from graph.protocol.operations import Fork, SwitchBranch
 from graph.protocol.threads import turn_starts
 from ui.web.auto_approve import tab_options
 from ui.web.copy import copy_html
@@ -324,7 +324,7 @@ def _version_switcher(runner: Runner, thread_id: str, versions: Branches, *, ena
 
 def _switch(runner: Runner, thread_id: str, message_id: str) -> None:
     try:
-        runner.session.switch_branch(thread_id, message_id)
+        runner.submit(SwitchBranch(thread_id, message_id))
     except (AwaitingDecision, RunInProgress, ValueError) as exc:
         st.session_state["flash"] = f"Not switched: {exc}"
 

@@ -14,6 +14,7 @@ import streamlit as st
 
 from graph import MessageView, Runner, Session
 from graph.protocol.decisions import ALL_TOOLS
+from graph.protocol.operations import Compact, Delete, Rename, Revoke, RunOptions, Undo
 from graph.protocol.threads import printable, shown_id, thread_id_problem
 from ui.web.auto_approve import tab_switch, thread_switch
 from ui.web.identity import signed_in_identity
@@ -137,7 +138,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
     with st.form(f"rename-{thread_id}", border=False):
         title = st.text_input("Title", value=info.title if info else "")
         if st.form_submit_button("Rename"):
-            session.rename(thread_id, title)
+            session.submit(Rename(thread_id, title))
             st.rerun()
     usage = session.usage(thread_id)
     if usage:
@@ -195,7 +196,7 @@ def _undo(session: Session, thread_id: str, *, force: bool) -> None:
     thread, not the files) and put the person's message back in the chat input."""
     messages = session.transcript(thread_id)
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-    session.undo(thread_id, force=force)
+    session.submit(Undo(thread_id, force))
     if last is None:
         return
     give_back(messages[last].content)
@@ -254,7 +255,9 @@ def _grants(session: Session, thread_id: str) -> None:
 
 def _revoke(session: Session, thread_id: str, label: str) -> None:
     try:
-        session.revoke_grant(thread_id, label, source="web", actor=signed_in_identity())
+        session.submit(
+            Revoke(thread_id, label), RunOptions(source="web", actor=signed_in_identity())
+        )
     except Exception as exc:  # noqa: BLE001 - a readable message, never a traceback page
         st.session_state["flash"] = f"Not revoked: {exc}"
     else:
@@ -282,7 +285,7 @@ def _compact_button(session: Session, thread_id: str, busy: bool) -> None:
 
 def _compact(session: Session, thread_id: str, key: str) -> None:
     try:
-        done = session.compact_now(thread_id)
+        done = session.submit(Compact(thread_id)).result().compacted
     except Exception as exc:  # noqa: BLE001 - paused, unfinished run, no hook: said, nothing changed
         st.session_state[f"{key}-result"] = ("error", f"Not compacted: {exc}")
         return
@@ -300,7 +303,7 @@ def _compact(session: Session, thread_id: str, key: str) -> None:
 
 
 def _delete(session: Session, thread_id: str) -> None:
-    session.delete(thread_id)
+    session.submit(Delete(thread_id))
     open_thread(None)
 
 
