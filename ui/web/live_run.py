@@ -95,6 +95,7 @@ class LiveView:
                 | ev.Usage()
                 | ev.Compacted()
                 | ev.RunFinished()
+                | ev.Done()
             ):
                 pass  # the page redraws these from the checkpoints when the run ends
             case _:
