@@ -11,8 +11,8 @@ LangGraph Server, Studio, the SDK and a raw `graph.stream` all go through these.
 
 The graph carries its parts as one typed object, `deps` (graph/agent/deps.py: the
 tools, the built-in ones included, the hooks, the policy, the decision log, the
-journal), the same object its nodes are given; `gatehouse_tools`, `gatehouse_hooks`
-and `gatehouse_decisions` read from it. Every run gets a run context
+journal), the same object its nodes are given; `gatehouse_tools` and
+`gatehouse_hooks` read from it. Every run gets a run context
 (graph/agent/context.py), also a raw `invoke` that passes none: the gate keeps the
 run's policy verdicts there.
 """
@@ -40,7 +40,7 @@ from graph.agent.client_input import (
     screen_run_input,
 )
 from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps, DecisionLog
+from graph.agent.deps import AgentDeps
 from graph.agent.emit import as_the_run
 from graph.agent.hooks import HookSet
 from graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
@@ -78,10 +78,6 @@ class GatehouseGraph(CompiledStateGraph):
         """The Session warms up and closes the hooks with the agent (graph/agent/hooks.py)."""
         return self.deps.hooks
 
-    @property
-    def gatehouse_decisions(self) -> DecisionLog | None:
-        return self.deps.decisions
-
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
@@ -115,80 +111,52 @@ class GatehouseGraph(CompiledStateGraph):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         _with_context(kwargs)
-        if (
-            config is not None
-            and _thread(config)
-            and self.checkpointer
-            and carries_tool_messages(input)
-        ):
-            # A pause closes only by a decision (client_input.py).
-            input, config = screen_run_input(input, config, self.get_state(config).values)
-        # `config is not None` is implied by a thread id; said out loud for the type checker.
-        if (
-            is_goto_end(input)
-            and config is not None
-            and _thread(config)
-            and self.checkpointer
-            and pending_review_calls(self.get_state(config))
-        ):
-            # "Mark as resolved" as a run: the same as the clear, and nothing runs.
-            with as_the_run(config):
-                self.bulk_update_state(config, CLEAR)
-            return
-        if (
-            is_answer(input)
-            and config is not None
-            and (thread_id := _thread(config))
-            and self.checkpointer
-        ):
-            waits, handing_over = self._read_waiting(config)
-            if not waits:
-                self._refuse_late(thread_id, self.get_state(config))
-            elif handing_over is not None:
-                # The checkpoint just read is the one LangGraph reads first: handed over.
-                stream = super().stream(input, config, **kwargs)
-                with handing_over:
-                    first = next(stream, _DONE)
-                if first is not _DONE:
-                    yield first
-                    yield from stream
+        if config is not None and (thread_id := self._saved_thread(config)):
+            if carries_tool_messages(input):
+                # A pause closes only by a decision (client_input.py).
+                input, config = screen_run_input(input, config, self.get_state(config).values)
+            if is_goto_end(input) and pending_review_calls(self.get_state(config)):
+                # "Mark as resolved" as a run: the same as the clear, and nothing runs.
+                with as_the_run(config):
+                    self.bulk_update_state(config, CLEAR)
                 return
+            if is_answer(input):
+                waits, handing_over = self._read_waiting(config)
+                if not waits:
+                    self._refuse_late(thread_id, self.get_state(config))
+                elif handing_over is not None:
+                    # The checkpoint just read is the one LangGraph reads first: handed over.
+                    stream = super().stream(input, config, **kwargs)
+                    with handing_over:
+                        first = next(stream, _DONE)
+                    if first is not _DONE:
+                        yield first
+                        yield from stream
+                    return
         yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         _with_context(kwargs)
-        if (
-            config is not None
-            and _thread(config)
-            and self.checkpointer
-            and carries_tool_messages(input)
-        ):
-            state = await self.aget_state(config)
-            input, config = screen_run_input(input, config, state.values)
-        if (
-            is_goto_end(input)
-            and config is not None
-            and _thread(config)
-            and self.checkpointer
-            and pending_review_calls(await self.aget_state(config))
-        ):
-            with as_the_run(config):
-                await self.abulk_update_state(config, CLEAR)
-            return
-        if (
-            is_answer(input)
-            and config is not None
-            and (thread_id := _thread(config))
-            and self.checkpointer
-            and not await self._awaits(config)
-        ):
-            state = await self.aget_state(config)
-            if not state.interrupts:
-                await asyncio.to_thread(self._refuse_late, thread_id, state)
+        if config is not None and (thread_id := self._saved_thread(config)):
+            if carries_tool_messages(input):
+                state = await self.aget_state(config)
+                input, config = screen_run_input(input, config, state.values)
+            if is_goto_end(input) and pending_review_calls(await self.aget_state(config)):
+                with as_the_run(config):
+                    await self.abulk_update_state(config, CLEAR)
+                return
+            if is_answer(input) and not await self._awaits(config):
+                state = await self.aget_state(config)
+                if not state.interrupts:
+                    await asyncio.to_thread(self._refuse_late, thread_id, state)
         async for part in super().astream(input, config, **kwargs):
             yield part
+
+    def _saved_thread(self, config: RunnableConfig) -> str | None:
+        """The run's thread id, when it has one and this graph saves threads."""
+        return _thread(config) if self.checkpointer else None
 
     # An answer to a thread that waits (nearly every answer) is checked against the
     # question by the run itself: whether it waits is read from the checkpoint's

@@ -79,12 +79,12 @@ class AgentDeps:
     tools: Mapping[str, BaseTool]
     policy: Policy
     hooks: HookSet
-    system_prompt: str | None
     max_model_calls: int
-    journal: CallJournal | None = None
+    system_prompt: str | None
     # Without a decision log (a graph built with no Gatehouse storage) grants live in
     # the state and run_tool trusts its tasks: fine in one process, not for servers.
     decisions: DecisionLog | None = None
+    journal: CallJournal | None = None
     model_options: ModelOptions = ModelOptions()
     # Where outputs too large for the context are kept whole (graph/agent/offload.py);
     # without a store they are cut instead.

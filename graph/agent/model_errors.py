@@ -65,7 +65,6 @@ class ModelProblem:
     retryable: bool
     # Worth retrying at once, automatically: the same request may well succeed.
     transient: bool
-    status: int | None = None
     # What the server asked for (a `Retry-After` header), in seconds.
     retry_after_s: float | None = None
     # The answer came from a LiteLLM proxy, which retries on its own before it answers
@@ -122,7 +121,6 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
                 "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry.",
                 retryable=True,
                 transient=False,
-                status=status,
             )
         if status == 404:
             # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
@@ -132,25 +130,18 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
                 f"Check the model name{pull} and base URL, then retry.",
                 retryable=True,
                 transient=False,
-                status=status,
             )
-        if status == 429:
+        if status == 429 or status >= 500:
+            what, advice = (
+                ("API is rate limiting requests", "Wait a moment, then retry.")
+                if status == 429
+                else ("server failed", "Retry; if it keeps failing, check the server.")
+            )
             return ModelProblem(
-                f"The model API is rate limiting requests (HTTP 429{said}).",
-                f"Wait a moment, then retry.{proxy_note}",
+                f"The model {what} (HTTP {status}{said}).",
+                advice + proxy_note,
                 retryable=True,
                 transient=True,
-                status=status,
-                retry_after_s=retry_after,
-                proxy_retried=proxied,
-            )
-        if status >= 500:
-            return ModelProblem(
-                f"The model server failed (HTTP {status}{said}).",
-                f"Retry; if it keeps failing, check the server.{proxy_note}",
-                retryable=True,
-                transient=True,
-                status=status,
                 retry_after_s=retry_after,
                 proxy_retried=proxied,
             )
@@ -169,31 +160,17 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
                 advice,
                 retryable=too_long,
                 transient=False,
-                status=status,
             )
     url = next((u for e in chain if (u := _url(e))), "")
     where = f" at {url}" if url else ""
-    if any(_is_timeout(e) for e in chain):
-        return ModelProblem(
-            f"The model server{where} did not answer in time ({cause or 'timed out'}).",
-            "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
-            retryable=True,
-            transient=True,
-        )
-    if any(_broke_mid_reply(e) for e in chain):
-        return ModelProblem(
-            f"The connection to the model server{where} broke in the middle of the reply ({cause or 'closed'}).",
-            "Retry; if it keeps happening, check the server or a proxy in front of it.",
-            retryable=True,
-            transient=True,
-        )
-    if any(_is_connection(e) for e in chain):
-        return ModelProblem(
-            f"Could not reach the model server{where} ({cause or 'connection error'}).",
-            "Check that it is running and the base URL is right, then retry.",
-            retryable=True,
-            transient=True,
-        )
+    for test, what, default, advice in _TRANSPORT_FAILURES:
+        if any(test(e) for e in chain):
+            return ModelProblem(
+                f"{what.format(where=where)} ({cause or default}).",
+                advice,
+                retryable=True,
+                transient=True,
+            )
     first = next(e for e in chain if _is_model_error(e))
     detail = server or _text(first) or cause
     return ModelProblem(
@@ -241,6 +218,30 @@ def _broke_mid_reply(e: BaseException) -> bool:
         "ReadError",
         "IncompleteRead",
     )
+
+
+# Failures of the transport, by the first test that matches: (test, what happened,
+# the cause when the error names none, advice).
+_TRANSPORT_FAILURES = (
+    (
+        _is_timeout,
+        "The model server{where} did not answer in time",
+        "timed out",
+        "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
+    ),
+    (
+        _broke_mid_reply,
+        "The connection to the model server{where} broke in the middle of the reply",
+        "closed",
+        "Retry; if it keeps happening, check the server or a proxy in front of it.",
+    ),
+    (
+        _is_connection,
+        "Could not reach the model server{where}",
+        "connection error",
+        "Check that it is running and the base URL is right, then retry.",
+    ),
+)
 
 
 def _stream_error_event(e: BaseException) -> bool:

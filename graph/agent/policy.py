@@ -291,21 +291,18 @@ class Policy:
         )
         if granted is not None:
             return Verdict(mode="allow", reason=GRANTED, grant=granted)
-        if config.mode is not None:
-            return Verdict(
-                mode=config.mode,
-                allowed_decisions=config.allowed_decisions,
-                description=config.description,
-                reason="policy for this tool",
-                approvers=config.approvers,
-            )
-        if spec.default == "ask" and spec.auto_allow is not None and _safe(spec.auto_allow, args):
+        if (
+            config.mode is None
+            and spec.default == "ask"
+            and spec.auto_allow is not None
+            and _safe(spec.auto_allow, args)
+        ):
             return Verdict(mode="allow", reason="judged safe by the tool")
         return Verdict(
-            mode=spec.default,
+            mode=config.mode or spec.default,
             allowed_decisions=config.allowed_decisions,
             description=config.description,
-            reason="tool default",
+            reason="tool default" if config.mode is None else "policy for this tool",
             approvers=config.approvers,
         )
 
