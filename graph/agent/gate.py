@@ -14,7 +14,7 @@ verdict (`CallVerdict`):
   ran): its journaled result, never a second run;
 - `AutoApproved`: auto-approve is on for the thread (a switch in the decision log)
   or for the Session that started the run (a private field of the run context); the
-  approval is recorded before the task is sent. No client can turn it on: not by
+  approval is recorded by run_tool before the call runs. No client can turn it on: not by
   run input, config, context, a state edit or a `Command`. `deny` still refuses, and
   a tool with named approvers is never approved automatically;
 - `Ask`: a person decides (the review's card, with the policy's verdict).
@@ -207,7 +207,6 @@ def task_for(call: ToolCall, verdict: CallVerdict) -> ToolTask | None:
             "mode": "run",
             "decision": AUTO_APPROVE,
             "note": None,
-            "auto": verdict.by,
         }
     return None
 

@@ -15,17 +15,18 @@ the gate found in the decision log, never one taken from a task (a client's forg
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 
 from graph.agent.authority import enter
 from graph.agent.call_ids import id_of
+from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import decided_by, thread_of
+from graph.agent.gate import AutoApproved, auto_approving, grants_of, judge
 from graph.agent.policy import Grant
-from graph.agent.state import ToolTask
 from graph.protocol.decisions import (
     ALWAYS_ALLOWED,
     AUTO_APPROVE,
@@ -35,16 +36,21 @@ from graph.protocol.decisions import (
 )
 
 
-def record_auto_approvals(
-    tasks: Sequence[ToolTask], deps: AgentDeps, thread_id: str, config: RunnableConfig
+def record_auto_approval(
+    call: ToolCall, config: RunnableConfig, runtime: Runtime[RunContext], deps: AgentDeps
 ) -> None:
-    """Write the auto-approvals to the decision log before their tasks are sent: run_tool
-    runs a gated call only on a recorded approval."""
-    auto = [t for t in tasks if t.get("decision") == AUTO_APPROVE]
-    if not auto or deps.decisions is None:
+    """Write the auto-approval of a task that claims one before `permit` reads the log,
+    when the gate, asked afresh, auto-approves the call (a task's claim is not believed).
+    A node writes it, not the route that sent the task: routes also run for state edits."""
+    if deps.decisions is None:
         return
+    thread_id = thread_of(config)
+    grants = grants_of({}, deps, thread_id)
+    auto = auto_approving(runtime, deps, grants)
+    verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
+    if not isinstance(verdict, AutoApproved):
+        return  # already recorded (a re-run), or not auto-approved: permit decides
     who = decided_by(config)
-    now = time.time()
     enter(
         deps.decisions,
         deps.policy,
@@ -52,16 +58,15 @@ def record_auto_approvals(
             DecisionRecord(
                 thread_id=thread_id,
                 question="review",
-                tool_call_id=id_of(t["call"]),
-                tool=t["call"]["name"],
+                tool_call_id=id_of(call),
+                tool=call["name"],
                 decision=AUTO_APPROVE,
-                args=t["call"]["args"],
-                message=f"auto-approved: auto-approve is on for this {t.get('auto') or 'session'}",
+                args=call["args"],
+                message=f"auto-approved: auto-approve is on for this {verdict.by}",
                 source=who["source"],
                 actor=who["actor"],
-                decided_at=now,
+                decided_at=time.time(),
             )
-            for t in auto
         ],
     )
 

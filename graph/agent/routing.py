@@ -5,8 +5,8 @@ for the whole turn).
 
 Which call goes where is the gate's verdict (graph/agent/gate.py): not every call
 the policy gates goes to a person (arguments that fail the tool's schema, a call
-already decided, auto-approve). An auto-approval is recorded in the decision log as
-"auto_approve" before its task is sent, so run_tool finds it like a person's.
+already decided, auto-approve). Routes write nothing: run_tool records an
+auto-approval ("auto_approve" in the decision log) before it checks the log.
 
 Joining without a join node: free calls that run beside a review do not move the run
 on; the review does (straight to `model` when nothing was approved), or the approved
@@ -28,7 +28,6 @@ from graph.agent.deps import AgentDeps
 from graph.agent.emit import thread_of
 from graph.agent.gate import auto_approving, grants_of, split_turn
 from graph.agent.history import last_ai, unanswered
-from graph.agent.records import record_auto_approvals
 from graph.agent.run_end import STOPPED_BY_PERSON
 from graph.agent.state import AgentState
 from graph.store.langgraph_private import CONFIG_KEY_RUNTIME
@@ -76,7 +75,6 @@ def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> l
     now, gated = split_turn(
         state, deps, thread_id, runtime, auto=auto_approving(runtime, deps, grants), grants=grants
     )
-    record_auto_approvals(now, deps, thread_id, config)
     # Beside a review, the review moves the run on once it is answered.
     targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]
     if gated:

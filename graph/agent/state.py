@@ -119,10 +119,9 @@ class ToolTask(TypedDict):
     # Whether the run goes on to the model when this task is done: false for free
     # calls that run beside a review, which moves the run on itself once answered.
     moves_on: NotRequired[bool]
-    # How a gated call was approved, without a decision log to read it from
-    # ("auto_approve"); with one, run_tool reads the recorded decision instead.
+    # "auto_approve" claims an auto-approval: run_tool asks the gate again and records
+    # it; without a decision log the claim is all it has to go by.
     decision: NotRequired[str | None]
-    auto: NotRequired[str | None]
     # The standing grant a call runs under (set by run_tool from the decision log, never read from a Send).
     grant: NotRequired[str | None]
     # A decided call the review found already journaled (a replay of an older

@@ -44,7 +44,7 @@ from graph.agent.emit import emit, thread_of
 from graph.agent.gate import Approved, Refused, answer_permit, invalid_permit, permit
 from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
-from graph.agent.records import record_grant_run
+from graph.agent.records import record_auto_approval, record_grant_run
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import (
     finished,
@@ -74,6 +74,8 @@ def run_tool(
     decision: str | None = None
     grant: str | None = None
     if task["mode"] == "run":
+        if task.get("decision") == AUTO_APPROVE:
+            record_auto_approval(call, config, runtime, deps)
         allowed = permit(call, config, runtime, deps, task)
         if isinstance(allowed, Refused):
             emit(ev.Notice, text=allowed.reason, source="gate")
