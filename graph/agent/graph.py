@@ -43,12 +43,11 @@ from graph.agent.builtin_hooks.compaction import Compaction
 from graph.agent.cancel_bridge import with_cancel_bridge
 from graph.agent.compiled import GatehouseGraph, as_gatehouse_graph
 from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps, CallJournal, DecisionLog
+from graph.agent.deps import AgentDeps, CallJournal, DecisionLog, ModelOptions
 from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
 from graph.agent.finish import finish
 from graph.agent.hooks import Hook, HookSet
 from graph.agent.message_merge import merge_messages
-from graph.agent.model_call import ModelOptions
 from graph.agent.model_node import call_model
 from graph.agent.offload import READ_TOOL, OffloadOptions, OutputStore, make_read_tool
 from graph.agent.parallel import ToolSlots
