@@ -68,8 +68,12 @@ CUT_OFF_REASON_KEY = "gatehouse_cut_off_reason"
 
 
 def is_empty(ai: AIMessage) -> bool:
-    """No answer and no tool call (reasoning alone is no answer)."""
-    return not (text_of(ai.content).strip() or ai.tool_calls or ai.invalid_tool_calls)
+    """No answer and no tool call (reasoning alone is no answer), and not cut off but
+    for a missing usage chunk: that is how LiteLLM streams what a server that does not
+    stream (or its own mock tool calls) answered."""
+    return ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage") and not (
+        text_of(ai.content).strip() or ai.tool_calls or ai.invalid_tool_calls
+    )
 
 
 def system_text(base: str | None, extra: Mapping[str, str]) -> str:

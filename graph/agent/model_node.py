@@ -160,10 +160,9 @@ def logged(deps: AgentDeps, thread_id: str, call_id: str) -> bool:
 
 
 def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
-    """New input on a thread whose last model turn has calls without a result: take
-    it out of the history (kept in `held_messages`) so the open calls are decided
-    first, by the normal path (the policy, the review, the journal's outcome
-    question). Every tool call keeps exactly one result, right after it."""
+    """New input after calls without a result: held out of the history (`held_messages`)
+    until the open calls are decided the normal way; each call's result stays right
+    after it."""
     found = open_turn_before_new_input(state["messages"])
     if found is None:
         return None
@@ -175,9 +174,8 @@ def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The per-run keys, reset, when the latest user message is one this run has not
-    seen (a new message started it); else nothing. Checked in the model node rather
-    than in a node of its own: every node is a saved step on every turn."""
+    """The per-run keys, reset, when a new user message started this run. Here, not in
+    a node of its own: every node is a saved step on every turn."""
     latest = last_human_id(state.get("messages") or [], None)
     if latest is None or latest == state.get("run_message_id"):
         return {}
@@ -191,12 +189,10 @@ def stream_reply(
     history: Sequence[AnyMessage],
     config: RunnableConfig,
     runtime: Runtime[RunContext],
-    options: ModelOptions | None = None,
+    options: ModelOptions,
 ) -> tuple[AIMessage, bool]:
-    """Stream the model's reply (text and reasoning deltas are events); (reply, cancelled).
-    A cancelled reply keeps its text but drops half-streamed tool calls: nothing may be
-    left without an answer."""
-    options = options or ModelOptions()
+    """(reply, cancelled), its deltas streamed as events. A cancelled reply keeps its text
+    but drops half-streamed tool calls (nothing may be left without an answer)."""
     messages = prompt_messages(system_prompt, view, history, keep_reasoning=options.keep_reasoning)
     write = stream_writer()
     thread_id = thread_of(config)
@@ -205,13 +201,7 @@ def stream_reply(
         reply = _Reply(write, thread_id)
         try:
             ai, was_cancelled = reply.fetch(model, messages, config, runtime)
-            # Empty with no usage chunk is how LiteLLM streams what a server that does
-            # not stream (or its own mock tool calls) answered: asked again, not "cut".
-            if (
-                not was_cancelled
-                and is_empty(ai)
-                and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage")
-            ):
+            if not was_cancelled and is_empty(ai):
                 ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
         except Exception as exc:
             problem = model_problem(exc)
@@ -229,21 +219,11 @@ def stream_reply(
                 raise
             retries += 1
             delay = _retry_delay(problem, retries, options)
-            # The `model_retried` event is what front ends show; a warning too would
-            # print the same line twice in the terminal.
+            # Logged as info: front ends show the event; a warning would print it twice.
             log.info(
                 "%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay
             )
-            write(
-                ev.ModelRetried(
-                    thread_id=thread_id,
-                    attempt=retries,
-                    max_retries=options.max_retries,
-                    delay_s=delay,
-                    reason=problem.cause,
-                    message_id=reply.message_id,
-                )
-            )
+            reply.retried(retries, options.max_retries, delay, problem.cause)
             if _wait(runtime, delay):
                 return AIMessage(content="", id=f"run-{uuid.uuid4()}"), True
             continue
@@ -268,29 +248,20 @@ def _ask_again_without_streaming(
     runtime: Runtime[RunContext],
     first: _Reply,
 ) -> AIMessage:
-    """An empty reply, asked for once more without streaming; `EmptyReply` when that
-    is empty too. A full answer means the stream lost it (a proxy in front of a server
-    that does not stream sends an empty stream): this model is asked without streaming
-    from then on."""
+    """An empty reply, asked for once more without streaming (`EmptyReply` if empty
+    again); a full answer means the stream lost it: no streaming from then on."""
     if not first.streamed:
         raise EmptyReply(_model_label(model), streamed=False)
     log.info(
         "%s sent an empty streamed reply; asking once more without streaming", _model_label(model)
     )
     # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
-    first.write(
-        ev.ModelRetried(
-            thread_id=first.thread_id,
-            attempt=1,
-            max_retries=1,
-            delay_s=0.0,
-            reason="The model's streamed reply was empty; asking once more without streaming.",
-            message_id=first.message_id,
-        )
+    first.retried(
+        1, 1, 0.0, "The model's streamed reply was empty; asking once more without streaming."
     )
     again = _Reply(first.write, first.thread_id)
     ai, _ = again.fetch(model, messages, config, runtime, stream=False)
-    if is_empty(ai) and ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage"):
+    if is_empty(ai):
         raise EmptyReply(_model_label(model), streamed=True)
     stop_streaming(model, why="its streamed reply was empty, asked without streaming it answered")
     return ai
@@ -373,6 +344,18 @@ class _Reply:
         if len(self._chunks) > 1:
             self._chunks = [add_ai_message_chunks(self._chunks[0], *self._chunks[1:])]
         return self._chunks[0] if self._chunks else None
+
+    def retried(self, attempt: int, max_retries: int, delay: float, reason: str) -> None:
+        self.write(
+            ev.ModelRetried(
+                thread_id=self.thread_id,
+                attempt=attempt,
+                max_retries=max_retries,
+                delay_s=delay,
+                reason=reason,
+                message_id=self.message_id,
+            )
+        )
 
     def flush(self) -> None:
         for kind, piece in self._think.flush():
