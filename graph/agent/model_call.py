@@ -87,23 +87,18 @@ def prompt_messages(
     *,
     keep_reasoning: bool,
 ) -> list[AnyMessage]:
-    """What the model is sent: the system text, then the history from the latest
-    compaction summary on (history.model_view) with earlier replies' reasoning left
-    out (or, with `keep_reasoning`, as <think> text: the one form every server reads
-    back; reasoning content blocks stay as they came).
-
-    Left out too, whatever `keep_reasoning` says: Gatehouse's own notices (a stop's
-    reason is the agent's words, not the model's), and a cut-off reply with the errors
-    that answered its calls, so asking again starts from the history before it. The
-    person still sees both (they stay in the thread)."""
+    """The system text, then the history from the latest compaction summary on
+    (history.model_view), earlier replies' reasoning left out (with `keep_reasoning`:
+    as <think> text, the form every server reads back). Always left out (the person
+    still sees them): Gatehouse's notices, and a cut-off reply with its calls' errors,
+    so asking again starts from the history before it."""
     prompt = system_text(system_prompt, view.get("model_context") or {})
     sent = _sent_memos[keep_reasoning](history).messages
     return [SystemMessage(prompt), *sent] if prompt else list(sent)
 
 
 class _Sent(NamedTuple):
-    """What is sent of a history so far, and the ids of a left-out reply's calls whose
-    answers are left out too."""
+    """What is sent of a history so far, and the call ids whose answers are left out."""
 
     messages: tuple[AnyMessage, ...]
     unsent: frozenset[str]
@@ -137,8 +132,7 @@ def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]],
 
 
 _NOTHING_SENT = _Sent((), frozenset())
-# What the model is sent of a history, carried from one call to the next (prefix_memo.py):
-# the messages sent, in order, for each `keep_reasoning`.
+# What the model is sent of a history, per `keep_reasoning`, carried from call to call.
 _sent_memos: dict[bool, PrefixMemo[_Sent]] = {
     keep: PrefixMemo(
         _NOTHING_SENT, _sent_after(keep), seed=lambda m: (view_start(m), _NOTHING_SENT)
@@ -172,9 +166,8 @@ def is_cut_off(ai: AIMessage) -> bool:
 def to_message(
     chunk: AIMessage | None, *, complete: bool = True, usage_requested: bool = False
 ) -> AIMessage:
-    """The stored form of a reply: strict tool calls, reasoning apart from the answer,
-    and (when `complete`, i.e. not stopped by the person) the cut-off mark, with why
-    (graph/agent/cut_off.py)."""
+    """The stored reply: strict tool calls, reasoning apart, and (when `complete`: not
+    stopped by the person) the cut-off mark with why (graph/agent/cut_off.py)."""
     if chunk is None:
         return AIMessage(content="", id=f"run-{uuid.uuid4()}")
     calls, invalid = strict_tool_calls(chunk)
@@ -204,13 +197,7 @@ def to_message(
         kwargs[CUT_OFF_REASON_KEY] = reason
         # Arguments that happen to parse are still not known to be the ones the model meant.
         invalid += [
-            {
-                "name": c["name"],
-                "args": json.dumps(c["args"]),
-                "id": c["id"],
-                "error": "the reply was cut off",
-                "type": "invalid_tool_call",
-            }
+            _invalid(c["name"], json.dumps(c["args"]), c["id"], "the reply was cut off")
             for c in calls
         ]
         calls = []
@@ -226,8 +213,7 @@ def to_message(
 
 
 def _raw_arguments(reply: AIMessage) -> list[dict[str, Any]]:
-    """The argument text as the model sent it, where the reply still has it: the
-    streamed tool-call chunks, or OpenAI-style `additional_kwargs["tool_calls"]`."""
+    """The argument text as sent: streamed call chunks, or OpenAI-style kwargs."""
     if isinstance(reply, AIMessageChunk) and reply.tool_call_chunks:
         return [
             {"id": c.get("id"), "index": c.get("index", i), "args": c.get("args")}
@@ -244,14 +230,9 @@ def _raw_arguments(reply: AIMessage) -> list[dict[str, Any]]:
 
 
 def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
-    """Parse tool-call arguments strictly.
-
-    LangChain assembles streamed arguments with a lenient partial-JSON parser, which
-    turns `{"path": "x"` (cut off) into a valid-looking call. A call that would run
-    with arguments the model never finished must be answered with an error instead.
-    A whole (non-streamed) reply is checked the same way where its raw argument text
-    is kept; LangChain parses it strictly otherwise.
-    """
+    """Tool-call arguments parsed strictly: LangChain's lenient partial-JSON parser
+    makes `{"path": "x"` (cut off) a valid-looking call, which must be answered with
+    an error instead. A whole reply is checked the same where its raw text is kept."""
     calls: list[Any] = []
     invalid: list[Any] = list(reply.invalid_tool_calls)
     raw = {c["index"]: c for c in _raw_arguments(reply)}
@@ -266,32 +247,20 @@ def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
         if isinstance(text, str) and text.strip():
             try:
                 parsed = json.loads(text)
+                error = None if isinstance(parsed, dict) else "not a JSON object"
             except json.JSONDecodeError as exc:
-                invalid.append(
-                    {
-                        "name": call["name"],
-                        "args": text,
-                        "id": call_id,
-                        "error": str(exc),
-                        "type": "invalid_tool_call",
-                    }
-                )
-                continue
-            if not isinstance(parsed, dict):
-                invalid.append(
-                    {
-                        "name": call["name"],
-                        "args": text,
-                        "id": call_id,
-                        "error": "not a JSON object",
-                        "type": "invalid_tool_call",
-                    }
-                )
+                error = str(exc)
+            if error is not None:
+                invalid.append(_invalid(call["name"], text, call_id, error))
                 continue
         calls.append({**call, "id": call_id})
     for bad in invalid:
         bad["id"] = bad.get("id") or f"call_{uuid.uuid4().hex[:24]}"
     return calls, invalid
+
+
+def _invalid(name: str, args: str, call_id: str | None, error: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
 
 
 def answer_invalid_calls(ai: AIMessage) -> list[ToolMessage]:
@@ -315,9 +284,8 @@ def _unrun_answer(call: Mapping[str, Any], cut: bool) -> ToolMessage:
 def announce(
     reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool
 ) -> None:
-    """The whole-message events of a step that keeps `reply`: `assistant_message`, and
-    when the run ends here (`ends`), its end (graph/agent/run_end.py) after it
-    (`history`: the saved history the step's update applies to)."""
+    """`assistant_message` for a kept `reply`, then the run's end when it `ends` here
+    (`history`: the saved history the update applies to)."""
     if reply is not None:
         emit(
             ev.AssistantMessage,
@@ -336,11 +304,10 @@ def after_reply(
     ai: AIMessage,
     before: list[AnyMessage],
     deps: AgentDeps,
-    stored: list[AnyMessage] | None = None,
+    stored: list[AnyMessage],
 ) -> dict[str, Any]:
-    """The after_llm hooks on a complete reply: keep it (maybe changed by them), or
-    send it back (`rerun_llm`) so the model node asks again. `view` holds the
-    thread's usage before this step; `update` what this step added."""
+    """The after_llm hooks on a complete reply: keep it (maybe changed), or send it back
+    (`rerun_llm`). `view` holds the usage before this step, `update` what it added."""
     usage = add_usage(view.get("usage"), update.get("usage"))
     checked = deps.hooks.run(
         "after_llm", {**view, **update, "usage": usage, "messages": [*history, ai]}
@@ -395,21 +362,16 @@ def after_reply(
         ends = ends_here(final, update, bool(deps.hooks["on_exit"]))
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
-    announce(
-        final if isinstance(final, AIMessage) else None,
-        history if stored is None else stored,
-        update,
-        ends,
-    )
+    announce(final if isinstance(final, AIMessage) else None, stored, update, ends)
     return update
 
 
 def answer_now(
     ai: AIMessage, history: list[AnyMessage], update: dict[str, Any], deps: AgentDeps
 ) -> list[ToolMessage]:
-    """The reply's calls that must not run, answered at once: broken arguments (and
-    every call of a cut-off reply), the doom-loop guard's repeats, and everything
-    when the run stops here. Sets the stop in `update` when the guard stops the run."""
+    """The reply's calls answered at once: broken arguments (every call of a cut-off
+    reply), the doom-loop guard's repeats (which may stop the run, in `update`), and
+    all of them when the run stops here."""
     unrun = answer_invalid_calls(ai)
     # A cut reply's calls were never tried: answered for the model, not shown as calls.
     # (answer_invalid_calls writes their content as text: the cast only narrows the type.)

@@ -268,13 +268,9 @@ def _ask_again_without_streaming(
 
 
 class _Reply:
-    """One attempt at the model's reply: streams its events, merges its chunks.
-
-    The chunks are kept and merged once, when the reply is read (`merged`), as
-    LangChain's own `stream` does: merging each chunk into the sum so far (`sum +
-    chunk`) copies the sum and parses the tool calls' partial JSON again every time,
-    quadratic in the reply (a 54 KB `write_file` streamed in ~2,000 chunks took ~6 s of
-    CPU that way, ~20 ms merged once)."""
+    """One attempt at the model's reply: streams its events, merges its chunks once,
+    when read (as LangChain's `stream` does): `sum + chunk` at every chunk re-parses
+    the partial JSON, quadratic (a 54 KB `write_file`: ~6 s of CPU, ~20 ms once)."""
 
     def __init__(self, write: Callable[[Any], None], thread_id: str) -> None:
         self.write = write
@@ -389,11 +385,8 @@ class _Reply:
 
 
 def chat_input(model: Any, messages: list[AnyMessage]) -> Any:
-    """What the model is handed: for a chat model, the messages as the `ChatPromptValue`
-    it would make of them, made without checking each (they are messages: the state's
-    reducer made them so). A chat model converts a list message by message (~1 µs each:
-    ~1 ms a call at 1,000 messages) and reads a prompt value as it is. Anything else
-    (a plain Runnable standing in for a model) gets the list."""
+    """A chat model gets a `ChatPromptValue` built unchecked (the reducer made them
+    messages; converting a list costs ~1 ms a call at 1,000); anything else the list."""
     if isinstance(_unwrap(model), BaseChatModel):
         return ChatPromptValue.model_construct(messages=messages)
     return messages
@@ -416,23 +409,18 @@ def _lossy_stream(model: Any) -> str | None:
 
 
 def stop_streaming(model: Any, why: str | None = None) -> None:
-    """Ask this model without streaming from now on (logged once, with the reason):
-    by default, its server answered a streaming request with one JSON body (nothing
-    came as server-sent events)."""
+    """Ask this model without streaming from now on (logged once, with why; by default
+    its server answered a streaming request with one JSON body)."""
     inner = _unwrap(model)
     where = getattr(inner, "openai_api_base", None)
     if why is None:
         why = (
             f"the model server{f' at {where}' if where else ''} answered a streaming request without streaming"
-            if _speaks_http(inner)
+            if hasattr(inner, "openai_api_base") or hasattr(inner, "base_url")
             else f"{type(inner).__name__}.stream() gave no chunks"
         )
     log.warning("%s; asking %s without streaming from now on", why, _model_label(inner))
     _NOT_STREAMING[id(inner)] = inner
-
-
-def _speaks_http(model: Any) -> bool:
-    return hasattr(model, "openai_api_base") or hasattr(model, "base_url")
 
 
 def _model_label(model: Any) -> str:
