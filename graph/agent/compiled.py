@@ -1,20 +1,10 @@
-"""The compiled agent's own entry points, for every client of the graph.
-
-`GatehouseGraph` is LangGraph's compiled graph (a subclass: see its docstring) with two readings of client requests
-that LangGraph takes as no-ops, made what the person meant:
-- a clear of a paused review ("Mark as resolved": `update_state(None, as_node=END)`,
-  or a run of just `Command(goto=END)` as Agent Chat UI sends it) rejects the open
-  calls with a note (resolve.py);
-- an answer to a thread that no longer waits (decided elsewhere) is refused with
-  who decided (late_answers.py), instead of a run that "succeeds" doing nothing.
-LangGraph Server, Studio, the SDK and a raw `graph.stream` all go through these.
-
-The graph carries its parts as one typed object, `deps` (graph/agent/deps.py: the
-tools, the built-in ones included, the hooks, the policy, the decision log, the
-journal), the same object its nodes are given; `gatehouse_tools` and
-`gatehouse_hooks` read from it. Every run gets a run context
-(graph/agent/context.py), also a raw `invoke` that passes none: the gate keeps the
-run's policy verdicts there.
+"""The compiled agent's own entry points, for every client (Server, Studio, the SDK, a
+raw `graph.stream`). `GatehouseGraph` reads two requests LangGraph takes as no-ops as
+what the person meant: a clear of a paused review (`update_state(None, as_node=END)`,
+or a run of just `Command(goto=END)`) rejects the open calls (resolve.py), and an
+answer to a thread that no longer waits is refused with who decided (late_answers.py).
+It carries its parts, `deps` (the object its nodes get), and gives every run a context,
+also a raw `invoke` that passes none (the gate keeps its verdicts there).
 """
 
 from __future__ import annotations

@@ -8,24 +8,18 @@
               │                                                  └─ rejected / answered: ToolMessages
               └──────── every call answered (the turn's last tasks move the run on) ──┘
 
-- `model` (model_node.py) starts a fresh run's counters on a new user message,
-  stops the run on a limit, a cancel request or a hook's `stop_reason`, runs the
-  before_llm hooks, streams the model's reply, runs the after_llm hooks (which may
-  send it back: `model` again) and answers calls that must not run (bad JSON, the
-  doom-loop guard's repeats).
-- `before_tool` (only when there are before_tool hooks) runs those hooks; the policy
-  (routing.py) then sends every free call to its own `run_tool` task (tool_node.py)
-  and the gated ones to `review` (review.py), which asks ONE interrupt per model
-  turn. Sibling tasks that finished are pending writes and are not re-run when the
-  review resumes (a single node holding all calls would re-run them).
-- `finish` (only with on_exit hooks or a stop) runs the on_exit hooks.
+- `model` (model_node.py): a new run's counters, limits, cancel and hook stops, the
+  before_llm hooks, the streamed reply, the after_llm hooks, and the calls that must
+  not run answered (bad JSON, the doom-loop guard's repeats).
+- the policy (routing.py) sends each free call to its own `run_tool` task
+  (tool_node.py) and the gated ones to `review` (review.py): ONE interrupt per turn.
+  Finished siblings are pending writes, not re-run on resume (one node holding all
+  calls would re-run them).
+- `before_tool` and `finish` (on_exit hooks) exist only when there are such hooks.
 
-A turn is about six checkpoints (input, model, tools + review, the approved call,
-model); each saved step costs time on every turn, so nodes are only added where a
-checkpoint buys something (a hook's changes, a pause, a tool's result).
-
-Every node is a top-level function taking its dependencies (`AgentDeps`) explicitly;
-this file only binds them and wires the nodes.
+A turn is about six checkpoints, each a cost on every turn: a node is added only
+where a checkpoint buys something. Every node is a top-level function taking its
+dependencies (`AgentDeps`); this file binds them and wires the nodes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""An answer that comes after the question was decided elsewhere.
-
-A client that read a pause and answers it after another front end decided (the
-terminal approved, the web app rejected) sends `Command(resume=...)` to a thread that
-no longer waits. LangGraph takes such a resume as a no-op and the run "succeeds";
-the person would believe their answer counted. It is refused instead, with what
-became of the request: "already decided: `write_file` approved by ana via terminal",
-the words the web app and the Session use.
+"""An answer after the question was decided elsewhere (the terminal approved, the web
+app then rejects): LangGraph takes a resume of a thread that no longer waits as a
+no-op "success". It is refused instead, with what became of the request ("already
+decided: `write_file` approved by ana via terminal"), in the words front ends use.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """What went wrong when the model API failed, in words a person can act on.
 
-The exception a run sees is rarely the one that says what happened. langchain-openai
-re-raises the `openai` client's errors as its own classes (`OpenAIConnectionError`,
-`OpenAIRateLimitError`, … from `langchain_openai.chat_models.base`, which subclass both
-the `openai` class and LangChain's `ModelError` family); the `openai` error wraps the
-`httpx` one; and that wraps the socket error that names the cause ("Connection
-refused"). So the whole chain is read: the outermost recognised error says what kind
-of failure it was, the status code and the server's own message come from whichever
-error carries them, and the innermost cause gives the detail.
-
-Recognised without importing any provider: LangChain's `ModelError` classes, anything
-from the `openai`, `anthropic` or `ollama` packages, `httpx` / `httpcore` transport
-errors, and Gatehouse's own `EmptyReply`.
-
-Proxies: LiteLLM reports a stream that broke after it started as an error event
-inside the stream (`data: {"error": {"message", "code": "500"}}`), which the `openai`
-client raises as a bare `APIError`: read as a reply that broke midway, worth retrying.
-An error *response* from LiteLLM (its `x-litellm-*` headers) comes after the proxy's
-own retries: `proxy_retried`, so Gatehouse does not multiply them. LiteLLM passes the
-provider's headers on as `llm_provider-<name>`: its `retry-after` is honoured.
+The error a run sees is rarely the one that says what happened: langchain-openai
+re-raises the `openai` client's errors as its own classes, which wrap `httpx`'s,
+which wrap the socket error ("Connection refused"). So the whole chain is read: the
+outermost recognised error gives the kind, status and server message come from
+whichever carries them, the innermost cause the detail. Recognised without imports:
+LangChain's `ModelError`s, the `openai` / `anthropic` / `ollama` / `httpx` packages,
+and `EmptyReply`. A LiteLLM proxy reports a stream broken midway as an error event in
+the stream (a bare `APIError`: retried); its error *response* (`x-litellm-*` headers)
+comes after its own retries (`proxy_retried`); its `llm_provider-retry-after` counts.
 """
 
 from __future__ import annotations

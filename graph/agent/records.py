@@ -1,15 +1,9 @@
-"""What the agent writes to the decision log besides a person's answer, and in which
-words: an auto-approval, and a run a standing grant let through; through the one door
-(graph/agent/authority.py), like every record. The gate (graph/agent/gate.py) reads
-these rows back: a gated call runs only on its recorded approval.
-
-Standing permissions made visible: a call the policy would gate that runs because an
-"always allow" grant of the thread covers it gets the same trail as one a person
-approved. Its entry (question "standing", decision "always_allowed", naming the
-grant) is written before the call runs, and its result and `tool_started` event name
-the grant, so every front end can show why nobody was asked. The grant is the one
-the gate found in the decision log, never one taken from a task (a client's forged
-`Send` cannot put a grant on a call's record).
+"""What the agent writes to the decision log besides a person's answer, in which
+words, through the one door (authority.py): an auto-approval, and a run a standing
+grant let through. The latter gets the trail of an approved call (question
+"standing", decision "always_allowed", naming the grant) before it runs, and its
+result and `tool_started` name the grant, so front ends show why nobody was asked.
+The grant is the one the gate found in the log, never one from a task.
 """
 
 from __future__ import annotations

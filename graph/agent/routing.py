@@ -1,16 +1,9 @@
-"""Where the run goes after the model: the end, the on_exit hooks, the model again (an
-after_llm hook sent the reply back), or the tool calls, split by the policy into
-calls to run or answer now (one `run_tool` task each) and gated calls (one `review`
-for the whole turn).
-
-Which call goes where is the gate's verdict (graph/agent/gate.py): not every call
-the policy gates goes to a person (arguments that fail the tool's schema, a call
-already decided, auto-approve). Routes write nothing: run_tool records an
-auto-approval ("auto_approve" in the decision log) before it checks the log.
-
-Joining without a join node: free calls that run beside a review do not move the run
-on; the review does (straight to `model` when nothing was approved), or the approved
-calls do, all in one step, so `model` runs once, after every answer.
+"""Where the run goes after the model: the end, the on_exit hooks, the model again (a
+reply sent back), or the tool calls: free ones (one `run_tool` task each) and gated
+ones (one `review` for the turn), by the gate's verdict (gate.py: not every gated
+call goes to a person). Routes write nothing: run_tool records an auto-approval.
+No join node: free calls beside a review do not move the run on; the review does (or
+the approved calls, in one step), so `model` runs once, after every answer.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
-"""The `run_tool` node: one task per tool call (a `Send`), so a sibling that finished
-is a pending write and is never re-run when the run resumes.
+"""The `run_tool` node: one task per call (a `Send`), so a finished sibling is a
+pending write, never re-run on resume.
 
-A call with side effects (every tool but a read-only one, idempotent or not) is
-journaled before and after it runs, its row bound to its id, tool and canonical
-arguments (a call reusing an id finds nothing). Its journal row is read before anything with side effects, because this node
-re-runs from its start when an "outcome unknown" interrupt below is answered:
-- finished, but the checkpoint never saw the result: the stored result is the answer;
-- started, never finished (a crash mid-call): ask the person (run again / mark as
-  failed / respond with the real outcome) instead of silently repeating it.
-
-An output too large for the model's context is stored aside before the journal's
-"finished" row (graph/agent/offload.py), so the row's result always finds it.
-
-A call the policy gates runs only when the decision log holds a person's approval
-of exactly this call (id, tool and canonical arguments), or an auto-approval recorded while auto-approve was on
-(graph/store/decisions.py); how it was approved is kept with its result
-(`additional_kwargs["gatehouse_decision"]`). A task that reaches this node
-any other way (a client's forged `Send`, a state edit) does nothing at all: it is not
-run, and it writes no answer either (the call may still be waiting for a person, who
-must not find it answered), only a notice on the stream.
+A call with side effects (all but read-only tools) is journaled before and after it
+runs, bound to its id, tool and canonical arguments. The row is read first, as the
+node re-runs from its start when an "outcome unknown" interrupt is answered: finished
+but unseen by the checkpoint, the stored result answers; started, never finished,
+the person is asked (run again / failed / the real outcome). A large output is stored
+aside before the "finished" row (offload.py). A gated call runs only on a recorded
+approval of exactly this call, or an auto-approval recorded here; how, is kept with
+the result. A task that reaches the node any other way (a forged `Send`, a state
+edit) neither runs nor answers (the call may still wait for a person): a notice only.
 """
 
 from __future__ import annotations
