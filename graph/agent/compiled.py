@@ -48,14 +48,12 @@ _DONE = object()  # a stream that ended before its first chunk
 
 
 class GatehouseGraph(CompiledStateGraph):
-    """LangGraph Server takes only a `Pregel`, so the entry points are extended by a
-    subclass, built and copied by LangGraph's own constructor (the fence's `rebuilt_as`
-    and its upgrade test: graph/store/langgraph_private.py)."""
+    """A subclass, as LangGraph Server takes only a `Pregel`; built by LangGraph's own
+    constructor (the fence's `rebuilt_as`: graph/store/langgraph_private.py)."""
 
     def __init__(self, *, deps: AgentDeps, **attributes: Any) -> None:
         super().__init__(**attributes)
-        # An attribute, so LangGraph's `copy` (LangGraph Server runs a copy with its
-        # checkpointer) passes the parts along.
+        # An attribute: LangGraph's `copy` (the Server runs a copy) passes it along.
         self.deps = deps
 
     @property
@@ -139,8 +137,7 @@ class GatehouseGraph(CompiledStateGraph):
                 return
             if is_answer(input) and not await self._awaits(config):
                 state = await self.aget_state(config)
-                if not state.interrupts:
-                    await asyncio.to_thread(self._refuse_late, thread_id, state)
+                await asyncio.to_thread(self._refuse_late, thread_id, state)
         async for part in super().astream(input, config, **kwargs):
             yield part
 
@@ -148,19 +145,14 @@ class GatehouseGraph(CompiledStateGraph):
         """The run's thread id, when it has one and this graph saves threads."""
         return _thread(config) if self.checkpointer else None
 
-    # An answer to a thread that waits (nearly every answer) is checked against the
-    # question by the run itself: whether it waits is read from the checkpoint's
-    # pending writes (one indexed read, ~0.4 ms), not from a whole state snapshot
-    # (~5 ms at 200 turns in a fresh process: every message decoded, which the run
-    # then does once itself, the step's tasks prepared, the values read). Only an
-    # answer to a thread that does not wait builds the state, to say who decided
-    # (`_refuse_late`).
+    # Whether the thread waits is read from the checkpoint's pending writes (~0.4 ms),
+    # not a state snapshot (~5 ms at 200 turns: every message decoded, which the run
+    # then does again); only an answer to a thread that does not wait builds the state.
     def _read_waiting(
         self, config: RunnableConfig
     ) -> tuple[bool, AbstractContextManager[None] | None]:
-        """(whether the thread waits for an answer, a block inside which the saver
-        hands the checkpoint it just read to the run's own first read, when it can:
-        Gatehouse's savers, graph/store/delta_reads.py `handing_over`)."""
+        """(whether the thread waits, a block in which the saver hands the checkpoint it
+        read to the run's first read, when it can: graph/store/delta_reads.py)."""
         read = self._state_read(config)
         if read is None:
             return False, None
@@ -181,9 +173,8 @@ class GatehouseGraph(CompiledStateGraph):
     def _state_read(
         self, config: RunnableConfig
     ) -> tuple[BaseCheckpointSaver, RunnableConfig, bool] | None:
-        """The saver and config `get_state(config)` reads the checkpoint with, and
-        whether its snapshot is live (no checkpoint id asked for); None when it would
-        read elsewhere (a subgraph's namespace, a lent saver): then the state is built."""
+        """The saver and config `get_state` reads with, and whether the snapshot is live
+        (no checkpoint id); None when it reads elsewhere (a subgraph, a lent saver)."""
         saver = self.checkpointer
         if not isinstance(saver, BaseCheckpointSaver):
             return None

@@ -83,25 +83,16 @@ def build_graph(
     tool_definitions: ToolDefinitions | None = None,
 ) -> GatehouseGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
-    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged; a name in it
-    that is none of `tools` is refused (`PolicyError`), `"*"` means every tool.
-
-    `journal` and `decisions` (graph/store: `storage.journal`, `storage.decisions`)
-    make the approval guarantees hold for every client of the compiled graph: a call
-    is claimed atomically before it runs, and a gated call runs only on a person's
-    recorded approval. Without them the graph trusts its own process.
-
-    `outputs` (`storage.outputs`) keeps tool outputs larger than `offload`'s threshold
-    aside: the model gets their head and the free `read_tool_output` tool to read on
-    (graph/agent/offload.py). A `Compaction` hook given without a model summarises
-    with this graph's `model`.
-
-    `doom_loop_threshold`: the N-th call in a row of one tool with the same arguments
-    is answered with a nudge instead of running, one more stops the run (0: off).
-    `max_parallel_tools`: how many tool calls of one run execute at once (1: one at a
-    time; None: no limit of Gatehouse's own; graph/agent/parallel.py).
-    `tool_definitions` makes what the model is shown of the tools (default: LangChain's
-    conversion in `model.bind_tools`; graph/agent/tool_binding.py)."""
+    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping; a name in it that is no tool
+    is refused (`PolicyError`), `"*"` means every tool. `journal` and `decisions`
+    (`storage.journal`, `storage.decisions`) make the approval guarantees hold for every
+    client: a call is claimed atomically before it runs, and a gated call runs only on a
+    recorded approval (without them the graph trusts its own process). `outputs` keeps
+    outputs over `offload`'s threshold aside (offload.py). A `Compaction` hook given no
+    model summarises with `model`. `doom_loop_threshold`: the N-th identical call in a
+    row gets a nudge, one more stops the run (0: off). `max_parallel_tools`: calls of
+    one run executing at once (None: no limit; parallel.py). `tool_definitions`: what
+    the model is shown of the tools (tool_binding.py)."""
     offload = offload or OffloadOptions()
     tools = list(tools)
     if outputs is not None and offload.enabled and all(t.name != READ_TOOL for t in tools):
@@ -163,11 +154,9 @@ def build_graph(
     builder.add_conditional_edges(
         "before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"]
     )
-    # A client's "mark as resolved" rejects the open calls; a late answer is refused (compiled.py).
-    # Its parts (tools, hooks, policy, decision log) travel with it, typed (compiled.py).
+    # Gatehouse's entry points and its parts, typed (compiled.py).
     compiled.append(as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name), deps))
     return compiled[0].with_config(
-        # An answer that names an interrupt which is not pending (already decided,
-        # made up) is refused instead of silently ignored.
+        # An answer naming an interrupt that is not pending is refused, not ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}
     )

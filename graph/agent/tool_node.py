@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
@@ -173,23 +174,23 @@ def _answer(
         auto_approved=decision == AUTO_APPROVE,
         grant=task.get("grant"),
     )
-    status: ToolStatus
-    if mode == "deny":
-        msg, ms, status = say.denied(call), 0.0, "denied"
-    elif mode == "invalid":
-        msg, ms, status = say.invalid_for_review(call, task.get("note")), 0.0, "error"
-    elif mode == "skip":
-        msg, ms, status = say.error_result(call, say.not_run(task.get("note"))), 0.0, "error"
-    elif mode == "reject":
-        msg, ms, status = say.rejected(call, task.get("note")), 0.0, "rejected"
-    elif mode == "respond":
-        msg, ms, status = say.responded(call, task.get("note") or ""), 0.0, "responded"
-    elif mode == "run":
+    if mode == "run":
         with executing(thread_id, call) if journaled else nullcontext():
             return _execute(task, config, deps, journaled, recorded, stop)
-    else:  # refused by run_tool before this point (gate.answer_permit); never run
+    if (answer := _ANSWERS.get(mode)) is None:  # refused by run_tool before (answer_permit)
         raise ValueError(f"unknown tool task mode {mode!r}")
-    return msg, ms, status
+    msg, status = answer(call, task.get("note"))
+    return msg, 0.0, status
+
+
+# How a task that does not run its call answers it: (result, status).
+_ANSWERS: dict[str, Callable[[ToolCall, str | None], tuple[ToolMessage, ToolStatus]]] = {
+    "deny": lambda call, note: (say.denied(call), "denied"),
+    "invalid": lambda call, note: (say.invalid_for_review(call, note), "error"),
+    "skip": lambda call, note: (say.error_result(call, say.not_run(note)), "error"),
+    "reject": lambda call, note: (say.rejected(call, note), "rejected"),
+    "respond": lambda call, note: (say.responded(call, note or ""), "responded"),
+}
 
 
 def _execute(
