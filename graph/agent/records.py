@@ -44,25 +44,8 @@ def record_auto_approval(
     verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
     if not isinstance(verdict, AutoApproved):
         return  # already recorded (a re-run), or not auto-approved: permit decides
-    who = decided_by(config)
-    enter(
-        deps.decisions,
-        deps.policy,
-        [
-            DecisionRecord(
-                thread_id=thread_id,
-                question="review",
-                tool_call_id=id_of(call),
-                tool=call["name"],
-                decision=AUTO_APPROVE,
-                args=call["args"],
-                message=f"auto-approved: auto-approve is on for this {verdict.by}",
-                source=who["source"],
-                actor=who["actor"],
-                decided_at=time.time(),
-            )
-        ],
-    )
+    message = f"auto-approved: auto-approve is on for this {verdict.by}"
+    _enter(call, config, deps, "review", AUTO_APPROVE, message)
 
 
 def record_grant_run(
@@ -79,24 +62,32 @@ def record_grant_run(
     ):
         return None
     label = grant_label(grant.tool, grant.pattern)
-    who = decided_by(config)
     # The grant's own record says who gave it; this one, which run it let through.
-    enter(
-        deps.decisions,
-        deps.policy,
-        [
-            DecisionRecord(
-                thread_id=thread_id,
-                question=STANDING_QUESTION,
-                tool_call_id=id_of(call),
-                tool=call["name"],
-                decision=ALWAYS_ALLOWED,
-                args=call["args"],
-                message=f"ran without asking: always allowed in this thread by the grant {label}",
-                decided_at=time.time(),
-                source=who["source"],
-                actor=who["actor"],
-            )
-        ],
-    )
+    message = f"ran without asking: always allowed in this thread by the grant {label}"
+    _enter(call, config, deps, STANDING_QUESTION, ALWAYS_ALLOWED, message)
     return label
+
+
+def _enter(
+    call: ToolCall,
+    config: RunnableConfig,
+    deps: AgentDeps,
+    question: str,
+    decision: str,
+    message: str,
+) -> None:
+    """One record the agent writes for `call`, by the run's identity, through the door."""
+    who = decided_by(config)
+    record = DecisionRecord(
+        thread_id=thread_of(config),
+        question=question,
+        tool_call_id=id_of(call),
+        tool=call["name"],
+        decision=decision,
+        args=call["args"],
+        message=message,
+        source=who["source"],
+        actor=who["actor"],
+        decided_at=time.time(),
+    )
+    enter(deps.decisions, deps.policy, [record])
