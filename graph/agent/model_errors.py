@@ -104,20 +104,21 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
     )
 
     if status is not None:
-        if status in (401, 403):
-            what = "refused the credentials" if status == 401 else "refused access"
-            return ModelProblem(
-                f"The model API {what} (HTTP {status}{said}).",
-                "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry.",
-                retryable=True,
-                transient=False,
-            )
-        if status == 404:
+        if status in (401, 403, 404):
             # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
             pull = " (with Ollama: `ollama pull` it)" if "pull" not in server else ""
+            key = "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry."
+            what, advice = {
+                401: ("refused the credentials", key),
+                403: ("refused access", key),
+                404: (
+                    "does not know this model or endpoint",
+                    f"Check the model name{pull} and base URL, then retry.",
+                ),
+            }[status]
             return ModelProblem(
-                f"The model API does not know this model or endpoint (HTTP 404{said}).",
-                f"Check the model name{pull} and base URL, then retry.",
+                f"The model API {what} (HTTP {status}{said}).",
+                advice,
                 retryable=True,
                 transient=False,
             )
