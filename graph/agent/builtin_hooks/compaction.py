@@ -83,8 +83,7 @@ class Compaction:
         )
         self.instructions = instructions
         self.name = name
-        # Keep the default estimate's count with the thread (token_prefix.py): ~25 bytes
-        # more in each later checkpoint, for not counting the history again.
+        # Keep the estimate's count with the thread (~25 bytes a checkpoint; token_prefix.py).
         self.keep_count = keep_count
 
     def __repr__(self) -> str:
@@ -96,8 +95,7 @@ class Compaction:
             return planned[0]
         if counted is None:
             return None
-        # What was counted, kept with the thread (token_prefix.py): the next call, in
-        # this process or a new one, counts only what came after.
+        # Kept with the thread (token_prefix.py): the next call counts only what came after.
         return {"hook_thread": {self.name: {**self._own(state), COUNTED: counted}}}
 
     def compact(
@@ -134,9 +132,7 @@ class Compaction:
         head, tail = sent[:cut], sent[cut:]
         if not head or (len(head) == 1 and is_summary(head[0])):
             return None, counted
-        kept = messages[
-            : len(messages) - len(sent) + cut
-        ]  # everything before the tail, for the person
+        kept = messages[: len(messages) - len(sent) + cut]  # all before the tail, for the person
         summary = HumanMessage(
             content=f"{SUMMARY_PREFIX}\n\n{self.summarise(head)}",
             additional_kwargs={SUMMARY_MARK: True},
@@ -185,9 +181,11 @@ class Compaction:
 
 
 def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:
-    called = {c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.tool_calls}
-    called |= {
-        c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.invalid_tool_calls
+    called = {
+        c["id"]
+        for m in messages[:cut]
+        if isinstance(m, AIMessage)
+        for c in [*m.tool_calls, *m.invalid_tool_calls]
     }
     answered_later = {m.tool_call_id for m in messages[cut:] if isinstance(m, ToolMessage)}
     answered_before = {m.tool_call_id for m in messages[:cut] if isinstance(m, ToolMessage)}

@@ -4,10 +4,8 @@ gets the critique and tries again (at most `max_rounds` times).
     judge = AnswerJudge(ChatOpenAI(model="gpt-4o-mini"), threshold=7, max_rounds=2)
     build_graph(..., hooks={"on_exit": [judge]})
 
-The judge is asked for `GRADE: <number>/<scale>` and `CRITIQUE: ...`; the grade is
-parsed from that (or the first number in the reply). Each grade is shown as a
-`notice` event. A reply without a readable grade lets the answer stand (with a
-notice), so a flaky judge never traps the run in a loop.
+The grade is read from `GRADE: <n>/<scale>` (or the first number) and shown as a
+`notice`; an unreadable one lets the answer stand, so a flaky judge never loops.
 """
 
 from __future__ import annotations
