@@ -130,11 +130,10 @@ def _base_json_schema() -> JsonSchemaValue:
 
 
 def _json_copy(node: Any) -> Any:
+    """A copy of a JSON value, as `copy.deepcopy` makes it (without its bookkeeping)."""
     if isinstance(node, dict):
         return {k: _json_copy(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_json_copy(v) for v in node]
-    return node
+    return [_json_copy(v) for v in node] if isinstance(node, list) else node
 
 
 def build_request(
