@@ -140,16 +140,16 @@ def test_a_big_file_streamed_token_by_token_is_merged_once_and_written_whole(
     """A 54 KB `write_file` whose arguments arrive in ~2,200 pieces: the approval shows
     them whole and the file is written whole. The chunks are merged once per reply,
     not into the sum so far at every chunk (quadratic: ~6 s of CPU for this reply)."""
-    import graph.agent.model_call as model_call
+    import graph.agent.model_node as model_node
 
     merges: list[int] = []
-    merge = model_call.add_ai_message_chunks
+    merge = model_node.add_ai_message_chunks
 
     def counting(first: Any, *rest: Any) -> Any:
         merges.append(len(rest) + 1)
         return merge(first, *rest)
 
-    monkeypatch.setattr(model_call, "add_ai_message_chunks", counting)
+    monkeypatch.setattr(model_node, "add_ai_message_chunks", counting)
     args = {"path": "big.md", "content": "lorem ipsum dolor sit amet\n" * 2000}
     script = [
         {

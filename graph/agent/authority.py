@@ -1,26 +1,17 @@
 """The one door for authority: every decision that lets a call run or answers for it
-enters the decision log here, and nowhere else.
-
-Approve, edit, reject, respond (the review's card), "mark as resolved" (resolve.py),
-an "outcome unknown" answer (run again, mark as failed, respond), an auto-approval, a
-grant (given with an approval), the thread's auto-approve switch and a revoke
-(graph/service/standing.py) all pass `enter`, which checks, with the answer:
-- who decides: the identity the run's trusted context names (`decided_by`: the
-  Session's caller, LangGraph Server's authenticated user), never a field a client
-  sends; an identity that could pass for another (graph/protocol/identity.py) decides
-  nothing;
-- whether they may: the tool's `approvers` in this database's policy, on every kind
-  of question (a standing run is the grant's doing: its giver was checked when it was
-  given, and is again whenever the gate reads it, `grant_holds`);
-- what it binds: the thread, the request (interrupt) answered, the call id, the tool
-  and the canonical arguments, all on the record (`DecisionRecord.binds`).
-
-A refused entry writes nothing. The answer's validation calls `refusal` before
-LangGraph stores a resume value (review.py, `CheckedOutcome` here), so a refused
-answer leaves the pause exactly as it was; `enter` checks again, whoever calls it.
-
-The gate reads back only what this door wrote in this database: rows whose hash-chain
-entry checks out, of the thread's current life (graph/store/decisions.py).
+enters the decision log here (`enter`), and nowhere else: the review's answers, "mark
+as resolved", an outcome answer, an auto-approval, a grant, the auto-approve switch
+and a revoke (graph/service/standing.py). With the answer it checks:
+- who decides: the identity the run's trusted context names (`decided_by`), never a
+  client's field; an identity that could pass for another decides nothing;
+- whether they may: the tool's `approvers` in this database's policy, on every kind of
+  question (a standing run's giver is checked when the grant is read, `grant_holds`);
+- what it binds: thread, request, call id, tool, canonical arguments
+  (`DecisionRecord.binds`).
+A refused entry writes nothing. Answers are validated with `refusal` before LangGraph
+stores a resume value (review.py, `CheckedOutcome`), so the pause stays as it was. The
+gate reads back only rows whose hash-chain entry checks out, in the thread's current
+life (graph/store/decisions.py).
 """
 
 from __future__ import annotations

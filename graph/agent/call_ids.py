@@ -1,21 +1,13 @@
-"""Every tool call in a thread gets an id of its own, where the model's reply enters
-the state, before the policy, the review, the events or the storage see it.
+"""Every tool call in a thread gets an id of its own, where the reply enters the state.
 
-Models and servers repeat call ids: LiteLLM's mock calls are all `call_mock_1`, some
-servers number each reply's calls from `call_0`, and a reply may even carry one id
-twice. Everything downstream pairs a call with its answer, its decision and its
-journal row by id, so a repeated id would pin one call's result on another (and, were
-decisions found by id alone, its approval). A call whose id the thread already holds
-(or an earlier call of the same reply) is renamed here; the model's own id is kept in
-`additional_kwargs[ORIGINAL_IDS_KEY]` (new id -> model's id).
-
-A repeat is an id the history holds, one the thread's decision log or journal holds
-(older history a compaction dropped; a reply generated again after a replay from a
-checkpoint before the model answered: a new reply is a new call, never one that
-inherits the old call's approval or result), or an earlier call of the same reply.
-The new id is random and the tool calls and their ToolMessages both carry it, so the
-history sent back to the provider stays paired (it only needs ids that are unique
-and match).
+Models repeat call ids (LiteLLM's mocks are all `call_mock_1`, some servers number
+each reply from `call_0`, a reply may hold one twice), and everything downstream pairs
+a call with its answer, decision and journal row by id: a repeat would pin one call's
+result (or approval) on another. An id the history, the decision log or the journal
+already holds (history compaction dropped; a reply generated again after a replay: a
+new call, never heir to the old one's approval), or an earlier call of the same reply
+holds, is replaced by a random one on the call and its answer alike, so the provider
+still sees paired ids; the model's id is kept in `additional_kwargs[ORIGINAL_IDS_KEY]`.
 """
 
 from __future__ import annotations
@@ -36,8 +28,7 @@ def ids_in(messages: Iterable[AnyMessage]) -> set[str]:
     """Every tool-call id the messages hold: calls (valid or not) and answers."""
     seen: set[str] = set()
     add = seen.add
-    # Once per model call over the whole history: a plain loop, no list or generator
-    # per message.
+    # Over the whole history: a plain loop, no list or generator per message.
     for m in messages:
         if isinstance(m, AIMessage):
             for c in m.tool_calls:
@@ -51,8 +42,7 @@ def ids_in(messages: Iterable[AnyMessage]) -> set[str]:
     return seen
 
 
-# The ids of a history, carried from one model call to the next (prefix_memo.py): a
-# turn adds a few messages to a history of hundreds.
+# The ids of a history, carried from one model call to the next (prefix_memo.py).
 _history_ids: PrefixMemo[frozenset[str]] = PrefixMemo(
     frozenset(), lambda ids, more: ids | ids_in(more)
 )
@@ -64,11 +54,8 @@ def fresh_call_ids(
     held: Sequence[AnyMessage] = (),
     logged: Callable[[str], bool] | None = None,
 ) -> AIMessage:
-    """`reply` with every call id that repeats one in the thread replaced by an id of
-    its own; the reply itself when none repeats. Repeats are ids in the history (or
-    held input), earlier in the same reply, or, through `logged`, ids the thread's
-    decision log or journal already hold (history a compaction dropped, a branch
-    replayed from before the model answered: a new reply is a new call, asked anew)."""
+    """`reply` with each repeated call id replaced (the reply itself when none repeats);
+    `logged` says whether the decision log or journal holds an id."""
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     if not calls:
         return reply  # nothing to rename (a reply that only answers): no scan of the history
@@ -118,6 +105,5 @@ def _new_id(taken: set[str]) -> str:
 
 
 def id_of(call: Any) -> str:
-    """A call's id as a string: every call the graph handles has one (given above, where
-    the reply enters the state); LangChain types it optional."""
+    """A call's id (every call has one, given above; LangChain types it optional)."""
     return call["id"] or ""

@@ -1,21 +1,13 @@
 """A cancelled asyncio run stops the tool call it is in, and the call gets its answer.
 
-The Session stops a run by setting the run's cancel event (RunContext.cancel): a
-running command sees it and ends within a second, and the run goes on to end itself
-("cancelled"). LangGraph Server (and any caller of `graph.astream`) cancels a run by
-cancelling its asyncio task instead (`client.runs.cancel`), and a tool runs in a worker
-thread that a cancelled task cannot reach. So the async form of the `run_tool` node
-runs the call in that worker thread itself and, when its task is cancelled, sets the
-stop event the call was given and waits briefly for the call to wind down (so its
-journal entry records "stopped by the person").
-
-The cancelled task's own writes are lost with it, which left the thread stuck at
-`run_tool` with the call unanswered and no pause. So the stopped call's answer (how
-long it ran, what it printed) is written to the thread as `run_tool`'s, with the run
-ended "cancelled"; the task then ends without an error (LangGraph would record the
-cancellation as the task's error, and the thread would read "failed") while the run
-stays cancelled. The thread is idle and takes new input, and every client reads the
-same status from it.
+The Session cancels through the run's cancel event; LangGraph Server (any `astream`
+caller) cancels the asyncio task, which cannot reach a tool in its worker thread. So
+the async `run_tool` runs the call in that thread itself and, on cancellation, sets the
+call's stop event and waits briefly for it to wind down (the journal records "stopped
+by the person"). The cancelled task's writes are lost with it, which left the call
+unanswered with no pause: so the stopped call's answer is written as `run_tool`'s,
+the run ended "cancelled", and the task ends without an error (else the thread would
+read "failed"). The thread is idle, and every client reads the same status.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """A pause closes only by a decision: a tool message in a client's input never answers
-a call that is still open.
+an open call.
 
-Agent Chat UI, when a person types while a card is shown, sends the new message after
-a made-up answer to the pending call (`{"type": "tool", "tool_call_id": <call>,
-"content": "Successfully handled tool call."}`); a raw SDK client can send such an
-answer alone ("exit code 0" for an `rm -rf` that never ran). Taken as the call's
-result it would close the pause with no decision logged and hand the model a result
-that never happened. So, for every client of the compiled graph (LangGraph Server,
-Studio, the SDK, a raw `graph.invoke`, the Session):
-
-- run input whose tool messages answer open calls, beside other messages (Agent Chat
-  UI's flow): the tool messages are dropped, the rest is kept (held until the calls
-  are decided, graph/agent/model_node.py), the pause stays, and a notice says so;
-- run input that is nothing but such answers, or a `Command(update=...)` carrying
-  one: refused (`ClientAnswerRefused`), nothing changes;
-- a state edit (`update_state`, Studio's state panel) that adds one: refused the same way.
-
-A tool message for a call the same input makes (a client seeding a conversation) is
-not an answer to an open call and passes.
+Agent Chat UI, when a person types while a card shows, sends a made-up answer to the
+pending call ("Successfully handled tool call.") before the message; a raw SDK client
+can send one alone ("exit code 0" for an `rm -rf` that never ran). Taken as a result,
+it would close the pause with no decision logged. So, for every client of the graph:
+- input with such answers beside other messages: the answers are dropped, the rest
+  held until the calls are decided (model_node.py), the pause stays, a notice says so;
+- input of nothing but such answers, or a `Command(update=...)` with one: refused
+  (`ClientAnswerRefused`), nothing changes; a state edit adding one: refused the same.
+A tool message for a call the same input makes (a seeded conversation) passes.
 """
 
 from __future__ import annotations
@@ -36,8 +28,7 @@ from graph.agent.history import open_turn_before_new_input, unanswered
 from graph.protocol import events as ev
 from graph.protocol.errors import DecisionError
 
-# Where the ids of the dropped answers travel to the run (graph/agent/model_node.py
-# shows the notice): a run's config, which only says what was dropped.
+# The dropped answers' ids, in the run's config (model_node.py shows the notice).
 DROPPED_KEY = "gatehouse_dropped_answers"
 
 
@@ -107,8 +98,7 @@ def screen_run_input(
 
 
 def edit_answers(updates: Iterable[Any]) -> list[str]:
-    """The call ids of the tool messages a state edit adds (update_state's values, or a
-    `__copy__`'s list of updates): cheap, the state is read only when there are some."""
+    """The call ids of the tool messages a state edit adds (cheap: no state read)."""
     ids: list[str] = []
     for values in updates:
         for one in values if isinstance(values, list) else [values]:
@@ -137,13 +127,10 @@ def announce_dropped(config: RunnableConfig) -> None:
         )
 
 
-# A state edit of a paused thread (Studio's state panel) makes a new checkpoint without
-# the pause: LangGraph drops a step's pending interrupt on any edit. So after an edit of
-# a paused thread whose calls are still open, the thread is routed as the model's turn
-# (an edit made as `review`, `run_tool` or `finish` routes nowhere) and the steps that
-# ask again are run at once: the review, or the model node, which only holds the new
-# input while calls are open. They are pure (no model call, no tool), and the run stops
-# before anything else.
+# LangGraph drops a pending interrupt on any state edit. After an edit of a paused
+# thread with open calls, it is routed as the model's turn (an edit as `review`,
+# `run_tool` or `finish` routes nowhere) and the steps that ask again run at once (the
+# review, or the model node holding the input): pure, and the run stops before more.
 REPAUSE_AFTER = ["review"]
 REPAUSE_BEFORE = ["run_tool", "finish", "before_tool"]
 AS_MODEL = [[StateUpdate({}, "model", None)]]

@@ -1,20 +1,10 @@
-"""The compiled agent's own entry points, for every client of the graph.
-
-`GatehouseGraph` is LangGraph's compiled graph (a subclass: see its docstring) with two readings of client requests
-that LangGraph takes as no-ops, made what the person meant:
-- a clear of a paused review ("Mark as resolved": `update_state(None, as_node=END)`,
-  or a run of just `Command(goto=END)` as Agent Chat UI sends it) rejects the open
-  calls with a note (resolve.py);
-- an answer to a thread that no longer waits (decided elsewhere) is refused with
-  who decided (late_answers.py), instead of a run that "succeeds" doing nothing.
-LangGraph Server, Studio, the SDK and a raw `graph.stream` all go through these.
-
-The graph carries its parts as one typed object, `deps` (graph/agent/deps.py: the
-tools, the built-in ones included, the hooks, the policy, the decision log, the
-journal), the same object its nodes are given; `gatehouse_tools`, `gatehouse_hooks`
-and `gatehouse_decisions` read from it. Every run gets a run context
-(graph/agent/context.py), also a raw `invoke` that passes none: the gate keeps the
-run's policy verdicts there.
+"""The compiled agent's own entry points, for every client (Server, Studio, the SDK, a
+raw `graph.stream`). `GatehouseGraph` reads two requests LangGraph takes as no-ops as
+what the person meant: a clear of a paused review (`update_state(None, as_node=END)`,
+or a run of just `Command(goto=END)`) rejects the open calls (resolve.py), and an
+answer to a thread that no longer waits is refused with who decided (late_answers.py).
+It carries its parts, `deps` (the object its nodes get), and gives every run a context,
+also a raw `invoke` that passes none (the gate keeps its verdicts there).
 """
 
 from __future__ import annotations
@@ -40,7 +30,7 @@ from graph.agent.client_input import (
     screen_run_input,
 )
 from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps, DecisionLog
+from graph.agent.deps import AgentDeps
 from graph.agent.emit import as_the_run
 from graph.agent.hooks import HookSet
 from graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
@@ -58,14 +48,12 @@ _DONE = object()  # a stream that ended before its first chunk
 
 
 class GatehouseGraph(CompiledStateGraph):
-    """LangGraph Server takes only a `Pregel`, so the entry points are extended by a
-    subclass, built and copied by LangGraph's own constructor (the fence's `rebuilt_as`
-    and its upgrade test: graph/store/langgraph_private.py)."""
+    """A subclass, as LangGraph Server takes only a `Pregel`; built by LangGraph's own
+    constructor (the fence's `rebuilt_as`: graph/store/langgraph_private.py)."""
 
     def __init__(self, *, deps: AgentDeps, **attributes: Any) -> None:
         super().__init__(**attributes)
-        # An attribute, so LangGraph's `copy` (LangGraph Server runs a copy with its
-        # checkpointer) passes the parts along.
+        # An attribute: LangGraph's `copy` (the Server runs a copy) passes it along.
         self.deps = deps
 
     @property
@@ -77,10 +65,6 @@ class GatehouseGraph(CompiledStateGraph):
     def gatehouse_hooks(self) -> HookSet:
         """The Session warms up and closes the hooks with the agent (graph/agent/hooks.py)."""
         return self.deps.hooks
-
-    @property
-    def gatehouse_decisions(self) -> DecisionLog | None:
-        return self.deps.decisions
 
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
@@ -115,94 +99,60 @@ class GatehouseGraph(CompiledStateGraph):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         _with_context(kwargs)
-        if (
-            config is not None
-            and _thread(config)
-            and self.checkpointer
-            and carries_tool_messages(input)
-        ):
-            # A pause closes only by a decision (client_input.py).
-            input, config = screen_run_input(input, config, self.get_state(config).values)
-        # `config is not None` is implied by a thread id; said out loud for the type checker.
-        if (
-            is_goto_end(input)
-            and config is not None
-            and _thread(config)
-            and self.checkpointer
-            and pending_review_calls(self.get_state(config))
-        ):
-            # "Mark as resolved" as a run: the same as the clear, and nothing runs.
-            with as_the_run(config):
-                self.bulk_update_state(config, CLEAR)
-            return
-        if (
-            is_answer(input)
-            and config is not None
-            and (thread_id := _thread(config))
-            and self.checkpointer
-        ):
-            waits, handing_over = self._read_waiting(config)
-            if not waits:
-                self._refuse_late(thread_id, self.get_state(config))
-            elif handing_over is not None:
-                # The checkpoint just read is the one LangGraph reads first: handed over.
-                stream = super().stream(input, config, **kwargs)
-                with handing_over:
-                    first = next(stream, _DONE)
-                if first is not _DONE:
-                    yield first
-                    yield from stream
+        if config is not None and (thread_id := self._saved_thread(config)):
+            if carries_tool_messages(input):
+                # A pause closes only by a decision (client_input.py).
+                input, config = screen_run_input(input, config, self.get_state(config).values)
+            if is_goto_end(input) and pending_review_calls(self.get_state(config)):
+                # "Mark as resolved" as a run: the same as the clear, and nothing runs.
+                with as_the_run(config):
+                    self.bulk_update_state(config, CLEAR)
                 return
+            if is_answer(input):
+                waits, handing_over = self._read_waiting(config)
+                if not waits:
+                    self._refuse_late(thread_id, self.get_state(config))
+                elif handing_over is not None:
+                    # The checkpoint just read is the one LangGraph reads first: handed over.
+                    stream = super().stream(input, config, **kwargs)
+                    with handing_over:
+                        first = next(stream, _DONE)
+                    if first is not _DONE:
+                        yield first
+                        yield from stream
+                    return
         yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         _with_context(kwargs)
-        if (
-            config is not None
-            and _thread(config)
-            and self.checkpointer
-            and carries_tool_messages(input)
-        ):
-            state = await self.aget_state(config)
-            input, config = screen_run_input(input, config, state.values)
-        if (
-            is_goto_end(input)
-            and config is not None
-            and _thread(config)
-            and self.checkpointer
-            and pending_review_calls(await self.aget_state(config))
-        ):
-            with as_the_run(config):
-                await self.abulk_update_state(config, CLEAR)
-            return
-        if (
-            is_answer(input)
-            and config is not None
-            and (thread_id := _thread(config))
-            and self.checkpointer
-            and not await self._awaits(config)
-        ):
-            state = await self.aget_state(config)
-            if not state.interrupts:
+        if config is not None and (thread_id := self._saved_thread(config)):
+            if carries_tool_messages(input):
+                state = await self.aget_state(config)
+                input, config = screen_run_input(input, config, state.values)
+            if is_goto_end(input) and pending_review_calls(await self.aget_state(config)):
+                with as_the_run(config):
+                    await self.abulk_update_state(config, CLEAR)
+                return
+            if is_answer(input) and not await self._awaits(config):
+                state = await self.aget_state(config)
                 await asyncio.to_thread(self._refuse_late, thread_id, state)
         async for part in super().astream(input, config, **kwargs):
             yield part
 
-    # An answer to a thread that waits (nearly every answer) is checked against the
-    # question by the run itself: whether it waits is read from the checkpoint's
-    # pending writes (one indexed read, ~0.4 ms), not from a whole state snapshot
-    # (~5 ms at 200 turns in a fresh process: every message decoded, which the run
-    # then does once itself, the step's tasks prepared, the values read). Only an
-    # answer to a thread that does not wait builds the state, to say who decided
-    # (`_refuse_late`).
+    def _saved_thread(self, config: RunnableConfig) -> str | None:
+        """The run's thread id, when it has one and this graph saves threads."""
+        return _thread(config) if self.checkpointer else None
+
+    # Whether the thread waits is read from the checkpoint's pending writes (~0.4 ms),
+    # not a state snapshot (~5 ms at 200 turns: every message decoded, which the run
+    # then does again); only an answer to a thread that does not wait builds the state.
     def _read_waiting(
         self, config: RunnableConfig
     ) -> tuple[bool, AbstractContextManager[None] | None]:
-        """(whether the thread waits for an answer, a block inside which the saver
-        hands the checkpoint it just read to the run's own first read, when it can:
-        Gatehouse's savers, graph/store/delta_reads.py `handing_over`)."""
+        """(whether the thread waits, a block in which the saver hands the checkpoint it
+        read to the run's first read, when it can: graph/store/delta_reads.py)."""
         read = self._state_read(config)
         if read is None:
             return False, None
@@ -223,9 +173,8 @@ class GatehouseGraph(CompiledStateGraph):
     def _state_read(
         self, config: RunnableConfig
     ) -> tuple[BaseCheckpointSaver, RunnableConfig, bool] | None:
-        """The saver and config `get_state(config)` reads the checkpoint with, and
-        whether its snapshot is live (no checkpoint id asked for); None when it would
-        read elsewhere (a subgraph's namespace, a lent saver): then the state is built."""
+        """The saver and config `get_state` reads with, and whether the snapshot is live
+        (no checkpoint id); None when it reads elsewhere (a subgraph, a lent saver)."""
         saver = self.checkpointer
         if not isinstance(saver, BaseCheckpointSaver):
             return None

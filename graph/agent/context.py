@@ -1,15 +1,10 @@
 """Per-run context that is not state: lives for one run, never checkpointed.
 
-It is the graph's `context_schema`, so LangGraph Studio shows its fields as a form
-for a run. Nothing in it can change what needs approval: a client controls only what
-makes a run smaller (a lower model-call limit), never the policy.
-
-Four things only the process that runs the graph can set live in private attributes,
-which no client input reaches (pydantic never fills them from data): the cancel
-event the Session's Stop button sets, the Session's auto-approve mode, the policy's
-verdicts of this run (graph/agent/gate.py), so a call's verdict is computed once per
-run and reused by the steps after the one that computed it, and where the run's
-events go when the Session runs it (graph/service/run.py).
+It is the graph's `context_schema` (Studio shows its fields as a form). A client can
+only make a run smaller (a lower model-call limit), never change what needs approval.
+What only the running process may set lives in private attributes no client input
+reaches: the cancel event (the Stop button), the Session's auto-approve mode, the
+run's policy verdicts (gate.py), and the Session's event sink (graph/service/run.py).
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
-"""Whether a model's reply was cut off, and why: the signs a reply leaves when it
-did not end the way the model meant it to.
-
-Asked of every complete reply (not of one the person stopped). The reasons, from the
-most to the least certain:
-
-- `length`: the server says it stopped the reply at its token limit
-  (`finish_reason: "length"`, Anthropic's `stop_reason: "max_tokens"`, Ollama's
-  `done_reason: "length"`, the Responses API's `status: "incomplete"`).
-- `no_finish`: an OpenAI-compatible stream ended with no finish reason at all (the
-  connection closed early, no `[DONE]`).
-- `arguments`: a tool call's arguments are the start of a JSON object that never
-  closes (`{"path": "a", "content`). A proxy that closes a broken stream itself
-  (LiteLLM adds `finish_reason: "stop"` and `[DONE]`) hides every other sign.
-- `reasoning`: the text ended inside a `<think>` block, with no answer after it.
-- `usage`: usage was asked for (`stream_options.include_usage`) and the stream ended
-  without its usage chunk, which a server sends after the finish reason.
-
-What none of this can see: a proxy that ends a cut text stream with a finish reason
-and a usage chunk of its own (LiteLLM counts the tokens itself) makes "Done: I wrote
-the " look finished. docs/models.md says so.
+"""Whether a complete reply (not one the person stopped) was cut off, and why, from the
+most to the least certain sign:
+- `length`: the server stopped at its token limit (`finish_reason: "length"`,
+  Anthropic's `max_tokens`, Ollama's `done_reason`, the Responses API's `incomplete`);
+- `no_finish`: an OpenAI-compatible stream ended with no finish reason (no `[DONE]`);
+- `arguments`: a call's arguments start a JSON object that never closes (a proxy that
+  closes a broken stream itself, as LiteLLM does, hides every other sign);
+- `reasoning`: the text ended inside a `<think>` block;
+- `usage`: usage was asked for and the stream ended without its chunk (sent last).
+Unseen: a proxy that ends a cut text with a finish reason and its own usage chunk
+(docs/models.md says so).
 """
 
 from __future__ import annotations
@@ -29,9 +19,8 @@ from typing import Any
 
 from graph.agent.reasoning import CLOSE, OPEN
 
-# Providers whose every complete reply says how it ended, and under which keys (Chat
-# Completions: finish_reason; OpenAI's Responses API: status). For other models a
-# missing reason means nothing (scripted models, custom wrappers).
+# Providers whose every complete reply says how it ended, and where; for others (scripted
+# models, custom wrappers) a missing reason means nothing.
 FINISH_KEYS = {"openai": ("finish_reason", "status")}
 # response_metadata keys and values that mean "stopped at the token limit".
 LIMIT_KEYS = ("finish_reason", "stop_reason", "done_reason", "status")
@@ -96,8 +85,7 @@ def incomplete_json(text: str | None) -> bool:
     return False
 
 
-# What may be missing between the cut and the closing brackets: nothing, a value for
-# a key, the rest of a literal.
+# What may be missing before the closing brackets: a key's value, a literal's rest.
 _FILLS = ("", ": null", "null", "e", "ue", "rue", "se", "lse", "alse", "l", "ll", "ull", "0")
 
 

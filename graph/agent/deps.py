@@ -15,11 +15,24 @@ from langchain_core.tools import BaseTool
 
 from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
 from graph.agent.hooks import HookSet
-from graph.agent.model_call import ModelOptions
 from graph.agent.offload import OffloadOptions, OutputStore
 from graph.agent.parallel import ToolSlots
 from graph.agent.policy import Policy
 from graph.protocol.decisions import DecisionRecord, StandingGrant
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How the model node calls the model ([model] in gatehouse.toml)."""
+
+    # Retries of a call that failed in a way worth retrying at once.
+    max_retries: int = 0
+    # Send earlier replies' reasoning back to the model (as <think> text).
+    keep_reasoning: bool = False
+    # First wait before a retry; doubles each time, up to `max_retry_delay_s`. A
+    # server's Retry-After wins (capped the same way).
+    retry_delay_s: float = 0.5
+    max_retry_delay_s: float = 30.0
 
 
 class JournalEntry(Protocol):
@@ -79,12 +92,12 @@ class AgentDeps:
     tools: Mapping[str, BaseTool]
     policy: Policy
     hooks: HookSet
-    system_prompt: str | None
     max_model_calls: int
-    journal: CallJournal | None = None
+    system_prompt: str | None
     # Without a decision log (a graph built with no Gatehouse storage) grants live in
     # the state and run_tool trusts its tasks: fine in one process, not for servers.
     decisions: DecisionLog | None = None
+    journal: CallJournal | None = None
     model_options: ModelOptions = ModelOptions()
     # Where outputs too large for the context are kept whole (graph/agent/offload.py);
     # without a store they are cut instead.

@@ -1,18 +1,11 @@
-"""The doom-loop guard: a model that calls the same tool with the same arguments again
-and again gets a nudge, then the run stops.
+"""The doom-loop guard: a model calling the same tool with the same arguments again and
+again gets a nudge, then the run stops.
 
-Counted in a row: the calls of this run so far (since the last user message), in
-order, and a call is a repeat when it is the same tool with the same arguments as
-the call just before it. Repeats that are interleaved with other calls are normal
-work (edit, run the tests, edit, run the tests) and never count.
-
-With a threshold of N (default 3): the N-th identical call in a row is not run; it
-is answered with a nudge to use the result it already has or try something else.
-One more identical call stops the run with a reason the person sees; every call of
-that reply is answered "not run". A threshold of 0 turns the guard off.
-
-It runs in the model node on each reply, before anything is dispatched, so it holds
-for every client of the graph and costs no step of its own.
+A repeat is a call of this run identical to the one just before it (interleaved ones
+are normal work: edit, test, edit, test). With threshold N (default 3; 0: off) the
+N-th in a row is answered with a nudge instead of running; one more stops the run,
+every call of that reply answered "not run". It runs in the model node on each reply,
+so it holds for every client and costs no step of its own.
 """
 
 from __future__ import annotations

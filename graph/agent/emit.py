@@ -1,11 +1,9 @@
-"""How the agent's nodes, tools and hooks put events on a run's stream, and what a
-run's config says about where it comes from (its thread, who decides).
+"""How nodes, tools and hooks put typed events (graph.protocol.events) on a run's
+stream, and what a run's config says about its thread and who decides.
 
-Events are the typed `graph.protocol.events` classes, written to LangGraph's
-`custom` stream: LangGraph Server clients receive them as JSON in the `custom` stream
-mode. A run the Session drives has its own sink in its context instead (the Session
-hands the events on as they are; graph/service/run.py says why). Outside a run
-(a hook or tool called directly in a test or a script) they go nowhere.
+Events go to LangGraph's `custom` stream (JSON for LangGraph Server clients), or to
+the sink in the run's context when a Session drives the run (graph/service/run.py
+says why); outside a run (a hook called in a test) nowhere.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ from graph.protocol.events import _EventBase
 
 
 def stream_writer() -> Callable[[Any], None]:
-    """Where the current run's events go: the Session's sink when the Session drives the
-    run, else LangGraph's `custom` stream writer; a no-op outside a run."""
+    """Where the current run's events go (see the module docstring)."""
     try:
         runtime = get_runtime()
     except Exception:
@@ -57,9 +54,8 @@ def identity_from_server() -> None:
     _SERVED = True
 
 
-# LangGraph Server's authenticated user for the request being handled, set by the auth
-# handler (graph/service/server_auth.py): a state update's config is the client's
-# own, so it cannot say who the user is.
+# The server's authenticated user for this request, set by the auth handler
+# (graph/service/server_auth.py): a state update's config is the client's own.
 _REQUEST_USER: ContextVar[str | None] = ContextVar("gatehouse_request_user", default=None)
 
 
@@ -70,16 +66,14 @@ VISITOR_KEY = "gatehouse_visitor"
 
 
 def speaking_for(identity: str | None, *, visitor: bool = False) -> None:
-    """Name the server's authenticated user for the rest of this request (`visitor`:
-    not the owner of the thread the request is about)."""
+    """Name the server's user for this request (`visitor`: not the thread's owner)."""
     _REQUEST_USER.set(identity)
     _REQUEST_VISITOR.set(visitor)
 
 
 @contextmanager
 def as_the_run(config: RunnableConfig) -> Iterator[None]:
-    """A state update a run makes itself ("mark as resolved" sent as a run) is made by
-    the run's user: its config is the server's (written over the client's)."""
+    """A state update a run makes itself ("mark as resolved" as a run) is the run's user's."""
     tokens = (
         _REQUEST_USER.set(decided_by(config)["actor"]),
         _REQUEST_VISITOR.set(visiting(config)),
@@ -92,18 +86,16 @@ def as_the_run(config: RunnableConfig) -> Iterator[None]:
 
 
 def updated_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Who makes a state update ("mark as resolved"). In a server process: the
-    authenticated user of the request, never anything in the update's config (a
-    client's `checkpoint` lands there); in-process callers as `decided_by`."""
+    """Who makes a state update: in a server, the request's user, never the update's
+    config (a client's `checkpoint` lands there); in-process as `decided_by`."""
     if _SERVED:
         return {"source": "langgraph-server", "actor": _REQUEST_USER.get()}
     return decided_by(config)
 
 
 def visiting(config: RunnableConfig | None = None) -> bool:
-    """Whether the server user acting is not the thread's owner: they decide only the
-    calls of tools that list them as approvers. A run says so in its config (the auth
-    handler's value), a state update in its request."""
+    """Whether the server user acting is not the thread's owner (they decide only tools
+    that list them as approvers): from a run's config, or a state update's request."""
     if not _SERVED:
         return False
     if config is None:
@@ -112,11 +104,9 @@ def visiting(config: RunnableConfig | None = None) -> bool:
 
 
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Which front end and who answered. A LangGraph Server run names the server's
-    authenticated user (`langgraph_auth_user_id`, which the server writes over any
-    client's value) and nothing a client sent: `gatehouse_source` / `gatehouse_actor`
-    in a client's `configurable` are ignored there. In-process callers (the Session,
-    a raw `graph.invoke`) are trusted: the Session puts its caller in those keys."""
+    """Which front end and who answered: on LangGraph Server its authenticated user
+    (`langgraph_auth_user_id`, written over any client's value), never what a client
+    sent; in-process callers (the Session, a raw invoke) are trusted."""
     conf = config.get("configurable") or {}
     if _SERVED or "langgraph_auth_user_id" in conf or "assistant_id" in conf:
         user = conf.get("langgraph_auth_user_id")
@@ -139,6 +129,5 @@ def emit(kind: type[_EventBase], **fields: Any) -> None:
     writer = stream_writer()
     if writer is _discard:
         return
-    # Unvalidated (`trusted`): the fields were typed where they were made, and a
-    # validator is a per-process cost of each kind's first event.
+    # Unvalidated: typed where made; a validator costs each kind's first event.
     writer(kind.trusted(thread_id=fields.pop("thread_id", None) or current_thread(), **fields))

@@ -1,32 +1,24 @@
 """The gate: may this tool call run? One module answers it, for every node that asks.
 
-Given a call and what the thread holds (its grants and decisions in the decision
-log, the journal), the policy and the auto-approve mode, the answer is a typed
-verdict (`CallVerdict`):
-- `RunFree`: the policy allows it (maybe through a standing grant, named);
+From the call, the thread's grants and decisions (decision log), the journal, the
+policy and the auto-approve mode, a typed verdict (`CallVerdict`):
+- `RunFree`: the policy allows it (maybe through a named standing grant);
 - `Denied`: the policy refuses it; nobody is asked;
-- `Invalid`: a call the policy gates whose arguments fail the tool's schema,
-  answered with the validation error (a person would only approve a call that
-  cannot run);
-- `Decided`: a person already answered exactly this call (its run was cut off by a
-  crash, or new input arrived before the answer was saved): it goes on as decided;
-- `Journaled`: decided and already run (a replay of a checkpoint from before it
-  ran): its journaled result, never a second run;
-- `AutoApproved`: auto-approve is on for the thread (a switch in the decision log)
-  or for the Session that started the run (a private field of the run context); the
-  approval is recorded before the task is sent. No client can turn it on: not by
-  run input, config, context, a state edit or a `Command`. `deny` still refuses, and
-  a tool with named approvers is never approved automatically;
+- `Invalid`: gated, but its arguments fail the tool's schema: answered with the error
+  (a person would only approve a call that cannot run);
+- `Decided`: a person already answered exactly this call (a crash, or new input
+  before the answer was saved): it goes on as decided;
+- `Journaled`: decided and already run (a replayed checkpoint): its journaled result;
+- `AutoApproved`: auto-approve is on for the thread (a switch in the decision log) or
+  the run's Session (a private field of the run context); run_tool records it before
+  the call runs. No client can turn it on (run input, config, context, a state edit,
+  a `Command`); `deny` still refuses; a tool with named approvers is never auto-approved;
 - `Ask`: a person decides (the review's card, with the policy's verdict).
 
-`run_tool` asks again before a call runs (`permit`) or is answered as invalid
-(`invalid_permit`), from the decision log and the tool's schema, never from its task: a client's forged `Send`, a state edit or a raw `Command` reaches that
-node too. So the gate holds on every path, whatever a task claims.
-
-The policy is evaluated once per call per run (`policy_verdict`): the verdict of a
-call, for the thread's grants as they are, is kept in the run's context (private to
-the process) and reused by the steps after the one that computed it (routing, the
-review, run_tool). A new run (a resume, days later) evaluates afresh.
+`run_tool` asks again (`permit`, `invalid_permit`, `answer_permit`) from the decision
+log and the tool's schema, never from its task: a forged `Send`, a state edit or a raw
+`Command` reaches it too. The policy is evaluated once per call per run: the verdict
+is kept in the run's context (private to the process) for the steps after.
 """
 
 from __future__ import annotations
@@ -94,11 +86,6 @@ CallVerdict = RunFree | Denied | Invalid | Decided | Journaled | AutoApproved | 
 
 # -- run_tool's question: may this task run here? --------------------------------------
 @dataclass(frozen=True)
-class Free:
-    grant: Grant | None = None
-
-
-@dataclass(frozen=True)
 class Approved:
     decision: str  # "approve", "edit", "auto_approve"
 
@@ -108,13 +95,12 @@ class Refused:
     reason: str
 
 
-Permit = Free | Approved | Refused
+Permit = RunFree | Approved | Refused
 
 
 def grants_of(state: Mapping[str, Any], deps: AgentDeps, thread_id: str) -> list[Grant]:
     """The thread's "always allow" grants: from the decision log when there is one
-    (state is what clients can write), as the door wrote them in this thread's life
-    and whose giver may still decide their tool; else from the state."""
+    (clients write state), those whose giver may still decide their tool; else state."""
     if deps.decisions is not None:
         return [
             Grant(tool=g.tool, pattern=g.pattern)
@@ -131,9 +117,8 @@ def policy_verdict(
     grants: list[Grant],
     runtime: Runtime[RunContext] | None,
 ) -> Verdict:
-    """The policy's verdict on `call` under `grants`, evaluated once per run: the key is
-    everything the verdict is a function of (the call's id, tool and arguments, the
-    grants), so a reuse answers exactly what an evaluation would."""
+    """The policy's verdict, once per run: keyed by all it depends on (call id, tool,
+    arguments, grants), so a reuse answers what an evaluation would."""
     tool = deps.tools.get(call["name"])
     ctx = context_of(runtime)
     if ctx is None:
@@ -166,10 +151,9 @@ def judge(
     reviewing: bool = False,
     auto: AutoMode | None = None,
 ) -> CallVerdict:
-    """The gate's verdict on one open call of the turn. The review (`reviewing`) must
-    ask what it asked before it paused, whatever was decided since (it runs again from
-    its start on resume), except a call the journal shows already finished; it never
-    auto-approves (routing did, before the review)."""
+    """The gate's verdict on one open call. The review (`reviewing`) asks what it asked
+    before it paused (it re-runs on resume), except a call the journal shows finished;
+    it never auto-approves."""
     verdict = policy_verdict(call, deps, thread_id, grants, runtime)
     if verdict.mode == "allow":
         return RunFree(verdict.grant)
@@ -207,7 +191,6 @@ def task_for(call: ToolCall, verdict: CallVerdict) -> ToolTask | None:
             "mode": "run",
             "decision": AUTO_APPROVE,
             "note": None,
-            "auto": verdict.by,
         }
     return None
 
@@ -239,9 +222,8 @@ def split_turn(
 def auto_approving(
     runtime: Runtime[RunContext] | None, deps: AgentDeps, grants: list[Grant]
 ) -> AutoMode | None:
-    """ "thread" when the thread's auto-approve switch is on (a grant of every tool; only
-    a decision log holds it: state is what clients write), "session" when the run's
-    Session has it on."""
+    """ "thread" when the thread's switch is on (a grant of every tool, in the decision
+    log only), "session" when the run's Session has it on."""
     if deps.decisions is not None and any(g.tool == ALL_TOOLS for g in grants):
         return "thread"
     if session_auto_approves(runtime):
@@ -250,9 +232,8 @@ def auto_approving(
 
 
 def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | None:
-    """The task for a call the decision log already holds a review answer for: for
-    exactly this call (id, tool and canonical arguments), never for another call that
-    reuses its id."""
+    """The task for a call the decision log holds a review answer for: exactly this call
+    (id, tool, canonical arguments), never another that reuses its id."""
     if deps.decisions is None:
         return None
     answered = [
@@ -273,9 +254,8 @@ def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | 
 
 
 def ran_already(task: ToolTask, deps: AgentDeps, thread_id: str) -> bool:
-    """Whether the journal holds this decided call, as it runs, finished. (Only started:
-    it may be running for another client right now, whose answer the review must still
-    take itself; run_tool then refuses or asks about its outcome.)"""
+    """Whether the journal holds this decided call finished (only started: it may be
+    running for another client; run_tool refuses or asks about its outcome)."""
     if task["mode"] != "run" or deps.journal is None:
         return False
     entry = deps.journal.find(thread_id, task["call"])
@@ -289,18 +269,16 @@ def permit(
     deps: AgentDeps,
     task: ToolTask,
 ) -> Permit:
-    """Whether `run_tool` may run this call: `Free` for a call the policy lets run (with
-    the grant that lets it, if one does), `Approved` for a gated call with a recorded
-    approval of exactly these arguments (its id, tool and canonical arguments as they
-    run), else `Refused`. Without a decision log the graph has nothing but its tasks
-    to go by."""
+    """`RunFree` (with its grant) for a call the policy lets run, `Approved` for a gated
+    call with a recorded approval of exactly this call as it runs, else `Refused`.
+    Without a decision log there is nothing but the task to go by."""
     if deps.decisions is None:
         decision = task.get("decision")
-        return Approved(decision) if decision else Free()
+        return Approved(decision) if decision else RunFree()
     thread_id = thread_of(config)
     verdict = policy_verdict(call, deps, thread_id, grants_of({}, deps, thread_id), runtime)
     if verdict.mode == "allow":
-        return Free(verdict.grant)
+        return RunFree(verdict.grant)
     if verdict.mode == "ask":
         records = deps.decisions.approvals(thread_id, id_of(call))
         if matching := [
@@ -314,9 +292,7 @@ def permit(
 
 
 def invalid_permit(call: ToolCall, deps: AgentDeps) -> Invalid | Refused:
-    """Whether `run_tool` may answer this call as invalid without asking anyone: only
-    for arguments that really fail the tool's schema (a task claiming so is checked,
-    not believed)."""
+    """Answer as invalid only arguments that really fail the schema (checked, not believed)."""
     tool = deps.tools.get(call["name"])
     problem = args_problem(tool, call["args"]) if tool is not None else None
     if problem is None:
@@ -334,12 +310,10 @@ def answer_permit(
     runtime: Runtime[RunContext] | None,
     deps: AgentDeps,
 ) -> Refused | None:
-    """Whether `run_tool` may take a task that does not run its call ("run" and
-    "invalid" have their own checks) and answer the call as the task says:
-    "deny" only for a call the policy denies; "reject" / "respond" only with the answer
-    the decision log holds for exactly this call (what a person decided, the note being
-    theirs). A task that claims an answer nobody gave is refused: the call keeps waiting.
-    ("skip" answers the calls of a stopped run: the stop reason is the run's state.)"""
+    """Whether `run_tool` may answer the call as a task that does not run it says:
+    "deny" only if the policy denies it; "reject" / "respond" only with the answer the
+    decision log holds for exactly this call; "skip" (a stopped run's calls) always.
+    A claimed answer nobody gave is refused: the call keeps waiting."""
     mode = task["mode"]
     thread_id = thread_of(config)
     if mode == "deny":

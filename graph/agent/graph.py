@@ -8,24 +8,18 @@
               │                                                  └─ rejected / answered: ToolMessages
               └──────── every call answered (the turn's last tasks move the run on) ──┘
 
-- `model` (model_node.py) starts a fresh run's counters on a new user message,
-  stops the run on a limit, a cancel request or a hook's `stop_reason`, runs the
-  before_llm hooks, streams the model's reply, runs the after_llm hooks (which may
-  send it back: `model` again) and answers calls that must not run (bad JSON, the
-  doom-loop guard's repeats).
-- `before_tool` (only when there are before_tool hooks) runs those hooks; the policy
-  (routing.py) then sends every free call to its own `run_tool` task (tool_node.py)
-  and the gated ones to `review` (review.py), which asks ONE interrupt per model
-  turn. Sibling tasks that finished are pending writes and are not re-run when the
-  review resumes (a single node holding all calls would re-run them).
-- `finish` (only with on_exit hooks or a stop) runs the on_exit hooks.
+- `model` (model_node.py): a new run's counters, limits, cancel and hook stops, the
+  before_llm hooks, the streamed reply, the after_llm hooks, and the calls that must
+  not run answered (bad JSON, the doom-loop guard's repeats).
+- the policy (routing.py) sends each free call to its own `run_tool` task
+  (tool_node.py) and the gated ones to `review` (review.py): ONE interrupt per turn.
+  Finished siblings are pending writes, not re-run on resume (one node holding all
+  calls would re-run them).
+- `before_tool` and `finish` (on_exit hooks) exist only when there are such hooks.
 
-A turn is about six checkpoints (input, model, tools + review, the approved call,
-model); each saved step costs time on every turn, so nodes are only added where a
-checkpoint buys something (a hook's changes, a pause, a tool's result).
-
-Every node is a top-level function taking its dependencies (`AgentDeps`) explicitly;
-this file only binds them and wires the nodes.
+A turn is about six checkpoints, each a cost on every turn: a node is added only
+where a checkpoint buys something. Every node is a top-level function taking its
+dependencies (`AgentDeps`); this file binds them and wires the nodes.
 """
 
 from __future__ import annotations
@@ -43,12 +37,11 @@ from graph.agent.builtin_hooks.compaction import Compaction
 from graph.agent.cancel_bridge import with_cancel_bridge
 from graph.agent.compiled import GatehouseGraph, as_gatehouse_graph
 from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps, CallJournal, DecisionLog
+from graph.agent.deps import AgentDeps, CallJournal, DecisionLog, ModelOptions
 from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
 from graph.agent.finish import finish
 from graph.agent.hooks import Hook, HookSet
 from graph.agent.message_merge import merge_messages
-from graph.agent.model_call import ModelOptions
 from graph.agent.model_node import call_model
 from graph.agent.offload import READ_TOOL, OffloadOptions, OutputStore, make_read_tool
 from graph.agent.parallel import ToolSlots
@@ -90,25 +83,16 @@ def build_graph(
     tool_definitions: ToolDefinitions | None = None,
 ) -> GatehouseGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
-    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged; a name in it
-    that is none of `tools` is refused (`PolicyError`), `"*"` means every tool.
-
-    `journal` and `decisions` (graph/store: `storage.journal`, `storage.decisions`)
-    make the approval guarantees hold for every client of the compiled graph: a call
-    is claimed atomically before it runs, and a gated call runs only on a person's
-    recorded approval. Without them the graph trusts its own process.
-
-    `outputs` (`storage.outputs`) keeps tool outputs larger than `offload`'s threshold
-    aside: the model gets their head and the free `read_tool_output` tool to read on
-    (graph/agent/offload.py). A `Compaction` hook given without a model summarises
-    with this graph's `model`.
-
-    `doom_loop_threshold`: the N-th call in a row of one tool with the same arguments
-    is answered with a nudge instead of running, one more stops the run (0: off).
-    `max_parallel_tools`: how many tool calls of one run execute at once (1: one at a
-    time; None: no limit of Gatehouse's own; graph/agent/parallel.py).
-    `tool_definitions` makes what the model is shown of the tools (default: LangChain's
-    conversion in `model.bind_tools`; graph/agent/tool_binding.py)."""
+    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping; a name in it that is no tool
+    is refused (`PolicyError`), `"*"` means every tool. `journal` and `decisions`
+    (`storage.journal`, `storage.decisions`) make the approval guarantees hold for every
+    client: a call is claimed atomically before it runs, and a gated call runs only on a
+    recorded approval (without them the graph trusts its own process). `outputs` keeps
+    outputs over `offload`'s threshold aside (offload.py). A `Compaction` hook given no
+    model summarises with `model`. `doom_loop_threshold`: the N-th identical call in a
+    row gets a nudge, one more stops the run (0: off). `max_parallel_tools`: calls of
+    one run executing at once (None: no limit; parallel.py). `tool_definitions`: what
+    the model is shown of the tools (tool_binding.py)."""
     offload = offload or OffloadOptions()
     tools = list(tools)
     if outputs is not None and offload.enabled and all(t.name != READ_TOOL for t in tools):
@@ -170,11 +154,9 @@ def build_graph(
     builder.add_conditional_edges(
         "before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"]
     )
-    # A client's "mark as resolved" rejects the open calls; a late answer is refused (compiled.py).
-    # Its parts (tools, hooks, policy, decision log) travel with it, typed (compiled.py).
+    # Gatehouse's entry points and its parts, typed (compiled.py).
     compiled.append(as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name), deps))
     return compiled[0].with_config(
-        # An answer that names an interrupt which is not pending (already decided,
-        # made up) is refused instead of silently ignored.
+        # An answer naming an interrupt that is not pending is refused, not ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}
     )

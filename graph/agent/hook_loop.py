@@ -1,20 +1,12 @@
 """The one event loop an agent's async hooks run on.
 
-The graph's nodes are sync, so an async hook (`arun`, `awarm_up`, `aclose`) needs an
-event loop to run on. A fresh `asyncio.run` per call would close the loop after each
-call, and a client opened in `awarm_up` (an `httpx.AsyncClient`, an async OpenAI
-client) would sit on a closed loop when `arun` uses it. So every coroutine of one
-`HookSet` runs on one long-lived loop:
-
-- by default a loop of its own, on a daemon thread, started on first use and stopped
-  when the hooks close (`Session.close`);
-- under `AsyncSession`, the caller's loop (`bind`): the graph runs on a worker thread,
-  so that loop is free to run the hooks' coroutines, and a client the application
-  opened on its own loop can be shared with its hooks.
-
-A bound loop that has stopped (its `asyncio.run` ended) is no longer used: the
-hooks fall back to their own loop. A coroutine is never run on a loop that is
-running in the calling thread (that would wait for itself).
+Nodes are sync; a fresh `asyncio.run` per call would close the loop a client opened in
+`awarm_up` sits on. So every coroutine of one `HookSet` runs on one long-lived loop:
+its own, on a daemon thread (started on first use, stopped when the hooks close), or,
+under `AsyncSession`, the caller's (`bind`: the graph runs on a worker thread, so the
+application's clients can be shared with its hooks). A bound loop that stopped is
+dropped for the own one; a coroutine never runs on a loop running in the calling
+thread (it would wait for itself).
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
-"""What a hook gets as `state`, so that nothing it does to it is silently lost.
+"""What a hook gets as `state`, so nothing it does to it is silently lost.
 
-The state a node receives holds LangGraph's own channel values: a hook that appended
-to `state["messages"]` in place would change what the model sees in this step while
-the stored history never hears of it. Hooks written the Haystack way do exactly that,
-so in-place changes are made to count:
-
-- By default a hook gets a deep copy of the state. After it returns, the copy is
-  compared with the state it was made from, and every difference becomes part of the
-  hook's update, as if the hook had returned it: messages appended, removed, edited
-  or reordered; keys set, changed or deleted (`state["hook_thread"]["x"]["y"] = 1`).
-  Only the keys a hook may write (`HOOK_KEYS`) may change; changing another one
-  (`grants`, `run_model_calls`) is a `HookError` naming the hook. What the hook
-  returns is applied after its in-place changes.
-- A hook that only reads may say so with `copy_state = False` (the built-in hooks
-  do): it gets the state itself behind a read-only view, which costs nothing on long
-  threads (a deep copy of 1,000 messages takes ~8 ms); changing it raises a
-  `HookError` naming the hook. Message objects themselves are not frozen: such a
-  hook promises not to edit them.
+The node's state holds LangGraph's channel values: a hook appending to
+`state["messages"]` in place (the Haystack way) would change this step's model input
+while the stored history never hears of it. So:
+- By default a hook gets a deep copy; afterwards every difference from the original
+  (messages appended, removed, edited or reordered; keys set, changed or deleted)
+  becomes part of its update, before what it returns. Only `HOOK_KEYS` may change;
+  another key (`grants`) is a `HookError` naming the hook.
+- A hook that only reads says `copy_state = False` (the built-in ones do) and gets the
+  state behind a read-only view (a deep copy of 1,000 messages takes ~8 ms); changing
+  it raises `HookError`. Message objects are not frozen: such a hook promises.
 """
 
 from __future__ import annotations
@@ -48,9 +41,8 @@ def state_for(h: Any, state: Mapping[str, Any], point: str) -> dict[str, Any]:
 def in_place_changes(
     h: Any, before: Mapping[str, Any], after: Mapping[str, Any], point: str
 ) -> dict[str, Any]:
-    """The update a hook made by changing its copy of the state (see the module doc).
-    Messages come as a messages-reducer update; other keys as their new value (a
-    usage total as what was added to it)."""
+    """The update a hook made by changing its copy: messages as a reducer update, other
+    keys as their new value (usage as what was added)."""
     if not copies_state(h):
         return {}
     changes: dict[str, Any] = {}
@@ -80,9 +72,8 @@ def in_place_changes(
 
 
 def message_changes(before: list[Any], after: list[Any]) -> list[Any]:
-    """A messages-reducer update that turns `before` into `after`: removals, edits by
-    id and appended messages when the kept messages stay in order with new ones at
-    the end; else the whole list after a `RemoveMessage(REMOVE_ALL_MESSAGES)`."""
+    """A reducer update turning `before` into `after`: removals, edits and appends when
+    kept messages stay in order; else `RemoveMessage(REMOVE_ALL_MESSAGES)` and all."""
     if len(before) == len(after) and all(map(operator.eq, before, after)):
         return []
     position = {
@@ -160,8 +151,7 @@ class _ReadOnlyList(list):
     """A list a hook may read, slice and concatenate; changing it raises `HookError`."""
 
     def __init__(self, data: list[Any], owner: str) -> None:
-        # The history (1,000+ messages) holds no dicts or lists: its items are taken as
-        # they are, told apart by their types (one pass in C), not one call per item.
+        # A history holds no dicts or lists: checked by type in one pass, taken as is.
         if any(issubclass(kind, dict | list) for kind in set(map(type, data))):
             super().__init__(_frozen(v, owner) for v in data)
         else:
@@ -182,8 +172,7 @@ class _ReadOnlyList(list):
 
 
 def thaw(value: Any) -> Any:
-    """Plain dicts and lists again: what a read-only hook returns may hold parts of its
-    view, and the update is stored."""
+    """Plain dicts and lists again (a read-only hook's update may hold parts of its view)."""
     if isinstance(value, dict):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, _ReadOnlyList):

@@ -1,31 +1,22 @@
 """Hooks: user code that changes a run at fixed points without forking the graph.
 
-Points: `before_llm` (before each model call), `after_llm` (the model's reply is in,
-before anything acts on it; `rerun_llm` sends it back), `before_tool` (after the
-model asked for tools, before any runs or is reviewed), `on_exit` (the agent is
-about to stop). A hook is any object with `run(state) -> update | None` (or only an
-async `arun`, or Haystack's `run_async`), or a function wrapped with `@hook`. Hooks
-at one point run in list order; each sees the updates of those before. One hook
-object may sit at several points.
+Points: `before_llm` (before each model call), `after_llm` (the reply is in, before
+anything acts on it; `rerun_llm` sends it back), `before_tool` (before any call runs or
+is reviewed), `on_exit` (the agent is about to stop). A hook is any object with
+`run(state) -> update | None` (or an async `arun`, or Haystack's `run_async`), or a
+function wrapped with `@hook`; at one point they run in list order, each seeing the
+updates before it. A hook may change its state in place, return an update, or both
+(graph/agent/hook_state.py).
 
-A hook may change the state it is given in place, or return an update, or both:
-in-place changes are found and stored (graph/agent/hook_state.py).
-
-A hook with both forms (Haystack components usually have `run` and `run_async`)
-runs its sync forms under `Session` and its async forms under `AsyncSession` (which
-binds its event loop to the hooks'), for `run`, `warm_up` and `close` alike.
-
-Lifecycle: a hook may define `warm_up()` / `close()` (or `awarm_up()` / `aclose()`,
-or Haystack's `warm_up_async()` / `close_async()`). A `HookSet` calls `warm_up`
-once, before the first hook runs (so a hook opens its clients lazily, in the process
-that runs the graph), and `close` once when the agent closes (`Session.close`). All
-async hook code of one HookSet runs on one long-lived event loop
+A hook with both forms runs the sync ones under `Session` and the async ones under
+`AsyncSession`, for `run`, `warm_up` and `close` alike. A `HookSet` warms its hooks up
+once, before the first runs (clients open lazily, in the process that runs the graph),
+and closes them with the agent; all their async code runs on one long-lived loop
 (graph/agent/hook_loop.py), so a client opened in `awarm_up` still works in `arun`.
 
-Updates are checked before they reach the state: a hook that raises, returns
-something that is not a mapping, writes an unknown key or leaves a tool call
-without its answer fails the run with `HookError`; nothing it returned is written,
-so the thread stays at its last checkpoint and `Session.retry` continues it.
+A hook that raises, returns a non-mapping, writes an unknown key or leaves a call
+without its answer fails the run with `HookError`; nothing it returned is written, so
+`Session.retry` continues from the last checkpoint.
 """
 
 from __future__ import annotations
@@ -45,7 +36,7 @@ from langgraph.graph.message import add_messages
 from graph.agent.history import pairing_problem
 from graph.agent.hook_loop import HookLoop, default_loop
 from graph.agent.hook_state import copies_state, in_place_changes, state_for, thaw
-from graph.agent.state import HOOK_KEYS, MERGED_KEYS
+from graph.agent.state import HOOK_KEYS, MERGED_KEYS, add_usage
 from graph.protocol.errors import HookError
 
 HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
@@ -114,8 +105,7 @@ def hook(fn: Callable[[Mapping[str, Any]], Update | Awaitable[Update]]) -> Funct
 
 
 def run_sync(awaitable: Awaitable[T]) -> T:
-    """Run a coroutine to completion from sync code (the graph's nodes are sync), on
-    the process's long-lived hooks loop (a HookSet uses a loop of its own)."""
+    """Run a coroutine from sync code (nodes are sync) on the process's hooks loop."""
     return default_loop.run(awaitable)
 
 
@@ -189,10 +179,7 @@ def prefers_async(loop: HookLoop | None) -> bool:
 
 
 def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) -> Update:
-    """The sync `run` under `Session`, the async `arun` / `run_async` under
-    `AsyncSession` when the hook has both (Haystack components usually do); a hook
-    with one form runs that one. Async code runs on the hooks' event loop. A plain
-    function wrapped with `@hook` runs as what it is."""
+    """The form the module docstring says; async code on the hooks' loop."""
     if isinstance(h, FunctionHook):
         return (loop or default_loop).run(h.arun(state)) if h.is_async else h.run(state)
     arun = async_method(h, "run")
@@ -266,13 +253,8 @@ def _apply(
             update["messages"] = [*update.get("messages", []), *value]
             view["messages"] = add_messages(view.get("messages", []), list(value))
         elif key == "usage":  # a running total: what a hook gives is added
-            total = dict(view.get("usage") or {})
-            for name, amount in (value or {}).items():
-                total[name] = total.get(name, 0) + amount
-            added = dict(update.get("usage") or {})
-            for name, amount in (value or {}).items():
-                added[name] = added.get(name, 0) + amount
-            view["usage"], update["usage"] = total, added
+            view["usage"] = add_usage(view.get("usage"), value)
+            update["usage"] = add_usage(update.get("usage"), value)
         elif key in MERGED_KEYS and not replace:
             merged = {**(view.get(key) or {}), **(value or {})}
             update[key] = view[key] = merged
@@ -325,11 +307,10 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
 
 
 def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
-    """Why a history breaks the tool-call contract (graph/agent/history.py). The
-    model's own latest calls may still be open at `after_llm` and `before_tool`; at
-    `after_llm` messages may even follow them: a reply sent back with `rerun_llm` gets
-    its calls answered right after it (the model node checks the other case,
-    graph/agent/model_node.py)."""
+    """Why a history breaks the tool-call contract (graph/agent/history.py). The latest
+    calls may be open at `after_llm` and `before_tool`; at `after_llm` messages may
+    follow them (a reply sent back with `rerun_llm` gets its calls answered after it;
+    graph/agent/model_call.py checks a kept one)."""
     return pairing_problem(
         messages, open_tail=point in _OPEN_CALLS_OK, reply_open=point == "after_llm"
     )
@@ -434,8 +415,7 @@ def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> s
 
 
 async def _alifecycle(h: Any, name: str, loop: HookLoop) -> None:
-    """The same from async code, choosing the same form as `_lifecycle` (so a hook
-    with both warms up with the form its `run` will use); async code on the hooks' loop."""
+    """`_lifecycle` from async code, choosing the same form."""
     try:
         afn = async_method(h, name)
         if afn is not None and (prefers_async(loop) or not callable(getattr(h, name, None))):

@@ -1,12 +1,9 @@
 """The journaled calls this process is executing right now.
 
-A journal row that says "started, not finished" means one of two things: the run
-that claimed it died (ask the person: "outcome unknown"), or it is still running
-(a second client resumed the same approval a moment later). Within one process the
-second is known for sure, and asking then would be wrong twice over: the person would
-be asked whether a call that is running should run again, and a stray resume value
-(the second client's approval answer) would be taken as the answer to that question.
-So a call running here is refused with `CallAlreadyStarted` instead.
+A "started, not finished" journal row means the run died (ask: "outcome unknown") or
+the call still runs (a second client resumed the same approval). Within one process
+the second is known for sure, and asking would be wrong twice over (the stray resume
+value would answer the question), so such a call is refused with `CallAlreadyStarted`.
 """
 
 from __future__ import annotations

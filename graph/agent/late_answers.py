@@ -1,11 +1,7 @@
-"""An answer that comes after the question was decided elsewhere.
-
-A client that read a pause and answers it after another front end decided (the
-terminal approved, the web app rejected) sends `Command(resume=...)` to a thread that
-no longer waits. LangGraph takes such a resume as a no-op and the run "succeeds";
-the person would believe their answer counted. It is refused instead, with what
-became of the request: "already decided: `write_file` approved by ana via terminal",
-the words the web app and the Session use.
+"""An answer after the question was decided elsewhere (the terminal approved, the web
+app then rejects): LangGraph takes a resume of a thread that no longer waits as a
+no-op "success". It is refused instead, with what became of the request ("already
+decided: `write_file` approved by ana via terminal"), in the words front ends use.
 """
 
 from __future__ import annotations
@@ -28,15 +24,10 @@ def is_answer(input: Any) -> bool:
 
 
 def has_interrupts(writes: Sequence[PendingWrite], *, live: bool) -> bool:
-    """Whether `get_state(...).interrupts` lists any interrupt at a checkpoint with these
-    pending writes, read from the writes alone (LangGraph's rules,
-    langgraph/pregel/_task_status.py): an interrupt written by a task (not the null
-    task, whose writes are input), that has not finished (no write besides control
-    writes) when `live` (the thread's latest checkpoint: `get_state` without a
-    checkpoint id). The writes at a checkpoint are those of the tasks LangGraph
-    prepares from it (their ids derive from the checkpoint), the tasks `get_state`
-    lists: building the state, which decodes every message, is not needed to know
-    whether a question is pending."""
+    """Whether `get_state(...).interrupts` lists any interrupt, from a checkpoint's pending
+    writes alone (LangGraph's rules, langgraph/pregel/_task_status.py): one written by a
+    task (not the null task: input), unfinished (no non-control write) when `live` (the
+    latest checkpoint). Building the state would decode every message."""
     finished = {w[0] for w in writes if w[1] not in CONTROL_WRITES}
     return any(
         # An INTERRUPT write holds the task's interrupts (a list; anything else is one).
@@ -67,23 +58,11 @@ def late_answer_error(
     for record in reversed(records):  # the latest decision of each call
         answers_a_question = record.question == "review" or record.question.startswith("outcome")
         if answers_a_question and record.tool_call_id in calls and record.tool_call_id not in said:
-            who = " ".join(
-                p
-                for p in (
-                    f"by {record.actor}" if record.actor else None,
-                    f"via {record.source}" if record.source else None,
-                )
-                if p
-            )
-            said[record.tool_call_id] = (
-                f"`{record.tool}` {decided(record.decision)} {who or 'elsewhere'}"
-            )
-    if said:
-        return StaleDecision(
-            f"thread {thread_id} is not waiting for a decision; your answer was not used: already decided — "
-            + "; ".join(reversed(list(said.values())))
-            + "."
-        )
+            by = f"by {record.actor}" if record.actor else ""
+            via = f"via {record.source}" if record.source else ""
+            who = " ".join(filter(None, (by, via))) or "elsewhere"
+            said[record.tool_call_id] = f"`{record.tool}` {decided(record.decision)} {who}"
+    already = f": already decided — {'; '.join(reversed(said.values()))}." if said else ""
     return StaleDecision(
-        f"thread {thread_id} is not waiting for a decision; your answer was not used"
+        f"thread {thread_id} is not waiting for a decision; your answer was not used{already}"
     )

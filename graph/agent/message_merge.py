@@ -1,15 +1,10 @@
 """The reducer of the messages `DeltaChannel` (graph/agent/state.py).
 
-`merge_messages` is `add_messages` for a `DeltaChannel`: merge by id, `RemoveMessage`
-deletes, `RemoveMessage(REMOVE_ALL_MESSAGES)` clears what came before it. It is
-batching-invariant, as `DeltaChannel` requires: merging two batches one after the
-other equals merging their concatenation.
-
-LangGraph's `_messages_delta_reducer` (graph/store/langgraph_private.py) rebuilds an id -> position index of the whole
-thread on every call, and a turn calls it about ten times, so a turn cost O(thread
-length). The usual call only appends messages with new ids; for it this module
-keeps the index of the lists it returned, so the next append costs a dict copy
-instead of touching every message. Anything else takes the stock path.
+`merge_messages` is `add_messages` for a `DeltaChannel` (merge by id, `RemoveMessage`
+deletes, `REMOVE_ALL_MESSAGES` clears what came before), batching-invariant as the
+channel requires. LangGraph's `_messages_delta_reducer` rebuilds an id index of the
+whole thread on each of ~ten calls a turn; the usual call only appends new ids, so
+this keeps the index of the lists it returned and an append costs a dict copy.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """What went wrong when the model API failed, in words a person can act on.
 
-The exception a run sees is rarely the one that says what happened. langchain-openai
-re-raises the `openai` client's errors as its own classes (`OpenAIConnectionError`,
-`OpenAIRateLimitError`, … from `langchain_openai.chat_models.base`, which subclass both
-the `openai` class and LangChain's `ModelError` family); the `openai` error wraps the
-`httpx` one; and that wraps the socket error that names the cause ("Connection
-refused"). So the whole chain is read: the outermost recognised error says what kind
-of failure it was, the status code and the server's own message come from whichever
-error carries them, and the innermost cause gives the detail.
-
-Recognised without importing any provider: LangChain's `ModelError` classes, anything
-from the `openai`, `anthropic` or `ollama` packages, `httpx` / `httpcore` transport
-errors, and Gatehouse's own `EmptyReply`.
-
-Proxies: LiteLLM reports a stream that broke after it started as an error event
-inside the stream (`data: {"error": {"message", "code": "500"}}`), which the `openai`
-client raises as a bare `APIError`: read as a reply that broke midway, worth retrying.
-An error *response* from LiteLLM (its `x-litellm-*` headers) comes after the proxy's
-own retries: `proxy_retried`, so Gatehouse does not multiply them. LiteLLM passes the
-provider's headers on as `llm_provider-<name>`: its `retry-after` is honoured.
+The error a run sees is rarely the one that says what happened: langchain-openai
+re-raises the `openai` client's errors as its own classes, which wrap `httpx`'s,
+which wrap the socket error ("Connection refused"). So the whole chain is read: the
+outermost recognised error gives the kind, status and server message come from
+whichever carries them, the innermost cause the detail. Recognised without imports:
+LangChain's `ModelError`s, the `openai` / `anthropic` / `ollama` / `httpx` packages,
+and `EmptyReply`. A LiteLLM proxy reports a stream broken midway as an error event in
+the stream (a bare `APIError`: retried); its error *response* (`x-litellm-*` headers)
+comes after its own retries (`proxy_retried`); its `llm_provider-retry-after` counts.
 """
 
 from __future__ import annotations
@@ -65,7 +55,6 @@ class ModelProblem:
     retryable: bool
     # Worth retrying at once, automatically: the same request may well succeed.
     transient: bool
-    status: int | None = None
     # What the server asked for (a `Retry-After` header), in seconds.
     retry_after_s: float | None = None
     # The answer came from a LiteLLM proxy, which retries on its own before it answers
@@ -115,42 +104,35 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
     )
 
     if status is not None:
-        if status in (401, 403):
-            what = "refused the credentials" if status == 401 else "refused access"
-            return ModelProblem(
-                f"The model API {what} (HTTP {status}{said}).",
-                "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry.",
-                retryable=True,
-                transient=False,
-                status=status,
-            )
-        if status == 404:
+        if status in (401, 403, 404):
             # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
             pull = " (with Ollama: `ollama pull` it)" if "pull" not in server else ""
+            key = "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry."
+            what, advice = {
+                401: ("refused the credentials", key),
+                403: ("refused access", key),
+                404: (
+                    "does not know this model or endpoint",
+                    f"Check the model name{pull} and base URL, then retry.",
+                ),
+            }[status]
             return ModelProblem(
-                f"The model API does not know this model or endpoint (HTTP 404{said}).",
-                f"Check the model name{pull} and base URL, then retry.",
+                f"The model API {what} (HTTP {status}{said}).",
+                advice,
                 retryable=True,
                 transient=False,
-                status=status,
             )
-        if status == 429:
+        if status == 429 or status >= 500:
+            what, advice = (
+                ("API is rate limiting requests", "Wait a moment, then retry.")
+                if status == 429
+                else ("server failed", "Retry; if it keeps failing, check the server.")
+            )
             return ModelProblem(
-                f"The model API is rate limiting requests (HTTP 429{said}).",
-                f"Wait a moment, then retry.{proxy_note}",
+                f"The model {what} (HTTP {status}{said}).",
+                advice + proxy_note,
                 retryable=True,
                 transient=True,
-                status=status,
-                retry_after_s=retry_after,
-                proxy_retried=proxied,
-            )
-        if status >= 500:
-            return ModelProblem(
-                f"The model server failed (HTTP {status}{said}).",
-                f"Retry; if it keeps failing, check the server.{proxy_note}",
-                retryable=True,
-                transient=True,
-                status=status,
                 retry_after_s=retry_after,
                 proxy_retried=proxied,
             )
@@ -169,31 +151,17 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
                 advice,
                 retryable=too_long,
                 transient=False,
-                status=status,
             )
     url = next((u for e in chain if (u := _url(e))), "")
     where = f" at {url}" if url else ""
-    if any(_is_timeout(e) for e in chain):
-        return ModelProblem(
-            f"The model server{where} did not answer in time ({cause or 'timed out'}).",
-            "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
-            retryable=True,
-            transient=True,
-        )
-    if any(_broke_mid_reply(e) for e in chain):
-        return ModelProblem(
-            f"The connection to the model server{where} broke in the middle of the reply ({cause or 'closed'}).",
-            "Retry; if it keeps happening, check the server or a proxy in front of it.",
-            retryable=True,
-            transient=True,
-        )
-    if any(_is_connection(e) for e in chain):
-        return ModelProblem(
-            f"Could not reach the model server{where} ({cause or 'connection error'}).",
-            "Check that it is running and the base URL is right, then retry.",
-            retryable=True,
-            transient=True,
-        )
+    for test, what, default, advice in _TRANSPORT_FAILURES:
+        if any(test(e) for e in chain):
+            return ModelProblem(
+                f"{what.format(where=where)} ({cause or default}).",
+                advice,
+                retryable=True,
+                transient=True,
+            )
     first = next(e for e in chain if _is_model_error(e))
     detail = server or _text(first) or cause
     return ModelProblem(
@@ -241,6 +209,30 @@ def _broke_mid_reply(e: BaseException) -> bool:
         "ReadError",
         "IncompleteRead",
     )
+
+
+# Failures of the transport, by the first test that matches: (test, what happened,
+# the cause when the error names none, advice).
+_TRANSPORT_FAILURES = (
+    (
+        _is_timeout,
+        "The model server{where} did not answer in time",
+        "timed out",
+        "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
+    ),
+    (
+        _broke_mid_reply,
+        "The connection to the model server{where} broke in the middle of the reply",
+        "closed",
+        "Retry; if it keeps happening, check the server or a proxy in front of it.",
+    ),
+    (
+        _is_connection,
+        "Could not reach the model server{where}",
+        "connection error",
+        "Check that it is running and the base URL is right, then retry.",
+    ),
+)
 
 
 def _stream_error_event(e: BaseException) -> bool:

@@ -1,48 +1,81 @@
-"""The `model` node: start a new run's counters, stop on a limit, a cancel or a hook's
-stop, run the before_llm hooks, stream the model's reply, then the after_llm hooks.
+"""The `model` node and the model call: start a new run's counters, stop on a limit, a
+cancel or a hook's stop, run the before_llm hooks, stream the model's reply as events,
+then hand the reply on (graph/agent/model_call.py: its stored form, the after_llm hooks,
+the calls that must not run). A message reaches the model through this module alone.
 
-An after_llm hook may send the reply back (`rerun_llm`): the reply is not stored
-(unless the hook keeps it), a `reply_rejected` event tells front ends to drop the
-text they showed, and the run comes back here for another call, which counts
-against the run's limits like any other (graph/agent/routing.py routes it).
-
-Calls that must not run are answered at once, so every call the reply makes has its
-ToolMessage and the model gets another turn to react: bad tool-call JSON (and every
-call of a cut-off reply), and the doom-loop guard's repeats (graph/agent/doom_loop.py).
-Each shows on the stream as a failed call.
+How real servers are met:
+- A model that does not stream (`_generate` only, `disable_streaming=True`) gives one
+  whole `AIMessage`: the same events (a whole reply is one text delta).
+- A server that answers a streaming request with one JSON body (some proxies): LangChain
+  raises "No generation chunks were returned"; the reply is fetched again without
+  streaming, and this model is asked without streaming from then on (logged once).
+- An empty reply is asked for again once without streaming (a proxy in front of a
+  server that does not stream sends an empty stream); still empty: `EmptyReply`, never
+  a silent, empty success.
+- A failure worth retrying at once (connection, timeout, 429, 5xx, a stream broken
+  mid-reply: graph/agent/model_errors.py) is retried up to `ModelOptions.max_retries`
+  times, with a `model_retried` event each. Here, not in the `openai` client: it
+  retries only before a response starts, silently. A LiteLLM proxy's error response
+  is not retried again (the proxy already did, `num_retries`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, RemoveMessage
+from langchain_core.messages.ai import add_ai_message_chunks
+from langchain_core.prompt_values import ChatPromptValue
+from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
-from graph.agent import doom_loop
 from graph.agent.call_ids import fresh_call_ids
 from graph.agent.client_input import announce_dropped
 from graph.agent.context import RunContext, cancelled, model_call_limit
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import emit, thread_of
+from graph.agent.cut_off import notice_text
+from graph.agent.deps import AgentDeps, ModelOptions
+from graph.agent.emit import emit, stream_writer, thread_of
 from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
 from graph.agent.message_merge import merge_messages
 from graph.agent.model_call import (
     CUT_OFF_KIND,
+    CUT_OFF_REASON_KEY,
     CUT_OFF_STOP,
-    answer_invalid_calls,
+    after_reply,
+    announce,
+    answer_now,
     is_cut_off,
-    stream_reply,
+    is_empty,
+    prompt_messages,
+    to_message,
 )
-from graph.agent.run_end import STOPPED_BY_PERSON, ended, ends_here, history_size, stop
+from graph.agent.model_errors import EmptyReply, ModelProblem, model_problem
+from graph.agent.reasoning import ThinkSplitter
+from graph.agent.run_end import STOPPED_BY_PERSON, ends_here, stop
 from graph.agent.state import RUN_KEYS, AgentState, add_usage
-from graph.agent.tool_call import answered_unrun
-from graph.agent.tool_messages import not_run, sent_back
 from graph.protocol import events as ev
-from graph.protocol.errors import HookError
+from graph.protocol.threads import REASONING_KEY, reasoning_of
+
+log = logging.getLogger("gatehouse.model")
+NO_CHUNKS = "No generation chunks were returned"
+# LangChain's stock fake whose `_stream` drops the message's tool calls (it streams the
+# text only): asked without streaming, so its tool calls arrive, and a streamed attempt
+# never uses up its next message.
+_LOSSY_STREAMS = ("GenericFakeChatModel",)
+# The event a piece of streamed text is, by what the <think> splitter found it to be.
+_DELTAS: dict[str, type[ev.TextDelta] | type[ev.ReasoningDelta]] = {
+    "text": ev.TextDelta,
+    "reasoning": ev.ReasoningDelta,
+}
+# Models found not to stream (by id; the entry goes when the model does).
+_NOT_STREAMING: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def call_model(
@@ -119,23 +152,6 @@ def call_model(
     return update
 
 
-def announce(
-    reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool
-) -> None:
-    """The whole-message events of a step that keeps `reply`: `assistant_message`, and
-    when the run ends here (`ends`), its end (graph/agent/run_end.py) after it
-    (`history`: the saved history the step's update applies to)."""
-    if reply is not None:
-        emit(
-            ev.AssistantMessage,
-            message_id=reply.id,
-            text=text_of(reply.content),
-            tool_calls=[c["name"] for c in reply.tool_calls],
-        )
-    if ends:
-        update.update(ended("completed", history_size(history, update["messages"])))
-
-
 def logged(deps: AgentDeps, thread_id: str, call_id: str) -> bool:
     """Whether the thread's decision log or journal holds a call under `call_id`."""
     if deps.decisions is not None and deps.decisions.for_call(thread_id, call_id):
@@ -143,121 +159,10 @@ def logged(deps: AgentDeps, thread_id: str, call_id: str) -> bool:
     return deps.journal is not None and deps.journal.get(thread_id, call_id) is not None
 
 
-def after_reply(
-    update: dict[str, Any],
-    view: dict[str, Any],
-    history: list[AnyMessage],
-    ai: AIMessage,
-    before: list[AnyMessage],
-    deps: AgentDeps,
-    stored: list[AnyMessage] | None = None,
-) -> dict[str, Any]:
-    """The after_llm hooks on a complete reply: keep it (maybe changed by them), or
-    send it back (`rerun_llm`) so the model node asks again. `view` holds the
-    thread's usage before this step; `update` what this step added."""
-    usage = add_usage(view.get("usage"), update.get("usage"))
-    checked = deps.hooks.run(
-        "after_llm", {**view, **update, "usage": usage, "messages": [*history, ai]}
-    )
-    rerun = checked.pop("rerun_llm", False)
-    added = list(checked.pop("messages", []))
-    if "usage" in checked:
-        update["usage"] = add_usage(update.get("usage"), checked.pop("usage"))
-    update.update(checked)
-    if update.get("stop_reason"):
-        update.setdefault("stop_kind", "stopped")
-    if rerun and not update.get("stop_reason"):
-        # Kept only when a hook kept it: returned it (or changed it) under its id.
-        kept = [m for m in added if m.id == ai.id and not isinstance(m, RemoveMessage)]
-        added = [m for m in added if m.id != ai.id]
-        reason = rerun if isinstance(rerun, str) else "an after_llm hook sent the reply back"
-        emit(ev.ReplyRejected, message_id=ai.id, reason=reason)
-        reply = kept[-1] if kept else None
-        unrun = (
-            [
-                answered_unrun(c, sent_back(reason))
-                for c in [*reply.tool_calls, *reply.invalid_tool_calls]
-            ]
-            if isinstance(reply, AIMessage)
-            else []
-        )
-        update["messages"] = [*before, *([reply, *unrun] if reply is not None else []), *added]
-        update["rerun_llm"] = True
-        update["run_message_id"] = last_human_id([*history, *added], view.get("run_message_id"))
-        return update
-    merged = merge_messages([*history, ai], [added]) if added else [*history, ai]
-    final = next((m for m in reversed(merged) if m.id == ai.id), None)
-    answers: list[ToolMessage] = []
-    if isinstance(final, AIMessage):
-        after = merged[merged.index(final) + 1 :]
-        if (final.tool_calls or final.invalid_tool_calls) and any(
-            not isinstance(m, ToolMessage) for m in after
-        ):
-            # Kept, its calls will be answered after it: nothing may come in between.
-            raise HookError(
-                "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
-                "back with rerun_llm, or add nothing after it"
-            )
-    # The reply's text streamed before the hooks ran: a change to it replaces it on
-    # screen (announced before anything else of this step reaches the stream).
-    new_text = text_of(final.content) if isinstance(final, AIMessage) else None
-    if new_text != text_of(ai.content) and ai.id is not None:
-        emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
-    ends = False
-    if isinstance(final, AIMessage):
-        answers = answer_now(final, history, update, deps)
-        ends = ends_here(final, update, bool(deps.hooks["on_exit"]))
-    update["messages"] = [*before, ai, *added, *answers]
-    update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
-    announce(
-        final if isinstance(final, AIMessage) else None,
-        history if stored is None else stored,
-        update,
-        ends,
-    )
-    return update
-
-
-def answer_now(
-    ai: AIMessage, history: list[AnyMessage], update: dict[str, Any], deps: AgentDeps
-) -> list[ToolMessage]:
-    """The reply's calls that must not run, answered at once: broken arguments (and
-    every call of a cut-off reply), the doom-loop guard's repeats, and everything
-    when the run stops here. Sets the stop in `update` when the guard stops the run."""
-    unrun = answer_invalid_calls(ai)
-    # A cut reply's calls were never tried: answered for the model, not shown as calls.
-    # (answer_invalid_calls writes their content as text: the cast only narrows the type.)
-    answers = (
-        unrun
-        if is_cut_off(ai)
-        else [
-            answered_unrun(c, cast(str, m.content))
-            for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)
-        ]
-    )
-    calls = list(ai.tool_calls)
-    if not update.get("stop_reason"):
-        found = doom_loop.describe(
-            doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold
-        )
-        if (looping := found["stop"]) is not None:
-            update.update(stop(doom_loop.stop_reason(looping), "stopped"))
-        for repeat in found["nudges"]:
-            if looping is None:
-                emit(ev.Notice, text=doom_loop.notice(repeat), source=ev.DOOM_LOOP_SOURCE)
-                answers.append(answered_unrun(repeat.call, doom_loop.nudge(repeat)))
-                calls = [c for c in calls if c["id"] != repeat.call["id"]]
-    if update.get("stop_reason"):
-        # The run ends here: nothing is dispatched, so every call is answered now.
-        answers += [answered_unrun(c, not_run(update["stop_reason"])) for c in calls]
-    return answers
-
-
 def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
-    """New input on a thread whose last model turn has calls without a result: take
-    it out of the history (kept in `held_messages`) so the open calls are decided
-    first, by the normal path (the policy, the review, the journal's outcome
-    question). Every tool call keeps exactly one result, right after it."""
+    """New input after calls without a result: held out of the history (`held_messages`)
+    until the open calls are decided the normal way; each call's result stays right
+    after it."""
     found = open_turn_before_new_input(state["messages"])
     if found is None:
         return None
@@ -269,10 +174,293 @@ def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The per-run keys, reset, when the latest user message is one this run has not
-    seen (a new message started it); else nothing. Checked in the model node rather
-    than in a node of its own: every node is a saved step on every turn."""
+    """The per-run keys, reset, when a new user message started this run. Here, not in
+    a node of its own: every node is a saved step on every turn."""
     latest = last_human_id(state.get("messages") or [], None)
     if latest is None or latest == state.get("run_message_id"):
         return {}
     return {**RUN_KEYS, "run_message_id": latest}
+
+
+def stream_reply(
+    model: Any,
+    system_prompt: str | None,
+    view: Mapping[str, Any],
+    history: Sequence[AnyMessage],
+    config: RunnableConfig,
+    runtime: Runtime[RunContext],
+    options: ModelOptions,
+) -> tuple[AIMessage, bool]:
+    """(reply, cancelled), its deltas streamed as events. A cancelled reply keeps its text
+    but drops half-streamed tool calls (nothing may be left without an answer)."""
+    messages = prompt_messages(system_prompt, view, history, keep_reasoning=options.keep_reasoning)
+    write = stream_writer()
+    thread_id = thread_of(config)
+    retries = 0
+    while True:
+        reply = _Reply(write, thread_id)
+        try:
+            ai, was_cancelled = reply.fetch(model, messages, config, runtime)
+            if not was_cancelled and is_empty(ai):
+                ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
+        except Exception as exc:
+            problem = model_problem(exc)
+            if (
+                problem is None
+                or not problem.transient
+                or retries >= options.max_retries
+                or cancelled(runtime)
+            ):
+                raise
+            if problem.proxy_retried:
+                # A LiteLLM proxy answered with an error after its own retries: more of
+                # ours would multiply them (3 x 3 upstream calls for one persistent 500).
+                log.info("not retrying: the LiteLLM proxy has already retried (%s)", problem.cause)
+                raise
+            retries += 1
+            delay = _retry_delay(problem, retries, options)
+            # Logged as info: front ends show the event; a warning would print it twice.
+            log.info(
+                "%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay
+            )
+            reply.retried(retries, options.max_retries, delay, problem.cause)
+            if _wait(runtime, delay):
+                return AIMessage(content="", id=f"run-{uuid.uuid4()}"), True
+            continue
+        if is_cut_off(ai):
+            write(
+                ev.Notice(
+                    thread_id=thread_id,
+                    source=CUT_OFF_KIND,
+                    text=notice_text(
+                        str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY)),
+                        len(ai.invalid_tool_calls),
+                    ),
+                )
+            )
+        return ai, was_cancelled
+
+
+def _ask_again_without_streaming(
+    model: Any,
+    messages: list[AnyMessage],
+    config: RunnableConfig,
+    runtime: Runtime[RunContext],
+    first: _Reply,
+) -> AIMessage:
+    """An empty reply, asked for once more without streaming (`EmptyReply` if empty
+    again); a full answer means the stream lost it: no streaming from then on."""
+    if not first.streamed:
+        raise EmptyReply(_model_label(model), streamed=False)
+    log.info(
+        "%s sent an empty streamed reply; asking once more without streaming", _model_label(model)
+    )
+    # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
+    first.retried(
+        1, 1, 0.0, "The model's streamed reply was empty; asking once more without streaming."
+    )
+    again = _Reply(first.write, first.thread_id)
+    ai, _ = again.fetch(model, messages, config, runtime, stream=False)
+    if is_empty(ai):
+        raise EmptyReply(_model_label(model), streamed=True)
+    stop_streaming(model, why="its streamed reply was empty, asked without streaming it answered")
+    return ai
+
+
+class _Reply:
+    """One attempt at the model's reply: streams its events, merges its chunks once,
+    when read (as LangChain's `stream` does): `sum + chunk` at every chunk re-parses
+    the partial JSON, quadratic (a 54 KB `write_file`: ~6 s of CPU, ~20 ms once)."""
+
+    def __init__(self, write: Callable[[Any], None], thread_id: str) -> None:
+        self.write = write
+        self.thread_id = thread_id
+        # The reply so far: the chunks streamed (merged when read), or a whole reply.
+        self._chunks: list[AIMessageChunk] = []
+        self._whole: AIMessage | None = None
+        self.message_id: str | None = None
+        self.streamed = False
+        self._think = ThinkSplitter()
+        self._part: ev.PartKind | None = None  # the kind of the part streaming now
+        self._parts = 0  # parts started so far (the next part's index)
+
+    def fetch(
+        self,
+        model: Any,
+        messages: list[AnyMessage],
+        config: RunnableConfig,
+        runtime: Runtime[RunContext],
+        *,
+        stream: bool = True,
+    ) -> tuple[AIMessage, bool]:
+        prompt = chat_input(model, messages)
+        if stream and streams(model):
+            self.streamed = True
+            try:
+                for chunk in model.stream(prompt, config):
+                    self.add(chunk)
+                    if cancelled(runtime):
+                        self.flush()
+                        ai = to_message(self.merged, complete=False)
+                        kept = {k: v for k, v in ai.additional_kwargs.items() if k == REASONING_KEY}
+                        return AIMessage(content=ai.content, id=ai.id, additional_kwargs=kept), True
+            except ValueError as exc:
+                if self.merged is not None or NO_CHUNKS not in str(exc):
+                    raise
+                stop_streaming(model)
+                self.streamed = False
+                self.add(model.invoke(prompt, config, stream=False))
+        else:
+            self.add(model.invoke(prompt, config, stream=False))
+        self.flush()
+        ai = to_message(self.merged, usage_requested=self.streamed and requests_usage(model))
+        for call in ai.tool_calls:
+            self.start_part("tool_call", ai.id, call_id=call["id"], tool_name=call["name"])
+        return ai, False
+
+    def add(self, chunk: AIMessage) -> None:
+        self.message_id = self.message_id or chunk.id
+        if reasoning := reasoning_of(chunk.additional_kwargs, chunk.content):
+            self._emit(ev.ReasoningDelta, reasoning, chunk.id)
+        if text := text_of(chunk.content):
+            for kind, piece in self._think.feed(text):
+                self._emit(_DELTAS[kind], piece, chunk.id)
+        if isinstance(chunk, AIMessageChunk):
+            self._whole = None
+            self._chunks.append(chunk)
+        else:
+            # A whole reply, from a model that does not stream: it replaces what came.
+            self._whole, self._chunks = chunk, []
+
+    @property
+    def merged(self) -> AIMessage | None:
+        """The reply so far, its chunks merged (once: the result is kept)."""
+        if self._whole is not None:
+            return self._whole
+        if len(self._chunks) > 1:
+            self._chunks = [add_ai_message_chunks(self._chunks[0], *self._chunks[1:])]
+        return self._chunks[0] if self._chunks else None
+
+    def retried(self, attempt: int, max_retries: int, delay: float, reason: str) -> None:
+        self.write(
+            ev.ModelRetried(
+                thread_id=self.thread_id,
+                attempt=attempt,
+                max_retries=max_retries,
+                delay_s=delay,
+                reason=reason,
+                message_id=self.message_id,
+            )
+        )
+
+    def flush(self) -> None:
+        for kind, piece in self._think.flush():
+            self._emit(_DELTAS[kind], piece, self.message_id)
+
+    def _emit(
+        self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta], text: str, message_id: str | None
+    ) -> None:
+        part = kind.model_fields["type"].default.removesuffix("_delta")
+        if part != self._part:
+            self.start_part(part, message_id or self.message_id)
+        self.write(
+            kind.trusted(
+                thread_id=self.thread_id, text=text, message_id=message_id or self.message_id
+            )
+        )
+
+    def start_part(self, kind: ev.PartKind, message_id: str | None, **call: Any) -> None:
+        """A `part_started` event: deltas of another kind than the last, or a tool call."""
+        self._part = kind
+        self.write(
+            ev.PartStarted.trusted(
+                thread_id=self.thread_id,
+                message_id=message_id,
+                index=self._parts,
+                part_kind=kind,
+                **call,
+            )
+        )
+        self._parts += 1
+
+
+def chat_input(model: Any, messages: list[AnyMessage]) -> Any:
+    """A chat model gets a `ChatPromptValue` built unchecked (the reducer made them
+    messages; converting a list costs ~1 ms a call at 1,000); anything else the list."""
+    if isinstance(_unwrap(model), BaseChatModel):
+        return ChatPromptValue.model_construct(messages=messages)
+    return messages
+
+
+def streams(model: Any) -> bool:
+    inner = _unwrap(model)
+    if _NOT_STREAMING.get(id(inner)) is None and (lossy := _lossy_stream(inner)):
+        stop_streaming(inner, why=f"{lossy}'s stream drops tool calls (it streams the text only)")
+    return _NOT_STREAMING.get(id(inner)) is None
+
+
+def _lossy_stream(model: Any) -> str | None:
+    """The stock class whose `_stream` this model still uses, when that one loses tool calls."""
+    kind: Any = type(model)
+    for cls in kind.__mro__:
+        if cls.__name__ in _LOSSY_STREAMS and cls.__module__.startswith("langchain_core."):
+            return cls.__name__ if kind._stream is cls._stream else None
+    return None
+
+
+def stop_streaming(model: Any, why: str | None = None) -> None:
+    """Ask this model without streaming from now on (logged once, with why; by default
+    its server answered a streaming request with one JSON body)."""
+    inner = _unwrap(model)
+    where = getattr(inner, "openai_api_base", None)
+    if why is None:
+        why = (
+            f"the model server{f' at {where}' if where else ''} answered a streaming request without streaming"
+            if hasattr(inner, "openai_api_base") or hasattr(inner, "base_url")
+            else f"{type(inner).__name__}.stream() gave no chunks"
+        )
+    log.warning("%s; asking %s without streaming from now on", why, _model_label(inner))
+    _NOT_STREAMING[id(inner)] = inner
+
+
+def _model_label(model: Any) -> str:
+    inner = _unwrap(model)
+    name = getattr(inner, "model_name", None) or getattr(inner, "model", None)
+    return str(name) if isinstance(name, str) and name else type(inner).__name__
+
+
+def requests_usage(model: Any) -> bool:
+    """This model asks its server for a usage chunk at the end of each stream."""
+    kwargs: dict[str, Any] = {}
+    while isinstance(model, RunnableBinding):
+        kwargs = {**model.kwargs, **kwargs}
+        model = model.bound
+    if "stream_usage" in kwargs:
+        return bool(kwargs["stream_usage"])
+    options = kwargs.get("stream_options") or (getattr(model, "model_kwargs", None) or {}).get(
+        "stream_options"
+    )
+    if isinstance(options, dict) and "include_usage" in options:
+        return bool(options["include_usage"])
+    return getattr(model, "stream_usage", None) is True
+
+
+def _unwrap(model: Any) -> Any:
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    return model
+
+
+def _retry_delay(problem: ModelProblem, retries: int, options: ModelOptions) -> float:
+    if problem.retry_after_s is not None:
+        return min(problem.retry_after_s, options.max_retry_delay_s)
+    return min(options.retry_delay_s * 2 ** (retries - 1), options.max_retry_delay_s)
+
+
+def _wait(runtime: Runtime[RunContext] | None, seconds: float) -> bool:
+    """Wait before a retry; True when the person pressed Stop meanwhile."""
+    ctx = getattr(runtime, "context", None)
+    if isinstance(ctx, RunContext):
+        return ctx.cancel.wait(seconds)
+    time.sleep(seconds)
+    return False

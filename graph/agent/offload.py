@@ -1,17 +1,14 @@
-"""Tool-result offloading: an output too large for the model's context is stored
-aside, whole, in the thread's storage (graph/store/outputs.py); the model gets its
-head and a reference, and reads more on demand with the built-in, read-only
-`read_tool_output` tool (free: it runs without approval).
+"""Tool-result offloading: an output too large for the model's context is stored whole
+(graph/store/outputs.py); the model gets its head and a reference, and reads on with
+the built-in, free `read_tool_output` tool.
 
     build_graph(..., outputs=storage.outputs, offload=OffloadOptions(threshold_chars=8_000))
 
-Order matters for crash safety: `run_tool` stores the whole output BEFORE the
-shortened result goes into the execution journal and the checkpoint. So a result the
-journal replays after a crash always finds its output, and a crash before the journal
-write leaves at most a stored output nobody points at (a call run again replaces it).
-
-The result keeps a mark (`additional_kwargs["gatehouse_offloaded"]`: total characters
-and lines) that the `tool_finished` event, the transcript and exports show.
+`run_tool` stores the output BEFORE the shortened result reaches the journal and the
+checkpoint, so a replayed result always finds its output (a crash before leaves at most
+an orphan, replaced when the call runs again). The result's mark
+(`additional_kwargs["gatehouse_offloaded"]`: characters and lines) shows on events,
+the transcript and exports.
 """
 
 from __future__ import annotations
@@ -131,25 +128,27 @@ def _head(text: str, chars: int) -> str:
     return head[: cut + 1] if cut >= chars // 2 else head
 
 
+_CallId = Annotated[str, Field(description="The call_id named in the stored output's reference")]
+_StartLine = Annotated[int, Field(ge=1, description="First line to return (1-based)")]
+_EndLine = Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")]
+_Pattern = Annotated[
+    str | None, Field(description="Return only lines matching this regular expression")
+]
+_StartChar = Annotated[
+    int | None, Field(ge=0, description="Read by characters from this offset instead of by lines")
+]
+
+
 def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
     """`read_tool_output`: ranges or matching lines of an output stored aside."""
 
     def read_tool_output(
-        call_id: Annotated[
-            str, Field(description="The call_id named in the stored output's reference")
-        ],
+        call_id: _CallId,
         config: RunnableConfig,
-        start_line: Annotated[int, Field(ge=1, description="First line to return (1-based)")] = 1,
-        end_line: Annotated[
-            int | None, Field(ge=1, description="Last line to return (inclusive)")
-        ] = None,
-        pattern: Annotated[
-            str | None, Field(description="Return only lines matching this regular expression")
-        ] = None,
-        start_char: Annotated[
-            int | None,
-            Field(ge=0, description="Read by characters from this offset instead of by lines"),
-        ] = None,
+        start_line: _StartLine = 1,
+        end_line: _EndLine = None,
+        pattern: _Pattern = None,
+        start_char: _StartChar = None,
     ) -> str:
         """Read more of a tool output that was too large to show whole (its result says
         "output stored aside"): a range of lines, the lines matching a pattern, or
@@ -199,34 +198,13 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
 @functools.cache
 def _read_args_schema(doc: str) -> type[BaseModel]:
     """The schema LangChain would infer for `read_tool_output` (tests/test_open_cost.py
-    compares them), made once per process with its validator built on first use: LangChain's
-    inference builds two models and their validators, several ms, on every session open."""
+    compares them), made once per process: inferring it costs ms on every session open."""
     fields: dict[str, Any] = {
-        "call_id": (
-            Annotated[str, Field(description="The call_id named in the stored output's reference")],
-            ...,
-        ),
-        "start_line": (
-            Annotated[int, Field(ge=1, description="First line to return (1-based)")],
-            1,
-        ),
-        "end_line": (
-            Annotated[int | None, Field(ge=1, description="Last line to return (inclusive)")],
-            None,
-        ),
-        "pattern": (
-            Annotated[
-                str | None, Field(description="Return only lines matching this regular expression")
-            ],
-            None,
-        ),
-        "start_char": (
-            Annotated[
-                int | None,
-                Field(ge=0, description="Read by characters from this offset instead of by lines"),
-            ],
-            None,
-        ),
+        "call_id": (_CallId, ...),
+        "start_line": (_StartLine, 1),
+        "end_line": (_EndLine, None),
+        "pattern": (_Pattern, None),
+        "start_char": (_StartChar, None),
     }
     model: type[BaseModel] = create_model(
         READ_TOOL, __config__=ConfigDict(arbitrary_types_allowed=True, defer_build=True), **fields

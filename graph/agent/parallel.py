@@ -1,14 +1,9 @@
 """`max_parallel_tools`: how many tool calls of one run execute at the same time.
 
-Each call of a turn is its own `run_tool` task, and LangGraph runs a step's tasks
-together. The limit is a semaphore per thread (one run per thread at a time), taken
-around the call's execution only: calls answered without running never wait.
-
-Not LangGraph's `max_concurrency`: when a run streams `custom` or `messages` (Studio,
-LangGraph Server clients, anyone streaming the compiled graph), LangGraph parks a
-stream waiter on one of the run's `max_concurrency` worker threads, so a limit of 1
-leaves no thread for the tasks and the run hangs (langgraph 1.2, `Pregel.stream`'s
-`get_waiter`).
+A semaphore per thread (one run per thread at a time), held around a call's execution
+only: answered calls never wait. Not LangGraph's `max_concurrency`: a run streaming
+`custom` or `messages` parks a waiter on one of those workers, so a limit of 1 hangs
+the run (langgraph 1.2, `Pregel.stream`'s `get_waiter`).
 """
 
 from __future__ import annotations

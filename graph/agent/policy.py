@@ -1,28 +1,23 @@
 """Which tool calls run freely, which ask a person, which are refused.
 
 Evaluated from the call, the tool's declared defaults, the project config and the
-thread's "always allow" grants only, so the review gives the same answer when it runs
-again on resume. Accepts LangChain's `HumanInTheLoopMiddleware(interrupt_on=...)`
-mapping unchanged (True / False / {"allowed_decisions", "description"}) plus
-Gatehouse's own keys (`mode`, `rules`). The name `"*"` stands for every tool without
-an entry of its own (`{"*": "ask", "read_file": "allow"}`). A name that is no tool
-of the agent is an error when the graph is built (`check_tools`): a misspelled
-`rm_file` would otherwise leave `delete_file` at its default without a word.
+thread's grants only, so the review gets the same answer when it re-runs on resume.
+Takes LangChain's `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged plus
+Gatehouse's keys (`mode`, `rules`); `"*"` stands for every tool without an entry. A
+name that is no tool of the agent is an error at build time (`check_tools`): a typo
+would leave the real tool at its default without a word.
 
-Rules and grants match canonical forms, never the raw text a model wrote: a tool
-that declares `canonical` (file tools: workspace-relative paths with `..` and symlinks
-resolved; `http_request`: a normalized URL) is matched on that, so `notes/*` never
-covers `notes/../.git/config`. A value with no canonical form (a path that leaves the
-workspace) matches no rule and no grant. An "allow" rule or a pattern grant must match
-every canonical argument of the call (a move's source and destination); a "deny" or
-"ask" rule needs only one, canonical or as written.
+Rules and grants match canonical forms (`canonical`: workspace-relative paths with `..`
+and symlinks resolved, normalized URLs), so `notes/*` never covers
+`notes/../.git/config`; a value with none matches nothing. An "allow" rule or a pattern
+grant must match every canonical argument; "deny" or "ask" one, canonical or raw.
 
 Precedence, first match wins:
   1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
   2. a matching rule (glob or regex on an argument) decides;
   3. an "always allow" grant of this thread allows;
-  4. the tool's mode from config, else the tool's declared default (a tool that asks
-     may still let a provably safe call through, e.g. a read-only SQL statement).
+  4. the tool's mode from config, else its declared default (a tool that asks may
+     still let a provably safe call through, e.g. a read-only SQL statement).
 """
 
 from __future__ import annotations
@@ -291,21 +286,18 @@ class Policy:
         )
         if granted is not None:
             return Verdict(mode="allow", reason=GRANTED, grant=granted)
-        if config.mode is not None:
-            return Verdict(
-                mode=config.mode,
-                allowed_decisions=config.allowed_decisions,
-                description=config.description,
-                reason="policy for this tool",
-                approvers=config.approvers,
-            )
-        if spec.default == "ask" and spec.auto_allow is not None and _safe(spec.auto_allow, args):
+        if (
+            config.mode is None
+            and spec.default == "ask"
+            and spec.auto_allow is not None
+            and _safe(spec.auto_allow, args)
+        ):
             return Verdict(mode="allow", reason="judged safe by the tool")
         return Verdict(
-            mode=spec.default,
+            mode=config.mode or spec.default,
             allowed_decisions=config.allowed_decisions,
             description=config.description,
-            reason="tool default",
+            reason="tool default" if config.mode is None else "policy for this tool",
             approvers=config.approvers,
         )
 

@@ -1,26 +1,15 @@
-"""Facts about a thread's message list, carried from one model call to the next in a
-process instead of worked out again from the first message.
+"""Facts about a thread's message list, carried from one model call to the next.
 
-Before each model call the agent reads the whole history several times: the call ids
-it holds (graph/agent/call_ids.py), what the model is sent (model_call.prompt_messages)
-and the signature of what compaction counted (builtin_hooks/token_prefix.py). At 200
-turns (~1,000 messages) that was ~4.5 ms of a ~27 ms warm turn, growing with the thread.
-Each of these is a left fold over the list, and the list a step sees starts with the
-very same message objects as the one the step before saw (the messages channel only
-appends), so a `PrefixMemo` keeps its value for recent lists and folds only the messages
-after the longest one a new list starts with.
-
-A list is recognised by the identity of its messages, every one of them compared (in
-C: ~10 µs for 1,000), never by length, ids or the first and last alone: an edit, a
-removal, a compaction or a branch from an older checkpoint gives a list that shares a
-shorter prefix or none, and the value is folded from there. Message objects are not
-changed in place (LangGraph's reducers and Gatehouse's make new ones), and the memo
-holds the lists it remembers, so an object's identity cannot be reused while it is kept.
-
-The newest messages of a list are not yet the objects the next step will see: the saver
-reads a step's writes back from the database to keep the head current
-(graph/store/delta_reads.py), so the next run holds copies of them. A fold therefore also
-remembers its value `TAIL` messages before the end, a prefix whose objects stay.
+Before each call the agent folds over the whole history several times (call ids,
+call_ids.py; what the model is sent, model_call.prompt_messages; compaction's count,
+builtin_hooks/token_prefix.py): ~4.5 ms of a ~27 ms turn at 200 turns. The messages
+channel only appends, so a `PrefixMemo` keeps the value of recent lists and folds only
+what follows the longest one a new list starts with. Lists are matched by the identity
+of every message (~10 µs for 1,000 in C), never by length or ids: an edit, compaction
+or branch shares a shorter prefix. Messages are never changed in place and the memo
+holds the lists it keeps, so an identity cannot be reused meanwhile. The newest `TAIL`
+messages come back as copies next step (the saver reads a step's writes back,
+graph/store/delta_reads.py), so a fold also remembers its value before them.
 """
 
 from __future__ import annotations
@@ -42,13 +31,10 @@ SHORT = 64
 
 
 class PrefixMemo(Generic[T]):
-    """`memo(messages)` is `fold(start, messages)`, computed from the value of the
-    longest remembered list that `messages` starts with. `fold(value, more)` returns
-    the value for the list extended by `more`, and must not change `value` (other
-    lists may continue from it too). `seed(messages)`, where given, is where a list with
-    no remembered prefix (in a new process) may start folding, and the value there:
-    e.g. at the latest compaction summary, for a fold that starts again at each, so a
-    compacted thread's cold read does not walk the messages before it."""
+    """`memo(messages)` is `fold(start, messages)`, continued from the longest remembered
+    prefix. `fold(value, more)` must not change `value` (other lists continue from it).
+    `seed(messages)`: where a list with no remembered prefix may start, and the value
+    there (e.g. the latest compaction summary, for a fold that restarts at each)."""
 
     def __init__(
         self,

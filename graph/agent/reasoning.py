@@ -1,20 +1,13 @@
 """A reasoning model's thinking, kept apart from its answer.
 
-Servers deliver reasoning in two ways, and Gatehouse stores both the same way:
-- inside the text, as `<think>…</think>` (Qwen, DeepSeek-R1 and their distills on
-  llama.cpp, Ollama or vLLM without a reasoning parser); the tags may be split
-  across stream chunks, and when the chat template already opened the block only
-  the closing tag appears;
-- beside the text, as `reasoning_content` (or `reasoning`) deltas (vLLM and SGLang
-  with a reasoning parser, DeepSeek's API, Ollama, LM Studio). LangChain's provider
-  packages put it in `additional_kwargs["reasoning_content"]`; so does
-  graph/service/openai_compat.py for plain OpenAI-compatible servers.
-
-Stored form: the answer stays the message's `content` (a plain string), and the
-reasoning goes to `additional_kwargs["reasoning_content"]`, where LangChain's provider
-packages put it (ChatDeepSeek, ChatXAI, ChatGroq, ChatOllama) and LangChain core looks
-for it. So titles, exports and anything that reads `content` see only the answer, and
-the model is not sent it back (graph/agent/model_call.py strips it from the prompt).
+Servers send it inside the text as `<think>…</think>` (Qwen, DeepSeek-R1 without a
+reasoning parser; tags may split across chunks, and a template that opened the block
+leaves only the closing tag), or beside it as `reasoning_content` deltas (vLLM and
+SGLang with a parser, DeepSeek, Ollama, LM Studio; LangChain's providers and
+graph/service/openai_compat.py put it in `additional_kwargs["reasoning_content"]`).
+Both are stored the same way: the answer is `content`, the reasoning goes to
+`additional_kwargs["reasoning_content"]` (where LangChain looks for it), so anything
+reading `content` sees only the answer, and the model is not sent it back.
 """
 
 from __future__ import annotations
@@ -22,24 +15,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 OPEN, CLOSE = "<think>", "</think>"
-# Content blocks that carry reasoning: LangChain v1 and the Responses API "reasoning"
-# (its summaries are shown to the person: graph/protocol/threads.py), Anthropic
-# "thinking" and "redacted_thinking". Not sent back to the model unless
-# `keep_reasoning` (graph/agent/model_call.py).
+# Content blocks that carry reasoning (LangChain v1 / Responses API, Anthropic); read
+# in graph/protocol/threads.py, not sent back unless `keep_reasoning`.
 REASONING_BLOCK_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
-# Where providers put reasoning (a field, LangChain v1 "reasoning" / Anthropic
-# "thinking" blocks) and how to read it: graph/protocol/threads.py.
 
 Piece = tuple[Literal["text", "reasoning"], str]
 
 
 class ThinkSplitter:
     """Splits streamed text at `<think>` / `</think>` into answer and reasoning pieces.
-
-    A chunk that ends with what could be the start of a tag ("<th") is held back until
-    the next chunk says whether it is one. Whitespace between a leading block and the
-    answer is dropped: models put a blank line there that is no part of the answer.
-    """
+    A possible tag start ("<th") is held back until the next chunk; whitespace after a
+    leading block is dropped (models put a blank line there)."""
 
     def __init__(self) -> None:
         self.inside = False
@@ -62,9 +48,8 @@ class ThinkSplitter:
                 at, tag = found
                 self._add(out, buf[:at])
                 buf = buf[at + len(tag) :]
-                # A closing tag seen outside a block: the template opened it, and what
-                # came before was reasoning (already streamed; the stored message is
-                # split again in full by `split_think`).
+                # A lone closing tag: the template opened the block (the stored
+                # message is split again in full by `split_think`).
                 self.inside = tag == OPEN
                 self._after_close = tag == CLOSE and not self._answered
                 continue

@@ -1,31 +1,26 @@
-"""What the agent writes to the decision log besides a person's answer, and in which
-words: an auto-approval, and a run a standing grant let through; through the one door
-(graph/agent/authority.py), like every record. The gate (graph/agent/gate.py) reads
-these rows back: a gated call runs only on its recorded approval.
-
-Standing permissions made visible: a call the policy would gate that runs because an
-"always allow" grant of the thread covers it gets the same trail as one a person
-approved. Its entry (question "standing", decision "always_allowed", naming the
-grant) is written before the call runs, and its result and `tool_started` event name
-the grant, so every front end can show why nobody was asked. The grant is the one
-the gate found in the decision log, never one taken from a task (a client's forged
-`Send` cannot put a grant on a call's record).
+"""What the agent writes to the decision log besides a person's answer, in which
+words, through the one door (authority.py): an auto-approval, and a run a standing
+grant let through. The latter gets the trail of an approved call (question
+"standing", decision "always_allowed", naming the grant) before it runs, and its
+result and `tool_started` name the grant, so front ends show why nobody was asked.
+The grant is the one the gate found in the log, never one from a task.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 
 from graph.agent.authority import enter
 from graph.agent.call_ids import id_of
+from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import decided_by, thread_of
+from graph.agent.gate import AutoApproved, auto_approving, grants_of, judge
 from graph.agent.policy import Grant
-from graph.agent.state import ToolTask
 from graph.protocol.decisions import (
     ALWAYS_ALLOWED,
     AUTO_APPROVE,
@@ -35,35 +30,22 @@ from graph.protocol.decisions import (
 )
 
 
-def record_auto_approvals(
-    tasks: Sequence[ToolTask], deps: AgentDeps, thread_id: str, config: RunnableConfig
+def record_auto_approval(
+    call: ToolCall, config: RunnableConfig, runtime: Runtime[RunContext], deps: AgentDeps
 ) -> None:
-    """Write the auto-approvals to the decision log before their tasks are sent: run_tool
-    runs a gated call only on a recorded approval."""
-    auto = [t for t in tasks if t.get("decision") == AUTO_APPROVE]
-    if not auto or deps.decisions is None:
+    """Write the auto-approval of a task that claims one before `permit` reads the log,
+    when the gate, asked afresh, auto-approves the call (a task's claim is not believed).
+    A node writes it, not the route that sent the task: routes also run for state edits."""
+    if deps.decisions is None:
         return
-    who = decided_by(config)
-    now = time.time()
-    enter(
-        deps.decisions,
-        deps.policy,
-        [
-            DecisionRecord(
-                thread_id=thread_id,
-                question="review",
-                tool_call_id=id_of(t["call"]),
-                tool=t["call"]["name"],
-                decision=AUTO_APPROVE,
-                args=t["call"]["args"],
-                message=f"auto-approved: auto-approve is on for this {t.get('auto') or 'session'}",
-                source=who["source"],
-                actor=who["actor"],
-                decided_at=now,
-            )
-            for t in auto
-        ],
-    )
+    thread_id = thread_of(config)
+    grants = grants_of({}, deps, thread_id)
+    auto = auto_approving(runtime, deps, grants)
+    verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
+    if not isinstance(verdict, AutoApproved):
+        return  # already recorded (a re-run), or not auto-approved: permit decides
+    message = f"auto-approved: auto-approve is on for this {verdict.by}"
+    _enter(call, config, deps, "review", AUTO_APPROVE, message)
 
 
 def record_grant_run(
@@ -80,24 +62,32 @@ def record_grant_run(
     ):
         return None
     label = grant_label(grant.tool, grant.pattern)
-    who = decided_by(config)
     # The grant's own record says who gave it; this one, which run it let through.
-    enter(
-        deps.decisions,
-        deps.policy,
-        [
-            DecisionRecord(
-                thread_id=thread_id,
-                question=STANDING_QUESTION,
-                tool_call_id=id_of(call),
-                tool=call["name"],
-                decision=ALWAYS_ALLOWED,
-                args=call["args"],
-                message=f"ran without asking: always allowed in this thread by the grant {label}",
-                decided_at=time.time(),
-                source=who["source"],
-                actor=who["actor"],
-            )
-        ],
-    )
+    message = f"ran without asking: always allowed in this thread by the grant {label}"
+    _enter(call, config, deps, STANDING_QUESTION, ALWAYS_ALLOWED, message)
     return label
+
+
+def _enter(
+    call: ToolCall,
+    config: RunnableConfig,
+    deps: AgentDeps,
+    question: str,
+    decision: str,
+    message: str,
+) -> None:
+    """One record the agent writes for `call`, by the run's identity, through the door."""
+    who = decided_by(config)
+    record = DecisionRecord(
+        thread_id=thread_of(config),
+        question=question,
+        tool_call_id=id_of(call),
+        tool=call["name"],
+        decision=decision,
+        args=call["args"],
+        message=message,
+        source=who["source"],
+        actor=who["actor"],
+        decided_at=time.time(),
+    )
+    enter(deps.decisions, deps.policy, [record])

@@ -1,17 +1,11 @@
 """ "Mark as resolved": a client that ends a pause without answering it.
 
-Agent Inbox's "Mark as resolved" (and any client doing the same) clears a thread's
-pending tasks with `update_state(config, None, as_node=END)`
-(`client.threads.updateState(id, {values: null, asNode: "__end__"})`); Agent Chat
-UI's "Mark as Resolved" starts a run with `command: {goto: "__end__"}` and nothing
-else, which LangGraph takes as a no-op "success" (the pause stays). Left alone,
-that leaves the model's gated calls without answers, and the next message asks the
-same question again. So a clear of a thread paused in `review` is read as what the
-person meant: every open call is rejected with a note, recorded in the decision log
-like any other rejection, and the thread is idle with every call answered.
-
-The compiled graph calls this (compiled.py), so it holds for LangGraph Server,
-Studio, the SDK and a raw `graph.update_state` alike.
+Agent Inbox clears pending tasks with `update_state(config, None, as_node=END)`; Agent
+Chat UI runs just `Command(goto=END)`, which LangGraph takes as a no-op "success".
+Either would leave the gated calls unanswered and the next message asking again. So a
+clear of a thread paused in `review` rejects every open call with a note, recorded like
+any rejection, and the thread is idle. compiled.py calls this, so it holds for every
+client of the graph.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""The approval step: the `review` node, the request a person answers, and what
-their answer means.
+"""The `review` node: the request a person answers, and what their answer means.
 
-The request is a LangChain `HITLRequest` (`action_requests` + `review_configs`, in
-the model's order) with Gatehouse extras (`tool_call_id`, `risk`, `preview`). The
-answer is `{"decisions": [...]}` in request order, or keyed by tool call id, exactly
-as `HumanInTheLoopMiddleware` takes it. Validation lives in a pydantic model,
-checked against the request being answered (`answering`) and handed to
-`interrupt(response_schema=...)`, so a wrong answer is refused by LangGraph itself
-before anything is saved — also when the graph is resumed directly with `Command`
-by Studio or the SDK — and the thread stays paused.
-
-The node is pure up to its `interrupt()`: it re-runs from its start on resume, so it
-computes the request from state, asks, validates, and only then returns updates.
+The request is LangChain's `HITLRequest` (calls in the model's order) with Gatehouse
+extras (`tool_call_id`, `risk`, `preview`); the answer `{"decisions": [...]}` in
+request order or keyed by call id, as `HumanInTheLoopMiddleware` takes it. It is
+validated by a pydantic model bound to the request (`answering`) and handed to
+`interrupt(response_schema=...)`, so LangGraph refuses a wrong answer before anything
+is saved, also on a direct `Command` from Studio or the SDK. The node re-runs from its
+start on resume, so nothing with side effects comes before its `interrupt()`.
 """
 
 from __future__ import annotations
@@ -63,10 +58,9 @@ def review(
     *,
     deps: AgentDeps,
 ) -> Command:
-    """ONE interrupt for the gated calls of a model turn, then each call's fate:
-    approved or edited calls go to their own `run_tool` task, rejected or answered
-    ones get their ToolMessage here. Every decision is recorded in the decision log
-    before any call runs: run_tool runs a gated call only on its record."""
+    """ONE interrupt for a turn's gated calls; approved or edited ones get a `run_tool`
+    task each, rejected or answered ones their ToolMessage here. Every decision is
+    recorded before any call runs: run_tool runs a gated call only on its record."""
     thread_id = thread_of(config)
     now, gated = split_turn(state, deps, thread_id, runtime, reviewing=True)
     # Calls already run (a replay from before they ran): their journaled result, no card.
@@ -76,8 +70,7 @@ def review(
     if not gated:
         return Command(goto=sends or "model")
     request = build_request(gated, deps.tools)
-    # Who answers is known before the answer arrives (the run's config, graph/agent/emit.py),
-    # so a tool's `approvers` are checked with the answer's other checks.
+    # Who answers is in the run's config, so `approvers` are checked with the answer.
     who = decided_by(config)
     visitor = visiting(config)
     with answering(request, deps.tools, actor=who["actor"], visitor=visitor) as schema:
@@ -119,8 +112,7 @@ def review(
 
 @functools.cache
 def _base_json_schema() -> JsonSchemaValue:
-    """ReviewAnswer's JSON schema with its `$defs` inlined: standalone, so it can be
-    handed out in the middle of another schema's generation."""
+    """ReviewAnswer's JSON schema, `$defs` inlined (handed out mid-generation)."""
     schema = TypeAdapter(ReviewAnswer).json_schema()
     defs = schema.pop("$defs", {})
 
@@ -138,19 +130,16 @@ def _base_json_schema() -> JsonSchemaValue:
 
 
 def _json_copy(node: Any) -> Any:
-    """A copy of a JSON value (dicts, lists, scalars), as `copy.deepcopy` makes it."""
+    """A copy of a JSON value, as `copy.deepcopy` makes it (without its bookkeeping)."""
     if isinstance(node, dict):
         return {k: _json_copy(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_json_copy(v) for v in node]
-    return node
+    return [_json_copy(v) for v in node] if isinstance(node, list) else node
 
 
 def build_request(
     calls: Sequence[tuple[ToolCall, Verdict]], tools: Mapping[str, BaseTool]
 ) -> dict[str, Any]:
-    """The HITLRequest for the gated calls of one model turn (its wire form: the
-    interrupt value every LangGraph client reads)."""
+    """The HITLRequest of a turn's gated calls, in the wire form every client reads."""
     specs = [spec_of(tools[call["name"]]) for call, _ in calls]
     # After each call's headline: what it may touch ("sandboxed · workspace writable ·
     # no network"), then the policy's own words; the call in full always follows.
@@ -204,9 +193,8 @@ class _Request:
     visitor: bool = False
 
 
-# The request an answer is being checked against, bound by `answering`. One answer
-# class for every request (a class built per request cost ~3 ms a turn), so the
-# request reaches its validators through the context LangGraph validates in.
+# The request an answer is checked against, bound by `answering`: one answer class
+# for every request (one built per request cost ~3 ms a turn).
 _answering: ContextVar[_Request | None] = ContextVar("gatehouse_answering", default=None)
 
 
@@ -218,9 +206,8 @@ def _request_being_answered() -> _Request:
 
 
 class CheckedAnswer(ReviewAnswer):
-    """An answer that fits the request bound by `answering`: one decision per action
-    request, in order (or keyed by tool call id), each of an allowed type, edits that
-    keep the tool and fit its arguments."""
+    """An answer that fits the request bound by `answering`: one allowed decision per
+    call, edits that keep the tool and fit its arguments."""
 
     @model_validator(mode="before")
     @classmethod
@@ -237,10 +224,9 @@ class CheckedAnswer(ReviewAnswer):
     def __get_pydantic_json_schema__(
         cls, core: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        # ReviewAnswer's schema: the checks above are validators, which JSON schema
-        # cannot express. LangGraph attaches the schema to every interrupt; generating
-        # it anew cost ~2 ms a pause, so it is generated once. A copy each time (the
-        # caller may change it): of JSON, so no `deepcopy` bookkeeping (~3x faster).
+        # JSON schema cannot say what the validators check. LangGraph attaches it to
+        # every interrupt (~2 ms to generate): made once, copied each time (~3x faster
+        # than `deepcopy`).
         return _json_copy(_base_json_schema())
 
 
@@ -252,9 +238,8 @@ def answering(
     actor: str | None = None,
     visitor: bool = False,
 ) -> Iterator[type[CheckedAnswer]]:
-    """Check answers against `request` inside this block: `CheckedAnswer.model_validate`
-    here, or `interrupt(request, response_schema=CheckedAnswer)`, which validates a
-    resume value before LangGraph stores it. `actor`: who answers (a tool's `approvers`)."""
+    """Check answers (`CheckedAnswer`, as `interrupt`'s `response_schema`) against
+    `request` in this block; `actor` answers (checked against `approvers`)."""
     token = _answering.set(
         _Request(
             list(request["action_requests"]), list(request["review_configs"]), tools, actor, visitor
@@ -293,9 +278,7 @@ def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
                 f"no decision for tool call(s) {missing} (or say reject_missing: true)"
             )
         decisions = [decisions.get(i, fill) for i in ids]
-    elif (
-        isinstance(decisions, list) and fill is not None
-    ):  # a null leaves that call to reject_missing
+    elif isinstance(decisions, list) and fill is not None:  # a null: left to reject_missing
         decisions = [fill if d is None else d for d in decisions]
     return {**data, "decisions": decisions}
 
@@ -351,8 +334,7 @@ def explain(error: ValidationError) -> str:
 
 
 def request_id(config: RunnableConfig) -> str:
-    """The id of the interrupt this node's task asks (LangGraph derives it from the
-    task's namespace), recorded with each decision: the request that was answered."""
+    """The id of this task's interrupt (from its namespace), recorded with each decision."""
     return Interrupt.from_ns(None, (config.get("configurable") or {}).get("checkpoint_ns") or "").id
 
 

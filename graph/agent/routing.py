@@ -1,16 +1,9 @@
-"""Where the run goes after the model: the end, the on_exit hooks, the model again (an
-after_llm hook sent the reply back), or the tool calls, split by the policy into
-calls to run or answer now (one `run_tool` task each) and gated calls (one `review`
-for the whole turn).
-
-Which call goes where is the gate's verdict (graph/agent/gate.py): not every call
-the policy gates goes to a person (arguments that fail the tool's schema, a call
-already decided, auto-approve). An auto-approval is recorded in the decision log as
-"auto_approve" before its task is sent, so run_tool finds it like a person's.
-
-Joining without a join node: free calls that run beside a review do not move the run
-on; the review does (straight to `model` when nothing was approved), or the approved
-calls do, all in one step, so `model` runs once, after every answer.
+"""Where the run goes after the model: the end, the on_exit hooks, the model again (a
+reply sent back), or the tool calls: free ones (one `run_tool` task each) and gated
+ones (one `review` for the turn), by the gate's verdict (gate.py: not every gated
+call goes to a person). Routes write nothing: run_tool records an auto-approval.
+No join node: free calls beside a review do not move the run on; the review does (or
+the approved calls, in one step), so `model` runs once, after every answer.
 """
 
 from __future__ import annotations
@@ -28,7 +21,6 @@ from graph.agent.deps import AgentDeps
 from graph.agent.emit import thread_of
 from graph.agent.gate import auto_approving, grants_of, split_turn
 from graph.agent.history import last_ai, unanswered
-from graph.agent.records import record_auto_approvals
 from graph.agent.run_end import STOPPED_BY_PERSON
 from graph.agent.state import AgentState
 from graph.store.langgraph_private import CONFIG_KEY_RUNTIME
@@ -76,7 +68,6 @@ def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> l
     now, gated = split_turn(
         state, deps, thread_id, runtime, auto=auto_approving(runtime, deps, grants), grants=grants
     )
-    record_auto_approvals(now, deps, thread_id, config)
     # Beside a review, the review moves the run on once it is answered.
     targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]
     if gated:

@@ -1,12 +1,8 @@
-"""How a run ends, said in one place: the `run_status` the node that ends it writes
-(the storage keeps the thread list current from it, whoever ran the graph) together
-with the `turn_complete` event front ends show, and how a run is stopped.
-
-A run ends "completed" in the model node (a reply with no calls and no on_exit
-hooks) or in `finish` (after the on_exit hooks), and "stopped" / "cancelled" in
-`finish` after a stop. A pause needs no mark: the interrupt says it. Which of
-"stopped" / "cancelled" a stop means (`stop_status`) is graph/protocol/state_keys.py's:
-the store reads a stored run's end by the same rule, without the agent.
+"""How a run ends, in one place: the `run_status` the ending node writes (the storage
+keeps the thread list current from it) with the `turn_complete` event, and how a run
+is stopped. "completed" ends in the model node or `finish`; "stopped" / "cancelled" in
+`finish`; a pause needs no mark. Which of the two a stop means is
+graph/protocol/state_keys.py's, so the store reads it without the agent.
 """
 
 from __future__ import annotations

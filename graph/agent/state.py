@@ -1,18 +1,13 @@
-"""The agent's state, in one place: the conversation, the keys that steer a run, and
-which of them clients, runs and hooks may set.
+"""The agent's state: the conversation, the keys that steer a run, and who may set them.
 
-- `InputState` is all a client may send (LangGraph Server, Studio, the SDK, a raw
-  `graph.invoke`): messages. Every other key is the agent's own bookkeeping; a client
-  that sends one has it ignored, never obeyed (a `grants` key in run input would
-  otherwise approve calls without a person). A tool message in it never answers an
-  open call (graph/agent/client_input.py).
+- `InputState` is all a client may send (Server, Studio, the SDK, a raw `invoke`):
+  messages. Any other key is ignored, never obeyed (a `grants` key would otherwise
+  approve calls); a tool message in it never answers an open call (client_input.py).
 - `RUN_KEYS` are reset when a new user message starts a run.
-- `HOOK_KEYS` are what a hook's update may write; `MERGED_KEYS` among them are
-  merged per key (each hook writes its own entry), the rest replaced.
+- `HOOK_KEYS` are what a hook may write; `MERGED_KEYS` among them merge per key.
 
-The keys read outside the agent (the store reads them from stored checkpoints, in
-processes that never load the agent) are named in graph/protocol/state_keys.py;
-tests/test_architecture.py checks that they stay keys of `AgentState`.
+Keys the store reads from checkpoints are named in graph/protocol/state_keys.py
+(tests/test_architecture.py keeps them keys of `AgentState`).
 """
 
 # No `from __future__ import annotations` here: LangGraph reads this schema's type hints
@@ -48,15 +43,12 @@ def add_usage(left: dict[str, float] | None, right: dict[str, float] | None) -> 
     return total
 
 
-# Updates of the messages channel between full snapshots. Reads rebuild the list
-# from the writes since the last snapshot, and deserialising 1,000 messages costs
-# about the same from one snapshot blob as from their write rows, so snapshots buy
-# little on reads while each one costs the whole list on disk (bench/: the sweep in
-# BENCHMARKS.md). LangGraph still snapshots every 5,000 super-steps.
+# Updates between full snapshots: reading 1,000 messages costs about the same from a
+# snapshot as from their write rows, while each snapshot costs the whole list on disk
+# (BENCHMARKS.md). LangGraph still snapshots every 5,000 super-steps.
 MESSAGES_SNAPSHOT_FREQUENCY = 100_000
 
-# A DeltaChannel: each checkpoint stores only the messages its step added, not the
-# whole list (which made storage grow with the square of the thread length).
+# Each checkpoint stores only the messages its step added (not the square of the length).
 Messages = Annotated[
     list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=MESSAGES_SNAPSHOT_FREQUENCY)
 ]
@@ -78,28 +70,22 @@ class AgentState(TypedDict):
     run_model_calls: NotRequired[int]
     run_usage: NotRequired[dict[str, float]]
     usage: NotRequired[Annotated[dict[str, float], add_usage]]
-    # Flow control set by hooks or the runner, never guessed from the messages:
-    # `stop_reason` ends the run, shown to the person; `stop_kind` says who stopped it
-    # ("stopped" by a hook or a limit, "cancelled" by the person); `continue_run`
-    # keeps the agent going from `on_exit`; `rerun_llm` (from an after_llm hook) sends
-    # the model's reply back: the model node asks again, the reply is not kept.
+    # Flow control by hooks or the runner: `stop_reason` ends the run (shown);
+    # `stop_kind` says who ("stopped": a hook or limit, "cancelled": the person);
+    # `continue_run` goes on from `on_exit`; `rerun_llm` sends the reply back.
     stop_reason: NotRequired[str | None]
     stop_kind: NotRequired[str | None]
     continue_run: NotRequired[bool]
     rerun_llm: NotRequired[bool | str]
-    # How the run ended, written by the node that ends it ("completed", "stopped",
-    # "cancelled"): the storage keeps the thread list current from it, whoever ran
-    # the graph (a Session, LangGraph Server, a raw invoke). A pause needs no mark:
-    # the interrupt says it.
+    # How the run ended, by the node that ends it: the storage keeps the thread list
+    # current from it, whoever ran the graph. A pause needs none (the interrupt says it).
     run_status: NotRequired[RunStatus | None]
-    # Input that arrived while a model turn still had calls without a result (a crash
-    # inside a call, a raw client ignoring a pending approval): held out of the history
-    # until every call has its answer, then added back (graph/agent/model_node.py).
+    # Input that came while calls were open (a crash mid-call, a client ignoring a
+    # pending approval): held out until every call is answered (model_node.py).
     held_messages: NotRequired[list[AnyMessage]]
     # Extra system text for the next model call only (e.g. the date); not history.
     model_context: NotRequired[dict[str, str]]
-    # Hooks' own bookkeeping, one entry per hook (e.g. how often `on_exit` nudged):
-    # `hook_run` is reset when a new message starts a run, `hook_thread` never is.
+    # Hooks' own bookkeeping, one entry per hook: `hook_run` is reset each run.
     hook_run: NotRequired[dict[str, Any]]
     hook_thread: NotRequired[dict[str, Any]]
 
@@ -111,27 +97,22 @@ class ToolTask(TypedDict):
     """What one `run_tool` task gets through `Send`: a call and how to treat it."""
 
     call: ToolCall
-    # run: execute; deny / skip: answer with an error without running; invalid: the
-    # arguments fail the tool's schema (`note`), answered with that; reject / respond:
-    # a person's answer already in the decision log, given as the result.
+    # run: execute; deny / skip / invalid: an error, not run; reject / respond: a
+    # person's answer (in the decision log) as the result.
     mode: ToolMode
     note: NotRequired[str | None]
-    # Whether the run goes on to the model when this task is done: false for free
-    # calls that run beside a review, which moves the run on itself once answered.
+    # False beside a review, which moves the run on itself once answered.
     moves_on: NotRequired[bool]
-    # How a gated call was approved, without a decision log to read it from
-    # ("auto_approve"); with one, run_tool reads the recorded decision instead.
+    # "auto_approve" claims an auto-approval: run_tool asks the gate again and records
+    # it; without a decision log the claim is all it has to go by.
     decision: NotRequired[str | None]
-    auto: NotRequired[str | None]
-    # The standing grant a call runs under (set by run_tool from the decision log, never read from a Send).
+    # The grant a call runs under: set by run_tool from the decision log, never a Send.
     grant: NotRequired[str | None]
-    # A decided call the review found already journaled (a replay of an older
-    # checkpoint): sent to run_tool for its journaled result instead of asked again.
+    # Decided and journaled (an older checkpoint replayed): the journaled result.
     replayed: NotRequired[bool]
 
 
-# Reset when a new user message starts a run; kept across pauses, retries and the
-# model calls of one run.
+# Reset when a new user message starts a run; kept across its pauses and retries.
 RUN_KEYS: dict[str, Any] = {
     "run_model_calls": 0,
     "run_usage": {},

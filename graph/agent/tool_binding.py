@@ -1,14 +1,8 @@
-"""Offering the tools to the chat model (`bind_tools`), with an error a person can
-act on when the model cannot take them.
-
-LangChain's `BaseChatModel.bind_tools` raises a bare `NotImplementedError`; its stock
-fakes (`GenericFakeChatModel`, `FakeMessagesListChatModel`) and many small wrappers
-never override it. A graph with no tools never asks (the model runs as it is).
-
-`definitions` (the service passes tools/definitions.py's, made once and kept on disk)
-gives the model each tool's OpenAI-format definition, which every LangChain chat model
-takes as it takes the tool, instead of the tools, from which LangChain would make the
-same definitions again at every open.
+"""Offering the tools to the chat model (`bind_tools`), with an error a person can act
+on when it cannot take them (LangChain's bare `NotImplementedError`: its stock fakes
+and many wrappers never override it). A graph with no tools never asks.
+`definitions` (tools/definitions.py's, kept on disk) gives each tool's OpenAI-format
+definition instead of the tool, so LangChain does not make it again at every open.
 """
 
 from __future__ import annotations

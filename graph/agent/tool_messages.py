@@ -1,13 +1,7 @@
-"""What the model reads for each tool call: every ToolMessage the agent writes, and
-its wording, in one place.
-
-Every tool call on an `AIMessage` gets exactly one `ToolMessage`. Besides a tool's
-own result, that is one of the answers below: a person's rejection (with their
-reason) or their text instead of a result, the policy's refusal, arguments that do
-not fit the tool, a call that was never run (a stopped run, a reply sent back, a
-repeated call, a cut-off reply), an unknown tool, a tool that raised, and a crashed
-call a person marked as failed. The wording is what the model reacts to: a change
-here changes what every model is told, so it is made here and nowhere else.
+"""Every ToolMessage the agent writes, and its wording, in one place: what the model
+reads for each call (a person's rejection or text, the policy's refusal, bad
+arguments, a call never run, an unknown tool, a tool that raised, a crashed call
+marked failed). A change here changes what every model is told.
 """
 
 from __future__ import annotations

@@ -1,30 +1,22 @@
-"""The `run_tool` node: one task per tool call (a `Send`), so a sibling that finished
-is a pending write and is never re-run when the run resumes.
+"""The `run_tool` node: one task per call (a `Send`), so a finished sibling is a
+pending write, never re-run on resume.
 
-A call with side effects (every tool but a read-only one, idempotent or not) is
-journaled before and after it runs, its row bound to its id, tool and canonical
-arguments (a call reusing an id finds nothing). Its journal row is read before anything with side effects, because this node
-re-runs from its start when an "outcome unknown" interrupt below is answered:
-- finished, but the checkpoint never saw the result: the stored result is the answer;
-- started, never finished (a crash mid-call): ask the person (run again / mark as
-  failed / respond with the real outcome) instead of silently repeating it.
-
-An output too large for the model's context is stored aside before the journal's
-"finished" row (graph/agent/offload.py), so the row's result always finds it.
-
-A call the policy gates runs only when the decision log holds a person's approval
-of exactly this call (id, tool and canonical arguments), or an auto-approval recorded while auto-approve was on
-(graph/store/decisions.py); how it was approved is kept with its result
-(`additional_kwargs["gatehouse_decision"]`). A task that reaches this node
-any other way (a client's forged `Send`, a state edit) does nothing at all: it is not
-run, and it writes no answer either (the call may still be waiting for a person, who
-must not find it answered), only a notice on the stream.
+A call with side effects (all but read-only tools) is journaled before and after it
+runs, bound to its id, tool and canonical arguments. The row is read first, as the
+node re-runs from its start when an "outcome unknown" interrupt is answered: finished
+but unseen by the checkpoint, the stored result answers; started, never finished,
+the person is asked (run again / failed / the real outcome). A large output is stored
+aside before the "finished" row (offload.py). A gated call runs only on a recorded
+approval of exactly this call, or an auto-approval recorded here; how, is kept with
+the result. A task that reaches the node any other way (a forged `Send`, a state
+edit) neither runs nor answers (the call may still wait for a person): a notice only.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
@@ -44,7 +36,7 @@ from graph.agent.emit import emit, thread_of
 from graph.agent.gate import Approved, Refused, answer_permit, invalid_permit, permit
 from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
-from graph.agent.records import record_grant_run
+from graph.agent.records import record_auto_approval, record_grant_run
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import (
     finished,
@@ -74,6 +66,8 @@ def run_tool(
     decision: str | None = None
     grant: str | None = None
     if task["mode"] == "run":
+        if task.get("decision") == AUTO_APPROVE:
+            record_auto_approval(call, config, runtime, deps)
         allowed = permit(call, config, runtime, deps, task)
         if isinstance(allowed, Refused):
             emit(ev.Notice, text=allowed.reason, source="gate")
@@ -180,23 +174,23 @@ def _answer(
         auto_approved=decision == AUTO_APPROVE,
         grant=task.get("grant"),
     )
-    status: ToolStatus
-    if mode == "deny":
-        msg, ms, status = say.denied(call), 0.0, "denied"
-    elif mode == "invalid":
-        msg, ms, status = say.invalid_for_review(call, task.get("note")), 0.0, "error"
-    elif mode == "skip":
-        msg, ms, status = say.error_result(call, say.not_run(task.get("note"))), 0.0, "error"
-    elif mode == "reject":
-        msg, ms, status = say.rejected(call, task.get("note")), 0.0, "rejected"
-    elif mode == "respond":
-        msg, ms, status = say.responded(call, task.get("note") or ""), 0.0, "responded"
-    elif mode == "run":
+    if mode == "run":
         with executing(thread_id, call) if journaled else nullcontext():
             return _execute(task, config, deps, journaled, recorded, stop)
-    else:  # refused by run_tool before this point (gate.answer_permit); never run
+    if (answer := _ANSWERS.get(mode)) is None:  # refused by run_tool before (answer_permit)
         raise ValueError(f"unknown tool task mode {mode!r}")
-    return msg, ms, status
+    msg, status = answer(call, task.get("note"))
+    return msg, 0.0, status
+
+
+# How a task that does not run its call answers it: (result, status).
+_ANSWERS: dict[str, Callable[[ToolCall, str | None], tuple[ToolMessage, ToolStatus]]] = {
+    "deny": lambda call, note: (say.denied(call), "denied"),
+    "invalid": lambda call, note: (say.invalid_for_review(call, note), "error"),
+    "skip": lambda call, note: (say.error_result(call, say.not_run(note)), "error"),
+    "reject": lambda call, note: (say.rejected(call, note), "rejected"),
+    "respond": lambda call, note: (say.responded(call, note or ""), "responded"),
+}
 
 
 def _execute(

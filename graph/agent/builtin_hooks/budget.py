@@ -1,18 +1,13 @@
-"""Budget: stop a run (or a thread) that has used too many model calls, tokens or dollars.
-
-Register it at `before_llm` (it checks before each model call, and stops with a
-clear reason) and, to price the last call of each run straight away, at `on_exit`
-too (there it only prices, never stops):
+"""Budget: stop a run (or a thread) that used too many model calls, tokens or dollars.
 
     budget = Budget(max_tokens=200_000, max_cost=0.50, thread_max_cost=5.0)
     build_graph(..., hooks={"before_llm": [budget], "on_exit": [budget]})
 
-Tokens come from the providers' usage metadata (the `usage` / `run_usage` state
-keys); cost = tokens x a price table (USD per 1M input / output tokens) for the model
-named by `model=` or, by default, by the provider (`response_metadata["model_name"]`).
-Each newly priced amount is sent as a `usage` event carrying only `cost`, so the
-stream's usage events still add up. Put it last in `before_llm`: it counts the
-model call it lets through.
+At `before_llm` it checks before each model call (put it last there: it counts the
+call it lets through); at `on_exit` it only prices a run's last call. Tokens come from
+the usage metadata (`usage` / `run_usage`); cost = tokens x a price table (USD per 1M
+tokens) for `model=` or the provider's `model_name`. Each newly priced amount is a
+`usage` event carrying only `cost`, so the stream's usage events still add up.
 """
 
 from __future__ import annotations

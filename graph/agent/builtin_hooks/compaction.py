@@ -4,26 +4,16 @@
     build_graph(..., hooks={"before_llm": [compaction]})
     session.compact_now(thread_id)   # the same, on demand
 
-`open_session` adds one by default ([compaction] in gatehouse.toml: the configured
-model or a cheaper one, the threshold). Given no model, `build_graph` hands it the
-agent's own.
-
-Compaction changes only what the model is sent, never the person's history: the
-summary is inserted into the thread as a marked message just before the turns kept
-verbatim, and the model is sent the history from the latest summary on
-(graph/agent/history.model_view). Everything before it stays in the thread: the
-history the front ends show, exports, undo, fork and branches see it whole.
-
-The cut always falls at the start of a user turn, so an AI message with tool calls is
-never separated from its tool results, and the last `keep_turns` turns stay verbatim.
-The summary goes in through the messages reducer (`RemoveMessage(REMOVE_ALL)` then
-the same list with the summary in its place: the reducer only appends new ids), and
-a `compacted` event reports the model's tokens before and after.
-
-With the default estimate the hook keeps what it counted in its per-thread state
-(`hook_thread["compaction"]["counted"]`, graph/agent/builtin_hooks/token_prefix.py):
-the next model call, in this process or a new one resuming the thread, counts only
-the messages added since, after checking exactly that the rest is unchanged.
+`open_session` adds one by default ([compaction] in gatehouse.toml); given no model,
+`build_graph` hands it the agent's own. Only what the model is sent changes: the
+summary is a marked message before the turns kept verbatim, and the model is sent the
+history from the latest summary on (history.model_view); front ends, exports, undo,
+fork and branches still see it whole. The cut falls at the start of a user turn (a
+call never loses its result); the summary goes in through the reducer
+(`RemoveMessage(REMOVE_ALL)`, then the list with it in place: the reducer only appends
+new ids); a `compacted` event reports the tokens before and after. With the default
+estimate the count is kept with the thread (token_prefix.py), so the next call counts
+only what came since.
 """
 
 from __future__ import annotations
@@ -93,8 +83,7 @@ class Compaction:
         )
         self.instructions = instructions
         self.name = name
-        # Keep the default estimate's count with the thread (token_prefix.py): ~25 bytes
-        # more in each later checkpoint, for not counting the history again.
+        # Keep the estimate's count with the thread (~25 bytes a checkpoint; token_prefix.py).
         self.keep_count = keep_count
 
     def __repr__(self) -> str:
@@ -106,8 +95,7 @@ class Compaction:
             return planned[0]
         if counted is None:
             return None
-        # What was counted, kept with the thread (token_prefix.py): the next call, in
-        # this process or a new one, counts only what came after.
+        # Kept with the thread (token_prefix.py): the next call counts only what came after.
         return {"hook_thread": {self.name: {**self._own(state), COUNTED: counted}}}
 
     def compact(
@@ -144,9 +132,7 @@ class Compaction:
         head, tail = sent[:cut], sent[cut:]
         if not head or (len(head) == 1 and is_summary(head[0])):
             return None, counted
-        kept = messages[
-            : len(messages) - len(sent) + cut
-        ]  # everything before the tail, for the person
+        kept = messages[: len(messages) - len(sent) + cut]  # all before the tail, for the person
         summary = HumanMessage(
             content=f"{SUMMARY_PREFIX}\n\n{self.summarise(head)}",
             additional_kwargs={SUMMARY_MARK: True},
@@ -195,9 +181,11 @@ class Compaction:
 
 
 def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:
-    called = {c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.tool_calls}
-    called |= {
-        c["id"] for m in messages[:cut] if isinstance(m, AIMessage) for c in m.invalid_tool_calls
+    called = {
+        c["id"]
+        for m in messages[:cut]
+        if isinstance(m, AIMessage)
+        for c in [*m.tool_calls, *m.invalid_tool_calls]
     }
     answered_later = {m.tool_call_id for m in messages[cut:] if isinstance(m, ToolMessage)}
     answered_before = {m.tool_call_id for m in messages[:cut] if isinstance(m, ToolMessage)}

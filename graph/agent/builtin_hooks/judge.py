@@ -4,16 +4,15 @@ gets the critique and tries again (at most `max_rounds` times).
     judge = AnswerJudge(ChatOpenAI(model="gpt-4o-mini"), threshold=7, max_rounds=2)
     build_graph(..., hooks={"on_exit": [judge]})
 
-The judge is asked for `GRADE: <number>/<scale>` and `CRITIQUE: ...`; the grade is
-parsed from that (or the first number in the reply). Each grade is shown as a
-`notice` event. A reply without a readable grade lets the answer stand (with a
-notice), so a flaky judge never traps the run in a loop.
+The grade is read from `GRADE: <n>/<scale>` (or the first number) and shown as a
+`notice`; an unreadable one lets the answer stand, so a flaky judge never loops.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -49,28 +48,21 @@ def parse_grade(text: str, scale: float = 10) -> tuple[float | None, str]:
     return grade, (critique.group(1) if critique else text).strip()
 
 
+@dataclass(repr=False, eq=False)
 class AnswerJudge:
+    model: BaseChatModel
+    _: KW_ONLY
+    threshold: float = 7
+    max_rounds: int = 2
+    scale: float = 10
+    instructions: str = JUDGE_INSTRUCTIONS
+    name: str = "judge"
     # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
     copy_state = False
 
-    def __init__(
-        self,
-        model: BaseChatModel,
-        *,
-        threshold: float = 7,
-        max_rounds: int = 2,
-        scale: float = 10,
-        instructions: str = JUDGE_INSTRUCTIONS,
-        name: str = "judge",
-    ) -> None:
-        if not 0 <= threshold <= scale:
-            raise ValueError(f"threshold must be between 0 and {scale}")
-        self.model = model
-        self.threshold = threshold
-        self.max_rounds = max_rounds
-        self.scale = scale
-        self.instructions = instructions
-        self.name = name
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold <= self.scale:
+            raise ValueError(f"threshold must be between 0 and {self.scale}")
 
     def __repr__(self) -> str:
         return f"AnswerJudge({self.name})"

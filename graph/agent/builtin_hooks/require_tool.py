@@ -2,10 +2,9 @@
 
     build_graph(..., hooks={"on_exit": [RequireTool("run_tests", max_reminders=2)]})
 
-When the model wants to stop and the tool has not run successfully in this run, the
-hook adds an instruction and sets `continue_run`; after `max_reminders` reminders
-it stops the run with a message instead. The count lives in `hook_run` (reset by
-each new user message), so it survives pauses, resumes and history rewrites.
+When the model would stop before the tool ran successfully in this run, the hook adds
+an instruction and sets `continue_run`; after `max_reminders` it stops the run. The
+count lives in `hook_run`, so it survives pauses, resumes and history rewrites.
 """
 
 from __future__ import annotations

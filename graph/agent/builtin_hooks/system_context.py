@@ -2,10 +2,9 @@
 
     build_graph(..., hooks={"before_llm": [SystemContext("workspace")]})
 
-The text goes to the `model_context` state key, which the model node appends to the
-system prompt of the next call only and clears before each call; so the model
-always sees the current time, and no copies pile up in the stored history. Loaded
-from gatehouse.toml without a workspace, it gets the configured one.
+The text goes to `model_context`, added to the system prompt of the next call only,
+so the time is current and no copies pile up in the history. Loaded from
+gatehouse.toml without a workspace, it gets the configured one.
 """
 
 from __future__ import annotations

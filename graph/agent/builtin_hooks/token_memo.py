@@ -1,12 +1,8 @@
-"""`count_tokens_approximately`, remembered per message object.
-
-Compaction counts the whole history before every model call: ~1,000 messages at 200
-turns, twice a turn, each AI message's tool calls `repr`'d again. LangChain's estimate
-is a sum of per-message terms (each rounded up on its own), so the count of a list is
-the sum of its messages' counts, and a message object already counted need not be
-counted again. Messages in the state are not changed in place; a cheap fingerprint
-(content length, number of tool calls) is checked anyway, and an object's entry goes
-when the object does.
+"""`count_tokens_approximately`, remembered per message object. Compaction counts the
+whole history twice a turn (~1,000 messages at 200 turns); the estimate is a sum of
+per-message terms, so a message counted once need not be again. State messages are
+not changed in place; a cheap fingerprint (content length, tool-call count) is checked
+anyway, and an entry goes with its object.
 """
 
 from __future__ import annotations

@@ -1,40 +1,20 @@
-"""The token count of a thread's model view, kept with the thread, so that a process
-that has never seen the thread (a cold resume by id) does not count it all again.
-
-Compaction counts the whole model view before every model call (~1,000 messages at
-200 turns). The per-process memo (token_memo.py) is empty in a new process, so each
-cold resume counted everything, and paid the memo's own bookkeeping on top. Instead
-the hook stores, in its per-thread state, a record of what it counted:
+"""The token count of a thread's model view, kept with the thread, so a process that
+never saw the thread (a cold resume) does not count it all again (the per-process memo,
+token_memo.py, starts empty). The hook keeps, in its per-thread state,
 
     [k, bytes of the keys of view[:k], count of view[:k], hash of those bytes]
 
-and on the next call, when the view still starts with those k messages as far as the
-count can tell, counts only view[k:]. That is checked exactly, not guessed. The key of
-a message holds everything LangChain's `count_tokens_approximately` reads from it: its
-class (which gives the role), the length of its text, its name, and its tool calls
-(AI message) or call id (tool message); a message of any other kind (content blocks,
-another class) has its own count as its key. Equal keys give equal counts, so the
-count of view[:k] is the recorded one exactly when its keys are the recorded ones.
-The keys are serialised with `marshal` format 0 (no references, no interning: the
-bytes depend only on the values, in any process), which is self-delimiting, so the
-bytes of view[:k]'s keys are a prefix of view's: one serialisation and one pass of
-BLAKE2b (63 bits kept, keyed by LangChain's version, whose formula it is) check the old
-prefix and sign the new view. An edit that could change the count (same id, new
-content or tool calls; a replaced list; undo, fork) changes the bytes, and the whole
-view is counted again. The record is only ever a shortcut: missing, malformed or
-from another LangChain version, it is ignored. It is small (four integers, ~25 bytes)
-because the checkpoint of every later step carries it.
-
-Cost at 200 turns (~1,000 messages): ~0.5 ms of CPU for the check, against ~1 ms for
-LangChain's count of the view and ~4.5 ms for the memo's first pass over it. The keys are
-long where tool calls carry big arguments (a written file's text): the bench's thread
-serialises ~1.5 MB at 200 turns, ~1.5 ms a model call. Within a process the signature is
-carried from one call to the next (graph/agent/prefix_memo.py), so only the messages
-added since are serialised and hashed; a new process does the one full pass.
-
-Only the default estimate is carried: it is a sum of per-message terms (each rounded
-up on its own), so count(view) = count(view[:k]) + count(view[k:]). A custom
-`count_tokens` need not be additive and is always given the whole view.
+and next time counts only view[k:] when the view provably starts with those k messages.
+A message's key holds all `count_tokens_approximately` reads of it (class, text length,
+name, tool calls or call id; any other message: its own count), so equal keys give
+equal counts. Keys are written with `marshal` format 0 (bytes depend only on values,
+self-delimiting: view[:k]'s bytes prefix view's), hashed with BLAKE2b keyed by
+LangChain's version (63 bits kept). Any edit that could change the count changes the
+bytes; a missing, malformed or foreign record is ignored. Four integers (~25 bytes),
+since every later checkpoint carries it. At 200 turns the check costs ~0.5 ms against
+~1 ms for LangChain's count; within a process the signature is carried from call to
+call (prefix_memo.py). Only the default estimate is additive (count(view) =
+count(view[:k]) + count(view[k:])); a custom `count_tokens` always gets the whole view.
 """
 
 from __future__ import annotations
