@@ -141,7 +141,7 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             too_long = any(w in server.lower() for w in _CONTEXT_WORDS)
             advice = (
                 "The conversation no longer fits the model's context window: compact it (`/compact` in "
-                "`gatehouse chat`, `gatehouse compact ID`, `Session.compact_now`, Compact now in the web app) or lower [compaction] max_tokens "
+                "`gatehouse chat`, `gatehouse compact ID`, `Session.submit(Compact(id))`, Compact now in the web app) or lower [compaction] max_tokens "
                 "in gatehouse.toml so it happens on its own, then retry."
                 if too_long
                 else ""

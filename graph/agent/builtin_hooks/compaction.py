@@ -2,7 +2,7 @@
 
     compaction = Compaction(summary_model, max_tokens=60_000, keep_turns=3)
     build_graph(..., hooks={"before_llm": [compaction]})
-    session.compact_now(thread_id)   # the same, on demand
+    session.submit(Compact(thread_id))   # the same, on demand
 
 `open_session` adds one by default ([compaction] in gatehouse.toml); given no model,
 `build_graph` hands it the agent's own. Only what the model is sent changes: the
