@@ -108,6 +108,6 @@ class AgentDeps:
     doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD
     # `max_parallel_tools`: calls of one run that execute at once (graph/agent/parallel.py).
     tool_slots: ToolSlots = field(default_factory=lambda: ToolSlots(None))
-    # What `Session.compact_now` summarises with when no Compaction hook is installed
+    # What a `Compact` operation summarises with when no Compaction hook is installed
     # (compaction configured off): the configured one, never run automatically.
     compaction: Any = None
