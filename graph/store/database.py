@@ -115,6 +115,11 @@ class Database:
         """Reads that see one state of the database."""
         raise NotImplementedError
 
+    def read(self) -> AbstractContextManager[Cursor]:
+        """A cursor for one query, in no transaction of its own: one statement sees one
+        state of the database already (on Postgres: one round trip, not four)."""
+        raise NotImplementedError
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -149,6 +154,11 @@ class SqliteDatabase(Database):
         with self._lock:  # one statement is its own snapshot
             rows: list[Row] = self._connection().execute(sql, tuple(params)).fetchall()
             return rows
+
+    @contextmanager
+    def read(self) -> Iterator[Cursor]:
+        with self._lock:
+            yield Cursor(self._connection().cursor(), SQLITE)
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         # `transaction()` without its layers: the hot path of every write.
@@ -215,13 +225,18 @@ class PostgresDatabase(Database):
         return cls(lambda: psycopg.connect(url, autocommit=True, connect_timeout=10))
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self.read() as cur:
+            return cur.execute(sql, params).fetchall()
+
+    @contextmanager
+    def read(self) -> Iterator[Cursor]:
         with self._connect() as conn, conn.cursor(row_factory=self._tuple_row) as cur:
-            return Cursor(cur, POSTGRES).execute(sql, params).fetchall()
+            yield Cursor(cur, POSTGRES)
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         # Autocommit: one statement commits on its own, in one round trip.
-        with self._connect() as conn, conn.cursor(row_factory=self._tuple_row) as cur:
-            return Cursor(cur, POSTGRES).execute(sql, params).rowcount
+        with self.read() as cur:
+            return cur.execute(sql, params).rowcount
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:

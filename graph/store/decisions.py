@@ -138,36 +138,10 @@ def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
 
 
 def _record(row: Sequence[Any]) -> DecisionRecord:
-    (
-        thread_id,
-        question,
-        call_id,
-        tool,
-        decision,
-        args_json,
-        requested_json,
-        message,
-        always,
-        source,
-        actor,
-        decided_at,
-        request_id,
-    ) = row[:13]
-    return DecisionRecord(
-        thread_id,
-        question,
-        call_id,
-        tool,
-        decision,
-        json.loads(args_json),
-        json.loads(requested_json) if requested_json else None,
-        message,
-        always,
-        source,
-        actor,
-        decided_at,
-        request_id,
-    )
+    fields = list(row[:13])  # the columns in DecisionRecord's order; two stored as JSON
+    fields[5] = json.loads(fields[5])
+    fields[6] = json.loads(fields[6]) if fields[6] else None
+    return DecisionRecord(*fields)
 
 
 def grants_in_force(thread_id: str, records: Sequence[DecisionRecord]) -> list[StandingGrant]:
@@ -298,7 +272,7 @@ class Decisions(Table):
 
     def life(self, thread_id: str) -> DecisionRecord | None:
         """The thread's latest "life" record the chain vouches for (None: none)."""
-        with self._db.snapshot() as cur:
+        with self._db.read() as cur:  # one statement: one state of both tables
             cur.execute(
                 f"{VOUCHED_SELECT} WHERE d.thread_id=? AND d.question='{LIFE_QUESTION}'",
                 (thread_id,),
@@ -317,7 +291,7 @@ class Decisions(Table):
         return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
 
     def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        with self._db.snapshot() as cur:
+        with self._db.read() as cur:
             cur.execute(
                 f"{VOUCHED_SELECT} WHERE d.thread_id=? AND (d.question='{LIFE_QUESTION}' OR {which})",
                 params,

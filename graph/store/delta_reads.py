@@ -1,22 +1,13 @@
 """What Gatehouse's SQLite and Postgres savers share: the values of `DeltaChannel`s
-kept per thread in this process, computed when a checkpoint is written, and read
-back from the materialised head (graph/store/head.py) in a process that has never
-seen the thread.
+kept per thread in this process, computed as checkpoints are written, read back from
+the materialised head (graph/store/head.py) in a process that has never seen the thread.
 
-The value of a delta channel at a checkpoint is its value at the parent plus the
-writes stored at the parent (LangGraph saves a step's writes before its checkpoint).
-A saver that knows the parent's value computes the new one when the checkpoint is
-written, in one reducer call over the few writes of one step (the reducer is
-batching-invariant, as `DeltaChannel` requires), caches it, and writes the head
-rows that changed. Each saver supplies the storage: `_writes_at` (a channel's writes
-at checkpoints), `_compute` (a value it does not have in memory), `_save_writes` (a
-task's writes, with the thread index's update) and `_forget_answer` (a refused resume
-value, graph/store/refusals.py).
-
-Also what both savers' `put` and `put_writes` share, so each saver only says how its
-database stores rows: the head's rows and its compare-and-set (`_move_heads`,
-`_rewrite_heads`) and the thread's index row (`checkpoint_row_sql`), each statement
-written once with `?` and turned into each database's own by its dialect.
+A delta channel's value at a checkpoint is its value at the parent plus the writes
+stored at the parent (LangGraph saves a step's writes before its checkpoint). A saver
+that knows the parent's value computes the new one in one reducer call over the step's
+few writes (the reducer is batching-invariant, as `DeltaChannel` requires), caches it
+and writes the head rows that changed. Each saver supplies the storage: `_writes_at`,
+`_compute`, `_save_writes` and `_forget_answer` (graph/store/refusals.py).
 """
 
 from __future__ import annotations
@@ -32,6 +23,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     Checkpoint,
     CheckpointTuple,
     DeltaChannelHistory,
@@ -45,6 +37,7 @@ from graph.protocol.threads import check_thread_id
 from graph.store.dialect import Dialect
 from graph.store.head import (
     MOVE_HEAD,
+    MOVE_HEAD_KNOWN,
     UPSERT_HEAD,
     head_update,
     unchanged_prefix,
@@ -64,8 +57,12 @@ from graph.store.threads import (
 )
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
-# (channel, value at the new checkpoint, value at its parent or None, values written)
-HeadPlan = tuple[str, list[Any], list[Any] | None, int]
+# (channel, value at the new checkpoint, value at its parent or None, values written,
+# how many writes at the parent it was computed from when they were remembered, not read)
+HeadPlan = tuple[str, list[Any], list[Any] | None, int, int | None]
+# A write this process saved: (task path, task id, idx, channel, value); task path
+# None: one read back with its checkpoint, in the order read.
+Known = tuple[str | None, str, int, str, Any]
 
 # Threads kept warm (least recently read dropped first), and values kept per thread:
 # the head and the few checkpoints just before it are all a turn reads.
@@ -107,7 +104,7 @@ def unwrap(seed: Any) -> Any:
 
 def title_from(plans: Sequence[HeadPlan]) -> str:
     """A thread's title from the messages a checkpoint's head plans hold."""
-    text = next((first_user_text(value) for ch, value, _, _ in plans if ch == MESSAGES), None)
+    text = next((first_user_text(value) for ch, value, *_ in plans if ch == MESSAGES), None)
     return title_of(text) if text else DEFAULT_TITLE
 
 
@@ -173,11 +170,19 @@ def index_update_for_writes(
     return None
 
 
+class StaleWrites(Exception):
+    """The parent holds writes this process does not know of (another writer): the
+    checkpoint is written again from the writes read back."""
+
+
 class DeltaReads:
     """A mixin for a `BaseCheckpointSaver` (listed before it): construction,
     `register_reducer`, the per-process cache, the start of `put` (the head plans),
     `put_writes` and the cached `get_delta_channel_history`."""
 
+    # Whether `put` may compute a value from the writes this process saved at the parent
+    # since it wrote it (no read of them back), checked in its transaction (Postgres).
+    remembers_writes = False
     reducers: dict[str, Reducer]
     max_threads: int
     side_tables: bool
@@ -209,6 +214,11 @@ class DeltaReads:
         self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], Entry]] = (
             OrderedDict()
         )
+        # Per thread: a checkpoint, the delta channels' writes this process saved there,
+        # and whether it wrote the checkpoint (then those are all there are, unless
+        # another writer came). LangGraph may save a step's first writes while the
+        # checkpoint's `put` is still going on.
+        self._known: OrderedDict[tuple[str, str], tuple[str, list[Known], bool]] = OrderedDict()
 
     @contextmanager
     def handing_over(self, config: RunnableConfig, saved: CheckpointTuple | None) -> Iterator[None]:
@@ -231,7 +241,30 @@ class DeltaReads:
         if handed is not None and handed[1] and handed[0] == _read_key(config):
             with suppress(IndexError):  # another thread took it first: read it anew
                 return handed[1].pop()
-        return super().get_tuple(config)  # type: ignore[misc]  # a mixin: the stock saver's get_tuple follows in the MRO
+        saved: CheckpointTuple | None = super().get_tuple(config)  # type: ignore[misc]  # a mixin: the stock saver's get_tuple follows in the MRO
+        if saved is not None and self.remembers_writes:
+            self._remember_read(saved)
+        return saved
+
+    def _remember_read(self, saved: CheckpointTuple) -> None:
+        """The delta channels' writes a read found at its checkpoint, as if this process
+        had written them (`put` checks that the parent still holds as many). Only each
+        channel's writes of one task: the stock read orders them by task, not as a
+        replay does (by task path)."""
+        conf = saved.config["configurable"]
+        key, cid = (
+            (str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")),
+            str(conf["checkpoint_id"]),
+        )
+        writes = [w for w in saved.pending_writes or () if w[1] in self.reducers]
+        if any(len({t for t, ch, _ in writes if ch == c}) > 1 for c in self.reducers):
+            return
+        with self._cache_lock:
+            known = self._known.get(key)
+            if known is not None and known[0] == cid and known[2]:
+                return  # this process wrote it: it knows more
+        # No task path: the order as read (`_remembered`).
+        self._remember(key, cid, [(None, t, i, ch, v) for i, (t, ch, v) in enumerate(writes)])
 
     def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
         """Tell the pause listeners about the interrupts in `writes` (after they are
@@ -288,9 +321,43 @@ class DeltaReads:
         with self._cache_lock:
             if thread_id is None:
                 self._threads.clear()
+                self._known.clear()
             else:
                 for key in [k for k in self._threads if k[0] == str(thread_id)]:
                     del self._threads[key]
+                for key in [k for k in self._known if k[0] == str(thread_id)]:
+                    del self._known[key]
+
+    def _remember(
+        self, key: tuple[str, str], cid: str | None, writes: Sequence[Known] = (), put: bool = True
+    ) -> None:
+        """After a `put` of `cid`, or after saving `writes` at it (`put` False); None: a
+        failed write, forget the thread."""
+        if not self.remembers_writes:
+            return
+        with self._cache_lock:
+            known = self._known.pop(key, None)
+            if cid is None:
+                return
+            if known is None or known[0] != cid:
+                known = (cid, [], False)
+            self._known[key] = (cid, [*known[1], *writes], known[2] or put)
+            while len(self._known) > self.max_threads:
+                self._known.popitem(last=False)
+
+    def _remembered(self, key: tuple[str, str], cid: str, ch: str) -> list[PendingWrite] | None:
+        """The writes to `ch` saved at `cid` by this process, in replay order (None: unknown)."""
+        with self._cache_lock:
+            known = self._known.get(key)
+            if known is None or known[0] != cid or not known[2]:
+                return None
+            rows = [w for w in known[1] if w[3] == ch]
+        read = [w for w in rows if w[0] is None]
+        if read and len(read) < len(rows):
+            return None  # read and saved: their relative order is unknown
+        if not read:
+            rows.sort(key=lambda w: writes_sort_key(w[0] or "", w[1], w[2]))
+        return [(task_id, ch, value) for _, task_id, _, _, value in rows]
 
     # -- writes ------------------------------------------------------------------------
     def _begin_put(
@@ -313,15 +380,33 @@ class DeltaReads:
         """The stock `put_writes`; an interrupt or a task's error also marks the thread
         in the index, in the same transaction. A refusal of a resume value deletes that
         value instead (graph/store/refusals.py)."""
+        conf = config["configurable"]
+        thread_id, ns, cid = (
+            str(conf["thread_id"]),
+            str(conf.get("checkpoint_ns", "")),
+            str(conf["checkpoint_id"]),
+        )
         if refuses_answer(writes):
+            self._remember((thread_id, ns), None)
             self._forget_answer(resume_key(config))
             return
-        conf = config["configurable"]
-        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
         update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
-        self._save_writes(
-            thread_id, ns, str(conf["checkpoint_id"]), task_id, task_path, writes, update
-        )
+        try:
+            self._save_writes(thread_id, ns, cid, task_id, task_path, writes, update)
+        except BaseException:
+            self._remember((thread_id, ns), None)  # saved or not: unknown
+            raise
+        if self.remembers_writes:
+            self._remember(
+                (thread_id, ns),
+                cid,
+                [
+                    (task_path, task_id, WRITES_IDX_MAP.get(ch, i), ch, value)
+                    for i, (ch, value) in enumerate(writes)
+                    if ch in self.reducers
+                ],
+                put=False,
+            )
         self.announce_pause(thread_id, ns, writes)
 
     def _head_plans(
@@ -339,7 +424,7 @@ class DeltaReads:
         for ch in self.reducers:
             own = values.get(ch, ABSENT)
             prev: list[Any] | None
-            written = 0
+            written, remembered = 0, None
             if own is not ABSENT:
                 value, prev = unwrap(own), None
             elif parent is None:
@@ -349,13 +434,17 @@ class DeltaReads:
                 if base is None:
                     continue
                 prev = base.current()
-                writes = self._writes_at(thread_id, ns, [parent], ch).get(parent, [])
+                writes = remembered = self._remembered(key, parent, ch)
+                if writes is None:
+                    writes = self._writes_at(thread_id, ns, [parent], ch).get(parent, [])
                 value = self._apply(ch, prev, writes) if writes else prev
                 written = written_count([v for _, _, v in writes])
             if not isinstance(value, list):
                 continue
             self._put(key, cid, ch, Entry(value, own))
-            plans.append((ch, value, prev, written))
+            plans.append(
+                (ch, value, prev, written, None if remembered is None else len(remembered))
+            )
         return plans
 
     def _move_heads(
@@ -376,7 +465,7 @@ class DeltaReads:
         rewrite: list[HeadPlan] = []
         checks: list[tuple[HeadPlan, Any]] = []
         for plan in plans:
-            ch, value, prev, written = plan
+            ch, value, prev, written, remembered = plan
             if prev is None or parent is None:
                 rewrite.append(plan)
                 continue
@@ -385,9 +474,13 @@ class DeltaReads:
                 cur, dialect, (thread_id, ns, ch), head_update(prev, value, start, self.serde)
             )
             check = new_cursor()
-            check.execute(
-                dialect.sql(MOVE_HEAD), (cid, len(value), thread_id, ns, ch, parent, len(prev))
-            )
+            params = (cid, len(value), thread_id, ns, ch, parent, len(prev))
+            if remembered is None:
+                check.execute(dialect.sql(MOVE_HEAD), params)
+            else:
+                check.execute(
+                    dialect.sql(MOVE_HEAD_KNOWN), (*params, thread_id, ns, parent, ch, remembered)
+                )
             checks.append((plan, check))
         return rewrite, checks
 
@@ -396,7 +489,7 @@ class DeltaReads:
     ) -> None:
         """The heads of `plans` at checkpoint `at` (thread, namespace, id), rows whole."""
         thread_id, ns, cid = at
-        for ch, value, _, _ in plans:
+        for ch, value, *_ in plans:
             write_rows(
                 cur, dialect, (thread_id, ns, ch), head_update(None, value, None, self.serde)
             )

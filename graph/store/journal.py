@@ -51,21 +51,24 @@ CLAIM = upsert(
     ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid", KEY_COLUMN),
     KEY,
 )
+# Every column (a thread's import restores its rows whole).
+RESTORE_COLUMNS = (
+    "thread_id",
+    "tool_call_id",
+    "name",
+    "args_json",
+    "status",
+    "result_json",
+    "started_at",
+    "finished_at",
+    "pid",
+    "attempts",
+    KEY_COLUMN,
+)
 # A result: the row finished (written whole if the claim is gone, e.g. a thread imported since).
 FINISH = upsert(
     "gatehouse_journal",
-    (
-        "thread_id",
-        "tool_call_id",
-        "name",
-        "args_json",
-        "status",
-        "result_json",
-        "started_at",
-        "finished_at",
-        "pid",
-        KEY_COLUMN,
-    ),
+    (*RESTORE_COLUMNS[:-2], KEY_COLUMN),
     KEY,
     update=("status", "result_json", "finished_at"),
 )
@@ -214,19 +217,6 @@ def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
     )
 
 
-RESTORE_COLUMNS = (
-    "thread_id",
-    "tool_call_id",
-    "name",
-    "args_json",
-    "status",
-    "result_json",
-    "started_at",
-    "finished_at",
-    "pid",
-    "attempts",
-    KEY_COLUMN,
-)
 RESTORE = upsert("gatehouse_journal", RESTORE_COLUMNS, KEY)
 
 

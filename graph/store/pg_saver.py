@@ -1,18 +1,13 @@
-"""Gatehouse's Postgres checkpointer: the official `PostgresSaver` with the same
-materialised head, warm cache and thread-index upkeep as the SQLite saver
-(graph/store/saver.py, graph/store/head.py, graph/store/delta_reads.py).
+"""Gatehouse's Postgres checkpointer: the official `PostgresSaver` with the SQLite
+saver's materialised head, warm cache and thread-index upkeep (graph/store/saver.py).
 
-The checkpoint tables and their rows are the stock ones (a stock `PostgresSaver`,
-LangGraph Server included, reads them); the head lives in `gatehouse_heads` and
-`gatehouse_head_blocks`, written in the transaction of the checkpoint it describes.
-A checkpoint's statements go in one pipeline: the stock upserts, the new head rows,
-and a compare-and-set of the head (`WHERE checkpoint_id = <parent>`); only when that
-finds the head elsewhere (a branch, another writer) are the rows rewritten whole.
-The transaction's BEGIN and COMMIT travel in the pipelines too (`_in_transaction`):
-a step's writes take one round trip and its checkpoint two.
-
-Reads: a value cached in this process, else the head when it is the checkpoint
-asked for (a thread's latest, nearly always), else the stock replay.
+The checkpoint tables and rows are the stock ones (LangGraph Server reads them). A
+checkpoint's statements go in one pipeline with its BEGIN and COMMIT (`_in_transaction`):
+the stock upserts, the head's new rows, and a compare-and-set of the head (`WHERE
+checkpoint_id = <parent>`); only when that finds the head elsewhere (a branch, another
+writer) are the rows rewritten whole. A step's writes take one round trip, a
+checkpoint two. Reads: the warm cache, else the head when it is the checkpoint asked
+for (nearly always), else the stock replay.
 """
 
 from __future__ import annotations
@@ -40,6 +35,7 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
+    StaleWrites,
     checkpoint_row,
     checkpoint_row_sql,
     saved_config,
@@ -122,6 +118,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     """`PostgresSaver` with a materialised head and a warm cache of the given
     DeltaChannels (the graph registers them, graph/agent/graph.py)."""
 
+    remembers_writes = True
     # Unchanged if a LangGraph release words its query differently (tested).
     SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_STOCK_BLOB_JOIN, _BLOB_LOOKUPS)
 
@@ -156,6 +153,29 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """`PostgresSaver.put` in one transaction with the head and the index row."""
+        key = (
+            str(config["configurable"]["thread_id"]),
+            config["configurable"].get("checkpoint_ns", ""),
+        )
+        try:
+            try:
+                saved = self._put_once(config, checkpoint, metadata, new_versions)
+            except StaleWrites:  # written again from the writes read back
+                self._remember(key, None)
+                saved = self._put_once(config, checkpoint, metadata, new_versions)
+        except BaseException:
+            self._remember(key, None)
+            raise
+        self._remember(key, checkpoint["id"])
+        return saved
+
+    def _put_once(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
         # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs.
         copy = checkpoint.copy()
@@ -199,7 +219,10 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 if not ns and self.side_tables:
                     cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
             # The pipeline's end waited for the server: the compare-and-sets have answered.
-            rewrite += [plan for plan, check in checks if check.fetchone() is None]
+            failed = [plan for plan, check in checks if check.fetchone() is None]
+            if any(plan[4] is not None for plan in failed):
+                raise StaleWrites  # rolled back
+            rewrite += failed
             with conn.pipeline(), conn.cursor(binary=True) as cur:
                 self._rewrite_heads(cur, POSTGRES, (thread_id, ns, cid), rewrite)
                 cur.execute("COMMIT")

@@ -34,9 +34,8 @@ from graph.store.langgraph_private import (
     PUSH,
 )
 
-# The head's rows: messages per block, the blocks' type tag, the kind of a serialized item.
+# The head's rows: messages per block, the kind of a serialized item.
 BLOCK = 32
-HEAD_BLOCK = "gh-block"
 SERIALIZED = "~"
 
 

@@ -1,38 +1,21 @@
 """Gatehouse's SQLite checkpointer: compact blobs, a materialised head, a warm cache.
 
 Compact: checkpoint and write blobs are zlib-compressed (type tag `<type>+zlib`;
-untagged rows from before still read). A checkpoint blob is mostly channel version
+untagged rows from before still read); a checkpoint blob is mostly channel version
 strings, which compress about 4x.
 
-Why reads need help: with `DeltaChannel`, a checkpoint stores only what its step
-wrote; the value of a channel at a checkpoint is its value at the parent plus the
-parent's writes. The stock `SqliteSaver` rebuilds it by replaying the writes of every
-ancestor since the last snapshot, on each read: O(thread length) row fetches and
-deserialisations, about six checkpoints a turn.
+Why reads need help: with `DeltaChannel` a checkpoint stores only what its step wrote,
+and the stock `SqliteSaver` rebuilds a value by replaying every ancestor's writes since
+the last snapshot, on each read: O(thread length). Instead (bench/cold.py), the head
+(graph/store/head.py) holds the messages at the latest checkpoint, written in the
+checkpoint's transaction, and a warm per-process cache (graph/store/delta_reads.py)
+holds the last few values per thread; a checkpoint not known is read by walking up to
+the nearest known one and applying only the writes in between. Snapshots are left to
+LangGraph (`snapshot_frequency`): the head makes them unnecessary for reads.
 
-What this saver does instead (measured in bench/cold.py, BENCHMARKS.md):
-- a materialised head (graph/store/head.py): when a checkpoint is written, the
-  messages at that checkpoint are written beside it, in the same transaction, as
-  rows of 32 messages (a step that appends adds only its new messages). A process
-  that has never seen the thread reads it with one indexed range read and decodes
-  the rows without validation: cold reads cost what the messages cost, not what
-  the history costs. Any older checkpoint still reads from the history (time
-  travel, undo, fork), from the head when it is an ancestor.
-- a warm in-process cache: the value at the last few checkpoints read or written
-  per thread (64 threads); a checkpoint this process did not write is read by
-  walking up to the nearest known one (cached, or the head) and applying only the
-  writes in between, with the channel's own reducer, in one call (the reducer is
-  batching-invariant, as `DeltaChannel` requires).
-- snapshots are left to LangGraph (`snapshot_frequency`, graph/agent/state.py): the
-  head makes them unnecessary for reads, and each one stores the whole list.
-
-Results equal the stock saver's (tests/test_storage_equivalence.py). The checkpoint
-tables and rows are the stock ones; a stock `SqliteSaver` reads the file when given
-`serde=compact_serde()`. The head's tables (`gatehouse_heads`, `gatehouse_head_blocks`)
-are only ever a shortcut: a head that is missing, stale or unreadable is ignored.
-
-A refused answer leaves no trace (graph/store/refusals.py): the thread stays paused
-exactly as it was.
+Results equal the stock saver's (tests/test_storage_equivalence.py); the checkpoint
+tables are the stock ones (a stock `SqliteSaver` reads them with `serde=compact_serde()`),
+and the head's tables are only ever a shortcut: missing, stale or unreadable, ignored.
 """
 
 from __future__ import annotations
