@@ -56,38 +56,37 @@ class Cursor:
 
     # What the migrations ask about the schema, in either database.
     def table_exists(self, table: str) -> bool:
-        if self.dialect.postgres:
-            return self.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone() == (True,)
-        return (
-            self.execute(
-                "SELECT 1 FROM sqlite_schema WHERE type='table' AND name=?", (table,)
-            ).fetchone()
-            is not None
-        )
+        return bool(self._names("table", table))
 
     def columns(self, table: str) -> set[str]:
         """The table's column names (empty: no such table)."""
-        if self.dialect.postgres:
-            rows = self.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ?",
-                (table,),
-            ).fetchall()
-            return {r[0] for r in rows}
-        return {r[1] for r in self.execute(f"PRAGMA table_info({table})").fetchall()}
+        return self._names("columns", table)
 
     def primary_key(self, table: str) -> set[str]:
         """The columns of the table's primary key (empty: no such table)."""
-        if not self.dialect.postgres:
-            return {r[1] for r in self.execute(f"PRAGMA table_info({table})").fetchall() if r[5]}
-        if not self.table_exists(table):
-            return set()
-        rows = self.execute(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary",
-            (table,),
-        ).fetchall()
-        return {r[0] for r in rows}
+        return self._names("primary_key", table)
+
+    def _names(self, question: str, table: str) -> set[str]:
+        return {
+            r[0] for r in self.execute(_SCHEMA[self.dialect.name][question], (table,)).fetchall()
+        }
+
+
+# The schema questions, one query per database each: a name per row, the table's as `?`.
+_SCHEMA = {
+    "sqlite": {
+        "table": "SELECT name FROM sqlite_schema WHERE type='table' AND name=?",
+        "columns": "SELECT name FROM pragma_table_info(?)",
+        "primary_key": "SELECT name FROM pragma_table_info(?) WHERE pk > 0",
+    },
+    "postgres": {
+        "table": "SELECT relname FROM pg_class WHERE oid = to_regclass(?)",
+        "columns": "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = ?",
+        "primary_key": "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+        "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary",
+    },
+}
 
 
 class Database:

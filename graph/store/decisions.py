@@ -1,28 +1,18 @@
 """The decision log: every answer a person gave to a pause, append-only, in the same
 database as the checkpoints.
 
-The agent's `review` node writes a row for each decided call before the call may
-run, and `run_tool` runs a gated call only when its row says it was approved, with
-exactly the arguments that will run. So approvals are kept by the graph and its
-storage, not by the state a client can send or edit (`Command(update=...)`, Studio's
-state editor, run input): a forged `Send` to `run_tool` or a written `grants` key
-approves nothing. "Always allow" grants are read from here too.
+The `review` node writes a row for each decided call before the call may run, and
+`run_tool` runs a gated call only when its row approves exactly the arguments that
+will run: approvals are kept by the graph and its storage, not by state a client can
+send or edit (a forged `Send` or a written `grants` key approves nothing). Rows are
+keyed by (thread, question, call id, call key): the review node re-runs on resume and
+the same decision written twice changes nothing; the call key (graph/store/binding.py)
+binds a row to the tool and canonical arguments the person saw. Undo and fork never
+delete rows. A thread's auto-approve switch is a grant of tool "*", and a revoke.
 
-Rows are keyed by (thread, question, call id, call key): the review node runs again
-from its start when a run resumes, and writing the same decision twice changes
-nothing. The call key binds a row to the tool and canonical arguments the person saw
-(graph/store/binding.py): a later call that reuses the id under another tool or with
-other arguments inherits nothing (`DecisionRecord.binds`), and gets its own row when decided.
-Undo and fork never delete rows: the log is the record of who decided what.
-
-A thread's auto-approve switch lives here too, written only by the Session (a
-trusted, in-process API): "always allow every tool" (tool "*") to turn it on, a
-later revoke of it to turn it off. `grants` honours the latest record.
-
-What the gate reads (`approvals`, `grants`) is only what the log vouches for: rows
-whose chain entry checks out (a row inserted or edited with SQL decides nothing), and
-only those of the thread's current life: a "life" record (the thread was deleted, or
-history was imported into it) makes every earlier row of the thread history.
+The gate reads (`approvals`, `grants`) only what the log vouches for: rows whose chain
+entry checks out, of the thread's current life (a "life" record: the thread was
+deleted, or history imported into it, makes every earlier row history).
 """
 
 from __future__ import annotations

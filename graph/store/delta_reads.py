@@ -16,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +24,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
+    ChannelVersions,
     Checkpoint,
+    CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
@@ -36,6 +38,7 @@ from graph.protocol.state_keys import MESSAGES
 from graph.protocol.threads import check_thread_id
 from graph.store.dialect import Dialect
 from graph.store.head import (
+    DELETE_HEAD,
     MOVE_HEAD,
     MOVE_HEAD_KNOWN,
     UPSERT_HEAD,
@@ -60,10 +63,16 @@ Reducer = Callable[[Any, Sequence[Any]], Any]
 # (channel, value at the new checkpoint, value at its parent or None, values written,
 # how many writes at the parent it was computed from when they were remembered, not read)
 HeadPlan = tuple[str, list[Any], list[Any] | None, int, int | None]
+# Where a task's writes go: (thread, namespace, checkpoint id, task id, task path).
+WriteAt = tuple[str, str, str, str, str]
+# An index row's update as a task's writes leave it: (statement, parameters) or None.
+IndexUpdate = tuple[str, tuple[Any, ...]] | None
 # A write this process saved: (task path, task id, idx, channel, value); task path
 # None: one read back with its checkpoint, in the order read.
 Known = tuple[str | None, str, int, str, Any]
 
+# Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
+IDS_PER_QUERY = 900
 # Threads kept warm (least recently read dropped first), and values kept per thread:
 # the head and the few checkpoints just before it are all a turn reads.
 DEFAULT_MAX_THREADS = 64
@@ -156,9 +165,7 @@ def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> Run
     }
 
 
-def index_update_for_writes(
-    thread_id: str, writes: Sequence[tuple[str, Any]]
-) -> tuple[str, tuple[Any, ...]] | None:
+def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> IndexUpdate:
     """What a task's writes change in the thread's index row (`?` placeholders): an
     interrupt marks it awaiting approval, an error failed; None for anything else."""
     channels = {channel for channel, _ in writes}
@@ -187,6 +194,21 @@ class DeltaReads:
     max_threads: int
     side_tables: bool
     serde: Any
+    # What each saver supplies: a value it does not have in memory; a checkpoint (with
+    # its head and index row: `_begin_put`); a task's writes with the index's update
+    # (`_update_index`) in one transaction.
+    _compute: Callable[[str, str, str, str, RunnableConfig], Entry]
+    _put_checkpoint: Callable[
+        [RunnableConfig, Checkpoint, CheckpointMetadata, ChannelVersions], RunnableConfig
+    ]
+    _save_writes: Callable[[WriteAt, Sequence[tuple[str, Any]], IndexUpdate], None]
+    # And how its database is written to: a cursor in a transaction of its own, one
+    # query's rows (statements in its dialect's placeholders), the writes' table.
+    _tx: Callable[[], AbstractContextManager[Any]]
+    _rows: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+    dialect: Dialect
+    writes_table: str
+    value_column: str
 
     def __init__(
         self,
@@ -360,6 +382,29 @@ class DeltaReads:
         return [(task_id, ch, value) for _, task_id, _, _, value in rows]
 
     # -- writes ------------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """The saver's `_put_checkpoint`, once more from the writes read back when the
+        parent holds writes this process did not know of."""
+        conf = config["configurable"]
+        key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")))
+        try:
+            try:
+                saved = self._put_checkpoint(config, checkpoint, metadata, new_versions)
+            except StaleWrites:
+                self._remember(key, None)
+                saved = self._put_checkpoint(config, checkpoint, metadata, new_versions)
+        except BaseException:
+            self._remember(key, None)
+            raise
+        self._remember(key, checkpoint["id"])
+        return saved
+
     def _begin_put(
         self, config: RunnableConfig, checkpoint: Checkpoint
     ) -> tuple[str, str, str | None, list[HeadPlan]]:
@@ -392,7 +437,7 @@ class DeltaReads:
             return
         update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
         try:
-            self._save_writes(thread_id, ns, cid, task_id, task_path, writes, update)
+            self._save_writes((thread_id, ns, cid, task_id, task_path), writes, update)
         except BaseException:
             self._remember((thread_id, ns), None)  # saved or not: unknown
             raise
@@ -561,30 +606,47 @@ class DeltaReads:
             out[ch] = {"writes": [], "seed": DeltaSnapshot(list(entry.value))}
         return out
 
-    # -- what each saver supplies ----------------------------------------------------------
-    def _writes_at(
-        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
-    ) -> dict[str, list[PendingWrite]]:
-        raise NotImplementedError
-
-    def _compute(
-        self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
-    ) -> Entry:
-        raise NotImplementedError
-
-    def _save_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[str, Any]],
-        index_update: tuple[str, tuple[Any, ...]] | None,
-    ) -> None:
-        """Store a task's writes and, in the same transaction, the index update (`?` placeholders)."""
-        raise NotImplementedError
+    def delete_thread(self, thread_id: str) -> None:
+        self.clear_cache(thread_id)
+        super().delete_thread(thread_id)  # type: ignore[misc]  # a mixin: the stock saver's follows in the MRO
+        if self.side_tables:
+            with self._tx() as cur:
+                for sql in DELETE_HEAD:
+                    cur.execute(self.dialect.sql(sql), (str(thread_id),))
 
     def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
         """Delete the stored resume value at this row key (refusals.resume_key)."""
-        raise NotImplementedError
+        with self._tx() as cur:
+            cur.execute(
+                self.dialect.sql(
+                    f"DELETE FROM {self.writes_table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id = ? AND task_id = ? AND channel = ?"
+                ),
+                key,
+            )
+
+    def _task_path(self) -> str:
+        return "task_path"
+
+    def _update_index(self, cur: Any, update: IndexUpdate) -> None:
+        if update:
+            cur.execute(self.dialect.sql(update[0]), update[1])
+
+    def _writes_at(
+        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
+    ) -> dict[str, list[PendingWrite]]:
+        """The channel's writes stored at each checkpoint, in replay order. By `IN (...)`,
+        never `= ANY(...)`: on a Postgres table never analysed that scanned every write of
+        the thread (one id: `=`, an index condition whatever the planner knows)."""
+        rows: list[Any] = []
+        for at in range(0, len(checkpoint_ids), IDS_PER_QUERY):
+            part = checkpoint_ids[at : at + IDS_PER_QUERY]
+            rows += self._rows(
+                self.dialect.sql(
+                    f"SELECT checkpoint_id, task_id, idx, type, {self.value_column}, "
+                    f"{self._task_path()} FROM {self.writes_table} WHERE thread_id = ? "
+                    f"AND checkpoint_ns = ? AND channel = ? AND checkpoint_id IN ({','.join('?' * len(part))})"
+                ),
+                (thread_id, ns, channel, *part),
+            )
+        return writes_by_checkpoint(rows, channel, self.serde)

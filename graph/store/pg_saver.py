@@ -23,7 +23,6 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
-    PendingWrite,
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -35,15 +34,15 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
+    IndexUpdate,
     StaleWrites,
+    WriteAt,
     checkpoint_row,
     checkpoint_row_sql,
     saved_config,
-    writes_by_checkpoint,
 )
 from graph.store.dialect import POSTGRES
 from graph.store.head import (
-    DELETE_HEAD,
     HeadUnreadable,
     decode,
     head_tables,
@@ -57,21 +56,6 @@ from graph.store.langgraph_private import (
 
 HEAD_SCHEMA = head_tables(POSTGRES)
 CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
-
-
-def _writes_at(checkpoint_ids: str) -> str:
-    """A channel's writes at checkpoints `checkpoint_ids` (a condition on the column)."""
-    return (
-        "SELECT checkpoint_id, task_id, idx, type, blob, task_path FROM checkpoint_writes "
-        f"WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id {checkpoint_ids}"
-    )
-
-
-# At one checkpoint by `=`: an index condition on the primary key whatever the planner
-# knows; with `= ANY(...)` and a table never analysed it scanned every write of the
-# thread, at every `put` (BENCHMARKS.md).
-WRITES_AT = _writes_at("= %s")
-WRITES_AT_ANY = _writes_at("= ANY(%s)")
 
 
 @contextmanager
@@ -119,6 +103,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     DeltaChannels (the graph registers them, graph/agent/graph.py)."""
 
     remembers_writes = True
+    dialect = POSTGRES
+    writes_table, value_column = "checkpoint_writes", "blob"
     # Unchanged if a LangGraph release words its query differently (tested).
     SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_STOCK_BLOB_JOIN, _BLOB_LOOKUPS)
 
@@ -137,39 +123,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             yield cur
             cur.execute("COMMIT")
 
-    def delete_thread(self, thread_id: str) -> None:
-        self.clear_cache(thread_id)
-        super().delete_thread(thread_id)
-        with self._tx() as cur:
-            for sql in DELETE_HEAD:
-                cur.execute(POSTGRES.sql(sql), (str(thread_id),))
-
     # -- writes ------------------------------------------------------------------------
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """`PostgresSaver.put` in one transaction with the head and the index row."""
-        key = (
-            str(config["configurable"]["thread_id"]),
-            config["configurable"].get("checkpoint_ns", ""),
-        )
-        try:
-            try:
-                saved = self._put_once(config, checkpoint, metadata, new_versions)
-            except StaleWrites:  # written again from the writes read back
-                self._remember(key, None)
-                saved = self._put_once(config, checkpoint, metadata, new_versions)
-        except BaseException:
-            self._remember(key, None)
-            raise
-        self._remember(key, checkpoint["id"])
-        return saved
-
-    def _put_once(
+    def _put_checkpoint(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
@@ -228,23 +183,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 cur.execute("COMMIT")
         return saved_config(config, ns, checkpoint)
 
-    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
-        with self._tx() as cur:
-            cur.execute(
-                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
-                "AND checkpoint_id = %s AND task_id = %s AND channel = %s",
-                key,
-            )
-
     def _save_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        cid: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[str, Any]],
-        index_update: tuple[str, tuple[Any, ...]] | None,
+        self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
     ) -> None:
         query = (
             self.UPSERT_CHECKPOINT_WRITES_SQL
@@ -252,12 +192,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             else self.INSERT_CHECKPOINT_WRITES_SQL
         )
         with self._tx() as cur:
-            cur.executemany(
-                query, pg_dump_writes(self, thread_id, ns, cid, task_id, task_path, writes)
-            )
-            if index_update:
-                sql, params = index_update
-                cur.execute(POSTGRES.sql(sql), params)
+            cur.executemany(query, pg_dump_writes(self, *at, writes))
+            self._update_index(cur, index_update)
 
     # -- reads ---------------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -304,14 +240,3 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
         self._put(key, checkpoint_id, ch, entry)
         return entry
-
-    def _writes_at(
-        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
-    ) -> dict[str, list[PendingWrite]]:
-        if not checkpoint_ids:
-            return {}
-        if len(checkpoint_ids) == 1:  # every `put`
-            rows = self._rows(WRITES_AT, (thread_id, ns, channel, checkpoint_ids[0]))
-        else:
-            rows = self._rows(WRITES_AT_ANY, (thread_id, ns, channel, list(checkpoint_ids)))
-        return writes_by_checkpoint(rows, channel, self.serde)

@@ -1,22 +1,12 @@
 """Threads read straight from the database, without LangGraph: the thread list, what
-a thread waits for, its transcript and usage. For whatever must answer at once (the
-terminal's `threads`, `pending`, `show`) and for the Session's pending check, which
-otherwise rebuilds the whole state to find one interrupt.
+a thread waits for, its transcript and usage, for what must answer at once (the
+terminal's `threads`, `pending`, `show`) and the Session's pending check.
 
-Everything here is read from tables the storage layer writes whoever runs the graph
-(a Session, a raw `graph.invoke`, LangGraph Server on Gatehouse's saver):
-- the thread index (`gatehouse_threads`) and run leases;
-- what a thread waits for: the interrupts written at its latest checkpoint by tasks
-  that have not finished, exactly what `graph.get_state(...).interrupts` lists (the
-  rules of langgraph/pregel/_task_status.py), decoded by graph/store/plain.py;
-- the transcript: the materialised head (graph/store/head.py) when it is at the
-  latest checkpoint, plus the messages finished tasks wrote at it (as `get_state`
-  applies them). When the head is elsewhere (a thread written by a stock saver)
-  `transcript` says so (None) and the caller asks the Session.
-
-Imports: the standard library, ormsgpack, graph.protocol, psycopg for Postgres, and
-LangGraph's channel names as literals (graph/store/langgraph_private.py, which loads no
-LangGraph for them).
+All from tables the storage layer writes whoever runs the graph: the thread index and
+leases; the interrupts at the latest checkpoint of tasks not finished (what
+`get_state(...).interrupts` lists, by langgraph/pregel/_task_status.py's rules, decoded
+by graph/store/plain.py); the transcript from the head when it is at the latest
+checkpoint (else None: the caller asks the Session).
 """
 
 from __future__ import annotations

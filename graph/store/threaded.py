@@ -1,18 +1,12 @@
-"""Gatehouse's savers for an asyncio host (LangGraph Server, `langgraph dev`).
+"""Gatehouse's savers for an asyncio host (LangGraph Server, `langgraph dev`), which
+calls only a checkpointer's async methods, on its event loop, where blocking calls are
+refused. `ThreadedSaver` runs the sync saver's methods on ONE worker thread of its own,
+first come first served: LangGraph submits a step's writes without awaiting each
+other, and a pool could store them out of order.
 
-The server calls only a checkpointer's async methods, on its event loop, where
-`langgraph dev` refuses blocking calls. `ThreadedSaver` gives any of Gatehouse's sync
-savers (SQLite or Postgres) async methods that run the sync ones on ONE worker thread
-of its own, first come first served: LangGraph submits a step's writes without
-awaiting each other, so a pool of threads could store them out of order. The same
-saver class thus serves the web app, the terminal and the server, on one database.
-
-It also implements `delete_for_runs`, which `multitask_strategy="rollback"` needs:
-the checkpoints (and their writes) a cancelled run made are deleted; and `prune`,
-which LangGraph Server calls to expire threads: "delete" deletes them, "keep_latest"
-is refused, as LangGraph's own `PostgresSaver` refuses it for a thread with a
-`DeltaChannel`: the messages at the latest checkpoint are rebuilt from the older ones,
-so keeping only the latest would empty the conversation.
+Also `delete_for_runs` (`multitask_strategy="rollback"`) and `prune`: "keep_latest"
+is refused, as LangGraph's `PostgresSaver` refuses it with a `DeltaChannel` (the latest
+messages are rebuilt from older checkpoints).
 """
 
 from __future__ import annotations
