@@ -210,31 +210,19 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     ) -> Entry:
         key = (thread_id, ns)
         if self.side_tables:
-            # One round trip: the head's blocks if the head is this checkpoint (and its
-            # count, repeated on each row; an empty list has no blocks: asked apart).
+            # One round trip: the head's count and blocks if the head is this checkpoint
+            # (an empty list: one row, no block).
             rows = self._rows(
-                "SELECT b.n, b.data, h.count FROM gatehouse_heads h JOIN gatehouse_head_blocks b "
+                "SELECT h.count, b.n, b.data FROM gatehouse_heads h LEFT JOIN gatehouse_head_blocks b "
                 "ON b.thread_id = h.thread_id AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel "
                 "WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s AND h.checkpoint_id = %s "
                 "ORDER BY b.pos",
                 (thread_id, ns, ch, checkpoint_id),
             )
-            count = rows[0][2] if rows else None
-            if not rows:
-                empty = self._rows(
-                    "SELECT count FROM gatehouse_heads WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s "
-                    "AND checkpoint_id = %s",
-                    (thread_id, ns, ch, checkpoint_id),
-                )
-                count = 0 if empty and empty[0][0] == 0 else None
-            if count is not None:
-                try:
-                    entry: Entry | None = Entry(
-                        decode([(n, d) for n, d, _ in rows], count, self.serde), ABSENT
-                    )
-                except HeadUnreadable:
-                    entry = None
-                if entry is not None:
+            with suppress(HeadUnreadable):  # then the history is replayed
+                if rows:
+                    blocks = [(n, data) for _, n, data in rows if n is not None]
+                    entry = Entry(decode(blocks, rows[0][0], self.serde), ABSENT)
                     self._put(key, checkpoint_id, ch, entry)
                     return entry
         entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -181,33 +182,21 @@ class ThreadReader:
             if not lease_free(owner, expires, now, self._host)
         }
         return [
-            ThreadInfo(
-                i.thread_id,
-                i.title,
-                "interrupted",
-                i.created_at,
-                i.updated_at,
-                i.pending_since,
-                i.owner,
-                i.reason,
-            )
+            replace(i, status="interrupted")
             if i.status == "running" and i.thread_id not in held
             else i
             for i in infos
         ]
 
     # -- one thread ----------------------------------------------------------------------
-    def _latest(self, thread_id: str) -> str | None:
+    def latest_checkpoint(self, thread_id: str) -> str | None:
+        """The id of the thread's latest checkpoint (its head), None for no thread."""
         rows = self._rows(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
             "ORDER BY checkpoint_id DESC LIMIT 1",
             [thread_id],
         )
         return rows[0][0] if rows else None
-
-    def latest_checkpoint(self, thread_id: str) -> str | None:
-        """The id of the thread's latest checkpoint (its head), None for no thread."""
-        return self._latest(thread_id)
 
     def tip_count(self, thread_id: str) -> int:
         """How many branches the thread's checkpoint tree has (checkpoints nothing
@@ -354,7 +343,7 @@ class ThreadReader:
         return None if messages is None else [view_of_fields(m) for m in messages]
 
     def message_fields(self, thread_id: str) -> list[dict[str, Any]] | None:
-        checkpoint_id = self._latest(thread_id)
+        checkpoint_id = self.latest_checkpoint(thread_id)
         if checkpoint_id is None:
             return []
         head = self._rows(
@@ -408,7 +397,7 @@ class ThreadReader:
 
     def usage(self, thread_id: str) -> dict[str, float]:
         """Token usage totals of the thread (the `usage` channel at its latest checkpoint)."""
-        checkpoint_id = self._latest(thread_id)
+        checkpoint_id = self.latest_checkpoint(thread_id)
         if checkpoint_id is None:
             return {}
         total = dict(self._channel_value(thread_id, checkpoint_id, USAGE) or {})
