@@ -1,13 +1,9 @@
-"""How the Gatehouse tables run their statements on either database (their SQL and
-its dialect: graph/store/dialect.py):
-- `SqliteDatabase`: one connection of a table's own and its lock; a write transaction
-  is `BEGIN IMMEDIATE` (the write lock up front, so two processes writing the same
-  row queue up instead of failing later with "database is locked");
-- `PostgresDatabase`: connections from a psycopg pool (or one per use), each
-  statement committed on its own unless it runs inside `transaction()`;
-- `Table`: what every table module builds on (its database, `create`, `close`).
-
-psycopg is imported only when a Postgres database is used.
+"""How the Gatehouse tables run their statements on either database (their SQL's
+dialect: graph/store/dialect.py). `SqliteDatabase`: one connection of a table's own and
+its lock; a write transaction is `BEGIN IMMEDIATE` (the write lock up front, so two
+processes writing one row queue up instead of failing with "database is locked").
+`PostgresDatabase`: a psycopg pool's connections (or one per use), each statement
+committed on its own unless inside `transaction()`; psycopg imported only then.
 """
 
 from __future__ import annotations

@@ -154,6 +154,17 @@ def writes_by_checkpoint(
     return out
 
 
+def writes_at_sql(dialect: Dialect, table: str, value: str, task_path: str, ids: int) -> str:
+    """A channel's writes at `ids` checkpoints: (thread, namespace, channel, *ids). By
+    `IN (...)`: one id is `=`, an index condition whatever the planner knows; Postgres's
+    `= ANY(...)` on a table never analysed scanned every write of the thread."""
+    return dialect.sql(
+        f"SELECT checkpoint_id, task_id, idx, type, {value}, {task_path} FROM {table} "
+        "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
+        f"AND checkpoint_id IN ({','.join('?' * ids)})"
+    )
+
+
 def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> RunnableConfig:
     """What `put` returns: the config of the checkpoint it saved."""
     return {
@@ -635,17 +646,13 @@ class DeltaReads:
     def _writes_at(
         self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
     ) -> dict[str, list[PendingWrite]]:
-        """The channel's writes stored at each checkpoint, in replay order. By `IN (...)`,
-        never `= ANY(...)`: on a Postgres table never analysed that scanned every write of
-        the thread (one id: `=`, an index condition whatever the planner knows)."""
+        """The channel's writes stored at each checkpoint, in replay order."""
         rows: list[Any] = []
         for at in range(0, len(checkpoint_ids), IDS_PER_QUERY):
             part = checkpoint_ids[at : at + IDS_PER_QUERY]
             rows += self._rows(
-                self.dialect.sql(
-                    f"SELECT checkpoint_id, task_id, idx, type, {self.value_column}, "
-                    f"{self._task_path()} FROM {self.writes_table} WHERE thread_id = ? "
-                    f"AND checkpoint_ns = ? AND channel = ? AND checkpoint_id IN ({','.join('?' * len(part))})"
+                writes_at_sql(
+                    self.dialect, self.writes_table, self.value_column, self._task_path(), len(part)
                 ),
                 (thread_id, ns, channel, *part),
             )
