@@ -20,8 +20,9 @@ from bench import load_procs
 from tests.support.postgres import PostgresServer
 
 TURNS = 3
-# Before issue 58's work: 50.5 (the peer, LangGraph's own PostgresSaver: 18).
-MAX_TRANSACTIONS_PER_TURN = 48
+# By this count: 52 before issue 58's work, 47.3 after (the peer, LangGraph's own
+# PostgresSaver, 18 in the load bench); the slack is for autovacuum's transactions.
+MAX_TRANSACTIONS_PER_TURN = 49
 
 
 def committed(server: PostgresServer, url: str, turns: int) -> int:
