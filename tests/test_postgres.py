@@ -85,7 +85,9 @@ def test_a_checkpoint_is_read_by_its_own_rows_on_a_database_never_analysed(
     rows of older history here (as a long thread has), so the planner sees the sizes."""
     import psycopg
 
-    from graph.store.pg_saver import WRITES_AT, WRITES_AT_ANY, GatehousePostgresSaver
+    from graph.store.delta_reads import writes_at_sql
+    from graph.store.dialect import POSTGRES
+    from graph.store.pg_saver import GatehousePostgresSaver
 
     session, _, _ = pg_session([], tmp_path)
     for turn in range(3):
@@ -127,9 +129,12 @@ def test_a_checkpoint_is_read_by_its_own_rows_on_a_database_never_analysed(
             (latest[1],),
         ).fetchall()
         at_parent = ("t1", "", "messages", latest[1])
-        ours = _rows_read(conn, WRITES_AT, at_parent, "checkpoint_writes")
+        ours_sql = writes_at_sql(POSTGRES, "checkpoint_writes", "blob", "task_path", 1)
+        ours = _rows_read(conn, ours_sql, at_parent, "checkpoint_writes")
         before = (*at_parent[:3], [latest[1]])  # as `put` asked before: `= ANY(...)`
-        stock = _rows_read(conn, WRITES_AT_ANY, before, "checkpoint_writes")
+        stock = _rows_read(
+            conn, ours_sql.replace("IN (%s)", "= ANY(%s)"), before, "checkpoint_writes"
+        )
         assert ours <= written and stock > 20_000, (ours, stock)
     # A LangGraph release that words its query differently leaves ours unchanged: this
     # says so.

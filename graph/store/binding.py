@@ -1,17 +1,12 @@
 """What a stored decision or journal row is bound to: one call, by its tool and its
 canonical arguments, not only by its tool-call id.
 
-Models and proxies reuse call ids (LiteLLM's mock calls are all `call_mock_1`, some
-servers number each reply's calls from `call_0`) and clients can write any id into
-the state. A row found by id alone would let a later `delete_file` with id `w1`
-inherit the approval, or the journaled result, of a `write_file` with id `w1`. So
-each row carries `call_key` (a digest of the tool name and the arguments as canonical
-JSON, keys sorted) in its primary key, and every lookup the agent trusts matches it.
-
-Databases written before rows were bound are migrated on open (`rebind`), old rows
-getting their key computed from their own tool and arguments. Postgres changes the
-primary key in place; SQLite cannot, so there the table is rebuilt (every column kept,
-extra ones added by later migrations included).
+Models and proxies reuse call ids (LiteLLM's mock calls are all `call_mock_1`), and
+clients can write any id into the state: a row found by id alone would let a later
+`delete_file` with id `w1` inherit the approval of a `write_file` with id `w1`. So each
+row carries `call_key` (a digest of the tool and its arguments as canonical JSON) in
+its primary key. Older databases are migrated on open (`rebind`): Postgres changes the
+key in place; SQLite rebuilds the table (every column kept).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""How the Gatehouse tables run their statements on either database (their SQL and
-its dialect: graph/store/dialect.py):
-- `SqliteDatabase`: one connection of a table's own and its lock; a write transaction
-  is `BEGIN IMMEDIATE` (the write lock up front, so two processes writing the same
-  row queue up instead of failing later with "database is locked");
-- `PostgresDatabase`: connections from a psycopg pool (or one per use), each
-  statement committed on its own unless it runs inside `transaction()`;
-- `Table`: what every table module builds on (its database, `create`, `close`).
-
-psycopg is imported only when a Postgres database is used.
+"""How the Gatehouse tables run their statements on either database (their SQL's
+dialect: graph/store/dialect.py). `SqliteDatabase`: one connection of a table's own and
+its lock; a write transaction is `BEGIN IMMEDIATE` (the write lock up front, so two
+processes writing one row queue up instead of failing with "database is locked").
+`PostgresDatabase`: a psycopg pool's connections (or one per use), each statement
+committed on its own unless inside `transaction()`; psycopg imported only then.
 """
 
 from __future__ import annotations
@@ -56,38 +52,37 @@ class Cursor:
 
     # What the migrations ask about the schema, in either database.
     def table_exists(self, table: str) -> bool:
-        if self.dialect.postgres:
-            return self.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone() == (True,)
-        return (
-            self.execute(
-                "SELECT 1 FROM sqlite_schema WHERE type='table' AND name=?", (table,)
-            ).fetchone()
-            is not None
-        )
+        return bool(self._names("table", table))
 
     def columns(self, table: str) -> set[str]:
         """The table's column names (empty: no such table)."""
-        if self.dialect.postgres:
-            rows = self.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ?",
-                (table,),
-            ).fetchall()
-            return {r[0] for r in rows}
-        return {r[1] for r in self.execute(f"PRAGMA table_info({table})").fetchall()}
+        return self._names("columns", table)
 
     def primary_key(self, table: str) -> set[str]:
         """The columns of the table's primary key (empty: no such table)."""
-        if not self.dialect.postgres:
-            return {r[1] for r in self.execute(f"PRAGMA table_info({table})").fetchall() if r[5]}
-        if not self.table_exists(table):
-            return set()
-        rows = self.execute(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary",
-            (table,),
-        ).fetchall()
-        return {r[0] for r in rows}
+        return self._names("primary_key", table)
+
+    def _names(self, question: str, table: str) -> set[str]:
+        return {
+            r[0] for r in self.execute(_SCHEMA[self.dialect.name][question], (table,)).fetchall()
+        }
+
+
+# The schema questions, one query per database each: a name per row, the table's as `?`.
+_SCHEMA = {
+    "sqlite": {
+        "table": "SELECT name FROM sqlite_schema WHERE type='table' AND name=?",
+        "columns": "SELECT name FROM pragma_table_info(?)",
+        "primary_key": "SELECT name FROM pragma_table_info(?) WHERE pk > 0",
+    },
+    "postgres": {
+        "table": "SELECT relname FROM pg_class WHERE oid = to_regclass(?)",
+        "columns": "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = ?",
+        "primary_key": "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+        "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(?) AND i.indisprimary",
+    },
+}
 
 
 class Database:
@@ -113,6 +108,11 @@ class Database:
 
     def snapshot(self) -> AbstractContextManager[Cursor]:
         """Reads that see one state of the database."""
+        raise NotImplementedError
+
+    def read(self) -> AbstractContextManager[Cursor]:
+        """A cursor for one query, in no transaction of its own: one statement sees one
+        state of the database already (on Postgres: one round trip, not four)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -149,6 +149,11 @@ class SqliteDatabase(Database):
         with self._lock:  # one statement is its own snapshot
             rows: list[Row] = self._connection().execute(sql, tuple(params)).fetchall()
             return rows
+
+    @contextmanager
+    def read(self) -> Iterator[Cursor]:
+        with self._lock:
+            yield Cursor(self._connection().cursor(), SQLITE)
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         # `transaction()` without its layers: the hot path of every write.
@@ -215,13 +220,18 @@ class PostgresDatabase(Database):
         return cls(lambda: psycopg.connect(url, autocommit=True, connect_timeout=10))
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self.read() as cur:
+            return cur.execute(sql, params).fetchall()
+
+    @contextmanager
+    def read(self) -> Iterator[Cursor]:
         with self._connect() as conn, conn.cursor(row_factory=self._tuple_row) as cur:
-            return Cursor(cur, POSTGRES).execute(sql, params).fetchall()
+            yield Cursor(cur, POSTGRES)
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         # Autocommit: one statement commits on its own, in one round trip.
-        with self._connect() as conn, conn.cursor(row_factory=self._tuple_row) as cur:
-            return Cursor(cur, POSTGRES).execute(sql, params).rowcount
+        with self.read() as cur:
+            return cur.execute(sql, params).rowcount
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:

@@ -1,22 +1,14 @@
 """The decision log's hash chain: each recorded decision gets an entry, in the order the
 database recorded them, carrying the hash of the entry before it, so an edited,
-inserted or deleted decision shows (`gatehouse audit --verify`).
-
-One table beside `gatehouse_decisions`, one module for SQLite and Postgres (the
-cursor's dialect, graph/store/dialect.py): the decision rows keep their own schema,
-and an entry hashes the whole stored row (`SELECT *`, by column name), so columns
-added to the log later are covered too.
+inserted or deleted decision shows (`gatehouse audit --verify`):
 
     entry_hash = sha256(prev_hash, seq, the decision row as canonical JSON)
 
-What it proves: a row changed after it was recorded (edited), a row with no entry
-(inserted with SQL), an entry with no row or a gap in `seq` (deleted), an entry that
-does not continue from the one before (rewritten). What it cannot: someone who
-rewrites every entry from the change onwards, or drops the newest entries along with
-their rows; note down the head hash `--verify` prints to catch those too.
-
-Appends are serialised (SQLite's write lock, a Postgres advisory lock) in the same
-transaction as the decision row, so two processes never chain onto the same entry.
+An entry hashes the whole stored row (`SELECT *`), so columns added later are covered.
+It cannot catch someone who rewrites every entry from the change on, or drops the
+newest entries with their rows: note the head hash `--verify` prints. Appends are
+serialised (SQLite's write lock, a Postgres advisory lock) in the decision row's
+transaction, so two processes never chain onto the same entry.
 """
 
 from __future__ import annotations

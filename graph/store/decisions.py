@@ -1,28 +1,18 @@
 """The decision log: every answer a person gave to a pause, append-only, in the same
 database as the checkpoints.
 
-The agent's `review` node writes a row for each decided call before the call may
-run, and `run_tool` runs a gated call only when its row says it was approved, with
-exactly the arguments that will run. So approvals are kept by the graph and its
-storage, not by the state a client can send or edit (`Command(update=...)`, Studio's
-state editor, run input): a forged `Send` to `run_tool` or a written `grants` key
-approves nothing. "Always allow" grants are read from here too.
+The `review` node writes a row for each decided call before the call may run, and
+`run_tool` runs a gated call only when its row approves exactly the arguments that
+will run: approvals are kept by the graph and its storage, not by state a client can
+send or edit (a forged `Send` or a written `grants` key approves nothing). Rows are
+keyed by (thread, question, call id, call key): the review node re-runs on resume and
+the same decision written twice changes nothing; the call key (graph/store/binding.py)
+binds a row to the tool and canonical arguments the person saw. Undo and fork never
+delete rows. A thread's auto-approve switch is a grant of tool "*", and a revoke.
 
-Rows are keyed by (thread, question, call id, call key): the review node runs again
-from its start when a run resumes, and writing the same decision twice changes
-nothing. The call key binds a row to the tool and canonical arguments the person saw
-(graph/store/binding.py): a later call that reuses the id under another tool or with
-other arguments inherits nothing (`DecisionRecord.binds`), and gets its own row when decided.
-Undo and fork never delete rows: the log is the record of who decided what.
-
-A thread's auto-approve switch lives here too, written only by the Session (a
-trusted, in-process API): "always allow every tool" (tool "*") to turn it on, a
-later revoke of it to turn it off. `grants` honours the latest record.
-
-What the gate reads (`approvals`, `grants`) is only what the log vouches for: rows
-whose chain entry checks out (a row inserted or edited with SQL decides nothing), and
-only those of the thread's current life: a "life" record (the thread was deleted, or
-history was imported into it) makes every earlier row of the thread history.
+The gate reads (`approvals`, `grants`) only what the log vouches for: rows whose chain
+entry checks out, of the thread's current life (a "life" record: the thread was
+deleted, or history imported into it, makes every earlier row history).
 """
 
 from __future__ import annotations
@@ -138,36 +128,10 @@ def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
 
 
 def _record(row: Sequence[Any]) -> DecisionRecord:
-    (
-        thread_id,
-        question,
-        call_id,
-        tool,
-        decision,
-        args_json,
-        requested_json,
-        message,
-        always,
-        source,
-        actor,
-        decided_at,
-        request_id,
-    ) = row[:13]
-    return DecisionRecord(
-        thread_id,
-        question,
-        call_id,
-        tool,
-        decision,
-        json.loads(args_json),
-        json.loads(requested_json) if requested_json else None,
-        message,
-        always,
-        source,
-        actor,
-        decided_at,
-        request_id,
-    )
+    fields = list(row[:13])  # the columns in DecisionRecord's order; two stored as JSON
+    fields[5] = json.loads(fields[5])
+    fields[6] = json.loads(fields[6]) if fields[6] else None
+    return DecisionRecord(*fields)
 
 
 def grants_in_force(thread_id: str, records: Sequence[DecisionRecord]) -> list[StandingGrant]:
@@ -298,7 +262,7 @@ class Decisions(Table):
 
     def life(self, thread_id: str) -> DecisionRecord | None:
         """The thread's latest "life" record the chain vouches for (None: none)."""
-        with self._db.snapshot() as cur:
+        with self._db.read() as cur:  # one statement: one state of both tables
             cur.execute(
                 f"{VOUCHED_SELECT} WHERE d.thread_id=? AND d.question='{LIFE_QUESTION}'",
                 (thread_id,),
@@ -317,7 +281,7 @@ class Decisions(Table):
         return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
 
     def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        with self._db.snapshot() as cur:
+        with self._db.read() as cur:
             cur.execute(
                 f"{VOUCHED_SELECT} WHERE d.thread_id=? AND (d.question='{LIFE_QUESTION}' OR {which})",
                 params,

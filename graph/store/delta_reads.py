@@ -1,22 +1,13 @@
 """What Gatehouse's SQLite and Postgres savers share: the values of `DeltaChannel`s
-kept per thread in this process, computed when a checkpoint is written, and read
-back from the materialised head (graph/store/head.py) in a process that has never
-seen the thread.
+kept per thread in this process, computed as checkpoints are written, read back from
+the materialised head (graph/store/head.py) in a process that has never seen the thread.
 
-The value of a delta channel at a checkpoint is its value at the parent plus the
-writes stored at the parent (LangGraph saves a step's writes before its checkpoint).
-A saver that knows the parent's value computes the new one when the checkpoint is
-written, in one reducer call over the few writes of one step (the reducer is
-batching-invariant, as `DeltaChannel` requires), caches it, and writes the head
-rows that changed. Each saver supplies the storage: `_writes_at` (a channel's writes
-at checkpoints), `_compute` (a value it does not have in memory), `_save_writes` (a
-task's writes, with the thread index's update) and `_forget_answer` (a refused resume
-value, graph/store/refusals.py).
-
-Also what both savers' `put` and `put_writes` share, so each saver only says how its
-database stores rows: the head's rows and its compare-and-set (`_move_heads`,
-`_rewrite_heads`) and the thread's index row (`checkpoint_row_sql`), each statement
-written once with `?` and turned into each database's own by its dialect.
+A delta channel's value at a checkpoint is its value at the parent plus the writes
+stored at the parent (LangGraph saves a step's writes before its checkpoint). A saver
+that knows the parent's value computes the new one in one reducer call over the step's
+few writes (the reducer is batching-invariant, as `DeltaChannel` requires), caches it
+and writes the head rows that changed. Each saver supplies the storage: `_writes_at`,
+`_compute`, `_save_writes` and `_forget_answer` (graph/store/refusals.py).
 """
 
 from __future__ import annotations
@@ -25,14 +16,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
     Checkpoint,
+    CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
     PendingWrite,
@@ -44,7 +38,9 @@ from graph.protocol.state_keys import MESSAGES
 from graph.protocol.threads import check_thread_id
 from graph.store.dialect import Dialect
 from graph.store.head import (
+    DELETE_HEAD,
     MOVE_HEAD,
+    MOVE_HEAD_KNOWN,
     UPSERT_HEAD,
     head_update,
     unchanged_prefix,
@@ -64,9 +60,19 @@ from graph.store.threads import (
 )
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
-# (channel, value at the new checkpoint, value at its parent or None, values written)
-HeadPlan = tuple[str, list[Any], list[Any] | None, int]
+# (channel, value at the new checkpoint, value at its parent or None, values written,
+# how many writes at the parent it was computed from when they were remembered, not read)
+HeadPlan = tuple[str, list[Any], list[Any] | None, int, int | None]
+# Where a task's writes go: (thread, namespace, checkpoint id, task id, task path).
+WriteAt = tuple[str, str, str, str, str]
+# An index row's update as a task's writes leave it: (statement, parameters) or None.
+IndexUpdate = tuple[str, tuple[Any, ...]] | None
+# A write this process saved: (task path, task id, idx, channel, value); task path
+# None: one read back with its checkpoint, in the order read.
+Known = tuple[str | None, str, int, str, Any]
 
+# Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
+IDS_PER_QUERY = 900
 # Threads kept warm (least recently read dropped first), and values kept per thread:
 # the head and the few checkpoints just before it are all a turn reads.
 DEFAULT_MAX_THREADS = 64
@@ -107,7 +113,7 @@ def unwrap(seed: Any) -> Any:
 
 def title_from(plans: Sequence[HeadPlan]) -> str:
     """A thread's title from the messages a checkpoint's head plans hold."""
-    text = next((first_user_text(value) for ch, value, _, _ in plans if ch == MESSAGES), None)
+    text = next((first_user_text(value) for ch, value, *_ in plans if ch == MESSAGES), None)
     return title_of(text) if text else DEFAULT_TITLE
 
 
@@ -148,6 +154,17 @@ def writes_by_checkpoint(
     return out
 
 
+def writes_at_sql(dialect: Dialect, table: str, value: str, task_path: str, ids: int) -> str:
+    """A channel's writes at `ids` checkpoints: (thread, namespace, channel, *ids). By
+    `IN (...)`: one id is `=`, an index condition whatever the planner knows; Postgres's
+    `= ANY(...)` on a table never analysed scanned every write of the thread."""
+    return dialect.sql(
+        f"SELECT checkpoint_id, task_id, idx, type, {value}, {task_path} FROM {table} "
+        "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
+        f"AND checkpoint_id IN ({','.join('?' * ids)})"
+    )
+
+
 def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> RunnableConfig:
     """What `put` returns: the config of the checkpoint it saved."""
     return {
@@ -159,9 +176,7 @@ def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> Run
     }
 
 
-def index_update_for_writes(
-    thread_id: str, writes: Sequence[tuple[str, Any]]
-) -> tuple[str, tuple[Any, ...]] | None:
+def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> IndexUpdate:
     """What a task's writes change in the thread's index row (`?` placeholders): an
     interrupt marks it awaiting approval, an error failed; None for anything else."""
     channels = {channel for channel, _ in writes}
@@ -173,15 +188,38 @@ def index_update_for_writes(
     return None
 
 
+class StaleWrites(Exception):
+    """The parent holds writes this process does not know of (another writer): the
+    checkpoint is written again from the writes read back."""
+
+
 class DeltaReads:
     """A mixin for a `BaseCheckpointSaver` (listed before it): construction,
     `register_reducer`, the per-process cache, the start of `put` (the head plans),
     `put_writes` and the cached `get_delta_channel_history`."""
 
+    # Whether `put` may compute a value from the writes this process saved at the parent
+    # since it wrote it (no read of them back), checked in its transaction (Postgres).
+    remembers_writes = False
     reducers: dict[str, Reducer]
     max_threads: int
     side_tables: bool
     serde: Any
+    # What each saver supplies: a value it does not have in memory; a checkpoint (with
+    # its head and index row: `_begin_put`); a task's writes with the index's update
+    # (`_update_index`) in one transaction.
+    _compute: Callable[[str, str, str, str, RunnableConfig], Entry]
+    _put_checkpoint: Callable[
+        [RunnableConfig, Checkpoint, CheckpointMetadata, ChannelVersions], RunnableConfig
+    ]
+    _save_writes: Callable[[WriteAt, Sequence[tuple[str, Any]], IndexUpdate], None]
+    # And how its database is written to: a cursor in a transaction of its own, one
+    # query's rows (statements in its dialect's placeholders), the writes' table.
+    _tx: Callable[[], AbstractContextManager[Any]]
+    _rows: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+    dialect: Dialect
+    writes_table: str
+    value_column: str
 
     def __init__(
         self,
@@ -209,6 +247,11 @@ class DeltaReads:
         self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], Entry]] = (
             OrderedDict()
         )
+        # Per thread: a checkpoint, the delta channels' writes this process saved there,
+        # and whether it wrote the checkpoint (then those are all there are, unless
+        # another writer came). LangGraph may save a step's first writes while the
+        # checkpoint's `put` is still going on.
+        self._known: OrderedDict[tuple[str, str], tuple[str, list[Known], bool]] = OrderedDict()
 
     @contextmanager
     def handing_over(self, config: RunnableConfig, saved: CheckpointTuple | None) -> Iterator[None]:
@@ -231,7 +274,30 @@ class DeltaReads:
         if handed is not None and handed[1] and handed[0] == _read_key(config):
             with suppress(IndexError):  # another thread took it first: read it anew
                 return handed[1].pop()
-        return super().get_tuple(config)  # type: ignore[misc]  # a mixin: the stock saver's get_tuple follows in the MRO
+        saved: CheckpointTuple | None = super().get_tuple(config)  # type: ignore[misc]  # a mixin: the stock saver's get_tuple follows in the MRO
+        if saved is not None and self.remembers_writes:
+            self._remember_read(saved)
+        return saved
+
+    def _remember_read(self, saved: CheckpointTuple) -> None:
+        """The delta channels' writes a read found at its checkpoint, as if this process
+        had written them (`put` checks that the parent still holds as many). Only each
+        channel's writes of one task: the stock read orders them by task, not as a
+        replay does (by task path)."""
+        conf = saved.config["configurable"]
+        key, cid = (
+            (str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")),
+            str(conf["checkpoint_id"]),
+        )
+        writes = [w for w in saved.pending_writes or () if w[1] in self.reducers]
+        if any(len({t for t, ch, _ in writes if ch == c}) > 1 for c in self.reducers):
+            return
+        with self._cache_lock:
+            known = self._known.get(key)
+            if known is not None and known[0] == cid and known[2]:
+                return  # this process wrote it: it knows more
+        # No task path: the order as read (`_remembered`).
+        self._remember(key, cid, [(None, t, i, ch, v) for i, (t, ch, v) in enumerate(writes)])
 
     def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
         """Tell the pause listeners about the interrupts in `writes` (after they are
@@ -288,11 +354,68 @@ class DeltaReads:
         with self._cache_lock:
             if thread_id is None:
                 self._threads.clear()
+                self._known.clear()
             else:
                 for key in [k for k in self._threads if k[0] == str(thread_id)]:
                     del self._threads[key]
+                for key in [k for k in self._known if k[0] == str(thread_id)]:
+                    del self._known[key]
+
+    def _remember(
+        self, key: tuple[str, str], cid: str | None, writes: Sequence[Known] = (), put: bool = True
+    ) -> None:
+        """After a `put` of `cid`, or after saving `writes` at it (`put` False); None: a
+        failed write, forget the thread."""
+        if not self.remembers_writes:
+            return
+        with self._cache_lock:
+            known = self._known.pop(key, None)
+            if cid is None:
+                return
+            if known is None or known[0] != cid:
+                known = (cid, [], False)
+            self._known[key] = (cid, [*known[1], *writes], known[2] or put)
+            while len(self._known) > self.max_threads:
+                self._known.popitem(last=False)
+
+    def _remembered(self, key: tuple[str, str], cid: str, ch: str) -> list[PendingWrite] | None:
+        """The writes to `ch` saved at `cid` by this process, in replay order (None: unknown)."""
+        with self._cache_lock:
+            known = self._known.get(key)
+            if known is None or known[0] != cid or not known[2]:
+                return None
+            rows = [w for w in known[1] if w[3] == ch]
+        read = [w for w in rows if w[0] is None]
+        if read and len(read) < len(rows):
+            return None  # read and saved: their relative order is unknown
+        if not read:
+            rows.sort(key=lambda w: writes_sort_key(w[0] or "", w[1], w[2]))
+        return [(task_id, ch, value) for _, task_id, _, _, value in rows]
 
     # -- writes ------------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """The saver's `_put_checkpoint`, once more from the writes read back when the
+        parent holds writes this process did not know of."""
+        conf = config["configurable"]
+        key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")))
+        try:
+            try:
+                saved = self._put_checkpoint(config, checkpoint, metadata, new_versions)
+            except StaleWrites:
+                self._remember(key, None)
+                saved = self._put_checkpoint(config, checkpoint, metadata, new_versions)
+        except BaseException:
+            self._remember(key, None)
+            raise
+        self._remember(key, checkpoint["id"])
+        return saved
+
     def _begin_put(
         self, config: RunnableConfig, checkpoint: Checkpoint
     ) -> tuple[str, str, str | None, list[HeadPlan]]:
@@ -313,15 +436,33 @@ class DeltaReads:
         """The stock `put_writes`; an interrupt or a task's error also marks the thread
         in the index, in the same transaction. A refusal of a resume value deletes that
         value instead (graph/store/refusals.py)."""
+        conf = config["configurable"]
+        thread_id, ns, cid = (
+            str(conf["thread_id"]),
+            str(conf.get("checkpoint_ns", "")),
+            str(conf["checkpoint_id"]),
+        )
         if refuses_answer(writes):
+            self._remember((thread_id, ns), None)
             self._forget_answer(resume_key(config))
             return
-        conf = config["configurable"]
-        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
         update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
-        self._save_writes(
-            thread_id, ns, str(conf["checkpoint_id"]), task_id, task_path, writes, update
-        )
+        try:
+            self._save_writes((thread_id, ns, cid, task_id, task_path), writes, update)
+        except BaseException:
+            self._remember((thread_id, ns), None)  # saved or not: unknown
+            raise
+        if self.remembers_writes:
+            self._remember(
+                (thread_id, ns),
+                cid,
+                [
+                    (task_path, task_id, WRITES_IDX_MAP.get(ch, i), ch, value)
+                    for i, (ch, value) in enumerate(writes)
+                    if ch in self.reducers
+                ],
+                put=False,
+            )
         self.announce_pause(thread_id, ns, writes)
 
     def _head_plans(
@@ -339,7 +480,7 @@ class DeltaReads:
         for ch in self.reducers:
             own = values.get(ch, ABSENT)
             prev: list[Any] | None
-            written = 0
+            written, remembered = 0, None
             if own is not ABSENT:
                 value, prev = unwrap(own), None
             elif parent is None:
@@ -349,13 +490,17 @@ class DeltaReads:
                 if base is None:
                     continue
                 prev = base.current()
-                writes = self._writes_at(thread_id, ns, [parent], ch).get(parent, [])
+                writes = remembered = self._remembered(key, parent, ch)
+                if writes is None:
+                    writes = self._writes_at(thread_id, ns, [parent], ch).get(parent, [])
                 value = self._apply(ch, prev, writes) if writes else prev
                 written = written_count([v for _, _, v in writes])
             if not isinstance(value, list):
                 continue
             self._put(key, cid, ch, Entry(value, own))
-            plans.append((ch, value, prev, written))
+            plans.append(
+                (ch, value, prev, written, None if remembered is None else len(remembered))
+            )
         return plans
 
     def _move_heads(
@@ -376,7 +521,7 @@ class DeltaReads:
         rewrite: list[HeadPlan] = []
         checks: list[tuple[HeadPlan, Any]] = []
         for plan in plans:
-            ch, value, prev, written = plan
+            ch, value, prev, written, remembered = plan
             if prev is None or parent is None:
                 rewrite.append(plan)
                 continue
@@ -385,9 +530,13 @@ class DeltaReads:
                 cur, dialect, (thread_id, ns, ch), head_update(prev, value, start, self.serde)
             )
             check = new_cursor()
-            check.execute(
-                dialect.sql(MOVE_HEAD), (cid, len(value), thread_id, ns, ch, parent, len(prev))
-            )
+            params = (cid, len(value), thread_id, ns, ch, parent, len(prev))
+            if remembered is None:
+                check.execute(dialect.sql(MOVE_HEAD), params)
+            else:
+                check.execute(
+                    dialect.sql(MOVE_HEAD_KNOWN), (*params, thread_id, ns, parent, ch, remembered)
+                )
             checks.append((plan, check))
         return rewrite, checks
 
@@ -396,7 +545,7 @@ class DeltaReads:
     ) -> None:
         """The heads of `plans` at checkpoint `at` (thread, namespace, id), rows whole."""
         thread_id, ns, cid = at
-        for ch, value, _, _ in plans:
+        for ch, value, *_ in plans:
             write_rows(
                 cur, dialect, (thread_id, ns, ch), head_update(None, value, None, self.serde)
             )
@@ -468,30 +617,43 @@ class DeltaReads:
             out[ch] = {"writes": [], "seed": DeltaSnapshot(list(entry.value))}
         return out
 
-    # -- what each saver supplies ----------------------------------------------------------
-    def _writes_at(
-        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
-    ) -> dict[str, list[PendingWrite]]:
-        raise NotImplementedError
-
-    def _compute(
-        self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
-    ) -> Entry:
-        raise NotImplementedError
-
-    def _save_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoint_id: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[str, Any]],
-        index_update: tuple[str, tuple[Any, ...]] | None,
-    ) -> None:
-        """Store a task's writes and, in the same transaction, the index update (`?` placeholders)."""
-        raise NotImplementedError
+    def delete_thread(self, thread_id: str) -> None:
+        self.clear_cache(thread_id)
+        super().delete_thread(thread_id)  # type: ignore[misc]  # a mixin: the stock saver's follows in the MRO
+        if self.side_tables:
+            with self._tx() as cur:
+                for sql in DELETE_HEAD:
+                    cur.execute(self.dialect.sql(sql), (str(thread_id),))
 
     def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
         """Delete the stored resume value at this row key (refusals.resume_key)."""
-        raise NotImplementedError
+        with self._tx() as cur:
+            cur.execute(
+                self.dialect.sql(
+                    f"DELETE FROM {self.writes_table} WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id = ? AND task_id = ? AND channel = ?"
+                ),
+                key,
+            )
+
+    def _task_path(self) -> str:
+        return "task_path"
+
+    def _update_index(self, cur: Any, update: IndexUpdate) -> None:
+        if update:
+            cur.execute(self.dialect.sql(update[0]), update[1])
+
+    def _writes_at(
+        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
+    ) -> dict[str, list[PendingWrite]]:
+        """The channel's writes stored at each checkpoint, in replay order."""
+        rows: list[Any] = []
+        for at in range(0, len(checkpoint_ids), IDS_PER_QUERY):
+            part = checkpoint_ids[at : at + IDS_PER_QUERY]
+            rows += self._rows(
+                writes_at_sql(
+                    self.dialect, self.writes_table, self.value_column, self._task_path(), len(part)
+                ),
+                (thread_id, ns, channel, *part),
+            )
+        return writes_by_checkpoint(rows, channel, self.serde)

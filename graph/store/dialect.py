@@ -1,11 +1,7 @@
-"""How the Gatehouse tables' SQL differs between SQLite and Postgres, so each table
-(threads.py, journal.py, decisions.py, outputs.py, leases.py, notifications.py) is
+"""How the Gatehouse tables' SQL differs between SQLite and Postgres, so each table is
 written once: statements with `?` placeholders, `{real}` / `{blob}` column types and
-`INSERT ... ON CONFLICT` upserts (a syntax both databases share), which `Dialect`
-turns into what each database takes, with the few real differences (row locks,
-advisory locks, what a TEXT column can hold).
-How statements run on each database: graph/store/database.py.
-
+`INSERT ... ON CONFLICT` upserts, which `Dialect` turns into what each database takes,
+with the few real differences (row locks, advisory locks, what TEXT can hold).
 Standard library only, so the fast read paths that import the tables stay fast.
 """
 

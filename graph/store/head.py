@@ -2,33 +2,22 @@
 to 32, kept current by the saver as checkpoints are written.
 
 Why: the messages live in a `DeltaChannel`, so a checkpoint stores only what its step
-added. Reading a thread in a process that has never seen it meant replaying every
-ancestor's writes (one row fetch and one deserialisation per checkpoint, about six a
-turn): cold reads grew with the thread's length. The head turns that into one indexed
-range read, and the rows decode about ten times faster than LangGraph's serializer
-(no pydantic validation: the fields were valid when the message was written).
+added, and a cold read replayed every ancestor's writes. The head is one indexed range
+read, decoded about ten times faster than LangGraph's serializer (no pydantic
+validation: the fields were valid when the message was written).
 
-Invariant: `gatehouse_heads` says "the rows of `gatehouse_head_messages` for this
-(thread, namespace, channel) with `pos < count` are the channel's value at checkpoint
-`checkpoint_id`". Both tables change only together, in the transaction that writes
-a checkpoint, so the claim is always true. Checkpoints never change, so a head that
-is not the latest checkpoint is still a true base: a reader walks from the checkpoint
-it wants up to the head and applies the writes in between, or replays the history
-when the head is not an ancestor (time travel). The head only ever speeds reads up.
+Invariant: `gatehouse_heads` says "the rows of `gatehouse_head_blocks` for this
+(thread, namespace, channel) hold the channel's value at checkpoint `checkpoint_id`".
+Both tables change only together, in the transaction that writes a checkpoint. A
+head that is not the latest checkpoint is still a true base (checkpoints never
+change): a reader walks up to it and applies the writes in between, or replays.
 
-Keeping it current costs a few rows a step: a step that appends messages (nearly
-all) inserts one row per new message; anything else (a removal, an overwrite, a
-branch from an older checkpoint by undo / fork / time travel) rewrites the rows once.
-
-Rows: blocks of up to 32 messages (`pos` = block number, `n` = messages in it), each
-message one msgpack item, concatenated, so a block is read with one call and an
-append is a concatenation. An item is `[kind, fields, extra, fields_set]` for a
-message of a standard LangChain class whose fields are plain data, restored into
-its class without validation, or `["~", type, bytes]`: LangGraph's serializer, as
-the checkpoint tables store it. `fields_set` is None when it names every field (nearly
-always): a list of ten names per message was a third of the time a read spent
-unpacking (rows written before still read). Blocks against one row per message: ~25%
-faster reads (fewer rows to fetch, one decode call per block). `graph/store/plain.py`
+Cost: a step that appends (nearly all) adds its new messages to the last rows; a
+removal, an overwrite or a branch (undo, fork, time travel) rewrites the rows once.
+A block is its messages' msgpack items concatenated (one decode call per block):
+`[kind, fields, extra, fields_set]` for a standard LangChain message of plain data
+(`fields_set` None when it names every field: a third of the unpacking time
+otherwise), or `["~", type, bytes]`, LangGraph's serializer. `graph/store/plain.py`
 reads them without LangGraph.
 """
 
@@ -87,9 +76,16 @@ UPSERT_HEAD = upsert(
     update=("checkpoint_id", "count"),
 )
 # (checkpoint id, count, key..., parent id, parent count): the head moves only from the parent.
-MOVE_HEAD = (
+_MOVE = (
     f"UPDATE gatehouse_heads SET checkpoint_id = ?, count = ? WHERE {_KEY} "
-    "AND checkpoint_id = ? AND count = ? RETURNING 1"
+    "AND checkpoint_id = ? AND count = ?"
+)
+MOVE_HEAD = f"{_MOVE} RETURNING 1"
+# Postgres, a value computed from the writes the saver remembers: and only when the
+# parent holds as many writes to the channel (thread, namespace, parent, channel, count).
+MOVE_HEAD_KNOWN = (
+    f"{_MOVE} AND (SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = ? "
+    "AND w.checkpoint_ns = ? AND w.checkpoint_id = ? AND w.channel = ?) = ? RETURNING 1"
 )
 _DELETE_BLOCKS = f"DELETE FROM gatehouse_head_blocks WHERE {_KEY} AND pos >= ?"
 _EXTEND_BLOCK = f"UPDATE gatehouse_head_blocks SET n = n + ?, data = CAST(data || ? AS {{blob}}) WHERE {_KEY} AND pos = ?"

@@ -51,21 +51,24 @@ CLAIM = upsert(
     ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid", KEY_COLUMN),
     KEY,
 )
+# Every column (a thread's import restores its rows whole).
+RESTORE_COLUMNS = (
+    "thread_id",
+    "tool_call_id",
+    "name",
+    "args_json",
+    "status",
+    "result_json",
+    "started_at",
+    "finished_at",
+    "pid",
+    "attempts",
+    KEY_COLUMN,
+)
 # A result: the row finished (written whole if the claim is gone, e.g. a thread imported since).
 FINISH = upsert(
     "gatehouse_journal",
-    (
-        "thread_id",
-        "tool_call_id",
-        "name",
-        "args_json",
-        "status",
-        "result_json",
-        "started_at",
-        "finished_at",
-        "pid",
-        KEY_COLUMN,
-    ),
+    (*RESTORE_COLUMNS[:-2], KEY_COLUMN),
     KEY,
     update=("status", "result_json", "finished_at"),
 )
@@ -112,27 +115,24 @@ class Journal(Table):
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
         """The latest row for a call id, whatever its tool (for views; the agent uses `find`)."""
-        rows = self._db.rows(
-            f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? "
-            "ORDER BY started_at DESC LIMIT 1",
-            (thread_id, tool_call_id),
+        rows = self._select(
+            "tool_call_id=? ORDER BY started_at DESC LIMIT 1", (thread_id, tool_call_id)
         )
         return _entry(rows[0]) if rows else None
 
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: its id, tool and canonical arguments."""
-        rows = self._db.rows(
-            f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND tool_call_id=? AND call_key=?",
-            (thread_id, call["id"], key_of(call)),
-        )
+        rows = self._select("tool_call_id=? AND call_key=?", (thread_id, call["id"], key_of(call)))
         return bound_entry(rows[0] if rows else None, call)
 
     def entries(self, thread_id: str) -> list[JournalEntry]:
-        rows = self._db.rows(
-            f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? ORDER BY started_at",
-            (thread_id,),
+        return [_entry(r) for r in self._select("1=1 ORDER BY started_at", (thread_id,))]
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """The thread's rows (`params[0]`) that pass `where`."""
+        return self._db.rows(
+            f"SELECT {COLUMNS} FROM gatehouse_journal WHERE thread_id=? AND {where}", params
         )
-        return [_entry(r) for r in rows]
 
     def unfinished(self, thread_ids: Sequence[str]) -> set[str]:
         """Which of these threads have a call that started and never finished (one query)."""
@@ -214,19 +214,6 @@ def already_started(thread_id: str, call: ToolCall) -> CallAlreadyStarted:
     )
 
 
-RESTORE_COLUMNS = (
-    "thread_id",
-    "tool_call_id",
-    "name",
-    "args_json",
-    "status",
-    "result_json",
-    "started_at",
-    "finished_at",
-    "pid",
-    "attempts",
-    KEY_COLUMN,
-)
 RESTORE = upsert("gatehouse_journal", RESTORE_COLUMNS, KEY)
 
 

@@ -1,17 +1,12 @@
 """One active run per thread, across processes: a lease row in the database.
 
-A run takes the thread's lease before it streams (atomically: one upsert, or a
-transaction that locks the row),
-renews it while it runs and releases it at the end. A second run on the same thread
-(a double click, two tabs, two processes) is refused with `RunInProgress`. A lease
-whose holder died is taken over: when it expired (a short TTL, renewed every third of
-it), or at once when the holder was a process on this host that no longer exists (a
-kill -9 leaves no one to release it). A release the database refused (it was
-restarting as the run ended) is tried again on every renewal tick, so a live
-process never leaves a finished run's lease behind for longer than a tick.
-
-The owner says who holds it: `host|pid|nonce|kind`, kind "run" or "decide" (a
-decision being applied), so a refusal can say what the holder is doing.
+A run takes the thread's lease before it streams (one upsert, or a transaction that
+locks the row), renews it while it runs and releases it at the end; a second run is
+refused with `RunInProgress`. A dead holder's lease is taken over when it expired (a
+short TTL, renewed every third of it), or at once when the holder was a process on
+this host that no longer exists. A release the database refused is retried on every
+renewal tick. The owner is `host|pid|nonce|kind`, kind "run" or "decide", so a
+refusal can say what the holder is doing.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
-"""Gatehouse's Postgres checkpointer: the official `PostgresSaver` with the same
-materialised head, warm cache and thread-index upkeep as the SQLite saver
-(graph/store/saver.py, graph/store/head.py, graph/store/delta_reads.py).
+"""Gatehouse's Postgres checkpointer: the official `PostgresSaver` with the SQLite
+saver's materialised head, warm cache and thread-index upkeep (graph/store/saver.py).
 
-The checkpoint tables and their rows are the stock ones (a stock `PostgresSaver`,
-LangGraph Server included, reads them); the head lives in `gatehouse_heads` and
-`gatehouse_head_blocks`, written in the transaction of the checkpoint it describes.
-A checkpoint's statements go in one pipeline: the stock upserts, the new head rows,
-and a compare-and-set of the head (`WHERE checkpoint_id = <parent>`); only when that
-finds the head elsewhere (a branch, another writer) are the rows rewritten whole.
-The transaction's BEGIN and COMMIT travel in the pipelines too (`_in_transaction`):
-a step's writes take one round trip and its checkpoint two.
-
-Reads: a value cached in this process, else the head when it is the checkpoint
-asked for (a thread's latest, nearly always), else the stock replay.
+The checkpoint tables and rows are the stock ones (LangGraph Server reads them). A
+checkpoint's statements go in one pipeline with its BEGIN and COMMIT (`_in_transaction`):
+the stock upserts, the head's new rows, and a compare-and-set of the head (`WHERE
+checkpoint_id = <parent>`); only when that finds the head elsewhere (a branch, another
+writer) are the rows rewritten whole. A step's writes take one round trip, a
+checkpoint two. Reads: the warm cache, else the head when it is the checkpoint asked
+for (nearly always), else the stock replay.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
-    PendingWrite,
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -40,14 +34,15 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
+    IndexUpdate,
+    StaleWrites,
+    WriteAt,
     checkpoint_row,
     checkpoint_row_sql,
     saved_config,
-    writes_by_checkpoint,
 )
 from graph.store.dialect import POSTGRES
 from graph.store.head import (
-    DELETE_HEAD,
     HeadUnreadable,
     decode,
     head_tables,
@@ -61,21 +56,6 @@ from graph.store.langgraph_private import (
 
 HEAD_SCHEMA = head_tables(POSTGRES)
 CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
-
-
-def _writes_at(checkpoint_ids: str) -> str:
-    """A channel's writes at checkpoints `checkpoint_ids` (a condition on the column)."""
-    return (
-        "SELECT checkpoint_id, task_id, idx, type, blob, task_path FROM checkpoint_writes "
-        f"WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id {checkpoint_ids}"
-    )
-
-
-# At one checkpoint by `=`: an index condition on the primary key whatever the planner
-# knows; with `= ANY(...)` and a table never analysed it scanned every write of the
-# thread, at every `put` (BENCHMARKS.md).
-WRITES_AT = _writes_at("= %s")
-WRITES_AT_ANY = _writes_at("= ANY(%s)")
 
 
 @contextmanager
@@ -122,6 +102,9 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     """`PostgresSaver` with a materialised head and a warm cache of the given
     DeltaChannels (the graph registers them, graph/agent/graph.py)."""
 
+    remembers_writes = True
+    dialect = POSTGRES
+    writes_table, value_column = "checkpoint_writes", "blob"
     # Unchanged if a LangGraph release words its query differently (tested).
     SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_STOCK_BLOB_JOIN, _BLOB_LOOKUPS)
 
@@ -140,22 +123,14 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             yield cur
             cur.execute("COMMIT")
 
-    def delete_thread(self, thread_id: str) -> None:
-        self.clear_cache(thread_id)
-        super().delete_thread(thread_id)
-        with self._tx() as cur:
-            for sql in DELETE_HEAD:
-                cur.execute(POSTGRES.sql(sql), (str(thread_id),))
-
     # -- writes ------------------------------------------------------------------------
-    def put(
+    def _put_checkpoint(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """`PostgresSaver.put` in one transaction with the head and the index row."""
         thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
         # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs.
         copy = checkpoint.copy()
@@ -199,29 +174,17 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 if not ns and self.side_tables:
                     cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
             # The pipeline's end waited for the server: the compare-and-sets have answered.
-            rewrite += [plan for plan, check in checks if check.fetchone() is None]
+            failed = [plan for plan, check in checks if check.fetchone() is None]
+            if any(plan[4] is not None for plan in failed):
+                raise StaleWrites  # rolled back
+            rewrite += failed
             with conn.pipeline(), conn.cursor(binary=True) as cur:
                 self._rewrite_heads(cur, POSTGRES, (thread_id, ns, cid), rewrite)
                 cur.execute("COMMIT")
         return saved_config(config, ns, checkpoint)
 
-    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
-        with self._tx() as cur:
-            cur.execute(
-                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
-                "AND checkpoint_id = %s AND task_id = %s AND channel = %s",
-                key,
-            )
-
     def _save_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        cid: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[str, Any]],
-        index_update: tuple[str, tuple[Any, ...]] | None,
+        self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
     ) -> None:
         query = (
             self.UPSERT_CHECKPOINT_WRITES_SQL
@@ -229,12 +192,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             else self.INSERT_CHECKPOINT_WRITES_SQL
         )
         with self._tx() as cur:
-            cur.executemany(
-                query, pg_dump_writes(self, thread_id, ns, cid, task_id, task_path, writes)
-            )
-            if index_update:
-                sql, params = index_update
-                cur.execute(POSTGRES.sql(sql), params)
+            cur.executemany(query, pg_dump_writes(self, *at, writes))
+            self._update_index(cur, index_update)
 
     # -- reads ---------------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -251,44 +210,21 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     ) -> Entry:
         key = (thread_id, ns)
         if self.side_tables:
-            # One round trip: the head's blocks if the head is this checkpoint (and its
-            # count, repeated on each row; an empty list has no blocks: asked apart).
+            # One round trip: the head's count and blocks if the head is this checkpoint
+            # (an empty list: one row, no block).
             rows = self._rows(
-                "SELECT b.n, b.data, h.count FROM gatehouse_heads h JOIN gatehouse_head_blocks b "
+                "SELECT h.count, b.n, b.data FROM gatehouse_heads h LEFT JOIN gatehouse_head_blocks b "
                 "ON b.thread_id = h.thread_id AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel "
                 "WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s AND h.checkpoint_id = %s "
                 "ORDER BY b.pos",
                 (thread_id, ns, ch, checkpoint_id),
             )
-            count = rows[0][2] if rows else None
-            if not rows:
-                empty = self._rows(
-                    "SELECT count FROM gatehouse_heads WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s "
-                    "AND checkpoint_id = %s",
-                    (thread_id, ns, ch, checkpoint_id),
-                )
-                count = 0 if empty and empty[0][0] == 0 else None
-            if count is not None:
-                try:
-                    entry: Entry | None = Entry(
-                        decode([(n, d) for n, d, _ in rows], count, self.serde), ABSENT
-                    )
-                except HeadUnreadable:
-                    entry = None
-                if entry is not None:
+            with suppress(HeadUnreadable):  # then the history is replayed
+                if rows:
+                    blocks = [(n, data) for _, n, data in rows if n is not None]
+                    entry = Entry(decode(blocks, rows[0][0], self.serde), ABSENT)
                     self._put(key, checkpoint_id, ch, entry)
                     return entry
         entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
         self._put(key, checkpoint_id, ch, entry)
         return entry
-
-    def _writes_at(
-        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
-    ) -> dict[str, list[PendingWrite]]:
-        if not checkpoint_ids:
-            return {}
-        if len(checkpoint_ids) == 1:  # every `put`
-            rows = self._rows(WRITES_AT, (thread_id, ns, channel, checkpoint_ids[0]))
-        else:
-            rows = self._rows(WRITES_AT_ANY, (thread_id, ns, channel, list(checkpoint_ids)))
-        return writes_by_checkpoint(rows, channel, self.serde)

@@ -1,18 +1,10 @@
-"""What the checkpoint tables hold, read as plain data, without LangGraph.
+"""What the checkpoint tables hold, read as plain data, without LangGraph (for what must
+start fast: the terminal's read-only commands).
 
-The terminal's read-only commands (and anything else that must start fast) read
-threads straight from the database. LangGraph stores values as msgpack (Gatehouse's
-saver zlib-compresses them, type tag `msgpack+zlib`), with extension types for
-objects: a constructor, a pydantic model or a dataclass travels as (module, name,
-arguments). Read here, an object comes back as its arguments (a pydantic model or a
-dataclass as the dict of its fields), as LangGraph's own `_msgpack_ext_hook_to_json`
-does. That is all a reader needs: an interrupt is `{"value": ..., "id": ...}`, a
-message is the dict of its fields.
-
-Also the rows of the materialised head (graph/store/head.py): blocks of up to
-`BLOCK` messages, each message one msgpack item, concatenated: `[kind, fields, extra,
-fields_set]` (fields_set None: every field) for a message whose fields are plain data,
-`["~", type, bytes]` (what LangGraph's serializer made of it) for any other.
+LangGraph stores msgpack (Gatehouse's saver zlib-compresses it: `msgpack+zlib`) with
+extension types for objects; read here, an object comes back as its arguments (a
+pydantic model or dataclass as the dict of its fields), as LangGraph's own
+`_msgpack_ext_hook_to_json` does. Also the head's blocks (graph/store/head.py).
 """
 
 from __future__ import annotations
@@ -34,9 +26,8 @@ from graph.store.langgraph_private import (
     PUSH,
 )
 
-# The head's rows: messages per block, the blocks' type tag, the kind of a serialized item.
+# The head's rows: messages per block, the kind of a serialized item.
 BLOCK = 32
-HEAD_BLOCK = "gh-block"
 SERIALIZED = "~"
 
 

@@ -1,18 +1,11 @@
-"""Postgres storage: for several app processes (or machines) sharing threads.
+"""Postgres storage, for several app processes (or machines) sharing threads, selected
+by a URL (`GATEHOUSE_DB=postgresql://...`): one database and one connection pool per
+process; the checkpoints in `GatehousePostgresSaver` (pg_saver.py), the other tables
+the same modules as on SQLite, on the pool (database.py).
 
-Selected by a URL (`GATEHOUSE_DB=postgresql://...`). Everything SQLite holds moves
-here, in one database and one connection pool per process:
-- checkpoints: `GatehousePostgresSaver` (pg_saver.py): the official `PostgresSaver`
-  (langgraph-checkpoint-postgres) with the materialised head and the warm cache of
-  the SQLite saver, the thread index kept in the checkpoint's transaction, and
-  refused answers dropped (refusals.py);
-- the thread index, the execution journal, run leases, the decision log and tool
-  outputs stored aside: the same table modules as on SQLite (threads.py, journal.py,
-  leases.py, decisions.py, outputs.py), on the pool (database.py).
-
-The schema is created on first use. Several processes starting at once serialise
-the set-up on an advisory lock, so concurrent `CREATE TABLE IF NOT EXISTS` never race;
-a process that finds the schema complete (one query) skips the set-up.
+The schema is created on first use; processes starting at once serialise the set-up
+on an advisory lock (concurrent `CREATE TABLE IF NOT EXISTS` statements would race),
+and a process that finds the schema complete (one query) skips it.
 """
 
 from __future__ import annotations

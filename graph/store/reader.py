@@ -1,22 +1,12 @@
 """Threads read straight from the database, without LangGraph: the thread list, what
-a thread waits for, its transcript and usage. For whatever must answer at once (the
-terminal's `threads`, `pending`, `show`) and for the Session's pending check, which
-otherwise rebuilds the whole state to find one interrupt.
+a thread waits for, its transcript and usage, for what must answer at once (the
+terminal's `threads`, `pending`, `show`) and the Session's pending check.
 
-Everything here is read from tables the storage layer writes whoever runs the graph
-(a Session, a raw `graph.invoke`, LangGraph Server on Gatehouse's saver):
-- the thread index (`gatehouse_threads`) and run leases;
-- what a thread waits for: the interrupts written at its latest checkpoint by tasks
-  that have not finished, exactly what `graph.get_state(...).interrupts` lists (the
-  rules of langgraph/pregel/_task_status.py), decoded by graph/store/plain.py;
-- the transcript: the materialised head (graph/store/head.py) when it is at the
-  latest checkpoint, plus the messages finished tasks wrote at it (as `get_state`
-  applies them). When the head is elsewhere (a thread written by a stock saver)
-  `transcript` says so (None) and the caller asks the Session.
-
-Imports: the standard library, ormsgpack, graph.protocol, psycopg for Postgres, and
-LangGraph's channel names as literals (graph/store/langgraph_private.py, which loads no
-LangGraph for them).
+All from tables the storage layer writes whoever runs the graph: the thread index and
+leases; the interrupts at the latest checkpoint of tasks not finished (what
+`get_state(...).interrupts` lists, by langgraph/pregel/_task_status.py's rules, decoded
+by graph/store/plain.py); the transcript from the head when it is at the latest
+checkpoint (else None: the caller asks the Session).
 """
 
 from __future__ import annotations
@@ -27,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -191,33 +182,21 @@ class ThreadReader:
             if not lease_free(owner, expires, now, self._host)
         }
         return [
-            ThreadInfo(
-                i.thread_id,
-                i.title,
-                "interrupted",
-                i.created_at,
-                i.updated_at,
-                i.pending_since,
-                i.owner,
-                i.reason,
-            )
+            replace(i, status="interrupted")
             if i.status == "running" and i.thread_id not in held
             else i
             for i in infos
         ]
 
     # -- one thread ----------------------------------------------------------------------
-    def _latest(self, thread_id: str) -> str | None:
+    def latest_checkpoint(self, thread_id: str) -> str | None:
+        """The id of the thread's latest checkpoint (its head), None for no thread."""
         rows = self._rows(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
             "ORDER BY checkpoint_id DESC LIMIT 1",
             [thread_id],
         )
         return rows[0][0] if rows else None
-
-    def latest_checkpoint(self, thread_id: str) -> str | None:
-        """The id of the thread's latest checkpoint (its head), None for no thread."""
-        return self._latest(thread_id)
 
     def tip_count(self, thread_id: str) -> int:
         """How many branches the thread's checkpoint tree has (checkpoints nothing
@@ -364,7 +343,7 @@ class ThreadReader:
         return None if messages is None else [view_of_fields(m) for m in messages]
 
     def message_fields(self, thread_id: str) -> list[dict[str, Any]] | None:
-        checkpoint_id = self._latest(thread_id)
+        checkpoint_id = self.latest_checkpoint(thread_id)
         if checkpoint_id is None:
             return []
         head = self._rows(
@@ -418,7 +397,7 @@ class ThreadReader:
 
     def usage(self, thread_id: str) -> dict[str, float]:
         """Token usage totals of the thread (the `usage` channel at its latest checkpoint)."""
-        checkpoint_id = self._latest(thread_id)
+        checkpoint_id = self.latest_checkpoint(thread_id)
         if checkpoint_id is None:
             return {}
         total = dict(self._channel_value(thread_id, checkpoint_id, USAGE) or {})

@@ -1,10 +1,7 @@
-"""A refused answer leaves no trace.
-
-LangGraph stores a `Command(resume=...)` value before the node that asked can check
-it, and the node's refusal as an error of its task, so a bad answer from any client
-(Studio, the SDK, a raw `graph.invoke`) would leave the pause looking failed and
-`retry` replaying the bad value. Both savers (saver.py, pg_saver.py) drop the two:
-the thread stays paused exactly as it was.
+"""A refused answer leaves no trace. LangGraph stores a `Command(resume=...)` value
+before the node that asked can check it, and the node's refusal as its task's error, so
+a bad answer from any client would leave the pause looking failed and `retry` replaying
+it. Both savers drop the two: the thread stays paused exactly as it was.
 """
 
 from __future__ import annotations

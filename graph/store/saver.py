@@ -1,38 +1,21 @@
 """Gatehouse's SQLite checkpointer: compact blobs, a materialised head, a warm cache.
 
 Compact: checkpoint and write blobs are zlib-compressed (type tag `<type>+zlib`;
-untagged rows from before still read). A checkpoint blob is mostly channel version
+untagged rows from before still read); a checkpoint blob is mostly channel version
 strings, which compress about 4x.
 
-Why reads need help: with `DeltaChannel`, a checkpoint stores only what its step
-wrote; the value of a channel at a checkpoint is its value at the parent plus the
-parent's writes. The stock `SqliteSaver` rebuilds it by replaying the writes of every
-ancestor since the last snapshot, on each read: O(thread length) row fetches and
-deserialisations, about six checkpoints a turn.
+Why reads need help: with `DeltaChannel` a checkpoint stores only what its step wrote,
+and the stock `SqliteSaver` rebuilds a value by replaying every ancestor's writes since
+the last snapshot, on each read: O(thread length). Instead (bench/cold.py), the head
+(graph/store/head.py) holds the messages at the latest checkpoint, written in the
+checkpoint's transaction, and a warm per-process cache (graph/store/delta_reads.py)
+holds the last few values per thread; a checkpoint not known is read by walking up to
+the nearest known one and applying only the writes in between. Snapshots are left to
+LangGraph (`snapshot_frequency`): the head makes them unnecessary for reads.
 
-What this saver does instead (measured in bench/cold.py, BENCHMARKS.md):
-- a materialised head (graph/store/head.py): when a checkpoint is written, the
-  messages at that checkpoint are written beside it, in the same transaction, as
-  rows of 32 messages (a step that appends adds only its new messages). A process
-  that has never seen the thread reads it with one indexed range read and decodes
-  the rows without validation: cold reads cost what the messages cost, not what
-  the history costs. Any older checkpoint still reads from the history (time
-  travel, undo, fork), from the head when it is an ancestor.
-- a warm in-process cache: the value at the last few checkpoints read or written
-  per thread (64 threads); a checkpoint this process did not write is read by
-  walking up to the nearest known one (cached, or the head) and applying only the
-  writes in between, with the channel's own reducer, in one call (the reducer is
-  batching-invariant, as `DeltaChannel` requires).
-- snapshots are left to LangGraph (`snapshot_frequency`, graph/agent/state.py): the
-  head makes them unnecessary for reads, and each one stores the whole list.
-
-Results equal the stock saver's (tests/test_storage_equivalence.py). The checkpoint
-tables and rows are the stock ones; a stock `SqliteSaver` reads the file when given
-`serde=compact_serde()`. The head's tables (`gatehouse_heads`, `gatehouse_head_blocks`)
-are only ever a shortcut: a head that is missing, stale or unreadable is ignored.
-
-A refused answer leaves no trace (graph/store/refusals.py): the thread stays paused
-exactly as it was.
+Results equal the stock saver's (tests/test_storage_equivalence.py); the checkpoint
+tables are the stock ones (a stock `SqliteSaver` reads them with `serde=compact_serde()`),
+and the head's tables are only ever a shortcut: missing, stale or unreadable, ignored.
 """
 
 from __future__ import annotations
@@ -41,6 +24,7 @@ import json
 import sqlite3
 import zlib
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -49,7 +33,6 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
-    PendingWrite,
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -60,15 +43,15 @@ from graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
+    IndexUpdate,
+    WriteAt,
     checkpoint_row,
     checkpoint_row_sql,
     saved_config,
     unwrap,
-    writes_by_checkpoint,
 )
 from graph.store.dialect import SQLITE
 from graph.store.head import (
-    DELETE_HEAD,
     READ_BLOCKS,
     READ_HEAD,
     HeadUnreadable,
@@ -79,8 +62,6 @@ from graph.store.langgraph_private import sqlite_has_task_path
 from graph.store.reader import TREE_INDEX
 from graph.store.threads import THREADS_INDEX, THREADS_TABLE
 
-# Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
-IDS_PER_QUERY = 900
 # Checkpoints walked up from a target looking for a known one (the head, a cached
 # value, a snapshot) before replaying the history the stock way instead.
 MAX_WALK = 256
@@ -136,6 +117,9 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
     -> the reducer of that channel's `DeltaChannel` (or the graph registers it);
     other channels read the stock way."""
 
+    dialect = SQLITE
+    writes_table, value_column = "writes", "value"
+
     def default_serde(self) -> Any:
         return compact_serde()
 
@@ -152,16 +136,8 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 raise
             self.side_tables = False
 
-    def delete_thread(self, thread_id: str) -> None:
-        self.clear_cache(thread_id)
-        with self.cursor() as cur:
-            cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (str(thread_id),))
-            cur.execute("DELETE FROM writes WHERE thread_id = ?", (str(thread_id),))
-            for sql in DELETE_HEAD if self.side_tables else ():
-                cur.execute(sql, (str(thread_id),))
-
     # -- writes ------------------------------------------------------------------------
-    def put(
+    def _put_checkpoint(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
@@ -191,23 +167,8 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
         return saved_config(config, ns, checkpoint)
 
-    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
-        with self.cursor() as cur:
-            cur.execute(
-                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
-                "AND task_id = ? AND channel = ?",
-                key,
-            )
-
     def _save_writes(
-        self,
-        thread_id: str,
-        ns: str,
-        cid: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[str, Any]],
-        index_update: tuple[str, tuple[Any, ...]] | None,
+        self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
     ) -> None:
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
         with self.cursor() as cur:
@@ -216,11 +177,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 "checkpoint_id, task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
-                        thread_id,
-                        ns,
-                        cid,
-                        task_id,
-                        task_path,
+                        *at,
                         WRITES_IDX_MAP.get(channel, idx),
                         channel,
                         *self.serde.dumps_typed(value),
@@ -228,8 +185,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                     for idx, (channel, value) in enumerate(writes)
                 ],
             )
-            if index_update:
-                cur.execute(*index_update)
+            self._update_index(cur, index_update)
 
     # -- reads ------------------------------------------------------------------------
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
@@ -325,21 +281,12 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         writes = self._writes_at(thread_id, ns, parents, ch)
         return self._apply(ch, value, [w for p in parents for w in writes.get(p, ())])
 
-    def _writes_at(
-        self, thread_id: str, ns: str, checkpoint_ids: list[str], channel: str
-    ) -> dict[str, list[PendingWrite]]:
-        """The channel's writes stored at each checkpoint, in replay order."""
-        if not checkpoint_ids:
-            return {}
-        task_path = "task_path" if sqlite_has_task_path(self) else "''"
-        rows: list[Any] = []
+    def _tx(self) -> AbstractContextManager[Any]:
+        return self.cursor()
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self.cursor(transaction=False) as cur:
-            for at in range(0, len(checkpoint_ids), IDS_PER_QUERY):
-                part = checkpoint_ids[at : at + IDS_PER_QUERY]
-                rows += cur.execute(
-                    f"SELECT checkpoint_id, task_id, idx, type, value, {task_path} FROM writes "
-                    f"WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
-                    f"AND checkpoint_id IN ({','.join('?' * len(part))})",
-                    (thread_id, ns, channel, *part),
-                ).fetchall()
-        return writes_by_checkpoint(rows, channel, self.serde)
+            return list(cur.execute(sql, params).fetchall())
+
+    def _task_path(self) -> str:
+        return "task_path" if sqlite_has_task_path(self) else "''"

@@ -45,12 +45,9 @@ class Storage:
             self.decisions.end_life(thread_id)
         self.checkpointer.delete_thread(thread_id)
         self.index.delete(thread_id)
-        if self.journal is not None:
-            self.journal.delete_thread(thread_id)
-        if self.outputs is not None:
-            self.outputs.delete_thread(thread_id)
-        if self.queued is not None:
-            self.queued.delete_thread(thread_id)
+        for table in (self.journal, self.outputs, self.queued):
+            if table is not None:
+                table.delete_thread(thread_id)
 
     def close(self) -> None:
         conn = getattr(self.checkpointer, "conn", None)

@@ -1,35 +1,44 @@
-"""Gatehouse's savers for an asyncio host (LangGraph Server, `langgraph dev`).
+"""Gatehouse's savers for an asyncio host (LangGraph Server, `langgraph dev`), which
+calls only a checkpointer's async methods, on its event loop, where blocking calls are
+refused. `ThreadedSaver` runs the sync saver's methods on ONE worker thread of its own,
+first come first served: LangGraph submits a step's writes without awaiting each
+other, and a pool could store them out of order.
 
-The server calls only a checkpointer's async methods, on its event loop, where
-`langgraph dev` refuses blocking calls. `ThreadedSaver` gives any of Gatehouse's sync
-savers (SQLite or Postgres) async methods that run the sync ones on ONE worker thread
-of its own, first come first served: LangGraph submits a step's writes without
-awaiting each other, so a pool of threads could store them out of order. The same
-saver class thus serves the web app, the terminal and the server, on one database.
-
-It also implements `delete_for_runs`, which `multitask_strategy="rollback"` needs:
-the checkpoints (and their writes) a cancelled run made are deleted; and `prune`,
-which LangGraph Server calls to expire threads: "delete" deletes them, "keep_latest"
-is refused, as LangGraph's own `PostgresSaver` refuses it for a thread with a
-`DeltaChannel`: the messages at the latest checkpoint are rebuilt from the older ones,
-so keeping only the latest would empty the conversation.
+Also `delete_for_runs` (`multitask_strategy="rollback"`) and `prune`: "keep_latest"
+is refused, as LangGraph's `PostgresSaver` refuses it with a `DeltaChannel` (the latest
+messages are rebuilt from older checkpoints).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
     CheckpointTuple,
 )
+
+
+def _inner(name: str) -> Callable[..., Any]:
+    """The inner saver's method `name`."""
+
+    def method(self: ThreadedSaver, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.inner, name)(*args, **kwargs)
+
+    return method
+
+
+def _on_worker(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """This saver's sync method `name`, awaited on the worker thread."""
+
+    async def method(self: ThreadedSaver, *args: Any, **kwargs: Any) -> Any:
+        return await self._run(getattr(self, name), *args, **kwargs)
+
+    return method
 
 
 class ThreadedSaver(BaseCheckpointSaver):
@@ -52,38 +61,15 @@ class ThreadedSaver(BaseCheckpointSaver):
         )
 
     # -- sync: the inner saver's own --------------------------------------------------
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self.inner.get_tuple(config)
-
-    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
-        return self.inner.list(config, **kwargs)
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return self.inner.put(config, checkpoint, metadata, new_versions)
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self.inner.put_writes(config, writes, task_id, task_path)
+    get_tuple = _inner("get_tuple")
+    list = _inner("list")
+    put = _inner("put")
+    put_writes = _inner("put_writes")
+    get_delta_channel_history = _inner("get_delta_channel_history")
+    get_next_version = _inner("get_next_version")
 
     def delete_thread(self, thread_id: str) -> None:
         self._delete_thread(thread_id)
-
-    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Any:
-        return self.inner.get_delta_channel_history(config=config, channels=channels)
-
-    def get_next_version(self, current: Any, channel: Any) -> Any:
-        return self.inner.get_next_version(current, channel)
 
     def register_reducer(self, channel: str, reducer: Any) -> None:
         if callable(register := getattr(self.inner, "register_reducer", None)):
@@ -136,48 +122,19 @@ class ThreadedSaver(BaseCheckpointSaver):
             self.delete_thread(str(thread_id))
 
     # -- async: the same, on the worker thread --------------------------------------------
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(self.inner.get_tuple, config)
+    aget_tuple = _on_worker("get_tuple")
+    aput = _on_worker("put")
+    aput_writes = _on_worker("put_writes")
+    adelete_thread = _on_worker("delete_thread")
+    adelete_for_runs = _on_worker("delete_for_runs")
+    aprune = _on_worker("prune")
+    aget_delta_channel_history = _on_worker("get_delta_channel_history")
 
     async def alist(
         self, config: RunnableConfig | None, **kwargs: Any
     ) -> AsyncIterator[CheckpointTuple]:
         for item in await self._run(lambda: [*self.inner.list(config, **kwargs)]):
             yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await self._run(self.inner.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await self._run(self.inner.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(self.delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(self.delete_for_runs, run_ids)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._run(self.prune, thread_ids, strategy=strategy)
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Any:
-        return await self._run(
-            lambda: self.inner.get_delta_channel_history(config=config, channels=channels)
-        )
 
     def close(self) -> None:
         self._worker.shutdown(wait=True)

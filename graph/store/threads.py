@@ -1,15 +1,11 @@
 """The thread index: a small table beside the checkpoints (title, status, pending
-approval, last update), so listing threads for a sidebar never scans checkpoints.
+approval, last update), so listing threads never scans checkpoints.
 
-Two writers keep it, so it is right whoever runs the graph:
-- the checkpointer (graph/store/saver.py, pg_saver.py), in the transaction of each
-  checkpoint and interrupt: the row exists (titled by the first user message),
-  `updated_at`, and the status the checkpoints show: running (a next step is due),
-  completed / stopped / cancelled (none is), awaiting_approval (an interrupt was
-  written), failed (a task's error was written). A thread started from LangGraph
-  Studio, the SDK or a raw `graph.invoke` is listed with its pending approval.
-- the Session (graph/service/session.py): title and owner when a thread starts, and
-  the status a run ends with (it knows a little more: a failure outside any task).
+Two writers keep it right whoever runs the graph: the checkpointer, in the transaction
+of each checkpoint and interrupt (the status the checkpoints show: a thread started
+from Studio, the SDK or a raw `graph.invoke` is listed with its pending approval), and
+the Session: title and owner when a thread starts, and the status a run ends with (it
+also knows of failures outside any task).
 """
 
 from __future__ import annotations
