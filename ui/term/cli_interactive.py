@@ -31,9 +31,9 @@ from ui.term.cli_base import (
     cli_settings,
     emit,
     err,
+    exit_code,
     fail,
     open_cli_session,
-    opening_failed,
     out,
     require_thread,
     reset_thread_id_check,
@@ -81,7 +81,7 @@ def ui(
     try:
         cmd = web_ui_command(port, browser, APP_PATH)
     except graph.ConfigError as exc:
-        raise opening_failed(exc) from None
+        raise fail(str(exc), exit_code(exc)) from None
     raise typer.Exit(run_child(cmd))
 
 
@@ -100,7 +100,7 @@ def signout(
     try:
         sessions = graph.WebSessions(cli_settings(db).db)
     except (graph.ConfigError, graph.StorageError) as exc:
-        raise opening_failed(exc) from None
+        raise fail(str(exc), exit_code(exc)) from None
     try:
         ended = sessions.revoke_all()
     finally:
@@ -153,7 +153,7 @@ def studio(
     try:
         settings = cli_settings(db)
     except graph.ConfigError as exc:
-        raise opening_failed(exc) from None
+        raise fail(str(exc), exit_code(exc)) from None
     os.environ.update(graph.location_env(settings))
     err.print(Text(f"Database: {shown_db(settings.db)}", "dim"))
     port = port or DEFAULT_PORT

@@ -8,9 +8,8 @@ read-only bodies in ui/term/readonly.py, which the console script runs without t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -58,27 +57,19 @@ def threads(
     ] = 50,
 ) -> None:
     """List threads: status, pending approvals, last update."""
-    _read_only(readonly.threads, db=db, as_json=as_json, limit=limit)
+    readonly.threads(db=db, as_json=as_json, limit=limit)
 
 
 @app.command()
 def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Print a thread's transcript (and its pending calls)."""
-    _read_only(readonly.show, thread_id=thread_id, db=db, as_json=as_json)
+    readonly.show(thread_id, db=db, as_json=as_json)
 
 
 @app.command()
 def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Every thread waiting for a decision, oldest first, with its numbered calls."""
-    _read_only(readonly.pending, db=db, as_json=as_json)
-
-
-def _read_only(command: Callable[..., None], **kwargs: Any) -> None:
-    """A command of ui/term/readonly.py (no typer there), its exit as typer's."""
-    try:
-        command(**kwargs)
-    except SystemExit as exc:
-        raise typer.Exit(exc.code if isinstance(exc.code, int) else EXIT_FAILED) from None
+    readonly.pending(db=db, as_json=as_json)
 
 
 @app.command()
