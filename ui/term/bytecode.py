@@ -1,13 +1,10 @@
 """Compiled bytecode where PYTHONDONTWRITEBYTECODE is set (container images often set it).
 
-With the flag Python never saves what it compiles, so every command compiled
-Gatehouse's own modules again (an editable install: they run from the source tree),
-and LangGraph too where uv installed it without `--compile-bytecode`: 3–12 s a command
-on a small machine, until a step buried in the README was run by hand. `py_compile`
-(what `compileall` uses) writes `__pycache__` whatever the flag says, so the console
-script starts that compile once, in the background, the first time it finds the
-bytecode missing; the command itself does not wait for it. A lock file in the temp
-directory keeps it to one compile at a time. GATEHOUSE_NO_COMPILE=1 turns it off.
+With the flag every command compiled Gatehouse (an editable install) and LangGraph
+again: 3–12 s a command on a small machine. `py_compile` writes `__pycache__` whatever
+the flag says, so the console script starts that compile once, in the background,
+when it finds bytecode missing; a lock file keeps it to one at a time.
+GATEHOUSE_NO_COMPILE=1 turns it off.
 """
 
 from __future__ import annotations

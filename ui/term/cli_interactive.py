@@ -1,8 +1,6 @@
-"""The `gatehouse` commands a person stays in: the web UI (`gatehouse` with no command,
-`gatehouse ui`), LangGraph's dev server for Studio and other clients (`gatehouse
-studio`), and the terminal chat (`gatehouse chat`). The console script starts the web UI
-without typer when it can (ui/term/entry.py); these are the typer forms, for help and
-errors.
+"""The `gatehouse` commands a person stays in: the web UI (`gatehouse`, `gatehouse ui`),
+`gatehouse studio` and `gatehouse chat` (typer forms; ui/term/entry.py starts the web UI
+without typer when it can).
 """
 
 from __future__ import annotations

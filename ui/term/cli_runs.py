@@ -1,10 +1,7 @@
 """`gatehouse` commands that run the agent and decide its requests: `send`, `approve`,
-`reject`, `respond`, `resolve`, `resume` and the interactive `chat`.
-
-A decision covers only a request its author has seen: a script names it with
---interrupt-id, a person at a terminal is shown the card and confirms. `approve` and
-`reject` are checked against the database before LangGraph loads
-(`check_before_loading`), and again under the thread's lease once it has.
+`reject`, `respond`, `resolve`, `resume`. A decision covers only a request its author
+has seen: a script names it with --interrupt-id, a person at a terminal confirms the
+card. `approve` and `reject` are checked before LangGraph loads, and again under the lease.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""`gatehouse` commands over stored threads: reading them (`threads`, `show`,
-`pending`, `output`, `audit`, `grants`, `branches`), moving them (`export`, `import`),
-and changing their history or permissions without a run (`delete`, `undo`, `compact`,
-`revoke`, `switch`) or with one (`fork`). `threads`, `show` and `pending` are the
-read-only bodies in ui/term/readonly.py, which the console script runs without typer.
+"""`gatehouse` commands over stored threads: reading, exporting and importing them,
+and changing their history or permissions without a run (or with one: `fork`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The console every `gatehouse` command prints through, and the `threads` table.
-
-Apart from ui/term/render.py so that `gatehouse threads` draws its table with rich
-alone, without the transcript and pause renderers (tests/test_cli_fast.py checks
-what each read-only command loads).
+"""The console every `gatehouse` command prints through, and the `threads` table
+(apart from ui/term/render.py: `gatehouse threads` needs rich alone).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Turning command-line choices into one answer for a pending approval request.
+"""Command-line choices turned into one answer for a pending approval request.
 
-The graph takes exactly one decision per action request, in request order, in a
-single answer. A command that decides only some calls (`approve ID --call 2`) must
-therefore say what happens to the others (`--reject-others`, `--approve-others`),
-or it is refused with the list of calls still undecided. Nothing is stored locally
-between commands: a refused command changes nothing.
+The graph takes exactly one decision per call, in request order, in a single answer: a
+command that decides only some calls must say what happens to the others
+(`--reject-others`, `--approve-others`), or it is refused with the calls undecided.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
 """Terminal rendering (rich) for the `gatehouse` CLI; its prompts are in ui/term/ask.py.
 
-Everything the person reads goes through a rich `Console`, which drops colour when
-the output is not a terminal or `NO_COLOR` is set. Text that comes from the model,
-tools or people is printed as `Text`, never as markup, so `[red]` in a file name
-stays literal, and passes through `visible()` (graph.protocol.display) first, so an
-escape sequence, a carriage return or a bidi override is shown as `\x1b`, `\x0d`,
-`\u202e` instead of acting on the terminal; the console itself escapes whatever
-text still holds one (`SafeConsole`, ui/term/console.py).
+Text from the model, tools or people is printed as `Text`, never as markup (`[red]` in
+a file name stays literal), and through `visible()` first, so an escape sequence or a
+bidi override is shown escaped instead of acting on the terminal (`SafeConsole` is the
+net for anything missed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 from rich.cells import cell_len
 from rich.console import Console, Group
@@ -27,6 +24,7 @@ from graph.protocol.wording import RUN_ENDED, decided
 from ui.term.console import STATUS_STYLE, when
 
 PRINT_BATCH = 256  # lines of a transcript per `console.print`
+E = TypeVar("E")
 
 if TYPE_CHECKING:
     from graph.protocol import events as ev
@@ -260,65 +258,53 @@ def run_json(
     notices, retries, and the card it stopped at."""
     from graph.protocol import events as ev
 
-    finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
-    auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
-    granted = {e.call_id: e.grant for e in events if isinstance(e, ev.ToolStarted) and e.grant}
+    def of(kind: type[E]) -> list[E]:
+        return [e for e in events if isinstance(e, kind)]
+
+    finished = next(iter(of(ev.RunFinished)[-1:]), None)
+    auto = {e.call_id for e in of(ev.ToolStarted) if e.auto_approved}
+    granted = {e.call_id: e.grant for e in of(ev.ToolStarted) if e.grant}
+    errors = of(ev.ErrorEvent)
     return {
         "thread_id": thread_id,
         "status": status,
         "reason": finished.reason if finished else None,
-        "text": "".join(e.text for e in events if isinstance(e, ev.TextDelta)),
+        "text": "".join(e.text for e in of(ev.TextDelta)),
         # The run's last reply (its answer when completed) and its message id.
         "final_text": finished.text if finished else None,
         "message_id": finished.message_id if finished else None,
         "tools": [
             {
-                "call_id": e.call_id,
-                "name": e.name,
-                "status": e.status,
-                "output": e.output,
+                **pick(e, "call_id", "name", "status", "output"),
                 "auto_approved": e.call_id in auto,
                 "grant": granted.get(e.call_id),
                 **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {}),
             }
-            for e in events
-            if isinstance(e, ev.ToolFinished)
+            for e in of(ev.ToolFinished)
         ],
         "auto_approve": auto_approve,
-        "compacted": [
-            {
-                "tokens_before": e.tokens_before,
-                "tokens_after": e.tokens_after,
-                "messages_removed": e.messages_removed,
-            }
-            for e in events
-            if isinstance(e, ev.Compacted)
-        ],
-        "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
-        "failure": next(
-            (
-                {"message": e.message, "kind": e.kind, "retryable": e.retryable}
-                for e in events
-                if isinstance(e, ev.ErrorEvent)
-            ),
-            None,
-        ),
-        "reasoning": "".join(e.text for e in events if isinstance(e, ev.ReasoningDelta)),
-        "notices": [
-            {"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)
-        ],
+        "compacted": [pick(e, *COMPACTED) for e in of(ev.Compacted)],
+        "errors": [e.message for e in errors],
+        "failure": pick(errors[0], "message", "kind", "retryable") if errors else None,
+        "reasoning": "".join(e.text for e in of(ev.ReasoningDelta)),
+        "notices": [pick(e, "text", "source") for e in of(ev.Notice)],
         "retries": [
-            {
-                "attempt": e.attempt,
-                "max_retries": e.max_retries,
-                "delay_s": e.delay_s,
-                "reason": e.reason,
-            }
-            for e in events
-            if isinstance(e, ev.ModelRetried)
+            pick(e, "attempt", "max_retries", "delay_s", "reason") for e in of(ev.ModelRetried)
         ],
         "pending": pending_json(pending) if pending else None,
     }
+
+
+COMPACTED = ("tokens_before", "tokens_after", "messages_removed")
+
+
+def pick(obj: object, *names: str) -> dict[str, Any]:
+    """`obj`'s attributes `names`, as a dict in that order."""
+    return {name: getattr(obj, name) for name in names}
+
+
+def diff_style(line: str) -> str:
+    return "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"
 
 
 def approvers_of(
@@ -459,16 +445,7 @@ def render_audit(
             console.print(Text.assemble("    note: ", visible(r.message)))
         if diff := r.diff():
             for line in visible(diff).split("\n"):
-                console.print(
-                    Text(
-                        "    " + line,
-                        "red"
-                        if line.startswith("-")
-                        else "green"
-                        if line.startswith("+")
-                        else "dim",
-                    )
-                )
+                console.print(Text("    " + line, diff_style(line)))
 
 
 def pending_rows(pending: Approval) -> list[dict[str, Any]]:
@@ -508,19 +485,22 @@ def pending_json(pending: Pause) -> dict[str, Any]:
 
 def outcome_card(pending: OutcomeUnknown) -> Panel:
     call = pending.call
-    body = Text()
-    body.append(args_text(call.args))
+    body = Text(args_text(call.args))
     body.append(f"\nstarted {when(call.started_at)}", "dim")
     if call.attempts > 1:
         body.append(f" · {call.attempts} attempts", "dim")
     title = Text.assemble(("outcome unknown: ", "red bold"), (visible(call.name), "bold"))
+    return _card(body, title, "run again, mark failed, respond", "red")
+
+
+def _card(body: Text, title: Text, subtitle: str, border: str) -> Panel:
     return Panel(
         body,
         title=title,
         title_align="left",
-        subtitle="run again, mark failed, respond",
+        subtitle=subtitle,
         subtitle_align="right",
-        border_style="red",
+        border_style=border,
     )
 
 
@@ -537,10 +517,13 @@ CARD_LINES = 20
 CARD_CHARS = 2_000
 
 
+def call_texts(row: dict[str, Any]) -> list[str]:
+    """What a card draws of a call: its arguments, then its preview when it has one."""
+    return [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
+
+
 def card_parts(row: dict[str, Any]) -> list[Shown]:
-    """What the card draws of a call: its arguments, then its preview when it has one."""
-    texts = [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
-    return [shown(t, CARD_LINES, CARD_CHARS) for t in texts]
+    return [shown(t, CARD_LINES, CARD_CHARS) for t in call_texts(row)]
 
 
 def call_card(row: dict[str, Any], total: int, more: str = "v to view all") -> Panel:
@@ -555,14 +538,7 @@ def call_card(row: dict[str, Any], total: int, more: str = "v to view all") -> P
     title = Text.assemble(f"call {row['call']}/{total}: ", (visible(row["name"]), "bold"))
     if row.get("risk"):
         title.append(f"  risk: {row['risk']}", "yellow")
-    return Panel(
-        body,
-        title=title,
-        title_align="left",
-        subtitle=", ".join(row["allowed"]),
-        subtitle_align="right",
-        border_style="yellow",
-    )
+    return _card(body, title, ", ".join(row["allowed"]), "yellow")
 
 
 def render_pending(console: Console, pending: Pause, title: str | None = None) -> None:

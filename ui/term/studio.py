@@ -1,12 +1,9 @@
 """`gatehouse studio`: LangGraph Studio on Gatehouse's own threads.
 
-`langgraph dev` runs on the project's langgraph.json, whose checkpointer is
-Gatehouse's storage (graph/service/server.py), so the server reads and writes the
-same database as the web app and the terminal. Studio lists the threads the server
-knows; a thread started elsewhere is made known by registering it (`--thread ID`),
-after which Studio opens it: its history, time travel, forks, its pending approval.
-The server requires credentials (langgraph.json's auth handler): this OS user's
-install secret as a bearer key, which Studio sends as a custom header.
+`langgraph dev` runs on langgraph.json, whose checkpointer is Gatehouse's storage, so
+it sees the same database as the web app and the terminal. A thread started elsewhere
+is registered with the server (`--thread ID`) so Studio can open it. The server wants
+this OS user's install secret as a bearer key.
 """
 
 from __future__ import annotations
