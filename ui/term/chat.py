@@ -199,15 +199,8 @@ class Chat:
             except (ValueError, RunInProgress) as exc:
                 self.err.print(Text(str(exc), "red"))
             else:
-                self.out.print(
-                    Text(
-                        "nothing old enough to compact"
-                        if event is None
-                        else f"compacted: {event.messages_removed} messages summarised, "
-                        f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
-                        "dim",
-                    )
-                )
+                said = term.compacted_line(event) if event else "nothing old enough to compact"
+                self.out.print(Text(said, "dim"))
         elif name == "/retry":
             if self.session.pending(self.thread_id) is None:
                 try:

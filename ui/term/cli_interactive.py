@@ -155,17 +155,9 @@ def studio(
     os.environ.update(graph.location_env(settings))
     err.print(Text(f"Database: {shown_db(settings.db)}", "dim"))
     port = port or DEFAULT_PORT
-    cmd = [
-        exe,
-        "dev",
-        "--config",
-        str(PROJECT_ROOT / "langgraph.json"),
-        "--port",
-        str(port),
-        "--no-browser",
-    ]
-    if not threads and browser:
-        cmd.remove("--no-browser")  # langgraph dev opens Studio itself
+    cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json"), "--port", str(port)]
+    if threads or not browser:
+        cmd.append("--no-browser")  # else langgraph dev opens Studio itself
     if not threads:
         from ui.term.studio import how_to_connect, key_file
 

@@ -53,12 +53,9 @@ if TYPE_CHECKING:
 def require_pending(
     session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
 ) -> Pause:
-    """The pending request the command decides. A decision covers only a request its
-    author has seen: a script names it (--interrupt-id, as `pending` and `show` print
-    it) and is refused when it is missing or no longer pending; a person at a terminal
-    who did not name it is shown the card and asked to confirm (`require_named`,
-    `confirm_unnamed`). With the read-only reader (before LangGraph is loaded) a named
-    request that is not the pending one is left to the session, which says why."""
+    """The pending request the command decides; refused when it is not the one named.
+    With the reader (before LangGraph loads) a named request that is not the pending
+    one is left to the session, which says why."""
     require_thread(session, thread_id)
     pending = session.pending(thread_id)
     if pending is None:
@@ -66,11 +63,10 @@ def require_pending(
         status = info.status if info else "idle"
         from graph.protocol.decisions import who_decided
 
-        log = (
-            session.audit(thread_id, limit=50)
-            if hasattr(session, "audit")
-            else session.recent_decisions(thread_id)
-        )
+        if isinstance(session, graph.ThreadReader):
+            log = session.recent_decisions(thread_id)
+        else:
+            log = session.audit(thread_id, limit=50)
         done = who_decided(log)  # who beat us to it
         by = f"; already decided: {done}" if done else ""
         if interrupt_id is not None:
@@ -159,17 +155,11 @@ def check_before_loading(
     as_json: bool,
     build: Callable[[Approval], Any],
 ) -> None:
-    """Refuse a bad decision before LangGraph is imported (seconds on a busy machine):
-    the thread, its pending request and the options are checked against the database
-    through the read-only reader. The command checks again under its lease once the
-    agent is loaded (the request may have been answered meanwhile)."""
+    """Refuse a bad decision through the reader before LangGraph is imported (seconds
+    on a busy machine); the command checks again under its lease once it is."""
     with open_cli_reader(db) as reader:
         request = require_approval(reader, thread_id, interrupt_id, as_json)
     build(request)
-
-
-def no_schema_check(name: str, args: dict[str, Any]) -> str | None:
-    return None  # before the tools are loaded: JSON and its shape only; the schema is checked after
 
 
 def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.Event]]:
@@ -371,29 +361,20 @@ def approve(
     def granted(request: Approval, chosen: dict[int, Decision]) -> dict[int, Decision]:
         """The approvals with their standing grant: the narrow one (exactly this command
         or file) for --always, the whole tool for --always-tool."""
-        if not (always or always_tool):
-            return chosen
         out = dict(chosen)
-        for n, d in chosen.items():
+        for n, d in chosen.items() if always or always_tool else ():
             if not 1 <= n <= len(request.actions) or d.type not in ("approve", "edit"):
                 continue  # decide() says why a number is wrong
-            edited = d.edited_action if d.type == "edit" else None
-            action = edited or request.actions[n - 1]
-            name, args = action.name, action.args
-            scope = None if always_tool else narrow_grant(name, args)
+            action = d.edited_action if d.type == "edit" else request.actions[n - 1]
+            scope = None if always_tool else narrow_grant(action.name, action.args)
             if always and scope is None:
                 raise fail(
-                    f"--always: call {n} ({name}) has no narrow grant (a command with shell "
+                    f"--always: call {n} ({action.name}) has no narrow grant (a command with shell "
                     f"syntax or the network, a path outside the workspace, a move); "
-                    f"--always-tool allows every {name} call in this thread",
+                    f"--always-tool allows every {action.name} call in this thread",
                     EXIT_USAGE,
                 )
-            grant = scope.pattern if scope else True
-            out[n] = (
-                ops.edit(name, args, always_allow=grant)
-                if edited
-                else ops.approve(always_allow=grant)
-            )
+            out[n] = d.model_copy(update={"always_allow": scope.pattern if scope else True})
         return out
 
     def build(
@@ -432,7 +413,12 @@ def approve(
         )
 
     check_before_loading(
-        db, thread_id, interrupt_id, as_json, lambda request: build(request, no_schema_check)
+        # Before the tools are loaded: JSON and its shape only; the schema is checked after.
+        db,
+        thread_id,
+        interrupt_id,
+        as_json,
+        lambda request: build(request, lambda n, a: None),
     )
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id, interrupt_id, as_json)

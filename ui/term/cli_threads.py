@@ -195,24 +195,13 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
             raise fail(str(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
-    if event is None:
-        emit(
-            as_json,
-            {"thread_id": thread_id, "compacted": False},
-            "nothing to compact: the thread has no turns older than the ones kept verbatim",
-        )
-        return
     emit(
         as_json,
-        {
-            "thread_id": thread_id,
-            "compacted": True,
-            "tokens_before": event.tokens_before,
-            "tokens_after": event.tokens_after,
-            "messages_removed": event.messages_removed,
-        },
-        f"compacted: {event.messages_removed} messages summarised, "
-        f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
+        {"thread_id": thread_id, "compacted": event is not None}
+        | (term.pick(event, *term.COMPACTED) if event else {}),
+        term.compacted_line(event)
+        if event
+        else "nothing to compact: the thread has no turns older than the ones kept verbatim",
     )
 
 
@@ -265,15 +254,7 @@ def audit(
             result = session.verify_audit()
         if as_json:
             print(
-                visible_json(
-                    {
-                        "intact": result.intact,
-                        "entries": result.entries,
-                        "head": result.head,
-                        "problems": result.problems,
-                    },
-                    indent=2,
-                )
+                visible_json(term.pick(result, "intact", "entries", "head", "problems"), indent=2)
             )
         elif result.intact:
             out.print(f"Decision log intact: {result.entries} entries, head {result.head}")

@@ -303,6 +303,13 @@ def pick(obj: object, *names: str) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in names}
 
 
+def compacted_line(event: ev.Compacted) -> str:
+    return (
+        f"compacted: {event.messages_removed} messages summarised, "
+        f"{event.tokens_before:,} → {event.tokens_after:,} tokens"
+    )
+
+
 def diff_style(line: str) -> str:
     return "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"
 
