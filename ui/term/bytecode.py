@@ -9,6 +9,7 @@ GATEHOUSE_NO_COMPILE=1 turns it off.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -58,14 +59,12 @@ def _take(lock: Path) -> bool:
         os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         return True
     except FileExistsError:
-        try:
-            import time
+        import time
 
+        with contextlib.suppress(FileNotFoundError):
             if time.time() - lock.stat().st_mtime < STALE_LOCK_S:
                 return False  # a compile is under way
             lock.unlink()  # one that died long ago
-        except FileNotFoundError:
-            pass
         return _take(lock)
 
 
@@ -86,10 +85,7 @@ def warm(root: Path = ROOT, site: Path | None = None) -> subprocess.Popen[bytes]
     if not sys.flags.dont_write_bytecode or os.environ.get("GATEHOUSE_NO_COMPILE"):
         return None
     folders = missing(root, site)
-    if not folders:
-        return None
-    lock = lock_path(root)
-    if not folders or not _take(lock):
+    if not folders or not _take(lock := lock_path(root)):  # hashlib only on the way to a compile
         return None
     import subprocess
 

@@ -275,10 +275,14 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 
-def emit(as_json: bool, data: Any, text: str | Text) -> None:
+def emit(
+    as_json: bool, data: Any, text: str | Text | Callable[[], None], indent: int | None = None
+) -> None:
     """A command's result: `data` as JSON on stdout under --json (hidden characters
-    escaped), else `text` for people."""
+    escaped), else `text` for people (or what `text()` prints)."""
     if as_json:
-        print(visible_json(data))
+        print(visible_json(data, indent=indent))
+    elif callable(text):
+        text()
     else:
         out.print(text)

@@ -5,6 +5,7 @@ and changing their history or permissions without a run (or with one: `fork`).
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -252,25 +253,21 @@ def audit(
     if verify:
         with open_cli_session(db) as session:
             result = session.verify_audit()
-        if as_json:
-            print(
-                visible_json(term.pick(result, "intact", "entries", "head", "problems"), indent=2)
-            )
-        elif result.intact:
-            out.print(f"Decision log intact: {result.entries} entries, head {result.head}")
-        else:
+
+        def tampered() -> None:
             err.print(Text(f"Decision log TAMPERED: {result.first_problem}", "bold red"))
             for more in result.problems[1:]:
                 err.print(Text(f"  also: {more}", "red"))
+
+        intact = f"Decision log intact: {result.entries} entries, head {result.head}"
+        data = term.pick(result, "intact", "entries", "head", "problems")
+        emit(as_json, data, intact if result.intact else tampered, indent=2)
         raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
         records = session.audit(thread, limit=limit)
-    if as_json:
-        print(visible_json([r.to_dict() for r in records], indent=2))
-    elif not records:
-        out.print("No decisions recorded" + (f" for thread {thread}." if thread else " yet."))
-    else:
-        term.render_audit(out, records, show_thread=thread is None)
+    empty = "No decisions recorded" + (f" for thread {thread}." if thread else " yet.")
+    draw = partial(term.render_audit, out, records, show_thread=thread is None)
+    emit(as_json, [r.to_dict() for r in records], draw if records else empty, indent=2)
 
 
 @app.command()
@@ -280,20 +277,23 @@ def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         found = session.grants(thread_id)
-    if as_json:
-        print(visible_json([g.to_dict() for g in found], indent=2))
-        return
-    if not found:
-        out.print(f"No standing grants in thread {thread_id}: every gated call asks.")
-        return
-    for g in found:
-        who = f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {term.when(g.granted_at)}"
-        out.print(
-            Text.assemble(
-                (printable(g.label), "bold"), "  ", printable(g.described), (f"  ({who})", "dim")
+
+    def draw() -> None:
+        for g in found:
+            who = (
+                f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {term.when(g.granted_at)}"
             )
-        )
-    out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
+            line = (
+                (printable(g.label), "bold"),
+                "  ",
+                printable(g.described),
+                (f"  ({who})", "dim"),
+            )
+            out.print(Text.assemble(*line))
+        out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
+
+    empty = f"No standing grants in thread {thread_id}: every gated call asks."
+    emit(as_json, [g.to_dict() for g in found], draw if found else empty, indent=2)
 
 
 @app.command()
@@ -363,28 +363,19 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         messages = session.transcript(thread_id)
         found = session.branches(thread_id, messages)
     turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
-    if as_json:
-        print(visible_json([b.to_dict() for b in found], indent=2))
-        return
-    if not found:
-        out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
-        return
-    for versions in found:
-        out.print(
-            Text.assemble(
-                (f"#{turn.get(versions.index, '?')}", "bold"), f"  version {versions.label}"
-            )
-        )
-        for k, preview in enumerate(versions.previews):
-            current = k == versions.current
-            out.print(
-                Text.assemble(
-                    ("  ▸ " if current else "    ", "bold"),
-                    f"{k + 1}. ",
-                    (preview, "" if current else "dim"),
-                )
-            )
-    out.print(Text(f"Switch with: gatehouse switch {thread_id} --at N --to K", style="dim"))
+
+    def draw() -> None:
+        for versions in found:
+            number = (f"#{turn.get(versions.index, '?')}", "bold")
+            out.print(Text.assemble(number, f"  version {versions.label}"))
+            for k, preview in enumerate(versions.previews):
+                now = k == versions.current
+                mark = ("  ▸ " if now else "    ", "bold")
+                out.print(Text.assemble(mark, f"{k + 1}. ", (preview, "" if now else "dim")))
+        out.print(Text(f"Switch with: gatehouse switch {thread_id} --at N --to K", style="dim"))
+
+    empty = f"Thread {thread_id} has one version of each message (it was never forked)."
+    emit(as_json, [b.to_dict() for b in found], draw if found else empty, indent=2)
 
 
 @app.command()
