@@ -215,13 +215,6 @@ def reset_thread_id_check() -> None:
     _bad_thread_id = None
 
 
-def os_user() -> str | None:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in this environment (a bare container)
-        return None
-
-
 def shown_db(db: str) -> str:
     """A database for people to read: a URL without its password."""
     if "://" not in db:
@@ -232,6 +225,13 @@ def shown_db(db: str) -> str:
     if parts.password is None:
         return db
     return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
+
+
+def os_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in this environment (a bare container)
+        return None
 
 
 def open_cli_session(db: str | None) -> AbstractContextManager[Session]:

@@ -97,18 +97,14 @@ def require_pending(
 
 def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
     """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
-    if interrupt_id is None and not can_confirm(as_json):
+    # A person at a terminal can confirm an unnamed decision (never under --json).
+    if interrupt_id is None and (as_json or not (sys.stdin.isatty() and sys.stdout.isatty())):
         raise fail(
             f"name the request this decision is for: add --interrupt-id ID, with the request id that "
             f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
             "Without it a script could decide a request nobody has seen; nothing was sent.",
             EXIT_USAGE,
         )
-
-
-def can_confirm(as_json: bool) -> bool:
-    """A person is at a terminal to confirm an unnamed decision (never under --json)."""
-    return not as_json and sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str:
@@ -249,14 +245,6 @@ def decide(
         return td.answer(pending, chosen, others, hint=hint)
     except td.DecisionUsage as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-
-
-def others_decision(reject_others: str | None, approve_others: bool) -> Decision | None:
-    if reject_others is not None and approve_others:
-        raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
-    if reject_others is not None:
-        return ops.reject(reject_others or None)
-    return ops.approve() if approve_others else None
 
 
 # -- running the agent --------------------------------------------------------------
@@ -490,6 +478,9 @@ def respond(
     """
     if not message.strip():
         raise fail("--message cannot be empty", EXIT_USAGE)
+    if reject_others is not None and approve_others:
+        raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
+    others = ops.approve() if approve_others else None
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id, interrupt_id, as_json)
         if call is None:
@@ -503,7 +494,7 @@ def respond(
         answer = decide(
             request,
             {call: ops.respond(message)},
-            others_decision(reject_others, approve_others),
+            ops.reject(reject_others or None) if reject_others is not None else others,
             "decide them in the same command: --reject-others REASON or --approve-others",
         )
         send_answer(session, request, answer, interrupt_id, as_json)

@@ -48,18 +48,6 @@ def describe_answer(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> lis
     return lines
 
 
-def check_numbers(pending: Approval, numbers: Iterable[int]) -> list[int]:
-    count = len(pending.actions)
-    chosen = list(dict.fromkeys(numbers))
-    bad = [n for n in chosen if not 1 <= n <= count]
-    if bad:
-        raise DecisionUsage(
-            f"no call {', '.join(map(str, bad))} in the pending request of thread "
-            f"{pending.thread_id}; its calls are {describe_calls(pending)}"
-        )
-    return chosen
-
-
 def answer(
     pending: Approval,
     chosen: Mapping[int, Decision],
@@ -70,8 +58,12 @@ def answer(
 ) -> ReviewAnswer:
     """The answer covering every call: `chosen` by 1-based number, the rest `others`;
     refused (`DecisionUsage`) when some call would stay undecided."""
-    check_numbers(pending, chosen)
     count = len(pending.actions)
+    if bad := [n for n in chosen if not 1 <= n <= count]:
+        raise DecisionUsage(
+            f"no call {', '.join(map(str, bad))} in the pending request of thread "
+            f"{pending.thread_id}; its calls are {describe_calls(pending)}"
+        )
     undecided = [n for n in range(1, count + 1) if n not in chosen]
     if undecided and others is None:
         raise DecisionUsage(

@@ -25,7 +25,7 @@ from graph.protocol.threads import printable, thread_id_problem
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from graph import MessageView, Session, Settings, ThreadReader
+    from graph import Session, Settings, ThreadReader
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 Opened = TypeVar("Opened", "Session", "ThreadReader")
@@ -141,7 +141,8 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         limit = max(50, len(messages or ()))
         decisions = [] if as_json else reader.recent_decisions(thread_id, limit=limit)
     if messages is None:  # a thread this reader cannot rebuild alone (written by a stock saver)
-        messages, usage = _from_session(thread_id, db, as_json)
+        with _session(db, as_json) as session:
+            messages, usage = session.transcript(thread_id), session.usage(thread_id)
     from rich.text import Text
 
     import ui.term.render as term
@@ -176,13 +177,6 @@ def calls(pause: Any) -> int:
 def _session(db: str | None, as_json: bool) -> AbstractContextManager[Session]:
     """The Session (LangGraph), for what the reader cannot do alone; no actor."""
     return opened(lambda: graph.open_session(cli_settings(db), source="terminal"), as_json)
-
-
-def _from_session(
-    thread_id: str, db: str | None, as_json: bool
-) -> tuple[list[MessageView], dict[str, float]]:
-    with _session(db, as_json) as session:
-        return session.transcript(thread_id), session.usage(thread_id)
 
 
 def pending(db: str | None = None, as_json: bool = False) -> None:

@@ -8,7 +8,7 @@ net for anything missed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 from rich.cells import cell_len
@@ -183,9 +183,7 @@ class EventRenderer:
 
     def _tool_started(self, event: ev.ToolStarted) -> None:
         self._names[event.call_id] = event.name
-        line = Text.assemble(
-            ("⚙ ", "cyan"), (visible(event.name), "bold"), " ", (args_text(event.args), "dim")
-        )
+        line = call_line("⚙ ", event.name, event.args)
         if event.auto_approved:
             line.append(f" {AUTO_MARK}", AUTO_STYLE)
         elif event.grant:
@@ -347,86 +345,70 @@ def render_transcript(
     decisions: Sequence[DecisionRecord] = (),
 ) -> None:
     """`numbered`: the person's messages show their turn number (#N, what `fork --at N`
-    takes). `first`: draw from this message on (the turns before it are left out).
-    `decisions`: the thread's decision log, so each call a person let run says who
-    and from where.
+    takes). `first`: draw from this message on. `decisions`: the thread's decision log,
+    so each call a person let run says who and from where.
 
     Printed a few hundred lines at a time: each `console.print` measures the terminal
-    and flushes again, a third of the time of a long thread's transcript (10,000
-    messages: 1.2 s one line at a time, 0.85 s batched; BENCHMARKS.md)."""
-    lines: list[Text] = []
-    add = lines.append
+    and flushes again (10,000 messages: 1.2 s one line at a time, 0.85 s batched)."""
     turns = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     approvals = approvers_of(messages, decisions)
-    for n, m in enumerate(messages):
-        if n < first:
-            continue
-        if m.role == "user" and m.summary:
-            add(
-                Text.assemble(
-                    ("summary ▸ ", "bold magenta"),
-                    (
-                        "the model's view was summarised here; it gets this in place of the "
-                        "turns above (they stay in the history)\n",
-                        "magenta",
-                    ),
-                    (clip(m.content, 6), "dim"),
-                )
-            )
-        elif m.role == "user":
-            add(
-                Text.assemble(
-                    (f"#{turns.get(n, '?')} " if numbered else "", "dim"),
-                    ("you ▸ ", "bold blue"),
-                    visible(m.content),
-                )
-            )
-        elif m.role == "assistant":
-            if m.reasoning:
-                add(Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING)))
-            if m.content:
-                add(Text.assemble(("agent ▸ ", "bold green"), visible(m.content)))
-            if m.cut_off:
-                add(Text("  ⚠ cut off: this reply ended before it was finished", "yellow"))
-            for call in m.tool_calls:
-                add(
-                    Text.assemble(
-                        ("  ⚙ ", "cyan"),
-                        (visible(call.name), "bold"),
-                        " ",
-                        (args_text(call.args), "dim"),
-                    )
-                )
-        elif m.role == "tool":
-            mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
-            auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
-            if not auto and (who := approvals.get(m.tool_call_id or "")):
-                auto = (f"[{who}] ", "dim")
-            add(
-                Text.assemble(
-                    (f"  {mark} ", style),
-                    (visible(m.name or "tool"), "bold"),
-                    (exit_note(m.name, m.content), style),
-                    ": ",
-                    auto,
-                    (clip(m.content, 4), "dim"),
-                )
-            )
-            if m.offloaded:
-                add(
-                    Text(
-                        f"    (output stored aside: {m.total_chars or 0:,} characters; "
-                        f"whole: gatehouse output … {m.tool_call_id})",
-                        "dim",
-                    )
-                )
-        else:
-            add(Text(f"{m.role}: {visible(m.content)}", "dim"))
+    lines: list[Text] = []
+    for n, m in enumerate(messages[first:], first):
+        lines.extend(_message_lines(m, f"#{turns.get(n, '?')} " if numbered else "", approvals))
         if len(lines) >= PRINT_BATCH:
             console.print(Group(*lines))
             lines.clear()
     if lines:
         console.print(Group(*lines))
+
+
+SUMMARY_NOTE = (
+    "the model's view was summarised here; it gets this in place of the "
+    "turns above (they stay in the history)\n"
+)
+
+
+def _message_lines(m: MessageView, number: str, approvals: dict[str, str]) -> Iterator[Text]:
+    if m.role == "user" and m.summary:
+        yield Text.assemble(
+            ("summary ▸ ", "bold magenta"), (SUMMARY_NOTE, "magenta"), (clip(m.content, 6), "dim")
+        )
+    elif m.role == "user":
+        yield Text.assemble((number, "dim"), ("you ▸ ", "bold blue"), visible(m.content))
+    elif m.role == "assistant":
+        if m.reasoning:
+            yield Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING))
+        if m.content:
+            yield Text.assemble(("agent ▸ ", "bold green"), visible(m.content))
+        if m.cut_off:
+            yield Text("  ⚠ cut off: this reply ended before it was finished", "yellow")
+        for call in m.tool_calls:
+            yield call_line("  ⚙ ", call.name, call.args)
+    elif m.role == "tool":
+        mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
+        who = approvals.get(m.tool_call_id or "")
+        auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
+        name, note = (visible(m.name or "tool"), "bold"), (exit_note(m.name, m.content), style)
+        yield Text.assemble(
+            (f"  {mark} ", style),
+            name,
+            note,
+            ": ",
+            auto or ((f"[{who}] ", "dim") if who else ""),
+            (clip(m.content, 4), "dim"),
+        )
+        if m.offloaded:
+            yield Text(
+                f"    (output stored aside: {m.total_chars or 0:,} characters; "
+                f"whole: gatehouse output … {m.tool_call_id})",
+                "dim",
+            )
+    else:
+        yield Text(f"{m.role}: {visible(m.content)}", "dim")
+
+
+def call_line(prefix: str, name: str, args: Any) -> Text:
+    return Text.assemble((prefix, "cyan"), (visible(name), "bold"), " ", (args_text(args), "dim"))
 
 
 def render_audit(
@@ -490,14 +472,17 @@ def pending_json(pending: Pause) -> dict[str, Any]:
     }
 
 
-def outcome_card(pending: OutcomeUnknown) -> Panel:
+def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
+    """The card, then the description outside it (pipes do not wrap inside a panel)."""
     call = pending.call
     body = Text(args_text(call.args))
     body.append(f"\nstarted {when(call.started_at)}", "dim")
     if call.attempts > 1:
         body.append(f" · {call.attempts} attempts", "dim")
     title = Text.assemble(("outcome unknown: ", "red bold"), (visible(call.name), "bold"))
-    return _card(body, title, "run again, mark failed, respond", "red")
+    console.print(_card(body, title, "run again, mark failed, respond", "red"))
+    if pending.request.description:
+        console.print(Text(visible(pending.request.description), "yellow"))
 
 
 def _card(body: Text, title: Text, subtitle: str, border: str) -> Panel:
@@ -509,13 +494,6 @@ def _card(body: Text, title: Text, subtitle: str, border: str) -> Panel:
         subtitle_align="right",
         border_style=border,
     )
-
-
-def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
-    """The card, then the description outside it (pipes do not wrap inside a panel)."""
-    console.print(outcome_card(pending))
-    if pending.request.description:
-        console.print(Text(visible(pending.request.description), "yellow"))
 
 
 # A terminal card shows at most this much of a call's arguments and of its preview
@@ -553,19 +531,17 @@ def render_pending(console: Console, pending: Pause, title: str | None = None) -
     if title:
         head.append(f"  {visible(title)}", "dim")
     console.print(head)
-    console.print(request_line(pending))
+    # The request's id, what `approve`, `reject`, `respond` and `resolve` must name.
+    console.print(
+        Text.assemble(
+            ("  request ", "dim"),
+            (visible(pending.interrupt_id), "bold"),
+            (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"),
+        )
+    )
     if isinstance(pending, OutcomeUnknown):
         render_outcome(console, pending)
         return
     rows = pending_rows(pending)
     for row in rows:
         console.print(call_card(row, len(rows), "--json prints all of it"))
-
-
-def request_line(pending: Pause) -> Text:
-    """The request's id, what `approve`, `reject`, `respond` and `resolve` must name."""
-    return Text.assemble(
-        ("  request ", "dim"),
-        (visible(pending.interrupt_id), "bold"),
-        (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"),
-    )
