@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import getpass
 import importlib
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from typer.core import TyperGroup
 
+import graph
 from graph.protocol.display import visible, visible_json
 from graph.protocol.threads import printable, thread_id_problem, turn_starts
 from ui.term import readonly
@@ -265,9 +266,20 @@ def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
     return starts[turn - 1]
 
 
-def terminal_words(exc: Exception) -> str:
-    """A Session refusal in the terminal's words: its option, not the API's keyword."""
-    return str(exc).replace("(force=True; terminal: --force)", "(--force)")
+@contextmanager
+def refusals(waiting: type[Exception] | None = None) -> Iterator[None]:
+    """A Session's refusal said: the thread waits for a decision (`waiting`, by default
+    AwaitingDecision: exit 3), other bad input (exit 2); in the terminal's words (its
+    option, not the API's keyword)."""
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc, waiting or graph.AwaitingDecision):
+            said = str(exc).replace("(force=True; terminal: --force)", "(--force)")
+            raise fail(said, EXIT_AWAITING) from None
+        if isinstance(exc, ValueError):
+            raise fail(str(exc), EXIT_USAGE) from None
+        raise
 
 
 def require_thread(session: Session | ThreadReader, thread_id: str) -> None:

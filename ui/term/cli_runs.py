@@ -37,6 +37,7 @@ from ui.term.cli_base import (
     open_cli_session,
     ops,
     out,
+    refusals,
     require_thread,
     td,
     term,
@@ -267,12 +268,8 @@ def send(
         thread_id = thread or session.new_thread_id()
         if not as_json and (why := session.auto_approving(thread_id)):
             err.print(term.auto_approve_banner(why))
-        try:
+        with refusals(graph.DecisionError):
             run = session.submit(ops.SendMessage(thread_id, message))
-        except graph.DecisionError as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
         if not as_json:
             err.print(Text(f"thread {run.thread_id}", "dim"))
         finish_run(session, run, as_json)

@@ -14,7 +14,6 @@ import typer
 import graph
 from ui.term import readonly
 from ui.term.cli_base import (
-    EXIT_AWAITING,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -33,9 +32,9 @@ from ui.term.cli_base import (
     ops,
     out,
     printable,
+    refusals,
     require_thread,
     term,
-    terminal_words,
     thread_option,
     turn_index,
     turn_starts,
@@ -173,10 +172,8 @@ def undo(
         turns = len(turn_starts(session.transcript(thread_id)))
         if turns == 0:
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
-        try:
+        with refusals():
             removed = session.undo(thread_id, force=force)
-        except graph.AwaitingDecision as exc:
-            raise fail(terminal_words(exc), EXIT_AWAITING) from None
     emit(
         as_json,
         {"thread_id": thread_id, "removed": removed, "turn": turns},
@@ -190,12 +187,8 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
     checkpoints keep the full history)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        try:
+        with refusals():
             event = session.compact_now(thread_id)
-        except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
     emit(
         as_json,
         {"thread_id": thread_id, "compacted": event is not None}
@@ -312,10 +305,8 @@ def revoke(
     """Withdraw a standing grant: the thread's next gated call asks again (recorded in the decision log)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        try:
+        with refusals():
             done = session.revoke_grant(thread_id, grant)
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
     emit(
         as_json,
         {"thread_id": thread_id, "revoked": done.label},
@@ -345,12 +336,8 @@ def fork(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         index = turn_index(session.transcript(thread_id), thread_id, at)
-        try:
+        with refusals():
             run = session.submit(ops.Fork(thread_id, index, text, force))
-        except graph.AwaitingDecision as exc:
-            raise fail(terminal_words(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
         finish_run(session, run, as_json)
 
 
@@ -414,12 +401,8 @@ def switch(
             raise fail(
                 f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE
             )
-        try:
+        with refusals():
             session.switch_branch(thread_id, versions.message_ids[to - 1], force=force)
-        except graph.AwaitingDecision as exc:
-            raise fail(terminal_words(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
         messages = session.transcript(thread_id)
     emit(
         as_json,
