@@ -5,9 +5,10 @@ and changing their history or permissions without a run (or with one: `fork`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -258,9 +259,14 @@ def audit(
         raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
         records = session.audit(thread, limit=limit)
-    empty = "No decisions recorded" + (f" for thread {thread}." if thread else " yet.")
     draw = partial(term.render_audit, out, records, show_thread=thread is None)
-    emit(as_json, [r.to_dict() for r in records], draw if records else empty, indent=2)
+    empty = "No decisions recorded" + (f" for thread {thread}." if thread else " yet.")
+    listed(as_json, records, draw, empty)
+
+
+def listed(as_json: bool, found: Sequence[Any], draw: Callable[[], None], empty: str) -> None:
+    """A list: each item's dict under --json; else drawn, or `empty` when there is none."""
+    emit(as_json, [item.to_dict() for item in found], draw if found else empty, indent=2)
 
 
 @app.command()
@@ -286,7 +292,7 @@ def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
         out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
 
     empty = f"No standing grants in thread {thread_id}: every gated call asks."
-    emit(as_json, [g.to_dict() for g in found], draw if found else empty, indent=2)
+    listed(as_json, found, draw, empty)
 
 
 @app.command()
@@ -362,7 +368,7 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         out.print(Text(f"Switch with: gatehouse switch {thread_id} --at N --to K", style="dim"))
 
     empty = f"Thread {thread_id} has one version of each message (it was never forked)."
-    emit(as_json, [b.to_dict() for b in found], draw if found else empty, indent=2)
+    listed(as_json, found, draw, empty)
 
 
 @app.command()
