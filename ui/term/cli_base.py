@@ -19,7 +19,15 @@ import graph
 from graph.protocol.display import visible, visible_json
 from graph.protocol.threads import printable, thread_id_problem, turn_starts
 from ui.term import readonly
-from ui.term.readonly import EXIT_FAILED, EXIT_OK, EXIT_USAGE, absolute_db, cli_settings, exit_code
+from ui.term.readonly import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Opened,
+    absolute_db,
+    cli_settings,
+    exit_code,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -245,6 +253,10 @@ def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
         # when set (a shared service account), else the OS user.
         return open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
 
+    return opened(make)
+
+
+def opened(make: Callable[[], Opened]) -> AbstractContextManager[Opened]:
     return readonly.opened(make, _json_output)
 
 

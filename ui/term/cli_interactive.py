@@ -24,7 +24,6 @@ from ui.term.cli_base import (
     DbOpt,
     JsonOpt,
     Text,
-    absolute_db,
     app,
     cli_settings,
     emit,
@@ -32,6 +31,7 @@ from ui.term.cli_base import (
     exit_code,
     fail,
     open_cli_session,
+    opened,
     out,
     require_thread,
     reset_thread_id_check,
@@ -95,19 +95,10 @@ def signout(
     it: each signs in again with a new link. One browser signs out at /_gatehouse/signout."""
     if not every:
         raise fail("say --all: ends every browser's web session on this database", EXIT_USAGE)
-    try:
-        sessions = graph.WebSessions(cli_settings(db).db)
-    except (graph.ConfigError, graph.StorageError) as exc:
-        raise fail(str(exc), exit_code(exc)) from None
-    try:
+    with opened(lambda: graph.WebSessions(cli_settings(db).db)) as sessions:
         ended = sessions.revoke_all()
-    finally:
-        sessions.close()
-    emit(
-        as_json,
-        {"signed_out": ended},
-        f"Signed out {ended} web session(s): every browser signs in again.",
-    )
+    said = f"Signed out {ended} web session(s): every browser signs in again."
+    emit(as_json, {"signed_out": ended}, said)
 
 
 @app.command()
@@ -139,7 +130,6 @@ def studio(
     from ui.term.studio import DEFAULT_PORT, run_studio, valid_server_thread_id
 
     threads = list(thread or [])
-    db = absolute_db(db)
     if threads:
         with open_cli_session(db) as session:
             for thread_id in threads:
@@ -164,9 +154,9 @@ def studio(
         # Printed before the server starts (it takes the process): it opens Studio itself.
         graph.install_secret(key_file(settings.db))
         err.print(Text(how_to_connect(f"http://127.0.0.1:{port}", key_file(settings.db))))
-        show_command(cmd)
-        raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
     show_command(cmd)
+    if not threads:
+        raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
     raise typer.Exit(
         run_studio(
             cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print

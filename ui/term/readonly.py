@@ -25,10 +25,10 @@ from graph.protocol.threads import printable, thread_id_problem
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from graph import Session, Settings, ThreadReader
+    from graph import Session, Settings, ThreadReader, WebSessions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-Opened = TypeVar("Opened", "Session", "ThreadReader")
+Opened = TypeVar("Opened", "Session", "ThreadReader", "WebSessions")
 
 
 @cache
