@@ -45,7 +45,7 @@ __all__ = ["EXIT_OK", "absolute_db", "cli_settings", "exit_code", "printable", "
 
 class _Deferred:
     """A module, or a name in one, loaded on first use: `gatehouse --help` needs
-    neither rich nor pydantic, and a read-only command never needs LangGraph."""
+    neither rich nor pydantic."""
 
     def __init__(
         self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None

@@ -202,24 +202,19 @@ def quit_now(run: Run) -> None:
 def finish_run(session: Session, run: Run, as_json: bool) -> None:
     """Drive a run for a non-interactive command and exit with its status."""
     status, events = drive(run, None if as_json else term.EventRenderer(out))
+    pending = session.pending(run.thread_id) if status == "awaiting_approval" else None
     if as_json:
-        pending = session.pending(run.thread_id) if status == "awaiting_approval" else None
-        summary = term.run_json(
-            run.thread_id, status, events, pending, session.auto_approving(run.thread_id)
-        )
-        print(visible_json(summary, indent=2))
-    elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
+        auto = session.auto_approving(run.thread_id)
+        print(visible_json(term.run_json(run.thread_id, status, events, pending, auto), indent=2))
+    elif pending:
         term.render_pending(out, pending)
-        if isinstance(pending, graph.OutcomeUnknown):
-            out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
-        else:
-            out.print(
-                Text(
-                    f"decide with: gatehouse approve|reject|respond {run.thread_id} "
-                    f"--interrupt-id {visible(pending.interrupt_id)} …",
-                    "dim",
-                )
-            )
+        hint = (
+            RESOLVE_HINT.format(id=run.thread_id)
+            if isinstance(pending, graph.OutcomeUnknown)
+            else f"gatehouse approve|reject|respond {run.thread_id} "
+            f"--interrupt-id {visible(pending.interrupt_id)} …"
+        )
+        out.print(Text(f"decide with: {hint}", "dim"))
     raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
 
 

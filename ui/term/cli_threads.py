@@ -214,16 +214,15 @@ def output(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         text = session.tool_output(thread_id, call_id)
-    if text is not None and not as_json and sys.stdout.isatty():
-        # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
-        # would write the clipboard); piped into a file it stays byte for byte.
-        text = visible(text)
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
     if as_json:
         print(visible_json({"thread_id": thread_id, "call_id": call_id, "output": text}))
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
+    # would write the clipboard); piped into a file it stays byte for byte.
+    text = visible(text) if sys.stdout.isatty() else text
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 @app.command()

@@ -29,13 +29,10 @@ STATUS_STYLE = {
 
 
 class SafeConsole(Console):
-    """A console that never writes a control character it did not make itself.
-
-    The text of every segment passes through `visible()`; only rich's own control
-    segments (colours are styles, cursor moves are control segments) reach the
-    terminal as codes. The places that build text escape it first as well, so the
-    layout (wrapping, panel borders) is measured on what is shown; this is the net
-    for anything they miss."""
+    """A console that never writes a control character it did not make itself: every
+    segment's text passes through `visible()`, only rich's own control segments reach
+    the terminal as codes. The net for anything the callers (which escape first, so
+    the layout is measured on what is shown) miss."""
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Any:
         for segment in super().render(renderable, options):
