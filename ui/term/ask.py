@@ -163,6 +163,11 @@ def page(console: Console, asker: Asker, text: str) -> bool:
     return True
 
 
+def hides_part(row: dict[str, Any]) -> bool:
+    """Whether the call's card leaves part of it out (`v` pages through all of it)."""
+    return not all(p.complete for p in card_parts(row))
+
+
 def _keys(row: dict[str, Any], hidden: bool) -> list[str]:
     allowed = {*row["allowed"], *(["view"] if hidden else [])}
     narrow = narrow_grant(row["name"], row["args"]) is not None
@@ -177,7 +182,7 @@ def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
     """Page through each call whose card hides a part (`gatehouse approve` on a terminal
     confirms only what was seen); True when the person saw all of it."""
     for row in pending_rows(pending):
-        if not all(p.complete for p in card_parts(row)):
+        if hides_part(row):
             console.print(Text(f"call {row['call']} ({visible(row['name'])}) in full:", "bold"))
             if not _view(console, asker, row):
                 return False
@@ -217,7 +222,7 @@ def _decide_call(
 ) -> tuple[Decision, bool]:
     """One call's decision, and whether the person chose to approve the rest too."""
     console.print(call_card(row, total))
-    hidden = not all(p.complete for p in card_parts(row))
+    hidden = hides_part(row)
     keys = _keys(row, hidden)
     _menu(console, keys, CHOICES)
     if "W" in keys:
@@ -306,7 +311,7 @@ def _approve_rest(
         r
         for r in rest
         if "approve" not in r["allowed"]
-        or not all(p.complete for p in card_parts(r))
+        or hides_part(r)
         or confirmation(r["name"], r["args"], r.get("risk"))
     ]
     if own or not rest:

@@ -522,15 +522,12 @@ def resolve(
     """Answer an "outcome unknown" pause: a call that started before a crash and
     whose result was never saved. Say exactly one of --run-again, --failed NOTE
     or --outcome TEXT; the run then continues."""
-    chosen = [
-        flag
-        for flag, given in (
-            ("--run-again", run_again),
-            ("--failed", failed is not None),
-            ("--outcome", outcome is not None),
-        )
-        if given
-    ]
+    given = {
+        "--run-again": run_again,
+        "--failed": failed is not None,
+        "--outcome": outcome is not None,
+    }
+    chosen = [flag for flag, said in given.items() if said]
     if len(chosen) != 1:
         raise fail(
             "say exactly one of --run-again, --failed NOTE or --outcome TEXT"

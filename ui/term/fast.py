@@ -22,6 +22,12 @@ _DECIDE = {
 _OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
     "threads": {**_COMMON, "--limit": ("limit", "int")},
     "pending": _COMMON,
+    "": {"--port": ("port", "int")},  # `gatehouse` alone: the web UI
+    "ui": {
+        "--port": ("port", "int"),
+        "--browser": ("browser", "flag"),
+        "--no-browser": ("no_browser", "flag"),
+    },
     "show": _COMMON,
     "approve": {
         **_DECIDE,
@@ -88,7 +94,7 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
             return None  # given twice: typer's rule (the last wins) is not worth copying
         else:
             kwargs[key] = int(value) if kind == "int" else value
-    if len(positional) != (0 if command in ("threads", "pending") else 1):
+    if len(positional) != (0 if command in ("threads", "pending", "", "ui") else 1):
         return None
     if positional:
         kwargs["thread_id"] = positional[0]
@@ -100,22 +106,7 @@ def parse_web_ui(argv: list[str]) -> dict[str, Any] | None:
     `gatehouse --port N`, `gatehouse ui [--port N] [--browser | --no-browser]`; or None
     (typer parses it). A person's first page waits for whatever runs before the server
     starts: typer, pydantic and rich took ~0.2 s of it."""
-    is_ui = bool(argv) and argv[0] == "ui"
-    rest = argv[1:] if is_ui else argv
-    port: int | None = None
-    browser: bool | None = None
-    i = 0
-    while i < len(rest):
-        name, eq, inline = rest[i].partition("=")
-        if name == "--port" and port is None and (eq or i + 1 < len(rest)):
-            value = inline if eq else rest[i + 1]
-            if not value.isascii() or not value.isdigit():
-                return None  # typer says what is wrong with it
-            port = int(value)
-            i += 1 if eq else 2
-        elif is_ui and browser is None and rest[i] in ("--browser", "--no-browser"):
-            browser = rest[i] == "--browser"
-            i += 1
-        else:
-            return None  # --help, an option given twice, anything else: typer's
-    return {"port": port, "browser": browser is not False}
+    parsed = _parse(argv if argv[:1] == ["ui"] else ["", *argv])
+    if parsed is None or {"browser", "no_browser"} <= parsed[1].keys():
+        return None
+    return {"port": parsed[1].get("port"), "browser": "no_browser" not in parsed[1]}
