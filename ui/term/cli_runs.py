@@ -234,15 +234,6 @@ def send_answer(
     finish_run(session, run, as_json)
 
 
-def decide(
-    pending: Approval, chosen: dict[int, Decision], others: Decision | None, hint: str
-) -> ReviewAnswer:
-    try:
-        return td.answer(pending, chosen, others, hint=hint)
-    except td.DecisionUsage as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-
-
 # -- running the agent --------------------------------------------------------------
 @app.command()
 def send(
@@ -344,7 +335,7 @@ def approve(
         out = dict(chosen)
         for n, d in chosen.items() if always or always_tool else ():
             if not 1 <= n <= len(request.actions) or d.type not in ("approve", "edit"):
-                continue  # decide() says why a number is wrong
+                continue  # td.answer says why a number is wrong
             action = d.edited_action if d.type == "edit" else request.actions[n - 1]
             scope = None if always_tool else narrow_grant(action.name, action.args)
             if always and scope is None:
@@ -384,13 +375,14 @@ def approve(
                 EXIT_USAGE,
             )
         others = ops.reject(reject_others or None) if reject_others is not None else None
-        return decide(
-            request,
-            granted(request, chosen),
-            others,
-            "decide them in the same command: repeat --call, "
-            "or use --all or --reject-others REASON",
-        )
+        with refusals():  # a DecisionUsage: exit 2
+            return td.answer(
+                request,
+                granted(request, chosen),
+                others,
+                hint="decide them in the same command: repeat --call, "
+                "or use --all or --reject-others REASON",
+            )
 
     check_before_loading(
         # Before the tools are loaded: JSON and its shape only; the schema is checked after.
@@ -429,12 +421,13 @@ def reject(
     def build(request: Approval) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
         rejected: Decision = ops.reject(reason or None)
-        return decide(
-            request,
-            dict.fromkeys(numbers, rejected),
-            ops.approve() if approve_others else None,
-            "decide them in the same command: repeat --call, or use --approve-others",
-        )
+        with refusals():
+            return td.answer(
+                request,
+                dict.fromkeys(numbers, rejected),
+                ops.approve() if approve_others else None,
+                hint="decide them in the same command: repeat --call, or use --approve-others",
+            )
 
     check_before_loading(db, thread_id, interrupt_id, as_json, build)
     with open_cli_session(db) as session:
@@ -483,12 +476,13 @@ def respond(
                     EXIT_USAGE,
                 )
             call = 1
-        answer = decide(
-            request,
-            {call: ops.respond(message)},
-            ops.reject(reject_others or None) if reject_others is not None else others,
-            "decide them in the same command: --reject-others REASON or --approve-others",
-        )
+        with refusals():
+            answer = td.answer(
+                request,
+                {call: ops.respond(message)},
+                ops.reject(reject_others or None) if reject_others is not None else others,
+                hint="decide them in the same command: --reject-others REASON or --approve-others",
+            )
         send_answer(session, request, answer, interrupt_id, as_json)
 
 
