@@ -24,7 +24,6 @@ from ui.term.readonly import (
     EXIT_OK,
     EXIT_USAGE,
     Opened,
-    absolute_db,
     cli_settings,
     exit_code,
 )
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from graph.protocol import events as ev
     from graph.protocol import operations as ops
 
-__all__ = ["EXIT_OK", "absolute_db", "cli_settings", "exit_code", "printable", "visible"]
+__all__ = ["EXIT_OK", "cli_settings", "exit_code", "printable", "visible"]
 
 
 class _Deferred:
