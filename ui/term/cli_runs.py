@@ -168,7 +168,14 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
     def on_sigint(signum: int, frame: Any) -> None:
         nonlocal stopping
         if stopping:
-            quit_now(run)
+            # Leave at once: the run's worker thread would keep the process alive until
+            # its step ends. The database is consistent at every commit; whatever was cut
+            # short is found by the next run (a started call: "outcome unknown").
+            resume = f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}"
+            err.print(Text(resume, "magenta"))
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_CANCELLED)
         stopping = True
         run.cancel()
         err.print(
@@ -184,19 +191,6 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
     finally:
         signal.signal(signal.SIGINT, previous)
     return run.status or "failed", events
-
-
-def quit_now(run: Run) -> None:
-    """The second Ctrl-C: leave at once. The run's worker thread would keep the process
-    alive until its step ends, so the process exits without waiting for it; the
-    database is consistent at every commit, and whatever was cut short is found by the
-    next run (a started call becomes an "outcome unknown" question)."""
-    err.print(
-        Text(f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}", "magenta")
-    )
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(EXIT_CANCELLED)
 
 
 def finish_run(session: Session, run: Run, as_json: bool) -> None:

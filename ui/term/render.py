@@ -9,6 +9,7 @@ net for anything missed).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 from rich.cells import cell_len
@@ -480,20 +481,14 @@ def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
     if call.attempts > 1:
         body.append(f" · {call.attempts} attempts", "dim")
     title = Text.assemble(("outcome unknown: ", "red bold"), (visible(call.name), "bold"))
-    console.print(_card(body, title, "run again, mark failed, respond", "red"))
+    subtitle = "run again, mark failed, respond"
+    console.print(_card(body, title=title, subtitle=subtitle, border_style="red"))
     if pending.request.description:
         console.print(Text(visible(pending.request.description), "yellow"))
 
 
-def _card(body: Text, title: Text, subtitle: str, border: str) -> Panel:
-    return Panel(
-        body,
-        title=title,
-        title_align="left",
-        subtitle=subtitle,
-        subtitle_align="right",
-        border_style=border,
-    )
+# A card: a call in a box, its title at the top left, what may be decided at the bottom right.
+_card = partial(Panel, title_align="left", subtitle_align="right")
 
 
 # A terminal card shows at most this much of a call's arguments and of its preview
@@ -523,7 +518,7 @@ def call_card(row: dict[str, Any], total: int, more: str = "v to view all") -> P
     title = Text.assemble(f"call {row['call']}/{total}: ", (visible(row["name"]), "bold"))
     if row.get("risk"):
         title.append(f"  risk: {row['risk']}", "yellow")
-    return _card(body, title, ", ".join(row["allowed"]), "yellow")
+    return _card(body, title=title, subtitle=", ".join(row["allowed"]), border_style="yellow")
 
 
 def render_pending(console: Console, pending: Pause, title: str | None = None) -> None:
