@@ -263,9 +263,18 @@ def audit(
     listed(as_json, records, draw, empty)
 
 
-def listed(as_json: bool, found: Sequence[Any], draw: Callable[[], None], empty: str) -> None:
-    """A list: each item's dict under --json; else drawn, or `empty` when there is none."""
-    emit(as_json, [item.to_dict() for item in found], draw if found else empty, indent=2)
+def listed(
+    as_json: bool, found: Sequence[Any], draw: Callable[[], None], empty: str, hint: str = ""
+) -> None:
+    """A list: each item's dict under --json; else drawn (then `hint`, what to do with
+    it), or `empty` when there is none."""
+
+    def drawn() -> None:
+        draw()
+        if hint:
+            out.print(Text(hint, "dim"))
+
+    emit(as_json, [item.to_dict() for item in found], drawn if found else empty, indent=2)
 
 
 @app.command()
@@ -278,20 +287,13 @@ def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
 
     def draw() -> None:
         for g in found:
-            who = (
-                f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {term.when(g.granted_at)}"
-            )
-            line = (
-                (printable(g.label), "bold"),
-                "  ",
-                printable(g.described),
-                (f"  ({who})", "dim"),
-            )
-            out.print(Text.assemble(*line))
-        out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
+            when = term.when(g.granted_at)
+            who = (f"  (by {g.actor or 'unknown'} via {g.source or 'unknown'}, {when})", "dim")
+            label = (printable(g.label), "bold")
+            out.print(Text.assemble(label, "  ", printable(g.described), who))
 
     empty = f"No standing grants in thread {thread_id}: every gated call asks."
-    listed(as_json, found, draw, empty)
+    listed(as_json, found, draw, empty, f"Withdraw one with: gatehouse revoke {thread_id} GRANT")
 
 
 @app.command()
@@ -364,10 +366,9 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
                 now = k == versions.current
                 mark = ("  ▸ " if now else "    ", "bold")
                 out.print(Text.assemble(mark, f"{k + 1}. ", (preview, "" if now else "dim")))
-        out.print(Text(f"Switch with: gatehouse switch {thread_id} --at N --to K", style="dim"))
 
     empty = f"Thread {thread_id} has one version of each message (it was never forked)."
-    listed(as_json, found, draw, empty)
+    listed(as_json, found, draw, empty, f"Switch with: gatehouse switch {thread_id} --at N --to K")
 
 
 @app.command()
