@@ -1,9 +1,7 @@
-"""The terminal's prompts (prompt_toolkit on a terminal, plain lines otherwise, so
-pipes and cron work too): a person's decisions on a pending request, and the outcome
-of a call a crash cut off, built into the answers the Session takes.
-
-Apart from ui/term/render.py because the answers are pydantic models: `pending` and
-`show` draw pauses and never ask, and load no pydantic.
+"""The terminal's prompts (prompt_toolkit on a terminal, plain lines otherwise): a
+person's decisions on a pending request and the outcome of a call a crash cut off.
+Apart from render.py because the answers are pydantic models (`pending` and `show`
+load no pydantic).
 """
 
 from __future__ import annotations
@@ -29,7 +27,14 @@ from graph.protocol.confirm import confirmation
 from graph.protocol.display import visible, visible_json, whole
 from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import approve, edit, outcome, reject, respond, review
-from ui.term.render import args_text, call_card, card_parts, pending_rows, render_outcome
+from ui.term.render import (
+    call_card,
+    call_texts,
+    card_parts,
+    diff_style,
+    pending_rows,
+    render_outcome,
+)
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -107,14 +112,24 @@ CHOICES = {
 NEEDS_VIEW = frozenset("aAwW")
 
 
-def choice_problem(text: str, keys: list[str]) -> str | None:
+def choice_problem(
+    text: str, keys: list[str], choices: dict[str, tuple[str, str, str]] = CHOICES
+) -> str | None:
     """None for a valid key; else what to type (the full help for `?`)."""
     text = text.strip()
     if text in keys:
         return None
     if text == "?":
-        return "\n".join(f"{k}: {CHOICES[k][2]}" for k in keys)
+        return "\n".join(f"{k}: {choices[k][2]}" for k in keys)
     return f"type one of: {' '.join(keys)} (? for help)"
+
+
+def _menu(console: Console, keys: list[str], choices: dict[str, tuple[str, str, str]]) -> None:
+    console.print(Text("  ".join(f"[{k}] {choices[k][1]}" for k in keys), "dim"))
+
+
+def _yes(asker: Asker, question: str) -> bool:
+    return asker.line(question).strip().lower() in ("y", "yes")
 
 
 def parse_args_json(
@@ -148,6 +163,11 @@ def page(console: Console, asker: Asker, text: str) -> bool:
     return True
 
 
+def hides_part(row: dict[str, Any]) -> bool:
+    """Whether the call's card leaves part of it out (`v` pages through all of it)."""
+    return not all(p.complete for p in card_parts(row))
+
+
 def _keys(row: dict[str, Any], hidden: bool) -> list[str]:
     allowed = {*row["allowed"], *(["view"] if hidden else [])}
     narrow = narrow_grant(row["name"], row["args"]) is not None
@@ -155,15 +175,14 @@ def _keys(row: dict[str, Any], hidden: bool) -> list[str]:
 
 
 def _view(console: Console, asker: Asker, row: dict[str, Any]) -> bool:
-    texts = [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
-    return page(console, asker, "\n\n".join(texts))
+    return page(console, asker, "\n\n".join(call_texts(row)))
 
 
 def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
     """Page through each call whose card hides a part (`gatehouse approve` on a terminal
     confirms only what was seen); True when the person saw all of it."""
     for row in pending_rows(pending):
-        if not all(p.complete for p in card_parts(row)):
+        if hides_part(row):
             console.print(Text(f"call {row['call']} ({visible(row['name'])}) in full:", "bold"))
             if not _view(console, asker, row):
                 return False
@@ -179,7 +198,7 @@ def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], 
     console.print(Text(f"Approve {visible(name)}? {why}. The whole call:", "bold yellow"))
     if not page(console, asker, visible_json(args, indent=2)):
         return False
-    return asker.line("approve it? [y/N] ").strip().lower() in ("y", "yes")
+    return _yes(asker, "approve it? [y/N] ")
 
 
 def _grant(row: dict[str, Any], key: str, console: Console) -> bool | str | None:
@@ -203,9 +222,9 @@ def _decide_call(
 ) -> tuple[Decision, bool]:
     """One call's decision, and whether the person chose to approve the rest too."""
     console.print(call_card(row, total))
-    hidden = not all(p.complete for p in card_parts(row))
+    hidden = hides_part(row)
     keys = _keys(row, hidden)
-    console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
+    _menu(console, keys, CHOICES)
     if "W" in keys:
         narrow = narrow_grant(row["name"], row["args"])
         covers = f"w covers {narrow.covers}; " if narrow else ""
@@ -250,14 +269,13 @@ def _edited_ok(
     diff = difflib.unified_diff(before, after, "arguments as asked", "as edited", lineterm="")
     console.print(Text("The edited call:", "bold"))
     for line in diff:
-        style = "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"
-        console.print(Text(visible(line), style))
+        console.print(Text(visible(line), diff_style(line)))
     if preview is not None and (text := preview(row["name"], args)):
         console.print(Text("preview of the edited call:", "bold"))
         page(console, asker, text)
     if confirmation(row["name"], args, row.get("risk")) is not None:
         return _confirmed(console, asker, row["name"], args, row.get("risk"))
-    return asker.line("run the edited call? [y/N] ").strip().lower() in ("y", "yes")
+    return _yes(asker, "run the edited call? [y/N] ")
 
 
 def ask_decisions(
@@ -293,16 +311,13 @@ def _approve_rest(
         r
         for r in rest
         if "approve" not in r["allowed"]
-        or not all(p.complete for p in card_parts(r))
+        or hides_part(r)
         or confirmation(r["name"], r["args"], r.get("risk"))
     ]
     if own or not rest:
         return not rest
     these = "this call" if len(rest) == 1 else f"these {len(rest)} calls"
-    if asker.line(f"approve {these} too? [y/N] ").strip().lower() not in (
-        "y",
-        "yes",
-    ):
+    if not _yes(asker, f"approve {these} too? [y/N] "):
         return False
     decisions.extend(approve() for _ in rest)
     return True
@@ -316,23 +331,15 @@ OUTCOME_CHOICES = {
 }
 
 
-def outcome_choice_problem(text: str, keys: list[str]) -> str | None:
-    text = text.strip()
-    if text in keys:
-        return None
-    if text == "?":
-        return "\n".join(f"{k}: {OUTCOME_CHOICES[k][2]}" for k in keys)
-    return f"type one of: {' '.join(keys)} (? for help)"
-
-
 def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> OutcomeAnswer:
     """Ask how an outcome-unknown call ended; returns the answer to submit."""
     render_outcome(console, pending)
     allowed = pending.allowed
     keys = [k for k, (kind, _, _) in OUTCOME_CHOICES.items() if kind in allowed]
-    console.print(Text("  ".join(f"[{k}] {OUTCOME_CHOICES[k][1]}" for k in keys), "dim"))
+    _menu(console, keys, OUTCOME_CHOICES)
     while True:
-        key = asker.line("outcome> ", check=lambda t: outcome_choice_problem(t, keys)).strip()
+        key = asker.line("outcome> ", check=lambda t: choice_problem(t, keys, OUTCOME_CHOICES))
+        key = key.strip()
         if key == "a":
             name = pending.call.name
             console.print(
@@ -341,7 +348,7 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
                     "yellow",
                 )
             )
-            if asker.line("run it again? [y/N] ").strip().lower() in ("y", "yes"):
+            if _yes(asker, "run it again? [y/N] "):
                 return outcome("run_again")
             continue
         if key == "f":

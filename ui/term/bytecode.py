@@ -1,17 +1,15 @@
 """Compiled bytecode where PYTHONDONTWRITEBYTECODE is set (container images often set it).
 
-With the flag Python never saves what it compiles, so every command compiled
-Gatehouse's own modules again (an editable install: they run from the source tree),
-and LangGraph too where uv installed it without `--compile-bytecode`: 3–12 s a command
-on a small machine, until a step buried in the README was run by hand. `py_compile`
-(what `compileall` uses) writes `__pycache__` whatever the flag says, so the console
-script starts that compile once, in the background, the first time it finds the
-bytecode missing; the command itself does not wait for it. A lock file in the temp
-directory keeps it to one compile at a time. GATEHOUSE_NO_COMPILE=1 turns it off.
+With the flag every command compiled Gatehouse (an editable install) and LangGraph
+again: 3–12 s a command on a small machine. `py_compile` writes `__pycache__` whatever
+the flag says, so the console script starts that compile once, in the background,
+when it finds bytecode missing; a lock file keeps it to one at a time.
+GATEHOUSE_NO_COMPILE=1 turns it off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -61,14 +59,12 @@ def _take(lock: Path) -> bool:
         os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         return True
     except FileExistsError:
-        try:
-            import time
+        import time
 
+        with contextlib.suppress(FileNotFoundError):
             if time.time() - lock.stat().st_mtime < STALE_LOCK_S:
                 return False  # a compile is under way
             lock.unlink()  # one that died long ago
-        except FileNotFoundError:
-            pass
         return _take(lock)
 
 
@@ -89,10 +85,7 @@ def warm(root: Path = ROOT, site: Path | None = None) -> subprocess.Popen[bytes]
     if not sys.flags.dont_write_bytecode or os.environ.get("GATEHOUSE_NO_COMPILE"):
         return None
     folders = missing(root, site)
-    if not folders:
-        return None
-    lock = lock_path(root)
-    if not folders or not _take(lock):
+    if not folders or not _take(lock := lock_path(root)):  # hashlib only on the way to a compile
         return None
     import subprocess
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from graph import AwaitingDecision, DecisionError, OutcomeUnknown, Run, RunInProgress, Session
+from graph import DecisionError, OutcomeUnknown, Run, RunInProgress, Session
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.operations import (
@@ -63,8 +63,7 @@ class Chat:
         """Returns the exit code: 3 when leaving the thread waiting for a decision."""
         self.start(thread_id)
         try:
-            if not self.decide_pending():
-                return self.leave()
+            self.decide_pending()
             while True:
                 text = self.asker.line(self.prompt()).strip()
                 if not text:
@@ -75,12 +74,11 @@ class Chat:
                     continue
                 try:
                     run = self.session.submit(SendMessage(self.thread_id, text))
-                except (DecisionError, ValueError, RunInProgress) as exc:
+                except (ValueError, RunInProgress) as exc:
                     self.err.print(Text(str(exc), "red"))
                     continue
                 self.run(run)
-                if not self.decide_pending():
-                    return self.leave()
+                self.decide_pending()
         except (KeyboardInterrupt, EOFError):
             self.out.print()
             return self.leave()
@@ -98,24 +96,18 @@ class Chat:
             self.thread_id = thread_id
             self.out.print(Text.assemble("thread ", (thread_id, "bold")))
             self.history(whole=self.whole_history)
-            status = self.session.thread(thread_id)
-            if status and status.status in ("failed", "interrupted"):
-                why = f" ({status.reason})" if status.reason else ""
-                self.out.print(
-                    Text(
-                        f"The last run ended as {status.status!r}{why}; type /retry to continue it.",
-                        "yellow",
-                    )
-                )
+            last = self.session.thread(thread_id)
+            if last and last.status in ("failed", "interrupted"):
+                why = f" ({last.reason})" if last.reason else ""
+                ended = f"The last run ended as {last.status!r}{why}; type /retry to continue it."
+                self.out.print(Text(ended, "yellow"))
         else:
             self.thread_id = self.session.new_thread_id()
             self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
-        self.out.print(
-            Text(
-                f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)",
-                "dim",
-            )
+        resume = (
+            f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)"
         )
+        self.out.print(Text(resume, "dim"))
         self.show_auto_approve()
 
     def prompt(self) -> str:
@@ -169,60 +161,42 @@ class Chat:
         waiting = bool(self.thread_id) and self.session.pending(self.thread_id) is not None
         note = " (waiting for a decision)" if waiting else ""
         if self.session.exists(self.thread_id):
-            self.out.print(
-                Text(
-                    f"Bye. Thread {self.thread_id}{note}: gatehouse chat --thread {self.thread_id}",
-                    "dim",
-                )
-            )
+            bye = f"Bye. Thread {self.thread_id}{note}: gatehouse chat --thread {self.thread_id}"
+            self.out.print(Text(bye, "dim"))
         return 3 if waiting else 0
 
     def command(self, text: str) -> bool:
         """Handle a /command; False means leave."""
-        name = text.split()[0].lower()
+        name, *args = text.split()
+        name = name.lower()
         if name in ("/exit", "/quit", "/q"):
             return False
-        if name == "/help":
-            self.out.print(Text(HELP))
-        elif name == "/history":
-            self.history()
-        elif name == "/auto":
-            self.auto_command(text.split()[1:])
-        elif name == "/new":
-            self.thread_id = self.session.new_thread_id()
-            self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
-            self.show_auto_approve()
-        elif name == "/undo":
-            try:
+        try:
+            if name == "/help":
+                self.out.print(Text(HELP))
+            elif name == "/history":
+                self.history()
+            elif name == "/auto":
+                self.auto_command(args)
+            elif name == "/new":
+                self.thread_id = self.session.new_thread_id()
+                self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+                self.show_auto_approve()
+            elif name == "/undo":
                 removed = self.session.submit(Undo(self.thread_id)).result().removed
-            except (AwaitingDecision, RunInProgress) as exc:
-                self.err.print(Text(str(exc), "red"))
-            else:
                 self.out.print(Text(f"undone: {removed} message(s) removed", "dim"))
-        elif name == "/compact":
-            try:
+            elif name == "/compact":
                 event = self.session.submit(Compact(self.thread_id)).result().compacted
-            except (ValueError, RunInProgress) as exc:
-                self.err.print(Text(str(exc), "red"))
-            else:
-                self.out.print(
-                    Text(
-                        "nothing old enough to compact"
-                        if event is None
-                        else f"compacted: {event.messages_removed} messages summarised, "
-                        f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
-                        "dim",
-                    )
-                )
-        elif name == "/retry":
-            if self.session.pending(self.thread_id) is None:
-                try:
+                said = term.compacted_line(event) if event else "nothing old enough to compact"
+                self.out.print(Text(said, "dim"))
+            elif name == "/retry":
+                if self.session.pending(self.thread_id) is None:
                     self.run(self.session.submit(Retry(self.thread_id)))
-                except RunInProgress as exc:
-                    self.err.print(Text(str(exc), "red"))
-            return self.decide_pending()
-        else:
-            self.err.print(Text(f"unknown command {name}; /help lists them", "red"))
+                self.decide_pending()
+            else:
+                self.err.print(Text(f"unknown command {name}; /help lists them", "red"))
+        except (ValueError, RunInProgress) as exc:  # an AwaitingDecision is a ValueError
+            self.err.print(Text(str(exc), "red"))
         return True
 
     def run(self, run: Run) -> str:
@@ -241,7 +215,7 @@ class Chat:
             self.out.print(Text("Type /retry to ask the model again.", "yellow"))
         return status
 
-    def decide_pending(self) -> bool:
+    def decide_pending(self) -> None:
         """Ask for decisions while the thread is paused. Ctrl-C here propagates (leave)."""
         while (pending := self.session.pending(self.thread_id)) is not None:
             answer: ReviewAnswer | OutcomeAnswer
@@ -257,4 +231,3 @@ class Chat:
                 self.err.print(Text(f"decision refused, nothing changed: {exc}", "red"))
                 continue
             self.run(run)
-        return True

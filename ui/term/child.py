@@ -1,10 +1,6 @@
-"""Becoming a server process: `gatehouse ui` (and `gatehouse` alone) and `gatehouse
-studio` end by running Streamlit or `langgraph dev` in their place. The web UI's
-first line is its sign-in link, so its command line is not shown; `gatehouse studio`
-shows its own (`show_command`).
-
-Without rich: the console script starts the web UI without loading typer, pydantic
-or rich (ui/term/entry.py), ~0.2 s that every first page waited for (issue 36).
+"""Becoming a server process: `gatehouse ui` and `gatehouse studio` end by running
+Streamlit or `langgraph dev` in their place. Without rich: the console script starts
+the web UI without loading typer, pydantic or rich (issue 36).
 """
 
 from __future__ import annotations

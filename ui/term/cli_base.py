@@ -1,11 +1,6 @@
 """The terminal client's shared parts: the typer app, its common options, how a
-command opens the database, and how it says what happened (`fail`, `emit`).
-
-The commands live beside it by group: ui/term/cli_threads.py (reading and changing
-stored threads), ui/term/cli_runs.py (running the agent and deciding), and
-ui/term/cli_interactive.py (the web UI, Studio and the terminal chat); ui/term/cli.py puts them together.
-Modules a command needs are loaded on first use (`_Deferred`): `gatehouse --help`
-needs neither rich nor pydantic, and a read-only command never needs LangGraph.
+command opens the database, and how it says what happened (`fail`, `emit`). The
+commands are grouped beside it (cli_threads, cli_runs, cli_interactive).
 """
 
 from __future__ import annotations
@@ -13,15 +8,25 @@ from __future__ import annotations
 import getpass
 import importlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast, overload
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from typer.core import TyperGroup
 
 import graph
+from graph.protocol.display import visible, visible_json
+from graph.protocol.threads import printable, thread_id_problem, turn_starts
+from ui.term import readonly
+from ui.term.readonly import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Opened,
+    cli_settings,
+    exit_code,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,15 +35,16 @@ if TYPE_CHECKING:
     import ui.term.ask as ask
     import ui.term.decisions as td
     import ui.term.render as term
-    from graph import Session, Settings, ThreadReader
+    from graph import Session, ThreadReader
     from graph.protocol import events as ev
     from graph.protocol import operations as ops
-    from graph.protocol.display import visible, visible_json
+
+__all__ = ["EXIT_OK", "cli_settings", "exit_code", "printable", "visible"]
 
 
 class _Deferred:
     """A module, or a name in one, loaded on first use: `gatehouse --help` needs
-    neither rich nor pydantic, and a read-only command never needs LangGraph."""
+    neither rich nor pydantic."""
 
     def __init__(
         self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None
@@ -66,16 +72,12 @@ class _Deferred:
 if not TYPE_CHECKING:
     term = _Deferred("ui.term.render")
     ask = _Deferred("ui.term.ask")
-    visible = _Deferred("graph.protocol.display", "visible")
-    # JSON output with hidden characters as JSON escapes: the same values, nothing that
-    # acts on the terminal a person runs `--json` in.
-    visible_json = _Deferred("graph.protocol.display", "visible_json")
     td = _Deferred("ui.term.decisions")
     ops = _Deferred("graph.protocol.operations")
     ev = _Deferred("graph.protocol.events")
     Text = _Deferred("rich.text", "Text")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AWAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
+EXIT_AWAITING, EXIT_CANCELLED = 3, 130
 STATUS_EXIT = {
     "completed": EXIT_OK,
     "awaiting_approval": EXIT_AWAITING,
@@ -114,7 +116,6 @@ app = typer.Typer(
     name="gatehouse",
     cls=_WholeHelp,
     help=HELP,
-    no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -183,15 +184,6 @@ InterruptOpt = Annotated[
 
 
 # -- plumbing ------------------------------------------------------------------
-def fail(message: str, code: int) -> typer.Exit:
-    """The error on stderr, for people; and with --json also on stdout, as
-    `{"error": ..., "exit_code": ...}`, so a script reads every outcome the same way."""
-    err.print(Text(f"gatehouse: {visible(message)}", "red"))
-    if _json_requested():
-        print(visible_json({"error": message, "exit_code": code}))
-    return typer.Exit(code)
-
-
 # Whether this command was given --json (set while its options are parsed).
 _json_output = False
 
@@ -202,8 +194,9 @@ def _remember_json(value: bool) -> bool:
     return value
 
 
-def _json_requested() -> bool:
-    return _json_output
+def fail(message: str, code: int) -> SystemExit:
+    """The error on stderr; with --json also on stdout, as `{"error", "exit_code"}`."""
+    return readonly.fail(message, code, _json_output)
 
 
 # Why the command's thread id is malformed (set while its arguments are parsed; said,
@@ -213,11 +206,8 @@ _bad_thread_id: str | None = None
 
 def _check_id(value: str) -> str:
     global _bad_thread_id
-    if _bad_thread_id is not None:
-        return value  # the first malformed id is the one said
-    from graph.protocol.threads import thread_id_problem  # no pydantic or LangGraph: plain checks
-
-    _bad_thread_id = thread_id_problem(value)
+    if _bad_thread_id is None:  # the first malformed id is the one said
+        _bad_thread_id = thread_id_problem(value)
     return value
 
 
@@ -226,31 +216,11 @@ def refuse_bad_thread_id() -> None:
         raise fail(f"not a thread id: {_bad_thread_id}", EXIT_USAGE)
 
 
-def os_user() -> str | None:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in this environment (a bare container)
-        return None
-
-
-def opening_failed(exc: Exception) -> typer.Exit:
-    """A wrong setting is a usage error (2); a database that cannot be used, a failure (1)."""
-    return fail(str(exc), EXIT_USAGE if isinstance(exc, graph.ConfigError) else EXIT_FAILED)
-
-
-@overload
-def absolute_db(db: str) -> str: ...
-
-
-@overload
-def absolute_db(db: None) -> None: ...
-
-
-def absolute_db(db: str | None) -> str | None:
-    """`--db` as an absolute path (a URL as given): fixed before anything changes directory."""
-    if not db or "://" in db:
-        return db
-    return str(Path(db).expanduser().resolve())
+def reset_thread_id_check() -> None:
+    """Forget the last command's malformed thread id (tests run several commands in one
+    process)."""
+    global _bad_thread_id
+    _bad_thread_id = None
 
 
 def shown_db(db: str) -> str:
@@ -265,65 +235,34 @@ def shown_db(db: str) -> str:
     return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
 
 
-def cli_settings(db: str | None) -> Settings:
-    """The settings, on `--db` when given (absolute)."""
-    settings = graph.load_settings()
-    return replace(settings, db=absolute_db(db)) if db else settings
+def os_user() -> str | None:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in this environment (a bare container)
+        return None
 
 
-@contextmanager
-def open_cli_session(db: str | None) -> Iterator[Session]:
+def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
     refuse_bad_thread_id()
     from graph import open_session  # LangGraph and the agent: only the commands that run it
 
-    try:
+    def make() -> Session:
         settings = cli_settings(db)
         # The decision log names the terminal and who: [audit] actor / GATEHOUSE_ACTOR
         # when set (a shared service account), else the OS user.
-        session = open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
-    except (graph.ConfigError, graph.StorageError) as exc:
-        raise opening_failed(exc) from None
-    try:
-        yield session
-    except graph.StorageError as exc:
-        raise fail(str(exc), EXIT_FAILED) from None
-    except graph.RunInProgress as exc:
-        # AlreadyDecided is both a DecisionError and a RunInProgress: a refused decision.
-        code = EXIT_USAGE if isinstance(exc, graph.DecisionError) else EXIT_FAILED
-        raise fail(str(exc), code) from None
-    finally:
-        session.close()
+        return open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
+
+    return opened(make)
 
 
-@contextmanager
-def open_cli_reader(db: str | None) -> Iterator[ThreadReader]:
-    """The database, read-only and without LangGraph: what `threads`, `pending` and
-    `show` need, at the cost of a query or two."""
+def opened(make: Callable[[], Opened]) -> AbstractContextManager[Opened]:
+    return readonly.opened(make, _json_output)
+
+
+def open_cli_reader(db: str | None) -> AbstractContextManager[ThreadReader]:
+    """The database, read-only and without LangGraph."""
     refuse_bad_thread_id()
-    from graph import open_reader
-
-    try:
-        reader = open_reader(absolute_db(db) or graph.load_settings().db)
-    except (graph.ConfigError, graph.StorageError) as exc:
-        raise opening_failed(exc) from None
-    try:
-        yield reader
-    except graph.StorageError as exc:
-        raise fail(str(exc), EXIT_FAILED) from None
-    finally:
-        reader.close()
-
-
-def printable(text: str) -> str:
-    from graph.protocol.threads import printable as escaped
-
-    return escaped(text)
-
-
-def turn_starts(messages: list[Any]) -> list[int]:
-    from graph.protocol.threads import turn_starts as starts
-
-    return starts(messages)
+    return readonly.open_reader(db, _json_output)
 
 
 def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
@@ -338,9 +277,20 @@ def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
     return starts[turn - 1]
 
 
-def terminal_words(exc: Exception) -> str:
-    """A Session refusal in the terminal's words: its option, not the API's keyword."""
-    return str(exc).replace("(force=True; terminal: --force)", "(--force)")
+@contextmanager
+def refusals(waiting: type[Exception] | None = None) -> Iterator[None]:
+    """A Session's refusal said: the thread waits for a decision (`waiting`, by default
+    AwaitingDecision: exit 3), other bad input (exit 2); in the terminal's words (its
+    option, not the API's keyword)."""
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc, waiting or graph.AwaitingDecision):
+            said = str(exc).replace("(force=True; terminal: --force)", "(--force)")
+            raise fail(said, EXIT_AWAITING) from None
+        if isinstance(exc, ValueError):
+            raise fail(str(exc), EXIT_USAGE) from None
+        raise
 
 
 def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
@@ -348,17 +298,14 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 
-def emit(as_json: bool, data: Any, text: str | Text) -> None:
+def emit(
+    as_json: bool, data: Any, text: str | Text | Callable[[], None], indent: int | None = None
+) -> None:
     """A command's result: `data` as JSON on stdout under --json (hidden characters
-    escaped), else `text` for people."""
+    escaped), else `text` for people (or what `text()` prints)."""
     if as_json:
-        print(visible_json(data))
+        print(visible_json(data, indent=indent))
+    elif callable(text):
+        text()
     else:
         out.print(text)
-
-
-def reset_thread_id_check() -> None:
-    """Forget the last command's malformed thread id (tests run several commands in one
-    process)."""
-    global _bad_thread_id
-    _bad_thread_id = None

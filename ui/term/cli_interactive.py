@@ -1,8 +1,6 @@
-"""The `gatehouse` commands a person stays in: the web UI (`gatehouse` with no command,
-`gatehouse ui`), LangGraph's dev server for Studio and other clients (`gatehouse
-studio`), and the terminal chat (`gatehouse chat`). The console script starts the web UI
-without typer when it can (ui/term/entry.py); these are the typer forms, for help and
-errors.
+"""The `gatehouse` commands a person stays in: the web UI (`gatehouse`, `gatehouse ui`),
+`gatehouse studio` and `gatehouse chat` (typer forms; ui/term/entry.py starts the web UI
+without typer when it can).
 """
 
 from __future__ import annotations
@@ -27,14 +25,14 @@ from ui.term.cli_base import (
     DbOpt,
     JsonOpt,
     Text,
-    absolute_db,
     app,
     cli_settings,
     emit,
     err,
+    exit_code,
     fail,
     open_cli_session,
-    opening_failed,
+    opened,
     out,
     require_thread,
     reset_thread_id_check,
@@ -82,7 +80,7 @@ def ui(
     try:
         cmd = web_ui_command(port, browser, APP_PATH)
     except graph.ConfigError as exc:
-        raise opening_failed(exc) from None
+        raise fail(str(exc), exit_code(exc)) from None
     raise typer.Exit(run_child(cmd))
 
 
@@ -98,19 +96,10 @@ def signout(
     it: each signs in again with a new link. One browser signs out at /_gatehouse/signout."""
     if not every:
         raise fail("say --all: ends every browser's web session on this database", EXIT_USAGE)
-    try:
-        sessions = graph.WebSessions(cli_settings(db).db)
-    except (graph.ConfigError, graph.StorageError) as exc:
-        raise opening_failed(exc) from None
-    try:
+    with opened(lambda: graph.WebSessions(cli_settings(db).db)) as sessions:
         ended = sessions.revoke_all()
-    finally:
-        sessions.close()
-    emit(
-        as_json,
-        {"signed_out": ended},
-        f"Signed out {ended} web session(s): every browser signs in again.",
-    )
+    said = f"Signed out {ended} web session(s): every browser signs in again."
+    emit(as_json, {"signed_out": ended}, said)
 
 
 @app.command()
@@ -142,7 +131,6 @@ def studio(
     from ui.term.studio import DEFAULT_PORT, run_studio, valid_server_thread_id
 
     threads = list(thread or [])
-    db = absolute_db(db)
     if threads:
         with open_cli_session(db) as session:
             for thread_id in threads:
@@ -154,30 +142,22 @@ def studio(
     try:
         settings = cli_settings(db)
     except graph.ConfigError as exc:
-        raise opening_failed(exc) from None
+        raise fail(str(exc), exit_code(exc)) from None
     os.environ.update(graph.location_env(settings))
     err.print(Text(f"Database: {shown_db(settings.db)}", "dim"))
     port = port or DEFAULT_PORT
-    cmd = [
-        exe,
-        "dev",
-        "--config",
-        str(PROJECT_ROOT / "langgraph.json"),
-        "--port",
-        str(port),
-        "--no-browser",
-    ]
-    if not threads and browser:
-        cmd.remove("--no-browser")  # langgraph dev opens Studio itself
+    cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json"), "--port", str(port)]
+    if threads or not browser:
+        cmd.append("--no-browser")  # else langgraph dev opens Studio itself
     if not threads:
         from ui.term.studio import how_to_connect, key_file
 
         # Printed before the server starts (it takes the process): it opens Studio itself.
         graph.install_secret(key_file(settings.db))
         err.print(Text(how_to_connect(f"http://127.0.0.1:{port}", key_file(settings.db))))
-        show_command(cmd)
-        raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
     show_command(cmd)
+    if not threads:
+        raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
     raise typer.Exit(
         run_studio(
             cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print

@@ -1,10 +1,7 @@
 """`gatehouse` commands that run the agent and decide its requests: `send`, `approve`,
-`reject`, `respond`, `resolve`, `resume` and the interactive `chat`.
-
-A decision covers only a request its author has seen: a script names it with
---interrupt-id, a person at a terminal is shown the card and confirms. `approve` and
-`reject` are checked against the database before LangGraph loads
-(`check_before_loading`), and again under the thread's lease once it has.
+`reject`, `respond`, `resolve`, `resume`. A decision covers only a request its author
+has seen: a script names it with --interrupt-id, a person at a terminal confirms the
+card. `approve` and `reject` are checked before LangGraph loads, and again under the lease.
 """
 
 from __future__ import annotations
@@ -41,6 +38,7 @@ from ui.term.cli_base import (
     open_cli_session,
     ops,
     out,
+    refusals,
     require_thread,
     td,
     term,
@@ -57,12 +55,9 @@ if TYPE_CHECKING:
 def require_pending(
     session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
 ) -> Pause:
-    """The pending request the command decides. A decision covers only a request its
-    author has seen: a script names it (--interrupt-id, as `pending` and `show` print
-    it) and is refused when it is missing or no longer pending; a person at a terminal
-    who did not name it is shown the card and asked to confirm (`require_named`,
-    `confirm_unnamed`). With the read-only reader (before LangGraph is loaded) a named
-    request that is not the pending one is left to the session, which says why."""
+    """The pending request the command decides; refused when it is not the one named.
+    With the reader (before LangGraph loads) a named request that is not the pending
+    one is left to the session, which says why."""
     require_thread(session, thread_id)
     pending = session.pending(thread_id)
     if pending is None:
@@ -70,11 +65,10 @@ def require_pending(
         status = info.status if info else "idle"
         from graph.protocol.decisions import who_decided
 
-        log = (
-            session.audit(thread_id, limit=50)
-            if hasattr(session, "audit")
-            else session.recent_decisions(thread_id)
-        )
+        if isinstance(session, graph.ThreadReader):
+            log = session.recent_decisions(thread_id)
+        else:
+            log = session.audit(thread_id, limit=50)
         done = who_decided(log)  # who beat us to it
         by = f"; already decided: {done}" if done else ""
         if interrupt_id is not None:
@@ -105,18 +99,14 @@ def require_pending(
 
 def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
     """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
-    if interrupt_id is None and not can_confirm(as_json):
+    # A person at a terminal can confirm an unnamed decision (never under --json).
+    if interrupt_id is None and (as_json or not (sys.stdin.isatty() and sys.stdout.isatty())):
         raise fail(
             f"name the request this decision is for: add --interrupt-id ID, with the request id that "
             f"`gatehouse pending` or `gatehouse show {thread_id}` prints (`interrupt_id` under --json). "
             "Without it a script could decide a request nobody has seen; nothing was sent.",
             EXIT_USAGE,
         )
-
-
-def can_confirm(as_json: bool) -> bool:
-    """A person is at a terminal to confirm an unnamed decision (never under --json)."""
-    return not as_json and sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str:
@@ -163,17 +153,11 @@ def check_before_loading(
     as_json: bool,
     build: Callable[[Approval], Any],
 ) -> None:
-    """Refuse a bad decision before LangGraph is imported (seconds on a busy machine):
-    the thread, its pending request and the options are checked against the database
-    through the read-only reader. The command checks again under its lease once the
-    agent is loaded (the request may have been answered meanwhile)."""
+    """Refuse a bad decision through the reader before LangGraph is imported (seconds
+    on a busy machine); the command checks again under its lease once it is."""
     with open_cli_reader(db) as reader:
         request = require_approval(reader, thread_id, interrupt_id, as_json)
     build(request)
-
-
-def no_schema_check(name: str, args: dict[str, Any]) -> str | None:
-    return None  # before the tools are loaded: JSON and its shape only; the schema is checked after
 
 
 def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.Event]]:
@@ -185,7 +169,14 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
     def on_sigint(signum: int, frame: Any) -> None:
         nonlocal stopping
         if stopping:
-            quit_now(run)
+            # Leave at once: the run's worker thread would keep the process alive until
+            # its step ends. The database is consistent at every commit; whatever was cut
+            # short is found by the next run (a started call: "outcome unknown").
+            resume = f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}"
+            err.print(Text(resume, "magenta"))
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_CANCELLED)
         stopping = True
         run.cancel()
         err.print(
@@ -203,40 +194,22 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
     return run.status or "failed", events
 
 
-def quit_now(run: Run) -> None:
-    """The second Ctrl-C: leave at once. The run's worker thread would keep the process
-    alive until its step ends, so the process exits without waiting for it; the
-    database is consistent at every commit, and whatever was cut short is found by the
-    next run (a started call becomes an "outcome unknown" question)."""
-    err.print(
-        Text(f"\n■ quit. The thread stays resumable: gatehouse resume {run.thread_id}", "magenta")
-    )
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(EXIT_CANCELLED)
-
-
 def finish_run(session: Session, run: Run, as_json: bool) -> None:
     """Drive a run for a non-interactive command and exit with its status."""
     status, events = drive(run, None if as_json else term.EventRenderer(out))
+    pending = session.pending(run.thread_id) if status == "awaiting_approval" else None
     if as_json:
-        pending = session.pending(run.thread_id) if status == "awaiting_approval" else None
-        summary = term.run_json(
-            run.thread_id, status, events, pending, session.auto_approving(run.thread_id)
-        )
-        print(visible_json(summary, indent=2))
-    elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
+        auto = session.auto_approving(run.thread_id)
+        print(visible_json(term.run_json(run.thread_id, status, events, pending, auto), indent=2))
+    elif pending:
         term.render_pending(out, pending)
-        if isinstance(pending, graph.OutcomeUnknown):
-            out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
-        else:
-            out.print(
-                Text(
-                    f"decide with: gatehouse approve|reject|respond {run.thread_id} "
-                    f"--interrupt-id {visible(pending.interrupt_id)} …",
-                    "dim",
-                )
-            )
+        hint = (
+            RESOLVE_HINT.format(id=run.thread_id)
+            if isinstance(pending, graph.OutcomeUnknown)
+            else f"gatehouse approve|reject|respond {run.thread_id} "
+            f"--interrupt-id {visible(pending.interrupt_id)} …"
+        )
+        out.print(Text(f"decide with: {hint}", "dim"))
     raise typer.Exit(STATUS_EXIT.get(status, EXIT_FAILED))
 
 
@@ -254,23 +227,6 @@ def send_answer(
     except graph.DecisionError as exc:
         raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
     finish_run(session, run, as_json)
-
-
-def decide(
-    pending: Approval, chosen: dict[int, Decision], others: Decision | None, hint: str
-) -> ReviewAnswer:
-    try:
-        return td.answer(pending, chosen, others, hint=hint)
-    except td.DecisionUsage as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-
-
-def others_decision(reject_others: str | None, approve_others: bool) -> Decision | None:
-    if reject_others is not None and approve_others:
-        raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
-    if reject_others is not None:
-        return ops.reject(reject_others or None)
-    return ops.approve() if approve_others else None
 
 
 # -- running the agent --------------------------------------------------------------
@@ -293,12 +249,8 @@ def send(
         thread_id = thread or session.new_thread_id()
         if not as_json and (why := session.auto_approving(thread_id)):
             err.print(term.auto_approve_banner(why))
-        try:
+        with refusals(graph.DecisionError):
             run = session.submit(ops.SendMessage(thread_id, message))
-        except graph.DecisionError as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
         if not as_json:
             err.print(Text(f"thread {run.thread_id}", "dim"))
         finish_run(session, run, as_json)
@@ -375,29 +327,20 @@ def approve(
     def granted(request: Approval, chosen: dict[int, Decision]) -> dict[int, Decision]:
         """The approvals with their standing grant: the narrow one (exactly this command
         or file) for --always, the whole tool for --always-tool."""
-        if not (always or always_tool):
-            return chosen
         out = dict(chosen)
-        for n, d in chosen.items():
+        for n, d in chosen.items() if always or always_tool else ():
             if not 1 <= n <= len(request.actions) or d.type not in ("approve", "edit"):
-                continue  # decide() says why a number is wrong
-            edited = d.edited_action if d.type == "edit" else None
-            action = edited or request.actions[n - 1]
-            name, args = action.name, action.args
-            scope = None if always_tool else narrow_grant(name, args)
+                continue  # td.answer says why a number is wrong
+            action = d.edited_action if d.type == "edit" else request.actions[n - 1]
+            scope = None if always_tool else narrow_grant(action.name, action.args)
             if always and scope is None:
                 raise fail(
-                    f"--always: call {n} ({name}) has no narrow grant (a command with shell "
+                    f"--always: call {n} ({action.name}) has no narrow grant (a command with shell "
                     f"syntax or the network, a path outside the workspace, a move); "
-                    f"--always-tool allows every {name} call in this thread",
+                    f"--always-tool allows every {action.name} call in this thread",
                     EXIT_USAGE,
                 )
-            grant = scope.pattern if scope else True
-            out[n] = (
-                ops.edit(name, args, always_allow=grant)
-                if edited
-                else ops.approve(always_allow=grant)
-            )
+            out[n] = d.model_copy(update={"always_allow": scope.pattern if scope else True})
         return out
 
     def build(
@@ -427,16 +370,22 @@ def approve(
                 EXIT_USAGE,
             )
         others = ops.reject(reject_others or None) if reject_others is not None else None
-        return decide(
-            request,
-            granted(request, chosen),
-            others,
-            "decide them in the same command: repeat --call, "
-            "or use --all or --reject-others REASON",
-        )
+        with refusals():  # a DecisionUsage: exit 2
+            return td.answer(
+                request,
+                granted(request, chosen),
+                others,
+                hint="decide them in the same command: repeat --call, "
+                "or use --all or --reject-others REASON",
+            )
 
     check_before_loading(
-        db, thread_id, interrupt_id, as_json, lambda request: build(request, no_schema_check)
+        # Before the tools are loaded: JSON and its shape only; the schema is checked after.
+        db,
+        thread_id,
+        interrupt_id,
+        as_json,
+        lambda request: build(request, lambda n, a: None),
     )
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id, interrupt_id, as_json)
@@ -467,12 +416,13 @@ def reject(
     def build(request: Approval) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
         rejected: Decision = ops.reject(reason or None)
-        return decide(
-            request,
-            dict.fromkeys(numbers, rejected),
-            ops.approve() if approve_others else None,
-            "decide them in the same command: repeat --call, or use --approve-others",
-        )
+        with refusals():
+            return td.answer(
+                request,
+                dict.fromkeys(numbers, rejected),
+                ops.approve() if approve_others else None,
+                hint="decide them in the same command: repeat --call, or use --approve-others",
+            )
 
     check_before_loading(db, thread_id, interrupt_id, as_json, build)
     with open_cli_session(db) as session:
@@ -508,6 +458,9 @@ def respond(
     """
     if not message.strip():
         raise fail("--message cannot be empty", EXIT_USAGE)
+    if reject_others is not None and approve_others:
+        raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
+    others = ops.approve() if approve_others else None
     with open_cli_session(db) as session:
         request = require_approval(session, thread_id, interrupt_id, as_json)
         if call is None:
@@ -518,12 +471,13 @@ def respond(
                     EXIT_USAGE,
                 )
             call = 1
-        answer = decide(
-            request,
-            {call: ops.respond(message)},
-            others_decision(reject_others, approve_others),
-            "decide them in the same command: --reject-others REASON or --approve-others",
-        )
+        with refusals():
+            answer = td.answer(
+                request,
+                {call: ops.respond(message)},
+                ops.reject(reject_others or None) if reject_others is not None else others,
+                hint="decide them in the same command: --reject-others REASON or --approve-others",
+            )
         send_answer(session, request, answer, interrupt_id, as_json)
 
 
@@ -557,15 +511,12 @@ def resolve(
     """Answer an "outcome unknown" pause: a call that started before a crash and
     whose result was never saved. Say exactly one of --run-again, --failed NOTE
     or --outcome TEXT; the run then continues."""
-    chosen = [
-        flag
-        for flag, given in (
-            ("--run-again", run_again),
-            ("--failed", failed is not None),
-            ("--outcome", outcome is not None),
-        )
-        if given
-    ]
+    given = {
+        "--run-again": run_again,
+        "--failed": failed is not None,
+        "--outcome": outcome is not None,
+    }
+    chosen = [flag for flag, said in given.items() if said]
     if len(chosen) != 1:
         raise fail(
             "say exactly one of --run-again, --failed NOTE or --outcome TEXT"

@@ -1,14 +1,12 @@
-"""`gatehouse` commands over stored threads: reading them (`threads`, `show`,
-`pending`, `output`, `audit`, `grants`, `branches`), moving them (`export`, `import`),
-and changing their history or permissions without a run (`delete`, `undo`, `compact`,
-`revoke`, `switch`) or with one (`fork`). `threads`, `show` and `pending` are the
-read-only bodies in ui/term/readonly.py, which the console script runs without typer.
+"""`gatehouse` commands over stored threads: reading, exporting and importing them,
+and changing their history or permissions without a run (or with one: `fork`).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +16,6 @@ import graph
 from graph.protocol import operations as op
 from ui.term import readonly
 from ui.term.cli_base import (
-    EXIT_AWAITING,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -37,9 +34,9 @@ from ui.term.cli_base import (
     ops,
     out,
     printable,
+    refusals,
     require_thread,
     term,
-    terminal_words,
     thread_option,
     turn_index,
     turn_starts,
@@ -59,27 +56,19 @@ def threads(
     ] = 50,
 ) -> None:
     """List threads: status, pending approvals, last update."""
-    _read_only(readonly.threads, db=db, as_json=as_json, limit=limit)
+    readonly.threads(db=db, as_json=as_json, limit=limit)
 
 
 @app.command()
 def show(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Print a thread's transcript (and its pending calls)."""
-    _read_only(readonly.show, thread_id=thread_id, db=db, as_json=as_json)
+    readonly.show(thread_id, db=db, as_json=as_json)
 
 
 @app.command()
 def pending(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Every thread waiting for a decision, oldest first, with its numbered calls."""
-    _read_only(readonly.pending, db=db, as_json=as_json)
-
-
-def _read_only(command: Callable[..., None], **kwargs: Any) -> None:
-    """A command of ui/term/readonly.py (no typer there), its exit as typer's."""
-    try:
-        command(**kwargs)
-    except SystemExit as exc:
-        raise typer.Exit(exc.code if isinstance(exc.code, int) else EXIT_FAILED) from None
+    readonly.pending(db=db, as_json=as_json)
 
 
 @app.command()
@@ -185,10 +174,8 @@ def undo(
         turns = len(turn_starts(session.transcript(thread_id)))
         if turns == 0:
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
-        try:
+        with refusals():
             removed = session.submit(op.Undo(thread_id, force)).result().removed
-        except graph.AwaitingDecision as exc:
-            raise fail(terminal_words(exc), EXIT_AWAITING) from None
     emit(
         as_json,
         {"thread_id": thread_id, "removed": removed, "turn": turns},
@@ -202,30 +189,15 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
     checkpoints keep the full history)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        try:
+        with refusals():
             event = session.submit(op.Compact(thread_id)).result().compacted
-        except graph.AwaitingDecision as exc:
-            raise fail(str(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
-    if event is None:
-        emit(
-            as_json,
-            {"thread_id": thread_id, "compacted": False},
-            "nothing to compact: the thread has no turns older than the ones kept verbatim",
-        )
-        return
     emit(
         as_json,
-        {
-            "thread_id": thread_id,
-            "compacted": True,
-            "tokens_before": event.tokens_before,
-            "tokens_after": event.tokens_after,
-            "messages_removed": event.messages_removed,
-        },
-        f"compacted: {event.messages_removed} messages summarised, "
-        f"{event.tokens_before:,} → {event.tokens_after:,} tokens",
+        {"thread_id": thread_id, "compacted": event is not None}
+        | (term.pick(event, *term.COMPACTED) if event else {}),
+        term.compacted_line(event)
+        if event
+        else "nothing to compact: the thread has no turns older than the ones kept verbatim",
     )
 
 
@@ -243,16 +215,15 @@ def output(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         text = session.tool_output(thread_id, call_id)
-    if text is not None and not as_json and sys.stdout.isatty():
-        # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
-        # would write the clipboard); piped into a file it stays byte for byte.
-        text = visible(text)
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
     if as_json:
         print(visible_json({"thread_id": thread_id, "call_id": call_id, "output": text}))
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
+    # would write the clipboard); piped into a file it stays byte for byte.
+    text = visible(text) if sys.stdout.isatty() else text
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 @app.command()
@@ -276,33 +247,35 @@ def audit(
     if verify:
         with open_cli_session(db) as session:
             result = session.verify_audit()
-        if as_json:
-            print(
-                visible_json(
-                    {
-                        "intact": result.intact,
-                        "entries": result.entries,
-                        "head": result.head,
-                        "problems": result.problems,
-                    },
-                    indent=2,
-                )
-            )
-        elif result.intact:
-            out.print(f"Decision log intact: {result.entries} entries, head {result.head}")
-        else:
+
+        def tampered() -> None:
             err.print(Text(f"Decision log TAMPERED: {result.first_problem}", "bold red"))
             for more in result.problems[1:]:
                 err.print(Text(f"  also: {more}", "red"))
+
+        intact = f"Decision log intact: {result.entries} entries, head {result.head}"
+        data = term.pick(result, "intact", "entries", "head", "problems")
+        emit(as_json, data, intact if result.intact else tampered, indent=2)
         raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
         records = session.audit(thread, limit=limit)
-    if as_json:
-        print(visible_json([r.to_dict() for r in records], indent=2))
-    elif not records:
-        out.print("No decisions recorded" + (f" for thread {thread}." if thread else " yet."))
-    else:
-        term.render_audit(out, records, show_thread=thread is None)
+    draw = partial(term.render_audit, out, records, show_thread=thread is None)
+    empty = "No decisions recorded" + (f" for thread {thread}." if thread else " yet.")
+    listed(as_json, records, draw, empty)
+
+
+def listed(
+    as_json: bool, found: Sequence[Any], draw: Callable[[], None], empty: str, hint: str = ""
+) -> None:
+    """A list: each item's dict under --json; else drawn (then `hint`, what to do with
+    it), or `empty` when there is none."""
+
+    def drawn() -> None:
+        draw()
+        if hint:
+            out.print(Text(hint, "dim"))
+
+    emit(as_json, [item.to_dict() for item in found], drawn if found else empty, indent=2)
 
 
 @app.command()
@@ -312,20 +285,16 @@ def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         found = session.grants(thread_id)
-    if as_json:
-        print(visible_json([g.to_dict() for g in found], indent=2))
-        return
-    if not found:
-        out.print(f"No standing grants in thread {thread_id}: every gated call asks.")
-        return
-    for g in found:
-        who = f"by {g.actor or 'unknown'} via {g.source or 'unknown'}, {term.when(g.granted_at)}"
-        out.print(
-            Text.assemble(
-                (printable(g.label), "bold"), "  ", printable(g.described), (f"  ({who})", "dim")
-            )
-        )
-    out.print(Text(f"Withdraw one with: gatehouse revoke {thread_id} GRANT", "dim"))
+
+    def draw() -> None:
+        for g in found:
+            when = term.when(g.granted_at)
+            who = (f"  (by {g.actor or 'unknown'} via {g.source or 'unknown'}, {when})", "dim")
+            label = (printable(g.label), "bold")
+            out.print(Text.assemble(label, "  ", printable(g.described), who))
+
+    empty = f"No standing grants in thread {thread_id}: every gated call asks."
+    listed(as_json, found, draw, empty, f"Withdraw one with: gatehouse revoke {thread_id} GRANT")
 
 
 @app.command()
@@ -344,11 +313,9 @@ def revoke(
     """Withdraw a standing grant: the thread's next gated call asks again (recorded in the decision log)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        try:
+        with refusals():
             done = session.submit(op.Revoke(thread_id, grant)).result().grant
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
-    assert done is not None
+    assert done is not None  # a revoke's answer names the grant it ended
     emit(
         as_json,
         {"thread_id": thread_id, "revoked": done.label},
@@ -378,12 +345,8 @@ def fork(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         index = turn_index(session.transcript(thread_id), thread_id, at)
-        try:
+        with refusals():
             run = session.submit(ops.Fork(thread_id, index, text, force))
-        except graph.AwaitingDecision as exc:
-            raise fail(terminal_words(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
         finish_run(session, run, as_json)
 
 
@@ -396,28 +359,18 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
         messages = session.transcript(thread_id)
         found = session.branches(thread_id, messages)
     turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
-    if as_json:
-        print(visible_json([b.to_dict() for b in found], indent=2))
-        return
-    if not found:
-        out.print(f"Thread {thread_id} has one version of each message (it was never forked).")
-        return
-    for versions in found:
-        out.print(
-            Text.assemble(
-                (f"#{turn.get(versions.index, '?')}", "bold"), f"  version {versions.label}"
-            )
-        )
-        for k, preview in enumerate(versions.previews):
-            current = k == versions.current
-            out.print(
-                Text.assemble(
-                    ("  ▸ " if current else "    ", "bold"),
-                    f"{k + 1}. ",
-                    (preview, "" if current else "dim"),
-                )
-            )
-    out.print(Text(f"Switch with: gatehouse switch {thread_id} --at N --to K", style="dim"))
+
+    def draw() -> None:
+        for versions in found:
+            number = (f"#{turn.get(versions.index, '?')}", "bold")
+            out.print(Text.assemble(number, f"  version {versions.label}"))
+            for k, preview in enumerate(versions.previews):
+                now = k == versions.current
+                mark = ("  ▸ " if now else "    ", "bold")
+                out.print(Text.assemble(mark, f"{k + 1}. ", (preview, "" if now else "dim")))
+
+    empty = f"Thread {thread_id} has one version of each message (it was never forked)."
+    listed(as_json, found, draw, empty, f"Switch with: gatehouse switch {thread_id} --at N --to K")
 
 
 @app.command()
@@ -456,12 +409,8 @@ def switch(
             raise fail(
                 f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE
             )
-        try:
+        with refusals():
             session.submit(op.SwitchBranch(thread_id, versions.message_ids[to - 1], force))
-        except graph.AwaitingDecision as exc:
-            raise fail(terminal_words(exc), EXIT_AWAITING) from None
-        except ValueError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
         messages = session.transcript(thread_id)
     emit(
         as_json,

@@ -1,8 +1,5 @@
-"""The console every `gatehouse` command prints through, and the `threads` table.
-
-Apart from ui/term/render.py so that `gatehouse threads` draws its table with rich
-alone, without the transcript and pause renderers (tests/test_cli_fast.py checks
-what each read-only command loads).
+"""The console every `gatehouse` command prints through, and the `threads` table
+(apart from ui/term/render.py: `gatehouse threads` needs rich alone).
 """
 
 from __future__ import annotations
@@ -32,13 +29,10 @@ STATUS_STYLE = {
 
 
 class SafeConsole(Console):
-    """A console that never writes a control character it did not make itself.
-
-    The text of every segment passes through `visible()`; only rich's own control
-    segments (colours are styles, cursor moves are control segments) reach the
-    terminal as codes. The places that build text escape it first as well, so the
-    layout (wrapping, panel borders) is measured on what is shown; this is the net
-    for anything they miss."""
+    """A console that never writes a control character it did not make itself: every
+    segment's text passes through `visible()`, only rich's own control segments reach
+    the terminal as codes. The net for anything the callers (which escape first, so
+    the layout is measured on what is shown) miss."""
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Any:
         for segment in super().render(renderable, options):

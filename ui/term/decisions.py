@@ -1,10 +1,8 @@
-"""Turning command-line choices into one answer for a pending approval request.
+"""Command-line choices turned into one answer for a pending approval request.
 
-The graph takes exactly one decision per action request, in request order, in a
-single answer. A command that decides only some calls (`approve ID --call 2`) must
-therefore say what happens to the others (`--reject-others`, `--approve-others`),
-or it is refused with the list of calls still undecided. Nothing is stored locally
-between commands: a refused command changes nothing.
+The graph takes exactly one decision per call, in request order, in a single answer: a
+command that decides only some calls must say what happens to the others
+(`--reject-others`, `--approve-others`), or it is refused with the calls undecided.
 """
 
 from __future__ import annotations
@@ -50,18 +48,6 @@ def describe_answer(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> lis
     return lines
 
 
-def check_numbers(pending: Approval, numbers: Iterable[int]) -> list[int]:
-    count = len(pending.actions)
-    chosen = list(dict.fromkeys(numbers))
-    bad = [n for n in chosen if not 1 <= n <= count]
-    if bad:
-        raise DecisionUsage(
-            f"no call {', '.join(map(str, bad))} in the pending request of thread "
-            f"{pending.thread_id}; its calls are {describe_calls(pending)}"
-        )
-    return chosen
-
-
 def answer(
     pending: Approval,
     chosen: Mapping[int, Decision],
@@ -72,8 +58,12 @@ def answer(
 ) -> ReviewAnswer:
     """The answer covering every call: `chosen` by 1-based number, the rest `others`;
     refused (`DecisionUsage`) when some call would stay undecided."""
-    check_numbers(pending, chosen)
     count = len(pending.actions)
+    if bad := [n for n in chosen if not 1 <= n <= count]:
+        raise DecisionUsage(
+            f"no call {', '.join(map(str, bad))} in the pending request of thread "
+            f"{pending.thread_id}; its calls are {describe_calls(pending)}"
+        )
     undecided = [n for n in range(1, count + 1) if n not in chosen]
     if undecided and others is None:
         raise DecisionUsage(
@@ -81,9 +71,5 @@ def answer(
             f"for all of them; still undecided: {describe_calls(pending, undecided)}. Nothing was sent; "
             f"{hint}."
         )
-    decisions: list[Decision] = []
-    for n in range(1, count + 1):
-        decision = chosen.get(n, others)
-        assert decision is not None  # an undecided call without `others` was refused above
-        decisions.append(decision)
-    return review(decisions)
+    # An undecided call without `others` was refused above: nothing is left out.
+    return review([d for n in range(1, count + 1) if (d := chosen.get(n, others)) is not None])

@@ -1,22 +1,10 @@
-"""`gatehouse`, the console script: the read-only commands without typer, and an exit
-without the interpreter's teardown.
+"""`gatehouse`, the console script: the read-only commands and starting the web UI
+without typer (ui/term/fast.py), the rest through the typer app (ui/term/cli.py).
 
-`threads`, `pending` and `show` with their plain options are parsed here
-(ui/term/fast.py) and run by ui/term/readonly.py, which loads neither typer nor
-LangGraph; `gatehouse` and `gatehouse ui` with their plain options start the web UI
-without typer too; every other command line (`--help`, a decision, the agent, a malformed
-option) goes to the typer app in ui/term/cli.py, which imports typer and pydantic
-first: a tenth of a second or more that a read-only command does not need.
-
-When the command is done, the process ends as Python would end it (thread pools told
-to stop and other threads joined, `atexit` handlers run, stdout and stderr flushed) but
-without tearing down every module and object it loaded: with LangGraph and LangChain
-loaded that teardown takes about half a second on a 2-core machine, longer than a
-decision itself (BENCHMARKS.md, issue 36). Nothing of Gatehouse's is left to it: sessions and
-databases are closed by the commands, tool processes by an `atexit` handler.
-
-Where PYTHONDONTWRITEBYTECODE is set, the first command starts compiling the missing
-bytecode in the background (ui/term/bytecode.py); later commands load it.
+It ends the process as Python would (threads joined, `atexit` run, streams flushed) but
+without tearing down every loaded module: with LangGraph loaded that takes about half
+a second, longer than a decision itself (issue 36). Sessions and databases are closed
+by the commands, tool processes by an `atexit` handler.
 """
 
 from __future__ import annotations

@@ -1,102 +1,65 @@
-"""The plain command lines of the read-only commands, of `approve` / `reject` and of
-starting the web UI (`gatehouse`, `gatehouse ui`), read without typer.
-
-typer (0.29) checks every parameter through a pydantic `TypeAdapter`, so parsing any
-command imports pydantic and builds validators: most of a read-only command's time.
-`threads`, `pending` and `show` take a few plain options, and a scripted `approve` or
-`reject` a few more; when the command line is one of theirs, the console script
-(`ui.term.entry.main`: read-only commands, without typer) or `ui.term.cli.main` calls
-the command directly with what is parsed here. Anything else (`--help`, `--edit`, an
-unknown or malformed option) returns None and typer parses it as always, errors and
-help included.
+"""The plain command lines of `threads`, `pending`, `show`, `approve`, `reject` and of
+starting the web UI, read without typer: typer (0.29) checks every parameter through
+a pydantic `TypeAdapter`, most of a read-only command's time. Anything else (`--help`,
+`--edit`, an unknown or malformed option) returns None and typer parses it as always.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+# Each command's plain options: option → (keyword, kind). A kind is "flag" (True when
+# given), "str", "int", or "calls" (an int, repeatable). `--edit N JSON` (two values),
+# help and anything unknown, repeated or malformed are left to typer.
+_COMMON = {"--json": ("as_json", "flag"), "--db": ("db", "str")}
+_DECIDE = {
+    **_COMMON,
+    "--interrupt-id": ("interrupt_id", "str"),
+    "--request": ("interrupt_id", "str"),
+    "--call": ("call", "calls"),
+    "-c": ("call", "calls"),
+}
+_OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
+    "threads": {**_COMMON, "--limit": ("limit", "int")},
+    "pending": _COMMON,
+    "": {"--port": ("port", "int")},  # `gatehouse` alone: the web UI
+    "ui": {
+        "--port": ("port", "int"),
+        "--browser": ("browser", "flag"),
+        "--no-browser": ("no_browser", "flag"),
+    },
+    "show": _COMMON,
+    "approve": {
+        **_DECIDE,
+        "--all": ("all_", "flag"),
+        "--always": ("always", "flag"),
+        "--always-tool": ("always_tool", "flag"),
+        "--reject-others": ("reject_others", "str"),
+    },
+    "reject": {
+        **_DECIDE,
+        "--approve-others": ("approve_others", "flag"),
+        "--reason": ("reason", "str"),
+        "-m": ("reason", "str"),
+    },
+}
 READ_ONLY = ("threads", "pending", "show")
 
 
 def parse_read_only(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     """(command, keyword arguments) for a read-only command line, or None."""
-    if not argv or argv[0] not in READ_ONLY:
-        return None
-    command, rest = argv[0], argv[1:]
-    kwargs: dict[str, Any] = {}
-    positional: list[str] = []
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        name, eq, inline = arg.partition("=")
-        if arg == "--json":
-            kwargs["as_json"] = True
-        elif name in ("--db", "--limit") and (eq or i + 1 < len(rest)):
-            value = inline if eq else rest[i + 1]
-            i += 0 if eq else 1
-            if name == "--db":
-                kwargs["db"] = value
-            elif command == "threads":
-                try:
-                    kwargs["limit"] = int(value)
-                except ValueError:
-                    return None  # typer says what is wrong with it
-            else:
-                return None
-        elif arg == "--":
-            positional.extend(rest[i + 1 :])
-            break
-        elif arg.startswith("-"):
-            return None
-        else:
-            positional.append(arg)
-        i += 1
-    if command == "show":
-        if len(positional) != 1:
-            return None
-        kwargs["thread_id"] = positional[0]
-    elif positional:
-        return None
-    return command, kwargs
-
-
-# `approve` and `reject` in their scripted forms: option → (keyword, kind). A kind is
-# "flag" (True when given), "str", or "calls" (an int, repeatable). `--edit N JSON`
-# (two values), help and anything unknown or malformed are left to typer.
-_DECISION_OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
-    "approve": {
-        "--json": ("as_json", "flag"),
-        "--all": ("all_", "flag"),
-        "--always": ("always", "flag"),
-        "--always-tool": ("always_tool", "flag"),
-        "--db": ("db", "str"),
-        "--interrupt-id": ("interrupt_id", "str"),
-        "--request": ("interrupt_id", "str"),
-        "--reject-others": ("reject_others", "str"),
-        "--call": ("call", "calls"),
-        "-c": ("call", "calls"),
-    },
-    "reject": {
-        "--json": ("as_json", "flag"),
-        "--approve-others": ("approve_others", "flag"),
-        "--db": ("db", "str"),
-        "--interrupt-id": ("interrupt_id", "str"),
-        "--request": ("interrupt_id", "str"),
-        "--reason": ("reason", "str"),
-        "-m": ("reason", "str"),
-        "--call": ("call", "calls"),
-        "-c": ("call", "calls"),
-    },
-}
+    return _parse(argv) if argv and argv[0] in READ_ONLY else None
 
 
 def parse_decision(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     """(command, keyword arguments) for a plain `approve` / `reject` command line, or
     None (typer parses it). Parsing one through typer builds pydantic validators for
     every parameter: a tenth of a second that the decision itself does not need."""
-    if not argv or argv[0] not in _DECISION_OPTIONS:
-        return None
-    command, rest, options = argv[0], argv[1:], _DECISION_OPTIONS[argv[0]]
+    return _parse(argv) if argv and argv[0] in ("approve", "reject") else None
+
+
+def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
+    command, rest, options = argv[0], argv[1:], _OPTIONS[argv[0]]
     kwargs: dict[str, Any] = {}
     positional: list[str] = []
     i = 0
@@ -123,17 +86,18 @@ def parse_decision(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
             return None
         value = inline if eq else rest[i + 1]
         i += 1 if eq else 2
+        if kind in ("calls", "int") and not (value.isascii() and value.isdigit()):
+            return None  # typer says what is wrong with it
         if kind == "calls":
-            if not value.isascii() or not value.isdigit():
-                return None  # typer says what is wrong with it
             kwargs.setdefault(key, []).append(int(value))
         elif key in kwargs:
             return None  # given twice: typer's rule (the last wins) is not worth copying
         else:
-            kwargs[key] = value
-    if len(positional) != 1:
+            kwargs[key] = int(value) if kind == "int" else value
+    if len(positional) != (0 if command in ("threads", "pending", "", "ui") else 1):
         return None
-    kwargs["thread_id"] = positional[0]
+    if positional:
+        kwargs["thread_id"] = positional[0]
     return command, kwargs
 
 
@@ -142,22 +106,7 @@ def parse_web_ui(argv: list[str]) -> dict[str, Any] | None:
     `gatehouse --port N`, `gatehouse ui [--port N] [--browser | --no-browser]`; or None
     (typer parses it). A person's first page waits for whatever runs before the server
     starts: typer, pydantic and rich took ~0.2 s of it."""
-    is_ui = bool(argv) and argv[0] == "ui"
-    rest = argv[1:] if is_ui else argv
-    port: int | None = None
-    browser: bool | None = None
-    i = 0
-    while i < len(rest):
-        name, eq, inline = rest[i].partition("=")
-        if name == "--port" and port is None and (eq or i + 1 < len(rest)):
-            value = inline if eq else rest[i + 1]
-            if not value.isascii() or not value.isdigit():
-                return None  # typer says what is wrong with it
-            port = int(value)
-            i += 1 if eq else 2
-        elif is_ui and browser is None and rest[i] in ("--browser", "--no-browser"):
-            browser = rest[i] == "--browser"
-            i += 1
-        else:
-            return None  # --help, an option given twice, anything else: typer's
-    return {"port": port, "browser": browser is not False}
+    parsed = _parse(argv if argv[:1] == ["ui"] else ["", *argv])
+    if parsed is None or {"browser", "no_browser"} <= parsed[1].keys():
+        return None
+    return {"port": parsed[1].get("port"), "browser": "no_browser" not in parsed[1]}

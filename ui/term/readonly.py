@@ -1,15 +1,9 @@
-"""The terminal's read-only commands, `threads`, `pending` and `show`, without typer.
+"""The read-only commands `threads`, `pending` and `show`, without typer or pydantic:
+they answer at once through `graph.open_reader` (no LangGraph; tests/test_cli_fast.py
+checks what each loads). Also the plumbing every command shares: `fail` and `opened`.
 
-A user runs them to look, often in a loop or a prompt, so they must answer at once:
-they read the database through `graph.open_reader` (no LangGraph), and none of them
-imports typer or pydantic: the pauses and message views they draw are plain
-dataclasses, drawn by ui/term/render.py (ui/term/entry.py parses their plain command
-lines; tests/test_cli_fast.py checks what each loads). ui/term/cli.py registers the
-same functions with typer for `--help` and for the command lines ui/term/fast.py
-leaves to it.
-
-A refusal or failure raises SystemExit with the exit code (cli.py's codes), after
-saying why on stderr, and with `--json` also on stdout as `{"error", "exit_code"}`.
+A refusal or failure raises SystemExit with the exit code after saying why on stderr,
+and with `--json` also on stdout as `{"error", "exit_code"}`.
 """
 
 from __future__ import annotations
@@ -17,10 +11,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import graph
 from graph.protocol.display import visible, visible_json
@@ -30,9 +25,10 @@ from graph.protocol.threads import printable, thread_id_problem
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from graph import MessageView, ThreadReader
+    from graph import Session, Settings, ThreadReader, WebSessions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+Opened = TypeVar("Opened", "Session", "ThreadReader", "WebSessions")
 
 
 @cache
@@ -50,7 +46,8 @@ def err() -> Console:
 
 
 def fail(message: str, code: int, as_json: bool) -> SystemExit:
-    """As `ui.term.cli.fail`: the error on stderr; with --json also on stdout."""
+    """The error on stderr, for people; with --json also on stdout, so a script reads
+    every outcome the same way."""
     from rich.text import Text
 
     err().print(Text(f"gatehouse: {visible(message)}", "red"))
@@ -59,33 +56,43 @@ def fail(message: str, code: int, as_json: bool) -> SystemExit:
     return SystemExit(code)
 
 
+def exit_code(exc: Exception) -> int:
+    """A wrong setting or a refused decision is a usage error (2); the rest, a failure (1)."""
+    return EXIT_USAGE if isinstance(exc, graph.ConfigError | graph.DecisionError) else EXIT_FAILED
+
+
 def absolute_db(db: str | None) -> str | None:
-    """`--db` as an absolute path (a URL as given)."""
+    """`--db` as an absolute path (a URL as given): fixed before anything changes directory."""
     if not db or "://" in db:
         return db
     return str(Path(db).expanduser().resolve())
 
 
-def opening_failed(exc: Exception, as_json: bool) -> SystemExit:
-    """A wrong setting is a usage error (2); a database that cannot be used, a failure (1)."""
-    return fail(
-        str(exc), EXIT_USAGE if isinstance(exc, graph.ConfigError) else EXIT_FAILED, as_json
-    )
+def cli_settings(db: str | None) -> Settings:
+    """The settings, on `--db` when given."""
+    settings = graph.load_settings()
+    return replace(settings, db=absolute_db(db) or settings.db)
 
 
 @contextmanager
-def open_reader(db: str | None, as_json: bool) -> Iterator[ThreadReader]:
-    """The database, read-only and without LangGraph, at the cost of a query or two."""
+def opened(make: Callable[[], Opened], as_json: bool) -> Iterator[Opened]:
+    """The reader or session `make` opens, closed after; its errors said as `fail` says them."""
     try:
-        reader = graph.open_reader(absolute_db(db) or graph.load_settings().db)
+        opened = make()
     except (graph.ConfigError, graph.StorageError) as exc:
-        raise opening_failed(exc, as_json) from None
+        raise fail(str(exc), exit_code(exc), as_json) from None
     try:
-        yield reader
-    except graph.StorageError as exc:
-        raise fail(str(exc), EXIT_FAILED, as_json) from None
+        yield opened
+    except (graph.StorageError, graph.RunInProgress) as exc:
+        # AlreadyDecided is both a DecisionError and a RunInProgress: a refused decision.
+        raise fail(str(exc), exit_code(exc), as_json) from None
     finally:
-        reader.close()
+        opened.close()
+
+
+def open_reader(db: str | None, as_json: bool) -> AbstractContextManager[ThreadReader]:
+    """The database, read-only and without LangGraph, at the cost of a query or two."""
+    return opened(lambda: graph.open_reader(absolute_db(db) or graph.load_settings().db), as_json)
 
 
 def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> None:
@@ -112,14 +119,11 @@ def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> No
         out().print("No threads yet. Start one with `gatehouse chat`.")
     else:
         # Ids and titles as text that cannot drive the terminal (a NUL, an escape sequence).
-        out().print(
-            threads_table(
-                [
-                    {**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
-                    for r in rows
-                ]
-            )
-        )
+        shown = [
+            {**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
+            for r in rows
+        ]
+        out().print(threads_table(shown))
 
 
 def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
@@ -134,13 +138,11 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         pending = reader.pending(thread_id)
         usage = reader.usage(thread_id) if as_json else {}
         # Who let each call run, for people (JSON readers have `gatehouse audit`).
-        decisions = (
-            []
-            if as_json
-            else reader.recent_decisions(thread_id, limit=max(50, len(messages or ())))
-        )
+        limit = max(50, len(messages or ()))
+        decisions = [] if as_json else reader.recent_decisions(thread_id, limit=limit)
     if messages is None:  # a thread this reader cannot rebuild alone (written by a stock saver)
-        messages, usage = _from_session(thread_id, db, as_json)
+        with _session(db, as_json) as session:
+            messages, usage = session.transcript(thread_id), session.usage(thread_id)
     from rich.text import Text
 
     import ui.term.render as term
@@ -156,14 +158,8 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         return
     if info:
         style = term.STATUS_STYLE.get(info.status, "")
-        out().print(
-            Text.assemble(
-                (info.title, "bold"),
-                "  ",
-                (info.status, style),
-                ("  updated " + term.when(info.updated_at), "dim"),
-            )
-        )
+        updated = ("  updated " + term.when(info.updated_at), "dim")
+        out().print(Text.assemble((info.title, "bold"), "  ", (info.status, style), updated))
         if info.reason:
             out().print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
     term.render_transcript(out(), messages, numbered=True, decisions=decisions)
@@ -178,36 +174,9 @@ def calls(pause: Any) -> int:
     return len(pause.actions) if pause.kind == "approval" else 1
 
 
-@contextmanager
-def _session(db: str | None, as_json: bool) -> Iterator[Any]:
+def _session(db: str | None, as_json: bool) -> AbstractContextManager[Session]:
     """The Session (LangGraph), for what the reader cannot do alone; no actor."""
-    from dataclasses import replace
-
-    try:
-        settings = graph.load_settings()
-        settings = replace(settings, db=absolute_db(db) or settings.db)
-        session = graph.open_session(settings, source="terminal")
-    except (graph.ConfigError, graph.StorageError) as exc:
-        raise opening_failed(exc, as_json) from None
-    try:
-        yield session
-    except graph.StorageError as exc:
-        raise fail(str(exc), EXIT_FAILED, as_json) from None
-    finally:
-        session.close()
-
-
-def _from_session(
-    thread_id: str, db: str | None, as_json: bool
-) -> tuple[list[MessageView], dict[str, float]]:
-    """Transcript and usage through the Session: only reading."""
-    with _session(db, as_json) as session:
-        return session.transcript(thread_id), session.usage(thread_id)
-
-
-def _recover(db: str | None, as_json: bool) -> None:
-    with _session(db, as_json) as session:
-        session.awaiting_approval()  # continues the threads a crash cut off (leasing.py)
+    return opened(lambda: graph.open_session(cli_settings(db), source="terminal"), as_json)
 
 
 def pending(db: str | None = None, as_json: bool = False) -> None:
@@ -215,45 +184,37 @@ def pending(db: str | None = None, as_json: bool = False) -> None:
     with open_reader(db, as_json) as reader:
         if reader.cut_off():
             # A crash cut off an approved call: the Session continues the thread to its
-            # "outcome unknown" question (nothing runs), which is then listed.
-            _recover(db, as_json)
+            # "outcome unknown" question (nothing runs; leasing.py), which is then listed.
+            with _session(db, as_json) as session:
+                session.awaiting_approval()
         waiting = reader.awaiting()
         pauses = reader.pending_many([i.thread_id for i in waiting])
         items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
     import ui.term.render as term
 
     if as_json:
-        print(
-            visible_json(
-                [
-                    {
-                        "thread_id": i.thread_id,
-                        "title": i.title,
-                        "pending_since": i.pending_since,
-                        **term.pending_json(p),
-                    }
-                    for i, p in items
-                ],
-                indent=2,
-            )
-        )
+        rows = [
+            {"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since}
+            | term.pending_json(p)
+            for i, p in items
+        ]
+        print(visible_json(rows, indent=2))
         return
     if not items:
         out().print("Nothing is waiting for a decision.")
     for info, request in items:
-        term.render_pending(
-            out(), request, f"{info.title} · waiting since {term.when(info.pending_since)}"
-        )
+        since = f"{info.title} · waiting since {term.when(info.pending_since)}"
+        term.render_pending(out(), request, since)
 
 
 COMMANDS: dict[str, Callable[..., None]] = {"threads": threads, "pending": pending, "show": show}
 
 
-def main(command: str, kwargs: dict[str, Any]) -> None:
-    """Run a read-only command as parsed by ui/term/fast.py; exits with its code."""
+def guarded(run: Callable[[], None]) -> None:
+    """Run a command; a bug or a broken install is one line, the traceback on request."""
     try:
-        COMMANDS[command](**kwargs)
-    except Exception as exc:  # a bug or a broken install: one line, the traceback on request
+        run()
+    except Exception as exc:
         if os.environ.get("GATEHOUSE_DEBUG"):
             raise
         from rich.text import Text
@@ -266,3 +227,8 @@ def main(command: str, kwargs: dict[str, Any]) -> None:
             )
         )
         sys.exit(EXIT_FAILED)
+
+
+def main(command: str, kwargs: dict[str, Any]) -> None:
+    """Run a read-only command as parsed by ui/term/fast.py; exits with its code."""
+    guarded(lambda: COMMANDS[command](**kwargs))

@@ -1,18 +1,16 @@
 """Terminal rendering (rich) for the `gatehouse` CLI; its prompts are in ui/term/ask.py.
 
-Everything the person reads goes through a rich `Console`, which drops colour when
-the output is not a terminal or `NO_COLOR` is set. Text that comes from the model,
-tools or people is printed as `Text`, never as markup, so `[red]` in a file name
-stays literal, and passes through `visible()` (graph.protocol.display) first, so an
-escape sequence, a carriage return or a bidi override is shown as `\x1b`, `\x0d`,
-`\u202e` instead of acting on the terminal; the console itself escapes whatever
-text still holds one (`SafeConsole`, ui/term/console.py).
+Text from the model, tools or people is printed as `Text`, never as markup (`[red]` in
+a file name stays literal), and through `visible()` first, so an escape sequence or a
+bidi override is shown escaped instead of acting on the terminal (`SafeConsole` is the
+net for anything missed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, assert_never
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 from rich.cells import cell_len
 from rich.console import Console, Group
@@ -27,6 +25,7 @@ from graph.protocol.wording import RUN_ENDED, decided
 from ui.term.console import STATUS_STYLE, when
 
 PRINT_BATCH = 256  # lines of a transcript per `console.print`
+E = TypeVar("E")
 
 if TYPE_CHECKING:
     from graph.protocol import events as ev
@@ -186,9 +185,7 @@ class EventRenderer:
 
     def _tool_started(self, event: ev.ToolStarted) -> None:
         self._names[event.call_id] = event.name
-        line = Text.assemble(
-            ("⚙ ", "cyan"), (visible(event.name), "bold"), " ", (args_text(event.args), "dim")
-        )
+        line = call_line("⚙ ", event.name, event.args)
         if event.auto_approved:
             line.append(f" {AUTO_MARK}", AUTO_STYLE)
         elif event.grant:
@@ -261,65 +258,60 @@ def run_json(
     notices, retries, and the card it stopped at."""
     from graph.protocol import events as ev
 
-    finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
-    auto = {e.call_id for e in events if isinstance(e, ev.ToolStarted) and e.auto_approved}
-    granted = {e.call_id: e.grant for e in events if isinstance(e, ev.ToolStarted) and e.grant}
+    def of(kind: type[E]) -> list[E]:
+        return [e for e in events if isinstance(e, kind)]
+
+    finished = next(iter(of(ev.RunFinished)[-1:]), None)
+    auto = {e.call_id for e in of(ev.ToolStarted) if e.auto_approved}
+    granted = {e.call_id: e.grant for e in of(ev.ToolStarted) if e.grant}
+    errors = of(ev.ErrorEvent)
     return {
         "thread_id": thread_id,
         "status": status,
         "reason": finished.reason if finished else None,
-        "text": "".join(e.text for e in events if isinstance(e, ev.TextDelta)),
+        "text": "".join(e.text for e in of(ev.TextDelta)),
         # The run's last reply (its answer when completed) and its message id.
         "final_text": finished.text if finished else None,
         "message_id": finished.message_id if finished else None,
         "tools": [
             {
-                "call_id": e.call_id,
-                "name": e.name,
-                "status": e.status,
-                "output": e.output,
+                **pick(e, "call_id", "name", "status", "output"),
                 "auto_approved": e.call_id in auto,
                 "grant": granted.get(e.call_id),
                 **({"offloaded": True, "total_chars": e.total_chars} if e.offloaded else {}),
             }
-            for e in events
-            if isinstance(e, ev.ToolFinished)
+            for e in of(ev.ToolFinished)
         ],
         "auto_approve": auto_approve,
-        "compacted": [
-            {
-                "tokens_before": e.tokens_before,
-                "tokens_after": e.tokens_after,
-                "messages_removed": e.messages_removed,
-            }
-            for e in events
-            if isinstance(e, ev.Compacted)
-        ],
-        "errors": [e.message for e in events if isinstance(e, ev.ErrorEvent)],
-        "failure": next(
-            (
-                {"message": e.message, "kind": e.kind, "retryable": e.retryable}
-                for e in events
-                if isinstance(e, ev.ErrorEvent)
-            ),
-            None,
-        ),
-        "reasoning": "".join(e.text for e in events if isinstance(e, ev.ReasoningDelta)),
-        "notices": [
-            {"text": e.text, "source": e.source} for e in events if isinstance(e, ev.Notice)
-        ],
+        "compacted": [pick(e, *COMPACTED) for e in of(ev.Compacted)],
+        "errors": [e.message for e in errors],
+        "failure": pick(errors[0], "message", "kind", "retryable") if errors else None,
+        "reasoning": "".join(e.text for e in of(ev.ReasoningDelta)),
+        "notices": [pick(e, "text", "source") for e in of(ev.Notice)],
         "retries": [
-            {
-                "attempt": e.attempt,
-                "max_retries": e.max_retries,
-                "delay_s": e.delay_s,
-                "reason": e.reason,
-            }
-            for e in events
-            if isinstance(e, ev.ModelRetried)
+            pick(e, "attempt", "max_retries", "delay_s", "reason") for e in of(ev.ModelRetried)
         ],
         "pending": pending_json(pending) if pending else None,
     }
+
+
+COMPACTED = ("tokens_before", "tokens_after", "messages_removed")
+
+
+def pick(obj: object, *names: str) -> dict[str, Any]:
+    """`obj`'s attributes `names`, as a dict in that order."""
+    return {name: getattr(obj, name) for name in names}
+
+
+def compacted_line(event: ev.Compacted) -> str:
+    return (
+        f"compacted: {event.messages_removed} messages summarised, "
+        f"{event.tokens_before:,} → {event.tokens_after:,} tokens"
+    )
+
+
+def diff_style(line: str) -> str:
+    return "red" if line.startswith("-") else "green" if line.startswith("+") else "dim"
 
 
 def approvers_of(
@@ -355,86 +347,70 @@ def render_transcript(
     decisions: Sequence[DecisionRecord] = (),
 ) -> None:
     """`numbered`: the person's messages show their turn number (#N, what `fork --at N`
-    takes). `first`: draw from this message on (the turns before it are left out).
-    `decisions`: the thread's decision log, so each call a person let run says who
-    and from where.
+    takes). `first`: draw from this message on. `decisions`: the thread's decision log,
+    so each call a person let run says who and from where.
 
     Printed a few hundred lines at a time: each `console.print` measures the terminal
-    and flushes again, a third of the time of a long thread's transcript (10,000
-    messages: 1.2 s one line at a time, 0.85 s batched; BENCHMARKS.md)."""
-    lines: list[Text] = []
-    add = lines.append
+    and flushes again (10,000 messages: 1.2 s one line at a time, 0.85 s batched)."""
     turns = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     approvals = approvers_of(messages, decisions)
-    for n, m in enumerate(messages):
-        if n < first:
-            continue
-        if m.role == "user" and m.summary:
-            add(
-                Text.assemble(
-                    ("summary ▸ ", "bold magenta"),
-                    (
-                        "the model's view was summarised here; it gets this in place of the "
-                        "turns above (they stay in the history)\n",
-                        "magenta",
-                    ),
-                    (clip(m.content, 6), "dim"),
-                )
-            )
-        elif m.role == "user":
-            add(
-                Text.assemble(
-                    (f"#{turns.get(n, '?')} " if numbered else "", "dim"),
-                    ("you ▸ ", "bold blue"),
-                    visible(m.content),
-                )
-            )
-        elif m.role == "assistant":
-            if m.reasoning:
-                add(Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING)))
-            if m.content:
-                add(Text.assemble(("agent ▸ ", "bold green"), visible(m.content)))
-            if m.cut_off:
-                add(Text("  ⚠ cut off: this reply ended before it was finished", "yellow"))
-            for call in m.tool_calls:
-                add(
-                    Text.assemble(
-                        ("  ⚙ ", "cyan"),
-                        (visible(call.name), "bold"),
-                        " ",
-                        (args_text(call.args), "dim"),
-                    )
-                )
-        elif m.role == "tool":
-            mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
-            auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
-            if not auto and (who := approvals.get(m.tool_call_id or "")):
-                auto = (f"[{who}] ", "dim")
-            add(
-                Text.assemble(
-                    (f"  {mark} ", style),
-                    (visible(m.name or "tool"), "bold"),
-                    (exit_note(m.name, m.content), style),
-                    ": ",
-                    auto,
-                    (clip(m.content, 4), "dim"),
-                )
-            )
-            if m.offloaded:
-                add(
-                    Text(
-                        f"    (output stored aside: {m.total_chars or 0:,} characters; "
-                        f"whole: gatehouse output … {m.tool_call_id})",
-                        "dim",
-                    )
-                )
-        else:
-            add(Text(f"{m.role}: {visible(m.content)}", "dim"))
+    lines: list[Text] = []
+    for n, m in enumerate(messages[first:], first):
+        lines.extend(_message_lines(m, f"#{turns.get(n, '?')} " if numbered else "", approvals))
         if len(lines) >= PRINT_BATCH:
             console.print(Group(*lines))
             lines.clear()
     if lines:
         console.print(Group(*lines))
+
+
+SUMMARY_NOTE = (
+    "the model's view was summarised here; it gets this in place of the "
+    "turns above (they stay in the history)\n"
+)
+
+
+def _message_lines(m: MessageView, number: str, approvals: dict[str, str]) -> Iterator[Text]:
+    if m.role == "user" and m.summary:
+        yield Text.assemble(
+            ("summary ▸ ", "bold magenta"), (SUMMARY_NOTE, "magenta"), (clip(m.content, 6), "dim")
+        )
+    elif m.role == "user":
+        yield Text.assemble((number, "dim"), ("you ▸ ", "bold blue"), visible(m.content))
+    elif m.role == "assistant":
+        if m.reasoning:
+            yield Text.assemble(("thinking ▸ ", THINKING), (clip(m.reasoning, 6), THINKING))
+        if m.content:
+            yield Text.assemble(("agent ▸ ", "bold green"), visible(m.content))
+        if m.cut_off:
+            yield Text("  ⚠ cut off: this reply ended before it was finished", "yellow")
+        for call in m.tool_calls:
+            yield call_line("  ⚙ ", call.name, call.args)
+    elif m.role == "tool":
+        mark, style = TOOL_MARK.get(m.outcome, ("•", ""))
+        who = approvals.get(m.tool_call_id or "")
+        auto = (f"[{m.without_a_click}] ", AUTO_STYLE) if m.without_a_click else ""
+        name, note = (visible(m.name or "tool"), "bold"), (exit_note(m.name, m.content), style)
+        yield Text.assemble(
+            (f"  {mark} ", style),
+            name,
+            note,
+            ": ",
+            auto or ((f"[{who}] ", "dim") if who else ""),
+            (clip(m.content, 4), "dim"),
+        )
+        if m.offloaded:
+            yield Text(
+                f"    (output stored aside: {m.total_chars or 0:,} characters; "
+                f"whole: gatehouse output … {m.tool_call_id})",
+                "dim",
+            )
+    else:
+        yield Text(f"{m.role}: {visible(m.content)}", "dim")
+
+
+def call_line(prefix: str, name: str, args: Any) -> Text:
+    return Text.assemble((prefix, "cyan"), (visible(name), "bold"), " ", (args_text(args), "dim"))
 
 
 def render_audit(
@@ -460,16 +436,7 @@ def render_audit(
             console.print(Text.assemble("    note: ", visible(r.message)))
         if diff := r.diff():
             for line in visible(diff).split("\n"):
-                console.print(
-                    Text(
-                        "    " + line,
-                        "red"
-                        if line.startswith("-")
-                        else "green"
-                        if line.startswith("+")
-                        else "dim",
-                    )
-                )
+                console.print(Text("    " + line, diff_style(line)))
 
 
 def pending_rows(pending: Approval) -> list[dict[str, Any]]:
@@ -507,29 +474,22 @@ def pending_json(pending: Pause) -> dict[str, Any]:
     }
 
 
-def outcome_card(pending: OutcomeUnknown) -> Panel:
+def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
+    """The card, then the description outside it (pipes do not wrap inside a panel)."""
     call = pending.call
-    body = Text()
-    body.append(args_text(call.args))
+    body = Text(args_text(call.args))
     body.append(f"\nstarted {when(call.started_at)}", "dim")
     if call.attempts > 1:
         body.append(f" · {call.attempts} attempts", "dim")
     title = Text.assemble(("outcome unknown: ", "red bold"), (visible(call.name), "bold"))
-    return Panel(
-        body,
-        title=title,
-        title_align="left",
-        subtitle="run again, mark failed, respond",
-        subtitle_align="right",
-        border_style="red",
-    )
-
-
-def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
-    """The card, then the description outside it (pipes do not wrap inside a panel)."""
-    console.print(outcome_card(pending))
+    subtitle = "run again, mark failed, respond"
+    console.print(_card(body, title=title, subtitle=subtitle, border_style="red"))
     if pending.request.description:
         console.print(Text(visible(pending.request.description), "yellow"))
+
+
+# A card: a call in a box, its title at the top left, what may be decided at the bottom right.
+_card = partial(Panel, title_align="left", subtitle_align="right")
 
 
 # A terminal card shows at most this much of a call's arguments and of its preview
@@ -538,10 +498,13 @@ CARD_LINES = 20
 CARD_CHARS = 2_000
 
 
+def call_texts(row: dict[str, Any]) -> list[str]:
+    """What a card draws of a call: its arguments, then its preview when it has one."""
+    return [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
+
+
 def card_parts(row: dict[str, Any]) -> list[Shown]:
-    """What the card draws of a call: its arguments, then its preview when it has one."""
-    texts = [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
-    return [shown(t, CARD_LINES, CARD_CHARS) for t in texts]
+    return [shown(t, CARD_LINES, CARD_CHARS) for t in call_texts(row)]
 
 
 def call_card(row: dict[str, Any], total: int, more: str = "v to view all") -> Panel:
@@ -556,14 +519,7 @@ def call_card(row: dict[str, Any], total: int, more: str = "v to view all") -> P
     title = Text.assemble(f"call {row['call']}/{total}: ", (visible(row["name"]), "bold"))
     if row.get("risk"):
         title.append(f"  risk: {row['risk']}", "yellow")
-    return Panel(
-        body,
-        title=title,
-        title_align="left",
-        subtitle=", ".join(row["allowed"]),
-        subtitle_align="right",
-        border_style="yellow",
-    )
+    return _card(body, title=title, subtitle=", ".join(row["allowed"]), border_style="yellow")
 
 
 def render_pending(console: Console, pending: Pause, title: str | None = None) -> None:
@@ -571,19 +527,17 @@ def render_pending(console: Console, pending: Pause, title: str | None = None) -
     if title:
         head.append(f"  {visible(title)}", "dim")
     console.print(head)
-    console.print(request_line(pending))
+    # The request's id, what `approve`, `reject`, `respond` and `resolve` must name.
+    console.print(
+        Text.assemble(
+            ("  request ", "dim"),
+            (visible(pending.interrupt_id), "bold"),
+            (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"),
+        )
+    )
     if isinstance(pending, OutcomeUnknown):
         render_outcome(console, pending)
         return
     rows = pending_rows(pending)
     for row in rows:
         console.print(call_card(row, len(rows), "--json prints all of it"))
-
-
-def request_line(pending: Pause) -> Text:
-    """The request's id, what `approve`, `reject`, `respond` and `resolve` must name."""
-    return Text.assemble(
-        ("  request ", "dim"),
-        (visible(pending.interrupt_id), "bold"),
-        (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"),
-    )

@@ -1,12 +1,9 @@
 """`gatehouse studio`: LangGraph Studio on Gatehouse's own threads.
 
-`langgraph dev` runs on the project's langgraph.json, whose checkpointer is
-Gatehouse's storage (graph/service/server.py), so the server reads and writes the
-same database as the web app and the terminal. Studio lists the threads the server
-knows; a thread started elsewhere is made known by registering it (`--thread ID`),
-after which Studio opens it: its history, time travel, forks, its pending approval.
-The server requires credentials (langgraph.json's auth handler): this OS user's
-install secret as a bearer key, which Studio sends as a custom header.
+`langgraph dev` runs on langgraph.json, whose checkpointer is Gatehouse's storage, so
+it sees the same database as the web app and the terminal. A thread started elsewhere
+is registered with the server (`--thread ID`) so Studio can open it. The server wants
+this OS user's install secret as a bearer key.
 """
 
 from __future__ import annotations
@@ -86,12 +83,6 @@ def key_file(db: str | None = None) -> Path:
     return secret_path(db or settings.db, load_access(settings.access))
 
 
-def local_credentials(db: str | None = None) -> dict[str, str]:
-    """The header this OS user signs in to the server with: the install secret as a
-    bearer key (graph/service/server_auth.py)."""
-    return {"Authorization": f"Bearer {install_secret(key_file(db))}"}
-
-
 def register(base_url: str, thread_id: str, headers: dict[str, str] | None = None) -> None:
     """Make a thread stored in Gatehouse's database known to the server (its runs then
     read and write that thread's checkpoints)."""
@@ -121,7 +112,8 @@ def run_studio(
     proc = subprocess.Popen(list(cmd), cwd=cwd)
     try:
         wait_until_up(base_url, proc)
-        credentials = local_credentials()
+        # This OS user's install secret as a bearer key (graph/service/server_auth.py).
+        credentials = {"Authorization": f"Bearer {install_secret(key_file())}"}
         for thread_id in threads:
             register(base_url, thread_id, credentials)
         links = [studio_url(base_url, t) for t in threads] or [studio_url(base_url)]
