@@ -53,9 +53,6 @@ class CallJournal(Protocol):
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: id, tool and canonical arguments."""
 
-    def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
-        """The latest row under this id, whatever its call (is the id taken?)."""
-
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
         """Which of these call ids have a row (are they taken?)."""
 
@@ -73,10 +70,6 @@ class DecisionLog(Protocol):
     a gated call only when it finds its approval here."""
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
-
-    def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
-        """Every record under this call id, whatever its tool: callers keep only those
-        `bound_to` the call (graph/store/decisions.py)."""
 
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
         """Which of these call ids have a record, whatever its tool (are they taken?)."""
