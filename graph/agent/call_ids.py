@@ -52,19 +52,21 @@ def fresh_call_ids(
     reply: AIMessage,
     history: Sequence[AnyMessage],
     held: Sequence[AnyMessage] = (),
-    logged: Callable[[str], bool] | None = None,
+    logged: Callable[[Sequence[str]], set[str]] | None = None,
 ) -> AIMessage:
     """`reply` with each repeated call id replaced (the reply itself when none repeats);
-    `logged` says whether the decision log or journal holds an id."""
+    `logged` says which of some ids the decision log or journal holds (one read)."""
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     if not calls:
         return reply  # nothing to rename (a reply that only answers): no scan of the history
     taken = set(_history_ids(history))
     taken |= ids_in(held)
+    new_ids = [cid for c in calls if (cid := c.get("id")) and cid not in taken]
+    in_log = logged(new_ids) if logged is not None and new_ids else set()
     renamed: dict[int, str] = {}  # position in the reply's calls -> new id
     for i, call in enumerate(calls):
         old = call.get("id")
-        if old and old not in taken and not (logged is not None and logged(old)):
+        if old and old not in taken and old not in in_log:
             taken.add(old)
             continue
         new = _new_id(taken)

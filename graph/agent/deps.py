@@ -53,8 +53,8 @@ class CallJournal(Protocol):
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: id, tool and canonical arguments."""
 
-    def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
-        """The latest row under this id, whatever its call (is the id taken?)."""
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
+        """Which of these call ids have a row (are they taken?)."""
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
@@ -71,9 +71,8 @@ class DecisionLog(Protocol):
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 
-    def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
-        """Every record under this call id, whatever its tool: callers keep only those
-        `bound_to` the call (graph/store/decisions.py)."""
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
+        """Which of these call ids have a record, whatever its tool (are they taken?)."""
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on: written through the door
@@ -81,6 +80,11 @@ class DecisionLog(Protocol):
 
     def grants(self, thread_id: str) -> list[StandingGrant]:
         """The grants in force, read as `approvals` is."""
+
+    def gate_reads(
+        self, thread_id: str, call_ids: Sequence[str]
+    ) -> tuple[list[StandingGrant], list[DecisionRecord]]:
+        """`grants` and the `approvals` of each of `call_ids`, in one read."""
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         """Every record of the thread, oldest first (who decided a late answer's call)."""

@@ -24,7 +24,7 @@ is kept in the run's context (private to the process) for the steps after.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -41,7 +41,7 @@ from graph.agent.history import unanswered
 from graph.agent.policy import Grant, Verdict
 from graph.agent.state import AgentState, ToolTask
 from graph.agent.tool_call import args_problem
-from graph.protocol.decisions import ALL_TOOLS, AUTO_APPROVE
+from graph.protocol.decisions import ALL_TOOLS, AUTO_APPROVE, DecisionRecord
 
 AutoMode = Literal["thread", "session"]
 
@@ -99,15 +99,21 @@ Permit = RunFree | Approved | Refused
 
 
 def grants_of(state: Mapping[str, Any], deps: AgentDeps, thread_id: str) -> list[Grant]:
-    """The thread's "always allow" grants: from the decision log when there is one
-    (clients write state), those whose giver may still decide their tool; else state."""
+    """The thread's "always allow" grants (see `gate_reads`)."""
+    return gate_reads(state, deps, thread_id, ())[0]
+
+
+def gate_reads(
+    state: Mapping[str, Any], deps: AgentDeps, thread_id: str, call_ids: Sequence[str]
+) -> tuple[list[Grant], list[DecisionRecord]]:
+    """The thread's "always allow" grants and the records under `call_ids`, in one read:
+    from the decision log when there is one (clients write state), the grants whose
+    giver may still decide their tool; else state's grants (and no records)."""
     if deps.decisions is not None:
-        return [
-            Grant(tool=g.tool, pattern=g.pattern)
-            for g in deps.decisions.grants(thread_id)
-            if grant_holds(g, deps.policy)
-        ]
-    return [Grant.from_dict(g) for g in state.get("grants") or []]
+        standing, records = deps.decisions.gate_reads(thread_id, call_ids)
+        grants = [Grant(g.tool, g.pattern) for g in standing if grant_holds(g, deps.policy)]
+        return grants, records
+    return [Grant.from_dict(g) for g in state.get("grants") or []], []
 
 
 def policy_verdict(
@@ -150,10 +156,11 @@ def judge(
     *,
     reviewing: bool = False,
     auto: AutoMode | None = None,
+    records: Sequence[DecisionRecord] | None = None,
 ) -> CallVerdict:
     """The gate's verdict on one open call. The review (`reviewing`) asks what it asked
     before it paused (it re-runs on resume), except a call the journal shows finished;
-    it never auto-approves."""
+    it never auto-approves. `records`: the decision log's for the call, when read."""
     verdict = policy_verdict(call, deps, thread_id, grants, runtime)
     if verdict.mode == "allow":
         return RunFree(verdict.grant)
@@ -162,7 +169,7 @@ def judge(
     tool = deps.tools.get(call["name"])
     if tool is not None and (problem := args_problem(tool, call["args"])) is not None:
         return Invalid(problem)
-    decided = decided_task(call, deps, thread_id)
+    decided = decided_task(call, deps, thread_id, records)
     if decided is not None and not reviewing:
         return Decided(decided)
     if decided is not None and ran_already(decided, deps, thread_id):
@@ -203,15 +210,18 @@ def split_turn(
     *,
     reviewing: bool = False,
     auto: AutoMode | None = None,
-    grants: list[Grant] | None = None,
+    reads: tuple[list[Grant], list[DecisionRecord]] | None = None,
 ) -> tuple[list[ToolTask], list[tuple[ToolCall, Verdict]]]:
     """The turn's open calls, split into tasks to send now and calls to review (with
-    the policy's verdict for the card)."""
-    grants = grants_of(state, deps, thread_id) if grants is None else grants
+    the policy's verdict for the card). `reads`: `gate_reads` of the open calls."""
+    calls = unanswered(state)
+    grants, records = reads or gate_reads(state, deps, thread_id, [id_of(c) for c in calls])
     now: list[ToolTask] = []
     gated: list[tuple[ToolCall, Verdict]] = []
-    for call in unanswered(state):
-        verdict = judge(call, deps, thread_id, grants, runtime, reviewing=reviewing, auto=auto)
+    for call in calls:
+        verdict = judge(
+            call, deps, thread_id, grants, runtime, reviewing=reviewing, auto=auto, records=records
+        )
         if isinstance(verdict, Ask):
             gated.append((call, verdict.verdict))
         elif (task := task_for(call, verdict)) is not None:
@@ -231,15 +241,23 @@ def auto_approving(
     return None
 
 
-def decided_task(call: ToolCall, deps: AgentDeps, thread_id: str) -> ToolTask | None:
+def decided_task(
+    call: ToolCall,
+    deps: AgentDeps,
+    thread_id: str,
+    records: Sequence[DecisionRecord] | None = None,
+) -> ToolTask | None:
     """The task for a call the decision log holds a review answer for: exactly this call
-    (id, tool, canonical arguments), never another that reuses its id."""
+    (id, tool, canonical arguments), never another that reuses its id. `records`: the
+    log's `gate_reads` (of this call among others), when read already."""
     if deps.decisions is None:
         return None
+    if records is None:
+        records = deps.decisions.approvals(thread_id, id_of(call))
     answered = [
         r
-        for r in deps.decisions.approvals(thread_id, id_of(call))
-        if r.question == "review" and r.binds(call)
+        for r in records
+        if r.tool_call_id == id_of(call) and r.question == "review" and r.binds(call)
     ]
     if not answered:
         return None
@@ -276,15 +294,15 @@ def permit(
         decision = task.get("decision")
         return Approved(decision) if decision else RunFree()
     thread_id = thread_of(config)
-    verdict = policy_verdict(call, deps, thread_id, grants_of({}, deps, thread_id), runtime)
+    grants, records = gate_reads({}, deps, thread_id, [id_of(call)])
+    verdict = policy_verdict(call, deps, thread_id, grants, runtime)
     if verdict.mode == "allow":
         return RunFree(verdict.grant)
-    if verdict.mode == "ask":
-        records = deps.decisions.approvals(thread_id, id_of(call))
-        if matching := [
-            r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)
-        ]:
-            return Approved(matching[-1].decision)
+    approving = [
+        r for r in records if r.question == "review" and r.runs and r.binds(call, as_run=True)
+    ]
+    if verdict.mode == "ask" and approving:
+        return Approved(approving[-1].decision)
     return Refused(
         f"Refused a task to run {call['name']} (call {call['id']}): no person approved this call with "
         "these arguments. It did not run."

@@ -152,11 +152,13 @@ def call_model(
     return update
 
 
-def logged(deps: AgentDeps, thread_id: str, call_id: str) -> bool:
-    """Whether the thread's decision log or journal holds a call under `call_id`."""
-    if deps.decisions is not None and deps.decisions.for_call(thread_id, call_id):
-        return True
-    return deps.journal is not None and deps.journal.get(thread_id, call_id) is not None
+def logged(deps: AgentDeps, thread_id: str, call_ids: Sequence[str]) -> set[str]:
+    """Which of `call_ids` the thread's decision log or journal holds a call under."""
+    found = set() if deps.decisions is None else deps.decisions.logged_ids(thread_id, call_ids)
+    rest = [i for i in call_ids if i not in found]
+    if rest and deps.journal is not None:
+        found |= deps.journal.logged_ids(thread_id, rest)
+    return found
 
 
 def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:

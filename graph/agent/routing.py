@@ -16,10 +16,11 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, cancelled
 from graph.agent.deps import AgentDeps
 from graph.agent.emit import thread_of
-from graph.agent.gate import auto_approving, grants_of, split_turn
+from graph.agent.gate import auto_approving, gate_reads, split_turn
 from graph.agent.history import last_ai, unanswered
 from graph.agent.run_end import STOPPED_BY_PERSON
 from graph.agent.state import AgentState
@@ -64,10 +65,9 @@ def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> l
             for c in unanswered(state)
         ] or ["model"]
     thread_id = thread_of(config)
-    grants = grants_of(state, deps, thread_id)
-    now, gated = split_turn(
-        state, deps, thread_id, runtime, auto=auto_approving(runtime, deps, grants), grants=grants
-    )
+    reads = gate_reads(state, deps, thread_id, [id_of(c) for c in unanswered(state)])
+    auto = auto_approving(runtime, deps, reads[0])
+    now, gated = split_turn(state, deps, thread_id, runtime, auto=auto, reads=reads)
     # Beside a review, the review moves the run on once it is answered.
     targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]
     if gated:

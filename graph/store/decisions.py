@@ -232,6 +232,16 @@ class Decisions(Table):
             "AND thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
         )
 
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
+        """Which of these call ids the thread's log holds a record under (one query)."""
+        if not tool_call_ids:
+            return set()
+        marks = ", ".join("?" * len(tool_call_ids))
+        found = self._select(
+            f"AND thread_id=? AND tool_call_id IN ({marks})", (thread_id, *tool_call_ids)
+        )
+        return {r.tool_call_id for r in found}
+
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
 
@@ -279,6 +289,17 @@ class Decisions(Table):
         auto-approve switch), as the gate may act on it. The log is append-only, so a
         grant is withdrawn by a later "revoke" record for the same tool and value."""
         return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
+
+    def gate_reads(
+        self, thread_id: str, call_ids: Sequence[str]
+    ) -> tuple[list[StandingGrant], list[DecisionRecord]]:
+        """`grants` and the `approvals` of every id in `call_ids`, in one query."""
+        ids = list(dict.fromkeys(call_ids))
+        which = "d.always_allow IS NOT NULL"
+        if ids:
+            which += f" OR d.tool_call_id IN ({', '.join('?' * len(ids))})"
+        records = self._vouched(which, (thread_id, *ids))
+        return grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
 
     def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
         with self._db.read() as cur:

@@ -120,6 +120,17 @@ class Journal(Table):
         )
         return _entry(rows[0]) if rows else None
 
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
+        """Which of these call ids the thread's journal holds a row under (one query)."""
+        if not tool_call_ids:
+            return set()
+        marks = ", ".join("?" * len(tool_call_ids))
+        rows = self._db.rows(
+            f"SELECT DISTINCT tool_call_id FROM gatehouse_journal WHERE thread_id=? AND tool_call_id IN ({marks})",
+            (thread_id, *tool_call_ids),
+        )
+        return {r[0] for r in rows}
+
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: its id, tool and canonical arguments."""
         rows = self._select("tool_call_id=? AND call_key=?", (thread_id, call["id"], key_of(call)))
