@@ -80,6 +80,10 @@ def test_the_sessions_inbox_reads_every_card_in_one_query(
     assert len(seen) == 1 and all(p is not None for p in page.values()) and len(page) == 50
     # The same cards as one `pending` each would read.
     assert page["inbox-7"] == session.pending("inbox-7")
+    # An id given twice, or one with no thread, is one card or none (the ids drive the query).
+    seen.clear()
+    again = session.pending_many(["inbox-7", "inbox-7", "nobody"])
+    assert len(seen) == 1 and again == {"inbox-7": page["inbox-7"], "nobody": None}
 
 
 def test_the_terminals_pending_and_threads_read_in_a_few_queries(
