@@ -120,3 +120,24 @@ def _recorder(rows: Any, into: list[str]) -> Any:
         return rows(sql, params)
 
     return record
+
+
+def test_a_cards_interrupt_is_read_without_its_response_schema() -> None:
+    """`interrupts_in` skips the answer's schema (most of a card's bytes) and reads the
+    same ids and values as a whole read, whatever the value holds."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.types import Interrupt
+
+    from graph.store.plain import interrupts_in, interrupts_of, loads
+
+    serde = JsonPlusSerializer()
+    trap = {"args": {"note": "\xafresponse_schema", "response_schema": [1, {"x": "y" * 300}]}}
+    for value in ({"action_requests": []}, trap, "plain", None):
+        for schema in (None, {"type": "object", "title": "response_schema"}):
+            for many in (1, 2):
+                stored = serde.dumps_typed(
+                    [Interrupt(value, f"id-{i}", response_schema=schema) for i in range(many)]
+                )
+                whole = interrupts_of(loads(*stored))
+                assert interrupts_in(*stored) == whole
+                assert [i for i, _ in whole] == [f"id-{i}" for i in range(many)]

@@ -45,7 +45,7 @@ from graph.store.leases import lease_free
 from graph.store.plain import (
     UnreadableValue,
     block_fields,
-    interrupts_of,
+    interrupts_in,
     loads,
     task_order,
 )
@@ -306,7 +306,7 @@ class ThreadReader:
         return [
             (interrupt_id, value)
             for w in asked
-            for interrupt_id, value in interrupts_of(loads(w[4], w[5]))
+            for interrupt_id, value in interrupts_in(w[4], w[5])
         ]
 
     def pending(self, thread_id: str) -> Pause | None:
