@@ -14,6 +14,7 @@ saying why on stderr, and with `--json` also on stdout as `{"error", "exit_code"
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -251,6 +252,9 @@ COMMANDS: dict[str, Callable[..., None]] = {"threads": threads, "pending": pendi
 
 def main(command: str, kwargs: dict[str, Any]) -> None:
     """Run a read-only command as parsed by ui/term/fast.py; exits with its code."""
+    # A short process that keeps what it reads: the collector's passes over 10,000
+    # cards found nothing to free and took 0.1-0.3 s of `pending --json` (issue 58).
+    gc.disable()
     try:
         COMMANDS[command](**kwargs)
     except Exception as exc:  # a bug or a broken install: one line, the traceback on request
