@@ -80,7 +80,7 @@ class LatencyModel(WorkloadModel):
     """Answers like the workload's model, after an LLM's latency: the gated and the
     free call after the user's message, a text answer after the results."""
 
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
         time.sleep(MODEL_LATENCY_S)
         last = str(next(m for m in reversed(messages) if isinstance(m, HumanMessage)).content)
         label = last.split(":", 1)[0]

@@ -82,7 +82,7 @@ class WorkloadModel(ScriptedModel):
     a new process pays for it: pydantic validates the list and LangChain prints the
     model (script included) on its first call, a few ms that no real model costs."""
 
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
         return turn_reply(messages)
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> WorkloadModel:
@@ -100,7 +100,7 @@ class DefaultToolsModel(WorkloadModel):
     and one free `read_file` (of a README the bench puts in the workspace), with the
     same payloads."""
 
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
         reply = turn_reply(messages)
         if not reply.tool_calls:
             return reply

@@ -74,7 +74,7 @@ def _reply(messages: list[BaseMessage]) -> AIMessage:
 class _TurnModel(ScriptedModel):
     """Every reply comes from `_reply`, at any thread length (no script to run out of)."""
 
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
         return _reply(messages)
 
 
