@@ -80,6 +80,10 @@ def test_the_sessions_inbox_reads_every_card_in_one_query(
     assert len(seen) == 1 and all(p is not None for p in page.values()) and len(page) == 50
     # The same cards as one `pending` each would read.
     assert page["inbox-7"] == session.pending("inbox-7")
+    # An id given twice, or one with no thread, is one card or none (the ids drive the query).
+    seen.clear()
+    again = session.pending_many(["inbox-7", "inbox-7", "nobody"])
+    assert len(seen) == 1 and again == {"inbox-7": page["inbox-7"], "nobody": None}
 
 
 def test_the_terminals_pending_and_threads_read_in_a_few_queries(
@@ -116,3 +120,24 @@ def _recorder(rows: Any, into: list[str]) -> Any:
         return rows(sql, params)
 
     return record
+
+
+def test_a_cards_interrupt_is_read_without_its_response_schema() -> None:
+    """`interrupts_in` skips the answer's schema (most of a card's bytes) and reads the
+    same ids and values as a whole read, whatever the value holds."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.types import Interrupt
+
+    from graph.store.plain import interrupts_in, interrupts_of, loads
+
+    serde = JsonPlusSerializer()
+    trap = {"args": {"note": "\xafresponse_schema", "response_schema": [1, {"x": "y" * 300}]}}
+    for value in ({"action_requests": []}, trap, "plain", None):
+        for schema in (None, {"type": "object", "title": "response_schema"}):
+            for many in (1, 2):
+                stored = serde.dumps_typed(
+                    [Interrupt(value, f"id-{i}", response_schema=schema) for i in range(many)]
+                )
+                whole = interrupts_of(loads(*stored))
+                assert interrupts_in(*stored) == whole
+                assert [i for i, _ in whole] == [f"id-{i}" for i in range(many)]

@@ -36,7 +36,7 @@ from graph.store.leases import lease_free
 from graph.store.plain import (
     UnreadableValue,
     block_fields,
-    interrupts_of,
+    interrupts_in,
     loads,
     task_order,
 )
@@ -251,15 +251,18 @@ class ThreadReader:
         """`pending` of many threads (the inbox's cards) in one query per 500 threads:
         the interrupt writes at each one's latest checkpoint. `MalformedPause` as `pending`."""
         found: dict[str, Pause | None] = {}
-        for at in range(0, len(thread_ids), 500):
-            chunk = list(thread_ids[at : at + 500])
-            marks = ",".join("?" * len(chunk))
+        unique = list(dict.fromkeys(thread_ids))
+        for at in range(0, len(unique), 500):
+            chunk = unique[at : at + 500]
+            # Driven by the ids (VALUES), each head and its writes found by index: a join
+            # of grouped heads made Postgres scan every thread's writes per chunk.
             rows = self._rows(
                 f"SELECT w.thread_id, w.task_id, w.task_path, w.idx, w.channel, "
                 f"CASE WHEN w.channel = ? THEN w.type END, CASE WHEN w.channel = ? THEN w.{self._writes_value} END "
-                f"FROM {self._writes_table} w JOIN (SELECT thread_id, max(checkpoint_id) AS head FROM checkpoints "
-                f"WHERE thread_id IN ({marks}) AND checkpoint_ns = '' GROUP BY thread_id) h "
-                "ON w.thread_id = h.thread_id AND w.checkpoint_id = h.head WHERE w.checkpoint_ns = ''",
+                f"FROM (SELECT t.column1 AS thread_id, (SELECT max(checkpoint_id) FROM checkpoints "
+                "WHERE thread_id = t.column1 AND checkpoint_ns = '') AS head "
+                f"FROM (VALUES {','.join(['(?)'] * len(chunk))}) t) h JOIN {self._writes_table} w "
+                "ON w.thread_id = h.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = h.head",
                 [INTERRUPT, INTERRUPT, *chunk],
             )
             by_thread: dict[str, list[tuple[Any, ...]]] = {t: [] for t in chunk}
@@ -282,7 +285,7 @@ class ThreadReader:
         return [
             (interrupt_id, value)
             for w in asked
-            for interrupt_id, value in interrupts_of(loads(w[4], w[5]))
+            for interrupt_id, value in interrupts_in(w[4], w[5])
         ]
 
     def pending(self, thread_id: str) -> Pause | None:
