@@ -3,7 +3,7 @@
     from graph import open_session
     session = open_session()                    # settings from gatehouse.toml + env
     for event in session.send(None, "write todo.md: buy milk"): ...
-    pause = session.pending(thread_id)          # Approval | OutcomeUnknown | None
+    pause = session.view(thread_id).pending     # Approval | OutcomeUnknown | None
 
 The package is in layers, and imports only point down (tests/test_architecture.py):
 

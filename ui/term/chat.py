@@ -98,7 +98,7 @@ class Chat:
             self.thread_id = thread_id
             self.out.print(Text.assemble("thread ", (thread_id, "bold")))
             self.history(whole=self.whole_history)
-            status = self.session.thread(thread_id)
+            status = self.session.view(thread_id).info
             if status and status.status in ("failed", "interrupted"):
                 why = f" ({status.reason})" if status.reason else ""
                 self.out.print(
@@ -120,10 +120,10 @@ class Chat:
 
     def prompt(self) -> str:
         # The prompt itself says so while auto-approve is on: no call will be asked about.
-        return "you [auto-approve] ▸ " if self.session.auto_approving(self.thread_id) else "you ▸ "
+        return "you [auto-approve] ▸ " if self.session.view(self.thread_id).auto_approving else "you ▸ "
 
     def show_auto_approve(self, *, off_too: bool = False) -> None:
-        why = self.session.auto_approving(self.thread_id)
+        why = self.session.view(self.thread_id).auto_approving
         if why:
             self.out.print(term.auto_approve_banner(why))
         elif off_too:
@@ -147,7 +147,7 @@ class Chat:
     def history(self, *, whole: bool = True) -> None:
         """The thread so far; unless `whole`, its last RESUME_TURNS turns (a 300-turn
         thread would print thousands of lines), with a line saying how to see the rest."""
-        messages = self.session.transcript(self.thread_id)
+        messages = self.session.view(self.thread_id).transcript
         if not messages:
             return
         starts = turn_starts(messages)
@@ -162,13 +162,13 @@ class Chat:
                     "dim",
                 )
             )
-        decisions = self.session.audit(self.thread_id, limit=max(50, len(messages)))
+        decisions = self.session.view(self.thread_id).audit(max(50, len(messages)))
         term.render_transcript(self.out, messages, numbered=True, first=first, decisions=decisions)
 
     def leave(self) -> int:
-        waiting = bool(self.thread_id) and self.session.pending(self.thread_id) is not None
+        waiting = bool(self.thread_id) and self.session.view(self.thread_id).pending is not None
         note = " (waiting for a decision)" if waiting else ""
-        if self.session.exists(self.thread_id):
+        if self.session.view(self.thread_id).exists:
             self.out.print(
                 Text(
                     f"Bye. Thread {self.thread_id}{note}: gatehouse chat --thread {self.thread_id}",
@@ -215,7 +215,7 @@ class Chat:
                     )
                 )
         elif name == "/retry":
-            if self.session.pending(self.thread_id) is None:
+            if self.session.view(self.thread_id).pending is None:
                 try:
                     self.run(self.session.submit(Retry(self.thread_id)))
                 except RunInProgress as exc:
@@ -243,7 +243,7 @@ class Chat:
 
     def decide_pending(self) -> bool:
         """Ask for decisions while the thread is paused. Ctrl-C here propagates (leave)."""
-        while (pending := self.session.pending(self.thread_id)) is not None:
+        while (pending := self.session.view(self.thread_id).pending) is not None:
             answer: ReviewAnswer | OutcomeAnswer
             if isinstance(pending, OutcomeUnknown):
                 answer = ask.ask_outcome(self.out, self.asker, pending)

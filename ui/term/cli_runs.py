@@ -64,14 +64,14 @@ def require_pending(
     `confirm_unnamed`). With the read-only reader (before LangGraph is loaded) a named
     request that is not the pending one is left to the session, which says why."""
     require_thread(session, thread_id)
-    pending = session.pending(thread_id)
+    pending = session.view(thread_id).pending
     if pending is None:
-        info = session.thread(thread_id)
+        info = session.view(thread_id).info
         status = info.status if info else "idle"
         from graph.protocol.decisions import who_decided
 
         log = (
-            session.audit(thread_id, limit=50)
+            session.view(thread_id).audit(50)
             if hasattr(session, "audit")
             else session.recent_decisions(thread_id)
         )
@@ -220,12 +220,12 @@ def finish_run(session: Session, run: Run, as_json: bool) -> None:
     """Drive a run for a non-interactive command and exit with its status."""
     status, events = drive(run, None if as_json else term.EventRenderer(out))
     if as_json:
-        pending = session.pending(run.thread_id) if status == "awaiting_approval" else None
+        pending = session.view(run.thread_id).pending if status == "awaiting_approval" else None
         summary = term.run_json(
-            run.thread_id, status, events, pending, session.auto_approving(run.thread_id)
+            run.thread_id, status, events, pending, session.view(run.thread_id).auto_approving
         )
         print(visible_json(summary, indent=2))
-    elif status == "awaiting_approval" and (pending := session.pending(run.thread_id)):
+    elif status == "awaiting_approval" and (pending := session.view(run.thread_id).pending):
         term.render_pending(out, pending)
         if isinstance(pending, graph.OutcomeUnknown):
             out.print(Text(f"decide with: {RESOLVE_HINT.format(id=run.thread_id)}", "dim"))
@@ -291,7 +291,7 @@ def send(
         if auto_approve:
             session.submit(SetAutoApprove(None, True))
         thread_id = thread or session.new_thread_id()
-        if not as_json and (why := session.auto_approving(thread_id)):
+        if not as_json and (why := session.view(thread_id).auto_approving):
             err.print(term.auto_approve_banner(why))
         try:
             run = session.submit(ops.SendMessage(thread_id, message))
@@ -598,7 +598,7 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     (after a reply that was cut off: ask the model again)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        if session.pending(thread_id) is not None:
+        if session.view(thread_id).pending is not None:
             raise fail(
                 f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "
                 "(see `gatehouse pending`)",

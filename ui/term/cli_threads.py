@@ -110,7 +110,7 @@ def export(
         raise fail(f"unknown format {fmt!r}; use md or json", EXIT_USAGE)
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        text = session.export(thread_id, fmt)
+        text = session.view(thread_id).export(fmt)
     if output:
         output.write_text(text + "\n")
         err.print(f"wrote {output}")
@@ -156,7 +156,7 @@ def import_(
         except graph.ImportRefused as exc:
             raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
         new_id, dropped = imported.thread_id, imported.dropped
-        count = len(session.messages(new_id))
+        count = len(session.view(new_id).messages)
     said = f"imported thread {new_id} ({count} messages)" + (f"\n{dropped}" if dropped else "")
     emit(as_json, {"thread_id": str(new_id), "messages": count, "dropped": dropped}, said)
 
@@ -182,7 +182,7 @@ def undo(
     decision, unless --force; nothing to undo: exit 2."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        turns = len(turn_starts(session.transcript(thread_id)))
+        turns = len(turn_starts(session.view(thread_id).transcript))
         if turns == 0:
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
         try:
@@ -242,7 +242,7 @@ def output(
     for the model's context)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        text = session.tool_output(thread_id, call_id)
+        text = session.view(thread_id).tool_output(call_id)
     if text is not None and not as_json and sys.stdout.isatty():
         # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
         # would write the clipboard); piped into a file it stays byte for byte.
@@ -296,7 +296,7 @@ def audit(
                 err.print(Text(f"  also: {more}", "red"))
         raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
-        records = session.audit(thread, limit=limit)
+        records = (session.view(thread) if thread is not None else session.thread_list()).audit(limit)
     if as_json:
         print(visible_json([r.to_dict() for r in records], indent=2))
     elif not records:
@@ -311,7 +311,7 @@ def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     who gave it, when, from which front end. "*" is the thread's auto-approve switch."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        found = session.grants(thread_id)
+        found = session.view(thread_id).grants
     if as_json:
         print(visible_json([g.to_dict() for g in found], indent=2))
         return
@@ -377,7 +377,7 @@ def fork(
     decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        index = turn_index(session.transcript(thread_id), thread_id, at)
+        index = turn_index(session.view(thread_id).transcript, thread_id, at)
         try:
             run = session.submit(ops.Fork(thread_id, index, text, force))
         except graph.AwaitingDecision as exc:
@@ -393,8 +393,8 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
     and a new message each make one (the web app shows them as < k/n >)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        messages = session.transcript(thread_id)
-        found = session.branches(thread_id, messages)
+        messages = (view := session.view(thread_id)).transcript
+        found = view.branches
     turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     if as_json:
         print(visible_json([b.to_dict() for b in found], indent=2))
@@ -443,9 +443,9 @@ def switch(
     thread waits for a decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        before = session.transcript(thread_id)
+        before = (view := session.view(thread_id)).transcript
         index = turn_index(before, thread_id, at)
-        versions = next((b for b in session.branches(thread_id, before) if b.index == index), None)
+        versions = next((b for b in view.branches if b.index == index), None)
         if versions is None:
             raise fail(
                 f"turn #{at} of thread {thread_id} has no other versions; "
@@ -462,7 +462,7 @@ def switch(
             raise fail(terminal_words(exc), EXIT_AWAITING) from None
         except ValueError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
-        messages = session.transcript(thread_id)
+        messages = session.view(thread_id).transcript
     emit(
         as_json,
         {

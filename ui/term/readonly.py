@@ -202,12 +202,12 @@ def _from_session(
 ) -> tuple[list[MessageView], dict[str, float]]:
     """Transcript and usage through the Session: only reading."""
     with _session(db, as_json) as session:
-        return session.transcript(thread_id), session.usage(thread_id)
+        return (view := session.view(thread_id)).transcript, view.usage
 
 
 def _recover(db: str | None, as_json: bool) -> None:
     with _session(db, as_json) as session:
-        session.awaiting_approval()  # continues the threads a crash cut off (leasing.py)
+        session.thread_list().awaiting_approval  # continues the threads a crash cut off (leasing.py)
 
 
 def pending(db: str | None = None, as_json: bool = False) -> None:
