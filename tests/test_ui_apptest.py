@@ -284,7 +284,7 @@ def test_message_sent_during_a_run_is_queued_then_sent(
     assert not any("Not sent" in w.value for w in at.warning)
     handle.join(30)
     for _ in range(100):
-        humans = [m.content for m in state.session.messages("t-busy") if m.type == "human"]
+        humans = [m.content for m in state.session.view("t-busy").messages if m.type == "human"]
         if len(humans) == 2 and state.runner.active("t-busy") is None:
             break
         time.sleep(0.1)

@@ -138,7 +138,7 @@ class AsyncView(Generic[V]):
     awaitable here under its name, read in a worker thread (`await view.pending`)."""
 
     def __init__(self, view: V) -> None:
-        self.view = view
+        self.view: V = view
 
     def __getattr__(self, name: str) -> Any:
         found = inspect.getattr_static(self.view, name)

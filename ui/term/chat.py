@@ -120,7 +120,11 @@ class Chat:
 
     def prompt(self) -> str:
         # The prompt itself says so while auto-approve is on: no call will be asked about.
-        return "you [auto-approve] ▸ " if self.session.view(self.thread_id).auto_approving else "you ▸ "
+        return (
+            "you [auto-approve] ▸ "
+            if self.session.view(self.thread_id).auto_approving
+            else "you ▸ "
+        )
 
     def show_auto_approve(self, *, off_too: bool = False) -> None:
         why = self.session.view(self.thread_id).auto_approving

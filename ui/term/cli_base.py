@@ -344,7 +344,11 @@ def terminal_words(exc: Exception) -> str:
 
 
 def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
-    if not session.view(thread_id).exists:
+    if not (
+        session.exists(thread_id)
+        if isinstance(session, graph.ThreadReader)
+        else session.view(thread_id).exists
+    ):
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 

@@ -64,16 +64,24 @@ def require_pending(
     `confirm_unnamed`). With the read-only reader (before LangGraph is loaded) a named
     request that is not the pending one is left to the session, which says why."""
     require_thread(session, thread_id)
-    pending = session.view(thread_id).pending
+    pending = (
+        session.pending(thread_id)
+        if isinstance(session, graph.ThreadReader)
+        else session.view(thread_id).pending
+    )
     if pending is None:
-        info = session.view(thread_id).info
+        info = (
+            session.thread(thread_id)
+            if isinstance(session, graph.ThreadReader)
+            else session.view(thread_id).info
+        )
         status = info.status if info else "idle"
         from graph.protocol.decisions import who_decided
 
         log = (
-            session.view(thread_id).audit(50)
-            if hasattr(session, "audit")
-            else session.recent_decisions(thread_id)
+            session.recent_decisions(thread_id)
+            if isinstance(session, graph.ThreadReader)
+            else session.view(thread_id).audit(50)
         )
         done = who_decided(log)  # who beat us to it
         by = f"; already decided: {done}" if done else ""

@@ -296,7 +296,9 @@ def audit(
                 err.print(Text(f"  also: {more}", "red"))
         raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
-        records = (session.view(thread) if thread is not None else session.thread_list()).audit(limit)
+        records = (session.view(thread) if thread is not None else session.thread_list()).audit(
+            limit
+        )
     if as_json:
         print(visible_json([r.to_dict() for r in records], indent=2))
     elif not records:

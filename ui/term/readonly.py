@@ -207,7 +207,9 @@ def _from_session(
 
 def _recover(db: str | None, as_json: bool) -> None:
     with _session(db, as_json) as session:
-        session.thread_list().awaiting_approval  # continues the threads a crash cut off (leasing.py)
+        _ = (
+            session.thread_list().awaiting_approval
+        )  # continues the threads a crash cut off (leasing.py)
 
 
 def pending(db: str | None = None, as_json: bool = False) -> None:

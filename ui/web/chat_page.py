@@ -146,9 +146,7 @@ def _follow_runs(
     return d, messages, pending, info
 
 
-def _drawing(
-    session: Session, runner: Runner, thread_id: str, can_fork: bool
-) -> Drawing:
+def _drawing(session: Session, runner: Runner, thread_id: str, can_fork: bool) -> Drawing:
     branches = {b.index: b for b in session.view(thread_id).branches}
     return Drawing(runner, thread_id, durations(runner, thread_id), branches, can_fork)
 

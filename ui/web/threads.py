@@ -153,7 +153,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
     ):
         column.download_button(
             f":material/download: {'Markdown' if kind == 'md' else 'JSON'}",
-            partial(session.export, thread_id, kind),
+            partial(session.view(thread_id).export, kind),
             file_name=f"{thread_id}.{kind}",
             mime=mime,
             key=f"export-{kind}-{thread_id}",
