@@ -566,10 +566,10 @@ def test_regenerate_the_last_answer(env: Path) -> None:
 
     at = send(app(), "list files")
     thread = _thread(at)
-    before = app_state().session.messages(thread)
+    before = app_state().session.view(thread).messages
     at.button(key="regenerate").click().run()
     assert not at.exception
-    after = app_state().session.messages(thread)
+    after = app_state().session.view(thread).messages
     assert [m.type for m in after] == [m.type for m in before]  # the same turn, asked again
     assert after[-1].id != before[-1].id  # a new answer
     assert "list_files · done" in texts(at)
