@@ -114,8 +114,11 @@ class ThreadList:
         return self.reads.awaiting_approval()
 
     def pending_cards(self, limit: int | None = None) -> list[tuple[ThreadInfo, Pause]]:
-        """The first `limit` of `awaiting_approval` with each one's pause, in one query."""
-        return self.reads.pending_cards(limit)
+        """The inbox: the first `limit` of `awaiting_approval` with each one's pause,
+        read in one query for all (`pending` of each would be a query per card)."""
+        waiting = self.awaiting_approval[:limit]
+        pauses = self.pending_many([i.thread_id for i in waiting])
+        return [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
 
     def pending_many(self, thread_ids: list[str]) -> dict[str, Pause | None]:
         """`pending` of each thread, in one query for all where the reader can."""
