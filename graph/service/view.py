@@ -24,7 +24,8 @@ __all__ = ["ThreadList", "ThreadView"]
 
 @dataclass(frozen=True, eq=False)
 class ThreadView:
-    """One thread as front ends read it."""
+    """One thread as front ends read it; each member is its part's read of the thread
+    (reads.py, standing.py, branches.py, history_edits.py)."""
 
     thread_id: str
     reads: ThreadReads
@@ -32,8 +33,7 @@ class ThreadView:
     permissions: StandingPermissions
 
     @cached_property
-    def info(self) -> ThreadInfo | None:
-        """Its row in the thread index (title, status, ...), None when it has none."""
+    def info(self) -> ThreadInfo | None:  # None: not in the thread index
         return self.reads.thread(self.thread_id)
 
     @cached_property
@@ -42,18 +42,14 @@ class ThreadView:
 
     @cached_property
     def pending(self) -> Pause | None:
-        """What it waits for: an approval first, else an outcome-unknown call."""
         return self.reads.pending(self.thread_id)
 
     @cached_property
     def messages(self) -> list[BaseMessage]:
-        """Its messages as LangChain objects (for embedders and tests; front ends read
-        `transcript`), with those a run of this Session has handed out."""
         return self.reads.messages(self.thread_id)
 
     @cached_property
     def transcript(self) -> list[MessageView]:
-        """Its messages as plain data, for front ends."""
         return self.reads.transcript(self.thread_id)
 
     @cached_property
@@ -62,8 +58,8 @@ class ThreadView:
 
     @cached_property
     def branches(self) -> list[Branches]:
-        """The user messages of its current branch that have other versions, each with
-        its versions oldest first; the transcript is read only when there are some."""
+        # The user messages of its branch with other versions (after a fork, a
+        # regenerate, an undo): the transcript is read only when there are some.
         return self.edits.tree.branches(self.thread_id, lambda: self.transcript)
 
     @cached_property
@@ -73,7 +69,6 @@ class ThreadView:
 
     @cached_property
     def auto_approve(self) -> bool:
-        """Whether its own auto-approve switch is on."""
         return self.permissions.thread_auto_approve(self.thread_id)
 
     @cached_property
@@ -84,15 +79,12 @@ class ThreadView:
         return "session" if self.permissions.auto_approve else None
 
     def audit(self, limit: int = 200) -> list[DecisionRecord]:
-        """Its decision log, newest first (`ThreadReads.audit`)."""
         return self.reads.audit(self.thread_id, limit)
 
     def tool_output(self, call_id: str) -> str | None:
-        """The whole output of one of its tool calls (`ThreadReads.tool_output`)."""
         return self.reads.tool_output(self.thread_id, call_id)
 
     def export(self, fmt: str = "md") -> str:
-        """Its transcript as Markdown, or as JSON that `ImportThread` reads back."""
         return self.edits.export(self.thread_id, fmt)
 
 
@@ -105,25 +97,20 @@ class ThreadList:
 
     @cached_property
     def threads(self) -> list[ThreadInfo]:
-        """The most recent `limit` threads, newest first."""
         return self.reads.threads(self.limit)
 
     @cached_property
     def awaiting_approval(self) -> list[ThreadInfo]:
-        """Threads with a pause pending, oldest first (the approvals inbox)."""
         return self.reads.awaiting_approval()
 
     def pending_cards(self, limit: int | None = None) -> list[tuple[ThreadInfo, Pause]]:
-        """The inbox: the first `limit` of `awaiting_approval` with each one's pause,
-        read in one query for all (`pending` of each would be a query per card)."""
+        # The pauses in one query for all: `pending` of each is a query per card.
         waiting = self.awaiting_approval[:limit]
         pauses = self.pending_many([i.thread_id for i in waiting])
         return [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
 
     def pending_many(self, thread_ids: list[str]) -> dict[str, Pause | None]:
-        """`pending` of each thread, in one query for all where the reader can."""
         return self.reads.pending_many(thread_ids)
 
     def audit(self, limit: int = 200) -> list[DecisionRecord]:
-        """The decision log across threads, newest first."""
         return self.reads.audit(None, limit)
