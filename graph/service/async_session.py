@@ -8,7 +8,8 @@
 Every public member of `Session` is here under its name and signature, made from the
 Session's own at import (tests/test_async_parity.py): what returns a `Run` (`submit`
 and its shorthands) returns an `AsyncRun`, the sync run driven on its own thread
-(`Run.start`) and its events handed to the loop; the rest runs in a worker thread. So
+(`Run.start`) and its events handed to the loop; `view` and `thread_list` give an
+`AsyncView`, each field awaited; the rest runs in a worker thread. So
 nothing here re-implements a rule of the Session. A run whose consumer goes away is
 cancelled and drained to its end in the background: it stops at its next safe point
 with every tool call answered, never half-way.

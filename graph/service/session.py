@@ -7,8 +7,8 @@
 
 Two doors: `submit(operation, options)` for every change (graph/protocol/operations.py;
 a run, or for a change that starts none a run-shaped answer whose one event is
-`Done`), and the reads. A `Run` (graph/service/run.py) drives the agent while it is
-iterated. Answers are validated before anything runs (`DecisionError`), by the rules
+`Done`), and `view(thread_id)` / `thread_list()` for reads (graph/service/view.py).
+A `Run` (graph/service/run.py) drives the agent while it is iterated. Answers are validated before anything runs (`DecisionError`), by the rules
 the graph applies to a raw `Command`: the Session adds convenience (the run lease,
 events, the thread index), not safety. It is built from parts, each given what it
 needs: reads (reads.py), history edits (history_edits.py), standing permissions
