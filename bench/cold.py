@@ -79,7 +79,7 @@ class Gatehouse:
         self.storage = self.session.storage
 
     def pending(self) -> Any:
-        pause = self.session.pending(THREAD)
+        pause = self.session.view(THREAD).pending
         assert pause is not None, "the thread is not paused"
         return pause
 
@@ -621,7 +621,7 @@ def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
             run = session.send(None, DEMO_REQUEST.format(i=i))
             run.collect()
             assert run.status == "awaiting_approval", run.status
-            pending = session.pending(run.thread_id)
+            pending = session.view(run.thread_id).pending
             assert pending is not None
             # A decision names the request it decides (--interrupt-id), as a script must.
             paused.append([run.thread_id, "--interrupt-id", pending.interrupt_id])

@@ -330,7 +330,7 @@ def inconsistent(system: str, url: str, threads: list[str], turns: int) -> int:
     bad = 0
     try:
         for thread_id in threads:
-            messages = app.messages(thread_id)
+            messages = app.view(thread_id).messages
             calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
             answered = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
             if (
@@ -411,13 +411,13 @@ def inbox(server: Any, sizes: list[int]) -> list[dict[str, Any]]:
             row: dict[str, Any] = {"system": system, "paused": have + 1}
             if system == "gatehouse":
                 session = app.session  # type: ignore[attr-defined]
-                row["session_list_ms"] = timed(session.awaiting_approval)
+                row["session_list_ms"] = timed(lambda s=session: s.thread_list().awaiting_approval)
                 row["web_first_page_ms"] = timed(
-                    lambda s=session: s.pending_many(
-                        [i.thread_id for i in s.awaiting_approval()[:50]]
+                    lambda s=session: s.thread_list().pending_many(
+                        [i.thread_id for i in s.thread_list().awaiting_approval[:50]]
                     )
                 )
-                row["session_all_cards_ms"] = timed(session.pending_cards, 1)
+                row["session_all_cards_ms"] = timed(session.thread_list().pending_cards, 1)
                 row["cli_pending_json_ms"] = cli_ms(url, "pending", "--json")
                 row["cli_threads_json_ms"] = cli_ms(url, "threads", "--json")
                 row["cli_threads_json_all_ms"] = cli_ms(

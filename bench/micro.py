@@ -48,11 +48,11 @@ def index_list_ms(tmp: Path, threads: int = 1000, repeat: int = 20) -> float:
     try:
         for i in range(threads):
             session.storage.index.touch(f"t{i:05d}", title=f"Thread {i}", status="completed")
-        assert len(session.threads(limit=threads)) == threads
+        assert len(session.thread_list(limit=threads).threads) == threads
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
-            session.threads(limit=threads)
+            _ = session.thread_list(limit=threads).threads
             times.append((time.perf_counter() - start) * 1000)
         return statistics.median(times)
     finally:
@@ -195,8 +195,8 @@ def serve_threads(tmp: Path, threads: int, turns: int) -> dict[str, float]:
             session.send(thread_id, user_text(turn)).collect()
             session.resume(thread_id, APPROVE).collect()
     for t in range(threads):  # a sidebar click on each: the messages and any approval
-        session.messages(f"idle-{t}")
-        session.pending(f"idle-{t}")
+        view = session.view(f"idle-{t}")
+        _ = view.messages, view.pending
     gc.collect()
     rss = psutil.Process().memory_info().rss / 2**20
     session.close()

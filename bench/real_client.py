@@ -82,7 +82,7 @@ with FakeOpenAI(script) as server:
     run.collect()
     wall, cpu_s = time.perf_counter() - start, time.process_time() - cpu
     assert run.status == "awaiting_approval", run.status
-    assert session.pending("bench").request.action_requests[0].args == args
+    assert session.view("bench").pending.request.action_requests[0].args == args
     session.close()
 print(json.dumps({"stream_s": wall, "stream_cpu_s": cpu_s, "args_bytes": len(json.dumps(args))}))
 """

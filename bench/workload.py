@@ -180,7 +180,7 @@ class GatehouseDriver(Driver):
         return self.session.agent.get_state({"configurable": {"thread_id": self.thread_id}})
 
     def message_count(self) -> int:
-        return len(self.session.messages(self.thread_id))
+        return len(self.session.view(self.thread_id).messages)
 
     def cold_get_state(self) -> Any:
         """The first read after a restart: the warm cache emptied first."""

@@ -83,8 +83,8 @@ def main(db_dir: str | None = None) -> list:
         if e.type == "reply_rejected":
             print("reply_rejected:", e.reason)
     thread = events[0].thread_id
-    print("history:", [m.content for m in session.messages(thread)])
-    print(events[-1].status, "-", session.messages(thread)[-1].content)
+    print("history:", [m.content for m in session.view(thread).messages])
+    print(events[-1].status, "-", session.view(thread).messages[-1].content)
     session.close()
     return events
 

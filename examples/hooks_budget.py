@@ -46,7 +46,7 @@ def main(db_dir: str | None = None) -> list:
             print(f"usage: {e.total_tokens} tokens" + (f", ${e.cost:.6f}" if e.cost else ""))
         elif e.type == "run_finished":
             print(f"{e.status}: {e.reason}")
-    print("thread usage:", session.usage(events[0].thread_id))
+    print("thread usage:", session.view(events[0].thread_id).usage)
     session.close()
     return events
 

@@ -34,8 +34,8 @@ def main(db_dir: str | None = None) -> list:
                 print(
                     f"compacted: {e.tokens_before} -> {e.tokens_after} tokens, {e.messages_removed} messages summarised"
                 )
-    print([m.type for m in session.messages(thread)])
-    print(session.messages(thread)[0].content[:120])
+    print([m.type for m in session.view(thread).messages])
+    print(session.view(thread).messages[0].content[:120])
     session.close()
     return events
 

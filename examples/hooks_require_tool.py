@@ -44,7 +44,7 @@ def main(db_dir: str | None = None) -> list:
     for e in events:
         if e.type in ("notice", "tool_finished"):
             print(e.type, getattr(e, "text", None) or getattr(e, "output", ""))
-    print(events[-1].status, "-", session.messages(events[0].thread_id)[-1].content)
+    print(events[-1].status, "-", session.view(events[0].thread_id).messages[-1].content)
     session.close()
     return events
 

@@ -122,7 +122,7 @@ class Connection:
             await self.session.submit(Cancel(self.run.thread_id))
         elif kind == "pending":
             thread_id = await self.own_thread(msg)
-            pending = await self.session.pending(thread_id)
+            pending = await self.session.view(thread_id).pending
             await self.send(
                 {
                     "type": "pending",
@@ -156,7 +156,7 @@ class Connection:
 
     async def every_call(self, thread_id: str, msg: dict[str, Any]) -> ReviewAnswer:
         """`approve` / `reject`: the same decision for every call the pending request asks about."""
-        pending = await self.session.pending(thread_id)
+        pending = await self.session.view(thread_id).pending
         if not isinstance(pending, Approval):
             raise Refused(f"thread {thread_id} is not waiting for an approval; send decisions")
         message = msg.get("message")
@@ -175,7 +175,7 @@ class Connection:
         thread_id = msg.get("thread_id")
         if not isinstance(thread_id, str) or not thread_id:
             raise Refused("this message needs a thread_id")
-        info = await self.session.thread(thread_id)
+        info = await self.session.view(thread_id).info
         if info is not None and info.owner != self.user:
             raise Refused(f"thread {thread_id} not found")  # not yours: do not confirm it exists
         return thread_id

@@ -3,7 +3,7 @@
     from graph import open_session
     session = open_session()                    # settings from gatehouse.toml + env
     for event in session.send(None, "write todo.md: buy milk"): ...
-    pause = session.pending(thread_id)          # Approval | OutcomeUnknown | None
+    pause = session.view(thread_id).pending     # Approval | OutcomeUnknown | None
 
 The package is in layers, and imports only point down (tests/test_architecture.py):
 
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from graph.service.runner import Runner
     from graph.service.session import Run, Session
     from graph.service.testing import ScriptedModel, ai, tool_call
+    from graph.service.view import ThreadList, ThreadView
     from graph.store.reader import ThreadReader, open_reader
     from graph.store.web_sessions import WebSessions
 
@@ -83,6 +84,8 @@ _HOMES = {
     "build_graph": "graph.agent.graph",
     "Session": "graph.service.session",
     "Run": "graph.service.session",
+    "ThreadView": "graph.service.view",
+    "ThreadList": "graph.service.view",
     "AsyncSession": "graph.service.async_session",
     "AsyncRun": "graph.service.async_session",
     "Runner": "graph.service.runner",
@@ -169,6 +172,8 @@ __all__ = [
     "Approval",
     "AsyncRun",
     "AsyncSession",
+    "ThreadList",
+    "ThreadView",
     "Branches",
     "Budget",
     "Compaction",

@@ -39,7 +39,7 @@ def _resume(session, value: Any) -> None:
 
 
 def _result(session) -> ToolMessage:
-    [msg] = [m for m in session.messages("t1") if isinstance(m, ToolMessage)]
+    [msg] = [m for m in session.view("t1").messages if isinstance(m, ToolMessage)]
     return msg
 
 
@@ -74,7 +74,7 @@ def test_ignore_rejects_with_a_note(tmp_path: Path) -> None:
     result = _result(session)
     assert ledger.count("send_email") == 0 and result.status == "error"
     assert "declined" in str(result.content) and "ignored" in str(result.content)
-    assert session.messages("t1")[-1].content == "done"
+    assert session.view("t1").messages[-1].content == "done"
 
 
 def _snapshot(session) -> tuple[Any, ...]:
@@ -142,7 +142,7 @@ def test_a_multi_call_turn_ignored_or_answered_rejects_every_call(
     session, ledger = _two_calls(tmp_path)
     _resume(session, [answer])
     assert ledger.entries() == []
-    results = [m for m in session.messages("t1") if isinstance(m, ToolMessage)]
+    results = [m for m in session.view("t1").messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in results] == ["c1", "c2"]
     assert all(m.status == "error" and message in str(m.content) for m in results)
     assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["reject"] * 2
@@ -252,12 +252,12 @@ def test_mark_as_resolved_rejects_the_open_calls_and_the_next_message_moves_on(
         for m in results.values()
     )
     assert [r.decision for r in session.storage.decisions.for_thread("t1")] == ["reject", "reject"]
-    assert session.pending("t1") is None
+    assert session.view("t1").pending is None
     # The next message is answered, not met with the same question.
     final = session.send("t1", "never mind").collect()[-1]
     assert (
         final.status == "completed"
-        and session.messages("t1")[-1].content == "ok, something else then"
+        and session.view("t1").messages[-1].content == "ok, something else then"
     )
     assert ledger.entries() == []
 
@@ -283,7 +283,7 @@ def test_agent_chat_ui_mark_as_resolved_run_rejects_the_open_calls(tmp_path: Pat
     final = session.send("t1", "never mind").collect()[-1]
     assert (
         final.status == "completed"
-        and session.messages("t1")[-1].content == "ok, something else then"
+        and session.view("t1").messages[-1].content == "ok, something else then"
     )
     assert ledger.entries() == []
 
@@ -292,7 +292,7 @@ def test_clearing_a_thread_that_is_not_paused_is_left_to_langgraph(tmp_path: Pat
     session, ledger, _ = make_session(tmp_path, ["hello"])
     session.send("t1", "hi").collect()
     session.agent.update_state(CFG, None, as_node=END)
-    assert session.messages("t1")[-1].content == "hello"
+    assert session.view("t1").messages[-1].content == "hello"
     assert session.storage.decisions.for_thread("t1") == []
 
 
@@ -304,7 +304,7 @@ def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decid
     session.resume(
         "t1", {"decisions": [{"type": "approve"}]}, source="terminal", actor="ana"
     ).collect()
-    before = len(session.messages("t1"))
+    before = len(session.view("t1").messages)
     # A raw client that read the same pause answers it afterwards.
     from graph import StaleDecision
 
@@ -312,7 +312,7 @@ def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decid
         StaleDecision, match=r"already decided — `send_email` approved by ana via terminal"
     ):
         _resume(session, {"decisions": [{"type": "reject", "message": "too late"}]})
-    assert len(session.messages("t1")) == before and ledger.count("send_email") == 1
+    assert len(session.view("t1").messages) == before and ledger.count("send_email") == 1
 
 
 def test_mark_as_resolved_respects_a_tools_approvers(tmp_path: Path) -> None:

@@ -226,7 +226,7 @@ def test_ids_repeated_across_turns_are_asked_again_and_stay_paired_through_sessi
         assert session.send("t", "first").collect()[-1].status == "awaiting_approval"
         assert session.resume("t", APPROVE).collect()[-1].status == "completed"
         assert session.send("t", "second").collect()[-1].status == "awaiting_approval"
-        pending = session.pending("t")
+        pending = session.view("t").pending
         assert pending is not None
         [action] = pending.request.action_requests  # type: ignore[union-attr]
         assert (action.name, action.args["path"]) == ("write_file", "turn2.txt")
@@ -239,7 +239,7 @@ def test_ids_repeated_across_turns_are_asked_again_and_stay_paired_through_sessi
         ).read_text() == "turn1.txt"
         started = [e for e in events if e.type == "tool_started"]
         assert [e.call_id for e in started] == [action.tool_call_id]
-        messages = session.messages("t")
+        messages = session.view("t").messages
         calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
         results = {m.tool_call_id: str(m.content) for m in messages if isinstance(m, ToolMessage)}
         assert len({c["id"] for c in calls}) == 2 and set(results) == {c["id"] for c in calls}
@@ -248,7 +248,9 @@ def test_ids_repeated_across_turns_are_asked_again_and_stay_paired_through_sessi
         second = [m for m in messages if isinstance(m, AIMessage) and m.tool_calls][-1]
         assert second.additional_kwargs[ORIGINAL_IDS_KEY] == {action.tool_call_id: "call_mock_1"}
         decided = {
-            (r.tool_call_id, r.args["path"]) for r in session.audit("t") if r.question == "review"
+            (r.tool_call_id, r.args["path"])
+            for r in session.view("t").audit()
+            if r.question == "review"
         }
         assert decided == {("call_mock_1", "turn1.txt"), (action.tool_call_id, "turn2.txt")}
     finally:

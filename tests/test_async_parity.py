@@ -5,14 +5,17 @@ calls give the same answers through both (after simonw/llm's test_async_parity.p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import BaseMessage
 
 from graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
 from graph.protocol import events as ev
+from graph.protocol.decisions import DecisionRecord
 from graph.protocol.operations import (
     Cancel,
     Compact,
@@ -26,15 +29,34 @@ from graph.protocol.operations import (
     SwitchBranch,
     Undo,
 )
+from graph.protocol.pauses import Approval
+from graph.protocol.threads import MessageView, ThreadInfo
 from graph.service.async_session import AsyncRun, AsyncSession
+from graph.service.view import ThreadList, ThreadView
 from graph.store import open_storage
 from tools.files import make_file_tools
 from tools.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 
-# Sync on both sides: it reads nothing.
-SYNC = {"new_thread_id"}
+# Sync on both sides: they read nothing (a view's fields are awaitable on the async side).
+SYNC = {"new_thread_id", "view", "thread_list"}
+
+# Every field (None) and method (its arguments) of the two views, read through both sessions.
+VIEW: dict[str, tuple[Any, ...] | None] = {
+    **dict.fromkeys(["info", "exists", "pending", "messages", "transcript", "usage"]),
+    **dict.fromkeys(["branches", "grants", "auto_approve", "auto_approving"]),
+    "audit": (5,),
+    "tool_output": ("c1",),
+    "export": ("md",),
+}
+LIST: dict[str, tuple[Any, ...] | None] = {
+    "threads": None,
+    "awaiting_approval": None,
+    "pending_cards": (),
+    "pending_many": (["t", "none"],),
+    "audit": (5,),
+}
 
 
 def public(cls: type) -> dict[str, Any]:
@@ -60,6 +82,42 @@ def test_every_public_session_method_is_on_the_async_session_with_its_signature(
         assert inspect.iscoroutinefunction(ours) == (name not in SYNC), name
     # The ones the hand-written mirror had lost.
     assert {"check_args", "preview", "tool_summary", "verify_audit"} <= set(async_)
+    for view, reads in ((ThreadView, VIEW), (ThreadList, LIST)):
+        made = {f.name for f in dataclasses.fields(view)}  # what the session gives it
+        assert set(reads) == {n for n in dir(view) if n[0] != "_"} - made, view
+
+
+def comparable(value: Any) -> Any:
+    """A read's answer, comparable across the two sessions (not its times or ids)."""
+    if isinstance(value, list | tuple):
+        return [comparable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items()}
+    if isinstance(value, ThreadInfo):
+        return (value.thread_id, value.title, value.status)
+    if isinstance(value, BaseMessage):
+        return (value.type, value.content)
+    if isinstance(value, MessageView):
+        return (value.role, value.content, value.tool_status)
+    if isinstance(value, DecisionRecord):
+        return (value.tool, value.decision, value.source)
+    if isinstance(value, Approval):
+        return value.request.wire()
+    return value
+
+
+def read_sync(view: Any, reads: dict[str, tuple[Any, ...] | None]) -> dict[str, Any]:
+    return {
+        n: comparable(getattr(view, n) if args is None else getattr(view, n)(*args))
+        for n, args in reads.items()
+    }
+
+
+async def read_async(view: Any, reads: dict[str, tuple[Any, ...] | None]) -> dict[str, Any]:
+    return {
+        n: comparable(await (getattr(view, n) if args is None else getattr(view, n)(*args)))
+        for n, args in reads.items()
+    }
 
 
 def make_session(tmp_path: Path) -> Session:
@@ -104,7 +162,8 @@ def answer(made: Any) -> Any:
 def through_sync(session: Session) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["send"] = [e.type for e in session.send("t", "write a file").collect()]
-    pause = session.pending("t")
+    out["paused"] = [read_sync(session.view("t"), VIEW), read_sync(session.thread_list(), LIST)]
+    pause = session.view("t").pending
     out["pending"] = pause.request.wire() if pause else None
     out["check_args"] = session.check_args("write_file", {"path": 3})
     out["preview"] = session.preview("write_file", {"path": "a.txt", "content": "x"})
@@ -112,19 +171,20 @@ def through_sync(session: Session) -> dict[str, Any]:
     with pytest.raises(DecisionError) as refused:
         session.resume("t", {"decisions": []})
     out["refused"] = str(refused.value)
-    out["still_pending"] = session.pending("t") is not None
+    out["still_pending"] = session.view("t").pending is not None
     out["resume"] = [e.type for e in session.resume("t", {"decisions": [{"type": "approve"}]})]
-    out["transcript"] = [(m.role, m.content, m.tool_status) for m in session.transcript("t")]
-    out["threads"] = [(i.thread_id, i.status) for i in session.threads()]
+    out["transcript"] = [(m.role, m.content, m.tool_status) for m in session.view("t").transcript]
+    out["threads"] = [(i.thread_id, i.status) for i in session.thread_list().threads]
     out["verify_audit"] = session.verify_audit()
+    out["resumed"] = [read_sync(session.view("t"), VIEW), read_sync(session.thread_list(), LIST)]
     out["changes"] = []
-    for op in changes(session.export("t", "json")):
+    for op in changes(session.view("t").export("json")):
         try:
             out["changes"].append(answer(session.submit(op).result()))
         except Exception as exc:  # noqa: BLE001 - compared with the async side's
             out["changes"].append(answer(exc))
-    out["after"] = [(i.thread_id, i.title) for i in session.threads()]
-    out["after_transcript"] = [(m.role, m.content) for m in session.transcript("t")]
+    out["after"] = [(i.thread_id, i.title) for i in session.thread_list().threads]
+    out["after_transcript"] = [(m.role, m.content) for m in session.view("t").transcript]
     session.close()
     return out
 
@@ -134,7 +194,9 @@ async def through_async(session: AsyncSession) -> dict[str, Any]:
     run = await session.send("t", "write a file")
     assert isinstance(run, AsyncRun)
     out["send"] = [e.type for e in await run.collect()]
-    pause = await session.pending("t")
+    views = [session.view("t"), session.thread_list()]
+    out["paused"] = [await read_async(views[0], VIEW), await read_async(views[1], LIST)]
+    pause = await session.view("t").pending
     out["pending"] = pause.request.wire() if pause else None
     out["check_args"] = await session.check_args("write_file", {"path": 3})
     out["preview"] = await session.preview("write_file", {"path": "a.txt", "content": "x"})
@@ -142,20 +204,24 @@ async def through_async(session: AsyncSession) -> dict[str, Any]:
     with pytest.raises(DecisionError) as refused:
         await session.resume("t", {"decisions": []})
     out["refused"] = str(refused.value)
-    out["still_pending"] = await session.pending("t") is not None
+    out["still_pending"] = await session.view("t").pending is not None
     run = await session.resume("t", {"decisions": [{"type": "approve"}]})
     out["resume"] = [e.type for e in await run.collect()]
-    out["transcript"] = [(m.role, m.content, m.tool_status) for m in await session.transcript("t")]
-    out["threads"] = [(i.thread_id, i.status) for i in await session.threads()]
+    out["transcript"] = [
+        (m.role, m.content, m.tool_status) for m in await session.view("t").transcript
+    ]
+    out["threads"] = [(i.thread_id, i.status) for i in await session.thread_list().threads]
     out["verify_audit"] = await session.verify_audit()
+    views = [session.view("t"), session.thread_list()]
+    out["resumed"] = [await read_async(views[0], VIEW), await read_async(views[1], LIST)]
     out["changes"] = []
-    for op in changes(await session.export("t", "json")):
+    for op in changes(await session.view("t").export("json")):
         try:
             out["changes"].append(answer(await (await session.submit(op)).result()))
         except Exception as exc:  # noqa: BLE001 - compared with the sync side's
             out["changes"].append(answer(exc))
-    out["after"] = [(i.thread_id, i.title) for i in await session.threads()]
-    out["after_transcript"] = [(m.role, m.content) for m in await session.transcript("t")]
+    out["after"] = [(i.thread_id, i.title) for i in await session.thread_list().threads]
+    out["after_transcript"] = [(m.role, m.content) for m in await session.view("t").transcript]
     await session.close()
     return out
 
@@ -184,4 +250,6 @@ def test_representative_calls_answer_the_same_through_both(tmp_path: Path) -> No
         "delete",
         "undo",
     ]
+    assert sync["paused"][0]["pending"] and sync["paused"][1]["pending_cards"]
+    assert sync["resumed"][0]["tool_output"] and sync["resumed"][0]["export"], sync["resumed"]
     assert sync["after"] == [("t", "Renamed")] and sync["changes"][-1]["removed"] == 4

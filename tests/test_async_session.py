@@ -89,14 +89,14 @@ def test_pause_and_resume(tmp_path: Path) -> None:
             assert run.status == "awaiting_approval"
             thread_id = run.thread_id
 
-            pending = await s.pending(thread_id)
+            pending = await s.view(thread_id).pending
             assert pending is not None and pending.actions[0].name == "write_file"
             # A second message is refused while the thread waits, as in the sync API.
             with pytest.raises(DecisionError):
                 await s.start(thread_id, "hello?")
             with pytest.raises(DecisionError):
                 await s.resume(thread_id, {"decisions": []})
-            assert await s.pending(thread_id) == pending
+            assert await s.view(thread_id).pending == pending
             assert not s.running(thread_id)
 
             run = await s.resume(thread_id, APPROVE)
@@ -105,8 +105,8 @@ def test_pause_and_resume(tmp_path: Path) -> None:
             assert finished[0].status == "ok"
             assert (tmp_path / "ws" / "a.txt").read_text() == "hi\n"
 
-            assert await s.pending(thread_id) is None
-            history = await s.history(thread_id)
+            assert await s.view(thread_id).pending is None
+            history = await s.view(thread_id).messages
             assert [m.type for m in history] == ["human", "ai", "tool", "ai"]
             # The end carries the final answer and its message id.
             assert events[-1] == ev.RunFinished(
@@ -116,10 +116,10 @@ def test_pause_and_resume(tmp_path: Path) -> None:
                 text=history[-1].content,
                 message_id=history[-1].id,
             )
-            assert [t.thread_id for t in await s.threads()] == [thread_id]
-            info = await s.thread(thread_id)
+            assert [t.thread_id for t in await s.thread_list().threads] == [thread_id]
+            info = await s.view(thread_id).info
             assert info is not None and info.status == "completed"
-            assert "write a.txt" in await s.export(thread_id)
+            assert "write a.txt" in await s.view(thread_id).export()
 
     asyncio.run(main())
 
@@ -138,7 +138,7 @@ def test_approval_required_arrives_once_the_pause_is_saved(tmp_path: Path) -> No
             run = await s.start(None, "write a.txt")
             async for event in run:
                 if event.type == "approval_required":
-                    pending = other.pending(run.thread_id)  # blocking on purpose: no delay
+                    pending = other.view(run.thread_id).pending  # blocking on purpose: no delay
                     assert pending is not None and pending.interrupt_id == event.interrupt_id
             assert run.status == "awaiting_approval"
         other.close()
@@ -158,7 +158,7 @@ def test_sync_and_async_share_threads(tmp_path: Path) -> None:
         return run.thread_id
 
     thread_id = asyncio.run(pause())
-    assert session.pending(thread_id) is not None
+    assert session.view(thread_id).pending is not None
     run = session.resume(thread_id, APPROVE)
     run.collect()
     assert run.status == "completed"
@@ -216,10 +216,10 @@ def test_explicit_cancel_stops_at_the_next_safe_point(tmp_path: Path) -> None:
         assert run.status == "cancelled"
         assert events[-1].type == "run_finished"
         assert {e.call_id for e in events if isinstance(e, ev.ToolFinished)} == {"c1", "c2"}
-        messages = await s.messages(run.thread_id)
+        messages = await s.view(run.thread_id).messages
         assert_consistent(messages)
         assert sum(isinstance(m, AIMessage) and bool(m.tool_calls) for m in messages) == 1
-        info = await s.thread(run.thread_id)
+        info = await s.view(run.thread_id).info
         assert info is not None and info.status == "cancelled"
         await s.close()
 
@@ -266,10 +266,10 @@ def test_a_consumer_that_leaves_mid_run_leaves_the_thread_consistent(
         assert await asyncio.wait_for(run.wait(), 10) == "cancelled"
         assert not s.running(run.thread_id)
 
-        messages = await s.messages(run.thread_id)
+        messages = await s.view(run.thread_id).messages
         assert_consistent(messages)
         assert {m.tool_call_id for m in messages if isinstance(m, ToolMessage)} == {"c1", "c2"}
-        assert await s.pending(run.thread_id) is None
+        assert await s.view(run.thread_id).pending is None
         # The thread is usable: the next message runs normally.
         again = await s.start(run.thread_id, "are you there?")
         events = await again.collect()
@@ -324,7 +324,7 @@ def test_a_run_outlives_its_event_loop(tmp_path: Path) -> None:
     asyncio.run(main())
     gate.opened.set()
     assert asyncio.run(asyncio.wait_for(runs[0].wait(), 10)) == "completed"
-    assert_consistent(session.messages(runs[0].thread_id))
+    assert_consistent(session.view(runs[0].thread_id).messages)
     session.close()
 
 
@@ -367,7 +367,7 @@ def test_a_start_cancelled_while_setting_up_does_not_hold_the_thread(tmp_path: P
                 await asyncio.sleep(0.05)
         assert (await run.collect())[-1].type == "run_finished"
         assert run.status == "completed"
-        history = await s.history("t1")
+        history = await s.view("t1").messages
         assert [m.type for m in history][-2:] == ["human", "ai"]
         await s.close()
 

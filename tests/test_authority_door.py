@@ -49,7 +49,7 @@ def paused_on_deploy(tmp: Path, policy: dict[str, Any] | None = None, turns: int
         script += [ai("", DEPLOY), "ok"]
     session, ledger, _ = make_session(tmp, script, policy=policy or ANA_DECIDES)
     session.send("t1", "deploy", actor=BOB).collect()
-    assert session.pending("t1") is not None
+    assert session.view("t1").pending is not None
     return session, ledger
 
 
@@ -76,12 +76,12 @@ def test_a_lookalike_identity_decides_nothing_through_the_session_or_the_graph(
     session, ledger = paused_on_deploy(
         tmp_path, {"deploy": {"mode": "ask", "approvers": ["kim@example.com"]}}
     )
-    asked = session.pending("t1")
+    asked = session.view("t1").pending
     with pytest.raises(DecisionError, match="NFKC"):
         session.resume("t1", APPROVE, actor=KELVIN_KIM)
     with pytest.raises(ValidationError, match="NFKC"):
         session.agent.invoke(Command(resume=APPROVE), cfg("t1", KELVIN_KIM))
-    assert session.pending("t1") == asked and ledger.entries() == []
+    assert session.view("t1").pending == asked and ledger.entries() == []
     assert session.storage.decisions.for_thread("t1") == []
     # The real Kim, however they type their name, decides.
     session.resume("t1", APPROVE, actor="KIM@example.com").collect()
@@ -94,7 +94,7 @@ def test_only_approvers_answer_the_outcome_unknown_question(tmp_path: Path) -> N
     session, ledger = paused_on_deploy(tmp_path)
     session.storage.journal.start("t1", DEPLOY)  # what a crash mid-call leaves
     session.resume("t1", APPROVE, actor=ANA).collect()
-    pending = session.pending("t1")
+    pending = session.view("t1").pending
     assert pending is not None and pending.kind == "outcome_unknown"
     for answer in ({"type": "run_again"}, {"type": "mark_failed", "message": "no"}):
         with pytest.raises(DecisionError, match=f"only {ANA} may decide deploy"):
@@ -103,11 +103,11 @@ def test_only_approvers_answer_the_outcome_unknown_question(tmp_path: Path) -> N
             session.agent.invoke(Command(resume=answer), cfg("t1", BOB))
         with pytest.raises(ValidationError, match="NFKC"):
             session.agent.invoke(Command(resume=answer), cfg("t1", "\uff41na@example.com"))
-    assert session.pending("t1") == pending and ledger.entries() == []
-    assert not [r for r in session.audit("t1") if r.question.startswith("outcome")]
+    assert session.view("t1").pending == pending and ledger.entries() == []
+    assert not [r for r in session.view("t1").audit() if r.question.startswith("outcome")]
     session.resume("t1", {"type": "run_again"}, actor=ANA).collect()
     assert ledger.count("deploy") == 1
-    [outcome] = [r for r in session.audit("t1") if r.question.startswith("outcome")]
+    [outcome] = [r for r in session.view("t1").audit() if r.question.startswith("outcome")]
     assert (outcome.decision, outcome.actor) == ("run_again", ANA)
 
 
@@ -116,7 +116,9 @@ def test_resolve_goes_through_the_door(tmp_path: Path) -> None:
     for who in (BOB, KELVIN_KIM, None):
         with pytest.raises(PermissionError, match="nothing was recorded"):
             session.agent.update_state(cfg("t1", who), None, as_node=END)
-    assert session.pending("t1") is not None and session.storage.decisions.for_thread("t1") == []
+    assert (
+        session.view("t1").pending is not None and session.storage.decisions.for_thread("t1") == []
+    )
     session.agent.update_state(cfg("t1", "ANA@example.com"), None, as_node=END)
     [record] = session.storage.decisions.for_thread("t1")
     assert (record.decision, record.actor, record.request_id) == (
@@ -131,16 +133,16 @@ def test_switches_and_revokes_go_through_the_door(tmp_path: Path) -> None:
     session, _ = paused_on_deploy(tmp_path)
     with pytest.raises(PermissionError, match="NFKC"):
         session.submit(SetAutoApprove("t1", True), RunOptions(actor=KELVIN_KIM))
-    assert not session.thread_auto_approve("t1")
+    assert not session.view("t1").auto_approve
     session.resume(
         "t1", {"decisions": [{"type": "approve", "always_allow": True}]}, actor=ANA
     ).collect()
-    [grant] = session.grants("t1")
+    [grant] = session.view("t1").grants
     with pytest.raises(PermissionError, match=f"only {ANA} may decide deploy"):
         session.submit(Revoke("t1", "deploy"), RunOptions(actor=BOB))
-    assert session.grants("t1") == [grant]
+    assert session.view("t1").grants == [grant]
     session.submit(Revoke("t1", "deploy"), RunOptions(actor=ANA))
-    assert session.grants("t1") == []
+    assert session.view("t1").grants == []
 
 
 def insert_row(session: Any, **fields: Any) -> None:
@@ -184,8 +186,8 @@ def test_a_decision_row_inserted_with_sql_lets_nothing_run(tmp_path: Path) -> No
     session.agent.invoke(Command(goto=forged), cfg("t1"))
     # A call the model makes after the row was written is asked like any other.
     session.send("t2", "deploy", actor=BOB).collect()
-    assert ledger.entries() == [] and session.pending("t1") and session.pending("t2")
-    assert session.grants("t1") == [] and not session.thread_auto_approve("t2")
+    assert ledger.entries() == [] and session.view("t1").pending and session.view("t2").pending
+    assert session.view("t1").grants == [] and not session.view("t2").auto_approve
     assert not session.storage.decisions.verify().intact  # and --verify says so
     # The person's own answer still decides it.
     session.resume("t1", APPROVE, actor=ANA).collect()
@@ -198,13 +200,15 @@ def test_grants_end_with_their_thread_and_their_givers_authority(tmp_path: Path)
     session.send("t1", "deploy", actor=ANA).collect()
     always = {"decisions": [{"type": "approve", "always_allow": True}]}
     session.resume("t1", always, actor=ANA).collect()
-    assert ledger.count("deploy") == 1 and [g.label for g in session.grants("t1")] == ["deploy"]
+    assert ledger.count("deploy") == 1 and [g.label for g in session.view("t1").grants] == [
+        "deploy"
+    ]
     session.submit(Delete("t1"))
     # A new thread under the same id inherits nothing: neither the grant nor the approval
     # of a call with the same id, tool and arguments.
     session.send("t1", "deploy", actor=BOB).collect()
-    assert session.pending("t1") is not None and ledger.count("deploy") == 1
-    assert session.grants("t1") == []
+    assert session.view("t1").pending is not None and ledger.count("deploy") == 1
+    assert session.view("t1").grants == []
     session.agent.invoke(
         Command(goto=Send("run_tool", {"call": DEPLOY, "mode": "run", "moves_on": True})), cfg("t1")
     )
@@ -224,7 +228,7 @@ def test_grants_end_with_their_thread_and_their_givers_authority(tmp_path: Path)
         policy=ANA_DECIDES,
     )
     later.send("t2", "deploy", actor=BOB).collect()
-    assert later.pending("t2") is not None and ledger2.count("deploy") == 1
+    assert later.view("t2").pending is not None and ledger2.count("deploy") == 1
 
 
 def crafted_export(tmp_path: Path, thread: str) -> dict[str, Any]:
@@ -235,7 +239,7 @@ def crafted_export(tmp_path: Path, thread: str) -> dict[str, Any]:
     )
     try:
         source.send(thread, "hello").collect()
-        data: dict[str, Any] = json.loads(source.export(thread, "json"))
+        data: dict[str, Any] = json.loads(source.view(thread).export("json"))
     finally:
         source.close()
     by_ana = {"source": "web", "actor": ANA, "args": {}, "thread_id": thread, "decided_at": 1.0}
@@ -288,15 +292,15 @@ def test_an_import_carries_no_authority(tmp_path: Path, env: dict[str, str]) -> 
     )
     session = open_session(settings, actor=BOB)
     try:
-        assert session.grants(thread) == [] and not session.thread_auto_approve(thread)
+        assert session.view(thread).grants == [] and not session.view(thread).auto_approve
         # The history is there, every always-allow taken off it.
-        assert [(r.tool, r.actor, r.always_allow) for r in session.audit(thread)] == [
+        assert [(r.tool, r.actor, r.always_allow) for r in session.view(thread).audit()] == [
             ("run_command", ANA, None)
         ]
         run = session.send(thread, "run: echo hi")
         run.collect()
         assert run.status == "awaiting_approval"
-        assert session.pending(thread).actions[0].name == "run_command"  # type: ignore[union-attr]
+        assert session.view(thread).pending.actions[0].name == "run_command"  # type: ignore[union-attr]
     finally:
         session.close()
 
@@ -314,7 +318,7 @@ def test_session_and_async_session_imports_report_what_they_dropped(tmp_path: Pa
         imported = asyncio.run(main())
         assert imported.thread_id == "t-async"
         assert imported.dropped.startswith("dropped 2 grants and 1 auto-approve switch:")
-        assert session.grants("t-async") == []
+        assert session.view("t-async").grants == []
         again = session.submit(
             ImportThread({**data, "thread_id": "t-other"}, thread_id="t-sync")
         ).result()
@@ -323,6 +327,6 @@ def test_session_and_async_session_imports_report_what_they_dropped(tmp_path: Pa
             ImportThread({**data, "decisions": []}, thread_id="t-none")
         ).result()
         assert no_authority.dropped is None
-        assert not [m for m in session.messages("t-sync") if isinstance(m, ToolMessage)]
+        assert not [m for m in session.view("t-sync").messages if isinstance(m, ToolMessage)]
     finally:
         session.close()

@@ -107,7 +107,7 @@ def test_a_thread_is_its_creators(server: DevServer) -> None:
     assert run_status(ana, tid, command={"resume": APPROVE}) == "error"
     assert pause_of(bob, tid) == before
     with closing(session_of(server)) as session:
-        assert not session.audit(tid)
+        assert not session.view(tid).audit()
     assert bob.runs.wait(tid, GRAPH, command={"resume": APPROVE})
     assert not pause_of(bob, tid)
     assert (server.home / "workspace" / "bob.md").read_text().strip() == "mine"
@@ -121,7 +121,7 @@ def test_a_deleted_threads_id_is_not_given_out_again(server: DevServer) -> None:
         tid, GRAPH, command={"resume": {"decisions": [{"type": "approve", "always_allow": True}]}}
     )
     with closing(session_of(server)) as session:
-        assert [g.label for g in session.grants(tid)] == ["run_command"]
+        assert [g.label for g in session.view(tid).grants] == ["run_command"]
     ana.threads.delete(tid)
     for who in (ana, user(server, BOB_KEY)):
         assert refused(who.threads.create, thread_id=tid) == 403
@@ -131,7 +131,7 @@ def test_a_deleted_threads_id_is_not_given_out_again(server: DevServer) -> None:
             404,
         )
     with closing(session_of(server)) as session:
-        assert session.grants(tid) == []
+        assert session.view(tid).grants == []
 
 
 def test_resolve_names_the_servers_user_never_the_clients_checkpoint(server: DevServer) -> None:
@@ -141,12 +141,12 @@ def test_resolve_names_the_servers_user_never_the_clients_checkpoint(server: Dev
     assert refused(bob.threads.update_state, tid, None, as_node="__end__", checkpoint=forged) == 403
     assert pause_of(bob, tid) == before
     with closing(session_of(server)) as session:
-        assert not session.audit(tid)
+        assert not session.view(tid).audit()
     ana = user(server, ANA_KEY)
     ana.threads.update_state(tid, None, as_node="__end__")
     assert not pause_of(bob, tid)
     with closing(session_of(server)) as session:
-        [record] = session.audit(tid)
+        [record] = session.view(tid).audit()
     assert (record.decision, record.actor, record.source) == ("reject", ANA, "langgraph-server")
     # An approver may resolve, not write the thread's state otherwise.
     message = {"messages": [{"role": "user", "content": "injected"}]}
@@ -175,5 +175,5 @@ def test_only_approvers_answer_the_outcome_unknown_question_on_the_server(
     [result] = tool_results(bob, tid)
     assert "once" in str(result["content"])
     with closing(session_of(server)) as session:
-        [outcome] = [r for r in session.audit(tid) if r.question.startswith("outcome")]
+        [outcome] = [r for r in session.view(tid).audit() if r.question.startswith("outcome")]
     assert (outcome.decision, outcome.actor) == ("run_again", ANA)

@@ -81,7 +81,7 @@ def test_budget_stops_a_run_at_its_model_call_limit_and_the_next_run_starts_fres
         "Budget reached: this run used 2 model calls (limit 2 model calls)"
     )
     assert sum(1 for e in events if e.type == "usage" and e.total_tokens) == 2
-    assert pairs_intact(session.messages("t"))
+    assert pairs_intact(session.view("t").messages)
     # A new message is a new run: two more calls.
     events = session.send("t", "go on").collect()
     assert events[-1].status == "stopped"
@@ -104,7 +104,7 @@ def test_budget_prices_tokens_from_the_table_and_stops_on_cost(tmp_path: Path) -
         tmp_path, ScriptedModel(script=searches(10)), {"before_llm": [budget], "on_exit": [budget]}
     )
     events = session.send("t", "hello").collect()
-    usage = session.usage("t")
+    usage = session.view("t").usage
     expected = usage["input_tokens"] * 1.0 + usage["output_tokens"] * 2.0
     assert usage["cost"] == pytest.approx(expected)
     costs = [e.cost for e in events if e.type == "usage" and e.cost]
@@ -125,7 +125,7 @@ def test_budget_on_exit_prices_the_last_call_without_stopping(tmp_path: Path) ->
     )
     events = session.send("t", "hi").collect()
     assert events[-1].status == "completed"  # on_exit never stops a finished answer
-    assert session.usage("t")["cost"] > 0
+    assert session.view("t").usage["cost"] > 0
 
 
 def test_budget_thread_limits_span_runs(tmp_path: Path) -> None:
@@ -169,7 +169,7 @@ def test_compaction_summarises_old_turns_keeps_recent_ones_and_reports_tokens(
     session = make(tmp_path, model, {"before_llm": [compaction]})
     session.send("t", "first " * 50).collect()
     session.send("t", "second " * 50).collect()
-    before = session.messages("t")
+    before = session.view("t").messages
     assert len(before) == 8
 
     compaction.max_tokens = 100  # the next model call is past the threshold
@@ -182,7 +182,7 @@ def test_compaction_summarises_old_turns_keeps_recent_ones_and_reports_tokens(
     )
     assert compacted[0].messages_removed == 4  # the first turn: human, ai+call, tool, ai
 
-    after = session.messages("t")
+    after = session.view("t").messages
     # The person's history stays whole: the first turn, then the summary where the
     # model's view starts, then the last two turns verbatim (same ids), then the answer.
     assert [m.id for m in after[:4]] == [m.id for m in before[:4]]
@@ -234,7 +234,7 @@ def test_compact_now_in_the_session_api(tmp_path: Path) -> None:
         session.send("t", text).collect()
     event = session.submit(Compact("t")).result().compacted
     assert event is not None and event.type == "compacted" and event.messages_removed == 4
-    messages = session.messages("t")
+    messages = session.view("t").messages
     assert [m.content for m in messages if not is_summary(m)] == [
         "one",
         "ok",
@@ -287,7 +287,7 @@ def test_system_context_gives_date_and_workspace_without_piling_into_history(
     assert all(s.count("Current date and time") == 1 for s in systems)
     assert "src/, readme.md" in systems[0] and ".hidden" not in systems[0]
     assert "1 files, 1 folders" in systems[0]
-    stored = session.messages("t")
+    stored = session.view("t").messages
     assert not any(isinstance(m, SystemMessage) or "Current date" in str(m.content) for m in stored)
 
 
@@ -312,7 +312,7 @@ def test_require_tool_keeps_the_run_going_until_the_tool_ran(tmp_path: Path) -> 
     events = session.send("t", "fix the bug").collect()
     assert events[-1].status == "completed"
     assert [e.source for e in events if e.type == "notice"] == ["require_tool:run_tests"]
-    contents = [m.content for m in session.messages("t")]
+    contents = [m.content for m in session.view("t").messages]
     assert "call the `run_tests` tool" in contents[2]
     assert contents[-1] == "Fixed; tests pass."
 
@@ -323,7 +323,7 @@ def test_require_tool_stops_after_k_reminders_and_resets_per_run(tmp_path: Path)
     events = session.send("t", "fix it").collect()
     assert events[-1].status == "stopped"
     assert "without calling run_tests (2 reminders given)" in events[-1].reason
-    reminders = [m for m in session.messages("t") if m.additional_kwargs.get("gatehouse_hook")]
+    reminders = [m for m in session.view("t").messages if m.additional_kwargs.get("gatehouse_hook")]
     assert len(reminders) == 2
     assert len(model.inputs) == 3
     # A new message starts a new run with a fresh count.
@@ -362,7 +362,7 @@ def test_judge_continues_with_the_critique_until_the_grade_passes(tmp_path: Path
     assert events[-1].status == "completed"
     notices = [e.text for e in events if e.type == "notice"]
     assert notices == ["Answer judge: 3/10 (needs 7)", "Answer judge: 8/10 (needs 7)"]
-    messages = session.messages("t")
+    messages = session.view("t").messages
     assert "Missing the year." in messages[2].content and messages[-1].content == "Paris, in 2024."
     # The judge saw the request and the answer.
     assert (

@@ -314,7 +314,7 @@ def test_an_always_allow_pattern_star_is_a_pattern_grant_not_the_whole_tool(
         "docs: pattern grants never cover chained commands or the network"
     )
     outputs = {
-        m.tool_call_id: m.content for m in session.messages("t1") if isinstance(m, ToolMessage)
+        m.tool_call_id: m.content for m in session.view("t1").messages if isinstance(m, ToolMessage)
     }
     assert "two" in str(outputs["r2"])
     assert not (ws.root / "chained").exists() and not (ws.root / "networked").exists()
@@ -334,7 +334,7 @@ def test_an_empty_always_allow_pattern_is_refused_and_changes_nothing(
     with pytest.raises(Exception, match="pattern must not be empty"):
         session.resume("t1", {"decisions": [{"type": "approve", "always_allow": "  "}]}).collect()
     assert not (ws.root / "x.md").exists()
-    assert session.pending("t1") is not None
+    assert session.view("t1").pending is not None
 
 
 def test_deny_rules_hold_on_the_canonical_form_and_on_the_text_as_written(ws: Workspace) -> None:
@@ -372,7 +372,7 @@ def test_an_open_redirect_under_an_allowed_path_is_not_followed(
     session = session_with(tmp_path, [make_http_tool()], [turn, "done"], policy=policy)
     events = session.send("t1", "fetch").collect()
     assert asked(events) == [] and Recorder.seen == ["/public/go?to=/admin/delete-everything"]
-    result = next(m for m in session.messages("t1") if isinstance(m, ToolMessage))
+    result = next(m for m in session.view("t1").messages if isinstance(m, ToolMessage))
     assert "not followed" in str(result.content) and "/admin/delete-everything" in str(
         result.content
     )

@@ -97,7 +97,7 @@ def test_a_narrow_command_grant_lets_rm_still_ask(tmp_path: Path) -> None:
         rm = session.send(run.thread_id, "run: rm -f x")
         rm.collect()
         assert rm.status == "awaiting_approval"  # not covered
-        assert [g.label for g in session.grants(run.thread_id)] == ["run_command:seq 1 3"]
+        assert [g.label for g in session.view(run.thread_id).grants] == ["run_command:seq 1 3"]
     finally:
         session.close()
     assert (tmp_path / "x").read_text() == "keep\n"

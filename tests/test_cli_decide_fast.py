@@ -37,7 +37,7 @@ def interrupt_of(db: dict[str, Any]) -> str:  # noqa: F811
     """The paused thread's request id, as `gatehouse pending` prints it."""
     session = open_session(Settings(db=str(db["path"]), workspace=str(db["ws"])))
     try:
-        pending = session.pending(db["paused"])
+        pending = session.view(db["paused"]).pending
         assert pending is not None
         return pending.interrupt_id
     finally:
@@ -88,7 +88,7 @@ def test_bad_decisions_are_refused_before_langgraph_loads(
     # Nothing changed: the paused thread still waits for the same request.
     session = open_session(Settings(db=str(db["path"]), workspace=str(db["ws"])))
     try:
-        assert session.pending(db["paused"]) is not None
+        assert session.view(db["paused"]).pending is not None
     finally:
         session.close()
 

@@ -114,10 +114,11 @@ def test_read_only_commands_print_what_the_session_reads(db: dict[str, Any]) -> 
         paused, done = db["paused"], db["done"]
         threads = json.loads(gatehouse(db, "threads", "--json")[0])
         assert threads == [
-            {**t.to_dict(), "pending": 1 if t.thread_id == paused else 0} for t in session.threads()
+            {**t.to_dict(), "pending": 1 if t.thread_id == paused else 0}
+            for t in session.thread_list().threads
         ]
         pending = json.loads(gatehouse(db, "pending", "--json")[0])
-        request = session.pending(paused)
+        request = session.view(paused).pending
         assert request is not None
         assert [p["thread_id"] for p in pending] == [paused]
         assert {
@@ -125,9 +126,9 @@ def test_read_only_commands_print_what_the_session_reads(db: dict[str, Any]) -> 
         } == term.pending_json(request)
         for thread in (paused, done):
             shown = json.loads(gatehouse(db, "show", thread, "--json")[0])
-            assert shown["messages"] == [m.to_dict() for m in session.transcript(thread)]
-            assert shown["usage"] == session.usage(thread)
-            assert shown["thread"] == session.thread(thread).to_dict()  # type: ignore[union-attr]
+            assert shown["messages"] == [m.to_dict() for m in session.view(thread).transcript]
+            assert shown["usage"] == session.view(thread).usage
+            assert shown["thread"] == session.view(thread).info.to_dict()  # type: ignore[union-attr]
         assert json.loads(gatehouse(db, "show", paused, "--json")[0])[
             "pending"
         ] == term.pending_json(request)
@@ -147,7 +148,7 @@ def test_show_falls_back_to_the_session_for_a_thread_the_reader_cannot_rebuild(
     stock.invoke(
         {"messages": [HumanMessage("list files")]}, {"configurable": {"thread_id": db["done"]}}
     )
-    want = [m.to_dict() for m in session.transcript(db["done"])]
+    want = [m.to_dict() for m in session.view(db["done"]).transcript]
     session.close()
     stdout, modules = gatehouse(db, "show", db["done"], "--json")
     assert json.loads(stdout)["messages"] == want and len(want) > 4

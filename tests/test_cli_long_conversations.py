@@ -40,7 +40,7 @@ def test_undo_refused_while_paused_then_forced_compact_and_fork(
         thread = session.new_thread_id()
         for text in ("list files", "list files", "list files", "write todo.md: buy milk"):
             session.send(thread, text).collect()
-        assert session.pending(thread) is not None
+        assert session.view(thread).pending is not None
 
     refused = gh(env, "undo", thread, code=3)
     assert "waiting for a decision on write_file" in refused.stderr and "--force" in refused.stderr
@@ -62,8 +62,8 @@ def test_undo_refused_while_paused_then_forced_compact_and_fork(
     forked = gh_json(env, "fork", thread, "read notes.md", "--at", "2")
     assert forked["status"] == "completed" and "oat milk" in forked["final_text"]
     with session_on(env) as session:
-        after = session.transcript(thread)
-        assert forked["message_id"] == after[-1].id and session.pending(thread) is None
+        after = session.view(thread).transcript
+        assert forked["message_id"] == after[-1].id and session.view(thread).pending is None
     # The fork goes back to before message #1 arrived: before the compaction too, so
     # the first turn is there verbatim again, then the new message.
     assert [m.content for m in after if m.role == "user"] == ["list files", "read notes.md"]
@@ -77,7 +77,7 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
         thread = session.new_thread_id()
         session.send(thread, "read big.txt").collect()
         session.send(thread, "write todo.md: buy milk").collect()
-        [read] = [m for m in session.transcript(thread) if m.offloaded]
+        [read] = [m for m in session.view(thread).transcript if m.offloaded]
     request = gh_json(env, "pending")[0]["interrupt_id"]
     approved = gh_json(env, "approve", thread, "--always", "--interrupt-id", request)
     assert approved["status"] == "completed" and approved["final_text"].startswith(
@@ -96,8 +96,8 @@ def test_export_import_round_trip_output_and_audit(env: dict[str, str], tmp_path
         "dropped": "dropped 1 grant: authority does not move between databases",
     }
     with session_on(env) as session, session_on({**env, "GATEHOUSE_DB": other}) as copy:
-        assert copy.messages(thread) == session.messages(thread)
-        assert copy.tool_output(thread, read.tool_call_id) == big
+        assert copy.view(thread).messages == session.view(thread).messages
+        assert copy.view(thread).tool_output(read.tool_call_id) == big
     # A file that would leave a call without its result is refused; nothing is written.
     broken = json.loads(exported.read_text())
     broken["lc_messages"] = [m for m in broken["lc_messages"] if m["type"] != "tool"]

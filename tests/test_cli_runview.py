@@ -70,7 +70,7 @@ def test_top_level_port_starts_the_web_ui_there_and_help_says_so(
 def test_already_decided_says_who_and_from_which_front_end(env: Path, session: Session) -> None:
     run = session.send(None, "write todo.md: buy milk")
     run.collect()
-    pause = session.pending(run.thread_id)
+    pause = session.view(run.thread_id).pending
     session.resume(
         run.thread_id, {"decisions": [{"type": "approve"}]}
     ).collect()  # alice, in the web app
@@ -129,13 +129,13 @@ def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(
     assert [int(n) for n in re.findall(r"#(\d+) you ▸", shown)] == [1, 2, 3]
     forked = json.loads(gh("fork", tid, "read notes.md again", "--at", "2", "--json"))
     assert forked["status"] == "completed"
-    assert [m.content for m in session.transcript(tid) if m.role == "user"] == [
+    assert [m.content for m in session.view(tid).transcript if m.role == "user"] == [
         "list files",
         "read notes.md again",
     ]
     assert "#2  version 2/2" in gh("branches", tid)
     assert json.loads(gh("switch", tid, "--at", "2", "--to", "1", "--json"))["at"] == 2
-    assert [m.content for m in session.transcript(tid) if m.role == "user"] == [
+    assert [m.content for m in session.view(tid).transcript if m.role == "user"] == [
         "list files",
         "read notes.md",
         "list files",
@@ -147,7 +147,7 @@ def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(
     at.run()
     from ui.web.history import turns_of
 
-    assert [t.number for t in turns_of(session.transcript(tid))] == [1, 2]
+    assert [t.number for t in turns_of(session.view(tid).transcript)] == [1, 2]
 
 
 def test_undo_with_nothing_to_undo_fails_and_export_json_errors_are_json(
@@ -165,12 +165,12 @@ def test_undo_with_nothing_to_undo_fails_and_export_json_errors_are_json(
 def test_reject_needs_no_reason(env: Path, session: Session) -> None:
     run = session.send(None, "write todo.md: buy milk")
     run.collect()
-    pending = session.pending(run.thread_id)
+    pending = session.view(run.thread_id).pending
     assert pending is not None
     done = json.loads(
         gh("reject", run.thread_id, "--interrupt-id", pending.interrupt_id, "--json", code=0)
     )
     assert done["status"] == "completed" and done["tools"][0]["status"] == "rejected"
     assert not (env / "ws" / "todo.md").exists()
-    [record] = [r for r in session.audit(run.thread_id) if r.decision == "reject"]
+    [record] = [r for r in session.view(run.thread_id).audit() if r.decision == "reject"]
     assert record.message is None and record.actor == "terry"

@@ -156,7 +156,7 @@ def test_head_reads_equal_the_stock_replay_after_every_kind_of_turn(tmp_path: Pa
     # Enough turns for the head to span several blocks of rows (32 messages each).
     drive(session, "t", [APPROVE, REJECT, RESPOND, None, None] + [APPROVE, REJECT, RESPOND] * 4)
     session.send("t", "one more").collect()  # paused: a finished free call beside the review
-    shown = len(session.messages("t"))
+    shown = len(session.view("t").messages)
     session.close()
     assert same_everywhere(db, tmp_path, "t") > 80
     with sqlite3.connect(db) as conn:
@@ -217,14 +217,14 @@ def test_head_follows_undo_fork_and_compaction(tmp_path: Path) -> None:
         [REJECT, APPROVE, APPROVE, RESPOND, APPROVE, REJECT, APPROVE, APPROVE] * 2,
         strict=False,
     )
-    assert len(session.messages("t")) > 40  # past a block of rows
+    assert len(session.view("t").messages) > 40  # past a block of rows
     assert (
         session.submit(Compact("t")).result().compacted is not None
     )  # inserts the summary mid-history: the head rows are rewritten
     assert same_everywhere(db, tmp_path, "t") > 20
     fresh = build(db, tmp_path)
-    assert fresh.messages("t")[0].content == "a different first request"
-    assert any("SUMMARY of the early turns" in m.content for m in fresh.messages("t"))
+    assert fresh.view("t").messages[0].content == "a different first request"
+    assert any("SUMMARY of the early turns" in m.content for m in fresh.view("t").messages)
     fresh.close()
     session.close()
 
@@ -266,7 +266,7 @@ def test_the_reader_answers_what_the_session_answers(tmp_path: Path) -> None:
     session.send("paused", "first").collect()
     # An outcome-unknown pause: the journal says the approved call started, never ended.
     session.send("crashed", "first").collect()
-    call = session.pending("crashed").actions[0]
+    call = session.view("crashed").pending.actions[0]
     session.storage.journal.start(
         "crashed", {"id": call.tool_call_id, "name": call.name, "args": call.args}
     )
@@ -276,13 +276,15 @@ def test_the_reader_answers_what_the_session_answers(tmp_path: Path) -> None:
         state = session.agent.get_state({"configurable": {"thread_id": thread}})
         pauses = [pause_from(thread, i.id, i.value) for i in state.interrupts]
         assert reader.pending(thread) == next(iter(pauses), None)
-        assert reader.transcript(thread) == session.transcript(thread)
-        assert reader.usage(thread) == session.usage(thread) and reader.usage(thread)
-        assert reader.thread(thread) == session.thread(thread)
+        assert reader.transcript(thread) == session.view(thread).transcript
+        assert reader.usage(thread) == session.view(thread).usage and reader.usage(thread)
+        assert reader.thread(thread) == session.view(thread).info
     assert reader.pending("crashed").kind == "outcome_unknown"
-    assert [t.thread_id for t in reader.threads()] == [t.thread_id for t in session.threads()]
+    assert [t.thread_id for t in reader.threads()] == [
+        t.thread_id for t in session.thread_list().threads
+    ]
     assert [t.thread_id for t in reader.awaiting()] == [
-        t.thread_id for t in session.awaiting_approval()
+        t.thread_id for t in session.thread_list().awaiting_approval
     ]
     assert reader.exists("done") and not reader.exists("nope") and reader.pending("nope") is None
     reader.close()
@@ -362,12 +364,12 @@ def test_postgres_head_reader_and_index(tmp_path: Path, postgres_url: str) -> No
     session.send("t", "after undo").collect()
     assert same_everywhere(postgres_url, tmp_path, "t", postgres=True) > 20
     reader = open_reader(postgres_url)
-    assert reader.transcript("t") == session.transcript("t")
+    assert reader.transcript("t") == session.view("t").transcript
     state = session.agent.get_state({"configurable": {"thread_id": "t"}})
     assert reader.pending("t") == next(
         (pause_from("t", i.id, i.value) for i in state.interrupts), None
     )
-    assert reader.usage("t") == session.usage("t")
+    assert reader.usage("t") == session.view("t").usage
     graph, config = session.agent, {"configurable": {"thread_id": "studio"}}
     graph.invoke({"messages": [HumanMessage("Email the team please")]}, config)
     info = reader.thread("studio")
@@ -500,7 +502,7 @@ def test_the_reader_and_the_session_say_alike_whether_a_run_still_holds_its_thre
                 conn.execute("DELETE FROM gatehouse_leases")
                 if owner is not None:
                     conn.execute("INSERT INTO gatehouse_leases VALUES ('t1', ?, ?)", (owner, later))
-            seen = (session.thread("t1").status, reader.thread("t1").status)
+            seen = (session.view("t1").info.status, reader.thread("t1").status)
             assert seen == (shown, shown), what
     finally:
         reader.close()

@@ -102,7 +102,7 @@ def test_a_cold_resume_counts_only_the_new_messages(tmp_path: Path, calls: Calls
     first = session_on(db, script, Compaction(ScriptedModel(fallback="s"), max_tokens=10**9))
     for i in range(5):
         assert ask(first, f"question {i} " * 20) == "completed"
-    history = len(first.messages(THREAD))
+    history = len(first.view(THREAD).messages)
     assert history == 20
     first.close()
     # Each model call counted what came after the previous one: the first call its
@@ -129,7 +129,7 @@ def test_an_edit_of_an_earlier_message_is_counted_again(tmp_path: Path, calls: C
     session = session_on(db, script, Compaction(ScriptedModel(fallback="s"), max_tokens=10**9))
     for i in range(3):
         session.send(THREAD, f"question {i}").collect()
-    messages = session.messages(THREAD)
+    messages = session.view(THREAD).messages
     graph = session.agent
 
     # A raw update_state replaces the first question by id with a longer one.
@@ -147,7 +147,7 @@ def test_an_edit_of_an_earlier_message_is_counted_again(tmp_path: Path, calls: C
 
     # The hardest edit for a cheap check: an AI message keeps its id, its (empty) text
     # and its number of calls, only a call's arguments grow.
-    messages = session.messages(THREAD)
+    messages = session.view(THREAD).messages
     call = next(m for m in messages if isinstance(m, AIMessage) and m.tool_calls)
     changed = call.model_copy(
         update={"tool_calls": [{**call.tool_calls[0], "args": {"query": "x" * 400}}]}

@@ -64,11 +64,11 @@ def run_busy_workload(db: str, counter: Path, *, timeout_s: float = 120) -> floa
             f"proc{p}-{i:02d}" for p in range(2) for i in range(5)
         ]
         for tid in threads:
-            messages = session.messages(tid)
+            messages = session.view(tid).messages
             assert sum(isinstance(m, HumanMessage) for m in messages) == TURNS, tid
             assert sum(isinstance(m, ToolMessage) for m in messages) == TURNS, tid
             assert sum(isinstance(m, AIMessage) for m in messages) == 2 * TURNS, tid
-            assert session.thread(tid).status == "completed"  # type: ignore[union-attr]
+            assert session.view(tid).info.status == "completed"  # type: ignore[union-attr]
         executed = runs(counter)
         assert len(executed) == 20 * TURNS and set(executed.values()) == {1}
         return elapsed

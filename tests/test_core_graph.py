@@ -18,7 +18,9 @@ CFG = {"configurable": {"thread_id": "t1"}}
 
 
 def tool_messages(session, thread_id: str = "t1") -> dict[str, ToolMessage]:
-    return {m.tool_call_id: m for m in session.messages(thread_id) if isinstance(m, ToolMessage)}
+    return {
+        m.tool_call_id: m for m in session.view(thread_id).messages if isinstance(m, ToolMessage)
+    }
 
 
 def four_calls_turn() -> AIMessage:
@@ -85,7 +87,7 @@ def test_free_calls_run_first_then_one_request_lists_only_gated_calls(tmp_path: 
     # ... and the reason reached the model on its next call.
     last_input = model.inputs[-1]
     assert any(isinstance(m, ToolMessage) and "not on a Friday" in m.content for m in last_input)
-    assert session.messages("t1")[-1].content == "All handled."
+    assert session.view("t1").messages[-1].content == "All handled."
 
 
 def test_langchain_middleware_decisions_accepted_unchanged(tmp_path: Path) -> None:
@@ -191,7 +193,7 @@ def test_bad_answer_through_raw_command_changes_nothing(tmp_path: Path, case: st
         Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), CFG
     ):
         pass
-    assert session.messages("t1")[-1].content == "finished"
+    assert session.view("t1").messages[-1].content == "finished"
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
 
 
@@ -248,7 +250,7 @@ def test_resume_when_nothing_is_pending_is_refused(tmp_path: Path) -> None:
     session.send("t1", "hello").collect()
     with pytest.raises(NothingPending):
         session.resume("t1", {"decisions": [{"type": "approve"}]})
-    assert len(session.messages("t1")) == 2
+    assert len(session.view("t1").messages) == 2
 
 
 def test_stale_interrupt_id_is_refused(tmp_path: Path) -> None:
@@ -257,7 +259,7 @@ def test_stale_interrupt_id_is_refused(tmp_path: Path) -> None:
         session.resume(
             "t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}, interrupt_id="old"
         )
-    pending = session.pending("t1")
+    pending = session.view("t1").pending
     assert pending is not None
     run = session.resume(
         "t1",
@@ -299,7 +301,7 @@ def test_bad_model_output_becomes_error_results_and_the_run_goes_on(tmp_path: Pa
     assert "invalid arguments for lookup" in results["u2"].content
     assert "boom: disk" in results["u3"].content
     assert "not a valid JSON object" in results["u4"].content
-    assert session.messages("t1")[-1].content == "recovered"
+    assert session.view("t1").messages[-1].content == "recovered"
     # The model saw every error.
     seen = {m.tool_call_id for m in model.inputs[-1] if isinstance(m, ToolMessage)}
     assert seen == {"u1", "u2", "u3", "u4"}
@@ -312,11 +314,14 @@ def test_model_call_limit_ends_a_runaway_loop(tmp_path: Path) -> None:
     events = session.send("t1", "loop forever").collect()
     assert events[-1].status == "stopped" and "limit of 3 model calls" in events[-1].reason
     assert ledger.count("lookup") == 3
-    last = session.messages("t1")[-1]
+    last = session.view("t1").messages[-1]
     assert isinstance(last, AIMessage) and "limit of 3 model calls" in last.content
     # Every tool call on every AIMessage has exactly one answer.
     calls = [
-        c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls
+        c["id"]
+        for m in session.view("t1").messages
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
     ]
     assert sorted(calls) == sorted(tool_messages(session))
     # "Send a message to continue": a new message starts a run with a fresh count.
@@ -415,41 +420,47 @@ def test_cancel_mid_run_leaves_every_call_answered(tmp_path: Path) -> None:
     assert run.status == "cancelled"
     assert ledger.count("lookup") == 2
     calls = [
-        c["id"] for m in session.messages("t1") if isinstance(m, AIMessage) for c in m.tool_calls
+        c["id"]
+        for m in session.view("t1").messages
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
     ]
     assert sorted(calls) == sorted(tool_messages(session))
-    assert session.thread("t1").status == "cancelled"
+    assert session.view("t1").info.status == "cancelled"
     # The thread continues normally afterwards.
     assert session.send("t1", "again").collect()[-1].type == "run_finished"
 
 
 def test_thread_index_tracks_title_status_and_pending(tmp_path: Path) -> None:
     session, _ = _paused(tmp_path)
-    info = session.thread("t1")
+    info = session.view("t1").info
     assert info.title == "go" and info.status == "awaiting_approval" and info.pending_since
-    assert [t.thread_id for t in session.awaiting_approval()] == ["t1"]
+    assert [t.thread_id for t in session.thread_list().awaiting_approval] == ["t1"]
     session.resume("t1", {"decisions": [{"type": "approve"}, {"type": "approve"}]}).collect()
-    assert session.thread("t1").status == "completed" and session.awaiting_approval() == []
+    assert (
+        session.view("t1").info.status == "completed"
+        and session.thread_list().awaiting_approval == []
+    )
     session.submit(Rename("t1", "Mail and deploy"))
-    assert session.threads()[0].title == "Mail and deploy"
+    assert session.thread_list().threads[0].title == "Mail and deploy"
     session.submit(Delete("t1"))
-    assert session.threads() == [] and session.messages("t1") == []
+    assert session.thread_list().threads == [] and session.view("t1").messages == []
 
 
 def test_undo_fork_and_export(tmp_path: Path) -> None:
     session, _, _ = make_session(tmp_path, ["one", "two", "three"])
     session.send("t1", "first").collect()
     session.send("t1", "second").collect()
-    assert [m.content for m in session.messages("t1")] == ["first", "one", "second", "two"]
+    assert [m.content for m in session.view("t1").messages] == ["first", "one", "second", "two"]
     assert session.submit(Undo("t1")).result().removed == 2
-    assert [m.content for m in session.messages("t1")] == ["first", "one"]
+    assert [m.content for m in session.view("t1").messages] == ["first", "one"]
     session.fork("t1", 0, "FIRST, edited").collect()
-    assert [m.content for m in session.messages("t1")] == ["FIRST, edited", "one"]
-    md = session.export("t1", "md")
+    assert [m.content for m in session.view("t1").messages] == ["FIRST, edited", "one"]
+    md = session.view("t1").export("md")
     assert "FIRST, edited" in md and md.startswith("# ")
     import json
 
-    data = json.loads(session.export("t1", "json"))
+    data = json.loads(session.view("t1").export("json"))
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
     # The old branch is still in the checkpoint history (time travel keeps working).
     history = [len(s.values.get("messages", [])) for s in session.agent.get_state_history(CFG)]
@@ -457,7 +468,7 @@ def test_undo_fork_and_export(tmp_path: Path) -> None:
 
 
 def _said(session, thread_id: str = "t1") -> list[str]:
-    return [m.content for m in session.transcript(thread_id)]
+    return [m.content for m in session.view(thread_id).transcript]
 
 
 def _echo(messages) -> str:
@@ -471,29 +482,29 @@ def test_versions_of_a_message_after_forks_and_switching_between_them(tmp_path: 
     session, _, _ = make_session(tmp_path, ECHO)
     session.send("t1", "first").collect()
     session.send("t1", "second").collect()
-    assert session.branches("t1") == []  # never forked: nothing to switch
+    assert session.view("t1").branches == []  # never forked: nothing to switch
     session.fork("t1", 0, "FIRST, edited").collect()
-    [at_first] = session.branches("t1")
+    [at_first] = session.view("t1").branches
     assert (at_first.index, at_first.label, at_first.previews) == (
         0,
         "2/2",
         ("first", "FIRST, edited"),
     )
     assert (
-        session.thread("t1").title == "FIRST, edited"
+        session.view("t1").info.title == "FIRST, edited"
     )  # the title was the first message's: it follows
     # Version 1 comes back whole, the second turn included.
     session.submit(SwitchBranch("t1", at_first.message_ids[0]))
     assert _said(session) == ["first", "re: first", "second", "re: second"]
-    assert session.thread("t1").title == "first"
-    assert [b.label for b in session.branches("t1")] == ["1/2"]
+    assert session.view("t1").info.title == "first"
+    assert [b.label for b in session.view("t1").branches] == ["1/2"]
     # A fork further on, on version 1: versions at both messages, each relative to this branch.
     session.fork("t1", 2, "second, edited").collect()
     assert _said(session) == ["first", "re: first", "second, edited", "re: second, edited"]
-    assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "1/2"), (2, "2/2")]
+    assert [(b.index, b.label) for b in session.view("t1").branches] == [(0, "1/2"), (2, "2/2")]
     session.submit(SwitchBranch("t1", at_first.message_ids[1]))
     assert _said(session) == ["FIRST, edited", "re: FIRST, edited"]
-    assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "2/2")]
+    assert [(b.index, b.label) for b in session.view("t1").branches] == [(0, "2/2")]
     # Back to version 1: where it was last, on its newest branch.
     session.submit(SwitchBranch("t1", at_first.message_ids[0]))
     assert _said(session) == ["first", "re: first", "second, edited", "re: second, edited"]
@@ -502,7 +513,7 @@ def test_versions_of_a_message_after_forks_and_switching_between_them(tmp_path: 
     assert _said(session) == ["first", "re: first"]
     session.send("t1", "third").collect()
     assert _said(session) == ["first", "re: first", "third", "re: third"]
-    assert [(b.index, b.label) for b in session.branches("t1")] == [(0, "1/2"), (2, "3/3")]
+    assert [(b.index, b.label) for b in session.view("t1").branches] == [(0, "1/2"), (2, "3/3")]
     with pytest.raises(ValueError, match="not a version"):
         session.submit(SwitchBranch("t1", "no-such-message"))
 
@@ -512,9 +523,9 @@ def test_a_title_the_person_gave_stays_through_forks(tmp_path: Path) -> None:
     session.send("t1", "first").collect()
     session.submit(Rename("t1", "My thread"))
     session.fork("t1", 0, "other").collect()
-    assert session.thread("t1").title == "My thread"
-    session.submit(SwitchBranch("t1", session.branches("t1")[0].message_ids[0]))
-    assert session.thread("t1").title == "My thread"
+    assert session.view("t1").info.title == "My thread"
+    session.submit(SwitchBranch("t1", session.view("t1").branches[0].message_ids[0]))
+    assert session.view("t1").info.title == "My thread"
 
 
 def test_switching_branches_while_paused_is_refused_unless_forced(tmp_path: Path) -> None:
@@ -526,17 +537,17 @@ def test_switching_branches_while_paused_is_refused_unless_forced(tmp_path: Path
     session, ledger, _ = make_session(tmp_path, [reply] * 4)
     session.send("t1", "hello").collect()
     session.fork("t1", 0, "mail a@x").collect()
-    assert session.pending("t1") is not None
-    [versions] = session.branches("t1")
+    assert session.view("t1").pending is not None
+    [versions] = session.view("t1").branches
     assert versions.label == "2/2"
     with pytest.raises(AwaitingDecision, match="switching branches would drop that request"):
         session.submit(SwitchBranch("t1", versions.message_ids[0]))
-    assert session.pending("t1") is not None
+    assert session.view("t1").pending is not None
     session.submit(SwitchBranch("t1", versions.message_ids[0], force=True))
-    assert _said(session) == ["hello", "re: hello"] and session.pending("t1") is None
+    assert _said(session) == ["hello", "re: hello"] and session.view("t1").pending is None
     # The branch left waiting comes back at its message, unanswered: nothing of it ran.
     session.submit(SwitchBranch("t1", versions.message_ids[1]))
-    assert _said(session) == ["mail a@x"] and session.pending("t1") is None
+    assert _said(session) == ["mail a@x"] and session.view("t1").pending is None
     assert ledger.entries() == []
 
 
@@ -552,7 +563,7 @@ def test_a_fork_made_on_the_raw_graph_shows_as_a_version(tmp_path: Path) -> None
     )
     session.agent.invoke({"messages": [HumanMessage("another second")]}, after_first)
     assert _said(session) == ["first", "re: first", "another second", "re: another second"]
-    [versions] = session.branches("t1")
+    [versions] = session.view("t1").branches
     assert (versions.index, versions.label, versions.previews) == (
         2,
         "2/2",
@@ -575,10 +586,10 @@ def test_model_error_fails_the_run_and_retry_continues(tmp_path: Path) -> None:
     assert events[-1].status == "failed"
     error = next(e for e in events if e.type == "error")
     assert "model API unreachable" in error.message and error.retryable
-    assert session.thread("t1").status == "failed"
+    assert session.view("t1").info.status == "failed"
     state["fail"] = False
     assert session.retry("t1").collect()[-1].status == "completed"
-    assert [m.content for m in session.messages("t1")] == ["hello", "back online"]
+    assert [m.content for m in session.view("t1").messages] == ["hello", "back online"]
 
 
 def test_a_run_whose_process_died_shows_as_interrupted_not_running(tmp_path: Path) -> None:
@@ -586,12 +597,12 @@ def test_a_run_whose_process_died_shows_as_interrupted_not_running(tmp_path: Pat
     session.send("t1", "hello").collect()
     # What a process killed mid-run leaves behind: "running" in the index, no lease.
     session.storage.index.touch("t1", status="running")
-    assert session.thread("t1").status == "interrupted"
-    assert session.threads()[0].status == "interrupted"
+    assert session.view("t1").info.status == "interrupted"
+    assert session.thread_list().threads[0].status == "interrupted"
     # While a run really holds the thread, it shows as running.
     lease = session.storage.leases.acquire("t1")
     try:
-        assert session.thread("t1").status == "running"
+        assert session.view("t1").info.status == "running"
     finally:
         lease.release()
 
@@ -618,7 +629,7 @@ def test_history_keeps_how_each_call_ended(tmp_path: Path) -> None:
     ).collect()
     ended = {
         d["tool_call_id"]: d
-        for d in (message_view(m).to_dict() for m in session.messages("t1"))
+        for d in (message_view(m).to_dict() for m in session.view("t1").messages)
         if d["role"] == "tool"
     }
     assert {k: v["tool_status"] for k, v in ended.items()} == {

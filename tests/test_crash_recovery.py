@@ -71,7 +71,7 @@ def kill9(proc: subprocess.Popen[str]) -> None:
 
 def assert_paired(session: Session, thread_id: str) -> list[ToolMessage]:
     """Every tool call has exactly one ToolMessage, right after its AIMessage."""
-    messages = session.messages(thread_id)
+    messages = session.view(thread_id).messages
     results: list[ToolMessage] = []
     for i, m in enumerate(messages):
         if isinstance(m, AIMessage) and m.tool_calls:
@@ -133,7 +133,7 @@ def test_kill_while_waiting_for_approval(files: tuple[Path, Path, Path]) -> None
 
     session = open_session(str(db), str(counter))
     try:
-        pending = session.pending("t-b")
+        pending = session.view("t-b").pending
         assert pending is not None and pending.kind == "approval"
         assert runs(counter) == {}
         assert session.resume("t-b", APPROVE).collect()[-1].status == "completed"
@@ -167,7 +167,7 @@ def test_kill_during_approved_tool_asks_outcome_unknown(files: tuple[Path, Path,
     try:
         # The run does not silently run the call again: it asks.
         assert session.retry("t-c").collect()[-1].status == "awaiting_approval"
-        pending = session.pending("t-c")
+        pending = session.view("t-c").pending
         assert pending is not None and pending.kind == "outcome_unknown"
         assert pending.call.tool_call_id == "call0"
         assert set(pending.allowed) == {"run_again", "mark_failed", "respond"}
@@ -216,13 +216,13 @@ def test_kill_during_approved_tool_is_in_the_inbox_at_once(
     assert listed["thread_id"] == "t-u" and listed["kind"] == "outcome_unknown"
     session = open_session(str(db), str(counter))
     try:
-        [(info, pause)] = session.pending_cards()
+        [(info, pause)] = session.thread_list().pending_cards()
         assert info.thread_id == "t-u" and info.status == "awaiting_approval"
         assert pause.kind == "outcome_unknown" and pause.interrupt_id == listed["interrupt_id"]
         assert runs(counter) == {"hello": 1}
         answer = {"type": "mark_failed", "message": "checked: it did not finish"}
         assert session.resume("t-u", answer).collect()[-1].status == "completed"
-        assert runs(counter) == {"hello": 1} and session.awaiting_approval() == []
+        assert runs(counter) == {"hello": 1} and session.thread_list().awaiting_approval == []
     finally:
         session.close()
 
@@ -244,7 +244,7 @@ def test_kill_after_tool_before_checkpoint_uses_journal(files: tuple[Path, Path,
     session = open_session(str(db), str(counter))
     try:
         # The checkpoint never saw the result; the journal did.
-        assert not any(isinstance(m, ToolMessage) for m in session.messages("t-d"))
+        assert not any(isinstance(m, ToolMessage) for m in session.view("t-d").messages)
         assert session.retry("t-d").collect()[-1].status == "completed"
         [result] = assert_paired(session, "t-d")
         assert result.content == "bump ran for hello"
@@ -368,7 +368,7 @@ def test_outcome_unknown_answers_and_idempotent_tools(files: tuple[Path, Path, P
                 {"name": "bump", "args": {"label": "hello"}, "id": "call0", "type": "tool_call"},
             )
             assert session.resume(tid, APPROVE).collect()[-1].status == "awaiting_approval"
-            assert session.pending(tid).kind == "outcome_unknown"  # type: ignore[union-attr]
+            assert session.view(tid).pending.kind == "outcome_unknown"  # type: ignore[union-attr]
         with pytest.raises(DecisionError, match="respond"):
             session.resume("t-failed", {"type": "respond", "message": " "})
         with pytest.raises(DecisionError):
@@ -399,7 +399,7 @@ def test_outcome_unknown_answers_and_idempotent_tools(files: tuple[Path, Path, P
             },
         )
         assert session.resume("t-idem", APPROVE).collect()[-1].status == "awaiting_approval"
-        assert session.pending("t-idem").kind == "outcome_unknown"  # type: ignore[union-attr]
+        assert session.view("t-idem").pending.kind == "outcome_unknown"  # type: ignore[union-attr]
         assert "idem: x" not in runs(counter)
         assert session.resume("t-idem", {"type": "run_again"}).collect()[-1].status == "completed"
         assert runs(counter)["idem: x"] == 1

@@ -41,9 +41,9 @@ def test_pause_in_one_process_resume_in_another(tmp_path: Path) -> None:
     assert ledger.count("send_email") == 1, "the approved tool ran exactly once"
 
     session, _, _ = make_session(tmp_path, [])
-    contents = [m.content for m in session.messages("shared-thread")]
+    contents = [m.content for m in session.view("shared-thread").messages]
     assert contents[0] == "email ops" and contents[-1] == "Email sent."
-    assert session.thread("shared-thread").status == "completed"
+    assert session.view("shared-thread").info.status == "completed"
     # A second resume of the same (already decided) approval is refused.
     third = subprocess.run(
         [

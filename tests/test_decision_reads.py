@@ -55,9 +55,9 @@ def test_narrow_decision_reads_answer_as_the_whole_log(tmp_path: Path) -> None:
         log.record(records)
         whole = list(reversed(log.for_thread("t")))
         for limit in (1, 2, 3, 50, 1000):
-            assert session.audit("t", limit=limit) == whole[:limit]
+            assert session.view("t").audit(limit) == whole[:limit]
         # The grants read (chain-vouched, this life) answer as the whole log folded.
         assert log.grants("t") == grants_in_force("t", log.for_thread("t"))
-        assert [g.label for g in session.grants("t")] == ["write_file:*.md"]
+        assert [g.label for g in session.view("t").grants] == ["write_file:*.md"]
     finally:
         session.close()

@@ -182,7 +182,7 @@ def test_rows_paused_before_the_server_started_keep_their_own_times(tmp_path: Pa
         first.collect()
         second = session.send(None, "write late.md: 2")
         second.collect()
-        paused = {t.thread_id: t.pending_since for t in session.threads()}
+        paused = {t.thread_id: t.pending_since for t in session.thread_list().threads}
     finally:
         session.close()
     assert set(paused) == {first.thread_id, second.thread_id}

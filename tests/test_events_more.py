@@ -79,14 +79,14 @@ def test_every_reply_has_its_whole_message_and_the_turn_its_size(tmp_path: Path)
     replies = of(events, ev.AssistantMessage)
     assert [r.text for r in replies] == ["Reading a.txt.", "It says alpha."]
     assert replies[0].tool_calls == ["read_file", "list_files"] and replies[1].tool_calls == []
-    stored = [m for m in session.messages("t") if isinstance(m, AIMessage)]
+    stored = [m for m in session.view("t").messages if isinstance(m, AIMessage)]
     assert [r.message_id for r in replies] == [m.id for m in stored]
     # The deltas of each reply carry its id.
     for reply in replies:
         text = "".join(d.text for d in of(events, ev.TextDelta) if d.message_id == reply.message_id)
         assert text == reply.text
     [done] = of(events, ev.TurnComplete)
-    assert done.status == "completed" and done.history_size == len(session.messages("t")) == 5
+    assert done.status == "completed" and done.history_size == len(session.view("t").messages) == 5
     assert events.index(done) < events.index(of(events, ev.RunFinished)[0])
 
     # Parts of the first reply, indexed in the order they start: reasoning, text, two calls.
@@ -114,7 +114,7 @@ def test_no_turn_complete_while_paused_and_one_when_stopped(tmp_path: Path) -> N
     assert paused[-1].status == "awaiting_approval" and not of(paused, ev.TurnComplete)
     rejected = session.resume("t", {"decisions": [{"type": "reject", "message": "no"}]}).collect()
     [done] = of(rejected, ev.TurnComplete)
-    assert done.history_size == len(session.messages("t"))
+    assert done.history_size == len(session.view("t").messages)
 
     @hook
     def stop_now(state):
@@ -123,7 +123,10 @@ def test_no_turn_complete_while_paused_and_one_when_stopped(tmp_path: Path) -> N
     stopped_session, _ = session_with(tmp_path / "s", ["x"], {"before_llm": [stop_now]})
     events = stopped_session.send("t", "hi").collect()
     [done] = of(events, ev.TurnComplete)
-    assert done.status == "stopped" and done.history_size == len(stopped_session.messages("t")) == 2
+    assert (
+        done.status == "stopped"
+        and done.history_size == len(stopped_session.view("t").messages) == 2
+    )
 
 
 # -- item 3: an after_llm hook that redacts the reply -----------------------------------------
@@ -150,7 +153,7 @@ def test_a_redacting_after_llm_hook_replaces_the_streamed_message(tmp_path: Path
     assert replaced.message_id == of(events, ev.TextDelta)[0].message_id
     assert of(events, ev.AssistantMessage)[0].text == replaced.text
     assert events[-1].text == replaced.text  # run_finished's final text too
-    assert session.messages("t")[-1].content == replaced.text
+    assert session.view("t").messages[-1].content == replaced.text
     assert events.index(replaced) < events.index(of(events, ev.AssistantMessage)[0])
     # A reply the hook does not touch gets no replacement.
     assert not of(session.send("t", "thanks").collect(), ev.MessageReplaced)
@@ -167,7 +170,7 @@ def test_a_hook_that_removes_the_reply_says_so(tmp_path: Path) -> None:
     events = session.send("t", "hi").collect()
     [replaced] = of(events, ev.MessageReplaced)
     assert replaced.removed and replaced.text == ""
-    assert [m.content for m in session.messages("t")] == ["hi", "(withheld)"]
+    assert [m.content for m in session.view("t").messages] == ["hi", "(withheld)"]
 
 
 def _screen(output: str, width: int) -> list[str]:
@@ -262,7 +265,9 @@ def two_calls(tmp_path: Path) -> tuple[Session, Ledger]:
 
 def results(session: Session) -> dict[str, str]:
     return {
-        m.tool_call_id: str(m.content) for m in session.messages("t") if isinstance(m, ToolMessage)
+        m.tool_call_id: str(m.content)
+        for m in session.view("t").messages
+        if isinstance(m, ToolMessage)
     }
 
 
@@ -270,7 +275,7 @@ def test_without_reject_missing_a_partial_answer_is_refused(tmp_path: Path) -> N
     session, ledger = two_calls(tmp_path)
     with pytest.raises(DecisionError, match="no decision for tool call"):
         session.resume("t", {"decisions": {"e1": {"type": "approve"}}})
-    assert session.pending("t") is not None and ledger.count("send_email") == 0
+    assert session.view("t").pending is not None and ledger.count("send_email") == 0
 
 
 @pytest.mark.parametrize("how", ["parameter", "field", "reason", "null"])
@@ -296,13 +301,13 @@ def test_reject_missing_rejects_what_the_answer_leaves_out(tmp_path: Path, how: 
     assert found["e1"] == "sent to a@x" and "declined" in found["e2"]
     if how == "reason":
         assert "only a@x today" in found["e2"]
-    [record] = [r for r in session.audit("t") if r.tool_call_id == "e2"]
+    [record] = [r for r in session.view("t").audit() if r.tool_call_id == "e2"]
     assert record.decision == "reject"
 
 
 def test_reject_missing_through_a_raw_command_and_async_session(tmp_path: Path) -> None:
     session, ledger = two_calls(tmp_path)
-    pending = session.pending("t")
+    pending = session.view("t").pending
     config = {"configurable": {"thread_id": "t"}}
     session.agent.invoke(
         Command(
@@ -332,14 +337,14 @@ def test_reject_missing_through_a_raw_command_and_async_session(tmp_path: Path) 
 
 def test_a_raw_command_without_reject_missing_changes_nothing(tmp_path: Path) -> None:
     session, ledger = two_calls(tmp_path)
-    pending = session.pending("t")
+    pending = session.view("t").pending
     with pytest.raises(Exception, match="no decision for tool call"):
         session.agent.invoke(
             Command(resume={pending.interrupt_id: {"decisions": {"e2": {"type": "approve"}}}}),
             {"configurable": {"thread_id": "t"}},
         )
     assert (
-        session.pending("t").interrupt_id == pending.interrupt_id
+        session.view("t").pending.interrupt_id == pending.interrupt_id
         and ledger.count("send_email") == 0
     )
 
@@ -362,17 +367,18 @@ def check_reads(session: Session, events: Any) -> int:
         if isinstance(event, ev.ToolFinished):
             found = [
                 m
-                for m in session.messages("t")
+                for m in session.view("t").messages
                 if isinstance(m, ToolMessage) and m.tool_call_id == event.call_id
             ]
             assert len(found) == 1 and found[0].content == event.output, event
             checked += 1
         elif isinstance(event, ev.AssistantMessage):
             assert any(
-                m.id == event.message_id and m.content == event.text for m in session.messages("t")
+                m.id == event.message_id and m.content == event.text
+                for m in session.view("t").messages
             )
         elif isinstance(event, ev.TurnComplete):
-            assert len(session.messages("t")) == event.history_size
+            assert len(session.view("t").messages) == event.history_size
     return checked
 
 
@@ -407,7 +413,7 @@ def test_a_mid_run_read_through_async_session(tmp_path: Path) -> None:
         checked = 0
         async for event in run:
             if isinstance(event, ev.ToolFinished):
-                messages = await asession.messages("t")
+                messages = await asession.view("t").messages
                 assert any(
                     isinstance(m, ToolMessage) and m.tool_call_id == event.call_id for m in messages
                 )
@@ -433,7 +439,7 @@ def test_a_redaction_hook_from_gatehouse_toml_under_async_session(tmp_path: Path
         )
         run = await session.start("t", "key?")
         events = await run.collect()
-        assert (await session.messages("t"))[-1].content == "use [redacted] here"
+        assert (await session.view("t").messages)[-1].content == "use [redacted] here"
         await session.close()
         return events
 

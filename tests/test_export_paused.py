@@ -57,7 +57,7 @@ def paused_thread(tmp: Path) -> tuple[Session, Ledger, str]:
 def results(session: Session, thread_id: str) -> dict[str, str]:
     return {
         m.tool_call_id: str(m.content)
-        for m in session.messages(thread_id)
+        for m in session.view(thread_id).messages
         if isinstance(m, ToolMessage)
     }
 
@@ -66,8 +66,8 @@ def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
     tmp_path: Path, target_db: str
 ) -> None:
     source, source_ledger, tid = paused_thread(tmp_path / "a")
-    asked = source.pending(tid)
-    exported = source.export(tid, "json")
+    asked = source.view(tid).pending
+    exported = source.view(tid).export("json")
     data = json.loads(exported)
     assert (
         data["pending"]["kind"] == "approval"
@@ -79,11 +79,11 @@ def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
     target, ledger = opened(tmp_path / "b", target_db)
     try:
         assert target.submit(ImportThread(exported)).result().thread_id == tid
-        restored = target.pending(tid)
+        restored = target.view(tid).pending
         assert restored is not None and restored.kind == "approval"
         assert restored.request.wire() == asked.request.wire()  # the same card
-        assert target.thread(tid).status == "awaiting_approval"
-        assert [t.thread_id for t in target.awaiting_approval()] == [tid]
+        assert target.view(tid).info.status == "awaiting_approval"
+        assert [t.thread_id for t in target.thread_list().awaiting_approval] == [tid]
         assert ledger.entries() == []  # importing ran nothing: not the free call, not the gated one
         assert results(target, tid) == results(source, tid) == {"k1": "value of version"}
 
@@ -93,7 +93,9 @@ def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
             target.submit(ImportThread(exported))
         with pytest.raises(ImportRefused, match="only under its own id"):
             target.submit(ImportThread(exported, thread_id="copy"))
-        assert not target.exists("copy") and [t.thread_id for t in target.threads()] == [tid]
+        assert not target.view("copy").exists and [
+            t.thread_id for t in target.thread_list().threads
+        ] == [tid]
 
         # The old interrupt id is not the pending one here; the restored one is answered once.
         with pytest.raises(StaleDecision):
@@ -103,14 +105,14 @@ def test_a_paused_thread_waits_again_in_another_database_and_runs_once(
         assert ledger.count("deploy") == 1 and ledger.count("lookup") == 0
         with pytest.raises(NothingPending):
             target.resume(tid, APPROVE)
-        assert [r.decision for r in target.audit(tid)] == ["approve"]
+        assert [r.decision for r in target.view(tid).audit()] == ["approve"]
         assert [e.tool_call_id for e in target.storage.journal.entries(tid)] == ["d1"]
 
         # After it ran, the same export cannot ask for it again here, under any id.
         for thread_id in (None, "copy"):
             with pytest.raises(ImportRefused, match=r"deploy \(call d1\) already ran"):
                 target.submit(ImportThread(exported, thread_id=thread_id))
-        assert not target.exists("copy") and ledger.count("deploy") == 1
+        assert not target.view("copy").exists and ledger.count("deploy") == 1
     finally:
         source.close()
         target.close()
@@ -125,16 +127,16 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
         run = session.send(None, "deploy web")
         run.collect()
         tid = run.thread_id
-        paused_export = session.export(tid, "json")  # taken before the approval
+        paused_export = session.view(tid).export("json")  # taken before the approval
         session.resume(tid, APPROVE).collect()
         assert ledger.count("deploy") == 1
-        done_export = session.export(tid, "json")
+        done_export = session.view(tid).export("json")
         assert [e["tool_call_id"] for e in json.loads(done_export)["journal"]] == ["d1"]
-        messages = session.messages(tid)
+        messages = session.view(tid).messages
 
         session.submit(Delete(tid))
         assert session.submit(ImportThread(done_export)).result().thread_id == tid
-        assert session.messages(tid) == messages
+        assert session.view(tid).messages == messages
         [entry] = session.storage.journal.entries(tid)
         assert entry.tool_call_id == "d1" and entry.finished
         # The approval is still in the log (it outlives the delete); a replayed task for
@@ -154,7 +156,7 @@ def test_delete_then_import_the_threads_own_export_never_runs_an_approved_call_a
         session.submit(Delete(tid))
         with pytest.raises(ImportRefused, match=r"deploy \(call d1\) was already decided"):
             session.submit(ImportThread(paused_export))
-        assert not session.exists(tid) and ledger.count("deploy") == 1
+        assert not session.view(tid).exists and ledger.count("deploy") == 1
     finally:
         session.close()
 
@@ -220,12 +222,16 @@ def test_a_tampered_paused_export_is_refused_and_writes_nothing(
     source, _, tid = paused_thread(tmp_path / "a")
     target, ledger = opened(tmp_path / "b")
     try:
-        data = json.loads(source.export(tid, "json"))
+        data = json.loads(source.view(tid).export("json"))
         tamper(data)
         with pytest.raises(ImportRefused, match=error):
             target.submit(ImportThread(data))
-        assert not target.exists(tid) and target.threads() == [] and ledger.entries() == []
-        assert target.audit() == []
+        assert (
+            not target.view(tid).exists
+            and target.thread_list().threads == []
+            and ledger.entries() == []
+        )
+        assert target.thread_list().audit() == []
     finally:
         source.close()
         target.close()
@@ -239,8 +245,12 @@ def test_an_import_where_the_policy_would_not_ask_is_refused(tmp_path: Path) -> 
     target, ledger, _ = make_session(tmp_path / "b", SCRIPT, policy={"deploy": "allow"})
     try:
         with pytest.raises(ImportRefused, match="would not ask the same calls"):
-            target.submit(ImportThread(source.export(tid, "json")))
-        assert not target.exists(tid) and ledger.entries() == [] and target.threads() == []
+            target.submit(ImportThread(source.view(tid).export("json")))
+        assert (
+            not target.view(tid).exists
+            and ledger.entries() == []
+            and target.thread_list().threads == []
+        )
     finally:
         source.close()
         target.close()
@@ -261,7 +271,7 @@ def test_the_terminal_imports_a_paused_thread_once(tmp_path: Path) -> None:
     run = source.send(None, "write notes")
     assert run.collect()[-1].status == "awaiting_approval"
     path = tmp_path / "paused.json"
-    path.write_text(source.export(run.thread_id, "json"))
+    path.write_text(source.view(run.thread_id).export("json"))
     source.close()
 
     runner = CliRunner()
@@ -291,10 +301,10 @@ def test_async_session_serialises_a_paused_run_and_wakes_it_elsewhere(
         here, there = AsyncSession(source), AsyncSession(target)
         run = await here.start(None, "deploy web")
         await run.collect()
-        stored = await here.export(run.thread_id, "json")  # e.g. into a queue or a blob store
+        stored = await here.view(run.thread_id).export("json")  # e.g. into a queue or a blob store
         await here.submit(Delete(run.thread_id))  # handed over: answered in one place only
         tid = (await (await there.submit(ImportThread(stored))).result()).thread_id
-        pending = await there.pending(tid)
+        pending = await there.view(tid).pending
         assert pending is not None and [a.name for a in pending.actions] == ["deploy"]
         resumed = await there.resume(tid, APPROVE, interrupt_id=pending.interrupt_id)
         await resumed.collect()

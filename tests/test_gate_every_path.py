@@ -278,8 +278,8 @@ def test_a_bad_raw_answer_is_not_stored_and_the_pause_stays_clean(tmp_path: Path
     assert graph.get_state(cfg("t")).interrupts and runs(tmp_path / "count") == {}
     session = Session(graph, storage, make_counting_tools(tmp_path / "count"))
     assert (
-        session.pending("t") is not None
-        and session.pending("t").interrupt_id == before.interrupts[0].id
+        session.view("t").pending is not None
+        and session.view("t").pending.interrupt_id == before.interrupts[0].id
     )
     # A correct answer afterwards completes.
     graph.invoke(Command(resume=APPROVE), cfg("t"))
@@ -316,14 +316,14 @@ def test_a_new_message_after_a_crash_inside_a_call_asks_the_outcome_first(tmp_pa
     try:
         events = session.send("t", "something else").collect()
         assert events[-1].status == "awaiting_approval"
-        pause = session.pending("t")
+        pause = session.view("t").pending
         assert isinstance(pause, OutcomeUnknown) and pause.call.tool_call_id == "call0"
         # The new message waits; the history has no user message after the open call.
-        assert [m.content for m in session.messages("t") if isinstance(m, HumanMessage)] == [
+        assert [m.content for m in session.view("t").messages if isinstance(m, HumanMessage)] == [
             "hello"
         ]
         session.resume("t", {"type": "mark_failed", "message": "not sure"}).collect()
-        messages = session.messages("t")
+        messages = session.view("t").messages
         kinds = [(type(m).__name__, getattr(m, "tool_call_id", None)) for m in messages]
         assert kinds[:4] == [
             ("HumanMessage", None),
@@ -384,4 +384,4 @@ def test_content_blocks_reach_the_demo_model_as_text(tmp_path: Path) -> None:
     # The Session takes blocks too.
     session = Session(graph, storage, tools)
     session.send("t2", [{"type": "text", "text": "write b.md: y"}]).collect()
-    assert session.pending("t2").actions[0].args == {"path": "b.md", "content": "y\n"}
+    assert session.view("t2").pending.actions[0].args == {"path": "b.md", "content": "y\n"}

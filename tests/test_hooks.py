@@ -171,7 +171,7 @@ def test_before_llm_stop_run_ends_the_run_with_the_reason(tmp_path: Path) -> Non
     assert events[-1].status == "stopped" and events[-1].reason == "Quota exhausted for today."
     assert any(e.type == "notice" and "Quota" in e.text for e in events)
     assert model.inputs == []  # the model was never called
-    assert "Quota exhausted" in session.messages("t")[-1].content
+    assert "Quota exhausted" in session.view("t").messages[-1].content
 
 
 def test_before_tool_stop_run_answers_every_call_without_running_it(tmp_path: Path) -> None:
@@ -192,8 +192,8 @@ def test_before_tool_stop_run_answers_every_call_without_running_it(tmp_path: Pa
     )
     events = session.send("t", "go").collect()
     assert events[-1].status == "stopped"
-    assert CALLS == [] and session.pending("t") is None
-    answers = [m for m in session.messages("t") if isinstance(m, ToolMessage)]
+    assert CALLS == [] and session.view("t").pending is None
+    answers = [m for m in session.view("t").messages if isinstance(m, ToolMessage)]
     assert {m.tool_call_id for m in answers} == {"c1", "c2"}
 
 
@@ -206,7 +206,7 @@ def test_on_exit_continue_run_keeps_the_agent_going(tmp_path: Path) -> None:
 
     session, model = make(tmp_path, ["first try", "checked: fine"], {"on_exit": [once_more]})
     assert session.send("t", "question").collect()[-1].status == "completed"
-    assert [m.content for m in session.messages("t")] == [
+    assert [m.content for m in session.view("t").messages] == [
         "question",
         "first try",
         "Double-check that.",
@@ -232,7 +232,7 @@ def test_hooks_may_rewrite_history_and_the_control_keys_still_decide(tmp_path: P
 
     session, model = make(tmp_path, ["ok"], {"before_llm": [rewrite]})
     session.send("t", "my secret is 42").collect()
-    contents = [m.content for m in session.messages("t")]
+    contents = [m.content for m in session.view("t").messages]
     assert contents == ["[redacted]", "ok"]
     assert all("secret" not in str(m.content) for m in model.inputs[0])
 
@@ -252,7 +252,7 @@ def test_model_context_reaches_the_model_but_never_the_history(tmp_path: Path) -
     systems = [m.content for call in model.inputs for m in call if isinstance(m, SystemMessage)]
     assert [s.count("STAMP") for s in systems] == [1, 1]  # replaced, not piled up
     assert "STAMP-2" in systems[1]
-    assert all("STAMP" not in str(m.content) for m in session.messages("t"))
+    assert all("STAMP" not in str(m.content) for m in session.view("t").messages)
 
 
 # -- pause and resume -----------------------------------------------------------
@@ -310,13 +310,13 @@ def test_a_hook_that_raises_fails_the_run_and_retry_continues_once_fixed(
     assert len(errors) == 1 and errors[0].kind == "hook" and errors[0].retryable
     assert "backend down" in errors[0].message and point in errors[0].message
     assert events[-1].status == "failed"
-    before = [m.content for m in session.messages("t")]
+    before = [m.content for m in session.view("t").messages]
     config = {"configurable": {"thread_id": "t"}}
     assert session.agent.get_state(config).next  # stopped at the failing node, resumable
 
     flaky.broken = False
     assert session.retry("t").collect()[-1].status == "completed"
-    after = [m.content for m in session.messages("t")]
+    after = [m.content for m in session.view("t").messages]
     assert after[: len(before)] == before and after[-1] == "all good"
     assert CALLS == ["lookup:a"], "nothing ran twice"
 
@@ -356,7 +356,7 @@ def test_a_broken_update_is_refused_and_never_reaches_the_state(
     events = session.send("t", "hi").collect()
     error = next(e for e in events if e.type == "error")
     assert error.kind == "hook" and message in error.message
-    assert [m.content for m in session.messages("t")] == ["hi", "fine"]
+    assert [m.content for m in session.view("t").messages] == ["hi", "fine"]
 
 
 # -- lifecycle --------------------------------------------------------------------

@@ -163,7 +163,7 @@ def test_on_exit_message_without_continue_run_is_refused_and_nothing_is_written(
     assert events[-1].status == "failed" and error.kind == "hook"
     assert "continue_run" in error.message and "user message" in error.message
     # The failing step wrote nothing: no dangling message in the history.
-    assert [m.content for m in session.messages("t")] == ["hi", "done"]
+    assert [m.content for m in session.view("t").messages] == ["hi", "done"]
 
 
 def test_on_exit_may_add_a_closing_assistant_message_without_continue_run(tmp_path: Path) -> None:
@@ -174,7 +174,7 @@ def test_on_exit_may_add_a_closing_assistant_message_without_continue_run(tmp_pa
 
     session, _ = make(tmp_path, ["done"], {"on_exit": [sign]})
     assert session.send("t", "hi").collect()[-1].status == "completed"
-    assert session.messages("t")[-1].content == "All checks passed (checked)"
+    assert session.view("t").messages[-1].content == "All checks passed (checked)"
 
 
 def test_on_exit_may_edit_earlier_messages_in_place_without_continue_run(tmp_path: Path) -> None:
@@ -188,4 +188,4 @@ def test_on_exit_may_edit_earlier_messages_in_place_without_continue_run(tmp_pat
 
     session, _ = make(tmp_path, ["noted"], {"on_exit": [scrub]})
     assert session.send("t", "my password is hunter2").collect()[-1].status == "completed"
-    assert [m.content for m in session.messages("t")] == ["my password is [redacted]", "noted"]
+    assert [m.content for m in session.view("t").messages] == ["my password is [redacted]", "noted"]

@@ -36,7 +36,7 @@ def _snapshot(session):
 
 def test_the_request_names_the_approvers(tmp_path: Path) -> None:
     session, _ = _paused(tmp_path)
-    pause = session.pending("t1")
+    pause = session.view("t1").pending
     assert pause.request.review_configs[0].approvers == ["ana@example.com", "Bo"]
     assert pause.request.wire()["review_configs"][0]["approvers"] == ["ana@example.com", "Bo"]
 
@@ -54,7 +54,7 @@ def test_someone_else_is_refused_through_the_session_and_the_thread_stays_paused
     assert _snapshot(session) == before and ledger.count("deploy") == 0
     events = session.resume("t1", {"decisions": [{"type": "approve"}]}, actor="bo").collect()
     assert events[-1].status == "completed" and ledger.count("deploy") == 1
-    [record] = [r for r in session.audit("t1") if r.tool_call_id == "c1"]
+    [record] = [r for r in session.view("t1").audit() if r.tool_call_id == "c1"]
     assert (record.actor, record.source, record.decision) == ("bo", "api", "approve")
 
 
@@ -105,4 +105,4 @@ def test_auto_approve_never_decides_for_a_tools_approvers(tmp_path: Path) -> Non
     session.submit(SetAutoApprove("t1", True), RunOptions(actor="mallory"))
     session.send("t1", "go", auto_approve=True).collect()
     assert ledger.count("deploy") == 0
-    assert session.pending("t1") is not None  # asked, for ana or bo to decide
+    assert session.view("t1").pending is not None  # asked, for ana or bo to decide

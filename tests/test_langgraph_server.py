@@ -234,8 +234,8 @@ def test_prune_deletes_threads_and_refuses_keep_latest(tmp_path: Path) -> None:
             asyncio.run(saver.aprune([kept.thread_id], strategy="keep_latest"))
         assert len(list(saver.list(config))) == before  # nothing pruned
         asyncio.run(saver.aprune([pruned.thread_id], strategy="delete"))
-        assert not session.exists(pruned.thread_id)
-        assert session.exists(kept.thread_id) and session.messages(kept.thread_id)
+        assert not session.view(pruned.thread_id).exists
+        assert session.view(kept.thread_id).exists and session.view(kept.thread_id).messages
         with pytest.raises(ValueError, match="Unknown prune strategy"):
             saver.prune([kept.thread_id], strategy="everything")
     finally:

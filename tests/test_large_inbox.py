@@ -67,22 +67,22 @@ def test_the_sessions_inbox_reads_every_card_in_one_query(
     inbox: tuple[Session, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session, _ = inbox
-    waiting = session.awaiting_approval()
+    waiting = session.thread_list().awaiting_approval
     assert len(waiting) == PAUSED and "done" not in {i.thread_id for i in waiting}
     assert session.storage.reader is not None
     seen = counting(monkeypatch, session.storage.reader._db)
-    cards = session.pending_cards()
+    cards = session.thread_list().pending_cards()
     assert len(cards) == PAUSED and {p.kind for _, p in cards} == {"approval"}
     assert len(seen) == 1  # the cards: one query for all of them
     # The web inbox's first page: its 50 cards, in the same one query.
     seen.clear()
-    page = session.pending_many([i.thread_id for i in waiting[:50]])
+    page = session.thread_list().pending_many([i.thread_id for i in waiting[:50]])
     assert len(seen) == 1 and all(p is not None for p in page.values()) and len(page) == 50
     # The same cards as one `pending` each would read.
-    assert page["inbox-7"] == session.pending("inbox-7")
+    assert page["inbox-7"] == session.view("inbox-7").pending
     # An id given twice, or one with no thread, is one card or none (the ids drive the query).
     seen.clear()
-    again = session.pending_many(["inbox-7", "inbox-7", "nobody"])
+    again = session.thread_list().pending_many(["inbox-7", "inbox-7", "nobody"])
     assert len(seen) == 1 and again == {"inbox-7": page["inbox-7"], "nobody": None}
 
 

@@ -138,11 +138,11 @@ def test_a_failed_resume_leaves_the_card_in_every_inbox(
         events = session.resume("t", APPROVE).collect()
     assert isinstance(events[-1], ev.RunFinished) and events[-1].status == "failed"
 
-    info = session.thread("t")
+    info = session.view("t").info
     assert info is not None and info.status == "awaiting_approval"
     assert info.reason and "disk I/O error" in info.reason
-    assert [i.thread_id for i in session.awaiting_approval()] == ["t"]
-    [(card_info, card)] = session.pending_cards()
+    assert [i.thread_id for i in session.thread_list().awaiting_approval] == ["t"]
+    [(card_info, card)] = session.thread_list().pending_cards()
     assert card_info.thread_id == "t" and card.kind == "approval"
     [listed] = cli_pending(db_url, capsys)
     assert listed["thread_id"] == "t" and listed["interrupt_id"] == card.interrupt_id
@@ -150,7 +150,7 @@ def test_a_failed_resume_leaves_the_card_in_every_inbox(
     done = session.resume("t", APPROVE, interrupt_id=card.interrupt_id).collect()
     assert done[-1].status == "completed"
     assert runs(counter) == {"hello": 1}
-    assert session.awaiting_approval() == [] and cli_pending(db_url, capsys) == []
+    assert session.thread_list().awaiting_approval == [] and cli_pending(db_url, capsys) == []
 
 
 def test_a_resume_that_failed_after_its_call_is_no_card(
@@ -168,9 +168,9 @@ def test_a_resume_that_failed_after_its_call_is_no_card(
     with monkeypatch.context() as patch:
         patch.setattr(saver, "put", failing)
         assert session.resume("t", APPROVE).collect()[-1].status == "failed"
-    info = session.thread("t")
+    info = session.view("t").info
     assert info is not None and info.status == "failed"
-    assert session.awaiting_approval() == [] and session.pending("t") is None
+    assert session.thread_list().awaiting_approval == [] and session.view("t").pending is None
     assert session.retry("t").collect()[-1].status == "completed"
     assert runs(counter) == {"hello": 1}
 
@@ -213,7 +213,7 @@ def test_already_decided_only_when_a_decision_holds_the_thread(
             session.resume("t", APPROVE)
         assert not isinstance(refused.value, AlreadyDecided)
         lease.release()
-        assert session.pending("t") is not None and runs(counter) == {}
+        assert session.view("t").pending is not None and runs(counter) == {}
         assert session.resume("t", APPROVE).collect()[-1].status == "completed"
     finally:
         other.close()
@@ -236,7 +236,7 @@ def test_retry_answers_a_message_a_restart_left_with_nothing_due(tmp_path: Path)
         state = session.agent.get_state(config)
         assert state.next == () and isinstance(state.values["messages"][-1], HumanMessage)
         assert session.retry("t").collect()[-1].status == "completed"
-        last = session.messages("t")[-1]
+        last = session.view("t").messages[-1]
         assert isinstance(last, AIMessage) and last.content == "Done with free: second."
         assert runs(counter) == {"free: first": 1, "free: second": 1}
     finally:

@@ -89,7 +89,7 @@ def cut_notices(events: list[ev.Event]) -> list[ev.Notice]:
 
 
 def ais(session: Session, thread_id: str) -> list[AIMessage]:
-    return [m for m in session.messages(thread_id) if isinstance(m, AIMessage)]
+    return [m for m in session.view(thread_id).messages if isinstance(m, AIMessage)]
 
 
 def test_a_reply_stopped_by_max_tokens_is_marked_cut_and_retry_asks_from_before_it(
@@ -108,7 +108,7 @@ def test_a_reply_stopped_by_max_tokens_is_marked_cut_and_retry_asks_from_before_
     assert cut.content == "Done: I wrote the" and cut.additional_kwargs["gatehouse_cut_off"] is True
     # Marked in the history a person reads (the notice after it is Gatehouse's, not the model's).
     assert [
-        (v.cut_off, v.notice) for v in session.transcript(thread_id) if v.role == "assistant"
+        (v.cut_off, v.notice) for v in session.view(thread_id).transcript if v.role == "assistant"
     ] == [(True, False), (False, True)]
 
     retried = session.retry(thread_id).collect()
@@ -198,7 +198,7 @@ def test_an_empty_reply_is_reported_never_a_silent_success(
         True,
         False,
     ]  # asked once more, not streamed
-    info = session.thread(thread_id)
+    info = session.view(thread_id).info
     assert info is not None and info.status == "failed"
 
 

@@ -70,20 +70,20 @@ def test_compaction_is_on_by_default_and_the_demo_model_writes_the_summary(tmp_p
         run.collect()
         tid = run.thread_id
         (tmp_path / "ws" / "notes.md").write_text("milk\n" * 50)
-        first = session.messages(tid)[0]
+        first = session.view(tid).messages[0]
         session.send(tid, "read notes.md").collect()
         events = session.send(tid, "list files").collect()
         [compacted] = of(events, ev.Compacted)
         assert compacted.tokens_after < compacted.tokens_before and compacted.messages_removed >= 4
 
-        view = session.transcript(tid)
+        view = session.view(tid).transcript
         [summary] = [m for m in view if m.summary]
         assert summary.role == "user"
         # The offline demo wrote a plain summary of what happened.
         assert '"list files"' in summary.content and "list_files ×" in summary.content
         assert finished(events).status == "completed"
         # Only the model's view was summarised: the person's history keeps the first turn.
-        assert session.messages(tid)[0].id == first.id
+        assert session.view(tid).messages[0].id == first.id
         # The full history stays in the checkpoints: time travel still shows it.
         older = [
             s.values["messages"]
@@ -118,7 +118,7 @@ def test_compact_now_with_the_default_configuration_also_when_automatic_compacti
             )  # off: never on its own
         event = session.submit(Compact(tid)).result().compacted
         assert event is not None and event.messages_removed == 8
-        view = session.transcript(tid)
+        view = session.view(tid).transcript
         assert [m.summary for m in view].index(True) == 8 and len(view) == 13
         assert [m.content for m in view[9:10]] == ["list files"]
     finally:
@@ -157,7 +157,7 @@ def test_compaction_summarises_with_the_cheaper_model_named_in_config(tmp_path: 
             assert {r["model"] for r in server.requests if r not in summaries} == {"big-model"}
             assert any(
                 m.summary and "SUMMARY by the small model" in m.content
-                for m in session.transcript(tid)
+                for m in session.view(tid).transcript
             )
             # The big model's last request starts at the summary, not at "one one …".
             last = [r for r in server.requests if r not in summaries][-1]
@@ -187,8 +187,11 @@ def test_compaction_changes_only_what_the_model_is_sent(tmp_path: Path) -> None:
         tid = session.new_thread_id()
         for i in range(12):
             session.send(tid, f"request {i:02d} " + "word " * 30).collect()
-        before = session.messages(tid)
-        md_before, json_before = session.export(tid), json.loads(session.export(tid, "json"))
+        before = session.view(tid).messages
+        md_before, json_before = (
+            session.view(tid).export(),
+            json.loads(session.view(tid).export("json")),
+        )
 
         done = session.submit(Compact(tid)).result().compacted
         assert (
@@ -196,18 +199,18 @@ def test_compaction_changes_only_what_the_model_is_sent(tmp_path: Path) -> None:
             and done.messages_removed == 20
             and done.tokens_after < done.tokens_before
         )
-        after = session.messages(tid)
+        after = session.view(tid).messages
         summaries = [i for i, m in enumerate(after) if m.additional_kwargs.get("gatehouse_summary")]
         assert summaries == [20]  # the marker: just before the two turns kept verbatim
         assert [m.id for i, m in enumerate(after) if i != 20] == [m.id for m in before]
-        view = session.transcript(tid)
+        view = session.view(tid).transcript
         assert (
             len(view) == len(before) + 1
             and view[20].summary
             and view[21].content.startswith("request 10")
         )
 
-        md_after = session.export(tid)
+        md_after = session.view(tid).export()
         assert len(md_after) > len(md_before) and all(
             f"request {i:02d}" in md_after for i in range(12)
         )
@@ -216,7 +219,7 @@ def test_compaction_changes_only_what_the_model_is_sent(tmp_path: Path) -> None:
             < md_after.index("compacted: from here on")
             < md_after.index("request 10")
         )
-        json_after = json.loads(session.export(tid, "json"))
+        json_after = json.loads(session.view(tid).export("json"))
         assert [m for m in json_after["messages"] if not m.get("summary")] == json_before[
             "messages"
         ]
@@ -235,7 +238,7 @@ def test_compaction_changes_only_what_the_model_is_sent(tmp_path: Path) -> None:
         session.send(tid, "request 13").collect()
         again = session.submit(Compact(tid)).result().compacted
         assert again is not None and again.messages_removed == 5  # summary, turns 10 and 11
-        latest = session.messages(tid)
+        latest = session.view(tid).messages
         assert [m.content for m in latest if m.type == "human" and "SUMMARY" not in m.content] == [
             m.content for m in before if m.type == "human"
         ] + ["request 12", "request 13"]
@@ -290,11 +293,11 @@ def test_a_large_tool_output_is_stored_aside_and_the_model_reads_ranges(tmp_path
         )
         assert "row 1502" not in got
         # The whole output is one call away for a front end, and the transcript says so.
-        assert session.tool_output(tid, "c1") == text
-        view = next(m for m in session.transcript(tid) if m.tool_call_id == "c1")
+        assert session.view(tid).tool_output("c1") == text
+        view = next(m for m in session.view(tid).transcript if m.tool_call_id == "c1")
         assert view.offloaded and view.total_chars == len(text)
-        assert session.tool_output(tid, "r1") == got  # not offloaded: the result itself
-        assert session.tool_output(tid, "nope") is None
+        assert session.view(tid).tool_output("r1") == got  # not offloaded: the result itself
+        assert session.view(tid).tool_output("nope") is None
         # Stored in the thread's own database, in its own table.
         with sqlite3.connect(tmp_path / "gatehouse.db") as db:
             assert db.execute(
@@ -302,7 +305,7 @@ def test_a_large_tool_output_is_stored_aside_and_the_model_reads_ranges(tmp_path
             ).fetchall() == [(len(text),)]
         # Gone with the thread.
         session.submit(Delete(tid))
-        assert session.tool_output(tid, "c1") is None
+        assert session.view(tid).tool_output("c1") is None
     finally:
         session.close()
 
@@ -329,7 +332,7 @@ def test_reading_a_stored_output_by_pattern_and_by_characters(tmp_path: Path) ->
     try:
         run = session.send(None, "search it")
         run.collect()
-        results = {m.tool_call_id: m for m in tool_results(session.messages(run.thread_id))}
+        results = {m.tool_call_id: m for m in tool_results(session.view(run.thread_id).messages)}
         assert results["r1"].content.splitlines()[1:] == [
             f"778: {text.splitlines()[777]}",
             f"779: {text.splitlines()[778]}",
@@ -466,7 +469,7 @@ def test_the_async_session_passes_tracing_and_audit_options_through(tmp_path: Pa
             assert (await resumed.collect())[-1].text == "done"
             [root] = [c for c in recorder.chains if c["root"]]
             assert root["metadata"]["thread_id"] == run.thread_id and "async" in root["tags"]
-            [record] = await session.audit(run.thread_id)
+            [record] = await session.view(run.thread_id).audit()
             assert (record.source, record.actor) == ("websocket", "frank")
         finally:
             await session.close()
@@ -489,7 +492,7 @@ def test_run_finished_carries_the_final_text_and_its_message_id(tmp_path: Path) 
     try:
         run = session.send(None, "hi")
         done = finished(run.collect())
-        last = session.messages(run.thread_id)[-1]
+        last = session.view(run.thread_id).messages[-1]
         assert (done.text, done.message_id) == ("Hello there.", last.id) and run.finished == done
         paused = finished(session.send(run.thread_id, "write a.md").collect())
         assert paused.status == "awaiting_approval" and paused.text == "Writing it."
@@ -498,7 +501,7 @@ def test_run_finished_carries_the_final_text_and_its_message_id(tmp_path: Path) 
         )
         assert (
             resumed.text == "Wrote a.md."
-            and resumed.message_id == session.messages(run.thread_id)[-1].id
+            and resumed.message_id == session.view(run.thread_id).messages[-1].id
         )
     finally:
         session.close()
@@ -568,35 +571,35 @@ def test_export_json_imports_back_to_equal_messages(tmp_path: Path) -> None:
     try:
         tid = rich_thread(session, tmp_path / "one")
         assert session.submit(Compact(tid)).result().compacted is not None
-        original = session.messages(tid)
+        original = session.view(tid).messages
         kinds = {type(m).__name__ for m in original}
         assert kinds == {"HumanMessage", "AIMessage", "ToolMessage"}
-        views = session.transcript(tid)
+        views = session.view(tid).transcript
         assert (
             any(v.summary for v in views)
             and any(v.notice for v in views)
-            and any(v.offloaded for v in session.transcript(tid))
+            and any(v.offloaded for v in session.view(tid).transcript)
         )
-        exported = session.export(tid, "json")
+        exported = session.view(tid).export("json")
         data = json.loads(exported)
         assert data["format"] == "gatehouse-thread" and data["tool_outputs"]
 
         # Into another database: the same id, equal messages, the stored outputs too.
         assert other.submit(ImportThread(exported)).result().thread_id == tid
-        assert other.messages(tid) == original
-        assert other.transcript(tid) == views
+        assert other.view(tid).messages == original
+        assert other.view(tid).transcript == views
         offloaded = next(v for v in views if v.offloaded)
-        assert other.tool_output(tid, offloaded.tool_call_id) == session.tool_output(
-            tid, offloaded.tool_call_id
+        assert other.view(tid).tool_output(offloaded.tool_call_id) == session.view(tid).tool_output(
+            offloaded.tool_call_id
         )
-        assert other.thread(tid).title == session.thread(tid).title
-        assert other.pending(tid) is None
+        assert other.view(tid).info.title == session.view(tid).info.title
+        assert other.view(tid).pending is None
         # It is a thread like any other: it goes on.
         assert finished(other.send(tid, "go on").collect()).text == "Continuing."
 
         # Into the same database: the id is taken, so a new one; a named id that is taken is refused.
         again = session.submit(ImportThread(exported)).result().thread_id
-        assert again != tid and session.messages(again) == original
+        assert again != tid and session.view(again).messages == original
         with pytest.raises(ImportRefused, match="already exists"):
             session.submit(ImportThread(exported, thread_id=tid))
         assert (
@@ -608,7 +611,7 @@ def test_export_json_imports_back_to_equal_messages(tmp_path: Path) -> None:
 
         # A hand-trimmed file with only the plain views imports too, to equal views.
         del data["lc_messages"]
-        assert other.transcript(other.submit(ImportThread(data)).result().thread_id) == views
+        assert other.view(other.submit(ImportThread(data)).result().thread_id).transcript == views
     finally:
         session.close()
         other.close()
@@ -624,8 +627,8 @@ def test_an_import_that_would_break_tool_call_pairing_is_refused_and_writes_noth
     try:
         run = session.send(None, "write a.md")
         run.collect()
-        paused = json.loads(session.export(run.thread_id, "json"))
-        before = [t.thread_id for t in session.threads()]
+        paused = json.loads(session.view(run.thread_id).export("json"))
+        before = [t.thread_id for t in session.thread_list().threads]
         # A paused export imports only as a hand-over (tests/test_export_paused.py);
         # without the request it waited for, its open call is refused.
         with pytest.raises(ImportRefused, match="imports only under its own id"):
@@ -648,8 +651,8 @@ def test_an_import_that_would_break_tool_call_pairing_is_refused_and_writes_noth
                     {**paused, "lc_messages": paused["lc_messages"][:1] * 2}, thread_id="fresh"
                 )
             )
-        assert [t.thread_id for t in session.threads()] == before
-        assert not session.messages("fresh")
+        assert [t.thread_id for t in session.thread_list().threads] == before
+        assert not session.view("fresh").messages
     finally:
         session.close()
 
@@ -670,7 +673,7 @@ def test_undo_and_fork_while_paused_are_refused_unless_forced(tmp_path: Path) ->
         tid = session.new_thread_id()
         session.send(tid, "hello").collect()
         session.send(tid, "write a.md").collect()
-        pending = session.pending(tid)
+        pending = session.view(tid).pending
         assert pending is not None
         with pytest.raises(
             AwaitingDecision, match="waiting for a decision on write_file; undo would drop"
@@ -680,19 +683,19 @@ def test_undo_and_fork_while_paused_are_refused_unless_forced(tmp_path: Path) ->
             session.fork(tid, 2, "something else")
         # Nothing changed: the same request is still pending and can be answered.
         assert (
-            session.pending(tid).interrupt_id == pending.interrupt_id
-            and len(session.messages(tid)) == 4
+            session.view(tid).pending.interrupt_id == pending.interrupt_id
+            and len(session.view(tid).messages) == 4
         )
 
         assert session.submit(Undo(tid, force=True)).result().removed == 2
-        assert session.pending(tid) is None
-        assert [m.content for m in session.messages(tid)] == ["hello", "first answer"]
+        assert session.view(tid).pending is None
+        assert [m.content for m in session.view(tid).messages] == ["hello", "first answer"]
         assert not (tmp_path / "ws" / "a.md").exists()
 
         session.send(tid, "write a.md").collect()
         run = session.fork(tid, 0, "hello again", force=True)
         assert finished(run.collect()).status == "completed"
-        assert [m.content for m in session.messages(tid)] == ["hello again", "first answer"]
+        assert [m.content for m in session.view(tid).messages] == ["hello again", "first answer"]
     finally:
         session.close()
 
@@ -710,13 +713,13 @@ def test_undo_after_compaction_restores_the_turn_before(tmp_path: Path) -> None:
         assert session.submit(Undo(tid)).result().removed == 2
         assert [
             m.content
-            for m in session.messages(tid)
+            for m in session.view(tid).messages
             if not m.additional_kwargs.get("gatehouse_summary")
         ] == ["one", "ok", "two", "ok", "three", "ok"]
-        assert session.transcript(tid)[4].summary
+        assert session.view(tid).transcript[4].summary
         # Undo the compaction's own turn: back to the full history before it.
         session.submit(Undo(tid))
-        assert [m.content for m in session.messages(tid)] == ["one", "ok", "two", "ok"]
+        assert [m.content for m in session.view(tid).messages] == ["one", "ok", "two", "ok"]
     finally:
         session.close()
 
@@ -778,7 +781,7 @@ def test_the_audit_log_records_who_decided_what_and_outlives_undo_fork_and_delet
             ]
         )
 
-        records = session.audit(tid)
+        records = session.view(tid).audit()
         assert [r.decided_at for r in records] == sorted(
             (r.decided_at for r in records), reverse=True
         )
@@ -807,13 +810,13 @@ def test_the_audit_log_records_who_decided_what_and_outlives_undo_fork_and_delet
         session.submit(Undo(tid))
         session.fork(tid, 0, "again").collect()
         session.submit(Delete(tid))
-        after = {r.tool_call_id for r in session.audit(tid)}
+        after = {r.tool_call_id for r in session.view(tid).audit()}
         assert after >= set(by_call)
         # The fork's reply repeats the first reply's ids (a scripted model): they are new
         # calls, given ids of their own, never covered by the decisions made for w1 / w2.
         assert after - set(by_call) and all(i.startswith("call_") for i in after - set(by_call))
-        assert {r.tool_call_id for r in session.audit()} >= set(by_call)
-        assert len(session.audit(limit=2)) == 2
+        assert {r.tool_call_id for r in session.thread_list().audit()} >= set(by_call)
+        assert len(session.thread_list().audit(2)) == 2
     finally:
         session.close()
 
@@ -838,7 +841,7 @@ def test_a_raw_resume_through_langgraph_server_records_its_authenticated_user(
         session.agent.invoke(
             Command(resume={interrupt.id: {"decisions": [{"type": "approve"}]}}), config
         )
-        [record] = session.audit("srv")
+        [record] = session.view("srv").audit()
         assert (record.source, record.actor, record.decision) == (
             "langgraph-server",
             "carol",

@@ -101,7 +101,7 @@ def test_after_llm_rerun_drops_the_reply_and_asks_again(tmp_path: Path) -> None:
     session, _, model = make_session(tmp_path, [prose_then_json], hooks={"after_llm": [json_only]})
     events = session.send("t", "what is the answer?").collect()
     assert events[-1].status == "completed"
-    assert [m.content for m in session.messages("t")] == [
+    assert [m.content for m in session.view("t").messages] == [
         "what is the answer?",
         "Reply in JSON only.",
         '{"answer": 42}',
@@ -129,8 +129,8 @@ def test_rerun_is_bounded_by_the_run_limits(tmp_path: Path) -> None:
     events = session.send("t", "hi").collect()
     assert events[-1].status == "stopped" and "limit of 3 model calls" in events[-1].reason
     assert len(model.inputs) == 3 and len([e for e in events if e.type == "reply_rejected"]) == 3
-    assert [m.content for m in session.messages("t")][0] == "hi"
-    assert all(m.content != "nope" for m in session.messages("t"))
+    assert [m.content for m in session.view("t").messages][0] == "hi"
+    assert all(m.content != "nope" for m in session.view("t").messages)
 
 
 def test_a_hook_that_keeps_the_rejected_reply_keeps_it_and_its_calls_are_not_run(
@@ -152,9 +152,9 @@ def test_a_hook_that_keeps_the_rejected_reply_keeps_it_and_its_calls_are_not_run
     ]
     session, ledger, model = make_session(tmp_path, script, hooks={"after_llm": [keep_and_retry]})
     events = session.send("t", "ship it").collect()
-    assert events[-1].status == "completed" and session.pending("t") is None
+    assert events[-1].status == "completed" and session.view("t").pending is None
     assert ledger.count("deploy") == 0
-    messages = session.messages("t")
+    messages = session.view("t").messages
     assert [type(m).__name__ for m in messages] == [
         "HumanMessage",
         "AIMessage",
@@ -180,7 +180,7 @@ def test_after_llm_may_change_the_reply_without_rerun(tmp_path: Path) -> None:
         tmp_path, ["the password is hunter2"], hooks={"after_llm": [redact]}
     )
     session.send("t", "password?").collect()
-    assert session.messages("t")[-1].content == "the password is [redacted]"
+    assert session.view("t").messages[-1].content == "the password is [redacted]"
 
 
 def test_rerun_llm_belongs_to_after_llm_only(tmp_path: Path) -> None:
@@ -221,7 +221,7 @@ def test_an_in_place_append_reaches_the_model_and_the_history(tmp_path: Path) ->
     session.send("t", "hi").collect()
     seen = [m.content for m in model.inputs[0] if not isinstance(m, SystemMessage)]
     assert seen == ["hi", "INJECTED"]
-    assert [m.content for m in session.messages("t")] == ["hi", "INJECTED", "ok"]
+    assert [m.content for m in session.view("t").messages] == ["hi", "INJECTED", "ok"]
 
 
 def test_nested_in_place_changes_are_stored_and_seen_by_the_next_hook(tmp_path: Path) -> None:
@@ -256,7 +256,12 @@ def test_in_place_edits_removals_and_returns_combine(tmp_path: Path) -> None:
     session, _, model = make_session(tmp_path, ["first", "done"], hooks={"before_llm": [tidy]})
     session.send("t", "hello").collect()
     session.send("t", "again").collect()
-    assert [m.content for m in session.messages("t")] == ["FIRST", "again", "and one more", "done"]
+    assert [m.content for m in session.view("t").messages] == [
+        "FIRST",
+        "again",
+        "and one more",
+        "done",
+    ]
     assert [m.content for m in model.inputs[1] if not isinstance(m, SystemMessage)] == [
         "FIRST",
         "again",
@@ -316,7 +321,7 @@ def test_a_read_only_hook_that_changes_state_gets_a_clear_error(tmp_path: Path) 
     assert (
         error.kind == "hook" and "ReadOnly()" in error.message and "read-only view" in error.message
     )
-    assert [m.content for m in session.messages("t")] == ["hi"]
+    assert [m.content for m in session.view("t").messages] == ["hi"]
 
 
 def test_in_place_changes_through_the_raw_graph(tmp_path: Path) -> None:
@@ -482,11 +487,11 @@ def test_the_same_call_again_and_again_is_nudged_then_stopped(tmp_path: Path) ->
     assert "lookup with the same arguments 4 times in a row" in events[-1].reason
     assert ledger.count("lookup") == 2, "the third was nudged, the fourth stopped the run"
     answers = {
-        m.tool_call_id: m.content for m in session.messages("t") if isinstance(m, ToolMessage)
+        m.tool_call_id: m.content for m in session.view("t").messages if isinstance(m, ToolMessage)
     }
     assert answers["c2"].startswith("Not run: this is call 3 in a row")
     assert answers["c3"].startswith("Not run: Stopped: the agent called lookup")
-    assert len(model.inputs) == 4 and every_call_answered(session.messages("t"))
+    assert len(model.inputs) == 4 and every_call_answered(session.view("t").messages)
     assert [e.source for e in events if isinstance(e, ev.Notice)] == [ev.DOOM_LOOP_SOURCE, "stop"]
     finished = {e.call_id: e.status for e in events if isinstance(e, ev.ToolFinished)}
     assert finished == {"c0": "ok", "c1": "ok", "c2": "error", "c3": "error"}
@@ -544,7 +549,7 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
         tmp_path, [*DEPLOY, ai("", tool_call("deploy", {"service": "api"}, "d2"))]
     )
     session.submit(SetAutoApprove(None, True))
-    assert session.auto_approve and session.auto_approving("t") == "session"
+    assert session.auto_approve and session.view("t").auto_approving == "session"
     events = session.send("t", "deploy").collect()
     assert events[-1].status == "completed" and ledger.count("deploy") == 1
     [started] = [e for e in events if isinstance(e, ev.ToolStarted)]
@@ -558,14 +563,14 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
     assert "session" in record.message
     entry = session.storage.journal.get("t", "d1")
     assert entry is not None and entry.finished  # journaled like any side effect
-    [view] = [m for m in session.transcript("t") if m.role == "tool"]
+    [view] = [m for m in session.view("t").transcript if m.role == "tool"]
     assert view.decision == "auto_approve" and view.auto_approved
-    assert "auto-approved" in session.export("t")
+    assert "auto-approved" in session.view("t").export()
 
     session.submit(SetAutoApprove(None, False))
-    assert session.auto_approving("t") is None
+    assert session.view("t").auto_approving is None
     session.send("t", "again").collect()
-    assert session.pending("t") is not None and ledger.count("deploy") == 1, (
+    assert session.view("t").pending is not None and ledger.count("deploy") == 1, (
         "off again: the next call asks"
     )
 
@@ -600,14 +605,14 @@ def test_thread_switch_is_stored_holds_for_every_client_and_turns_off(tmp_path: 
     )
     thread = session.new_thread_id()
     session.submit(SetAutoApprove(thread, True), RunOptions(actor="ann", source="web"))
-    assert session.thread_auto_approve(thread) and session.auto_approving(thread) == "thread"
+    assert session.view(thread).auto_approve and session.view(thread).auto_approving == "thread"
     # A raw client of the same graph and database: the thread's switch holds there too.
     session.agent.invoke({"messages": [("user", "deploy")]}, cfg(thread))
     assert ledger.count("deploy") == 1 and not session.agent.get_state(cfg(thread)).interrupts
     session.submit(SetAutoApprove(thread, False), RunOptions(actor="ann"))
-    assert not session.thread_auto_approve(thread)
+    assert not session.view(thread).auto_approve
     session.send(thread, "deploy api").collect()
-    assert session.pending(thread) is not None and ledger.count("deploy") == 1
+    assert session.view(thread).pending is not None and ledger.count("deploy") == 1
     switches = [r for r in session.storage.decisions.for_thread(thread) if r.question == "grant"]
     assert [(r.decision, r.actor) for r in switches] == [("grant", "ann"), ("revoke", "ann")]
 
@@ -680,7 +685,7 @@ def test_star_policy_and_unknown_tool_names(tmp_path: Path) -> None:
     ] and ledger.count("lookup") == 0
     session2, ledger2, _ = make_session(tmp_path / "b", DEPLOY, policy={"*": "allow"})
     session2.send("t", "deploy").collect()
-    assert ledger2.count("deploy") == 1 and session2.pending("t") is None
+    assert ledger2.count("deploy") == 1 and session2.view("t").pending is None
 
     with pytest.raises(
         PolicyError, match="'delpoy'.*known tools: clock, deploy, explode, lookup, send_email"
@@ -737,7 +742,7 @@ def test_a_gated_call_with_bad_arguments_is_answered_without_asking(tmp_path: Pa
     ]
     session, ledger, model = make_session(tmp_path, script)
     events = session.send("t", "email ann").collect()
-    assert events[-1].status == "completed" and session.pending("t") is None
+    assert events[-1].status == "completed" and session.view("t").pending is None
     assert ledger.count("send_email") == 0
     kinds = [
         (e.type, e.status if isinstance(e, ev.ToolFinished) else None)
@@ -745,7 +750,7 @@ def test_a_gated_call_with_bad_arguments_is_answered_without_asking(tmp_path: Pa
         if isinstance(e, ev.ToolStarted | ev.ToolFinished)
     ]
     assert kinds == [("tool_started", None), ("tool_finished", "error")]
-    answer = next(m for m in session.messages("t") if isinstance(m, ToolMessage))
+    answer = next(m for m in session.view("t").messages if isinstance(m, ToolMessage))
     assert (
         "invalid arguments for send_email" in answer.content
         and "body: Field required" in answer.content

@@ -108,7 +108,9 @@ def test_a_reply_stopped_by_max_tokens_is_marked_cut_and_retry_asks_from_before_
         thread_id = events[0].thread_id
         assert status(events) == "stopped" and "max_tokens" in cut_notice(events)
         assert [
-            (v.content, v.cut_off) for v in session.transcript(thread_id) if v.role == "assistant"
+            (v.content, v.cut_off)
+            for v in session.view(thread_id).transcript
+            if v.role == "assistant"
         ][0] == ("Done: I wrote the", True)
         retried = session.retry(thread_id).collect()
 
@@ -177,7 +179,7 @@ def test_an_empty_reply_fails_the_run_with_the_reason(session_at: Callable[..., 
     with FakeOpenAI([{"content": ""}]) as server:
         session = session_at(server.base_url)
         events = session.send(None, "hi").collect()
-        info = session.thread(events[0].thread_id)
+        info = session.view(events[0].thread_id).info
 
     assert status(events) == "failed"
     (error,) = of(events, ev.ErrorEvent)

@@ -117,7 +117,7 @@ def test_a_server_that_does_not_stream_is_asked_without_streaming_once_and_remem
     # Streamed once, found not to stream, then asked without streaming from then on.
     assert [r.get("stream", False) for r in server.requests] == [True, False, False]
     assert sum("without streaming" in r.getMessage() for r in caplog.records) == 1
-    messages = session.messages(events[0].thread_id)
+    messages = session.view(events[0].thread_id).messages
     assert [m.content for m in messages if isinstance(m, AIMessage)] == [
         "Hello from behind a proxy.",
         "Still here.",
@@ -172,19 +172,19 @@ def test_a_reply_cut_off_mid_text_stops_the_run_with_a_notice_and_retry_asks_aga
         assert "cut off" in (end.reason or "") and "Retry" in (end.reason or "")
         assert text(events).startswith("I wrote the ") and not text(events).endswith("now.")
         assert [n.source for n in of(events, ev.Notice)][0] == ev.CUT_OFF_SOURCE
-        info = session.thread(thread_id)
+        info = session.view(thread_id).info
         assert info is not None and info.status == "stopped" and info.reason == end.reason
-        cut = [m for m in session.messages(thread_id) if isinstance(m, AIMessage)][0]
+        cut = [m for m in session.view(thread_id).messages if isinstance(m, AIMessage)][0]
         assert cut.additional_kwargs.get("gatehouse_cut_off") is True
-        assert json.loads(session.export(thread_id, "json"))["messages"][1]["cut_off"] is True
-        assert "cut off" in session.export(thread_id, "md")
+        assert json.loads(session.view(thread_id).export("json"))["messages"][1]["cut_off"] is True
+        assert "cut off" in session.view(thread_id).export("md")
 
         retried = session.retry(thread_id).collect()
 
     assert finished(retried).status == "completed"
     assert text(retried) == "Here is the whole answer."
     assert len(server.requests) == 2
-    info = session.thread(thread_id)
+    info = session.view(thread_id).info
     assert info is not None and info.status == "completed" and info.reason is None
 
 
@@ -211,7 +211,7 @@ def test_a_tool_call_in_a_cut_off_reply_never_runs_and_is_answered(
         assert notice.source == ev.CUT_OFF_SOURCE and "tool call was not run" in notice.text
         # A call that never ran is not shown as one (no `⚙ write_file {}`).
         assert of(events, ev.ToolStarted) == [] and of(events, ev.ToolFinished) == []
-        tools = [m for m in session.messages(thread_id) if isinstance(m, ToolMessage)]
+        tools = [m for m in session.view(thread_id).messages if isinstance(m, ToolMessage)]
         assert [(t.tool_call_id, t.status) for t in tools] == [("call_w1", "error")]
         assert "cut off" in str(tools[0].content)
 
@@ -257,7 +257,7 @@ def test_think_blocks_split_across_chunks_are_kept_apart_from_the_answer(
         done = session.resume(thread_id, {"decisions": [{"type": "approve"}]}).collect()
 
     assert thinking(done) == "It worked." and text(done) == "All done."
-    first, last = [m for m in session.messages(thread_id) if isinstance(m, AIMessage)]
+    first, last = [m for m in session.view(thread_id).messages if isinstance(m, AIMessage)]
     assert (first.content, first.additional_kwargs["reasoning_content"]) == (
         "Writing your note.",
         THOUGHT,
@@ -271,12 +271,12 @@ def test_think_blocks_split_across_chunks_are_kept_apart_from_the_answer(
         assert sent_back == f"<think>\n{THOUGHT}\n</think>\n\nWriting your note."
     else:
         assert sent_back == "Writing your note."
-    exported = json.loads(session.export(thread_id, "json"))["messages"]
+    exported = json.loads(session.view(thread_id).export("json"))["messages"]
     assert [(m["content"], m.get("reasoning")) for m in exported if m["role"] == "assistant"] == [
         ("Writing your note.", THOUGHT),
         ("All done.", "It worked."),
     ]
-    info = session.thread(thread_id)
+    info = session.view(thread_id).info
     assert info is not None and "think" not in info.title.lower()
 
 
@@ -302,7 +302,7 @@ def test_reasoning_deltas_are_streamed_stored_and_not_sent_back(
 
     assert thinking(events) == "Let me count the files first."
     assert text(events) == "You have none."
-    ai = [m for m in session.messages(thread_id) if isinstance(m, AIMessage)][0]
+    ai = [m for m in session.view(thread_id).messages if isinstance(m, AIMessage)][0]
     assert ai.content == "You have none."
     assert ai.additional_kwargs["reasoning_content"] == "Let me count the files first."
     previous = assistant_turns(server.requests[-1])[0]
@@ -330,7 +330,7 @@ def test_an_api_error_is_a_model_error_with_its_status_and_the_servers_words(
     assert words in error.message
     assert f"HTTP {status}" in error.message and "the server's own explanation" in error.message
     assert finished(events).status == "failed"
-    info = session.thread(thread_id)
+    info = session.view(thread_id).info
     assert info is not None and info.status == "failed" and info.reason == error.message
 
 
@@ -341,7 +341,7 @@ def test_why_a_run_failed_is_kept_on_postgres_too(
     with FakeOpenAI([{"status": 401, "content": "Invalid API key"}]) as server:
         session = session_at(server.base_url, db=postgres_url)
         events = session.send(None, "hi").collect()
-    info = session.thread(events[0].thread_id)
+    info = session.view(events[0].thread_id).info
     assert info is not None and info.status == "failed"
     assert info.reason is not None and "HTTP 401: Invalid API key" in info.reason
 
@@ -432,7 +432,7 @@ def test_a_stream_that_breaks_mid_reply_is_retried_and_the_partial_text_dropped(
     assert broken and "".join(e.text for e in broken).startswith("A first attempt")
     assert "broke in the middle of the reply" in retry.reason
     assert finished(events).status == "completed"
-    assert [m.content for m in session.messages(thread_id) if isinstance(m, AIMessage)] == [
+    assert [m.content for m in session.view(thread_id).messages if isinstance(m, AIMessage)] == [
         "The second attempt, whole."
     ]
     assert len(server.requests) == 2
@@ -539,7 +539,7 @@ def test_a_generate_only_models_raw_arguments_are_still_checked_strictly(tmp_pat
     session, ledger = ledger_session(tmp_path, GenerateOnly(replies=[lenient, AIMessage("Sorry.")]))
     try:
         events = session.send(None, "email ann").collect()
-        messages = session.messages(events[0].thread_id)
+        messages = session.view(events[0].thread_id).messages
     finally:
         session.close()
     # Arguments that stop mid-object are a cut-off reply, whatever the model said of it.

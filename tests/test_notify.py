@@ -114,7 +114,7 @@ def test_a_pause_pings_the_webhook_once_signed_and_recorded(
             and call["risk"] == "write"
         )
         assert ping["link"] == f"http://127.0.0.1:8613/?thread={run.thread_id}"
-        pending = session.pending(run.thread_id)
+        pending = session.view(run.thread_id).pending
         assert pending is not None and ping["interrupt_id"] == pending.interrupt_id
         # A refused answer and a second look change nothing: one pause, one ping.
         with pytest.raises(DecisionError):

@@ -56,18 +56,18 @@ def test_killed_after_the_journal_row_the_retry_finds_the_whole_output(
     crash_resume(db, counter, "t-j", "after_tool")
     session = open_session(str(db), str(counter))
     try:
-        assert not any(isinstance(m, ToolMessage) for m in session.messages("t-j"))
+        assert not any(isinstance(m, ToolMessage) for m in session.view("t-j").messages)
         assert session.retry("t-j").collect()[-1].status == "completed"
         [result] = assert_paired(session, "t-j")
         assert runs(counter) == {"big": 1}  # answered from the journal, not run again
         assert "output stored aside" in result.content and len(result.content) < 3_000
-        whole = session.tool_output("t-j", result.tool_call_id)
+        whole = session.view("t-j").tool_output(result.tool_call_id)
         assert (
             whole is not None
             and whole.startswith("bump ran for big\n")
             and whole.endswith(f"result line {LINES - 1}")
         )
-        [view] = [v for v in session.transcript("t-j") if v.role == "tool"]
+        [view] = [v for v in session.view("t-j").transcript if v.role == "tool"]
         assert view.offloaded and view.total_chars == len(whole)
     finally:
         session.close()
@@ -81,7 +81,7 @@ def test_killed_between_storing_and_journaling_asks_and_keeps_the_answer(
     session = open_session(str(db), str(counter))
     try:
         assert session.retry("t-s").collect()[-1].status == "awaiting_approval"
-        pending = session.pending("t-s")
+        pending = session.view("t-s").pending
         assert pending is not None and pending.kind == "outcome_unknown"
         done = session.resume(
             "t-s", {"type": "mark_failed", "message": "checked: half done"}, actor="dana"
@@ -91,9 +91,9 @@ def test_killed_between_storing_and_journaling_asks_and_keeps_the_answer(
         assert runs(counter) == {"big": 1}
         # The person's answer is the result; the output stored by the dead attempt is
         # not shown as if it were.
-        assert session.tool_output("t-s", result.tool_call_id) == result.content
+        assert session.view("t-s").tool_output(result.tool_call_id) == result.content
         assert "marked it as failed" in result.content
-        outcome = [r for r in session.audit("t-s") if r.question.startswith("outcome:")]
+        outcome = [r for r in session.view("t-s").audit() if r.question.startswith("outcome:")]
         assert [(r.decision, r.message, r.actor, r.source) for r in outcome] == [
             ("mark_failed", "checked: half done", "dana", "api")
         ]

@@ -38,7 +38,7 @@ def test_send_then_a_typed_decision_runs_exactly_what_it_says(tmp_path: Path) ->
         SendMessage("t1", "mail bob"), RunOptions(source="web", actor="ann")
     ).collect()
     assert events[-1].status == "awaiting_approval"
-    pause = session.pending("t1")
+    pause = session.view("t1").pending
     answer = review(
         [edit("send_email", {"to": "carol@example.com", "body": "hi"}), reject("not today")]
     )
@@ -47,9 +47,9 @@ def test_send_then_a_typed_decision_runs_exactly_what_it_says(tmp_path: Path) ->
     ).collect()
     assert events[-1].status == "completed"
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
-    results = {m.tool_call_id: m for m in session.messages("t1") if isinstance(m, ToolMessage)}
+    results = {m.tool_call_id: m for m in session.view("t1").messages if isinstance(m, ToolMessage)}
     assert "not today" in str(results["g2"].content)
-    record = session.audit("t1")[0]
+    record = session.view("t1").audit()[0]
     assert (record.source, record.actor) == ("web", "ann")
 
 
@@ -59,7 +59,7 @@ def test_a_decision_that_does_not_fit_is_refused_and_changes_nothing(tmp_path: P
     with pytest.raises(DecisionError):
         session.submit(Decide("t1", review([approve()]))).collect()
     assert ledger.count("send_email") == 0
-    assert session.pending("t1") is not None
+    assert session.view("t1").pending is not None
 
 
 def test_runner_submit_runs_in_the_background_and_fork_and_retry_go_the_same_way(
@@ -71,7 +71,7 @@ def test_runner_submit_runs_in_the_background_and_fork_and_retry_go_the_same_way
     assert run.join(30) and run.status == "completed"
     thread_id = run.thread_id
     assert runner.submit(Fork(thread_id, 0, "hello again")).join(30)
-    contents = [m.content for m in session.messages(thread_id)]
+    contents = [m.content for m in session.view(thread_id).messages]
     assert contents[0] == "hello again" and len(contents) == 2, contents
     assert runner.submit(Retry(thread_id)).join(30)
 
@@ -82,8 +82,8 @@ def test_async_submit_and_its_reads_act_like_the_sync_session(tmp_path: Path) ->
     async def main() -> tuple[list[object], list[object]]:
         async with AsyncSession(session) as asession:
             paused = await (await asession.submit(SendMessage("t1", "mail bob"))).collect()
-            pause = await asession.pending("t1")
-            assert pause is not None and pause == session.pending("t1")
+            pause = await asession.view("t1").pending
+            assert pause is not None and pause == session.view("t1").pending
             with pytest.raises(StaleDecision):  # validation raises from the await, nothing runs
                 await asession.submit(
                     Decide("t1", review([approve(), approve()]), "not-the-pending-one")
@@ -94,10 +94,10 @@ def test_async_submit_and_its_reads_act_like_the_sync_session(tmp_path: Path) ->
                     Decide("t1", answer, pause.interrupt_id), RunOptions(actor="ann")
                 )
             ).collect()
-            assert [m.content for m in await asession.history("t1")] == [
-                m.content for m in session.messages("t1")
+            assert [m.content for m in await asession.view("t1").messages] == [
+                m.content for m in session.view("t1").messages
             ]
-            assert (await asession.audit("t1"))[0].actor == "ann"
+            assert (await asession.view("t1").audit())[0].actor == "ann"
             return paused, done
 
     paused, done = asyncio.run(main())
@@ -118,7 +118,7 @@ def test_resume_takes_a_typed_answer_or_the_wire_form_with_the_same_checks(tmp_p
         session.resume("t1", review([approve()]))
     with pytest.raises(DecisionError, match="expected 2 decision"):
         session.resume("t1", {"decisions": [{"type": "approve"}]})
-    assert session.pending("t1") is not None and ledger.count("send_email") == 0
+    assert session.view("t1").pending is not None and ledger.count("send_email") == 0
     events = session.resume("t1", review([approve(), reject("no deploys")])).collect()
     assert events[-1].status == "completed"
     assert ledger.count("send_email") == 1 and ledger.count("deploy") == 0
@@ -134,7 +134,9 @@ def test_resume_takes_a_typed_answer_or_the_wire_form_with_the_same_checks(tmp_p
         and ledger.count("deploy") == 0
     )
     results = {
-        m.tool_call_id: str(m.content) for m in session.messages("t1") if isinstance(m, ToolMessage)
+        m.tool_call_id: str(m.content)
+        for m in session.view("t1").messages
+        if isinstance(m, ToolMessage)
     }
     assert "not decided" in results["h2"]
 
@@ -143,4 +145,4 @@ def test_an_unknown_run_option_is_refused_before_anything_runs(tmp_path: Path) -
     session, _, model = make_session(tmp_path, ["Hello."])
     with pytest.raises(TypeError):
         session.send("t1", "hi", sorce="web")  # type: ignore[call-arg]  # the typo under test
-    assert not session.exists("t1") and model.inputs == []
+    assert not session.view("t1").exists and model.inputs == []

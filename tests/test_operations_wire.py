@@ -113,34 +113,34 @@ def test_changes_answer_in_a_runs_shape_and_show(tmp_path: Path) -> None:
         for text in ("a", "b", "c"):
             session.send("t", text).collect()
         done(session.submit(Rename("t", "  Plans  ")), "rename")
-        assert [(i.thread_id, i.title) for i in session.threads()] == [("t", "Plans")]
+        assert [(i.thread_id, i.title) for i in session.thread_list().threads] == [("t", "Plans")]
 
         assert done(session.submit(Undo("t")), "undo").removed == 2
-        assert [m.content for m in session.messages("t")] == ["a", "one", "b", "two"]
+        assert [m.content for m in session.view("t").messages] == ["a", "one", "b", "two"]
 
         compacted = done(session.submit(Compact("t")), "compact").compacted
         assert compacted is not None and compacted.messages_removed == 2
 
         assert done(session.submit(SetAutoApprove("t", True)), "set_auto_approve").changed
-        assert session.thread_auto_approve("t") and session.auto_approving("t") == "thread"
+        assert session.view("t").auto_approve and session.view("t").auto_approving == "thread"
         assert not done(session.submit(SetAutoApprove("t", True)), "set_auto_approve").changed
         done(session.submit(SetAutoApprove(None, True)), "set_auto_approve")
         assert session.auto_approve
 
         given = done(session.submit(Grant("t", "deploy", "web*")), "grant").grant
         assert given is not None and given.label == "deploy:web*"
-        assert {g.label for g in session.grants("t")} == {"*", "deploy:web*"}
+        assert {g.label for g in session.view("t").grants} == {"*", "deploy:web*"}
         taken = done(session.submit(Revoke("t", "deploy:web*")), "revoke").grant
-        assert taken == given and [g.label for g in session.grants("t")] == ["*"]
+        assert taken == given and [g.label for g in session.view("t").grants] == ["*"]
 
-        exported = session.export("t", "json")
+        exported = session.view("t").export("json")
         imported = done(session.submit(ImportThread(exported, "t-copy")), "import_thread")
         assert imported.thread_id == "t-copy" and imported.dropped  # the switch stayed behind
-        assert session.transcript("t-copy") == session.transcript("t")
+        assert session.view("t-copy").transcript == session.view("t").transcript
 
         done(session.submit(Delete("t")), "delete")
-        assert [i.thread_id for i in session.threads()] == ["t-copy"]
-        assert not session.exists("t")
+        assert [i.thread_id for i in session.thread_list().threads] == ["t-copy"]
+        assert not session.view("t").exists
     finally:
         session.close()
 
@@ -150,9 +150,9 @@ def test_switch_branch_moves_between_versions(tmp_path: Path) -> None:
     try:
         session.send("t", "first").collect()
         session.fork("t", 0, "second").collect()
-        [versions] = session.branches("t")
+        [versions] = session.view("t").branches
         moved = done(session.submit(SwitchBranch("t", versions.message_ids[0])), "switch_branch")
-        assert moved.changed and session.transcript("t")[0].content == "first"
+        assert moved.changed and session.view("t").transcript[0].content == "first"
         again = session.submit(SwitchBranch("t", versions.message_ids[0]))
         assert not done(again, "switch_branch").changed  # already on it
     finally:
@@ -169,7 +169,7 @@ def test_cancel_stops_the_live_run_and_a_live_run_refuses_delete(tmp_path: Path)
             session.submit(Delete("t"))
         assert done(session.submit(Cancel("t")), "cancel").changed
         assert [e for e in run if isinstance(e, ev.RunFinished)][0].status == "cancelled"
-        assert session.exists("t")
+        assert session.view("t").exists
     finally:
         session.close()
 
@@ -191,8 +191,8 @@ def test_changes_refused_as_before(tmp_path: Path) -> None:
             session.submit(Revoke("t", "deploy"), RunOptions(actor=BOB))
         with pytest.raises(ValueError, match="no grant 'shell'"):
             session.submit(Revoke("t", "shell"))
-        assert [(g.label, g.actor) for g in session.grants("t")] == [("deploy", ANA)]
-        assert session.pending("t") is not None  # nothing above touched the request
+        assert [(g.label, g.actor) for g in session.view("t").grants] == [("deploy", ANA)]
+        assert session.view("t").pending is not None  # nothing above touched the request
     finally:
         session.close()
 
@@ -204,7 +204,7 @@ def test_changes_through_the_async_session(tmp_path: Path) -> None:
     async def main() -> tuple[str, str | None]:
         async with AsyncSession(session) as asession:
             run = await asession.submit(Rename("t", "Async"))
-            info = await asession.thread("t")
+            info = await asession.view("t").info
             return (await run.result()).operation, info.title if info else None
 
     assert asyncio.run(main()) == ("rename", "Async")

@@ -221,13 +221,13 @@ def test_session_cancel_during_an_approved_command_then_a_new_message_works(
         run.cancel()
         consumer.join(10)
         assert run.status == "cancelled"
-        info = session.thread("t")
-        assert info is not None and info.status == "cancelled" and session.pending("t") is None
-        [answer] = [m for m in session.transcript("t") if m.role == "tool"]
+        info = session.view("t").info
+        assert info is not None and info.status == "cancelled" and session.view("t").pending is None
+        [answer] = [m for m in session.view("t").transcript if m.role == "tool"]
         assert "Stopped by the person after" in answer.content
         again = session.send("t", "what happened?")
         again.collect()
-        assert again.status == "completed" and session.thread("t").status == "completed"
+        assert again.status == "completed" and session.view("t").info.status == "completed"
     finally:
         session.close()
 

@@ -320,8 +320,8 @@ def test_pause_in_one_process_resume_in_another(pg_sessions: str, tmp_path: Path
     finally:
         second.quit()
     session, _, _ = pg_session([], tmp_path)
-    assert [m.content for m in session.messages("shared")][-1] == "Email sent."
-    assert session.thread("shared").status == "completed"
+    assert [m.content for m in session.view("shared").messages][-1] == "Email sent."
+    assert session.view("shared").info.status == "completed"
     assert ledger.count("send_email") == 1
 
 

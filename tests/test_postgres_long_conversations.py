@@ -39,8 +39,8 @@ def test_offloading_audit_and_import_on_postgres(postgres_url: str, tmp_path: Pa
         events = run.collect()
         tid = run.thread_id
         assert finished(events).status == "completed"
-        assert "row 1499: " in session.tool_output(tid, "r1")
-        assert session.tool_output(tid, "c1") == text  # stored whole in Postgres
+        assert "row 1499: " in session.view(tid).tool_output("r1")
+        assert session.view(tid).tool_output("c1") == text  # stored whole in Postgres
 
         session.send(tid, "write").collect()
         session.resume(
@@ -57,18 +57,20 @@ def test_offloading_audit_and_import_on_postgres(postgres_url: str, tmp_path: Pa
                 ]
             },
         ).collect()
-        [record] = session.audit(tid)
+        [record] = session.view(tid).audit()
         assert (record.decision, record.source, record.actor) == ("edit", "web", "erin")
         assert "-two\n+2" in (record.diff() or "")
 
-        exported = session.export(tid, "json")
+        exported = session.view(tid).export("json")
         copy = session.submit(ImportThread(exported)).result().thread_id
-        assert copy != tid and session.messages(copy) == session.messages(tid)
-        assert session.tool_output(copy, "c1") == text
+        assert copy != tid and session.view(copy).messages == session.view(tid).messages
+        assert session.view(copy).tool_output("c1") == text
 
         session.submit(Delete(tid))
-        assert session.tool_output(tid, "c1") is None
-        assert [r.tool_call_id for r in session.audit(tid)] == ["w1"]  # the log outlives the thread
+        assert session.view(tid).tool_output("c1") is None
+        assert [r.tool_call_id for r in session.view(tid).audit()] == [
+            "w1"
+        ]  # the log outlives the thread
     finally:
         session.close()
 

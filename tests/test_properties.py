@@ -116,7 +116,7 @@ class World:
 
 
 def check_invariants(world: World, thread_id: str, *, at_rest: bool) -> None:
-    messages = world.session.messages(thread_id)
+    messages = world.session.view(thread_id).messages
     executed = runs(world.counter)
     calls: dict[str, dict[str, Any]] = {}
     answered: Counter[str] = Counter()
@@ -138,7 +138,7 @@ def check_invariants(world: World, thread_id: str, *, at_rest: bool) -> None:
             assert not open_calls, f"a user message follows unanswered tool calls {open_calls}"
     assert all(n == 1 for n in answered.values()), f"answered twice: {answered}"
     if at_rest:
-        assert not open_calls or world.session.pending(thread_id) is not None, (
+        assert not open_calls or world.session.view(thread_id).pending is not None, (
             "calls left without an answer"
         )
     for label, count in executed.items():
@@ -200,7 +200,7 @@ def test_random_turns_decisions_and_crashes(
                     label="decisions",
                 )
                 session = world.session
-                pending = session.pending(thread)
+                pending = session.view(thread).pending
                 if status == "crashed":
                     status = world.play(session.retry(thread))
                 elif pending is not None and pending.kind == "outcome_unknown":
@@ -244,7 +244,7 @@ def test_random_turns_decisions_and_crashes(
             # Wind down without crashes: everything must end answered exactly once.
             world.crash_at = "none"
             for _ in range(20):
-                pending = world.session.pending(thread)
+                pending = world.session.view(thread).pending
                 if status == "crashed":
                     status = world.play(world.session.retry(thread))
                 elif pending is not None and pending.kind == "outcome_unknown":
@@ -258,13 +258,15 @@ def test_random_turns_decisions_and_crashes(
                 else:
                     break
             check_invariants(world, thread, at_rest=True)
-            assert world.session.pending(thread) is None
+            assert world.session.view(thread).pending is None
             answered = [
-                m.tool_call_id for m in world.session.messages(thread) if isinstance(m, ToolMessage)
+                m.tool_call_id
+                for m in world.session.view(thread).messages
+                if isinstance(m, ToolMessage)
             ]
             every_call = [
                 c["id"]
-                for m in world.session.messages(thread)
+                for m in world.session.view(thread).messages
                 if isinstance(m, AIMessage)
                 for c in m.tool_calls
             ]

@@ -48,7 +48,7 @@ def hold(runner: Runner, settings: Settings, thread_id: str) -> Path:
 
 
 def humans(session: Session, thread_id: str) -> list[str]:
-    return [str(m.content) for m in session.messages(thread_id) if m.type == "human"]
+    return [str(m.content) for m in session.view(thread_id).messages if m.type == "human"]
 
 
 def settle(runner: Runner, thread_id: str) -> None:
@@ -127,7 +127,7 @@ def test_a_pause_keeps_the_queue_until_the_resumed_run_completes(
     release.touch()
     settle(runner, "t")
     # The first queued message ran and paused: the second waits for the decision.
-    assert session.pending("t") is not None
+    assert session.view("t").pending is not None
     assert [m.text for m in runner.queued("t")] == ["list files"]
     runner.submit(Decide("t", {"decisions": [{"type": "approve"}]}))
     settle(runner, "t")

@@ -57,7 +57,7 @@ def test_text_reaches_the_caller_while_the_model_is_still_streaming(tmp_path: Pa
                 resume.set()  # only now may the model go on
         assert model.waited == [True], "the first text came only after the model had finished"
         assert "".join(texts) == "Hello, world."
-        assert session.thread("t1").status == "completed"  # type: ignore[union-attr]  # the thread exists: it just ran
+        assert session.view("t1").info.status == "completed"  # type: ignore[union-attr]  # the thread exists: it just ran
     finally:
         session.close()
 

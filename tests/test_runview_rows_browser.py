@@ -86,7 +86,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         try:
             for name in ("one", "two", "three"):
                 session.send(None, f"write inbox-{name}.md: {name}").collect()
-            assert len(session.awaiting_approval()) == 3  # the other tests leave none waiting
+            assert (
+                len(session.thread_list().awaiting_approval) == 3
+            )  # the other tests leave none waiting
         finally:
             session.close()
         yield srv

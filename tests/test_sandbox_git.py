@@ -395,6 +395,6 @@ def test_the_worktree_attack_through_the_agent(ws: Workspace, tmp_path: Path) ->
     assert events[-1].status == "completed" and not any(
         e.type == "approval_required" for e in events
     )
-    result = next(m for m in session.messages("t1") if isinstance(m, ToolMessage))
+    result = next(m for m in session.view("t1").messages if isinstance(m, ToolMessage))
     assert "core.worktree" in str(result.content)
     assert Path("/etc/passwd").read_text().splitlines()[0] not in str(result.content)

@@ -51,7 +51,7 @@ def audit_of(server: DevServer, thread_id: str) -> list[Any]:
         Settings(db=str(server.home / "gatehouse.db"), workspace=str(server.home / "workspace"))
     )
     try:
-        return session.audit(thread_id)
+        return session.view(thread_id).audit()
     finally:
         session.close()
 

@@ -45,7 +45,7 @@ def test_a_call_run_under_a_grant_is_marked_logged_listed_and_revocable(tmp_path
     session = open_session(settings(tmp_path), source="api", actor="alice")
     try:
         tid = granted_thread(session)
-        [grant] = session.grants(tid)
+        [grant] = session.view(tid).grants
         assert (grant.tool, grant.pattern, grant.label, grant.actor, grant.source) == (
             "write_file",
             None,
@@ -58,20 +58,20 @@ def test_a_call_run_under_a_grant_is_marked_logged_listed_and_revocable(tmp_path
         assert events[-1].status == "completed"  # nobody was asked
         [started] = [e for e in events if isinstance(e, ev.ToolStarted)]
         assert started.grant == "write_file" and not started.auto_approved
-        result = session.transcript(tid)[-2]
+        result = session.view(tid).transcript[-2]
         assert (
             result.role == "tool"
             and result.decision == "always_allowed"
             and result.grant == "write_file"
         )
         assert result.without_a_click == "always allowed (write_file)"
-        assert "## tool · write_file · always allowed (write_file)" in session.export(tid)
+        assert "## tool · write_file · always allowed (write_file)" in session.view(tid).export()
         # The call the person approved is not marked as run without a click.
-        assert [m.without_a_click for m in session.transcript(tid) if m.role == "tool"] == [
+        assert [m.without_a_click for m in session.view(tid).transcript if m.role == "tool"] == [
             None,
             "always allowed (write_file)",
         ]
-        logged = [r for r in session.audit(tid) if r.tool_call_id == started.call_id]
+        logged = [r for r in session.view(tid).audit() if r.tool_call_id == started.call_id]
         assert [(r.question, r.decision, r.actor) for r in logged] == [
             ("standing", "always_allowed", "alice")
         ]
@@ -84,9 +84,9 @@ def test_a_call_run_under_a_grant_is_marked_logged_listed_and_revocable(tmp_path
             session.submit(Revoke(tid, "write_file"), RunOptions(actor="bob")).result().grant.label
             == "write_file"
         )
-        assert session.grants(tid) == []
+        assert session.view(tid).grants == []
         assert session.send(tid, "write c.md: three").collect()[-1].status == "awaiting_approval"
-        assert [(r.decision, r.actor) for r in session.audit(tid, limit=1)] == [("revoke", "bob")]
+        assert [(r.decision, r.actor) for r in session.view(tid).audit(1)] == [("revoke", "bob")]
     finally:
         session.close()
 
@@ -97,13 +97,13 @@ def test_the_auto_approve_switch_is_the_grant_star(tmp_path: Path) -> None:
         tid = session.new_thread_id()
         session.send(tid, "list files").collect()
         session.submit(SetAutoApprove(tid, True), RunOptions(actor="carol"))
-        assert [(g.label, g.actor) for g in session.grants(tid)] == [("*", "carol")]
+        assert [(g.label, g.actor) for g in session.view(tid).grants] == [("*", "carol")]
         events = session.send(tid, "write x.md: y").collect()
         assert events[-1].status == "completed"
         assert [e.auto_approved for e in events if isinstance(e, ev.ToolStarted)] == [True]
-        assert session.transcript(tid)[-2].without_a_click == "auto-approved"
+        assert session.view(tid).transcript[-2].without_a_click == "auto-approved"
         session.submit(Revoke(tid, "*"))
-        assert not session.thread_auto_approve(tid) and session.grants(tid) == []
+        assert not session.view(tid).auto_approve and session.view(tid).grants == []
     finally:
         session.close()
 
@@ -153,7 +153,7 @@ def test_terminal_lists_and_revokes_grants_and_marks_the_row(tmp_path: Path) -> 
     assert json.loads(cli(env, "grants", tid, "--json").stdout) == []
     session = open_session(settings(tmp_path))
     try:
-        assert session.audit(tid, limit=1)[0].actor == "dave"
+        assert session.view(tid).audit(1)[0].actor == "dave"
     finally:
         session.close()
 
@@ -189,6 +189,6 @@ def test_web_sidebar_lists_grants_and_revokes_one_and_rows_say_why(web_env: Path
     assert "Always allowed in this thread" not in texts(at)
     check = open_session(Settings(db=str(web_env / "gh.db"), workspace=str(web_env / "ws")))
     try:
-        assert check.grants(tid) == [] and check.audit(tid, limit=1)[0].source == "web"
+        assert check.view(tid).grants == [] and check.view(tid).audit(1)[0].source == "web"
     finally:
         check.close()

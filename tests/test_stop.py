@@ -45,6 +45,6 @@ def test_stop_during_a_long_command_ends_it_within_a_second(tmp_path: Path) -> N
         # Recorded as stopped, not left "started": no outcome question later.
         [entry] = session.storage.journal.entries("t")
         assert entry.finished and "Stopped by the person" in str(entry.result.content)
-        assert session.pending("t") is None
+        assert session.view("t").pending is None
     finally:
         session.close()

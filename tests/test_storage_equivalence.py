@@ -87,7 +87,7 @@ def _dump(session: Any) -> dict[str, Any]:
                 "interrupts": [i.value for i in state.interrupts],
             }
         )
-    return {"messages": [_message(m) for m in session.messages(THREAD)], "history": history}
+    return {"messages": [_message(m) for m in session.view(THREAD).messages], "history": history}
 
 
 def _travel(session: Any) -> dict[str, Any]:
@@ -95,9 +95,9 @@ def _travel(session: Any) -> dict[str, Any]:
     from graph.protocol.operations import Undo
     from graph.service.transcript import message_view
 
-    before = session.messages(THREAD)
+    before = session.view(THREAD).messages
     removed = session.submit(Undo(THREAD)).result().removed
-    after_undo = session.messages(THREAD)
+    after_undo = session.view(THREAD).messages
     old = next(
         s
         for s in session.agent.get_state_history({"configurable": {"thread_id": THREAD}})
@@ -105,7 +105,7 @@ def _travel(session: Any) -> dict[str, Any]:
     )
     run = session.fork(THREAD, 5, "a different second question")
     run.collect()
-    forked = session.messages(THREAD)
+    forked = session.view(THREAD).messages
     return {
         "before": len(before),
         "removed": removed,
@@ -117,7 +117,7 @@ def _travel(session: Any) -> dict[str, Any]:
         "forked_prefix_kept": [m.id for m in forked[:5]] == [m.id for m in before[:5]],
         "forked_text": forked[5].content,
         "forked_len": len(forked),
-        "pending_after_fork": session.pending(THREAD) is not None,
+        "pending_after_fork": session.view(THREAD).pending is not None,
     }
 
 

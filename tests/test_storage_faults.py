@@ -64,19 +64,20 @@ def test_sqlite_file_survives_a_killed_process(tmp_path: Path) -> None:
     try:
         for tid in (f"k-{i:02d}" for i in range(4)):
             for _ in range(6):
-                pending = session.pending(tid)
+                pending = session.view(tid).pending
                 if pending is not None and pending.kind == "outcome_unknown":
                     run = session.resume(tid, {"type": "mark_failed", "message": "killed"})
                 elif pending is not None:
                     run = session.resume(tid, APPROVE)
                 elif (
-                    session.thread(tid) is not None and session.thread(tid).status == "interrupted"
+                    session.view(tid).info is not None
+                    and session.view(tid).info.status == "interrupted"
                 ):  # type: ignore[union-attr]
                     run = session.retry(tid)
                 else:
                     break
                 assert run.collect()[-1].status in {"completed", "awaiting_approval"}
-            messages = session.messages(tid)
+            messages = session.view(tid).messages
             calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
             answers = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
             assert sorted(calls) == sorted(answers), tid
@@ -198,7 +199,7 @@ def test_full_disk_fails_the_turn_clearly_and_the_thread_resumes(
     try:
         assert session.send("t", "first").collect()[-1].status == "awaiting_approval"
         assert session.resume("t", APPROVE).collect()[-1].status == "completed"
-        before = len(session.messages("t"))
+        before = len(session.view("t").messages)
 
         filler = small_disk / "filler"
         fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
@@ -226,17 +227,17 @@ def test_full_disk_fails_the_turn_clearly_and_the_thread_resumes(
         filler.unlink()  # space is back: the same thread carries on
         with sqlite3.connect(db) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert len(session.messages("t")) >= before
+        assert len(session.view("t").messages) >= before
         status = session.retry("t").collect()[-1].status
         if (
             status == "completed"
-            and session.pending("t") is None
-            and len(session.messages("t")) == before
+            and session.view("t").pending is None
+            and len(session.view("t").messages) == before
         ):
             status = session.send("t", "again").collect()[-1].status  # the failed turn left nothing
         assert status == "awaiting_approval"
         assert session.resume("t", APPROVE).collect()[-1].status == "completed"
-        messages = session.messages("t")
+        messages = session.view("t").messages
         calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
         assert sorted(calls) == sorted(
             m.tool_call_id for m in messages if isinstance(m, ToolMessage)

@@ -68,7 +68,7 @@ def test_a_thread_paused_in_the_app_is_approved_in_studio_and_the_app_sees_it(
     run = session.send(None, "write studio.md: from the web app")
     run.collect()
     thread = run.thread_id
-    assert isinstance(session.pending(thread), Approval)
+    assert isinstance(session.view(thread).pending, Approval)
     # What `gatehouse studio --thread ID` does: make the thread known to the server.
     client.threads.create(thread_id=thread, graph_id=GRAPH, if_exists="do_nothing")
     state = client.threads.get_state(thread)
@@ -77,8 +77,8 @@ def test_a_thread_paused_in_the_app_is_approved_in_studio_and_the_app_sees_it(
     client.runs.wait(thread, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}})
     assert (world["workspace"] / "studio.md").read_text() == "from the web app\n"
     # The app's thread list and the terminal see the outcome.
-    assert session.pending(thread) is None
-    assert session.thread(thread).status == "completed"
+    assert session.view(thread).pending is None
+    assert session.view(thread).info.status == "completed"
     shown = cli(world, "show", thread, "--json")
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
@@ -97,9 +97,9 @@ def test_a_thread_started_in_studio_shows_in_the_app_and_the_terminal_approves_i
         if_not_exists="create",
     )
     session: Session = world["session"]
-    listed = {t.thread_id: t for t in session.threads()}
+    listed = {t.thread_id: t for t in session.thread_list().threads}
     assert thread in listed and listed[thread].status == "awaiting_approval"
-    assert thread in {t.thread_id for t in session.awaiting_approval()}
+    assert thread in {t.thread_id for t in session.thread_list().awaiting_approval}
     threads = cli(world, "threads", "--json")
     assert any(
         row["thread_id"] == thread and row["pending"] == 1 for row in json.loads(threads.stdout)
@@ -154,7 +154,7 @@ def test_history_time_travel_and_fork_through_the_sdk_on_an_app_thread(
         {"messages": [{"role": "user", "content": "forked", "id": "fork-1"}]},
         checkpoint_id=first_turn["checkpoint"]["checkpoint_id"],
     )
-    texts = [m.content for m in session.transcript(thread) if m.role == "user"]
+    texts = [m.content for m in session.view(thread).transcript if m.role == "user"]
     assert texts[-1] == "forked"
 
 
@@ -220,7 +220,7 @@ def test_studio_and_the_app_share_threads_on_postgres(postgres_url: str, tmp_pat
                 input={"messages": [{"role": "user", "content": "write pg.md: from studio"}]},
                 if_not_exists="create",
             )
-            assert thread in {t.thread_id for t in session.awaiting_approval()}
+            assert thread in {t.thread_id for t in session.thread_list().awaiting_approval}
             session.resume(thread, {"decisions": [{"type": "approve"}]}).collect()
             assert (workspace / "pg.md").read_text() == "from studio\n"
             assert not client.threads.get_state(thread)["next"]
@@ -232,6 +232,6 @@ def test_studio_and_the_app_share_threads_on_postgres(postgres_url: str, tmp_pat
                 run.thread_id, GRAPH, command={"resume": {"decisions": [{"type": "approve"}]}}
             )
             assert (workspace / "pg2.md").read_text() == "from the app\n"
-            assert session.thread(run.thread_id).status == "completed"
+            assert session.view(run.thread_id).info.status == "completed"
         finally:
             session.close()

@@ -197,14 +197,14 @@ def test_runs_cancel_during_an_approved_command_leaves_an_idle_answered_thread(
         assert answer["type"] == "tool" and "Stopped by the person after" in answer["content"]
         assert "started" in answer["content"] and not state["interrupts"]
         until(lambda: client.threads.get(tid)["status"] == "idle", "the SDK says idle")
-        info = session.thread(tid)
-        assert info is not None and info.status == "cancelled" and session.pending(tid) is None
+        info = session.view(tid).info
+        assert info is not None and info.status == "cancelled" and session.view(tid).pending is None
 
         # A new message works without `gatehouse resume`.
         client.runs.wait(tid, GRAPH, input={"messages": [{"role": "user", "content": "and now?"}]})
         final = client.threads.get_state(tid)
         assert not final["next"] and final["values"]["messages"][-1]["type"] == "ai"
-        assert session.thread(tid).status == "completed"
+        assert session.view(tid).info.status == "completed"
     finally:
         session.close()
 

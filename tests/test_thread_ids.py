@@ -62,26 +62,26 @@ def test_session_refuses_a_malformed_id_and_writes_nothing(tmp_path: Path, bad: 
             lambda: session.send(bad, "hello"),
             lambda: session.resume(bad, {"decisions": [{"type": "approve"}]}),
             lambda: session.retry(bad),
-            lambda: session.messages(bad),
-            lambda: session.transcript(bad),
-            lambda: session.pending(bad),
-            lambda: session.thread(bad),
-            lambda: session.exists(bad),
-            lambda: session.export(bad),
+            lambda: session.view(bad).messages,
+            lambda: session.view(bad).transcript,
+            lambda: session.view(bad).pending,
+            lambda: session.view(bad).info,
+            lambda: session.view(bad).exists,
+            lambda: session.view(bad).export(),
             lambda: session.submit(Undo(bad)).result().removed,
             lambda: session.fork(bad, 0, "again"),
             lambda: session.submit(Rename(bad, "x")),
             lambda: session.submit(Delete(bad)),
             lambda: session.submit(Compact(bad)).result().compacted,
-            lambda: session.tool_output(bad, "c1"),
-            lambda: session.audit(bad),
+            lambda: session.view(bad).tool_output("c1"),
+            lambda: session.view(bad).audit(),
             lambda: session.submit(SetAutoApprove(bad, True)),
         ]
         for call in calls:
             with pytest.raises(InvalidThreadId, match="thread id"):
                 call()
-        assert [t.thread_id for t in session.threads()] == ["good"]
-        assert session.audit() == []
+        assert [t.thread_id for t in session.thread_list().threads] == ["good"]
+        assert session.thread_list().audit() == []
         # The raw compiled graph on Gatehouse's saver refuses it too (Studio, SDK clients).
         with pytest.raises(InvalidThreadId):
             session.agent.invoke(
@@ -99,10 +99,10 @@ def test_an_import_with_a_malformed_exported_id_gets_a_new_one(tmp_path: Path) -
     session = open_session(settings(tmp_path), model=ScriptedModel(fallback="ok"))
     try:
         session.send("good", "hello").collect()
-        data = json.loads(session.export("good", "json"))
+        data = json.loads(session.view("good").export("json"))
         data["thread_id"] = "bad\x00id"
         new = session.submit(ImportThread(data)).result().thread_id
-        assert thread_id_problem(new) is None and session.transcript(new)[0].content == "hello"
+        assert thread_id_problem(new) is None and session.view(new).transcript[0].content == "hello"
         with pytest.raises(InvalidThreadId):
             session.submit(ImportThread(data, thread_id="also\x1bbad"))
     finally:

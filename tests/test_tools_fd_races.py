@@ -151,7 +151,7 @@ def test_the_swap_race_through_the_graph_with_an_approved_command(tmp_path: Path
         assert outside_intact(outside)
         result = {
             m.tool_call_id: str(m.content)
-            for m in session.messages("t1")
+            for m in session.view("t1").messages
             if isinstance(m, ToolMessage)
         }[f"d{i}"]
         assert result.startswith(("deleted folder p/child/", "Error")), result

@@ -17,7 +17,7 @@ APPROVE = {"decisions": [{"type": "approve"}]}
 
 
 def fresh(session: object, thread_id: str) -> list[object]:
-    return [message_view(m) for m in session.messages(thread_id)]  # type: ignore[attr-defined]
+    return [message_view(m) for m in session.view(thread_id).messages]  # type: ignore[attr-defined]
 
 
 def test_every_change_to_a_thread_shows_in_its_transcript(tmp_path: Path) -> None:
@@ -35,28 +35,28 @@ def test_every_change_to_a_thread_shows_in_its_transcript(tmp_path: Path) -> Non
     )
     try:
         session.send("t", "hello").collect()
-        assert session.transcript("t") == fresh(session, "t")
-        assert [v.content for v in session.transcript("t")] == ["hello", "first answer"]
+        assert session.view("t").transcript == fresh(session, "t")
+        assert [v.content for v in session.view("t").transcript] == ["hello", "first answer"]
         # Paused on an approval: the request is in the transcript, then its result.
         session.send("t", "write a.md").collect()
-        assert session.transcript("t") == fresh(session, "t")
+        assert session.view("t").transcript == fresh(session, "t")
         session.resume("t", APPROVE).collect()
-        after = session.transcript("t")
+        after = session.view("t").transcript
         assert after == fresh(session, "t")
         assert any(v.role == "tool" and v.tool_call_id == "w1" for v in after)
         # A message replaced at the same place (an undo, then another answer).
         session.submit(Undo("t"))
-        undone = session.transcript("t")
+        undone = session.view("t").transcript
         assert undone == fresh(session, "t")
         assert [v.content for v in undone] == ["hello", "first answer"]
         # The scripted model answers by the history's length: the same call again.
         session.send("t", "again").collect()
-        assert session.transcript("t") == fresh(session, "t")
+        assert session.view("t").transcript == fresh(session, "t")
         session.resume("t", APPROVE).collect()
-        assert session.transcript("t") == fresh(session, "t")
+        assert session.view("t").transcript == fresh(session, "t")
         # A fork rewrites from an early message on.
         session.fork("t", 0, "hello, edited").collect()
-        forked = session.transcript("t")
+        forked = session.view("t").transcript
         assert forked == fresh(session, "t")
         assert [v.content for v in forked] == ["hello, edited", "first answer"]
     finally:

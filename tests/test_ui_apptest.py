@@ -284,7 +284,7 @@ def test_message_sent_during_a_run_is_queued_then_sent(
     assert not any("Not sent" in w.value for w in at.warning)
     handle.join(30)
     for _ in range(100):
-        humans = [m.content for m in state.session.messages("t-busy") if m.type == "human"]
+        humans = [m.content for m in state.session.view("t-busy").messages if m.type == "human"]
         if len(humans) == 2 and state.runner.active("t-busy") is None:
             break
         time.sleep(0.1)
@@ -566,10 +566,10 @@ def test_regenerate_the_last_answer(env: Path) -> None:
 
     at = send(app(), "list files")
     thread = _thread(at)
-    before = app_state().session.messages(thread)
+    before = app_state().session.view(thread).messages
     at.button(key="regenerate").click().run()
     assert not at.exception
-    after = app_state().session.messages(thread)
+    after = app_state().session.view(thread).messages
     assert [m.type for m in after] == [m.type for m in before]  # the same turn, asked again
     assert after[-1].id != before[-1].id  # a new answer
     assert "list_files · done" in texts(at)

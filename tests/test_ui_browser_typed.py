@@ -120,7 +120,7 @@ def thread_of(page: Any) -> str:
 def humans(server: Server, thread_id: str) -> list[str]:
     session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
     try:
-        return [str(m.content) for m in session.messages(thread_id) if m.type == "human"]
+        return [str(m.content) for m in session.view(thread_id).messages if m.type == "human"]
     finally:
         session.close()
 

@@ -121,7 +121,7 @@ def test_a_200_kb_message_shows_its_head_and_all_of_it_on_demand(env: Path) -> N
     assert any("gh-copy" in str(m.value) and lines[-1] in str(m.value) for m in at.markdown)
     session = open_session(Settings(db=str(env.parent / "gh.db"), workspace=str(env)))
     try:
-        assert big in session.export(_thread_of(at), "md")
+        assert big in session.view(_thread_of(at)).export("md")
     finally:
         session.close()
     # "Show all" draws the rest.

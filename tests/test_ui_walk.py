@@ -348,7 +348,7 @@ def pending_in(server: Server, thread_id: str) -> bool:
 
     session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
     try:
-        return session.pending(thread_id) is not None
+        return session.view(thread_id).pending is not None
     finally:
         session.close()
 

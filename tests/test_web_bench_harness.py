@@ -39,8 +39,8 @@ def test_a_built_thread_ends_with_the_marker_the_page_is_waited_for(tmp_path: Pa
     assert build_thread(3, db) == 15
     session = open_session(Settings(db=str(db), workspace=str(tmp_path / "ws")))
     try:
-        messages = session.messages(thread_id_for(3))
-        assert session.pending(thread_id_for(3)) is None
+        messages = session.view(thread_id_for(3)).messages
+        assert session.view(thread_id_for(3)).pending is None
     finally:
         session.close()
     assert [m.type for m in messages[:5]] == ["human", "ai", "tool", "tool", "ai"]

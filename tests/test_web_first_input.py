@@ -44,7 +44,7 @@ def paused_thread(db: Path | str, workspace: Path) -> str:
     try:
         run = session.send(None, "write todo.md: buy milk")
         run.collect()
-        assert session.pending(run.thread_id) is not None
+        assert session.view(run.thread_id).pending is not None
         return run.thread_id
     finally:
         session.close()

@@ -313,7 +313,7 @@ def test_a_cookie_another_port_receives_cannot_approve(
     try:
         run = session.send(None, "run: touch pwned.txt")
         run.collect()
-        assert session.pending(run.thread_id) is not None
+        assert session.view(run.thread_id).pending is not None
     finally:
         session.close()
     port = server.url.rsplit(":", 1)[1]
@@ -373,7 +373,7 @@ def test_a_cookie_another_port_receives_cannot_approve(
         listener.httpd.shutdown()
     check = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
     try:
-        assert check.pending(run.thread_id) is not None  # still waiting: nobody approved
+        assert check.view(run.thread_id).pending is not None  # still waiting: nobody approved
     finally:
         check.close()
     assert not (server.workspace / "pwned.txt").exists()

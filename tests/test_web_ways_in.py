@@ -22,7 +22,7 @@ ME = "ana@example.com"
 def _decisions(thread_id: str) -> list[tuple[str, str | None, str | None, str | None]]:
     from ui.web.state import app_state
 
-    records = app_state().session.audit(thread_id, limit=10)
+    records = app_state().session.view(thread_id).audit(10)
     return [(r.decision, r.message, r.source, r.actor) for r in records]
 
 

@@ -130,7 +130,7 @@ def build_thread(turns: int, db: Path, *, progress: bool = False) -> int:
                         f"[web-bench] built {turn}/{turns} turns in {time.monotonic() - started:.0f} s",
                         flush=True,
                     )
-            count = len(session.messages(thread_id))
+            count = len(session.view(thread_id).messages)
         finally:
             session.close()
     # Fold the WAL into the file so one file is the whole database.

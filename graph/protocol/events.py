@@ -215,7 +215,7 @@ class TurnComplete(_EventBase):
     """The agent finished the person's turn: it answered (`status` "completed"), or
     the run was stopped or cancelled. Not sent when the run pauses for approval (the
     turn goes on when it is answered) or fails. `history_size`: how many messages the
-    thread's history holds now (what `session.messages(thread_id)` returns)."""
+    thread's history holds now (what `session.view(thread_id).messages` returns)."""
 
     type: Literal["turn_complete"] = "turn_complete"
     status: Literal["completed", "stopped", "cancelled"] = "completed"
@@ -252,7 +252,7 @@ class ToolFinished(_EventBase):
     """A call's result. `offloaded`: the output was too large for the model's context
     and is stored aside in the thread's storage; `output` is what the model got (the
     head and a reference), `total_chars` the whole output's size, and the whole output
-    is `session.tool_output(thread_id, call_id)`."""
+    is `session.view(thread_id).tool_output(call_id)`."""
 
     type: Literal["tool_finished"] = "tool_finished"
     call_id: str

@@ -69,7 +69,7 @@ class MessageView:
     reasoning: str | None = None
     cut_off: bool = False  # the stream was cut before the reply was finished
     # `content` is what the model got of a large output; the whole is
-    # `session.tool_output(thread_id, tool_call_id)`.
+    # `session.view(thread_id).tool_output(tool_call_id)`.
     offloaded: bool = False
     total_chars: int | None = None
     summary: bool = False  # compaction's summary of older messages (role "user")

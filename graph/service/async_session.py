@@ -8,7 +8,8 @@
 Every public member of `Session` is here under its name and signature, made from the
 Session's own at import (tests/test_async_parity.py): what returns a `Run` (`submit`
 and its shorthands) returns an `AsyncRun`, the sync run driven on its own thread
-(`Run.start`) and its events handed to the loop; the rest runs in a worker thread. So
+(`Run.start`) and its events handed to the loop; `view` and `thread_list` give an
+`AsyncView`, each field awaited; the rest runs in a worker thread. So
 nothing here re-implements a rule of the Session. A run whose consumer goes away is
 cancelled and drained to its end in the background: it stops at its next safe point
 with every tool call answered, never half-way.
@@ -21,17 +22,20 @@ import functools
 import inspect
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from graph.agent.compiled import parts_of
 from graph.protocol import events as ev
 from graph.protocol.errors import RunInProgress
 from graph.service.session import Run, Session
+from graph.service.view import ThreadList, ThreadView
 
 if TYPE_CHECKING:
     from graph.service.config import Settings
 
-__all__ = ["AsyncRun", "AsyncSession", "RunInProgress"]
+__all__ = ["AsyncRun", "AsyncSession", "AsyncView", "RunInProgress"]
+
+V = TypeVar("V", ThreadView, ThreadList)
 
 
 class _End:
@@ -130,6 +134,22 @@ class AsyncRun:
         await self.aclose()
 
 
+class AsyncView(Generic[V]):
+    """A view (graph/service/view.py) for asyncio: each field and method of `view` is
+    awaitable here under its name, read in a worker thread (`await view.pending`)."""
+
+    def __init__(self, view: V) -> None:
+        self.view: V = view
+
+    def __getattr__(self, name: str) -> Any:
+        found = inspect.getattr_static(self.view, name)
+        if inspect.isfunction(found):
+            return functools.partial(asyncio.to_thread, getattr(self.view, name))
+        if isinstance(found, functools.cached_property):
+            return asyncio.to_thread(getattr, self.view, name)
+        return found
+
+
 class AsyncSession:
     """`Session` for asyncio: the same methods, awaitable.
 
@@ -187,6 +207,14 @@ class AsyncSession:
     @staticmethod
     def new_thread_id() -> str:
         return Session.new_thread_id()
+
+    def view(self, thread_id: str) -> AsyncView[ThreadView]:
+        """`Session.view`, its fields awaitable: `await session.view(thread_id).pending`."""
+        return AsyncView(self.session.view(thread_id))
+
+    def thread_list(self, limit: int = 200) -> AsyncView[ThreadList]:
+        """`Session.thread_list`, its fields awaitable."""
+        return AsyncView(self.session.thread_list(limit))
 
     if TYPE_CHECKING:  # the methods made from the Session's below
 
@@ -281,6 +309,5 @@ for _name, _member in inspect.getmembers(Session):
         setattr(AsyncSession, _name, _session_property(_name))
     elif inspect.isfunction(_member):
         setattr(AsyncSession, _name, _from_session(_name, _member))
-# The old names of two methods, kept for embedders; made at import like the rest.
+# The old name of `send`, kept for embedders; made at import like the rest.
 AsyncSession.start = AsyncSession.send  # type: ignore[attr-defined]  # made above, not declared
-AsyncSession.history = AsyncSession.messages  # type: ignore[attr-defined]  # made above, not declared

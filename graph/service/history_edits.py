@@ -10,7 +10,7 @@ drop a pending approval request is refused with `AwaitingDecision` unless forced
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -22,7 +22,7 @@ from graph.agent.compiled import parts_of
 from graph.protocol import events as ev
 from graph.protocol.errors import AwaitingDecision, ImportRefused
 from graph.protocol.pauses import OutcomeUnknown
-from graph.protocol.threads import Branches, MessageView, check_thread_id, thread_id_problem
+from graph.protocol.threads import check_thread_id, thread_id_problem
 from graph.service import handover
 from graph.service.branches import ThreadTree, first_user
 from graph.service.leasing import ThreadLeases
@@ -95,18 +95,6 @@ class ThreadHistory:
             thread_id,
             first_user_text(messages),
             first_user_text([*messages[:message_index], HumanMessage(text)]),
-        )
-
-    def branches(
-        self, thread_id: str, transcript: Sequence[MessageView] | None = None
-    ) -> list[Branches]:
-        """The user messages of the thread's current branch that have other versions
-        (after a fork, a regenerate, an undo and a new message), each with its versions
-        oldest first (graph/service/branches.py). Pass the `transcript` when you have
-        it, to spare reading it again. A thread that was never forked costs one query."""
-        return self.tree.branches(
-            thread_id,
-            lambda: transcript if transcript is not None else self.reads.transcript(thread_id),
         )
 
     def switch_branch(self, thread_id: str, message_id: str, force: bool = False) -> bool:

@@ -132,13 +132,6 @@ class ThreadReads:
         (`ThreadLeases.inbox`)."""
         return self.leases.inbox(self.storage.index.pending())
 
-    def pending_cards(self, limit: int | None = None) -> list[tuple[ThreadInfo, Pause]]:
-        """The inbox: `awaiting_approval` (the first `limit`) with each one's pause, read
-        in one query for all (each `pending(thread_id)` would be a query per card)."""
-        waiting = self.awaiting_approval()[:limit]
-        pauses = self.pending_many([i.thread_id for i in waiting])
-        return [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
-
     def pending_many(self, thread_ids: list[str]) -> dict[str, Pause | None]:
         """`pending` of each thread, in one query for all where the reader can."""
         if self.reader is not None:

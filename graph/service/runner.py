@@ -118,7 +118,7 @@ class Runner:
                 raise RunInProgress(
                     f"a run is already active on thread {thread_id}; wait for it or stop it"
                 )
-            count = len(self.session.messages(thread_id)) if base is None else base
+            count = len(self.session.view(thread_id).messages) if base is None else base
             # Validation errors (a bad decision, a pending approval) raise here, in
             # the caller, before any background work starts.
             run = make()

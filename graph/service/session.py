@@ -2,13 +2,13 @@
 
     session = open_session()                  # graph.open_session: settings from gatehouse.toml
     for event in session.submit(SendMessage(None, "list files")): ...
-    pause = session.pending(thread_id)        # Approval | OutcomeUnknown | None
+    pause = session.view(thread_id).pending   # Approval | OutcomeUnknown | None
     for event in session.submit(Decide(thread_id, review([approve()]))): ...
 
 Two doors: `submit(operation, options)` for every change (graph/protocol/operations.py;
 a run, or for a change that starts none a run-shaped answer whose one event is
-`Done`), and the reads. A `Run` (graph/service/run.py) drives the agent while it is
-iterated. Answers are validated before anything runs (`DecisionError`), by the rules
+`Done`), and `view(thread_id)` / `thread_list()` for reads (graph/service/view.py).
+A `Run` (graph/service/run.py) drives the agent while it is iterated. Answers are validated before anything runs (`DecisionError`), by the rules
 the graph applies to a raw `Command`: the Session adds convenience (the run lease,
 events, the thread index), not safety. It is built from parts, each given what it
 needs: reads (reads.py), history edits (history_edits.py), standing permissions
@@ -67,11 +67,12 @@ from graph.service.reads import ThreadReads, thread_config
 from graph.service.run import Run, drive
 from graph.service.standing import StandingPermissions
 from graph.service.tool_info import ToolInfo
+from graph.service.view import ThreadList, ThreadView
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import title_of
 
-__all__ = ["Run", "Session"]
+__all__ = ["Run", "Session", "ThreadList", "ThreadView"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -89,7 +90,7 @@ def _via(part: str, method: Callable[Concatenate[Any, P], R]) -> Callable[Concat
 
 class Session:
     """A Gatehouse agent with its storage, for front ends: `submit` for every change,
-    and the reads of its parts."""
+    and `view` / `thread_list` for reads."""
 
     def __init__(
         self,
@@ -122,28 +123,20 @@ class Session:
 
     new_thread_id = staticmethod(new_thread_id)
 
-    # -- the reads, each its part's -----------------------------------------------
-    pending = _via("reads", ThreadReads.pending)
-    messages = _via("reads", ThreadReads.messages)
-    transcript = _via("reads", ThreadReads.transcript)
-    tool_output = _via("reads", ThreadReads.tool_output)
-    usage = _via("reads", ThreadReads.usage)
-    threads = _via("reads", ThreadReads.threads)
-    thread = _via("reads", ThreadReads.thread)
-    exists = _via("reads", ThreadReads.exists)
-    awaiting_approval = _via("reads", ThreadReads.awaiting_approval)
-    pending_cards = _via("reads", ThreadReads.pending_cards)
-    pending_many = _via("reads", ThreadReads.pending_many)
-    audit = _via("reads", ThreadReads.audit)
+    # -- the door for reads ------------------------------------------------------
+    def view(self, thread_id: str) -> ThreadView:
+        """One thread's reads (graph/service/view.py), each made on first access."""
+        return ThreadView(thread_id, self.reads, self.edits, self.permissions)
+
+    def thread_list(self, limit: int = 200) -> ThreadList:
+        """The thread list and the approvals inbox, each made on first access."""
+        return ThreadList(self.reads, limit)
+
+    # Not of one thread: the decision log's check and the tools' own information.
     verify_audit = _via("reads", ThreadReads.verify_audit)
-    branches = _via("edits", ThreadHistory.branches)
-    export = _via("edits", ThreadHistory.export)
     check_args = _via("tool_info", ToolInfo.check_args)
     tool_summary = _via("tool_info", ToolInfo.tool_summary)
     preview = _via("tool_info", ToolInfo.preview)
-    grants = _via("permissions", StandingPermissions.grants)
-    thread_auto_approve = _via("permissions", StandingPermissions.thread_auto_approve)
-    auto_approving = _via("permissions", StandingPermissions.auto_approving)
 
     @property
     def auto_approve(self) -> bool:
@@ -220,7 +213,7 @@ class Session:
             raise ValueError("a message cannot be empty")
         thread_id = op.thread_id or self.new_thread_id()
         with self.leases.leased(thread_id) as lease:
-            if self.reads.may_be_paused(thread_id) and self.pending(thread_id) is not None:
+            if self.reads.may_be_paused(thread_id) and self.reads.pending(thread_id) is not None:
                 raise AwaitingDecision(
                     f"thread {thread_id} is waiting for a decision on a tool call; answer it first"
                 )
@@ -243,16 +236,16 @@ class Session:
         fits the request that is pending now."""
         with self.leases.leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
-            pending = self.pending(thread_id)
+            pending = self.reads.pending(thread_id)
             if pending is None:
-                done = who_decided(self.audit(thread_id, limit=50))
+                done = who_decided(self.reads.audit(thread_id, limit=50))
                 raise NothingPending(
                     f"thread {thread_id} is not waiting for a decision"
                     + (f": it was already decided ({done})" if done else "")
                 )
             if interrupt_id is not None and interrupt_id != pending.interrupt_id:
                 if self.reads.was_asked(thread_id, interrupt_id):
-                    done = who_decided(self.audit(thread_id, limit=50))
+                    done = who_decided(self.reads.audit(thread_id, limit=50))
                     raise StaleDecision(
                         f"approval request {interrupt_id} is no longer pending on thread {thread_id} "
                         f"(it was already decided{': ' + done if done else ''}); reload to see the current request"

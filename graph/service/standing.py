@@ -103,13 +103,6 @@ class StandingPermissions:
         self._enter(thread_id, ALL_TOOLS, None, on, source=source, actor=actor)
         return True
 
-    def auto_approving(self, thread_id: str) -> str | None:
-        """Why calls of this thread would be auto-approved now: "thread" (its switch),
-        "session" (this session's mode), or None. What a front end shows while it is on."""
-        if self.thread_auto_approve(thread_id):
-            return "thread"
-        return "session" if self.auto_approve else None
-
     def grants(self, thread_id: str) -> list[StandingGrant]:
         """The thread's standing "always allow" grants in force, oldest first, each with
         who gave it, when and from where; the auto-approve switch is the grant "*"."""

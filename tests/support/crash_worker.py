@@ -101,7 +101,7 @@ def drive(session: Session, prefix: str, threads: int, turns: int, workers: int)
                 for attempt in range(50):
                     try:
                         events = session.send(tid, f"{tid} turn {turn}").collect()
-                        if session.pending(tid) is not None:
+                        if session.view(tid).pending is not None:
                             events += session.resume(
                                 tid, {"decisions": [{"type": "approve"}]}
                             ).collect()

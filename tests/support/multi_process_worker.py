@@ -50,11 +50,17 @@ def handle(session: Any, cmd: dict[str, Any]) -> dict[str, Any]:
         events = [e.to_dict() for e in run.collect()]
         return {"ok": True, "events": events, "status": events[-1].get("status")}
     if op == "pending":
-        return {"ok": True, "threads": [t.thread_id for t in session.awaiting_approval()]}
+        return {
+            "ok": True,
+            "threads": [t.thread_id for t in session.thread_list().awaiting_approval],
+        }
     if op == "threads":
-        return {"ok": True, "threads": [t.to_dict() for t in session.threads()]}
+        return {"ok": True, "threads": [t.to_dict() for t in session.thread_list().threads]}
     if op == "messages":
-        return {"ok": True, "messages": [str(m.content) for m in session.messages(cmd["thread"])]}
+        return {
+            "ok": True,
+            "messages": [str(m.content) for m in session.view(cmd["thread"]).messages],
+        }
     raise ValueError(f"unknown op {op!r}")
 
 

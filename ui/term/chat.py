@@ -96,7 +96,7 @@ class Chat:
             self.thread_id = thread_id
             self.out.print(Text.assemble("thread ", (thread_id, "bold")))
             self.history(whole=self.whole_history)
-            last = self.session.thread(thread_id)
+            last = self.session.view(thread_id).info
             if last and last.status in ("failed", "interrupted"):
                 why = f" ({last.reason})" if last.reason else ""
                 ended = f"The last run ended as {last.status!r}{why}; type /retry to continue it."
@@ -112,10 +112,14 @@ class Chat:
 
     def prompt(self) -> str:
         # The prompt itself says so while auto-approve is on: no call will be asked about.
-        return "you [auto-approve] ▸ " if self.session.auto_approving(self.thread_id) else "you ▸ "
+        return (
+            "you [auto-approve] ▸ "
+            if self.session.view(self.thread_id).auto_approving
+            else "you ▸ "
+        )
 
     def show_auto_approve(self, *, off_too: bool = False) -> None:
-        why = self.session.auto_approving(self.thread_id)
+        why = self.session.view(self.thread_id).auto_approving
         if why:
             self.out.print(term.auto_approve_banner(why))
         elif off_too:
@@ -139,7 +143,7 @@ class Chat:
     def history(self, *, whole: bool = True) -> None:
         """The thread so far; unless `whole`, its last RESUME_TURNS turns (a 300-turn
         thread would print thousands of lines), with a line saying how to see the rest."""
-        messages = self.session.transcript(self.thread_id)
+        messages = self.session.view(self.thread_id).transcript
         if not messages:
             return
         starts = turn_starts(messages)
@@ -154,13 +158,13 @@ class Chat:
                     "dim",
                 )
             )
-        decisions = self.session.audit(self.thread_id, limit=max(50, len(messages)))
+        decisions = self.session.view(self.thread_id).audit(max(50, len(messages)))
         term.render_transcript(self.out, messages, numbered=True, first=first, decisions=decisions)
 
     def leave(self) -> int:
-        waiting = bool(self.thread_id) and self.session.pending(self.thread_id) is not None
+        waiting = bool(self.thread_id) and self.session.view(self.thread_id).pending is not None
         note = " (waiting for a decision)" if waiting else ""
-        if self.session.exists(self.thread_id):
+        if self.session.view(self.thread_id).exists:
             bye = f"Bye. Thread {self.thread_id}{note}: gatehouse chat --thread {self.thread_id}"
             self.out.print(Text(bye, "dim"))
         return 3 if waiting else 0
@@ -190,7 +194,7 @@ class Chat:
                 said = term.compacted_line(event) if event else "nothing old enough to compact"
                 self.out.print(Text(said, "dim"))
             elif name == "/retry":
-                if self.session.pending(self.thread_id) is None:
+                if self.session.view(self.thread_id).pending is None:
                     self.run(self.session.submit(Retry(self.thread_id)))
                 self.decide_pending()
             else:
@@ -217,7 +221,7 @@ class Chat:
 
     def decide_pending(self) -> None:
         """Ask for decisions while the thread is paused. Ctrl-C here propagates (leave)."""
-        while (pending := self.session.pending(self.thread_id)) is not None:
+        while (pending := self.session.view(self.thread_id).pending) is not None:
             answer: ReviewAnswer | OutcomeAnswer
             if isinstance(pending, OutcomeUnknown):
                 answer = ask.ask_outcome(self.out, self.asker, pending)

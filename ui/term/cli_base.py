@@ -294,7 +294,11 @@ def refusals(waiting: type[Exception] | None = None) -> Iterator[None]:
 
 
 def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
-    if not session.exists(thread_id):
+    if not (
+        session.exists(thread_id)
+        if isinstance(session, graph.ThreadReader)
+        else session.view(thread_id).exists
+    ):
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
 
 

@@ -59,16 +59,24 @@ def require_pending(
     With the reader (before LangGraph loads) a named request that is not the pending
     one is left to the session, which says why."""
     require_thread(session, thread_id)
-    pending = session.pending(thread_id)
+    pending = (
+        session.pending(thread_id)
+        if isinstance(session, graph.ThreadReader)
+        else session.view(thread_id).pending
+    )
     if pending is None:
-        info = session.thread(thread_id)
+        info = (
+            session.thread(thread_id)
+            if isinstance(session, graph.ThreadReader)
+            else session.view(thread_id).info
+        )
         status = info.status if info else "idle"
         from graph.protocol.decisions import who_decided
 
         if isinstance(session, graph.ThreadReader):
             log = session.recent_decisions(thread_id)
         else:
-            log = session.audit(thread_id, limit=50)
+            log = session.view(thread_id).audit(50)
         done = who_decided(log)  # who beat us to it
         by = f"; already decided: {done}" if done else ""
         if interrupt_id is not None:
@@ -197,9 +205,9 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
 def finish_run(session: Session, run: Run, as_json: bool) -> None:
     """Drive a run for a non-interactive command and exit with its status."""
     status, events = drive(run, None if as_json else term.EventRenderer(out))
-    pending = session.pending(run.thread_id) if status == "awaiting_approval" else None
+    pending = session.view(run.thread_id).pending if status == "awaiting_approval" else None
     if as_json:
-        auto = session.auto_approving(run.thread_id)
+        auto = session.view(run.thread_id).auto_approving
         print(visible_json(term.run_json(run.thread_id, status, events, pending, auto), indent=2))
     elif pending:
         term.render_pending(out, pending)
@@ -247,7 +255,7 @@ def send(
         if auto_approve:
             session.submit(SetAutoApprove(None, True))
         thread_id = thread or session.new_thread_id()
-        if not as_json and (why := session.auto_approving(thread_id)):
+        if not as_json and (why := session.view(thread_id).auto_approving):
             err.print(term.auto_approve_banner(why))
         with refusals(graph.DecisionError):
             run = session.submit(ops.SendMessage(thread_id, message))
@@ -549,7 +557,7 @@ def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     (after a reply that was cut off: ask the model again)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        if session.pending(thread_id) is not None:
+        if session.view(thread_id).pending is not None:
             raise fail(
                 f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "
                 "(see `gatehouse pending`)",

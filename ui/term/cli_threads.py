@@ -99,7 +99,7 @@ def export(
         raise fail(f"unknown format {fmt!r}; use md or json", EXIT_USAGE)
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        text = session.export(thread_id, fmt)
+        text = session.view(thread_id).export(fmt)
     if output:
         output.write_text(text + "\n")
         err.print(f"wrote {output}")
@@ -145,7 +145,7 @@ def import_(
         except graph.ImportRefused as exc:
             raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
         new_id, dropped = imported.thread_id, imported.dropped
-        count = len(session.messages(new_id))
+        count = len(session.view(new_id).messages)
     said = f"imported thread {new_id} ({count} messages)" + (f"\n{dropped}" if dropped else "")
     emit(as_json, {"thread_id": str(new_id), "messages": count, "dropped": dropped}, said)
 
@@ -171,7 +171,7 @@ def undo(
     decision, unless --force; nothing to undo: exit 2."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        turns = len(turn_starts(session.transcript(thread_id)))
+        turns = len(turn_starts(session.view(thread_id).transcript))
         if turns == 0:
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
         with refusals():
@@ -214,7 +214,7 @@ def output(
     for the model's context)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        text = session.tool_output(thread_id, call_id)
+        text = session.view(thread_id).tool_output(call_id)
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
     if as_json:
@@ -258,7 +258,9 @@ def audit(
         emit(as_json, data, intact if result.intact else tampered, indent=2)
         raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
-        records = session.audit(thread, limit=limit)
+        records = (session.view(thread) if thread is not None else session.thread_list()).audit(
+            limit
+        )
     draw = partial(term.render_audit, out, records, show_thread=thread is None)
     empty = "No decisions recorded" + (f" for thread {thread}." if thread else " yet.")
     listed(as_json, records, draw, empty)
@@ -284,7 +286,7 @@ def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     who gave it, when, from which front end. "*" is the thread's auto-approve switch."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        found = session.grants(thread_id)
+        found = session.view(thread_id).grants
 
     def draw() -> None:
         for g in found:
@@ -344,7 +346,7 @@ def fork(
     decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        index = turn_index(session.transcript(thread_id), thread_id, at)
+        index = turn_index(session.view(thread_id).transcript, thread_id, at)
         with refusals():
             run = session.submit(ops.Fork(thread_id, index, text, force))
         finish_run(session, run, as_json)
@@ -356,8 +358,8 @@ def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -
     and a new message each make one (the web app shows them as < k/n >)."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        messages = session.transcript(thread_id)
-        found = session.branches(thread_id, messages)
+        messages = (view := session.view(thread_id)).transcript
+        found = view.branches
     turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
 
     def draw() -> None:
@@ -396,9 +398,9 @@ def switch(
     thread waits for a decision, unless --force."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        before = session.transcript(thread_id)
+        before = (view := session.view(thread_id)).transcript
         index = turn_index(before, thread_id, at)
-        versions = next((b for b in session.branches(thread_id, before) if b.index == index), None)
+        versions = next((b for b in view.branches if b.index == index), None)
         if versions is None:
             raise fail(
                 f"turn #{at} of thread {thread_id} has no other versions; "
@@ -411,7 +413,7 @@ def switch(
             )
         with refusals():
             session.submit(op.SwitchBranch(thread_id, versions.message_ids[to - 1], force))
-        messages = session.transcript(thread_id)
+        messages = session.view(thread_id).transcript
     emit(
         as_json,
         {

@@ -143,7 +143,7 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         decisions = [] if as_json else reader.recent_decisions(thread_id, limit=limit)
     if messages is None:  # a thread this reader cannot rebuild alone (written by a stock saver)
         with _session(db, as_json) as session:
-            messages, usage = session.transcript(thread_id), session.usage(thread_id)
+            messages, usage = (view := session.view(thread_id)).transcript, view.usage
     from rich.text import Text
 
     import ui.term.render as term
@@ -187,7 +187,7 @@ def pending(db: str | None = None, as_json: bool = False) -> None:
             # A crash cut off an approved call: the Session continues the thread to its
             # "outcome unknown" question (nothing runs; leasing.py), which is then listed.
             with _session(db, as_json) as session:
-                session.awaiting_approval()
+                _ = session.thread_list().awaiting_approval  # continues them (leasing.py)
         waiting = reader.awaiting()
         pauses = reader.pending_many([i.thread_id for i in waiting])
         items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]

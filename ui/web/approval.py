@@ -355,12 +355,12 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
         else [pending.call.tool_call_id]
     )
     said: dict[str, str] = {}  # call id -> what became of it
-    records = session.audit(pending.thread_id, limit=50)
+    records = session.view(pending.thread_id).audit(50)
     for _ in range(10):  # the winning run records its decision a moment after it starts
         if any(r.tool_call_id in calls for r in records):
             break
         time.sleep(0.1)
-        records = session.audit(pending.thread_id, limit=50)
+        records = session.view(pending.thread_id).audit(50)
     for r in records:
         if r.tool_call_id in calls and r.tool_call_id not in said:
             by = f"by {r.actor}" if r.actor else ""
@@ -524,7 +524,7 @@ def decided_elsewhere(session: Session) -> None:
     and was not answered here says who decided what, instead of vanishing."""
     shown_cards: dict[str, tuple[Pause, str]] = st.session_state.get(SHOWN, {})
     for interrupt_id, (pending, notice_key) in list(shown_cards.items()):
-        now = session.pending(pending.thread_id)
+        now = session.view(pending.thread_id).pending
         if now is not None and now.interrupt_id == interrupt_id:
             continue
         del shown_cards[interrupt_id]

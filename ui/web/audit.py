@@ -89,11 +89,20 @@ def audit_page(session: Session, thread_id: str | None) -> None:
         )
         scope = chosen or "thread"
     limit = right.selectbox("Newest", LIMITS, index=1, key="audit-limit")
-    records = session.audit(thread_id if scope == "thread" else None, limit=SCAN)
+    reads = (
+        session.view(thread_id)
+        if thread_id is not None and scope == "thread"
+        else session.thread_list()
+    )
+    records = reads.audit(SCAN)
     if not records:
         st.info("No decisions recorded yet" + (" for this thread." if scope == "thread" else "."))
         return
-    titles = {t.thread_id: t.title for t in session.threads(limit=1000)} if scope == "all" else {}
+    titles = (
+        {t.thread_id: t.title for t in session.thread_list(limit=1000).threads}
+        if scope == "all"
+        else {}
+    )
     records = _filtered(records, titles if scope == "all" else None)
     st.caption(
         f"{min(len(records), limit)} of {len(records)} matching decision{'s' if len(records) != 1 else ''}, "

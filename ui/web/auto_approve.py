@@ -51,9 +51,8 @@ def tab_switch() -> None:
 def thread_switch(session: Session, thread_id: str) -> None:
     """The open thread's auto-approve switch (stored with the thread, for everyone)."""
     key = f"auto-approve-thread-{thread_id}"
-    st.session_state[key] = session.thread_auto_approve(
-        thread_id
-    )  # another tab may have flipped it
+    # another tab may have flipped it
+    st.session_state[key] = session.view(thread_id).auto_approve
     st.toggle(
         ":material/bolt: Auto-approve this thread",
         key=key,
@@ -78,7 +77,7 @@ def auto_approve_banner(session: Session, thread_id: str | None) -> None:
     where = []
     if tab_auto_approve():
         where.append("for you in this browser session")
-    if thread_id is not None and session.thread_auto_approve(thread_id):
+    if thread_id is not None and session.view(thread_id).auto_approve:
         where.append("for this thread (everyone)")
     if session.auto_approve:
         where.append("for everyone (server configuration)")

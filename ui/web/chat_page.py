@@ -45,8 +45,8 @@ def open_thread_now(session: Session, runner: Runner) -> OpenThread:
     # The run first: one that ends after this read is followed to its end; one that
     # ended before it has saved its pause for the read below.
     active = runner.active(thread_id)
-    pending = session.pending(thread_id) if active is None else None
-    return OpenThread(thread_id, active, pending, session.thread(thread_id))
+    view = session.view(thread_id)
+    return OpenThread(thread_id, active, view.pending if active is None else None, view.info)
 
 
 def stop_dock(runner: Runner, now: OpenThread) -> None:
@@ -103,7 +103,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     if active is not None and active.base_messages is not None:
         base = min(active.base_messages, len(messages))
     turns = turns_of(messages[:base])
-    d = _drawing(session, runner, thread_id, messages, active is None and now.pending is None)
+    d = _drawing(session, runner, thread_id, active is None and now.pending is None)
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
     draw_window(d, messages, turns[:-1])
@@ -137,18 +137,17 @@ def _follow_runs(
         # in place upsets the browser's delta paths when deltas are still in flight).
         _draw_live(d, messages, tail_start, base, active, follows=True).empty()
         messages = transcript(session, thread_id)
-        pending, info = session.pending(thread_id), session.thread(thread_id)
+        view = session.view(thread_id)
+        pending, info = view.pending, view.info
         base = len(messages)
-        d = _drawing(session, d.runner, thread_id, messages, True)
+        d = _drawing(session, d.runner, thread_id, True)
         # A completed run's end sends the next queued message (the Runner does it).
         active = d.runner.next_run(active)
     return d, messages, pending, info
 
 
-def _drawing(
-    session: Session, runner: Runner, thread_id: str, messages: list, can_fork: bool
-) -> Drawing:
-    branches = {b.index: b for b in session.branches(thread_id, messages)}
+def _drawing(session: Session, runner: Runner, thread_id: str, can_fork: bool) -> Drawing:
+    branches = {b.index: b for b in session.view(thread_id).branches}
     return Drawing(runner, thread_id, durations(runner, thread_id), branches, can_fork)
 
 

@@ -75,7 +75,7 @@ def desktop_notifications(session: Session, current_thread: str | None) -> None:
                 "body": printable(t.title)[:120],
                 "url": "?thread=" + quote(t.thread_id, safe=""),
             }
-            for t in session.awaiting_approval()
+            for t in session.thread_list().awaiting_approval
             if t.pending_since is not None and t.pending_since >= since
         ]
         data = {"title": TITLE, "current": current_thread, "items": items}

@@ -61,7 +61,7 @@ def approvals_of(runner: Runner, thread_id: str) -> dict[str, DecisionRecord]:
     """The answer each call of the thread got on its approval card, by call id (the
     decision log's newest `APPROVALS` records: the calls in view are the latest)."""
     found: dict[str, DecisionRecord] = {}
-    for record in runner.session.audit(thread_id, limit=APPROVALS):  # newest first
+    for record in runner.session.view(thread_id).audit(APPROVALS):  # newest first
         if record.question == "review":
             found.setdefault(record.tool_call_id, record)
     return found

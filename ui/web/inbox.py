@@ -146,7 +146,8 @@ def _key(thread_id: str) -> str:
 def inbox_page(session: Session, runner: Runner) -> None:
     st.header(":material/inbox: Approvals inbox")
     _send_due(session, runner)
-    waiting = session.awaiting_approval()
+    inbox = session.thread_list()
+    waiting = inbox.awaiting_approval
     show_notice(NOTICE)
     if not waiting:
         st.success("Nothing is waiting for a decision.")
@@ -163,7 +164,7 @@ def inbox_page(session: Session, runner: Runner) -> None:
     if len(waiting) > PAGE:
         st.caption(f"Showing the first {PAGE} of {len(waiting)}.")
     held: dict[str, Held] = st.session_state.get(HELD, {})
-    pauses = session.pending_many([i.thread_id for i in page if i.thread_id not in held])
+    pauses = inbox.pending_many([i.thread_id for i in page if i.thread_id not in held])
     for info in page:
         if info.thread_id in held:
             _held_row(

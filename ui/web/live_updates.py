@@ -25,9 +25,11 @@ _LOG = logging.getLogger(__name__)
 
 def signature(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:
     """What the page shows that another tab or process can change, read cheaply."""
-    info = session.thread(thread_id) if thread_id else None
-    waiting = tuple((t.thread_id, t.status, t.pending_since) for t in session.awaiting_approval())
-    newest = session.threads(limit=1)
+    info = session.view(thread_id).info if thread_id else None
+    waiting = tuple(
+        (t.thread_id, t.status, t.pending_since) for t in session.thread_list().awaiting_approval
+    )
+    newest = session.thread_list(limit=1).threads
     return (
         None if info is None else (info.status, info.updated_at, info.title),
         waiting,

@@ -84,7 +84,7 @@ def whole_output_page(session: Session) -> bool:
         return False
     thread_id, call_id = params.get("thread", ""), params.get("call", "")
     st.header(":material/description: Whole tool output")
-    text = session.tool_output(thread_id, call_id) if thread_id and call_id else None
+    text = session.view(thread_id).tool_output(call_id) if thread_id and call_id else None
     if text is None:
         # Both come from the URL: a link someone sent can put anything there.
         st.error(f"No output for call {label(repr(call_id))} of thread {label(repr(thread_id))}.")
@@ -106,7 +106,7 @@ def thread_not_found_page(session: Session, thread_id: str | None) -> bool:
     if thread_id is None:
         return False
     problem = thread_id_problem(thread_id)
-    if problem is None and session.exists(thread_id):
+    if problem is None and session.view(thread_id).exists:
         return False
     st.header(":material/search_off: Thread not found")
     st.error(

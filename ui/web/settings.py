@@ -191,8 +191,8 @@ def settings_page(session: Session) -> None:
         st.caption("No hooks configured ([hooks] in gatehouse.toml).")
     st.subheader("Token usage per thread")
     usage_rows: list[dict[str, Any]] = []
-    for t in session.threads(limit=100):
-        usage = session.usage(t.thread_id)
+    for t in session.thread_list(limit=100).threads:
+        usage = session.view(t.thread_id).usage
         usage_rows.append(
             {
                 "thread": t.title,

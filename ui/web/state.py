@@ -50,13 +50,14 @@ def transcript(session: Session, thread_id: str) -> list[MessageView]:
     process): converting 10,000 messages takes ~0.2 s, reading them well under 1 ms
     (the saver keeps the last checkpoint)."""
     lock, cache = _transcripts()
-    key = _fingerprint(session.messages(thread_id))
+    view = session.view(thread_id)
+    key = _fingerprint(view.messages)
     with lock:
         hit = cache.get(thread_id)
         if hit is not None and hit[0] == key:
             cache.move_to_end(thread_id)
             return hit[1]
-    views = session.transcript(thread_id)
+    views = view.transcript
     with lock:
         cache[thread_id] = (key, views)
         cache.move_to_end(thread_id)

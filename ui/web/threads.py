@@ -68,7 +68,7 @@ def sidebar(session: Session, runner: Runner) -> None:
     thread_id = current_thread()
     with st.sidebar:
         st.title(":material/security: Gatehouse")
-        waiting = len(session.awaiting_approval())
+        waiting = len(session.thread_list().awaiting_approval)
         labels = {**VIEWS, "inbox": f"{VIEWS['inbox']} ({waiting})" if waiting else VIEWS["inbox"]}
         view = current_view()
         picked = st.radio(
@@ -91,7 +91,7 @@ def sidebar(session: Session, runner: Runner) -> None:
         # Which database the list is from: another directory can mean another file.
         st.caption(f"on `{session.info.get('db', '?')}`")
         _thread_list(session, runner, thread_id)
-        if thread_id and session.exists(thread_id):
+        if thread_id and session.view(thread_id).exists:
             st.divider()
             thread_actions(session, runner, thread_id)
 
@@ -100,14 +100,14 @@ def _open_by_id(session: Session) -> None:
     with st.form("open-by-id", clear_on_submit=True, border=False):
         wanted = st.text_input("Open thread by id", placeholder="thread id", key="open-id")
         if st.form_submit_button("Open") and wanted.strip():
-            if thread_id_problem(wanted.strip()) is None and session.exists(wanted.strip()):
+            if thread_id_problem(wanted.strip()) is None and session.view(wanted.strip()).exists:
                 open_thread(wanted.strip())
                 st.rerun()
             st.error(f"No thread {safe_label(shown_id(wanted.strip()))}.")
 
 
 def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
-    threads = session.threads(limit=100)
+    threads = session.thread_list(limit=100).threads
     if not threads:
         st.caption("No threads yet: send a message to start one.")
     # Threads with the same title are told apart by when they started and their id.
@@ -131,7 +131,8 @@ def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
 
 
 def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
-    info = session.thread(thread_id)
+    view = session.view(thread_id)
+    info = view.info
     st.subheader("This thread")
     st.caption(f"id `{thread_id}`")
     busy = runner.active(thread_id) is not None
@@ -140,7 +141,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         if st.form_submit_button("Rename"):
             session.submit(Rename(thread_id, title))
             st.rerun()
-    usage = session.usage(thread_id)
+    usage = view.usage
     if usage:
         cost = f" · ${usage['cost']:.4f}" if usage.get("cost") else ""
         st.caption(
@@ -152,7 +153,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
     ):
         column.download_button(
             f":material/download: {'Markdown' if kind == 'md' else 'JSON'}",
-            partial(session.export, thread_id, kind),
+            partial(session.view(thread_id).export, kind),
             file_name=f"{thread_id}.{kind}",
             mime=mime,
             key=f"export-{kind}-{thread_id}",
@@ -194,7 +195,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
 def _undo(session: Session, thread_id: str, *, force: bool) -> None:
     """Undo the last turn, then say what it had changed on disk (undo rewinds the
     thread, not the files) and put the person's message back in the chat input."""
-    messages = session.transcript(thread_id)
+    messages = session.view(thread_id).transcript
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     session.submit(Undo(thread_id, force))
     if last is None:
@@ -232,7 +233,7 @@ def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
 def _grants(session: Session, thread_id: str) -> None:
     """The thread's standing "always allow" grants, each with who gave it and Revoke (the
     auto-approve grant "*" has its own switch)."""
-    grants = [g for g in session.grants(thread_id) if g.tool != ALL_TOOLS]
+    grants = [g for g in session.view(thread_id).grants if g.tool != ALL_TOOLS]
     if not grants:
         return
     st.caption("**Always allowed in this thread** (calls these cover run without asking)")
