@@ -330,7 +330,7 @@ def inconsistent(system: str, url: str, threads: list[str], turns: int) -> int:
     bad = 0
     try:
         for thread_id in threads:
-            messages = app.view(thread_id).messages
+            messages = app.messages(thread_id)
             calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
             answered = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
             if (

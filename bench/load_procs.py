@@ -208,7 +208,7 @@ def open_app(system: str, url: str) -> App:
 
 
 def turn_done(app: App, thread_id: str, turn: int) -> bool:
-    messages = app.view(thread_id).messages
+    messages = app.messages(thread_id)
     humans = sum(1 for m in messages if isinstance(m, HumanMessage))
     last = messages[-1] if messages else None
     return humans == turn + 1 and isinstance(last, AIMessage) and not last.tool_calls
@@ -264,7 +264,7 @@ def send_until_paused(app: App, thread_id: str, turn: int) -> int:
             if app.pause(thread_id) is None:
                 if app.unfinished(thread_id):
                     app.carry_on(thread_id)
-                elif sum(isinstance(m, HumanMessage) for m in app.view(thread_id).messages) <= turn:
+                elif sum(isinstance(m, HumanMessage) for m in app.messages(thread_id)) <= turn:
                     app.send(thread_id, user_text(thread_id, turn))  # never saved
             if app.pause(thread_id) is not None:
                 return errors
