@@ -1,13 +1,8 @@
-"""What Gatehouse's SQLite and Postgres savers share: the values of `DeltaChannel`s
-kept per thread in this process, computed as checkpoints are written, read back from
-the materialised head (graph/store/head.py) in a process that has never seen the thread.
-
-A delta channel's value at a checkpoint is its value at the parent plus the writes
-stored at the parent (LangGraph saves a step's writes before its checkpoint). A saver
-that knows the parent's value computes the new one in one reducer call over the step's
-few writes (the reducer is batching-invariant, as `DeltaChannel` requires), caches it
-and writes the head rows that changed. Each saver supplies the storage: `_writes_at`,
-`_compute`, `_save_writes` and `_forget_answer` (graph/store/refusals.py).
+"""What the SQLite and Postgres savers share: each thread's `DeltaChannel` values, kept
+in this process as checkpoints are written and read back from the materialised head
+(graph/store/head.py) elsewhere. A value at a checkpoint is the parent's plus the writes
+stored at the parent, so a saver that knows the parent's value needs one reducer call
+(batching-invariant, as `DeltaChannel` requires). Each saver supplies the storage.
 """
 
 from __future__ import annotations
@@ -118,9 +113,8 @@ def title_from(plans: Sequence[HeadPlan]) -> str:
 
 
 def checkpoint_row_sql(dialect: Dialect, writes_table: str) -> str:
-    """The thread's index row as a checkpoint leaves it, in one statement: its status
-    and pending_since read from the writes (a checkpoint whose interrupt was saved
-    first stays awaiting approval). Parameters: `checkpoint_row`."""
+    """The index row a checkpoint leaves, in one statement (a checkpoint whose interrupt
+    was saved first stays awaiting approval). Parameters: `checkpoint_row`."""
     paused = (
         f"EXISTS (SELECT 1 FROM {writes_table} WHERE thread_id = ? AND checkpoint_ns = '' "
         "AND checkpoint_id = ? AND channel = ?)"
@@ -177,8 +171,7 @@ def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> Run
 
 
 def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> IndexUpdate:
-    """What a task's writes change in the thread's index row (`?` placeholders): an
-    interrupt marks it awaiting approval, an error failed; None for anything else."""
+    """What a task's writes change in the index row: awaiting approval, failed or None."""
     channels = {channel for channel, _ in writes}
     now = time.time()
     if INTERRUPT in channels:
@@ -194,9 +187,8 @@ class StaleWrites(Exception):
 
 
 class DeltaReads:
-    """A mixin for a `BaseCheckpointSaver` (listed before it): construction,
-    `register_reducer`, the per-process cache, the start of `put` (the head plans),
-    `put_writes` and the cached `get_delta_channel_history`."""
+    """A mixin for a `BaseCheckpointSaver` (listed before it): the per-process cache,
+    `put`, `put_writes` and the cached `get_delta_channel_history`."""
 
     # Whether `put` may compute a value from the writes this process saved at the parent
     # since it wrote it (no read of them back), checked in its transaction (Postgres).
@@ -285,10 +277,8 @@ class DeltaReads:
         channel's writes of one task: the stock read orders them by task, not as a
         replay does (by task path)."""
         conf = saved.config["configurable"]
-        key, cid = (
-            (str(conf["thread_id"]), str(conf.get("checkpoint_ns") or "")),
-            str(conf["checkpoint_id"]),
-        )
+        key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
+        cid = str(conf["checkpoint_id"])
         writes = [w for w in saved.pending_writes or () if w[1] in self.reducers]
         if any(len({t for t, ch, _ in writes if ch == c}) > 1 for c in self.reducers):
             return
@@ -300,9 +290,8 @@ class DeltaReads:
         self._remember(key, cid, [(None, t, i, ch, v) for i, (t, ch, v) in enumerate(writes)])
 
     def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
-        """Tell the pause listeners about the interrupts in `writes` (after they are
-        saved: the one place every client's pause reaches storage). A listener's failure
-        never fails the save."""
+        """Tell the pause listeners about the interrupts in `writes`, once saved (every
+        client's pause reaches storage here); a listener's failure never fails the save."""
         if ns or not self.pause_listeners:
             return
         interrupts = [
