@@ -208,10 +208,6 @@ def _row(
         text, approve, reject, later, opener = st.columns(
             [4.4, 1.5, 1.3, 1.2, 1.3], vertical_alignment="center"
         )
-        since = ago(info.pending_since or info.updated_at)
-        text.markdown(
-            f"**{label(info.title)}** · :gray[waiting since {since}]  \n" + "  \n".join(lines)
-        )
         confirming = False
         if isinstance(pending, Approval):
             many = len(pending.actions) > 1
@@ -249,6 +245,11 @@ def _row(
         if opener.button("Open", key=f"inbox-open-{tid}", shortcut="o" if first else None):
             open_thread(tid)
             st.rerun()
+        # The text last: a row's words never show before the buttons that act on them.
+        since = ago(info.pending_since or info.updated_at)
+        text.markdown(
+            f"**{label(info.title)}** · :gray[waiting since {since}]  \n" + "  \n".join(lines)
+        )
         if confirming:
             assert isinstance(pending, Approval)
             confirm_pending(session, runner, pending, key)
