@@ -1,14 +1,13 @@
-"""The terminal client's shared parts: the typer app, its common options, how a
-command opens the database, and how it says what happened (`fail`, `emit`). The
-commands are grouped beside it (cli_threads, cli_runs, cli_interactive).
-"""
+"""The terminal client's shared parts: the typer app, its common options, opening the
+database, and saying what happened (`fail`, `emit`)."""
 
 from __future__ import annotations
 
 import getpass
 import importlib
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     import ui.term.ask as ask
     import ui.term.decisions as td
     import ui.term.render as term
-    from graph import Session, ThreadReader
+    from graph import Session, ThreadReader, ThreadView
     from graph.protocol import events as ev
     from graph.protocol import operations as ops
 
@@ -43,8 +42,7 @@ __all__ = ["EXIT_OK", "cli_settings", "exit_code", "printable", "visible"]
 
 
 class _Deferred:
-    """A module, or a name in one, loaded on first use: `gatehouse --help` needs
-    neither rich nor pydantic."""
+    """A module, or a name in one, loaded on first use (`--help` needs no rich, no pydantic)."""
 
     def __init__(
         self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None
@@ -68,7 +66,6 @@ class _Deferred:
         return self._get()(*args, **kwargs)
 
 
-# Type checkers see the real modules and names (imported above under TYPE_CHECKING).
 if not TYPE_CHECKING:
     term = _Deferred("ui.term.render")
     ask = _Deferred("ui.term.ask")
@@ -100,8 +97,7 @@ for a decision; 130 the run was cancelled with Ctrl-C."""
 
 
 class _WholeHelp(TyperGroup):
-    """`--help` lists each command with its whole first sentence: click cuts it to
-    fit one line ("Start `langgraph dev` on the project's langgraph.json, on...")."""
+    """`--help` lists each command with its whole first sentence (click cuts it to a line)."""
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
         for name in self.list_commands(ctx):
@@ -157,14 +153,12 @@ AutoApproveOpt = Annotated[
 
 
 def thread_option(help: str) -> Any:
-    """`--thread/-t ID`, checked as a thread id, for the commands it is optional in."""
     return typer.Option(
         "--thread", "-t", metavar="ID", callback=lambda v: _check_id(v) if v else v, help=help
     )
 
 
 def force_option(verb: str) -> Any:
-    """`--force`: do it even while the thread waits for a decision."""
     return typer.Option(
         "--force", help=f"{verb} even while the thread waits for a decision (drops the request)."
     )
@@ -183,9 +177,7 @@ InterruptOpt = Annotated[
 ]
 
 
-# -- plumbing ------------------------------------------------------------------
-# Whether this command was given --json (set while its options are parsed).
-_json_output = False
+_json_output = False  # whether this command was given --json (set while parsing)
 
 
 def _remember_json(value: bool) -> bool:
@@ -195,12 +187,11 @@ def _remember_json(value: bool) -> bool:
 
 
 def fail(message: str, code: int) -> SystemExit:
-    """The error on stderr; with --json also on stdout, as `{"error", "exit_code"}`."""
     return readonly.fail(message, code, _json_output)
 
 
-# Why the command's thread id is malformed (set while its arguments are parsed; said,
-# as JSON too with --json, when the command opens the database: nothing is read).
+# Why the command's thread id is malformed (set while parsing, said when the command
+# opens the database, as JSON too with --json: nothing is read).
 _bad_thread_id: str | None = None
 
 
@@ -217,8 +208,7 @@ def refuse_bad_thread_id() -> None:
 
 
 def reset_thread_id_check() -> None:
-    """Forget the last command's malformed thread id (tests run several commands in one
-    process)."""
+    """Forget the last command's malformed id (tests run several commands in one process)."""
     global _bad_thread_id
     _bad_thread_id = None
 
@@ -235,22 +225,17 @@ def shown_db(db: str) -> str:
     return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
 
 
-def os_user() -> str | None:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in this environment (a bare container)
-        return None
-
-
 def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
     refuse_bad_thread_id()
-    from graph import open_session  # LangGraph and the agent: only the commands that run it
 
     def make() -> Session:
         settings = cli_settings(db)
         # The decision log names the terminal and who: [audit] actor / GATEHOUSE_ACTOR
         # when set (a shared service account), else the OS user.
-        return open_session(settings, source="terminal", actor=settings.audit_actor or os_user())
+        actor = settings.audit_actor
+        with suppress(Exception):  # no user name in a bare container
+            actor = actor or getpass.getuser()
+        return graph.open_session(settings, source="terminal", actor=actor)
 
     return opened(make)
 
@@ -293,20 +278,31 @@ def refusals(waiting: type[Exception] | None = None) -> Iterator[None]:
         raise
 
 
-def require_thread(session: Session | ThreadReader, thread_id: str) -> None:
-    if not (
-        session.exists(thread_id)
-        if isinstance(session, graph.ThreadReader)
-        else session.view(thread_id).exists
-    ):
+class ReaderView:
+    """A thread through the reader (before LangGraph loads), read as a Session's view."""
+
+    def __init__(self, reader: ThreadReader, thread_id: str) -> None:
+        self.exists = reader.exists(thread_id)
+        self.pending = reader.pending(thread_id) if self.exists else None
+        self.info = reader.thread(thread_id) if self.exists else None
+        self.audit = partial(reader.recent_decisions, thread_id)
+
+
+def require_thread(session: Session | ThreadReader, thread_id: str) -> ThreadView | ReaderView:
+    """The thread's view; refused (exit 1) when there is no such thread."""
+    if isinstance(session, graph.ThreadReader):
+        view: ThreadView | ReaderView = ReaderView(session, thread_id)
+    else:
+        view = session.view(thread_id)
+    if not view.exists:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
+    return view
 
 
 def emit(
     as_json: bool, data: Any, text: str | Text | Callable[[], None], indent: int | None = None
 ) -> None:
-    """A command's result: `data` as JSON on stdout under --json (hidden characters
-    escaped), else `text` for people (or what `text()` prints)."""
+    """`data` as JSON on stdout under --json, else `text` for people (or what `text()` prints)."""
     if as_json:
         print(visible_json(data, indent=indent))
     elif callable(text):

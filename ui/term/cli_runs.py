@@ -1,8 +1,6 @@
-"""`gatehouse` commands that run the agent and decide its requests: `send`, `approve`,
-`reject`, `respond`, `resolve`, `resume`. A decision covers only a request its author
-has seen: a script names it with --interrupt-id, a person at a terminal confirms the
-card. `approve` and `reject` are checked before LangGraph loads, and again under the lease.
-"""
+"""`gatehouse` commands that run the agent and decide its requests. A decision covers only
+a request its author has seen: a script names it with --interrupt-id, a person at a
+terminal confirms the card."""
 
 from __future__ import annotations
 
@@ -53,31 +51,17 @@ if TYPE_CHECKING:
 
 
 def require_pending(
-    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
+    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None
 ) -> Pause:
     """The pending request the command decides; refused when it is not the one named.
     With the reader (before LangGraph loads) a named request that is not the pending
     one is left to the session, which says why."""
-    require_thread(session, thread_id)
-    pending = (
-        session.pending(thread_id)
-        if isinstance(session, graph.ThreadReader)
-        else session.view(thread_id).pending
-    )
-    if pending is None:
-        info = (
-            session.thread(thread_id)
-            if isinstance(session, graph.ThreadReader)
-            else session.view(thread_id).info
-        )
-        status = info.status if info else "idle"
+    view = require_thread(session, thread_id)
+    if (pending := view.pending) is None:
+        status = view.info.status if view.info else "idle"
         from graph.protocol.decisions import who_decided
 
-        if isinstance(session, graph.ThreadReader):
-            log = session.recent_decisions(thread_id)
-        else:
-            log = session.view(thread_id).audit(50)
-        done = who_decided(log)  # who beat us to it
+        done = who_decided(view.audit(50))  # who beat us to it
         by = f"; already decided: {done}" if done else ""
         if interrupt_id is not None:
             raise fail(
@@ -88,10 +72,8 @@ def require_pending(
         raise fail(
             f"thread {thread_id} is not waiting for a decision (status: {status}){by}", EXIT_USAGE
         )
-    if (
-        interrupt_id is not None
-        and interrupt_id != pending.interrupt_id
-        and not isinstance(session, graph.ThreadReader)
+    if interrupt_id not in (None, pending.interrupt_id) and not isinstance(
+        session, graph.ThreadReader
     ):
         # The session tells a request already decided from one never asked; an empty
         # answer to a request that is not pending is refused before anything else.
@@ -107,7 +89,6 @@ def require_pending(
 
 def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
     """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
-    # A person at a terminal can confirm an unnamed decision (never under --json).
     if interrupt_id is None and (as_json or not (sys.stdin.isatty() and sys.stdout.isatty())):
         raise fail(
             f"name the request this decision is for: add --interrupt-id ID, with the request id that "
@@ -142,7 +123,7 @@ def require_approval(
 ) -> Approval:
     """The pending approval request; an outcome-unknown pause is refused (exit 2) with
     a pointer to `resolve`, which is how that kind of pause is answered."""
-    pending = require_pending(session, thread_id, interrupt_id, as_json)
+    pending = require_pending(session, thread_id, interrupt_id)
     if isinstance(pending, graph.OutcomeUnknown):
         name = pending.call.name
         raise fail(
@@ -154,18 +135,26 @@ def require_approval(
     return pending
 
 
-def check_before_loading(
+CheckArgs = Callable[[str, dict[str, Any]], str | None]
+
+
+def decide(
     db: str | None,
     thread_id: str,
     interrupt_id: str | None,
     as_json: bool,
-    build: Callable[[Approval], Any],
+    build: Callable[[Approval, CheckArgs], ReviewAnswer],
+    early: bool = True,
 ) -> None:
-    """Refuse a bad decision through the reader before LangGraph is imported (seconds
-    on a busy machine); the command checks again under its lease once it is."""
-    with open_cli_reader(db) as reader:
-        request = require_approval(reader, thread_id, interrupt_id, as_json)
-    build(request)
+    """Send the answer `build` makes for the pending approval. `early`: first refuse a bad
+    one through the reader, before LangGraph is imported (seconds on a busy machine),
+    checking JSON and its shape only; it is checked again under the lease."""
+    if early:
+        with open_cli_reader(db) as reader:
+            build(require_approval(reader, thread_id, interrupt_id, as_json), lambda n, a: None)
+    with open_cli_session(db) as session:
+        request = require_approval(session, thread_id, interrupt_id, as_json)
+        send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
 
 
 def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.Event]]:
@@ -351,9 +340,7 @@ def approve(
             out[n] = d.model_copy(update={"always_allow": scope.pattern if scope else True})
         return out
 
-    def build(
-        request: Approval, check_args: Callable[[str, dict[str, Any]], str | None]
-    ) -> ReviewAnswer:
+    def build(request: Approval, check_args: CheckArgs) -> ReviewAnswer:
         count = len(request.actions)
         chosen: dict[int, Decision] = {n: ops.approve() for n in call or ()}
         if edit is not None:
@@ -387,17 +374,7 @@ def approve(
                 "or use --all or --reject-others REASON",
             )
 
-    check_before_loading(
-        # Before the tools are loaded: JSON and its shape only; the schema is checked after.
-        db,
-        thread_id,
-        interrupt_id,
-        as_json,
-        lambda request: build(request, lambda n, a: None),
-    )
-    with open_cli_session(db) as session:
-        request = require_approval(session, thread_id, interrupt_id, as_json)
-        send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
+    decide(db, thread_id, interrupt_id, as_json, build)
 
 
 @app.command()
@@ -421,7 +398,7 @@ def reject(
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
     """
 
-    def build(request: Approval) -> ReviewAnswer:
+    def build(request: Approval, check_args: CheckArgs) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
         rejected: Decision = ops.reject(reason or None)
         with refusals():
@@ -432,10 +409,7 @@ def reject(
                 hint="decide them in the same command: repeat --call, or use --approve-others",
             )
 
-    check_before_loading(db, thread_id, interrupt_id, as_json, build)
-    with open_cli_session(db) as session:
-        request = require_approval(session, thread_id, interrupt_id, as_json)
-        send_answer(session, request, build(request), interrupt_id, as_json)
+    decide(db, thread_id, interrupt_id, as_json, build)
 
 
 @app.command()
@@ -469,24 +443,23 @@ def respond(
     if reject_others is not None and approve_others:
         raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
     others = ops.approve() if approve_others else None
-    with open_cli_session(db) as session:
-        request = require_approval(session, thread_id, interrupt_id, as_json)
-        if call is None:
-            if len(request.actions) != 1:
-                raise fail(
-                    f"thread {thread_id} has {len(request.actions)} pending calls: "
-                    f"{td.describe_calls(request)}; say which with --call N",
-                    EXIT_USAGE,
-                )
-            call = 1
+
+    def build(request: Approval, check_args: CheckArgs) -> ReviewAnswer:
+        if call is None and len(request.actions) != 1:
+            raise fail(
+                f"thread {thread_id} has {len(request.actions)} pending calls: "
+                f"{td.describe_calls(request)}; say which with --call N",
+                EXIT_USAGE,
+            )
         with refusals():
-            answer = td.answer(
+            return td.answer(
                 request,
-                {call: ops.respond(message)},
+                {1 if call is None else call: ops.respond(message)},
                 ops.reject(reject_others or None) if reject_others is not None else others,
                 hint="decide them in the same command: --reject-others REASON or --approve-others",
             )
-        send_answer(session, request, answer, interrupt_id, as_json)
+
+    decide(db, thread_id, interrupt_id, as_json, build, early=False)
 
 
 @app.command()
@@ -519,12 +492,8 @@ def resolve(
     """Answer an "outcome unknown" pause: a call that started before a crash and
     whose result was never saved. Say exactly one of --run-again, --failed NOTE
     or --outcome TEXT; the run then continues."""
-    given = {
-        "--run-again": run_again,
-        "--failed": failed is not None,
-        "--outcome": outcome is not None,
-    }
-    chosen = [flag for flag, said in given.items() if said]
+    given = ("--run-again", run_again), ("--failed", failed), ("--outcome", outcome)
+    chosen = [flag for flag, value in given if value not in (None, False)]
     if len(chosen) != 1:
         raise fail(
             "say exactly one of --run-again, --failed NOTE or --outcome TEXT"
@@ -534,7 +503,7 @@ def resolve(
     if outcome is not None and not outcome.strip():
         raise fail("--outcome cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
-        request = require_pending(session, thread_id, interrupt_id, as_json)
+        request = require_pending(session, thread_id, interrupt_id)
         if not isinstance(request, graph.OutcomeUnknown):
             raise fail(
                 f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
