@@ -1,8 +1,5 @@
-"""The terminal's prompts (prompt_toolkit on a terminal, plain lines otherwise): a
-person's decisions on a pending request and the outcome of a call a crash cut off.
-Apart from render.py because the answers are pydantic models (`pending` and `show`
-load no pydantic).
-"""
+"""The terminal's prompts for a person's decisions and a cut-off call's outcome; apart
+from render.py because answers are pydantic models (`pending` and `show` load none)."""
 
 from __future__ import annotations
 
@@ -42,8 +39,8 @@ if TYPE_CHECKING:
 
 
 class Asker:
-    """One line of input: prompt_toolkit on a terminal, `input()` otherwise.
-    Ctrl-C raises KeyboardInterrupt and Ctrl-D EOFError in both cases."""
+    """One line of input: prompt_toolkit on a terminal, stdin otherwise; Ctrl-C raises
+    KeyboardInterrupt and Ctrl-D EOFError in both."""
 
     def __init__(self, console: Console, *, interactive: bool | None = None) -> None:
         self.console = console
@@ -83,8 +80,7 @@ class Asker:
 
 
 def check_validator(check: Callable[[str], str | None]) -> Validator:
-    """A prompt_toolkit validator that keeps the prompt open and shows the checker's
-    own message while input is wrong."""
+    """A validator that keeps the prompt open, showing the checker's message."""
     from prompt_toolkit.document import Document
     from prompt_toolkit.validation import ValidationError, Validator
 
@@ -164,7 +160,6 @@ def page(console: Console, asker: Asker, text: str) -> bool:
 
 
 def hides_part(row: dict[str, Any]) -> bool:
-    """Whether the call's card leaves part of it out (`v` pages through all of it)."""
     return not all(p.complete for p in card_parts(row))
 
 
@@ -174,24 +169,19 @@ def _keys(row: dict[str, Any], hidden: bool) -> list[str]:
     return [k for k, (kind, _, _) in CHOICES.items() if kind in allowed and (narrow or k != "w")]
 
 
-def _view(console: Console, asker: Asker, row: dict[str, Any]) -> bool:
-    return page(console, asker, "\n\n".join(call_texts(row)))
-
-
 def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
-    """Page through each call whose card hides a part (`gatehouse approve` on a terminal
-    confirms only what was seen); True when the person saw all of it."""
+    """Page through each call whose card hides a part; True when the person saw it all."""
     for row in pending_rows(pending):
         if hides_part(row):
             console.print(Text(f"call {row['call']} ({visible(row['name'])}) in full:", "bold"))
-            if not _view(console, asker, row):
+            if not page(console, asker, "\n\n".join(call_texts(row))):
                 return False
     return True
 
 
 def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], risk: Any) -> bool:
-    """The one confirmation rule (graph.protocol.confirm): such a call is shown whole and
-    approved only by a yes; True when it may run."""
+    """True when the call may run: one graph.protocol.confirm names is shown whole and
+    needs a yes."""
     why = confirmation(name, args, risk)
     if why is None:
         return True
@@ -232,7 +222,7 @@ def _decide_call(
     while True:
         key = asker.line("decision> ", check=functools.partial(choice_problem, keys=keys)).strip()
         if key == "v":
-            hidden = not _view(console, asker, row)
+            hidden = not page(console, asker, "\n\n".join(call_texts(row)))
             continue
         if key in NEEDS_VIEW and hidden:
             console.print(Text("Part of this call is hidden: v to view all of it first.", "red"))
@@ -262,8 +252,7 @@ def _edited_ok(
     args: dict[str, Any],
     preview: Callable[[str, dict[str, Any]], str | None] | None,
 ) -> bool:
-    """Show the edit (a diff of the arguments, and the edited call's preview) and ask
-    before it runs."""
+    """Show the edit (a diff, the edited call's preview) and ask before it runs."""
     before = visible_json(row["args"], indent=2).splitlines()
     after = visible_json(args, indent=2).splitlines()
     diff = difflib.unified_diff(before, after, "arguments as asked", "as edited", lineterm="")
@@ -285,9 +274,8 @@ def ask_decisions(
     check_args: Callable[[str, dict[str, Any]], str | None],
     preview: Callable[[str, dict[str, Any]], str | None] | None = None,
 ) -> ReviewAnswer:
-    """Ask for one decision per call, in request order; returns the whole answer. A
-    decision covers only what the person was shown: "all" shows each remaining call
-    and asks once more."""
+    """One decision per call, in request order; "all" shows each remaining call and asks
+    once more (a decision covers only what the person was shown)."""
     rows = pending_rows(pending)
     decisions: list[Decision] = []
     for n, row in enumerate(rows):
@@ -303,8 +291,8 @@ def ask_decisions(
 def _approve_rest(
     console: Console, asker: Asker, rest: list[dict[str, Any]], decisions: list[Decision]
 ) -> bool:
-    """ "All": show every remaining call; approve them at one yes when each is in full
-    view and none needs its own confirmation (graph.protocol.confirm)."""
+    """ "All": show every remaining call; one yes approves them when each is in full view
+    and none needs its own confirmation."""
     for row in rest:
         console.print(call_card(row, len(rest) + len(decisions)))
     own = [
@@ -332,7 +320,6 @@ OUTCOME_CHOICES = {
 
 
 def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> OutcomeAnswer:
-    """Ask how an outcome-unknown call ended; returns the answer to submit."""
     render_outcome(console, pending)
     allowed = pending.allowed
     keys = [k for k, (kind, _, _) in OUTCOME_CHOICES.items() if kind in allowed]
@@ -341,13 +328,8 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
         key = asker.line("outcome> ", check=lambda t: choice_problem(t, keys, OUTCOME_CHOICES))
         key = key.strip()
         if key == "a":
-            name = pending.call.name
-            console.print(
-                Text(
-                    f"Running {name} again may repeat its side effect if the first attempt did its work.",
-                    "yellow",
-                )
-            )
+            again = f"Running {pending.call.name} again may repeat its side effect"
+            console.print(Text(f"{again} if the first attempt did its work.", "yellow"))
             if _yes(asker, "run it again? [y/N] "):
                 return outcome("run_again")
             continue
@@ -387,7 +369,6 @@ def edit_args(
 
 
 def run_editor(editor: str, text: str) -> str:
-    """Edit `text` in the person's editor; returns the saved text."""
     with tempfile.NamedTemporaryFile(
         "w", suffix=".json", prefix="gatehouse-args-", delete=False
     ) as f:

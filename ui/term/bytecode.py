@@ -1,11 +1,8 @@
-"""Compiled bytecode where PYTHONDONTWRITEBYTECODE is set (container images often set it).
-
-With the flag every command compiled Gatehouse (an editable install) and LangGraph
-again: 3–12 s a command on a small machine. `py_compile` writes `__pycache__` whatever
-the flag says, so the console script starts that compile once, in the background,
-when it finds bytecode missing; a lock file keeps it to one at a time.
-GATEHOUSE_NO_COMPILE=1 turns it off.
-"""
+"""Compiled bytecode where PYTHONDONTWRITEBYTECODE is set (as container images often do):
+each command compiled Gatehouse and LangGraph again, 3–12 s on a small machine. The
+console script starts one compile in the background (`compileall` writes whatever the
+flag says) when bytecode is missing; a lock file keeps it to one at a time.
+GATEHOUSE_NO_COMPILE=1 turns it off."""
 
 from __future__ import annotations
 
@@ -19,9 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import subprocess
 
-# hashlib, sysconfig, subprocess and tempfile are loaded only on the way to a compile:
-# a read-only command answers in a tenth of a second and does not pay for them.
-
+# hashlib, sysconfig, subprocess and tempfile load only on the way to a compile: a
+# read-only command answers in a tenth of a second and does not pay for them.
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("graph", "tools", "ui")
 # A module every command loads from the environment: compiled there, the rest was too.
@@ -34,8 +30,8 @@ def compiled(source: Path) -> bool:
 
 
 def missing(root: Path = ROOT, site: Path | None = None) -> list[Path]:
-    """The folders whose bytecode is missing: the project's packages, and the
-    environment's site-packages (judged by one module every command loads)."""
+    """The folders whose bytecode is missing: the project's packages, and site-packages
+    (judged by one module every command loads)."""
     out = [root / p for p in PACKAGES if not compiled(root / p / "__init__.py")]
     if site is None:
         import sysconfig
@@ -80,12 +76,12 @@ finally:
 
 
 def warm(root: Path = ROOT, site: Path | None = None) -> subprocess.Popen[bytes] | None:
-    """Start compiling what is missing, in the background, when the flag is set;
-    the child, or None when there is nothing to do (the usual case: a few `stat`s)."""
+    """The child compiling what is missing, when the flag is set; else None (the usual
+    case, a few `stat`s)."""
     if not sys.flags.dont_write_bytecode or os.environ.get("GATEHOUSE_NO_COMPILE"):
         return None
     folders = missing(root, site)
-    if not folders or not _take(lock := lock_path(root)):  # hashlib only on the way to a compile
+    if not folders or not _take(lock := lock_path(root)):
         return None
     import subprocess
 

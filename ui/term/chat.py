@@ -56,8 +56,7 @@ class Chat:
         self.drive = drive
         self.asker = ask.Asker(out)
         self.thread_id = ""
-        # Resuming prints the last RESUME_TURNS turns unless the whole history was asked for (--all).
-        self.whole_history = False
+        self.whole_history = False  # --all: resuming prints every turn, not RESUME_TURNS
 
     def loop(self, thread_id: str | None) -> int:
         """Returns the exit code: 3 when leaving the thread waiting for a decision."""
@@ -102,30 +101,29 @@ class Chat:
                 ended = f"The last run ended as {last.status!r}{why}; type /retry to continue it."
                 self.out.print(Text(ended, "yellow"))
         else:
-            self.thread_id = self.session.new_thread_id()
-            self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+            self.new_thread()
         resume = (
             f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)"
         )
         self.out.print(Text(resume, "dim"))
         self.show_auto_approve()
 
+    def new_thread(self) -> None:
+        self.thread_id = self.session.new_thread_id()
+        self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+
     def prompt(self) -> str:
         # The prompt itself says so while auto-approve is on: no call will be asked about.
-        return (
-            "you [auto-approve] ▸ "
-            if self.session.view(self.thread_id).auto_approving
-            else "you ▸ "
-        )
+        auto = self.session.view(self.thread_id).auto_approving
+        return "you [auto-approve] ▸ " if auto else "you ▸ "
 
     def show_auto_approve(self, *, off_too: bool = False) -> None:
         why = self.session.view(self.thread_id).auto_approving
         if why:
             self.out.print(term.auto_approve_banner(why))
         elif off_too:
-            self.out.print(
-                Text("auto-approve is off: calls that need approval ask you first.", "dim")
-            )
+            off = "auto-approve is off: calls that need approval ask you first."
+            self.out.print(Text(off, "dim"))
 
     def auto_command(self, args: list[str]) -> None:
         """/auto [on|off] (this session) or /auto thread on|off (this thread, stored)."""
@@ -142,7 +140,7 @@ class Chat:
 
     def history(self, *, whole: bool = True) -> None:
         """The thread so far; unless `whole`, its last RESUME_TURNS turns (a 300-turn
-        thread would print thousands of lines), with a line saying how to see the rest."""
+        thread would print thousands of lines) and how to see the rest."""
         messages = self.session.view(self.thread_id).transcript
         if not messages:
             return
@@ -150,14 +148,11 @@ class Chat:
         first = 0 if whole or len(starts) <= RESUME_TURNS else starts[-RESUME_TURNS]
         if first:
             hidden = len(starts) - RESUME_TURNS
-            self.out.print(
-                Text(
-                    f"… {hidden} earlier turn{'s' if hidden != 1 else ''} not shown "
-                    f"(/history, gatehouse chat --thread {self.thread_id} --all, or "
-                    f"gatehouse show {self.thread_id})",
-                    "dim",
-                )
+            more = (
+                f"… {hidden} earlier turn{'s' if hidden != 1 else ''} not shown (/history, "
+                f"gatehouse chat --thread {self.thread_id} --all, or gatehouse show {self.thread_id})"
             )
+            self.out.print(Text(more, "dim"))
         decisions = self.session.view(self.thread_id).audit(max(50, len(messages)))
         term.render_transcript(self.out, messages, numbered=True, first=first, decisions=decisions)
 
@@ -183,8 +178,7 @@ class Chat:
             elif name == "/auto":
                 self.auto_command(args)
             elif name == "/new":
-                self.thread_id = self.session.new_thread_id()
-                self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
+                self.new_thread()
                 self.show_auto_approve()
             elif name == "/undo":
                 removed = self.session.submit(Undo(self.thread_id)).result().removed
@@ -210,9 +204,8 @@ class Chat:
             u = renderer.usage
             self.out.print(Text(f"tokens: {u.input_tokens} in · {u.output_tokens} out", "dim"))
         if status == "failed":
-            self.out.print(
-                Text("Type /retry to try the run again from its last checkpoint.", "yellow")
-            )
+            again = "Type /retry to try the run again from its last checkpoint."
+            self.out.print(Text(again, "yellow"))
         elif status == "stopped" and any(
             isinstance(e, ev.Notice) and e.source == ev.CUT_OFF_SOURCE for e in events
         ):

@@ -1,7 +1,5 @@
-"""Becoming a server process: `gatehouse ui` and `gatehouse studio` end by running
-Streamlit or `langgraph dev` in their place. Without rich: the console script starts
-the web UI without loading typer, pydantic or rich (issue 36).
-"""
+"""Becoming the server process (Streamlit, `langgraph dev`), without rich: the console
+script starts the web UI without typer, pydantic or rich (issue 36)."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ DIM, RESET = "\x1b[2m", "\x1b[0m"
 
 
 def show_command(cmd: list[str]) -> None:
-    """The command line on stderr, as a shell would take it, dimmed on a terminal; a
-    path's control characters shown escaped, never sent to the terminal."""
+    """The command line on stderr as a shell takes it, dimmed on a terminal, escaped."""
     shown = visible("$ " + shlex.join(cmd))
     if sys.stderr.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
         shown = DIM + shown + RESET
@@ -26,8 +23,8 @@ def show_command(cmd: list[str]) -> None:
 
 
 def run_child(cmd: list[str], cwd: Path | None = None) -> int:
-    """Become the server process (signals, Ctrl-C and exit code are its own, and no
-    orphan is left behind when this process is stopped); a child on Windows."""
+    """Become the server process (its own signals and exit code, no orphan left behind);
+    a child on Windows."""
     sys.stdout.flush()
     sys.stderr.flush()
     if os.name == "posix":
@@ -35,6 +32,3 @@ def run_child(cmd: list[str], cwd: Path | None = None) -> int:
             os.chdir(cwd)
         os.execv(cmd[0], cmd)
     return subprocess.call(cmd, cwd=cwd)
-
-
-__all__ = ["run_child", "show_command"]

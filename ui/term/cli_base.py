@@ -4,12 +4,11 @@ database, and saying what happened (`fail`, `emit`)."""
 from __future__ import annotations
 
 import getpass
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -22,13 +21,15 @@ from ui.term.readonly import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    Deferred,
     Opened,
     cli_settings,
+    err,
     exit_code,
+    out,
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.text import Text
 
     import ui.term.ask as ask
@@ -38,41 +39,15 @@ if TYPE_CHECKING:
     from graph.protocol import events as ev
     from graph.protocol import operations as ops
 
-__all__ = ["EXIT_OK", "cli_settings", "exit_code", "printable", "visible"]
-
-
-class _Deferred:
-    """A module, or a name in one, loaded on first use (`--help` needs no rich, no pydantic)."""
-
-    def __init__(
-        self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None
-    ) -> None:
-        self._where = (module, name, make)
-        self._target: Any = None
-
-    def _get(self) -> Any:
-        if self._target is None:
-            module, name, make = self._where
-            target: Any = importlib.import_module(module)
-            if name is not None:
-                target = getattr(target, name)
-            self._target = make(target) if make is not None else target
-        return self._target
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self._get(), attr)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._get()(*args, **kwargs)
-
+__all__ = ["EXIT_OK", "cli_settings", "err", "exit_code", "out", "printable", "visible"]
 
 if not TYPE_CHECKING:
-    term = _Deferred("ui.term.render")
-    ask = _Deferred("ui.term.ask")
-    td = _Deferred("ui.term.decisions")
-    ops = _Deferred("graph.protocol.operations")
-    ev = _Deferred("graph.protocol.events")
-    Text = _Deferred("rich.text", "Text")
+    term = Deferred("ui.term.render")
+    ask = Deferred("ui.term.ask")
+    td = Deferred("ui.term.decisions")
+    ops = Deferred("graph.protocol.operations")
+    ev = Deferred("graph.protocol.events")
+    Text = Deferred("rich.text", "Text")
 
 EXIT_AWAITING, EXIT_CANCELLED = 3, 130
 STATUS_EXIT = {
@@ -116,13 +91,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-out: Console = cast(
-    "Console", _Deferred("ui.term.console", make=lambda console: console.make_console())
-)
-err: Console = cast(
-    "Console", _Deferred("ui.term.console", make=lambda console: console.make_console(stderr=True))
-)
-
 DbOpt = Annotated[
     str | None,
     typer.Option(
@@ -300,7 +268,7 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> ThreadVie
 
 
 def emit(
-    as_json: bool, data: Any, text: str | Text | Callable[[], None], indent: int | None = None
+    as_json: bool, data: Any, text: str | Text | Callable[[], object], indent: int | None = None
 ) -> None:
     """`data` as JSON on stdout under --json, else `text` for people (or what `text()` prints)."""
     if as_json:

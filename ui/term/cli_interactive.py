@@ -1,7 +1,5 @@
-"""The `gatehouse` commands a person stays in: the web UI (`gatehouse`, `gatehouse ui`),
-`gatehouse studio` and `gatehouse chat` (typer forms; ui/term/entry.py starts the web UI
-without typer when it can).
-"""
+"""The `gatehouse` commands a person stays in: the web UI (`gatehouse`, `gatehouse ui`;
+entry.py starts it without typer when it can), `studio` and `chat`."""
 
 from __future__ import annotations
 
@@ -41,7 +39,6 @@ from ui.term.cli_base import (
 )
 
 
-# -- the web UI and Studio -------------------------------------------------------
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
@@ -155,9 +152,9 @@ def studio(
         # Printed before the server starts (it takes the process): it opens Studio itself.
         graph.install_secret(key_file(settings.db))
         err.print(Text(how_to_connect(f"http://127.0.0.1:{port}", key_file(settings.db))))
-    show_command(cmd)
-    if not threads:
+        show_command(cmd)
         raise typer.Exit(run_child(cmd, cwd=PROJECT_ROOT))
+    show_command(cmd)
     raise typer.Exit(
         run_studio(
             cmd, PROJECT_ROOT, port=port, threads=threads, open_browser=browser, say=out.print
@@ -166,12 +163,11 @@ def studio(
 
 
 def find_langgraph() -> str | None:
-    """The `langgraph` executable: this environment's first, then PATH."""
+    """The `langgraph` executable: this environment's, else PATH's."""
     local = Path(sys.executable).parent / "langgraph"
     return str(local) if local.exists() else shutil.which("langgraph")
 
 
-# -- interactive chat ---------------------------------------------------------------
 @app.command()
 def chat(
     thread: Annotated[str | None, thread_option("Resume this thread.")] = None,

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -46,16 +46,25 @@ from ui.term.cli_base import (
 )
 
 if TYPE_CHECKING:
-    from graph import Approval, Pause, Run, Session, ThreadReader
+    from graph import Approval, OutcomeUnknown, Pause, Run, Session, ThreadReader
     from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
 
 
+P = TypeVar("P", "Approval", "OutcomeUnknown")
+RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
+
+
 def require_pending(
-    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None
-) -> Pause:
-    """The pending request the command decides; refused when it is not the one named.
-    With the reader (before LangGraph loads) a named request that is not the pending
-    one is left to the session, which says why."""
+    session: Session | ThreadReader,
+    thread_id: str,
+    interrupt_id: str | None,
+    as_json: bool,
+    kind: type[P],
+) -> P:
+    """The pending request of this `kind` the command decides; refused when it is not the
+    one named, or unnamed where nobody can confirm it (a script, --json). With the reader
+    (before LangGraph loads) a named request that is not the pending one is left to the
+    session, which says why."""
     view = require_thread(session, thread_id)
     if (pending := view.pending) is None:
         status = view.info.status if view.info else "idle"
@@ -77,18 +86,22 @@ def require_pending(
     ):
         # The session tells a request already decided from one never asked; an empty
         # answer to a request that is not pending is refused before anything else.
-        try:
-            session.submit(ops.Decide(thread_id, ops.review([]), interrupt_id))
-        except graph.DecisionError as exc:
-            raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
+        submit(session, ops.Decide(thread_id, ops.review([]), interrupt_id))
         raise fail(
             f"request {interrupt_id} is not the pending request of thread {thread_id}", EXIT_USAGE
         )
-    return pending
-
-
-def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> None:
-    """Refuse an unnamed decision where nobody can confirm it (a script, --json)."""
+    if isinstance(pending, graph.OutcomeUnknown) and kind is not graph.OutcomeUnknown:
+        raise fail(
+            f"thread {thread_id} is not waiting for an approval: {pending.call.name} was interrupted "
+            f"by a crash and its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}",
+            EXIT_USAGE,
+        )
+    if not isinstance(pending, kind):
+        raise fail(
+            f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
+            "use approve, reject or respond (see `gatehouse pending`)",
+            EXIT_USAGE,
+        )
     if interrupt_id is None and (as_json or not (sys.stdin.isatty() and sys.stdout.isatty())):
         raise fail(
             f"name the request this decision is for: add --interrupt-id ID, with the request id that "
@@ -96,6 +109,14 @@ def require_named(thread_id: str, interrupt_id: str | None, as_json: bool) -> No
             "Without it a script could decide a request nobody has seen; nothing was sent.",
             EXIT_USAGE,
         )
+    return pending
+
+
+def submit(session: Session, decide: ops.Decide) -> Run:
+    try:
+        return session.submit(decide)
+    except graph.DecisionError as exc:
+        raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
 
 
 def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str:
@@ -115,26 +136,6 @@ def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str
     return pending.interrupt_id
 
 
-RESOLVE_HINT = "gatehouse resolve {id} --run-again | --failed NOTE | --outcome TEXT"
-
-
-def require_approval(
-    session: Session | ThreadReader, thread_id: str, interrupt_id: str | None, as_json: bool
-) -> Approval:
-    """The pending approval request; an outcome-unknown pause is refused (exit 2) with
-    a pointer to `resolve`, which is how that kind of pause is answered."""
-    pending = require_pending(session, thread_id, interrupt_id)
-    if isinstance(pending, graph.OutcomeUnknown):
-        name = pending.call.name
-        raise fail(
-            f"thread {thread_id} is not waiting for an approval: {name} was interrupted by a crash and "
-            f"its outcome is unknown. Answer it with: {RESOLVE_HINT.format(id=thread_id)}",
-            EXIT_USAGE,
-        )
-    require_named(thread_id, interrupt_id, as_json)
-    return pending
-
-
 CheckArgs = Callable[[str, dict[str, Any]], str | None]
 
 
@@ -151,9 +152,12 @@ def decide(
     checking JSON and its shape only; it is checked again under the lease."""
     if early:
         with open_cli_reader(db) as reader:
-            build(require_approval(reader, thread_id, interrupt_id, as_json), lambda n, a: None)
+            build(
+                require_pending(reader, thread_id, interrupt_id, as_json, graph.Approval),
+                lambda n, a: None,
+            )
     with open_cli_session(db) as session:
-        request = require_approval(session, thread_id, interrupt_id, as_json)
+        request = require_pending(session, thread_id, interrupt_id, as_json, graph.Approval)
         send_answer(session, request, build(request, session.check_args), interrupt_id, as_json)
 
 
@@ -219,11 +223,9 @@ def send_answer(
 ) -> None:
     if interrupt_id is None:  # require_pending let it through: a person at a terminal
         interrupt_id = confirm_unnamed(pending, answer)
-    try:
-        run = session.submit(ops.Decide(pending.thread_id, answer, interrupt_id))
-    except graph.DecisionError as exc:
-        raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
-    finish_run(session, run, as_json)
+    finish_run(
+        session, submit(session, ops.Decide(pending.thread_id, answer, interrupt_id)), as_json
+    )
 
 
 # -- running the agent --------------------------------------------------------------
@@ -503,14 +505,7 @@ def resolve(
     if outcome is not None and not outcome.strip():
         raise fail("--outcome cannot be empty", EXIT_USAGE)
     with open_cli_session(db) as session:
-        request = require_pending(session, thread_id, interrupt_id)
-        if not isinstance(request, graph.OutcomeUnknown):
-            raise fail(
-                f"thread {thread_id} is waiting for an approval, not for an unknown outcome; "
-                "use approve, reject or respond (see `gatehouse pending`)",
-                EXIT_USAGE,
-            )
-        require_named(thread_id, interrupt_id, as_json)
+        request = require_pending(session, thread_id, interrupt_id, as_json, graph.OutcomeUnknown)
         if run_again:
             answer = ops.outcome("run_again")
         elif failed is not None:

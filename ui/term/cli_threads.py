@@ -1,6 +1,5 @@
-"""`gatehouse` commands over stored threads: reading, exporting and importing them,
-and changing their history or permissions without a run (or with one: `fork`).
-"""
+"""`gatehouse` commands over stored threads: reading, exporting, importing, and changing
+their history or permissions (with a run: `fork`)."""
 
 from __future__ import annotations
 
@@ -41,12 +40,10 @@ from ui.term.cli_base import (
     turn_index,
     turn_starts,
     visible,
-    visible_json,
 )
 from ui.term.cli_runs import finish_run
 
 
-# -- reading threads ------------------------------------------------------------
 @app.command()
 def threads(
     db: DbOpt = None,
@@ -217,13 +214,11 @@ def output(
         text = session.view(thread_id).tool_output(call_id)
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
-    if as_json:
-        print(visible_json({"thread_id": thread_id, "call_id": call_id, "output": text}))
-        return
     # On a terminal, escape sequences in the output are shown, not obeyed (an OSC 52
     # would write the clipboard); piped into a file it stays byte for byte.
-    text = visible(text) if sys.stdout.isatty() else text
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    shown = visible(text) if sys.stdout.isatty() else text
+    data = {"thread_id": thread_id, "call_id": call_id, "output": text}
+    emit(as_json, data, lambda: sys.stdout.write(shown if shown.endswith("\n") else shown + "\n"))
 
 
 @app.command()
@@ -269,8 +264,7 @@ def audit(
 def listed(
     as_json: bool, found: Sequence[Any], draw: Callable[[], None], empty: str, hint: str = ""
 ) -> None:
-    """A list: each item's dict under --json; else drawn (then `hint`, what to do with
-    it), or `empty` when there is none."""
+    """A list: each item's dict under --json; else drawn, then `hint` (or `empty`)."""
 
     def drawn() -> None:
         draw()

@@ -1,6 +1,5 @@
-"""The console every `gatehouse` command prints through, and the `threads` table
-(apart from ui/term/render.py: `gatehouse threads` needs rich alone).
-"""
+"""The console every `gatehouse` command prints through, and the `threads` table (apart
+from render.py: `gatehouse threads` needs rich alone)."""
 
 from __future__ import annotations
 
@@ -29,10 +28,9 @@ STATUS_STYLE = {
 
 
 class SafeConsole(Console):
-    """A console that never writes a control character it did not make itself: every
-    segment's text passes through `visible()`, only rich's own control segments reach
-    the terminal as codes. The net for anything the callers (which escape first, so
-    the layout is measured on what is shown) miss."""
+    """A console that writes no control character but rich's own: every segment's text
+    through `visible()`. The net for what callers (who escape first, so the layout is
+    measured on what is shown) miss."""
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Any:
         for segment in super().render(renderable, options):

@@ -1,9 +1,5 @@
-"""Command-line choices turned into one answer for a pending approval request.
-
-The graph takes exactly one decision per call, in request order, in a single answer: a
-command that decides only some calls must say what happens to the others
-(`--reject-others`, `--approve-others`), or it is refused with the calls undecided.
-"""
+"""Command-line choices turned into one answer for a pending approval request: the graph
+takes one decision per call, in request order, in a single answer."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ class DecisionUsage(ValueError):
 
 
 def describe_calls(pending: Approval, numbers: Iterable[int] | None = None) -> str:
-    """`2 (write_file), 3 (run_command)` for the given 1-based call numbers (all by default)."""
+    """`2 (write_file), 3 (run_command)` for these call numbers (all by default)."""
     actions = pending.actions
     wanted = list(numbers) if numbers is not None else range(1, len(actions) + 1)
     return ", ".join(f"{n} ({actions[n - 1].name})" for n in wanted)

@@ -1,11 +1,7 @@
-"""`gatehouse`, the console script: the read-only commands and starting the web UI
-without typer (ui/term/fast.py), the rest through the typer app (ui/term/cli.py).
-
-It ends the process as Python would (threads joined, `atexit` run, streams flushed) but
-without tearing down every loaded module: with LangGraph loaded that takes about half
-a second, longer than a decision itself (issue 36). Sessions and databases are closed
-by the commands, tool processes by an `atexit` handler.
-"""
+"""`gatehouse`, the console script: the read-only commands and the web UI without typer
+(fast.py), the rest through the typer app (cli.py). It ends the process as Python would
+but without tearing down every loaded module: with LangGraph loaded that takes half a
+second, longer than a decision (issue 36)."""
 
 from __future__ import annotations
 
@@ -37,8 +33,8 @@ def main() -> None:
 
 
 def start_web_ui(port: int | None, browser: bool) -> bool:
-    """Become the web UI's server, as `gatehouse ui` does (this does not return); False,
-    with nothing done, when it cannot start, for the typer command to say why."""
+    """Become the web UI's server (no return); False, nothing done, when it cannot start:
+    the typer command says why."""
     from ui.web.serve import APP_PATH, web_ui_command
 
     if not APP_PATH.is_file():
@@ -53,8 +49,7 @@ def start_web_ui(port: int | None, browser: bool) -> bool:
 
 
 def exit_now(code: object) -> NoReturn:
-    """End the process with `code` (as `sys.exit(code)` would), skipping only the
-    interpreter's teardown of modules and objects."""
+    """End the process as `sys.exit(code)` would, skipping only the module teardown."""
     if code is None:
         status = 0
     elif isinstance(code, int):

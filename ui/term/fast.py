@@ -1,11 +1,12 @@
 """The plain command lines of `threads`, `pending`, `show`, `approve`, `reject` and of
-starting the web UI, read without typer: typer (0.29) checks every parameter through
-a pydantic `TypeAdapter`, most of a read-only command's time. Anything else (`--help`,
-`--edit`, an unknown or malformed option) returns None and typer parses it as always.
-"""
+the web UI, read without typer: typer (0.29) checks every parameter through a pydantic
+`TypeAdapter`, most of a read-only command's time (and a tenth of a second of a
+decision). Anything else (`--help`, `--edit`, an unknown or malformed option) returns
+None and typer parses it as always."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 # Each command's plain options: option → (keyword, kind). A kind is "flag" (True when
@@ -43,22 +44,12 @@ _OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
         "-m": ("reason", "str"),
     },
 }
-READ_ONLY = ("threads", "pending", "show")
 
 
-def parse_read_only(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
-    """(command, keyword arguments) for a read-only command line, or None."""
-    return _parse(argv) if argv and argv[0] in READ_ONLY else None
-
-
-def parse_decision(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
-    """(command, keyword arguments) for a plain `approve` / `reject` command line, or
-    None (typer parses it). Parsing one through typer builds pydantic validators for
-    every parameter: a tenth of a second that the decision itself does not need."""
-    return _parse(argv) if argv and argv[0] in ("approve", "reject") else None
-
-
-def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
+def _parse(argv: list[str], commands: tuple[str, ...]) -> tuple[str, dict[str, Any]] | None:
+    """(command, keyword arguments) for a plain command line of `commands`, or None."""
+    if not argv or argv[0] not in commands:
+        return None
     command, rest, options = argv[0], argv[1:], _OPTIONS[argv[0]]
     kwargs: dict[str, Any] = {}
     positional: list[str] = []
@@ -101,12 +92,16 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     return command, kwargs
 
 
+parse_read_only = partial(_parse, commands=("threads", "pending", "show"))
+parse_decision = partial(_parse, commands=("approve", "reject"))
+
+
 def parse_web_ui(argv: list[str]) -> dict[str, Any] | None:
     """`port` and `browser` for a plain command line that starts the web UI: `gatehouse`,
     `gatehouse --port N`, `gatehouse ui [--port N] [--browser | --no-browser]`; or None
     (typer parses it). A person's first page waits for whatever runs before the server
     starts: typer, pydantic and rich took ~0.2 s of it."""
-    parsed = _parse(argv if argv[:1] == ["ui"] else ["", *argv])
+    parsed = _parse(argv if argv[:1] == ["ui"] else ["", *argv], ("", "ui"))
     if parsed is None or {"browser", "no_browser"} <= parsed[1].keys():
         return None
     return {"port": parsed[1].get("port"), "browser": "no_browser" not in parsed[1]}

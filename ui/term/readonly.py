@@ -1,22 +1,18 @@
-"""The read-only commands `threads`, `pending` and `show`, without typer or pydantic:
-they answer at once through `graph.open_reader` (no LangGraph; tests/test_cli_fast.py
-checks what each loads). Also the plumbing every command shares: `fail` and `opened`.
-
-A refusal or failure raises SystemExit with the exit code after saying why on stderr,
-and with `--json` also on stdout as `{"error", "exit_code"}`.
-"""
+"""The read-only commands `threads`, `pending` and `show`, without typer, pydantic or
+LangGraph (through `graph.open_reader`; tests/test_cli_fast.py checks what each loads),
+and the plumbing every command shares: the consoles, `fail` and `opened`."""
 
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import graph
 from graph.protocol.display import visible, visible_json
@@ -32,26 +28,43 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 Opened = TypeVar("Opened", "Session", "ThreadReader", "WebSessions")
 
 
-@cache
-def out() -> Console:
-    from ui.term.console import make_console
+class Deferred:
+    """A module, or a name in one, loaded on first use (`--help` needs no rich, no pydantic)."""
 
-    return make_console()
+    def __init__(
+        self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None
+    ) -> None:
+        self._where = (module, name, make)
+        self._target: Any = None
+
+    def _get(self) -> Any:
+        if self._target is None:
+            module, name, make = self._where
+            target: Any = importlib.import_module(module)
+            if name is not None:
+                target = getattr(target, name)
+            self._target = make(target) if make is not None else target
+        return self._target
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._get(), attr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._get()(*args, **kwargs)
 
 
-@cache
-def err() -> Console:
-    from ui.term.console import make_console
-
-    return make_console(stderr=True)
+out: Console = cast("Console", Deferred("ui.term.console", make=lambda c: c.make_console()))
+err: Console = cast(
+    "Console", Deferred("ui.term.console", make=lambda c: c.make_console(stderr=True))
+)
 
 
 def fail(message: str, code: int, as_json: bool) -> SystemExit:
-    """The error on stderr, for people; with --json also on stdout, so a script reads
-    every outcome the same way."""
+    """The error on stderr; with --json also on stdout as `{"error", "exit_code"}`, so a
+    script reads every outcome the same way."""
     from rich.text import Text
 
-    err().print(Text(f"gatehouse: {visible(message)}", "red"))
+    err.print(Text(f"gatehouse: {visible(message)}", "red"))
     if as_json:
         print(visible_json({"error": message, "exit_code": code}))
     return SystemExit(code)
@@ -92,12 +105,10 @@ def opened(make: Callable[[], Opened], as_json: bool) -> Iterator[Opened]:
 
 
 def open_reader(db: str | None, as_json: bool) -> AbstractContextManager[ThreadReader]:
-    """The database, read-only and without LangGraph, at the cost of a query or two."""
     return opened(lambda: graph.open_reader(absolute_db(db) or graph.load_settings().db), as_json)
 
 
 def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> None:
-    """List threads: status, pending approvals, last update."""
     with open_reader(db, as_json) as reader:
         where = reader.location
         infos = reader.threads(limit=limit)
@@ -115,20 +126,19 @@ def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> No
     from ui.term.console import threads_table
 
     # Which database this is: from another directory it is another file (issue 33).
-    out().print(Text(f"Database: {visible(where)}", "dim"))
+    out.print(Text(f"Database: {visible(where)}", "dim"))
     if not rows:
-        out().print("No threads yet. Start one with `gatehouse chat`.")
+        out.print("No threads yet. Start one with `gatehouse chat`.")
     else:
         # Ids and titles as text that cannot drive the terminal (a NUL, an escape sequence).
         shown = [
             {**r, "thread_id": printable(r["thread_id"]), "title": printable(r["title"])}
             for r in rows
         ]
-        out().print(threads_table(shown))
+        out.print(threads_table(shown))
 
 
 def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
-    """Print a thread's transcript (and its pending calls)."""
     if (problem := thread_id_problem(thread_id)) is not None:
         raise fail(f"not a thread id: {problem}", EXIT_USAGE, as_json)
     with open_reader(db, as_json) as reader:
@@ -160,12 +170,12 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
     if info:
         style = term.STATUS_STYLE.get(info.status, "")
         updated = ("  updated " + term.when(info.updated_at), "dim")
-        out().print(Text.assemble((info.title, "bold"), "  ", (info.status, style), updated))
+        out.print(Text.assemble((info.title, "bold"), "  ", (info.status, style), updated))
         if info.reason:
-            out().print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
-    term.render_transcript(out(), messages, numbered=True, decisions=decisions)
+            out.print(Text.assemble((f"■ last run {info.status}: ", style), info.reason))
+    term.render_transcript(out, messages, numbered=True, decisions=decisions)
     if pending:
-        term.render_pending(out(), pending)
+        term.render_pending(out, pending)
 
 
 def calls(pause: Any) -> int:
@@ -181,13 +191,13 @@ def _session(db: str | None, as_json: bool) -> AbstractContextManager[Session]:
 
 
 def pending(db: str | None = None, as_json: bool = False) -> None:
-    """Every thread waiting for a decision, oldest first, with its numbered calls."""
     with open_reader(db, as_json) as reader:
         if reader.cut_off():
-            # A crash cut off an approved call: the Session continues the thread to its
-            # "outcome unknown" question (nothing runs; leasing.py), which is then listed.
+            # A crash cut off an approved call: reading the inbox through the Session
+            # continues the thread to its "outcome unknown" question (nothing runs;
+            # leasing.py), which is then listed.
             with _session(db, as_json) as session:
-                _ = session.thread_list().awaiting_approval  # continues them (leasing.py)
+                _ = session.thread_list().awaiting_approval
         waiting = reader.awaiting()
         pauses = reader.pending_many([i.thread_id for i in waiting])
         items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
@@ -202,10 +212,10 @@ def pending(db: str | None = None, as_json: bool = False) -> None:
         print(visible_json(rows, indent=2))
         return
     if not items:
-        out().print("Nothing is waiting for a decision.")
+        out.print("Nothing is waiting for a decision.")
     for info, request in items:
         since = f"{info.title} · waiting since {term.when(info.pending_since)}"
-        term.render_pending(out(), request, since)
+        term.render_pending(out, request, since)
 
 
 COMMANDS: dict[str, Callable[..., None]] = {"threads": threads, "pending": pending, "show": show}
@@ -220,7 +230,7 @@ def guarded(run: Callable[[], None]) -> None:
             raise
         from rich.text import Text
 
-        err().print(
+        err.print(
             Text(
                 f"gatehouse: unexpected error: {type(exc).__name__}: {exc} "
                 "(set GATEHOUSE_DEBUG=1 for the traceback)",
@@ -231,7 +241,6 @@ def guarded(run: Callable[[], None]) -> None:
 
 
 def main(command: str, kwargs: dict[str, Any]) -> None:
-    """Run a read-only command as parsed by ui/term/fast.py; exits with its code."""
     # A short process that keeps what it reads: the collector's passes over 10,000
     # cards found nothing to free and took 0.1-0.3 s of `pending --json` (issue 58).
     gc.disable()

@@ -1,10 +1,6 @@
-"""`gatehouse studio`: LangGraph Studio on Gatehouse's own threads.
-
-`langgraph dev` runs on langgraph.json, whose checkpointer is Gatehouse's storage, so
-it sees the same database as the web app and the terminal. A thread started elsewhere
-is registered with the server (`--thread ID`) so Studio can open it. The server wants
-this OS user's install secret as a bearer key.
-"""
+"""`gatehouse studio`: `langgraph dev` on langgraph.json, whose checkpointer is
+Gatehouse's storage; a thread started elsewhere is registered with the server so Studio
+can open it. The server wants this OS user's install secret as a bearer key."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ DEFAULT_PORT = 2024
 
 
 def how_to_connect(base_url: str, key_file: Path) -> str:
-    """What `gatehouse studio` prints first: where the server is, where its key is, and
-    how each client connects (docs/ecosystem-clients.md says what each can do)."""
+    """Where the server and its key are, and how each client connects."""
     return f"""Gatehouse on LangGraph Server: {base_url} (graph "{GRAPH}")
 Key: the install secret in {key_file} (readable by you only). Every client sends it,
   as `Authorization: Bearer <key>` or `X-Api-Key: <key>`; a wrong key gets 401.
@@ -52,8 +47,7 @@ def studio_url(base_url: str, thread_id: str | None = None) -> str:
 
 
 def valid_server_thread_id(thread_id: str) -> str | None:
-    """Why LangGraph Server cannot open this thread id, or None: it takes dashed UUIDs
-    only (threads made before Gatehouse used them cannot be opened in Studio)."""
+    """Why LangGraph Server cannot open this thread id (it takes dashed UUIDs only), or None."""
     try:
         canonical = str(uuid.UUID(thread_id))
     except ValueError:
@@ -78,14 +72,12 @@ def wait_until_up(base_url: str, proc: subprocess.Popen[bytes], timeout: float =
 
 
 def key_file(db: str | None = None) -> Path:
-    """Where the server's key for this OS user is: the install secret's file."""
     settings = load_settings()
     return secret_path(db or settings.db, load_access(settings.access))
 
 
 def register(base_url: str, thread_id: str, headers: dict[str, str] | None = None) -> None:
-    """Make a thread stored in Gatehouse's database known to the server (its runs then
-    read and write that thread's checkpoints)."""
+    """Make a stored thread known to the server (its runs then use its checkpoints)."""
     response = httpx.post(
         f"{base_url}/threads",
         json={"thread_id": thread_id, "if_exists": "do_nothing", "metadata": {"graph_id": GRAPH}},
@@ -106,8 +98,8 @@ def run_studio(
     open_browser: bool,
     say: Callable[[str], object],
 ) -> int:
-    """Start the server, register `threads`, print (and open) Studio's links, then stay
-    in the foreground until the server stops; Ctrl-C stops it."""
+    """Start the server, register `threads`, print (and open) Studio's links, then wait
+    for the server; Ctrl-C stops it."""
     base_url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(list(cmd), cwd=cwd)
     try:
