@@ -24,14 +24,7 @@ from graph.protocol.confirm import confirmation
 from graph.protocol.display import visible, visible_json, whole
 from graph.protocol.grant_scope import narrow_grant, whole_tool
 from graph.protocol.operations import approve, edit, outcome, reject, respond, review
-from ui.term.render import (
-    call_card,
-    call_texts,
-    card_parts,
-    diff_style,
-    pending_rows,
-    render_outcome,
-)
+from ui.term import render
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -160,7 +153,7 @@ def page(console: Console, asker: Asker, text: str) -> bool:
 
 
 def hides_part(row: dict[str, Any]) -> bool:
-    return not all(p.complete for p in card_parts(row))
+    return not all(p.complete for p in render.card_parts(row))
 
 
 def _keys(row: dict[str, Any], hidden: bool) -> list[str]:
@@ -171,10 +164,10 @@ def _keys(row: dict[str, Any], hidden: bool) -> list[str]:
 
 def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
     """Page through each call whose card hides a part; True when the person saw it all."""
-    for row in pending_rows(pending):
+    for row in render.pending_rows(pending):
         if hides_part(row):
             console.print(Text(f"call {row['call']} ({visible(row['name'])}) in full:", "bold"))
-            if not page(console, asker, "\n\n".join(call_texts(row))):
+            if not page(console, asker, "\n\n".join(render.call_texts(row))):
                 return False
     return True
 
@@ -211,7 +204,7 @@ def _decide_call(
     preview: Callable[[str, dict[str, Any]], str | None] | None,
 ) -> tuple[Decision, bool]:
     """One call's decision, and whether the person chose to approve the rest too."""
-    console.print(call_card(row, total))
+    console.print(render.call_card(row, total))
     hidden = hides_part(row)
     keys = _keys(row, hidden)
     _menu(console, keys, CHOICES)
@@ -222,7 +215,7 @@ def _decide_call(
     while True:
         key = asker.line("decision> ", check=functools.partial(choice_problem, keys=keys)).strip()
         if key == "v":
-            hidden = not page(console, asker, "\n\n".join(call_texts(row)))
+            hidden = not page(console, asker, "\n\n".join(render.call_texts(row)))
             continue
         if key in NEEDS_VIEW and hidden:
             console.print(Text("Part of this call is hidden: v to view all of it first.", "red"))
@@ -258,7 +251,7 @@ def _edited_ok(
     diff = difflib.unified_diff(before, after, "arguments as asked", "as edited", lineterm="")
     console.print(Text("The edited call:", "bold"))
     for line in diff:
-        console.print(Text(visible(line), diff_style(line)))
+        console.print(Text(visible(line), render.diff_style(line)))
     if preview is not None and (text := preview(row["name"], args)):
         console.print(Text("preview of the edited call:", "bold"))
         page(console, asker, text)
@@ -276,7 +269,7 @@ def ask_decisions(
 ) -> ReviewAnswer:
     """One decision per call, in request order; "all" shows each remaining call and asks
     once more (a decision covers only what the person was shown)."""
-    rows = pending_rows(pending)
+    rows = render.pending_rows(pending)
     decisions: list[Decision] = []
     for n, row in enumerate(rows):
         if len(decisions) > n:
@@ -294,7 +287,7 @@ def _approve_rest(
     """ "All": show every remaining call; one yes approves them when each is in full view
     and none needs its own confirmation."""
     for row in rest:
-        console.print(call_card(row, len(rest) + len(decisions)))
+        console.print(render.call_card(row, len(rest) + len(decisions)))
     own = [
         r
         for r in rest
@@ -320,7 +313,7 @@ OUTCOME_CHOICES = {
 
 
 def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> OutcomeAnswer:
-    render_outcome(console, pending)
+    render.render_outcome(console, pending)
     allowed = pending.allowed
     keys = [k for k, (kind, _, _) in OUTCOME_CHOICES.items() if kind in allowed]
     _menu(console, keys, OUTCOME_CHOICES)

@@ -83,14 +83,8 @@ class Chat:
             return self.leave()
 
     def start(self, thread_id: str | None) -> None:
-        info = self.session.info
-        self.out.print(
-            Text.assemble(
-                ("Gatehouse", "bold"),
-                f" · {info.get('model', '')}",
-                (f" · {info.get('db', '')}", "dim"),
-            )
-        )
+        model, db = self.session.info.get("model", ""), self.session.info.get("db", "")
+        self.out.print(Text.assemble(("Gatehouse", "bold"), f" · {model}", (f" · {db}", "dim")))
         if thread_id:
             self.thread_id = thread_id
             self.out.print(Text.assemble("thread ", (thread_id, "bold")))
@@ -102,10 +96,8 @@ class Chat:
                 self.out.print(Text(ended, "yellow"))
         else:
             self.new_thread()
-        resume = (
-            f"Resume later with: gatehouse chat --thread {self.thread_id}   (/help for commands)"
-        )
-        self.out.print(Text(resume, "dim"))
+        resume = f"Resume later with: gatehouse chat --thread {self.thread_id}"
+        self.out.print(Text(f"{resume}   (/help for commands)", "dim"))
         self.show_auto_approve()
 
     def new_thread(self) -> None:

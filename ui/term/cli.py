@@ -1,8 +1,6 @@
-"""`gatehouse`: the terminal client, typer commands over `graph.Session`, grouped in
-cli_interactive, cli_threads and cli_runs over cli_base; importing them registers them
-on one app, in the order `--help` lists them. The read-only commands and plain
-`approve` / `reject` lines skip typer's parser (ui/term/fast.py, readonly.py).
-"""
+"""`gatehouse`: typer commands over `graph.Session`, in cli_interactive, cli_threads and
+cli_runs (importing them registers them, in `--help`'s order); the read-only commands
+and plain `approve` / `reject` lines skip typer's parser (fast.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ def main() -> None:
 
 
 def _run_decision(command: str, kwargs: dict[str, Any]) -> None:
-    """A plain `approve` / `reject` called as typer would call it (ui/term/fast.py)."""
+    """A plain `approve` / `reject` called as typer would call it."""
     _remember_json(kwargs.get("as_json", False))
     _check_id(kwargs["thread_id"])
     try:

@@ -145,40 +145,24 @@ InterruptOpt = Annotated[
 ]
 
 
-_json_output = False  # whether this command was given --json (set while parsing)
+# What typer saw while parsing this command: --json, and why its thread id is malformed
+# (said when the command opens the database, as JSON too with --json: nothing is read).
+parsed: dict[str, Any] = {"json": False, "bad_id": None}
 
 
 def _remember_json(value: bool) -> bool:
-    global _json_output
-    _json_output = bool(value)
+    parsed["json"] = bool(value)
     return value
 
 
 def fail(message: str, code: int) -> SystemExit:
-    return readonly.fail(message, code, _json_output)
-
-
-# Why the command's thread id is malformed (set while parsing, said when the command
-# opens the database, as JSON too with --json: nothing is read).
-_bad_thread_id: str | None = None
+    return readonly.fail(message, code, parsed["json"])
 
 
 def _check_id(value: str) -> str:
-    global _bad_thread_id
-    if _bad_thread_id is None:  # the first malformed id is the one said
-        _bad_thread_id = thread_id_problem(value)
+    if parsed["bad_id"] is None:  # the first malformed id is the one said
+        parsed["bad_id"] = thread_id_problem(value)
     return value
-
-
-def refuse_bad_thread_id() -> None:
-    if _bad_thread_id is not None:
-        raise fail(f"not a thread id: {_bad_thread_id}", EXIT_USAGE)
-
-
-def reset_thread_id_check() -> None:
-    """Forget the last command's malformed id (tests run several commands in one process)."""
-    global _bad_thread_id
-    _bad_thread_id = None
 
 
 def shown_db(db: str) -> str:
@@ -194,8 +178,6 @@ def shown_db(db: str) -> str:
 
 
 def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
-    refuse_bad_thread_id()
-
     def make() -> Session:
         settings = cli_settings(db)
         # The decision log names the terminal and who: [audit] actor / GATEHOUSE_ACTOR
@@ -209,13 +191,14 @@ def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
 
 
 def opened(make: Callable[[], Opened]) -> AbstractContextManager[Opened]:
-    return readonly.opened(make, _json_output)
+    if parsed["bad_id"] is not None:
+        raise fail(f"not a thread id: {parsed['bad_id']}", EXIT_USAGE)
+    return readonly.opened(make, parsed["json"])
 
 
 def open_cli_reader(db: str | None) -> AbstractContextManager[ThreadReader]:
     """The database, read-only and without LangGraph."""
-    refuse_bad_thread_id()
-    return readonly.open_reader(db, _json_output)
+    return opened(lambda: graph.open_reader(readonly.absolute_db(db) or graph.load_settings().db))
 
 
 def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:

@@ -14,7 +14,6 @@ import typer
 
 import graph
 from graph.protocol.grant_scope import narrow_grant
-from graph.protocol.operations import SetAutoApprove
 from ui.term.cli_base import (
     EXIT_AWAITING,
     EXIT_CANCELLED,
@@ -244,7 +243,7 @@ def send(
         if thread:
             require_thread(session, thread)
         if auto_approve:
-            session.submit(SetAutoApprove(None, True))
+            session.submit(ops.SetAutoApprove(None, True))
         thread_id = thread or session.new_thread_id()
         if not as_json and (why := session.view(thread_id).auto_approving):
             err.print(term.auto_approve_banner(why))
@@ -323,25 +322,6 @@ def approve(
     if always and always_tool:
         raise fail("use either --always or --always-tool, not both", EXIT_USAGE)
 
-    def granted(request: Approval, chosen: dict[int, Decision]) -> dict[int, Decision]:
-        """The approvals with their standing grant: the narrow one (exactly this command
-        or file) for --always, the whole tool for --always-tool."""
-        out = dict(chosen)
-        for n, d in chosen.items() if always or always_tool else ():
-            if not 1 <= n <= len(request.actions) or d.type not in ("approve", "edit"):
-                continue  # td.answer says why a number is wrong
-            action = d.edited_action if d.type == "edit" else request.actions[n - 1]
-            scope = None if always_tool else narrow_grant(action.name, action.args)
-            if always and scope is None:
-                raise fail(
-                    f"--always: call {n} ({action.name}) has no narrow grant (a command with shell "
-                    f"syntax or the network, a path outside the workspace, a move); "
-                    f"--always-tool allows every {action.name} call in this thread",
-                    EXIT_USAGE,
-                )
-            out[n] = d.model_copy(update={"always_allow": scope.pattern if scope else True})
-        return out
-
     def build(request: Approval, check_args: CheckArgs) -> ReviewAnswer:
         count = len(request.actions)
         chosen: dict[int, Decision] = {n: ops.approve() for n in call or ()}
@@ -366,11 +346,26 @@ def approve(
                 "say --all, or --call N (repeatable) with --reject-others REASON",
                 EXIT_USAGE,
             )
+        # The approvals' standing grant: the narrow one (exactly this command or file) for
+        # --always, the whole tool for --always-tool.
+        for n, d in list(chosen.items()) if always or always_tool else ():
+            if not 1 <= n <= count or d.type not in ("approve", "edit"):
+                continue  # td.answer says why a number is wrong
+            action = d.edited_action if d.type == "edit" else request.actions[n - 1]
+            scope = None if always_tool else narrow_grant(action.name, action.args)
+            if always and scope is None:
+                raise fail(
+                    f"--always: call {n} ({action.name}) has no narrow grant (a command with shell "
+                    f"syntax or the network, a path outside the workspace, a move); "
+                    f"--always-tool allows every {action.name} call in this thread",
+                    EXIT_USAGE,
+                )
+            chosen[n] = d.model_copy(update={"always_allow": scope.pattern if scope else True})
         others = ops.reject(reject_others or None) if reject_others is not None else None
         with refusals():  # a DecisionUsage: exit 2
             return td.answer(
                 request,
-                granted(request, chosen),
+                chosen,
                 others,
                 hint="decide them in the same command: repeat --call, "
                 "or use --all or --reject-others REASON",

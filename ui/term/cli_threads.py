@@ -12,7 +12,6 @@ from typing import Annotated, Any
 import typer
 
 import graph
-from graph.protocol import operations as op
 from ui.term import readonly
 from ui.term.cli_base import (
     EXIT_FAILED,
@@ -138,7 +137,7 @@ def import_(
         raise fail(f"cannot read {file}: {exc}", EXIT_USAGE) from None
     with open_cli_session(db) as session:
         try:
-            imported = session.submit(op.ImportThread(text, thread_id)).result()
+            imported = session.submit(ops.ImportThread(text, thread_id)).result()
         except graph.ImportRefused as exc:
             raise fail(f"import refused, nothing written: {exc}", EXIT_USAGE) from None
         new_id, dropped = imported.thread_id, imported.dropped
@@ -152,7 +151,7 @@ def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> 
     """Delete a thread and its history."""
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
-        session.submit(op.Delete(thread_id))
+        session.submit(ops.Delete(thread_id))
     emit(as_json, {"thread_id": thread_id, "deleted": True}, f"deleted thread {thread_id}")
 
 
@@ -172,7 +171,7 @@ def undo(
         if turns == 0:
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
         with refusals():
-            removed = session.submit(op.Undo(thread_id, force)).result().removed
+            removed = session.submit(ops.Undo(thread_id, force)).result().removed
     emit(
         as_json,
         {"thread_id": thread_id, "removed": removed, "turn": turns},
@@ -187,7 +186,7 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         with refusals():
-            event = session.submit(op.Compact(thread_id)).result().compacted
+            event = session.submit(ops.Compact(thread_id)).result().compacted
     emit(
         as_json,
         {"thread_id": thread_id, "compacted": event is not None}
@@ -310,7 +309,7 @@ def revoke(
     with open_cli_session(db) as session:
         require_thread(session, thread_id)
         with refusals():
-            done = session.submit(op.Revoke(thread_id, grant)).result().grant
+            done = session.submit(ops.Revoke(thread_id, grant)).result().grant
     assert done is not None  # a revoke's answer names the grant it ended
     emit(
         as_json,
@@ -401,22 +400,11 @@ def switch(
                 f"see `gatehouse branches {thread_id}`",
                 EXIT_USAGE,
             )
-        if not 1 <= to <= len(versions.message_ids):
-            raise fail(
-                f"turn #{at} has versions 1 to {len(versions.message_ids)}, not {to}", EXIT_USAGE
-            )
+        if not 1 <= to <= (count := len(versions.message_ids)):
+            raise fail(f"turn #{at} has versions 1 to {count}, not {to}", EXIT_USAGE)
         with refusals():
-            session.submit(op.SwitchBranch(thread_id, versions.message_ids[to - 1], force))
-        messages = session.view(thread_id).transcript
-    emit(
-        as_json,
-        {
-            "thread_id": thread_id,
-            "at": at,
-            "version": to,
-            "versions": len(versions.message_ids),
-            "messages": len(messages),
-        },
-        f"thread {thread_id} is on version {to}/{len(versions.message_ids)} of turn #{at} "
-        f"({len(messages)} messages); `gatehouse show {thread_id}` prints it",
-    )
+            session.submit(ops.SwitchBranch(thread_id, versions.message_ids[to - 1], force))
+        messages = len(session.view(thread_id).transcript)
+    said = f"thread {thread_id} is on version {to}/{count} of turn #{at} ({messages} messages)"
+    data = {"thread_id": thread_id, "at": at, "version": to, "versions": count}
+    emit(as_json, data | {"messages": messages}, f"{said}; `gatehouse show {thread_id}` prints it")

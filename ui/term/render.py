@@ -1,10 +1,6 @@
-"""Terminal rendering (rich) for the `gatehouse` CLI; its prompts are in ui/term/ask.py.
-
-Text from the model, tools or people is printed as `Text`, never as markup (`[red]` in
-a file name stays literal), and through `visible()` first, so an escape sequence or a
-bidi override is shown escaped instead of acting on the terminal (`SafeConsole` is the
-net for anything missed).
-"""
+"""Terminal rendering (rich) for the `gatehouse` CLI. Text from the model, tools or people
+is printed as `Text`, never markup, and through `visible()` first: an escape sequence or
+a bidi override is shown, never obeyed (`SafeConsole` is the net for anything missed)."""
 
 from __future__ import annotations
 
@@ -53,13 +49,9 @@ def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
     return "\n".join(rows[:lines]) + f"\n… ({len(rows) - lines} more lines)"
 
 
-def args_text(args: Any) -> str:
-    return visible_json(args)
-
-
 # -- live runs ------------------------------------------------------------------
 def aside(event: ev.Compacted | ev.Notice | ev.ReplyRejected | ev.ModelRetried) -> str:
-    """The line a run's side news gets: compaction, a notice, a reply sent back, a retry."""
+    """The line a run's side news gets."""
     from graph.protocol import events as ev
 
     match event:
@@ -94,9 +86,8 @@ class EventRenderer:
         self._reply_text = ""
 
     def _erase(self, event: ev.MessageReplaced) -> bool:
-        """On a terminal, replace the reply just streamed in place (cursor up over its
-        rows, clear, print the kept text). False when that is not possible: not a
-        terminal, or something was printed after it."""
+        """On a terminal, replace the reply just streamed in place (cursor up over its rows,
+        clear, print the kept text); False when not a terminal or something came after it."""
         c = self.console
         if not c.is_terminal or self._stream != "text" or event.message_id != self._reply_id:
             return False
@@ -247,9 +238,7 @@ def run_json(
     pending: Pause | None,
     auto_approve: str | None,
 ) -> dict[str, Any]:
-    """What `--json` prints for a run a command drove: its status and reason, its text,
-    each call's outcome (and whether it ran without a click), compactions, errors,
-    notices, retries, and the card it stopped at."""
+    """What `--json` prints for a run a command drove."""
     from graph.protocol import events as ev
 
     def of(kind: type[E]) -> list[E]:
@@ -293,7 +282,6 @@ COMPACTED = ("tokens_before", "tokens_after", "messages_removed")
 
 
 def pick(obj: object, *names: str) -> dict[str, Any]:
-    """`obj`'s attributes `names`, as a dict in that order."""
     return {name: getattr(obj, name) for name in names}
 
 
@@ -340,12 +328,9 @@ def render_transcript(
     first: int = 0,
     decisions: Sequence[DecisionRecord] = (),
 ) -> None:
-    """`numbered`: the person's messages show their turn number (#N, what `fork --at N`
-    takes). `first`: draw from this message on. `decisions`: the thread's decision log,
-    so each call a person let run says who and from where.
-
-    Printed a few hundred lines at a time: each `console.print` measures the terminal
-    and flushes again (10,000 messages: 1.2 s one line at a time, 0.85 s batched)."""
+    """`numbered`: the person's messages show their turn number (#N, as `fork --at N`
+    takes); `decisions` credit each call a person let run. Printed PRINT_BATCH lines at a
+    time: each `console.print` measures and flushes (10,000 messages: 1.2 s -> 0.85 s)."""
     turns = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
     approvals = approvers_of(messages, decisions)
     lines: list[Text] = []
@@ -403,13 +388,14 @@ def _message_lines(m: MessageView, number: str, approvals: dict[str, str]) -> It
 
 
 def call_line(prefix: str, name: str, args: Any) -> Text:
-    return Text.assemble((prefix, "cyan"), (visible(name), "bold"), " ", (args_text(args), "dim"))
+    return Text.assemble(
+        (prefix, "cyan"), (visible(name), "bold"), " ", (visible_json(args), "dim")
+    )
 
 
 def render_audit(
     console: Console, records: list[DecisionRecord], *, show_thread: bool = True
 ) -> None:
-    """The decision log, one record per block: when, which call, what, who, the edit."""
     for r in records:
         style = "green" if r.runs else "yellow"
         who = " · ".join(x for x in (r.actor, r.source) if x) or "unknown"
@@ -422,7 +408,9 @@ def render_audit(
         if r.question != "review":
             head.append(f"  ({r.question})", "dim")
         console.print(head)
-        console.print(Text(f"    call {visible(r.tool_call_id or '-')} {args_text(r.args)}", "dim"))
+        console.print(
+            Text(f"    call {visible(r.tool_call_id or '-')} {visible_json(r.args)}", "dim")
+        )
         if r.always_allow:
             console.print(Text(f"    always allow: {visible(r.always_allow)}", "yellow"))
         if r.message:
@@ -449,28 +437,23 @@ def pending_rows(pending: Approval) -> list[dict[str, Any]]:
 
 
 def pending_json(pending: Pause) -> dict[str, Any]:
-    """The pending request for `--json`: numbered calls for an approval; for an
-    outcome-unknown pause no calls, and the interrupted call under `outcome_unknown`."""
-    if isinstance(pending, OutcomeUnknown):
-        return {
-            "interrupt_id": pending.interrupt_id,
-            "kind": pending.kind,
-            "calls": [],
-            "outcome_unknown": pending.call.to_dict(),
-            "allowed": pending.allowed,
-            "description": pending.request.description,
-        }
-    return {
-        "interrupt_id": pending.interrupt_id,
-        "kind": pending.kind,
-        "calls": pending_rows(pending),
+    """The pending request for `--json`: an outcome-unknown pause has no calls, and the
+    interrupted call under `outcome_unknown`."""
+    head = {"interrupt_id": pending.interrupt_id, "kind": pending.kind}
+    if not isinstance(pending, OutcomeUnknown):
+        return head | {"calls": pending_rows(pending)}
+    return head | {
+        "calls": [],
+        "outcome_unknown": pending.call.to_dict(),
+        "allowed": pending.allowed,
+        "description": pending.request.description,
     }
 
 
 def render_outcome(console: Console, pending: OutcomeUnknown) -> None:
     """The card, then the description outside it (pipes do not wrap inside a panel)."""
     call = pending.call
-    body = Text(args_text(call.args))
+    body = Text(visible_json(call.args))
     body.append(f"\nstarted {when(call.started_at)}", "dim")
     if call.attempts > 1:
         body.append(f" · {call.attempts} attempts", "dim")
@@ -492,8 +475,8 @@ CARD_CHARS = 2_000
 
 
 def call_texts(row: dict[str, Any]) -> list[str]:
-    """What a card draws of a call: its arguments, then its preview when it has one."""
-    return [args_text(row["args"])] + ([row["preview"]] if row.get("preview") else [])
+    """What a card draws of a call: its arguments, then its preview."""
+    return [visible_json(row["args"])] + ([row["preview"]] if row.get("preview") else [])
 
 
 def card_parts(row: dict[str, Any]) -> list[Shown]:
