@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.validation import Validator
 
+# A tool's check of call arguments (or its preview of them): a problem (a preview), or None.
+Check = Callable[[str, dict[str, Any]], str | None]
+
 
 class Asker:
     """One line of input: prompt_toolkit on a terminal, stdin otherwise; Ctrl-C raises
@@ -122,7 +125,7 @@ def _yes(asker: Asker, question: str) -> bool:
 
 
 def parse_args_json(
-    text: str, name: str, check_args: Callable[[str, dict[str, Any]], str | None]
+    text: str, name: str, check_args: Check
 ) -> tuple[dict[str, Any] | None, str | None]:
     try:
         value = json.loads(text)
@@ -200,8 +203,8 @@ def _decide_call(
     asker: Asker,
     row: dict[str, Any],
     total: int,
-    check_args: Callable[[str, dict[str, Any]], str | None],
-    preview: Callable[[str, dict[str, Any]], str | None] | None,
+    check_args: Check,
+    preview: Check | None,
 ) -> tuple[Decision, bool]:
     """One call's decision, and whether the person chose to approve the rest too."""
     console.print(render.call_card(row, total))
@@ -239,11 +242,7 @@ def _decide_call(
 
 
 def _edited_ok(
-    console: Console,
-    asker: Asker,
-    row: dict[str, Any],
-    args: dict[str, Any],
-    preview: Callable[[str, dict[str, Any]], str | None] | None,
+    console: Console, asker: Asker, row: dict[str, Any], args: dict[str, Any], preview: Check | None
 ) -> bool:
     """Show the edit (a diff, the edited call's preview) and ask before it runs."""
     before = visible_json(row["args"], indent=2).splitlines()
@@ -264,8 +263,8 @@ def ask_decisions(
     console: Console,
     asker: Asker,
     pending: Approval,
-    check_args: Callable[[str, dict[str, Any]], str | None],
-    preview: Callable[[str, dict[str, Any]], str | None] | None = None,
+    check_args: Check,
+    preview: Check | None = None,
 ) -> ReviewAnswer:
     """One decision per call, in request order; "all" shows each remaining call and asks
     once more (a decision covers only what the person was shown)."""
@@ -336,10 +335,7 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
 
 
 def edit_args(
-    console: Console,
-    asker: Asker,
-    row: dict[str, Any],
-    check_args: Callable[[str, dict[str, Any]], str | None],
+    console: Console, asker: Asker, row: dict[str, Any], check_args: Check
 ) -> dict[str, Any]:
     name = row["name"]
     text = visible_json(row["args"], indent=2)  # hidden characters as JSON escapes: same value

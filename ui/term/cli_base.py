@@ -7,6 +7,7 @@ import getpass
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import partial
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -42,12 +43,12 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_OK", "cli_settings", "err", "exit_code", "out", "printable", "visible"]
 
 if not TYPE_CHECKING:
-    term = Deferred("ui.term.render")
-    ask = Deferred("ui.term.ask")
-    td = Deferred("ui.term.decisions")
-    ops = Deferred("graph.protocol.operations")
-    ev = Deferred("graph.protocol.events")
-    Text = Deferred("rich.text", "Text")
+    term = Deferred(lambda: import_module("ui.term.render"))
+    ask = Deferred(lambda: import_module("ui.term.ask"))
+    td = Deferred(lambda: import_module("ui.term.decisions"))
+    ops = Deferred(lambda: import_module("graph.protocol.operations"))
+    ev = Deferred(lambda: import_module("graph.protocol.events"))
+    Text = Deferred(lambda: import_module("rich.text").Text)
 
 EXIT_AWAITING, EXIT_CANCELLED = 3, 130
 STATUS_EXIT = {

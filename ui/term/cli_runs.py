@@ -47,6 +47,7 @@ from ui.term.cli_base import (
 if TYPE_CHECKING:
     from graph import Approval, OutcomeUnknown, Pause, Run, Session, ThreadReader
     from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+    from ui.term.ask import Check
 
 
 P = TypeVar("P", "Approval", "OutcomeUnknown")
@@ -135,15 +136,12 @@ def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str
     return pending.interrupt_id
 
 
-CheckArgs = Callable[[str, dict[str, Any]], str | None]
-
-
 def decide(
     db: str | None,
     thread_id: str,
     interrupt_id: str | None,
     as_json: bool,
-    build: Callable[[Approval, CheckArgs], ReviewAnswer],
+    build: Callable[[Approval, Check], ReviewAnswer],
     early: bool = True,
 ) -> None:
     """Send the answer `build` makes for the pending approval. `early`: first refuse a bad
@@ -322,7 +320,7 @@ def approve(
     if always and always_tool:
         raise fail("use either --always or --always-tool, not both", EXIT_USAGE)
 
-    def build(request: Approval, check_args: CheckArgs) -> ReviewAnswer:
+    def build(request: Approval, check_args: Check) -> ReviewAnswer:
         count = len(request.actions)
         chosen: dict[int, Decision] = {n: ops.approve() for n in call or ()}
         if edit is not None:
@@ -395,7 +393,7 @@ def reject(
     other calls need a decision too: --approve-others; otherwise exit 2, nothing sent.
     """
 
-    def build(request: Approval, check_args: CheckArgs) -> ReviewAnswer:
+    def build(request: Approval, check_args: Check) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
         rejected: Decision = ops.reject(reason or None)
         with refusals():
@@ -441,7 +439,7 @@ def respond(
         raise fail("use either --reject-others or --approve-others, not both", EXIT_USAGE)
     others = ops.approve() if approve_others else None
 
-    def build(request: Approval, check_args: CheckArgs) -> ReviewAnswer:
+    def build(request: Approval, check_args: Check) -> ReviewAnswer:
         if call is None and len(request.actions) != 1:
             raise fail(
                 f"thread {thread_id} has {len(request.actions)} pending calls: "

@@ -172,11 +172,8 @@ def undo(
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
         with refusals():
             removed = session.submit(ops.Undo(thread_id, force)).result().removed
-    emit(
-        as_json,
-        {"thread_id": thread_id, "removed": removed, "turn": turns},
-        f"undone: turn #{turns} ({removed} message(s)) removed from thread {thread_id}",
-    )
+    said = f"undone: turn #{turns} ({removed} message(s)) removed from thread {thread_id}"
+    emit(as_json, {"thread_id": thread_id, "removed": removed, "turn": turns}, said)
 
 
 @app.command()
@@ -187,14 +184,12 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
         require_thread(session, thread_id)
         with refusals():
             event = session.submit(ops.Compact(thread_id)).result().compacted
-    emit(
-        as_json,
-        {"thread_id": thread_id, "compacted": event is not None}
-        | (term.pick(event, *term.COMPACTED) if event else {}),
-        term.compacted_line(event)
-        if event
-        else "nothing to compact: the thread has no turns older than the ones kept verbatim",
-    )
+    data = {"thread_id": thread_id, "compacted": event is not None}
+    if event is None:
+        nothing = "nothing to compact: the thread has no turns older than the ones kept verbatim"
+        emit(as_json, data, nothing)
+    else:
+        emit(as_json, data | term.pick(event, *term.COMPACTED), term.compacted_line(event))
 
 
 @app.command()
@@ -311,11 +306,8 @@ def revoke(
         with refusals():
             done = session.submit(ops.Revoke(thread_id, grant)).result().grant
     assert done is not None  # a revoke's answer names the grant it ended
-    emit(
-        as_json,
-        {"thread_id": thread_id, "revoked": done.label},
-        f"Revoked {printable(done.label)} in thread {thread_id}: {done.tool} asks again.",
-    )
+    said = f"Revoked {printable(done.label)} in thread {thread_id}: {done.tool} asks again."
+    emit(as_json, {"thread_id": thread_id, "revoked": done.label}, said)
 
 
 @app.command()

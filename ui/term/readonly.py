@@ -5,12 +5,12 @@ and the plumbing every command shares: the consoles, `fail` and `opened`."""
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -29,21 +29,14 @@ Opened = TypeVar("Opened", "Session", "ThreadReader", "WebSessions")
 
 
 class Deferred:
-    """A module, or a name in one, loaded on first use (`--help` needs no rich, no pydantic)."""
+    """What `load()` returns, loaded on first use (`--help` needs no rich, no pydantic)."""
 
-    def __init__(
-        self, module: str, name: str | None = None, make: Callable[[Any], Any] | None = None
-    ) -> None:
-        self._where = (module, name, make)
-        self._target: Any = None
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load, self._target = load, None
 
     def _get(self) -> Any:
         if self._target is None:
-            module, name, make = self._where
-            target: Any = importlib.import_module(module)
-            if name is not None:
-                target = getattr(target, name)
-            self._target = make(target) if make is not None else target
+            self._target = self._load()
         return self._target
 
     def __getattr__(self, attr: str) -> Any:
@@ -53,9 +46,9 @@ class Deferred:
         return self._get()(*args, **kwargs)
 
 
-out: Console = cast("Console", Deferred("ui.term.console", make=lambda c: c.make_console()))
+out: Console = cast("Console", Deferred(lambda: import_module("ui.term.console").make_console()))
 err: Console = cast(
-    "Console", Deferred("ui.term.console", make=lambda c: c.make_console(stderr=True))
+    "Console", Deferred(lambda: import_module("ui.term.console").make_console(stderr=True))
 )
 
 

@@ -504,13 +504,9 @@ def render_pending(console: Console, pending: Pause, title: str | None = None) -
         head.append(f"  {visible(title)}", "dim")
     console.print(head)
     # The request's id, what `approve`, `reject`, `respond` and `resolve` must name.
-    console.print(
-        Text.assemble(
-            ("  request ", "dim"),
-            (visible(pending.interrupt_id), "bold"),
-            (f"  (decide with --interrupt-id {visible(pending.interrupt_id)})", "dim"),
-        )
-    )
+    rid = visible(pending.interrupt_id)
+    decide = (f"  (decide with --interrupt-id {rid})", "dim")
+    console.print(Text.assemble(("  request ", "dim"), (rid, "bold"), decide))
     if isinstance(pending, OutcomeUnknown):
         render_outcome(console, pending)
         return
