@@ -225,7 +225,6 @@ def send_answer(
     )
 
 
-# -- running the agent --------------------------------------------------------------
 @app.command()
 def send(
     message: Annotated[str, typer.Argument(metavar="MESSAGE", help="The message to send.")],

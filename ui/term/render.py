@@ -49,7 +49,6 @@ def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
     return "\n".join(rows[:lines]) + f"\n… ({len(rows) - lines} more lines)"
 
 
-# -- live runs ------------------------------------------------------------------
 def aside(event: ev.Compacted | ev.Notice | ev.ReplyRejected | ev.ModelRetried) -> str:
     """The line a run's side news gets."""
     from graph.protocol import events as ev
@@ -230,7 +229,6 @@ def auto_approve_banner(why: str) -> Text:
     )
 
 
-# -- threads and transcripts ---------------------------------------------------------
 def run_json(
     thread_id: str,
     status: str,
@@ -253,7 +251,6 @@ def run_json(
         "status": status,
         "reason": finished.reason if finished else None,
         "text": "".join(e.text for e in of(ev.TextDelta)),
-        # The run's last reply (its answer when completed) and its message id.
         "final_text": finished.text if finished else None,
         "message_id": finished.message_id if finished else None,
         "tools": [
@@ -503,7 +500,6 @@ def render_pending(console: Console, pending: Pause, title: str | None = None) -
     if title:
         head.append(f"  {visible(title)}", "dim")
     console.print(head)
-    # The request's id, what `approve`, `reject`, `respond` and `resolve` must name.
     rid = visible(pending.interrupt_id)
     decide = (f"  (decide with --interrupt-id {rid})", "dim")
     console.print(Text.assemble(("  request ", "dim"), (rid, "bold"), decide))
