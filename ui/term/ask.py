@@ -340,13 +340,21 @@ def edit_args(
     name = row["name"]
     text = visible_json(row["args"], indent=2)  # hidden characters as JSON escapes: same value
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if editor and asker.interactive:
-        while True:
-            text = run_editor(editor, text)
-            args, problem = parse_args_json(text, name, check_args)
-            if args is not None:
-                return args
-            console.print(Text(f"{visible(problem or '')} — reopening the editor", "red"))
+    while editor and asker.interactive:
+        with tempfile.NamedTemporaryFile(
+            "w", suffix=".json", prefix="gatehouse-args-", delete=False
+        ) as f:
+            f.write(text)
+        try:
+            # Through the shell, like git does: $EDITOR may carry flags ("code --wait").
+            subprocess.run(f'{editor} "{f.name}"', shell=True, check=False)
+            text = Path(f.name).read_text()
+        finally:
+            os.unlink(f.name)
+        args, problem = parse_args_json(text, name, check_args)
+        if args is not None:
+            return args
+        console.print(Text(f"{visible(problem or '')} — reopening the editor", "red"))
     line = asker.line(
         "args (JSON)> ",
         default=visible_json(row["args"]),
@@ -355,16 +363,3 @@ def edit_args(
     args, _ = parse_args_json(line, name, check_args)
     assert args is not None
     return args
-
-
-def run_editor(editor: str, text: str) -> str:
-    with tempfile.NamedTemporaryFile(
-        "w", suffix=".json", prefix="gatehouse-args-", delete=False
-    ) as f:
-        f.write(text)
-    try:
-        # Through the shell, like git does: $EDITOR may carry flags ("code --wait").
-        subprocess.run(f'{editor} "{f.name}"', shell=True, check=False)
-        return Path(f.name).read_text()
-    finally:
-        os.unlink(f.name)

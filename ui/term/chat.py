@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -40,23 +41,18 @@ HELP = """Type a message to the agent. Commands:
 During a run, Ctrl-C stops it at the next safe point; the thread stays consistent."""
 
 
+@dataclass
 class Chat:
-    def __init__(
-        self,
-        session: Session,
-        out: Console,
-        err: Console,
-        check_args: Callable[[str, dict[str, Any]], str | None],
-        drive: Callable[[Run, term.EventRenderer | None], tuple[str, list[Any]]],
-    ) -> None:
-        self.session = session
-        self.out = out
-        self.err = err
-        self.check_args = check_args
-        self.drive = drive
-        self.asker = ask.Asker(out)
-        self.thread_id = ""
-        self.whole_history = False  # --all: resuming prints every turn, not RESUME_TURNS
+    session: Session
+    out: Console
+    err: Console
+    check_args: Callable[[str, dict[str, Any]], str | None]
+    drive: Callable[[Run, term.EventRenderer | None], tuple[str, list[Any]]]
+    thread_id: str = ""
+    whole_history: bool = False  # --all: resuming prints every turn, not RESUME_TURNS
+
+    def __post_init__(self) -> None:
+        self.asker = ask.Asker(self.out)
 
     def loop(self, thread_id: str | None) -> int:
         """Returns the exit code: 3 when leaving the thread waiting for a decision."""

@@ -168,14 +168,10 @@ def _check_id(value: str) -> str:
 
 def shown_db(db: str) -> str:
     """A database for people to read: a URL without its password."""
-    if "://" not in db:
-        return db
     from urllib.parse import urlsplit
 
-    parts = urlsplit(db)
-    if parts.password is None:
-        return db
-    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
+    password = urlsplit(db).password if "://" in db else None
+    return db if password is None else db.replace(f":{password}@", ":***@", 1)
 
 
 def open_cli_session(db: str | None) -> AbstractContextManager[Session]:

@@ -200,7 +200,6 @@ def chat(
             require_thread(session, thread)
         if auto_approve:
             session.submit(SetAutoApprove(None, True))
-        chat = Chat(session, out, err, session.check_args, drive)
-        chat.whole_history = all_
+        chat = Chat(session, out, err, session.check_args, drive, whole_history=all_)
         code = chat.loop(thread)
     raise typer.Exit(code)

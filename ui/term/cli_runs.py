@@ -119,23 +119,6 @@ def submit(session: Session, decide: ops.Decide) -> Run:
         raise fail(f"decision refused, nothing changed: {exc}", EXIT_USAGE) from None
 
 
-def confirm_unnamed(pending: Pause, answer: ReviewAnswer | OutcomeAnswer) -> str:
-    """Show the card and what will be sent; the request's id once the person says yes."""
-    term.render_pending(out, pending)
-    asker = ask.Asker(out, interactive=False)
-    try:
-        # A decision covers only what was seen: a card's hidden part is paged first.
-        seen = isinstance(pending, graph.OutcomeUnknown) or ask.see_hidden(out, asker, pending)
-        for line in td.describe_answer(pending, answer) if seen else []:
-            out.print(Text(visible(line), "bold"))
-        said = asker.line("send this decision? [y/N] ").strip().lower() if seen else ""
-    except (EOFError, KeyboardInterrupt):
-        said = ""
-    if said not in ("y", "yes"):
-        raise fail("not confirmed; nothing was sent", EXIT_USAGE)
-    return pending.interrupt_id
-
-
 def decide(
     db: str | None,
     thread_id: str,
@@ -219,7 +202,20 @@ def send_answer(
     as_json: bool,
 ) -> None:
     if interrupt_id is None:  # require_pending let it through: a person at a terminal
-        interrupt_id = confirm_unnamed(pending, answer)
+        # Shown the card and what will be sent, the person says yes; a card's hidden part
+        # is paged first (a decision covers only what was seen).
+        term.render_pending(out, pending)
+        asker = ask.Asker(out, interactive=False)
+        try:
+            seen = isinstance(pending, graph.OutcomeUnknown) or ask.see_hidden(out, asker, pending)
+            for line in td.describe_answer(pending, answer) if seen else []:
+                out.print(Text(visible(line), "bold"))
+            said = asker.line("send this decision? [y/N] ").strip().lower() if seen else ""
+        except (EOFError, KeyboardInterrupt):
+            said = ""
+        if said not in ("y", "yes"):
+            raise fail("not confirmed; nothing was sent", EXIT_USAGE)
+        interrupt_id = pending.interrupt_id
     finish_run(
         session, submit(session, ops.Decide(pending.thread_id, answer, interrupt_id)), as_json
     )

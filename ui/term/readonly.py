@@ -173,9 +173,7 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
 
 def calls(pause: Any) -> int:
     """How many calls a pause holds (an outcome-unknown one: 1; none: 0)."""
-    if pause is None:
-        return 0
-    return len(pause.actions) if pause.kind == "approval" else 1
+    return 0 if pause is None else len(pause.actions) if pause.kind == "approval" else 1
 
 
 def _session(db: str | None, as_json: bool) -> AbstractContextManager[Session]:

@@ -299,8 +299,6 @@ def approvers_of(
     """call id -> "approved by alice via web" for each call of `messages` a person let
     run, from the decision log; a call that only shares an id with a decided one (models
     reuse ids) is not credited."""
-    if not decisions:
-        return {}
     calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
     found: dict[str, str] = {}
     for record in sorted(decisions, key=lambda r: r.decided_at):  # the latest wins

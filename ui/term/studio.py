@@ -4,6 +4,7 @@ can open it. The server wants this OS user's install secret as a bearer key."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
@@ -57,20 +58,6 @@ def valid_server_thread_id(thread_id: str) -> str | None:
     return None
 
 
-def wait_until_up(base_url: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"langgraph dev exited with code {proc.returncode}")
-        try:
-            if httpx.get(f"{base_url}/ok", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"langgraph dev did not answer at {base_url} within {timeout:.0f} s")
-
-
 def key_file(db: str | None = None) -> Path:
     settings = load_settings()
     return secret_path(db or settings.db, load_access(settings.access))
@@ -103,7 +90,17 @@ def run_studio(
     base_url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(list(cmd), cwd=cwd)
     try:
-        wait_until_up(base_url, proc)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base_url}/ok", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.3)
+        else:
+            exited = f"exited with code {proc.returncode}" if proc.poll() is not None else ""
+            raise RuntimeError(
+                f"langgraph dev {exited or f'did not answer at {base_url} within 120 s'}"
+            )
         # This OS user's install secret as a bearer key (graph/service/server_auth.py).
         credentials = {"Authorization": f"Bearer {install_secret(key_file())}"}
         for thread_id in threads:
