@@ -185,7 +185,7 @@ class Chat:
             self.err.print(Text(str(exc), "red"))
         return True
 
-    def run(self, run: Run) -> str:
+    def run(self, run: Run) -> None:
         renderer = term.EventRenderer(self.out)
         status, events = self.drive(run, renderer)
         if renderer.usage is not None:
@@ -198,7 +198,6 @@ class Chat:
             isinstance(e, ev.Notice) and e.source == ev.CUT_OFF_SOURCE for e in events
         ):
             self.out.print(Text("Type /retry to ask the model again.", "yellow"))
-        return status
 
     def decide_pending(self) -> None:
         """Ask for decisions while the thread is paused. Ctrl-C here propagates (leave)."""

@@ -147,7 +147,7 @@ def drive(run: Run, renderer: term.EventRenderer | None) -> tuple[str, list[ev.E
     events: list[ev.Event] = []
     stopping = False
 
-    def on_sigint(signum: int, frame: Any) -> None:
+    def on_sigint(*_: Any) -> None:
         nonlocal stopping
         if stopping:
             # Leave at once: the run's worker thread would keep the process alive until

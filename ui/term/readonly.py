@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
+from functools import cached_property
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -32,18 +33,17 @@ class Deferred:
     """What `load()` returns, loaded on first use (`--help` needs no rich, no pydantic)."""
 
     def __init__(self, load: Callable[[], Any]) -> None:
-        self._load, self._target = load, None
+        self._load = load
 
-    def _get(self) -> Any:
-        if self._target is None:
-            self._target = self._load()
-        return self._target
+    @cached_property
+    def _target(self) -> Any:
+        return self._load()
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(self._get(), attr)
+        return getattr(self._target, attr)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._get()(*args, **kwargs)
+        return self._target(*args, **kwargs)
 
 
 out: Console = cast("Console", Deferred(lambda: import_module("ui.term.console").make_console()))
