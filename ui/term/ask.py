@@ -270,12 +270,11 @@ def ask_decisions(
     once more (a decision covers only what the person was shown)."""
     rows = render.pending_rows(pending)
     decisions: list[Decision] = []
-    for n, row in enumerate(rows):
-        if len(decisions) > n:
-            continue
+    while len(decisions) < len(rows):
+        row = rows[len(decisions)]
         decision, rest = _decide_call(console, asker, row, len(rows), check_args, preview)
         decisions.append(decision)
-        if rest and not _approve_rest(console, asker, rows[n + 1 :], decisions):
+        if rest and not _approve_rest(console, asker, rows[len(decisions) :], decisions):
             console.print(Text("the remaining calls are asked one by one.", "yellow"))
     return review(decisions)
 
@@ -287,14 +286,12 @@ def _approve_rest(
     and none needs its own confirmation."""
     for row in rest:
         console.print(render.call_card(row, len(rest) + len(decisions)))
-    own = [
-        r
-        for r in rest
-        if "approve" not in r["allowed"]
+    if not rest or any(
+        "approve" not in r["allowed"]
         or hides_part(r)
         or confirmation(r["name"], r["args"], r.get("risk"))
-    ]
-    if own or not rest:
+        for r in rest
+    ):
         return not rest
     these = "this call" if len(rest) == 1 else f"these {len(rest)} calls"
     if not _yes(asker, f"approve {these} too? [y/N] "):

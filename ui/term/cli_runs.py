@@ -72,15 +72,12 @@ def require_pending(
 
         done = who_decided(view.audit(50))  # who beat us to it
         by = f"; already decided: {done}" if done else ""
-        if interrupt_id is not None:
-            raise fail(
-                f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
-                f"(thread status: {status}{by}); nothing was sent",
-                EXIT_USAGE,
-            )
-        raise fail(
-            f"thread {thread_id} is not waiting for a decision (status: {status}){by}", EXIT_USAGE
+        gone = (
+            f"request {interrupt_id} of thread {thread_id} is no longer pending: it was already decided "
+            f"(thread status: {status}{by}); nothing was sent"
         )
+        idle = f"thread {thread_id} is not waiting for a decision (status: {status}){by}"
+        raise fail(idle if interrupt_id is None else gone, EXIT_USAGE)
     if interrupt_id not in (None, pending.interrupt_id) and not isinstance(
         session, graph.ThreadReader
     ):

@@ -50,18 +50,15 @@ def _parse(argv: list[str], commands: tuple[str, ...]) -> tuple[str, dict[str, A
     """(command, keyword arguments) for a plain command line of `commands`, or None."""
     if not argv or argv[0] not in commands:
         return None
-    command, rest, options = argv[0], argv[1:], _OPTIONS[argv[0]]
+    command, options, args = argv[0], _OPTIONS[argv[0]], iter(argv[1:])
     kwargs: dict[str, Any] = {}
     positional: list[str] = []
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
+    for arg in args:
         if arg == "--":
-            positional.extend(rest[i + 1 :])
+            positional.extend(args)
             break
         if not arg.startswith("-") or arg == "-":
             positional.append(arg)
-            i += 1
             continue
         name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         if name not in options:
@@ -71,14 +68,12 @@ def _parse(argv: list[str], commands: tuple[str, ...]) -> tuple[str, dict[str, A
             if eq or key in kwargs:
                 return None
             kwargs[key] = True
-            i += 1
             continue
-        if not eq and i + 1 >= len(rest):
-            return None
-        value = inline if eq else rest[i + 1]
-        i += 1 if eq else 2
-        if kind in ("calls", "int") and not (value.isascii() and value.isdigit()):
-            return None  # typer says what is wrong with it
+        value = inline if eq else next(args, None)
+        if value is None or (
+            kind in ("calls", "int") and not (value.isascii() and value.isdigit())
+        ):
+            return None  # missing; or typer says what is wrong with it
         if kind == "calls":
             kwargs.setdefault(key, []).append(int(value))
         elif key in kwargs:
