@@ -11,16 +11,8 @@ from rich.text import Text
 
 from graph import DecisionError, OutcomeUnknown, Run, RunInProgress, Session
 from graph.protocol import events as ev
+from graph.protocol import operations as ops
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
-from graph.protocol.operations import (
-    Compact,
-    Decide,
-    Retry,
-    RunOptions,
-    SendMessage,
-    SetAutoApprove,
-    Undo,
-)
 from graph.protocol.threads import turn_starts
 from ui.term import ask
 from ui.term import render as term
@@ -68,7 +60,7 @@ class Chat:
                         return self.leave()
                     continue
                 try:
-                    run = self.session.submit(SendMessage(self.thread_id, text))
+                    run = self.session.submit(ops.SendMessage(self.thread_id, text))
                 except (ValueError, RunInProgress) as exc:
                     self.err.print(Text(str(exc), "red"))
                     continue
@@ -121,9 +113,9 @@ class Chat:
             self.err.print(Text("usage: /auto [on|off] or /auto thread on|off", "red"))
             return
         if value:
-            on = value[0] == "on"
             thread_id = self.thread_id if scope == "thread" else None
-            self.session.submit(SetAutoApprove(thread_id, on), RunOptions(source="terminal"))
+            auto = ops.SetAutoApprove(thread_id, value[0] == "on")
+            self.session.submit(auto, ops.RunOptions(source="terminal"))
         self.show_auto_approve(off_too=True)
 
     def history(self, *, whole: bool = True) -> None:
@@ -169,15 +161,15 @@ class Chat:
                 self.new_thread()
                 self.show_auto_approve()
             elif name == "/undo":
-                removed = self.session.submit(Undo(self.thread_id)).result().removed
+                removed = self.session.submit(ops.Undo(self.thread_id)).result().removed
                 self.out.print(Text(f"undone: {removed} message(s) removed", "dim"))
             elif name == "/compact":
-                event = self.session.submit(Compact(self.thread_id)).result().compacted
+                event = self.session.submit(ops.Compact(self.thread_id)).result().compacted
                 said = term.compacted_line(event) if event else "nothing old enough to compact"
                 self.out.print(Text(said, "dim"))
             elif name == "/retry":
                 if self.session.view(self.thread_id).pending is None:
-                    self.run(self.session.submit(Retry(self.thread_id)))
+                    self.run(self.session.submit(ops.Retry(self.thread_id)))
                 self.decide_pending()
             else:
                 self.err.print(Text(f"unknown command {name}; /help lists them", "red"))
@@ -210,7 +202,7 @@ class Chat:
                     self.out, self.asker, pending, self.check_args, self.session.preview
                 )
             try:
-                run = self.session.submit(Decide(self.thread_id, answer, pending.interrupt_id))
+                run = self.session.submit(ops.Decide(self.thread_id, answer, pending.interrupt_id))
             except DecisionError as exc:
                 self.err.print(Text(f"decision refused, nothing changed: {exc}", "red"))
                 continue
