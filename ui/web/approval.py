@@ -1,9 +1,6 @@
-"""The approval card: every gated call of a paused turn, one decision each.
-
-The card builds the answer (graph.protocol.operations) and submits it to the Runner as
-a `Decide`, which validates it before resuming; edited arguments are checked against
-the tool's schema here first, so a typo is reported next to the field. A card decided
-elsewhere (another tab, the terminal) says who decided what instead of moving on."""
+"""The approval card: every gated call of a paused turn, one decision each, submitted
+as a `Decide` (edited arguments checked against the tool's schema here first, so a typo
+shows next to the field). A card decided elsewhere says who decided what."""
 
 from __future__ import annotations
 
@@ -51,9 +48,8 @@ RISK_COLOR = {
     "network": "violet",
 }
 
-# The edit preview follows the arguments as they are typed: Streamlit sends a text
-# area's value only on blur or Ctrl+Enter, so this script (installed once per page)
-# commits an argument field (`…-args` keys) the way Ctrl+Enter does after a pause.
+# The edit preview follows typing: Streamlit sends a text area's value only on blur or
+# Ctrl+Enter, so this script presses Ctrl+Enter in an `…-args` field after a pause.
 PAUSE_MS = 300
 
 LIVE_EDIT_SCRIPT = """<script>
@@ -123,8 +119,7 @@ def _decision(session: Session, key: str, action: ActionRequest, choice: str) ->
 
 
 def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
-    """ "Always allow": the narrow form first (this command, this file), the whole tool
-    an explicit, labelled choice; each says exactly what it covers."""
+    """ "Always allow": the narrow form (this command, this file) or, labelled, the whole tool."""
     scope = narrow_grant(action.name, action.args) if choice == "approve" else None
     words = {
         "ask": "No: ask again next time",
@@ -143,9 +138,8 @@ def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
 def _preview_of(
     session: Session, key: str, action: ActionRequest, choice: str | None
 ) -> tuple[str | None, str | None]:
-    """(the preview of what will run, what is wrong with the edited arguments). When
-    editing, the preview is the edited arguments' and only for arguments the tool
-    accepts: invalid ones are flagged instead, never previewed."""
+    """(the preview of what will run, what is wrong with the edited arguments): edited
+    arguments the tool refuses are flagged, never previewed."""
     raw = st.session_state.get(f"{key}-args") if choice == "edit" else None
     if raw is None:
         return action.preview, None
@@ -211,7 +205,6 @@ def _action(
 def _choose(
     question: str, labels: dict[str, str], allowed: Sequence[str], key: str, index: int | None
 ) -> str | None:
-    """The card's choice among the `allowed` ones it has a label for."""
     options = [c for c in allowed if c in labels]
     return st.radio(
         question,
@@ -240,8 +233,7 @@ def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
 def outcome_card(
     session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card"
 ) -> None:
-    """The "outcome unknown" card: run again, mark as failed, or tell the model what
-    really happened. Nothing is pre-selected: the person says which."""
+    """ "Outcome unknown": run again, mark as failed, or say what happened (none preselected)."""
     call = pending.call
     key = f"{prefix}-{pending.interrupt_id}-outcome"
     name = call.name
@@ -295,11 +287,9 @@ def submit(
     *,
     confirm: bool = False,
 ) -> None:
-    """Resume with the answer (in a button's callback); a refused or unreadable one is
-    shown on the card (`{key}-error`) and nothing changes; one that came too late says
-    who decided instead (`notice_key`, by default the thread's notice). `confirm`: an
-    answer that runs a call the confirmation rule (graph.protocol.confirm) names asks
-    first (`confirm_pending`), and is sent at "yes"."""
+    """Resume with the answer (a button's callback): a refused one is shown on the card
+    (`{key}-error`), a late one says who decided (`notice_key`). `confirm`: an answer
+    running a call graph.protocol.confirm names asks first (`confirm_pending`)."""
     if confirm:
         try:
             answer = make_answer()
@@ -334,8 +324,7 @@ NOTICE_S = 60
 
 
 def show_notice(key: str) -> bool:
-    """Show the notice stored under `key` (text, when) for NOTICE_S seconds: it must
-    survive the live update that usually follows it at once."""
+    """The notice under `key` (text, when), for NOTICE_S s: it outlives the next live update."""
     notice = st.session_state.get(key)
     if notice is None:
         return False
@@ -348,7 +337,6 @@ def show_notice(key: str) -> bool:
 
 
 def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
-    """What became of a request this tab did not decide: who decided what, and how."""
     calls = (
         [a.tool_call_id for a in pending.actions]
         if isinstance(pending, Approval)
@@ -373,8 +361,8 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
 
 
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
-    """Draw the card without controls when this person may not decide one of its calls
-    (the policy's `approvers`; the graph refuses their answer too); True when it did."""
+    """The card without controls when this person is not among a call's `approvers` (the
+    graph refuses their answer too); True when drawn."""
     me = (signed_in_identity() or "").strip().lower()
     barred = [
         (a, who)
@@ -478,8 +466,8 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
 
 
 def confirm_pending(session: Session, runner: Runner, pending: Approval, key: str) -> bool:
-    """The question an answer that runs a risky call asks, with every such call whole;
-    True while it is asked (the card's own buttons wait)."""
+    """Asks "approve as shown?" for an answer that runs a risky call, each call whole; True
+    while asked (the card's own buttons wait)."""
     asked = st.session_state.get(f"{key}-confirm")
     if asked is None or asked[0] != pending.interrupt_id:
         return False
@@ -520,8 +508,8 @@ def track(pending: Pause, notice_key: str) -> None:
 
 
 def decided_elsewhere(session: Session) -> None:
-    """At a page run's start: a card this tab showed whose request is no longer pending
-    and was not answered here says who decided what, instead of vanishing."""
+    """At a page run's start: a card this tab showed, no longer pending and not answered
+    here, says who decided what instead of vanishing."""
     shown_cards: dict[str, tuple[Pause, str]] = st.session_state.get(SHOWN, {})
     for interrupt_id, (pending, notice_key) in list(shown_cards.items()):
         now = session.view(pending.thread_id).pending

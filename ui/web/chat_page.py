@@ -1,8 +1,6 @@
 """The chat page: windowed history, the live run, approval card, retry, the Stop dock.
-
-Every control acts in its callback (run before the script), so the script run after a
-click draws the page as it now is; a live run is followed at the bottom and that region
-is redrawn from the checkpoints when it ends, without another rerun."""
+Controls act in callbacks (before the script), so a run draws the page as it now is; a
+live run is followed at the bottom, then redrawn from the checkpoints in the same run."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ from ui.web.unsent import calm
 
 @dataclass(frozen=True)
 class OpenThread:
-    """The open thread as this script run shows it, read once: the chat input and the
-    page below it must agree, and a run can end between two reads."""
+    """The open thread, read once per script run: the input and the page must agree."""
 
     thread_id: str | None
     active: Run | None
@@ -50,8 +47,7 @@ def open_thread_now(session: Session, runner: Runner) -> OpenThread:
 
 
 def stop_dock(runner: Runner, now: OpenThread) -> None:
-    """Stop, while a run is active, docked just above the chat input (`st.bottom`), where
-    the eye is (in the page it scrolled out of view under a long turn)."""
+    """Stop, while a run is active, docked above the chat input (`st.bottom`), in view."""
     thread_id = now.thread_id
     if now.active is None or thread_id is None:
         return
@@ -62,8 +58,8 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
             key="stop",
             type="secondary",
             help="Stop the run now (a running command is killed)",
-            on_click=calm(_stop),
-            args=(runner, thread_id),
+            on_click=calm(runner.submit),
+            args=(Cancel(thread_id),),
         )
         waiting = len(runner.queued(thread_id))
         dock_right.caption(
@@ -76,14 +72,9 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
         )
 
 
-def _stop(runner: Runner, thread_id: str) -> None:
-    runner.submit(Cancel(thread_id))
-
-
 def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
-    """The open thread: the window of history, then the tail (the last turn, the live
-    run, the approval card or the error). True when it followed a live run to its end
-    (the input and the sidebar above were drawn before it ended)."""
+    """The open thread: the history's window, then the tail (the last turn, the live run,
+    the card or the error). True when it followed a live run to its end."""
     thread_id, info, active = now.thread_id, now.info, now.active
     title = info.title if info else "New thread"
     # The browser tab follows the thread, and the branch it is on (a fork of the first
@@ -154,9 +145,9 @@ def _drawing(session: Session, runner: Runner, thread_id: str, can_fork: bool) -
 def _draw_live(
     d: Drawing, messages: list, tail_start: int, base: int, active: Run, *, follows: bool = False
 ) -> Any:
-    """A live run in a slot of its own (returned): the tail so far, its message, its
-    progress (followed to the end when `follows`) and the queue. The same shape either
-    way, so a page drawn before the browser is ready leaves no ghost beside the next."""
+    """A live run in a slot of its own (returned): the tail so far, its message, progress
+    (followed to the end when `follows`) and the queue, in the same shape either way (a
+    page drawn before the browser is ready leaves no ghost beside the next)."""
     live = st.empty()
     with live.container():
         _draw_part(replace(d, can_fork=False, missing="running…"), messages, tail_start, base)
@@ -219,22 +210,19 @@ def _draw_part(d: Drawing, messages: list, start: int, end: int | None = None) -
 
 
 def _draw_queued(runner: Runner, thread_id: str, *, running: bool, paused: bool = False) -> None:
-    """The thread's queued messages (stored: they outlive a reload, Stop and a restart).
-    With no run going, each says why it waits and offers "Send now" and "Discard"."""
+    """The thread's queued messages (stored); with no run going, "Send now" and "Discard"."""
     for message in runner.queued(thread_id):
         with st.chat_message("user"):
             st.markdown(said_html(message.text), unsafe_allow_html=True)
+            st.caption(
+                ":material/schedule: queued: sent when the run ends"
+                if running
+                else ":material/schedule: queued: sent when the run your decision resumes ends"
+                if paused
+                else ":material/schedule: queued, not sent: the run before it did not complete"
+            )
             if running:
-                st.caption(":material/schedule: queued: sent when the run ends")
                 continue
-            if paused:
-                st.caption(
-                    ":material/schedule: queued: sent when the run your decision resumes ends"
-                )
-            else:
-                st.caption(
-                    ":material/schedule: queued, not sent: the run before it did not complete"
-                )
             with st.container(horizontal=True, gap="small"):
                 if not paused:
                     st.button(

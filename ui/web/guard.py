@@ -1,21 +1,13 @@
-"""The web app's front door: an ASGI middleware in front of every route Streamlit serves
-(the page, its static files, the `/_stcore/stream` WebSocket), run before Streamlit's own
-(ui/web/launch.py):
-
-1. `Host` must name this server (loopback, or `[access] hosts`): no DNS rebinding.
-2. `Origin`, when sent, must be this server's own or a configured one.
-3. The person must be signed in (`[access] web`, graph/service/access.py):
-   - token: a one-time link printed at start (`?token=`) or the install secret opens a
-     session (graph/store/web_sessions.py) in an HttpOnly, SameSite=Strict cookie named
-     after the port (browsers send a host's cookies to every port). The WebSocket is
-     checked again with every message, so a revoked session approves nothing more. The
-     cookie alone opens no WebSocket (a program on another port of this host receives it
-     too): sign-in also leaves HMAC(secret, session id) in the origin's localStorage
-     (per port), which a script put first in the page adds to the stream's address.
-   - proxy: a reverse proxy sends the user in `proxy_user_header` and the shared secret.
-   - oidc: Streamlit's `st.login` (ui/web/identity.py).
-4. The identity goes on to the page script in `X-Gatehouse-Identity`, signed with the
-   install secret, replacing whatever a client sent under that name."""
+"""The web app's front door: ASGI middleware before Streamlit's own routes (the page,
+static files, the `/_stcore/stream` WebSocket), in ui/web/launch.py. It checks `Host`
+(no DNS rebinding), `Origin`, and sign-in (`[access] web`, graph/service/access.py):
+- token: a one-time link (`?token=`) or the install secret opens a session
+  (graph/store/web_sessions.py) in an HttpOnly, SameSite=Strict cookie named after the
+  port. The cookie alone opens no WebSocket (a program on another port of this host gets
+  it too): sign-in leaves HMAC(secret, session id) in the origin's localStorage, which a
+  script first in the page adds to the stream's address; each message is checked again.
+- proxy: the user in `proxy_user_header` with the shared secret. oidc: `st.login`.
+The identity goes on in `X-Gatehouse-Identity`, signed, replacing any a client sent."""
 
 from __future__ import annotations
 
@@ -24,8 +16,6 @@ import hmac
 import html
 import secrets
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from graph import (
@@ -37,13 +27,7 @@ from graph import (
     same_secret,
     sign_identity,
 )
-from ui.web.preload import rewriting_html
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from ui.web.preload import ASGIApp, Message, Receive, Scope, Send, rewriting_html
 
 COOKIE = "gatehouse_session"  # + "_<port>"
 IDENTITY_HEADER = "x-gatehouse-identity"
@@ -84,10 +68,9 @@ class OneTimeTokens:
 
     def redeem(self, token: str) -> bool:
         with self._lock:
-            if token in self._live:
-                self._live.discard(token)
-                return True
-        return False
+            found = token in self._live
+            self._live.discard(token)
+        return found
 
 
 TOKENS = OneTimeTokens()
@@ -247,9 +230,12 @@ class Guard:
             if (session_id := _session_id(scope, headers)) and self.sessions is not None:
                 self.sessions.revoke(session_id)
             gone = f"{COOKIE}_{_port(scope)}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
-            await _send_html(send, 200, _signed_out_page(), cookies=[gone])
+            body = '<h1>Signed out</h1><p>This browser\'s session has ended. <a href="/">Sign in again</a>.</p>'
+            await _send_html(send, 200, _page("Signed out · Gatehouse", body), cookies=[gone])
         elif path == SIGNOUT_PATH:
-            await _send_html(send, 200, _signout_page())
+            body = f"""<h1>Sign out of Gatehouse</h1><p>This browser's session on this server ends.</p>
+<form method="post" action="{SIGNOUT_PATH}"><button type="submit">Sign out</button></form>"""
+            await _send_html(send, 200, _page("Sign out · Gatehouse", body))
         elif path == SIGNIN_PATH and scope.get("method") == "POST":
             if headers.get("origin") is None:
                 await _send_text(send, 403, "Sign in from the sign-in page.")
@@ -387,6 +373,11 @@ code { background: #f0f2f6; padding: 0 .2rem; } p.small { color: #555; font-size
 </style>"""
 
 
+def _page(title: str, body: str, head: str = "") -> str:
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+{head}{_STYLE}</head><body>{body}</body></html>"""
+
+
 def _signin_page(next_path: str, failed: bool) -> str:
     error = (
         '<p class="err" role="alert">That token is not valid (a link works once). Try again.</p>'
@@ -396,8 +387,9 @@ def _signin_page(next_path: str, failed: bool) -> str:
     nxt = html.escape(next_path, quote=True)
     # A link from another site arrives without the SameSite=Strict cookie: ask this
     # origin whether the browser is signed in, and if so load the page again from here.
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in · Gatehouse</title>
-{_STYLE}</head><body><h1>Sign in to Gatehouse</h1>
+    return _page(
+        "Sign in · Gatehouse",
+        f"""<h1>Sign in to Gatehouse</h1>
 <p>Only signed-in people can see threads and approve tool calls.</p>{error}
 <form method="post" action="{SIGNIN_PATH}"><label for="token">Sign-in token</label>
 <input id="token" name="token" type="password" autocomplete="off" autofocus required>
@@ -409,19 +401,8 @@ paste this install's secret: a file in <code>~/.config/gatehouse/secrets/</code>
   var last = Number(sessionStorage.getItem("gatehouse-retry") || 0);
   if (r.ok && Date.now() - last > 5000) {{  // once: never a reload loop
     sessionStorage.setItem("gatehouse-retry", String(Date.now())); location.replace(location.href); }} }});
-</script></body></html>"""
-
-
-def _signout_page() -> str:
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign out · Gatehouse</title>
-{_STYLE}</head><body><h1>Sign out of Gatehouse</h1><p>This browser's session on this server ends.</p>
-<form method="post" action="{SIGNOUT_PATH}"><button type="submit">Sign out</button></form></body></html>"""
-
-
-def _signed_out_page() -> str:
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed out · Gatehouse</title>
-{_STYLE}</head><body><h1>Signed out</h1><p>This browser's session has ended. <a href="/">Sign in again</a>.</p>
-</body></html>"""
+</script>""",
+    )
 
 
 def _continue_page(next_path: str, proof: str | None = None) -> str:
@@ -432,6 +413,8 @@ def _continue_page(next_path: str, proof: str | None = None) -> str:
         if proof
         else ""
     )
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Gatehouse</title>
-{keep}<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
-<body><p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p></body></html>"""
+    return _page(
+        "Gatehouse",
+        f'<p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p>',
+        f'{keep}<meta http-equiv="refresh" content="0;url={target}">',
+    )
