@@ -3,12 +3,9 @@ a page icon ran Streamlit's image code (numpy, PIL: ~0.1 s of the first page, is
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
 
-Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
+from ui.web.preload import ASGIApp, Receive, Scope, Send
 
 ICON = Path(__file__).resolve().parent / "assets" / "icon.png"
 PATH_END = "/favicon.png"
@@ -19,7 +16,7 @@ class Favicon:
         self.app = app
         self.body = icon.read_bytes()
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] != "http"
             or scope.get("method") not in ("GET", "HEAD")

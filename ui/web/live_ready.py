@@ -1,9 +1,7 @@
-"""A live run is followed only once the browser has drawn the page's widgets.
-
-React draws a widget whose code has just loaded only when nothing more urgent waits, so
-a busy browser that (re)opened a page during a run never drew Stop or the input until
-the run ended (at 6x CPU throttle). The first page of a session that finds a run going
-is drawn as it stands, with hidden samples of the live view's widgets and a script that
+"""A live run is followed only once the browser has drawn the page's widgets: React
+draws a widget whose code just loaded only when nothing more urgent waits, so a busy
+browser never drew Stop or the input until the run ended. A session's first page during
+a run is drawn as it stands, with hidden samples of the live widgets and a script that
 presses a hidden button once none waits for its code; that press's run follows live."""
 
 from __future__ import annotations
@@ -19,12 +17,10 @@ SETTLE_MS = 2_000  # after a press, time for its run to set READY before another
 
 STYLE = "<style>.st-key-gh-live-samples { display: none; }</style>"
 
-# Presses the hidden button once no widget is a skeleton (waiting for its code) and no
-# script run is going: only the newest drawing's script, at most once. Streamlit starts a
-# new run by stopping the one going, and a stopped run drops the click it carried, so an
-# extra press could cost the person's own click (tests/test_ui_browser.py checks every
-# press comes from an idle page). A run the server has just begun is not visible yet:
-# SETTLE_MS after this page's last press. A drawing whose button's box is gone stops.
+# Presses the hidden button once no widget waits for its code and no script runs: the
+# newest drawing's script only, once (a new run stops the one going, dropping the click
+# it carried, so an extra press could cost the person's). A run the server just began
+# is not visible yet: SETTLE_MS after the last press. A drawing whose button is gone stops.
 SCRIPT = (
     "<script>(() => {"
     "const id = 'DRAWING';"
@@ -56,8 +52,8 @@ def _ready() -> None:
 
 
 def live_ready() -> bool:
-    """True when this script run may follow a live run. Otherwise draws the hidden
-    samples and the script that asks for the live view once they are drawn."""
+    """True when this script run may follow a live run; otherwise draws the samples and
+    the script that asks for the live view once they are drawn."""
     if st.session_state.get(READY):
         return True
     with st.container(key="gh-live-samples"):

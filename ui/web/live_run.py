@@ -1,5 +1,4 @@
-"""The live view of a running run, from the Runner's event buffer: text re-sent at most
-every `FLUSH_EVERY` s, a command's output every `OUTPUT_EVERY` s. When the run ends the
+"""The live view of a running run, from the Runner's event buffer; when it ends the
 caller redraws the region from the checkpoints in the same script run."""
 
 from __future__ import annotations
@@ -31,8 +30,6 @@ def durations(runner: Runner, thread_id: str) -> dict[str, float]:
 
 
 class LiveView:
-    """Applies run events to placeholders inside the current chat bubble."""
-
     def __init__(self) -> None:
         self.text = ""
         self.slot: Any = None
@@ -102,8 +99,7 @@ class LiveView:
                 assert_never(event)
 
     def flush(self, *, output: bool = True) -> None:
-        """Send the text (and reasoning) that arrived; the commands' output too unless
-        `output` is False (it is sent less often: OUTPUT_EVERY)."""
+        """Send the text and reasoning that arrived, and unless `output` is False the output."""
         if self.thinking is not None:
             self.thinking.flush()
         if self.text_dirty and self.slot is not None:
@@ -114,8 +110,8 @@ class LiveView:
                 block.flush()
 
     def _replace(self, event: ev.MessageReplaced | ev.ReplyRejected | ev.ModelRetried) -> None:
-        """Show a reply's new text (an after_llm hook's redaction), or drop it (sent
-        back, or retried from the start): what streamed is not what the history keeps."""
+        """Show a reply's new text (an after_llm hook's redaction), or drop it (sent back,
+        retried): what streamed is not what the history keeps."""
         text = event.text if isinstance(event, ev.MessageReplaced) and not event.removed else ""
         if (
             event.message_id is not None
@@ -143,7 +139,6 @@ class LiveView:
 
 
 def follow(run: Run) -> None:
-    """Draw a live run until it finishes."""
     with st.chat_message("assistant"):
         view = LiveView()
         beat = st.empty()

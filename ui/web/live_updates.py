@@ -1,10 +1,8 @@
-"""Live updates without a click: a page shows what changed elsewhere (another tab, the
-terminal, another process) within about a second.
-
-One watcher thread per server reads the thread index every `WATCH_S` s and reruns only
-the pages whose view is out of date, as Streamlit reruns a page whose source changed
-(`AppSession.request_rerun`); an idle tab costs nothing. Streamlit has no public API for
-this: when its internals are not as expected, each page falls back to a timer fragment."""
+"""Live updates: a page shows what changed elsewhere within about a second. One watcher
+thread per server reads the thread index every `WATCH_S` s and reruns only the pages
+whose view is out of date, as Streamlit reruns a page whose source changed; an idle tab
+costs nothing. No public API does this: if Streamlit's internals differ, each page falls
+back to a timer fragment."""
 
 from __future__ import annotations
 
@@ -51,8 +49,6 @@ def _session_manager() -> Any | None:
 
 
 class Watcher:
-    """Reruns the pages whose view went out of date (see the module docstring)."""
-
     def __init__(self, session: Session, runner: Runner) -> None:
         self.session, self.runner = session, runner
         self._lock = threading.Lock()
@@ -105,15 +101,13 @@ class Watcher:
             self._rerun_on_loop(info.session, page, (thread_id, seen))
 
     def _rerun_on_loop(self, app_session: Any, page: str, drawn: tuple[Any, ...]) -> None:
-        """Rerun the page from Streamlit's event loop, the thread that handles a click:
-        whether a run has begun is checked there, so a click that came after the check
-        above is seen. (From this thread, a click's run started in between was replaced
-        by this rerun, which carries no button press: the press was lost.)"""
+        """Rerun the page from Streamlit's event loop, which handles clicks: a click's run
+        begun after the check above is seen there (from here, this rerun replaced it and
+        the press was lost)."""
 
         def rerun() -> None:
             if getattr(app_session, "_scriptrunner", None) is not None:
-                # A run has begun since (a click): it draws the page and registers it
-                # again; until it does, the page is watched as it was.
+                # A run (a click) has begun since: watched as it was until it registers.
                 with self._lock:
                     if self._pages.get(page) is _REQUESTED:
                         self._pages[page] = drawn
@@ -132,9 +126,8 @@ _REQUESTED = object()
 
 
 def _rerun(app_session: Any) -> None:
-    """Rerun the whole page as its last run left it (the URL as that run set it; no
-    button pressed), as Streamlit itself reruns a page whose source changed. Only for
-    a page with no script running: a click in flight has its own run."""
+    """Rerun the whole page as its last run left it (no button pressed), as Streamlit
+    reruns a page whose source changed."""
     from streamlit.proto.ClientState_pb2 import ClientState
 
     state = ClientState()
@@ -164,8 +157,7 @@ def _page_id() -> str | None:
 
 
 def page_started(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:
-    """At the start of a page run: what the page is about to draw from. The watcher
-    leaves a page alone while it draws (a rerun would cut the run short)."""
+    """At a page run's start: what it draws from (the watcher leaves a drawing page alone)."""
     page = _page_id()
     if page is not None and _session_manager() is not None:
         _watcher(session, runner).drawing(page)
@@ -179,8 +171,7 @@ _IN_PAGE_RUN = "live-in-page-run"
 
 @st.fragment(run_every=POLL_S)
 def _poll(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
-    # Called by the page run itself: nothing to compare yet (and a rerun from here
-    # would cut that run short). Only the timer's runs compare.
+    # The page run's own call: nothing to compare yet; only the timer's runs compare.
     if st.session_state.pop(_IN_PAGE_RUN, False):
         return
     if signature(session, runner, thread_id) != seen:
@@ -190,8 +181,7 @@ def _poll(session: Session, runner: Runner, thread_id: str | None, seen: tuple[A
 def page_drawn(
     session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]
 ) -> None:
-    """At the end of a page run: watch for changes against `seen` (read at its start,
-    so a change made while the page drew is not missed)."""
+    """At a page run's end: watch for changes against `seen` (read at its start)."""
     page = _page_id()
     if page is not None and _session_manager() is not None:
         _watcher(session, runner).drawn(page, thread_id, seen)

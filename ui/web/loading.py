@@ -1,9 +1,6 @@
-"""What a browser shows before the page is drawn. Imports only Streamlit: app.py draws the
-loading state before it imports LangGraph (seconds on a cold, busy machine).
-
-Icons (a font's ligatures) stay hidden until the font is ready, or they show their names.
-A hidden button drawn with the loading state fetches the widgets' code early, and an
-inbox row stays hidden until its buttons (and keys) are drawn."""
+"""What a browser shows before the page is drawn (imports only Streamlit: app.py draws it
+before it imports LangGraph). Icons (a font's ligatures) stay hidden until their font is
+ready; a hidden button fetches the widgets' code early."""
 
 from __future__ import annotations
 
@@ -28,14 +25,16 @@ if (!window.ghIconsWatch) {
 }
 </script>"""
 
-# Always on: icons wait for their font; an inbox row shows once its last button ("Open")
-# is drawn, descendants too (Streamlit's Markdown sets `visibility: visible` on its text).
-# ui/web/preload.py puts it in the <head>, before the first element is drawn; the copy
-# drawn by `loading_state` keeps it under a bare `streamlit run`.
+# Always on (in the <head> by ui/web/preload.py; drawn by `loading_state` too, for a bare
+# `streamlit run`): icons wait for their font; an inbox row shows once its last button
+# ("Open") is drawn, descendants too (Streamlit's Markdown sets `visibility: visible`).
 PAGE_STYLE = """
 html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
 [class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)),
 [class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)) * { visibility: hidden !important; }
+.gh-spinner { width: 1.4rem; height: 1.4rem; border-radius: 50%; border: 0.2rem solid rgba(151, 166, 195, 0.35);
+  border-top-color: rgb(255, 75, 75); animation: gh-spin 0.8s linear infinite; }
+@keyframes gh-spin { to { transform: rotate(360deg); } }
 """
 
 STYLE = (
@@ -45,9 +44,6 @@ STYLE = (
 .st-key-gh-warm-widgets { display: none; }
 .gh-loading { display: flex; align-items: center; gap: 0.75rem; padding: 2rem 0; color: rgba(49, 51, 63, 0.7);
   font-size: 1.05rem; }
-.gh-loading .gh-spinner { width: 1.4rem; height: 1.4rem; border-radius: 50%; border: 0.2rem solid rgba(151, 166, 195, 0.35);
-  border-top-color: rgb(255, 75, 75); animation: gh-spin 0.8s linear infinite; }
-@keyframes gh-spin { to { transform: rotate(360deg); } }
 </style>"""
 )
 
@@ -57,23 +53,19 @@ INDICATOR = (
 )
 
 
-# Streamlit's page is blank until its code loads and the first script run starts (~1.4 s
-# on a busy machine): ui/web/preload.py puts this in the served HTML; its script removes
-# it once the app has drawn its loading state or a page.
+# Streamlit's page is blank until its code loads and the first script runs (~1.4 s on a
+# busy machine): ui/web/preload.py puts this in the served HTML until a page is drawn.
 BOOT_STYLE = """
 #gh-boot { position: fixed; top: 0; left: 0; right: 0; display: flex; align-items: center; justify-content: center;
   gap: 0.75rem; padding: 6rem 1rem; color: rgba(49, 51, 63, 0.7); font: 1.05rem "Source Sans Pro", sans-serif;
   z-index: 999990; pointer-events: none; }
-#gh-boot .gh-boot-spinner { width: 1.4rem; height: 1.4rem; border-radius: 50%; border: 0.2rem solid rgba(151, 166, 195, 0.35);
-  border-top-color: rgb(255, 75, 75); animation: gh-boot-spin 0.8s linear infinite; }
-@keyframes gh-boot-spin { to { transform: rotate(360deg); } }
 """
 BOOT_DRAWN = (
     '.gh-loading, [data-testid="stChatInput"], [data-testid="stSidebar"], '
     '[data-testid="stAlert"], [data-testid="stHeading"]'
 )
 BOOT_HTML = (
-    '<div id="gh-boot" role="status" aria-live="polite"><div class="gh-boot-spinner"></div>'
+    '<div id="gh-boot" role="status" aria-live="polite"><div class="gh-spinner"></div>'
     "Loading Gatehouse…</div>"
     "<script>(() => {"
     f"const drawn = {BOOT_DRAWN!r};"
@@ -91,8 +83,8 @@ BOOT_HTML = (
 
 
 def loading_state() -> Any:
-    """Draw the loading state (a browser session's first page only) in a slot, returned
-    (`page_loaded` empties it); later runs draw the empty slot, so positions hold."""
+    """The loading state (a browser session's first page only) in a slot, returned for
+    `page_loaded`; later runs draw the empty slot, so positions hold."""
     st.markdown("<style>" + PAGE_STYLE + "</style>", unsafe_allow_html=True)
     slot = st.empty()
     if st.session_state.get(LOADED):
@@ -106,6 +98,5 @@ def loading_state() -> Any:
 
 
 def page_loaded(slot: Any) -> None:
-    """The page has drawn its first content: the loading state goes."""
     slot.empty()
     st.session_state[LOADED] = True

@@ -1,6 +1,6 @@
-"""An ASGI middleware that adds to Streamlit's HTML page: preload hints for the widget
-code and icon font (loaded on first use otherwise: seconds late on a busy machine), the
-always-on page style (ui/web/loading.py), and a loading indicator (`BOOT_HTML`)."""
+"""ASGI middleware adding to Streamlit's HTML page: preload hints for the widget code
+and icon font (else loaded on first use: seconds late on a busy machine), the page style
+(ui/web/loading.py), and a loading indicator (`BOOT_HTML`)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from ui.web.loading import BOOT_HTML, BOOT_STYLE, PAGE_STYLE
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Send], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 STATIC = Path(streamlit.__file__).resolve().parent / "static" / "static"
-# The widgets the pages draw (ui/web/*): their chunks are named after them. And the
-# Markdown plugins: HTML in Markdown (the page's own styles, tool rows) waits for
-# rehype-raw, so plain text could be drawn before the style that arranges it.
+# The widgets the pages draw, whose chunks are named after them, and the Markdown
+# plugins (HTML in Markdown waits for rehype-raw: text could come before its style).
 WIDGETS = (
     "Button",
     "ChatInput",
@@ -59,7 +59,7 @@ class Preload:
         self.app = app
         self.hints = hints()
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "GET" or not self.hints:
             await self.app(scope, receive, send)
             return
@@ -72,8 +72,7 @@ class Preload:
 
 
 def rewriting_html(send: Send, rewrite: Callable[[bytes], bytes]) -> Send:
-    """`send` for a response whose HTML page (not encoded) passes through `rewrite`
-    whole, its length set anew; any other response passes untouched."""
+    """`send` passing an HTML page (not encoded) through `rewrite`, its length set anew."""
     start: Message | None = None
     body: list[bytes] = []
 
