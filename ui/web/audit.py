@@ -1,6 +1,5 @@
-"""The decision log page (`?view=audit`): who decided what, when, from where, newest first,
-for the thread or all. One static `<details>` row per record; filters narrow the newest
-`SCAN` records and offer only the values those hold."""
+"""The decision log page (`?view=audit`): who decided what, when, from where, newest
+first, one `<details>` row each; filters narrow the newest `SCAN` records."""
 
 from __future__ import annotations
 
@@ -65,7 +64,6 @@ def _who(record: DecisionRecord) -> str:
 
 
 def _decision(record: DecisionRecord) -> str:
-    """The filter's name for a record's decision (grants and switches by what they did)."""
     if record.tool == "*" and record.decision in _SWITCH:
         return _SWITCH[record.decision]
     return decided(record.decision)
@@ -119,7 +117,7 @@ def audit_page(session: Session, thread_id: str | None) -> None:
 
 
 def _filtered(records: list[DecisionRecord], titles: dict[str, str] | None) -> list[DecisionRecord]:
-    """The records the person's filters keep; `titles` None: one thread's log (no thread filter)."""
+    """The records the filters keep; `titles` None: one thread's log (no thread filter)."""
     columns = st.columns(4 if titles is not None else 3)
     keep = records
     if titles is not None:

@@ -1,9 +1,6 @@
-"""The approvals inbox: every thread waiting for a decision, oldest first, one row each
-with Approve / Reject in place; the first row answers to keys (a, d, n = later, o, u).
-
-A row approves only what it shows: a call that does not fit (graph.protocol.display's
-card rule) sends Approve to the full card. A call the confirmation rule names asks
-first. A quick decision waits `UNDO_S` seconds, with Undo."""
+"""The approvals inbox: every waiting thread, oldest first, one row each with Approve /
+Reject in place (the first row answers to keys). A row approves only what it shows (a
+call that does not fit sends Approve to the card); a quick decision waits `UNDO_S` s."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ from ui.web.approval import submit as submit_answer
 from ui.web.safe_text import label
 from ui.web.threads import ago, open_thread
 
-# Lowest to highest; a call without a declared risk counts as the highest (as tools'
-# UNKNOWN_SPEC does: an unknown tool may execute anything).
+# Lowest to highest; no declared risk counts as the highest (an unknown tool may execute).
 RISK_ORDER = ("read", "network", "write", "delete", "execute")
 # A row shows each call's arguments on one line, up to this many characters.
 ROW_CHARS = 160
@@ -32,7 +28,6 @@ UNDO_S = 5.0
 
 
 def risk_of(pending: Approval) -> str:
-    """The highest risk among the calls a row would approve."""
     risks = [a.risk if a.risk in RISK_ORDER else "execute" for a in pending.actions]
     return max(risks, key=RISK_ORDER.index, default="execute")
 
@@ -46,7 +41,7 @@ def _call_line(name: str, args: dict[str, object]) -> tuple[str, bool]:
 
 
 def _what(pending: Pause) -> tuple[list[str], bool]:
-    """The row's lines (one per call, then the risk) and whether they show everything."""
+    """The row's lines (one per call, and the risk) and whether they show everything."""
     if isinstance(pending, OutcomeUnknown):
         line, _ = _call_line(pending.call.name, pending.call.args)
         return [f"{line} · :red-badge[outcome unknown]"], False
@@ -82,8 +77,7 @@ class Held:
 
 
 def _hold(session: Session, runner: Runner, pending: Approval, kind: str) -> None:
-    """A quick Approve / Reject: said at once, sent after UNDO_S unless undone. An
-    approval the confirmation rule names asks first instead (and is sent at "yes")."""
+    """A quick Approve / Reject: sent after UNDO_S unless undone (a risky approval asks first)."""
     key = _key(pending.thread_id)
     if kind == "approve":
         answer = _quick(kind, pending)()
@@ -158,8 +152,7 @@ def inbox_page(session: Session, runner: Runner) -> None:
         "where code runs later) · d reject · n next · o open · u undo."
     )
     first = True
-    # The first page only, its cards read in one query: 10,000 waiting threads draw
-    # as fast as 10; the rest come up as these are decided.
+    # The first page only, its cards read in one query: 10,000 waiting draw as fast as 10.
     page = _in_turn(waiting)[:PAGE]
     if len(waiting) > PAGE:
         st.caption(f"Showing the first {PAGE} of {len(waiting)}.")
@@ -184,7 +177,7 @@ LATER = "inbox-later"  # threads put off with "Next", in that order (this browse
 
 
 def _in_turn(waiting: list[ThreadInfo]) -> list[ThreadInfo]:
-    """Oldest first, except what the person put off: after the rest, in the order put off."""
+    """Oldest first; what the person put off after the rest, in the order put off."""
     later = [t for t in st.session_state.get(LATER, []) if any(w.thread_id == t for w in waiting)]
     rank = {t: i for i, t in enumerate(later)}
     return sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))

@@ -28,9 +28,8 @@ from ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
 
-# Streamlit's once-per-process check whether it runs in a REPL (`inspect.stack()`: ~45 ms
-# of a new server's first page, issue 36) cannot apply to the script it serves: the
-# warning counts as shown (tests/test_web_first_input.py checks the flag still exists).
+# Streamlit's once-per-process REPL check (~45 ms of a first page, issue 36) cannot apply
+# here: the warning counts as shown (tests/test_web_first_input.py checks the flag).
 streamlit_delta_generator._use_warning_has_been_displayed = True
 
 _access, _secret = web_access()
@@ -54,7 +53,6 @@ def _has_display() -> bool:
 
 @asynccontextmanager
 async def _announce(_app: Any) -> AsyncIterator[None]:
-    """The port is final once uvicorn has bound its socket, before this runs."""
     from streamlit import config
 
     port, address = (

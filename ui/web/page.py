@@ -29,8 +29,8 @@ from ui.web.unsent import trouble_page, unsent_banner
 
 
 def draw_page(loading: Any, input_drawn: bool) -> None:
-    """Draw the page the URL names; `loading` is the loading state's slot, cleared once
-    the page has content; `input_drawn`: the chat input is drawn already."""
+    """The page the URL names; `loading`: the loading state's slot; `input_drawn`: the chat
+    input is drawn already."""
     st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()
@@ -78,7 +78,7 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
 
 
 def whole_output_page(session: Session) -> bool:
-    """The page of one tool call's whole output (`?view=output`); False on other pages."""
+    """One tool call's whole output (`?view=output`); False on other pages."""
     params = st.query_params
     if params.get("view") != "output":
         return False
@@ -128,11 +128,9 @@ def thread_not_found_page(session: Session, thread_id: str | None) -> bool:
 
 @functools.cache  # once per process (a rare second start only warms twice)
 def _after_first_page() -> None:
-    """Once per process, after the first page is drawn: Streamlit's first alert with
-    text that is not ASCII ("running…") loads its emoji catalogue and compiles one regex
-    of every emoji, ~0.25 s of CPU that landed in the first send's page run (issue 36).
-    Not earlier: a thread started with the server competed with it for the interpreter
-    lock and delayed the loading state ~1 s on a busy machine (bench.web's first_page)."""
+    """After the first page: Streamlit's first non-ASCII alert compiles a regex of every
+    emoji, ~0.25 s that landed in the first send's page run (issue 36). Not earlier: it
+    then delayed the loading state ~1 s on a busy machine (bench.web's first_page)."""
     threading.Thread(target=_warm, name="gatehouse-warm", daemon=True).start()
 
 

@@ -33,10 +33,9 @@ def streamlit_command(
 
 
 def web_ui_command(port: int | None, browser: bool, app: Path = APP_PATH) -> list[str]:
-    """`gatehouse ui`'s command line, with the environment it needs set in this process
-    (which then becomes the server): whether to open a browser, and this directory's
-    database, workspace and config file, pinned before Streamlit starts so the app uses
-    them wherever it runs. Raises ConfigError for a wrong setting."""
+    """`gatehouse ui`'s command line, with its environment set in this process (the
+    server): whether to open a browser, and this directory's database, workspace and
+    config pinned. Raises ConfigError for a wrong setting."""
     import graph
 
     os.environ[OPEN_BROWSER_ENV] = "1" if browser else "0"

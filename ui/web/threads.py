@@ -1,5 +1,5 @@
-"""The sidebar: navigation, the thread list, and the open thread's actions. The open thread
-and the page live in the URL (`?thread=...&view=...`), so a link or a reload resumes them."""
+"""The sidebar: navigation, the thread list, the open thread's actions. The open thread
+and page live in the URL (`?thread=...&view=...`): a link or a reload resumes them."""
 
 from __future__ import annotations
 
@@ -193,8 +193,8 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
 
 
 def _undo(session: Session, thread_id: str, *, force: bool) -> None:
-    """Undo the last turn, then say what it had changed on disk (undo rewinds the
-    thread, not the files) and put the person's message back in the chat input."""
+    """Undo the last turn, say what it had changed on disk (undo rewinds the thread, not
+    the files) and put the person's message back in the input."""
     messages = session.view(thread_id).transcript
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     session.submit(Undo(thread_id, force))
@@ -231,8 +231,7 @@ def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
 
 
 def _grants(session: Session, thread_id: str) -> None:
-    """The thread's standing "always allow" grants, each with who gave it and Revoke (the
-    auto-approve grant "*" has its own switch)."""
+    """The thread's "always allow" grants, who gave each, and Revoke ("*" has its switch)."""
     grants = [g for g in session.view(thread_id).grants if g.tool != ALL_TOOLS]
     if not grants:
         return
@@ -266,7 +265,6 @@ def _revoke(session: Session, thread_id: str, label: str) -> None:
 
 
 def _compact_button(session: Session, thread_id: str, busy: bool) -> None:
-    """ "Compact now": summarise the older turns for the model (the history stays whole)."""
     key = f"compact-{thread_id}"
     st.button(
         ":material/compress: Compact now",

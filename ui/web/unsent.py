@@ -1,7 +1,6 @@
-"""When the database cannot be used (locked, unreachable): what a person typed is kept,
-they are told why in a sentence, and the page recovers by itself. Never a traceback.
-
-Imports only Streamlit at load: ui/web/chat_input.py uses it before LangGraph is loaded."""
+"""When the database cannot be used: what a person typed is kept, the page says why in a
+sentence and recovers by itself. Imports only Streamlit (ui/web/chat_input.py uses it
+before LangGraph is loaded)."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ def keep_unsent(thread_id: str | None, text: str, exc: BaseException) -> None:
 
 
 def give_back(text: str) -> None:
-    """Put `text` in the chat input when it is next drawn (after an undo: the person's
-    message, to edit and send again). A widget's value cannot change once it is drawn."""
+    """Put `text` in the chat input when it is next drawn (a drawn widget's value is fixed)."""
     st.session_state[GIVEN_BACK] = text
 
 
@@ -67,8 +65,7 @@ def _draw_kept(waiting: list[tuple[str | None, str]], said: str) -> None:
 
 
 def unsent_banner(send: Callable[[str | None, str], None]) -> None:
-    """The messages kept in this browser session, retried every RETRY_S seconds with
-    `send(thread_id, text)` until the database takes them (then the page is redrawn)."""
+    """The messages kept in this browser session, retried every RETRY_S s with `send`."""
     if st.session_state.get(UNSENT):
         _retry_unsent(send)
 
@@ -101,8 +98,7 @@ def _retry_unsent(send: Callable[[str | None, str], None]) -> None:
 
 
 def trouble_page(exc: BaseException) -> None:
-    """The page that replaces a page that failed: what went wrong, what was kept, and a
-    retry (by itself every RETRY_S seconds, or the button)."""
+    """In place of a failed page: what went wrong, what was kept, and a retry."""
     st.error(f"Gatehouse cannot show this page right now. {reason_of(exc)}")
     _draw_kept(st.session_state.get(UNSENT, []), "kept: sent as soon as the page works again")
     st.caption(f"Trying again every {RETRY_S:g} s…")
