@@ -198,8 +198,8 @@ def _action(
                 "Answer to give the model instead of running the tool", key=f"{key}-respond"
             )
         if choice in ("approve", "edit"):
-            _grant_choice(key, action, str(choice))
-    return (None if choice is None else str(choice)), in_view
+            _grant_choice(key, action, choice)
+    return choice, in_view
 
 
 def _choose(
@@ -388,7 +388,8 @@ def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
 
 def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str = "card") -> None:
     """Draw the card; its buttons resume the run in their callbacks."""
-    track(pending, f"notice-{pending.thread_id}" if prefix == "card" else "notice-inbox")
+    notice_key = f"notice-{pending.thread_id}" if prefix == "card" else "notice-inbox"
+    st.session_state.setdefault(SHOWN, {})[pending.interrupt_id] = (pending, notice_key)
     if isinstance(pending, OutcomeUnknown):
         outcome_card(session, runner, pending, prefix)
         return
@@ -501,10 +502,6 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
 
 
 SHOWN = "cards-shown"  # interrupt id -> (pause, notice key): the cards this tab drew
-
-
-def track(pending: Pause, notice_key: str) -> None:
-    st.session_state.setdefault(SHOWN, {})[pending.interrupt_id] = (pending, notice_key)
 
 
 def decided_elsewhere(session: Session) -> None:

@@ -50,16 +50,12 @@ class Drawing:
 
     @cached_property
     def approvals(self) -> dict[str, DecisionRecord]:
-        return approvals_of(self.runner, self.thread_id)
-
-
-def approvals_of(runner: Runner, thread_id: str) -> dict[str, DecisionRecord]:
-    """Each call's answer on its approval card, by call id (the newest `APPROVALS` records)."""
-    found: dict[str, DecisionRecord] = {}
-    for record in runner.session.view(thread_id).audit(APPROVALS):  # newest first
-        if record.question == "review":
-            found.setdefault(record.tool_call_id, record)
-    return found
+        """Each call's answer on its approval card, by call id (the newest `APPROVALS`)."""
+        found: dict[str, DecisionRecord] = {}
+        for record in self.runner.session.view(self.thread_id).audit(APPROVALS):  # newest first
+            if record.question == "review":
+                found.setdefault(record.tool_call_id, record)
+        return found
 
 
 def turns_of(messages: Sequence[MessageView]) -> list[Turn]:

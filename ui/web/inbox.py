@@ -27,11 +27,6 @@ ROW_CHARS = 160
 UNDO_S = 5.0
 
 
-def risk_of(pending: Approval) -> str:
-    risks = [a.risk if a.risk in RISK_ORDER else "execute" for a in pending.actions]
-    return max(risks, key=RISK_ORDER.index, default="execute")
-
-
 def _call_line(name: str, args: dict[str, object]) -> tuple[str, bool]:
     """A call as the row shows it, and whether that is all of it."""
     part = shown(visible_json(args), lines=1, chars=ROW_CHARS)
@@ -47,7 +42,8 @@ def _what(pending: Pause) -> tuple[list[str], bool]:
         return [f"{line} · :red-badge[outcome unknown]"], False
     assert isinstance(pending, Approval)
     lines = [_call_line(a.name, a.args) for a in pending.actions]
-    risk = risk_of(pending)
+    risks = [a.risk if a.risk in RISK_ORDER else "execute" for a in pending.actions]
+    risk = max(risks, key=RISK_ORDER.index, default="execute")
     numbered = [
         f"call {i + 1}: {text}" if len(lines) > 1 else text for i, (text, _) in enumerate(lines)
     ]

@@ -22,17 +22,13 @@ CUT_OFF_NOTE = (
 _DIM = "opacity: 0.7; font-size: 0.9em; white-space: pre-wrap; margin: 0.2rem 0 0.4rem"
 
 
-def thinking_html(reasoning: str) -> str:
-    """The reasoning as a collapsed, dimmed "thinking" block (tool_blocks.html_text)."""
-    return (
-        f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
-        f'<div style="{_DIM}">{html_text(reasoning.strip())}</div></details>'
-    )
-
-
 def draw_thinking(message: MessageView) -> None:
     if message.reasoning:
-        st.markdown(thinking_html(message.reasoning), unsafe_allow_html=True)
+        st.markdown(
+            '<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
+            f'<div style="{_DIM}">{html_text(message.reasoning.strip())}</div></details>',
+            unsafe_allow_html=True,
+        )
 
 
 def draw_cut_off(message: MessageView) -> None:
