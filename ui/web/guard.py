@@ -16,6 +16,7 @@ import hmac
 import html
 import secrets
 import threading
+from collections.abc import Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from graph import (
@@ -140,7 +141,7 @@ class Guard:
         if scope["type"] == "http" and "token" in _query(scope):
             # The link is used up all the same, and leaves the address bar.
             self.tokens.redeem(_query(scope)["token"])
-            await _send_html(send, 200, _continue_page(_without_token(scope)))
+            await _send(send, 200, _continue_page(_without_token(scope)), "html")
             return True
         if scope.get("path") in PROOF_PATHS and not self._proven(scope, headers):
             await _refuse(scope, send, 403, "Sign in again on this page.")
@@ -198,7 +199,7 @@ class Guard:
                 await self._sign_in(scope, send, _without_token(scope))
                 return
             if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
-                await _send_html(send, 401, _signin_page(_without_token(scope), bool(token)))
+                await _send(send, 401, _signin_page(_without_token(scope), bool(token)), "html")
                 return
         if self.access.web == "proxy":
             await _refuse(scope, send, 401, "Sign in through the proxy in front of Gatehouse.")
@@ -215,8 +216,8 @@ class Guard:
         cookie = f"{COOKIE}_{port}={session_id}; Path=/; Max-Age={WebSessions.MAX_AGE_S}; HttpOnly; SameSite=Strict"
         # A page, not a redirect: a navigation from another site does not send
         # SameSite=Strict cookies even after a redirect; one this page starts does.
-        await _send_html(
-            send, 200, _continue_page(next_path, self._proof(session_id)), cookies=[cookie]
+        await _send(
+            send, 200, _continue_page(next_path, self._proof(session_id)), "html", cookies=[cookie]
         )
 
     async def _own_route(
@@ -225,29 +226,29 @@ class Guard:
         path = scope["path"]
         signed_in = self._identity(scope, headers)
         if path == WHOAMI_PATH:
-            await _send_text(send, 200 if signed_in else 401, signed_in or "signed out")
+            await _send(send, 200 if signed_in else 401, signed_in or "signed out")
         elif path == SIGNOUT_PATH and scope.get("method") == "POST":
             if (session_id := _session_id(scope, headers)) and self.sessions is not None:
                 self.sessions.revoke(session_id)
             gone = f"{COOKIE}_{_port(scope)}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
             body = '<h1>Signed out</h1><p>This browser\'s session has ended. <a href="/">Sign in again</a>.</p>'
-            await _send_html(send, 200, _page("Signed out · Gatehouse", body), cookies=[gone])
+            await _send(send, 200, _page("Signed out · Gatehouse", body), "html", cookies=[gone])
         elif path == SIGNOUT_PATH:
             body = f"""<h1>Sign out of Gatehouse</h1><p>This browser's session on this server ends.</p>
 <form method="post" action="{SIGNOUT_PATH}"><button type="submit">Sign out</button></form>"""
-            await _send_html(send, 200, _page("Sign out · Gatehouse", body))
+            await _send(send, 200, _page("Sign out · Gatehouse", body), "html")
         elif path == SIGNIN_PATH and scope.get("method") == "POST":
             if headers.get("origin") is None:
-                await _send_text(send, 403, "Sign in from the sign-in page.")
+                await _send(send, 403, "Sign in from the sign-in page.")
                 return
             form = dict(parse_qsl((await _read_body(receive)).decode("utf-8", "replace")))
             next_path = _safe_next(form.get("next", "/"))
             if self._token_ok(form.get("token", "").strip()):
                 await self._sign_in(scope, send, next_path)
             else:
-                await _send_html(send, 401, _signin_page(next_path, True))
+                await _send(send, 401, _signin_page(next_path, True), "html")
         else:
-            await _send_text(send, 404, "Not found")
+            await _send(send, 404, "Not found")
 
 
 def _no_framing(send: Send) -> Send:
@@ -334,22 +335,15 @@ async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
         # Closing before accepting makes the server answer the handshake with 403.
         await send({"type": "websocket.close", "code": 1008})
         return
-    await _send_text(send, status, text)
-
-
-async def _send_text(send: Send, status: int, text: str) -> None:
-    await _send(send, status, text.encode(), b"text/plain; charset=utf-8", [])
-
-
-async def _send_html(send: Send, status: int, page: str, cookies: list[str] | None = None) -> None:
-    await _send(send, status, page.encode(), b"text/html; charset=utf-8", cookies or [])
+    await _send(send, status, text)
 
 
 async def _send(
-    send: Send, status: int, body: bytes, content_type: bytes, cookies: list[str]
+    send: Send, status: int, text: str, kind: str = "plain", cookies: Sequence[str] = ()
 ) -> None:
+    body = text.encode()
     headers = [
-        (b"content-type", content_type),
+        (b"content-type", f"text/{kind}; charset=utf-8".encode()),
         (b"content-length", str(len(body)).encode()),
         (b"cache-control", b"no-store"),
         (b"x-frame-options", b"DENY"),

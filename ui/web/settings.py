@@ -188,17 +188,16 @@ def settings_page(session: Session) -> None:
     else:
         st.caption("No hooks configured ([hooks] in gatehouse.toml).")
     st.subheader("Token usage per thread")
-    usage_rows: list[dict[str, Any]] = []
-    for t in session.thread_list(limit=100).threads:
-        usage = session.view(t.thread_id).usage
-        usage_rows.append(
-            {
-                "thread": t.title,
-                "input tokens": int(usage.get("input_tokens", 0)),
-                "output tokens": int(usage.get("output_tokens", 0)),
-                "cost ($)": usage.get("cost"),
-            }
-        )
+    usage_rows = [
+        {
+            "thread": t.title,
+            "input tokens": int(usage.get("input_tokens", 0)),
+            "output tokens": int(usage.get("output_tokens", 0)),
+            "cost ($)": usage.get("cost"),
+        }
+        for t in session.thread_list(limit=100).threads
+        for usage in [session.view(t.thread_id).usage]
+    ]
     if usage_rows:
         st.dataframe(usage_rows, hide_index=True, width="stretch")
     else:
