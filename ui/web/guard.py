@@ -131,7 +131,15 @@ class Guard:
         elif kind == "http":
             if "text/html" in headers.get("accept", ""):  # a compressed page could not carry it
                 _drop_header(scope, "accept-encoding")
-            await self.app(scope, receive, _no_framing(rewriting_html(send, _with_proof_script)))
+            await self.app(
+                scope,
+                receive,
+                _no_framing(
+                    rewriting_html(
+                        send, lambda page: page.replace(b"<head>", b"<head>" + PROOF_SCRIPT, 1)
+                    )
+                ),
+            )
         else:
             await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
 
@@ -276,10 +284,6 @@ def _set_identity(scope: Scope, value: str) -> None:
 
 def _drop_header(scope: Scope, name: str) -> None:
     scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name.encode()]
-
-
-def _with_proof_script(page: bytes) -> bytes:
-    return page.replace(b"<head>", b"<head>" + PROOF_SCRIPT, 1)
 
 
 def _port(scope: Scope) -> int:

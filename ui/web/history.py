@@ -18,7 +18,7 @@ from ui.web.auto_approve import tab_options
 from ui.web.copy import copy_html
 from ui.web.long_text import draw_message_text
 from ui.web.safe_text import label, markdown
-from ui.web.thinking import draw_cut_off, draw_thinking
+from ui.web.thinking import CUT_OFF_NOTE, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, result_row, row_html, summary_html
 
 WINDOW = 8
@@ -68,26 +68,54 @@ def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
 
 
 def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    """The last turns of `turns`, or after a jump from "Find" the found turn and a few after."""
+    """The last turns of `turns`, or after a jump from "Find" the found turn and a few after
+    (never every turn to the end)."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
-    if (found := _found(d.thread_id, turns)) is not None:
-        _draw_found(d, messages, turns, found, results)
-        return
     thread_id = d.thread_id
-    shown = int(st.session_state.get(f"shown-{thread_id}", WINDOW))
-    hidden = max(0, len(turns) - shown)
-    if hidden:
-        more = min(WINDOW * 4, hidden)
+    found = _found(thread_id, turns)
+    if found is None:
+        shown = int(st.session_state.get(f"shown-{thread_id}", WINDOW))
+        at, end = max(0, len(turns) - shown), len(turns)
+        if at:
+            more = min(WINDOW * 4, at)
+            left, right = st.columns([1, 2])
+            left.button(
+                f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({at} hidden)",
+                key=f"earlier-{thread_id}",
+                on_click=st.session_state.__setitem__,
+                args=(f"shown-{thread_id}", shown + more),
+            )
+            _find_popover(right, thread_id, messages, turns)
+    else:
+        at, count = found
+        end = min(len(turns), at + count)
         left, right = st.columns([1, 2])
-        left.button(
-            f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
-            key=f"earlier-{thread_id}",
-            on_click=st.session_state.__setitem__,
-            args=(f"shown-{thread_id}", shown + more),
-        )
+        _latest_button(left, f"latest-top-{thread_id}", thread_id)
         _find_popover(right, thread_id, messages, turns)
-    for t in turns[hidden:]:
+        first, last = turns[at].number, turns[end - 1].number
+        span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
+        gap = len(turns) - end
+        # The latest turn is drawn below in any case (chat_page: it is where a run goes on).
+        st.caption(
+            f"Found: showing {span}"
+            + (
+                f"; the {gap} turn{'s' if gap != 1 else ''} between them and the latest are not drawn."
+                if gap
+                else "."
+            )
+        )
+    for t in turns[at:end]:
         draw_turn(d, messages[t.start : t.end], t.start, results)
+    if found is not None and end < len(turns):
+        left, right = st.columns([1, 2])
+        more = min(WINDOW, len(turns) - end)
+        left.button(
+            f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
+            key=f"later-{thread_id}",
+            on_click=st.session_state.__setitem__,
+            args=(f"found-{thread_id}", (turns[at].start, found[1] + more, len(turns))),
+        )
+        _latest_button(right, f"latest-{thread_id}", thread_id)
 
 
 def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
@@ -116,46 +144,6 @@ def _jump(thread_id: str, start: int, length: int) -> None:
 def _back_to_latest(thread_id: str) -> None:
     st.session_state.pop(f"found-{thread_id}", None)
     st.session_state[f"shown-{thread_id}"] = WINDOW
-
-
-def _draw_found(
-    d: Drawing,
-    messages: Sequence[MessageView],
-    turns: list[Turn],
-    found: tuple[int, int],
-    results: Mapping[str | None, MessageView],
-) -> None:
-    """The turn "Find" jumped to and a few after it (never every turn to the end)."""
-    at, count = found
-    thread_id = d.thread_id
-    end = min(len(turns), at + count)
-    left, right = st.columns([1, 2])
-    _latest_button(left, f"latest-top-{thread_id}", thread_id)
-    _find_popover(right, thread_id, messages, turns)
-    first, last = turns[at].number, turns[end - 1].number
-    span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
-    gap = len(turns) - end
-    # The latest turn is drawn below in any case (chat_page: it is where a run goes on).
-    st.caption(
-        f"Found: showing {span}"
-        + (
-            f"; the {gap} turn{'s' if gap != 1 else ''} between them and the latest are not drawn."
-            if gap
-            else "."
-        )
-    )
-    for t in turns[at:end]:
-        draw_turn(d, messages[t.start : t.end], t.start, results)
-    if end < len(turns):
-        left, right = st.columns([1, 2])
-        more = min(WINDOW, len(turns) - end)
-        left.button(
-            f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
-            key=f"later-{thread_id}",
-            on_click=st.session_state.__setitem__,
-            args=(f"found-{thread_id}", (turns[at].start, count + more, len(turns))),
-        )
-        _latest_button(right, f"latest-{thread_id}", thread_id)
 
 
 def _latest_button(where: Any, key: str, thread_id: str) -> None:
@@ -230,7 +218,8 @@ def draw_turn(
                 st.info(markdown(m.content), icon=":material/stop_circle:")
             elif m.content:
                 draw_message_text(thread_id, m)
-            draw_cut_off(m)
+            if m.cut_off:
+                st.warning(CUT_OFF_NOTE, icon=":material/content_cut:")
             rows = [
                 row_html(call.name, call.args, None, "", None, missing=d.missing)
                 if (result := results.get(call.id)) is None

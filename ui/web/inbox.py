@@ -74,7 +74,7 @@ class Held:
 
 def _hold(session: Session, runner: Runner, pending: Approval, kind: str) -> None:
     """A quick Approve / Reject: sent after UNDO_S unless undone (a risky approval asks first)."""
-    key = _key(pending.thread_id)
+    key = f"inbox-{pending.thread_id}"
     if kind == "approve":
         answer = _quick(kind, pending)()
         if to_confirm(pending.actions, answer.decisions):
@@ -90,9 +90,9 @@ def _send_due(session: Session, runner: Runner) -> bool:
     held: dict[str, Held] = st.session_state.get(HELD, {})
     due = [tid for tid, h in held.items() if h.until <= time.time()]
     for tid in due:
-        h = held.pop(tid)
-        submit_answer(session, runner, h.pending, _key(tid), _quick(h.kind, h.pending), NOTICE)
-        if f"{_key(tid)}-error" not in st.session_state and NOTICE not in st.session_state:
+        h, key = held.pop(tid), f"inbox-{tid}"
+        submit_answer(session, runner, h.pending, key, _quick(h.kind, h.pending), NOTICE)
+        if f"{key}-error" not in st.session_state and NOTICE not in st.session_state:
             what = "Approved" if h.kind == "approve" else "Rejected"
             st.session_state[NOTICE] = (f"{what}: {_names(h.pending)}.", time.time())
     return bool(due)
@@ -127,10 +127,6 @@ def _held_row(tid: str, held: Held, *, first: bool) -> None:
 
 
 NOTICE = "notice-inbox"
-
-
-def _key(thread_id: str) -> str:
-    return f"inbox-{thread_id}"
 
 
 def inbox_page(session: Session, runner: Runner) -> None:
@@ -190,7 +186,7 @@ def _row(
     session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool
 ) -> None:
     tid = info.thread_id
-    key = _key(tid)
+    key = f"inbox-{tid}"
     lines, all_shown = _what(pending)
     opened = f"inbox-open-card-{tid}"
     with st.container(border=True, key=f"inbox-row-{tid}"):

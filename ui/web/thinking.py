@@ -31,11 +31,6 @@ def draw_thinking(message: MessageView) -> None:
         )
 
 
-def draw_cut_off(message: MessageView) -> None:
-    if message.cut_off:
-        st.warning(CUT_OFF_NOTE, icon=":material/content_cut:")
-
-
 class LiveThinking:
     """A live reply's reasoning: one collapsed expander, its text re-sent on flush."""
 

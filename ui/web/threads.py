@@ -20,7 +20,7 @@ from ui.web.auto_approve import tab_switch, thread_switch
 from ui.web.identity import signed_in_identity
 from ui.web.safe_text import label as safe_label
 from ui.web.settings import tool_rules
-from ui.web.unsent import give_back
+from ui.web.unsent import GIVEN_BACK
 
 VIEWS = {
     "chat": ":material/chat: Chat",
@@ -200,7 +200,8 @@ def _undo(session: Session, thread_id: str, *, force: bool) -> None:
     session.submit(Undo(thread_id, force))
     if last is None:
         return
-    give_back(messages[last].content)
+    # Back in the chat input when it is next drawn (a drawn widget's value is fixed).
+    st.session_state[GIVEN_BACK] = messages[last].content
     changed = changes_on_disk(session.info, messages[last:])
     st.session_state["flash"] = (
         "Undone: the last turn is gone from the thread and your message is back in the input. "

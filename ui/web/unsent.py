@@ -37,11 +37,6 @@ def keep_unsent(thread_id: str | None, text: str, exc: BaseException) -> None:
     st.session_state[REASON] = reason_of(exc)
 
 
-def give_back(text: str) -> None:
-    """Put `text` in the chat input when it is next drawn (a drawn widget's value is fixed)."""
-    st.session_state[GIVEN_BACK] = text
-
-
 def calm(callback: Callable[P, Any]) -> Callable[P, None]:
     """`callback`, with an error it raises shown as a message on the page."""
 
