@@ -20,10 +20,9 @@ import streamlit as st  # noqa: E402
 import streamlit.delta_generator as streamlit_delta_generator  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
-from ui.web.favicon import Favicon  # noqa: E402
 from ui.web.guard import TOKENS, Guard  # noqa: E402
 from ui.web.identity import web_access  # noqa: E402
-from ui.web.preload import Preload  # noqa: E402
+from ui.web.preload import Favicon, Preload  # noqa: E402
 from ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
