@@ -39,8 +39,7 @@ def open_thread_now(session: Session, runner: Runner) -> OpenThread:
     thread_id = current_thread()
     if thread_id is None:
         return OpenThread(None, None, None)
-    # The run first: one that ends after this read is followed to its end; one that
-    # ended before it has saved its pause for the read below.
+    # The run first: one that ended before this read has saved its pause for the next.
     active = runner.active(thread_id)
     view = session.view(thread_id)
     return OpenThread(thread_id, active, view.pending if active is None else None, view.info)
@@ -77,8 +76,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     the card or the error). True when it followed a live run to its end."""
     thread_id, info, active = now.thread_id, now.info, now.active
     title = info.title if info else "New thread"
-    # The browser tab follows the thread, and the branch it is on (a fork of the first
-    # message retitles a thread titled by it).
+    # The browser tab follows the thread and its branch (a fork can retitle it).
     st.set_page_config(page_title=f"{visible(title)} · Gatehouse")
     st.header(label(title))
     if thread_id is None:
@@ -98,9 +96,8 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
     draw_window(d, messages, turns[:-1])
-    # Two slots, a live run only in the second: the run after a click empties the first
-    # at once, so the decided card does not stay on screen for the whole run (a block
-    # replacing one of its type in place keeps its old children until the script ends).
+    # Two slots, a live run only in the second: a click's run empties the first at once, so
+    # a decided card does not stay for the whole run (a block replaced in place would).
     settled, live_slot = st.empty(), st.empty()
     pending = now.pending
     if active is not None and not live_ready():
@@ -124,8 +121,7 @@ def _follow_runs(
     """Follow the live run, then the queued messages' runs, to the end."""
     active, pending, info, thread_id = now.active, now.pending, now.info, d.thread_id
     while active is not None:
-        # A fresh slot per live run, emptied when it ends (replacing a container's content
-        # in place upsets the browser's delta paths when deltas are still in flight).
+        # A fresh slot per run (replacing content in place upsets deltas still in flight).
         _draw_live(d, messages, tail_start, base, active, follows=True).empty()
         messages = transcript(session, thread_id)
         view = session.view(thread_id)

@@ -134,8 +134,7 @@ def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
 
 def _jump(thread_id: str, start: int, length: int) -> None:
     st.session_state[f"found-{thread_id}"] = (start, FOUND_TURNS, length)
-    # A popover stays open across reruns: a new key makes a new, closed one. (on_change=
-    # "rerun" reran the page on every open, scrolling the open popover out of view.)
+    # A popover stays open across reruns: a new key makes a new, closed one.
     st.session_state[f"find-jumps-{thread_id}"] = (
         st.session_state.get(f"find-jumps-{thread_id}", 0) + 1
     )

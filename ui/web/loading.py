@@ -25,9 +25,8 @@ if (!window.ghIconsWatch) {
 }
 </script>"""
 
-# Always on (in the <head> by ui/web/preload.py; drawn by `loading_state` too, for a bare
-# `streamlit run`): icons wait for their font; an inbox row shows once its last button
-# ("Open") is drawn, descendants too (Streamlit's Markdown sets `visibility: visible`).
+# Always on (ui/web/preload.py; `loading_state` for a bare `streamlit run`): icons wait
+# for their font; an inbox row, text too, waits for its last button ("Open").
 PAGE_STYLE = """
 html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
 [class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)),

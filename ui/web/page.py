@@ -70,8 +70,7 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
     else:
         now = now or open_thread_now(session, runner)
         if chat_page(session, runner, now):
-            # The page followed a run to its end: the chat input and the sidebar were
-            # drawn while it ran. One more (windowed, cheap) run draws them as they are.
+            # The input and sidebar were drawn while the run went on: one more run redraws them.
             st.rerun()
     page_drawn(session, runner, current_thread(), seen)
     _after_first_page()
