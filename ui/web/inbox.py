@@ -170,8 +170,7 @@ LATER = "inbox-later"  # threads put off with "Next", in that order (this browse
 
 def _in_turn(waiting: list[ThreadInfo]) -> list[ThreadInfo]:
     """Oldest first; what the person put off after the rest, in the order put off."""
-    later = [t for t in st.session_state.get(LATER, []) if any(w.thread_id == t for w in waiting)]
-    rank = {t: i for i, t in enumerate(later)}
+    rank = {t: i for i, t in enumerate(st.session_state.get(LATER, []))}
     return sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))
 
 
