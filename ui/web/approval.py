@@ -323,17 +323,15 @@ def submit(
 NOTICE_S = 60
 
 
-def show_notice(key: str) -> bool:
+def show_notice(key: str) -> None:
     """The notice under `key` (text, when), for NOTICE_S s: it outlives the next live update."""
-    notice = st.session_state.get(key)
-    if notice is None:
-        return False
+    if (notice := st.session_state.get(key)) is None:
+        return
     text, when = notice
     if time.time() - when > NOTICE_S:
         st.session_state.pop(key, None)
-        return False
-    st.warning(text, icon=":material/info:")
-    return True
+    else:
+        st.warning(text, icon=":material/info:")
 
 
 def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
@@ -343,12 +341,11 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
         else [pending.call.tool_call_id]
     )
     said: dict[str, str] = {}  # call id -> what became of it
-    records = session.view(pending.thread_id).audit(50)
-    for _ in range(10):  # the winning run records its decision a moment after it starts
+    for _ in range(11):  # the winning run records its decision a moment after it starts
+        records = session.view(pending.thread_id).audit(50)
         if any(r.tool_call_id in calls for r in records):
             break
         time.sleep(0.1)
-        records = session.view(pending.thread_id).audit(50)
     for r in records:
         if r.tool_call_id in calls and r.tool_call_id not in said:
             by = f"by {r.actor}" if r.actor else ""
