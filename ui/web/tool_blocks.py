@@ -42,9 +42,11 @@ def clip(text: str) -> str:
     return visible(text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n… (truncated)")
 
 
-def _word(tool: str, status: str, output: str) -> str:
+def _word(tool: str, status: str, output: str, duration_ms: float | None) -> str:
+    """done, failed, "failed (exit code 2)", rejected…, and how long it took."""
     word = _OUTCOME[status][1] if status in _OUTCOME else status
-    return word + (exit_note(tool, output) if status == "error" else "")
+    took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
+    return word + (exit_note(tool, output) if status == "error" else "") + took
 
 
 def label(
@@ -54,9 +56,7 @@ def label(
     shown = safe_label(name)  # the label renders Markdown, images included
     if status is None:
         return f":material/build: {shown} · running…"
-    word = _word(tool or name, status, output)
-    took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
-    return f":material/build: {shown} · {word}{took}"
+    return f":material/build: {shown} · {_word(tool or name, status, output, duration_ms)}"
 
 
 PRE_CLASS = "gh-pre"
@@ -100,10 +100,9 @@ def row_html(
         title = f"⏸ {visible(name)} · {missing}"
         body = shown
     else:
-        took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
         status = call_outcome(name, status, output)
         mark = _OUTCOME[status][2] if status in _OUTCOME else "•"
-        title = f"{mark} {visible(name)} · {_word(name, status, output)}{took}"
+        title = f"{mark} {visible(name)} · {_word(name, status, output, duration_ms)}"
         body = shown + "<small>output</small>" + pre_html(clip(output) or "(no output)")
     return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'
 
