@@ -91,17 +91,13 @@ def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
 
 def early_chat_input() -> bool:
     """On a server's first chat page, the chat input from the reader; True when drawn."""
-    if PAGE_MODULE in sys.modules:
-        return False
     params = st.query_params
-    if params.get("view", "chat") != "chat":
+    if PAGE_MODULE in sys.modules or params.get("view", "chat") != "chat":
         return False
     thread_id = params.get("thread") or None
     pending: Pause | None = None
     info: ThreadInfo | None = None
     if thread_id is not None:
-        if thread_id_problem(thread_id) is not None:
-            return False  # the page draws "Thread not found"
         try:
             found = _read(thread_id)
         except Exception:  # noqa: BLE001 - the page reads it again and shows any error
@@ -115,6 +111,8 @@ def early_chat_input() -> bool:
 
 
 def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
+    if thread_id_problem(thread_id) is not None:
+        return None
     import graph
 
     reader = graph.open_reader(graph.load_settings().db)

@@ -34,15 +34,6 @@ streamlit_delta_generator._use_warning_has_been_displayed = True
 _access, _secret = web_access()
 
 
-def base_url(port: int, address: str = "127.0.0.1") -> str:
-    host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
-    return f"http://{host}:{port}"
-
-
-def sign_in_link(port: int, address: str = "127.0.0.1") -> str:
-    return f"{base_url(port, address)}/?token={TOKENS.issue()}"
-
-
 def _has_display() -> bool:
     """A graphical session to open a browser in (never a console browser on a server)."""
     return sys.platform in ("darwin", "win32") or bool(
@@ -54,20 +45,16 @@ def _has_display() -> bool:
 async def _announce(_app: Any) -> AsyncIterator[None]:
     from streamlit import config
 
-    port, address = (
-        int(config.get_option("server.port")),
-        str(config.get_option("server.address") or ""),
-    )
+    address = str(config.get_option("server.address") or "")
+    host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
+    url = f"http://{host}:{int(config.get_option('server.port'))}"
     if _access.web == "token":
-        link = sign_in_link(port, address)
+        link = f"{url}/?token={TOKENS.issue()}"
         print(f"\n  Gatehouse sign-in link (works once): {link}\n", flush=True)
         if os.environ.get(OPEN_BROWSER_ENV) == "1" and _has_display():
             webbrowser.open(link)
     else:  # signed in by the proxy or the identity provider: the address is all there is
-        print(
-            f"\n  Gatehouse: {base_url(port, address)} (sign in through {_access.web})\n",
-            flush=True,
-        )
+        print(f"\n  Gatehouse: {url} (sign in through {_access.web})\n", flush=True)
     yield
 
 
