@@ -24,10 +24,8 @@ OPTIONS = {
 FLAGS = [arg for name, value in OPTIONS.items() for arg in (f"--{name}", value)]
 
 
-def streamlit_command(
-    port: int | None = None, app: Path = APP_PATH, python: str = sys.executable
-) -> list[str]:
-    cmd = [python, "-m", "streamlit", "run", str(app), *FLAGS]
+def streamlit_command(port: int | None = None, app: Path = APP_PATH) -> list[str]:
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), *FLAGS]
     return cmd + (["--server.port", str(port)] if port else [])
 
 
