@@ -230,9 +230,7 @@ def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
     return outcome("respond", real)
 
 
-def outcome_card(
-    session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card"
-) -> None:
+def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str) -> None:
     """ "Outcome unknown": run again, mark as failed, or say what happened (none preselected)."""
     call = pending.call
     key = f"{prefix}-{pending.interrupt_id}-outcome"

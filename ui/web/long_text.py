@@ -17,25 +17,17 @@ HEAD_CHARS = 20_000
 NEAR = 2_000
 
 
-def head_of(text: str, limit: int = HEAD_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", limit - NEAR, limit)
-    if cut <= 0:
-        cut = text.rfind(" ", limit - NEAR, limit)
-    return text[: cut if cut > 0 else limit]
-
-
-def _key(thread_id: str, message: MessageView) -> str:
-    ident = message.id or hashlib.sha1(message.content.encode()).hexdigest()[:16]
-    return f"show-all-{thread_id}-{ident}"
-
-
 def draw_message_text(thread_id: str, message: MessageView, *, as_written: bool = False) -> None:
     """The message (drawn safe), or its head and "Show all"; `as_written`: not Markdown."""
     text = message.content
-    key = _key(thread_id, message)
-    head = head_of(text)
+    ident = message.id or hashlib.sha1(text.encode()).hexdigest()[:16]
+    key = f"show-all-{thread_id}-{ident}"
+    head = text
+    if len(text) > HEAD_CHARS:
+        cut = text.rfind("\n", HEAD_CHARS - NEAR, HEAD_CHARS)
+        if cut <= 0:
+            cut = text.rfind(" ", HEAD_CHARS - NEAR, HEAD_CHARS)
+        head = text[: cut if cut > 0 else HEAD_CHARS]
     shown = text if head == text or st.session_state.get(key) else head + " …"
     if as_written:
         st.markdown(said_html(shown), unsafe_allow_html=True)
