@@ -56,13 +56,10 @@ ICON = (
 
 def copy_html(text: str, *, what: str) -> str:
     """A copy button for `text` (`what` names it for screen readers and the tooltip)."""
-    return (
-        f'<button type="button" class="gh-copy" title="Copy this {what}" aria-label="Copy this {what}" '
-        f'data-copy="{_attribute(text)}">{ICON}Copy</button>'
-    )
-
-
-def _attribute(text: str) -> str:
     # Line breaks as references (a blank line ends Markdown's HTML block); what is shown is
     # copied: no hidden escape sequence reaches a terminal.
-    return escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
+    copied = escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
+    return (
+        f'<button type="button" class="gh-copy" title="Copy this {what}" aria-label="Copy this {what}" '
+        f'data-copy="{copied}">{ICON}Copy</button>'
+    )

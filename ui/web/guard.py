@@ -125,7 +125,9 @@ class Guard:
             return
         if self.access.web == "token" and await self._stopped_signed_in(scope, send, headers):
             return
-        _set_identity(scope, sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE))
+        signed = sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE)
+        _drop_header(scope, IDENTITY_HEADER)
+        scope["headers"] = [*scope["headers"], (IDENTITY_HEADER.encode(), signed.encode("latin-1"))]
         if self.access.web != "token":
             await self.app(scope, receive, _no_framing(send) if kind == "http" else send)
         elif kind == "http":
@@ -275,11 +277,6 @@ def _headers(scope: Scope) -> dict[str, str]:
     for name, value in scope.get("headers", []):
         out.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
     return out
-
-
-def _set_identity(scope: Scope, value: str) -> None:
-    _drop_header(scope, IDENTITY_HEADER)
-    scope["headers"] = [*scope["headers"], (IDENTITY_HEADER.encode(), value.encode("latin-1"))]
 
 
 def _drop_header(scope: Scope, name: str) -> None:
