@@ -57,13 +57,10 @@ class Watcher:
         self._pages: dict[str, tuple[str | None, tuple[Any, ...]] | object | None] = {}
         threading.Thread(target=self._loop, name="gatehouse-live-watcher", daemon=True).start()
 
-    def drawing(self, page: str) -> None:
+    def mark(self, page: str, drawn: tuple[str | None, tuple[Any, ...]] | None) -> None:
+        """`drawn`: (thread id, signature) once the page is drawn; None while it draws."""
         with self._lock:
-            self._pages[page] = None
-
-    def drawn(self, page: str, thread_id: str | None, seen: tuple[Any, ...]) -> None:
-        with self._lock:
-            self._pages[page] = (thread_id, seen)
+            self._pages[page] = drawn
 
     def _loop(self) -> None:
         while True:
@@ -76,10 +73,7 @@ class Watcher:
     def tick(self) -> None:
         with self._lock:
             pages = {k: v for k, v in self._pages.items() if isinstance(v, tuple)}
-        if not pages:
-            return
-        manager = _session_manager()
-        if manager is None:
+        if not pages or (manager := _session_manager()) is None:
             return
         now: dict[str | None, tuple[Any, ...]] = {}
         for page, (thread_id, seen) in pages.items():
@@ -160,7 +154,7 @@ def page_started(session: Session, runner: Runner, thread_id: str | None) -> tup
     """At a page run's start: what it draws from (the watcher leaves a drawing page alone)."""
     page = _page_id()
     if page is not None and _session_manager() is not None:
-        _watcher(session, runner).drawing(page)
+        _watcher(session, runner).mark(page, None)
     if page is not None:
         decided_elsewhere(session)  # a card that vanishes says who decided it
     return signature(session, runner, thread_id)
@@ -184,7 +178,7 @@ def page_drawn(
     """At a page run's end: watch for changes against `seen` (read at its start)."""
     page = _page_id()
     if page is not None and _session_manager() is not None:
-        _watcher(session, runner).drawn(page, thread_id, seen)
+        _watcher(session, runner).mark(page, (thread_id, seen))
         return
     if page is not None and st.runtime.exists():
         st.session_state[_IN_PAGE_RUN] = True
