@@ -47,7 +47,6 @@ details.gh-tool .gh-pre { white-space: pre-wrap; overflow-wrap: anywhere; max-he
 
 
 def main() -> None:
-    st.set_page_config(page_title="Gatehouse", layout="wide")
     st.html(STYLE)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
     if signed_in() is None:
@@ -60,13 +59,9 @@ def main() -> None:
     draw_page(LOADING, input_drawn)
 
 
-def run() -> None:
-    try:
-        main()
-    except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
-        from ui.web.unsent import trouble_page
+try:
+    main()
+except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
+    from ui.web.unsent import trouble_page
 
-        trouble_page(exc)
-
-
-run()
+    trouble_page(exc)
