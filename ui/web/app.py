@@ -15,7 +15,7 @@ import streamlit as st  # noqa: E402
 
 from ui.web.loading import loading_state, page_loaded  # noqa: E402
 
-# No page icon (ui/web/preload.py serves it).
+# No page icon (ui/web/loading.py serves it).
 st.set_page_config(page_title="Gatehouse", layout="wide")
 LOADING = loading_state()
 

@@ -28,7 +28,7 @@ from graph import (
     same_secret,
     sign_identity,
 )
-from ui.web.preload import ASGIApp, Message, Receive, Scope, Send, rewriting_html
+from ui.web.loading import ASGIApp, Message, Receive, Scope, Send, rewriting_html
 
 COOKIE = "gatehouse_session"  # + "_<port>"
 IDENTITY_HEADER = "x-gatehouse-identity"
