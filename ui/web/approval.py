@@ -272,15 +272,12 @@ def _error_here(key: str) -> None:
         st.error(error)
 
 
-Answer = ReviewAnswer | OutcomeAnswer
-
-
 def submit(
     session: Session,
     runner: Runner,
     pending: Pause,
     key: str,
-    make_answer: Callable[[], Answer],
+    make_answer: Callable[[], ReviewAnswer | OutcomeAnswer],
     notice_key: str | None = None,
     *,
     confirm: bool = False,
