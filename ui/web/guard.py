@@ -133,15 +133,7 @@ class Guard:
         elif kind == "http":
             if "text/html" in headers.get("accept", ""):  # a compressed page could not carry it
                 _drop_header(scope, "accept-encoding")
-            await self.app(
-                scope,
-                receive,
-                _no_framing(
-                    rewriting_html(
-                        send, lambda page: page.replace(b"<head>", b"<head>" + PROOF_SCRIPT, 1)
-                    )
-                ),
-            )
+            await self.app(scope, receive, _no_framing(rewriting_html(send, _with_proof_script)))
         else:
             await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
 
@@ -277,6 +269,10 @@ def _headers(scope: Scope) -> dict[str, str]:
     for name, value in scope.get("headers", []):
         out.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
     return out
+
+
+def _with_proof_script(page: bytes) -> bytes:
+    return page.replace(b"<head>", b"<head>" + PROOF_SCRIPT, 1)
 
 
 def _drop_header(scope: Scope, name: str) -> None:
