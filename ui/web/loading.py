@@ -40,20 +40,13 @@ html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
 @keyframes gh-spin { to { transform: rotate(360deg); } }
 """
 
-STYLE = (
-    """<style>"""
-    + PAGE_STYLE
-    + """
+STYLE = """<style>
 .st-key-gh-warm-widgets { display: none; }
 .gh-loading { display: flex; align-items: center; gap: 0.75rem; padding: 2rem 0; color: rgba(49, 51, 63, 0.7);
   font-size: 1.05rem; }
 </style>"""
-)
-
-INDICATOR = (
-    '<div class="gh-loading" role="status" aria-live="polite"><div class="gh-spinner"></div>'
-    "Loading Gatehouse…</div>"
-)
+_SPINNER = '<div class="gh-spinner"></div>Loading Gatehouse…</div>'
+INDICATOR = '<div class="gh-loading" role="status" aria-live="polite">' + _SPINNER
 
 
 # Streamlit's page is blank until its code loads and the first script runs (~1.4 s on a
@@ -68,9 +61,7 @@ BOOT_DRAWN = (
     '[data-testid="stAlert"], [data-testid="stHeading"]'
 )
 BOOT_HTML = (
-    '<div id="gh-boot" role="status" aria-live="polite"><div class="gh-spinner"></div>'
-    "Loading Gatehouse…</div>"
-    "<script>(() => {"
+    '<div id="gh-boot" role="status" aria-live="polite">' + _SPINNER + "<script>(() => {"
     f"const drawn = {BOOT_DRAWN!r};"
     "const done = () => {"
     "  const boot = document.getElementById('gh-boot');"

@@ -25,7 +25,7 @@ from ui.web.safe_text import label, markdown
 from ui.web.settings import settings_page
 from ui.web.state import app_state
 from ui.web.threads import current_thread, current_view, sidebar
-from ui.web.unsent import trouble_page, unsent_banner
+from ui.web.unsent import UNSENT, retry_unsent, trouble_page
 
 
 def draw_page(loading: Any, input_drawn: bool) -> None:
@@ -52,7 +52,8 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
     auto_approve_banner(session, current_thread())
     if flash := st.session_state.pop("flash", None):
         st.warning(markdown(flash))  # may quote a message or an error: drawn safe
-    unsent_banner(lambda thread_id, text: deliver(runner, thread_id, text))
+    if st.session_state.get(UNSENT):
+        retry_unsent(lambda thread_id, text: deliver(runner, thread_id, text))
     view = current_view()
     now = open_thread_now(session, runner) if view == "chat" else None
     if now is not None and not input_drawn:

@@ -59,14 +59,9 @@ def _draw_kept(waiting: list[tuple[str | None, str]], said: str) -> None:
             st.caption(f":material/schedule: {said}")
 
 
-def unsent_banner(send: Callable[[str | None, str], None]) -> None:
-    """The messages kept in this browser session, retried every RETRY_S s with `send`."""
-    if st.session_state.get(UNSENT):
-        _retry_unsent(send)
-
-
 @st.fragment(run_every=RETRY_S)
-def _retry_unsent(send: Callable[[str | None, str], None]) -> None:
+def retry_unsent(send: Callable[[str | None, str], None]) -> None:
+    """The messages kept in this browser session, retried every RETRY_S s with `send`."""
     waiting = st.session_state.get(UNSENT, [])
     sent = False
     while waiting:
