@@ -256,7 +256,7 @@ def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, pref
             st.text_area(
                 "What really happened (the model gets this as the tool's result)", key=f"{key}-real"
             )
-        _error_here(key)
+        error_here(key)
         st.button(
             "Submit",
             type="primary",
@@ -267,7 +267,7 @@ def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, pref
         )
 
 
-def _error_here(key: str) -> None:
+def error_here(key: str) -> None:
     if error := st.session_state.pop(f"{key}-error", None):
         st.error(error)
 
@@ -400,7 +400,7 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
         choices = [c for c, _ in drawn]
         hidden = [i for i, (_, whole) in enumerate(drawn) if not whole]
         undecided = [i for i, c in enumerate(choices) if c is None]
-        _error_here(card)
+        error_here(card)
         if confirm_pending(session, runner, pending, card):
             return
 

@@ -32,8 +32,8 @@ _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched
 
 def _what(record: DecisionRecord) -> str:
     if record.tool == "*" and record.decision in _SWITCH:
-        return _decision(record) + " for the thread"
-    return f"{record.tool} · {_decision(record)}"
+        return _SWITCH[record.decision] + " for the thread"
+    return f"{record.tool} · {decided(record.decision)}"
 
 
 def record_html(record: DecisionRecord, title: str | None) -> str:

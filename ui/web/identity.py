@@ -18,9 +18,8 @@ from graph import (
     secret_path,
     verify_identity,
 )
+from ui.web.guard import GUARD_PURPOSE, IDENTITY_HEADER
 
-IDENTITY_HEADER = "X-Gatehouse-Identity"
-GUARD_PURPOSE = "guard"  # ui/web/guard.py signs the header with this purpose
 _KEY = "signed-in-identity"
 
 

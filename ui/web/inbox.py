@@ -15,7 +15,7 @@ from graph.protocol import operations as op
 from graph.protocol.answers import ReviewAnswer
 from graph.protocol.confirm import to_confirm
 from graph.protocol.display import shown, visible, visible_json
-from ui.web.approval import RISK_COLOR, approval_card, confirm_pending, show_notice
+from ui.web.approval import RISK_COLOR, approval_card, confirm_pending, error_here, show_notice
 from ui.web.approval import submit as submit_answer
 from ui.web.safe_text import label
 from ui.web.threads import ago, open_thread
@@ -52,10 +52,9 @@ def _what(pending: Pause) -> tuple[list[str], bool]:
 
 
 def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
-    if kind == "approve":
-        return lambda: op.review([op.approve() for _ in pending.actions])
+    reason = None if kind == "approve" else "Rejected from the approvals inbox."
     return lambda: op.review(
-        [op.reject("Rejected from the approvals inbox.") for _ in pending.actions]
+        [op.reject(reason) if reason else op.approve() for _ in pending.actions]
     )
 
 
@@ -237,8 +236,7 @@ def _row(
         if confirming:
             assert isinstance(pending, Approval)
             confirm_pending(session, runner, pending, key)
-        if error := st.session_state.pop(f"{key}-error", None):
-            st.error(error)
+        error_here(key)
         with st.expander(
             "Review: see every call whole, edit, respond, or decide call by call",
             expanded=bool(st.session_state.get(opened)),

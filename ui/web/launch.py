@@ -22,7 +22,7 @@ from starlette.middleware import Middleware  # noqa: E402
 
 from ui.web.guard import TOKENS, Guard  # noqa: E402
 from ui.web.identity import web_access  # noqa: E402
-from ui.web.loading import Favicon, Preload  # noqa: E402
+from ui.web.loading import Preload  # noqa: E402
 from ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
@@ -63,7 +63,6 @@ app = st.App(
     SCRIPT,
     middleware=[
         Middleware(Guard, access=_access, secret=_secret),
-        Middleware(Favicon),
         Middleware(Preload),
     ],
     lifespan=_announce,

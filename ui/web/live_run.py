@@ -23,10 +23,8 @@ HEARTBEAT_EVERY = 1.0
 
 def durations(runner: Runner, thread_id: str) -> dict[str, float]:
     """Tool durations known from this process's runs (checkpoints do not keep them)."""
-    run = runner.latest(thread_id)
-    if run is None:
-        return {}
-    return {e.call_id: e.duration_ms for e in run.events if isinstance(e, ev.ToolFinished)}
+    events = run.events if (run := runner.latest(thread_id)) else []
+    return {e.call_id: e.duration_ms for e in events if isinstance(e, ev.ToolFinished)}
 
 
 class LiveView:
@@ -166,8 +164,6 @@ def follow(run: Run) -> None:
 
 
 def last_error(runner: Runner, thread_id: str) -> str | None:
-    run = runner.latest(thread_id)
-    if run is None:
-        return None
-    errors = [e.message for e in run.events if isinstance(e, ev.ErrorEvent)]
+    events = run.events if (run := runner.latest(thread_id)) else []
+    errors = [e.message for e in events if isinstance(e, ev.ErrorEvent)]
     return errors[-1] if errors else None

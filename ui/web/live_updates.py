@@ -152,10 +152,9 @@ def _page_id() -> str | None:
 
 def page_started(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:
     """At a page run's start: what it draws from (the watcher leaves a drawing page alone)."""
-    page = _page_id()
-    if page is not None and _session_manager() is not None:
-        _watcher(session, runner).mark(page, None)
-    if page is not None:
+    if (page := _page_id()) is not None:
+        if _session_manager() is not None:
+            _watcher(session, runner).mark(page, None)
         decided_elsewhere(session)  # a card that vanishes says who decided it
     return signature(session, runner, thread_id)
 

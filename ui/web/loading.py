@@ -138,17 +138,31 @@ BOOT = BODY + BOOT_HTML.encode()
 
 
 class Preload:
-    """Adds `hints()` before `</head>` of HTML pages (not encoded, not streamed)."""
+    """Serves the icon at `…/favicon.png`; adds `hints()` before `</head>` of HTML pages
+    (not encoded, not streamed)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, icon: Path = ICON) -> None:
         self.app = app
         self.hints = hints()
+        self.icon = icon.read_bytes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "GET" or not self.hints:
+        method = scope.get("method")
+        if scope["type"] != "http" or method not in ("GET", "HEAD"):
             await self.app(scope, receive, send)
-            return
-        await self.app(scope, receive, rewriting_html(send, self._add))
+        elif scope.get("path", "").endswith("/favicon.png"):
+            headers = [
+                (b"content-type", b"image/png"),
+                (b"content-length", str(len(self.icon)).encode()),
+                (b"cache-control", b"max-age=86400"),
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            body = self.icon if method == "GET" else b""
+            await send({"type": "http.response.body", "body": body})
+        elif method != "GET" or not self.hints:
+            await self.app(scope, receive, send)
+        else:
+            await self.app(scope, receive, rewriting_html(send, self._add))
 
     def _add(self, page: bytes) -> bytes:
         if b"</head>" not in page:
@@ -186,26 +200,3 @@ def rewriting_html(send: Send, rewrite: Callable[[bytes], bytes]) -> Send:
         await send({"type": "http.response.body", "body": page})
 
     return sending
-
-
-class Favicon:
-    def __init__(self, app: ASGIApp, icon: Path = ICON) -> None:
-        self.app = app
-        self.body = icon.read_bytes()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") not in ("GET", "HEAD")
-            or not scope.get("path", "").endswith("/favicon.png")
-        ):
-            await self.app(scope, receive, send)
-            return
-        headers = [
-            (b"content-type", b"image/png"),
-            (b"content-length", str(len(self.body)).encode()),
-            (b"cache-control", b"max-age=86400"),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        body = self.body if scope["method"] == "GET" else b""
-        await send({"type": "http.response.body", "body": body})

@@ -53,10 +53,8 @@ def label(
     name: str, status: str | None, duration_ms: float | None, output: str = "", tool: str = ""
 ) -> str:
     """A live call's label: `name` as shown, `tool` the tool's own name."""
-    shown = safe_label(name)  # the label renders Markdown, images included
-    if status is None:
-        return f":material/build: {shown} · running…"
-    return f":material/build: {shown} · {_word(tool or name, status, output, duration_ms)}"
+    word = "running…" if status is None else _word(tool or name, status, output, duration_ms)
+    return f":material/build: {safe_label(name)} · {word}"  # a label renders Markdown
 
 
 PRE_CLASS = "gh-pre"
