@@ -15,8 +15,7 @@ from graph.protocol.operations import Cancel, Fork
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import submit_from_tab
 from ui.web.history import Drawing, draw_turn, draw_window, turns_of
-from ui.web.live_ready import live_ready
-from ui.web.live_run import durations, follow, last_error
+from ui.web.live_run import durations, follow, last_error, live_ready
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import retry, stopped_notes
@@ -101,7 +100,7 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     settled, live_slot = st.empty(), st.empty()
     pending = now.pending
     if active is not None and not live_ready():
-        # Drawn as it stands until the browser has drawn its widgets (ui/web/live_ready.py).
+        # Drawn as it stands until the browser has drawn its widgets (ui/web/live_run.py).
         with live_slot.container():
             _draw_live(d, messages, tail_start, base, active)
         return False

@@ -19,7 +19,7 @@ from ui.web.chat_input import deliver, draw_chat_input
 from ui.web.chat_page import chat_page, open_thread_now, stop_dock
 from ui.web.desktop_notify import desktop_notifications
 from ui.web.inbox import inbox_page
-from ui.web.live_updates import page_drawn, page_started
+from ui.web.live_run import page_drawn, page_started
 from ui.web.loading import page_loaded
 from ui.web.safe_text import label, markdown
 from ui.web.settings import settings_page

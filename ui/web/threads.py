@@ -279,8 +279,7 @@ def _compact_button(session: Session, thread_id: str, busy: bool) -> None:
         args=(session, thread_id, key),
     )
     if said := st.session_state.pop(f"{key}-result", None):
-        kind, text = said
-        getattr(st, kind)(text)
+        getattr(st, said[0])(said[1])  # st.error, st.info or st.success
 
 
 def _compact(session: Session, thread_id: str, key: str) -> None:
