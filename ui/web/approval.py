@@ -135,21 +135,6 @@ def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
     )
 
 
-def _preview_of(
-    session: Session, key: str, action: ActionRequest, choice: str | None
-) -> tuple[str | None, str | None]:
-    """(the preview of what will run, what is wrong with the edited arguments): edited
-    arguments the tool refuses are flagged, never previewed."""
-    raw = st.session_state.get(f"{key}-args") if choice == "edit" else None
-    if raw is None:
-        return action.preview, None
-    try:
-        args = _edited_args(session, action.name, raw)
-    except InvalidInput as exc:
-        return None, str(exc)
-    return session.preview(action.name, args), None
-
-
 def _action(
     session: Session,
     pending: Approval,
@@ -181,7 +166,13 @@ def _action(
             )
         else:
             in_view = card_block(card_text(action.args), f"{key}-args-all", "json")
-        preview, invalid = _preview_of(session, key, action, choice)
+        # Edited arguments the tool refuses are flagged, never previewed.
+        preview, invalid = action.preview, None
+        if choice == "edit" and (raw := st.session_state.get(f"{key}-args")) is not None:
+            try:
+                preview = session.preview(action.name, _edited_args(session, action.name, raw))
+            except InvalidInput as exc:
+                preview, invalid = None, str(exc)
         if invalid:
             st.error(f"Invalid arguments, no preview: {label(invalid)}", icon=":material/error:")
         elif preview:

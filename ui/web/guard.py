@@ -265,10 +265,9 @@ def _no_framing(send: Send) -> Send:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in scope.get("headers", []):
-        out.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-    return out
+    """The first of a repeated header (reversed: a dict keeps the last value written)."""
+    pairs = reversed(scope.get("headers", []))
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in pairs}
 
 
 def _with_proof_script(page: bytes) -> bytes:
@@ -290,12 +289,9 @@ def _session_id(scope: Scope, headers: dict[str, str]) -> str | None:
 
 
 def _cookies(headers: dict[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in headers.get("cookie", "").split(";"):
-        name, sep, value = part.strip().partition("=")
-        if sep:
-            out.setdefault(name, value)
-    return out
+    """The first of a repeated cookie, as `_headers`."""
+    parts = (p.strip().partition("=") for p in reversed(headers.get("cookie", "").split(";")))
+    return {name: value for name, sep, value in parts if sep}
 
 
 def _query_pairs(scope: Scope) -> list[tuple[str, str]]:

@@ -51,11 +51,8 @@ class Drawing:
     @cached_property
     def approvals(self) -> dict[str, DecisionRecord]:
         """Each call's answer on its approval card, by call id (the newest `APPROVALS`)."""
-        found: dict[str, DecisionRecord] = {}
-        for record in self.runner.session.view(self.thread_id).audit(APPROVALS):  # newest first
-            if record.question == "review":
-                found.setdefault(record.tool_call_id, record)
-        return found
+        records = self.runner.session.view(self.thread_id).audit(APPROVALS)  # newest first
+        return {r.tool_call_id: r for r in reversed(records) if r.question == "review"}
 
 
 def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
@@ -132,14 +129,6 @@ def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
     return at, count
 
 
-def _jump(thread_id: str, start: int, length: int) -> None:
-    st.session_state[f"found-{thread_id}"] = (start, FOUND_TURNS, length)
-    # A popover stays open across reruns: a new key makes a new, closed one.
-    st.session_state[f"find-jumps-{thread_id}"] = (
-        st.session_state.get(f"find-jumps-{thread_id}", 0) + 1
-    )
-
-
 def _back_to_latest(thread_id: str) -> None:
     st.session_state.pop(f"found-{thread_id}", None)
     st.session_state[f"shown-{thread_id}"] = WINDOW
@@ -185,7 +174,10 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
         if st.button(
             f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}"
         ):
-            _jump(thread_id, turn.start, len(turns))
+            st.session_state[f"found-{thread_id}"] = (turn.start, FOUND_TURNS, len(turns))
+            # A popover stays open across reruns: a new key makes a new, closed one.
+            jumps = f"find-jumps-{thread_id}"
+            st.session_state[jumps] = st.session_state.get(jumps, 0) + 1
             st.rerun(scope="app")
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")

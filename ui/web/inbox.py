@@ -144,7 +144,9 @@ def inbox_page(session: Session, runner: Runner) -> None:
     )
     first = True
     # The first page only, its cards read in one query: 10,000 waiting draw as fast as 10.
-    page = _in_turn(waiting)[:PAGE]
+    # Oldest first; what the person put off ("Next") after the rest, in the order put off.
+    rank = {t: i for i, t in enumerate(st.session_state.get(LATER, []))}
+    page = sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))[:PAGE]
     if len(waiting) > PAGE:
         st.caption(f"Showing the first {PAGE} of {len(waiting)}.")
     held: dict[str, Held] = st.session_state.get(HELD, {})
@@ -165,12 +167,6 @@ def inbox_page(session: Session, runner: Runner) -> None:
 
 
 LATER = "inbox-later"  # threads put off with "Next", in that order (this browser session)
-
-
-def _in_turn(waiting: list[ThreadInfo]) -> list[ThreadInfo]:
-    """Oldest first; what the person put off after the rest, in the order put off."""
-    rank = {t: i for i, t in enumerate(st.session_state.get(LATER, []))}
-    return sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))
 
 
 def _put_off(thread_id: str) -> None:

@@ -34,13 +34,6 @@ streamlit_delta_generator._use_warning_has_been_displayed = True
 _access, _secret = web_access()
 
 
-def _has_display() -> bool:
-    """A graphical session to open a browser in (never a console browser on a server)."""
-    return sys.platform in ("darwin", "win32") or bool(
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    )
-
-
 @asynccontextmanager
 async def _announce(_app: Any) -> AsyncIterator[None]:
     from streamlit import config
@@ -51,7 +44,11 @@ async def _announce(_app: Any) -> AsyncIterator[None]:
     if _access.web == "token":
         link = f"{url}/?token={TOKENS.issue()}"
         print(f"\n  Gatehouse sign-in link (works once): {link}\n", flush=True)
-        if os.environ.get(OPEN_BROWSER_ENV) == "1" and _has_display():
+        # Only in a graphical session: never a console browser on a server.
+        display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+        if os.environ.get(OPEN_BROWSER_ENV) == "1" and (
+            sys.platform in ("darwin", "win32") or display
+        ):
             webbrowser.open(link)
     else:  # signed in by the proxy or the identity provider: the address is all there is
         print(f"\n  Gatehouse: {url} (sign in through {_access.web})\n", flush=True)

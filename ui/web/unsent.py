@@ -99,8 +99,7 @@ def trouble_page(exc: BaseException) -> None:
 @st.fragment(run_every=RETRY_S)
 def _retry_soon() -> None:
     # The fragment's first run is the page's own; each later one retries the page.
-    ticks = st.session_state.get("gh-retry-ticks", 0) + 1
-    st.session_state["gh-retry-ticks"] = ticks
-    if ticks > 1:
-        st.session_state["gh-retry-ticks"] = 0
+    if st.session_state.get("gh-retry-ticked"):
+        st.session_state["gh-retry-ticked"] = False
         st.rerun(scope="app")
+    st.session_state["gh-retry-ticked"] = True
