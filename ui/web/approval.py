@@ -118,23 +118,6 @@ def _decision(session: Session, key: str, action: ActionRequest, choice: str) ->
     return respond(answer)
 
 
-def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
-    """ "Always allow": the narrow form (this command, this file) or, labelled, the whole tool."""
-    scope = narrow_grant(action.name, action.args) if choice == "approve" else None
-    words = {
-        "ask": "No: ask again next time",
-        "narrow": f"Always allow {scope.covers} in this thread" if scope else "",
-        "tool": f"Always allow the whole tool: {whole_tool(action.name)}",
-    }
-    st.radio(
-        "Later calls like this",
-        [c for c in words if words[c]],
-        format_func=lambda c: label(words[c]) if c != "ask" else words[c],
-        key=f"{key}-grant",
-        index=0,
-    )
-
-
 def _action(
     session: Session,
     pending: Approval,
@@ -189,7 +172,20 @@ def _action(
                 "Answer to give the model instead of running the tool", key=f"{key}-respond"
             )
         if choice in ("approve", "edit"):
-            _grant_choice(key, action, choice)
+            # "Always allow": the narrow form (this command, this file) or, labelled, the whole tool.
+            scope = narrow_grant(action.name, action.args) if choice == "approve" else None
+            words = {
+                "ask": "No: ask again next time",
+                "narrow": f"Always allow {scope.covers} in this thread" if scope else "",
+                "tool": f"Always allow the whole tool: {whole_tool(action.name)}",
+            }
+            st.radio(
+                "Later calls like this",
+                [c for c in words if words[c]],
+                format_func=lambda c: label(words[c]) if c != "ask" else words[c],
+                key=f"{key}-grant",
+                index=0,
+            )
     return choice, in_view
 
 

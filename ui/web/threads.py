@@ -86,7 +86,13 @@ def sidebar(session: Session, runner: Runner) -> None:
             open_thread(None)
             st.rerun()
         tab_switch()
-        _open_by_id(session)
+        with st.form("open-by-id", clear_on_submit=True, border=False):
+            wanted = st.text_input("Open thread by id", placeholder="thread id", key="open-id")
+            if st.form_submit_button("Open") and (wanted := wanted.strip()):
+                if thread_id_problem(wanted) is None and session.view(wanted).exists:
+                    open_thread(wanted)
+                    st.rerun()
+                st.error(f"No thread {safe_label(shown_id(wanted))}.")
         st.subheader("Threads")
         # Which database the list is from: another directory can mean another file.
         st.caption(f"on `{session.info.get('db', '?')}`")
@@ -94,16 +100,6 @@ def sidebar(session: Session, runner: Runner) -> None:
         if thread_id and session.view(thread_id).exists:
             st.divider()
             thread_actions(session, runner, thread_id)
-
-
-def _open_by_id(session: Session) -> None:
-    with st.form("open-by-id", clear_on_submit=True, border=False):
-        wanted = st.text_input("Open thread by id", placeholder="thread id", key="open-id")
-        if st.form_submit_button("Open") and wanted.strip():
-            if thread_id_problem(wanted.strip()) is None and session.view(wanted.strip()).exists:
-                open_thread(wanted.strip())
-                st.rerun()
-            st.error(f"No thread {safe_label(shown_id(wanted.strip()))}.")
 
 
 def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
@@ -181,7 +177,20 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
     )
     thread_switch(session, thread_id)
     _grants(session, thread_id)
-    _compact_button(session, thread_id, busy)
+    key = f"compact-{thread_id}"
+    st.button(
+        ":material/compress: Compact now",
+        key=key,
+        disabled=busy,
+        width="stretch",
+        help="Not while a run is active"
+        if busy
+        else "Send the model a summary in place of the older turns; your history stays whole",
+        on_click=_compact,
+        args=(session, thread_id, key),
+    )
+    if said := st.session_state.pop(f"{key}-result", None):
+        getattr(st, said[0])(said[1])  # st.error, st.info or st.success
     st.button(
         ":material/fact_check: Decision log",
         key=f"audit-{thread_id}",
@@ -263,23 +272,6 @@ def _revoke(session: Session, thread_id: str, label: str) -> None:
         st.session_state["flash"] = f"Not revoked: {exc}"
     else:
         st.session_state["flash"] = f"Revoked {printable(label)}: its calls ask again."
-
-
-def _compact_button(session: Session, thread_id: str, busy: bool) -> None:
-    key = f"compact-{thread_id}"
-    st.button(
-        ":material/compress: Compact now",
-        key=key,
-        disabled=busy,
-        width="stretch",
-        help="Not while a run is active"
-        if busy
-        else "Send the model a summary in place of the older turns; your history stays whole",
-        on_click=_compact,
-        args=(session, thread_id, key),
-    )
-    if said := st.session_state.pop(f"{key}-result", None):
-        getattr(st, said[0])(said[1])  # st.error, st.info or st.success
 
 
 def _compact(session: Session, thread_id: str, key: str) -> None:
