@@ -298,7 +298,7 @@ def test_a_fresh_page_follows_a_live_run_once_its_browser_has_drawn_it(
 ) -> None:
     # A browser that has not drawn this page's widgets yet (a reload during a run):
     # the page is drawn as it stands, Stop and the input included, and follows the run
-    # live only when the browser asks (ui/web/live_ready.py).
+    # live only when the browser asks (ui/web/live_run.py).
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
     monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.05")
     from graph.protocol.operations import SendMessage

@@ -25,7 +25,7 @@ from tests.support.browser import (
     streamlit_server,
 )
 from tests.support.browser_journal import clicks_on, presses
-from ui.web.live_ready import BUTTON_KEY as LIVE_BUTTON
+from ui.web.live_run import BUTTON_KEY as LIVE_BUTTON
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -134,7 +134,7 @@ def test_approve(page: Any, server: Server) -> None:
     playwright_api.expect(chat_box(page)).to_be_enabled()
     assert (server.workspace / "todo.md").read_text() == "buy milk\n"
     # A fresh tab asks for the live view only while no page run is going: an ask during
-    # a run stops it, and with it any click that run carried (ui/web/live_ready.py).
+    # a run stops it, and with it any click that run carried (ui/web/live_run.py).
     asks = clicks_on(page, LIVE_BUTTON)  # none when the run had ended when the page drew
     assert all("script=notRunning" in ask for ask in asks), asks
     assert presses(page, LIVE_BUTTON) == len(asks)
@@ -226,7 +226,7 @@ def test_reload_during_a_run_reattaches(page: Any, server: Server, slowdown: int
     expect_text(page, "run_command · running")
     # A slow browser (Chromium's own CPU throttle stands in for a busy machine) once
     # never drew Stop or the chat input while the run's updates kept coming: React draws
-    # a widget whose code just loaded only when nothing else waits (ui/web/live_ready.py).
+    # a widget whose code just loaded only when nothing else waits (ui/web/live_run.py).
     # At 6x Stop was still missing 60 s after the reload; now ~9 s on a quiet machine.
     live = main(page).get_by_text(re.compile(r"^running · \d+ s$"))
     playwright_api.expect(live).to_be_visible(timeout=WAIT_MS)  # this tab asked already

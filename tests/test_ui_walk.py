@@ -298,7 +298,7 @@ def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
         expect(rows).to_have_count(2)
     except AssertionError:
         # Under a CPU hog (about one run in three) a press did nothing. One cause is
-        # fixed (ui/web/live_updates.py: the live-update watcher's rerun could replace
+        # fixed (ui/web/live_run.py: the live-update watcher's rerun could replace
         # the run a click had just started). Once since, the key reached the page and no
         # press was sent: likely before the button's code had loaded (a skeleton has no
         # shortcut; `idle` now waits for none). Whether that was all is not shown yet, so

@@ -276,10 +276,10 @@ def test_the_page_icon_is_gatehouses_and_local(
     gated_server: tuple[Server, Path], first_page: Callable[[str], Any]
 ) -> None:
     """The page names no icon (its image code imports numpy on a first page):
-    ui/web/favicon.py serves Gatehouse's where Streamlit's page looks for one."""
+    ui/web/loading.py serves Gatehouse's where Streamlit's page looks for one."""
     from playwright.sync_api import expect
 
-    from ui.web.favicon import ICON
+    from ui.web.loading import ICON
 
     server, _gate = gated_server
     page = first_page("/")

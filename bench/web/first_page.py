@@ -41,7 +41,7 @@ from bench.web.server import free_port, install_secret_of, running, sign_in
 
 TARGET_S = 3.0
 POLL_S = 0.05
-# The loading state in the served HTML (ui/web/preload.py) or the app's own.
+# The loading state in the served HTML (ui/web/loading.py) or the app's own.
 LOADING_CSS = "#gh-boot, .gh-loading"
 
 # Installed before any script of each document: the epoch ms at which the loading

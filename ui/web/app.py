@@ -1,6 +1,5 @@
-"""Gatehouse in the browser (served by ui/web/launch.py). This script draws what needs none
-of the page's code (the loading state, styles, the sign-in check and, on a server's first
-page, the chat input), then imports the pages (ui/web/page.py, LangGraph with them)."""
+"""Gatehouse in the browser (served by ui/web/launch.py): what needs none of the page's
+code first (loading state, styles, sign-in, a first chat input), then ui/web/page.py."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ import streamlit as st  # noqa: E402
 
 from ui.web.loading import loading_state, page_loaded  # noqa: E402
 
-# No page icon (ui/web/favicon.py serves it). The loading state is drawn before the page's
-# code loads (LangGraph: seconds on a cold, busy machine), not a blank page.
+# No page icon (ui/web/loading.py serves it).
 st.set_page_config(page_title="Gatehouse", layout="wide")
 LOADING = loading_state()
 
@@ -26,15 +24,13 @@ from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
 from ui.web.identity import signed_in  # noqa: E402
 from ui.web.serve import ACCENT  # noqa: E402
 
-# Approve in the accent, never Streamlit's default red (also when served by a bare
-# `streamlit run` without ui/web/serve.py's theme flag); Reject looks destructive.
+# Approve in the accent, not Streamlit's red (also under a bare `streamlit run`).
 _BUTTON_COLORS = f"""
 button[data-testid="stBaseButton-primary"] {{ background-color: {ACCENT}; border-color: {ACCENT}; color: #fff; }}
 button[data-testid="stBaseButton-primary"]:hover {{ filter: brightness(0.9); color: #fff; }}
 [class*="st-key-inbox-reject-"] button {{ color: #b3261e; border-color: #b3261e80; }}
 """
-# Streamlit's own "Running… Stop" (it stops the page script, not the run: the live
-# view froze while the run went on); Gatehouse's Stop button stops the run.
+# No Streamlit "Running… Stop" (it stops the page script, not the run).
 STYLE = (
     """<style>
 [data-testid="stStatusWidget"] { visibility: hidden; }
@@ -51,27 +47,21 @@ details.gh-tool .gh-pre { white-space: pre-wrap; overflow-wrap: anywhere; max-he
 
 
 def main() -> None:
-    st.set_page_config(page_title="Gatehouse", layout="wide")
     st.html(STYLE)
     st.html(COPY_SCRIPT, unsafe_allow_javascript=True)
     if signed_in() is None:
         page_loaded(LOADING)
         return
-    # A server's first page: the chat input first, then the page's code (LangGraph and
-    # the Session, ~0.8 s of imports) and the page. ui/web/chat_input.py says why.
+    # A server's first page: the chat input before the page's code (ui/web/chat_input.py).
     input_drawn = early_chat_input()
     from ui.web.page import draw_page
 
     draw_page(LOADING, input_drawn)
 
 
-def run() -> None:
-    try:
-        main()
-    except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
-        from ui.web.unsent import trouble_page
+try:
+    main()
+except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
+    from ui.web.unsent import trouble_page
 
-        trouble_page(exc)
-
-
-run()
+    trouble_page(exc)

@@ -1,9 +1,6 @@
-"""The approval card: every gated call of a paused turn, one decision each.
-
-The card builds the answer (graph.protocol.operations) and submits it to the Runner as
-a `Decide`, which validates it before resuming; edited arguments are checked against
-the tool's schema here first, so a typo is reported next to the field. A card decided
-elsewhere (another tab, the terminal) says who decided what instead of moving on."""
+"""The approval card: every gated call of a paused turn, one decision each, submitted
+as a `Decide` (edited arguments checked against the tool's schema here first, so a typo
+shows next to the field). A card decided elsewhere says who decided what."""
 
 from __future__ import annotations
 
@@ -51,9 +48,8 @@ RISK_COLOR = {
     "network": "violet",
 }
 
-# The edit preview follows the arguments as they are typed: Streamlit sends a text
-# area's value only on blur or Ctrl+Enter, so this script (installed once per page)
-# commits an argument field (`…-args` keys) the way Ctrl+Enter does after a pause.
+# The edit preview follows typing: Streamlit sends a text area's value only on blur or
+# Ctrl+Enter, so this script presses Ctrl+Enter in an `…-args` field after a pause.
 PAUSE_MS = 300
 
 LIVE_EDIT_SCRIPT = """<script>
@@ -122,40 +118,6 @@ def _decision(session: Session, key: str, action: ActionRequest, choice: str) ->
     return respond(answer)
 
 
-def _grant_choice(key: str, action: ActionRequest, choice: str) -> None:
-    """ "Always allow": the narrow form first (this command, this file), the whole tool
-    an explicit, labelled choice; each says exactly what it covers."""
-    scope = narrow_grant(action.name, action.args) if choice == "approve" else None
-    words = {
-        "ask": "No: ask again next time",
-        "narrow": f"Always allow {scope.covers} in this thread" if scope else "",
-        "tool": f"Always allow the whole tool: {whole_tool(action.name)}",
-    }
-    st.radio(
-        "Later calls like this",
-        [c for c in words if words[c]],
-        format_func=lambda c: label(words[c]) if c != "ask" else words[c],
-        key=f"{key}-grant",
-        index=0,
-    )
-
-
-def _preview_of(
-    session: Session, key: str, action: ActionRequest, choice: str | None
-) -> tuple[str | None, str | None]:
-    """(the preview of what will run, what is wrong with the edited arguments). When
-    editing, the preview is the edited arguments' and only for arguments the tool
-    accepts: invalid ones are flagged instead, never previewed."""
-    raw = st.session_state.get(f"{key}-args") if choice == "edit" else None
-    if raw is None:
-        return action.preview, None
-    try:
-        args = _edited_args(session, action.name, raw)
-    except InvalidInput as exc:
-        return None, str(exc)
-    return session.preview(action.name, args), None
-
-
 def _action(
     session: Session,
     pending: Approval,
@@ -187,7 +149,13 @@ def _action(
             )
         else:
             in_view = card_block(card_text(action.args), f"{key}-args-all", "json")
-        preview, invalid = _preview_of(session, key, action, choice)
+        # Edited arguments the tool refuses are flagged, never previewed.
+        preview, invalid = action.preview, None
+        if choice == "edit" and (raw := st.session_state.get(f"{key}-args")) is not None:
+            try:
+                preview = session.preview(action.name, _edited_args(session, action.name, raw))
+            except InvalidInput as exc:
+                preview, invalid = None, str(exc)
         if invalid:
             st.error(f"Invalid arguments, no preview: {label(invalid)}", icon=":material/error:")
         elif preview:
@@ -204,14 +172,26 @@ def _action(
                 "Answer to give the model instead of running the tool", key=f"{key}-respond"
             )
         if choice in ("approve", "edit"):
-            _grant_choice(key, action, str(choice))
-    return (None if choice is None else str(choice)), in_view
+            # "Always allow": the narrow form (this command, this file) or, labelled, the whole tool.
+            scope = narrow_grant(action.name, action.args) if choice == "approve" else None
+            words = {
+                "ask": "No: ask again next time",
+                "narrow": f"Always allow {scope.covers} in this thread" if scope else "",
+                "tool": f"Always allow the whole tool: {whole_tool(action.name)}",
+            }
+            st.radio(
+                "Later calls like this",
+                [c for c in words if words[c]],
+                format_func=lambda c: label(words[c]) if c != "ask" else words[c],
+                key=f"{key}-grant",
+                index=0,
+            )
+    return choice, in_view
 
 
 def _choose(
     question: str, labels: dict[str, str], allowed: Sequence[str], key: str, index: int | None
 ) -> str | None:
-    """The card's choice among the `allowed` ones it has a label for."""
     options = [c for c in allowed if c in labels]
     return st.radio(
         question,
@@ -237,11 +217,8 @@ def _outcome_answer(key: str, choice: str | None) -> OutcomeAnswer:
     return outcome("respond", real)
 
 
-def outcome_card(
-    session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str = "card"
-) -> None:
-    """The "outcome unknown" card: run again, mark as failed, or tell the model what
-    really happened. Nothing is pre-selected: the person says which."""
+def outcome_card(session: Session, runner: Runner, pending: OutcomeUnknown, prefix: str) -> None:
+    """ "Outcome unknown": run again, mark as failed, or say what happened (none preselected)."""
     call = pending.call
     key = f"{prefix}-{pending.interrupt_id}-outcome"
     name = call.name
@@ -266,7 +243,7 @@ def outcome_card(
             st.text_area(
                 "What really happened (the model gets this as the tool's result)", key=f"{key}-real"
             )
-        _error_here(key)
+        error_here(key)
         st.button(
             "Submit",
             type="primary",
@@ -277,12 +254,9 @@ def outcome_card(
         )
 
 
-def _error_here(key: str) -> None:
+def error_here(key: str) -> None:
     if error := st.session_state.pop(f"{key}-error", None):
         st.error(error)
-
-
-Answer = ReviewAnswer | OutcomeAnswer
 
 
 def submit(
@@ -290,16 +264,14 @@ def submit(
     runner: Runner,
     pending: Pause,
     key: str,
-    make_answer: Callable[[], Answer],
+    make_answer: Callable[[], ReviewAnswer | OutcomeAnswer],
     notice_key: str | None = None,
     *,
     confirm: bool = False,
 ) -> None:
-    """Resume with the answer (in a button's callback); a refused or unreadable one is
-    shown on the card (`{key}-error`) and nothing changes; one that came too late says
-    who decided instead (`notice_key`, by default the thread's notice). `confirm`: an
-    answer that runs a call the confirmation rule (graph.protocol.confirm) names asks
-    first (`confirm_pending`), and is sent at "yes"."""
+    """Resume with the answer (a button's callback): a refused one is shown on the card
+    (`{key}-error`), a late one says who decided (`notice_key`). `confirm`: an answer
+    running a call graph.protocol.confirm names asks first (`confirm_pending`)."""
     if confirm:
         try:
             answer = make_answer()
@@ -333,34 +305,29 @@ def submit(
 NOTICE_S = 60
 
 
-def show_notice(key: str) -> bool:
-    """Show the notice stored under `key` (text, when) for NOTICE_S seconds: it must
-    survive the live update that usually follows it at once."""
-    notice = st.session_state.get(key)
-    if notice is None:
-        return False
+def show_notice(key: str) -> None:
+    """The notice under `key` (text, when), for NOTICE_S s: it outlives the next live update."""
+    if (notice := st.session_state.get(key)) is None:
+        return
     text, when = notice
     if time.time() - when > NOTICE_S:
         st.session_state.pop(key, None)
-        return False
-    st.warning(text, icon=":material/info:")
-    return True
+    else:
+        st.warning(text, icon=":material/info:")
 
 
 def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
-    """What became of a request this tab did not decide: who decided what, and how."""
     calls = (
         [a.tool_call_id for a in pending.actions]
         if isinstance(pending, Approval)
         else [pending.call.tool_call_id]
     )
     said: dict[str, str] = {}  # call id -> what became of it
-    records = session.view(pending.thread_id).audit(50)
-    for _ in range(10):  # the winning run records its decision a moment after it starts
+    for _ in range(11):  # the winning run records its decision a moment after it starts
+        records = session.view(pending.thread_id).audit(50)
         if any(r.tool_call_id in calls for r in records):
             break
         time.sleep(0.1)
-        records = session.view(pending.thread_id).audit(50)
     for r in records:
         if r.tool_call_id in calls and r.tool_call_id not in said:
             by = f"by {r.actor}" if r.actor else ""
@@ -373,8 +340,8 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
 
 
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
-    """Draw the card without controls when this person may not decide one of its calls
-    (the policy's `approvers`; the graph refuses their answer too); True when it did."""
+    """The card without controls when this person is not among a call's `approvers` (the
+    graph refuses their answer too); True when drawn."""
     me = (signed_in_identity() or "").strip().lower()
     barred = [
         (a, who)
@@ -400,7 +367,8 @@ def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
 
 def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str = "card") -> None:
     """Draw the card; its buttons resume the run in their callbacks."""
-    track(pending, f"notice-{pending.thread_id}" if prefix == "card" else "notice-inbox")
+    notice_key = f"notice-{pending.thread_id}" if prefix == "card" else "notice-inbox"
+    st.session_state.setdefault(SHOWN, {})[pending.interrupt_id] = (pending, notice_key)
     if isinstance(pending, OutcomeUnknown):
         outcome_card(session, runner, pending, prefix)
         return
@@ -419,7 +387,7 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
         choices = [c for c, _ in drawn]
         hidden = [i for i, (_, whole) in enumerate(drawn) if not whole]
         undecided = [i for i, c in enumerate(choices) if c is None]
-        _error_here(card)
+        error_here(card)
         if confirm_pending(session, runner, pending, card):
             return
 
@@ -478,8 +446,8 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
 
 
 def confirm_pending(session: Session, runner: Runner, pending: Approval, key: str) -> bool:
-    """The question an answer that runs a risky call asks, with every such call whole;
-    True while it is asked (the card's own buttons wait)."""
+    """Asks "approve as shown?" for an answer that runs a risky call, each call whole; True
+    while asked (the card's own buttons wait)."""
     asked = st.session_state.get(f"{key}-confirm")
     if asked is None or asked[0] != pending.interrupt_id:
         return False
@@ -515,13 +483,9 @@ def confirm_pending(session: Session, runner: Runner, pending: Approval, key: st
 SHOWN = "cards-shown"  # interrupt id -> (pause, notice key): the cards this tab drew
 
 
-def track(pending: Pause, notice_key: str) -> None:
-    st.session_state.setdefault(SHOWN, {})[pending.interrupt_id] = (pending, notice_key)
-
-
 def decided_elsewhere(session: Session) -> None:
-    """At a page run's start: a card this tab showed whose request is no longer pending
-    and was not answered here says who decided what, instead of vanishing."""
+    """At a page run's start: a card this tab showed, no longer pending and not answered
+    here, says who decided what instead of vanishing."""
     shown_cards: dict[str, tuple[Pause, str]] = st.session_state.get(SHOWN, {})
     for interrupt_id, (pending, notice_key) in list(shown_cards.items()):
         now = session.view(pending.thread_id).pending

@@ -1,6 +1,5 @@
-"""The decision log page (`?view=audit`): who decided what, when, from where, newest first,
-for the thread or all. One static `<details>` row per record; filters narrow the newest
-`SCAN` records and offer only the values those hold."""
+"""The decision log page (`?view=audit`): who decided what, when, from where, newest
+first, one `<details>` row each; filters narrow the newest `SCAN` records."""
 
 from __future__ import annotations
 
@@ -33,18 +32,14 @@ _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched
 
 def _what(record: DecisionRecord) -> str:
     if record.tool == "*" and record.decision in _SWITCH:
-        return _decision(record) + " for the thread"
-    return f"{record.tool} · {_decision(record)}"
+        return _SWITCH[record.decision] + " for the thread"
+    return f"{record.tool} · {decided(record.decision)}"
 
 
 def record_html(record: DecisionRecord, title: str | None) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.decided_at))
     # "ana@example.com via web": the signed-in identity the log recorded, and the front end.
-    who = " ".join(
-        p
-        for p in (record.actor or "unknown", f"via {record.source}" if record.source else None)
-        if p
-    )
+    who = (record.actor or "unknown") + (f" via {record.source}" if record.source else "")
     where = f" · {title}" if title else ""
     summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {_what(record)} · by {who}"
     # In a <div>: on a line of its own, not run into the label that follows.
@@ -60,19 +55,10 @@ def record_html(record: DecisionRecord, title: str | None) -> str:
     return f'<details class="gh-tool"><summary>{html.escape(visible(summary))}</summary>{body}</details>'
 
 
-def _who(record: DecisionRecord) -> str:
-    return record.actor or "unknown"
-
-
 def _decision(record: DecisionRecord) -> str:
-    """The filter's name for a record's decision (grants and switches by what they did)."""
     if record.tool == "*" and record.decision in _SWITCH:
         return _SWITCH[record.decision]
     return decided(record.decision)
-
-
-def _tool(record: DecisionRecord) -> str:
-    return "(every tool)" if record.tool == "*" else record.tool
 
 
 def audit_page(session: Session, thread_id: str | None) -> None:
@@ -98,12 +84,10 @@ def audit_page(session: Session, thread_id: str | None) -> None:
     if not records:
         st.info("No decisions recorded yet" + (" for this thread." if scope == "thread" else "."))
         return
-    titles = (
-        {t.thread_id: t.title for t in session.thread_list(limit=1000).threads}
-        if scope == "all"
-        else {}
-    )
-    records = _filtered(records, titles if scope == "all" else None)
+    titles = None
+    if scope == "all":
+        titles = {t.thread_id: t.title for t in session.thread_list(limit=1000).threads}
+    records = _filtered(records, titles)
     st.caption(
         f"{min(len(records), limit)} of {len(records)} matching decision{'s' if len(records) != 1 else ''}, "
         "newest first. Kept through undo, fork and deletion."
@@ -112,14 +96,14 @@ def audit_page(session: Session, thread_id: str | None) -> None:
         st.info("No decision matches these filters.")
         return
     rows = [
-        record_html(r, titles.get(r.thread_id, r.thread_id[:8]) if scope == "all" else None)
+        record_html(r, None if titles is None else titles.get(r.thread_id, r.thread_id[:8]))
         for r in records[:limit]
     ]
     st.markdown("\n".join(rows), unsafe_allow_html=True)
 
 
 def _filtered(records: list[DecisionRecord], titles: dict[str, str] | None) -> list[DecisionRecord]:
-    """The records the person's filters keep; `titles` None: one thread's log (no thread filter)."""
+    """The records the filters keep; `titles` None: one thread's log (no thread filter)."""
     columns = st.columns(4 if titles is not None else 3)
     keep = records
     if titles is not None:
@@ -140,9 +124,9 @@ def _filtered(records: list[DecisionRecord], titles: dict[str, str] | None) -> l
         keep = [r for r in keep if not chosen or r.thread_id in chosen]
     rest = columns[-3:]
     for column, name, of in (
-        (rest[0], "Tool", _tool),
+        (rest[0], "Tool", lambda r: "(every tool)" if r.tool == "*" else r.tool),
         (rest[1], "Decision", _decision),
-        (rest[2], "Who", _who),
+        (rest[2], "Who", lambda r: r.actor or "unknown"),
     ):
         key = f"audit-filter-{name.lower()}"
         values = sorted({of(r) for r in records} | set(st.session_state.get(key, [])))

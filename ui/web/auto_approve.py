@@ -1,6 +1,5 @@
-"""Auto-approve in the web app. One Session serves every browser session, so a person's
-switch is kept in their browser session and travels with each operation they submit
-(`tab_options()`); the thread's switch is stored with the thread, for everyone."""
+"""Auto-approve in the web app: a person's switch is kept in their browser session and
+travels with each operation (`tab_options()`); the thread's is stored, for everyone."""
 
 from __future__ import annotations
 
@@ -19,9 +18,7 @@ def tab_auto_approve() -> bool:
 
 
 def tab_options() -> RunOptions:
-    """The options of every run this browser session starts (`Runner.submit`): source
-    "web", the signed-in person as the actor, and auto-approve while this tab's switch
-    is on (otherwise the session's own mode)."""
+    """The options of every run this browser session starts: source, actor, auto-approve."""
     return RunOptions(
         source="web", actor=signed_in_identity(), auto_approve=True if tab_auto_approve() else None
     )
@@ -36,7 +33,6 @@ def submit_from_tab(runner: Runner, operation: Operation, refused: str) -> None:
 
 
 def tab_switch() -> None:
-    """The sidebar switch for this browser session's auto-approve mode."""
     # The widget's own state goes when a script run does not draw it; the mode must not.
     st.session_state[_WIDGET] = tab_auto_approve()
     st.toggle(
@@ -49,7 +45,6 @@ def tab_switch() -> None:
 
 
 def thread_switch(session: Session, thread_id: str) -> None:
-    """The open thread's auto-approve switch (stored with the thread, for everyone)."""
     key = f"auto-approve-thread-{thread_id}"
     # another tab may have flipped it
     st.session_state[key] = session.view(thread_id).auto_approve

@@ -1,13 +1,7 @@
-"""The chat input, and what it sends: drawn by the chat page in its place, and by a
-server's first page before the page's code has loaded.
-
-Loading the page's code (LangGraph, the Session: ~0.8 s of imports) was most of the
-time from `uv run gatehouse` to a usable input (issue 36). The input needs none of it:
-its state follows from what the thread waits for, which the LangGraph-free reader
-answers (graph/store/reader.py); a message sent from it is taken by the next script
-run's callback, which opens the Session first if needed. So this module imports only
-Streamlit and graph.protocol's plain types at load (tests/test_web_first_input.py).
-"""
+"""The chat input and what it sends, drawn by a server's first page before the page's
+code (LangGraph: ~0.8 s of imports, issue 36) has loaded: its state comes from the
+LangGraph-free reader, and a message is taken by the next run's callback, which opens
+the Session. So this module imports only Streamlit and graph.protocol's plain types."""
 
 from __future__ import annotations
 
@@ -78,8 +72,8 @@ def _new_thread(runner: Runner) -> str:
 
 
 def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
-    """`Runner.send` (now, or queued while a run is active), with what a person must know
-    said on the page; raises only what the database raised. No `thread_id`: a new thread."""
+    """`Runner.send` (no `thread_id`: a new thread), a refusal said on the page; raises only
+    what the database raised."""
     from graph import DecisionError, RunInProgress
     from ui.web.auto_approve import tab_options
 
@@ -96,19 +90,14 @@ def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
 
 
 def early_chat_input() -> bool:
-    """On a server's first chat page, before the page's code has loaded: draw the chat
-    input now, from the reader. True when drawn (the page must not draw it again)."""
-    if PAGE_MODULE in sys.modules:
-        return False
+    """On a server's first chat page, the chat input from the reader; True when drawn."""
     params = st.query_params
-    if params.get("view", "chat") != "chat":
+    if PAGE_MODULE in sys.modules or params.get("view", "chat") != "chat":
         return False
     thread_id = params.get("thread") or None
     pending: Pause | None = None
     info: ThreadInfo | None = None
     if thread_id is not None:
-        if thread_id_problem(thread_id) is not None:
-            return False  # the page draws "Thread not found"
         try:
             found = _read(thread_id)
         except Exception:  # noqa: BLE001 - the page reads it again and shows any error
@@ -122,6 +111,8 @@ def early_chat_input() -> bool:
 
 
 def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
+    if thread_id_problem(thread_id) is not None:
+        return None
     import graph
 
     reader = graph.open_reader(graph.load_settings().db)

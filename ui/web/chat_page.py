@@ -1,8 +1,6 @@
 """The chat page: windowed history, the live run, approval card, retry, the Stop dock.
-
-Every control acts in its callback (run before the script), so the script run after a
-click draws the page as it now is; a live run is followed at the bottom and that region
-is redrawn from the checkpoints when it ends, without another rerun."""
+Controls act in callbacks (before the script), so a run draws the page as it now is; a
+live run is followed at the bottom, then redrawn from the checkpoints in the same run."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from graph.protocol.operations import Cancel, Fork
 from ui.web.approval import approval_card, show_notice
 from ui.web.auto_approve import submit_from_tab
 from ui.web.history import Drawing, draw_turn, draw_window, turns_of
-from ui.web.live_ready import live_ready
-from ui.web.live_run import durations, follow, last_error
+from ui.web.live_run import durations, follow, last_error, live_ready
 from ui.web.safe_text import label, markdown
 from ui.web.state import transcript
 from ui.web.thinking import retry, stopped_notes
@@ -29,8 +26,7 @@ from ui.web.unsent import calm
 
 @dataclass(frozen=True)
 class OpenThread:
-    """The open thread as this script run shows it, read once: the chat input and the
-    page below it must agree, and a run can end between two reads."""
+    """The open thread, read once per script run: the input and the page must agree."""
 
     thread_id: str | None
     active: Run | None
@@ -42,16 +38,14 @@ def open_thread_now(session: Session, runner: Runner) -> OpenThread:
     thread_id = current_thread()
     if thread_id is None:
         return OpenThread(None, None, None)
-    # The run first: one that ends after this read is followed to its end; one that
-    # ended before it has saved its pause for the read below.
+    # The run first: one that ended before this read has saved its pause for the next.
     active = runner.active(thread_id)
     view = session.view(thread_id)
     return OpenThread(thread_id, active, view.pending if active is None else None, view.info)
 
 
 def stop_dock(runner: Runner, now: OpenThread) -> None:
-    """Stop, while a run is active, docked just above the chat input (`st.bottom`), where
-    the eye is (in the page it scrolled out of view under a long turn)."""
+    """Stop, while a run is active, docked above the chat input (`st.bottom`), in view."""
     thread_id = now.thread_id
     if now.active is None or thread_id is None:
         return
@@ -62,8 +56,8 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
             key="stop",
             type="secondary",
             help="Stop the run now (a running command is killed)",
-            on_click=calm(_stop),
-            args=(runner, thread_id),
+            on_click=calm(runner.submit),
+            args=(Cancel(thread_id),),
         )
         waiting = len(runner.queued(thread_id))
         dock_right.caption(
@@ -76,18 +70,12 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
         )
 
 
-def _stop(runner: Runner, thread_id: str) -> None:
-    runner.submit(Cancel(thread_id))
-
-
 def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
-    """The open thread: the window of history, then the tail (the last turn, the live
-    run, the approval card or the error). True when it followed a live run to its end
-    (the input and the sidebar above were drawn before it ended)."""
+    """The open thread: the history's window, then the tail (the last turn, the live run,
+    the card or the error). True when it followed a live run to its end."""
     thread_id, info, active = now.thread_id, now.info, now.active
     title = info.title if info else "New thread"
-    # The browser tab follows the thread, and the branch it is on (a fork of the first
-    # message retitles a thread titled by it).
+    # The browser tab follows the thread and its branch (a fork can retitle it).
     st.set_page_config(page_title=f"{visible(title)} · Gatehouse")
     st.header(label(title))
     if thread_id is None:
@@ -107,13 +95,12 @@ def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
     # The last turn belongs to the tail: a run (or a decision) changes it.
     tail_start = turns[-1].start if turns else 0
     draw_window(d, messages, turns[:-1])
-    # Two slots, a live run only in the second: the run after a click empties the first
-    # at once, so the decided card does not stay on screen for the whole run (a block
-    # replacing one of its type in place keeps its old children until the script ends).
+    # Two slots, a live run only in the second: a click's run empties the first at once, so
+    # a decided card does not stay for the whole run (a block replaced in place would).
     settled, live_slot = st.empty(), st.empty()
     pending = now.pending
     if active is not None and not live_ready():
-        # Drawn as it stands until the browser has drawn its widgets (ui/web/live_ready.py).
+        # Drawn as it stands until the browser has drawn its widgets (ui/web/live_run.py).
         with live_slot.container():
             _draw_live(d, messages, tail_start, base, active)
         return False
@@ -133,8 +120,7 @@ def _follow_runs(
     """Follow the live run, then the queued messages' runs, to the end."""
     active, pending, info, thread_id = now.active, now.pending, now.info, d.thread_id
     while active is not None:
-        # A fresh slot per live run, emptied when it ends (replacing a container's content
-        # in place upsets the browser's delta paths when deltas are still in flight).
+        # A fresh slot per run (replacing content in place upsets deltas still in flight).
         _draw_live(d, messages, tail_start, base, active, follows=True).empty()
         messages = transcript(session, thread_id)
         view = session.view(thread_id)
@@ -154,9 +140,9 @@ def _drawing(session: Session, runner: Runner, thread_id: str, can_fork: bool) -
 def _draw_live(
     d: Drawing, messages: list, tail_start: int, base: int, active: Run, *, follows: bool = False
 ) -> Any:
-    """A live run in a slot of its own (returned): the tail so far, its message, its
-    progress (followed to the end when `follows`) and the queue. The same shape either
-    way, so a page drawn before the browser is ready leaves no ghost beside the next."""
+    """A live run in a slot of its own (returned): the tail so far, its message, progress
+    (followed to the end when `follows`) and the queue, in the same shape either way (a
+    page drawn before the browser is ready leaves no ghost beside the next)."""
     live = st.empty()
     with live.container():
         _draw_part(replace(d, can_fork=False, missing="running…"), messages, tail_start, base)
@@ -219,22 +205,19 @@ def _draw_part(d: Drawing, messages: list, start: int, end: int | None = None) -
 
 
 def _draw_queued(runner: Runner, thread_id: str, *, running: bool, paused: bool = False) -> None:
-    """The thread's queued messages (stored: they outlive a reload, Stop and a restart).
-    With no run going, each says why it waits and offers "Send now" and "Discard"."""
+    """The thread's queued messages (stored); with no run going, "Send now" and "Discard"."""
     for message in runner.queued(thread_id):
         with st.chat_message("user"):
             st.markdown(said_html(message.text), unsafe_allow_html=True)
+            st.caption(
+                ":material/schedule: queued: sent when the run ends"
+                if running
+                else ":material/schedule: queued: sent when the run your decision resumes ends"
+                if paused
+                else ":material/schedule: queued, not sent: the run before it did not complete"
+            )
             if running:
-                st.caption(":material/schedule: queued: sent when the run ends")
                 continue
-            if paused:
-                st.caption(
-                    ":material/schedule: queued: sent when the run your decision resumes ends"
-                )
-            else:
-                st.caption(
-                    ":material/schedule: queued, not sent: the run before it did not complete"
-                )
             with st.container(horizontal=True, gap="small"):
                 if not paused:
                     st.button(

@@ -1,6 +1,6 @@
 """Copy buttons: a plain HTML button per message holding its text (a widget would cost a
-script run per click) and one script per page that copies whichever is clicked. The
-icon is inline SVG: a font ligature would show its name until the font has loaded."""
+script run per click), one script per page, an inline SVG icon (a font's would show its
+name until loaded)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from html import escape
 
 from graph.protocol.display import visible
 
-# Installed with `st.html(..., unsafe_allow_javascript=True)`: the clipboard API
-# where the page is a secure context (localhost, https), else the old selection copy.
+# The clipboard API in a secure context (localhost, https), else the old selection copy.
 COPY_SCRIPT = """<script>
 if (!window.ghCopyInstalled) {
   window.ghCopyInstalled = true;
@@ -57,14 +56,10 @@ ICON = (
 
 def copy_html(text: str, *, what: str) -> str:
     """A copy button for `text` (`what` names it for screen readers and the tooltip)."""
+    # Line breaks as references (a blank line ends Markdown's HTML block); what is shown is
+    # copied: no hidden escape sequence reaches a terminal.
+    copied = escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
     return (
         f'<button type="button" class="gh-copy" title="Copy this {what}" aria-label="Copy this {what}" '
-        f'data-copy="{_attribute(text)}">{ICON}Copy</button>'
+        f'data-copy="{copied}">{ICON}Copy</button>'
     )
-
-
-def _attribute(text: str) -> str:
-    # Line breaks as character references: a blank line would end Markdown's HTML block.
-    # What is copied is what is shown: a hidden escape sequence must not reach a
-    # terminal the text is pasted into.
-    return escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")

@@ -1,8 +1,6 @@
-"""Desktop notifications (opt-in, per tab): the browser says when a thread starts waiting
-for a decision. The live-update watcher reruns the page when the waiting threads change;
-a script notifies once per new pause (remembered in sessionStorage), not for the thread
-on screen, nor for pauses older than the toggle. Needs https or localhost and the
-person's permission; the webhook (graph/service/notify.py) is the server-side ping."""
+"""Desktop notifications (opt-in, per tab) when a thread starts waiting: on each live
+update a script notifies once per new pause (sessionStorage), not for the thread on
+screen nor pauses older than the toggle. Needs https or localhost and permission."""
 
 from __future__ import annotations
 
@@ -56,7 +54,6 @@ def _remember_since() -> None:
 
 
 def desktop_notifications(session: Session, current_thread: str | None) -> None:
-    """The sidebar toggle and, when it is on, the page's notification script."""
     with st.sidebar:
         on = st.toggle(
             ":material/notifications: Desktop notifications",

@@ -1,21 +1,13 @@
-"""The web app's front door: an ASGI middleware in front of every route Streamlit serves
-(the page, its static files, the `/_stcore/stream` WebSocket), run before Streamlit's own
-(ui/web/launch.py):
-
-1. `Host` must name this server (loopback, or `[access] hosts`): no DNS rebinding.
-2. `Origin`, when sent, must be this server's own or a configured one.
-3. The person must be signed in (`[access] web`, graph/service/access.py):
-   - token: a one-time link printed at start (`?token=`) or the install secret opens a
-     session (graph/store/web_sessions.py) in an HttpOnly, SameSite=Strict cookie named
-     after the port (browsers send a host's cookies to every port). The WebSocket is
-     checked again with every message, so a revoked session approves nothing more. The
-     cookie alone opens no WebSocket (a program on another port of this host receives it
-     too): sign-in also leaves HMAC(secret, session id) in the origin's localStorage
-     (per port), which a script put first in the page adds to the stream's address.
-   - proxy: a reverse proxy sends the user in `proxy_user_header` and the shared secret.
-   - oidc: Streamlit's `st.login` (ui/web/identity.py).
-4. The identity goes on to the page script in `X-Gatehouse-Identity`, signed with the
-   install secret, replacing whatever a client sent under that name."""
+"""The web app's front door: ASGI middleware before Streamlit's own routes (the page,
+static files, the `/_stcore/stream` WebSocket), in ui/web/launch.py. It checks `Host`
+(no DNS rebinding), `Origin`, and sign-in (`[access] web`, graph/service/access.py):
+- token: a one-time link (`?token=`) or the install secret opens a session
+  (graph/store/web_sessions.py) in an HttpOnly, SameSite=Strict cookie named after the
+  port. The cookie alone opens no WebSocket (a program on another port of this host gets
+  it too): sign-in leaves HMAC(secret, session id) in the origin's localStorage, which a
+  script first in the page adds to the stream's address; each message is checked again.
+- proxy: the user in `proxy_user_header` with the shared secret. oidc: `st.login`.
+The identity goes on in `X-Gatehouse-Identity`, signed, replacing any a client sent."""
 
 from __future__ import annotations
 
@@ -24,8 +16,7 @@ import hmac
 import html
 import secrets
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from graph import (
@@ -37,13 +28,7 @@ from graph import (
     same_secret,
     sign_identity,
 )
-from ui.web.preload import rewriting_html
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from ui.web.loading import ASGIApp, Message, Receive, Scope, Send, rewriting_html
 
 COOKIE = "gatehouse_session"  # + "_<port>"
 IDENTITY_HEADER = "x-gatehouse-identity"
@@ -84,10 +69,9 @@ class OneTimeTokens:
 
     def redeem(self, token: str) -> bool:
         with self._lock:
-            if token in self._live:
-                self._live.discard(token)
-                return True
-        return False
+            found = token in self._live
+            self._live.discard(token)
+        return found
 
 
 TOKENS = OneTimeTokens()
@@ -141,7 +125,9 @@ class Guard:
             return
         if self.access.web == "token" and await self._stopped_signed_in(scope, send, headers):
             return
-        _set_identity(scope, sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE))
+        signed = sign_identity(self.secret, identity or "", purpose=GUARD_PURPOSE)
+        _drop_header(scope, IDENTITY_HEADER)
+        scope["headers"] = [*scope["headers"], (IDENTITY_HEADER.encode(), signed.encode("latin-1"))]
         if self.access.web != "token":
             await self.app(scope, receive, _no_framing(send) if kind == "http" else send)
         elif kind == "http":
@@ -157,7 +143,7 @@ class Guard:
         if scope["type"] == "http" and "token" in _query(scope):
             # The link is used up all the same, and leaves the address bar.
             self.tokens.redeem(_query(scope)["token"])
-            await _send_html(send, 200, _continue_page(_without_token(scope)))
+            await _send(send, 200, _continue_page(_without_token(scope)), "html")
             return True
         if scope.get("path") in PROOF_PATHS and not self._proven(scope, headers):
             await _refuse(scope, send, 403, "Sign in again on this page.")
@@ -215,7 +201,7 @@ class Guard:
                 await self._sign_in(scope, send, _without_token(scope))
                 return
             if scope.get("method") == "GET" and "text/html" in headers.get("accept", ""):
-                await _send_html(send, 401, _signin_page(_without_token(scope), bool(token)))
+                await _send(send, 401, _signin_page(_without_token(scope), bool(token)), "html")
                 return
         if self.access.web == "proxy":
             await _refuse(scope, send, 401, "Sign in through the proxy in front of Gatehouse.")
@@ -232,8 +218,8 @@ class Guard:
         cookie = f"{COOKIE}_{port}={session_id}; Path=/; Max-Age={WebSessions.MAX_AGE_S}; HttpOnly; SameSite=Strict"
         # A page, not a redirect: a navigation from another site does not send
         # SameSite=Strict cookies even after a redirect; one this page starts does.
-        await _send_html(
-            send, 200, _continue_page(next_path, self._proof(session_id)), cookies=[cookie]
+        await _send(
+            send, 200, _continue_page(next_path, self._proof(session_id)), "html", cookies=[cookie]
         )
 
     async def _own_route(
@@ -242,26 +228,29 @@ class Guard:
         path = scope["path"]
         signed_in = self._identity(scope, headers)
         if path == WHOAMI_PATH:
-            await _send_text(send, 200 if signed_in else 401, signed_in or "signed out")
+            await _send(send, 200 if signed_in else 401, signed_in or "signed out")
         elif path == SIGNOUT_PATH and scope.get("method") == "POST":
             if (session_id := _session_id(scope, headers)) and self.sessions is not None:
                 self.sessions.revoke(session_id)
             gone = f"{COOKIE}_{_port(scope)}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
-            await _send_html(send, 200, _signed_out_page(), cookies=[gone])
+            body = '<h1>Signed out</h1><p>This browser\'s session has ended. <a href="/">Sign in again</a>.</p>'
+            await _send(send, 200, _page("Signed out · Gatehouse", body), "html", cookies=[gone])
         elif path == SIGNOUT_PATH:
-            await _send_html(send, 200, _signout_page())
+            body = f"""<h1>Sign out of Gatehouse</h1><p>This browser's session on this server ends.</p>
+<form method="post" action="{SIGNOUT_PATH}"><button type="submit">Sign out</button></form>"""
+            await _send(send, 200, _page("Sign out · Gatehouse", body), "html")
         elif path == SIGNIN_PATH and scope.get("method") == "POST":
             if headers.get("origin") is None:
-                await _send_text(send, 403, "Sign in from the sign-in page.")
+                await _send(send, 403, "Sign in from the sign-in page.")
                 return
             form = dict(parse_qsl((await _read_body(receive)).decode("utf-8", "replace")))
             next_path = _safe_next(form.get("next", "/"))
             if self._token_ok(form.get("token", "").strip()):
                 await self._sign_in(scope, send, next_path)
             else:
-                await _send_html(send, 401, _signin_page(next_path, True))
+                await _send(send, 401, _signin_page(next_path, True), "html")
         else:
-            await _send_text(send, 404, "Not found")
+            await _send(send, 404, "Not found")
 
 
 def _no_framing(send: Send) -> Send:
@@ -276,23 +265,17 @@ def _no_framing(send: Send) -> Send:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in scope.get("headers", []):
-        out.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-    return out
-
-
-def _set_identity(scope: Scope, value: str) -> None:
-    _drop_header(scope, IDENTITY_HEADER)
-    scope["headers"] = [*scope["headers"], (IDENTITY_HEADER.encode(), value.encode("latin-1"))]
-
-
-def _drop_header(scope: Scope, name: str) -> None:
-    scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name.encode()]
+    """The first of a repeated header (reversed: a dict keeps the last value written)."""
+    pairs = reversed(scope.get("headers", []))
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in pairs}
 
 
 def _with_proof_script(page: bytes) -> bytes:
     return page.replace(b"<head>", b"<head>" + PROOF_SCRIPT, 1)
+
+
+def _drop_header(scope: Scope, name: str) -> None:
+    scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k.lower() != name.encode()]
 
 
 def _port(scope: Scope) -> int:
@@ -306,12 +289,9 @@ def _session_id(scope: Scope, headers: dict[str, str]) -> str | None:
 
 
 def _cookies(headers: dict[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in headers.get("cookie", "").split(";"):
-        name, sep, value = part.strip().partition("=")
-        if sep:
-            out.setdefault(name, value)
-    return out
+    """The first of a repeated cookie, as `_headers`."""
+    parts = (p.strip().partition("=") for p in reversed(headers.get("cookie", "").split(";")))
+    return {name: value for name, sep, value in parts if sep}
 
 
 def _query_pairs(scope: Scope) -> list[tuple[str, str]]:
@@ -348,22 +328,15 @@ async def _refuse(scope: Scope, send: Send, status: int, text: str) -> None:
         # Closing before accepting makes the server answer the handshake with 403.
         await send({"type": "websocket.close", "code": 1008})
         return
-    await _send_text(send, status, text)
-
-
-async def _send_text(send: Send, status: int, text: str) -> None:
-    await _send(send, status, text.encode(), b"text/plain; charset=utf-8", [])
-
-
-async def _send_html(send: Send, status: int, page: str, cookies: list[str] | None = None) -> None:
-    await _send(send, status, page.encode(), b"text/html; charset=utf-8", cookies or [])
+    await _send(send, status, text)
 
 
 async def _send(
-    send: Send, status: int, body: bytes, content_type: bytes, cookies: list[str]
+    send: Send, status: int, text: str, kind: str = "plain", cookies: Sequence[str] = ()
 ) -> None:
+    body = text.encode()
     headers = [
-        (b"content-type", content_type),
+        (b"content-type", f"text/{kind}; charset=utf-8".encode()),
         (b"content-length", str(len(body)).encode()),
         (b"cache-control", b"no-store"),
         (b"x-frame-options", b"DENY"),
@@ -387,6 +360,11 @@ code { background: #f0f2f6; padding: 0 .2rem; } p.small { color: #555; font-size
 </style>"""
 
 
+def _page(title: str, body: str, head: str = "") -> str:
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+{head}{_STYLE}</head><body>{body}</body></html>"""
+
+
 def _signin_page(next_path: str, failed: bool) -> str:
     error = (
         '<p class="err" role="alert">That token is not valid (a link works once). Try again.</p>'
@@ -396,8 +374,9 @@ def _signin_page(next_path: str, failed: bool) -> str:
     nxt = html.escape(next_path, quote=True)
     # A link from another site arrives without the SameSite=Strict cookie: ask this
     # origin whether the browser is signed in, and if so load the page again from here.
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in · Gatehouse</title>
-{_STYLE}</head><body><h1>Sign in to Gatehouse</h1>
+    return _page(
+        "Sign in · Gatehouse",
+        f"""<h1>Sign in to Gatehouse</h1>
 <p>Only signed-in people can see threads and approve tool calls.</p>{error}
 <form method="post" action="{SIGNIN_PATH}"><label for="token">Sign-in token</label>
 <input id="token" name="token" type="password" autocomplete="off" autofocus required>
@@ -409,19 +388,8 @@ paste this install's secret: a file in <code>~/.config/gatehouse/secrets/</code>
   var last = Number(sessionStorage.getItem("gatehouse-retry") || 0);
   if (r.ok && Date.now() - last > 5000) {{  // once: never a reload loop
     sessionStorage.setItem("gatehouse-retry", String(Date.now())); location.replace(location.href); }} }});
-</script></body></html>"""
-
-
-def _signout_page() -> str:
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign out · Gatehouse</title>
-{_STYLE}</head><body><h1>Sign out of Gatehouse</h1><p>This browser's session on this server ends.</p>
-<form method="post" action="{SIGNOUT_PATH}"><button type="submit">Sign out</button></form></body></html>"""
-
-
-def _signed_out_page() -> str:
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed out · Gatehouse</title>
-{_STYLE}</head><body><h1>Signed out</h1><p>This browser's session has ended. <a href="/">Sign in again</a>.</p>
-</body></html>"""
+</script>""",
+    )
 
 
 def _continue_page(next_path: str, proof: str | None = None) -> str:
@@ -432,6 +400,8 @@ def _continue_page(next_path: str, proof: str | None = None) -> str:
         if proof
         else ""
     )
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Gatehouse</title>
-{keep}<meta http-equiv="refresh" content="0;url={target}">{_STYLE}</head>
-<body><p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p></body></html>"""
+    return _page(
+        "Gatehouse",
+        f'<p>Signed in. <a href="{target}">Continue to Gatehouse</a>.</p>',
+        f'{keep}<meta http-equiv="refresh" content="0;url={target}">',
+    )

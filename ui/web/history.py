@@ -1,8 +1,6 @@
 """The thread's history, windowed: the last `WINDOW` turns as a few static Markdown
-elements each, whatever the thread's length (a page run costs what it draws). "Show
-earlier" widens the window, "Find in this thread" jumps to an older turn; edit and fork
-widgets appear for one message at a time, when asked for. A user message with other
-versions (a fork, a regenerate) has a `< 2/3 >` switcher."""
+elements each (a page run costs what it draws). "Show earlier" widens the window, "Find"
+jumps to an older turn; a user message with other versions has a `< 2/3 >` switcher."""
 
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ from ui.web.auto_approve import tab_options
 from ui.web.copy import copy_html
 from ui.web.long_text import draw_message_text
 from ui.web.safe_text import label, markdown
-from ui.web.thinking import draw_cut_off, draw_thinking
+from ui.web.thinking import CUT_OFF_NOTE, draw_thinking
 from ui.web.tool_blocks import NOT_RUN, result_row, row_html, summary_html
 
 WINDOW = 8
@@ -34,9 +32,7 @@ FOUND_TURNS = 4
 class Turn:
     """messages[start:end]: a user message and everything after it up to the next."""
 
-    # The person's turn number, 1-based, as every front end counts turns
-    # (graph.protocol.threads.turn_starts); None for a compaction marker's part.
-    number: int | None
+    number: int | None  # 1-based, as graph.protocol.threads.turn_starts; None: a summary
     start: int
     end: int
 
@@ -54,17 +50,9 @@ class Drawing:
 
     @cached_property
     def approvals(self) -> dict[str, DecisionRecord]:
-        return approvals_of(self.runner, self.thread_id)
-
-
-def approvals_of(runner: Runner, thread_id: str) -> dict[str, DecisionRecord]:
-    """The answer each call of the thread got on its approval card, by call id (the
-    decision log's newest `APPROVALS` records: the calls in view are the latest)."""
-    found: dict[str, DecisionRecord] = {}
-    for record in runner.session.view(thread_id).audit(APPROVALS):  # newest first
-        if record.question == "review":
-            found.setdefault(record.tool_call_id, record)
-    return found
+        """Each call's answer on its approval card, by call id (the newest `APPROVALS`)."""
+        records = self.runner.session.view(self.thread_id).audit(APPROVALS)  # newest first
+        return {r.tool_call_id: r for r in reversed(records) if r.question == "review"}
 
 
 def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
@@ -77,102 +65,73 @@ def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
 
 
 def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    """Draw the last turns of `turns` (all but those the window hides), or, after a
-    jump from "Find", the found turn and the few after it."""
+    """The last turns of `turns`, or after a jump from "Find" the found turn and a few after
+    (never every turn to the end)."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
-    if (found := _found(d.thread_id, turns)) is not None:
-        _draw_found(d, messages, turns, found, results)
-        return
     thread_id = d.thread_id
-    shown = int(st.session_state.get(f"shown-{thread_id}", WINDOW))
-    hidden = max(0, len(turns) - shown)
-    if hidden:
-        more = min(WINDOW * 4, hidden)
+    found = _found(thread_id, turns)
+    if found is None:
+        shown = int(st.session_state.get(f"shown-{thread_id}", WINDOW))
+        at, end = max(0, len(turns) - shown), len(turns)
+        if at:
+            more = min(WINDOW * 4, at)
+            left, right = st.columns([1, 2])
+            left.button(
+                f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({at} hidden)",
+                key=f"earlier-{thread_id}",
+                on_click=st.session_state.__setitem__,
+                args=(f"shown-{thread_id}", shown + more),
+            )
+            _find_popover(right, thread_id, messages, turns)
+    else:
+        at, count = found
+        end = min(len(turns), at + count)
         left, right = st.columns([1, 2])
-        left.button(
-            f":material/expand_less: Show {more} earlier turn{'s' if more != 1 else ''} ({hidden} hidden)",
-            key=f"earlier-{thread_id}",
-            on_click=st.session_state.__setitem__,
-            args=(f"shown-{thread_id}", shown + more),
-        )
+        _latest_button(left, f"latest-top-{thread_id}", thread_id)
         _find_popover(right, thread_id, messages, turns)
-    for t in turns[hidden:]:
-        draw_turn(d, messages[t.start : t.end], t.start, results)
-
-
-def _found_key(thread_id: str) -> str:
-    return f"found-{thread_id}"
-
-
-def _jumps_key(thread_id: str) -> str:
-    return f"find-jumps-{thread_id}"
-
-
-def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
-    """(index in `turns` of the turn jumped to, how many turns to draw), or None. A jump
-    holds while the thread has the turns it had then: a new message, an undo or a branch
-    switch brings the page back to the latest turns, where the run is."""
-    jump = st.session_state.get(_found_key(thread_id))
-    if jump is None:
-        return None
-    start, count, length = jump
-    at = next((k for k, t in enumerate(turns) if t.start == start), None)
-    if at is None or length != len(turns):
-        st.session_state.pop(_found_key(thread_id), None)
-        return None
-    return at, count
-
-
-def _jump(thread_id: str, start: int, length: int) -> None:
-    st.session_state[_found_key(thread_id)] = (start, FOUND_TURNS, length)
-    # A popover stays open across reruns: a new key makes a new, closed one. (on_change=
-    # "rerun" reran the page on every open, scrolling the open popover out of view.)
-    st.session_state[_jumps_key(thread_id)] = st.session_state.get(_jumps_key(thread_id), 0) + 1
-
-
-def _back_to_latest(thread_id: str) -> None:
-    st.session_state.pop(_found_key(thread_id), None)
-    st.session_state[f"shown-{thread_id}"] = WINDOW
-
-
-def _draw_found(
-    d: Drawing,
-    messages: Sequence[MessageView],
-    turns: list[Turn],
-    found: tuple[int, int],
-    results: Mapping[str | None, MessageView],
-) -> None:
-    """The turn "Find" jumped to and a few after it (never every turn to the end)."""
-    at, count = found
-    thread_id = d.thread_id
-    end = min(len(turns), at + count)
-    left, right = st.columns([1, 2])
-    _latest_button(left, f"latest-top-{thread_id}", thread_id)
-    _find_popover(right, thread_id, messages, turns)
-    first, last = turns[at].number, turns[end - 1].number
-    span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
-    gap = len(turns) - end
-    # The latest turn is drawn below in any case (chat_page: it is where a run goes on).
-    st.caption(
-        f"Found: showing {span}"
-        + (
-            f"; the {gap} turn{'s' if gap != 1 else ''} between them and the latest are not drawn."
-            if gap
-            else "."
+        first, last = turns[at].number, turns[end - 1].number
+        span = f"turn {first}" if end - at == 1 else f"turns {first}–{last}"
+        gap = len(turns) - end
+        # The latest turn is drawn below in any case (chat_page: it is where a run goes on).
+        st.caption(
+            f"Found: showing {span}"
+            + (
+                f"; the {gap} turn{'s' if gap != 1 else ''} between them and the latest are not drawn."
+                if gap
+                else "."
+            )
         )
-    )
     for t in turns[at:end]:
         draw_turn(d, messages[t.start : t.end], t.start, results)
-    if end < len(turns):
+    if found is not None and end < len(turns):
         left, right = st.columns([1, 2])
         more = min(WINDOW, len(turns) - end)
         left.button(
             f":material/expand_more: Show {more} later turn{'s' if more != 1 else ''}",
             key=f"later-{thread_id}",
             on_click=st.session_state.__setitem__,
-            args=(_found_key(thread_id), (turns[at].start, count + more, len(turns))),
+            args=(f"found-{thread_id}", (turns[at].start, found[1] + more, len(turns))),
         )
         _latest_button(right, f"latest-{thread_id}", thread_id)
+
+
+def _found(thread_id: str, turns: list[Turn]) -> tuple[int, int] | None:
+    """(index in `turns` of the turn jumped to, how many to draw), or None. A jump holds
+    while the thread has the turns it had then: a change brings back the latest turns."""
+    jump = st.session_state.get(f"found-{thread_id}")
+    if jump is None:
+        return None
+    start, count, length = jump
+    at = next((k for k, t in enumerate(turns) if t.start == start), None)
+    if at is None or length != len(turns):
+        st.session_state.pop(f"found-{thread_id}", None)
+        return None
+    return at, count
+
+
+def _back_to_latest(thread_id: str) -> None:
+    st.session_state.pop(f"found-{thread_id}", None)
+    st.session_state[f"shown-{thread_id}"] = WINDOW
 
 
 def _latest_button(where: Any, key: str, thread_id: str) -> None:
@@ -187,7 +146,7 @@ def _latest_button(where: Any, key: str, thread_id: str) -> None:
 def _find_popover(
     where: Any, thread_id: str, messages: Sequence[MessageView], turns: list[Turn]
 ) -> None:
-    jumps = st.session_state.get(_jumps_key(thread_id), 0)
+    jumps = st.session_state.get(f"find-jumps-{thread_id}", 0)
     with where.popover(
         ":material/search: Find in this thread", key=f"find-popover-{thread_id}-{jumps}"
     ):
@@ -196,8 +155,7 @@ def _find_popover(
 
 @st.fragment
 def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    """The popover's search, as a fragment: typing reruns only the popover, not the page
-    under it (which changed height while the person read). A jump reruns the page."""
+    """A fragment: typing reruns only the popover, not the page under it. A jump reruns all."""
     wanted = st.text_input("Text to find", key=f"find-{thread_id}").strip().lower()
     if not wanted:
         st.caption("Searches every message of the thread, newest first.")
@@ -216,7 +174,10 @@ def _find(thread_id: str, messages: Sequence[MessageView], turns: list[Turn]) ->
         if st.button(
             f"Turn {turn.number}: {label(first[:60])}", key=f"jump-{thread_id}-{turn.number}"
         ):
-            _jump(thread_id, turn.start, len(turns))
+            st.session_state[f"found-{thread_id}"] = (turn.start, FOUND_TURNS, len(turns))
+            # A popover stays open across reruns: a new key makes a new, closed one.
+            jumps = f"find-jumps-{thread_id}"
+            st.session_state[jumps] = st.session_state.get(jumps, 0) + 1
             st.rerun(scope="app")
     if len(hits) > FIND_RESULTS:
         st.caption(f"… and {len(hits) - FIND_RESULTS} older turns.")
@@ -228,8 +189,7 @@ def draw_turn(
     offset: int,
     results: Mapping[str | None, MessageView],
 ) -> None:
-    """One turn: the user's bubble, then one assistant bubble for the rest; each call's
-    row says who approved it and from where (see `approvals_of`)."""
+    """One turn: the user's bubble, then one assistant bubble for the rest."""
     thread_id, i = d.thread_id, 0
     if part and part[0].summary:  # compaction's summary of older turns: not the person's
         st.markdown(summary_html(part[0].content), unsafe_allow_html=True)
@@ -249,7 +209,8 @@ def draw_turn(
                 st.info(markdown(m.content), icon=":material/stop_circle:")
             elif m.content:
                 draw_message_text(thread_id, m)
-            draw_cut_off(m)
+            if m.cut_off:
+                st.warning(CUT_OFF_NOTE, icon=":material/content_cut:")
             rows = [
                 row_html(call.name, call.args, None, "", None, missing=d.missing)
                 if (result := results.get(call.id)) is None
@@ -276,7 +237,7 @@ def _user_actions(d: Drawing, index: int, text: str) -> None:
         st.markdown(copy_html(text, what="message"), unsafe_allow_html=True, width="content")
         if (versions := d.branches.get(index)) is not None:
             _version_switcher(runner, thread_id, versions, enabled=can_fork)
-        if can_fork and st.session_state.get(_fork_key(thread_id)) != index:
+        if can_fork and st.session_state.get(f"forking-{thread_id}") != index:
             st.button(
                 ":material/edit: Edit and rerun from here",
                 key=f"fork-{thread_id}-{index}",
@@ -286,40 +247,34 @@ def _user_actions(d: Drawing, index: int, text: str) -> None:
                 ),
                 type="tertiary",
                 on_click=st.session_state.__setitem__,
-                args=(_fork_key(thread_id), index),
+                args=(f"forking-{thread_id}", index),
             )
-    if can_fork and st.session_state.get(_fork_key(thread_id)) == index:
+    if can_fork and st.session_state.get(f"forking-{thread_id}") == index:
         _fork_editor(runner, thread_id, index, text)
 
 
 def _version_switcher(runner: Runner, thread_id: str, versions: Branches, *, enabled: bool) -> None:
     k, ids = versions.current, versions.message_ids
     key = f"branch-{thread_id}-{versions.index}"
-    st.button(
-        ":material/chevron_left:",
-        key=f"{key}-prev",
-        type="tertiary",
-        disabled=not enabled or k == 0,
-        help=f"Version {k}: {label(versions.previews[k - 1])}"
-        if k > 0
-        else "This is the first version",
-        on_click=_switch,
-        args=(runner, thread_id, ids[k - 1] if k > 0 else ""),
-    )
-    st.markdown(
-        f'<span class="gh-branch">{versions.label}</span>', unsafe_allow_html=True, width="content"
-    )
-    st.button(
-        ":material/chevron_right:",
-        key=f"{key}-next",
-        type="tertiary",
-        disabled=not enabled or k == len(ids) - 1,
-        help=f"Version {k + 2}: {label(versions.previews[k + 1])}"
-        if k < len(ids) - 1
-        else "This is the latest version",
-        on_click=_switch,
-        args=(runner, thread_id, ids[k + 1] if k < len(ids) - 1 else ""),
-    )
+    for to, side, edge in ((k - 1, "left", "first"), (k + 1, "right", "latest")):
+        there = 0 <= to < len(ids)
+        st.button(
+            f":material/chevron_{side}:",
+            key=f"{key}-{'prev' if to < k else 'next'}",
+            type="tertiary",
+            disabled=not enabled or not there,
+            help=f"Version {to + 1}: {label(versions.previews[to])}"
+            if there
+            else f"This is the {edge} version",
+            on_click=_switch,
+            args=(runner, thread_id, ids[to] if there else ""),
+        )
+        if to < k:
+            st.markdown(
+                f'<span class="gh-branch">{versions.label}</span>',
+                unsafe_allow_html=True,
+                width="content",
+            )
 
 
 def _switch(runner: Runner, thread_id: str, message_id: str) -> None:
@@ -327,10 +282,6 @@ def _switch(runner: Runner, thread_id: str, message_id: str) -> None:
         runner.submit(SwitchBranch(thread_id, message_id))
     except (AwaitingDecision, RunInProgress, ValueError) as exc:
         st.session_state["flash"] = f"Not switched: {exc}"
-
-
-def _fork_key(thread_id: str) -> str:
-    return f"forking-{thread_id}"
 
 
 def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
@@ -353,10 +304,10 @@ def _fork_editor(runner: Runner, thread_id: str, index: int, text: str) -> None:
             "Cancel",
             key=f"fork-cancel-{thread_id}-{index}",
             on_click=st.session_state.pop,
-            args=(_fork_key(thread_id), None),
+            args=(f"forking-{thread_id}", None),
         )
         if go:
-            st.session_state.pop(_fork_key(thread_id), None)
+            st.session_state.pop(f"forking-{thread_id}", None)
             try:
                 runner.submit(Fork(thread_id, index, new_text), tab_options())
             except Exception as exc:  # noqa: BLE001 - shown to the person, never a traceback page

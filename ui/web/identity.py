@@ -1,6 +1,5 @@
-"""Who is signed in, as the page script sees it: the identity header the guard signed
-(ui/web/guard.py), or with `[access] web = "oidc"` Streamlit's `st.user`. A page run
-without a valid header is refused; AppTest (no request) is the trusted local path."""
+"""Who is signed in: the identity header ui/web/guard.py signed, or with oidc `st.user`.
+A page run without a valid header is refused; AppTest (no request) is trusted."""
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ from graph import (
     secret_path,
     verify_identity,
 )
+from ui.web.guard import GUARD_PURPOSE, IDENTITY_HEADER
 
-IDENTITY_HEADER = "X-Gatehouse-Identity"
-GUARD_PURPOSE = "guard"  # ui/web/guard.py signs the header with this purpose
 _KEY = "signed-in-identity"
 
 
@@ -36,8 +34,7 @@ def web_access() -> tuple[Access, str]:
 
 
 def signed_in() -> str | None:
-    """The signed-in person's identity; None after drawing why the page is not shown
-    (the caller stops). Read once per browser session."""
+    """The signed-in identity (once per browser session); None after saying why not."""
     if _KEY in st.session_state:
         return st.session_state[_KEY]
     access, secret = web_access()

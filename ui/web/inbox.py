@@ -1,9 +1,6 @@
-"""The approvals inbox: every thread waiting for a decision, oldest first, one row each
-with Approve / Reject in place; the first row answers to keys (a, d, n = later, o, u).
-
-A row approves only what it shows: a call that does not fit (graph.protocol.display's
-card rule) sends Approve to the full card. A call the confirmation rule names asks
-first. A quick decision waits `UNDO_S` seconds, with Undo."""
+"""The approvals inbox: every waiting thread, oldest first, one row each with Approve /
+Reject in place (the first row answers to keys). A row approves only what it shows (a
+call that does not fit sends Approve to the card); a quick decision waits `UNDO_S` s."""
 
 from __future__ import annotations
 
@@ -18,23 +15,16 @@ from graph.protocol import operations as op
 from graph.protocol.answers import ReviewAnswer
 from graph.protocol.confirm import to_confirm
 from graph.protocol.display import shown, visible, visible_json
-from ui.web.approval import RISK_COLOR, approval_card, confirm_pending, show_notice
+from ui.web.approval import RISK_COLOR, approval_card, confirm_pending, error_here, show_notice
 from ui.web.approval import submit as submit_answer
 from ui.web.safe_text import label
 from ui.web.threads import ago, open_thread
 
-# Lowest to highest; a call without a declared risk counts as the highest (as tools'
-# UNKNOWN_SPEC does: an unknown tool may execute anything).
+# Lowest to highest; no declared risk counts as the highest (an unknown tool may execute).
 RISK_ORDER = ("read", "network", "write", "delete", "execute")
 # A row shows each call's arguments on one line, up to this many characters.
 ROW_CHARS = 160
 UNDO_S = 5.0
-
-
-def risk_of(pending: Approval) -> str:
-    """The highest risk among the calls a row would approve."""
-    risks = [a.risk if a.risk in RISK_ORDER else "execute" for a in pending.actions]
-    return max(risks, key=RISK_ORDER.index, default="execute")
 
 
 def _call_line(name: str, args: dict[str, object]) -> tuple[str, bool]:
@@ -46,13 +36,14 @@ def _call_line(name: str, args: dict[str, object]) -> tuple[str, bool]:
 
 
 def _what(pending: Pause) -> tuple[list[str], bool]:
-    """The row's lines (one per call, then the risk) and whether they show everything."""
+    """The row's lines (one per call, and the risk) and whether they show everything."""
     if isinstance(pending, OutcomeUnknown):
         line, _ = _call_line(pending.call.name, pending.call.args)
         return [f"{line} · :red-badge[outcome unknown]"], False
     assert isinstance(pending, Approval)
     lines = [_call_line(a.name, a.args) for a in pending.actions]
-    risk = risk_of(pending)
+    risks = [a.risk if a.risk in RISK_ORDER else "execute" for a in pending.actions]
+    risk = max(risks, key=RISK_ORDER.index, default="execute")
     numbered = [
         f"call {i + 1}: {text}" if len(lines) > 1 else text for i, (text, _) in enumerate(lines)
     ]
@@ -61,10 +52,9 @@ def _what(pending: Pause) -> tuple[list[str], bool]:
 
 
 def _quick(kind: str, pending: Approval) -> Callable[[], ReviewAnswer]:
-    if kind == "approve":
-        return lambda: op.review([op.approve() for _ in pending.actions])
+    reason = None if kind == "approve" else "Rejected from the approvals inbox."
     return lambda: op.review(
-        [op.reject("Rejected from the approvals inbox.") for _ in pending.actions]
+        [op.reject(reason) if reason else op.approve() for _ in pending.actions]
     )
 
 
@@ -82,9 +72,8 @@ class Held:
 
 
 def _hold(session: Session, runner: Runner, pending: Approval, kind: str) -> None:
-    """A quick Approve / Reject: said at once, sent after UNDO_S unless undone. An
-    approval the confirmation rule names asks first instead (and is sent at "yes")."""
-    key = _key(pending.thread_id)
+    """A quick Approve / Reject: sent after UNDO_S unless undone (a risky approval asks first)."""
+    key = f"inbox-{pending.thread_id}"
     if kind == "approve":
         answer = _quick(kind, pending)()
         if to_confirm(pending.actions, answer.decisions):
@@ -100,9 +89,9 @@ def _send_due(session: Session, runner: Runner) -> bool:
     held: dict[str, Held] = st.session_state.get(HELD, {})
     due = [tid for tid, h in held.items() if h.until <= time.time()]
     for tid in due:
-        h = held.pop(tid)
-        submit_answer(session, runner, h.pending, _key(tid), _quick(h.kind, h.pending), NOTICE)
-        if f"{_key(tid)}-error" not in st.session_state and NOTICE not in st.session_state:
+        h, key = held.pop(tid), f"inbox-{tid}"
+        submit_answer(session, runner, h.pending, key, _quick(h.kind, h.pending), NOTICE)
+        if f"{key}-error" not in st.session_state and NOTICE not in st.session_state:
             what = "Approved" if h.kind == "approve" else "Rejected"
             st.session_state[NOTICE] = (f"{what}: {_names(h.pending)}.", time.time())
     return bool(due)
@@ -139,10 +128,6 @@ def _held_row(tid: str, held: Held, *, first: bool) -> None:
 NOTICE = "notice-inbox"
 
 
-def _key(thread_id: str) -> str:
-    return f"inbox-{thread_id}"
-
-
 def inbox_page(session: Session, runner: Runner) -> None:
     st.header(":material/inbox: Approvals inbox")
     _send_due(session, runner)
@@ -158,9 +143,10 @@ def inbox_page(session: Session, runner: Runner) -> None:
         "where code runs later) · d reject · n next · o open · u undo."
     )
     first = True
-    # The first page only, its cards read in one query: 10,000 waiting threads draw
-    # as fast as 10; the rest come up as these are decided.
-    page = _in_turn(waiting)[:PAGE]
+    # The first page only, its cards read in one query: 10,000 waiting draw as fast as 10.
+    # Oldest first; what the person put off ("Next") after the rest, in the order put off.
+    rank = {t: i for i, t in enumerate(st.session_state.get(LATER, []))}
+    page = sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))[:PAGE]
     if len(waiting) > PAGE:
         st.caption(f"Showing the first {PAGE} of {len(waiting)}.")
     held: dict[str, Held] = st.session_state.get(HELD, {})
@@ -183,13 +169,6 @@ def inbox_page(session: Session, runner: Runner) -> None:
 LATER = "inbox-later"  # threads put off with "Next", in that order (this browser session)
 
 
-def _in_turn(waiting: list[ThreadInfo]) -> list[ThreadInfo]:
-    """Oldest first, except what the person put off: after the rest, in the order put off."""
-    later = [t for t in st.session_state.get(LATER, []) if any(w.thread_id == t for w in waiting)]
-    rank = {t: i for i, t in enumerate(later)}
-    return sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))
-
-
 def _put_off(thread_id: str) -> None:
     st.session_state[LATER] = [
         *(t for t in st.session_state.get(LATER, []) if t != thread_id),
@@ -201,7 +180,7 @@ def _row(
     session: Session, runner: Runner, info: ThreadInfo, pending: Pause, *, first: bool
 ) -> None:
     tid = info.thread_id
-    key = _key(tid)
+    key = f"inbox-{tid}"
     lines, all_shown = _what(pending)
     opened = f"inbox-open-card-{tid}"
     with st.container(border=True, key=f"inbox-row-{tid}"):
@@ -253,8 +232,7 @@ def _row(
         if confirming:
             assert isinstance(pending, Approval)
             confirm_pending(session, runner, pending, key)
-        if error := st.session_state.pop(f"{key}-error", None):
-            st.error(error)
+        error_here(key)
         with st.expander(
             "Review: see every call whole, edit, respond, or decide call by call",
             expanded=bool(st.session_state.get(opened)),

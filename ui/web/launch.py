@@ -20,57 +20,38 @@ import streamlit as st  # noqa: E402
 import streamlit.delta_generator as streamlit_delta_generator  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
-from ui.web.favicon import Favicon  # noqa: E402
 from ui.web.guard import TOKENS, Guard  # noqa: E402
 from ui.web.identity import web_access  # noqa: E402
-from ui.web.preload import Preload  # noqa: E402
+from ui.web.loading import Preload  # noqa: E402
 from ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
 
-# Streamlit's once-per-process check whether it runs in a REPL (`inspect.stack()`: ~45 ms
-# of a new server's first page, issue 36) cannot apply to the script it serves: the
-# warning counts as shown (tests/test_web_first_input.py checks the flag still exists).
+# Streamlit's once-per-process REPL check (~45 ms of a first page, issue 36) cannot apply
+# here: the warning counts as shown (tests/test_web_first_input.py checks the flag).
 streamlit_delta_generator._use_warning_has_been_displayed = True
 
 _access, _secret = web_access()
 
 
-def base_url(port: int, address: str = "127.0.0.1") -> str:
-    host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
-    return f"http://{host}:{port}"
-
-
-def sign_in_link(port: int, address: str = "127.0.0.1") -> str:
-    return f"{base_url(port, address)}/?token={TOKENS.issue()}"
-
-
-def _has_display() -> bool:
-    """A graphical session to open a browser in (never a console browser on a server)."""
-    return sys.platform in ("darwin", "win32") or bool(
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    )
-
-
 @asynccontextmanager
 async def _announce(_app: Any) -> AsyncIterator[None]:
-    """The port is final once uvicorn has bound its socket, before this runs."""
     from streamlit import config
 
-    port, address = (
-        int(config.get_option("server.port")),
-        str(config.get_option("server.address") or ""),
-    )
+    address = str(config.get_option("server.address") or "")
+    host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
+    url = f"http://{host}:{int(config.get_option('server.port'))}"
     if _access.web == "token":
-        link = sign_in_link(port, address)
+        link = f"{url}/?token={TOKENS.issue()}"
         print(f"\n  Gatehouse sign-in link (works once): {link}\n", flush=True)
-        if os.environ.get(OPEN_BROWSER_ENV) == "1" and _has_display():
+        # Only in a graphical session: never a console browser on a server.
+        display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+        if os.environ.get(OPEN_BROWSER_ENV) == "1" and (
+            sys.platform in ("darwin", "win32") or display
+        ):
             webbrowser.open(link)
     else:  # signed in by the proxy or the identity provider: the address is all there is
-        print(
-            f"\n  Gatehouse: {base_url(port, address)} (sign in through {_access.web})\n",
-            flush=True,
-        )
+        print(f"\n  Gatehouse: {url} (sign in through {_access.web})\n", flush=True)
     yield
 
 
@@ -79,7 +60,6 @@ app = st.App(
     SCRIPT,
     middleware=[
         Middleware(Guard, access=_access, secret=_secret),
-        Middleware(Favicon),
         Middleware(Preload),
     ],
     lifespan=_announce,

@@ -1,22 +1,27 @@
-"""The live view of a running run, from the Runner's event buffer: text re-sent at most
-every `FLUSH_EVERY` s, a command's output every `OUTPUT_EVERY` s. When the run ends the
-caller redraws the region from the checkpoints in the same script run."""
+"""What is live on a page: a running run, from the Runner's event buffer, once the
+browser is ready for it (`live_ready`; when it ends the caller redraws the region from
+the checkpoints in the same script run), and what changed elsewhere (`page_started`,
+`page_drawn`)."""
 
 from __future__ import annotations
 
+import logging
+import secrets
+import threading
 import time
 from typing import Any, assert_never
 
 import streamlit as st
 
-from graph import Run, Runner
+from graph import Run, Runner, Session
 from graph.protocol import events as ev
+from ui.web.approval import decided_elsewhere
 from ui.web.safe_text import markdown
 from ui.web.thinking import LiveThinking
 from ui.web.tool_blocks import NOT_RUN_STATUSES, ToolBlock, not_run_row
 
 # Every update makes the browser draw the page again: text at 10 frames a second, a
-# command's output twice a second, the elapsed time once (see also ui/web/live_ready.py).
+# command's output twice a second, the elapsed time once.
 FLUSH_EVERY = 0.1
 OUTPUT_EVERY = 0.5
 HEARTBEAT_EVERY = 1.0
@@ -24,15 +29,11 @@ HEARTBEAT_EVERY = 1.0
 
 def durations(runner: Runner, thread_id: str) -> dict[str, float]:
     """Tool durations known from this process's runs (checkpoints do not keep them)."""
-    run = runner.latest(thread_id)
-    if run is None:
-        return {}
-    return {e.call_id: e.duration_ms for e in run.events if isinstance(e, ev.ToolFinished)}
+    events = run.events if (run := runner.latest(thread_id)) else []
+    return {e.call_id: e.duration_ms for e in events if isinstance(e, ev.ToolFinished)}
 
 
 class LiveView:
-    """Applies run events to placeholders inside the current chat bubble."""
-
     def __init__(self) -> None:
         self.text = ""
         self.slot: Any = None
@@ -102,8 +103,7 @@ class LiveView:
                 assert_never(event)
 
     def flush(self, *, output: bool = True) -> None:
-        """Send the text (and reasoning) that arrived; the commands' output too unless
-        `output` is False (it is sent less often: OUTPUT_EVERY)."""
+        """Send the text and reasoning that arrived, and unless `output` is False the output."""
         if self.thinking is not None:
             self.thinking.flush()
         if self.text_dirty and self.slot is not None:
@@ -114,8 +114,8 @@ class LiveView:
                 block.flush()
 
     def _replace(self, event: ev.MessageReplaced | ev.ReplyRejected | ev.ModelRetried) -> None:
-        """Show a reply's new text (an after_llm hook's redaction), or drop it (sent
-        back, or retried from the start): what streamed is not what the history keeps."""
+        """Show a reply's new text (an after_llm hook's redaction), or drop it (sent back,
+        retried): what streamed is not what the history keeps."""
         text = event.text if isinstance(event, ev.MessageReplaced) and not event.removed else ""
         if (
             event.message_id is not None
@@ -143,7 +143,6 @@ class LiveView:
 
 
 def follow(run: Run) -> None:
-    """Draw a live run until it finishes."""
     with st.chat_message("assistant"):
         view = LiveView()
         beat = st.empty()
@@ -171,8 +170,238 @@ def follow(run: Run) -> None:
 
 
 def last_error(runner: Runner, thread_id: str) -> str | None:
-    run = runner.latest(thread_id)
-    if run is None:
-        return None
-    errors = [e.message for e in run.events if isinstance(e, ev.ErrorEvent)]
+    events = run.events if (run := runner.latest(thread_id)) else []
+    errors = [e.message for e in events if isinstance(e, ev.ErrorEvent)]
     return errors[-1] if errors else None
+
+
+# A live run is followed only once the browser has drawn the page's widgets: React
+# draws a widget whose code just loaded only when nothing more urgent waits, so a busy
+# browser never drew Stop or the input until the run ended. A session's first page during
+# a run is drawn as it stands, with hidden samples of the live widgets and a script that
+# presses a hidden button once none waits for its code; that press's run follows live.
+READY = "gh-live-ready"  # session state: this browser has drawn the live view's widgets
+BUTTON_KEY = "gh-live-go"
+GIVE_UP_MS = 15_000  # a widget whose code never loads must not hold the live view back
+SETTLE_MS = 2_000  # after a press, time for its run to set READY before another drawing presses
+
+STYLE = "<style>.st-key-gh-live-samples { display: none; }</style>"
+
+# Presses the hidden button once no widget waits for its code and no script runs: the
+# newest drawing's script only, once (a new run stops the one going, dropping the click
+# it carried, so an extra press could cost the person's). A run the server just began
+# is not visible yet: SETTLE_MS after the last press. A drawing whose button is gone stops.
+SCRIPT = (
+    "<script>(() => {"
+    "const id = 'DRAWING';"
+    "const started = Date.now();"
+    "const pressed = (window.ghLiveGoPressed ??= new Set());"
+    "if (pressed.has(id)) return;"
+    "window.ghLiveGoNewest = id;"
+    "const check = () => {"
+    "  if (window.ghLiveGoNewest !== id || pressed.has(id)) return;"
+    "  const app = document.querySelector('[data-testid=\"stApp\"]');"
+    "  const idle = !app || app.getAttribute('data-test-script-state') === 'notRunning';"
+    f"  const box = document.querySelector('.st-key-{BUTTON_KEY}');"
+    "  if (idle && !box) return;"
+    "  const go = box && box.querySelector('button');"
+    "  const waiting = document.querySelector('[data-testid=\"stSkeleton\"]');"
+    f"  const settling = Date.now() - (window.ghLiveGoAt ?? 0) < {SETTLE_MS};"
+    f"  if (go && idle && !settling && (!waiting || Date.now() - started > {GIVE_UP_MS})) {{"
+    "    pressed.add(id); window.ghLiveGoAt = Date.now(); go.click(); return;"
+    "  }"
+    "  setTimeout(check, 100);"
+    "};"
+    "check();"
+    "})();</script>"
+)
+
+
+def _ready() -> None:
+    st.session_state[READY] = True
+
+
+def live_ready() -> bool:
+    """True when this script run may follow a live run; otherwise draws the samples and
+    the script that asks for the live view once they are drawn."""
+    if st.session_state.get(READY):
+        return True
+    with st.container(key="gh-live-samples"):
+        st.markdown(STYLE, unsafe_allow_html=True)
+        st.code("live output", language="text")
+        st.button("follow the run", key=BUTTON_KEY, on_click=_ready)
+    st.html(SCRIPT.replace("DRAWING", secrets.token_hex(8), 1), unsafe_allow_javascript=True)
+    return False
+
+
+# Live updates: a page shows what changed elsewhere within about a second. One watcher
+# thread per server reads the thread index every `WATCH_S` s and reruns only the pages
+# whose view is out of date, as Streamlit reruns a page whose source changed; an idle tab
+# costs nothing. No public API does this: if Streamlit's internals differ, each page falls
+# back to a timer fragment.
+WATCH_S = 0.5
+POLL_S = 1.5
+_LOG = logging.getLogger(__name__)
+
+
+def signature(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:
+    """What the page shows that another tab or process can change, read cheaply."""
+    info = session.view(thread_id).info if thread_id else None
+    waiting = tuple(
+        (t.thread_id, t.status, t.pending_since) for t in session.thread_list().awaiting_approval
+    )
+    newest = session.thread_list(limit=1).threads
+    return (
+        None if info is None else (info.status, info.updated_at, info.title),
+        waiting,
+        (newest[0].thread_id, newest[0].updated_at, newest[0].title) if newest else None,
+        thread_id is not None and runner.active(thread_id) is not None,
+    )
+
+
+def _session_manager() -> Any | None:
+    try:
+        from streamlit.runtime import Runtime
+
+        if not Runtime.exists():
+            return None
+        manager = Runtime.instance()._session_mgr  # noqa: SLF001 - see Live updates above
+        return manager if hasattr(manager, "get_active_session_info") else None
+    except Exception:  # noqa: BLE001 - any surprise means: use the timer fragment
+        return None
+
+
+class Watcher:
+    def __init__(self, session: Session, runner: Runner) -> None:
+        self.session, self.runner = session, runner
+        self._lock = threading.Lock()
+        # session id -> (thread id, signature drawn); None while the page is drawing,
+        # _REQUESTED while a rerun the watcher asked for has not begun drawing.
+        self._pages: dict[str, tuple[str | None, tuple[Any, ...]] | object | None] = {}
+        threading.Thread(target=self._loop, name="gatehouse-live-watcher", daemon=True).start()
+
+    def mark(self, page: str, drawn: tuple[str | None, tuple[Any, ...]] | None) -> None:
+        """`drawn`: (thread id, signature) once the page is drawn; None while it draws."""
+        with self._lock:
+            self._pages[page] = drawn
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(WATCH_S)
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - the watcher must outlive one bad read
+                _LOG.exception("live-update watcher")
+
+    def tick(self) -> None:
+        with self._lock:
+            pages = {k: v for k, v in self._pages.items() if isinstance(v, tuple)}
+        if not pages or (manager := _session_manager()) is None:
+            return
+        now: dict[str | None, tuple[Any, ...]] = {}
+        for page, (thread_id, seen) in pages.items():
+            info = manager.get_active_session_info(page)
+            if info is None:
+                with self._lock:
+                    self._pages.pop(page, None)
+                continue
+            if thread_id not in now:
+                now[thread_id] = signature(self.session, self.runner, thread_id)
+            if now[thread_id] == seen:
+                continue
+            if getattr(info.session, "_scriptrunner", None) is not None:
+                continue  # a run of the page has begun (a click): it will register again
+            with self._lock:
+                if self._pages.get(page) != (thread_id, seen):
+                    continue  # the page is drawing again already
+                self._pages[page] = _REQUESTED
+            self._rerun_on_loop(info.session, page, (thread_id, seen))
+
+    def _rerun_on_loop(self, app_session: Any, page: str, drawn: tuple[Any, ...]) -> None:
+        """Rerun the page from Streamlit's event loop, which handles clicks: a click's run
+        begun after the check above is seen there (from here, this rerun replaced it and
+        the press was lost)."""
+
+        def rerun() -> None:
+            if getattr(app_session, "_scriptrunner", None) is not None:
+                # A run (a click) has begun since: watched as it was until it registers.
+                with self._lock:
+                    if self._pages.get(page) is _REQUESTED:
+                        self._pages[page] = drawn
+                return
+            _rerun(app_session)
+
+        call_soon = getattr(app_session, "_call_soon_on_event_loop", None)
+        if call_soon is None:  # not the Streamlit this was written against
+            _rerun(app_session)
+        else:
+            call_soon(rerun)
+
+
+# A page the watcher asked to rerun: not watched until that run draws it again.
+_REQUESTED = object()
+
+
+def _rerun(app_session: Any) -> None:
+    """Rerun the whole page as its last run left it (no button pressed), as Streamlit
+    reruns a page whose source changed."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    state = ClientState()
+    state.CopyFrom(app_session._client_state)  # noqa: SLF001 - see Live updates above
+    state.fragment_id = ""  # the page, not the fragment that ran last
+    state.is_auto_rerun = False
+    app_session.request_rerun(state)
+
+
+_WATCHERS: dict[int, Watcher] = {}
+_WATCHERS_LOCK = threading.Lock()
+
+
+def _watcher(session: Session, runner: Runner) -> Watcher:
+    with _WATCHERS_LOCK:
+        watcher = _WATCHERS.get(id(runner))
+        if watcher is None:
+            watcher = _WATCHERS[id(runner)] = Watcher(session, runner)
+        return watcher
+
+
+def _page_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return None if ctx is None else ctx.session_id
+
+
+def page_started(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:
+    """At a page run's start: what it draws from (the watcher leaves a drawing page alone)."""
+    if (page := _page_id()) is not None:
+        if _session_manager() is not None:
+            _watcher(session, runner).mark(page, None)
+        decided_elsewhere(session)  # a card that vanishes says who decided it
+    return signature(session, runner, thread_id)
+
+
+_IN_PAGE_RUN = "live-in-page-run"
+
+
+@st.fragment(run_every=POLL_S)
+def _poll(session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]) -> None:
+    # The page run's own call: nothing to compare yet; only the timer's runs compare.
+    if st.session_state.pop(_IN_PAGE_RUN, False):
+        return
+    if signature(session, runner, thread_id) != seen:
+        st.rerun()
+
+
+def page_drawn(
+    session: Session, runner: Runner, thread_id: str | None, seen: tuple[Any, ...]
+) -> None:
+    """At a page run's end: watch for changes against `seen` (read at its start)."""
+    page = _page_id()
+    if page is not None and _session_manager() is not None:
+        _watcher(session, runner).mark(page, (thread_id, seen))
+        return
+    if page is not None and st.runtime.exists():
+        st.session_state[_IN_PAGE_RUN] = True
+        _poll(session, runner, thread_id, seen)

@@ -1,9 +1,5 @@
-"""Long text: a history message's head, and a card's value, each with "Show all".
-
-A 200 KB message drawn in full costs every page run its bytes and the browser a huge
-Markdown render; the history draws the first `HEAD_CHARS` (cut at a line break where
-one is near). Copy and export carry the whole text whatever is drawn.
-"""
+"""Long text with "Show all": a history message's head (a 200 KB message costs every
+page run its bytes) and a card's value. Copy and export carry the whole text."""
 
 from __future__ import annotations
 
@@ -17,32 +13,21 @@ from ui.web.safe_text import markdown
 from ui.web.tool_blocks import said_html
 
 HEAD_CHARS = 20_000
-# Cut at the last line break within this many characters of the limit, so a
-# paragraph (or a code block's line) is not cut in the middle when it need not be.
+# Cut at the last line break (or space) within this many characters of the limit.
 NEAR = 2_000
 
 
-def head_of(text: str, limit: int = HEAD_CHARS) -> str:
-    """The part of `text` drawn before "Show all": all of it when it is short."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", limit - NEAR, limit)
-    if cut <= 0:
-        cut = text.rfind(" ", limit - NEAR, limit)  # at least not in the middle of a word
-    return text[: cut if cut > 0 else limit]
-
-
-def _key(thread_id: str, message: MessageView) -> str:
-    ident = message.id or hashlib.sha1(message.content.encode()).hexdigest()[:16]
-    return f"show-all-{thread_id}-{ident}"
-
-
 def draw_message_text(thread_id: str, message: MessageView, *, as_written: bool = False) -> None:
-    """The message's Markdown (drawn safe), or its head and a "Show all" button;
-    `as_written`: the text as typed (a person's message), not read as Markdown."""
+    """The message (drawn safe), or its head and "Show all"; `as_written`: not Markdown."""
     text = message.content
-    key = _key(thread_id, message)
-    head = head_of(text)
+    ident = message.id or hashlib.sha1(text.encode()).hexdigest()[:16]
+    key = f"show-all-{thread_id}-{ident}"
+    head = text
+    if len(text) > HEAD_CHARS:
+        cut = text.rfind("\n", HEAD_CHARS - NEAR, HEAD_CHARS)
+        if cut <= 0:
+            cut = text.rfind(" ", HEAD_CHARS - NEAR, HEAD_CHARS)
+        head = text[: cut if cut > 0 else HEAD_CHARS]
     shown = text if head == text or st.session_state.get(key) else head + " …"
     if as_written:
         st.markdown(said_html(shown), unsafe_allow_html=True)
@@ -57,7 +42,6 @@ def draw_message_text(thread_id: str, message: MessageView, *, as_written: bool 
 
 
 def _show_all(key: str, said: str, why: str) -> None:
-    """`said`, and "Show all", which sets `key` for this browser session."""
     with st.container(horizontal=True, gap="small", vertical_alignment="center"):
         st.caption(said, width="content")
         st.button(
@@ -71,9 +55,8 @@ def _show_all(key: str, said: str, why: str) -> None:
 
 
 def card_block(text: str, key: str, language: str = "text") -> bool:
-    """A card's value by the one card rule (graph.protocol.display.shown): wrapped,
-    whole when short, else its head, the exact size of the rest and "Show all".
-    True when all of it is in view (a decision on it may be taken)."""
+    """A card's value by the card rule (graph.protocol.display.shown): whole, or its head,
+    the rest's size and "Show all"; True when all of it is in view (decidable)."""
     part = shown(text)
     whole = part.complete or bool(st.session_state.get(key))
     st.code(part.whole if whole else part.head, language=language, wrap_lines=True)

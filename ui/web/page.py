@@ -19,18 +19,18 @@ from ui.web.chat_input import deliver, draw_chat_input
 from ui.web.chat_page import chat_page, open_thread_now, stop_dock
 from ui.web.desktop_notify import desktop_notifications
 from ui.web.inbox import inbox_page
-from ui.web.live_updates import page_drawn, page_started
+from ui.web.live_run import page_drawn, page_started
 from ui.web.loading import page_loaded
 from ui.web.safe_text import label, markdown
 from ui.web.settings import settings_page
 from ui.web.state import app_state
 from ui.web.threads import current_thread, current_view, sidebar
-from ui.web.unsent import trouble_page, unsent_banner
+from ui.web.unsent import UNSENT, retry_unsent, trouble_page
 
 
 def draw_page(loading: Any, input_drawn: bool) -> None:
-    """Draw the page the URL names; `loading` is the loading state's slot, cleared once
-    the page has content; `input_drawn`: the chat input is drawn already."""
+    """The page the URL names; `loading`: the loading state's slot; `input_drawn`: the chat
+    input is drawn already."""
     st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()
@@ -52,7 +52,8 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
     auto_approve_banner(session, current_thread())
     if flash := st.session_state.pop("flash", None):
         st.warning(markdown(flash))  # may quote a message or an error: drawn safe
-    unsent_banner(lambda thread_id, text: deliver(runner, thread_id, text))
+    if st.session_state.get(UNSENT):
+        retry_unsent(lambda thread_id, text: deliver(runner, thread_id, text))
     view = current_view()
     now = open_thread_now(session, runner) if view == "chat" else None
     if now is not None and not input_drawn:
@@ -70,15 +71,14 @@ def draw_page(loading: Any, input_drawn: bool) -> None:
     else:
         now = now or open_thread_now(session, runner)
         if chat_page(session, runner, now):
-            # The page followed a run to its end: the chat input and the sidebar were
-            # drawn while it ran. One more (windowed, cheap) run draws them as they are.
+            # The input and sidebar were drawn while the run went on: one more run redraws them.
             st.rerun()
     page_drawn(session, runner, current_thread(), seen)
     _after_first_page()
 
 
 def whole_output_page(session: Session) -> bool:
-    """The page of one tool call's whole output (`?view=output`); False on other pages."""
+    """One tool call's whole output (`?view=output`); False on other pages."""
     params = st.query_params
     if params.get("view") != "output":
         return False
@@ -128,11 +128,9 @@ def thread_not_found_page(session: Session, thread_id: str | None) -> bool:
 
 @functools.cache  # once per process (a rare second start only warms twice)
 def _after_first_page() -> None:
-    """Once per process, after the first page is drawn: Streamlit's first alert with
-    text that is not ASCII ("running…") loads its emoji catalogue and compiles one regex
-    of every emoji, ~0.25 s of CPU that landed in the first send's page run (issue 36).
-    Not earlier: a thread started with the server competed with it for the interpreter
-    lock and delayed the loading state ~1 s on a busy machine (bench.web's first_page)."""
+    """After the first page: Streamlit's first non-ASCII alert compiles a regex of every
+    emoji, ~0.25 s that landed in the first send's page run (issue 36). Not earlier: it
+    then delayed the loading state ~1 s on a busy machine (bench.web's first_page)."""
     threading.Thread(target=_warm, name="gatehouse-warm", daemon=True).start()
 
 

@@ -1,18 +1,14 @@
-"""Text from models, tools and people, made safe to draw (docs/DESIGN: "what the person
-sees is what runs").
-
-- Hidden characters are shown: every string goes through `visible()`, as in the terminal.
-- Nothing remote loads: Markdown's `![alt](url)` is an `<img>` the browser fetches at
-  once (a model could send a secret out in its URL). `markdown()` turns every image into
-  a link and writes each link's destination next to its text, only in paragraphs,
-  headings and table cells, then checks its result with a CommonMark parser: anything
-  unsafe left and the text is drawn with every Markdown character escaped. Raw HTML is
-  never rendered (`unsafe_allow_html` stays off for such text).
-- `label()`, for places that render a little Markdown: every Markdown character escaped."""
+"""Text from models, tools and people, made safe to draw ("what the person sees is what
+runs"): hidden characters shown (`visible()`), nothing remote loaded (an image's URL
+could carry a secret out). `markdown()` turns images into links and writes each link's
+destination next to it, then checks the result with a CommonMark parser: anything unsafe
+left and every Markdown character is escaped. Raw HTML is never rendered. `label()`:
+every Markdown character escaped."""
 
 from __future__ import annotations
 
 import re
+from itertools import groupby
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -23,10 +19,9 @@ from graph.protocol.display import visible, visible_json
 
 IMAGE_MARK = "🖼 "
 MAX_BRACKETS = 1_000
+_TICKS = re.compile(r"`+")
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
-# What can start Markdown inside one line of a label: emphasis, code, links and
-# images, HTML and entities, math, tables, strikethrough; a list or heading marker
-# at its start.
+# What can start Markdown inside a label's line, and a list or heading marker at its start.
 _LABEL_SYNTAX = re.compile(r"([\\`*_\[\]()<>!&$|~])")
 _LABEL_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
 _PARSER = MarkdownIt("commonmark", {"linkify": False}).enable(["table", "strikethrough"])
@@ -64,34 +59,17 @@ def _escaped(text: str) -> str:
     return "  \n".join(_PUNCTUATION.sub(r"\\\1", line) for line in text.split("\n"))
 
 
-def _inline_lines(tokens: list[Any]) -> set[int]:
-    """Lines holding paragraph, heading or table-cell text (not code, HTML, definitions)."""
-    lines: set[int] = set()
-    for token in tokens:
-        if token.type == "inline" and token.map:
-            lines.update(range(token.map[0], token.map[1]))
-    return lines
-
-
 def _rewrite(text: str) -> str:
     env: dict[str, Any] = {}
     tokens = _PARSER.parse(text, env)
     refs: dict[str, Any] = env.get("references", {})
-    lines = text.split("\n")
-    inline = _inline_lines(tokens)
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if i not in inline:
-            out.append(lines[i])
-            i += 1
-            continue
-        j = i
-        while j < len(lines) and j in inline:
-            j += 1
-        # One run of text lines at a time: a code span may cross a line break.
-        out.append(_Inline("\n".join(lines[i:j]), refs).run())
-        i = j
+    # Paragraph, heading and table-cell lines (not code, HTML, definitions), a run of them
+    # at a time: a code span may cross a line break.
+    inline = {i for t in tokens if t.type == "inline" and t.map for i in range(*t.map[:2])}
+    out = []
+    for is_text, run in groupby(enumerate(text.split("\n")), lambda p: p[0] in inline):
+        part = "\n".join(line for _, line in run)
+        out.append(_Inline(part, refs).run() if is_text else part)
     return "\n".join(out)
 
 
@@ -137,25 +115,11 @@ class _Inline:
     def _code_end(self, start: int) -> int:
         """The index after the code span opening at `start` (CommonMark: the next run
         of exactly as many backticks), or after the run itself when none closes it."""
-        src, n = self.src, 0
-        while start + n < len(src) and src[start + n] == "`":
-            n += 1
-        j = start + n
-        while j < len(src):
-            if src[j] != "`":
-                j += 1
-                continue
-            m = j
-            while m < len(src) and src[m] == "`":
-                m += 1
-            if m - j == n:
-                return m
-            j = m
-        return start + n
-
-    def _bracket_end(self, start: int) -> int | None:
-        """The index after the `]` matching the `[` at `start`, or None."""
-        return self._closing(start, "[]", 0, code_spans=True)
+        opening = _TICKS.match(self.src, start)
+        assert opening is not None
+        n = len(opening[0])
+        closing = (m for m in _TICKS.finditer(self.src, start + n) if len(m[0]) == n)
+        return next((m.end() for m in closing), start + n)
 
     def _closing(self, i: int, pair: str, depth: int, *, code_spans: bool) -> int | None:
         """The index after the `pair[1]` that brings `depth` back to 0, scanning from `i`
@@ -181,7 +145,7 @@ class _Inline:
     def _link(self, start: int) -> tuple[str, int, str | None]:
         """(the rewritten `[text]…`, where it ends, the destination to show or None)."""
         src = self.src
-        close = self._bracket_end(start)
+        close = self._closing(start, "[]", 0, code_spans=True)
         if close is None:
             return "[", start + 1, None
         inner = _Inline(src[start + 1 : close - 1], self.refs).run()
@@ -193,7 +157,7 @@ class _Inline:
                 return text + src[close:end], end, None if _shows(inner, dest) else dest
         ref_end, ref = close, src[start + 1 : close - 1]
         if src.startswith("[", close):
-            second = self._bracket_end(close)
+            second = self._closing(close, "[]", 0, code_spans=True)
             if second is not None:
                 ref_end = second
                 ref = src[close + 1 : second - 1] or ref

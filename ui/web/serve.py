@@ -15,8 +15,7 @@ OPTIONS = {
     "server.headless": "true",
     "browser.gatherUsageStats": "false",
     "client.toolbarMode": "minimal",  # no Deploy / developer menu
-    # A full gc.collect() after every script run, with the live-update poller in each
-    # tab, was nearly all of an idle server's CPU (27 % for 5 idle tabs, 1 % without).
+    # A gc.collect() after every script run was nearly all of an idle server's CPU.
     "runner.postScriptGC": "false",
     "server.fileWatcherType": "none",  # nobody edits the app while it serves
     "theme.primaryColor": ACCENT,  # Streamlit's red made Approve look destructive
@@ -25,18 +24,15 @@ OPTIONS = {
 FLAGS = [arg for name, value in OPTIONS.items() for arg in (f"--{name}", value)]
 
 
-def streamlit_command(
-    port: int | None = None, app: Path = APP_PATH, python: str = sys.executable
-) -> list[str]:
-    cmd = [python, "-m", "streamlit", "run", str(app), *FLAGS]
+def streamlit_command(port: int | None = None, app: Path = APP_PATH) -> list[str]:
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), *FLAGS]
     return cmd + (["--server.port", str(port)] if port else [])
 
 
 def web_ui_command(port: int | None, browser: bool, app: Path = APP_PATH) -> list[str]:
-    """`gatehouse ui`'s command line, with the environment it needs set in this process
-    (which then becomes the server): whether to open a browser, and this directory's
-    database, workspace and config file, pinned before Streamlit starts so the app uses
-    them wherever it runs. Raises ConfigError for a wrong setting."""
+    """`gatehouse ui`'s command line, with its environment set in this process (the
+    server): whether to open a browser, and this directory's database, workspace and
+    config pinned. Raises ConfigError for a wrong setting."""
     import graph
 
     os.environ[OPEN_BROWSER_ENV] = "1" if browser else "0"

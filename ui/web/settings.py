@@ -1,6 +1,6 @@
-"""The settings page: the effective settings (`Session.info`) as tables, read-only. The
-API key is only "set" or "not set"; anything else like a secret (a password in a URL, a
-`token=` query, a hook argument named like a secret) is masked before it is drawn."""
+"""The settings page: the effective settings (`Session.info`) as read-only tables, with
+anything like a secret (a URL's password, a `token=` query, a secret-named hook
+argument) masked; the API key is only "set" or "not set"."""
 
 from __future__ import annotations
 
@@ -69,7 +69,6 @@ def _table(rows: list[dict[str, Any]], index: str) -> None:
 
 
 def general_rows(info: dict[str, Any]) -> list[dict[str, str]]:
-    """The settings that apply to every thread, one row each, masked."""
     shown = masked(info)
     rows = [
         ("Model", shown.get("model")),
@@ -123,8 +122,7 @@ def policy_rows(info: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def free_rows(info: dict[str, Any]) -> list[dict[str, str]]:
-    """What runs without anyone asked, and why: tools allowed outright, allow rules, and
-    run_command's allow list."""
+    """What runs without anyone asked, and why."""
     rows = []
     for r in tool_rules(info):
         tool = str(r.get("tool"))
@@ -190,17 +188,16 @@ def settings_page(session: Session) -> None:
     else:
         st.caption("No hooks configured ([hooks] in gatehouse.toml).")
     st.subheader("Token usage per thread")
-    usage_rows: list[dict[str, Any]] = []
-    for t in session.thread_list(limit=100).threads:
-        usage = session.view(t.thread_id).usage
-        usage_rows.append(
-            {
-                "thread": t.title,
-                "input tokens": int(usage.get("input_tokens", 0)),
-                "output tokens": int(usage.get("output_tokens", 0)),
-                "cost ($)": usage.get("cost"),
-            }
-        )
+    usage_rows = [
+        {
+            "thread": t.title,
+            "input tokens": int(usage.get("input_tokens", 0)),
+            "output tokens": int(usage.get("output_tokens", 0)),
+            "cost ($)": usage.get("cost"),
+        }
+        for t in session.thread_list(limit=100).threads
+        for usage in [session.view(t.thread_id).usage]
+    ]
     if usage_rows:
         st.dataframe(usage_rows, hide_index=True, width="stretch")
     else:

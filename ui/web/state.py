@@ -1,5 +1,4 @@
-"""Process-wide state of the app: one Session and one Runner per server, in
-`st.cache_resource` (Streamlit re-executes the script on every click)."""
+"""One Session and one Runner per server process, in `st.cache_resource`."""
 
 from __future__ import annotations
 
@@ -46,9 +45,8 @@ def _transcripts() -> tuple[threading.Lock, _Cache]:
 
 
 def transcript(session: Session, thread_id: str) -> list[MessageView]:
-    """The thread's transcript, reused while its messages are unchanged (per server
-    process): converting 10,000 messages takes ~0.2 s, reading them well under 1 ms
-    (the saver keeps the last checkpoint)."""
+    """The thread's transcript, reused while its messages are unchanged: converting 10,000
+    messages takes ~0.2 s, reading them well under 1 ms."""
     lock, cache = _transcripts()
     view = session.view(thread_id)
     key = _fingerprint(view.messages)
@@ -67,9 +65,8 @@ def transcript(session: Session, thread_id: str) -> list[MessageView]:
 
 
 def _fingerprint(messages: list[Any]) -> tuple[Any, ...]:
-    # Runs append messages; undo, fork and compaction change the count or the tail;
-    # a merge rewrites the last message. The first message catches a compaction that
-    # kept the count.
+    # Runs append; undo, fork and compaction change the count or the tail; a merge rewrites
+    # the last message; the first catches a compaction that kept the count.
     def one(m: Any) -> tuple[Any, ...]:
         return (
             m.id,

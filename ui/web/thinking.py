@@ -1,5 +1,5 @@
-"""What the model did besides answering: its reasoning (collapsed and dimmed; a static
-`<details>` in the history, an expander live), a reply cut off, why a run stopped."""
+"""What the model did besides answering: its reasoning (collapsed, dimmed), a reply cut
+off, why a run stopped."""
 
 from __future__ import annotations
 
@@ -22,25 +22,13 @@ CUT_OFF_NOTE = (
 _DIM = "opacity: 0.7; font-size: 0.9em; white-space: pre-wrap; margin: 0.2rem 0 0.4rem"
 
 
-def thinking_html(reasoning: str) -> str:
-    """The reasoning as a collapsed, dimmed "thinking" block. Escaped, with newlines as
-    character references: a blank line would end the HTML block and the rest would be
-    read as Markdown."""
-    return (
-        f'<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
-        f'<div style="{_DIM}">{html_text(reasoning.strip())}</div></details>'
-    )
-
-
 def draw_thinking(message: MessageView) -> None:
-    """A history reply's reasoning, collapsed (nothing when it has none)."""
     if message.reasoning:
-        st.markdown(thinking_html(message.reasoning), unsafe_allow_html=True)
-
-
-def draw_cut_off(message: MessageView) -> None:
-    if message.cut_off:
-        st.warning(CUT_OFF_NOTE, icon=":material/content_cut:")
+        st.markdown(
+            '<details class="gh-think"><summary style="opacity: 0.7">thinking</summary>'
+            f'<div style="{_DIM}">{html_text(message.reasoning.strip())}</div></details>',
+            unsafe_allow_html=True,
+        )
 
 
 class LiveThinking:
@@ -70,8 +58,7 @@ def stopped_notes(
     transcript: list[MessageView],
     info: ThreadInfo | None,
 ) -> None:
-    """Under the last turn of a thread whose last run stopped: why, and Retry when the
-    model's reply was cut off (retry asks the model again)."""
+    """Under a stopped run's last turn: why, and Retry when the model's reply was cut off."""
     if info is None or info.status != "stopped":
         return
     last = next((m for m in reversed(transcript) if m.role == "assistant"), None)

@@ -1,5 +1,5 @@
-"""The sidebar: navigation, the thread list, and the open thread's actions. The open thread
-and the page live in the URL (`?thread=...&view=...`), so a link or a reload resumes them."""
+"""The sidebar: navigation, the thread list, the open thread's actions. The open thread
+and page live in the URL (`?thread=...&view=...`): a link or a reload resumes them."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ui.web.auto_approve import tab_switch, thread_switch
 from ui.web.identity import signed_in_identity
 from ui.web.safe_text import label as safe_label
 from ui.web.settings import tool_rules
-from ui.web.unsent import give_back
+from ui.web.unsent import GIVEN_BACK
 
 VIEWS = {
     "chat": ":material/chat: Chat",
@@ -86,7 +86,13 @@ def sidebar(session: Session, runner: Runner) -> None:
             open_thread(None)
             st.rerun()
         tab_switch()
-        _open_by_id(session)
+        with st.form("open-by-id", clear_on_submit=True, border=False):
+            wanted = st.text_input("Open thread by id", placeholder="thread id", key="open-id")
+            if st.form_submit_button("Open") and (wanted := wanted.strip()):
+                if thread_id_problem(wanted) is None and session.view(wanted).exists:
+                    open_thread(wanted)
+                    st.rerun()
+                st.error(f"No thread {safe_label(shown_id(wanted))}.")
         st.subheader("Threads")
         # Which database the list is from: another directory can mean another file.
         st.caption(f"on `{session.info.get('db', '?')}`")
@@ -94,16 +100,6 @@ def sidebar(session: Session, runner: Runner) -> None:
         if thread_id and session.view(thread_id).exists:
             st.divider()
             thread_actions(session, runner, thread_id)
-
-
-def _open_by_id(session: Session) -> None:
-    with st.form("open-by-id", clear_on_submit=True, border=False):
-        wanted = st.text_input("Open thread by id", placeholder="thread id", key="open-id")
-        if st.form_submit_button("Open") and wanted.strip():
-            if thread_id_problem(wanted.strip()) is None and session.view(wanted.strip()).exists:
-                open_thread(wanted.strip())
-                st.rerun()
-            st.error(f"No thread {safe_label(shown_id(wanted.strip()))}.")
 
 
 def _thread_list(session: Session, runner: Runner, current: str | None) -> None:
@@ -181,7 +177,20 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
     )
     thread_switch(session, thread_id)
     _grants(session, thread_id)
-    _compact_button(session, thread_id, busy)
+    key = f"compact-{thread_id}"
+    st.button(
+        ":material/compress: Compact now",
+        key=key,
+        disabled=busy,
+        width="stretch",
+        help="Not while a run is active"
+        if busy
+        else "Send the model a summary in place of the older turns; your history stays whole",
+        on_click=_compact,
+        args=(session, thread_id, key),
+    )
+    if said := st.session_state.pop(f"{key}-result", None):
+        getattr(st, said[0])(said[1])  # st.error, st.info or st.success
     st.button(
         ":material/fact_check: Decision log",
         key=f"audit-{thread_id}",
@@ -193,14 +202,15 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
 
 
 def _undo(session: Session, thread_id: str, *, force: bool) -> None:
-    """Undo the last turn, then say what it had changed on disk (undo rewinds the
-    thread, not the files) and put the person's message back in the chat input."""
+    """Undo the last turn, say what it had changed on disk (undo rewinds the thread, not
+    the files) and put the person's message back in the input."""
     messages = session.view(thread_id).transcript
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     session.submit(Undo(thread_id, force))
     if last is None:
         return
-    give_back(messages[last].content)
+    # Back in the chat input when it is next drawn (a drawn widget's value is fixed).
+    st.session_state[GIVEN_BACK] = messages[last].content
     changed = changes_on_disk(session.info, messages[last:])
     st.session_state["flash"] = (
         "Undone: the last turn is gone from the thread and your message is back in the input. "
@@ -231,8 +241,7 @@ def changes_on_disk(info: dict[str, Any], part: list[MessageView]) -> list[str]:
 
 
 def _grants(session: Session, thread_id: str) -> None:
-    """The thread's standing "always allow" grants, each with who gave it and Revoke (the
-    auto-approve grant "*" has its own switch)."""
+    """The thread's "always allow" grants, who gave each, and Revoke ("*" has its switch)."""
     grants = [g for g in session.view(thread_id).grants if g.tool != ALL_TOOLS]
     if not grants:
         return
@@ -263,25 +272,6 @@ def _revoke(session: Session, thread_id: str, label: str) -> None:
         st.session_state["flash"] = f"Not revoked: {exc}"
     else:
         st.session_state["flash"] = f"Revoked {printable(label)}: its calls ask again."
-
-
-def _compact_button(session: Session, thread_id: str, busy: bool) -> None:
-    """ "Compact now": summarise the older turns for the model (the history stays whole)."""
-    key = f"compact-{thread_id}"
-    st.button(
-        ":material/compress: Compact now",
-        key=key,
-        disabled=busy,
-        width="stretch",
-        help="Not while a run is active"
-        if busy
-        else "Send the model a summary in place of the older turns; your history stays whole",
-        on_click=_compact,
-        args=(session, thread_id, key),
-    )
-    if said := st.session_state.pop(f"{key}-result", None):
-        kind, text = said
-        getattr(st, kind)(text)
 
 
 def _compact(session: Session, thread_id: str, key: str) -> None:

@@ -1,9 +1,6 @@
-"""How one tool call is drawn.
-
-History draws calls as static HTML rows (one `<details>` per call, no widgets: an
-`st.status` sleeps 50 ms when created and costs a React subtree). A live run draws each
-call as an `st.status` it updates; a call that did not run (answered instead, rejected,
-denied) is redrawn as a row, never left as a finished status (which shows a green tick)."""
+"""How one tool call is drawn: in the history a static `<details>` row (an `st.status`
+sleeps 50 ms when created and costs a React subtree); live an `st.status`, redrawn as a
+row when the call did not run (never a finished status's green tick)."""
 
 from __future__ import annotations
 
@@ -33,10 +30,9 @@ _OUTCOME: dict[str, tuple[Literal["complete", "error"], str, str]] = {
     "stopped": ("error", "stopped by you", "■"),
 }
 
-# Calls that ended without running: drawn as static rows, live as in the history.
 NOT_RUN_STATUSES = frozenset({"responded", "rejected", "denied"})
 
-# What a call without a result means depends on where the thread is.
+# What a call without a result is said to be.
 WAITING = "waiting for your decision"
 NOT_RUN = "not run: the run ended before it"
 
@@ -46,44 +42,40 @@ def clip(text: str) -> str:
     return visible(text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n… (truncated)")
 
 
-def _word(tool: str, status: str, output: str) -> str:
-    """The outcome's word: done, failed, "failed (exit code 2)" (a command), rejected…"""
+def _word(tool: str, status: str, output: str, duration_ms: float | None) -> str:
+    """done, failed, "failed (exit code 2)", rejected…, and how long it took."""
     word = _OUTCOME[status][1] if status in _OUTCOME else status
-    return word + (exit_note(tool, output) if status == "error" else "")
+    took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
+    return word + (exit_note(tool, output) if status == "error" else "") + took
 
 
 def label(
     name: str, status: str | None, duration_ms: float | None, output: str = "", tool: str = ""
 ) -> str:
     """A live call's label: `name` as shown, `tool` the tool's own name."""
-    shown = safe_label(name)  # the label renders Markdown, images included
-    if status is None:
-        return f":material/build: {shown} · running…"
-    word = _word(tool or name, status, output)
-    took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
-    return f":material/build: {shown} · {word}{took}"
+    word = "running…" if status is None else _word(tool or name, status, output, duration_ms)
+    return f":material/build: {safe_label(name)} · {word}"  # a label renders Markdown
 
 
 PRE_CLASS = "gh-pre"
 
 
 def html_text(text: str) -> str:
-    """`text` for an HTML block in Markdown: hidden characters shown, nothing read as HTML,
-    newlines as character references (a blank line would end the HTML block)."""
+    """`text` for an HTML block in Markdown: hidden characters shown, escaped, newlines as
+    character references (a blank line would end the HTML block)."""
     return html.escape(visible(text)).replace("\n", "&#10;")
 
 
 def pre_html(text: str) -> str:
-    """A preformatted block for static HTML rows (history, decision log)."""
-    # A `<div>` of our own class, not `<pre>`: Streamlit's Markdown renders `<pre>` as its
-    # own element, which no stylesheet makes keep line breaks (app.py styles `gh-pre`).
-    # Inline pre-wrap too: a row drawn before the stylesheet arrives keeps its lines.
+    """A preformatted block for static HTML rows: not `<pre>`, which Streamlit's Markdown
+    renders as its own element that keeps no line breaks; pre-wrap inline too, for a row
+    drawn before app.py's stylesheet arrives."""
     return f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">{html_text(text)}</div>'
 
 
 def said_html(text: str) -> str:
-    """A person's message as written: every line break and space kept, nothing read as
-    Markdown or HTML (`# …` stays a line starting with `#`), long lines wrapped."""
+    """A person's message as written: spaces and line breaks kept, nothing read as
+    Markdown or HTML, long lines wrapped."""
     return (
         '<div class="gh-said" style="white-space: pre-wrap; overflow-wrap: anywhere">'
         f"{html_text(text)}</div>"
@@ -99,18 +91,16 @@ def row_html(
     *,
     missing: str = NOT_RUN,
 ) -> str:
-    """One call as a collapsed `<details>` row on one line; `status` None = no result
-    yet, said as `missing` (waiting for a decision, or cut short); `args` None = not
-    known here (a live call that ended without starting)."""
+    """One call as a collapsed `<details>` row; `status` None: no result yet, said as
+    `missing`; `args` None: not known here (a live call that ended without starting)."""
     shown = "" if args is None else "<small>arguments</small>" + pre_html(pretty(args))
     if status is None:
         title = f"⏸ {visible(name)} · {missing}"
         body = shown
     else:
-        took = f" · {duration_ms / 1000:.2f} s" if duration_ms is not None else ""
         status = call_outcome(name, status, output)
         mark = _OUTCOME[status][2] if status in _OUTCOME else "•"
-        title = f"{mark} {visible(name)} · {_word(name, status, output)}{took}"
+        title = f"{mark} {visible(name)} · {_word(name, status, output, duration_ms)}"
         body = shown + "<small>output</small>" + pre_html(clip(output) or "(no output)")
     return f'<details class="gh-tool"><summary>{html.escape(title)}</summary>{body}</details>'
 
@@ -118,16 +108,15 @@ def row_html(
 def not_run_row(
     name: str, status: str, output: str, args: dict[str, Any] | None = None, slot: Any = None
 ) -> None:
-    """A live call that ended without running, drawn (in `slot`, or here) as the history
-    draws it: its mark and word ("↩ … · answered by you"), never a tick."""
+    """A live call that ended without running, drawn (in `slot`, or here) as in the history."""
     (slot or st).markdown(row_html(name, args, status, output, None), unsafe_allow_html=True)
 
 
 class ToolBlock:
-    """One live tool call's status block; output is buffered and flushed by the caller."""
+    """One live call's status block (`name` as labelled, `tool` the tool's); output is
+    buffered and flushed by the caller."""
 
     def __init__(self, name: str, args: dict[str, Any], tool: str = "") -> None:
-        """`name` as the label shows it (with how it was let through), `tool` the tool's."""
         self.name, self.args, self.tool = name, args, tool or name
         # The block's place, so a call that ends without running can be redrawn as a row.
         self.slot = st.empty()
@@ -171,9 +160,8 @@ def result_row(
     duration_ms: float | None,
     decided: DecisionRecord | None = None,
 ) -> str:
-    """A finished call's history row (tool_blocks.row_html), saying who let it run and
-    from where (`decided`: its answer in the decision log), or that it ran without a
-    click, and, for an offloaded output, linking to the whole of it."""
+    """A finished call's row, saying who let it run (`decided`: its log record) or that no
+    one clicked, and linking to an offloaded output's whole."""
     row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
     notes = []
     if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
@@ -207,8 +195,6 @@ SUMMARY_MARKER = "The model's view was summarised here"
 
 
 def summary_html(text: str) -> str:
-    """The marker where compaction summarised the model's view: the turns above stay in
-    the history; the model is sent the summary (collapsed here) in their place."""
     return (
         f'<details class="gh-tool gh-compacted"><summary>⇣ {SUMMARY_MARKER}: from here on '
         "the model gets this summary instead of the turns above (they stay in your history)</summary>"

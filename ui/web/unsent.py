@@ -1,7 +1,6 @@
-"""When the database cannot be used (locked, unreachable): what a person typed is kept,
-they are told why in a sentence, and the page recovers by itself. Never a traceback.
-
-Imports only Streamlit at load: ui/web/chat_input.py uses it before LangGraph is loaded."""
+"""When the database cannot be used: what a person typed is kept, the page says why in a
+sentence and recovers by itself. Imports only Streamlit (ui/web/chat_input.py uses it
+before LangGraph is loaded)."""
 
 from __future__ import annotations
 
@@ -38,12 +37,6 @@ def keep_unsent(thread_id: str | None, text: str, exc: BaseException) -> None:
     st.session_state[REASON] = reason_of(exc)
 
 
-def give_back(text: str) -> None:
-    """Put `text` in the chat input when it is next drawn (after an undo: the person's
-    message, to edit and send again). A widget's value cannot change once it is drawn."""
-    st.session_state[GIVEN_BACK] = text
-
-
 def calm(callback: Callable[P, Any]) -> Callable[P, None]:
     """`callback`, with an error it raises shown as a message on the page."""
 
@@ -66,15 +59,9 @@ def _draw_kept(waiting: list[tuple[str | None, str]], said: str) -> None:
             st.caption(f":material/schedule: {said}")
 
 
-def unsent_banner(send: Callable[[str | None, str], None]) -> None:
-    """The messages kept in this browser session, retried every RETRY_S seconds with
-    `send(thread_id, text)` until the database takes them (then the page is redrawn)."""
-    if st.session_state.get(UNSENT):
-        _retry_unsent(send)
-
-
 @st.fragment(run_every=RETRY_S)
-def _retry_unsent(send: Callable[[str | None, str], None]) -> None:
+def retry_unsent(send: Callable[[str | None, str], None]) -> None:
+    """The messages kept in this browser session, retried every RETRY_S s with `send`."""
     waiting = st.session_state.get(UNSENT, [])
     sent = False
     while waiting:
@@ -101,8 +88,7 @@ def _retry_unsent(send: Callable[[str | None, str], None]) -> None:
 
 
 def trouble_page(exc: BaseException) -> None:
-    """The page that replaces a page that failed: what went wrong, what was kept, and a
-    retry (by itself every RETRY_S seconds, or the button)."""
+    """In place of a failed page: what went wrong, what was kept, and a retry."""
     st.error(f"Gatehouse cannot show this page right now. {reason_of(exc)}")
     _draw_kept(st.session_state.get(UNSENT, []), "kept: sent as soon as the page works again")
     st.caption(f"Trying again every {RETRY_S:g} s…")
@@ -113,8 +99,7 @@ def trouble_page(exc: BaseException) -> None:
 @st.fragment(run_every=RETRY_S)
 def _retry_soon() -> None:
     # The fragment's first run is the page's own; each later one retries the page.
-    ticks = st.session_state.get("gh-retry-ticks", 0) + 1
-    st.session_state["gh-retry-ticks"] = ticks
-    if ticks > 1:
-        st.session_state["gh-retry-ticks"] = 0
+    if st.session_state.get("gh-retry-ticked"):
+        st.session_state["gh-retry-ticked"] = False
         st.rerun(scope="app")
+    st.session_state["gh-retry-ticked"] = True
