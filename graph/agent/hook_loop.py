@@ -1,12 +1,8 @@
-"""The one event loop an agent's async hooks run on.
-
-Nodes are sync; a fresh `asyncio.run` per call would close the loop a client opened in
-`awarm_up` sits on. So every coroutine of one `HookSet` runs on one long-lived loop:
-its own, on a daemon thread (started on first use, stopped when the hooks close), or,
-under `AsyncSession`, the caller's (`bind`: the graph runs on a worker thread, so the
-application's clients can be shared with its hooks). A bound loop that stopped is
-dropped for the own one; a coroutine never runs on a loop running in the calling
-thread (it would wait for itself).
+"""The one event loop an agent's async hooks run on: nodes are sync, and a fresh
+`asyncio.run` per call would close the loop a client opened in `awarm_up` sits on.
+It is the caller's loop under `AsyncSession` (`bound`: the graph runs on a worker
+thread) while that runs, else a loop of its own on a daemon thread; a coroutine never
+runs on a loop running in the calling thread (it would wait for itself).
 """
 
 from __future__ import annotations
@@ -29,18 +25,11 @@ class HookLoop:
         self._lock = threading.Lock()
         self._own: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._bound: asyncio.AbstractEventLoop | None = None
-
-    def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Run coroutines on `loop` (the caller's, under `AsyncSession`) while it runs."""
-        self._bound = loop
-
-    @property
-    def bound(self) -> asyncio.AbstractEventLoop | None:
-        return self._bound
+        # The caller's loop, under `AsyncSession`: coroutines run there while it runs.
+        self.bound: asyncio.AbstractEventLoop | None = None
 
     def _live_bound(self) -> asyncio.AbstractEventLoop | None:
-        bound = self._bound
+        bound = self.bound
         return bound if bound is not None and bound.is_running() and not bound.is_closed() else None
 
     def target(self) -> asyncio.AbstractEventLoop:
@@ -64,7 +53,8 @@ class HookLoop:
         the run's stream writer); its result arrives in the returned future."""
         loop = self.target()
         if _running_here(loop):
-            _discard(awaitable)
+            if callable(close := getattr(awaitable, "close", None)):
+                close()  # it will never run: no "never awaited" warning
             raise HookError(
                 "a hook asked to run async code from inside the hooks' own event loop; use `await`"
             )
@@ -128,17 +118,9 @@ def _settle(done: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> No
         done.set_result(task.result())
 
 
-def _discard(awaitable: Awaitable[Any]) -> None:
-    # A coroutine that will never run: close it so Python does not warn it was never awaited.
-    close = getattr(awaitable, "close", None)
-    if callable(close):
-        close()
-
-
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-# The loop of hooks run outside any HookSet (`run_hooks` called directly, a
-# FunctionHook's `run` called by hand): one per process, also long-lived.
+# The loop of hooks run outside any HookSet (`run_hooks` called directly): one per process.
 default_loop = HookLoop("gatehouse-hooks-default")

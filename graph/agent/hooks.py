@@ -1,22 +1,13 @@
 """Hooks: user code that changes a run at fixed points without forking the graph.
 
-Points: `before_llm` (before each model call), `after_llm` (the reply is in, before
-anything acts on it; `rerun_llm` sends it back), `before_tool` (before any call runs or
-is reviewed), `on_exit` (the agent is about to stop). A hook is any object with
-`run(state) -> update | None` (or an async `arun`, or Haystack's `run_async`), or a
-function wrapped with `@hook`; at one point they run in list order, each seeing the
-updates before it. A hook may change its state in place, return an update, or both
-(graph/agent/hook_state.py).
-
-A hook with both forms runs the sync ones under `Session` and the async ones under
-`AsyncSession`, for `run`, `warm_up` and `close` alike. A `HookSet` warms its hooks up
-once, before the first runs (clients open lazily, in the process that runs the graph),
-and closes them with the agent; all their async code runs on one long-lived loop
-(graph/agent/hook_loop.py), so a client opened in `awarm_up` still works in `arun`.
-
-A hook that raises, returns a non-mapping, writes an unknown key or leaves a call
-without its answer fails the run with `HookError`; nothing it returned is written, so
-`Session.retry` continues from the last checkpoint.
+Points: `before_llm`, `after_llm` (the reply is in; `rerun_llm` sends it back),
+`before_tool` and `on_exit`. A hook is an object with `run(state)` (or an async `arun`,
+or Haystack's `run_async`), or a function wrapped with `@hook`; at one point they run
+in list order, each seeing the updates before it (its `state`: hook_state.py). A hook
+with both forms runs its async ones under `AsyncSession` only, for `run`, `warm_up`
+and `close` alike, all on one long-lived loop (hook_loop.py), so a client opened in
+`awarm_up` still works in `arun`. A hook that raises or breaks the contract fails the
+run with `HookError` and nothing it returned is written (`Session.retry` goes on).
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ import importlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langgraph.errors import GraphBubbleUp
@@ -62,21 +53,8 @@ T = TypeVar("T")
 Update = Mapping[str, Any] | None
 
 
-@runtime_checkable
 class Hook(Protocol):
     def run(self, state: Mapping[str, Any]) -> Update: ...
-
-
-@runtime_checkable
-class AsyncHook(Protocol):
-    async def arun(self, state: Mapping[str, Any]) -> Update: ...
-
-
-@runtime_checkable
-class HaystackAsyncHook(Protocol):
-    """Haystack's spelling of an async hook; taken unchanged."""
-
-    async def run_async(self, state: Mapping[str, Any]) -> Update: ...
 
 
 class FunctionHook:
@@ -89,7 +67,7 @@ class FunctionHook:
 
     def run(self, state: Mapping[str, Any]) -> Update:
         out = self.fn(state)
-        return run_sync(out) if inspect.isawaitable(out) else out
+        return default_loop.run(out) if inspect.isawaitable(out) else out
 
     async def arun(self, state: Mapping[str, Any]) -> Update:
         out = self.fn(state)
@@ -102,11 +80,6 @@ class FunctionHook:
 def hook(fn: Callable[[Mapping[str, Any]], Update | Awaitable[Update]]) -> FunctionHook:
     """Make a plain function `state -> update | None` (or an async one) a hook."""
     return FunctionHook(fn)
-
-
-def run_sync(awaitable: Awaitable[T]) -> T:
-    """Run a coroutine from sync code (nodes are sync) on the process's hooks loop."""
-    return default_loop.run(awaitable)
 
 
 def current_point() -> HookPoint | None:
@@ -126,13 +99,10 @@ def load_hook(spec: Any) -> Any:
         factory = _import(spec["path"])
         return load_hook(factory(**dict(spec.get("args") or {})))
     if isinstance(spec, str):
-        obj = _import(spec)
-        if isinstance(obj, type):
-            obj = obj()
-        return load_hook(obj)
+        return load_hook(_import(spec))
     if isinstance(spec, type):
         return load_hook(spec())
-    if isinstance(spec, Hook | AsyncHook | HaystackAsyncHook):
+    if any(hasattr(spec, name) for name in ("run", *ASYNC_NAMES["run"])):
         return spec
     if callable(spec):
         return FunctionHook(spec)
@@ -164,30 +134,23 @@ def normalise_hooks(
     return result
 
 
-def async_method(h: Any, name: str) -> Callable[..., Any] | None:
-    """The hook's async form of `name` (`arun` or `run_async` for "run"), if it has one."""
-    for candidate in ASYNC_NAMES[name]:
-        if callable(fn := getattr(h, candidate, None)):
-            return fn
-    return None
-
-
-def prefers_async(loop: HookLoop | None) -> bool:
-    """Whether a hook with both forms runs its async one: under `AsyncSession` (which
-    binds its event loop to the hooks' loop), not under `Session`."""
-    return loop is not None and loop.bound is not None
+def _form(h: Any, name: str, loop: HookLoop | None) -> tuple[Callable[..., Any] | None, bool]:
+    """(the hook's method for `name`, whether it is async): the async one when it has
+    no other, or under `AsyncSession` (which binds its event loop to the hooks' loop)."""
+    afn = next((f for n in ASYNC_NAMES[name] if callable(f := getattr(h, n, None))), None)
+    fn = getattr(h, name, None)
+    if afn is not None and ((loop is not None and loop.bound is not None) or not callable(fn)):
+        return afn, True
+    return (fn if callable(fn) else None), False
 
 
 def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) -> Update:
-    """The form the module docstring says; async code on the hooks' loop."""
     if isinstance(h, FunctionHook):
         return (loop or default_loop).run(h.arun(state)) if h.is_async else h.run(state)
-    arun = async_method(h, "run")
-    if callable(getattr(h, "run", None)) and (arun is None or not prefers_async(loop)):
-        return h.run(state)
-    if arun is None:
+    fn, is_async = _form(h, "run", loop)
+    if fn is None:
         raise HookError(f"not a hook (needs run(state), arun(state) or run_async(state)): {h!r}")
-    return (loop or default_loop).run(arun(state))
+    return (loop or default_loop).run(fn(state)) if is_async else fn(state)
 
 
 def run_hooks(
@@ -307,10 +270,8 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
 
 
 def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
-    """Why a history breaks the tool-call contract (graph/agent/history.py). The latest
-    calls may be open at `after_llm` and `before_tool`; at `after_llm` messages may
-    follow them (a reply sent back with `rerun_llm` gets its calls answered after it;
-    graph/agent/model_call.py checks a kept one)."""
+    """Why a history breaks the tool-call contract (history.py); at `after_llm` messages
+    may follow open calls (a reply sent back gets its calls answered after it)."""
     return pairing_problem(
         messages, open_tail=point in _OPEN_CALLS_OK, reply_open=point == "after_llm"
     )
@@ -348,14 +309,8 @@ class HookSet:
         return run_hooks(self.points[point], state, point, self.loop)
 
     def use_loop(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Run the hooks' async code on `loop` (the caller's, under `AsyncSession`)
-        while it runs; else on a loop of their own."""
-        self.loop.bind(loop)
-
-    # -- lifecycle -----------------------------------------------------------
-    @property
-    def warm(self) -> bool:
-        return self._warm
+        """Run the hooks' async code on `loop` (under `AsyncSession`) while it runs."""
+        self.loop.bound = loop
 
     def warm_up(self) -> None:
         with self._lock:
@@ -398,14 +353,13 @@ class HookSet:
 
 
 def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> str | None:
-    """Call the hook's `warm_up` / `close`: the form `call_hook` would pick for `run`
-    (the async one under `AsyncSession`, on the hooks' loop), else the one it has."""
+    """Call the hook's `warm_up` / `close` in the form `call_hook` picks for `run`."""
     try:
-        afn = async_method(h, name)
-        if callable(fn := getattr(h, name, None)) and (afn is None or not prefers_async(loop)):
+        fn, is_async = _form(h, name, loop)
+        if is_async:
+            loop.run(fn())  # type: ignore[misc]
+        elif fn is not None:
             fn()
-        elif afn is not None:
-            loop.run(afn())
     except Exception as exc:
         message = f"hook {h!r} {name} failed: {type(exc).__name__}: {exc}"
         if swallow:  # close every hook even when one fails
@@ -415,12 +369,11 @@ def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> s
 
 
 async def _alifecycle(h: Any, name: str, loop: HookLoop) -> None:
-    """`_lifecycle` from async code, choosing the same form."""
     try:
-        afn = async_method(h, name)
-        if afn is not None and (prefers_async(loop) or not callable(getattr(h, name, None))):
-            await loop.run_async(afn())
-        elif callable(fn := getattr(h, name, None)):
+        fn, is_async = _form(h, name, loop)
+        if is_async:
+            await loop.run_async(fn())  # type: ignore[misc]
+        elif fn is not None:
             fn()
     except Exception as exc:
         raise HookError(
