@@ -1,9 +1,6 @@
-"""How nodes, tools and hooks put typed events (graph.protocol.events) on a run's
-stream, and what a run's config says about its thread and who decides.
-
-Events go to LangGraph's `custom` stream (JSON for LangGraph Server clients), or to
-the sink in the run's context when a Session drives the run (graph/service/run.py
-says why); outside a run (a hook called in a test) nowhere.
+"""How nodes, tools and hooks put typed events on a run's stream: LangGraph's `custom`
+stream, or the sink in the run's context when a Session drives the run (run.py says
+why); outside a run nowhere. Also what a run's config says about who decides.
 """
 
 from __future__ import annotations
@@ -22,17 +19,14 @@ from graph.protocol.events import _EventBase
 
 
 def stream_writer() -> Callable[[Any], None]:
-    """Where the current run's events go (see the module docstring)."""
     try:
         runtime = get_runtime()
     except Exception:
-        return _discard
-    if runtime is None:
-        return _discard
-    context = runtime.context
+        runtime = None
+    context = getattr(runtime, "context", None)
     if isinstance(context, RunContext) and context.event_sink is not None:
         return context.event_sink
-    return runtime.stream_writer
+    return _discard if runtime is None else runtime.stream_writer
 
 
 def _discard(_: Any) -> None:
@@ -54,14 +48,11 @@ def identity_from_server() -> None:
     _SERVED = True
 
 
-# The server's authenticated user for this request, set by the auth handler
-# (graph/service/server_auth.py): a state update's config is the client's own.
+# The server's authenticated user for this request, and whether they are not the
+# thread's owner, set by the auth handler (server_auth.py): an update's config is the
+# client's own. On a run, VISITOR_KEY says the latter, written over any client's value.
 _REQUEST_USER: ContextVar[str | None] = ContextVar("gatehouse_request_user", default=None)
-
-
 _REQUEST_VISITOR: ContextVar[bool] = ContextVar("gatehouse_request_visitor", default=False)
-# Set by the server's auth handler on a run by someone who is not the thread's owner
-# (an approver of a tool deciding its calls); written over any client's value.
 VISITOR_KEY = "gatehouse_visitor"
 
 

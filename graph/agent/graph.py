@@ -1,25 +1,10 @@
-"""The Gatehouse agent graph, assembled top to bottom.
-
-    START → model ─┬→ no tool calls → END (or finish, with on_exit hooks or a stop)
-              ↑    ├→ reply sent back by an after_llm hook → model
-              │    └→ tool calls → [before_tool] → policy ─┬→ run_tool (free / auto-approved /
-              │                                            │   invalid calls, one task each)
-              │                                            └→ review ──→ run_tool (approved/edited)
-              │                                                  └─ rejected / answered: ToolMessages
-              └──────── every call answered (the turn's last tasks move the run on) ──┘
-
-- `model` (model_node.py): a new run's counters, limits, cancel and hook stops, the
-  before_llm hooks, the streamed reply, the after_llm hooks, and the calls that must
-  not run answered (bad JSON, the doom-loop guard's repeats).
-- the policy (routing.py) sends each free call to its own `run_tool` task
-  (tool_node.py) and the gated ones to `review` (review.py): ONE interrupt per turn.
-  Finished siblings are pending writes, not re-run on resume (one node holding all
-  calls would re-run them).
-- `before_tool` and `finish` (on_exit hooks) exist only when there are such hooks.
-
-A turn is about six checkpoints, each a cost on every turn: a node is added only
-where a checkpoint buys something. Every node is a top-level function taking its
-dependencies (`AgentDeps`); this file binds them and wires the nodes.
+"""The Gatehouse agent graph. `model` (model_node.py) → `before_tool` (only with such
+hooks) → the policy (routing.py) sends each free call to a `run_tool` task of its own
+(tool_node.py) and the gated ones to `review` (review.py: ONE interrupt per turn) →
+back to `model` once every call is answered. A reply without calls ends the run, or
+goes to `finish` (on_exit hooks, a stop). Finished siblings are pending writes, not
+re-run on resume. A turn is about six checkpoints: a node is added only where a
+checkpoint buys something; each is a top-level function taking its `AgentDeps`.
 """
 
 from __future__ import annotations
@@ -83,16 +68,10 @@ def build_graph(
     tool_definitions: ToolDefinitions | None = None,
 ) -> GatehouseGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
-    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping; a name in it that is no tool
-    is refused (`PolicyError`), `"*"` means every tool. `journal` and `decisions`
-    (`storage.journal`, `storage.decisions`) make the approval guarantees hold for every
-    client: a call is claimed atomically before it runs, and a gated call runs only on a
-    recorded approval (without them the graph trusts its own process). `outputs` keeps
-    outputs over `offload`'s threshold aside (offload.py). A `Compaction` hook given no
-    model summarises with `model`. `doom_loop_threshold`: the N-th identical call in a
-    row gets a nudge, one more stops the run (0: off). `max_parallel_tools`: calls of
-    one run executing at once (None: no limit; parallel.py). `tool_definitions`: what
-    the model is shown of the tools (tool_binding.py)."""
+    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping (`"*"`: every tool). `journal`
+    and `decisions` make the approval guarantees hold for every client (without them the
+    graph trusts its own process). A `Compaction` hook given no model gets `model`;
+    `doom_loop_threshold` 0 turns that guard off; `max_parallel_tools` None: no limit."""
     offload = offload or OffloadOptions()
     tools = list(tools)
     if outputs is not None and offload.enabled and all(t.name != READ_TOOL for t in tools):

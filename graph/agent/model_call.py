@@ -1,21 +1,11 @@
-"""The model call's options, what the model is sent, and what becomes of its reply:
-the stored `AIMessage` (tool-call arguments parsed strictly, reasoning apart from the
-answer, a cut-off reply marked), the after_llm hooks, and the calls answered at once.
-
-- A cut-off reply (max_tokens, a stream that ended early, the signs a proxy leaves:
-  graph/agent/cut_off.py) is kept, marked (`additional_kwargs["gatehouse_cut_off"]`),
-  and its calls never run: each gets an error, with no `tool_started`. The run stops
-  (`CUT_OFF_STOP`); `Session.retry` asks again from the history before it.
-- Gatehouse's own words (stop notices, a cut reply and its calls' errors) are never
-  sent to the model as if it had said them.
-- Reasoning (`<think>`, `reasoning_content`) is stored apart (graph/agent/reasoning.py)
-  and not sent back unless `ModelOptions.keep_reasoning`.
-- An after_llm hook may send the reply back (`rerun_llm`): it is not stored (unless the
-  hook keeps it), a `reply_rejected` event tells front ends to drop its text, and the
-  node asks again, counted against the run's limits.
-- Calls that must not run are answered at once (bad JSON, every call of a cut-off
-  reply, the doom-loop guard's repeats: graph/agent/doom_loop.py), so the model gets
-  another turn to react.
+"""What the model is sent, and what becomes of its reply: the stored `AIMessage`
+(tool-call arguments parsed strictly, reasoning apart, a cut-off reply marked), the
+after_llm hooks, and the calls answered at once. A cut-off reply (cut_off.py) is kept
+and marked, its calls never run (each gets an error, with no `tool_started`) and the
+run stops; `Session.retry` asks again from the history before it. Gatehouse's own
+words (notices, a cut reply and its calls' errors) are never sent to the model. A reply
+an after_llm hook sends back (`rerun_llm`) is not stored unless the hook keeps it, and
+a `reply_rejected` event tells front ends to drop its text.
 """
 
 from __future__ import annotations
@@ -76,10 +66,6 @@ def is_empty(ai: AIMessage) -> bool:
     )
 
 
-def system_text(base: str | None, extra: Mapping[str, str]) -> str:
-    return "\n\n".join(p for p in [base or "", *extra.values()] if p)
-
-
 def prompt_messages(
     system_prompt: str | None,
     view: Mapping[str, Any],
@@ -87,12 +73,11 @@ def prompt_messages(
     *,
     keep_reasoning: bool,
 ) -> list[AnyMessage]:
-    """The system text, then the history from the latest compaction summary on
-    (history.model_view), earlier replies' reasoning left out (with `keep_reasoning`:
-    as <think> text, the form every server reads back). Always left out (the person
-    still sees them): Gatehouse's notices, and a cut-off reply with its calls' errors,
-    so asking again starts from the history before it."""
-    prompt = system_text(system_prompt, view.get("model_context") or {})
+    """The system text, then the history from the latest compaction summary on, without
+    earlier replies' reasoning (with `keep_reasoning`: as <think> text, which every
+    server reads back), Gatehouse's notices, or a cut-off reply with its calls' errors."""
+    extra = (view.get("model_context") or {}).values()
+    prompt = "\n\n".join(p for p in [system_prompt or "", *extra] if p)
     sent = _sent_memos[keep_reasoning](history).messages
     return [SystemMessage(prompt), *sent] if prompt else list(sent)
 

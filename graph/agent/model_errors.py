@@ -1,14 +1,11 @@
 """What went wrong when the model API failed, in words a person can act on.
 
-The error a run sees is rarely the one that says what happened: langchain-openai
-re-raises the `openai` client's errors as its own classes, which wrap `httpx`'s,
-which wrap the socket error ("Connection refused"). So the whole chain is read: the
-outermost recognised error gives the kind, status and server message come from
-whichever carries them, the innermost cause the detail. Recognised without imports:
-LangChain's `ModelError`s, the `openai` / `anthropic` / `ollama` / `httpx` packages,
-and `EmptyReply`. A LiteLLM proxy reports a stream broken midway as an error event in
-the stream (a bare `APIError`: retried); its error *response* (`x-litellm-*` headers)
-comes after its own retries (`proxy_retried`); its `llm_provider-retry-after` counts.
+langchain-openai re-raises the `openai` client's errors as its own, which wrap `httpx`'s,
+which wrap the socket error: so the whole chain is read. The outermost recognised error
+gives the kind, status and server message come from whichever carries them, the
+innermost cause the detail. A LiteLLM proxy reports a stream broken midway as an error
+event (a bare `APIError`: retried); its error *response* (`x-litellm-*` headers) comes
+after its own retries (`proxy_retried`).
 """
 
 from __future__ import annotations
@@ -45,20 +42,16 @@ class EmptyReply(RuntimeError):
 
 @dataclass(frozen=True)
 class ModelProblem:
-    """A model API failure, described."""
+    """What happened (`cause`) and what the person can do (`advice`); `retryable`: once
+    the cause is gone; `transient`: worth retrying at once; `retry_after_s`: the
+    server's Retry-After; `proxy_retried`: a LiteLLM proxy answered after its own
+    retries (more of ours would multiply them)."""
 
-    # What happened ("The model API is rate limiting requests (HTTP 429: …).").
     cause: str
-    # What the person can do about it.
     advice: str
-    # The run can be retried once the cause is gone (the thread keeps everything).
     retryable: bool
-    # Worth retrying at once, automatically: the same request may well succeed.
     transient: bool
-    # What the server asked for (a `Retry-After` header), in seconds.
     retry_after_s: float | None = None
-    # The answer came from a LiteLLM proxy, which retries on its own before it answers
-    # with an error: retrying again here would multiply its retries.
     proxy_retried: bool = False
 
     @property
@@ -95,7 +88,8 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             transient=True,
         )
     status = next((s for e in chain if (s := _status(e)) is not None), None)
-    cause = _root_cause(chain)
+    # The innermost error's own words ("[Errno 111] Connection refused").
+    cause = next((_clip(t) for e in reversed(chain) if (t := _text(e))), "")
     retry_after = next((r for e in chain if (r := _retry_after(e)) is not None), None)
     proxied = any(_from_litellm(e) for e in chain)
     said = f": {server}" if server else ""
@@ -181,12 +175,12 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def _module(e: BaseException) -> str:
-    return type(e).__module__ or ""
+def _package(e: BaseException) -> str:
+    return (type(e).__module__ or "").split(".")[0]
 
 
 def _is_model_error(e: BaseException) -> bool:
-    return isinstance(e, lc.ModelError) or _module(e).split(".")[0] in _TRANSPORT_MODULES
+    return isinstance(e, lc.ModelError) or _package(e) in _TRANSPORT_MODULES
 
 
 def _is_timeout(e: BaseException) -> bool:
@@ -194,17 +188,16 @@ def _is_timeout(e: BaseException) -> bool:
 
 
 def _is_connection(e: BaseException) -> bool:
-    if isinstance(e, lc.ModelConnectionError | ConnectionError):
-        return True
     name = type(e).__name__
-    return _module(e).split(".")[0] in _TRANSPORT_MODULES and (
-        "Connect" in name or "Protocol" in name or "Network" in name or "ReadError" in name
+    return isinstance(e, lc.ModelConnectionError | ConnectionError) or (
+        _package(e) in _TRANSPORT_MODULES
+        and any(w in name for w in ("Connect", "Protocol", "Network", "ReadError"))
     )
 
 
 def _broke_mid_reply(e: BaseException) -> bool:
     """The response had started (headers, maybe text) when the connection failed."""
-    return _module(e).split(".")[0] in _TRANSPORT_MODULES and type(e).__name__ in (
+    return _package(e) in _TRANSPORT_MODULES and type(e).__name__ in (
         "RemoteProtocolError",
         "ReadError",
         "IncompleteRead",
@@ -241,7 +234,7 @@ def _stream_error_event(e: BaseException) -> bool:
     error as its body and no HTTP status of its own."""
     return (
         type(e).__name__ == "APIError"
-        and _module(e).split(".")[0] == "openai"
+        and _package(e) == "openai"
         and isinstance(_get(e, "body"), dict)
         and _get(e, "status_code") is None
     )
@@ -302,22 +295,11 @@ def _get(obj: Any, name: str) -> Any:
 
 def _url(e: BaseException) -> str:
     url = _get(_get(e, "request"), "url")
-    if url is None:
-        return ""
-    text = str(url)
-    return text.split("?", 1)[0]
-
-
-def _root_cause(chain: list[BaseException]) -> str:
-    """The innermost error's own words ("[Errno 111] Connection refused"), unless it
-    only repeats its class's generic text."""
-    for e in reversed(chain):
-        if text := _text(e):
-            return _clip(text)
-    return ""
+    return "" if url is None else str(url).split("?", 1)[0]
 
 
 def _text(e: BaseException) -> str:
+    # Not a class's generic text.
     text = str(e).strip()
     return "" if text in ("", "Connection error.", "Request timed out.") else text
 

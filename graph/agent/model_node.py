@@ -1,22 +1,15 @@
-"""The `model` node and the model call: start a new run's counters, stop on a limit, a
-cancel or a hook's stop, run the before_llm hooks, stream the model's reply as events,
-then hand the reply on (graph/agent/model_call.py: its stored form, the after_llm hooks,
-the calls that must not run). A message reaches the model through this module alone.
+"""The `model` node: a new run's counters, limits, cancel and hook stops, the before_llm
+hooks, and the model's reply streamed as events (what becomes of it: model_call.py).
 
-How real servers are met:
-- A model that does not stream (`_generate` only, `disable_streaming=True`) gives one
-  whole `AIMessage`: the same events (a whole reply is one text delta).
-- A server that answers a streaming request with one JSON body (some proxies): LangChain
-  raises "No generation chunks were returned"; the reply is fetched again without
-  streaming, and this model is asked without streaming from then on (logged once).
-- An empty reply is asked for again once without streaming (a proxy in front of a
-  server that does not stream sends an empty stream); still empty: `EmptyReply`, never
-  a silent, empty success.
-- A failure worth retrying at once (connection, timeout, 429, 5xx, a stream broken
-  mid-reply: graph/agent/model_errors.py) is retried up to `ModelOptions.max_retries`
-  times, with a `model_retried` event each. Here, not in the `openai` client: it
-  retries only before a response starts, silently. A LiteLLM proxy's error response
-  is not retried again (the proxy already did, `num_retries`).
+How real servers are met: a model that does not stream gives one whole reply (one
+text delta). A server answering a streaming request with one JSON body (some proxies:
+"No generation chunks were returned") is asked again, and from then on, without
+streaming. An empty reply is asked for once more without streaming (a proxy in front
+of a server that does not stream sends an empty stream), then `EmptyReply`. A failure
+worth retrying (connection, timeout, 429, 5xx, a broken stream: model_errors.py) is
+retried here up to `ModelOptions.max_retries` times with a `model_retried` event each
+(the `openai` client retries only before a response starts, silently), but not a
+LiteLLM proxy's error response (the proxy already retried).
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, RemoveMessage
@@ -38,7 +31,7 @@ from langgraph.runtime import Runtime
 
 from graph.agent.call_ids import fresh_call_ids
 from graph.agent.client_input import announce_dropped
-from graph.agent.context import RunContext, cancelled, model_call_limit
+from graph.agent.context import RunContext, cancelled, context_of, model_call_limit
 from graph.agent.cut_off import notice_text
 from graph.agent.deps import AgentDeps, ModelOptions
 from graph.agent.emit import emit, stream_writer, thread_of
@@ -56,7 +49,7 @@ from graph.agent.model_call import (
     prompt_messages,
     to_message,
 )
-from graph.agent.model_errors import EmptyReply, ModelProblem, model_problem
+from graph.agent.model_errors import EmptyReply, model_problem
 from graph.agent.reasoning import ThinkSplitter
 from graph.agent.run_end import STOPPED_BY_PERSON, ends_here, stop
 from graph.agent.state import RUN_KEYS, AgentState, add_usage
@@ -127,11 +120,8 @@ def call_model(
     )
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
-        usage: dict[str, float] = {
-            "input_tokens": ai.usage_metadata.get("input_tokens", 0),
-            "output_tokens": ai.usage_metadata.get("output_tokens", 0),
-            "total_tokens": ai.usage_metadata.get("total_tokens", 0),
-        }
+        counts = cast(Mapping[str, float], ai.usage_metadata)
+        usage = {k: counts.get(k, 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
         update["usage"] = add_usage(update.get("usage"), usage)
         update["run_usage"] = add_usage(view.get("run_usage"), usage)
         emit(ev.Usage, **usage)
@@ -220,7 +210,11 @@ def stream_reply(
                 log.info("not retrying: the LiteLLM proxy has already retried (%s)", problem.cause)
                 raise
             retries += 1
-            delay = _retry_delay(problem, retries, options)
+            first_wait = options.retry_delay_s * 2 ** (retries - 1)
+            delay = min(
+                first_wait if problem.retry_after_s is None else problem.retry_after_s,
+                options.max_retry_delay_s,
+            )
             # Logged as info: front ends show the event; a warning would print it twice.
             log.info(
                 "%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay
@@ -230,16 +224,9 @@ def stream_reply(
                 return AIMessage(content="", id=f"run-{uuid.uuid4()}"), True
             continue
         if is_cut_off(ai):
-            write(
-                ev.Notice(
-                    thread_id=thread_id,
-                    source=CUT_OFF_KIND,
-                    text=notice_text(
-                        str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY)),
-                        len(ai.invalid_tool_calls),
-                    ),
-                )
-            )
+            reason = str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY))
+            text = notice_text(reason, len(ai.invalid_tool_calls))
+            write(ev.Notice(thread_id=thread_id, source=CUT_OFF_KIND, text=text))
         return ai, was_cancelled
 
 
@@ -453,16 +440,9 @@ def _unwrap(model: Any) -> Any:
     return model
 
 
-def _retry_delay(problem: ModelProblem, retries: int, options: ModelOptions) -> float:
-    if problem.retry_after_s is not None:
-        return min(problem.retry_after_s, options.max_retry_delay_s)
-    return min(options.retry_delay_s * 2 ** (retries - 1), options.max_retry_delay_s)
-
-
 def _wait(runtime: Runtime[RunContext] | None, seconds: float) -> bool:
     """Wait before a retry; True when the person pressed Stop meanwhile."""
-    ctx = getattr(runtime, "context", None)
-    if isinstance(ctx, RunContext):
+    if (ctx := context_of(runtime)) is not None:
         return ctx.cancel.wait(seconds)
     time.sleep(seconds)
     return False
