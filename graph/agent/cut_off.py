@@ -1,14 +1,7 @@
-"""Whether a complete reply (not one the person stopped) was cut off, and why, from the
-most to the least certain sign:
-- `length`: the server stopped at its token limit (`finish_reason: "length"`,
-  Anthropic's `max_tokens`, Ollama's `done_reason`, the Responses API's `incomplete`);
-- `no_finish`: an OpenAI-compatible stream ended with no finish reason (no `[DONE]`);
-- `arguments`: a call's arguments start a JSON object that never closes (a proxy that
-  closes a broken stream itself, as LiteLLM does, hides every other sign);
-- `reasoning`: the text ended inside a `<think>` block;
-- `usage`: usage was asked for and the stream ended without its chunk (sent last).
-Unseen: a proxy that ends a cut text with a finish reason and its own usage chunk
-(docs/models.md says so).
+"""Whether a complete reply (not one the person stopped) was cut off, and why (a key of
+`REASONS`, the most certain sign first). A call's arguments that start a JSON object
+and never close are the only sign when a proxy (LiteLLM) closes a broken stream
+itself. Unseen: a proxy that ends a cut text with a finish reason and its own usage.
 """
 
 from __future__ import annotations
@@ -19,8 +12,8 @@ from typing import Any
 
 from graph.agent.reasoning import CLOSE, OPEN
 
-# Providers whose every complete reply says how it ended, and where; for others (scripted
-# models, custom wrappers) a missing reason means nothing.
+# Providers whose every complete reply says how it ended, and where (for others, a
+# missing reason means nothing).
 FINISH_KEYS = {"openai": ("finish_reason", "status")}
 # response_metadata keys and values that mean "stopped at the token limit".
 LIMIT_KEYS = ("finish_reason", "stop_reason", "done_reason", "status")

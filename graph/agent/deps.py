@@ -1,7 +1,5 @@
-"""What the agent's nodes need besides the state, passed to them explicitly.
-
-Nodes are top-level functions taking `deps` (graph/agent/graph.py binds it), so a
-test can call one with a state dict and its own deps, with no database or Session.
+"""What the agent's nodes need besides the state, passed explicitly (graph.py binds it),
+so a test can call a node with a state dict and its own deps.
 """
 
 from __future__ import annotations
@@ -25,12 +23,10 @@ from graph.protocol.decisions import DecisionRecord, StandingGrant
 class ModelOptions:
     """How the model node calls the model ([model] in gatehouse.toml)."""
 
-    # Retries of a call that failed in a way worth retrying at once.
     max_retries: int = 0
     # Send earlier replies' reasoning back to the model (as <think> text).
     keep_reasoning: bool = False
-    # First wait before a retry; doubles each time, up to `max_retry_delay_s`. A
-    # server's Retry-After wins (capped the same way).
+    # First wait before a retry, doubled each time up to the max; a server's Retry-After wins.
     retry_delay_s: float = 0.5
     max_retry_delay_s: float = 30.0
 
@@ -98,20 +94,14 @@ class AgentDeps:
     hooks: HookSet
     max_model_calls: int
     system_prompt: str | None
-    # Without a decision log (a graph built with no Gatehouse storage) grants live in
-    # the state and run_tool trusts its tasks: fine in one process, not for servers.
+    # Without one, grants live in the state and run_tool trusts its tasks (one process only).
     decisions: DecisionLog | None = None
     journal: CallJournal | None = None
     model_options: ModelOptions = ModelOptions()
-    # Where outputs too large for the context are kept whole (graph/agent/offload.py);
-    # without a store they are cut instead.
+    # Where outputs too large for the context are kept whole (offload.py); else cut.
     outputs: OutputStore | None = None
     offload: OffloadOptions = OffloadOptions()
-    # The doom-loop guard (graph/agent/doom_loop.py): the N-th identical call in a row
-    # gets a nudge, one more stops the run; 0 turns it off.
     doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD
-    # `max_parallel_tools`: calls of one run that execute at once (graph/agent/parallel.py).
     tool_slots: ToolSlots = field(default_factory=lambda: ToolSlots(None))
-    # What a `Compact` operation summarises with when no Compaction hook is installed
-    # (compaction configured off): the configured one, never run automatically.
+    # What a `Compact` operation summarises with when no Compaction hook is installed.
     compaction: Any = None

@@ -1,11 +1,7 @@
-"""The doom-loop guard: a model calling the same tool with the same arguments again and
-again gets a nudge, then the run stops.
-
-A repeat is a call of this run identical to the one just before it (interleaved ones
-are normal work: edit, test, edit, test). With threshold N (default 3; 0: off) the
-N-th in a row is answered with a nudge instead of running; one more stops the run,
-every call of that reply answered "not run". It runs in the model node on each reply,
-so it holds for every client and costs no step of its own.
+"""The doom-loop guard: the N-th identical call in a row (default 3; 0: off) of this run
+is answered with a nudge instead of running; one more stops the run. Interleaved
+repeats are normal work (edit, test, edit, test). It runs in the model node on each
+reply, so it holds for every client and costs no step of its own.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The `finish` node (only when there are on_exit hooks or a stop): a stop's notice,
-or the on_exit hooks, which may stop the run or send it back to the model.
-
-An on_exit hook that adds a user (or system) message must also set `continue_run`
-(or `stop_reason`): otherwise the message would sit unanswered at the end of the
-history, so it is refused with a `HookError` and nothing is written."""
+"""The `finish` node (only with on_exit hooks or a stop): a stop's notice, or the on_exit
+hooks, which may stop the run or send it back to the model. A user or system message
+they add without `continue_run` (or `stop_reason`) would sit unanswered: `HookError`.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The reducer of the messages `DeltaChannel` (graph/agent/state.py).
-
-`merge_messages` is `add_messages` for a `DeltaChannel` (merge by id, `RemoveMessage`
-deletes, `REMOVE_ALL_MESSAGES` clears what came before), batching-invariant as the
-channel requires. LangGraph's `_messages_delta_reducer` rebuilds an id index of the
-whole thread on each of ~ten calls a turn; the usual call only appends new ids, so
-this keeps the index of the lists it returned and an append costs a dict copy.
+"""The reducer of the messages `DeltaChannel`: `add_messages`, batching-invariant as the
+channel requires. LangGraph's own rebuilds an id index of the whole thread on each of
+~ten calls a turn; the usual call only appends, so this keeps the index of the lists
+it returned and an append costs a dict copy.
 """
 
 from __future__ import annotations
@@ -36,12 +33,7 @@ _lock = threading.Lock()
 
 
 def message_index(state: list[AnyMessage]) -> dict[str, int]:
-    """id -> position of `state`'s messages, shared with the reducer (read only: the
-    same dict serves every copy of the list)."""
-    return _index_of(state)
-
-
-def _index_of(state: list[AnyMessage]) -> dict[str, int]:
+    """id -> position of `state`'s messages (read only: it serves every copy of the list)."""
     with _lock:
         hit = _indexes.get(id(state))
         # Same object and length: unchanged since it was returned (lists from state
@@ -59,10 +51,9 @@ def _index_of(state: list[AnyMessage]) -> dict[str, int]:
 
 
 def _index_of_copy(state: list[AnyMessage]) -> dict[str, int] | None:
-    """The index of a recent list holding the very same message objects in the same
-    order: LangGraph hands reducers shallow copies of channel values (a conditional
-    edge reads the state through a copy, a checkpoint read restores one). Comparing
-    object identities runs in C and costs far less than rebuilding the index."""
+    """The index of a recent list holding the very same messages in the same order:
+    LangGraph hands reducers shallow copies of channel values; comparing identities
+    runs in C and costs far less than rebuilding the index."""
     n = len(state)
     for kept, length, index in islice(reversed(_indexes.values()), _COPY_PROBES):
         if length == n and len(kept) == n and all(map(operator.is_, kept, state)):
@@ -78,11 +69,9 @@ def _remember(result: list[AnyMessage], index: dict[str, int]) -> None:
 
 
 def _with_stable_ids(state: list[AnyMessage], flat: list[Any]) -> list[Any]:
-    """Messages from `("user", "hi")` tuples or plain strings (raw `graph.invoke` input)
-    as message objects with ids. LangGraph stamps ids on message objects and dicts
-    only, and a message without an id can never be targeted (held back, removed).
-    The id is derived from the history so far, so every replay of the same writes
-    gives the same ids (a DeltaChannel replays its writes on each read)."""
+    """Tuples or strings (raw `graph.invoke` input) as messages with ids (LangGraph
+    stamps ids on messages and dicts only). The id comes from the history so far, so
+    a replay of the same writes (a DeltaChannel's read) gives the same ids."""
     out: list[Any] = []
     taken = {m.id for m in state if isinstance(m, BaseMessage)}
     for item in flat:
@@ -98,12 +87,7 @@ def _with_stable_ids(state: list[AnyMessage], flat: list[Any]) -> list[Any]:
 
 
 def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessage]:
-    flat: list[Any] = []
-    for write in writes:
-        if isinstance(write, list):
-            flat.extend(write)
-        else:
-            flat.append(write)
+    flat = [m for write in writes for m in (write if isinstance(write, list) else [write])]
     for i in range(len(flat) - 1, -1, -1):
         if isinstance(flat[i], RemoveMessage) and flat[i].id == REMOVE_ALL_MESSAGES:
             state, flat = [], flat[i + 1 :]
@@ -116,15 +100,13 @@ def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessag
         for m in flat
     ) and (not state or isinstance(state[0], BaseMessage))
     if plain:
-        index = _index_of(state)
+        index = message_index(state)
         new_ids = [m.id for m in flat]
         if len(set(new_ids)) == len(new_ids) and not any(i in index for i in new_ids):
             # Only new messages: append.
             result = [*state, *flat]
             if len(result) > 16:  # short lists rebuild their index for nothing
-                grown = dict(index)
-                for offset, mid in enumerate(new_ids, start=len(state)):
-                    grown[mid] = offset
-                _remember(result, grown)
+                grown = {mid: n for n, mid in enumerate(new_ids, start=len(state))}
+                _remember(result, index | grown)
             return result
     return messages_delta_reducer(state, [flat])

@@ -1,14 +1,8 @@
 """Tool-result offloading: an output too large for the model's context is stored whole
 (graph/store/outputs.py); the model gets its head and a reference, and reads on with
-the built-in, free `read_tool_output` tool.
-
-    build_graph(..., outputs=storage.outputs, offload=OffloadOptions(threshold_chars=8_000))
-
-`run_tool` stores the output BEFORE the shortened result reaches the journal and the
-checkpoint, so a replayed result always finds its output (a crash before leaves at most
-an orphan, replaced when the call runs again). The result's mark
-(`additional_kwargs["gatehouse_offloaded"]`: characters and lines) shows on events,
-the transcript and exports.
+the built-in, free `read_tool_output` tool. `run_tool` stores the output BEFORE the
+shortened result reaches the journal and the checkpoint, so a replayed result always
+finds its output. The result's mark (`gatehouse_offloaded`) shows on events and exports.
 """
 
 from __future__ import annotations
@@ -89,7 +83,10 @@ def fit_output(
     call_id = cast(str, call["id"])
     store.put(thread_id, call_id, call["name"], text)
     total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    head = _head(text, options.head_chars)
+    head = text[: options.head_chars]
+    # End at a line break when one is near, so "read from line N" starts cleanly.
+    if (cut := head.rfind("\n")) >= options.head_chars // 2:
+        head = head[: cut + 1]
     msg.content = (
         head
         + ("" if head.endswith("\n") else "\n")
@@ -119,13 +116,6 @@ def offloaded(msg: Any) -> dict[str, int] | None:
     """The offload mark of a stored result: {"total_chars", "total_lines"}, or None."""
     mark = (getattr(msg, "additional_kwargs", None) or {}).get(OFFLOAD_MARK)
     return mark if isinstance(mark, dict) else None
-
-
-def _head(text: str, chars: int) -> str:
-    head = text[:chars]
-    # End at a line break when one is near, so "read from line N" starts cleanly.
-    cut = head.rfind("\n")
-    return head[: cut + 1] if cut >= chars // 2 else head
 
 
 _CallId = Annotated[str, Field(description="The call_id named in the stored output's reference")]
@@ -197,8 +187,8 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
 
 @functools.cache
 def _read_args_schema(doc: str) -> type[BaseModel]:
-    """The schema LangChain would infer for `read_tool_output` (tests/test_open_cost.py
-    compares them), made once per process: inferring it costs ms on every session open."""
+    """The schema LangChain would infer (test_open_cost.py compares them), made once:
+    inferring it costs ms on every session open."""
     fields: dict[str, Any] = {
         "call_id": (_CallId, ...),
         "start_line": (_StartLine, 1),

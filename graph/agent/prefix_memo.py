@@ -1,15 +1,10 @@
-"""Facts about a thread's message list, carried from one model call to the next.
-
-Before each call the agent folds over the whole history several times (call ids,
-call_ids.py; what the model is sent, model_call.prompt_messages; compaction's count,
-builtin_hooks/token_prefix.py): ~4.5 ms of a ~27 ms turn at 200 turns. The messages
-channel only appends, so a `PrefixMemo` keeps the value of recent lists and folds only
-what follows the longest one a new list starts with. Lists are matched by the identity
-of every message (~10 µs for 1,000 in C), never by length or ids: an edit, compaction
-or branch shares a shorter prefix. Messages are never changed in place and the memo
-holds the lists it keeps, so an identity cannot be reused meanwhile. The newest `TAIL`
-messages come back as copies next step (the saver reads a step's writes back,
-graph/store/delta_reads.py), so a fold also remembers its value before them.
+"""Facts about a thread's message list, carried from one model call to the next. The
+agent folds over the whole history several times before each call (~4.5 ms of a ~27 ms
+turn at 200 turns); the channel only appends, so a `PrefixMemo` folds only what follows
+the longest remembered list a new one starts with. Lists match by the identity of every
+message (an edit, compaction or branch shares a shorter prefix); the memo holds the
+lists it keeps, so an identity is not reused. The newest `TAIL` messages come back as
+copies next step (delta_reads.py), so a fold also remembers its value before them.
 """
 
 from __future__ import annotations
@@ -21,10 +16,9 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-# Lists remembered per memo: a process serving several threads at once keeps each
-# thread's latest list and the copies LangGraph hands the nodes of one step.
+# Lists remembered per memo: each thread's latest and the copies of one step.
 SLOTS = 16
-# Messages at the end of a list that may come back as copies (see above).
+# Messages at the end of a list that may come back as copies.
 TAIL = 16
 # Lists up to this long are folded whole: cheaper than finding and keeping a prefix.
 SHORT = 64
@@ -32,9 +26,8 @@ SHORT = 64
 
 class PrefixMemo(Generic[T]):
     """`memo(messages)` is `fold(start, messages)`, continued from the longest remembered
-    prefix. `fold(value, more)` must not change `value` (other lists continue from it).
-    `seed(messages)`: where a list with no remembered prefix may start, and the value
-    there (e.g. the latest compaction summary, for a fold that restarts at each)."""
+    prefix; `fold` must not change its `value`. `seed(messages)`: where a list with no
+    remembered prefix may start, and the value there (e.g. the latest summary)."""
 
     def __init__(
         self,

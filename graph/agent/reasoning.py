@@ -1,13 +1,8 @@
-"""A reasoning model's thinking, kept apart from its answer.
-
-Servers send it inside the text as `<think>…</think>` (Qwen, DeepSeek-R1 without a
-reasoning parser; tags may split across chunks, and a template that opened the block
-leaves only the closing tag), or beside it as `reasoning_content` deltas (vLLM and
-SGLang with a parser, DeepSeek, Ollama, LM Studio; LangChain's providers and
-graph/service/openai_compat.py put it in `additional_kwargs["reasoning_content"]`).
-Both are stored the same way: the answer is `content`, the reasoning goes to
-`additional_kwargs["reasoning_content"]` (where LangChain looks for it), so anything
-reading `content` sees only the answer, and the model is not sent it back.
+"""A reasoning model's thinking, kept apart from its answer. Servers send it inside the
+text as `<think>…</think>` (tags may split across chunks; a template that opened the
+block leaves only the closing tag) or beside it as `reasoning_content` deltas. Either
+way the answer is `content`, the reasoning `additional_kwargs["reasoning_content"]`
+(where LangChain looks for it), and the model is not sent it back.
 """
 
 from __future__ import annotations
@@ -23,9 +18,9 @@ Piece = tuple[Literal["text", "reasoning"], str]
 
 
 class ThinkSplitter:
-    """Splits streamed text at `<think>` / `</think>` into answer and reasoning pieces.
-    A possible tag start ("<th") is held back until the next chunk; whitespace after a
-    leading block is dropped (models put a blank line there)."""
+    """Splits streamed text at `<think>` / `</think>` into answer and reasoning; a
+    possible tag start ("<th") waits for the next chunk; the blank after a leading
+    block goes."""
 
     def __init__(self) -> None:
         self.inside = False

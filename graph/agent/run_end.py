@@ -1,8 +1,5 @@
-"""How a run ends, in one place: the `run_status` the ending node writes (the storage
-keeps the thread list current from it) with the `turn_complete` event, and how a run
-is stopped. "completed" ends in the model node or `finish`; "stopped" / "cancelled" in
-`finish`; a pause needs no mark. Which of the two a stop means is
-graph/protocol/state_keys.py's, so the store reads it without the agent.
+"""How a run ends: the `run_status` the ending node writes (the store keeps the thread
+list current from it) with the `turn_complete` event, and how a run is stopped.
 """
 
 from __future__ import annotations
@@ -16,10 +13,9 @@ from graph.agent.emit import emit
 from graph.agent.message_merge import message_index
 from graph.protocol import events as ev
 
-# How a run ended (the part of `graph.protocol.events.RunStatus` the graph writes).
+# How a run ended (the part of `RunStatus` the graph writes).
 EndStatus = Literal["completed", "stopped", "cancelled"]
-# Who stopped a run: a hook or a limit ("stopped"), the person ("cancelled"), a cut-off
-# reply (graph/agent/model_call.py: CUT_OFF_KIND).
+# Who stopped a run: "stopped" (a hook or a limit), "cancelled" (the person), CUT_OFF_KIND.
 StopKind = str
 
 STOPPED_BY_PERSON = "Stopped by the person."
@@ -50,8 +46,7 @@ def history_size(history: list[AnyMessage], added: list[Any]) -> int:
     reducer, without building that list (a turn's end on a long thread)."""
     if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
         return len(cast(list[Any], add_messages(cast(Any, history), added)))
-    # The reducer's index of the history (built once per list, and the reducer applies
-    # this very update next): no set of every id on each turn's end.
+    # The reducer's index (it applies this very update next): no set of every id.
     index = message_index(history)
     gone: set[str | None] = set()
     new: set[str | None] = set()
