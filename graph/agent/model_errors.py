@@ -49,8 +49,8 @@ class ModelProblem:
 
     cause: str
     advice: str
-    retryable: bool
-    transient: bool
+    retryable: bool = True
+    transient: bool = False
     retry_after_s: float | None = None
     proxy_retried: bool = False
 
@@ -72,8 +72,6 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             f"The model's reply was empty: {exc}.",
             "Retry; if it keeps happening, check the model server or the proxy in front of it "
             "(a proxy in front of a server that does not stream can lose the whole reply).",
-            retryable=True,
-            transient=False,
         )
     if not any(_is_model_error(e) for e in chain):
         return None
@@ -84,84 +82,66 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             f"The model's reply broke off in the middle of the stream (the server or proxy reported"
             f"{f' HTTP {code}' if code else ' an error'}: {server or 'no reason given'}).",
             "Retry; if it keeps happening, check the server or a proxy in front of it.",
-            retryable=True,
             transient=True,
         )
-    status = next((s for e in chain if (s := _status(e)) is not None), None)
+    status = next((s for e in chain if (s := _status(e)) is not None), 0)
+    said = f": {server}" if server else ""
+    if status in (401, 403, 404):
+        # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
+        pull = " (with Ollama: `ollama pull` it)" if "pull" not in server else ""
+        key = "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry."
+        what, advice = {
+            401: ("refused the credentials", key),
+            403: ("refused access", key),
+            404: (
+                "does not know this model or endpoint",
+                f"Check the model name{pull} and base URL, then retry.",
+            ),
+        }[status]
+        return ModelProblem(f"The model API {what} (HTTP {status}{said}).", advice)
+    if status == 429 or status >= 500:
+        what, advice = (
+            ("API is rate limiting requests", "Wait a moment, then retry.")
+            if status == 429
+            else ("server failed", "Retry; if it keeps failing, check the server.")
+        )
+        proxied = any(_from_litellm(e) for e in chain)
+        if proxied:
+            advice += " (The LiteLLM proxy in front of the model had already retried it.)"
+        return ModelProblem(
+            f"The model {what} (HTTP {status}{said}).",
+            advice,
+            transient=True,
+            retry_after_s=next((r for e in chain if (r := _retry_after(e)) is not None), None),
+            proxy_retried=proxied,
+        )
+    if 400 <= status < 500:
+        # The same request would be refused again (too long, malformed, unsupported).
+        too_long = any(w in server.lower() for w in _CONTEXT_WORDS)
+        advice = (
+            "The conversation no longer fits the model's context window: compact it (`/compact` in "
+            "`gatehouse chat`, `gatehouse compact ID`, `Session.submit(Compact(id))`, Compact now in the web app) or lower [compaction] max_tokens "
+            "in gatehouse.toml so it happens on its own, then retry."
+            if too_long
+            else ""
+        )
+        return ModelProblem(
+            f"The model API refused the request (HTTP {status}{said}).", advice, retryable=too_long
+        )
     # The innermost error's own words ("[Errno 111] Connection refused").
     cause = next((_clip(t) for e in reversed(chain) if (t := _text(e))), "")
-    retry_after = next((r for e in chain if (r := _retry_after(e)) is not None), None)
-    proxied = any(_from_litellm(e) for e in chain)
-    said = f": {server}" if server else ""
-    proxy_note = (
-        " (The LiteLLM proxy in front of the model had already retried it.)" if proxied else ""
-    )
-
-    if status is not None:
-        if status in (401, 403, 404):
-            # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
-            pull = " (with Ollama: `ollama pull` it)" if "pull" not in server else ""
-            key = "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry."
-            what, advice = {
-                401: ("refused the credentials", key),
-                403: ("refused access", key),
-                404: (
-                    "does not know this model or endpoint",
-                    f"Check the model name{pull} and base URL, then retry.",
-                ),
-            }[status]
-            return ModelProblem(
-                f"The model API {what} (HTTP {status}{said}).",
-                advice,
-                retryable=True,
-                transient=False,
-            )
-        if status == 429 or status >= 500:
-            what, advice = (
-                ("API is rate limiting requests", "Wait a moment, then retry.")
-                if status == 429
-                else ("server failed", "Retry; if it keeps failing, check the server.")
-            )
-            return ModelProblem(
-                f"The model {what} (HTTP {status}{said}).",
-                advice + proxy_note,
-                retryable=True,
-                transient=True,
-                retry_after_s=retry_after,
-                proxy_retried=proxied,
-            )
-        if 400 <= status < 500:
-            # The same request would be refused again (too long, malformed, unsupported).
-            too_long = any(w in server.lower() for w in _CONTEXT_WORDS)
-            advice = (
-                "The conversation no longer fits the model's context window: compact it (`/compact` in "
-                "`gatehouse chat`, `gatehouse compact ID`, `Session.submit(Compact(id))`, Compact now in the web app) or lower [compaction] max_tokens "
-                "in gatehouse.toml so it happens on its own, then retry."
-                if too_long
-                else ""
-            )
-            return ModelProblem(
-                f"The model API refused the request (HTTP {status}{said}).",
-                advice,
-                retryable=too_long,
-                transient=False,
-            )
     url = next((u for e in chain if (u := _url(e))), "")
     where = f" at {url}" if url else ""
     for test, what, default, advice in _TRANSPORT_FAILURES:
         if any(test(e) for e in chain):
             return ModelProblem(
-                f"{what.format(where=where)} ({cause or default}).",
-                advice,
-                retryable=True,
-                transient=True,
+                f"{what.format(where=where)} ({cause or default}).", advice, transient=True
             )
     first = next(e for e in chain if _is_model_error(e))
     detail = server or _text(first) or cause
     return ModelProblem(
         f"The model API failed ({type(first).__name__}{': ' + detail if detail else ''}).",
         "Retry.",
-        retryable=True,
         transient=bool(getattr(first, "is_retryable", False)),
     )
 

@@ -3,11 +3,9 @@
     budget = Budget(max_tokens=200_000, max_cost=0.50, thread_max_cost=5.0)
     build_graph(..., hooks={"before_llm": [budget], "on_exit": [budget]})
 
-At `before_llm` it checks before each model call (put it last there: it counts the
-call it lets through); at `on_exit` it only prices a run's last call. Tokens come from
-the usage metadata (`usage` / `run_usage`); cost = tokens x a price table (USD per 1M
-tokens) for `model=` or the provider's `model_name`. Each newly priced amount is a
-`usage` event carrying only `cost`, so the stream's usage events still add up.
+At `before_llm` it checks before each call (put it last: it counts the call it lets
+through); at `on_exit` it only prices the last call. Cost = tokens x a price table (USD
+per 1M tokens); each newly priced amount is a `usage` event carrying only `cost`.
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ PRICES: dict[str, tuple[float, float]] = {
 
 
 class Budget:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,

@@ -4,16 +4,11 @@
     build_graph(..., hooks={"before_llm": [compaction]})
     session.submit(Compact(thread_id))   # the same, on demand
 
-`open_session` adds one by default ([compaction] in gatehouse.toml); given no model,
-`build_graph` hands it the agent's own. Only what the model is sent changes: the
-summary is a marked message before the turns kept verbatim, and the model is sent the
-history from the latest summary on (history.model_view); front ends, exports, undo,
-fork and branches still see it whole. The cut falls at the start of a user turn (a
-call never loses its result); the summary goes in through the reducer
-(`RemoveMessage(REMOVE_ALL)`, then the list with it in place: the reducer only appends
-new ids); a `compacted` event reports the tokens before and after. With the default
-estimate the count is kept with the thread (token_prefix.py), so the next call counts
-only what came since.
+Only what the model is sent changes (history.model_view): front ends, exports and
+branches still see the whole thread. The cut falls at the start of a user turn (a call
+never loses its result); the summary goes in through the reducer (`REMOVE_ALL`, then
+the list with it in place). The default estimate's count is kept with the thread
+(token_prefix.py), so the next call counts only what came since.
 """
 
 from __future__ import annotations
@@ -58,8 +53,7 @@ COUNTED = "counted"
 
 
 class Compaction:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,

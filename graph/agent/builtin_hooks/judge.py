@@ -4,8 +4,7 @@ gets the critique and tries again (at most `max_rounds` times).
     judge = AnswerJudge(ChatOpenAI(model="gpt-4o-mini"), threshold=7, max_rounds=2)
     build_graph(..., hooks={"on_exit": [judge]})
 
-The grade is read from `GRADE: <n>/<scale>` (or the first number) and shown as a
-`notice`; an unreadable one lets the answer stand, so a flaky judge never loops.
+An unreadable grade lets the answer stand, so a flaky judge never loops.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from graph.agent.builtin_hooks.compaction import is_summary
-from graph.agent.builtin_hooks.require_tool import HOOK_MARK
+from graph.agent.builtin_hooks.require_tool import HOOK_MARK, from_person
 from graph.agent.emit import emit
 from graph.agent.history import text_of
 from graph.protocol import events as ev
@@ -57,8 +55,7 @@ class AnswerJudge:
     scale: float = 10
     instructions: str = JUDGE_INSTRUCTIONS
     name: str = "judge"
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __post_init__(self) -> None:
         if not 0 <= self.threshold <= self.scale:
@@ -121,11 +118,4 @@ def _text(message: Any) -> str:
 
 
 def _request(messages: list[Any]) -> str:
-    for m in reversed(messages):
-        if (
-            isinstance(m, HumanMessage)
-            and not m.additional_kwargs.get(HOOK_MARK)
-            and not is_summary(m)
-        ):
-            return _text(m)
-    return "(unknown)"
+    return next((_text(m) for m in reversed(messages) if from_person(m)), "(unknown)")

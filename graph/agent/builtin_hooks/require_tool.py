@@ -2,9 +2,8 @@
 
     build_graph(..., hooks={"on_exit": [RequireTool("run_tests", max_reminders=2)]})
 
-When the model would stop before the tool ran successfully in this run, the hook adds
-an instruction and sets `continue_run`; after `max_reminders` it stops the run. The
-count lives in `hook_run`, so it survives pauses, resumes and history rewrites.
+Until the tool ran successfully in this run, an exit gets an instruction and
+`continue_run`; after `max_reminders` the run stops (the count lives in `hook_run`).
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ HOOK_MARK = "gatehouse_hook"
 
 
 class RequireTool:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,
@@ -75,10 +73,13 @@ class RequireTool:
         for m in reversed(messages):
             if isinstance(m, ToolMessage) and m.name == self.tool and m.status != "error":
                 return True
-            if (
-                isinstance(m, HumanMessage)
-                and not m.additional_kwargs.get(HOOK_MARK)
-                and not is_summary(m)
-            ):
+            if from_person(m):
                 return False
         return False
+
+
+def from_person(m: Any) -> bool:
+    """A user message the person wrote (not a hook's, not a compaction summary)."""
+    return (
+        isinstance(m, HumanMessage) and not m.additional_kwargs.get(HOOK_MARK) and not is_summary(m)
+    )

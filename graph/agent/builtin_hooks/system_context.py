@@ -2,9 +2,8 @@
 
     build_graph(..., hooks={"before_llm": [SystemContext("workspace")]})
 
-The text goes to `model_context`, added to the system prompt of the next call only,
-so the time is current and no copies pile up in the history. Loaded from
-gatehouse.toml without a workspace, it gets the configured one.
+The text goes to `model_context` (the next call's system prompt only), so the time is
+current and no copies pile up in the history.
 """
 
 from __future__ import annotations
@@ -17,8 +16,7 @@ from typing import Any
 
 
 class SystemContext:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,

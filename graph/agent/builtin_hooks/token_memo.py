@@ -1,8 +1,6 @@
-"""`count_tokens_approximately`, remembered per message object. Compaction counts the
-whole history twice a turn (~1,000 messages at 200 turns); the estimate is a sum of
-per-message terms, so a message counted once need not be again. State messages are
-not changed in place; a cheap fingerprint (content length, tool-call count) is checked
-anyway, and an entry goes with its object.
+"""`count_tokens_approximately`, remembered per message object: the estimate is a sum of
+per-message terms, and compaction counts the whole history twice a turn. A cheap
+fingerprint is checked anyway, and an entry goes with its object.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """The token count of a thread's model view, kept with the thread, so a process that
-never saw the thread (a cold resume) does not count it all again (the per-process memo,
-token_memo.py, starts empty). The hook keeps, in its per-thread state,
+never saw it (a cold resume) does not count it all again. The record is
 
     [k, bytes of the keys of view[:k], count of view[:k], hash of those bytes]
 
-and next time counts only view[k:] when the view provably starts with those k messages.
-A message's key holds all `count_tokens_approximately` reads of it (class, text length,
-name, tool calls or call id; any other message: its own count), so equal keys give
-equal counts. Keys are written with `marshal` format 0 (bytes depend only on values,
-self-delimiting: view[:k]'s bytes prefix view's), hashed with BLAKE2b keyed by
-LangChain's version (63 bits kept). Any edit that could change the count changes the
-bytes; a missing, malformed or foreign record is ignored. Four integers (~25 bytes),
-since every later checkpoint carries it. At 200 turns the check costs ~0.5 ms against
-~1 ms for LangChain's count; within a process the signature is carried from call to
-call (prefix_memo.py). Only the default estimate is additive (count(view) =
-count(view[:k]) + count(view[k:])); a custom `count_tokens` always gets the whole view.
+and next time only view[k:] is counted when the view provably starts with those k
+messages. A message's key holds all the estimate reads of it, so equal keys give equal
+counts; keys are written with `marshal` format 0 (view[:k]'s bytes prefix view's) and
+hashed with BLAKE2b keyed by LangChain's version. A malformed or foreign record is
+ignored. Only the default estimate is additive; a custom `count_tokens` gets the view.
 """
 
 from __future__ import annotations
