@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from langchain_core.messages import (
     AIMessage,
@@ -100,9 +100,7 @@ def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]],
             if isinstance(m, AIMessage):
                 kwargs = m.additional_kwargs
                 if kwargs.get(NOTICE_MARK) or kwargs.get(CUT_OFF_KEY):  # a notice, or `is_cut_off`
-                    unsent = {
-                        id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")
-                    }
+                    unsent = {id_of(c) for c in _all_calls(m) if c.get("id")}
                     continue
                 m = _without_reasoning(m, keep_reasoning)
             elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
@@ -248,24 +246,6 @@ def _invalid(name: str, args: str, call_id: str | None, error: str) -> dict[str,
     return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
 
 
-def answer_invalid_calls(ai: AIMessage) -> list[ToolMessage]:
-    """Calls that must not run, answered with an error now: arguments that were not a
-    JSON object, and every call of a reply that was cut off."""
-    cut = is_cut_off(ai)
-    return [_unrun_answer(c, cut) for c in ai.invalid_tool_calls]
-
-
-def _unrun_answer(call: Mapping[str, Any], cut: bool) -> ToolMessage:
-    name = call.get("name")
-    text = say.cut_off(name) if cut else say.not_json(name, call.get("error"), call.get("args"))
-    msg = say.error_result({**call, "name": name or "unknown"}, text)
-    if cut:
-        # Marked as an error result here: a cut call is answered without the
-        # tool_started / tool_finished events of a call that was tried.
-        msg.additional_kwargs[TOOL_STATUS_KEY] = "error"
-    return msg
-
-
 def announce(
     reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool
 ) -> None:
@@ -306,49 +286,45 @@ def after_reply(
         update.setdefault("stop_kind", "stopped")
     if rerun and not update.get("stop_reason"):
         # Kept only when a hook kept it: returned it (or changed it) under its id.
-        kept = [m for m in added if m.id == ai.id and not isinstance(m, RemoveMessage)]
+        kept = [m for m in added if m.id == ai.id and not isinstance(m, RemoveMessage)][-1:]
         added = [m for m in added if m.id != ai.id]
         reason = rerun if isinstance(rerun, str) else "an after_llm hook sent the reply back"
         emit(ev.ReplyRejected, message_id=ai.id, reason=reason)
-        reply = kept[-1] if kept else None
-        unrun = (
-            [
-                answered_unrun(c, sent_back(reason))
-                for c in [*reply.tool_calls, *reply.invalid_tool_calls]
-            ]
-            if isinstance(reply, AIMessage)
-            else []
-        )
-        update["messages"] = [*before, *([reply, *unrun] if reply is not None else []), *added]
+        calls = [c for m in kept if isinstance(m, AIMessage) for c in _all_calls(m)]
+        unrun = [answered_unrun(c, sent_back(reason)) for c in calls]
+        update["messages"] = [*before, *kept, *unrun, *added]
         update["rerun_llm"] = True
         update["run_message_id"] = last_human_id([*history, *added], view.get("run_message_id"))
         return update
     merged = merge_messages([*history, ai], [added]) if added else [*history, ai]
-    final = next((m for m in reversed(merged) if m.id == ai.id), None)
-    answers: list[ToolMessage] = []
-    if isinstance(final, AIMessage):
-        after = merged[merged.index(final) + 1 :]
-        if (final.tool_calls or final.invalid_tool_calls) and any(
-            not isinstance(m, ToolMessage) for m in after
-        ):
-            # Kept, its calls will be answered after it: nothing may come in between.
-            raise HookError(
-                "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
-                "back with rerun_llm, or add nothing after it"
-            )
+    found = next((m for m in reversed(merged) if m.id == ai.id), None)
+    final = found if isinstance(found, AIMessage) else None
+    after = merged[merged.index(final) + 1 :] if final is not None else []
+    # Kept, its calls will be answered after it: nothing may come in between.
+    if (
+        final is not None
+        and _all_calls(final)
+        and any(not isinstance(m, ToolMessage) for m in after)
+    ):
+        raise HookError(
+            "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
+            "back with rerun_llm, or add nothing after it"
+        )
     # The reply's text streamed before the hooks ran: a change to it replaces it on
     # screen (announced before anything else of this step reaches the stream).
-    new_text = text_of(final.content) if isinstance(final, AIMessage) else None
+    new_text = None if final is None else text_of(final.content)
     if new_text != text_of(ai.content) and ai.id is not None:
         emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
-    ends = False
-    if isinstance(final, AIMessage):
-        answers = answer_now(final, history, update, deps)
-        ends = ends_here(final, update, bool(deps.hooks["on_exit"]))
+    answers = [] if final is None else answer_now(final, history, update, deps)
+    ends = final is not None and ends_here(final, update, bool(deps.hooks["on_exit"]))
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
-    announce(final if isinstance(final, AIMessage) else None, stored, update, ends)
+    announce(final, stored, update, ends)
     return update
+
+
+def _all_calls(ai: AIMessage) -> list[Any]:
+    return [*ai.tool_calls, *ai.invalid_tool_calls]
 
 
 def answer_now(
@@ -357,17 +333,20 @@ def answer_now(
     """The reply's calls answered at once: broken arguments (every call of a cut-off
     reply), the doom-loop guard's repeats (which may stop the run, in `update`), and
     all of them when the run stops here."""
-    unrun = answer_invalid_calls(ai)
-    # A cut reply's calls were never tried: answered for the model, not shown as calls.
-    # (answer_invalid_calls writes their content as text: the cast only narrows the type.)
-    answers = (
-        unrun
-        if is_cut_off(ai)
-        else [
-            answered_unrun(c, cast(str, m.content))
-            for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)
+    if is_cut_off(ai):
+        # Never tried: answered for the model, without the tool_started / tool_finished
+        # events of a call that was tried (so marked as an error result here).
+        answers = [
+            say.error_result({**c, "name": c.get("name") or "unknown"}, say.cut_off(c.get("name")))
+            for c in ai.invalid_tool_calls
         ]
-    )
+        for answer in answers:
+            answer.additional_kwargs[TOOL_STATUS_KEY] = "error"
+    else:
+        answers = [
+            answered_unrun(c, say.not_json(c.get("name"), c.get("error"), c.get("args")))
+            for c in ai.invalid_tool_calls
+        ]
     calls = list(ai.tool_calls)
     if not update.get("stop_reason"):
         found = doom_loop.describe(
