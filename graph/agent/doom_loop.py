@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import takewhile
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
-
-from graph.agent.tool_messages import repeated
 
 DEFAULT_DOOM_LOOP_THRESHOLD = 3
 
@@ -47,19 +45,11 @@ def repeats(history: Sequence[AnyMessage], reply: AIMessage, threshold: int) -> 
     found: list[Repeat] = []
     for call in reply.tool_calls:
         key = _key(call)
-        times = 1
-        for earlier in reversed(calls):
-            if earlier != key:
-                break
-            times += 1
+        times = 1 + len(list(takewhile(key.__eq__, reversed(calls))))
         calls.append(key)
         if times >= threshold:
             found.append(Repeat(call, times))
     return found
-
-
-def nudge(repeat: Repeat) -> str:
-    return repeated(repeat.call["name"], repeat.times)
 
 
 def stop_reason(repeat: Repeat) -> str:
@@ -74,10 +64,3 @@ def notice(repeat: Repeat) -> str:
         f"The agent called {repeat.call['name']} with the same arguments {repeat.times} times in a row; "
         "the call was not run and the agent was asked to try something else."
     )
-
-
-def describe(found: list[Repeat], threshold: int) -> dict[str, Any]:
-    """What to do: `nudges` (calls answered with a nudge) or a `stop` (the first
-    call past the threshold)."""
-    stop = next((r for r in found if r.times > threshold), None)
-    return {"stop": stop, "nudges": [r for r in found if r.times == threshold]}

@@ -348,17 +348,14 @@ def answer_now(
             for c in ai.invalid_tool_calls
         ]
     calls = list(ai.tool_calls)
-    if not update.get("stop_reason"):
-        found = doom_loop.describe(
-            doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold
-        )
-        if (looping := found["stop"]) is not None:
-            update.update(stop(doom_loop.stop_reason(looping), "stopped"))
-        for repeat in found["nudges"]:
-            if looping is None:
-                emit(ev.Notice, text=doom_loop.notice(repeat), source=ev.DOOM_LOOP_SOURCE)
-                answers.append(answered_unrun(repeat.call, doom_loop.nudge(repeat)))
-                calls = [c for c in calls if c["id"] != repeat.call["id"]]
+    threshold = deps.doom_loop_threshold
+    found = [] if update.get("stop_reason") else doom_loop.repeats(history, ai, threshold)
+    if (looping := next((r for r in found if r.times > threshold), None)) is not None:
+        update.update(stop(doom_loop.stop_reason(looping), "stopped"))
+    for repeat in [r for r in found if r.times == threshold and looping is None]:
+        emit(ev.Notice, text=doom_loop.notice(repeat), source=ev.DOOM_LOOP_SOURCE)
+        answers.append(answered_unrun(repeat.call, say.repeated(repeat.call["name"], repeat.times)))
+        calls = [c for c in calls if c["id"] != repeat.call["id"]]
     if update.get("stop_reason"):
         # The run ends here: nothing is dispatched, so every call is answered now.
         answers += [answered_unrun(c, not_run(update["stop_reason"])) for c in calls]
