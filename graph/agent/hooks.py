@@ -119,6 +119,21 @@ def _import(path: str) -> Any:
         raise ValueError(f"cannot load hook {path!r}: {exc}") from exc
 
 
+def normalise_hooks(
+    hooks: Mapping[str, Iterable[Any]] | HookSet | None,
+) -> dict[HookPoint, list[Any]]:
+    if isinstance(hooks, HookSet):
+        return {p: list(hooks.points[p]) for p in HOOK_POINTS}
+    result: dict[HookPoint, list[Any]] = {p: [] for p in HOOK_POINTS}
+    for point, items in (hooks or {}).items():
+        if point not in HOOK_POINTS:
+            raise ValueError(f"unknown hook point {point!r}; use one of {', '.join(HOOK_POINTS)}")
+        if isinstance(items, str | Mapping) or not isinstance(items, Iterable):
+            items = [items]
+        result[point] = [load_hook(h) for h in items]
+    return result
+
+
 def _form(h: Any, name: str, loop: HookLoop | None) -> tuple[Callable[..., Any] | None, bool]:
     """(the hook's method for `name`, whether it is async): the async one when it has
     no other, or under `AsyncSession` (which binds its event loop to the hooks' loop)."""
@@ -267,16 +282,7 @@ class HookSet:
     once) and the one event loop their async code runs on."""
 
     def __init__(self, hooks: Mapping[str, Iterable[Any]] | HookSet | None = None) -> None:
-        given = hooks.points if isinstance(hooks, HookSet) else hooks or {}
-        self.points: dict[HookPoint, list[Any]] = {p: [] for p in HOOK_POINTS}
-        for point, items in given.items():
-            if point not in HOOK_POINTS:
-                raise ValueError(
-                    f"unknown hook point {point!r}; use one of {', '.join(HOOK_POINTS)}"
-                )
-            if isinstance(items, str | Mapping) or not isinstance(items, Iterable):
-                items = [items]
-            self.points[point] = [load_hook(h) for h in items]
+        self.points = normalise_hooks(hooks)
         self.loop = HookLoop()
         self._lock = threading.Lock()
         self._warm = False
