@@ -82,15 +82,16 @@ class Budget:
         run_usage = state.get("run_usage") or {}
 
         # Price the tokens used since the last check (normally: the last model call).
-        new_in = max(0, int(usage.get("input_tokens", 0)) - thread.get("priced_input", 0))
-        new_out = max(0, int(usage.get("output_tokens", 0)) - thread.get("priced_output", 0))
+        tokens_in, tokens_out = (
+            int(usage.get("input_tokens", 0)),
+            int(usage.get("output_tokens", 0)),
+        )
+        new_in = max(0, tokens_in - thread.get("priced_input", 0))
+        new_out = max(0, tokens_out - thread.get("priced_output", 0))
         price = self.price_of(self.model or _reported_model(state))
         cost = (new_in * price[0] + new_out * price[1]) / 1e6 if price else 0.0
-        thread.update(
-            priced_input=int(usage.get("input_tokens", 0)),
-            priced_output=int(usage.get("output_tokens", 0)),
-            cost=thread.get("cost", 0.0) + cost,
-        )
+        thread.update(priced_input=tokens_in, priced_output=tokens_out)
+        thread["cost"] = thread.get("cost", 0.0) + cost
         this_run["cost"] = this_run.get("cost", 0.0) + cost
         update: dict[str, Any] = {}
         if cost:
@@ -99,19 +100,14 @@ class Budget:
             update["run_usage"] = {**run_usage, "cost": this_run["cost"]}
 
         if current_point() != "on_exit":
-            used = {
-                "run": {
-                    "calls": state.get("run_model_calls", 0),
-                    "tokens": run_usage.get("total_tokens", 0),
-                    "cost": this_run["cost"],
-                },
-                "thread": {
-                    "calls": thread.get("model_calls", 0),
-                    "tokens": usage.get("total_tokens", 0),
-                    "cost": thread["cost"],
-                },
-            }
-            if reason := self._over(used):
+            # calls, tokens, cost
+            in_run = (
+                state.get("run_model_calls", 0),
+                run_usage.get("total_tokens", 0),
+                this_run["cost"],
+            )
+            in_thread = (thread.get("model_calls", 0), usage.get("total_tokens", 0), thread["cost"])
+            if reason := self._over({"run": in_run, "thread": in_thread}):
                 update["stop_reason"] = reason
                 update["stop_kind"] = "stopped"
             else:
@@ -120,18 +116,18 @@ class Budget:
         update["hook_run"] = {self.name: this_run}
         return update
 
-    def _over(self, used: Mapping[str, Mapping[str, float]]) -> str | None:
-        for scope in ("run", "thread"):
-            for what in ("calls", "tokens", "cost"):
+    def _over(self, used: Mapping[str, tuple[float, float, float]]) -> str | None:
+        for scope, amounts in used.items():
+            for what, amount in zip(("calls", "tokens", "cost"), amounts, strict=True):
                 limit = self.limits[scope][what]
-                if limit is not None and used[scope][what] >= limit:
+                if limit is not None and amount >= limit:
                     where = "this run" if scope == "run" else "this thread"
                     then = (
                         "Send a message to continue."
                         if scope == "run"
                         else "Start a new thread or raise the limit to continue."
                     )
-                    return f"Budget reached: {where} used {_show(what, used[scope][what])} (limit {_show(what, limit)}). {then}"
+                    return f"Budget reached: {where} used {_show(what, amount)} (limit {_show(what, limit)}). {then}"
         return None
 
 

@@ -61,25 +61,22 @@ def count_view(
     tokens: int | None = None
     if isinstance(record, list | tuple) and len(record) == 4:
         upto, size, counted, sig = record
-        if (
-            isinstance(upto, int)
-            and isinstance(size, int)
-            and isinstance(counted, int)
-            and 0 < upto <= len(view)
-            and size > 0
-        ):
+        if all(isinstance(n, int) for n in record[:3]) and 0 < upto <= len(view) and size > 0:
             # The prefix's signature first: the whole view's continues from it.
             prefix = _signed(view[:upto])
             if prefix.size == size and prefix.hashed is not None and _value(prefix.hashed) == sig:
                 tokens = counted + (count(view[upto:]) if upto < len(view) else 0)
     if tokens is None:
         tokens = count(view)
-    return tokens, _record(view, tokens, _signed(view))
+    return tokens, record_of(view, tokens)
 
 
 def record_of(view: Sequence[Any], tokens: int) -> list[Any] | None:
     """The record for `view`, whose count is `tokens` (None: see `count_view`)."""
-    return _record(view, tokens, _signed(view))
+    signed = _signed(view)
+    if signed.hashed is None or not view:
+        return None
+    return [len(view), signed.size, tokens, _value(signed.hashed)]
 
 
 class _Signed(NamedTuple):
@@ -113,9 +110,3 @@ _signed: PrefixMemo[_Signed] = PrefixMemo(
 def _value(hashed: Any) -> int:
     # A non-negative 63-bit int: stored as a plain integer (9 bytes), by any serializer.
     return int.from_bytes(hashed.digest(), "big") >> 1
-
-
-def _record(view: Sequence[Any], tokens: int, signed: _Signed) -> list[Any] | None:
-    if signed.hashed is None or not view:
-        return None
-    return [len(view), signed.size, tokens, _value(signed.hashed)]
