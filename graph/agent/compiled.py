@@ -39,7 +39,7 @@ from graph.agent.resolve import (
     pending_review_calls,
     resolution,
 )
-from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER, rebuilt_as
+from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
 
 _DONE = object()  # a stream that ended before its first chunk
 
@@ -138,7 +138,8 @@ class GatehouseGraph(CompiledStateGraph):
             yield part
 
     def _saved_thread(self, config: RunnableConfig) -> str | None:
-        return _thread(config) if self.checkpointer else None
+        tid = (config.get("configurable") or {}).get("thread_id")
+        return str(tid) if tid and self.checkpointer else None
 
     def _read_waiting(
         self, config: RunnableConfig
@@ -190,11 +191,6 @@ class GatehouseGraph(CompiledStateGraph):
             raise error
 
 
-def _thread(config: RunnableConfig | None) -> str | None:
-    tid = ((config or {}).get("configurable") or {}).get("thread_id")
-    return str(tid) if tid else None
-
-
 def _with_context(kwargs: dict[str, Any]) -> None:
     """A run without a context (a raw `invoke`) gets a fresh one (the gate keeps its verdicts there)."""
     if kwargs.get("context") is None:
@@ -205,10 +201,3 @@ def parts_of(agent: object) -> AgentDeps | None:
     """The parts of a graph `build_graph` compiled; None for any other graph (a
     Session may also drive a graph built elsewhere)."""
     return agent.deps if isinstance(agent, GatehouseGraph) else None
-
-
-def as_gatehouse_graph(
-    compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps
-) -> GatehouseGraph:
-    """The compiled graph with Gatehouse's entry points and its parts."""
-    return rebuilt_as(compiled, GatehouseGraph, deps=deps)

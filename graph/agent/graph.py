@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 
 from graph.agent.builtin_hooks.compaction import Compaction
 from graph.agent.cancel_bridge import with_cancel_bridge
-from graph.agent.compiled import GatehouseGraph, as_gatehouse_graph
+from graph.agent.compiled import GatehouseGraph
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, CallJournal, DecisionLog, ModelOptions
 from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
@@ -37,7 +37,7 @@ from graph.agent.state import AgentState, InputState
 from graph.agent.tool_binding import ToolDefinitions, bind_tools
 from graph.agent.tool_node import run_tool
 from graph.protocol.decisions import ALL_TOOLS
-from graph.store.langgraph_private import CONFIG_KEY_STRICT_RESUME, RunnableCallable
+from graph.store.langgraph_private import CONFIG_KEY_STRICT_RESUME, RunnableCallable, rebuilt_as
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Gatehouse, a careful assistant that works in the user's workspace through tools. "
@@ -134,7 +134,8 @@ def build_graph(
         "before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"]
     )
     # Gatehouse's entry points and its parts, typed (compiled.py).
-    compiled.append(as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name), deps))
+    built = builder.compile(checkpointer=checkpointer, name=name)
+    compiled.append(rebuilt_as(built, GatehouseGraph, deps=deps))
     return compiled[0].with_config(
         # An answer naming an interrupt that is not pending is refused, not ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}

@@ -69,10 +69,9 @@ class ThinkSplitter:
 
 def _partial_tag_len(text: str, tag: str) -> int:
     """Length of the longest end of `text` that is a proper start of `tag`."""
-    for n in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:n]):
-            return n
-    return 0
+    return next(
+        (n for n in range(min(len(tag) - 1, len(text)), 0, -1) if text.endswith(tag[:n])), 0
+    )
 
 
 def split_think(text: str) -> tuple[str, str]:
