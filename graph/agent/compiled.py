@@ -1,7 +1,6 @@
-"""The compiled agent's own entry points, for every client (Server, Studio, the SDK, a
-raw `graph.stream`): a clear of a paused review (`update_state(None, as_node=END)`, or
-a run of just `Command(goto=END)`) rejects the open calls (resolve.py), and an answer
-to a thread that no longer waits is refused with who decided (late_answers.py).
+"""The compiled agent's own entry points, for every client: a clear of a paused review
+rejects the open calls (resolve.py); an answer to a thread that no longer waits is
+refused with who decided (late_answers.py).
 """
 
 from __future__ import annotations
@@ -144,9 +143,8 @@ class GatehouseGraph(CompiledStateGraph):
     def _read_waiting(
         self, config: RunnableConfig
     ) -> tuple[bool, AbstractContextManager[None] | None]:
-        """(whether the thread waits, from the checkpoint's pending writes: ~0.4 ms, not
-        a snapshot's ~5 ms; a block in which the saver hands the checkpoint it read to
-        the run's first read, when it can: graph/store/delta_reads.py)."""
+        """(whether the thread waits, from its pending writes: ~0.4 ms, not a snapshot's
+        ~5 ms; a block handing the checkpoint read to the run's first read, if any)."""
         read = self._state_read(config)
         if read is None:
             return False, None
@@ -167,8 +165,8 @@ class GatehouseGraph(CompiledStateGraph):
     def _state_read(
         self, config: RunnableConfig
     ) -> tuple[BaseCheckpointSaver, RunnableConfig, bool] | None:
-        """The saver and config `get_state` reads with, and whether the snapshot is live
-        (no checkpoint id); None when it reads elsewhere (a subgraph, a lent saver)."""
+        """The saver and config `get_state` reads with, and whether it reads the live
+        state; None when it reads elsewhere (a subgraph, a lent saver)."""
         saver = self.checkpointer
         if not isinstance(saver, BaseCheckpointSaver):
             return None
@@ -198,6 +196,5 @@ def _with_context(kwargs: dict[str, Any]) -> None:
 
 
 def parts_of(agent: object) -> AgentDeps | None:
-    """The parts of a graph `build_graph` compiled; None for any other graph (a
-    Session may also drive a graph built elsewhere)."""
+    """The parts of a graph `build_graph` compiled; None for any other graph."""
     return agent.deps if isinstance(agent, GatehouseGraph) else None

@@ -1,7 +1,5 @@
-"""Per-run context that is not state: lives for one run, never checkpointed. It is the
-graph's `context_schema`: a client can only make a run smaller; what only the running
-process may set (cancel, auto-approve, the gate's verdicts, the event sink) lives in
-private attributes no client input reaches.
+"""Per-run context that is not state (the graph's `context_schema`): a client can only
+make a run smaller; what only the process may set lives in private attributes.
 """
 
 from __future__ import annotations

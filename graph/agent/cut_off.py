@@ -1,7 +1,6 @@
-"""Whether a complete reply (not one the person stopped) was cut off, and why (a key of
-`REASONS`, the most certain sign first). A call's arguments that start a JSON object
-and never close are the only sign when a proxy (LiteLLM) closes a broken stream
-itself. Unseen: a proxy that ends a cut text with a finish reason and its own usage.
+"""Whether a complete reply was cut off, and why (a key of `REASONS`, the surest first).
+Arguments that never close are the only sign when a proxy (LiteLLM) closes a broken
+stream itself; a proxy that also sends a finish reason and usage goes unseen.
 """
 
 from __future__ import annotations
@@ -83,8 +82,7 @@ _FILLS = ("", ": null", "null", "e", "ue", "rue", "se", "lse", "alse", "l", "ll"
 
 
 def _still_open(text: str) -> tuple[bool, str] | None:
-    """(inside a string, the brackets that would close it), or None when a bracket
-    closes one it does not match."""
+    """(inside a string, the brackets that would close it), or None: mismatched."""
     stack: list[str] = []
     in_string = escaped = False
     for ch in text:

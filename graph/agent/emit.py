@@ -77,16 +77,14 @@ def as_the_run(config: RunnableConfig) -> Iterator[None]:
 
 
 def updated_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Who makes a state update: in a server, the request's user, never the update's
-    config (a client's `checkpoint` lands there); in-process as `decided_by`."""
+    """Who makes a state update: in a server the request's user (never the config)."""
     if _SERVED:
         return {"source": "langgraph-server", "actor": _REQUEST_USER.get()}
     return decided_by(config)
 
 
 def visiting(config: RunnableConfig | None = None) -> bool:
-    """Whether the server user acting is not the thread's owner (they decide only tools
-    that list them as approvers): from a run's config, or a state update's request."""
+    """Whether the server user acting is not the thread's owner (a run's or update's)."""
     if not _SERVED:
         return False
     if config is None:
@@ -95,9 +93,8 @@ def visiting(config: RunnableConfig | None = None) -> bool:
 
 
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Which front end and who answered: on LangGraph Server its authenticated user
-    (`langgraph_auth_user_id`, written over any client's value), never what a client
-    sent; in-process callers (the Session, a raw invoke) are trusted."""
+    """Which front end and who answered: on LangGraph Server its authenticated user,
+    never what a client sent; in-process callers are trusted."""
     conf = config.get("configurable") or {}
     if _SERVED or "langgraph_auth_user_id" in conf or "assistant_id" in conf:
         user = conf.get("langgraph_auth_user_id")

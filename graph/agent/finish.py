@@ -57,8 +57,7 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
 
 
 def _unanswered(state: AgentState, added: Sequence[Any]) -> str | None:
-    """The role of the history's last message after an on_exit update, when it is one
-    the model should answer (a user or system message) and the update put it there."""
+    """The role of a message to answer ("user", "system") the update leaves last."""
     if not added:
         return None
     messages = list(state.get("messages") or [])

@@ -1,10 +1,8 @@
-"""The Gatehouse agent graph. `model` (model_node.py) → `before_tool` (only with such
-hooks) → the policy (routing.py) sends each free call to a `run_tool` task of its own
-(tool_node.py) and the gated ones to `review` (review.py: ONE interrupt per turn) →
-back to `model` once every call is answered. A reply without calls ends the run, or
-goes to `finish` (on_exit hooks, a stop). Finished siblings are pending writes, not
-re-run on resume. A turn is about six checkpoints: a node is added only where a
-checkpoint buys something; each is a top-level function taking its `AgentDeps`.
+"""The Gatehouse agent graph: `model` → (`before_tool`, only with such hooks) → each
+free call its own `run_tool` task, the gated ones one `review` (ONE interrupt per
+turn) → `model` once every call is answered; a reply without calls ends the run, or
+goes to `finish` (on_exit hooks, a stop). A turn is about six checkpoints: a node is
+added only where a checkpoint buys something.
 """
 
 from __future__ import annotations

@@ -36,8 +36,7 @@ def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
 
 
 def view_start(messages: Sequence[AnyMessage]) -> int:
-    """The position of the latest compaction summary (0: none), carried from call to
-    call (prefix_memo.py)."""
+    """The position of the latest compaction summary (0: none)."""
     return _view_starts(messages)[1]
 
 

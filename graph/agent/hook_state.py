@@ -1,10 +1,7 @@
-"""What a hook gets as `state`, so nothing it does to it is silently lost: the node's
-state holds LangGraph's channel values, and a hook appending to `state["messages"]`
-in place (the Haystack way) would change this model input but not the stored history.
-By default a hook gets a deep copy, and every difference from the original becomes
-part of its update (only `HOOK_KEYS` may change). A hook that says `copy_state = False`
-(the built-in ones) gets a read-only view instead: a deep copy of 1,000 messages costs
-~8 ms. Message objects are not frozen: such a hook promises.
+"""What a hook gets as `state`, so nothing it does to it is silently lost: a deep copy,
+whose every difference from the original becomes part of its update (appending to
+`state["messages"]` in place is the Haystack way); or, for a hook with
+`copy_state = False`, a read-only view (a deep copy of 1,000 messages costs ~8 ms).
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ def state_for(h: Any, state: Mapping[str, Any], point: str) -> dict[str, Any]:
 def in_place_changes(
     h: Any, before: Mapping[str, Any], after: Mapping[str, Any], point: str
 ) -> dict[str, Any]:
-    """The update a hook made by changing its copy: messages as a reducer update, other
-    keys as their new value (usage as what was added)."""
+    """The update a hook made by changing its copy (usage: what was added)."""
     if not copies_state(h):
         return {}
     changes: dict[str, Any] = {}

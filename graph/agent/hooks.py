@@ -1,13 +1,10 @@
-"""Hooks: user code that changes a run at fixed points without forking the graph.
-
-Points: `before_llm`, `after_llm` (the reply is in; `rerun_llm` sends it back),
-`before_tool` and `on_exit`. A hook is an object with `run(state)` (or an async `arun`,
-or Haystack's `run_async`), or a function wrapped with `@hook`; at one point they run
-in list order, each seeing the updates before it (its `state`: hook_state.py). A hook
-with both forms runs its async ones under `AsyncSession` only, for `run`, `warm_up`
-and `close` alike, all on one long-lived loop (HookLoop), so a client opened in
-`awarm_up` still works in `arun`. A hook that raises or breaks the contract fails the
-run with `HookError` and nothing it returned is written (`Session.retry` goes on).
+"""Hooks: user code that changes a run at fixed points (`before_llm`, `after_llm`,
+`before_tool`, `on_exit`) without forking the graph. A hook is an object with
+`run(state)` (or an async `arun`, or Haystack's `run_async`) or a function wrapped with
+`@hook`; at a point they run in list order, each seeing the updates before it. A hook
+with both forms runs its async ones only under `AsyncSession`, all on one long-lived
+loop (`HookLoop`). A hook that raises or breaks the contract fails the run with
+`HookError`, and nothing it returned is written.
 """
 
 from __future__ import annotations
@@ -54,11 +51,9 @@ Update = Mapping[str, Any] | None
 
 
 class HookLoop:
-    """The one event loop an agent's async hooks run on: nodes are sync, and a fresh
-    `asyncio.run` per call would close the loop a client opened in `awarm_up` sits on.
-    The caller's loop under `AsyncSession` (`bound`) while that runs, else one of its
-    own on a daemon thread; never a loop running in the calling thread (it would wait
-    for itself)."""
+    """The one loop an agent's async hooks run on (a client opened in `awarm_up` works in
+    `arun`): the caller's under `AsyncSession` (`bound`) while it runs, else one of its
+    own on a daemon thread; never one running in the calling thread (it would wait)."""
 
     def __init__(self, name: str = "gatehouse-hooks") -> None:
         self.name = name
@@ -89,8 +84,7 @@ class HookLoop:
             return self._own
 
     def submit(self, awaitable: Awaitable[T]) -> concurrent.futures.Future[T]:
-        """Start `awaitable` on the target loop, in the caller's context (so `emit` finds
-        the run's stream writer); its result arrives in the returned future."""
+        """Start `awaitable` on the target loop, in the caller's context (for `emit`)."""
         loop = self.target()
         if _running_here(loop):
             if callable(close := getattr(awaitable, "close", None)):
@@ -117,8 +111,7 @@ class HookLoop:
         return self.submit(awaitable).result()
 
     async def run_async(self, awaitable: Awaitable[T]) -> T:
-        """Run `awaitable` on the hooks' loop from async code: directly when that is the
-        running loop, else on it, without blocking the running one."""
+        """Run `awaitable` on the hooks' loop from async code, never blocking this one."""
         here = _running_loop()
         if here is not None and here in (self._live_bound(), self._own):
             return await awaitable
@@ -391,8 +384,7 @@ def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
 
 
 class HookSet:
-    """The hooks of one agent, by point, with their lifecycle (warm up once, close
-    once) and the one event loop their async code runs on."""
+    """The hooks of one agent, by point: warmed up once, closed once, one event loop."""
 
     def __init__(self, hooks: Mapping[str, Iterable[Any]] | HookSet | None = None) -> None:
         self.points = normalise_hooks(hooks)
@@ -429,8 +421,7 @@ class HookSet:
             self._warm = True
 
     async def awarm_up(self) -> None:
-        """`warm_up` from async code: async methods run on the hooks' loop (so what they
-        open is usable by `arun`), never on a loop that ends before the hooks do."""
+        """`warm_up` from async code (on the hooks' loop, which outlives the caller's)."""
         if self._warm:
             return
         for h in self:

@@ -1,7 +1,6 @@
-"""The reducer of the messages `DeltaChannel`: `add_messages`, batching-invariant as the
-channel requires. LangGraph's own rebuilds an id index of the whole thread on each of
-~ten calls a turn; the usual call only appends, so this keeps the index of the lists
-it returned and an append costs a dict copy.
+"""The reducer of the messages `DeltaChannel`: `add_messages`, batching-invariant. It
+keeps the id index of the lists it returned, so the usual append costs a dict copy
+(LangGraph's rebuilds the thread's index on each of ~ten calls a turn).
 """
 
 from __future__ import annotations
@@ -51,9 +50,8 @@ def message_index(state: list[AnyMessage]) -> dict[str, int]:
 
 
 def _index_of_copy(state: list[AnyMessage]) -> dict[str, int] | None:
-    """The index of a recent list holding the very same messages in the same order:
-    LangGraph hands reducers shallow copies of channel values; comparing identities
-    runs in C and costs far less than rebuilding the index."""
+    """The index of a recent list of the very same messages (LangGraph hands reducers
+    shallow copies; comparing identities costs far less than a new index)."""
     n = len(state)
     for kept, length, index in islice(reversed(_indexes.values()), _COPY_PROBES):
         if length == n and len(kept) == n and all(map(operator.is_, kept, state)):

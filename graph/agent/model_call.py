@@ -1,11 +1,7 @@
-"""What the model is sent, and what becomes of its reply: the stored `AIMessage`
-(tool-call arguments parsed strictly, reasoning apart, a cut-off reply marked), the
-after_llm hooks, and the calls answered at once. A cut-off reply (cut_off.py) is kept
-and marked, its calls never run (each gets an error, with no `tool_started`) and the
-run stops; `Session.retry` asks again from the history before it. Gatehouse's own
-words (notices, a cut reply and its calls' errors) are never sent to the model. A reply
-an after_llm hook sends back (`rerun_llm`) is not stored unless the hook keeps it, and
-a `reply_rejected` event tells front ends to drop its text.
+"""What the model is sent, and what becomes of its reply: the stored `AIMessage` (strict
+tool-call arguments, reasoning apart, a cut-off reply marked and its calls never run),
+the after_llm hooks, and the calls answered at once. Gatehouse's own words (notices, a
+cut reply and its calls' errors) are never sent to the model.
 """
 
 from __future__ import annotations
@@ -58,9 +54,8 @@ CUT_OFF_REASON_KEY = "gatehouse_cut_off_reason"
 
 
 def is_empty(ai: AIMessage) -> bool:
-    """No answer and no tool call (reasoning alone is no answer), and not cut off but
-    for a missing usage chunk: that is how LiteLLM streams what a server that does not
-    stream (or its own mock tool calls) answered."""
+    """No answer and no tool call, and not cut off but for a missing usage chunk (how
+    LiteLLM streams what a server that does not stream answered)."""
     return ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage") and not (
         text_of(ai.content).strip() or ai.tool_calls or ai.invalid_tool_calls
     )
@@ -149,8 +144,8 @@ def is_cut_off(ai: AIMessage) -> bool:
 def to_message(
     chunk: AIMessage | None, *, complete: bool = True, usage_requested: bool = False
 ) -> AIMessage:
-    """The stored reply: strict tool calls, reasoning apart, and (when `complete`: not
-    stopped by the person) the cut-off mark with why (graph/agent/cut_off.py)."""
+    """The stored reply: strict tool calls, reasoning apart, and (when `complete`) the
+    cut-off mark with why."""
     if chunk is None:
         return AIMessage(content="", id=f"run-{uuid.uuid4()}")
     calls, invalid = strict_tool_calls(chunk)
@@ -213,9 +208,8 @@ def _raw_arguments(reply: AIMessage) -> list[dict[str, Any]]:
 
 
 def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
-    """Tool-call arguments parsed strictly: LangChain's lenient partial-JSON parser
-    makes `{"path": "x"` (cut off) a valid-looking call, which must be answered with
-    an error instead. A whole reply is checked the same where its raw text is kept."""
+    """Tool-call arguments parsed strictly: LangChain's lenient parser makes a cut-off
+    `{"path": "x"` a valid-looking call, which must be answered with an error."""
     calls: list[Any] = []
     invalid: list[Any] = list(reply.invalid_tool_calls)
     raw = {c["index"]: c for c in _raw_arguments(reply)}
@@ -249,8 +243,7 @@ def _invalid(name: str, args: str, call_id: str | None, error: str) -> dict[str,
 def announce(
     reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool
 ) -> None:
-    """`assistant_message` for a kept `reply`, then the run's end when it `ends` here
-    (`history`: the saved history the update applies to)."""
+    """`assistant_message` for a kept `reply`, then the run's end when it `ends` here."""
     if reply is not None:
         emit(
             ev.AssistantMessage,
@@ -330,9 +323,8 @@ def _all_calls(ai: AIMessage) -> list[Any]:
 def answer_now(
     ai: AIMessage, history: list[AnyMessage], update: dict[str, Any], deps: AgentDeps
 ) -> list[ToolMessage]:
-    """The reply's calls answered at once: broken arguments (every call of a cut-off
-    reply), the doom-loop guard's repeats (which may stop the run, in `update`), and
-    all of them when the run stops here."""
+    """The reply's calls answered at once: broken or cut-off ones, the doom-loop guard's
+    repeats (which may stop the run), and all of them when the run stops here."""
     if is_cut_off(ai):
         # Never tried: answered for the model, without the tool_started / tool_finished
         # events of a call that was tried (so marked as an error result here).

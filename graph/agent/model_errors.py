@@ -1,11 +1,8 @@
-"""What went wrong when the model API failed, in words a person can act on.
-
-langchain-openai re-raises the `openai` client's errors as its own, which wrap `httpx`'s,
-which wrap the socket error: so the whole chain is read. The outermost recognised error
-gives the kind, status and server message come from whichever carries them, the
-innermost cause the detail. A LiteLLM proxy reports a stream broken midway as an error
-event (a bare `APIError`: retried); its error *response* (`x-litellm-*` headers) comes
-after its own retries (`proxy_retried`).
+"""What went wrong when the model API failed, in words a person can act on. The whole
+chain is read (langchain-openai wraps `openai`'s errors, which wrap `httpx`'s, which
+wrap the socket's): the outermost recognised error gives the kind, the innermost the
+detail. A LiteLLM proxy's error *response* (`x-litellm-*` headers) comes after its own
+retries (`proxy_retried`).
 """
 
 from __future__ import annotations
@@ -209,9 +206,8 @@ _TRANSPORT_FAILURES = (
 
 
 def _stream_error_event(e: BaseException) -> bool:
-    """An error event inside a stream that had started (LiteLLM's way of saying the
-    upstream stream broke): the `openai` client's bare `APIError`, with the event's
-    error as its body and no HTTP status of its own."""
+    """An error event inside a started stream (LiteLLM: the upstream stream broke): a
+    bare `openai.APIError` with the event's error as its body and no HTTP status."""
     return (
         type(e).__name__ == "APIError"
         and _package(e) == "openai"

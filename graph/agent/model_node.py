@@ -1,15 +1,9 @@
 """The `model` node: a new run's counters, limits, cancel and hook stops, the before_llm
-hooks, and the model's reply streamed as events (what becomes of it: model_call.py).
-
-How real servers are met: a model that does not stream gives one whole reply (one
-text delta). A server answering a streaming request with one JSON body (some proxies:
-"No generation chunks were returned") is asked again, and from then on, without
-streaming. An empty reply is asked for once more without streaming (a proxy in front
-of a server that does not stream sends an empty stream), then `EmptyReply`. A failure
-worth retrying (connection, timeout, 429, 5xx, a broken stream: model_errors.py) is
-retried here up to `ModelOptions.max_retries` times with a `model_retried` event each
-(the `openai` client retries only before a response starts, silently), but not a
-LiteLLM proxy's error response (the proxy already retried).
+hooks, and the model's reply streamed as events. Real servers: a streaming request
+answered with one JSON body, or an empty stream (proxies), is asked again without
+streaming; a transient failure (model_errors.py) is retried here, with a
+`model_retried` event each (the `openai` client retries silently, and only before a
+response starts), but not a LiteLLM proxy's error response (it already retried).
 """
 
 from __future__ import annotations
@@ -152,9 +146,7 @@ def logged(deps: AgentDeps, thread_id: str, call_ids: Sequence[str]) -> set[str]
 
 
 def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
-    """New input after calls without a result: held out of the history (`held_messages`)
-    until the open calls are decided the normal way; each call's result stays right
-    after it."""
+    """New input after open calls: held out of the history until they are answered."""
     found = open_turn_before_new_input(state["messages"])
     if found is None:
         return None
@@ -166,8 +158,7 @@ def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The per-run keys, reset, when a new user message started this run. Here, not in
-    a node of its own: every node is a saved step on every turn."""
+    """The per-run keys, reset, when a new user message started this run."""
     latest = last_human_id(state.get("messages") or [], None)
     if latest is None or latest == state.get("run_message_id"):
         return {}
@@ -183,8 +174,7 @@ def stream_reply(
     runtime: Runtime[RunContext],
     options: ModelOptions,
 ) -> tuple[AIMessage, bool]:
-    """(reply, cancelled), its deltas streamed as events. A cancelled reply keeps its text
-    but drops half-streamed tool calls (nothing may be left without an answer)."""
+    """(reply, cancelled); a cancelled reply drops its half-streamed tool calls."""
     messages = prompt_messages(system_prompt, view, history, keep_reasoning=options.keep_reasoning)
     write = stream_writer()
     thread_id = thread_of(config)
@@ -237,8 +227,8 @@ def _ask_again_without_streaming(
     runtime: Runtime[RunContext],
     first: _Reply,
 ) -> AIMessage:
-    """An empty reply, asked for once more without streaming (`EmptyReply` if empty
-    again); a full answer means the stream lost it: no streaming from then on."""
+    """An empty reply asked for once more without streaming; a full answer means the
+    stream lost it: no streaming from then on."""
     if not first.streamed:
         raise EmptyReply(_model_label(model), streamed=False)
     log.info(
@@ -257,9 +247,8 @@ def _ask_again_without_streaming(
 
 
 class _Reply:
-    """One attempt at the model's reply: streams its events, merges its chunks once,
-    when read (as LangChain's `stream` does): `sum + chunk` at every chunk re-parses
-    the partial JSON, quadratic (a 54 KB `write_file`: ~6 s of CPU, ~20 ms once)."""
+    """One attempt at the model's reply: streams its events, merges its chunks once when
+    read (`sum + chunk` per chunk re-parses the JSON: a 54 KB call took ~6 s of CPU)."""
 
     def __init__(self, write: Callable[[Any], None], thread_id: str) -> None:
         self.write = write
@@ -374,8 +363,7 @@ class _Reply:
 
 
 def chat_input(model: Any, messages: list[AnyMessage]) -> Any:
-    """A chat model gets a `ChatPromptValue` built unchecked (the reducer made them
-    messages; converting a list costs ~1 ms a call at 1,000); anything else the list."""
+    """A `ChatPromptValue` built unchecked for a chat model (~1 ms saved at 1,000)."""
     if isinstance(_unwrap(model), BaseChatModel):
         return ChatPromptValue.model_construct(messages=messages)
     return messages
@@ -398,8 +386,7 @@ def _lossy_stream(model: Any) -> str | None:
 
 
 def stop_streaming(model: Any, why: str | None = None) -> None:
-    """Ask this model without streaming from now on (logged once, with why; by default
-    its server answered a streaming request with one JSON body)."""
+    """Ask this model without streaming from now on (logged once, with why)."""
     inner = _unwrap(model)
     where = getattr(inner, "openai_api_base", None)
     if why is None:

@@ -1,8 +1,7 @@
 """Tool-result offloading: an output too large for the model's context is stored whole
 (graph/store/outputs.py); the model gets its head and a reference, and reads on with
-the built-in, free `read_tool_output` tool. `run_tool` stores the output BEFORE the
-shortened result reaches the journal and the checkpoint, so a replayed result always
-finds its output. The result's mark (`gatehouse_offloaded`) shows on events and exports.
+the free `read_tool_output` tool. `run_tool` stores it BEFORE the shortened result is
+journaled, so a replayed result always finds its output.
 """
 
 from __future__ import annotations
@@ -61,8 +60,7 @@ def fit_output(
     store: OutputStore | None,
     options: OffloadOptions,
 ) -> ToolMessage:
-    """The result the model gets: as it is when small; else head + reference with the
-    whole output stored (or, with no store, cut at `OUTPUT_CAP_CHARS`)."""
+    """The result the model gets: as it is, or its head and a reference (stored whole)."""
     text = msg.content
     if not isinstance(text, str):
         return msg

@@ -1,8 +1,6 @@
-"""A reasoning model's thinking, kept apart from its answer. Servers send it inside the
-text as `<think>…</think>` (tags may split across chunks; a template that opened the
-block leaves only the closing tag) or beside it as `reasoning_content` deltas. Either
-way the answer is `content`, the reasoning `additional_kwargs["reasoning_content"]`
-(where LangChain looks for it), and the model is not sent it back.
+"""A reasoning model's thinking, kept apart from its answer: sent inside the text as
+`<think>…</think>` (tags may split across chunks) or beside it (`reasoning_content`),
+it is stored in `additional_kwargs["reasoning_content"]` and not sent back.
 """
 
 from __future__ import annotations
@@ -75,8 +73,7 @@ def _partial_tag_len(text: str, tag: str) -> int:
 
 
 def split_think(text: str) -> tuple[str, str]:
-    """(answer, reasoning) of a whole reply's text. An unclosed `<think>` (a reply cut
-    off while thinking) is reasoning to the end; a lone `</think>` makes everything
+    """(answer, reasoning) of a whole reply's text; a lone `</think>` makes everything
     before it reasoning."""
     if OPEN not in text and CLOSE not in text:
         return text, ""

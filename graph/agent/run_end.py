@@ -27,23 +27,20 @@ def stop(reason: str, kind: StopKind) -> dict[str, Any]:
 
 
 def ended(status: EndStatus, size: int) -> dict[str, Any]:
-    """Announce the end of the run (`turn_complete`) and return its `run_status` mark.
-    `size`: how many messages the history holds once this step's update is applied."""
+    """Announce the end of the run (`turn_complete`) and return its `run_status` mark."""
     emit(ev.TurnComplete, status=status, history_size=size)
     return {"run_status": status}
 
 
 def ends_here(reply: AIMessage, update: dict[str, Any], has_on_exit: bool) -> bool:
-    """Whether the model node's step with this reply ends the run (routing: END):
-    no calls to answer, no stop to announce, no on_exit hooks to run."""
+    """Whether the model node's step with this reply ends the run (routing: END)."""
     return not (
         reply.tool_calls or reply.invalid_tool_calls or update.get("stop_reason") or has_on_exit
     )
 
 
 def history_size(history: list[AnyMessage], added: list[Any]) -> int:
-    """How many messages `history` holds once `added` is applied by the messages
-    reducer, without building that list (a turn's end on a long thread)."""
+    """How many messages `history` holds once `added` is applied, without building it."""
     if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
         return len(cast(list[Any], add_messages(cast(Any, history), added)))
     # The reducer's index (it applies this very update next): no set of every id.

@@ -1,7 +1,5 @@
-"""The agent's state: the conversation, the keys that steer a run, and who may set them.
-`InputState` is all a client may send (messages: any other key, e.g. `grants`, is
-ignored); `RUN_KEYS` are reset when a new user message starts a run; `HOOK_KEYS` are
-what a hook may write, `MERGED_KEYS` among them merge per key.
+"""The agent's state: the conversation, the keys that steer a run, and who may set them
+(`InputState`: all a client may send; `HOOK_KEYS`: what a hook may write).
 """
 
 # No `from __future__ import annotations` here: LangGraph reads this schema's type hints

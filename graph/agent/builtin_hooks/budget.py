@@ -4,8 +4,7 @@
     build_graph(..., hooks={"before_llm": [budget], "on_exit": [budget]})
 
 At `before_llm` it checks before each call (put it last: it counts the call it lets
-through); at `on_exit` it only prices the last call. Cost = tokens x a price table (USD
-per 1M tokens); each newly priced amount is a `usage` event carrying only `cost`.
+through); at `on_exit` it only prices the last call.
 """
 
 from __future__ import annotations

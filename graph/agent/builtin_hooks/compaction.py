@@ -2,13 +2,9 @@
 
     compaction = Compaction(summary_model, max_tokens=60_000, keep_turns=3)
     build_graph(..., hooks={"before_llm": [compaction]})
-    session.submit(Compact(thread_id))   # the same, on demand
 
-Only what the model is sent changes (history.model_view): front ends, exports and
-branches still see the whole thread. The cut falls at the start of a user turn (a call
-never loses its result); the summary goes in through the reducer (`REMOVE_ALL`, then
-the list with it in place). The default estimate's count is kept with the thread
-(token_prefix.py), so the next call counts only what came since.
+Only what the model is sent changes (history.model_view); the cut falls at the start
+of a user turn (a call never loses its result).
 """
 
 from __future__ import annotations
@@ -105,8 +101,7 @@ class Compaction:
     def _plan(
         self, state: Mapping[str, Any], *, force: bool
     ) -> tuple[tuple[dict[str, Any], dict[str, int]] | None, list[Any] | None]:
-        """(what `compact` returns, the record of the count to keep when the history
-        stays as it is; None when there is none to keep or it did not change)."""
+        """(what `compact` returns, a new record of the count to keep, if any)."""
         messages = list(state.get("messages") or [])
         sent = list(model_view(messages))
         carried = self.keep_count and self.count_tokens is count_tokens_remembered

@@ -1,13 +1,9 @@
-"""The token count of a thread's model view, kept with the thread, so a process that
-never saw it (a cold resume) does not count it all again. The record is
-
-    [k, bytes of the keys of view[:k], count of view[:k], hash of those bytes]
-
-and next time only view[k:] is counted when the view provably starts with those k
-messages. A message's key holds all the estimate reads of it, so equal keys give equal
-counts; keys are written with `marshal` format 0 (view[:k]'s bytes prefix view's) and
-hashed with BLAKE2b keyed by LangChain's version. A malformed or foreign record is
-ignored. Only the default estimate is additive; a custom `count_tokens` gets the view.
+"""The token count of a thread's model view, kept with the thread (a cold resume does
+not count it all again): `[k, bytes of the keys of view[:k], count of view[:k], hash]`,
+so only view[k:] is counted when the view provably starts with those k messages. A
+key holds all the estimate reads of a message; keys are written with `marshal`
+format 0 (a prefix's bytes prefix the view's), hashed with BLAKE2b keyed by
+LangChain's version. Only the default estimate is additive.
 """
 
 from __future__ import annotations
@@ -56,8 +52,7 @@ def count_view(
     record: Any,
     count: Callable[[Sequence[Any]], int],
 ) -> tuple[int, list[Any] | None]:
-    """(the count of `view`, the record to keep for it; None when there is none).
-    `count` is the default estimate: it is given only what the record does not cover."""
+    """(the count of `view`, the record to keep for it); `count` gets only the rest."""
     tokens: int | None = None
     if isinstance(record, list | tuple) and len(record) == 4:
         upto, size, counted, sig = record
@@ -80,8 +75,7 @@ def record_of(view: Sequence[Any], tokens: int) -> list[Any] | None:
 
 
 class _Signed(NamedTuple):
-    """The keys of a view so far: how many bytes they serialise to, and BLAKE2b fed
-    those bytes (None: a key marshal cannot write, so the view has no record)."""
+    """The keys of a view so far: their size in bytes, and BLAKE2b fed those bytes."""
 
     size: int
     hashed: Any
