@@ -11,8 +11,7 @@ from typing import Any
 
 from graph.agent.reasoning import CLOSE, OPEN
 
-# Providers whose every complete reply says how it ended, and where (for others, a
-# missing reason means nothing).
+# Providers whose every complete reply says how it ended, and where.
 FINISH_KEYS = {"openai": ("finish_reason", "status")}
 # response_metadata keys and values that mean "stopped at the token limit".
 LIMIT_KEYS = ("finish_reason", "stop_reason", "done_reason", "status")

@@ -37,8 +37,7 @@ def thread_of(config: Any) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id", ""))
 
 
-# Set when LangGraph Server loads the agent (graph/service/server.py): in that process
-# every run comes from a server client, whatever its config says.
+# Set when LangGraph Server loads the agent: every run comes from a server client.
 _SERVED = False
 
 
@@ -48,9 +47,8 @@ def identity_from_server() -> None:
     _SERVED = True
 
 
-# The server's authenticated user for this request, and whether they are not the
-# thread's owner, set by the auth handler (server_auth.py): an update's config is the
-# client's own. On a run, VISITOR_KEY says the latter, written over any client's value.
+# The request's authenticated user, and whether they are not the thread's owner, set by
+# the auth handler (an update's config is the client's; a run's VISITOR_KEY is not).
 _REQUEST_USER: ContextVar[str | None] = ContextVar("gatehouse_request_user", default=None)
 _REQUEST_VISITOR: ContextVar[bool] = ContextVar("gatehouse_request_visitor", default=False)
 VISITOR_KEY = "gatehouse_visitor"

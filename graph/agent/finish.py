@@ -38,8 +38,7 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
         not update.get("continue_run")
         and (dangling := _unanswered(state, update.get("messages") or [])) is not None
     ):
-        # Flow follows the control keys only; a message the model would never see is
-        # refused rather than left unanswered at the end of the history.
+        # Flow follows the control keys only: refused, not left unanswered.
         raise HookError(
             f"on_exit hooks added a {dangling} message but did not set continue_run: the model would never "
             'answer it. Return {"continue_run": True} with it to continue the run (or stop_reason to stop)'

@@ -18,8 +18,7 @@ from langchain_core.messages import (
 from graph.agent.prefix_memo import PrefixMemo
 from graph.protocol.threads import SUMMARY_MARK, content_text
 
-# The text of message content: a string, or the text blocks of a block list (what
-# Agent Chat UI and other LangGraph clients send). One definition, in the protocol.
+# The text of message content (a string, or a list of content blocks).
 text_of = content_text
 
 

@@ -279,8 +279,7 @@ def _run_hooks(
         **{k: v for k, v in state.items() if v is not None or k not in MERGED_KEYS},
     }
     update: dict[str, Any] = {}
-    # Whether the history was broken before any hook ran (then a hook is not blamed):
-    # worked out only when a hook changes messages, as walking the history costs.
+    # Broken before any hook ran (then no hook is blamed): read only when one is needed.
     already_broken: bool | None = None
     for h in hooks:
         given = state_for(h, view, point)

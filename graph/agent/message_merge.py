@@ -23,8 +23,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from graph.store.langgraph_private import messages_delta_reducer
 
-# Indexes of recently returned lists, keyed by id(list); the list is held so its id
-# cannot be reused while the entry lives.
+# Indexes of recently returned lists by id(list), the list held so its id stays unique.
 _INDEX_SLOTS = 128
 _COPY_PROBES = 8
 _indexes: OrderedDict[int, tuple[list[AnyMessage], int, dict[str, int]]] = OrderedDict()
@@ -35,16 +34,14 @@ def message_index(state: list[AnyMessage]) -> dict[str, int]:
     """id -> position of `state`'s messages (read only: it serves every copy of the list)."""
     with _lock:
         hit = _indexes.get(id(state))
-        # Same object and length: unchanged since it was returned (lists from state
-        # are never edited in place; a changed length is caught, an edit in place is not).
+        # Same object and length: unchanged (lists from state are never edited in place).
         if hit is not None and hit[0] is state and hit[1] == len(state):
             return hit[2]
         if (index := _index_of_copy(state)) is not None:
             return index
     index = {m.id: i for i, m in enumerate(state) if m.id is not None}
     if len(state) > 16:
-        # A thread read cold (its head decoded) is merged into more than once, through
-        # copies of the same list: build its index once.
+        # A thread read cold is merged into through copies of one list: index it once.
         _remember(state, index)
     return index
 
@@ -101,7 +98,6 @@ def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessag
         index = message_index(state)
         new_ids = [m.id for m in flat]
         if len(set(new_ids)) == len(new_ids) and not any(i in index for i in new_ids):
-            # Only new messages: append.
             result = [*state, *flat]
             if len(result) > 16:  # short lists rebuild their index for nothing
                 grown = {mid: n for n, mid in enumerate(new_ids, start=len(state))}

@@ -110,7 +110,6 @@ def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]],
 
 
 _NOTHING_SENT = _Sent((), frozenset())
-# What the model is sent of a history, per `keep_reasoning`, carried from call to call.
 _sent_memos: dict[bool, PrefixMemo[_Sent]] = {
     keep: PrefixMemo(
         _NOTHING_SENT, _sent_after(keep), seed=lambda m: (view_start(m), _NOTHING_SENT)
@@ -303,8 +302,7 @@ def after_reply(
             "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
             "back with rerun_llm, or add nothing after it"
         )
-    # The reply's text streamed before the hooks ran: a change to it replaces it on
-    # screen (announced before anything else of this step reaches the stream).
+    # The reply's text streamed before the hooks ran: a change replaces it on screen.
     new_text = None if final is None else text_of(final.content)
     if new_text != text_of(ai.content) and ai.id is not None:
         emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
@@ -326,8 +324,7 @@ def answer_now(
     """The reply's calls answered at once: broken or cut-off ones, the doom-loop guard's
     repeats (which may stop the run), and all of them when the run stops here."""
     if is_cut_off(ai):
-        # Never tried: answered for the model, without the tool_started / tool_finished
-        # events of a call that was tried (so marked as an error result here).
+        # Never tried: no tool_started / tool_finished, so marked as an error result here.
         answers = [
             say.error_result({**c, "name": c.get("name") or "unknown"}, say.cut_off(c.get("name")))
             for c in ai.invalid_tool_calls

@@ -181,8 +181,7 @@ def _broke_mid_reply(e: BaseException) -> bool:
     )
 
 
-# Failures of the transport, by the first test that matches: (test, what happened,
-# the cause when the error names none, advice).
+# (test, what happened, the cause when the error names none, advice); the first wins.
 _TRANSPORT_FAILURES = (
     (
         _is_timeout,

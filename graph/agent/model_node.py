@@ -52,11 +52,8 @@ from graph.protocol.threads import REASONING_KEY, reasoning_of
 
 log = logging.getLogger("gatehouse.model")
 NO_CHUNKS = "No generation chunks were returned"
-# LangChain's stock fake whose `_stream` drops the message's tool calls (it streams the
-# text only): asked without streaming, so its tool calls arrive, and a streamed attempt
-# never uses up its next message.
+# LangChain's stock fake whose `_stream` drops tool calls: asked without streaming.
 _LOSSY_STREAMS = ("GenericFakeChatModel",)
-# The event a piece of streamed text is, by what the <think> splitter found it to be.
 _DELTAS: dict[str, type[ev.TextDelta] | type[ev.ReasoningDelta]] = {
     "text": ev.TextDelta,
     "reasoning": ev.ReasoningDelta,
@@ -74,8 +71,7 @@ def call_model(
     if (held := hold_new_input(state)) is not None:
         announce_dropped(config)
         return held
-    # Input held while calls were open joins the history now that each has its answer
-    # (same ids, after the answers).
+    # Input held while calls were open joins the history now that each has its answer.
     stored = state["messages"]  # the history as saved, before this step
     released = list(state.get("held_messages") or [])
     if released:
@@ -195,8 +191,7 @@ def stream_reply(
             ):
                 raise
             if problem.proxy_retried:
-                # A LiteLLM proxy answered with an error after its own retries: more of
-                # ours would multiply them (3 x 3 upstream calls for one persistent 500).
+                # More retries of ours would multiply the proxy's (3 x 3 upstream calls).
                 log.info("not retrying: the LiteLLM proxy has already retried (%s)", problem.cause)
                 raise
             retries += 1
@@ -253,7 +248,6 @@ class _Reply:
     def __init__(self, write: Callable[[Any], None], thread_id: str) -> None:
         self.write = write
         self.thread_id = thread_id
-        # The reply so far: the chunks streamed (merged when read), or a whole reply.
         self._chunks: list[AIMessageChunk] = []
         self._whole: AIMessage | None = None
         self.message_id: str | None = None

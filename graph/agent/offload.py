@@ -77,7 +77,6 @@ def fit_output(
             text[: options.max_stored_chars]
             + f"\n… (output cut at {options.max_stored_chars:,} characters)"
         )
-    # Every call has an id by now (graph/agent/call_ids.py); LangChain types it optional.
     call_id = cast(str, call["id"])
     store.put(thread_id, call_id, call["name"], text)
     total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)

@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 OPEN, CLOSE = "<think>", "</think>"
-# Content blocks that carry reasoning (LangChain v1 / Responses API, Anthropic); read
-# in graph/protocol/threads.py, not sent back unless `keep_reasoning`.
+# Content blocks that carry reasoning (LangChain v1 / Responses API, Anthropic).
 REASONING_BLOCK_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
 
 Piece = tuple[Literal["text", "reasoning"], str]
@@ -41,8 +40,7 @@ class ThinkSplitter:
                 at, tag = found
                 self._add(out, buf[:at])
                 buf = buf[at + len(tag) :]
-                # A lone closing tag: the template opened the block (the stored
-                # message is split again in full by `split_think`).
+                # A lone closing tag: the template opened the block.
                 self.inside = tag == OPEN
                 self._after_close = tag == CLOSE and not self._answered
                 continue

@@ -2,9 +2,8 @@
 (`InputState`: all a client may send; `HOOK_KEYS`: what a hook may write).
 """
 
-# No `from __future__ import annotations` here: LangGraph reads this schema's type hints
-# each time a graph is built (a session opened), and string annotations are evaluated
-# again each time (~0.8 ms of a new process's first open, ~0.06 ms of each later one).
+# No `from __future__ import annotations`: LangGraph reads these hints on each build,
+# and string annotations are evaluated again each time (~0.8 ms of a first open).
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage, ToolCall
@@ -35,8 +34,8 @@ def add_usage(left: dict[str, float] | None, right: dict[str, float] | None) -> 
     return total
 
 
-# Reading 1,000 messages costs about the same from a snapshot as from their write rows,
-# while each snapshot costs the whole list on disk (BENCHMARKS.md).
+# Reading 1,000 messages from a snapshot costs about what their write rows cost, and
+# each snapshot the whole list on disk (BENCHMARKS.md).
 MESSAGES_SNAPSHOT_FREQUENCY = 100_000
 
 # Each checkpoint stores only the messages its step added (not the square of the length).
@@ -60,8 +59,7 @@ class AgentState(TypedDict):
     run_model_calls: NotRequired[int]
     run_usage: NotRequired[dict[str, float]]
     usage: NotRequired[Annotated[dict[str, float], add_usage]]
-    # Flow control: `stop_reason` ends the run (shown), `stop_kind` says who (run_end.py);
-    # `continue_run` goes on from `on_exit`; `rerun_llm` sends the reply back.
+    # Flow control: `stop_reason` ends the run, `stop_kind` says who (run_end.py).
     stop_reason: NotRequired[str | None]
     stop_kind: NotRequired[str | None]
     continue_run: NotRequired[bool]
@@ -108,7 +106,6 @@ RUN_KEYS: dict[str, Any] = {
     "hook_run": {},
 }
 
-# What a hook's update may write, and which of those are merged per key.
 HOOK_KEYS = frozenset(
     {
         "messages",
@@ -124,5 +121,4 @@ HOOK_KEYS = frozenset(
     }
 )
 MERGED_KEYS = frozenset({"model_context", "hook_run", "hook_thread"})
-# The keys that say how a run stopped, as a run's updates carry them.
 STOP_KEYS = (STOP_REASON, STOP_KIND)

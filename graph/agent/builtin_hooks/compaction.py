@@ -31,11 +31,9 @@ from graph.agent.history import is_summary, model_view, text_of
 from graph.protocol import events as ev
 from graph.protocol.threads import SUMMARY_MARK
 
-# On the message that asks for a summary: models that cannot follow the instructions
-# (the offline demo) recognise the request by it.
+# Marks the request for a summary (the offline demo recognises it by this).
 SUMMARY_REQUEST_MARK = "gatehouse_summary_request"
-# LangGraph's tag for model calls whose tokens are not the agent's reply: a client
-# streaming `messages` (Studio) does not see the summary as if it were the answer.
+# LangGraph's tag for a model call whose tokens are not the agent's reply (Studio).
 NO_STREAM_TAGS = ["nostream", "gatehouse:compaction"]
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages were compacted):"
 SUMMARY_INSTRUCTIONS = (
@@ -108,8 +106,7 @@ class Compaction:
         counted: list[Any] | None = None
         if carried:
             kept_count = self._own(state).get(COUNTED)
-            # One call of LangChain's estimate for what the record does not cover: the
-            # memo's per-message bookkeeping costs more than it saves in a new process.
+            # LangChain's estimate, once, for the rest: the memo costs more in a new process.
             before, counted = count_view(sent, kept_count, count_tokens_approximately)
             if counted == kept_count:
                 counted = None

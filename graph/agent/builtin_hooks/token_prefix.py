@@ -19,8 +19,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from graph.agent.prefix_memo import PrefixMemo
 
-# The estimate's formula belongs to LangChain: a record made under another version is
-# not trusted.
+# The estimate's formula belongs to LangChain: a record of another version is not trusted.
 VERSION = f"langchain-core {langchain_core.__version__}".encode()
 # marshal's header of a list (type code, then the item count as 4 bytes).
 _LIST_HEADER = 5
@@ -85,8 +84,7 @@ def _signed_after(signed: _Signed, more: Sequence[Any]) -> _Signed:
     if signed.hashed is None:
         return signed
     try:
-        # marshal format 0 writes each item the same inside a list or alone, so the
-        # items' bytes of a longer view are these bytes followed by the new ones.
+        # Format 0 writes an item alike inside a list or alone: a longer view's bytes go on.
         data = memoryview(marshal.dumps(_keys(more), 0))[_LIST_HEADER:]
     except (ValueError, AttributeError):  # a value marshal cannot write: no record
         return _Signed(signed.size, None)
@@ -95,7 +93,6 @@ def _signed_after(signed: _Signed, more: Sequence[Any]) -> _Signed:
     return _Signed(signed.size + len(data), hashed)
 
 
-# Keyed by the estimate's version: a record made under another never matches.
 _signed: PrefixMemo[_Signed] = PrefixMemo(
     _Signed(0, blake2b(digest_size=8, key=VERSION)), _signed_after
 )
