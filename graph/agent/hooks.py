@@ -70,9 +70,7 @@ class HookLoop:
     def target(self) -> asyncio.AbstractEventLoop:
         """The loop the next coroutine started from sync code runs on."""
         bound = self._live_bound()
-        if bound is not None and not _running_here(bound):
-            return bound
-        return self._own_loop()
+        return bound if bound is not None and _running_loop() is not bound else self._own_loop()
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -86,7 +84,7 @@ class HookLoop:
     def submit(self, awaitable: Awaitable[T]) -> concurrent.futures.Future[T]:
         """Start `awaitable` on the target loop, in the caller's context (for `emit`)."""
         loop = self.target()
-        if _running_here(loop):
+        if _running_loop() is loop:
             if callable(close := getattr(awaitable, "close", None)):
                 close()  # it will never run: no "never awaited" warning
             raise HookError(
@@ -136,10 +134,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _running_here(loop: asyncio.AbstractEventLoop) -> bool:
-    return _running_loop() is loop
 
 
 def _settle(done: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
@@ -264,15 +258,6 @@ def run_hooks(
 ) -> dict[str, Any]:
     """Run hooks in order; return one update that the node writes to the state."""
     token = _current_point.set(point)
-    try:
-        return _run_hooks(hooks, state, point, loop)
-    finally:
-        _current_point.reset(token)
-
-
-def _run_hooks(
-    hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None
-) -> dict[str, Any]:
     # The per-hook dicts are always there, so a hook can write into them in place.
     view = {
         **{key: {} for key in MERGED_KEYS},
@@ -281,35 +266,40 @@ def _run_hooks(
     update: dict[str, Any] = {}
     # Broken before any hook ran (then no hook is blamed): read only when one is needed.
     already_broken: bool | None = None
-    for h in hooks:
-        given = state_for(h, view, point)
-        try:
-            out = call_hook(h, given, loop)
-        except (HookError, GraphBubbleUp):
-            raise
-        except Exception as exc:
-            raise HookError(f"{point} hook {h!r} failed: {type(exc).__name__}: {exc}") from exc
-        if isinstance(given, dict) and FLOW_CONTROL in given and FLOW_CONTROL not in view:
-            # Set in place (`state["flow_control"] = {...}`): the flat keys, as if returned.
-            given.update(flat_flow_control(h, {FLOW_CONTROL: given.pop(FLOW_CONTROL)}, point))
-        changed = in_place_changes(h, view, given, point)
-        if isinstance(out, Mapping) and FLOW_CONTROL in out:
-            out = flat_flow_control(h, out, point)
-        if out:
-            _check_update(h, out, point)
-            if not copies_state(h):
-                out = thaw(out)
-        if not out and not changed:
-            continue
-        touched = "messages" in changed or "messages" in (out or {})
-        if touched and already_broken is None:
-            already_broken = _pair_problem(list(state.get("messages") or []), point) is not None
-        # In-place changes first (they replace), then the returned update on top.
-        _apply(changed, update, view, replace=True)
-        _apply(out or {}, update, view, replace=False)
-        problem = None if already_broken or not touched else _pair_problem(view["messages"], point)
-        if problem:
-            raise HookError(f"{point} hook {h!r} broke the history: {problem}")
+    try:
+        for h in hooks:
+            given = state_for(h, view, point)
+            try:
+                out = call_hook(h, given, loop) or {}
+            except (HookError, GraphBubbleUp):
+                raise
+            except Exception as exc:
+                raise HookError(f"{point} hook {h!r} failed: {type(exc).__name__}: {exc}") from exc
+            if isinstance(given, dict) and FLOW_CONTROL in given and FLOW_CONTROL not in view:
+                # Set in place (`state["flow_control"] = {...}`): the flat keys, as if returned.
+                given.update(flat_flow_control(h, {FLOW_CONTROL: given.pop(FLOW_CONTROL)}, point))
+            changed = in_place_changes(h, view, given, point)
+            if isinstance(out, Mapping) and FLOW_CONTROL in out:
+                out = flat_flow_control(h, out, point)
+            if out:
+                _check_update(h, out, point)
+                if not copies_state(h):
+                    out = thaw(out)
+            if not out and not changed:
+                continue
+            touched = "messages" in changed or "messages" in out
+            if touched and already_broken is None:
+                already_broken = _pair_problem(list(state.get("messages") or []), point) is not None
+            # In-place changes first (they replace), then the returned update on top.
+            _apply(changed, update, view, replace=True)
+            _apply(out, update, view, replace=False)
+            problem = (
+                None if already_broken or not touched else _pair_problem(view["messages"], point)
+            )
+            if problem:
+                raise HookError(f"{point} hook {h!r} broke the history: {problem}")
+    finally:
+        _current_point.reset(token)
     return update
 
 
