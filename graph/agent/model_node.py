@@ -68,15 +68,22 @@ def call_model(
     if not state.get("messages"):
         # A bare `Command(resume=...)` on a thread that never started: nothing to do.
         return {}
-    if (held := hold_new_input(state)) is not None:
+    if (found := open_turn_before_new_input(state["messages"])) is not None:
+        # New input after open calls: held out of the history until they are answered.
         announce_dropped(config)
-        return held
+        return {
+            "messages": [RemoveMessage(id=m.id) for m in found[1] if m.id],
+            "held_messages": [*(state.get("held_messages") or []), *found[1]],
+        }
     # Input held while calls were open joins the history now that each has its answer.
     stored = state["messages"]  # the history as saved, before this step
     released = list(state.get("held_messages") or [])
     if released:
         state = {**state, "messages": merge_messages(state["messages"], [released])}
-    update = fresh_run(state)
+    # A new user message starts a run: the per-run keys are reset.
+    latest = last_human_id(state["messages"], None)
+    fresh = latest is not None and latest != state.get("run_message_id")
+    update: dict[str, Any] = {**RUN_KEYS, "run_message_id": latest} if fresh else {}
     if released:
         update.update(messages=released, held_messages=[])
     if state.get("rerun_llm") and "rerun_llm" not in update:
@@ -139,26 +146,6 @@ def logged(deps: AgentDeps, thread_id: str, call_ids: Sequence[str]) -> set[str]
     if rest and deps.journal is not None:
         found |= deps.journal.logged_ids(thread_id, rest)
     return found
-
-
-def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
-    """New input after open calls: held out of the history until they are answered."""
-    found = open_turn_before_new_input(state["messages"])
-    if found is None:
-        return None
-    _, later = found
-    return {
-        "messages": [RemoveMessage(id=m.id) for m in later if m.id],
-        "held_messages": [*(state.get("held_messages") or []), *later],
-    }
-
-
-def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The per-run keys, reset, when a new user message started this run."""
-    latest = last_human_id(state.get("messages") or [], None)
-    if latest is None or latest == state.get("run_message_id"):
-        return {}
-    return {**RUN_KEYS, "run_message_id": latest}
 
 
 def stream_reply(
