@@ -80,26 +80,15 @@ class AnswerJudge:
             ]
         )
         grade, critique = parse_grade(_text(reply), self.scale)
-        if grade is None:
-            emit(
-                ev.Notice,
-                text="The answer judge gave no readable grade; keeping the answer.",
-                source=self.name,
-            )
-            return {"hook_run": {self.name: {**mine, "grade": None}}}
         mine["grade"] = grade
-        passed = grade >= self.threshold
-        emit(
-            ev.Notice,
-            text=f"Answer judge: {grade:g}/{self.scale:g} (needs {self.threshold:g})"
-            + (
-                ""
-                if passed or rounds < self.max_rounds
-                else f"; keeping it after {rounds} revision(s)"
-            ),
-            source=self.name,
-        )
-        if passed or rounds >= self.max_rounds:
+        if grade is None:
+            text = "The answer judge gave no readable grade; keeping the answer."
+        else:
+            text = f"Answer judge: {grade:g}/{self.scale:g} (needs {self.threshold:g})"
+            if grade < self.threshold and rounds >= self.max_rounds:
+                text += f"; keeping it after {rounds} revision(s)"
+        emit(ev.Notice, text=text, source=self.name)
+        if grade is None or grade >= self.threshold or rounds >= self.max_rounds:
             return {"hook_run": {self.name: mine}}
         mine["rounds"] = rounds + 1
         feedback = (

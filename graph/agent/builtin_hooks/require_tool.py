@@ -43,12 +43,12 @@ class RequireTool:
         return f"RequireTool({self.tool})"
 
     def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        # Not when an earlier on_exit hook already decided this exit.
         if state.get("continue_run") or state.get("stop_reason"):
-            return None  # an earlier on_exit hook already decided this exit
+            return None
         if self.called(state.get("messages") or []):
             return None
-        mine = dict((state.get("hook_run") or {}).get(self.name) or {})
-        reminders = mine.get("reminders", 0)
+        reminders = ((state.get("hook_run") or {}).get(self.name) or {}).get("reminders", 0)
         if reminders >= self.max_reminders:
             return {
                 "stop_reason": (
@@ -57,11 +57,8 @@ class RequireTool:
                 ),
                 "stop_kind": "stopped",
             }
-        emit(
-            ev.Notice,
-            text=f"Reminding the agent to call {self.tool} before finishing.",
-            source=self.name,
-        )
+        text = f"Reminding the agent to call {self.tool} before finishing."
+        emit(ev.Notice, text=text, source=self.name)
         return {
             "continue_run": True,
             "messages": [HumanMessage(self.instruction, additional_kwargs={HOOK_MARK: self.name})],

@@ -53,11 +53,8 @@ class SystemContext:
         )
         folders = sum(1 for e in entries if e.is_dir())
         names = [e.name + ("/" if e.is_dir() else "") for e in entries[: self.max_entries]]
-        more = (
-            f", … and {len(entries) - self.max_entries} more"
-            if len(entries) > self.max_entries
-            else ""
-        )
+        extra = len(entries) - self.max_entries
+        more = f", … and {extra} more" if extra > 0 else ""
         listing = ", ".join(names) + more if names else "empty"
         return (
             f"Workspace: {root.resolve()} ({len(entries) - folders} files, {folders} folders at the top): "
