@@ -63,15 +63,13 @@ def speaking_for(identity: str | None, *, visitor: bool = False) -> None:
 @contextmanager
 def as_the_run(config: RunnableConfig) -> Iterator[None]:
     """A state update a run makes itself ("mark as resolved" as a run) is the run's user's."""
-    tokens = (
-        _REQUEST_USER.set(decided_by(config)["actor"]),
-        _REQUEST_VISITOR.set(visiting(config)),
-    )
+    user = _REQUEST_USER.set(decided_by(config)["actor"])
+    visitor = _REQUEST_VISITOR.set(visiting(config))
     try:
         yield
     finally:
-        _REQUEST_USER.reset(tokens[0])
-        _REQUEST_VISITOR.reset(tokens[1])
+        _REQUEST_USER.reset(user)
+        _REQUEST_VISITOR.reset(visitor)
 
 
 def updated_by(config: RunnableConfig) -> dict[str, str | None]:

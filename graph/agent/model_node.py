@@ -14,7 +14,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, RemoveMessage
@@ -54,10 +54,6 @@ log = logging.getLogger("gatehouse.model")
 NO_CHUNKS = "No generation chunks were returned"
 # LangChain's stock fake whose `_stream` drops tool calls: asked without streaming.
 _LOSSY_STREAMS = ("GenericFakeChatModel",)
-_DELTAS: dict[str, type[ev.TextDelta] | type[ev.ReasoningDelta]] = {
-    "text": ev.TextDelta,
-    "reasoning": ev.ReasoningDelta,
-}
 # Models found not to stream (by id; the entry goes when the model does).
 _NOT_STREAMING: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
@@ -280,10 +276,10 @@ class _Reply:
     def add(self, chunk: AIMessage) -> None:
         self.message_id = self.message_id or chunk.id
         if reasoning := reasoning_of(chunk.additional_kwargs, chunk.content):
-            self._emit(ev.ReasoningDelta, reasoning, chunk.id)
+            self._emit("reasoning", reasoning, chunk.id)
         if text := text_of(chunk.content):
             for kind, piece in self._think.feed(text):
-                self._emit(_DELTAS[kind], piece, chunk.id)
+                self._emit(kind, piece, chunk.id)
         if isinstance(chunk, AIMessageChunk):
             self._whole = None
             self._chunks.append(chunk)
@@ -314,19 +310,14 @@ class _Reply:
 
     def flush(self) -> None:
         for kind, piece in self._think.flush():
-            self._emit(_DELTAS[kind], piece, self.message_id)
+            self._emit(kind, piece, self.message_id)
 
-    def _emit(
-        self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta], text: str, message_id: str | None
-    ) -> None:
-        part = kind.model_fields["type"].default.removesuffix("_delta")
+    def _emit(self, part: Literal["text", "reasoning"], text: str, message_id: str | None) -> None:
+        message_id = message_id or self.message_id
         if part != self._part:
-            self.start_part(part, message_id or self.message_id)
-        self.write(
-            kind.trusted(
-                thread_id=self.thread_id, text=text, message_id=message_id or self.message_id
-            )
-        )
+            self.start_part(part, message_id)
+        delta = ev.TextDelta if part == "text" else ev.ReasoningDelta
+        self.write(delta.trusted(thread_id=self.thread_id, text=text, message_id=message_id))
 
     def start_part(self, kind: ev.PartKind, message_id: str | None, **call: Any) -> None:
         """A `part_started` event: deltas of another kind than the last, or a tool call."""
