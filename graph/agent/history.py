@@ -64,17 +64,13 @@ _view_starts: PrefixMemo[tuple[int, int]] = PrefixMemo(
 
 
 def last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:
-    for msg in reversed(messages):
-        if isinstance(msg, HumanMessage):
-            return msg.id
-    return default
+    return next((m.id for m in reversed(messages) if isinstance(m, HumanMessage)), default)
 
 
 def last_ai(state: Mapping[str, Any]) -> AIMessage | None:
-    for msg in reversed(state.get("messages") or []):
-        if isinstance(msg, AIMessage):
-            return msg
-    return None
+    return next(
+        (m for m in reversed(state.get("messages") or []) if isinstance(m, AIMessage)), None
+    )
 
 
 def open_turn_before_new_input(

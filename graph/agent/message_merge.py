@@ -90,11 +90,10 @@ def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessag
     flat = [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in flat]
     if any(not isinstance(m, BaseMessage) or m.id is None for m in flat):
         flat = _with_stable_ids(state, flat)
-    plain = all(
-        isinstance(m, BaseMessage) and not isinstance(m, RemoveMessage) and m.id is not None
-        for m in flat
-    ) and (not state or isinstance(state[0], BaseMessage))
-    if plain:
+    # Every write is a message with an id by now.
+    if not any(isinstance(m, RemoveMessage) for m in flat) and (
+        not state or isinstance(state[0], BaseMessage)
+    ):
         index = message_index(state)
         new_ids = [m.id for m in flat]
         if len(set(new_ids)) == len(new_ids) and not any(i in index for i in new_ids):
