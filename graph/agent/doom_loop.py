@@ -27,13 +27,8 @@ def _key(call: ToolCall) -> tuple[str, str]:
 
 def _earlier_calls(history: Sequence[AnyMessage]) -> list[tuple[str, str]]:
     """This run's tool calls before the reply, oldest first."""
-    turns: list[list[tuple[str, str]]] = []
-    for msg in reversed(history):
-        if isinstance(msg, HumanMessage):
-            break
-        if isinstance(msg, AIMessage) and msg.tool_calls:
-            turns.append([_key(c) for c in msg.tool_calls])
-    return [key for turn in reversed(turns) for key in turn]
+    run = list(takewhile(lambda m: not isinstance(m, HumanMessage), reversed(history)))
+    return [_key(c) for m in reversed(run) if isinstance(m, AIMessage) for c in m.tool_calls]
 
 
 def repeats(history: Sequence[AnyMessage], reply: AIMessage, threshold: int) -> list[Repeat]:

@@ -1,7 +1,10 @@
 """What the model is sent, and what becomes of its reply: the stored `AIMessage` (strict
 tool-call arguments, reasoning apart, a cut-off reply marked and its calls never run),
-the after_llm hooks, and the calls answered at once. Gatehouse's own words (notices, a
-cut reply and its calls' errors) are never sent to the model.
+the after_llm hooks, and the calls answered at once. A reply is cut off (`REASONS`,
+the surest sign first) by a token limit, a stream without a finish, arguments that
+never close (the only sign when a proxy closes a broken stream itself), an open
+`<think>`, or a missing usage chunk. Gatehouse's own words (notices, a cut reply and
+its calls' errors) are never sent to the model.
 """
 
 from __future__ import annotations
@@ -23,14 +26,13 @@ from langchain_core.messages import (
 from graph.agent import doom_loop
 from graph.agent import tool_messages as say
 from graph.agent.call_ids import id_of
-from graph.agent.cut_off import cut_reason
 from graph.agent.deps import AgentDeps
 from graph.agent.deps import ModelOptions as ModelOptions  # imported from here by others
 from graph.agent.emit import emit
 from graph.agent.history import last_human_id, text_of, view_start
 from graph.agent.message_merge import merge_messages
 from graph.agent.prefix_memo import PrefixMemo
-from graph.agent.reasoning import drop_reasoning_blocks, split_think
+from graph.agent.reasoning import CLOSE, OPEN, drop_reasoning_blocks, split_think
 from graph.agent.run_end import ended, ends_here, history_size, stop
 from graph.agent.state import add_usage
 from graph.agent.tool_call import answered_unrun
@@ -51,6 +53,20 @@ CUT_OFF_STOP = (
     "Stopped: the model's reply was cut off before it finished. Retry to ask the model again."
 )
 CUT_OFF_REASON_KEY = "gatehouse_cut_off_reason"
+
+# Providers whose every complete reply says how it ended, and where.
+FINISH_KEYS = {"openai": ("finish_reason", "status")}
+# response_metadata keys and values that mean "stopped at the token limit".
+LIMIT_KEYS = ("finish_reason", "stop_reason", "done_reason", "status")
+LIMIT_VALUES = {"length", "max_tokens", "MAX_TOKENS", "incomplete", "max_output_tokens"}
+
+REASONS = {
+    "length": "it reached the model's output token limit (max_tokens)",
+    "no_finish": "the stream ended before the reply was finished",
+    "arguments": "the stream ended in the middle of a tool call's arguments",
+    "reasoning": "the stream ended while the model was still thinking",
+    "usage": "the stream ended without the usage report the server sends after a finished reply",
+}
 
 
 def is_empty(ai: AIMessage) -> bool:
@@ -349,3 +365,88 @@ def answer_now(
         # The run ends here: nothing is dispatched, so every call is answered now.
         answers += [answered_unrun(c, not_run(update["stop_reason"])) for c in calls]
     return answers
+
+
+def cut_reason(
+    metadata: Mapping[str, Any],
+    text: str,
+    raw_arguments: Sequence[str | None],
+    *,
+    has_usage: bool,
+    usage_requested: bool,
+) -> str | None:
+    """Why the reply was cut off (a key of `REASONS`), or None when it looks whole."""
+    if any(metadata.get(k) in LIMIT_VALUES for k in LIMIT_KEYS):
+        return "length"
+    keys = FINISH_KEYS.get(str(metadata.get("model_provider") or ""))
+    if keys is not None and not any(metadata.get(k) for k in keys):
+        return "no_finish"
+    if any(incomplete_json(a) for a in raw_arguments):
+        return "arguments"
+    if text.rfind(OPEN) > text.rfind(CLOSE):
+        return "reasoning"
+    if usage_requested and not has_usage:
+        return "usage"
+    return None
+
+
+def incomplete_json(text: str | None) -> bool:
+    """`text` is the start of a JSON value that was never finished (`{"path": "a",
+    "content`), not merely bad JSON (`{bad`): some ending makes it parse."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        json.loads(text)
+        return False
+    except json.JSONDecodeError:
+        pass
+    open_ = _still_open(text)
+    if open_ is None:
+        return False
+    in_string, closers = open_
+    if not in_string and not closers:
+        return False  # balanced, yet bad: not a cut
+    quote = '"' if in_string else ""
+    for start in {text, text.rstrip().rstrip(",")}:
+        for fill in _FILLS:
+            try:
+                json.loads(start + quote + fill + closers)
+                return True
+            except json.JSONDecodeError:
+                continue
+    return False
+
+
+# What may be missing before the closing brackets: a key's value, a literal's rest.
+_FILLS = ("", ": null", "null", "e", "ue", "rue", "se", "lse", "alse", "l", "ll", "ull", "0")
+
+
+def _still_open(text: str) -> tuple[bool, str] | None:
+    """(inside a string, the brackets that would close it), or None: mismatched."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and (not stack or stack.pop() != ch):
+            return None
+    return in_string, "".join(reversed(stack))
+
+
+def notice_text(reason: str, unrun_calls: int) -> str:
+    note = ""
+    if unrun_calls:
+        note = f" Its {unrun_calls} tool call{'s were' if unrun_calls > 1 else ' was'} not run."
+    advice = " Retry to ask again, or raise the model's max_tokens." if reason == "length" else ""
+    return (
+        f"The model's reply was cut off: {REASONS.get(reason, REASONS['no_finish'])}.{note}{advice}"
+    )

@@ -26,7 +26,6 @@ from langgraph.runtime import Runtime
 from graph.agent.call_ids import fresh_call_ids
 from graph.agent.client_input import announce_dropped
 from graph.agent.context import RunContext, cancelled, context_of, model_call_limit
-from graph.agent.cut_off import notice_text
 from graph.agent.deps import AgentDeps, ModelOptions
 from graph.agent.emit import emit, stream_writer, thread_of
 from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
@@ -40,6 +39,7 @@ from graph.agent.model_call import (
     answer_now,
     is_cut_off,
     is_empty,
+    notice_text,
     prompt_messages,
     to_message,
 )
