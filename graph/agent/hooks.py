@@ -24,7 +24,7 @@ from langgraph.graph.message import add_messages
 
 from graph.agent.history import pairing_problem
 from graph.agent.hook_state import copies_state, in_place_changes, state_for, thaw
-from graph.agent.state import HOOK_KEYS, MERGED_KEYS, add_usage
+from graph.agent.state import FLOW_KEYS, HOOK_KEYS, MERGED_KEYS, add_usage
 from graph.protocol.errors import HookError
 
 HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
@@ -33,7 +33,6 @@ HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "after_llm", "before_tool", 
 _OPEN_CALLS_OK = ("after_llm", "before_tool")
 # Haystack's nested spelling of the control keys: an alias of the flat ones.
 FLOW_CONTROL = "flow_control"
-FLOW_KEYS = frozenset({"stop_reason", "stop_kind", "continue_run", "rerun_llm"})
 # Async names of the lifecycle and run methods, ours first, then Haystack's.
 ASYNC_NAMES = {
     "run": ("arun", "run_async"),

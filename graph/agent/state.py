@@ -106,19 +106,8 @@ RUN_KEYS: dict[str, Any] = {
     "hook_run": {},
 }
 
-HOOK_KEYS = frozenset(
-    {
-        "messages",
-        "stop_reason",
-        "stop_kind",
-        "continue_run",
-        "rerun_llm",
-        "model_context",
-        "hook_run",
-        "hook_thread",
-        "usage",
-        "run_usage",
-    }
-)
+# The keys that steer the flow, the ones merged per key, and all a hook may write.
+FLOW_KEYS = frozenset({"stop_reason", "stop_kind", "continue_run", "rerun_llm"})
 MERGED_KEYS = frozenset({"model_context", "hook_run", "hook_thread"})
+HOOK_KEYS = FLOW_KEYS | MERGED_KEYS | {"messages", "usage", "run_usage"}
 STOP_KEYS = (STOP_REASON, STOP_KIND)
