@@ -65,11 +65,11 @@ class GatehouseGraph(CompiledStateGraph):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         owner_only(supersteps)
+        before = self.get_state(config)
         if is_clear(supersteps):
-            supersteps = resolution(self.get_state(config), config, self.deps) or supersteps
+            supersteps = resolution(before, config, self.deps) or supersteps
             return super().bulk_update_state(config, supersteps)
         # A state edit never answers an open call, and leaves a pause in place (client_input.py).
-        before = self.get_state(config)
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = super().bulk_update_state(config, supersteps)
         keep_pause(self, bool(before.interrupts), done)
@@ -79,12 +79,11 @@ class GatehouseGraph(CompiledStateGraph):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         owner_only(supersteps)
-        if is_clear(supersteps):
-            state = await self.aget_state(config)
-            # The decision log is written in a worker thread: the server's loop must not block.
-            resolved = await asyncio.to_thread(resolution, state, config, self.deps)
-            return await super().abulk_update_state(config, resolved or supersteps)
         before = await self.aget_state(config)
+        if is_clear(supersteps):
+            # The decision log is written in a worker thread: the server's loop must not block.
+            resolved = await asyncio.to_thread(resolution, before, config, self.deps)
+            return await super().abulk_update_state(config, resolved or supersteps)
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = await super().abulk_update_state(config, supersteps)
         await akeep_pause(self, bool(before.interrupts), done)
