@@ -69,14 +69,12 @@ def context_of(runtime: Any) -> RunContext | None:
 
 def cancelled(runtime: Any) -> bool:
     """Whether the person asked the run of this `runtime` to stop."""
-    ctx = context_of(runtime)
-    return bool(ctx is not None and ctx.cancelled)
+    return (ctx := context_of(runtime)) is not None and ctx.cancelled
 
 
 def session_auto_approves(runtime: Any) -> bool:
     """Whether the Session that started this run has auto-approve on."""
-    ctx = context_of(runtime)
-    return bool(ctx is not None and ctx.auto_approve)
+    return (ctx := context_of(runtime)) is not None and ctx.auto_approve
 
 
 def model_call_limit(runtime: Any, configured: int) -> int:

@@ -65,18 +65,11 @@ def fit_output(
     if not isinstance(text, str):
         return msg
     if store is None or not options.enabled or call["name"] == READ_TOOL:
-        if len(text) > OUTPUT_CAP_CHARS:
-            msg.content = (
-                text[:OUTPUT_CAP_CHARS] + f"\n… (output cut at {OUTPUT_CAP_CHARS} characters)"
-            )
+        msg.content = _cut(text, OUTPUT_CAP_CHARS, str(OUTPUT_CAP_CHARS))
         return msg
     if len(text) <= options.threshold_chars:
         return msg
-    if len(text) > options.max_stored_chars:
-        text = (
-            text[: options.max_stored_chars]
-            + f"\n… (output cut at {options.max_stored_chars:,} characters)"
-        )
+    text = _cut(text, options.max_stored_chars, f"{options.max_stored_chars:,}")
     call_id = cast(str, call["id"])
     store.put(thread_id, call_id, call["name"], text)
     total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
@@ -91,6 +84,10 @@ def fit_output(
     )
     msg.additional_kwargs[OFFLOAD_MARK] = {"total_chars": len(text), "total_lines": total_lines}
     return msg
+
+
+def _cut(text: str, limit: int, shown: str) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}\n… (output cut at {shown} characters)"
 
 
 def reference(call_id: str, total_chars: int, total_lines: int, head: str) -> str:
