@@ -7,7 +7,7 @@ retries (`proxy_retried`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,48 +160,40 @@ def _is_model_error(e: BaseException) -> bool:
     return isinstance(e, lc.ModelError) or _package(e) in _TRANSPORT_MODULES
 
 
-def _is_timeout(e: BaseException) -> bool:
-    return isinstance(e, lc.ModelTimeoutError | TimeoutError) or "Timeout" in type(e).__name__
-
-
-def _is_connection(e: BaseException) -> bool:
-    name = type(e).__name__
-    return isinstance(e, lc.ModelConnectionError | ConnectionError) or (
-        _package(e) in _TRANSPORT_MODULES
-        and any(w in name for w in ("Connect", "Protocol", "Network", "ReadError"))
-    )
-
-
-def _broke_mid_reply(e: BaseException) -> bool:
-    """The response had started (headers, maybe text) when the connection failed."""
-    return _package(e) in _TRANSPORT_MODULES and type(e).__name__ in (
-        "RemoteProtocolError",
-        "ReadError",
-        "IncompleteRead",
-    )
-
-
 # (test, what happened, the cause when the error names none, advice); the first wins.
-_TRANSPORT_FAILURES = (
+_TRANSPORT_FAILURES: tuple[tuple[Callable[[BaseException], bool], str, str, str], ...] = (
     (
-        _is_timeout,
+        lambda e: (
+            isinstance(e, lc.ModelTimeoutError | TimeoutError) or "Timeout" in type(e).__name__
+        ),
         "The model server{where} did not answer in time",
         "timed out",
         "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
     ),
     (
-        _broke_mid_reply,
+        # The response had started (headers, maybe text) when the connection failed.
+        lambda e: _transport(e, "RemoteProtocolError", "ReadError", "IncompleteRead", exact=True),
         "The connection to the model server{where} broke in the middle of the reply",
         "closed",
         "Retry; if it keeps happening, check the server or a proxy in front of it.",
     ),
     (
-        _is_connection,
+        lambda e: (
+            isinstance(e, lc.ModelConnectionError | ConnectionError)
+            or _transport(e, "Connect", "Protocol", "Network", "ReadError")
+        ),
         "Could not reach the model server{where}",
         "connection error",
         "Check that it is running and the base URL is right, then retry.",
     ),
 )
+
+
+def _transport(e: BaseException, *names: str, exact: bool = False) -> bool:
+    """A transport package's error whose class is (with `exact`) or names one of `names`."""
+    name = type(e).__name__
+    hit = name in names if exact else any(n in name for n in names)
+    return hit and _package(e) in _TRANSPORT_MODULES
 
 
 def _stream_error_event(e: BaseException) -> bool:
