@@ -29,8 +29,6 @@ from graph.protocol.errors import HookError
 
 HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
 HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "after_llm", "before_tool", "on_exit")
-# Points where the model's latest calls may still be open (they get answers later).
-_OPEN_CALLS_OK = ("after_llm", "before_tool")
 # Haystack's nested spelling of the control keys: an alias of the flat ones.
 FLOW_CONTROL = "flow_control"
 # Async names of the lifecycle and run methods, ours first, then Haystack's.
@@ -364,11 +362,10 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
 
 
 def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
-    """Why a history breaks the tool-call contract (history.py); at `after_llm` messages
-    may follow open calls (a reply sent back gets its calls answered after it)."""
-    return pairing_problem(
-        messages, open_tail=point in _OPEN_CALLS_OK, reply_open=point == "after_llm"
-    )
+    """Why a history breaks the tool-call contract; the model's latest calls may still
+    be open after it replied, and at `after_llm` even with messages after them."""
+    after_reply = point in ("after_llm", "before_tool")
+    return pairing_problem(messages, open_tail=after_reply, reply_open=point == "after_llm")
 
 
 class HookSet:

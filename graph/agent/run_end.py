@@ -13,20 +13,16 @@ from graph.agent.emit import emit
 from graph.agent.message_merge import message_index
 from graph.protocol import events as ev
 
-# How a run ended (the part of `RunStatus` the graph writes).
-EndStatus = Literal["completed", "stopped", "cancelled"]
-# Who stopped a run: "stopped" (a hook or a limit), "cancelled" (the person), CUT_OFF_KIND.
-StopKind = str
-
 STOPPED_BY_PERSON = "Stopped by the person."
 
 
-def stop(reason: str, kind: StopKind) -> dict[str, Any]:
-    """The update that stops the run, with the reason the person sees."""
+def stop(reason: str, kind: str) -> dict[str, Any]:
+    """The update that stops the run: the reason the person sees, and who stopped it
+    ("stopped": a hook or a limit, "cancelled": the person, or CUT_OFF_KIND)."""
     return {"stop_reason": reason, "stop_kind": kind}
 
 
-def ended(status: EndStatus, size: int) -> dict[str, Any]:
+def ended(status: Literal["completed", "stopped", "cancelled"], size: int) -> dict[str, Any]:
     """Announce the end of the run (`turn_complete`) and return its `run_status` mark."""
     emit(ev.TurnComplete, status=status, history_size=size)
     return {"run_status": status}
