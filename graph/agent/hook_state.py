@@ -75,9 +75,8 @@ def message_changes(before: list[Any], after: list[Any]) -> list[Any]:
     kept = [(i, m) for i, m in enumerate(after) if getattr(m, "id", None) in position]
     order = [position[m.id] for _, m in kept]
     last_kept = kept[-1][0] if kept else -1
-    in_order = order == sorted(set(order)) and len(order) == len(set(order))
-    new_in_between = len(kept) != last_kept + 1
-    if not in_order or new_in_between:
+    # Out of order (or twice), or a new message in between: the whole list again.
+    if order != sorted(set(order)) or len(kept) != last_kept + 1:
         return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *after]
     kept_ids = {m.id for _, m in kept}
     removed = [RemoveMessage(id=m.id) for m in before if m.id not in kept_ids]

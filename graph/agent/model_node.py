@@ -166,12 +166,9 @@ def stream_reply(
                 ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
         except Exception as exc:
             problem = model_problem(exc)
-            if (
-                problem is None
-                or not problem.transient
-                or retries >= options.max_retries
-                or cancelled(runtime)
-            ):
+            if problem is None or not problem.transient or retries >= options.max_retries:
+                raise
+            if cancelled(runtime):
                 raise
             if problem.proxy_retried:
                 # More retries of ours would multiply the proxy's (3 x 3 upstream calls).
