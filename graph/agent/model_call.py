@@ -400,12 +400,10 @@ def incomplete_json(text: str | None) -> bool:
         return False
     except json.JSONDecodeError:
         pass
-    open_ = _still_open(text)
-    if open_ is None:
+    # Mismatched brackets, or balanced yet bad: not a cut.
+    if (open_ := _still_open(text)) is None or open_ == (False, ""):
         return False
     in_string, closers = open_
-    if not in_string and not closers:
-        return False  # balanced, yet bad: not a cut
     quote = '"' if in_string else ""
     for start in {text, text.rstrip().rstrip(",")}:
         for fill in _FILLS:

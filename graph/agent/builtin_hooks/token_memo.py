@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -37,23 +38,19 @@ def _forget(key: int) -> Any:
 
 def count_tokens_remembered(messages: Sequence[Any]) -> int:
     """Exactly `count_tokens_approximately(messages)` (default options)."""
-    total = 0
-    for message in messages:
-        if not isinstance(message, BaseMessage):
-            total += count_tokens_approximately([message])
-            continue
-        key, mark = id(message), _fingerprint(message)
-        entry = _counts.get(key)
-        if entry is not None and entry[0]() is message and entry[1] == mark:
-            total += entry[2]
-            continue
-        count = count_tokens_approximately([message])
-        try:
-            ref = weakref.ref(message, _forget(key))
-        except TypeError:  # a message class without weak references: counted each time
-            total += count
-            continue
+    return sum(map(_count, messages))
+
+
+def _count(message: Any) -> int:
+    if not isinstance(message, BaseMessage):
+        return count_tokens_approximately([message])
+    key, mark = id(message), _fingerprint(message)
+    entry = _counts.get(key)
+    if entry is not None and entry[0]() is message and entry[1] == mark:
+        return entry[2]
+    count = count_tokens_approximately([message])
+    with suppress(TypeError):  # a message class without weak references: counted each time
+        ref = weakref.ref(message, _forget(key))
         with _lock:
             _counts[key] = (ref, mark, count)
-        total += count
-    return total
+    return count
