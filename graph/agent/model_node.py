@@ -163,7 +163,7 @@ def stream_reply(
         try:
             ai, was_cancelled = reply.fetch(model, messages, config, runtime)
             if not was_cancelled and is_empty(ai):
-                ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
+                ai = reply.ask_again(model, messages, config, runtime)
         except Exception as exc:
             problem = model_problem(exc)
             if problem is None or not problem.transient or retries >= options.max_retries:
@@ -195,32 +195,6 @@ def stream_reply(
         return ai, was_cancelled
 
 
-def _ask_again_without_streaming(
-    model: Any,
-    messages: list[AnyMessage],
-    config: RunnableConfig,
-    runtime: Runtime[RunContext],
-    first: _Reply,
-) -> AIMessage:
-    """An empty reply asked for once more without streaming; a full answer means the
-    stream lost it: no streaming from then on."""
-    if not first.streamed:
-        raise EmptyReply(_model_label(model), streamed=False)
-    log.info(
-        "%s sent an empty streamed reply; asking once more without streaming", _model_label(model)
-    )
-    # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
-    first.retried(
-        1, 1, 0.0, "The model's streamed reply was empty; asking once more without streaming."
-    )
-    again = _Reply(first.write, first.thread_id)
-    ai, _ = again.fetch(model, messages, config, runtime, stream=False)
-    if is_empty(ai):
-        raise EmptyReply(_model_label(model), streamed=True)
-    stop_streaming(model, why="its streamed reply was empty, asked without streaming it answered")
-    return ai
-
-
 class _Reply:
     """One attempt at the model's reply: streams its events, merges its chunks once when
     read (`sum + chunk` per chunk re-parses the JSON: a 54 KB call took ~6 s of CPU)."""
@@ -242,7 +216,6 @@ class _Reply:
         messages: list[AnyMessage],
         config: RunnableConfig,
         runtime: Runtime[RunContext],
-        *,
         stream: bool = True,
     ) -> tuple[AIMessage, bool]:
         prompt = chat_input(model, messages)
@@ -269,6 +242,27 @@ class _Reply:
         for call in ai.tool_calls:
             self.start_part("tool_call", ai.id, call_id=call["id"], tool_name=call["name"])
         return ai, False
+
+    def ask_again(
+        self, model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Any
+    ) -> AIMessage:
+        """An empty reply asked for once more without streaming; a full answer means the
+        stream lost it: no streaming from then on."""
+        label = _model_label(model)
+        if not self.streamed:
+            raise EmptyReply(label, streamed=False)
+        log.info("%s sent an empty streamed reply; asking once more without streaming", label)
+        # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
+        self.retried(
+            1, 1, 0.0, "The model's streamed reply was empty; asking once more without streaming."
+        )
+        ai, _ = _Reply(self.write, self.thread_id).fetch(model, messages, config, runtime, False)
+        if is_empty(ai):
+            raise EmptyReply(label, streamed=True)
+        stop_streaming(
+            model, why="its streamed reply was empty, asked without streaming it answered"
+        )
+        return ai
 
     def add(self, chunk: AIMessage) -> None:
         self.message_id = self.message_id or chunk.id
