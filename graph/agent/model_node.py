@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from graph.agent.call_ids import fresh_call_ids
 from graph.agent.client_input import announce_dropped
 from graph.agent.context import RunContext, cancelled, context_of, model_call_limit
-from graph.agent.deps import AgentDeps, ModelOptions
+from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit, stream_writer, thread_of
 from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
 from graph.agent.message_merge import merge_messages
@@ -104,9 +104,7 @@ def call_model(
     history = state["messages"]
     if hooked.get("messages"):
         history = merge_messages(history, [hooked["messages"]])
-    ai, was_cancelled = stream_reply(
-        deps.model, deps.system_prompt, view, history, config, runtime, deps.model_options
-    )
+    ai, was_cancelled = stream_reply(deps, view, history, config, runtime)
     # Before anything sees the calls: a repeated id gets one of its own (call_ids.py).
     ai = fresh_call_ids(
         ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config))
@@ -145,16 +143,17 @@ def logged(deps: AgentDeps, thread_id: str, call_ids: Sequence[str]) -> set[str]
 
 
 def stream_reply(
-    model: Any,
-    system_prompt: str | None,
+    deps: AgentDeps,
     view: Mapping[str, Any],
     history: Sequence[AnyMessage],
     config: RunnableConfig,
     runtime: Runtime[RunContext],
-    options: ModelOptions,
 ) -> tuple[AIMessage, bool]:
     """(reply, cancelled); a cancelled reply drops its half-streamed tool calls."""
-    messages = prompt_messages(system_prompt, view, history, keep_reasoning=options.keep_reasoning)
+    model, options = deps.model, deps.model_options
+    messages = prompt_messages(
+        deps.system_prompt, view, history, keep_reasoning=options.keep_reasoning
+    )
     write = stream_writer()
     thread_id = thread_of(config)
     retries = 0
