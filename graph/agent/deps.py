@@ -49,8 +49,7 @@ class CallJournal(Protocol):
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: id, tool and canonical arguments."""
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
-        """Which of these call ids have a row (are they taken?)."""
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
@@ -67,15 +66,13 @@ class DecisionLog(Protocol):
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
-        """Which of these call ids have a record, whatever its tool (are they taken?)."""
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on: written through the door
         in this database (their chain entry checks out), in the thread's current life."""
 
-    def grants(self, thread_id: str) -> list[StandingGrant]:
-        """The grants in force, read as `approvals` is."""
+    def grants(self, thread_id: str) -> list[StandingGrant]: ...
 
     def gate_reads(
         self, thread_id: str, call_ids: Sequence[str]

@@ -193,8 +193,7 @@ def load_hook(spec: Any) -> Any:
             raise ValueError(
                 f"a hook table needs 'path' (and optionally 'args'), got {dict(spec)!r}"
             )
-        factory = _import(spec["path"])
-        return load_hook(factory(**dict(spec.get("args") or {})))
+        return load_hook(_import(spec["path"])(**dict(spec.get("args") or {})))
     if isinstance(spec, str):
         return load_hook(_import(spec))
     if isinstance(spec, type):
