@@ -91,6 +91,4 @@ def drop_reasoning_blocks(content: Any) -> Any:
     kept = [
         b for b in content if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCK_TYPES)
     ]
-    if len(kept) == len(content):
-        return content
-    return kept or ""
+    return content if len(kept) == len(content) else kept or ""

@@ -79,10 +79,8 @@ class Compaction:
 
     def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         planned, counted = self._plan(state, force=False)
-        if planned:
-            return planned[0]
-        if counted is None:
-            return None
+        if planned or counted is None:
+            return planned and planned[0]
         # Kept with the thread (token_prefix.py): the next call counts only what came after.
         return {"hook_thread": {self.name: {**self._own(state), COUNTED: counted}}}
 
