@@ -1,7 +1,6 @@
 """The compiled agent's own entry points, for every client: a clear of a paused review
 rejects the open calls (resolve.py); an answer to a thread that no longer waits is
-refused with who decided (late_answers.py).
-"""
+refused with who decided (late_answers.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Per-run context that is not state (the graph's `context_schema`): a client can only
-make a run smaller; what only the process may set lives in private attributes.
-"""
+make a run smaller; what only the process may set lives in private attributes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """What the agent's nodes need besides the state, passed explicitly (graph.py binds it),
-so a test can call a node with a state dict and its own deps.
-"""
+so a test can call a node with a state dict and its own deps."""
 
 from __future__ import annotations
 

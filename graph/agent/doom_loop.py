@@ -1,7 +1,6 @@
 """The doom-loop guard: the N-th identical call in a row of this run (default 3; 0: off)
 gets a nudge instead of running; one more stops the run. It runs in the model node,
-so it holds for every client and costs no step of its own.
-"""
+so it holds for every client and costs no step of its own."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """How nodes, tools and hooks put typed events on a run's stream: LangGraph's `custom`
 stream, or the sink in the run's context when a Session drives the run (run.py says
-why); outside a run nowhere. Also what a run's config says about who decides.
-"""
+why); outside a run nowhere. Also what a run's config says about who decides."""
 
 from __future__ import annotations
 

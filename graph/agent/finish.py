@@ -1,7 +1,6 @@
 """The `finish` node (only with on_exit hooks or a stop): a stop's notice, or the on_exit
 hooks, which may stop the run or send it back to the model. A user or system message
-they add without `continue_run` (or `stop_reason`) would sit unanswered: `HookError`.
-"""
+they add without `continue_run` (or `stop_reason`) would sit unanswered: `HookError`."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 free call its own `run_tool` task, the gated ones one `review` (ONE interrupt per
 turn) → `model` once every call is answered; a reply without calls ends the run, or
 goes to `finish` (on_exit hooks, a stop). A turn is about six checkpoints: a node is
-added only where a checkpoint buys something.
-"""
+added only where a checkpoint buys something."""
 
 from __future__ import annotations
 

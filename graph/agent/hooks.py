@@ -4,8 +4,7 @@
 `@hook`; at a point they run in list order, each seeing the updates before it. A hook
 with both forms runs its async ones only under `AsyncSession`, all on one long-lived
 loop (`HookLoop`). A hook that raises or breaks the contract fails the run with
-`HookError`, and nothing it returned is written.
-"""
+`HookError`, and nothing it returned is written."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The reducer of the messages `DeltaChannel`: `add_messages`, batching-invariant. It
 keeps the id index of the lists it returned, so the usual append costs a dict copy
-(LangGraph's rebuilds the thread's index on each of ~ten calls a turn).
-"""
+(LangGraph's rebuilds the thread's index on each of ~ten calls a turn)."""
 
 from __future__ import annotations
 

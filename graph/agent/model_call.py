@@ -4,8 +4,7 @@ the after_llm hooks, and the calls answered at once. A reply is cut off (`REASON
 the surest sign first) by a token limit, a stream without a finish, arguments that
 never close (the only sign when a proxy closes a broken stream itself), an open
 `<think>`, or a missing usage chunk. Gatehouse's own words (notices, a cut reply and
-its calls' errors) are never sent to the model.
-"""
+its calls' errors) are never sent to the model."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 chain is read (langchain-openai wraps `openai`'s errors, which wrap `httpx`'s, which
 wrap the socket's): the outermost recognised error gives the kind, the innermost the
 detail. A LiteLLM proxy's error *response* (`x-litellm-*` headers) comes after its own
-retries (`proxy_retried`).
-"""
+retries (`proxy_retried`)."""
 
 from __future__ import annotations
 

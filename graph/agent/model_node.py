@@ -3,8 +3,7 @@ hooks, and the model's reply streamed as events. Real servers: a streaming reque
 answered with one JSON body, or an empty stream (proxies), is asked again without
 streaming; a transient failure (model_errors.py) is retried here, with a
 `model_retried` event each (the `openai` client retries silently, and only before a
-response starts), but not a LiteLLM proxy's error response (it already retried).
-"""
+response starts), but not a LiteLLM proxy's error response (it already retried)."""
 
 from __future__ import annotations
 

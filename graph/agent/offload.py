@@ -1,8 +1,7 @@
 """Tool-result offloading: an output too large for the model's context is stored whole
 (graph/store/outputs.py); the model gets its head and a reference, and reads on with
 the free `read_tool_output` tool. `run_tool` stores it BEFORE the shortened result is
-journaled, so a replayed result always finds its output.
-"""
+journaled, so a replayed result always finds its output."""
 
 from __future__ import annotations
 

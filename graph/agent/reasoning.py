@@ -1,7 +1,6 @@
 """A reasoning model's thinking, kept apart from its answer: sent inside the text as
 `<think>…</think>` (tags may split across chunks) or beside it (`reasoning_content`),
-it is stored in `additional_kwargs["reasoning_content"]` and not sent back.
-"""
+it is stored in `additional_kwargs["reasoning_content"]` and not sent back."""
 
 from __future__ import annotations
 

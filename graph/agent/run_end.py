@@ -1,6 +1,5 @@
 """How a run ends: the `run_status` the ending node writes (the store keeps the thread
-list current from it) with the `turn_complete` event, and how a run is stopped.
-"""
+list current from it) with the `turn_complete` event, and how a run is stopped."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The agent's state: the conversation, the keys that steer a run, and who may set them
-(`InputState`: all a client may send; `HOOK_KEYS`: what a hook may write).
-"""
+(`InputState`: all a client may send; `HOOK_KEYS`: what a hook may write)."""
 
 # No `from __future__ import annotations`: LangGraph reads these hints on each build,
 # and string annotations are evaluated again each time (~0.8 ms of a first open).

@@ -4,8 +4,7 @@
     build_graph(..., hooks={"before_llm": [budget], "on_exit": [budget]})
 
 At `before_llm` it checks before each call (put it last: it counts the call it lets
-through); at `on_exit` it only prices the last call.
-"""
+through); at `on_exit` it only prices the last call."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
     build_graph(..., hooks={"before_llm": [compaction]})
 
 Only what the model is sent changes (history.model_view); the cut falls at the start
-of a user turn (a call never loses its result).
-"""
+of a user turn (a call never loses its result)."""
 
 from __future__ import annotations
 

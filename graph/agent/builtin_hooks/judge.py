@@ -4,8 +4,7 @@ gets the critique and tries again (at most `max_rounds` times).
     judge = AnswerJudge(ChatOpenAI(model="gpt-4o-mini"), threshold=7, max_rounds=2)
     build_graph(..., hooks={"on_exit": [judge]})
 
-An unreadable grade lets the answer stand, so a flaky judge never loops.
-"""
+An unreadable grade lets the answer stand, so a flaky judge never loops."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
     build_graph(..., hooks={"on_exit": [RequireTool("run_tests", max_reminders=2)]})
 
 Until the tool ran successfully in this run, an exit gets an instruction and
-`continue_run`; after `max_reminders` the run stops (the count lives in `hook_run`).
-"""
+`continue_run`; after `max_reminders` the run stops (the count lives in `hook_run`)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
     build_graph(..., hooks={"before_llm": [SystemContext("workspace")]})
 
 The text goes to `model_context` (the next call's system prompt only), so the time is
-current and no copies pile up in the history.
-"""
+current and no copies pile up in the history."""
 
 from __future__ import annotations
 

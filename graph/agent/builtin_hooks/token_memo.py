@@ -1,7 +1,6 @@
 """`count_tokens_approximately`, remembered per message object: the estimate is a sum of
 per-message terms, and compaction counts the whole history twice a turn. A cheap
-fingerprint is checked anyway, and an entry goes with its object.
-"""
+fingerprint is checked anyway, and an entry goes with its object."""
 
 from __future__ import annotations
 

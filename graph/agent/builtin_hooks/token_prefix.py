@@ -3,8 +3,7 @@ not count it all again): `[k, bytes of the keys of view[:k], count of view[:k], 
 so only view[k:] is counted when the view provably starts with those k messages. A
 key holds all the estimate reads of a message; keys are written with `marshal`
 format 0 (a prefix's bytes prefix the view's), hashed with BLAKE2b keyed by
-LangChain's version. Only the default estimate is additive.
-"""
+LangChain's version. Only the default estimate is additive."""
 
 from __future__ import annotations
 
