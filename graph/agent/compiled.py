@@ -188,7 +188,7 @@ class GatehouseGraph(CompiledStateGraph):
 
 
 def _with_context(kwargs: dict[str, Any]) -> None:
-    """A run without a context (a raw `invoke`) gets a fresh one (the gate keeps its verdicts there)."""
+    """A run without a context (a raw `invoke`) gets a fresh one (for the gate's verdicts)."""
     if kwargs.get("context") is None:
         kwargs["context"] = RunContext()
 

@@ -42,8 +42,7 @@ class JournalEntry(Protocol):
 
 
 class CallJournal(Protocol):
-    """Where side-effecting calls are written down before and after they run, so a
-    crash never silently repeats one (graph/store/journal.py)."""
+    """Side-effecting calls written down before and after they run (graph/store/journal.py)."""
 
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: id, tool and canonical arguments."""
@@ -60,8 +59,7 @@ class CallJournal(Protocol):
 
 
 class DecisionLog(Protocol):
-    """Where people's decisions are recorded (graph/store/decisions.py); run_tool runs
-    a gated call only when it finds its approval here."""
+    """People's decisions (graph/store/decisions.py): a gated call runs on an approval here."""
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 

@@ -88,8 +88,7 @@ def visiting(config: RunnableConfig | None = None) -> bool:
 
 
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Which front end and who answered: on LangGraph Server its authenticated user,
-    never what a client sent; in-process callers are trusted."""
+    """Which front end and who answered (on LangGraph Server its user, never a client's word)."""
     conf = config.get("configurable") or {}
     if _SERVED or "langgraph_auth_user_id" in conf or "assistant_id" in conf:
         user = conf.get("langgraph_auth_user_id")

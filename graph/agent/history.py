@@ -28,8 +28,7 @@ def is_summary(message: BaseMessage) -> bool:
 
 
 def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
-    """What the model is sent: from the latest compaction summary on (the person still
-    sees the messages before it)."""
+    """What the model is sent: from the latest compaction summary on."""
     start = view_start(messages)
     return messages[start:] if start else messages
 

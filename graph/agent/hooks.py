@@ -230,8 +230,7 @@ def normalise_hooks(
 
 
 def _form(h: Any, name: str, loop: HookLoop | None) -> tuple[Callable[..., Any] | None, bool]:
-    """(the hook's method for `name`, whether it is async): the async one when it has
-    no other, or under `AsyncSession` (which binds its event loop to the hooks' loop)."""
+    """(the hook's method for `name`, whether async: it has no other, or `AsyncSession`)."""
     afn = next((f for n in ASYNC_NAMES[name] if callable(f := getattr(h, n, None))), None)
     fn = getattr(h, name, None)
     if afn is not None and ((loop is not None and loop.bound is not None) or not callable(fn)):
@@ -316,8 +315,7 @@ def _apply(
 
 
 def flat_flow_control(h: Any, out: Mapping[str, Any], point: HookPoint) -> dict[str, Any]:
-    """Haystack's nested form `{"flow_control": {"continue_run": True}}` as the flat
-    keys it stands for. The same key given both ways must agree."""
+    """Haystack's nested `{"flow_control": {...}}` as the flat keys (given both ways: agreeing)."""
     nested = out[FLOW_CONTROL]
     flat = {k: v for k, v in out.items() if k != FLOW_CONTROL}
     if nested is None:

@@ -63,9 +63,8 @@ def _remember(result: list[AnyMessage], index: dict[str, int]) -> None:
 
 
 def _with_stable_ids(state: list[AnyMessage], flat: list[Any]) -> list[Any]:
-    """Tuples or strings (raw `graph.invoke` input) as messages with ids (LangGraph
-    stamps ids on messages and dicts only). The id comes from the history so far, so
-    a replay of the same writes (a DeltaChannel's read) gives the same ids."""
+    """Tuples or strings (raw `graph.invoke` input) as messages with ids, from the history
+    so far: a replay of the same writes (a DeltaChannel's read) gives the same ids."""
     out: list[Any] = []
     taken = {m.id for m in state if isinstance(m, BaseMessage)}
     for item in flat:

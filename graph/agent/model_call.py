@@ -158,8 +158,7 @@ def is_cut_off(ai: AIMessage) -> bool:
 def to_message(
     chunk: AIMessage | None, *, complete: bool = True, usage_requested: bool = False
 ) -> AIMessage:
-    """The stored reply: strict tool calls, reasoning apart, and (when `complete`) the
-    cut-off mark with why."""
+    """The stored reply: strict tool calls, reasoning apart, (if `complete`) a cut mark."""
     if chunk is None:
         return AIMessage(content="", id=f"run-{uuid.uuid4()}")
     calls, invalid = strict_tool_calls(chunk)
@@ -278,8 +277,7 @@ def after_reply(
     deps: AgentDeps,
     stored: list[AnyMessage],
 ) -> dict[str, Any]:
-    """The after_llm hooks on a complete reply: keep it (maybe changed), or send it back
-    (`rerun_llm`). `view` holds the usage before this step, `update` what it added."""
+    """The after_llm hooks on a complete reply: keep it (maybe changed), or send it back."""
     usage = add_usage(view.get("usage"), update.get("usage"))
     checked = deps.hooks.run(
         "after_llm", {**view, **update, "usage": usage, "messages": [*history, ai]}

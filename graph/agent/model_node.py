@@ -244,8 +244,7 @@ class _Reply:
     def ask_again(
         self, model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Any
     ) -> AIMessage:
-        """An empty reply asked for once more without streaming; a full answer means the
-        stream lost it: no streaming from then on."""
+        """An empty reply asked for once more without streaming (if it answers: for good)."""
         label = _model_label(model)
         if not self.streamed:
             raise EmptyReply(label, streamed=False)

@@ -180,8 +180,7 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
 
 @functools.cache
 def _read_args_schema(doc: str) -> type[BaseModel]:
-    """The schema LangChain would infer (test_open_cost.py compares them), made once:
-    inferring it costs ms on every session open."""
+    """The schema LangChain would infer, made once (inferring costs ms per session open)."""
     fields: dict[str, Any] = {
         "call_id": (_CallId, ...),
         "start_line": (_StartLine, 1),

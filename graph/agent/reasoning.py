@@ -15,8 +15,7 @@ Piece = tuple[Literal["text", "reasoning"], str]
 
 class ThinkSplitter:
     """Splits streamed text at `<think>` / `</think>` into answer and reasoning; a
-    possible tag start ("<th") waits for the next chunk; the blank after a leading
-    block goes."""
+    possible tag start ("<th") waits for the next chunk."""
 
     def __init__(self) -> None:
         self.inside = False
@@ -70,8 +69,7 @@ def _partial_tag_len(text: str, tag: str) -> int:
 
 
 def split_think(text: str) -> tuple[str, str]:
-    """(answer, reasoning) of a whole reply's text; a lone `</think>` makes everything
-    before it reasoning."""
+    """(answer, reasoning) of a whole reply's text; all before a lone `</think>` is reasoning."""
     if OPEN not in text and CLOSE not in text:
         return text, ""
     if CLOSE in text and (OPEN not in text or text.index(CLOSE) < text.index(OPEN)):

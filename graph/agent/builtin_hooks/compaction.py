@@ -86,8 +86,7 @@ class Compaction:
     def compact(
         self, state: Mapping[str, Any], *, force: bool = False
     ) -> tuple[dict[str, Any], dict[str, int]] | None:
-        """(the state update that compacts the history, the token counts), or None
-        when under the threshold (unless `force`) or nothing is old enough."""
+        """(the update that compacts the history, the token counts), or None: not due."""
         return self._plan(state, force=force)[0]
 
     def _own(self, state: Mapping[str, Any]) -> dict[str, Any]:
