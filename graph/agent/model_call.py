@@ -116,8 +116,7 @@ def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]],
             elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
                 unsent.discard(m.tool_call_id)
                 continue
-            if unsent:
-                unsent = set()
+            unsent.clear()
             messages.append(m)
         return _Sent(tuple(messages), frozenset(unsent))
 
@@ -141,11 +140,10 @@ def _without_reasoning(m: AIMessage, keep_reasoning: bool) -> AIMessage:
     kwargs = {k: v for k, v in m.additional_kwargs.items() if k != REASONING_KEY}
     content = m.content
     thought = m.additional_kwargs.get(REASONING_KEY)
-    if keep_reasoning:
-        if thought and isinstance(content, str):
-            content = f"<think>\n{thought}\n</think>\n\n{content}"
-    else:
+    if not keep_reasoning:
         content = drop_reasoning_blocks(content)
+    elif thought and isinstance(content, str):
+        content = f"<think>\n{thought}\n</think>\n\n{content}"
     if content is m.content and len(kwargs) == len(m.additional_kwargs):
         return m
     return m.model_copy(update={"additional_kwargs": kwargs, "content": content})
