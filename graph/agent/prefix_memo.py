@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from operator import is_
 from typing import Any, Generic, TypeVar
 
@@ -20,37 +21,32 @@ TAIL = 16
 SHORT = 64
 
 
+@dataclass(eq=False, repr=False)
 class PrefixMemo(Generic[T]):
     """`memo(messages)` is `fold(start, messages)`, continued from the longest remembered
     prefix; `fold` must not change its `value`. `seed(messages)`: where a list with no
     remembered prefix may start, and the value there (e.g. the latest summary)."""
 
-    def __init__(
-        self,
-        start: T,
-        fold: Callable[[T, Sequence[Any]], T],
-        seed: Callable[[Sequence[Any]], tuple[int, T]] | None = None,
-    ) -> None:
-        self._start = start
-        self._fold = fold
-        self._seed = seed
-        self._kept: list[tuple[list[Any], T]] = []  # oldest first
-        self._lock = threading.Lock()
+    start: T
+    fold: Callable[[T, Sequence[Any]], T]
+    seed: Callable[[Sequence[Any]], tuple[int, T]] | None = None
+    _kept: list[tuple[list[Any], T]] = field(default_factory=list, init=False)  # oldest first
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __call__(self, messages: Sequence[Any]) -> T:
         size = len(messages)
         if size <= SHORT:
-            return self._fold(self._start, messages)
+            return self.fold(self.start, messages)
         n, value = self._longest_prefix(messages)
         if n == size:
             return value
-        if n == 0 and self._seed is not None:
-            n, value = self._seed(messages)
+        if n == 0 and self.seed is not None:
+            n, value = self.seed(messages)
         if size - n > TAIL:
-            value = self._fold(value, messages[n : size - TAIL])
+            value = self.fold(value, messages[n : size - TAIL])
             self._remember(messages[: size - TAIL], value)
             n = size - TAIL
-        value = self._fold(value, messages[n:])
+        value = self.fold(value, messages[n:])
         self._remember(messages, value)
         return value
 
@@ -67,7 +63,7 @@ class PrefixMemo(Generic[T]):
             n = len(held)
             if n <= size and held[-1] is messages[n - 1] and all(map(is_, held, messages)):
                 return n, value
-        return 0, self._start
+        return 0, self.start
 
     def clear(self) -> None:
         with self._lock:
