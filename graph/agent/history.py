@@ -77,22 +77,18 @@ def open_turn_before_new_input(
 ) -> tuple[int, list[AnyMessage]] | None:
     """(index of the AI message, the messages after it) when a model turn still has open
     calls and new input came after it (a crash mid-call, a client ignoring a pause)."""
-    for i in range(len(messages) - 1, -1, -1):
-        msg = messages[i]
-        if not isinstance(msg, AIMessage):
-            continue
-        if not msg.tool_calls:
-            return None
-        answered = {m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
-        if all(c["id"] in answered for c in msg.tool_calls):
-            return None
-        later = [
-            m
-            for m in messages[i + 1 :]
-            if not (isinstance(m, ToolMessage) and m.tool_call_id in answered)
-        ]
-        return (i, later) if any(isinstance(m, HumanMessage) for m in later) else None
-    return None
+    i = next((i for i in reversed(range(len(messages))) if isinstance(messages[i], AIMessage)), -1)
+    last = messages[i] if i >= 0 else None
+    calls = last.tool_calls if isinstance(last, AIMessage) else []
+    answered = {m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
+    if all(c["id"] in answered for c in calls):
+        return None
+    later = [
+        m
+        for m in messages[i + 1 :]
+        if not isinstance(m, ToolMessage) or m.tool_call_id not in answered
+    ]
+    return (i, later) if any(isinstance(m, HumanMessage) for m in later) else None
 
 
 def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
