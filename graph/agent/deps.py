@@ -23,8 +23,7 @@ class ModelOptions:
     """How the model node calls the model ([model] in gatehouse.toml)."""
 
     max_retries: int = 0
-    # Send earlier replies' reasoning back to the model (as <think> text).
-    keep_reasoning: bool = False
+    keep_reasoning: bool = False  # earlier replies' reasoning sent back (as <think> text)
     # First wait before a retry, doubled each time up to the max; a server's Retry-After wins.
     retry_delay_s: float = 0.5
     max_retry_delay_s: float = 30.0
@@ -92,10 +91,8 @@ class AgentDeps:
     decisions: DecisionLog | None = None
     journal: CallJournal | None = None
     model_options: ModelOptions = ModelOptions()
-    # Where outputs too large for the context are kept whole (offload.py); else cut.
-    outputs: OutputStore | None = None
+    outputs: OutputStore | None = None  # where outputs too large are kept whole; else cut
     offload: OffloadOptions = OffloadOptions()
     doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD
     tool_slots: ToolSlots = field(default_factory=lambda: ToolSlots(None))
-    # What a `Compact` operation summarises with when no Compaction hook is installed.
-    compaction: Any = None
+    compaction: Any = None  # what `Compact` summarises with when no Compaction hook runs

@@ -38,14 +38,10 @@ class OutputStore(Protocol):
 class OffloadOptions:
     """When and how much ([offload] in gatehouse.toml). About 4 characters a token."""
 
-    # Outputs longer than this are stored aside; 0 switches offloading off.
-    threshold_chars: int = 8_000
-    # How much of the output's start the model sees in the result.
-    head_chars: int = 1_500
-    # At most this much per `read_tool_output` call.
-    read_chars: int = 6_000
-    # A larger output is cut before it is stored (a runaway command).
-    max_stored_chars: int = 5_000_000
+    threshold_chars: int = 8_000  # longer outputs are stored aside; 0: off
+    head_chars: int = 1_500  # how much of the output's start the model sees
+    read_chars: int = 6_000  # at most this much per `read_tool_output` call
+    max_stored_chars: int = 5_000_000  # a larger output is cut before it is stored
 
     @property
     def enabled(self) -> bool:

@@ -67,7 +67,7 @@ class AgentState(TypedDict):
     run_status: NotRequired[RunStatus | None]
     # Input that came while calls were open: held out until each is answered (model_node.py).
     held_messages: NotRequired[list[AnyMessage]]
-    # Extra system text for the next model call only (e.g. the date); not history.
+    # Extra system text for the next model call only (e.g. the date).
     model_context: NotRequired[dict[str, str]]
     # Hooks' own bookkeeping, one entry per hook: `hook_run` is reset each run.
     hook_run: NotRequired[dict[str, Any]]
