@@ -173,9 +173,8 @@ class FunctionHook:
         return f"hook({self.name})"
 
 
-def hook(fn: Callable[[Mapping[str, Any]], Update | Awaitable[Update]]) -> FunctionHook:
-    """Make a plain function `state -> update | None` (or an async one) a hook."""
-    return FunctionHook(fn)
+# Makes a plain function `state -> update | None` (or an async one) a hook.
+hook = FunctionHook
 
 
 def current_point() -> HookPoint | None:

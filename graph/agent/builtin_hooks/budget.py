@@ -68,8 +68,6 @@ class Budget:
         """Exact name first, then the longest known prefix ("gpt-4o-mini-2024-07-18")."""
         if not model:
             return None
-        if model in self.prices:
-            return self.prices[model]
         known = [k for k in self.prices if model.startswith(k)]
         return self.prices[max(known, key=len)] if known else None
 
