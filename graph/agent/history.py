@@ -93,9 +93,8 @@ def open_turn_before_new_input(
 
 def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
     """Tool calls of the last model turn that have no ToolMessage yet."""
-    messages = state.get("messages") or []
     answered: set[str] = set()
-    for msg in reversed(messages):
+    for msg in reversed(state.get("messages") or []):
         if isinstance(msg, ToolMessage):
             answered.add(msg.tool_call_id)
         elif isinstance(msg, AIMessage):

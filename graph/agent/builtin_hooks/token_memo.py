@@ -8,6 +8,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from contextlib import suppress
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -27,12 +28,9 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...]:
     )
 
 
-def _forget(key: int) -> Any:
-    def drop(_: Any) -> None:
-        with _lock:
-            _counts.pop(key, None)
-
-    return drop
+def _forget(key: int, _: Any) -> None:
+    with _lock:
+        _counts.pop(key, None)
 
 
 def count_tokens_remembered(messages: Sequence[Any]) -> int:
@@ -49,7 +47,7 @@ def _count(message: Any) -> int:
         return entry[2]
     count = count_tokens_approximately([message])
     with suppress(TypeError):  # a message class without weak references: counted each time
-        ref = weakref.ref(message, _forget(key))
+        ref = weakref.ref(message, partial(_forget, key))
         with _lock:
             _counts[key] = (ref, mark, count)
     return count
