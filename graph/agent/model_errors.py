@@ -6,6 +6,7 @@ retries (`proxy_retried`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,16 +16,9 @@ from langchain_core import exceptions as lc
 MESSAGE_CHARS = 300
 _TRANSPORT_MODULES = ("openai", "anthropic", "ollama", "httpx", "httpx2", "httpcore", "h11")
 # What servers say when the prompt is longer than the model's context window.
-_CONTEXT_WORDS = (
-    "context length",
-    "context window",
-    "context_length",
-    "maximum context",
-    "too many tokens",
-    "prompt is too long",
-    "input is too long",
-    "exceeds the context",
-    "n_ctx",
+_CONTEXT_WORDS = re.compile(
+    "context length|context window|context_length|maximum context|too many tokens|"
+    "prompt is too long|input is too long|exceeds the context|n_ctx"
 )
 
 
@@ -113,7 +107,7 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
         )
     if 400 <= status < 500:
         # The same request would be refused again (too long, malformed, unsupported).
-        too_long = any(w in server.lower() for w in _CONTEXT_WORDS)
+        too_long = _CONTEXT_WORDS.search(server.lower()) is not None
         advice = (
             "The conversation no longer fits the model's context window: compact it (`/compact` in "
             "`gatehouse chat`, `gatehouse compact ID`, `Session.submit(Compact(id))`, Compact now in the web app) or lower [compaction] max_tokens "
