@@ -172,11 +172,8 @@ class GatehouseGraph(CompiledStateGraph):
         conf = merged.get("configurable") or {}
         if conf.get("checkpoint_ns") or CONFIG_KEY_CHECKPOINTER in conf:
             return None
-        read_config: RunnableConfig = {
-            **merged,
-            "configurable": {**conf, "thread_id": str(conf["thread_id"])},
-        }
-        return saver, read_config, "checkpoint_id" not in conf
+        configurable = {**conf, "thread_id": str(conf["thread_id"])}
+        return saver, {**merged, "configurable": configurable}, "checkpoint_id" not in conf
 
     def _refuse_late(self, thread_id: str, state: Any) -> None:
         if state.interrupts:

@@ -307,8 +307,7 @@ def _apply(
             view["usage"] = add_usage(view.get("usage"), value)
             update["usage"] = add_usage(update.get("usage"), value)
         elif key in MERGED_KEYS and not replace:
-            merged = {**(view.get(key) or {}), **(value or {})}
-            update[key] = view[key] = merged
+            update[key] = view[key] = {**(view.get(key) or {}), **(value or {})}
         else:
             update[key] = view[key] = value
 

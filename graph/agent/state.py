@@ -74,15 +74,12 @@ class AgentState(TypedDict):
     hook_thread: NotRequired[dict[str, Any]]
 
 
-ToolMode = Literal["run", "deny", "skip", "invalid", "reject", "respond"]
-
-
 class ToolTask(TypedDict):
     """What one `run_tool` task gets through `Send`: a call and how to treat it."""
 
     call: ToolCall
     # deny / skip / invalid: an error, not run; reject / respond: a person's answer.
-    mode: ToolMode
+    mode: Literal["run", "deny", "skip", "invalid", "reject", "respond"]
     note: NotRequired[str | None]
     # False beside a review, which moves the run on itself once answered.
     moves_on: NotRequired[bool]
