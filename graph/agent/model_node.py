@@ -95,9 +95,10 @@ def call_model(
     # Extra system text lives for one model call: the hooks write it afresh each time.
     hooked = deps.hooks.run("before_llm", {**view, "model_context": {}})
     update.update({"model_context": {}, **hooked})
+    before = [*released, *hooked.get("messages", [])]
     if hooked.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
-        update["messages"] = [*released, *hooked.get("messages", [])]
+        update["messages"] = before
         return update
     view.update(update)
     history = state["messages"]
@@ -115,7 +116,6 @@ def call_model(
         update["usage"] = add_usage(update.get("usage"), usage)
         update["run_usage"] = add_usage(view.get("run_usage"), usage)
         emit(ev.Usage, **usage)
-    before = [*released, *hooked.get("messages", [])]
     if was_cancelled:
         update.update(stop(STOPPED_BY_PERSON, "cancelled"))
     elif is_cut_off(ai):
