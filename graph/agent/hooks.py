@@ -37,7 +37,6 @@ ASYNC_NAMES = {
     "close": ("aclose", "close_async"),
 }
 
-# The point whose hooks are running, for a hook registered at several points.
 _current_point: contextvars.ContextVar[HookPoint | None] = contextvars.ContextVar(
     "gatehouse_hook_point", default=None
 )

@@ -21,6 +21,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.messages.tool import invalid_tool_call
 
 from graph.agent import doom_loop
 from graph.agent import tool_messages as say
@@ -185,8 +186,9 @@ def to_message(
         kwargs[CUT_OFF_KEY] = True
         kwargs[CUT_OFF_REASON_KEY] = reason
         # Arguments that happen to parse are still not known to be the ones the model meant.
+        cut = "the reply was cut off"
         invalid += [
-            _invalid(c["name"], json.dumps(c["args"]), c["id"], "the reply was cut off")
+            invalid_tool_call(name=c["name"], args=json.dumps(c["args"]), id=c["id"], error=cut)
             for c in calls
         ]
         calls = []
@@ -239,16 +241,14 @@ def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
             except json.JSONDecodeError as exc:
                 error = str(exc)
             if error is not None:
-                invalid.append(_invalid(call["name"], text, call_id, error))
+                invalid.append(
+                    invalid_tool_call(name=call["name"], args=text, id=call_id, error=error)
+                )
                 continue
         calls.append({**call, "id": call_id})
     for bad in invalid:
         bad["id"] = bad.get("id") or f"call_{uuid.uuid4().hex[:24]}"
     return calls, invalid
-
-
-def _invalid(name: str, args: str, call_id: str | None, error: str) -> dict[str, Any]:
-    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
 
 
 def announce(

@@ -158,8 +158,7 @@ class Compaction:
             ],
             {"tags": NO_STREAM_TAGS, "run_name": "gatehouse_compaction"},
         )
-        text = text_of(reply.content)
-        return text.strip() or "(no summary)"
+        return text_of(reply.content).strip() or "(no summary)"
 
 
 def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:
