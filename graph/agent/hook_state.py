@@ -114,6 +114,9 @@ class _ReadOnly:
             "read-only view: return the change as an update instead (or drop copy_state = False)"
         )
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return copy.deepcopy(self.copy(), memo)  # type: ignore[attr-defined]  # a plain one
+
 
 class _ReadOnlyDict(_ReadOnly, dict):
     """A dict a hook may read like any other; changing it raises `HookError`."""
@@ -124,9 +127,6 @@ class _ReadOnlyDict(_ReadOnly, dict):
 
     __setitem__ = __delitem__ = __ior__ = _ReadOnly._refuse
     update = pop = popitem = clear = setdefault = _ReadOnly._refuse
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
 
     def copy(self) -> dict[str, Any]:
         return dict(self)
@@ -145,9 +145,6 @@ class _ReadOnlyList(_ReadOnly, list):
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _ReadOnly._refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _ReadOnly._refuse
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        return [copy.deepcopy(v, memo) for v in self]
 
     def copy(self) -> list[Any]:
         return list(self)
