@@ -24,8 +24,7 @@ class ModelOptions:
 
     max_retries: int = 0
     keep_reasoning: bool = False  # earlier replies' reasoning sent back (as <think> text)
-    # First wait before a retry, doubled each time up to the max; a server's Retry-After wins.
-    retry_delay_s: float = 0.5
+    retry_delay_s: float = 0.5  # the first wait, doubled each time (a Retry-After wins)
     max_retry_delay_s: float = 30.0
 
 

@@ -2,9 +2,7 @@
 `before_tool`, `on_exit`) without forking the graph. A hook is an object with
 `run(state)` (or an async `arun`, or Haystack's `run_async`) or a function wrapped with
 `@hook`; at a point they run in list order, each seeing the updates before it. A hook
-with both forms runs its async ones only under `AsyncSession`, all on one long-lived
-loop (`HookLoop`). A hook that raises or breaks the contract fails the run with
-`HookError`, and nothing it returned is written."""
+that raises or breaks the contract fails the run with `HookError`, nothing written."""
 
 from __future__ import annotations
 

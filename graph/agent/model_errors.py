@@ -32,10 +32,8 @@ class EmptyReply(RuntimeError):
 
 @dataclass(frozen=True)
 class ModelProblem:
-    """What happened (`cause`) and what the person can do (`advice`); `retryable`: once
-    the cause is gone; `transient`: worth retrying at once; `retry_after_s`: the
-    server's Retry-After; `proxy_retried`: a LiteLLM proxy answered after its own
-    retries (more of ours would multiply them)."""
+    """What happened and what the person can do; `retryable`: once the cause is gone;
+    `transient`: at once; `proxy_retried`: a LiteLLM proxy answered after its retries."""
 
     cause: str
     advice: str

@@ -168,9 +168,8 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
         more = f"; continue with start_line={n}" if n <= last else ""
         return f"lines {start_line}-{n - 1} of {len(lines):,}{more}:\n" + "\n".join(out)
 
-    built = tool(READ_TOOL, args_schema=_read_args_schema(inspect.getdoc(read_tool_output) or ""))(
-        read_tool_output
-    )
+    schema = _read_args_schema(inspect.getdoc(read_tool_output) or "")
+    built = tool(READ_TOOL, args_schema=schema)(read_tool_output)
     return attach_spec(built, ToolSpec(risk="read", default="allow", idempotent=True))
 
 

@@ -134,7 +134,5 @@ def _show(what: str, value: float) -> str:
 
 
 def _reported_model(state: Mapping[str, Any]) -> str | None:
-    for message in reversed(state.get("messages") or []):
-        if isinstance(message, AIMessage) and message.response_metadata.get("model_name"):
-            return str(message.response_metadata["model_name"])
-    return None
+    ais = (m for m in reversed(state.get("messages") or []) if isinstance(m, AIMessage))
+    return next((str(n) for m in ais if (n := m.response_metadata.get("model_name"))), None)
