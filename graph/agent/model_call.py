@@ -1,10 +1,8 @@
 """What the model is sent, and what becomes of its reply: the stored `AIMessage` (strict
 tool-call arguments, reasoning apart, a cut-off reply marked and its calls never run),
-the after_llm hooks, and the calls answered at once. A reply is cut off (`REASONS`,
-the surest sign first) by a token limit, a stream without a finish, arguments that
-never close (the only sign when a proxy closes a broken stream itself), an open
-`<think>`, or a missing usage chunk. Gatehouse's own words (notices, a cut reply and
-its calls' errors) are never sent to the model."""
+the after_llm hooks, and the calls answered at once. Arguments that never close are
+the only sign of a cut when a proxy closes a broken stream itself. Gatehouse's own
+words (notices, a cut reply and its calls' errors) are never sent to the model."""
 
 from __future__ import annotations
 

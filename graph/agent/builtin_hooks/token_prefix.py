@@ -1,9 +1,8 @@
 """The token count of a thread's model view, kept with the thread (a cold resume does
 not count it all again): `[k, bytes of the keys of view[:k], count of view[:k], hash]`,
-so only view[k:] is counted when the view provably starts with those k messages. A
-key holds all the estimate reads of a message; keys are written with `marshal`
-format 0 (a prefix's bytes prefix the view's), hashed with BLAKE2b keyed by
-LangChain's version. Only the default estimate is additive."""
+so only view[k:] is counted when the view provably starts with those k messages. Keys
+(all the estimate reads of a message) are written with `marshal` format 0 and hashed
+with BLAKE2b keyed by LangChain's version."""
 
 from __future__ import annotations
 
