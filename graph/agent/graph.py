@@ -1,8 +1,7 @@
-"""The Gatehouse agent graph: `model` → (`before_tool`, only with such hooks) → each
-free call its own `run_tool` task, the gated ones one `review` (ONE interrupt per
-turn) → `model` once every call is answered; a reply without calls ends the run, or
-goes to `finish` (on_exit hooks, a stop). A turn is about six checkpoints: a node is
-added only where a checkpoint buys something."""
+"""The Gatehouse agent graph: `model` → (`before_tool`, with such hooks) → a `run_tool`
+task per free call, one `review` for the gated ones (ONE interrupt per turn) → `model`;
+a reply without calls ends the run, or goes to `finish` (on_exit hooks, a stop). A
+turn is about six checkpoints: a node is added only where a checkpoint buys something."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""What a hook gets as `state`, so nothing it does to it is silently lost: a deep copy,
-whose every difference from the original becomes part of its update (appending to
-`state["messages"]` in place is the Haystack way); or, for a hook with
-`copy_state = False`, a read-only view (a deep copy of 1,000 messages costs ~8 ms)."""
+"""What a hook gets as `state`, so nothing it does to it is silently lost: a deep copy
+whose every difference becomes part of its update (appending to `state["messages"]` is
+the Haystack way), or with `copy_state = False` a read-only view (no ~8 ms deep copy)."""
 
 from __future__ import annotations
 

@@ -44,9 +44,8 @@ Update = Mapping[str, Any] | None
 
 
 class HookLoop:
-    """The one loop an agent's async hooks run on (a client opened in `awarm_up` works in
-    `arun`): the caller's under `AsyncSession` (`bound`) while it runs, else one of its
-    own on a daemon thread; never one running in the calling thread (it would wait)."""
+    """The one loop an agent's async hooks run on (what `awarm_up` opens works in `arun`):
+    the caller's under `AsyncSession` (`bound`) while it runs, else its own thread's."""
 
     def __init__(self, name: str = "gatehouse-hooks") -> None:
         self.name = name

@@ -1,7 +1,6 @@
 """Facts about a thread's message list, carried from one model call to the next: the
 channel only appends, so a `PrefixMemo` folds only what follows the longest remembered
-list a new one starts with (folds over 200 turns cost ~4.5 ms of a ~27 ms turn). Lists
-match by the identity of every message, and the memo holds the lists it keeps."""
+list (matched by message identity) a new one starts with (~4.5 ms a turn at 200 turns)."""
 
 from __future__ import annotations
 

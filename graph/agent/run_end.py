@@ -16,8 +16,7 @@ STOPPED_BY_PERSON = "Stopped by the person."
 
 
 def stop(reason: str, kind: str) -> dict[str, Any]:
-    """The update that stops the run: the reason the person sees, and who stopped it
-    ("stopped": a hook or a limit, "cancelled": the person, or CUT_OFF_KIND)."""
+    """The update that stops the run; `kind`: "stopped", "cancelled" (the person), cut_off."""
     return {"stop_reason": reason, "stop_kind": kind}
 
 
