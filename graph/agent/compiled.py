@@ -1,11 +1,6 @@
-"""The compiled agent's own entry points, for every client (Server, Studio, the SDK, a
-raw `graph.stream`). `GatehouseGraph` reads two requests LangGraph takes as no-ops as
-what the person meant: a clear of a paused review (`update_state(None, as_node=END)`,
-or a run of just `Command(goto=END)`) rejects the open calls (resolve.py), and an
-answer to a thread that no longer waits is refused with who decided (late_answers.py).
-It carries its parts, `deps` (the object its nodes get), and gives every run a context,
-also a raw `invoke` that passes none (the gate keeps its verdicts there).
-"""
+"""The compiled agent's own entry points, for every client: a clear of a paused review
+rejects the open calls (resolve.py); an answer to a thread that no longer waits is
+refused with who decided (late_answers.py)."""
 
 from __future__ import annotations
 
@@ -42,14 +37,13 @@ from graph.agent.resolve import (
     pending_review_calls,
     resolution,
 )
-from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER, rebuilt_as
+from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
 
 _DONE = object()  # a stream that ended before its first chunk
 
 
 class GatehouseGraph(CompiledStateGraph):
-    """A subclass, as LangGraph Server takes only a `Pregel`; built by LangGraph's own
-    constructor (the fence's `rebuilt_as`: graph/store/langgraph_private.py)."""
+    """A subclass, as LangGraph Server takes only a `Pregel` (built by `rebuilt_as`)."""
 
     def __init__(self, *, deps: AgentDeps, **attributes: Any) -> None:
         super().__init__(**attributes)
@@ -70,11 +64,11 @@ class GatehouseGraph(CompiledStateGraph):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         owner_only(supersteps)
+        before = self.get_state(config)
         if is_clear(supersteps):
-            supersteps = resolution(self.get_state(config), config, self.deps) or supersteps
+            supersteps = resolution(before, config, self.deps) or supersteps
             return super().bulk_update_state(config, supersteps)
         # A state edit never answers an open call, and leaves a pause in place (client_input.py).
-        before = self.get_state(config)
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = super().bulk_update_state(config, supersteps)
         keep_pause(self, bool(before.interrupts), done)
@@ -84,12 +78,11 @@ class GatehouseGraph(CompiledStateGraph):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         owner_only(supersteps)
-        if is_clear(supersteps):
-            state = await self.aget_state(config)
-            # The decision log is written in a worker thread: the server's loop must not block.
-            resolved = await asyncio.to_thread(resolution, state, config, self.deps)
-            return await super().abulk_update_state(config, resolved or supersteps)
         before = await self.aget_state(config)
+        if is_clear(supersteps):
+            # The decision log is written in a worker thread: the server's loop must not block.
+            resolved = await asyncio.to_thread(resolution, before, config, self.deps)
+            return await super().abulk_update_state(config, resolved or supersteps)
         refuse_answering_edit(edit_answers(u[0] for s in supersteps for u in s), before.values)
         done = await super().abulk_update_state(config, supersteps)
         await akeep_pause(self, bool(before.interrupts), done)
@@ -142,17 +135,14 @@ class GatehouseGraph(CompiledStateGraph):
             yield part
 
     def _saved_thread(self, config: RunnableConfig) -> str | None:
-        """The run's thread id, when it has one and this graph saves threads."""
-        return _thread(config) if self.checkpointer else None
+        tid = (config.get("configurable") or {}).get("thread_id")
+        return str(tid) if tid and self.checkpointer else None
 
-    # Whether the thread waits is read from the checkpoint's pending writes (~0.4 ms),
-    # not a state snapshot (~5 ms at 200 turns: every message decoded, which the run
-    # then does again); only an answer to a thread that does not wait builds the state.
     def _read_waiting(
         self, config: RunnableConfig
     ) -> tuple[bool, AbstractContextManager[None] | None]:
-        """(whether the thread waits, a block in which the saver hands the checkpoint it
-        read to the run's first read, when it can: graph/store/delta_reads.py)."""
+        """(whether the thread waits, from its pending writes: ~0.4 ms, not a snapshot's
+        ~5 ms; a block handing the checkpoint read to the run's first read, if any)."""
         read = self._state_read(config)
         if read is None:
             return False, None
@@ -173,8 +163,8 @@ class GatehouseGraph(CompiledStateGraph):
     def _state_read(
         self, config: RunnableConfig
     ) -> tuple[BaseCheckpointSaver, RunnableConfig, bool] | None:
-        """The saver and config `get_state` reads with, and whether the snapshot is live
-        (no checkpoint id); None when it reads elsewhere (a subgraph, a lent saver)."""
+        """The saver and config `get_state` reads with, and whether it reads the live
+        state; None when it reads elsewhere (a subgraph, a lent saver)."""
         saver = self.checkpointer
         if not isinstance(saver, BaseCheckpointSaver):
             return None
@@ -182,11 +172,8 @@ class GatehouseGraph(CompiledStateGraph):
         conf = merged.get("configurable") or {}
         if conf.get("checkpoint_ns") or CONFIG_KEY_CHECKPOINTER in conf:
             return None
-        read_config: RunnableConfig = {
-            **merged,
-            "configurable": {**conf, "thread_id": str(conf["thread_id"])},
-        }
-        return saver, read_config, "checkpoint_id" not in conf
+        configurable = {**conf, "thread_id": str(conf["thread_id"])}
+        return saver, {**merged, "configurable": configurable}, "checkpoint_id" not in conf
 
     def _refuse_late(self, thread_id: str, state: Any) -> None:
         if state.interrupts:
@@ -197,25 +184,12 @@ class GatehouseGraph(CompiledStateGraph):
             raise error
 
 
-def _thread(config: RunnableConfig | None) -> str | None:
-    tid = ((config or {}).get("configurable") or {}).get("thread_id")
-    return str(tid) if tid else None
-
-
 def _with_context(kwargs: dict[str, Any]) -> None:
-    """A run without a context (a raw `invoke`) gets a fresh one of its own."""
+    """A run without a context (a raw `invoke`) gets a fresh one (for the gate's verdicts)."""
     if kwargs.get("context") is None:
         kwargs["context"] = RunContext()
 
 
 def parts_of(agent: object) -> AgentDeps | None:
-    """The parts of a graph `build_graph` compiled; None for any other graph (a
-    Session may also drive a graph built elsewhere)."""
+    """The parts of a graph `build_graph` compiled; None for any other graph."""
     return agent.deps if isinstance(agent, GatehouseGraph) else None
-
-
-def as_gatehouse_graph(
-    compiled: CompiledStateGraph[Any, Any, Any, Any], deps: AgentDeps
-) -> GatehouseGraph:
-    """The compiled graph with Gatehouse's entry points and its parts."""
-    return rebuilt_as(compiled, GatehouseGraph, deps=deps)

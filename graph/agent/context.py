@@ -1,11 +1,5 @@
-"""Per-run context that is not state: lives for one run, never checkpointed.
-
-It is the graph's `context_schema` (Studio shows its fields as a form). A client can
-only make a run smaller (a lower model-call limit), never change what needs approval.
-What only the running process may set lives in private attributes no client input
-reaches: the cancel event (the Stop button), the Session's auto-approve mode, the
-run's policy verdicts (gate.py), and the Session's event sink (graph/service/run.py).
-"""
+"""Per-run context that is not state (the graph's `context_schema`): a client can only
+make a run smaller; what only the process may set lives in private attributes."""
 
 from __future__ import annotations
 
@@ -24,15 +18,13 @@ class RunContext(BaseModel):
         ge=1,
         description="Lower this run's limit of model calls (never above the configured one).",
     )
-    # Set by the runner when the person presses Stop; nodes check it at safe points.
+    # Set when the person presses Stop; nodes check it at safe points.
     _cancel: threading.Event = PrivateAttr(default_factory=threading.Event)
-    # The Session's auto-approve switch (graph/agent/gate.py): an event the Session
-    # sets and clears, read at each turn, so flipping it reaches a run under way.
+    # The Session's auto-approve switch (gate.py), read each turn: flipping it reaches a run.
     _auto_approve: threading.Event | None = PrivateAttr(default=None)
     # The gate's memo (graph/agent/gate.py: `policy_verdict`); lives and dies with the run.
     _verdicts: dict[Any, Any] = PrivateAttr(default_factory=dict)
-    # The Session's own event stream (graph/service/run.py); None: LangGraph's
-    # `custom` stream, as for every other client of the graph (graph/agent/emit.py).
+    # The Session's own event stream (run.py); None: LangGraph's `custom` stream (emit.py).
     _event_sink: Callable[[Any], None] | None = PrivateAttr(default=None)
 
     @classmethod
@@ -76,14 +68,12 @@ def context_of(runtime: Any) -> RunContext | None:
 
 def cancelled(runtime: Any) -> bool:
     """Whether the person asked the run of this `runtime` to stop."""
-    ctx = context_of(runtime)
-    return bool(ctx is not None and ctx.cancelled)
+    return (ctx := context_of(runtime)) is not None and ctx.cancelled
 
 
 def session_auto_approves(runtime: Any) -> bool:
     """Whether the Session that started this run has auto-approve on."""
-    ctx = context_of(runtime)
-    return bool(ctx is not None and ctx.auto_approve)
+    return (ctx := context_of(runtime)) is not None and ctx.auto_approve
 
 
 def model_call_limit(runtime: Any, configured: int) -> int:

@@ -1,8 +1,5 @@
-"""What the agent's nodes need besides the state, passed to them explicitly.
-
-Nodes are top-level functions taking `deps` (graph/agent/graph.py binds it), so a
-test can call one with a state dict and its own deps, with no database or Session.
-"""
+"""What the agent's nodes need besides the state, passed explicitly (graph.py binds it),
+so a test can call a node with a state dict and its own deps."""
 
 from __future__ import annotations
 
@@ -25,13 +22,9 @@ from graph.protocol.decisions import DecisionRecord, StandingGrant
 class ModelOptions:
     """How the model node calls the model ([model] in gatehouse.toml)."""
 
-    # Retries of a call that failed in a way worth retrying at once.
     max_retries: int = 0
-    # Send earlier replies' reasoning back to the model (as <think> text).
-    keep_reasoning: bool = False
-    # First wait before a retry; doubles each time, up to `max_retry_delay_s`. A
-    # server's Retry-After wins (capped the same way).
-    retry_delay_s: float = 0.5
+    keep_reasoning: bool = False  # earlier replies' reasoning sent back (as <think> text)
+    retry_delay_s: float = 0.5  # the first wait, doubled each time (a Retry-After wins)
     max_retry_delay_s: float = 30.0
 
 
@@ -47,14 +40,12 @@ class JournalEntry(Protocol):
 
 
 class CallJournal(Protocol):
-    """Where side-effecting calls are written down before and after they run, so a
-    crash never silently repeats one (graph/store/journal.py)."""
+    """Side-effecting calls written down before and after they run (graph/store/journal.py)."""
 
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: id, tool and canonical arguments."""
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
-        """Which of these call ids have a row (are they taken?)."""
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
@@ -66,20 +57,17 @@ class CallJournal(Protocol):
 
 
 class DecisionLog(Protocol):
-    """Where people's decisions are recorded (graph/store/decisions.py); run_tool runs
-    a gated call only when it finds its approval here."""
+    """People's decisions (graph/store/decisions.py): a gated call runs on an approval here."""
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
-        """Which of these call ids have a record, whatever its tool (are they taken?)."""
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on: written through the door
         in this database (their chain entry checks out), in the thread's current life."""
 
-    def grants(self, thread_id: str) -> list[StandingGrant]:
-        """The grants in force, read as `approvals` is."""
+    def grants(self, thread_id: str) -> list[StandingGrant]: ...
 
     def gate_reads(
         self, thread_id: str, call_ids: Sequence[str]
@@ -98,20 +86,12 @@ class AgentDeps:
     hooks: HookSet
     max_model_calls: int
     system_prompt: str | None
-    # Without a decision log (a graph built with no Gatehouse storage) grants live in
-    # the state and run_tool trusts its tasks: fine in one process, not for servers.
+    # Without one, grants live in the state and run_tool trusts its tasks (one process only).
     decisions: DecisionLog | None = None
     journal: CallJournal | None = None
     model_options: ModelOptions = ModelOptions()
-    # Where outputs too large for the context are kept whole (graph/agent/offload.py);
-    # without a store they are cut instead.
-    outputs: OutputStore | None = None
+    outputs: OutputStore | None = None  # where outputs too large are kept whole; else cut
     offload: OffloadOptions = OffloadOptions()
-    # The doom-loop guard (graph/agent/doom_loop.py): the N-th identical call in a row
-    # gets a nudge, one more stops the run; 0 turns it off.
     doom_loop_threshold: int = DEFAULT_DOOM_LOOP_THRESHOLD
-    # `max_parallel_tools`: calls of one run that execute at once (graph/agent/parallel.py).
     tool_slots: ToolSlots = field(default_factory=lambda: ToolSlots(None))
-    # What a `Compact` operation summarises with when no Compaction hook is installed
-    # (compaction configured off): the configured one, never run automatically.
-    compaction: Any = None
+    compaction: Any = None  # what `Compact` summarises with when no Compaction hook runs

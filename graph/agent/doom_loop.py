@@ -1,23 +1,15 @@
-"""The doom-loop guard: a model calling the same tool with the same arguments again and
-again gets a nudge, then the run stops.
-
-A repeat is a call of this run identical to the one just before it (interleaved ones
-are normal work: edit, test, edit, test). With threshold N (default 3; 0: off) the
-N-th in a row is answered with a nudge instead of running; one more stops the run,
-every call of that reply answered "not run". It runs in the model node on each reply,
-so it holds for every client and costs no step of its own.
-"""
+"""The doom-loop guard: the N-th identical call in a row of this run (default 3; 0: off)
+gets a nudge instead of running; one more stops the run. It runs in the model node,
+so it holds for every client and costs no step of its own."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import takewhile
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
-
-from graph.agent.tool_messages import repeated
 
 DEFAULT_DOOM_LOOP_THRESHOLD = 3
 
@@ -34,13 +26,8 @@ def _key(call: ToolCall) -> tuple[str, str]:
 
 def _earlier_calls(history: Sequence[AnyMessage]) -> list[tuple[str, str]]:
     """This run's tool calls before the reply, oldest first."""
-    turns: list[list[tuple[str, str]]] = []
-    for msg in reversed(history):
-        if isinstance(msg, HumanMessage):
-            break
-        if isinstance(msg, AIMessage) and msg.tool_calls:
-            turns.append([_key(c) for c in msg.tool_calls])
-    return [key for turn in reversed(turns) for key in turn]
+    run = list(takewhile(lambda m: not isinstance(m, HumanMessage), reversed(history)))
+    return [_key(c) for m in reversed(run) if isinstance(m, AIMessage) for c in m.tool_calls]
 
 
 def repeats(history: Sequence[AnyMessage], reply: AIMessage, threshold: int) -> list[Repeat]:
@@ -51,19 +38,11 @@ def repeats(history: Sequence[AnyMessage], reply: AIMessage, threshold: int) -> 
     found: list[Repeat] = []
     for call in reply.tool_calls:
         key = _key(call)
-        times = 1
-        for earlier in reversed(calls):
-            if earlier != key:
-                break
-            times += 1
+        times = 1 + len(list(takewhile(key.__eq__, reversed(calls))))
         calls.append(key)
         if times >= threshold:
             found.append(Repeat(call, times))
     return found
-
-
-def nudge(repeat: Repeat) -> str:
-    return repeated(repeat.call["name"], repeat.times)
 
 
 def stop_reason(repeat: Repeat) -> str:
@@ -78,10 +57,3 @@ def notice(repeat: Repeat) -> str:
         f"The agent called {repeat.call['name']} with the same arguments {repeat.times} times in a row; "
         "the call was not run and the agent was asked to try something else."
     )
-
-
-def describe(found: list[Repeat], threshold: int) -> dict[str, Any]:
-    """What to do: `nudges` (calls answered with a nudge) or a `stop` (the first
-    call past the threshold)."""
-    stop = next((r for r in found if r.times > threshold), None)
-    return {"stop": stop, "nudges": [r for r in found if r.times == threshold]}

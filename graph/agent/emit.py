@@ -1,10 +1,6 @@
-"""How nodes, tools and hooks put typed events (graph.protocol.events) on a run's
-stream, and what a run's config says about its thread and who decides.
-
-Events go to LangGraph's `custom` stream (JSON for LangGraph Server clients), or to
-the sink in the run's context when a Session drives the run (graph/service/run.py
-says why); outside a run (a hook called in a test) nowhere.
-"""
+"""How nodes, tools and hooks put typed events on a run's stream: LangGraph's `custom`
+stream, or the sink in the run's context when a Session drives the run (run.py says
+why); outside a run nowhere. Also what a run's config says about who decides."""
 
 from __future__ import annotations
 
@@ -22,17 +18,14 @@ from graph.protocol.events import _EventBase
 
 
 def stream_writer() -> Callable[[Any], None]:
-    """Where the current run's events go (see the module docstring)."""
     try:
         runtime = get_runtime()
     except Exception:
-        return _discard
-    if runtime is None:
-        return _discard
-    context = runtime.context
+        runtime = None
+    context = getattr(runtime, "context", None)
     if isinstance(context, RunContext) and context.event_sink is not None:
         return context.event_sink
-    return runtime.stream_writer
+    return _discard if runtime is None else runtime.stream_writer
 
 
 def _discard(_: Any) -> None:
@@ -43,8 +36,7 @@ def thread_of(config: Any) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id", ""))
 
 
-# Set when LangGraph Server loads the agent (graph/service/server.py): in that process
-# every run comes from a server client, whatever its config says.
+# Set when LangGraph Server loads the agent: every run comes from a server client.
 _SERVED = False
 
 
@@ -54,14 +46,10 @@ def identity_from_server() -> None:
     _SERVED = True
 
 
-# The server's authenticated user for this request, set by the auth handler
-# (graph/service/server_auth.py): a state update's config is the client's own.
+# The request's authenticated user, and whether they are not the thread's owner, set by
+# the auth handler (an update's config is the client's; a run's VISITOR_KEY is not).
 _REQUEST_USER: ContextVar[str | None] = ContextVar("gatehouse_request_user", default=None)
-
-
 _REQUEST_VISITOR: ContextVar[bool] = ContextVar("gatehouse_request_visitor", default=False)
-# Set by the server's auth handler on a run by someone who is not the thread's owner
-# (an approver of a tool deciding its calls); written over any client's value.
 VISITOR_KEY = "gatehouse_visitor"
 
 
@@ -74,28 +62,24 @@ def speaking_for(identity: str | None, *, visitor: bool = False) -> None:
 @contextmanager
 def as_the_run(config: RunnableConfig) -> Iterator[None]:
     """A state update a run makes itself ("mark as resolved" as a run) is the run's user's."""
-    tokens = (
-        _REQUEST_USER.set(decided_by(config)["actor"]),
-        _REQUEST_VISITOR.set(visiting(config)),
-    )
+    user = _REQUEST_USER.set(decided_by(config)["actor"])
+    visitor = _REQUEST_VISITOR.set(visiting(config))
     try:
         yield
     finally:
-        _REQUEST_USER.reset(tokens[0])
-        _REQUEST_VISITOR.reset(tokens[1])
+        _REQUEST_USER.reset(user)
+        _REQUEST_VISITOR.reset(visitor)
 
 
 def updated_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Who makes a state update: in a server, the request's user, never the update's
-    config (a client's `checkpoint` lands there); in-process as `decided_by`."""
+    """Who makes a state update: in a server the request's user (never the config)."""
     if _SERVED:
         return {"source": "langgraph-server", "actor": _REQUEST_USER.get()}
     return decided_by(config)
 
 
 def visiting(config: RunnableConfig | None = None) -> bool:
-    """Whether the server user acting is not the thread's owner (they decide only tools
-    that list them as approvers): from a run's config, or a state update's request."""
+    """Whether the server user acting is not the thread's owner (a run's or update's)."""
     if not _SERVED:
         return False
     if config is None:
@@ -104,9 +88,7 @@ def visiting(config: RunnableConfig | None = None) -> bool:
 
 
 def decided_by(config: RunnableConfig) -> dict[str, str | None]:
-    """Which front end and who answered: on LangGraph Server its authenticated user
-    (`langgraph_auth_user_id`, written over any client's value), never what a client
-    sent; in-process callers (the Session, a raw invoke) are trusted."""
+    """Which front end and who answered (on LangGraph Server its user, never a client's word)."""
     conf = config.get("configurable") or {}
     if _SERVED or "langgraph_auth_user_id" in conf or "assistant_id" in conf:
         user = conf.get("langgraph_auth_user_id")

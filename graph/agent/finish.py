@@ -1,9 +1,6 @@
-"""The `finish` node (only when there are on_exit hooks or a stop): a stop's notice,
-or the on_exit hooks, which may stop the run or send it back to the model.
-
-An on_exit hook that adds a user (or system) message must also set `continue_run`
-(or `stop_reason`): otherwise the message would sit unanswered at the end of the
-history, so it is refused with a `HookError` and nothing is written."""
+"""The `finish` node (only with on_exit hooks or a stop): a stop's notice, or the on_exit
+hooks, which may stop the run or send it back to the model. A user or system message
+they add without `continue_run` (or `stop_reason`) would sit unanswered: `HookError`."""
 
 from __future__ import annotations
 
@@ -40,8 +37,7 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
         not update.get("continue_run")
         and (dangling := _unanswered(state, update.get("messages") or [])) is not None
     ):
-        # Flow follows the control keys only; a message the model would never see is
-        # refused rather than left unanswered at the end of the history.
+        # Flow follows the control keys only: refused, not left unanswered.
         raise HookError(
             f"on_exit hooks added a {dangling} message but did not set continue_run: the model would never "
             'answer it. Return {"continue_run": True} with it to continue the run (or stop_reason to stop)'
@@ -59,8 +55,7 @@ def finish(state: AgentState, *, deps: AgentDeps) -> Command:
 
 
 def _unanswered(state: AgentState, added: Sequence[Any]) -> str | None:
-    """The role of the history's last message after an on_exit update, when it is one
-    the model should answer (a user or system message) and the update put it there."""
+    """The role of a message to answer ("user", "system") the update leaves last."""
     if not added:
         return None
     messages = list(state.get("messages") or [])

@@ -1,26 +1,7 @@
-"""The Gatehouse agent graph, assembled top to bottom.
-
-    START → model ─┬→ no tool calls → END (or finish, with on_exit hooks or a stop)
-              ↑    ├→ reply sent back by an after_llm hook → model
-              │    └→ tool calls → [before_tool] → policy ─┬→ run_tool (free / auto-approved /
-              │                                            │   invalid calls, one task each)
-              │                                            └→ review ──→ run_tool (approved/edited)
-              │                                                  └─ rejected / answered: ToolMessages
-              └──────── every call answered (the turn's last tasks move the run on) ──┘
-
-- `model` (model_node.py): a new run's counters, limits, cancel and hook stops, the
-  before_llm hooks, the streamed reply, the after_llm hooks, and the calls that must
-  not run answered (bad JSON, the doom-loop guard's repeats).
-- the policy (routing.py) sends each free call to its own `run_tool` task
-  (tool_node.py) and the gated ones to `review` (review.py): ONE interrupt per turn.
-  Finished siblings are pending writes, not re-run on resume (one node holding all
-  calls would re-run them).
-- `before_tool` and `finish` (on_exit hooks) exist only when there are such hooks.
-
-A turn is about six checkpoints, each a cost on every turn: a node is added only
-where a checkpoint buys something. Every node is a top-level function taking its
-dependencies (`AgentDeps`); this file binds them and wires the nodes.
-"""
+"""The Gatehouse agent graph: `model` → (`before_tool`, with such hooks) → a `run_tool`
+task per free call, one `review` for the gated ones (ONE interrupt per turn) → `model`;
+a reply without calls ends the run, or goes to `finish` (on_exit hooks, a stop). A
+turn is about six checkpoints: a node is added only where a checkpoint buys something."""
 
 from __future__ import annotations
 
@@ -35,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 
 from graph.agent.builtin_hooks.compaction import Compaction
 from graph.agent.cancel_bridge import with_cancel_bridge
-from graph.agent.compiled import GatehouseGraph, as_gatehouse_graph
+from graph.agent.compiled import GatehouseGraph
 from graph.agent.context import RunContext
 from graph.agent.deps import AgentDeps, CallJournal, DecisionLog, ModelOptions
 from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
@@ -52,7 +33,7 @@ from graph.agent.state import AgentState, InputState
 from graph.agent.tool_binding import ToolDefinitions, bind_tools
 from graph.agent.tool_node import run_tool
 from graph.protocol.decisions import ALL_TOOLS
-from graph.store.langgraph_private import CONFIG_KEY_STRICT_RESUME, RunnableCallable
+from graph.store.langgraph_private import CONFIG_KEY_STRICT_RESUME, RunnableCallable, rebuilt_as
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Gatehouse, a careful assistant that works in the user's workspace through tools. "
@@ -83,16 +64,10 @@ def build_graph(
     tool_definitions: ToolDefinitions | None = None,
 ) -> GatehouseGraph:
     """Compile the approval-gated agent. `policy` also takes LangChain's
-    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping; a name in it that is no tool
-    is refused (`PolicyError`), `"*"` means every tool. `journal` and `decisions`
-    (`storage.journal`, `storage.decisions`) make the approval guarantees hold for every
-    client: a call is claimed atomically before it runs, and a gated call runs only on a
-    recorded approval (without them the graph trusts its own process). `outputs` keeps
-    outputs over `offload`'s threshold aside (offload.py). A `Compaction` hook given no
-    model summarises with `model`. `doom_loop_threshold`: the N-th identical call in a
-    row gets a nudge, one more stops the run (0: off). `max_parallel_tools`: calls of
-    one run executing at once (None: no limit; parallel.py). `tool_definitions`: what
-    the model is shown of the tools (tool_binding.py)."""
+    `HumanInTheLoopMiddleware(interrupt_on=...)` mapping (`"*"`: every tool). `journal`
+    and `decisions` make the approval guarantees hold for every client (without them the
+    graph trusts its own process). A `Compaction` hook given no model gets `model`;
+    `doom_loop_threshold` 0 turns that guard off; `max_parallel_tools` None: no limit."""
     offload = offload or OffloadOptions()
     tools = list(tools)
     if outputs is not None and offload.enabled and all(t.name != READ_TOOL for t in tools):
@@ -155,7 +130,8 @@ def build_graph(
         "before_tool", partial(dispatch, deps=deps), ["run_tool", "review", "model"]
     )
     # Gatehouse's entry points and its parts, typed (compiled.py).
-    compiled.append(as_gatehouse_graph(builder.compile(checkpointer=checkpointer, name=name), deps))
+    built = builder.compile(checkpointer=checkpointer, name=name)
+    compiled.append(rebuilt_as(built, GatehouseGraph, deps=deps))
     return compiled[0].with_config(
         # An answer naming an interrupt that is not pending is refused, not ignored.
         configurable={CONFIG_KEY_STRICT_RESUME: True}

@@ -18,8 +18,7 @@ from langchain_core.messages import (
 from graph.agent.prefix_memo import PrefixMemo
 from graph.protocol.threads import SUMMARY_MARK, content_text
 
-# The text of message content: a string, or the text blocks of a block list (what
-# Agent Chat UI and other LangGraph clients send). One definition, in the protocol.
+# The text of message content (a string, or a list of content blocks).
 text_of = content_text
 
 
@@ -29,26 +28,14 @@ def is_summary(message: BaseMessage) -> bool:
 
 
 def model_view(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
-    """The part of the history the model is sent: from the latest compaction summary
-    on (the whole history when there is none). The messages before it stay in the
-    thread for the person (history, export, branches); only the model stops seeing them."""
+    """What the model is sent: from the latest compaction summary on."""
     start = view_start(messages)
     return messages[start:] if start else messages
 
 
 def view_start(messages: Sequence[AnyMessage]) -> int:
-    """Where the model's view starts: the position of the latest compaction summary, 0
-    for none. Carried from one model call to the next (prefix_memo.py); a new process
-    looks from the end, so past a compaction it reads the short view, not the thread."""
+    """The position of the latest compaction summary (0: none)."""
     return _view_starts(messages)[1]
-
-
-def _latest_summary(messages: Sequence[AnyMessage]) -> int:
-    # `is_summary` inlined: this may run over the whole history.
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].additional_kwargs.get(SUMMARY_MARK):
-            return i
-    return 0
 
 
 def _view_start_after(seen_and_start: tuple[int, int], more: Sequence[Any]) -> tuple[int, int]:
@@ -61,7 +48,12 @@ def _view_start_after(seen_and_start: tuple[int, int], more: Sequence[Any]) -> t
 
 
 def _seen_up_to_latest_summary(messages: Sequence[AnyMessage]) -> tuple[int, tuple[int, int]]:
-    start = _latest_summary(messages)
+    # A new process looks from the end: past a compaction it reads the short view only.
+    start = 0
+    for i in range(len(messages) - 1, 0, -1):
+        if messages[i].additional_kwargs.get(SUMMARY_MARK):
+            start = i
+            break
     return start, (start, start)
 
 
@@ -71,48 +63,38 @@ _view_starts: PrefixMemo[tuple[int, int]] = PrefixMemo(
 
 
 def last_human_id(messages: Sequence[AnyMessage], default: str | None) -> str | None:
-    for msg in reversed(messages):
-        if isinstance(msg, HumanMessage):
-            return msg.id
-    return default
+    return next((m.id for m in reversed(messages) if isinstance(m, HumanMessage)), default)
 
 
 def last_ai(state: Mapping[str, Any]) -> AIMessage | None:
-    for msg in reversed(state.get("messages") or []):
-        if isinstance(msg, AIMessage):
-            return msg
-    return None
+    return next(
+        (m for m in reversed(state.get("messages") or []) if isinstance(m, AIMessage)), None
+    )
 
 
 def open_turn_before_new_input(
     messages: Sequence[AnyMessage],
 ) -> tuple[int, list[AnyMessage]] | None:
-    """(index of the AI message, the messages that came in after it) when a model turn
-    still has calls without a ToolMessage and a client sent new input after it: a
-    crash inside a call, or a raw client that ignored a pending approval."""
-    for i in range(len(messages) - 1, -1, -1):
-        msg = messages[i]
-        if not isinstance(msg, AIMessage):
-            continue
-        if not msg.tool_calls:
-            return None
-        answered = {m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
-        if all(c["id"] in answered for c in msg.tool_calls):
-            return None
-        later = [
-            m
-            for m in messages[i + 1 :]
-            if not (isinstance(m, ToolMessage) and m.tool_call_id in answered)
-        ]
-        return (i, later) if any(isinstance(m, HumanMessage) for m in later) else None
-    return None
+    """(index of the AI message, the messages after it) when a model turn still has open
+    calls and new input came after it (a crash mid-call, a client ignoring a pause)."""
+    i = next((i for i in reversed(range(len(messages))) if isinstance(messages[i], AIMessage)), -1)
+    last = messages[i] if i >= 0 else None
+    calls = last.tool_calls if isinstance(last, AIMessage) else []
+    answered = {m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolMessage)}
+    if all(c["id"] in answered for c in calls):
+        return None
+    later = [
+        m
+        for m in messages[i + 1 :]
+        if not isinstance(m, ToolMessage) or m.tool_call_id not in answered
+    ]
+    return (i, later) if any(isinstance(m, HumanMessage) for m in later) else None
 
 
 def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
     """Tool calls of the last model turn that have no ToolMessage yet."""
-    messages = state.get("messages") or []
     answered: set[str] = set()
-    for msg in reversed(messages):
+    for msg in reversed(state.get("messages") or []):
         if isinstance(msg, ToolMessage):
             answered.add(msg.tool_call_id)
         elif isinstance(msg, AIMessage):
@@ -125,12 +107,9 @@ def unanswered(state: Mapping[str, Any]) -> list[ToolCall]:
 def pairing_problem(
     messages: Sequence[BaseMessage], *, open_tail: bool = False, reply_open: bool = False
 ) -> str | None:
-    """Why a history breaks the tool-call contract, or None. Every tool call keeps
-    its answer right after it (with `open_tail`, the last model turn's calls may still
-    be open: the model's own latest calls at `before_tool`), and no answer is left
-    without its call. With `reply_open` the last model turn's calls may be open with
-    messages after them (an `after_llm` hook adding a note to a reply it sends back:
-    the calls are answered right after the reply)."""
+    """Why a history breaks the tool-call contract (every call's answer right after it,
+    no answer without its call), or None. `open_tail`: the last model turn's calls may
+    be open; `reply_open`: with messages after them too (a reply sent back)."""
     last_ai = (
         max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
         if reply_open

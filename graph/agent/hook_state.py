@@ -1,16 +1,6 @@
-"""What a hook gets as `state`, so nothing it does to it is silently lost.
-
-The node's state holds LangGraph's channel values: a hook appending to
-`state["messages"]` in place (the Haystack way) would change this step's model input
-while the stored history never hears of it. So:
-- By default a hook gets a deep copy; afterwards every difference from the original
-  (messages appended, removed, edited or reordered; keys set, changed or deleted)
-  becomes part of its update, before what it returns. Only `HOOK_KEYS` may change;
-  another key (`grants`) is a `HookError` naming the hook.
-- A hook that only reads says `copy_state = False` (the built-in ones do) and gets the
-  state behind a read-only view (a deep copy of 1,000 messages takes ~8 ms); changing
-  it raises `HookError`. Message objects are not frozen: such a hook promises.
-"""
+"""What a hook gets as `state`, so nothing it does to it is silently lost: a deep copy
+whose every difference becomes part of its update (appending to `state["messages"]` is
+the Haystack way), or with `copy_state = False` a read-only view (no ~8 ms deep copy)."""
 
 from __future__ import annotations
 
@@ -35,14 +25,13 @@ def state_for(h: Any, state: Mapping[str, Any], point: str) -> dict[str, Any]:
     """The `state` argument for hook `h`."""
     if copies_state(h):
         return copy.deepcopy(dict(state))
-    return _ReadOnlyDict(state, _owner(h, point))
+    return _ReadOnlyDict(state, f"{point} hook {h!r}")
 
 
 def in_place_changes(
     h: Any, before: Mapping[str, Any], after: Mapping[str, Any], point: str
 ) -> dict[str, Any]:
-    """The update a hook made by changing its copy: messages as a reducer update, other
-    keys as their new value (usage as what was added)."""
+    """The update a hook made by changing its copy (usage: what was added)."""
     if not copies_state(h):
         return {}
     changes: dict[str, Any] = {}
@@ -84,9 +73,8 @@ def message_changes(before: list[Any], after: list[Any]) -> list[Any]:
     kept = [(i, m) for i, m in enumerate(after) if getattr(m, "id", None) in position]
     order = [position[m.id] for _, m in kept]
     last_kept = kept[-1][0] if kept else -1
-    in_order = order == sorted(set(order)) and len(order) == len(set(order))
-    new_in_between = len(kept) != last_kept + 1
-    if not in_order or new_in_between:
+    # Out of order (or twice), or a new message in between: the whole list again.
+    if order != sorted(set(order)) or len(kept) != last_kept + 1:
         return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *after]
     kept_ids = {m.id for _, m in kept}
     removed = [RemoveMessage(id=m.id) for m in before if m.id not in kept_ids]
@@ -108,17 +96,6 @@ def _usage_added(
     return added
 
 
-def _owner(h: Any, point: str) -> str:
-    return f"{point} hook {h!r}"
-
-
-def _refuse(owner: str) -> NoReturn:
-    raise HookError(
-        f"{owner} changed the state in place, but it declares copy_state = False and gets a "
-        "read-only view: return the change as an update instead (or drop copy_state = False)"
-    )
-
-
 def _frozen(value: Any, owner: str) -> Any:
     if isinstance(value, dict) and not isinstance(value, _ReadOnlyDict):
         return _ReadOnlyDict(value, owner)
@@ -127,27 +104,34 @@ def _frozen(value: Any, owner: str) -> Any:
     return value
 
 
-class _ReadOnlyDict(dict):
+class _ReadOnly:
+    _owner: str
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise HookError(
+            f"{self._owner} changed the state in place, but it declares copy_state = False and gets a "
+            "read-only view: return the change as an update instead (or drop copy_state = False)"
+        )
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return copy.deepcopy(self.copy(), memo)  # type: ignore[attr-defined]  # a plain one
+
+
+class _ReadOnlyDict(_ReadOnly, dict):
     """A dict a hook may read like any other; changing it raises `HookError`."""
 
     def __init__(self, data: Mapping[str, Any], owner: str) -> None:
         super().__init__({k: _frozen(v, owner) for k, v in data.items()})
         self._owner = owner
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        _refuse(self._owner)
-
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    update = pop = popitem = clear = setdefault = _refuse
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+    __setitem__ = __delitem__ = __ior__ = _ReadOnly._refuse
+    update = pop = popitem = clear = setdefault = _ReadOnly._refuse
 
     def copy(self) -> dict[str, Any]:
         return dict(self)
 
 
-class _ReadOnlyList(list):
+class _ReadOnlyList(_ReadOnly, list):
     """A list a hook may read, slice and concatenate; changing it raises `HookError`."""
 
     def __init__(self, data: list[Any], owner: str) -> None:
@@ -158,14 +142,8 @@ class _ReadOnlyList(list):
             super().__init__(data)
         self._owner = owner
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        _refuse(self._owner)
-
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        return [copy.deepcopy(v, memo) for v in self]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _ReadOnly._refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _ReadOnly._refuse
 
     def copy(self) -> list[Any]:
         return list(self)

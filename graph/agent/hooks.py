@@ -1,51 +1,33 @@
-"""Hooks: user code that changes a run at fixed points without forking the graph.
-
-Points: `before_llm` (before each model call), `after_llm` (the reply is in, before
-anything acts on it; `rerun_llm` sends it back), `before_tool` (before any call runs or
-is reviewed), `on_exit` (the agent is about to stop). A hook is any object with
-`run(state) -> update | None` (or an async `arun`, or Haystack's `run_async`), or a
-function wrapped with `@hook`; at one point they run in list order, each seeing the
-updates before it. A hook may change its state in place, return an update, or both
-(graph/agent/hook_state.py).
-
-A hook with both forms runs the sync ones under `Session` and the async ones under
-`AsyncSession`, for `run`, `warm_up` and `close` alike. A `HookSet` warms its hooks up
-once, before the first runs (clients open lazily, in the process that runs the graph),
-and closes them with the agent; all their async code runs on one long-lived loop
-(graph/agent/hook_loop.py), so a client opened in `awarm_up` still works in `arun`.
-
-A hook that raises, returns a non-mapping, writes an unknown key or leaves a call
-without its answer fails the run with `HookError`; nothing it returned is written, so
-`Session.retry` continues from the last checkpoint.
-"""
+"""Hooks: user code that changes a run at fixed points (`before_llm`, `after_llm`,
+`before_tool`, `on_exit`) without forking the graph. A hook is an object with
+`run(state)` (or an async `arun`, or Haystack's `run_async`) or a function wrapped with
+`@hook`; at a point they run in list order, each seeing the updates before it. A hook
+that raises or breaks the contract fails the run with `HookError`, nothing written."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import importlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
 from graph.agent.history import pairing_problem
-from graph.agent.hook_loop import HookLoop, default_loop
 from graph.agent.hook_state import copies_state, in_place_changes, state_for, thaw
-from graph.agent.state import HOOK_KEYS, MERGED_KEYS, add_usage
+from graph.agent.state import FLOW_KEYS, HOOK_KEYS, MERGED_KEYS, add_usage
 from graph.protocol.errors import HookError
 
 HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
 HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "after_llm", "before_tool", "on_exit")
-# Points where the model's latest calls may still be open (they get answers later).
-_OPEN_CALLS_OK = ("after_llm", "before_tool")
 # Haystack's nested spelling of the control keys: an alias of the flat ones.
 FLOW_CONTROL = "flow_control"
-FLOW_KEYS = frozenset({"stop_reason", "stop_kind", "continue_run", "rerun_llm"})
 # Async names of the lifecycle and run methods, ours first, then Haystack's.
 ASYNC_NAMES = {
     "run": ("arun", "run_async"),
@@ -53,7 +35,6 @@ ASYNC_NAMES = {
     "close": ("aclose", "close_async"),
 }
 
-# The point whose hooks are running, for a hook registered at several points.
 _current_point: contextvars.ContextVar[HookPoint | None] = contextvars.ContextVar(
     "gatehouse_hook_point", default=None
 )
@@ -62,21 +43,110 @@ T = TypeVar("T")
 Update = Mapping[str, Any] | None
 
 
-@runtime_checkable
+class HookLoop:
+    """The one loop an agent's async hooks run on (what `awarm_up` opens works in `arun`):
+    the caller's under `AsyncSession` (`bound`) while it runs, else its own thread's."""
+
+    def __init__(self, name: str = "gatehouse-hooks") -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._own: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        # The caller's loop, under `AsyncSession`: coroutines run there while it runs.
+        self.bound: asyncio.AbstractEventLoop | None = None
+
+    def _live_bound(self) -> asyncio.AbstractEventLoop | None:
+        bound = self.bound
+        return bound if bound is not None and bound.is_running() and not bound.is_closed() else None
+
+    def target(self) -> asyncio.AbstractEventLoop:
+        """The loop the next coroutine started from sync code runs on."""
+        bound = self._live_bound()
+        return bound if bound is not None and _running_loop() is not bound else self._own_loop()
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._own is None or self._own.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self.name, daemon=True)
+                thread.start()
+                self._own, self._thread = loop, thread
+            return self._own
+
+    def submit(self, awaitable: Awaitable[T]) -> concurrent.futures.Future[T]:
+        """Start `awaitable` on the target loop, in the caller's context (for `emit`)."""
+        loop = self.target()
+        if _running_loop() is loop:
+            if callable(close := getattr(awaitable, "close", None)):
+                close()  # it will never run: no "never awaited" warning
+            raise HookError(
+                "a hook asked to run async code from inside the hooks' own event loop; use `await`"
+            )
+        context = contextvars.copy_context()
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def start() -> None:
+            try:
+                task = loop.create_task(_as_coroutine(awaitable), context=context)
+            except BaseException as exc:
+                done.set_exception(exc)
+                return
+            task.add_done_callback(lambda t: _settle(done, t))
+
+        loop.call_soon_threadsafe(start)
+        return done
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        """Run `awaitable` to completion from sync code."""
+        return self.submit(awaitable).result()
+
+    async def run_async(self, awaitable: Awaitable[T]) -> T:
+        """Run `awaitable` on the hooks' loop from async code, never blocking this one."""
+        here = _running_loop()
+        if here is not None and here in (self._live_bound(), self._own):
+            return await awaitable
+        return await asyncio.wrap_future(self.submit(awaitable))
+
+    def close(self) -> None:
+        """Stop the loop of its own (a bound loop belongs to the caller)."""
+        with self._lock:
+            loop, thread = self._own, self._thread
+            self._own = self._thread = None
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        if not loop.is_running():
+            loop.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _settle(done: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif (exc := task.exception()) is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(task.result())
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+# The loop of hooks run outside any HookSet (`run_hooks` called directly): one per process.
+default_loop = HookLoop("gatehouse-hooks-default")
+
+
 class Hook(Protocol):
     def run(self, state: Mapping[str, Any]) -> Update: ...
-
-
-@runtime_checkable
-class AsyncHook(Protocol):
-    async def arun(self, state: Mapping[str, Any]) -> Update: ...
-
-
-@runtime_checkable
-class HaystackAsyncHook(Protocol):
-    """Haystack's spelling of an async hook; taken unchanged."""
-
-    async def run_async(self, state: Mapping[str, Any]) -> Update: ...
 
 
 class FunctionHook:
@@ -89,7 +159,7 @@ class FunctionHook:
 
     def run(self, state: Mapping[str, Any]) -> Update:
         out = self.fn(state)
-        return run_sync(out) if inspect.isawaitable(out) else out
+        return default_loop.run(out) if inspect.isawaitable(out) else out
 
     async def arun(self, state: Mapping[str, Any]) -> Update:
         out = self.fn(state)
@@ -99,14 +169,8 @@ class FunctionHook:
         return f"hook({self.name})"
 
 
-def hook(fn: Callable[[Mapping[str, Any]], Update | Awaitable[Update]]) -> FunctionHook:
-    """Make a plain function `state -> update | None` (or an async one) a hook."""
-    return FunctionHook(fn)
-
-
-def run_sync(awaitable: Awaitable[T]) -> T:
-    """Run a coroutine from sync code (nodes are sync) on the process's hooks loop."""
-    return default_loop.run(awaitable)
+# Makes a plain function `state -> update | None` (or an async one) a hook.
+hook = FunctionHook
 
 
 def current_point() -> HookPoint | None:
@@ -123,16 +187,12 @@ def load_hook(spec: Any) -> Any:
             raise ValueError(
                 f"a hook table needs 'path' (and optionally 'args'), got {dict(spec)!r}"
             )
-        factory = _import(spec["path"])
-        return load_hook(factory(**dict(spec.get("args") or {})))
+        return load_hook(_import(spec["path"])(**dict(spec.get("args") or {})))
     if isinstance(spec, str):
-        obj = _import(spec)
-        if isinstance(obj, type):
-            obj = obj()
-        return load_hook(obj)
+        return load_hook(_import(spec))
     if isinstance(spec, type):
         return load_hook(spec())
-    if isinstance(spec, Hook | AsyncHook | HaystackAsyncHook):
+    if any(hasattr(spec, name) for name in ("run", *ASYNC_NAMES["run"])):
         return spec
     if callable(spec):
         return FunctionHook(spec)
@@ -164,30 +224,22 @@ def normalise_hooks(
     return result
 
 
-def async_method(h: Any, name: str) -> Callable[..., Any] | None:
-    """The hook's async form of `name` (`arun` or `run_async` for "run"), if it has one."""
-    for candidate in ASYNC_NAMES[name]:
-        if callable(fn := getattr(h, candidate, None)):
-            return fn
-    return None
-
-
-def prefers_async(loop: HookLoop | None) -> bool:
-    """Whether a hook with both forms runs its async one: under `AsyncSession` (which
-    binds its event loop to the hooks' loop), not under `Session`."""
-    return loop is not None and loop.bound is not None
+def _form(h: Any, name: str, loop: HookLoop | None) -> tuple[Callable[..., Any] | None, bool]:
+    """(the hook's method for `name`, whether async: it has no other, or `AsyncSession`)."""
+    afn = next((f for n in ASYNC_NAMES[name] if callable(f := getattr(h, n, None))), None)
+    fn = getattr(h, name, None)
+    if afn is not None and ((loop is not None and loop.bound is not None) or not callable(fn)):
+        return afn, True
+    return (fn if callable(fn) else None), False
 
 
 def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) -> Update:
-    """The form the module docstring says; async code on the hooks' loop."""
     if isinstance(h, FunctionHook):
         return (loop or default_loop).run(h.arun(state)) if h.is_async else h.run(state)
-    arun = async_method(h, "run")
-    if callable(getattr(h, "run", None)) and (arun is None or not prefers_async(loop)):
-        return h.run(state)
-    if arun is None:
+    fn, is_async = _form(h, "run", loop)
+    if fn is None:
         raise HookError(f"not a hook (needs run(state), arun(state) or run_async(state)): {h!r}")
-    return (loop or default_loop).run(arun(state))
+    return (loop or default_loop).run(fn(state)) if is_async else fn(state)
 
 
 def run_hooks(
@@ -195,53 +247,48 @@ def run_hooks(
 ) -> dict[str, Any]:
     """Run hooks in order; return one update that the node writes to the state."""
     token = _current_point.set(point)
-    try:
-        return _run_hooks(hooks, state, point, loop)
-    finally:
-        _current_point.reset(token)
-
-
-def _run_hooks(
-    hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None
-) -> dict[str, Any]:
     # The per-hook dicts are always there, so a hook can write into them in place.
     view = {
         **{key: {} for key in MERGED_KEYS},
         **{k: v for k, v in state.items() if v is not None or k not in MERGED_KEYS},
     }
     update: dict[str, Any] = {}
-    # Whether the history was broken before any hook ran (then a hook is not blamed):
-    # worked out only when a hook changes messages, as walking the history costs.
+    # Broken before any hook ran (then no hook is blamed): read only when one is needed.
     already_broken: bool | None = None
-    for h in hooks:
-        given = state_for(h, view, point)
-        try:
-            out = call_hook(h, given, loop)
-        except (HookError, GraphBubbleUp):
-            raise
-        except Exception as exc:
-            raise HookError(f"{point} hook {h!r} failed: {type(exc).__name__}: {exc}") from exc
-        if isinstance(given, dict) and FLOW_CONTROL in given and FLOW_CONTROL not in view:
-            # Set in place (`state["flow_control"] = {...}`): the flat keys, as if returned.
-            given.update(flat_flow_control(h, {FLOW_CONTROL: given.pop(FLOW_CONTROL)}, point))
-        changed = in_place_changes(h, view, given, point)
-        if isinstance(out, Mapping) and FLOW_CONTROL in out:
-            out = flat_flow_control(h, out, point)
-        if out:
-            _check_update(h, out, point)
-            if not copies_state(h):
-                out = thaw(out)
-        if not out and not changed:
-            continue
-        touched = "messages" in changed or "messages" in (out or {})
-        if touched and already_broken is None:
-            already_broken = _pair_problem(list(state.get("messages") or []), point) is not None
-        # In-place changes first (they replace), then the returned update on top.
-        _apply(changed, update, view, replace=True)
-        _apply(out or {}, update, view, replace=False)
-        problem = None if already_broken or not touched else _pair_problem(view["messages"], point)
-        if problem:
-            raise HookError(f"{point} hook {h!r} broke the history: {problem}")
+    try:
+        for h in hooks:
+            given = state_for(h, view, point)
+            try:
+                out = call_hook(h, given, loop) or {}
+            except (HookError, GraphBubbleUp):
+                raise
+            except Exception as exc:
+                raise HookError(f"{point} hook {h!r} failed: {type(exc).__name__}: {exc}") from exc
+            if isinstance(given, dict) and FLOW_CONTROL in given and FLOW_CONTROL not in view:
+                # Set in place (`state["flow_control"] = {...}`): the flat keys, as if returned.
+                given.update(flat_flow_control(h, {FLOW_CONTROL: given.pop(FLOW_CONTROL)}, point))
+            changed = in_place_changes(h, view, given, point)
+            if isinstance(out, Mapping) and FLOW_CONTROL in out:
+                out = flat_flow_control(h, out, point)
+            if out:
+                _check_update(h, out, point)
+                if not copies_state(h):
+                    out = thaw(out)
+            if not out and not changed:
+                continue
+            touched = "messages" in changed or "messages" in out
+            if touched and already_broken is None:
+                already_broken = _pair_problem(list(state.get("messages") or []), point) is not None
+            # In-place changes first (they replace), then the returned update on top.
+            _apply(changed, update, view, replace=True)
+            _apply(out, update, view, replace=False)
+            problem = (
+                None if already_broken or not touched else _pair_problem(view["messages"], point)
+            )
+            if problem:
+                raise HookError(f"{point} hook {h!r} broke the history: {problem}")
+    finally:
+        _current_point.reset(token)
     return update
 
 
@@ -256,15 +303,13 @@ def _apply(
             view["usage"] = add_usage(view.get("usage"), value)
             update["usage"] = add_usage(update.get("usage"), value)
         elif key in MERGED_KEYS and not replace:
-            merged = {**(view.get(key) or {}), **(value or {})}
-            update[key] = view[key] = merged
+            update[key] = view[key] = {**(view.get(key) or {}), **(value or {})}
         else:
             update[key] = view[key] = value
 
 
 def flat_flow_control(h: Any, out: Mapping[str, Any], point: HookPoint) -> dict[str, Any]:
-    """Haystack's nested form `{"flow_control": {"continue_run": True}}` as the flat
-    keys it stands for. The same key given both ways must agree."""
+    """Haystack's nested `{"flow_control": {...}}` as the flat keys (given both ways: agreeing)."""
     nested = out[FLOW_CONTROL]
     flat = {k: v for k, v in out.items() if k != FLOW_CONTROL}
     if nested is None:
@@ -307,18 +352,14 @@ def _check_update(h: Any, out: Any, point: HookPoint) -> None:
 
 
 def _pair_problem(messages: list[BaseMessage], point: HookPoint) -> str | None:
-    """Why a history breaks the tool-call contract (graph/agent/history.py). The latest
-    calls may be open at `after_llm` and `before_tool`; at `after_llm` messages may
-    follow them (a reply sent back with `rerun_llm` gets its calls answered after it;
-    graph/agent/model_call.py checks a kept one)."""
-    return pairing_problem(
-        messages, open_tail=point in _OPEN_CALLS_OK, reply_open=point == "after_llm"
-    )
+    """Why a history breaks the tool-call contract; the model's latest calls may still
+    be open after it replied, and at `after_llm` even with messages after them."""
+    after_reply = point in ("after_llm", "before_tool")
+    return pairing_problem(messages, open_tail=after_reply, reply_open=point == "after_llm")
 
 
 class HookSet:
-    """The hooks of one agent, by point, with their lifecycle (warm up once, close
-    once) and the one event loop their async code runs on."""
+    """The hooks of one agent, by point: warmed up once, closed once, one event loop."""
 
     def __init__(self, hooks: Mapping[str, Iterable[Any]] | HookSet | None = None) -> None:
         self.points = normalise_hooks(hooks)
@@ -331,12 +372,7 @@ class HookSet:
 
     def __iter__(self) -> Iterator[Any]:
         """Each hook once, in first-registered order (a hook may sit at several points)."""
-        seen: set[int] = set()
-        for point in HOOK_POINTS:
-            for h in self.points[point]:
-                if id(h) not in seen:
-                    seen.add(id(h))
-                    yield h
+        return iter({id(h): h for p in HOOK_POINTS for h in self.points[p]}.values())
 
     def find(self, kind: type[T]) -> T | None:
         return next((h for h in self if isinstance(h, kind)), None)
@@ -348,14 +384,8 @@ class HookSet:
         return run_hooks(self.points[point], state, point, self.loop)
 
     def use_loop(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Run the hooks' async code on `loop` (the caller's, under `AsyncSession`)
-        while it runs; else on a loop of their own."""
-        self.loop.bind(loop)
-
-    # -- lifecycle -----------------------------------------------------------
-    @property
-    def warm(self) -> bool:
-        return self._warm
+        """Run the hooks' async code on `loop` (under `AsyncSession`) while it runs."""
+        self.loop.bound = loop
 
     def warm_up(self) -> None:
         with self._lock:
@@ -366,8 +396,7 @@ class HookSet:
             self._warm = True
 
     async def awarm_up(self) -> None:
-        """`warm_up` from async code: async methods run on the hooks' loop (so what they
-        open is usable by `arun`), never on a loop that ends before the hooks do."""
+        """`warm_up` from async code (on the hooks' loop, which outlives the caller's)."""
         if self._warm:
             return
         for h in self:
@@ -398,14 +427,13 @@ class HookSet:
 
 
 def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> str | None:
-    """Call the hook's `warm_up` / `close`: the form `call_hook` would pick for `run`
-    (the async one under `AsyncSession`, on the hooks' loop), else the one it has."""
+    """Call the hook's `warm_up` / `close` in the form `call_hook` picks for `run`."""
     try:
-        afn = async_method(h, name)
-        if callable(fn := getattr(h, name, None)) and (afn is None or not prefers_async(loop)):
+        fn, is_async = _form(h, name, loop)
+        if is_async:
+            loop.run(fn())  # type: ignore[misc]
+        elif fn is not None:
             fn()
-        elif afn is not None:
-            loop.run(afn())
     except Exception as exc:
         message = f"hook {h!r} {name} failed: {type(exc).__name__}: {exc}"
         if swallow:  # close every hook even when one fails
@@ -415,12 +443,11 @@ def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> s
 
 
 async def _alifecycle(h: Any, name: str, loop: HookLoop) -> None:
-    """`_lifecycle` from async code, choosing the same form."""
     try:
-        afn = async_method(h, name)
-        if afn is not None and (prefers_async(loop) or not callable(getattr(h, name, None))):
-            await loop.run_async(afn())
-        elif callable(fn := getattr(h, name, None)):
+        fn, is_async = _form(h, name, loop)
+        if is_async:
+            await loop.run_async(fn())  # type: ignore[misc]
+        elif fn is not None:
             fn()
     except Exception as exc:
         raise HookError(

@@ -1,11 +1,6 @@
-"""The reducer of the messages `DeltaChannel` (graph/agent/state.py).
-
-`merge_messages` is `add_messages` for a `DeltaChannel` (merge by id, `RemoveMessage`
-deletes, `REMOVE_ALL_MESSAGES` clears what came before), batching-invariant as the
-channel requires. LangGraph's `_messages_delta_reducer` rebuilds an id index of the
-whole thread on each of ~ten calls a turn; the usual call only appends new ids, so
-this keeps the index of the lists it returned and an append costs a dict copy.
-"""
+"""The reducer of the messages `DeltaChannel`: `add_messages`, batching-invariant. It
+keeps the id index of the lists it returned, so the usual append costs a dict copy
+(LangGraph's rebuilds the thread's index on each of ~ten calls a turn)."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from graph.store.langgraph_private import messages_delta_reducer
 
-# Indexes of recently returned lists, keyed by id(list); the list is held so its id
-# cannot be reused while the entry lives.
+# Indexes of recently returned lists by id(list), the list held so its id stays unique.
 _INDEX_SLOTS = 128
 _COPY_PROBES = 8
 _indexes: OrderedDict[int, tuple[list[AnyMessage], int, dict[str, int]]] = OrderedDict()
@@ -36,33 +30,24 @@ _lock = threading.Lock()
 
 
 def message_index(state: list[AnyMessage]) -> dict[str, int]:
-    """id -> position of `state`'s messages, shared with the reducer (read only: the
-    same dict serves every copy of the list)."""
-    return _index_of(state)
-
-
-def _index_of(state: list[AnyMessage]) -> dict[str, int]:
+    """id -> position of `state`'s messages (read only: it serves every copy of the list)."""
     with _lock:
         hit = _indexes.get(id(state))
-        # Same object and length: unchanged since it was returned (lists from state
-        # are never edited in place; a changed length is caught, an edit in place is not).
+        # Same object and length: unchanged (lists from state are never edited in place).
         if hit is not None and hit[0] is state and hit[1] == len(state):
             return hit[2]
         if (index := _index_of_copy(state)) is not None:
             return index
     index = {m.id: i for i, m in enumerate(state) if m.id is not None}
     if len(state) > 16:
-        # A thread read cold (its head decoded) is merged into more than once, through
-        # copies of the same list: build its index once.
+        # A thread read cold is merged into through copies of one list: index it once.
         _remember(state, index)
     return index
 
 
 def _index_of_copy(state: list[AnyMessage]) -> dict[str, int] | None:
-    """The index of a recent list holding the very same message objects in the same
-    order: LangGraph hands reducers shallow copies of channel values (a conditional
-    edge reads the state through a copy, a checkpoint read restores one). Comparing
-    object identities runs in C and costs far less than rebuilding the index."""
+    """The index of a recent list of the very same messages (LangGraph hands reducers
+    shallow copies; comparing identities costs far less than a new index)."""
     n = len(state)
     for kept, length, index in islice(reversed(_indexes.values()), _COPY_PROBES):
         if length == n and len(kept) == n and all(map(operator.is_, kept, state)):
@@ -78,11 +63,8 @@ def _remember(result: list[AnyMessage], index: dict[str, int]) -> None:
 
 
 def _with_stable_ids(state: list[AnyMessage], flat: list[Any]) -> list[Any]:
-    """Messages from `("user", "hi")` tuples or plain strings (raw `graph.invoke` input)
-    as message objects with ids. LangGraph stamps ids on message objects and dicts
-    only, and a message without an id can never be targeted (held back, removed).
-    The id is derived from the history so far, so every replay of the same writes
-    gives the same ids (a DeltaChannel replays its writes on each read)."""
+    """Tuples or strings (raw `graph.invoke` input) as messages with ids, from the history
+    so far: a replay of the same writes (a DeltaChannel's read) gives the same ids."""
     out: list[Any] = []
     taken = {m.id for m in state if isinstance(m, BaseMessage)}
     for item in flat:
@@ -98,12 +80,7 @@ def _with_stable_ids(state: list[AnyMessage], flat: list[Any]) -> list[Any]:
 
 
 def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessage]:
-    flat: list[Any] = []
-    for write in writes:
-        if isinstance(write, list):
-            flat.extend(write)
-        else:
-            flat.append(write)
+    flat = [m for write in writes for m in (write if isinstance(write, list) else [write])]
     for i in range(len(flat) - 1, -1, -1):
         if isinstance(flat[i], RemoveMessage) and flat[i].id == REMOVE_ALL_MESSAGES:
             state, flat = [], flat[i + 1 :]
@@ -111,20 +88,16 @@ def merge_messages(state: list[AnyMessage], writes: list[Any]) -> list[AnyMessag
     flat = [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in flat]
     if any(not isinstance(m, BaseMessage) or m.id is None for m in flat):
         flat = _with_stable_ids(state, flat)
-    plain = all(
-        isinstance(m, BaseMessage) and not isinstance(m, RemoveMessage) and m.id is not None
-        for m in flat
-    ) and (not state or isinstance(state[0], BaseMessage))
-    if plain:
-        index = _index_of(state)
+    # Every write is a message with an id by now.
+    if not any(isinstance(m, RemoveMessage) for m in flat) and (
+        not state or isinstance(state[0], BaseMessage)
+    ):
+        index = message_index(state)
         new_ids = [m.id for m in flat]
         if len(set(new_ids)) == len(new_ids) and not any(i in index for i in new_ids):
-            # Only new messages: append.
             result = [*state, *flat]
             if len(result) > 16:  # short lists rebuild their index for nothing
-                grown = dict(index)
-                for offset, mid in enumerate(new_ids, start=len(state)):
-                    grown[mid] = offset
-                _remember(result, grown)
+                grown = {mid: n for n, mid in enumerate(new_ids, start=len(state))}
+                _remember(result, index | grown)
             return result
     return messages_delta_reducer(state, [flat])

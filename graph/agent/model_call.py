@@ -1,29 +1,15 @@
-"""The model call's options, what the model is sent, and what becomes of its reply:
-the stored `AIMessage` (tool-call arguments parsed strictly, reasoning apart from the
-answer, a cut-off reply marked), the after_llm hooks, and the calls answered at once.
-
-- A cut-off reply (max_tokens, a stream that ended early, the signs a proxy leaves:
-  graph/agent/cut_off.py) is kept, marked (`additional_kwargs["gatehouse_cut_off"]`),
-  and its calls never run: each gets an error, with no `tool_started`. The run stops
-  (`CUT_OFF_STOP`); `Session.retry` asks again from the history before it.
-- Gatehouse's own words (stop notices, a cut reply and its calls' errors) are never
-  sent to the model as if it had said them.
-- Reasoning (`<think>`, `reasoning_content`) is stored apart (graph/agent/reasoning.py)
-  and not sent back unless `ModelOptions.keep_reasoning`.
-- An after_llm hook may send the reply back (`rerun_llm`): it is not stored (unless the
-  hook keeps it), a `reply_rejected` event tells front ends to drop its text, and the
-  node asks again, counted against the run's limits.
-- Calls that must not run are answered at once (bad JSON, every call of a cut-off
-  reply, the doom-loop guard's repeats: graph/agent/doom_loop.py), so the model gets
-  another turn to react.
-"""
+"""What the model is sent, and what becomes of its reply: the stored `AIMessage` (strict
+tool-call arguments, reasoning apart, a cut-off reply marked and its calls never run),
+the after_llm hooks, and the calls answered at once. Arguments that never close are
+the only sign of a cut when a proxy closes a broken stream itself. Gatehouse's own
+words (notices, a cut reply and its calls' errors) are never sent to the model."""
 
 from __future__ import annotations
 
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from langchain_core.messages import (
     AIMessage,
@@ -33,18 +19,18 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.messages.tool import invalid_tool_call
 
 from graph.agent import doom_loop
 from graph.agent import tool_messages as say
 from graph.agent.call_ids import id_of
-from graph.agent.cut_off import cut_reason
 from graph.agent.deps import AgentDeps
 from graph.agent.deps import ModelOptions as ModelOptions  # imported from here by others
 from graph.agent.emit import emit
 from graph.agent.history import last_human_id, text_of, view_start
 from graph.agent.message_merge import merge_messages
 from graph.agent.prefix_memo import PrefixMemo
-from graph.agent.reasoning import drop_reasoning_blocks, split_think
+from graph.agent.reasoning import CLOSE, OPEN, drop_reasoning_blocks, split_think
 from graph.agent.run_end import ended, ends_here, history_size, stop
 from graph.agent.state import add_usage
 from graph.agent.tool_call import answered_unrun
@@ -66,18 +52,27 @@ CUT_OFF_STOP = (
 )
 CUT_OFF_REASON_KEY = "gatehouse_cut_off_reason"
 
+# Providers whose every complete reply says how it ended, and where.
+FINISH_KEYS = {"openai": ("finish_reason", "status")}
+# response_metadata keys and values that mean "stopped at the token limit".
+LIMIT_KEYS = ("finish_reason", "stop_reason", "done_reason", "status")
+LIMIT_VALUES = {"length", "max_tokens", "MAX_TOKENS", "incomplete", "max_output_tokens"}
+
+REASONS = {
+    "length": "it reached the model's output token limit (max_tokens)",
+    "no_finish": "the stream ended before the reply was finished",
+    "arguments": "the stream ended in the middle of a tool call's arguments",
+    "reasoning": "the stream ended while the model was still thinking",
+    "usage": "the stream ended without the usage report the server sends after a finished reply",
+}
+
 
 def is_empty(ai: AIMessage) -> bool:
-    """No answer and no tool call (reasoning alone is no answer), and not cut off but
-    for a missing usage chunk: that is how LiteLLM streams what a server that does not
-    stream (or its own mock tool calls) answered."""
+    """No answer and no tool call, and not cut off but for a missing usage chunk (how
+    LiteLLM streams what a server that does not stream answered)."""
     return ai.additional_kwargs.get(CUT_OFF_REASON_KEY) in (None, "usage") and not (
         text_of(ai.content).strip() or ai.tool_calls or ai.invalid_tool_calls
     )
-
-
-def system_text(base: str | None, extra: Mapping[str, str]) -> str:
-    return "\n\n".join(p for p in [base or "", *extra.values()] if p)
 
 
 def prompt_messages(
@@ -87,12 +82,11 @@ def prompt_messages(
     *,
     keep_reasoning: bool,
 ) -> list[AnyMessage]:
-    """The system text, then the history from the latest compaction summary on
-    (history.model_view), earlier replies' reasoning left out (with `keep_reasoning`:
-    as <think> text, the form every server reads back). Always left out (the person
-    still sees them): Gatehouse's notices, and a cut-off reply with its calls' errors,
-    so asking again starts from the history before it."""
-    prompt = system_text(system_prompt, view.get("model_context") or {})
+    """The system text, then the history from the latest compaction summary on, without
+    earlier replies' reasoning (with `keep_reasoning`: as <think> text, which every
+    server reads back), Gatehouse's notices, or a cut-off reply with its calls' errors."""
+    extra = (view.get("model_context") or {}).values()
+    prompt = "\n\n".join(p for p in [system_prompt or "", *extra] if p)
     sent = _sent_memos[keep_reasoning](history).messages
     return [SystemMessage(prompt), *sent] if prompt else list(sent)
 
@@ -115,16 +109,13 @@ def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]],
             if isinstance(m, AIMessage):
                 kwargs = m.additional_kwargs
                 if kwargs.get(NOTICE_MARK) or kwargs.get(CUT_OFF_KEY):  # a notice, or `is_cut_off`
-                    unsent = {
-                        id_of(c) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")
-                    }
+                    unsent = {id_of(c) for c in _all_calls(m) if c.get("id")}
                     continue
                 m = _without_reasoning(m, keep_reasoning)
             elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
                 unsent.discard(m.tool_call_id)
                 continue
-            if unsent:
-                unsent = set()
+            unsent.clear()
             messages.append(m)
         return _Sent(tuple(messages), frozenset(unsent))
 
@@ -132,7 +123,6 @@ def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]],
 
 
 _NOTHING_SENT = _Sent((), frozenset())
-# What the model is sent of a history, per `keep_reasoning`, carried from call to call.
 _sent_memos: dict[bool, PrefixMemo[_Sent]] = {
     keep: PrefixMemo(
         _NOTHING_SENT, _sent_after(keep), seed=lambda m: (view_start(m), _NOTHING_SENT)
@@ -149,11 +139,10 @@ def _without_reasoning(m: AIMessage, keep_reasoning: bool) -> AIMessage:
     kwargs = {k: v for k, v in m.additional_kwargs.items() if k != REASONING_KEY}
     content = m.content
     thought = m.additional_kwargs.get(REASONING_KEY)
-    if keep_reasoning:
-        if thought and isinstance(content, str):
-            content = f"<think>\n{thought}\n</think>\n\n{content}"
-    else:
+    if not keep_reasoning:
         content = drop_reasoning_blocks(content)
+    elif thought and isinstance(content, str):
+        content = f"<think>\n{thought}\n</think>\n\n{content}"
     if content is m.content and len(kwargs) == len(m.additional_kwargs):
         return m
     return m.model_copy(update={"additional_kwargs": kwargs, "content": content})
@@ -166,8 +155,7 @@ def is_cut_off(ai: AIMessage) -> bool:
 def to_message(
     chunk: AIMessage | None, *, complete: bool = True, usage_requested: bool = False
 ) -> AIMessage:
-    """The stored reply: strict tool calls, reasoning apart, and (when `complete`: not
-    stopped by the person) the cut-off mark with why (graph/agent/cut_off.py)."""
+    """The stored reply: strict tool calls, reasoning apart, (if `complete`) a cut mark."""
     if chunk is None:
         return AIMessage(content="", id=f"run-{uuid.uuid4()}")
     calls, invalid = strict_tool_calls(chunk)
@@ -196,8 +184,9 @@ def to_message(
         kwargs[CUT_OFF_KEY] = True
         kwargs[CUT_OFF_REASON_KEY] = reason
         # Arguments that happen to parse are still not known to be the ones the model meant.
+        cut = "the reply was cut off"
         invalid += [
-            _invalid(c["name"], json.dumps(c["args"]), c["id"], "the reply was cut off")
+            invalid_tool_call(name=c["name"], args=json.dumps(c["args"]), id=c["id"], error=cut)
             for c in calls
         ]
         calls = []
@@ -230,9 +219,8 @@ def _raw_arguments(reply: AIMessage) -> list[dict[str, Any]]:
 
 
 def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
-    """Tool-call arguments parsed strictly: LangChain's lenient partial-JSON parser
-    makes `{"path": "x"` (cut off) a valid-looking call, which must be answered with
-    an error instead. A whole reply is checked the same where its raw text is kept."""
+    """Tool-call arguments parsed strictly: LangChain's lenient parser makes a cut-off
+    `{"path": "x"` a valid-looking call, which must be answered with an error."""
     calls: list[Any] = []
     invalid: list[Any] = list(reply.invalid_tool_calls)
     raw = {c["index"]: c for c in _raw_arguments(reply)}
@@ -251,7 +239,9 @@ def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
             except json.JSONDecodeError as exc:
                 error = str(exc)
             if error is not None:
-                invalid.append(_invalid(call["name"], text, call_id, error))
+                invalid.append(
+                    invalid_tool_call(name=call["name"], args=text, id=call_id, error=error)
+                )
                 continue
         calls.append({**call, "id": call_id})
     for bad in invalid:
@@ -259,33 +249,10 @@ def strict_tool_calls(reply: AIMessage) -> tuple[list[Any], list[Any]]:
     return calls, invalid
 
 
-def _invalid(name: str, args: str, call_id: str | None, error: str) -> dict[str, Any]:
-    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
-
-
-def answer_invalid_calls(ai: AIMessage) -> list[ToolMessage]:
-    """Calls that must not run, answered with an error now: arguments that were not a
-    JSON object, and every call of a reply that was cut off."""
-    cut = is_cut_off(ai)
-    return [_unrun_answer(c, cut) for c in ai.invalid_tool_calls]
-
-
-def _unrun_answer(call: Mapping[str, Any], cut: bool) -> ToolMessage:
-    name = call.get("name")
-    text = say.cut_off(name) if cut else say.not_json(name, call.get("error"), call.get("args"))
-    msg = say.error_result({**call, "name": name or "unknown"}, text)
-    if cut:
-        # Marked as an error result here: a cut call is answered without the
-        # tool_started / tool_finished events of a call that was tried.
-        msg.additional_kwargs[TOOL_STATUS_KEY] = "error"
-    return msg
-
-
 def announce(
     reply: AIMessage | None, history: list[AnyMessage], update: dict[str, Any], ends: bool
 ) -> None:
-    """`assistant_message` for a kept `reply`, then the run's end when it `ends` here
-    (`history`: the saved history the update applies to)."""
+    """`assistant_message` for a kept `reply`, then the run's end when it `ends` here."""
     if reply is not None:
         emit(
             ev.AssistantMessage,
@@ -306,8 +273,7 @@ def after_reply(
     deps: AgentDeps,
     stored: list[AnyMessage],
 ) -> dict[str, Any]:
-    """The after_llm hooks on a complete reply: keep it (maybe changed), or send it back
-    (`rerun_llm`). `view` holds the usage before this step, `update` what it added."""
+    """The after_llm hooks on a complete reply: keep it (maybe changed), or send it back."""
     usage = add_usage(view.get("usage"), update.get("usage"))
     checked = deps.hooks.run(
         "after_llm", {**view, **update, "usage": usage, "messages": [*history, ai]}
@@ -321,81 +287,157 @@ def after_reply(
         update.setdefault("stop_kind", "stopped")
     if rerun and not update.get("stop_reason"):
         # Kept only when a hook kept it: returned it (or changed it) under its id.
-        kept = [m for m in added if m.id == ai.id and not isinstance(m, RemoveMessage)]
+        kept = [m for m in added if m.id == ai.id and not isinstance(m, RemoveMessage)][-1:]
         added = [m for m in added if m.id != ai.id]
         reason = rerun if isinstance(rerun, str) else "an after_llm hook sent the reply back"
         emit(ev.ReplyRejected, message_id=ai.id, reason=reason)
-        reply = kept[-1] if kept else None
-        unrun = (
-            [
-                answered_unrun(c, sent_back(reason))
-                for c in [*reply.tool_calls, *reply.invalid_tool_calls]
-            ]
-            if isinstance(reply, AIMessage)
-            else []
-        )
-        update["messages"] = [*before, *([reply, *unrun] if reply is not None else []), *added]
+        calls = [c for m in kept if isinstance(m, AIMessage) for c in _all_calls(m)]
+        unrun = [answered_unrun(c, sent_back(reason)) for c in calls]
+        update["messages"] = [*before, *kept, *unrun, *added]
         update["rerun_llm"] = True
         update["run_message_id"] = last_human_id([*history, *added], view.get("run_message_id"))
         return update
     merged = merge_messages([*history, ai], [added]) if added else [*history, ai]
-    final = next((m for m in reversed(merged) if m.id == ai.id), None)
-    answers: list[ToolMessage] = []
-    if isinstance(final, AIMessage):
-        after = merged[merged.index(final) + 1 :]
-        if (final.tool_calls or final.invalid_tool_calls) and any(
-            not isinstance(m, ToolMessage) for m in after
-        ):
-            # Kept, its calls will be answered after it: nothing may come in between.
-            raise HookError(
-                "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
-                "back with rerun_llm, or add nothing after it"
-            )
-    # The reply's text streamed before the hooks ran: a change to it replaces it on
-    # screen (announced before anything else of this step reaches the stream).
-    new_text = text_of(final.content) if isinstance(final, AIMessage) else None
+    found = next((m for m in reversed(merged) if m.id == ai.id), None)
+    final = found if isinstance(found, AIMessage) else None
+    after = merged[merged.index(final) + 1 :] if final is not None else []
+    # Kept, its calls will be answered after it: nothing may come in between.
+    if (
+        final is not None
+        and _all_calls(final)
+        and any(not isinstance(m, ToolMessage) for m in after)
+    ):
+        raise HookError(
+            "after_llm hooks added messages after a reply whose tool calls are still open; send the reply "
+            "back with rerun_llm, or add nothing after it"
+        )
+    # The reply's text streamed before the hooks ran: a change replaces it on screen.
+    new_text = None if final is None else text_of(final.content)
     if new_text != text_of(ai.content) and ai.id is not None:
         emit(ev.MessageReplaced, message_id=ai.id, text=new_text or "", removed=new_text is None)
-    ends = False
-    if isinstance(final, AIMessage):
-        answers = answer_now(final, history, update, deps)
-        ends = ends_here(final, update, bool(deps.hooks["on_exit"]))
+    answers = [] if final is None else answer_now(final, history, update, deps)
+    ends = final is not None and ends_here(final, update, bool(deps.hooks["on_exit"]))
     update["messages"] = [*before, ai, *added, *answers]
     update["run_message_id"] = last_human_id(merged, view.get("run_message_id"))
-    announce(final if isinstance(final, AIMessage) else None, stored, update, ends)
+    announce(final, stored, update, ends)
     return update
+
+
+def _all_calls(ai: AIMessage) -> list[Any]:
+    return [*ai.tool_calls, *ai.invalid_tool_calls]
 
 
 def answer_now(
     ai: AIMessage, history: list[AnyMessage], update: dict[str, Any], deps: AgentDeps
 ) -> list[ToolMessage]:
-    """The reply's calls answered at once: broken arguments (every call of a cut-off
-    reply), the doom-loop guard's repeats (which may stop the run, in `update`), and
-    all of them when the run stops here."""
-    unrun = answer_invalid_calls(ai)
-    # A cut reply's calls were never tried: answered for the model, not shown as calls.
-    # (answer_invalid_calls writes their content as text: the cast only narrows the type.)
-    answers = (
-        unrun
-        if is_cut_off(ai)
-        else [
-            answered_unrun(c, cast(str, m.content))
-            for c, m in zip(ai.invalid_tool_calls, unrun, strict=True)
+    """The reply's calls answered at once: broken or cut-off ones, the doom-loop guard's
+    repeats (which may stop the run), and all of them when the run stops here."""
+    if is_cut_off(ai):
+        # Never tried: no tool_started / tool_finished, so marked as an error result here.
+        answers = [
+            say.error_result({**c, "name": c.get("name") or "unknown"}, say.cut_off(c.get("name")))
+            for c in ai.invalid_tool_calls
         ]
-    )
+        for answer in answers:
+            answer.additional_kwargs[TOOL_STATUS_KEY] = "error"
+    else:
+        answers = [
+            answered_unrun(c, say.not_json(c.get("name"), c.get("error"), c.get("args")))
+            for c in ai.invalid_tool_calls
+        ]
     calls = list(ai.tool_calls)
-    if not update.get("stop_reason"):
-        found = doom_loop.describe(
-            doom_loop.repeats(history, ai, deps.doom_loop_threshold), deps.doom_loop_threshold
-        )
-        if (looping := found["stop"]) is not None:
-            update.update(stop(doom_loop.stop_reason(looping), "stopped"))
-        for repeat in found["nudges"]:
-            if looping is None:
-                emit(ev.Notice, text=doom_loop.notice(repeat), source=ev.DOOM_LOOP_SOURCE)
-                answers.append(answered_unrun(repeat.call, doom_loop.nudge(repeat)))
-                calls = [c for c in calls if c["id"] != repeat.call["id"]]
+    threshold = deps.doom_loop_threshold
+    found = [] if update.get("stop_reason") else doom_loop.repeats(history, ai, threshold)
+    if (looping := next((r for r in found if r.times > threshold), None)) is not None:
+        update.update(stop(doom_loop.stop_reason(looping), "stopped"))
+    for repeat in [r for r in found if r.times == threshold and looping is None]:
+        emit(ev.Notice, text=doom_loop.notice(repeat), source=ev.DOOM_LOOP_SOURCE)
+        answers.append(answered_unrun(repeat.call, say.repeated(repeat.call["name"], repeat.times)))
+        calls = [c for c in calls if c["id"] != repeat.call["id"]]
     if update.get("stop_reason"):
         # The run ends here: nothing is dispatched, so every call is answered now.
         answers += [answered_unrun(c, not_run(update["stop_reason"])) for c in calls]
     return answers
+
+
+def cut_reason(
+    metadata: Mapping[str, Any],
+    text: str,
+    raw_arguments: Sequence[str | None],
+    *,
+    has_usage: bool,
+    usage_requested: bool,
+) -> str | None:
+    """Why the reply was cut off (a key of `REASONS`), or None when it looks whole."""
+    if any(metadata.get(k) in LIMIT_VALUES for k in LIMIT_KEYS):
+        return "length"
+    keys = FINISH_KEYS.get(str(metadata.get("model_provider") or ""))
+    if keys is not None and not any(metadata.get(k) for k in keys):
+        return "no_finish"
+    if any(incomplete_json(a) for a in raw_arguments):
+        return "arguments"
+    if text.rfind(OPEN) > text.rfind(CLOSE):
+        return "reasoning"
+    if usage_requested and not has_usage:
+        return "usage"
+    return None
+
+
+def incomplete_json(text: str | None) -> bool:
+    """`text` is the start of a JSON value that was never finished (`{"path": "a",
+    "content`), not merely bad JSON (`{bad`): some ending makes it parse."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        json.loads(text)
+        return False
+    except json.JSONDecodeError:
+        pass
+    # Mismatched brackets, or balanced yet bad: not a cut.
+    if (open_ := _still_open(text)) is None or open_ == (False, ""):
+        return False
+    in_string, closers = open_
+    quote = '"' if in_string else ""
+    for start in {text, text.rstrip().rstrip(",")}:
+        for fill in _FILLS:
+            try:
+                json.loads(start + quote + fill + closers)
+                return True
+            except json.JSONDecodeError:
+                continue
+    return False
+
+
+# What may be missing before the closing brackets: a key's value, a literal's rest.
+_FILLS = ("", ": null", "null", "e", "ue", "rue", "se", "lse", "alse", "l", "ll", "ull", "0")
+
+
+def _still_open(text: str) -> tuple[bool, str] | None:
+    """(inside a string, the brackets that would close it), or None: mismatched."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and (not stack or stack.pop() != ch):
+            return None
+    return in_string, "".join(reversed(stack))
+
+
+def notice_text(reason: str, unrun_calls: int) -> str:
+    note = ""
+    if unrun_calls:
+        note = f" Its {unrun_calls} tool call{'s were' if unrun_calls > 1 else ' was'} not run."
+    advice = " Retry to ask again, or raise the model's max_tokens." if reason == "length" else ""
+    return (
+        f"The model's reply was cut off: {REASONS.get(reason, REASONS['no_finish'])}.{note}{advice}"
+    )

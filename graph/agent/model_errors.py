@@ -1,19 +1,13 @@
-"""What went wrong when the model API failed, in words a person can act on.
-
-The error a run sees is rarely the one that says what happened: langchain-openai
-re-raises the `openai` client's errors as its own classes, which wrap `httpx`'s,
-which wrap the socket error ("Connection refused"). So the whole chain is read: the
-outermost recognised error gives the kind, status and server message come from
-whichever carries them, the innermost cause the detail. Recognised without imports:
-LangChain's `ModelError`s, the `openai` / `anthropic` / `ollama` / `httpx` packages,
-and `EmptyReply`. A LiteLLM proxy reports a stream broken midway as an error event in
-the stream (a bare `APIError`: retried); its error *response* (`x-litellm-*` headers)
-comes after its own retries (`proxy_retried`); its `llm_provider-retry-after` counts.
-"""
+"""What went wrong when the model API failed, in words a person can act on. The whole
+chain is read (langchain-openai wraps `openai`'s errors, which wrap `httpx`'s, which
+wrap the socket's): the outermost recognised error gives the kind, the innermost the
+detail. A LiteLLM proxy's error *response* (`x-litellm-*` headers) comes after its own
+retries (`proxy_retried`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,16 +16,9 @@ from langchain_core import exceptions as lc
 MESSAGE_CHARS = 300
 _TRANSPORT_MODULES = ("openai", "anthropic", "ollama", "httpx", "httpx2", "httpcore", "h11")
 # What servers say when the prompt is longer than the model's context window.
-_CONTEXT_WORDS = (
-    "context length",
-    "context window",
-    "context_length",
-    "maximum context",
-    "too many tokens",
-    "prompt is too long",
-    "input is too long",
-    "exceeds the context",
-    "n_ctx",
+_CONTEXT_WORDS = re.compile(
+    "context length|context window|context_length|maximum context|too many tokens|"
+    "prompt is too long|input is too long|exceeds the context|n_ctx"
 )
 
 
@@ -45,20 +32,14 @@ class EmptyReply(RuntimeError):
 
 @dataclass(frozen=True)
 class ModelProblem:
-    """A model API failure, described."""
+    """What happened and what the person can do; `retryable`: once the cause is gone;
+    `transient`: at once; `proxy_retried`: a LiteLLM proxy answered after its retries."""
 
-    # What happened ("The model API is rate limiting requests (HTTP 429: …).").
     cause: str
-    # What the person can do about it.
     advice: str
-    # The run can be retried once the cause is gone (the thread keeps everything).
-    retryable: bool
-    # Worth retrying at once, automatically: the same request may well succeed.
-    transient: bool
-    # What the server asked for (a `Retry-After` header), in seconds.
+    retryable: bool = True
+    transient: bool = False
     retry_after_s: float | None = None
-    # The answer came from a LiteLLM proxy, which retries on its own before it answers
-    # with an error: retrying again here would multiply its retries.
     proxy_retried: bool = False
 
     @property
@@ -79,8 +60,6 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             f"The model's reply was empty: {exc}.",
             "Retry; if it keeps happening, check the model server or the proxy in front of it "
             "(a proxy in front of a server that does not stream can lose the whole reply).",
-            retryable=True,
-            transient=False,
         )
     if not any(_is_model_error(e) for e in chain):
         return None
@@ -91,83 +70,66 @@ def model_problem(exc: BaseException) -> ModelProblem | None:
             f"The model's reply broke off in the middle of the stream (the server or proxy reported"
             f"{f' HTTP {code}' if code else ' an error'}: {server or 'no reason given'}).",
             "Retry; if it keeps happening, check the server or a proxy in front of it.",
-            retryable=True,
             transient=True,
         )
-    status = next((s for e in chain if (s := _status(e)) is not None), None)
-    cause = _root_cause(chain)
-    retry_after = next((r for e in chain if (r := _retry_after(e)) is not None), None)
-    proxied = any(_from_litellm(e) for e in chain)
+    status = next((s for e in chain if (s := _status(e)) is not None), 0)
     said = f": {server}" if server else ""
-    proxy_note = (
-        " (The LiteLLM proxy in front of the model had already retried it.)" if proxied else ""
-    )
-
-    if status is not None:
-        if status in (401, 403, 404):
-            # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
-            pull = " (with Ollama: `ollama pull` it)" if "pull" not in server else ""
-            key = "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry."
-            what, advice = {
-                401: ("refused the credentials", key),
-                403: ("refused access", key),
-                404: (
-                    "does not know this model or endpoint",
-                    f"Check the model name{pull} and base URL, then retry.",
-                ),
-            }[status]
-            return ModelProblem(
-                f"The model API {what} (HTTP {status}{said}).",
-                advice,
-                retryable=True,
-                transient=False,
-            )
-        if status == 429 or status >= 500:
-            what, advice = (
-                ("API is rate limiting requests", "Wait a moment, then retry.")
-                if status == 429
-                else ("server failed", "Retry; if it keeps failing, check the server.")
-            )
-            return ModelProblem(
-                f"The model {what} (HTTP {status}{said}).",
-                advice + proxy_note,
-                retryable=True,
-                transient=True,
-                retry_after_s=retry_after,
-                proxy_retried=proxied,
-            )
-        if 400 <= status < 500:
-            # The same request would be refused again (too long, malformed, unsupported).
-            too_long = any(w in server.lower() for w in _CONTEXT_WORDS)
-            advice = (
-                "The conversation no longer fits the model's context window: compact it (`/compact` in "
-                "`gatehouse chat`, `gatehouse compact ID`, `Session.submit(Compact(id))`, Compact now in the web app) or lower [compaction] max_tokens "
-                "in gatehouse.toml so it happens on its own, then retry."
-                if too_long
-                else ""
-            )
-            return ModelProblem(
-                f"The model API refused the request (HTTP {status}{said}).",
-                advice,
-                retryable=too_long,
-                transient=False,
-            )
+    if status in (401, 403, 404):
+        # Ollama's own words say what to do ("model 'x' not found, try pulling it first").
+        pull = " (with Ollama: `ollama pull` it)" if "pull" not in server else ""
+        key = "Check the API key (OPENAI_API_KEY or [model] api_key in gatehouse.toml), then retry."
+        what, advice = {
+            401: ("refused the credentials", key),
+            403: ("refused access", key),
+            404: (
+                "does not know this model or endpoint",
+                f"Check the model name{pull} and base URL, then retry.",
+            ),
+        }[status]
+        return ModelProblem(f"The model API {what} (HTTP {status}{said}).", advice)
+    if status == 429 or status >= 500:
+        what, advice = (
+            ("API is rate limiting requests", "Wait a moment, then retry.")
+            if status == 429
+            else ("server failed", "Retry; if it keeps failing, check the server.")
+        )
+        proxied = any(_from_litellm(e) for e in chain)
+        if proxied:
+            advice += " (The LiteLLM proxy in front of the model had already retried it.)"
+        return ModelProblem(
+            f"The model {what} (HTTP {status}{said}).",
+            advice,
+            transient=True,
+            retry_after_s=next((r for e in chain if (r := _retry_after(e)) is not None), None),
+            proxy_retried=proxied,
+        )
+    if 400 <= status < 500:
+        # The same request would be refused again (too long, malformed, unsupported).
+        too_long = _CONTEXT_WORDS.search(server.lower()) is not None
+        advice = (
+            "The conversation no longer fits the model's context window: compact it (`/compact` in "
+            "`gatehouse chat`, `gatehouse compact ID`, `Session.submit(Compact(id))`, Compact now in the web app) or lower [compaction] max_tokens "
+            "in gatehouse.toml so it happens on its own, then retry."
+            if too_long
+            else ""
+        )
+        return ModelProblem(
+            f"The model API refused the request (HTTP {status}{said}).", advice, retryable=too_long
+        )
+    # The innermost error's own words ("[Errno 111] Connection refused").
+    cause = next((_clip(t) for e in reversed(chain) if (t := _text(e))), "")
     url = next((u for e in chain if (u := _url(e))), "")
     where = f" at {url}" if url else ""
     for test, what, default, advice in _TRANSPORT_FAILURES:
         if any(test(e) for e in chain):
             return ModelProblem(
-                f"{what.format(where=where)} ({cause or default}).",
-                advice,
-                retryable=True,
-                transient=True,
+                f"{what.format(where=where)} ({cause or default}).", advice, transient=True
             )
     first = next(e for e in chain if _is_model_error(e))
     detail = server or _text(first) or cause
     return ModelProblem(
         f"The model API failed ({type(first).__name__}{': ' + detail if detail else ''}).",
         "Retry.",
-        retryable=True,
         transient=bool(getattr(first, "is_retryable", False)),
     )
 
@@ -181,53 +143,36 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def _module(e: BaseException) -> str:
-    return type(e).__module__ or ""
+def _package(e: BaseException) -> str:
+    return (type(e).__module__ or "").split(".")[0]
 
 
 def _is_model_error(e: BaseException) -> bool:
-    return isinstance(e, lc.ModelError) or _module(e).split(".")[0] in _TRANSPORT_MODULES
+    return isinstance(e, lc.ModelError) or _package(e) in _TRANSPORT_MODULES
 
 
-def _is_timeout(e: BaseException) -> bool:
-    return isinstance(e, lc.ModelTimeoutError | TimeoutError) or "Timeout" in type(e).__name__
-
-
-def _is_connection(e: BaseException) -> bool:
-    if isinstance(e, lc.ModelConnectionError | ConnectionError):
-        return True
-    name = type(e).__name__
-    return _module(e).split(".")[0] in _TRANSPORT_MODULES and (
-        "Connect" in name or "Protocol" in name or "Network" in name or "ReadError" in name
-    )
-
-
-def _broke_mid_reply(e: BaseException) -> bool:
-    """The response had started (headers, maybe text) when the connection failed."""
-    return _module(e).split(".")[0] in _TRANSPORT_MODULES and type(e).__name__ in (
-        "RemoteProtocolError",
-        "ReadError",
-        "IncompleteRead",
-    )
-
-
-# Failures of the transport, by the first test that matches: (test, what happened,
-# the cause when the error names none, advice).
-_TRANSPORT_FAILURES = (
+# (test, what happened, the cause when the error names none, advice); the first wins.
+_TRANSPORT_FAILURES: tuple[tuple[Callable[[BaseException], bool], str, str, str], ...] = (
     (
-        _is_timeout,
+        lambda e: (
+            isinstance(e, lc.ModelTimeoutError | TimeoutError) or "Timeout" in type(e).__name__
+        ),
         "The model server{where} did not answer in time",
         "timed out",
         "Retry, or raise [model] timeout in gatehouse.toml for a slow server.",
     ),
     (
-        _broke_mid_reply,
+        # The response had started (headers, maybe text) when the connection failed.
+        lambda e: _transport(e, "RemoteProtocolError", "ReadError", "IncompleteRead", exact=True),
         "The connection to the model server{where} broke in the middle of the reply",
         "closed",
         "Retry; if it keeps happening, check the server or a proxy in front of it.",
     ),
     (
-        _is_connection,
+        lambda e: (
+            isinstance(e, lc.ModelConnectionError | ConnectionError)
+            or _transport(e, "Connect", "Protocol", "Network", "ReadError")
+        ),
         "Could not reach the model server{where}",
         "connection error",
         "Check that it is running and the base URL is right, then retry.",
@@ -235,13 +180,19 @@ _TRANSPORT_FAILURES = (
 )
 
 
+def _transport(e: BaseException, *names: str, exact: bool = False) -> bool:
+    """A transport package's error whose class is (with `exact`) or names one of `names`."""
+    name = type(e).__name__
+    hit = name in names if exact else any(n in name for n in names)
+    return hit and _package(e) in _TRANSPORT_MODULES
+
+
 def _stream_error_event(e: BaseException) -> bool:
-    """An error event inside a stream that had started (LiteLLM's way of saying the
-    upstream stream broke): the `openai` client's bare `APIError`, with the event's
-    error as its body and no HTTP status of its own."""
+    """An error event inside a started stream (LiteLLM: the upstream stream broke): a
+    bare `openai.APIError` with the event's error as its body and no HTTP status."""
     return (
         type(e).__name__ == "APIError"
-        and _module(e).split(".")[0] == "openai"
+        and _package(e) == "openai"
         and isinstance(_get(e, "body"), dict)
         and _get(e, "status_code") is None
     )
@@ -302,22 +253,11 @@ def _get(obj: Any, name: str) -> Any:
 
 def _url(e: BaseException) -> str:
     url = _get(_get(e, "request"), "url")
-    if url is None:
-        return ""
-    text = str(url)
-    return text.split("?", 1)[0]
-
-
-def _root_cause(chain: list[BaseException]) -> str:
-    """The innermost error's own words ("[Errno 111] Connection refused"), unless it
-    only repeats its class's generic text."""
-    for e in reversed(chain):
-        if text := _text(e):
-            return _clip(text)
-    return ""
+    return "" if url is None else str(url).split("?", 1)[0]
 
 
 def _text(e: BaseException) -> str:
+    # Not a class's generic text.
     text = str(e).strip()
     return "" if text in ("", "Connection error.", "Request timed out.") else text
 

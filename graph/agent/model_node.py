@@ -1,23 +1,9 @@
-"""The `model` node and the model call: start a new run's counters, stop on a limit, a
-cancel or a hook's stop, run the before_llm hooks, stream the model's reply as events,
-then hand the reply on (graph/agent/model_call.py: its stored form, the after_llm hooks,
-the calls that must not run). A message reaches the model through this module alone.
-
-How real servers are met:
-- A model that does not stream (`_generate` only, `disable_streaming=True`) gives one
-  whole `AIMessage`: the same events (a whole reply is one text delta).
-- A server that answers a streaming request with one JSON body (some proxies): LangChain
-  raises "No generation chunks were returned"; the reply is fetched again without
-  streaming, and this model is asked without streaming from then on (logged once).
-- An empty reply is asked for again once without streaming (a proxy in front of a
-  server that does not stream sends an empty stream); still empty: `EmptyReply`, never
-  a silent, empty success.
-- A failure worth retrying at once (connection, timeout, 429, 5xx, a stream broken
-  mid-reply: graph/agent/model_errors.py) is retried up to `ModelOptions.max_retries`
-  times, with a `model_retried` event each. Here, not in the `openai` client: it
-  retries only before a response starts, silently. A LiteLLM proxy's error response
-  is not retried again (the proxy already did, `num_retries`).
-"""
+"""The `model` node: a new run's counters, limits, cancel and hook stops, the before_llm
+hooks, and the model's reply streamed as events. Real servers: a streaming request
+answered with one JSON body, or an empty stream (proxies), is asked again without
+streaming; a transient failure (model_errors.py) is retried here, with a
+`model_retried` event each (the `openai` client retries silently, and only before a
+response starts), but not a LiteLLM proxy's error response (it already retried)."""
 
 from __future__ import annotations
 
@@ -27,7 +13,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, RemoveMessage
@@ -38,9 +24,8 @@ from langgraph.runtime import Runtime
 
 from graph.agent.call_ids import fresh_call_ids
 from graph.agent.client_input import announce_dropped
-from graph.agent.context import RunContext, cancelled, model_call_limit
-from graph.agent.cut_off import notice_text
-from graph.agent.deps import AgentDeps, ModelOptions
+from graph.agent.context import RunContext, cancelled, context_of, model_call_limit
+from graph.agent.deps import AgentDeps
 from graph.agent.emit import emit, stream_writer, thread_of
 from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
 from graph.agent.message_merge import merge_messages
@@ -53,10 +38,11 @@ from graph.agent.model_call import (
     answer_now,
     is_cut_off,
     is_empty,
+    notice_text,
     prompt_messages,
     to_message,
 )
-from graph.agent.model_errors import EmptyReply, ModelProblem, model_problem
+from graph.agent.model_errors import EmptyReply, model_problem
 from graph.agent.reasoning import ThinkSplitter
 from graph.agent.run_end import STOPPED_BY_PERSON, ends_here, stop
 from graph.agent.state import RUN_KEYS, AgentState, add_usage
@@ -65,15 +51,8 @@ from graph.protocol.threads import REASONING_KEY, reasoning_of
 
 log = logging.getLogger("gatehouse.model")
 NO_CHUNKS = "No generation chunks were returned"
-# LangChain's stock fake whose `_stream` drops the message's tool calls (it streams the
-# text only): asked without streaming, so its tool calls arrive, and a streamed attempt
-# never uses up its next message.
+# LangChain's stock fake whose `_stream` drops tool calls: asked without streaming.
 _LOSSY_STREAMS = ("GenericFakeChatModel",)
-# The event a piece of streamed text is, by what the <think> splitter found it to be.
-_DELTAS: dict[str, type[ev.TextDelta] | type[ev.ReasoningDelta]] = {
-    "text": ev.TextDelta,
-    "reasoning": ev.ReasoningDelta,
-}
 # Models found not to stream (by id; the entry goes when the model does).
 _NOT_STREAMING: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
@@ -84,16 +63,22 @@ def call_model(
     if not state.get("messages"):
         # A bare `Command(resume=...)` on a thread that never started: nothing to do.
         return {}
-    if (held := hold_new_input(state)) is not None:
+    if (found := open_turn_before_new_input(state["messages"])) is not None:
+        # New input after open calls: held out of the history until they are answered.
         announce_dropped(config)
-        return held
-    # Input held while calls were open joins the history now that each has its answer
-    # (same ids, after the answers).
+        return {
+            "messages": [RemoveMessage(id=m.id) for m in found[1] if m.id],
+            "held_messages": [*(state.get("held_messages") or []), *found[1]],
+        }
+    # Input held while calls were open joins the history now that each has its answer.
     stored = state["messages"]  # the history as saved, before this step
     released = list(state.get("held_messages") or [])
     if released:
         state = {**state, "messages": merge_messages(state["messages"], [released])}
-    update = fresh_run(state)
+    # A new user message starts a run: the per-run keys are reset.
+    latest = last_human_id(state["messages"], None)
+    fresh = latest is not None and latest != state.get("run_message_id")
+    update: dict[str, Any] = {**RUN_KEYS, "run_message_id": latest} if fresh else {}
     if released:
         update.update(messages=released, held_messages=[])
     if state.get("rerun_llm") and "rerun_llm" not in update:
@@ -110,32 +95,27 @@ def call_model(
     # Extra system text lives for one model call: the hooks write it afresh each time.
     hooked = deps.hooks.run("before_llm", {**view, "model_context": {}})
     update.update({"model_context": {}, **hooked})
+    before = [*released, *hooked.get("messages", [])]
     if hooked.get("stop_reason"):
         update.setdefault("stop_kind", "stopped")
-        update["messages"] = [*released, *hooked.get("messages", [])]
+        update["messages"] = before
         return update
     view.update(update)
     history = state["messages"]
     if hooked.get("messages"):
         history = merge_messages(history, [hooked["messages"]])
-    ai, was_cancelled = stream_reply(
-        deps.model, deps.system_prompt, view, history, config, runtime, deps.model_options
-    )
+    ai, was_cancelled = stream_reply(deps, view, history, config, runtime)
     # Before anything sees the calls: a repeated id gets one of its own (call_ids.py).
     ai = fresh_call_ids(
         ai, history, view.get("held_messages") or [], partial(logged, deps, thread_of(config))
     )
     update["run_model_calls"] = view.get("run_model_calls", 0) + 1
     if ai.usage_metadata:
-        usage: dict[str, float] = {
-            "input_tokens": ai.usage_metadata.get("input_tokens", 0),
-            "output_tokens": ai.usage_metadata.get("output_tokens", 0),
-            "total_tokens": ai.usage_metadata.get("total_tokens", 0),
-        }
+        counts = cast(Mapping[str, float], ai.usage_metadata)
+        usage = {k: counts.get(k, 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
         update["usage"] = add_usage(update.get("usage"), usage)
         update["run_usage"] = add_usage(view.get("run_usage"), usage)
         emit(ev.Usage, **usage)
-    before = [*released, *hooked.get("messages", [])]
     if was_cancelled:
         update.update(stop(STOPPED_BY_PERSON, "cancelled"))
     elif is_cut_off(ai):
@@ -161,41 +141,18 @@ def logged(deps: AgentDeps, thread_id: str, call_ids: Sequence[str]) -> set[str]
     return found
 
 
-def hold_new_input(state: Mapping[str, Any]) -> dict[str, Any] | None:
-    """New input after calls without a result: held out of the history (`held_messages`)
-    until the open calls are decided the normal way; each call's result stays right
-    after it."""
-    found = open_turn_before_new_input(state["messages"])
-    if found is None:
-        return None
-    _, later = found
-    return {
-        "messages": [RemoveMessage(id=m.id) for m in later if m.id],
-        "held_messages": [*(state.get("held_messages") or []), *later],
-    }
-
-
-def fresh_run(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The per-run keys, reset, when a new user message started this run. Here, not in
-    a node of its own: every node is a saved step on every turn."""
-    latest = last_human_id(state.get("messages") or [], None)
-    if latest is None or latest == state.get("run_message_id"):
-        return {}
-    return {**RUN_KEYS, "run_message_id": latest}
-
-
 def stream_reply(
-    model: Any,
-    system_prompt: str | None,
+    deps: AgentDeps,
     view: Mapping[str, Any],
     history: Sequence[AnyMessage],
     config: RunnableConfig,
     runtime: Runtime[RunContext],
-    options: ModelOptions,
 ) -> tuple[AIMessage, bool]:
-    """(reply, cancelled), its deltas streamed as events. A cancelled reply keeps its text
-    but drops half-streamed tool calls (nothing may be left without an answer)."""
-    messages = prompt_messages(system_prompt, view, history, keep_reasoning=options.keep_reasoning)
+    """(reply, cancelled); a cancelled reply drops its half-streamed tool calls."""
+    model, options = deps.model, deps.model_options
+    messages = prompt_messages(
+        deps.system_prompt, view, history, keep_reasoning=options.keep_reasoning
+    )
     write = stream_writer()
     thread_id = thread_of(config)
     retries = 0
@@ -204,23 +161,23 @@ def stream_reply(
         try:
             ai, was_cancelled = reply.fetch(model, messages, config, runtime)
             if not was_cancelled and is_empty(ai):
-                ai = _ask_again_without_streaming(model, messages, config, runtime, reply)
+                ai = reply.ask_again(model, messages, config, runtime)
         except Exception as exc:
             problem = model_problem(exc)
-            if (
-                problem is None
-                or not problem.transient
-                or retries >= options.max_retries
-                or cancelled(runtime)
-            ):
+            if problem is None or not problem.transient or retries >= options.max_retries:
+                raise
+            if cancelled(runtime):
                 raise
             if problem.proxy_retried:
-                # A LiteLLM proxy answered with an error after its own retries: more of
-                # ours would multiply them (3 x 3 upstream calls for one persistent 500).
+                # More retries of ours would multiply the proxy's (3 x 3 upstream calls).
                 log.info("not retrying: the LiteLLM proxy has already retried (%s)", problem.cause)
                 raise
             retries += 1
-            delay = _retry_delay(problem, retries, options)
+            first_wait = options.retry_delay_s * 2 ** (retries - 1)
+            delay = min(
+                first_wait if problem.retry_after_s is None else problem.retry_after_s,
+                options.max_retry_delay_s,
+            )
             # Logged as info: front ends show the event; a warning would print it twice.
             log.info(
                 "%s Retry %d of %d in %.1f s.", problem.cause, retries, options.max_retries, delay
@@ -230,54 +187,19 @@ def stream_reply(
                 return AIMessage(content="", id=f"run-{uuid.uuid4()}"), True
             continue
         if is_cut_off(ai):
-            write(
-                ev.Notice(
-                    thread_id=thread_id,
-                    source=CUT_OFF_KIND,
-                    text=notice_text(
-                        str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY)),
-                        len(ai.invalid_tool_calls),
-                    ),
-                )
-            )
+            reason = str(ai.additional_kwargs.get(CUT_OFF_REASON_KEY))
+            text = notice_text(reason, len(ai.invalid_tool_calls))
+            write(ev.Notice(thread_id=thread_id, source=CUT_OFF_KIND, text=text))
         return ai, was_cancelled
 
 
-def _ask_again_without_streaming(
-    model: Any,
-    messages: list[AnyMessage],
-    config: RunnableConfig,
-    runtime: Runtime[RunContext],
-    first: _Reply,
-) -> AIMessage:
-    """An empty reply, asked for once more without streaming (`EmptyReply` if empty
-    again); a full answer means the stream lost it: no streaming from then on."""
-    if not first.streamed:
-        raise EmptyReply(_model_label(model), streamed=False)
-    log.info(
-        "%s sent an empty streamed reply; asking once more without streaming", _model_label(model)
-    )
-    # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
-    first.retried(
-        1, 1, 0.0, "The model's streamed reply was empty; asking once more without streaming."
-    )
-    again = _Reply(first.write, first.thread_id)
-    ai, _ = again.fetch(model, messages, config, runtime, stream=False)
-    if is_empty(ai):
-        raise EmptyReply(_model_label(model), streamed=True)
-    stop_streaming(model, why="its streamed reply was empty, asked without streaming it answered")
-    return ai
-
-
 class _Reply:
-    """One attempt at the model's reply: streams its events, merges its chunks once,
-    when read (as LangChain's `stream` does): `sum + chunk` at every chunk re-parses
-    the partial JSON, quadratic (a 54 KB `write_file`: ~6 s of CPU, ~20 ms once)."""
+    """One attempt at the model's reply: streams its events, merges its chunks once when
+    read (`sum + chunk` per chunk re-parses the JSON: a 54 KB call took ~6 s of CPU)."""
 
     def __init__(self, write: Callable[[Any], None], thread_id: str) -> None:
         self.write = write
         self.thread_id = thread_id
-        # The reply so far: the chunks streamed (merged when read), or a whole reply.
         self._chunks: list[AIMessageChunk] = []
         self._whole: AIMessage | None = None
         self.message_id: str | None = None
@@ -292,7 +214,6 @@ class _Reply:
         messages: list[AnyMessage],
         config: RunnableConfig,
         runtime: Runtime[RunContext],
-        *,
         stream: bool = True,
     ) -> tuple[AIMessage, bool]:
         prompt = chat_input(model, messages)
@@ -320,13 +241,33 @@ class _Reply:
             self.start_part("tool_call", ai.id, call_id=call["id"], tool_name=call["name"])
         return ai, False
 
+    def ask_again(
+        self, model: Any, messages: list[AnyMessage], config: RunnableConfig, runtime: Any
+    ) -> AIMessage:
+        """An empty reply asked for once more without streaming (if it answers: for good)."""
+        label = _model_label(model)
+        if not self.streamed:
+            raise EmptyReply(label, streamed=False)
+        log.info("%s sent an empty streamed reply; asking once more without streaming", label)
+        # Shown like any retry: whatever the empty attempt streamed (reasoning) is dropped.
+        self.retried(
+            1, 1, 0.0, "The model's streamed reply was empty; asking once more without streaming."
+        )
+        ai, _ = _Reply(self.write, self.thread_id).fetch(model, messages, config, runtime, False)
+        if is_empty(ai):
+            raise EmptyReply(label, streamed=True)
+        stop_streaming(
+            model, why="its streamed reply was empty, asked without streaming it answered"
+        )
+        return ai
+
     def add(self, chunk: AIMessage) -> None:
         self.message_id = self.message_id or chunk.id
         if reasoning := reasoning_of(chunk.additional_kwargs, chunk.content):
-            self._emit(ev.ReasoningDelta, reasoning, chunk.id)
+            self._emit("reasoning", reasoning, chunk.id)
         if text := text_of(chunk.content):
             for kind, piece in self._think.feed(text):
-                self._emit(_DELTAS[kind], piece, chunk.id)
+                self._emit(kind, piece, chunk.id)
         if isinstance(chunk, AIMessageChunk):
             self._whole = None
             self._chunks.append(chunk)
@@ -357,19 +298,14 @@ class _Reply:
 
     def flush(self) -> None:
         for kind, piece in self._think.flush():
-            self._emit(_DELTAS[kind], piece, self.message_id)
+            self._emit(kind, piece, self.message_id)
 
-    def _emit(
-        self, kind: type[ev.TextDelta] | type[ev.ReasoningDelta], text: str, message_id: str | None
-    ) -> None:
-        part = kind.model_fields["type"].default.removesuffix("_delta")
+    def _emit(self, part: Literal["text", "reasoning"], text: str, message_id: str | None) -> None:
+        message_id = message_id or self.message_id
         if part != self._part:
-            self.start_part(part, message_id or self.message_id)
-        self.write(
-            kind.trusted(
-                thread_id=self.thread_id, text=text, message_id=message_id or self.message_id
-            )
-        )
+            self.start_part(part, message_id)
+        delta = ev.TextDelta if part == "text" else ev.ReasoningDelta
+        self.write(delta.trusted(thread_id=self.thread_id, text=text, message_id=message_id))
 
     def start_part(self, kind: ev.PartKind, message_id: str | None, **call: Any) -> None:
         """A `part_started` event: deltas of another kind than the last, or a tool call."""
@@ -387,8 +323,7 @@ class _Reply:
 
 
 def chat_input(model: Any, messages: list[AnyMessage]) -> Any:
-    """A chat model gets a `ChatPromptValue` built unchecked (the reducer made them
-    messages; converting a list costs ~1 ms a call at 1,000); anything else the list."""
+    """A `ChatPromptValue` built unchecked for a chat model (~1 ms saved at 1,000)."""
     if isinstance(_unwrap(model), BaseChatModel):
         return ChatPromptValue.model_construct(messages=messages)
     return messages
@@ -411,8 +346,7 @@ def _lossy_stream(model: Any) -> str | None:
 
 
 def stop_streaming(model: Any, why: str | None = None) -> None:
-    """Ask this model without streaming from now on (logged once, with why; by default
-    its server answered a streaming request with one JSON body)."""
+    """Ask this model without streaming from now on (logged once, with why)."""
     inner = _unwrap(model)
     where = getattr(inner, "openai_api_base", None)
     if why is None:
@@ -453,16 +387,9 @@ def _unwrap(model: Any) -> Any:
     return model
 
 
-def _retry_delay(problem: ModelProblem, retries: int, options: ModelOptions) -> float:
-    if problem.retry_after_s is not None:
-        return min(problem.retry_after_s, options.max_retry_delay_s)
-    return min(options.retry_delay_s * 2 ** (retries - 1), options.max_retry_delay_s)
-
-
 def _wait(runtime: Runtime[RunContext] | None, seconds: float) -> bool:
     """Wait before a retry; True when the person pressed Stop meanwhile."""
-    ctx = getattr(runtime, "context", None)
-    if isinstance(ctx, RunContext):
+    if (ctx := context_of(runtime)) is not None:
         return ctx.cancel.wait(seconds)
     time.sleep(seconds)
     return False

@@ -1,15 +1,7 @@
 """Tool-result offloading: an output too large for the model's context is stored whole
 (graph/store/outputs.py); the model gets its head and a reference, and reads on with
-the built-in, free `read_tool_output` tool.
-
-    build_graph(..., outputs=storage.outputs, offload=OffloadOptions(threshold_chars=8_000))
-
-`run_tool` stores the output BEFORE the shortened result reaches the journal and the
-checkpoint, so a replayed result always finds its output (a crash before leaves at most
-an orphan, replaced when the call runs again). The result's mark
-(`additional_kwargs["gatehouse_offloaded"]`: characters and lines) shows on events,
-the transcript and exports.
-"""
+the free `read_tool_output` tool. `run_tool` stores it BEFORE the shortened result is
+journaled, so a replayed result always finds its output."""
 
 from __future__ import annotations
 
@@ -46,14 +38,10 @@ class OutputStore(Protocol):
 class OffloadOptions:
     """When and how much ([offload] in gatehouse.toml). About 4 characters a token."""
 
-    # Outputs longer than this are stored aside; 0 switches offloading off.
-    threshold_chars: int = 8_000
-    # How much of the output's start the model sees in the result.
-    head_chars: int = 1_500
-    # At most this much per `read_tool_output` call.
-    read_chars: int = 6_000
-    # A larger output is cut before it is stored (a runaway command).
-    max_stored_chars: int = 5_000_000
+    threshold_chars: int = 8_000  # longer outputs are stored aside; 0: off
+    head_chars: int = 1_500  # how much of the output's start the model sees
+    read_chars: int = 6_000  # at most this much per `read_tool_output` call
+    max_stored_chars: int = 5_000_000  # a larger output is cut before it is stored
 
     @property
     def enabled(self) -> bool:
@@ -67,29 +55,23 @@ def fit_output(
     store: OutputStore | None,
     options: OffloadOptions,
 ) -> ToolMessage:
-    """The result the model gets: as it is when small; else head + reference with the
-    whole output stored (or, with no store, cut at `OUTPUT_CAP_CHARS`)."""
+    """The result the model gets: as it is, or its head and a reference (stored whole)."""
     text = msg.content
     if not isinstance(text, str):
         return msg
     if store is None or not options.enabled or call["name"] == READ_TOOL:
-        if len(text) > OUTPUT_CAP_CHARS:
-            msg.content = (
-                text[:OUTPUT_CAP_CHARS] + f"\n… (output cut at {OUTPUT_CAP_CHARS} characters)"
-            )
+        msg.content = _cut(text, OUTPUT_CAP_CHARS, str(OUTPUT_CAP_CHARS))
         return msg
     if len(text) <= options.threshold_chars:
         return msg
-    if len(text) > options.max_stored_chars:
-        text = (
-            text[: options.max_stored_chars]
-            + f"\n… (output cut at {options.max_stored_chars:,} characters)"
-        )
-    # Every call has an id by now (graph/agent/call_ids.py); LangChain types it optional.
+    text = _cut(text, options.max_stored_chars, f"{options.max_stored_chars:,}")
     call_id = cast(str, call["id"])
     store.put(thread_id, call_id, call["name"], text)
     total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    head = _head(text, options.head_chars)
+    head = text[: options.head_chars]
+    # End at a line break when one is near, so "read from line N" starts cleanly.
+    if (cut := head.rfind("\n")) >= options.head_chars // 2:
+        head = head[: cut + 1]
     msg.content = (
         head
         + ("" if head.endswith("\n") else "\n")
@@ -97,6 +79,10 @@ def fit_output(
     )
     msg.additional_kwargs[OFFLOAD_MARK] = {"total_chars": len(text), "total_lines": total_lines}
     return msg
+
+
+def _cut(text: str, limit: int, shown: str) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}\n… (output cut at {shown} characters)"
 
 
 def reference(call_id: str, total_chars: int, total_lines: int, head: str) -> str:
@@ -119,13 +105,6 @@ def offloaded(msg: Any) -> dict[str, int] | None:
     """The offload mark of a stored result: {"total_chars", "total_lines"}, or None."""
     mark = (getattr(msg, "additional_kwargs", None) or {}).get(OFFLOAD_MARK)
     return mark if isinstance(mark, dict) else None
-
-
-def _head(text: str, chars: int) -> str:
-    head = text[:chars]
-    # End at a line break when one is near, so "read from line N" starts cleanly.
-    cut = head.rfind("\n")
-    return head[: cut + 1] if cut >= chars // 2 else head
 
 
 _CallId = Annotated[str, Field(description="The call_id named in the stored output's reference")]
@@ -189,16 +168,14 @@ def make_read_tool(store: OutputStore, options: OffloadOptions) -> BaseTool:
         more = f"; continue with start_line={n}" if n <= last else ""
         return f"lines {start_line}-{n - 1} of {len(lines):,}{more}:\n" + "\n".join(out)
 
-    built = tool(READ_TOOL, args_schema=_read_args_schema(inspect.getdoc(read_tool_output) or ""))(
-        read_tool_output
-    )
+    schema = _read_args_schema(inspect.getdoc(read_tool_output) or "")
+    built = tool(READ_TOOL, args_schema=schema)(read_tool_output)
     return attach_spec(built, ToolSpec(risk="read", default="allow", idempotent=True))
 
 
 @functools.cache
 def _read_args_schema(doc: str) -> type[BaseModel]:
-    """The schema LangChain would infer for `read_tool_output` (tests/test_open_cost.py
-    compares them), made once per process: inferring it costs ms on every session open."""
+    """The schema LangChain would infer, made once (inferring costs ms per session open)."""
     fields: dict[str, Any] = {
         "call_id": (_CallId, ...),
         "start_line": (_StartLine, 1),

@@ -1,31 +1,21 @@
-"""A reasoning model's thinking, kept apart from its answer.
-
-Servers send it inside the text as `<think>…</think>` (Qwen, DeepSeek-R1 without a
-reasoning parser; tags may split across chunks, and a template that opened the block
-leaves only the closing tag), or beside it as `reasoning_content` deltas (vLLM and
-SGLang with a parser, DeepSeek, Ollama, LM Studio; LangChain's providers and
-graph/service/openai_compat.py put it in `additional_kwargs["reasoning_content"]`).
-Both are stored the same way: the answer is `content`, the reasoning goes to
-`additional_kwargs["reasoning_content"]` (where LangChain looks for it), so anything
-reading `content` sees only the answer, and the model is not sent it back.
-"""
+"""A reasoning model's thinking, kept apart from its answer: sent inside the text as
+`<think>…</think>` (tags may split across chunks) or beside it (`reasoning_content`),
+it is stored in `additional_kwargs["reasoning_content"]` and not sent back."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 OPEN, CLOSE = "<think>", "</think>"
-# Content blocks that carry reasoning (LangChain v1 / Responses API, Anthropic); read
-# in graph/protocol/threads.py, not sent back unless `keep_reasoning`.
+# Content blocks that carry reasoning (LangChain v1 / Responses API, Anthropic).
 REASONING_BLOCK_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
 
 Piece = tuple[Literal["text", "reasoning"], str]
 
 
 class ThinkSplitter:
-    """Splits streamed text at `<think>` / `</think>` into answer and reasoning pieces.
-    A possible tag start ("<th") is held back until the next chunk; whitespace after a
-    leading block is dropped (models put a blank line there)."""
+    """Splits streamed text at `<think>` / `</think>` into answer and reasoning; a
+    possible tag start ("<th") waits for the next chunk."""
 
     def __init__(self) -> None:
         self.inside = False
@@ -48,8 +38,7 @@ class ThinkSplitter:
                 at, tag = found
                 self._add(out, buf[:at])
                 buf = buf[at + len(tag) :]
-                # A lone closing tag: the template opened the block (the stored
-                # message is split again in full by `split_think`).
+                # A lone closing tag: the template opened the block.
                 self.inside = tag == OPEN
                 self._after_close = tag == CLOSE and not self._answered
                 continue
@@ -74,16 +63,13 @@ class ThinkSplitter:
 
 def _partial_tag_len(text: str, tag: str) -> int:
     """Length of the longest end of `text` that is a proper start of `tag`."""
-    for n in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:n]):
-            return n
-    return 0
+    return next(
+        (n for n in range(min(len(tag) - 1, len(text)), 0, -1) if text.endswith(tag[:n])), 0
+    )
 
 
 def split_think(text: str) -> tuple[str, str]:
-    """(answer, reasoning) of a whole reply's text. An unclosed `<think>` (a reply cut
-    off while thinking) is reasoning to the end; a lone `</think>` makes everything
-    before it reasoning."""
+    """(answer, reasoning) of a whole reply's text; all before a lone `</think>` is reasoning."""
     if OPEN not in text and CLOSE not in text:
         return text, ""
     if CLOSE in text and (OPEN not in text or text.index(CLOSE) < text.index(OPEN)):
@@ -102,6 +88,4 @@ def drop_reasoning_blocks(content: Any) -> Any:
     kept = [
         b for b in content if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCK_TYPES)
     ]
-    if len(kept) == len(content):
-        return content
-    return kept or ""
+    return content if len(kept) == len(content) else kept or ""

@@ -1,9 +1,5 @@
-"""How a run ends, in one place: the `run_status` the ending node writes (the storage
-keeps the thread list current from it) with the `turn_complete` event, and how a run
-is stopped. "completed" ends in the model node or `finish`; "stopped" / "cancelled" in
-`finish`; a pause needs no mark. Which of the two a stop means is
-graph/protocol/state_keys.py's, so the store reads it without the agent.
-"""
+"""How a run ends: the `run_status` the ending node writes (the store keeps the thread
+list current from it) with the `turn_complete` event, and how a run is stopped."""
 
 from __future__ import annotations
 
@@ -16,42 +12,32 @@ from graph.agent.emit import emit
 from graph.agent.message_merge import message_index
 from graph.protocol import events as ev
 
-# How a run ended (the part of `graph.protocol.events.RunStatus` the graph writes).
-EndStatus = Literal["completed", "stopped", "cancelled"]
-# Who stopped a run: a hook or a limit ("stopped"), the person ("cancelled"), a cut-off
-# reply (graph/agent/model_call.py: CUT_OFF_KIND).
-StopKind = str
-
 STOPPED_BY_PERSON = "Stopped by the person."
 
 
-def stop(reason: str, kind: StopKind) -> dict[str, Any]:
-    """The update that stops the run, with the reason the person sees."""
+def stop(reason: str, kind: str) -> dict[str, Any]:
+    """The update that stops the run; `kind`: "stopped", "cancelled" (the person), cut_off."""
     return {"stop_reason": reason, "stop_kind": kind}
 
 
-def ended(status: EndStatus, size: int) -> dict[str, Any]:
-    """Announce the end of the run (`turn_complete`) and return its `run_status` mark.
-    `size`: how many messages the history holds once this step's update is applied."""
+def ended(status: Literal["completed", "stopped", "cancelled"], size: int) -> dict[str, Any]:
+    """Announce the end of the run (`turn_complete`) and return its `run_status` mark."""
     emit(ev.TurnComplete, status=status, history_size=size)
     return {"run_status": status}
 
 
 def ends_here(reply: AIMessage, update: dict[str, Any], has_on_exit: bool) -> bool:
-    """Whether the model node's step with this reply ends the run (routing: END):
-    no calls to answer, no stop to announce, no on_exit hooks to run."""
+    """Whether the model node's step with this reply ends the run (routing: END)."""
     return not (
         reply.tool_calls or reply.invalid_tool_calls or update.get("stop_reason") or has_on_exit
     )
 
 
 def history_size(history: list[AnyMessage], added: list[Any]) -> int:
-    """How many messages `history` holds once `added` is applied by the messages
-    reducer, without building that list (a turn's end on a long thread)."""
+    """How many messages `history` holds once `added` is applied, without building it."""
     if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in added):
         return len(cast(list[Any], add_messages(cast(Any, history), added)))
-    # The reducer's index of the history (built once per list, and the reducer applies
-    # this very update next): no set of every id on each turn's end.
+    # The reducer's index (it applies this very update next): no set of every id.
     index = message_index(history)
     gone: set[str | None] = set()
     new: set[str | None] = set()

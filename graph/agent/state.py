@@ -1,18 +1,8 @@
-"""The agent's state: the conversation, the keys that steer a run, and who may set them.
+"""The agent's state: the conversation, the keys that steer a run, and who may set them
+(`InputState`: all a client may send; `HOOK_KEYS`: what a hook may write)."""
 
-- `InputState` is all a client may send (Server, Studio, the SDK, a raw `invoke`):
-  messages. Any other key is ignored, never obeyed (a `grants` key would otherwise
-  approve calls); a tool message in it never answers an open call (client_input.py).
-- `RUN_KEYS` are reset when a new user message starts a run.
-- `HOOK_KEYS` are what a hook may write; `MERGED_KEYS` among them merge per key.
-
-Keys the store reads from checkpoints are named in graph/protocol/state_keys.py
-(tests/test_architecture.py keeps them keys of `AgentState`).
-"""
-
-# No `from __future__ import annotations` here: LangGraph reads this schema's type hints
-# each time a graph is built (a session opened), and string annotations are evaluated
-# again each time (~0.8 ms of a new process's first open, ~0.06 ms of each later one).
+# No `from __future__ import annotations`: LangGraph reads these hints on each build,
+# and string annotations are evaluated again each time (~0.8 ms of a first open).
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage, ToolCall
@@ -43,9 +33,8 @@ def add_usage(left: dict[str, float] | None, right: dict[str, float] | None) -> 
     return total
 
 
-# Updates between full snapshots: reading 1,000 messages costs about the same from a
-# snapshot as from their write rows, while each snapshot costs the whole list on disk
-# (BENCHMARKS.md). LangGraph still snapshots every 5,000 super-steps.
+# Reading 1,000 messages from a snapshot costs about what their write rows cost, and
+# each snapshot the whole list on disk (BENCHMARKS.md).
 MESSAGES_SNAPSHOT_FREQUENCY = 100_000
 
 # Each checkpoint stores only the messages its step added (not the square of the length).
@@ -64,47 +53,37 @@ class AgentState(TypedDict):
     messages: Messages
     # "Always allow this tool (pattern) in this thread", granted while approving.
     grants: NotRequired[Annotated[list[dict[str, Any]], add_grants]]
-    # Per-run counters, reset when a new message starts a run: `run_message_id` is the
-    # latest user message the current run has seen (graph/agent/model_node.py).
+    # Per-run counters; `run_message_id`: the latest user message the run has seen.
     run_message_id: NotRequired[str | None]
     run_model_calls: NotRequired[int]
     run_usage: NotRequired[dict[str, float]]
     usage: NotRequired[Annotated[dict[str, float], add_usage]]
-    # Flow control by hooks or the runner: `stop_reason` ends the run (shown);
-    # `stop_kind` says who ("stopped": a hook or limit, "cancelled": the person);
-    # `continue_run` goes on from `on_exit`; `rerun_llm` sends the reply back.
+    # Flow control: `stop_reason` ends the run, `stop_kind` says who (run_end.py).
     stop_reason: NotRequired[str | None]
     stop_kind: NotRequired[str | None]
     continue_run: NotRequired[bool]
     rerun_llm: NotRequired[bool | str]
-    # How the run ended, by the node that ends it: the storage keeps the thread list
-    # current from it, whoever ran the graph. A pause needs none (the interrupt says it).
+    # How the run ended, by the node that ends it (a pause needs none).
     run_status: NotRequired[RunStatus | None]
-    # Input that came while calls were open (a crash mid-call, a client ignoring a
-    # pending approval): held out until every call is answered (model_node.py).
+    # Input that came while calls were open: held out until each is answered (model_node.py).
     held_messages: NotRequired[list[AnyMessage]]
-    # Extra system text for the next model call only (e.g. the date); not history.
+    # Extra system text for the next model call only (e.g. the date).
     model_context: NotRequired[dict[str, str]]
     # Hooks' own bookkeeping, one entry per hook: `hook_run` is reset each run.
     hook_run: NotRequired[dict[str, Any]]
     hook_thread: NotRequired[dict[str, Any]]
 
 
-ToolMode = Literal["run", "deny", "skip", "invalid", "reject", "respond"]
-
-
 class ToolTask(TypedDict):
     """What one `run_tool` task gets through `Send`: a call and how to treat it."""
 
     call: ToolCall
-    # run: execute; deny / skip / invalid: an error, not run; reject / respond: a
-    # person's answer (in the decision log) as the result.
-    mode: ToolMode
+    # deny / skip / invalid: an error, not run; reject / respond: a person's answer.
+    mode: Literal["run", "deny", "skip", "invalid", "reject", "respond"]
     note: NotRequired[str | None]
     # False beside a review, which moves the run on itself once answered.
     moves_on: NotRequired[bool]
-    # "auto_approve" claims an auto-approval: run_tool asks the gate again and records
-    # it; without a decision log the claim is all it has to go by.
+    # "auto_approve" claims an auto-approval: run_tool asks the gate again and records it.
     decision: NotRequired[str | None]
     # The grant a call runs under: set by run_tool from the decision log, never a Send.
     grant: NotRequired[str | None]
@@ -123,21 +102,8 @@ RUN_KEYS: dict[str, Any] = {
     "hook_run": {},
 }
 
-# What a hook's update may write, and which of those are merged per key.
-HOOK_KEYS = frozenset(
-    {
-        "messages",
-        "stop_reason",
-        "stop_kind",
-        "continue_run",
-        "rerun_llm",
-        "model_context",
-        "hook_run",
-        "hook_thread",
-        "usage",
-        "run_usage",
-    }
-)
+# The keys that steer the flow, the ones merged per key, and all a hook may write.
+FLOW_KEYS = frozenset({"stop_reason", "stop_kind", "continue_run", "rerun_llm"})
 MERGED_KEYS = frozenset({"model_context", "hook_run", "hook_thread"})
-# The keys that say how a run stopped, as a run's updates carry them.
+HOOK_KEYS = FLOW_KEYS | MERGED_KEYS | {"messages", "usage", "run_usage"}
 STOP_KEYS = (STOP_REASON, STOP_KIND)

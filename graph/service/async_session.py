@@ -165,7 +165,7 @@ class AsyncSession:
         self._bind_hooks()
 
     def _bind_hooks(self) -> None:
-        """Async hooks run on the caller's event loop (see graph/agent/hook_loop.py):
+        """Async hooks run on the caller's event loop (see graph/agent/hooks.py):
         the graph runs on worker threads, so this loop is free to run them, and what
         the hooks open in `awarm_up` lives on the loop that also runs `arun`."""
         try:

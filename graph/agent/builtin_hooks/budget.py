@@ -3,12 +3,8 @@
     budget = Budget(max_tokens=200_000, max_cost=0.50, thread_max_cost=5.0)
     build_graph(..., hooks={"before_llm": [budget], "on_exit": [budget]})
 
-At `before_llm` it checks before each model call (put it last there: it counts the
-call it lets through); at `on_exit` it only prices a run's last call. Tokens come from
-the usage metadata (`usage` / `run_usage`); cost = tokens x a price table (USD per 1M
-tokens) for `model=` or the provider's `model_name`. Each newly priced amount is a
-`usage` event carrying only `cost`, so the stream's usage events still add up.
-"""
+At `before_llm` it checks before each call (put it last: it counts the call it lets
+through); at `on_exit` it only prices the last call."""
 
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ PRICES: dict[str, tuple[float, float]] = {
 
 
 class Budget:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,
@@ -73,8 +68,6 @@ class Budget:
         """Exact name first, then the longest known prefix ("gpt-4o-mini-2024-07-18")."""
         if not model:
             return None
-        if model in self.prices:
-            return self.prices[model]
         known = [k for k in self.prices if model.startswith(k)]
         return self.prices[max(known, key=len)] if known else None
 
@@ -85,15 +78,16 @@ class Budget:
         run_usage = state.get("run_usage") or {}
 
         # Price the tokens used since the last check (normally: the last model call).
-        new_in = max(0, int(usage.get("input_tokens", 0)) - thread.get("priced_input", 0))
-        new_out = max(0, int(usage.get("output_tokens", 0)) - thread.get("priced_output", 0))
+        tokens_in, tokens_out = (
+            int(usage.get("input_tokens", 0)),
+            int(usage.get("output_tokens", 0)),
+        )
+        new_in = max(0, tokens_in - thread.get("priced_input", 0))
+        new_out = max(0, tokens_out - thread.get("priced_output", 0))
         price = self.price_of(self.model or _reported_model(state))
         cost = (new_in * price[0] + new_out * price[1]) / 1e6 if price else 0.0
-        thread.update(
-            priced_input=int(usage.get("input_tokens", 0)),
-            priced_output=int(usage.get("output_tokens", 0)),
-            cost=thread.get("cost", 0.0) + cost,
-        )
+        thread.update(priced_input=tokens_in, priced_output=tokens_out)
+        thread["cost"] = thread.get("cost", 0.0) + cost
         this_run["cost"] = this_run.get("cost", 0.0) + cost
         update: dict[str, Any] = {}
         if cost:
@@ -102,19 +96,14 @@ class Budget:
             update["run_usage"] = {**run_usage, "cost": this_run["cost"]}
 
         if current_point() != "on_exit":
-            used = {
-                "run": {
-                    "calls": state.get("run_model_calls", 0),
-                    "tokens": run_usage.get("total_tokens", 0),
-                    "cost": this_run["cost"],
-                },
-                "thread": {
-                    "calls": thread.get("model_calls", 0),
-                    "tokens": usage.get("total_tokens", 0),
-                    "cost": thread["cost"],
-                },
-            }
-            if reason := self._over(used):
+            # calls, tokens, cost
+            in_run = (
+                state.get("run_model_calls", 0),
+                run_usage.get("total_tokens", 0),
+                this_run["cost"],
+            )
+            in_thread = (thread.get("model_calls", 0), usage.get("total_tokens", 0), thread["cost"])
+            if reason := self._over({"run": in_run, "thread": in_thread}):
                 update["stop_reason"] = reason
                 update["stop_kind"] = "stopped"
             else:
@@ -123,18 +112,18 @@ class Budget:
         update["hook_run"] = {self.name: this_run}
         return update
 
-    def _over(self, used: Mapping[str, Mapping[str, float]]) -> str | None:
-        for scope in ("run", "thread"):
-            for what in ("calls", "tokens", "cost"):
+    def _over(self, used: Mapping[str, tuple[float, float, float]]) -> str | None:
+        for scope, amounts in used.items():
+            for what, amount in zip(("calls", "tokens", "cost"), amounts, strict=True):
                 limit = self.limits[scope][what]
-                if limit is not None and used[scope][what] >= limit:
+                if limit is not None and amount >= limit:
                     where = "this run" if scope == "run" else "this thread"
                     then = (
                         "Send a message to continue."
                         if scope == "run"
                         else "Start a new thread or raise the limit to continue."
                     )
-                    return f"Budget reached: {where} used {_show(what, used[scope][what])} (limit {_show(what, limit)}). {then}"
+                    return f"Budget reached: {where} used {_show(what, amount)} (limit {_show(what, limit)}). {then}"
         return None
 
 
@@ -145,7 +134,5 @@ def _show(what: str, value: float) -> str:
 
 
 def _reported_model(state: Mapping[str, Any]) -> str | None:
-    for message in reversed(state.get("messages") or []):
-        if isinstance(message, AIMessage) and message.response_metadata.get("model_name"):
-            return str(message.response_metadata["model_name"])
-    return None
+    ais = (m for m in reversed(state.get("messages") or []) if isinstance(m, AIMessage))
+    return next((str(n) for m in ais if (n := m.response_metadata.get("model_name"))), None)

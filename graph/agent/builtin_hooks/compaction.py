@@ -2,19 +2,9 @@
 
     compaction = Compaction(summary_model, max_tokens=60_000, keep_turns=3)
     build_graph(..., hooks={"before_llm": [compaction]})
-    session.submit(Compact(thread_id))   # the same, on demand
 
-`open_session` adds one by default ([compaction] in gatehouse.toml); given no model,
-`build_graph` hands it the agent's own. Only what the model is sent changes: the
-summary is a marked message before the turns kept verbatim, and the model is sent the
-history from the latest summary on (history.model_view); front ends, exports, undo,
-fork and branches still see it whole. The cut falls at the start of a user turn (a
-call never loses its result); the summary goes in through the reducer
-(`RemoveMessage(REMOVE_ALL)`, then the list with it in place: the reducer only appends
-new ids); a `compacted` event reports the tokens before and after. With the default
-estimate the count is kept with the thread (token_prefix.py), so the next call counts
-only what came since.
-"""
+Only what the model is sent changes (history.model_view); the cut falls at the start
+of a user turn (a call never loses its result)."""
 
 from __future__ import annotations
 
@@ -40,11 +30,9 @@ from graph.agent.history import is_summary, model_view, text_of
 from graph.protocol import events as ev
 from graph.protocol.threads import SUMMARY_MARK
 
-# On the message that asks for a summary: models that cannot follow the instructions
-# (the offline demo) recognise the request by it.
+# Marks the request for a summary (the offline demo recognises it by this).
 SUMMARY_REQUEST_MARK = "gatehouse_summary_request"
-# LangGraph's tag for model calls whose tokens are not the agent's reply: a client
-# streaming `messages` (Studio) does not see the summary as if it were the answer.
+# LangGraph's tag for a model call whose tokens are not the agent's reply (Studio).
 NO_STREAM_TAGS = ["nostream", "gatehouse:compaction"]
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages were compacted):"
 SUMMARY_INSTRUCTIONS = (
@@ -58,8 +46,7 @@ COUNTED = "counted"
 
 
 class Compaction:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,
@@ -91,18 +78,15 @@ class Compaction:
 
     def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         planned, counted = self._plan(state, force=False)
-        if planned:
-            return planned[0]
-        if counted is None:
-            return None
+        if planned or counted is None:
+            return planned and planned[0]
         # Kept with the thread (token_prefix.py): the next call counts only what came after.
         return {"hook_thread": {self.name: {**self._own(state), COUNTED: counted}}}
 
     def compact(
         self, state: Mapping[str, Any], *, force: bool = False
     ) -> tuple[dict[str, Any], dict[str, int]] | None:
-        """(the state update that compacts the history, the token counts), or None
-        when under the threshold (unless `force`) or nothing is old enough."""
+        """(the update that compacts the history, the token counts), or None: not due."""
         return self._plan(state, force=force)[0]
 
     def _own(self, state: Mapping[str, Any]) -> dict[str, Any]:
@@ -111,16 +95,14 @@ class Compaction:
     def _plan(
         self, state: Mapping[str, Any], *, force: bool
     ) -> tuple[tuple[dict[str, Any], dict[str, int]] | None, list[Any] | None]:
-        """(what `compact` returns, the record of the count to keep when the history
-        stays as it is; None when there is none to keep or it did not change)."""
+        """(what `compact` returns, a new record of the count to keep, if any)."""
         messages = list(state.get("messages") or [])
         sent = list(model_view(messages))
         carried = self.keep_count and self.count_tokens is count_tokens_remembered
         counted: list[Any] | None = None
         if carried:
             kept_count = self._own(state).get(COUNTED)
-            # One call of LangChain's estimate for what the record does not cover: the
-            # memo's per-message bookkeeping costs more than it saves in a new process.
+            # LangChain's estimate, once, for the rest: the memo costs more in a new process.
             before, counted = count_view(sent, kept_count, count_tokens_approximately)
             if counted == kept_count:
                 counted = None
@@ -176,8 +158,7 @@ class Compaction:
             ],
             {"tags": NO_STREAM_TAGS, "run_name": "gatehouse_compaction"},
         )
-        text = text_of(reply.content)
-        return text.strip() or "(no summary)"
+        return text_of(reply.content).strip() or "(no summary)"
 
 
 def _clean_cut(messages: Sequence[BaseMessage], cut: int) -> bool:

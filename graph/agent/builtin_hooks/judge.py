@@ -4,9 +4,7 @@ gets the critique and tries again (at most `max_rounds` times).
     judge = AnswerJudge(ChatOpenAI(model="gpt-4o-mini"), threshold=7, max_rounds=2)
     build_graph(..., hooks={"on_exit": [judge]})
 
-The grade is read from `GRADE: <n>/<scale>` (or the first number) and shown as a
-`notice`; an unreadable one lets the answer stand, so a flaky judge never loops.
-"""
+An unreadable grade lets the answer stand, so a flaky judge never loops."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from graph.agent.builtin_hooks.compaction import is_summary
-from graph.agent.builtin_hooks.require_tool import HOOK_MARK
+from graph.agent.builtin_hooks.require_tool import HOOK_MARK, from_person
 from graph.agent.emit import emit
 from graph.agent.history import text_of
 from graph.protocol import events as ev
@@ -57,8 +54,7 @@ class AnswerJudge:
     scale: float = 10
     instructions: str = JUDGE_INSTRUCTIONS
     name: str = "judge"
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __post_init__(self) -> None:
         if not 0 <= self.threshold <= self.scale:
@@ -83,26 +79,15 @@ class AnswerJudge:
             ]
         )
         grade, critique = parse_grade(_text(reply), self.scale)
-        if grade is None:
-            emit(
-                ev.Notice,
-                text="The answer judge gave no readable grade; keeping the answer.",
-                source=self.name,
-            )
-            return {"hook_run": {self.name: {**mine, "grade": None}}}
         mine["grade"] = grade
-        passed = grade >= self.threshold
-        emit(
-            ev.Notice,
-            text=f"Answer judge: {grade:g}/{self.scale:g} (needs {self.threshold:g})"
-            + (
-                ""
-                if passed or rounds < self.max_rounds
-                else f"; keeping it after {rounds} revision(s)"
-            ),
-            source=self.name,
-        )
-        if passed or rounds >= self.max_rounds:
+        if grade is None:
+            text = "The answer judge gave no readable grade; keeping the answer."
+        else:
+            text = f"Answer judge: {grade:g}/{self.scale:g} (needs {self.threshold:g})"
+            if grade < self.threshold and rounds >= self.max_rounds:
+                text += f"; keeping it after {rounds} revision(s)"
+        emit(ev.Notice, text=text, source=self.name)
+        if grade is None or grade >= self.threshold or rounds >= self.max_rounds:
             return {"hook_run": {self.name: mine}}
         mine["rounds"] = rounds + 1
         feedback = (
@@ -121,11 +106,4 @@ def _text(message: Any) -> str:
 
 
 def _request(messages: list[Any]) -> str:
-    for m in reversed(messages):
-        if (
-            isinstance(m, HumanMessage)
-            and not m.additional_kwargs.get(HOOK_MARK)
-            and not is_summary(m)
-        ):
-            return _text(m)
-    return "(unknown)"
+    return next((_text(m) for m in reversed(messages) if from_person(m)), "(unknown)")

@@ -2,10 +2,8 @@
 
     build_graph(..., hooks={"on_exit": [RequireTool("run_tests", max_reminders=2)]})
 
-When the model would stop before the tool ran successfully in this run, the hook adds
-an instruction and sets `continue_run`; after `max_reminders` it stops the run. The
-count lives in `hook_run`, so it survives pauses, resumes and history rewrites.
-"""
+Until the tool ran successfully in this run, an exit gets an instruction and
+`continue_run`; after `max_reminders` the run stops (the count lives in `hook_run`)."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ HOOK_MARK = "gatehouse_hook"
 
 
 class RequireTool:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,
@@ -45,12 +42,12 @@ class RequireTool:
         return f"RequireTool({self.tool})"
 
     def run(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        # Not when an earlier on_exit hook already decided this exit.
         if state.get("continue_run") or state.get("stop_reason"):
-            return None  # an earlier on_exit hook already decided this exit
+            return None
         if self.called(state.get("messages") or []):
             return None
-        mine = dict((state.get("hook_run") or {}).get(self.name) or {})
-        reminders = mine.get("reminders", 0)
+        reminders = ((state.get("hook_run") or {}).get(self.name) or {}).get("reminders", 0)
         if reminders >= self.max_reminders:
             return {
                 "stop_reason": (
@@ -59,11 +56,8 @@ class RequireTool:
                 ),
                 "stop_kind": "stopped",
             }
-        emit(
-            ev.Notice,
-            text=f"Reminding the agent to call {self.tool} before finishing.",
-            source=self.name,
-        )
+        text = f"Reminding the agent to call {self.tool} before finishing."
+        emit(ev.Notice, text=text, source=self.name)
         return {
             "continue_run": True,
             "messages": [HumanMessage(self.instruction, additional_kwargs={HOOK_MARK: self.name})],
@@ -75,10 +69,13 @@ class RequireTool:
         for m in reversed(messages):
             if isinstance(m, ToolMessage) and m.name == self.tool and m.status != "error":
                 return True
-            if (
-                isinstance(m, HumanMessage)
-                and not m.additional_kwargs.get(HOOK_MARK)
-                and not is_summary(m)
-            ):
+            if from_person(m):
                 return False
         return False
+
+
+def from_person(m: Any) -> bool:
+    """A user message the person wrote (not a hook's, not a compaction summary)."""
+    return (
+        isinstance(m, HumanMessage) and not m.additional_kwargs.get(HOOK_MARK) and not is_summary(m)
+    )

@@ -2,10 +2,8 @@
 
     build_graph(..., hooks={"before_llm": [SystemContext("workspace")]})
 
-The text goes to `model_context`, added to the system prompt of the next call only,
-so the time is current and no copies pile up in the history. Loaded from
-gatehouse.toml without a workspace, it gets the configured one.
-"""
+The text goes to `model_context` (the next call's system prompt only), so the time is
+current and no copies pile up in the history."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from typing import Any
 
 
 class SystemContext:
-    # Reads the state and returns its changes: a read-only view, no copy (graph/agent/hook_state.py).
-    copy_state = False
+    copy_state = False  # it returns its changes: a read-only view (hook_state.py)
 
     def __init__(
         self,
@@ -55,11 +52,8 @@ class SystemContext:
         )
         folders = sum(1 for e in entries if e.is_dir())
         names = [e.name + ("/" if e.is_dir() else "") for e in entries[: self.max_entries]]
-        more = (
-            f", … and {len(entries) - self.max_entries} more"
-            if len(entries) > self.max_entries
-            else ""
-        )
+        extra = len(entries) - self.max_entries
+        more = f", … and {extra} more" if extra > 0 else ""
         listing = ", ".join(names) + more if names else "empty"
         return (
             f"Workspace: {root.resolve()} ({len(entries) - folders} files, {folders} folders at the top): "

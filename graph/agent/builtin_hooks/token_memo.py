@@ -1,15 +1,14 @@
-"""`count_tokens_approximately`, remembered per message object. Compaction counts the
-whole history twice a turn (~1,000 messages at 200 turns); the estimate is a sum of
-per-message terms, so a message counted once need not be again. State messages are
-not changed in place; a cheap fingerprint (content length, tool-call count) is checked
-anyway, and an entry goes with its object.
-"""
+"""`count_tokens_approximately`, remembered per message object: the estimate is a sum of
+per-message terms, and compaction counts the whole history twice a turn. A cheap
+fingerprint is checked anyway, and an entry goes with its object."""
 
 from __future__ import annotations
 
 import threading
 import weakref
 from collections.abc import Sequence
+from contextlib import suppress
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -29,33 +28,26 @@ def _fingerprint(message: BaseMessage) -> tuple[Any, ...]:
     )
 
 
-def _forget(key: int) -> Any:
-    def drop(_: Any) -> None:
-        with _lock:
-            _counts.pop(key, None)
-
-    return drop
+def _forget(key: int, _: Any) -> None:
+    with _lock:
+        _counts.pop(key, None)
 
 
 def count_tokens_remembered(messages: Sequence[Any]) -> int:
     """Exactly `count_tokens_approximately(messages)` (default options)."""
-    total = 0
-    for message in messages:
-        if not isinstance(message, BaseMessage):
-            total += count_tokens_approximately([message])
-            continue
-        key, mark = id(message), _fingerprint(message)
-        entry = _counts.get(key)
-        if entry is not None and entry[0]() is message and entry[1] == mark:
-            total += entry[2]
-            continue
-        count = count_tokens_approximately([message])
-        try:
-            ref = weakref.ref(message, _forget(key))
-        except TypeError:  # a message class without weak references: counted each time
-            total += count
-            continue
+    return sum(map(_count, messages))
+
+
+def _count(message: Any) -> int:
+    if not isinstance(message, BaseMessage):
+        return count_tokens_approximately([message])
+    key, mark = id(message), _fingerprint(message)
+    entry = _counts.get(key)
+    if entry is not None and entry[0]() is message and entry[1] == mark:
+        return entry[2]
+    count = count_tokens_approximately([message])
+    with suppress(TypeError):  # a message class without weak references: counted each time
+        ref = weakref.ref(message, partial(_forget, key))
         with _lock:
             _counts[key] = (ref, mark, count)
-        total += count
-    return total
+    return count

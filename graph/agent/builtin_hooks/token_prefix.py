@@ -1,21 +1,8 @@
-"""The token count of a thread's model view, kept with the thread, so a process that
-never saw the thread (a cold resume) does not count it all again (the per-process memo,
-token_memo.py, starts empty). The hook keeps, in its per-thread state,
-
-    [k, bytes of the keys of view[:k], count of view[:k], hash of those bytes]
-
-and next time counts only view[k:] when the view provably starts with those k messages.
-A message's key holds all `count_tokens_approximately` reads of it (class, text length,
-name, tool calls or call id; any other message: its own count), so equal keys give
-equal counts. Keys are written with `marshal` format 0 (bytes depend only on values,
-self-delimiting: view[:k]'s bytes prefix view's), hashed with BLAKE2b keyed by
-LangChain's version (63 bits kept). Any edit that could change the count changes the
-bytes; a missing, malformed or foreign record is ignored. Four integers (~25 bytes),
-since every later checkpoint carries it. At 200 turns the check costs ~0.5 ms against
-~1 ms for LangChain's count; within a process the signature is carried from call to
-call (prefix_memo.py). Only the default estimate is additive (count(view) =
-count(view[:k]) + count(view[k:])); a custom `count_tokens` always gets the whole view.
-"""
+"""The token count of a thread's model view, kept with the thread (a cold resume does
+not count it all again): `[k, bytes of the keys of view[:k], count of view[:k], hash]`,
+so only view[k:] is counted when the view provably starts with those k messages. Keys
+(all the estimate reads of a message) are written with `marshal` format 0 and hashed
+with BLAKE2b keyed by LangChain's version."""
 
 from __future__ import annotations
 
@@ -30,8 +17,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from graph.agent.prefix_memo import PrefixMemo
 
-# The estimate's formula belongs to LangChain: a record made under another version is
-# not trusted.
+# The estimate's formula belongs to LangChain: a record of another version is not trusted.
 VERSION = f"langchain-core {langchain_core.__version__}".encode()
 # marshal's header of a list (type code, then the item count as 4 bytes).
 _LIST_HEADER = 5
@@ -63,35 +49,30 @@ def count_view(
     record: Any,
     count: Callable[[Sequence[Any]], int],
 ) -> tuple[int, list[Any] | None]:
-    """(the count of `view`, the record to keep for it; None when there is none).
-    `count` is the default estimate: it is given only what the record does not cover."""
+    """(the count of `view`, the record to keep for it); `count` gets only the rest."""
     tokens: int | None = None
     if isinstance(record, list | tuple) and len(record) == 4:
         upto, size, counted, sig = record
-        if (
-            isinstance(upto, int)
-            and isinstance(size, int)
-            and isinstance(counted, int)
-            and 0 < upto <= len(view)
-            and size > 0
-        ):
+        if all(isinstance(n, int) for n in record[:3]) and 0 < upto <= len(view) and size > 0:
             # The prefix's signature first: the whole view's continues from it.
             prefix = _signed(view[:upto])
             if prefix.size == size and prefix.hashed is not None and _value(prefix.hashed) == sig:
                 tokens = counted + (count(view[upto:]) if upto < len(view) else 0)
     if tokens is None:
         tokens = count(view)
-    return tokens, _record(view, tokens, _signed(view))
+    return tokens, record_of(view, tokens)
 
 
 def record_of(view: Sequence[Any], tokens: int) -> list[Any] | None:
     """The record for `view`, whose count is `tokens` (None: see `count_view`)."""
-    return _record(view, tokens, _signed(view))
+    signed = _signed(view)
+    if signed.hashed is None or not view:
+        return None
+    return [len(view), signed.size, tokens, _value(signed.hashed)]
 
 
 class _Signed(NamedTuple):
-    """The keys of a view so far: how many bytes they serialise to, and BLAKE2b fed
-    those bytes (None: a key marshal cannot write, so the view has no record)."""
+    """The keys of a view so far: their size in bytes, and BLAKE2b fed those bytes."""
 
     size: int
     hashed: Any
@@ -101,8 +82,7 @@ def _signed_after(signed: _Signed, more: Sequence[Any]) -> _Signed:
     if signed.hashed is None:
         return signed
     try:
-        # marshal format 0 writes each item the same inside a list or alone, so the
-        # items' bytes of a longer view are these bytes followed by the new ones.
+        # Format 0 writes an item alike inside a list or alone: a longer view's bytes go on.
         data = memoryview(marshal.dumps(_keys(more), 0))[_LIST_HEADER:]
     except (ValueError, AttributeError):  # a value marshal cannot write: no record
         return _Signed(signed.size, None)
@@ -111,7 +91,6 @@ def _signed_after(signed: _Signed, more: Sequence[Any]) -> _Signed:
     return _Signed(signed.size + len(data), hashed)
 
 
-# Keyed by the estimate's version: a record made under another never matches.
 _signed: PrefixMemo[_Signed] = PrefixMemo(
     _Signed(0, blake2b(digest_size=8, key=VERSION)), _signed_after
 )
@@ -120,9 +99,3 @@ _signed: PrefixMemo[_Signed] = PrefixMemo(
 def _value(hashed: Any) -> int:
     # A non-negative 63-bit int: stored as a plain integer (9 bytes), by any serializer.
     return int.from_bytes(hashed.digest(), "big") >> 1
-
-
-def _record(view: Sequence[Any], tokens: int, signed: _Signed) -> list[Any] | None:
-    if signed.hashed is None or not view:
-        return None
-    return [len(view), signed.size, tokens, _value(signed.hashed)]
