@@ -40,6 +40,7 @@ from langchain_core.messages import (
 
 from graph.store.dialect import Dialect, upsert
 from graph.store.plain import BLOCK, SERIALIZED, block_items
+from graph.store.plain import HEAD_KEY as _KEY
 
 # The head's two tables, the same on SQLite and Postgres but for the type of bytes.
 HEAD_TABLES = (
@@ -62,13 +63,10 @@ HEAD_TABLES = (
 
 
 # The head's statements, written once with `?` (Dialect.sql gives each database its own).
-_KEY = "thread_id = ? AND checkpoint_ns = ? AND channel = ?"
 DELETE_HEAD = tuple(
     f"DELETE FROM {table} WHERE thread_id = ?"
     for table in ("gatehouse_heads", "gatehouse_head_blocks")
 )
-READ_HEAD = f"SELECT checkpoint_id, count FROM gatehouse_heads WHERE {_KEY}"
-READ_BLOCKS = f"SELECT n, data FROM gatehouse_head_blocks WHERE {_KEY} ORDER BY pos"
 UPSERT_HEAD = upsert(
     "gatehouse_heads",
     ("thread_id", "checkpoint_ns", "channel", "checkpoint_id", "count"),

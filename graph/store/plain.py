@@ -26,9 +26,12 @@ from graph.store.langgraph_private import (
     PUSH,
 )
 
-# The head's rows: messages per block, the kind of a serialized item.
+# The head's rows (graph/store/head.py): messages per block, the kind of a serialized item.
 BLOCK = 32
 SERIALIZED = "~"
+HEAD_KEY = "thread_id = ? AND checkpoint_ns = ? AND channel = ?"
+READ_HEAD = f"SELECT checkpoint_id, count FROM gatehouse_heads WHERE {HEAD_KEY}"
+READ_BLOCKS = f"SELECT n, data FROM gatehouse_head_blocks WHERE {HEAD_KEY} ORDER BY pos"
 
 
 class UnreadableValue(ValueError):

@@ -51,14 +51,9 @@ from graph.store.delta_reads import (
     unwrap,
 )
 from graph.store.dialect import SQLITE
-from graph.store.head import (
-    READ_BLOCKS,
-    READ_HEAD,
-    HeadUnreadable,
-    decode,
-    head_tables,
-)
+from graph.store.head import HeadUnreadable, decode, head_tables
 from graph.store.langgraph_private import sqlite_has_task_path
+from graph.store.plain import READ_BLOCKS, READ_HEAD
 from graph.store.reader import TREE_INDEX
 from graph.store.threads import THREADS_INDEX, THREADS_TABLE
 
