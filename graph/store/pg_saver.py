@@ -1,13 +1,9 @@
-"""Gatehouse's Postgres checkpointer: the official `PostgresSaver` with the SQLite
-saver's materialised head, warm cache and thread-index upkeep (graph/store/saver.py).
-
-The checkpoint tables and rows are the stock ones (LangGraph Server reads them). A
-checkpoint's statements go in one pipeline with its BEGIN and COMMIT (`_in_transaction`):
-the stock upserts, the head's new rows, and a compare-and-set of the head (`WHERE
-checkpoint_id = <parent>`); only when that finds the head elsewhere (a branch, another
-writer) are the rows rewritten whole. A step's writes take one round trip, a
-checkpoint two. Reads: the warm cache, else the head when it is the checkpoint asked
-for (nearly always), else the stock replay.
+"""Gatehouse's Postgres checkpointer: the stock `PostgresSaver` and its tables, with a
+materialised head, a warm cache and the thread index (as saver.py). A checkpoint's
+statements (the stock upserts, the head's new rows, a compare-and-set of the head) go in
+one pipeline with its BEGIN and COMMIT: a step's writes take one round trip, a
+checkpoint two. Reads: the cache, else the head when it is the checkpoint asked for,
+else the stock replay.
 """
 
 from __future__ import annotations
@@ -60,12 +56,9 @@ CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
 
 @contextmanager
 def _in_transaction(conn: Any) -> Iterator[None]:
-    """For statements the caller sends between its own "BEGIN" and "COMMIT", inside
-    its pipelines, so they travel with the statements: psycopg's `conn.transaction()`
-    waits for the server at BEGIN and again at COMMIT, two round trips more per
-    transaction (about half the time of a step's writes on a local server). Anything
-    raised rolls the transaction back: a pool's connection context would too, a saver
-    given one connection has no one else to."""
+    """Around statements sent between the caller's own BEGIN and COMMIT in its pipelines
+    (`conn.transaction()` waits for the server at each: two round trips more). Anything
+    raised rolls back: a saver given one connection has no pool to do it."""
     try:
         yield
     except BaseException:
@@ -75,12 +68,9 @@ def _in_transaction(conn: Any) -> Iterator[None]:
         raise
 
 
-# The stock read of a checkpoint joins its channel versions to the thread's blobs. A
-# planner that knows nothing of the table (never analysed: a new database, or rows
-# added since autovacuum last looked) hashes every blob of the thread for it, a read
-# that grows with the thread (3,900 blobs hashed for 17 at 300 turns). A lateral
-# subquery with LIMIT 1 cannot be flattened into that join: one primary-key lookup per
-# channel, whatever the statistics. The same rows (the key is unique).
+# The stock read joins a checkpoint's channel versions to the thread's blobs; a planner
+# without statistics (a new database) hashes every blob of the thread (3,900 for 17 at
+# 300 turns). A lateral LIMIT 1 subquery cannot be flattened: one key lookup per channel.
 _STOCK_BLOB_JOIN = """        from jsonb_each_text(checkpoint -> 'channel_versions')
         inner join checkpoint_blobs bl
             on bl.thread_id = checkpoints.thread_id
@@ -99,8 +89,7 @@ _BLOB_LOOKUPS = """        from jsonb_each_text(checkpoint -> 'channel_versions'
 
 
 class GatehousePostgresSaver(DeltaReads, PostgresSaver):
-    """`PostgresSaver` with a materialised head and a warm cache of the given
-    DeltaChannels (the graph registers them, graph/agent/graph.py)."""
+    """`PostgresSaver` with a materialised head and a cache of the DeltaChannels."""
 
     remembers_writes = True
     dialect = POSTGRES
@@ -110,8 +99,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
-        """A cursor in a transaction of its own, sent in one pipeline with its BEGIN
-        and COMMIT (one round trip)."""
+        """A cursor in a transaction sent in one pipeline with its BEGIN and COMMIT."""
         with (
             self.lock,
             pg_connection(self.conn) as conn,
@@ -167,7 +155,6 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 rewrite, checks = self._move_heads(
                     cur,
                     partial(conn.cursor, row_factory=tuple_row),
-                    POSTGRES,
                     (thread_id, ns, cid, parent),
                     plans,
                 )
@@ -179,7 +166,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 raise StaleWrites  # rolled back
             rewrite += failed
             with conn.pipeline(), conn.cursor(binary=True) as cur:
-                self._rewrite_heads(cur, POSTGRES, (thread_id, ns, cid), rewrite)
+                self._rewrite_heads(cur, (thread_id, ns, cid), rewrite)
                 cur.execute("COMMIT")
         return saved_config(config, ns, checkpoint)
 
