@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
     writes_sort_key,
 )
+from langgraph.errors import is_invalid_resume
 
 from graph.protocol.state_keys import MESSAGES
 from graph.protocol.threads import check_thread_id
@@ -41,8 +42,14 @@ from graph.store.head import (
     write_rows,
     written_count,
 )
-from graph.store.langgraph_private import ERROR, INTERRUPT, DeltaSnapshot, get_overwrite
-from graph.store.refusals import refuses_answer, resume_key
+from graph.store.langgraph_private import (
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    RESUME,
+    DeltaSnapshot,
+    get_overwrite,
+)
 from graph.store.threads import (
     CHECKPOINT_ROW,
     DEFAULT_TITLE,
@@ -104,11 +111,6 @@ def unwrap(seed: Any) -> Any:
     return seed.value if isinstance(seed, DeltaSnapshot) else seed
 
 
-def title_from(plans: Sequence[HeadPlan]) -> str:
-    text = next((first_user_text(value) for ch, value, *_ in plans if ch == MESSAGES), None)
-    return title_of(text) if text else DEFAULT_TITLE
-
-
 def checkpoint_row_sql(dialect: Dialect, writes_table: str) -> str:
     """The index row a checkpoint leaves (one whose interrupt was saved first stays
     awaiting approval). Parameters: `checkpoint_row`."""
@@ -128,20 +130,20 @@ def checkpoint_row(
 ) -> tuple[Any, ...]:
     cid, now = checkpoint["id"], time.time()
     paused = (thread_id, cid, INTERRUPT)
-    return (thread_id, title_from(plans), *paused, status_of(checkpoint), now, now, *paused, now)
+    text = next((first_user_text(value) for ch, value, *_ in plans if ch == MESSAGES), None)
+    title = title_of(text) if text else DEFAULT_TITLE
+    return (thread_id, title, *paused, status_of(checkpoint), now, now, *paused, now)
 
 
-def writes_by_checkpoint(
-    rows: Sequence[Sequence[Any]], channel: str, serde: Any
-) -> dict[str, list[PendingWrite]]:
-    """Rows of (checkpoint_id, task_id, idx, type, value, task_path) as each checkpoint's
-    writes to `channel`, in replay order."""
-    out: dict[str, list[PendingWrite]] = {}
-    for cid, task_id, _, type_tag, value, _ in sorted(
-        rows, key=lambda r: writes_sort_key(r[5] or "", r[1], r[2])
-    ):
-        out.setdefault(cid, []).append((task_id, channel, serde.loads_typed((type_tag, value))))
-    return out
+def refuses_answer(writes: Sequence[tuple[str, Any]]) -> bool:
+    """Whether these task writes refuse a resume value (it failed the interrupt's
+    `response_schema`). LangGraph stored the value before the node checked it, and the
+    refusal is the task's error: kept, the pause would look failed and `retry` replay
+    it. So neither is kept, and the thread stays paused as it was."""
+    return any(
+        channel == ERROR and isinstance(value, BaseException) and is_invalid_resume(value)
+        for channel, value in writes
+    )
 
 
 def writes_at_sql(dialect: Dialect, table: str, value: str, task_path: str, ids: int) -> str:
@@ -402,7 +404,7 @@ class DeltaReads:
         task_path: str = "",
     ) -> None:
         """The stock `put_writes`, an interrupt or error also marking the index row in the
-        same transaction; a refused resume value is deleted instead (refusals.py)."""
+        same transaction; a refused resume value is deleted instead (`refuses_answer`)."""
         conf = config["configurable"]
         thread_id, ns, cid = (
             str(conf["thread_id"]),
@@ -411,7 +413,7 @@ class DeltaReads:
         )
         if refuses_answer(writes):
             self._remember((thread_id, ns), None)
-            self._forget_answer(resume_key(config))
+            self._forget_answer((thread_id, ns, cid))
             return
         update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
         try:
@@ -578,15 +580,15 @@ class DeltaReads:
                 for sql in DELETE_HEAD:
                     cur.execute(self.dialect.sql(sql), (str(thread_id),))
 
-    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
-        """Delete the stored resume value at this row key (refusals.resume_key)."""
+    def _forget_answer(self, at: tuple[str, str, str]) -> None:
+        """Delete the resume value stored at checkpoint `at` (thread, namespace, id)."""
         with self._tx() as cur:
             cur.execute(
                 self.dialect.sql(
                     f"DELETE FROM {self.writes_table} WHERE thread_id = ? AND checkpoint_ns = ? "
                     "AND checkpoint_id = ? AND task_id = ? AND channel = ?"
                 ),
-                key,
+                (*at, NULL_TASK_ID, RESUME),
             )
 
     def _task_path(self) -> str:
@@ -609,4 +611,11 @@ class DeltaReads:
                 ),
                 (thread_id, ns, channel, *part),
             )
-        return writes_by_checkpoint(rows, channel, self.serde)
+        out: dict[str, list[PendingWrite]] = {}
+        for cid, task_id, _, type_tag, value, _ in sorted(
+            rows, key=lambda r: writes_sort_key(r[5] or "", r[1], r[2])
+        ):
+            out.setdefault(cid, []).append(
+                (task_id, channel, self.serde.loads_typed((type_tag, value)))
+            )
+        return out

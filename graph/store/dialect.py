@@ -1,8 +1,6 @@
-"""How the Gatehouse tables' SQL differs between SQLite and Postgres, so each table is
-written once: statements with `?` placeholders, `{real}` / `{blob}` column types and
-`INSERT ... ON CONFLICT` upserts, which `Dialect` turns into what each database takes,
-with the few real differences (row locks, advisory locks, what TEXT can hold).
-Standard library only, so the fast read paths that import the tables stay fast.
+"""How the tables' SQL differs between SQLite and Postgres, so each is written once: `?`
+placeholders, `{real}` / `{blob}` column types, upserts, row and advisory locks, what
+TEXT holds. Standard library only: the fast read paths import it.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ def is_postgres_url(db: str) -> bool:
 
 @lru_cache(maxsize=512)
 def _pyformat(sql: str) -> str:
-    """`?` placeholders -> psycopg's `%s`; a literal `%` doubled (psycopg reads `%` anywhere
-    as the start of a placeholder). A `?` inside a quoted string stays."""
+    """`?` -> psycopg's `%s` (not inside quotes); a literal `%` doubled."""
     out: list[str] = []
     quote = ""
     for ch in sql:
@@ -42,13 +39,10 @@ def _pyformat(sql: str) -> str:
 
 @dataclass(frozen=True)
 class Dialect:
-    """What differs between the two databases, as far as the tables care."""
-
     name: Literal["sqlite", "postgres"]
     real: str  # a float column (timestamps)
     blob: str  # a bytes column
-    # Appended to a SELECT in a transaction: lock the rows read until it ends. SQLite's
-    # write transaction holds the whole file already.
+    # Appended to a SELECT: lock its rows (SQLite's write transaction holds the file).
     for_update: str
     # A column in the order rows were inserted ("" where the database keeps none).
     insertion_column: str
@@ -58,25 +52,22 @@ class Dialect:
         return self.name == "postgres"
 
     def sql(self, statement: str) -> str:
-        """A statement written with `?` placeholders, as this database's driver takes it."""
+        """A statement written with `?`, as this database's driver takes it."""
         return _pyformat(statement) if self.postgres else statement
 
     def by_insertion(self, column: str) -> str:
-        """An ORDER BY list: `column`, ties in the order the rows were inserted where the
-        database can tell."""
+        """ORDER BY `column`, ties in insertion order where the database can tell."""
         return f"{column}, {self.insertion_column}" if self.insertion_column else column
 
     def ddl(self, statement: str) -> str:
-        """A table definition written with `{real}` / `{blob}` column types."""
         return statement.format(real=self.real, blob=self.blob)
 
     def text(self, value: str) -> str:
-        """A string as a TEXT column stores it: Postgres text cannot hold NUL."""
+        """A string as a TEXT column stores it (Postgres: no NUL)."""
         return value.replace("\x00", "\ufffd") if self.postgres else value
 
     def xact_lock(self, key: int) -> str | None:
-        """A statement that serialises a transaction with every other one taking `key`
-        (held until it ends); None for SQLite, whose write transaction is serial already."""
+        """A statement serialising transactions taking `key` (None: SQLite's are serial)."""
         return f"SELECT pg_advisory_xact_lock({int(key)})" if self.postgres else None
 
 
@@ -93,9 +84,8 @@ def upsert(
     update: Sequence[str] = (),
     where: str = "",
 ) -> str:
-    """`INSERT INTO table(columns) VALUES (?, ...) ON CONFLICT (key) DO ...`: DO NOTHING
-    without `update`, else each `update` column takes the inserted value (`where`: only
-    when the existing row passes it)."""
+    """`INSERT ... ON CONFLICT (key) DO NOTHING`, or with `update`: those columns take the
+    inserted values (when the existing row passes `where`)."""
     sql = (
         f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
         f"ON CONFLICT ({', '.join(key)}) DO "
