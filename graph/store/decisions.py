@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from graph.protocol.decisions import (
@@ -85,22 +86,11 @@ def record_key(tool: str, args: Any, requested_args: Any) -> str:
 
 
 def _row(record: DecisionRecord) -> tuple[Any, ...]:
-    return (
-        record.thread_id,
-        record.question,
-        record.tool_call_id,
-        record.tool,
-        record.decision,
-        dumps(record.args),
-        None if record.requested_args is None else dumps(record.requested_args),
-        record.message,
-        record.always_allow,
-        record.source,
-        record.actor,
-        record.decided_at or time.time(),
-        record.request_id,
-        record_key(record.tool, record.args, record.requested_args),
-    )
+    values = [getattr(record, f.name) for f in fields(DecisionRecord)]  # the columns' order
+    values[5] = dumps(record.args)
+    values[6] = None if record.requested_args is None else dumps(record.requested_args)
+    values[11] = record.decided_at or time.time()
+    return (*values, record_key(record.tool, record.args, record.requested_args))
 
 
 def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:

@@ -311,9 +311,7 @@ class DeltaReads:
 
     def _put(self, key: tuple[str, str], cid: str, ch: str, entry: Entry) -> None:
         with self._cache_lock:
-            entries = self._threads.get(key)
-            if entries is None:
-                entries = self._threads[key] = OrderedDict()
+            entries = self._threads.setdefault(key, OrderedDict())
             self._threads.move_to_end(key)
             entries[(cid, ch)] = entry
             while len(entries) > VALUES_PER_THREAD * max(1, len(self.reducers)):
@@ -324,14 +322,9 @@ class DeltaReads:
     def clear_cache(self, thread_id: str | None = None) -> None:
         """Forget what this process read or wrote (the head in the database stays)."""
         with self._cache_lock:
-            if thread_id is None:
-                self._threads.clear()
-                self._known.clear()
-            else:
-                for key in [k for k in self._threads if k[0] == str(thread_id)]:
-                    del self._threads[key]
-                for key in [k for k in self._known if k[0] == str(thread_id)]:
-                    del self._known[key]
+            for table in (self._threads, self._known):
+                for key in [k for k in table if thread_id is None or k[0] == str(thread_id)]:
+                    del table[key]
 
     def _remember(
         self, key: tuple[str, str], cid: str | None, writes: Sequence[Known] = (), put: bool = True

@@ -36,10 +36,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Private:
-    """One name of LangGraph's that Gatehouse relies on."""
-
     ours: str  # the name in this module
-    theirs: str  # where LangGraph keeps it: "module:attribute" (an attribute may be "Class.name")
+    theirs: str  # where LangGraph keeps it: "module:attribute" (or "module:Class.name")
     needed_by: str  # what in Gatehouse breaks when it changes
 
 
@@ -59,12 +57,10 @@ CONFIG_KEY_STRICT_RESUME = "__pregel_strict_resume"
 CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
 # A run's `Runtime`; absent where LangGraph runs a node's routes outside a run (update_state).
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
-# The compiled graph's methods Gatehouse's subclass overrides (graph/agent/compiled.py),
-# which LangGraph's other entry points must go through: invoke and LangGraph Server's
-# runs through (a)stream, update_state through (a)bulk_update_state.
+# What Gatehouse's graph overrides (graph/agent/compiled.py): invoke and the server's runs
+# go through (a)stream, update_state through (a)bulk_update_state.
 ENTRY_POINTS = ("stream", "astream", "bulk_update_state", "abulk_update_state")
-# Writes that say what happened to a task, not what it produced: a task with any other
-# write has finished (langgraph/pregel/_task_status.py).
+# Writes that say what happened to a task: a task with any other write has finished.
 CONTROL_WRITES = frozenset({ERROR, ERROR_SOURCE_NODE, INTERRUPT, RESUME})
 
 # -- LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus)
@@ -191,36 +187,24 @@ G = TypeVar("G")
 
 
 def rebuilt_as(compiled: Any, cls: type[G], **attributes: Any) -> G:
-    """`compiled` (a compiled graph) as an instance of `cls`, its subclass, with
-    `attributes` added: built as LangGraph's own `Pregel.copy` builds a copy (the
-    constructor given the instance's attributes), so `copy` keeps the class and them."""
+    """`compiled` as an instance of its subclass `cls`, with `attributes`, built as
+    `Pregel.copy` builds a copy, so copies keep the class and them."""
     kept = {k: v for k, v in vars(compiled).items() if k != "__orig_class__"}
     return cls(**kept, **attributes)
 
 
 # -- methods of the stock savers, called on Gatehouse's subclasses
-def pg_dump_blobs(
-    saver: PostgresSaver, thread_id: str, ns: str, values: dict[str, Any], versions: dict[str, Any]
-) -> list[tuple[Any, ...]]:
-    """The checkpoint_blobs rows of these channel values, as `PostgresSaver.put` writes them."""
-    return saver._dump_blobs(thread_id, ns, values, versions)
+def pg_dump_blobs(saver: PostgresSaver, *args: Any) -> list[tuple[Any, ...]]:
+    """The blob rows `put` writes: (thread_id, ns, values, versions)."""
+    return saver._dump_blobs(*args)
 
 
-def pg_dump_writes(
-    saver: PostgresSaver,
-    thread_id: str,
-    ns: str,
-    checkpoint_id: str,
-    task_id: str,
-    task_path: str,
-    writes: Any,
-) -> list[tuple[Any, ...]]:
-    """The checkpoint_writes rows of a task's writes, as `PostgresSaver.put_writes` writes them."""
-    return saver._dump_writes(thread_id, ns, checkpoint_id, task_id, task_path, writes)
+def pg_dump_writes(saver: PostgresSaver, *args: Any) -> list[tuple[Any, ...]]:
+    """The rows `put_writes` writes: (thread_id, ns, checkpoint_id, task_id, task_path, writes)."""
+    return saver._dump_writes(*args)
 
 
 def sqlite_has_task_path(saver: SqliteSaver) -> bool:
-    """Whether the file's writes table has LangGraph's `task_path` column."""
     return bool(saver._has_task_path)
 
 

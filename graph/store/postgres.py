@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from typing import Any
 
 import psycopg
@@ -84,7 +83,7 @@ def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver
 def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
     """Create (or migrate) the schema once, whichever process gets here first."""
     with pool.connection() as conn:
-        db = PostgresDatabase(lambda: _borrowed(conn))
+        db = PostgresDatabase(lambda: nullcontext(conn))
         # Polled: CREATE INDEX CONCURRENTLY (a migration) waits for every open
         # transaction, one blocked in pg_advisory_lock too: a deadlock.
         deadline = time.monotonic() + SETUP_WAIT_S
@@ -104,11 +103,6 @@ def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
                     table.create(cur)
         finally:
             db.run("SELECT pg_advisory_unlock(?)", (SETUP_LOCK_KEY,))
-
-
-@contextmanager
-def _borrowed(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
-    yield conn  # the caller's connection, left open
 
 
 def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
