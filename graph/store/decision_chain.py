@@ -32,16 +32,13 @@ PG_CHAIN_LOCK = 0x6761746563686E  # "gatechn"
 KEY = ("thread_id", "question", "tool_call_id", "call_key")
 
 
-def _canonical(row: dict[str, Any]) -> str:
+def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:
     # NULLs left out: a column added later keeps older entries' hashes valid.
     present = {k: v for k, v in row.items() if v is not None}
-    return json.dumps(
+    canonical = json.dumps(
         present, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False
     )
-
-
-def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:
-    return hashlib.sha256(f"{prev_hash}\n{seq}\n{_canonical(row)}".encode()).hexdigest()
+    return hashlib.sha256(f"{prev_hash}\n{seq}\n{canonical}".encode()).hexdigest()
 
 
 def _dicts(cursor: Any) -> list[dict[str, Any]]:
@@ -51,9 +48,8 @@ def _dicts(cursor: Any) -> list[dict[str, Any]]:
 
 def append(cur: Cursor, key: tuple[str, str, str, str]) -> None:
     """Chain the decision row `key` (just inserted, in this transaction)."""
-    lock = cur.dialect.xact_lock(PG_CHAIN_LOCK)
-    if lock:
-        cur.execute(lock)
+    if cur.dialect.postgres:  # SQLite's write transactions are serial already
+        cur.execute(f"SELECT pg_advisory_xact_lock({PG_CHAIN_LOCK})")
     cur.execute(
         "SELECT * FROM gatehouse_decisions WHERE thread_id=? AND question=? AND tool_call_id=? "
         "AND call_key=?",

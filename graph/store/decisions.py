@@ -99,11 +99,7 @@ def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
         row = _row(record)
         cur.execute(INSERT, row)
         if cur.rowcount == 1:  # new: chained in the same transaction
-            append(cur, chain_key(row))
-
-
-def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
-    return (row[0], row[1], row[2], row[-1])
+            append(cur, (row[0], row[1], row[2], row[-1]))
 
 
 def _record(row: Sequence[Any]) -> DecisionRecord:

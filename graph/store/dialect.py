@@ -55,20 +55,12 @@ class Dialect:
         """A statement written with `?`, as this database's driver takes it."""
         return _pyformat(statement) if self.postgres else statement
 
-    def by_insertion(self, column: str) -> str:
-        """ORDER BY `column`, ties in insertion order where the database can tell."""
-        return f"{column}, {self.insertion_column}" if self.insertion_column else column
-
     def ddl(self, statement: str) -> str:
         return statement.format(real=self.real, blob=self.blob)
 
     def text(self, value: str) -> str:
         """A string as a TEXT column stores it (Postgres: no NUL)."""
         return value.replace("\x00", "\ufffd") if self.postgres else value
-
-    def xact_lock(self, key: int) -> str | None:
-        """A statement serialising transactions taking `key` (None: SQLite's are serial)."""
-        return f"SELECT pg_advisory_xact_lock({int(key)})" if self.postgres else None
 
 
 SQLITE = Dialect("sqlite", real="REAL", blob="BLOB", for_update="", insertion_column="rowid")

@@ -18,7 +18,7 @@ from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, mess
 
 from graph.protocol.errors import CallAlreadyStarted
 from graph.store.binding import KEY_COLUMN, call_key, dumps, rebind, same_call
-from graph.store.database import Cursor, Database, Table
+from graph.store.database import Cursor, Table
 from graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
@@ -88,10 +88,6 @@ class Journal(Table):
     """`gatehouse_journal`: one row per call, bound to its tool and canonical arguments
     (binding.py); each write commits before the graph moves on."""
 
-    def __init__(self, db: Database, location: str = "") -> None:
-        super().__init__(db)
-        self.location = location
-
     @staticmethod
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_journal", SCHEMA, KEY, _legacy_key)
@@ -122,7 +118,11 @@ class Journal(Table):
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: its id, tool and canonical arguments."""
         rows = self._select("tool_call_id=? AND call_key=?", (thread_id, call["id"], key_of(call)))
-        return bound_entry(rows[0] if rows else None, call)
+        entry = _entry(rows[0]) if rows else None
+        # The key is a digest: the stored tool and arguments are compared too.
+        if entry is None or not same_call(entry.name, entry.args, call["name"], call["args"]):
+            return None
+        return entry
 
     def entries(self, thread_id: str) -> list[JournalEntry]:
         return [_entry(r) for r in self._select("1=1 ORDER BY started_at", (thread_id,))]
@@ -232,14 +232,6 @@ def restore_row(e: JournalEntry) -> tuple[Any, ...]:
 
 def key_of(call: ToolCall) -> str:
     return call_key(call["name"], call["args"])
-
-
-def bound_entry(row: tuple[Any, ...] | None, call: ToolCall) -> JournalEntry | None:
-    """The entry of `row` when it is exactly `call` (the stored tool and arguments too)."""
-    if row is None:
-        return None
-    entry = _entry(row)
-    return entry if same_call(entry.name, entry.args, call["name"], call["args"]) else None
 
 
 def _legacy_key(row: Mapping[str, Any]) -> str:

@@ -42,7 +42,8 @@ class QueuedMessages(Table):
 
     def waiting(self, thread_id: str) -> list[QueuedMessage]:
         """The thread's queued messages, oldest first."""
-        order = self.dialect.by_insertion("queued_at")
+        ties = self.dialect.insertion_column  # in the order queued, where the database knows
+        order = f"queued_at, {ties}" if ties else "queued_at"
         rows = self._db.rows(
             f"SELECT id, text, queued_at FROM gatehouse_queued WHERE thread_id=? ORDER BY {order}",
             (thread_id,),

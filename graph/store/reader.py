@@ -96,13 +96,6 @@ class _OwnConnection:
                 self._conn = None
 
 
-def _no_table(exc: BaseException) -> bool:
-    """A database no Gatehouse run has written to yet (it reads as empty)."""
-    if isinstance(exc, sqlite3.OperationalError):
-        return "no such table" in str(exc) or "no such column" in str(exc)
-    return getattr(exc, "sqlstate", None) == "42P01"  # Postgres: undefined_table
-
-
 class ThreadReader:
     """Read-only views of threads, each one or two indexed queries."""
 
@@ -124,7 +117,11 @@ class ThreadReader:
         except _NoFile:
             return []
         except self._db.errors as exc:
-            if _no_table(exc):
+            # A database no Gatehouse run has written to yet reads as empty.
+            if getattr(exc, "sqlstate", None) == "42P01" or (  # Postgres: undefined_table
+                isinstance(exc, sqlite3.OperationalError)
+                and ("no such table" in str(exc) or "no such column" in str(exc))
+            ):
                 return []
             raise StorageError(
                 f"cannot read the Gatehouse database {self.location}: {exc}"

@@ -148,22 +148,16 @@ def open_sqlite_storage(db: str) -> Storage:
             db, ThreadIndex, Journal, Decisions, ToolOutputs, QueuedMessages, Leases
         )
         probe_writable(lease_db)  # a read-only file fails here, at start
-        leases = Leases(lease_db)
-        index = ThreadIndex(sqlite_database(db))
-        journal = Journal(sqlite_database(db), location)
-        decisions = Decisions(sqlite_database(db))
-        outputs = ToolOutputs(sqlite_database(db, lazy=True))
-        queued = QueuedMessages(sqlite_database(db, lazy=True, busy_ms=QUICK_BUSY_MS))
+        return Storage(
+            checkpointer=saver,
+            index=ThreadIndex(sqlite_database(db)),
+            location=location,
+            journal=Journal(sqlite_database(db)),
+            leases=Leases(lease_db),
+            decisions=Decisions(sqlite_database(db)),
+            outputs=ToolOutputs(sqlite_database(db, lazy=True)),
+            queued=QueuedMessages(sqlite_database(db, lazy=True, busy_ms=QUICK_BUSY_MS)),
+            reader=ThreadReader(read_sqlite(db), location),
+        )
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the Gatehouse database {location}: {exc}") from exc
-    return Storage(
-        checkpointer=saver,
-        index=index,
-        location=location,
-        journal=journal,
-        leases=leases,
-        decisions=decisions,
-        outputs=outputs,
-        queued=queued,
-        reader=ThreadReader(read_sqlite(db), location),
-    )
