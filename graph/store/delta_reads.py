@@ -166,17 +166,6 @@ def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> Run
     }
 
 
-def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> IndexUpdate:
-    """What a task's writes change in the index row: awaiting approval, failed or None."""
-    channels = {channel for channel, _ in writes}
-    now = time.time()
-    if INTERRUPT in channels:
-        return ON_INTERRUPT, (now, now, thread_id)
-    if ERROR in channels:
-        return ON_ERROR, (now, thread_id)
-    return None
-
-
 class StaleWrites(Exception):
     """The parent holds writes this process does not know of (another writer): write
     the checkpoint again from the writes read back."""
@@ -408,7 +397,12 @@ class DeltaReads:
             self._remember((thread_id, ns), None)
             self._forget_answer((thread_id, ns, cid))
             return
-        update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
+        update: IndexUpdate = None  # the index row: awaiting approval, failed or as it is
+        channels, now = {channel for channel, _ in writes}, time.time()
+        if not ns and self.side_tables and INTERRUPT in channels:
+            update = ON_INTERRUPT, (now, now, thread_id)
+        elif not ns and self.side_tables and ERROR in channels:
+            update = ON_ERROR, (now, thread_id)
         try:
             self._save_writes((thread_id, ns, cid, task_id, task_path), writes, update)
         except BaseException:

@@ -44,13 +44,6 @@ TAKE_FREE = upsert(
 RELEASE = "UPDATE gatehouse_leases SET owner='', expires_at=0 WHERE thread_id=? AND owner=?"
 
 
-def _ttl_default() -> float:
-    try:
-        return float(os.environ.get(TTL_ENV, "") or DEFAULT_TTL_S)
-    except ValueError:
-        return DEFAULT_TTL_S
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -166,7 +159,12 @@ class Leases(Table):
         super().__init__(db)
         # Errors a renewal shrugs off until its next tick (busy, full disk, failover).
         self.transient_errors = db.errors
-        self.ttl = ttl if ttl is not None else _ttl_default()
+        if ttl is None:
+            try:
+                ttl = float(os.environ.get(TTL_ENV, "") or DEFAULT_TTL_S)
+            except ValueError:
+                ttl = DEFAULT_TTL_S
+        self.ttl = ttl
         self.renewals = Renewals(self)
         self._host = socket.gethostname()
         # Released leases the database refused (owner -> thread), retried each tick.

@@ -120,18 +120,17 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
-        # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs.
-        copy = checkpoint.copy()
-        copy["channel_values"] = copy["channel_values"].copy()
-        blob_values = {}
-        for k, v in checkpoint["channel_values"].items():
-            if isinstance(v, DeltaSnapshot):
-                blob_values[k] = copy["channel_values"].pop(k)
-                copy["channel_values"][k] = True
-            elif v is None or isinstance(v, str | int | float | bool):
-                pass
-            else:
-                blob_values[k] = copy["channel_values"].pop(k)
+        # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs
+        # (a DeltaSnapshot's marked True inline).
+        values = checkpoint["channel_values"]
+        blob_values = {
+            k: v
+            for k, v in values.items()
+            if not (v is None or isinstance(v, str | int | float | bool))
+        }
+        inline = {k: v for k, v in values.items() if k not in blob_values}
+        inline.update({k: True for k, v in blob_values.items() if isinstance(v, DeltaSnapshot)})
+        copy = {**checkpoint, "channel_values": inline}
         cid = checkpoint["id"]
         with self.lock, pg_connection(self.conn) as conn, _in_transaction(conn):
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:

@@ -287,10 +287,6 @@ class ThreadReader:
     def transcript(self, thread_id: str) -> list[MessageView] | None:
         """The messages as `Session.transcript` shows them; None: no head at the latest
         checkpoint (ask the Session)."""
-        messages = self.message_fields(thread_id)
-        return None if messages is None else [view_of_fields(m) for m in messages]
-
-    def message_fields(self, thread_id: str) -> list[dict[str, Any]] | None:
         checkpoint_id = self.latest_checkpoint(thread_id)
         if checkpoint_id is None:
             return []
@@ -323,7 +319,7 @@ class ThreadReader:
             return None
         if not all(isinstance(m, dict) for m in messages):
             return None
-        return messages
+        return [view_of_fields(m) for m in messages]
 
     def _pending_values(self, thread_id: str, checkpoint_id: str, channel: str) -> list[Any]:
         """Values finished tasks (and updates: the null task) wrote to `channel` at a
@@ -390,12 +386,10 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
-def open_reader(db: str, *, pool: Any = None) -> ThreadReader:
-    """A reader of a SQLite path or postgresql:// URL; `pool`: a psycopg pool to share."""
+def open_reader(db: str) -> ThreadReader:
+    """A reader of a SQLite path or postgresql:// URL."""
     if not is_postgres_url(db):
         return ThreadReader(read_sqlite(db), str(Path(db).expanduser()))
-    if pool is not None:
-        return ThreadReader(PostgresDatabase(pool.connection), redact(db))
     own = _OwnConnection(db)
     return ThreadReader(PostgresDatabase(own), redact(db), on_close=own.close)
 

@@ -43,7 +43,11 @@ def connect_sqlite(
     file = Path(path).expanduser()
     try:
         file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _create_private(file)
+        if str(file) != ":memory:" and not file.exists():
+            # A new file is its owner's only (0600, and so its -wal and -shm): whoever can
+            # write it can approve.
+            with suppress(FileExistsError):
+                os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         conn = sqlite3.connect(
             str(file),
             check_same_thread=False,
@@ -59,15 +63,6 @@ def connect_sqlite(
     except (sqlite3.Error, OSError) as exc:
         raise StorageError(f"cannot open the Gatehouse database {file}: {exc}") from exc
     return conn
-
-
-def _create_private(file: Path) -> None:
-    """A new file is its owner's only (0600, and so its -wal and -shm): whoever can write
-    it can approve."""
-    if str(file) == ":memory:" or file.exists():
-        return
-    with suppress(FileExistsError):
-        os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def sqlite_database(
