@@ -88,7 +88,8 @@ class Database:
     errors: tuple[type[BaseException], ...]
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        raise NotImplementedError
+        with self.read() as cur:
+            return cur.execute(sql, params).fetchall()
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         """One statement in a transaction of its own; how many rows it changed."""
@@ -205,10 +206,6 @@ class PostgresDatabase(Database):
         import psycopg
 
         return cls(lambda: psycopg.connect(url, autocommit=True, connect_timeout=10))
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self.read() as cur:
-            return cur.execute(sql, params).fetchall()
 
     @contextmanager
     def read(self) -> Iterator[Cursor]:

@@ -37,12 +37,10 @@ from graph.store.plain import (
     loads,
     task_order,
 )
-from graph.store.threads import PENDING_WHERE
+from graph.store.threads import PENDING_WHERE, THREAD_COLUMNS
 
 if TYPE_CHECKING:
     from graph.protocol.messages import MessageView
-
-THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
 
 Rows = list[tuple[Any, ...]]
 

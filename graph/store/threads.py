@@ -41,6 +41,7 @@ RUNNING_INDEX = (
 )
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
+THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
 
 # What the checkpointer writes, its VALUES (thread_id, title, status, now, now,
 # pending_since) given by delta_reads.checkpoint_row_sql.
@@ -192,9 +193,5 @@ class ThreadIndex(Table):
         self._db.run("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))
 
     def _select(self, where: str, params: tuple[Any, ...]) -> builtins.list[ThreadInfo]:
-        rows = self._db.rows(
-            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "
-            f"FROM gatehouse_threads {where}",
-            params,
-        )
+        rows = self._db.rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads {where}", params)
         return [ThreadInfo(*row) for row in rows]
