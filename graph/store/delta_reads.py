@@ -178,9 +178,6 @@ class DeltaReads:
     # Whether `put` may compute a value from the writes this process saved at the parent
     # (not read back), checked in its transaction (Postgres).
     remembers_writes = False
-    reducers: dict[str, Reducer]
-    max_threads: int
-    side_tables: bool
     serde: Any
     # Each saver supplies: a value not in memory; a checkpoint with its head and index
     # row; a task's writes with the index's update, in one transaction.

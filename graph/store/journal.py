@@ -147,20 +147,8 @@ class Journal(Table):
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call before it runs; a second claimant (two clients resuming one
         approval) gets `CallAlreadyStarted` and must not run it."""
-        claimed = self._db.run(
-            CLAIM,
-            (
-                thread_id,
-                call["id"],
-                call["name"],
-                dumps(call["args"]),
-                "started",
-                time.time(),
-                os.getpid(),
-                key_of(call),
-            ),
-        )
-        if claimed != 1:
+        row = (thread_id, call["id"], call["name"], dumps(call["args"]), "started")
+        if self._db.run(CLAIM, (*row, time.time(), os.getpid(), key_of(call))) != 1:
             raise already_started(thread_id, call)
 
     def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
@@ -176,22 +164,8 @@ class Journal(Table):
     def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None:
         """Record the result: from now on this row answers the call."""
         payload = json.dumps(message_to_dict(result), default=str)
-        now = time.time()
-        self._db.run(
-            FINISH,
-            (
-                thread_id,
-                call["id"],
-                call["name"],
-                dumps(call["args"]),
-                "finished",
-                payload,
-                now,
-                now,
-                os.getpid(),
-                key_of(call),
-            ),
-        )
+        now, row = time.time(), (thread_id, call["id"], call["name"], dumps(call["args"]))
+        self._db.run(FINISH, (*row, "finished", payload, now, now, os.getpid(), key_of(call)))
 
     def delete_thread(self, thread_id: str) -> None:
         self._db.run("DELETE FROM gatehouse_journal WHERE thread_id=?", (thread_id,))

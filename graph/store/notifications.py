@@ -93,20 +93,8 @@ class NotificationLog(OwnTable):
 
     def claim(self, thread_id: str, interrupt_id: str, url: str, payload: dict[str, Any]) -> bool:
         """Record a pause to notify; False when it was recorded before."""
-        return (
-            self._db.run(
-                CLAIM,
-                (
-                    thread_id,
-                    interrupt_id,
-                    url,
-                    json.dumps(payload, ensure_ascii=False),
-                    time.time(),
-                    0.0,
-                ),
-            )
-            == 1
-        )
+        row = (thread_id, interrupt_id, url, json.dumps(payload, ensure_ascii=False))
+        return self._db.run(CLAIM, (*row, time.time(), 0.0)) == 1
 
     def take_due(self, url: str, lease_s: float, now: float | None = None) -> list[Notification]:
         """The pending rows for `url` whose try is due, each leased for `lease_s` (but

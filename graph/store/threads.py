@@ -59,7 +59,7 @@ CHECKPOINT_ROW = (
     "OR (gatehouse_threads.title IN ('', 'New thread') AND excluded.title NOT IN ('', 'New thread'))"
 )
 # ThreadIndex.touch in one statement: insert, or set the title (while the default), the
-# status, its reason and when it began waiting. Parameters: `touch_params`.
+# status, its reason and when it began waiting.
 TOUCH = (
     "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at, pending_since, reason) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
@@ -82,34 +82,6 @@ TOUCH = (
 # A pause is pending from its checkpoint until the step that answered it: a run on it
 # leaves it pending, so the inbox still lists one whose process died (issue 58).
 PENDING_WHERE = "pending_since IS NOT NULL"
-
-
-def touch_params(
-    thread_id: str,
-    title: str | None,
-    status: str | None,
-    owner: str | None,
-    now: float,
-    reason: str | None = None,
-) -> tuple[Any, ...]:
-    given = status is not None
-    return (
-        thread_id,
-        title or DEFAULT_TITLE,
-        status or "idle",
-        owner,
-        now,
-        now,
-        now if status == "awaiting_approval" else None,
-        reason,
-        title is not None,
-        given,
-        given,
-        given,
-        given,
-        title is not None,
-        given,
-    )
 
 
 ON_INTERRUPT = (
@@ -164,7 +136,12 @@ class ThreadIndex(Table):
         owner: str | None = None,
         reason: str | None = None,
     ) -> None:
-        self._db.run(TOUCH, touch_params(thread_id, title, status, owner, time.time(), reason))
+        now = time.time()
+        pending = now if status == "awaiting_approval" else None
+        row = (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now, pending)
+        # Which of the row's values TOUCH applies, in the order its placeholders ask.
+        titled, given = title is not None, status is not None
+        self._db.run(TOUCH, (*row, reason, titled, given, given, given, given, titled, given))
 
     def rename(self, thread_id: str, title: str) -> None:
         self._db.run(
