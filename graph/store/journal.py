@@ -189,19 +189,8 @@ RESTORE = upsert("gatehouse_journal", RESTORE_COLUMNS, KEY)
 
 def restore_row(e: JournalEntry) -> tuple[Any, ...]:
     result = None if e.result is None else json.dumps(message_to_dict(e.result), default=str)
-    return (
-        e.thread_id,
-        e.tool_call_id,
-        e.name,
-        dumps(e.args),
-        e.status,
-        result,
-        e.started_at,
-        e.finished_at,
-        e.pid,
-        e.attempts,
-        call_key(e.name, e.args),
-    )
+    head = (e.thread_id, e.tool_call_id, e.name, dumps(e.args), e.status, result)
+    return (*head, e.started_at, e.finished_at, e.pid, e.attempts, call_key(e.name, e.args))
 
 
 def key_of(call: ToolCall) -> str:

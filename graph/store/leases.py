@@ -203,13 +203,8 @@ class Leases(Table):
         return Lease(self, thread_id, owner)
 
     def renew(self, lease: Lease) -> bool:
-        return (
-            self._db.run(
-                "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?",
-                (time.time() + self.ttl, lease.thread_id, lease.owner),
-            )
-            == 1
-        )
+        renew = "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?"
+        return self._db.run(renew, (time.time() + self.ttl, lease.thread_id, lease.owner)) == 1
 
     def release(self, lease: Lease) -> None:
         try:
@@ -255,11 +250,8 @@ class Leases(Table):
     def _describe(self, owner: str) -> str:
         host, _, rest = owner.partition("|")
         pid = rest.partition("|")[0]
-        return (
-            "in this process"
-            if host == self._host and pid == str(os.getpid())
-            else f"process {pid} on {host}"
-        )
+        here = host == self._host and pid == str(os.getpid())
+        return "in this process" if here else f"process {pid} on {host}"
 
     def close(self) -> None:
         self.renewals.close()

@@ -131,6 +131,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         inline = {k: v for k, v in values.items() if k not in blob_values}
         inline.update({k: True for k, v in blob_values.items() if isinstance(v, DeltaSnapshot)})
         copy = {**checkpoint, "channel_values": inline}
+        meta = Jsonb(get_serializable_checkpoint_metadata(config, metadata))
         cid = checkpoint["id"]
         with self.lock, pg_connection(self.conn) as conn, _in_transaction(conn):
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
@@ -140,17 +141,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                         self.UPSERT_CHECKPOINT_BLOBS_SQL,
                         pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions),
                     )
-                cur.execute(
-                    self.UPSERT_CHECKPOINTS_SQL,
-                    (
-                        thread_id,
-                        ns,
-                        cid,
-                        parent,
-                        Jsonb(copy),
-                        Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
-                    ),
-                )
+                row = (thread_id, ns, cid, parent, Jsonb(copy), meta)
+                cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
                 rewrite, checks = self._move_heads(
                     cur,
                     partial(conn.cursor, row_factory=tuple_row),

@@ -52,12 +52,8 @@ class QueuedMessages(Table):
 
     def take(self, thread_id: str, message_id: str) -> bool:
         """Remove one; False when another took it first."""
-        return (
-            self._db.run(
-                "DELETE FROM gatehouse_queued WHERE thread_id=? AND id=?", (thread_id, message_id)
-            )
-            == 1
-        )
+        take = "DELETE FROM gatehouse_queued WHERE thread_id=? AND id=?"
+        return self._db.run(take, (thread_id, message_id)) == 1
 
     def writable(self) -> None:
         """Raise now if the database cannot be written, before a run waits on it."""

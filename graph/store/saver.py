@@ -50,6 +50,8 @@ from graph.store.plain import READ_BLOCKS, READ_HEAD
 from graph.store.reader import TREE_INDEX
 from graph.store.threads import THREADS_INDEX, THREADS_TABLE
 
+# The checkpoints walked up from a target, target first: (id, parent id, own value).
+Chain = list[tuple[str, str | None, Any]]
 # Checkpoints walked up looking for a known one before replaying the stock way instead.
 MAX_WALK = 256
 # Smaller blobs are stored as they are: zlib would not pay for itself.
@@ -152,19 +154,13 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
     ) -> None:
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        dumps = self.serde.dumps_typed
+        rows = [(*at, WRITES_IDX_MAP.get(ch, i), ch, *dumps(v)) for i, (ch, v) in enumerate(writes)]
         with self.cursor() as cur:
             cur.executemany(
                 f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO writes (thread_id, checkpoint_ns, "
                 "checkpoint_id, task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        *at,
-                        WRITES_IDX_MAP.get(channel, idx),
-                        channel,
-                        *self.serde.dumps_typed(value),
-                    )
-                    for idx, (channel, value) in enumerate(writes)
-                ],
+                rows,
             )
             self._update_index(cur, index_update)
 
@@ -196,7 +192,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 self._put(key, checkpoint_id, ch, entry)
                 return entry
             head = None
-        chain: list[tuple[str, str | None, Any]] = []  # (cid, parent, own), target first
+        chain: Chain = []
         base: Entry | None = None
         cid: str | None = checkpoint_id
         seen: set[str] = set()
@@ -239,14 +235,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         self._put(key, checkpoint_id, ch, entry)
         return entry
 
-    def _rolled_forward(
-        self,
-        thread_id: str,
-        ns: str,
-        ch: str,
-        base: Entry,
-        chain: list[tuple[str, str | None, Any]],
-    ) -> Any:
+    def _rolled_forward(self, thread_id: str, ns: str, ch: str, base: Entry, chain: Chain) -> Any:
         """The value at `chain[0]`: from the known ancestor `base` (or the latest snapshot
         on the way), with the writes after it applied."""
         value = unwrap(base.own) if base.own is not ABSENT else base.value

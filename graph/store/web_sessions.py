@@ -72,13 +72,8 @@ class WebSessions(OwnTable):
 
     def revoke(self, session_id: str) -> bool:
         """End one session (sign-out); False when it was not live."""
-        return (
-            self._db.run(
-                "UPDATE gatehouse_web_sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL",
-                (time.time(), _hash(session_id)),
-            )
-            > 0
-        )
+        revoke = "UPDATE gatehouse_web_sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL"
+        return self._db.run(revoke, (time.time(), _hash(session_id))) > 0
 
     def revoke_all(self) -> int:
         """End every live session on every port; how many."""
