@@ -406,16 +406,12 @@ class DeltaReads:
             self._remember((thread_id, ns), None)  # saved or not: unknown
             raise
         if self.remembers_writes:
-            self._remember(
-                (thread_id, ns),
-                cid,
-                [
-                    (task_path, task_id, WRITES_IDX_MAP.get(ch, i), ch, value)
-                    for i, (ch, value) in enumerate(writes)
-                    if ch in self.reducers
-                ],
-                put=False,
-            )
+            known = [
+                (task_path, task_id, WRITES_IDX_MAP.get(ch, i), ch, value)
+                for i, (ch, value) in enumerate(writes)
+                if ch in self.reducers
+            ]
+            self._remember((thread_id, ns), cid, known, put=False)
         self.announce_pause(thread_id, ns, writes)
 
     def _head_plans(
@@ -450,9 +446,8 @@ class DeltaReads:
             if not isinstance(value, list):
                 continue
             self._put(key, cid, ch, Entry(value, own))
-            plans.append(
-                (ch, value, prev, written, None if remembered is None else len(remembered))
-            )
+            counted = None if remembered is None else len(remembered)
+            plans.append((ch, value, prev, written, counted))
         return plans
 
     def _move_heads(

@@ -1,10 +1,11 @@
 """How the tables' SQL differs between SQLite and Postgres, so each is written once: `?`
-placeholders, `{real}` / `{blob}` column types, upserts, row and advisory locks, what
-TEXT holds. Standard library only: the fast read paths import it.
+placeholders, `{real}` / `{blob}` column types, upserts, row locks, what TEXT holds.
+Standard library only: the fast read paths import it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,23 +19,14 @@ def is_postgres_url(db: str) -> bool:
     return db.startswith(POSTGRES_SCHEMES)
 
 
+# A quoted string (left as it is, but for `%`), a placeholder, a `%`.
+_TOKENS = re.compile(r"'[^']*(?:'|$)|\"[^\"]*(?:\"|$)|[?%]")
+
+
 @lru_cache(maxsize=512)
 def _pyformat(sql: str) -> str:
     """`?` -> psycopg's `%s` (not inside quotes); a literal `%` doubled."""
-    out: list[str] = []
-    quote = ""
-    for ch in sql:
-        if ch == "%":
-            out.append("%%")
-        elif quote:
-            quote = "" if ch == quote else quote
-            out.append(ch)
-        elif ch in "'\"":
-            quote = ch
-            out.append(ch)
-        else:
-            out.append("%s" if ch == "?" else ch)
-    return "".join(out)
+    return _TOKENS.sub(lambda m: "%s" if m[0] == "?" else m[0].replace("%", "%%"), sql)
 
 
 @dataclass(frozen=True)

@@ -138,11 +138,8 @@ class ThreadReader:
         return [i for i in infos if i.status != "running"]
 
     def exists(self, thread_id: str) -> bool:
-        if self.thread(thread_id) is not None:
-            return True
-        return bool(
-            self._rows("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", [thread_id])
-        )
+        anywhere = "SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1"
+        return self.thread(thread_id) is not None or bool(self._rows(anywhere, [thread_id]))
 
     def _infos(self, where: str, params: Sequence[Any] = ()) -> list[ThreadInfo]:
         """Index rows; "running" without a live lease (a killed run) shows as interrupted."""

@@ -166,16 +166,12 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
 
     # -- reads ------------------------------------------------------------------------
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
-        if not self.side_tables:
-            return None
-        with self.cursor(transaction=False) as cur:
-            row = cur.execute(READ_HEAD, (thread_id, ns, ch)).fetchone()
-        return (row[0], row[1]) if row else None
+        rows = self._rows(READ_HEAD, (thread_id, ns, ch)) if self.side_tables else []
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def _head_value(self, thread_id: str, ns: str, ch: str, head: tuple[str, int]) -> Entry | None:
         """The value the head rows hold; None when they do not decode."""
-        with self.cursor(transaction=False) as cur:
-            rows = cur.execute(READ_BLOCKS, (thread_id, ns, ch)).fetchall()
+        rows = self._rows(READ_BLOCKS, (thread_id, ns, ch))
         try:
             return Entry(decode(rows, head[1], self.serde), ABSENT)
         except HeadUnreadable:
