@@ -60,26 +60,24 @@ def rebind(cur: Cursor, table: str, schema: str, key: Sequence[str], key_of: Key
 
 def _rebuild_sqlite_table(conn: Cursor, table: str, schema: str, key_of: KeyOf) -> None:
     """SQLite: `table` rebuilt under `schema`, every row and column kept."""
-    info = conn.execute(
-        f"PRAGMA table_info({table})"
-    ).fetchall()  # cid, name, type, notnull, default, pk
+    # cid, name, type, notnull, default, pk
+    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
     old = f"{table}_unbound"
     conn.execute(f"DROP TABLE IF EXISTS {old}")
     conn.execute(f"ALTER TABLE {table} RENAME TO {old}")
     conn.execute(schema)
-    have = {col[1] for col in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+    have = conn.columns(table)
     for _, name, kind, _, default, _ in info:
         # Columns another migration added to the old table stay (nullable here).
         if name not in have:
             extra = f" DEFAULT {default}" if default is not None else ""
             conn.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {kind}{extra}')
     names = [col[1] for col in info if col[1] != KEY_COLUMN]
-    cursor = conn.execute(f"SELECT {', '.join(names)} FROM {old}")
-    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    rows = conn.execute(f"SELECT {', '.join(names)} FROM {old}").fetchall()
     placeholders = ", ".join("?" * (len(names) + 1))
     conn.executemany(
         f"INSERT OR IGNORE INTO {table}({', '.join(names)}, {KEY_COLUMN}) VALUES ({placeholders})",
-        [(*row.values(), key_of(row)) for row in rows],
+        [(*row, key_of(dict(zip(names, row, strict=True)))) for row in rows],
     )
     # Indexes went with the old table; their owners create them again (IF NOT EXISTS).
     conn.execute(f"DROP TABLE {old}")

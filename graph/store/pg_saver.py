@@ -186,7 +186,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     def _compute(
         self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
     ) -> Entry:
-        key = (thread_id, ns)
+        entry = None
         if self.side_tables:
             # One round trip: the head's count and blocks if the head is this checkpoint
             # (an empty list: one row, no block).
@@ -201,8 +201,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 if rows:
                     blocks = [(n, data) for _, n, data in rows if n is not None]
                     entry = Entry(decode(blocks, rows[0][0], self.serde), ABSENT)
-                    self._put(key, checkpoint_id, ch, entry)
-                    return entry
-        entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
-        self._put(key, checkpoint_id, ch, entry)
+        if entry is None:
+            entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
+        self._put((thread_id, ns), checkpoint_id, ch, entry)
         return entry
