@@ -33,19 +33,8 @@ class Cursor:
         if rows:
             self.raw.executemany(self.dialect.sql(sql), rows)
 
-    def fetchone(self) -> Row | None:
-        return self.raw.fetchone()
-
-    def fetchall(self) -> list[Row]:
-        return self.raw.fetchall()
-
-    @property
-    def rowcount(self) -> int:
-        return int(self.raw.rowcount)
-
-    @property
-    def description(self) -> Any:
-        return self.raw.description
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)  # fetchone, fetchall, rowcount, description
 
     # What the migrations ask about the schema (empty: no such table).
     def table_exists(self, table: str) -> bool:

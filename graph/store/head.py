@@ -85,10 +85,6 @@ _UPSERT_BLOCK = upsert(
 )
 
 
-def head_tables(dialect: Dialect) -> list[str]:
-    return [table.format(blob=dialect.blob) for table in HEAD_TABLES]
-
-
 # A head row: (block number, messages in it, its bytes).
 Block = tuple[int, int, bytes]
 # How the rows change: (an append to the last block, whole blocks, delete from).

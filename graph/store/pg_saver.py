@@ -38,11 +38,7 @@ from graph.store.delta_reads import (
     saved_config,
 )
 from graph.store.dialect import POSTGRES
-from graph.store.head import (
-    HeadUnreadable,
-    decode,
-    head_tables,
-)
+from graph.store.head import HeadUnreadable, decode
 from graph.store.langgraph_private import (
     DeltaSnapshot,
     pg_connection,
@@ -50,7 +46,6 @@ from graph.store.langgraph_private import (
     pg_dump_writes,
 )
 
-HEAD_SCHEMA = head_tables(POSTGRES)
 CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
 
 

@@ -19,10 +19,12 @@ from graph.protocol.errors import StorageError
 from graph.store.binding import KEY_COLUMN
 from graph.store.database import PostgresDatabase
 from graph.store.decisions import Decisions
+from graph.store.dialect import POSTGRES
+from graph.store.head import HEAD_TABLES
 from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs
-from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
+from graph.store.pg_saver import GatehousePostgresSaver
 from graph.store.queued import QueuedMessages
 from graph.store.reader import TREE_INDEX, ThreadReader, redact
 from graph.store.storage import Storage
@@ -95,7 +97,7 @@ def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
             time.sleep(0.1)
         try:
             saver.setup()
-            for statement in (*HEAD_SCHEMA, TREE_INDEX):
+            for statement in (*map(POSTGRES.ddl, HEAD_TABLES), TREE_INDEX):
                 db.run(statement)
             # One transaction: a migration stopped half-way does not look complete.
             with db.transaction() as cur:

@@ -44,7 +44,7 @@ from graph.store.delta_reads import (
     unwrap,
 )
 from graph.store.dialect import SQLITE
-from graph.store.head import HeadUnreadable, decode, head_tables
+from graph.store.head import HEAD_TABLES, HeadUnreadable, decode
 from graph.store.langgraph_private import sqlite_has_task_path
 from graph.store.plain import READ_BLOCKS, READ_HEAD
 from graph.store.reader import TREE_INDEX
@@ -93,7 +93,7 @@ def compact_serde() -> EncryptedSerializer:
     return EncryptedSerializer(ZlibCodec(), JsonPlusSerializer())
 
 
-HEAD_SCHEMA = ";\n".join(head_tables(SQLITE))
+HEAD_SCHEMA = ";\n".join(map(SQLITE.ddl, HEAD_TABLES))
 CHECKPOINT_ROW = checkpoint_row_sql(SQLITE, "writes")
 
 

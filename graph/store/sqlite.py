@@ -107,11 +107,8 @@ def quick_check(conn: sqlite3.Connection, file: Path) -> None:
         checks = ["PRAGMA quick_check(1)"]
     else:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        checks = [
-            f"PRAGMA quick_check({t})"
-            for t in ALWAYS_CHECKED
-            if t in tables or t == "sqlite_schema"
-        ]
+        tables.add("sqlite_schema")
+        checks = [f"PRAGMA quick_check({t})" for t in ALWAYS_CHECKED if t in tables]
     for check in checks:
         row = conn.execute(check).fetchone()
         if row and row[0] != "ok":

@@ -14,8 +14,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-# The inner saver's methods, each also as its async twin on the worker thread.
-_DELEGATED = ("get_tuple", "put", "put_writes", "get_delta_channel_history")
+# The inner saver's methods, then this saver's own: each but `list` (see `alist`) and
+# `get_next_version` also async, on the worker thread.
+_INNER = ("get_tuple", "put", "put_writes", "get_delta_channel_history", "list", "get_next_version")
+_OWN = ("delete_thread", "delete_for_runs", "prune")
 
 
 class ThreadedSaver(BaseCheckpointSaver):
@@ -35,12 +37,6 @@ class ThreadedSaver(BaseCheckpointSaver):
         return await asyncio.get_running_loop().run_in_executor(
             self._worker, lambda: fn(*args, **kwargs)
         )
-
-    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Any:
-        return self.inner.list(config, **kwargs)
-
-    def get_next_version(self, current: Any, channel: Any) -> Any:
-        return self.inner.get_next_version(current, channel)
 
     def delete_thread(self, thread_id: str) -> None:
         self._delete_thread(thread_id)
@@ -107,10 +103,11 @@ def _delegate(name: str) -> None:
     async def on_worker(self: ThreadedSaver, *args: Any, **kwargs: Any) -> Any:
         return await self._run(getattr(self, name), *args, **kwargs)
 
-    if name in _DELEGATED:
+    if name in _INNER:
         setattr(ThreadedSaver, name, sync)
-    setattr(ThreadedSaver, f"a{name}", on_worker)
+    if name not in ("list", "get_next_version"):
+        setattr(ThreadedSaver, f"a{name}", on_worker)
 
 
-for _name in (*_DELEGATED, "delete_thread", "delete_for_runs", "prune"):
+for _name in (*_INNER, *_OWN):
     _delegate(_name)
