@@ -60,20 +60,19 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     PRIMARY KEY (thread_id, question, tool_call_id, call_key))"""
 
 
-_COLUMNS = (
+COLUMNS = (
     "thread_id, question, tool_call_id, tool, decision, args_json, requested_args_json, "
     "message, always_allow, source, actor, decided_at, request_id"
 )
-_NAMES = _COLUMNS.split(", ")
-INSERT_COLUMNS = (*_COLUMNS.split(", "), KEY_COLUMN)
+_NAMES = COLUMNS.split(", ")
 KEY = ("thread_id", "question", "tool_call_id", KEY_COLUMN)
 # A row already there is kept, unless the chain never recorded it (written with SQL):
 # a forged row cannot block a real answer.
 INSERT = upsert(
     "gatehouse_decisions",
-    INSERT_COLUMNS,
+    (*_NAMES, KEY_COLUMN),
     KEY,
-    update=[c for c in INSERT_COLUMNS if c not in KEY],
+    update=[c for c in _NAMES if c not in KEY],
     where="NOT EXISTS (SELECT 1 FROM gatehouse_decision_chain c WHERE "
     + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
     + ")",
@@ -102,7 +101,7 @@ def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
             append(cur, (row[0], row[1], row[2], row[-1]))
 
 
-def _record(row: Sequence[Any]) -> DecisionRecord:
+def record_of(row: Sequence[Any]) -> DecisionRecord:
     fields = list(row[:13])  # the columns in DecisionRecord's order; two stored as JSON
     fields[5] = json.loads(fields[5])
     fields[6] = json.loads(fields[6]) if fields[6] else None
@@ -269,7 +268,7 @@ class Decisions(Table):
         """The thread's records passing `which` that the chain vouches for."""
         with self._db.read() as cur:  # one statement: one state of both tables
             cur.execute(f"{VOUCHED_SELECT} WHERE d.thread_id=? AND ({which})", params)
-            return [_record(tuple(r[c] for c in _NAMES)) for r in vouched(cur)]
+            return [record_of(tuple(r[c] for c in _NAMES)) for r in vouched(cur)]
 
     def verify(self) -> ChainCheck:
         """Check the hash chain: the first edited, inserted or deleted entry, if any."""
@@ -280,9 +279,9 @@ class Decisions(Table):
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
         # For people (audit, export): "life" records are the gate's bookkeeping.
         return [
-            _record(r)
+            record_of(r)
             for r in self._db.rows(
-                f"SELECT {_COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
+                f"SELECT {COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
                 params,
             )
         ]

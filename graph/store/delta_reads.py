@@ -91,11 +91,8 @@ _handed: ContextVar[tuple[ReadKey, list[CheckpointTuple | None]] | None] = Conte
 
 def _read_key(config: RunnableConfig) -> ReadKey:
     conf = config.get("configurable") or {}
-    return (
-        str(conf.get("thread_id")),
-        str(conf.get("checkpoint_ns") or ""),
-        get_checkpoint_id(config),
-    )
+    ns = str(conf.get("checkpoint_ns") or "")
+    return str(conf.get("thread_id")), ns, get_checkpoint_id(config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,13 +154,9 @@ def writes_at_sql(dialect: Dialect, table: str, value: str, task_path: str, ids:
 
 
 def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> RunnableConfig:
-    return {
-        "configurable": {
-            "thread_id": config["configurable"]["thread_id"],
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint["id"],
-        }
-    }
+    thread_id = config["configurable"]["thread_id"]
+    ids = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
+    return {"configurable": ids}
 
 
 class StaleWrites(Exception):
@@ -385,11 +378,8 @@ class DeltaReads:
         """The stock `put_writes`, an interrupt or error also marking the index row in the
         same transaction; a refused resume value is deleted instead (`refuses_answer`)."""
         conf = config["configurable"]
-        thread_id, ns, cid = (
-            str(conf["thread_id"]),
-            str(conf.get("checkpoint_ns", "")),
-            str(conf["checkpoint_id"]),
-        )
+        thread_id, cid = str(conf["thread_id"]), str(conf["checkpoint_id"])
+        ns = str(conf.get("checkpoint_ns", ""))
         if refuses_answer(writes):
             self._remember((thread_id, ns), None)
             self._forget_answer((thread_id, ns, cid))

@@ -225,8 +225,7 @@ class Leases(Table):
         """Which of these threads a live run holds now."""
         if not thread_ids:
             return set()
-        marks = ",".join("?" * len(thread_ids))
-        now = time.time()
+        marks, now = ",".join("?" * len(thread_ids)), time.time()
         return {
             tid
             for tid, owner, expires in self._db.rows(

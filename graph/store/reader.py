@@ -22,9 +22,8 @@ from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, MalformedPause, OutcomeUnknown, Pause, pause_from
 from graph.protocol.state_keys import MESSAGES, USAGE
 from graph.protocol.threads import ThreadInfo, view_of_fields
+from graph.store import decisions
 from graph.store.database import Database, PostgresDatabase, SqliteDatabase
-from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
-from graph.store.decisions import _record as decision_of
 from graph.store.dialect import is_postgres_url
 from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
 from graph.store.leases import lease_free
@@ -41,8 +40,6 @@ from graph.store.threads import PENDING_WHERE, THREAD_COLUMNS
 
 if TYPE_CHECKING:
     from graph.protocol.messages import MessageView
-
-Rows = list[tuple[Any, ...]]
 
 # `checkpoint_edges` answers from this index alone: a scan of the rows (whole
 # checkpoints) read every page of the thread (135 ms cold at 2,000 turns).
@@ -109,7 +106,7 @@ class ThreadReader:
             ("checkpoint_writes", "blob") if db.dialect.postgres else ("writes", "value")
         )
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return self._db.rows(sql, params)
         except _NoFile:
@@ -274,10 +271,10 @@ class ThreadReader:
     def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
         """The thread's decision log, newest first (as `Session.audit`)."""
         rows = self._rows(
-            f"SELECT {DECISION_COLUMNS} FROM gatehouse_decisions WHERE thread_id = ? ORDER BY decided_at DESC LIMIT ?",
+            f"SELECT {decisions.COLUMNS} FROM gatehouse_decisions WHERE thread_id = ? ORDER BY decided_at DESC LIMIT ?",
             [thread_id, limit],
         )
-        return [decision_of(r) for r in rows]
+        return [decisions.record_of(r) for r in rows]
 
     def transcript(self, thread_id: str) -> list[MessageView] | None:
         """The messages as `Session.transcript` shows them; None: no head at the latest

@@ -234,7 +234,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
     def _rolled_forward(self, thread_id: str, ns: str, ch: str, base: Entry, chain: Chain) -> Any:
         """The value at `chain[0]`: from the known ancestor `base` (or the latest snapshot
         on the way), with the writes after it applied."""
-        value = unwrap(base.own) if base.own is not ABSENT else base.value
+        value = base.current()
         steps = list(reversed(chain))
         parents = [parent for _, parent, _ in steps if parent is not None]
         for i in range(len(steps) - 2, -1, -1):

@@ -88,18 +88,6 @@ def sqlite_database(
     return db
 
 
-def probe_writable(db: SqliteDatabase) -> None:
-    """A read-only file opens and takes BEGIN IMMEDIATE: fail at start, not at a
-    person's first approval."""
-
-    class _Undo(Exception):
-        pass
-
-    with suppress(_Undo), db.transaction() as cur:
-        cur.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('', '', 0)")
-        raise _Undo
-
-
 def quick_check(conn: sqlite3.Connection, file: Path) -> None:
     if not file.exists():
         return
@@ -139,7 +127,12 @@ def open_sqlite_storage(db: str) -> Storage:
         lease_db = sqlite_database(
             db, ThreadIndex, Journal, Decisions, ToolOutputs, QueuedMessages, Leases
         )
-        probe_writable(lease_db)  # a read-only file fails here, at start
+        # A read-only file opens and takes BEGIN IMMEDIATE: fail here, at start, not at a
+        # person's first approval, with a write undone at once.
+        with lease_db.transaction() as cur:
+            cur.execute("SAVEPOINT probe")
+            cur.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('', '', 0)")
+            cur.execute("ROLLBACK TO probe")
         return Storage(
             checkpointer=saver,
             index=ThreadIndex(sqlite_database(db)),
