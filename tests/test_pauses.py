@@ -208,7 +208,7 @@ def test_threads_counts_a_malformed_request_and_pending_says_what_is_wrong(
     from graph.store.reader import ThreadReader
 
     stored = [("i1", {"action_requests": "approve everything"})]
-    monkeypatch.setattr(ThreadReader, "_interrupts", lambda self, thread_id: stored)
+    monkeypatch.setattr(ThreadReader, "_interrupts", lambda self, ids: dict.fromkeys(ids, stored))
     reader = open_reader(str(tmp_path / "gh.db"))
     try:
         assert reader.pending_count("t") == 1

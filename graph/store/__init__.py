@@ -1,13 +1,7 @@
-"""Where threads live: the LangGraph checkpointer and the tables beside it.
-
-Default: one SQLite file (WAL, busy timeout), created on first use: checkpoints
-(saver.py, with the materialised head of head.py), the thread index (threads.py),
-the execution journal (journal.py), run leases (leases.py), the decision log
-(decisions.py) and tool outputs stored aside (outputs.py), each on its own connection
-(sqlite.py). Scale-out: Postgres, selected by a postgresql:// URL (postgres.py), with
-the same tables: each table is one module written once for both (dialect.py,
-database.py). reader.py reads threads without LangGraph (the terminal's fast
-commands); nothing here imports LangGraph until storage is opened, so it stays fast.
+"""Where threads live: the LangGraph checkpointer (saver.py, pg_saver.py) and the tables
+beside it (threads.py, journal.py, leases.py, decisions.py, ...), each written once for
+SQLite (sqlite.py) and Postgres (postgres.py). Nothing here imports LangGraph until
+storage is opened: reader.py serves the terminal's fast commands without it.
 """
 
 from __future__ import annotations
@@ -34,8 +28,7 @@ def __getattr__(name: str) -> Any:
 
 
 def open_storage(db: str) -> Storage:
-    """Open the database named by a settings value: a SQLite path (graph/store/sqlite.py),
-    or a postgresql:// URL (graph/store/postgres.py)."""
+    """Open a SQLite path or a postgresql:// URL."""
     if is_postgres_url(db):
         from graph.store.postgres import open_postgres_storage
 

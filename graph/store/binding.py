@@ -1,26 +1,28 @@
-"""What a stored decision or journal row is bound to: one call, by its tool and its
-canonical arguments, not only by its tool-call id.
-
-Models and proxies reuse call ids (LiteLLM's mock calls are all `call_mock_1`), and
-clients can write any id into the state: a row found by id alone would let a later
-`delete_file` with id `w1` inherit the approval of a `write_file` with id `w1`. So each
-row carries `call_key` (a digest of the tool and its arguments as canonical JSON) in
-its primary key. Older databases are migrated on open (`rebind`): Postgres changes the
-key in place; SQLite rebuilds the table (every column kept).
+"""What a stored decision or journal row is bound to: one call, by its tool and
+canonical arguments (`call_key`, in the primary key), not only by its id. Models reuse
+ids (LiteLLM's mock calls are all `call_mock_1`) and clients can write any: by id alone
+a later `delete_file` with id `w1` would inherit the approval of a `write_file` `w1`.
+Older databases are migrated on open (`rebind`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from graph.protocol.decisions import canonical_args, same_call
 from graph.store.database import Cursor
 
-__all__ = ["KEY_COLUMN", "call_key", "canonical_args", "rebind", "same_call"]
+__all__ = ["KEY_COLUMN", "call_key", "canonical_args", "dumps", "rebind", "same_call"]
 
 KEY_COLUMN = "call_key"
+
+
+def dumps(value: Any) -> str:
+    """Stored arguments: JSON with sorted keys."""
+    return json.dumps(value, default=str, sort_keys=True)
 
 
 def call_key(tool: str, args: Any) -> str:
@@ -32,10 +34,9 @@ KeyOf = Callable[[Mapping[str, Any]], str]
 
 
 def rebind(cur: Cursor, table: str, schema: str, key: Sequence[str], key_of: KeyOf) -> None:
-    """Make `call_key` part of the primary key of `table` (created before rows were
-    bound) as in `schema`, whose primary key is `key`; `key_of(row)` computes an old
-    row's key. Runs inside the caller's transaction; does nothing for a new or already
-    bound table."""
+    """Make `call_key` part of the primary key `key` of `table` as in `schema` (a no-op
+    for a new or bound table); `key_of(row)` computes an old row's key. Postgres changes
+    the key in place; SQLite rebuilds the table, every column kept."""
     have = cur.primary_key(table)
     if not have or KEY_COLUMN in have:
         return
@@ -59,26 +60,24 @@ def rebind(cur: Cursor, table: str, schema: str, key: Sequence[str], key_of: Key
 
 def _rebuild_sqlite_table(conn: Cursor, table: str, schema: str, key_of: KeyOf) -> None:
     """SQLite: `table` rebuilt under `schema`, every row and column kept."""
-    info = conn.execute(
-        f"PRAGMA table_info({table})"
-    ).fetchall()  # cid, name, type, notnull, default, pk
+    # cid, name, type, notnull, default, pk
+    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
     old = f"{table}_unbound"
     conn.execute(f"DROP TABLE IF EXISTS {old}")
     conn.execute(f"ALTER TABLE {table} RENAME TO {old}")
     conn.execute(schema)
-    have = {col[1] for col in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+    have = conn.columns(table)
     for _, name, kind, _, default, _ in info:
         # Columns another migration added to the old table stay (nullable here).
         if name not in have:
             extra = f" DEFAULT {default}" if default is not None else ""
             conn.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {kind}{extra}')
     names = [col[1] for col in info if col[1] != KEY_COLUMN]
-    cursor = conn.execute(f"SELECT {', '.join(names)} FROM {old}")
-    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    rows = conn.execute(f"SELECT {', '.join(names)} FROM {old}").fetchall()
     placeholders = ", ".join("?" * (len(names) + 1))
     conn.executemany(
         f"INSERT OR IGNORE INTO {table}({', '.join(names)}, {KEY_COLUMN}) VALUES ({placeholders})",
-        [(*row.values(), key_of(row)) for row in rows],
+        [(*row, key_of(dict(zip(names, row, strict=True)))) for row in rows],
     )
     # Indexes went with the old table; their owners create them again (IF NOT EXISTS).
     conn.execute(f"DROP TABLE {old}")

@@ -1,9 +1,7 @@
-"""How the Gatehouse tables run their statements on either database (their SQL's
-dialect: graph/store/dialect.py). `SqliteDatabase`: one connection of a table's own and
-its lock; a write transaction is `BEGIN IMMEDIATE` (the write lock up front, so two
-processes writing one row queue up instead of failing with "database is locked").
-`PostgresDatabase`: a psycopg pool's connections (or one per use), each statement
-committed on its own unless inside `transaction()`; psycopg imported only then.
+"""How the Gatehouse tables run their statements (written with `?`, dialect.py) on
+either database. SQLite writes begin with `BEGIN IMMEDIATE`: two processes writing one
+row queue up instead of failing with "database is locked". Postgres statements commit
+on their own unless inside `transaction()`; psycopg is imported only when used.
 """
 
 from __future__ import annotations
@@ -35,31 +33,17 @@ class Cursor:
         if rows:
             self.raw.executemany(self.dialect.sql(sql), rows)
 
-    def fetchone(self) -> Row | None:
-        row = self.raw.fetchone()
-        return None if row is None else tuple(row)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)  # fetchone, fetchall, rowcount, description
 
-    def fetchall(self) -> list[Row]:
-        return [tuple(r) for r in self.raw.fetchall()]
-
-    @property
-    def rowcount(self) -> int:
-        return int(self.raw.rowcount)
-
-    @property
-    def description(self) -> Any:
-        return self.raw.description
-
-    # What the migrations ask about the schema, in either database.
+    # What the migrations ask about the schema (empty: no such table).
     def table_exists(self, table: str) -> bool:
         return bool(self._names("table", table))
 
     def columns(self, table: str) -> set[str]:
-        """The table's column names (empty: no such table)."""
         return self._names("columns", table)
 
     def primary_key(self, table: str) -> set[str]:
-        """The columns of the table's primary key (empty: no such table)."""
         return self._names("primary_key", table)
 
     def _names(self, question: str, table: str) -> set[str]:
@@ -93,14 +77,12 @@ class Database:
     errors: tuple[type[BaseException], ...]
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """A query's rows."""
-        with self.snapshot() as cur:
+        with self.read() as cur:
             return cur.execute(sql, params).fetchall()
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         """One statement in a transaction of its own; how many rows it changed."""
-        with self.transaction() as cur:
-            return cur.execute(sql, params).rowcount
+        raise NotImplementedError
 
     def transaction(self) -> AbstractContextManager[Cursor]:
         """Statements that commit together (or not at all, on an exception)."""
@@ -120,14 +102,11 @@ class Database:
 
 
 class SqliteDatabase(Database):
-    """A SQLite connection (autocommit mode, see graph/store/sqlite.py) of one table's
-    own, serialised by a lock: the connection is shared by the process's threads."""
+    """A SQLite connection in autocommit mode, serialised by a lock (threads share it)."""
 
     dialect = SQLITE
 
     def __init__(self, conn: Any, connect: Callable[[], Any] | None = None) -> None:
-        """On `conn`; or, with `conn` None, on the connection `connect()` opens at the
-        first use (a table a session may never touch opens none)."""
         import sqlite3
 
         self.errors = (sqlite3.Error,)
@@ -198,8 +177,7 @@ class SqliteDatabase(Database):
 
 
 class PostgresDatabase(Database):
-    """Postgres through `connect()`: a pool's `connection` (autocommit connections), or
-    a function opening a connection of its own for each use."""
+    """Postgres through `connect()`: a pool's `connection`, or a connection per use."""
 
     dialect = POSTGRES
 
@@ -214,14 +192,9 @@ class PostgresDatabase(Database):
 
     @classmethod
     def at(cls, url: str) -> PostgresDatabase:
-        """A connection per use: for a table used now and then, beside no pool."""
         import psycopg
 
         return cls(lambda: psycopg.connect(url, autocommit=True, connect_timeout=10))
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self.read() as cur:
-            return cur.execute(sql, params).fetchall()
 
     @contextmanager
     def read(self) -> Iterator[Cursor]:
@@ -253,8 +226,7 @@ class PostgresDatabase(Database):
 
 
 class Table:
-    """One table's rows on one database: a subclass writes its DDL (`create`) and its
-    statements once, for either dialect."""
+    """One table on one database, its DDL (`create`) and statements written once."""
 
     def __init__(self, db: Database) -> None:
         self._db = db

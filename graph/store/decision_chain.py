@@ -1,14 +1,9 @@
-"""The decision log's hash chain: each recorded decision gets an entry, in the order the
-database recorded them, carrying the hash of the entry before it, so an edited,
-inserted or deleted decision shows (`gatehouse audit --verify`):
-
-    entry_hash = sha256(prev_hash, seq, the decision row as canonical JSON)
-
-An entry hashes the whole stored row (`SELECT *`), so columns added later are covered.
-It cannot catch someone who rewrites every entry from the change on, or drops the
-newest entries with their rows: note the head hash `--verify` prints. Appends are
-serialised (SQLite's write lock, a Postgres advisory lock) in the decision row's
-transaction, so two processes never chain onto the same entry.
+"""The decision log's hash chain: each decision gets an entry in recording order,
+`entry_hash = sha256(prev_hash, seq, the whole row as canonical JSON)`, so an edited,
+inserted or deleted decision shows (`gatehouse audit --verify`). It cannot catch a
+rewrite of every entry from the change on, or dropping the newest entries with their
+rows: note the head hash `--verify` prints. Appends are serialised (SQLite's write lock,
+a Postgres advisory lock) in the decision row's transaction.
 """
 
 from __future__ import annotations
@@ -33,23 +28,17 @@ CHAIN_SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decision_chain (
     UNIQUE (thread_id, question, tool_call_id, call_key))"""
 # Postgres: one appender at a time across processes (held until the transaction ends).
 PG_CHAIN_LOCK = 0x6761746563686E  # "gatechn"
-# A decision row's key: one call id may stand for several calls (a model that reuses
-# ids), each bound by its tool and arguments (`call_key`, graph/store/binding.py).
+# A decision row's key: a reused call id stands for several calls, bound by `call_key`.
 KEY = ("thread_id", "question", "tool_call_id", "call_key")
 
 
-def _canonical(row: dict[str, Any]) -> str:
-    # NULL columns are left out: a column added to the log later (ALTER TABLE ... ADD
-    # COLUMN, NULL in the rows before it) keeps the older entries' hashes valid, while
-    # setting or clearing a value still changes the hash.
+def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:
+    # NULLs left out: a column added later keeps older entries' hashes valid.
     present = {k: v for k, v in row.items() if v is not None}
-    return json.dumps(
+    canonical = json.dumps(
         present, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False
     )
-
-
-def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:
-    return hashlib.sha256(f"{prev_hash}\n{seq}\n{_canonical(row)}".encode()).hexdigest()
+    return hashlib.sha256(f"{prev_hash}\n{seq}\n{canonical}".encode()).hexdigest()
 
 
 def _dicts(cursor: Any) -> list[dict[str, Any]]:
@@ -59,9 +48,8 @@ def _dicts(cursor: Any) -> list[dict[str, Any]]:
 
 def append(cur: Cursor, key: tuple[str, str, str, str]) -> None:
     """Chain the decision row `key` (just inserted, in this transaction)."""
-    lock = cur.dialect.xact_lock(PG_CHAIN_LOCK)
-    if lock:
-        cur.execute(lock)
+    if cur.dialect.postgres:  # SQLite's write transactions are serial already
+        cur.execute(f"SELECT pg_advisory_xact_lock({PG_CHAIN_LOCK})")
     cur.execute(
         "SELECT * FROM gatehouse_decisions WHERE thread_id=? AND question=? AND tool_call_id=? "
         "AND call_key=?",
@@ -79,8 +67,7 @@ def append(cur: Cursor, key: tuple[str, str, str, str]) -> None:
 
 
 def seal_existing(cur: Cursor) -> None:
-    """Chain the rows of a log recorded before it had a chain (oldest first); only
-    called when the chain table is new."""
+    """Chain the rows of a log recorded before it had a chain (oldest first)."""
     cur.execute(
         "SELECT thread_id, question, tool_call_id, call_key FROM gatehouse_decisions ORDER BY decided_at"
     )
@@ -99,16 +86,14 @@ VOUCHED_SELECT = (
 
 
 def vouched(cur: Any) -> list[dict[str, Any]]:
-    """The rows of a `VOUCHED_SELECT` query whose own chain entry vouches for them (the
-    row hashes to its entry, which continues from the entry before it), in chain order.
-    A row inserted with SQL has no entry; an edited one no longer hashes to it: the gate
-    never acts on either, whatever `--verify` would say of the rest of the log."""
+    """The rows of a `VOUCHED_SELECT` query that hash to their own chain entry, which
+    continues from the one before, in chain order: the gate never acts on a row inserted
+    with SQL (no entry) or edited (its hash differs)."""
     found = []
     for row in _dicts(cur):
         seq, prev = int(row.pop("chain_seq")), str(row.pop("chain_prev"))
         stated, before = row.pop("chain_hash"), row.pop("chain_before")
-        # Rows read again (every turn reads the thread's grants) are checked once: the
-        # key holds every stored value, so any change is checked afresh.
+        # Each turn reads the grants again: checked once per exact stored values.
         key = (seq, prev, stated, before, *sorted(row.items()))
         ok = _checked.get(key)
         if ok is None:

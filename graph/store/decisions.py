@@ -1,18 +1,10 @@
-"""The decision log: every answer a person gave to a pause, append-only, in the same
-database as the checkpoints.
-
-The `review` node writes a row for each decided call before the call may run, and
-`run_tool` runs a gated call only when its row approves exactly the arguments that
-will run: approvals are kept by the graph and its storage, not by state a client can
-send or edit (a forged `Send` or a written `grants` key approves nothing). Rows are
-keyed by (thread, question, call id, call key): the review node re-runs on resume and
-the same decision written twice changes nothing; the call key (graph/store/binding.py)
-binds a row to the tool and canonical arguments the person saw. Undo and fork never
-delete rows. A thread's auto-approve switch is a grant of tool "*", and a revoke.
-
-The gate reads (`approvals`, `grants`) only what the log vouches for: rows whose chain
-entry checks out, of the thread's current life (a "life" record: the thread was
-deleted, or history imported into it, makes every earlier row history).
+"""The decision log: every answer a person gave to a pause, append-only, beside the
+checkpoints. `review` writes a row per decided call before it may run, and `run_tool`
+runs a gated call only when its row approves exactly those arguments: state a client
+can send or edit approves nothing. Rows are keyed by (thread, question, call id, call
+key: binding.py), so a re-run review's second write changes nothing. Auto-approve is a
+grant of tool "*". The gate reads only rows whose chain entry checks out, of the
+thread's current life (a "life" record, for a delete or an import, ends the one before).
 """
 
 from __future__ import annotations
@@ -21,6 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from graph.protocol.decisions import (
@@ -35,7 +28,7 @@ from graph.protocol.decisions import (
     DecisionRecord,
     StandingGrant,
 )
-from graph.store.binding import KEY_COLUMN, call_key, rebind
+from graph.store.binding import KEY_COLUMN, call_key, dumps, rebind
 from graph.store.database import Cursor, Table
 from graph.store.decision_chain import (
     CHAIN_SCHEMA,
@@ -67,21 +60,19 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     PRIMARY KEY (thread_id, question, tool_call_id, call_key))"""
 
 
-_COLUMNS = (
+COLUMNS = (
     "thread_id, question, tool_call_id, tool, decision, args_json, requested_args_json, "
     "message, always_allow, source, actor, decided_at, request_id"
 )
-_NAMES = _COLUMNS.split(", ")
-# Written, never read back: `DecisionRecord.binds` checks a record's own tool and arguments.
-INSERT_COLUMNS = (*_COLUMNS.split(", "), KEY_COLUMN)
+_NAMES = COLUMNS.split(", ")
 KEY = ("thread_id", "question", "tool_call_id", KEY_COLUMN)
 # A row already there is kept, unless the chain never recorded it (written with SQL):
-# then the door's record takes its place, so a forged row cannot block a real answer.
+# a forged row cannot block a real answer.
 INSERT = upsert(
     "gatehouse_decisions",
-    INSERT_COLUMNS,
+    (*_NAMES, KEY_COLUMN),
     KEY,
-    update=[c for c in INSERT_COLUMNS if c not in KEY],
+    update=[c for c in _NAMES if c not in KEY],
     where="NOT EXISTS (SELECT 1 FROM gatehouse_decision_chain c WHERE "
     + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
     + ")",
@@ -94,40 +85,23 @@ def record_key(tool: str, args: Any, requested_args: Any) -> str:
 
 
 def _row(record: DecisionRecord) -> tuple[Any, ...]:
-    return (
-        record.thread_id,
-        record.question,
-        record.tool_call_id,
-        record.tool,
-        record.decision,
-        _dumps(record.args),
-        None if record.requested_args is None else _dumps(record.requested_args),
-        record.message,
-        record.always_allow,
-        record.source,
-        record.actor,
-        record.decided_at or time.time(),
-        record.request_id,
-        record_key(record.tool, record.args, record.requested_args),
-    )
+    values = [getattr(record, f.name) for f in fields(DecisionRecord)]  # the columns' order
+    values[5] = dumps(record.args)
+    values[6] = None if record.requested_args is None else dumps(record.requested_args)
+    values[11] = record.decided_at or time.time()
+    return (*values, record_key(record.tool, record.args, record.requested_args))
 
 
 def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
-    """Append decisions in the caller's transaction: one already recorded for the same
-    call stays as it was; each new row is chained (graph/store/decision_chain.py)."""
+    """Append and chain decisions in the caller's transaction (one recorded already stays)."""
     for record in records:
         row = _row(record)
         cur.execute(INSERT, row)
         if cur.rowcount == 1:  # new: chained in the same transaction
-            append(cur, chain_key(row))
+            append(cur, (row[0], row[1], row[2], row[-1]))
 
 
-def chain_key(row: Sequence[Any]) -> tuple[str, str, str, str]:
-    """The decision row's key in the hash chain: (thread, question, call id, call key)."""
-    return (row[0], row[1], row[2], row[-1])
-
-
-def _record(row: Sequence[Any]) -> DecisionRecord:
+def record_of(row: Sequence[Any]) -> DecisionRecord:
     fields = list(row[:13])  # the columns in DecisionRecord's order; two stored as JSON
     fields[5] = json.loads(fields[5])
     fields[6] = json.loads(fields[6]) if fields[6] else None
@@ -156,8 +130,7 @@ def grants_in_force(thread_id: str, records: Sequence[DecisionRecord]) -> list[S
 
 
 def life_record(thread_id: str, decision: str, actor: str | None = None) -> DecisionRecord:
-    """The record that begins a new life of the thread (`decision`: why; `actor`: who
-    created it)."""
+    """The record that begins a new life of the thread (`decision`: why)."""
     return DecisionRecord(
         thread_id=thread_id,
         question=LIFE_QUESTION,
@@ -174,8 +147,7 @@ def life_record(thread_id: str, decision: str, actor: str | None = None) -> Deci
 def switch_record(
     thread_id: str, on: bool, *, source: str | None, actor: str | None, decided_at: float
 ) -> DecisionRecord:
-    """The record that turns a thread's auto-approve switch on ("always allow every
-    tool") or off (a later revoke of it)."""
+    """The record that turns a thread's auto-approve switch on or off (a revoke)."""
     return DecisionRecord(
         thread_id=thread_id,
         question=GRANT_QUESTION,
@@ -192,15 +164,10 @@ def switch_record(
 
 
 def _legacy_key(row: Mapping[str, Any]) -> str:
-    """The key of a row written before records were bound (migration)."""
     requested = row.get("requested_args_json")
     return record_key(
         str(row["tool"]), json.loads(row["args_json"]), json.loads(requested) if requested else None
     )
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, default=str, sort_keys=True)
 
 
 class Decisions(Table):
@@ -215,15 +182,14 @@ class Decisions(Table):
         cur.execute(
             "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)"
         )
-        # Old rows have their call keys (rebind) before a new chain seals the log as it stands.
+        # After rebind: a log recorded before the chain existed is chained as it stands.
         new_chain = not cur.table_exists("gatehouse_decision_chain")
         cur.execute(CHAIN_SCHEMA)
-        if new_chain:  # a log recorded before the chain existed: chained as it stands
+        if new_chain:
             seal_existing(cur)
 
     def record(self, records: Sequence[DecisionRecord]) -> None:
-        """Append decisions; one already recorded for the same (thread, question, call)
-        stays as it was."""
+        """Append decisions; one already recorded for the same call stays as it was."""
         with self._db.transaction() as cur:
             insert_chained(cur, records)
 
@@ -233,7 +199,7 @@ class Decisions(Table):
         )
 
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
-        """Which of these call ids the thread's log holds a record under (one query)."""
+        """Which of these call ids the thread's log holds a record under."""
         if not tool_call_ids:
             return set()
         marks = ", ".join("?" * len(tool_call_ids))
@@ -246,8 +212,7 @@ class Decisions(Table):
         return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
 
     def latest_for_thread(self, thread_id: str, limit: int) -> list[DecisionRecord]:
-        """The thread's last `limit` records, newest first (ties: the last inserted
-        first): the decision card's recent answers without decoding the whole log."""
+        """The thread's last `limit` records, newest first (ties: last inserted first)."""
         ties = self.dialect.insertion_column
         order = f"decided_at DESC, {ties} DESC" if ties else "decided_at DESC"
         return self._select(f"AND thread_id=? ORDER BY {order} LIMIT ?", (thread_id, limit))
@@ -256,14 +221,13 @@ class Decisions(Table):
         return self._select("ORDER BY decided_at DESC LIMIT ?", (limit,))
 
     def record_history(self, thread_id: str, records: Sequence[DecisionRecord]) -> None:
-        """Keep `records` (an import's) as the thread's history: chained like any row,
-        then a "life" record, so nothing in them is an approval, grant or switch."""
+        """Keep an import's `records` as history: chained, then a "life" record, so none
+        of them approves or grants anything."""
         with self._db.transaction() as cur:
             insert_chained(cur, [*records, life_record(thread_id, HISTORY_IMPORTED)])
 
     def end_life(self, thread_id: str) -> None:
-        """The thread is deleted: its approvals and grants end here, and a new thread by
-        the same id never inherits them."""
+        """The thread is deleted: a new thread by its id inherits no approval or grant."""
         self.record([life_record(thread_id, THREAD_DELETED)])
 
     def begin_life(self, thread_id: str, owner: str) -> None:
@@ -271,23 +235,17 @@ class Decisions(Table):
         self.record([life_record(thread_id, THREAD_CREATED, owner)])
 
     def life(self, thread_id: str) -> DecisionRecord | None:
-        """The thread's latest "life" record the chain vouches for (None: none)."""
-        with self._db.read() as cur:  # one statement: one state of both tables
-            cur.execute(
-                f"{VOUCHED_SELECT} WHERE d.thread_id=? AND d.question='{LIFE_QUESTION}'",
-                (thread_id,),
-            )
-            rows = vouched(cur)
-        return _record(tuple(rows[-1][c] for c in _NAMES)) if rows else None
+        """The thread's latest "life" record the chain vouches for."""
+        lives = self._chained(f"d.question='{LIFE_QUESTION}'", (thread_id,))
+        return lives[-1] if lives else None
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on (see the module doc)."""
         return self._vouched("d.tool_call_id=?", (thread_id, tool_call_id))
 
     def grants(self, thread_id: str) -> list[StandingGrant]:
-        """Every "always allow" in force in the thread (tool "*": the thread's
-        auto-approve switch), as the gate may act on it. The log is append-only, so a
-        grant is withdrawn by a later "revoke" record for the same tool and value."""
+        """Every "always allow" in force (tool "*": auto-approve); a later "revoke"
+        record for the same tool and value withdraws one."""
         return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
 
     def gate_reads(
@@ -302,29 +260,28 @@ class Decisions(Table):
         return grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
 
     def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        with self._db.read() as cur:
-            cur.execute(
-                f"{VOUCHED_SELECT} WHERE d.thread_id=? AND (d.question='{LIFE_QUESTION}' OR {which})",
-                params,
-            )
-            rows = vouched(cur)
-        begins = max((i for i, r in enumerate(rows) if r["question"] == LIFE_QUESTION), default=-1)
-        return [_record(tuple(r[c] for c in _NAMES)) for r in rows[begins + 1 :]]
+        records = self._chained(f"d.question='{LIFE_QUESTION}' OR {which}", params)
+        begins = max((i for i, r in enumerate(records) if r.question == LIFE_QUESTION), default=-1)
+        return records[begins + 1 :]
+
+    def _chained(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+        """The thread's records passing `which` that the chain vouches for."""
+        with self._db.read() as cur:  # one statement: one state of both tables
+            cur.execute(f"{VOUCHED_SELECT} WHERE d.thread_id=? AND ({which})", params)
+            return [record_of(tuple(r[c] for c in _NAMES)) for r in vouched(cur)]
 
     def verify(self) -> ChainCheck:
-        """Check the hash chain (graph/store/decision_chain.py): the first edited,
-        inserted or deleted entry, if any."""
+        """Check the hash chain: the first edited, inserted or deleted entry, if any."""
         with self._db.snapshot() as cur:  # one state of both tables
             rows, chain = read_for_check(cur)
         return check(rows, chain)
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        # The decisions people read (audit, export): a thread's "life" records are the
-        # gate's bookkeeping, not anyone's decision.
+        # For people (audit, export): "life" records are the gate's bookkeeping.
         return [
-            _record(r)
+            record_of(r)
             for r in self._db.rows(
-                f"SELECT {_COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
+                f"SELECT {COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
                 params,
             )
         ]

@@ -1,8 +1,7 @@
-"""What the SQLite and Postgres savers share: each thread's `DeltaChannel` values, kept
-in this process as checkpoints are written and read back from the materialised head
-(graph/store/head.py) elsewhere. A value at a checkpoint is the parent's plus the writes
-stored at the parent, so a saver that knows the parent's value needs one reducer call
-(batching-invariant, as `DeltaChannel` requires). Each saver supplies the storage.
+"""What the SQLite and Postgres savers share: each thread's `DeltaChannel` values, cached
+as checkpoints are written, else read from the materialised head (graph/store/head.py). A
+value at a checkpoint is the parent's plus the writes stored at the parent: one reducer
+call when the parent's value is known (`DeltaChannel` reducers are batching-invariant).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
     writes_sort_key,
 )
+from langgraph.errors import is_invalid_resume
 
 from graph.protocol.state_keys import MESSAGES
 from graph.protocol.threads import check_thread_id
@@ -42,8 +42,14 @@ from graph.store.head import (
     write_rows,
     written_count,
 )
-from graph.store.langgraph_private import ERROR, INTERRUPT, DeltaSnapshot, get_overwrite
-from graph.store.refusals import refuses_answer, resume_key
+from graph.store.langgraph_private import (
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    RESUME,
+    DeltaSnapshot,
+    get_overwrite,
+)
 from graph.store.threads import (
     CHECKPOINT_ROW,
     DEFAULT_TITLE,
@@ -55,29 +61,28 @@ from graph.store.threads import (
 )
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
-# (channel, value at the new checkpoint, value at its parent or None, values written,
-# how many writes at the parent it was computed from when they were remembered, not read)
+# (channel, value at the new checkpoint, at its parent or None, values written, how many
+# writes at the parent it was computed from when remembered rather than read)
 HeadPlan = tuple[str, list[Any], list[Any] | None, int, int | None]
 # Where a task's writes go: (thread, namespace, checkpoint id, task id, task path).
 WriteAt = tuple[str, str, str, str, str]
 # An index row's update as a task's writes leave it: (statement, parameters) or None.
 IndexUpdate = tuple[str, tuple[Any, ...]] | None
-# A write this process saved: (task path, task id, idx, channel, value); task path
-# None: one read back with its checkpoint, in the order read.
+# A write this process saved: (task path, task id, idx, channel, value); task path None:
+# read back with its checkpoint, in the order read.
 Known = tuple[str | None, str, int, str, Any]
 
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
-# Threads kept warm (least recently read dropped first), and values kept per thread:
-# the head and the few checkpoints just before it are all a turn reads.
+# Threads kept warm (least recently read dropped first), and values kept per thread: a
+# turn reads only the head and the few checkpoints before it.
 DEFAULT_MAX_THREADS = 64
 VALUES_PER_THREAD = 4
 ABSENT = object()
 
-# A checkpoint just read, for the next `get_tuple` of the same one (`handing_over`):
-# ((thread id, namespace, checkpoint id or None for the latest), [what was read]). The
-# list is emptied by the read it serves: a context copied from this one (LangGraph's
-# tasks run in copies) shares it, so it serves once in all of them.
+# A checkpoint just read, for the next `get_tuple` of it (`handing_over`): ((thread, ns,
+# checkpoint id or None), [what was read]). The read it serves empties the list, which
+# contexts copied from this one (LangGraph's tasks) share: it serves once in all of them.
 ReadKey = tuple[str, str, str | None]
 _handed: ContextVar[tuple[ReadKey, list[CheckpointTuple | None]] | None] = ContextVar(
     "gatehouse_handed_read", default=None
@@ -86,11 +91,8 @@ _handed: ContextVar[tuple[ReadKey, list[CheckpointTuple | None]] | None] = Conte
 
 def _read_key(config: RunnableConfig) -> ReadKey:
     conf = config.get("configurable") or {}
-    return (
-        str(conf.get("thread_id")),
-        str(conf.get("checkpoint_ns") or ""),
-        get_checkpoint_id(config),
-    )
+    ns = str(conf.get("checkpoint_ns") or "")
+    return str(conf.get("thread_id")), ns, get_checkpoint_id(config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +108,9 @@ def unwrap(seed: Any) -> Any:
     return seed.value if isinstance(seed, DeltaSnapshot) else seed
 
 
-def title_from(plans: Sequence[HeadPlan]) -> str:
-    """A thread's title from the messages a checkpoint's head plans hold."""
-    text = next((first_user_text(value) for ch, value, *_ in plans if ch == MESSAGES), None)
-    return title_of(text) if text else DEFAULT_TITLE
-
-
 def checkpoint_row_sql(dialect: Dialect, writes_table: str) -> str:
-    """The index row a checkpoint leaves, in one statement (a checkpoint whose interrupt
-    was saved first stays awaiting approval). Parameters: `checkpoint_row`."""
+    """The index row a checkpoint leaves (one whose interrupt was saved first stays
+    awaiting approval). Parameters: `checkpoint_row`."""
     paused = (
         f"EXISTS (SELECT 1 FROM {writes_table} WHERE thread_id = ? AND checkpoint_ns = '' "
         "AND checkpoint_id = ? AND channel = ?)"
@@ -129,29 +125,27 @@ def checkpoint_row_sql(dialect: Dialect, writes_table: str) -> str:
 def checkpoint_row(
     thread_id: str, plans: Sequence[HeadPlan], checkpoint: Checkpoint
 ) -> tuple[Any, ...]:
-    """The parameters of `checkpoint_row_sql`."""
     cid, now = checkpoint["id"], time.time()
     paused = (thread_id, cid, INTERRUPT)
-    return (thread_id, title_from(plans), *paused, status_of(checkpoint), now, now, *paused, now)
+    text = next((first_user_text(value) for ch, value, *_ in plans if ch == MESSAGES), None)
+    title = title_of(text) if text else DEFAULT_TITLE
+    return (thread_id, title, *paused, status_of(checkpoint), now, now, *paused, now)
 
 
-def writes_by_checkpoint(
-    rows: Sequence[Sequence[Any]], channel: str, serde: Any
-) -> dict[str, list[PendingWrite]]:
-    """Rows of (checkpoint_id, task_id, idx, type, value, task_path) as each checkpoint's
-    writes to `channel`, in the order LangGraph replays them."""
-    out: dict[str, list[PendingWrite]] = {}
-    for cid, task_id, _, type_tag, value, _ in sorted(
-        rows, key=lambda r: writes_sort_key(r[5] or "", r[1], r[2])
-    ):
-        out.setdefault(cid, []).append((task_id, channel, serde.loads_typed((type_tag, value))))
-    return out
+def refuses_answer(writes: Sequence[tuple[str, Any]]) -> bool:
+    """Whether these task writes refuse a resume value (it failed the interrupt's
+    `response_schema`). LangGraph stored the value before the node checked it, and the
+    refusal is the task's error: kept, the pause would look failed and `retry` replay
+    it. So neither is kept, and the thread stays paused as it was."""
+    return any(
+        channel == ERROR and isinstance(value, BaseException) and is_invalid_resume(value)
+        for channel, value in writes
+    )
 
 
 def writes_at_sql(dialect: Dialect, table: str, value: str, task_path: str, ids: int) -> str:
-    """A channel's writes at `ids` checkpoints: (thread, namespace, channel, *ids). By
-    `IN (...)`: one id is `=`, an index condition whatever the planner knows; Postgres's
-    `= ANY(...)` on a table never analysed scanned every write of the thread."""
+    """A channel's writes at `ids` checkpoints: (thread, namespace, channel, *ids). `IN`,
+    not Postgres's `= ANY(...)`, which on a table never analysed scanned every write."""
     return dialect.sql(
         f"SELECT checkpoint_id, task_id, idx, type, {value}, {task_path} FROM {table} "
         "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
@@ -160,30 +154,14 @@ def writes_at_sql(dialect: Dialect, table: str, value: str, task_path: str, ids:
 
 
 def saved_config(config: RunnableConfig, ns: str, checkpoint: Checkpoint) -> RunnableConfig:
-    """What `put` returns: the config of the checkpoint it saved."""
-    return {
-        "configurable": {
-            "thread_id": config["configurable"]["thread_id"],
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint["id"],
-        }
-    }
-
-
-def index_update_for_writes(thread_id: str, writes: Sequence[tuple[str, Any]]) -> IndexUpdate:
-    """What a task's writes change in the index row: awaiting approval, failed or None."""
-    channels = {channel for channel, _ in writes}
-    now = time.time()
-    if INTERRUPT in channels:
-        return ON_INTERRUPT, (now, now, thread_id)
-    if ERROR in channels:
-        return ON_ERROR, (now, thread_id)
-    return None
+    thread_id = config["configurable"]["thread_id"]
+    ids = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
+    return {"configurable": ids}
 
 
 class StaleWrites(Exception):
-    """The parent holds writes this process does not know of (another writer): the
-    checkpoint is written again from the writes read back."""
+    """The parent holds writes this process does not know of (another writer): write
+    the checkpoint again from the writes read back."""
 
 
 class DeltaReads:
@@ -191,22 +169,17 @@ class DeltaReads:
     `put`, `put_writes` and the cached `get_delta_channel_history`."""
 
     # Whether `put` may compute a value from the writes this process saved at the parent
-    # since it wrote it (no read of them back), checked in its transaction (Postgres).
+    # (not read back), checked in its transaction (Postgres).
     remembers_writes = False
-    reducers: dict[str, Reducer]
-    max_threads: int
-    side_tables: bool
     serde: Any
-    # What each saver supplies: a value it does not have in memory; a checkpoint (with
-    # its head and index row: `_begin_put`); a task's writes with the index's update
-    # (`_update_index`) in one transaction.
+    # Each saver supplies: a value not in memory; a checkpoint with its head and index
+    # row; a task's writes with the index's update, in one transaction.
     _compute: Callable[[str, str, str, str, RunnableConfig], Entry]
     _put_checkpoint: Callable[
         [RunnableConfig, Checkpoint, CheckpointMetadata, ChannelVersions], RunnableConfig
     ]
     _save_writes: Callable[[WriteAt, Sequence[tuple[str, Any]], IndexUpdate], None]
-    # And how its database is written to: a cursor in a transaction of its own, one
-    # query's rows (statements in its dialect's placeholders), the writes' table.
+    # And its database: a cursor in a transaction, one query's rows, the writes table.
     _tx: Callable[[], AbstractContextManager[Any]]
     _rows: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
     dialect: Dialect
@@ -222,16 +195,9 @@ class DeltaReads:
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
         super().__init__(conn, serde=serde or self.default_serde())  # type: ignore[call-arg]  # a mixin: the stock saver's __init__ follows in the MRO
-        self._init_delta_reads(reducers, max_threads)
-
-    def default_serde(self) -> Any:
-        """The serializer when none is given (None: the stock saver's)."""
-        return None
-
-    def _init_delta_reads(self, reducers: Mapping[str, Reducer] | None, max_threads: int) -> None:
         self.reducers = dict(reducers or {})
         self.max_threads = max_threads
-        # The head and thread rows written beside checkpoints; False on a read-only database.
+        # False on a read-only database: no head and index rows beside the checkpoints.
         self.side_tables = True
         # Called with (thread_id, interrupts) once a pause is in the index (notify.py).
         self.pause_listeners: list[Callable[[str, Sequence[Any]], None]] = []
@@ -240,21 +206,19 @@ class DeltaReads:
             OrderedDict()
         )
         # Per thread: a checkpoint, the delta channels' writes this process saved there,
-        # and whether it wrote the checkpoint (then those are all there are, unless
-        # another writer came). LangGraph may save a step's first writes while the
-        # checkpoint's `put` is still going on.
+        # and whether it wrote the checkpoint (then those are all, unless another writer
+        # came). LangGraph may save a step's first writes while its `put` is going on.
         self._known: OrderedDict[tuple[str, str], tuple[str, list[Known], bool]] = OrderedDict()
+
+    def default_serde(self) -> Any:
+        return None  # the stock saver's
 
     @contextmanager
     def handing_over(self, config: RunnableConfig, saved: CheckpointTuple | None) -> Iterator[None]:
-        """Inside this block, the first `get_tuple(config)` returns `saved` (what this
-        context just read with `config`) without reading it again. A run that answers a
-        pause reads its checkpoint to check that it waits (graph/agent/compiled.py), and
-        LangGraph reads the same checkpoint again to start: one read less per answer
-        (~2 ms on Postgres, a statement with its pending writes). Only the first read
-        is handed over, once, in this context and the copies LangGraph makes of it,
-        and only until the block ends (the run's first chunk): nothing is written
-        before that read."""
+        """In this block the first `get_tuple(config)` returns `saved`, just read with
+        `config`: an answer's pending check (graph/agent/compiled.py) reads the checkpoint
+        LangGraph then reads again to start (~2 ms on Postgres). Served once, and nothing
+        is written before that read."""
         token = _handed.set((_read_key(config), [saved]))
         try:
             yield
@@ -272,10 +236,9 @@ class DeltaReads:
         return saved
 
     def _remember_read(self, saved: CheckpointTuple) -> None:
-        """The delta channels' writes a read found at its checkpoint, as if this process
-        had written them (`put` checks that the parent still holds as many). Only each
-        channel's writes of one task: the stock read orders them by task, not as a
-        replay does (by task path)."""
+        """The delta channels' writes a read found, as if this process had written them
+        (`put` checks the parent still holds as many). Only one task's per channel: the
+        stock read orders writes by task, a replay by task path."""
         conf = saved.config["configurable"]
         key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
         cid = str(conf["checkpoint_id"])
@@ -290,8 +253,8 @@ class DeltaReads:
         self._remember(key, cid, [(None, t, i, ch, v) for i, (t, ch, v) in enumerate(writes)])
 
     def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
-        """Tell the pause listeners about the interrupts in `writes`, once saved (every
-        client's pause reaches storage here); a listener's failure never fails the save."""
+        """Tell the pause listeners about the saved interrupts in `writes` (every client's
+        pause reaches storage here); a listener's failure never fails the save."""
         if ns or not self.pause_listeners:
             return
         interrupts = [
@@ -307,8 +270,7 @@ class DeltaReads:
                 listener(thread_id, interrupts)
 
     def register_reducer(self, channel: str, reducer: Reducer) -> None:
-        """Read `channel` (a DeltaChannel folded by `reducer`) this way: the graph calls
-        this when it is compiled with this saver (graph/agent/graph.py)."""
+        """Cache `channel`, a DeltaChannel folded by `reducer` (graph/agent/graph.py)."""
         with self._cache_lock:
             if self.reducers.get(channel) is not reducer:
                 self.reducers[channel] = reducer
@@ -328,9 +290,7 @@ class DeltaReads:
 
     def _put(self, key: tuple[str, str], cid: str, ch: str, entry: Entry) -> None:
         with self._cache_lock:
-            entries = self._threads.get(key)
-            if entries is None:
-                entries = self._threads[key] = OrderedDict()
+            entries = self._threads.setdefault(key, OrderedDict())
             self._threads.move_to_end(key)
             entries[(cid, ch)] = entry
             while len(entries) > VALUES_PER_THREAD * max(1, len(self.reducers)):
@@ -341,20 +301,14 @@ class DeltaReads:
     def clear_cache(self, thread_id: str | None = None) -> None:
         """Forget what this process read or wrote (the head in the database stays)."""
         with self._cache_lock:
-            if thread_id is None:
-                self._threads.clear()
-                self._known.clear()
-            else:
-                for key in [k for k in self._threads if k[0] == str(thread_id)]:
-                    del self._threads[key]
-                for key in [k for k in self._known if k[0] == str(thread_id)]:
-                    del self._known[key]
+            for table in (self._threads, self._known):
+                for key in [k for k in table if thread_id is None or k[0] == str(thread_id)]:
+                    del table[key]
 
     def _remember(
         self, key: tuple[str, str], cid: str | None, writes: Sequence[Known] = (), put: bool = True
     ) -> None:
-        """After a `put` of `cid`, or after saving `writes` at it (`put` False); None: a
-        failed write, forget the thread."""
+        """After a `put` of `cid`, or saving `writes` at it; `cid` None: a failed write."""
         if not self.remembers_writes:
             return
         with self._cache_lock:
@@ -389,8 +343,7 @@ class DeltaReads:
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """The saver's `_put_checkpoint`, once more from the writes read back when the
-        parent holds writes this process did not know of."""
+        """`_put_checkpoint`, again from the writes read back on `StaleWrites`."""
         conf = config["configurable"]
         key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")))
         try:
@@ -422,45 +375,41 @@ class DeltaReads:
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """The stock `put_writes`; an interrupt or a task's error also marks the thread
-        in the index, in the same transaction. A refusal of a resume value deletes that
-        value instead (graph/store/refusals.py)."""
+        """The stock `put_writes`, an interrupt or error also marking the index row in the
+        same transaction; a refused resume value is deleted instead (`refuses_answer`)."""
         conf = config["configurable"]
-        thread_id, ns, cid = (
-            str(conf["thread_id"]),
-            str(conf.get("checkpoint_ns", "")),
-            str(conf["checkpoint_id"]),
-        )
+        thread_id, cid = str(conf["thread_id"]), str(conf["checkpoint_id"])
+        ns = str(conf.get("checkpoint_ns", ""))
         if refuses_answer(writes):
             self._remember((thread_id, ns), None)
-            self._forget_answer(resume_key(config))
+            self._forget_answer((thread_id, ns, cid))
             return
-        update = index_update_for_writes(thread_id, writes) if not ns and self.side_tables else None
+        update: IndexUpdate = None  # the index row: awaiting approval, failed or as it is
+        channels, now = {channel for channel, _ in writes}, time.time()
+        if not ns and self.side_tables and INTERRUPT in channels:
+            update = ON_INTERRUPT, (now, now, thread_id)
+        elif not ns and self.side_tables and ERROR in channels:
+            update = ON_ERROR, (now, thread_id)
         try:
             self._save_writes((thread_id, ns, cid, task_id, task_path), writes, update)
         except BaseException:
             self._remember((thread_id, ns), None)  # saved or not: unknown
             raise
         if self.remembers_writes:
-            self._remember(
-                (thread_id, ns),
-                cid,
-                [
-                    (task_path, task_id, WRITES_IDX_MAP.get(ch, i), ch, value)
-                    for i, (ch, value) in enumerate(writes)
-                    if ch in self.reducers
-                ],
-                put=False,
-            )
+            known = [
+                (task_path, task_id, WRITES_IDX_MAP.get(ch, i), ch, value)
+                for i, (ch, value) in enumerate(writes)
+                if ch in self.reducers
+            ]
+            self._remember((thread_id, ns), cid, known, put=False)
         self.announce_pause(thread_id, ns, writes)
 
     def _head_plans(
         self, thread_id: str, ns: str, parent: str | None, checkpoint: Checkpoint
     ) -> list[HeadPlan]:
-        """What `put` writes to the head for each delta channel whose new value is known
-        here: a snapshot, the first checkpoint, or a parent this process knows (it just
-        ran from there). Other heads stay where they are: readers walk from them or
-        replay. The new values are cached."""
+        """What `put` writes to the head (and caches) for each delta channel whose new
+        value is known: a snapshot, the first checkpoint, or a parent known here. Other
+        heads stay where they are: readers walk from them or replay."""
         if not self.side_tables or not self.reducers:
             return []
         key, cid = (thread_id, ns), checkpoint["id"]
@@ -487,26 +436,24 @@ class DeltaReads:
             if not isinstance(value, list):
                 continue
             self._put(key, cid, ch, Entry(value, own))
-            plans.append(
-                (ch, value, prev, written, None if remembered is None else len(remembered))
-            )
+            counted = None if remembered is None else len(remembered)
+            plans.append((ch, value, prev, written, counted))
         return plans
 
     def _move_heads(
         self,
         cur: Any,
         new_cursor: Callable[[], Any],
-        dialect: Dialect,
         at: tuple[str, str, str, str | None],
         plans: Sequence[HeadPlan],
     ) -> tuple[list[HeadPlan], list[tuple[HeadPlan, Any]]]:
-        """The first half of moving the heads to a checkpoint `at` (thread, namespace,
-        checkpoint id, parent id), in its transaction on `cur`: where the parent's value
-        is known, the rows from the first changed value on and a compare-and-set of the
-        head (on a cursor of `new_cursor()`: it moves only from the parent). Returns the
-        plans to rewrite whole and (plan, its check: `fetchone()` None when the head was
-        elsewhere: a branch, another writer; then rewrite it too, `_rewrite_heads`)."""
+        """Move the heads to checkpoint `at` (thread, ns, id, parent) on `cur`: where the
+        parent's value is known, the rows from the first change on and a compare-and-set
+        (on a `new_cursor()`) moving the head only from the parent. Returns the plans to
+        rewrite whole, and each (plan, check) whose `fetchone()` None means the head was
+        elsewhere (a branch, another writer): rewrite it too (`_rewrite_heads`)."""
         thread_id, ns, cid, parent = at
+        dialect = self.dialect
         rewrite: list[HeadPlan] = []
         checks: list[tuple[HeadPlan, Any]] = []
         for plan in plans:
@@ -529,16 +476,14 @@ class DeltaReads:
             checks.append((plan, check))
         return rewrite, checks
 
-    def _rewrite_heads(
-        self, cur: Any, dialect: Dialect, at: tuple[str, str, str], plans: Sequence[HeadPlan]
-    ) -> None:
-        """The heads of `plans` at checkpoint `at` (thread, namespace, id), rows whole."""
+    def _rewrite_heads(self, cur: Any, at: tuple[str, str, str], plans: Sequence[HeadPlan]) -> None:
+        """The heads of `plans` at checkpoint `at` (thread, ns, id), rows whole."""
         thread_id, ns, cid = at
         for ch, value, *_ in plans:
             write_rows(
-                cur, dialect, (thread_id, ns, ch), head_update(None, value, None, self.serde)
+                cur, self.dialect, (thread_id, ns, ch), head_update(None, value, None, self.serde)
             )
-            cur.execute(dialect.sql(UPSERT_HEAD), (thread_id, ns, ch, cid, len(value)))
+            cur.execute(self.dialect.sql(UPSERT_HEAD), (thread_id, ns, ch, cid, len(value)))
 
     def _apply(self, ch: str, value: Any, writes: Sequence[PendingWrite]) -> Any:
         """`DeltaChannel.replay_writes`: the last Overwrite resets, the rest reduce."""
@@ -555,11 +500,6 @@ class DeltaReads:
         )
 
     # -- reads ---------------------------------------------------------------------------
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return self._cached_history(config, channels, self._stock_history)
-
     def _stock_history(
         self, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
@@ -573,21 +513,16 @@ class DeltaReads:
         )[ch]
         return self._apply(ch, unwrap(stock.get("seed", [])), stock["writes"])
 
-    def _cached_history(
-        self,
-        config: RunnableConfig,
-        channels: Sequence[str],
-        stock: Callable[..., Mapping[str, DeltaChannelHistory]],
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """`get_delta_channel_history`: registered channels from the cache or `_compute`,
-        handed to LangGraph as a seed with no writes to replay; the others from `stock`."""
-        if not channels:
-            return {}
+        """Registered channels from the cache or `_compute`, handed to LangGraph as a seed
+        with no writes to replay; the others the stock way."""
         cached = [ch for ch in channels if ch in self.reducers]
         other = [ch for ch in channels if ch not in self.reducers]
         out: dict[str, DeltaChannelHistory] = {}
         if other:
-            out.update(stock(config, other))
+            out.update(self._stock_history(config, other))
         if not cached:
             return out
         thread_id = str(config["configurable"]["thread_id"])
@@ -614,15 +549,15 @@ class DeltaReads:
                 for sql in DELETE_HEAD:
                     cur.execute(self.dialect.sql(sql), (str(thread_id),))
 
-    def _forget_answer(self, key: tuple[str, str, str, str, str]) -> None:
-        """Delete the stored resume value at this row key (refusals.resume_key)."""
+    def _forget_answer(self, at: tuple[str, str, str]) -> None:
+        """Delete the resume value stored at checkpoint `at` (thread, namespace, id)."""
         with self._tx() as cur:
             cur.execute(
                 self.dialect.sql(
                     f"DELETE FROM {self.writes_table} WHERE thread_id = ? AND checkpoint_ns = ? "
                     "AND checkpoint_id = ? AND task_id = ? AND channel = ?"
                 ),
-                key,
+                (*at, NULL_TASK_ID, RESUME),
             )
 
     def _task_path(self) -> str:
@@ -645,4 +580,11 @@ class DeltaReads:
                 ),
                 (thread_id, ns, channel, *part),
             )
-        return writes_by_checkpoint(rows, channel, self.serde)
+        out: dict[str, list[PendingWrite]] = {}
+        for cid, task_id, _, type_tag, value, _ in sorted(
+            rows, key=lambda r: writes_sort_key(r[5] or "", r[1], r[2])
+        ):
+            out.setdefault(cid, []).append(
+                (task_id, channel, self.serde.loads_typed((type_tag, value)))
+            )
+        return out

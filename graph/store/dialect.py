@@ -1,12 +1,11 @@
-"""How the Gatehouse tables' SQL differs between SQLite and Postgres, so each table is
-written once: statements with `?` placeholders, `{real}` / `{blob}` column types and
-`INSERT ... ON CONFLICT` upserts, which `Dialect` turns into what each database takes,
-with the few real differences (row locks, advisory locks, what TEXT can hold).
-Standard library only, so the fast read paths that import the tables stay fast.
+"""How the tables' SQL differs between SQLite and Postgres, so each is written once: `?`
+placeholders, `{real}` / `{blob}` column types, upserts, row locks, what TEXT holds.
+Standard library only: the fast read paths import it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,35 +19,22 @@ def is_postgres_url(db: str) -> bool:
     return db.startswith(POSTGRES_SCHEMES)
 
 
+# A quoted string (left as it is, but for `%`), a placeholder, a `%`.
+_TOKENS = re.compile(r"'[^']*(?:'|$)|\"[^\"]*(?:\"|$)|[?%]")
+
+
 @lru_cache(maxsize=512)
 def _pyformat(sql: str) -> str:
-    """`?` placeholders -> psycopg's `%s`; a literal `%` doubled (psycopg reads `%` anywhere
-    as the start of a placeholder). A `?` inside a quoted string stays."""
-    out: list[str] = []
-    quote = ""
-    for ch in sql:
-        if ch == "%":
-            out.append("%%")
-        elif quote:
-            quote = "" if ch == quote else quote
-            out.append(ch)
-        elif ch in "'\"":
-            quote = ch
-            out.append(ch)
-        else:
-            out.append("%s" if ch == "?" else ch)
-    return "".join(out)
+    """`?` -> psycopg's `%s` (not inside quotes); a literal `%` doubled."""
+    return _TOKENS.sub(lambda m: "%s" if m[0] == "?" else m[0].replace("%", "%%"), sql)
 
 
 @dataclass(frozen=True)
 class Dialect:
-    """What differs between the two databases, as far as the tables care."""
-
     name: Literal["sqlite", "postgres"]
     real: str  # a float column (timestamps)
     blob: str  # a bytes column
-    # Appended to a SELECT in a transaction: lock the rows read until it ends. SQLite's
-    # write transaction holds the whole file already.
+    # Appended to a SELECT: lock its rows (SQLite's write transaction holds the file).
     for_update: str
     # A column in the order rows were inserted ("" where the database keeps none).
     insertion_column: str
@@ -58,26 +44,15 @@ class Dialect:
         return self.name == "postgres"
 
     def sql(self, statement: str) -> str:
-        """A statement written with `?` placeholders, as this database's driver takes it."""
+        """A statement written with `?`, as this database's driver takes it."""
         return _pyformat(statement) if self.postgres else statement
 
-    def by_insertion(self, column: str) -> str:
-        """An ORDER BY list: `column`, ties in the order the rows were inserted where the
-        database can tell."""
-        return f"{column}, {self.insertion_column}" if self.insertion_column else column
-
     def ddl(self, statement: str) -> str:
-        """A table definition written with `{real}` / `{blob}` column types."""
         return statement.format(real=self.real, blob=self.blob)
 
     def text(self, value: str) -> str:
-        """A string as a TEXT column stores it: Postgres text cannot hold NUL."""
+        """A string as a TEXT column stores it (Postgres: no NUL)."""
         return value.replace("\x00", "\ufffd") if self.postgres else value
-
-    def xact_lock(self, key: int) -> str | None:
-        """A statement that serialises a transaction with every other one taking `key`
-        (held until it ends); None for SQLite, whose write transaction is serial already."""
-        return f"SELECT pg_advisory_xact_lock({int(key)})" if self.postgres else None
 
 
 SQLITE = Dialect("sqlite", real="REAL", blob="BLOB", for_update="", insertion_column="rowid")
@@ -93,9 +68,8 @@ def upsert(
     update: Sequence[str] = (),
     where: str = "",
 ) -> str:
-    """`INSERT INTO table(columns) VALUES (?, ...) ON CONFLICT (key) DO ...`: DO NOTHING
-    without `update`, else each `update` column takes the inserted value (`where`: only
-    when the existing row passes it)."""
+    """`INSERT ... ON CONFLICT (key) DO NOTHING`, or with `update`: those columns take the
+    inserted values (when the existing row passes `where`)."""
     sql = (
         f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
         f"ON CONFLICT ({', '.join(key)}) DO "

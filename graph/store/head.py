@@ -1,24 +1,16 @@
-"""The materialised head: a thread's messages at its latest checkpoint, in rows of up
-to 32, kept current by the saver as checkpoints are written.
+"""The materialised head: a thread's messages at its latest checkpoint, in rows of up to
+32, kept by the saver in each checkpoint's transaction. With a `DeltaChannel` a cold read
+replayed every ancestor's writes; the head is one indexed range read, decoded ~10x faster
+than LangGraph's serializer (no pydantic validation: the fields were valid when written).
 
-Why: the messages live in a `DeltaChannel`, so a checkpoint stores only what its step
-added, and a cold read replayed every ancestor's writes. The head is one indexed range
-read, decoded about ten times faster than LangGraph's serializer (no pydantic
-validation: the fields were valid when the message was written).
+Invariant: the `gatehouse_head_blocks` rows of a (thread, namespace, channel) hold its
+value at `gatehouse_heads.checkpoint_id`; both change only together. A head that is not
+the latest checkpoint is still a true base (checkpoints never change).
 
-Invariant: `gatehouse_heads` says "the rows of `gatehouse_head_blocks` for this
-(thread, namespace, channel) hold the channel's value at checkpoint `checkpoint_id`".
-Both tables change only together, in the transaction that writes a checkpoint. A
-head that is not the latest checkpoint is still a true base (checkpoints never
-change): a reader walks up to it and applies the writes in between, or replays.
-
-Cost: a step that appends (nearly all) adds its new messages to the last rows; a
-removal, an overwrite or a branch (undo, fork, time travel) rewrites the rows once.
-A block is its messages' msgpack items concatenated (one decode call per block):
-`[kind, fields, extra, fields_set]` for a standard LangChain message of plain data
-(`fields_set` None when it names every field: a third of the unpacking time
-otherwise), or `["~", type, bytes]`, LangGraph's serializer. `graph/store/plain.py`
-reads them without LangGraph.
+An append (nearly every step) extends the last rows; a removal, overwrite or branch
+rewrites them once. A block is its messages' msgpack items concatenated: `[kind, fields,
+extra, fields_set]` for a LangChain message of plain data (`fields_set` None when it names
+every field), or `["~", type, bytes]` from LangGraph's serializer (plain.py reads both).
 """
 
 from __future__ import annotations
@@ -40,8 +32,8 @@ from langchain_core.messages import (
 
 from graph.store.dialect import Dialect, upsert
 from graph.store.plain import BLOCK, SERIALIZED, block_items
+from graph.store.plain import HEAD_KEY as _KEY
 
-# The head's two tables, the same on SQLite and Postgres but for the type of bytes.
 HEAD_TABLES = (
     """CREATE TABLE IF NOT EXISTS gatehouse_heads (
     thread_id TEXT NOT NULL,
@@ -61,14 +53,10 @@ HEAD_TABLES = (
 )
 
 
-# The head's statements, written once with `?` (Dialect.sql gives each database its own).
-_KEY = "thread_id = ? AND checkpoint_ns = ? AND channel = ?"
 DELETE_HEAD = tuple(
     f"DELETE FROM {table} WHERE thread_id = ?"
     for table in ("gatehouse_heads", "gatehouse_head_blocks")
 )
-READ_HEAD = f"SELECT checkpoint_id, count FROM gatehouse_heads WHERE {_KEY}"
-READ_BLOCKS = f"SELECT n, data FROM gatehouse_head_blocks WHERE {_KEY} ORDER BY pos"
 UPSERT_HEAD = upsert(
     "gatehouse_heads",
     ("thread_id", "checkpoint_ns", "channel", "checkpoint_id", "count"),
@@ -97,20 +85,14 @@ _UPSERT_BLOCK = upsert(
 )
 
 
-def head_tables(dialect: Dialect) -> list[str]:
-    """The head's CREATE TABLE statements."""
-    return [table.format(blob=dialect.blob) for table in HEAD_TABLES]
-
-
 # A head row: (block number, messages in it, its bytes).
 Block = tuple[int, int, bytes]
-# How the rows change (head_update): (an append to the last block, whole blocks, delete from).
+# How the rows change: (an append to the last block, whole blocks, delete from).
 RowChange = tuple[Block | None, list[Block], int]
 
 
 def write_rows(cur: Any, dialect: Dialect, key: tuple[str, str, str], change: RowChange) -> None:
-    """Apply `change` to the head rows of `key` (thread, namespace, channel) with a
-    DB-API cursor of `dialect`'s driver, in the caller's transaction."""
+    """Apply `change` to the head rows of `key` (thread, namespace, channel)."""
     extend, whole, delete_from = change
     if delete_from >= 0:
         cur.execute(dialect.sql(_DELETE_BLOCKS), (*key, delete_from))
@@ -136,13 +118,11 @@ _set = object.__setattr__
 
 
 class HeadUnreadable(ValueError):
-    """Head rows that do not decode (damaged, or from an unknown version): the
-    reader falls back to replaying the history."""
+    """Head rows that do not decode: the history is replayed instead."""
 
 
 def _plain(value: Any) -> bool:
-    """Only what msgpack gives back unchanged: dicts with str keys, lists, str, int,
-    float, bool, None (not tuples, enums, str subclasses, datetimes ...)."""
+    """Only what msgpack gives back unchanged (not tuples, enums, str subclasses ...)."""
     t = type(value)
     if t is str or t is int or t is float or t is bool or value is None:
         return True
@@ -154,7 +134,6 @@ def _plain(value: Any) -> bool:
 
 
 def encode(message: Any, serde: Any) -> bytes:
-    """One message as a head item."""
     kind = KINDS.get(type(message))
     if kind is not None and getattr(message, "__pydantic_private__", None) is None:
         fields, extra = message.__dict__, message.__pydantic_extra__
@@ -170,7 +149,6 @@ def encode(message: Any, serde: Any) -> bytes:
 
 
 def blocks(values: Sequence[Any], first: int, serde: Any) -> list[Block]:
-    """Head rows for `values`, the messages from block `first` on."""
     items = [encode(v, serde) for v in values]
     return [
         (first + i // BLOCK, len(items[i : i + BLOCK]), b"".join(items[i : i + BLOCK]))
@@ -185,8 +163,7 @@ def decode(rows: Sequence[tuple[int, bytes]], count: int, serde: Any) -> list[An
     """The messages of head rows `(n, data)` in block order; `count` of them in all."""
     if sum(n for n, _ in rows) != count:
         raise HeadUnreadable("the head's blocks do not hold its count of messages")
-    # Thousands of small objects at once: the collector would walk the heap several
-    # times while they are built, for nothing (nothing here is garbage).
+    # Thousands of new objects, none garbage: the collector's walks would be for nothing.
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -214,11 +191,9 @@ def decode(rows: Sequence[tuple[int, bytes]], count: int, serde: Any) -> list[An
     finally:
         if enabled:
             if count >= AGE_AT_ONCE and not gc.get_freeze_count():
-                # The collector would now walk every new object twice (as young,
-                # then as middle-aged): ~18 ms at 2,000 turns. Freezing and unfreezing
-                # moves them (and all else) to the oldest generation without a walk;
-                # they stay collectable, at the next full collection. Skipped when the
-                # application froze objects itself (unfreezing would undo that).
+                # Else the collector walks every new object twice (~18 ms at 2,000
+                # turns); freeze/unfreeze moves them to the oldest generation without a
+                # walk. Skipped when the application froze objects (we would undo it).
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
@@ -227,10 +202,8 @@ def decode(rows: Sequence[tuple[int, bytes]], count: int, serde: Any) -> list[An
 def head_update(
     prev: Sequence[Any] | None, value: Sequence[Any], start: int | None, serde: Any
 ) -> RowChange:
-    """How the rows change from `prev` (what the head rows hold; None: unknown, write
-    them all) to `value`, whose first `start` values are unchanged: (what to add to
-    the last block: (its number, messages, bytes), or None; whole blocks to write;
-    the first block to delete before writing them, or -1 for none)."""
+    """How the rows change from `prev` (None: unknown, write all) to `value`, whose first
+    `start` values are unchanged (see `RowChange`; delete from -1: none)."""
     if prev is None or start is None:
         return None, blocks(value, 0, serde), 0
     if start == len(prev):  # only appended: fill the last block, then new ones
@@ -247,9 +220,8 @@ def head_update(
 
 
 def unchanged_prefix(before: Sequence[Any], after: Sequence[Any], written: int) -> int:
-    """How many leading values `after` shares with `before` (the same objects): the
-    rows from there on are (re)written. `written` is how many values the step wrote:
-    when the list grew by exactly that much, every write was an append."""
+    """How many leading values `after` shares with `before` (the same objects). When the
+    list grew by exactly `written` (the step's values), every write was an append."""
     n = len(before)
     if n == 0:
         return 0
@@ -266,5 +238,5 @@ def unchanged_prefix(before: Sequence[Any], after: Sequence[Any], written: int) 
 
 
 def written_count(writes: Sequence[Any]) -> int:
-    """How many values a list of channel writes carries (lists flatten, as in the reducer)."""
+    """How many values channel writes carry (lists flatten, as in the reducer)."""
     return sum(len(v) if isinstance(v, list) else 1 for v in writes)

@@ -1,24 +1,12 @@
 """LangGraph's private surface, fenced: every name Gatehouse takes from LangGraph that
-LangGraph does not promise to keep (underscored modules and names, channel names it
-writes into checkpoints, its serializer's codes, methods of its savers) is named here
-and nowhere else in Gatehouse.
+LangGraph does not promise to keep is named here and nowhere else. `SURFACE` says where
+LangGraph keeps each and what breaks without it; tests/test_langgraph_internals.py checks
+every row against the installed LangGraph.
 
-`SURFACE` says, for each, where LangGraph keeps it and which Gatehouse feature stops
-working without it; tests/test_langgraph_internals.py checks every row against the
-installed LangGraph, so an upgrade that moves or changes one fails with that row.
-
-Two kinds of names:
-- strings and numbers LangGraph writes into what it stores (channel names, a task id,
-  msgpack extension codes) are copied here as literals: the readers that must start
-  without LangGraph (graph/store/reader.py, plain.py: the terminal's fast commands)
-  import them, and loading this module loads no LangGraph;
-- objects (a class, functions, a context manager) are imported from LangGraph when
-  first asked for (`from graph.store.langgraph_private import DeltaSnapshot`), by the
-  savers and the agent, which load LangGraph anyway.
-
-Imports no Gatehouse module: the architecture test lets the agent (the messages
-reducer, the tool node's runnable, strict resume) and the service (the interrupt
-channel) import this one module of the store, and only it (tests/test_architecture.py).
+Values LangGraph writes into what it stores (channel names, msgpack codes) are copied as
+literals, so the readers that start without LangGraph (reader.py, plain.py) can import
+them; objects are imported from LangGraph on first use. Imports no Gatehouse module: the
+agent and service may import this one module of the store (tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -36,49 +24,20 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.graph.message import _messages_delta_reducer as messages_delta_reducer
 
+# The objects, imported from LangGraph on first use; the rest of `__all__` follows SURFACE.
 __all__ = [
-    "BRANCH_TO",
-    "CONFIG_KEY_CHECKPOINTER",
-    "CONFIG_KEY_RUNTIME",
-    "CONFIG_KEY_STRICT_RESUME",
-    "CONTROL_WRITES",
-    "ENTRY_POINTS",
-    "ERROR",
-    "ERROR_SOURCE_NODE",
-    "EXT_CONSTRUCTOR_KW_ARGS",
-    "EXT_CONSTRUCTOR_POS_ARGS",
-    "EXT_CONSTRUCTOR_SINGLE_ARG",
-    "EXT_DELTA_SNAPSHOT",
-    "EXT_METHOD_SINGLE_ARG",
-    "EXT_NUMPY_ARRAY",
-    "EXT_PYDANTIC_V1",
-    "EXT_PYDANTIC_V2",
-    "INTERRUPT",
-    "NULL_TASK_ID",
-    "PUSH",
-    "RESUME",
-    "START",
-    "SURFACE",
-    "TASKS",
     "DeltaSnapshot",
-    "Private",
     "RunnableCallable",
     "get_overwrite",
     "messages_delta_reducer",
     "pg_connection",
-    "pg_dump_blobs",
-    "pg_dump_writes",
-    "rebuilt_as",
-    "sqlite_has_task_path",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class Private:
-    """One name of LangGraph's that Gatehouse relies on."""
-
     ours: str  # the name in this module
-    theirs: str  # where LangGraph keeps it: "module:attribute" (an attribute may be "Class.name")
+    theirs: str  # where LangGraph keeps it: "module:attribute" (or "module:Class.name")
     needed_by: str  # what in Gatehouse breaks when it changes
 
 
@@ -98,12 +57,10 @@ CONFIG_KEY_STRICT_RESUME = "__pregel_strict_resume"
 CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
 # A run's `Runtime`; absent where LangGraph runs a node's routes outside a run (update_state).
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
-# The compiled graph's methods Gatehouse's subclass overrides (graph/agent/compiled.py),
-# which LangGraph's other entry points must go through: invoke and LangGraph Server's
-# runs through (a)stream, update_state through (a)bulk_update_state.
+# What Gatehouse's graph overrides (graph/agent/compiled.py): invoke and the server's runs
+# go through (a)stream, update_state through (a)bulk_update_state.
 ENTRY_POINTS = ("stream", "astream", "bulk_update_state", "abulk_update_state")
-# Writes that say what happened to a task, not what it produced: a task with any other
-# write has finished (langgraph/pregel/_task_status.py).
+# Writes that say what happened to a task: a task with any other write has finished.
 CONTROL_WRITES = frozenset({ERROR, ERROR_SOURCE_NODE, INTERRUPT, RESUME})
 
 # -- LangGraph's msgpack extension codes (langgraph.checkpoint.serde.jsonplus)
@@ -118,62 +75,29 @@ EXT_DELTA_SNAPSHOT = 7
 
 _C = "langgraph._internal._constants"
 _EXT = "langgraph.checkpoint.serde.jsonplus"
-_SERDE = "reading stored threads without LangGraph (graph/store/plain.py: `gatehouse threads/pending/show`)"
+_SERDE = "reading threads without LangGraph (plain.py: `gatehouse threads/pending/show`)"
+_PG = "langgraph.checkpoint.postgres"
 SURFACE: tuple[Private, ...] = (
-    Private(
-        "INTERRUPT",
-        f"{_C}:INTERRUPT",
-        "pauses: the thread index marks a thread awaiting approval, pause notifications, the stream's "
-        "ApprovalRequired events, the reader's pending approvals",
+    *(
+        Private(name, f"{_C}:{name}", needed_by)
+        for name, needed_by in (
+            ("INTERRUPT", "pauses: the index, notifications, ApprovalRequired, the reader"),
+            ("ERROR", "the index marks a failed task; a refused answer leaves no trace"),
+            ("ERROR_SOURCE_NODE", "the reader tells finished tasks from paused ones"),
+            ("RESUME", "a refused answer is deleted from the writes (delta_reads.py)"),
+            ("NULL_TASK_ID", "delta_reads.py; the reader applies state updates to the transcript"),
+            ("TASKS", "the thread index shows a run with Send tasks due as running"),
+            ("PUSH", "the reader lists a step's tasks in LangGraph's order (plain.task_order)"),
+            ("CONFIG_KEY_STRICT_RESUME", "an answer to an interrupt not pending is refused"),
+            ("CONFIG_KEY_CHECKPOINTER", "an answer's pending check reads get_state's saver"),
+            ("CONFIG_KEY_RUNTIME", "a state edit runs the routes after a node without a run"),
+        )
     ),
-    Private(
-        "ERROR",
-        f"{_C}:ERROR",
-        "the thread index marks a failed task; a refused answer leaves no trace",
-    ),
-    Private(
-        "ERROR_SOURCE_NODE",
-        f"{_C}:ERROR_SOURCE_NODE",
-        "the reader tells finished tasks from paused ones",
-    ),
-    Private(
-        "RESUME",
-        f"{_C}:RESUME",
-        "a refused answer is deleted from the checkpoint writes (refusals.py)",
-    ),
-    Private(
-        "NULL_TASK_ID",
-        f"{_C}:NULL_TASK_ID",
-        "a refused answer is deleted (refusals.py); the reader applies state updates to the transcript",
-    ),
-    Private("TASKS", f"{_C}:TASKS", "the thread index shows a run with Send tasks due as running"),
-    Private(
-        "PUSH",
-        f"{_C}:PUSH",
-        "the reader lists a step's tasks in LangGraph's order (plain.task_order)",
-    ),
-    Private(
-        "START", "langgraph.constants:START", "the thread index shows a run just started as running"
-    ),
+    Private("START", "langgraph.constants:START", "the index shows a run just started as running"),
     Private(
         "BRANCH_TO",
         "langgraph.graph.state:_CHANNEL_BRANCH_TO",
         "the thread index shows a run with a node due as running",
-    ),
-    Private(
-        "CONFIG_KEY_STRICT_RESUME",
-        f"{_C}:CONFIG_KEY_STRICT_RESUME",
-        "an answer naming an interrupt that is not pending is refused (graph/agent/graph.py)",
-    ),
-    Private(
-        "CONFIG_KEY_CHECKPOINTER",
-        f"{_C}:CONFIG_KEY_CHECKPOINTER",
-        "an answer's pending check reads the saver get_state would read (graph/agent/compiled.py)",
-    ),
-    Private(
-        "CONFIG_KEY_RUNTIME",
-        f"{_C}:CONFIG_KEY_RUNTIME",
-        "a state edit runs the routes after a node without a run (graph/agent/routing.py)",
     ),
     Private(
         "ENTRY_POINTS",
@@ -184,8 +108,7 @@ SURFACE: tuple[Private, ...] = (
     Private(
         "rebuilt_as",
         "langgraph.pregel.main:Pregel.copy",
-        "the compiled graph as Gatehouse's subclass with its parts (tools, hooks, decision log), "
-        "also in the copies LangGraph Server runs",
+        "the compiled graph as Gatehouse's subclass, also in LangGraph Server's copies",
     ),
     Private(
         "CONTROL_WRITES",
@@ -208,12 +131,12 @@ SURFACE: tuple[Private, ...] = (
     Private(
         "DeltaSnapshot",
         "langgraph.checkpoint.serde.types:_DeltaSnapshot",
-        "the savers' cached and materialised messages (delta_reads.py, pg_saver.py): cold and warm reads",
+        "the savers' cached and materialised messages: cold and warm reads",
     ),
     Private(
         "get_overwrite",
         "langgraph.channels.binop:_get_overwrite",
-        "replaying a DeltaChannel's writes in the savers (an Overwrite resets the messages)",
+        "the savers replay a DeltaChannel's writes (an Overwrite resets the messages)",
     ),
     Private(
         "messages_delta_reducer",
@@ -223,43 +146,31 @@ SURFACE: tuple[Private, ...] = (
     Private(
         "RunnableCallable",
         "langgraph._internal._runnable:RunnableCallable",
-        "run_tool's async form, the cancel bridge: cancelling a LangGraph Server run stops the tool call",
+        "run_tool's async form: cancelling a LangGraph Server run stops the tool call",
     ),
     Private(
         "pg_connection",
-        "langgraph.checkpoint.postgres._internal:get_connection",
-        "the Postgres saver writes a checkpoint, its head and the thread index in one transaction",
+        f"{_PG}._internal:get_connection",
+        "the Postgres saver writes a checkpoint, its head and index row in one transaction",
     ),
     Private(
         "pg_dump_blobs",
-        "langgraph.checkpoint.postgres:PostgresSaver._dump_blobs",
+        f"{_PG}:PostgresSaver._dump_blobs",
         "the Postgres saver stores channel values as the stock saver does",
     ),
     Private(
         "pg_dump_writes",
-        "langgraph.checkpoint.postgres:PostgresSaver._dump_writes",
+        f"{_PG}:PostgresSaver._dump_writes",
         "the Postgres saver stores task writes as the stock saver does",
     ),
     Private(
         "sqlite_has_task_path",
         "langgraph.checkpoint.sqlite:SqliteSaver._has_task_path",
-        "the SQLite saver reads writes in LangGraph's order on files from before task_path",
+        "the SQLite saver orders writes as LangGraph does on files from before task_path",
     ),
 )
 
-# The objects, imported from LangGraph on first use.
-_LAZY = {
-    p.ours: p.theirs
-    for p in SURFACE
-    if p.ours
-    in (
-        "DeltaSnapshot",
-        "get_overwrite",
-        "messages_delta_reducer",
-        "RunnableCallable",
-        "pg_connection",
-    )
-}
+_LAZY = {p.ours: p.theirs for p in SURFACE if p.ours in __all__}
 
 
 def __getattr__(name: str) -> Any:
@@ -276,34 +187,25 @@ G = TypeVar("G")
 
 
 def rebuilt_as(compiled: Any, cls: type[G], **attributes: Any) -> G:
-    """`compiled` (a compiled graph) as an instance of `cls`, its subclass, with
-    `attributes` added: built as LangGraph's own `Pregel.copy` builds a copy (the
-    constructor given the instance's attributes), so `copy` keeps the class and them."""
+    """`compiled` as an instance of its subclass `cls`, with `attributes`, built as
+    `Pregel.copy` builds a copy, so copies keep the class and them."""
     kept = {k: v for k, v in vars(compiled).items() if k != "__orig_class__"}
     return cls(**kept, **attributes)
 
 
 # -- methods of the stock savers, called on Gatehouse's subclasses
-def pg_dump_blobs(
-    saver: PostgresSaver, thread_id: str, ns: str, values: dict[str, Any], versions: dict[str, Any]
-) -> list[tuple[Any, ...]]:
-    """The checkpoint_blobs rows of these channel values, as `PostgresSaver.put` writes them."""
-    return saver._dump_blobs(thread_id, ns, values, versions)
+def pg_dump_blobs(saver: PostgresSaver, *args: Any) -> list[tuple[Any, ...]]:
+    """The blob rows `put` writes: (thread_id, ns, values, versions)."""
+    return saver._dump_blobs(*args)
 
 
-def pg_dump_writes(
-    saver: PostgresSaver,
-    thread_id: str,
-    ns: str,
-    checkpoint_id: str,
-    task_id: str,
-    task_path: str,
-    writes: Any,
-) -> list[tuple[Any, ...]]:
-    """The checkpoint_writes rows of a task's writes, as `PostgresSaver.put_writes` writes them."""
-    return saver._dump_writes(thread_id, ns, checkpoint_id, task_id, task_path, writes)
+def pg_dump_writes(saver: PostgresSaver, *args: Any) -> list[tuple[Any, ...]]:
+    """The rows `put_writes` writes: (thread_id, ns, checkpoint_id, task_id, task_path, writes)."""
+    return saver._dump_writes(*args)
 
 
 def sqlite_has_task_path(saver: SqliteSaver) -> bool:
-    """Whether the file's writes table has LangGraph's `task_path` column."""
     return bool(saver._has_task_path)
+
+
+__all__ += ["SURFACE", "Private", *(p.ours for p in SURFACE if p.ours not in __all__)]

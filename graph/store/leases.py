@@ -1,12 +1,8 @@
-"""One active run per thread, across processes: a lease row in the database.
-
-A run takes the thread's lease before it streams (one upsert, or a transaction that
-locks the row), renews it while it runs and releases it at the end; a second run is
-refused with `RunInProgress`. A dead holder's lease is taken over when it expired (a
-short TTL, renewed every third of it), or at once when the holder was a process on
-this host that no longer exists. A release the database refused is retried on every
-renewal tick. The owner is `host|pid|nonce|kind`, kind "run" or "decide", so a
-refusal can say what the holder is doing.
+"""One active run per thread, across processes: a lease row, taken before a run streams,
+renewed every third of a short TTL, released at the end; a second run gets
+`RunInProgress`. A dead holder's lease is taken over when it expired, or at once when
+its process on this host is gone. The owner is `host|pid|nonce|kind` (kind "run" or
+"decide": a refusal says what the holder does).
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_leases (
     expires_at {real} NOT NULL)"""
 COLUMNS = ("thread_id", "owner", "expires_at")
 KEY = ("thread_id",)
-# A row to lock: (thread_id, '', 0), a free lease, unless the thread has a row.
+# A free row to lock, unless the thread has one: (thread_id, '', 0).
 PLACEHOLDER = upsert("gatehouse_leases", COLUMNS, KEY)
 # (thread_id, owner, expires_at, now): taken when no one holds it (owner '': released).
 TAKE_FREE = upsert(
@@ -43,17 +39,9 @@ TAKE_FREE = upsert(
 )
 
 
-# (thread_id, owner): the row stays, marked free: the next run on the thread takes it
-# with an update in place (no index entry made or removed; Postgres's HOT update)
-# where a delete and an insert would churn the table and its key (issue 58).
+# (thread_id, owner): the row stays, marked free, for an update in place by the next run
+# (Postgres's HOT update), not a delete and insert churning the table (issue 58).
 RELEASE = "UPDATE gatehouse_leases SET owner='', expires_at=0 WHERE thread_id=? AND owner=?"
-
-
-def _ttl_default() -> float:
-    try:
-        return float(os.environ.get(TTL_ENV, "") or DEFAULT_TTL_S)
-    except ValueError:
-        return DEFAULT_TTL_S
 
 
 def _pid_alive(pid: int) -> bool:
@@ -72,8 +60,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def lease_free(owner: str, expires_at: float, now: float, host: str) -> bool:
-    """The lease rule, for every reader of `gatehouse_leases` (the thread reader too):
-    free when released (no owner), expired, or held by a dead process on `host` (this one)."""
+    """The lease rule (the thread reader's too): free when released, expired, or held by
+    a dead process on `host` (this one)."""
     if not owner or expires_at <= now:
         return True
     holder_host, _, rest = owner.partition("|")
@@ -82,17 +70,15 @@ def lease_free(owner: str, expires_at: float, now: float, host: str) -> bool:
 
 
 def kind_of_holder(refused: RunInProgress) -> str:
-    """What the holder of a refused lease does: "decide" or "run"."""
     return str(getattr(refused, "holder_kind", "run"))
 
 
 def holder_kind(owner: str) -> str:
-    """What a lease's holder does: "decide" (applying a decision) or "run"."""
     return owner.split("|")[3] if owner.count("|") >= 3 else "run"
 
 
 class Lease:
-    """A held lease; renewed in the background (by its `Leases`) while a run streams."""
+    """A held lease, renewed in the background while a run streams."""
 
     def __init__(self, leases: Leases, thread_id: str, owner: str) -> None:
         self.leases = leases
@@ -101,20 +87,17 @@ class Lease:
         self.lost = False
 
     def start_renewing(self) -> None:
-        self.leases.keep_renewed(self)
+        self.leases.renewals.add(self)
 
     def release(self) -> None:
-        self.leases.stop_renewing(self)
+        self.leases.renewals.remove(self)
         self.leases.release(self)
 
 
 class Renewals:
-    """One background thread per lease table renews every held lease each ttl/3: a
-    thread per run would cost a thread start on every run.
-
-    The thread holds its table only weakly between ticks: a session its user never
-    closed is still garbage (with its database connection), and the thread ends at
-    its next tick instead of keeping both alive for the life of the process."""
+    """One background thread per lease table renews every held lease each ttl/3. It holds
+    the table only weakly between ticks: a session never closed is still garbage, and
+    the thread ends at its next tick."""
 
     def __init__(self, leases: Leases) -> None:
         self._leases = leases
@@ -124,8 +107,7 @@ class Renewals:
         self._thread: threading.Thread | None = None
 
     def add(self, lease: Lease | None = None) -> None:
-        """Renew `lease` from now on (None: only make sure the ticks run, for a release
-        to try again)."""
+        """Renew `lease` (None: only make sure the ticks run, for a release to retry)."""
         with self._lock:
             if lease is not None:
                 self._held[id(lease)] = lease
@@ -161,7 +143,6 @@ class Renewals:
 def _renew_until_gone(
     renewals_ref: weakref.ref[Renewals], closed: threading.Event, interval_s: float
 ) -> None:
-    """The renewal thread: a tick every interval until the table is closed or collected."""
     while not closed.wait(interval_s):
         renewals = renewals_ref()
         if renewals is None:
@@ -171,19 +152,22 @@ def _renew_until_gone(
 
 
 class Leases(Table):
-    """`gatehouse_leases(thread_id PK, owner, expires_at)`: one run per thread across
-    every process on every machine sharing the database. A holder on another host is
-    only taken over when its lease expired (its pid means nothing here)."""
+    """`gatehouse_leases`: one run per thread across every process sharing the database
+    (a holder on another host is only taken over when its lease expired)."""
 
     def __init__(self, db: Database, *, ttl: float | None = None) -> None:
         super().__init__(db)
-        # Errors a renewal shrugs off until its next tick (busy, full disk, failover, full pool).
+        # Errors a renewal shrugs off until its next tick (busy, full disk, failover).
         self.transient_errors = db.errors
-        self.ttl = ttl if ttl is not None else _ttl_default()
-        self._renewals = Renewals(self)
+        if ttl is None:
+            try:
+                ttl = float(os.environ.get(TTL_ENV, "") or DEFAULT_TTL_S)
+            except ValueError:
+                ttl = DEFAULT_TTL_S
+        self.ttl = ttl
+        self.renewals = Renewals(self)
         self._host = socket.gethostname()
-        # Leases this process let go of but could not delete (the disk was full, the
-        # database restarting): owner -> thread id, deleted again on each renewal tick.
+        # Released leases the database refused (owner -> thread), retried each tick.
         self._abandoned: dict[str, str] = {}
 
     @staticmethod
@@ -191,17 +175,14 @@ class Leases(Table):
         cur.execute(cur.dialect.ddl(SCHEMA))
 
     def acquire(self, thread_id: str, *, what: str = "a run", kind: str = "run") -> Lease:
-        """Take the thread's lease or raise `RunInProgress` (`kind_of_holder` says
-        what the holder does, "run" or "decide")."""
+        """Take the thread's lease or raise `RunInProgress` (see `kind_of_holder`)."""
         owner = f"{self._host}|{os.getpid()}|{uuid.uuid4().hex}|{kind}"
         now = time.time()
-        # The usual case in one statement: nobody holds the thread (no row, or a released
-        # or expired one). A live-looking holder takes the path below.
+        # The usual case in one statement: no row, or a released or expired one.
         if self._db.run(TAKE_FREE, (thread_id, owner, now + self.ttl, now)) == 1:
             return Lease(self, thread_id, owner)
         with self._db.transaction() as cur:
-            # A free placeholder row first, so the row lock has a row to lock even for a
-            # thread that never had a lease: two processes racing queue up here.
+            # A placeholder first, so that racing processes queue on its row lock.
             cur.execute(PLACEHOLDER, (thread_id, "", 0))
             row = cur.execute(
                 f"SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?{self.dialect.for_update}",
@@ -221,49 +202,30 @@ class Leases(Table):
             )
         return Lease(self, thread_id, owner)
 
-    def keep_renewed(self, lease: Lease) -> None:
-        self._renewals.add(lease)
-
-    def stop_renewing(self, lease: Lease) -> None:
-        self._renewals.remove(lease)
-
     def renew(self, lease: Lease) -> bool:
-        return (
-            self._db.run(
-                "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?",
-                (time.time() + self.ttl, lease.thread_id, lease.owner),
-            )
-            == 1
-        )
+        renew = "UPDATE gatehouse_leases SET expires_at=? WHERE thread_id=? AND owner=?"
+        return self._db.run(renew, (time.time() + self.ttl, lease.thread_id, lease.owner)) == 1
 
     def release(self, lease: Lease) -> None:
         try:
-            self._db.run(
-                RELEASE,
-                (lease.thread_id, lease.owner),
-            )
+            self._db.run(RELEASE, (lease.thread_id, lease.owner))
         except self.transient_errors:
             self._abandoned[lease.owner] = lease.thread_id
-            self._renewals.add()  # the ticks try again
+            self.renewals.add()  # the ticks try again
 
     def retry_releases(self) -> None:
-        """Delete the leases a failed release left behind (each renewal tick)."""
         for owner, thread_id in list(self._abandoned.items()):
             try:
-                self._db.run(
-                    RELEASE,
-                    (thread_id, owner),
-                )
+                self._db.run(RELEASE, (thread_id, owner))
             except self.transient_errors:
                 return  # still unreachable: next tick
             self._abandoned.pop(owner, None)
 
     def held(self, thread_ids: list[str]) -> set[str]:
-        """Which of these threads a live run holds now (one query)."""
+        """Which of these threads a live run holds now."""
         if not thread_ids:
             return set()
-        marks = ",".join("?" * len(thread_ids))
-        now = time.time()
+        marks, now = ",".join("?" * len(thread_ids)), time.time()
         return {
             tid
             for tid, owner, expires in self._db.rows(
@@ -287,12 +249,9 @@ class Leases(Table):
     def _describe(self, owner: str) -> str:
         host, _, rest = owner.partition("|")
         pid = rest.partition("|")[0]
-        return (
-            "in this process"
-            if host == self._host and pid == str(os.getpid())
-            else f"process {pid} on {host}"
-        )
+        here = host == self._host and pid == str(os.getpid())
+        return "in this process" if here else f"process {pid} on {host}"
 
     def close(self) -> None:
-        self._renewals.close()
+        self.renewals.close()
         super().close()

@@ -1,13 +1,7 @@
-"""The notification outbox: one row per pause a webhook is to be told about, written
-as the pause is saved, with how its delivery goes (attempts, last error, when the
-next try is due, when it was delivered).
-
-The row is also the claim: of every process and client that saves the same pause
-(the same thread and interrupt id), only the one whose insert lands adds it. Any
-Gatehouse process with the same webhook then delivers what is due (`take_due`: a
-short lease, so two processes do not send the same row at once), so a ping outlives
-the process whose pause made it. One module for both databases: a SQLite file or a
-postgresql:// URL (graph/store/database.py).
+"""The notification outbox: one row per pause a webhook is to be told about, with its
+delivery's progress. The insert is the claim: of every process saving the same pause,
+one adds it. Any process with the same webhook delivers what is due (`take_due` leases
+a row briefly), so a ping outlives the process whose pause made it.
 """
 
 from __future__ import annotations
@@ -73,9 +67,8 @@ def _notification(r: Row) -> Notification:
 
 
 class OwnTable(Table):
-    """A table used now and then, on the database `db` names (a SQLite path or a
-    postgresql:// URL): a connection of its own to the file, or one per statement to
-    Postgres. Created (or brought up to date) on open."""
+    """A table used now and then on a SQLite path (a connection of its own) or a
+    postgresql:// URL (a connection per statement), created or migrated on open."""
 
     def __init__(self, db: str) -> None:
         if is_postgres_url(db):
@@ -93,31 +86,19 @@ class NotificationLog(OwnTable):
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(TABLE))
-        if "next_at" not in cur.columns("gatehouse_notifications"):  # a log from before the outbox
+        if "next_at" not in cur.columns("gatehouse_notifications"):
             cur.execute(
                 cur.dialect.ddl("ALTER TABLE gatehouse_notifications ADD COLUMN next_at {real}")
             )
 
     def claim(self, thread_id: str, interrupt_id: str, url: str, payload: dict[str, Any]) -> bool:
-        """Record a pause to notify; False when it was recorded before (already notified)."""
-        return (
-            self._db.run(
-                CLAIM,
-                (
-                    thread_id,
-                    interrupt_id,
-                    url,
-                    json.dumps(payload, ensure_ascii=False),
-                    time.time(),
-                    0.0,
-                ),
-            )
-            == 1
-        )
+        """Record a pause to notify; False when it was recorded before."""
+        row = (thread_id, interrupt_id, url, json.dumps(payload, ensure_ascii=False))
+        return self._db.run(CLAIM, (*row, time.time(), 0.0)) == 1
 
     def take_due(self, url: str, lease_s: float, now: float | None = None) -> list[Notification]:
-        """The pending rows for `url` whose try is due, each leased to this caller for
-        `lease_s` (a row another process took first is left out)."""
+        """The pending rows for `url` whose try is due, each leased for `lease_s` (but
+        those another process took first)."""
         now = time.time() if now is None else now
         taken = []
         for row in map(_notification, self._db.rows(SELECT + DUE, (url, now))):
@@ -143,8 +124,7 @@ class NotificationLog(OwnTable):
         final: bool,
         retry_at: float | None = None,
     ) -> None:
-        """One delivery attempt: delivered (no error), pending again from `retry_at`, or
-        failed for good."""
+        """One delivery attempt: delivered, pending again from `retry_at`, or failed."""
         status = "delivered" if error is None else "failed" if final else "pending"
         delivered = time.time() if error is None else None
         self._db.run(ATTEMPT, (status, error, delivered, retry_at, thread_id, interrupt_id))

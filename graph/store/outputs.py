@@ -1,13 +1,7 @@
-"""Tool outputs stored aside: a result too large for the model's context is kept
-whole here, in the thread's database, while the model gets its head and a reference
-(graph/agent/offload.py). The agent's `read_tool_output` tool reads ranges of it and
-the Session hands the whole output to front ends.
-
-One row per (thread, call). The row is written before the call's result goes into
-the execution journal and the checkpoint, so a result replayed from the journal after
-a crash always finds its output; a call run again overwrites its row. Undo and fork
-keep the rows (an older checkpoint may still point at them); deleting the thread
-deletes them.
+"""Tool outputs too large for the model's context, kept whole while the model gets their
+head and a reference (graph/agent/offload.py). Written before the journal and the
+checkpoint, so a result replayed after a crash finds its output; undo and fork keep the
+rows (an older checkpoint may point at them).
 """
 
 from __future__ import annotations
@@ -31,19 +25,13 @@ PUT = upsert("gatehouse_tool_outputs", COLUMNS, KEY, update=COLUMNS[2:])
 
 
 class ToolOutputs(Table):
-    """`gatehouse_tool_outputs`."""
-
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(SCHEMA))
 
     def put(self, thread_id: str, tool_call_id: str, tool: str, content: str) -> None:
-        """Store (or replace: a call run again) the whole output of one call."""
         content = self.dialect.text(content)  # a binary-ish output keeps everything else
-        self._db.run(
-            PUT,
-            (thread_id, tool_call_id, tool, content, len(content), time.time()),
-        )
+        self._db.run(PUT, (thread_id, tool_call_id, tool, content, len(content), time.time()))
 
     def get(self, thread_id: str, tool_call_id: str) -> str | None:
         rows = self._db.rows(
@@ -53,7 +41,7 @@ class ToolOutputs(Table):
         return rows[0][0] if rows else None
 
     def for_thread(self, thread_id: str) -> dict[str, str]:
-        """Every stored output of the thread, by tool call id (for exports)."""
+        """Every stored output of the thread, by tool call id."""
         rows = self._db.rows(
             "SELECT tool_call_id, content FROM gatehouse_tool_outputs WHERE thread_id=? ORDER BY stored_at",
             (thread_id,),

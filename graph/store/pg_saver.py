@@ -1,13 +1,9 @@
-"""Gatehouse's Postgres checkpointer: the official `PostgresSaver` with the SQLite
-saver's materialised head, warm cache and thread-index upkeep (graph/store/saver.py).
-
-The checkpoint tables and rows are the stock ones (LangGraph Server reads them). A
-checkpoint's statements go in one pipeline with its BEGIN and COMMIT (`_in_transaction`):
-the stock upserts, the head's new rows, and a compare-and-set of the head (`WHERE
-checkpoint_id = <parent>`); only when that finds the head elsewhere (a branch, another
-writer) are the rows rewritten whole. A step's writes take one round trip, a
-checkpoint two. Reads: the warm cache, else the head when it is the checkpoint asked
-for (nearly always), else the stock replay.
+"""Gatehouse's Postgres checkpointer: the stock `PostgresSaver` and its tables, with a
+materialised head, a warm cache and the thread index (as saver.py). A checkpoint's
+statements (the stock upserts, the head's new rows, a compare-and-set of the head) go in
+one pipeline with its BEGIN and COMMIT: a step's writes take one round trip, a
+checkpoint two. Reads: the cache, else the head when it is the checkpoint asked for,
+else the stock replay.
 """
 
 from __future__ import annotations
@@ -42,11 +38,7 @@ from graph.store.delta_reads import (
     saved_config,
 )
 from graph.store.dialect import POSTGRES
-from graph.store.head import (
-    HeadUnreadable,
-    decode,
-    head_tables,
-)
+from graph.store.head import HeadUnreadable, decode
 from graph.store.langgraph_private import (
     DeltaSnapshot,
     pg_connection,
@@ -54,18 +46,14 @@ from graph.store.langgraph_private import (
     pg_dump_writes,
 )
 
-HEAD_SCHEMA = head_tables(POSTGRES)
 CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
 
 
 @contextmanager
 def _in_transaction(conn: Any) -> Iterator[None]:
-    """For statements the caller sends between its own "BEGIN" and "COMMIT", inside
-    its pipelines, so they travel with the statements: psycopg's `conn.transaction()`
-    waits for the server at BEGIN and again at COMMIT, two round trips more per
-    transaction (about half the time of a step's writes on a local server). Anything
-    raised rolls the transaction back: a pool's connection context would too, a saver
-    given one connection has no one else to."""
+    """Around statements sent between the caller's own BEGIN and COMMIT in its pipelines
+    (`conn.transaction()` waits for the server at each: two round trips more). Anything
+    raised rolls back: a saver given one connection has no pool to do it."""
     try:
         yield
     except BaseException:
@@ -75,12 +63,9 @@ def _in_transaction(conn: Any) -> Iterator[None]:
         raise
 
 
-# The stock read of a checkpoint joins its channel versions to the thread's blobs. A
-# planner that knows nothing of the table (never analysed: a new database, or rows
-# added since autovacuum last looked) hashes every blob of the thread for it, a read
-# that grows with the thread (3,900 blobs hashed for 17 at 300 turns). A lateral
-# subquery with LIMIT 1 cannot be flattened into that join: one primary-key lookup per
-# channel, whatever the statistics. The same rows (the key is unique).
+# The stock read joins a checkpoint's channel versions to the thread's blobs; a planner
+# without statistics (a new database) hashes every blob of the thread (3,900 for 17 at
+# 300 turns). A lateral LIMIT 1 subquery cannot be flattened: one key lookup per channel.
 _STOCK_BLOB_JOIN = """        from jsonb_each_text(checkpoint -> 'channel_versions')
         inner join checkpoint_blobs bl
             on bl.thread_id = checkpoints.thread_id
@@ -99,8 +84,7 @@ _BLOB_LOOKUPS = """        from jsonb_each_text(checkpoint -> 'channel_versions'
 
 
 class GatehousePostgresSaver(DeltaReads, PostgresSaver):
-    """`PostgresSaver` with a materialised head and a warm cache of the given
-    DeltaChannels (the graph registers them, graph/agent/graph.py)."""
+    """`PostgresSaver` with a materialised head and a cache of the DeltaChannels."""
 
     remembers_writes = True
     dialect = POSTGRES
@@ -110,8 +94,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
-        """A cursor in a transaction of its own, sent in one pipeline with its BEGIN
-        and COMMIT (one round trip)."""
+        """A cursor in a transaction sent in one pipeline with its BEGIN and COMMIT."""
         with (
             self.lock,
             pg_connection(self.conn) as conn,
@@ -132,18 +115,18 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
-        # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs.
-        copy = checkpoint.copy()
-        copy["channel_values"] = copy["channel_values"].copy()
-        blob_values = {}
-        for k, v in checkpoint["channel_values"].items():
-            if isinstance(v, DeltaSnapshot):
-                blob_values[k] = copy["channel_values"].pop(k)
-                copy["channel_values"][k] = True
-            elif v is None or isinstance(v, str | int | float | bool):
-                pass
-            else:
-                blob_values[k] = copy["channel_values"].pop(k)
+        # As PostgresSaver.put: plain values inline in the checkpoint row, the rest as blobs
+        # (a DeltaSnapshot's marked True inline).
+        values = checkpoint["channel_values"]
+        blob_values = {
+            k: v
+            for k, v in values.items()
+            if not (v is None or isinstance(v, str | int | float | bool))
+        }
+        inline = {k: v for k, v in values.items() if k not in blob_values}
+        inline.update({k: True for k, v in blob_values.items() if isinstance(v, DeltaSnapshot)})
+        copy = {**checkpoint, "channel_values": inline}
+        meta = Jsonb(get_serializable_checkpoint_metadata(config, metadata))
         cid = checkpoint["id"]
         with self.lock, pg_connection(self.conn) as conn, _in_transaction(conn):
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
@@ -153,21 +136,11 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                         self.UPSERT_CHECKPOINT_BLOBS_SQL,
                         pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions),
                     )
-                cur.execute(
-                    self.UPSERT_CHECKPOINTS_SQL,
-                    (
-                        thread_id,
-                        ns,
-                        cid,
-                        parent,
-                        Jsonb(copy),
-                        Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
-                    ),
-                )
+                row = (thread_id, ns, cid, parent, Jsonb(copy), meta)
+                cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
                 rewrite, checks = self._move_heads(
                     cur,
                     partial(conn.cursor, row_factory=tuple_row),
-                    POSTGRES,
                     (thread_id, ns, cid, parent),
                     plans,
                 )
@@ -179,7 +152,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 raise StaleWrites  # rolled back
             rewrite += failed
             with conn.pipeline(), conn.cursor(binary=True) as cur:
-                self._rewrite_heads(cur, POSTGRES, (thread_id, ns, cid), rewrite)
+                self._rewrite_heads(cur, (thread_id, ns, cid), rewrite)
                 cur.execute("COMMIT")
         return saved_config(config, ns, checkpoint)
 
@@ -208,7 +181,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     def _compute(
         self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
     ) -> Entry:
-        key = (thread_id, ns)
+        entry = None
         if self.side_tables:
             # One round trip: the head's count and blocks if the head is this checkpoint
             # (an empty list: one row, no block).
@@ -223,8 +196,7 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
                 if rows:
                     blocks = [(n, data) for _, n, data in rows if n is not None]
                     entry = Entry(decode(blocks, rows[0][0], self.serde), ABSENT)
-                    self._put(key, checkpoint_id, ch, entry)
-                    return entry
-        entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
-        self._put(key, checkpoint_id, ch, entry)
+        if entry is None:
+            entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
+        self._put((thread_id, ns), checkpoint_id, ch, entry)
         return entry

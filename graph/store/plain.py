@@ -1,10 +1,7 @@
-"""What the checkpoint tables hold, read as plain data, without LangGraph (for what must
-start fast: the terminal's read-only commands).
-
-LangGraph stores msgpack (Gatehouse's saver zlib-compresses it: `msgpack+zlib`) with
-extension types for objects; read here, an object comes back as its arguments (a
-pydantic model or dataclass as the dict of its fields), as LangGraph's own
-`_msgpack_ext_hook_to_json` does. Also the head's blocks (graph/store/head.py).
+"""What the checkpoint tables and the head hold, read as plain data without LangGraph
+(the terminal's fast commands): an object stored with a msgpack extension type comes back
+as its arguments (a model as the dict of its fields), as LangGraph's own
+`_msgpack_ext_hook_to_json` does.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ from typing import Any
 
 import ormsgpack
 
-# LangGraph's msgpack extension codes and task path marker: literals, loading no LangGraph.
 from graph.store.langgraph_private import (
     EXT_CONSTRUCTOR_KW_ARGS,
     EXT_CONSTRUCTOR_POS_ARGS,
@@ -26,9 +22,12 @@ from graph.store.langgraph_private import (
     PUSH,
 )
 
-# The head's rows: messages per block, the kind of a serialized item.
+# The head's rows (graph/store/head.py): messages per block, the kind of a serialized item.
 BLOCK = 32
 SERIALIZED = "~"
+HEAD_KEY = "thread_id = ? AND checkpoint_ns = ? AND channel = ?"
+READ_HEAD = f"SELECT checkpoint_id, count FROM gatehouse_heads WHERE {HEAD_KEY}"
+READ_BLOCKS = f"SELECT n, data FROM gatehouse_head_blocks WHERE {HEAD_KEY} ORDER BY pos"
 
 
 class UnreadableValue(ValueError):
@@ -55,15 +54,14 @@ def _ext(code: int, data: bytes) -> Any:
     return None  # numpy arrays and unknown codes: nothing a thread reader shows
 
 
-# An interrupt's last keyword, msgpack's fixstr: the answer's JSON schema, 4/5 of a
-# card's bytes, which no reader shows (`interrupts_in` leaves it undecoded).
+# An interrupt's last keyword (a fixstr): the answer's JSON schema, 4/5 of a card's bytes,
+# which no reader shows.
 _SCHEMA_KEY = b"\xafresponse_schema"
 
 
 def _schemaless(code: int, data: bytes) -> Any:
-    """As `_ext`, but an object's keywords (an `Interrupt`'s) without a last
-    `response_schema`: read up to that key, the map's count one less. When the cut is
-    anywhere else the map is incomplete and fails to read: then it is read whole."""
+    """As `_ext`, but an `Interrupt`'s keywords without a last `response_schema`: read up
+    to that key, the map's count one less (if the cut is wrong, read whole)."""
     at = data.rfind(_SCHEMA_KEY) if code == EXT_CONSTRUCTOR_KW_ARGS else -1
     head = 1  # [module, name, {keywords}]: skip the two strings (fixstr or str 8)
     for _ in range(2):
@@ -114,13 +112,11 @@ def loads(type_tag: str | None, data: bytes | None, ext_hook: Any = _ext) -> Any
 
 
 def block_items(count: int, data: bytes) -> list[list[Any]]:
-    """The items of a head block of `count` messages (one msgpack call: the block is
-    read as an array of `count` items)."""
+    """The items of a head block of `count` messages, read as one msgpack array."""
     return ormsgpack.unpackb(b"\xdd" + count.to_bytes(4, "big") + bytes(data))
 
 
 def block_fields(count: int, data: bytes) -> list[dict[str, Any]]:
-    """The fields of each message of a head block, as plain data."""
     return [
         loads(item[1], item[2]) if item[0] == SERIALIZED else item[1]
         for item in block_items(count, data)
@@ -135,15 +131,10 @@ def interrupts_in(type_tag: str | None, data: bytes | None) -> list[tuple[str, A
 def interrupts_of(value: Any) -> list[tuple[str, Any]]:
     """(interrupt id, value) for each interrupt of an interrupt write."""
     items = value if isinstance(value, list | tuple) else [value]
-    out = []
-    for item in items:
-        if isinstance(item, dict) and "id" in item:
-            out.append((str(item["id"]), item.get("value")))
-    return out
+    return [(str(i["id"]), i.get("value")) for i in items if isinstance(i, dict) and "id" in i]
 
 
 def task_order(task_path: str | None, task_id: str, idx: int) -> tuple[int, str, str, int]:
-    """The order LangGraph lists a step's tasks in: tasks sent with `Send` (PUSH, by
-    index; their paths are zero-padded) before node tasks (PULL)."""
+    """LangGraph's order of a step's tasks: `Send` tasks (PUSH, zero-padded paths) first."""
     path = task_path or ""
     return (0 if PUSH in path else 1, path, task_id, idx)

@@ -1,19 +1,14 @@
-"""Postgres storage, for several app processes (or machines) sharing threads, selected
-by a URL (`GATEHOUSE_DB=postgresql://...`): one database and one connection pool per
-process; the checkpoints in `GatehousePostgresSaver` (pg_saver.py), the other tables
-the same modules as on SQLite, on the pool (database.py).
-
-The schema is created on first use; processes starting at once serialise the set-up
-on an advisory lock (concurrent `CREATE TABLE IF NOT EXISTS` statements would race),
-and a process that finds the schema complete (one query) skips it.
+"""Postgres storage, for app processes sharing threads (`GATEHOUSE_DB=postgresql://...`):
+one connection pool per process, the same tables as on SQLite. The schema is set up on
+first use under an advisory lock (concurrent `CREATE TABLE IF NOT EXISTS` race); a
+process that finds it complete (one query) skips it.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from typing import Any
 
 import psycopg
@@ -24,10 +19,12 @@ from graph.protocol.errors import StorageError
 from graph.store.binding import KEY_COLUMN
 from graph.store.database import PostgresDatabase
 from graph.store.decisions import Decisions
+from graph.store.dialect import POSTGRES
+from graph.store.head import HEAD_TABLES
 from graph.store.journal import Journal
 from graph.store.leases import Leases
 from graph.store.outputs import ToolOutputs
-from graph.store.pg_saver import HEAD_SCHEMA, GatehousePostgresSaver
+from graph.store.pg_saver import GatehousePostgresSaver
 from graph.store.queued import QueuedMessages
 from graph.store.reader import TREE_INDEX, ThreadReader, redact
 from graph.store.storage import Storage
@@ -36,7 +33,6 @@ from graph.store.threads import ThreadIndex
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
 SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up
 SETUP_WAIT_S = 120.0
-# The tables beside the checkpoints, each created or migrated by its own module.
 TABLES = (ThreadIndex, Journal, Decisions, ToolOutputs, QueuedMessages, Leases)
 
 
@@ -55,8 +51,7 @@ LAST_TABLES = (
 )
 
 
-# How many of the journal and the decision log have `call_key` in their primary key
-# (`to_regclass`: no error when a table is missing; the count is then short).
+# How many of the journal and the decision log have `call_key` in their primary key.
 BOUND_KEYS = (
     "SELECT count(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
     f"WHERE i.indisprimary AND a.attname = '{KEY_COLUMN}' "
@@ -65,15 +60,12 @@ BOUND_KEYS = (
 
 
 def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver) -> bool:
-    """Whether the schema is complete and current. Two statements in one round trip:
-    the tables and keys, and the saver's migration version (which fails when its
-    table is missing: then the schema is not set up)."""
+    """Whether the schema is complete and current, in one round trip."""
     tables = ", ".join(
         f"to_regclass('{t}') IS NOT NULL" for t in ("checkpoint_migrations", *LAST_TABLES)
     )
     try:
         with conn.pipeline():
-            # Both sent before either result is read (a cursor each).
             first = conn.cursor(row_factory=tuple_row).execute(f"SELECT {tables}, ({BOUND_KEYS})")
             second = conn.cursor(row_factory=tuple_row).execute(
                 "SELECT max(v) FROM checkpoint_migrations"
@@ -93,10 +85,9 @@ def _set_up_already(conn: psycopg.Connection[Any], saver: GatehousePostgresSaver
 def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
     """Create (or migrate) the schema once, whichever process gets here first."""
     with pool.connection() as conn:
-        db = PostgresDatabase(lambda: _borrowed(conn))
-        # Polled, not a blocking pg_advisory_lock: the saver's migrations include
-        # CREATE INDEX CONCURRENTLY, which waits for every open transaction in the
-        # database, a process blocked inside pg_advisory_lock included: a deadlock.
+        db = PostgresDatabase(lambda: nullcontext(conn))
+        # Polled: CREATE INDEX CONCURRENTLY (a migration) waits for every open
+        # transaction, one blocked in pg_advisory_lock too: a deadlock.
         deadline = time.monotonic() + SETUP_WAIT_S
         while not db.rows("SELECT pg_try_advisory_lock(?)", (SETUP_LOCK_KEY,))[0][0]:
             if time.monotonic() > deadline:
@@ -106,10 +97,9 @@ def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
             time.sleep(0.1)
         try:
             saver.setup()
-            for statement in (*HEAD_SCHEMA, TREE_INDEX):
+            for statement in (*map(POSTGRES.ddl, HEAD_TABLES), TREE_INDEX):
                 db.run(statement)
-            # The tables in one transaction: a migration stopped half-way is not left
-            # looking complete to the next process.
+            # One transaction: a migration stopped half-way does not look complete.
             with db.transaction() as cur:
                 for table in TABLES:
                     table.create(cur)
@@ -117,13 +107,7 @@ def _setup(pool: ConnectionPool, saver: GatehousePostgresSaver) -> None:
             db.run("SELECT pg_advisory_unlock(?)", (SETUP_LOCK_KEY,))
 
 
-@contextmanager
-def _borrowed(conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
-    yield conn  # the caller's connection, left open
-
-
 def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
-    """A Storage on the Postgres database at `url` (the schema is set up on first use)."""
     where = redact(url)
     size = max_size or int(os.environ.get(POOL_MAX_ENV, "") or 10)
     pool = ConnectionPool(
@@ -136,9 +120,9 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         name="gatehouse",
     )
     try:
-        # The pool connects in the background while one plain connection checks the
-        # URL (a wrong one fails at once, with the server's reason: the pool alone
-        # would retry quietly until its timeout) and whether the schema is complete.
+        # The pool connects in the background while one connection checks the URL (a
+        # wrong one fails at once with the server's reason; the pool would retry) and
+        # whether the schema is complete.
         pool.open(wait=False)
         saver = GatehousePostgresSaver(pool)
         with psycopg.connect(url, connect_timeout=10, autocommit=True) as check:
@@ -154,7 +138,7 @@ def open_postgres_storage(url: str, *, max_size: int | None = None) -> Storage:
         checkpointer=saver,
         index=ThreadIndex(db),
         location=where,
-        journal=Journal(db, where),
+        journal=Journal(db),
         leases=Leases(db),
         decisions=Decisions(db),
         outputs=ToolOutputs(db),

@@ -1,9 +1,6 @@
-"""Messages a person sent while a run was going on their thread: queued in the thread's
-database, not in a page, so they outlive a reload, Stop and a server restart, and go
-out in the order they were typed (graph/service/runner.py sends them).
-
-One row per message; taking one deletes its row, so of every process and tab that
-tries to send the same queued message only one does. Deleting the thread deletes them.
+"""Messages sent while a run was going on their thread, queued in the database (they
+outlive a reload, Stop and a restart) until graph/service/runner.py sends them. Taking
+one deletes its row: of every process and tab, only one sends it.
 """
 
 from __future__ import annotations
@@ -30,15 +27,12 @@ class QueuedMessage:
 
 
 class QueuedMessages(Table):
-    """`gatehouse_queued`."""
-
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(SCHEMA))
 
     def add(self, thread_id: str, text: str, keep: QueuedMessage | None = None) -> QueuedMessage:
-        """Queue `text` last; or put `keep` back in its place (a message that was taken
-        to be sent and could not start)."""
+        """Queue `text` last; or put back `keep`, taken to be sent but not started."""
         message = keep or QueuedMessage(uuid.uuid4().hex, self.dialect.text(text), time.time())
         self._db.run(
             "INSERT INTO gatehouse_queued(thread_id, id, text, queued_at) VALUES (?, ?, ?, ?)",
@@ -48,7 +42,8 @@ class QueuedMessages(Table):
 
     def waiting(self, thread_id: str) -> list[QueuedMessage]:
         """The thread's queued messages, oldest first."""
-        order = self.dialect.by_insertion("queued_at")
+        ties = self.dialect.insertion_column  # in the order queued, where the database knows
+        order = f"queued_at, {ties}" if ties else "queued_at"
         rows = self._db.rows(
             f"SELECT id, text, queued_at FROM gatehouse_queued WHERE thread_id=? ORDER BY {order}",
             (thread_id,),
@@ -56,17 +51,12 @@ class QueuedMessages(Table):
         return [QueuedMessage(*row) for row in rows]
 
     def take(self, thread_id: str, message_id: str) -> bool:
-        """Remove one (to send it, or discarded); False when another took it first."""
-        return (
-            self._db.run(
-                "DELETE FROM gatehouse_queued WHERE thread_id=? AND id=?", (thread_id, message_id)
-            )
-            == 1
-        )
+        """Remove one; False when another took it first."""
+        take = "DELETE FROM gatehouse_queued WHERE thread_id=? AND id=?"
+        return self._db.run(take, (thread_id, message_id)) == 1
 
     def writable(self) -> None:
-        """Raise the database's error now when it cannot be written (locked by another
-        process, unreachable), before a run waits on it."""
+        """Raise now if the database cannot be written, before a run waits on it."""
         with self._db.transaction():
             pass
 

@@ -1,12 +1,7 @@
-"""Threads read straight from the database, without LangGraph: the thread list, what
-a thread waits for, its transcript and usage, for what must answer at once (the
-terminal's `threads`, `pending`, `show`) and the Session's pending check.
-
-All from tables the storage layer writes whoever runs the graph: the thread index and
-leases; the interrupts at the latest checkpoint of tasks not finished (what
-`get_state(...).interrupts` lists, by langgraph/pregel/_task_status.py's rules, decoded
-by graph/store/plain.py); the transcript from the head when it is at the latest
-checkpoint (else None: the caller asks the Session).
+"""Threads read straight from the database without LangGraph, for what must answer at
+once (the terminal's `threads`, `pending`, `show`; the Session's pending check): the
+index and leases, the interrupts at the latest checkpoint by LangGraph's task status
+rules (langgraph/pregel/_task_status.py), the transcript from the head (graph/store/head.py).
 """
 
 from __future__ import annotations
@@ -27,31 +22,27 @@ from graph.protocol.errors import StorageError
 from graph.protocol.pauses import Approval, MalformedPause, OutcomeUnknown, Pause, pause_from
 from graph.protocol.state_keys import MESSAGES, USAGE
 from graph.protocol.threads import ThreadInfo, view_of_fields
+from graph.store import decisions
 from graph.store.database import Database, PostgresDatabase, SqliteDatabase
-from graph.store.decisions import _COLUMNS as DECISION_COLUMNS
-from graph.store.decisions import _record as decision_of
 from graph.store.dialect import is_postgres_url
 from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
 from graph.store.leases import lease_free
 from graph.store.plain import (
+    READ_BLOCKS,
+    READ_HEAD,
     UnreadableValue,
     block_fields,
     interrupts_in,
     loads,
     task_order,
 )
-from graph.store.threads import PENDING_WHERE
+from graph.store.threads import PENDING_WHERE, THREAD_COLUMNS
 
 if TYPE_CHECKING:
     from graph.protocol.messages import MessageView
 
-THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
-
-Rows = list[tuple[Any, ...]]
-
-# `checkpoint_edges` answers from this index alone (both savers create it): the
-# table's rows hold whole checkpoints, so a scan of them for two ids per checkpoint
-# reads every page of the thread (135 ms cold at 2,000 turns).
+# `checkpoint_edges` answers from this index alone: a scan of the rows (whole
+# checkpoints) read every page of the thread (135 ms cold at 2,000 turns).
 TREE_INDEX = (
     "CREATE INDEX IF NOT EXISTS gatehouse_checkpoint_tree "
     "ON checkpoints (thread_id, checkpoint_ns, parent_checkpoint_id, checkpoint_id)"
@@ -100,13 +91,6 @@ class _OwnConnection:
                 self._conn = None
 
 
-def _no_table(exc: BaseException) -> bool:
-    """A database no Gatehouse run has written to yet (it reads as empty)."""
-    if isinstance(exc, sqlite3.OperationalError):
-        return "no such table" in str(exc) or "no such column" in str(exc)
-    return getattr(exc, "sqlstate", None) == "42P01"  # Postgres: undefined_table
-
-
 class ThreadReader:
     """Read-only views of threads, each one or two indexed queries."""
 
@@ -122,13 +106,17 @@ class ThreadReader:
             ("checkpoint_writes", "blob") if db.dialect.postgres else ("writes", "value")
         )
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return self._db.rows(sql, params)
         except _NoFile:
             return []
         except self._db.errors as exc:
-            if _no_table(exc):
+            # A database no Gatehouse run has written to yet reads as empty.
+            if getattr(exc, "sqlstate", None) == "42P01" or (  # Postgres: undefined_table
+                isinstance(exc, sqlite3.OperationalError)
+                and ("no such table" in str(exc) or "no such column" in str(exc))
+            ):
                 return []
             raise StorageError(
                 f"cannot read the Gatehouse database {self.location}: {exc}"
@@ -136,39 +124,26 @@ class ThreadReader:
 
     # -- the thread list -------------------------------------------------------------
     def threads(self, limit: int = 200) -> list[ThreadInfo]:
-        rows = self._rows(
-            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads ORDER BY updated_at DESC LIMIT ?",
-            [limit],
-        )
-        return self._live([ThreadInfo(*r) for r in rows])
+        return self._infos("ORDER BY updated_at DESC LIMIT ?", [limit])
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
-        rows = self._rows(
-            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE thread_id = ?", [thread_id]
-        )
-        live = self._live([ThreadInfo(*r) for r in rows])
-        return live[0] if live else None
+        return next(iter(self._infos("WHERE thread_id = ?", [thread_id])), None)
 
     def awaiting(self) -> list[ThreadInfo]:
-        """Threads with a pause pending, oldest first (the approvals inbox; as
-        `Session.awaiting_approval`, graph/store/threads.py): without those a live run
-        is deciding now."""
-        rows = self._rows(
-            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE {PENDING_WHERE} ORDER BY pending_since ASC"
-        )
-        infos = self._live([ThreadInfo(*r) for r in rows])
+        """Threads with a pause pending, oldest first, but those a live run is deciding."""
+        infos = self._infos(f"WHERE {PENDING_WHERE} ORDER BY pending_since ASC")
         return [i for i in infos if i.status != "running"]
 
     def exists(self, thread_id: str) -> bool:
-        if self.thread(thread_id) is not None:
-            return True
-        return bool(
-            self._rows("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", [thread_id])
-        )
+        anywhere = "SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1"
+        return self.thread(thread_id) is not None or bool(self._rows(anywhere, [thread_id]))
 
-    def _live(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
-        """ "running" is written when a run starts and a killed process never takes it
-        back: without a live lease, the run is gone (as `Session.threads` shows it)."""
+    def _infos(self, where: str, params: Sequence[Any] = ()) -> list[ThreadInfo]:
+        """Index rows; "running" without a live lease (a killed run) shows as interrupted."""
+        infos = [
+            ThreadInfo(*r)
+            for r in self._rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads {where}", params)
+        ]
         running = [i.thread_id for i in infos if i.status == "running"]
         if not running:
             return infos
@@ -190,7 +165,6 @@ class ThreadReader:
 
     # -- one thread ----------------------------------------------------------------------
     def latest_checkpoint(self, thread_id: str) -> str | None:
-        """The id of the thread's latest checkpoint (its head), None for no thread."""
         rows = self._rows(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
             "ORDER BY checkpoint_id DESC LIMIT 1",
@@ -199,8 +173,7 @@ class ThreadReader:
         return rows[0][0] if rows else None
 
     def tip_count(self, thread_id: str) -> int:
-        """How many branches the thread's checkpoint tree has (checkpoints nothing
-        continues), counted in the database: for an unforked thread, 1."""
+        """How many branches the thread's checkpoint tree has (1: never forked)."""
         rows = self._rows(
             "SELECT count(*) - count(DISTINCT parent_checkpoint_id) FROM checkpoints "
             "WHERE thread_id = ? AND checkpoint_ns = ''",
@@ -209,51 +182,18 @@ class ThreadReader:
         return int(rows[0][0] or 0) if rows else 0
 
     def checkpoint_edges(self, thread_id: str) -> list[tuple[str, str | None]]:
-        """(checkpoint id, parent id) of every checkpoint of the thread: the shape of
-        its tree of branches (graph/service/branches.py), read from `TREE_INDEX`."""
+        """(checkpoint id, parent id) of every checkpoint of the thread, from `TREE_INDEX`."""
         return self._rows(  # the rows as fetched: copying 12,000 pairs costs more than reading them
             "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''",
             [thread_id],
         )
 
-    def _writes(
-        self, thread_id: str, checkpoint_id: str | None, channels: Sequence[str]
-    ) -> list[tuple[Any, ...]]:
-        """(task_id, task_path, idx, channel, type, value) of the writes at a checkpoint
-        (None: the latest); values only for `channels` (the rest only say that a task
-        finished)."""
-        wanted = ",".join("?" * len(channels))
-        at = (
-            "?"
-            if checkpoint_id is not None
-            else (
-                "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')"
-            )
-        )
-        return self._rows(
-            f"SELECT task_id, task_path, idx, channel, "
-            f"CASE WHEN channel IN ({wanted}) THEN type END, CASE WHEN channel IN ({wanted}) THEN {self._writes_value} END "
-            f"FROM {self._writes_table} WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = {at}",
-            [
-                *channels,
-                *channels,
-                thread_id,
-                checkpoint_id if checkpoint_id is not None else thread_id,
-            ],
-        )
-
-    def _interrupts(self, thread_id: str) -> list[tuple[str, Any]]:
-        """(interrupt id, value) of what the thread waits for, in LangGraph's order. One
-        query: the writes at the latest checkpoint."""
-        return self._asked(self._writes(thread_id, None, [INTERRUPT]))
-
-    def pending_many(self, thread_ids: Sequence[str]) -> dict[str, Pause | None]:
-        """`pending` of many threads (the inbox's cards) in one query per 500 threads:
-        the interrupt writes at each one's latest checkpoint. `MalformedPause` as `pending`."""
-        found: dict[str, Pause | None] = {}
-        unique = list(dict.fromkeys(thread_ids))
-        for at in range(0, len(unique), 500):
-            chunk = unique[at : at + 500]
+    def _interrupts(self, thread_ids: Sequence[str]) -> dict[str, list[tuple[str, Any]]]:
+        """(interrupt id, value) of what each thread waits for, in LangGraph's order: the
+        interrupt writes at each one's latest checkpoint, one query per 500 threads."""
+        found: dict[str, list[tuple[str, Any]]] = {}
+        for at in range(0, len(thread_ids), 500):
+            chunk = thread_ids[at : at + 500]
             # Driven by the ids (VALUES), each head and its writes found by index: a join
             # of grouped heads made Postgres scan every thread's writes per chunk.
             rows = self._rows(
@@ -268,9 +208,13 @@ class ThreadReader:
             by_thread: dict[str, list[tuple[Any, ...]]] = {t: [] for t in chunk}
             for row in rows:
                 by_thread[row[0]].append(row[1:])
-            for thread_id, writes in by_thread.items():
-                found[thread_id] = self._pause(thread_id, self._asked(writes))
+            found.update((t, self._asked(writes)) for t, writes in by_thread.items())
         return found
+
+    def pending_many(self, thread_ids: Sequence[str]) -> dict[str, Pause | None]:
+        """`pending` of many threads (the inbox's cards); `MalformedPause` as `pending`."""
+        asked = self._interrupts(list(dict.fromkeys(thread_ids)))
+        return {t: self._pause(t, interrupts) for t, interrupts in asked.items()}
 
     def _asked(self, writes: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
@@ -291,7 +235,7 @@ class ThreadReader:
     def pending(self, thread_id: str) -> Pause | None:
         """What the thread waits for: an approval first, else an outcome-unknown call
         (as `Session.pending`)."""
-        return self._pause(thread_id, self._interrupts(thread_id))
+        return self._pause(thread_id, self._interrupts([thread_id])[thread_id])
 
     @staticmethod
     def _pause(thread_id: str, asked: list[tuple[str, Any]]) -> Pause | None:
@@ -301,27 +245,21 @@ class ThreadReader:
         )
 
     def cut_off(self) -> bool:
-        """Whether a crash cut off a run in a tool call that started and never finished
-        (its "outcome unknown" question is still to be asked): a dead run's thread with
-        an unfinished journal entry."""
-        rows = self._rows(
-            f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads WHERE status = 'running'"
-        )
-        thread_ids = [
-            i.thread_id for i in self._live([ThreadInfo(*r) for r in rows]) if i.status != "running"
+        """Whether a dead run's thread has a journal entry that started and never finished
+        (its "outcome unknown" question is still to be asked)."""
+        dead = [
+            i.thread_id for i in self._infos("WHERE status = 'running'") if i.status != "running"
         ]
-        if not thread_ids:
-            return False
-        marks = ",".join("?" * len(thread_ids))
-        rows = self._rows(
-            f"SELECT 1 FROM gatehouse_journal WHERE thread_id IN ({marks}) AND status = 'started' LIMIT 1",
-            list(thread_ids),
+        return bool(dead) and bool(
+            self._rows(
+                f"SELECT 1 FROM gatehouse_journal WHERE thread_id IN ({','.join('?' * len(dead))}) "
+                "AND status = 'started' LIMIT 1",
+                dead,
+            )
         )
-        return bool(rows)
 
     def pending_count(self, thread_id: str) -> int:
-        """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1; none: 0):
-        what `gatehouse threads` shows."""
+        """How many calls `pending(thread_id)` holds (an outcome-unknown pause: 1)."""
         try:
             pause = self.pending(thread_id)
         except MalformedPause:  # it waits all the same; `pending` says what is wrong
@@ -331,35 +269,23 @@ class ThreadReader:
         return len(pause.actions) if isinstance(pause, Approval) else 1
 
     def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
-        """The thread's decision log, newest first (as `Session.audit`): what a refused
-        command quotes to say who decided first."""
+        """The thread's decision log, newest first (as `Session.audit`)."""
         rows = self._rows(
-            f"SELECT {DECISION_COLUMNS} FROM gatehouse_decisions WHERE thread_id = ? ORDER BY decided_at DESC LIMIT ?",
+            f"SELECT {decisions.COLUMNS} FROM gatehouse_decisions WHERE thread_id = ? ORDER BY decided_at DESC LIMIT ?",
             [thread_id, limit],
         )
-        return [decision_of(r) for r in rows]
+        return [decisions.record_of(r) for r in rows]
 
     def transcript(self, thread_id: str) -> list[MessageView] | None:
-        """The thread's messages as `Session.transcript` shows them, or None when this
-        reader cannot tell (no head at the latest checkpoint): ask the Session then."""
-        messages = self.message_fields(thread_id)
-        return None if messages is None else [view_of_fields(m) for m in messages]
-
-    def message_fields(self, thread_id: str) -> list[dict[str, Any]] | None:
+        """The messages as `Session.transcript` shows them; None: no head at the latest
+        checkpoint (ask the Session)."""
         checkpoint_id = self.latest_checkpoint(thread_id)
         if checkpoint_id is None:
             return []
-        head = self._rows(
-            "SELECT checkpoint_id, count FROM gatehouse_heads WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ?",
-            [thread_id, MESSAGES],
-        )
+        head = self._rows(READ_HEAD, [thread_id, "", MESSAGES])
         if not head or head[0][0] != checkpoint_id:
             return None
-        rows = self._rows(
-            "SELECT n, data FROM gatehouse_head_blocks WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ? "
-            "ORDER BY pos",
-            [thread_id, MESSAGES],
-        )
+        rows = self._rows(READ_BLOCKS, [thread_id, "", MESSAGES])
         if sum(n for n, _ in rows) != head[0][1]:
             return None
         try:
@@ -385,12 +311,17 @@ class ThreadReader:
             return None
         if not all(isinstance(m, dict) for m in messages):
             return None
-        return messages
+        return [view_of_fields(m) for m in messages]
 
     def _pending_values(self, thread_id: str, checkpoint_id: str, channel: str) -> list[Any]:
         """Values finished tasks (and updates: the null task) wrote to `channel` at a
         checkpoint, in the order LangGraph applies them."""
-        writes = self._writes(thread_id, checkpoint_id, [channel])
+        writes = self._rows(
+            f"SELECT task_id, task_path, idx, channel, CASE WHEN channel = ? THEN type END, "
+            f"CASE WHEN channel = ? THEN {self._writes_value} END FROM {self._writes_table} "
+            "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
+            [channel, channel, thread_id, checkpoint_id],
+        )
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
         chosen = [
             w for w in writes if w[3] == channel and (w[0] in finished or w[0] == NULL_TASK_ID)
@@ -399,7 +330,7 @@ class ThreadReader:
         return [loads(w[4], w[5]) for w in chosen]
 
     def usage(self, thread_id: str) -> dict[str, float]:
-        """Token usage totals of the thread (the `usage` channel at its latest checkpoint)."""
+        """Token usage totals (the `usage` channel at the latest checkpoint)."""
         checkpoint_id = self.latest_checkpoint(thread_id)
         if checkpoint_id is None:
             return {}
@@ -438,7 +369,7 @@ class ThreadReader:
 
 
 def redact(url: str) -> str:
-    """A database URL without its password, for messages and the settings page."""
+    """A database URL without its password."""
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -447,13 +378,10 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
-def open_reader(db: str, *, pool: Any = None) -> ThreadReader:
-    """A reader of the database named by a settings value (a SQLite path or a
-    postgresql:// URL); `pool`: a psycopg pool to share (graph/store/postgres.py)."""
+def open_reader(db: str) -> ThreadReader:
+    """A reader of a SQLite path or postgresql:// URL."""
     if not is_postgres_url(db):
         return ThreadReader(read_sqlite(db), str(Path(db).expanduser()))
-    if pool is not None:
-        return ThreadReader(PostgresDatabase(pool.connection), redact(db))
     own = _OwnConnection(db)
     return ThreadReader(PostgresDatabase(own), redact(db), on_close=own.close)
 

@@ -1,21 +1,14 @@
-"""Gatehouse's SQLite checkpointer: compact blobs, a materialised head, a warm cache.
+"""Gatehouse's SQLite checkpointer: zlib-compressed blobs (type tag `<type>+zlib`), a
+materialised head (head.py) and a warm cache (delta_reads.py).
 
-Compact: checkpoint and write blobs are zlib-compressed (type tag `<type>+zlib`;
-untagged rows from before still read); a checkpoint blob is mostly channel version
-strings, which compress about 4x.
+With `DeltaChannel` a checkpoint stores only what its step wrote, and the stock
+`SqliteSaver` replays every ancestor's writes on each read: O(thread length). Here a
+checkpoint not known is read by walking up to the nearest known one (the head, a cached
+value, a snapshot) and applying only the writes in between (bench/cold.py).
 
-Why reads need help: with `DeltaChannel` a checkpoint stores only what its step wrote,
-and the stock `SqliteSaver` rebuilds a value by replaying every ancestor's writes since
-the last snapshot, on each read: O(thread length). Instead (bench/cold.py), the head
-(graph/store/head.py) holds the messages at the latest checkpoint, written in the
-checkpoint's transaction, and a warm per-process cache (graph/store/delta_reads.py)
-holds the last few values per thread; a checkpoint not known is read by walking up to
-the nearest known one and applying only the writes in between. Snapshots are left to
-LangGraph (`snapshot_frequency`): the head makes them unnecessary for reads.
-
-Results equal the stock saver's (tests/test_storage_equivalence.py); the checkpoint
-tables are the stock ones (a stock `SqliteSaver` reads them with `serde=compact_serde()`),
-and the head's tables are only ever a shortcut: missing, stale or unreadable, ignored.
+Results equal the stock saver's (tests/test_storage_equivalence.py); the tables are the
+stock ones (read them with `serde=compact_serde()`), and the head's are only a shortcut:
+missing, stale or unreadable, ignored.
 """
 
 from __future__ import annotations
@@ -51,21 +44,17 @@ from graph.store.delta_reads import (
     unwrap,
 )
 from graph.store.dialect import SQLITE
-from graph.store.head import (
-    READ_BLOCKS,
-    READ_HEAD,
-    HeadUnreadable,
-    decode,
-    head_tables,
-)
+from graph.store.head import HEAD_TABLES, HeadUnreadable, decode
 from graph.store.langgraph_private import sqlite_has_task_path
+from graph.store.plain import READ_BLOCKS, READ_HEAD
 from graph.store.reader import TREE_INDEX
 from graph.store.threads import THREADS_INDEX, THREADS_TABLE
 
-# Checkpoints walked up from a target looking for a known one (the head, a cached
-# value, a snapshot) before replaying the history the stock way instead.
+# The checkpoints walked up from a target, target first: (id, parent id, own value).
+Chain = list[tuple[str, str | None, Any]]
+# Checkpoints walked up looking for a known one before replaying the stock way instead.
 MAX_WALK = 256
-# Blobs smaller than this are stored as they are: zlib would not pay for itself.
+# Smaller blobs are stored as they are: zlib would not pay for itself.
 COMPRESS_MIN_BYTES = 160
 # zlib's fastest level: ~5x less CPU than the default (6) on checkpoint blobs, which are
 # written a dozen times a turn, for a few percent more bytes.
@@ -73,20 +62,17 @@ COMPRESS_LEVEL = 1
 
 
 def compress(data: bytes) -> bytes:
-    """zlib at COMPRESS_LEVEL, with a window no larger than `data` needs. zlib's default
-    state (a 32 KB window, memLevel 8: ~260 KB) is allocated afresh on every call, and
-    for the blobs of a turn (a few hundred bytes to a few KB, ~13 a turn) that costs
-    ten times the compressing itself (~100 vs ~10 µs a blob here). Any zlib
-    decompressor reads a stream made with a smaller window (the header names it), so
-    blobs written before and after read alike."""
+    """zlib with a window no larger than `data` needs: the default state (~260 KB) is
+    allocated on every call, ten times the cost of compressing a turn's small blobs.
+    Any zlib decompressor reads a smaller window (the header names it)."""
     wbits = min(15, max(9, len(data).bit_length()))
     packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, wbits, wbits - 7)
     return packer.compress(data) + packer.flush()
 
 
 class ZlibCodec:
-    """A `CipherProtocol` that compresses: `EncryptedSerializer` then tags each blob
-    with the codec used and keeps LangGraph's msgpack allowlist working."""
+    """A `CipherProtocol` that compresses: `EncryptedSerializer` tags each blob with the
+    codec and keeps LangGraph's msgpack allowlist working."""
 
     def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
         if len(plaintext) >= COMPRESS_MIN_BYTES:
@@ -107,15 +93,13 @@ def compact_serde() -> EncryptedSerializer:
     return EncryptedSerializer(ZlibCodec(), JsonPlusSerializer())
 
 
-HEAD_SCHEMA = ";\n".join(head_tables(SQLITE))
+HEAD_SCHEMA = ";\n".join(map(SQLITE.ddl, HEAD_TABLES))
 CHECKPOINT_ROW = checkpoint_row_sql(SQLITE, "writes")
 
 
 class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
-    """`SqliteSaver` with compressed blobs and a materialised head, whose reads of
-    the given DeltaChannels are incremental and cached. `reducers` maps channel name
-    -> the reducer of that channel's `DeltaChannel` (or the graph registers it);
-    other channels read the stock way."""
+    """`SqliteSaver` with compressed blobs, a materialised head and cached reads of the
+    DeltaChannels in `reducers` (channel -> reducer; or the graph registers them)."""
 
     dialect = SQLITE
     writes_table, value_column = "writes", "value"
@@ -144,8 +128,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """`SqliteSaver.put`; in the same transaction the head moves to this checkpoint
-        (when its channel values are known here) and the thread's index row follows."""
+        """`SqliteSaver.put`, with the head and the index row in the same transaction."""
         thread_id, ns, parent, plans = self._begin_put(config, checkpoint)
         type_, blob = self.serde.dumps_typed(checkpoint)
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False).encode(
@@ -159,10 +142,10 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
             )
             cid = checkpoint["id"]
             rewrite, checks = self._move_heads(
-                cur, self.conn.cursor, SQLITE, (thread_id, ns, cid, parent), plans
+                cur, self.conn.cursor, (thread_id, ns, cid, parent), plans
             )
             rewrite += [plan for plan, check in checks if check.fetchone() is None]
-            self._rewrite_heads(cur, SQLITE, (thread_id, ns, cid), rewrite)
+            self._rewrite_heads(cur, (thread_id, ns, cid), rewrite)
             if not ns and self.side_tables:
                 cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
         return saved_config(config, ns, checkpoint)
@@ -171,35 +154,24 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
     ) -> None:
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        dumps = self.serde.dumps_typed
+        rows = [(*at, WRITES_IDX_MAP.get(ch, i), ch, *dumps(v)) for i, (ch, v) in enumerate(writes)]
         with self.cursor() as cur:
             cur.executemany(
                 f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO writes (thread_id, checkpoint_ns, "
                 "checkpoint_id, task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        *at,
-                        WRITES_IDX_MAP.get(channel, idx),
-                        channel,
-                        *self.serde.dumps_typed(value),
-                    )
-                    for idx, (channel, value) in enumerate(writes)
-                ],
+                rows,
             )
             self._update_index(cur, index_update)
 
     # -- reads ------------------------------------------------------------------------
     def _head(self, thread_id: str, ns: str, ch: str) -> tuple[str, int] | None:
-        if not self.side_tables:
-            return None
-        with self.cursor(transaction=False) as cur:
-            row = cur.execute(READ_HEAD, (thread_id, ns, ch)).fetchone()
-        return (row[0], row[1]) if row else None
+        rows = self._rows(READ_HEAD, (thread_id, ns, ch)) if self.side_tables else []
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def _head_value(self, thread_id: str, ns: str, ch: str, head: tuple[str, int]) -> Entry | None:
-        """The value the head rows hold, or None when they do not decode (then the
-        history is replayed instead)."""
-        with self.cursor(transaction=False) as cur:
-            rows = cur.execute(READ_BLOCKS, (thread_id, ns, ch)).fetchall()
+        """The value the head rows hold; None when they do not decode."""
+        rows = self._rows(READ_BLOCKS, (thread_id, ns, ch))
         try:
             return Entry(decode(rows, head[1], self.serde), ABSENT)
         except HeadUnreadable:
@@ -216,7 +188,7 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
                 self._put(key, checkpoint_id, ch, entry)
                 return entry
             head = None
-        chain: list[tuple[str, str | None, Any]] = []  # (cid, parent, own), target first
+        chain: Chain = []
         base: Entry | None = None
         cid: str | None = checkpoint_id
         seen: set[str] = set()
@@ -259,18 +231,10 @@ class GatehouseSqliteSaver(DeltaReads, SqliteSaver):
         self._put(key, checkpoint_id, ch, entry)
         return entry
 
-    def _rolled_forward(
-        self,
-        thread_id: str,
-        ns: str,
-        ch: str,
-        base: Entry,
-        chain: list[tuple[str, str | None, Any]],
-    ) -> Any:
-        """The channel's value at `chain[0]`: oldest step first, from the known ancestor
-        `base` (or the latest snapshot a checkpoint on the way stores), with the writes
-        after it applied."""
-        value = unwrap(base.own) if base.own is not ABSENT else base.value
+    def _rolled_forward(self, thread_id: str, ns: str, ch: str, base: Entry, chain: Chain) -> Any:
+        """The value at `chain[0]`: from the known ancestor `base` (or the latest snapshot
+        on the way), with the writes after it applied."""
+        value = base.current()
         steps = list(reversed(chain))
         parents = [parent for _, parent, _ in steps if parent is not None]
         for i in range(len(steps) - 2, -1, -1):

@@ -1,6 +1,5 @@
-"""SQLite storage: one way to open the file (WAL, busy timeout, owner-only), the
-integrity check at start, and the Storage on a file: the checkpointer and each table
-(graph/store/threads.py, journal.py, ...) on a connection of its own."""
+"""SQLite storage: opening the file (WAL, busy timeout, owner-only), the integrity check
+at start, and the Storage: the checkpointer and each table on a connection of its own."""
 
 from __future__ import annotations
 
@@ -17,18 +16,15 @@ if TYPE_CHECKING:
     from graph.store.storage import Storage
 
 BUSY_TIMEOUT_MS = 30_000
-# The queued messages' connection: the web app writes a message there (or checks the
-# file can be written) before a run waits on the file, so a file another process holds
-# locked says so within seconds, not after BUSY_TIMEOUT_MS (graph/store/queued.py).
+# The queued messages' connection: a file another process holds locked says so within
+# seconds, before a run waits on it.
 QUICK_BUSY_MS = 2_000
-# Corruption past the first page only shows when pages are read. A full check reads
-# every page (about 1 ms a MB): a file up to this size is checked whole at start;
-# a larger one has its small, always-read tables checked (thread index, leases,
-# journal, heads: constant time, whatever the threads' length), and damage in the
-# history tables shows when a damaged page is read, as an error naming the file.
+# A full check reads every page (~1 ms a MB): a file up to this size is checked whole at
+# start; a larger one only its small, always-read tables (damage elsewhere shows when a
+# damaged page is read, as an error naming the file).
 QUICK_CHECK_FULL_BYTES = 1024 * 1024
-# The WAL's size on disk (see connect_sqlite): 256 pages of 4 KB, and no more than 1 MB
-# kept between checkpoints.
+# The WAL is folded into the database every WAL_PAGES pages and cut back to WAL_BYTES:
+# by default it keeps ~4 MB on disk, as much again as a 200-turn thread's database.
 WAL_PAGES = 256
 WAL_BYTES = 1024 * 1024
 ALWAYS_CHECKED = (
@@ -47,7 +43,11 @@ def connect_sqlite(
     file = Path(path).expanduser()
     try:
         file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _create_private(file)
+        if str(file) != ":memory:" and not file.exists():
+            # A new file is its owner's only (0600, and so its -wal and -shm): whoever can
+            # write it can approve.
+            with suppress(FileExistsError):
+                os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         conn = sqlite3.connect(
             str(file),
             check_same_thread=False,
@@ -57,9 +57,6 @@ def connect_sqlite(
         conn.execute(f"PRAGMA busy_timeout={busy_ms}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        # The WAL is folded into the database every WAL_PAGES pages and cut back to
-        # WAL_BYTES after it is: by default it grows to ~4 MB and keeps that size on disk
-        # while the file is open, as much again as a 200-turn thread's database.
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
         conn.execute(f"PRAGMA journal_size_limit={WAL_BYTES}")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -68,22 +65,11 @@ def connect_sqlite(
     return conn
 
 
-def _create_private(file: Path) -> None:
-    """A new database file readable and writable by its owner only (0600): whoever can
-    write it can approve (the terminal and the Python API trust the file's owner).
-    SQLite gives its -wal and -shm files the database file's permissions."""
-    if str(file) == ":memory:" or file.exists():
-        return
-    with suppress(FileExistsError):
-        os.close(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-
-
 def sqlite_database(
     path: str | Path, *tables: type[Table], lazy: bool = False, busy_ms: int = BUSY_TIMEOUT_MS
 ) -> SqliteDatabase:
-    """A connection of its own to the file at `path` (autocommit: each table decides
-    its transactions), with `tables` created or migrated in one write transaction.
-    `lazy` (no `tables`): the connection opens at the first use."""
+    """A connection of its own (autocommit) to `path`, `tables` created or migrated in
+    one transaction; `lazy` (no `tables`): opened at the first use."""
     if lazy:
         assert not tables, "a lazy connection creates no tables"
         return SqliteDatabase(
@@ -102,18 +88,6 @@ def sqlite_database(
     return db
 
 
-def probe_writable(db: SqliteDatabase) -> None:
-    """A read-only file still opens and even takes BEGIN IMMEDIATE; only a real write
-    fails. Fail at start, not at a person's first approval."""
-
-    class _Undo(Exception):
-        pass
-
-    with suppress(_Undo), db.transaction() as cur:
-        cur.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('', '', 0)")
-        raise _Undo
-
-
 def quick_check(conn: sqlite3.Connection, file: Path) -> None:
     if not file.exists():
         return
@@ -121,11 +95,8 @@ def quick_check(conn: sqlite3.Connection, file: Path) -> None:
         checks = ["PRAGMA quick_check(1)"]
     else:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-        checks = [
-            f"PRAGMA quick_check({t})"
-            for t in ALWAYS_CHECKED
-            if t in tables or t == "sqlite_schema"
-        ]
+        tables.add("sqlite_schema")
+        checks = [f"PRAGMA quick_check({t})" for t in ALWAYS_CHECKED if t in tables]
     for check in checks:
         row = conn.execute(check).fetchone()
         if row and row[0] != "ok":
@@ -135,7 +106,6 @@ def quick_check(conn: sqlite3.Connection, file: Path) -> None:
 
 
 def open_sqlite_storage(db: str) -> Storage:
-    """A Storage on the SQLite file `db` (created on first use)."""
     from graph.store.decisions import Decisions
     from graph.store.journal import Journal
     from graph.store.leases import Leases
@@ -150,35 +120,29 @@ def open_sqlite_storage(db: str) -> Storage:
     conn = connect_sqlite(db)
     try:
         quick_check(conn, Path(db).expanduser())
-        # Compressed blobs, a materialised head; reads of the messages DeltaChannel
-        # incremental and cached once the graph registers the channel's reducer
-        # (graph/agent/graph.py).
         saver = GatehouseSqliteSaver(conn)
         saver.setup()
-        # Each table on its own connection: the saver serialises its connection with a
-        # lock of its own. The tables are created or migrated in one write transaction
-        # (on the leases' connection); the stored tool outputs' connection opens when
-        # first used (most sessions offload nothing).
+        # Each table on its own connection (the saver locks its own); the outputs' opens
+        # when first used (most sessions offload nothing).
         lease_db = sqlite_database(
             db, ThreadIndex, Journal, Decisions, ToolOutputs, QueuedMessages, Leases
         )
-        probe_writable(lease_db)  # a read-only file fails here, at start
-        leases = Leases(lease_db)
-        index = ThreadIndex(sqlite_database(db))
-        journal = Journal(sqlite_database(db), location)
-        decisions = Decisions(sqlite_database(db))
-        outputs = ToolOutputs(sqlite_database(db, lazy=True))
-        queued = QueuedMessages(sqlite_database(db, lazy=True, busy_ms=QUICK_BUSY_MS))
+        # A read-only file opens and takes BEGIN IMMEDIATE: fail here, at start, not at a
+        # person's first approval, with a write undone at once.
+        with lease_db.transaction() as cur:
+            cur.execute("SAVEPOINT probe")
+            cur.execute("INSERT OR REPLACE INTO gatehouse_leases VALUES ('', '', 0)")
+            cur.execute("ROLLBACK TO probe")
+        return Storage(
+            checkpointer=saver,
+            index=ThreadIndex(sqlite_database(db)),
+            location=location,
+            journal=Journal(sqlite_database(db)),
+            leases=Leases(lease_db),
+            decisions=Decisions(sqlite_database(db)),
+            outputs=ToolOutputs(sqlite_database(db, lazy=True)),
+            queued=QueuedMessages(sqlite_database(db, lazy=True, busy_ms=QUICK_BUSY_MS)),
+            reader=ThreadReader(read_sqlite(db), location),
+        )
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the Gatehouse database {location}: {exc}") from exc
-    return Storage(
-        checkpointer=saver,
-        index=index,
-        location=location,
-        journal=journal,
-        leases=leases,
-        decisions=decisions,
-        outputs=outputs,
-        queued=queued,
-        reader=ThreadReader(read_sqlite(db), location),
-    )

@@ -1,6 +1,4 @@
-"""`Storage`: the checkpointer and the tables beside it (thread index, execution
-journal, run leases, decision log, stored tool outputs) for one database, SQLite or
-Postgres."""
+"""`Storage`: the checkpointer and the tables beside it, for one database."""
 
 from __future__ import annotations
 
@@ -20,27 +18,19 @@ from graph.store.threads import ThreadIndex
 
 @dataclass
 class Storage:
-    """The checkpointer and thread index for one database."""
-
     checkpointer: BaseCheckpointSaver
     index: ThreadIndex
     location: str
-    # Execution journal, run leases and the decision log (journal.py, leases.py,
-    # decisions.py), same database.
     journal: Journal | None = None
     leases: Leases | None = None
     decisions: Decisions | None = None
-    # Tool outputs too large for the model's context, kept whole (outputs.py).
     outputs: ToolOutputs | None = None
-    # Messages sent while a run was going, waiting for it to end (queued.py).
     queued: QueuedMessages | None = None
-    # Reads without LangGraph: what a thread waits for, the thread list (reader.py).
-    reader: ThreadReader | None = None
+    reader: ThreadReader | None = None  # reads without LangGraph
 
     def delete_thread(self, thread_id: str) -> None:
-        """Checkpoints, index row, journal and stored outputs go; the decision log
-        keeps its record (the audit outlives the thread) and notes that the thread's
-        life ended: its grants and approvals end with it."""
+        """Everything goes but the decision log, which notes that the thread's life (its
+        grants and approvals) ended: the audit outlives the thread."""
         if self.decisions is not None:
             self.decisions.end_life(thread_id)
         self.checkpointer.delete_thread(thread_id)
@@ -52,20 +42,11 @@ class Storage:
     def close(self) -> None:
         conn = getattr(self.checkpointer, "conn", None)
         if conn is not None:
-            # Under the saver's own lock: a run still writing in another thread then
-            # finishes its statement first (and its next one fails cleanly). Closing a
-            # SQLite connection in the middle of another thread's statement crashes
-            # the process.
+            # Under the saver's lock: closing a SQLite connection in the middle of another
+            # thread's statement crashes the process.
             with getattr(self.checkpointer, "lock", None) or contextlib.nullcontext():
                 conn.close()
-        self.index.close()
-        for extra in (
-            self.journal,
-            self.leases,
-            self.decisions,
-            self.outputs,
-            self.queued,
-            self.reader,
-        ):
-            if extra is not None:
-                extra.close()
+        tables = (self.index, self.journal, self.leases, self.decisions, self.outputs)
+        for table in (*tables, self.queued, self.reader):
+            if table is not None:
+                table.close()

@@ -1,11 +1,7 @@
-"""The thread index: a small table beside the checkpoints (title, status, pending
-approval, last update), so listing threads never scans checkpoints.
-
-Two writers keep it right whoever runs the graph: the checkpointer, in the transaction
-of each checkpoint and interrupt (the status the checkpoints show: a thread started
-from Studio, the SDK or a raw `graph.invoke` is listed with its pending approval), and
-the Session: title and owner when a thread starts, and the status a run ends with (it
-also knows of failures outside any task).
+"""The thread index (title, status, pending approval, last update), so listing threads
+never scans checkpoints. The checkpointer writes it in each checkpoint's transaction
+(whoever runs the graph: Studio, the SDK, a raw invoke), the Session the title, owner
+and the status a run ends with (it knows of failures outside any task).
 """
 
 from __future__ import annotations
@@ -33,8 +29,7 @@ ADD_REASON = "ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT"
 THREADS_INDEX = (
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
 )
-# The approvals inbox reads the waiting threads alone, oldest first: from this partial
-# index, a few rows of 100,000 (the rest have no pending_since).
+# The inbox reads the waiting threads alone: a few rows of 100,000 in this index.
 PENDING_INDEX = (
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_pending ON gatehouse_threads(pending_since) "
     "WHERE pending_since IS NOT NULL"
@@ -46,11 +41,10 @@ RUNNING_INDEX = (
 )
 TITLE_CHARS = 60
 DEFAULT_TITLE = "New thread"
+THREAD_COLUMNS = "thread_id, title, status, created_at, updated_at, pending_since, owner, reason"
 
-# What the checkpointer writes (placeholders `?`; Dialect.sql gives Postgres its `%s`),
-# its VALUES (thread_id, title, status, now, now, pending_since) filled in by the savers
-# (delta_reads.py): a checkpoint whose interrupt was saved first (saves run in the
-# background, LangGraph's default) stays awaiting.
+# What the checkpointer writes, its VALUES (thread_id, title, status, now, now,
+# pending_since) given by delta_reads.checkpoint_row_sql.
 CHECKPOINT_ROW = (
     "INSERT INTO gatehouse_threads(thread_id, title, status, created_at, updated_at, pending_since) "
     "VALUES {values} "
@@ -58,18 +52,14 @@ CHECKPOINT_ROW = (
     "pending_since = CASE WHEN excluded.pending_since IS NULL THEN NULL "
     "ELSE COALESCE(gatehouse_threads.pending_since, excluded.pending_since) END, reason = NULL, "
     "title = CASE WHEN gatehouse_threads.title IN ('', 'New thread') THEN excluded.title ELSE gatehouse_threads.title END "
-    # Only when the row changes: most of a run's checkpoints (a step of a running run)
-    # would rewrite it as it is, a row version and its index entries each (issue 58).
+    # Only when the row changes: most checkpoints would rewrite it as it is (issue 58).
     "WHERE gatehouse_threads.status <> excluded.status "
     "OR (gatehouse_threads.pending_since IS NULL) <> (excluded.pending_since IS NULL) "
     "OR gatehouse_threads.reason IS NOT NULL "
     "OR (gatehouse_threads.title IN ('', 'New thread') AND excluded.title NOT IN ('', 'New thread'))"
 )
-# ThreadIndex.touch in one statement (one round trip to Postgres): insert the row,
-# or set the title (while it is the default), the status and when it began waiting; a
-# new status replaces the stored reason (None clears it).
-# (thread_id, title, status, owner, now, now, pending_since, reason, title?, status?, status?,
-#  status?, status?, title?, status?)
+# ThreadIndex.touch in one statement: insert, or set the title (while the default), the
+# status, its reason and when it began waiting.
 TOUCH = (
     "INSERT INTO gatehouse_threads(thread_id, title, status, owner, created_at, updated_at, pending_since, reason) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
@@ -82,47 +72,16 @@ TOUCH = (
     "WHEN excluded.status = 'awaiting_approval' THEN COALESCE(gatehouse_threads.pending_since, excluded.updated_at) "
     "WHEN excluded.status = 'running' THEN gatehouse_threads.pending_since "
     "ELSE NULL END "
-    # Only when something changes (the title while it is the default, the status, the
-    # reason, whether a pause is pending): an unchanged row is not written again.
+    # An unchanged row is not written again.
     "WHERE (? AND gatehouse_threads.title IN ('', 'New thread') AND excluded.title <> gatehouse_threads.title) "
     "OR (? AND (gatehouse_threads.status <> excluded.status "
     "OR COALESCE(gatehouse_threads.reason, '') <> COALESCE(excluded.reason, '') "
     "OR (excluded.status = 'awaiting_approval' AND gatehouse_threads.pending_since IS NULL) "
     "OR (excluded.status NOT IN ('awaiting_approval', 'running') AND gatehouse_threads.pending_since IS NOT NULL)))"
 )
-# A pause is pending from when the checkpointer saved it until it saves the step that
-# answered it (`pending_since` set, then cleared): a run that starts on it ("running")
-# leaves it pending, so a run the process died in is still listed by the inbox, and
-# one that failed says whether it still waits (graph/service/run.py) (issue 58).
+# A pause is pending from its checkpoint until the step that answered it: a run on it
+# leaves it pending, so the inbox still lists one whose process died (issue 58).
 PENDING_WHERE = "pending_since IS NOT NULL"
-
-
-def touch_params(
-    thread_id: str,
-    title: str | None,
-    status: str | None,
-    owner: str | None,
-    now: float,
-    reason: str | None = None,
-) -> tuple[Any, ...]:
-    given = status is not None
-    return (
-        thread_id,
-        title or DEFAULT_TITLE,
-        status or "idle",
-        owner,
-        now,
-        now,
-        now if status == "awaiting_approval" else None,
-        reason,
-        title is not None,
-        given,
-        given,
-        given,
-        given,
-        title is not None,
-        given,
-    )
 
 
 ON_INTERRUPT = (
@@ -133,14 +92,12 @@ ON_ERROR = "UPDATE gatehouse_threads SET status = 'failed', updated_at = ? WHERE
 
 
 def title_of(text: str) -> str:
-    """A thread's title: its first user message on one line, shortened."""
     line = " ".join(text.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
 def first_user_text(messages: Any) -> str | None:
-    """The first thing the person wrote (a compaction summary stands in for older
-    messages but is not theirs)."""
+    """The first thing the person wrote (a compaction summary is not theirs)."""
     for m in messages or ():
         if getattr(m, "type", None) == "human" and not (
             getattr(m, "additional_kwargs", None) or {}
@@ -150,9 +107,8 @@ def first_user_text(messages: Any) -> str | None:
 
 
 def status_of(checkpoint: Any) -> str:
-    """The status a saved checkpoint shows. In a StateGraph a node runs when its
-    `branch:to:<node>` channel or the `Send` queue (`__pregel_tasks`) was updated, and
-    `__start__` starts a run: a step that updated none of them ended the run."""
+    """The status a saved checkpoint shows: a step that updated no node's trigger
+    (`branch:to:<node>`, the `Send` queue, `__start__`) ended the run."""
     updated = checkpoint.get("updated_channels") or ()
     if any(ch.startswith(BRANCH_TO) or ch in (TASKS, START) for ch in updated):
         return "running"
@@ -160,7 +116,7 @@ def status_of(checkpoint: Any) -> str:
 
 
 class ThreadIndex(Table):
-    """Thread list rows (`gatehouse_threads`) in the database of the checkpoints."""
+    """`gatehouse_threads`."""
 
     @staticmethod
     def create(cur: Cursor) -> None:
@@ -180,7 +136,12 @@ class ThreadIndex(Table):
         owner: str | None = None,
         reason: str | None = None,
     ) -> None:
-        self._db.run(TOUCH, touch_params(thread_id, title, status, owner, time.time(), reason))
+        now = time.time()
+        pending = now if status == "awaiting_approval" else None
+        row = (thread_id, title or DEFAULT_TITLE, status or "idle", owner, now, now, pending)
+        # Which of the row's values TOUCH applies, in the order its placeholders ask.
+        titled, given = title is not None, status is not None
+        self._db.run(TOUCH, (*row, reason, titled, given, given, given, given, titled, given))
 
     def rename(self, thread_id: str, title: str) -> None:
         self._db.run(
@@ -198,9 +159,7 @@ class ThreadIndex(Table):
         return self._select("ORDER BY updated_at DESC LIMIT ?", (limit,))
 
     def pending(self) -> builtins.list[ThreadInfo]:
-        """Threads with a pause pending, oldest first (the approvals inbox): awaiting,
-        or a run on the pause going on, failed or cut off by a crash (the caller
-        leaves out the runs still alive)."""
+        """Threads with a pause pending, oldest first (the caller leaves out live runs)."""
         return self._select(f"WHERE {PENDING_WHERE} ORDER BY pending_since ASC", ())
 
     def running(self) -> builtins.list[ThreadInfo]:
@@ -211,9 +170,5 @@ class ThreadIndex(Table):
         self._db.run("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))
 
     def _select(self, where: str, params: tuple[Any, ...]) -> builtins.list[ThreadInfo]:
-        rows = self._db.rows(
-            "SELECT thread_id, title, status, created_at, updated_at, pending_since, owner, reason "
-            f"FROM gatehouse_threads {where}",
-            params,
-        )
+        rows = self._db.rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads {where}", params)
         return [ThreadInfo(*row) for row in rows]

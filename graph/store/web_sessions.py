@@ -1,13 +1,7 @@
-"""The web app's sign-in sessions: one row per browser signed in to one server.
-
-A cookie is a bearer value, and a browser sends a host's cookies to every port of that
-host. So the cookie holds only a random session id, and this table says what it is
-worth: who signed in, on which server port, since when, last seen when, revoked or not.
-A session is good on its own port only, until it is idle for `IDLE_S`, `MAX_AGE_S`
-after sign-in, or until it is revoked (sign-out, `gatehouse signout --all`). Only a
-hash of the id is stored: whoever reads the database learns no live cookie.
-
-One module for both databases: a SQLite file or a postgresql:// URL.
+"""The web app's sign-in sessions. A browser sends a host's cookies to every port, so the
+cookie holds only a random id, and this table says what it is worth: who, on which
+port, until idle for `IDLE_S`, `MAX_AGE_S` after sign-in, or revoked. Only a hash of
+the id is stored: whoever reads the database learns no live cookie.
 """
 
 from __future__ import annotations
@@ -38,8 +32,6 @@ def _hash(session_id: str) -> str:
 
 
 class WebSessions(OwnTable):
-    """The session list on the database `db` names."""
-
     MAX_AGE_S = MAX_AGE_S  # what a cookie's own Max-Age may be
 
     @staticmethod
@@ -47,7 +39,7 @@ class WebSessions(OwnTable):
         cur.execute(cur.dialect.ddl(TABLE))
 
     def open(self, identity: str, port: int) -> str:
-        """A new session for `identity` on `port`; returns the id the cookie carries."""
+        """A new session for `identity` on `port`: the id the cookie carries."""
         session_id = secrets.token_urlsafe(32)
         now = time.time()
         # Sessions past their age are of no use to anyone: the list stays short.
@@ -60,8 +52,7 @@ class WebSessions(OwnTable):
         return session_id
 
     def identity(self, session_id: str | None, port: int, now: float | None = None) -> str | None:
-        """Who `session_id` signs in on `port`; None when it is unknown, for another
-        port, idle too long, too old or revoked."""
+        """Who `session_id` signs in on `port`; None unless it is live there."""
         if not session_id:
             return None
         now = time.time() if now is None else now
@@ -81,16 +72,11 @@ class WebSessions(OwnTable):
 
     def revoke(self, session_id: str) -> bool:
         """End one session (sign-out); False when it was not live."""
-        return (
-            self._db.run(
-                "UPDATE gatehouse_web_sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL",
-                (time.time(), _hash(session_id)),
-            )
-            > 0
-        )
+        revoke = "UPDATE gatehouse_web_sessions SET revoked_at = ? WHERE id_hash = ? AND revoked_at IS NULL"
+        return self._db.run(revoke, (time.time(), _hash(session_id))) > 0
 
     def revoke_all(self) -> int:
-        """End every live session, on every port (`gatehouse signout --all`); how many."""
+        """End every live session on every port; how many."""
         now = time.time()
         return self._db.run(
             f"UPDATE gatehouse_web_sessions SET revoked_at = ? WHERE {LIVE}",
