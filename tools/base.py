@@ -1,14 +1,11 @@
-"""`gatehouse_tool`: a typed, documented function as a LangChain tool carrying
-Gatehouse's facts about it (a `ToolSpec`, graph/protocol/tools.py).
+"""`gatehouse_tool`: a typed, documented function as a LangChain tool carrying its
+`ToolSpec` (graph/protocol/tools.py).
 
-LangChain infers an argument schema through pydantic's deprecated `validate_arguments`
-(two models, ~3 ms a tool). Here a signature of plain parameters becomes one model with
-its validator deferred (`defer_build`), each schema made once per process and shared
-(a server opening a session per request rebuilds the tools, not their schemas), and a
-plain function's tool makes its schema when first read (tools/cached_tool.py): resuming
-a thread builds the schema of the one tool it calls. The schemas equal LangChain's
-(tests/test_open_cost.py); what the model is shown comes without them, keyed by
-`schema_source` (tools/definitions.py).
+LangChain infers a schema through pydantic's deprecated `validate_arguments` (two
+models, ~3 ms a tool). Here plain parameters become one model, its validator deferred,
+made once per process per signature and only when first read (tools/cached_tool.py):
+a resume builds the schema of the one tool it calls. They equal LangChain's
+(tests/test_open_cost.py); the model's view is keyed by `schema_source` instead.
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ __all__ = ["ToolSpec", "attach_spec", "bound_tool", "gatehouse_tool", "spec", "s
 def spec(
     *, risk: Risk, default: DefaultMode | None = None, idempotent: bool | None = None, **facts: Any
 ) -> ToolSpec:
-    """A ToolSpec whose `default` and `idempotent` follow the risk when omitted:
-    `read` runs freely and is safe to repeat; the rest asks. `facts`: its other fields."""
+    """A ToolSpec; omitted, `read` runs freely and is idempotent, the rest asks."""
     return ToolSpec(
         risk=risk,
         default=default or ("allow" if risk == "read" else "ask"),
@@ -49,9 +45,7 @@ def spec(
 def gatehouse_tool(
     func: Callable[..., Any] | None = None, *, name: str | None = None, **facts: Any
 ) -> Any:
-    """Turn a typed, documented function into a LangChain tool with a `ToolSpec`
-    (`facts`: the keyword arguments of `spec`). The docstring is what the model reads;
-    the signature is the argument schema."""
+    """A typed, documented function as a tool (`facts`: `spec`'s keyword arguments)."""
 
     def wrap(f: Callable[..., Any]) -> BaseTool:
         return attach_spec(cached_schema_tool(f, name), spec(**facts))
@@ -67,9 +61,8 @@ def bound_tool(
     canonical: Callable[[Any, dict[str, Any]], dict[str, str | None]] | None = None,
     **facts: Any,
 ) -> BaseTool:
-    """A tool from a top-level function whose first parameter is its context (a
-    workspace, a connection), bound here: the model sees the other parameters and the
-    docstring. A `preview` and `canonical` get the context too: `preview(context, args)`."""
+    """A tool from a function whose first parameter, its context (a workspace), is bound
+    here, as it is to `preview(context, args)` and `canonical`."""
     built = CachedTool.with_schema_on_first_use(
         functools.partial(fn, context),
         name=fn.__name__,
@@ -89,9 +82,8 @@ _schemas: dict[Hashable, Any] = {}
 
 
 def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
-    """What a function's inferred schema depends on. A closure made again (a tool built
-    per workspace) has the same code, defaults and annotations, so it shares the schema;
-    None when any of them cannot be hashed (then the schema is built each time)."""
+    """What a function's schema depends on (a closure made again shares it); None when
+    unhashable."""
     code = getattr(f, "__code__", None)
     if code is None:
         return None
@@ -111,8 +103,7 @@ def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
 
 
 def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTool:
-    """`langchain_core.tools.tool(f)` (named `name` if given), its argument schema
-    inferred once per process for the same signature, on first use."""
+    """`langchain_core.tools.tool(f)`, its schema inferred once per signature, on first use."""
     name = name or f.__name__
     key = _signature_key(f, name)
     if inspect.iscoroutinefunction(f):
@@ -120,8 +111,6 @@ def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTo
     if not f.__doc__:
         # What `tool(f)` says of a function without a docstring, at once as it does.
         raise ValueError("Function must have a docstring if description not provided.")
-    # What `tool(name, args_schema=schema)(f)` builds for a plain function, as a
-    # CachedTool (tools/cached_tool.py) whose schema is made when first read.
     return CachedTool.with_schema_on_first_use(
         f,
         name=name,
@@ -135,8 +124,7 @@ def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTo
 
 
 def _inferred_schema(f: Callable[..., Any], name: str, key: Hashable | None) -> Any:
-    """The schema LangChain infers for `f`, made once per process per signature (`key`:
-    `_signature_key(f, name)`; dict reads and `setdefault` are atomic, so no lock)."""
+    """The schema LangChain infers for `f`, once per `key` (`setdefault` is atomic)."""
     if key is not None and (schema := _schemas.get(key)) is not None:
         return schema
     # None from fast_schema: a signature that needs LangChain's own handling.
@@ -149,16 +137,13 @@ def _inferred_schema(f: Callable[..., Any], name: str, key: Hashable | None) -> 
     return schema if key is None else _schemas.setdefault(key, schema)
 
 
-# Names in annotations: a type defined in another module is part of what a schema is
-# made from, so that module's file is too.
+# Types named in annotations: their modules' files are part of what a schema is made from.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def schema_source(fn: Callable[..., Any], *, bound: bool = False) -> str | None:
-    """Text that changes whenever the schema inferred from `fn` could: the function's
-    file (path, size, modification time), where in it, its defaults, annotations and
-    docstring, and the files of the classes its annotations name from other modules.
-    None for a function not defined in a file."""
+    """Text that changes whenever `fn`'s schema could: its file's and its annotations'
+    files' stats, where in it, defaults, annotations and docstring; None when unknown."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
@@ -209,9 +194,8 @@ _LAZY = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 def fast_schema(
     name: str, fn: Callable[..., Any], *, skip_first: bool = False
 ) -> type[BaseModel] | None:
-    """The argument model LangChain's `create_schema_from_function` infers, built in one
-    step with its validator deferred; None for a signature that needs LangChain's own
-    handling (*args, injected or config parameters, bare-string descriptions ...)."""
+    """`create_schema_from_function`'s model, built in one step, validator deferred; None
+    for what needs LangChain's handling (*args, injected or config parameters ...)."""
     try:
         params = list(inspect.signature(fn).parameters.values())[1 if skip_first else 0 :]
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -238,7 +222,6 @@ def fast_schema(
 
 
 def _plain_type(hint: Any) -> bool:
-    """No runtime-injected argument (RunnableConfig, InjectedToolArg, ToolRuntime ...):
-    those LangChain filters out of the schema, so they take its path."""
+    """No runtime-injected argument (LangChain filters those out of the schema)."""
     text = repr(hint)
     return not any(w in text for w in ("Injected", "RunnableConfig", "ToolRuntime", "Callback"))
