@@ -1,21 +1,16 @@
 """Which commands `run_command` may run without asking, and how they are made to
 stay what they look like.
 
-A command runs freely only when the *parsed* command is one simple command with an
-allow-listed prefix: no `;`, `&&`, pipes, redirections, substitutions or newlines, no
-argument that reaches outside the workspace (`cat /etc/passwd`, `ls ..`, `cat ~/.ssh/…`,
-a glob that matches a FIFO), no form that never ends (`tail -f`), no option that writes
-a file or runs a program (`--output`, `--ext-diff`).
+Runs freely: one simple command (no `;`, pipes, redirections, substitutions, newlines)
+with an allow-listed prefix, no argument reaching outside the workspace (`ls ..`, `~`,
+a glob matching a FIFO), no never-ending form (`tail -f`), no option that writes or
+runs a program (`--output`, `--ext-diff`).
 
-Looking harmless is not enough: `git status` runs whatever `core.fsmonitor` in the
-workspace's `.git/config` names, and a workspace may hold an untrusted repository. So
-every command with an allow-listed prefix, whoever approved it, runs `hardened`:
-read-only workspace, no network (tools/sandbox.py), and for git no system or global
-config, command-line config that wins over the repository's (GIT_SAFE_CONFIG), every
-filter, textconv and external diff driver the repository defines switched off,
-`--no-ext-diff --no-textconv` on diffs, and no repository above the workspace. A
-repository that points git elsewhere (`core.worktree`, a git or common folder, object
-alternates or a config include outside the workspace) is refused with the reason.
+Looking harmless is not enough: `git status` runs the `core.fsmonitor` an untrusted
+`.git/config` names. So a listed command, whoever approved it, runs `hardened`:
+read-only workspace, no network, and for git no system or global config, command-line
+config over the repository's, its drivers switched off, `--no-ext-diff --no-textconv`
+on diffs, no repository above the workspace; one that points git outside is refused.
 """
 
 from __future__ import annotations
@@ -38,8 +33,7 @@ from tools.workspace import PathError, Workspace
 # Characters that make a command more than one simple command, or expand to one.
 SHELL_SYNTAX = set(";&|<>()`$\n\r\\{}!")
 GLOB_CHARS = set("*?[")
-# Options of otherwise read-only commands that write files or run programs. A prefix
-# also catches an abbreviation (`--ext` for `--ext-diff`).
+# Options that write files or run programs; a prefix catches abbreviations (`--ext`).
 WRITING_OPTIONS = (
     "--output",
     "--ext",
@@ -100,26 +94,24 @@ GIT_CONFIG_TIMEOUT_S = 5.0
 
 
 class GitConfigUnreadable(RuntimeError):
-    """Listing the repository's config failed (an include that never ends ...)."""
+    """Listing the repository's config failed."""
 
 
 class GitRepositoryRefused(RuntimeError):
-    """The repository points git outside the workspace (core.worktree, a git folder
-    elsewhere ...): an allow-listed git command does not run in it."""
+    """The repository points git outside the workspace (core.worktree ...)."""
 
 
 @dataclass(frozen=True)
 class Hardened:
-    """An allow-listed command as it will run: maybe with extra flags, and extra
-    environment (git's overrides)."""
+    """An allow-listed command as it will run, with extra environment (git's overrides)."""
 
     command: str
     env: dict[str, str] = field(default_factory=dict)
 
 
 def listed(command: str, allow: Sequence[str]) -> list[str] | None:
-    """The allow-list entry `command` starts with (as tokens), when it is one simple
-    command; judged on the text alone, so the same at review and at run time."""
+    """The allow-list entry (as tokens) a simple `command` starts with; text alone, so
+    the same at review and at run time."""
     if not command.strip() or any(ch in SHELL_SYNTAX for ch in command):
         return None
     try:
@@ -134,8 +126,7 @@ def listed(command: str, allow: Sequence[str]) -> list[str] | None:
 
 
 def allowed_by_list(command: str, allow: Sequence[str], ws: Workspace) -> bool:
-    """True when `command` may run without asking: a listed simple command whose
-    every argument stays in the workspace, that ends by itself."""
+    """A listed simple command whose arguments stay in the workspace, that ends."""
     prefix = listed(command, allow)
     if prefix is None:
         return False
@@ -164,8 +155,7 @@ def never_ending(tokens: Sequence[str]) -> bool:
 
 
 def _risky_git_option(tokens: Sequence[str]) -> bool:
-    """`-c` sets config that would win over the hardening; `git status -v` shows a
-    diff through textconv drivers and status takes no --no-textconv."""
+    """`-c` wins over the hardening; `git status -v` diffs through textconv drivers."""
     if len(tokens) < 2 or os.path.basename(tokens[0]) != "git":
         return False
     if "-c" in tokens:
@@ -192,8 +182,7 @@ def _harmless_arg(token: str, ws: Workspace) -> bool:
     except PathError:
         return False
     if GLOB_CHARS & set(token):
-        # What the shell will expand it to: each match must be a plain file or folder
-        # (a FIFO would block `cat *` until the timeout) inside the workspace.
+        # Each match must be a plain file or folder inside (a FIFO would block `cat *`).
         for match in glob.glob(token, root_dir=ws.root):
             try:
                 real = ws.resolve(match)
@@ -226,8 +215,7 @@ def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None
 
 
 def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
-    """Empty every driver the repository's config defines: their names are the
-    repository's choice, so they cannot be listed in advance."""
+    """Empty every driver the repository's config defines (its names are its choice)."""
     path = safe_path(os.environ.get("PATH", DEFAULT_PATH), ws.root)
     git = shutil.which("git", path=path)
     if git is None:
@@ -281,8 +269,7 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
 
 
 def _check_repository(ws: Workspace, found: subprocess.CompletedProcess[str]) -> None:
-    """Refuse a repository whose git folder, common folder or object alternates lie
-    outside the workspace (`.git` as a file or symlink naming another place)."""
+    """Refuse a repository whose git, common folder or object alternates lie outside."""
     if found.returncode != 0:
         return  # no repository: the git command itself says so
     lines = found.stdout.splitlines()

@@ -1,10 +1,7 @@
-"""`http_request`: fetch a URL. A GET to an allow-listed host, with no headers beyond
-a few that only negotiate the response (Accept …), runs freely; any other host,
-method or header asks first. A redirect is followed only when the request it leads to
-would itself run freely (a GET or HEAD to an allow-listed host, only negotiating
-headers): a rule for `http://host/public/*`, a grant or an approval covers the URL it
-matched, never the `/admin/...` an open redirect on that host points to.
-HTML comes back as readable text; every response is capped in time and size.
+"""`http_request`: fetch a URL. A GET to an allow-listed host, with only headers that
+negotiate the response (Accept …), runs freely; anything else asks. A redirect is
+followed only when its request would itself run freely: an approval covers the URL it
+matched, never the `/admin/...` an open redirect points to. HTML comes back as text.
 """
 
 from __future__ import annotations
@@ -31,9 +28,8 @@ USER_AGENT = "Gatehouse/0.1 (+tool http_request)"
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
 
-# Headers that only negotiate how a representation comes back. Anything else (Host,
-# X-HTTP-Method-Override, Authorization, Cookie, X-Forwarded-For …) can change what a
-# request does or whom it speaks for, so a GET carrying it asks.
+# Headers that only negotiate how a response comes back. Others (Host, Authorization,
+# X-HTTP-Method-Override …) can change what a request does or whom it speaks for.
 FREE_HEADERS = frozenset({
     "accept", "accept-language", "accept-encoding", "cache-control", "if-none-match",
     "if-modified-since", "range", "user-agent",
@@ -79,10 +75,42 @@ def harmless_headers(headers: Any) -> bool:
     )
 
 
-def html_to_text(html: str) -> str:
-    from tools.html_text import TextExtractor  # html.parser: only when a page is HTML
+_SKIP = {"script", "style", "noscript", "template", "svg", "head"}
+_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
+          "header", "footer", "pre", "blockquote", "table", "ul", "ol", "hr", "title"}  # fmt: skip
 
-    parser = TextExtractor()
+
+def html_to_text(html: str) -> str:
+    """A page's title and visible text."""
+    from html.parser import HTMLParser  # imported only when a page is HTML
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.parts: list[str] = []
+            self.title, self.skip, self.in_title = "", 0, False
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            self.tag(tag, 1)
+
+        def handle_endtag(self, tag: str) -> None:
+            self.tag(tag, -1)
+
+        def tag(self, tag: str, step: int) -> None:
+            if tag == "title":
+                self.in_title = step > 0
+            elif tag in _SKIP:
+                self.skip = max(self.skip + step, 0)
+            if tag in _BLOCK:
+                self.parts.append("\n")
+
+        def handle_data(self, data: str) -> None:
+            if self.in_title:
+                self.title += data
+            elif not self.skip:
+                self.parts.append(data)
+
+    parser = Text()
     parser.feed(html)
     parser.close()
     lines = [" ".join(line.split()) for line in "".join(parser.parts).splitlines()]
@@ -165,8 +193,7 @@ def make_http_tool(
 
 
 def request_preview(args: dict[str, Any], allow: Sequence[str]) -> str:
-    """What the card shows: the request as it is sent (and as the model wrote it, when
-    they differ), whether its host is allow-listed, its headers and body."""
+    """The request as sent (and as written, when they differ), its headers and body."""
     raw = str(args.get("url", ""))
     try:
         sent = canonical_url(raw)
@@ -193,9 +220,8 @@ def _redirect(
     headers: dict[str, str] | None,
     auto_allow: Callable[[dict[str, Any]], bool],
 ) -> str | tuple[httpx.URL, Any, str | None]:
-    """Where a redirect leads, as the next request (URL, method, body), or the tool's
-    answer when it is not followed: only a request that would run freely is, since a
-    redirect must not carry a call past its approval."""
+    """The next request (URL, method, body), or the tool's answer when not followed
+    (only a request that would run freely is: no redirect past an approval)."""
     target = current.join(response.headers.get("location", ""))
     next_method, next_body = method, body
     if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):

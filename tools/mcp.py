@@ -1,10 +1,9 @@
 """Tools from MCP servers (stdio and streamable HTTP), usable from the sync graph.
 
-`langchain-mcp-adapters` tools are async-only and open a new session (for stdio, a new
-server process) per call. `MCPServers` keeps one session per server open on an event
-loop thread of its own and wraps every tool so `invoke` from any thread runs there; a
-server that dies is reconnected on the next call. MCP tools ask by default; their risk
-comes from the server's annotations (read-only, open world), else `execute`.
+The adapter's tools are async-only and open a session (a stdio server process) per
+call. `MCPServers` keeps one session per server on an event loop thread of its own,
+reconnecting a dead one on the next call. MCP tools ask; their risk comes from the
+server's annotations, else `execute`.
 """
 
 from __future__ import annotations
@@ -182,9 +181,8 @@ class MCPServers:
             raise
 
     def load(self, reserved_names: Iterable[str] = ()) -> list[BaseTool]:
-        """Connect to every server and return its tools, wrapped for sync use; a server
-        that cannot be reached is skipped (see `errors`), a taken name gets the server's
-        as a prefix (`server_tool`)."""
+        """Every server's tools, wrapped for sync use; an unreachable server is skipped (see
+        `errors`), a taken name gets the server's as a prefix (`server_tool`)."""
         # Tables from the config file: the adapter checks each one's transport and keys.
         client = MultiServerMCPClient(cast("dict[str, Connection]", self.connections))
         taken = set(reserved_names)

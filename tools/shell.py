@@ -1,11 +1,8 @@
 """`run_command`: a shell command in the workspace, streamed line by line while it runs.
 
-Where it runs, and what it may touch, is tools/sandbox.py's business (bubblewrap:
-workspace writable, no network unless the call asks for it; or, said on every card,
-not sandboxed). Which commands run without asking, and how they are kept harmless,
-is tools/allowlist.py's. It asks by default; a call with `network=true` always asks
-(glob rules and pattern grants never cover it), and policy may deny it with a rule
-on the `network` argument.
+Where it runs is tools/sandbox.py's business; which commands run without asking,
+tools/allowlist.py's. It asks by default; `network=true` always asks (no glob rule or
+pattern grant covers it).
 """
 
 from __future__ import annotations
@@ -122,8 +119,8 @@ def make_shell_tool(
 
 
 class _Kept:
-    """The output the model gets: at most `cap` characters, each line streamed to the
-    person as it comes; what did not fit is counted."""
+    """The output the model gets (at most `cap` characters, the rest counted), each line
+    streamed to the person as it comes."""
 
     def __init__(self, cap: int) -> None:
         self.cap, self.parts, self.chars, self.dropped = cap, list[str](), 0, 0
@@ -147,8 +144,7 @@ class _Kept:
 
 
 def _pump(running: Running, kept: _Kept, deadline: float) -> str | None:
-    """Read the command's output into `kept` until it ends; why it was cut short
-    (TIMED_OUT, a limit, the person), or None when it ended by itself."""
+    """Read the output into `kept` until the command ends; why it was cut short, or None."""
     proc = running.proc
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -195,8 +191,7 @@ def _read(poller: select.poll, fd: int, wait: float) -> bytes | None:
 
 
 def _lines(pending: bytes, kept: _Kept) -> bytes:
-    """Hand `kept` each whole line of `pending`; the unfinished rest (a huge line with no
-    newline yet goes as it is)."""
+    """Hand `kept` each whole line of `pending`; the rest (unless huge) is returned."""
     *lines, rest = pending.split(b"\n")
     for raw in lines:
         kept.take(raw.decode(errors="replace") + "\n")

@@ -1,11 +1,9 @@
 """`sql_query`: one SQL statement against the configured SQLite database.
 
-Whether a statement only reads is decided by SQLite, never by matching text: it is
-compiled (`EXPLAIN` does not run it) on a read-only connection whose authorizer refuses
-every action but reads and every function not on an allow list, and the program must
-hold no writing instruction (`VACUUM INTO (SELECT …)` passes the authorizer as a SELECT
-but compiles to a Vacuum). Such a statement runs freely on that kind of connection;
-anything else asks first, then runs on a normal one.
+SQLite decides whether a statement only reads, never text matching: it is compiled
+(`EXPLAIN`) on a read-only connection whose authorizer refuses all but reads and
+allow-listed functions, and its program must hold no writing opcode. Such a statement
+runs freely on that kind of connection; anything else asks, then runs on a normal one.
 """
 
 from __future__ import annotations
@@ -44,11 +42,9 @@ _QUERY_PRAGMAS = {
     "page_size", "freelist_count", "encoding", "data_version", "journal_mode", "foreign_keys",
 }  # fmt: skip
 
-# The only functions a statement on the free (read-only) path may call: SQLite's
-# core, date, math, window and JSON functions. Anything else — `fts3_tokenizer()`
-# (leaks a pointer, installs one), `load_extension`, `fts5()`, the r-tree
-# debugging functions that parse raw blobs, a function added later — makes the
-# statement not provably safe, so it asks a person (an allow list, never a deny list).
+# The only functions a free (read-only) statement may call: SQLite's core, date, math,
+# window and JSON ones. Anything else (`fts3_tokenizer()`, `load_extension`, a function
+# added later) asks a person: an allow list, never a deny list.
 ALLOWED_FUNCTIONS = frozenset({
     "abs", "changes", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull", "iif",
     "instr", "last_insert_rowid", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
@@ -134,15 +130,12 @@ def reads_only(database: Path, query: str) -> bool:
         return False
     finally:
         conn.close()
-    # Some statements (VACUUM, VACUUM INTO a file, REINDEX) never reach the authorizer,
-    # and a subquery inside them (`VACUUM INTO (SELECT '/x')`) looks like a read to it:
-    # only a statement SQLite saw as a SELECT or a reading PRAGMA, whose compiled
-    # program writes nothing (what sqlite3_stmt_readonly checks), counts as a read.
+    # VACUUM (INTO) and REINDEX never reach the authorizer, and `VACUUM INTO (SELECT
+    # '/x')` looks like a read to it: the compiled program must write nothing too.
     return bool(reads) and not any(_writes(op) for op in program)
 
 
-# Opcodes that change a database or a file. A write transaction (`Transaction` with
-# P2 != 0) covers ordinary writes to tables; the rest write without one.
+# Opcodes that write without a write transaction (`Transaction` with P2 != 0).
 _WRITING_OPCODES = frozenset({
     "Vacuum", "JournalMode", "Checkpoint", "IncrVacuum", "VUpdate", "VCreate", "VDestroy", "VBegin",
     "ParseSchema", "CreateBtree", "Destroy", "OpenWrite", "SqlExec", "DropTable", "DropIndex", "DropTrigger",

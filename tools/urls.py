@@ -1,12 +1,9 @@
-"""One canonical form of an http(s) URL: the form policy rules and grants match, and
-exactly the one `http_request` sends, so what was matched is what the server sees.
+"""The canonical form of an http(s) URL: what policy rules match and exactly what
+`http_request` sends (`/public/%2e%2e/admin` reaches `/admin` on many servers).
 
-A server decodes what a client percent-encodes (`/public/%2e%2e/admin` and
-`/public/..%2fadmin` reach `/admin` on many), so a glob on the raw text would match a
-request for something else. Here scheme and host are lowercased, a default port
-dropped, escapes of unreserved characters and of `/` decoded (others get uppercase
-hex), a backslash read as `/`, dot segments removed (RFC 3986, 5.2.4; `..;x` counts as
-`..`) and the fragment dropped.
+Scheme and host lowercased, a default port dropped, escapes of unreserved characters
+and `/` decoded (others uppercased), a backslash read as `/`, dot segments removed
+(RFC 3986 5.2.4; `..;x` is `..`), the fragment dropped.
 """
 
 from __future__ import annotations
@@ -38,8 +35,7 @@ def _unescape(text: str, also: frozenset[str]) -> str:
 
 
 def _requote(text: str, safe: frozenset[str]) -> str:
-    """Escape what must be escaped (as UTF-8, uppercase hex), leaving existing (already
-    normalized) %XX alone."""
+    """Escape what must be (UTF-8, uppercase hex), leaving existing %XX alone."""
     parts = re.split(r"(%[0-9A-F]{2})", text)
     return "".join(p if _ESCAPE.fullmatch(p) else quote(p, safe="".join(safe)) for p in parts)
 
@@ -66,8 +62,7 @@ def remove_dot_segments(path: str) -> str:
 
 
 def canonical_url(url: str) -> str:
-    """The canonical form of an http(s) URL (see the module docstring); `URLError`
-    when it has none (another scheme, no host, a bad port, control characters)."""
+    """The canonical form of an http(s) URL; `URLError` when it has none."""
     if not isinstance(url, str):
         raise URLError("a URL must be a string")
     text = url.strip()
@@ -104,8 +99,7 @@ def canonical_url(url: str) -> str:
     netloc = (
         userinfo + host + (f":{port}" if port is not None and port != DEFAULT_PORTS[scheme] else "")
     )
-    # `%2F` decoded too: a server that decodes it before routing sees a separator. A
-    # backslash (raw or `%5C`) is one as well, as browsers and some servers read it.
+    # `%2F` and a backslash (raw or `%5C`) decoded: servers that decode before routing see `/`.
     decoded = _unescape(parts.path or "/", frozenset("/\\")).replace("\\", "/")
     path = remove_dot_segments(_requote(decoded, _PATH_SAFE | {"/"}))
     if not path.startswith("/"):

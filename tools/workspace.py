@@ -1,11 +1,9 @@
 """The one folder file tools may touch, and the path checks that keep them in it.
 
-Checked twice: `resolve` refuses a bad path before anything is touched, then
-`open_fd` / `parent_fd` / `remove` walk from the root one component at a time with
-`O_NOFOLLOW`, so a symlink swapped in after the check cannot lead out. Gatehouse's own
-database, its folder and the install secret (graph/service/toolset.py) are hidden even
-inside the root (a person working on the project that holds `.gatehouse/`): whoever
-reads them can approve.
+Checked twice: `resolve` refuses a bad path before anything is touched, then `open_fd`
+/ `parent_fd` / `remove` walk from the root with `O_NOFOLLOW`, so a symlink swapped in
+after the check cannot lead out. Gatehouse's database and install secret are hidden
+even inside the root: whoever reads them can approve.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 def _mode_if_exists(real: Path) -> int | None:
-    """`real.stat().st_mode` when `real.exists()`, else None: one stat instead of two,
-    the same errors ignored as `Path.exists` ignores (anything else is raised)."""
+    """`real.stat().st_mode` when `real.exists()`, else None: one stat, not two."""
     try:
         return os.stat(real).st_mode
     except OSError as exc:
@@ -46,8 +43,7 @@ class PathError(ValueError):
 
 
 def _checked_text(path: str) -> Path:
-    """`path` as a Path, refused before anything is touched when it cannot be one we
-    accept: not a string, a NUL, too long, a name too long."""
+    """`path` as a Path; refused if not a string, with a NUL, or too long."""
     if not isinstance(path, str) or "\x00" in path:
         raise PathError("path must be a string without NUL characters")
     if len(path) > MAX_PATH_CHARS:
@@ -59,8 +55,7 @@ def _checked_text(path: str) -> Path:
 
 
 class Workspace:
-    """A root folder, created on first use; every path is resolved inside it, except
-    into the `hidden` places."""
+    """A root folder, created on first use; paths resolve inside it, never into `hidden`."""
 
     def __init__(
         self, root: str | os.PathLike[str], *, hidden: Iterable[str | os.PathLike[str]] = ()
@@ -83,9 +78,8 @@ class Workspace:
 
     @property
     def root(self) -> Path:
-        # Read a few dozen times a turn: the real path (a stat per component) is reused
-        # while the configured and the kept path still name the same directory (two
-        # stats); a moved or re-pointed root is resolved again.
+        # Read dozens of times a turn: the real path is kept while both paths name the
+        # same directory (two stats, not one per component).
         if not self._root.is_dir():  # a failing mkdir costs more than the stat
             self._root.mkdir(parents=True, exist_ok=True)
         now = os.stat(self._root)
@@ -103,10 +97,9 @@ class Workspace:
         return real
 
     def resolve(self, path: str, *, must_exist: bool = False, follow_final: bool = True) -> Path:
-        """Map a workspace-relative (or absolute, inside the root) path to a real path,
-        refusing escapes, symlinks that lead out, device files and over-long paths before
-        anything is touched. `follow_final=False`: a final symlink is returned as itself
-        (to delete or move the link); it must still point inside the root."""
+        """The real path of a workspace-relative (or absolute, inside) path; escapes, links
+        that lead out, devices and over-long paths refused. `follow_final=False`: a final
+        symlink as itself (to delete or move it); it must still point inside."""
         raw = _checked_text(path)
         root = self.root
         candidate = raw if raw.is_absolute() else root / raw
@@ -124,8 +117,7 @@ class Workspace:
             )
         entry = real
         if not follow_final:
-            # The entry itself (to delete or move a link, not its target): its parent
-            # resolved, its own name kept. Its target was checked above.
+            # The link itself: its parent resolved, its name kept (its target checked above).
             lexical = Path(os.path.normpath(candidate))
             if lexical != root and lexical.is_symlink():
                 entry = lexical.parent.resolve() / lexical.name
@@ -143,7 +135,7 @@ class Workspace:
         return entry
 
     def _why_outside(self, path: str, raw: Path, candidate: Path, root: Path) -> PathError:
-        """The refusal of a path that resolves outside the root, saying how it got out."""
+        """The refusal of a path that resolves outside, saying how it got out."""
         if ".." in raw.parts:
             return PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
         lexical_parents = [
@@ -170,12 +162,9 @@ class Workspace:
         r, p = str(root), str(real)
         return p == r or p.startswith(r if r.endswith("/") else r + "/")
 
-    # -- opening without following symlinks -------------------------------------
-
     @contextlib.contextmanager
     def parent_fd(self, real: Path, *, create: bool = False) -> Iterator[int]:
-        """A directory fd for `real.parent`, reached from the root with O_NOFOLLOW
-        at every step (created on the way when `create`)."""
+        """A directory fd for `real.parent`, reached from the root with O_NOFOLLOW."""
         root = self.root
         if self.hides(real):  # every read, write and delete passes here, checked or not
             raise PathError(f"{self.relative(real)!r} is Gatehouse's own; no tool reaches it")
@@ -256,12 +245,9 @@ class Workspace:
                     os.unlink(tmp, dir_fd=dir_fd)
                 raise
 
-    # -- deleting through directory fds ------------------------------------------
-
     def remove(self, real: Path, *, recursive: bool) -> tuple[int, int, int]:
-        """Delete the entry `real` (a file, a symlink itself, or a folder); (files,
-        folders, bytes) removed. Only through directory fds reached with O_NOFOLLOW: a
-        folder swapped for a symlink after the check leads nowhere outside."""
+        """Delete the entry `real` through directory fds (a folder swapped for a symlink
+        leads nowhere); (files, folders, bytes) removed."""
         if real == self.root:
             raise PathError("refusing to delete the workspace root itself")
         self.refuse_holder(real)
@@ -294,8 +280,7 @@ class Workspace:
 
 
 def _open_dir(name: str, dir_fd: int) -> int | None:
-    """An fd for the folder `name` in `dir_fd`, or None when it is not a plain folder
-    (a symlink or a file swapped in)."""
+    """An fd for the folder `name` in `dir_fd`, or None when it is not a plain folder."""
     try:
         return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
@@ -327,23 +312,21 @@ def _count(fd: int) -> tuple[int, int, int]:
 
 
 def _empty(fd: int) -> None:
-    """Delete everything in the folder `fd`, depth first, entry by entry relative to
-    its folder's fd (like shutil.rmtree's fd-based walk)."""
+    """Delete everything in the folder `fd`, depth first (as shutil.rmtree's fd walk)."""
     with os.scandir(fd) as it:
         entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
     for name, is_dir in entries:
         sub = _open_dir(name, fd) if is_dir else None
         if sub is None:
-            # A file, a symlink, or a folder swapped for one since the listing: the
-            # entry itself goes, never what a link points at.
+            # A file, a symlink, or a folder swapped for one: the entry itself goes.
             try:
                 os.unlink(name, dir_fd=fd)
-                continue
-            except FileNotFoundError:
-                continue
             except IsADirectoryError:  # a plain folder appeared: walk it through its fd
-                if (sub := _open_dir(name, fd)) is None:
-                    continue
+                sub = _open_dir(name, fd)
+            except FileNotFoundError:
+                pass
+            if sub is None:
+                continue
         try:
             _empty(sub)
         finally:
