@@ -1,8 +1,6 @@
 """Workspace file tools: list, read and search run freely; write, edit, delete and move
-ask, with a preview of the change (tools/previews.py).
-
-Each tool is a top-level function whose first parameter is the workspace; the tool
-set binds it (`make_file_tools`), so a function can be called and tested alone."""
+ask, with a preview (tools/previews.py). Each is a function of the workspace and its
+arguments, bound by `make_file_tools`."""
 
 from __future__ import annotations
 
@@ -56,15 +54,6 @@ def _file(ws: Workspace, path: str) -> Path:
     return target
 
 
-def row(ws: Workspace, entry: Path) -> str:
-    rel = ws.relative(entry)
-    if entry.is_symlink():
-        return f"{rel} -> {os.readlink(entry)}"
-    if entry.is_dir():
-        return f"{rel}/"
-    return f"{rel}  {entry.lstat().st_size} B"
-
-
 def list_files(
     ws: Workspace,
     path: PathArg = ".",
@@ -83,7 +72,11 @@ def list_files(
         if len(rows) == LIST_CAP:
             rows.append(f"… (stopped after {LIST_CAP} entries; list a subfolder to see more)")
             break
-        rows.append(row(ws, entry))
+        rel = ws.relative(entry)
+        if entry.is_symlink():
+            rows.append(f"{rel} -> {os.readlink(entry)}")
+        else:
+            rows.append(f"{rel}/" if entry.is_dir() else f"{rel}  {entry.lstat().st_size} B")
     return "\n".join(rows) or "(empty folder)"
 
 
@@ -266,8 +259,6 @@ def delete_file(
     """Delete a file, a symlink (not its target) or a folder from the workspace."""
     target = _link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
     rel = ws.relative(target)
-    if target == ws.root:
-        raise PathError("refusing to delete the workspace root itself")
     # From here on only directory fds: the path is never resolved again (issue 29, 9).
     was_folder = target.is_dir() and not target.is_symlink()
     files, folders, total = ws.remove(target, recursive=recursive)
@@ -333,10 +324,8 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
     ]
 
 
-# -- canonical forms for policy rules and grants ---------------------------------
-# What a call touches, as a workspace-relative path: `..` and symlinks resolved the
-# way the tool itself resolves them, or None when the path leaves the workspace (it
-# then matches no rule and no grant, and the tool refuses it).
+# Canonical forms for policy rules and grants: what a call touches, resolved as the tool
+# resolves it, or None when it leaves the workspace (no rule or grant matches it).
 
 
 def _relative_or_none(ws: Workspace, value: Any, resolve: Any) -> str | None:
@@ -378,9 +367,8 @@ def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]
 
 
 def _link_itself(ws: Workspace, path: str) -> Path | None:
-    """The symlink `path` names, when its folder is inside the workspace — wherever
-    the link points: deleting a link never touches its target, and a link that leads
-    out is exactly the one a person wants gone."""
+    """The symlink `path` names, when its folder is inside, wherever it points: deleting
+    a link never touches its target, and one that leads out is the one to delete."""
     if not isinstance(path, str) or not path.strip() or path.rstrip().endswith("/"):
         return None
     raw = Path(path.strip())

@@ -46,11 +46,10 @@ class _Server:
         self.tools: dict[str, BaseTool] = {}
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
-        self._lock: asyncio.Lock | None = None
+        self._lock = asyncio.Lock()  # bound to the loop that first waits on it
 
     async def connect(self) -> None:
         """Open the session (entered and exited in one task, as anyio requires)."""
-        self._lock = self._lock or asyncio.Lock()
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         stop = self._stop
@@ -83,7 +82,6 @@ class _Server:
         )
 
     async def call(self, tool_name: str, args: dict[str, Any]) -> tuple[str, Any]:
-        assert self._lock is not None
         async with self._lock:
             if not self.alive:
                 log.info("reconnecting to MCP server %r", self.name)
@@ -144,9 +142,7 @@ def _risk(tool: BaseTool) -> Risk:
     hints = tool.metadata or {}
     if hints.get("readOnlyHint"):
         return "read"
-    if hints.get("openWorldHint"):
-        return "network"
-    return "execute"
+    return "network" if hints.get("openWorldHint") else "execute"
 
 
 class MCPServers:
@@ -214,21 +210,22 @@ class MCPServers:
     def _wrap(self, server: _Server, mcp_tool: BaseTool, public: str) -> BaseTool:
         tool_name = mcp_tool.name
 
-        def call_sync(**kwargs: Any) -> tuple[str, Any]:
+        def call(kwargs: dict[str, Any]) -> Any:
             if self._closed:
                 raise MCPError("the MCP connections are closed")
+            return server.call(tool_name, kwargs)
+
+        def call_sync(**kwargs: Any) -> tuple[str, Any]:
             try:
-                return self._run(server.call(tool_name, kwargs), self.call_timeout_s)
+                return self._run(call(kwargs), self.call_timeout_s)
             except concurrent.futures.TimeoutError as exc:
                 raise MCPError(
                     f"the MCP tool {tool_name!r} on {server.name!r} did not answer within {self.call_timeout_s:g}s"
                 ) from exc
 
         async def call_async(**kwargs: Any) -> tuple[str, Any]:
-            if self._closed:
-                raise MCPError("the MCP connections are closed")
             return await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(server.call(tool_name, kwargs), self._loop)
+                asyncio.run_coroutine_threadsafe(call(kwargs), self._loop)
             )
 
         description = (mcp_tool.description or tool_name).strip()

@@ -1,13 +1,13 @@
-"""What a gated file call will change, shown on the approval card before anyone says yes.
-
-The edit logic lives here too (`apply_edit`), so the preview and the tool agree on
-what "replace this text" means, and an edit that would fail says so on the card.
+"""What a gated file call will change, shown on the approval card. The edit logic lives
+here too (`apply_edit`): preview and tool agree, and a failing edit says so on the card.
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -75,22 +75,13 @@ def apply_edit(text: str, old: str, new: str, *, replace_all: bool, path: str) -
             f"old_text was not found in {path}{hint}; read the file and copy the text exactly"
         )
     if count > 1 and not replace_all:
-        lines, start = [], 0
-        for _ in range(min(count, 10)):
-            i = text.index(old, start)
-            lines.append(str(line_of(text, i)))
-            start = i + len(old)
+        found = itertools.islice(re.finditer(re.escape(old), text), 10)
+        lines = [str(line_of(text, m.start())) for m in found]
         raise EditError(
             f"old_text appears {count} times in {path} (lines {', '.join(lines)}); "
             "include more surrounding text to make it unique, or set replace_all"
         )
     return text.replace(old, new) if replace_all else text.replace(old, new, 1), count
-
-
-def new_file_head(content: str, rel: str) -> str:
-    """The whole new file: a card cuts it by its own rule and says exactly how much it
-    hides (graph.protocol.display.shown); a preview cut here could never be seen whole."""
-    return f"new file {rel} ({size_text(len(encode(content)))}):\n" + printable(content)
 
 
 def tree_size(real: Path) -> tuple[int, int, int]:
@@ -109,7 +100,7 @@ def tree_size(real: Path) -> tuple[int, int, int]:
     return files, folders, total
 
 
-# -- previews (args -> text); they never raise PathError, they show it -----------
+# Previews (args -> text) never raise PathError, they show it.
 
 
 def preview_write(ws: Workspace, args: dict[str, Any]) -> str | None:
@@ -121,8 +112,8 @@ def preview_write(ws: Workspace, args: dict[str, Any]) -> str | None:
     rel = ws.relative(target)
     if target.is_dir():
         return f"refused: {rel} is a folder"
-    if not target.is_file():
-        return new_file_head(content, rel)
+    if not target.is_file():  # whole: the card cuts it by its own rule and says how much
+        return f"new file {rel} ({size_text(len(encode(content)))}):\n" + printable(content)
     data = ws.read_bytes(target)
     if is_binary(data):
         return f"overwrite binary file {rel} ({size_text(len(data))}) with {size_text(len(encode(content)))} of text"

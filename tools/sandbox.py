@@ -220,19 +220,15 @@ class Sandbox(ABC):
         return [system_shell(), "-c", script, "gatehouse-limits", *argv]
 
 
-def _popen(
-    command: list[str], env: dict[str, str], cwd: Path | None = None, pass_fds: tuple[int, ...] = ()
-) -> subprocess.Popen[bytes]:
+def _popen(command: list[str], **options: Any) -> subprocess.Popen[bytes]:
     """Output merged into one pipe, no stdin, a process group of its own (for stop())."""
     return subprocess.Popen(
         command,
-        cwd=cwd,
-        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        pass_fds=pass_fds,
         start_new_session=True,
+        **options,
     )
 
 
@@ -248,7 +244,7 @@ class Unsandboxed(Sandbox):
         # No `ulimit -u`: outside a user namespace a busy desktop would fail every fork.
         command = self.wrap(argv, timeout_s, count_processes=False)
         env = self.environment(os.path.expanduser("~"), extra_env)
-        return Running(_popen(command, env, cwd=self.workspace))
+        return Running(_popen(command, env=env, cwd=self.workspace))
 
 
 class Refusing(Unsandboxed):
@@ -310,7 +306,7 @@ class Bubblewrap(Sandbox):
             ]
             proc = _popen(
                 pids_cap.joining(group, command) if group is not None else command,
-                self.environment(str(home), extra_env),  # bwrap's own env is visible as PID 1's
+                env=self.environment(str(home), extra_env),  # bwrap's is visible as PID 1's
                 pass_fds=(write_fd,),
             )
         except BaseException:
