@@ -210,7 +210,14 @@ def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     if len(tokens) > 1 and tokens[1] in GIT_DIFFING:
-        command = f"{shlex.join(tokens[:2])} {' '.join(GIT_SAFE_FLAGS)} {_after_tokens(command, 2)}".rstrip()
+        # The raw text after the first two words, as the shell will read it.
+        lexer = shlex.shlex(stream := io.StringIO(command), posix=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        for _ in range(2):
+            lexer.get_token()
+        rest = command[stream.tell() :]
+        command = f"{shlex.join(tokens[:2])} {' '.join(GIT_SAFE_FLAGS)} {rest}".rstrip()
     return Hardened(command, env)
 
 
@@ -299,14 +306,3 @@ def _check_repository(ws: Workspace, found: subprocess.CompletedProcess[str]) ->
 def _inside(path: Path, root: Path) -> bool:
     real = Path(os.path.realpath(path))
     return real == root or root in real.parents
-
-
-def _after_tokens(command: str, n: int) -> str:
-    """The raw text of `command` after its first `n` shell words."""
-    stream = io.StringIO(command)
-    lexer = shlex.shlex(stream, posix=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    for _ in range(n):
-        lexer.get_token()
-    return command[stream.tell() :]

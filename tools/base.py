@@ -189,6 +189,7 @@ def _bound_schema(fn: Callable[..., Any]) -> Any:
 
 _PLAIN = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 _LAZY = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
+_INJECTED = ("Injected", "RunnableConfig", "ToolRuntime", "Callback")
 
 
 def fast_schema(
@@ -212,16 +213,11 @@ def fast_schema(
             return None
         metadata = typing.get_args(hint)[1:] if typing.get_origin(hint) is typing.Annotated else ()
         base = typing.get_args(hint)[0] if metadata else hint
-        if any(isinstance(m, str) for m in metadata) or not _plain_type(base):
+        # Runtime-injected arguments LangChain filters out of the schema take its path.
+        if any(isinstance(m, str) for m in metadata) or any(w in repr(base) for w in _INJECTED):
             return None
         fields[p.name] = (hint, ... if p.default is inspect.Parameter.empty else p.default)
     model: type[BaseModel] = create_model(name, __config__=_LAZY, **fields)
     model.__annotations__ = {p: hints.get(p, Any) for p in fields}
     model.__doc__ = textwrap.dedent(inspect.getdoc(fn) or "")
     return model
-
-
-def _plain_type(hint: Any) -> bool:
-    """No runtime-injected argument (LangChain filters those out of the schema)."""
-    text = repr(hint)
-    return not any(w in text for w in ("Injected", "RunnableConfig", "ToolRuntime", "Callback"))

@@ -47,17 +47,14 @@ def remove_dot_segments(path: str) -> str:
     for i, seg in enumerate(segments):
         last = i == len(segments) - 1
         # `..;x` is `..` to servers that drop path parameters before routing (Tomcat).
-        seg = seg.split(";", 1)[0] if seg.split(";", 1)[0] in (".", "..") else seg
-        if seg == ".":
-            if last:
-                out.append("")
-        elif seg == "..":
-            if out:
-                out.pop()
-            if last:
-                out.append("")
-        else:
+        head = seg.split(";", 1)[0]
+        if head not in (".", ".."):
             out.append(seg)
+            continue
+        if head == ".." and out:
+            out.pop()
+        if last:
+            out.append("")
     return "/" + "/".join(out)
 
 
