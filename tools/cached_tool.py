@@ -26,7 +26,7 @@ from langchain_core.utils._signature import _signature_parameters
 
 __all__ = ["CachedTool", "SchemaOnFirstUse", "schema_on_first_use"]
 
-# Where a tool keeps how to make its schema (the instance's dict, as `_func_facts`).
+# Where a tool keeps how to make its schema (the instance's dict, as `_run`'s facts).
 _ON_FIRST_USE = "_gatehouse_schema_on_first_use"
 
 
@@ -73,21 +73,6 @@ class CachedTool(StructuredTool):
                 return made
         return super().__getattr__(item)  # type: ignore[misc]  # pydantic defines it only outside type checking
 
-    def _func_facts(self, func: Any) -> tuple[bool, str | None]:
-        """(takes `callbacks`, the name of its `RunnableConfig` parameter) of `func`."""
-        kept: tuple[Any, tuple[bool, str | None]] | None = self.__dict__.get(
-            "_gatehouse_func_facts"
-        )
-        if kept is not None and kept[0] is func:
-            return kept[1]
-        facts = (
-            bool(_signature_parameters(func).get("callbacks")),
-            _get_runnable_config_param(func),
-        )
-        # The instance's dict, as functools.cached_property: pydantic refuses attributes.
-        self.__dict__["_gatehouse_func_facts"] = (func, facts)
-        return facts
-
     def _run(
         self,
         *args: Any,
@@ -95,9 +80,17 @@ class CachedTool(StructuredTool):
         run_manager: CallbackManagerForToolRun | None = None,
         **kwargs: Any,
     ) -> Any:
-        # StructuredTool._run, its two lookups kept.
+        # StructuredTool._run, its two lookups kept with the function in the instance's
+        # dict (as functools.cached_property: pydantic refuses other attributes).
         if self.func:
-            callbacks, config_param = self._func_facts(self.func)
+            kept = self.__dict__.get("_gatehouse_func_facts")
+            if kept is None or kept[0] is not self.func:
+                facts = (
+                    bool(_signature_parameters(self.func).get("callbacks")),
+                    _get_runnable_config_param(self.func),
+                )
+                kept = self.__dict__["_gatehouse_func_facts"] = (self.func, facts)
+            callbacks, config_param = kept[1]
             if run_manager and callbacks:
                 kwargs["callbacks"] = run_manager.get_child()
             if config_param:

@@ -4,6 +4,7 @@ arguments, bound by `make_file_tools`."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -241,14 +242,6 @@ def edit_file(
     return f"edited {rel}: replaced {count} occurrence(s), first at line {at}"
 
 
-def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
-    try:
-        link = _link_itself(ws, str(args.get("path", "")))
-    except PathError:
-        link = None
-    return pv.preview_delete(ws, args, link)
-
-
 def delete_file(
     ws: Workspace,
     path: PathArg,
@@ -257,7 +250,7 @@ def delete_file(
     ] = False,
 ) -> str:
     """Delete a file, a symlink (not its target) or a folder from the workspace."""
-    target = _link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
+    target = pv.link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
     rel = ws.relative(target)
     # From here on only directory fds: the path is never resolved again (issue 29, 9).
     was_folder = target.is_dir() and not target.is_symlink()
@@ -313,13 +306,15 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
         facts.setdefault("match_arg", "path")
         return bound_tool(fn, ws, risk=risk, preview=preview, canonical=canonical, **facts)
 
+    folder = functools.partial(canonical_path, default=".")
+
     return [
-        bind(list_files, "read", canonical_folder),
+        bind(list_files, "read", folder),
         bind(read_file, "read", canonical_path),
-        bind(search_files, "read", canonical_folder),
+        bind(search_files, "read", folder),
         bind(write_file, "write", canonical_path, pv.preview_write, idempotent=True),
         bind(edit_file, "write", canonical_path, pv.preview_edit),
-        bind(delete_file, "delete", canonical_entry, preview_delete),
+        bind(delete_file, "delete", canonical_entry, pv.preview_delete),
         bind(move_file, "write", canonical_move, pv.preview_move, match_arg="source"),
     ]
 
@@ -337,19 +332,17 @@ def _relative_or_none(ws: Workspace, value: Any, resolve: Any) -> str | None:
         return None
 
 
-def canonical_path(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
-    return {"path": _relative_or_none(ws, args.get("path"), ws.resolve)}
-
-
-def canonical_folder(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
-    return {"path": _relative_or_none(ws, args.get("path", "."), ws.resolve)}
+def canonical_path(
+    ws: Workspace, args: dict[str, Any], default: str | None = None
+) -> dict[str, str | None]:
+    return {"path": _relative_or_none(ws, args.get("path", default), ws.resolve)}
 
 
 def canonical_entry(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
     """A delete touches the entry itself: a symlink is the link, not its target."""
 
     def entry(path: str) -> Path:
-        return _link_itself(ws, path) or ws.resolve(path, follow_final=False)
+        return pv.link_itself(ws, path) or ws.resolve(path, follow_final=False)
 
     return {"path": _relative_or_none(ws, args.get("path"), entry)}
 
@@ -364,16 +357,3 @@ def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]
             ws, args["destination"], lambda p: pv.destination_of(ws, src, p)
         )
     return {"source": source, "destination": destination}
-
-
-def _link_itself(ws: Workspace, path: str) -> Path | None:
-    """The symlink `path` names, when its folder is inside, wherever it points: deleting
-    a link never touches its target, and one that leads out is the one to delete."""
-    if not isinstance(path, str) or not path.strip() or path.rstrip().endswith("/"):
-        return None
-    raw = Path(path.strip())
-    if raw.name in ("", ".", ".."):
-        return None
-    folder = ws.resolve(str(raw.parent), must_exist=True)
-    link = folder / raw.name
-    return link if link.is_symlink() and link != ws.root else None

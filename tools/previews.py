@@ -4,6 +4,7 @@ here too (`apply_edit`): preview and tool agree, and a failing edit says so on t
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import itertools
 import os
@@ -139,12 +140,13 @@ def preview_edit(ws: Workspace, args: dict[str, Any]) -> str | None:
     return unified_diff(text, new, rel)
 
 
-def preview_delete(ws: Workspace, args: dict[str, Any], target: Path | None = None) -> str | None:
-    """`target`: the entry to delete when already found (a symlink that leads out)."""
+def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
+    path = str(args.get("path", ""))
+    target = None
+    with contextlib.suppress(PathError):
+        target = link_itself(ws, path)
     try:
-        target = target or ws.resolve(
-            str(args.get("path", "")), must_exist=True, follow_final=False
-        )
+        target = target or ws.resolve(path, must_exist=True, follow_final=False)
     except PathError as exc:
         return f"will fail: {exc}"
     rel = ws.relative(target)
@@ -189,3 +191,16 @@ def destination_of(ws: Workspace, source: Path, destination: str) -> Path:
     if source.is_dir() and not source.is_symlink() and (dest == source or source in dest.parents):
         raise PathError(f"cannot move {ws.relative(source)} into itself")
     return dest
+
+
+def link_itself(ws: Workspace, path: str) -> Path | None:
+    """The symlink `path` names, when its folder is inside, wherever it points: deleting
+    a link never touches its target, and one that leads out is the one to delete."""
+    if not isinstance(path, str) or not path.strip() or path.rstrip().endswith("/"):
+        return None
+    raw = Path(path.strip())
+    if raw.name in ("", ".", ".."):
+        return None
+    folder = ws.resolve(str(raw.parent), must_exist=True)
+    link = folder / raw.name
+    return link if link.is_symlink() and link != ws.root else None

@@ -170,24 +170,15 @@ def _pump(running: Running, kept: _Kept, deadline: float) -> str | None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=wait)
             continue
-        chunk = _read(poller, fd, wait)
-        if chunk == b"":
-            eof = True
-        elif chunk:
+        if not poller.poll(wait * 1000):
+            continue
+        with contextlib.suppress(BlockingIOError):
+            chunk = os.read(fd, 65536)
+            eof = chunk == b""
             pending = _lines(pending + chunk, kept)
     if pending:
         kept.take(pending.decode(errors="replace"))
     return cut_short
-
-
-def _read(poller: select.poll, fd: int, wait: float) -> bytes | None:
-    """What the pipe has within `wait` seconds: bytes, b"" at its end, None for nothing yet."""
-    if not poller.poll(wait * 1000):
-        return None
-    try:
-        return os.read(fd, 65536)
-    except BlockingIOError:
-        return None
 
 
 def _lines(pending: bytes, kept: _Kept) -> bytes:
