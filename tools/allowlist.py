@@ -1,16 +1,11 @@
-"""Which commands `run_command` may run without asking, and how they are made to
-stay what they look like.
+"""Which commands `run_command` runs without asking, and how they stay what they look like.
 
-Runs freely: one simple command (no `;`, pipes, redirections, substitutions, newlines)
-with an allow-listed prefix, no argument reaching outside the workspace (`ls ..`, `~`,
-a glob matching a FIFO), no never-ending form (`tail -f`), no option that writes or
-runs a program (`--output`, `--ext-diff`).
-
-Looking harmless is not enough: `git status` runs the `core.fsmonitor` an untrusted
-`.git/config` names. So a listed command, whoever approved it, runs `hardened`:
-read-only workspace, no network, and for git no system or global config, command-line
-config over the repository's, its drivers switched off, `--no-ext-diff --no-textconv`
-on diffs, no repository above the workspace; one that points git outside is refused.
+Runs freely: one simple command with an allow-listed prefix, no argument reaching
+outside the workspace (`ls ..`, `~`, a glob matching a FIFO), no never-ending form
+(`tail -f`), no option that writes or runs a program (`--output`, `--ext-diff`).
+Looking harmless is not enough (`git status` runs the `core.fsmonitor` an untrusted
+`.git/config` names), so a listed command runs `hardened`: read-only, no network, git
+without the repository's drivers and refused when its config points outside.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""`gatehouse_tool`: a typed, documented function as a LangChain tool carrying its
-`ToolSpec` (graph/protocol/tools.py).
+"""`gatehouse_tool`: a typed, documented function as a LangChain tool with its `ToolSpec`.
 
-LangChain infers a schema through pydantic's deprecated `validate_arguments` (two
-models, ~3 ms a tool). Here plain parameters become one model, its validator deferred,
-made once per process per signature and only when first read (tools/cached_tool.py):
-a resume builds the schema of the one tool it calls. They equal LangChain's
-(tests/test_open_cost.py); the model's view is keyed by `schema_source` instead.
+LangChain infers a schema through pydantic's `validate_arguments` (~3 ms a tool). Here
+plain parameters become one model, validator deferred, made once per signature and only
+when first read (tools/cached_tool.py). They equal LangChain's (tests/test_open_cost.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""`CachedTool`: LangChain's `StructuredTool`, what it works out about its function on
-every call (~0.15 ms of a 0.5 ms call) worked out once per tool, and its argument
-schema optionally made on first use (`with_schema_on_first_use`).
-
-It calls the private helpers LangChain's `_run` and `_filter_injected_args` call: an
-upgrade must be read against these (tests/test_cached_tool.py compares the classes).
+"""`CachedTool`: LangChain's `StructuredTool`, what it works out per call (~0.15 ms of
+0.5 ms) worked out once, its schema optionally made on first use. It calls the private
+helpers LangChain's `_run` and `_filter_injected_args` call: read an upgrade against
+these (tests/test_cached_tool.py compares the classes).
 """
 
 # No `from __future__ import annotations`: `BaseTool.run` reads `_run`'s type hints on

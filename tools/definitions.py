@@ -1,10 +1,8 @@
 """A tool's OpenAI function definition (what a chat model is shown), made once.
 
-LangChain remakes one on every `bind_tools` (~1 ms a tool). Here it is kept for the
-process (keyed by name, description and shared schema) and on disk (tools/disk_cache.py,
-keyed by all it is made from, only for schemas of plain types, whose repr says all they
-are; a lazy schema by what it will be made from, so it is not made). A stale definition
-can only make the model send arguments the tool's own schema check refuses.
+LangChain remakes one per `bind_tools` (~1 ms a tool); here it is kept for the process
+and on disk (tools/disk_cache.py) keyed by all it is made from (only plain-type schemas,
+whose repr says all they are). A stale one can only draw arguments the tool refuses.
 """
 
 from __future__ import annotations

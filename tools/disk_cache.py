@@ -1,7 +1,6 @@
-"""Gatehouse's cache folder: small JSON files that spare a new process work another has
-done (the sandbox probe, the tool definitions). `$GATEHOUSE_CACHE_DIR` (`off`: no cache;
-default `$XDG_CACHE_HOME/gatehouse` or `~/.cache/gatehouse`). Each file is one JSON
-object replaced atomically; best effort: a failure only means the work is done again.
+"""Gatehouse's cache folder (`$GATEHOUSE_CACHE_DIR`, `off`: none; else under
+`$XDG_CACHE_HOME` or `~/.cache`): small JSON objects sparing a new process another's
+work, each file replaced atomically. Best effort: a failure means the work is redone.
 """
 
 from __future__ import annotations

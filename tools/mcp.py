@@ -1,9 +1,6 @@
-"""Tools from MCP servers (stdio and streamable HTTP), usable from the sync graph.
-
-The adapter's tools are async-only and open a session (a stdio server process) per
-call. `MCPServers` keeps one session per server on an event loop thread of its own,
-reconnecting a dead one on the next call. MCP tools ask; their risk comes from the
-server's annotations, else `execute`.
+"""Tools from MCP servers (stdio and streamable HTTP), usable from the sync graph: one
+session per server (the adapter opens one per call) on an event loop thread of its own,
+a dead one reconnected on the next call. Their risk comes from the server's annotations.
 """
 
 from __future__ import annotations

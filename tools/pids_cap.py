@@ -1,8 +1,6 @@
-"""A hard cap on a sandboxed command's processes when Gatehouse runs as root.
-
-The kernel never applies RLIMIT_NPROC to uid 0: only the 50 ms watchdog would stop a
-fork bomb, by then holding every PID. Where a writable cgroup-v1 `pids` hierarchy
-exists, each command gets a cgroup with `pids.max`: forks past it fail with EAGAIN.
+"""A hard cap on a sandboxed command's processes as root, where the kernel ignores
+RLIMIT_NPROC (only the 50 ms watchdog would stop a fork bomb): a cgroup-v1 `pids` group
+per command, so forks past its `pids.max` fail at once.
 """
 
 from __future__ import annotations

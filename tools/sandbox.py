@@ -1,13 +1,10 @@
-"""Where `run_command` runs a command: a bubblewrap sandbox on Linux, or (where there
-is none) the plain process, said out loud on every approval card.
-
-`Bubblewrap`: an allow-listed environment (bwrap's own is PID 1's), every namespace
-unshared (the network only when granted), no nested user namespaces, no capabilities,
-`--new-session`, `--die-with-parent`; `/` read-only, fresh `/proc` and `/dev`, private
-`/tmp`, `/var/tmp` and `/run` (docker.sock, D-Bus, agents), homes and Gatehouse's
-database hidden, the workspace bound (read-only for allow-listed commands); `ulimit`s,
-and for processes `ulimit -u`, a pids cgroup as root (tools/pids_cap.py) and a /proc
-watchdog. `Unsandboxed`: the same environment allow list and ulimits, nothing else.
+"""Where `run_command` runs: a bubblewrap sandbox, or (where there is none) the plain
+process, said on every approval card. `Bubblewrap`: an allow-listed environment, every
+namespace unshared (the network only when granted), no capabilities, `/` read-only,
+private `/tmp`, `/var/tmp` and `/run` (docker.sock, D-Bus), homes and Gatehouse's
+database hidden, the workspace bound (read-only for allow-listed commands), ulimits,
+a pids cgroup as root (tools/pids_cap.py) and a /proc watchdog. `Unsandboxed`: the
+environment allow list and ulimits only.
 """
 
 from __future__ import annotations

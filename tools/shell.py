@@ -1,8 +1,6 @@
-"""`run_command`: a shell command in the workspace, streamed line by line while it runs.
-
-Where it runs is tools/sandbox.py's business; which commands run without asking,
-tools/allowlist.py's. It asks by default; `network=true` always asks (no glob rule or
-pattern grant covers it).
+"""`run_command`: a shell command in the workspace, streamed line by line. Where it runs
+is tools/sandbox.py's business, what runs unasked tools/allowlist.py's; `network=true`
+always asks (no glob rule or pattern grant covers it).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""`sql_query`: one SQL statement against the configured SQLite database.
-
-SQLite decides whether a statement only reads, never text matching: it is compiled
-(`EXPLAIN`) on a read-only connection whose authorizer refuses all but reads and
-allow-listed functions, and its program must hold no writing opcode. Such a statement
-runs freely on that kind of connection; anything else asks, then runs on a normal one.
+"""`sql_query`: one SQL statement against the configured SQLite database. SQLite decides
+whether it only reads: compiled (`EXPLAIN`) on a read-only connection whose authorizer
+refuses all but reads and allow-listed functions, its program without writing opcodes,
+it runs freely there; anything else asks, then runs on a normal connection.
 """
 
 from __future__ import annotations

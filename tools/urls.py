@@ -1,9 +1,7 @@
 """The canonical form of an http(s) URL: what policy rules match and exactly what
-`http_request` sends (`/public/%2e%2e/admin` reaches `/admin` on many servers).
-
-Scheme and host lowercased, a default port dropped, escapes of unreserved characters
-and `/` decoded (others uppercased), a backslash read as `/`, dot segments removed
-(RFC 3986 5.2.4; `..;x` is `..`), the fragment dropped.
+`http_request` sends (`/public/%2e%2e/admin` reaches `/admin` on many servers): host
+lowercased, default port dropped, unreserved and `/` escapes decoded (others uppercased),
+a backslash read as `/`, dot segments removed (`..;x` is `..`), no fragment.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The one folder file tools may touch, and the path checks that keep them in it.
-
-Checked twice: `resolve` refuses a bad path before anything is touched, then `open_fd`
-/ `parent_fd` / `remove` walk from the root with `O_NOFOLLOW`, so a symlink swapped in
-after the check cannot lead out. Gatehouse's database and install secret are hidden
-even inside the root: whoever reads them can approve.
+"""The one folder file tools may touch. `resolve` refuses a bad path before anything is
+touched, then `open_fd` / `parent_fd` / `remove` walk from the root with `O_NOFOLLOW`,
+so a symlink swapped in after the check cannot lead out. Gatehouse's database and
+install secret are hidden even inside the root: whoever reads them can approve.
 """
 
 from __future__ import annotations
