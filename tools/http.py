@@ -51,14 +51,10 @@ def host_allowed(url: str, allow_hosts: Sequence[str]) -> bool:
         return False
     host = parsed.host.lower().rstrip(".")
     with_port = f"{host}:{parsed.port}" if parsed.port else host
-    for entry in allow_hosts:
-        entry = entry.lower().strip()
-        if ":" in entry and not entry.startswith("["):
-            if with_port == entry:
-                return True
-        elif fnmatch.fnmatchcase(host, entry):
-            return True
-    return False
+    return any(
+        with_port == e if ":" in e and not e.startswith("[") else fnmatch.fnmatchcase(host, e)
+        for e in (entry.lower().strip() for entry in allow_hosts)
+    )
 
 
 def harmless_headers(headers: Any) -> bool:
@@ -244,13 +240,12 @@ def _redirect(
 
 def _read(response: httpx.Response, max_bytes: int, text_chars: int) -> str:
     data = bytearray()
-    cut = False
     for chunk in response.iter_bytes():
         data += chunk
         if len(data) > max_bytes:
-            del data[max_bytes:]
-            cut = True
             break
+    cut = len(data) > max_bytes
+    del data[max_bytes:]
     ctype = response.headers.get("content-type", "")
     head = f"HTTP {response.status_code} {response.reason_phrase}\nURL: {response.url}\ncontent-type: {ctype or '(none)'}"
     if cut:

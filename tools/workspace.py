@@ -84,12 +84,9 @@ class Workspace:
         key = (now.st_dev, now.st_ino)
         kept = self._resolved
         if kept is not None and kept[0] == key:
-            try:
-                then = os.stat(kept[1])
-            except OSError:
-                then = None
-            if then is not None and (then.st_dev, then.st_ino) == key:
-                return kept[1]
+            with contextlib.suppress(OSError):
+                if os.path.samestat(os.stat(kept[1]), now):
+                    return kept[1]
         real = self._root.resolve()
         self._resolved = (key, real)
         return real
