@@ -105,8 +105,7 @@ class Hardened:
 
 
 def listed(command: str, allow: Sequence[str]) -> list[str] | None:
-    """The allow-list entry (as tokens) a simple `command` starts with; text alone, so
-    the same at review and at run time."""
+    """The allow-list entry (as tokens) a simple `command` starts with, from text alone."""
     if not command.strip() or any(ch in SHELL_SYNTAX for ch in command):
         return None
     try:

@@ -58,8 +58,7 @@ def bound_tool(
     canonical: Callable[[Any, dict[str, Any]], dict[str, str | None]] | None = None,
     **facts: Any,
 ) -> BaseTool:
-    """A tool from a function whose first parameter, its context (a workspace), is bound
-    here, as it is to `preview(context, args)` and `canonical`."""
+    """A tool from `fn` with its first parameter bound to `context`, as are `preview`'s."""
     built = CachedTool.with_schema_on_first_use(
         functools.partial(fn, context),
         name=fn.__name__,
@@ -79,8 +78,7 @@ _schemas: dict[Hashable, Any] = {}
 
 
 def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
-    """What a function's schema depends on (a closure made again shares it); None when
-    unhashable."""
+    """What `f`'s schema depends on (a closure made again shares it); None: unhashable."""
     code = getattr(f, "__code__", None)
     if code is None:
         return None

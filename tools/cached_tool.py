@@ -30,8 +30,7 @@ _ON_FIRST_USE = "_gatehouse_schema_on_first_use"
 
 @dataclass(frozen=True)
 class SchemaOnFirstUse:
-    """How to make a tool's schema; `key`: the same for the same schema in a process;
-    `source`: text that changes whenever the schema could, across processes."""
+    """How to make a tool's schema; `key` and `source` identify it in and across processes."""
 
     make: Callable[[], Any]
     key: Hashable

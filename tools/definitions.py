@@ -81,8 +81,7 @@ def _process_key(tool: BaseTool) -> tuple[str, str, object] | None:
 
 
 def disk_key(tool: BaseTool) -> str | None:
-    """A hash of all a tool's definition is made from; None when its schema is not made
-    of plain types (its text would not say all it is)."""
+    """A hash of all a tool's definition is made from; None unless of plain types."""
     import langchain_core
     import pydantic
 

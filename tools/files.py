@@ -40,8 +40,7 @@ def entries(ws: Workspace, folder: Path) -> list[Path]:
 
 
 def walk(ws: Workspace, top: Path) -> Iterator[Path]:
-    """Entries under `top`, depth first and sorted; symlinks and tool caches
-    are listed but not entered, hidden places not even listed."""
+    """Entries under `top`, depth first; links and tool caches not entered, hidden not listed."""
     for entry in entries(ws, top):
         yield entry
         if entry.is_dir() and not entry.is_symlink() and entry.name not in SKIP_DIRS:

@@ -216,8 +216,7 @@ def _redirect(
     headers: dict[str, str] | None,
     auto_allow: Callable[[dict[str, Any]], bool],
 ) -> str | tuple[httpx.URL, Any, str | None]:
-    """The next request (URL, method, body), or the tool's answer when not followed
-    (only a request that would run freely is: no redirect past an approval)."""
+    """The next request (URL, method, body), or the answer: no redirect past an approval."""
     target = current.join(response.headers.get("location", ""))
     next_method, next_body = method, body
     if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):

@@ -174,8 +174,7 @@ class MCPServers:
             raise
 
     def load(self, reserved_names: Iterable[str] = ()) -> list[BaseTool]:
-        """Every server's tools, wrapped for sync use; an unreachable server is skipped (see
-        `errors`), a taken name gets the server's as a prefix (`server_tool`)."""
+        """Every server's tools (unreachable ones in `errors`), a taken name as `server_tool`."""
         # Tables from the config file: the adapter checks each one's transport and keys.
         client = MultiServerMCPClient(cast("dict[str, Connection]", self.connections))
         taken = set(reserved_names)

@@ -53,8 +53,7 @@ def remove(group: Path | None) -> None:
 
 
 def _remove_finished() -> None:
-    """Sweep our groups `remove` left and stale ones; never a live process's fresh group
-    (removed before its command joined, a concurrent command ran uncapped)."""
+    """Sweep our groups `remove` left, and stale ones (never a fresh one: it runs uncapped)."""
     for group in list(_finished):
         if _rmdir(group):
             _finished.discard(group)

@@ -109,8 +109,7 @@ class Support:
 
 @dataclass(eq=False)
 class Running:
-    """A started command: its process, a process-count watchdog, a stop for the whole
-    tree. `info_fd`: bwrap's `--info-fd` (names the sandbox's PID 1)."""
+    """A started command; `info_fd`: bwrap's `--info-fd` (names the sandbox's PID 1)."""
 
     proc: subprocess.Popen[bytes]
     info_fd: int | None = None
@@ -338,8 +337,7 @@ class Bubblewrap(Sandbox):
         return args + (["--info-fd", str(info_fd)] if info_fd is not None else [])
 
     def _masks(self, dirs: list[Path], files: list[Path], ws: Path, *, inside: bool) -> list[str]:
-        """Mounts over the hidden places inside the workspace, or outside it (the
-        workspace itself counts as outside)."""
+        """Mounts over the hidden places inside the workspace, or outside (it itself too)."""
         args: list[str] = []
         for d in dirs:
             if (_within(d, ws) and d != ws) == inside:
@@ -397,8 +395,7 @@ def choose_sandbox(
     limits: Limits = Limits(),
     support: Support | None = None,
 ) -> Sandbox:
-    """Bubblewrap when `auto`/`require` and it works here; unsandboxed for `off` or
-    `auto` without it; refusing for `require`."""
+    """Bubblewrap if it works here (unless `off`), else refusing for `require`, else none."""
     if mode not in SANDBOX_MODES:
         raise ValueError(f"shell_sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
     ws = Path(workspace).expanduser().absolute()

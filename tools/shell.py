@@ -117,8 +117,7 @@ def make_shell_tool(
 
 
 class _Kept:
-    """The output the model gets (at most `cap` characters, the rest counted), each line
-    streamed to the person as it comes."""
+    """The output the model gets (at most `cap` characters), each line streamed as it comes."""
 
     def __init__(self, cap: int) -> None:
         self.cap, self.parts, self.chars, self.dropped = cap, list[str](), 0, 0

@@ -130,7 +130,10 @@ def reads_only(database: Path, query: str) -> bool:
         conn.close()
     # VACUUM (INTO) and REINDEX never reach the authorizer, and `VACUUM INTO (SELECT
     # '/x')` looks like a read to it: the compiled program must write nothing too.
-    return bool(reads) and not any(_writes(op) for op in program)
+    # EXPLAIN rows: addr, opcode, p1, p2, p3, p4, p5, comment.
+    return bool(reads) and not any(
+        op[1] in _WRITING_OPCODES or (op[1] == "Transaction" and op[3] != 0) for op in program
+    )
 
 
 # Opcodes that write without a write transaction (`Transaction` with P2 != 0).
@@ -138,11 +141,6 @@ _WRITING_OPCODES = frozenset({
     "Vacuum", "JournalMode", "Checkpoint", "IncrVacuum", "VUpdate", "VCreate", "VDestroy", "VBegin",
     "ParseSchema", "CreateBtree", "Destroy", "OpenWrite", "SqlExec", "DropTable", "DropIndex", "DropTrigger",
 })  # fmt: skip
-
-
-def _writes(op: Sequence[Any]) -> bool:
-    # EXPLAIN rows: addr, opcode, p1, p2, p3, p4, p5, comment.
-    return op[1] in _WRITING_OPCODES or (op[1] == "Transaction" and op[3] != 0)
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], more: bool) -> str:

@@ -241,8 +241,7 @@ class Workspace:
                 raise
 
     def remove(self, real: Path, *, recursive: bool) -> tuple[int, int, int]:
-        """Delete the entry `real` through directory fds (a folder swapped for a symlink
-        leads nowhere); (files, folders, bytes) removed."""
+        """Delete the entry `real` through directory fds; (files, folders, bytes) removed."""
         if real == self.root:
             raise PathError("refusing to delete the workspace root itself")
         self.refuse_holder(real)
