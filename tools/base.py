@@ -42,10 +42,30 @@ def spec(
 def gatehouse_tool(
     func: Callable[..., Any] | None = None, *, name: str | None = None, **facts: Any
 ) -> Any:
-    """A typed, documented function as a tool (`facts`: `spec`'s keyword arguments)."""
+    """A typed, documented function as a tool (`facts`: `spec`'s keyword arguments), its
+    schema inferred once per signature, on first use."""
 
     def wrap(f: Callable[..., Any]) -> BaseTool:
-        return attach_spec(cached_schema_tool(f, name), spec(**facts))
+        called = name or f.__name__
+        key = _signature_key(f, called)
+        if inspect.iscoroutinefunction(f):
+            return attach_spec(
+                tool(called, args_schema=_inferred_schema(f, called, key))(f), spec(**facts)
+            )
+        if not f.__doc__:
+            # What `tool(f)` says of a function without a docstring, at once as it does.
+            raise ValueError("Function must have a docstring if description not provided.")
+        built = CachedTool.with_schema_on_first_use(
+            f,
+            name=called,
+            description=textwrap.dedent(f.__doc__).strip(),
+            schema=SchemaOnFirstUse(
+                functools.partial(_inferred_schema, f, called, key),
+                key if key is not None else ("function", f),
+                functools.partial(schema_source, f),
+            ),
+        )
+        return attach_spec(built, spec(**facts))
 
     return wrap(func) if func is not None else wrap
 
@@ -95,27 +115,6 @@ def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
     except TypeError:
         return None
     return key
-
-
-def cached_schema_tool(f: Callable[..., Any], name: str | None = None) -> BaseTool:
-    """`langchain_core.tools.tool(f)`, its schema inferred once per signature, on first use."""
-    name = name or f.__name__
-    key = _signature_key(f, name)
-    if inspect.iscoroutinefunction(f):
-        return tool(name, args_schema=_inferred_schema(f, name, key))(f)
-    if not f.__doc__:
-        # What `tool(f)` says of a function without a docstring, at once as it does.
-        raise ValueError("Function must have a docstring if description not provided.")
-    return CachedTool.with_schema_on_first_use(
-        f,
-        name=name,
-        description=textwrap.dedent(f.__doc__).strip(),
-        schema=SchemaOnFirstUse(
-            functools.partial(_inferred_schema, f, name, key),
-            key if key is not None else ("function", f),
-            functools.partial(schema_source, f),
-        ),
-    )
 
 
 def _inferred_schema(f: Callable[..., Any], name: str, key: Hashable | None) -> Any:

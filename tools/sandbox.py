@@ -22,7 +22,6 @@ import subprocess
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -74,7 +73,7 @@ class SandboxUnavailable(RuntimeError):
     """The config requires the sandbox and this machine cannot provide one."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Limits:
     """Approximate per-command limits. `cpu_s` None: the timeout times the cores."""
 
@@ -84,7 +83,7 @@ class Limits:
     tmpfs_mb: int = 1024  # each private /tmp, /var/tmp, home (RAM-backed)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Access:
     """What one command may touch beyond reading."""
 
@@ -92,7 +91,7 @@ class Access:
     network: bool = False
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Support:
     """What this machine's bubblewrap can do, found by `detect_bubblewrap`."""
 
@@ -107,7 +106,7 @@ class Support:
         return self.path is not None and not self.reason
 
 
-@dataclass(eq=False)
+@dataclasses.dataclass(eq=False)
 class Running:
     """A started command; `info_fd`: bwrap's `--info-fd` (names the sandbox's PID 1)."""
 
