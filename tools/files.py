@@ -320,8 +320,6 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
 
 # Canonical forms for policy rules and grants: what a call touches, resolved as the tool
 # resolves it, or None when it leaves the workspace (no rule or grant matches it).
-
-
 def _relative_or_none(ws: Workspace, value: Any, resolve: Any) -> str | None:
     if not isinstance(value, str):
         return None

@@ -102,8 +102,6 @@ def tree_size(real: Path) -> tuple[int, int, int]:
 
 
 # Previews (args -> text) never raise PathError, they show it.
-
-
 def preview_write(ws: Workspace, args: dict[str, Any]) -> str | None:
     try:
         target = ws.resolve(str(args.get("path", "")))
