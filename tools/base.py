@@ -121,7 +121,6 @@ def _inferred_schema(f: Callable[..., Any], name: str, key: Hashable | None) -> 
     """The schema LangChain infers for `f`, once per `key` (`setdefault` is atomic)."""
     if key is not None and (schema := _schemas.get(key)) is not None:
         return schema
-    # None from fast_schema: a signature that needs LangChain's own handling.
     schema = (
         fast_schema(name, f)
         or CachedTool.from_function(

@@ -96,8 +96,7 @@ class CachedTool(StructuredTool):
         return super()._run(*args, config=config, run_manager=run_manager, **kwargs)
 
     def _filter_injected_args(self, tool_input: dict[str, Any]) -> dict[str, Any]:
-        # BaseTool._filter_injected_args (what the callbacks are shown), its keys kept
-        # per argument schema.
+        # BaseTool._filter_injected_args (what callbacks are shown), keys kept per schema.
         schema = self.args_schema
         kept = self.__dict__.get("_gatehouse_filtered_keys")
         if kept is None or kept[0] is not schema:

@@ -280,8 +280,7 @@ def move_file(
             raise PathError(f"{ws.relative(dest)} already exists; set overwrite to replace it")
         if dest.is_dir() and not dest.is_symlink():
             raise PathError(f"{ws.relative(dest)} is a folder; move into it or delete it first")
-    # The move itself goes through directory fds reached with O_NOFOLLOW from the root,
-    # and the destination is checked again there: no path is resolved after the check.
+    # Through directory fds (O_NOFOLLOW from the root), the destination checked again there.
     with ws.parent_fd(src) as src_fd, ws.parent_fd(dest, create=True) as dest_fd:
         try:
             there = os.stat(dest.name, dir_fd=dest_fd, follow_symlinks=False)
