@@ -1,10 +1,14 @@
 """Workspace file tools: list, read and search run freely; write, edit, delete and move
-ask, with a preview (tools/previews.py). Each is a function of the workspace and its
-arguments, bound by `make_file_tools`."""
+ask, with a preview of what they will change. Each is a function of the workspace and
+its arguments, bound by `make_file_tools`. Previews share the tools' logic (`apply_edit`):
+preview and tool agree, and a failing edit says so on the card."""
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import functools
+import itertools
 import os
 import re
 import stat
@@ -15,9 +19,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from tools import previews as pv
 from tools.base import bound_tool
-from tools.previews import EditError
 from tools.workspace import PathError, Workspace
 
 READ_CAP_BYTES = 200_000
@@ -26,12 +28,199 @@ LIST_CAP = 1_000
 SEARCH_MATCH_CAP = 200
 SEARCH_FILE_CAP_BYTES = 2_000_000
 SEARCH_LINE_CHARS = 300
+PREVIEW_LINES = 40
+BINARY_SNIFF_BYTES = 8192
 # Folders a recursive listing or a search skips: tool caches, not the user's work.
 SKIP_DIRS = frozenset(
     {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 )
 
 PathArg = Annotated[str, Field(description="Path relative to the workspace root")]
+
+
+class EditError(ValueError):
+    """An exact-text edit that cannot be applied as asked."""
+
+
+def is_binary(data: bytes) -> bool:
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+def decode(data: bytes) -> str:
+    # surrogateescape: bytes that are not UTF-8 survive an edit unchanged.
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def printable(text: str) -> str:
+    return encode(text).decode("utf-8", errors="replace")
+
+
+def size_text(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    exp = next((e for e in (1, 2) if n < 1024 ** (e + 1)), 3)
+    return f"{n / 1024**exp:.1f} {('KB', 'MB', 'GB')[exp - 1]}"
+
+
+def unified_diff(old: str, new: str, path: str) -> str:
+    lines = difflib.unified_diff(
+        printable(old).splitlines(keepends=True),
+        printable(new).splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    )
+    end = "\n\\ No newline at end of file\n"
+    return "".join(line if line.endswith("\n") else line + end for line in lines) or "(no change)"
+
+
+def line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def apply_edit(text: str, old: str, new: str, *, replace_all: bool, path: str) -> tuple[str, int]:
+    """Replace `old` with `new`; refuse when `old` is missing or (unless replace_all) not unique."""
+    if old == "":
+        raise EditError("old_text is empty; give the exact text to replace")
+    count = text.count(old)
+    if count == 0:
+        hint = ""
+        stripped = old.strip()
+        if stripped and stripped in text:
+            hint = " (it is there with different surrounding whitespace or line breaks)"
+        raise EditError(
+            f"old_text was not found in {path}{hint}; read the file and copy the text exactly"
+        )
+    if count > 1 and not replace_all:
+        found = itertools.islice(re.finditer(re.escape(old), text), 10)
+        lines = [str(line_of(text, m.start())) for m in found]
+        raise EditError(
+            f"old_text appears {count} times in {path} (lines {', '.join(lines)}); "
+            "include more surrounding text to make it unique, or set replace_all"
+        )
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1), count
+
+
+def tree_size(real: Path) -> tuple[int, int, int]:
+    """(files, folders, bytes) under a folder, symlinks counted as files and not followed."""
+    files = folders = total = 0
+    for top, dirs, names in os.walk(real, followlinks=False):
+        folders += len(dirs)
+        for name in names:
+            files += 1
+            try:
+                st = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return files, folders, total
+
+
+# Previews (args -> text) never raise PathError, they show it.
+def preview_write(ws: Workspace, args: dict[str, Any]) -> str | None:
+    try:
+        target = ws.resolve(str(args.get("path", "")))
+    except PathError as exc:
+        return f"refused: {exc}"
+    content = str(args.get("content", ""))
+    rel = ws.relative(target)
+    if target.is_dir():
+        return f"refused: {rel} is a folder"
+    if not target.is_file():  # whole: the card cuts it by its own rule and says how much
+        return f"new file {rel} ({size_text(len(encode(content)))}):\n" + printable(content)
+    data = ws.read_bytes(target)
+    if is_binary(data):
+        return f"overwrite binary file {rel} ({size_text(len(data))}) with {size_text(len(encode(content)))} of text"
+    return unified_diff(decode(data), content, rel)
+
+
+def preview_edit(ws: Workspace, args: dict[str, Any]) -> str | None:
+    try:
+        target = ws.resolve(str(args.get("path", "")), must_exist=True)
+        rel = ws.relative(target)
+        if not target.is_file():
+            return f"refused: {rel} is not a file"
+        text = decode(ws.read_bytes(target))
+        new, _ = apply_edit(
+            text,
+            str(args.get("old_text", "")),
+            str(args.get("new_text", "")),
+            replace_all=bool(args.get("replace_all", False)),
+            path=rel,
+        )
+    except (PathError, EditError) as exc:
+        return f"will fail: {exc}"
+    return unified_diff(text, new, rel)
+
+
+def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
+    path = str(args.get("path", ""))
+    target = None
+    with contextlib.suppress(PathError):
+        target = link_itself(ws, path)
+    try:
+        target = target or ws.resolve(path, must_exist=True, follow_final=False)
+    except PathError as exc:
+        return f"will fail: {exc}"
+    rel = ws.relative(target)
+    if target.is_symlink():
+        return f"delete symlink {rel} -> {os.readlink(target)} (its target is kept)"
+    if target.is_dir():
+        files, folders, total = tree_size(target)
+        if files == 0 and folders == 0:
+            return f"delete empty folder {rel}/"
+        what = f"delete folder {rel}/ with {files} file(s) and {folders} subfolder(s), {size_text(total)} in all"
+        if not args.get("recursive"):
+            what = f"will fail: {rel}/ is not empty and recursive is false ({what[7:]})"
+        return what
+    data = ws.read_bytes(target, PREVIEW_LINES * 200)
+    size = target.stat().st_size
+    if is_binary(data):
+        return f"delete binary file {rel} ({size_text(size)})"
+    lines = printable(decode(data)).splitlines()[:10]
+    return f"delete file {rel} ({size_text(size)}), which starts:\n" + "\n".join(lines)
+
+
+def preview_move(ws: Workspace, args: dict[str, Any]) -> str | None:
+    try:
+        source = ws.resolve(str(args.get("source", "")), must_exist=True, follow_final=False)
+        dest = destination_of(ws, source, str(args.get("destination", "")))
+    except PathError as exc:
+        return f"will fail: {exc}"
+    line = f"move {ws.relative(source)}{'/' if source.is_dir() else ''} -> {ws.relative(dest)}"
+    if dest.exists() or dest.is_symlink():
+        if not args.get("overwrite"):
+            return f"will fail: {ws.relative(dest)} already exists and overwrite is false"
+        line += f" (replaces the existing {ws.relative(dest)}, {size_text(dest.stat().st_size)})"
+    return line
+
+
+def destination_of(ws: Workspace, source: Path, destination: str) -> Path:
+    """Like `mv`: moving onto an existing folder moves the entry into it."""
+    dest = ws.resolve(destination, follow_final=False)
+    if dest.is_dir() and not dest.is_symlink():
+        dest = dest / source.name
+        ws.resolve(ws.relative(dest))  # the new name may itself be too long
+    if source.is_dir() and not source.is_symlink() and (dest == source or source in dest.parents):
+        raise PathError(f"cannot move {ws.relative(source)} into itself")
+    return dest
+
+
+def link_itself(ws: Workspace, path: str) -> Path | None:
+    """The symlink `path` names, when its folder is inside, wherever it points: deleting
+    a link never touches its target, and one that leads out is the one to delete."""
+    if not isinstance(path, str) or not path.strip() or path.rstrip().endswith("/"):
+        return None
+    raw = Path(path.strip())
+    if raw.name in ("", ".", ".."):
+        return None
+    folder = ws.resolve(str(raw.parent), must_exist=True)
+    link = folder / raw.name
+    return link if link.is_symlink() and link != ws.root else None
 
 
 def entries(ws: Workspace, folder: Path) -> list[Path]:
@@ -99,17 +288,17 @@ def read_file(
     if start_line is not None and end_line is not None and end_line < start_line:
         raise ValueError(f"end_line ({end_line}) is before start_line ({start_line})")
     rel, size = ws.relative(target), target.stat().st_size
-    if pv.is_binary(ws.read_bytes(target, pv.BINARY_SNIFF_BYTES)):
-        return f"{rel} is a binary file ({pv.size_text(size)}); not shown."
+    if is_binary(ws.read_bytes(target, BINARY_SNIFF_BYTES)):
+        return f"{rel} is a binary file ({size_text(size)}); not shown."
     if start_line is None and end_line is None:
         data = ws.read_bytes(target, READ_CAP_BYTES + 1)
         if len(data) <= READ_CAP_BYTES:
-            return pv.printable(pv.decode(data))
+            return printable(decode(data))
         cut = data[:READ_CAP_BYTES]
         cut = cut[: cut.rfind(b"\n") + 1] or cut
         shown = cut.count(b"\n")
-        return pv.printable(pv.decode(cut)) + (
-            f"\n… (showing lines 1-{shown} of a {pv.size_text(size)} file; "
+        return printable(decode(cut)) + (
+            f"\n… (showing lines 1-{shown} of a {size_text(size)} file; "
             f"use start_line={shown + 1} to read on)"
         )
     first, last = start_line or 1, end_line
@@ -134,11 +323,11 @@ def read_file(
     if first > seen:
         return f"{rel} has only {seen} line(s); nothing at line {first}."
     shown_last = first + len(picked) - 1
-    of = f"of {seen}" if count_all else f"of a {pv.size_text(size)} file"
+    of = f"of {seen}" if count_all else f"of a {size_text(size)} file"
     note = f"\n… (lines {first}-{shown_last} {of} in {rel})"
     if capped_at:
         note += f"; size cap reached, use start_line={capped_at} to read on"
-    return pv.printable(pv.decode(b"".join(picked))) + note
+    return printable(decode(b"".join(picked))) + note
 
 
 def search_files(
@@ -182,10 +371,10 @@ def search_files(
             data = ws.read_bytes(file)
         except (OSError, PathError):
             continue
-        if pv.is_binary(data):
+        if is_binary(data):
             continue
         searched += 1
-        for n, line in enumerate(pv.printable(pv.decode(data)).splitlines(), start=1):
+        for n, line in enumerate(printable(decode(data)).splitlines(), start=1):
             if needle.search(line):
                 if len(hits) == SEARCH_MATCH_CAP:
                     hits.append(f"… (stopped after {SEARCH_MATCH_CAP} matches; narrow the search)")
@@ -208,7 +397,7 @@ def write_file(
     if target.is_dir():
         raise PathError(f"{path!r} is a folder")
     existed = target.exists()
-    data = pv.encode(content)
+    data = encode(content)
     ws.write_bytes(target, data)
     how = "overwrote" if existed else "created"
     return f"wrote {len(data)} bytes to {ws.relative(target)} ({how})"
@@ -232,12 +421,12 @@ def edit_file(
     target = _file(ws, path)
     rel = ws.relative(target)
     data = ws.read_bytes(target)
-    if pv.is_binary(data):
+    if is_binary(data):
         raise EditError(f"{rel} is a binary file; edit_file only edits text")
-    text = pv.decode(data)
-    new, count = pv.apply_edit(text, old_text, new_text, replace_all=replace_all, path=rel)
-    ws.write_bytes(target, pv.encode(new))
-    at = pv.line_of(text, text.index(old_text))
+    text = decode(data)
+    new, count = apply_edit(text, old_text, new_text, replace_all=replace_all, path=rel)
+    ws.write_bytes(target, encode(new))
+    at = line_of(text, text.index(old_text))
     return f"edited {rel}: replaced {count} occurrence(s), first at line {at}"
 
 
@@ -249,14 +438,14 @@ def delete_file(
     ] = False,
 ) -> str:
     """Delete a file, a symlink (not its target) or a folder from the workspace."""
-    target = pv.link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
+    target = link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
     rel = ws.relative(target)
     # From here on only directory fds: the path is never resolved again (issue 29, 9).
     was_folder = target.is_dir() and not target.is_symlink()
     files, folders, total = ws.remove(target, recursive=recursive)
     if not was_folder:
-        return f"deleted {rel} ({pv.size_text(total)})"
-    return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {pv.size_text(total)})"
+        return f"deleted {rel} ({size_text(total)})"
+    return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {size_text(total)})"
 
 
 def move_file(
@@ -272,7 +461,7 @@ def move_file(
     if src == ws.root:
         raise PathError("refusing to move the workspace root itself")
     ws.refuse_holder(src)
-    dest = pv.destination_of(ws, src, destination)
+    dest = destination_of(ws, src, destination)
     if dest == src:
         raise PathError(f"{source!r} and {destination!r} are the same path")
     if dest.exists() or dest.is_symlink():
@@ -310,10 +499,10 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
         bind(list_files, "read", folder),
         bind(read_file, "read", canonical_path),
         bind(search_files, "read", folder),
-        bind(write_file, "write", canonical_path, pv.preview_write, idempotent=True),
-        bind(edit_file, "write", canonical_path, pv.preview_edit),
-        bind(delete_file, "delete", canonical_entry, pv.preview_delete),
-        bind(move_file, "write", canonical_move, pv.preview_move, match_arg="source"),
+        bind(write_file, "write", canonical_path, preview_write, idempotent=True),
+        bind(edit_file, "write", canonical_path, preview_edit),
+        bind(delete_file, "delete", canonical_entry, preview_delete),
+        bind(move_file, "write", canonical_move, preview_move, match_arg="source"),
     ]
 
 
@@ -338,7 +527,7 @@ def canonical_entry(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None
     """A delete touches the entry itself: a symlink is the link, not its target."""
 
     def entry(path: str) -> Path:
-        return pv.link_itself(ws, path) or ws.resolve(path, follow_final=False)
+        return link_itself(ws, path) or ws.resolve(path, follow_final=False)
 
     return {"path": _relative_or_none(ws, args.get("path"), entry)}
 
@@ -350,6 +539,6 @@ def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]
     if source is not None and isinstance(args.get("destination"), str):
         src = ws.resolve(str(args["source"]), follow_final=False)
         destination = _relative_or_none(
-            ws, args["destination"], lambda p: pv.destination_of(ws, src, p)
+            ws, args["destination"], lambda p: destination_of(ws, src, p)
         )
     return {"source": source, "destination": destination}
