@@ -16,10 +16,10 @@ from langgraph.types import Command
 
 import tools.files as files_module
 from graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from graph.protocol.tools import spec_of
 from graph.service.config import Settings
 from graph.service.demo_model import DemoModel
 from graph.service.toolset import build_tools
-from tools.base import spec_of
 from tools.files import EditError, make_file_tools, size_text
 from tools.workspace import PathError, Workspace
 

@@ -18,7 +18,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from tools import disk_cache
-from tools.cached_tool import schema_on_first_use
+from tools.base import schema_on_first_use
 
 __all__ = ["tool_definition", "tool_definitions", "tool_name"]
 
