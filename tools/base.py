@@ -60,12 +60,7 @@ class CachedTool(StructuredTool):
 
     @classmethod
     def with_schema_on_first_use(
-        cls,
-        func: Callable[..., Any],
-        *,
-        name: str,
-        description: str,
-        schema: SchemaOnFirstUse,
+        cls, func: Callable[..., Any], *, name: str, description: str, schema: SchemaOnFirstUse
     ) -> "CachedTool":
         """`from_function(func, ..., args_schema=schema.make())`, made when first read."""
         built = cls(name=name, func=func, description=description, args_schema={})

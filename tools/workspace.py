@@ -20,20 +20,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_OPEN_DIR = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
 # What `Path.exists` takes for "not there" (pathlib's _IGNORED_ERRNOS).
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
-
-
-def _mode_if_exists(real: Path) -> int | None:
-    """`real.stat().st_mode` when `real.exists()`, else None: one stat, not two."""
-    try:
-        return os.stat(real).st_mode
-    except OSError as exc:
-        if exc.errno in _ABSENT:
-            return None
-        raise
-    except ValueError:
-        return None
 
 
 class PathError(ValueError):
@@ -119,14 +108,18 @@ class Workspace:
                 if not self._inside(entry.parent, root):
                     raise PathError(f"path {path!r} is outside the workspace ({root})")
                 return entry
-        mode = _mode_if_exists(real)
-        if mode is not None:
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise PathError(
-                    f"path {path!r} is not a regular file or folder (device, pipe or socket)"
-                )
-        elif must_exist:
-            raise PathError(f"{path!r} does not exist in the workspace")
+        try:  # one stat where `exists()` and `stat()` would make two
+            mode = os.stat(real).st_mode
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                raise
+            if must_exist:
+                raise PathError(f"{path!r} does not exist in the workspace") from None
+            return entry
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise PathError(
+                f"path {path!r} is not a regular file or folder (device, pipe or socket)"
+            )
         return entry
 
     def _why_outside(self, path: str, raw: Path, candidate: Path, root: Path) -> PathError:
@@ -147,8 +140,7 @@ class Workspace:
         if self._inside(real, root):  # the prefix cut off (see `_inside`), no new Paths
             r, p = str(root), str(real)
             return p[len(r) if r.endswith("/") else len(r) + 1 :] or "."
-        rel = real.relative_to(root).as_posix()  # raises ValueError, as it always did
-        return rel or "."
+        return real.relative_to(root).as_posix()  # raises ValueError, as it always did
 
     @staticmethod
     def _inside(real: Path, root: Path) -> bool:
@@ -168,12 +160,12 @@ class Workspace:
         try:
             for part in parts:
                 try:
-                    nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                    nxt = os.open(part, _OPEN_DIR, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
                         raise PathError(f"folder {part!r} does not exist") from None
                     os.mkdir(part, 0o777, dir_fd=fd)
-                    nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                    nxt = os.open(part, _OPEN_DIR, dir_fd=fd)
                 except OSError as exc:
                     raise PathError(
                         f"{part!r} in {self.relative(real)!r} is not a plain folder "
@@ -260,12 +252,11 @@ class Workspace:
                     raise PathError(
                         f"{rel!r} changed while it was being deleted; nothing was deleted"
                     )
-                counts = _count(fd)
+                counts = _tree(fd, delete=recursive)
                 if (counts[0] or counts[1]) and not recursive:
                     raise PathError(
                         f"{rel}/ is not empty ({counts[0]} file(s)); set recursive to delete it all"
                     )
-                _empty(fd)
             finally:
                 if fd is not None:
                     os.close(fd)
@@ -276,42 +267,22 @@ class Workspace:
 def _open_dir(name: str, dir_fd: int) -> int | None:
     """An fd for the folder `name` in `dir_fd`, or None when it is not a plain folder."""
     try:
-        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+        return os.open(name, _OPEN_DIR, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT):
             return None
         raise
 
 
-def _count(fd: int) -> tuple[int, int, int]:
-    """(files, folders, bytes) below the folder `fd`; symlinks count as files."""
+def _tree(fd: int, *, delete: bool) -> tuple[int, int, int]:
+    """(files, folders, bytes) below the folder `fd`, symlinks counted as files; with
+    `delete`, each entry removed on the way, depth first (as shutil.rmtree's fd walk)."""
     files = folders = total = 0
-    with os.scandir(fd) as entries:
-        for entry in entries:
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                sub = _open_dir(entry.name, fd)
-                if sub is None:
-                    files += 1
-                    continue
-                try:
-                    f, d, b = _count(sub)
-                finally:
-                    os.close(sub)
-                files, folders, total = files + f, folders + d + 1, total + b
-            else:
-                files += 1
-                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-    return files, folders, total
-
-
-def _empty(fd: int) -> None:
-    """Delete everything in the folder `fd`, depth first (as shutil.rmtree's fd walk)."""
     with os.scandir(fd) as it:
-        entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-    for name, is_dir in entries:
-        sub = _open_dir(name, fd) if is_dir else None
-        if sub is None:
+        entries = [(e.name, e.stat(follow_symlinks=False)) for e in it]
+    for name, st in entries:
+        sub = _open_dir(name, fd) if stat.S_ISDIR(st.st_mode) else None
+        if sub is None and delete:
             # A file, a symlink, or a folder swapped for one: the entry itself goes.
             try:
                 os.unlink(name, dir_fd=fd)
@@ -319,10 +290,15 @@ def _empty(fd: int) -> None:
                 sub = _open_dir(name, fd)
             except FileNotFoundError:
                 pass
-            if sub is None:
-                continue
+        if sub is None:
+            files += 1
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+            continue
         try:
-            _empty(sub)
+            f, d, b = _tree(sub, delete=delete)
         finally:
             os.close(sub)
-        os.rmdir(name, dir_fd=fd)
+        files, folders, total = files + f, folders + d + 1, total + b
+        if delete:
+            os.rmdir(name, dir_fd=fd)
+    return files, folders, total
