@@ -42,14 +42,13 @@ class _Server:
         self.session: Any = None
         self.tools: dict[str, BaseTool] = {}
         self._task: asyncio.Task[None] | None = None
-        self._stop: asyncio.Event | None = None
+        self._stop = asyncio.Event()  # set: the session is to close (or is gone)
         self._lock = asyncio.Lock()  # bound to the loop that first waits on it
 
     async def connect(self) -> None:
         """Open the session (entered and exited in one task, as anyio requires)."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._stop = asyncio.Event()
-        stop = self._stop
+        stop = self._stop = asyncio.Event()
 
         async def hold() -> None:
             try:
@@ -73,9 +72,9 @@ class _Server:
 
     @property
     def alive(self) -> bool:
-        task, stop = self._task, self._stop
+        task = self._task
         return bool(
-            task and not task.done() and self.session is not None and not (stop and stop.is_set())
+            task and not task.done() and self.session is not None and not self._stop.is_set()
         )
 
     async def call(self, tool_name: str, args: dict[str, Any]) -> tuple[str, Any]:
@@ -94,16 +93,14 @@ class _Server:
         except Exception as exc:
             # A transport failure: drop the session so the next call reconnects.
             # This call is not retried: the tool may have had an effect already.
-            if self._stop is not None:
-                self._stop.set()
+            self._stop.set()
             raise MCPError(
                 f"the MCP server {self.name!r} failed during {tool_name!r}: {_describe(exc)}"
             ) from exc
         return _as_text(content), artifact
 
     async def close(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
+        self._stop.set()
         if self._task is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(self._task, CLOSE_TIMEOUT_S)

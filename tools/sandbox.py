@@ -440,11 +440,9 @@ def detect_bubblewrap(path: str | None = None) -> Support:
     if not found:
         return Support(None, reason="bubblewrap (bwrap) is not installed")
     entry = disk_cache.read_entries(PROBE_FILE).get(found)
-    if isinstance(entry, dict) and isinstance(entry.get("support"), dict):
-        key = _probe_key(found)  # worked out only when an entry is there to check
-        if key is not None and entry.get("key") == key:
-            with contextlib.suppress(TypeError):
-                return Support(found, **entry["support"])
+    with contextlib.suppress(TypeError, KeyError):  # the key worked out only for an entry
+        if entry and entry["key"] == _probe_key(found):
+            return Support(found, **entry["support"])
     run = functools.partial(
         subprocess.run,
         capture_output=True,
@@ -473,9 +471,8 @@ def detect_bubblewrap(path: str | None = None) -> Support:
         return dataclasses.replace(
             support, reason=f"bubblewrap cannot create a sandbox here ({why})"
         )
-    facts = dataclasses.asdict(support)
     if disk_cache.cache_dir() is not None and (key := _probe_key(found)) is not None:
-        kept = {k: facts[k] for k in ("version", "disable_userns", "tmpfs_size")}
+        kept = {k: v for k, v in dataclasses.asdict(support).items() if k not in ("path", "reason")}
         disk_cache.write_entries(PROBE_FILE, {found: {"key": key, "support": kept}}, keep=8)
     return support
 
@@ -529,9 +526,7 @@ def safe_path(value: str, workspace: Path) -> str:
     for entry in value.split(os.pathsep):
         if not os.path.isabs(entry):
             continue
-        real = Path(entry)
-        with contextlib.suppress(OSError):
-            real = real.resolve()
+        real = Path(os.path.realpath(entry))
         if not _within(real, ws) and not _within(real, ws.resolve()):
             kept.append(entry)
     return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
@@ -557,15 +552,13 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-_thread_count: tuple[float, int] = (0.0, 0)
-
-
 def user_threads() -> int:
     """The user's threads on the machine (what RLIMIT_NPROC counts), at most once a second."""
-    global _thread_count
-    now = time.monotonic()
-    if now - _thread_count[0] < 1.0:
-        return _thread_count[1]
+    return _user_threads(int(time.monotonic()))
+
+
+@functools.lru_cache(maxsize=1)
+def _user_threads(_second: int) -> int:
     uid, total = str(os.getuid()), 0
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -579,7 +572,6 @@ def user_threads() -> int:
             continue
         if fields.get("Uid", "").split()[:1] == [uid]:
             total += int(fields.get("Threads", "1").strip() or 1)
-    _thread_count = (now, total)
     return total
 
 

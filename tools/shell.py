@@ -22,8 +22,6 @@ from tools.base import gatehouse_tool
 from tools.sandbox import Access, Running, Sandbox, choose_sandbox, system_shell
 from tools.workspace import Workspace
 
-__all__ = ["allowed_by_list", "make_shell_tool"]
-
 OUTPUT_CAP_CHARS = 30_000
 STREAM_LINE_CHARS = 2_000
 EXIT_GRACE_S = 0.3
