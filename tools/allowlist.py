@@ -124,11 +124,10 @@ def allowed_by_list(command: str, allow: Sequence[str], ws: Workspace) -> bool:
     if prefix is None:
         return False
     tokens = shlex.split(command, comments=False, posix=True)
-    rest = tokens[len(prefix) :]
     return (
         not never_ending(tokens)
         and not _risky_git_option(tokens)
-        and all(_harmless_arg(t, ws) for t in rest)
+        and all(_harmless_arg(t, ws) for t in tokens[len(prefix) :])
     )
 
 
@@ -268,11 +267,9 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
 
 def _check_repository(ws: Workspace, found: subprocess.CompletedProcess[str]) -> None:
     """Refuse a repository whose git, common folder or object alternates lie outside."""
-    if found.returncode != 0:
-        return  # no repository: the git command itself says so
     lines = found.stdout.splitlines()
-    if len(lines) < 2:
-        return
+    if found.returncode != 0 or len(lines) < 2:
+        return  # no repository: the git command itself says so
     git_dir, common = Path(lines[0]), ws.root / lines[1]
     for what, folder in (("git folder", git_dir), ("common git folder", common)):
         if not _inside(folder, ws.root):

@@ -104,22 +104,6 @@ def apply_edit(text: str, old: str, new: str, *, replace_all: bool, path: str) -
     return text.replace(old, new) if replace_all else text.replace(old, new, 1), count
 
 
-def tree_size(real: Path) -> tuple[int, int, int]:
-    """(files, folders, bytes) under a folder, symlinks counted as files and not followed."""
-    files = folders = total = 0
-    for top, dirs, names in os.walk(real, followlinks=False):
-        folders += len(dirs)
-        for name in names:
-            files += 1
-            try:
-                st = os.lstat(os.path.join(top, name))
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                total += st.st_size
-    return files, folders, total
-
-
 # Previews (args -> text) never raise PathError, they show it.
 def preview_write(ws: Workspace, args: dict[str, Any]) -> str | None:
     try:
@@ -170,7 +154,13 @@ def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
     if target.is_symlink():
         return f"delete symlink {rel} -> {os.readlink(target)} (its target is kept)"
     if target.is_dir():
-        files, folders, total = tree_size(target)
+        files = folders = total = 0
+        for top, dirs, names in os.walk(target, followlinks=False):
+            folders, files = folders + len(dirs), files + len(names)
+            for name in names:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(os.path.join(top, name))
+                    total += st.st_size if stat.S_ISREG(st.st_mode) else 0
         if files == 0 and folders == 0:
             return f"delete empty folder {rel}/"
         what = f"delete folder {rel}/ with {files} file(s) and {folders} subfolder(s), {size_text(total)} in all"
@@ -396,10 +386,9 @@ def write_file(
     target = ws.resolve(path)
     if target.is_dir():
         raise PathError(f"{path!r} is a folder")
-    existed = target.exists()
+    how = "overwrote" if target.exists() else "created"
     data = encode(content)
     ws.write_bytes(target, data)
-    how = "overwrote" if existed else "created"
     return f"wrote {len(data)} bytes to {ws.relative(target)} ({how})"
 
 
@@ -487,8 +476,6 @@ def move_file(
 
 
 def make_file_tools(ws: Workspace) -> list[BaseTool]:
-    """The seven file tools, each bound to the workspace `ws`."""
-
     def bind(fn: Any, risk: str, canonical: Any, preview: Any = None, **facts: Any) -> BaseTool:
         facts.setdefault("match_arg", "path")
         return bound_tool(fn, ws, risk=risk, preview=preview, canonical=canonical, **facts)

@@ -147,20 +147,6 @@ def host_allowed(url: str, allow_hosts: Sequence[str]) -> bool:
     )
 
 
-def harmless_headers(headers: Any) -> bool:
-    """True when a GET with these headers is still just a fetch."""
-    return not headers or (
-        isinstance(headers, dict)
-        and all(
-            isinstance(k, str)
-            and k.strip().lower() in FREE_HEADERS
-            and isinstance(v, str)
-            and v.isprintable()
-            for k, v in headers.items()
-        )
-    )
-
-
 _SKIP = {"script", "style", "noscript", "template", "svg", "head"}
 _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
           "header", "footer", "pre", "blockquote", "table", "ul", "ol", "hr", "title"}  # fmt: skip
@@ -215,10 +201,18 @@ def make_http_tool(
     allow = list(allow_hosts)
 
     def auto_allow(args: dict[str, Any]) -> bool:
+        headers = args.get("headers") or {}  # with other headers a GET is more than a fetch
         return (
             args.get("method", "GET") in ("GET", "HEAD")
             and not args.get("body")
-            and harmless_headers(args.get("headers"))
+            and isinstance(headers, dict)
+            and all(
+                isinstance(k, str)
+                and k.strip().lower() in FREE_HEADERS
+                and isinstance(v, str)
+                and v.isprintable()
+                for k, v in headers.items()
+            )
             and host_allowed(str(args.get("url", "")), allow)
         )
 

@@ -132,13 +132,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _risk(tool: BaseTool) -> Risk:
-    hints = tool.metadata or {}
-    if hints.get("readOnlyHint"):
-        return "read"
-    return "network" if hints.get("openWorldHint") else "execute"
-
-
 class MCPServers:
     """The configured MCP servers, connected on a private event loop thread."""
 
@@ -241,7 +234,10 @@ class MCPServers:
                 "mcp_tool": tool_name,
             },
         )
-        return attach_spec(wrapped, ToolSpec(risk=_risk(mcp_tool), default="ask"))
+        hints = mcp_tool.metadata or {}
+        unread: Risk = "network" if hints.get("openWorldHint") else "execute"
+        risk: Risk = "read" if hints.get("readOnlyHint") else unread
+        return attach_spec(wrapped, ToolSpec(risk=risk, default="ask"))
 
     def close(self) -> None:
         """Close every session (stdio servers exit) and stop the loop thread."""

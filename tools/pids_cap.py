@@ -26,7 +26,12 @@ def new_cap(max_processes: int) -> Path | None:
     """A fresh pids cgroup allowing `max_processes`, or None (not root, or none made)."""
     if os.geteuid() != 0 or not (PIDS_HIERARCHY / "cgroup.procs").is_file():
         return None
-    _remove_finished()
+    # Sweep our groups `remove` left, and stale ones (never a fresh one: it runs uncapped).
+    _finished.difference_update({g for g in list(_finished) if _rmdir(g)})
+    with contextlib.suppress(OSError):
+        for stale in PIDS_HIERARCHY.glob("gatehouse-*"):
+            if _stale(stale):
+                _rmdir(stale)
     # The creator's pid in the name: a sweep never takes a live process's fresh group.
     group = PIDS_HIERARCHY / f"gatehouse-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     try:
@@ -52,17 +57,6 @@ def remove(group: Path | None) -> None:
         _finished.add(group)
 
 
-def _remove_finished() -> None:
-    """Sweep our groups `remove` left, and stale ones (never a fresh one: it runs uncapped)."""
-    for group in list(_finished):
-        if _rmdir(group):
-            _finished.discard(group)
-    with contextlib.suppress(OSError):
-        for group in PIDS_HIERARCHY.glob("gatehouse-*"):
-            if _stale(group):
-                _rmdir(group)
-
-
 def _stale(group: Path) -> bool:
     """Old enough that its command has long joined it; sooner when its creator is gone."""
     try:
@@ -70,25 +64,15 @@ def _stale(group: Path) -> bool:
     except OSError:
         return False
     owner = group.name.split("-")[1] if group.name.count("-") >= 2 else ""
-    orphaned = owner.isdigit() and int(owner) != os.getpid() and _gone(int(owner))
+    # Its creator gone: no /proc entry (a zombie or another user's process has one).
+    orphaned = owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists()
     return age > SWEEP_AFTER_S or (orphaned and age > ORPHAN_AFTER_S)
-
-
-def _gone(pid: int) -> bool:
-    """The process has ended (EPERM: another user's, alive)."""
-    try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return isinstance(exc, ProcessLookupError)
-    return False
 
 
 def _rmdir(group: Path) -> bool:
     """Whether `group` is gone now (one that holds processes cannot be removed)."""
     try:
         group.rmdir()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+    except OSError as exc:
+        return isinstance(exc, FileNotFoundError)
     return True

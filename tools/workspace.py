@@ -52,11 +52,9 @@ class Workspace:
         self._hidden = [Path(p).expanduser().resolve() for p in hidden]
 
     def hides(self, real: Path) -> bool:
-        """Whether the real path `real` is (in) a hidden place."""
         return any(self._inside(real, h) for h in self._hidden)
 
     def refuse_holder(self, real: Path) -> None:
-        """Refuse to delete or move a folder that holds a hidden place."""
         if any(self._inside(h, real) for h in self._hidden):
             raise PathError(
                 f"{self.relative(real)!r} holds Gatehouse's own database or secret; "
