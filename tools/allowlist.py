@@ -111,11 +111,7 @@ def listed(command: str, allow: Sequence[str]) -> list[str] | None:
         tokens = shlex.split(command, comments=False, posix=True)
     except ValueError:  # unbalanced quotes
         return None
-    for entry in allow:
-        prefix = shlex.split(entry)
-        if prefix and tokens[: len(prefix)] == prefix:
-            return prefix
-    return None
+    return next((p for p in map(shlex.split, allow) if p and tokens[: len(p)] == p), None)
 
 
 def allowed_by_list(command: str, allow: Sequence[str], ws: Workspace) -> bool:

@@ -1,11 +1,8 @@
-"""`gatehouse_tool`: a typed, documented function as a LangChain tool with its `ToolSpec`.
-
-LangChain infers a schema through pydantic's `validate_arguments` (~3 ms a tool). Here
-plain parameters become one model, validator deferred, made once per signature and only
-when first read. They equal LangChain's (tests/test_open_cost.py). `CachedTool`:
-LangChain's `StructuredTool`, what it works out per call (~0.15 ms of 0.5 ms) worked out
-once. It calls the private helpers LangChain's `_run` and `_filter_injected_args` call:
-read an upgrade against these (tests/test_cached_tool.py compares the classes).
+"""`gatehouse_tool`: a typed, documented function as a LangChain tool with its `ToolSpec`,
+its schema (equal to LangChain's, which costs ~3 ms a tool) one model made once per
+signature, on first read, validator deferred. `CachedTool`: a `StructuredTool` that works
+out once what LangChain works out per call (~0.15 ms of 0.5 ms), through LangChain's
+private helpers: read an upgrade against tests/test_cached_tool.py.
 """
 
 # No `from __future__ import annotations`: `BaseTool.run` reads `_run`'s type hints on

@@ -1,8 +1,7 @@
-"""A tool's OpenAI function definition (what a chat model is shown), made once.
-
-LangChain remakes one per `bind_tools` (~1 ms a tool); here it is kept for the process
-and on disk (tools/disk_cache.py) keyed by all it is made from (only plain-type schemas,
-whose repr says all they are). A stale one can only draw arguments the tool refuses.
+"""A tool's OpenAI function definition (what a chat model is shown), made once: LangChain
+remakes one per `bind_tools` (~1 ms a tool); here it is kept for the process and on disk,
+keyed by all it is made from (only plain-type schemas, whose repr says all they are). A
+stale one can only draw arguments the tool refuses.
 """
 
 from __future__ import annotations

@@ -295,7 +295,7 @@ def read_file(
     picked: list[bytes] = []
     used, seen, capped_at = 0, 0, None
     count_all = size <= COUNT_LINES_BYTES  # say "of N lines" unless that means reading gigabytes
-    with os.fdopen(ws.open_fd(target, os.O_RDONLY), "rb") as fh:
+    with os.fdopen(ws.open_fd(target), "rb") as fh:
         for seen, line in enumerate(fh, start=1):
             if seen < first:
                 continue
@@ -350,12 +350,10 @@ def search_files(
     files = (
         [top] if top.is_file() else [p for p in walk(ws, top) if p.is_file() and not p.is_symlink()]
     )
-    if glob:
-        files = [p for p in files if p.match(glob)]
     hits: list[str] = []
     searched = 0
     for file in files:
-        if file.lstat().st_size > SEARCH_FILE_CAP_BYTES:
+        if (glob and not file.match(glob)) or file.lstat().st_size > SEARCH_FILE_CAP_BYTES:
             continue
         try:
             data = ws.read_bytes(file)

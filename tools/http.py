@@ -1,12 +1,8 @@
 """`http_request`: fetch a URL. A GET to an allow-listed host, with only headers that
 negotiate the response (Accept …), runs freely; anything else asks. A redirect is
 followed only when its request would itself run freely: an approval covers the URL it
-matched, never the `/admin/...` an open redirect points to. HTML comes back as text.
-
-Policy rules match, and the tool sends, a URL's canonical form (`/public/%2e%2e/admin`
-reaches `/admin` on many servers): host lowercased, default port dropped, unreserved and
-`/` escapes decoded (others uppercased), a backslash read as `/`, dot segments removed
-(`..;x` is `..`), no fragment.
+matched, never the `/admin/...` an open redirect points to. Rules match, and the tool
+sends, a URL's canonical form: `/public/%2e%2e/admin` reaches `/admin` on many servers.
 """
 
 from __future__ import annotations
@@ -285,8 +281,7 @@ def request_preview(args: dict[str, Any], allow: Sequence[str]) -> str:
             line += f"\n(as written: {raw})"
     if not host_allowed(raw, allow):
         line += "\n(host is not on the allow list)"
-    for k, v in (args.get("headers") or {}).items():
-        line += f"\n{k}: {v}"
+    line += "".join(f"\n{k}: {v}" for k, v in (args.get("headers") or {}).items())
     if args.get("body"):  # whole: the card decides how much to show at once
         line += "\n\n" + str(args["body"])
     return line

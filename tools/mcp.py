@@ -70,16 +70,10 @@ class _Server:
         self._task = asyncio.create_task(hold(), name=f"mcp-{self.name}")
         await ready
 
-    @property
-    def alive(self) -> bool:
-        task = self._task
-        return bool(
-            task and not task.done() and self.session is not None and not self._stop.is_set()
-        )
-
     async def call(self, tool_name: str, args: dict[str, Any]) -> tuple[str, Any]:
         async with self._lock:
-            if not self.alive:
+            # `session` is set only while `hold` runs inside it.
+            if self.session is None or self._stop.is_set():
                 log.info("reconnecting to MCP server %r", self.name)
                 await self.close()
                 await self.connect()
@@ -215,12 +209,10 @@ class MCPServers:
             )
 
         description = (mcp_tool.description or tool_name).strip()
-        # The adapter always gives the server's input schema; a tool without one takes no arguments.
-        schema = (
-            mcp_tool.args_schema
-            if mcp_tool.args_schema is not None
-            else {"type": "object", "properties": {}}
-        )
+        schema = mcp_tool.args_schema
+        if schema is None:  # the adapter gives the server's; a tool without one takes none
+            schema = {"type": "object", "properties": {}}
+        hints = mcp_tool.metadata or {}  # the server's annotations: readOnlyHint ...
         wrapped = StructuredTool(
             name=public,
             description=f"{description}\n\n(Tool from the MCP server {server.name!r}.)",
@@ -228,13 +220,8 @@ class MCPServers:
             func=call_sync,
             coroutine=call_async,
             response_format="content_and_artifact",
-            metadata={
-                **(mcp_tool.metadata or {}),
-                "mcp_server": server.name,
-                "mcp_tool": tool_name,
-            },
+            metadata={**hints, "mcp_server": server.name, "mcp_tool": tool_name},
         )
-        hints = mcp_tool.metadata or {}
         unread: Risk = "network" if hints.get("openWorldHint") else "execute"
         risk: Risk = "read" if hints.get("readOnlyHint") else unread
         return attach_spec(wrapped, ToolSpec(risk=risk, default="ask"))

@@ -356,7 +356,7 @@ class Bubblewrap(Sandbox):
         home = _resolved(homes[0]) if homes else None
         machine = [Path(p) for p in ROOT_ONLY_SECRETS if os.access(p, os.R_OK)]
         found = (_resolved(raw) for raw in [*homes, *self.hide, *machine])
-        candidates = dict.fromkeys(p for p in found if p and p not in SYSTEM_DIRS and p.exists())
+        candidates = dict.fromkeys(p for p in found if p not in SYSTEM_DIRS and p.exists())
         dirs = sorted((p for p in candidates if p.is_dir()), key=lambda p: len(p.parts))
 
         def covered(path: Path, by: list[Path]) -> bool:
@@ -541,11 +541,8 @@ def system_shell() -> str:
     )
 
 
-def _resolved(path: Path) -> Path | None:
-    try:
-        return path.expanduser().resolve()
-    except (OSError, RuntimeError):
-        return None
+def _resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path.expanduser()))  # a symlink loop: a path that never exists
 
 
 def _within(path: Path, folder: Path) -> bool:

@@ -206,8 +206,7 @@ def make_sql_tool(
             cur = conn.execute(query, params or [])
             if cur.description is None:
                 conn.commit()
-                changed = cur.rowcount
-                return f"OK: {changed} row(s) changed." if changed >= 0 else "OK."
+                return f"OK: {cur.rowcount} row(s) changed." if cur.rowcount >= 0 else "OK."
             columns = [d[0] for d in cur.description]
             if read:
                 rows = cur.fetchmany(row_cap + 1)

@@ -21,6 +21,7 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _OPEN_DIR = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_READ_FILE = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC  # a FIFO must not block the open
 # What `Path.exists` takes for "not there" (pathlib's _IGNORED_ERRNOS).
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
@@ -175,31 +176,23 @@ class Workspace:
         finally:
             os.close(fd)
 
-    def open_fd(
-        self, real: Path, flags: int, mode: int = 0o666, *, create_parents: bool = False
-    ) -> int:
-        """Open a regular file inside the workspace; symlinks and device files refused."""
-        with self.parent_fd(real, create=create_parents) as dir_fd:
+    def open_fd(self, real: Path) -> int:
+        """Open a regular file inside the workspace to read; symlinks and device files refused."""
+        with self.parent_fd(real) as dir_fd:
             try:
-                fd = os.open(
-                    real.name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd
-                )
+                fd = os.open(real.name, _READ_FILE, dir_fd=dir_fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: O_NOFOLLOW on FreeBSD
                     raise PathError(f"{self.relative(real)!r} became a symlink; refused") from exc
                 raise
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise PathError(f"{self.relative(real)!r} is not a regular file")
-        except BaseException:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise
+            raise PathError(f"{self.relative(real)!r} is not a regular file")
         return fd
 
     def read_bytes(self, real: Path, limit: int | None = None) -> bytes:
-        fd = self.open_fd(real, os.O_RDONLY)
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read() if limit is None else fh.read(limit)
+        with os.fdopen(self.open_fd(real), "rb") as fh:
+            return fh.read(limit)  # None: all of it
 
     def write_bytes(self, real: Path, data: bytes) -> None:
         """Replace the file atomically (a crash never leaves half a file), keeping its mode."""
