@@ -18,7 +18,6 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.sandbox import DEFAULT_PATH, safe_path
@@ -93,14 +92,6 @@ class GitConfigUnreadable(RuntimeError):
 
 class GitRepositoryRefused(RuntimeError):
     """The repository points git outside the workspace (core.worktree ...)."""
-
-
-@dataclass(frozen=True)
-class Hardened:
-    """An allow-listed command as it will run, with extra environment (git's overrides)."""
-
-    command: str
-    env: dict[str, str] = field(default_factory=dict)
 
 
 def listed(command: str, allow: Sequence[str]) -> list[str] | None:
@@ -180,14 +171,14 @@ def _harmless_arg(token: str, ws: Workspace) -> bool:
     return True
 
 
-def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None:
-    """How a listed command runs (None: not listed, runs as approved)."""
-    prefix = listed(command, allow)
-    if prefix is None:
-        return None
+def harden(command: str, allow: Sequence[str], ws: Workspace) -> tuple[str, dict[str, str]]:
+    """The command as it runs and its extra environment: a listed git command's overrides;
+    any other command as it is (as approved)."""
+    if listed(command, allow) is None:
+        return command, {}
     tokens = shlex.split(command, comments=False, posix=True)
     if os.path.basename(tokens[0]) != "git":
-        return Hardened(command)
+        return command, {}
     # Never look above the workspace for a repository (the ceiling itself is not searched).
     env = {**GIT_SAFE_ENV, "GIT_CEILING_DIRECTORIES": str(ws.root.parent)}
     overrides = {**GIT_SAFE_CONFIG, **_driver_overrides(ws, env)}
@@ -204,7 +195,7 @@ def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None
             lexer.get_token()
         rest = command[stream.tell() :]
         command = f"{shlex.join(tokens[:2])} {' '.join(GIT_SAFE_FLAGS)} {rest}".rstrip()
-    return Hardened(command, env)
+    return command, env
 
 
 def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:

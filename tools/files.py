@@ -494,9 +494,7 @@ def make_file_tools(ws: Workspace) -> list[BaseTool]:
 # Canonical forms for policy rules and grants: what a call touches, resolved as the tool
 # resolves it, or None when it leaves the workspace (no rule or grant matches it).
 def _relative_or_none(ws: Workspace, value: Any, resolve: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    try:
+    try:  # what is not a string `ws.resolve` refuses too
         return ws.relative(resolve(value))
     except (PathError, OSError, ValueError):
         return None
@@ -510,11 +508,10 @@ def canonical_path(
 
 def canonical_entry(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
     """A delete touches the entry itself: a symlink is the link, not its target."""
-
-    def entry(path: str) -> Path:
-        return link_itself(ws, path) or ws.resolve(path, follow_final=False)
-
-    return {"path": _relative_or_none(ws, args.get("path"), entry)}
+    path = _relative_or_none(
+        ws, args.get("path"), lambda p: link_itself(ws, p) or ws.resolve(p, follow_final=False)
+    )
+    return {"path": path}
 
 
 def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:

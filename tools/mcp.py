@@ -178,11 +178,9 @@ class MCPServers:
                 continue
             self._servers[name] = server
             for mcp_tool in server.tools.values():
-                public = (
-                    mcp_tool.name
-                    if mcp_tool.name not in taken
-                    else f"{_NAME_OK.sub('_', name)}_{mcp_tool.name}"
-                )
+                public = mcp_tool.name
+                if public in taken:
+                    public = f"{_NAME_OK.sub('_', name)}_{public}"
                 taken.add(public)
                 tools.append(self._wrap(server, mcp_tool, public))
         return tools

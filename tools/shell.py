@@ -87,12 +87,12 @@ def make_shell_tool(
         """
         if not command.strip():
             raise ValueError("command is empty")
-        hardened = harden(command, allow, ws)
+        line, env = harden(command, allow, ws)
         running = box.start(
-            [shell, "-c", hardened.command if hardened else command],
+            [shell, "-c", line],
             access({"command": command, "network": network}),
             timeout_s=timeout_s,
-            extra_env=hardened.env if hardened else {},
+            extra_env=env,
         )
         kept = _Kept(output_cap)
         try:
@@ -122,14 +122,11 @@ class _Kept:
 
     def take(self, line: str) -> None:
         room = max(self.cap - self.chars, 0)
-        if len(line) > room:
-            self.dropped += len(line) - room
-            line = line[:room]
-            if not line:
-                return
-        self.parts.append(line)
-        self.chars += len(line)
-        stream_output(line.rstrip("\n")[:STREAM_LINE_CHARS])
+        self.dropped += max(len(line) - room, 0)
+        if line := line[:room]:
+            self.parts.append(line)
+            self.chars += len(line)
+            stream_output(line.rstrip("\n")[:STREAM_LINE_CHARS])
 
     def text(self) -> str:
         out = "".join(self.parts)

@@ -21,11 +21,10 @@ ROW_CAP = 50
 CELL_CHARS = 80
 TIMEOUT_S = 30.0
 
-# Authorizer actions that only read. PRAGMA is judged separately (some pragmas write).
+# Authorizer actions that only read. FUNCTION and PRAGMA are judged by name (some write).
 _READ_ACTIONS = {
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
     getattr(sqlite3, "SQLITE_RECURSIVE", 33),
 }
 # Pragmas that report on their argument (a table, an index): `PRAGMA table_info(t)`.
@@ -79,17 +78,14 @@ class SQLError(ValueError):
 def _read_only_authorizer(
     action: int, arg1: str | None, arg2: str | None, db: str | None, _trigger: str | None
 ) -> int:
+    name = (arg1 or "").lower()
     if action == sqlite3.SQLITE_FUNCTION:
-        return (
-            sqlite3.SQLITE_OK if (arg2 or "").lower() in ALLOWED_FUNCTIONS else sqlite3.SQLITE_DENY
-        )
-    if action in _READ_ACTIONS:
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA:
-        name = (arg1 or "").lower()
-        if name in _INSPECT_PRAGMAS or (name in _QUERY_PRAGMAS and arg2 is None):
-            return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY
+        ok = (arg2 or "").lower() in ALLOWED_FUNCTIONS
+    elif action == sqlite3.SQLITE_PRAGMA:
+        ok = name in _INSPECT_PRAGMAS or (name in _QUERY_PRAGMAS and arg2 is None)
+    else:
+        ok = action in _READ_ACTIONS
+    return sqlite3.SQLITE_OK if ok else sqlite3.SQLITE_DENY
 
 
 def _connect(database: Path, *, read_only: bool) -> sqlite3.Connection:
@@ -159,10 +155,8 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], more: bo
         " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in grid
     ]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    noun = "row" if len(rows) == 1 else "rows"
-    footer = f"({len(rows)} {noun}" + (
-        f"; stopped at {ROW_CAP}, more rows not shown)" if more else ")"
-    )
+    stopped = f"; stopped at {ROW_CAP}, more rows not shown" if more else ""
+    footer = f"({len(rows)} {'row' if len(rows) == 1 else 'rows'}{stopped})"
     return "\n".join([*lines, footer])
 
 
