@@ -226,10 +226,10 @@ def walk(ws: Workspace, top: Path) -> Iterator[Path]:
             yield from walk(ws, entry)
 
 
-def _file(ws: Workspace, path: str) -> Path:
-    target = ws.resolve(path, must_exist=True)
-    if not target.is_file():
-        raise PathError(f"{path!r} is not a file")
+def _existing(ws: Workspace, path: str, *, folder: bool = False) -> Path:
+    target = ws.resolve(path, must_exist=True)  # a regular file or a folder
+    if target.is_dir() != folder:
+        raise PathError(f"{path!r} is not a {'folder' if folder else 'file'}")
     return target
 
 
@@ -243,9 +243,7 @@ def list_files(
     Folders end with `/`; symlinks show their target. A recursive listing skips
     tool caches such as .git and node_modules and stops after 1000 entries.
     """
-    folder = ws.resolve(path, must_exist=True)
-    if not folder.is_dir():
-        raise PathError(f"{path!r} is not a folder")
+    folder = _existing(ws, path, folder=True)
     rows: list[str] = []
     for entry in walk(ws, folder) if recursive else entries(ws, folder):
         if len(rows) == LIST_CAP:
@@ -274,7 +272,7 @@ def read_file(
     At most 200 KB come back per call; for a bigger file ask for line ranges.
     Binary files are reported by size, not shown.
     """
-    target = _file(ws, path)
+    target = _existing(ws, path)
     if start_line is not None and end_line is not None and end_line < start_line:
         raise ValueError(f"end_line ({end_line}) is before start_line ({start_line})")
     rel, size = ws.relative(target), target.stat().st_size
@@ -405,7 +403,7 @@ def edit_file(
     unique unless replace_all is true; otherwise nothing changes and the error
     says why.
     """
-    target = _file(ws, path)
+    target = _existing(ws, path)
     rel = ws.relative(target)
     data = ws.read_bytes(target)
     if is_binary(data):

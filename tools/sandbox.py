@@ -278,11 +278,9 @@ class Bubblewrap(Sandbox):
         self.show = [Path(p).expanduser() for p in show]
 
     def describe(self, access: Access) -> str:
-        ws = "workspace writable" if access.writable else "workspace read-only"
-        net = (
-            "NETWORK ALLOWED (any host, this machine included)" if access.network else "no network"
-        )
-        return f"sandboxed · {ws} · {net}"
+        ws = "writable" if access.writable else "read-only"
+        net = "NETWORK ALLOWED (any host, this machine included)" if access.network else ""
+        return f"sandboxed · workspace {ws} · {net or 'no network'}"
 
     def start(
         self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Env = NO_ENV

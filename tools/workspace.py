@@ -49,7 +49,7 @@ class Workspace:
         self, root: str | os.PathLike[str], *, hidden: Iterable[str | os.PathLike[str]] = ()
     ) -> None:
         self._root = Path(root).expanduser().absolute()
-        self._resolved: tuple[tuple[int, int], Path] | None = None
+        self._resolved: Path | None = None
         self._hidden = [Path(p).expanduser().resolve() for p in hidden]
 
     def hides(self, real: Path) -> bool:
@@ -68,15 +68,12 @@ class Workspace:
         # same directory (two stats, not one per component).
         if not self._root.is_dir():  # a failing mkdir costs more than the stat
             self._root.mkdir(parents=True, exist_ok=True)
-        now = os.stat(self._root)
-        key = (now.st_dev, now.st_ino)
-        kept = self._resolved
-        if kept is not None and kept[0] == key:
+        now, kept = os.stat(self._root), self._resolved
+        if kept is not None:
             with contextlib.suppress(OSError):
-                if os.path.samestat(os.stat(kept[1]), now):
-                    return kept[1]
-        real = self._root.resolve()
-        self._resolved = (key, real)
+                if os.path.samestat(os.stat(kept), now):
+                    return kept
+        self._resolved = real = self._root.resolve()
         return real
 
     def resolve(self, path: str, *, must_exist: bool = False, follow_final: bool = True) -> Path:
