@@ -8,6 +8,7 @@ private helpers: read an upgrade against tests/test_cached_tool.py.
 # No `from __future__ import annotations`: `BaseTool.run` reads `_run`'s type hints on
 # every call (to pass `config` to it); real objects need no evaluation.
 
+import contextlib
 import functools
 import inspect
 import os
@@ -107,16 +108,13 @@ class CachedTool(StructuredTool):
         if kept is None or kept[0] is not schema:
             keys = set(FILTERED_ARGS) | set(self._injected_args_keys)
             if schema is not None and not isinstance(schema, dict):
-                try:
+                # As LangChain: a failure leaves FILTERED_ARGS only.
+                with contextlib.suppress(Exception):
                     for name, hint in get_all_basemodel_annotations(schema).items():
                         if _is_injected_arg_type(hint):
                             keys.add(name)
-                except Exception:  # noqa: BLE001, S110  # as LangChain: then FILTERED_ARGS only
-                    pass
-            kept = (schema, frozenset(keys))
-            self.__dict__["_gatehouse_filtered_keys"] = kept
-        filtered: frozenset[str] = kept[1]
-        return {k: v for k, v in tool_input.items() if k not in filtered}
+            kept = self.__dict__["_gatehouse_filtered_keys"] = (schema, frozenset(keys))
+        return {k: v for k, v in tool_input.items() if k not in kept[1]}
 
 
 def spec(

@@ -310,9 +310,8 @@ def read_file(
             used += len(line)
     if first > seen:
         return f"{rel} has only {seen} line(s); nothing at line {first}."
-    shown_last = first + len(picked) - 1
     of = f"of {seen}" if count_all else f"of a {size_text(size)} file"
-    note = f"\n… (lines {first}-{shown_last} {of} in {rel})"
+    note = f"\n… (lines {first}-{first + len(picked) - 1} {of} in {rel})"
     if capped_at:
         note += f"; size cap reached, use start_line={capped_at} to read on"
     return printable(decode(b"".join(picked))) + note

@@ -158,19 +158,16 @@ def html_to_text(html: str) -> str:
             self.parts: list[str] = []
             self.title, self.skip, self.in_title = "", 0, False
 
-        def handle_starttag(self, tag: str, attrs: Any) -> None:
-            self.tag(tag, 1)
-
-        def handle_endtag(self, tag: str) -> None:
-            self.tag(tag, -1)
-
-        def tag(self, tag: str, step: int) -> None:
+        def handle_starttag(self, tag: str, attrs: Any, step: int = 1) -> None:
             if tag == "title":
                 self.in_title = step > 0
             elif tag in _SKIP:
                 self.skip = max(self.skip + step, 0)
             if tag in _BLOCK:
                 self.parts.append("\n")
+
+        def handle_endtag(self, tag: str) -> None:
+            self.handle_starttag(tag, None, step=-1)
 
         def handle_data(self, data: str) -> None:
             if self.in_title:
