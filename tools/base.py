@@ -71,8 +71,7 @@ class CachedTool(StructuredTool):
         if item == "args_schema":
             lazy = self.__dict__.get(_ON_FIRST_USE)
             if isinstance(lazy, SchemaOnFirstUse):
-                made = lazy.make()
-                self.__dict__["args_schema"] = made
+                made = self.__dict__["args_schema"] = lazy.make()
                 return made
         return super().__getattr__(item)  # type: ignore[misc]  # pydantic defines it only outside type checking
 
@@ -88,12 +87,10 @@ class CachedTool(StructuredTool):
         if self.func:
             kept = self.__dict__.get("_gatehouse_func_facts")
             if kept is None or kept[0] is not self.func:
-                facts = (
-                    bool(_signature_parameters(self.func).get("callbacks")),
-                    _get_runnable_config_param(self.func),
-                )
-                kept = self.__dict__["_gatehouse_func_facts"] = (self.func, facts)
-            callbacks, config_param = kept[1]
+                callbacks = bool(_signature_parameters(self.func).get("callbacks"))
+                config_param = _get_runnable_config_param(self.func)
+                kept = self.__dict__["_gatehouse_func_facts"] = (self.func, callbacks, config_param)
+            _, callbacks, config_param = kept
             if run_manager and callbacks:
                 kwargs["callbacks"] = run_manager.get_child()
             if config_param:
@@ -192,14 +189,9 @@ def _signature_key(f: Callable[..., Any], name: str | None) -> Hashable | None:
     code = getattr(f, "__code__", None)
     if code is None:
         return None
-    key = (
-        name,
-        code,
-        f.__defaults__,
-        tuple(sorted((f.__kwdefaults__ or {}).items())),
-        tuple(getattr(f, "__annotations__", {}).items()),
-        f.__doc__,
-    )
+    kwdefaults = tuple(sorted((f.__kwdefaults__ or {}).items()))
+    annotations = tuple(getattr(f, "__annotations__", {}).items())
+    key = (name, code, f.__defaults__, kwdefaults, annotations, f.__doc__)
     try:
         hash(key)
     except TypeError:
@@ -247,18 +239,8 @@ def schema_source(fn: Callable[..., Any], *, bound: bool = False) -> str | None:
         except OSError:
             return None
         stats.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
-    return repr(
-        (
-            stats,
-            code.co_firstlineno,
-            fn.__qualname__,
-            bound,
-            fn.__defaults__,
-            fn.__kwdefaults__,
-            annotations,
-            fn.__doc__,
-        )
-    )
+    where = (code.co_firstlineno, fn.__qualname__, bound)
+    return repr((stats, *where, fn.__defaults__, fn.__kwdefaults__, annotations, fn.__doc__))
 
 
 @functools.cache

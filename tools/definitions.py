@@ -91,17 +91,10 @@ def disk_key(tool: BaseTool) -> str | None:
     schema = tool.args_schema
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         return None
-    fields = schema.model_fields
-    if not all(_plain(f.annotation) for f in fields.values()):
+    if not all(_plain(f.annotation) for f in schema.model_fields.values()):
         return None
-    return _hash(
-        [
-            *common,
-            schema.__name__,
-            schema.__doc__,
-            [(name, repr(field)) for name, field in fields.items()],
-        ]
-    )
+    fields = [(name, repr(field)) for name, field in schema.model_fields.items()]
+    return _hash([*common, schema.__name__, schema.__doc__, fields])
 
 
 def _hash(made_from: list[Any]) -> str:

@@ -38,8 +38,7 @@ def new_cap(max_processes: int) -> Path | None:
         group.mkdir()
         (group / "pids.max").write_text(str(max_processes + OVERHEAD))
     except OSError:
-        with contextlib.suppress(OSError):
-            group.rmdir()
+        _rmdir(group)
         return None
     return group
 

@@ -91,19 +91,17 @@ class Workspace:
             raise self._why_outside(path, raw, candidate, root)
         if len(str(real)) > MAX_PATH_CHARS + len(str(root)):
             raise PathError(f"path {path!r} is too long once resolved")
-        if self.hides(real) or self.hides(Path(os.path.normpath(candidate))):
+        lexical = Path(os.path.normpath(candidate))
+        if self.hides(real) or self.hides(lexical):
             raise PathError(
                 f"path {path!r} is Gatehouse's own (its database or secret); no tool reaches it"
             )
-        entry = real
-        if not follow_final:
+        if not follow_final and lexical != root and lexical.is_symlink():
             # The link itself: its parent resolved, its name kept (its target checked above).
-            lexical = Path(os.path.normpath(candidate))
-            if lexical != root and lexical.is_symlink():
-                entry = lexical.parent.resolve() / lexical.name
-                if not self._inside(entry.parent, root):
-                    raise PathError(f"path {path!r} is outside the workspace ({root})")
-                return entry
+            link = lexical.parent.resolve() / lexical.name
+            if not self._inside(link.parent, root):
+                raise PathError(f"path {path!r} is outside the workspace ({root})")
+            return link
         try:  # one stat where `exists()` and `stat()` would make two
             mode = os.stat(real).st_mode
         except OSError as exc:
@@ -111,21 +109,19 @@ class Workspace:
                 raise
             if must_exist:
                 raise PathError(f"{path!r} does not exist in the workspace") from None
-            return entry
+            return real
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise PathError(
                 f"path {path!r} is not a regular file or folder (device, pipe or socket)"
             )
-        return entry
+        return real
 
     def _why_outside(self, path: str, raw: Path, candidate: Path, root: Path) -> PathError:
         """The refusal of a path that resolves outside, saying how it got out."""
         if ".." in raw.parts:
             return PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
-        lexical_parents = [
-            p for p in (candidate, *candidate.parents) if self._inside(p, root) and p != root
-        ]
-        if any(p.is_symlink() for p in lexical_parents):
+        inside = [p for p in (candidate, *candidate.parents) if self._inside(p, root)]
+        if any(p.is_symlink() for p in inside if p != root):
             return PathError(
                 f"path {path!r} goes through a symlink that leads outside the workspace"
             )
