@@ -68,11 +68,9 @@ class CachedTool(StructuredTool):
         return built
 
     def __getattr__(self, item: str) -> Any:
-        if item == "args_schema":
-            lazy = self.__dict__.get(_ON_FIRST_USE)
-            if isinstance(lazy, SchemaOnFirstUse):
-                made = self.__dict__["args_schema"] = lazy.make()
-                return made
+        if item == "args_schema" and (lazy := schema_on_first_use(self)) is not None:
+            made = self.__dict__["args_schema"] = lazy.make()
+            return made
         return super().__getattr__(item)  # type: ignore[misc]  # pydantic defines it only outside type checking
 
     def _run(

@@ -136,10 +136,9 @@ class Running:
             count = sum(name.isdigit() for name in os.listdir(sandbox_proc))
         except OSError:
             return None
-        # PID 1 is bwrap's reaper, not the command's.
-        return (
-            f"more than {self.max_processes} processes" if count - 1 > self.max_processes else None
-        )
+        if count - 1 <= self.max_processes:  # PID 1 is bwrap's reaper, not the command's
+            return None
+        return f"more than {self.max_processes} processes"
 
     def stop(self) -> None:
         """SIGKILL the sandbox's PID 1 (the kernel kills its namespace), then the group."""
@@ -520,23 +519,20 @@ def database_paths(
 def safe_path(value: str, workspace: Path) -> str:
     """PATH without relative entries or workspace folders: `ls` must be the system's."""
     ws = workspace.expanduser().absolute()
-    kept = []
-    for entry in value.split(os.pathsep):
-        if not os.path.isabs(entry):
-            continue
-        real = Path(os.path.realpath(entry))
-        if not _within(real, ws) and not _within(real, ws.resolve()):
-            kept.append(entry)
+    inside = (ws, ws.resolve())
+    kept = [
+        entry
+        for entry in value.split(os.pathsep)
+        if os.path.isabs(entry)
+        and not any(_within(Path(os.path.realpath(entry)), w) for w in inside)
+    ]
     return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
 
 
 def system_shell() -> str:
     """bash from the system folders, never the home's (hidden) or the workspace's."""
-    return (
-        shutil.which("bash", path=DEFAULT_PATH)
-        or shutil.which("sh", path=DEFAULT_PATH)
-        or "/bin/sh"
-    )
+    found = shutil.which("bash", path=DEFAULT_PATH) or shutil.which("sh", path=DEFAULT_PATH)
+    return found or "/bin/sh"
 
 
 def _resolved(path: Path) -> Path:

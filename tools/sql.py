@@ -27,6 +27,7 @@ _READ_ACTIONS = {
     sqlite3.SQLITE_READ,
     getattr(sqlite3, "SQLITE_RECURSIVE", 33),
 }
+_COUNTED = (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_PRAGMA)  # a statement that reads something
 # Pragmas that report on their argument (a table, an index): `PRAGMA table_info(t)`.
 _INSPECT_PRAGMAS = {
     "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
@@ -109,10 +110,7 @@ def reads_only(database: Path, query: str) -> bool:
 
     def judge(action: int, *rest: Any) -> int:
         verdict = _read_only_authorizer(action, *rest)
-        if verdict == sqlite3.SQLITE_OK and action in (
-            sqlite3.SQLITE_SELECT,
-            sqlite3.SQLITE_PRAGMA,
-        ):
+        if verdict == sqlite3.SQLITE_OK and action in _COUNTED:
             reads.append(action)
         return verdict
 

@@ -22,6 +22,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _OPEN_DIR = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
 _READ_FILE = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC  # a FIFO must not block the open
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 # What `Path.exists` takes for "not there" (pathlib's _IGNORED_ERRNOS).
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
@@ -197,12 +198,7 @@ class Workspace:
             except FileNotFoundError:
                 old_mode = None
             tmp = f".{real.name[:200]}.gatehouse-{os.getpid()}-{os.urandom(4).hex()}.tmp"
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                0o666,
-                dir_fd=dir_fd,
-            )
+            fd = os.open(tmp, _NEW_FILE, 0o666, dir_fd=dir_fd)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
