@@ -297,17 +297,16 @@ def _redirect(
     next_method, next_body = method, body
     if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
         next_method, next_body = "GET", None
+    said = f"HTTP {response.status_code} redirect to"
     try:
         target = httpx.URL(canonical_url(str(target)))
     except (URLError, httpx.InvalidURL):
-        return (
-            f"HTTP {response.status_code} redirect to {target} (not followed: not an http(s) URL)"
-        )
+        return f"{said} {target} (not followed: not an http(s) URL)"
     request = {"url": str(target), "method": next_method, "body": next_body, "headers": headers}
     if not auto_allow(request):
         return (
-            f"HTTP {response.status_code} redirect to {target} (not followed: a request there "
-            "would need its own approval; call http_request with that URL to go there)"
+            f"{said} {target} (not followed: a request there would need its own approval; "
+            "call http_request with that URL to go there)"
         )
     stream_output(f"redirect {response.status_code} -> {target}")
     return target, next_method, next_body

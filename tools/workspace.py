@@ -192,9 +192,7 @@ class Workspace:
         """Replace the file atomically (a crash never leaves half a file), keeping its mode."""
         with self.parent_fd(real, create=True) as dir_fd:
             try:
-                old_mode = stat.S_IMODE(
-                    os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-                )
+                old_mode = stat.S_IMODE(os.lstat(real.name, dir_fd=dir_fd).st_mode)
             except FileNotFoundError:
                 old_mode = None
             tmp = f".{real.name[:200]}.gatehouse-{os.getpid()}-{os.urandom(4).hex()}.tmp"
