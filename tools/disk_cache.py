@@ -22,7 +22,6 @@ def cache_dir() -> Path | None:
 
 
 def read_entries(name: str) -> dict[str, Any]:
-    """The JSON object in the cache file `name`, or {}."""
     folder = cache_dir()
     try:
         entries = json.loads((folder / name).read_text()) if folder is not None else {}

@@ -214,7 +214,6 @@ def link_itself(ws: Workspace, path: str) -> Path | None:
 
 
 def entries(ws: Workspace, folder: Path) -> list[Path]:
-    """What `folder` holds, sorted, without the workspace's hidden places."""
     return [e for e in sorted(folder.iterdir()) if not ws.hides(e)]
 
 

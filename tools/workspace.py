@@ -118,7 +118,6 @@ class Workspace:
         return real
 
     def _why_outside(self, path: str, raw: Path, candidate: Path, root: Path) -> PathError:
-        """The refusal of a path that resolves outside, saying how it got out."""
         if ".." in raw.parts:
             return PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
         inside = [p for p in (candidate, *candidate.parents) if self._inside(p, root)]
@@ -243,7 +242,6 @@ class Workspace:
 
 
 def _open_dir(name: str, dir_fd: int) -> int | None:
-    """An fd for the folder `name` in `dir_fd`, or None when it is not a plain folder."""
     try:
         return os.open(name, _OPEN_DIR, dir_fd=dir_fd)
     except OSError as exc:
