@@ -22,11 +22,7 @@ CELL_CHARS = 80
 TIMEOUT_S = 30.0
 
 # Authorizer actions that only read. FUNCTION and PRAGMA are judged by name (some write).
-_READ_ACTIONS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
-}
+_READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
 _COUNTED = (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_PRAGMA)  # a statement that reads something
 # Pragmas that report on their argument (a table, an index): `PRAGMA table_info(t)`.
 _INSPECT_PRAGMAS = {
