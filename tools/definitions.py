@@ -19,8 +19,6 @@ from pydantic import BaseModel
 from tools import disk_cache
 from tools.base import schema_on_first_use
 
-__all__ = ["tool_definition", "tool_definitions", "tool_name"]
-
 FILE = "tool-definitions.json"
 VERSION = 1  # of this file's format and of how a definition is made
 # Every open reads the whole file: 256 entries made ~100 KB, ~1 ms. 64 hold several toolsets.
