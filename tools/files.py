@@ -337,9 +337,8 @@ def search_files(
     """
     if pattern == "":
         raise ValueError("pattern is empty")
-    flags = re.IGNORECASE if ignore_case else 0
     try:
-        needle = re.compile(pattern if regex else re.escape(pattern), flags)
+        needle = re.compile(pattern if regex else re.escape(pattern), re.I if ignore_case else 0)
     except re.error as exc:
         raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
     top = ws.resolve(path, must_exist=True)

@@ -465,9 +465,8 @@ def detect_bubblewrap(path: str | None = None) -> Support:
         return dataclasses.replace(support, reason=f"bubblewrap trial run failed: {exc}")
     if trial.returncode != 0:
         why = (trial.stderr.strip().splitlines() or [f"exit code {trial.returncode}"])[-1]
-        return dataclasses.replace(
-            support, reason=f"bubblewrap cannot create a sandbox here ({why})"
-        )
+        reason = f"bubblewrap cannot create a sandbox here ({why})"
+        return dataclasses.replace(support, reason=reason)
     if disk_cache.cache_dir() is not None and (key := _probe_key(found)) is not None:
         kept = {k: v for k, v in dataclasses.asdict(support).items() if k not in ("path", "reason")}
         disk_cache.write_entries(PROBE_FILE, {found: {"key": key, "support": kept}}, keep=8)
