@@ -27,7 +27,7 @@ from tests.support.terminal import close_ptys
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
-# The sandbox probe's cache (tools/probe_cache.py) in a folder of this test process, not
+# The sandbox probe's cache (tools/sandbox.py) in a folder of this test process, not
 # the user's ~/.cache: the tests' fake bwrap binaries are never remembered there. A
 # worker inherits the controller's folder in its environment and takes its own.
 if os.environ.get("GATEHOUSE_CACHE_DIR") in (None, os.environ.get("GATEHOUSE_TEST_CACHE_DIR")):

@@ -1,4 +1,4 @@
-"""CachedTool (tools/cached_tool.py) behaves as LangChain's StructuredTool: the same
+"""CachedTool (tools/base.py) behaves as LangChain's StructuredTool: the same
 result, the same arguments reach the function (config, callbacks), the same inputs
 reach the callbacks, the same errors; and a replaced function or schema is looked at
 again."""
@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import InjectedToolArg, StructuredTool
 from pydantic import BaseModel, Field, ValidationError
 
-from tools.cached_tool import CachedTool
+from tools.base import CachedTool
 from tools.files import make_file_tools
 from tools.workspace import Workspace
 

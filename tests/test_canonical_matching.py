@@ -19,10 +19,9 @@ from graph import ScriptedModel, Session, ai, build_graph, tool_call
 from graph.agent.policy import Grant, Policy
 from graph.store import open_storage
 from tools.files import make_file_tools
-from tools.http import make_http_tool
+from tools.http import canonical_url, make_http_tool
 from tools.sandbox import choose_sandbox
 from tools.shell import make_shell_tool
-from tools.urls import canonical_url
 from tools.workspace import Workspace
 
 # The README's own example rule.

@@ -24,7 +24,7 @@ from graph import Settings
 from graph.agent.offload import OffloadOptions, make_read_tool
 from graph.service.toolset import build_tools
 from tests.test_sandbox import fake_bwrap
-from tools import probe_cache
+from tools import disk_cache
 from tools.sandbox import detect_bubblewrap
 
 
@@ -138,7 +138,7 @@ def test_the_probe_cache_can_be_turned_off_and_survives_a_damaged_file(
 ) -> None:
     working, runs = counting_bwrap(tmp_path, "exit 0")
     monkeypatch.setenv("GATEHOUSE_CACHE_DIR", "off")
-    assert probe_cache.cache_file() is None
+    assert disk_cache.cache_dir() is None
     assert detect_bubblewrap(working).usable
     detect_bubblewrap.cache_clear()
     assert detect_bubblewrap(working).usable and runs_of(runs) == 6

@@ -16,13 +16,11 @@ from langgraph.types import Command
 
 import tools.files as files_module
 from graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from graph.protocol.tools import spec_of
 from graph.service.config import Settings
 from graph.service.demo_model import DemoModel
 from graph.service.toolset import build_tools
-from tools import previews as pv
-from tools.base import spec_of
-from tools.files import make_file_tools
-from tools.previews import EditError
+from tools.files import EditError, make_file_tools, size_text
 from tools.workspace import PathError, Workspace
 
 
@@ -207,7 +205,7 @@ def test_delete_file_removes_a_link_that_points_outside_and_keeps_its_target(
     )
     assert (
         tools["delete_file"].invoke({"path": "sub/door"})
-        == "deleted sub/door (" + pv.size_text(len(str(secret))) + ")"
+        == "deleted sub/door (" + size_text(len(str(secret))) + ")"
     )
     assert tools["delete_file"].invoke({"path": "to-etc"}).startswith("deleted to-etc")
     assert not (ws.root / "sub" / "door").is_symlink() and not (ws.root / "to-etc").is_symlink()

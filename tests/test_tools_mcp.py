@@ -20,9 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from graph.protocol.tools import spec_of
 from graph.service.config import Settings
 from graph.service.toolset import build_tools, close_tools, mcp_errors
-from tools.base import spec_of
 from tools.mcp import MCPError, MCPServers
 
 SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")

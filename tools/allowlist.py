@@ -1,21 +1,11 @@
-"""Which commands `run_command` may run without asking, and how they are made to
-stay what they look like.
+"""Which commands `run_command` runs without asking, and how they stay what they look like.
 
-A command runs freely only when the *parsed* command is one simple command with an
-allow-listed prefix: no `;`, `&&`, pipes, redirections, substitutions or newlines, no
-argument that reaches outside the workspace (`cat /etc/passwd`, `ls ..`, `cat ~/.ssh/…`,
-a glob that matches a FIFO), no form that never ends (`tail -f`), no option that writes
-a file or runs a program (`--output`, `--ext-diff`).
-
-Looking harmless is not enough: `git status` runs whatever `core.fsmonitor` in the
-workspace's `.git/config` names, and a workspace may hold an untrusted repository. So
-every command with an allow-listed prefix, whoever approved it, runs `hardened`:
-read-only workspace, no network (tools/sandbox.py), and for git no system or global
-config, command-line config that wins over the repository's (GIT_SAFE_CONFIG), every
-filter, textconv and external diff driver the repository defines switched off,
-`--no-ext-diff --no-textconv` on diffs, and no repository above the workspace. A
-repository that points git elsewhere (`core.worktree`, a git or common folder, object
-alternates or a config include outside the workspace) is refused with the reason.
+Runs freely: one simple command with an allow-listed prefix, no argument reaching
+outside the workspace (`ls ..`, `~`, a glob matching a FIFO), no never-ending form
+(`tail -f`), no option that writes or runs a program (`--output`, `--ext-diff`).
+Looking harmless is not enough (`git status` runs the `core.fsmonitor` an untrusted
+`.git/config` names), so a listed command runs `hardened`: read-only, no network, git
+without the repository's drivers and refused when its config points outside.
 """
 
 from __future__ import annotations
@@ -26,10 +16,8 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.sandbox import DEFAULT_PATH, safe_path
@@ -38,8 +26,7 @@ from tools.workspace import PathError, Workspace
 # Characters that make a command more than one simple command, or expand to one.
 SHELL_SYNTAX = set(";&|<>()`$\n\r\\{}!")
 GLOB_CHARS = set("*?[")
-# Options of otherwise read-only commands that write files or run programs. A prefix
-# also catches an abbreviation (`--ext` for `--ext-diff`).
+# Options that write files or run programs; a prefix catches abbreviations (`--ext`).
 WRITING_OPTIONS = (
     "--output",
     "--ext",
@@ -100,51 +87,34 @@ GIT_CONFIG_TIMEOUT_S = 5.0
 
 
 class GitConfigUnreadable(RuntimeError):
-    """Listing the repository's config failed (an include that never ends ...)."""
+    """Listing the repository's config failed."""
 
 
 class GitRepositoryRefused(RuntimeError):
-    """The repository points git outside the workspace (core.worktree, a git folder
-    elsewhere ...): an allow-listed git command does not run in it."""
-
-
-@dataclass(frozen=True)
-class Hardened:
-    """An allow-listed command as it will run: maybe with extra flags, and extra
-    environment (git's overrides)."""
-
-    command: str
-    env: dict[str, str] = field(default_factory=dict)
+    """The repository points git outside the workspace (core.worktree ...)."""
 
 
 def listed(command: str, allow: Sequence[str]) -> list[str] | None:
-    """The allow-list entry `command` starts with (as tokens), when it is one simple
-    command; judged on the text alone, so the same at review and at run time."""
+    """The allow-list entry (as tokens) a simple `command` starts with, from text alone."""
     if not command.strip() or any(ch in SHELL_SYNTAX for ch in command):
         return None
     try:
         tokens = shlex.split(command, comments=False, posix=True)
     except ValueError:  # unbalanced quotes
         return None
-    for entry in allow:
-        prefix = shlex.split(entry)
-        if prefix and tokens[: len(prefix)] == prefix:
-            return prefix
-    return None
+    return next((p for p in map(shlex.split, allow) if p and tokens[: len(p)] == p), None)
 
 
 def allowed_by_list(command: str, allow: Sequence[str], ws: Workspace) -> bool:
-    """True when `command` may run without asking: a listed simple command whose
-    every argument stays in the workspace, that ends by itself."""
+    """A listed simple command whose arguments stay in the workspace, that ends."""
     prefix = listed(command, allow)
     if prefix is None:
         return False
     tokens = shlex.split(command, comments=False, posix=True)
-    rest = tokens[len(prefix) :]
     return (
         not never_ending(tokens)
         and not _risky_git_option(tokens)
-        and all(_harmless_arg(t, ws) for t in rest)
+        and all(_harmless_arg(t, ws) for t in tokens[len(prefix) :])
     )
 
 
@@ -164,8 +134,7 @@ def never_ending(tokens: Sequence[str]) -> bool:
 
 
 def _risky_git_option(tokens: Sequence[str]) -> bool:
-    """`-c` sets config that would win over the hardening; `git status -v` shows a
-    diff through textconv drivers and status takes no --no-textconv."""
+    """`-c` wins over the hardening; `git status -v` diffs through textconv drivers."""
     if len(tokens) < 2 or os.path.basename(tokens[0]) != "git":
         return False
     if "-c" in tokens:
@@ -192,27 +161,24 @@ def _harmless_arg(token: str, ws: Workspace) -> bool:
     except PathError:
         return False
     if GLOB_CHARS & set(token):
-        # What the shell will expand it to: each match must be a plain file or folder
-        # (a FIFO would block `cat *` until the timeout) inside the workspace.
+        # Each match must be a plain file or folder inside (a FIFO would block `cat *`):
+        # `resolve` refuses the rest.
         for match in glob.glob(token, root_dir=ws.root):
             try:
-                real = ws.resolve(match)
-                mode = os.stat(real).st_mode if real.exists() else stat.S_IFREG
+                ws.resolve(match)
             except (PathError, OSError):
-                return False
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 return False
     return True
 
 
-def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None:
-    """How a listed command runs (None: not listed, runs as approved)."""
-    prefix = listed(command, allow)
-    if prefix is None:
-        return None
+def harden(command: str, allow: Sequence[str], ws: Workspace) -> tuple[str, dict[str, str]]:
+    """The command as it runs and its extra environment: a listed git command's overrides;
+    any other command as it is (as approved)."""
+    if listed(command, allow) is None:
+        return command, {}
     tokens = shlex.split(command, comments=False, posix=True)
     if os.path.basename(tokens[0]) != "git":
-        return Hardened(command)
+        return command, {}
     # Never look above the workspace for a repository (the ceiling itself is not searched).
     env = {**GIT_SAFE_ENV, "GIT_CEILING_DIRECTORIES": str(ws.root.parent)}
     overrides = {**GIT_SAFE_CONFIG, **_driver_overrides(ws, env)}
@@ -221,13 +187,19 @@ def harden(command: str, allow: Sequence[str], ws: Workspace) -> Hardened | None
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     if len(tokens) > 1 and tokens[1] in GIT_DIFFING:
-        command = f"{shlex.join(tokens[:2])} {' '.join(GIT_SAFE_FLAGS)} {_after_tokens(command, 2)}".rstrip()
-    return Hardened(command, env)
+        # The raw text after the first two words, as the shell will read it.
+        lexer = shlex.shlex(stream := io.StringIO(command), posix=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        for _ in range(2):
+            lexer.get_token()
+        rest = command[stream.tell() :]
+        command = f"{shlex.join(tokens[:2])} {' '.join(GIT_SAFE_FLAGS)} {rest}".rstrip()
+    return command, env
 
 
 def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
-    """Empty every driver the repository's config defines: their names are the
-    repository's choice, so they cannot be listed in advance."""
+    """Empty every driver the repository's config defines (its names are its choice)."""
     path = safe_path(os.environ.get("PATH", DEFAULT_PATH), ws.root)
     git = shutil.which("git", path=path)
     if git is None:
@@ -281,13 +253,10 @@ def _driver_overrides(ws: Workspace, env: dict[str, str]) -> dict[str, str]:
 
 
 def _check_repository(ws: Workspace, found: subprocess.CompletedProcess[str]) -> None:
-    """Refuse a repository whose git folder, common folder or object alternates lie
-    outside the workspace (`.git` as a file or symlink naming another place)."""
-    if found.returncode != 0:
-        return  # no repository: the git command itself says so
+    """Refuse a repository whose git, common folder or object alternates lie outside."""
     lines = found.stdout.splitlines()
-    if len(lines) < 2:
-        return
+    if found.returncode != 0 or len(lines) < 2:
+        return  # no repository: the git command itself says so
     git_dir, common = Path(lines[0]), ws.root / lines[1]
     for what, folder in (("git folder", git_dir), ("common git folder", common)):
         if not _inside(folder, ws.root):
@@ -312,14 +281,3 @@ def _check_repository(ws: Workspace, found: subprocess.CompletedProcess[str]) ->
 def _inside(path: Path, root: Path) -> bool:
     real = Path(os.path.realpath(path))
     return real == root or root in real.parents
-
-
-def _after_tokens(command: str, n: int) -> str:
-    """The raw text of `command` after its first `n` shell words."""
-    stream = io.StringIO(command)
-    lexer = shlex.shlex(stream, posix=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    for _ in range(n):
-        lexer.get_token()
-    return command[stream.tell() :]

@@ -1,15 +1,7 @@
-"""What a chat model is shown of each tool: its OpenAI function definition, made once
-and kept.
-
-LangChain remakes a definition on every `bind_tools` (~1 ms a tool, more in a new
-process), and a session opens with new tool objects. Here a definition is kept for the
-process (keyed by name, description and the schema object tools/base.py shares) and on
-disk (tools/disk_cache.py), keyed by everything it is made from: name, description,
-each field's repr and the LangChain and pydantic versions; only schemas of plain types
-go to disk, as only their repr says all they are. A schema made on first use
-(tools/cached_tool.py) is keyed by what it will be made from, so finding its definition
-does not make it. A stale definition can only make the model send arguments the
-tool's own schema check refuses; calls are never checked against a definition.
+"""A tool's OpenAI function definition (what a chat model is shown), made once: LangChain
+remakes one per `bind_tools` (~1 ms a tool); here it is kept for the process and on disk,
+keyed by all it is made from (only plain-type schemas, whose repr says all they are). A
+stale one can only draw arguments the tool refuses.
 """
 
 from __future__ import annotations
@@ -25,14 +17,11 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from tools import disk_cache
-from tools.cached_tool import schema_on_first_use
-
-__all__ = ["tool_definition", "tool_definitions", "tool_name"]
+from tools.base import schema_on_first_use
 
 FILE = "tool-definitions.json"
 VERSION = 1  # of this file's format and of how a definition is made
-# Every open reads the whole file, and a change to a tool's file (an upgrade) adds new
-# keys: 256 entries grew it to ~100 KB, ~1 ms of each open. 64 hold several toolsets.
+# Every open reads the whole file: 256 entries made ~100 KB, ~1 ms. 64 hold several toolsets.
 MAX_ENTRIES = 64
 
 # Read and filled with single dict operations, atomic without a lock.
@@ -40,25 +29,25 @@ _kept: dict[tuple[str, str, object], dict[str, Any]] = {}
 
 
 def tool_definitions(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
-    """The OpenAI function definition of each tool, as `convert_to_openai_function`
-    makes it."""
-    found: list[dict[str, Any] | None] = [_in_process(t) for t in tools]
+    """Each tool's definition, as `convert_to_openai_function` makes it."""
+    kept = [_process_key(t) for t in tools]
+    found = [_make(t) if k is None else _kept.get(k) for t, k in zip(tools, kept, strict=True)]
     if all(d is not None for d in found):
         return typing.cast(list[dict[str, Any]], found)
     on_disk = disk_cache.read_entries(FILE)
     new: dict[str, Any] = {}
-    for i, t in enumerate(tools):
-        if found[i] is not None:
+    for i, (t, k) in enumerate(zip(tools, kept, strict=True)):
+        if found[i] is not None or k is None:
             continue
         key = disk_key(t)
         stored = on_disk.get(key) if key is not None else None
-        if isinstance(stored, dict) and stored.get("name") == t.name and "parameters" in stored:
-            definition = stored
-        else:
-            definition = _make(t)
+        if not (
+            isinstance(stored, dict) and stored.get("name") == t.name and "parameters" in stored
+        ):
+            stored = _make(t)
             if key is not None:
-                new[key] = definition
-        found[i] = _keep(t, definition)
+                new[key] = stored
+        found[i] = _kept.setdefault(k, stored)
     disk_cache.write_entries(FILE, new, keep=MAX_ENTRIES)
     return typing.cast(list[dict[str, Any]], found)
 
@@ -82,28 +71,14 @@ def _make(tool: BaseTool) -> dict[str, Any]:
 
 
 def _process_key(tool: BaseTool) -> tuple[str, str, object] | None:
-    if (lazy := schema_on_first_use(tool)) is not None:
-        return (tool.name, tool.description, lazy.key)
-    schema = tool.args_schema
-    if isinstance(schema, dict):
-        return None  # a JSON schema given as it is: LangChain's conversion costs nothing
-    return (tool.name, tool.description, schema)
-
-
-def _in_process(tool: BaseTool) -> dict[str, Any] | None:
-    key = _process_key(tool)
-    return _make(tool) if key is None else _kept.get(key)
-
-
-def _keep(tool: BaseTool, definition: dict[str, Any]) -> dict[str, Any]:
-    key = _process_key(tool)
-    return definition if key is None else _kept.setdefault(key, definition)
+    lazy = schema_on_first_use(tool)
+    schema = lazy.key if lazy is not None else tool.args_schema
+    # A JSON schema given as it is: LangChain's conversion costs nothing.
+    return None if isinstance(schema, dict) else (tool.name, tool.description, schema)
 
 
 def disk_key(tool: BaseTool) -> str | None:
-    """The cache key of a tool's definition: a hash of all it is made from (for a
-    schema made on first use: the text of where it will be made from). None when the
-    schema is not made of plain types (its text would not say all it is)."""
+    """A hash of all a tool's definition is made from; None unless of plain types."""
     import langchain_core
     import pydantic
 
@@ -114,17 +89,10 @@ def disk_key(tool: BaseTool) -> str | None:
     schema = tool.args_schema
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         return None
-    fields = schema.model_fields
-    if not all(_plain(f.annotation) for f in fields.values()):
+    if not all(_plain(f.annotation) for f in schema.model_fields.values()):
         return None
-    return _hash(
-        [
-            *common,
-            schema.__name__,
-            schema.__doc__,
-            [(name, repr(field)) for name, field in fields.items()],
-        ]
-    )
+    fields = [(name, repr(field)) for name, field in schema.model_fields.items()]
+    return _hash([*common, schema.__name__, schema.__doc__, fields])
 
 
 def _hash(made_from: list[Any]) -> str:
@@ -135,8 +103,7 @@ _PLAIN_TYPES = (str, int, float, bool, bytes, type(None), typing.Any)
 
 
 def _plain(annotation: Any) -> bool:
-    """Builtins and `typing` forms over them (Optional, list, dict, Literal, Annotated):
-    types whose repr says all they are, unlike a model or an enum."""
+    """Builtins and `typing` forms over them: types whose repr says all they are."""
     if annotation in _PLAIN_TYPES or annotation in (list, dict, tuple, set):
         return True
     origin = typing.get_origin(annotation)

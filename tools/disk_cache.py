@@ -1,11 +1,6 @@
-"""Gatehouse's cache folder: small JSON files that spare a new process work another
-process has already done (the sandbox probe, the tool definitions a model is shown).
-
-The folder is `$GATEHOUSE_CACHE_DIR` (default `$XDG_CACHE_HOME/gatehouse`, else
-`~/.cache/gatehouse`); `GATEHOUSE_CACHE_DIR=off` turns every cache off. Each file is
-one JSON object, read whole and replaced atomically, so a reader never sees half a
-write and two writers only cost one of them its entry. Everything here is best effort:
-a file that cannot be read or written only means the work is done again.
+"""Gatehouse's cache folder (`$GATEHOUSE_CACHE_DIR`, `off`: none; else under
+`$XDG_CACHE_HOME` or `~/.cache`): small JSON objects sparing a new process another's
+work, each file replaced atomically. Best effort: a failure means the work is redone.
 """
 
 from __future__ import annotations
@@ -20,48 +15,34 @@ from typing import Any
 
 def cache_dir() -> Path | None:
     configured = os.environ.get("GATEHOUSE_CACHE_DIR")
-    if configured == "off":
-        return None
     if configured:
-        return Path(configured)
+        return None if configured == "off" else Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(base):
-        return None
-    return Path(base) / "gatehouse"
-
-
-def cache_file(name: str) -> Path | None:
-    folder = cache_dir()
-    return folder / name if folder is not None else None
+    return Path(base) / "gatehouse" if os.path.isabs(base) else None
 
 
 def read_entries(name: str) -> dict[str, Any]:
-    """The JSON object stored in the cache file `name`; empty when there is none."""
-    path = cache_file(name)
-    if path is None:
-        return {}
+    folder = cache_dir()
     try:
-        entries = json.loads(path.read_text())
+        entries = json.loads((folder / name).read_text()) if folder is not None else {}
     except (OSError, ValueError):
         return {}
     return entries if isinstance(entries, dict) else {}
 
 
 def write_entries(name: str, new: dict[str, Any], *, keep: int) -> None:
-    """Add `new` to the cache file `name` (replacing entries of the same keys), keeping
-    the `keep` most recently written entries."""
-    path = cache_file(name)
-    if path is None or not new:
+    """Add `new` to the cache file `name`, keeping the `keep` newest entries."""
+    folder = cache_dir()
+    if folder is None or not new:
         return
     with contextlib.suppress(OSError, ValueError, TypeError):
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         entries = {k: v for k, v in read_entries(name).items() if k not in new} | new
-        entries = dict(list(entries.items())[-keep:])
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
         try:
             with os.fdopen(fd, "w") as out:
-                json.dump(entries, out)
-            os.replace(tmp, path)
+                json.dump(dict(list(entries.items())[-keep:]), out)
+            os.replace(tmp, folder / name)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

@@ -1,11 +1,14 @@
 """Workspace file tools: list, read and search run freely; write, edit, delete and move
-ask, with a preview of the change (tools/previews.py).
-
-Each tool is a top-level function whose first parameter is the workspace; the tool
-set binds it (`make_file_tools`), so a function can be called and tested alone."""
+ask, with a preview of what they will change. Each is a function of the workspace and
+its arguments, bound by `make_file_tools`. Previews share the tools' logic (`apply_edit`):
+preview and tool agree, and a failing edit says so on the card."""
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import functools
+import itertools
 import os
 import re
 import stat
@@ -16,9 +19,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from tools import previews as pv
 from tools.base import bound_tool
-from tools.previews import EditError
 from tools.workspace import PathError, Workspace
 
 READ_CAP_BYTES = 200_000
@@ -27,6 +28,8 @@ LIST_CAP = 1_000
 SEARCH_MATCH_CAP = 200
 SEARCH_FILE_CAP_BYTES = 2_000_000
 SEARCH_LINE_CHARS = 300
+PREVIEW_LINES = 40
+BINARY_SNIFF_BYTES = 8192
 # Folders a recursive listing or a search skips: tool caches, not the user's work.
 SKIP_DIRS = frozenset(
     {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
@@ -35,34 +38,198 @@ SKIP_DIRS = frozenset(
 PathArg = Annotated[str, Field(description="Path relative to the workspace root")]
 
 
+class EditError(ValueError):
+    """An exact-text edit that cannot be applied as asked."""
+
+
+def is_binary(data: bytes) -> bool:
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+def decode(data: bytes) -> str:
+    # surrogateescape: bytes that are not UTF-8 survive an edit unchanged.
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def printable(text: str) -> str:
+    return encode(text).decode("utf-8", errors="replace")
+
+
+def size_text(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    exp = next((e for e in (1, 2) if n < 1024 ** (e + 1)), 3)
+    return f"{n / 1024**exp:.1f} {('KB', 'MB', 'GB')[exp - 1]}"
+
+
+def unified_diff(old: str, new: str, path: str) -> str:
+    lines = difflib.unified_diff(
+        printable(old).splitlines(keepends=True),
+        printable(new).splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    )
+    end = "\n\\ No newline at end of file\n"
+    return "".join(line if line.endswith("\n") else line + end for line in lines) or "(no change)"
+
+
+def line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def apply_edit(text: str, old: str, new: str, *, replace_all: bool, path: str) -> tuple[str, int]:
+    """Replace `old` with `new`; refuse when `old` is missing or (unless replace_all) not unique."""
+    if old == "":
+        raise EditError("old_text is empty; give the exact text to replace")
+    count = text.count(old)
+    if count == 0:
+        hint = ""
+        stripped = old.strip()
+        if stripped and stripped in text:
+            hint = " (it is there with different surrounding whitespace or line breaks)"
+        raise EditError(
+            f"old_text was not found in {path}{hint}; read the file and copy the text exactly"
+        )
+    if count > 1 and not replace_all:
+        found = itertools.islice(re.finditer(re.escape(old), text), 10)
+        lines = [str(line_of(text, m.start())) for m in found]
+        raise EditError(
+            f"old_text appears {count} times in {path} (lines {', '.join(lines)}); "
+            "include more surrounding text to make it unique, or set replace_all"
+        )
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1), count
+
+
+# Previews (args -> text) never raise PathError, they show it.
+def preview_write(ws: Workspace, args: dict[str, Any]) -> str | None:
+    try:
+        target = ws.resolve(str(args.get("path", "")))
+    except PathError as exc:
+        return f"refused: {exc}"
+    content = str(args.get("content", ""))
+    rel = ws.relative(target)
+    if target.is_dir():
+        return f"refused: {rel} is a folder"
+    if not target.is_file():  # whole: the card cuts it by its own rule and says how much
+        return f"new file {rel} ({size_text(len(encode(content)))}):\n" + printable(content)
+    data = ws.read_bytes(target)
+    if is_binary(data):
+        return f"overwrite binary file {rel} ({size_text(len(data))}) with {size_text(len(encode(content)))} of text"
+    return unified_diff(decode(data), content, rel)
+
+
+def preview_edit(ws: Workspace, args: dict[str, Any]) -> str | None:
+    try:
+        target = ws.resolve(str(args.get("path", "")), must_exist=True)
+        rel = ws.relative(target)
+        if not target.is_file():
+            return f"refused: {rel} is not a file"
+        text = decode(ws.read_bytes(target))
+        new, _ = apply_edit(
+            text,
+            str(args.get("old_text", "")),
+            str(args.get("new_text", "")),
+            replace_all=bool(args.get("replace_all", False)),
+            path=rel,
+        )
+    except (PathError, EditError) as exc:
+        return f"will fail: {exc}"
+    return unified_diff(text, new, rel)
+
+
+def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
+    path = str(args.get("path", ""))
+    target = None
+    with contextlib.suppress(PathError):
+        target = link_itself(ws, path)
+    try:
+        target = target or ws.resolve(path, must_exist=True, follow_final=False)
+    except PathError as exc:
+        return f"will fail: {exc}"
+    rel = ws.relative(target)
+    if target.is_symlink():
+        return f"delete symlink {rel} -> {os.readlink(target)} (its target is kept)"
+    if target.is_dir():
+        files = folders = total = 0
+        for top, dirs, names in os.walk(target, followlinks=False):
+            folders, files = folders + len(dirs), files + len(names)
+            for name in names:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(os.path.join(top, name))
+                    total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+        if files == 0 and folders == 0:
+            return f"delete empty folder {rel}/"
+        what = f"delete folder {rel}/ with {files} file(s) and {folders} subfolder(s), {size_text(total)} in all"
+        if not args.get("recursive"):
+            what = f"will fail: {rel}/ is not empty and recursive is false ({what[7:]})"
+        return what
+    data = ws.read_bytes(target, PREVIEW_LINES * 200)
+    size = target.stat().st_size
+    if is_binary(data):
+        return f"delete binary file {rel} ({size_text(size)})"
+    lines = printable(decode(data)).splitlines()[:10]
+    return f"delete file {rel} ({size_text(size)}), which starts:\n" + "\n".join(lines)
+
+
+def preview_move(ws: Workspace, args: dict[str, Any]) -> str | None:
+    try:
+        source = ws.resolve(str(args.get("source", "")), must_exist=True, follow_final=False)
+        dest = destination_of(ws, source, str(args.get("destination", "")))
+    except PathError as exc:
+        return f"will fail: {exc}"
+    line = f"move {ws.relative(source)}{'/' if source.is_dir() else ''} -> {ws.relative(dest)}"
+    if dest.exists() or dest.is_symlink():
+        if not args.get("overwrite"):
+            return f"will fail: {ws.relative(dest)} already exists and overwrite is false"
+        line += f" (replaces the existing {ws.relative(dest)}, {size_text(dest.stat().st_size)})"
+    return line
+
+
+def destination_of(ws: Workspace, source: Path, destination: str) -> Path:
+    """Like `mv`: moving onto an existing folder moves the entry into it."""
+    dest = ws.resolve(destination, follow_final=False)
+    if dest.is_dir() and not dest.is_symlink():
+        dest = dest / source.name
+        ws.resolve(ws.relative(dest))  # the new name may itself be too long
+    if source.is_dir() and not source.is_symlink() and (dest == source or source in dest.parents):
+        raise PathError(f"cannot move {ws.relative(source)} into itself")
+    return dest
+
+
+def link_itself(ws: Workspace, path: str) -> Path | None:
+    """The symlink `path` names, when its folder is inside, wherever it points: deleting
+    a link never touches its target, and one that leads out is the one to delete."""
+    if not isinstance(path, str) or not path.strip() or path.rstrip().endswith("/"):
+        return None
+    raw = Path(path.strip())
+    if raw.name in ("", ".", ".."):
+        return None
+    folder = ws.resolve(str(raw.parent), must_exist=True)
+    link = folder / raw.name
+    return link if link.is_symlink() and link != ws.root else None
+
+
 def entries(ws: Workspace, folder: Path) -> list[Path]:
-    """What `folder` holds, sorted, without the workspace's hidden places."""
     return [e for e in sorted(folder.iterdir()) if not ws.hides(e)]
 
 
 def walk(ws: Workspace, top: Path) -> Iterator[Path]:
-    """Entries under `top`, depth first and sorted; symlinks and tool caches
-    are listed but not entered, hidden places not even listed."""
+    """Entries under `top`, depth first; links and tool caches not entered, hidden not listed."""
     for entry in entries(ws, top):
         yield entry
         if entry.is_dir() and not entry.is_symlink() and entry.name not in SKIP_DIRS:
             yield from walk(ws, entry)
 
 
-def _file(ws: Workspace, path: str) -> Path:
-    target = ws.resolve(path, must_exist=True)
-    if not target.is_file():
-        raise PathError(f"{path!r} is not a file")
+def _existing(ws: Workspace, path: str, *, folder: bool = False) -> Path:
+    target = ws.resolve(path, must_exist=True)  # a regular file or a folder
+    if target.is_dir() != folder:
+        raise PathError(f"{path!r} is not a {'folder' if folder else 'file'}")
     return target
-
-
-def row(ws: Workspace, entry: Path) -> str:
-    rel = ws.relative(entry)
-    if entry.is_symlink():
-        return f"{rel} -> {os.readlink(entry)}"
-    if entry.is_dir():
-        return f"{rel}/"
-    return f"{rel}  {entry.lstat().st_size} B"
 
 
 def list_files(
@@ -75,15 +242,17 @@ def list_files(
     Folders end with `/`; symlinks show their target. A recursive listing skips
     tool caches such as .git and node_modules and stops after 1000 entries.
     """
-    folder = ws.resolve(path, must_exist=True)
-    if not folder.is_dir():
-        raise PathError(f"{path!r} is not a folder")
+    folder = _existing(ws, path, folder=True)
     rows: list[str] = []
     for entry in walk(ws, folder) if recursive else entries(ws, folder):
         if len(rows) == LIST_CAP:
             rows.append(f"… (stopped after {LIST_CAP} entries; list a subfolder to see more)")
             break
-        rows.append(row(ws, entry))
+        rel = ws.relative(entry)
+        if entry.is_symlink():
+            rows.append(f"{rel} -> {os.readlink(entry)}")
+        else:
+            rows.append(f"{rel}/" if entry.is_dir() else f"{rel}  {entry.lstat().st_size} B")
     return "\n".join(rows) or "(empty folder)"
 
 
@@ -102,28 +271,28 @@ def read_file(
     At most 200 KB come back per call; for a bigger file ask for line ranges.
     Binary files are reported by size, not shown.
     """
-    target = _file(ws, path)
+    target = _existing(ws, path)
     if start_line is not None and end_line is not None and end_line < start_line:
         raise ValueError(f"end_line ({end_line}) is before start_line ({start_line})")
     rel, size = ws.relative(target), target.stat().st_size
-    if pv.is_binary(ws.read_bytes(target, pv.BINARY_SNIFF_BYTES)):
-        return f"{rel} is a binary file ({pv.size_text(size)}); not shown."
+    if is_binary(ws.read_bytes(target, BINARY_SNIFF_BYTES)):
+        return f"{rel} is a binary file ({size_text(size)}); not shown."
     if start_line is None and end_line is None:
         data = ws.read_bytes(target, READ_CAP_BYTES + 1)
         if len(data) <= READ_CAP_BYTES:
-            return pv.printable(pv.decode(data))
+            return printable(decode(data))
         cut = data[:READ_CAP_BYTES]
         cut = cut[: cut.rfind(b"\n") + 1] or cut
         shown = cut.count(b"\n")
-        return pv.printable(pv.decode(cut)) + (
-            f"\n… (showing lines 1-{shown} of a {pv.size_text(size)} file; "
+        return printable(decode(cut)) + (
+            f"\n… (showing lines 1-{shown} of a {size_text(size)} file; "
             f"use start_line={shown + 1} to read on)"
         )
     first, last = start_line or 1, end_line
     picked: list[bytes] = []
     used, seen, capped_at = 0, 0, None
     count_all = size <= COUNT_LINES_BYTES  # say "of N lines" unless that means reading gigabytes
-    with os.fdopen(ws.open_fd(target, os.O_RDONLY), "rb") as fh:
+    with os.fdopen(ws.open_fd(target), "rb") as fh:
         for seen, line in enumerate(fh, start=1):
             if seen < first:
                 continue
@@ -140,12 +309,11 @@ def read_file(
             used += len(line)
     if first > seen:
         return f"{rel} has only {seen} line(s); nothing at line {first}."
-    shown_last = first + len(picked) - 1
-    of = f"of {seen}" if count_all else f"of a {pv.size_text(size)} file"
-    note = f"\n… (lines {first}-{shown_last} {of} in {rel})"
+    of = f"of {seen}" if count_all else f"of a {size_text(size)} file"
+    note = f"\n… (lines {first}-{first + len(picked) - 1} {of} in {rel})"
     if capped_at:
         note += f"; size cap reached, use start_line={capped_at} to read on"
-    return pv.printable(pv.decode(b"".join(picked))) + note
+    return printable(decode(b"".join(picked))) + note
 
 
 def search_files(
@@ -169,30 +337,27 @@ def search_files(
     """
     if pattern == "":
         raise ValueError("pattern is empty")
-    flags = re.IGNORECASE if ignore_case else 0
     try:
-        needle = re.compile(pattern if regex else re.escape(pattern), flags)
+        needle = re.compile(pattern if regex else re.escape(pattern), re.I if ignore_case else 0)
     except re.error as exc:
         raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
     top = ws.resolve(path, must_exist=True)
     files = (
         [top] if top.is_file() else [p for p in walk(ws, top) if p.is_file() and not p.is_symlink()]
     )
-    if glob:
-        files = [p for p in files if p.match(glob)]
     hits: list[str] = []
     searched = 0
     for file in files:
-        if file.lstat().st_size > SEARCH_FILE_CAP_BYTES:
+        if (glob and not file.match(glob)) or file.lstat().st_size > SEARCH_FILE_CAP_BYTES:
             continue
         try:
             data = ws.read_bytes(file)
         except (OSError, PathError):
             continue
-        if pv.is_binary(data):
+        if is_binary(data):
             continue
         searched += 1
-        for n, line in enumerate(pv.printable(pv.decode(data)).splitlines(), start=1):
+        for n, line in enumerate(printable(decode(data)).splitlines(), start=1):
             if needle.search(line):
                 if len(hits) == SEARCH_MATCH_CAP:
                     hits.append(f"… (stopped after {SEARCH_MATCH_CAP} matches; narrow the search)")
@@ -214,10 +379,9 @@ def write_file(
     target = ws.resolve(path)
     if target.is_dir():
         raise PathError(f"{path!r} is a folder")
-    existed = target.exists()
-    data = pv.encode(content)
+    how = "overwrote" if target.exists() else "created"
+    data = encode(content)
     ws.write_bytes(target, data)
-    how = "overwrote" if existed else "created"
     return f"wrote {len(data)} bytes to {ws.relative(target)} ({how})"
 
 
@@ -236,24 +400,16 @@ def edit_file(
     unique unless replace_all is true; otherwise nothing changes and the error
     says why.
     """
-    target = _file(ws, path)
+    target = _existing(ws, path)
     rel = ws.relative(target)
     data = ws.read_bytes(target)
-    if pv.is_binary(data):
+    if is_binary(data):
         raise EditError(f"{rel} is a binary file; edit_file only edits text")
-    text = pv.decode(data)
-    new, count = pv.apply_edit(text, old_text, new_text, replace_all=replace_all, path=rel)
-    ws.write_bytes(target, pv.encode(new))
-    at = pv.line_of(text, text.index(old_text))
+    text = decode(data)
+    new, count = apply_edit(text, old_text, new_text, replace_all=replace_all, path=rel)
+    ws.write_bytes(target, encode(new))
+    at = line_of(text, text.index(old_text))
     return f"edited {rel}: replaced {count} occurrence(s), first at line {at}"
-
-
-def preview_delete(ws: Workspace, args: dict[str, Any]) -> str | None:
-    try:
-        link = _link_itself(ws, str(args.get("path", "")))
-    except PathError:
-        link = None
-    return pv.preview_delete(ws, args, link)
 
 
 def delete_file(
@@ -264,16 +420,14 @@ def delete_file(
     ] = False,
 ) -> str:
     """Delete a file, a symlink (not its target) or a folder from the workspace."""
-    target = _link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
+    target = link_itself(ws, path) or ws.resolve(path, must_exist=True, follow_final=False)
     rel = ws.relative(target)
-    if target == ws.root:
-        raise PathError("refusing to delete the workspace root itself")
     # From here on only directory fds: the path is never resolved again (issue 29, 9).
     was_folder = target.is_dir() and not target.is_symlink()
     files, folders, total = ws.remove(target, recursive=recursive)
     if not was_folder:
-        return f"deleted {rel} ({pv.size_text(total)})"
-    return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {pv.size_text(total)})"
+        return f"deleted {rel} ({size_text(total)})"
+    return f"deleted folder {rel}/ ({files} file(s), {folders} subfolder(s), {size_text(total)})"
 
 
 def move_file(
@@ -289,7 +443,7 @@ def move_file(
     if src == ws.root:
         raise PathError("refusing to move the workspace root itself")
     ws.refuse_holder(src)
-    dest = pv.destination_of(ws, src, destination)
+    dest = destination_of(ws, src, destination)
     if dest == src:
         raise PathError(f"{source!r} and {destination!r} are the same path")
     if dest.exists() or dest.is_symlink():
@@ -297,8 +451,7 @@ def move_file(
             raise PathError(f"{ws.relative(dest)} already exists; set overwrite to replace it")
         if dest.is_dir() and not dest.is_symlink():
             raise PathError(f"{ws.relative(dest)} is a folder; move into it or delete it first")
-    # The move itself goes through directory fds reached with O_NOFOLLOW from the root,
-    # and the destination is checked again there: no path is resolved after the check.
+    # Through directory fds (O_NOFOLLOW from the root), the destination checked again there.
     with ws.parent_fd(src) as src_fd, ws.parent_fd(dest, create=True) as dest_fd:
         try:
             there = os.stat(dest.name, dir_fd=dest_fd, follow_symlinks=False)
@@ -316,53 +469,44 @@ def move_file(
 
 
 def make_file_tools(ws: Workspace) -> list[BaseTool]:
-    """The seven file tools, each bound to the workspace `ws`."""
-
     def bind(fn: Any, risk: str, canonical: Any, preview: Any = None, **facts: Any) -> BaseTool:
         facts.setdefault("match_arg", "path")
         return bound_tool(fn, ws, risk=risk, preview=preview, canonical=canonical, **facts)
 
+    folder = functools.partial(canonical_path, default=".")
+
     return [
-        bind(list_files, "read", canonical_folder),
+        bind(list_files, "read", folder),
         bind(read_file, "read", canonical_path),
-        bind(search_files, "read", canonical_folder),
-        bind(write_file, "write", canonical_path, pv.preview_write, idempotent=True),
-        bind(edit_file, "write", canonical_path, pv.preview_edit),
+        bind(search_files, "read", folder),
+        bind(write_file, "write", canonical_path, preview_write, idempotent=True),
+        bind(edit_file, "write", canonical_path, preview_edit),
         bind(delete_file, "delete", canonical_entry, preview_delete),
-        bind(move_file, "write", canonical_move, pv.preview_move, match_arg="source"),
+        bind(move_file, "write", canonical_move, preview_move, match_arg="source"),
     ]
 
 
-# -- canonical forms for policy rules and grants ---------------------------------
-# What a call touches, as a workspace-relative path: `..` and symlinks resolved the
-# way the tool itself resolves them, or None when the path leaves the workspace (it
-# then matches no rule and no grant, and the tool refuses it).
-
-
+# Canonical forms for policy rules and grants: what a call touches, resolved as the tool
+# resolves it, or None when it leaves the workspace (no rule or grant matches it).
 def _relative_or_none(ws: Workspace, value: Any, resolve: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    try:
+    try:  # what is not a string `ws.resolve` refuses too
         return ws.relative(resolve(value))
     except (PathError, OSError, ValueError):
         return None
 
 
-def canonical_path(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
-    return {"path": _relative_or_none(ws, args.get("path"), ws.resolve)}
-
-
-def canonical_folder(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
-    return {"path": _relative_or_none(ws, args.get("path", "."), ws.resolve)}
+def canonical_path(
+    ws: Workspace, args: dict[str, Any], default: str | None = None
+) -> dict[str, str | None]:
+    return {"path": _relative_or_none(ws, args.get("path", default), ws.resolve)}
 
 
 def canonical_entry(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
     """A delete touches the entry itself: a symlink is the link, not its target."""
-
-    def entry(path: str) -> Path:
-        return _link_itself(ws, path) or ws.resolve(path, follow_final=False)
-
-    return {"path": _relative_or_none(ws, args.get("path"), entry)}
+    path = _relative_or_none(
+        ws, args.get("path"), lambda p: link_itself(ws, p) or ws.resolve(p, follow_final=False)
+    )
+    return {"path": path}
 
 
 def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]:
@@ -372,20 +516,6 @@ def canonical_move(ws: Workspace, args: dict[str, Any]) -> dict[str, str | None]
     if source is not None and isinstance(args.get("destination"), str):
         src = ws.resolve(str(args["source"]), follow_final=False)
         destination = _relative_or_none(
-            ws, args["destination"], lambda p: pv.destination_of(ws, src, p)
+            ws, args["destination"], lambda p: destination_of(ws, src, p)
         )
     return {"source": source, "destination": destination}
-
-
-def _link_itself(ws: Workspace, path: str) -> Path | None:
-    """The symlink `path` names, when its folder is inside the workspace — wherever
-    the link points: deleting a link never touches its target, and a link that leads
-    out is exactly the one a person wants gone."""
-    if not isinstance(path, str) or not path.strip() or path.rstrip().endswith("/"):
-        return None
-    raw = Path(path.strip())
-    if raw.name in ("", ".", ".."):
-        return None
-    folder = ws.resolve(str(raw.parent), must_exist=True)
-    link = folder / raw.name
-    return link if link.is_symlink() and link != ws.root else None

@@ -1,10 +1,6 @@
-"""Tools from MCP servers (stdio and streamable HTTP), usable from the sync graph.
-
-`langchain-mcp-adapters` tools are async-only and open a new session (for stdio, a new
-server process) per call. `MCPServers` keeps one session per server open on an event
-loop thread of its own and wraps every tool so `invoke` from any thread runs there; a
-server that dies is reconnected on the next call. MCP tools ask by default; their risk
-comes from the server's annotations (read-only, open world), else `execute`.
+"""Tools from MCP servers (stdio and streamable HTTP), usable from the sync graph: one
+session per server (the adapter opens one per call) on an event loop thread of its own,
+a dead one reconnected on the next call. Their risk comes from the server's annotations.
 """
 
 from __future__ import annotations
@@ -46,15 +42,13 @@ class _Server:
         self.session: Any = None
         self.tools: dict[str, BaseTool] = {}
         self._task: asyncio.Task[None] | None = None
-        self._stop: asyncio.Event | None = None
-        self._lock: asyncio.Lock | None = None
+        self._stop = asyncio.Event()  # set: the session is to close (or is gone)
+        self._lock = asyncio.Lock()  # bound to the loop that first waits on it
 
     async def connect(self) -> None:
         """Open the session (entered and exited in one task, as anyio requires)."""
-        self._lock = self._lock or asyncio.Lock()
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._stop = asyncio.Event()
-        stop = self._stop
+        stop = self._stop = asyncio.Event()
 
         async def hold() -> None:
             try:
@@ -76,17 +70,10 @@ class _Server:
         self._task = asyncio.create_task(hold(), name=f"mcp-{self.name}")
         await ready
 
-    @property
-    def alive(self) -> bool:
-        task, stop = self._task, self._stop
-        return bool(
-            task and not task.done() and self.session is not None and not (stop and stop.is_set())
-        )
-
     async def call(self, tool_name: str, args: dict[str, Any]) -> tuple[str, Any]:
-        assert self._lock is not None
         async with self._lock:
-            if not self.alive:
+            # `session` is set only while `hold` runs inside it.
+            if self.session is None or self._stop.is_set():
                 log.info("reconnecting to MCP server %r", self.name)
                 await self.close()
                 await self.connect()
@@ -100,16 +87,14 @@ class _Server:
         except Exception as exc:
             # A transport failure: drop the session so the next call reconnects.
             # This call is not retried: the tool may have had an effect already.
-            if self._stop is not None:
-                self._stop.set()
+            self._stop.set()
             raise MCPError(
                 f"the MCP server {self.name!r} failed during {tool_name!r}: {_describe(exc)}"
             ) from exc
         return _as_text(content), artifact
 
     async def close(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
+        self._stop.set()
         if self._task is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(self._task, CLOSE_TIMEOUT_S)
@@ -139,15 +124,6 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(dict.fromkeys(_describe(e) for e in exc.exceptions))
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _risk(tool: BaseTool) -> Risk:
-    hints = tool.metadata or {}
-    if hints.get("readOnlyHint"):
-        return "read"
-    if hints.get("openWorldHint"):
-        return "network"
-    return "execute"
 
 
 class MCPServers:
@@ -182,9 +158,7 @@ class MCPServers:
             raise
 
     def load(self, reserved_names: Iterable[str] = ()) -> list[BaseTool]:
-        """Connect to every server and return its tools, wrapped for sync use; a server
-        that cannot be reached is skipped (see `errors`), a taken name gets the server's
-        as a prefix (`server_tool`)."""
+        """Every server's tools (unreachable ones in `errors`), a taken name as `server_tool`."""
         # Tables from the config file: the adapter checks each one's transport and keys.
         client = MultiServerMCPClient(cast("dict[str, Connection]", self.connections))
         taken = set(reserved_names)
@@ -204,11 +178,9 @@ class MCPServers:
                 continue
             self._servers[name] = server
             for mcp_tool in server.tools.values():
-                public = (
-                    mcp_tool.name
-                    if mcp_tool.name not in taken
-                    else f"{_NAME_OK.sub('_', name)}_{mcp_tool.name}"
-                )
+                public = mcp_tool.name
+                if public in taken:
+                    public = f"{_NAME_OK.sub('_', name)}_{public}"
                 taken.add(public)
                 tools.append(self._wrap(server, mcp_tool, public))
         return tools
@@ -216,30 +188,29 @@ class MCPServers:
     def _wrap(self, server: _Server, mcp_tool: BaseTool, public: str) -> BaseTool:
         tool_name = mcp_tool.name
 
-        def call_sync(**kwargs: Any) -> tuple[str, Any]:
+        def call(kwargs: dict[str, Any]) -> Any:
             if self._closed:
                 raise MCPError("the MCP connections are closed")
+            return server.call(tool_name, kwargs)
+
+        def call_sync(**kwargs: Any) -> tuple[str, Any]:
             try:
-                return self._run(server.call(tool_name, kwargs), self.call_timeout_s)
+                return self._run(call(kwargs), self.call_timeout_s)
             except concurrent.futures.TimeoutError as exc:
                 raise MCPError(
                     f"the MCP tool {tool_name!r} on {server.name!r} did not answer within {self.call_timeout_s:g}s"
                 ) from exc
 
         async def call_async(**kwargs: Any) -> tuple[str, Any]:
-            if self._closed:
-                raise MCPError("the MCP connections are closed")
             return await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(server.call(tool_name, kwargs), self._loop)
+                asyncio.run_coroutine_threadsafe(call(kwargs), self._loop)
             )
 
         description = (mcp_tool.description or tool_name).strip()
-        # The adapter always gives the server's input schema; a tool without one takes no arguments.
-        schema = (
-            mcp_tool.args_schema
-            if mcp_tool.args_schema is not None
-            else {"type": "object", "properties": {}}
-        )
+        schema = mcp_tool.args_schema
+        if schema is None:  # the adapter gives the server's; a tool without one takes none
+            schema = {"type": "object", "properties": {}}
+        hints = mcp_tool.metadata or {}  # the server's annotations: readOnlyHint ...
         wrapped = StructuredTool(
             name=public,
             description=f"{description}\n\n(Tool from the MCP server {server.name!r}.)",
@@ -247,13 +218,11 @@ class MCPServers:
             func=call_sync,
             coroutine=call_async,
             response_format="content_and_artifact",
-            metadata={
-                **(mcp_tool.metadata or {}),
-                "mcp_server": server.name,
-                "mcp_tool": tool_name,
-            },
+            metadata={**hints, "mcp_server": server.name, "mcp_tool": tool_name},
         )
-        return attach_spec(wrapped, ToolSpec(risk=_risk(mcp_tool), default="ask"))
+        unread: Risk = "network" if hints.get("openWorldHint") else "execute"
+        risk: Risk = "read" if hints.get("readOnlyHint") else unread
+        return attach_spec(wrapped, ToolSpec(risk=risk, default="ask"))
 
     def close(self) -> None:
         """Close every session (stdio servers exit) and stop the loop thread."""

@@ -1,17 +1,10 @@
-"""Where `run_command` runs a command: a bubblewrap sandbox on Linux, or (where there
-is none) the plain process, said out loud on every approval card.
-
-`Bubblewrap` starts bwrap with an allow-listed environment (in a new PID namespace
-`/proc/1/environ` is bwrap's own): every namespace unshared (the network only when a
-call is granted it), no nested user namespaces, no capabilities (bwrap keeps them when
-started by root), `--new-session`; `/` read-only, fresh `/proc` and `/dev`, private
-`/tmp`, `/var/tmp` and `/run` (docker.sock, D-Bus and agents live there), every home
-folder and Gatehouse's database and config hidden, then the workspace bound (read-only
-for allow-listed commands); `ulimit`s for CPU, data and core dumps, and for processes
-both `ulimit -u` (as root, where the kernel ignores it, a pids cgroup:
-tools/pids_cap.py) and a watchdog counting the sandbox's `/proc`; `--die-with-parent`,
-so it dies with Gatehouse, SIGKILLed or not. `Unsandboxed` runs the same wrapper in
-the plain process: the environment allow list and ulimits, nothing else.
+"""Where `run_command` runs: a bubblewrap sandbox, or (where there is none) the plain
+process, said on every approval card. `Bubblewrap`: an allow-listed environment, every
+namespace unshared (the network only when granted), no capabilities, `/` read-only,
+private `/tmp`, `/var/tmp` and `/run` (docker.sock, D-Bus), homes and Gatehouse's
+database hidden, the workspace bound (read-only for allow-listed commands), ulimits,
+a pids cgroup as root (tools/pids_cap.py) and a /proc watchdog. `Unsandboxed`: the
+environment allow list and ulimits only.
 """
 
 from __future__ import annotations
@@ -29,12 +22,11 @@ import subprocess
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from tools import pids_cap, probe_cache
+from tools import disk_cache, pids_cap
 
 try:
     import pwd
@@ -51,20 +43,28 @@ ENV_ALLOW = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME"
 ENV_ALLOW_PREFIXES = ("LC_",)
 FIXED_ENV = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-# Never hidden, whatever a home folder or a config entry says: hiding them breaks
-# every command, and none of them is anyone's private folder.
+# Never hidden, whatever a home or a config entry says: hiding them breaks every command.
 SYSTEM_DIRS = frozenset(
     Path(p) for p in ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/opt", "/proc",
                       "/sbin", "/sys", "/usr", "/var", "/srv", "/mnt", "/media")
 )  # fmt: skip
-# Secrets of the machine that only root can read. The sandbox runs as the Gatehouse
-# user: started by root it can read whatever root can outside the hidden places, so
-# these at least are hidden. (Run Gatehouse as an ordinary user.)
+# Only root can read these: a sandbox started by root could, so they are hidden.
 ROOT_ONLY_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
                      "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key")  # fmt: skip
 WATCH_EVERY_S = 0.05
 PROBE_TIMEOUT_S = 10.0
 BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+# A usable probe is kept on disk (tools/disk_cache.py): a new process need not run bwrap
+# three times (~15 ms). Keyed by all the trial depended on (`_probe_key`); an unusable
+# result is never kept, so a machine that gains a working bwrap is never told otherwise.
+PROBE_FILE = "bwrap-probe.json"
+PROBE_VERSION = 1  # of the probe and its entry: a change re-probes everywhere
+PROBE_SYSCTLS = (
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+    "/proc/sys/kernel/random/boot_id",
+)
 Env = Mapping[str, str]
 NO_ENV: Env = MappingProxyType({})
 
@@ -73,10 +73,9 @@ class SandboxUnavailable(RuntimeError):
     """The config requires the sandbox and this machine cannot provide one."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Limits:
-    """Approximate per-command limits. `cpu_s` None: the timeout times the cores, per
-    process, a backstop for a process that outlives its group."""
+    """Approximate per-command limits. `cpu_s` None: the timeout times the cores."""
 
     memory_mb: int = 4096  # RLIMIT_DATA per process: heap and private mappings
     max_processes: int = 512
@@ -84,7 +83,7 @@ class Limits:
     tmpfs_mb: int = 1024  # each private /tmp, /var/tmp, home (RAM-backed)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Access:
     """What one command may touch beyond reading."""
 
@@ -92,7 +91,7 @@ class Access:
     network: bool = False
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Support:
     """What this machine's bubblewrap can do, found by `detect_bubblewrap`."""
 
@@ -107,11 +106,9 @@ class Support:
         return self.path is not None and not self.reason
 
 
-@dataclass(eq=False)
+@dataclasses.dataclass(eq=False)
 class Running:
-    """A started command: its process, a watchdog for the process count, and a stop
-    that takes the whole tree down. `info_fd`: bwrap's `--info-fd` (names the sandbox's
-    PID 1)."""
+    """A started command; `info_fd`: bwrap's `--info-fd` (names the sandbox's PID 1)."""
 
     proc: subprocess.Popen[bytes]
     info_fd: int | None = None
@@ -139,14 +136,12 @@ class Running:
             count = sum(name.isdigit() for name in os.listdir(sandbox_proc))
         except OSError:
             return None
-        # PID 1 is bwrap's reaper, not the command's.
-        return (
-            f"more than {self.max_processes} processes" if count - 1 > self.max_processes else None
-        )
+        if count - 1 <= self.max_processes:  # PID 1 is bwrap's reaper, not the command's
+            return None
+        return f"more than {self.max_processes} processes"
 
     def stop(self) -> None:
-        """Kill everything the command started: the sandbox's PID 1 (the kernel kills its
-        whole namespace), then the process group (bwrap, or the unsandboxed command)."""
+        """SIGKILL the sandbox's PID 1 (the kernel kills its namespace), then the group."""
         self._read_info()
         if self._pidfd is not None:
             with contextlib.suppress(ProcessLookupError, OSError):
@@ -200,8 +195,7 @@ class Sandbox(ABC):
         """Start `argv` in the workspace; stdout and stderr merged into `proc.stdout`."""
 
     def environment(self, home: str, extra: Env) -> dict[str, str]:
-        """The allow-listed environment, read at each start (never Gatehouse's minus a
-        deny list: a secret under an innocent name would get through)."""
+        """An allow list, never a deny list: a secret under an innocent name would pass."""
         names = set(ENV_ALLOW) | set(self.env_names)
         env = {
             k: v for k, v in os.environ.items() if k in names or k.startswith(ENV_ALLOW_PREFIXES)
@@ -210,38 +204,30 @@ class Sandbox(ABC):
         return {**env, "HOME": home, **FIXED_ENV, **extra}
 
     def wrap(self, argv: Sequence[str], timeout_s: float, *, count_processes: bool) -> list[str]:
-        """`argv` behind a bash that sets the limits first (no `preexec_fn`: forking
-        a threaded Python with one is unsafe)."""
+        """`argv` behind a bash that sets the limits (`preexec_fn` is unsafe in threads)."""
         cpu = self.limits.cpu_s or math.ceil(timeout_s * (os.cpu_count() or 1)) + 1
         steps = ["ulimit -c 0", f"ulimit -t {cpu}", f"ulimit -d {self.limits.memory_mb * 1024}"]
         if count_processes:
-            # RLIMIT_NPROC counts every thread of the user on the machine: allow what runs
-            # now plus the command's share (a busy machine must not fail its first fork).
-            # The backstop for a fork bomb between two looks of the exact watchdog.
+            # RLIMIT_NPROC counts all the user's threads: what runs now plus the share.
             steps.append(f"ulimit -u {user_threads() + self.limits.max_processes}")
         script = "; ".join(f"{s} 2>/dev/null" for s in steps) + '; exec "$@"'
         return [system_shell(), "-c", script, "gatehouse-limits", *argv]
 
 
-def _popen(
-    command: list[str], env: dict[str, str], cwd: Path | None = None, pass_fds: tuple[int, ...] = ()
-) -> subprocess.Popen[bytes]:
+def _popen(command: list[str], **options: Any) -> subprocess.Popen[bytes]:
     """Output merged into one pipe, no stdin, a process group of its own (for stop())."""
     return subprocess.Popen(
         command,
-        cwd=cwd,
-        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        pass_fds=pass_fds,
         start_new_session=True,
+        **options,
     )
 
 
 class Unsandboxed(Sandbox):
-    """No isolation: the command runs as the Gatehouse user, with the environment
-    allow list and ulimits, and full access to files and network."""
+    """No isolation beyond the environment allow list and ulimits."""
 
     def describe(self, access: Access) -> str:
         return f"NOT sandboxed · full access as {_user()}"
@@ -249,11 +235,10 @@ class Unsandboxed(Sandbox):
     def start(
         self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Env = NO_ENV
     ) -> Running:
-        # No `ulimit -u` here: outside a user namespace it counts every process of the
-        # user, so a busy desktop would make every fork fail.
+        # No `ulimit -u`: outside a user namespace a busy desktop would fail every fork.
         command = self.wrap(argv, timeout_s, count_processes=False)
         env = self.environment(os.path.expanduser("~"), extra_env)
-        return Running(_popen(command, env, cwd=self.workspace))
+        return Running(_popen(command, env=env, cwd=self.workspace))
 
 
 class Refusing(Unsandboxed):
@@ -292,11 +277,9 @@ class Bubblewrap(Sandbox):
         self.show = [Path(p).expanduser() for p in show]
 
     def describe(self, access: Access) -> str:
-        ws = "workspace writable" if access.writable else "workspace read-only"
-        net = (
-            "NETWORK ALLOWED (any host, this machine included)" if access.network else "no network"
-        )
-        return f"sandboxed · {ws} · {net}"
+        ws = "writable" if access.writable else "read-only"
+        net = "NETWORK ALLOWED (any host, this machine included)" if access.network else ""
+        return f"sandboxed · workspace {ws} · {net or 'no network'}"
 
     def start(
         self, argv: Sequence[str], access: Access, *, timeout_s: float, extra_env: Env = NO_ENV
@@ -315,7 +298,7 @@ class Bubblewrap(Sandbox):
             ]
             proc = _popen(
                 pids_cap.joining(group, command) if group is not None else command,
-                self.environment(str(home), extra_env),  # bwrap's own env is visible as PID 1's
+                env=self.environment(str(home), extra_env),  # bwrap's is visible as PID 1's
                 pass_fds=(write_fd,),
             )
         except BaseException:
@@ -350,8 +333,7 @@ class Bubblewrap(Sandbox):
         return args + (["--info-fd", str(info_fd)] if info_fd is not None else [])
 
     def _masks(self, dirs: list[Path], files: list[Path], ws: Path, *, inside: bool) -> list[str]:
-        """Mounts over the hidden places inside the workspace, or outside it (the
-        workspace itself counts as outside: it is mounted after these)."""
+        """Mounts over the hidden places inside the workspace, or outside (it itself too)."""
         args: list[str] = []
         for d in dirs:
             if (_within(d, ws) and d != ws) == inside:
@@ -366,13 +348,12 @@ class Bubblewrap(Sandbox):
         return [*(["--size", size] if self.support.tmpfs_size else []), "--tmpfs", str(path)]
 
     def _hidden(self, homes: Sequence[Path], ws: Path) -> tuple[list[Path], list[Path]]:
-        """Existing folders to cover with an empty tmpfs (outermost first) and files to
-        cover with /dev/null; what a hidden folder covers is skipped, except the user's
-        home: HOME must exist (and be writable) in the sandbox."""
+        """Folders to cover with a tmpfs (outermost first) and files with /dev/null;
+        what a hidden folder covers is skipped, except HOME (it must exist, writable)."""
         home = _resolved(homes[0]) if homes else None
         machine = [Path(p) for p in ROOT_ONLY_SECRETS if os.access(p, os.R_OK)]
         found = (_resolved(raw) for raw in [*homes, *self.hide, *machine])
-        candidates = dict.fromkeys(p for p in found if p and p not in SYSTEM_DIRS and p.exists())
+        candidates = dict.fromkeys(p for p in found if p not in SYSTEM_DIRS and p.exists())
         dirs = sorted((p for p in candidates if p.is_dir()), key=lambda p: len(p.parts))
 
         def covered(path: Path, by: list[Path]) -> bool:
@@ -400,9 +381,6 @@ def namespace_arguments(support: Support, *, network: bool) -> list[str]:
     return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
 
 
-# -- choosing and describing --------------------------------------------------
-
-
 def choose_sandbox(
     mode: SandboxMode | str,
     workspace: str | os.PathLike[str],
@@ -413,8 +391,7 @@ def choose_sandbox(
     limits: Limits = Limits(),
     support: Support | None = None,
 ) -> Sandbox:
-    """The sandbox the config asks for: bubblewrap when `auto`/`require` and it
-    works here; unsandboxed for `off` or `auto` without it; refusing for `require`."""
+    """Bubblewrap if it works here (unless `off`), else refusing for `require`, else none."""
     if mode not in SANDBOX_MODES:
         raise ValueError(f"shell_sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
     ws = Path(workspace).expanduser().absolute()
@@ -445,8 +422,7 @@ _announced: set[str] = set()
 
 
 def announce(mode: SandboxMode | str = "auto") -> str:
-    """`sandbox_status`, with a warning in the log the first time a process finds it
-    cannot sandbox (said once at start, and on every approval card)."""
+    """`sandbox_status`, logged as a warning the first time it is not sandboxed."""
     status = sandbox_status(mode)
     if not status.startswith("sandboxed") and status not in _announced:
         _announced.add(status)
@@ -460,9 +436,10 @@ def detect_bubblewrap(path: str | None = None) -> Support:
     found = path or shutil.which("bwrap")
     if not found:
         return Support(None, reason="bubblewrap (bwrap) is not installed")
-    if (known := probe_cache.load(found)) is not None:  # a usable result another process found
-        with contextlib.suppress(TypeError):
-            return Support(found, **known)
+    entry = disk_cache.read_entries(PROBE_FILE).get(found)
+    with contextlib.suppress(TypeError, KeyError):  # the key worked out only for an entry
+        if entry and entry["key"] == _probe_key(found):
+            return Support(found, **entry["support"])
     run = functools.partial(
         subprocess.run,
         capture_output=True,
@@ -488,20 +465,32 @@ def detect_bubblewrap(path: str | None = None) -> Support:
         return dataclasses.replace(support, reason=f"bubblewrap trial run failed: {exc}")
     if trial.returncode != 0:
         why = (trial.stderr.strip().splitlines() or [f"exit code {trial.returncode}"])[-1]
-        return dataclasses.replace(
-            support, reason=f"bubblewrap cannot create a sandbox here ({why})"
-        )
-    facts = dataclasses.asdict(support)
-    probe_cache.store(found, {k: facts[k] for k in ("version", "disable_userns", "tmpfs_size")})
+        reason = f"bubblewrap cannot create a sandbox here ({why})"
+        return dataclasses.replace(support, reason=reason)
+    if disk_cache.cache_dir() is not None and (key := _probe_key(found)) is not None:
+        kept = {k: v for k, v in dataclasses.asdict(support).items() if k not in ("path", "reason")}
+        disk_cache.write_entries(PROBE_FILE, {found: {"key": key, "support": kept}}, keep=8)
     return support
 
 
-# -- paths ----------------------------------------------------------------------
+def _probe_key(binary: str) -> str | None:
+    """The binary (path, inode, size, mtime), kernel, user and sysctls a probe depended on."""
+    try:
+        st = os.stat(binary)
+    except OSError:
+        return None
+    where = [os.path.realpath(binary), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    parts: list[Any] = [PROBE_VERSION, *where, os.uname().release, os.getuid()]
+    for name in PROBE_SYSCTLS:
+        try:
+            parts.append(Path(name).read_text().strip())
+        except OSError:
+            parts.append(None)
+    return json.dumps(parts)
 
 
 def home_folders() -> list[Path]:
-    """Every place a home folder may be: the user's (from the password database and
-    $HOME), and /home and /root for everyone else's."""
+    """The user's home ($HOME, the password database), /home and /root."""
     candidates = [os.environ.get("HOME", "")]
     if pwd is not None:
         with contextlib.suppress(KeyError):
@@ -513,9 +502,8 @@ def home_folders() -> list[Path]:
 def database_paths(
     db: str | os.PathLike[str] | None, workspace: str | os.PathLike[str]
 ) -> list[Path]:
-    """What to hide for a SQLite database: its folder when the folder is its own
-    (`.gatehouse/`, inside the workspace or not, or any folder outside it), else the
-    file and its journals."""
+    """What hides a SQLite database: its folder when its own (`.gatehouse/`, or any
+    folder outside the workspace), else the file and its journals."""
     if not db or str(db).startswith(("postgres://", "postgresql://")):
         return []
     path = Path(db).expanduser().absolute()
@@ -528,52 +516,39 @@ def database_paths(
 
 
 def safe_path(value: str, workspace: Path) -> str:
-    """PATH without relative entries or folders in the workspace: `ls` must be the
-    system's, never a file the workspace holds."""
+    """PATH without relative entries or workspace folders: `ls` must be the system's."""
     ws = workspace.expanduser().absolute()
-    kept = []
-    for entry in value.split(os.pathsep):
-        if not os.path.isabs(entry):
-            continue
-        real = Path(entry)
-        with contextlib.suppress(OSError):
-            real = real.resolve()
-        if not _within(real, ws) and not _within(real, ws.resolve()):
-            kept.append(entry)
+    inside = (ws, ws.resolve())
+    kept = [
+        entry
+        for entry in value.split(os.pathsep)
+        if os.path.isabs(entry)
+        and not any(_within(Path(os.path.realpath(entry)), w) for w in inside)
+    ]
     return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
 
 
 def system_shell() -> str:
-    """bash from the system folders: one found through the user's PATH may live in the
-    home folder (hidden in the sandbox) or, with a careless PATH, in the workspace."""
-    return (
-        shutil.which("bash", path=DEFAULT_PATH)
-        or shutil.which("sh", path=DEFAULT_PATH)
-        or "/bin/sh"
-    )
+    """bash from the system folders, never the home's (hidden) or the workspace's."""
+    found = shutil.which("bash", path=DEFAULT_PATH) or shutil.which("sh", path=DEFAULT_PATH)
+    return found or "/bin/sh"
 
 
-def _resolved(path: Path) -> Path | None:
-    try:
-        return path.expanduser().resolve()
-    except (OSError, RuntimeError):
-        return None
+def _resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path.expanduser()))  # a symlink loop: a path that never exists
 
 
 def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-_thread_count: tuple[float, int] = (0.0, 0)
-
-
 def user_threads() -> int:
-    """How many threads this user runs on the machine (what RLIMIT_NPROC counts),
-    looked up at most once a second: a few milliseconds for a few hundred processes."""
-    global _thread_count
-    now = time.monotonic()
-    if now - _thread_count[0] < 1.0:
-        return _thread_count[1]
+    """The user's threads on the machine (what RLIMIT_NPROC counts), at most once a second."""
+    return _user_threads(int(time.monotonic()))
+
+
+@functools.lru_cache(maxsize=1)
+def _user_threads(_second: int) -> int:
     uid, total = str(os.getuid()), 0
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -587,7 +562,6 @@ def user_threads() -> int:
             continue
         if fields.get("Uid", "").split()[:1] == [uid]:
             total += int(fields.get("Threads", "1").strip() or 1)
-    _thread_count = (now, total)
     return total
 
 

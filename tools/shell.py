@@ -1,11 +1,6 @@
-"""`run_command`: a shell command in the workspace, streamed line by line while it runs.
-
-Where it runs, and what it may touch, is tools/sandbox.py's business (bubblewrap:
-workspace writable, no network unless the call asks for it; or, said on every card,
-not sandboxed). Which commands run without asking, and how they are kept harmless,
-is tools/allowlist.py's. It asks by default; a call with `network=true` always asks
-(glob rules and pattern grants never cover it), and policy may deny it with a rule
-on the `network` argument.
+"""`run_command`: a shell command in the workspace, streamed line by line. Where it runs
+is tools/sandbox.py's business, what runs unasked tools/allowlist.py's; `network=true`
+always asks (no glob rule or pattern grant covers it).
 """
 
 from __future__ import annotations
@@ -26,8 +21,6 @@ from tools.allowlist import SHELL_SYNTAX, allowed_by_list, harden, listed
 from tools.base import gatehouse_tool
 from tools.sandbox import Access, Running, Sandbox, choose_sandbox, system_shell
 from tools.workspace import Workspace
-
-__all__ = ["allowed_by_list", "make_shell_tool"]
 
 OUTPUT_CAP_CHARS = 30_000
 STREAM_LINE_CHARS = 2_000
@@ -94,12 +87,12 @@ def make_shell_tool(
         """
         if not command.strip():
             raise ValueError("command is empty")
-        hardened = harden(command, allow, ws)
+        line, env = harden(command, allow, ws)
         running = box.start(
-            [shell, "-c", hardened.command if hardened else command],
+            [shell, "-c", line],
             access({"command": command, "network": network}),
             timeout_s=timeout_s,
-            extra_env=hardened.env if hardened else {},
+            extra_env=env,
         )
         kept = _Kept(output_cap)
         try:
@@ -122,22 +115,18 @@ def make_shell_tool(
 
 
 class _Kept:
-    """The output the model gets: at most `cap` characters, each line streamed to the
-    person as it comes; what did not fit is counted."""
+    """The output the model gets (at most `cap` characters), each line streamed as it comes."""
 
     def __init__(self, cap: int) -> None:
         self.cap, self.parts, self.chars, self.dropped = cap, list[str](), 0, 0
 
     def take(self, line: str) -> None:
         room = max(self.cap - self.chars, 0)
-        if len(line) > room:
-            self.dropped += len(line) - room
-            line = line[:room]
-            if not line:
-                return
-        self.parts.append(line)
-        self.chars += len(line)
-        stream_output(line.rstrip("\n")[:STREAM_LINE_CHARS])
+        self.dropped += max(len(line) - room, 0)
+        if line := line[:room]:
+            self.parts.append(line)
+            self.chars += len(line)
+            stream_output(line.rstrip("\n")[:STREAM_LINE_CHARS])
 
     def text(self) -> str:
         out = "".join(self.parts)
@@ -147,8 +136,7 @@ class _Kept:
 
 
 def _pump(running: Running, kept: _Kept, deadline: float) -> str | None:
-    """Read the command's output into `kept` until it ends; why it was cut short
-    (TIMED_OUT, a limit, the person), or None when it ended by itself."""
+    """Read the output into `kept` until the command ends; why it was cut short, or None."""
     proc = running.proc
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -174,29 +162,19 @@ def _pump(running: Running, kept: _Kept, deadline: float) -> str | None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=wait)
             continue
-        chunk = _read(poller, fd, wait)
-        if chunk == b"":
-            eof = True
-        elif chunk:
+        if not poller.poll(wait * 1000):
+            continue
+        with contextlib.suppress(BlockingIOError):
+            chunk = os.read(fd, 65536)
+            eof = chunk == b""
             pending = _lines(pending + chunk, kept)
     if pending:
         kept.take(pending.decode(errors="replace"))
     return cut_short
 
 
-def _read(poller: select.poll, fd: int, wait: float) -> bytes | None:
-    """What the pipe has within `wait` seconds: bytes, b"" at its end, None for nothing yet."""
-    if not poller.poll(wait * 1000):
-        return None
-    try:
-        return os.read(fd, 65536)
-    except BlockingIOError:
-        return None
-
-
 def _lines(pending: bytes, kept: _Kept) -> bytes:
-    """Hand `kept` each whole line of `pending`; the unfinished rest (a huge line with no
-    newline yet goes as it is)."""
+    """Hand `kept` each whole line of `pending`; the rest (unless huge) is returned."""
     *lines, rest = pending.split(b"\n")
     for raw in lines:
         kept.take(raw.decode(errors="replace") + "\n")

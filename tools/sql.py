@@ -1,11 +1,7 @@
-"""`sql_query`: one SQL statement against the configured SQLite database.
-
-Whether a statement only reads is decided by SQLite, never by matching text: it is
-compiled (`EXPLAIN` does not run it) on a read-only connection whose authorizer refuses
-every action but reads and every function not on an allow list, and the program must
-hold no writing instruction (`VACUUM INTO (SELECT …)` passes the authorizer as a SELECT
-but compiles to a Vacuum). Such a statement runs freely on that kind of connection;
-anything else asks first, then runs on a normal one.
+"""`sql_query`: one SQL statement against the configured SQLite database. SQLite decides
+whether it only reads: compiled (`EXPLAIN`) on a read-only connection whose authorizer
+refuses all but reads and allow-listed functions, its program without writing opcodes,
+it runs freely there; anything else asks, then runs on a normal connection.
 """
 
 from __future__ import annotations
@@ -25,13 +21,9 @@ ROW_CAP = 50
 CELL_CHARS = 80
 TIMEOUT_S = 30.0
 
-# Authorizer actions that only read. PRAGMA is judged separately (some pragmas write).
-_READ_ACTIONS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
-    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
-}
+# Authorizer actions that only read. FUNCTION and PRAGMA are judged by name (some write).
+_READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
+_COUNTED = (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_PRAGMA)  # a statement that reads something
 # Pragmas that report on their argument (a table, an index): `PRAGMA table_info(t)`.
 _INSPECT_PRAGMAS = {
     "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
@@ -44,11 +36,9 @@ _QUERY_PRAGMAS = {
     "page_size", "freelist_count", "encoding", "data_version", "journal_mode", "foreign_keys",
 }  # fmt: skip
 
-# The only functions a statement on the free (read-only) path may call: SQLite's
-# core, date, math, window and JSON functions. Anything else — `fts3_tokenizer()`
-# (leaks a pointer, installs one), `load_extension`, `fts5()`, the r-tree
-# debugging functions that parse raw blobs, a function added later — makes the
-# statement not provably safe, so it asks a person (an allow list, never a deny list).
+# The only functions a free (read-only) statement may call: SQLite's core, date, math,
+# window and JSON ones. Anything else (`fts3_tokenizer()`, `load_extension`, a function
+# added later) asks a person: an allow list, never a deny list.
 ALLOWED_FUNCTIONS = frozenset({
     "abs", "changes", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull", "iif",
     "instr", "last_insert_rowid", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
@@ -85,17 +75,14 @@ class SQLError(ValueError):
 def _read_only_authorizer(
     action: int, arg1: str | None, arg2: str | None, db: str | None, _trigger: str | None
 ) -> int:
+    name = (arg1 or "").lower()
     if action == sqlite3.SQLITE_FUNCTION:
-        return (
-            sqlite3.SQLITE_OK if (arg2 or "").lower() in ALLOWED_FUNCTIONS else sqlite3.SQLITE_DENY
-        )
-    if action in _READ_ACTIONS:
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA:
-        name = (arg1 or "").lower()
-        if name in _INSPECT_PRAGMAS or (name in _QUERY_PRAGMAS and arg2 is None):
-            return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY
+        ok = (arg2 or "").lower() in ALLOWED_FUNCTIONS
+    elif action == sqlite3.SQLITE_PRAGMA:
+        ok = name in _INSPECT_PRAGMAS or (name in _QUERY_PRAGMAS and arg2 is None)
+    else:
+        ok = action in _READ_ACTIONS
+    return sqlite3.SQLITE_OK if ok else sqlite3.SQLITE_DENY
 
 
 def _connect(database: Path, *, read_only: bool) -> sqlite3.Connection:
@@ -119,10 +106,7 @@ def reads_only(database: Path, query: str) -> bool:
 
     def judge(action: int, *rest: Any) -> int:
         verdict = _read_only_authorizer(action, *rest)
-        if verdict == sqlite3.SQLITE_OK and action in (
-            sqlite3.SQLITE_SELECT,
-            sqlite3.SQLITE_PRAGMA,
-        ):
+        if verdict == sqlite3.SQLITE_OK and action in _COUNTED:
             reads.append(action)
         return verdict
 
@@ -134,24 +118,19 @@ def reads_only(database: Path, query: str) -> bool:
         return False
     finally:
         conn.close()
-    # Some statements (VACUUM, VACUUM INTO a file, REINDEX) never reach the authorizer,
-    # and a subquery inside them (`VACUUM INTO (SELECT '/x')`) looks like a read to it:
-    # only a statement SQLite saw as a SELECT or a reading PRAGMA, whose compiled
-    # program writes nothing (what sqlite3_stmt_readonly checks), counts as a read.
-    return bool(reads) and not any(_writes(op) for op in program)
+    # VACUUM (INTO) and REINDEX never reach the authorizer, and `VACUUM INTO (SELECT
+    # '/x')` looks like a read to it: the compiled program must write nothing too.
+    # EXPLAIN rows: addr, opcode, p1, p2, p3, p4, p5, comment.
+    return bool(reads) and not any(
+        op[1] in _WRITING_OPCODES or (op[1] == "Transaction" and op[3] != 0) for op in program
+    )
 
 
-# Opcodes that change a database or a file. A write transaction (`Transaction` with
-# P2 != 0) covers ordinary writes to tables; the rest write without one.
+# Opcodes that write without a write transaction (`Transaction` with P2 != 0).
 _WRITING_OPCODES = frozenset({
     "Vacuum", "JournalMode", "Checkpoint", "IncrVacuum", "VUpdate", "VCreate", "VDestroy", "VBegin",
     "ParseSchema", "CreateBtree", "Destroy", "OpenWrite", "SqlExec", "DropTable", "DropIndex", "DropTrigger",
 })  # fmt: skip
-
-
-def _writes(op: Sequence[Any]) -> bool:
-    # EXPLAIN rows: addr, opcode, p1, p2, p3, p4, p5, comment.
-    return op[1] in _WRITING_OPCODES or (op[1] == "Transaction" and op[3] != 0)
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], more: bool) -> str:
@@ -170,10 +149,8 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], more: bo
         " | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in grid
     ]
     lines.insert(1, "-+-".join("-" * w for w in widths))
-    noun = "row" if len(rows) == 1 else "rows"
-    footer = f"({len(rows)} {noun}" + (
-        f"; stopped at {ROW_CAP}, more rows not shown)" if more else ")"
-    )
+    stopped = f"; stopped at {ROW_CAP}, more rows not shown" if more else ""
+    footer = f"({len(rows)} {'row' if len(rows) == 1 else 'rows'}{stopped})"
     return "\n".join([*lines, footer])
 
 
@@ -217,8 +194,7 @@ def make_sql_tool(
             cur = conn.execute(query, params or [])
             if cur.description is None:
                 conn.commit()
-                changed = cur.rowcount
-                return f"OK: {changed} row(s) changed." if changed >= 0 else "OK."
+                return f"OK: {cur.rowcount} row(s) changed." if cur.rowcount >= 0 else "OK."
             columns = [d[0] for d in cur.description]
             if read:
                 rows = cur.fetchmany(row_cap + 1)

@@ -1,11 +1,7 @@
-"""The one folder file tools may touch, and the path checks that keep them in it.
-
-Checked twice: `resolve` refuses a bad path before anything is touched, then
-`open_fd` / `parent_fd` / `remove` walk from the root one component at a time with
-`O_NOFOLLOW`, so a symlink swapped in after the check cannot lead out. Gatehouse's own
-database, its folder and the install secret (graph/service/toolset.py) are hidden even
-inside the root (a person working on the project that holds `.gatehouse/`): whoever
-reads them can approve.
+"""The one folder file tools may touch. `resolve` refuses a bad path before anything is
+touched, then `open_fd` / `parent_fd` / `remove` walk from the root with `O_NOFOLLOW`,
+so a symlink swapped in after the check cannot lead out. Gatehouse's database and
+install secret are hidden even inside the root: whoever reads them can approve.
 """
 
 from __future__ import annotations
@@ -24,21 +20,11 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_OPEN_DIR = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_READ_FILE = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC  # a FIFO must not block the open
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 # What `Path.exists` takes for "not there" (pathlib's _IGNORED_ERRNOS).
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
-
-
-def _mode_if_exists(real: Path) -> int | None:
-    """`real.stat().st_mode` when `real.exists()`, else None: one stat instead of two,
-    the same errors ignored as `Path.exists` ignores (anything else is raised)."""
-    try:
-        return os.stat(real).st_mode
-    except OSError as exc:
-        if exc.errno in _ABSENT:
-            return None
-        raise
-    except ValueError:
-        return None
 
 
 class PathError(ValueError):
@@ -46,8 +32,7 @@ class PathError(ValueError):
 
 
 def _checked_text(path: str) -> Path:
-    """`path` as a Path, refused before anything is touched when it cannot be one we
-    accept: not a string, a NUL, too long, a name too long."""
+    """`path` as a Path; refused if not a string, with a NUL, or too long."""
     if not isinstance(path, str) or "\x00" in path:
         raise PathError("path must be a string without NUL characters")
     if len(path) > MAX_PATH_CHARS:
@@ -59,22 +44,19 @@ def _checked_text(path: str) -> Path:
 
 
 class Workspace:
-    """A root folder, created on first use; every path is resolved inside it, except
-    into the `hidden` places."""
+    """A root folder, created on first use; paths resolve inside it, never into `hidden`."""
 
     def __init__(
         self, root: str | os.PathLike[str], *, hidden: Iterable[str | os.PathLike[str]] = ()
     ) -> None:
         self._root = Path(root).expanduser().absolute()
-        self._resolved: tuple[tuple[int, int], Path] | None = None
+        self._resolved: Path | None = None
         self._hidden = [Path(p).expanduser().resolve() for p in hidden]
 
     def hides(self, real: Path) -> bool:
-        """Whether the real path `real` is (in) a hidden place."""
         return any(self._inside(real, h) for h in self._hidden)
 
     def refuse_holder(self, real: Path) -> None:
-        """Refuse to delete or move a folder that holds a hidden place."""
         if any(self._inside(h, real) for h in self._hidden):
             raise PathError(
                 f"{self.relative(real)!r} holds Gatehouse's own database or secret; "
@@ -83,30 +65,22 @@ class Workspace:
 
     @property
     def root(self) -> Path:
-        # Read a few dozen times a turn: the real path (a stat per component) is reused
-        # while the configured and the kept path still name the same directory (two
-        # stats); a moved or re-pointed root is resolved again.
+        # Read dozens of times a turn: the real path is kept while both paths name the
+        # same directory (two stats, not one per component).
         if not self._root.is_dir():  # a failing mkdir costs more than the stat
             self._root.mkdir(parents=True, exist_ok=True)
-        now = os.stat(self._root)
-        key = (now.st_dev, now.st_ino)
-        kept = self._resolved
-        if kept is not None and kept[0] == key:
-            try:
-                then = os.stat(kept[1])
-            except OSError:
-                then = None
-            if then is not None and (then.st_dev, then.st_ino) == key:
-                return kept[1]
-        real = self._root.resolve()
-        self._resolved = (key, real)
+        now, kept = os.stat(self._root), self._resolved
+        if kept is not None:
+            with contextlib.suppress(OSError):
+                if os.path.samestat(os.stat(kept), now):
+                    return kept
+        self._resolved = real = self._root.resolve()
         return real
 
     def resolve(self, path: str, *, must_exist: bool = False, follow_final: bool = True) -> Path:
-        """Map a workspace-relative (or absolute, inside the root) path to a real path,
-        refusing escapes, symlinks that lead out, device files and over-long paths before
-        anything is touched. `follow_final=False`: a final symlink is returned as itself
-        (to delete or move the link); it must still point inside the root."""
+        """The real path of a workspace-relative (or absolute, inside) path; escapes, links
+        that lead out, devices and over-long paths refused. `follow_final=False`: a final
+        symlink as itself (to delete or move it); it must still point inside."""
         raw = _checked_text(path)
         root = self.root
         candidate = raw if raw.is_absolute() else root / raw
@@ -118,38 +92,36 @@ class Workspace:
             raise self._why_outside(path, raw, candidate, root)
         if len(str(real)) > MAX_PATH_CHARS + len(str(root)):
             raise PathError(f"path {path!r} is too long once resolved")
-        if self.hides(real) or self.hides(Path(os.path.normpath(candidate))):
+        lexical = Path(os.path.normpath(candidate))
+        if self.hides(real) or self.hides(lexical):
             raise PathError(
                 f"path {path!r} is Gatehouse's own (its database or secret); no tool reaches it"
             )
-        entry = real
-        if not follow_final:
-            # The entry itself (to delete or move a link, not its target): its parent
-            # resolved, its own name kept. Its target was checked above.
-            lexical = Path(os.path.normpath(candidate))
-            if lexical != root and lexical.is_symlink():
-                entry = lexical.parent.resolve() / lexical.name
-                if not self._inside(entry.parent, root):
-                    raise PathError(f"path {path!r} is outside the workspace ({root})")
-                return entry
-        mode = _mode_if_exists(real)
-        if mode is not None:
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise PathError(
-                    f"path {path!r} is not a regular file or folder (device, pipe or socket)"
-                )
-        elif must_exist:
-            raise PathError(f"{path!r} does not exist in the workspace")
-        return entry
+        if not follow_final and lexical != root and lexical.is_symlink():
+            # The link itself: its parent resolved, its name kept (its target checked above).
+            link = lexical.parent.resolve() / lexical.name
+            if not self._inside(link.parent, root):
+                raise PathError(f"path {path!r} is outside the workspace ({root})")
+            return link
+        try:  # one stat where `exists()` and `stat()` would make two
+            mode = os.stat(real).st_mode
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                raise
+            if must_exist:
+                raise PathError(f"{path!r} does not exist in the workspace") from None
+            return real
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise PathError(
+                f"path {path!r} is not a regular file or folder (device, pipe or socket)"
+            )
+        return real
 
     def _why_outside(self, path: str, raw: Path, candidate: Path, root: Path) -> PathError:
-        """The refusal of a path that resolves outside the root, saying how it got out."""
         if ".." in raw.parts:
             return PathError(f"path {path!r} uses '..' to leave the workspace ({root})")
-        lexical_parents = [
-            p for p in (candidate, *candidate.parents) if self._inside(p, root) and p != root
-        ]
-        if any(p.is_symlink() for p in lexical_parents):
+        inside = [p for p in (candidate, *candidate.parents) if self._inside(p, root)]
+        if any(p.is_symlink() for p in inside if p != root):
             return PathError(
                 f"path {path!r} goes through a symlink that leads outside the workspace"
             )
@@ -160,8 +132,7 @@ class Workspace:
         if self._inside(real, root):  # the prefix cut off (see `_inside`), no new Paths
             r, p = str(root), str(real)
             return p[len(r) if r.endswith("/") else len(r) + 1 :] or "."
-        rel = real.relative_to(root).as_posix()  # raises ValueError, as it always did
-        return rel or "."
+        return real.relative_to(root).as_posix()  # raises ValueError, as it always did
 
     @staticmethod
     def _inside(real: Path, root: Path) -> bool:
@@ -170,12 +141,9 @@ class Workspace:
         r, p = str(root), str(real)
         return p == r or p.startswith(r if r.endswith("/") else r + "/")
 
-    # -- opening without following symlinks -------------------------------------
-
     @contextlib.contextmanager
     def parent_fd(self, real: Path, *, create: bool = False) -> Iterator[int]:
-        """A directory fd for `real.parent`, reached from the root with O_NOFOLLOW
-        at every step (created on the way when `create`)."""
+        """A directory fd for `real.parent`, reached from the root with O_NOFOLLOW."""
         root = self.root
         if self.hides(real):  # every read, write and delete passes here, checked or not
             raise PathError(f"{self.relative(real)!r} is Gatehouse's own; no tool reaches it")
@@ -184,12 +152,12 @@ class Workspace:
         try:
             for part in parts:
                 try:
-                    nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                    nxt = os.open(part, _OPEN_DIR, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
                         raise PathError(f"folder {part!r} does not exist") from None
                     os.mkdir(part, 0o777, dir_fd=fd)
-                    nxt = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                    nxt = os.open(part, _OPEN_DIR, dir_fd=fd)
                 except OSError as exc:
                     raise PathError(
                         f"{part!r} in {self.relative(real)!r} is not a plain folder "
@@ -201,48 +169,33 @@ class Workspace:
         finally:
             os.close(fd)
 
-    def open_fd(
-        self, real: Path, flags: int, mode: int = 0o666, *, create_parents: bool = False
-    ) -> int:
-        """Open a regular file inside the workspace; symlinks and device files refused."""
-        with self.parent_fd(real, create=create_parents) as dir_fd:
+    def open_fd(self, real: Path) -> int:
+        """Open a regular file inside the workspace to read; symlinks and device files refused."""
+        with self.parent_fd(real) as dir_fd:
             try:
-                fd = os.open(
-                    real.name, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd
-                )
+                fd = os.open(real.name, _READ_FILE, dir_fd=dir_fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: O_NOFOLLOW on FreeBSD
                     raise PathError(f"{self.relative(real)!r} became a symlink; refused") from exc
                 raise
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise PathError(f"{self.relative(real)!r} is not a regular file")
-        except BaseException:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise
+            raise PathError(f"{self.relative(real)!r} is not a regular file")
         return fd
 
     def read_bytes(self, real: Path, limit: int | None = None) -> bytes:
-        fd = self.open_fd(real, os.O_RDONLY)
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read() if limit is None else fh.read(limit)
+        with os.fdopen(self.open_fd(real), "rb") as fh:
+            return fh.read(limit)  # None: all of it
 
     def write_bytes(self, real: Path, data: bytes) -> None:
         """Replace the file atomically (a crash never leaves half a file), keeping its mode."""
         with self.parent_fd(real, create=True) as dir_fd:
             try:
-                old_mode = stat.S_IMODE(
-                    os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-                )
+                old_mode = stat.S_IMODE(os.lstat(real.name, dir_fd=dir_fd).st_mode)
             except FileNotFoundError:
                 old_mode = None
             tmp = f".{real.name[:200]}.gatehouse-{os.getpid()}-{os.urandom(4).hex()}.tmp"
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                0o666,
-                dir_fd=dir_fd,
-            )
+            fd = os.open(tmp, _NEW_FILE, 0o666, dir_fd=dir_fd)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
@@ -256,12 +209,8 @@ class Workspace:
                     os.unlink(tmp, dir_fd=dir_fd)
                 raise
 
-    # -- deleting through directory fds ------------------------------------------
-
     def remove(self, real: Path, *, recursive: bool) -> tuple[int, int, int]:
-        """Delete the entry `real` (a file, a symlink itself, or a folder); (files,
-        folders, bytes) removed. Only through directory fds reached with O_NOFOLLOW: a
-        folder swapped for a symlink after the check leads nowhere outside."""
+        """Delete the entry `real` through directory fds; (files, folders, bytes) removed."""
         if real == self.root:
             raise PathError("refusing to delete the workspace root itself")
         self.refuse_holder(real)
@@ -280,12 +229,11 @@ class Workspace:
                     raise PathError(
                         f"{rel!r} changed while it was being deleted; nothing was deleted"
                     )
-                counts = _count(fd)
+                counts = _tree(fd, delete=recursive)
                 if (counts[0] or counts[1]) and not recursive:
                     raise PathError(
                         f"{rel}/ is not empty ({counts[0]} file(s)); set recursive to delete it all"
                     )
-                _empty(fd)
             finally:
                 if fd is not None:
                     os.close(fd)
@@ -294,58 +242,39 @@ class Workspace:
 
 
 def _open_dir(name: str, dir_fd: int) -> int | None:
-    """An fd for the folder `name` in `dir_fd`, or None when it is not a plain folder
-    (a symlink or a file swapped in)."""
     try:
-        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+        return os.open(name, _OPEN_DIR, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT):
             return None
         raise
 
 
-def _count(fd: int) -> tuple[int, int, int]:
-    """(files, folders, bytes) below the folder `fd`; symlinks count as files."""
+def _tree(fd: int, *, delete: bool) -> tuple[int, int, int]:
+    """(files, folders, bytes) below the folder `fd`, symlinks counted as files; with
+    `delete`, each entry removed on the way, depth first (as shutil.rmtree's fd walk)."""
     files = folders = total = 0
-    with os.scandir(fd) as entries:
-        for entry in entries:
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                sub = _open_dir(entry.name, fd)
-                if sub is None:
-                    files += 1
-                    continue
-                try:
-                    f, d, b = _count(sub)
-                finally:
-                    os.close(sub)
-                files, folders, total = files + f, folders + d + 1, total + b
-            else:
-                files += 1
-                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-    return files, folders, total
-
-
-def _empty(fd: int) -> None:
-    """Delete everything in the folder `fd`, depth first, entry by entry relative to
-    its folder's fd (like shutil.rmtree's fd-based walk)."""
     with os.scandir(fd) as it:
-        entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-    for name, is_dir in entries:
-        sub = _open_dir(name, fd) if is_dir else None
-        if sub is None:
-            # A file, a symlink, or a folder swapped for one since the listing: the
-            # entry itself goes, never what a link points at.
+        entries = [(e.name, e.stat(follow_symlinks=False)) for e in it]
+    for name, st in entries:
+        sub = _open_dir(name, fd) if stat.S_ISDIR(st.st_mode) else None
+        if sub is None and delete:
+            # A file, a symlink, or a folder swapped for one: the entry itself goes.
             try:
                 os.unlink(name, dir_fd=fd)
-                continue
-            except FileNotFoundError:
-                continue
             except IsADirectoryError:  # a plain folder appeared: walk it through its fd
-                if (sub := _open_dir(name, fd)) is None:
-                    continue
+                sub = _open_dir(name, fd)
+            except FileNotFoundError:
+                pass
+        if sub is None:
+            files += 1
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+            continue
         try:
-            _empty(sub)
+            f, d, b = _tree(sub, delete=delete)
         finally:
             os.close(sub)
-        os.rmdir(name, dir_fd=fd)
+        files, folders, total = files + f, folders + d + 1, total + b
+        if delete:
+            os.rmdir(name, dir_fd=fd)
+    return files, folders, total
