@@ -1,12 +1,7 @@
-"""The one event type every front end reads.
-
-The agent's nodes and tools write these typed, JSON-serialisable events into
-LangGraph's `custom` stream (graph/agent/emit.py); the Session passes them on, and
-adds the pause and the end of a run. The Streamlit app, the terminal client and
-embeddings (WebSocket, SSE) all consume the same stream; LangGraph Server clients
-see the same objects as JSON in its `custom` stream mode. `Event` is a
-discriminated union on `type`, so `parse_event(event.to_json())` gives back an
-equal event.
+"""The one event stream every front end reads: typed, JSON-serialisable events the
+agent writes into LangGraph's `custom` stream (graph/agent/emit.py), the Session adds
+the pause and the end of a run. `Event` is a union tagged by `type`:
+`parse_event(event.to_json())` gives back an equal event.
 """
 
 from __future__ import annotations
@@ -14,8 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from copy import copy
-from functools import partial
-from typing import Annotated, Any, Literal, Self, cast
+from functools import cache, partial
+from typing import Annotated, Any, Literal, Self, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.fields import FieldInfo
@@ -34,14 +29,10 @@ class _EventBase(BaseModel):
 
     @classmethod
     def trusted(cls, **fields: Any) -> Self:
-        """The event of `fields` as the agent's own code makes it, unvalidated: a
-        validator is built in each process for each kind on its first use (~0.3 ms a
-        kind, nine kinds in a resume), and these values were typed where they were
-        made. The names are still checked: an unknown or missing field is an error.
-
-        Built as `model_construct` builds a model, from the class's fields worked out
-        once (`_shape`): `model_construct` itself took ~14 µs an event, seven times a
-        validated build, and a reply streams an event per chunk."""
+        """The event as the agent's own (typed) code makes it, unvalidated, names still
+        checked: building a validator costs ~0.3 ms a kind per process, and
+        `model_construct` ~14 µs an event (a reply streams one per chunk), so it is
+        built as `model_construct` does, from the fields worked out once (`_shape`)."""
         names, required, template, made = _shape(cls)
         if not names.issuperset(fields):
             unknown = sorted(set(fields) - names)
@@ -68,8 +59,7 @@ class _EventBase(BaseModel):
         return self.model_dump(mode="json")
 
 
-# (field names, required names, every field -> its plain default (None when it has
-# none), the fields whose default is made anew for each event: (name, maker)).
+# (field names, required names, field -> plain default, (name, maker) of the rest)
 _Shape = tuple[
     frozenset[str], frozenset[str], dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]
 ]
@@ -78,10 +68,8 @@ _set = object.__setattr__  # as `model_construct` sets a frozen model's parts
 _PLAIN_DEFAULTS = (type(None), str, int, float, bool, tuple, frozenset)
 
 
-# Whether a default factory is given the validated data, per factory. Pydantic works it
-# out from the factory's signature each time it is asked, and a builtin's signature is
-# parsed from its text (~0.1-0.2 ms): `time.time` (every event's `ts`) was parsed again
-# for each event class a new process met. The builtins the events use take no data.
+# Whether a default factory takes the validated data: pydantic parses a builtin's
+# signature from its text each time it is asked (~0.1-0.2 ms); these take none.
 _factory_takes_data: dict[Callable[..., Any], bool] = {
     time.time: False,
     list: False,
@@ -291,11 +279,7 @@ class Compacted(_EventBase):
     messages_removed: int = 0
 
 
-# Notice.source of a reply that was cut off (the run then stops; a retry asks again).
-CUT_OFF_SOURCE = "cut_off"
-
-
-# Notice.source of the doom-loop guard (the same call again and again).
+CUT_OFF_SOURCE = "cut_off"  # Notice.source values, see `Notice`
 DOOM_LOOP_SOURCE = "doom_loop"
 
 
@@ -370,36 +354,12 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_TYPES: tuple[type[_EventBase], ...] = (
-    RunStarted,
-    TextDelta,
-    ReasoningDelta,
-    ModelRetried,
-    ReplyRejected,
-    PartStarted,
-    MessageReplaced,
-    AssistantMessage,
-    TurnComplete,
-    ToolStarted,
-    ToolOutput,
-    ToolFinished,
-    ApprovalRequired,
-    Usage,
-    Compacted,
-    Notice,
-    RunFinished,
-    Done,
-    ErrorEvent,
-)
-
-_adapters: list[TypeAdapter[Event]] = []
+EVENT_TYPES: tuple[type[_EventBase], ...] = get_args(get_args(Event)[0])
 
 
+@cache  # built on first use: it builds every event's validator (tens of ms at import)
 def _adapter() -> TypeAdapter[Event]:
-    # Built on first use: it builds every event's validator (tens of ms at import).
-    if not _adapters:
-        _adapters.append(TypeAdapter(Event))
-    return _adapters[0]
+    return TypeAdapter(Event)
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:
