@@ -2,15 +2,13 @@
 
 Evaluated from the call, the tool's declared defaults, the project config and the
 thread's grants only, so the review gets the same answer when it re-runs on resume.
-Takes LangChain's `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged plus
-Gatehouse's keys (`mode`, `rules`); `"*"` stands for every tool without an entry. A
-name that is no tool of the agent is an error at build time (`check_tools`): a typo
-would leave the real tool at its default without a word.
+Takes `HumanInTheLoopMiddleware(interrupt_on=...)`'s mapping plus `mode` and `rules`;
+`"*"` is every tool without an entry; naming no tool of the agent is an error
+(`check_tools`: a typo would leave the real tool at its default).
 
-Rules and grants match canonical forms (`canonical`: workspace-relative paths with `..`
-and symlinks resolved, normalized URLs), so `notes/*` never covers
-`notes/../.git/config`; a value with none matches nothing. An "allow" rule or a pattern
-grant must match every canonical argument; "deny" or "ask" one, canonical or raw.
+Rules and grants match canonical forms (`canonical`), so `notes/*` never covers
+`notes/../.git/config`; a value with none matches nothing. An "allow" rule or a
+pattern grant must match every canonical argument; "deny" or "ask", canonical or raw.
 
 Precedence, first match wins:
   1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
@@ -38,7 +36,6 @@ Mode = Literal["allow", "ask", "deny"]
 ALL_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
 
 
-# The verdict's reason when a standing "always allow" grant of the thread lets a call run.
 GRANTED = "always allowed in this thread"
 
 
@@ -115,8 +112,7 @@ class Grant:
         match_arg: str | None,
         canonical: Mapping[str, str | None] | None = None,
     ) -> bool:
-        # A grant of "*" (the thread's auto-approve switch) is no grant of a tool: it
-        # turns auto-approve on (graph/agent/gate.py), which also outranks rules.
+        # A grant of "*" (the auto-approve switch) is no tool's: gate.py reads it.
         if name != self.tool:
             return False
         if self.pattern is None:
@@ -323,8 +319,7 @@ class Policy:
 
 
 def canonical_args(spec: Any, args: Mapping[str, Any]) -> dict[str, str | None]:
-    """{argument: canonical text, or None when it has none} for the tool's canonical
-    arguments; {} for a tool that declares no canonical form."""
+    """{argument: canonical text or None} for the tool's canonical arguments."""
     if spec.canonical is None:
         return {}
     try:
@@ -336,9 +331,8 @@ def canonical_args(spec: Any, args: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def _scope(default_arg: str | None, canon: Mapping[str, str | None]) -> tuple[str, ...]:
-    """The arguments a rule without `arg`, or a pattern grant, is about: every canonical
-    argument when the tool's match argument is one of them (a move: source and
-    destination), else the match argument alone."""
+    """What a rule without `arg`, or a pattern grant, is about: every canonical argument
+    when the match argument is one (a move: both ends), else the match argument."""
     if default_arg is None:
         return ()
     return tuple(canon) if default_arg in canon else (default_arg,)

@@ -1,12 +1,10 @@
 """The `review` node: the request a person answers, and what their answer means.
 
-The request is LangChain's `HITLRequest` (calls in the model's order) with Gatehouse
-extras (`tool_call_id`, `risk`, `preview`); the answer `{"decisions": [...]}` in
-request order or keyed by call id, as `HumanInTheLoopMiddleware` takes it. It is
-validated by a pydantic model bound to the request (`answering`) and handed to
+The request is LangChain's `HITLRequest` plus Gatehouse extras; the answer is checked
+by a pydantic model bound to the request (`answering`) handed to
 `interrupt(response_schema=...)`, so LangGraph refuses a wrong answer before anything
-is saved, also on a direct `Command` from Studio or the SDK. The node re-runs from its
-start on resume, so nothing with side effects comes before its `interrupt()`.
+is saved, on every path (Studio, the SDK). The node re-runs from its start on resume:
+nothing with side effects comes before its `interrupt()`.
 """
 
 from __future__ import annotations
@@ -43,7 +41,6 @@ from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
 from graph.agent.tool_messages import edit_note, rejected, responded
 from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
-from graph.protocol.events import ToolStatus
 from graph.protocol.inbox_format import describe_turn, from_inbox, is_inbox_answer
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
 from graph.protocol.tools import spec_of
@@ -59,8 +56,7 @@ def review(
     deps: AgentDeps,
 ) -> Command:
     """ONE interrupt for a turn's gated calls; approved or edited ones get a `run_tool`
-    task each, rejected or answered ones their ToolMessage here. Every decision is
-    recorded before any call runs: run_tool runs a gated call only on its record."""
+    task each, the others their ToolMessage here. Every decision is recorded first."""
     thread_id = thread_of(config)
     now, gated = split_turn(state, deps, thread_id, runtime, reviewing=True)
     # Calls already run (a replay from before they ran): their journaled result, no card.
@@ -87,8 +83,8 @@ def review(
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
     for (call, _), decision in zip(gated, answer.decisions, strict=True):
-        if (grant := grant_from(decision, call["name"])) is not None:
-            grants.append(grant.to_dict())
+        if isinstance(decision, Approve | Edit) and (flag := decision.always_allow):
+            grants.append(Grant(call["name"], flag if isinstance(flag, str) else None).to_dict())
         if isinstance(decision, Approve):
             sends.append(Send("run_tool", {"call": call, "mode": "run", "moves_on": True}))
         elif isinstance(decision, Edit):
@@ -97,13 +93,10 @@ def review(
             sends.append(
                 Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True})
             )
+        elif isinstance(decision, Reject):
+            messages.append(finished(call, rejected(call, decision.message), "rejected"))
         else:
-            status: ToolStatus
-            if isinstance(decision, Reject):
-                msg, status = rejected(call, decision.message), "rejected"
-            else:
-                msg, status = responded(call, decision.message), "responded"
-            messages.append(finished(call, msg, status))
+            messages.append(finished(call, responded(call, decision.message), "responded"))
     update: dict[str, Any] = {"messages": messages}
     if grants:
         update["grants"] = grants
@@ -130,7 +123,6 @@ def _base_json_schema() -> JsonSchemaValue:
 
 
 def _json_copy(node: Any) -> Any:
-    """A copy of a JSON value, as `copy.deepcopy` makes it (without its bookkeeping)."""
     if isinstance(node, dict):
         return {k: _json_copy(v) for k, v in node.items()}
     return [_json_copy(v) for v in node] if isinstance(node, list) else node
@@ -139,10 +131,8 @@ def _json_copy(node: Any) -> Any:
 def build_request(
     calls: Sequence[tuple[ToolCall, Verdict]], tools: Mapping[str, BaseTool]
 ) -> dict[str, Any]:
-    """The HITLRequest of a turn's gated calls, in the wire form every client reads."""
     specs = [spec_of(tools[call["name"]]) for call, _ in calls]
-    # After each call's headline: what it may touch ("sandboxed · workspace writable ·
-    # no network"), then the policy's own words; the call in full always follows.
+    # After each headline: what it may touch, the policy's words; then the call in full.
     leads = [
         [
             (_preview(spec.describe, call["args"]) if spec.describe else None) or "",
@@ -193,8 +183,7 @@ class _Request:
     visitor: bool = False
 
 
-# The request an answer is checked against, bound by `answering`: one answer class
-# for every request (one built per request cost ~3 ms a turn).
+# The request `answering` binds: one answer class for all (one per request: ~3 ms a turn).
 _answering: ContextVar[_Request | None] = ContextVar("gatehouse_answering", default=None)
 
 
@@ -206,8 +195,7 @@ def _request_being_answered() -> _Request:
 
 
 class CheckedAnswer(ReviewAnswer):
-    """An answer that fits the request bound by `answering`: one allowed decision per
-    call, edits that keep the tool and fit its arguments."""
+    """An answer that fits the request bound by `answering`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -224,9 +212,8 @@ class CheckedAnswer(ReviewAnswer):
     def __get_pydantic_json_schema__(
         cls, core: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        # JSON schema cannot say what the validators check. LangGraph attaches it to
-        # every interrupt (~2 ms to generate): made once, copied each time (~3x faster
-        # than `deepcopy`).
+        # LangGraph attaches it to every interrupt (~2 ms to make): made once, copied
+        # each time (~3x faster than `deepcopy`).
         return _json_copy(_base_json_schema())
 
 
@@ -238,8 +225,7 @@ def answering(
     actor: str | None = None,
     visitor: bool = False,
 ) -> Iterator[type[CheckedAnswer]]:
-    """Check answers (`CheckedAnswer`, as `interrupt`'s `response_schema`) against
-    `request` in this block; `actor` answers (checked against `approvers`)."""
+    """Check answers (`CheckedAnswer`) against `request` in this block; `actor` answers."""
     token = _answering.set(
         _Request(
             list(request["action_requests"]), list(request["review_configs"]), tools, actor, visitor
@@ -334,12 +320,5 @@ def explain(error: ValidationError) -> str:
 
 
 def request_id(config: RunnableConfig) -> str:
-    """The id of this task's interrupt (from its namespace), recorded with each decision."""
+    """The id of this task's interrupt, recorded with each decision."""
     return Interrupt.from_ns(None, (config.get("configurable") or {}).get("checkpoint_ns") or "").id
-
-
-def grant_from(decision: Any, name: str) -> Grant | None:
-    flag = getattr(decision, "always_allow", None)
-    if not flag or not isinstance(decision, Approve | Edit):
-        return None
-    return Grant(tool=name, pattern=flag if isinstance(flag, str) else None)

@@ -1,15 +1,12 @@
 """The `run_tool` node: one task per call (a `Send`), so a finished sibling is a
 pending write, never re-run on resume.
 
-A call with side effects (all but read-only tools) is journaled before and after it
-runs, bound to its id, tool and canonical arguments. The row is read first, as the
-node re-runs from its start when an "outcome unknown" interrupt is answered: finished
-but unseen by the checkpoint, the stored result answers; started, never finished,
-the person is asked (run again / failed / the real outcome). A large output is stored
-aside before the "finished" row (offload.py). A gated call runs only on a recorded
-approval of exactly this call, or an auto-approval recorded here; how, is kept with
-the result. A task that reaches the node any other way (a forged `Send`, a state
-edit) neither runs nor answers (the call may still wait for a person): a notice only.
+A call with side effects is journaled before and after it runs, bound to its id, tool
+and canonical arguments. The row is read first, as the node re-runs from its start
+when an "outcome unknown" interrupt is answered: finished, the stored result answers;
+started, never finished, the person is asked. A gated call runs only on a recorded
+approval of exactly this call (or an auto-approval recorded here); a task that
+reaches the node any other way (a forged `Send`, a state edit) gets a notice only.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -38,11 +34,7 @@ from graph.agent.in_flight import executing, is_executing
 from graph.agent.offload import fit_output
 from graph.agent.records import record_auto_approval, record_grant_run
 from graph.agent.state import ToolTask
-from graph.agent.tool_call import (
-    finished,
-    invoke_tool,
-    timed,
-)
+from graph.agent.tool_call import finished, invoke_tool
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
 from graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE
@@ -103,14 +95,19 @@ def run_call(
     *,
     stop: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run (or answer) one call. `decision` says how a gated call was approved
-    ("approve", "edit", "auto_approve"): kept with its result, and on the stream.
-    `stop` is the run's cancel signal."""
+    """Run (or answer) one call. `decision`: how a gated call was approved, kept with
+    its result and on the stream. `stop`: the run's cancel signal."""
     call, mode = task["call"], task["mode"]
     tool = deps.tools.get(call["name"])
     journal = deps.journal
+    # Every tool but a read-only one, whatever it says about idempotence: at-most-once
+    # is about the person's intent (a rewritten file undoes their later edit).
+    spec = spec_of(tool) if tool is not None else None
     journaled = (
-        journal is not None and mode == "run" and tool is not None and has_side_effects(tool)
+        journal is not None
+        and mode == "run"
+        and spec is not None
+        and not (spec.risk == "read" and spec.idempotent)
     )
     thread_id = thread_of(config)
     recorded = journal.find(thread_id, call) if journal is not None and journaled else None
@@ -120,8 +117,7 @@ def run_call(
             call, recorded.result, "error" if recorded.result.status == "error" else "ok"
         )
     if recorded is not None and is_executing(thread_id, call):
-        # Started and running right now in this process (another client resumed the
-        # same approval): not a crash to ask about (graph/agent/in_flight.py).
+        # Running now in this process (another client resumed the same approval).
         raise CallAlreadyStarted(
             f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
             "it was not run again here. Reload the thread to see its result."
@@ -143,12 +139,10 @@ def run_call(
             asked += 1
             if recorded.attempts <= asked:
                 break
-    # A call that executes waits for a slot first (max_parallel_tools); it is announced
-    # once it really starts.
+    # A call waits for a slot (max_parallel_tools), announced once it really starts.
     with deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext():
         msg, ms, status = _answer(task, config, deps, decision, journaled, recorded, stop)
-    if decision is not None:
-        # Kept with the result: the history shows how the call was approved.
+    if decision is not None:  # the history shows how the call was approved
         msg.additional_kwargs[DECISION_KEY] = decision
         if task.get("grant"):
             msg.additional_kwargs[GRANT_KEY] = task["grant"]
@@ -212,10 +206,12 @@ def _execute(
         else:
             journal.restart(thread_id, call, recorded.attempts)
         crash.crash_point("before_tool")
-    msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
+    start = time.perf_counter()
+    msg = invoke_tool(tool, call, config, deps.tools, stop)
+    ms = (time.perf_counter() - start) * 1000
     status: ToolStatus = "error" if msg.status == "error" else "ok"
     if stop is not None and stop.is_set():
-        # Cut short by the person: say so, and record it so (a side effect may be half done).
+        # Cut short by the person (a side effect may be half done): say so.
         msg.content = say.stopped_while_running(msg.content, ms / 1000)
         msg.status = "error"
         status = "stopped"
@@ -231,22 +227,12 @@ def _execute(
     return msg, ms, status
 
 
-def has_side_effects(tool: BaseTool) -> bool:
-    """Journaled: every tool but a read-only one, whatever it declares about
-    idempotence (at-most-once is about the person's intent, not the bytes: a
-    rewritten file undoes their later edit)."""
-    spec = spec_of(tool)
-    return not (spec.risk == "read" and spec.idempotent)
-
-
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: ToolStatus) -> dict[str, Any]:
-    """A call answered from the journal (or by a person after a crash), not run now."""
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"])
     return {"messages": [finished(call, msg, status)]}
 
 
 def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
-    """What a person answers when a call started but its end was never recorded."""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
     return OutcomeRequest(
         outcome_unknown=InterruptedCall(
