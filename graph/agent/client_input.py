@@ -1,15 +1,10 @@
 """A pause closes only by a decision: a tool message in a client's input never answers
-an open call.
-
-Agent Chat UI, when a person types while a card shows, sends a made-up answer to the
-pending call ("Successfully handled tool call.") before the message; a raw SDK client
-can send one alone ("exit code 0" for an `rm -rf` that never ran). Taken as a result,
-it would close the pause with no decision logged. So, for every client of the graph:
-- input with such answers beside other messages: the answers are dropped, the rest
-  held until the calls are decided (model_node.py), the pause stays, a notice says so;
-- input of nothing but such answers, or a `Command(update=...)` with one: refused
-  (`ClientAnswerRefused`), nothing changes; a state edit adding one: refused the same.
-A tool message for a call the same input makes (a seeded conversation) passes.
+an open call (Agent Chat UI sends a made-up "Successfully handled tool call." when a
+person types while a card shows; an SDK client could send "exit code 0" for an
+`rm -rf` that never ran). Beside other messages such answers are dropped (the rest
+held until the calls are decided, a notice says so); alone, in a `Command(update=...)`
+or a state edit they are refused (`ClientAnswerRefused`). A tool message for a call
+the same input makes (a seeded conversation) passes.
 """
 
 from __future__ import annotations
@@ -61,7 +56,7 @@ def _answered(items: Iterable[Any]) -> list[tuple[Any, str]]:
 
 
 def carries_tool_messages(input: Any) -> bool:
-    """Whether run input holds a tool message at all (cheap; the state is read only then)."""
+    """Whether run input holds a tool message at all (cheap: the state is read only then)."""
     values = input.update if isinstance(input, Command) else input
     return bool(_answered(_messages_of(values)))
 
@@ -81,7 +76,7 @@ def _open_calls(state_values: Mapping[str, Any]) -> dict[str, str]:
 def screen_run_input(
     input: Any, config: RunnableConfig, state_values: Mapping[str, Any]
 ) -> tuple[Any, RunnableConfig]:
-    """Run input and its config with answers to open calls dropped (or refused, above)."""
+    """Run input and its config with answers to open calls dropped (or refused)."""
     open_calls = _open_calls(state_values)
     values = input.update if isinstance(input, Command) else input
     items = _messages_of(values)
@@ -115,7 +110,6 @@ def refuse_answering_edit(ids: Sequence[str], state_values: Mapping[str, Any]) -
 
 
 def announce_dropped(config: RunnableConfig) -> None:
-    """The notice for answers dropped from this run's input (screen_run_input)."""
     if ids := (config.get("configurable") or {}).get(DROPPED_KEY):
         emit(
             ev.Notice,
@@ -128,9 +122,8 @@ def announce_dropped(config: RunnableConfig) -> None:
 
 
 # LangGraph drops a pending interrupt on any state edit. After an edit of a paused
-# thread with open calls, it is routed as the model's turn (an edit as `review`,
-# `run_tool` or `finish` routes nowhere) and the steps that ask again run at once (the
-# review, or the model node holding the input): pure, and the run stops before more.
+# thread with open calls, it is routed as the model's turn (an edit as another node
+# routes nowhere) and the pure steps that ask again run at once, stopping before more.
 REPAUSE_AFTER = ["review"]
 REPAUSE_BEFORE = ["run_tool", "finish", "before_tool"]
 AS_MODEL = [[StateUpdate({}, "model", None)]]

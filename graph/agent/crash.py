@@ -1,8 +1,5 @@
-"""Crash points: where tests kill the process, like a power cut, to prove that a
-side-effecting call is never silently repeated (graph/store/journal.py names each gap).
-
-`GATEHOUSE_CRASH_AT=after_tool` kills the process at that point; tests running in one
-process swap `crash_handler` for something that raises instead.
+"""Crash points, where tests kill the process like a power cut (graph/store/journal.py
+names each gap): `GATEHOUSE_CRASH_AT=after_tool`; in-process tests swap `crash_handler`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The journaled calls this process is executing right now.
-
-A "started, not finished" journal row means the run died (ask: "outcome unknown") or
-the call still runs (a second client resumed the same approval). Within one process
-the second is known for sure, and asking would be wrong twice over (the stray resume
-value would answer the question), so such a call is refused with `CallAlreadyStarted`.
+"""The journaled calls this process is executing right now: a "started, not finished"
+journal row of one of them is no crash to ask about (asking would be wrong twice: the
+stray resume value would answer it), so it is refused with `CallAlreadyStarted`.
 """
 
 from __future__ import annotations
@@ -28,7 +25,6 @@ def _key(thread_id: str, call: ToolCall) -> tuple[str, str | None, str, str]:
 
 @contextmanager
 def executing(thread_id: str, call: ToolCall) -> Iterator[None]:
-    """Mark `call` as executing in this process for the duration of the block."""
     key = _key(thread_id, call)
     with _lock:
         _running[key] += 1

@@ -1,9 +1,7 @@
-"""What the agent writes to the decision log besides a person's answer, in which
-words, through the one door (authority.py): an auto-approval, and a run a standing
-grant let through. The latter gets the trail of an approved call (question
-"standing", decision "always_allowed", naming the grant) before it runs, and its
-result and `tool_started` name the grant, so front ends show why nobody was asked.
-The grant is the one the gate found in the log, never one from a task.
+"""What the agent writes to the decision log besides a person's answer, through the
+one door (authority.py): an auto-approval, and a run a standing grant let through
+(question "standing", decision "always_allowed", naming the grant found in the log,
+never one from a task), so front ends show why nobody was asked.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ from graph.protocol.decisions import (
 def record_auto_approval(
     call: ToolCall, config: RunnableConfig, runtime: Runtime[RunContext], deps: AgentDeps
 ) -> None:
-    """Write the auto-approval of a task that claims one before `permit` reads the log,
-    when the gate, asked afresh, auto-approves the call (a task's claim is not believed).
+    """Record the auto-approval a task claims, when the gate, asked afresh, gives it.
     A node writes it, not the route that sent the task: routes also run for state edits."""
     if deps.decisions is None:
         return
@@ -51,9 +48,8 @@ def record_auto_approval(
 def record_grant_run(
     call: ToolCall, grant: Grant, config: RunnableConfig, deps: AgentDeps
 ) -> str | None:
-    """`grant` (found by the gate in the decision log) is why `call` runs: log it (once
-    per call) and return the grant's label ("write_file:*.md"); None without a decision
-    log, or when a person approved this very call (the grant came with that approval)."""
+    """Log that `grant` is why `call` runs, and return its label; None without a log, or
+    when a person approved this very call (the grant came with that approval)."""
     if deps.decisions is None:
         return None
     thread_id = thread_of(config)
@@ -76,7 +72,6 @@ def _enter(
     decision: str,
     message: str,
 ) -> None:
-    """One record the agent writes for `call`, by the run's identity, through the door."""
     who = decided_by(config)
     record = DecisionRecord(
         thread_id=thread_of(config),

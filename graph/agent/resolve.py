@@ -1,11 +1,7 @@
-""" "Mark as resolved": a client that ends a pause without answering it.
-
-Agent Inbox clears pending tasks with `update_state(config, None, as_node=END)`; Agent
-Chat UI runs just `Command(goto=END)`, which LangGraph takes as a no-op "success".
-Either would leave the gated calls unanswered and the next message asking again. So a
-clear of a thread paused in `review` rejects every open call with a note, recorded like
-any rejection, and the thread is idle. compiled.py calls this, so it holds for every
-client of the graph.
+""" "Mark as resolved": a client that ends a pause without answering it (Agent Inbox's
+`update_state(config, None, as_node=END)`, Agent Chat UI's `Command(goto=END)`) would
+leave the gated calls unanswered. So a clear of a thread paused in `review` rejects
+every open call with a note, recorded like any rejection (compiled.py, every client).
 """
 
 from __future__ import annotations
@@ -28,10 +24,8 @@ from graph.protocol.answers import Reject
 def resolution(
     state: StateSnapshot, config: RunnableConfig, deps: AgentDeps
 ) -> list[list[StateUpdate]] | None:
-    """The update a clear of `state` stands for: a rejection of each open call of a
-    paused review, entered through the door (graph/agent/authority.py: the tool's
-    `approvers` decide, here as on any answer); None when no review is paused. Raises
-    `NotAllowed`, changing nothing, for someone who may not decide a call."""
+    """The update a clear of `state` stands for: each open call of a paused review
+    rejected through the door (`NotAllowed` for someone who may not); None if none."""
     calls = pending_review_calls(state)
     if not calls:
         return None
@@ -55,8 +49,7 @@ def resolution(
 
 
 def owner_only(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
-    """On LangGraph Server, someone who is not the thread's owner (an approver deciding
-    a tool's calls) may resolve its pause, and change nothing else in its state."""
+    """On LangGraph Server, a visitor (an approver) may resolve a pause, nothing more."""
     if visiting() and not is_clear(supersteps):
         raise PermissionError(
             "only the thread's owner changes its state; an approver may only decide (or resolve) "
@@ -68,8 +61,7 @@ def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
     return (
         len(supersteps) == 1
         and len(supersteps[0]) == 1
-        and supersteps[0][0][0] is None
-        and (len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END)
+        and tuple(supersteps[0][0][:2]) == (None, END)
     )
 
 
@@ -85,20 +77,11 @@ CLEAR: list[list[StateUpdate]] = [[StateUpdate(None, END)]]
 
 
 def pending_review_calls(state: StateSnapshot) -> list[ToolCall]:
-    """The calls a pending review asks about (none when the thread is not paused there)."""
     if "review" not in (state.next or ()):
         return []
-    asked: list[ToolCall] = []
-    for pending in state.interrupts:
-        value = pending.value
-        if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
-            for action in value["action_requests"]:
-                asked.append(
-                    ToolCall(
-                        name=action["name"],
-                        args=action["args"],
-                        id=action.get("tool_call_id"),
-                        type="tool_call",
-                    )
-                )
-    return asked
+    return [
+        ToolCall(name=a["name"], args=a["args"], id=a.get("tool_call_id"), type="tool_call")
+        for pending in state.interrupts
+        if isinstance(v := pending.value, Mapping) and isinstance(v.get("action_requests"), list)
+        for a in v["action_requests"]
+    ]
