@@ -74,7 +74,7 @@ class Ask:
 CallVerdict = RunFree | Denied | Invalid | Decided | Journaled | AutoApproved | Ask
 
 
-# -- run_tool's question: may this task run here? --------------------------------------
+# run_tool's question: may this task run here?
 @dataclass(frozen=True)
 class Approved:
     decision: str  # "approve", "edit", "auto_approve"
@@ -116,22 +116,12 @@ def policy_verdict(
     ctx = context_of(runtime)
     if ctx is None:
         return deps.policy.evaluate(call["name"], call["args"], tool, grants)
-    key = (
-        id(deps.policy),
-        thread_id,
-        call["id"],
-        call["name"],
-        _args_key(call["args"]),
-        tuple(grants),
-    )
+    args = json.dumps(call["args"], sort_keys=True, default=repr)
+    key = (id(deps.policy), thread_id, call["id"], call["name"], args, tuple(grants))
     found: Verdict | None = ctx.verdicts.get(key)
     if found is None:
         found = ctx.verdicts[key] = deps.policy.evaluate(call["name"], call["args"], tool, grants)
     return found
-
-
-def _args_key(args: Mapping[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, default=repr)
 
 
 def judge(
@@ -232,11 +222,7 @@ def decided_task(
         return None
     if records is None:
         records = deps.decisions.approvals(thread_id, id_of(call))
-    answered = [
-        r
-        for r in records
-        if r.tool_call_id == id_of(call) and r.question == "review" and r.binds(call)
-    ]
+    answered = [r for r in records if r.question == "review" and r.binds(call)]
     if not answered:
         return None
     record = answered[-1]
@@ -317,11 +303,7 @@ def answer_permit(
         if deps.decisions is None:
             return None  # nothing but the tasks to go by (as `permit`)
         decided = decided_task(call, deps, thread_id)
-        if (
-            decided is not None
-            and decided["mode"] == mode
-            and decided.get("note") == task.get("note")
-        ):
+        if decided and (decided["mode"], decided.get("note")) == (mode, task.get("note")):
             return None
     elif mode == "skip":
         return None

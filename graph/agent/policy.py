@@ -118,10 +118,9 @@ class Grant:
         if self.pattern is None:
             return True
         canon = canonical or {}
-        names = _scope(match_arg, canon)
-        values = [_value(n, args, canon) for n in names]
+        values = [_value(n, args, canon) for n in _scope(match_arg, canon)]
         pattern = self.pattern
-        return bool(names) and all(
+        return bool(values) and all(
             v is not None and fnmatch.fnmatchcase(v, pattern) for v in values
         )
 
@@ -265,37 +264,19 @@ class Policy:
             if compound and rule.mode == "allow":
                 continue
             if rule.matches(args, spec.match_arg, canon):
-                return Verdict(
-                    mode=rule.mode,
-                    allowed_decisions=rule.allowed_decisions or config.allowed_decisions,
-                    description=config.description,
-                    reason="matched a policy rule",
-                    approvers=config.approvers,
-                )
-        granted = next(
-            (
-                g
-                for g in grants
-                if g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern)
-            ),
-            None,
-        )
-        if granted is not None:
-            return Verdict(mode="allow", reason=GRANTED, grant=granted)
+                return _under(config, rule.mode, "matched a policy rule", rule.allowed_decisions)
+        for grant in grants:
+            if grant.covers(name, args, spec.match_arg, canon) and not (compound and grant.pattern):
+                return Verdict(mode="allow", reason=GRANTED, grant=grant)
         if (
             config.mode is None
             and spec.default == "ask"
-            and spec.auto_allow is not None
+            and spec.auto_allow
             and _safe(spec.auto_allow, args)
         ):
             return Verdict(mode="allow", reason="judged safe by the tool")
-        return Verdict(
-            mode=config.mode or spec.default,
-            allowed_decisions=config.allowed_decisions,
-            description=config.description,
-            reason="tool default" if config.mode is None else "policy for this tool",
-            approvers=config.approvers,
-        )
+        reason = "tool default" if config.mode is None else "policy for this tool"
+        return _under(config, config.mode or spec.default, reason)
 
     def summary(self, tools: list[BaseTool]) -> list[dict[str, Any]]:
         """One row per tool for settings pages: risk, effective default, rules."""
@@ -316,6 +297,14 @@ class Policy:
                 }
             )
         return rows
+
+
+def _under(
+    config: ToolPolicy, mode: Mode, reason: str, decisions: tuple[DecisionType, ...] | None = None
+) -> Verdict:
+    return Verdict(
+        mode, decisions or config.allowed_decisions, config.description, reason, config.approvers
+    )
 
 
 def canonical_args(spec: Any, args: Mapping[str, Any]) -> dict[str, str | None]:
