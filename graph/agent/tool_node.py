@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -24,20 +25,36 @@ from langgraph.types import Command
 
 from graph.agent import crash
 from graph.agent import tool_messages as say
-from graph.agent.authority import ask_outcome
+from graph.agent.authority import ask_outcome, enter
 from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
-from graph.agent.emit import emit, thread_of
-from graph.agent.gate import Approved, Refused, answer_permit, invalid_permit, permit
-from graph.agent.in_flight import executing, is_executing
+from graph.agent.emit import decided_by, emit, thread_of
+from graph.agent.gate import (
+    Approved,
+    AutoApproved,
+    Refused,
+    answer_permit,
+    auto_approving,
+    grants_of,
+    invalid_permit,
+    judge,
+    permit,
+)
 from graph.agent.offload import fit_output
-from graph.agent.records import record_auto_approval, record_grant_run
+from graph.agent.policy import Grant
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import finished, invoke_tool
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer
-from graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE
+from graph.protocol.decisions import (
+    ALWAYS_ALLOWED,
+    AUTO_APPROVE,
+    STANDING_QUESTION,
+    DecisionRecord,
+    canonical_args,
+    grant_label,
+)
 from graph.protocol.errors import CallAlreadyStarted
 from graph.protocol.events import ToolStatus
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
@@ -254,3 +271,96 @@ def outcome_message(call: ToolCall, answer: OutcomeAnswer) -> ToolMessage:
     if answer.type == "respond":
         return say.responded(call, answer.message or "")
     return say.outcome_failed(call, answer.message)
+
+
+# -- what the node writes to the decision log besides a person's answer, through the
+# one door: an auto-approval, and a run a standing grant (found in the log, never in a
+# task) let through, so front ends show why nobody was asked.
+def record_auto_approval(
+    call: ToolCall, config: RunnableConfig, runtime: Runtime[RunContext], deps: AgentDeps
+) -> None:
+    """Record the auto-approval a task claims, when the gate, asked afresh, gives it.
+    A node writes it, not the route that sent the task: routes also run for state edits."""
+    if deps.decisions is None:
+        return
+    thread_id = thread_of(config)
+    grants = grants_of({}, deps, thread_id)
+    auto = auto_approving(runtime, deps, grants)
+    verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
+    if not isinstance(verdict, AutoApproved):
+        return  # already recorded (a re-run), or not auto-approved: permit decides
+    message = f"auto-approved: auto-approve is on for this {verdict.by}"
+    _enter(call, config, deps, "review", AUTO_APPROVE, message)
+
+
+def record_grant_run(
+    call: ToolCall, grant: Grant, config: RunnableConfig, deps: AgentDeps
+) -> str | None:
+    """Log that `grant` is why `call` runs, and return its label; None without a log, or
+    when a person approved this very call (the grant came with that approval)."""
+    if deps.decisions is None:
+        return None
+    thread_id = thread_of(config)
+    if any(
+        r.question == "review" and r.runs for r in deps.decisions.approvals(thread_id, id_of(call))
+    ):
+        return None
+    label = grant_label(grant.tool, grant.pattern)
+    # The grant's own record says who gave it; this one, which run it let through.
+    message = f"ran without asking: always allowed in this thread by the grant {label}"
+    _enter(call, config, deps, STANDING_QUESTION, ALWAYS_ALLOWED, message)
+    return label
+
+
+def _enter(
+    call: ToolCall,
+    config: RunnableConfig,
+    deps: AgentDeps,
+    question: str,
+    decision: str,
+    message: str,
+) -> None:
+    who = decided_by(config)
+    record = DecisionRecord(
+        thread_id=thread_of(config),
+        question=question,
+        tool_call_id=id_of(call),
+        tool=call["name"],
+        decision=decision,
+        args=call["args"],
+        message=message,
+        source=who["source"],
+        actor=who["actor"],
+        decided_at=time.time(),
+    )
+    enter(deps.decisions, deps.policy, [record])
+
+
+# -- the journaled calls this process executes now: a "started" row of one of them is
+# no crash to ask about (the stray resume value would answer it): `CallAlreadyStarted`.
+_lock = threading.Lock()
+# How many runs of this process hold each call (a claim that lost still counts while it unwinds).
+_running: Counter[tuple[str, str | None, str, str]] = Counter()
+
+
+def _key(thread_id: str, call: ToolCall) -> tuple[str, str | None, str, str]:
+    return (thread_id, call["id"], call["name"], canonical_args(call["args"]))
+
+
+@contextmanager
+def executing(thread_id: str, call: ToolCall) -> Iterator[None]:
+    key = _key(thread_id, call)
+    with _lock:
+        _running[key] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running[key] -= 1
+            if _running[key] <= 0:
+                del _running[key]
+
+
+def is_executing(thread_id: str, call: ToolCall) -> bool:
+    with _lock:
+        return _key(thread_id, call) in _running
