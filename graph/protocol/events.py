@@ -126,8 +126,7 @@ class TextDelta(_EventBase):
 
 
 class ReasoningDelta(_EventBase):
-    """The model's reasoning ("thinking"), streamed apart from its answer: `<think>`
-    blocks and `reasoning_content`. Stored with the reply, never part of its text."""
+    """The model's reasoning, streamed apart from its answer (never part of its text)."""
 
     type: Literal["reasoning_delta"] = "reasoning_delta"
     text: str
@@ -135,9 +134,8 @@ class ReasoningDelta(_EventBase):
 
 
 class ModelRetried(_EventBase):
-    """A model call failed in a way worth retrying at once (connection, timeout, rate
-    limit, server error, a stream that broke mid-reply); it is asked again after
-    `delay_s`. Text already streamed for `message_id` is discarded: the reply starts over."""
+    """A model call failed in a way worth retrying (connection, timeout, rate limit, a
+    broken stream); asked again after `delay_s`, the reply `message_id` starts over."""
 
     type: Literal["model_retried"] = "model_retried"
     attempt: int  # 1 for the first retry
@@ -148,9 +146,8 @@ class ModelRetried(_EventBase):
 
 
 class ReplyRejected(_EventBase):
-    """An `after_llm` hook sent the model's reply back (`rerun_llm`): the text already
-    streamed for `message_id` is discarded (it is not kept in the history) and the
-    model is asked again. `reason` says why, for the person."""
+    """An `after_llm` hook sent the reply back (`rerun_llm`): the text streamed for
+    `message_id` is discarded and the model is asked again; `reason` says why."""
 
     type: Literal["reply_rejected"] = "reply_rejected"
     message_id: str | None = None
@@ -161,12 +158,9 @@ PartKind = Literal["text", "reasoning", "tool_call"]
 
 
 class PartStarted(_EventBase):
-    """A new part of the model's reply `message_id` starts: its text, its reasoning
-    (a `<think>` block or `reasoning_content`), or one of its tool calls. `index`
-    counts the reply's parts from 0 in the order they start; the `text_delta` /
-    `reasoning_delta` events that follow belong to this part until the next
-    `part_started`. A tool call's part starts once its arguments are complete
-    (`call_id`, `tool_name`). A retried reply starts over at index 0."""
+    """A part of the reply `message_id` starts (its text, its reasoning, or a tool call
+    once its arguments are complete); the deltas that follow belong to it. `index`
+    counts parts from 0 (a retried reply starts over)."""
 
     type: Literal["part_started"] = "part_started"
     message_id: str | None = None
@@ -177,10 +171,8 @@ class PartStarted(_EventBase):
 
 
 class MessageReplaced(_EventBase):
-    """An `after_llm` hook changed the reply `message_id` after its text had streamed
-    (a redaction): `text` is the whole new text, to show instead of what streamed;
-    `removed` means the hook took the reply out of the history (show nothing). The
-    stored history already holds the new version."""
+    """An `after_llm` hook changed the streamed reply `message_id` (a redaction): show
+    `text` instead, or nothing when `removed`. The history holds the new version."""
 
     type: Literal["message_replaced"] = "message_replaced"
     message_id: str
@@ -189,9 +181,8 @@ class MessageReplaced(_EventBase):
 
 
 class AssistantMessage(_EventBase):
-    """A model reply as the history keeps it (after the `after_llm` hooks): its whole
-    `text`, its `message_id` (the one its deltas carry) and the names of the tools it
-    asks for. One per reply kept, sent when the reply is complete."""
+    """A complete model reply as the history keeps it (after the `after_llm` hooks),
+    with the names of the tools it asks for."""
 
     type: Literal["assistant_message"] = "assistant_message"
     message_id: str
@@ -200,10 +191,8 @@ class AssistantMessage(_EventBase):
 
 
 class TurnComplete(_EventBase):
-    """The agent finished the person's turn: it answered (`status` "completed"), or
-    the run was stopped or cancelled. Not sent when the run pauses for approval (the
-    turn goes on when it is answered) or fails. `history_size`: how many messages the
-    thread's history holds now (what `session.view(thread_id).messages` returns)."""
+    """The agent finished the person's turn (not sent on a pause or a failure);
+    `history_size`: how many messages `session.view(thread_id).messages` holds."""
 
     type: Literal["turn_complete"] = "turn_complete"
     status: Literal["completed", "stopped", "cancelled"] = "completed"
@@ -211,11 +200,9 @@ class TurnComplete(_EventBase):
 
 
 class ToolStarted(_EventBase):
-    """A tool call starts (or is answered without running: a `tool_finished` with an
-    error status follows). `auto_approved`: a call that needed approval ran because
-    auto-approve is on for this thread or session. `grant`: it ran without asking
-    because this standing "always allow" grant of the thread covers it ("write_file"
-    or "write_file:notes/*.md"; `gatehouse revoke` withdraws it)."""
+    """A tool call starts (or is answered without running). `auto_approved`: a gated
+    call ran by auto-approve; `grant`: the thread's standing "always allow" it ran
+    under ("write_file:notes/*.md")."""
 
     type: Literal["tool_started"] = "tool_started"
     call_id: str
@@ -237,10 +224,8 @@ ToolStatus = Literal["ok", "error", "rejected", "denied", "responded", "stopped"
 
 
 class ToolFinished(_EventBase):
-    """A call's result. `offloaded`: the output was too large for the model's context
-    and is stored aside in the thread's storage; `output` is what the model got (the
-    head and a reference), `total_chars` the whole output's size, and the whole output
-    is `session.view(thread_id).tool_output(call_id)`."""
+    """A call's result. `offloaded`: too large for the model, stored aside; `output` is
+    what the model got, the whole (`total_chars`) is `view(...).tool_output(call_id)`."""
 
     type: Literal["tool_finished"] = "tool_finished"
     call_id: str
@@ -253,8 +238,7 @@ class ToolFinished(_EventBase):
 
 
 class ApprovalRequired(_EventBase):
-    """The run paused for a person: `request` is the interrupt value as on the wire
-    (a HITLRequest, or an outcome-unknown request); `pause()` is its typed form."""
+    """The run paused for a person: `request` is the interrupt value, `pause()` typed."""
 
     type: Literal["approval_required"] = "approval_required"
     interrupt_id: str
@@ -284,9 +268,8 @@ DOOM_LOOP_SOURCE = "doom_loop"
 
 
 class Notice(_EventBase):
-    """Something a hook or the agent wants the person to see (not model output).
-    `source` "cut_off": the model's reply was cut off (the run then stops; retry asks
-    again); "doom_loop": the model repeated the same call (nudged, then stopped)."""
+    """Something a hook or the agent wants the person to see (not model output);
+    `source` "cut_off" (a reply cut off) or "doom_loop" (the same call repeated)."""
 
     type: Literal["notice"] = "notice"
     text: str
@@ -297,9 +280,7 @@ RunStatus = Literal["completed", "awaiting_approval", "cancelled", "stopped", "f
 
 
 class RunFinished(_EventBase):
-    """The end of a run. `text` is the run's last model reply (its final answer when
-    `status` is "completed") and `message_id` that message's id in the thread; both
-    None when the run produced no reply (a failure before the model answered)."""
+    """The end of a run; `text` and `message_id`: its last model reply (None if none)."""
 
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -309,11 +290,9 @@ class RunFinished(_EventBase):
 
 
 class Done(_EventBase):
-    """The answer of an operation that starts no run (graph/protocol/operations.py):
-    `operation` is its type; `changed` False when there was nothing to do (no live run
-    to cancel, nothing old enough to compact). What it gave: `removed` (undo: messages
-    that left the thread), `grant` (grant, revoke), `compacted` (compact), `dropped`
-    (import: the authority that stayed behind; `thread_id` is the new thread's)."""
+    """The answer of an operation that starts no run; `changed` False: nothing to do.
+    What it gave: `removed` (undo), `grant`, `compacted`, `dropped` (import: the
+    authority left behind; `thread_id` is the new thread's)."""
 
     type: Literal["done"] = "done"
     operation: str
