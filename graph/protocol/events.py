@@ -13,7 +13,6 @@ from functools import cache, partial
 from typing import Annotated, Any, Literal, Self, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from pydantic.fields import FieldInfo
 
 from graph.protocol.decisions import StandingGrant
 from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
@@ -63,54 +62,35 @@ class _EventBase(BaseModel):
 _Shape = tuple[
     frozenset[str], frozenset[str], dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]
 ]
-_shapes: dict[type, _Shape] = {}
 _set = object.__setattr__  # as `model_construct` sets a frozen model's parts
 _PLAIN_DEFAULTS = (type(None), str, int, float, bool, tuple, frozenset)
+# Default factories that take no data: asked, pydantic parses a builtin's signature
+# from its text (~0.1-0.2 ms a time).
+_NO_DATA_FACTORIES = (time.time, list, dict, set, tuple)
 
 
-# Whether a default factory takes the validated data: pydantic parses a builtin's
-# signature from its text each time it is asked (~0.1-0.2 ms); these take none.
-_factory_takes_data: dict[Callable[..., Any], bool] = {
-    time.time: False,
-    list: False,
-    dict: False,
-    set: False,
-    tuple: False,
-}
-
-
-def _takes_validated_data(info: FieldInfo) -> bool:
-    factory = info.default_factory
-    if factory is None:
-        return False
-    known = _factory_takes_data.get(factory)
-    if known is None:
-        known = _factory_takes_data[factory] = bool(info.default_factory_takes_validated_data)
-    return known
-
-
+@cache
 def _shape(cls: type[_EventBase]) -> _Shape:
     """What `trusted` needs of an event class, worked out once per class."""
-    if (known := _shapes.get(cls)) is None:
-        fields = cls.__pydantic_fields__
-        template: dict[str, Any] = {}
-        made: list[tuple[str, Callable[[], Any]]] = []
-        required: set[str] = set()
-        for name, info in fields.items():
-            template[name] = None
-            if info.is_required():
-                required.add(name)
-                continue
-            if _takes_validated_data(info):
-                raise TypeError(f"{cls.__name__}.{name}: a default made from the data")
-            if info.default_factory is not None:
-                made.append((name, cast(Callable[[], Any], info.default_factory)))
-            elif isinstance(info.default, _PLAIN_DEFAULTS):
-                template[name] = info.default
-            else:  # a mutable default: each event its own copy
-                made.append((name, partial(copy, info.default)))
-        known = _shapes[cls] = (frozenset(fields), frozenset(required), template, tuple(made))
-    return known
+    fields = cls.__pydantic_fields__
+    template: dict[str, Any] = {}
+    made: list[tuple[str, Callable[[], Any]]] = []
+    required: set[str] = set()
+    for name, info in fields.items():
+        template[name] = None
+        if info.is_required():
+            required.add(name)
+            continue
+        factory = info.default_factory
+        if factory not in _NO_DATA_FACTORIES and info.default_factory_takes_validated_data:
+            raise TypeError(f"{cls.__name__}.{name}: a default made from the data")
+        if factory is not None:
+            made.append((name, cast(Callable[[], Any], factory)))
+        elif isinstance(info.default, _PLAIN_DEFAULTS):
+            template[name] = info.default
+        else:  # a mutable default: each event its own copy
+            made.append((name, partial(copy, info.default)))
+    return frozenset(fields), frozenset(required), template, tuple(made)
 
 
 class RunStarted(_EventBase):
