@@ -129,11 +129,8 @@ class DecisionRecord:
                     fromfile=f"requested {key}",
                     tofile=f"ran {key}",
                 )
-                parts.append(
-                    "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip(
-                        "\n"
-                    )
-                )
+                text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+                parts.append(text.rstrip("\n"))
             else:
                 parts.append(
                     f"- {key}: {_show(old, key in (self.requested_args or {}))}\n"

@@ -60,6 +60,10 @@ def _extra(data: Mapping[str, Any], cls: type) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
 
 
+def _each(cls: Any, values: list[Any], where: str) -> list[Any]:
+    return [cls.from_wire(v, f"{where}[{i}]") for i, v in enumerate(values)]
+
+
 @cache  # `fields()` per card was a sixth of a 10,000-card inbox's read
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
@@ -84,7 +88,6 @@ def _wired(value: Any) -> Any:
     )
 
 
-# -- the requests (interrupt values) ---------------------------------------------------------
 INBOX_ARGS = "arguments"
 
 
@@ -152,14 +155,8 @@ class ApprovalRequest(_Wired):
         actions = _field(data, "action_requests", list, where)
         configs = _field(data, "review_configs", list, where)
         return cls(
-            action_requests=[
-                ActionRequest.from_wire(a, f"{where}.action_requests[{i}]")
-                for i, a in enumerate(actions)
-            ],
-            review_configs=[
-                ReviewConfig.from_wire(c, f"{where}.review_configs[{i}]")
-                for i, c in enumerate(configs)
-            ],
+            action_requests=_each(ActionRequest, actions, f"{where}.action_requests"),
+            review_configs=_each(ReviewConfig, configs, f"{where}.review_configs"),
             extra=_extra(data, cls),
         )
 
@@ -217,14 +214,9 @@ class OutcomeRequest:
         )
 
     def wire(self) -> dict[str, Any]:
-        return {
-            "outcome_unknown": self.outcome_unknown.to_dict(),
-            "allowed": list(self.allowed),
-            "description": self.description,
-        }
+        return asdict(self)
 
 
-# -- the pauses ---------------------------------------------------------------------------
 _Request = TypeVar("_Request", "ApprovalRequest", "OutcomeRequest")
 
 
