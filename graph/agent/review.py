@@ -134,36 +134,35 @@ def build_request(
     specs = [spec_of(tools[call["name"]]) for call, _ in calls]
     # After each headline: what it may touch, the policy's words; then the call in full.
     leads = [
-        [
-            (_preview(spec.describe, call["args"]) if spec.describe else None) or "",
-            verdict.description or "",
-        ]
+        [_preview(spec.describe, call["args"]) or "", verdict.description or ""]
         for (call, verdict), spec in zip(calls, specs, strict=True)
     ]
     descriptions = describe_turn([call for call, _ in calls], leads)
-    actions, configs = [], []
-    for (call, verdict), spec, description in zip(calls, specs, descriptions, strict=True):
-        actions.append(
-            ActionRequest(
-                name=call["name"],
-                args=call["args"],
-                description=description,
-                tool_call_id=call["id"],
-                risk=spec.risk,
-                preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,
-            )
+    actions = [
+        ActionRequest(
+            name=call["name"],
+            args=call["args"],
+            description=description,
+            tool_call_id=call["id"],
+            risk=spec.risk,
+            preview=_preview(spec.preview, call["args"]),
         )
-        configs.append(
-            ReviewConfig(
-                action_name=call["name"],
-                allowed_decisions=list(verdict.allowed_decisions),
-                approvers=list(verdict.approvers) or None,
-            )
+        for (call, _), spec, description in zip(calls, specs, descriptions, strict=True)
+    ]
+    configs = [
+        ReviewConfig(
+            action_name=call["name"],
+            allowed_decisions=list(verdict.allowed_decisions),
+            approvers=list(verdict.approvers) or None,
         )
+        for call, verdict in calls
+    ]
     return ApprovalRequest(action_requests=actions, review_configs=configs).wire()
 
 
 def _preview(render: Any, args: dict[str, Any]) -> str | None:
+    if render is None:
+        return None
     # A preview is a courtesy: one that fails must not block the approval itself.
     try:
         text = render(dict(args))

@@ -33,7 +33,10 @@ from graph.agent.emit import decided_by, emit, thread_of
 from graph.agent.gate import (
     Approved,
     AutoApproved,
+    Invalid,
+    Permit,
     Refused,
+    RunFree,
     answer_permit,
     auto_approving,
     grants_of,
@@ -71,31 +74,28 @@ def run_tool(
     stop: threading.Event | None = None,
 ) -> Command:
     """`stop`: the call's stop signal when not the run's cancel event (cancel_bridge.py)."""
-    call = task["call"]
+    call, mode = task["call"], task["mode"]
     decision: str | None = None
     grant: str | None = None
-    if task["mode"] == "run":
+    found: Permit | Invalid | Refused | None
+    if mode == "run":
         if task.get("decision") == AUTO_APPROVE:
             record_auto_approval(call, config, runtime, deps)
-        allowed = permit(call, config, runtime, deps, task)
-        if isinstance(allowed, Refused):
-            emit(ev.Notice, text=allowed.reason, source="gate")
-            return Command(goto=())
-        if isinstance(allowed, Approved):
-            decision = allowed.decision
-        elif allowed.grant is not None and (
-            grant := record_grant_run(call, allowed.grant, config, deps)
-        ):
-            decision = ALWAYS_ALLOWED
-    elif task["mode"] == "invalid":
+        found = permit(call, config, runtime, deps, task)
+    elif mode == "invalid":
         found = invalid_permit(call, deps)
-        if isinstance(found, Refused):
-            emit(ev.Notice, text=found.reason, source="gate")
-            return Command(goto=())
-        task = {**task, "note": found.problem}
-    elif (refused := answer_permit(call, task, config, runtime, deps)) is not None:
-        emit(ev.Notice, text=refused.reason, source="gate")
+    else:
+        found = answer_permit(call, task, config, runtime, deps)
+    if isinstance(found, Refused):
+        emit(ev.Notice, text=found.reason, source="gate")
         return Command(goto=())
+    if isinstance(found, Approved):
+        decision = found.decision
+    elif isinstance(found, Invalid):
+        task = {**task, "note": found.problem}
+    elif isinstance(found, RunFree) and found.grant:
+        grant = record_grant_run(call, found.grant, config, deps)
+        decision = ALWAYS_ALLOWED if grant else None
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
     update = run_call(
@@ -142,8 +142,7 @@ def run_call(
     if recorded is not None and journal is not None:
         # Started, never finished: ask. One interrupt per crashed attempt, so a
         # "run again" whose re-run crashed too is not replayed by the next resume.
-        asked = 0
-        while True:
+        for _ in range(max(1, recorded.attempts)):
             answer = ask_outcome(
                 outcome_request(call, recorded), call, recorded.attempts, deps, config
             )
@@ -153,9 +152,6 @@ def run_call(
                 return _journaled_answer(
                     call, msg, "error" if msg.status == "error" else "responded"
                 )
-            asked += 1
-            if recorded.attempts <= asked:
-                break
     # A call waits for a slot (max_parallel_tools), announced once it really starts.
     with deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext():
         msg, ms, status = _answer(task, config, deps, decision, journaled, recorded, stop)
