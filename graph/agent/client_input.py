@@ -47,12 +47,7 @@ def _messages_of(values: Any) -> list[Any]:
 
 def _answered(items: Iterable[Any]) -> list[tuple[Any, str]]:
     """(item, call id) of each tool message among `items`."""
-    out = []
-    for item in items:
-        msg = _as_message(item)
-        if isinstance(msg, ToolMessage):
-            out.append((item, msg.tool_call_id))
-    return out
+    return [(i, m.tool_call_id) for i in items if isinstance(m := _as_message(i), ToolMessage)]
 
 
 def carries_tool_messages(input: Any) -> bool:

@@ -42,15 +42,9 @@ def late_answer_error(
     if state.interrupts or not state.values:
         return None
     # The calls of the latest turn that made any: what the late answer was about.
-    turn = next(
-        (
-            m
-            for m in reversed(state.values.get("messages") or [])
-            if isinstance(m, AIMessage) and m.tool_calls
-        ),
-        None,
-    )
-    calls = {c["id"] for c in (turn.tool_calls if turn is not None else [])}
+    messages = state.values.get("messages") or []
+    turn = next((m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None)
+    calls = {c["id"] for c in turn.tool_calls} if turn is not None else set()
     said: dict[str, str] = {}
     for record in reversed(records):  # the latest decision of each call
         answers_a_question = record.question == "review" or record.question.startswith("outcome")

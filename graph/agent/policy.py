@@ -196,11 +196,7 @@ def _tool_policy(name: str, value: Any) -> ToolPolicy:
     mode = _mode(value["mode"], where) if "mode" in value else "ask"
     return ToolPolicy(
         mode=mode,
-        allowed_decisions=(
-            _decisions(value["allowed_decisions"], where)
-            if "allowed_decisions" in value
-            else ALL_DECISIONS
-        ),
+        allowed_decisions=_decisions(value.get("allowed_decisions", ALL_DECISIONS), where),
         description=value.get("description"),
         rules=tuple(
             _rule(r, f"{where}, rule {i + 1}") for i, r in enumerate(value.get("rules", []))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
 from langgraph.types import Command, StateSnapshot, StateUpdate
@@ -19,6 +19,7 @@ from graph.agent.deps import AgentDeps
 from graph.agent.emit import updated_by, visiting
 from graph.agent.tool_messages import RESOLVED_NOTE, rejected
 from graph.protocol.answers import Reject
+from graph.protocol.threads import TOOL_STATUS_KEY
 
 
 def resolution(
@@ -40,11 +41,9 @@ def resolution(
         who=updated_by(config),
         visitor=visiting(),
     )
-    messages: list[ToolMessage] = []
-    for call in calls:
-        message = rejected(call, RESOLVED_NOTE)
-        message.additional_kwargs["gatehouse_status"] = "rejected"
-        messages.append(message)
+    messages = [rejected(call, RESOLVED_NOTE) for call in calls]
+    for message in messages:
+        message.additional_kwargs[TOOL_STATUS_KEY] = "rejected"
     return [[StateUpdate({"messages": messages}, "review")]]
 
 
