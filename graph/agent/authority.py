@@ -129,24 +129,13 @@ def decide(
 ) -> None:
     """Enter a person's (call, decision) answers to one question, by the run's identity."""
     who = dict(who or decided_by(config))
-    thread_id = thread_of(config)
-    enter(
-        deps.decisions,
-        deps.policy,
-        [
-            record_of(
-                thread_id,
-                question,
-                call,
-                decision,
-                source=who.get("source"),
-                actor=who.get("actor"),
-                request_id=request_id,
-            )
-            for call, decision in answers
-        ],
-        visitor=visiting(config) if visitor is None else visitor,
-    )
+    source, actor, thread_id = who.get("source"), who.get("actor"), thread_of(config)
+    records = [
+        record_of(thread_id, question, call, d, source=source, actor=actor, request_id=request_id)
+        for call, d in answers
+    ]
+    visitor = visiting(config) if visitor is None else visitor
+    enter(deps.decisions, deps.policy, records, visitor=visitor)
 
 
 # Who answers an "outcome unknown" question and its tool's approvers (`CheckedOutcome`).

@@ -88,10 +88,6 @@ class Refused:
 Permit = RunFree | Approved | Refused
 
 
-def grants_of(state: Mapping[str, Any], deps: AgentDeps, thread_id: str) -> list[Grant]:
-    return gate_reads(state, deps, thread_id, ())[0]
-
-
 def gate_reads(
     state: Mapping[str, Any], deps: AgentDeps, thread_id: str, call_ids: Sequence[str]
 ) -> tuple[list[Grant], list[DecisionRecord]]:
@@ -296,7 +292,7 @@ def answer_permit(
     mode = task["mode"]
     thread_id = thread_of(config)
     if mode == "deny":
-        grants = grants_of({}, deps, thread_id)
+        grants = gate_reads({}, deps, thread_id, ())[0]
         if policy_verdict(call, deps, thread_id, grants, runtime).mode == "deny":
             return None
     elif mode in ("reject", "respond"):

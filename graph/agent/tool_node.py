@@ -39,7 +39,7 @@ from graph.agent.gate import (
     RunFree,
     answer_permit,
     auto_approving,
-    grants_of,
+    gate_reads,
     invalid_permit,
     judge,
     permit,
@@ -280,7 +280,7 @@ def record_auto_approval(
     if deps.decisions is None:
         return
     thread_id = thread_of(config)
-    grants = grants_of({}, deps, thread_id)
+    grants = gate_reads({}, deps, thread_id, ())[0]
     auto = auto_approving(runtime, deps, grants)
     verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
     if not isinstance(verdict, AutoApproved):
