@@ -65,20 +65,15 @@ def with_cancel_bridge(
 
 async def _answer_cancelled(graph: Pregel, done: Command, config: RunnableConfig) -> None:
     conf = config.get("configurable") or {}
-    thread_id = str(conf["thread_id"])
-    target: RunnableConfig = {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": "",
-            CONFIG_KEY_CHECKPOINTER: conf[CONFIG_KEY_CHECKPOINTER],
-        }
-    }
+    thread_id, saver = str(conf["thread_id"]), conf[CONFIG_KEY_CHECKPOINTER]
+    at = {"thread_id": thread_id, "checkpoint_ns": "", CONFIG_KEY_CHECKPOINTER: saver}
+    target: RunnableConfig = {"configurable": at}
     answer = done.update if isinstance(done.update, dict) else {}
     lock = _writing.setdefault(thread_id, asyncio.Lock())
     async with lock:
         # Calls of the same step that finished before the cancel are pending writes of
         # this checkpoint, which an update does not carry over: their answers go along.
-        saved = await conf[CONFIG_KEY_CHECKPOINTER].aget_tuple(target)
+        saved = await saver.aget_tuple(target)
         finished = [
             m
             for _, channel, value in (saved.pending_writes or [] if saved else [])

@@ -204,7 +204,7 @@ class CheckedAnswer(ReviewAnswer):
     @model_validator(mode="after")
     def _fits_request(self) -> CheckedAnswer:
         bound = _request_being_answered()
-        _check(self.decisions, bound, bound.actor, bound.visitor)
+        _check(self.decisions, bound)
         return self
 
     @classmethod
@@ -279,8 +279,8 @@ def _missing_rejected(flag: Any) -> dict[str, Any] | None:
     raise ValueError("reject_missing must be true, false or a reason (text)")
 
 
-def _check(decisions: list[Any], bound: _Request, actor: str | None, visitor: bool) -> None:
-    actions, configs, tools = bound.actions, bound.configs, bound.tools
+def _check(decisions: list[Any], bound: _Request) -> None:
+    actions, configs, tools, actor = bound.actions, bound.configs, bound.tools, bound.actor
     if len(decisions) != len(actions):
         raise ValueError(
             f"expected {len(actions)} decision(s), one per action request, got {len(decisions)}"
@@ -288,7 +288,7 @@ def _check(decisions: list[Any], bound: _Request, actor: str | None, visitor: bo
     for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
         where = f"decision {i + 1} ({action['name']})"
         approvers = config.get("approvers") or ()
-        if (problem := refusal(actor, action["name"], approvers, visitor)) is not None:
+        if (problem := refusal(actor, action["name"], approvers, bound.visitor)) is not None:
             raise ValueError(f"{where}: {problem}; the call stays pending")
         if decision.type not in config["allowed_decisions"]:
             raise ValueError(

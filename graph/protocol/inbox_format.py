@@ -22,15 +22,10 @@ IGNORED_NOTE = "The person ignored this request in Agent Inbox."
 
 def is_inbox_answer(data: Any) -> bool:
     items = data if isinstance(data, list) else [data]
-    return bool(items) and all(_is_inbox_item(i) for i in items)
-
-
-def _is_inbox_item(item: Any) -> bool:
     # "edit" is a type of both formats: the HITL one carries `edited_action`.
-    return (
-        isinstance(item, Mapping)
-        and item.get("type") in INBOX_TYPES
-        and "edited_action" not in item
+    return bool(items) and all(
+        isinstance(i, Mapping) and i.get("type") in INBOX_TYPES and "edited_action" not in i
+        for i in items
     )
 
 
