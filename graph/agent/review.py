@@ -311,8 +311,7 @@ def explain(error: ValidationError) -> str:
     """A person-readable reason from a refused answer."""
     parts = []
     for e in error.errors():
-        msg = str(e.get("msg", ""))
-        msg = msg.removeprefix("Value error, ")
+        msg = str(e.get("msg", "")).removeprefix("Value error, ")
         loc = ".".join(str(p) for p in e.get("loc", ()) if p not in ("decisions",))
         parts.append(f"{loc}: {msg}" if loc and "decision" not in msg else msg)
     return "; ".join(dict.fromkeys(parts))
