@@ -213,10 +213,6 @@ class Policy:
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> Policy:
         return cls({name: _tool_policy(name, v) for name, v in (mapping or {}).items()})
 
-    def merged(self, other: Policy) -> Policy:
-        """`other` wins per tool (the `policy=` argument over the config file)."""
-        return Policy({**self.tools, **other.tools})
-
     def unknown_tools(self, known: Iterable[str]) -> list[str]:
         """Names this policy configures that are not among `known` (besides "*")."""
         names = set(known)

@@ -67,8 +67,7 @@ def review(
         return Command(goto=sends or "model")
     request = build_request(gated, deps.tools)
     # Who answers is in the run's config, so `approvers` are checked with the answer.
-    who = decided_by(config)
-    visitor = visiting(config)
+    who, visitor = decided_by(config), visiting(config)
     with answering(request, deps.tools, actor=who["actor"], visitor=visitor) as schema:
         answer = interrupt(request, response_schema=schema)
     decide(
@@ -199,12 +198,11 @@ class CheckedAnswer(ReviewAnswer):
     @model_validator(mode="before")
     @classmethod
     def _in_request_order(cls, data: Any) -> Any:
-        return _normalise(data, _request_being_answered().actions)
+        return _normalise(data, _request_being_answered())
 
     @model_validator(mode="after")
     def _fits_request(self) -> CheckedAnswer:
-        bound = _request_being_answered()
-        _check(self.decisions, bound)
+        _check(self.decisions, _request_being_answered())
         return self
 
     @classmethod
@@ -225,23 +223,20 @@ def answering(
     visitor: bool = False,
 ) -> Iterator[type[CheckedAnswer]]:
     """Check answers (`CheckedAnswer`) against `request` in this block; `actor` answers."""
-    token = _answering.set(
-        _Request(
-            list(request["action_requests"]), list(request["review_configs"]), tools, actor, visitor
-        )
-    )
+    actions, configs = list(request["action_requests"]), list(request["review_configs"])
+    token = _answering.set(_Request(actions, configs, tools, actor, visitor))
     try:
         yield CheckedAnswer
     finally:
         _answering.reset(token)
 
 
-def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
+def _normalise(data: Any, bound: _Request) -> Any:
+    actions = bound.actions
     if isinstance(data, BaseModel):
         data = data.model_dump()
     if is_inbox_answer(data):  # Agent Inbox's older format (graph/protocol/inbox_format.py)
-        bound = _answering.get()
-        data = from_inbox(data, actions, bound.configs if bound is not None else None)
+        data = from_inbox(data, actions, bound.configs)
     if isinstance(data, list):  # a bare list of decisions
         data = {"decisions": data}
     if not isinstance(data, Mapping) or "decisions" not in data:
@@ -252,8 +247,7 @@ def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
     fill = _missing_rejected(data.get("reject_missing", False))
     if isinstance(decisions, Mapping):  # keyed by tool call id
         ids = [a["tool_call_id"] for a in actions]
-        unknown = [k for k in decisions if k not in ids]
-        if unknown:
+        if unknown := [k for k in decisions if k not in ids]:
             raise ValueError(
                 f"decisions name tool calls that are not pending: {unknown}; pending: {ids}"
             )
@@ -302,8 +296,7 @@ def _check(decisions: list[Any], bound: _Request) -> None:
                     f"{where}: an edit may change the arguments, not the tool "
                     f"({decision.edited_action.name!r} instead of {action['name']!r})"
                 )
-            problem = args_problem(tools[action["name"]], decision.edited_action.args)
-            if problem:
+            if problem := args_problem(tools[action["name"]], decision.edited_action.args):
                 raise ValueError(f"{where}: edited arguments do not fit the tool: {problem}")
 
 

@@ -75,17 +75,12 @@ class _Wired:
 
     def wire(self) -> dict[str, Any]:
         """Its fields (nested ones wired) and its extras, None left out (LangChain's form)."""
-        cls: type = type(self)
-        own = {k: _wired(getattr(self, k)) for k in _field_names(cls) if k != "extra"}
+        own = {k: getattr(self, k) for k in _field_names(type(self)) if k != "extra"}
+        own = {
+            k: [x.wire() if isinstance(x, _Wired) else x for x in v] if isinstance(v, list) else v
+            for k, v in own.items()
+        }
         return {k: v for k, v in {**own, **self.extra}.items() if v is not None}
-
-
-def _wired(value: Any) -> Any:
-    return (
-        [v.wire() if isinstance(v, _Wired) else v for v in value]
-        if isinstance(value, list)
-        else value
-    )
 
 
 INBOX_ARGS = "arguments"
