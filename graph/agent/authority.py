@@ -97,9 +97,7 @@ def record_of(
     request_id: str | None = None,
 ) -> DecisionRecord:
     edited = isinstance(decision, Edit)
-    always = (
-        getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
-    )
+    always = decision.always_allow if isinstance(decision, Approve | Edit) else None
     return DecisionRecord(
         thread_id=thread_id,
         question=question,

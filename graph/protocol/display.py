@@ -147,9 +147,7 @@ def shown(text: str, lines: int = CARD_LINES, chars: int = CARD_CHARS) -> Shown:
     """The card rule: `text` made visible, cut to `lines` lines and `chars` characters."""
     whole = _BLANKS.sub(_blanks, visible(text)).rstrip("\n")
     rows = whole.split("\n")
-    head = "\n".join(rows[:lines])
-    if len(head) > chars:
-        head = head[:chars]
+    head = "\n".join(rows[:lines])[:chars]
     if len(head) == len(whole):
         return Shown(whole, whole, 0, 0)
     # A line cut in the middle is not counted: the card says it goes on.
