@@ -130,9 +130,7 @@ def run_call(
     recorded = journal.find(thread_id, call) if journal is not None and journaled else None
     if recorded is not None and recorded.finished and recorded.result is not None:
         # The tool ran but the checkpoint never saw its result: use the stored one.
-        return _journaled_answer(
-            call, recorded.result, "error" if recorded.result.status == "error" else "ok"
-        )
+        return _journaled_answer(call, recorded.result, "ok")
     if recorded is not None and is_executing(thread_id, call):
         # Running now in this process (another client resumed the same approval).
         raise CallAlreadyStarted(
@@ -149,45 +147,29 @@ def run_call(
             if answer.type != "run_again":
                 msg = outcome_message(call, answer)
                 journal.finish(thread_id, call, msg)
-                return _journaled_answer(
-                    call, msg, "error" if msg.status == "error" else "responded"
-                )
+                return _journaled_answer(call, msg, "responded")
     # A call waits for a slot (max_parallel_tools), announced once it really starts.
     with deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext():
-        msg, ms, status = _answer(task, config, deps, decision, journaled, recorded, stop)
+        emit(
+            ev.ToolStarted,
+            call_id=call["id"],
+            name=call["name"],
+            args=call["args"],
+            auto_approved=decision == AUTO_APPROVE,
+            grant=task.get("grant"),
+        )
+        if mode == "run":
+            with executing(thread_id, call) if journaled else nullcontext():
+                msg, ms, status = _execute(task, config, deps, journaled, recorded, stop)
+        elif (answer_as := _ANSWERS.get(mode)) is None:  # refused by run_tool (answer_permit)
+            raise ValueError(f"unknown tool task mode {mode!r}")
+        else:
+            (msg, status), ms = answer_as(call, task.get("note")), 0.0
     if decision is not None:  # the history shows how the call was approved
         msg.additional_kwargs[DECISION_KEY] = decision
         if task.get("grant"):
             msg.additional_kwargs[GRANT_KEY] = task["grant"]
     return {"messages": [finished(call, msg, status, ms)]}
-
-
-def _answer(
-    task: ToolTask,
-    config: RunnableConfig,
-    deps: AgentDeps,
-    decision: str | None,
-    journaled: bool,
-    recorded: JournalEntry | None,
-    stop: threading.Event | None,
-) -> tuple[ToolMessage, float, ToolStatus]:
-    """Run the call, or answer it as its mode says: (result, duration in ms, status)."""
-    call, mode, thread_id = task["call"], task["mode"], thread_of(config)
-    emit(
-        ev.ToolStarted,
-        call_id=call["id"],
-        name=call["name"],
-        args=call["args"],
-        auto_approved=decision == AUTO_APPROVE,
-        grant=task.get("grant"),
-    )
-    if mode == "run":
-        with executing(thread_id, call) if journaled else nullcontext():
-            return _execute(task, config, deps, journaled, recorded, stop)
-    if (answer := _ANSWERS.get(mode)) is None:  # refused by run_tool before (answer_permit)
-        raise ValueError(f"unknown tool task mode {mode!r}")
-    msg, status = answer(call, task.get("note"))
-    return msg, 0.0, status
 
 
 # How a task that does not run its call answers it: (result, status).
@@ -241,8 +223,9 @@ def _execute(
 
 
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: ToolStatus) -> dict[str, Any]:
+    """A result read from the journal: `status` unless it is an error."""
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"])
-    return {"messages": [finished(call, msg, status)]}
+    return {"messages": [finished(call, msg, "error" if msg.status == "error" else status)]}
 
 
 def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
