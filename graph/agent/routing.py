@@ -26,13 +26,9 @@ from graph.agent.state import AgentState
 from graph.store.langgraph_private import CONFIG_KEY_RUNTIME
 
 
-def run_of(config: RunnableConfig) -> Runtime[RunContext] | None:
-    """The run's runtime; None for a state edit (no run: nothing cancelled or auto-approved)."""
-    return (config.get("configurable") or {}).get(CONFIG_KEY_RUNTIME)
-
-
-# The runtime comes from `config`: with an injected `runtime` argument a state edit
-# failed ("Missing required config key 'N/A'").
+# The runtime comes from `config` (None for a state edit: nothing cancelled or
+# auto-approved): with an injected `runtime` argument a state edit failed ("Missing
+# required config key 'N/A'").
 def after_model(
     state: AgentState, config: RunnableConfig, *, deps: AgentDeps
 ) -> Sequence[Send | str]:
@@ -51,7 +47,7 @@ def after_model(
 
 
 def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> list[Send | str]:
-    runtime = run_of(config)
+    runtime: Runtime[RunContext] | None = (config.get("configurable") or {}).get(CONFIG_KEY_RUNTIME)
     stop = state.get("stop_reason") or (STOPPED_BY_PERSON if cancelled(runtime) else None)
     if stop:
         return [

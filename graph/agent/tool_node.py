@@ -49,7 +49,6 @@ from graph.agent.policy import Grant
 from graph.agent.state import ToolTask
 from graph.agent.tool_call import finished, invoke_tool
 from graph.protocol import events as ev
-from graph.protocol.answers import OutcomeAnswer
 from graph.protocol.decisions import (
     ALWAYS_ALLOWED,
     AUTO_APPROVE,
@@ -145,7 +144,11 @@ def run_call(
                 outcome_request(call, recorded), call, recorded.attempts, deps, config
             )
             if answer.type != "run_again":
-                msg = outcome_message(call, answer)
+                msg = (
+                    say.responded(call, answer.message or "")
+                    if answer.type == "respond"
+                    else say.outcome_failed(call, answer.message)
+                )
                 journal.finish(thread_id, call, msg)
                 return _journaled_answer(call, msg, "responded")
     # A call waits for a slot (max_parallel_tools), announced once it really starts.
@@ -244,12 +247,6 @@ def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
             "for the model), or respond with what really happened."
         ),
     ).wire()
-
-
-def outcome_message(call: ToolCall, answer: OutcomeAnswer) -> ToolMessage:
-    if answer.type == "respond":
-        return say.responded(call, answer.message or "")
-    return say.outcome_failed(call, answer.message)
 
 
 # -- what the node writes to the decision log besides a person's answer, through the
