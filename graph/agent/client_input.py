@@ -56,9 +56,10 @@ def carries_tool_messages(input: Any) -> bool:
     return bool(_answered(_messages_of(values)))
 
 
-def _refusal(names: Sequence[str], how: str) -> ClientAnswerRefused:
+def _refusal(open_calls: Mapping[str, str], ids: Sequence[str], how: str) -> ClientAnswerRefused:
+    names = ", ".join(f"`{open_calls[cid]}` (call {cid})" for cid in ids)
     return ClientAnswerRefused(
-        f"{how} a tool message for {', '.join(names)}, which waits for a person's decision; "
+        f"{how} a tool message for {names}, which waits for a person's decision; "
         "a tool message never answers an open call. Nothing changed: the call still waits. "
         'Answer the pause with {"decisions": [...]} (Command(resume=...)).'
     )
@@ -78,12 +79,12 @@ def screen_run_input(
     bad = [(item, cid) for item, cid in _answered(items) if cid in open_calls]
     if not bad:
         return input, config
-    names = [f"`{open_calls[cid]}` (call {cid})" for _, cid in bad]
+    ids = [cid for _, cid in bad]
     dropped = {id(item) for item, _ in bad}
     kept = [item for item in items if id(item) not in dropped]
     if isinstance(input, Command) or not kept:
-        raise _refusal(names, "The input was only" if not kept else "The command carried")
-    conf = {**(config.get("configurable") or {}), DROPPED_KEY: [cid for _, cid in bad]}
+        raise _refusal(open_calls, ids, "The input was only" if not kept else "The command carried")
+    conf = {**(config.get("configurable") or {}), DROPPED_KEY: ids}
     return {**(values or {}), "messages": kept}, {**config, "configurable": conf}
 
 
@@ -101,7 +102,7 @@ def refuse_answering_edit(ids: Sequence[str], state_values: Mapping[str, Any]) -
     """Refuse a state edit whose tool messages (`ids`, edit_answers) answer open calls."""
     open_calls = _open_calls(state_values)
     if bad := [c for c in ids if c in open_calls]:
-        raise _refusal([f"`{open_calls[c]}` (call {c})" for c in bad], "The edit added")
+        raise _refusal(open_calls, bad, "The edit added")
 
 
 def announce_dropped(config: RunnableConfig) -> None:
