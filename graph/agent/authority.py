@@ -26,6 +26,7 @@ from graph.agent.policy import Policy
 from graph.protocol.answers import Approve, Edit, OutcomeAnswer
 from graph.protocol.decisions import STANDING_QUESTION, DecisionRecord, StandingGrant
 from graph.protocol.identity import identity_problem, listed
+from graph.protocol.tools import scoped
 
 
 class NotAllowed(PermissionError):
@@ -155,11 +156,8 @@ class CheckedOutcome(OutcomeAnswer):
 def deciding(
     actor: str | None, tool: str, policy: Policy, visitor: bool = False
 ) -> Iterator[type[CheckedOutcome]]:
-    token = _deciding.set((actor, tool, approvers_of(policy, tool), visitor))
-    try:
+    with scoped(_deciding, (actor, tool, approvers_of(policy, tool), visitor)):
         yield CheckedOutcome
-    finally:
-        _deciding.reset(token)
 
 
 def ask_outcome(

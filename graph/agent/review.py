@@ -43,7 +43,7 @@ from graph.agent.tool_messages import edit_note, rejected, responded
 from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
 from graph.protocol.inbox_format import describe_turn, from_inbox, is_inbox_answer
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
-from graph.protocol.tools import spec_of
+from graph.protocol.tools import scoped, spec_of
 
 PREVIEW_CHARS = 20_000
 
@@ -224,11 +224,8 @@ def answering(
 ) -> Iterator[type[CheckedAnswer]]:
     """Check answers (`CheckedAnswer`) against `request` in this block; `actor` answers."""
     actions, configs = list(request["action_requests"]), list(request["review_configs"])
-    token = _answering.set(_Request(actions, configs, tools, actor, visitor))
-    try:
+    with scoped(_answering, _Request(actions, configs, tools, actor, visitor)):
         yield CheckedAnswer
-    finally:
-        _answering.reset(token)
 
 
 def _normalise(data: Any, bound: _Request) -> Any:

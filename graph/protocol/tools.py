@@ -72,7 +72,8 @@ def stop_requested() -> bool:
 
 
 @contextmanager
-def _set(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+def scoped(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+    """`var` holds `value` inside this block."""
     token = var.set(value)
     try:
         yield
@@ -82,9 +83,9 @@ def _set(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
 
 def stop_on(event: threading.Event | None) -> AbstractContextManager[None]:
     """`stop_requested()` inside this block follows `event`."""
-    return _set(_stop, event)
+    return scoped(_stop, event)
 
 
 def output_to(sink: Callable[[str], None]) -> AbstractContextManager[None]:
     """Send `stream_output` lines of the tool run inside this block to `sink`."""
-    return _set(_output_sink, sink)
+    return scoped(_output_sink, sink)
