@@ -1,14 +1,10 @@
 """The gate: may this tool call run? One module answers it, for every node that asks.
 
-A typed verdict (`CallVerdict`) from the call, the decision log, the journal, the
-policy and the auto-approve mode: run free (maybe by a standing grant), denied,
-invalid (gated with arguments that fail the schema: answered with the error), decided
-already (a crash, or new input before the answer was saved), journaled (decided and
-run: a replayed checkpoint), auto-approved (the thread's switch in the decision log or
-the Session's private run context, never client input; never a tool with approvers),
-or ask a person. `run_tool` asks again (`permit`, `invalid_permit`, `answer_permit`)
-from the log and the schema, never from its task, as a forged `Send`, a state edit or
-a raw `Command` reaches it too. The policy's verdict is kept per run in its context.
+`judge` gives a typed verdict (`CallVerdict`) from the call, the decision log, the
+journal, the policy and the auto-approve mode (the thread's switch in the log or the
+Session's private run context, never client input; never for a tool with approvers).
+`run_tool` asks again (`permit`, `invalid_permit`, `answer_permit`) from the log and the
+schema, never from its task: a forged `Send`, a state edit or a raw `Command` reaches it.
 """
 
 from __future__ import annotations
@@ -48,7 +44,7 @@ class Denied:
 
 @dataclass(frozen=True)
 class Invalid:
-    problem: str
+    problem: str  # gated, arguments fail the schema: answered with the error, nobody asked
 
 
 @dataclass(frozen=True)

@@ -3,19 +3,16 @@
 Evaluated from the call, the tool's declared defaults, the project config and the
 thread's grants only, so the review gets the same answer when it re-runs on resume.
 Takes `HumanInTheLoopMiddleware(interrupt_on=...)`'s mapping plus `mode` and `rules`;
-`"*"` is every tool without an entry; naming no tool of the agent is an error
+`"*"` is every tool without an entry; naming a tool the agent lacks is an error
 (`check_tools`: a typo would leave the real tool at its default).
 
 Rules and grants match canonical forms (`canonical`), so `notes/*` never covers
 `notes/../.git/config`; a value with none matches nothing. An "allow" rule or a
 pattern grant must match every canonical argument; "deny" or "ask", canonical or raw.
 
-Precedence, first match wins:
-  1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
-  2. a matching rule (glob or regex on an argument) decides;
-  3. an "always allow" grant of this thread allows;
-  4. the tool's mode from config, else its declared default (a tool that asks may
-     still let a provably safe call through, e.g. a read-only SQL statement).
+First match wins: `deny` (no grant lifts it); a matching rule (glob or regex on an
+argument); the thread's "always allow" grant; the tool's mode from config, else its
+declared default (a tool that asks may let a provably safe call through: read-only SQL).
 """
 
 from __future__ import annotations
