@@ -49,9 +49,8 @@ def late_answer_error(
     for record in reversed(records):  # the latest decision of each call
         answers_a_question = record.question == "review" or record.question.startswith("outcome")
         if answers_a_question and record.tool_call_id in calls and record.tool_call_id not in said:
-            by = f"by {record.actor}" if record.actor else ""
-            via = f"via {record.source}" if record.source else ""
-            who = " ".join(filter(None, (by, via))) or "elsewhere"
+            named = (("by", record.actor), ("via", record.source))
+            who = " ".join(f"{how} {name}" for how, name in named if name) or "elsewhere"
             said[record.tool_call_id] = f"`{record.tool}` {decided(record.decision)} {who}"
     already = f": already decided — {'; '.join(reversed(said.values()))}." if said else ""
     return StaleDecision(

@@ -57,11 +57,7 @@ def owner_only(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
 
 
 def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
-    return (
-        len(supersteps) == 1
-        and len(supersteps[0]) == 1
-        and tuple(supersteps[0][0][:2]) == (None, END)
-    )
+    return [[tuple(update[:2]) for update in step] for step in supersteps] == [[(None, END)]]
 
 
 def is_goto_end(input: Any) -> bool:
