@@ -120,8 +120,10 @@ def announce_dropped(config: RunnableConfig) -> None:
 # LangGraph drops a pending interrupt on any state edit. After an edit of a paused
 # thread with open calls, it is routed as the model's turn (an edit as another node
 # routes nowhere) and the pure steps that ask again run at once, stopping before more.
-REPAUSE_AFTER = ["review"]
-REPAUSE_BEFORE = ["run_tool", "finish", "before_tool"]
+REPAUSE: dict[str, Any] = {
+    "interrupt_after": ["review"],
+    "interrupt_before": ["run_tool", "finish", "before_tool"],
+}
 AS_MODEL = [[StateUpdate({}, "model", None)]]
 
 
@@ -142,9 +144,7 @@ def keep_pause(graph: Pregel, paused_before: bool, done: RunnableConfig) -> None
         done = CompiledStateGraph.bulk_update_state(graph, done, AS_MODEL)
         after = graph.get_state(done)
     if _asks_next(after):
-        for _ in graph.stream(
-            None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
-        ):
+        for _ in graph.stream(None, done, **REPAUSE):
             pass
 
 
@@ -156,7 +156,5 @@ async def akeep_pause(graph: Pregel, paused_before: bool, done: RunnableConfig) 
         done = await CompiledStateGraph.abulk_update_state(graph, done, AS_MODEL)
         after = await graph.aget_state(done)
     if _asks_next(after):
-        async for _ in graph.astream(
-            None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
-        ):
+        async for _ in graph.astream(None, done, **REPAUSE):
             pass
