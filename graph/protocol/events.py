@@ -39,11 +39,8 @@ class _EventBase(BaseModel):
         if not required.issubset(fields):
             missing = [n for n in required if n not in fields]
             raise TypeError(f"{cls.__name__} needs {', '.join(missing)}")
-        values = template.copy()  # in field order, as a validated event's
-        values.update(fields)
-        for name, make in made:
-            if name not in fields:
-                values[name] = make()
+        values = {**template, **fields}  # in field order, as a validated event's
+        values.update((name, make()) for name, make in made if name not in fields)
         event = cls.__new__(cls)
         _set(event, "__dict__", values)
         _set(event, "__pydantic_fields_set__", set(fields))
