@@ -75,7 +75,8 @@ class _Wired:
 
     def wire(self) -> dict[str, Any]:
         """Its fields (nested ones wired) and its extras, None left out (LangChain's form)."""
-        own = {k: getattr(self, k) for k in _field_names(type(self)) if k != "extra"}
+        cls: type = type(self)  # (mypy: a dataclass type is hashable)
+        own = {k: getattr(self, k) for k in _field_names(cls) if k != "extra"}
         own = {
             k: [x.wire() if isinstance(x, _Wired) else x for x in v] if isinstance(v, list) else v
             for k, v in own.items()
