@@ -171,10 +171,8 @@ def _rule(data: Any, where: str) -> Rule:
 
 def _tool_policy(name: str, value: Any) -> ToolPolicy:
     where = f"policy for {name!r}"
-    if value is True:
-        return ToolPolicy(mode="ask")
-    if value is False:
-        return ToolPolicy(mode="allow")
+    if isinstance(value, bool):
+        return ToolPolicy(mode="ask" if value else "allow")
     if isinstance(value, str):
         return ToolPolicy(mode=_mode(value, where))
     if not isinstance(value, Mapping):
