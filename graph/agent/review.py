@@ -229,11 +229,10 @@ def answering(
 
 
 def _normalise(data: Any, bound: _Request) -> Any:
-    actions = bound.actions
     if isinstance(data, BaseModel):
         data = data.model_dump()
     if is_inbox_answer(data):  # Agent Inbox's older format (graph/protocol/inbox_format.py)
-        data = from_inbox(data, actions, bound.configs)
+        data = from_inbox(data, bound.actions, bound.configs)
     if isinstance(data, list):  # a bare list of decisions
         data = {"decisions": data}
     if not isinstance(data, Mapping) or "decisions" not in data:
@@ -243,7 +242,7 @@ def _normalise(data: Any, bound: _Request) -> Any:
     decisions = data["decisions"]
     fill = _missing_rejected(data.get("reject_missing", False))
     if isinstance(decisions, Mapping):  # keyed by tool call id
-        ids = [a["tool_call_id"] for a in actions]
+        ids = [a["tool_call_id"] for a in bound.actions]
         if unknown := [k for k in decisions if k not in ids]:
             raise ValueError(
                 f"decisions name tool calls that are not pending: {unknown}; pending: {ids}"
