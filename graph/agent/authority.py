@@ -1,17 +1,9 @@
 """The one door for authority: every decision that lets a call run or answers for it
-enters the decision log here (`enter`), and nowhere else: the review's answers, "mark
-as resolved", an outcome answer, an auto-approval, a grant, the auto-approve switch
-and a revoke (graph/service/standing.py). With the answer it checks:
-- who decides: the identity the run's trusted context names (`decided_by`), never a
-  client's field; an identity that could pass for another decides nothing;
-- whether they may: the tool's `approvers` in this database's policy, on every kind of
-  question (a standing run's giver is checked when the grant is read, `grant_holds`);
-- what it binds: thread, request, call id, tool, canonical arguments
-  (`DecisionRecord.binds`).
-A refused entry writes nothing. Answers are validated with `refusal` before LangGraph
-stores a resume value (review.py, `CheckedOutcome`), so the pause stays as it was. The
-gate reads back only rows whose hash-chain entry checks out, in the thread's current
-life (graph/store/decisions.py).
+enters the decision log here (`enter`), and nowhere else. It checks who decides (the
+run's trusted identity, never a client's field), whether they may (the tool's
+`approvers`, on every kind of question; a grant's giver when it is read,
+`grant_holds`) and what it binds (`DecisionRecord.binds`). A refused entry writes
+nothing; answers are checked with `refusal` before LangGraph stores a resume value.
 """
 
 from __future__ import annotations
@@ -34,6 +26,7 @@ from graph.agent.policy import Policy
 from graph.protocol.answers import Approve, Edit, OutcomeAnswer
 from graph.protocol.decisions import STANDING_QUESTION, DecisionRecord, StandingGrant
 from graph.protocol.identity import identity_problem, listed
+from graph.protocol.tools import scoped
 
 
 class NotAllowed(PermissionError):
@@ -44,8 +37,7 @@ def refusal(
     actor: str | None, tool: str, approvers: Sequence[str], visitor: bool = False
 ) -> str | None:
     """Why `actor` may not decide `tool` calls (None: they may). No approvers: anyone
-    who may act in the thread decides; a `visitor` (on LangGraph Server, someone who
-    is not the thread's owner) decides only for tools that list them."""
+    who may act in the thread; a `visitor` (not the owner) only where listed."""
     if actor is not None and (problem := identity_problem(actor)) is not None:
         return f"the identity {problem}: it decides nothing"
     if approvers and not listed(actor, approvers):
@@ -61,7 +53,7 @@ def approvers_of(policy: Policy, tool: str) -> tuple[str, ...]:
 
 
 def grant_holds(grant: StandingGrant, policy: Policy) -> bool:
-    """Whether a grant in force may still decide: its giver may decide its tool now."""
+    """Whether a grant's giver may still decide its tool."""
     return refusal(grant.actor, grant.tool, approvers_of(policy, grant.tool)) is None
 
 
@@ -82,9 +74,8 @@ def enter(
     *,
     visitor: bool = False,
 ) -> None:
-    """Record `records` after checking each (see the module doc); raises `NotAllowed`,
-    recording none of them, when one is refused (checked also without a log: resolve.py
-    acts on what the door allows)."""
+    """Record `records` after checking each; `NotAllowed`, recording none, when one is
+    refused (checked also without a log: resolve.py acts on what the door allows)."""
     for record in records:
         problem = _binding_problem(record)
         if problem is None and record.question != STANDING_QUESTION:
@@ -106,11 +97,8 @@ def record_of(
     actor: str | None,
     request_id: str | None = None,
 ) -> DecisionRecord:
-    """The decision log's row for one answered call, bound to it."""
     edited = isinstance(decision, Edit)
-    always = (
-        getattr(decision, "always_allow", None) if isinstance(decision, Approve | Edit) else None
-    )
+    always = decision.always_allow if isinstance(decision, Approve | Edit) else None
     return DecisionRecord(
         thread_id=thread_id,
         question=question,
@@ -138,39 +126,24 @@ def decide(
     who: Mapping[str, str | None] | None = None,
     visitor: bool | None = None,
 ) -> None:
-    """Enter a person's answers to one question: (call, decision) pairs, decided by the
-    run's identity (`who`, `visitor`: a caller that knows better, a state update)."""
+    """Enter a person's (call, decision) answers to one question, by the run's identity."""
     who = dict(who or decided_by(config))
-    thread_id = thread_of(config)
-    enter(
-        deps.decisions,
-        deps.policy,
-        [
-            record_of(
-                thread_id,
-                question,
-                call,
-                decision,
-                source=who.get("source"),
-                actor=who.get("actor"),
-                request_id=request_id,
-            )
-            for call, decision in answers
-        ],
-        visitor=visiting(config) if visitor is None else visitor,
-    )
+    source, actor, thread_id = who.get("source"), who.get("actor"), thread_of(config)
+    records = [
+        record_of(thread_id, question, call, d, source=source, actor=actor, request_id=request_id)
+        for call, d in answers
+    ]
+    visitor = visiting(config) if visitor is None else visitor
+    enter(deps.decisions, deps.policy, records, visitor=visitor)
 
 
-# -- the "outcome unknown" question ----------------------------------------------------
-# Who answers and which tool's approvers apply, while `CheckedOutcome` validates.
+# Who answers an "outcome unknown" question and its tool's approvers (`CheckedOutcome`).
 _deciding: ContextVar[tuple[str | None, str, tuple[str, ...], bool] | None] = ContextVar(
     "gatehouse_deciding", default=None
 )
 
 
 class CheckedOutcome(OutcomeAnswer):
-    """An outcome answer from someone who may decide the call's tool."""
-
     @model_validator(mode="after")
     def _may_decide(self) -> CheckedOutcome:
         bound = _deciding.get()
@@ -183,12 +156,8 @@ class CheckedOutcome(OutcomeAnswer):
 def deciding(
     actor: str | None, tool: str, policy: Policy, visitor: bool = False
 ) -> Iterator[type[CheckedOutcome]]:
-    """Check outcome answers against `actor` and `tool`'s approvers inside this block."""
-    token = _deciding.set((actor, tool, approvers_of(policy, tool), visitor))
-    try:
+    with scoped(_deciding, (actor, tool, approvers_of(policy, tool), visitor)):
         yield CheckedOutcome
-    finally:
-        _deciding.reset(token)
 
 
 def ask_outcome(

@@ -1,13 +1,10 @@
 """Every tool call in a thread gets an id of its own, where the reply enters the state.
 
 Models repeat call ids (LiteLLM's mocks are all `call_mock_1`, some servers number
-each reply from `call_0`, a reply may hold one twice), and everything downstream pairs
-a call with its answer, decision and journal row by id: a repeat would pin one call's
-result (or approval) on another. An id the history, the decision log or the journal
-already holds (history compaction dropped; a reply generated again after a replay: a
-new call, never heir to the old one's approval), or an earlier call of the same reply
-holds, is replaced by a random one on the call and its answer alike, so the provider
-still sees paired ids; the model's id is kept in `additional_kwargs[ORIGINAL_IDS_KEY]`.
+each reply from `call_0`), and a call is paired with its answer, decision and journal
+row by id: a repeat would pin one call's result (or approval) on another. An id the
+history, the decision log, the journal or an earlier call of the reply holds is
+replaced by a random one (the model's is kept in `additional_kwargs[ORIGINAL_IDS_KEY]`).
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ def ids_in(messages: Iterable[AnyMessage]) -> set[str]:
     """Every tool-call id the messages hold: calls (valid or not) and answers."""
     seen: set[str] = set()
     add = seen.add
-    # Over the whole history: a plain loop, no list or generator per message.
+    # A plain loop over the whole history: no list or generator per message.
     for m in messages:
         if isinstance(m, AIMessage):
             for c in m.tool_calls:
@@ -54,8 +51,7 @@ def fresh_call_ids(
     held: Sequence[AnyMessage] = (),
     logged: Callable[[Sequence[str]], set[str]] | None = None,
 ) -> AIMessage:
-    """`reply` with each repeated call id replaced (the reply itself when none repeats);
-    `logged` says which of some ids the decision log or journal holds (one read)."""
+    """`reply` with each repeated call id replaced; `logged`: which ids the log holds."""
     calls = [*reply.tool_calls, *reply.invalid_tool_calls]
     if not calls:
         return reply  # nothing to rename (a reply that only answers): no scan of the history

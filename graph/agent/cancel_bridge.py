@@ -1,13 +1,11 @@
 """A cancelled asyncio run stops the tool call it is in, and the call gets its answer.
 
-The Session cancels through the run's cancel event; LangGraph Server (any `astream`
-caller) cancels the asyncio task, which cannot reach a tool in its worker thread. So
-the async `run_tool` runs the call in that thread itself and, on cancellation, sets the
-call's stop event and waits briefly for it to wind down (the journal records "stopped
-by the person"). The cancelled task's writes are lost with it, which left the call
-unanswered with no pause: so the stopped call's answer is written as `run_tool`'s,
-the run ended "cancelled", and the task ends without an error (else the thread would
-read "failed"). The thread is idle, and every client reads the same status.
+LangGraph Server cancels the asyncio task, which cannot reach a tool in its worker
+thread. So the async `run_tool` runs the call in that thread itself and, on
+cancellation, sets the call's stop event and waits briefly for it to wind down. The
+cancelled task's writes are lost with it, so the stopped call's answer is written as
+`run_tool`'s, the run ended "cancelled", and the task ends without an error (else the
+thread would read "failed").
 """
 
 from __future__ import annotations
@@ -58,9 +56,7 @@ def with_cancel_bridge(
                 done = await asyncio.wait_for(asyncio.shield(work), WIND_DOWN_S)
                 if isinstance(done, Command) and (compiled := graph()) is not None:
                     await _answer_cancelled(compiled, done, config)
-                    # Answered: the task ends without an error (LangGraph would record the
-                    # cancellation as this task's error, and every list would say "failed").
-                    # The run itself is cancelled all the same.
+                    # Answered: no error for the task (every list would say "failed").
                     return Command(goto=())
             raise
 
@@ -68,22 +64,16 @@ def with_cancel_bridge(
 
 
 async def _answer_cancelled(graph: Pregel, done: Command, config: RunnableConfig) -> None:
-    """Write the stopped call's answer and the run's "cancelled" end to the thread."""
     conf = config.get("configurable") or {}
-    thread_id = str(conf["thread_id"])
-    target: RunnableConfig = {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": "",
-            CONFIG_KEY_CHECKPOINTER: conf[CONFIG_KEY_CHECKPOINTER],
-        }
-    }
+    thread_id, saver = str(conf["thread_id"]), conf[CONFIG_KEY_CHECKPOINTER]
+    at = {"thread_id": thread_id, "checkpoint_ns": "", CONFIG_KEY_CHECKPOINTER: saver}
+    target: RunnableConfig = {"configurable": at}
     answer = done.update if isinstance(done.update, dict) else {}
     lock = _writing.setdefault(thread_id, asyncio.Lock())
     async with lock:
         # Calls of the same step that finished before the cancel are pending writes of
         # this checkpoint, which an update does not carry over: their answers go along.
-        saved = await conf[CONFIG_KEY_CHECKPOINTER].aget_tuple(target)
+        saved = await saver.aget_tuple(target)
         finished = [
             m
             for _, channel, value in (saved.pending_writes or [] if saved else [])

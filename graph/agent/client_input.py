@@ -1,15 +1,10 @@
 """A pause closes only by a decision: a tool message in a client's input never answers
-an open call.
-
-Agent Chat UI, when a person types while a card shows, sends a made-up answer to the
-pending call ("Successfully handled tool call.") before the message; a raw SDK client
-can send one alone ("exit code 0" for an `rm -rf` that never ran). Taken as a result,
-it would close the pause with no decision logged. So, for every client of the graph:
-- input with such answers beside other messages: the answers are dropped, the rest
-  held until the calls are decided (model_node.py), the pause stays, a notice says so;
-- input of nothing but such answers, or a `Command(update=...)` with one: refused
-  (`ClientAnswerRefused`), nothing changes; a state edit adding one: refused the same.
-A tool message for a call the same input makes (a seeded conversation) passes.
+an open call (Agent Chat UI sends a made-up "Successfully handled tool call." when a
+person types while a card shows; an SDK client could send "exit code 0" for an
+`rm -rf` that never ran). Beside other messages such answers are dropped (the rest
+held until the calls are decided, a notice says so); alone, in a `Command(update=...)`
+or a state edit they are refused (`ClientAnswerRefused`). A tool message for a call
+the same input makes (a seeded conversation) passes.
 """
 
 from __future__ import annotations
@@ -52,23 +47,19 @@ def _messages_of(values: Any) -> list[Any]:
 
 def _answered(items: Iterable[Any]) -> list[tuple[Any, str]]:
     """(item, call id) of each tool message among `items`."""
-    out = []
-    for item in items:
-        msg = _as_message(item)
-        if isinstance(msg, ToolMessage):
-            out.append((item, msg.tool_call_id))
-    return out
+    return [(i, m.tool_call_id) for i in items if isinstance(m := _as_message(i), ToolMessage)]
 
 
 def carries_tool_messages(input: Any) -> bool:
-    """Whether run input holds a tool message at all (cheap; the state is read only then)."""
+    """Whether run input holds a tool message at all (cheap: the state is read only then)."""
     values = input.update if isinstance(input, Command) else input
     return bool(_answered(_messages_of(values)))
 
 
-def _refusal(names: Sequence[str], how: str) -> ClientAnswerRefused:
+def _refusal(open_calls: Mapping[str, str], ids: Sequence[str], how: str) -> ClientAnswerRefused:
+    names = ", ".join(f"`{open_calls[cid]}` (call {cid})" for cid in ids)
     return ClientAnswerRefused(
-        f"{how} a tool message for {', '.join(names)}, which waits for a person's decision; "
+        f"{how} a tool message for {names}, which waits for a person's decision; "
         "a tool message never answers an open call. Nothing changed: the call still waits. "
         'Answer the pause with {"decisions": [...]} (Command(resume=...)).'
     )
@@ -81,19 +72,19 @@ def _open_calls(state_values: Mapping[str, Any]) -> dict[str, str]:
 def screen_run_input(
     input: Any, config: RunnableConfig, state_values: Mapping[str, Any]
 ) -> tuple[Any, RunnableConfig]:
-    """Run input and its config with answers to open calls dropped (or refused, above)."""
+    """Run input and its config with answers to open calls dropped (or refused)."""
     open_calls = _open_calls(state_values)
     values = input.update if isinstance(input, Command) else input
     items = _messages_of(values)
     bad = [(item, cid) for item, cid in _answered(items) if cid in open_calls]
     if not bad:
         return input, config
-    names = [f"`{open_calls[cid]}` (call {cid})" for _, cid in bad]
+    ids = [cid for _, cid in bad]
     dropped = {id(item) for item, _ in bad}
     kept = [item for item in items if id(item) not in dropped]
     if isinstance(input, Command) or not kept:
-        raise _refusal(names, "The input was only" if not kept else "The command carried")
-    conf = {**(config.get("configurable") or {}), DROPPED_KEY: [cid for _, cid in bad]}
+        raise _refusal(open_calls, ids, "The input was only" if not kept else "The command carried")
+    conf = {**(config.get("configurable") or {}), DROPPED_KEY: ids}
     return {**(values or {}), "messages": kept}, {**config, "configurable": conf}
 
 
@@ -111,11 +102,10 @@ def refuse_answering_edit(ids: Sequence[str], state_values: Mapping[str, Any]) -
     """Refuse a state edit whose tool messages (`ids`, edit_answers) answer open calls."""
     open_calls = _open_calls(state_values)
     if bad := [c for c in ids if c in open_calls]:
-        raise _refusal([f"`{open_calls[c]}` (call {c})" for c in bad], "The edit added")
+        raise _refusal(open_calls, bad, "The edit added")
 
 
 def announce_dropped(config: RunnableConfig) -> None:
-    """The notice for answers dropped from this run's input (screen_run_input)."""
     if ids := (config.get("configurable") or {}).get(DROPPED_KEY):
         emit(
             ev.Notice,
@@ -128,11 +118,12 @@ def announce_dropped(config: RunnableConfig) -> None:
 
 
 # LangGraph drops a pending interrupt on any state edit. After an edit of a paused
-# thread with open calls, it is routed as the model's turn (an edit as `review`,
-# `run_tool` or `finish` routes nowhere) and the steps that ask again run at once (the
-# review, or the model node holding the input): pure, and the run stops before more.
-REPAUSE_AFTER = ["review"]
-REPAUSE_BEFORE = ["run_tool", "finish", "before_tool"]
+# thread with open calls, it is routed as the model's turn (an edit as another node
+# routes nowhere) and the pure steps that ask again run at once, stopping before more.
+REPAUSE: dict[str, Any] = {
+    "interrupt_after": ["review"],
+    "interrupt_before": ["run_tool", "finish", "before_tool"],
+}
 AS_MODEL = [[StateUpdate({}, "model", None)]]
 
 
@@ -153,9 +144,7 @@ def keep_pause(graph: Pregel, paused_before: bool, done: RunnableConfig) -> None
         done = CompiledStateGraph.bulk_update_state(graph, done, AS_MODEL)
         after = graph.get_state(done)
     if _asks_next(after):
-        for _ in graph.stream(
-            None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
-        ):
+        for _ in graph.stream(None, done, **REPAUSE):
             pass
 
 
@@ -167,7 +156,5 @@ async def akeep_pause(graph: Pregel, paused_before: bool, done: RunnableConfig) 
         done = await CompiledStateGraph.abulk_update_state(graph, done, AS_MODEL)
         after = await graph.aget_state(done)
     if _asks_next(after):
-        async for _ in graph.astream(
-            None, done, interrupt_after=REPAUSE_AFTER, interrupt_before=REPAUSE_BEFORE
-        ):
+        async for _ in graph.astream(None, done, **REPAUSE):
             pass

@@ -1,28 +1,17 @@
-"""Crash points: where tests kill the process, like a power cut, to prove that a
-side-effecting call is never silently repeated (graph/store/journal.py names each gap).
-
-`GATEHOUSE_CRASH_AT=after_tool` kills the process at that point; tests running in one
-process swap `crash_handler` for something that raises instead.
+"""Crash points, where tests kill the process like a power cut (graph/store/journal.py
+names each gap): `GATEHOUSE_CRASH_AT=after_tool`; in-process tests swap `crash_point`.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
 
 CRASH_ENV = "GATEHOUSE_CRASH_AT"
-
-
-def _kill_self() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-crash_handler: Callable[[str], None] = lambda name: _kill_self()  # noqa: E731
 
 
 def crash_point(name: str) -> None:
     """Die here when `GATEHOUSE_CRASH_AT` names this point."""
     wanted = os.environ.get(CRASH_ENV, "")
     if wanted and name in wanted.split(","):
-        crash_handler(name)
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,24 +1,10 @@
 """The gate: may this tool call run? One module answers it, for every node that asks.
 
-From the call, the thread's grants and decisions (decision log), the journal, the
-policy and the auto-approve mode, a typed verdict (`CallVerdict`):
-- `RunFree`: the policy allows it (maybe through a named standing grant);
-- `Denied`: the policy refuses it; nobody is asked;
-- `Invalid`: gated, but its arguments fail the tool's schema: answered with the error
-  (a person would only approve a call that cannot run);
-- `Decided`: a person already answered exactly this call (a crash, or new input
-  before the answer was saved): it goes on as decided;
-- `Journaled`: decided and already run (a replayed checkpoint): its journaled result;
-- `AutoApproved`: auto-approve is on for the thread (a switch in the decision log) or
-  the run's Session (a private field of the run context); run_tool records it before
-  the call runs. No client can turn it on (run input, config, context, a state edit,
-  a `Command`); `deny` still refuses; a tool with named approvers is never auto-approved;
-- `Ask`: a person decides (the review's card, with the policy's verdict).
-
-`run_tool` asks again (`permit`, `invalid_permit`, `answer_permit`) from the decision
-log and the tool's schema, never from its task: a forged `Send`, a state edit or a raw
-`Command` reaches it too. The policy is evaluated once per call per run: the verdict
-is kept in the run's context (private to the process) for the steps after.
+`judge` gives a typed verdict (`CallVerdict`) from the call, the decision log, the
+journal, the policy and the auto-approve mode (the thread's switch in the log or the
+Session's private run context, never client input; never for a tool with approvers).
+`run_tool` asks again (`permit`, `invalid_permit`, `answer_permit`) from the log and the
+schema, never from its task: a forged `Send`, a state edit or a raw `Command` reaches it.
 """
 
 from __future__ import annotations
@@ -58,7 +44,7 @@ class Denied:
 
 @dataclass(frozen=True)
 class Invalid:
-    problem: str
+    problem: str  # gated, arguments fail the schema: answered with the error, nobody asked
 
 
 @dataclass(frozen=True)
@@ -84,7 +70,7 @@ class Ask:
 CallVerdict = RunFree | Denied | Invalid | Decided | Journaled | AutoApproved | Ask
 
 
-# -- run_tool's question: may this task run here? --------------------------------------
+# run_tool's question: may this task run here?
 @dataclass(frozen=True)
 class Approved:
     decision: str  # "approve", "edit", "auto_approve"
@@ -98,17 +84,11 @@ class Refused:
 Permit = RunFree | Approved | Refused
 
 
-def grants_of(state: Mapping[str, Any], deps: AgentDeps, thread_id: str) -> list[Grant]:
-    """The thread's "always allow" grants (see `gate_reads`)."""
-    return gate_reads(state, deps, thread_id, ())[0]
-
-
 def gate_reads(
     state: Mapping[str, Any], deps: AgentDeps, thread_id: str, call_ids: Sequence[str]
 ) -> tuple[list[Grant], list[DecisionRecord]]:
-    """The thread's "always allow" grants and the records under `call_ids`, in one read:
-    from the decision log when there is one (clients write state), the grants whose
-    giver may still decide their tool; else state's grants (and no records)."""
+    """The thread's grants whose giver may still decide their tool, and the records
+    under `call_ids`, in one read of the decision log; without one, state's grants."""
     if deps.decisions is not None:
         standing, records = deps.decisions.gate_reads(thread_id, call_ids)
         grants = [Grant(g.tool, g.pattern) for g in standing if grant_holds(g, deps.policy)]
@@ -123,28 +103,17 @@ def policy_verdict(
     grants: list[Grant],
     runtime: Runtime[RunContext] | None,
 ) -> Verdict:
-    """The policy's verdict, once per run: keyed by all it depends on (call id, tool,
-    arguments, grants), so a reuse answers what an evaluation would."""
+    """The policy's verdict, once per run, keyed by all it depends on."""
     tool = deps.tools.get(call["name"])
     ctx = context_of(runtime)
     if ctx is None:
         return deps.policy.evaluate(call["name"], call["args"], tool, grants)
-    key = (
-        id(deps.policy),
-        thread_id,
-        call["id"],
-        call["name"],
-        _args_key(call["args"]),
-        tuple(grants),
-    )
+    args = json.dumps(call["args"], sort_keys=True, default=repr)
+    key = (id(deps.policy), thread_id, call["id"], call["name"], args, tuple(grants))
     found: Verdict | None = ctx.verdicts.get(key)
     if found is None:
         found = ctx.verdicts[key] = deps.policy.evaluate(call["name"], call["args"], tool, grants)
     return found
-
-
-def _args_key(args: Mapping[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, default=repr)
 
 
 def judge(
@@ -158,9 +127,8 @@ def judge(
     auto: AutoMode | None = None,
     records: Sequence[DecisionRecord] | None = None,
 ) -> CallVerdict:
-    """The gate's verdict on one open call. The review (`reviewing`) asks what it asked
-    before it paused (it re-runs on resume), except a call the journal shows finished;
-    it never auto-approves. `records`: the decision log's for the call, when read."""
+    """The verdict on one open call. The review (`reviewing`, re-run on resume) asks
+    what it asked before, except a call the journal shows finished; never auto-approves."""
     verdict = policy_verdict(call, deps, thread_id, grants, runtime)
     if verdict.mode == "allow":
         return RunFree(verdict.grant)
@@ -193,12 +161,7 @@ def task_for(call: ToolCall, verdict: CallVerdict) -> ToolTask | None:
     if isinstance(verdict, Journaled):
         return {**verdict.task, "replayed": True}
     if isinstance(verdict, AutoApproved):
-        return {
-            "call": call,
-            "mode": "run",
-            "decision": AUTO_APPROVE,
-            "note": None,
-        }
+        return {"call": call, "mode": "run", "decision": AUTO_APPROVE, "note": None}
     return None
 
 
@@ -212,8 +175,7 @@ def split_turn(
     auto: AutoMode | None = None,
     reads: tuple[list[Grant], list[DecisionRecord]] | None = None,
 ) -> tuple[list[ToolTask], list[tuple[ToolCall, Verdict]]]:
-    """The turn's open calls, split into tasks to send now and calls to review (with
-    the policy's verdict for the card). `reads`: `gate_reads` of the open calls."""
+    """The turn's open calls: tasks to send now, and calls to review with their verdict."""
     calls = unanswered(state)
     grants, records = reads or gate_reads(state, deps, thread_id, [id_of(c) for c in calls])
     now: list[ToolTask] = []
@@ -232,8 +194,7 @@ def split_turn(
 def auto_approving(
     runtime: Runtime[RunContext] | None, deps: AgentDeps, grants: list[Grant]
 ) -> AutoMode | None:
-    """ "thread" when the thread's switch is on (a grant of every tool, in the decision
-    log only), "session" when the run's Session has it on."""
+    """Whose auto-approve is on: the thread's switch (in the decision log only), the Session's."""
     if deps.decisions is not None and any(g.tool == ALL_TOOLS for g in grants):
         return "thread"
     if session_auto_approves(runtime):
@@ -247,18 +208,13 @@ def decided_task(
     thread_id: str,
     records: Sequence[DecisionRecord] | None = None,
 ) -> ToolTask | None:
-    """The task for a call the decision log holds a review answer for: exactly this call
-    (id, tool, canonical arguments), never another that reuses its id. `records`: the
-    log's `gate_reads` (of this call among others), when read already."""
+    """The task for a call the log holds a review answer for, bound to exactly this
+    call (id, tool, canonical arguments), never another that reuses its id."""
     if deps.decisions is None:
         return None
     if records is None:
         records = deps.decisions.approvals(thread_id, id_of(call))
-    answered = [
-        r
-        for r in records
-        if r.tool_call_id == id_of(call) and r.question == "review" and r.binds(call)
-    ]
+    answered = [r for r in records if r.question == "review" and r.binds(call)]
     if not answered:
         return None
     record = answered[-1]
@@ -272,8 +228,7 @@ def decided_task(
 
 
 def ran_already(task: ToolTask, deps: AgentDeps, thread_id: str) -> bool:
-    """Whether the journal holds this decided call finished (only started: it may be
-    running for another client; run_tool refuses or asks about its outcome)."""
+    """Whether the journal holds this decided call finished (not just started)."""
     if task["mode"] != "run" or deps.journal is None:
         return False
     entry = deps.journal.find(thread_id, task["call"])
@@ -287,9 +242,8 @@ def permit(
     deps: AgentDeps,
     task: ToolTask,
 ) -> Permit:
-    """`RunFree` (with its grant) for a call the policy lets run, `Approved` for a gated
-    call with a recorded approval of exactly this call as it runs, else `Refused`.
-    Without a decision log there is nothing but the task to go by."""
+    """`RunFree` when the policy lets it run, `Approved` on a recorded approval of
+    exactly this call as it runs, else `Refused` (no log: the task is all there is)."""
     if deps.decisions is None:
         decision = task.get("decision")
         return Approved(decision) if decision else RunFree()
@@ -328,25 +282,20 @@ def answer_permit(
     runtime: Runtime[RunContext] | None,
     deps: AgentDeps,
 ) -> Refused | None:
-    """Whether `run_tool` may answer the call as a task that does not run it says:
-    "deny" only if the policy denies it; "reject" / "respond" only with the answer the
-    decision log holds for exactly this call; "skip" (a stopped run's calls) always.
-    A claimed answer nobody gave is refused: the call keeps waiting."""
+    """Whether `run_tool` may answer the call as its task says: "deny" if the policy
+    denies it, "reject" / "respond" as the log holds for exactly this call, "skip" (a
+    stopped run) always; a claimed answer nobody gave is refused, the call waits."""
     mode = task["mode"]
     thread_id = thread_of(config)
     if mode == "deny":
-        grants = grants_of({}, deps, thread_id)
+        grants = gate_reads({}, deps, thread_id, ())[0]
         if policy_verdict(call, deps, thread_id, grants, runtime).mode == "deny":
             return None
     elif mode in ("reject", "respond"):
         if deps.decisions is None:
             return None  # nothing but the tasks to go by (as `permit`)
         decided = decided_task(call, deps, thread_id)
-        if (
-            decided is not None
-            and decided["mode"] == mode
-            and decided.get("note") == task.get("note")
-        ):
+        if decided and (decided["mode"], decided.get("note")) == (mode, task.get("note")):
             return None
     elif mode == "skip":
         return None

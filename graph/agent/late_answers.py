@@ -1,7 +1,6 @@
-"""An answer after the question was decided elsewhere (the terminal approved, the web
-app then rejects): LangGraph takes a resume of a thread that no longer waits as a
-no-op "success". It is refused instead, with what became of the request ("already
-decided: `write_file` approved by ana via terminal"), in the words front ends use.
+"""An answer after the question was decided elsewhere: LangGraph takes a resume of a
+thread that no longer waits as a no-op "success". It is refused instead, with what
+became of the request ("already decided: `write_file` approved by ana via terminal").
 """
 
 from __future__ import annotations
@@ -24,10 +23,9 @@ def is_answer(input: Any) -> bool:
 
 
 def has_interrupts(writes: Sequence[PendingWrite], *, live: bool) -> bool:
-    """Whether `get_state(...).interrupts` lists any interrupt, from a checkpoint's pending
-    writes alone (LangGraph's rules, langgraph/pregel/_task_status.py): one written by a
-    task (not the null task: input), unfinished (no non-control write) when `live` (the
-    latest checkpoint). Building the state would decode every message."""
+    """Whether `get_state(...).interrupts` lists any, from the pending writes alone
+    (langgraph/pregel/_task_status.py's rules; building the state decodes every message):
+    one written by a task (not input), unfinished when `live` (the latest checkpoint)."""
     finished = {w[0] for w in writes if w[1] not in CONTROL_WRITES}
     return any(
         # An INTERRUPT write holds the task's interrupts (a list; anything else is one).
@@ -40,27 +38,19 @@ def has_interrupts(writes: Sequence[PendingWrite], *, live: bool) -> bool:
 def late_answer_error(
     thread_id: str, state: StateSnapshot, records: Sequence[DecisionRecord]
 ) -> StaleDecision | None:
-    """The refusal for an answer to `thread_id` in `state`, or None when a question is
-    pending (then the answer is checked against it as usual)."""
+    """The refusal for an answer to `state`; None when a question is pending."""
     if state.interrupts or not state.values:
         return None
     # The calls of the latest turn that made any: what the late answer was about.
-    turn = next(
-        (
-            m
-            for m in reversed(state.values.get("messages") or [])
-            if isinstance(m, AIMessage) and m.tool_calls
-        ),
-        None,
-    )
-    calls = {c["id"] for c in (turn.tool_calls if turn is not None else [])}
+    messages = state.values.get("messages") or []
+    turn = next((m for m in reversed(messages) if isinstance(m, AIMessage) and m.tool_calls), None)
+    calls = {c["id"] for c in turn.tool_calls} if turn is not None else set()
     said: dict[str, str] = {}
     for record in reversed(records):  # the latest decision of each call
         answers_a_question = record.question == "review" or record.question.startswith("outcome")
         if answers_a_question and record.tool_call_id in calls and record.tool_call_id not in said:
-            by = f"by {record.actor}" if record.actor else ""
-            via = f"via {record.source}" if record.source else ""
-            who = " ".join(filter(None, (by, via))) or "elsewhere"
+            named = (("by", record.actor), ("via", record.source))
+            who = " ".join(f"{how} {name}" for how, name in named if name) or "elsewhere"
             said[record.tool_call_id] = f"`{record.tool}` {decided(record.decision)} {who}"
     already = f": already decided — {'; '.join(reversed(said.values()))}." if said else ""
     return StaleDecision(

@@ -1,9 +1,6 @@
-"""`max_parallel_tools`: how many tool calls of one run execute at the same time.
-
-A semaphore per thread (one run per thread at a time), held around a call's execution
-only: answered calls never wait. Not LangGraph's `max_concurrency`: a run streaming
-`custom` or `messages` parks a waiter on one of those workers, so a limit of 1 hangs
-the run (langgraph 1.2, `Pregel.stream`'s `get_waiter`).
+"""`max_parallel_tools`: a semaphore per thread, held around a call's execution only.
+Not LangGraph's `max_concurrency`: a run streaming `custom` or `messages` parks a
+waiter on one of its workers, so a limit of 1 hangs the run (`Pregel.stream`).
 """
 
 from __future__ import annotations

@@ -2,22 +2,17 @@
 
 Evaluated from the call, the tool's declared defaults, the project config and the
 thread's grants only, so the review gets the same answer when it re-runs on resume.
-Takes LangChain's `HumanInTheLoopMiddleware(interrupt_on=...)` mapping unchanged plus
-Gatehouse's keys (`mode`, `rules`); `"*"` stands for every tool without an entry. A
-name that is no tool of the agent is an error at build time (`check_tools`): a typo
-would leave the real tool at its default without a word.
+Takes `HumanInTheLoopMiddleware(interrupt_on=...)`'s mapping plus `mode` and `rules`;
+`"*"` is every tool without an entry; naming a tool the agent lacks is an error
+(`check_tools`: a typo would leave the real tool at its default).
 
-Rules and grants match canonical forms (`canonical`: workspace-relative paths with `..`
-and symlinks resolved, normalized URLs), so `notes/*` never covers
-`notes/../.git/config`; a value with none matches nothing. An "allow" rule or a pattern
-grant must match every canonical argument; "deny" or "ask" one, canonical or raw.
+Rules and grants match canonical forms (`canonical`), so `notes/*` never covers
+`notes/../.git/config`; a value with none matches nothing. An "allow" rule or a
+pattern grant must match every canonical argument; "deny" or "ask", canonical or raw.
 
-Precedence, first match wins:
-  1. `deny` (on the tool or a matching rule) blocks; no grant can lift it;
-  2. a matching rule (glob or regex on an argument) decides;
-  3. an "always allow" grant of this thread allows;
-  4. the tool's mode from config, else its declared default (a tool that asks may
-     still let a provably safe call through, e.g. a read-only SQL statement).
+First match wins: `deny` (no grant lifts it); a matching rule (glob or regex on an
+argument); the thread's "always allow" grant; the tool's mode from config, else its
+declared default (a tool that asks may let a provably safe call through: read-only SQL).
 """
 
 from __future__ import annotations
@@ -38,7 +33,6 @@ Mode = Literal["allow", "ask", "deny"]
 ALL_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
 
 
-# The verdict's reason when a standing "always allow" grant of the thread lets a call run.
 GRANTED = "always allowed in this thread"
 
 
@@ -115,17 +109,15 @@ class Grant:
         match_arg: str | None,
         canonical: Mapping[str, str | None] | None = None,
     ) -> bool:
-        # A grant of "*" (the thread's auto-approve switch) is no grant of a tool: it
-        # turns auto-approve on (graph/agent/gate.py), which also outranks rules.
+        # A grant of "*" (the auto-approve switch) is no tool's: gate.py reads it.
         if name != self.tool:
             return False
         if self.pattern is None:
             return True
         canon = canonical or {}
-        names = _scope(match_arg, canon)
-        values = [_value(n, args, canon) for n in names]
+        values = [_value(n, args, canon) for n in _scope(match_arg, canon)]
         pattern = self.pattern
-        return bool(names) and all(
+        return bool(values) and all(
             v is not None and fnmatch.fnmatchcase(v, pattern) for v in values
         )
 
@@ -179,10 +171,8 @@ def _rule(data: Any, where: str) -> Rule:
 
 def _tool_policy(name: str, value: Any) -> ToolPolicy:
     where = f"policy for {name!r}"
-    if value is True:
-        return ToolPolicy(mode="ask")
-    if value is False:
-        return ToolPolicy(mode="allow")
+    if isinstance(value, bool):
+        return ToolPolicy(mode="ask" if value else "allow")
     if isinstance(value, str):
         return ToolPolicy(mode=_mode(value, where))
     if not isinstance(value, Mapping):
@@ -201,11 +191,7 @@ def _tool_policy(name: str, value: Any) -> ToolPolicy:
     mode = _mode(value["mode"], where) if "mode" in value else "ask"
     return ToolPolicy(
         mode=mode,
-        allowed_decisions=(
-            _decisions(value["allowed_decisions"], where)
-            if "allowed_decisions" in value
-            else ALL_DECISIONS
-        ),
+        allowed_decisions=_decisions(value.get("allowed_decisions", ALL_DECISIONS), where),
         description=value.get("description"),
         rules=tuple(
             _rule(r, f"{where}, rule {i + 1}") for i, r in enumerate(value.get("rules", []))
@@ -221,10 +207,6 @@ class Policy:
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> Policy:
         return cls({name: _tool_policy(name, v) for name, v in (mapping or {}).items()})
-
-    def merged(self, other: Policy) -> Policy:
-        """`other` wins per tool (the `policy=` argument over the config file)."""
-        return Policy({**self.tools, **other.tools})
 
     def unknown_tools(self, known: Iterable[str]) -> list[str]:
         """Names this policy configures that are not among `known` (besides "*")."""
@@ -269,37 +251,19 @@ class Policy:
             if compound and rule.mode == "allow":
                 continue
             if rule.matches(args, spec.match_arg, canon):
-                return Verdict(
-                    mode=rule.mode,
-                    allowed_decisions=rule.allowed_decisions or config.allowed_decisions,
-                    description=config.description,
-                    reason="matched a policy rule",
-                    approvers=config.approvers,
-                )
-        granted = next(
-            (
-                g
-                for g in grants
-                if g.covers(name, args, spec.match_arg, canon) and not (compound and g.pattern)
-            ),
-            None,
-        )
-        if granted is not None:
-            return Verdict(mode="allow", reason=GRANTED, grant=granted)
+                return _under(config, rule.mode, "matched a policy rule", rule.allowed_decisions)
+        for grant in grants:
+            if grant.covers(name, args, spec.match_arg, canon) and not (compound and grant.pattern):
+                return Verdict(mode="allow", reason=GRANTED, grant=grant)
         if (
             config.mode is None
             and spec.default == "ask"
-            and spec.auto_allow is not None
+            and spec.auto_allow
             and _safe(spec.auto_allow, args)
         ):
             return Verdict(mode="allow", reason="judged safe by the tool")
-        return Verdict(
-            mode=config.mode or spec.default,
-            allowed_decisions=config.allowed_decisions,
-            description=config.description,
-            reason="tool default" if config.mode is None else "policy for this tool",
-            approvers=config.approvers,
-        )
+        reason = "tool default" if config.mode is None else "policy for this tool"
+        return _under(config, config.mode or spec.default, reason)
 
     def summary(self, tools: list[BaseTool]) -> list[dict[str, Any]]:
         """One row per tool for settings pages: risk, effective default, rules."""
@@ -322,9 +286,16 @@ class Policy:
         return rows
 
 
+def _under(
+    config: ToolPolicy, mode: Mode, reason: str, decisions: tuple[DecisionType, ...] | None = None
+) -> Verdict:
+    return Verdict(
+        mode, decisions or config.allowed_decisions, config.description, reason, config.approvers
+    )
+
+
 def canonical_args(spec: Any, args: Mapping[str, Any]) -> dict[str, str | None]:
-    """{argument: canonical text, or None when it has none} for the tool's canonical
-    arguments; {} for a tool that declares no canonical form."""
+    """{argument: canonical text or None} for the tool's canonical arguments."""
     if spec.canonical is None:
         return {}
     try:
@@ -336,9 +307,8 @@ def canonical_args(spec: Any, args: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def _scope(default_arg: str | None, canon: Mapping[str, str | None]) -> tuple[str, ...]:
-    """The arguments a rule without `arg`, or a pattern grant, is about: every canonical
-    argument when the tool's match argument is one of them (a move: source and
-    destination), else the match argument alone."""
+    """What a rule without `arg`, or a pattern grant, is about: every canonical argument
+    when the match argument is one (a move: both ends), else the match argument."""
     if default_arg is None:
         return ()
     return tuple(canon) if default_arg in canon else (default_arg,)

@@ -1,11 +1,7 @@
-""" "Mark as resolved": a client that ends a pause without answering it.
-
-Agent Inbox clears pending tasks with `update_state(config, None, as_node=END)`; Agent
-Chat UI runs just `Command(goto=END)`, which LangGraph takes as a no-op "success".
-Either would leave the gated calls unanswered and the next message asking again. So a
-clear of a thread paused in `review` rejects every open call with a note, recorded like
-any rejection, and the thread is idle. compiled.py calls this, so it holds for every
-client of the graph.
+""" "Mark as resolved": a client that ends a pause without answering it (Agent Inbox's
+`update_state(config, None, as_node=END)`, Agent Chat UI's `Command(goto=END)`) would
+leave the gated calls unanswered. So a clear of a thread paused in `review` rejects
+every open call with a note, recorded like any rejection (compiled.py, every client).
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
 from langgraph.types import Command, StateSnapshot, StateUpdate
@@ -23,15 +19,14 @@ from graph.agent.deps import AgentDeps
 from graph.agent.emit import updated_by, visiting
 from graph.agent.tool_messages import RESOLVED_NOTE, rejected
 from graph.protocol.answers import Reject
+from graph.protocol.threads import TOOL_STATUS_KEY
 
 
 def resolution(
     state: StateSnapshot, config: RunnableConfig, deps: AgentDeps
 ) -> list[list[StateUpdate]] | None:
-    """The update a clear of `state` stands for: a rejection of each open call of a
-    paused review, entered through the door (graph/agent/authority.py: the tool's
-    `approvers` decide, here as on any answer); None when no review is paused. Raises
-    `NotAllowed`, changing nothing, for someone who may not decide a call."""
+    """The update a clear of `state` stands for: each open call of a paused review
+    rejected through the door (`NotAllowed` for someone who may not); None if none."""
     calls = pending_review_calls(state)
     if not calls:
         return None
@@ -46,17 +41,14 @@ def resolution(
         who=updated_by(config),
         visitor=visiting(),
     )
-    messages: list[ToolMessage] = []
-    for call in calls:
-        message = rejected(call, RESOLVED_NOTE)
-        message.additional_kwargs["gatehouse_status"] = "rejected"
-        messages.append(message)
+    messages = [rejected(call, RESOLVED_NOTE) for call in calls]
+    for message in messages:
+        message.additional_kwargs[TOOL_STATUS_KEY] = "rejected"
     return [[StateUpdate({"messages": messages}, "review")]]
 
 
 def owner_only(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
-    """On LangGraph Server, someone who is not the thread's owner (an approver deciding
-    a tool's calls) may resolve its pause, and change nothing else in its state."""
+    """On LangGraph Server, a visitor (an approver) may resolve a pause, nothing more."""
     if visiting() and not is_clear(supersteps):
         raise PermissionError(
             "only the thread's owner changes its state; an approver may only decide (or resolve) "
@@ -65,12 +57,7 @@ def owner_only(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
 
 
 def is_clear(supersteps: Sequence[Sequence[StateUpdate]]) -> bool:
-    return (
-        len(supersteps) == 1
-        and len(supersteps[0]) == 1
-        and supersteps[0][0][0] is None
-        and (len(supersteps[0][0]) > 1 and supersteps[0][0][1] == END)
-    )
+    return [[tuple(update[:2]) for update in step] for step in supersteps] == [[(None, END)]]
 
 
 def is_goto_end(input: Any) -> bool:
@@ -85,20 +72,11 @@ CLEAR: list[list[StateUpdate]] = [[StateUpdate(None, END)]]
 
 
 def pending_review_calls(state: StateSnapshot) -> list[ToolCall]:
-    """The calls a pending review asks about (none when the thread is not paused there)."""
     if "review" not in (state.next or ()):
         return []
-    asked: list[ToolCall] = []
-    for pending in state.interrupts:
-        value = pending.value
-        if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
-            for action in value["action_requests"]:
-                asked.append(
-                    ToolCall(
-                        name=action["name"],
-                        args=action["args"],
-                        id=action.get("tool_call_id"),
-                        type="tool_call",
-                    )
-                )
-    return asked
+    return [
+        ToolCall(name=a["name"], args=a["args"], id=a.get("tool_call_id"), type="tool_call")
+        for pending in state.interrupts
+        if isinstance(v := pending.value, Mapping) and isinstance(v.get("action_requests"), list)
+        for a in v["action_requests"]
+    ]

@@ -1,12 +1,10 @@
 """The `review` node: the request a person answers, and what their answer means.
 
-The request is LangChain's `HITLRequest` (calls in the model's order) with Gatehouse
-extras (`tool_call_id`, `risk`, `preview`); the answer `{"decisions": [...]}` in
-request order or keyed by call id, as `HumanInTheLoopMiddleware` takes it. It is
-validated by a pydantic model bound to the request (`answering`) and handed to
+The request is LangChain's `HITLRequest` plus Gatehouse extras; the answer is checked
+by a pydantic model bound to the request (`answering`) handed to
 `interrupt(response_schema=...)`, so LangGraph refuses a wrong answer before anything
-is saved, also on a direct `Command` from Studio or the SDK. The node re-runs from its
-start on resume, so nothing with side effects comes before its `interrupt()`.
+is saved, on every path (Studio, the SDK). The node re-runs from its start on resume:
+nothing with side effects comes before its `interrupt()`.
 """
 
 from __future__ import annotations
@@ -43,10 +41,9 @@ from graph.agent.state import AgentState
 from graph.agent.tool_call import args_problem, finished
 from graph.agent.tool_messages import edit_note, rejected, responded
 from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
-from graph.protocol.events import ToolStatus
 from graph.protocol.inbox_format import describe_turn, from_inbox, is_inbox_answer
 from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
-from graph.protocol.tools import spec_of
+from graph.protocol.tools import scoped, spec_of
 
 PREVIEW_CHARS = 20_000
 
@@ -59,8 +56,7 @@ def review(
     deps: AgentDeps,
 ) -> Command:
     """ONE interrupt for a turn's gated calls; approved or edited ones get a `run_tool`
-    task each, rejected or answered ones their ToolMessage here. Every decision is
-    recorded before any call runs: run_tool runs a gated call only on its record."""
+    task each, the others their ToolMessage here. Every decision is recorded first."""
     thread_id = thread_of(config)
     now, gated = split_turn(state, deps, thread_id, runtime, reviewing=True)
     # Calls already run (a replay from before they ran): their journaled result, no card.
@@ -71,8 +67,7 @@ def review(
         return Command(goto=sends or "model")
     request = build_request(gated, deps.tools)
     # Who answers is in the run's config, so `approvers` are checked with the answer.
-    who = decided_by(config)
-    visitor = visiting(config)
+    who, visitor = decided_by(config), visiting(config)
     with answering(request, deps.tools, actor=who["actor"], visitor=visitor) as schema:
         answer = interrupt(request, response_schema=schema)
     decide(
@@ -87,8 +82,8 @@ def review(
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
     for (call, _), decision in zip(gated, answer.decisions, strict=True):
-        if (grant := grant_from(decision, call["name"])) is not None:
-            grants.append(grant.to_dict())
+        if isinstance(decision, Approve | Edit) and (flag := decision.always_allow):
+            grants.append(Grant(call["name"], flag if isinstance(flag, str) else None).to_dict())
         if isinstance(decision, Approve):
             sends.append(Send("run_tool", {"call": call, "mode": "run", "moves_on": True}))
         elif isinstance(decision, Edit):
@@ -97,13 +92,10 @@ def review(
             sends.append(
                 Send("run_tool", {"call": edited, "mode": "run", "note": note, "moves_on": True})
             )
+        elif isinstance(decision, Reject):
+            messages.append(finished(call, rejected(call, decision.message), "rejected"))
         else:
-            status: ToolStatus
-            if isinstance(decision, Reject):
-                msg, status = rejected(call, decision.message), "rejected"
-            else:
-                msg, status = responded(call, decision.message), "responded"
-            messages.append(finished(call, msg, status))
+            messages.append(finished(call, responded(call, decision.message), "responded"))
     update: dict[str, Any] = {"messages": messages}
     if grants:
         update["grants"] = grants
@@ -130,7 +122,6 @@ def _base_json_schema() -> JsonSchemaValue:
 
 
 def _json_copy(node: Any) -> Any:
-    """A copy of a JSON value, as `copy.deepcopy` makes it (without its bookkeeping)."""
     if isinstance(node, dict):
         return {k: _json_copy(v) for k, v in node.items()}
     return [_json_copy(v) for v in node] if isinstance(node, list) else node
@@ -139,41 +130,38 @@ def _json_copy(node: Any) -> Any:
 def build_request(
     calls: Sequence[tuple[ToolCall, Verdict]], tools: Mapping[str, BaseTool]
 ) -> dict[str, Any]:
-    """The HITLRequest of a turn's gated calls, in the wire form every client reads."""
     specs = [spec_of(tools[call["name"]]) for call, _ in calls]
-    # After each call's headline: what it may touch ("sandboxed · workspace writable ·
-    # no network"), then the policy's own words; the call in full always follows.
+    # After each headline: what it may touch, the policy's words; then the call in full.
     leads = [
-        [
-            (_preview(spec.describe, call["args"]) if spec.describe else None) or "",
-            verdict.description or "",
-        ]
+        [_preview(spec.describe, call["args"]) or "", verdict.description or ""]
         for (call, verdict), spec in zip(calls, specs, strict=True)
     ]
     descriptions = describe_turn([call for call, _ in calls], leads)
-    actions, configs = [], []
-    for (call, verdict), spec, description in zip(calls, specs, descriptions, strict=True):
-        actions.append(
-            ActionRequest(
-                name=call["name"],
-                args=call["args"],
-                description=description,
-                tool_call_id=call["id"],
-                risk=spec.risk,
-                preview=_preview(spec.preview, call["args"]) if spec.preview is not None else None,
-            )
+    actions = [
+        ActionRequest(
+            name=call["name"],
+            args=call["args"],
+            description=description,
+            tool_call_id=call["id"],
+            risk=spec.risk,
+            preview=_preview(spec.preview, call["args"]),
         )
-        configs.append(
-            ReviewConfig(
-                action_name=call["name"],
-                allowed_decisions=list(verdict.allowed_decisions),
-                approvers=list(verdict.approvers) or None,
-            )
+        for (call, _), spec, description in zip(calls, specs, descriptions, strict=True)
+    ]
+    configs = [
+        ReviewConfig(
+            action_name=call["name"],
+            allowed_decisions=list(verdict.allowed_decisions),
+            approvers=list(verdict.approvers) or None,
         )
+        for call, verdict in calls
+    ]
     return ApprovalRequest(action_requests=actions, review_configs=configs).wire()
 
 
 def _preview(render: Any, args: dict[str, Any]) -> str | None:
+    if render is None:
+        return None
     # A preview is a courtesy: one that fails must not block the approval itself.
     try:
         text = render(dict(args))
@@ -193,8 +181,7 @@ class _Request:
     visitor: bool = False
 
 
-# The request an answer is checked against, bound by `answering`: one answer class
-# for every request (one built per request cost ~3 ms a turn).
+# The request `answering` binds: one answer class for all (one per request: ~3 ms a turn).
 _answering: ContextVar[_Request | None] = ContextVar("gatehouse_answering", default=None)
 
 
@@ -206,27 +193,24 @@ def _request_being_answered() -> _Request:
 
 
 class CheckedAnswer(ReviewAnswer):
-    """An answer that fits the request bound by `answering`: one allowed decision per
-    call, edits that keep the tool and fit its arguments."""
+    """An answer that fits the request bound by `answering`."""
 
     @model_validator(mode="before")
     @classmethod
     def _in_request_order(cls, data: Any) -> Any:
-        return _normalise(data, _request_being_answered().actions)
+        return _normalise(data, _request_being_answered())
 
     @model_validator(mode="after")
     def _fits_request(self) -> CheckedAnswer:
-        bound = _request_being_answered()
-        _check(self.decisions, bound, bound.actor, bound.visitor)
+        _check(self.decisions, _request_being_answered())
         return self
 
     @classmethod
     def __get_pydantic_json_schema__(
         cls, core: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        # JSON schema cannot say what the validators check. LangGraph attaches it to
-        # every interrupt (~2 ms to generate): made once, copied each time (~3x faster
-        # than `deepcopy`).
+        # LangGraph attaches it to every interrupt (~2 ms to make): made once, copied
+        # each time (~3x faster than `deepcopy`).
         return _json_copy(_base_json_schema())
 
 
@@ -238,25 +222,17 @@ def answering(
     actor: str | None = None,
     visitor: bool = False,
 ) -> Iterator[type[CheckedAnswer]]:
-    """Check answers (`CheckedAnswer`, as `interrupt`'s `response_schema`) against
-    `request` in this block; `actor` answers (checked against `approvers`)."""
-    token = _answering.set(
-        _Request(
-            list(request["action_requests"]), list(request["review_configs"]), tools, actor, visitor
-        )
-    )
-    try:
+    """Check answers (`CheckedAnswer`) against `request` in this block; `actor` answers."""
+    actions, configs = list(request["action_requests"]), list(request["review_configs"])
+    with scoped(_answering, _Request(actions, configs, tools, actor, visitor)):
         yield CheckedAnswer
-    finally:
-        _answering.reset(token)
 
 
-def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
+def _normalise(data: Any, bound: _Request) -> Any:
     if isinstance(data, BaseModel):
         data = data.model_dump()
     if is_inbox_answer(data):  # Agent Inbox's older format (graph/protocol/inbox_format.py)
-        bound = _answering.get()
-        data = from_inbox(data, actions, bound.configs if bound is not None else None)
+        data = from_inbox(data, bound.actions, bound.configs)
     if isinstance(data, list):  # a bare list of decisions
         data = {"decisions": data}
     if not isinstance(data, Mapping) or "decisions" not in data:
@@ -266,9 +242,8 @@ def _normalise(data: Any, actions: list[dict[str, Any]]) -> Any:
     decisions = data["decisions"]
     fill = _missing_rejected(data.get("reject_missing", False))
     if isinstance(decisions, Mapping):  # keyed by tool call id
-        ids = [a["tool_call_id"] for a in actions]
-        unknown = [k for k in decisions if k not in ids]
-        if unknown:
+        ids = [a["tool_call_id"] for a in bound.actions]
+        if unknown := [k for k in decisions if k not in ids]:
             raise ValueError(
                 f"decisions name tool calls that are not pending: {unknown}; pending: {ids}"
             )
@@ -294,8 +269,8 @@ def _missing_rejected(flag: Any) -> dict[str, Any] | None:
     raise ValueError("reject_missing must be true, false or a reason (text)")
 
 
-def _check(decisions: list[Any], bound: _Request, actor: str | None, visitor: bool) -> None:
-    actions, configs, tools = bound.actions, bound.configs, bound.tools
+def _check(decisions: list[Any], bound: _Request) -> None:
+    actions, configs, tools, actor = bound.actions, bound.configs, bound.tools, bound.actor
     if len(decisions) != len(actions):
         raise ValueError(
             f"expected {len(actions)} decision(s), one per action request, got {len(decisions)}"
@@ -303,7 +278,7 @@ def _check(decisions: list[Any], bound: _Request, actor: str | None, visitor: bo
     for i, (decision, action, config) in enumerate(zip(decisions, actions, configs, strict=True)):
         where = f"decision {i + 1} ({action['name']})"
         approvers = config.get("approvers") or ()
-        if (problem := refusal(actor, action["name"], approvers, visitor)) is not None:
+        if (problem := refusal(actor, action["name"], approvers, bound.visitor)) is not None:
             raise ValueError(f"{where}: {problem}; the call stays pending")
         if decision.type not in config["allowed_decisions"]:
             raise ValueError(
@@ -317,8 +292,7 @@ def _check(decisions: list[Any], bound: _Request, actor: str | None, visitor: bo
                     f"{where}: an edit may change the arguments, not the tool "
                     f"({decision.edited_action.name!r} instead of {action['name']!r})"
                 )
-            problem = args_problem(tools[action["name"]], decision.edited_action.args)
-            if problem:
+            if problem := args_problem(tools[action["name"]], decision.edited_action.args):
                 raise ValueError(f"{where}: edited arguments do not fit the tool: {problem}")
 
 
@@ -326,20 +300,12 @@ def explain(error: ValidationError) -> str:
     """A person-readable reason from a refused answer."""
     parts = []
     for e in error.errors():
-        msg = str(e.get("msg", ""))
-        msg = msg.removeprefix("Value error, ")
+        msg = str(e.get("msg", "")).removeprefix("Value error, ")
         loc = ".".join(str(p) for p in e.get("loc", ()) if p not in ("decisions",))
         parts.append(f"{loc}: {msg}" if loc and "decision" not in msg else msg)
     return "; ".join(dict.fromkeys(parts))
 
 
 def request_id(config: RunnableConfig) -> str:
-    """The id of this task's interrupt (from its namespace), recorded with each decision."""
+    """The id of this task's interrupt, recorded with each decision."""
     return Interrupt.from_ns(None, (config.get("configurable") or {}).get("checkpoint_ns") or "").id
-
-
-def grant_from(decision: Any, name: str) -> Grant | None:
-    flag = getattr(decision, "always_allow", None)
-    if not flag or not isinstance(decision, Approve | Edit):
-        return None
-    return Grant(tool=name, pattern=flag if isinstance(flag, str) else None)

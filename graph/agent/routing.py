@@ -1,9 +1,8 @@
-"""Where the run goes after the model: the end, the on_exit hooks, the model again (a
-reply sent back), or the tool calls: free ones (one `run_tool` task each) and gated
-ones (one `review` for the turn), by the gate's verdict (gate.py: not every gated
-call goes to a person). Routes write nothing: run_tool records an auto-approval.
-No join node: free calls beside a review do not move the run on; the review does (or
-the approved calls, in one step), so `model` runs once, after every answer.
+"""Where the run goes after the model: the end, the on_exit hooks, the model again, or
+the tool calls: free ones (a `run_tool` task each), gated ones (one `review` for the
+turn), by the gate's verdict. Routes write nothing (run_tool records an
+auto-approval). No join node: beside a review, the review moves the run on, so
+`model` runs once, after every answer.
 """
 
 from __future__ import annotations
@@ -27,16 +26,9 @@ from graph.agent.state import AgentState
 from graph.store.langgraph_private import CONFIG_KEY_RUNTIME
 
 
-def run_of(config: RunnableConfig) -> Runtime[RunContext] | None:
-    """The run's runtime; None when LangGraph runs these routes for a state edit
-    (`update_state`, Studio's state panel), which has no run: then nothing is
-    cancelled and nothing is auto-approved, and the routes still say where the thread goes."""
-    return (config.get("configurable") or {}).get(CONFIG_KEY_RUNTIME)
-
-
-# The routes take the runtime from `config`, not as LangGraph's injected `runtime`
-# argument, which LangGraph refuses to call them without (a state edit failed with
-# "Missing required config key 'N/A'").
+# The runtime comes from `config` (None for a state edit: nothing cancelled or
+# auto-approved): with an injected `runtime` argument a state edit failed ("Missing
+# required config key 'N/A'").
 def after_model(
     state: AgentState, config: RunnableConfig, *, deps: AgentDeps
 ) -> Sequence[Send | str]:
@@ -44,20 +36,18 @@ def after_model(
         return ["finish"]
     if state.get("rerun_llm"):
         return ["model"]
-    # Calls with broken arguments were answered with errors already; the model
-    # still gets another turn to react to them.
     last = last_ai(state)
     if last is None:
         return [END]  # nothing was asked (see call_model)
     if last.tool_calls:
         return ["before_tool"] if deps.hooks["before_tool"] else dispatch(state, config, deps=deps)
-    if last.invalid_tool_calls:
+    if last.invalid_tool_calls:  # answered with errors already: the model reacts
         return ["model"]
     return ["finish"] if deps.hooks["on_exit"] else [END]
 
 
 def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> list[Send | str]:
-    runtime = run_of(config)
+    runtime: Runtime[RunContext] | None = (config.get("configurable") or {}).get(CONFIG_KEY_RUNTIME)
     stop = state.get("stop_reason") or (STOPPED_BY_PERSON if cancelled(runtime) else None)
     if stop:
         return [
@@ -68,7 +58,6 @@ def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> l
     reads = gate_reads(state, deps, thread_id, [id_of(c) for c in unanswered(state)])
     auto = auto_approving(runtime, deps, reads[0])
     now, gated = split_turn(state, deps, thread_id, runtime, auto=auto, reads=reads)
-    # Beside a review, the review moves the run on once it is answered.
     targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]
     if gated:
         targets.append("review")

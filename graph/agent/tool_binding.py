@@ -1,8 +1,6 @@
-"""Offering the tools to the chat model (`bind_tools`), with an error a person can act
-on when it cannot take them (LangChain's bare `NotImplementedError`: its stock fakes
-and many wrappers never override it). A graph with no tools never asks.
-`definitions` (tools/definitions.py's, kept on disk) gives each tool's OpenAI-format
-definition instead of the tool, so LangChain does not make it again at every open.
+"""`bind_tools`, with an error a person can act on when the model cannot take tools
+(LangChain's bare `NotImplementedError`); `definitions` gives the tools' stored
+OpenAI-format definitions, so LangChain does not make them again at every open.
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ ToolDefinitions = Callable[[Sequence[BaseTool]], list[dict[str, Any]]]
 def bind_tools(
     model: Any, tools: Sequence[BaseTool], definitions: ToolDefinitions | None = None
 ) -> Any:
-    """`model.bind_tools(tools)` (or the tools' `definitions`), or a `ConfigError`
-    that names the model's class and what to do when it has none."""
     if not tools:
         return model
     try:

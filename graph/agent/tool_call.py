@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
@@ -81,16 +80,11 @@ def invoke_tool(
     except GraphBubbleUp:
         raise
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
-        )
-        return say.bad_arguments(call, problems)
+        return say.bad_arguments(call, _problems(exc))
     except Exception as exc:
         return say.failed(call, exc)
-    if not isinstance(result, ToolMessage):
-        result = say.tool_result(call, str(result))
-    # Its size is dealt with by the caller (graph/agent/offload.py: stored aside or cut).
-    return result
+    # Its size is dealt with by the caller (offload.py).
+    return result if isinstance(result, ToolMessage) else say.tool_result(call, str(result))
 
 
 def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
@@ -100,9 +94,7 @@ def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
         try:
             schema.model_validate(args)
         except ValidationError as exc:
-            return "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
-            )
+            return _problems(exc)
         return None
     if isinstance(schema, dict):  # JSON schema (MCP tools): check what we can cheaply
         missing = [k for k in schema.get("required", []) if k not in args]
@@ -110,7 +102,5 @@ def args_problem(tool: BaseTool, args: dict[str, Any]) -> str | None:
     return None
 
 
-def timed(fn: Callable[[], ToolMessage]) -> tuple[ToolMessage, float]:
-    start = time.perf_counter()
-    msg = fn()
-    return msg, (time.perf_counter() - start) * 1000
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())

@@ -1,8 +1,5 @@
-"""Every ToolMessage the agent writes, and its wording, in one place: what the model
-reads for each call (a person's rejection or text, the policy's refusal, bad
-arguments, a call never run, an unknown tool, a tool that raised, a crashed call
-marked failed). A change here changes what every model is told.
-"""
+"""Every ToolMessage the agent writes, and its wording, in one place: a change here
+changes what every model is told."""
 
 from __future__ import annotations
 
@@ -12,7 +9,6 @@ from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage
 
-# What the model sees as the call's outcome (LangChain's ToolMessage.status).
 ResultStatus = Literal["success", "error"]
 
 # A "Mark as resolved" (graph/agent/resolve.py) rejects the open calls with this reason.
@@ -22,7 +18,6 @@ RESOLVED_NOTE = "The person marked this request as resolved without approving it
 def tool_result(
     call: Mapping[str, Any], content: str, *, status: ResultStatus = "success"
 ) -> ToolMessage:
-    """What the model gets back for `call`: a tool's result or one of the answers below."""
     return ToolMessage(content=content, tool_call_id=call["id"], name=call["name"], status=status)
 
 
@@ -32,7 +27,6 @@ def error_result(call: Mapping[str, Any], content: str) -> ToolMessage:
 
 # -- a person's answer ----------------------------------------------------------------
 def rejected(call: ToolCall, reason: str | None) -> ToolMessage:
-    """The person declined the call (DESIGN.md: an error that says so, with their reason)."""
     text = f"The person declined this call to {call['name']}; it did not run."
     if reason and reason.strip():
         text += f" Their reason: {reason.strip()}"
@@ -40,12 +34,10 @@ def rejected(call: ToolCall, reason: str | None) -> ToolMessage:
 
 
 def responded(call: ToolCall, text: str) -> ToolMessage:
-    """The person answered instead of the tool: their text is the result."""
     return tool_result(call, text)
 
 
 def edit_note(original: Mapping[str, Any], edited: Mapping[str, Any]) -> str:
-    """Put before the result of a call the person edited before approving."""
     return (
         "Note: the person changed the arguments before approving. "
         f"Requested: {json.dumps(original, default=str)}; ran with: {json.dumps(edited, default=str)}."
@@ -53,7 +45,6 @@ def edit_note(original: Mapping[str, Any], edited: Mapping[str, Any]) -> str:
 
 
 def outcome_failed(call: ToolCall, note: str | None) -> ToolMessage:
-    """A call that crashed mid-run, which the person marked as failed."""
     text = (
         f"Error: {call['name']} was interrupted by a crash and its outcome is unknown; "
         "the person marked it as failed."
@@ -71,7 +62,6 @@ def denied(call: ToolCall) -> ToolMessage:
 
 
 def invalid_for_review(call: ToolCall, problem: str | None) -> ToolMessage:
-    """A gated call whose arguments fail the tool's schema: nobody is asked about it."""
     return error_result(
         call,
         f"Error: invalid arguments for {call['name']}: {problem}. The call was not run "
@@ -80,12 +70,10 @@ def invalid_for_review(call: ToolCall, problem: str | None) -> ToolMessage:
 
 
 def not_run(why: str | None) -> str:
-    """A call the run did not get to (a stop, a limit, a repeated call's guard)."""
     return f"Not run: {why or 'the run was stopped'}"
 
 
 def sent_back(reason: str) -> str:
-    """A call of a reply an after_llm hook sent back to the model."""
     return f"Not run: the reply was sent back ({reason})."
 
 
@@ -101,7 +89,6 @@ def not_json(name: str | None, error: str | None, args: Any) -> str:
 
 
 def repeated(name: str, times: int) -> str:
-    """The doom-loop guard's nudge (graph/agent/doom_loop.py)."""
     return (
         f"Not run: this is call {times} in a row to {name} with the same arguments, and it would "
         "give the same result. Use the result you already have, try a different approach, or tell the "
@@ -116,7 +103,6 @@ def unknown_tool(call: ToolCall, known: list[str]) -> ToolMessage:
 
 
 def bad_arguments(call: ToolCall, problems: str) -> ToolMessage:
-    """Arguments the tool refused when it was invoked."""
     return error_result(call, f"Error: invalid arguments for {call['name']}: {problems}")
 
 
@@ -125,8 +111,6 @@ def failed(call: ToolCall, exc: BaseException) -> ToolMessage:
 
 
 def stopped_while_running(content: Any, seconds: float) -> str:
-    """A result cut short by the person's Stop (a side effect may be half done), with
-    how long it ran and what it printed until then."""
     return (
         f"Stopped by the person after {seconds:.1f} s while it ran; it may not have finished."
         f"\n\n{content}"
@@ -134,5 +118,4 @@ def stopped_while_running(content: Any, seconds: float) -> str:
 
 
 def with_note(note: str, content: Any) -> str:
-    """A result with a note before it (an edit's note)."""
     return f"{note}\n\n{content}"

@@ -1,51 +1,62 @@
 """The `run_tool` node: one task per call (a `Send`), so a finished sibling is a
 pending write, never re-run on resume.
 
-A call with side effects (all but read-only tools) is journaled before and after it
-runs, bound to its id, tool and canonical arguments. The row is read first, as the
-node re-runs from its start when an "outcome unknown" interrupt is answered: finished
-but unseen by the checkpoint, the stored result answers; started, never finished,
-the person is asked (run again / failed / the real outcome). A large output is stored
-aside before the "finished" row (offload.py). A gated call runs only on a recorded
-approval of exactly this call, or an auto-approval recorded here; how, is kept with
-the result. A task that reaches the node any other way (a forged `Send`, a state
-edit) neither runs nor answers (the call may still wait for a person): a notice only.
+A call with side effects is journaled before and after it runs, bound to its id, tool
+and canonical arguments. The row is read first, as the node re-runs from its start
+when an "outcome unknown" interrupt is answered: finished, the stored result answers;
+started, never finished, the person is asked. A gated call runs only on a recorded
+approval of exactly this call (or an auto-approval recorded here); a task that
+reaches the node any other way (a forged `Send`, a state edit) gets a notice only.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graph.agent import crash
 from graph.agent import tool_messages as say
-from graph.agent.authority import ask_outcome
+from graph.agent.authority import ask_outcome, enter
 from graph.agent.call_ids import id_of
 from graph.agent.context import RunContext, context_of
 from graph.agent.deps import AgentDeps, JournalEntry
-from graph.agent.emit import emit, thread_of
-from graph.agent.gate import Approved, Refused, answer_permit, invalid_permit, permit
-from graph.agent.in_flight import executing, is_executing
-from graph.agent.offload import fit_output
-from graph.agent.records import record_auto_approval, record_grant_run
-from graph.agent.state import ToolTask
-from graph.agent.tool_call import (
-    finished,
-    invoke_tool,
-    timed,
+from graph.agent.emit import decided_by, emit, thread_of
+from graph.agent.gate import (
+    Approved,
+    AutoApproved,
+    Invalid,
+    Permit,
+    Refused,
+    RunFree,
+    answer_permit,
+    auto_approving,
+    gate_reads,
+    invalid_permit,
+    judge,
+    permit,
 )
+from graph.agent.offload import fit_output
+from graph.agent.policy import Grant
+from graph.agent.state import ToolTask
+from graph.agent.tool_call import finished, invoke_tool
 from graph.protocol import events as ev
-from graph.protocol.answers import OutcomeAnswer
-from graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE
+from graph.protocol.decisions import (
+    ALWAYS_ALLOWED,
+    AUTO_APPROVE,
+    STANDING_QUESTION,
+    DecisionRecord,
+    canonical_args,
+    grant_label,
+)
 from graph.protocol.errors import CallAlreadyStarted
 from graph.protocol.events import ToolStatus
 from graph.protocol.pauses import InterruptedCall, OutcomeRequest
@@ -62,31 +73,28 @@ def run_tool(
     stop: threading.Event | None = None,
 ) -> Command:
     """`stop`: the call's stop signal when not the run's cancel event (cancel_bridge.py)."""
-    call = task["call"]
+    call, mode = task["call"], task["mode"]
     decision: str | None = None
     grant: str | None = None
-    if task["mode"] == "run":
+    found: Permit | Invalid | Refused | None
+    if mode == "run":
         if task.get("decision") == AUTO_APPROVE:
             record_auto_approval(call, config, runtime, deps)
-        allowed = permit(call, config, runtime, deps, task)
-        if isinstance(allowed, Refused):
-            emit(ev.Notice, text=allowed.reason, source="gate")
-            return Command(goto=())
-        if isinstance(allowed, Approved):
-            decision = allowed.decision
-        elif allowed.grant is not None and (
-            grant := record_grant_run(call, allowed.grant, config, deps)
-        ):
-            decision = ALWAYS_ALLOWED
-    elif task["mode"] == "invalid":
+        found = permit(call, config, runtime, deps, task)
+    elif mode == "invalid":
         found = invalid_permit(call, deps)
-        if isinstance(found, Refused):
-            emit(ev.Notice, text=found.reason, source="gate")
-            return Command(goto=())
-        task = {**task, "note": found.problem}
-    elif (refused := answer_permit(call, task, config, runtime, deps)) is not None:
-        emit(ev.Notice, text=refused.reason, source="gate")
+    else:
+        found = answer_permit(call, task, config, runtime, deps)
+    if isinstance(found, Refused):
+        emit(ev.Notice, text=found.reason, source="gate")
         return Command(goto=())
+    if isinstance(found, Approved):
+        decision = found.decision
+    elif isinstance(found, Invalid):
+        task = {**task, "note": found.problem}
+    elif isinstance(found, RunFree) and found.grant:
+        grant = record_grant_run(call, found.grant, config, deps)
+        decision = ALWAYS_ALLOWED if grant else None
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
     update = run_call(
@@ -103,25 +111,27 @@ def run_call(
     *,
     stop: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run (or answer) one call. `decision` says how a gated call was approved
-    ("approve", "edit", "auto_approve"): kept with its result, and on the stream.
-    `stop` is the run's cancel signal."""
+    """Run (or answer) one call. `decision`: how a gated call was approved, kept with
+    its result and on the stream. `stop`: the run's cancel signal."""
     call, mode = task["call"], task["mode"]
     tool = deps.tools.get(call["name"])
     journal = deps.journal
+    # Every tool but a read-only one, whatever it says about idempotence: at-most-once
+    # is about the person's intent (a rewritten file undoes their later edit).
+    spec = spec_of(tool) if tool is not None else None
     journaled = (
-        journal is not None and mode == "run" and tool is not None and has_side_effects(tool)
+        journal is not None
+        and mode == "run"
+        and spec is not None
+        and not (spec.risk == "read" and spec.idempotent)
     )
     thread_id = thread_of(config)
     recorded = journal.find(thread_id, call) if journal is not None and journaled else None
     if recorded is not None and recorded.finished and recorded.result is not None:
         # The tool ran but the checkpoint never saw its result: use the stored one.
-        return _journaled_answer(
-            call, recorded.result, "error" if recorded.result.status == "error" else "ok"
-        )
+        return _journaled_answer(call, recorded.result, "ok")
     if recorded is not None and is_executing(thread_id, call):
-        # Started and running right now in this process (another client resumed the
-        # same approval): not a crash to ask about (graph/agent/in_flight.py).
+        # Running now in this process (another client resumed the same approval).
         raise CallAlreadyStarted(
             f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
             "it was not run again here. Reload the thread to see its result."
@@ -129,58 +139,40 @@ def run_call(
     if recorded is not None and journal is not None:
         # Started, never finished: ask. One interrupt per crashed attempt, so a
         # "run again" whose re-run crashed too is not replayed by the next resume.
-        asked = 0
-        while True:
+        for _ in range(max(1, recorded.attempts)):
             answer = ask_outcome(
                 outcome_request(call, recorded), call, recorded.attempts, deps, config
             )
             if answer.type != "run_again":
-                msg = outcome_message(call, answer)
-                journal.finish(thread_id, call, msg)
-                return _journaled_answer(
-                    call, msg, "error" if msg.status == "error" else "responded"
+                msg = (
+                    say.responded(call, answer.message or "")
+                    if answer.type == "respond"
+                    else say.outcome_failed(call, answer.message)
                 )
-            asked += 1
-            if recorded.attempts <= asked:
-                break
-    # A call that executes waits for a slot first (max_parallel_tools); it is announced
-    # once it really starts.
+                journal.finish(thread_id, call, msg)
+                return _journaled_answer(call, msg, "responded")
+    # A call waits for a slot (max_parallel_tools), announced once it really starts.
     with deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext():
-        msg, ms, status = _answer(task, config, deps, decision, journaled, recorded, stop)
-    if decision is not None:
-        # Kept with the result: the history shows how the call was approved.
+        emit(
+            ev.ToolStarted,
+            call_id=call["id"],
+            name=call["name"],
+            args=call["args"],
+            auto_approved=decision == AUTO_APPROVE,
+            grant=task.get("grant"),
+        )
+        if mode == "run":
+            with executing(thread_id, call) if journaled else nullcontext():
+                msg, ms, status = _execute(task, config, deps, journaled, recorded, stop)
+        elif (answer_as := _ANSWERS.get(mode)) is None:  # refused by run_tool (answer_permit)
+            raise ValueError(f"unknown tool task mode {mode!r}")
+        else:
+            (msg, status), ms = answer_as(call, task.get("note")), 0.0
+    if decision is not None:  # the history shows how the call was approved
         msg.additional_kwargs[DECISION_KEY] = decision
         if task.get("grant"):
             msg.additional_kwargs[GRANT_KEY] = task["grant"]
     return {"messages": [finished(call, msg, status, ms)]}
-
-
-def _answer(
-    task: ToolTask,
-    config: RunnableConfig,
-    deps: AgentDeps,
-    decision: str | None,
-    journaled: bool,
-    recorded: JournalEntry | None,
-    stop: threading.Event | None,
-) -> tuple[ToolMessage, float, ToolStatus]:
-    """Run the call, or answer it as its mode says: (result, duration in ms, status)."""
-    call, mode, thread_id = task["call"], task["mode"], thread_of(config)
-    emit(
-        ev.ToolStarted,
-        call_id=call["id"],
-        name=call["name"],
-        args=call["args"],
-        auto_approved=decision == AUTO_APPROVE,
-        grant=task.get("grant"),
-    )
-    if mode == "run":
-        with executing(thread_id, call) if journaled else nullcontext():
-            return _execute(task, config, deps, journaled, recorded, stop)
-    if (answer := _ANSWERS.get(mode)) is None:  # refused by run_tool before (answer_permit)
-        raise ValueError(f"unknown tool task mode {mode!r}")
-    msg, status = answer(call, task.get("note"))
-    return msg, 0.0, status
 
 
 # How a task that does not run its call answers it: (result, status).
@@ -212,10 +204,12 @@ def _execute(
         else:
             journal.restart(thread_id, call, recorded.attempts)
         crash.crash_point("before_tool")
-    msg, ms = timed(lambda: invoke_tool(tool, call, config, deps.tools, stop))
+    start = time.perf_counter()
+    msg = invoke_tool(tool, call, config, deps.tools, stop)
+    ms = (time.perf_counter() - start) * 1000
     status: ToolStatus = "error" if msg.status == "error" else "ok"
     if stop is not None and stop.is_set():
-        # Cut short by the person: say so, and record it so (a side effect may be half done).
+        # Cut short by the person (a side effect may be half done): say so.
         msg.content = say.stopped_while_running(msg.content, ms / 1000)
         msg.status = "error"
         status = "stopped"
@@ -231,22 +225,13 @@ def _execute(
     return msg, ms, status
 
 
-def has_side_effects(tool: BaseTool) -> bool:
-    """Journaled: every tool but a read-only one, whatever it declares about
-    idempotence (at-most-once is about the person's intent, not the bytes: a
-    rewritten file undoes their later edit)."""
-    spec = spec_of(tool)
-    return not (spec.risk == "read" and spec.idempotent)
-
-
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: ToolStatus) -> dict[str, Any]:
-    """A call answered from the journal (or by a person after a crash), not run now."""
+    """A result read from the journal: `status` unless it is an error."""
     emit(ev.ToolStarted, call_id=call["id"], name=call["name"], args=call["args"])
-    return {"messages": [finished(call, msg, status)]}
+    return {"messages": [finished(call, msg, "error" if msg.status == "error" else status)]}
 
 
 def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
-    """What a person answers when a call started but its end was never recorded."""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
     return OutcomeRequest(
         outcome_unknown=InterruptedCall(
@@ -264,7 +249,94 @@ def outcome_request(call: ToolCall, entry: JournalEntry) -> dict[str, Any]:
     ).wire()
 
 
-def outcome_message(call: ToolCall, answer: OutcomeAnswer) -> ToolMessage:
-    if answer.type == "respond":
-        return say.responded(call, answer.message or "")
-    return say.outcome_failed(call, answer.message)
+# -- what the node writes to the decision log besides a person's answer, through the
+# one door: an auto-approval, and a run a standing grant (found in the log, never in a
+# task) let through, so front ends show why nobody was asked.
+def record_auto_approval(
+    call: ToolCall, config: RunnableConfig, runtime: Runtime[RunContext], deps: AgentDeps
+) -> None:
+    """Record the auto-approval a task claims, when the gate, asked afresh, gives it.
+    A node writes it, not the route that sent the task: routes also run for state edits."""
+    if deps.decisions is None:
+        return
+    thread_id = thread_of(config)
+    grants = gate_reads({}, deps, thread_id, ())[0]
+    auto = auto_approving(runtime, deps, grants)
+    verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
+    if not isinstance(verdict, AutoApproved):
+        return  # already recorded (a re-run), or not auto-approved: permit decides
+    message = f"auto-approved: auto-approve is on for this {verdict.by}"
+    _enter(call, config, deps, "review", AUTO_APPROVE, message)
+
+
+def record_grant_run(
+    call: ToolCall, grant: Grant, config: RunnableConfig, deps: AgentDeps
+) -> str | None:
+    """Log that `grant` is why `call` runs, and return its label; None without a log, or
+    when a person approved this very call (the grant came with that approval)."""
+    if deps.decisions is None:
+        return None
+    thread_id = thread_of(config)
+    if any(
+        r.question == "review" and r.runs for r in deps.decisions.approvals(thread_id, id_of(call))
+    ):
+        return None
+    label = grant_label(grant.tool, grant.pattern)
+    # The grant's own record says who gave it; this one, which run it let through.
+    message = f"ran without asking: always allowed in this thread by the grant {label}"
+    _enter(call, config, deps, STANDING_QUESTION, ALWAYS_ALLOWED, message)
+    return label
+
+
+def _enter(
+    call: ToolCall,
+    config: RunnableConfig,
+    deps: AgentDeps,
+    question: str,
+    decision: str,
+    message: str,
+) -> None:
+    who = decided_by(config)
+    record = DecisionRecord(
+        thread_id=thread_of(config),
+        question=question,
+        tool_call_id=id_of(call),
+        tool=call["name"],
+        decision=decision,
+        args=call["args"],
+        message=message,
+        source=who["source"],
+        actor=who["actor"],
+        decided_at=time.time(),
+    )
+    enter(deps.decisions, deps.policy, [record])
+
+
+# -- the journaled calls this process executes now: a "started" row of one of them is
+# no crash to ask about (the stray resume value would answer it): `CallAlreadyStarted`.
+_lock = threading.Lock()
+# How many runs of this process hold each call (a claim that lost still counts while it unwinds).
+_running: Counter[tuple[str, str | None, str, str]] = Counter()
+
+
+def _key(thread_id: str, call: ToolCall) -> tuple[str, str | None, str, str]:
+    return (thread_id, call["id"], call["name"], canonical_args(call["args"]))
+
+
+@contextmanager
+def executing(thread_id: str, call: ToolCall) -> Iterator[None]:
+    key = _key(thread_id, call)
+    with _lock:
+        _running[key] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running[key] -= 1
+            if _running[key] <= 0:
+                del _running[key]
+
+
+def is_executing(thread_id: str, call: ToolCall) -> bool:
+    with _lock:
+        return _key(thread_id, call) in _running

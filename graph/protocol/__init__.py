@@ -1,4 +1,2 @@
-"""What crosses the boundary between Gatehouse's core and everything around it.
-Pydantic and the standard library only, so front ends, tools and embedders can import
-it cheaply, and its types serialise to JSON.
-"""
+"""What crosses the boundary between Gatehouse's core and everything around it:
+pydantic and the standard library only, cheap to import, serialisable to JSON."""

@@ -1,9 +1,5 @@
-"""What a person answers to a pause.
-
-An approval request takes LangChain's HITL answer (`{"decisions": [...]}`, one per
-action request, in order); an "outcome unknown" pause one `OutcomeAnswer`. These
-check the shape; whether an answer fits its request is checked by the agent
-(graph/agent/review.py).
+"""What a person answers to a pause: LangChain's HITL answer (`{"decisions": [...]}`)
+or one `OutcomeAnswer`. The shape only: whether it fits its request is review.py's.
 """
 
 from __future__ import annotations
@@ -12,7 +8,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-# What a request may allow: defined with the pauses (which load no pydantic).
 from graph.protocol.pauses import OutcomeChoice
 
 
@@ -24,8 +19,8 @@ class EditedAction(BaseModel):
 
 class _Decision(BaseModel):
     model_config = ConfigDict(extra="allow")
-    # Gatehouse extra: "always allow this tool in this thread" (True) or only for
-    # argument values matching a glob (a string), granted with this approval.
+    # Gatehouse extra: "always allow this tool in this thread" (True), or where its
+    # argument matches a glob (a string), granted with this approval.
     always_allow: bool | str | None = None
 
     @field_validator("always_allow")
@@ -65,7 +60,6 @@ class Respond(_Decision):
 Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="type")]
 
 
-# The message of a reject that `reject_missing: true` fills in.
 MISSING_REJECTED = "Not decided in the answer; rejected (reject_missing)."
 
 

@@ -1,13 +1,8 @@
-"""The one confirmation rule: which calls are never approved by a single click or key.
-
-Every front end asks "approve …?" with the whole call shown before approving a call
-that executes (a command, or a tool of undeclared risk), deletes, or writes where code
-runs later: git's folder, hook folders, shell start-up files, the workspace's own
-configuration (Gatehouse's, build files, editor tasks, CI workflows).
-
-A path is matched normalised (`./a/../.git/config` is `.git/config`) and
-case-insensitively (a case-insensitive disk opens `.GIT/CONFIG` as git's config).
-Symlinks are not resolved (the protocol reads no disk). Standard library only.
+"""The one confirmation rule: which calls are never approved by a single click or key:
+one that executes (a command, or a tool of undeclared risk), deletes, or writes where
+code runs later (git's folder, hooks, shell start-up files, build and CI config).
+Paths are matched normalised and case-insensitively (a case-insensitive disk opens
+`.GIT/CONFIG` as git's config); symlinks are not resolved (the protocol reads no disk).
 """
 
 from __future__ import annotations
@@ -93,8 +88,7 @@ def runs_later(path: str) -> bool:
 
 
 def confirmation(name: str, args: Mapping[str, Any], risk: str | None) -> str | None:
-    """Why approving this call must be confirmed (shown in the question: "it executes
-    a command"), or None when one click or key may approve it."""
+    """Why approving this call must be confirmed ("it executes a command"), or None."""
     if risk == "delete":
         return "it deletes"
     if risk not in ("read", "write", "network"):
@@ -119,8 +113,7 @@ class ToConfirm:
 
 
 def to_confirm(actions: Sequence[Any], decisions: Sequence[Any]) -> list[ToConfirm]:
-    """The calls of an answer (ActionRequests, and the answer's decisions in the same
-    order) that run and must be confirmed: an edited call as edited."""
+    """The calls an answer runs that must be confirmed (an edited call as edited)."""
     found = []
     for i, (action, decision) in enumerate(zip(actions, decisions, strict=True)):
         if decision.type not in ("approve", "edit"):

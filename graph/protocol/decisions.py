@@ -13,11 +13,9 @@ from graph.protocol.wording import decided
 
 AUTO_APPROVE = "auto_approve"  # a gated call ran because auto-approve was on
 ALL_TOOLS = "*"  # the tool of a grant of every tool: the thread's auto-approve switch
-# The question of a grant or revoke written apart from any call (the switch).
 GRANT_QUESTION = "grant"
 GRANT, REVOKE = "grant", "revoke"
-# A gated call ran without asking under a standing "always allow" grant.
-ALWAYS_ALLOWED = "always_allowed"
+ALWAYS_ALLOWED = "always_allowed"  # ran without asking under a standing grant
 STANDING_QUESTION = "standing"
 # A thread's life begins anew: deleted, imported, or created by a LangGraph Server
 # user (the actor owns it). The gate acts on nothing the log holds before it.
@@ -36,8 +34,7 @@ def grant_label(tool: str, pattern: str | None) -> str:
 
 @dataclass(frozen=True)
 class StandingGrant:
-    """An "always allow" in force in a thread: which tool (and where), who gave it,
-    when, from which front end."""
+    """An "always allow" in force in a thread, who gave it, when, from where."""
 
     thread_id: str
     tool: str
@@ -69,7 +66,6 @@ def canonical_args(args: Any) -> str:
 
 
 def same_call(tool: Any, args: Any, other_tool: Any, other_args: Any) -> bool:
-    """The same tool with the same arguments, compared in canonical form."""
     return tool == other_tool and canonical_args(args) == canonical_args(other_args)
 
 
@@ -78,14 +74,10 @@ class DecisionRecord:
     """One person's answer for one call."""
 
     thread_id: str
-    # "review" (the approval card) or "outcome:N" (attempt N of a call a crash cut
-    # off). One row per question and call.
-    question: str
+    question: str  # "review" (the card) or "outcome:N" (attempt N after a crash)
     tool_call_id: str
     tool: str
-    # approve | edit | reject | respond | run_again | mark_failed | auto_approve |
-    # always_allowed | grant | revoke; the log keeps any string a writer records.
-    decision: str
+    decision: str  # approve, edit, reject ... (wording.py); any string is kept
     args: dict[str, Any]  # what runs (for an edit: the edited arguments)
     requested_args: dict[str, Any] | None = None  # what the model asked, when edited
     message: str | None = None  # a reason, a response, a note
@@ -99,9 +91,8 @@ class DecisionRecord:
     request_id: str | None = None
 
     def binds(self, call: Mapping[str, Any], *, as_run: bool = False) -> bool:
-        """Whether this record decided exactly `call`: the same id, tool and canonical
-        arguments (`as_run`: the arguments that run, an edit's; else those the person
-        was asked about). A call that only shares the id inherits nothing."""
+        """Whether this record decided exactly `call`: id, tool and canonical arguments
+        (`as_run`: an edit's; else those the person was asked about)."""
         args = self.args if as_run or self.requested_args is None else self.requested_args
         return self.tool_call_id == call.get("id") and same_call(
             self.tool, args, call.get("name"), call.get("args")
@@ -112,8 +103,7 @@ class DecisionRecord:
         return self.decision in ("approve", "edit", "run_again", "auto_approve")
 
     def changes(self) -> dict[str, dict[str, Any]]:
-        """For an edit: each argument the person changed, `{"requested": …, "ran": …}`
-        (a missing side is None)."""
+        """For an edit: each changed argument, `{"requested": …, "ran": …}`."""
         if self.requested_args is None:
             return {}
         keys = sorted(set(self.requested_args) | set(self.args))
@@ -124,9 +114,8 @@ class DecisionRecord:
         }
 
     def diff(self) -> str | None:
-        """For an edit: what the person changed, readable: a unified diff for text
-        arguments that span lines (a file's content), `- key: old` / `+ key: new`
-        for the others. None when nothing was edited."""
+        """For an edit, what changed: a unified diff for text over lines, else `- key: old`
+        / `+ key: new`; None when nothing was edited."""
         changed = self.changes()
         if not changed:
             return None
@@ -140,11 +129,8 @@ class DecisionRecord:
                     fromfile=f"requested {key}",
                     tofile=f"ran {key}",
                 )
-                parts.append(
-                    "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip(
-                        "\n"
-                    )
-                )
+                text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+                parts.append(text.rstrip("\n"))
             else:
                 parts.append(
                     f"- {key}: {_show(old, key in (self.requested_args or {}))}\n"
@@ -153,7 +139,6 @@ class DecisionRecord:
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as JSON-ready data; an edit also carries `changes` and `diff`."""
         data = asdict(self)
         if self.requested_args is not None:
             data["changes"] = self.changes()
@@ -169,9 +154,8 @@ def _show(value: Any, present: bool) -> str:
 
 
 def who_decided(records: list[DecisionRecord]) -> str | None:
-    """The latest answer to a pause among `records` (newest first, as `Session.audit`
-    returns them), as people read it: "approved write_file by alice via web at
-    2026-11-24 23:40:02 UTC"; None when nothing was answered."""
+    """The latest answer among `records` (newest first): "approved write_file by alice
+    via web at 2026-11-24 23:40:02 UTC"; None when nothing was answered."""
     import time
 
     for r in records:

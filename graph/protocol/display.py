@@ -1,12 +1,9 @@
 """Text as a person must see it: characters that hide, move or rewrite text, shown escaped.
 
-An approval is a yes to what the card shows, so a card must show nothing but what
-runs. Text from a model, a tool or a file can carry characters a terminal or browser
-acts on instead of showing: escape sequences, C1 controls, a backspace or carriage
-return that overwrites, bidi overrides and isolates that reorder a line, invisible
-characters that hide text. `visible()` escapes each as Python writes it (`\\x1b`,
-`\\u202e`), keeping newlines and tabs. Every front end draws through it.
-Standard library only: the protocol layer is what `ui/` may import.
+An approval is a yes to what the card shows, so a card shows nothing but what runs:
+escape sequences, C1 controls, overwriting backspaces and carriage returns, bidi
+overrides, invisible characters are shown escaped as Python writes them (`\\x1b`,
+`\\u202e`), newlines and tabs kept. Every front end draws through `visible()`.
 """
 
 from __future__ import annotations
@@ -39,7 +36,6 @@ def _hidden(ch: str) -> bool:
 
 
 def escape_char(ch: str) -> str:
-    """`\\x1b`, `\\u202e`, `\\U000e0041`: the character's code, readable and inert."""
     code = ord(ch)
     if code <= 0xFF:
         return f"\\x{code:02x}"
@@ -59,9 +55,8 @@ def _emoji_joiner(text: str, i: int) -> bool:
     return before_ok and unicodedata.category(after) == "So"
 
 
-# Every character `_hidden` accepts, as one regex (a scan in C, not a loop in Python:
-# a whole tool output can be megabytes). The format characters (Cf) are listed as
-# Unicode 15 has them; `test_display_terminal` checks the list against `unicodedata`.
+# What `_hidden` accepts as one regex (a C scan: an output can be megabytes), format
+# characters as of Unicode 15; `test_display_terminal` checks it against `unicodedata`.
 _HIDDEN_RE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
     "\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u2800\u3164"
@@ -104,15 +99,13 @@ def visible_json(value: Any, *, indent: int | None = None) -> str:
 
 
 def is_visible(text: str) -> bool:
-    """True when `visible(text)` would change nothing."""
     return visible(text) == text.replace("\r\n", "\n")
 
 
-# -- what a card shows -------------------------------------------------------------
-# One rule for every card: a value up to these sizes is shown whole; above them the
-# card shows its head, says exactly how much is hidden, and a decision waits until the
-# person opened all of it. A run of blanks that would push the rest of a line out of
-# view (`echo ok` + 3,000 spaces + `; rm -rf ./*`) is drawn as a count of itself.
+# One rule for every card: up to these sizes a value is shown whole; above, its head,
+# exactly how much is hidden, and a decision waits until the person opened it all. A
+# run of blanks that would push the rest of a line out of view (`echo ok` + 3,000
+# spaces + `; rm -rf ./*`) is drawn as a count of itself.
 CARD_LINES = 40
 CARD_CHARS = 4_000
 BLANK_RUN = 16
@@ -127,8 +120,6 @@ def _blanks(match: re.Match[str]) -> str:
 
 @dataclass(frozen=True)
 class Shown:
-    """What a card draws of one value: `head`, and what it leaves out (exact counts)."""
-
     head: str
     whole: str
     hidden_lines: int
@@ -153,13 +144,10 @@ class Shown:
 
 
 def shown(text: str, lines: int = CARD_LINES, chars: int = CARD_CHARS) -> Shown:
-    """The card rule: `text` made visible (long blank runs counted), cut to `lines`
-    lines and `chars` characters, with exact counts of what is left out."""
+    """The card rule: `text` made visible, cut to `lines` lines and `chars` characters."""
     whole = _BLANKS.sub(_blanks, visible(text)).rstrip("\n")
     rows = whole.split("\n")
-    head = "\n".join(rows[:lines])
-    if len(head) > chars:
-        head = head[:chars]
+    head = "\n".join(rows[:lines])[:chars]
     if len(head) == len(whole):
         return Shown(whole, whole, 0, 0)
     # A line cut in the middle is not counted: the card says it goes on.
@@ -173,6 +161,5 @@ def whole(text: str) -> str:
 
 
 def card_text(value: Any) -> str:
-    """A call's arguments as a card shows them: indented JSON, hidden characters as
-    JSON escapes (it parses back to the same value)."""
+    """A call's arguments as a card shows them (parses back to the same value)."""
     return visible_json(value, indent=2)

@@ -1,5 +1,4 @@
-"""Errors a client of Gatehouse can meet: each says what was wrong and that nothing
-changed, so a front end can show it as it is."""
+"""Errors a client can meet: each says what was wrong and that nothing changed."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The one event type every front end reads.
-
-The agent's nodes and tools write these typed, JSON-serialisable events into
-LangGraph's `custom` stream (graph/agent/emit.py); the Session passes them on, and
-adds the pause and the end of a run. The Streamlit app, the terminal client and
-embeddings (WebSocket, SSE) all consume the same stream; LangGraph Server clients
-see the same objects as JSON in its `custom` stream mode. `Event` is a
-discriminated union on `type`, so `parse_event(event.to_json())` gives back an
-equal event.
+"""The one event stream every front end reads: typed, JSON-serialisable events the
+agent writes into LangGraph's `custom` stream (graph/agent/emit.py), the Session adds
+the pause and the end of a run. `Event` is a union tagged by `type`:
+`parse_event(event.to_json())` gives back an equal event.
 """
 
 from __future__ import annotations
@@ -14,11 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from copy import copy
-from functools import partial
-from typing import Annotated, Any, Literal, Self, cast
+from functools import cache, partial
+from typing import Annotated, Any, Literal, Self, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from pydantic.fields import FieldInfo
 
 from graph.protocol.decisions import StandingGrant
 from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
@@ -34,14 +28,10 @@ class _EventBase(BaseModel):
 
     @classmethod
     def trusted(cls, **fields: Any) -> Self:
-        """The event of `fields` as the agent's own code makes it, unvalidated: a
-        validator is built in each process for each kind on its first use (~0.3 ms a
-        kind, nine kinds in a resume), and these values were typed where they were
-        made. The names are still checked: an unknown or missing field is an error.
-
-        Built as `model_construct` builds a model, from the class's fields worked out
-        once (`_shape`): `model_construct` itself took ~14 µs an event, seven times a
-        validated build, and a reply streams an event per chunk."""
+        """The event as the agent's own (typed) code makes it, unvalidated, names still
+        checked: building a validator costs ~0.3 ms a kind per process, and
+        `model_construct` ~14 µs an event (a reply streams one per chunk), so it is
+        built as `model_construct` does, from the fields worked out once (`_shape`)."""
         names, required, template, made = _shape(cls)
         if not names.issuperset(fields):
             unknown = sorted(set(fields) - names)
@@ -49,11 +39,8 @@ class _EventBase(BaseModel):
         if not required.issubset(fields):
             missing = [n for n in required if n not in fields]
             raise TypeError(f"{cls.__name__} needs {', '.join(missing)}")
-        values = template.copy()  # in field order, as a validated event's
-        values.update(fields)
-        for name, make in made:
-            if name not in fields:
-                values[name] = make()
+        values = {**template, **fields}  # in field order, as a validated event's
+        values.update((name, make()) for name, make in made if name not in fields)
         event = cls.__new__(cls)
         _set(event, "__dict__", values)
         _set(event, "__pydantic_fields_set__", set(fields))
@@ -68,61 +55,39 @@ class _EventBase(BaseModel):
         return self.model_dump(mode="json")
 
 
-# (field names, required names, every field -> its plain default (None when it has
-# none), the fields whose default is made anew for each event: (name, maker)).
+# (field names, required names, field -> plain default, (name, maker) of the rest)
 _Shape = tuple[
     frozenset[str], frozenset[str], dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]
 ]
-_shapes: dict[type, _Shape] = {}
 _set = object.__setattr__  # as `model_construct` sets a frozen model's parts
 _PLAIN_DEFAULTS = (type(None), str, int, float, bool, tuple, frozenset)
+# Default factories that take no data: asked, pydantic parses a builtin's signature
+# from its text (~0.1-0.2 ms a time).
+_NO_DATA_FACTORIES = (time.time, list, dict, set, tuple)
 
 
-# Whether a default factory is given the validated data, per factory. Pydantic works it
-# out from the factory's signature each time it is asked, and a builtin's signature is
-# parsed from its text (~0.1-0.2 ms): `time.time` (every event's `ts`) was parsed again
-# for each event class a new process met. The builtins the events use take no data.
-_factory_takes_data: dict[Callable[..., Any], bool] = {
-    time.time: False,
-    list: False,
-    dict: False,
-    set: False,
-    tuple: False,
-}
-
-
-def _takes_validated_data(info: FieldInfo) -> bool:
-    factory = info.default_factory
-    if factory is None:
-        return False
-    known = _factory_takes_data.get(factory)
-    if known is None:
-        known = _factory_takes_data[factory] = bool(info.default_factory_takes_validated_data)
-    return known
-
-
+@cache
 def _shape(cls: type[_EventBase]) -> _Shape:
     """What `trusted` needs of an event class, worked out once per class."""
-    if (known := _shapes.get(cls)) is None:
-        fields = cls.__pydantic_fields__
-        template: dict[str, Any] = {}
-        made: list[tuple[str, Callable[[], Any]]] = []
-        required: set[str] = set()
-        for name, info in fields.items():
-            template[name] = None
-            if info.is_required():
-                required.add(name)
-                continue
-            if _takes_validated_data(info):
-                raise TypeError(f"{cls.__name__}.{name}: a default made from the data")
-            if info.default_factory is not None:
-                made.append((name, cast(Callable[[], Any], info.default_factory)))
-            elif isinstance(info.default, _PLAIN_DEFAULTS):
-                template[name] = info.default
-            else:  # a mutable default: each event its own copy
-                made.append((name, partial(copy, info.default)))
-        known = _shapes[cls] = (frozenset(fields), frozenset(required), template, tuple(made))
-    return known
+    fields = cls.__pydantic_fields__
+    template: dict[str, Any] = {}
+    made: list[tuple[str, Callable[[], Any]]] = []
+    required: set[str] = set()
+    for name, info in fields.items():
+        template[name] = None
+        if info.is_required():
+            required.add(name)
+            continue
+        factory = info.default_factory
+        if factory not in _NO_DATA_FACTORIES and info.default_factory_takes_validated_data:
+            raise TypeError(f"{cls.__name__}.{name}: a default made from the data")
+        if factory is not None:
+            made.append((name, cast(Callable[[], Any], factory)))
+        elif isinstance(info.default, _PLAIN_DEFAULTS):
+            template[name] = info.default
+        else:  # a mutable default: each event its own copy
+            made.append((name, partial(copy, info.default)))
+    return frozenset(fields), frozenset(required), template, tuple(made)
 
 
 class RunStarted(_EventBase):
@@ -138,8 +103,7 @@ class TextDelta(_EventBase):
 
 
 class ReasoningDelta(_EventBase):
-    """The model's reasoning ("thinking"), streamed apart from its answer: `<think>`
-    blocks and `reasoning_content`. Stored with the reply, never part of its text."""
+    """The model's reasoning, streamed apart from its answer (never part of its text)."""
 
     type: Literal["reasoning_delta"] = "reasoning_delta"
     text: str
@@ -147,9 +111,8 @@ class ReasoningDelta(_EventBase):
 
 
 class ModelRetried(_EventBase):
-    """A model call failed in a way worth retrying at once (connection, timeout, rate
-    limit, server error, a stream that broke mid-reply); it is asked again after
-    `delay_s`. Text already streamed for `message_id` is discarded: the reply starts over."""
+    """A model call failed in a way worth retrying (connection, timeout, rate limit, a
+    broken stream); asked again after `delay_s`, the reply `message_id` starts over."""
 
     type: Literal["model_retried"] = "model_retried"
     attempt: int  # 1 for the first retry
@@ -160,9 +123,8 @@ class ModelRetried(_EventBase):
 
 
 class ReplyRejected(_EventBase):
-    """An `after_llm` hook sent the model's reply back (`rerun_llm`): the text already
-    streamed for `message_id` is discarded (it is not kept in the history) and the
-    model is asked again. `reason` says why, for the person."""
+    """An `after_llm` hook sent the reply back (`rerun_llm`): the text streamed for
+    `message_id` is discarded and the model is asked again; `reason` says why."""
 
     type: Literal["reply_rejected"] = "reply_rejected"
     message_id: str | None = None
@@ -173,12 +135,9 @@ PartKind = Literal["text", "reasoning", "tool_call"]
 
 
 class PartStarted(_EventBase):
-    """A new part of the model's reply `message_id` starts: its text, its reasoning
-    (a `<think>` block or `reasoning_content`), or one of its tool calls. `index`
-    counts the reply's parts from 0 in the order they start; the `text_delta` /
-    `reasoning_delta` events that follow belong to this part until the next
-    `part_started`. A tool call's part starts once its arguments are complete
-    (`call_id`, `tool_name`). A retried reply starts over at index 0."""
+    """A part of the reply `message_id` starts (its text, its reasoning, or a tool call
+    once its arguments are complete); the deltas that follow belong to it. `index`
+    counts parts from 0 (a retried reply starts over)."""
 
     type: Literal["part_started"] = "part_started"
     message_id: str | None = None
@@ -189,10 +148,8 @@ class PartStarted(_EventBase):
 
 
 class MessageReplaced(_EventBase):
-    """An `after_llm` hook changed the reply `message_id` after its text had streamed
-    (a redaction): `text` is the whole new text, to show instead of what streamed;
-    `removed` means the hook took the reply out of the history (show nothing). The
-    stored history already holds the new version."""
+    """An `after_llm` hook changed the streamed reply `message_id` (a redaction): show
+    `text` instead, or nothing when `removed`. The history holds the new version."""
 
     type: Literal["message_replaced"] = "message_replaced"
     message_id: str
@@ -201,9 +158,8 @@ class MessageReplaced(_EventBase):
 
 
 class AssistantMessage(_EventBase):
-    """A model reply as the history keeps it (after the `after_llm` hooks): its whole
-    `text`, its `message_id` (the one its deltas carry) and the names of the tools it
-    asks for. One per reply kept, sent when the reply is complete."""
+    """A complete model reply as the history keeps it (after the `after_llm` hooks),
+    with the names of the tools it asks for."""
 
     type: Literal["assistant_message"] = "assistant_message"
     message_id: str
@@ -212,10 +168,8 @@ class AssistantMessage(_EventBase):
 
 
 class TurnComplete(_EventBase):
-    """The agent finished the person's turn: it answered (`status` "completed"), or
-    the run was stopped or cancelled. Not sent when the run pauses for approval (the
-    turn goes on when it is answered) or fails. `history_size`: how many messages the
-    thread's history holds now (what `session.view(thread_id).messages` returns)."""
+    """The agent finished the person's turn (not sent on a pause or a failure);
+    `history_size`: how many messages `session.view(thread_id).messages` holds."""
 
     type: Literal["turn_complete"] = "turn_complete"
     status: Literal["completed", "stopped", "cancelled"] = "completed"
@@ -223,11 +177,9 @@ class TurnComplete(_EventBase):
 
 
 class ToolStarted(_EventBase):
-    """A tool call starts (or is answered without running: a `tool_finished` with an
-    error status follows). `auto_approved`: a call that needed approval ran because
-    auto-approve is on for this thread or session. `grant`: it ran without asking
-    because this standing "always allow" grant of the thread covers it ("write_file"
-    or "write_file:notes/*.md"; `gatehouse revoke` withdraws it)."""
+    """A tool call starts (or is answered without running). `auto_approved`: a gated
+    call ran by auto-approve; `grant`: the thread's standing "always allow" it ran
+    under ("write_file:notes/*.md")."""
 
     type: Literal["tool_started"] = "tool_started"
     call_id: str
@@ -249,10 +201,8 @@ ToolStatus = Literal["ok", "error", "rejected", "denied", "responded", "stopped"
 
 
 class ToolFinished(_EventBase):
-    """A call's result. `offloaded`: the output was too large for the model's context
-    and is stored aside in the thread's storage; `output` is what the model got (the
-    head and a reference), `total_chars` the whole output's size, and the whole output
-    is `session.view(thread_id).tool_output(call_id)`."""
+    """A call's result. `offloaded`: too large for the model, stored aside; `output` is
+    what the model got, the whole (`total_chars`) is `view(...).tool_output(call_id)`."""
 
     type: Literal["tool_finished"] = "tool_finished"
     call_id: str
@@ -265,8 +215,7 @@ class ToolFinished(_EventBase):
 
 
 class ApprovalRequired(_EventBase):
-    """The run paused for a person: `request` is the interrupt value as on the wire
-    (a HITLRequest, or an outcome-unknown request); `pause()` is its typed form."""
+    """The run paused for a person: `request` is the interrupt value, `pause()` typed."""
 
     type: Literal["approval_required"] = "approval_required"
     interrupt_id: str
@@ -291,18 +240,13 @@ class Compacted(_EventBase):
     messages_removed: int = 0
 
 
-# Notice.source of a reply that was cut off (the run then stops; a retry asks again).
-CUT_OFF_SOURCE = "cut_off"
-
-
-# Notice.source of the doom-loop guard (the same call again and again).
+CUT_OFF_SOURCE = "cut_off"  # Notice.source values, see `Notice`
 DOOM_LOOP_SOURCE = "doom_loop"
 
 
 class Notice(_EventBase):
-    """Something a hook or the agent wants the person to see (not model output).
-    `source` "cut_off": the model's reply was cut off (the run then stops; retry asks
-    again); "doom_loop": the model repeated the same call (nudged, then stopped)."""
+    """Something a hook or the agent wants the person to see (not model output);
+    `source` "cut_off" (a reply cut off) or "doom_loop" (the same call repeated)."""
 
     type: Literal["notice"] = "notice"
     text: str
@@ -313,9 +257,7 @@ RunStatus = Literal["completed", "awaiting_approval", "cancelled", "stopped", "f
 
 
 class RunFinished(_EventBase):
-    """The end of a run. `text` is the run's last model reply (its final answer when
-    `status` is "completed") and `message_id` that message's id in the thread; both
-    None when the run produced no reply (a failure before the model answered)."""
+    """The end of a run; `text` and `message_id`: its last model reply (None if none)."""
 
     type: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -325,11 +267,9 @@ class RunFinished(_EventBase):
 
 
 class Done(_EventBase):
-    """The answer of an operation that starts no run (graph/protocol/operations.py):
-    `operation` is its type; `changed` False when there was nothing to do (no live run
-    to cancel, nothing old enough to compact). What it gave: `removed` (undo: messages
-    that left the thread), `grant` (grant, revoke), `compacted` (compact), `dropped`
-    (import: the authority that stayed behind; `thread_id` is the new thread's)."""
+    """The answer of an operation that starts no run; `changed` False: nothing to do.
+    What it gave: `removed` (undo), `grant`, `compacted`, `dropped` (import: the
+    authority left behind; `thread_id` is the new thread's)."""
 
     type: Literal["done"] = "done"
     operation: str
@@ -370,36 +310,12 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_TYPES: tuple[type[_EventBase], ...] = (
-    RunStarted,
-    TextDelta,
-    ReasoningDelta,
-    ModelRetried,
-    ReplyRejected,
-    PartStarted,
-    MessageReplaced,
-    AssistantMessage,
-    TurnComplete,
-    ToolStarted,
-    ToolOutput,
-    ToolFinished,
-    ApprovalRequired,
-    Usage,
-    Compacted,
-    Notice,
-    RunFinished,
-    Done,
-    ErrorEvent,
-)
-
-_adapters: list[TypeAdapter[Event]] = []
+EVENT_TYPES: tuple[type[_EventBase], ...] = get_args(get_args(Event)[0])
 
 
+@cache  # built on first use: it builds every event's validator (tens of ms at import)
 def _adapter() -> TypeAdapter[Event]:
-    # Built on first use: it builds every event's validator (tens of ms at import).
-    if not _adapters:
-        _adapters.append(TypeAdapter(Event))
-    return _adapters[0]
+    return TypeAdapter(Event)
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:

@@ -1,10 +1,7 @@
-"""The narrow "always allow" a card offers first: exactly this command, or this file.
-
-A person who approved `seq 1 3` rarely means "every later command", so a card offers
-first a pattern that covers only the call's own command or file (glob characters
-escaped: the graph matches it with `fnmatch`); the whole tool is a second choice.
-None is offered where it could not cover what it says: a command with shell syntax
-or the network, a path outside the workspace, a move. Standard library only.
+"""The narrow "always allow" a card offers first: exactly this command, or this file
+(glob characters escaped), as one who approved `seq 1 3` rarely means "every later
+command"; the whole tool is a second choice. None where it could not cover what it
+says: a command with shell syntax or the network, a path outside the workspace, a move.
 """
 
 from __future__ import annotations
@@ -15,27 +12,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# As tools/allowlist.py's SHELL_SYNTAX: a line with one of these is more than one
-# simple command, and no pattern grant covers it.
+# As tools/allowlist.py's: a line with one of these is more than one simple command.
 SHELL_SYNTAX = frozenset(";&|<>()`$\n\r\\{}!")
 _GLOB = re.compile(r"([*?\[])")
 
 
 def _escaped(text: str) -> str:
-    """`text` as an fnmatch pattern that matches only itself."""
     return _GLOB.sub(r"[\1]", text)
 
 
 @dataclass(frozen=True)
 class Scope:
-    """A narrow grant: the pattern to send, and what it covers in words."""
-
     pattern: str
     covers: str
 
 
 def narrow_grant(name: str, args: Mapping[str, Any]) -> Scope | None:
-    """The narrow "always allow" for this call, or None when the tool has none."""
     command = args.get("command")
     if isinstance(command, str):
         line = command.strip()
@@ -52,5 +44,4 @@ def narrow_grant(name: str, args: Mapping[str, Any]) -> Scope | None:
 
 
 def whole_tool(name: str) -> str:
-    """What a whole-tool grant covers, in words."""
     return f"every `{name}` call in this thread, whatever its arguments"

@@ -1,11 +1,8 @@
-"""Who someone is, compared as people read names: the one rule for matching a signed-in
-identity against a tool's `approvers` (and a grant's giver), wherever it is checked.
-
-Two identities are the same after Unicode NFKC and case folding ("Ana@Example.com" is
-"ana@example.com"). An identity a person could mistake for another is refused, never
-folded into it: one that NFKC changes (the Kelvin sign in "\u212aim@x" would otherwise
-become "kim@x"), one that mixes scripts in its letters (a Cyrillic "а" in "аna"), or
-one with characters that do not print (controls, bidi marks, zero-width joiners).
+"""The one rule for matching a signed-in identity against a tool's `approvers` (and a
+grant's giver): the same after NFKC and case folding. An identity one could mistake
+for another is refused, never folded into it: one NFKC changes (the Kelvin sign in
+"\u212aim@x" would become "kim@x"), one mixing scripts (a Cyrillic "а" in "аna"),
+one with characters that do not print.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ _ONE_SCRIPT = {"CJK": "HAN", "HIRAGANA": "HAN", "KATAKANA": "HAN"}
 
 
 def identity_key(name: str) -> str:
-    """The form two identities are compared in."""
     return unicodedata.normalize("NFKC", name).casefold().strip()
 
 
@@ -43,12 +39,10 @@ def _script(ch: str) -> str:
 
 
 def same_identity(one: str | None, other: str | None) -> bool:
-    """Whether two identities name the same person (both must be well-formed)."""
     if one is None or other is None or identity_problem(one) or identity_problem(other):
         return False
     return identity_key(one) == identity_key(other)
 
 
 def listed(name: str | None, among: Iterable[str]) -> bool:
-    """Whether `name` is one of `among` (e.g. a tool's approvers)."""
     return any(same_identity(name, other) for other in among)

@@ -1,18 +1,11 @@
 """Agent Inbox's reading of a request, and its answer format read as a HITL answer.
 
-Agent Inbox (contexts/utils.ts `normalizeInterrupt`) reads a HITL request as ONE call:
-`action_requests[0]`'s name (the row's title), its `arguments` (the edit form) and
-its `description` (the row's preview: 65 characters; the thread view: all of it, as
-Markdown). So every description starts with the tool and its key argument, and the
-first one of a multi-call turn shows every call in full (`describe_turn`).
-
-It resumes with one `HumanResponse`: `{"type": "accept", "args": <the request,
-echoed>}`, `{"type": "edit", "args": {"action", "args"}}`, `{"type": "response",
-"args": "text"}` or `{"type": "ignore", "args": null}`. For one call: approve, run
-edited, the tool's result (or a rejection's reason where only `reject` is allowed),
-reject. For several calls: accept approves all, response and ignore reject all; an
-edit (its form holds only the first call) is refused. Any other answer is refused
-with the reason; the pause stays as it was.
+Agent Inbox (`normalizeInterrupt`) reads a HITL request as ONE call: the first action's
+name (the row's title), `arguments` (the edit form) and `description` (the row's
+preview, 65 characters; the thread view shows it all as Markdown). So a description
+starts with the tool and its key argument, and the first of a multi-call turn shows
+every call in full. Its one `HumanResponse` (accept / edit / response / ignore) is
+read for the calls as `from_inbox` says; anything else is refused, the pause kept.
 """
 
 from __future__ import annotations
@@ -28,17 +21,11 @@ IGNORED_NOTE = "The person ignored this request in Agent Inbox."
 
 
 def is_inbox_answer(data: Any) -> bool:
-    """Whether `data` is in Agent Inbox's format: a HumanResponse or a list of them."""
     items = data if isinstance(data, list) else [data]
-    return bool(items) and all(_is_inbox_item(i) for i in items)
-
-
-def _is_inbox_item(item: Any) -> bool:
     # "edit" is a type of both formats: the HITL one carries `edited_action`.
-    return (
-        isinstance(item, Mapping)
-        and item.get("type") in INBOX_TYPES
-        and "edited_action" not in item
+    return bool(items) and all(
+        isinstance(i, Mapping) and i.get("type") in INBOX_TYPES and "edited_action" not in i
+        for i in items
     )
 
 
@@ -47,9 +34,10 @@ def from_inbox(
     actions: Sequence[Mapping[str, Any]],
     configs: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The `{"decisions": [...]}` answer an Agent Inbox answer means for the pending
-    `actions` (the request's action_requests; `configs` its review_configs). Raises
-    ValueError when it cannot mean one."""
+    """The HITL answer an Agent Inbox answer means for the pending `actions` (and their
+    `configs`): accept approves all, an edit (one call only) runs it edited, a response
+    is the result (or, where only `reject` is allowed, or for several calls, a
+    rejection's reason), ignore rejects all. ValueError when it means none."""
     items = data if isinstance(data, list) else [data]
     names = ", ".join(str(a.get("name")) for a in actions)
     if len(items) != 1:
@@ -102,7 +90,6 @@ def from_inbox(
     return {"decisions": [{"type": "reject", "message": IGNORED_NOTE}] * every}
 
 
-# -- what Agent Inbox reads ------------------------------------------------------------------
 # The argument a call is about, by name, in this order; else its first plain one.
 KEY_ARGS = ("path", "command", "url", "query", "sql", "to", "service", "name")
 HEADLINE_CHARS = 48
@@ -124,8 +111,7 @@ def headline(name: str, args: Mapping[str, Any]) -> str:
 
 
 def call_in_full(number: int, call: Mapping[str, Any]) -> str:
-    """One call as Markdown: its tool, its id, and every argument (JSON, hidden
-    characters escaped) in a fence no argument can close."""
+    """One call as Markdown, its arguments in a fence no argument can close."""
     body = visible_json(call["args"], indent=2)
     fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
     return (
@@ -134,9 +120,8 @@ def call_in_full(number: int, call: Mapping[str, Any]) -> str:
 
 
 def describe_turn(calls: Sequence[Mapping[str, Any]], leads: Sequence[Sequence[str]]) -> list[str]:
-    """Each call's description (`leads`: lines to put first, such as what it may touch):
-    its headline, the leads, then the call in full; the first one of several shows
-    every call, and says what Agent Inbox's answers do to them."""
+    """Each call's description: its headline, `leads` (what it may touch), the call in
+    full; the first of several shows every call and what Agent Inbox's answers do."""
     out = []
     for i, call in enumerate(calls):
         head = headline(call["name"], call["args"])

@@ -1,7 +1,5 @@
-"""A message of a transcript as plain data (`MessageView`, with its `ToolCallView`s):
-what exports, `--json` and the front ends show instead of LangChain classes. Built by
-`graph.protocol.threads.view_of_fields`. Plain dataclasses: `gatehouse show` builds
-them in a fresh process, without pydantic.
+"""A message of a transcript as plain data (`MessageView`, `ToolCallView`), for
+exports, `--json` and front ends; plain dataclasses (no pydantic in a fresh process).
 """
 
 from __future__ import annotations
@@ -18,20 +16,17 @@ COMMAND_TOOL = "run_command"
 
 
 def exit_code(name: str | None, output: str) -> int | None:
-    """The exit code a command's result reports (`[exit code N]`); None for another
-    tool, or a command that did not exit by itself (timed out, stopped)."""
+    """The exit code a command's result reports; None for another tool, or none."""
     match = _EXIT.search(output[-40:]) if name == COMMAND_TOOL else None
     return int(match[1]) if match else None
 
 
 def call_outcome(name: str | None, status: str, output: str) -> str:
-    """How a call ended, for drawing it: a command that exited with a code other than 0
-    failed ("error"), though the tool ran and reported it (the model reads the code)."""
+    """How a call ended, for drawing it: a command with a non-zero exit code failed."""
     return "error" if status == "ok" and exit_code(name, output) not in (None, 0) else status
 
 
 def exit_note(name: str | None, output: str) -> str:
-    """ " (exit code N)" for a command that exited with N other than 0; else ""."""
     code = exit_code(name, output)
     return f" (exit code {code})" if code not in (None, 0) else ""
 
@@ -48,28 +43,23 @@ class ToolCallView:
 
 @dataclass(frozen=True, kw_only=True)
 class MessageView:
-    """One message of a transcript, as exports, `--json` and the front ends show it."""
-
     role: Literal["user", "assistant", "tool", "system"] | str
     content: str
     id: str | None = None
     tool_calls: list[ToolCallView] = field(default_factory=list)
-    # Tool results: the call answered, how it ended (ok / error / rejected / denied /
-    # responded), how long it took.
+    # Tool results: the call answered, how it ended, how long it took.
     tool_call_id: str | None = None
     name: str | None = None
     status: str | None = None
     tool_status: str | None = None
     duration_ms: float | None = None
-    # How a gated call was let through ("approve", "edit", "auto_approve", "run_again",
-    # "always_allowed" under `grant`); None for free calls.
+    # How a gated call was let through (None for free calls).
     decision: str | None = None
     grant: str | None = None
     notice: bool = False  # from Gatehouse itself ("Stopped by the person."), not the model
     reasoning: str | None = None
     cut_off: bool = False  # the stream was cut before the reply was finished
-    # `content` is what the model got of a large output; the whole is
-    # `session.view(thread_id).tool_output(tool_call_id)`.
+    # `content` is what the model got of a large output (the whole: `tool_output`).
     offloaded: bool = False
     total_chars: int | None = None
     summary: bool = False  # compaction's summary of older messages (role "user")
@@ -80,8 +70,7 @@ class MessageView:
 
     @property
     def without_a_click(self) -> str | None:
-        """Why a call that would ask ran without anyone clicking: "auto-approved", or
-        "always allowed (write_file:*.md)"; None for a call a person approved or a free one."""
+        """Why a gated call ran without a click: "auto-approved", "always allowed (x:*.md)"."""
         if self.decision not in ("auto_approve", "always_allowed"):
             return None
         words = decided(self.decision)
@@ -91,7 +80,6 @@ class MessageView:
 
     @property
     def outcome(self) -> str:
-        """How a tool result ended, for drawing it (a command's exit code counts)."""
         status = self.tool_status or ("error" if self.status == "error" else "ok")
         return call_outcome(self.name, status, self.content)
 

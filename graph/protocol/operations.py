@@ -1,20 +1,17 @@
-"""What a front end can ask a session to do, as typed values with a wire form (a dict
-tagged by `type`, as codex's `#[serde(tag = "type")] enum Op`), all through one entry,
-`Session.submit(operation, options)` (and `Runner.submit`, `AsyncSession.submit`): a
-run, or for a change that starts none a run-shaped answer whose one event is `Done`.
+"""What a front end can ask a session to do: typed values with a wire form (a dict
+tagged by `type`, as codex's `Op`), all through `Session.submit(operation, options)`.
+A change that starts no run answers in a run's shape, one `Done` event.
 
     session.submit(Decide(thread_id, review([approve(), reject("not now")])), RunOptions(source="web"))
     session.submit(Undo(thread_id)).result().removed
-
-Answers are built with the helpers below (models of `graph.protocol.answers`), never
-by hand as a dict. `RunOptions` is the one options object of every operation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from functools import cache
+from typing import Annotated, Any, ClassVar, Literal, TypedDict, TypeVar, cast, dataclass_transform
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
@@ -33,10 +30,9 @@ from graph.protocol.pauses import OutcomeChoice
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Per-run extras: tracing (`callbacks`, `tags`, `metadata`: LangChain callback
-    handlers and run tags), who is acting (`source`, `actor`: recorded with every
-    decision the run carries out; default: the session's), and `auto_approve` for
-    this run only (None: the session's mode)."""
+    """Per-run extras: tracing (`callbacks`, `tags`, `metadata`), who acts (`source`,
+    `actor`: recorded with every decision the run carries out; default: the
+    session's), and `auto_approve` for this run only (None: the session's mode)."""
 
     callbacks: Sequence[Any] | None = None
     tags: Sequence[str] | None = None
@@ -47,8 +43,7 @@ class RunOptions:
 
 
 class RunOptionsKwargs(TypedDict, total=False):
-    """`RunOptions` as keyword arguments: the options of the shorthands
-    (`session.send(thread_id, text, source="web")`), typed once for all of them."""
+    """`RunOptions` as keyword arguments of the shorthands (`session.send(..., source="web")`)."""
 
     callbacks: Sequence[Any] | None
     tags: Sequence[str] | None
@@ -58,46 +53,55 @@ class RunOptionsKwargs(TypedDict, total=False):
     auto_approve: bool | None
 
 
-# Each operation's `type` tag is keyword-only, after its fields: `Undo(thread_id, True)`.
-class _Strict:
+class _Op:
     __pydantic_config__ = ConfigDict(extra="forbid")  # a misspelt field is refused
+    type: ClassVar[str]
 
 
-@dataclass(frozen=True)
-class SendMessage(_Strict):
+_O = TypeVar("_O", bound=type[_Op])
+
+
+@dataclass_transform(frozen_default=True)
+def _operation(tag: str) -> Callable[[_O], _O]:
+    """A frozen dataclass whose `type` tag (keyword-only, after its fields) is `tag`."""
+
+    def declare(cls: _O) -> _O:
+        cls.__annotations__.update({"_": KW_ONLY, "type": Literal[tag]})
+        cls.type = tag
+        return cast(_O, dataclass(frozen=True)(cls))
+
+    return declare
+
+
+@_operation("send_message")
+class SendMessage(_Op):
     """A user message (a string, or content blocks): a new thread when `thread_id` is
     None. `owner`: who the thread belongs to (the web app's signed-in person)."""
 
     thread_id: str | None
     message: str | list[Any]
     owner: str | None = None
-    _: KW_ONLY
-    type: Literal["send_message"] = "send_message"
 
 
-@dataclass(frozen=True)
-class Decide(_Strict):
+@_operation("decide")
+class Decide(_Op):
     """The answer to the thread's pending pause. `interrupt_id`: the request the
     person saw (refused as stale when another one is pending now)."""
 
     thread_id: str
     answer: ReviewAnswer | OutcomeAnswer
     interrupt_id: str | None = None
-    _: KW_ONLY
-    type: Literal["decide"] = "decide"
 
 
-@dataclass(frozen=True)
-class Retry(_Strict):
+@_operation("retry")
+class Retry(_Op):
     """Continue a run that failed or whose process died, from its last checkpoint."""
 
     thread_id: str
-    _: KW_ONLY
-    type: Literal["retry"] = "retry"
 
 
-@dataclass(frozen=True)
-class Fork(_Strict):
+@_operation("fork")
+class Fork(_Op):
     """Replace the user message at `message_index` with `text` and go on from there.
     `force`: drop a pending approval request to do it."""
 
@@ -105,115 +109,93 @@ class Fork(_Strict):
     message_index: int
     text: str
     force: bool = False
-    _: KW_ONLY
-    type: Literal["fork"] = "fork"
 
 
-# -- operations that start no run: `submit` answers with a `Done` event ------------
+# -- operations that start no run: `submit` answers with a `Done` event
 
 
-@dataclass(frozen=True)
-class Cancel(_Strict):
+@_operation("cancel")
+class Cancel(_Op):
     """Stop this session's live run on the thread at its next safe point
     (`Done.changed`: there was one)."""
 
     thread_id: str
-    _: KW_ONLY
-    type: Literal["cancel"] = "cancel"
 
 
-@dataclass(frozen=True)
-class Undo(_Strict):
+@_operation("undo")
+class Undo(_Op):
     """Drop the last user turn and all after it (`Done.removed` messages). `force`:
     also when that drops a pending approval request."""
 
     thread_id: str
     force: bool = False
-    _: KW_ONLY
-    type: Literal["undo"] = "undo"
 
 
-@dataclass(frozen=True)
-class Compact(_Strict):
+@_operation("compact")
+class Compact(_Op):
     """Summarise the thread's older part now (`Done.compacted`; None: nothing to)."""
 
     thread_id: str
-    _: KW_ONLY
-    type: Literal["compact"] = "compact"
 
 
-@dataclass(frozen=True)
-class Rename(_Strict):
+@_operation("rename")
+class Rename(_Op):
     thread_id: str
     title: str
-    _: KW_ONLY
-    type: Literal["rename"] = "rename"
 
 
-@dataclass(frozen=True)
-class Delete(_Strict):
+@_operation("delete")
+class Delete(_Op):
     """Delete the thread and its history (the decision log keeps its records); not
     while a run is going on it (`RunInProgress`)."""
 
     thread_id: str
-    _: KW_ONLY
-    type: Literal["delete"] = "delete"
 
 
-@dataclass(frozen=True)
-class SwitchBranch(_Strict):
+@_operation("switch_branch")
+class SwitchBranch(_Op):
     """Move the thread onto the branch of another version of one of its user
     messages (`branches(...)[k].message_ids`). `force`: drop a pending request."""
 
     thread_id: str
     message_id: str
     force: bool = False
-    _: KW_ONLY
-    type: Literal["switch_branch"] = "switch_branch"
 
 
-@dataclass(frozen=True)
-class Grant(_Strict):
+@_operation("grant")
+class Grant(_Op):
     """A standing "always allow" of `tool` in the thread (where its argument matches
     `pattern`, a glob), as an approval's `always_allow` gives one."""
 
     thread_id: str
     tool: str
     pattern: str | None = None
-    _: KW_ONLY
-    type: Literal["grant"] = "grant"
 
 
-@dataclass(frozen=True)
-class Revoke(_Strict):
+@_operation("revoke")
+class Revoke(_Op):
     """Withdraw a standing grant by its label ("write_file", "write_file:*.md", "*")."""
 
     thread_id: str
     grant: str
-    _: KW_ONLY
-    type: Literal["revoke"] = "revoke"
 
 
-@dataclass(frozen=True)
-class SetAutoApprove(_Strict):
+@_operation("set_auto_approve")
+class SetAutoApprove(_Op):
     """Auto-approve on or off: the thread's switch (stored, for every client), or
     with `thread_id` None this session's mode (not stored)."""
 
     thread_id: str | None
     on: bool
-    _: KW_ONLY
-    type: Literal["set_auto_approve"] = "set_auto_approve"
 
 
-@dataclass(frozen=True)
-class ImportThread(_Strict):
+@_operation("import_thread")
+class ImportThread(_Op):
     """Recreate a thread from `export(..., "json")` (text or parsed), under
     `thread_id` when given; `Done.thread_id` is its id."""
 
     data: str | bytes | dict[str, Any]
     thread_id: str | None = None
-    _: KW_ONLY
-    type: Literal["import_thread"] = "import_thread"
 
 
 RunOperation = SendMessage | Decide | Retry | Fork
@@ -230,13 +212,11 @@ Change = (
     | ImportThread
 )
 Operation = RunOperation | Change
-_adapters: list[TypeAdapter[Operation]] = []
 
 
+@cache  # built on first use, as the events' (pydantic builds validators)
 def _adapter() -> TypeAdapter[Operation]:
-    if not _adapters:  # built on first use, as the events' (pydantic builds validators)
-        _adapters.append(TypeAdapter(Annotated[Operation, Field(discriminator="type")]))
-    return _adapters[0]
+    return TypeAdapter(Annotated[Operation, Field(discriminator="type")])
 
 
 def operation_to_wire(operation: Operation) -> dict[str, Any]:

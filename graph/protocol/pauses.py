@@ -1,12 +1,10 @@
 """Why a thread is paused, as types: an `Approval` (tool calls a person must decide)
 or an `OutcomeUnknown` (a call started before a crash and its end was never saved).
-
 The interrupt value on the wire is the request (`ApprovalRequest` is LangChain's
-`HITLRequest` plus Gatehouse extras, so Agent Chat UI and Agent Inbox read it); a
-pause adds the thread and interrupt id. Plain dataclasses, not pydantic: `gatehouse
-pending` builds them in a fresh process, where importing pydantic was half the time.
-`from_wire` checks a value's shape by hand (`MalformedPause` says where); unknown
-keys travel in `extra` and back out in `wire()`.
+`HITLRequest` plus extras); a pause adds the thread and interrupt id. Plain
+dataclasses, checked by hand (`MalformedPause` says where): `gatehouse pending` builds
+them in a fresh process, where importing pydantic was half the time. Unknown keys
+travel in `extra` and back out in `wire()`.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ def _object(value: Any, where: str) -> Mapping[str, Any]:
 def _field(
     data: Mapping[str, Any], key: str, kind: type, where: str, *, optional: bool = False
 ) -> Any:
-    """`data[key]` when it is a `kind` (None when optional and absent or null)."""
     value = data.get(key)
     if value is None and optional:
         return None
@@ -59,9 +56,12 @@ def _choices(value: Any, allowed: tuple[str, ...], where: str) -> list[Any]:
 
 
 def _extra(data: Mapping[str, Any], cls: type) -> dict[str, Any]:
-    """The keys of `data` that are not fields of `cls`: someone else's, kept."""
     known = _field_names(cls)
     return {k: v for k, v in data.items() if k not in known}
+
+
+def _each(cls: Any, values: list[Any], where: str) -> list[Any]:
+    return [cls.from_wire(v, f"{where}[{i}]") for i, v in enumerate(values)]
 
 
 @cache  # `fields()` per card was a sixth of a 10,000-card inbox's read
@@ -71,33 +71,24 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class _Wired:
-    """A wire value's fields, and the keys someone else put in it (`extra`), kept."""
-
     extra: dict[str, Any] = field(default_factory=dict)
 
     def wire(self) -> dict[str, Any]:
         """Its fields (nested ones wired) and its extras, None left out (LangChain's form)."""
-        cls: type = type(self)
-        own = {k: _wired(getattr(self, k)) for k in _field_names(cls) if k != "extra"}
+        cls: type = type(self)  # (mypy: a dataclass type is hashable)
+        own = {k: getattr(self, k) for k in _field_names(cls) if k != "extra"}
+        own = {
+            k: [x.wire() if isinstance(x, _Wired) else x for x in v] if isinstance(v, list) else v
+            for k, v in own.items()
+        }
         return {k: v for k, v in {**own, **self.extra}.items() if v is not None}
 
 
-def _wired(value: Any) -> Any:
-    return (
-        [v.wire() if isinstance(v, _Wired) else v for v in value]
-        if isinstance(value, list)
-        else value
-    )
-
-
-# -- the requests (interrupt values) ---------------------------------------------------------
 INBOX_ARGS = "arguments"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ActionRequest(_Wired):
-    """One gated call: LangChain's action request plus Gatehouse extras."""
-
     name: str
     args: dict[str, Any]
     description: str = ""
@@ -129,8 +120,7 @@ class ActionRequest(_Wired):
 
 @dataclass(frozen=True, kw_only=True)
 class ReviewConfig(_Wired):
-    """How one call may be decided: LangChain's review config plus `approvers`
-    (Gatehouse: the identities the tool's policy lets decide it; None for anyone)."""
+    """LangChain's review config plus `approvers` (who may decide; None: anyone)."""
 
     action_name: str
     allowed_decisions: list[DecisionType]
@@ -152,8 +142,6 @@ class ReviewConfig(_Wired):
 
 @dataclass(frozen=True, kw_only=True)
 class ApprovalRequest(_Wired):
-    """The interrupt value of a review: LangChain's `HITLRequest`."""
-
     action_requests: list[ActionRequest]
     review_configs: list[ReviewConfig]
 
@@ -163,14 +151,8 @@ class ApprovalRequest(_Wired):
         actions = _field(data, "action_requests", list, where)
         configs = _field(data, "review_configs", list, where)
         return cls(
-            action_requests=[
-                ActionRequest.from_wire(a, f"{where}.action_requests[{i}]")
-                for i, a in enumerate(actions)
-            ],
-            review_configs=[
-                ReviewConfig.from_wire(c, f"{where}.review_configs[{i}]")
-                for i, c in enumerate(configs)
-            ],
+            action_requests=_each(ActionRequest, actions, f"{where}.action_requests"),
+            review_configs=_each(ReviewConfig, configs, f"{where}.review_configs"),
             extra=_extra(data, cls),
         )
 
@@ -228,22 +210,14 @@ class OutcomeRequest:
         )
 
     def wire(self) -> dict[str, Any]:
-        return {
-            "outcome_unknown": self.outcome_unknown.to_dict(),
-            "allowed": list(self.allowed),
-            "description": self.description,
-        }
+        return asdict(self)
 
 
-# -- the pauses ---------------------------------------------------------------------------
 _Request = TypeVar("_Request", "ApprovalRequest", "OutcomeRequest")
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Pause(Generic[_Request]):
-    """Where a pause is (the thread, and the interrupt its answer must name), and the
-    request it asks."""
-
     kind: ClassVar[str]
     thread_id: str
     interrupt_id: str
@@ -291,9 +265,8 @@ Pause = Approval | OutcomeUnknown
 
 
 def pause_from(thread_id: str, interrupt_id: str, value: Any) -> Pause | None:
-    """The pause an interrupt value stands for, or None for an interrupt Gatehouse did
-    not raise (a user's own `interrupt()` in a hook). `MalformedPause` when a value
-    that claims to be a request is not one."""
+    """The pause an interrupt value stands for; None for one Gatehouse did not raise (a
+    hook's own `interrupt()`); `MalformedPause` for a request that is not one."""
     if isinstance(value, Mapping) and "action_requests" in value:
         value = ApprovalRequest.from_wire(value)
     elif isinstance(value, Mapping) and "outcome_unknown" in value:

@@ -1,6 +1,6 @@
-"""The agent's state keys read outside the agent, and how a finished run's state says
-it ended: the store reads checkpoints by them without importing the agent (or
-LangGraph). tests/test_architecture.py checks each is a key of `AgentState`.
+"""The agent's state keys read outside the agent (the store reads checkpoints by them
+without LangGraph), and how a finished run's state says it ended; test_architecture
+checks each is a key of `AgentState`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,12 @@ from typing import Any, Final, Literal
 MESSAGES = "messages"  # the DeltaChannel whose head the store materialises
 USAGE = "usage"
 RUN_STATUS = "run_status"  # how the run ended, written by the node that ends it
-# Why the run stopped (shown to the person), and who stopped it.
-STOP_REASON = "stop_reason"
-STOP_KIND = "stop_kind"
-# The `STOP_KIND` of a run the person cancelled.
-CANCELLED: Final = "cancelled"
+STOP_REASON = "stop_reason"  # why the run stopped (shown to the person)
+STOP_KIND = "stop_kind"  # who stopped it
+CANCELLED: Final = "cancelled"  # the STOP_KIND of a run the person cancelled
 
 
 def stop_status(kind: str | None) -> Literal["cancelled", "stopped"]:
-    """How a stopped run ended: cancelled by the person, or stopped (a hook, a limit)."""
     return CANCELLED if kind == CANCELLED else "stopped"
 
 

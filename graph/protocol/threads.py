@@ -1,5 +1,5 @@
-"""What a front end reads about threads: a row of the thread list, and a message of a
-transcript as plain data (the views of graph/protocol/messages.py, importable here)."""
+"""What a front end reads about threads: a row of the thread list, a message of a
+transcript as plain data (messages.py's views, built here), thread ids."""
 
 from __future__ import annotations
 
@@ -23,14 +23,12 @@ ThreadStatus = Literal[
 ]
 
 
-# A thread id (a UUID, or a name a client picks) is printable ASCII, so it can be
-# shown, typed and put in a URL as it is.
+# A thread id is printable ASCII: it can be shown, typed and put in a URL as it is.
 THREAD_ID_MAX = 128
 _THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=~-]*")
 
 
 def thread_id_problem(thread_id: object) -> str | None:
-    """Why `thread_id` is not a valid thread id (None when it is)."""
     if not isinstance(thread_id, str):
         return f"a thread id is a string, not {type(thread_id).__name__}"
     if not thread_id:
@@ -62,8 +60,7 @@ def shown_id(thread_id: str, limit: int = 60) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with every character that is not printable (a NUL, an escape, a bidi
-    control, a line break) written as an escape, so it can only be shown, never act."""
+    """`text` with every unprintable character written as an escape: shown, never acting."""
     return "".join(
         c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) > 0xFF else f"\\x{ord(c):02x}"
         for c in text
@@ -79,8 +76,7 @@ class ThreadInfo:
     updated_at: float
     pending_since: float | None = None
     owner: str | None = None
-    # Why the last run failed or stopped (kept so a later process can say it).
-    reason: str | None = None
+    reason: str | None = None  # why the last run failed or stopped
 
     @property
     def awaiting_approval(self) -> bool:
@@ -92,8 +88,7 @@ class ThreadInfo:
 
 @dataclass(frozen=True)
 class Branches:
-    """The versions of one user message of a thread's current branch (a fork, a
-    regenerated answer, an undo and rewrite each make one; `Session.switch_branch`)."""
+    """The versions of one user message on the thread's branch (forks, rewrites)."""
 
     index: int  # the message's index in the transcript
     message_ids: tuple[str, ...]  # every version's message id, oldest first
@@ -109,15 +104,14 @@ class Branches:
         return {**asdict(self), "label": self.label}
 
 
-# How Gatehouse marks its own messages and where providers put reasoning: here so a
-# reader without LangChain makes the same views.
+# Gatehouse's marks on messages, and where providers put reasoning (for readers
+# without LangChain too).
 NOTICE_MARK = "gatehouse_notice"
 SUMMARY_MARK = "gatehouse_summary"
 OFFLOAD_MARK = "gatehouse_offloaded"
 CUT_OFF_KEY = "gatehouse_cut_off"
 DECISION_KEY = "gatehouse_decision"
-# On a call's result: the standing grant it ran under without asking ("write_file:*.md").
-GRANT_KEY = "gatehouse_grant"
+GRANT_KEY = "gatehouse_grant"  # the standing grant a call ran under
 TOOL_STATUS_KEY = "gatehouse_status"
 TOOL_DURATION_KEY = "gatehouse_duration_ms"
 REASONING_KEY = "reasoning_content"
@@ -139,8 +133,7 @@ def content_text(content: Any) -> str:
 
 
 def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> str:
-    """All the reasoning a message (or a stream chunk) carries: its field, then its
-    reasoning content blocks (left in place: providers need them back)."""
+    """All the reasoning a message (or chunk) carries: its field, then its blocks."""
     field = additional_kwargs.get(REASONING_KEY)
     blocks = content if isinstance(content, list) else []
     return (field if isinstance(field, str) else "") + "".join(
@@ -151,7 +144,7 @@ def reasoning_of(additional_kwargs: Mapping[str, Any], content: Any = None) -> s
 
 
 def _summary_text(block: Mapping[str, Any]) -> str:
-    """The Responses API's reasoning summaries: what OpenAI lets a person see of it."""
+    # The Responses API's reasoning summaries: what OpenAI lets a person see.
     summary = block.get("summary")
     if not isinstance(summary, list):
         return ""
@@ -159,8 +152,7 @@ def _summary_text(block: Mapping[str, Any]) -> str:
 
 
 def view_of_fields(data: Mapping[str, Any]) -> MessageView:
-    """A `MessageView` from a message's fields as plain data: the one way a message
-    becomes a view, through LangChain (transcript.py) or without (graph/store/reader.py)."""
+    """A `MessageView` from a message's fields: the one way a message becomes a view."""
     kind = data.get("type")
     extra = data.get("additional_kwargs") or {}
     content = data.get("content")
@@ -196,6 +188,5 @@ def view_of_fields(data: Mapping[str, Any]) -> MessageView:
 
 
 def turn_starts(messages: Sequence[MessageView]) -> list[int]:
-    """Where each of the person's turns starts (turn n is at `[n - 1]`): at a message the
-    person wrote, not a compaction summary. Every front end numbers turns this way."""
+    """Where each of the person's turns starts (turn n at `[n - 1]`), summaries skipped."""
     return [i for i, m in enumerate(messages) if m.role == "user" and not m.summary]

@@ -1,9 +1,5 @@
-"""What a tool tells Gatehouse about itself, and how it shows progress while it runs.
-
-Every tool is a LangChain `BaseTool` whose `metadata["gatehouse"]` is a `ToolSpec`:
-its risk, default policy, whether running it twice is harmless, the argument policy
-matches on, and an optional preview. `stream_output(text)` shows a line of progress
-(it goes nowhere outside a run); `stop_requested()` says the person pressed Stop.
+"""What a tool tells Gatehouse about itself (`metadata["gatehouse"]`, a `ToolSpec`),
+and for tools: `stream_output(text)` shows progress, `stop_requested()` says Stop.
 """
 
 from __future__ import annotations
@@ -25,23 +21,17 @@ Preview = Callable[[dict[str, Any]], str | None]
 class ToolSpec:
     risk: Risk
     default: DefaultMode
-    # Safe to run again after a crash left its outcome unknown.
-    idempotent: bool = False
-    # The argument that policy conditions and "always allow" patterns match on.
-    match_arg: str | None = None
-    # Shows the approver what the call will change (a diff, the first lines ...).
-    preview: Preview | None = None
-    # For tools that ask: a provably harmless call runs freely (read-only SQL, an
-    # allow-listed command). Any exception counts as "not safe".
+    idempotent: bool = False  # safe to run again after a crash
+    match_arg: str | None = None  # what policy conditions and grant patterns match
+    preview: Preview | None = None  # what the call will change (a diff ...)
+    # For tools that ask: a provably harmless call runs freely (read-only SQL); any
+    # exception counts as "not safe".
     auto_allow: Callable[[dict[str, Any]], bool] | None = None
-    # True when the call does more than its `match_arg` shows (a shell line with `;`):
-    # pattern rules and grants never cover it, so `ls*` cannot let `ls; rm -rf x` through.
+    # The call does more than `match_arg` shows (`ls; rm -rf x`): no pattern covers it.
     compound: Callable[[dict[str, Any]], bool] | None = None
-    # The arguments' canonical form for rules and grants (a resolved workspace path, a
-    # normalized URL); None for one that has none (it matches no rule and no grant).
+    # Canonical arguments for rules and grants (a resolved path); None: matches none.
     canonical: Callable[[dict[str, Any]], dict[str, str | None]] | None = None
-    # The card's first line: what the call may touch ("sandboxed · no network").
-    describe: Callable[[dict[str, Any]], str] | None = None
+    describe: Callable[[dict[str, Any]], str] | None = None  # what it may touch
 
 
 # Tools that come from elsewhere (MCP servers, user code) ask by default.
@@ -49,7 +39,6 @@ UNKNOWN_SPEC = ToolSpec(risk="execute", default="ask")
 
 
 def attach_spec(tool: Any, spec: ToolSpec) -> Any:
-    """Record `spec` on a LangChain tool (in its metadata); returns the tool."""
     tool.metadata = {**(tool.metadata or {}), "gatehouse": spec}
     return tool
 
@@ -59,7 +48,6 @@ def spec_of(tool: Any) -> ToolSpec:
     return spec if isinstance(spec, ToolSpec) else UNKNOWN_SPEC
 
 
-# Where a running tool's progress lines go: set by the agent around each call.
 _output_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
     "gatehouse_tool_output", default=None
 )
@@ -72,7 +60,6 @@ def stream_output(text: str) -> None:
         sink(text)
 
 
-# Set while a tool runs: the run's cancel signal (the person pressed Stop).
 _stop: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
     "gatehouse_tool_stop", default=None
 )
@@ -85,7 +72,8 @@ def stop_requested() -> bool:
 
 
 @contextmanager
-def _set(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+def scoped(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+    """`var` holds `value` inside this block."""
     token = var.set(value)
     try:
         yield
@@ -95,9 +83,9 @@ def _set(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
 
 def stop_on(event: threading.Event | None) -> AbstractContextManager[None]:
     """`stop_requested()` inside this block follows `event`."""
-    return _set(_stop, event)
+    return scoped(_stop, event)
 
 
 def output_to(sink: Callable[[str], None]) -> AbstractContextManager[None]:
     """Send `stream_output` lines of the tool run inside this block to `sink`."""
-    return _set(_output_sink, sink)
+    return scoped(_output_sink, sink)

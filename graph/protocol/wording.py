@@ -1,12 +1,10 @@
-"""The words for decisions and outcomes: one table, used by every front end, the
-decision log, exports and the refusals of late answers (a run a person stopped is
-"stopped by you" everywhere; a log row never shows a raw value).
+"""The words for decisions and outcomes, one table for every front end, the decision
+log, exports and late answers' refusals: a log row never shows a raw value.
 """
 
 from __future__ import annotations
 
-# What a decision (or an outcome answer) did, in the past tense: the log, a card decided
-# elsewhere, an export, a late answer's refusal.
+# What a decision (or an outcome answer) did, in the past tense.
 DECIDED: dict[str, str] = {
     "approve": "approved",
     "edit": "approved with edits",
