@@ -5,14 +5,10 @@
     pause = session.view(thread_id).pending   # Approval | OutcomeUnknown | None
     for event in session.submit(Decide(thread_id, review([approve()]))): ...
 
-Two doors: `submit(operation, options)` for every change (graph/protocol/operations.py;
-a run, or for a change that starts none a run-shaped answer whose one event is
-`Done`), and `view(thread_id)` / `thread_list()` for reads (graph/service/view.py).
-A `Run` (graph/service/run.py) drives the agent while it is iterated. Answers are validated before anything runs (`DecisionError`), by the rules
-the graph applies to a raw `Command`: the Session adds convenience (the run lease,
-events, the thread index), not safety. It is built from parts, each given what it
-needs: reads (reads.py), history edits (history_edits.py), standing permissions
-(standing.py), tool information (tool_info.py) and the lease (leasing.py).
+Two doors: `submit(operation, options)` for every change (a `Run`; a change that
+starts none answers with a run whose one event is `Done`), and `view` / `thread_list`
+for reads (view.py). Answers are validated before anything runs by the rules the
+graph applies to a raw `Command`: the Session adds convenience, not safety.
 """
 
 from __future__ import annotations
@@ -38,7 +34,13 @@ from graph.agent.review import answering, explain
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.decisions import who_decided
-from graph.protocol.errors import AwaitingDecision, DecisionError, NothingPending, StaleDecision
+from graph.protocol.errors import (
+    AwaitingDecision,
+    DecisionError,
+    NothingPending,
+    StaleDecision,
+    StorageError,
+)
 from graph.protocol.operations import (
     Cancel,
     Change,
@@ -104,9 +106,8 @@ class Session:
         actor: str | None = None,
         auto_approve: bool = False,
     ) -> None:
-        """`source` and `actor`: what the decision log records for the decisions made
-        through this session, unless a call names its own (the front end: "web",
-        "terminal", "api"; who: a person's name, an OS user)."""
+        """`source` ("web", "terminal", "api") and `actor` (who): what the decision log
+        records for this session's decisions unless a call names its own."""
         self.agent = agent
         self.storage = storage
         self.tools = {t.name: t for t in tools}
@@ -125,32 +126,31 @@ class Session:
 
     # -- the door for reads ------------------------------------------------------
     def view(self, thread_id: str) -> ThreadView:
-        """One thread's reads (graph/service/view.py), each made on first access."""
         return ThreadView(thread_id, self.reads, self.edits, self.permissions)
 
     def thread_list(self, limit: int = 200) -> ThreadList:
-        """The thread list and the approvals inbox, each made on first access."""
         return ThreadList(self.reads, limit)
 
-    # Not of one thread: the decision log's check and the tools' own information.
-    verify_audit = _via("reads", ThreadReads.verify_audit)
+    def verify_audit(self) -> Any:
+        """Check the decision log's hash chain: a `ChainCheck` (graph/store/decision_chain.py)."""
+        if self.storage.decisions is None:
+            raise StorageError("this session has no decision log to verify")
+        return self.storage.decisions.verify()
+
+    # The tools' own information, not of one thread.
     check_args = _via("tool_info", ToolInfo.check_args)
     tool_summary = _via("tool_info", ToolInfo.tool_summary)
     preview = _via("tool_info", ToolInfo.preview)
 
     @property
     def auto_approve(self) -> bool:
-        """Whether this session's auto-approve mode is on (`SetAutoApprove(None, on)`)."""
         return self.permissions.auto_approve
 
     # -- the way in -------------------------------------------------------------
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
-        """Do what `operation` asks (graph/protocol/operations.py) with `options` (unset:
-        this session's `source`, `actor` and auto-approve mode): start its run, or make
-        the change and answer with its `Done` event. Raises before anything runs or
-        changes when it cannot be done: `DecisionError` (`AwaitingDecision`,
-        `NothingPending`, `StaleDecision`, ...), `RunInProgress`, `NotAllowed`,
-        `ImportRefused`, `ValueError` (an empty message, no such grant, ...)."""
+        """Start `operation`'s run, or make the change and answer with its `Done`.
+        Raises before anything changes when it cannot be done: `DecisionError`,
+        `RunInProgress`, `NotAllowed`, `ImportRefused`, `ValueError`."""
         options = options or RunOptions()
         match operation:
             case SendMessage():
@@ -171,7 +171,6 @@ class Session:
                 return Run(done.thread_id, iter([done]), kind=operation.type)
 
     def _change(self, op: Change, source: str, actor: str | None) -> ev.Done:
-        """Make a change that starts no run, through the part that owns it."""
         done = functools.partial(
             ev.Done, thread_id=getattr(op, "thread_id", None) or "", operation=op.type
         )
@@ -232,8 +231,6 @@ class Session:
     def _decide(
         self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
     ) -> Run:
-        """Run on from the pending pause with `answer` in the HITL wire form, once it
-        fits the request that is pending now."""
         with self.leases.leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.reads.pending(thread_id)
@@ -277,9 +274,8 @@ class Session:
             )
 
     def _retry_input(self, thread_id: str) -> Any:
-        """None continues from the last checkpoint. A run stopped by a cut-off reply, or
-        one cut off right after the user's message was saved, has nothing left to
-        continue: the model is asked (again)."""
+        """None continues from the last checkpoint; a run stopped by a cut-off reply, or
+        cut off right after the user's message was saved (issue 58), asks the model."""
         state = self.agent.get_state(thread_config(thread_id))
         values = state.values or {}
         if not state.next and values.get("stop_kind") == CUT_OFF_KIND:
@@ -288,8 +284,6 @@ class Session:
             not state.next
             and getattr((values.get("messages") or [None])[-1], "type", "") == "human"
         ):
-            # The message was saved and then the run cut off before its next step was
-            # (a database restart): nothing is due, so the model is asked (issue 58).
             return Command(goto="model")
         return None
 
@@ -310,12 +304,10 @@ class Session:
         user_text: str | None = None,
     ) -> Run:
         cancel = threading.Event()
-        if options.auto_approve is None:
-            auto = self.permissions.switch  # the session's switch, live
-        else:
-            auto = threading.Event()  # this run's own
-            if options.auto_approve:
-                auto.set()
+        # Unset: the session's switch, live; else this run's own.
+        auto = self.permissions.switch if options.auto_approve is None else threading.Event()
+        if options.auto_approve:
+            auto.set()
         events = drive(
             self.agent,
             self.storage,
@@ -331,9 +323,8 @@ class Session:
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
     def _run_config(self, thread_id: str, options: RunOptions) -> RunnableConfig:
-        """The thread, who acts (the decision log reads `gatehouse_source` /
-        `gatehouse_actor`), and tracing: LangSmith (on by its environment variables)
-        groups a conversation's runs by `metadata["thread_id"]`."""
+        """Who acts (the decision log reads `gatehouse_source` / `gatehouse_actor`);
+        LangSmith groups a conversation's runs by `metadata["thread_id"]`."""
         configurable: dict[str, Any] = {
             "thread_id": thread_id,
             "gatehouse_source": options.source or self.source,
@@ -371,10 +362,8 @@ class Session:
         reject_missing: bool | str = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(Decide(...))`; the answer may also be in the HITL wire form
-        (`{"decisions": [...]}`, in request order or keyed by tool call id) as raw
-        clients send it. `reject_missing` (True or a reason): calls the answer does not
-        decide are rejected. A second decision while one acts: `AlreadyDecided`."""
+        """`submit(Decide(...))`; the answer may also be in the HITL wire form.
+        `reject_missing` (True or a reason): calls the answer does not decide are rejected."""
         wire = wire_answer(answer)  # a typed answer or a raw dict: checked alike
         if reject_missing is not False and not isinstance(answer, OutcomeAnswer):
             wire = {**wire, "reject_missing": reject_missing}
@@ -408,8 +397,7 @@ class Session:
 
 
 def wire_answer(answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any]) -> Any:
-    """A typed answer as it travels in `Command(resume=...)`: the HITL wire form.
-    Anything else (a raw client's dict) passes as it is, to be checked as one."""
+    """A typed answer in the HITL wire form; a raw client's dict passes as it is."""
     if isinstance(answer, ReviewAnswer | OutcomeAnswer):
         return answer.model_dump(mode="json", exclude_none=True)
     return answer
