@@ -1,15 +1,11 @@
-"""What `Session.messages()` sees while a run of the same Session is going, so a read
+"""What a read of messages sees while a run of the same Session is going, so it
 agrees with the events already handed out.
 
-LangGraph saves a step's messages when the whole step is over (every parallel call of
-it), while nodes announce their work as it happens: a read at a `tool_finished` event
-would not find the result it announces. So the events that announce a message
-(`tool_finished`, `assistant_message`, `message_replaced`) and `turn_complete` are
-handed out once the node that emitted them has returned its update (LangGraph's
-`updates` stream, a moment later), and those updates' messages are kept per thread
-until the run ends, laid over the saved history by id on a read. A mid-run read may
-see a little more than the events said, never less; other Sessions and processes see
-the saved steps only.
+LangGraph saves a step's messages when the whole step is over, while nodes announce
+their work as it happens. So the events that announce a message (and `turn_complete`)
+are handed out once their node's update has arrived, and those updates' messages are
+kept per thread until the run ends, laid over the saved history by id on a read. A
+mid-run read may see a little more than the events said, never less.
 """
 
 from __future__ import annotations
@@ -25,8 +21,7 @@ from graph.protocol import events as ev
 
 
 class LiveMessages:
-    """Per thread: the message updates of the run going on it, in order, and the
-    run's cancel switch."""
+    """Per thread: the message updates of its live run, in order, and its cancel switch."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -44,7 +39,6 @@ class LiveMessages:
             self._cancels.pop(thread_id, None)
 
     def cancel(self, thread_id: str) -> bool:
-        """Ask the thread's live run to stop at its next safe point; False: none."""
         with self._lock:
             cancel = self._cancels.get(thread_id)
         if cancel is not None:
@@ -57,7 +51,6 @@ class LiveMessages:
                 self._runs[thread_id].append(list(messages))
 
     def read(self, thread_id: str, saved: list[BaseMessage]) -> list[BaseMessage]:
-        """The saved messages with the live run's updates laid over them."""
         with self._lock:
             updates = [list(u) for u in self._runs.get(thread_id, ())]
         if not updates:
@@ -69,9 +62,8 @@ class LiveMessages:
 
 
 def _lay_over(messages: list[BaseMessage], update: list[Any]) -> list[BaseMessage]:
-    """`add_messages` that tolerates an update the saved list already has (the step
-    may be saved by the time it is read): missing ids are not an error, and a rewrite
-    (`REMOVE_ALL_MESSAGES` first) applies only when its messages are not there yet."""
+    """`add_messages` that tolerates an update already saved: missing ids are no error,
+    and a rewrite (`REMOVE_ALL_MESSAGES` first) applies only when not there yet."""
     ids = {m.id for m in messages}
     for i, m in enumerate(update):
         if isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES:
@@ -92,8 +84,7 @@ def _lay_over(messages: list[BaseMessage], update: list[Any]) -> list[BaseMessag
 
 
 class EventGate:
-    """One run's events, each handed out once the message it announces is in the
-    Session's live view (see the module doc)."""
+    """One run's events, each handed out once the message it announces is live."""
 
     def __init__(self, live: LiveMessages, thread_id: str) -> None:
         self.live = live
@@ -109,7 +100,6 @@ class EventGate:
         return [event]
 
     def update(self, chunk: Any) -> list[ev.Event]:
-        """A node's update arrived: keep its messages; hand out what waited for them."""
         if not isinstance(chunk, dict):
             return []
         arrived: list[Any] = []

@@ -1,13 +1,10 @@
-"""Runs that live outside a UI script run: Streamlit re-executes its script on every
-click, so the `Runner` (one per server process) starts each run in the background
-(`Run.start`) and any page (after a click, a refresh, a new tab) attaches to the live
-run and reads its buffered events. One active run per thread in this process (the run
-lease keeps it one across processes). Its one way in is `submit`, as `Session.submit`.
+"""Runs that outlive a Streamlit script run: the `Runner` (one per server process)
+starts each run in the background and any page attaches to the live run and reads its
+buffered events. One active run per thread in this process (the lease: across them).
 
-A message sent while a run is active is queued in the thread's database
-(graph/store/queued.py) and sent, oldest first, each time a run on the thread
-completes. A run that did not complete (stopped, paused, failed) leaves the queue as
-it is: after Stop the person decides (`send_queued` or `discard`).
+A message sent while a run is active is queued in the database (graph/store/queued.py)
+and sent, oldest first, each time a run on the thread completes; after a run that did
+not (stopped, paused, failed) the person decides (`send_queued` or `discard`).
 """
 
 from __future__ import annotations
@@ -33,9 +30,7 @@ class Runner:
         self._runs: dict[str, Run] = {}
         # Set once the run's end has been handled (the queue's next message started).
         self._settled: dict[str, tuple[Run, threading.Event]] = {}
-        # The run options of messages queued in this process, by message id: the next
-        # message goes out as the person who typed it (a restart falls back to the
-        # session's own options).
+        # Queued messages' run options, by id: each goes out as the person who typed it.
         self._options: dict[str, RunOptions | None] = {}
 
     @property
@@ -58,10 +53,9 @@ class Runner:
 
     def send(self, thread_id: str, text: str, options: RunOptions | None = None) -> Run | None:
         """A person's message: sent now (its Run), or queued (None) while a run is active
-        on the thread; after messages queued before it, it is queued and the oldest sent.
-        A run of another process on the thread: queued, and `RunInProgress` raised.
-        A database that cannot be written raises its error within seconds
-        (`StorageError`, graph/store/sqlite.py's QUICK_BUSY_MS) and nothing is queued."""
+        or messages wait before it. A run of another process: queued, and
+        `RunInProgress` raised. A database that cannot be written raises its error
+        within seconds (QUICK_BUSY_MS) and nothing is queued."""
         queue = self._queue
         if queue is None:
             return self.submit(SendMessage(thread_id, text), options)
@@ -77,12 +71,11 @@ class Runner:
             return None if self.active(thread_id) is not None else self._send_next(thread_id)
 
     def queued(self, thread_id: str) -> list[QueuedMessage]:
-        """The thread's messages waiting to be sent, oldest first."""
         queue = self._queue
         return queue.waiting(thread_id) if queue is not None else []
 
     def send_queued(self, thread_id: str, message_id: str) -> Run | None:
-        """Send one queued message now (the person's "Send now"); None when it is gone."""
+        """The person's "Send now"; None when the message is gone."""
         with self._lock:
             if self.active(thread_id) is not None:
                 raise RunInProgress("a run is active on this thread: the message is sent after it")
@@ -90,15 +83,13 @@ class Runner:
             return self._send(thread_id, wanted[0]) if wanted else None
 
     def discard(self, thread_id: str, message_id: str) -> bool:
-        """Drop a queued message unsent; False when it was sent or dropped already."""
         queue = self._queue
         self._options.pop(message_id, None)
         return queue is not None and queue.take(thread_id, message_id)
 
     def next_run(self, run: Run) -> Run | None:
-        """After `run` has ended: the run the Runner started next on its thread (the
-        queue's next message), or None. Waits (up to SETTLE_S) until the Runner has
-        looked at the queue, so a page that follows runs misses none."""
+        """After `run` ended: the run started next on its thread, or None, once the
+        Runner has looked at the queue (up to SETTLE_S): a page following runs misses none."""
         handled = self._settled.get(run.thread_id)
         if handled is not None and handled[0] is run:
             handled[1].wait(SETTLE_S)
@@ -109,7 +100,6 @@ class Runner:
         return run if run is not None and not run.done else None
 
     def latest(self, thread_id: str) -> Run | None:
-        """The live run, or the last one that ran in this process."""
         return self._runs.get(thread_id)
 
     def _start(self, thread_id: str, make: Callable[[], Run], base: int | None = None) -> Run:
@@ -119,8 +109,7 @@ class Runner:
                     f"a run is already active on thread {thread_id}; wait for it or stop it"
                 )
             count = len(self.session.view(thread_id).messages) if base is None else base
-            # Validation errors (a bad decision, a pending approval) raise here, in
-            # the caller, before any background work starts.
+            # Validation errors raise here, in the caller, before any background work.
             run = make()
             run.base_messages = count
             self._runs[thread_id] = run
@@ -136,7 +125,6 @@ class Runner:
         return run
 
     def _after(self, run: Run, settled: threading.Event) -> None:
-        """When `run` ends: a completed run sends the thread's next queued message."""
         try:
             run.join()
             if run.status == "completed":
@@ -156,7 +144,7 @@ class Runner:
 
     def _send(self, thread_id: str, message: QueuedMessage) -> Run | None:
         """Take `message` from the queue and start its run; None when another process
-        took it first. A message that cannot start is put back, in its place."""
+        took it first. One that cannot start is put back in its place."""
         queue = self._queue
         assert queue is not None
         if not queue.take(thread_id, message.id):

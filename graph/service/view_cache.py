@@ -1,12 +1,8 @@
-"""A Session's transcripts, converted once per message: `Session.transcript` reuses
-the views of the messages unchanged since its last read of the thread. Converting a
-message costs far more than comparing it (at 10,000 messages a whole transcript took
-~0.2 s of CPU on every read); a run appends messages, so after a turn only the new
-ones are converted.
-
-Exact: a view is reused only for a message of the same class whose `__dict__`
-(everything `message_view` reads) equals a shallow copy of the one it was made from;
-from the first message that differs on, all are converted again.
+"""A Session's transcripts, converted once per message: converting costs far more
+than comparing (10,000 messages took ~0.2 s a read), and a run appends, so after a
+turn only the new ones are converted. A view is reused only for a message of the same
+class whose `__dict__` equals a copy of the one it was made from; from the first that
+differs on, all are converted again.
 """
 
 from __future__ import annotations
