@@ -1,18 +1,12 @@
-"""Who may reach an approval surface: the install secret, signed sign-in cookies, the
-addresses a browser may use, and the identities every front end signs people in as;
-the rules the web app (ui/web/guard.py) and LangGraph Server (server_auth.py) share.
+"""Who may reach an approval surface, the rules the web app (ui/web/guard.py) and
+LangGraph Server (server_auth.py) share: `[access]` in gatehouse.toml, overridden by
+`ENV`.
 
-- **The install secret**: random, per install, in a 0600 file outside the workspace
-  (`secret_path`). It signs the web guard's identity, is the sign-in page's token and
-  the local bearer token for LangGraph Server. Whoever can read it can approve:
-  exactly who can already open the database. No tool reaches it (`private_paths`).
-- **Modes** of the web app (`[access] web`): `token` (default: a one-time link, then
-  a cookie), `proxy` (a reverse proxy names the person in a header, proven by a
-  shared secret header), `oidc` (Streamlit's `st.login`).
-- **Addresses**: the `Host` names and browser `Origin`s a request may carry.
-
-Settings: `[access]` in gatehouse.toml, overridden by `ENV`; bad values are a
-ConfigError naming the key.
+The install secret (random, per install, a 0600 file outside the workspace) signs the
+web guard's identity, is the sign-in token and LangGraph Server's local bearer token:
+whoever can read it can approve, exactly who can already open the database; no tool
+reaches it (`private_paths`). The web app's modes: `token` (a one-time link, then a
+cookie), `proxy` (a header proven by a shared secret header), `oidc` (`st.login`).
 """
 
 from __future__ import annotations
@@ -172,9 +166,8 @@ def _config_home() -> Path:
 
 
 def secret_path(db: str, access: Access | None = None) -> Path:
-    """Where this install's secret lives: `[access] secret_file`; for SQLite, an older
-    install's `gatehouse.secret` beside the database, else a file in the config folder
-    keyed by the database's real path; for Postgres, the config folder's `secret`."""
+    """`[access] secret_file`; for SQLite an older install's file beside the database,
+    else one in the config folder keyed by its real path; for Postgres `secret` there."""
     if access is not None and access.secret_file:
         return Path(access.secret_file).expanduser()
     if db and "://" not in db:
@@ -187,8 +180,7 @@ def secret_path(db: str, access: Access | None = None) -> Path:
 
 
 def private_paths(db: str, access: Access | None = None) -> list[Path]:
-    """What no tool may reach: this secret, where an older install kept it, and the
-    folder of every install's secrets."""
+    """What no tool may reach: this secret, its older place, every install's secrets."""
     paths = [secret_path(db, access), _config_home()]
     if db and "://" not in db:
         paths.append(Path(db).expanduser().resolve().parent / SECRET_FILE_NAME)
@@ -196,8 +188,7 @@ def private_paths(db: str, access: Access | None = None) -> list[Path]:
 
 
 def install_secret(path: Path) -> str:
-    """The secret in `path`, created (random, 0600) on first use; a file others can
-    read is made private again."""
+    """The secret in `path`, created (random, 0600) on first use, made private again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -275,9 +266,8 @@ OIDC_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "ser
 
 
 def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
-    """Why Streamlit's `st.login` cannot sign people in with these secrets, or None:
-    `[auth]` needs `redirect_uri` and `cookie_secret`, and the provider's keys either
-    there or in one `[auth.<provider>]` table."""
+    """Why Streamlit's `st.login` cannot sign people in with these secrets, or None
+    (the provider's keys in `[auth]` or in one `[auth.<provider>]` table)."""
     auth = secrets.get("auth")
     if not isinstance(auth, Mapping):
         return '[access] web = "oidc" needs an [auth] table in .streamlit/secrets.toml (Streamlit\'s st.login)'

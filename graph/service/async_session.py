@@ -19,6 +19,7 @@ import functools
 import inspect
 import threading
 from collections.abc import AsyncIterator, Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from graph.agent.compiled import parts_of
@@ -270,7 +271,7 @@ for _name, _member in inspect.getmembers(Session):
     if _name.startswith("_") or _name in vars(AsyncSession):
         continue
     if isinstance(inspect.getattr_static(Session, _name), property):
-        setattr(AsyncSession, _name, property(lambda self, n=_name: getattr(self.session, n)))
+        setattr(AsyncSession, _name, property(attrgetter(f"session.{_name}")))
     elif inspect.isfunction(_member):
         setattr(AsyncSession, _name, _from_session(_name, _member))
 # The old name of `send`, kept for embedders; made at import like the rest.

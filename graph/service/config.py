@@ -116,31 +116,34 @@ class Settings:
 # Providers a model name may start with ("anthropic:claude-…"), as `init_chat_model`
 # knows them, with the package each needs. "qwen3:8b" (an Ollama tag) names none.
 PROVIDER_PACKAGES = {
-    "openai": "langchain-openai",
+    **{
+        name: f"langchain-{name}"
+        for name in [
+            "openai",
+            "anthropic",
+            "ollama",
+            "cohere",
+            "deepseek",
+            "fireworks",
+            "groq",
+            "huggingface",
+            "ibm",
+            "litellm",
+            "mistralai",
+            "openrouter",
+            "perplexity",
+            "together",
+            "xai",
+            "upstage",
+        ]
+    },
     "azure_openai": "langchain-openai",
-    "anthropic": "langchain-anthropic",
-    "ollama": "langchain-ollama",
     "google_genai": "langchain-google-genai",
     "google_vertexai": "langchain-google-vertexai",
     "google_anthropic_vertex": "langchain-google-vertexai",
-    "bedrock": "langchain-aws",
-    "bedrock_converse": "langchain-aws",
-    "anthropic_bedrock": "langchain-aws",
+    **dict.fromkeys(("bedrock", "bedrock_converse", "anthropic_bedrock"), "langchain-aws"),
     "azure_ai": "langchain-azure-ai",
-    "cohere": "langchain-cohere",
-    "deepseek": "langchain-deepseek",
-    "fireworks": "langchain-fireworks",
-    "groq": "langchain-groq",
-    "huggingface": "langchain-huggingface",
-    "ibm": "langchain-ibm",
-    "litellm": "langchain-litellm",
-    "mistralai": "langchain-mistralai",
     "nvidia": "langchain-nvidia-ai-endpoints",
-    "openrouter": "langchain-openrouter",
-    "perplexity": "langchain-perplexity",
-    "together": "langchain-together",
-    "xai": "langchain-xai",
-    "upstage": "langchain-upstage",
 }
 
 
@@ -251,9 +254,8 @@ def _check(settings: Settings, key: str) -> Any:
 
 
 def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
-    """The settings with the database, the workspace and the SQL database as absolute
-    paths (against `base`, default the cwd), so a later change of directory, or a
-    server started in another one, stays on the same files."""
+    """The settings' database, workspace and SQL database as absolute paths (against
+    `base`, default the cwd): a later change of directory stays on the same files."""
     root = base or Path.cwd()
     changes: dict[str, Any] = {}
     for key in ("db", "workspace", "sql_database"):
@@ -270,8 +272,8 @@ def absolute_locations(settings: Settings, base: Path | None = None) -> Settings
 
 
 def location_env(settings: Settings) -> dict[str, str]:
-    """What a child process (the LangGraph server, the web app) needs in its environment
-    to use these settings' database, workspace and config file from any directory."""
+    """The environment a child process (LangGraph server, web app) needs to use these
+    settings' database, workspace and config file from any directory."""
     settings = absolute_locations(settings)
     env = {"GATEHOUSE_DB": settings.db, "GATEHOUSE_WORKSPACE": settings.workspace}
     if settings.source:
@@ -280,8 +282,7 @@ def location_env(settings: Settings) -> dict[str, str]:
 
 
 def _number(kind: type[int] | type[float], value: Any, name: str) -> Any:
-    """`value` as `kind`, an error naming the setting. Refused rather than converted:
-    a boolean (`int(True)` is 1), a fraction for an int (`int(2.7)` is 2), inf and NaN."""
+    """`value` as `kind`; refused, not converted: a boolean, a fraction for an int, inf, NaN."""
     what = "a whole number" if kind is int else "a number"
     refused = isinstance(value, bool) or (
         kind is int and isinstance(value, float) and not value.is_integer()
@@ -319,8 +320,7 @@ _PREFIXED_TABLES = ("compaction", "offload", "audit", "notify")
 
 
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
-    """Flatten `[model]`, `[tools]`, `[compaction]`, `[offload]`, `[audit]`,
-    `[mcp.servers]` tables (`[policy]` and `[hooks]` stay mappings)."""
+    """The file's tables flattened (`[policy]` and `[hooks]` stay mappings)."""
     known = {f.name for f in fields(Settings)}
     values: dict[str, Any] = {}
     for key, value in data.items():
@@ -346,8 +346,7 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
 
 
 def load_env_file(path: Path) -> None:
-    """KEY=VALUE lines of a `.env` file into the environment; variables already set
-    win (the server's own environment, a deploy's secrets)."""
+    """KEY=VALUE lines of a `.env` file into the environment; variables already set win."""
     if not path.is_file():
         return
     for line in path.read_text().splitlines():

@@ -1,22 +1,14 @@
-"""A thread carried to another database (or back into its own): what a JSON export
-holds beside the messages, and how an import puts it back without running a call twice.
+"""A thread carried to another database: what a JSON export holds beside the messages
+("pending", "journal", "decisions"), and how an import puts it back without running a
+call twice.
 
-    "pending":   {"interrupt_id", "kind", "request"} | null   what the thread waits for
-    "journal":   [{tool_call_id, name, args, status, result, started_at, ...}]
-    "decisions": [DecisionRecord.to_dict(), ...]              the thread's decision log
-
-History moves, authority does not: the decision log comes back as history, written
-before a new "life" of the thread, never as a grant, switch or approval in force
-(dropped grants are counted: `Imported.dropped`). The journal comes back too, so a
-call that ran is answered by its row; a paused thread's `review` node asks the same
-request again (a new interrupt id).
-
-At most once, whatever the order of export, delete and import: an import writes
-nothing when the pending request is not an approval or does not match the open
-calls; a pending call was already started or decided (in the export, or here under
-either id); it would be a copy (a paused thread imports only under its own id, once
-per database); or this database's policy would not ask the same calls.
-Not prevented: the source keeps its own pause; answer a hand-over in one place only.
+History moves, authority does not: the decision log comes back as history before a
+new "life" of the thread, never as a grant, switch or approval in force. The journal
+comes back, so a call that ran is answered by its row; a paused thread's `review` node
+asks the same request again. At most once: an import writes nothing when the pending
+request does not match the open calls, a pending call was already started or decided,
+it would be a copy, or this database's policy would not ask the same calls. Not
+prevented: the source keeps its own pause; answer a hand-over in one place only.
 """
 
 from __future__ import annotations
@@ -87,8 +79,7 @@ def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
 
 
 class Imported(str):
-    """An imported thread's id, and the authority its export held that stayed behind:
-    `grants` "always allow" grants and `switches` auto-approve switches in force."""
+    """An imported thread's id, and the grants and switches in force that stayed behind."""
 
     grants: int
     switches: int
@@ -112,9 +103,7 @@ class Imported(str):
 
 
 def decisions_of(exported: Exported, thread_id: str) -> tuple[list[DecisionRecord], Imported]:
-    """The export's decisions as history (no grant, no switch: `restore` records them
-    before a new life of the thread, so none is an approval in force either), and what
-    was dropped."""
+    """The export's decisions as history (no grant, no switch), and what was dropped."""
     records = []
     for i, row in enumerate(exported.decisions):
         try:
@@ -141,8 +130,7 @@ def check(
     taken: bool,
     tools: Collection[str],
 ) -> Approval | None:
-    """The pause an import restores (None for a thread that waits for nothing), or
-    `ImportRefused` saying why it cannot be imported at most once."""
+    """The pause an import restores (None: none), or `ImportRefused` saying why not."""
     if exported.pending is None:
         return None
     pending = exported.pending
@@ -208,9 +196,8 @@ def restore(
     decisions: Sequence[DecisionRecord],
     pause: Approval | None,
 ) -> None:
-    """Write the thread: outputs, journal, messages (and, for a paused one, its pause
-    asked again by the `review` node alone), then its decisions. Undone when the pause
-    does not come back as it was."""
+    """Write the thread: outputs, journal, messages (a paused one's pause asked again by
+    `review` alone), decisions. Undone when the pause does not come back as it was."""
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     if storage.outputs is not None:
         names = {m.tool_call_id: m.name for m in exported.messages if isinstance(m, ToolMessage)}
@@ -221,9 +208,8 @@ def restore(
     if pause is None:
         agent.update_state(config, {"messages": exported.messages}, as_node="finish")
     else:
-        # Only `review` runs: it is pure up to its interrupt, so nothing executes here;
-        # `interrupt_after` keeps anything after it (a call this database's policy
-        # would run freely) from running at import.
+        # Only `review` runs, pure up to its interrupt; `interrupt_after` keeps anything
+        # after it (a call this policy would run freely) from running at import.
         agent.update_state(
             config, Command(update={"messages": exported.messages}, goto="review"), as_node="review"
         )

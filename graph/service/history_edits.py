@@ -1,10 +1,8 @@
-"""Changing a thread's history between runs: undo, fork's rewind, branches and moving
-between them, export and import, compaction now, rename and delete.
-
-Nothing is deleted from the checkpoints (but by delete): undo and fork start a new
-checkpoint from an older one (graph/service/branches.py reads the tree that makes).
-Each change holds the thread's lease, so no run goes on meanwhile; one that would
-drop a pending approval request is refused with `AwaitingDecision` unless forced.
+"""Changing a thread's history between runs: undo, fork's rewind, switching branches,
+export and import, compaction now, rename and delete. Undo and fork start a new
+checkpoint from an older one (branches.py reads the tree that makes); each change
+holds the thread's lease; one that would drop a pending request is refused with
+`AwaitingDecision` unless forced.
 """
 
 from __future__ import annotations
@@ -12,10 +10,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.compiled import parts_of
@@ -60,16 +57,16 @@ class ThreadHistory:
             self.storage.delete_thread(thread_id)
 
     def undo(self, thread_id: str, force: bool = False) -> int:
-        """Move the thread head back to before its last user turn; how many messages
-        left the thread."""
+        """Move the head back to before the last user turn; how many messages left."""
         with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "undo", force)
-            last = _last_human(self.reads.messages(thread_id))
+            messages = reversed(self.reads.messages(thread_id))
+            last = next((m for m in messages if isinstance(m, HumanMessage)), None)
             return 0 if last is None else self._rewind(thread_id, last)
 
     def fork_point(self, thread_id: str, message_index: int, text: str) -> list[BaseMessage]:
-        """The thread's messages, when the user message at `message_index` may be
-        replaced by `text` (what `fork` checks before it takes the lease)."""
+        """The thread's messages, once the user message at `message_index` may be
+        replaced by `text` (checked before the lease is taken)."""
         if not text.strip():
             raise ValueError("a message cannot be empty")
         messages = self.reads.messages(thread_id)
@@ -87,8 +84,7 @@ class ThreadHistory:
         text: str,
         force: bool,
     ) -> None:
-        """Fork's history part, under the fork run's lease: move the head back to before
-        the user message at `message_index`, whose replacement `text` the run sends."""
+        """Under the fork run's lease: the head back to before message `message_index`."""
         self._refuse_if_paused(thread_id, "fork", force)
         self._rewind(thread_id, messages[message_index])
         self._follow_title(
@@ -99,9 +95,7 @@ class ThreadHistory:
 
     def switch_branch(self, thread_id: str, message_id: str, force: bool = False) -> bool:
         """Move the thread onto the branch of another version of one of its user
-        messages (`branches(...)[k].message_ids`), where that branch last ended a run.
-        Refused with `AwaitingDecision` while the thread waits for a decision, unless
-        `force` (the request is dropped; the branch stays in the checkpoints)."""
+        messages (`branches[k].message_ids`), where that branch last ended a run."""
         with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "switching branches", force)
             before = self.reads.transcript(thread_id)
@@ -113,9 +107,7 @@ class ThreadHistory:
                 raise ValueError(
                     f"message {message_id} is not a version of any message of thread {thread_id}"
                 )
-            end = cast(
-                RunnableConfig, self.tree.branch_end(thread_id, version)
-            )  # a snapshot's config
+            end = self.tree.branch_end(thread_id, version)
             self.agent.update_state(end, {"stop_reason": None}, as_node="finish")
             self.storage.index.touch(thread_id, status="idle")
             self._follow_title(
@@ -124,8 +116,7 @@ class ThreadHistory:
         return True
 
     def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
-        """A title taken from the first user message follows it to another version; a
-        title the person gave stays."""
+        # A title taken from the first user message follows it; one the person gave stays.
         info = self.storage.index.get(thread_id)
         if (
             old is not None
@@ -154,10 +145,8 @@ class ThreadHistory:
         )
 
     def _rewind(self, thread_id: str, first_dropped: BaseMessage) -> int:
-        """Move the thread head back to where it was before `first_dropped` arrived: the
-        latest checkpoint without it that ended a run (or the thread's first). Found
-        by message id, so a compaction in between (which renumbers the history) does
-        not matter."""
+        """Move the head back to the latest checkpoint without `first_dropped` that ended
+        a run (or the first): by message id, so a compaction in between does not matter."""
         current = self.reads.messages(thread_id)
         ancestors = self.tree.head_path(thread_id)
         for snapshot in self.agent.get_state_history(thread_config(thread_id)):
@@ -199,13 +188,9 @@ class ThreadHistory:
     def import_thread(
         self, data: str | bytes | Mapping[str, Any], thread_id: str | None = None
     ) -> handover.Imported:
-        """The messages come back equal, with outputs stored aside, the journal and the
-        decision log as history: never a grant, a switch or an approval in force
-        (`dropped` says what stayed behind). A thread exported while paused waits again
-        (the same request, a new interrupt id). Its id: `thread_id`, else the exported
-        one unless taken here, else a new one. `ImportRefused`, writing nothing, when
-        the data is malformed, a call would lose its result, or one could run twice
-        (graph/service/handover.py)."""
+        """The thread back, its decisions as history (handover.py). Its id: `thread_id`,
+        else the exported one unless taken here, else a new one. `ImportRefused`,
+        writing nothing, when it is malformed or a call could lose its result or run twice."""
         exported = read_export(data)
         if thread_id is not None and self.reads.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
@@ -235,8 +220,7 @@ class ThreadHistory:
         return imported
 
     def compact(self, thread_id: str) -> ev.Compacted | None:
-        """What the `Compaction` hook does past its threshold, now (also when automatic
-        compaction is off); None when nothing is old enough. Only between runs."""
+        """What the `Compaction` hook does past its threshold, now; None: nothing to do."""
         parts = parts_of(self.agent)
         hooks = parts.hooks if parts is not None else ()
         compaction = next((h for h in hooks if callable(getattr(h, "compact", None))), None)
@@ -261,7 +245,3 @@ class ThreadHistory:
             self.agent.update_state(config, update, as_node="finish")
             self.storage.index.touch(thread_id)
         return ev.Compacted(thread_id=thread_id, **counts)
-
-
-def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:
-    return next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)

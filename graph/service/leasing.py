@@ -1,6 +1,5 @@
-"""The thread's run lease as a Session takes it (graph/store/leases.py holds the
-lease itself): one run or one change of a thread at a time, across processes.
-"""
+"""The thread's run lease (graph/store/leases.py) as a Session takes it: one run or
+one change of a thread at a time, across processes."""
 
 from __future__ import annotations
 
@@ -30,12 +29,10 @@ class ThreadLeases:
     retry: Callable[[str], Any]  # starts a retry run of a thread (Session's `Retry`)
 
     def inbox(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
-        """The inbox's rows (`awaiting_approval`) as the leases show them. A run on a
-        pause whose lease is alive is deciding it now: left out; one whose holder is
-        gone was cut off by a crash: listed (its card is still pending). A run a crash
-        cut off in an approved call that never finished is continued at once to its
-        "outcome unknown" question (the call is asked about, never run again), so the
-        question is in the inbox as soon as anyone looks."""
+        """The inbox's rows as the leases show them: a pause whose run's lease is alive
+        is being decided (left out); one whose holder is gone is listed. A run a crash
+        cut off in an approved call is continued at once to its "outcome unknown"
+        question, so the question is in the inbox as soon as anyone looks."""
         leases, journal = self.storage.leases, self.storage.journal
         if leases is None:
             return infos
@@ -57,11 +54,9 @@ class ThreadLeases:
         ]
 
     def acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
-        """The thread's run lease (graph/store/leases.py). When `deciding`, a thread
-        another decision holds means this one came too late (a double click, another
-        tab or process): `AlreadyDecided`. Any other holder is waited for a moment
-        (the run that asked may still be ending), then refused as `RunInProgress`:
-        nobody decided anything."""
+        """The thread's run lease. When `deciding`, another decision's lease means this
+        one came too late (`AlreadyDecided`); another holder is waited for a moment
+        (the run that asked may be ending), then `RunInProgress`."""
         check_thread_id(thread_id)
         leases = self.storage.leases
         if leases is None:
@@ -97,9 +92,8 @@ class ThreadLeases:
     def leased(
         self, thread_id: str, *, deciding: bool = False, run: bool = True
     ) -> Iterator[Lease | None]:
-        """The lease for a run about to start: released again only if starting fails
-        (the run releases it when it ends); with `run` False, for a change made here and
-        now (undo, compact, import), released at its end."""
+        """The lease for a run about to start, released here only if starting fails;
+        with `run` False, for a change made now, released at its end."""
         lease = self.acquire(thread_id, deciding=deciding)
         started = False
         try:

@@ -1,17 +1,12 @@
-"""LangGraph Server's sign-in (langgraph.json `"auth"`): every request carries a
-credential, and the authenticated user is who the decision log names.
+"""LangGraph Server's sign-in (langgraph.json `"auth"`): every request carries a key
+(this install's secret or one of `[access] api_keys`) or, behind a proxy, a user
+header proven by its secret; the user is who the decision log names. langgraph.json
+sets `disable_studio_auth`: else `x-auth-scheme: langsmith` gets in unchecked.
 
-Accepted: `Authorization: Bearer <key>` or `X-Api-Key: <key>`, the key being this
-install's secret (the local user) or one of `[access] api_keys`; with `[access] web
-= "proxy"`, the proxy's user header proven by `X-Gatehouse-Proxy-Secret`.
-langgraph.json sets `disable_studio_auth: true`: otherwise `langgraph dev` lets in
-any request that says `x-auth-scheme: langsmith`, unchecked.
-
-A thread belongs to who made it (`owner`; the web app's and the terminal's: their
-owner, else the local user). Others cannot read, post in or decide it, unless a tool
-lists them among its `approvers`: they may read threads and answer their pauses, and
-the one door (graph/agent/authority.py) lets them decide only their tools' calls. A
-thread id someone else uses, or a deleted thread's, is never given out again.
+A thread belongs to who made it. Others cannot read, post in or decide it, unless a
+tool lists them among its `approvers`: they may read threads and answer pauses, and
+graph/agent/authority.py lets them decide only their tools' calls. A thread id
+someone else uses, or a deleted thread's, is never given out again.
 """
 
 from __future__ import annotations
@@ -127,8 +122,8 @@ def _begin(thread_id: str, user: str) -> None:
 
 
 async def _claim(thread_id: Any, user: str) -> None:
-    """A new thread under `thread_id` for `user`: refused for an id that is someone
-    else's, or was a deleted thread's (its grants and approvals must not come back)."""
+    """A new thread under `thread_id` for `user`: refused for someone else's id or a
+    deleted thread's (its grants and approvals must not come back)."""
     if not thread_id:
         return
     tid = str(thread_id)
@@ -155,8 +150,8 @@ async def on_thread_create(
 async def on_run(
     ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate
 ) -> dict[str, str] | None:
-    """The owner runs their thread; an approver may only answer a pause of someone
-    else's (a `resume`, nothing else), as a visitor the graph checks per tool."""
+    """The owner runs their thread; an approver may only answer (`resume`) a pause of
+    someone else's, as a visitor the graph checks per tool."""
     user = ctx.user.identity
     tid = value.get("thread_id")
     owner = await _owner(tid)
@@ -187,8 +182,7 @@ async def on_run(
 
 @auth.on.threads
 async def on_thread(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] | None:
-    """Read, search, update (a state update: "mark as resolved"), delete: the owner's;
-    an approver may read any thread, and resolve one (graph/agent/resolve.py)."""
+    """The owner's; an approver may read any thread, and resolve one (resolve.py)."""
     user = ctx.user.identity
     if ctx.action in ("read", "search") and _approver(user):
         return None

@@ -1,15 +1,9 @@
 """The address checks in front of LangGraph Server (langgraph.json `"http": {"app"}`):
 `Host` must name this server and a browser's `Origin` must be Studio's or a configured
-one, before CORS, the private-network preflight answer or any route.
-
-`langgraph dev` answers every preflight with `Access-Control-Allow-Private-Network:
-true`, which lets public sites reach a loopback server; this middleware runs outside
-LangGraph's own, so a foreign origin (or a DNS-rebinding `Host`) gets nothing. So the
-origins are decided here (`[access] server_origins` and `origins`), and
-langgraph.json's CORS admits every origin that gets this far.
-
-`/info` is open in LangGraph (no auth handler runs) and is Agent Chat UI's connection
-check, which a wrong key passed: here it needs a valid key like every other route.
+one, before CORS or any route. `langgraph dev` answers every preflight with
+`Access-Control-Allow-Private-Network: true`; this middleware runs outside LangGraph's
+own, so a foreign origin (or a DNS-rebinding `Host`) gets nothing, and langgraph.json's
+CORS admits every origin that gets this far. `/info` (open in LangGraph) needs a key.
 """
 
 from __future__ import annotations
@@ -36,8 +30,7 @@ KEYED_OPEN_ROUTES = frozenset({"/info"})
 
 
 def server_origins(access: Access) -> list[str]:
-    """Browser origins the server answers: Studio's, `[access] server_origins`, and
-    the web app's own trusted `[access] origins` (one setting serves both)."""
+    """Studio's origin, `[access] server_origins` and `origins`."""
     named = (origin_of(o) for o in (*access.server_origins, *access.origins))
     return [STUDIO_ORIGIN, *dict.fromkeys(o for o in named if o != STUDIO_ORIGIN)]
 
@@ -116,7 +109,6 @@ async def _not_allowed(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": str(exc)}, status_code=403)
 
 
-# The lifespan follows Gatehouse's thread index into the server's thread list (server_sync.py).
 # LangGraph Server keeps this app's exception handlers over its own.
 app = Starlette(
     middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))],

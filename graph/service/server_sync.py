@@ -1,13 +1,10 @@
-"""Every Gatehouse thread on `langgraph dev`, with its true status (issue 33, items 1–2).
+"""Every Gatehouse thread on `langgraph dev`, with its true status (issue 33).
 
-LangGraph Server keeps its own thread list beside the checkpoints: a thread the web
-app or the terminal made is unknown to it (404), and one decided elsewhere keeps the
-status the server last set. The truth is Gatehouse's thread index, so this lifespan
-task (langgraph.json `http.app`) follows it: each changed row is put in the server's
-list (dashed-UUID ids only) with its status, values and interrupts, unless the server
-runs it itself; a deleted row is taken out. Only the in-memory runtime of `langgraph
-dev` is synced (the licensed Postgres runtime keeps its own list, docs/deploy.md).
-LangGraph's private names used here live in this module only.
+LangGraph Server keeps its own thread list: a thread made elsewhere is unknown to it,
+one decided elsewhere keeps the server's last status. This lifespan task follows
+Gatehouse's thread index into it (dashed-UUID ids, unless the server runs the thread
+itself) and takes deleted ones out. Only the in-memory runtime of `langgraph dev` is
+synced (docs/deploy.md); LangGraph's private names used here stay in this module.
 """
 
 from __future__ import annotations
@@ -59,7 +56,6 @@ class ThreadSync:
         return self._graph
 
     async def tick(self) -> int:
-        """One pass: the threads whose index row changed since the last; how many."""
         rows = await asyncio.to_thread(self.index.list, limit=1000)
         changed = [r for r in rows if self.seen.get(r.thread_id) != r.updated_at]
         count = 0
@@ -70,8 +66,7 @@ class ThreadSync:
         return count + await self.still_waiting()
 
     async def drop_deleted(self, indexed: set[str]) -> int:
-        """Threads deleted elsewhere leave the server's list too: one of this graph that
-        has run, is not running, and has neither an index row nor a checkpoint left."""
+        """Threads of this graph deleted elsewhere (no index row, no checkpoint) leave too."""
         from langgraph_runtime_inmem.database import connect
 
         async with connect() as conn:
@@ -101,9 +96,9 @@ class ThreadSync:
         return self.saver.get_tuple(config) is None
 
     async def still_waiting(self) -> int:
-        """Threads the server marked "error" after a refused answer while the pause
-        stands: "interrupted" again (an inbox lists them as waiting). Threads it marked
-        from a cancelled run's last step that have since ended: the index's status."""
+        """Threads marked "error" after a refused answer while the pause stands:
+        "interrupted" again; ones a cancelled run marked that have since ended: the
+        index's status."""
         from langgraph_runtime_inmem.database import connect
 
         async with connect() as conn:
@@ -159,12 +154,10 @@ class ThreadSync:
                 if thread is None:
                     return False
             if tid in _busy(conn):
-                # The server runs it: its own status is the true one until the run ends
-                # (a cancelled run's last write comes while it winds down): seen again then.
+                # The server runs it: its own status is true until the run ends.
                 self.seen.pop(row.thread_id, None)
                 return False
-            # The row's own time (when it paused, else its last change), not the sync's:
-            # Agent Inbox dates each row by it, and a server start synced them all at once.
+            # The row's own time, not the sync's: Agent Inbox dates each row by it.
             now = datetime.fromtimestamp(row.pending_since or row.updated_at, UTC)
             thread.update(
                 status="interrupted" if state.interrupts else STATUS.get(row.status, "idle"),
@@ -183,7 +176,6 @@ def _busy(conn: Any) -> set[Any]:
 
 
 def _interrupts(state: Any) -> dict[str, list[dict[str, Any]]]:
-    """A state's pending interrupts as the server's thread list keeps them."""
     return {
         t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
         for t in state.tasks
@@ -193,7 +185,6 @@ def _interrupts(state: Any) -> dict[str, list[dict[str, Any]]]:
 
 @functools.cache
 def _local_owner() -> str:
-    """Who owns a thread the web app or the terminal made with no owner named."""
     from graph.service.access import load_access
     from graph.service.config import load_settings
 
@@ -210,7 +201,6 @@ def _inmem() -> bool:
 
 @asynccontextmanager
 async def thread_sync(app: Any) -> AsyncIterator[None]:
-    """The server's lifespan: follow the thread index while the server runs."""
     task: asyncio.Task[None] | None = None
     if _inmem():
 

@@ -1,15 +1,7 @@
-"""A thread's messages as plain data (`MessageView`) and as an export: what front
-ends, `--json` and files get instead of LangChain message classes.
-
-The JSON export is also an import format (`Session.import_thread`):
-
-    {"format": "gatehouse-thread", "version": 1, "thread_id", "title",
-     "messages":     [MessageView, ...]          plain data, for people and scripts
-     "lc_messages":  [LangChain message dicts]   exact: what an import recreates
-     "tool_outputs": {tool_call_id: text},       outputs that were stored aside
-     "pending", "journal", "decisions"}           graph/service/handover.py
-
-An import reads `lc_messages` when present, else rebuilds messages from the views.
+"""A thread's messages as plain data (`MessageView`) and as an export, which is also
+an import format: {"format", "version", "thread_id", "title", "messages" (views),
+"lc_messages" (exact: what an import recreates, else rebuilt from the views),
+"tool_outputs", and handover.py's "pending", "journal", "decisions"}.
 """
 
 from __future__ import annotations
@@ -181,12 +173,10 @@ def _from_lc(raw: list[Any]) -> list[BaseMessage]:
 
 @functools.cache
 def _view_checker() -> TypeAdapter[MessageView]:
-    """Checks a view from an export (its field types), as it builds the dataclass."""
     return TypeAdapter(MessageView)
 
 
 def _from_view(i: int, view: Any) -> BaseMessage:
-    """A message rebuilt from its plain-data view (what `messages` in an export holds)."""
     try:
         v = _view_checker().validate_python(view)
     except ValidationError as exc:
@@ -242,7 +232,6 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
     for m in messages:
         view = message_view(m)
         if view.summary:
-            # Not the person's words: where the model's view starts (the turns above stay here whole).
             note = "*(compacted: from here on the model is sent this summary in place of the turns above)*"
             lines += ["---", "", note, "", *_details("summary sent to the model", view.content)]
             lines += ["", "---", ""]
