@@ -74,8 +74,8 @@ def build_agent(
 
 
 def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
-    """The configured policy; `ConfigError` when it is malformed or names a tool the
-    agent lacks, unless an MCP server that failed to load may offer it (logged)."""
+    """The configured policy; `ConfigError` when malformed or naming a tool the agent
+    lacks, unless an MCP server that failed to load may offer it (logged)."""
     where = settings.source or "the settings"
     try:
         policy = Policy.from_mapping(settings.policy)
@@ -99,8 +99,7 @@ def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
 
 
 def _compaction(settings: Settings, hooks: HookSet, model: BaseChatModel) -> Compaction:
-    """The agent's compaction: one named under [hooks], else the built-in one from
-    [compaction], first among the before_llm hooks (the rest see the compacted history)."""
+    """One named under [hooks], else the built-in one, first among the before_llm hooks."""
     summariser = model
     if settings.compaction_model and not settings.model_factory:
         # A cheaper model on the same server (same base URL and key).
@@ -126,9 +125,8 @@ def open_session(
     source: str | None = None,
     actor: str | None = None,
 ) -> Session:
-    """The default Gatehouse: settings from gatehouse.toml and the environment.
-    `model` replaces the settings' one; `source` and `actor` are what the decision log
-    records for this session's decisions (default "api" and `[audit] actor`)."""
+    """The default Gatehouse: settings from gatehouse.toml and the environment; `source`
+    and `actor`: what the decision log records (default "api" and `[audit] actor`)."""
     # Here, not at the top: LangGraph Server builds the agent without them.
     from graph.service.notify import attach_notifier
     from graph.service.session import Session
@@ -189,17 +187,15 @@ def open_session(
 
 @functools.cache
 def shared_storage(db: str) -> Storage:
-    """One open storage per database in this process (the server's agent and its
-    checkpointer load separately but share it)."""
+    """One open storage per database in this process."""
     from graph.store import open_storage
 
     return open_storage(db)
 
 
 def server_saver(storage: Any, **kwargs: Any) -> ThreadedSaver:
-    """A saver for server runs over Gatehouse's checkpointer. The agent was compiled
-    without it, so it learns here how the messages channel folds: without that no head
-    is kept and the thread index never sees the first message ("New thread")."""
+    """A saver for server runs. The agent was compiled without it, so it learns here how
+    the messages channel folds (else the thread index never sees the first message)."""
     saver = ThreadedSaver(storage.checkpointer, **kwargs)
     saver.register_reducer("messages", merge_messages)
     return saver

@@ -116,34 +116,31 @@ class Settings:
 # Providers a model name may start with ("anthropic:claude-…"), as `init_chat_model`
 # knows them, with the package each needs. "qwen3:8b" (an Ollama tag) names none.
 PROVIDER_PACKAGES = {
-    **{
-        name: f"langchain-{name}"
-        for name in [
-            "openai",
-            "anthropic",
-            "ollama",
-            "cohere",
-            "deepseek",
-            "fireworks",
-            "groq",
-            "huggingface",
-            "ibm",
-            "litellm",
-            "mistralai",
-            "openrouter",
-            "perplexity",
-            "together",
-            "xai",
-            "upstage",
-        ]
-    },
+    "openai": "langchain-openai",
     "azure_openai": "langchain-openai",
+    "anthropic": "langchain-anthropic",
+    "ollama": "langchain-ollama",
     "google_genai": "langchain-google-genai",
     "google_vertexai": "langchain-google-vertexai",
     "google_anthropic_vertex": "langchain-google-vertexai",
-    **dict.fromkeys(("bedrock", "bedrock_converse", "anthropic_bedrock"), "langchain-aws"),
+    "bedrock": "langchain-aws",
+    "bedrock_converse": "langchain-aws",
+    "anthropic_bedrock": "langchain-aws",
     "azure_ai": "langchain-azure-ai",
+    "cohere": "langchain-cohere",
+    "deepseek": "langchain-deepseek",
+    "fireworks": "langchain-fireworks",
+    "groq": "langchain-groq",
+    "huggingface": "langchain-huggingface",
+    "ibm": "langchain-ibm",
+    "litellm": "langchain-litellm",
+    "mistralai": "langchain-mistralai",
     "nvidia": "langchain-nvidia-ai-endpoints",
+    "openrouter": "langchain-openrouter",
+    "perplexity": "langchain-perplexity",
+    "together": "langchain-together",
+    "xai": "langchain-xai",
+    "upstage": "langchain-upstage",
 }
 
 

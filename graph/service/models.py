@@ -1,5 +1,5 @@
-"""The chat model from settings: `ChatOpenAI` for any OpenAI-compatible server, any
-LangChain provider by a prefixed name ("anthropic:claude-…"), or the offline demo."""
+"""The chat model from settings: OpenAI-compatible, a LangChain provider by a prefixed
+name ("anthropic:claude-…"), or the offline demo."""
 
 from __future__ import annotations
 

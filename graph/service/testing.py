@@ -1,9 +1,6 @@
-"""Deterministic chat models for tests, benchmarks and examples.
-
-`ScriptedModel` answers from a script instead of a network: turn k of the
-conversation (the k-th AI message) gets `script[k]`, so the same thread gives the
-same answers in any process, on resume and after a crash. Text streams in small
-chunks and tool calls arrive as streamed tool-call chunks, like a real provider.
+"""Deterministic chat models for tests, benchmarks and examples. `ScriptedModel`
+answers turn k (the k-th AI message) with `script[k]`: the same answers in any
+process, on resume and after a crash, streamed like a real provider's.
 """
 
 from __future__ import annotations
@@ -34,9 +31,8 @@ def ai(text: str = "", *calls: dict[str, Any]) -> AIMessage:
 
 
 class LocalModel(BaseChatModel):
-    """A chat model whose `reply` is made in this process, streamed as a provider would:
-    text in `chunk_chars` pieces, each tool call as a tool-call chunk, then the usage
-    (about 4 characters a token)."""
+    """A chat model whose `reply` is made here, streamed as a provider would: text in
+    `chunk_chars` pieces, each tool call as a chunk, then the usage (4 characters a token)."""
 
     chunk_chars: int = 4
     usage: bool = True
@@ -99,7 +95,6 @@ class ScriptedModel(LocalModel):
 
     @property
     def inputs(self) -> list[list[BaseMessage]]:
-        """Every message list this model was called with, in order (this process)."""
         return self._inputs
 
     @property

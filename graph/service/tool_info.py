@@ -27,23 +27,20 @@ class ToolInfo:
         )
 
     def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
-        """Why `args` would not pass the tool's schema (as an edit would be refused),
-        or None when they would."""
+        """Why `args` would not pass the tool's schema, or None."""
         tool = self.tools.get(tool_name)
         if tool is None:
             return f"no tool named {tool_name!r}"
         return args_problem(tool, args)
 
     def tool_summary(self, tool_name: str) -> str:
-        """The first line of the tool's own description (what an approval card says
-        the call does), or "" for an unknown tool."""
+        """The first line of the tool's description, or "" for an unknown tool."""
         tool = self.tools.get(tool_name)
         return (tool.description or "").strip().split("\n", 1)[0] if tool is not None else ""
 
     def preview(self, tool_name: str, args: dict[str, Any]) -> str | None:
-        """What a call with `args` would change (the tool's preview, e.g. a diff), as
-        the approval request shows it for the model's arguments; None when the tool has
-        no preview or the preview fails (an edited call is checked on submit)."""
+        """The tool's preview of a call with `args` (e.g. a diff); None when it has none
+        or it fails (an edited call is checked on submit)."""
         tool = self.tools.get(tool_name)
         render = spec_of(tool).preview if tool is not None else None
         if render is None:

@@ -1,6 +1,5 @@
-"""The tool set of an agent, built from `Settings`: workspace files, the shell, HTTP,
-SQL when configured, and MCP servers' tools. MCP connections are shared by every call
-with the same config (a Streamlit rerun must not start new servers) until `close_tools`.
+"""The tool set of an agent, built from `Settings`. MCP connections are shared by every
+call with the same config (a Streamlit rerun must not start new servers).
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ def build_tools(settings: Settings) -> list[BaseTool]:
 
 
 def private_files(settings: Settings) -> list[str | os.PathLike[str]]:
-    """Gatehouse's own secrets, hidden from every tool: the database and its folder,
-    the install secret (whoever reads either can approve), the config file (API key)."""
+    """Hidden from every tool: the database and its folder, the install secret (whoever
+    reads either can approve), the config file (API key)."""
     return [
         *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
         *private_paths(settings.db, load_access(settings.access)),

@@ -186,13 +186,12 @@ def _from_view(i: int, view: Any) -> BaseMessage:
             v.content, id=v.id, additional_kwargs={SUMMARY_MARK: True} if v.summary else {}
         )
     if v.role == "assistant":
-        kwargs: dict[str, Any] = {}
-        if v.notice:
-            kwargs[NOTICE_MARK] = "stop"
-        if v.reasoning:
-            kwargs[REASONING_KEY] = v.reasoning
-        if v.cut_off:
-            kwargs[CUT_OFF_KEY] = True
+        marks = {
+            NOTICE_MARK: v.notice and "stop",
+            REASONING_KEY: v.reasoning,
+            CUT_OFF_KEY: v.cut_off,
+        }
+        kwargs: dict[str, Any] = {k: x for k, x in marks.items() if x}
         calls = [
             {"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in v.tool_calls
         ]
