@@ -177,14 +177,10 @@ class ThreadTree:
                 _keep(self._tip_messages, key, cached)
         return cached
 
-    def versions(self, thread_id: str, head: Sequence[MessageView]) -> dict[int, list[Version]]:
-        """Where the thread's current branch (`head`, its messages) has other versions."""
-        edges = self.edges(thread_id)
-        return self._versions(thread_id, edges, head) if forked(edges) else {}
-
-    def _versions(
-        self, thread_id: str, edges: list[tuple[str, str | None]], head: Sequence[MessageView]
+    def versions(
+        self, thread_id: str, head: Sequence[MessageView], edges: Sequence[tuple[str, str | None]]
     ) -> dict[int, list[Version]]:
+        """Where the current branch (`head`, its messages) of a forked tree has other versions."""
         tips = tips_of(edges)
         head_tip = max(tips, key=lambda t: t.checkpoint_id)
         others = [
@@ -205,7 +201,7 @@ class ThreadTree:
             edges = self.edges(thread_id)
             if forked(edges):
                 messages = head()
-                found = branches_of(messages, self._versions(thread_id, edges, messages))
+                found = branches_of(messages, self.versions(thread_id, messages, edges))
         with self._lock:
             _keep(self._answers, thread_id, (latest, found))
         return found

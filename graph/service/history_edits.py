@@ -21,7 +21,7 @@ from graph.protocol.errors import AwaitingDecision, ImportRefused
 from graph.protocol.pauses import OutcomeUnknown
 from graph.protocol.threads import check_thread_id, thread_id_problem
 from graph.service import handover
-from graph.service.branches import ThreadTree, first_user
+from graph.service.branches import ThreadTree, first_user, forked
 from graph.service.leasing import ThreadLeases
 from graph.service.reads import ThreadReads, thread_config
 from graph.service.tool_info import ToolInfo
@@ -101,7 +101,10 @@ class ThreadHistory:
             before = self.reads.transcript(thread_id)
             if any(m.id == message_id for m in before):
                 return False  # already on it
-            versions = self.tree.versions(thread_id, before).values()
+            edges = self.tree.edges(thread_id)
+            versions = (
+                self.tree.versions(thread_id, before, edges).values() if forked(edges) else ()
+            )
             version = next((v for vs in versions for v in vs if v.message.id == message_id), None)
             if version is None:
                 raise ValueError(

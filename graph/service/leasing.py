@@ -80,8 +80,6 @@ class ThreadLeases:
                             "decided, try again when it ends"
                         ) from None
                     time.sleep(0.02)
-        except RunInProgress:
-            raise
         except Exception as exc:
             if not is_storage_error(exc):
                 raise
