@@ -5,12 +5,9 @@
     for event in session.send(None, "write todo.md: buy milk"): ...
     pause = session.view(thread_id).pending     # Approval | OutcomeUnknown | None
 
-Layers, imports pointing down (tests/test_architecture.py): graph.protocol (what
-crosses the boundary), graph.agent (the LangGraph graph), graph.store (SQLite and
-Postgres), graph.service (sessions, runner, configuration, models). Front ends import
-this module and `graph.protocol` only. Names load on first use (PEP 562): a client
-that only reads the protocol, or LangGraph Server building the graph, never imports
-the session and storage machinery.
+Layers, imports pointing down: graph.protocol <- graph.agent <- graph.store,
+graph.service. Front ends import this module and `graph.protocol` only. Names load on
+first use (PEP 562): a client that only reads the protocol never imports the rest.
 """
 # ruff: noqa: F401  (the names below are this module's exports)
 

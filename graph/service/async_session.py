@@ -252,19 +252,13 @@ class AsyncSession:
 
 def _from_session(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     """An `AsyncRun` for a method that starts a run, else the method in a worker thread."""
-    if inspect.signature(method).return_annotation in ("Run", Run):
+    starts_run = inspect.signature(method).return_annotation in ("Run", Run)
 
-        async def launch(self: AsyncSession, *args: Any, **kwargs: Any) -> AsyncRun:
-            return await self._launch(lambda: getattr(self.session, name)(*args, **kwargs))
+    async def call(self: AsyncSession, *args: Any, **kwargs: Any) -> Any:
+        bound = functools.partial(getattr(self.session, name), *args, **kwargs)
+        return await (self._launch(bound) if starts_run else asyncio.to_thread(bound))
 
-        made = launch
-    else:
-
-        async def in_thread(self: AsyncSession, *args: Any, **kwargs: Any) -> Any:
-            return await asyncio.to_thread(getattr(self.session, name), *args, **kwargs)
-
-        made = in_thread
-    return functools.update_wrapper(made, method)
+    return functools.update_wrapper(call, method)
 
 
 for _name, _member in inspect.getmembers(Session):

@@ -172,18 +172,10 @@ class ThreadHistory:
         info = self.reads.thread(thread_id)
         title = info.title if info else thread_id
         if fmt == "json":
-            outputs = (
-                self.storage.outputs.for_thread(thread_id)
-                if self.storage.outputs is not None
-                else {}
-            )
-            return export_json(
-                thread_id,
-                title,
-                messages,
-                outputs,
-                handover.carried(self.storage, thread_id, self.reads.pending(thread_id)),
-            )
+            stored = self.storage.outputs
+            outputs = stored.for_thread(thread_id) if stored is not None else {}
+            carried = handover.carried(self.storage, thread_id, self.reads.pending(thread_id))
+            return export_json(thread_id, title, messages, outputs, carried)
         if fmt != "md":
             raise ValueError(f"unknown export format {fmt!r}; use md or json")
         return export_markdown(thread_id, title, messages)
