@@ -209,11 +209,8 @@ class DemoModel(LocalModel):
             skipped = f" (and {len(asked) - len(shown)} earlier)" if len(asked) > len(shown) else ""
             parts.append(f"The person asked{skipped}: " + "; ".join(f'"{a}"' for a in shown) + ".")
         if calls:
-            parts.append(
-                "Tools called: "
-                + ", ".join(f"{name} ×{n}" for name, n in calls.most_common())
-                + "."
-            )
+            listed = ", ".join(f"{name} ×{n}" for name, n in calls.most_common())
+            parts.append(f"Tools called: {listed}.")
         return "\n".join(parts)
 
     def _help(self) -> str:
