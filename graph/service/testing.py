@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from functools import reduce
+from operator import add
 from typing import Any, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -47,11 +49,8 @@ class LocalModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        chunks = list(self._stream(messages, stop, None, **kwargs))
-        merged = chunks[0].message
-        for c in chunks[1:]:
-            merged = merged + c.message
-        merged = cast(AIMessageChunk, merged)  # _stream yields AIMessageChunks only
+        chunks = [c.message for c in self._stream(messages, stop, None, **kwargs)]
+        merged = cast(AIMessageChunk, reduce(add, chunks))  # _stream yields AIMessageChunks only
         msg = AIMessage(
             content=merged.content,
             tool_calls=merged.tool_calls,
