@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack, assert_never
+from collections.abc import Mapping, Sequence
+from typing import Any, Unpack, assert_never
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -76,19 +76,6 @@ from graph.store.threads import title_of
 
 __all__ = ["Run", "Session", "ThreadList", "ThreadView"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _via(part: str, method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
-    """A Session method that is `method` of its part named `part`."""
-
-    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return method(getattr(self, part), *args, **kwargs)
-
-    functools.update_wrapper(call, method)
-    return call
-
 
 class Session:
     """A Gatehouse agent with its storage, for front ends: `submit` for every change,
@@ -137,10 +124,15 @@ class Session:
             raise StorageError("this session has no decision log to verify")
         return self.storage.decisions.verify()
 
-    # The tools' own information, not of one thread.
-    check_args = _via("tool_info", ToolInfo.check_args)
-    tool_summary = _via("tool_info", ToolInfo.tool_summary)
-    preview = _via("tool_info", ToolInfo.preview)
+    # The tools' own information (tool_info.py), not of one thread.
+    def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
+        return self.tool_info.check_args(tool_name, args)
+
+    def tool_summary(self, tool_name: str) -> str:
+        return self.tool_info.tool_summary(tool_name)
+
+    def preview(self, tool_name: str, args: dict[str, Any]) -> str | None:
+        return self.tool_info.preview(tool_name, args)
 
     @property
     def auto_approve(self) -> bool:
