@@ -29,12 +29,11 @@ from graph.protocol import events as ev
 from graph.protocol.state_keys import STOP_KIND, STOP_REASON, stop_status
 from graph.protocol.threads import NOTICE_MARK
 from graph.service.errors import describe_error, storage_message
-from graph.service.live_reads import EventGate, LiveMessages
-from graph.service.reads import thread_config
+from graph.service.live_reads import EventGate
+from graph.service.reads import ThreadReads, thread_config
 from graph.service.workers import run_in_worker
 from graph.store.langgraph_private import INTERRUPT
 from graph.store.leases import Lease
-from graph.store.storage import Storage
 
 __all__ = ["Run", "drive"]
 
@@ -141,9 +140,7 @@ class Run:
 
 
 def drive(
-    agent: CompiledStateGraph[Any, Any, Any, Any],
-    storage: Storage,
-    live: LiveMessages,
+    reads: ThreadReads,
     thread_id: str,
     payload: Any,
     *,
@@ -155,6 +152,7 @@ def drive(
 ) -> Iterator[ev.Event]:
     """The events of one run from `payload` (a message, a `Command`, or None to
     continue), ending with `RunFinished`; `lease` is released before the last events."""
+    agent, storage, live = reads.agent, reads.storage, reads.live
     index = storage.index
     if lease is not None:
         lease.start_renewing()
@@ -212,9 +210,7 @@ def drive(
             # The storage that just failed may refuse this too. A run that failed
             # before its answer was saved leaves the pause pending: awaiting again.
             with suppress(Exception):
-                failed = (
-                    "awaiting_approval" if still_paused(agent, storage, thread_id) else "failed"
-                )
+                failed = "awaiting_approval" if still_paused(reads, thread_id) else "failed"
                 index.touch(thread_id, status=failed, reason=message)
             final = [
                 *gate.rest(),
@@ -231,13 +227,10 @@ def drive(
     yield from final
 
 
-def still_paused(
-    agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, thread_id: str
-) -> bool:
-    reader = storage.reader
-    if reader is not None and agent.checkpointer is storage.checkpointer:
-        return reader.pending(thread_id) is not None
-    return bool(agent.get_state(thread_config(thread_id)).interrupts)
+def still_paused(reads: ThreadReads, thread_id: str) -> bool:
+    if reads.reader is not None:
+        return reads.reader.pending(thread_id) is not None
+    return bool(reads.agent.get_state(thread_config(thread_id)).interrupts)
 
 
 def outcome(

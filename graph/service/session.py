@@ -301,9 +301,7 @@ class Session:
         if options.auto_approve:
             auto.set()
         events = drive(
-            self.agent,
-            self.storage,
-            self._live,
+            self.reads,
             thread_id,
             payload,
             kind=kind,
