@@ -12,6 +12,7 @@ cookie), `proxy` (a header proven by a shared secret header), `oidc` (`st.login`
 from __future__ import annotations
 
 import base64
+import getpass
 import hashlib
 import hmac
 import json
@@ -19,6 +20,7 @@ import os
 import secrets
 import stat
 import time
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +74,6 @@ class Access:
     def local_identity(self) -> str:
         """Who the install secret signs in as: `local_user`, else the OS user."""
         try:
-            import getpass
-
             return self.local_user or getpass.getuser() or "local"
         except Exception:  # noqa: BLE001 - no user name is not an error
             return "local"
@@ -287,8 +287,6 @@ def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
 
 def read_streamlit_secrets(cwd: Path | None = None) -> dict[str, Any]:
     """`.streamlit/secrets.toml` of the home, then the working directory (which wins)."""
-    import tomllib
-
     merged: dict[str, Any] = {}
     for folder in (Path.home(), cwd or Path.cwd()):
         file = folder / ".streamlit" / "secrets.toml"

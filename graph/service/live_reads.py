@@ -10,6 +10,7 @@ mid-run read may see a little more than the events said, never less.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -53,12 +54,7 @@ class LiveMessages:
     def read(self, thread_id: str, saved: list[BaseMessage]) -> list[BaseMessage]:
         with self._lock:
             updates = [list(u) for u in self._runs.get(thread_id, ())]
-        if not updates:
-            return saved
-        result = list(saved)
-        for update in updates:
-            result = _lay_over(result, update)
-        return result
+        return functools.reduce(_lay_over, updates, list(saved)) if updates else saved
 
 
 def _lay_over(messages: list[BaseMessage], update: list[Any]) -> list[BaseMessage]:

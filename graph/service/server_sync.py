@@ -199,25 +199,23 @@ def _inmem() -> bool:
     return True
 
 
+async def _follow() -> None:
+    from graph.service.config import load_settings
+
+    # Opening the database and building the agent block: not on the server's loop.
+    sync = await asyncio.to_thread(lambda: ThreadSync(load_settings().db))
+    await asyncio.to_thread(sync.graph)
+    while True:
+        try:
+            await sync.tick()
+        except Exception:  # noqa: BLE001 - a bad pass must not stop the next
+            log.exception("gatehouse thread sync failed")
+        await asyncio.sleep(INTERVAL_S)
+
+
 @asynccontextmanager
 async def thread_sync(app: Any) -> AsyncIterator[None]:
-    task: asyncio.Task[None] | None = None
-    if _inmem():
-
-        async def loop() -> None:
-            from graph.service.config import load_settings
-
-            # Opening the database and building the agent block: not on the server's loop.
-            sync = await asyncio.to_thread(lambda: ThreadSync(load_settings().db))
-            await asyncio.to_thread(sync.graph)
-            while True:
-                try:
-                    await sync.tick()
-                except Exception:  # noqa: BLE001 - a bad pass must not stop the next
-                    log.exception("gatehouse thread sync failed")
-                await asyncio.sleep(INTERVAL_S)
-
-        task = asyncio.create_task(loop())
+    task = asyncio.create_task(_follow()) if _inmem() else None
     try:
         yield
     finally:
