@@ -253,19 +253,20 @@ def _check(settings: Settings, key: str) -> Any:
 def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
     """The settings' database, workspace and SQL database as absolute paths (against
     `base`, default the cwd): a later change of directory stays on the same files."""
-    root = base or Path.cwd()
-    changes: dict[str, Any] = {}
-    for key in ("db", "workspace", "sql_database"):
-        value = getattr(settings, key, None)
-        if (
-            isinstance(value, str)
-            and value
-            and not value.startswith(":")
-            and "://" not in value
-            and not Path(value).is_absolute()
-        ):
-            changes[key] = str((root / Path(value).expanduser()).resolve())
+    changes = _absolute(vars(settings), base or Path.cwd())
     return replace(settings, **changes) if changes else settings
+
+
+def _absolute(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    return {
+        key: str((base / Path(value).expanduser()).resolve())
+        for key in ("db", "workspace", "sql_database")
+        if isinstance(value := values.get(key), str)
+        and value
+        and not value.startswith(":")
+        and "://" not in value
+        and not Path(value).is_absolute()
+    }
 
 
 def location_env(settings: Settings) -> dict[str, str]:
@@ -333,13 +334,8 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
             values[key] = value
     if unknown := set(values) - known:
         raise ConfigError(f"{file}: unknown settings {sorted(unknown)}")
-    base = file.parent
-    for key in ("db", "workspace", "sql_database"):
-        # Relative paths in the file are relative to the file, not to the cwd.
-        v = values.get(key)
-        if isinstance(v, str) and "://" not in v and not Path(v).is_absolute():
-            values[key] = str(base / v)
-    return values
+    # Relative paths in the file are relative to the file, not to the cwd.
+    return values | _absolute(values, file.parent)
 
 
 def load_env_file(path: Path) -> None:

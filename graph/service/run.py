@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
+from dataclasses import dataclass, field
 from queue import SimpleQueue
 from typing import Any, cast
 
@@ -256,12 +257,12 @@ def outcome(
     return "completed", None
 
 
+@dataclass
 class _Seen:
     """The last stop keys a run's `updates` wrote, and the model's last reply."""
 
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-        self.reply: AIMessage | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    reply: AIMessage | None = None
 
     def see(self, chunk: Any) -> None:
         for node, update in chunk.items() if isinstance(chunk, dict) else ():

@@ -115,12 +115,6 @@ def _refuse(detail: str) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=403, detail=detail)
 
 
-def _begin(thread_id: str, user: str) -> None:
-    decisions = _storage().decisions
-    if decisions is not None:
-        decisions.begin_life(thread_id, user)
-
-
 async def _claim(thread_id: Any, user: str) -> None:
     """A new thread under `thread_id` for `user`: refused for someone else's id or a
     deleted thread's (its grants and approvals must not come back)."""
@@ -132,8 +126,9 @@ async def _claim(thread_id: Any, user: str) -> None:
         raise _refuse(f"thread id {tid} belonged to a deleted thread; it is not given out again")
     if _someone_else(owner, user):
         raise _refuse(f"thread {tid} belongs to someone else")
-    if owner is None:  # recorded in the decision log, chained: the thread is theirs
-        await asyncio.to_thread(_begin, tid, user)
+    decisions = _storage().decisions
+    if owner is None and decisions is not None:  # in the decision log, chained: theirs
+        await asyncio.to_thread(decisions.begin_life, tid, user)
 
 
 @auth.on.threads.create

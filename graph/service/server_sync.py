@@ -20,6 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
+try:  # only `langgraph dev`'s in-memory runtime is synced
+    from langgraph_runtime_inmem.database import connect
+    from langgraph_runtime_inmem.ops import Threads
+except ImportError:
+    connect = None
 
 log = logging.getLogger(__name__)
 INTERVAL_S = 1.0
@@ -67,8 +72,6 @@ class ThreadSync:
 
     async def drop_deleted(self, indexed: set[str]) -> int:
         """Threads of this graph deleted elsewhere (no index row, no checkpoint) leave too."""
-        from langgraph_runtime_inmem.database import connect
-
         async with connect() as conn:
             busy = _busy(conn)
             candidates = [
@@ -99,8 +102,6 @@ class ThreadSync:
         """Threads marked "error" after a refused answer while the pause stands:
         "interrupted" again; ones a cancelled run marked that have since ended: the
         index's status."""
-        from langgraph_runtime_inmem.database import connect
-
         async with connect() as conn:
             errored = [
                 t
@@ -131,9 +132,6 @@ class ThreadSync:
         return fixed
 
     async def sync_one(self, row: Any) -> bool:
-        from langgraph_runtime_inmem.database import connect
-        from langgraph_runtime_inmem.ops import Threads
-
         tid = server_thread_id(row.thread_id)
         if tid is None:
             return False
@@ -191,14 +189,6 @@ def _local_owner() -> str:
     return load_access(load_settings().access).local_identity()
 
 
-def _inmem() -> bool:
-    try:
-        import langgraph_runtime_inmem.ops  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 async def _follow() -> None:
     from graph.service.config import load_settings
 
@@ -215,7 +205,7 @@ async def _follow() -> None:
 
 @asynccontextmanager
 async def thread_sync(app: Any) -> AsyncIterator[None]:
-    task = asyncio.create_task(_follow()) if _inmem() else None
+    task = asyncio.create_task(_follow()) if connect is not None else None
     try:
         yield
     finally:

@@ -270,14 +270,12 @@ class Session:
         cut off right after the user's message was saved (issue 58), asks the model."""
         state = self.agent.get_state(thread_config(thread_id))
         values = state.values or {}
-        if not state.next and values.get("stop_kind") == CUT_OFF_KIND:
+        if state.next:
+            return None
+        if values.get("stop_kind") == CUT_OFF_KIND:
             return Command(goto="model", update={"stop_reason": None, "stop_kind": None})
-        if (
-            not state.next
-            and getattr((values.get("messages") or [None])[-1], "type", "") == "human"
-        ):
-            return Command(goto="model")
-        return None
+        last = (values.get("messages") or [None])[-1]
+        return Command(goto="model") if getattr(last, "type", "") == "human" else None
 
     def _fork(self, op: Fork, options: RunOptions) -> Run:
         messages = self.edits.fork_point(op.thread_id, op.message_index, op.text)
