@@ -14,7 +14,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
 from graph.service.config import load_settings
@@ -55,21 +55,23 @@ class AddressCheck:
             host = headers.get("host", "")
             origin = headers.get("origin")
             if host_name(host) not in self.hosts:
-                await _refuse(scope, send, "this server does not answer to that address")
+                await _refuse(scope, receive, send, "this server does not answer to that address")
                 return
             if (
                 origin is not None
                 and origin_of(origin) not in self.origins
                 and not _same_origin(origin, host)
             ):
-                await _refuse(scope, send, "this server does not accept requests from that site")
+                await _refuse(
+                    scope, receive, send, "this server does not accept requests from that site"
+                )
                 return
             if (
                 scope.get("path") in KEYED_OPEN_ROUTES
                 and scope.get("method") != "OPTIONS"
                 and identity_for(headers) is None
             ):
-                await _refuse(scope, send, "this server needs a valid key", status=401)
+                await _refuse(scope, receive, send, "this server needs a valid key", status=401)
                 return
             if origin is not None and PNA_REQUEST in headers:
                 # An allowed origin's private-network preflight: Starlette's CORS would
@@ -85,22 +87,11 @@ def _same_origin(origin: str, host: str) -> bool:
     return bool(given) and given.split("://", 1)[1] == host.strip().lower()
 
 
-async def _refuse(scope: Scope, send: Send, text: str, status: int = 403) -> None:
+async def _refuse(scope: Scope, receive: Receive, send: Send, text: str, status: int = 403) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008})
-        return
-    body = f"Gatehouse: {text}.".encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    else:
+        await PlainTextResponse(f"Gatehouse: {text}.", status)(scope, receive, send)
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
