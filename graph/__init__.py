@@ -1,13 +1,6 @@
-"""Gatehouse: an approval-gated LangGraph agent. The public API.
-
-    from graph import open_session
-    session = open_session()                    # settings from gatehouse.toml + env
-    for event in session.send(None, "write todo.md: buy milk"): ...
-    pause = session.view(thread_id).pending     # Approval | OutcomeUnknown | None
-
-Layers, imports pointing down: graph.protocol <- graph.agent <- graph.store,
-graph.service. Front ends import this module and `graph.protocol` only. Names load on
-first use (PEP 562): a client that only reads the protocol never imports the rest.
+"""Gatehouse, an approval-gated LangGraph agent: the public API (`open_session`).
+Names load on first use (PEP 562): a client that only reads the protocol never
+imports the rest.
 """
 # ruff: noqa: F401  (the names below are this module's exports)
 

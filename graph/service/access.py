@@ -1,12 +1,7 @@
-"""Who may reach an approval surface, the rules the web app (ui/web/guard.py) and
-LangGraph Server (server_auth.py) share: `[access]` in gatehouse.toml, overridden by
-`ENV`.
-
-The install secret (random, per install, a 0600 file outside the workspace) signs the
-web guard's identity, is the sign-in token and LangGraph Server's local bearer token:
-whoever can read it can approve, exactly who can already open the database; no tool
-reaches it (`private_paths`). The web app's modes: `token` (a one-time link, then a
-cookie), `proxy` (a header proven by a shared secret header), `oidc` (`st.login`).
+"""Who may reach an approval surface (ui/web/guard.py, server_auth.py): `[access]`,
+overridden by `ENV`. The install secret (a 0600 file outside the workspace, no tool
+reaches it: `private_paths`) signs identities and is the sign-in and local bearer token:
+who can read it can approve, as who can open the database already can.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""The session API for asyncio callers (WebSocket / HTTP services), over the sync one.
-
-    session = await AsyncSession.open(settings)     # or AsyncSession(open_session(...))
-    run = await session.submit(SendMessage(None, "list files"))  # refusals raise here
-    async with run:                                 # leaving early cancels the run
-        async for event in run: ...
-
-Every public member of `Session` is here under its name and signature, made from the
-Session's own at import (tests/test_async_parity.py): what returns a `Run` returns an
-`AsyncRun` (the sync run driven on its own thread, its events handed to the loop);
-`view` and `thread_list` give an `AsyncView`; the rest runs in a worker thread. A run
-whose consumer goes away is cancelled and drained to its next safe point.
+"""The session API for asyncio callers, over the sync one: every public member of
+`Session` under its name, made from the Session's own at import; a `Run` becomes an
+`AsyncRun` (driven on its own thread, events handed to the loop), a view an `AsyncView`,
+the rest runs in a worker thread. A run whose consumer goes away is cancelled.
 """
 
 from __future__ import annotations

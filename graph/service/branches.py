@@ -1,10 +1,6 @@
-"""A thread's branches, read from the shape of its checkpoint tree.
-
-Undo, fork and time travel start a new checkpoint from an older one, so checkpoints
-form a tree whose leaves ("tips") end branches. Two tips whose messages agree up to
-index i and hold different user messages there are two versions of it (`< k/n >`),
-ordered by their root-to-tip paths (checkpoint ids grow with time). Tips' messages are
-read once each, and only for a thread with more than one tip.
+"""A thread's branches from its checkpoint tree (undo and fork start a checkpoint from
+an older one): two tips ("leaves") whose messages agree up to index i and differ there
+in a user message are two versions of it, ordered by path (checkpoint ids grow).
 """
 
 from __future__ import annotations

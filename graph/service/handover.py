@@ -1,14 +1,7 @@
-"""A thread carried to another database: what a JSON export holds beside the messages
-("pending", "journal", "decisions"), and how an import puts it back without running a
-call twice.
-
-History moves, authority does not: the decision log comes back as history before a
-new "life" of the thread, never as a grant, switch or approval in force. The journal
-comes back, so a call that ran is answered by its row; a paused thread's `review` node
-asks the same request again. At most once: an import writes nothing when the pending
-request does not match the open calls, a pending call was already started or decided,
-it would be a copy, or this database's policy would not ask the same calls. Not
-prevented: the source keeps its own pause; answer a hand-over in one place only.
+"""A thread carried to another database: an export's "pending", "journal" and
+"decisions", and an import that runs no call twice. History moves, authority does
+not (no grant, switch or approval comes back in force); an import writes nothing when
+a pending call could run twice. Not prevented: the source keeps its own pause.
 """
 
 from __future__ import annotations

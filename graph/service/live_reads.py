@@ -1,11 +1,7 @@
-"""What a read of messages sees while a run of the same Session is going, so it
-agrees with the events already handed out.
-
-LangGraph saves a step's messages when the whole step is over, while nodes announce
-their work as it happens. So the events that announce a message (and `turn_complete`)
-are handed out once their node's update has arrived, and those updates' messages are
-kept per thread until the run ends, laid over the saved history by id on a read. A
-mid-run read may see a little more than the events said, never less.
+"""Reads during a run that agree with its events: LangGraph saves a step's messages
+when the step ends, so an event announcing a message waits for its node's update, and
+those updates are laid over the saved history on a read (more than the events said,
+never less).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""A ping when a person must decide: a webhook told about every new pause, whoever
-paused the thread. The saver announces each pause (graph/store/delta_reads.py); the
-notifier writes the ping to the outbox in the same database, then POSTs JSON to the
-webhook, signed (`X-Gatehouse-Signature: sha256=<HMAC>`), hidden characters escaped.
-
-At least once: every process with this webhook sends what is due, with backoff, and
-marks it delivered; each pause is claimed once (`X-Gatehouse-Delivery`). Gap: the
-outbox row is written right after the pause is saved, not in its transaction.
+"""A webhook ping on every new pause: written to the database's outbox, then POSTed
+signed (`X-Gatehouse-Signature`), at least once, with backoff, by every process with
+the webhook. Gap: the outbox row is written after the pause is saved, not with it.
 """
 
 from __future__ import annotations

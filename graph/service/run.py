@@ -1,11 +1,6 @@
-"""One run of the agent: the `Run` a front end iterates (or starts in the background),
-and `drive`, the one pump that turns what the run streams into events, ending with
-`RunFinished`.
-
-Not LangGraph's `custom` stream: with `custom` or `messages` in its stream modes
-LangGraph runs every task on a thread pool built per run (about a quarter of a short
-turn, BENCHMARKS.md). So `stream_run` streams only `updates` and takes the events nodes
-emit from a sink in the run's context, on one worker thread (workers.py).
+"""One run: the `Run` a front end iterates, and `drive`, the pump that turns it into
+events. Only `updates` are streamed, events come from a sink in the run's context:
+with `custom` or `messages` LangGraph builds a thread pool per run (BENCHMARKS.md).
 """
 
 from __future__ import annotations

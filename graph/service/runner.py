@@ -1,10 +1,6 @@
-"""Runs that outlive a Streamlit script run: the `Runner` (one per server process)
-starts each run in the background and any page attaches to the live run and reads its
-buffered events. One active run per thread in this process (the lease: across them).
-
-A message sent while a run is active is queued in the database (graph/store/queued.py)
-and sent, oldest first, each time a run on the thread completes; after a run that did
-not (stopped, paused, failed) the person decides (`send_queued` or `discard`).
+"""Runs that outlive a Streamlit script run, one active per thread, which any page
+attaches to. A message sent meanwhile is queued in the database and sent when a run
+completes; after one that did not, the person decides (`send_queued`, `discard`).
 """
 
 from __future__ import annotations

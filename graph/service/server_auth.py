@@ -1,12 +1,7 @@
-"""LangGraph Server's sign-in (langgraph.json `"auth"`): every request carries a key
-(this install's secret or one of `[access] api_keys`) or, behind a proxy, a user
-header proven by its secret; the user is who the decision log names. langgraph.json
-sets `disable_studio_auth`: else `x-auth-scheme: langsmith` gets in unchecked.
-
-A thread belongs to who made it. Others cannot read, post in or decide it, unless a
-tool lists them among its `approvers`: they may read threads and answer pauses, and
-graph/agent/authority.py lets them decide only their tools' calls. A thread id
-someone else uses, or a deleted thread's, is never given out again.
+"""LangGraph Server's sign-in (langgraph.json `"auth"`, with `disable_studio_auth`:
+else `x-auth-scheme: langsmith` gets in unchecked): a key, or a proxy's user header
+proven by its secret. A thread is its maker's; a tool's `approvers` may read threads
+and answer pauses. A thread id in use, or a deleted thread's, is never given again.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The address checks in front of LangGraph Server (langgraph.json `"http": {"app"}`):
-`Host` must name this server and a browser's `Origin` must be Studio's or a configured
-one, before CORS or any route. `langgraph dev` answers every preflight with
-`Access-Control-Allow-Private-Network: true`; this middleware runs outside LangGraph's
-own, so a foreign origin (or a DNS-rebinding `Host`) gets nothing, and langgraph.json's
-CORS admits every origin that gets this far. `/info` (open in LangGraph) needs a key.
+"""Address checks in front of LangGraph Server (langgraph.json `"http"`), outside its
+CORS (which admits any origin that gets this far; `langgraph dev` allows private-network
+preflights): a foreign `Host` or `Origin` gets nothing; `/info` needs a key.
 """
 
 from __future__ import annotations

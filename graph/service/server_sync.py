@@ -1,10 +1,6 @@
-"""Every Gatehouse thread on `langgraph dev`, with its true status (issue 33).
-
-LangGraph Server keeps its own thread list: a thread made elsewhere is unknown to it,
-one decided elsewhere keeps the server's last status. This lifespan task follows
-Gatehouse's thread index into it (dashed-UUID ids, unless the server runs the thread
-itself) and takes deleted ones out. Only the in-memory runtime of `langgraph dev` is
-synced (docs/deploy.md); LangGraph's private names used here stay in this module.
+"""Every Gatehouse thread on `langgraph dev` with its true status (issue 33): a lifespan
+task follows the thread index into the in-memory server's own thread list (which knows
+nothing made or decided elsewhere). LangGraph's private names stay in this module.
 """
 
 from __future__ import annotations

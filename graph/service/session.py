@@ -1,14 +1,6 @@
-"""The session API: the one thing front ends talk to (never LangGraph internals).
-
-    session = open_session()                  # graph.open_session: settings from gatehouse.toml
-    for event in session.submit(SendMessage(None, "list files")): ...
-    pause = session.view(thread_id).pending   # Approval | OutcomeUnknown | None
-    for event in session.submit(Decide(thread_id, review([approve()]))): ...
-
-Two doors: `submit(operation, options)` for every change (a `Run`; a change that
-starts none answers with a run whose one event is `Done`), and `view` / `thread_list`
-for reads (view.py). Answers are validated before anything runs by the rules the
-graph applies to a raw `Command`: the Session adds convenience, not safety.
+"""The session API front ends talk to: `submit(operation)` for every change (a `Run`;
+one that starts none yields only `Done`), `view` / `thread_list` for reads. Answers are
+checked by the graph's own rules before anything runs: convenience, not safety.
 """
 
 from __future__ import annotations
