@@ -42,10 +42,6 @@ class AsyncRun:
         self._ended = False  # the consumer has seen the end
         self._detached = False  # nobody listens any more: stop handing events to the loop
 
-    def _start(self) -> AsyncRun:
-        self._run.start(self._hand_over)
-        return self
-
     def _hand_over(self, event: ev.Event | None) -> None:
         # On the run's thread: each event as it comes, None after the last.
         if event is None:
@@ -210,7 +206,8 @@ class AsyncSession:
         run._on_done = lambda: self._forget(run)
         with self._live_lock:
             self._live.add(run)
-        return run._start()
+        run._run.start(run._hand_over)
+        return run
 
     def _orphan(self, setting_up: asyncio.Future[Run], loop: asyncio.AbstractEventLoop) -> None:
         if setting_up.cancelled() or setting_up.exception() is not None:

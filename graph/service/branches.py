@@ -60,10 +60,8 @@ def first_user(transcript: Sequence[MessageView]) -> str | None:
 
 def _parting(a: Sequence[MessageView], b: Sequence[MessageView]) -> int:
     """The first index where the two message lists differ."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x.id != y.id:
-            return i
-    return min(len(a), len(b))
+    differ = (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x.id != y.id)
+    return next(differ, min(len(a), len(b)))
 
 
 @dataclass(frozen=True)
