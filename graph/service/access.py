@@ -161,8 +161,8 @@ def _config_home() -> Path:
 
 
 def secret_path(db: str, access: Access | None = None) -> Path:
-    """`[access] secret_file`; for SQLite an older install's file beside the database,
-    else one in the config folder keyed by its real path; for Postgres `secret` there."""
+    """`[access] secret_file`, else an older install's beside a SQLite file, else one in
+    the config folder (keyed by the SQLite file's real path)."""
     if access is not None and access.secret_file:
         return Path(access.secret_file).expanduser()
     if db and "://" not in db:
@@ -261,8 +261,7 @@ OIDC_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "ser
 
 
 def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
-    """Why Streamlit's `st.login` cannot sign people in with these secrets, or None
-    (the provider's keys in `[auth]` or in one `[auth.<provider>]` table)."""
+    """Why Streamlit's `st.login` cannot sign people in with these secrets, or None."""
     auth = secrets.get("auth")
     if not isinstance(auth, Mapping):
         return '[access] web = "oidc" needs an [auth] table in .streamlit/secrets.toml (Streamlit\'s st.login)'

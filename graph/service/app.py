@@ -74,8 +74,7 @@ def build_agent(
 
 
 def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
-    """The configured policy; `ConfigError` when malformed or naming a tool the agent
-    lacks, unless an MCP server that failed to load may offer it (logged)."""
+    """The policy; `ConfigError` naming a missing tool unless a failed MCP server may offer it."""
     where = settings.source or "the settings"
     try:
         policy = Policy.from_mapping(settings.policy)
@@ -125,8 +124,7 @@ def open_session(
     source: str | None = None,
     actor: str | None = None,
 ) -> Session:
-    """The default Gatehouse: settings from gatehouse.toml and the environment; `source`
-    and `actor`: what the decision log records (default "api" and `[audit] actor`)."""
+    """The default Gatehouse, from gatehouse.toml and the environment."""
     # Here, not at the top: LangGraph Server builds the agent without them.
     from graph.service.notify import attach_notifier
     from graph.service.session import Session
@@ -194,8 +192,7 @@ def shared_storage(db: str) -> Storage:
 
 
 def server_saver(storage: Any, **kwargs: Any) -> ThreadedSaver:
-    """A saver for server runs. The agent was compiled without it, so it learns here how
-    the messages channel folds (else the thread index never sees the first message)."""
+    """A saver for server runs, told how messages fold (else the index misses the first)."""
     saver = ThreadedSaver(storage.checkpointer, **kwargs)
     saver.register_reducer("messages", merge_messages)
     return saver

@@ -29,9 +29,7 @@ V = TypeVar("V", ThreadView, ThreadList)
 
 
 class AsyncRun:
-    """One run's events for `async for`. Leaving `async with run:` early, `aclose()`, or
-    the consuming task being cancelled all cancel the run and let it finish in the
-    background; `await run.wait()` waits for that end."""
+    """One run's events for `async for`; leaving early cancels the run (`wait()` for its end)."""
 
     def __init__(self, run: Run, loop: asyncio.AbstractEventLoop) -> None:
         self.thread_id = run.thread_id
@@ -106,8 +104,7 @@ class AsyncRun:
 
 
 class AsyncView(Generic[V]):
-    """A view for asyncio: each field and method awaitable under its name, read in a
-    worker thread (`await view.pending`)."""
+    """A view whose fields and methods are awaited, read in a worker thread."""
 
     def __init__(self, view: V) -> None:
         self.view: V = view
@@ -122,8 +119,7 @@ class AsyncView(Generic[V]):
 
 
 class AsyncSession:
-    """`Session` for asyncio: the same methods, awaitable, under the same rules (a run
-    on a thread whose earlier run still goes or drains raises `RunInProgress`)."""
+    """`Session` for asyncio: the same methods, awaitable, under the same rules."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -132,8 +128,7 @@ class AsyncSession:
         self._bind_hooks()
 
     def _bind_hooks(self) -> None:
-        """Async hooks run on the caller's loop (graph/agent/hook_loop.py): the graph
-        runs on worker threads, and what `awarm_up` opens lives on the loop of `arun`."""
+        """Async hooks run on the caller's loop: what `awarm_up` opens lives there."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -221,8 +216,7 @@ class AsyncSession:
             self._live.discard(run)
 
     async def close(self, *, cancel_runs: bool = True) -> None:
-        """Close the storage (and hooks) once this process's runs have ended, with
-        `cancel_runs` cancelled first (still ending at a safe point)."""
+        """Close the storage and hooks once this process's runs have ended."""
         with self._live_lock:
             live = list(self._live)
         for run in live:

@@ -75,8 +75,7 @@ class Version:
 def versions_at(
     head: Sequence[MessageView], head_tip: Tip, others: Iterable[tuple[Tip, Sequence[MessageView]]]
 ) -> dict[int, list[Version]]:
-    """For each index of `head` where another branch holds a different user message,
-    every version there, oldest first (the head's own among them)."""
+    """Each index of `head` where other branches differ in a user message: its versions."""
     found: dict[int, dict[str, Version]] = {}
     for tip, messages in others:
         i = _parting(head, messages)
@@ -125,8 +124,7 @@ def at_checkpoint(thread_id: str, checkpoint_id: str) -> RunnableConfig:
 
 
 class ThreadTree:
-    """A Session's reads of its threads' checkpoint trees; `reader` (Gatehouse's own
-    saver) answers from the database, else the checkpointer is listed."""
+    """A Session's reads of its threads' checkpoint trees."""
 
     def __init__(self, agent: Any, reader: ThreadReader | None) -> None:
         self.agent = agent
@@ -201,8 +199,7 @@ class ThreadTree:
         return found
 
     def branch_end(self, thread_id: str, version: Version) -> RunnableConfig:
-        """Where switching to `version` leads: the latest checkpoint of its branch that
-        ended a run, else its first with the message (a request is not carried over)."""
+        """The latest checkpoint of `version`'s branch that ended a run, else its first."""
         first = None
         for checkpoint_id in reversed(version.tip.path):
             snapshot = self.agent.get_state(at_checkpoint(thread_id, checkpoint_id))

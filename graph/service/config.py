@@ -145,8 +145,7 @@ PROVIDER_PACKAGES = {
 
 
 def model_provider(name: str) -> tuple[str | None, str]:
-    """(provider, model) of a model setting: ("anthropic", "claude-…") for
-    "anthropic:claude-…"; (None, name) when it names no known provider."""
+    """("anthropic", "claude-…") for "anthropic:claude-…"; (None, name) with no provider."""
     provider, sep, rest = name.partition(":")
     if sep and rest and provider.strip().lower() in PROVIDER_PACKAGES:
         return provider.strip().lower(), rest
@@ -251,8 +250,7 @@ def _check(settings: Settings, key: str) -> Any:
 
 
 def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
-    """The settings' database, workspace and SQL database as absolute paths (against
-    `base`, default the cwd): a later change of directory stays on the same files."""
+    """The settings' paths made absolute: a later change of directory keeps the files."""
     changes = _absolute(vars(settings), base or Path.cwd())
     return replace(settings, **changes) if changes else settings
 
@@ -270,8 +268,7 @@ def _absolute(values: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def location_env(settings: Settings) -> dict[str, str]:
-    """The environment a child process (LangGraph server, web app) needs to use these
-    settings' database, workspace and config file from any directory."""
+    """The environment a child process needs to use these settings from any directory."""
     settings = absolute_locations(settings)
     env = {"GATEHOUSE_DB": settings.db, "GATEHOUSE_WORKSPACE": settings.workspace}
     if settings.source:

@@ -189,8 +189,7 @@ def restore(
     decisions: Sequence[DecisionRecord],
     pause: Approval | None,
 ) -> None:
-    """Write the thread: outputs, journal, messages (a paused one's pause asked again by
-    `review` alone), decisions. Undone when the pause does not come back as it was."""
+    """Write the thread; undone when its pause does not come back as it was."""
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     if storage.outputs is not None:
         names = {m.tool_call_id: m.name for m in exported.messages if isinstance(m, ToolMessage)}

@@ -65,8 +65,7 @@ class ThreadHistory:
             return 0 if last is None else self._rewind(thread_id, last)
 
     def fork_point(self, thread_id: str, message_index: int, text: str) -> list[BaseMessage]:
-        """The thread's messages, once the user message at `message_index` may be
-        replaced by `text` (checked before the lease is taken)."""
+        """The thread's messages, checked (before the lease) that the fork may be made."""
         if not text.strip():
             raise ValueError("a message cannot be empty")
         messages = self.reads.messages(thread_id)
@@ -94,8 +93,7 @@ class ThreadHistory:
         )
 
     def switch_branch(self, thread_id: str, message_id: str, force: bool = False) -> bool:
-        """Move the thread onto the branch of another version of one of its user
-        messages (`branches[k].message_ids`), where that branch last ended a run."""
+        """Move the thread onto the branch of another version of one of its user messages."""
         with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "switching branches", force)
             before = self.reads.transcript(thread_id)
@@ -148,8 +146,7 @@ class ThreadHistory:
         )
 
     def _rewind(self, thread_id: str, first_dropped: BaseMessage) -> int:
-        """Move the head back to the latest checkpoint without `first_dropped` that ended
-        a run (or the first): by message id, so a compaction in between does not matter."""
+        """The head back to the latest run end without `first_dropped` (by id: compaction-proof)."""
         current = self.reads.messages(thread_id)
         ancestors = self.tree.head_path(thread_id)
         for snapshot in self.agent.get_state_history(thread_config(thread_id)):
@@ -183,9 +180,7 @@ class ThreadHistory:
     def import_thread(
         self, data: str | bytes | Mapping[str, Any], thread_id: str | None = None
     ) -> handover.Imported:
-        """The thread back, its decisions as history (handover.py). Its id: `thread_id`,
-        else the exported one unless taken here, else a new one. `ImportRefused`,
-        writing nothing, when it is malformed or a call could lose its result or run twice."""
+        """The thread back (handover.py), under `thread_id`, else its own unless taken."""
         exported = read_export(data)
         if thread_id is not None and self.reads.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")

@@ -29,10 +29,8 @@ class ThreadLeases:
     retry: Callable[[str], Any]  # starts a retry run of a thread (Session's `Retry`)
 
     def inbox(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
-        """The inbox's rows as the leases show them: a pause whose run's lease is alive
-        is being decided (left out); one whose holder is gone is listed. A run a crash
-        cut off in an approved call is continued at once to its "outcome unknown"
-        question, so the question is in the inbox as soon as anyone looks."""
+        """The inbox without pauses a live run is deciding; a run a crash cut off in an
+        approved call is first continued to its "outcome unknown" question."""
         leases, journal = self.storage.leases, self.storage.journal
         if leases is None:
             return infos
@@ -54,9 +52,7 @@ class ThreadLeases:
         ]
 
     def acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
-        """The thread's run lease. When `deciding`, another decision's lease means this
-        one came too late (`AlreadyDecided`); another holder is waited for a moment
-        (the run that asked may be ending), then `RunInProgress`."""
+        """The thread's run lease; a decision waits a moment for a run that is ending."""
         check_thread_id(thread_id)
         leases = self.storage.leases
         if leases is None:
@@ -90,8 +86,7 @@ class ThreadLeases:
     def leased(
         self, thread_id: str, *, deciding: bool = False, run: bool = True
     ) -> Iterator[Lease | None]:
-        """The lease for a run about to start, released here only if starting fails;
-        with `run` False, for a change made now, released at its end."""
+        """A run's lease (released here only if starting fails), or a change's (`run=False`)."""
         lease = self.acquire(thread_id, deciding=deciding)
         started = False
         try:

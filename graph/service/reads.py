@@ -45,11 +45,8 @@ def _same(known: tuple[type, dict[str, Any] | None], m: Any) -> bool:
 
 
 class ViewCache:
-    """The last read of the last few threads: their messages and views. Converting a
-    message costs far more than comparing it (10,000 messages took ~0.2 s a read) and a
-    run appends, so after a turn only the new ones are converted. A view is reused only
-    for a message of the same class whose `__dict__` equals a copy of the one it was
-    made from; from the first that differs on, all are converted again."""
+    """The last views of a few threads: converting a message costs far more than comparing
+    its `__dict__`, so a read converts only messages from the first that changed on."""
 
     SIZE = 8
 
@@ -151,16 +148,14 @@ class ThreadReads:
         return decisions.recent(limit)
 
     def was_asked(self, thread_id: str, interrupt_id: str, *, within: int = 400) -> bool:
-        """Whether the thread paused with that id recently (a stale tab's) rather than
-        never (a typo): read only to word a refusal."""
+        """Whether the thread paused with that id recently: read only to word a refusal."""
         for snapshot in self.agent.get_state_history(thread_config(thread_id), limit=within):
             if any(i.id == interrupt_id for i in snapshot.interrupts):
                 return True
         return False
 
     def may_be_paused(self, thread_id: str) -> bool:
-        """False when the head checkpoint holds no interrupt: a cheap read that spares
-        most sends the full state read of `pending`."""
+        """False when the head checkpoint holds no interrupt (cheaper than `pending`)."""
         checkpointer = self.agent.checkpointer
         if not isinstance(checkpointer, BaseCheckpointSaver):
             return True  # no saver of its own to ask: `pending` reads the state

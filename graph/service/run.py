@@ -35,8 +35,7 @@ __all__ = ["Run", "drive"]
 
 
 class Run:
-    """One run's events. Iterate it to drive the run here, or `start()` it on a
-    background thread that buffers them for pages that come and go (`wait(cursor)`)."""
+    """One run's events: iterated here, or `start()`ed on a thread that buffers them."""
 
     def __init__(
         self,
@@ -85,8 +84,7 @@ class Run:
 
     # -- in the background ---------------------------------------------------------
     def start(self, listener: Callable[[ev.Event | None], object] | None = None) -> Run:
-        """Drive the run on a background thread; each event also goes to `listener`
-        (None after the last)."""
+        """Drive the run on a thread; each event also to `listener` (None after the last)."""
         self._listener = listener
         threading.Thread(
             target=self._drive, name=f"gatehouse-run-{self.thread_id[:8]}", daemon=True
@@ -146,8 +144,7 @@ def drive(
     lease: Lease | None = None,
     auto_approve: threading.Event | None = None,
 ) -> Iterator[ev.Event]:
-    """The events of one run from `payload` (a message, a `Command`, or None to
-    continue), ending with `RunFinished`; `lease` is released before the last events."""
+    """The events of one run, ending with `RunFinished`; `lease` released before them."""
     agent, storage, live = reads.agent, reads.storage, reads.live
     index = storage.index
     if lease is not None:
@@ -236,8 +233,7 @@ def outcome(
     paused: bool,
     seen: _Seen | None,
 ) -> tuple[str, str | None]:
-    """How the run ended: from what it streamed when `seen` is given, else from the
-    saved state."""
+    """How the run ended: from what it streamed (`seen`), else from the saved state."""
     if paused:
         return "awaiting_approval", None
     if seen is not None:

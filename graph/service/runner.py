@@ -48,10 +48,8 @@ class Runner:
         return self._start(thread_id, lambda: self.session.submit(operation, options), base=base)
 
     def send(self, thread_id: str, text: str, options: RunOptions | None = None) -> Run | None:
-        """A person's message: sent now (its Run), or queued (None) while a run is active
-        or messages wait before it. A run of another process: queued, and
-        `RunInProgress` raised. A database that cannot be written raises its error
-        within seconds (QUICK_BUSY_MS) and nothing is queued."""
+        """A person's message: sent now (its Run), or queued (None) behind a run or other
+        messages; behind another process's run, queued and `RunInProgress` raised."""
         queue = self._queue
         if queue is None:
             return self.submit(SendMessage(thread_id, text), options)
@@ -84,8 +82,7 @@ class Runner:
         return queue is not None and queue.take(thread_id, message_id)
 
     def next_run(self, run: Run) -> Run | None:
-        """After `run` ended: the run started next on its thread, or None, once the
-        Runner has looked at the queue (up to SETTLE_S): a page following runs misses none."""
+        """The run started after `run` on its thread, once the queue was looked at, or None."""
         handled = self._settled.get(run.thread_id)
         if handled is not None and handled[0] is run:
             handled[1].wait(SETTLE_S)
@@ -139,8 +136,7 @@ class Runner:
         return None
 
     def _send(self, thread_id: str, message: QueuedMessage) -> Run | None:
-        """Take `message` from the queue and start its run; None when another process
-        took it first. One that cannot start is put back in its place."""
+        """Start `message`'s run (None: taken elsewhere); put back when it cannot start."""
         queue = self._queue
         assert queue is not None
         if not queue.take(thread_id, message.id):

@@ -111,8 +111,7 @@ def _refuse(detail: str) -> Auth.exceptions.HTTPException:
 
 
 async def _claim(thread_id: Any, user: str) -> None:
-    """A new thread under `thread_id` for `user`: refused for someone else's id or a
-    deleted thread's (its grants and approvals must not come back)."""
+    """A new thread for `user`: refused for someone else's id or a deleted thread's."""
     if not thread_id:
         return
     tid = str(thread_id)
@@ -140,8 +139,7 @@ async def on_thread_create(
 async def on_run(
     ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate
 ) -> dict[str, str] | None:
-    """The owner runs their thread; an approver may only answer (`resume`) a pause of
-    someone else's, as a visitor the graph checks per tool."""
+    """The owner runs their thread; an approver may only answer someone else's pause."""
     user = ctx.user.identity
     tid = value.get("thread_id")
     owner = await _owner(tid)

@@ -95,9 +95,7 @@ class ThreadSync:
         return self.saver.get_tuple(config) is None
 
     async def still_waiting(self) -> int:
-        """Threads marked "error" after a refused answer while the pause stands:
-        "interrupted" again; ones a cancelled run marked that have since ended: the
-        index's status."""
+        """Threads marked "error" whose pause stands, or "interrupted" that have since ended."""
         async with connect() as conn:
             errored = [
                 t

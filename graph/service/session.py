@@ -70,8 +70,7 @@ __all__ = ["Run", "Session", "ThreadList", "ThreadView"]
 
 
 class Session:
-    """A Gatehouse agent with its storage, for front ends: `submit` for every change,
-    and `view` / `thread_list` for reads."""
+    """A Gatehouse agent with its storage, for front ends."""
 
     def __init__(
         self,
@@ -85,8 +84,7 @@ class Session:
         actor: str | None = None,
         auto_approve: bool = False,
     ) -> None:
-        """`source` ("web", "terminal", "api") and `actor` (who): what the decision log
-        records for this session's decisions unless a call names its own."""
+        """`source` and `actor`: what the decision log records unless a call says."""
         self.agent = agent
         self.storage = storage
         self.tools = {t.name: t for t in tools}
@@ -132,9 +130,7 @@ class Session:
 
     # -- the way in -------------------------------------------------------------
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
-        """Start `operation`'s run, or make the change and answer with its `Done`.
-        Raises before anything changes when it cannot be done: `DecisionError`,
-        `RunInProgress`, `NotAllowed`, `ImportRefused`, `ValueError`."""
+        """Start `operation`'s run, or make the change; refusals raise before any change."""
         options = options or RunOptions()
         match operation:
             case SendMessage():
@@ -258,8 +254,7 @@ class Session:
             )
 
     def _retry_input(self, thread_id: str) -> Any:
-        """None continues from the last checkpoint; a run stopped by a cut-off reply, or
-        cut off right after the user's message was saved (issue 58), asks the model."""
+        """None continues; a cut-off reply, or one cut off after the user's message, asks again."""
         state = self.agent.get_state(thread_config(thread_id))
         values = state.values or {}
         if state.next:
@@ -303,8 +298,7 @@ class Session:
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
     def _run_config(self, thread_id: str, options: RunOptions) -> RunnableConfig:
-        """Who acts (the decision log reads `gatehouse_source` / `gatehouse_actor`);
-        LangSmith groups a conversation's runs by `metadata["thread_id"]`."""
+        """Who acts, for the decision log; LangSmith groups runs by `metadata["thread_id"]`."""
         configurable: dict[str, Any] = {
             "thread_id": thread_id,
             "gatehouse_source": options.source or self.source,
@@ -342,8 +336,7 @@ class Session:
         reject_missing: bool | str = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(Decide(...))`; the answer may also be in the HITL wire form.
-        `reject_missing` (True or a reason): calls the answer does not decide are rejected."""
+        """`submit(Decide(...))`; `reject_missing`: calls left undecided are rejected."""
         wire = wire_answer(answer)  # a typed answer or a raw dict: checked alike
         if reject_missing is not False and not isinstance(answer, OutcomeAnswer):
             wire = {**wire, "reject_missing": reject_missing}

@@ -31,8 +31,7 @@ def standing_record(
     source: str | None,
     actor: str | None,
 ) -> DecisionRecord:
-    """The record that gives (`on`) or withdraws a grant, dated after every earlier
-    record of the thread (the latest decides)."""
+    """The record that gives (`on`) or withdraws a grant, dated after the thread's last."""
     latest = max((r.decided_at for r in decisions.for_thread(thread_id)), default=0.0)
     switch = switch_record(
         thread_id, on, source=source, actor=actor, decided_at=max(time.time(), latest + 1e-3)
@@ -58,8 +57,7 @@ def find_grant(grants: list[StandingGrant], wanted: str) -> StandingGrant:
 
 
 class StandingPermissions:
-    """A thread's grants and switch (stored), and the session's auto-approve mode
-    (`switch`, handed to its runs in a private field no client of the graph can set)."""
+    """A thread's grants and switch (stored), and the session's auto-approve `switch`."""
 
     def __init__(self, agent: Any, storage: Storage, auto_approve: bool) -> None:
         self.agent = agent
@@ -70,8 +68,7 @@ class StandingPermissions:
 
     @property
     def auto_approve(self) -> bool:
-        """Whether this session's runs (also those under way) run calls that would ask
-        without asking; `deny` still refuses."""
+        """Whether this session's runs skip asking (`deny` still refuses)."""
         return self.switch.is_set()
 
     def set_auto_approve(self, on: bool) -> None:
@@ -128,8 +125,7 @@ class StandingPermissions:
         return self.storage.decisions
 
     def _enter(self, thread_id: str, tool: str, pattern: str | None, on: bool, **who: Any) -> None:
-        """Through the door (graph/agent/authority.py): `NotAllowed` for whoever may not
-        decide its tool."""
+        """Through the door (authority.py): `NotAllowed` for who may not decide the tool."""
         log = self._log(thread_id, "a standing grant")
         parts = parts_of(self.agent)
         policy = parts.policy if parts is not None else Policy()

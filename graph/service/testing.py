@@ -33,8 +33,7 @@ def ai(text: str = "", *calls: dict[str, Any]) -> AIMessage:
 
 
 class LocalModel(BaseChatModel):
-    """A chat model whose `reply` is made here, streamed as a provider would: text in
-    `chunk_chars` pieces, each tool call as a chunk, then the usage (4 characters a token)."""
+    """A chat model whose `reply` is streamed as a provider would, usage included."""
 
     chunk_chars: int = 4
     usage: bool = True

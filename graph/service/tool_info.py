@@ -39,8 +39,7 @@ class ToolInfo:
         return (tool.description or "").strip().split("\n", 1)[0] if tool is not None else ""
 
     def preview(self, tool_name: str, args: dict[str, Any]) -> str | None:
-        """The tool's preview of a call with `args` (e.g. a diff); None when it has none
-        or it fails (an edited call is checked on submit)."""
+        """The tool's preview of a call (e.g. a diff); None when it has none or it fails."""
         tool = self.tools.get(tool_name)
         render = spec_of(tool).preview if tool is not None else None
         if render is None:

@@ -50,8 +50,7 @@ def build_tools(settings: Settings) -> list[BaseTool]:
 
 
 def private_files(settings: Settings) -> list[str | os.PathLike[str]]:
-    """Hidden from every tool: the database and its folder, the install secret (whoever
-    reads either can approve), the config file (API key)."""
+    """Hidden from every tool: the database, the install secret, the config file."""
     return [
         *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
         *private_paths(settings.db, load_access(settings.access)),

@@ -84,8 +84,7 @@ class ThreadView:
         return self.reads.audit(self.thread_id, limit)
 
     def tool_output(self, call_id: str) -> str | None:
-        """A call's whole output: the stored one when it was too large for the model's
-        context (`offloaded`), else its result in the thread; None when neither."""
+        """A call's whole output: stored aside when `offloaded`, else its result."""
         check_thread_id(self.thread_id)
         outputs = self.reads.storage.outputs
         stored = outputs.get(self.thread_id, call_id) if outputs is not None else None
