@@ -190,8 +190,7 @@ class AsyncSession:
         try:
             sync_run = await asyncio.shield(setting_up)
         except asyncio.CancelledError:
-            # The caller left during setup: the run holds the lease, which only running
-            # releases, so it runs cancelled, with nobody listening.
+            # Left during setup: only running frees the run's lease, so it runs cancelled.
             setting_up.add_done_callback(lambda done: self._orphan(done, loop))
             raise
         return self._begin(sync_run, loop)

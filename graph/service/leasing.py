@@ -17,9 +17,7 @@ from graph.store.storage import Storage
 
 __all__ = ["ThreadLeases"]
 
-# How long a decision waits for a run that holds the thread but is not a decision: the
-# run that asked is ending (its card is out before its lease is released), or a
-# short change (undo, compact) is being made.
+# How long a decision waits for another holder: the run that asked, ending, or a change.
 DECIDE_WAIT_S = 5.0
 
 

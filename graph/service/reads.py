@@ -29,8 +29,7 @@ __all__ = ["INTERRUPT_CHANNEL", "ThreadReads", "ViewCache", "thread_config"]
 
 
 def thread_config(thread_id: str) -> RunnableConfig:
-    # Every read and write of a thread's checkpoints comes through here: a malformed
-    # id (a NUL, control characters, 5,000 characters) is refused before it reaches storage.
+    # Every checkpoint read and write comes here: a malformed id never reaches storage.
     return {"configurable": {"thread_id": check_thread_id(thread_id)}}
 
 
@@ -87,8 +86,7 @@ class ThreadReads:
 
     def __post_init__(self) -> None:
         self.views = ViewCache()  # what the last transcript read of each thread converted
-        # Gatehouse's reader answers from the database directly when the graph uses
-        # Gatehouse's own saver: no `get_state` rebuilding the thread's messages.
+        # With Gatehouse's own saver, its reader answers from the database (no `get_state`).
         own = self.agent.checkpointer is self.storage.checkpointer
         self.reader = self.storage.reader if own else None
 
@@ -119,8 +117,7 @@ class ThreadReads:
         return None if info is None else self.live_status(info)
 
     def live_status(self, info: ThreadInfo) -> ThreadInfo:
-        # "running" is written when a run starts and never overwritten by a process
-        # killed mid-run: without a live lease the run is gone.
+        # A process killed mid-run leaves "running": without a live lease the run is gone.
         leases = self.storage.leases
         if (
             info.status == "running"

@@ -167,8 +167,7 @@ def drive(
                     continue
                 seen.see(chunk)
                 yield from gate.update(chunk)
-                # Announced once the pause is saved and the lease free: a client may
-                # answer it at once, elsewhere.
+                # Announced once saved and the lease free: it may be answered at once.
                 held += [
                     ev.ApprovalRequired(thread_id=thread_id, interrupt_id=i.id, request=i.value)
                     for i in (chunk.get(INTERRUPT, ()) if isinstance(chunk, dict) else ())
@@ -200,8 +199,7 @@ def drive(
             message, error_kind, retryable = describe_error(exc)
             if error_kind == "storage":
                 message = storage_message(exc, message, storage.location)
-            # The storage that just failed may refuse this too. A run that failed
-            # before its answer was saved leaves the pause pending: awaiting again.
+            # May fail too; a run that failed before its answer was saved still awaits.
             with suppress(Exception):
                 failed = "awaiting_approval" if still_paused(reads, thread_id) else "failed"
                 index.touch(thread_id, status=failed, reason=message)

@@ -19,8 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 load_env_file(PROJECT_ROOT / ".env")
-# Who decided is the server's authenticated user (graph/service/server_auth.py), never
-# the `gatehouse_actor` / `gatehouse_source` a client puts in its config.
+# Who decided is the server's authenticated user, never what a client's config says.
 identity_from_server()
 _settings = load_settings()
 _storage = shared_storage(_settings.db)

@@ -71,8 +71,7 @@ class AddressCheck:
                 await _refuse(scope, receive, send, "this server needs a valid key", status=401)
                 return
             if origin is not None and PNA_REQUEST in headers:
-                # An allowed origin's private-network preflight: Starlette's CORS would
-                # refuse it; LangGraph's own middleware (allowed origins only) answers it.
+                # Starlette's CORS would refuse a private-network preflight; LangGraph's answers.
                 scope["headers"] = [
                     (k, v) for k, v in scope["headers"] if k.lower() != PNA_REQUEST.encode()
                 ]
@@ -92,8 +91,7 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, text: str, status:
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
-    # The one door's refusal (graph/agent/authority.py), e.g. of "mark as resolved":
-    # the client learns why, with 403, not a bare 500.
+    # The one door's refusal (authority.py): the client learns why, with 403, not 500.
     return JSONResponse({"detail": str(exc)}, status_code=403)
 
 

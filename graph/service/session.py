@@ -201,8 +201,7 @@ class Session:
     def _send(
         self, thread_id: str, message: Any, lease: Lease | None, options: RunOptions, owner: Any
     ) -> Run:
-        # The row at once, before the run is iterated: a front end shows the new thread
-        # (and checks it exists) as soon as the run is handed back.
+        # The row before the run is iterated: a front end shows the new thread at once.
         text = text_of(message)
         self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
         payload = {"messages": [HumanMessage(message)]}

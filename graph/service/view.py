@@ -92,8 +92,7 @@ class ThreadView:
         result = next((m for m in messages if getattr(m, "tool_call_id", None) == call_id), None)
         if result is None:
             return stored  # compacted out of the thread
-        # An unmarked result went into the context whole; a stored output beside it
-        # belongs to an attempt that never finished (a crash).
+        # Beside an unmarked result, a stored output is a crashed attempt's.
         return stored if stored is not None and offloaded(result) else text_of(result.content)
 
     def export(self, fmt: str = "md") -> str:
