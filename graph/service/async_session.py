@@ -163,9 +163,7 @@ class AsyncSession:
     def info(self) -> dict[str, Any]:
         return self.session.info
 
-    @staticmethod
-    def new_thread_id() -> str:
-        return Session.new_thread_id()
+    new_thread_id = staticmethod(Session.new_thread_id)
 
     def view(self, thread_id: str) -> AsyncView[ThreadView]:
         return AsyncView(self.session.view(thread_id))

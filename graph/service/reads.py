@@ -51,30 +51,22 @@ class ViewCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._last: OrderedDict[
-            str, tuple[list[tuple[type, dict[str, Any] | None]], list[MessageView]]
-        ] = OrderedDict()
+        # Per thread: each message's class and fields when converted, and its view.
+        self._last: OrderedDict[str, list[tuple[tuple[type, Any], MessageView]]] = OrderedDict()
 
     def views(self, thread_id: str, messages: Sequence[Any]) -> list[MessageView]:
         with self._lock:
-            hit = self._last.get(thread_id)
-        kept: list[MessageView] = []
-        if hit is not None:
-            old, old_views = hit
-            same, most = 0, min(len(old), len(messages))
-            while same < most and _same(old[same], messages[same]):
-                same += 1
-            kept = old_views[:same]
-        views = kept + [message_view(m) for m in messages[len(kept) :]]
-        fields = (hit[0][: len(kept)] if hit is not None else []) + [
-            _fields(m) for m in messages[len(kept) :]
-        ]
+            old = self._last.get(thread_id, [])
+        same, most = 0, min(len(old), len(messages))
+        while same < most and _same(old[same][0], messages[same]):
+            same += 1
+        pairs = old[:same] + [(_fields(m), message_view(m)) for m in messages[same:]]
         with self._lock:
-            self._last[thread_id] = (fields, views)
+            self._last[thread_id] = pairs
             self._last.move_to_end(thread_id)
             while len(self._last) > self.SIZE:
                 self._last.popitem(last=False)
-        return list(views)
+        return [view for _, view in pairs]
 
 
 @dataclasses.dataclass

@@ -17,7 +17,7 @@ from graph.service.access import load_access, private_paths
 from graph.service.config import Settings
 from tools.files import make_file_tools
 from tools.http import make_http_tool
-from tools.sandbox import Limits, Sandbox, choose_sandbox, database_paths
+from tools.sandbox import Limits, choose_sandbox, database_paths
 from tools.shell import make_shell_tool
 from tools.sql import make_sql_tool
 from tools.workspace import Workspace
@@ -38,7 +38,16 @@ def build_tools(settings: Settings) -> list[BaseTool]:
             ws,
             allow=settings.shell_allow,
             timeout_s=settings.shell_timeout_s,
-            sandbox=_sandbox(settings, ws, private),
+            sandbox=choose_sandbox(
+                settings.shell_sandbox,
+                ws.root,
+                hide=[*private, *settings.shell_hide],
+                show=settings.shell_show,
+                env_names=settings.shell_env,
+                limits=Limits(
+                    memory_mb=settings.shell_memory_mb, max_processes=settings.shell_max_processes
+                ),
+            ),
         ),
         make_http_tool(settings.http_allow_hosts),
     ]
@@ -56,19 +65,6 @@ def private_files(settings: Settings) -> list[str | os.PathLike[str]]:
         *private_paths(settings.db, load_access(settings.access)),
         *([settings.source] if settings.source else []),
     ]
-
-
-def _sandbox(settings: Settings, ws: Workspace, private: list[str | os.PathLike[str]]) -> Sandbox:
-    return choose_sandbox(
-        settings.shell_sandbox,
-        ws.root,
-        hide=[*private, *settings.shell_hide],
-        show=settings.shell_show,
-        env_names=settings.shell_env,
-        limits=Limits(
-            memory_mb=settings.shell_memory_mb, max_processes=settings.shell_max_processes
-        ),
-    )
 
 
 def mcp_errors() -> dict[str, str]:
