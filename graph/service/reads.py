@@ -127,13 +127,8 @@ class ThreadReads:
         decisions = self.storage.decisions
         if decisions is None:
             return []
-        if thread_id is not None:
-            check_thread_id(thread_id)
-            # Only the last `limit` when the log can select them: a long thread has thousands.
-            latest = getattr(decisions, "latest_for_thread", None)
-            if latest is not None:
-                return list(latest(thread_id, limit))
-            return list(reversed(decisions.for_thread(thread_id)))[:limit]
+        if thread_id is not None:  # only the last `limit`: a long thread has thousands
+            return decisions.latest_for_thread(check_thread_id(thread_id), limit)
         return decisions.recent(limit)
 
     def was_asked(self, thread_id: str, interrupt_id: str, *, within: int = 400) -> bool:

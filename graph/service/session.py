@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Unpack, assert_never
 
 from langchain_core.messages import HumanMessage
@@ -15,7 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from graph.agent.authority import deciding
 from graph.agent.compiled import parts_of
@@ -230,22 +231,15 @@ class Session:
                     f"thread {thread_id} never asked approval request {interrupt_id}; the pending one is "
                     f"{pending.interrupt_id} (see `pending --json`)"
                 )
+            actor, parts = options.actor or self.actor, parts_of(self.agent)
+            checking: AbstractContextManager[type[BaseModel]] = (
+                deciding(actor, pending.call.name, parts.policy if parts is not None else Policy())
+                if isinstance(pending, OutcomeUnknown)
+                else answering(pending.request.wire(), self.tool_info.tools, actor=actor)
+            )
             try:
-                if isinstance(pending, OutcomeUnknown):
-                    parts = parts_of(self.agent)
-                    with deciding(
-                        options.actor or self.actor,
-                        pending.call.name,
-                        parts.policy if parts is not None else Policy(),
-                    ) as outcome:
-                        outcome.model_validate(answer)
-                else:
-                    with answering(
-                        pending.request.wire(),
-                        self.tool_info.tools,
-                        actor=options.actor or self.actor,
-                    ) as schema:
-                        schema.model_validate(answer)
+                with checking as schema:
+                    schema.model_validate(answer)
             except ValidationError as exc:
                 raise DecisionError(explain(exc)) from None
             return self._run(
