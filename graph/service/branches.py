@@ -72,31 +72,6 @@ class Version:
     tip: Tip
 
 
-def versions_at(
-    head: Sequence[MessageView], head_tip: Tip, others: Iterable[tuple[Tip, Sequence[MessageView]]]
-) -> dict[int, list[Version]]:
-    """Each index of `head` where other branches differ in a user message: its versions."""
-    found: dict[int, dict[str, Version]] = {}
-    for tip, messages in others:
-        i = _parting(head, messages)
-        if (
-            i >= len(head)
-            or i >= len(messages)
-            or not (_is_user(head[i]) and _is_user(messages[i]))
-        ):
-            continue  # not an alternative to one of the head's messages
-        versions = found.setdefault(i, {})
-        known = versions.get(messages[i].id or "")
-        # Tips can share a version (forked again later): switching leads to the latest.
-        if known is None or tip.checkpoint_id > known.tip.checkpoint_id:
-            versions[messages[i].id or ""] = Version(messages[i], tip)
-    out = {}
-    for i, versions in found.items():
-        versions[head[i].id or ""] = Version(head[i], head_tip)
-        out[i] = sorted(versions.values(), key=lambda v: v.tip.path)
-    return out
-
-
 def branches_of(head: Sequence[MessageView], versions: dict[int, list[Version]]) -> list[Branches]:
     """At each branching user message, its versions and which one the head is on."""
     out = []
@@ -172,13 +147,32 @@ class ThreadTree:
     def versions(
         self, thread_id: str, head: Sequence[MessageView], edges: Sequence[tuple[str, str | None]]
     ) -> dict[int, list[Version]]:
-        """Where the current branch (`head`, its messages) of a forked tree has other versions."""
+        """Each index of the current branch (`head`, its messages) of a forked tree where
+        another branch holds a different user message: its versions, oldest first."""
         tips = tips_of(edges)
         head_tip = max(tips, key=lambda t: t.checkpoint_id)
-        others = [
-            (t, self.messages_at(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip
-        ]
-        return versions_at(head, head_tip, others)
+        found: dict[int, dict[str, Version]] = {}
+        for tip in tips:
+            if tip is head_tip:
+                continue
+            messages = self.messages_at(thread_id, tip.checkpoint_id)
+            i = _parting(head, messages)
+            if (
+                i >= len(head)
+                or i >= len(messages)
+                or not (_is_user(head[i]) and _is_user(messages[i]))
+            ):
+                continue  # not an alternative to one of the head's messages
+            versions = found.setdefault(i, {})
+            known = versions.get(messages[i].id or "")
+            # Tips can share a version (forked again later): switching leads to the latest.
+            if known is None or tip.checkpoint_id > known.tip.checkpoint_id:
+                versions[messages[i].id or ""] = Version(messages[i], tip)
+        out = {}
+        for i, versions in found.items():
+            versions[head[i].id or ""] = Version(head[i], head_tip)
+            out[i] = sorted(versions.values(), key=lambda v: v.tip.path)
+        return out
 
     def branches(self, thread_id: str, head: Callable[[], Sequence[MessageView]]) -> list[Branches]:
         # Every change to the tree writes a new latest checkpoint: the answer holds till then.

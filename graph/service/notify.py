@@ -96,11 +96,6 @@ class WebhookNotifier:
             "created_at": time.time(),
         }
 
-    def deliver_due(self) -> None:
-        """One try of every ping due now (this process's and any other's)."""
-        for row in self.log.take_due(self.url, LEASE_S):
-            self._try(row)
-
     def _try(self, row: Notification) -> None:
         body = json.dumps(row.payload, ensure_ascii=False, default=str).encode()
         headers = {
@@ -122,7 +117,8 @@ class WebhookNotifier:
     def _run(self) -> None:
         while True:
             with suppress(Exception):  # a database hiccup: try again at the next wake
-                self.deliver_due()
+                for row in self.log.take_due(self.url, LEASE_S):  # any process's, due now
+                    self._try(row)
             if self._stop.is_set():
                 return
             wait = POLL_S

@@ -201,7 +201,11 @@ def drive(
                 message = storage_message(exc, message, storage.location)
             # May fail too; a run that failed before its answer was saved still awaits.
             with suppress(Exception):
-                failed = "awaiting_approval" if still_paused(reads, thread_id) else "failed"
+                if reads.reader is not None:
+                    paused = reads.reader.pending(thread_id) is not None
+                else:
+                    paused = bool(agent.get_state(thread_config(thread_id)).interrupts)
+                failed = "awaiting_approval" if paused else "failed"
                 index.touch(thread_id, status=failed, reason=message)
             final = [
                 *gate.rest(),
@@ -216,12 +220,6 @@ def drive(
         if lease is not None:
             lease.release()
     yield from final
-
-
-def still_paused(reads: ThreadReads, thread_id: str) -> bool:
-    if reads.reader is not None:
-        return reads.reader.pending(thread_id) is not None
-    return bool(reads.agent.get_state(thread_config(thread_id)).interrupts)
 
 
 def outcome(

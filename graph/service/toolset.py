@@ -30,7 +30,12 @@ _mcp: dict[str, tuple[MCPServers, list[BaseTool]]] = {}
 
 
 def build_tools(settings: Settings) -> list[BaseTool]:
-    private = private_files(settings)
+    # Hidden from every tool: the database, the install secret, the config file.
+    private: list[str | os.PathLike[str]] = [
+        *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
+        *private_paths(settings.db, load_access(settings.access)),
+        *([settings.source] if settings.source else []),
+    ]
     ws = Workspace(settings.workspace, hidden=private)
     tools: list[BaseTool] = [
         *make_file_tools(ws),
@@ -56,15 +61,6 @@ def build_tools(settings: Settings) -> list[BaseTool]:
     if settings.mcp_servers:
         tools.extend(_mcp_tools(settings, {t.name for t in tools}))
     return tools
-
-
-def private_files(settings: Settings) -> list[str | os.PathLike[str]]:
-    """Hidden from every tool: the database, the install secret, the config file."""
-    return [
-        *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
-        *private_paths(settings.db, load_access(settings.access)),
-        *([settings.source] if settings.source else []),
-    ]
 
 
 def mcp_errors() -> dict[str, str]:
