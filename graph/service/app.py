@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.builtin_hooks import Compaction, SystemContext
+from graph.agent.deps import ModelOptions
 from graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.agent.hooks import HookSet
 from graph.agent.message_merge import merge_messages
@@ -20,7 +21,7 @@ from graph.agent.policy import Policy, PolicyError
 from graph.protocol.errors import ConfigError
 from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
-from graph.service.models import describe_model, make_model, model_options
+from graph.service.models import describe_model, make_model
 from graph.service.toolset import build_tools, close_tools, mcp_errors
 from graph.store.threaded import ThreadedSaver
 from tools.definitions import tool_definitions
@@ -60,7 +61,9 @@ def build_agent(
         max_model_calls=settings.max_model_calls,
         journal=journal,
         decisions=decisions,
-        model_options=model_options(settings),
+        model_options=ModelOptions(
+            max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning
+        ),
         outputs=outputs,
         offload=OffloadOptions(
             threshold_chars=settings.offload_threshold_chars, head_chars=settings.offload_head_chars

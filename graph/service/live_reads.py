@@ -22,34 +22,31 @@ class LiveMessages:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, list[list[Any]]] = {}
-        self._cancels: dict[str, threading.Event] = {}
+        self._runs: dict[str, tuple[list[list[Any]], threading.Event]] = {}
 
     def begin(self, thread_id: str, cancel: threading.Event) -> None:
         with self._lock:
-            self._runs[thread_id] = []
-            self._cancels[thread_id] = cancel
+            self._runs[thread_id] = ([], cancel)
 
     def end(self, thread_id: str) -> None:
         with self._lock:
             self._runs.pop(thread_id, None)
-            self._cancels.pop(thread_id, None)
 
     def cancel(self, thread_id: str) -> bool:
         with self._lock:
-            cancel = self._cancels.get(thread_id)
-        if cancel is not None:
-            cancel.set()
-        return cancel is not None
+            run = self._runs.get(thread_id)
+        if run is not None:
+            run[1].set()
+        return run is not None
 
     def add(self, thread_id: str, messages: Sequence[Any]) -> None:
         with self._lock:
             if thread_id in self._runs:
-                self._runs[thread_id].append(list(messages))
+                self._runs[thread_id][0].append(list(messages))
 
     def read(self, thread_id: str, saved: list[BaseMessage]) -> list[BaseMessage]:
         with self._lock:
-            updates = [list(u) for u in self._runs.get(thread_id, ())]
+            updates = [list(u) for u in self._runs.get(thread_id, ([], None))[0]]
         return functools.reduce(_lay_over, updates, list(saved)) if updates else saved
 
 

@@ -9,7 +9,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
-from graph.agent.model_call import ModelOptions
 from graph.protocol.errors import ConfigError
 from graph.service.config import PROVIDER_PACKAGES, Settings, model_provider
 from graph.service.demo_model import DEMO_LABEL, DemoModel
@@ -37,12 +36,6 @@ def make_model(settings: Settings) -> BaseChatModel:
         # Gatehouse retries, with an event each time; the client's would multiply them.
         max_retries=0,
         timeout=settings.model_timeout,
-    )
-
-
-def model_options(settings: Settings) -> ModelOptions:
-    return ModelOptions(
-        max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning
     )
 
 

@@ -145,8 +145,7 @@ async def on_run(
     owner = await _owner(tid)
     run = cast(dict[str, Any], value)
     kwargs = run.setdefault("kwargs", {})
-    config = kwargs.setdefault("config", None) or {}
-    kwargs["config"] = config
+    config = kwargs["config"] = kwargs.get("config") or {}
     visitor = _someone_else(owner, user)
     # Written over whatever the client put there: the graph reads it (graph/agent/emit.py).
     config.setdefault("configurable", {})[VISITOR_KEY] = user if visitor else ""
