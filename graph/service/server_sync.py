@@ -41,20 +41,14 @@ class ThreadSync:
 
     def __init__(self, db: str) -> None:
         from graph.service.app import server_saver, shared_storage
+        from graph.service.server import agent
 
         storage = shared_storage(db)
         self.index = storage.index
         self.saver = server_saver(storage)
+        self.graph = agent.copy(update={"checkpointer": self.saver})
         self.seen: dict[str, float] = {}
         self._checked: dict[str, Any] = {}
-        self._graph: Any = None
-
-    def graph(self) -> Any:
-        if self._graph is None:
-            from graph.service.server import agent
-
-            self._graph = agent.copy(update={"checkpointer": self.saver})
-        return self._graph
 
     async def tick(self) -> int:
         rows = await asyncio.to_thread(self.index.list, limit=1000)
@@ -110,7 +104,7 @@ class ThreadSync:
             self._checked[tid] = thread.get("updated_at")
             if thread["thread_id"] in busy:
                 continue
-            state = await self.graph().aget_state({"configurable": {"thread_id": tid}})
+            state = await self.graph.aget_state({"configurable": {"thread_id": tid}})
             if state.interrupts:
                 if thread["status"] == "error":
                     thread.update(status="interrupted", interrupts=_interrupts(state))
@@ -129,7 +123,7 @@ class ThreadSync:
         tid = server_thread_id(row.thread_id)
         if tid is None:
             return False
-        state = await self.graph().aget_state({"configurable": {"thread_id": row.thread_id}})
+        state = await self.graph.aget_state({"configurable": {"thread_id": row.thread_id}})
         async with connect() as conn:
             threads = conn.store["threads"]
             thread = next((t for t in threads if t["thread_id"] == tid), None)
@@ -188,7 +182,6 @@ async def _follow() -> None:
 
     # Opening the database and building the agent block: not on the server's loop.
     sync = await asyncio.to_thread(lambda: ThreadSync(load_settings().db))
-    await asyncio.to_thread(sync.graph)
     while True:
         try:
             await sync.tick()
