@@ -155,7 +155,6 @@ def host_name(host_header: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-# -- the install secret ----------------------------------------------------------
 def _config_home() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "gatehouse"
 
@@ -204,7 +203,6 @@ def install_secret(path: Path) -> str:
     return value
 
 
-# -- signed values -----------------------------------------------------------------
 def _mac(secret: str, purpose: str, payload: bytes) -> str:
     digest = hmac.new(secret.encode(), purpose.encode() + b"\0" + payload, hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
@@ -256,7 +254,6 @@ def same_secret(given: str | None, expected: str | None) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-# -- OpenID Connect through Streamlit's st.login ------------------------------------
 OIDC_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "server_metadata_url")
 
 

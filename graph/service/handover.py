@@ -29,7 +29,6 @@ _DECISION_FIELDS = {f.name for f in dataclasses.fields(DecisionRecord)}
 _JOURNAL_FIELDS = {f.name for f in dataclasses.fields(JournalEntry)}
 
 
-# -- export ----------------------------------------------------------------------------
 def carried(storage: Storage, thread_id: str, pause: Pause | None) -> dict[str, Any]:
     """What an export carries beside the messages (see the module doc)."""
     journal = storage.journal.entries(thread_id) if storage.journal is not None else []
@@ -52,7 +51,6 @@ def _journal_dict(e: JournalEntry) -> dict[str, Any]:
     return data
 
 
-# -- import ----------------------------------------------------------------------------
 def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
     entries = []
     for i, row in enumerate(exported.journal):

@@ -51,7 +51,6 @@ class ViewCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # Per thread: each message's class and fields when converted, and its view.
         self._last: OrderedDict[str, list[tuple[tuple[type, Any], MessageView]]] = OrderedDict()
 
     def views(self, thread_id: str, messages: Sequence[Any]) -> list[MessageView]:
@@ -100,7 +99,6 @@ class ThreadReads:
         return self.live.read(thread_id, saved)
 
     def transcript(self, thread_id: str) -> list[MessageView]:
-        # Only the messages changed since the last read are converted (`ViewCache`).
         return self.views.views(thread_id, self.messages(thread_id))
 
     def thread(self, thread_id: str) -> ThreadInfo | None:

@@ -82,7 +82,6 @@ class Run:
         assert isinstance(done, ev.Done), done
         return done
 
-    # -- in the background ---------------------------------------------------------
     def start(self, listener: Callable[[ev.Event | None], object] | None = None) -> Run:
         """Drive the run on a thread; each event also to `listener` (None after the last)."""
         self._listener = listener

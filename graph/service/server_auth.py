@@ -64,7 +64,6 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
     return {"identity": identity, "display_name": identity, "is_authenticated": True}
 
 
-# -- who may touch a thread --------------------------------------------------------------
 def _approvers() -> list[str]:
     try:
         policy = Policy.from_mapping(_SETTINGS.policy)

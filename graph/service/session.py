@@ -102,7 +102,6 @@ class Session:
 
     new_thread_id = staticmethod(new_thread_id)
 
-    # -- the door for reads ------------------------------------------------------
     def view(self, thread_id: str) -> ThreadView:
         return ThreadView(thread_id, self.reads, self.edits, self.permissions)
 
@@ -115,7 +114,6 @@ class Session:
             raise StorageError("this session has no decision log to verify")
         return self.storage.decisions.verify()
 
-    # The tools' own information (tool_info.py), not of one thread.
     def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
         return self.tool_info.check_args(tool_name, args)
 
@@ -129,7 +127,6 @@ class Session:
     def auto_approve(self) -> bool:
         return self.permissions.auto_approve
 
-    # -- the way in -------------------------------------------------------------
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
         """Start `operation`'s run, or make the change; refusals raise before any change."""
         options = options or RunOptions()
@@ -308,7 +305,6 @@ class Session:
             config["tags"] = list(options.tags)
         return config
 
-    # -- shorthands of submit ---------------------------------------------------
     def send(
         self,
         thread_id: str | None,
