@@ -5,9 +5,11 @@ completes; after one that did not, the person decides (`send_queued`, `discard`)
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
+from graph.protocol import events as ev
 from graph.protocol.errors import DecisionError, RunInProgress
 from graph.protocol.operations import Fork, Operation, RunOperation, RunOptions, SendMessage
 from graph.service.session import Run, Session
@@ -108,18 +110,13 @@ class Runner:
             self._runs[thread_id] = run
             settled = threading.Event()
             self._settled[thread_id] = (run, settled)
-        run.start()
-        threading.Thread(
-            target=self._after,
-            args=(run, settled),
-            name=f"gatehouse-queue-{thread_id[:8]}",
-            daemon=True,
-        ).start()
-        return run
+        # After its last event, on the run's thread: the queue's next message.
+        return run.start(functools.partial(self._after, run, settled))
 
-    def _after(self, run: Run, settled: threading.Event) -> None:
+    def _after(self, run: Run, settled: threading.Event, event: ev.Event | None) -> None:
+        if event is not None:
+            return
         try:
-            run.join()
             if run.status == "completed":
                 with self._lock:
                     if self.active(run.thread_id) is None:
