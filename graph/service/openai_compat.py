@@ -18,13 +18,8 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 def _reasoning(fields: Any) -> str:
-    if not isinstance(fields, dict):
-        return ""
-    for name in REASONING_FIELDS:
-        value = fields.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+    values = (fields.get(name) for name in REASONING_FIELDS) if isinstance(fields, dict) else ()
+    return next((value for value in values if isinstance(value, str) and value), "")
 
 
 class ChatOpenAICompatible(ChatOpenAI):
