@@ -235,11 +235,7 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
             lines += ["---", "", note, "", *_details("summary sent to the model", view.content)]
             lines += ["", "---", ""]
             continue
-        lines.append(
-            f"## {view.role}"
-            + (f" · {view.name}" if view.name else "")
-            + (f" · {view.without_a_click}" if view.without_a_click else "")
-        )
+        lines.append(" · ".join(filter(None, [f"## {view.role}", view.name, view.without_a_click])))
         if view.reasoning:  # never part of the answer text
             lines += ["", *_details("thinking", view.reasoning)]
         if view.content:
