@@ -72,13 +72,8 @@ def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
 class Imported(str):
     """An imported thread's id, and the grants and switches in force that stayed behind."""
 
-    grants: int
-    switches: int
-
-    def __new__(cls, thread_id: str, grants: int = 0, switches: int = 0) -> Imported:
-        made = super().__new__(cls, thread_id)
-        made.grants, made.switches = grants, switches
-        return made
+    grants: int = 0
+    switches: int = 0
 
     @property
     def dropped(self) -> str | None:
@@ -109,7 +104,9 @@ def decisions_of(exported: Exported, thread_id: str) -> tuple[list[DecisionRecor
         for r in records
         if r.question not in (GRANT_QUESTION, LIFE_QUESTION)
     ]
-    return history, Imported(thread_id, len(held) - switches, switches)
+    imported = Imported(thread_id)
+    imported.grants, imported.switches = len(held) - switches, switches
+    return history, imported
 
 
 def check(
