@@ -249,10 +249,9 @@ def _check(settings: Settings, key: str) -> Any:
     return number
 
 
-def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
+def absolute_locations(settings: Settings) -> Settings:
     """The settings' paths made absolute: a later change of directory keeps the files."""
-    changes = _absolute(vars(settings), base or Path.cwd())
-    return replace(settings, **changes) if changes else settings
+    return replace(settings, **_absolute(vars(settings), Path.cwd()))
 
 
 def _absolute(values: dict[str, Any], base: Path) -> dict[str, Any]:
