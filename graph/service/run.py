@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from queue import SimpleQueue
 from typing import Any, cast
 
@@ -34,34 +34,28 @@ from graph.store.leases import Lease
 __all__ = ["Run", "drive"]
 
 
+@dataclass(eq=False)
 class Run:
     """One run's events: iterated here, or `start()`ed on a thread that buffers them."""
 
-    def __init__(
-        self,
-        thread_id: str,
-        events: Iterator[ev.Event],
-        cancel: threading.Event | None = None,
-        *,
-        kind: str = "message",
-        user_text: str | None = None,
-    ) -> None:
-        self.thread_id = thread_id
-        self.kind = kind
-        # The message that started it (not yet in the thread's history at start).
-        self.user_text = user_text
-        # Messages the thread had before the run: where a page draws the live run.
-        self.base_messages: int | None = None
-        self.status: ev.RunStatus | None = None
-        # The run's last event: its status, and its final reply (`text`, `message_id`).
-        self.finished: ev.RunFinished | None = None
-        self.started_at = time.time()
-        self.events: list[ev.Event] = []  # buffered, when started in the background
-        self._events = events
-        self._cancel = cancel or threading.Event()
-        self._changed = threading.Condition()
-        self._done = threading.Event()
-        self._listener: Callable[[ev.Event | None], object] | None = None
+    thread_id: str
+    _events: Iterator[ev.Event]
+    _cancel: threading.Event = field(default_factory=threading.Event)
+    _: KW_ONLY
+    kind: str = "message"
+    # The message that started it (not yet in the thread's history at start).
+    user_text: str | None = None
+    # Messages the thread had before the run: where a page draws the live run.
+    base_messages: int | None = field(default=None, init=False)
+    status: ev.RunStatus | None = field(default=None, init=False)
+    # The run's last event: its status, and its final reply (`text`, `message_id`).
+    finished: ev.RunFinished | None = field(default=None, init=False)
+    started_at: float = field(default_factory=time.time, init=False)
+    # Buffered, when started in the background.
+    events: list[ev.Event] = field(default_factory=list, init=False)
+    _changed: threading.Condition = field(default_factory=threading.Condition, init=False)
+    _done: threading.Event = field(default_factory=threading.Event, init=False)
+    _listener: Callable[[ev.Event | None], object] | None = field(default=None, init=False)
 
     def __iter__(self) -> Iterator[ev.Event]:
         for event in self._events:
