@@ -64,15 +64,12 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
     return {"identity": identity, "display_name": identity, "is_authenticated": True}
 
 
-def _approvers() -> list[str]:
-    try:
-        policy = Policy.from_mapping(_SETTINGS.policy)
-    except ValueError:
-        return []  # the agent refuses to start with this policy anyway
-    return [a for tool in policy.tools.values() for a in tool.approvers]
-
-
-_APPROVERS = _approvers()
+try:
+    _APPROVERS = [
+        a for t in Policy.from_mapping(_SETTINGS.policy).tools.values() for a in t.approvers
+    ]
+except ValueError:
+    _APPROVERS = []  # the agent refuses to start with this policy anyway
 
 
 def _approver(user: str) -> bool:
