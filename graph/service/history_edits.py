@@ -118,14 +118,10 @@ class ThreadHistory:
 
     def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
         # A title taken from the first user message follows it; one the person gave stays.
+        if old is None or new is None or old == new:
+            return
         info = self.storage.index.get(thread_id)
-        if (
-            old is not None
-            and new is not None
-            and old != new
-            and info is not None
-            and info.title == title_of(old)
-        ):
+        if info is not None and info.title == title_of(old):
             self.storage.index.rename(thread_id, title_of(new))
 
     def _refuse_if_paused(self, thread_id: str, what: str, force: bool) -> None:
@@ -185,11 +181,9 @@ class ThreadHistory:
         if thread_id is not None and self.reads.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
         # A malformed exported id is never used (nor looked up): the import gets a new one.
-        exported_id = (
-            exported.thread_id
-            if exported.thread_id and thread_id_problem(exported.thread_id) is None
-            else None
-        )
+        exported_id = exported.thread_id
+        if exported_id is not None and thread_id_problem(exported_id) is not None:
+            exported_id = None
         taken = exported_id is not None and self.reads.exists(exported_id)
         if thread_id is None:
             thread_id = (exported_id if not taken else None) or new_thread_id()
