@@ -78,14 +78,10 @@ def build_agent(
 
 def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
     """The policy; `ConfigError` naming a missing tool unless a failed MCP server may offer it."""
-    where = settings.source or "the settings"
+    names = [t.name for t in tools]
     try:
         policy = Policy.from_mapping(settings.policy)
-    except PolicyError as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
-    names = [t.name for t in tools]
-    if unknown := policy.unknown_tools(names):
-        if failed := mcp_errors():
+        if (unknown := policy.unknown_tools(names)) and (failed := mcp_errors()):
             log.warning(
                 "the policy names %s, which no loaded tool has; MCP servers %s could not be loaded and may "
                 "offer them. Their policy applies once the servers load.",
@@ -93,10 +89,9 @@ def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
                 ", ".join(sorted(failed)),
             )
             return policy.without(unknown)
-        try:
-            policy.check_tools(names)
-        except PolicyError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
+        policy.check_tools(names)
+    except PolicyError as exc:
+        raise ConfigError(f"{settings.source or 'the settings'}: {exc}") from exc
     return policy
 
 

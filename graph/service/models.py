@@ -87,5 +87,4 @@ def describe_model(settings: Settings) -> str:
         return f"{name} via {provider}{f' at {settings.base_url}' if settings.base_url else ''}"
     if settings.uses_demo_model:
         return DEMO_LABEL
-    where = settings.base_url or "OpenAI"
-    return f"{name} via {where}"
+    return f"{name} via {settings.base_url or 'OpenAI'}"
