@@ -78,14 +78,11 @@ class Imported(str):
     @property
     def dropped(self) -> str | None:
         """What the import dropped, as people read it (None: nothing)."""
-        parts = [
-            f"{n} {word}{'es' if n > 1 and word.endswith('switch') else 's' if n > 1 else ''}"
-            for n, word in ((self.grants, "grant"), (self.switches, "auto-approve switch"))
-            if n
-        ]
-        if not parts:
-            return None
-        return f"dropped {' and '.join(parts)}: authority does not move between databases"
+        counts = ((self.grants, "grant", "s"), (self.switches, "auto-approve switch", "es"))
+        parts = " and ".join(
+            f"{n} {word}{plural if n > 1 else ''}" for n, word, plural in counts if n
+        )
+        return f"dropped {parts}: authority does not move between databases" if parts else None
 
 
 def decisions_of(exported: Exported, thread_id: str) -> tuple[list[DecisionRecord], Imported]:
