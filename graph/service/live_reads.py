@@ -99,24 +99,17 @@ class EventGate:
                     arrived += [messages] if isinstance(messages, BaseMessage) else list(messages)
         if arrived:
             self.live.add(self.thread_id, arrived)
-        return self._release(arrived)
+        calls = {m.tool_call_id for m in arrived if isinstance(m, ToolMessage)}
+        replies = {m.id for m in arrived if isinstance(m, AIMessage)}
+        # Out go the held events before the first still waiting (they keep their order).
+        waits = (i for i, e in enumerate(self._held) if _waits(e, calls, replies, bool(arrived)))
+        first = next(waits, len(self._held))
+        out, self._held = self._held[:first], self._held[first:]
+        return out
 
     def rest(self) -> list[ev.Event]:
         held, self._held = self._held, []
         return held
-
-    def _release(self, arrived: Sequence[Any]) -> list[ev.Event]:
-        calls = {m.tool_call_id for m in arrived if isinstance(m, ToolMessage)}
-        replies = {m.id for m in arrived if isinstance(m, AIMessage)}
-        out: list[ev.Event] = []
-        waiting: list[ev.Event] = []
-        for event in self._held:
-            # An event keeps its place behind one still waiting.
-            (waiting if waiting or _waits(event, calls, replies, bool(arrived)) else out).append(
-                event
-            )
-        self._held = waiting
-        return out
 
 
 def _waits(event: ev.Event, calls: set[str], replies: set[str | None], any_arrived: bool) -> bool:
