@@ -131,10 +131,8 @@ class ThreadReads:
 
     def was_asked(self, thread_id: str, interrupt_id: str, *, within: int = 400) -> bool:
         """Whether the thread paused with that id recently: read only to word a refusal."""
-        for snapshot in self.agent.get_state_history(thread_config(thread_id), limit=within):
-            if any(i.id == interrupt_id for i in snapshot.interrupts):
-                return True
-        return False
+        history = self.agent.get_state_history(thread_config(thread_id), limit=within)
+        return any(i.id == interrupt_id for snapshot in history for i in snapshot.interrupts)
 
     def may_be_paused(self, thread_id: str) -> bool:
         """False when the head checkpoint holds no interrupt (cheaper than `pending`)."""
