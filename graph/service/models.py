@@ -49,11 +49,9 @@ def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatMode
             f"[model] name {settings.model!r} names a provider, which needs the packages langchain and "
             f"{package}: install them (`uv add langchain {package}` or `pip install langchain {package}`)"
         ) from None
+    given = {"base_url": settings.base_url, "api_key": settings.api_key}
     kwargs: dict[str, Any] = {"temperature": settings.temperature}
-    if settings.base_url:
-        kwargs["base_url"] = settings.base_url
-    if settings.api_key:
-        kwargs["api_key"] = settings.api_key
+    kwargs.update((k, v) for k, v in given.items() if v)
     try:
         return init_chat_model(name, model_provider=provider, **kwargs)
     except ImportError:
