@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 
 from graph.protocol import events as ev
 from graph.protocol.errors import DecisionError, RunInProgress
@@ -116,15 +117,12 @@ class Runner:
     def _after(self, run: Run, settled: threading.Event, event: ev.Event | None) -> None:
         if event is not None:
             return
-        try:
-            if run.status == "completed":
-                with self._lock:
-                    if self.active(run.thread_id) is None:
-                        self._send_next(run.thread_id)
-        except Exception:  # noqa: BLE001 - the message stays queued, in view with "Send now"
-            pass
-        finally:
-            settled.set()
+        if run.status == "completed":
+            # A failure leaves the message queued, in view with "Send now".
+            with suppress(Exception), self._lock:
+                if self.active(run.thread_id) is None:
+                    self._send_next(run.thread_id)
+        settled.set()
 
     def _send_next(self, thread_id: str) -> Run | None:
         for message in self.queued(thread_id):
