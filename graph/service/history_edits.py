@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.compiled import parts_of
@@ -24,7 +25,6 @@ from graph.service import handover
 from graph.service.branches import ThreadTree, first_user, forked
 from graph.service.leasing import ThreadLeases
 from graph.service.reads import ThreadReads, thread_config
-from graph.service.tool_info import ToolInfo
 from graph.service.transcript import export_json, export_markdown, read_export
 from graph.store.storage import Storage
 from graph.store.threads import first_user_text, title_of
@@ -43,7 +43,7 @@ class ThreadHistory:
     storage: Storage
     reads: ThreadReads
     leases: ThreadLeases
-    tool_info: ToolInfo
+    tools: Mapping[str, BaseTool]  # the compiled agent's, by name
 
     def __post_init__(self) -> None:
         self.tree = ThreadTree(self.agent, self.reads.reader)
@@ -191,7 +191,7 @@ class ThreadHistory:
         decisions, imported = handover.decisions_of(exported, thread_id)
         with self.leases.leased(thread_id, run=False):
             pause = handover.check(
-                self.storage, thread_id, exported, journal, decisions, taken, self.tool_info.tools
+                self.storage, thread_id, exported, journal, decisions, taken, self.tools
             )
             handover.restore(
                 self.agent, self.storage, thread_id, exported, journal, decisions, pause

@@ -23,7 +23,7 @@ from graph.agent.compiled import parts_of
 from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
 from graph.agent.policy import Policy
-from graph.agent.review import answering, explain
+from graph.agent.review import answering, args_problem, explain
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.decisions import who_decided
@@ -55,13 +55,13 @@ from graph.protocol.operations import (
     Undo,
 )
 from graph.protocol.pauses import OutcomeUnknown
+from graph.protocol.tools import spec_of
 from graph.service.history_edits import ThreadHistory, new_thread_id
 from graph.service.leasing import ThreadLeases
 from graph.service.live_reads import LiveMessages
 from graph.service.reads import ThreadReads, thread_config
 from graph.service.run import Run, drive
 from graph.service.standing import StandingPermissions
-from graph.service.tool_info import ToolInfo
 from graph.service.view import ThreadList, ThreadView
 from graph.store.leases import Lease
 from graph.store.storage import Storage
@@ -96,9 +96,11 @@ class Session:
         self._live = LiveMessages()
         self.leases = ThreadLeases(storage, self.retry)
         self.reads = ThreadReads(agent, storage, self.leases, self._live)
-        self.tool_info = ToolInfo(agent, tools)
+        parts = parts_of(agent)
+        # The compiled agent's own (the built-in read_tool_output included) when known.
+        self.agent_tools: Mapping[str, BaseTool] = parts.tools if parts is not None else self.tools
         self.permissions = StandingPermissions(agent, storage, auto_approve)
-        self.edits = ThreadHistory(agent, storage, self.reads, self.leases, self.tool_info)
+        self.edits = ThreadHistory(agent, storage, self.reads, self.leases, self.agent_tools)
 
     new_thread_id = staticmethod(new_thread_id)
 
@@ -115,13 +117,23 @@ class Session:
         return self.storage.decisions.verify()
 
     def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
-        return self.tool_info.check_args(tool_name, args)
+        """Why `args` would not pass the tool's schema, or None."""
+        tool = self.agent_tools.get(tool_name)
+        return f"no tool named {tool_name!r}" if tool is None else args_problem(tool, args)
 
     def tool_summary(self, tool_name: str) -> str:
-        return self.tool_info.tool_summary(tool_name)
+        """The first line of the tool's description, or "" for an unknown tool."""
+        tool = self.agent_tools.get(tool_name)
+        return (tool.description or "").strip().split("\n", 1)[0] if tool is not None else ""
 
     def preview(self, tool_name: str, args: dict[str, Any]) -> str | None:
-        return self.tool_info.preview(tool_name, args)
+        """The tool's preview of a call (e.g. a diff); None when it has none or it fails."""
+        tool = self.agent_tools.get(tool_name)
+        render = spec_of(tool).preview if tool is not None else None
+        try:
+            return None if render is None else render(dict(args))
+        except Exception:  # noqa: BLE001 - a preview is a courtesy, never an error
+            return None
 
     @property
     def auto_approve(self) -> bool:
@@ -232,7 +244,7 @@ class Session:
             checking: AbstractContextManager[type[BaseModel]] = (
                 deciding(actor, pending.call.name, parts.policy if parts is not None else Policy())
                 if isinstance(pending, OutcomeUnknown)
-                else answering(pending.request.wire(), self.tool_info.tools, actor=actor)
+                else answering(pending.request.wire(), self.agent_tools, actor=actor)
             )
             try:
                 with checking as schema:
