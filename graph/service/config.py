@@ -1,7 +1,6 @@
 """Settings: embedded defaults, overridden by `gatehouse.toml`, overridden by the env.
-
-Everything has a default that works on a laptop with nothing configured: a SQLite
-file and a `workspace/` folder under the current directory, the offline demo model.
+Every default works on a laptop with nothing configured: a SQLite file and a `workspace/`
+folder under the current directory, the offline demo model.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Changing a thread's history between runs: undo, fork's rewind, switching branches,
-export and import, compaction now, rename and delete. Undo and fork start a new
-checkpoint from an older one (branches.py reads the tree that makes); each change
-holds the thread's lease; one that would drop a pending request is refused with
-`AwaitingDecision` unless forced.
+"""Changing a thread's history between runs, each change under the thread's lease. Undo
+and fork start a new checkpoint from an older one (branches.py reads that tree); a change
+that would drop a pending request is refused with `AwaitingDecision` unless forced.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Reads during a run that agree with its events: LangGraph saves a step's messages
 when the step ends, so an event announcing a message waits for its node's update, and
-those updates are laid over the saved history on a read (more than the events said,
-never less).
+those updates are laid over the saved history on a read (more than the events said, never less).
 """
 
 from __future__ import annotations

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from functools import reduce
-from operator import add
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, UsageMetadata
 from langchain_core.messages.tool import tool_call_chunk
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
 from graph.protocol.threads import content_text
@@ -48,14 +47,7 @@ class LocalModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        chunks = [c.message for c in self._stream(messages, stop, None, **kwargs)]
-        merged = cast(AIMessageChunk, reduce(add, chunks))  # _stream yields AIMessageChunks only
-        msg = AIMessage(
-            content=merged.content,
-            tool_calls=merged.tool_calls,
-            usage_metadata=merged.usage_metadata,
-        )
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+        return generate_from_stream(self._stream(messages, stop, None, **kwargs))
 
     def _stream(
         self,

@@ -1,7 +1,6 @@
-"""The one door for reads: `Session.view(thread_id)` and `Session.thread_list()`.
-
-Each field is read on first access and then kept (a caller that needs only `pending`
-pays only for it): a snapshot; take a new view to see later changes.
+"""The one door for reads: `Session.view(thread_id)` and `Session.thread_list()`. Each
+field is read on first access and then kept (a caller pays only for what it reads): a
+snapshot; take a new view to see later changes.
 """
 
 from __future__ import annotations
