@@ -116,9 +116,8 @@ def check(
     tools: Collection[str],
 ) -> Approval | None:
     """The pause an import restores (None: none), or `ImportRefused` saying why not."""
-    if exported.pending is None:
+    if (pending := exported.pending) is None:
         return None
-    pending = exported.pending
     try:
         pause = pause_from(
             thread_id, str(pending.get("interrupt_id") or ""), pending.get("request")

@@ -63,8 +63,7 @@ class StandingPermissions:
         self.agent = agent
         self.storage = storage
         self.switch = threading.Event()
-        if auto_approve:
-            self.switch.set()
+        self.set_auto_approve(auto_approve)
 
     @property
     def auto_approve(self) -> bool:
