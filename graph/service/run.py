@@ -272,13 +272,11 @@ def stream_run(
     config: RunnableConfig,
     context: RunContext,
 ) -> Iterator[tuple[str, Any]]:
-    """One run as `("updates", chunk)` and `(EVENT, event)` pairs, run on a worker
-    thread (its error raised here). As in LangGraph's own stream, a step starts only
-    once the caller asked past the previous update, so a cancel is seen by the next
-    step; closing early stops the run after the step under way.
-
-    `durability="sync"`: no step's result can be lost to a crash after the next one
-    began, and it is faster here than the thread handoff."""
+    """One run as `("updates", chunk)` and `(EVENT, event)` pairs, run on a worker thread
+    (its error raised here). As in LangGraph's own stream, a step starts only once the caller
+    asked past the previous update, so a cancel is seen by the next step; closing early stops
+    the run after the step under way. `durability="sync"`: no step's result can be lost to a
+    crash after the next one began, and it is faster here than the thread handoff."""
     items: SimpleQueue[tuple[str, Any]] = SimpleQueue()
     context.send_events_to(lambda event: items.put((EVENT, event)))
     stop = threading.Event()

@@ -136,11 +136,10 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
             '(only an export that carries the request the thread was waiting for, "pending", may end with '
             "open tool calls)"
         )
-    journal, decisions = data.get("journal") or [], data.get("decisions") or []
-    if not isinstance(journal, list) or not all(isinstance(e, Mapping) for e in journal):
-        raise ImportRefused('"journal" must be a list of journal entries')
-    if not isinstance(decisions, list) or not all(isinstance(d, Mapping) for d in decisions):
-        raise ImportRefused('"decisions" must be a list of decision records')
+    for key, what in (("journal", "journal entries"), ("decisions", "decision records")):
+        rows = data.get(key) or []
+        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+            raise ImportRefused(f'"{key}" must be a list of {what}')
     outputs = data.get("tool_outputs") or {}
     if not isinstance(outputs, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()
@@ -153,8 +152,8 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
         messages=messages,
         tool_outputs=dict(outputs),
         pending=dict(pending) if pending is not None else None,
-        journal=[dict(e) for e in journal],
-        decisions=[dict(d) for d in decisions],
+        journal=[dict(e) for e in data.get("journal") or []],
+        decisions=[dict(d) for d in data.get("decisions") or []],
     )
 
 
