@@ -5,22 +5,17 @@ preflights): a foreign `Host` or `Origin` gets nothing; `/info` needs a key.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
 from graph.service.config import load_settings
 from graph.service.server_auth import identity_for
 from graph.service.server_sync import thread_sync
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 PNA_REQUEST = "access-control-request-private-network"
 # LangGraph's routes that answer without its auth handler and say more than "up".
 KEYED_OPEN_ROUTES = frozenset({"/info"})
@@ -35,9 +30,7 @@ def server_origins(access: Access) -> list[str]:
 class AddressCheck:
     """ASGI middleware: 403 for a foreign `Host` or `Origin`, HTTP and WebSocket."""
 
-    def __init__(
-        self, app: Callable[[Scope, Receive, Send], Awaitable[None]], access: Access
-    ) -> None:
+    def __init__(self, app: ASGIApp, access: Access) -> None:
         self.app = app
         self.hosts = access.allowed_hosts()
         self.origins = set(server_origins(access))
