@@ -27,8 +27,6 @@ from graph.service.transcript import export_json, export_markdown, read_export
 from graph.store.storage import Storage
 from graph.store.threads import first_user_text, title_of
 
-__all__ = ["ThreadHistory", "new_thread_id"]
-
 
 def new_thread_id() -> str:
     # Dashed, as LangGraph Server requires: a thread started here opens in Studio.

@@ -15,8 +15,6 @@ from graph.service.errors import describe_error, is_storage_error, storage_messa
 from graph.store.leases import Lease, kind_of_holder
 from graph.store.storage import Storage
 
-__all__ = ["ThreadLeases"]
-
 # How long a decision waits for another holder: the run that asked, ending, or a change.
 DECIDE_WAIT_S = 5.0
 

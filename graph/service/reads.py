@@ -25,8 +25,6 @@ from graph.service.transcript import message_view
 from graph.store.langgraph_private import INTERRUPT as INTERRUPT_CHANNEL
 from graph.store.storage import Storage
 
-__all__ = ["INTERRUPT_CHANNEL", "ThreadReads", "ViewCache", "thread_config"]
-
 
 def thread_config(thread_id: str) -> RunnableConfig:
     # Every checkpoint read and write comes here: a malformed id never reaches storage.

@@ -31,8 +31,6 @@ from graph.service.workers import run_in_worker
 from graph.store.langgraph_private import INTERRUPT
 from graph.store.leases import Lease
 
-__all__ = ["Run", "drive"]
-
 
 @dataclass(eq=False)
 class Run:

@@ -19,8 +19,6 @@ from graph.service.history_edits import ThreadHistory
 from graph.service.reads import ThreadReads, thread_config
 from graph.service.standing import StandingPermissions
 
-__all__ = ["ThreadList", "ThreadView"]
-
 
 @dataclass(frozen=True, eq=False)
 class ThreadView:
