@@ -16,8 +16,6 @@ from graph.protocol.operations import Fork, Operation, RunOperation, RunOptions,
 from graph.service.session import Run, Session
 from graph.store.queued import QueuedMessage, QueuedMessages
 
-__all__ = ["QueuedMessage", "Runner"]
-
 # How long `next_run` waits for the Runner to have looked at the queue after a run ended.
 SETTLE_S = 10.0
 

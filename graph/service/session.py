@@ -67,8 +67,6 @@ from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import title_of
 
-__all__ = ["Run", "Session", "ThreadList", "ThreadView"]
-
 
 class Session:
     """A Gatehouse agent with its storage, for front ends."""
