@@ -45,8 +45,7 @@ class ThreadHistory:
         self.tree = ThreadTree(self.agent, self.reads.reader)
 
     def rename(self, thread_id: str, title: str) -> None:
-        check_thread_id(thread_id)
-        self.storage.index.rename(thread_id, title.strip() or "Untitled")
+        self.storage.index.rename(check_thread_id(thread_id), title.strip() or "Untitled")
 
     def delete(self, thread_id: str) -> None:
         with self.leases.leased(thread_id, run=False):  # not under a live run: `RunInProgress`

@@ -100,8 +100,7 @@ class ThreadReads:
         return self.views.views(thread_id, self.messages(thread_id))
 
     def thread(self, thread_id: str) -> ThreadInfo | None:
-        check_thread_id(thread_id)
-        info = self.storage.index.get(thread_id)
+        info = self.storage.index.get(check_thread_id(thread_id))
         return None if info is None else self.live_status(info)
 
     def live_status(self, info: ThreadInfo) -> ThreadInfo:
