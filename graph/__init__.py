@@ -1,27 +1,19 @@
-"""Gatehouse: an approval-gated LangGraph agent. The public API.
-
-    from graph import open_session
-    session = open_session()                    # settings from gatehouse.toml + env
-    for event in session.send(None, "write todo.md: buy milk"): ...
-    pause = session.view(thread_id).pending     # Approval | OutcomeUnknown | None
-
-The package is in layers, and imports only point down (tests/test_architecture.py):
-
-    graph.protocol   events, pauses, answers, errors: pydantic only, what crosses the boundary
-    graph.agent      the LangGraph graph: the loop, its nodes, state, review, policy, hooks
-    graph.store      SQLite and Postgres: checkpoints, thread index, journal, leases
-    graph.service    sessions, the runner, configuration, models, the demo model
-
-Front ends (ui/) and embedders import this module and `graph.protocol` only. Names
-load on first use (PEP 562): a client that only reads the protocol, or LangGraph
-Server building the graph, never imports the session and storage machinery.
+"""Gatehouse, an approval-gated LangGraph agent: the public API (`open_session`).
+Names load on first use (PEP 562): a client that only reads the protocol never
+imports the rest.
 """
+# ruff: noqa: F401  (the names below are this module's exports)
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# The one list of exports: for type checkers as it stands, and read by `_homes` for
+# the lazy loading at run time.
 if TYPE_CHECKING:
     from graph.agent.builtin_hooks import (
         AnswerJudge,
@@ -30,6 +22,7 @@ if TYPE_CHECKING:
         RequireTool,
         SystemContext,
     )
+    from graph.agent.emit import emit
     from graph.agent.graph import build_graph
     from graph.agent.hooks import HookSet, hook
     from graph.agent.policy import Policy, PolicyError
@@ -77,151 +70,20 @@ if TYPE_CHECKING:
     from graph.store.reader import ThreadReader, open_reader
     from graph.store.web_sessions import WebSessions
 
-_HOMES = {
-    # running the agent
-    "open_session": "graph.service.app",
-    "build_agent": "graph.service.app",
-    "build_graph": "graph.agent.graph",
-    "Session": "graph.service.session",
-    "Run": "graph.service.session",
-    "ThreadView": "graph.service.view",
-    "ThreadList": "graph.service.view",
-    "AsyncSession": "graph.service.async_session",
-    "AsyncRun": "graph.service.async_session",
-    "Runner": "graph.service.runner",
-    "Settings": "graph.service.config",
-    "load_settings": "graph.service.config",
-    "location_env": "graph.service.config",
-    "describe_error": "graph.service.errors",
-    # who may reach an approval surface (the web app, LangGraph Server)
-    "Access": "graph.service.access",
-    "load_access": "graph.service.access",
-    "install_secret": "graph.service.access",
-    "secret_path": "graph.service.access",
-    "private_paths": "graph.service.access",
-    "WebSessions": "graph.store.web_sessions",
-    "sign_identity": "graph.service.access",
-    "verify_identity": "graph.service.access",
-    "same_secret": "graph.service.access",
-    "origin_of": "graph.service.access",
-    "host_name": "graph.service.access",
-    "oidc_problem": "graph.service.access",
-    "read_streamlit_secrets": "graph.service.access",
-    # reading threads without LangGraph (fast, read-only: the terminal's list and inbox)
-    "open_reader": "graph.store.reader",
-    "ThreadReader": "graph.store.reader",
-    # policy and hooks
-    "Policy": "graph.agent.policy",
-    "PolicyError": "graph.agent.policy",
-    "HookSet": "graph.agent.hooks",
-    "hook": "graph.agent.hooks",
-    "emit": "graph.agent.emit",
-    "AnswerJudge": "graph.agent.builtin_hooks",
-    "Budget": "graph.agent.builtin_hooks",
-    "Compaction": "graph.agent.builtin_hooks",
-    "RequireTool": "graph.agent.builtin_hooks",
-    "SystemContext": "graph.agent.builtin_hooks",
-    # models that need no account: the offline demo and scripted test models
-    "DemoModel": "graph.service.demo_model",
-    "ScriptedModel": "graph.service.testing",
-    "ai": "graph.service.testing",
-    "tool_call": "graph.service.testing",
-    # the protocol
-    "Event": "graph.protocol.events",
-    "parse_event": "graph.protocol.events",
-    "Approval": "graph.protocol.pauses",
-    "OutcomeUnknown": "graph.protocol.pauses",
-    "Pause": "graph.protocol.pauses",
-    "Branches": "graph.protocol.threads",
-    "MessageView": "graph.protocol.threads",
-    "ThreadInfo": "graph.protocol.threads",
-    "DecisionRecord": "graph.protocol.decisions",
-    "StandingGrant": "graph.protocol.decisions",
-    "AlreadyDecided": "graph.protocol.errors",
-    "AwaitingDecision": "graph.protocol.errors",
-    "ImportRefused": "graph.protocol.errors",
-    "InvalidThreadId": "graph.protocol.errors",
-    "CallAlreadyStarted": "graph.protocol.errors",
-    "ConfigError": "graph.protocol.errors",
-    "DecisionError": "graph.protocol.errors",
-    "HookError": "graph.protocol.errors",
-    "NothingPending": "graph.protocol.errors",
-    "RunInProgress": "graph.protocol.errors",
-    "StaleDecision": "graph.protocol.errors",
-    "StorageError": "graph.protocol.errors",
-}
 
-__all__ = [
-    "Access",
-    "host_name",
-    "install_secret",
-    "load_access",
-    "oidc_problem",
-    "origin_of",
-    "read_streamlit_secrets",
-    "same_secret",
-    "secret_path",
-    "private_paths",
-    "WebSessions",
-    "sign_identity",
-    "verify_identity",
-    "AlreadyDecided",
-    "AwaitingDecision",
-    "CallAlreadyStarted",
-    "AnswerJudge",
-    "Approval",
-    "AsyncRun",
-    "AsyncSession",
-    "ThreadList",
-    "ThreadView",
-    "Branches",
-    "Budget",
-    "Compaction",
-    "ConfigError",
-    "DecisionError",
-    "DecisionRecord",
-    "StandingGrant",
-    "DemoModel",
-    "Event",
-    "HookError",
-    "HookSet",
-    "ImportRefused",
-    "InvalidThreadId",
-    "MessageView",
-    "NothingPending",
-    "OutcomeUnknown",
-    "Pause",
-    "Policy",
-    "PolicyError",
-    "RequireTool",
-    "Run",
-    "RunInProgress",
-    "Runner",
-    "ScriptedModel",
-    "Session",
-    "Settings",
-    "StaleDecision",
-    "StorageError",
-    "SystemContext",
-    "ThreadInfo",
-    "ThreadReader",
-    "ai",
-    "build_agent",
-    "build_graph",
-    "describe_error",
-    "emit",
-    "hook",
-    "load_settings",
-    "location_env",
-    "open_reader",
-    "open_session",
-    "parse_event",
-    "tool_call",
-]
+@functools.cache
+def _homes() -> dict[str, str]:
+    """Each exported name and its module, read from the `TYPE_CHECKING` block above."""
+    block = next(n for n in ast.parse(Path(__file__).read_text()).body if isinstance(n, ast.If))
+    return {
+        a.name: str(i.module) for i in block.body if isinstance(i, ast.ImportFrom) for a in i.names
+    }
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
+    if name == "__all__":
+        return list(_homes())
+    home = _homes().get(name)
     if home is None:
         raise AttributeError(f"module 'graph' has no attribute {name!r}")
     return getattr(importlib.import_module(home), name)

@@ -359,7 +359,7 @@ def test_offloading_is_configurable_and_can_be_switched_off(tmp_path: Path) -> N
     try:
         events = session.send(None, "read it").collect()
         [done] = of(events, ev.ToolFinished)
-        assert not done.offloaded and "read_tool_output" not in session.tool_info.tools
+        assert not done.offloaded and "read_tool_output" not in session.agent_tools
         # Without offloading a result is cut at 50,000 characters, as before.
         assert "output cut at 50000 characters" in done.output
     finally:

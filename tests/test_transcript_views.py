@@ -1,4 +1,4 @@
-"""`Session.transcript` reuses the views of unchanged messages (graph/service/view_cache.py,
+"""`Session.transcript` reuses the views of unchanged messages (graph/service/reads.py,
 issue 36: the web app's page after each turn of a 2,000-turn thread converted all
 10,000 messages again). Whatever changes a thread, the transcript a Session returns
 is exactly the one a fresh conversion of its messages gives, on a real SQLite file.
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from graph import ScriptedModel, Settings, ai, open_session, tool_call
 from graph.protocol.operations import Undo
+from graph.service.reads import ViewCache
 from graph.service.transcript import message_view
-from graph.service.view_cache import ViewCache
 
 APPROVE = {"decisions": [{"type": "approve"}]}
 

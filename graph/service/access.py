@@ -1,23 +1,13 @@
-"""Who may reach an approval surface: the install secret, signed sign-in cookies, the
-addresses a browser may use, and the identities every front end signs people in as;
-the rules the web app (ui/web/guard.py) and LangGraph Server (server_auth.py) share.
-
-- **The install secret**: random, per install, in a 0600 file outside the workspace
-  (`secret_path`). It signs the web guard's identity, is the sign-in page's token and
-  the local bearer token for LangGraph Server. Whoever can read it can approve:
-  exactly who can already open the database. No tool reaches it (`private_paths`).
-- **Modes** of the web app (`[access] web`): `token` (default: a one-time link, then
-  a cookie), `proxy` (a reverse proxy names the person in a header, proven by a
-  shared secret header), `oidc` (Streamlit's `st.login`).
-- **Addresses**: the `Host` names and browser `Origin`s a request may carry.
-
-Settings: `[access]` in gatehouse.toml, overridden by `ENV`; bad values are a
-ConfigError naming the key.
+"""Who may reach an approval surface (ui/web/guard.py, server_auth.py): `[access]`,
+overridden by `ENV`. The install secret (a 0600 file outside the workspace, no tool
+reaches it: `private_paths`) signs identities and is the sign-in and local bearer token:
+who can read it can approve, as who can open the database already can.
 """
 
 from __future__ import annotations
 
 import base64
+import getpass
 import hashlib
 import hmac
 import json
@@ -25,6 +15,7 @@ import os
 import secrets
 import stat
 import time
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +69,6 @@ class Access:
     def local_identity(self) -> str:
         """Who the install secret signs in as: `local_user`, else the OS user."""
         try:
-            import getpass
-
             return self.local_user or getpass.getuser() or "local"
         except Exception:  # noqa: BLE001 - no user name is not an error
             return "local"
@@ -166,15 +155,13 @@ def host_name(host_header: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-# -- the install secret ----------------------------------------------------------
 def _config_home() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "gatehouse"
 
 
 def secret_path(db: str, access: Access | None = None) -> Path:
-    """Where this install's secret lives: `[access] secret_file`; for SQLite, an older
-    install's `gatehouse.secret` beside the database, else a file in the config folder
-    keyed by the database's real path; for Postgres, the config folder's `secret`."""
+    """`[access] secret_file`, else an older install's beside a SQLite file, else one in
+    the config folder (keyed by the SQLite file's real path)."""
     if access is not None and access.secret_file:
         return Path(access.secret_file).expanduser()
     if db and "://" not in db:
@@ -187,8 +174,7 @@ def secret_path(db: str, access: Access | None = None) -> Path:
 
 
 def private_paths(db: str, access: Access | None = None) -> list[Path]:
-    """What no tool may reach: this secret, where an older install kept it, and the
-    folder of every install's secrets."""
+    """What no tool may reach: this secret, its older place, every install's secrets."""
     paths = [secret_path(db, access), _config_home()]
     if db and "://" not in db:
         paths.append(Path(db).expanduser().resolve().parent / SECRET_FILE_NAME)
@@ -196,8 +182,7 @@ def private_paths(db: str, access: Access | None = None) -> list[Path]:
 
 
 def install_secret(path: Path) -> str:
-    """The secret in `path`, created (random, 0600) on first use; a file others can
-    read is made private again."""
+    """The secret in `path`, created (random, 0600) on first use, made private again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -218,7 +203,6 @@ def install_secret(path: Path) -> str:
     return value
 
 
-# -- signed values -----------------------------------------------------------------
 def _mac(secret: str, purpose: str, payload: bytes) -> str:
     digest = hmac.new(secret.encode(), purpose.encode() + b"\0" + payload, hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
@@ -270,14 +254,11 @@ def same_secret(given: str | None, expected: str | None) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-# -- OpenID Connect through Streamlit's st.login ------------------------------------
 OIDC_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "server_metadata_url")
 
 
 def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
-    """Why Streamlit's `st.login` cannot sign people in with these secrets, or None:
-    `[auth]` needs `redirect_uri` and `cookie_secret`, and the provider's keys either
-    there or in one `[auth.<provider>]` table."""
+    """Why Streamlit's `st.login` cannot sign people in with these secrets, or None."""
     auth = secrets.get("auth")
     if not isinstance(auth, Mapping):
         return '[access] web = "oidc" needs an [auth] table in .streamlit/secrets.toml (Streamlit\'s st.login)'
@@ -297,8 +278,6 @@ def oidc_problem(secrets: Mapping[str, Any]) -> str | None:
 
 def read_streamlit_secrets(cwd: Path | None = None) -> dict[str, Any]:
     """`.streamlit/secrets.toml` of the home, then the working directory (which wins)."""
-    import tomllib
-
     merged: dict[str, Any] = {}
     for folder in (Path.home(), cwd or Path.cwd()):
         file = folder / ".streamlit" / "secrets.toml"

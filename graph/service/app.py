@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.builtin_hooks import Compaction, SystemContext
+from graph.agent.deps import ModelOptions
 from graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
 from graph.agent.hooks import HookSet
 from graph.agent.message_merge import merge_messages
@@ -20,7 +21,7 @@ from graph.agent.policy import Policy, PolicyError
 from graph.protocol.errors import ConfigError
 from graph.service.config import Settings, load_settings
 from graph.service.demo_model import DEMO_LABEL, DemoModel
-from graph.service.models import describe_model, make_model, model_options
+from graph.service.models import describe_model, make_model
 from graph.service.toolset import build_tools, close_tools, mcp_errors
 from graph.store.threaded import ThreadedSaver
 from tools.definitions import tool_definitions
@@ -60,7 +61,9 @@ def build_agent(
         max_model_calls=settings.max_model_calls,
         journal=journal,
         decisions=decisions,
-        model_options=model_options(settings),
+        model_options=ModelOptions(
+            max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning
+        ),
         outputs=outputs,
         offload=OffloadOptions(
             threshold_chars=settings.offload_threshold_chars, head_chars=settings.offload_head_chars
@@ -74,16 +77,11 @@ def build_agent(
 
 
 def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
-    """The configured policy; `ConfigError` when it is malformed or names a tool the
-    agent lacks, unless an MCP server that failed to load may offer it (logged)."""
-    where = settings.source or "the settings"
+    """The policy; `ConfigError` naming a missing tool unless a failed MCP server may offer it."""
+    names = [t.name for t in tools]
     try:
         policy = Policy.from_mapping(settings.policy)
-    except PolicyError as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
-    names = [t.name for t in tools]
-    if unknown := policy.unknown_tools(names):
-        if failed := mcp_errors():
+        if (unknown := policy.unknown_tools(names)) and (failed := mcp_errors()):
             log.warning(
                 "the policy names %s, which no loaded tool has; MCP servers %s could not be loaded and may "
                 "offer them. Their policy applies once the servers load.",
@@ -91,16 +89,14 @@ def checked_policy(settings: Settings, tools: list[Any]) -> Policy:
                 ", ".join(sorted(failed)),
             )
             return policy.without(unknown)
-        try:
-            policy.check_tools(names)
-        except PolicyError as exc:
-            raise ConfigError(f"{where}: {exc}") from exc
+        policy.check_tools(names)
+    except PolicyError as exc:
+        raise ConfigError(f"{settings.source or 'the settings'}: {exc}") from exc
     return policy
 
 
 def _compaction(settings: Settings, hooks: HookSet, model: BaseChatModel) -> Compaction:
-    """The agent's compaction: one named under [hooks], else the built-in one from
-    [compaction], first among the before_llm hooks (the rest see the compacted history)."""
+    """One named under [hooks], else the built-in one, first among the before_llm hooks."""
     summariser = model
     if settings.compaction_model and not settings.model_factory:
         # A cheaper model on the same server (same base URL and key).
@@ -126,9 +122,7 @@ def open_session(
     source: str | None = None,
     actor: str | None = None,
 ) -> Session:
-    """The default Gatehouse: settings from gatehouse.toml and the environment.
-    `model` replaces the settings' one; `source` and `actor` are what the decision log
-    records for this session's decisions (default "api" and `[audit] actor`)."""
+    """The default Gatehouse, from gatehouse.toml and the environment."""
     # Here, not at the top: LangGraph Server builds the agent without them.
     from graph.service.notify import attach_notifier
     from graph.service.session import Session
@@ -189,17 +183,14 @@ def open_session(
 
 @functools.cache
 def shared_storage(db: str) -> Storage:
-    """One open storage per database in this process (the server's agent and its
-    checkpointer load separately but share it)."""
+    """One open storage per database in this process."""
     from graph.store import open_storage
 
     return open_storage(db)
 
 
 def server_saver(storage: Any, **kwargs: Any) -> ThreadedSaver:
-    """A saver for server runs over Gatehouse's checkpointer. The agent was compiled
-    without it, so it learns here how the messages channel folds: without that no head
-    is kept and the thread index never sees the first message ("New thread")."""
+    """A saver for server runs, told how messages fold (else the index misses the first)."""
     saver = ThreadedSaver(storage.checkpointer, **kwargs)
     saver.register_reducer("messages", merge_messages)
     return saver

@@ -1,13 +1,6 @@
-"""A thread's branches, read from the shape of its checkpoint tree.
-
-Undo, fork, regenerate and Studio's time travel start a new checkpoint from an older
-one, so a thread's checkpoints form a tree whose leaves ("tips") end its branches, and
-the latest checkpoint is the head. Two tips whose messages agree up to index i and
-hold different user messages there are two versions of that message (`< k/n >`).
-Versions are numbered in the order their branches were made: checkpoint ids grow with
-time and each branch lies in its own subtree, so comparing root-to-tip paths orders
-them. Only the tips' messages are read (once each), and only when the thread has more
-than one tip: a thread never forked costs one query of checkpoint ids.
+"""A thread's branches from its checkpoint tree (undo and fork start a checkpoint from
+an older one): two tips ("leaves") whose messages agree up to index i and differ there
+in a user message are two versions of it, ordered by path (checkpoint ids grow).
 """
 
 from __future__ import annotations
@@ -16,6 +9,8 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from langchain_core.runnables import RunnableConfig
 
 from graph.protocol.threads import Branches, MessageView
 from graph.service.transcript import message_view
@@ -38,8 +33,7 @@ def forked(edges: Sequence[tuple[str, str | None]]) -> bool:
 
 
 def tips_of(edges: Iterable[tuple[str, str | None]]) -> list[Tip]:
-    """The tips of a checkpoint tree given as (checkpoint id, parent id) pairs, oldest
-    branch first."""
+    """The tips of a tree of (checkpoint id, parent id) pairs, oldest branch first."""
     parent = dict(edges)
     continued = set(parent.values())
     tips = []
@@ -56,21 +50,18 @@ def tips_of(edges: Iterable[tuple[str, str | None]]) -> list[Tip]:
 
 
 def _is_user(message: MessageView) -> bool:
-    """Written by the person (a compaction summary stands in for older messages but is not theirs)."""
+    """Written by the person (a compaction summary is not)."""
     return message.role == "user" and not message.summary
 
 
 def first_user(transcript: Sequence[MessageView]) -> str | None:
-    """The first thing the person wrote: what an automatic title is made of."""
     return next((m.content for m in transcript if _is_user(m)), None)
 
 
 def _parting(a: Sequence[MessageView], b: Sequence[MessageView]) -> int:
     """The first index where the two message lists differ."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x.id != y.id:
-            return i
-    return min(len(a), len(b))
+    differ = (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x.id != y.id)
+    return next(differ, min(len(a), len(b)))
 
 
 @dataclass(frozen=True)
@@ -81,36 +72,8 @@ class Version:
     tip: Tip
 
 
-def versions_at(
-    head: Sequence[MessageView], head_tip: Tip, others: Iterable[tuple[Tip, Sequence[MessageView]]]
-) -> dict[int, list[Version]]:
-    """For each index of `head` where another branch holds a different user message:
-    every version there, oldest first (the head's own among them)."""
-    found: dict[int, dict[str, Version]] = {}
-    for tip, messages in others:
-        i = _parting(head, messages)
-        if (
-            i >= len(head)
-            or i >= len(messages)
-            or not (_is_user(head[i]) and _is_user(messages[i]))
-        ):
-            continue  # not an alternative to one of the head's messages
-        versions = found.setdefault(i, {})
-        known = versions.get(messages[i].id or "")
-        # Several tips can share a version (it was forked again further on): the
-        # latest one is where switching to it leads.
-        if known is None or tip.checkpoint_id > known.tip.checkpoint_id:
-            versions[messages[i].id or ""] = Version(messages[i], tip)
-    out = {}
-    for i, versions in found.items():
-        versions[head[i].id or ""] = Version(head[i], head_tip)
-        out[i] = sorted(versions.values(), key=lambda v: v.tip.path)
-    return out
-
-
 def branches_of(head: Sequence[MessageView], versions: dict[int, list[Version]]) -> list[Branches]:
-    """What the front ends show: at each branching user message, its versions and
-    which one the head is on."""
+    """At each branching user message, its versions and which one the head is on."""
     out = []
     for i in sorted(versions):
         ids = tuple(v.message.id or "" for v in versions[i])
@@ -125,7 +88,7 @@ def branches_of(head: Sequence[MessageView], versions: dict[int, list[Version]])
     return out
 
 
-def at_checkpoint(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+def at_checkpoint(thread_id: str, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {
             "thread_id": thread_id,
@@ -136,9 +99,7 @@ def at_checkpoint(thread_id: str, checkpoint_id: str) -> dict[str, Any]:
 
 
 class ThreadTree:
-    """A Session's reads of its threads' checkpoint trees. `reader` answers straight
-    from the database when the compiled graph uses Gatehouse's own saver; else the
-    checkpointer is listed."""
+    """A Session's reads of its threads' checkpoint trees."""
 
     def __init__(self, agent: Any, reader: ThreadReader | None) -> None:
         self.agent = agent
@@ -183,24 +144,38 @@ class ThreadTree:
                 _keep(self._tip_messages, key, cached)
         return cached
 
-    def versions(self, thread_id: str, head: Sequence[MessageView]) -> dict[int, list[Version]]:
-        """Where the thread's current branch (`head`, its messages) has other versions."""
-        edges = self.edges(thread_id)
-        return self._versions(thread_id, edges, head) if forked(edges) else {}
-
-    def _versions(
-        self, thread_id: str, edges: list[tuple[str, str | None]], head: Sequence[MessageView]
+    def versions(
+        self, thread_id: str, head: Sequence[MessageView], edges: Sequence[tuple[str, str | None]]
     ) -> dict[int, list[Version]]:
+        """Each index of the current branch (`head`, its messages) of a forked tree where
+        another branch holds a different user message: its versions, oldest first."""
         tips = tips_of(edges)
         head_tip = max(tips, key=lambda t: t.checkpoint_id)
-        others = [
-            (t, self.messages_at(thread_id, t.checkpoint_id)) for t in tips if t is not head_tip
-        ]
-        return versions_at(head, head_tip, others)
+        found: dict[int, dict[str, Version]] = {}
+        for tip in tips:
+            if tip is head_tip:
+                continue
+            messages = self.messages_at(thread_id, tip.checkpoint_id)
+            i = _parting(head, messages)
+            if (
+                i >= len(head)
+                or i >= len(messages)
+                or not (_is_user(head[i]) and _is_user(messages[i]))
+            ):
+                continue  # not an alternative to one of the head's messages
+            versions = found.setdefault(i, {})
+            known = versions.get(messages[i].id or "")
+            # Tips can share a version (forked again later): switching leads to the latest.
+            if known is None or tip.checkpoint_id > known.tip.checkpoint_id:
+                versions[messages[i].id or ""] = Version(messages[i], tip)
+        out = {}
+        for i, versions in found.items():
+            versions[head[i].id or ""] = Version(head[i], head_tip)
+            out[i] = sorted(versions.values(), key=lambda v: v.tip.path)
+        return out
 
     def branches(self, thread_id: str, head: Callable[[], Sequence[MessageView]]) -> list[Branches]:
-        # Every change to the tree writes a checkpoint, which becomes the latest: the
-        # answer holds until then (a page drawn again and again reads one id).
+        # Every change to the tree writes a new latest checkpoint: the answer holds till then.
         latest = self.latest(thread_id)
         with self._lock:
             known = self._answers.get(thread_id)
@@ -212,15 +187,13 @@ class ThreadTree:
             edges = self.edges(thread_id)
             if forked(edges):
                 messages = head()
-                found = branches_of(messages, self._versions(thread_id, edges, messages))
+                found = branches_of(messages, self.versions(thread_id, messages, edges))
         with self._lock:
             _keep(self._answers, thread_id, (latest, found))
         return found
 
-    def branch_end(self, thread_id: str, version: Version) -> dict[str, Any]:
-        """Where switching to `version` leads: the latest checkpoint of its branch that
-        ended a run. A branch left while it waited for a decision ends at its first
-        message, unanswered (the request is not carried over)."""
+    def branch_end(self, thread_id: str, version: Version) -> RunnableConfig:
+        """The latest checkpoint of `version`'s branch that ended a run, else its first."""
         first = None
         for checkpoint_id in reversed(version.tip.path):
             snapshot = self.agent.get_state(at_checkpoint(thread_id, checkpoint_id))

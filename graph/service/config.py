@@ -1,7 +1,6 @@
 """Settings: embedded defaults, overridden by `gatehouse.toml`, overridden by the env.
-
-Everything has a default that works on a laptop with nothing configured: a SQLite
-file and a `workspace/` folder under the current directory, the offline demo model.
+Every default works on a laptop with nothing configured: a SQLite file and a `workspace/`
+folder under the current directory, the offline demo model.
 """
 
 from __future__ import annotations
@@ -145,8 +144,7 @@ PROVIDER_PACKAGES = {
 
 
 def model_provider(name: str) -> tuple[str | None, str]:
-    """(provider, model) of a model setting: ("anthropic", "claude-…") for
-    "anthropic:claude-…"; (None, name) when it names no known provider."""
+    """("anthropic", "claude-…") for "anthropic:claude-…"; (None, name) with no provider."""
     provider, sep, rest = name.partition(":")
     if sep and rest and provider.strip().lower() in PROVIDER_PACKAGES:
         return provider.strip().lower(), rest
@@ -250,28 +248,25 @@ def _check(settings: Settings, key: str) -> Any:
     return number
 
 
-def absolute_locations(settings: Settings, base: Path | None = None) -> Settings:
-    """The settings with the database, the workspace and the SQL database as absolute
-    paths (against `base`, default the cwd), so a later change of directory, or a
-    server started in another one, stays on the same files."""
-    root = base or Path.cwd()
-    changes: dict[str, Any] = {}
-    for key in ("db", "workspace", "sql_database"):
-        value = getattr(settings, key, None)
-        if (
-            isinstance(value, str)
-            and value
-            and not value.startswith(":")
-            and "://" not in value
-            and not Path(value).is_absolute()
-        ):
-            changes[key] = str((root / Path(value).expanduser()).resolve())
-    return replace(settings, **changes) if changes else settings
+def absolute_locations(settings: Settings) -> Settings:
+    """The settings' paths made absolute: a later change of directory keeps the files."""
+    return replace(settings, **_absolute(vars(settings), Path.cwd()))
+
+
+def _absolute(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    return {
+        key: str((base / Path(value).expanduser()).resolve())
+        for key in ("db", "workspace", "sql_database")
+        if isinstance(value := values.get(key), str)
+        and value
+        and not value.startswith(":")
+        and "://" not in value
+        and not Path(value).is_absolute()
+    }
 
 
 def location_env(settings: Settings) -> dict[str, str]:
-    """What a child process (the LangGraph server, the web app) needs in its environment
-    to use these settings' database, workspace and config file from any directory."""
+    """The environment a child process needs to use these settings from any directory."""
     settings = absolute_locations(settings)
     env = {"GATEHOUSE_DB": settings.db, "GATEHOUSE_WORKSPACE": settings.workspace}
     if settings.source:
@@ -280,8 +275,7 @@ def location_env(settings: Settings) -> dict[str, str]:
 
 
 def _number(kind: type[int] | type[float], value: Any, name: str) -> Any:
-    """`value` as `kind`, an error naming the setting. Refused rather than converted:
-    a boolean (`int(True)` is 1), a fraction for an int (`int(2.7)` is 2), inf and NaN."""
+    """`value` as `kind`; refused, not converted: a boolean, a fraction for an int, inf, NaN."""
     what = "a whole number" if kind is int else "a number"
     refused = isinstance(value, bool) or (
         kind is int and isinstance(value, float) and not value.is_integer()
@@ -319,8 +313,7 @@ _PREFIXED_TABLES = ("compaction", "offload", "audit", "notify")
 
 
 def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
-    """Flatten `[model]`, `[tools]`, `[compaction]`, `[offload]`, `[audit]`,
-    `[mcp.servers]` tables (`[policy]` and `[hooks]` stay mappings)."""
+    """The file's tables flattened (`[policy]` and `[hooks]` stay mappings)."""
     known = {f.name for f in fields(Settings)}
     values: dict[str, Any] = {}
     for key, value in data.items():
@@ -336,18 +329,12 @@ def _from_toml(data: dict[str, Any], file: Path) -> dict[str, Any]:
             values[key] = value
     if unknown := set(values) - known:
         raise ConfigError(f"{file}: unknown settings {sorted(unknown)}")
-    base = file.parent
-    for key in ("db", "workspace", "sql_database"):
-        # Relative paths in the file are relative to the file, not to the cwd.
-        v = values.get(key)
-        if isinstance(v, str) and "://" not in v and not Path(v).is_absolute():
-            values[key] = str(base / v)
-    return values
+    # Relative paths in the file are relative to the file, not to the cwd.
+    return values | _absolute(values, file.parent)
 
 
 def load_env_file(path: Path) -> None:
-    """KEY=VALUE lines of a `.env` file into the environment; variables already set
-    win (the server's own environment, a deploy's secrets)."""
+    """KEY=VALUE lines of a `.env` file into the environment; variables already set win."""
     if not path.is_file():
         return
     for line in path.read_text().splitlines():

@@ -1,9 +1,6 @@
-"""The offline demo model: no account, no network, real tool calls.
-
-With no API key and no base URL configured, Gatehouse uses this model so a new user
-sees the whole flow (streaming, free tools, approval cards) at once. It reads plain
-requests ("list files", "read notes.md", "write todo.md: buy milk", "run: ls") and
-calls the matching tool when the agent has it; every reply says it is the demo.
+"""The offline demo model, used with no API key or base URL so a new user sees the
+whole flow at once: it reads plain requests ("write todo.md: buy milk") and calls the
+matching tool; every reply says it is the demo.
 """
 
 from __future__ import annotations
@@ -186,8 +183,7 @@ class DemoModel(LocalModel):
         return "\n".join(parts)
 
     def _summary(self, transcript: str) -> str:
-        """A plain summary for compaction: what was asked and which tools ran, listed
-        from the transcript (the demo lists; a real model would understand)."""
+        """For compaction: what was asked and which tools ran, listed from the transcript."""
         asked: list[str] = []
         calls: Counter[str] = Counter()
         earlier = ""
@@ -213,11 +209,8 @@ class DemoModel(LocalModel):
             skipped = f" (and {len(asked) - len(shown)} earlier)" if len(asked) > len(shown) else ""
             parts.append(f"The person asked{skipped}: " + "; ".join(f'"{a}"' for a in shown) + ".")
         if calls:
-            parts.append(
-                "Tools called: "
-                + ", ".join(f"{name} ×{n}" for name, n in calls.most_common())
-                + "."
-            )
+            listed = ", ".join(f"{name} ×{n}" for name, n in calls.most_common())
+            parts.append(f"Tools called: {listed}.")
         return "\n".join(parts)
 
     def _help(self) -> str:

@@ -1,5 +1,4 @@
-"""Errors as a person should read them: what failed, which kind of failure, and
-whether trying again can help (never a traceback)."""
+"""Errors as a person should read them: what failed, its kind, whether to retry."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ def is_storage_error(exc: BaseException) -> bool:
 
 
 def describe_error(exc: BaseException) -> tuple[str, str, bool]:
-    """(message, kind, retryable) for an error a person should read, not a traceback."""
     name = type(exc).__name__
     module = type(exc).__module__
     if isinstance(exc, HookError):

@@ -1,22 +1,7 @@
-"""A thread carried to another database (or back into its own): what a JSON export
-holds beside the messages, and how an import puts it back without running a call twice.
-
-    "pending":   {"interrupt_id", "kind", "request"} | null   what the thread waits for
-    "journal":   [{tool_call_id, name, args, status, result, started_at, ...}]
-    "decisions": [DecisionRecord.to_dict(), ...]              the thread's decision log
-
-History moves, authority does not: the decision log comes back as history, written
-before a new "life" of the thread, never as a grant, switch or approval in force
-(dropped grants are counted: `Imported.dropped`). The journal comes back too, so a
-call that ran is answered by its row; a paused thread's `review` node asks the same
-request again (a new interrupt id).
-
-At most once, whatever the order of export, delete and import: an import writes
-nothing when the pending request is not an approval or does not match the open
-calls; a pending call was already started or decided (in the export, or here under
-either id); it would be a copy (a paused thread imports only under its own id, once
-per database); or this database's policy would not ask the same calls.
-Not prevented: the source keeps its own pause; answer a hand-over in one place only.
+"""A thread carried to another database: an export's "pending", "journal" and
+"decisions", and an import that runs no call twice. History moves, authority does
+not (no grant, switch or approval comes back in force); an import writes nothing when
+a pending call could run twice. Not prevented: the source keeps its own pause.
 """
 
 from __future__ import annotations
@@ -44,7 +29,6 @@ _DECISION_FIELDS = {f.name for f in dataclasses.fields(DecisionRecord)}
 _JOURNAL_FIELDS = {f.name for f in dataclasses.fields(JournalEntry)}
 
 
-# -- export ----------------------------------------------------------------------------
 def carried(storage: Storage, thread_id: str, pause: Pause | None) -> dict[str, Any]:
     """What an export carries beside the messages (see the module doc)."""
     journal = storage.journal.entries(thread_id) if storage.journal is not None else []
@@ -67,7 +51,6 @@ def _journal_dict(e: JournalEntry) -> dict[str, Any]:
     return data
 
 
-# -- import ----------------------------------------------------------------------------
 def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
     entries = []
     for i, row in enumerate(exported.journal):
@@ -87,34 +70,23 @@ def journal_of(exported: Exported, thread_id: str) -> list[JournalEntry]:
 
 
 class Imported(str):
-    """An imported thread's id, and the authority its export held that stayed behind:
-    `grants` "always allow" grants and `switches` auto-approve switches in force."""
+    """An imported thread's id, and the grants and switches in force that stayed behind."""
 
-    grants: int
-    switches: int
-
-    def __new__(cls, thread_id: str, grants: int = 0, switches: int = 0) -> Imported:
-        made = super().__new__(cls, thread_id)
-        made.grants, made.switches = grants, switches
-        return made
+    grants: int = 0
+    switches: int = 0
 
     @property
     def dropped(self) -> str | None:
         """What the import dropped, as people read it (None: nothing)."""
-        parts = [
-            f"{n} {word}{'es' if n > 1 and word.endswith('switch') else 's' if n > 1 else ''}"
-            for n, word in ((self.grants, "grant"), (self.switches, "auto-approve switch"))
-            if n
-        ]
-        if not parts:
-            return None
-        return f"dropped {' and '.join(parts)}: authority does not move between databases"
+        counts = ((self.grants, "grant", "s"), (self.switches, "auto-approve switch", "es"))
+        parts = " and ".join(
+            f"{n} {word}{plural if n > 1 else ''}" for n, word, plural in counts if n
+        )
+        return f"dropped {parts}: authority does not move between databases" if parts else None
 
 
 def decisions_of(exported: Exported, thread_id: str) -> tuple[list[DecisionRecord], Imported]:
-    """The export's decisions as history (no grant, no switch: `restore` records them
-    before a new life of the thread, so none is an approval in force either), and what
-    was dropped."""
+    """The export's decisions as history (no grant, no switch), and what was dropped."""
     records = []
     for i, row in enumerate(exported.decisions):
         try:
@@ -129,7 +101,9 @@ def decisions_of(exported: Exported, thread_id: str) -> tuple[list[DecisionRecor
         for r in records
         if r.question not in (GRANT_QUESTION, LIFE_QUESTION)
     ]
-    return history, Imported(thread_id, len(held) - switches, switches)
+    imported = Imported(thread_id)
+    imported.grants, imported.switches = len(held) - switches, switches
+    return history, imported
 
 
 def check(
@@ -141,11 +115,9 @@ def check(
     taken: bool,
     tools: Collection[str],
 ) -> Approval | None:
-    """The pause an import restores (None for a thread that waits for nothing), or
-    `ImportRefused` saying why it cannot be imported at most once."""
-    if exported.pending is None:
+    """The pause an import restores (None: none), or `ImportRefused` saying why not."""
+    if (pending := exported.pending) is None:
         return None
-    pending = exported.pending
     try:
         pause = pause_from(
             thread_id, str(pending.get("interrupt_id") or ""), pending.get("request")
@@ -208,9 +180,7 @@ def restore(
     decisions: Sequence[DecisionRecord],
     pause: Approval | None,
 ) -> None:
-    """Write the thread: outputs, journal, messages (and, for a paused one, its pause
-    asked again by the `review` node alone), then its decisions. Undone when the pause
-    does not come back as it was."""
+    """Write the thread; undone when its pause does not come back as it was."""
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     if storage.outputs is not None:
         names = {m.tool_call_id: m.name for m in exported.messages if isinstance(m, ToolMessage)}
@@ -221,9 +191,8 @@ def restore(
     if pause is None:
         agent.update_state(config, {"messages": exported.messages}, as_node="finish")
     else:
-        # Only `review` runs: it is pure up to its interrupt, so nothing executes here;
-        # `interrupt_after` keeps anything after it (a call this database's policy
-        # would run freely) from running at import.
+        # Only `review` runs, pure up to its interrupt; `interrupt_after` keeps anything
+        # after it (a call this policy would run freely) from running at import.
         agent.update_state(
             config, Command(update={"messages": exported.messages}, goto="review"), as_node="review"
         )

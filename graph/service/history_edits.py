@@ -1,10 +1,6 @@
-"""Changing a thread's history between runs: undo, fork's rewind, branches and moving
-between them, export and import, compaction now, rename and delete.
-
-Nothing is deleted from the checkpoints (but by delete): undo and fork start a new
-checkpoint from an older one (graph/service/branches.py reads the tree that makes).
-Each change holds the thread's lease, so no run goes on meanwhile; one that would
-drop a pending approval request is refused with `AwaitingDecision` unless forced.
+"""Changing a thread's history between runs, each change under the thread's lease. Undo
+and fork start a new checkpoint from an older one (branches.py reads that tree); a change
+that would drop a pending request is refused with `AwaitingDecision` unless forced.
 """
 
 from __future__ import annotations
@@ -12,10 +8,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agent.compiled import parts_of
@@ -24,15 +20,12 @@ from graph.protocol.errors import AwaitingDecision, ImportRefused
 from graph.protocol.pauses import OutcomeUnknown
 from graph.protocol.threads import check_thread_id, thread_id_problem
 from graph.service import handover
-from graph.service.branches import ThreadTree, first_user
+from graph.service.branches import ThreadTree, first_user, forked
 from graph.service.leasing import ThreadLeases
 from graph.service.reads import ThreadReads, thread_config
-from graph.service.tool_info import ToolInfo
 from graph.service.transcript import export_json, export_markdown, read_export
 from graph.store.storage import Storage
 from graph.store.threads import first_user_text, title_of
-
-__all__ = ["ThreadHistory", "new_thread_id"]
 
 
 def new_thread_id() -> str:
@@ -46,30 +39,28 @@ class ThreadHistory:
     storage: Storage
     reads: ThreadReads
     leases: ThreadLeases
-    tool_info: ToolInfo
+    tools: Mapping[str, BaseTool]  # the compiled agent's, by name
 
     def __post_init__(self) -> None:
         self.tree = ThreadTree(self.agent, self.reads.reader)
 
     def rename(self, thread_id: str, title: str) -> None:
-        check_thread_id(thread_id)
-        self.storage.index.rename(thread_id, title.strip() or "Untitled")
+        self.storage.index.rename(check_thread_id(thread_id), title.strip() or "Untitled")
 
     def delete(self, thread_id: str) -> None:
         with self.leases.leased(thread_id, run=False):  # not under a live run: `RunInProgress`
             self.storage.delete_thread(thread_id)
 
     def undo(self, thread_id: str, force: bool = False) -> int:
-        """Move the thread head back to before its last user turn; how many messages
-        left the thread."""
+        """Move the head back to before the last user turn; how many messages left."""
         with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "undo", force)
-            last = _last_human(self.reads.messages(thread_id))
+            messages = reversed(self.reads.messages(thread_id))
+            last = next((m for m in messages if isinstance(m, HumanMessage)), None)
             return 0 if last is None else self._rewind(thread_id, last)
 
     def fork_point(self, thread_id: str, message_index: int, text: str) -> list[BaseMessage]:
-        """The thread's messages, when the user message at `message_index` may be
-        replaced by `text` (what `fork` checks before it takes the lease)."""
+        """The thread's messages, checked (before the lease) that the fork may be made."""
         if not text.strip():
             raise ValueError("a message cannot be empty")
         messages = self.reads.messages(thread_id)
@@ -87,8 +78,7 @@ class ThreadHistory:
         text: str,
         force: bool,
     ) -> None:
-        """Fork's history part, under the fork run's lease: move the head back to before
-        the user message at `message_index`, whose replacement `text` the run sends."""
+        """Under the fork run's lease: the head back to before message `message_index`."""
         self._refuse_if_paused(thread_id, "fork", force)
         self._rewind(thread_id, messages[message_index])
         self._follow_title(
@@ -98,24 +88,22 @@ class ThreadHistory:
         )
 
     def switch_branch(self, thread_id: str, message_id: str, force: bool = False) -> bool:
-        """Move the thread onto the branch of another version of one of its user
-        messages (`branches(...)[k].message_ids`), where that branch last ended a run.
-        Refused with `AwaitingDecision` while the thread waits for a decision, unless
-        `force` (the request is dropped; the branch stays in the checkpoints)."""
+        """Move the thread onto the branch of another version of one of its user messages."""
         with self.leases.leased(thread_id, run=False):
             self._refuse_if_paused(thread_id, "switching branches", force)
             before = self.reads.transcript(thread_id)
             if any(m.id == message_id for m in before):
                 return False  # already on it
-            versions = self.tree.versions(thread_id, before).values()
+            edges = self.tree.edges(thread_id)
+            versions = (
+                self.tree.versions(thread_id, before, edges).values() if forked(edges) else ()
+            )
             version = next((v for vs in versions for v in vs if v.message.id == message_id), None)
             if version is None:
                 raise ValueError(
                     f"message {message_id} is not a version of any message of thread {thread_id}"
                 )
-            end = cast(
-                RunnableConfig, self.tree.branch_end(thread_id, version)
-            )  # a snapshot's config
+            end = self.tree.branch_end(thread_id, version)
             self.agent.update_state(end, {"stop_reason": None}, as_node="finish")
             self.storage.index.touch(thread_id, status="idle")
             self._follow_title(
@@ -124,16 +112,11 @@ class ThreadHistory:
         return True
 
     def _follow_title(self, thread_id: str, old: str | None, new: str | None) -> None:
-        """A title taken from the first user message follows it to another version; a
-        title the person gave stays."""
+        # A title taken from the first user message follows it; one the person gave stays.
+        if old is None or new is None or old == new:
+            return
         info = self.storage.index.get(thread_id)
-        if (
-            old is not None
-            and new is not None
-            and old != new
-            and info is not None
-            and info.title == title_of(old)
-        ):
+        if info is not None and info.title == title_of(old):
             self.storage.index.rename(thread_id, title_of(new))
 
     def _refuse_if_paused(self, thread_id: str, what: str, force: bool) -> None:
@@ -154,10 +137,7 @@ class ThreadHistory:
         )
 
     def _rewind(self, thread_id: str, first_dropped: BaseMessage) -> int:
-        """Move the thread head back to where it was before `first_dropped` arrived: the
-        latest checkpoint without it that ended a run (or the thread's first). Found
-        by message id, so a compaction in between (which renumbers the history) does
-        not matter."""
+        """The head back to the latest run end without `first_dropped` (by id: compaction-proof)."""
         current = self.reads.messages(thread_id)
         ancestors = self.tree.head_path(thread_id)
         for snapshot in self.agent.get_state_history(thread_config(thread_id)):
@@ -180,18 +160,10 @@ class ThreadHistory:
         info = self.reads.thread(thread_id)
         title = info.title if info else thread_id
         if fmt == "json":
-            outputs = (
-                self.storage.outputs.for_thread(thread_id)
-                if self.storage.outputs is not None
-                else {}
-            )
-            return export_json(
-                thread_id,
-                title,
-                messages,
-                outputs,
-                handover.carried(self.storage, thread_id, self.reads.pending(thread_id)),
-            )
+            stored = self.storage.outputs
+            outputs = stored.for_thread(thread_id) if stored is not None else {}
+            carried = handover.carried(self.storage, thread_id, self.reads.pending(thread_id))
+            return export_json(thread_id, title, messages, outputs, carried)
         if fmt != "md":
             raise ValueError(f"unknown export format {fmt!r}; use md or json")
         return export_markdown(thread_id, title, messages)
@@ -199,22 +171,14 @@ class ThreadHistory:
     def import_thread(
         self, data: str | bytes | Mapping[str, Any], thread_id: str | None = None
     ) -> handover.Imported:
-        """The messages come back equal, with outputs stored aside, the journal and the
-        decision log as history: never a grant, a switch or an approval in force
-        (`dropped` says what stayed behind). A thread exported while paused waits again
-        (the same request, a new interrupt id). Its id: `thread_id`, else the exported
-        one unless taken here, else a new one. `ImportRefused`, writing nothing, when
-        the data is malformed, a call would lose its result, or one could run twice
-        (graph/service/handover.py)."""
+        """The thread back (handover.py), under `thread_id`, else its own unless taken."""
         exported = read_export(data)
         if thread_id is not None and self.reads.exists(thread_id):
             raise ImportRefused(f"thread {thread_id} already exists; import under another id")
         # A malformed exported id is never used (nor looked up): the import gets a new one.
-        exported_id = (
-            exported.thread_id
-            if exported.thread_id and thread_id_problem(exported.thread_id) is None
-            else None
-        )
+        exported_id = exported.thread_id
+        if exported_id is not None and thread_id_problem(exported_id) is not None:
+            exported_id = None
         taken = exported_id is not None and self.reads.exists(exported_id)
         if thread_id is None:
             thread_id = (exported_id if not taken else None) or new_thread_id()
@@ -222,7 +186,7 @@ class ThreadHistory:
         decisions, imported = handover.decisions_of(exported, thread_id)
         with self.leases.leased(thread_id, run=False):
             pause = handover.check(
-                self.storage, thread_id, exported, journal, decisions, taken, self.tool_info.tools
+                self.storage, thread_id, exported, journal, decisions, taken, self.tools
             )
             handover.restore(
                 self.agent, self.storage, thread_id, exported, journal, decisions, pause
@@ -235,8 +199,7 @@ class ThreadHistory:
         return imported
 
     def compact(self, thread_id: str) -> ev.Compacted | None:
-        """What the `Compaction` hook does past its threshold, now (also when automatic
-        compaction is off); None when nothing is old enough. Only between runs."""
+        """What the `Compaction` hook does past its threshold, now; None: nothing to do."""
         parts = parts_of(self.agent)
         hooks = parts.hooks if parts is not None else ()
         compaction = next((h for h in hooks if callable(getattr(h, "compact", None))), None)
@@ -261,7 +224,3 @@ class ThreadHistory:
             self.agent.update_state(config, update, as_node="finish")
             self.storage.index.touch(thread_id)
         return ev.Compacted(thread_id=thread_id, **counts)
-
-
-def _last_human(messages: list[BaseMessage]) -> BaseMessage | None:
-    return next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)

@@ -1,6 +1,5 @@
-"""The thread's run lease as a Session takes it (graph/store/leases.py holds the
-lease itself): one run or one change of a thread at a time, across processes.
-"""
+"""The thread's run lease (graph/store/leases.py) as a Session takes it: one run or
+one change of a thread at a time, across processes."""
 
 from __future__ import annotations
 
@@ -16,11 +15,7 @@ from graph.service.errors import describe_error, is_storage_error, storage_messa
 from graph.store.leases import Lease, kind_of_holder
 from graph.store.storage import Storage
 
-__all__ = ["ThreadLeases"]
-
-# How long a decision waits for a run that holds the thread but is not a decision: the
-# run that asked is ending (its card is out before its lease is released), or a
-# short change (undo, compact) is being made.
+# How long a decision waits for another holder: the run that asked, ending, or a change.
 DECIDE_WAIT_S = 5.0
 
 
@@ -30,12 +25,8 @@ class ThreadLeases:
     retry: Callable[[str], Any]  # starts a retry run of a thread (Session's `Retry`)
 
     def inbox(self, infos: list[ThreadInfo]) -> list[ThreadInfo]:
-        """The inbox's rows (`awaiting_approval`) as the leases show them. A run on a
-        pause whose lease is alive is deciding it now: left out; one whose holder is
-        gone was cut off by a crash: listed (its card is still pending). A run a crash
-        cut off in an approved call that never finished is continued at once to its
-        "outcome unknown" question (the call is asked about, never run again), so the
-        question is in the inbox as soon as anyone looks."""
+        """The inbox without pauses a live run is deciding; a run a crash cut off in an
+        approved call is first continued to its "outcome unknown" question."""
         leases, journal = self.storage.leases, self.storage.journal
         if leases is None:
             return infos
@@ -57,11 +48,7 @@ class ThreadLeases:
         ]
 
     def acquire(self, thread_id: str, *, deciding: bool = False) -> Lease | None:
-        """The thread's run lease (graph/store/leases.py). When `deciding`, a thread
-        another decision holds means this one came too late (a double click, another
-        tab or process): `AlreadyDecided`. Any other holder is waited for a moment
-        (the run that asked may still be ending), then refused as `RunInProgress`:
-        nobody decided anything."""
+        """The thread's run lease; a decision waits a moment for a run that is ending."""
         check_thread_id(thread_id)
         leases = self.storage.leases
         if leases is None:
@@ -85,8 +72,6 @@ class ThreadLeases:
                             "decided, try again when it ends"
                         ) from None
                     time.sleep(0.02)
-        except RunInProgress:
-            raise
         except Exception as exc:
             if not is_storage_error(exc):
                 raise
@@ -97,9 +82,7 @@ class ThreadLeases:
     def leased(
         self, thread_id: str, *, deciding: bool = False, run: bool = True
     ) -> Iterator[Lease | None]:
-        """The lease for a run about to start: released again only if starting fails
-        (the run releases it when it ends); with `run` False, for a change made here and
-        now (undo, compact, import), released at its end."""
+        """A run's lease (released here only if starting fails), or a change's (`run=False`)."""
         lease = self.acquire(thread_id, deciding=deciding)
         started = False
         try:

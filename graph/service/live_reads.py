@@ -1,19 +1,11 @@
-"""What `Session.messages()` sees while a run of the same Session is going, so a read
-agrees with the events already handed out.
-
-LangGraph saves a step's messages when the whole step is over (every parallel call of
-it), while nodes announce their work as it happens: a read at a `tool_finished` event
-would not find the result it announces. So the events that announce a message
-(`tool_finished`, `assistant_message`, `message_replaced`) and `turn_complete` are
-handed out once the node that emitted them has returned its update (LangGraph's
-`updates` stream, a moment later), and those updates' messages are kept per thread
-until the run ends, laid over the saved history by id on a read. A mid-run read may
-see a little more than the events said, never less; other Sessions and processes see
-the saved steps only.
+"""Reads during a run that agree with its events: LangGraph saves a step's messages
+when the step ends, so an event announcing a message waits for its node's update, and
+those updates are laid over the saved history on a read (more than the events said, never less).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -25,53 +17,41 @@ from graph.protocol import events as ev
 
 
 class LiveMessages:
-    """Per thread: the message updates of the run going on it, in order, and the
-    run's cancel switch."""
+    """Per thread: the message updates of its live run, in order, and its cancel switch."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, list[list[Any]]] = {}
-        self._cancels: dict[str, threading.Event] = {}
+        self._runs: dict[str, tuple[list[list[Any]], threading.Event]] = {}
 
     def begin(self, thread_id: str, cancel: threading.Event) -> None:
         with self._lock:
-            self._runs[thread_id] = []
-            self._cancels[thread_id] = cancel
+            self._runs[thread_id] = ([], cancel)
 
     def end(self, thread_id: str) -> None:
         with self._lock:
             self._runs.pop(thread_id, None)
-            self._cancels.pop(thread_id, None)
 
     def cancel(self, thread_id: str) -> bool:
-        """Ask the thread's live run to stop at its next safe point; False: none."""
         with self._lock:
-            cancel = self._cancels.get(thread_id)
-        if cancel is not None:
-            cancel.set()
-        return cancel is not None
+            run = self._runs.get(thread_id)
+        if run is not None:
+            run[1].set()
+        return run is not None
 
     def add(self, thread_id: str, messages: Sequence[Any]) -> None:
         with self._lock:
             if thread_id in self._runs:
-                self._runs[thread_id].append(list(messages))
+                self._runs[thread_id][0].append(list(messages))
 
     def read(self, thread_id: str, saved: list[BaseMessage]) -> list[BaseMessage]:
-        """The saved messages with the live run's updates laid over them."""
         with self._lock:
-            updates = [list(u) for u in self._runs.get(thread_id, ())]
-        if not updates:
-            return saved
-        result = list(saved)
-        for update in updates:
-            result = _lay_over(result, update)
-        return result
+            updates = [list(u) for u in self._runs.get(thread_id, ([], None))[0]]
+        return functools.reduce(_lay_over, updates, list(saved)) if updates else saved
 
 
 def _lay_over(messages: list[BaseMessage], update: list[Any]) -> list[BaseMessage]:
-    """`add_messages` that tolerates an update the saved list already has (the step
-    may be saved by the time it is read): missing ids are not an error, and a rewrite
-    (`REMOVE_ALL_MESSAGES` first) applies only when its messages are not there yet."""
+    """`add_messages` that tolerates an update already saved: missing ids are no error,
+    and a rewrite (`REMOVE_ALL_MESSAGES` first) applies only when not there yet."""
     ids = {m.id for m in messages}
     for i, m in enumerate(update):
         if isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES:
@@ -92,8 +72,7 @@ def _lay_over(messages: list[BaseMessage], update: list[Any]) -> list[BaseMessag
 
 
 class EventGate:
-    """One run's events, each handed out once the message it announces is in the
-    Session's live view (see the module doc)."""
+    """One run's events, each handed out once the message it announces is live."""
 
     def __init__(self, live: LiveMessages, thread_id: str) -> None:
         self.live = live
@@ -109,7 +88,6 @@ class EventGate:
         return [event]
 
     def update(self, chunk: Any) -> list[ev.Event]:
-        """A node's update arrived: keep its messages; hand out what waited for them."""
         if not isinstance(chunk, dict):
             return []
         arrived: list[Any] = []
@@ -120,24 +98,17 @@ class EventGate:
                     arrived += [messages] if isinstance(messages, BaseMessage) else list(messages)
         if arrived:
             self.live.add(self.thread_id, arrived)
-        return self._release(arrived)
+        calls = {m.tool_call_id for m in arrived if isinstance(m, ToolMessage)}
+        replies = {m.id for m in arrived if isinstance(m, AIMessage)}
+        # Out go the held events before the first still waiting (they keep their order).
+        waits = (i for i, e in enumerate(self._held) if _waits(e, calls, replies, bool(arrived)))
+        first = next(waits, len(self._held))
+        out, self._held = self._held[:first], self._held[first:]
+        return out
 
     def rest(self) -> list[ev.Event]:
         held, self._held = self._held, []
         return held
-
-    def _release(self, arrived: Sequence[Any]) -> list[ev.Event]:
-        calls = {m.tool_call_id for m in arrived if isinstance(m, ToolMessage)}
-        replies = {m.id for m in arrived if isinstance(m, AIMessage)}
-        out: list[ev.Event] = []
-        waiting: list[ev.Event] = []
-        for event in self._held:
-            # An event keeps its place behind one still waiting.
-            (waiting if waiting or _waits(event, calls, replies, bool(arrived)) else out).append(
-                event
-            )
-        self._held = waiting
-        return out
 
 
 def _waits(event: ev.Event, calls: set[str], replies: set[str | None], any_arrived: bool) -> bool:

@@ -1,5 +1,5 @@
-"""The chat model from settings: `ChatOpenAI` for any OpenAI-compatible server, any
-LangChain provider by a prefixed name ("anthropic:claude-…"), or the offline demo."""
+"""The chat model from settings: OpenAI-compatible, a LangChain provider by a prefixed
+name ("anthropic:claude-…"), or the offline demo."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
-from graph.agent.model_call import ModelOptions
 from graph.protocol.errors import ConfigError
 from graph.service.config import PROVIDER_PACKAGES, Settings, model_provider
 from graph.service.demo_model import DEMO_LABEL, DemoModel
@@ -40,12 +39,6 @@ def make_model(settings: Settings) -> BaseChatModel:
     )
 
 
-def model_options(settings: Settings) -> ModelOptions:
-    return ModelOptions(
-        max_retries=settings.model_max_retries, keep_reasoning=settings.keep_reasoning
-    )
-
-
 def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatModel:
     """`init_chat_model("provider:name")`; a missing package is a ConfigError naming it."""
     package = PROVIDER_PACKAGES[provider]
@@ -56,11 +49,9 @@ def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatMode
             f"[model] name {settings.model!r} names a provider, which needs the packages langchain and "
             f"{package}: install them (`uv add langchain {package}` or `pip install langchain {package}`)"
         ) from None
+    given = {"base_url": settings.base_url, "api_key": settings.api_key}
     kwargs: dict[str, Any] = {"temperature": settings.temperature}
-    if settings.base_url:
-        kwargs["base_url"] = settings.base_url
-    if settings.api_key:
-        kwargs["api_key"] = settings.api_key
+    kwargs.update((k, v) for k, v in given.items() if v)
     try:
         return init_chat_model(name, model_provider=provider, **kwargs)
     except ImportError:
@@ -94,5 +85,4 @@ def describe_model(settings: Settings) -> str:
         return f"{name} via {provider}{f' at {settings.base_url}' if settings.base_url else ''}"
     if settings.uses_demo_model:
         return DEMO_LABEL
-    where = settings.base_url or "OpenAI"
-    return f"{name} via {where}"
+    return f"{name} via {settings.base_url or 'OpenAI'}"

@@ -1,22 +1,6 @@
-"""A ping when a person must decide: a webhook told about every new pause.
-
-Whoever pauses a thread (web app, terminal, LangGraph Server, Studio, SDK, a raw
-graph), the saver announces it where it reaches storage (graph/store/delta_reads.py
-`announce_pause`); the notifier writes the ping to the outbox in the same database
-(graph/store/notifications.py), then POSTs JSON to the webhook:
-
-    {"event": "approval_required", "thread_id", "interrupt_id",
-     "calls": [{"tool_call_id", "name", "args", "risk"}], "risks": [...], "link"}
-
-signed with the shared secret (`X-Gatehouse-Signature: sha256=<HMAC-SHA256 of the
-body>`), the model's text with hidden characters escaped as the cards show it.
-
-At least once: every process with this webhook sends what is due, retries with
-backoff (0.5 s doubling, up to 5 minutes, `attempts` tries) and marks it delivered;
-a process that ends gives its due pings a few seconds, the rest wait in the outbox.
-Each pause is claimed once, so it pings once (`X-Gatehouse-Delivery` is its id).
-Gap: the outbox row is written right after the pause is saved, not in its
-transaction; a crash between the two loses that one ping.
+"""A webhook ping on every new pause: written to the database's outbox, then POSTed
+signed (`X-Gatehouse-Signature`), at least once, with backoff, by every process with
+the webhook. Gap: the outbox row is written after the pause is saved, not with it.
 """
 
 from __future__ import annotations
@@ -46,7 +30,6 @@ FLUSH_S = 3.0  # what a process that ends gives the pings due now
 
 
 def sign(secret: str, body: bytes) -> str:
-    """The signature header's value for `body`: what a receiver recomputes and compares."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
@@ -62,8 +45,7 @@ def shown(value: Any) -> Any:
 
 
 class WebhookNotifier:
-    """A pause listener (`saver.pause_listeners`) that writes pings to the outbox, and
-    the worker that delivers them."""
+    """A pause listener that writes pings to the outbox, and the worker that delivers them."""
 
     def __init__(self, settings: Settings, log: NotificationLog) -> None:
         if not settings.notify_webhook:
@@ -114,11 +96,6 @@ class WebhookNotifier:
             "created_at": time.time(),
         }
 
-    def deliver_due(self) -> None:
-        """One try of every ping due now (this process's and any other's)."""
-        for row in self.log.take_due(self.url, LEASE_S):
-            self._try(row)
-
     def _try(self, row: Notification) -> None:
         body = json.dumps(row.payload, ensure_ascii=False, default=str).encode()
         headers = {
@@ -140,7 +117,8 @@ class WebhookNotifier:
     def _run(self) -> None:
         while True:
             with suppress(Exception):  # a database hiccup: try again at the next wake
-                self.deliver_due()
+                for row in self.log.take_due(self.url, LEASE_S):  # any process's, due now
+                    self._try(row)
             if self._stop.is_set():
                 return
             wait = POLL_S
@@ -152,8 +130,7 @@ class WebhookNotifier:
             self._wake.clear()
 
     def close(self, timeout: float = FLUSH_S) -> None:
-        """Give the pings due now up to `timeout` seconds, then stop; the rest stay in
-        the outbox for the next process."""
+        """Give the pings due now up to `timeout` seconds, then stop."""
         self._stop.set()
         self._wake.set()
         self._worker.join(timeout)

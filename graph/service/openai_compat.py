@@ -1,9 +1,6 @@
-"""`ChatOpenAI` for OpenAI-compatible servers: keeps the reasoning they send.
-
-vLLM, SGLang, DeepSeek, Ollama and LM Studio send a reasoning model's thinking as
-`reasoning_content` (or `reasoning`) beside `content`; `ChatOpenAI` drops it. This
-subclass copies it into `additional_kwargs["reasoning_content"]`, where LangChain's
-provider packages put it and graph/agent/reasoning.py reads it.
+"""`ChatOpenAI` that keeps the `reasoning_content` (or `reasoning`) vLLM, SGLang,
+DeepSeek, Ollama and LM Studio send (`ChatOpenAI` drops it), in `additional_kwargs`
+where LangChain's provider packages put it and graph/agent/reasoning.py reads it.
 """
 
 from __future__ import annotations
@@ -21,18 +18,11 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 def _reasoning(fields: Any) -> str:
-    if not isinstance(fields, dict):
-        return ""
-    for name in REASONING_FIELDS:
-        value = fields.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+    values = (fields.get(name) for name in REASONING_FIELDS) if isinstance(fields, dict) else ()
+    return next((value for value in values if isinstance(value, str) and value), "")
 
 
 class ChatOpenAICompatible(ChatOpenAI):
-    """`ChatOpenAI` that keeps `reasoning_content` / `reasoning` from the server."""
-
     def _convert_chunk_to_generation_chunk(
         self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
     ) -> ChatGenerationChunk | None:

@@ -1,16 +1,6 @@
-"""One run of the agent: the `Run` a front end iterates (or starts in the background),
-and `drive`, the one pump that turns what the run streams into
-`graph.protocol.events` events, ending with `RunFinished`. The Session decides what a
-run starts from and holds the thread's lease; this module runs it.
-
-Why not LangGraph's `custom` stream for the run's own events: with `custom` (or
-`messages`) in its stream modes LangGraph runs every task of every step on a thread
-pool built for each run, with a second thread waiting on the stream, about a quarter
-of a short turn (BENCHMARKS.md); `messages` also scans the whole state at the start of
-every node. So `stream_run` streams only `updates` and takes the events nodes emit
-(graph/agent/emit.py) from a sink in the run's context; the whole run runs on one
-worker thread (graph/service/workers.py). LangGraph Server clients still get the
-events in `custom`.
+"""One run: the `Run` a front end iterates, and `drive`, the pump that turns it into
+events. Only `updates` are streamed, events come from a sink in the run's context:
+with `custom` or `messages` LangGraph builds a thread pool per run (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -20,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
+from dataclasses import KW_ONLY, dataclass, field
 from queue import SimpleQueue
 from typing import Any, cast
 
@@ -34,47 +25,35 @@ from graph.protocol import events as ev
 from graph.protocol.state_keys import STOP_KIND, STOP_REASON, stop_status
 from graph.protocol.threads import NOTICE_MARK
 from graph.service.errors import describe_error, storage_message
-from graph.service.live_reads import EventGate, LiveMessages
-from graph.service.reads import thread_config
+from graph.service.live_reads import EventGate
+from graph.service.reads import ThreadReads, thread_config
 from graph.service.workers import run_in_worker
 from graph.store.langgraph_private import INTERRUPT
 from graph.store.leases import Lease
-from graph.store.storage import Storage
-
-__all__ = ["Run", "drive"]
 
 
+@dataclass(eq=False)
 class Run:
-    """One run's events. Iterate it to drive the run here; or `start()` it to drive
-    it on a background thread that buffers its events, for pages that come and go
-    (Streamlit reruns its script on every click) and read them with `wait(cursor)`.
-    `status` is set at the end."""
+    """One run's events: iterated here, or `start()`ed on a thread that buffers them."""
 
-    def __init__(
-        self,
-        thread_id: str,
-        events: Iterator[ev.Event],
-        cancel: threading.Event | None = None,
-        *,
-        kind: str = "message",
-        user_text: str | None = None,
-    ) -> None:
-        self.thread_id = thread_id
-        self.kind = kind
-        # The message that started it (not yet in the thread's history at start).
-        self.user_text = user_text
-        # Messages the thread had before the run: where a page draws the live run.
-        self.base_messages: int | None = None
-        self.status: ev.RunStatus | None = None
-        # The run's last event: its status, and its final reply (`text`, `message_id`).
-        self.finished: ev.RunFinished | None = None
-        self.started_at = time.time()
-        self.events: list[ev.Event] = []  # buffered, when started in the background
-        self._events = events
-        self._cancel = cancel or threading.Event()
-        self._changed = threading.Condition()
-        self._done = threading.Event()
-        self._listener: Callable[[ev.Event | None], object] | None = None
+    thread_id: str
+    _events: Iterator[ev.Event]
+    _cancel: threading.Event = field(default_factory=threading.Event)
+    _: KW_ONLY
+    kind: str = "message"
+    # The message that started it (not yet in the thread's history at start).
+    user_text: str | None = None
+    # Messages the thread had before the run: where a page draws the live run.
+    base_messages: int | None = field(default=None, init=False)
+    status: ev.RunStatus | None = field(default=None, init=False)
+    # The run's last event: its status, and its final reply (`text`, `message_id`).
+    finished: ev.RunFinished | None = field(default=None, init=False)
+    started_at: float = field(default_factory=time.time, init=False)
+    # Buffered, when started in the background.
+    events: list[ev.Event] = field(default_factory=list, init=False)
+    _changed: threading.Condition = field(default_factory=threading.Condition, init=False)
+    _done: threading.Event = field(default_factory=threading.Event, init=False)
+    _listener: Callable[[ev.Event | None], object] | None = field(default=None, init=False)
 
     def __iter__(self) -> Iterator[ev.Event]:
         for event in self._events:
@@ -91,15 +70,12 @@ class Run:
         return list(self)
 
     def result(self) -> ev.Done:
-        """What an operation that starts no run did: its one event."""
         done = next(iter(self))
         assert isinstance(done, ev.Done), done
         return done
 
-    # -- in the background ---------------------------------------------------------
     def start(self, listener: Callable[[ev.Event | None], object] | None = None) -> Run:
-        """Drive the run on a background thread; its events collect in `events` and go to
-        `listener` as they come (None after the last)."""
+        """Drive the run on a thread; each event also to `listener` (None after the last)."""
         self._listener = listener
         threading.Thread(
             target=self._drive, name=f"gatehouse-run-{self.thread_id[:8]}", daemon=True
@@ -149,9 +125,7 @@ class Run:
 
 
 def drive(
-    agent: CompiledStateGraph[Any, Any, Any, Any],
-    storage: Storage,
-    live: LiveMessages,
+    reads: ThreadReads,
     thread_id: str,
     payload: Any,
     *,
@@ -161,9 +135,8 @@ def drive(
     lease: Lease | None = None,
     auto_approve: threading.Event | None = None,
 ) -> Iterator[ev.Event]:
-    """The events of one run of `agent` on the thread from `payload` (its input: a
-    message, a `Command`, or None to continue), ending with `RunFinished`. Releases
-    `lease` when the run is over, before the last events."""
+    """The events of one run, ending with `RunFinished`; `lease` released before them."""
+    agent, storage, live = reads.agent, reads.storage, reads.live
     index = storage.index
     if lease is not None:
         lease.start_renewing()
@@ -185,8 +158,7 @@ def drive(
                     continue
                 seen.see(chunk)
                 yield from gate.update(chunk)
-                # Announce a pause only once the run is over and the pause saved (the
-                # lease too is free by then): a client may answer it at once, elsewhere.
+                # Announced once saved and the lease free: it may be answered at once.
                 held += [
                     ev.ApprovalRequired(thread_id=thread_id, interrupt_id=i.id, request=i.value)
                     for i in (chunk.get(INTERRUPT, ()) if isinstance(chunk, dict) else ())
@@ -195,8 +167,7 @@ def drive(
             status, reason = outcome(
                 agent, thread_id, paused=bool(held), seen=seen if kind != "retry" else None
             )
-            # Gatehouse's saver wrote a pause or a plain end with the checkpoint that
-            # ended the run: the same row written again would cost a commit (issue 58).
+            # Gatehouse's saver wrote a pause or a plain end already (issue 58).
             if not (
                 reason is None
                 and status in ("awaiting_approval", "completed")
@@ -219,13 +190,13 @@ def drive(
             message, error_kind, retryable = describe_error(exc)
             if error_kind == "storage":
                 message = storage_message(exc, message, storage.location)
-            # The storage that just failed may refuse this too; the error says why.
+            # May fail too; a run that failed before its answer was saved still awaits.
             with suppress(Exception):
-                # A run that failed before its answer was saved leaves the pause pending
-                # (and in the inbox): awaiting again, with the reason.
-                failed = (
-                    "awaiting_approval" if still_paused(agent, storage, thread_id) else "failed"
-                )
+                if reads.reader is not None:
+                    paused = reads.reader.pending(thread_id) is not None
+                else:
+                    paused = bool(agent.get_state(thread_config(thread_id)).interrupts)
+                failed = "awaiting_approval" if paused else "failed"
                 index.touch(thread_id, status=failed, reason=message)
             final = [
                 *gate.rest(),
@@ -236,20 +207,10 @@ def drive(
             ]
     finally:
         live.end(thread_id)  # the run's steps are saved (or it failed)
-        # Released before the last events: a client that reacts to them at once
-        # (approves, sends again) must find the thread free.
+        # Before the last events: a client that reacts at once must find it free.
         if lease is not None:
             lease.release()
     yield from final
-
-
-def still_paused(
-    agent: CompiledStateGraph[Any, Any, Any, Any], storage: Storage, thread_id: str
-) -> bool:
-    reader = storage.reader
-    if reader is not None and agent.checkpointer is storage.checkpointer:
-        return reader.pending(thread_id) is not None
-    return bool(agent.get_state(thread_config(thread_id)).interrupts)
 
 
 def outcome(
@@ -259,9 +220,7 @@ def outcome(
     paused: bool,
     seen: _Seen | None,
 ) -> tuple[str, str | None]:
-    """How the run ended. From what the run streamed when that is enough (a pause,
-    or the stop keys a new message or a resumed review starts from: unset), else
-    from the saved state."""
+    """How the run ended: from what it streamed (`seen`), else from the saved state."""
     if paused:
         return "awaiting_approval", None
     if seen is not None:
@@ -276,21 +235,19 @@ def outcome(
     return "completed", None
 
 
+@dataclass
 class _Seen:
-    """What a run's `updates` say: the last `stop_reason` / `stop_kind` its nodes
-    wrote, and the model's last reply (the run's final text)."""
+    """The last stop keys a run's `updates` wrote, and the model's last reply."""
 
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-        self.reply: AIMessage | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    reply: AIMessage | None = None
 
     def see(self, chunk: Any) -> None:
         for node, update in chunk.items() if isinstance(chunk, dict) else ():
             if not isinstance(update, dict):
                 continue
             self.values.update({k: update[k] for k in STOP_KEYS if k in update})
-            # The model node's update holds its reply last among its AI messages when it
-            # called the model (it may also carry a hook's messages: a compacted history).
+            # Its reply is the last AI message (a hook may add others before it).
             if node == "model" and update.get("run_model_calls"):
                 replies = [
                     m
@@ -313,17 +270,11 @@ def stream_run(
     config: RunnableConfig,
     context: RunContext,
 ) -> Iterator[tuple[str, Any]]:
-    """One run of `agent` from `payload`, as `("updates", chunk)` and `(EVENT, event)`
-    pairs in the order they happen. The run goes on in a worker thread; an error it
-    raises is raised here. As with LangGraph's own stream, a step starts only once the
-    caller has taken the previous step's update and asked for more: what the caller
-    does on an event (a cancel, a person's Stop) is seen by the next step. Closing the
-    iterator early stops the run after the step under way and returns once it has
-    stopped.
-
-    `durability="sync"`: each step's checkpoint is written before the next step starts,
-    not handed to a background thread: no step's result can be lost to a crash after
-    the next one began, and it is also faster here than the thread handoff."""
+    """One run as `("updates", chunk)` and `(EVENT, event)` pairs, run on a worker thread
+    (its error raised here). As in LangGraph's own stream, a step starts only once the caller
+    asked past the previous update, so a cancel is seen by the next step; closing early stops
+    the run after the step under way. `durability="sync"`: no step's result can be lost to a
+    crash after the next one began, and it is faster here than the thread handoff."""
     items: SimpleQueue[tuple[str, Any]] = SimpleQueue()
     context.send_events_to(lambda event: items.put((EVENT, event)))
     stop = threading.Event()
@@ -362,7 +313,6 @@ def stream_run(
     finally:
         stop.set()
         taken.release()  # a worker waiting for the caller goes on, to see `stop`
-        # Not when this iterator is finalised on the worker itself (the garbage collector
-        # may run anywhere): it would wait for its own thread.
+        # Not when finalised on the worker itself (by the GC): it would wait for itself.
         if threading.get_ident() not in worker:
             stopped.wait()

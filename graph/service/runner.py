@@ -1,26 +1,20 @@
-"""Runs that live outside a UI script run: Streamlit re-executes its script on every
-click, so the `Runner` (one per server process) starts each run in the background
-(`Run.start`) and any page (after a click, a refresh, a new tab) attaches to the live
-run and reads its buffered events. One active run per thread in this process (the run
-lease keeps it one across processes). Its one way in is `submit`, as `Session.submit`.
-
-A message sent while a run is active is queued in the thread's database
-(graph/store/queued.py) and sent, oldest first, each time a run on the thread
-completes. A run that did not complete (stopped, paused, failed) leaves the queue as
-it is: after Stop the person decides (`send_queued` or `discard`).
+"""Runs that outlive a Streamlit script run, one active per thread, which any page
+attaches to. A message sent meanwhile is queued in the database and sent when a run
+completes; after one that did not, the person decides (`send_queued`, `discard`).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 
+from graph.protocol import events as ev
 from graph.protocol.errors import DecisionError, RunInProgress
 from graph.protocol.operations import Fork, Operation, RunOperation, RunOptions, SendMessage
 from graph.service.session import Run, Session
 from graph.store.queued import QueuedMessage, QueuedMessages
-
-__all__ = ["QueuedMessage", "Runner"]
 
 # How long `next_run` waits for the Runner to have looked at the queue after a run ended.
 SETTLE_S = 10.0
@@ -33,9 +27,7 @@ class Runner:
         self._runs: dict[str, Run] = {}
         # Set once the run's end has been handled (the queue's next message started).
         self._settled: dict[str, tuple[Run, threading.Event]] = {}
-        # The run options of messages queued in this process, by message id: the next
-        # message goes out as the person who typed it (a restart falls back to the
-        # session's own options).
+        # Queued messages' run options, by id: each goes out as the person who typed it.
         self._options: dict[str, RunOptions | None] = {}
 
     @property
@@ -57,11 +49,8 @@ class Runner:
         return self._start(thread_id, lambda: self.session.submit(operation, options), base=base)
 
     def send(self, thread_id: str, text: str, options: RunOptions | None = None) -> Run | None:
-        """A person's message: sent now (its Run), or queued (None) while a run is active
-        on the thread; after messages queued before it, it is queued and the oldest sent.
-        A run of another process on the thread: queued, and `RunInProgress` raised.
-        A database that cannot be written raises its error within seconds
-        (`StorageError`, graph/store/sqlite.py's QUICK_BUSY_MS) and nothing is queued."""
+        """A person's message: sent now (its Run), or queued (None) behind a run or other
+        messages; behind another process's run, queued and `RunInProgress` raised."""
         queue = self._queue
         if queue is None:
             return self.submit(SendMessage(thread_id, text), options)
@@ -77,12 +66,11 @@ class Runner:
             return None if self.active(thread_id) is not None else self._send_next(thread_id)
 
     def queued(self, thread_id: str) -> list[QueuedMessage]:
-        """The thread's messages waiting to be sent, oldest first."""
         queue = self._queue
         return queue.waiting(thread_id) if queue is not None else []
 
     def send_queued(self, thread_id: str, message_id: str) -> Run | None:
-        """Send one queued message now (the person's "Send now"); None when it is gone."""
+        """The person's "Send now"; None when the message is gone."""
         with self._lock:
             if self.active(thread_id) is not None:
                 raise RunInProgress("a run is active on this thread: the message is sent after it")
@@ -90,15 +78,12 @@ class Runner:
             return self._send(thread_id, wanted[0]) if wanted else None
 
     def discard(self, thread_id: str, message_id: str) -> bool:
-        """Drop a queued message unsent; False when it was sent or dropped already."""
         queue = self._queue
         self._options.pop(message_id, None)
         return queue is not None and queue.take(thread_id, message_id)
 
     def next_run(self, run: Run) -> Run | None:
-        """After `run` has ended: the run the Runner started next on its thread (the
-        queue's next message), or None. Waits (up to SETTLE_S) until the Runner has
-        looked at the queue, so a page that follows runs misses none."""
+        """The run started after `run` on its thread, once the queue was looked at, or None."""
         handled = self._settled.get(run.thread_id)
         if handled is not None and handled[0] is run:
             handled[1].wait(SETTLE_S)
@@ -109,7 +94,6 @@ class Runner:
         return run if run is not None and not run.done else None
 
     def latest(self, thread_id: str) -> Run | None:
-        """The live run, or the last one that ran in this process."""
         return self._runs.get(thread_id)
 
     def _start(self, thread_id: str, make: Callable[[], Run], base: int | None = None) -> Run:
@@ -119,34 +103,24 @@ class Runner:
                     f"a run is already active on thread {thread_id}; wait for it or stop it"
                 )
             count = len(self.session.view(thread_id).messages) if base is None else base
-            # Validation errors (a bad decision, a pending approval) raise here, in
-            # the caller, before any background work starts.
+            # Validation errors raise here, in the caller, before any background work.
             run = make()
             run.base_messages = count
             self._runs[thread_id] = run
             settled = threading.Event()
             self._settled[thread_id] = (run, settled)
-        run.start()
-        threading.Thread(
-            target=self._after,
-            args=(run, settled),
-            name=f"gatehouse-queue-{thread_id[:8]}",
-            daemon=True,
-        ).start()
-        return run
+        # After its last event, on the run's thread: the queue's next message.
+        return run.start(functools.partial(self._after, run, settled))
 
-    def _after(self, run: Run, settled: threading.Event) -> None:
-        """When `run` ends: a completed run sends the thread's next queued message."""
-        try:
-            run.join()
-            if run.status == "completed":
-                with self._lock:
-                    if self.active(run.thread_id) is None:
-                        self._send_next(run.thread_id)
-        except Exception:  # noqa: BLE001 - the message stays queued, in view with "Send now"
-            pass
-        finally:
-            settled.set()
+    def _after(self, run: Run, settled: threading.Event, event: ev.Event | None) -> None:
+        if event is not None:
+            return
+        if run.status == "completed":
+            # A failure leaves the message queued, in view with "Send now".
+            with suppress(Exception), self._lock:
+                if self.active(run.thread_id) is None:
+                    self._send_next(run.thread_id)
+        settled.set()
 
     def _send_next(self, thread_id: str) -> Run | None:
         for message in self.queued(thread_id):
@@ -155,8 +129,7 @@ class Runner:
         return None
 
     def _send(self, thread_id: str, message: QueuedMessage) -> Run | None:
-        """Take `message` from the queue and start its run; None when another process
-        took it first. A message that cannot start is put back, in its place."""
+        """Start `message`'s run (None: taken elsewhere); put back when it cannot start."""
         queue = self._queue
         assert queue is not None
         if not queue.take(thread_id, message.id):

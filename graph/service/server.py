@@ -1,10 +1,6 @@
 """What LangGraph Server and Studio load (langgraph.json): the agent, and the
-checkpointer that keeps its threads in Gatehouse's own database (`GATEHOUSE_DB`), with
-the same journal and decision log as every other front end.
-
-The agent is built at import: LangGraph Server calls a graph factory inside its
-event loop, where `langgraph dev` refuses blocking calls (reading settings, opening
-the database). Settings come from the environment and `.env` in the project root.
+checkpointer on Gatehouse's own database (`GATEHOUSE_DB`). Built at import: a graph
+factory runs inside the server's loop, where `langgraph dev` refuses blocking calls.
 """
 
 from __future__ import annotations
@@ -23,8 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 load_env_file(PROJECT_ROOT / ".env")
-# Who decided is the server's authenticated user (graph/service/server_auth.py), never
-# the `gatehouse_actor` / `gatehouse_source` a client puts in its config.
+# Who decided is the server's authenticated user, never what a client's config says.
 identity_from_server()
 _settings = load_settings()
 _storage = shared_storage(_settings.db)
@@ -35,7 +30,6 @@ agent, _tools, _closers = build_agent(
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[ThreadedSaver]:
-    """The server's checkpointer: Gatehouse's saver on the database `GATEHOUSE_DB` names."""
     settings = load_settings()
     storage = shared_storage(settings.db)
     # Pauses of server runs ping the [notify] webhook like every other client's.

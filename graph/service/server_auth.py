@@ -1,17 +1,7 @@
-"""LangGraph Server's sign-in (langgraph.json `"auth"`): every request carries a
-credential, and the authenticated user is who the decision log names.
-
-Accepted: `Authorization: Bearer <key>` or `X-Api-Key: <key>`, the key being this
-install's secret (the local user) or one of `[access] api_keys`; with `[access] web
-= "proxy"`, the proxy's user header proven by `X-Gatehouse-Proxy-Secret`.
-langgraph.json sets `disable_studio_auth: true`: otherwise `langgraph dev` lets in
-any request that says `x-auth-scheme: langsmith`, unchecked.
-
-A thread belongs to who made it (`owner`; the web app's and the terminal's: their
-owner, else the local user). Others cannot read, post in or decide it, unless a tool
-lists them among its `approvers`: they may read threads and answer their pauses, and
-the one door (graph/agent/authority.py) lets them decide only their tools' calls. A
-thread id someone else uses, or a deleted thread's, is never given out again.
+"""LangGraph Server's sign-in (langgraph.json `"auth"`, with `disable_studio_auth`:
+else `x-auth-scheme: langsmith` gets in unchecked): a key, or a proxy's user header
+proven by its secret. A thread is its maker's; a tool's `approvers` may read threads
+and answer pauses. A thread id in use, or a deleted thread's, is never given again.
 """
 
 from __future__ import annotations
@@ -74,16 +64,12 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
     return {"identity": identity, "display_name": identity, "is_authenticated": True}
 
 
-# -- who may touch a thread --------------------------------------------------------------
-def _approvers() -> list[str]:
-    try:
-        policy = Policy.from_mapping(_SETTINGS.policy)
-    except ValueError:
-        return []  # the agent refuses to start with this policy anyway
-    return [a for tool in policy.tools.values() for a in tool.approvers]
-
-
-_APPROVERS = _approvers()
+try:
+    _APPROVERS = [
+        a for t in Policy.from_mapping(_SETTINGS.policy).tools.values() for a in t.approvers
+    ]
+except ValueError:
+    _APPROVERS = []  # the agent refuses to start with this policy anyway
 
 
 def _approver(user: str) -> bool:
@@ -120,15 +106,8 @@ def _refuse(detail: str) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=403, detail=detail)
 
 
-def _begin(thread_id: str, user: str) -> None:
-    decisions = _storage().decisions
-    if decisions is not None:
-        decisions.begin_life(thread_id, user)
-
-
 async def _claim(thread_id: Any, user: str) -> None:
-    """A new thread under `thread_id` for `user`: refused for an id that is someone
-    else's, or was a deleted thread's (its grants and approvals must not come back)."""
+    """A new thread for `user`: refused for someone else's id or a deleted thread's."""
     if not thread_id:
         return
     tid = str(thread_id)
@@ -137,8 +116,9 @@ async def _claim(thread_id: Any, user: str) -> None:
         raise _refuse(f"thread id {tid} belonged to a deleted thread; it is not given out again")
     if _someone_else(owner, user):
         raise _refuse(f"thread {tid} belongs to someone else")
-    if owner is None:  # recorded in the decision log, chained: the thread is theirs
-        await asyncio.to_thread(_begin, tid, user)
+    decisions = _storage().decisions
+    if owner is None and decisions is not None:  # in the decision log, chained: theirs
+        await asyncio.to_thread(decisions.begin_life, tid, user)
 
 
 @auth.on.threads.create
@@ -155,15 +135,13 @@ async def on_thread_create(
 async def on_run(
     ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate
 ) -> dict[str, str] | None:
-    """The owner runs their thread; an approver may only answer a pause of someone
-    else's (a `resume`, nothing else), as a visitor the graph checks per tool."""
+    """The owner runs their thread; an approver may only answer someone else's pause."""
     user = ctx.user.identity
     tid = value.get("thread_id")
     owner = await _owner(tid)
     run = cast(dict[str, Any], value)
     kwargs = run.setdefault("kwargs", {})
-    config = kwargs.setdefault("config", None) or {}
-    kwargs["config"] = config
+    config = kwargs["config"] = kwargs.get("config") or {}
     visitor = _someone_else(owner, user)
     # Written over whatever the client put there: the graph reads it (graph/agent/emit.py).
     config.setdefault("configurable", {})[VISITOR_KEY] = user if visitor else ""
@@ -187,8 +165,7 @@ async def on_run(
 
 @auth.on.threads
 async def on_thread(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] | None:
-    """Read, search, update (a state update: "mark as resolved"), delete: the owner's;
-    an approver may read any thread, and resolve one (graph/agent/resolve.py)."""
+    """The owner's; an approver may read any thread, and resolve one (resolve.py)."""
     user = ctx.user.identity
     if ctx.action in ("read", "search") and _approver(user):
         return None

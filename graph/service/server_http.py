@@ -1,43 +1,28 @@
-"""The address checks in front of LangGraph Server (langgraph.json `"http": {"app"}`):
-`Host` must name this server and a browser's `Origin` must be Studio's or a configured
-one, before CORS, the private-network preflight answer or any route.
-
-`langgraph dev` answers every preflight with `Access-Control-Allow-Private-Network:
-true`, which lets public sites reach a loopback server; this middleware runs outside
-LangGraph's own, so a foreign origin (or a DNS-rebinding `Host`) gets nothing. So the
-origins are decided here (`[access] server_origins` and `origins`), and
-langgraph.json's CORS admits every origin that gets this far.
-
-`/info` is open in LangGraph (no auth handler runs) and is Agent Chat UI's connection
-check, which a wrong key passed: here it needs a valid key like every other route.
+"""Address checks in front of LangGraph Server (langgraph.json `"http"`), outside its
+CORS (which admits any origin that gets this far; `langgraph dev` allows private-network
+preflights): a foreign `Host` or `Origin` gets nothing; `/info` needs a key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
 from graph.service.config import load_settings
 from graph.service.server_auth import identity_for
 from graph.service.server_sync import thread_sync
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 PNA_REQUEST = "access-control-request-private-network"
 # LangGraph's routes that answer without its auth handler and say more than "up".
 KEYED_OPEN_ROUTES = frozenset({"/info"})
 
 
 def server_origins(access: Access) -> list[str]:
-    """Browser origins the server answers: Studio's, `[access] server_origins`, and
-    the web app's own trusted `[access] origins` (one setting serves both)."""
+    """Studio's origin, `[access] server_origins` and `origins`."""
     named = (origin_of(o) for o in (*access.server_origins, *access.origins))
     return [STUDIO_ORIGIN, *dict.fromkeys(o for o in named if o != STUDIO_ORIGIN)]
 
@@ -45,9 +30,7 @@ def server_origins(access: Access) -> list[str]:
 class AddressCheck:
     """ASGI middleware: 403 for a foreign `Host` or `Origin`, HTTP and WebSocket."""
 
-    def __init__(
-        self, app: Callable[[Scope, Receive, Send], Awaitable[None]], access: Access
-    ) -> None:
+    def __init__(self, app: ASGIApp, access: Access) -> None:
         self.app = app
         self.hosts = access.allowed_hosts()
         self.origins = set(server_origins(access))
@@ -62,61 +45,44 @@ class AddressCheck:
             host = headers.get("host", "")
             origin = headers.get("origin")
             if host_name(host) not in self.hosts:
-                await _refuse(scope, send, "this server does not answer to that address")
+                await _refuse(scope, receive, send, "this server does not answer to that address")
                 return
             if (
                 origin is not None
                 and origin_of(origin) not in self.origins
-                and not _same_origin(origin, host)
+                and origin_of(origin).partition("://")[2] != host.strip().lower()
             ):
-                await _refuse(scope, send, "this server does not accept requests from that site")
+                await _refuse(
+                    scope, receive, send, "this server does not accept requests from that site"
+                )
                 return
             if (
                 scope.get("path") in KEYED_OPEN_ROUTES
                 and scope.get("method") != "OPTIONS"
                 and identity_for(headers) is None
             ):
-                await _refuse(scope, send, "this server needs a valid key", status=401)
+                await _refuse(scope, receive, send, "this server needs a valid key", status=401)
                 return
             if origin is not None and PNA_REQUEST in headers:
-                # An allowed origin's private-network preflight: Starlette's CORS would
-                # refuse it; LangGraph's own middleware (allowed origins only) answers it.
+                # Starlette's CORS would refuse a private-network preflight; LangGraph's answers.
                 scope["headers"] = [
                     (k, v) for k, v in scope["headers"] if k.lower() != PNA_REQUEST.encode()
                 ]
         await self.app(scope, receive, send)
 
 
-def _same_origin(origin: str, host: str) -> bool:
-    given = origin_of(origin)
-    return bool(given) and given.split("://", 1)[1] == host.strip().lower()
-
-
-async def _refuse(scope: Scope, send: Send, text: str, status: int = 403) -> None:
+async def _refuse(scope: Scope, receive: Receive, send: Send, text: str, status: int = 403) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008})
-        return
-    body = f"Gatehouse: {text}.".encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    else:
+        await PlainTextResponse(f"Gatehouse: {text}.", status)(scope, receive, send)
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
-    # The one door's refusal (graph/agent/authority.py), e.g. of "mark as resolved":
-    # the client learns why, with 403, not a bare 500.
+    # The one door's refusal (authority.py): the client learns why, with 403, not 500.
     return JSONResponse({"detail": str(exc)}, status_code=403)
 
 
-# The lifespan follows Gatehouse's thread index into the server's thread list (server_sync.py).
 # LangGraph Server keeps this app's exception handlers over its own.
 app = Starlette(
     middleware=[Middleware(AddressCheck, access=load_access(load_settings().access))],

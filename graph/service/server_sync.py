@@ -1,13 +1,6 @@
-"""Every Gatehouse thread on `langgraph dev`, with its true status (issue 33, items 1–2).
-
-LangGraph Server keeps its own thread list beside the checkpoints: a thread the web
-app or the terminal made is unknown to it (404), and one decided elsewhere keeps the
-status the server last set. The truth is Gatehouse's thread index, so this lifespan
-task (langgraph.json `http.app`) follows it: each changed row is put in the server's
-list (dashed-UUID ids only) with its status, values and interrupts, unless the server
-runs it itself; a deleted row is taken out. Only the in-memory runtime of `langgraph
-dev` is synced (the licensed Postgres runtime keeps its own list, docs/deploy.md).
-LangGraph's private names used here live in this module only.
+"""Every Gatehouse thread on `langgraph dev` with its true status (issue 33): a lifespan
+task follows the thread index into the in-memory server's own thread list (which knows
+nothing made or decided elsewhere). LangGraph's private names stay in this module.
 """
 
 from __future__ import annotations
@@ -23,6 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
+try:  # only `langgraph dev`'s in-memory runtime is synced
+    from langgraph_runtime_inmem.database import connect
+    from langgraph_runtime_inmem.ops import Threads
+except ImportError:
+    connect = None
 
 log = logging.getLogger(__name__)
 INTERVAL_S = 1.0
@@ -43,23 +41,16 @@ class ThreadSync:
 
     def __init__(self, db: str) -> None:
         from graph.service.app import server_saver, shared_storage
+        from graph.service.server import agent
 
         storage = shared_storage(db)
         self.index = storage.index
         self.saver = server_saver(storage)
+        self.graph = agent.copy(update={"checkpointer": self.saver})
         self.seen: dict[str, float] = {}
         self._checked: dict[str, Any] = {}
-        self._graph: Any = None
-
-    def graph(self) -> Any:
-        if self._graph is None:
-            from graph.service.server import agent
-
-            self._graph = agent.copy(update={"checkpointer": self.saver})
-        return self._graph
 
     async def tick(self) -> int:
-        """One pass: the threads whose index row changed since the last; how many."""
         rows = await asyncio.to_thread(self.index.list, limit=1000)
         changed = [r for r in rows if self.seen.get(r.thread_id) != r.updated_at]
         count = 0
@@ -70,10 +61,7 @@ class ThreadSync:
         return count + await self.still_waiting()
 
     async def drop_deleted(self, indexed: set[str]) -> int:
-        """Threads deleted elsewhere leave the server's list too: one of this graph that
-        has run, is not running, and has neither an index row nor a checkpoint left."""
-        from langgraph_runtime_inmem.database import connect
-
+        """Threads of this graph deleted elsewhere (no index row, no checkpoint) leave too."""
         async with connect() as conn:
             busy = _busy(conn)
             candidates = [
@@ -101,11 +89,7 @@ class ThreadSync:
         return self.saver.get_tuple(config) is None
 
     async def still_waiting(self) -> int:
-        """Threads the server marked "error" after a refused answer while the pause
-        stands: "interrupted" again (an inbox lists them as waiting). Threads it marked
-        from a cancelled run's last step that have since ended: the index's status."""
-        from langgraph_runtime_inmem.database import connect
-
+        """Threads marked "error" whose pause stands, or "interrupted" that have since ended."""
         async with connect() as conn:
             errored = [
                 t
@@ -120,7 +104,7 @@ class ThreadSync:
             self._checked[tid] = thread.get("updated_at")
             if thread["thread_id"] in busy:
                 continue
-            state = await self.graph().aget_state({"configurable": {"thread_id": tid}})
+            state = await self.graph.aget_state({"configurable": {"thread_id": tid}})
             if state.interrupts:
                 if thread["status"] == "error":
                     thread.update(status="interrupted", interrupts=_interrupts(state))
@@ -136,13 +120,10 @@ class ThreadSync:
         return fixed
 
     async def sync_one(self, row: Any) -> bool:
-        from langgraph_runtime_inmem.database import connect
-        from langgraph_runtime_inmem.ops import Threads
-
         tid = server_thread_id(row.thread_id)
         if tid is None:
             return False
-        state = await self.graph().aget_state({"configurable": {"thread_id": row.thread_id}})
+        state = await self.graph.aget_state({"configurable": {"thread_id": row.thread_id}})
         async with connect() as conn:
             threads = conn.store["threads"]
             thread = next((t for t in threads if t["thread_id"] == tid), None)
@@ -159,12 +140,10 @@ class ThreadSync:
                 if thread is None:
                     return False
             if tid in _busy(conn):
-                # The server runs it: its own status is the true one until the run ends
-                # (a cancelled run's last write comes while it winds down): seen again then.
+                # The server runs it: its own status is true until the run ends.
                 self.seen.pop(row.thread_id, None)
                 return False
-            # The row's own time (when it paused, else its last change), not the sync's:
-            # Agent Inbox dates each row by it, and a server start synced them all at once.
+            # The row's own time, not the sync's: Agent Inbox dates each row by it.
             now = datetime.fromtimestamp(row.pending_since or row.updated_at, UTC)
             thread.update(
                 status="interrupted" if state.interrupts else STATUS.get(row.status, "idle"),
@@ -183,7 +162,6 @@ def _busy(conn: Any) -> set[Any]:
 
 
 def _interrupts(state: Any) -> dict[str, list[dict[str, Any]]]:
-    """A state's pending interrupts as the server's thread list keeps them."""
     return {
         t.id: [{"value": i.value, "id": i.id} for i in t.interrupts]
         for t in state.tasks
@@ -193,41 +171,28 @@ def _interrupts(state: Any) -> dict[str, list[dict[str, Any]]]:
 
 @functools.cache
 def _local_owner() -> str:
-    """Who owns a thread the web app or the terminal made with no owner named."""
     from graph.service.access import load_access
     from graph.service.config import load_settings
 
     return load_access(load_settings().access).local_identity()
 
 
-def _inmem() -> bool:
-    try:
-        import langgraph_runtime_inmem.ops  # noqa: F401
-    except ImportError:
-        return False
-    return True
+async def _follow() -> None:
+    from graph.service.config import load_settings
+
+    # Opening the database and building the agent block: not on the server's loop.
+    sync = await asyncio.to_thread(lambda: ThreadSync(load_settings().db))
+    while True:
+        try:
+            await sync.tick()
+        except Exception:  # noqa: BLE001 - a bad pass must not stop the next
+            log.exception("gatehouse thread sync failed")
+        await asyncio.sleep(INTERVAL_S)
 
 
 @asynccontextmanager
 async def thread_sync(app: Any) -> AsyncIterator[None]:
-    """The server's lifespan: follow the thread index while the server runs."""
-    task: asyncio.Task[None] | None = None
-    if _inmem():
-
-        async def loop() -> None:
-            from graph.service.config import load_settings
-
-            # Opening the database and building the agent block: not on the server's loop.
-            sync = await asyncio.to_thread(lambda: ThreadSync(load_settings().db))
-            await asyncio.to_thread(sync.graph)
-            while True:
-                try:
-                    await sync.tick()
-                except Exception:  # noqa: BLE001 - a bad pass must not stop the next
-                    log.exception("gatehouse thread sync failed")
-                await asyncio.sleep(INTERVAL_S)
-
-        task = asyncio.create_task(loop())
+    task = asyncio.create_task(_follow()) if connect is not None else None
     try:
         yield
     finally:

@@ -1,44 +1,39 @@
-"""The session API: the one thing front ends talk to (never LangGraph internals).
-
-    session = open_session()                  # graph.open_session: settings from gatehouse.toml
-    for event in session.submit(SendMessage(None, "list files")): ...
-    pause = session.view(thread_id).pending   # Approval | OutcomeUnknown | None
-    for event in session.submit(Decide(thread_id, review([approve()]))): ...
-
-Two doors: `submit(operation, options)` for every change (graph/protocol/operations.py;
-a run, or for a change that starts none a run-shaped answer whose one event is
-`Done`), and `view(thread_id)` / `thread_list()` for reads (graph/service/view.py).
-A `Run` (graph/service/run.py) drives the agent while it is iterated. Answers are validated before anything runs (`DecisionError`), by the rules
-the graph applies to a raw `Command`: the Session adds convenience (the run lease,
-events, the thread index), not safety. It is built from parts, each given what it
-needs: reads (reads.py), history edits (history_edits.py), standing permissions
-(standing.py), tool information (tool_info.py) and the lease (leasing.py).
+"""The session API front ends talk to: `submit(operation)` for every change (a `Run`;
+one that starts none yields only `Done`), `view` / `thread_list` for reads. Answers are
+checked by the graph's own rules before anything runs: convenience, not safety.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack, assert_never
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Unpack, assert_never
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from graph.agent.authority import deciding
 from graph.agent.compiled import parts_of
 from graph.agent.history import text_of
 from graph.agent.model_call import CUT_OFF_KIND
 from graph.agent.policy import Policy
-from graph.agent.review import answering, explain
+from graph.agent.review import answering, args_problem, explain
 from graph.protocol import events as ev
 from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
 from graph.protocol.decisions import who_decided
-from graph.protocol.errors import AwaitingDecision, DecisionError, NothingPending, StaleDecision
+from graph.protocol.errors import (
+    AwaitingDecision,
+    DecisionError,
+    NothingPending,
+    StaleDecision,
+    StorageError,
+)
 from graph.protocol.operations import (
     Cancel,
     Change,
@@ -60,37 +55,21 @@ from graph.protocol.operations import (
     Undo,
 )
 from graph.protocol.pauses import OutcomeUnknown
+from graph.protocol.tools import spec_of
 from graph.service.history_edits import ThreadHistory, new_thread_id
 from graph.service.leasing import ThreadLeases
 from graph.service.live_reads import LiveMessages
 from graph.service.reads import ThreadReads, thread_config
 from graph.service.run import Run, drive
 from graph.service.standing import StandingPermissions
-from graph.service.tool_info import ToolInfo
 from graph.service.view import ThreadList, ThreadView
 from graph.store.leases import Lease
 from graph.store.storage import Storage
 from graph.store.threads import title_of
 
-__all__ = ["Run", "Session", "ThreadList", "ThreadView"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _via(part: str, method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
-    """A Session method that is `method` of its part named `part`."""
-
-    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return method(getattr(self, part), *args, **kwargs)
-
-    functools.update_wrapper(call, method)
-    return call
-
 
 class Session:
-    """A Gatehouse agent with its storage, for front ends: `submit` for every change,
-    and `view` / `thread_list` for reads."""
+    """A Gatehouse agent with its storage, for front ends."""
 
     def __init__(
         self,
@@ -104,9 +83,7 @@ class Session:
         actor: str | None = None,
         auto_approve: bool = False,
     ) -> None:
-        """`source` and `actor`: what the decision log records for the decisions made
-        through this session, unless a call names its own (the front end: "web",
-        "terminal", "api"; who: a person's name, an OS user)."""
+        """`source` and `actor`: what the decision log records unless a call says."""
         self.agent = agent
         self.storage = storage
         self.tools = {t.name: t for t in tools}
@@ -117,40 +94,51 @@ class Session:
         self._live = LiveMessages()
         self.leases = ThreadLeases(storage, self.retry)
         self.reads = ThreadReads(agent, storage, self.leases, self._live)
-        self.tool_info = ToolInfo(agent, tools)
+        parts = parts_of(agent)
+        # The compiled agent's own (the built-in read_tool_output included) when known.
+        self.agent_tools: Mapping[str, BaseTool] = parts.tools if parts is not None else self.tools
         self.permissions = StandingPermissions(agent, storage, auto_approve)
-        self.edits = ThreadHistory(agent, storage, self.reads, self.leases, self.tool_info)
+        self.edits = ThreadHistory(agent, storage, self.reads, self.leases, self.agent_tools)
 
     new_thread_id = staticmethod(new_thread_id)
 
-    # -- the door for reads ------------------------------------------------------
     def view(self, thread_id: str) -> ThreadView:
-        """One thread's reads (graph/service/view.py), each made on first access."""
         return ThreadView(thread_id, self.reads, self.edits, self.permissions)
 
     def thread_list(self, limit: int = 200) -> ThreadList:
-        """The thread list and the approvals inbox, each made on first access."""
         return ThreadList(self.reads, limit)
 
-    # Not of one thread: the decision log's check and the tools' own information.
-    verify_audit = _via("reads", ThreadReads.verify_audit)
-    check_args = _via("tool_info", ToolInfo.check_args)
-    tool_summary = _via("tool_info", ToolInfo.tool_summary)
-    preview = _via("tool_info", ToolInfo.preview)
+    def verify_audit(self) -> Any:
+        """Check the decision log's hash chain: a `ChainCheck` (graph/store/decision_chain.py)."""
+        if self.storage.decisions is None:
+            raise StorageError("this session has no decision log to verify")
+        return self.storage.decisions.verify()
+
+    def check_args(self, tool_name: str, args: dict[str, Any]) -> str | None:
+        """Why `args` would not pass the tool's schema, or None."""
+        tool = self.agent_tools.get(tool_name)
+        return f"no tool named {tool_name!r}" if tool is None else args_problem(tool, args)
+
+    def tool_summary(self, tool_name: str) -> str:
+        """The first line of the tool's description, or "" for an unknown tool."""
+        tool = self.agent_tools.get(tool_name)
+        return (tool.description or "").strip().split("\n", 1)[0] if tool is not None else ""
+
+    def preview(self, tool_name: str, args: dict[str, Any]) -> str | None:
+        """The tool's preview of a call (e.g. a diff); None when it has none or it fails."""
+        tool = self.agent_tools.get(tool_name)
+        render = spec_of(tool).preview if tool is not None else None
+        try:
+            return None if render is None else render(dict(args))
+        except Exception:  # noqa: BLE001 - a preview is a courtesy, never an error
+            return None
 
     @property
     def auto_approve(self) -> bool:
-        """Whether this session's auto-approve mode is on (`SetAutoApprove(None, on)`)."""
         return self.permissions.auto_approve
 
-    # -- the way in -------------------------------------------------------------
     def submit(self, operation: Operation, options: RunOptions | None = None) -> Run:
-        """Do what `operation` asks (graph/protocol/operations.py) with `options` (unset:
-        this session's `source`, `actor` and auto-approve mode): start its run, or make
-        the change and answer with its `Done` event. Raises before anything runs or
-        changes when it cannot be done: `DecisionError` (`AwaitingDecision`,
-        `NothingPending`, `StaleDecision`, ...), `RunInProgress`, `NotAllowed`,
-        `ImportRefused`, `ValueError` (an empty message, no such grant, ...)."""
+        """Start `operation`'s run, or make the change; refusals raise before any change."""
         options = options or RunOptions()
         match operation:
             case SendMessage():
@@ -171,7 +159,6 @@ class Session:
                 return Run(done.thread_id, iter([done]), kind=operation.type)
 
     def _change(self, op: Change, source: str, actor: str | None) -> ev.Done:
-        """Make a change that starts no run, through the part that owns it."""
         done = functools.partial(
             ev.Done, thread_id=getattr(op, "thread_id", None) or "", operation=op.type
         )
@@ -222,8 +209,7 @@ class Session:
     def _send(
         self, thread_id: str, message: Any, lease: Lease | None, options: RunOptions, owner: Any
     ) -> Run:
-        # The row at once, before the run is iterated: a front end shows the new thread
-        # (and checks it exists) as soon as the run is handed back.
+        # The row before the run is iterated: a front end shows the new thread at once.
         text = text_of(message)
         self.storage.index.touch(thread_id, title=title_of(text), owner=owner)
         payload = {"messages": [HumanMessage(message)]}
@@ -232,8 +218,6 @@ class Session:
     def _decide(
         self, thread_id: str, answer: Any, interrupt_id: str | None, options: RunOptions
     ) -> Run:
-        """Run on from the pending pause with `answer` in the HITL wire form, once it
-        fits the request that is pending now."""
         with self.leases.leased(thread_id, deciding=True) as lease:
             # Checked under the lease: a run that decided it a moment ago has finished.
             pending = self.reads.pending(thread_id)
@@ -254,22 +238,15 @@ class Session:
                     f"thread {thread_id} never asked approval request {interrupt_id}; the pending one is "
                     f"{pending.interrupt_id} (see `pending --json`)"
                 )
+            actor, parts = options.actor or self.actor, parts_of(self.agent)
+            checking: AbstractContextManager[type[BaseModel]] = (
+                deciding(actor, pending.call.name, parts.policy if parts is not None else Policy())
+                if isinstance(pending, OutcomeUnknown)
+                else answering(pending.request.wire(), self.agent_tools, actor=actor)
+            )
             try:
-                if isinstance(pending, OutcomeUnknown):
-                    parts = parts_of(self.agent)
-                    with deciding(
-                        options.actor or self.actor,
-                        pending.call.name,
-                        parts.policy if parts is not None else Policy(),
-                    ) as outcome:
-                        outcome.model_validate(answer)
-                else:
-                    with answering(
-                        pending.request.wire(),
-                        self.tool_info.tools,
-                        actor=options.actor or self.actor,
-                    ) as schema:
-                        schema.model_validate(answer)
+                with checking as schema:
+                    schema.model_validate(answer)
             except ValidationError as exc:
                 raise DecisionError(explain(exc)) from None
             return self._run(
@@ -277,21 +254,15 @@ class Session:
             )
 
     def _retry_input(self, thread_id: str) -> Any:
-        """None continues from the last checkpoint. A run stopped by a cut-off reply, or
-        one cut off right after the user's message was saved, has nothing left to
-        continue: the model is asked (again)."""
+        """None continues; a cut-off reply, or one cut off after the user's message, asks again."""
         state = self.agent.get_state(thread_config(thread_id))
         values = state.values or {}
-        if not state.next and values.get("stop_kind") == CUT_OFF_KIND:
+        if state.next:
+            return None
+        if values.get("stop_kind") == CUT_OFF_KIND:
             return Command(goto="model", update={"stop_reason": None, "stop_kind": None})
-        if (
-            not state.next
-            and getattr((values.get("messages") or [None])[-1], "type", "") == "human"
-        ):
-            # The message was saved and then the run cut off before its next step was
-            # (a database restart): nothing is due, so the model is asked (issue 58).
-            return Command(goto="model")
-        return None
+        last = (values.get("messages") or [None])[-1]
+        return Command(goto="model") if getattr(last, "type", "") == "human" else None
 
     def _fork(self, op: Fork, options: RunOptions) -> Run:
         messages = self.edits.fork_point(op.thread_id, op.message_index, op.text)
@@ -310,16 +281,12 @@ class Session:
         user_text: str | None = None,
     ) -> Run:
         cancel = threading.Event()
-        if options.auto_approve is None:
-            auto = self.permissions.switch  # the session's switch, live
-        else:
-            auto = threading.Event()  # this run's own
-            if options.auto_approve:
-                auto.set()
+        # Unset: the session's switch, live; else this run's own.
+        auto = self.permissions.switch if options.auto_approve is None else threading.Event()
+        if options.auto_approve:
+            auto.set()
         events = drive(
-            self.agent,
-            self.storage,
-            self._live,
+            self.reads,
             thread_id,
             payload,
             kind=kind,
@@ -331,9 +298,7 @@ class Session:
         return Run(thread_id, events, cancel, kind=kind, user_text=user_text)
 
     def _run_config(self, thread_id: str, options: RunOptions) -> RunnableConfig:
-        """The thread, who acts (the decision log reads `gatehouse_source` /
-        `gatehouse_actor`), and tracing: LangSmith (on by its environment variables)
-        groups a conversation's runs by `metadata["thread_id"]`."""
+        """Who acts, for the decision log; LangSmith groups runs by `metadata["thread_id"]`."""
         configurable: dict[str, Any] = {
             "thread_id": thread_id,
             "gatehouse_source": options.source or self.source,
@@ -350,7 +315,6 @@ class Session:
             config["tags"] = list(options.tags)
         return config
 
-    # -- shorthands of submit ---------------------------------------------------
     def send(
         self,
         thread_id: str | None,
@@ -371,10 +335,7 @@ class Session:
         reject_missing: bool | str = False,
         **options: Unpack[RunOptionsKwargs],
     ) -> Run:
-        """`submit(Decide(...))`; the answer may also be in the HITL wire form
-        (`{"decisions": [...]}`, in request order or keyed by tool call id) as raw
-        clients send it. `reject_missing` (True or a reason): calls the answer does not
-        decide are rejected. A second decision while one acts: `AlreadyDecided`."""
+        """`submit(Decide(...))`; `reject_missing`: calls left undecided are rejected."""
         wire = wire_answer(answer)  # a typed answer or a raw dict: checked alike
         if reject_missing is not False and not isinstance(answer, OutcomeAnswer):
             wire = {**wire, "reject_missing": reject_missing}
@@ -408,8 +369,7 @@ class Session:
 
 
 def wire_answer(answer: ReviewAnswer | OutcomeAnswer | Mapping[str, Any]) -> Any:
-    """A typed answer as it travels in `Command(resume=...)`: the HITL wire form.
-    Anything else (a raw client's dict) passes as it is, to be checked as one."""
+    """A typed answer in the HITL wire form; a raw client's dict passes as it is."""
     if isinstance(answer, ReviewAnswer | OutcomeAnswer):
         return answer.model_dump(mode="json", exclude_none=True)
     return answer

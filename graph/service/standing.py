@@ -1,8 +1,6 @@
-"""What runs without a click: a thread's standing "always allow" grants and its
-auto-approve switch (the grant "*"), kept in the decision log, the one place the graph
-reads grants from (graph/agent/gate.py), and a session's own auto-approve mode (not
-stored). Giving or withdrawing one is a later record for the same tool and pattern, so
-the log stays append-only and the next model turn of any run, in any process, obeys.
+"""What runs without a click: a thread's standing grants and auto-approve switch (the
+grant "*"), kept in the decision log (append-only: a later record for the same tool
+and pattern withdraws one), and a session's own auto-approve mode (not stored).
 """
 
 from __future__ import annotations
@@ -17,12 +15,7 @@ from graph.agent.authority import enter
 from graph.agent.compiled import parts_of
 from graph.agent.policy import Policy
 from graph.protocol.answers import Approve
-from graph.protocol.decisions import (
-    ALL_TOOLS,
-    DecisionRecord,
-    StandingGrant,
-    grant_label,
-)
+from graph.protocol.decisions import ALL_TOOLS, DecisionRecord, StandingGrant, grant_label
 from graph.protocol.threads import check_thread_id
 from graph.store.decisions import Decisions, switch_record
 from graph.store.storage import Storage
@@ -38,9 +31,7 @@ def standing_record(
     source: str | None,
     actor: str | None,
 ) -> DecisionRecord:
-    """The record that gives (`on`) or withdraws a grant, dated after every earlier
-    record of the thread (the latest record decides): the auto-approve switch's record
-    (the grant "*"), or one like it for another tool and pattern."""
+    """The record that gives (`on`) or withdraws a grant, dated after the thread's last."""
     latest = max((r.decided_at for r in decisions.for_thread(thread_id)), default=0.0)
     switch = switch_record(
         thread_id, on, source=source, actor=actor, decided_at=max(time.time(), latest + 1e-3)
@@ -66,22 +57,17 @@ def find_grant(grants: list[StandingGrant], wanted: str) -> StandingGrant:
 
 
 class StandingPermissions:
-    """A thread's grants and auto-approve switch (stored), and the session's
-    auto-approve mode (`switch`, handed to each run it starts in a private field of
-    the run context: no client of the graph can set it)."""
+    """A thread's grants and switch (stored), and the session's auto-approve `switch`."""
 
     def __init__(self, agent: Any, storage: Storage, auto_approve: bool) -> None:
         self.agent = agent
         self.storage = storage
         self.switch = threading.Event()
-        if auto_approve:
-            self.switch.set()
+        self.set_auto_approve(auto_approve)
 
     @property
     def auto_approve(self) -> bool:
-        """Whether this session's auto-approve mode is on: its runs (also those under
-        way, from their next model turn) run calls that would ask without asking;
-        `deny` still refuses; each such call is recorded as "auto_approve"."""
+        """Whether this session's runs skip asking (`deny` still refuses)."""
         return self.switch.is_set()
 
     def set_auto_approve(self, on: bool) -> None:
@@ -89,14 +75,12 @@ class StandingPermissions:
         (self.switch.set if on else self.switch.clear)()
 
     def thread_auto_approve(self, thread_id: str) -> bool:
-        """Whether the thread's own auto-approve switch is on (kept in the database)."""
         return any(g.tool == ALL_TOOLS for g in self.grants(thread_id))
 
     def set_thread_auto_approve(
         self, thread_id: str, on: bool, *, source: str | None, actor: str | None
     ) -> bool:
-        """Turn the thread's switch on or off for every client of the thread, LangGraph
-        Server included, until turned off; False when it already was."""
+        """Turn the thread's switch on or off for every client; False when it already was."""
         self._log(thread_id, "a thread's auto-approve switch")
         if self.thread_auto_approve(thread_id) == on:
             return False
@@ -104,8 +88,7 @@ class StandingPermissions:
         return True
 
     def grants(self, thread_id: str) -> list[StandingGrant]:
-        """The thread's standing "always allow" grants in force, oldest first, each with
-        who gave it, when and from where; the auto-approve switch is the grant "*"."""
+        """The grants in force, oldest first; the auto-approve switch is the grant "*"."""
         check_thread_id(thread_id)
         decisions = self.storage.decisions
         return [] if decisions is None else decisions.grants(thread_id)
@@ -119,8 +102,7 @@ class StandingPermissions:
         source: str | None,
         actor: str | None,
     ) -> StandingGrant:
-        """Give a standing grant, as an approval's `always_allow` does (the pattern
-        checked alike: an empty one is refused)."""
+        """Give a standing grant, its pattern checked as an approval's `always_allow`."""
         self._log(thread_id, "a standing grant")
         if pattern is not None:
             pattern = str(Approve(type="approve", always_allow=pattern).always_allow)
@@ -130,8 +112,7 @@ class StandingPermissions:
     def revoke(
         self, thread_id: str, label: str, *, source: str | None, actor: str | None
     ) -> StandingGrant:
-        """Withdraw a standing grant by its label; the thread's next model turn asks
-        again. ValueError, changing nothing, when no such grant is in force."""
+        """Withdraw a grant by its label; ValueError when none such is in force."""
         found = find_grant(self.grants(thread_id), label)
         self._enter(thread_id, found.tool, found.pattern, False, source=source, actor=actor)
         return found
@@ -143,8 +124,7 @@ class StandingPermissions:
         return self.storage.decisions
 
     def _enter(self, thread_id: str, tool: str, pattern: str | None, on: bool, **who: Any) -> None:
-        """Through the door (graph/agent/authority.py): given or withdrawn by someone who
-        may decide its tool; `PermissionError` (`NotAllowed`) otherwise."""
+        """Through the door (authority.py): `NotAllowed` for who may not decide the tool."""
         log = self._log(thread_id, "a standing grant")
         parts = parts_of(self.agent)
         policy = parts.policy if parts is not None else Policy()

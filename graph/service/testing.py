@@ -1,22 +1,20 @@
-"""Deterministic chat models for tests, benchmarks and examples.
-
-`ScriptedModel` answers from a script instead of a network: turn k of the
-conversation (the k-th AI message) gets `script[k]`, so the same thread gives the
-same answers in any process, on resume and after a crash. Text streams in small
-chunks and tool calls arrive as streamed tool-call chunks, like a real provider.
+"""Deterministic chat models for tests, benchmarks and examples. `ScriptedModel`
+answers turn k (the k-th AI message) with `script[k]`: the same answers in any
+process, on resume and after a crash, streamed like a real provider's.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, UsageMetadata
 from langchain_core.messages.tool import tool_call_chunk
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
 from graph.protocol.threads import content_text
@@ -34,9 +32,7 @@ def ai(text: str = "", *calls: dict[str, Any]) -> AIMessage:
 
 
 class LocalModel(BaseChatModel):
-    """A chat model whose `reply` is made in this process, streamed as a provider would:
-    text in `chunk_chars` pieces, each tool call as a tool-call chunk, then the usage
-    (about 4 characters a token)."""
+    """A chat model whose `reply` is streamed as a provider would, usage included."""
 
     chunk_chars: int = 4
     usage: bool = True
@@ -51,17 +47,7 @@ class LocalModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        chunks = list(self._stream(messages, stop, None, **kwargs))
-        merged = chunks[0].message
-        for c in chunks[1:]:
-            merged = merged + c.message
-        merged = cast(AIMessageChunk, merged)  # _stream yields AIMessageChunks only
-        msg = AIMessage(
-            content=merged.content,
-            tool_calls=merged.tool_calls,
-            usage_metadata=merged.usage_metadata,
-        )
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+        return generate_from_stream(self._stream(messages, stop, None, **kwargs))
 
     def _stream(
         self,
@@ -99,7 +85,6 @@ class ScriptedModel(LocalModel):
 
     @property
     def inputs(self) -> list[list[BaseMessage]]:
-        """Every message list this model was called with, in order (this process)."""
         return self._inputs
 
     @property

@@ -1,6 +1,5 @@
-"""The tool set of an agent, built from `Settings`: workspace files, the shell, HTTP,
-SQL when configured, and MCP servers' tools. MCP connections are shared by every call
-with the same config (a Streamlit rerun must not start new servers) until `close_tools`.
+"""The tool set of an agent, built from `Settings`. MCP connections are shared by every
+call with the same config (a Streamlit rerun must not start new servers).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from graph.service.access import load_access, private_paths
 from graph.service.config import Settings
 from tools.files import make_file_tools
 from tools.http import make_http_tool
-from tools.sandbox import Limits, Sandbox, choose_sandbox, database_paths
+from tools.sandbox import Limits, choose_sandbox, database_paths
 from tools.shell import make_shell_tool
 from tools.sql import make_sql_tool
 from tools.workspace import Workspace
@@ -31,7 +30,12 @@ _mcp: dict[str, tuple[MCPServers, list[BaseTool]]] = {}
 
 
 def build_tools(settings: Settings) -> list[BaseTool]:
-    private = private_files(settings)
+    # Hidden from every tool: the database, the install secret, the config file.
+    private: list[str | os.PathLike[str]] = [
+        *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
+        *private_paths(settings.db, load_access(settings.access)),
+        *([settings.source] if settings.source else []),
+    ]
     ws = Workspace(settings.workspace, hidden=private)
     tools: list[BaseTool] = [
         *make_file_tools(ws),
@@ -39,7 +43,16 @@ def build_tools(settings: Settings) -> list[BaseTool]:
             ws,
             allow=settings.shell_allow,
             timeout_s=settings.shell_timeout_s,
-            sandbox=_sandbox(settings, ws, private),
+            sandbox=choose_sandbox(
+                settings.shell_sandbox,
+                ws.root,
+                hide=[*private, *settings.shell_hide],
+                show=settings.shell_show,
+                env_names=settings.shell_env,
+                limits=Limits(
+                    memory_mb=settings.shell_memory_mb, max_processes=settings.shell_max_processes
+                ),
+            ),
         ),
         make_http_tool(settings.http_allow_hosts),
     ]
@@ -48,29 +61,6 @@ def build_tools(settings: Settings) -> list[BaseTool]:
     if settings.mcp_servers:
         tools.extend(_mcp_tools(settings, {t.name for t in tools}))
     return tools
-
-
-def private_files(settings: Settings) -> list[str | os.PathLike[str]]:
-    """Gatehouse's own secrets, hidden from every tool: the database and its folder,
-    the install secret (whoever reads either can approve), the config file (API key)."""
-    return [
-        *database_paths(settings.db, Path(settings.workspace).expanduser().absolute()),
-        *private_paths(settings.db, load_access(settings.access)),
-        *([settings.source] if settings.source else []),
-    ]
-
-
-def _sandbox(settings: Settings, ws: Workspace, private: list[str | os.PathLike[str]]) -> Sandbox:
-    return choose_sandbox(
-        settings.shell_sandbox,
-        ws.root,
-        hide=[*private, *settings.shell_hide],
-        show=settings.shell_show,
-        env_names=settings.shell_env,
-        limits=Limits(
-            memory_mb=settings.shell_memory_mb, max_processes=settings.shell_max_processes
-        ),
-    )
 
 
 def mcp_errors() -> dict[str, str]:

@@ -1,15 +1,7 @@
-"""A thread's messages as plain data (`MessageView`) and as an export: what front
-ends, `--json` and files get instead of LangChain message classes.
-
-The JSON export is also an import format (`Session.import_thread`):
-
-    {"format": "gatehouse-thread", "version": 1, "thread_id", "title",
-     "messages":     [MessageView, ...]          plain data, for people and scripts
-     "lc_messages":  [LangChain message dicts]   exact: what an import recreates
-     "tool_outputs": {tool_call_id: text},       outputs that were stored aside
-     "pending", "journal", "decisions"}           graph/service/handover.py
-
-An import reads `lc_messages` when present, else rebuilds messages from the views.
+"""A thread's messages as plain data (`MessageView`) and as an export, which is also
+an import format: {"format", "version", "thread_id", "title", "messages" (views),
+"lc_messages" (exact: what an import recreates, else rebuilt from the views),
+"tool_outputs", and handover.py's "pending", "journal", "decisions"}.
 """
 
 from __future__ import annotations
@@ -144,11 +136,10 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
             '(only an export that carries the request the thread was waiting for, "pending", may end with '
             "open tool calls)"
         )
-    journal, decisions = data.get("journal") or [], data.get("decisions") or []
-    if not isinstance(journal, list) or not all(isinstance(e, Mapping) for e in journal):
-        raise ImportRefused('"journal" must be a list of journal entries')
-    if not isinstance(decisions, list) or not all(isinstance(d, Mapping) for d in decisions):
-        raise ImportRefused('"decisions" must be a list of decision records')
+    for key, what in (("journal", "journal entries"), ("decisions", "decision records")):
+        rows = data.get(key) or []
+        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+            raise ImportRefused(f'"{key}" must be a list of {what}')
     outputs = data.get("tool_outputs") or {}
     if not isinstance(outputs, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in outputs.items()
@@ -161,8 +152,8 @@ def read_export(data: str | bytes | Mapping[str, Any]) -> Exported:
         messages=messages,
         tool_outputs=dict(outputs),
         pending=dict(pending) if pending is not None else None,
-        journal=[dict(e) for e in journal],
-        decisions=[dict(d) for d in decisions],
+        journal=[dict(e) for e in data.get("journal") or []],
+        decisions=[dict(d) for d in data.get("decisions") or []],
     )
 
 
@@ -181,12 +172,10 @@ def _from_lc(raw: list[Any]) -> list[BaseMessage]:
 
 @functools.cache
 def _view_checker() -> TypeAdapter[MessageView]:
-    """Checks a view from an export (its field types), as it builds the dataclass."""
     return TypeAdapter(MessageView)
 
 
 def _from_view(i: int, view: Any) -> BaseMessage:
-    """A message rebuilt from its plain-data view (what `messages` in an export holds)."""
     try:
         v = _view_checker().validate_python(view)
     except ValidationError as exc:
@@ -196,13 +185,12 @@ def _from_view(i: int, view: Any) -> BaseMessage:
             v.content, id=v.id, additional_kwargs={SUMMARY_MARK: True} if v.summary else {}
         )
     if v.role == "assistant":
-        kwargs: dict[str, Any] = {}
-        if v.notice:
-            kwargs[NOTICE_MARK] = "stop"
-        if v.reasoning:
-            kwargs[REASONING_KEY] = v.reasoning
-        if v.cut_off:
-            kwargs[CUT_OFF_KEY] = True
+        marks = {
+            NOTICE_MARK: v.notice and "stop",
+            REASONING_KEY: v.reasoning,
+            CUT_OFF_KEY: v.cut_off,
+        }
+        kwargs: dict[str, Any] = {k: x for k, x in marks.items() if x}
         calls = [
             {"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"} for c in v.tool_calls
         ]
@@ -242,16 +230,11 @@ def export_markdown(thread_id: str, title: str, messages: Sequence[BaseMessage])
     for m in messages:
         view = message_view(m)
         if view.summary:
-            # Not the person's words: where the model's view starts (the turns above stay here whole).
             note = "*(compacted: from here on the model is sent this summary in place of the turns above)*"
             lines += ["---", "", note, "", *_details("summary sent to the model", view.content)]
             lines += ["", "---", ""]
             continue
-        lines.append(
-            f"## {view.role}"
-            + (f" · {view.name}" if view.name else "")
-            + (f" · {view.without_a_click}" if view.without_a_click else "")
-        )
+        lines.append(" · ".join(filter(None, [f"## {view.role}", view.name, view.without_a_click])))
         if view.reasoning:  # never part of the answer text
             lines += ["", *_details("thinking", view.reasoning)]
         if view.content:

@@ -1,8 +1,6 @@
-"""The one door for reads: `Session.view(thread_id)` and `Session.thread_list()`.
-
-Each field is read on first access and then kept: a caller that needs only `pending`
-pays only for it. A view is a snapshot of what it has read; take a new one to see
-later changes.
+"""The one door for reads: `Session.view(thread_id)` and `Session.thread_list()`. Each
+field is read on first access and then kept (a caller pays only for what it reads): a
+snapshot; take a new view to see later changes.
 """
 
 from __future__ import annotations
@@ -12,20 +10,19 @@ from functools import cached_property
 
 from langchain_core.messages import BaseMessage
 
+from graph.agent.history import text_of
+from graph.agent.offload import offloaded
 from graph.protocol.decisions import DecisionRecord, StandingGrant
 from graph.protocol.pauses import Pause
-from graph.protocol.threads import Branches, MessageView, ThreadInfo
+from graph.protocol.threads import Branches, MessageView, ThreadInfo, check_thread_id
 from graph.service.history_edits import ThreadHistory
-from graph.service.reads import ThreadReads
+from graph.service.reads import ThreadReads, thread_config
 from graph.service.standing import StandingPermissions
-
-__all__ = ["ThreadList", "ThreadView"]
 
 
 @dataclass(frozen=True, eq=False)
 class ThreadView:
-    """One thread as front ends read it; each member is its part's read of the thread
-    (reads.py, standing.py, branches.py, history_edits.py)."""
+    """One thread as front ends read it, from the Session's parts."""
 
     thread_id: str
     reads: ThreadReads
@@ -54,17 +51,19 @@ class ThreadView:
 
     @cached_property
     def usage(self) -> dict[str, float]:
-        return self.reads.usage(self.thread_id)
+        reads = self.reads
+        if reads.reader is not None:  # the web app's sidebar asks on every page run
+            return reads.reader.usage(check_thread_id(self.thread_id))
+        state = reads.agent.get_state(thread_config(self.thread_id))
+        return dict((state.values or {}).get("usage", {}))
 
     @cached_property
     def branches(self) -> list[Branches]:
-        # The user messages of its branch with other versions (after a fork, a
-        # regenerate, an undo): the transcript is read only when there are some.
+        # The transcript is read only when there are other versions.
         return self.edits.tree.branches(self.thread_id, lambda: self.transcript)
 
     @cached_property
     def grants(self) -> list[StandingGrant]:
-        """Its standing "always allow" grants in force, oldest first."""
         return self.permissions.grants(self.thread_id)
 
     @cached_property
@@ -82,7 +81,16 @@ class ThreadView:
         return self.reads.audit(self.thread_id, limit)
 
     def tool_output(self, call_id: str) -> str | None:
-        return self.reads.tool_output(self.thread_id, call_id)
+        """A call's whole output: stored aside when `offloaded`, else its result."""
+        check_thread_id(self.thread_id)
+        outputs = self.reads.storage.outputs
+        stored = outputs.get(self.thread_id, call_id) if outputs is not None else None
+        messages = reversed(self.reads.messages(self.thread_id))
+        result = next((m for m in messages if getattr(m, "tool_call_id", None) == call_id), None)
+        if result is None:
+            return stored  # compacted out of the thread
+        # Beside an unmarked result, a stored output is a crashed attempt's.
+        return stored if stored is not None and offloaded(result) else text_of(result.content)
 
     def export(self, fmt: str = "md") -> str:
         return self.edits.export(self.thread_id, fmt)
@@ -97,11 +105,12 @@ class ThreadList:
 
     @cached_property
     def threads(self) -> list[ThreadInfo]:
-        return self.reads.threads(self.limit)
+        return [self.reads.live_status(t) for t in self.reads.storage.index.list(limit=self.limit)]
 
     @cached_property
     def awaiting_approval(self) -> list[ThreadInfo]:
-        return self.reads.awaiting_approval()
+        """Threads with a pause pending, oldest first, but those a live run is deciding."""
+        return self.reads.leases.inbox(self.reads.storage.index.pending())
 
     def pending_cards(self, limit: int | None = None) -> list[tuple[ThreadInfo, Pause]]:
         # The pauses in one query for all: `pending` of each is a query per card.
@@ -110,7 +119,10 @@ class ThreadList:
         return [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
 
     def pending_many(self, thread_ids: list[str]) -> dict[str, Pause | None]:
-        return self.reads.pending_many(thread_ids)
+        """`pending` of each thread, in one query where the reader can."""
+        if (reader := self.reads.reader) is not None:
+            return reader.pending_many([check_thread_id(t) for t in thread_ids])
+        return {t: self.reads.pending(t) for t in thread_ids}
 
     def audit(self, limit: int = 200) -> list[DecisionRecord]:
         return self.reads.audit(None, limit)

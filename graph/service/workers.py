@@ -1,7 +1,6 @@
-"""Daemon threads kept for the next run: starting a thread costs ~0.25 ms on a busy
-interpreter, twice a turn. Not a ThreadPoolExecutor: its threads are joined at exit,
-so a run stuck in a model call would hold the process open. A worker idle for
-`IDLE_S` ends; each job runs in the context it was given (`contextvars`).
+"""Daemon threads kept for the next run (starting one costs ~0.25 ms, twice a turn).
+Not a ThreadPoolExecutor: its threads are joined at exit, so a run stuck in a model
+call would hold the process open. A worker idle for `IDLE_S` ends.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ _idle = 0  # workers waiting on `_jobs` (or about to): each put is taken by exac
 
 
 def _forget_workers() -> None:
-    """In a forked child: the parent's workers are not there to take a job."""
+    # In a forked child the parent's workers are not there to take a job.
     global _jobs, _lock, _idle
     _jobs, _lock, _idle = SimpleQueue(), threading.Lock(), 0
 
