@@ -169,18 +169,15 @@ def to_message(
             kwargs[REASONING_KEY] = (
                 f"{earlier}\n\n{thought}" if isinstance(earlier, str) and earlier else thought
             )
-    reason = (
-        cut_reason(
+    if complete and (
+        reason := cut_reason(
             chunk.response_metadata,
             chunk.content if isinstance(chunk.content, str) else "",
             [c.get("args") for c in _raw_arguments(chunk)],
             has_usage=chunk.usage_metadata is not None,
             usage_requested=usage_requested,
         )
-        if complete
-        else None
-    )
-    if reason is not None:
+    ):
         kwargs[CUT_OFF_KEY] = True
         kwargs[CUT_OFF_REASON_KEY] = reason
         # Arguments that happen to parse are still not known to be the ones the model meant.
