@@ -78,10 +78,8 @@ class Budget:
         run_usage = state.get("run_usage") or {}
 
         # Price the tokens used since the last check (normally: the last model call).
-        tokens_in, tokens_out = (
-            int(usage.get("input_tokens", 0)),
-            int(usage.get("output_tokens", 0)),
-        )
+        tokens_in = int(usage.get("input_tokens", 0))
+        tokens_out = int(usage.get("output_tokens", 0))
         new_in = max(0, tokens_in - thread.get("priced_input", 0))
         new_out = max(0, tokens_out - thread.get("priced_output", 0))
         price = self.price_of(self.model or _reported_model(state))
