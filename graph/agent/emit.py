@@ -107,7 +107,6 @@ def current_thread() -> str:
 
 
 def emit(kind: type[_EventBase], **fields: Any) -> None:
-    """Put one event of class `kind` on the current run's stream."""
     writer = stream_writer()
     if writer is _discard:
         return

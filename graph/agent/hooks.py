@@ -97,7 +97,6 @@ class HookLoop:
         return done
 
     def run(self, awaitable: Awaitable[T]) -> T:
-        """Run `awaitable` to completion from sync code."""
         return self.submit(awaitable).result()
 
     async def run_async(self, awaitable: Awaitable[T]) -> T:
@@ -174,7 +173,6 @@ hook = FunctionHook
 
 
 def current_point() -> HookPoint | None:
-    """The point whose hooks are running now (None outside a hook)."""
     return _current_point.get()
 
 
@@ -245,7 +243,6 @@ def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) ->
 def run_hooks(
     hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None = None
 ) -> dict[str, Any]:
-    """Run hooks in order; return one update that the node writes to the state."""
     token = _current_point.set(point)
     # The per-hook dicts are always there, so a hook can write into them in place.
     view = {

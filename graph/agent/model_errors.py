@@ -23,8 +23,6 @@ _CONTEXT_WORDS = re.compile(
 
 
 class EmptyReply(RuntimeError):
-    """The model answered with nothing: no text and no tool call."""
-
     def __init__(self, model: str, *, streamed: bool) -> None:
         how = "streamed, then again without streaming" if streamed else "asked without streaming"
         super().__init__(f"{model} sent an empty reply (no text and no tool call; {how})")

@@ -366,7 +366,6 @@ def _model_label(model: Any) -> str:
 
 
 def requests_usage(model: Any) -> bool:
-    """This model asks its server for a usage chunk at the end of each stream."""
     kwargs: dict[str, Any] = {}
     while isinstance(model, RunnableBinding):
         kwargs = {**model.kwargs, **kwargs}
