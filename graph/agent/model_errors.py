@@ -227,9 +227,7 @@ def _server_message(e: BaseException) -> str:
 
 
 def _retry_after(e: BaseException) -> float | None:
-    headers = _get(_get(e, "response"), "headers")
-    if headers is None:
-        return None
+    headers = _get(_get(e, "response"), "headers") or {}
     try:
         # The provider's own, as a LiteLLM proxy passes it on, when the proxy set none.
         for prefix in ("", "llm_provider-"):

@@ -216,7 +216,9 @@ class _Reply:
         runtime: Runtime[RunContext],
         stream: bool = True,
     ) -> tuple[AIMessage, bool]:
-        prompt = chat_input(model, messages)
+        # A chat model's `ChatPromptValue` built unchecked (~1 ms saved at 1,000 messages).
+        chat = isinstance(_unwrap(model), BaseChatModel)
+        prompt: Any = ChatPromptValue.model_construct(messages=messages) if chat else messages
         if stream and streams(model):
             self.streamed = True
             try:
@@ -320,13 +322,6 @@ class _Reply:
             )
         )
         self._parts += 1
-
-
-def chat_input(model: Any, messages: list[AnyMessage]) -> Any:
-    """A `ChatPromptValue` built unchecked for a chat model (~1 ms saved at 1,000)."""
-    if isinstance(_unwrap(model), BaseChatModel):
-        return ChatPromptValue.model_construct(messages=messages)
-    return messages
 
 
 def streams(model: Any) -> bool:
