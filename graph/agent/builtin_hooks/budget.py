@@ -106,9 +106,7 @@ class Budget:
                 update["stop_kind"] = "stopped"
             else:
                 thread["model_calls"] = thread.get("model_calls", 0) + 1  # the call we let through
-        update["hook_thread"] = {self.name: thread}
-        update["hook_run"] = {self.name: this_run}
-        return update
+        return {**update, "hook_thread": {self.name: thread}, "hook_run": {self.name: this_run}}
 
     def _over(self, used: Mapping[str, tuple[float, float, float]]) -> str | None:
         for scope, amounts in used.items():
