@@ -234,8 +234,7 @@ class _Reply:
                     raise
                 stop_streaming(model)
                 self.streamed = False
-                self.add(model.invoke(prompt, config, stream=False))
-        else:
+        if not self.streamed:
             self.add(model.invoke(prompt, config, stream=False))
         self.flush()
         ai = to_message(self.merged, usage_requested=self.streamed and requests_usage(model))

@@ -14,8 +14,7 @@ Piece = tuple[Literal["text", "reasoning"], str]
 
 
 class ThinkSplitter:
-    """Splits streamed text at `<think>` / `</think>` into answer and reasoning; a
-    possible tag start ("<th") waits for the next chunk."""
+    """Streamed text split at the think tags; a possible tag start ("<th") waits for more."""
 
     def __init__(self) -> None:
         self.inside = False
