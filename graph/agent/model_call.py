@@ -432,6 +432,5 @@ def notice_text(reason: str, unrun_calls: int) -> str:
     if unrun_calls:
         note = f" Its {unrun_calls} tool call{'s were' if unrun_calls > 1 else ' was'} not run."
     advice = " Retry to ask again, or raise the model's max_tokens." if reason == "length" else ""
-    return (
-        f"The model's reply was cut off: {REASONS.get(reason, REASONS['no_finish'])}.{note}{advice}"
-    )
+    why = REASONS.get(reason, REASONS["no_finish"])
+    return f"The model's reply was cut off: {why}.{note}{advice}"

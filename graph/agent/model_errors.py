@@ -47,8 +47,7 @@ class ModelProblem:
 
 def describe_model_error(exc: BaseException) -> tuple[str, bool] | None:
     """(message, retryable) when `exc` is a failure of the model API, else None."""
-    problem = model_problem(exc)
-    return None if problem is None else (problem.message, problem.retryable)
+    return None if (problem := model_problem(exc)) is None else (problem.message, problem.retryable)
 
 
 def model_problem(exc: BaseException) -> ModelProblem | None:
