@@ -191,5 +191,4 @@ def _with_context(kwargs: dict[str, Any]) -> None:
 
 
 def parts_of(agent: object) -> AgentDeps | None:
-    """The parts of a graph `build_graph` compiled; None for any other graph."""
     return agent.deps if isinstance(agent, GatehouseGraph) else None

@@ -57,7 +57,6 @@ class RunContext(BaseModel):
         return self._event_sink
 
     def send_events_to(self, sink: Callable[[Any], None]) -> None:
-        """Put this run's events on `sink` instead of LangGraph's `custom` stream."""
         self._event_sink = sink
 
 
@@ -67,12 +66,10 @@ def context_of(runtime: Any) -> RunContext | None:
 
 
 def cancelled(runtime: Any) -> bool:
-    """Whether the person asked the run of this `runtime` to stop."""
     return (ctx := context_of(runtime)) is not None and ctx.cancelled
 
 
 def session_auto_approves(runtime: Any) -> bool:
-    """Whether the Session that started this run has auto-approve on."""
     return (ctx := context_of(runtime)) is not None and ctx.auto_approve
 
 

@@ -24,17 +24,13 @@ def _key(call: ToolCall) -> tuple[str, str]:
     return call["name"], json.dumps(call.get("args") or {}, sort_keys=True, default=str)
 
 
-def _earlier_calls(history: Sequence[AnyMessage]) -> list[tuple[str, str]]:
-    """This run's tool calls before the reply, oldest first."""
-    run = list(takewhile(lambda m: not isinstance(m, HumanMessage), reversed(history)))
-    return [_key(c) for m in reversed(run) if isinstance(m, AIMessage) for c in m.tool_calls]
-
-
 def repeats(history: Sequence[AnyMessage], reply: AIMessage, threshold: int) -> list[Repeat]:
     """The reply's calls that reach the threshold (in the reply's order)."""
     if threshold <= 0 or not reply.tool_calls:
         return []
-    calls = _earlier_calls(history)
+    # This run's tool calls before the reply, oldest first.
+    run = list(takewhile(lambda m: not isinstance(m, HumanMessage), reversed(history)))
+    calls = [_key(c) for m in reversed(run) if isinstance(m, AIMessage) for c in m.tool_calls]
     found: list[Repeat] = []
     for call in reply.tool_calls:
         key = _key(call)

@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
-from graph.agent.context import RunContext
+from graph.agent.context import context_of
 from graph.protocol.events import _EventBase
 
 
@@ -22,8 +22,7 @@ def stream_writer() -> Callable[[Any], None]:
         runtime = get_runtime()
     except Exception:
         runtime = None
-    context = getattr(runtime, "context", None)
-    if isinstance(context, RunContext) and context.event_sink is not None:
+    if (context := context_of(runtime)) is not None and context.event_sink is not None:
         return context.event_sink
     return _discard if runtime is None else runtime.stream_writer
 
@@ -107,7 +106,6 @@ def current_thread() -> str:
 
 
 def emit(kind: type[_EventBase], **fields: Any) -> None:
-    """Put one event of class `kind` on the current run's stream."""
     writer = stream_writer()
     if writer is _discard:
         return

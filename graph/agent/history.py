@@ -49,11 +49,7 @@ def _view_start_after(seen_and_start: tuple[int, int], more: Sequence[Any]) -> t
 
 def _seen_up_to_latest_summary(messages: Sequence[AnyMessage]) -> tuple[int, tuple[int, int]]:
     # A new process looks from the end: past a compaction it reads the short view only.
-    start = 0
-    for i in range(len(messages) - 1, 0, -1):
-        if messages[i].additional_kwargs.get(SUMMARY_MARK):
-            start = i
-            break
+    start = next((i for i in range(len(messages) - 1, 0, -1) if is_summary(messages[i])), 0)
     return start, (start, start)
 
 
@@ -110,11 +106,7 @@ def pairing_problem(
     """Why a history breaks the tool-call contract (every call's answer right after it,
     no answer without its call), or None. `open_tail`: the last model turn's calls may
     be open; `reply_open`: with messages after them too (a reply sent back)."""
-    last_ai = (
-        max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
-        if reply_open
-        else -1
-    )
+    last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
     open_calls: dict[str, str] = {}
     open_at = -1
     for i, m in enumerate(messages):

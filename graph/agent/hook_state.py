@@ -17,12 +17,10 @@ from graph.protocol.errors import HookError
 
 
 def copies_state(h: Any) -> bool:
-    """Whether the hook gets a copy (the default) or a read-only view."""
     return getattr(h, "copy_state", True) is not False
 
 
 def state_for(h: Any, state: Mapping[str, Any], point: str) -> dict[str, Any]:
-    """The `state` argument for hook `h`."""
     if copies_state(h):
         return copy.deepcopy(dict(state))
     return _ReadOnlyDict(state, f"{point} hook {h!r}")

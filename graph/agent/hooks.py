@@ -59,11 +59,6 @@ class HookLoop:
         bound = self.bound
         return bound if bound is not None and bound.is_running() and not bound.is_closed() else None
 
-    def target(self) -> asyncio.AbstractEventLoop:
-        """The loop the next coroutine started from sync code runs on."""
-        bound = self._live_bound()
-        return bound if bound is not None and _running_loop() is not bound else self._own_loop()
-
     def _own_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._own is None or self._own.is_closed():
@@ -74,8 +69,10 @@ class HookLoop:
             return self._own
 
     def submit(self, awaitable: Awaitable[T]) -> concurrent.futures.Future[T]:
-        """Start `awaitable` on the target loop, in the caller's context (for `emit`)."""
-        loop = self.target()
+        """Start `awaitable` on the bound loop (unless running on it), else on the loop of
+        its own, in the caller's context (for `emit`)."""
+        bound = self._live_bound()
+        loop = bound if bound is not None and _running_loop() is not bound else self._own_loop()
         if _running_loop() is loop:
             if callable(close := getattr(awaitable, "close", None)):
                 close()  # it will never run: no "never awaited" warning
@@ -97,7 +94,6 @@ class HookLoop:
         return done
 
     def run(self, awaitable: Awaitable[T]) -> T:
-        """Run `awaitable` to completion from sync code."""
         return self.submit(awaitable).result()
 
     async def run_async(self, awaitable: Awaitable[T]) -> T:
@@ -174,7 +170,6 @@ hook = FunctionHook
 
 
 def current_point() -> HookPoint | None:
-    """The point whose hooks are running now (None outside a hook)."""
     return _current_point.get()
 
 
@@ -245,7 +240,6 @@ def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) ->
 def run_hooks(
     hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None = None
 ) -> dict[str, Any]:
-    """Run hooks in order; return one update that the node writes to the state."""
     token = _current_point.set(point)
     # The per-hook dicts are always there, so a hook can write into them in place.
     view = {

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 from langchain_core.messages import (
@@ -98,34 +99,30 @@ class _Sent(NamedTuple):
     unsent: frozenset[str]
 
 
-def _sent_after(keep_reasoning: bool) -> Callable[[_Sent, Sequence[AnyMessage]], _Sent]:
+def _sent_after(keep_reasoning: bool, sent: _Sent, more: Sequence[AnyMessage]) -> _Sent:
     """The fold behind `prompt_messages`: what is sent of a history, then of more."""
-
-    def fold(sent: _Sent, more: Sequence[AnyMessage]) -> _Sent:
-        messages, unsent = list(sent.messages), set(sent.unsent)
-        for m in more:
-            if m.additional_kwargs.get(SUMMARY_MARK):  # the model's view starts here (model_view)
-                messages, unsent = [], set()
-            if isinstance(m, AIMessage):
-                kwargs = m.additional_kwargs
-                if kwargs.get(NOTICE_MARK) or kwargs.get(CUT_OFF_KEY):  # a notice, or `is_cut_off`
-                    unsent = {id_of(c) for c in _all_calls(m) if c.get("id")}
-                    continue
-                m = _without_reasoning(m, keep_reasoning)
-            elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
-                unsent.discard(m.tool_call_id)
+    messages, unsent = list(sent.messages), set(sent.unsent)
+    for m in more:
+        if m.additional_kwargs.get(SUMMARY_MARK):  # the model's view starts here (model_view)
+            messages, unsent = [], set()
+        if isinstance(m, AIMessage):
+            kwargs = m.additional_kwargs
+            if kwargs.get(NOTICE_MARK) or kwargs.get(CUT_OFF_KEY):  # a notice, or `is_cut_off`
+                unsent = {id_of(c) for c in _all_calls(m) if c.get("id")}
                 continue
-            unsent.clear()
-            messages.append(m)
-        return _Sent(tuple(messages), frozenset(unsent))
-
-    return fold
+            m = _without_reasoning(m, keep_reasoning)
+        elif unsent and isinstance(m, ToolMessage) and m.tool_call_id in unsent:
+            unsent.discard(m.tool_call_id)
+            continue
+        unsent.clear()
+        messages.append(m)
+    return _Sent(tuple(messages), frozenset(unsent))
 
 
 _NOTHING_SENT = _Sent((), frozenset())
 _sent_memos: dict[bool, PrefixMemo[_Sent]] = {
     keep: PrefixMemo(
-        _NOTHING_SENT, _sent_after(keep), seed=lambda m: (view_start(m), _NOTHING_SENT)
+        _NOTHING_SENT, partial(_sent_after, keep), seed=lambda m: (view_start(m), _NOTHING_SENT)
     )
     for keep in (False, True)
 }
@@ -169,18 +166,15 @@ def to_message(
             kwargs[REASONING_KEY] = (
                 f"{earlier}\n\n{thought}" if isinstance(earlier, str) and earlier else thought
             )
-    reason = (
-        cut_reason(
+    if complete and (
+        reason := cut_reason(
             chunk.response_metadata,
             chunk.content if isinstance(chunk.content, str) else "",
             [c.get("args") for c in _raw_arguments(chunk)],
             has_usage=chunk.usage_metadata is not None,
             usage_requested=usage_requested,
         )
-        if complete
-        else None
-    )
-    if reason is not None:
+    ):
         kwargs[CUT_OFF_KEY] = True
         kwargs[CUT_OFF_REASON_KEY] = reason
         # Arguments that happen to parse are still not known to be the ones the model meant.
@@ -438,6 +432,5 @@ def notice_text(reason: str, unrun_calls: int) -> str:
     if unrun_calls:
         note = f" Its {unrun_calls} tool call{'s were' if unrun_calls > 1 else ' was'} not run."
     advice = " Retry to ask again, or raise the model's max_tokens." if reason == "length" else ""
-    return (
-        f"The model's reply was cut off: {REASONS.get(reason, REASONS['no_finish'])}.{note}{advice}"
-    )
+    why = REASONS.get(reason, REASONS["no_finish"])
+    return f"The model's reply was cut off: {why}.{note}{advice}"

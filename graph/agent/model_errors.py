@@ -23,8 +23,6 @@ _CONTEXT_WORDS = re.compile(
 
 
 class EmptyReply(RuntimeError):
-    """The model answered with nothing: no text and no tool call."""
-
     def __init__(self, model: str, *, streamed: bool) -> None:
         how = "streamed, then again without streaming" if streamed else "asked without streaming"
         super().__init__(f"{model} sent an empty reply (no text and no tool call; {how})")
@@ -49,8 +47,7 @@ class ModelProblem:
 
 def describe_model_error(exc: BaseException) -> tuple[str, bool] | None:
     """(message, retryable) when `exc` is a failure of the model API, else None."""
-    problem = model_problem(exc)
-    return None if problem is None else (problem.message, problem.retryable)
+    return None if (problem := model_problem(exc)) is None else (problem.message, problem.retryable)
 
 
 def model_problem(exc: BaseException) -> ModelProblem | None:
@@ -229,9 +226,7 @@ def _server_message(e: BaseException) -> str:
 
 
 def _retry_after(e: BaseException) -> float | None:
-    headers = _get(_get(e, "response"), "headers")
-    if headers is None:
-        return None
+    headers = _get(_get(e, "response"), "headers") or {}
     try:
         # The provider's own, as a LiteLLM proxy passes it on, when the proxy set none.
         for prefix in ("", "llm_provider-"):

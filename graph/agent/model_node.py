@@ -216,7 +216,9 @@ class _Reply:
         runtime: Runtime[RunContext],
         stream: bool = True,
     ) -> tuple[AIMessage, bool]:
-        prompt = chat_input(model, messages)
+        # A chat model's `ChatPromptValue` built unchecked (~1 ms saved at 1,000 messages).
+        chat = isinstance(_unwrap(model), BaseChatModel)
+        prompt: Any = ChatPromptValue.model_construct(messages=messages) if chat else messages
         if stream and streams(model):
             self.streamed = True
             try:
@@ -232,8 +234,7 @@ class _Reply:
                     raise
                 stop_streaming(model)
                 self.streamed = False
-                self.add(model.invoke(prompt, config, stream=False))
-        else:
+        if not self.streamed:
             self.add(model.invoke(prompt, config, stream=False))
         self.flush()
         ai = to_message(self.merged, usage_requested=self.streamed and requests_usage(model))
@@ -322,13 +323,6 @@ class _Reply:
         self._parts += 1
 
 
-def chat_input(model: Any, messages: list[AnyMessage]) -> Any:
-    """A `ChatPromptValue` built unchecked for a chat model (~1 ms saved at 1,000)."""
-    if isinstance(_unwrap(model), BaseChatModel):
-        return ChatPromptValue.model_construct(messages=messages)
-    return messages
-
-
 def streams(model: Any) -> bool:
     inner = _unwrap(model)
     if _NOT_STREAMING.get(id(inner)) is None and (lossy := _lossy_stream(inner)):
@@ -366,7 +360,6 @@ def _model_label(model: Any) -> str:
 
 
 def requests_usage(model: Any) -> bool:
-    """This model asks its server for a usage chunk at the end of each stream."""
     kwargs: dict[str, Any] = {}
     while isinstance(model, RunnableBinding):
         kwargs = {**model.kwargs, **kwargs}

@@ -72,11 +72,8 @@ def fit_output(
     # End at a line break when one is near, so "read from line N" starts cleanly.
     if (cut := head.rfind("\n")) >= options.head_chars // 2:
         head = head[: cut + 1]
-    msg.content = (
-        head
-        + ("" if head.endswith("\n") else "\n")
-        + reference(call_id, len(text), total_lines, head)
-    )
+    sep = "" if head.endswith("\n") else "\n"
+    msg.content = head + sep + reference(call_id, len(text), total_lines, head)
     msg.additional_kwargs[OFFLOAD_MARK] = {"total_chars": len(text), "total_lines": total_lines}
     return msg
 

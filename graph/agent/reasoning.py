@@ -14,8 +14,7 @@ Piece = tuple[Literal["text", "reasoning"], str]
 
 
 class ThinkSplitter:
-    """Splits streamed text at `<think>` / `</think>` into answer and reasoning; a
-    possible tag start ("<th") waits for the next chunk."""
+    """Streamed text split at the think tags; a possible tag start ("<th") waits for more."""
 
     def __init__(self) -> None:
         self.inside = False
@@ -49,7 +48,6 @@ class ThinkSplitter:
         return out
 
     def flush(self) -> list[Piece]:
-        """What is still held back at the end of the stream."""
         held, self._held = self._held, ""
         out: list[Piece] = []
         self._add(out, held)
@@ -62,7 +60,6 @@ class ThinkSplitter:
 
 
 def _partial_tag_len(text: str, tag: str) -> int:
-    """Length of the longest end of `text` that is a proper start of `tag`."""
     return next(
         (n for n in range(min(len(tag) - 1, len(text)), 0, -1) if text.endswith(tag[:n])), 0
     )

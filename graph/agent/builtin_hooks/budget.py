@@ -78,10 +78,8 @@ class Budget:
         run_usage = state.get("run_usage") or {}
 
         # Price the tokens used since the last check (normally: the last model call).
-        tokens_in, tokens_out = (
-            int(usage.get("input_tokens", 0)),
-            int(usage.get("output_tokens", 0)),
-        )
+        tokens_in = int(usage.get("input_tokens", 0))
+        tokens_out = int(usage.get("output_tokens", 0))
         new_in = max(0, tokens_in - thread.get("priced_input", 0))
         new_out = max(0, tokens_out - thread.get("priced_output", 0))
         price = self.price_of(self.model or _reported_model(state))
@@ -108,9 +106,7 @@ class Budget:
                 update["stop_kind"] = "stopped"
             else:
                 thread["model_calls"] = thread.get("model_calls", 0) + 1  # the call we let through
-        update["hook_thread"] = {self.name: thread}
-        update["hook_run"] = {self.name: this_run}
-        return update
+        return {**update, "hook_thread": {self.name: thread}, "hook_run": {self.name: this_run}}
 
     def _over(self, used: Mapping[str, tuple[float, float, float]]) -> str | None:
         for scope, amounts in used.items():

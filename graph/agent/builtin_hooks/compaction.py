@@ -134,8 +134,7 @@ class Compaction:
         return (update, counts), None
 
     def cut_index(self, messages: Sequence[BaseMessage]) -> int:
-        """Where the verbatim tail starts: the first message of the last `keep_turns`
-        user turns, moved earlier if needed so no tool call is split from its result."""
+        """Where the last `keep_turns` user turns start, earlier if a call would lose its result."""
         starts = [
             i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not is_summary(m)
         ]

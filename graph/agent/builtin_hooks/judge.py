@@ -72,10 +72,11 @@ class AnswerJudge:
             return None
         mine = dict((state.get("hook_run") or {}).get(self.name) or {})
         rounds = mine.get("rounds", 0)
+        request = next((_text(m) for m in reversed(messages) if from_person(m)), "(unknown)")
         reply = self.model.invoke(
             [
                 SystemMessage(self.instructions.format(scale=f"{self.scale:g}")),
-                HumanMessage(f"Request:\n{_request(messages)}\n\nFinal answer:\n{_text(answer)}"),
+                HumanMessage(f"Request:\n{request}\n\nFinal answer:\n{_text(answer)}"),
             ]
         )
         grade, critique = parse_grade(_text(reply), self.scale)
@@ -103,7 +104,3 @@ class AnswerJudge:
 
 def _text(message: Any) -> str:
     return text_of(message.content)
-
-
-def _request(messages: list[Any]) -> str:
-    return next((_text(m) for m in reversed(messages) if from_person(m)), "(unknown)")

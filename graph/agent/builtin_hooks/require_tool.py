@@ -65,7 +65,6 @@ class RequireTool:
         }
 
     def called(self, messages: list[Any]) -> bool:
-        """Did the tool run successfully since the person's last message?"""
         for m in reversed(messages):
             if isinstance(m, ToolMessage) and m.name == self.tool and m.status != "error":
                 return True
