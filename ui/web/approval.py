@@ -134,12 +134,11 @@ def _action(
     with st.container(border=True):
         color = RISK_COLOR.get(risk, "gray")
         st.markdown(f"**{index + 1}. `{action.name}`** · :{color}-badge[risk: {risk}]")
-        summary = session.tool_summary(action.name)
         first = action.description.split("\n", 1)[0]
         # The request's own description when a policy wrote one; the default one says nothing.
         if first and first != "Tool execution requires approval":
             st.caption(markdown(first))
-        if summary:
+        if summary := session.tool_summary(action.name):
             st.caption(summary)
         # A multi-call card starts undecided, so "Approve the rest" knows what the person chose.
         choice = _choose("Decision", LABELS, pending.allowed(index), key, 0 if single else None)

@@ -225,8 +225,7 @@ def draw_turn(
             ]
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
-        answer = "\n\n".join(m.content for m in rest if m.content and not m.notice)
-        if answer:
+        if answer := "\n\n".join(m.content for m in rest if m.content and not m.notice):
             st.markdown(copy_html(answer, what="answer"), unsafe_allow_html=True)
 
 

@@ -171,8 +171,7 @@ def follow(run: Run) -> None:
 
 def last_error(runner: Runner, thread_id: str) -> str | None:
     events = run.events if (run := runner.latest(thread_id)) else []
-    errors = [e.message for e in events if isinstance(e, ev.ErrorEvent)]
-    return errors[-1] if errors else None
+    return next((e.message for e in reversed(events) if isinstance(e, ev.ErrorEvent)), None)
 
 
 # A live run is followed only once the browser has drawn the page's widgets: React
@@ -360,8 +359,7 @@ _WATCHERS_LOCK = threading.Lock()
 
 def _watcher(session: Session, runner: Runner) -> Watcher:
     with _WATCHERS_LOCK:
-        watcher = _WATCHERS.get(id(runner))
-        if watcher is None:
+        if (watcher := _WATCHERS.get(id(runner))) is None:
             watcher = _WATCHERS[id(runner)] = Watcher(session, runner)
         return watcher
 
@@ -369,8 +367,7 @@ def _watcher(session: Session, runner: Runner) -> Watcher:
 def _page_id() -> str | None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx()
-    return None if ctx is None else ctx.session_id
+    return None if (ctx := get_script_run_ctx()) is None else ctx.session_id
 
 
 def page_started(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:

@@ -185,8 +185,6 @@ def rewriting_html(send: Send, rewrite: Callable[[bytes], bytes]) -> Send:
             ):
                 start = message
                 return
-            await send(message)
-            return
         if start is None or message["type"] != "http.response.body":
             await send(message)
             return

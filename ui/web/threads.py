@@ -137,8 +137,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         if st.form_submit_button("Rename"):
             session.submit(Rename(thread_id, title))
             st.rerun()
-    usage = view.usage
-    if usage:
+    if usage := view.usage:
         cost = f" · ${usage['cost']:.4f}" if usage.get("cost") else ""
         st.caption(
             f"tokens: {int(usage.get('input_tokens', 0))} in / {int(usage.get('output_tokens', 0))} out{cost}"
