@@ -95,18 +95,16 @@ def early_chat_input() -> bool:
     if PAGE_MODULE in sys.modules or params.get("view", "chat") != "chat":
         return False
     thread_id = params.get("thread") or None
-    pending: Pause | None = None
-    info: ThreadInfo | None = None
+    found: tuple[Pause | None, ThreadInfo | None] | None = (None, None)
     if thread_id is not None:
         try:
             found = _read(thread_id)
         except Exception:  # noqa: BLE001 - the page reads it again and shows any error
             return False
-        if found is None:
-            return False  # not a thread: the page draws "Thread not found"
-        pending, info = found
+    if found is None:
+        return False  # not a thread: the page draws "Thread not found"
     # No run of this server can be active yet: its Runner starts with the page's code.
-    draw_chat_input(thread_id, pending, info, running=False)
+    draw_chat_input(thread_id, *found, running=False)
     return True
 
 

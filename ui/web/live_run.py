@@ -216,10 +216,6 @@ SCRIPT = (
 )
 
 
-def _ready() -> None:
-    st.session_state[READY] = True
-
-
 def live_ready() -> bool:
     """True when this script run may follow a live run; otherwise draws the samples and
     the script that asks for the live view once they are drawn."""
@@ -228,7 +224,12 @@ def live_ready() -> bool:
     with st.container(key="gh-live-samples"):
         st.markdown(STYLE, unsafe_allow_html=True)
         st.code("live output", language="text")
-        st.button("follow the run", key=BUTTON_KEY, on_click=_ready)
+        st.button(
+            "follow the run",
+            key=BUTTON_KEY,
+            on_click=st.session_state.__setitem__,
+            args=(READY, True),
+        )
     st.html(SCRIPT.replace("DRAWING", secrets.token_hex(8), 1), unsafe_allow_javascript=True)
     return False
 
