@@ -75,12 +75,11 @@ def audit_page(session: Session, thread_id: str | None) -> None:
         )
         scope = chosen or "thread"
     limit = right.selectbox("Newest", LIMITS, index=1, key="audit-limit")
-    reads = (
+    records = (
         session.view(thread_id)
         if thread_id is not None and scope == "thread"
         else session.thread_list()
-    )
-    records = reads.audit(SCAN)
+    ).audit(SCAN)
     if not records:
         st.info("No decisions recorded yet" + (" for this thread." if scope == "thread" else "."))
         return

@@ -300,8 +300,7 @@ def _delete(session: Session, thread_id: str) -> None:
 def _confirmed_action(
     label: str, question: str, key: str, busy: bool, action: Callable[[], object]
 ) -> None:
-    asking = st.session_state.get("confirm") == key
-    if not asking:
+    if st.session_state.get("confirm") != key:
         if st.button(
             label,
             key=key,
