@@ -339,8 +339,7 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
 
 
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
-    """The card without controls when this person is not among a call's `approvers` (the
-    graph refuses their answer too); True when drawn."""
+    """The card without controls for one not among a call's `approvers`; True when drawn."""
     me = (signed_in_identity() or "").strip().lower()
     barred = [
         (a, who)
@@ -445,8 +444,7 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
 
 
 def confirm_pending(session: Session, runner: Runner, pending: Approval, key: str) -> bool:
-    """Asks "approve as shown?" for an answer that runs a risky call, each call whole; True
-    while asked (the card's own buttons wait)."""
+    """Asks "approve as shown?" (each risky call whole); True while asked (the card waits)."""
     asked = st.session_state.get(f"{key}-confirm")
     if asked is None or asked[0] != pending.interrupt_id:
         return False
@@ -483,8 +481,7 @@ SHOWN = "cards-shown"  # interrupt id -> (pause, notice key): the cards this tab
 
 
 def decided_elsewhere(session: Session) -> None:
-    """At a page run's start: a card this tab showed, no longer pending and not answered
-    here, says who decided what instead of vanishing."""
+    """A card this tab showed, since decided elsewhere, says who decided what (not vanishing)."""
     shown_cards: dict[str, tuple[Pause, str]] = st.session_state.get(SHOWN, {})
     for interrupt_id, (pending, notice_key) in list(shown_cards.items()):
         now = session.view(pending.thread_id).pending

@@ -72,8 +72,7 @@ def _new_thread(runner: Runner) -> str:
 
 
 def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
-    """`Runner.send` (no `thread_id`: a new thread), a refusal said on the page; raises only
-    what the database raised."""
+    """`Runner.send` (no `thread_id`: a new thread), a refusal said; raises only database errors."""
     from graph import DecisionError, RunInProgress
     from ui.web.auto_approve import tab_options
 

@@ -71,8 +71,7 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
 
 
 def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
-    """The open thread: the history's window, then the tail (the last turn, the live run,
-    the card or the error). True when it followed a live run to its end."""
+    """The history's window, then the tail; True when it followed a live run to its end."""
     thread_id, info, active = now.thread_id, now.info, now.active
     title = info.title if info else "New thread"
     # The browser tab follows the thread and its branch (a fork can retitle it).

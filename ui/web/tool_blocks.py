@@ -74,8 +74,7 @@ def pre_html(text: str) -> str:
 
 
 def said_html(text: str) -> str:
-    """A person's message as written: spaces and line breaks kept, nothing read as
-    Markdown or HTML, long lines wrapped."""
+    """A person's message as written: spacing kept, no Markdown or HTML, long lines wrapped."""
     return (
         '<div class="gh-said" style="white-space: pre-wrap; overflow-wrap: anywhere">'
         f"{html_text(text)}</div>"
@@ -91,8 +90,7 @@ def row_html(
     *,
     missing: str = NOT_RUN,
 ) -> str:
-    """One call as a collapsed `<details>` row; `status` None: no result yet, said as
-    `missing`; `args` None: not known here (a live call that ended without starting)."""
+    """One call as a `<details>` row; `status` None: said as `missing`; `args` None: unknown."""
     shown = "" if args is None else "<small>arguments</small>" + pre_html(pretty(args))
     if status is None:
         title = f"⏸ {visible(name)} · {missing}"
@@ -113,8 +111,7 @@ def not_run_row(
 
 
 class ToolBlock:
-    """One live call's status block (`name` as labelled, `tool` the tool's); output is
-    buffered and flushed by the caller."""
+    """One live call's status block; its output is buffered and flushed by the caller."""
 
     def __init__(self, name: str, args: dict[str, Any], tool: str = "") -> None:
         self.name, self.args, self.tool = name, args, tool or name
