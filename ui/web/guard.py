@@ -138,8 +138,7 @@ class Guard:
             await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
 
     async def _stopped_signed_in(self, scope: Scope, send: Send, headers: dict[str, str]) -> bool:
-        """A signed-in browser's request answered here: a sign-in link opened again, or
-        the stream without this origin's proof."""
+        """A signed-in request answered here: a sign-in link again, or the stream without proof."""
         if scope["type"] == "http" and "token" in _query(scope):
             # The link is used up all the same, and leaves the address bar.
             self.tokens.redeem(_query(scope)["token"])

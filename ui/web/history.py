@@ -65,8 +65,7 @@ def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
 
 
 def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    """The last turns of `turns`, or after a jump from "Find" the found turn and a few after
-    (never every turn to the end)."""
+    """The last turns, or after a "Find" jump the found turn and a few after it."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
     thread_id = d.thread_id
     found = _found(thread_id, turns)

@@ -217,8 +217,7 @@ SCRIPT = (
 
 
 def live_ready() -> bool:
-    """True when this script run may follow a live run; otherwise draws the samples and
-    the script that asks for the live view once they are drawn."""
+    """True when this run may follow a live run; else draws the samples and a script to ask."""
     if st.session_state.get(READY):
         return True
     with st.container(key="gh-live-samples"):
@@ -343,8 +342,7 @@ _REQUESTED = object()
 
 
 def _rerun(app_session: Any) -> None:
-    """Rerun the whole page as its last run left it (no button pressed), as Streamlit
-    reruns a page whose source changed."""
+    """Rerun the page as its last run left it (no button pressed), as for a changed source."""
     from streamlit.proto.ClientState_pb2 import ClientState
 
     state = ClientState()

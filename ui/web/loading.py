@@ -77,8 +77,7 @@ BOOT_HTML = (
 
 
 def loading_state() -> Any:
-    """The loading state (a browser session's first page only) in a slot, returned for
-    `page_loaded`; later runs draw the empty slot, so positions hold."""
+    """The loading state (a session's first page) in a slot; later runs draw it empty (in place)."""
     st.markdown("<style>" + PAGE_STYLE + "</style>", unsafe_allow_html=True)
     slot = st.empty()
     if st.session_state.get(LOADED):
@@ -138,8 +137,7 @@ BOOT = BODY + BOOT_HTML.encode()
 
 
 class Preload:
-    """Serves the icon at `…/favicon.png`; adds `hints()` before `</head>` of HTML pages
-    (not encoded, not streamed)."""
+    """Serves `…/favicon.png`; adds `hints()` to HTML pages' `<head>` (not encoded or streamed)."""
 
     def __init__(self, app: ASGIApp, icon: Path = ICON) -> None:
         self.app = app

@@ -201,8 +201,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
 
 
 def _undo(session: Session, thread_id: str, *, force: bool) -> None:
-    """Undo the last turn, say what it had changed on disk (undo rewinds the thread, not
-    the files) and put the person's message back in the input."""
+    """Undo the last turn, say what it changed on disk (files stay) and give the message back."""
     messages = session.view(thread_id).transcript
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     session.submit(Undo(thread_id, force))

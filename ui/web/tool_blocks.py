@@ -157,8 +157,7 @@ def result_row(
     duration_ms: float | None,
     decided: DecisionRecord | None = None,
 ) -> str:
-    """A finished call's row, saying who let it run (`decided`: its log record) or that no
-    one clicked, and linking to an offloaded output's whole."""
+    """A finished call's row: who let it run (`decided`: its record), a link to offloaded output."""
     row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
     notes = []
     if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant
