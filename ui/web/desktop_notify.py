@@ -55,14 +55,13 @@ def _remember_since() -> None:
 
 def desktop_notifications(session: Session, current_thread: str | None) -> None:
     with st.sidebar:
-        on = st.toggle(
+        if not st.toggle(
             ":material/notifications: Desktop notifications",
             key=TOGGLE_KEY,
             on_change=_remember_since,
             help="Show a desktop notification when a thread starts waiting for a decision "
             "(for this browser tab, while it is open).",
-        )
-        if not on:
+        ):
             return
         since = st.session_state.get(_SINCE_KEY) or 0.0
         items = [
