@@ -268,9 +268,8 @@ def submit(
     *,
     confirm: bool = False,
 ) -> None:
-    """Resume with the answer (a button's callback): a refused one is shown on the card
-    (`{key}-error`), a late one says who decided (`notice_key`). `confirm`: an answer
-    running a call graph.protocol.confirm names asks first (`confirm_pending`)."""
+    """Resume with the answer (a button's callback): refused, said on the card (`{key}-error`);
+    late, who decided (`notice_key`); `confirm`: a risky answer asks first (`confirm_pending`)."""
     if confirm:
         try:
             answer = make_answer()

@@ -139,9 +139,8 @@ def _drawing(session: Session, runner: Runner, thread_id: str, can_fork: bool) -
 def _draw_live(
     d: Drawing, messages: list, tail_start: int, base: int, active: Run, *, follows: bool = False
 ) -> Any:
-    """A live run in a slot of its own (returned): the tail so far, its message, progress
-    (followed to the end when `follows`) and the queue, in the same shape either way (a
-    page drawn before the browser is ready leaves no ghost beside the next)."""
+    """A live run in a slot of its own (returned): the tail, its message, progress (followed when
+    `follows`) and the queue, the same shape either way (no ghost beside the next drawing)."""
     live = st.empty()
     with live.container():
         _draw_part(replace(d, can_fork=False, missing="running…"), messages, tail_start, base)

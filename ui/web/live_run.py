@@ -1,7 +1,6 @@
-"""What is live on a page: a running run, from the Runner's event buffer, once the
-browser is ready for it (`live_ready`; when it ends the caller redraws the region from
-the checkpoints in the same script run), and what changed elsewhere (`page_started`,
-`page_drawn`)."""
+"""What is live on a page: a running run from the Runner's buffer once the browser is ready
+(`live_ready`; at its end the caller redraws from the checkpoints in the same script run),
+and what changed elsewhere (`page_started`, `page_drawn`)."""
 
 from __future__ import annotations
 
@@ -317,9 +316,8 @@ class Watcher:
             self._rerun_on_loop(info.session, page, (thread_id, seen))
 
     def _rerun_on_loop(self, app_session: Any, page: str, drawn: tuple[Any, ...]) -> None:
-        """Rerun the page from Streamlit's event loop, which handles clicks: a click's run
-        begun after the check above is seen there (from here, this rerun replaced it and
-        the press was lost)."""
+        """Rerun from Streamlit's event loop, which handles clicks: a click's run begun after the
+        check above is seen there (from this thread the rerun replaced it, losing the press)."""
 
         def rerun() -> None:
             if getattr(app_session, "_scriptrunner", None) is not None:

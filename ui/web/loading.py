@@ -1,8 +1,7 @@
-"""What a browser shows before the page is drawn (imports only Streamlit: app.py draws it
-before it imports LangGraph): middleware that adds preload hints (widget code, the icon
-font: seconds late on a busy machine otherwise), the page style and a loading indicator
-to Streamlit's HTML, and serves the icon at `…/favicon.png`; the loading state itself.
-Icons (a font's ligatures) stay hidden until their font is ready."""
+"""What a browser shows before the page is drawn (only Streamlit imported: app.py draws it
+before LangGraph loads): the loading state, and middleware adding preload hints (seconds
+late on a busy machine otherwise), the page style and a loading indicator to Streamlit's
+HTML, and serving the icon."""
 
 from __future__ import annotations
 

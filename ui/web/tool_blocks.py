@@ -67,9 +67,8 @@ def html_text(text: str) -> str:
 
 
 def pre_html(text: str) -> str:
-    """A preformatted block for static HTML rows: not `<pre>`, which Streamlit's Markdown
-    renders as its own element that keeps no line breaks; pre-wrap inline too, for a row
-    drawn before app.py's stylesheet arrives."""
+    """Preformatted, for static HTML rows: not `<pre>` (Streamlit's Markdown drops its line
+    breaks); pre-wrap inline too, for a row drawn before app.py's stylesheet arrives."""
     return f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">{html_text(text)}</div>'
 
 
