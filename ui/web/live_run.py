@@ -173,11 +173,10 @@ def last_error(runner: Runner, thread_id: str) -> str | None:
     return next((e.message for e in reversed(events) if isinstance(e, ev.ErrorEvent)), None)
 
 
-# A live run is followed only once the browser has drawn the page's widgets: React
-# draws a widget whose code just loaded only when nothing more urgent waits, so a busy
-# browser never drew Stop or the input until the run ended. A session's first page during
-# a run is drawn as it stands, with hidden samples of the live widgets and a script that
-# presses a hidden button once none waits for its code; that press's run follows live.
+# A live run is followed only once the browser has drawn the page's widgets (React draws a
+# just-loaded widget when nothing more urgent waits: a busy browser drew no Stop or input
+# until the run ended). A session's first page during a run shows it as it stands, with hidden
+# samples of the live widgets and a script pressing a hidden button once none waits: it follows.
 READY = "gh-live-ready"  # session state: this browser has drawn the live view's widgets
 BUTTON_KEY = "gh-live-go"
 GIVE_UP_MS = 15_000  # a widget whose code never loads must not hold the live view back
@@ -232,11 +231,10 @@ def live_ready() -> bool:
     return False
 
 
-# Live updates: a page shows what changed elsewhere within about a second. One watcher
-# thread per server reads the thread index every `WATCH_S` s and reruns only the pages
-# whose view is out of date, as Streamlit reruns a page whose source changed; an idle tab
-# costs nothing. No public API does this: if Streamlit's internals differ, each page falls
-# back to a timer fragment.
+# Live updates: one watcher thread per server reads the thread index every `WATCH_S` s and
+# reruns the pages whose view is out of date (as Streamlit does when its source changed); an
+# idle tab costs nothing. No public API does this: if Streamlit's internals differ, each page
+# falls back to a timer fragment.
 WATCH_S = 0.5
 POLL_S = 1.5
 _LOG = logging.getLogger(__name__)
