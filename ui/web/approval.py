@@ -191,10 +191,9 @@ def _action(
 def _choose(
     question: str, labels: dict[str, str], allowed: Sequence[str], key: str, index: int | None
 ) -> str | None:
-    options = [c for c in allowed if c in labels]
     return st.radio(
         question,
-        options,
+        [c for c in allowed if c in labels],
         format_func=labels.__getitem__,
         horizontal=True,
         key=f"{key}-choice",
