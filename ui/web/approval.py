@@ -49,9 +49,7 @@ RISK_COLOR = {
 }
 
 # The edit preview follows typing: Streamlit sends a text area's value only on blur or
-# Ctrl+Enter, so this script presses Ctrl+Enter in an `…-args` field after a pause.
-PAUSE_MS = 300
-
+# Ctrl+Enter, so this script presses Ctrl+Enter in an `…-args` field after a 300 ms pause.
 LIVE_EDIT_SCRIPT = """<script>
 if (!window.ghLiveEditInstalled) {
   window.ghLiveEditInstalled = true;
@@ -68,10 +66,10 @@ if (!window.ghLiveEditInstalled) {
       if (!area.isConnected) return;
       area.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", keyCode: 13, which: 13,
                                                      ctrlKey: true, bubbles: true, cancelable: true}));
-    }, PAUSE));
+    }, 300));
   }, true);
 }
-</script>""".replace("PAUSE", str(PAUSE_MS))
+</script>"""
 
 
 class InvalidInput(ValueError):

@@ -17,7 +17,6 @@ from ui.web.unsent import GIVEN_BACK, keep_unsent
 if TYPE_CHECKING:
     from graph import Runner
 
-HINT = "Message Gatehouse (try: list files, or write todo.md: buy milk)"
 # Once this module (the page's code, LangGraph among it) is loaded, the input is drawn in its place.
 PAGE_MODULE = "ui.web.page"
 
@@ -30,7 +29,7 @@ def input_state(pending: Pause | None, info: ThreadInfo | None, running: bool) -
         return True, "The last run was interrupted: retry it (above) before sending a new message."
     if running:
         return False, "A run is active: a message sent now is queued and sent when it ends."
-    return False, HINT
+    return False, "Message Gatehouse (try: list files, or write todo.md: buy milk)"
 
 
 def draw_chat_input(

@@ -57,9 +57,6 @@ def label(
     return f":material/build: {safe_label(name)} · {word}"  # a label renders Markdown
 
 
-PRE_CLASS = "gh-pre"
-
-
 def html_text(text: str) -> str:
     """`text` for an HTML block in Markdown: hidden characters shown, escaped, newlines as
     character references (a blank line would end the HTML block)."""
@@ -69,7 +66,7 @@ def html_text(text: str) -> str:
 def pre_html(text: str) -> str:
     """Preformatted, for static HTML rows: not `<pre>` (Streamlit's Markdown drops its line
     breaks); pre-wrap inline too, for a row drawn before app.py's stylesheet arrives."""
-    return f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">{html_text(text)}</div>'
+    return f'<div class="gh-pre" style="white-space: pre-wrap">{html_text(text)}</div>'
 
 
 def said_html(text: str) -> str:
