@@ -74,10 +74,12 @@ def test_the_terminal_log_shows_words_not_raw_values() -> None:
 
 
 def test_the_web_log_and_who_decided_use_the_same_words() -> None:
-    from ui.web.audit import _what
+    from ui.web.audit import _decision
 
-    assert _what(_record("edit")) == "write_file · approved with edits"
-    assert _what(_record("always_allowed", "standing")) == "write_file · always allowed"
+    assert _decision(_record("edit"), whole=True) == "write_file · approved with edits"
+    assert _decision(_record("always_allowed", "standing"), whole=True) == (
+        "write_file · always allowed"
+    )
     assert who_decided([_record("edit")]).startswith("approved with edits write_file by ana")  # type: ignore[union-attr]
 
 

@@ -49,9 +49,7 @@ RISK_COLOR = {
 }
 
 # The edit preview follows typing: Streamlit sends a text area's value only on blur or
-# Ctrl+Enter, so this script presses Ctrl+Enter in an `…-args` field after a pause.
-PAUSE_MS = 300
-
+# Ctrl+Enter, so this script presses Ctrl+Enter in an `…-args` field after a 300 ms pause.
 LIVE_EDIT_SCRIPT = """<script>
 if (!window.ghLiveEditInstalled) {
   window.ghLiveEditInstalled = true;
@@ -68,10 +66,10 @@ if (!window.ghLiveEditInstalled) {
       if (!area.isConnected) return;
       area.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", code: "Enter", keyCode: 13, which: 13,
                                                      ctrlKey: true, bubbles: true, cancelable: true}));
-    }, PAUSE));
+    }, 300));
   }, true);
 }
-</script>""".replace("PAUSE", str(PAUSE_MS))
+</script>"""
 
 
 class InvalidInput(ValueError):
@@ -134,12 +132,11 @@ def _action(
     with st.container(border=True):
         color = RISK_COLOR.get(risk, "gray")
         st.markdown(f"**{index + 1}. `{action.name}`** · :{color}-badge[risk: {risk}]")
-        summary = session.tool_summary(action.name)
         first = action.description.split("\n", 1)[0]
         # The request's own description when a policy wrote one; the default one says nothing.
         if first and first != "Tool execution requires approval":
             st.caption(markdown(first))
-        if summary:
+        if summary := session.tool_summary(action.name):
             st.caption(summary)
         # A multi-call card starts undecided, so "Approve the rest" knows what the person chose.
         choice = _choose("Decision", LABELS, pending.allowed(index), key, 0 if single else None)
@@ -192,10 +189,9 @@ def _action(
 def _choose(
     question: str, labels: dict[str, str], allowed: Sequence[str], key: str, index: int | None
 ) -> str | None:
-    options = [c for c in allowed if c in labels]
     return st.radio(
         question,
-        options,
+        [c for c in allowed if c in labels],
         format_func=labels.__getitem__,
         horizontal=True,
         key=f"{key}-choice",
@@ -269,9 +265,8 @@ def submit(
     *,
     confirm: bool = False,
 ) -> None:
-    """Resume with the answer (a button's callback): a refused one is shown on the card
-    (`{key}-error`), a late one says who decided (`notice_key`). `confirm`: an answer
-    running a call graph.protocol.confirm names asks first (`confirm_pending`)."""
+    """Resume with the answer (a button's callback): refused, said on the card (`{key}-error`);
+    late, who decided (`notice_key`); `confirm`: a risky answer asks first (`confirm_pending`)."""
     if confirm:
         try:
             answer = make_answer()
@@ -340,8 +335,7 @@ def who_decided_text(session: Session, pending: Pause, lead: str) -> str:
 
 
 def _read_only(pending: Approval, actions: list[ActionRequest]) -> bool:
-    """The card without controls when this person is not among a call's `approvers` (the
-    graph refuses their answer too); True when drawn."""
+    """The card without controls for one not among a call's `approvers`; True when drawn."""
     me = (signed_in_identity() or "").strip().lower()
     barred = [
         (a, who)
@@ -446,8 +440,7 @@ def approval_card(session: Session, runner: Runner, pending: Pause, prefix: str 
 
 
 def confirm_pending(session: Session, runner: Runner, pending: Approval, key: str) -> bool:
-    """Asks "approve as shown?" for an answer that runs a risky call, each call whole; True
-    while asked (the card's own buttons wait)."""
+    """Asks "approve as shown?" (each risky call whole); True while asked (the card waits)."""
     asked = st.session_state.get(f"{key}-confirm")
     if asked is None or asked[0] != pending.interrupt_id:
         return False
@@ -484,8 +477,7 @@ SHOWN = "cards-shown"  # interrupt id -> (pause, notice key): the cards this tab
 
 
 def decided_elsewhere(session: Session) -> None:
-    """At a page run's start: a card this tab showed, no longer pending and not answered
-    here, says who decided what instead of vanishing."""
+    """A card this tab showed, since decided elsewhere, says who decided what (not vanishing)."""
     shown_cards: dict[str, tuple[Pause, str]] = st.session_state.get(SHOWN, {})
     for interrupt_id, (pending, notice_key) in list(shown_cards.items()):
         now = session.view(pending.thread_id).pending

@@ -30,18 +30,13 @@ _MARK = {
 _SWITCH = {"grant": "auto-approve switched on", "revoke": "auto-approve switched off"}
 
 
-def _what(record: DecisionRecord) -> str:
-    if record.tool == "*" and record.decision in _SWITCH:
-        return _SWITCH[record.decision] + " for the thread"
-    return f"{record.tool} · {decided(record.decision)}"
-
-
 def record_html(record: DecisionRecord, title: str | None) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.decided_at))
     # "ana@example.com via web": the signed-in identity the log recorded, and the front end.
     who = (record.actor or "unknown") + (f" via {record.source}" if record.source else "")
     where = f" · {title}" if title else ""
-    summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {_what(record)} · by {who}"
+    what = _decision(record, whole=True)
+    summary = f"{_MARK.get(record.decision, '•')} {when}{where} · {what} · by {who}"
     # In a <div>: on a line of its own, not run into the label that follows.
     body = f"<div><small>thread {html.escape(record.thread_id)} · call {html.escape(record.tool_call_id or '-')}</small></div>"
     if record.args:
@@ -55,10 +50,11 @@ def record_html(record: DecisionRecord, title: str | None) -> str:
     return f'<details class="gh-tool"><summary>{html.escape(visible(summary))}</summary>{body}</details>'
 
 
-def _decision(record: DecisionRecord) -> str:
+def _decision(record: DecisionRecord, *, whole: bool = False) -> str:
+    """The decision's words; `whole`: with the tool or what a switch was for (a row's title)."""
     if record.tool == "*" and record.decision in _SWITCH:
-        return _SWITCH[record.decision]
-    return decided(record.decision)
+        return _SWITCH[record.decision] + (" for the thread" if whole else "")
+    return f"{record.tool} · {decided(record.decision)}" if whole else decided(record.decision)
 
 
 def audit_page(session: Session, thread_id: str | None) -> None:
@@ -75,12 +71,11 @@ def audit_page(session: Session, thread_id: str | None) -> None:
         )
         scope = chosen or "thread"
     limit = right.selectbox("Newest", LIMITS, index=1, key="audit-limit")
-    reads = (
+    records = (
         session.view(thread_id)
         if thread_id is not None and scope == "thread"
         else session.thread_list()
-    )
-    records = reads.audit(SCAN)
+    ).audit(SCAN)
     if not records:
         st.info("No decisions recorded yet" + (" for this thread." if scope == "thread" else "."))
         return

@@ -17,7 +17,6 @@ from ui.web.unsent import GIVEN_BACK, keep_unsent
 if TYPE_CHECKING:
     from graph import Runner
 
-HINT = "Message Gatehouse (try: list files, or write todo.md: buy milk)"
 # Once this module (the page's code, LangGraph among it) is loaded, the input is drawn in its place.
 PAGE_MODULE = "ui.web.page"
 
@@ -30,7 +29,7 @@ def input_state(pending: Pause | None, info: ThreadInfo | None, running: bool) -
         return True, "The last run was interrupted: retry it (above) before sending a new message."
     if running:
         return False, "A run is active: a message sent now is queued and sent when it ends."
-    return False, HINT
+    return False, "Message Gatehouse (try: list files, or write todo.md: buy milk)"
 
 
 def draw_chat_input(
@@ -72,8 +71,7 @@ def _new_thread(runner: Runner) -> str:
 
 
 def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
-    """`Runner.send` (no `thread_id`: a new thread), a refusal said on the page; raises only
-    what the database raised."""
+    """`Runner.send` (no `thread_id`: a new thread), a refusal said; raises only database errors."""
     from graph import DecisionError, RunInProgress
     from ui.web.auto_approve import tab_options
 
@@ -95,18 +93,16 @@ def early_chat_input() -> bool:
     if PAGE_MODULE in sys.modules or params.get("view", "chat") != "chat":
         return False
     thread_id = params.get("thread") or None
-    pending: Pause | None = None
-    info: ThreadInfo | None = None
+    found: tuple[Pause | None, ThreadInfo | None] | None = (None, None)
     if thread_id is not None:
         try:
             found = _read(thread_id)
         except Exception:  # noqa: BLE001 - the page reads it again and shows any error
             return False
-        if found is None:
-            return False  # not a thread: the page draws "Thread not found"
-        pending, info = found
+    if found is None:
+        return False  # not a thread: the page draws "Thread not found"
     # No run of this server can be active yet: its Runner starts with the page's code.
-    draw_chat_input(thread_id, pending, info, running=False)
+    draw_chat_input(thread_id, *found, running=False)
     return True
 
 

@@ -71,8 +71,7 @@ def stop_dock(runner: Runner, now: OpenThread) -> None:
 
 
 def chat_page(session: Session, runner: Runner, now: OpenThread) -> bool:
-    """The open thread: the history's window, then the tail (the last turn, the live run,
-    the card or the error). True when it followed a live run to its end."""
+    """The history's window, then the tail; True when it followed a live run to its end."""
     thread_id, info, active = now.thread_id, now.info, now.active
     title = info.title if info else "New thread"
     # The browser tab follows the thread and its branch (a fork can retitle it).
@@ -140,9 +139,8 @@ def _drawing(session: Session, runner: Runner, thread_id: str, can_fork: bool) -
 def _draw_live(
     d: Drawing, messages: list, tail_start: int, base: int, active: Run, *, follows: bool = False
 ) -> Any:
-    """A live run in a slot of its own (returned): the tail so far, its message, progress
-    (followed to the end when `follows`) and the queue, in the same shape either way (a
-    page drawn before the browser is ready leaves no ghost beside the next)."""
+    """A live run in a slot of its own (returned): the tail, its message, progress (followed when
+    `follows`) and the queue, the same shape either way (no ghost beside the next drawing)."""
     live = st.empty()
     with live.container():
         _draw_part(replace(d, can_fork=False, missing="running…"), messages, tail_start, base)

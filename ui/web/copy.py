@@ -56,8 +56,7 @@ ICON = (
 
 def copy_html(text: str, *, what: str) -> str:
     """A copy button for `text` (`what` names it for screen readers and the tooltip)."""
-    # Line breaks as references (a blank line ends Markdown's HTML block); what is shown is
-    # copied: no hidden escape sequence reaches a terminal.
+    # Newlines as references (a blank line ends an HTML block); hidden characters copied shown.
     copied = escape(visible(text), quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
     return (
         f'<button type="button" class="gh-copy" title="Copy this {what}" aria-label="Copy this {what}" '

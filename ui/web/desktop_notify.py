@@ -15,7 +15,6 @@ from graph.protocol.threads import printable
 
 TOGGLE_KEY = "desktop-notify"
 _SINCE_KEY = "desktop-notify-since"
-TITLE = "Gatehouse: approval needed"
 
 _SCRIPT = """<div id="gh-notify-status" style="font-size: 0.8rem; opacity: 0.7"></div>
 <script>
@@ -55,14 +54,13 @@ def _remember_since() -> None:
 
 def desktop_notifications(session: Session, current_thread: str | None) -> None:
     with st.sidebar:
-        on = st.toggle(
+        if not st.toggle(
             ":material/notifications: Desktop notifications",
             key=TOGGLE_KEY,
             on_change=_remember_since,
             help="Show a desktop notification when a thread starts waiting for a decision "
             "(for this browser tab, while it is open).",
-        )
-        if not on:
+        ):
             return
         since = st.session_state.get(_SINCE_KEY) or 0.0
         items = [
@@ -75,7 +73,7 @@ def desktop_notifications(session: Session, current_thread: str | None) -> None:
             for t in session.thread_list().awaiting_approval
             if t.pending_since is not None and t.pending_since >= since
         ]
-        data = {"title": TITLE, "current": current_thread, "items": items}
+        data = {"title": "Gatehouse: approval needed", "current": current_thread, "items": items}
         # JSON inside <script>: "<" escaped so no text can close the tag.
         payload = json.dumps(data).replace("<", "\\u003c")
         st.html(_SCRIPT.replace("DATA", payload, 1), unsafe_allow_javascript=True)

@@ -138,8 +138,7 @@ class Guard:
             await self.app(scope, self._while_signed_in(scope, headers, receive, send), send)
 
     async def _stopped_signed_in(self, scope: Scope, send: Send, headers: dict[str, str]) -> bool:
-        """A signed-in browser's request answered here: a sign-in link opened again, or
-        the stream without this origin's proof."""
+        """A signed-in request answered here: a sign-in link again, or the stream without proof."""
         if scope["type"] == "http" and "token" in _query(scope):
             # The link is used up all the same, and leaves the address bar.
             self.tokens.redeem(_query(scope)["token"])
@@ -177,10 +176,10 @@ class Guard:
 
     def _origin_ok(self, origin: str, host: str) -> bool:
         given = origin_of(origin)
-        if given in self.origins:
-            return True
-        # Same origin: the browser's Origin names the host the request went to.
-        return bool(given) and given.split("://", 1)[1] == host.strip().lower()
+        # Or the same origin: the browser's Origin names the host the request went to.
+        return given in self.origins or (
+            bool(given) and given.split("://", 1)[1] == host.strip().lower()
+        )
 
     def _identity(self, scope: Scope, headers: dict[str, str]) -> str | None:
         if self.access.web == "proxy":
@@ -188,8 +187,7 @@ class Guard:
                 headers.get(self.access.proxy_secret_header.lower()), self.access.proxy_secret
             ):
                 return None
-            user = (headers.get(self.access.proxy_user_header.lower()) or "").strip()
-            return user or None
+            return (headers.get(self.access.proxy_user_header.lower()) or "").strip() or None
         if self.access.web == "token" and self.sessions is not None:
             return self.sessions.identity(_session_id(scope, headers), _port(scope))
         return None
@@ -285,13 +283,9 @@ def _port(scope: Scope) -> int:
 
 
 def _session_id(scope: Scope, headers: dict[str, str]) -> str | None:
-    return _cookies(headers).get(f"{COOKIE}_{_port(scope)}")
-
-
-def _cookies(headers: dict[str, str]) -> dict[str, str]:
-    """The first of a repeated cookie, as `_headers`."""
+    """This port's session cookie; the first of a repeated cookie, as `_headers`."""
     parts = (p.strip().partition("=") for p in reversed(headers.get("cookie", "").split(";")))
-    return {name: value for name, sep, value in parts if sep}
+    return {name: value for name, sep, value in parts if sep}.get(f"{COOKIE}_{_port(scope)}")
 
 
 def _query_pairs(scope: Scope) -> list[tuple[str, str]]:

@@ -65,8 +65,7 @@ def turns_of(messages: Sequence[MessageView]) -> list[Turn]:
 
 
 def draw_window(d: Drawing, messages: Sequence[MessageView], turns: list[Turn]) -> None:
-    """The last turns of `turns`, or after a jump from "Find" the found turn and a few after
-    (never every turn to the end)."""
+    """The last turns, or after a "Find" jump the found turn and a few after it."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"} if turns else {}
     thread_id = d.thread_id
     found = _found(thread_id, turns)
@@ -225,8 +224,7 @@ def draw_turn(
             ]
             if rows:
                 st.markdown("\n".join(rows), unsafe_allow_html=True)
-        answer = "\n\n".join(m.content for m in rest if m.content and not m.notice)
-        if answer:
+        if answer := "\n\n".join(m.content for m in rest if m.content and not m.notice):
             st.markdown(copy_html(answer, what="answer"), unsafe_allow_html=True)
 
 

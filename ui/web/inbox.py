@@ -143,8 +143,7 @@ def inbox_page(session: Session, runner: Runner) -> None:
         "where code runs later) · d reject · n next · o open · u undo."
     )
     first = True
-    # The first page only, its cards read in one query: 10,000 waiting draw as fast as 10.
-    # Oldest first; what the person put off ("Next") after the rest, in the order put off.
+    # The first page only, its cards in one query; oldest first, then what was put off ("Next").
     rank = {t: i for i, t in enumerate(st.session_state.get(LATER, []))}
     page = sorted(waiting, key=lambda w: (w.thread_id in rank, rank.get(w.thread_id, 0)))[:PAGE]
     if len(waiting) > PAGE:

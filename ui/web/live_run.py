@@ -1,7 +1,6 @@
-"""What is live on a page: a running run, from the Runner's event buffer, once the
-browser is ready for it (`live_ready`; when it ends the caller redraws the region from
-the checkpoints in the same script run), and what changed elsewhere (`page_started`,
-`page_drawn`)."""
+"""What is live on a page: a running run from the Runner's buffer once the browser is ready
+(`live_ready`; at its end the caller redraws from the checkpoints in the same script run),
+and what changed elsewhere (`page_started`, `page_drawn`)."""
 
 from __future__ import annotations
 
@@ -171,15 +170,13 @@ def follow(run: Run) -> None:
 
 def last_error(runner: Runner, thread_id: str) -> str | None:
     events = run.events if (run := runner.latest(thread_id)) else []
-    errors = [e.message for e in events if isinstance(e, ev.ErrorEvent)]
-    return errors[-1] if errors else None
+    return next((e.message for e in reversed(events) if isinstance(e, ev.ErrorEvent)), None)
 
 
-# A live run is followed only once the browser has drawn the page's widgets: React
-# draws a widget whose code just loaded only when nothing more urgent waits, so a busy
-# browser never drew Stop or the input until the run ended. A session's first page during
-# a run is drawn as it stands, with hidden samples of the live widgets and a script that
-# presses a hidden button once none waits for its code; that press's run follows live.
+# A live run is followed only once the browser has drawn the page's widgets (React draws a
+# just-loaded widget when nothing more urgent waits: a busy browser drew no Stop or input
+# until the run ended). A session's first page during a run shows it as it stands, with hidden
+# samples of the live widgets and a script pressing a hidden button once none waits: it follows.
 READY = "gh-live-ready"  # session state: this browser has drawn the live view's widgets
 BUTTON_KEY = "gh-live-go"
 GIVE_UP_MS = 15_000  # a widget whose code never loads must not hold the live view back
@@ -217,28 +214,27 @@ SCRIPT = (
 )
 
 
-def _ready() -> None:
-    st.session_state[READY] = True
-
-
 def live_ready() -> bool:
-    """True when this script run may follow a live run; otherwise draws the samples and
-    the script that asks for the live view once they are drawn."""
+    """True when this run may follow a live run; else draws the samples and a script to ask."""
     if st.session_state.get(READY):
         return True
     with st.container(key="gh-live-samples"):
         st.markdown(STYLE, unsafe_allow_html=True)
         st.code("live output", language="text")
-        st.button("follow the run", key=BUTTON_KEY, on_click=_ready)
+        st.button(
+            "follow the run",
+            key=BUTTON_KEY,
+            on_click=st.session_state.__setitem__,
+            args=(READY, True),
+        )
     st.html(SCRIPT.replace("DRAWING", secrets.token_hex(8), 1), unsafe_allow_javascript=True)
     return False
 
 
-# Live updates: a page shows what changed elsewhere within about a second. One watcher
-# thread per server reads the thread index every `WATCH_S` s and reruns only the pages
-# whose view is out of date, as Streamlit reruns a page whose source changed; an idle tab
-# costs nothing. No public API does this: if Streamlit's internals differ, each page falls
-# back to a timer fragment.
+# Live updates: one watcher thread per server reads the thread index every `WATCH_S` s and
+# reruns the pages whose view is out of date (as Streamlit does when its source changed); an
+# idle tab costs nothing. No public API does this: if Streamlit's internals differ, each page
+# falls back to a timer fragment.
 WATCH_S = 0.5
 POLL_S = 1.5
 _LOG = logging.getLogger(__name__)
@@ -318,9 +314,8 @@ class Watcher:
             self._rerun_on_loop(info.session, page, (thread_id, seen))
 
     def _rerun_on_loop(self, app_session: Any, page: str, drawn: tuple[Any, ...]) -> None:
-        """Rerun the page from Streamlit's event loop, which handles clicks: a click's run
-        begun after the check above is seen there (from here, this rerun replaced it and
-        the press was lost)."""
+        """Rerun from Streamlit's event loop, which handles clicks: a click's run begun after the
+        check above is seen there (from this thread the rerun replaced it, losing the press)."""
 
         def rerun() -> None:
             if getattr(app_session, "_scriptrunner", None) is not None:
@@ -343,8 +338,7 @@ _REQUESTED = object()
 
 
 def _rerun(app_session: Any) -> None:
-    """Rerun the whole page as its last run left it (no button pressed), as Streamlit
-    reruns a page whose source changed."""
+    """Rerun the page as its last run left it (no button pressed), as for a changed source."""
     from streamlit.proto.ClientState_pb2 import ClientState
 
     state = ClientState()
@@ -360,8 +354,7 @@ _WATCHERS_LOCK = threading.Lock()
 
 def _watcher(session: Session, runner: Runner) -> Watcher:
     with _WATCHERS_LOCK:
-        watcher = _WATCHERS.get(id(runner))
-        if watcher is None:
+        if (watcher := _WATCHERS.get(id(runner))) is None:
             watcher = _WATCHERS[id(runner)] = Watcher(session, runner)
         return watcher
 
@@ -369,8 +362,7 @@ def _watcher(session: Session, runner: Runner) -> Watcher:
 def _page_id() -> str | None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx()
-    return None if ctx is None else ctx.session_id
+    return None if (ctx := get_script_run_ctx()) is None else ctx.session_id
 
 
 def page_started(session: Session, runner: Runner, thread_id: str | None) -> tuple[Any, ...]:

@@ -1,8 +1,7 @@
-"""What a browser shows before the page is drawn (imports only Streamlit: app.py draws it
-before it imports LangGraph): middleware that adds preload hints (widget code, the icon
-font: seconds late on a busy machine otherwise), the page style and a loading indicator
-to Streamlit's HTML, and serves the icon at `…/favicon.png`; the loading state itself.
-Icons (a font's ligatures) stay hidden until their font is ready."""
+"""What a browser shows before the page is drawn (only Streamlit imported: app.py draws it
+before LangGraph loads): the loading state, and middleware adding preload hints (seconds
+late on a busy machine otherwise), the page style and a loading indicator to Streamlit's
+HTML, and serving the icon."""
 
 from __future__ import annotations
 
@@ -77,8 +76,7 @@ BOOT_HTML = (
 
 
 def loading_state() -> Any:
-    """The loading state (a browser session's first page only) in a slot, returned for
-    `page_loaded`; later runs draw the empty slot, so positions hold."""
+    """The loading state (a session's first page) in a slot; later runs draw it empty (in place)."""
     st.markdown("<style>" + PAGE_STYLE + "</style>", unsafe_allow_html=True)
     slot = st.empty()
     if st.session_state.get(LOADED):
@@ -138,8 +136,7 @@ BOOT = BODY + BOOT_HTML.encode()
 
 
 class Preload:
-    """Serves the icon at `…/favicon.png`; adds `hints()` before `</head>` of HTML pages
-    (not encoded, not streamed)."""
+    """Serves `…/favicon.png`; adds `hints()` to HTML pages' `<head>` (not encoded or streamed)."""
 
     def __init__(self, app: ASGIApp, icon: Path = ICON) -> None:
         self.app = app
@@ -185,8 +182,6 @@ def rewriting_html(send: Send, rewrite: Callable[[bytes], bytes]) -> Send:
             ):
                 start = message
                 return
-            await send(message)
-            return
         if start is None or message["type"] != "http.response.body":
             await send(message)
             return

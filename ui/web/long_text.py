@@ -29,10 +29,7 @@ def draw_message_text(thread_id: str, message: MessageView, *, as_written: bool 
             cut = text.rfind(" ", HEAD_CHARS - NEAR, HEAD_CHARS)
         head = text[: cut if cut > 0 else HEAD_CHARS]
     shown = text if head == text or st.session_state.get(key) else head + " …"
-    if as_written:
-        st.markdown(said_html(shown), unsafe_allow_html=True)
-    else:
-        st.markdown(markdown(shown))
+    st.markdown(said_html(shown) if as_written else markdown(shown), unsafe_allow_html=as_written)
     if shown != text:
         _show_all(
             key,

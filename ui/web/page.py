@@ -29,8 +29,7 @@ from ui.web.unsent import UNSENT, retry_unsent, trouble_page
 
 
 def draw_page(loading: Any, input_drawn: bool) -> None:
-    """The page the URL names; `loading`: the loading state's slot; `input_drawn`: the chat
-    input is drawn already."""
+    """The page the URL names (`loading`: the loading slot; `input_drawn`: the input is drawn)."""
     st.html(LIVE_EDIT_SCRIPT, unsafe_allow_javascript=True)
     try:
         state = app_state()

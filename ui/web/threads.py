@@ -137,8 +137,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
         if st.form_submit_button("Rename"):
             session.submit(Rename(thread_id, title))
             st.rerun()
-    usage = view.usage
-    if usage:
+    if usage := view.usage:
         cost = f" · ${usage['cost']:.4f}" if usage.get("cost") else ""
         st.caption(
             f"tokens: {int(usage.get('input_tokens', 0))} in / {int(usage.get('output_tokens', 0))} out{cost}"
@@ -202,8 +201,7 @@ def thread_actions(session: Session, runner: Runner, thread_id: str) -> None:
 
 
 def _undo(session: Session, thread_id: str, *, force: bool) -> None:
-    """Undo the last turn, say what it had changed on disk (undo rewinds the thread, not
-    the files) and put the person's message back in the input."""
+    """Undo the last turn, say what it changed on disk (files stay) and give the message back."""
     messages = session.view(thread_id).transcript
     last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     session.submit(Undo(thread_id, force))
@@ -301,8 +299,7 @@ def _delete(session: Session, thread_id: str) -> None:
 def _confirmed_action(
     label: str, question: str, key: str, busy: bool, action: Callable[[], object]
 ) -> None:
-    asking = st.session_state.get("confirm") == key
-    if not asking:
+    if st.session_state.get("confirm") != key:
         if st.button(
             label,
             key=key,

@@ -57,9 +57,6 @@ def label(
     return f":material/build: {safe_label(name)} · {word}"  # a label renders Markdown
 
 
-PRE_CLASS = "gh-pre"
-
-
 def html_text(text: str) -> str:
     """`text` for an HTML block in Markdown: hidden characters shown, escaped, newlines as
     character references (a blank line would end the HTML block)."""
@@ -67,15 +64,13 @@ def html_text(text: str) -> str:
 
 
 def pre_html(text: str) -> str:
-    """A preformatted block for static HTML rows: not `<pre>`, which Streamlit's Markdown
-    renders as its own element that keeps no line breaks; pre-wrap inline too, for a row
-    drawn before app.py's stylesheet arrives."""
-    return f'<div class="{PRE_CLASS}" style="white-space: pre-wrap">{html_text(text)}</div>'
+    """Preformatted, for static HTML rows: not `<pre>` (Streamlit's Markdown drops its line
+    breaks); pre-wrap inline too, for a row drawn before app.py's stylesheet arrives."""
+    return f'<div class="gh-pre" style="white-space: pre-wrap">{html_text(text)}</div>'
 
 
 def said_html(text: str) -> str:
-    """A person's message as written: spaces and line breaks kept, nothing read as
-    Markdown or HTML, long lines wrapped."""
+    """A person's message as written: spacing kept, no Markdown or HTML, long lines wrapped."""
     return (
         '<div class="gh-said" style="white-space: pre-wrap; overflow-wrap: anywhere">'
         f"{html_text(text)}</div>"
@@ -91,8 +86,7 @@ def row_html(
     *,
     missing: str = NOT_RUN,
 ) -> str:
-    """One call as a collapsed `<details>` row; `status` None: no result yet, said as
-    `missing`; `args` None: not known here (a live call that ended without starting)."""
+    """One call as a `<details>` row; `status` None: said as `missing`; `args` None: unknown."""
     shown = "" if args is None else "<small>arguments</small>" + pre_html(pretty(args))
     if status is None:
         title = f"⏸ {visible(name)} · {missing}"
@@ -113,8 +107,7 @@ def not_run_row(
 
 
 class ToolBlock:
-    """One live call's status block (`name` as labelled, `tool` the tool's); output is
-    buffered and flushed by the caller."""
+    """One live call's status block; its output is buffered and flushed by the caller."""
 
     def __init__(self, name: str, args: dict[str, Any], tool: str = "") -> None:
         self.name, self.args, self.tool = name, args, tool or name
@@ -160,8 +153,7 @@ def result_row(
     duration_ms: float | None,
     decided: DecisionRecord | None = None,
 ) -> str:
-    """A finished call's row, saying who let it run (`decided`: its log record) or that no
-    one clicked, and linking to an offloaded output's whole."""
+    """A finished call's row: who let it run (`decided`: its record), a link to offloaded output."""
     row = row_html(call.name, call.args, result.outcome, result.content, duration_ms)
     notes = []
     if why := result.without_a_click:  # ran without anyone clicking: auto-approve, or which grant

@@ -63,7 +63,7 @@ def _draw_kept(waiting: list[tuple[str | None, str]], said: str) -> None:
 def retry_unsent(send: Callable[[str | None, str], None]) -> None:
     """The messages kept in this browser session, retried every RETRY_S s with `send`."""
     waiting = st.session_state.get(UNSENT, [])
-    sent = False
+    before = len(waiting)
     while waiting:
         thread_id, text = waiting[0]
         try:
@@ -72,8 +72,7 @@ def retry_unsent(send: Callable[[str | None, str], None]) -> None:
             st.session_state[REASON] = reason_of(exc)
             break
         waiting.pop(0)
-        sent = True
-    if sent:
+    if len(waiting) < before:
         st.rerun(scope="app")
     if not waiting:
         return
