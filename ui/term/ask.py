@@ -76,7 +76,6 @@ class Asker:
 
 
 def check_validator(check: Callable[[str], str | None]) -> Validator:
-    """A validator that keeps the prompt open, showing the checker's message."""
     from prompt_toolkit.document import Document
     from prompt_toolkit.validation import ValidationError, Validator
 
@@ -114,10 +113,6 @@ def choice_problem(
     if text == "?":
         return "\n".join(f"{k}: {choices[k][2]}" for k in keys)
     return f"type one of: {' '.join(keys)} (? for help)"
-
-
-def _menu(console: Console, keys: list[str], choices: dict[str, tuple[str, str, str]]) -> None:
-    console.print(Text("  ".join(f"[{k}] {choices[k][1]}" for k in keys), "dim"))
 
 
 def _yes(asker: Asker, question: str) -> bool:
@@ -210,7 +205,7 @@ def _decide_call(
     console.print(render.call_card(row, total))
     hidden = hides_part(row)
     keys = _keys(row, hidden)
-    _menu(console, keys, CHOICES)
+    console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
     if "W" in keys:
         narrow = narrow_grant(row["name"], row["args"])
         covers = f"w covers {narrow.covers}; " if narrow else ""
@@ -312,7 +307,7 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
     render.render_outcome(console, pending)
     allowed = pending.allowed
     keys = [k for k, (kind, _, _) in OUTCOME_CHOICES.items() if kind in allowed]
-    _menu(console, keys, OUTCOME_CHOICES)
+    console.print(Text("  ".join(f"[{k}] {OUTCOME_CHOICES[k][1]}" for k in keys), "dim"))
     while True:
         key = asker.line("outcome> ", check=lambda t: choice_problem(t, keys, OUTCOME_CHOICES))
         key = key.strip()

@@ -166,14 +166,6 @@ def _check_id(value: str) -> str:
     return value
 
 
-def shown_db(db: str) -> str:
-    """A database for people to read: a URL without its password."""
-    from urllib.parse import urlsplit
-
-    password = urlsplit(db).password if "://" in db else None
-    return db if password is None else db.replace(f":{password}@", ":***@", 1)
-
-
 def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
     def make() -> Session:
         settings = cli_settings(db)
@@ -245,6 +237,14 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> ThreadVie
     if not view.exists:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
     return view
+
+
+def prepare(session: Session, thread: str | None, auto_approve: bool) -> None:
+    """A run's --thread must exist; --auto-approve switches it on for this session."""
+    if thread:
+        require_thread(session, thread)
+    if auto_approve:
+        session.submit(ops.SetAutoApprove(None, True))
 
 
 def emit(

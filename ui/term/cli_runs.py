@@ -35,6 +35,7 @@ from ui.term.cli_base import (
     open_cli_session,
     ops,
     out,
+    prepare,
     refusals,
     require_thread,
     td,
@@ -230,10 +231,7 @@ def send(
 ) -> None:
     """Send one message and run the agent until it finishes or pauses (exit 3)."""
     with open_cli_session(db) as session:
-        if thread:
-            require_thread(session, thread)
-        if auto_approve:
-            session.submit(ops.SetAutoApprove(None, True))
+        prepare(session, thread, auto_approve)
         thread_id = thread or session.new_thread_id()
         if not as_json and (why := session.view(thread_id).auto_approving):
             err.print(term.auto_approve_banner(why))

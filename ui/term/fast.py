@@ -47,7 +47,6 @@ _OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
 
 
 def _parse(argv: list[str], commands: tuple[str, ...]) -> tuple[str, dict[str, Any]] | None:
-    """(command, keyword arguments) for a plain command line of `commands`, or None."""
     if not argv or argv[0] not in commands:
         return None
     command, options, args = argv[0], _OPTIONS[argv[0]], iter(argv[1:])

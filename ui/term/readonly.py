@@ -76,7 +76,6 @@ def absolute_db(db: str | None) -> str | None:
 
 
 def cli_settings(db: str | None) -> Settings:
-    """The settings, on `--db` when given."""
     settings = graph.load_settings()
     return replace(settings, db=absolute_db(db) or settings.db)
 
@@ -221,13 +220,8 @@ def guarded(run: Callable[[], None]) -> None:
             raise
         from rich.text import Text
 
-        err.print(
-            Text(
-                f"gatehouse: unexpected error: {type(exc).__name__}: {exc} "
-                "(set GATEHOUSE_DEBUG=1 for the traceback)",
-                "red",
-            )
-        )
+        why = f"{type(exc).__name__}: {exc} (set GATEHOUSE_DEBUG=1 for the traceback)"
+        err.print(Text(f"gatehouse: unexpected error: {why}", "red"))
         sys.exit(EXIT_FAILED)
 
 
