@@ -95,8 +95,7 @@ class Chat:
         self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
 
     def show_auto_approve(self, *, off_too: bool = False) -> None:
-        why = self.session.view(self.thread_id).auto_approving
-        if why:
+        if why := self.session.view(self.thread_id).auto_approving:
             self.out.print(term.auto_approve_banner(why))
         elif off_too:
             off = "auto-approve is off: calls that need approval ask you first."

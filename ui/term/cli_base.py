@@ -239,6 +239,14 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> ThreadVie
     return view
 
 
+@contextmanager
+def open_thread(db: str | None, thread_id: str) -> Iterator[Session]:
+    """The session, once the thread is known to exist."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        yield session
+
+
 def prepare(session: Session, thread: str | None, auto_approve: bool) -> None:
     """A run's --thread must exist; --auto-approve switches it on for this session."""
     if thread:

@@ -33,6 +33,7 @@ from ui.term.cli_base import (
     fail,
     open_cli_reader,
     open_cli_session,
+    open_thread,
     ops,
     out,
     prepare,
@@ -385,11 +386,10 @@ def reject(
 
     def build(request: Approval, check_args: Check) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
-        rejected: Decision = ops.reject(reason or None)
         with refusals():
             return td.answer(
                 request,
-                dict.fromkeys(numbers, rejected),
+                dict.fromkeys(numbers, ops.reject(reason or None)),
                 ops.approve() if approve_others else None,
                 hint="decide them in the same command: repeat --call, or use --approve-others",
             )
@@ -502,8 +502,7 @@ def resolve(
 def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Continue a thread whose run failed or whose process died, from its last checkpoint
     (after a reply that was cut off: ask the model again)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         if session.view(thread_id).pending is not None:
             raise fail(
                 f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "

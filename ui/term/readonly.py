@@ -106,7 +106,10 @@ def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> No
         infos = reader.threads(limit=limit)
         try:
             pauses = reader.pending_many([i.thread_id for i in infos if i.awaiting_approval])
-            count = {tid: calls(p) for tid, p in pauses.items()}
+            # An outcome-unknown pause holds one call.
+            count = {
+                t: len(p.actions) if p.kind == "approval" else 1 for t, p in pauses.items() if p
+            }
         except MalformedPause:  # one query per thread, to count the malformed one as 1
             count = {i.thread_id: reader.pending_count(i.thread_id) for i in infos}
         rows = [{**info.to_dict(), "pending": count.get(info.thread_id, 0)} for info in infos]
@@ -168,11 +171,6 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
     term.render_transcript(out, messages, numbered=True, decisions=decisions)
     if pending:
         term.render_pending(out, pending)
-
-
-def calls(pause: Any) -> int:
-    """How many calls a pause holds (an outcome-unknown one: 1; none: 0)."""
-    return 0 if pause is None else len(pause.actions) if pause.kind == "approval" else 1
 
 
 def _session(db: str | None, as_json: bool) -> AbstractContextManager[Session]:
