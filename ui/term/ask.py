@@ -142,8 +142,7 @@ def page(console: Console, asker: Asker, text: str) -> bool:
     height = max(5, console.size.height - 3)
     for start in range(0, len(rows), height):
         console.print(Text("\n".join(rows[start : start + height])), soft_wrap=True)
-        left = len(rows) - start - height
-        if left > 0:
+        if (left := len(rows) - start - height) > 0:
             more = f"-- {left} more line{'s' if left != 1 else ''}: Enter for more, q to stop -- "
             if asker.line(more).strip().lower() == "q":
                 return False
@@ -183,14 +182,11 @@ def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], 
 
 
 def _grant(row: dict[str, Any], key: str, console: Console) -> bool | str | None:
-    if key == "W":
-        console.print(Text(f"always allowed from now on: {whole_tool(row['name'])}", "yellow"))
-        return True
     scope = narrow_grant(row["name"], row["args"]) if key == "w" else None
-    if scope is not None:
-        console.print(Text(f"always allowed from now on: {scope.covers}", "yellow"))
-        return scope.pattern
-    return None
+    if key == "W" or scope is not None:
+        covers = scope.covers if scope else whole_tool(row["name"])
+        console.print(Text(f"always allowed from now on: {covers}", "yellow"))
+    return True if key == "W" else scope.pattern if scope else None
 
 
 def _decide_call(

@@ -179,8 +179,9 @@ class Chat:
         if (u := renderer.usage) is not None:
             self.out.print(Text(f"tokens: {u.input_tokens} in · {u.output_tokens} out", "dim"))
         if status == "failed":
-            again = "Type /retry to try the run again from its last checkpoint."
-            self.out.print(Text(again, "yellow"))
+            self.out.print(
+                Text("Type /retry to try the run again from its last checkpoint.", "yellow")
+            )
         elif status == "stopped" and any(
             isinstance(e, ev.Notice) and e.source == ev.CUT_OFF_SOURCE for e in events
         ):

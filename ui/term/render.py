@@ -48,7 +48,6 @@ def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
 
 
 def aside(event: ev.Compacted | ev.Notice | ev.ReplyRejected | ev.ModelRetried) -> str:
-    """The line a run's side news gets."""
     from graph.protocol import events as ev
 
     match event:
