@@ -119,6 +119,10 @@ def _yes(asker: Asker, question: str) -> bool:
     return asker.line(question).strip().lower() in ("y", "yes")
 
 
+def _required(asker: Asker, prompt: str, empty: str) -> str:
+    return asker.line(prompt, check=lambda t: None if t.strip() else empty).strip()
+
+
 def parse_args_json(
     text: str, name: str, check_args: Check
 ) -> tuple[dict[str, Any] | None, str | None]:
@@ -172,8 +176,7 @@ def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
 def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], risk: Any) -> bool:
     """True when the call may run: one graph.protocol.confirm names is shown whole and
     needs a yes."""
-    why = confirmation(name, args, risk)
-    if why is None:
+    if (why := confirmation(name, args, risk)) is None:
         return True
     console.print(Text(f"Approve {visible(name)}? {why}. The whole call:", "bold yellow"))
     if not page(console, asker, visible_json(args, indent=2)):
@@ -217,10 +220,7 @@ def _decide_call(
         if key == "r":
             return reject(asker.line("reason> ").strip() or None), False
         if key == "s":
-            message = asker.line(
-                "response> ", check=lambda t: None if t.strip() else "a response cannot be empty"
-            )
-            return respond(message.strip()), False
+            return respond(_required(asker, "response> ", "a response cannot be empty")), False
         if key == "e":
             args = edit_args(console, asker, row, check_args)
             if _edited_ok(console, asker, row, args, preview):
@@ -315,11 +315,9 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
             continue
         if key == "f":
             return outcome("mark_failed", asker.line("note (optional)> ").strip() or None)
-        text = asker.line(
-            "what really happened> ",
-            check=lambda t: None if t.strip() else "the outcome cannot be empty",
+        return outcome(
+            "respond", _required(asker, "what really happened> ", "the outcome cannot be empty")
         )
-        return outcome("respond", text.strip())
 
 
 def edit_args(

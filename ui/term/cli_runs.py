@@ -64,9 +64,8 @@ def require_pending(
     kind: type[P],
 ) -> P:
     """The pending request of this `kind` the command decides; refused when it is not the
-    one named, or unnamed where nobody can confirm it (a script, --json). With the reader
-    (before LangGraph loads) a named request that is not the pending one is left to the
-    session, which says why."""
+    one named, or unnamed where nobody can confirm it (a script, --json). The reader leaves
+    a wrong name to the session, which says why."""
     view = require_thread(session, thread_id)
     if (pending := view.pending) is None:
         status = view.info.status if view.info else "idle"

@@ -1,7 +1,6 @@
-"""`gatehouse`, the console script: the read-only commands and the web UI without typer
-(fast.py), the rest through the typer app (cli.py). It ends the process as Python would
-but without tearing down every loaded module: with LangGraph loaded that takes half a
-second, longer than a decision (issue 36)."""
+"""`gatehouse`: the read-only commands and the web UI without typer (fast.py), the rest
+through cli.py. It exits as Python would but skips tearing down every module: with
+LangGraph loaded that takes half a second, longer than a decision (issue 36)."""
 
 from __future__ import annotations
 

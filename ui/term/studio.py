@@ -1,6 +1,5 @@
-"""`gatehouse studio`: `langgraph dev` on langgraph.json, whose checkpointer is
-Gatehouse's storage; a thread started elsewhere is registered with the server so Studio
-can open it. The server wants this OS user's install secret as a bearer key."""
+"""`gatehouse studio`: `langgraph dev` on Gatehouse's storage; a thread started elsewhere
+is registered so Studio can open it. The key is this OS user's install secret."""
 
 from __future__ import annotations
 
