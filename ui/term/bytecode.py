@@ -78,8 +78,7 @@ def warm(root: Path = ROOT, site: Path | None = None) -> subprocess.Popen[bytes]
     case, a few `stat`s)."""
     if not sys.flags.dont_write_bytecode or os.environ.get("GATEHOUSE_NO_COMPILE"):
         return None
-    folders = missing(root, site)
-    if not folders or not _take(lock := lock_path(root)):
+    if not (folders := missing(root, site)) or not _take(lock := lock_path(root)):
         return None
     import subprocess
 

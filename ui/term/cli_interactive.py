@@ -117,8 +117,7 @@ def studio(
     """Start `langgraph dev` on the project's langgraph.json, on Gatehouse's own database:
     Studio sees the threads of the web app and the terminal, and they see Studio's.
     With --thread, the thread is registered with the server and its Studio link printed."""
-    exe = find_langgraph()
-    if exe is None:
+    if (exe := find_langgraph()) is None:
         raise fail(
             "LangGraph Studio needs langgraph-cli with the in-memory server. Install it with\n"
             "  uv add --dev 'langgraph-cli[inmem]'   (or: pip install 'langgraph-cli[inmem]')\n"

@@ -180,11 +180,9 @@ def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) ->
     with open_thread(db, thread_id) as session, refusals():
         event = session.submit(ops.Compact(thread_id)).result().compacted
     data = {"thread_id": thread_id, "compacted": event is not None}
-    if event is None:
-        nothing = "nothing to compact: the thread has no turns older than the ones kept verbatim"
-        emit(as_json, data, nothing)
-    else:
-        emit(as_json, data | term.pick(event, *term.COMPACTED), term.compacted_line(event))
+    nothing = "nothing to compact: the thread has no turns older than the ones kept verbatim"
+    extra = term.pick(event, *term.COMPACTED) if event else {}
+    emit(as_json, data | extra, term.compacted_line(event) if event else nothing)
 
 
 @app.command()

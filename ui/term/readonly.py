@@ -1,6 +1,5 @@
-"""The read-only commands `threads`, `pending` and `show`, without typer, pydantic or
-LangGraph (through `graph.open_reader`; tests/test_cli_fast.py checks what each loads),
-and the plumbing every command shares: the consoles, `fail` and `opened`."""
+"""`threads`, `pending` and `show` without typer, pydantic or LangGraph (`graph.open_reader`;
+tests/test_cli_fast.py checks), and what every command shares: consoles, `fail`, `opened`."""
 
 from __future__ import annotations
 
