@@ -204,9 +204,8 @@ def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
 
 @contextmanager
 def refusals(waiting: type[Exception] | None = None) -> Iterator[None]:
-    """A Session's refusal said: the thread waits for a decision (`waiting`, by default
-    AwaitingDecision: exit 3), other bad input (exit 2); in the terminal's words (its
-    option, not the API's keyword)."""
+    """A Session's refusal in the terminal's words: the thread waits for a decision
+    (`waiting`, by default AwaitingDecision: exit 3), other bad input (exit 2)."""
     try:
         yield
     except Exception as exc:

@@ -71,8 +71,7 @@ def run_studio(
     open_browser: bool,
     say: Callable[[str], object],
 ) -> int:
-    """Start the server, register `threads`, print (and open) Studio's links, then wait
-    for the server; Ctrl-C stops it."""
+    """Start the server, register `threads`, print (and open) Studio's links; Ctrl-C stops it."""
     base_url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(list(cmd), cwd=cwd)
     try:
