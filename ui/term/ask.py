@@ -76,7 +76,6 @@ class Asker:
 
 
 def check_validator(check: Callable[[str], str | None]) -> Validator:
-    """A validator that keeps the prompt open, showing the checker's message."""
     from prompt_toolkit.document import Document
     from prompt_toolkit.validation import ValidationError, Validator
 
@@ -116,12 +115,12 @@ def choice_problem(
     return f"type one of: {' '.join(keys)} (? for help)"
 
 
-def _menu(console: Console, keys: list[str], choices: dict[str, tuple[str, str, str]]) -> None:
-    console.print(Text("  ".join(f"[{k}] {choices[k][1]}" for k in keys), "dim"))
-
-
 def _yes(asker: Asker, question: str) -> bool:
     return asker.line(question).strip().lower() in ("y", "yes")
+
+
+def _required(asker: Asker, prompt: str, empty: str) -> str:
+    return asker.line(prompt, check=lambda t: None if t.strip() else empty).strip()
 
 
 def parse_args_json(
@@ -147,8 +146,7 @@ def page(console: Console, asker: Asker, text: str) -> bool:
     height = max(5, console.size.height - 3)
     for start in range(0, len(rows), height):
         console.print(Text("\n".join(rows[start : start + height])), soft_wrap=True)
-        left = len(rows) - start - height
-        if left > 0:
+        if (left := len(rows) - start - height) > 0:
             more = f"-- {left} more line{'s' if left != 1 else ''}: Enter for more, q to stop -- "
             if asker.line(more).strip().lower() == "q":
                 return False
@@ -178,8 +176,7 @@ def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
 def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], risk: Any) -> bool:
     """True when the call may run: one graph.protocol.confirm names is shown whole and
     needs a yes."""
-    why = confirmation(name, args, risk)
-    if why is None:
+    if (why := confirmation(name, args, risk)) is None:
         return True
     console.print(Text(f"Approve {visible(name)}? {why}. The whole call:", "bold yellow"))
     if not page(console, asker, visible_json(args, indent=2)):
@@ -188,14 +185,11 @@ def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], 
 
 
 def _grant(row: dict[str, Any], key: str, console: Console) -> bool | str | None:
-    if key == "W":
-        console.print(Text(f"always allowed from now on: {whole_tool(row['name'])}", "yellow"))
-        return True
     scope = narrow_grant(row["name"], row["args"]) if key == "w" else None
-    if scope is not None:
-        console.print(Text(f"always allowed from now on: {scope.covers}", "yellow"))
-        return scope.pattern
-    return None
+    if key == "W" or scope is not None:
+        covers = scope.covers if scope else whole_tool(row["name"])
+        console.print(Text(f"always allowed from now on: {covers}", "yellow"))
+    return True if key == "W" else scope.pattern if scope else None
 
 
 def _decide_call(
@@ -210,7 +204,7 @@ def _decide_call(
     console.print(render.call_card(row, total))
     hidden = hides_part(row)
     keys = _keys(row, hidden)
-    _menu(console, keys, CHOICES)
+    console.print(Text("  ".join(f"[{k}] {CHOICES[k][1]}" for k in keys), "dim"))
     if "W" in keys:
         narrow = narrow_grant(row["name"], row["args"])
         covers = f"w covers {narrow.covers}; " if narrow else ""
@@ -226,10 +220,7 @@ def _decide_call(
         if key == "r":
             return reject(asker.line("reason> ").strip() or None), False
         if key == "s":
-            message = asker.line(
-                "response> ", check=lambda t: None if t.strip() else "a response cannot be empty"
-            )
-            return respond(message.strip()), False
+            return respond(_required(asker, "response> ", "a response cannot be empty")), False
         if key == "e":
             args = edit_args(console, asker, row, check_args)
             if _edited_ok(console, asker, row, args, preview):
@@ -312,7 +303,7 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
     render.render_outcome(console, pending)
     allowed = pending.allowed
     keys = [k for k, (kind, _, _) in OUTCOME_CHOICES.items() if kind in allowed]
-    _menu(console, keys, OUTCOME_CHOICES)
+    console.print(Text("  ".join(f"[{k}] {OUTCOME_CHOICES[k][1]}" for k in keys), "dim"))
     while True:
         key = asker.line("outcome> ", check=lambda t: choice_problem(t, keys, OUTCOME_CHOICES))
         key = key.strip()
@@ -324,11 +315,9 @@ def ask_outcome(console: Console, asker: Asker, pending: OutcomeUnknown) -> Outc
             continue
         if key == "f":
             return outcome("mark_failed", asker.line("note (optional)> ").strip() or None)
-        text = asker.line(
-            "what really happened> ",
-            check=lambda t: None if t.strip() else "the outcome cannot be empty",
+        return outcome(
+            "respond", _required(asker, "what really happened> ", "the outcome cannot be empty")
         )
-        return outcome("respond", text.strip())
 
 
 def edit_args(

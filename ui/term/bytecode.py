@@ -1,8 +1,6 @@
-"""Compiled bytecode where PYTHONDONTWRITEBYTECODE is set (as container images often do):
-each command compiled Gatehouse and LangGraph again, 3–12 s on a small machine. The
-console script starts one compile in the background (`compileall` writes whatever the
-flag says) when bytecode is missing; a lock file keeps it to one at a time.
-GATEHOUSE_NO_COMPILE=1 turns it off."""
+"""Where PYTHONDONTWRITEBYTECODE is set (container images), every command compiled again,
+3–12 s on a small machine: one background `compileall` (it writes whatever the flag says)
+when bytecode is missing, one at a time (a lock file). GATEHOUSE_NO_COMPILE=1: none."""
 
 from __future__ import annotations
 
@@ -80,8 +78,7 @@ def warm(root: Path = ROOT, site: Path | None = None) -> subprocess.Popen[bytes]
     case, a few `stat`s)."""
     if not sys.flags.dont_write_bytecode or os.environ.get("GATEHOUSE_NO_COMPILE"):
         return None
-    folders = missing(root, site)
-    if not folders or not _take(lock := lock_path(root)):
+    if not (folders := missing(root, site)) or not _take(lock := lock_path(root)):
         return None
     import subprocess
 

@@ -52,7 +52,9 @@ class Chat:
         try:
             self.decide_pending()
             while True:
-                text = self.asker.line(self.prompt()).strip()
+                # The prompt says so while auto-approve is on: no call will be asked about.
+                auto = self.session.view(self.thread_id).auto_approving
+                text = self.asker.line("you [auto-approve] ▸ " if auto else "you ▸ ").strip()
                 if not text:
                     continue
                 if text.startswith("/"):
@@ -92,14 +94,8 @@ class Chat:
         self.thread_id = self.session.new_thread_id()
         self.out.print(Text.assemble("new thread ", (self.thread_id, "bold")))
 
-    def prompt(self) -> str:
-        # The prompt itself says so while auto-approve is on: no call will be asked about.
-        auto = self.session.view(self.thread_id).auto_approving
-        return "you [auto-approve] ▸ " if auto else "you ▸ "
-
     def show_auto_approve(self, *, off_too: bool = False) -> None:
-        why = self.session.view(self.thread_id).auto_approving
-        if why:
+        if why := self.session.view(self.thread_id).auto_approving:
             self.out.print(term.auto_approve_banner(why))
         elif off_too:
             off = "auto-approve is off: calls that need approval ask you first."
@@ -180,12 +176,12 @@ class Chat:
     def run(self, run: Run) -> None:
         renderer = term.EventRenderer(self.out)
         status, events = self.drive(run, renderer)
-        if renderer.usage is not None:
-            u = renderer.usage
+        if (u := renderer.usage) is not None:
             self.out.print(Text(f"tokens: {u.input_tokens} in · {u.output_tokens} out", "dim"))
         if status == "failed":
-            again = "Type /retry to try the run again from its last checkpoint."
-            self.out.print(Text(again, "yellow"))
+            self.out.print(
+                Text("Type /retry to try the run again from its last checkpoint.", "yellow")
+            )
         elif status == "stopped" and any(
             isinstance(e, ev.Notice) and e.source == ev.CUT_OFF_SOURCE for e in events
         ):

@@ -1,6 +1,5 @@
-"""`gatehouse`: typer commands over `graph.Session`, in cli_interactive, cli_threads and
-cli_runs (importing them registers them, in `--help`'s order); the read-only commands
-and plain `approve` / `reject` lines skip typer's parser (fast.py)."""
+"""`gatehouse`: typer commands over `graph.Session` (importing cli_interactive, cli_threads,
+cli_runs registers them in `--help`'s order); plain read-only and decision lines: fast.py."""
 
 from __future__ import annotations
 

@@ -166,14 +166,6 @@ def _check_id(value: str) -> str:
     return value
 
 
-def shown_db(db: str) -> str:
-    """A database for people to read: a URL without its password."""
-    from urllib.parse import urlsplit
-
-    password = urlsplit(db).password if "://" in db else None
-    return db if password is None else db.replace(f":{password}@", ":***@", 1)
-
-
 def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
     def make() -> Session:
         settings = cli_settings(db)
@@ -212,9 +204,8 @@ def turn_index(messages: list[Any], thread_id: str, turn: int) -> int:
 
 @contextmanager
 def refusals(waiting: type[Exception] | None = None) -> Iterator[None]:
-    """A Session's refusal said: the thread waits for a decision (`waiting`, by default
-    AwaitingDecision: exit 3), other bad input (exit 2); in the terminal's words (its
-    option, not the API's keyword)."""
+    """A Session's refusal in the terminal's words: the thread waits for a decision
+    (`waiting`, by default AwaitingDecision: exit 3), other bad input (exit 2)."""
     try:
         yield
     except Exception as exc:
@@ -245,6 +236,22 @@ def require_thread(session: Session | ThreadReader, thread_id: str) -> ThreadVie
     if not view.exists:
         raise fail(f"no thread {thread_id} (see `gatehouse threads`)", EXIT_FAILED)
     return view
+
+
+@contextmanager
+def open_thread(db: str | None, thread_id: str) -> Iterator[Session]:
+    """The session, once the thread is known to exist."""
+    with open_cli_session(db) as session:
+        require_thread(session, thread_id)
+        yield session
+
+
+def prepare(session: Session, thread: str | None, auto_approve: bool) -> None:
+    """A run's --thread must exist; --auto-approve switches it on for this session."""
+    if thread:
+        require_thread(session, thread)
+    if auto_approve:
+        session.submit(ops.SetAutoApprove(None, True))
 
 
 def emit(

@@ -8,11 +8,11 @@ import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 
 import graph
-from graph.protocol.operations import SetAutoApprove
 from ui.term.child import run_child, show_command
 from ui.term.cli_base import (
     APP_PATH,
@@ -33,8 +33,8 @@ from ui.term.cli_base import (
     opened,
     out,
     parsed,
+    prepare,
     require_thread,
-    shown_db,
     thread_option,
 )
 
@@ -117,8 +117,7 @@ def studio(
     """Start `langgraph dev` on the project's langgraph.json, on Gatehouse's own database:
     Studio sees the threads of the web app and the terminal, and they see Studio's.
     With --thread, the thread is registered with the server and its Studio link printed."""
-    exe = find_langgraph()
-    if exe is None:
+    if (exe := find_langgraph()) is None:
         raise fail(
             "LangGraph Studio needs langgraph-cli with the in-memory server. Install it with\n"
             "  uv add --dev 'langgraph-cli[inmem]'   (or: pip install 'langgraph-cli[inmem]')\n"
@@ -141,7 +140,10 @@ def studio(
     except graph.ConfigError as exc:
         raise fail(str(exc), exit_code(exc)) from None
     os.environ.update(graph.location_env(settings))
-    err.print(Text(f"Database: {shown_db(settings.db)}", "dim"))
+    # A URL is shown without its password.
+    password = urlsplit(settings.db).password if "://" in settings.db else None
+    shown = settings.db.replace(f":{password}@", ":***@", 1) if password else settings.db
+    err.print(Text(f"Database: {shown}", "dim"))
     port = port or DEFAULT_PORT
     cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json"), "--port", str(port)]
     if threads or not browser:
@@ -196,10 +198,6 @@ def chat(
     from ui.term.cli_runs import drive  # here: `--help` lists these commands first
 
     with open_cli_session(db) as session:
-        if thread:
-            require_thread(session, thread)
-        if auto_approve:
-            session.submit(SetAutoApprove(None, True))
+        prepare(session, thread, auto_approve)
         chat = Chat(session, out, err, session.check_args, drive, whole_history=all_)
-        code = chat.loop(thread)
-    raise typer.Exit(code)
+        raise typer.Exit(chat.loop(thread))

@@ -33,8 +33,10 @@ from ui.term.cli_base import (
     fail,
     open_cli_reader,
     open_cli_session,
+    open_thread,
     ops,
     out,
+    prepare,
     refusals,
     require_thread,
     td,
@@ -62,9 +64,8 @@ def require_pending(
     kind: type[P],
 ) -> P:
     """The pending request of this `kind` the command decides; refused when it is not the
-    one named, or unnamed where nobody can confirm it (a script, --json). With the reader
-    (before LangGraph loads) a named request that is not the pending one is left to the
-    session, which says why."""
+    one named, or unnamed where nobody can confirm it (a script, --json). The reader leaves
+    a wrong name to the session, which says why."""
     view = require_thread(session, thread_id)
     if (pending := view.pending) is None:
         status = view.info.status if view.info else "idle"
@@ -230,10 +231,7 @@ def send(
 ) -> None:
     """Send one message and run the agent until it finishes or pauses (exit 3)."""
     with open_cli_session(db) as session:
-        if thread:
-            require_thread(session, thread)
-        if auto_approve:
-            session.submit(ops.SetAutoApprove(None, True))
+        prepare(session, thread, auto_approve)
         thread_id = thread or session.new_thread_id()
         if not as_json and (why := session.view(thread_id).auto_approving):
             err.print(term.auto_approve_banner(why))
@@ -387,11 +385,10 @@ def reject(
 
     def build(request: Approval, check_args: Check) -> ReviewAnswer:
         numbers = call or list(range(1, len(request.actions) + 1))
-        rejected: Decision = ops.reject(reason or None)
         with refusals():
             return td.answer(
                 request,
-                dict.fromkeys(numbers, rejected),
+                dict.fromkeys(numbers, ops.reject(reason or None)),
                 ops.approve() if approve_others else None,
                 hint="decide them in the same command: repeat --call, or use --approve-others",
             )
@@ -504,8 +501,7 @@ def resolve(
 def resume(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Continue a thread whose run failed or whose process died, from its last checkpoint
     (after a reply that was cut off: ask the model again)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         if session.view(thread_id).pending is not None:
             raise fail(
                 f"thread {thread_id} is waiting for a decision; use approve, reject, respond or resolve "

@@ -29,11 +29,11 @@ from ui.term.cli_base import (
     fail,
     force_option,
     open_cli_session,
+    open_thread,
     ops,
     out,
     printable,
     refusals,
-    require_thread,
     term,
     thread_option,
     turn_index,
@@ -93,8 +93,7 @@ def export(
     fmt = "json" if as_json else fmt
     if fmt not in ("md", "json"):
         raise fail(f"unknown format {fmt!r}; use md or json", EXIT_USAGE)
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         text = session.view(thread_id).export(fmt)
     if output:
         output.write_text(text + "\n")
@@ -149,8 +148,7 @@ def import_(
 @app.command()
 def delete(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Delete a thread and its history."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         session.submit(ops.Delete(thread_id))
     emit(as_json, {"thread_id": thread_id, "deleted": True}, f"deleted thread {thread_id}")
 
@@ -165,8 +163,7 @@ def undo(
     """Drop the thread's last turn (your last message and everything after it; the
     checkpoints keep the history). Refused (exit 3) while the thread waits for a
     decision, unless --force; nothing to undo: exit 2."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         turns = len(turn_starts(session.view(thread_id).transcript))
         if turns == 0:
             raise fail(f"nothing to undo: thread {thread_id} has no turn of yours", EXIT_USAGE)
@@ -180,16 +177,12 @@ def undo(
 def compact(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Summarise the older part of a thread now (the last turns stay verbatim; the
     checkpoints keep the full history)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
-        with refusals():
-            event = session.submit(ops.Compact(thread_id)).result().compacted
+    with open_thread(db, thread_id) as session, refusals():
+        event = session.submit(ops.Compact(thread_id)).result().compacted
     data = {"thread_id": thread_id, "compacted": event is not None}
-    if event is None:
-        nothing = "nothing to compact: the thread has no turns older than the ones kept verbatim"
-        emit(as_json, data, nothing)
-    else:
-        emit(as_json, data | term.pick(event, *term.COMPACTED), term.compacted_line(event))
+    nothing = "nothing to compact: the thread has no turns older than the ones kept verbatim"
+    extra = term.pick(event, *term.COMPACTED) if event else {}
+    emit(as_json, data | extra, term.compacted_line(event) if event else nothing)
 
 
 @app.command()
@@ -203,8 +196,7 @@ def output(
 ) -> None:
     """Print a tool call's whole output (also one stored aside because it was too large
     for the model's context)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         text = session.view(thread_id).tool_output(call_id)
     if text is None:
         raise fail(f"thread {thread_id} has no result for tool call {call_id}", EXIT_FAILED)
@@ -247,9 +239,8 @@ def audit(
         emit(as_json, data, intact if result.intact else tampered, indent=2)
         raise typer.Exit(EXIT_OK if result.intact else EXIT_FAILED)
     with open_cli_session(db) as session:
-        records = (session.view(thread) if thread is not None else session.thread_list()).audit(
-            limit
-        )
+        source = session.view(thread) if thread is not None else session.thread_list()
+        records = source.audit(limit)
     draw = partial(term.render_audit, out, records, show_thread=thread is None)
     empty = "No decisions recorded" + (f" for thread {thread}." if thread else " yet.")
     listed(as_json, records, draw, empty)
@@ -272,8 +263,7 @@ def listed(
 def grants(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """The thread's standing "always allow" grants in force: which tool (and where),
     who gave it, when, from which front end. "*" is the thread's auto-approve switch."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         found = session.view(thread_id).grants
 
     def draw() -> None:
@@ -301,10 +291,8 @@ def revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Withdraw a standing grant: the thread's next gated call asks again (recorded in the decision log)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
-        with refusals():
-            done = session.submit(ops.Revoke(thread_id, grant)).result().grant
+    with open_thread(db, thread_id) as session, refusals():
+        done = session.submit(ops.Revoke(thread_id, grant)).result().grant
     assert done is not None  # a revoke's answer names the grant it ended
     said = f"Revoked {printable(done.label)} in thread {thread_id}: {done.tool} asks again."
     emit(as_json, {"thread_id": thread_id, "revoked": done.label}, said)
@@ -329,8 +317,7 @@ def fork(
     """Replace your message of turn #N with TEXT and run the agent from there (the
     checkpoints keep the old branch). Refused (exit 3) while the thread waits for a
     decision, unless --force."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         index = turn_index(session.view(thread_id).transcript, thread_id, at)
         with refusals():
             run = session.submit(ops.Fork(thread_id, index, text, force))
@@ -341,8 +328,7 @@ def fork(
 def branches(thread_id: ThreadArg, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """The versions of the thread's user messages: a fork, a regenerate, or an undo
     and a new message each make one (the web app shows them as < k/n >)."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         messages = (view := session.view(thread_id)).transcript
         found = view.branches
     turn = {i: k + 1 for k, i in enumerate(turn_starts(messages))}
@@ -381,8 +367,7 @@ def switch(
     """Move the thread onto version K of your message of turn #N, where that branch last
     ended a run (nothing runs; the other branches stay). Refused (exit 3) while the
     thread waits for a decision, unless --force."""
-    with open_cli_session(db) as session:
-        require_thread(session, thread_id)
+    with open_thread(db, thread_id) as session:
         before = (view := session.view(thread_id)).transcript
         index = turn_index(before, thread_id, at)
         versions = next((b for b in view.branches if b.index == index), None)

@@ -43,8 +43,7 @@ class SafeConsole(Console):
 def make_console(*, stderr: bool = False) -> Console:
     # rich already honours NO_COLOR and non-terminals; being explicit keeps it true
     # when FORCE_COLOR or a TTY-faking wrapper is around.
-    no_color = bool(os.environ.get("NO_COLOR"))
-    console = SafeConsole(stderr=stderr, no_color=no_color, highlight=False)
+    console = SafeConsole(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
     if not console.is_terminal:
         # Logs and pipes: do not hard-wrap lines at rich's default 80 columns.
         console.soft_wrap = True

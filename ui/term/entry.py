@@ -1,7 +1,6 @@
-"""`gatehouse`, the console script: the read-only commands and the web UI without typer
-(fast.py), the rest through the typer app (cli.py). It ends the process as Python would
-but without tearing down every loaded module: with LangGraph loaded that takes half a
-second, longer than a decision (issue 36)."""
+"""`gatehouse`: the read-only commands and the web UI without typer (fast.py), the rest
+through cli.py. It exits as Python would but skips tearing down every module: with
+LangGraph loaded that takes half a second, longer than a decision (issue 36)."""
 
 from __future__ import annotations
 
@@ -50,13 +49,9 @@ def start_web_ui(port: int | None, browser: bool) -> bool:
 
 def exit_now(code: object) -> NoReturn:
     """End the process as `sys.exit(code)` would, skipping only the module teardown."""
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:  # sys.exit("message"): printed, status 1
+    if not isinstance(code, int | None):  # sys.exit("message"): printed, status 1
         print(code, file=sys.stderr)
-        status = 1
+    status = code if isinstance(code, int) else int(code is not None)
     # What the interpreter does first at exit: wake the thread pools still open (their
     # workers wait for work, not for the end) and wait for every non-daemon thread.
     threading._shutdown()  # type: ignore[attr-defined]  # private, but what Python runs

@@ -1,8 +1,6 @@
-"""The plain command lines of `threads`, `pending`, `show`, `approve`, `reject` and of
-the web UI, read without typer: typer (0.29) checks every parameter through a pydantic
-`TypeAdapter`, most of a read-only command's time (and a tenth of a second of a
-decision). Anything else (`--help`, `--edit`, an unknown or malformed option) returns
-None and typer parses it as always."""
+"""Plain command lines of `threads`, `pending`, `show`, `approve`, `reject` and the web UI,
+read without typer: its pydantic check of every parameter is most of a read-only command's
+time. Anything else (`--help`, `--edit`, an unknown or malformed option) is typer's."""
 
 from __future__ import annotations
 
@@ -47,7 +45,6 @@ _OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
 
 
 def _parse(argv: list[str], commands: tuple[str, ...]) -> tuple[str, dict[str, Any]] | None:
-    """(command, keyword arguments) for a plain command line of `commands`, or None."""
     if not argv or argv[0] not in commands:
         return None
     command, options, args = argv[0], _OPTIONS[argv[0]], iter(argv[1:])

@@ -1,6 +1,5 @@
-"""The read-only commands `threads`, `pending` and `show`, without typer, pydantic or
-LangGraph (through `graph.open_reader`; tests/test_cli_fast.py checks what each loads),
-and the plumbing every command shares: the consoles, `fail` and `opened`."""
+"""`threads`, `pending` and `show` without typer, pydantic or LangGraph (`graph.open_reader`;
+tests/test_cli_fast.py checks), and what every command shares: consoles, `fail`, `opened`."""
 
 from __future__ import annotations
 
@@ -76,7 +75,6 @@ def absolute_db(db: str | None) -> str | None:
 
 
 def cli_settings(db: str | None) -> Settings:
-    """The settings, on `--db` when given."""
     settings = graph.load_settings()
     return replace(settings, db=absolute_db(db) or settings.db)
 
@@ -107,7 +105,10 @@ def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> No
         infos = reader.threads(limit=limit)
         try:
             pauses = reader.pending_many([i.thread_id for i in infos if i.awaiting_approval])
-            count = {tid: calls(p) for tid, p in pauses.items()}
+            # An outcome-unknown pause holds one call.
+            count = {
+                t: len(p.actions) if p.kind == "approval" else 1 for t, p in pauses.items() if p
+            }
         except MalformedPause:  # one query per thread, to count the malformed one as 1
             count = {i.thread_id: reader.pending_count(i.thread_id) for i in infos}
         rows = [{**info.to_dict(), "pending": count.get(info.thread_id, 0)} for info in infos]
@@ -171,11 +172,6 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
         term.render_pending(out, pending)
 
 
-def calls(pause: Any) -> int:
-    """How many calls a pause holds (an outcome-unknown one: 1; none: 0)."""
-    return 0 if pause is None else len(pause.actions) if pause.kind == "approval" else 1
-
-
 def _session(db: str | None, as_json: bool) -> AbstractContextManager[Session]:
     """The Session (LangGraph), for what the reader cannot do alone; no actor."""
     return opened(lambda: graph.open_session(cli_settings(db), source="terminal"), as_json)
@@ -221,13 +217,8 @@ def guarded(run: Callable[[], None]) -> None:
             raise
         from rich.text import Text
 
-        err.print(
-            Text(
-                f"gatehouse: unexpected error: {type(exc).__name__}: {exc} "
-                "(set GATEHOUSE_DEBUG=1 for the traceback)",
-                "red",
-            )
-        )
+        why = f"{type(exc).__name__}: {exc} (set GATEHOUSE_DEBUG=1 for the traceback)"
+        err.print(Text(f"gatehouse: unexpected error: {why}", "red"))
         sys.exit(EXIT_FAILED)
 
 

@@ -42,15 +42,12 @@ TOOL_MARK = {
 
 
 def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
-    """The first `lines` lines of `text`, shown escaped (see `visible`)."""
     rows = visible(text).rstrip("\n").split("\n")
-    if len(rows) <= lines:
-        return "\n".join(rows)
-    return "\n".join(rows[:lines]) + f"\n… ({len(rows) - lines} more lines)"
+    more = f"\n… ({len(rows) - lines} more lines)" if len(rows) > lines else ""
+    return "\n".join(rows[:lines]) + more
 
 
 def aside(event: ev.Compacted | ev.Notice | ev.ReplyRejected | ev.ModelRetried) -> str:
-    """The line a run's side news gets."""
     from graph.protocol import events as ev
 
     match event:

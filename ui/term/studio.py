@@ -1,6 +1,5 @@
-"""`gatehouse studio`: `langgraph dev` on langgraph.json, whose checkpointer is
-Gatehouse's storage; a thread started elsewhere is registered with the server so Studio
-can open it. The server wants this OS user's install secret as a bearer key."""
+"""`gatehouse studio`: `langgraph dev` on Gatehouse's storage; a thread started elsewhere
+is registered so Studio can open it. The key is this OS user's install secret."""
 
 from __future__ import annotations
 
@@ -63,19 +62,6 @@ def key_file(db: str | None = None) -> Path:
     return secret_path(db or settings.db, load_access(settings.access))
 
 
-def register(base_url: str, thread_id: str, headers: dict[str, str] | None = None) -> None:
-    """Make a stored thread known to the server (its runs then use its checkpoints)."""
-    response = httpx.post(
-        f"{base_url}/threads",
-        json={"thread_id": thread_id, "if_exists": "do_nothing", "metadata": {"graph_id": GRAPH}},
-        headers=headers,
-        # The server's first request waits while it imports the graph: tens of seconds
-        # on a busy machine (a 30 s limit ended `gatehouse studio --thread` there).
-        timeout=180,
-    )
-    response.raise_for_status()
-
-
 def run_studio(
     cmd: Sequence[str],
     cwd: Path,
@@ -85,8 +71,7 @@ def run_studio(
     open_browser: bool,
     say: Callable[[str], object],
 ) -> int:
-    """Start the server, register `threads`, print (and open) Studio's links, then wait
-    for the server; Ctrl-C stops it."""
+    """Start the server, register `threads`, print (and open) Studio's links; Ctrl-C stops it."""
     base_url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(list(cmd), cwd=cwd)
     try:
@@ -103,8 +88,17 @@ def run_studio(
             )
         # This OS user's install secret as a bearer key (graph/service/server_auth.py).
         credentials = {"Authorization": f"Bearer {install_secret(key_file())}"}
+        # Each thread made known to the server: its runs then use its checkpoints.
+        known = {"if_exists": "do_nothing", "metadata": {"graph_id": GRAPH}}
         for thread_id in threads:
-            register(base_url, thread_id, credentials)
+            httpx.post(
+                f"{base_url}/threads",
+                json={"thread_id": thread_id, **known},
+                headers=credentials,
+                # The server's first request waits while it imports the graph: tens of seconds
+                # on a busy machine (a 30 s limit ended `gatehouse studio --thread` there).
+                timeout=180,
+            ).raise_for_status()
         links = [studio_url(base_url, t) for t in threads] or [studio_url(base_url)]
         for link in links:
             say(f"Studio: {link}")
