@@ -34,7 +34,7 @@ from graph.store.plain import (
     loads,
     task_order,
 )
-from graph.store.threads import PENDING_WHERE, THREAD_COLUMNS
+from graph.store.threads import PENDING_WHERE, ThreadIndex
 
 if TYPE_CHECKING:
     from graph.protocol.messages import MessageView
@@ -73,7 +73,7 @@ class ThreadReader:
     ) -> None:
         self._db = db
         self.location = location
-        self._leases = Leases(db)  # the lease rule, without ever taking one
+        self._index, self._leases = ThreadIndex(db), Leases(db)  # never written to here
         self._on_close = on_close
         # The stock savers' writes tables (LangGraph names them apart).
         self._writes_table, self._writes_value = (
@@ -117,10 +117,7 @@ class ThreadReader:
 
     def _infos(self, where: str, params: Sequence[Any] = ()) -> list[ThreadInfo]:
         """Index rows; "running" without a live lease (a killed run) shows as interrupted."""
-        infos = [
-            ThreadInfo(*r)
-            for r in self._rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads {where}", params)
-        ]
+        infos: list[ThreadInfo] = self._read(self._index.select, where, params)
         held = self._read(self._leases.held, [i.thread_id for i in infos if i.status == "running"])
         return [
             replace(i, status="interrupted")
@@ -230,9 +227,7 @@ class ThreadReader:
             pause = self.pending(thread_id)
         except MalformedPause:  # it waits all the same; `pending` says what is wrong
             return 1
-        if pause is None:
-            return 0
-        return len(pause.actions) if isinstance(pause, Approval) else 1
+        return len(pause.actions) if isinstance(pause, Approval) else int(pause is not None)
 
     def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
         """The thread's decision log, newest first (as `Session.audit`)."""
