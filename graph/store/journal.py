@@ -108,9 +108,8 @@ class Journal(Table):
         rows = self._select("tool_call_id=? AND call_key=?", (thread_id, call["id"], key_of(call)))
         entry = _entry(rows[0]) if rows else None
         # The key is a digest: the stored tool and arguments are compared too.
-        if entry is None or not same_call(entry.name, entry.args, call["name"], call["args"]):
-            return None
-        return entry
+        same = entry is not None and same_call(entry.name, entry.args, call["name"], call["args"])
+        return entry if same else None
 
     def entries(self, thread_id: str) -> list[JournalEntry]:
         return [_entry(r) for r in self._select("1=1 ORDER BY started_at", (thread_id,))]
