@@ -471,7 +471,7 @@ def test_blobs_compress_with_a_window_their_size_and_read_back_either_way() -> N
 def test_the_reader_and_the_session_say_alike_whether_a_run_still_holds_its_thread(
     tmp_path: Path,
 ) -> None:
-    """One lease rule (graph/store/leases.py `lease_free`) for the Session and the reader
+    """One lease rule (graph/store/leases.py `Leases._free`) for the Session and the reader
     without LangGraph (`gatehouse threads`): a thread marked running shows as running
     only while a live holder's lease stands."""
     import os

@@ -152,13 +152,8 @@ def check(rows: Sequence[dict[str, Any]], chain: Sequence[dict[str, Any]]) -> Ch
             gone = f"#{expected_seq}" if seq == expected_seq + 1 else f"#{expected_seq}–#{seq - 1}"
             problems.append((last_time, f"entry {gone} was deleted: the chain jumps to #{seq}"))
         elif entry["prev_hash"] != prev:
-            problems.append(
-                (
-                    last_time,
-                    f"{what} does not follow the entry before it: an entry was deleted or "
-                    "inserted, or the chain rewritten",
-                )
-            )
+            why = "an entry was deleted or inserted, or the chain rewritten"
+            problems.append((last_time, f"{what} does not follow the entry before it: {why}"))
         row = by_key.get(key)
         if row is None:
             problems.append((last_time, f"{what} was deleted from the decision log"))
@@ -169,12 +164,8 @@ def check(rows: Sequence[dict[str, Any]], chain: Sequence[dict[str, Any]]) -> Ch
         prev, expected_seq = str(entry["entry_hash"]), seq + 1
     for key, row in by_key.items():
         if key not in chained:
-            problems.append(
-                (
-                    float(row.get("decided_at") or 0.0),
-                    f"a decision was inserted into the log without being recorded (thread {key[0]}, "
-                    f"call {key[2]}, {row.get('decision')} of {row.get('tool')})",
-                )
-            )
+            inserted = "a decision was inserted into the log without being recorded"
+            what = f"thread {key[0]}, call {key[2]}, {row.get('decision')} of {row.get('tool')}"
+            problems.append((float(row.get("decided_at") or 0.0), f"{inserted} ({what})"))
     problems.sort(key=lambda p: p[0])
     return ChainCheck(entries=len(chain), head=prev, problems=[p for _, p in problems])

@@ -278,10 +278,8 @@ class Decisions(Table):
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
         # For people (audit, export): "life" records are the gate's bookkeeping.
-        return [
-            record_of(r)
-            for r in self._db.rows(
-                f"SELECT {COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
-                params,
-            )
-        ]
+        rows = self._db.rows(
+            f"SELECT {COLUMNS} FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' {where}",
+            params,
+        )
+        return [record_of(r) for r in rows]

@@ -178,11 +178,8 @@ def decode(rows: Sequence[tuple[int, bytes]], count: int, serde: Any) -> list[An
                 message: Any = new(classes[kind])
                 _set(message, "__dict__", fields)
                 _set(message, "__pydantic_extra__", extra)
-                _set(
-                    message,
-                    "__pydantic_fields_set__",
-                    set(fields if fields_set is None else fields_set),
-                )
+                given = set(fields if fields_set is None else fields_set)
+                _set(message, "__pydantic_fields_set__", given)
                 _set(message, "__pydantic_private__", None)
                 append(message)
         return out
@@ -229,12 +226,7 @@ def unchanged_prefix(before: Sequence[Any], after: Sequence[Any], written: int) 
         return n
     if len(after) >= n and all(map(is_, before, after)):
         return n
-    common = 0
-    for old, new in zip(before, after, strict=False):
-        if old is not new:
-            break
-        common += 1
-    return common
+    return next((i for i, same in enumerate(map(is_, before, after)) if not same), len(after))
 
 
 def written_count(writes: Sequence[Any]) -> int:

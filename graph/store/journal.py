@@ -44,23 +44,11 @@ CLAIM = upsert(
     KEY,
 )
 # Every column (a thread's import restores its rows whole).
-RESTORE_COLUMNS = (
-    "thread_id",
-    "tool_call_id",
-    "name",
-    "args_json",
-    "status",
-    "result_json",
-    "started_at",
-    "finished_at",
-    "pid",
-    "attempts",
-    KEY_COLUMN,
-)
+RESTORE_COLUMNS = (*COLUMNS.split(", "), KEY_COLUMN)
 # A result: the row finished (written whole if the claim is gone: a thread imported since).
 FINISH = upsert(
     "gatehouse_journal",
-    (*RESTORE_COLUMNS[:-2], KEY_COLUMN),
+    (*RESTORE_COLUMNS[:-2], KEY_COLUMN),  # all but `attempts`
     KEY,
     update=("status", "result_json", "finished_at"),
 )
@@ -120,9 +108,8 @@ class Journal(Table):
         rows = self._select("tool_call_id=? AND call_key=?", (thread_id, call["id"], key_of(call)))
         entry = _entry(rows[0]) if rows else None
         # The key is a digest: the stored tool and arguments are compared too.
-        if entry is None or not same_call(entry.name, entry.args, call["name"], call["args"]):
-            return None
-        return entry
+        same = entry is not None and same_call(entry.name, entry.args, call["name"], call["args"])
+        return entry if same else None
 
     def entries(self, thread_id: str) -> list[JournalEntry]:
         return [_entry(r) for r in self._select("1=1 ORDER BY started_at", (thread_id,))]
@@ -165,7 +152,7 @@ class Journal(Table):
         """Record the result: from now on this row answers the call."""
         payload = json.dumps(message_to_dict(result), default=str)
         now, row = time.time(), (thread_id, call["id"], call["name"], dumps(call["args"]))
-        self._db.run(FINISH, (*row, "finished", payload, now, now, os.getpid(), key_of(call)))
+        self._db.run(FINISH, (*row, "finished", now, now, os.getpid(), payload, key_of(call)))
 
     def delete_thread(self, thread_id: str) -> None:
         self._db.run("DELETE FROM gatehouse_journal WHERE thread_id=?", (thread_id,))
@@ -189,8 +176,8 @@ RESTORE = upsert("gatehouse_journal", RESTORE_COLUMNS, KEY)
 
 def restore_row(e: JournalEntry) -> tuple[Any, ...]:
     result = None if e.result is None else json.dumps(message_to_dict(e.result), default=str)
-    head = (e.thread_id, e.tool_call_id, e.name, dumps(e.args), e.status, result)
-    return (*head, e.started_at, e.finished_at, e.pid, e.attempts, call_key(e.name, e.args))
+    head = (e.thread_id, e.tool_call_id, e.name, dumps(e.args), e.status, e.started_at)
+    return (*head, e.finished_at, e.pid, result, e.attempts, call_key(e.name, e.args))
 
 
 def key_of(call: ToolCall) -> str:

@@ -59,16 +59,6 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def lease_free(owner: str, expires_at: float, now: float, host: str) -> bool:
-    """The lease rule (the thread reader's too): free when released, expired, or held by
-    a dead process on `host` (this one)."""
-    if not owner or expires_at <= now:
-        return True
-    holder_host, _, rest = owner.partition("|")
-    pid = rest.partition("|")[0]
-    return holder_host == host and pid.isdigit() and not _pid_alive(int(pid))
-
-
 def kind_of_holder(refused: RunInProgress) -> str:
     return str(getattr(refused, "holder_kind", "run"))
 
@@ -188,7 +178,7 @@ class Leases(Table):
                 f"SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?{self.dialect.for_update}",
                 (thread_id,),
             ).fetchone()
-            if row is not None and row[0] and not self._free(row[0], row[1], now):
+            if row is not None and not self._free(row[0], row[1], now):
                 refused = RunInProgress(
                     f"{what} is already running on thread {thread_id} "
                     f"({self._describe(row[0])}); wait for it to finish or stop it"
@@ -232,19 +222,25 @@ class Leases(Table):
                 f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})",
                 tuple(thread_ids),
             )
-            if owner and not self._free(owner, expires, now)
+            if not self._free(owner, expires, now)
         }
 
     def holder(self, thread_id: str) -> str | None:
         rows = self._db.rows(
             "SELECT owner, expires_at FROM gatehouse_leases WHERE thread_id=?", (thread_id,)
         )
-        if not rows or not rows[0][0] or self._free(rows[0][0], rows[0][1], time.time()):
+        if not rows or self._free(rows[0][0], rows[0][1], time.time()):
             return None
         return str(rows[0][0])
 
     def _free(self, owner: str, expires_at: float, now: float) -> bool:
-        return owner in self._abandoned or lease_free(owner, expires_at, now, self._host)
+        """The lease rule (the thread reader's too): free when released (here, if the
+        database refused it), expired, or held by a dead process on this host."""
+        if not owner or expires_at <= now or owner in self._abandoned:
+            return True
+        host, _, rest = owner.partition("|")
+        pid = rest.partition("|")[0]
+        return host == self._host and pid.isdigit() and not _pid_alive(int(pid))
 
     def _describe(self, owner: str) -> str:
         host, _, rest = owner.partition("|")

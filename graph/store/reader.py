@@ -6,10 +6,8 @@ rules (langgraph/pregel/_task_status.py), the transcript from the head (graph/st
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -26,7 +24,7 @@ from graph.store import decisions
 from graph.store.database import Database, PostgresDatabase, SqliteDatabase
 from graph.store.dialect import is_postgres_url
 from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
-from graph.store.leases import lease_free
+from graph.store.leases import Leases
 from graph.store.plain import (
     READ_BLOCKS,
     READ_HEAD,
@@ -36,7 +34,7 @@ from graph.store.plain import (
     loads,
     task_order,
 )
-from graph.store.threads import PENDING_WHERE, THREAD_COLUMNS
+from graph.store.threads import PENDING_WHERE, ThreadIndex
 
 if TYPE_CHECKING:
     from graph.protocol.messages import MessageView
@@ -67,30 +65,6 @@ def read_sqlite(path: str) -> SqliteDatabase:
     return SqliteDatabase(None, connect=connect)
 
 
-class _OwnConnection:
-    """One Postgres connection of the reader's own, opened at the first read."""
-
-    def __init__(self, url: str) -> None:
-        self._url = url
-        self._conn: Any = None
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def __call__(self) -> Iterator[Any]:
-        import psycopg
-
-        with self._lock:
-            if self._conn is None:
-                self._conn = psycopg.connect(self._url, autocommit=True, connect_timeout=10)
-            yield self._conn
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-
 class ThreadReader:
     """Read-only views of threads, each one or two indexed queries."""
 
@@ -99,7 +73,7 @@ class ThreadReader:
     ) -> None:
         self._db = db
         self.location = location
-        self._host = socket.gethostname()
+        self._index, self._leases = ThreadIndex(db), Leases(db)  # never written to here
         self._on_close = on_close
         # The stock savers' writes tables (LangGraph names them apart).
         self._writes_table, self._writes_value = (
@@ -107,8 +81,11 @@ class ThreadReader:
         )
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._read(self._db.rows, sql, params)
+
+    def _read(self, read: Callable[..., Any], *args: Any) -> Any:
         try:
-            return self._db.rows(sql, params)
+            return read(*args)
         except _NoFile:
             return []
         except self._db.errors as exc:
@@ -140,22 +117,8 @@ class ThreadReader:
 
     def _infos(self, where: str, params: Sequence[Any] = ()) -> list[ThreadInfo]:
         """Index rows; "running" without a live lease (a killed run) shows as interrupted."""
-        infos = [
-            ThreadInfo(*r)
-            for r in self._rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads {where}", params)
-        ]
-        running = [i.thread_id for i in infos if i.status == "running"]
-        if not running:
-            return infos
-        marks, now = ",".join("?" * len(running)), time.time()
-        held = {
-            tid
-            for tid, owner, expires in self._rows(
-                f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})",
-                running,
-            )
-            if not lease_free(owner, expires, now, self._host)
-        }
+        infos: list[ThreadInfo] = self._read(self._index.select, where, params)
+        held = self._read(self._leases.held, [i.thread_id for i in infos if i.status == "running"])
         return [
             replace(i, status="interrupted")
             if i.status == "running" and i.thread_id not in held
@@ -264,9 +227,7 @@ class ThreadReader:
             pause = self.pending(thread_id)
         except MalformedPause:  # it waits all the same; `pending` says what is wrong
             return 1
-        if pause is None:
-            return 0
-        return len(pause.actions) if isinstance(pause, Approval) else 1
+        return len(pause.actions) if isinstance(pause, Approval) else int(pause is not None)
 
     def recent_decisions(self, thread_id: str, limit: int = 50) -> list[DecisionRecord]:
         """The thread's decision log, newest first (as `Session.audit`)."""
@@ -373,17 +334,32 @@ def redact(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def open_reader(db: str) -> ThreadReader:
     """A reader of a SQLite path or postgresql:// URL."""
     if not is_postgres_url(db):
         return ThreadReader(read_sqlite(db), str(Path(db).expanduser()))
-    own = _OwnConnection(db)
-    return ThreadReader(PostgresDatabase(own), redact(db), on_close=own.close)
+    import psycopg
+
+    lock = threading.Lock()
+    own: list[Any] = []
+
+    @contextmanager
+    def connection() -> Iterator[Any]:  # one of the reader's own, opened at the first read
+        with lock:
+            if not own:
+                own.append(psycopg.connect(db, autocommit=True, connect_timeout=10))
+            yield own[0]
+
+    def close() -> None:
+        with lock:
+            if own:
+                own.pop().close()
+
+    return ThreadReader(PostgresDatabase(connection), redact(db), on_close=close)
 
 
 __all__ = ["ThreadReader", "open_reader", "redact"]

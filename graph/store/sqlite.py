@@ -29,10 +29,7 @@ WAL_PAGES = 256
 WAL_BYTES = 1024 * 1024
 ALWAYS_CHECKED = (
     "sqlite_schema",
-    "gatehouse_threads",
-    "gatehouse_leases",
-    "gatehouse_journal",
-    "gatehouse_heads",
+    *(f"gatehouse_{t}" for t in ("threads", "leases", "journal", "heads")),
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from graph.protocol.state_keys import ended_as
@@ -150,25 +151,25 @@ class ThreadIndex(Table):
         )
 
     def get(self, thread_id: str) -> ThreadInfo | None:
-        rows = self._select("WHERE thread_id=?", (thread_id,))
+        rows = self.select("WHERE thread_id=?", (thread_id,))
         return rows[0] if rows else None
 
     def list(self, *, limit: int = 200, status: str | None = None) -> builtins.list[ThreadInfo]:
         if status:
-            return self._select("WHERE status=? ORDER BY updated_at DESC LIMIT ?", (status, limit))
-        return self._select("ORDER BY updated_at DESC LIMIT ?", (limit,))
+            return self.select("WHERE status=? ORDER BY updated_at DESC LIMIT ?", (status, limit))
+        return self.select("ORDER BY updated_at DESC LIMIT ?", (limit,))
 
     def pending(self) -> builtins.list[ThreadInfo]:
         """Threads with a pause pending, oldest first (the caller leaves out live runs)."""
-        return self._select(f"WHERE {PENDING_WHERE} ORDER BY pending_since ASC", ())
+        return self.select(f"WHERE {PENDING_WHERE} ORDER BY pending_since ASC", ())
 
     def running(self) -> builtins.list[ThreadInfo]:
         """Threads whose run is going on, or whose process died in it."""
-        return self._select("WHERE status = 'running'", ())
+        return self.select("WHERE status = 'running'", ())
 
     def delete(self, thread_id: str) -> None:
         self._db.run("DELETE FROM gatehouse_threads WHERE thread_id=?", (thread_id,))
 
-    def _select(self, where: str, params: tuple[Any, ...]) -> builtins.list[ThreadInfo]:
+    def select(self, where: str, params: Sequence[Any] = ()) -> builtins.list[ThreadInfo]:
         rows = self._db.rows(f"SELECT {THREAD_COLUMNS} FROM gatehouse_threads {where}", params)
         return [ThreadInfo(*row) for row in rows]
