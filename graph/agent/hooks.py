@@ -194,12 +194,17 @@ def load_hook(spec: Any) -> Any:
     raise TypeError(f"not a hook (needs run(state), arun(state) or run_async(state)): {spec!r}")
 
 
+def config_module(name: str) -> str:
+    """A module a config names; gatehouse 0.1's top-level `graph`, `tools`, `ui` are gatehouse's."""
+    return f"gatehouse.{name}" if name.partition(".")[0] in ("graph", "tools", "ui") else name
+
+
 def _import(path: str) -> Any:
     module_name, _, attr = path.partition(":")
     if not attr:
         raise ValueError(f"hook path {path!r} must look like 'package.module:name'")
     try:
-        return getattr(importlib.import_module(module_name), attr)
+        return getattr(importlib.import_module(config_module(module_name)), attr)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load hook {path!r}: {exc}") from exc
 

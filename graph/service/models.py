@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
+from graph.agent.hooks import config_module
 from graph.protocol.errors import ConfigError
 from graph.service.config import PROVIDER_PACKAGES, Settings, model_provider
 from graph.service.demo_model import DEMO_LABEL, DemoModel
@@ -66,7 +67,7 @@ def _from_provider(settings: Settings, provider: str, name: str) -> BaseChatMode
 def _from_factory(path: str) -> BaseChatModel:
     module_name, _, attr = path.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), attr or "make_model")
+        factory = getattr(importlib.import_module(config_module(module_name)), attr or "make_model")
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"model_factory {path!r} cannot be imported: {exc}") from exc
     model = factory()

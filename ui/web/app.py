@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# `streamlit run ui/web/app.py` puts ui/web/ on sys.path, not the project root.
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+# `streamlit run ui/web/app.py` puts ui/web/ on sys.path, not a checkout's root (a wheel's is).
+_ROOT = Path(__file__).resolve().parents[2]
+if (_ROOT / "gatehouse").is_dir() and str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
 
 import streamlit as st  # noqa: E402
 

@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-# `streamlit run ui/web/launch.py` puts ui/web/ on sys.path, not the project root.
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+# `streamlit run ui/web/launch.py` puts ui/web/ on sys.path, not a checkout's root (a wheel's is).
+_ROOT = Path(__file__).resolve().parents[2]
+if (_ROOT / "gatehouse").is_dir() and str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
 
 import streamlit as st  # noqa: E402
 import streamlit.delta_generator as streamlit_delta_generator  # noqa: E402
