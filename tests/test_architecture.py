@@ -1,14 +1,16 @@
 """The layers of Gatehouse, enforced: every import in graph/, tools/ and ui/ points
 down the allowed edges below, and no two project modules import each other in a circle.
+Modules are named as imported, under the one top-level package (`gatehouse.graph.agent`
+is graph/agent/); a top-level `graph`, `tools` or `ui` import would load a module twice.
 
-    graph.protocol   pydantic only: events, pauses, answers, errors, tool specs
-    graph.agent      the LangGraph graph           -> protocol
-    graph.store      SQLite / Postgres storage     -> protocol
+    gatehouse.graph.protocol  pydantic only: events, pauses, answers, errors, tool specs
+    gatehouse.graph.agent     the LangGraph graph        -> protocol
+    gatehouse.graph.store     SQLite / Postgres storage  -> protocol
       .langgraph_private  LangGraph's private names (a leaf) <- agent, store, service
-    graph.service    sessions, runner, config      -> protocol, agent, store, tools
-    graph            the public API (__init__)     -> any graph layer
-    tools            the tools                     -> protocol
-    ui               the front ends                -> graph (public API), protocol
+    gatehouse.graph.service   sessions, runner, config   -> protocol, agent, store, tools
+    gatehouse.graph           the public API (__init__)  -> any graph layer
+    gatehouse.tools           the tools                  -> protocol
+    gatehouse.ui              the front ends             -> graph (public API), protocol
 
 Imports inside functions count too: a lazy import is still a dependency.
 
@@ -16,42 +18,56 @@ LangGraph's private surface lives in one module (graph/store/langgraph_private.p
 no other module imports an underscored LangGraph module or name, and the store never
 spells a key of the agent's state (it reads them by graph/protocol/state_keys.py).
 
-Inside graph.agent, the nodes (model_node, review, tool_node, routing, finish) import
+Inside graph/agent/, the nodes (model_node, review, tool_node, routing, finish) import
 helpers, never each other; only graph.py, which wires them, imports them.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("graph", "tools", "ui")
+TOP = "gatehouse"
 
 # layer -> the layers it may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
-    "graph.protocol": set(),
-    "graph.agent": {"graph.protocol"},
-    "graph.store": {"graph.protocol"},
-    "graph.service": {"graph.protocol", "graph.agent", "graph.store", "tools"},
-    "graph": {"graph.protocol", "graph.agent", "graph.store", "graph.service"},
-    "tools": {"graph.protocol"},
-    "ui": {"graph", "graph.protocol"},
+    "gatehouse.graph.protocol": set(),
+    "gatehouse.graph.agent": {"gatehouse.graph.protocol"},
+    "gatehouse.graph.store": {"gatehouse.graph.protocol"},
+    "gatehouse.graph.service": {
+        "gatehouse.graph.protocol",
+        "gatehouse.graph.agent",
+        "gatehouse.graph.store",
+        "gatehouse.tools",
+    },
+    "gatehouse.graph": {
+        "gatehouse.graph.protocol",
+        "gatehouse.graph.agent",
+        "gatehouse.graph.store",
+        "gatehouse.graph.service",
+    },
+    "gatehouse.tools": {"gatehouse.graph.protocol"},
+    "gatehouse.ui": {"gatehouse.graph", "gatehouse.graph.protocol"},
 }
 # LangGraph's private names, fenced in one module that imports no project module. It
 # sits in the store, whose checkpoint machinery uses most of them; the agent (the
 # messages reducer, the tool node's runnable, strict resume) and the service (the
 # interrupt channel) may import it too, and nothing else of the store's: one fence
 # instead of a copy per layer, and the layers stay as they are.
-FENCE = "graph.store.langgraph_private"
-FENCE_USERS = {"graph.agent", "graph.store", "graph.service"}
+FENCE = "gatehouse.graph.store.langgraph_private"
+FENCE_USERS = {"gatehouse.graph.agent", "gatehouse.graph.store", "gatehouse.graph.service"}
 
 
-# Front ends use the public API (the `graph` package itself) and the protocol, never a
-# layer module by path (graph.service.session, graph.store ...).
+# Front ends use the public API (the graph package itself) and the protocol, never a
+# layer module by path (graph/service/session.py, graph/store/ ...).
 def is_public(module: str) -> bool:
-    return module == "graph" or layer_of(module) == "graph.protocol"
+    return module == "gatehouse.graph" or layer_of(module) == "gatehouse.graph.protocol"
 
 
 def layer_of(module: str) -> str:
@@ -63,7 +79,7 @@ def layer_of(module: str) -> str:
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return ".".join([TOP, *(parts[:-1] if parts[-1] == "__init__" else parts)])
 
 
 def project_modules() -> dict[str, Path]:
@@ -82,14 +98,14 @@ def imports_of(path: Path, module: str) -> Iterator[tuple[int, str]]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            # `from graph import agent` imports the module graph.agent.
+            # `from gatehouse.graph import agent` imports the module gatehouse.graph.agent.
             names = [
                 f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
             ]
         else:
             continue
         for name in names:
-            if name.split(".")[0] in PACKAGES:
+            if name.split(".")[0] in (TOP, *PACKAGES):
                 yield node.lineno, name
 
 
@@ -102,11 +118,11 @@ def test_every_import_follows_an_allowed_edge() -> None:
         source = layer_of(module)
         for line, target in imports_of(path, module):
             dest = layer_of(target)
-            if dest == source and source != "ui":
+            if dest == source and source != "gatehouse.ui":
                 continue
-            if source == "ui" and target.split(".")[0] == "ui":
+            if source == "gatehouse.ui" and layer_of(target) == "gatehouse.ui":
                 continue
-            ok = dest in ALLOWED[source] and (source != "ui" or is_public(target))
+            ok = dest in ALLOWED[source] and (source != "gatehouse.ui" or is_public(target))
             ok = ok or (target == FENCE and source in FENCE_USERS)
             if not ok:
                 wrong.append(
@@ -124,7 +140,7 @@ def test_no_import_cycles_between_modules() -> None:
     edges: dict[str, set[str]] = {m: set() for m in MODULES}
     for module, path in MODULES.items():
         for _, target in imports_of(path, module):
-            # `import graph.agent.state` runs graph/__init__ and graph/agent/__init__ too,
+            # `import gatehouse.graph.agent.state` runs graph/__init__ and graph/agent/__init__ too,
             # but a package's __init__ importing its own children is not a cycle of concern.
             while target not in MODULES and "." in target:
                 target = target.rpartition(".")[0]
@@ -151,6 +167,74 @@ def test_no_import_cycles_between_modules() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+def legacy_name_pattern() -> re.Pattern[str]:
+    """A module named by gatehouse 0.1's top-level `graph`, `tools` or `ui`: followed by a
+    real subpackage or module (`.store`, `.term.cli`), or by `:` and a name (a hook path)."""
+    subs = {
+        pkg: sorted(
+            p.stem if p.suffix == ".py" else p.name
+            for p in (ROOT / pkg).iterdir()
+            if p.suffix == ".py" or (p.is_dir() and any(p.rglob("*.py")))
+        )
+        for pkg in PACKAGES
+    }
+    names = "|".join(f"{pkg}\\.(?:{'|'.join(subs[pkg])})\\b" for pkg in PACKAGES)
+    return re.compile(rf"(?:{names}|(?:{'|'.join(PACKAGES)}):\w)")
+
+
+def legacy_names(path: Path, legacy: re.Pattern[str]) -> Iterator[str]:
+    """Imports of a top-level graph/tools/ui, and strings that name one: a whole string
+    (importlib, `-m`, monkeypatch targets, hook paths), a quoted name in a string (a TOML
+    snippet) or an import in code held in a string."""
+    top = set(PACKAGES)
+    quoted = re.compile(rf"[\"']{legacy.pattern}")
+    top_names = "|".join(PACKAGES)
+    code = re.compile(
+        rf"(?m)(?:^|;)\s*(?:from (?:{top_names})(?:\.\w+)* import|import (?:{top_names})\b(?!/))"
+    )
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            bad = [a.name for a in node.names if a.name.split(".")[0] in top]
+        elif isinstance(node, ast.ImportFrom):
+            bad = (
+                [node.module] if not node.level and (node.module or "").split(".")[0] in top else []
+            )
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            match = legacy.match(text) and re.fullmatch(r"[\w.]+(?::\w+)?", text)
+            bad = [text] if match or quoted.search(text) or code.search(text) else []
+        else:
+            continue
+        yield from (f"{path.relative_to(ROOT)}:{node.lineno}: {b!r}" for b in bad)
+
+
+def test_every_module_is_named_under_gatehouse() -> None:
+    """The wheel installs one top-level package, `gatehouse`; a checkout imports the same
+    names (gatehouse/graph, tools and ui are symlinks to the folders). `graph.x` beside
+    `gatehouse.graph.x` would load the module twice: two of every class, isinstance
+    failing across them. Rewrite with the script of issue 56 (pkg-rename.sh)."""
+    legacy = legacy_name_pattern()
+    folders = (*PACKAGES, "tests", "bench", "examples")
+    offenders = [
+        hit
+        for folder in folders
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for hit in legacy_names(path, legacy)
+    ]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    server = json.loads((ROOT / "langgraph.json").read_text())
+    configs = [
+        *project["project"]["scripts"].values(),
+        *project["tool"]["mypy"]["files"],
+        *server["graphs"].values(),
+        server["checkpointer"]["path"],
+        server["auth"]["path"],
+        server["http"]["app"],
+    ]
+    offenders += [f"config: {c!r}" for c in configs if not c.startswith("gatehouse")]
+    assert not offenders, "name these under gatehouse.:\n" + "\n".join(offenders)
+
+
 def test_graph_folder_shows_the_layers() -> None:
     top = sorted(
         p.name for p in (ROOT / "graph").iterdir() if not p.name.startswith(("__pycache__", "."))
@@ -161,7 +245,7 @@ def test_graph_folder_shows_the_layers() -> None:
 def test_protocol_needs_no_langgraph_or_langchain() -> None:
     offenders = []
     for module, path in MODULES.items():
-        if layer_of(module) != "graph.protocol":
+        if layer_of(module) != "gatehouse.graph.protocol":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             names = (
@@ -217,7 +301,7 @@ def test_langgraph_private_names_are_imported_only_by_the_fence() -> None:
 def test_langgraph_channel_names_are_spelled_only_in_the_fence() -> None:
     """`"__interrupt__"`, `"__pregel_tasks"`, `"branch:to:..."`, the null task id: a copy
     outside the fence is one the upgrade test does not check."""
-    from graph.store import langgraph_private as fence
+    from gatehouse.graph.store import langgraph_private as fence
 
     reserved = {
         v
@@ -254,7 +338,7 @@ def agent_state_keys() -> set[str]:
 def test_the_shared_state_keys_are_the_agents() -> None:
     """graph/protocol/state_keys.py names keys of the agent's state: a rename in the
     agent that leaves them behind fails here, not in a thread list gone stale."""
-    from graph.protocol import state_keys
+    from gatehouse.graph.protocol import state_keys
 
     named = {
         k: v
@@ -272,7 +356,7 @@ def test_the_store_reads_agent_state_only_by_the_shared_names() -> None:
     keys = agent_state_keys()
     offenders = []
     for module, path in sorted(MODULES.items()):
-        if layer_of(module) != "graph.store":
+        if layer_of(module) != "gatehouse.graph.store":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if (
@@ -288,14 +372,14 @@ def test_the_store_reads_agent_state_only_by_the_shared_names() -> None:
 # import helpers, never each other: a node is read, tested and changed alone.
 NODE_MODULES = frozenset(
     {
-        "graph.agent.model_node",
-        "graph.agent.review",
-        "graph.agent.tool_node",
-        "graph.agent.routing",
-        "graph.agent.finish",
+        "gatehouse.graph.agent.model_node",
+        "gatehouse.graph.agent.review",
+        "gatehouse.graph.agent.tool_node",
+        "gatehouse.graph.agent.routing",
+        "gatehouse.graph.agent.finish",
     }
 )
-ASSEMBLER = "graph.agent.graph"
+ASSEMBLER = "gatehouse.graph.agent.graph"
 
 
 def node_functions_of_the_graph() -> dict[str, str]:
@@ -334,7 +418,7 @@ def test_every_node_lives_in_a_node_module() -> None:
 def test_nodes_import_helpers_not_each_other() -> None:
     wrong = []
     for module, path in sorted(MODULES.items()):
-        if layer_of(module) != "graph.agent" or module == ASSEMBLER:
+        if layer_of(module) != "gatehouse.graph.agent" or module == ASSEMBLER:
             continue
         for line, target in imports_of(path, module):
             if target in NODE_MODULES and target != module:
