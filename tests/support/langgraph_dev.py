@@ -5,7 +5,7 @@
 
 The server runs in a temp folder (it keeps its own run records in `.langgraph_api/`
 there), offline: no OpenAI settings (the demo model answers), no tracing, no CLI
-analytics. The project's langgraph.json is used with its paths made absolute, so its
+analytics. The project's langgraph.json is used with any file paths made absolute, so its
 checkpointer is Gatehouse's own storage on `db`: the threads live where a Session on
 the same file reads them.
 """
@@ -90,19 +90,22 @@ def server_env(db: Path | str, workspace: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def located(spec: str) -> str:
+    """A `./file.py:name` made absolute; a `module:name` (the installed package) as it is."""
+    return str((ROOT / spec).resolve()) if spec.startswith(".") else spec
+
+
 def write_config(home: Path) -> Path:
     """The project's langgraph.json, runnable from `home`."""
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["dependencies"] = [str((ROOT / d).resolve()) for d in config["dependencies"]]
-    config["graphs"] = {
-        name: str((ROOT / spec).resolve()) for name, spec in config["graphs"].items()
-    }
+    config["graphs"] = {name: located(spec) for name, spec in config["graphs"].items()}
     if isinstance(config.get("env"), str):
         config["env"] = str((ROOT / config["env"]).resolve())
     if "auth" in config:
-        config["auth"]["path"] = str((ROOT / config["auth"]["path"]).resolve())
+        config["auth"]["path"] = located(config["auth"]["path"])
     if "http" in config and "app" in config["http"]:
-        config["http"]["app"] = str((ROOT / config["http"]["app"]).resolve())
+        config["http"]["app"] = located(config["http"]["app"])
     path = home / "langgraph.json"
     path.write_text(json.dumps(config))
     return path
