@@ -72,7 +72,7 @@ class Gatehouse:
     `write_file` (gated) and `read_file` (free) each turn."""
 
     def __init__(self, db: str, turns: int = 8) -> None:
-        from graph import Settings, open_session
+        from gatehouse.graph import Settings, open_session
 
         ws = workspace()
         self.session = open_session(Settings(db=db, workspace=str(ws)), model=default_tools_model())
@@ -327,7 +327,7 @@ def floor(db: str) -> dict[str, float]:
 
     from langgraph.graph import END, START, StateGraph
 
-    from graph.store import open_storage
+    from gatehouse.graph.store import open_storage
 
     class Tiny(TypedDict):
         step: int
@@ -341,7 +341,7 @@ def floor(db: str) -> dict[str, float]:
     try:
         saver = storage.checkpointer
         # What building the agent tells the saver: how to fold the messages channel.
-        from graph.agent.message_merge import merge_messages
+        from gatehouse.graph.agent.message_merge import merge_messages
 
         saver.register_reducer("messages", merge_messages)  # type: ignore[attr-defined]
         start = time.perf_counter()
@@ -362,11 +362,11 @@ def floor(db: str) -> dict[str, float]:
 
 IMPORTS = {
     "gatehouse": [
-        "graph.service.app",
-        "graph.service.session",
-        "graph.store",
-        "graph.agent.graph",
-        "tools.sandbox",
+        "gatehouse.graph.service.app",
+        "gatehouse.graph.service.session",
+        "gatehouse.graph.store",
+        "gatehouse.graph.agent.graph",
+        "gatehouse.tools.sandbox",
         "bench.workload",
     ],
     "peer": [
@@ -377,7 +377,7 @@ IMPORTS = {
     ],
 }
 POSTGRES_IMPORTS = {
-    "gatehouse": ["graph.store.postgres"],
+    "gatehouse": ["gatehouse.graph.store.postgres"],
     "peer": ["langgraph.checkpoint.postgres", "psycopg"],
 }
 
@@ -600,13 +600,13 @@ DEMO_REQUEST = "write todo-{i}.md: buy milk"
 
 def gatehouse_command() -> list[str]:
     script = Path(sys.executable).parent / "gatehouse"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "ui.term.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
 
 
 def terminal(tmp: Path, repeat: int) -> dict[str, Any]:
     """Wall time of `gatehouse` commands (whole processes, as a user runs them) on a
     database with a few threads, interleaved with the framework import floor."""
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     db, ws = tmp / "term.sqlite", tmp / "ws"
     ws.mkdir(exist_ok=True)

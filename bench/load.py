@@ -90,7 +90,7 @@ def pg_work(url: str) -> dict[str, float]:
 def setup_schema(system: str, url: str) -> None:
     """The schema before the processes start (they would race to create it)."""
     if system == "gatehouse":
-        from graph.store import open_storage
+        from gatehouse.graph.store import open_storage
 
         open_storage(url).close()
         return
@@ -385,7 +385,7 @@ def timed(fn: Any, repeat: int = 3) -> float:
 
 def cli_ms(url: str, *args: str) -> float:
     env = {**os.environ, "GATEHOUSE_DB": url, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "ui.term.entry", *args]
+    command = [sys.executable, "-m", "gatehouse.ui.term.entry", *args]
 
     def run() -> None:
         subprocess.run(command, env=env, cwd=ROOT, capture_output=True, check=True, timeout=120)

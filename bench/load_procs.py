@@ -33,8 +33,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from bench.workload import WorkloadModel
-from graph import ai, tool_call
-from tools.base import gatehouse_tool
+from gatehouse.graph import ai, tool_call
+from gatehouse.tools.base import gatehouse_tool
 
 MODEL_LATENCY_S = float(os.environ.get("GATEHOUSE_LOAD_MODEL_MS", "150")) / 1000
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -119,8 +119,8 @@ class App:
 
 class Gatehouse(App):
     def __init__(self, url: str) -> None:
-        from graph import Session, build_graph
-        from graph.store import open_storage
+        from gatehouse.graph import Session, build_graph
+        from gatehouse.graph.store import open_storage
 
         storage = open_storage(url)
         self.graph = build_graph(

@@ -36,8 +36,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from graph import ScriptedModel, Settings, ai, open_session, tool_call
-from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
+from gatehouse.graph import ScriptedModel, Settings, ai, open_session, tool_call
+from gatehouse.graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
 
 CONTEXT_WINDOW = 128_000
 REPORTS = 10

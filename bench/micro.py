@@ -9,7 +9,7 @@
 - `per_token_overhead_us`: (Session run - bare stream run) / tokens, for a reply
   streamed in many small chunks.
 - `cold_start_s`: a fresh interpreter importing Gatehouse and building the default
-  graph (`graph.service.app.build_agent`), measured inside that interpreter;
+  graph (`gatehouse.graph.service.app.build_agent`), measured inside that interpreter;
   `framework_floor_s`: importing only `langgraph.graph`, `BaseChatModel` and
   `SqliteSaver`; `peer_cold_start_s`: importing and building the peer's agent.
 - `idle_threads_rss_mb`: RSS of a process that ran and read 100 threads, now idle.
@@ -35,8 +35,8 @@ from bench.workload import APPROVE, TOOLS, peak_rss_mb, scripted_model, user_tex
 
 
 def _session(db: Path, model: Any) -> Any:
-    from graph import Session, build_graph
-    from graph.store import open_storage
+    from gatehouse.graph import Session, build_graph
+    from gatehouse.graph.store import open_storage
 
     storage = open_storage(str(db))
     graph = build_graph(model=model, tools=TOOLS, checkpointer=storage.checkpointer)
@@ -60,9 +60,9 @@ def index_list_ms(tmp: Path, threads: int = 1000, repeat: int = 20) -> float:
 
 
 def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
-    from graph import ScriptedModel
-    from graph.agent.context import RunContext
-    from graph.protocol.events import TextDelta
+    from gatehouse.graph import ScriptedModel
+    from gatehouse.graph.agent.context import RunContext
+    from gatehouse.graph.protocol.events import TextDelta
 
     # One chunk per token: a long text answer with no tool calls.
     text = "tok " * tokens
@@ -121,8 +121,8 @@ def event_pipeline(tmp: Path, tokens: int, repeat: int) -> dict[str, float]:
 COLD_START = """
 import time
 start = time.perf_counter()
-from graph.service.app import build_agent
-from graph.service.config import load_settings
+from gatehouse.graph.service.app import build_agent
+from gatehouse.graph.service.config import load_settings
 build_agent(load_settings())
 print(time.perf_counter() - start)
 """

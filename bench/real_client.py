@@ -36,8 +36,8 @@ OPENS = 8
 # lacks is skipped): the first open's figure is then the open's own work.
 PRELOAD = """
 import contextlib, importlib
-for name in ("graph.service.app", "graph.service.session", "graph.store", "graph.agent.graph",
-             "tools.sandbox", "tools.definitions", "langchain_core.utils.function_calling"):
+for name in ("gatehouse.graph.service.app", "gatehouse.graph.service.session", "gatehouse.graph.store", "gatehouse.graph.agent.graph",
+             "gatehouse.tools.sandbox", "gatehouse.tools.definitions", "langchain_core.utils.function_calling"):
     with contextlib.suppress(ImportError):
         importlib.import_module(name)
 """
@@ -47,7 +47,7 @@ OPEN = (
     + """
 import json, statistics, sys, time
 from langchain_openai import ChatOpenAI
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.support.openai_server import closed_port_url
 settings = Settings(db=sys.argv[1], workspace=sys.argv[2])
 model = ChatOpenAI(model="m", api_key="sk-bench", base_url=closed_port_url(), max_retries=0)
@@ -69,7 +69,7 @@ STREAM = (
     + """
 import json, sys, time
 from langchain_openai import ChatOpenAI
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.support.openai_server import FakeOpenAI
 args = {"path": "big.md", "content": "lorem ipsum dolor sit amet\\n" * 2000}
 script = [{"content": "Writing it.", "args_chars": 25,

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tools.sandbox import Access, Sandbox, choose_sandbox, detect_bubblewrap
+from gatehouse.tools.sandbox import Access, Sandbox, choose_sandbox, detect_bubblewrap
 
 TARGET_MS = 50.0
 
@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no sandbox on this machine: {support.reason}", file=sys.stderr)
         return 1
 
-    from tools.shell import make_shell_tool
-    from tools.workspace import Workspace
+    from gatehouse.tools.shell import make_shell_tool
+    from gatehouse.tools.workspace import Workspace
 
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as tmp:
         ws = Workspace(Path(tmp) / "workspace")

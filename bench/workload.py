@@ -27,8 +27,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from graph import ScriptedModel, ai, tool_call
-from tools.base import gatehouse_tool
+from gatehouse.graph import ScriptedModel, ai, tool_call
+from gatehouse.tools.base import gatehouse_tool
 
 PAYLOAD_BYTES = 200
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -146,8 +146,8 @@ class GatehouseDriver(Driver):
     def __init__(
         self, db: Path, turns: int, *, baseline: bool = False, snapshot_frequency: int | None = None
     ) -> None:
-        from graph import Session, build_graph
-        from graph.store import open_storage
+        from gatehouse.graph import Session, build_graph
+        from gatehouse.graph.store import open_storage
 
         if baseline:
             use_add_messages_state()
@@ -250,8 +250,8 @@ def use_messages_channel(annotation: Any) -> None:
 
     from typing_extensions import TypedDict
 
-    import graph.agent.graph as agent_graph
-    from graph.agent.state import AgentState
+    import gatehouse.graph.agent.graph as agent_graph
+    from gatehouse.graph.agent.state import AgentState
 
     fields = get_type_hints(AgentState, include_extras=True)
     fields["messages"] = annotation
@@ -277,7 +277,7 @@ def use_snapshot_frequency(frequency: int) -> None:
     from langchain_core.messages import AnyMessage
     from langgraph.channels.delta import DeltaChannel
 
-    from graph.agent.message_merge import merge_messages
+    from gatehouse.graph.agent.message_merge import merge_messages
 
     use_messages_channel(
         Annotated[list[AnyMessage], DeltaChannel(merge_messages, snapshot_frequency=frequency)]

@@ -20,8 +20,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from graph import ScriptedModel, Session, build_graph
-from graph.store import open_storage
+from gatehouse.graph import ScriptedModel, Session, build_graph
+from gatehouse.graph.store import open_storage
 
 FEEDBACK = 'Answer with one JSON object only, like {"answer": "..."}, and nothing else.'
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from langchain_core.tools import tool
 
-from graph import Budget, ScriptedModel, Session, ai, build_graph, tool_call
-from graph.store import open_storage
+from gatehouse.graph import Budget, ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.store import open_storage
 
 
 @tool

@@ -12,8 +12,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from graph import Compaction, ScriptedModel, Session, build_graph
-from graph.store import open_storage
+from gatehouse.graph import Compaction, ScriptedModel, Session, build_graph
+from gatehouse.graph.store import open_storage
 
 
 def main(db_dir: str | None = None) -> list:

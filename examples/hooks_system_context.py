@@ -13,7 +13,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import ScriptedModel, SystemContext, build_graph
+from gatehouse.graph import ScriptedModel, SystemContext, build_graph
 
 
 def main() -> str:

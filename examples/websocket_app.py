@@ -41,9 +41,9 @@ from typing import Any
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 
-from graph import AsyncRun, AsyncSession, DecisionError, RunInProgress
-from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
-from graph.protocol.operations import (
+from gatehouse.graph import AsyncRun, AsyncSession, DecisionError, RunInProgress
+from gatehouse.graph.protocol.answers import OutcomeAnswer, ReviewAnswer
+from gatehouse.graph.protocol.operations import (
     Cancel,
     Decide,
     Operation,
@@ -52,7 +52,7 @@ from graph.protocol.operations import (
     reject,
     review,
 )
-from graph.protocol.pauses import Approval
+from gatehouse.graph.protocol.pauses import Approval
 
 
 @asynccontextmanager

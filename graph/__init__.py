@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any
 # The one list of exports: for type checkers as it stands, and read by `_homes` for
 # the lazy loading at run time.
 if TYPE_CHECKING:
-    from graph.agent.builtin_hooks import (
+    from gatehouse.graph.agent.builtin_hooks import (
         AnswerJudge,
         Budget,
         Compaction,
         RequireTool,
         SystemContext,
     )
-    from graph.agent.emit import emit
-    from graph.agent.graph import build_graph
-    from graph.agent.hooks import HookSet, hook
-    from graph.agent.policy import Policy, PolicyError
-    from graph.protocol.decisions import DecisionRecord, StandingGrant
-    from graph.protocol.errors import (
+    from gatehouse.graph.agent.emit import emit
+    from gatehouse.graph.agent.graph import build_graph
+    from gatehouse.graph.agent.hooks import HookSet, hook
+    from gatehouse.graph.agent.policy import Policy, PolicyError
+    from gatehouse.graph.protocol.decisions import DecisionRecord, StandingGrant
+    from gatehouse.graph.protocol.errors import (
         AlreadyDecided,
         AwaitingDecision,
         CallAlreadyStarted,
@@ -41,10 +41,10 @@ if TYPE_CHECKING:
         StaleDecision,
         StorageError,
     )
-    from graph.protocol.events import Event, parse_event
-    from graph.protocol.pauses import Approval, OutcomeUnknown, Pause
-    from graph.protocol.threads import Branches, MessageView, ThreadInfo
-    from graph.service.access import (
+    from gatehouse.graph.protocol.events import Event, parse_event
+    from gatehouse.graph.protocol.pauses import Approval, OutcomeUnknown, Pause
+    from gatehouse.graph.protocol.threads import Branches, MessageView, ThreadInfo
+    from gatehouse.graph.service.access import (
         Access,
         host_name,
         install_secret,
@@ -58,17 +58,17 @@ if TYPE_CHECKING:
         sign_identity,
         verify_identity,
     )
-    from graph.service.app import build_agent, open_session
-    from graph.service.async_session import AsyncRun, AsyncSession
-    from graph.service.config import Settings, load_settings, location_env
-    from graph.service.demo_model import DemoModel
-    from graph.service.errors import describe_error
-    from graph.service.runner import Runner
-    from graph.service.session import Run, Session
-    from graph.service.testing import ScriptedModel, ai, tool_call
-    from graph.service.view import ThreadList, ThreadView
-    from graph.store.reader import ThreadReader, open_reader
-    from graph.store.web_sessions import WebSessions
+    from gatehouse.graph.service.app import build_agent, open_session
+    from gatehouse.graph.service.async_session import AsyncRun, AsyncSession
+    from gatehouse.graph.service.config import Settings, load_settings, location_env
+    from gatehouse.graph.service.demo_model import DemoModel
+    from gatehouse.graph.service.errors import describe_error
+    from gatehouse.graph.service.runner import Runner
+    from gatehouse.graph.service.session import Run, Session
+    from gatehouse.graph.service.testing import ScriptedModel, ai, tool_call
+    from gatehouse.graph.service.view import ThreadList, ThreadView
+    from gatehouse.graph.store.reader import ThreadReader, open_reader
+    from gatehouse.graph.store.web_sessions import WebSessions
 
 
 @functools.cache
@@ -85,5 +85,5 @@ def __getattr__(name: str) -> Any:
         return list(_homes())
     home = _homes().get(name)
     if home is None:
-        raise AttributeError(f"module 'graph' has no attribute {name!r}")
+        raise AttributeError(f"module 'gatehouse.graph' has no attribute {name!r}")
     return getattr(importlib.import_module(home), name)

@@ -22,8 +22,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from graph import ConfigError, WebSessions, load_settings
-from graph.service.access import (
+from gatehouse.graph import ConfigError, WebSessions, load_settings
+from gatehouse.graph.service.access import (
     install_secret,
     load_access,
     oidc_problem,
@@ -32,8 +32,8 @@ from graph.service.access import (
     sign_identity,
     verify_identity,
 )
-from graph.store.web_sessions import IDLE_S, MAX_AGE_S
-from ui.web.guard import GUARD_PURPOSE, Guard, OneTimeTokens
+from gatehouse.graph.store.web_sessions import IDLE_S, MAX_AGE_S
+from gatehouse.ui.web.guard import GUARD_PURPOSE, Guard, OneTimeTokens
 
 SECRET = "s" * 40
 PROXY_SECRET = "proxy-shared-secret-123"
@@ -245,7 +245,7 @@ def test_oidc_mode_passes_requests_to_streamlit_login_after_address_checks() -> 
 def test_database_files_are_readable_by_their_owner_only(tmp_path: Path) -> None:
     """The terminal and the Python API trust whoever can open the database: its files,
     the WAL included, and a folder Gatehouse creates for it are the owner's alone."""
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     db = tmp_path / ".gatehouse" / "gatehouse.db"
     session = open_session(Settings(db=str(db), workspace=str(tmp_path)))

@@ -18,7 +18,7 @@ from langgraph.constants import END
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from graph import DecisionError, ai, tool_call
+from gatehouse.graph import DecisionError, ai, tool_call
 from tests.support.core_fixtures import make_session
 
 CFG = {"configurable": {"thread_id": "t1"}}
@@ -306,7 +306,7 @@ def test_a_late_answer_after_another_front_end_decided_is_refused_with_who_decid
     ).collect()
     before = len(session.view("t1").messages)
     # A raw client that read the same pause answers it afterwards.
-    from graph import StaleDecision
+    from gatehouse.graph import StaleDecision
 
     with pytest.raises(
         StaleDecision, match=r"already decided — `send_email` approved by ana via terminal"

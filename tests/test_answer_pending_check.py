@@ -12,8 +12,8 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from graph import StaleDecision, ai, tool_call
-from graph.agent.compiled import GatehouseGraph
+from gatehouse.graph import StaleDecision, ai, tool_call
+from gatehouse.graph.agent.compiled import GatehouseGraph
 from tests.support.core_fixtures import make_session
 
 CFG: RunnableConfig = {"configurable": {"thread_id": "t1"}}

@@ -32,7 +32,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.types import Command, Send
 from pydantic import ValidationError
 
-from graph import (
+from gatehouse.graph import (
     CallAlreadyStarted,
     ScriptedModel,
     Session,
@@ -41,16 +41,16 @@ from graph import (
     build_graph,
     tool_call,
 )
-from graph.agent.authority import record_of
-from graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
-from graph.agent.model_node import logged
-from graph.protocol.answers import Approve
-from graph.store import open_storage
-from graph.store.binding import call_key
+from gatehouse.graph.agent.authority import record_of
+from gatehouse.graph.agent.call_ids import ORIGINAL_IDS_KEY, fresh_call_ids
+from gatehouse.graph.agent.model_node import logged
+from gatehouse.graph.protocol.answers import Approve
+from gatehouse.graph.store import open_storage
+from gatehouse.graph.store.binding import call_key
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.workspace import Workspace
 from tests.support.counting_tools import make_counting_tools, runs
 from tests.support.openai_server import FakeOpenAI
-from tools.files import make_file_tools
-from tools.workspace import Workspace
 
 APPROVE = {"decisions": [{"type": "approve"}]}
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
-from graph.protocol import events as ev
-from graph.protocol.decisions import DecisionRecord
-from graph.protocol.operations import (
+from gatehouse.graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.decisions import DecisionRecord
+from gatehouse.graph.protocol.operations import (
     Cancel,
     Compact,
     Delete,
@@ -29,13 +29,13 @@ from graph.protocol.operations import (
     SwitchBranch,
     Undo,
 )
-from graph.protocol.pauses import Approval
-from graph.protocol.threads import MessageView, ThreadInfo
-from graph.service.async_session import AsyncRun, AsyncSession
-from graph.service.view import ThreadList, ThreadView
-from graph.store import open_storage
-from tools.files import make_file_tools
-from tools.workspace import Workspace
+from gatehouse.graph.protocol.pauses import Approval
+from gatehouse.graph.protocol.threads import MessageView, ThreadInfo
+from gatehouse.graph.service.async_session import AsyncRun, AsyncSession
+from gatehouse.graph.service.view import ThreadList, ThreadView
+from gatehouse.graph.store import open_storage
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
-from graph.protocol import events as ev
-from graph.service.async_session import AsyncRun, AsyncSession, RunInProgress
-from graph.store import open_storage
-from tools.base import gatehouse_tool
-from tools.files import make_file_tools
-from tools.workspace import Workspace
+from gatehouse.graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.service.async_session import AsyncRun, AsyncSession, RunInProgress
+from gatehouse.graph.store import open_storage
+from gatehouse.tools.base import gatehouse_tool
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from graph import DecisionRecord, Settings, open_session
-from graph.store.decision_chain import entry_hash, read_for_check
+from gatehouse.graph import DecisionRecord, Settings, open_session
+from gatehouse.graph.store.decision_chain import entry_hash, read_for_check
 
 CALLS = ("c1", "c2", "c3", "c4")
 
@@ -140,7 +140,7 @@ def _rows(session: Any) -> list[dict[str, Any]]:
 def test_cli_verify_says_intact_or_names_the_first_problem(
     log: tuple[Any, Callable[[str], None], str],
 ) -> None:
-    from ui.term.cli import app
+    from gatehouse.ui.term.cli import app
 
     session, run, db = log
     runner = CliRunner()

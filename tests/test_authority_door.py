@@ -21,11 +21,17 @@ from langgraph.constants import END
 from langgraph.types import Command, Send
 from pydantic import ValidationError
 
-from graph import AsyncSession, DecisionError, Settings, open_session
-from graph.protocol.identity import identity_problem, same_identity
-from graph.protocol.operations import Delete, ImportThread, Revoke, RunOptions, SetAutoApprove
-from graph.service.testing import ai, tool_call
-from graph.store.binding import call_key
+from gatehouse.graph import AsyncSession, DecisionError, Settings, open_session
+from gatehouse.graph.protocol.identity import identity_problem, same_identity
+from gatehouse.graph.protocol.operations import (
+    Delete,
+    ImportThread,
+    Revoke,
+    RunOptions,
+    SetAutoApprove,
+)
+from gatehouse.graph.service.testing import ai, tool_call
+from gatehouse.graph.store.binding import call_key
 from tests.support.core_fixtures import make_session
 from tests.test_cli import env, gh  # noqa: F401  (env is a fixture)
 

@@ -18,7 +18,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import APIStatusError
 
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.support.langgraph_dev import GRAPH, DevServer, langgraph_dev
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
-from graph.agent.builtin_hooks import (
+from gatehouse.graph import DecisionError, ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.agent.builtin_hooks import (
     AnswerJudge,
     Budget,
     Compaction,
@@ -20,9 +20,9 @@ from graph.agent.builtin_hooks import (
     SystemContext,
     parse_grade,
 )
-from graph.agent.builtin_hooks.compaction import is_summary
-from graph.protocol.operations import Compact
-from graph.store import open_storage
+from gatehouse.graph.agent.builtin_hooks.compaction import is_summary
+from gatehouse.graph.protocol.operations import Compact
+from gatehouse.graph.store import open_storage
 
 ROOT = Path(__file__).resolve().parents[1]
 

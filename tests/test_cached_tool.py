@@ -14,9 +14,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import InjectedToolArg, StructuredTool
 from pydantic import BaseModel, Field, ValidationError
 
-from tools.base import CachedTool
-from tools.files import make_file_tools
-from tools.workspace import Workspace
+from gatehouse.tools.base import CachedTool
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.workspace import Workspace
 
 
 class Seen(BaseCallbackHandler):
@@ -131,7 +131,7 @@ def test_a_replaced_function_or_schema_is_looked_at_again() -> None:
 def test_gatehouse_tool_builds_what_the_tool_decorator_builds() -> None:
     from langchain_core.tools import tool
 
-    from tools.base import gatehouse_tool
+    from gatehouse.tools.base import gatehouse_tool
 
     def shout(text: str, times: Annotated[int, Field(ge=1, description="How often")] = 1) -> str:
         """Say it louder."""

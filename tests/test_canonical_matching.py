@@ -15,14 +15,14 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from graph import ScriptedModel, Session, ai, build_graph, tool_call
-from graph.agent.policy import Grant, Policy
-from graph.store import open_storage
-from tools.files import make_file_tools
-from tools.http import canonical_url, make_http_tool
-from tools.sandbox import choose_sandbox
-from tools.shell import make_shell_tool
-from tools.workspace import Workspace
+from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.agent.policy import Grant, Policy
+from gatehouse.graph.store import open_storage
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.http import canonical_url, make_http_tool
+from gatehouse.tools.sandbox import choose_sandbox
+from gatehouse.tools.shell import make_shell_tool
+from gatehouse.tools.workspace import Workspace
 
 # The README's own example rule.
 README_RULE = {

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from graph import Settings, open_session
-from graph.protocol.confirm import confirmation, to_confirm
-from graph.protocol.display import shown
-from graph.protocol.grant_scope import narrow_grant
-from graph.protocol.operations import approve, edit, reject
-from graph.protocol.pauses import ActionRequest
+from gatehouse.graph import Settings, open_session
+from gatehouse.graph.protocol.confirm import confirmation, to_confirm
+from gatehouse.graph.protocol.display import shown
+from gatehouse.graph.protocol.grant_scope import narrow_grant
+from gatehouse.graph.protocol.operations import approve, edit, reject
+from gatehouse.graph.protocol.pauses import ActionRequest
 
 
 def test_shown_counts_exactly_what_it_hides() -> None:

@@ -30,7 +30,7 @@ TWO_WRITES = "list files then write todo.md: buy milk then write b.md: x"
 
 
 def base_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
 
 
 @pytest.fixture
@@ -434,7 +434,7 @@ def test_resume_continues_a_run_whose_process_died(env: dict[str, str]) -> None:
 # -- launching the web UI and Studio (in-process, the child process is faked) --------------
 @pytest.fixture
 def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    from ui.term import cli_interactive as cli
+    from gatehouse.ui.term import cli_interactive as cli
 
     calls: list[list[str]] = []
     monkeypatch.setattr(cli, "run_child", lambda cmd, cwd=None: calls.append(cmd) or 0)
@@ -444,7 +444,7 @@ def launched(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 def test_no_command_and_ui_start_streamlit(
     launched: list[list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from ui.term import cli_interactive as cli
+    from gatehouse.ui.term import cli_interactive as cli
 
     app_py = tmp_path / "app.py"
     app_py.write_text("")
@@ -466,7 +466,7 @@ def test_no_command_and_ui_start_streamlit(
 def test_studio_runs_langgraph_dev_or_says_how_to_install(
     launched: list[list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui.term import cli_interactive as cli
+    from gatehouse.ui.term import cli_interactive as cli
 
     runner = CliRunner()
     monkeypatch.setattr(cli, "find_langgraph", lambda: "/opt/bin/langgraph")
@@ -492,8 +492,8 @@ def test_studio_runs_langgraph_dev_or_says_how_to_install(
 
 # -- one answer for every call (in-process, no agent needed) --------------------------
 def pending_of(*names: str) -> object:
-    from graph import Approval
-    from graph.protocol.pauses import ApprovalRequest
+    from gatehouse.graph import Approval
+    from gatehouse.graph.protocol.pauses import ApprovalRequest
 
     request = {
         "action_requests": [
@@ -508,9 +508,9 @@ def pending_of(*names: str) -> object:
 
 
 def test_partial_decisions_name_the_undecided_calls() -> None:
-    from graph.protocol.answers import ReviewAnswer
-    from graph.protocol.operations import approve, edit, reject
-    from ui.term import decisions as td
+    from gatehouse.graph.protocol.answers import ReviewAnswer
+    from gatehouse.graph.protocol.operations import approve, edit, reject
+    from gatehouse.ui.term import decisions as td
 
     def wire_answer(
         answer: ReviewAnswer,
@@ -551,8 +551,8 @@ def test_renderer_streams_text_and_tool_progress_without_colour() -> None:
 
     from rich.console import Console
 
-    from graph.protocol import events as ev
-    from ui.term.render import EventRenderer
+    from gatehouse.graph.protocol import events as ev
+    from gatehouse.ui.term.render import EventRenderer
 
     buf = io.StringIO()
     r = EventRenderer(Console(file=buf, width=100, no_color=True, highlight=False))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.test_cli_fast import HEAVY, WRAPPER, db  # noqa: F401 - the fixture: a paused and a finished thread
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from gatehouse.ui.term.fast import parse_decision
 from tests.test_cli_decide_fast import interrupt_of
 from tests.test_cli_fast import WRAPPER, db  # noqa: F401 - the fixture: a paused and a finished thread
-from ui.term.fast import parse_decision
 
 
 @pytest.mark.parametrize(

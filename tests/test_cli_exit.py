@@ -14,7 +14,7 @@ from tests.support.clean_env import without_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The console script as installed (`gatehouse = ui.term.entry:main`), with a thread
+# The console script as installed (`gatehouse = gatehouse.ui.term.entry:main`), with a thread
 # still working and an atexit handler, as a tool or a library may leave them.
 SCRIPT = """
 import atexit, concurrent.futures, sys, threading, time
@@ -28,7 +28,7 @@ threading.Thread(target=late).start()
 pool = concurrent.futures.ThreadPoolExecutor(2)
 pool.submit(time.sleep, 0.01).result()
 sys.argv[0] = "gatehouse"
-from ui.term.entry import main
+from gatehouse.ui.term.entry import main
 main()
 """
 
@@ -70,7 +70,7 @@ def test_a_long_output_reaches_the_pipe_whole(tmp_path: Path) -> None:
     """A listing far larger than any buffer, written just before the process ends."""
     import json
 
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     session = open_session(Settings(db=str(tmp_path / "gh.db"), workspace=str(tmp_path)))
     try:

@@ -20,20 +20,20 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graph import DemoModel, Settings, build_graph, open_session
-from graph.store.saver import compact_serde
+from gatehouse.graph import DemoModel, Settings, build_graph, open_session
+from gatehouse.graph.store.saver import compact_serde
+from gatehouse.ui.term import render as term
 from tests.support.clean_env import without_settings
-from ui.term import render as term
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("langgraph", "langchain", "langchain_core", "langsmith", "openai", "prompt_toolkit")
-# Runs the CLI like the console script (ui.term.entry) and writes the modules it loaded at exit.
+# Runs the CLI like the console script (gatehouse.ui.term.entry) and writes the modules it loaded at exit.
 WRAPPER = """
 import atexit, json, sys
 report = sys.argv.pop(1)
 atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
 sys.argv[0] = "gatehouse"
-from ui.term.entry import main
+from gatehouse.ui.term.entry import main
 main()
 """
 
@@ -158,7 +158,7 @@ def test_show_falls_back_to_the_session_for_a_thread_the_reader_cannot_rebuild(
 def test_pending_count_is_what_pending_holds(db: dict[str, Any]) -> None:
     """`threads` counts a thread's pending calls from the stored values (no pause models):
     the same number `pending` builds the pause for."""
-    from graph import Approval, open_reader
+    from gatehouse.graph import Approval, open_reader
 
     reader = open_reader(str(db["path"]))
     try:

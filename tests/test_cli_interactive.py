@@ -40,7 +40,7 @@ def screen(text: str) -> str:
 
 
 def base_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from graph import Session, Settings, open_session
-from graph.protocol.operations import Delete
+from gatehouse.graph import Session, Settings, open_session
+from gatehouse.graph.protocol.operations import Delete
 from tests.test_cli import env, gh, gh_json  # noqa: F401  (env is a fixture)
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]

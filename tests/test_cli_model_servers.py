@@ -39,7 +39,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def gh(env: dict[str, str], *args: str, code: int) -> subprocess.CompletedProcess[str]:
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
     result = subprocess.run(
         [*cmd, *args], env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=120
     )

@@ -32,7 +32,7 @@ SCRIPT = Path(sys.executable).parent / "gatehouse"
 
 
 def base_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from gatehouse.ui.term.fast import parse_read_only
 from tests.support.clean_env import without_settings
-from ui.term.fast import parse_read_only
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,7 +68,7 @@ def gatehouse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         COLUMNS="200",
     )
     return subprocess.run(
-        [sys.executable, "-m", "ui.term.cli", *args],
+        [sys.executable, "-m", "gatehouse.ui.term.cli", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

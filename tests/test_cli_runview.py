@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from graph import DecisionError, Session, Settings, open_session
+from gatehouse.graph import DecisionError, Session, Settings, open_session
+from gatehouse.ui.term import cli, cli_interactive
 from tests.support.app_page import app_page
 from tests.support.clean_env import offline_settings
-from ui.term import cli, cli_interactive
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,7 +89,7 @@ def test_already_decided_says_who_and_from_which_front_end(env: Path, session: S
 def test_resuming_a_long_thread_prints_its_last_turns(env: Path, session: Session) -> None:
     from rich.console import Console
 
-    from ui.term.chat import RESUME_TURNS, Chat
+    from gatehouse.ui.term.chat import RESUME_TURNS, Chat
 
     tid = session.new_thread_id()
     for i in range(12):
@@ -145,7 +145,7 @@ def test_turns_are_numbered_alike_in_show_fork_branches_switch_undo_and_the_web(
     at = app_page(30)
     at.query_params["thread"] = tid
     at.run()
-    from ui.web.history import turns_of
+    from gatehouse.ui.web.history import turns_of
 
     assert [t.number for t in turns_of(session.view(tid).transcript)] == [1, 2]
 

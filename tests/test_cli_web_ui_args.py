@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from gatehouse.ui.term.fast import parse_web_ui
 from tests.support.clean_env import without_settings
-from ui.term.fast import parse_web_ui
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,7 @@ def become(path, args):
     os._exit(0)
 os.execv = become
 sys.argv[0] = "gatehouse"
-from ui.term.entry import main
+from gatehouse.ui.term.entry import main
 main()
 """
 
@@ -101,7 +101,7 @@ def console_script(tmp_path: Path, *args: str, config: str = "") -> dict[str, An
 def typer_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str
 ) -> tuple[list[str], str | None]:
-    from ui.term import cli, cli_interactive
+    from gatehouse.ui.term import cli, cli_interactive
 
     monkeypatch.chdir(tmp_path)
     # The command sets the variables the server needs in this process: a copy to set
@@ -143,7 +143,7 @@ def test_the_command_line_shown_never_sends_a_control_character(
 ) -> None:
     """A path with an escape sequence in it (a project folder anyone could name) is shown
     escaped, as every other line the terminal client prints."""
-    from ui.term.child import show_command
+    from gatehouse.ui.term.child import show_command
 
     show_command(["/opt/x\x1b[2K\rfake/python", "-m", "streamlit"])
     shown = capsys.readouterr().err

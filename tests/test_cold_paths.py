@@ -24,7 +24,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from graph import (
+from gatehouse.graph import (
     Compaction,
     ScriptedModel,
     Session,
@@ -34,11 +34,11 @@ from graph import (
     open_reader,
     tool_call,
 )
-from graph.protocol.operations import Compact, Delete, Undo
-from graph.protocol.pauses import pause_from
-from graph.store import open_storage
-from graph.store.saver import compact_serde
-from graph.store.sqlite import QUICK_CHECK_FULL_BYTES
+from gatehouse.graph.protocol.operations import Compact, Delete, Undo
+from gatehouse.graph.protocol.pauses import pause_from
+from gatehouse.graph.store import open_storage
+from gatehouse.graph.store.saver import compact_serde
+from gatehouse.graph.store.sqlite import QUICK_CHECK_FULL_BYTES
 from tests.support.core_fixtures import Ledger, make_tools
 
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -389,9 +389,9 @@ def test_head_rows_hold_any_message_and_read_back_without_langgraph() -> None:
     serializer, as the checkpoints keep it; the reader's plain view reads both."""
     from langchain_core.messages import AIMessage, ToolMessage
 
-    from graph.protocol.threads import view_of_fields
-    from graph.store.head import decode, head_update
-    from graph.store.plain import block_fields
+    from gatehouse.graph.protocol.threads import view_of_fields
+    from gatehouse.graph.store.head import decode, head_update
+    from gatehouse.graph.store.plain import block_fields
 
     serde = compact_serde()
     odd = AIMessage("odd", id="o", additional_kwargs={"pair": (1, 2)})  # a tuple is not plain data
@@ -422,7 +422,7 @@ def test_head_rows_keep_which_fields_a_message_was_given() -> None:
     import ormsgpack
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from graph.store.head import decode, encode
+    from gatehouse.graph.store.head import decode, encode
 
     serde = compact_serde()
     given = HumanMessage("hi", id="h")
@@ -449,7 +449,7 @@ def test_blobs_compress_with_a_window_their_size_and_read_back_either_way() -> N
     import os
     import zlib
 
-    from graph.store.saver import COMPRESS_MIN_BYTES, ZlibCodec, compress
+    from gatehouse.graph.store.saver import COMPRESS_MIN_BYTES, ZlibCodec, compress
 
     codec = ZlibCodec()
     for size in (0, 1, COMPRESS_MIN_BYTES - 1, COMPRESS_MIN_BYTES, 511, 512, 4096, 70_000):

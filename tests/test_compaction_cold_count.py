@@ -15,11 +15,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 
-from graph import ScriptedModel, Session, ai, build_graph, tool_call
-from graph.agent.builtin_hooks import Compaction, token_memo
-from graph.agent.builtin_hooks import compaction as compaction_module
-from graph.agent.history import is_summary, model_view
-from graph.store import open_storage
+from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.agent.builtin_hooks import Compaction, token_memo
+from gatehouse.graph.agent.builtin_hooks import compaction as compaction_module
+from gatehouse.graph.agent.history import is_summary, model_view
+from gatehouse.graph.store import open_storage
 from tests.test_builtin_hooks import POLICY, TOOLS
 
 THREAD = "t"
@@ -258,7 +258,7 @@ def test_keep_count_off_stores_nothing_and_counts_the_whole_view(tmp_path: Path)
 
 
 def test_a_kept_count_that_does_not_match_is_ignored(tmp_path: Path) -> None:
-    from graph.agent.builtin_hooks.token_prefix import count_view, record_of
+    from gatehouse.graph.agent.builtin_hooks.token_prefix import count_view, record_of
 
     view = [
         HumanMessage("hi", id="1"),

@@ -10,8 +10,15 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from graph import AwaitingDecision, DecisionError, NothingPending, StaleDecision, ai, tool_call
-from graph.protocol.operations import Delete, Rename, SwitchBranch, Undo
+from gatehouse.graph import (
+    AwaitingDecision,
+    DecisionError,
+    NothingPending,
+    StaleDecision,
+    ai,
+    tool_call,
+)
+from gatehouse.graph.protocol.operations import Delete, Rename, SwitchBranch, Undo
 from tests.support.core_fixtures import make_session
 
 CFG = {"configurable": {"thread_id": "t1"}}
@@ -608,7 +615,7 @@ def test_a_run_whose_process_died_shows_as_interrupted_not_running(tmp_path: Pat
 
 
 def test_history_keeps_how_each_call_ended(tmp_path: Path) -> None:
-    from graph.service.transcript import message_view
+    from gatehouse.graph.service.transcript import message_view
 
     turn = ai(
         "",

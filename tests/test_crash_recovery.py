@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from graph import AlreadyDecided, DecisionError, NothingPending, RunInProgress, Session
-from graph.store.journal import Journal
-from graph.store.leases import Leases
-from graph.store.sqlite import sqlite_database
+from gatehouse.graph import AlreadyDecided, DecisionError, NothingPending, RunInProgress, Session
+from gatehouse.graph.store.journal import Journal
+from gatehouse.graph.store.leases import Leases
+from gatehouse.graph.store.sqlite import sqlite_database
 from tests.support.counting_tools import runs
 from tests.support.crash_worker import open_session
 
@@ -189,7 +189,7 @@ def test_kill_during_approved_tool_is_in_the_inbox_at_once(
     """Nobody retries the thread: the first look at an inbox (the terminal's `pending`,
     the Session's list and cards) already shows the "outcome unknown" question, and
     the call did not run again."""
-    from ui.term import readonly
+    from gatehouse.ui.term import readonly
 
     db, counter, marker = files
     session = open_session(str(db), str(counter))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graph import Settings, open_session
-from graph.protocol.decisions import GRANT_QUESTION, REVOKE, DecisionRecord
-from graph.store.decisions import grants_in_force
+from gatehouse.graph import Settings, open_session
+from gatehouse.graph.protocol.decisions import GRANT_QUESTION, REVOKE, DecisionRecord
+from gatehouse.graph.store.decisions import grants_in_force
 
 
 def record(thread: str, n: int, **extra: object) -> DecisionRecord:

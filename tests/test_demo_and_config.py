@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from graph.service.app import open_session
-from graph.service.config import ConfigError, Settings, load_settings
-from graph.service.models import make_model
+from gatehouse.graph.service.app import open_session
+from gatehouse.graph.service.config import ConfigError, Settings, load_settings
+from gatehouse.graph.service.models import make_model
 
 
 def test_demo_model_runs_the_whole_approval_flow(tmp_path: Path) -> None:

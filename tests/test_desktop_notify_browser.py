@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from graph import open_session
-from graph.service.config import Settings
+from gatehouse.graph import open_session
+from gatehouse.graph.service.config import Settings
 from tests.support.browser import Server, chromium_path, launch_chromium, streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -21,7 +21,7 @@ import pexpect
 import pyte
 import pytest
 
-from graph.protocol.display import visible
+from gatehouse.graph.protocol.display import visible
 from tests.support import terminal
 
 pytestmark = [
@@ -38,7 +38,7 @@ OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"
 
 
 def base_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
 
 
 @pytest.fixture

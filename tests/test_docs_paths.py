@@ -88,7 +88,7 @@ def test_a_path_made_at_run_time_and_ignored_by_git_counts() -> None:
 def test_the_pattern_finds_project_paths_only() -> None:
     text = (
         "see graph/agent/review.py, ui/web/app.py. tests/test_x.py::name bench/results/ "
-        "bench/web/*.py langgraph/graph/state.py site-packages/tools/x.py graph/agent/ ui.web.app"
+        "bench/web/*.py langgraph/graph/state.py site-packages/tools/x.py graph/agent/ gatehouse.ui.web.app"
     )
     assert list(paths_in(text)) == [
         "graph/agent/review.py",

@@ -171,8 +171,8 @@ def test_rows_paused_before_the_server_started_keep_their_own_times(tmp_path: Pa
     """Agent Inbox dates a row by the thread's `updated_at`: threads paused in the
     terminal before the server started are listed with the time each paused, not the
     one moment the server listed them all."""
-    from graph import open_session
-    from graph.service.config import Settings
+    from gatehouse.graph import open_session
+    from gatehouse.graph.service.config import Settings
 
     db, workspace = tmp_path / "gatehouse.db", tmp_path / "workspace"
     workspace.mkdir()
@@ -228,8 +228,8 @@ def test_a_policys_description_never_hides_the_call_agent_inbox_accepts(
 
 
 def test_the_server_admits_the_origins_of_one_setting_and_the_web_apps() -> None:
-    from graph.service.access import STUDIO_ORIGIN, load_access
-    from graph.service.server_http import server_origins
+    from gatehouse.graph.service.access import STUDIO_ORIGIN, load_access
+    from gatehouse.graph.service.server_http import server_origins
 
     assert server_origins(load_access(env={"GATEHOUSE_SERVER_ORIGINS": ORIGIN})) == [
         STUDIO_ORIGIN,

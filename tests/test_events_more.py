@@ -17,7 +17,7 @@ from langgraph.types import Command
 from rich.console import Console
 from streamlit.testing.v1 import AppTest
 
-from graph import (
+from gatehouse.graph import (
     AsyncSession,
     DecisionError,
     ScriptedModel,
@@ -27,11 +27,11 @@ from graph import (
     hook,
     tool_call,
 )
-from graph.protocol import events as ev
-from graph.store import open_storage
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.store import open_storage
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.workspace import Workspace
 from tests.support.core_fixtures import Ledger, make_tools
-from tools.files import make_file_tools
-from tools.workspace import Workspace
 
 
 def session_with(
@@ -202,7 +202,7 @@ def _screen(output: str, width: int) -> list[str]:
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_the_terminal_shows_the_replaced_text(tmp_path: Path, tty: bool) -> None:
-    from ui.term.render import EventRenderer
+    from gatehouse.ui.term.render import EventRenderer
 
     session, _ = session_with(
         tmp_path, ["The key is sk-abcdefgh12345678, keep it safe."], {"after_llm": [redact]}
@@ -221,8 +221,8 @@ def test_the_terminal_shows_the_replaced_text(tmp_path: Path, tty: bool) -> None
 def _live_redaction_script() -> None:
     import streamlit as st
 
-    from graph.protocol import events as ev
-    from ui.web.live_run import LiveView
+    from gatehouse.graph.protocol import events as ev
+    from gatehouse.ui.web.live_run import LiveView
 
     with st.chat_message("assistant"):
         view = LiveView()
@@ -424,8 +424,8 @@ def test_a_mid_run_read_through_async_session(tmp_path: Path) -> None:
 
 
 def test_a_redaction_hook_from_gatehouse_toml_under_async_session(tmp_path: Path) -> None:
-    from graph import open_session
-    from graph.service.config import load_settings
+    from gatehouse.graph import open_session
+    from gatehouse.graph.service.config import load_settings
 
     (tmp_path / "ws").mkdir()
     (tmp_path / "gatehouse.toml").write_text(
@@ -452,7 +452,7 @@ def test_an_event_the_agent_emits_is_built_unvalidated_but_its_names_are_checked
     """`emit` builds events without pydantic's validator (a per-process cost of each
     kind's first event), yet a misspelt or missing field is still an error, and the
     event is the one a validated construction gives, through JSON too."""
-    from graph.protocol import events as ev
+    from gatehouse.graph.protocol import events as ev
 
     made = ev.ToolStarted.trusted(thread_id="t", call_id="c1", name="read_file", args={"p": 1})
     checked = ev.ToolStarted(
@@ -472,8 +472,8 @@ def test_history_size_counts_what_the_reducer_keeps() -> None:
 
     from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 
-    from graph.agent.message_merge import merge_messages
-    from graph.agent.run_end import history_size
+    from gatehouse.graph.agent.message_merge import merge_messages
+    from gatehouse.graph.agent.run_end import history_size
 
     rng = random.Random(7)
     for _ in range(200):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from graph.protocol import events as ev
+from gatehouse.graph.protocol import events as ev
 
 # One fully populated example per type; optional fields set to non-defaults so a
 # field dropped or renamed in serialisation would show.
@@ -123,7 +123,7 @@ def test_unknown_type_is_refused() -> None:
 # -- the schema section of docs/embedding.md is generated from the models --------
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "embedding.md"
-START = "<!-- schema:start (generated from graph.protocol.events; regenerate: uv run python tests/test_events_roundtrip.py) -->"
+START = "<!-- schema:start (generated from gatehouse.graph.protocol.events; regenerate: uv run python tests/test_events_roundtrip.py) -->"
 END = "<!-- schema:end -->"
 
 

@@ -15,8 +15,8 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command, Send
 
-from graph import ImportRefused, NothingPending, Session, StaleDecision, ai, tool_call
-from graph.protocol.operations import Delete, ImportThread
+from gatehouse.graph import ImportRefused, NothingPending, Session, StaleDecision, ai, tool_call
+from gatehouse.graph.protocol.operations import Delete, ImportThread
 from tests.support.core_fixtures import Ledger, make_session
 
 SCRIPT = [
@@ -259,8 +259,8 @@ def test_an_import_where_the_policy_would_not_ask_is_refused(tmp_path: Path) -> 
 def test_the_terminal_imports_a_paused_thread_once(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from graph import ScriptedModel, Settings, open_session
-    from ui.term.cli import app
+    from gatehouse.graph import ScriptedModel, Settings, open_session
+    from gatehouse.ui.term.cli import app
 
     (tmp_path / "ws").mkdir()
     write = ai("", tool_call("write_file", {"path": "notes.md", "content": "hi\n"}, "w1"))
@@ -292,7 +292,7 @@ def test_async_session_serialises_a_paused_run_and_wakes_it_elsewhere(
     """The pydantic-ai user's story: pause for approval, store it, wake it up anywhere."""
     import asyncio
 
-    from graph import AsyncSession
+    from gatehouse.graph import AsyncSession
 
     source, _ = opened(tmp_path / "a")
     target, ledger = opened(tmp_path / "b", target_db)

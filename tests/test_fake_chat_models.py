@@ -22,11 +22,11 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import build_graph
-from graph.protocol import events as ev
-from graph.protocol.errors import ConfigError
-from graph.service.app import open_session
-from graph.service.config import Settings
+from gatehouse.graph import build_graph
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import ConfigError
+from gatehouse.graph.service.app import open_session
+from gatehouse.graph.service.config import Settings
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +101,7 @@ def test_the_terminal_prints_the_error_as_json_on_stdout(tmp_path: Path) -> None
         GATEHOUSE_MODEL_FACTORY="tests.support.fake_models:generic_fake",
     )
     script = Path(sys.executable).parent / "gatehouse"
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ui.term.cli"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
     result = subprocess.run(
         [*cmd, "send", "hi", "--json"],
         env=env,

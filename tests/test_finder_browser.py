@@ -119,7 +119,7 @@ def _background(locator: Any) -> str:
 
 
 def test_approve_is_in_the_accent_and_reject_looks_destructive(page: Any, server: Server) -> None:
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
     try:
@@ -157,7 +157,7 @@ def test_approve_is_in_the_accent_and_reject_looks_destructive(page: Any, server
 
 
 def test_settings_log_and_long_message_as_a_person_sees_them(page: Any, server: Server) -> None:
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
     from tests.support.browser import SCREENSHOTS
 
     big = " ".join(f"word{i:06d}" for i in range(20_000))  # ~220 KB, one paragraph

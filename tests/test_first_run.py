@@ -62,7 +62,7 @@ def test_the_sign_in_page_and_readme_name_the_quick_starts_command() -> None:
 def test_gatehouse_studio_says_where_the_key_is_and_how_each_client_connects(
     tmp_path: Path,
 ) -> None:
-    from ui.term.studio import how_to_connect
+    from gatehouse.ui.term.studio import how_to_connect
 
     key = tmp_path / 'it"s here' / "gatehouse.secret"
     text = how_to_connect("http://127.0.0.1:2024", key)
@@ -79,7 +79,7 @@ def test_gatehouse_studio_says_where_the_key_is_and_how_each_client_connects(
 
 
 def test_help_shows_each_commands_whole_first_sentence() -> None:
-    from ui.term.cli import app
+    from gatehouse.ui.term.cli import app
 
     shown = CliRunner().invoke(app, ["--help"], terminal_width=80).output
     assert "..." not in shown.split("Commands:", 1)[1]
@@ -89,7 +89,7 @@ def test_help_shows_each_commands_whole_first_sentence() -> None:
 PYC_CHECK = """
 import sys
 from pathlib import Path
-from ui.term.bytecode import warm
+from gatehouse.ui.term.bytecode import warm
 child = warm(Path(sys.argv[1]), Path(sys.argv[2]))
 print("started" if child is not None else "nothing to do")
 if child is not None:
@@ -114,7 +114,7 @@ def _warm(root: Path, site: Path, **env: str) -> str:
 
 
 def test_bytecode_is_compiled_once_where_pythondontwritebytecode_is_set(tmp_path: Path) -> None:
-    from ui.term.bytecode import compiled, lock_path
+    from gatehouse.ui.term.bytecode import compiled, lock_path
 
     root, site = tmp_path / "project", tmp_path / "site"
     sources = [root / p / f for p in ("graph", "tools", "ui") for f in ("__init__.py", "m.py")]
@@ -137,7 +137,7 @@ def test_bytecode_is_compiled_once_where_pythondontwritebytecode_is_set(tmp_path
 
 @pytest.mark.parametrize("flag", ["1"])
 def test_a_compile_under_way_is_not_started_twice(tmp_path: Path, flag: str) -> None:
-    from ui.term.bytecode import lock_path
+    from gatehouse.ui.term.bytecode import lock_path
 
     root, site = tmp_path / "project", tmp_path / "site"
     (root / "graph").mkdir(parents=True)

@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command, Send
 from pydantic import ValidationError
 
-from graph import (
+from gatehouse.graph import (
     CallAlreadyStarted,
     DemoModel,
     OutcomeUnknown,
@@ -35,7 +35,7 @@ from graph import (
     build_graph,
     tool_call,
 )
-from graph.store import open_storage
+from gatehouse.graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools, runs
 from tests.support.crash_worker import open_session as crash_session
 
@@ -361,8 +361,8 @@ def test_raw_new_input_while_a_review_waits_asks_the_same_review_again(tmp_path:
 
 # -- 6. content blocks, as Agent Chat UI sends them ---------------------------------------
 def test_content_blocks_reach_the_demo_model_as_text(tmp_path: Path) -> None:
-    from graph.service.config import Settings
-    from graph.service.toolset import build_tools
+    from gatehouse.graph.service.config import Settings
+    from gatehouse.graph.service.toolset import build_tools
 
     storage = open_storage(str(tmp_path / "g.db"))
     tools = build_tools(Settings(workspace=str(tmp_path / "ws"), db=str(tmp_path / "g.db")))

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from graph.protocol.pauses import pause_from
+from gatehouse.graph.protocol.pauses import pause_from
 from tests.support.gate_client import RawClient, Refused, SdkClient, SessionClient
 from tests.support.langgraph_dev import langgraph_dev
 

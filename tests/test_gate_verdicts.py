@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
-from graph import ScriptedModel, ai, build_graph, tool_call
-from graph.agent.authority import record_of
-from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps
-from graph.agent.gate import (
+from gatehouse.graph import ScriptedModel, ai, build_graph, tool_call
+from gatehouse.graph.agent.authority import record_of
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.gate import (
     Ask,
     AutoApproved,
     Decided,
@@ -29,10 +29,10 @@ from graph.agent.gate import (
     policy_verdict,
     task_for,
 )
-from graph.agent.hooks import HookSet
-from graph.agent.policy import GRANTED, Grant, Policy
-from graph.protocol.answers import Approve
-from graph.store import open_storage
+from gatehouse.graph.agent.hooks import HookSet
+from gatehouse.graph.agent.policy import GRANTED, Grant, Policy
+from gatehouse.graph.protocol.answers import Approve
+from gatehouse.graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools, runs
 
 

@@ -18,8 +18,8 @@ from langchain_core.messages import (
 from langchain_core.tools import tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from graph import ScriptedModel, Session, ai, build_graph, tool_call
-from graph.agent.hooks import (
+from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.agent.hooks import (
     HookError,
     HookSet,
     current_point,
@@ -28,8 +28,8 @@ from graph.agent.hooks import (
     normalise_hooks,
     run_hooks,
 )
-from graph.service.config import load_settings
-from graph.store import open_storage
+from gatehouse.graph.service.config import load_settings
+from gatehouse.graph.store import open_storage
 
 CALLS: list[str] = []
 
@@ -126,8 +126,10 @@ def test_async_hooks_plain_functions_and_classes_are_accepted() -> None:
 
 
 def test_hooks_load_by_import_path_and_from_the_config_file(tmp_path: Path) -> None:
-    assert isinstance(load_hook("graph.agent.builtin_hooks:SystemContext"), object)
-    budget = load_hook({"path": "graph.agent.builtin_hooks:Budget", "args": {"max_tokens": 5}})
+    assert isinstance(load_hook("gatehouse.graph.agent.builtin_hooks:SystemContext"), object)
+    budget = load_hook(
+        {"path": "gatehouse.graph.agent.builtin_hooks:Budget", "args": {"max_tokens": 5}}
+    )
     assert budget.limits["run"]["tokens"] == 5
     with pytest.raises(ValueError, match="package.module:name"):
         load_hook("no_colon")
@@ -137,9 +139,9 @@ def test_hooks_load_by_import_path_and_from_the_config_file(tmp_path: Path) -> N
     config = tmp_path / "gatehouse.toml"
     config.write_text(
         "[hooks]\n"
-        'before_llm = ["graph.agent.builtin_hooks:SystemContext"]\n'
+        'before_llm = ["gatehouse.graph.agent.builtin_hooks:SystemContext"]\n'
         "[[hooks.on_exit]]\n"
-        'path = "graph.agent.builtin_hooks:RequireTool"\n'
+        'path = "gatehouse.graph.agent.builtin_hooks:RequireTool"\n'
         'args = { tool = "run_tests", max_reminders = 1 }\n'
     )
     hooks = HookSet(load_settings(config, env={}).hooks)
@@ -446,8 +448,8 @@ def test_build_graph_accepts_a_hook_set() -> None:
 
 
 def test_an_async_hook_in_the_graph_can_emit_events(tmp_path: Path) -> None:
-    from graph.agent.emit import emit
-    from graph.protocol import events as ev
+    from gatehouse.graph.agent.emit import emit
+    from gatehouse.graph.protocol import events as ev
 
     @hook
     async def announce(state):

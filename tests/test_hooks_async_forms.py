@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from graph import AsyncSession, ScriptedModel, Session, build_graph, hook, open_session
-from graph.agent.hooks import HookError, HookSet
-from graph.service.config import load_settings
-from graph.store import open_storage
+from gatehouse.graph import AsyncSession, ScriptedModel, Session, build_graph, hook, open_session
+from gatehouse.graph.agent.hooks import HookError, HookSet
+from gatehouse.graph.service.config import load_settings
+from gatehouse.graph.store import open_storage
 from tests.support import haystack_hooks
 
 CONFIG = """

@@ -12,10 +12,10 @@ import pytest
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from graph import DecisionError, PolicyError, ai, tool_call
-from graph.agent.emit import decided_by
-from graph.agent.policy import Policy
-from graph.protocol.operations import RunOptions, SetAutoApprove
+from gatehouse.graph import DecisionError, PolicyError, ai, tool_call
+from gatehouse.graph.agent.emit import decided_by
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.protocol.operations import RunOptions, SetAutoApprove
 from tests.support.core_fixtures import make_session
 
 CFG = {"configurable": {"thread_id": "t1"}}

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from graph.store import langgraph_private as fence
-from graph.store.langgraph_private import SURFACE, Private
+from gatehouse.graph.store import langgraph_private as fence
+from gatehouse.graph.store.langgraph_private import SURFACE, Private
 
 
 def theirs(row: Private) -> Any:
@@ -232,7 +232,7 @@ def test_gatehouse_overrides_only_the_fenced_entry_points() -> None:
     """An override the fence does not list has no upgrade check above."""
     from langgraph.graph.state import CompiledStateGraph
 
-    from graph.agent.compiled import GatehouseGraph
+    from gatehouse.graph.agent.compiled import GatehouseGraph
 
     overridden = {
         name
@@ -248,7 +248,7 @@ def test_the_fence_loads_no_langgraph_until_an_object_is_asked_for() -> None:
     import sys
 
     code = (
-        "import sys, graph.store.langgraph_private as f; f.INTERRUPT; "
+        "import sys, gatehouse.graph.store.langgraph_private as f; f.INTERRUPT; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'langgraph'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -274,7 +274,7 @@ def test_a_clear_is_an_update_of_none_as_end() -> None:
     from langgraph.constants import END
     from langgraph.types import StateUpdate
 
-    from graph.agent.resolve import is_clear
+    from gatehouse.graph.agent.resolve import is_clear
 
     assert is_clear([[StateUpdate(None, END)]]) and not is_clear(
         [[StateUpdate({"messages": []}, END)]]

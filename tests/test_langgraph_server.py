@@ -97,7 +97,7 @@ def test_approve_a_write_through_the_sdk(server: dict[str, Any]) -> None:
     assert (server["workspace"] / "todo.md").read_text().strip() == "buy milk"
     assert client.threads.get(tid)["status"] == "idle"
     # The server kept the thread in Gatehouse's own database (its checkpointer).
-    from graph.store import open_storage
+    from gatehouse.graph.store import open_storage
 
     storage = open_storage(str(server["db"]))
     try:
@@ -176,8 +176,8 @@ def test_langgraph_json_loads_dot_env_when_present_not_the_example(
 ) -> None:
     config = json.loads((ROOT / "langgraph.json").read_text())
     assert config["env"] == ".env"
-    assert config["checkpointer"]["path"] == "graph.service.server.checkpointer"
-    from graph.service.config import load_env_file
+    assert config["checkpointer"]["path"] == "gatehouse.graph.service.server.checkpointer"
+    from gatehouse.graph.service.config import load_env_file
 
     monkeypatch.delenv("GATEHOUSE_TEST_FROM_DOTENV", raising=False)
     monkeypatch.setenv("GATEHOUSE_TEST_ALREADY_SET", "from the environment")
@@ -195,7 +195,7 @@ def test_a_thread_deleted_through_the_server_is_gone_everywhere(server: dict[str
     """DELETE /threads/<id> (Studio's delete) removes the thread from Gatehouse's own
     list too, so the web app and `gatehouse threads` do not show it (and the thread
     sync does not bring it back into the server's list)."""
-    import graph
+    from gatehouse import graph
 
     client = get_sync_client(url=server["url"], headers=server["headers"])
     tid = client.threads.create()["thread_id"]
@@ -217,8 +217,8 @@ def test_prune_deletes_threads_and_refuses_keep_latest(tmp_path: Path) -> None:
     """LangGraph Server expires threads with the checkpointer's `aprune`."""
     import asyncio
 
-    from graph import Settings, open_session
-    from graph.store.threaded import ThreadedSaver
+    from gatehouse.graph import Settings, open_session
+    from gatehouse.graph.store.threaded import ThreadedSaver
 
     session = open_session(Settings(db=str(tmp_path / "gh.db"), workspace=str(tmp_path)))
     try:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from graph import Session
+from gatehouse.graph import Session
+from gatehouse.ui.term import readonly
 from tests.support.crash_worker import open_session
-from ui.term import readonly
 
 PAUSED = 300
 
@@ -92,7 +92,7 @@ def test_the_terminals_pending_and_threads_read_in_a_few_queries(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _, db = inbox
-    from graph.store import reader as reader_module
+    from gatehouse.graph.store import reader as reader_module
 
     queries: list[str] = []
     real_open = reader_module.open_reader
@@ -128,7 +128,7 @@ def test_a_cards_interrupt_is_read_without_its_response_schema() -> None:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     from langgraph.types import Interrupt
 
-    from graph.store.plain import interrupts_in, interrupts_of, loads
+    from gatehouse.graph.store.plain import interrupts_in, interrupts_of, loads
 
     serde = JsonPlusSerializer()
     trap = {"args": {"note": "\xafresponse_schema", "response_schema": [1, {"x": "y" * 300}]}}

@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-import graph.service.leasing as leasing
-from graph import AlreadyDecided, RunInProgress, Session
-from graph.protocol import events as ev
-from graph.store import open_storage
-from graph.store.leases import RELEASE, Leases
-from graph.store.sqlite import sqlite_database
+import gatehouse.graph.service.leasing as leasing
+from gatehouse.graph import AlreadyDecided, RunInProgress, Session
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.store import open_storage
+from gatehouse.graph.store.leases import RELEASE, Leases
+from gatehouse.graph.store.sqlite import sqlite_database
+from gatehouse.ui.term import readonly
 from tests.support.counting_tools import runs
 from tests.support.crash_worker import open_session
 from tests.support.postgres import running_server
-from ui.term import readonly
 
 APPROVE = {"decisions": [{"type": "approve"}]}
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from graph import Session
-from graph.protocol import events as ev
-from graph.service.app import open_session
-from graph.service.config import Settings
+from gatehouse.graph import Session
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.service.app import open_session
+from gatehouse.graph.service.config import Settings
 from tests.support.litellm import NUM_RETRIES, Proxy, litellm_proxy
 from tests.support.openai_server import FakeOpenAI
 

@@ -17,7 +17,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from graph import (
+from gatehouse.graph import (
     AwaitingDecision,
     DecisionRecord,
     ImportRefused,
@@ -29,8 +29,8 @@ from graph import (
     open_session,
     tool_call,
 )
-from graph.protocol import events as ev
-from graph.protocol.operations import Compact, Delete, ImportThread, Undo
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.operations import Compact, Delete, ImportThread, Undo
 
 BIG_LINES = 2_000
 
@@ -448,7 +448,7 @@ def test_send_resume_and_retry_take_callbacks_tags_and_metadata_with_the_thread_
 def test_the_async_session_passes_tracing_and_audit_options_through(tmp_path: Path) -> None:
     import asyncio
 
-    from graph import AsyncSession
+    from gatehouse.graph import AsyncSession
 
     model = ScriptedModel(
         script=[ai("", tool_call("write_file", {"path": "a.md", "content": "x"}, "w1")), "done"]
@@ -855,7 +855,7 @@ def test_a_raw_resume_through_langgraph_server_records_its_authenticated_user(
 
 TRACED_RUN = """
 import sys
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from langchain_core.tracers.langchain import wait_for_all_tracers
 session = open_session(Settings(db=sys.argv[1], workspace=sys.argv[2]))
 run = session.send(None, "list files", tags=["nightly"])

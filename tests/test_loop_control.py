@@ -26,7 +26,7 @@ from langgraph._internal._constants import CONFIG_KEY_STRICT_RESUME
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command, Send
 
-from graph import (
+from gatehouse.graph import (
     AsyncSession,
     ConfigError,
     PolicyError,
@@ -39,11 +39,11 @@ from graph import (
     open_session,
     tool_call,
 )
-from graph.agent.hook_state import message_changes
-from graph.agent.hooks import HookSet, load_hook
-from graph.protocol import events as ev
-from graph.protocol.operations import RunOptions, SendMessage, SetAutoApprove
-from graph.store import open_storage
+from gatehouse.graph.agent.hook_state import message_changes
+from gatehouse.graph.agent.hooks import HookSet, load_hook
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.operations import RunOptions, SendMessage, SetAutoApprove
+from gatehouse.graph.store import open_storage
 from tests.support.core_fixtures import Ledger, make_session, make_tools
 
 APPROVE = {"decisions": [{"type": "approve"}]}
@@ -576,7 +576,7 @@ def test_session_auto_approve_runs_gated_calls_recorded_and_visible(tmp_path: Pa
 
 
 def test_auto_approve_for_one_run_overrides_the_session(tmp_path: Path) -> None:
-    from graph import Runner
+    from gatehouse.graph import Runner
 
     session, ledger, _ = make_session(tmp_path, DEPLOY)
     run = Runner(session).submit(
@@ -811,7 +811,7 @@ def test_bad_arguments_through_the_raw_graph(tmp_path: Path) -> None:
 
 
 def parallel_tools(active: list[int], peak: list[int]) -> list[Any]:
-    from tools.base import gatehouse_tool
+    from gatehouse.tools.base import gatehouse_tool
 
     lock = threading.Lock()
 

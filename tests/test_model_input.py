@@ -13,8 +13,8 @@ from langchain_core.language_models import chat_models
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
-from graph import ScriptedModel, Session, build_graph
-from graph.store import open_storage
+from gatehouse.graph import ScriptedModel, Session, build_graph
+from gatehouse.graph.store import open_storage
 from tests.test_builtin_hooks import POLICY, TOOLS
 
 

@@ -29,14 +29,14 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import Session, build_graph
-from graph.agent.model_call import ModelOptions
-from graph.protocol import events as ev
-from graph.protocol.errors import ConfigError
-from graph.protocol.threads import MessageView, view_of_fields
-from graph.service.app import open_session
-from graph.service.config import Settings, load_settings
-from graph.service.models import describe_model, make_model
+from gatehouse.graph import Session, build_graph
+from gatehouse.graph.agent.model_call import ModelOptions
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import ConfigError
+from gatehouse.graph.protocol.threads import MessageView, view_of_fields
+from gatehouse.graph.service.app import open_session
+from gatehouse.graph.service.config import Settings, load_settings
+from gatehouse.graph.service.models import describe_model, make_model
 from tests.support.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.timeout(60)

@@ -26,11 +26,11 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_openai import ChatOpenAI
 
-from graph import Session, build_graph
-from graph.protocol import events as ev
-from graph.service.app import open_session
-from graph.service.config import Settings
-from graph.store import open_storage
+from gatehouse.graph import Session, build_graph
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.service.app import open_session
+from gatehouse.graph.service.config import Settings
+from gatehouse.graph.store import open_storage
 from tests.support.core_fixtures import Ledger, make_tools
 from tests.support.openai_server import FakeOpenAI, closed_port_url
 

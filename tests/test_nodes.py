@@ -10,16 +10,16 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
 
-from graph import ScriptedModel, ai, tool_call
-from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps
-from graph.agent.finish import finish
-from graph.agent.hooks import HookSet
-from graph.agent.model_node import call_model
-from graph.agent.policy import Policy
-from graph.agent.routing import after_model, dispatch
-from graph.agent.tool_node import run_call
-from tools.base import gatehouse_tool
+from gatehouse.graph import ScriptedModel, ai, tool_call
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.finish import finish
+from gatehouse.graph.agent.hooks import HookSet
+from gatehouse.graph.agent.model_node import call_model
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.agent.routing import after_model, dispatch
+from gatehouse.graph.agent.tool_node import run_call
+from gatehouse.tools.base import gatehouse_tool
 
 RAN: list[str] = []
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from graph import DecisionError, open_session
-from graph.service.config import Settings
-from graph.store.notifications import NotificationLog
+from gatehouse.graph import DecisionError, open_session
+from gatehouse.graph.service.config import Settings
+from gatehouse.graph.store.notifications import NotificationLog
 from tests.support.clean_env import without_settings
 from tests.support.langgraph_dev import GRAPH, langgraph_dev
 
@@ -231,8 +231,8 @@ def test_a_pause_on_postgres_pings_once_and_is_recorded(
 
 
 def test_a_raw_graph_on_the_same_saver_pings(tmp_path: Path, receiver: Receiver) -> None:
-    from graph import ai, tool_call
-    from graph.service.notify import attach_notifier
+    from gatehouse.graph import ai, tool_call
+    from gatehouse.graph.service.notify import attach_notifier
     from tests.support.core_fixtures import make_session
 
     session, _, _ = make_session(
@@ -251,7 +251,7 @@ def test_a_raw_graph_on_the_same_saver_pings(tmp_path: Path, receiver: Receiver)
 
 def _gatehouse(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).parent / "gatehouse"
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ui.term.cli"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
     return subprocess.run(
         [*cmd, *args], env=env, capture_output=True, text=True, timeout=120, check=False
     )

@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph import open_reader
-from graph.service.config import load_settings, location_env
+from gatehouse.graph import open_reader
+from gatehouse.graph.service.config import load_settings, location_env
 from tests.support.langgraph_dev import GRAPH, server_env
 from tests.support.postgres import free_port
 
@@ -56,7 +56,7 @@ def _env() -> dict[str, str]:
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ui.term.cli", *args],
+        [sys.executable, "-m", "gatehouse.ui.term.cli", *args],
         cwd=cwd,
         env=_env(),
         capture_output=True,
@@ -69,7 +69,7 @@ def test_studio_and_the_terminal_share_a_relative_db_from_another_directory(tmp_
     here = tmp_path / "elsewhere"
     here.mkdir()
     port = free_port()
-    from graph import install_secret
+    from gatehouse.graph import install_secret
 
     secret = install_secret(
         here / "gatehouse.secret"
@@ -80,7 +80,7 @@ def test_studio_and_the_terminal_share_a_relative_db_from_another_directory(tmp_
             [
                 sys.executable,
                 "-m",
-                "ui.term.cli",
+                "gatehouse.ui.term.cli",
                 "studio",
                 "--no-browser",
                 "--port",

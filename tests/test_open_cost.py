@@ -20,12 +20,12 @@ from langchain_core.tools.base import create_schema_from_function
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
-from graph import Settings
-from graph.agent.offload import OffloadOptions, make_read_tool
-from graph.service.toolset import build_tools
+from gatehouse.graph import Settings
+from gatehouse.graph.agent.offload import OffloadOptions, make_read_tool
+from gatehouse.graph.service.toolset import build_tools
+from gatehouse.tools import disk_cache
+from gatehouse.tools.sandbox import detect_bubblewrap
 from tests.test_sandbox import fake_bwrap
-from tools import disk_cache
-from tools.sandbox import detect_bubblewrap
 
 
 def langchain_schema(t: object) -> type:
@@ -164,8 +164,8 @@ def test_a_large_head_decodes_without_leaving_the_collector_a_walk(
 
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from graph.store import head
-    from graph.store.saver import compact_serde
+    from gatehouse.graph.store import head
+    from gatehouse.graph.store.saver import compact_serde
 
     serde = compact_serde() if callable(compact_serde) else compact_serde
     messages = [
@@ -195,8 +195,8 @@ def test_remembered_token_counts_are_langchains_and_follow_a_changed_message() -
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.messages.utils import count_tokens_approximately
 
-    from graph.agent.builtin_hooks.compaction import Compaction
-    from graph.agent.builtin_hooks.token_memo import count_tokens_remembered
+    from gatehouse.graph.agent.builtin_hooks.compaction import Compaction
+    from gatehouse.graph.agent.builtin_hooks.token_memo import count_tokens_remembered
 
     history = [
         SystemMessage("be brief"),
@@ -230,9 +230,9 @@ def test_opening_builds_no_argument_schema_and_a_call_builds_only_its_own(
     from the disk cache) and runs one tool builds that tool's schema only."""
     from langchain_openai import ChatOpenAI
 
-    import tools.base
-    from graph import open_session
-    from tools import definitions
+    import gatehouse.tools.base
+    from gatehouse.graph import open_session
+    from gatehouse.tools import definitions
 
     monkeypatch.setenv("GATEHOUSE_CACHE_DIR", str(tmp_path / "cache"))
     # This process may have made the definitions already (kept in memory, not written
@@ -243,17 +243,17 @@ def test_opening_builds_no_argument_schema_and_a_call_builds_only_its_own(
     open_session(settings, model=client).close()  # the first open ever: definitions made and kept
     assert (tmp_path / "cache" / definitions.FILE).exists()
     built: list[str] = []
-    real = tools.base.fast_schema
+    real = gatehouse.tools.base.fast_schema
 
     def counting(name: str, fn: object, **kw: object) -> object:
         built.append(name)
         return real(name, fn, **kw)  # type: ignore[arg-type]
 
     # A new process: nothing made yet in memory.
-    monkeypatch.setattr(tools.base, "fast_schema", counting)
-    monkeypatch.setattr(tools.base, "_schemas", {})
+    monkeypatch.setattr(gatehouse.tools.base, "fast_schema", counting)
+    monkeypatch.setattr(gatehouse.tools.base, "_schemas", {})
     monkeypatch.setattr(definitions, "_kept", {})
-    tools.base._bound_schema.cache_clear()
+    gatehouse.tools.base._bound_schema.cache_clear()
     session = open_session(settings, model=client)
     try:
         agent_tools = session.agent.gatehouse_tools  # type: ignore[attr-defined]
@@ -270,7 +270,7 @@ def test_opening_builds_no_argument_schema_and_a_call_builds_only_its_own(
             agent_tools["read_file"].invoke({"path": "a.txt", "start_line": 0})
     finally:
         session.close()
-        tools.base._bound_schema.cache_clear()
+        gatehouse.tools.base._bound_schema.cache_clear()
 
 
 def test_a_tool_whose_source_file_changes_gets_a_new_definition_key(tmp_path: Path) -> None:
@@ -278,7 +278,7 @@ def test_a_tool_whose_source_file_changes_gets_a_new_definition_key(tmp_path: Pa
     edited file (a new default, a new constraint) is never read stale."""
     import importlib.util
 
-    from tools import definitions
+    from gatehouse.tools import definitions
 
     source = tmp_path / "note_tools.py"
 
@@ -291,7 +291,7 @@ def test_a_tool_whose_source_file_changes_gets_a_new_definition_key(tmp_path: Pa
         return module.take_note  # type: ignore[attr-defined]
 
     text = (
-        "from tools.base import gatehouse_tool\n\n"
+        "from gatehouse.tools.base import gatehouse_tool\n\n"
         "@gatehouse_tool(risk='write')\n"
         "def take_note(text: str, lines: int = {n}) -> str:\n"
         "    '''Write a note.'''\n"

@@ -19,10 +19,10 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph import build_graph
+from gatehouse.graph import build_graph
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.workspace import Workspace
 from tests.support.openai_server import FakeOpenAI
-from tools.files import make_file_tools
-from tools.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -140,7 +140,7 @@ def test_a_big_file_streamed_token_by_token_is_merged_once_and_written_whole(
     """A 54 KB `write_file` whose arguments arrive in ~2,200 pieces: the approval shows
     them whole and the file is written whole. The chunks are merged once per reply,
     not into the sum so far at every chunk (quadratic: ~6 s of CPU for this reply)."""
-    import graph.agent.model_node as model_node
+    import gatehouse.graph.agent.model_node as model_node
 
     merges: list[int] = []
     merge = model_node.add_ai_message_chunks

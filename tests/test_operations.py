@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import ToolMessage
 
-from graph import AsyncSession, DecisionError, Runner, StaleDecision, ai, tool_call
-from graph.protocol.operations import (
+from gatehouse.graph import AsyncSession, DecisionError, Runner, StaleDecision, ai, tool_call
+from gatehouse.graph.protocol.operations import (
     Decide,
     Fork,
     Retry,

@@ -13,9 +13,16 @@ from typing import Any, get_args
 import pytest
 from pydantic import ValidationError
 
-from graph import AsyncSession, AwaitingDecision, Compaction, RunInProgress, ScriptedModel, ai
-from graph.protocol import events as ev
-from graph.protocol.operations import (
+from gatehouse.graph import (
+    AsyncSession,
+    AwaitingDecision,
+    Compaction,
+    RunInProgress,
+    ScriptedModel,
+    ai,
+)
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.operations import (
     Cancel,
     Compact,
     Decide,
@@ -38,8 +45,8 @@ from graph.protocol.operations import (
     parse_operation,
     review,
 )
-from graph.service.run import Run
-from graph.service.testing import tool_call
+from gatehouse.graph.service.run import Run
+from gatehouse.graph.service.testing import tool_call
 from tests.support.core_fixtures import make_session
 
 pytestmark = pytest.mark.timeout(120)

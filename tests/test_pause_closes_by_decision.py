@@ -20,9 +20,9 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from graph import DecisionError, open_session
-from graph.protocol import events as ev
-from graph.service.config import Settings
+from gatehouse.graph import DecisionError, open_session
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.service.config import Settings
 from tests.support.counting_tools import runs
 from tests.test_gate_every_path import APPROVE, cfg, raw_graph, tool_messages
 
@@ -146,9 +146,9 @@ def test_a_cancelled_async_run_answers_its_calls_and_the_thread_takes_new_input(
 ) -> None:
     """LangGraph Server cancels a run by cancelling its asyncio task (runs.cancel); a
     call of the same step that finished before keeps its result."""
-    from graph.agent.message_merge import merge_messages
-    from graph.service.app import build_agent, shared_storage
-    from graph.store.threaded import ThreadedSaver
+    from gatehouse.graph.agent.message_merge import merge_messages
+    from gatehouse.graph.service.app import build_agent, shared_storage
+    from gatehouse.graph.store.threaded import ThreadedSaver
 
     settings = Settings(db=str(tmp_path / "g.db"), workspace=str(tmp_path / "ws"))
     storage = shared_storage(settings.db)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from graph.protocol.messages import MessageView, ToolCallView
-from graph.protocol.pauses import (
+from gatehouse.graph.protocol.messages import MessageView, ToolCallView
+from gatehouse.graph.protocol.pauses import (
     Approval,
     MalformedPause,
     OutcomeUnknown,
@@ -204,8 +204,8 @@ def test_threads_counts_a_malformed_request_and_pending_says_what_is_wrong(
 ) -> None:
     """A user's own `interrupt()` whose value looks like a request but is not one: the
     thread list still shows that something waits, and reading it says where it is wrong."""
-    from graph import open_reader
-    from graph.store.reader import ThreadReader
+    from gatehouse.graph import open_reader
+    from gatehouse.graph.store.reader import ThreadReader
 
     stored = [("i1", {"action_requests": "approve everything"})]
     monkeypatch.setattr(ThreadReader, "_interrupts", lambda self, ids: dict.fromkeys(ids, stored))

@@ -20,10 +20,10 @@ import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 
 import tests.test_core_graph as core
-from graph import StorageError, ai, tool_call
-from graph.store import open_storage
-from graph.store.dialect import POSTGRES
-from graph.store.postgres import redact
+from gatehouse.graph import StorageError, ai, tool_call
+from gatehouse.graph.store import open_storage
+from gatehouse.graph.store.dialect import POSTGRES
+from gatehouse.graph.store.postgres import redact
 from tests.support.core_fixtures import Ledger, make_session
 from tests.support.postgres import PostgresServer
 
@@ -85,9 +85,9 @@ def test_a_checkpoint_is_read_by_its_own_rows_on_a_database_never_analysed(
     rows of older history here (as a long thread has), so the planner sees the sizes."""
     import psycopg
 
-    from graph.store.delta_reads import writes_at_sql
-    from graph.store.dialect import POSTGRES
-    from graph.store.pg_saver import GatehousePostgresSaver
+    from gatehouse.graph.store.delta_reads import writes_at_sql
+    from gatehouse.graph.store.dialect import POSTGRES
+    from gatehouse.graph.store.pg_saver import GatehousePostgresSaver
 
     session, _, _ = pg_session([], tmp_path)
     for turn in range(3):
@@ -153,8 +153,8 @@ def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
     a step's writes."""
     import psycopg
 
-    import graph.store.delta_reads as delta_reads
-    import graph.store.head as head
+    import gatehouse.graph.store.delta_reads as delta_reads
+    import gatehouse.graph.store.head as head
 
     session, _, _ = pg_session(["first", "second"], tmp_path)
     session.send("t1", "hi").collect()
@@ -466,7 +466,7 @@ def test_concurrent_raw_resumes_on_postgres_run_the_call_once(
 
     from langgraph.types import Command
 
-    from graph import CallAlreadyStarted, ScriptedModel, StaleDecision, build_graph
+    from gatehouse.graph import CallAlreadyStarted, ScriptedModel, StaleDecision, build_graph
     from tests.support.counting_tools import make_counting_tools, runs
 
     for n in range(15):

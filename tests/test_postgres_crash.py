@@ -15,9 +15,9 @@ import psycopg
 import pytest
 
 import tests.test_crash_recovery as crash
-from graph import RunInProgress
-from graph.store import open_storage
-from graph.store.dialect import POSTGRES
+from gatehouse.graph import RunInProgress
+from gatehouse.graph.store import open_storage
+from gatehouse.graph.store.dialect import POSTGRES
 from tests.test_concurrency import run_busy_workload
 
 # The crash-safety suite, collected again in this module (on Postgres).

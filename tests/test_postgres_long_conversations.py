@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from graph import ScriptedModel, Settings, ai, open_session, tool_call
-from graph.protocol.operations import Delete, ImportThread
-from graph.store import open_storage
+from gatehouse.graph import ScriptedModel, Settings, ai, open_session, tool_call
+from gatehouse.graph.protocol.operations import Delete, ImportThread
+from gatehouse.graph.store import open_storage
 from tests.test_long_conversations import big_file, finished, read_more
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]

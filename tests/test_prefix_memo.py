@@ -15,10 +15,10 @@ import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from graph.agent import call_ids, history, model_call
-from graph.agent.builtin_hooks import token_prefix
-from graph.agent.prefix_memo import SHORT, PrefixMemo
-from graph.protocol.threads import CUT_OFF_KEY, NOTICE_MARK, REASONING_KEY, SUMMARY_MARK
+from gatehouse.graph.agent import call_ids, history, model_call
+from gatehouse.graph.agent.builtin_hooks import token_prefix
+from gatehouse.graph.agent.prefix_memo import SHORT, PrefixMemo
+from gatehouse.graph.protocol.threads import CUT_OFF_KEY, NOTICE_MARK, REASONING_KEY, SUMMARY_MARK
 
 
 # -- the memo itself ---------------------------------------------------------------------

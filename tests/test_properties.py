@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-import graph.agent.crash as crash
-from graph import ScriptedModel, Session, ai, build_graph, tool_call
-from graph.store import open_storage
+import gatehouse.graph.agent.crash as crash
+from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools, runs
 
 GATED = {"bump", "touch_idem"}

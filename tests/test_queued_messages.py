@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from graph import Runner, Session, StorageError, open_session
-from graph.protocol.operations import Cancel, Decide, SendMessage
-from graph.service.config import Settings
+from gatehouse.graph import Runner, Session, StorageError, open_session
+from gatehouse.graph.protocol.operations import Cancel, Decide, SendMessage
+from gatehouse.graph.service.config import Settings
 
 WAIT_S = 60
 

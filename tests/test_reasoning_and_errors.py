@@ -23,9 +23,9 @@ from langchain_openai.chat_models.base import (
     OpenAITimeoutError,
 )
 
-from graph import describe_error
-from graph.agent.model_errors import describe_model_error, model_problem
-from graph.agent.reasoning import ThinkSplitter, split_think
+from gatehouse.graph import describe_error
+from gatehouse.graph.agent.model_errors import describe_model_error, model_problem
+from gatehouse.graph.agent.reasoning import ThinkSplitter, split_think
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"
 

@@ -17,11 +17,11 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph import ScriptedModel, Session, ai, build_graph, tool_call
-from graph.agent.context import RunContext
-from graph.protocol import events as ev
-from graph.service import workers
-from graph.store import open_storage
+from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.service import workers
+from gatehouse.graph.store import open_storage
 from tests.support.core_fixtures import make_session
 
 WAIT_S = 30.0

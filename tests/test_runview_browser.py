@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from graph import Settings, open_session
-from graph.protocol.operations import Compact
+from gatehouse.graph import Settings, open_session
+from gatehouse.graph.protocol.operations import Compact
 from tests.support.browser import (
     Server,
     chromium_browser,

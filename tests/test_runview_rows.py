@@ -15,8 +15,8 @@ import re
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Status
 
-from graph.protocol.decisions import DecisionRecord
-from ui.web.audit import record_html
+from gatehouse.graph.protocol.decisions import DecisionRecord
+from gatehouse.ui.web.audit import record_html
 
 TIMEOUT = 30
 
@@ -70,8 +70,8 @@ def _live_calls() -> None:
     answered after it started (a journaled answer), one rejected, one that ran."""
     import streamlit as st
 
-    from graph.protocol import events as ev
-    from ui.web.live_run import LiveView
+    from gatehouse.graph.protocol import events as ev
+    from gatehouse.ui.web.live_run import LiveView
 
     view = LiveView()
     t = "t-1"

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from bench.web.build import build_thread, payload, thread_id_for
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.support.browser import (
     Server,
     choose,

@@ -16,11 +16,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-import tools.sandbox as sandbox_module
-from graph import ConfigError, ScriptedModel, ai, build_graph, open_session, tool_call
-from graph.service.config import DEFAULT_SHELL_ALLOW, Settings, load_settings
-from tests.support.sandboxing import outcome, sandbox_for, shell, site  # noqa: F401
-from tools.sandbox import (
+import gatehouse.tools.sandbox as sandbox_module
+from gatehouse.graph import ConfigError, ScriptedModel, ai, build_graph, open_session, tool_call
+from gatehouse.graph.service.config import DEFAULT_SHELL_ALLOW, Settings, load_settings
+from gatehouse.tools.sandbox import (
     Access,
     Bubblewrap,
     Refusing,
@@ -31,8 +30,9 @@ from tools.sandbox import (
     detect_bubblewrap,
     sandbox_status,
 )
-from tools.shell import make_shell_tool
-from tools.workspace import Workspace
+from gatehouse.tools.shell import make_shell_tool
+from gatehouse.tools.workspace import Workspace
+from tests.support.sandboxing import outcome, sandbox_for, shell, site  # noqa: F401
 
 NO_BWRAP = Support(None, reason="bubblewrap (bwrap) is not installed")
 

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from gatehouse.tools import pids_cap
+from gatehouse.tools.sandbox import Access, Limits, choose_sandbox
+from gatehouse.tools.workspace import Workspace
 from tests.support.sandboxing import MODES, REPO, SYSTEM_PYTHON, outcome, shell, site  # noqa: F401
-from tools import pids_cap
-from tools.sandbox import Access, Limits, choose_sandbox
-from tools.workspace import Workspace
 
 SECRET = "s3cret-" + uuid.uuid4().hex
 
@@ -171,8 +171,8 @@ def test_workspace_program_never_shadows_a_command(
 )
 def test_gatehouse_database_and_config_are_hidden(mode: str, site: Path, layout: str) -> None:  # noqa: F811
     """Through the real wiring: a config file, load_settings, build_tools."""
-    from graph.service.config import load_settings
-    from graph.service.toolset import build_tools
+    from gatehouse.graph.service.config import load_settings
+    from gatehouse.graph.service.toolset import build_tools
 
     db = (
         site / ".gatehouse" / "gatehouse.db"
@@ -246,7 +246,7 @@ def test_symlinks_made_in_the_sandbox_lead_nowhere(mode: str, site: Path) -> Non
     changed = (site / "neighbour.txt").read_text() != "visible neighbour\n"
     outcome(mode, changed, fallback_stops=False, evidence=out)
     # The links stay in the workspace; following one out is never free.
-    from graph import Policy
+    from gatehouse.graph import Policy
 
     tool = shell(mode, ws, allow=["cat"])
     assert (

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from graph import Policy
-from graph.service.config import DEFAULT_SHELL_ALLOW
+from gatehouse.graph import Policy
+from gatehouse.graph.service.config import DEFAULT_SHELL_ALLOW
+from gatehouse.tools.workspace import Workspace
 from tests.support.sandboxing import MODES, outcome, shell
-from tools.workspace import Workspace
 
 PWNED = "GATEHOUSE-PWNED"
 PLAIN_GIT_ENV = {
@@ -278,7 +278,7 @@ def test_a_config_that_cannot_be_listed_stops_the_command(
     mode: str, ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An include that never ends (a FIFO): without the list of drivers, git does not run."""
-    import tools.allowlist as allowlist
+    import gatehouse.tools.allowlist as allowlist
 
     repo = Repo(ws.root, tmp_path).create()
     clean_filter(repo)
@@ -374,8 +374,8 @@ def test_the_worktree_attack_through_the_agent(ws: Workspace, tmp_path: Path) ->
     never /etc/passwd."""
     from langchain_core.messages import ToolMessage
 
-    from graph import ScriptedModel, Session, ai, build_graph, tool_call
-    from graph.store import open_storage
+    from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+    from gatehouse.graph.store import open_storage
 
     repo = Repo(ws.root, tmp_path).create()
     passwd_tracked(repo)

@@ -19,7 +19,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import AuthenticationError
 
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.support.browser import CHROMIUM_ARGS, chromium_path
 from tests.support.langgraph_dev import GRAPH, DevServer, langgraph_dev
 

@@ -104,7 +104,7 @@ def test_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServer, Path]) -> 
     assert not state["next"] and not state["interrupts"]
     tools = [m for m in state["values"]["messages"] if m["type"] == "tool"]
     assert tools and "marked this request as resolved" in tools[-1]["content"]
-    from graph.store import open_storage
+    from gatehouse.graph.store import open_storage
 
     storage = open_storage(str(server.home / "gatehouse.db"))
     try:
@@ -142,7 +142,7 @@ def test_agent_chat_ui_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServ
     tools = [m for m in state["values"]["messages"] if m["type"] == "tool"]
     assert tools and "marked this request as resolved" in tools[-1]["content"]
     assert client.threads.get(tid)["status"] == "idle"
-    from graph.store import open_storage
+    from gatehouse.graph.store import open_storage
 
     storage = open_storage(str(server.home / "gatehouse.db"))
     try:
@@ -160,7 +160,7 @@ def test_agent_chat_ui_mark_as_resolved_rejects_the_open_call(dev: tuple[DevServ
 def test_sdk_cancel_stops_a_running_command_within_about_a_second(
     dev: tuple[DevServer, Path],
 ) -> None:
-    from graph.store import open_storage
+    from gatehouse.graph.store import open_storage
 
     server, workspace = dev
     client = server.client()
@@ -204,8 +204,8 @@ def test_sdk_cancel_stops_a_running_command_within_about_a_second(
 
 
 def test_a_late_sdk_approve_is_refused_with_who_decided(dev: tuple[DevServer, Path]) -> None:
-    from graph import open_session
-    from graph.service.config import Settings
+    from gatehouse.graph import open_session
+    from gatehouse.graph.service.config import Settings
 
     server, workspace = dev
     client = server.client()

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from langgraph_sdk.errors import NotFoundError
 
-from graph import open_session
-from graph.protocol.operations import Delete
-from graph.service.config import Settings
+from gatehouse.graph import open_session
+from gatehouse.graph.protocol.operations import Delete
+from gatehouse.graph.service.config import Settings
 from tests.support.langgraph_dev import GRAPH, DevServer, langgraph_dev
 
 

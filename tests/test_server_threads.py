@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from graph.store import open_storage
+from gatehouse.graph.store import open_storage
 from tests.support.langgraph_dev import GRAPH, DevServer, langgraph_dev
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from graph import Session, Settings, open_session
-from graph.protocol import events as ev
-from graph.protocol.operations import Revoke, RunOptions, SetAutoApprove
+from gatehouse.graph import Session, Settings, open_session
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.operations import Revoke, RunOptions, SetAutoApprove
 from tests.support.app_page import app_page
 from tests.support.clean_env import offline_settings, without_settings
 
@@ -111,7 +111,7 @@ def test_the_auto_approve_switch_is_the_grant_star(tmp_path: Path) -> None:
 # -- the terminal -------------------------------------------------------------------
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ui.term.cli", *args],
+        [sys.executable, "-m", "gatehouse.ui.term.cli", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

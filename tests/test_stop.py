@@ -9,9 +9,9 @@ import threading
 import time
 from pathlib import Path
 
-from graph import open_session
-from graph.protocol import events as ev
-from graph.service.config import Settings
+from gatehouse.graph import open_session
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.service.config import Settings
 
 
 def test_stop_during_a_long_command_ends_it_within_a_second(tmp_path: Path) -> None:

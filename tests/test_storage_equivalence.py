@@ -36,9 +36,9 @@ def _session(db: str, variant: str, reader: str = "cached") -> Any:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from bench.workload import TOOLS, scripted_model, use_add_messages_state, use_snapshot_frequency
-    from graph import Session, build_graph
-    from graph.store import connect_sqlite, open_storage
-    from graph.store.saver import compact_serde
+    from gatehouse.graph import Session, build_graph
+    from gatehouse.graph.store import connect_sqlite, open_storage
+    from gatehouse.graph.store.saver import compact_serde
 
     if variant == "baseline":
         use_add_messages_state()
@@ -92,8 +92,8 @@ def _dump(session: Any) -> dict[str, Any]:
 
 def _travel(session: Any) -> dict[str, Any]:
     """Undo the last turn, fork an early user message, read an old checkpoint."""
-    from graph.protocol.operations import Undo
-    from graph.service.transcript import message_view
+    from gatehouse.graph.protocol.operations import Undo
+    from gatehouse.graph.service.transcript import message_view
 
     before = session.view(THREAD).messages
     removed = session.submit(Undo(THREAD)).result().removed
@@ -236,7 +236,7 @@ def test_merge_messages_matches_add_messages_in_any_batching() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
     from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-    from graph.agent.message_merge import merge_messages
+    from gatehouse.graph.agent.message_merge import merge_messages
 
     rng = random.Random(8)
     for _ in range(200):
@@ -279,7 +279,7 @@ def test_merge_messages_reads_an_edited_copy_afresh() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.graph.message import add_messages
 
-    from graph.agent.message_merge import merge_messages
+    from gatehouse.graph.agent.message_merge import merge_messages
 
     history = merge_messages([], [[HumanMessage(f"m{i}", id=f"m{i}") for i in range(40)]])
     edited = list(history)

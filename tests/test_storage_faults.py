@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from graph import StorageError
-from graph.protocol import events as ev
-from graph.store import open_storage
+from gatehouse.graph import StorageError
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.store import open_storage
 from tests.support.counting_tools import runs
 from tests.support.crash_worker import open_session
 
@@ -258,7 +258,7 @@ def _python(script: str, *args: str) -> str:
 
 CLOSE_WHILE_WRITING = """
 import sys, threading, time
-from graph.store import open_storage
+from gatehouse.graph.store import open_storage
 
 for round_ in range(int(sys.argv[2])):
     storage = open_storage(f"{sys.argv[1]}-{round_}.db")
@@ -306,8 +306,8 @@ def test_closing_storage_while_threads_use_it_does_not_crash_the_process(tmp_pat
 SESSIONS_LEFT_OPEN = """
 import gc, os, sys
 from pathlib import Path
-from graph import ScriptedModel, Settings
-from graph.service.app import open_session
+from gatehouse.graph import ScriptedModel, Settings
+from gatehouse.graph.service.app import open_session
 
 root = Path(sys.argv[1])
 (root / "ws").mkdir()

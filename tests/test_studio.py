@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_sync_client
 
-from graph import Approval, Session, open_session
-from graph.service.config import Settings
+from gatehouse.graph import Approval, Session, open_session
+from gatehouse.graph.service.config import Settings
 from tests.support.langgraph_dev import GRAPH, langgraph_cli, langgraph_dev, server_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 def cli(world: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
     env = {**server_env(world["db"], world["workspace"]), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "ui.term.cli", *args],
+        [sys.executable, "-m", "gatehouse.ui.term.cli", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -171,7 +171,7 @@ def test_gatehouse_studio_registers_a_thread_and_prints_its_link(
         [
             sys.executable,
             "-m",
-            "ui.term.cli",
+            "gatehouse.ui.term.cli",
             "studio",
             "--no-browser",
             "--port",

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from graph import open_session
-from graph.service.config import Settings
+from gatehouse.graph import open_session
+from gatehouse.graph.service.config import Settings
 from tests.support.langgraph_dev import GRAPH, DevServer, langgraph_dev
 
 pytestmark = pytest.mark.slow

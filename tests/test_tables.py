@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from graph import CallAlreadyStarted, DecisionRecord, RunInProgress, tool_call
-from graph.store import is_postgres_url, open_storage
-from graph.store.decisions import switch_record
-from graph.store.dialect import POSTGRES, SQLITE, upsert
-from graph.store.journal import JournalEntry
-from graph.store.notifications import NotificationLog
-from graph.store.storage import Storage
+from gatehouse.graph import CallAlreadyStarted, DecisionRecord, RunInProgress, tool_call
+from gatehouse.graph.store import is_postgres_url, open_storage
+from gatehouse.graph.store.decisions import switch_record
+from gatehouse.graph.store.dialect import POSTGRES, SQLITE, upsert
+from gatehouse.graph.store.journal import JournalEntry
+from gatehouse.graph.store.notifications import NotificationLog
+from gatehouse.graph.store.storage import Storage
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

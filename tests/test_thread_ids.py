@@ -18,9 +18,16 @@ import pytest
 from langchain_core.messages import HumanMessage
 from streamlit.testing.v1 import AppTest
 
-from graph import InvalidThreadId, ScriptedModel, Settings, open_session
-from graph.protocol.operations import Compact, Delete, ImportThread, Rename, SetAutoApprove, Undo
-from graph.protocol.threads import printable, thread_id_problem
+from gatehouse.graph import InvalidThreadId, ScriptedModel, Settings, open_session
+from gatehouse.graph.protocol.operations import (
+    Compact,
+    Delete,
+    ImportThread,
+    Rename,
+    SetAutoApprove,
+    Undo,
+)
+from gatehouse.graph.protocol.threads import printable, thread_id_problem
 from tests.support.app_page import app_page
 from tests.support.clean_env import offline_settings, without_settings
 
@@ -44,7 +51,7 @@ def settings(tmp: Path) -> Settings:
 
 
 def test_the_rule_accepts_what_clients_make_and_refuses_the_rest() -> None:
-    from graph import Session
+    from gatehouse.graph import Session
 
     for good in ["t", "t-1", Session.new_thread_id(), "user@example.com:42", "a" * 128]:
         assert thread_id_problem(good) is None, good
@@ -112,7 +119,7 @@ def test_an_import_with_a_malformed_exported_id_gets_a_new_one(tmp_path: Path) -
 # -- the terminal -------------------------------------------------------------------
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ui.term.cli", *args],
+        [sys.executable, "-m", "gatehouse.ui.term.cli", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -20,11 +20,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from graph import Settings, open_session
-from graph.agent.offload import OffloadOptions, make_read_tool
-from graph.service.toolset import build_tools
-from tools import definitions
-from tools.base import gatehouse_tool
+from gatehouse.graph import Settings, open_session
+from gatehouse.graph.agent.offload import OffloadOptions, make_read_tool
+from gatehouse.graph.service.toolset import build_tools
+from gatehouse.tools import definitions
+from gatehouse.tools.base import gatehouse_tool
 
 
 def default_tools(tmp_path: Path) -> list[BaseTool]:

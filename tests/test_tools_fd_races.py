@@ -14,12 +14,12 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 
-from graph import ScriptedModel, Session, ai, build_graph, tool_call
-from graph.store import open_storage
-from tools.files import make_file_tools
-from tools.sandbox import choose_sandbox
-from tools.shell import make_shell_tool
-from tools.workspace import PathError, Workspace
+from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.store import open_storage
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.sandbox import choose_sandbox
+from gatehouse.tools.shell import make_shell_tool
+from gatehouse.tools.workspace import PathError, Workspace
 
 TRIALS = 300
 TIME_BUDGET_S = 4.0

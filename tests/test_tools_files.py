@@ -14,14 +14,14 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-import tools.files as files_module
-from graph import Policy, ScriptedModel, ai, build_graph, tool_call
-from graph.protocol.tools import spec_of
-from graph.service.config import Settings
-from graph.service.demo_model import DemoModel
-from graph.service.toolset import build_tools
-from tools.files import EditError, make_file_tools, size_text
-from tools.workspace import PathError, Workspace
+import gatehouse.tools.files as files_module
+from gatehouse.graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from gatehouse.graph.protocol.tools import spec_of
+from gatehouse.graph.service.config import Settings
+from gatehouse.graph.service.demo_model import DemoModel
+from gatehouse.graph.service.toolset import build_tools
+from gatehouse.tools.files import EditError, make_file_tools, size_text
+from gatehouse.tools.workspace import PathError, Workspace
 
 
 @pytest.fixture

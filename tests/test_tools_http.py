@@ -16,9 +16,9 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph import Policy, ScriptedModel, ai, build_graph, tool_call
-from graph.service.demo_model import DemoModel
-from tools.http import HTTPToolError, host_allowed, make_http_tool
+from gatehouse.graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from gatehouse.graph.service.demo_model import DemoModel
+from gatehouse.tools.http import HTTPToolError, host_allowed, make_http_tool
 
 PAGE = b"""<!doctype html><html><head><title>Shop  news</title><style>p{color:red}</style>
 <script>var secret = "do not show";</script></head>

@@ -19,11 +19,11 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph import Policy, ScriptedModel, ai, build_graph, tool_call
-from graph.protocol.tools import spec_of
-from graph.service.config import Settings
-from graph.service.toolset import build_tools, close_tools, mcp_errors
-from tools.mcp import MCPError, MCPServers
+from gatehouse.graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from gatehouse.graph.protocol.tools import spec_of
+from gatehouse.graph.service.config import Settings
+from gatehouse.graph.service.toolset import build_tools, close_tools, mcp_errors
+from gatehouse.tools.mcp import MCPError, MCPServers
 
 SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
 STDIO = {"transport": "stdio", "command": sys.executable, "args": [SERVER, "stdio"]}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import BaseTool
 
-from tools.files import make_file_tools
-from tools.workspace import MAX_PATH_CHARS, PathError, Workspace
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.workspace import MAX_PATH_CHARS, PathError, Workspace
 
 
 @pytest.fixture

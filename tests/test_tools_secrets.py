@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from graph import Policy, install_secret, load_access, open_session, secret_path
-from graph.service.config import load_settings
-from graph.service.toolset import build_tools
+from gatehouse.graph import Policy, install_secret, load_access, open_session, secret_path
+from gatehouse.graph.service.config import load_settings
+from gatehouse.graph.service.toolset import build_tools
+from gatehouse.tools.workspace import PathError
 from tests.support.sandboxing import MODES, outcome, site  # noqa: F401
-from tools.workspace import PathError
 
 WORDS = "s3cret-" + uuid.uuid4().hex  # what the person typed: it is in the database
 
@@ -104,8 +104,8 @@ def test_free_tools_never_return_the_secret_or_the_database(
 
 
 def test_a_folder_holding_the_database_is_neither_deleted_nor_moved(tmp_path: Path) -> None:
-    from tools.files import delete_file, move_file
-    from tools.workspace import Workspace
+    from gatehouse.tools.files import delete_file, move_file
+    from gatehouse.tools.workspace import Workspace
 
     db = tmp_path / "data" / "state" / "gatehouse.db"
     db.parent.mkdir(parents=True)

@@ -17,11 +17,11 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph import Policy, ScriptedModel, ai, build_graph, tool_call
-from graph.service.config import DEFAULT_SHELL_ALLOW
-from graph.service.demo_model import DemoModel
-from tools.shell import make_shell_tool
-from tools.workspace import Workspace
+from gatehouse.graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from gatehouse.graph.service.config import DEFAULT_SHELL_ALLOW
+from gatehouse.graph.service.demo_model import DemoModel
+from gatehouse.tools.shell import make_shell_tool
+from gatehouse.tools.workspace import Workspace
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_everything_else_asks(shell: BaseTool, command: str) -> None:
 
 
 def test_network_is_a_choice_that_always_asks(shell: BaseTool) -> None:
-    from graph.agent.policy import Grant
+    from gatehouse.graph.agent.policy import Grant
 
     assert mode(shell, "ls", network=False) == "allow"
     assert mode(shell, "ls", network=True) == "ask"
@@ -277,9 +277,9 @@ def test_allow_listed_command_runs_without_asking_in_the_graph(
 
 
 def test_pattern_grants_and_allow_rules_never_cover_compound_commands(tmp_path) -> None:
-    from graph.agent.policy import Grant, Policy
-    from tools.shell import make_shell_tool
-    from tools.workspace import Workspace
+    from gatehouse.graph.agent.policy import Grant, Policy
+    from gatehouse.tools.shell import make_shell_tool
+    from gatehouse.tools.workspace import Workspace
 
     tool = make_shell_tool(Workspace(tmp_path), allow=[])
     grants = [Grant(tool="run_command", pattern="ls*")]

@@ -14,9 +14,9 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graph import Policy, ScriptedModel, ai, build_graph, tool_call
-from graph.service.demo_model import DemoModel
-from tools.sql import SQLError, make_sql_tool
+from gatehouse.graph import Policy, ScriptedModel, ai, build_graph, tool_call
+from gatehouse.graph.service.demo_model import DemoModel
+from gatehouse.tools.sql import SQLError, make_sql_tool
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graph import ScriptedModel, Settings, ai, open_session, tool_call
-from graph.protocol.operations import Undo
-from graph.service.reads import ViewCache
-from graph.service.transcript import message_view
+from gatehouse.graph import ScriptedModel, Settings, ai, open_session, tool_call
+from gatehouse.graph.protocol.operations import Undo
+from gatehouse.graph.service.reads import ViewCache
+from gatehouse.graph.service.transcript import message_view
 
 APPROVE = {"decisions": [{"type": "approve"}]}
 

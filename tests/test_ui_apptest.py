@@ -270,8 +270,8 @@ def test_message_sent_during_a_run_is_queued_then_sent(
 ) -> None:
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
     monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.01")
-    from graph.protocol.operations import SendMessage
-    from ui.web.state import app_state
+    from gatehouse.graph.protocol.operations import SendMessage
+    from gatehouse.ui.web.state import app_state
 
     at = app()
     state = app_state()
@@ -301,8 +301,8 @@ def test_a_fresh_page_follows_a_live_run_once_its_browser_has_drawn_it(
     # live only when the browser asks (ui/web/live_run.py).
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "tests.support.slow_model:make_model")
     monkeypatch.setenv("GATEHOUSE_SLOW_DELAY", "0.05")
-    from graph.protocol.operations import SendMessage
-    from ui.web.state import app_state
+    from gatehouse.graph.protocol.operations import SendMessage
+    from gatehouse.ui.web.state import app_state
 
     at = app_page(TIMEOUT, drawn=False)
     at.run()
@@ -529,7 +529,7 @@ def test_stale_tab_says_who_decided(env: Path) -> None:
 
 
 def test_interrupted_thread_disables_the_input_and_offers_retry(env: Path) -> None:
-    from ui.web.state import app_state
+    from gatehouse.ui.web.state import app_state
 
     at = send(app(), "list files")
     thread = _thread(at)
@@ -562,7 +562,7 @@ def test_input_hint_and_selected_thread_time(env: Path) -> None:
 
 
 def test_regenerate_the_last_answer(env: Path) -> None:
-    from ui.web.state import app_state
+    from gatehouse.ui.web.state import app_state
 
     at = send(app(), "list files")
     thread = _thread(at)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gatehouse.ui.web.live_run import BUTTON_KEY as LIVE_BUTTON
 from tests.support.browser import (
     Server,
     choose,
@@ -25,7 +26,6 @@ from tests.support.browser import (
     streamlit_server,
 )
 from tests.support.browser_journal import clicks_on, presses
-from ui.web.live_run import BUTTON_KEY as LIVE_BUTTON
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 playwright_api = pytest.importorskip("playwright.sync_api")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.support.browser import (
     Server,
     chromium_browser,

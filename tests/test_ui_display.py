@@ -17,9 +17,9 @@ import pytest
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
+from gatehouse.ui.web.safe_text import IMAGE_MARK, label, markdown
 from tests.support.app_page import app_page
 from tests.support.clean_env import offline_settings
-from ui.web.safe_text import IMAGE_MARK, label, markdown
 
 APP = str(Path(__file__).resolve().parent.parent / "ui" / "web" / "app.py")
 TIMEOUT = 30

@@ -63,8 +63,8 @@ def test_reasoning_is_shown_collapsed_as_thinking_never_in_the_answer(openai_env
 def _live_thinking_script() -> None:
     import streamlit as st
 
-    from graph.protocol import events as ev
-    from ui.web.live_run import LiveView
+    from gatehouse.graph.protocol import events as ev
+    from gatehouse.ui.web.live_run import LiveView
 
     with st.chat_message("assistant"):
         view = LiveView()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from gatehouse.ui.web.inbox import UNDO_S
 from tests.support.app_page import app_page
 from tests.test_ui_apptest import TIMEOUT, app, env, send, texts
-from ui.web.inbox import UNDO_S
 
 __all__ = ["env"]  # the fixture, shared with tests/test_ui_apptest.py
 
@@ -102,7 +102,7 @@ def test_answered_by_you_gets_a_neutral_mark_not_a_tick(env: Path) -> None:
 
 
 def test_a_200_kb_message_shows_its_head_and_all_of_it_on_demand(env: Path) -> None:
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     lines = [f"line {i:06d} of a very long paste" for i in range(6_500)]
     big = "\n".join(lines)
@@ -137,8 +137,8 @@ def test_settings_are_readable_tables_with_secrets_masked(env: Path) -> None:
         '[model]\napi_key = "sk-live-SECRET123"\nname = "gpt-4o-mini"\n\n'
         '[notify]\nwebhook = "https://hooks.example.com/ping?token=TOKEN456&team=ops"\nsecret = "SIGN789"\n\n'
         '[policy.write_file]\nmode = "allow"\n\n'
-        '[hooks]\nbefore_llm = ["graph:SystemContext"]\n\n'
-        '[[hooks.on_exit]]\npath = "graph:RequireTool"\nargs = { tool = "run_tests", max_reminders = 2 }\n'
+        '[hooks]\nbefore_llm = ["gatehouse.graph:SystemContext"]\n\n'
+        '[[hooks.on_exit]]\npath = "gatehouse.graph:RequireTool"\nargs = { tool = "run_tests", max_reminders = 2 }\n'
     )
     at = _page("settings")
     assert not at.exception, at.exception
@@ -157,7 +157,7 @@ def test_settings_are_readable_tables_with_secrets_masked(env: Path) -> None:
     )
     assert policy.loc["run_command", "Risk"] == "execute"
     hooks = tables["When"].reset_index()
-    assert {"graph:SystemContext", "graph:RequireTool"} <= set(hooks["Hook"])
+    assert {"gatehouse.graph:SystemContext", "gatehouse.graph:RequireTool"} <= set(hooks["Hook"])
     assert "tool = run_tests" in " ".join(hooks["Arguments"])
     everything = texts(at) + "".join(t.value.to_csv() for t in at.table)
     for secret in ("SECRET123", "TOKEN456", "SIGN789"):
@@ -165,7 +165,7 @@ def test_settings_are_readable_tables_with_secrets_masked(env: Path) -> None:
 
 
 def test_masking_hides_secrets_by_name_and_in_urls() -> None:
-    from ui.web.settings import HIDDEN, masked
+    from gatehouse.ui.web.settings import HIDDEN, masked
 
     shown = masked(
         {
@@ -178,7 +178,7 @@ def test_masking_hides_secrets_by_name_and_in_urls() -> None:
 
 
 def _decide(workspace: Path, actor: str, text: str, decision: dict) -> str:
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     session = open_session(
         Settings(db=str(workspace.parent / "gh.db"), workspace=str(workspace)), actor=actor

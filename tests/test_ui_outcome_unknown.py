@@ -33,7 +33,7 @@ TIMEOUT = 30
 
 
 def base_cmd() -> list[str]:
-    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "ui.term.cli"]
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "gatehouse.ui.term.cli"]
 
 
 @pytest.fixture

@@ -204,7 +204,7 @@ def test_two_tabs_deciding(tab: Any, server: Server) -> None:
 
 
 def test_live_update_across_tabs_and_from_another_process(tab: Any, server: Server) -> None:
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     first = tab()
     send(first, "write walk-live.md: live")
@@ -344,7 +344,7 @@ def test_inbox_triage_of_three_threads(tab: Any, server: Server) -> None:
 
 def pending_in(server: Server, thread_id: str) -> bool:
     """Whether the thread still waits for a decision, read from the server's database."""
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
     try:

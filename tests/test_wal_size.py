@@ -8,9 +8,9 @@ import os
 import random
 from pathlib import Path
 
-from graph import ScriptedModel, Session, ai, build_graph, tool_call
-from graph.store import open_storage
-from graph.store.sqlite import WAL_BYTES
+from gatehouse.graph import ScriptedModel, Session, ai, build_graph, tool_call
+from gatehouse.graph.store import open_storage
+from gatehouse.graph.store.sqlite import WAL_BYTES
 from tests.test_builtin_hooks import POLICY, TOOLS
 
 # A transaction may add its own pages past the limit before the next checkpoint.

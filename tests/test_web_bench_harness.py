@@ -33,7 +33,7 @@ def run(start: float, end: float, status: int, *, size: int = 100) -> list[Frame
 
 
 def test_a_built_thread_ends_with_the_marker_the_page_is_waited_for(tmp_path: Path) -> None:
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     db = tmp_path / "t.db"
     assert build_thread(3, db) == 15

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from graph import Settings, open_session
+from gatehouse.graph import Settings, open_session
 from tests.support.browser import Server, chromium_path, launch_chromium, streamlit_server
 from tests.support.clean_env import offline_settings
 
@@ -56,9 +56,9 @@ def test_the_early_input_loads_no_langgraph(web_env: Path) -> None:
     code = (
         "import json, sys\n"
         "import streamlit\n"
-        "import ui.web.chat_input, ui.web.copy, ui.web.identity, ui.web.loading, ui.web.serve\n"
-        "import graph\n"
-        "from graph.protocol.threads import thread_id_problem\n"
+        "import gatehouse.ui.web.chat_input, gatehouse.ui.web.copy, gatehouse.ui.web.identity, gatehouse.ui.web.loading, gatehouse.ui.web.serve\n"
+        "from gatehouse import graph\n"
+        "from gatehouse.graph.protocol.threads import thread_id_problem\n"
         "graph.open_reader(graph.load_settings().db).close()\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
     )
@@ -72,7 +72,7 @@ def test_the_early_input_loads_no_langgraph(web_env: Path) -> None:
 def _early_page() -> None:
     import streamlit as st
 
-    from ui.web.chat_input import early_chat_input
+    from gatehouse.ui.web.chat_input import early_chat_input
 
     st.session_state["drawn"] = early_chat_input()
 
@@ -82,7 +82,7 @@ def early(
 ) -> AppTest:
     """The early input as a server's first page runs it (`loaded`: the page's code is
     loaded already, as on every later page of the server)."""
-    import ui.web.chat_input as chat_input
+    import gatehouse.ui.web.chat_input as chat_input
 
     if not loaded:
         # This test process has loaded the pages for other tests; a server's first
@@ -162,7 +162,7 @@ def test_a_message_sent_when_gatehouse_cannot_start_is_kept_in_view(
 ) -> None:
     """The early input is drawn before the Session opens; when it cannot open (here a
     model factory that does not exist), a message sent from it is not lost."""
-    import ui.web.chat_input as chat_input
+    import gatehouse.ui.web.chat_input as chat_input
     from tests.support.app_page import app_page
 
     monkeypatch.setenv("GATEHOUSE_MODEL_FACTORY", "no_such_module:make")
@@ -181,7 +181,7 @@ def test_a_message_sent_when_gatehouse_cannot_start_is_kept_in_view(
 def test_no_early_input_once_the_page_code_is_loaded(
     web_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ui.web.page  # noqa: F401 - what every page after a server's first loads
+    import gatehouse.ui.web.page  # noqa: F401 - what every page after a server's first loads
 
     at = early(monkeypatch, {}, loaded=True)
     assert at.session_state["drawn"] is False and not at.chat_input
@@ -279,7 +279,7 @@ def test_the_page_icon_is_gatehouses_and_local(
     ui/web/loading.py serves Gatehouse's where Streamlit's page looks for one."""
     from playwright.sync_api import expect
 
-    from ui.web.loading import ICON
+    from gatehouse.ui.web.loading import ICON
 
     server, _gate = gated_server
     page = first_page("/")
@@ -303,7 +303,7 @@ def test_streamlits_repl_check_counts_as_done_under_launch(web_env: Path) -> Non
     code = (
         "import streamlit.delta_generator as dg\n"
         "assert dg._use_warning_has_been_displayed is False\n"
-        "import ui.web.launch\n"
+        "import gatehouse.ui.web.launch\n"
         "print(dg._use_warning_has_been_displayed)\n"
     )
     out = subprocess.run(

@@ -195,7 +195,7 @@ def test_foreign_origin_page_gets_nothing_even_with_the_cookie(
 
 
 def test_forged_identity_header_and_cookie_are_refused(server: Server) -> None:
-    from graph import sign_identity
+    from gatehouse.graph import sign_identity
 
     port = server.url.rsplit(":", 1)[1]
     forged = {"X-Gatehouse-Identity": "alice (security lead)", "Accept": "text/html"}
@@ -212,7 +212,7 @@ def test_forged_identity_header_and_cookie_are_refused(server: Server) -> None:
 
 
 def test_install_secret_is_private_and_outside_the_database_folder(server: Server) -> None:
-    from graph import secret_path
+    from gatehouse.graph import secret_path
 
     secret = secret_path(str(server.db))
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
@@ -228,7 +228,7 @@ def test_the_app_script_served_without_the_guard_shows_nothing(
     approval surface: with no identity signed by the guard the page refuses, whatever
     headers a client sends."""
     from bench.web.server import free_port, running
-    from ui.web.serve import streamlit_command
+    from gatehouse.ui.web.serve import streamlit_command
 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -307,7 +307,7 @@ def test_a_cookie_another_port_receives_cannot_approve(
     signed-in origin's storage only), nothing on a second Gatehouse server of the
     same install on another port, and nothing at all once the person signed out: the
     pending `run_command` stays pending and does not run."""
-    from graph import Settings, open_session
+    from gatehouse.graph import Settings, open_session
 
     session = open_session(Settings(db=str(server.db), workspace=str(server.workspace)))
     try:
@@ -416,7 +416,7 @@ def test_signout_all_from_the_terminal_ends_every_browser_session(
         app_shown(page)
         env = {**without_settings(), "GATEHOUSE_DB": str(server.db)}
         done = subprocess.run(
-            [sys.executable, "-m", "ui.term.cli", "signout", "--all", "--json"],
+            [sys.executable, "-m", "gatehouse.ui.term.cli", "signout", "--all", "--json"],
             env=env,
             cwd=ROOT,
             capture_output=True,
@@ -430,7 +430,7 @@ def test_signout_all_from_the_terminal_ends_every_browser_session(
         ws = server.url.replace("http", "ws") + "/_stcore/stream"
         assert page.evaluate(WS_PROBE, ws) == "closed 1006"
         refused = subprocess.run(
-            [sys.executable, "-m", "ui.term.cli", "signout"],
+            [sys.executable, "-m", "gatehouse.ui.term.cli", "signout"],
             env=env,
             cwd=ROOT,
             capture_output=True,

@@ -20,7 +20,7 @@ ME = "ana@example.com"
 
 
 def _decisions(thread_id: str) -> list[tuple[str, str | None, str | None, str | None]]:
-    from ui.web.state import app_state
+    from gatehouse.ui.web.state import app_state
 
     records = app_state().session.view(thread_id).audit(10)
     return [(r.decision, r.message, r.source, r.actor) for r in records]
@@ -29,7 +29,7 @@ def _decisions(thread_id: str) -> list[tuple[str, str | None, str | None, str | 
 def _finish(thread_id: str) -> None:
     """Wait for the run a decision started in the background (the page does not follow
     it when it was decided from the inbox)."""
-    from ui.web.state import app_state
+    from gatehouse.ui.web.state import app_state
 
     run = app_state().runner.latest(thread_id)
     assert run is not None and run.join(timeout=TIMEOUT)

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from graph.protocol.events import parse_event
+from gatehouse.graph.protocol.events import parse_event
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -250,7 +250,7 @@ def test_cancel_without_a_run_is_refused(server: Server) -> None:
 
 
 def test_approve_and_reject_answer_every_pending_call(server: Server) -> None:
-    """The example's shorthands: the server builds the typed answer (graph.protocol.operations)
+    """The example's shorthands: the server builds the typed answer (gatehouse.graph.protocol.operations)
     for every call of the pending request."""
     thread_id, interrupt_id = pause_a_write(server)
     with connect(server.url) as ws:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from graph.protocol.decisions import DecisionRecord, who_decided
-from graph.protocol.wording import DECIDED, RUN_ENDED, WILL_DO, decided
+from gatehouse.graph.protocol.decisions import DecisionRecord, who_decided
+from gatehouse.graph.protocol.wording import DECIDED, RUN_ENDED, WILL_DO, decided
 
 ROOT = Path(__file__).resolve().parent.parent
 # The front-end modules that used to keep their own copy of these words.
@@ -54,8 +54,8 @@ def test_no_front_end_keeps_its_own_word_table(path: str) -> None:
 
 
 def test_every_decision_the_log_can_hold_has_words() -> None:
-    from graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE, GRANT, REVOKE
-    from graph.protocol.pauses import DECISION_TYPES, OUTCOME_CHOICES
+    from gatehouse.graph.protocol.decisions import ALWAYS_ALLOWED, AUTO_APPROVE, GRANT, REVOKE
+    from gatehouse.graph.protocol.pauses import DECISION_TYPES, OUTCOME_CHOICES
 
     for value in (*DECISION_TYPES, *OUTCOME_CHOICES, AUTO_APPROVE, ALWAYS_ALLOWED, GRANT, REVOKE):
         assert value in DECIDED and "_" not in DECIDED[value], value
@@ -65,7 +65,7 @@ def test_every_decision_the_log_can_hold_has_words() -> None:
 
 
 def test_the_terminal_log_shows_words_not_raw_values() -> None:
-    from ui.term.render import render_audit
+    from gatehouse.ui.term.render import render_audit
 
     out = io.StringIO()
     render_audit(Console(file=out, width=200), [_record("always_allowed", "standing")])
@@ -74,7 +74,7 @@ def test_the_terminal_log_shows_words_not_raw_values() -> None:
 
 
 def test_the_web_log_and_who_decided_use_the_same_words() -> None:
-    from ui.web.audit import _decision
+    from gatehouse.ui.web.audit import _decision
 
     assert _decision(_record("edit"), whole=True) == "write_file · approved with edits"
     assert _decision(_record("always_allowed", "standing"), whole=True) == (
@@ -84,8 +84,8 @@ def test_the_web_log_and_who_decided_use_the_same_words() -> None:
 
 
 def test_a_run_a_person_stopped_reads_the_same_in_the_terminal_and_on_the_web() -> None:
-    from graph.protocol import events as ev
-    from ui.term.render import EventRenderer
+    from gatehouse.graph.protocol import events as ev
+    from gatehouse.ui.term.render import EventRenderer
 
     out = io.StringIO()
     EventRenderer(Console(file=out, width=200)).finished(

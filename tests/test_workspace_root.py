@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tools.workspace import Workspace
+from gatehouse.tools.workspace import Workspace
 
 
 def test_the_root_follows_the_configured_path_when_it_is_re_pointed_or_moved(

@@ -20,8 +20,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.sandbox import DEFAULT_PATH, safe_path
-from tools.workspace import PathError, Workspace
+from gatehouse.tools.sandbox import DEFAULT_PATH, safe_path
+from gatehouse.tools.workspace import PathError, Workspace
 
 # Characters that make a command more than one simple command, or expand to one.
 SHELL_SYNTAX = set(";&|<>()`$\n\r\\{}!")

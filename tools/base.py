@@ -33,7 +33,7 @@ from langchain_core.tools.base import (
 from langchain_core.utils._signature import _signature_parameters
 from pydantic import BaseModel, ConfigDict, create_model
 
-from graph.protocol.tools import DefaultMode, Risk, ToolSpec, attach_spec
+from gatehouse.graph.protocol.tools import DefaultMode, Risk, ToolSpec, attach_spec
 
 # Where a tool keeps how to make its schema (the instance's dict, as `_run`'s facts).
 _ON_FIRST_USE = "_gatehouse_schema_on_first_use"

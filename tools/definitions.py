@@ -16,8 +16,8 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
-from tools import disk_cache
-from tools.base import schema_on_first_use
+from gatehouse.tools import disk_cache
+from gatehouse.tools.base import schema_on_first_use
 
 FILE = "tool-definitions.json"
 VERSION = 1  # of this file's format and of how a definition is made

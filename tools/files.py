@@ -19,8 +19,8 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from tools.base import bound_tool
-from tools.workspace import PathError, Workspace
+from gatehouse.tools.base import bound_tool
+from gatehouse.tools.workspace import PathError, Workspace
 
 READ_CAP_BYTES = 200_000
 COUNT_LINES_BYTES = 20_000_000

@@ -19,8 +19,8 @@ import httpx
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from graph.protocol.tools import stream_output
-from tools.base import gatehouse_tool
+from gatehouse.graph.protocol.tools import stream_output
+from gatehouse.tools.base import gatehouse_tool
 
 TIMEOUT_S = 20.0
 MAX_BYTES = 2_000_000

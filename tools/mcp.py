@@ -19,7 +19,7 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.sessions import Connection
 from langchain_mcp_adapters.tools import load_mcp_tools
 
-from graph.protocol.tools import Risk, ToolSpec, attach_spec
+from gatehouse.graph.protocol.tools import Risk, ToolSpec, attach_spec
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from tools import disk_cache, pids_cap
+from gatehouse.tools import disk_cache, pids_cap
 
 try:
     import pwd

@@ -16,11 +16,11 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from graph.protocol.tools import stop_requested, stream_output
-from tools.allowlist import SHELL_SYNTAX, allowed_by_list, harden, listed
-from tools.base import gatehouse_tool
-from tools.sandbox import Access, Running, Sandbox, choose_sandbox, system_shell
-from tools.workspace import Workspace
+from gatehouse.graph.protocol.tools import stop_requested, stream_output
+from gatehouse.tools.allowlist import SHELL_SYNTAX, allowed_by_list, harden, listed
+from gatehouse.tools.base import gatehouse_tool
+from gatehouse.tools.sandbox import Access, Running, Sandbox, choose_sandbox, system_shell
+from gatehouse.tools.workspace import Workspace
 
 OUTPUT_CAP_CHARS = 30_000
 STREAM_LINE_CHARS = 2_000

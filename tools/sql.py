@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from tools.base import gatehouse_tool
+from gatehouse.tools.base import gatehouse_tool
 
 ROW_CAP = 50
 CELL_CHARS = 80

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from graph import ScriptedModel, Settings, ai, tool_call
+from gatehouse.graph import ScriptedModel, Settings, ai, tool_call
 
 FORMAT = 1
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ class BuiltThread:
 
 def build_thread(turns: int, db: Path, *, progress: bool = False) -> int:
     """Build a thread of `turns` turns into a new SQLite file `db`; returns its messages."""
-    from graph import open_session
+    from gatehouse.graph import open_session
 
     with tempfile.TemporaryDirectory(prefix="gh-web-build-") as tmp:
         workspace = seed_workspace(Path(tmp) / "workspace")

@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph import DemoModel
+from gatehouse.graph import DemoModel
 
 TOKEN_LOG_ENV = "GATEHOUSE_BENCH_TOKEN_LOG"
 STREAM_PREFIX = "stream "

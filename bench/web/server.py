@@ -47,7 +47,7 @@ class Server:
 def install_secret_of(db: Path) -> str:
     """The install secret a server on `db` signs people in with (created 0600 by the
     server at start, where graph/service/access.py `secret_path` says)."""
-    from graph import secret_path
+    from gatehouse.graph import secret_path
 
     return secret_path(str(db)).read_text().strip()
 
@@ -73,7 +73,15 @@ def gatehouse_ui_command(port: int) -> list[str]:
     script = Path(sys.executable).parent / "gatehouse"
     if script.is_file():
         return [str(script), "ui", "--port", str(port), "--no-browser"]
-    return [sys.executable, "-m", "ui.term.cli", "ui", "--port", str(port), "--no-browser"]
+    return [
+        sys.executable,
+        "-m",
+        "gatehouse.ui.term.cli",
+        "ui",
+        "--port",
+        str(port),
+        "--no-browser",
+    ]
 
 
 @contextmanager

@@ -139,7 +139,7 @@ def main(port: str) -> None:
     instrument()
     from streamlit.web import cli
 
-    from ui.web.serve import FLAGS
+    from gatehouse.ui.web.serve import FLAGS
 
     sys.argv = ["streamlit", "run", str(APP), *FLAGS, "--server.port", port]
     cli.main(prog_name="streamlit")

@@ -19,14 +19,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from pydantic import model_validator
 
-from graph.agent.call_ids import id_of
-from graph.agent.deps import AgentDeps, DecisionLog
-from graph.agent.emit import decided_by, thread_of, visiting
-from graph.agent.policy import Policy
-from graph.protocol.answers import Approve, Edit, OutcomeAnswer
-from graph.protocol.decisions import STANDING_QUESTION, DecisionRecord, StandingGrant
-from graph.protocol.identity import identity_problem, listed
-from graph.protocol.tools import scoped
+from gatehouse.graph.agent.call_ids import id_of
+from gatehouse.graph.agent.deps import AgentDeps, DecisionLog
+from gatehouse.graph.agent.emit import decided_by, thread_of, visiting
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.protocol.answers import Approve, Edit, OutcomeAnswer
+from gatehouse.graph.protocol.decisions import STANDING_QUESTION, DecisionRecord, StandingGrant
+from gatehouse.graph.protocol.identity import identity_problem, listed
+from gatehouse.graph.protocol.tools import scoped
 
 
 class NotAllowed(PermissionError):

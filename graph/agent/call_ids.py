@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
-from graph.agent.prefix_memo import PrefixMemo
+from gatehouse.graph.agent.prefix_memo import PrefixMemo
 
 # additional_kwargs key on an AIMessage: {new call id: the id the model gave}.
 ORIGINAL_IDS_KEY = "gatehouse_original_call_ids"

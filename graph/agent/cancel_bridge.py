@@ -24,9 +24,9 @@ from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 from langgraph.types import Command, StateUpdate
 
-from graph.agent.context import RunContext, context_of
-from graph.agent.run_end import STOPPED_BY_PERSON, stop
-from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
+from gatehouse.graph.agent.context import RunContext, context_of
+from gatehouse.graph.agent.run_end import STOPPED_BY_PERSON, stop
+from gatehouse.graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
 
 # How long a cancelled run waits for its tool to notice the stop (a command is
 # stopped within a second; the journal's last write follows).

@@ -18,10 +18,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command, StateSnapshot, StateUpdate
 
-from graph.agent.emit import emit
-from graph.agent.history import open_turn_before_new_input, unanswered
-from graph.protocol import events as ev
-from graph.protocol.errors import DecisionError
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.history import open_turn_before_new_input, unanswered
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import DecisionError
 
 # The dropped answers' ids, in the run's config (model_node.py shows the notice).
 DROPPED_KEY = "gatehouse_dropped_answers"

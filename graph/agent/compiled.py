@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
-from graph.agent.client_input import (
+from gatehouse.graph.agent.client_input import (
     akeep_pause,
     carries_tool_messages,
     edit_answers,
@@ -24,12 +24,12 @@ from graph.agent.client_input import (
     refuse_answering_edit,
     screen_run_input,
 )
-from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import as_the_run
-from graph.agent.hooks import HookSet
-from graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
-from graph.agent.resolve import (
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.emit import as_the_run
+from gatehouse.graph.agent.hooks import HookSet
+from gatehouse.graph.agent.late_answers import has_interrupts, is_answer, late_answer_error
+from gatehouse.graph.agent.resolve import (
     CLEAR,
     is_clear,
     is_goto_end,
@@ -37,7 +37,7 @@ from graph.agent.resolve import (
     pending_review_calls,
     resolution,
 )
-from graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
+from gatehouse.graph.store.langgraph_private import CONFIG_KEY_CHECKPOINTER
 
 _DONE = object()  # a stream that ended before its first chunk
 

@@ -10,12 +10,12 @@ from typing import Any, Protocol
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 
-from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
-from graph.agent.hooks import HookSet
-from graph.agent.offload import OffloadOptions, OutputStore
-from graph.agent.parallel import ToolSlots
-from graph.agent.policy import Policy
-from graph.protocol.decisions import DecisionRecord, StandingGrant
+from gatehouse.graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
+from gatehouse.graph.agent.hooks import HookSet
+from gatehouse.graph.agent.offload import OffloadOptions, OutputStore
+from gatehouse.graph.agent.parallel import ToolSlots
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.protocol.decisions import DecisionRecord, StandingGrant
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
-from graph.agent.context import context_of
-from graph.protocol.events import _EventBase
+from gatehouse.graph.agent.context import context_of
+from gatehouse.graph.protocol.events import _EventBase
 
 
 def stream_writer() -> Callable[[Any], None]:

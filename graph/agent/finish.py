@@ -12,15 +12,15 @@ from langgraph.graph import END
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
 
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import emit
-from graph.agent.history import last_human_id
-from graph.agent.run_end import ended, history_size
-from graph.agent.state import AgentState
-from graph.protocol import events as ev
-from graph.protocol.errors import HookError
-from graph.protocol.state_keys import stop_status
-from graph.protocol.threads import NOTICE_MARK
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.history import last_human_id
+from gatehouse.graph.agent.run_end import ended, history_size
+from gatehouse.graph.agent.state import AgentState
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import HookError
+from gatehouse.graph.protocol.state_keys import stop_status
+from gatehouse.graph.protocol.threads import NOTICE_MARK
 
 
 def finish(state: AgentState, *, deps: AgentDeps) -> Command:

@@ -18,16 +18,16 @@ from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graph.agent.authority import grant_holds
-from graph.agent.call_ids import id_of
-from graph.agent.context import RunContext, context_of, session_auto_approves
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import thread_of
-from graph.agent.history import unanswered
-from graph.agent.policy import Grant, Verdict
-from graph.agent.state import AgentState, ToolTask
-from graph.agent.tool_call import args_problem
-from graph.protocol.decisions import ALL_TOOLS, AUTO_APPROVE, DecisionRecord
+from gatehouse.graph.agent.authority import grant_holds
+from gatehouse.graph.agent.call_ids import id_of
+from gatehouse.graph.agent.context import RunContext, context_of, session_auto_approves
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.emit import thread_of
+from gatehouse.graph.agent.history import unanswered
+from gatehouse.graph.agent.policy import Grant, Verdict
+from gatehouse.graph.agent.state import AgentState, ToolTask
+from gatehouse.graph.agent.tool_call import args_problem
+from gatehouse.graph.protocol.decisions import ALL_TOOLS, AUTO_APPROVE, DecisionRecord
 
 AutoMode = Literal["thread", "session"]
 

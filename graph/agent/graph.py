@@ -14,26 +14,30 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
-from graph.agent.builtin_hooks.compaction import Compaction
-from graph.agent.cancel_bridge import with_cancel_bridge
-from graph.agent.compiled import GatehouseGraph
-from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps, CallJournal, DecisionLog, ModelOptions
-from graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
-from graph.agent.finish import finish
-from graph.agent.hooks import Hook, HookSet
-from graph.agent.message_merge import merge_messages
-from graph.agent.model_node import call_model
-from graph.agent.offload import READ_TOOL, OffloadOptions, OutputStore, make_read_tool
-from graph.agent.parallel import ToolSlots
-from graph.agent.policy import Policy
-from graph.agent.review import review
-from graph.agent.routing import after_model, before_tool, dispatch
-from graph.agent.state import AgentState, InputState
-from graph.agent.tool_binding import ToolDefinitions, bind_tools
-from graph.agent.tool_node import run_tool
-from graph.protocol.decisions import ALL_TOOLS
-from graph.store.langgraph_private import CONFIG_KEY_STRICT_RESUME, RunnableCallable, rebuilt_as
+from gatehouse.graph.agent.builtin_hooks.compaction import Compaction
+from gatehouse.graph.agent.cancel_bridge import with_cancel_bridge
+from gatehouse.graph.agent.compiled import GatehouseGraph
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.agent.deps import AgentDeps, CallJournal, DecisionLog, ModelOptions
+from gatehouse.graph.agent.doom_loop import DEFAULT_DOOM_LOOP_THRESHOLD
+from gatehouse.graph.agent.finish import finish
+from gatehouse.graph.agent.hooks import Hook, HookSet
+from gatehouse.graph.agent.message_merge import merge_messages
+from gatehouse.graph.agent.model_node import call_model
+from gatehouse.graph.agent.offload import READ_TOOL, OffloadOptions, OutputStore, make_read_tool
+from gatehouse.graph.agent.parallel import ToolSlots
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.agent.review import review
+from gatehouse.graph.agent.routing import after_model, before_tool, dispatch
+from gatehouse.graph.agent.state import AgentState, InputState
+from gatehouse.graph.agent.tool_binding import ToolDefinitions, bind_tools
+from gatehouse.graph.agent.tool_node import run_tool
+from gatehouse.graph.protocol.decisions import ALL_TOOLS
+from gatehouse.graph.store.langgraph_private import (
+    CONFIG_KEY_STRICT_RESUME,
+    RunnableCallable,
+    rebuilt_as,
+)
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Gatehouse, a careful assistant that works in the user's workspace through tools. "

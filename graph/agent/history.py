@@ -15,8 +15,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from graph.agent.prefix_memo import PrefixMemo
-from graph.protocol.threads import SUMMARY_MARK, content_text
+from gatehouse.graph.agent.prefix_memo import PrefixMemo
+from gatehouse.graph.protocol.threads import SUMMARY_MARK, content_text
 
 # The text of message content (a string, or a list of content blocks).
 text_of = content_text

@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from graph.agent.state import HOOK_KEYS, MERGED_KEYS
-from graph.protocol.errors import HookError
+from gatehouse.graph.agent.state import HOOK_KEYS, MERGED_KEYS
+from gatehouse.graph.protocol.errors import HookError
 
 
 def copies_state(h: Any) -> bool:

@@ -19,10 +19,10 @@ from langchain_core.messages import BaseMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
-from graph.agent.history import pairing_problem
-from graph.agent.hook_state import copies_state, in_place_changes, state_for, thaw
-from graph.agent.state import FLOW_KEYS, HOOK_KEYS, MERGED_KEYS, add_usage
-from graph.protocol.errors import HookError
+from gatehouse.graph.agent.history import pairing_problem
+from gatehouse.graph.agent.hook_state import copies_state, in_place_changes, state_for, thaw
+from gatehouse.graph.agent.state import FLOW_KEYS, HOOK_KEYS, MERGED_KEYS, add_usage
+from gatehouse.graph.protocol.errors import HookError
 
 HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
 HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "after_llm", "before_tool", "on_exit")

@@ -12,10 +12,10 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.base import PendingWrite
 from langgraph.types import Command, StateSnapshot
 
-from graph.protocol.decisions import DecisionRecord
-from graph.protocol.errors import StaleDecision
-from graph.protocol.wording import decided
-from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
+from gatehouse.graph.protocol.decisions import DecisionRecord
+from gatehouse.graph.protocol.errors import StaleDecision
+from gatehouse.graph.protocol.wording import decided
+from gatehouse.graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
 
 
 def is_answer(input: Any) -> bool:

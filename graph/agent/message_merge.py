@@ -20,7 +20,7 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from graph.store.langgraph_private import messages_delta_reducer
+from gatehouse.graph.store.langgraph_private import messages_delta_reducer
 
 # Indexes of recently returned lists by id(list), the list held so its id stays unique.
 _INDEX_SLOTS = 128

@@ -22,24 +22,24 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import invalid_tool_call
 
-from graph.agent import doom_loop
-from graph.agent import tool_messages as say
-from graph.agent.call_ids import id_of
-from graph.agent.deps import AgentDeps
-from graph.agent.deps import ModelOptions as ModelOptions  # imported from here by others
-from graph.agent.emit import emit
-from graph.agent.history import last_human_id, text_of, view_start
-from graph.agent.message_merge import merge_messages
-from graph.agent.prefix_memo import PrefixMemo
-from graph.agent.reasoning import CLOSE, OPEN, drop_reasoning_blocks, split_think
-from graph.agent.run_end import ended, ends_here, history_size, stop
-from graph.agent.state import add_usage
-from graph.agent.tool_call import answered_unrun
-from graph.agent.tool_messages import not_run, sent_back
-from graph.protocol import events as ev
-from graph.protocol.errors import HookError
-from graph.protocol.events import CUT_OFF_SOURCE
-from graph.protocol.threads import (
+from gatehouse.graph.agent import doom_loop
+from gatehouse.graph.agent import tool_messages as say
+from gatehouse.graph.agent.call_ids import id_of
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.deps import ModelOptions as ModelOptions  # imported from here by others
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.history import last_human_id, text_of, view_start
+from gatehouse.graph.agent.message_merge import merge_messages
+from gatehouse.graph.agent.prefix_memo import PrefixMemo
+from gatehouse.graph.agent.reasoning import CLOSE, OPEN, drop_reasoning_blocks, split_think
+from gatehouse.graph.agent.run_end import ended, ends_here, history_size, stop
+from gatehouse.graph.agent.state import add_usage
+from gatehouse.graph.agent.tool_call import answered_unrun
+from gatehouse.graph.agent.tool_messages import not_run, sent_back
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import HookError
+from gatehouse.graph.protocol.events import CUT_OFF_SOURCE
+from gatehouse.graph.protocol.threads import (
     CUT_OFF_KEY,
     NOTICE_MARK,
     REASONING_KEY,

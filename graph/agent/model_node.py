@@ -22,14 +22,14 @@ from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
-from graph.agent.call_ids import fresh_call_ids
-from graph.agent.client_input import announce_dropped
-from graph.agent.context import RunContext, cancelled, context_of, model_call_limit
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import emit, stream_writer, thread_of
-from graph.agent.history import last_human_id, open_turn_before_new_input, text_of
-from graph.agent.message_merge import merge_messages
-from graph.agent.model_call import (
+from gatehouse.graph.agent.call_ids import fresh_call_ids
+from gatehouse.graph.agent.client_input import announce_dropped
+from gatehouse.graph.agent.context import RunContext, cancelled, context_of, model_call_limit
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.emit import emit, stream_writer, thread_of
+from gatehouse.graph.agent.history import last_human_id, open_turn_before_new_input, text_of
+from gatehouse.graph.agent.message_merge import merge_messages
+from gatehouse.graph.agent.model_call import (
     CUT_OFF_KIND,
     CUT_OFF_REASON_KEY,
     CUT_OFF_STOP,
@@ -42,12 +42,12 @@ from graph.agent.model_call import (
     prompt_messages,
     to_message,
 )
-from graph.agent.model_errors import EmptyReply, model_problem
-from graph.agent.reasoning import ThinkSplitter
-from graph.agent.run_end import STOPPED_BY_PERSON, ends_here, stop
-from graph.agent.state import RUN_KEYS, AgentState, add_usage
-from graph.protocol import events as ev
-from graph.protocol.threads import REASONING_KEY, reasoning_of
+from gatehouse.graph.agent.model_errors import EmptyReply, model_problem
+from gatehouse.graph.agent.reasoning import ThinkSplitter
+from gatehouse.graph.agent.run_end import STOPPED_BY_PERSON, ends_here, stop
+from gatehouse.graph.agent.state import RUN_KEYS, AgentState, add_usage
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.threads import REASONING_KEY, reasoning_of
 
 log = logging.getLogger("gatehouse.model")
 NO_CHUNKS = "No generation chunks were returned"

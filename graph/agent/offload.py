@@ -17,9 +17,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from graph.agent.emit import thread_of
-from graph.protocol.threads import OFFLOAD_MARK
-from graph.protocol.tools import ToolSpec, attach_spec
+from gatehouse.graph.agent.emit import thread_of
+from gatehouse.graph.protocol.threads import OFFLOAD_MARK
+from gatehouse.graph.protocol.tools import ToolSpec, attach_spec
 
 READ_TOOL = "read_tool_output"
 # Without a store an output is cut here (what the model could get at most).

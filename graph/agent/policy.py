@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from langchain_core.tools import BaseTool
 
-from graph.protocol.decisions import ALL_TOOLS
-from graph.protocol.pauses import DecisionType
-from graph.protocol.tools import spec_of
+from gatehouse.graph.protocol.decisions import ALL_TOOLS
+from gatehouse.graph.protocol.pauses import DecisionType
+from gatehouse.graph.protocol.tools import spec_of
 
 Mode = Literal["allow", "ask", "deny"]
 ALL_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")

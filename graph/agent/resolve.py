@@ -14,12 +14,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
 from langgraph.types import Command, StateSnapshot, StateUpdate
 
-from graph.agent.authority import decide
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import updated_by, visiting
-from graph.agent.tool_messages import RESOLVED_NOTE, rejected
-from graph.protocol.answers import Reject
-from graph.protocol.threads import TOOL_STATUS_KEY
+from gatehouse.graph.agent.authority import decide
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.emit import updated_by, visiting
+from gatehouse.graph.agent.tool_messages import RESOLVED_NOTE, rejected
+from gatehouse.graph.protocol.answers import Reject
+from gatehouse.graph.protocol.threads import TOOL_STATUS_KEY
 
 
 def resolution(

@@ -31,19 +31,26 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from graph.agent.authority import decide, refusal
-from graph.agent.context import RunContext
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import decided_by, thread_of, visiting
-from graph.agent.gate import split_turn
-from graph.agent.policy import Grant, Verdict
-from graph.agent.state import AgentState
-from graph.agent.tool_call import args_problem, finished
-from graph.agent.tool_messages import edit_note, rejected, responded
-from graph.protocol.answers import MISSING_REJECTED, Approve, Edit, Reject, Respond, ReviewAnswer
-from graph.protocol.inbox_format import describe_turn, from_inbox, is_inbox_answer
-from graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
-from graph.protocol.tools import scoped, spec_of
+from gatehouse.graph.agent.authority import decide, refusal
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.emit import decided_by, thread_of, visiting
+from gatehouse.graph.agent.gate import split_turn
+from gatehouse.graph.agent.policy import Grant, Verdict
+from gatehouse.graph.agent.state import AgentState
+from gatehouse.graph.agent.tool_call import args_problem, finished
+from gatehouse.graph.agent.tool_messages import edit_note, rejected, responded
+from gatehouse.graph.protocol.answers import (
+    MISSING_REJECTED,
+    Approve,
+    Edit,
+    Reject,
+    Respond,
+    ReviewAnswer,
+)
+from gatehouse.graph.protocol.inbox_format import describe_turn, from_inbox, is_inbox_answer
+from gatehouse.graph.protocol.pauses import ActionRequest, ApprovalRequest, ReviewConfig
+from gatehouse.graph.protocol.tools import scoped, spec_of
 
 PREVIEW_CHARS = 20_000
 

@@ -15,15 +15,15 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graph.agent.call_ids import id_of
-from graph.agent.context import RunContext, cancelled
-from graph.agent.deps import AgentDeps
-from graph.agent.emit import thread_of
-from graph.agent.gate import auto_approving, gate_reads, split_turn
-from graph.agent.history import last_ai, unanswered
-from graph.agent.run_end import STOPPED_BY_PERSON
-from graph.agent.state import AgentState
-from graph.store.langgraph_private import CONFIG_KEY_RUNTIME
+from gatehouse.graph.agent.call_ids import id_of
+from gatehouse.graph.agent.context import RunContext, cancelled
+from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.emit import thread_of
+from gatehouse.graph.agent.gate import auto_approving, gate_reads, split_turn
+from gatehouse.graph.agent.history import last_ai, unanswered
+from gatehouse.graph.agent.run_end import STOPPED_BY_PERSON
+from gatehouse.graph.agent.state import AgentState
+from gatehouse.graph.store.langgraph_private import CONFIG_KEY_RUNTIME
 
 
 # The runtime comes from `config` (None for a state edit: nothing cancelled or

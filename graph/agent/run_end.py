@@ -8,9 +8,9 @@ from typing import Any, Literal, cast
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from graph.agent.emit import emit
-from graph.agent.message_merge import message_index
-from graph.protocol import events as ev
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.message_merge import message_index
+from gatehouse.graph.protocol import events as ev
 
 STOPPED_BY_PERSON = "Stopped by the person."
 

@@ -9,9 +9,9 @@ from langchain_core.messages import AnyMessage, ToolCall
 from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict
 
-from graph.agent.message_merge import merge_messages
-from graph.protocol.events import RunStatus
-from graph.protocol.state_keys import STOP_KIND, STOP_REASON
+from gatehouse.graph.agent.message_merge import merge_messages
+from gatehouse.graph.protocol.events import RunStatus
+from gatehouse.graph.protocol.state_keys import STOP_KIND, STOP_REASON
 
 
 def add_grants(

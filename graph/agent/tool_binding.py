@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from graph.protocol.errors import ConfigError
+from gatehouse.graph.protocol.errors import ConfigError
 
 ToolDefinitions = Callable[[Sequence[BaseTool]], list[dict[str, Any]]]
 
@@ -29,5 +29,5 @@ def bind_tools(
             f"(Gatehouse has {len(tools)} tools to offer it: {', '.join(t.name for t in tools)}). "
             f"Use a chat model that supports tool calling, give {name} a bind_tools method (a subclass whose "
             "bind_tools returns the model itself is enough for a scripted model whose replies carry their own "
-            "tool calls; graph.service.testing.ScriptedModel does that), or build the graph with no tools."
+            "tool calls; gatehouse.graph.service.testing.ScriptedModel does that), or build the graph with no tools."
         ) from None

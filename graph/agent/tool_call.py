@@ -13,12 +13,12 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, ValidationError
 
-from graph.agent import tool_messages as say
-from graph.agent.emit import emit
-from graph.agent.offload import offloaded
-from graph.protocol import events as ev
-from graph.protocol.events import ToolStatus
-from graph.protocol.tools import output_to, stop_on
+from gatehouse.graph.agent import tool_messages as say
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.offload import offloaded
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.events import ToolStatus
+from gatehouse.graph.protocol.tools import output_to, stop_on
 
 
 def finished(

@@ -23,14 +23,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from graph.agent import crash
-from graph.agent import tool_messages as say
-from graph.agent.authority import ask_outcome, enter
-from graph.agent.call_ids import id_of
-from graph.agent.context import RunContext, context_of
-from graph.agent.deps import AgentDeps, JournalEntry
-from graph.agent.emit import decided_by, emit, thread_of
-from graph.agent.gate import (
+from gatehouse.graph.agent import crash
+from gatehouse.graph.agent import tool_messages as say
+from gatehouse.graph.agent.authority import ask_outcome, enter
+from gatehouse.graph.agent.call_ids import id_of
+from gatehouse.graph.agent.context import RunContext, context_of
+from gatehouse.graph.agent.deps import AgentDeps, JournalEntry
+from gatehouse.graph.agent.emit import decided_by, emit, thread_of
+from gatehouse.graph.agent.gate import (
     Approved,
     AutoApproved,
     Invalid,
@@ -44,12 +44,12 @@ from graph.agent.gate import (
     judge,
     permit,
 )
-from graph.agent.offload import fit_output
-from graph.agent.policy import Grant
-from graph.agent.state import ToolTask
-from graph.agent.tool_call import finished, invoke_tool
-from graph.protocol import events as ev
-from graph.protocol.decisions import (
+from gatehouse.graph.agent.offload import fit_output
+from gatehouse.graph.agent.policy import Grant
+from gatehouse.graph.agent.state import ToolTask
+from gatehouse.graph.agent.tool_call import finished, invoke_tool
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.decisions import (
     ALWAYS_ALLOWED,
     AUTO_APPROVE,
     STANDING_QUESTION,
@@ -57,11 +57,11 @@ from graph.protocol.decisions import (
     canonical_args,
     grant_label,
 )
-from graph.protocol.errors import CallAlreadyStarted
-from graph.protocol.events import ToolStatus
-from graph.protocol.pauses import InterruptedCall, OutcomeRequest
-from graph.protocol.threads import DECISION_KEY, GRANT_KEY
-from graph.protocol.tools import spec_of
+from gatehouse.graph.protocol.errors import CallAlreadyStarted
+from gatehouse.graph.protocol.events import ToolStatus
+from gatehouse.graph.protocol.pauses import InterruptedCall, OutcomeRequest
+from gatehouse.graph.protocol.threads import DECISION_KEY, GRANT_KEY
+from gatehouse.graph.protocol.tools import spec_of
 
 
 def run_tool(

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from graph.protocol.pauses import OutcomeChoice
+from gatehouse.graph.protocol.pauses import OutcomeChoice
 
 
 class EditedAction(BaseModel):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from graph.protocol.wording import decided
+from gatehouse.graph.protocol.wording import decided
 
 AUTO_APPROVE = "auto_approve"  # a gated call ran because auto-approve was on
 ALL_TOOLS = "*"  # the tool of a grant of every tool: the thread's auto-approve switch

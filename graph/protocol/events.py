@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, Self, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from graph.protocol.decisions import StandingGrant
-from graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
+from gatehouse.graph.protocol.decisions import StandingGrant
+from gatehouse.graph.protocol.pauses import Approval, OutcomeUnknown, pause_from
 
 
 class _EventBase(BaseModel):

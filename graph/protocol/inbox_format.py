@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from graph.protocol.display import visible, visible_json
+from gatehouse.graph.protocol.display import visible, visible_json
 
 INBOX_TYPES = frozenset({"accept", "edit", "response", "ignore"})
 IGNORED_NOTE = "The person ignored this request in Agent Inbox."

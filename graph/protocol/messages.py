@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from graph.protocol.wording import decided
+from gatehouse.graph.protocol.wording import decided
 
 # How run_command's result ends (tools/shell.py): its output, then `[exit code N]`.
 _EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypedDict, TypeVar, cast, 
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from graph.protocol.answers import (
+from gatehouse.graph.protocol.answers import (
     Approve,
     Decision,
     Edit,
@@ -25,7 +25,7 @@ from graph.protocol.answers import (
     Respond,
     ReviewAnswer,
 )
-from graph.protocol.pauses import OutcomeChoice
+from gatehouse.graph.protocol.pauses import OutcomeChoice
 
 
 @dataclass(frozen=True)

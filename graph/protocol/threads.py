@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
-from graph.protocol.errors import InvalidThreadId
-from graph.protocol.messages import MessageView, ToolCallView
+from gatehouse.graph.protocol.errors import InvalidThreadId
+from gatehouse.graph.protocol.messages import MessageView, ToolCallView
 
 ThreadStatus = Literal[
     "idle",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from graph.protocol.errors import ConfigError
+from gatehouse.graph.protocol.errors import ConfigError
 
 MODES = ("token", "proxy", "oidc")
 SECRET_FILE_NAME = "gatehouse.secret"

@@ -11,26 +11,26 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.agent.builtin_hooks import Compaction, SystemContext
-from graph.agent.deps import ModelOptions
-from graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
-from graph.agent.hooks import HookSet
-from graph.agent.message_merge import merge_messages
-from graph.agent.offload import OffloadOptions
-from graph.agent.policy import Policy, PolicyError
-from graph.protocol.errors import ConfigError
-from graph.service.config import Settings, load_settings
-from graph.service.demo_model import DEMO_LABEL, DemoModel
-from graph.service.models import describe_model, make_model
-from graph.service.toolset import build_tools, close_tools, mcp_errors
-from graph.store.threaded import ThreadedSaver
-from tools.definitions import tool_definitions
+from gatehouse.graph.agent.builtin_hooks import Compaction, SystemContext
+from gatehouse.graph.agent.deps import ModelOptions
+from gatehouse.graph.agent.graph import DEFAULT_SYSTEM_PROMPT, build_graph
+from gatehouse.graph.agent.hooks import HookSet
+from gatehouse.graph.agent.message_merge import merge_messages
+from gatehouse.graph.agent.offload import OffloadOptions
+from gatehouse.graph.agent.policy import Policy, PolicyError
+from gatehouse.graph.protocol.errors import ConfigError
+from gatehouse.graph.service.config import Settings, load_settings
+from gatehouse.graph.service.demo_model import DEMO_LABEL, DemoModel
+from gatehouse.graph.service.models import describe_model, make_model
+from gatehouse.graph.service.toolset import build_tools, close_tools, mcp_errors
+from gatehouse.graph.store.threaded import ThreadedSaver
+from gatehouse.tools.definitions import tool_definitions
 
 log = logging.getLogger("gatehouse.config")
 
 if TYPE_CHECKING:
-    from graph.service.session import Session
-    from graph.store.storage import Storage
+    from gatehouse.graph.service.session import Session
+    from gatehouse.graph.store.storage import Storage
 
 
 def build_agent(
@@ -124,10 +124,10 @@ def open_session(
 ) -> Session:
     """The default Gatehouse, from gatehouse.toml and the environment."""
     # Here, not at the top: LangGraph Server builds the agent without them.
-    from graph.service.notify import attach_notifier
-    from graph.service.session import Session
-    from graph.store import open_storage
-    from tools.sandbox import announce
+    from gatehouse.graph.service.notify import attach_notifier
+    from gatehouse.graph.service.session import Session
+    from gatehouse.graph.store import open_storage
+    from gatehouse.tools.sandbox import announce
 
     settings = settings or load_settings()
     storage = open_storage(settings.db)
@@ -184,7 +184,7 @@ def open_session(
 @functools.cache
 def shared_storage(db: str) -> Storage:
     """One open storage per database in this process."""
-    from graph.store import open_storage
+    from gatehouse.graph.store import open_storage
 
     return open_storage(db)
 

@@ -14,14 +14,14 @@ from collections.abc import AsyncIterator, Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from graph.agent.compiled import parts_of
-from graph.protocol import events as ev
-from graph.protocol.errors import RunInProgress
-from graph.service.session import Run, Session
-from graph.service.view import ThreadList, ThreadView
+from gatehouse.graph.agent.compiled import parts_of
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import RunInProgress
+from gatehouse.graph.service.session import Run, Session
+from gatehouse.graph.service.view import ThreadList, ThreadView
 
 if TYPE_CHECKING:
-    from graph.service.config import Settings
+    from gatehouse.graph.service.config import Settings
 
 __all__ = ["AsyncRun", "AsyncSession", "AsyncView", "RunInProgress"]
 
@@ -146,7 +146,7 @@ class AsyncSession:
         actor: str | None = None,
     ) -> AsyncSession:
         """`graph.open_session`, off the loop."""
-        from graph.service.app import open_session
+        from gatehouse.graph.service.app import open_session
 
         return cls(
             await asyncio.to_thread(lambda: open_session(settings, source=source, actor=actor))

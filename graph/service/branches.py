@@ -12,9 +12,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.protocol.threads import Branches, MessageView
-from graph.service.transcript import message_view
-from graph.store.reader import ThreadReader
+from gatehouse.graph.protocol.threads import Branches, MessageView
+from gatehouse.graph.service.transcript import message_view
+from gatehouse.graph.store.reader import ThreadReader
 
 CACHED = 256  # threads' answers and tips' messages kept per process
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from graph.protocol.errors import ConfigError
+from gatehouse.graph.protocol.errors import ConfigError
 
 CONFIG_ENV = "GATEHOUSE_CONFIG"
 DEFAULT_CONFIG_FILE = "gatehouse.toml"

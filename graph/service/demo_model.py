@@ -16,12 +16,12 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import Field
 
-from graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
-from graph.agent.history import text_of
-from graph.protocol.messages import call_outcome
-from graph.protocol.threads import TOOL_STATUS_KEY
-from graph.service.testing import LocalModel
-from tools.definitions import tool_name
+from gatehouse.graph.agent.builtin_hooks.compaction import SUMMARY_REQUEST_MARK
+from gatehouse.graph.agent.history import text_of
+from gatehouse.graph.protocol.messages import call_outcome
+from gatehouse.graph.protocol.threads import TOOL_STATUS_KEY
+from gatehouse.graph.service.testing import LocalModel
+from gatehouse.tools.definitions import tool_name
 
 DEMO_LABEL = "Demo model (offline)"
 RESULT_PREVIEW_CHARS = 1_500

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from graph.agent.model_errors import describe_model_error
-from graph.protocol.errors import CallAlreadyStarted, HookError
+from gatehouse.graph.agent.model_errors import describe_model_error
+from gatehouse.graph.protocol.errors import CallAlreadyStarted, HookError
 
 
 def is_storage_error(exc: BaseException) -> bool:

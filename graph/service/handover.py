@@ -15,15 +15,20 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from graph.agent.context import RunContext
-from graph.agent.history import unanswered
-from graph.protocol.decisions import ALL_TOOLS, GRANT_QUESTION, LIFE_QUESTION, DecisionRecord
-from graph.protocol.errors import ImportRefused
-from graph.protocol.pauses import Approval, MalformedPause, Pause, pause_from
-from graph.service.transcript import Exported
-from graph.store.decisions import grants_in_force
-from graph.store.journal import JournalEntry
-from graph.store.storage import Storage
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.agent.history import unanswered
+from gatehouse.graph.protocol.decisions import (
+    ALL_TOOLS,
+    GRANT_QUESTION,
+    LIFE_QUESTION,
+    DecisionRecord,
+)
+from gatehouse.graph.protocol.errors import ImportRefused
+from gatehouse.graph.protocol.pauses import Approval, MalformedPause, Pause, pause_from
+from gatehouse.graph.service.transcript import Exported
+from gatehouse.graph.store.decisions import grants_in_force
+from gatehouse.graph.store.journal import JournalEntry
+from gatehouse.graph.store.storage import Storage
 
 _DECISION_FIELDS = {f.name for f in dataclasses.fields(DecisionRecord)}
 _JOURNAL_FIELDS = {f.name for f in dataclasses.fields(JournalEntry)}

@@ -14,18 +14,18 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.agent.compiled import parts_of
-from graph.protocol import events as ev
-from graph.protocol.errors import AwaitingDecision, ImportRefused
-from graph.protocol.pauses import OutcomeUnknown
-from graph.protocol.threads import check_thread_id, thread_id_problem
-from graph.service import handover
-from graph.service.branches import ThreadTree, first_user, forked
-from graph.service.leasing import ThreadLeases
-from graph.service.reads import ThreadReads, thread_config
-from graph.service.transcript import export_json, export_markdown, read_export
-from graph.store.storage import Storage
-from graph.store.threads import first_user_text, title_of
+from gatehouse.graph.agent.compiled import parts_of
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import AwaitingDecision, ImportRefused
+from gatehouse.graph.protocol.pauses import OutcomeUnknown
+from gatehouse.graph.protocol.threads import check_thread_id, thread_id_problem
+from gatehouse.graph.service import handover
+from gatehouse.graph.service.branches import ThreadTree, first_user, forked
+from gatehouse.graph.service.leasing import ThreadLeases
+from gatehouse.graph.service.reads import ThreadReads, thread_config
+from gatehouse.graph.service.transcript import export_json, export_markdown, read_export
+from gatehouse.graph.store.storage import Storage
+from gatehouse.graph.store.threads import first_user_text, title_of
 
 
 def new_thread_id() -> str:

@@ -9,11 +9,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from graph.protocol.errors import AlreadyDecided, GatehouseError, RunInProgress, StorageError
-from graph.protocol.threads import ThreadInfo, check_thread_id
-from graph.service.errors import describe_error, is_storage_error, storage_message
-from graph.store.leases import Lease, kind_of_holder
-from graph.store.storage import Storage
+from gatehouse.graph.protocol.errors import (
+    AlreadyDecided,
+    GatehouseError,
+    RunInProgress,
+    StorageError,
+)
+from gatehouse.graph.protocol.threads import ThreadInfo, check_thread_id
+from gatehouse.graph.service.errors import describe_error, is_storage_error, storage_message
+from gatehouse.graph.store.leases import Lease, kind_of_holder
+from gatehouse.graph.store.storage import Storage
 
 # How long a decision waits for another holder: the run that asked, ending, or a change.
 DECIDE_WAIT_S = 5.0

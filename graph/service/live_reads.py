@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from graph.protocol import events as ev
+from gatehouse.graph.protocol import events as ev
 
 
 class LiveMessages:

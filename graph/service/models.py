@@ -9,10 +9,10 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
-from graph.agent.hooks import config_module
-from graph.protocol.errors import ConfigError
-from graph.service.config import PROVIDER_PACKAGES, Settings, model_provider
-from graph.service.demo_model import DEMO_LABEL, DemoModel
+from gatehouse.graph.agent.hooks import config_module
+from gatehouse.graph.protocol.errors import ConfigError
+from gatehouse.graph.service.config import PROVIDER_PACKAGES, Settings, model_provider
+from gatehouse.graph.service.demo_model import DEMO_LABEL, DemoModel
 
 
 def make_model(settings: Settings) -> BaseChatModel:
@@ -24,7 +24,7 @@ def make_model(settings: Settings) -> BaseChatModel:
     if settings.uses_demo_model:
         return DemoModel()
     # Imported lazily: langchain_openai is slow to import.
-    from graph.service.openai_compat import ChatOpenAICompatible
+    from gatehouse.graph.service.openai_compat import ChatOpenAICompatible
 
     # "openai:gpt-4.1" too: the ChatOpenAI init_chat_model would make, plus reasoning.
     return ChatOpenAICompatible(

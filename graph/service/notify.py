@@ -17,9 +17,9 @@ from contextlib import suppress
 from typing import Any
 from urllib.parse import quote
 
-from graph.protocol.display import visible
-from graph.service.config import Settings
-from graph.store.notifications import Notification, NotificationLog
+from gatehouse.graph.protocol.display import visible
+from gatehouse.graph.service.config import Settings
+from gatehouse.graph.store.notifications import Notification, NotificationLog
 
 SIGNATURE_HEADER = "X-Gatehouse-Signature"
 BACKOFF_S = 0.5

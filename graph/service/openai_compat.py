@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
-from graph.protocol.threads import REASONING_KEY
+from gatehouse.graph.protocol.threads import REASONING_KEY
 
 # Field names servers use for reasoning, in the order they are looked up.
 REASONING_FIELDS = ("reasoning_content", "reasoning")

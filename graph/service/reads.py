@@ -16,14 +16,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.protocol.decisions import DecisionRecord
-from graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
-from graph.protocol.threads import MessageView, ThreadInfo, check_thread_id
-from graph.service.leasing import ThreadLeases
-from graph.service.live_reads import LiveMessages
-from graph.service.transcript import message_view
-from graph.store.langgraph_private import INTERRUPT as INTERRUPT_CHANNEL
-from graph.store.storage import Storage
+from gatehouse.graph.protocol.decisions import DecisionRecord
+from gatehouse.graph.protocol.pauses import Approval, OutcomeUnknown, Pause, pause_from
+from gatehouse.graph.protocol.threads import MessageView, ThreadInfo, check_thread_id
+from gatehouse.graph.service.leasing import ThreadLeases
+from gatehouse.graph.service.live_reads import LiveMessages
+from gatehouse.graph.service.transcript import message_view
+from gatehouse.graph.store.langgraph_private import INTERRUPT as INTERRUPT_CHANNEL
+from gatehouse.graph.store.storage import Storage
 
 
 def thread_config(thread_id: str) -> RunnableConfig:

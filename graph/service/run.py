@@ -18,18 +18,18 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.agent.context import RunContext
-from graph.agent.history import text_of
-from graph.agent.state import STOP_KEYS
-from graph.protocol import events as ev
-from graph.protocol.state_keys import STOP_KIND, STOP_REASON, stop_status
-from graph.protocol.threads import NOTICE_MARK
-from graph.service.errors import describe_error, storage_message
-from graph.service.live_reads import EventGate
-from graph.service.reads import ThreadReads, thread_config
-from graph.service.workers import run_in_worker
-from graph.store.langgraph_private import INTERRUPT
-from graph.store.leases import Lease
+from gatehouse.graph.agent.context import RunContext
+from gatehouse.graph.agent.history import text_of
+from gatehouse.graph.agent.state import STOP_KEYS
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.state_keys import STOP_KIND, STOP_REASON, stop_status
+from gatehouse.graph.protocol.threads import NOTICE_MARK
+from gatehouse.graph.service.errors import describe_error, storage_message
+from gatehouse.graph.service.live_reads import EventGate
+from gatehouse.graph.service.reads import ThreadReads, thread_config
+from gatehouse.graph.service.workers import run_in_worker
+from gatehouse.graph.store.langgraph_private import INTERRUPT
+from gatehouse.graph.store.leases import Lease
 
 
 @dataclass(eq=False)

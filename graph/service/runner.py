@@ -10,11 +10,17 @@ import threading
 from collections.abc import Callable
 from contextlib import suppress
 
-from graph.protocol import events as ev
-from graph.protocol.errors import DecisionError, RunInProgress
-from graph.protocol.operations import Fork, Operation, RunOperation, RunOptions, SendMessage
-from graph.service.session import Run, Session
-from graph.store.queued import QueuedMessage, QueuedMessages
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.errors import DecisionError, RunInProgress
+from gatehouse.graph.protocol.operations import (
+    Fork,
+    Operation,
+    RunOperation,
+    RunOptions,
+    SendMessage,
+)
+from gatehouse.graph.service.session import Run, Session
+from gatehouse.graph.store.queued import QueuedMessage, QueuedMessages
 
 # How long `next_run` waits for the Runner to have looked at the queue after a run ended.
 SETTLE_S = 10.0

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from graph.agent.emit import identity_from_server
-from graph.service.app import build_agent, server_saver, shared_storage
-from graph.service.config import load_env_file, load_settings
-from graph.service.notify import attach_notifier
-from graph.store.threaded import ThreadedSaver
+from gatehouse.graph.agent.emit import identity_from_server
+from gatehouse.graph.service.app import build_agent, server_saver, shared_storage
+from gatehouse.graph.service.config import load_env_file, load_settings
+from gatehouse.graph.service.notify import attach_notifier
+from gatehouse.graph.store.threaded import ThreadedSaver
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

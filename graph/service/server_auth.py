@@ -11,12 +11,18 @@ from typing import Any, cast
 
 from langgraph_sdk import Auth
 
-from graph.agent.emit import VISITOR_KEY, speaking_for
-from graph.agent.policy import Policy
-from graph.protocol.decisions import THREAD_CREATED, THREAD_DELETED
-from graph.protocol.identity import identity_problem, same_identity
-from graph.service.access import Access, install_secret, load_access, same_secret, secret_path
-from graph.service.config import load_settings
+from gatehouse.graph.agent.emit import VISITOR_KEY, speaking_for
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.protocol.decisions import THREAD_CREATED, THREAD_DELETED
+from gatehouse.graph.protocol.identity import identity_problem, same_identity
+from gatehouse.graph.service.access import (
+    Access,
+    install_secret,
+    load_access,
+    same_secret,
+    secret_path,
+)
+from gatehouse.graph.service.config import load_settings
 
 auth = Auth()
 
@@ -77,7 +83,7 @@ def _approver(user: str) -> bool:
 
 
 def _storage() -> Any:
-    from graph.service.app import shared_storage
+    from gatehouse.graph.service.app import shared_storage
 
     return shared_storage(_SETTINGS.db)
 

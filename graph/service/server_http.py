@@ -11,10 +11,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
-from graph.service.config import load_settings
-from graph.service.server_auth import identity_for
-from graph.service.server_sync import thread_sync
+from gatehouse.graph.service.access import STUDIO_ORIGIN, Access, host_name, load_access, origin_of
+from gatehouse.graph.service.config import load_settings
+from gatehouse.graph.service.server_auth import identity_for
+from gatehouse.graph.service.server_sync import thread_sync
 
 PNA_REQUEST = "access-control-request-private-network"
 # LangGraph's routes that answer without its auth handler and say more than "up".

@@ -40,8 +40,8 @@ class ThreadSync:
     """Follows the Gatehouse thread index into the dev server's thread list."""
 
     def __init__(self, db: str) -> None:
-        from graph.service.app import server_saver, shared_storage
-        from graph.service.server import agent
+        from gatehouse.graph.service.app import server_saver, shared_storage
+        from gatehouse.graph.service.server import agent
 
         storage = shared_storage(db)
         self.index = storage.index
@@ -171,14 +171,14 @@ def _interrupts(state: Any) -> dict[str, list[dict[str, Any]]]:
 
 @functools.cache
 def _local_owner() -> str:
-    from graph.service.access import load_access
-    from graph.service.config import load_settings
+    from gatehouse.graph.service.access import load_access
+    from gatehouse.graph.service.config import load_settings
 
     return load_access(load_settings().access).local_identity()
 
 
 async def _follow() -> None:
-    from graph.service.config import load_settings
+    from gatehouse.graph.service.config import load_settings
 
     # Opening the database and building the agent block: not on the server's loop.
     sync = await asyncio.to_thread(lambda: ThreadSync(load_settings().db))

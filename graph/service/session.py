@@ -18,23 +18,23 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
-from graph.agent.authority import deciding
-from graph.agent.compiled import parts_of
-from graph.agent.history import text_of
-from graph.agent.model_call import CUT_OFF_KIND
-from graph.agent.policy import Policy
-from graph.agent.review import answering, args_problem, explain
-from graph.protocol import events as ev
-from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
-from graph.protocol.decisions import who_decided
-from graph.protocol.errors import (
+from gatehouse.graph.agent.authority import deciding
+from gatehouse.graph.agent.compiled import parts_of
+from gatehouse.graph.agent.history import text_of
+from gatehouse.graph.agent.model_call import CUT_OFF_KIND
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.agent.review import answering, args_problem, explain
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.answers import OutcomeAnswer, ReviewAnswer
+from gatehouse.graph.protocol.decisions import who_decided
+from gatehouse.graph.protocol.errors import (
     AwaitingDecision,
     DecisionError,
     NothingPending,
     StaleDecision,
     StorageError,
 )
-from graph.protocol.operations import (
+from gatehouse.graph.protocol.operations import (
     Cancel,
     Change,
     Compact,
@@ -54,18 +54,18 @@ from graph.protocol.operations import (
     SwitchBranch,
     Undo,
 )
-from graph.protocol.pauses import OutcomeUnknown
-from graph.protocol.tools import spec_of
-from graph.service.history_edits import ThreadHistory, new_thread_id
-from graph.service.leasing import ThreadLeases
-from graph.service.live_reads import LiveMessages
-from graph.service.reads import ThreadReads, thread_config
-from graph.service.run import Run, drive
-from graph.service.standing import StandingPermissions
-from graph.service.view import ThreadList, ThreadView
-from graph.store.leases import Lease
-from graph.store.storage import Storage
-from graph.store.threads import title_of
+from gatehouse.graph.protocol.pauses import OutcomeUnknown
+from gatehouse.graph.protocol.tools import spec_of
+from gatehouse.graph.service.history_edits import ThreadHistory, new_thread_id
+from gatehouse.graph.service.leasing import ThreadLeases
+from gatehouse.graph.service.live_reads import LiveMessages
+from gatehouse.graph.service.reads import ThreadReads, thread_config
+from gatehouse.graph.service.run import Run, drive
+from gatehouse.graph.service.standing import StandingPermissions
+from gatehouse.graph.service.view import ThreadList, ThreadView
+from gatehouse.graph.store.leases import Lease
+from gatehouse.graph.store.storage import Storage
+from gatehouse.graph.store.threads import title_of
 
 
 class Session:

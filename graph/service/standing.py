@@ -11,14 +11,14 @@ import time
 import uuid
 from typing import Any
 
-from graph.agent.authority import enter
-from graph.agent.compiled import parts_of
-from graph.agent.policy import Policy
-from graph.protocol.answers import Approve
-from graph.protocol.decisions import ALL_TOOLS, DecisionRecord, StandingGrant, grant_label
-from graph.protocol.threads import check_thread_id
-from graph.store.decisions import Decisions, switch_record
-from graph.store.storage import Storage
+from gatehouse.graph.agent.authority import enter
+from gatehouse.graph.agent.compiled import parts_of
+from gatehouse.graph.agent.policy import Policy
+from gatehouse.graph.protocol.answers import Approve
+from gatehouse.graph.protocol.decisions import ALL_TOOLS, DecisionRecord, StandingGrant, grant_label
+from gatehouse.graph.protocol.threads import check_thread_id
+from gatehouse.graph.store.decisions import Decisions, switch_record
+from gatehouse.graph.store.storage import Storage
 
 
 def standing_record(

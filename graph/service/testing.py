@@ -17,7 +17,7 @@ from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
-from graph.protocol.threads import content_text
+from gatehouse.graph.protocol.threads import content_text
 
 Reply = AIMessage | str | Callable[[list[BaseMessage]], AIMessage | str]
 

@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 from langchain_core.tools import BaseTool
 
-from graph.service.access import load_access, private_paths
-from graph.service.config import Settings
-from tools.files import make_file_tools
-from tools.http import make_http_tool
-from tools.sandbox import Limits, choose_sandbox, database_paths
-from tools.shell import make_shell_tool
-from tools.sql import make_sql_tool
-from tools.workspace import Workspace
+from gatehouse.graph.service.access import load_access, private_paths
+from gatehouse.graph.service.config import Settings
+from gatehouse.tools.files import make_file_tools
+from gatehouse.tools.http import make_http_tool
+from gatehouse.tools.sandbox import Limits, choose_sandbox, database_paths
+from gatehouse.tools.shell import make_shell_tool
+from gatehouse.tools.sql import make_sql_tool
+from gatehouse.tools.workspace import Workspace
 
 if TYPE_CHECKING:  # the MCP client is slow to import; only load it when servers are configured
-    from tools.mcp import MCPServers
+    from gatehouse.tools.mcp import MCPServers
 
 _lock = threading.Lock()
 _mcp: dict[str, tuple[MCPServers, list[BaseTool]]] = {}
@@ -73,7 +73,7 @@ def _mcp_tools(settings: Settings, reserved: set[str]) -> list[BaseTool]:
     key = json.dumps(
         {"servers": settings.mcp_servers, "reserved": sorted(reserved)}, sort_keys=True, default=str
     )
-    from tools.mcp import MCPServers
+    from gatehouse.tools.mcp import MCPServers
 
     with _lock:
         if key not in _mcp:

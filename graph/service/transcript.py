@@ -25,9 +25,9 @@ from langchain_core.messages import (
 )
 from pydantic import TypeAdapter, ValidationError
 
-from graph.agent.history import pairing_problem
-from graph.protocol.errors import ImportRefused
-from graph.protocol.threads import (
+from gatehouse.graph.agent.history import pairing_problem
+from gatehouse.graph.protocol.errors import ImportRefused
+from gatehouse.graph.protocol.threads import (
     CUT_OFF_KEY,
     DECISION_KEY,
     NOTICE_MARK,

@@ -10,14 +10,14 @@ from functools import cached_property
 
 from langchain_core.messages import BaseMessage
 
-from graph.agent.history import text_of
-from graph.agent.offload import offloaded
-from graph.protocol.decisions import DecisionRecord, StandingGrant
-from graph.protocol.pauses import Pause
-from graph.protocol.threads import Branches, MessageView, ThreadInfo, check_thread_id
-from graph.service.history_edits import ThreadHistory
-from graph.service.reads import ThreadReads, thread_config
-from graph.service.standing import StandingPermissions
+from gatehouse.graph.agent.history import text_of
+from gatehouse.graph.agent.offload import offloaded
+from gatehouse.graph.protocol.decisions import DecisionRecord, StandingGrant
+from gatehouse.graph.protocol.pauses import Pause
+from gatehouse.graph.protocol.threads import Branches, MessageView, ThreadInfo, check_thread_id
+from gatehouse.graph.service.history_edits import ThreadHistory
+from gatehouse.graph.service.reads import ThreadReads, thread_config
+from gatehouse.graph.service.standing import StandingPermissions
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,30 +9,33 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from graph.store.dialect import is_postgres_url
+from gatehouse.graph.store.dialect import is_postgres_url
 
 if TYPE_CHECKING:
-    from graph.store.sqlite import connect_sqlite
-    from graph.store.storage import Storage
+    from gatehouse.graph.store.sqlite import connect_sqlite
+    from gatehouse.graph.store.storage import Storage
 
 __all__ = ["Storage", "connect_sqlite", "is_postgres_url", "open_storage"]
 
-_LAZY = {"Storage": "graph.store.storage", "connect_sqlite": "graph.store.sqlite"}
+_LAZY = {
+    "Storage": "gatehouse.graph.store.storage",
+    "connect_sqlite": "gatehouse.graph.store.sqlite",
+}
 
 
 def __getattr__(name: str) -> Any:
     home = _LAZY.get(name)
     if home is None:
-        raise AttributeError(f"module 'graph.store' has no attribute {name!r}")
+        raise AttributeError(f"module 'gatehouse.graph.store' has no attribute {name!r}")
     return getattr(importlib.import_module(home), name)
 
 
 def open_storage(db: str) -> Storage:
     """Open a SQLite path or a postgresql:// URL."""
     if is_postgres_url(db):
-        from graph.store.postgres import open_postgres_storage
+        from gatehouse.graph.store.postgres import open_postgres_storage
 
         return open_postgres_storage(db)
-    from graph.store.sqlite import open_sqlite_storage
+    from gatehouse.graph.store.sqlite import open_sqlite_storage
 
     return open_sqlite_storage(db)

@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from graph.protocol.decisions import canonical_args, same_call
-from graph.store.database import Cursor
+from gatehouse.graph.protocol.decisions import canonical_args, same_call
+from gatehouse.graph.store.database import Cursor
 
 __all__ = ["KEY_COLUMN", "call_key", "canonical_args", "dumps", "rebind", "same_call"]
 

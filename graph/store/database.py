@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from graph.store.dialect import POSTGRES, SQLITE, Dialect
+from gatehouse.graph.store.dialect import POSTGRES, SQLITE, Dialect
 
 Row = tuple[Any, ...]
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph.store.database import Cursor
+from gatehouse.graph.store.database import Cursor
 
 GENESIS = "0" * 64
 CHAIN_SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decision_chain (

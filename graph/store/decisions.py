@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from graph.protocol.decisions import (
+from gatehouse.graph.protocol.decisions import (
     ALL_TOOLS,
     GRANT,
     GRANT_QUESTION,
@@ -28,9 +28,9 @@ from graph.protocol.decisions import (
     DecisionRecord,
     StandingGrant,
 )
-from graph.store.binding import KEY_COLUMN, call_key, dumps, rebind
-from graph.store.database import Cursor, Table
-from graph.store.decision_chain import (
+from gatehouse.graph.store.binding import KEY_COLUMN, call_key, dumps, rebind
+from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.decision_chain import (
     CHAIN_SCHEMA,
     VOUCHED_SELECT,
     ChainCheck,
@@ -40,7 +40,7 @@ from graph.store.decision_chain import (
     seal_existing,
     vouched,
 )
-from graph.store.dialect import upsert
+from gatehouse.graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_decisions (
     thread_id TEXT NOT NULL,

@@ -29,10 +29,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.errors import is_invalid_resume
 
-from graph.protocol.state_keys import MESSAGES
-from graph.protocol.threads import check_thread_id
-from graph.store.dialect import Dialect
-from graph.store.head import (
+from gatehouse.graph.protocol.state_keys import MESSAGES
+from gatehouse.graph.protocol.threads import check_thread_id
+from gatehouse.graph.store.dialect import Dialect
+from gatehouse.graph.store.head import (
     DELETE_HEAD,
     MOVE_HEAD,
     MOVE_HEAD_KNOWN,
@@ -42,7 +42,7 @@ from graph.store.head import (
     write_rows,
     written_count,
 )
-from graph.store.langgraph_private import (
+from gatehouse.graph.store.langgraph_private import (
     ERROR,
     INTERRUPT,
     NULL_TASK_ID,
@@ -50,7 +50,7 @@ from graph.store.langgraph_private import (
     DeltaSnapshot,
     get_overwrite,
 )
-from graph.store.threads import (
+from gatehouse.graph.store.threads import (
     CHECKPOINT_ROW,
     DEFAULT_TITLE,
     ON_ERROR,

@@ -30,9 +30,9 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from graph.store.dialect import Dialect, upsert
-from graph.store.plain import BLOCK, SERIALIZED, block_items
-from graph.store.plain import HEAD_KEY as _KEY
+from gatehouse.graph.store.dialect import Dialect, upsert
+from gatehouse.graph.store.plain import BLOCK, SERIALIZED, block_items
+from gatehouse.graph.store.plain import HEAD_KEY as _KEY
 
 HEAD_TABLES = (
     """CREATE TABLE IF NOT EXISTS gatehouse_heads (

@@ -16,10 +16,10 @@ from typing import Any, Literal
 
 from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, messages_from_dict
 
-from graph.protocol.errors import CallAlreadyStarted
-from graph.store.binding import KEY_COLUMN, call_key, dumps, rebind, same_call
-from graph.store.database import Cursor, Table
-from graph.store.dialect import upsert
+from gatehouse.graph.protocol.errors import CallAlreadyStarted
+from gatehouse.graph.store.binding import KEY_COLUMN, call_key, dumps, rebind, same_call
+from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
     thread_id TEXT NOT NULL,

@@ -14,9 +14,9 @@ import time
 import uuid
 import weakref
 
-from graph.protocol.errors import RunInProgress
-from graph.store.database import Cursor, Database, Table
-from graph.store.dialect import upsert
+from gatehouse.graph.protocol.errors import RunInProgress
+from gatehouse.graph.store.database import Cursor, Database, Table
+from gatehouse.graph.store.dialect import upsert
 
 DEFAULT_TTL_S = 9.0
 TTL_ENV = "GATEHOUSE_LEASE_TTL"

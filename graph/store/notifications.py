@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from graph.store.database import Cursor, Database, PostgresDatabase, Row, Table
-from graph.store.dialect import is_postgres_url, upsert
-from graph.store.sqlite import sqlite_database
+from gatehouse.graph.store.database import Cursor, Database, PostgresDatabase, Row, Table
+from gatehouse.graph.store.dialect import is_postgres_url, upsert
+from gatehouse.graph.store.sqlite import sqlite_database
 
 TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_notifications (
     thread_id TEXT NOT NULL,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 
-from graph.store.database import Cursor, Table
-from graph.store.dialect import upsert
+from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
     thread_id TEXT NOT NULL,

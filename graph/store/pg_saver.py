@@ -26,7 +26,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
-from graph.store.delta_reads import (
+from gatehouse.graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
@@ -37,9 +37,9 @@ from graph.store.delta_reads import (
     checkpoint_row_sql,
     saved_config,
 )
-from graph.store.dialect import POSTGRES
-from graph.store.head import HeadUnreadable, decode
-from graph.store.langgraph_private import (
+from gatehouse.graph.store.dialect import POSTGRES
+from gatehouse.graph.store.head import HeadUnreadable, decode
+from gatehouse.graph.store.langgraph_private import (
     DeltaSnapshot,
     pg_connection,
     pg_dump_blobs,

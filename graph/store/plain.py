@@ -11,7 +11,7 @@ from typing import Any
 
 import ormsgpack
 
-from graph.store.langgraph_private import (
+from gatehouse.graph.store.langgraph_private import (
     EXT_CONSTRUCTOR_KW_ARGS,
     EXT_CONSTRUCTOR_POS_ARGS,
     EXT_CONSTRUCTOR_SINGLE_ARG,

@@ -15,20 +15,20 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from graph.protocol.errors import StorageError
-from graph.store.binding import KEY_COLUMN
-from graph.store.database import PostgresDatabase
-from graph.store.decisions import Decisions
-from graph.store.dialect import POSTGRES
-from graph.store.head import HEAD_TABLES
-from graph.store.journal import Journal
-from graph.store.leases import Leases
-from graph.store.outputs import ToolOutputs
-from graph.store.pg_saver import GatehousePostgresSaver
-from graph.store.queued import QueuedMessages
-from graph.store.reader import TREE_INDEX, ThreadReader, redact
-from graph.store.storage import Storage
-from graph.store.threads import ThreadIndex
+from gatehouse.graph.protocol.errors import StorageError
+from gatehouse.graph.store.binding import KEY_COLUMN
+from gatehouse.graph.store.database import PostgresDatabase
+from gatehouse.graph.store.decisions import Decisions
+from gatehouse.graph.store.dialect import POSTGRES
+from gatehouse.graph.store.head import HEAD_TABLES
+from gatehouse.graph.store.journal import Journal
+from gatehouse.graph.store.leases import Leases
+from gatehouse.graph.store.outputs import ToolOutputs
+from gatehouse.graph.store.pg_saver import GatehousePostgresSaver
+from gatehouse.graph.store.queued import QueuedMessages
+from gatehouse.graph.store.reader import TREE_INDEX, ThreadReader, redact
+from gatehouse.graph.store.storage import Storage
+from gatehouse.graph.store.threads import ThreadIndex
 
 POOL_MAX_ENV = "GATEHOUSE_PG_POOL_MAX"
 SETUP_LOCK_KEY = 0x6761_7465  # "gate": one advisory lock for schema set-up

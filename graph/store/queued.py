@@ -9,7 +9,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from graph.store.database import Cursor, Table
+from gatehouse.graph.store.database import Cursor, Table
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_queued (
     thread_id TEXT NOT NULL,

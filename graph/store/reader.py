@@ -15,17 +15,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from graph.protocol.decisions import DecisionRecord
-from graph.protocol.errors import StorageError
-from graph.protocol.pauses import Approval, MalformedPause, OutcomeUnknown, Pause, pause_from
-from graph.protocol.state_keys import MESSAGES, USAGE
-from graph.protocol.threads import ThreadInfo, view_of_fields
-from graph.store import decisions
-from graph.store.database import Database, PostgresDatabase, SqliteDatabase
-from graph.store.dialect import is_postgres_url
-from graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
-from graph.store.leases import Leases
-from graph.store.plain import (
+from gatehouse.graph.protocol.decisions import DecisionRecord
+from gatehouse.graph.protocol.errors import StorageError
+from gatehouse.graph.protocol.pauses import (
+    Approval,
+    MalformedPause,
+    OutcomeUnknown,
+    Pause,
+    pause_from,
+)
+from gatehouse.graph.protocol.state_keys import MESSAGES, USAGE
+from gatehouse.graph.protocol.threads import ThreadInfo, view_of_fields
+from gatehouse.graph.store import decisions
+from gatehouse.graph.store.database import Database, PostgresDatabase, SqliteDatabase
+from gatehouse.graph.store.dialect import is_postgres_url
+from gatehouse.graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
+from gatehouse.graph.store.leases import Leases
+from gatehouse.graph.store.plain import (
     READ_BLOCKS,
     READ_HEAD,
     UnreadableValue,
@@ -34,10 +40,10 @@ from graph.store.plain import (
     loads,
     task_order,
 )
-from graph.store.threads import PENDING_WHERE, ThreadIndex
+from gatehouse.graph.store.threads import PENDING_WHERE, ThreadIndex
 
 if TYPE_CHECKING:
-    from graph.protocol.messages import MessageView
+    from gatehouse.graph.protocol.messages import MessageView
 
 # `checkpoint_edges` answers from this index alone: a scan of the rows (whole
 # checkpoints) read every page of the thread (135 ms cold at 2,000 turns).

@@ -32,7 +32,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graph.store.delta_reads import (
+from gatehouse.graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
@@ -43,12 +43,12 @@ from graph.store.delta_reads import (
     saved_config,
     unwrap,
 )
-from graph.store.dialect import SQLITE
-from graph.store.head import HEAD_TABLES, HeadUnreadable, decode
-from graph.store.langgraph_private import sqlite_has_task_path
-from graph.store.plain import READ_BLOCKS, READ_HEAD
-from graph.store.reader import TREE_INDEX
-from graph.store.threads import THREADS_INDEX, THREADS_TABLE
+from gatehouse.graph.store.dialect import SQLITE
+from gatehouse.graph.store.head import HEAD_TABLES, HeadUnreadable, decode
+from gatehouse.graph.store.langgraph_private import sqlite_has_task_path
+from gatehouse.graph.store.plain import READ_BLOCKS, READ_HEAD
+from gatehouse.graph.store.reader import TREE_INDEX
+from gatehouse.graph.store.threads import THREADS_INDEX, THREADS_TABLE
 
 # The checkpoints walked up from a target, target first: (id, parent id, own value).
 Chain = list[tuple[str, str | None, Any]]

@@ -9,11 +9,11 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graph.protocol.errors import StorageError
-from graph.store.database import SqliteDatabase, Table
+from gatehouse.graph.protocol.errors import StorageError
+from gatehouse.graph.store.database import SqliteDatabase, Table
 
 if TYPE_CHECKING:
-    from graph.store.storage import Storage
+    from gatehouse.graph.store.storage import Storage
 
 BUSY_TIMEOUT_MS = 30_000
 # The queued messages' connection: a file another process holds locked says so within
@@ -103,15 +103,15 @@ def quick_check(conn: sqlite3.Connection, file: Path) -> None:
 
 
 def open_sqlite_storage(db: str) -> Storage:
-    from graph.store.decisions import Decisions
-    from graph.store.journal import Journal
-    from graph.store.leases import Leases
-    from graph.store.outputs import ToolOutputs
-    from graph.store.queued import QueuedMessages
-    from graph.store.reader import ThreadReader, read_sqlite
-    from graph.store.saver import GatehouseSqliteSaver
-    from graph.store.storage import Storage
-    from graph.store.threads import ThreadIndex
+    from gatehouse.graph.store.decisions import Decisions
+    from gatehouse.graph.store.journal import Journal
+    from gatehouse.graph.store.leases import Leases
+    from gatehouse.graph.store.outputs import ToolOutputs
+    from gatehouse.graph.store.queued import QueuedMessages
+    from gatehouse.graph.store.reader import ThreadReader, read_sqlite
+    from gatehouse.graph.store.saver import GatehouseSqliteSaver
+    from gatehouse.graph.store.storage import Storage
+    from gatehouse.graph.store.threads import ThreadIndex
 
     location = str(Path(db).expanduser())
     conn = connect_sqlite(db)

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from graph.store.decisions import Decisions
-from graph.store.journal import Journal
-from graph.store.leases import Leases
-from graph.store.outputs import ToolOutputs
-from graph.store.queued import QueuedMessages
-from graph.store.reader import ThreadReader
-from graph.store.threads import ThreadIndex
+from gatehouse.graph.store.decisions import Decisions
+from gatehouse.graph.store.journal import Journal
+from gatehouse.graph.store.leases import Leases
+from gatehouse.graph.store.outputs import ToolOutputs
+from gatehouse.graph.store.queued import QueuedMessages
+from gatehouse.graph.store.reader import ThreadReader
+from gatehouse.graph.store.threads import ThreadIndex
 
 
 @dataclass

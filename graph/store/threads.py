@@ -11,10 +11,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from graph.protocol.state_keys import ended_as
-from graph.protocol.threads import SUMMARY_MARK, ThreadInfo, content_text
-from graph.store.database import Cursor, Table
-from graph.store.langgraph_private import BRANCH_TO, START, TASKS
+from gatehouse.graph.protocol.state_keys import ended_as
+from gatehouse.graph.protocol.threads import SUMMARY_MARK, ThreadInfo, content_text
+from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.langgraph_private import BRANCH_TO, START, TASKS
 
 THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
     thread_id TEXT PRIMARY KEY,

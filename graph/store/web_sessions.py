@@ -10,8 +10,8 @@ import hashlib
 import secrets
 import time
 
-from graph.store.database import Cursor
-from graph.store.notifications import OwnTable
+from gatehouse.graph.store.database import Cursor
+from gatehouse.graph.store.notifications import OwnTable
 
 IDLE_S = 12 * 3600  # a browser left alone for half a day signs in again
 MAX_AGE_S = 7 * 24 * 3600  # and every browser once a week

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from ui.web.live_run import READY
+from gatehouse.ui.web.live_run import READY
 
 APP = str(Path(__file__).resolve().parents[2] / "ui" / "web" / "app.py")
 

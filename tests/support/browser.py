@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from bench.web.server import free_port, install_secret_of, running, sign_in
+from gatehouse.ui.web.serve import streamlit_command
 from tests.support.browser_journal import clicks_and_frames, watch
 from tests.support.markers import require_marker
-from ui.web.serve import streamlit_command
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "ui" / "web" / "app.py"

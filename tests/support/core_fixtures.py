@@ -9,9 +9,9 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from graph import ScriptedModel, Session, build_graph
-from graph.store import open_storage
-from tools.base import gatehouse_tool
+from gatehouse.graph import ScriptedModel, Session, build_graph
+from gatehouse.graph.store import open_storage
+from gatehouse.tools.base import gatehouse_tool
 
 
 class Ledger:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from langchain_core.tools import BaseTool
 
-from tools.base import gatehouse_tool
+from gatehouse.tools.base import gatehouse_tool
 
 
 def make_counting_tools(

@@ -25,9 +25,17 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph import DecisionError, RunInProgress, ScriptedModel, Session, ai, build_graph, tool_call
-from graph.protocol import events as ev
-from graph.store import open_storage
+from gatehouse.graph import (
+    DecisionError,
+    RunInProgress,
+    ScriptedModel,
+    Session,
+    ai,
+    build_graph,
+    tool_call,
+)
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools
 
 

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from graph import ai, tool_call
+from gatehouse.graph import ai, tool_call
 from tests.support.core_fixtures import make_session
 
 SCRIPT = [

@@ -21,10 +21,10 @@ from typing import Any
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from graph import DecisionError, Session, open_session
-from graph.service.app import build_agent
-from graph.service.config import Settings
-from graph.store import open_storage
+from gatehouse.graph import DecisionError, Session, open_session
+from gatehouse.graph.service.app import build_agent
+from gatehouse.graph.service.config import Settings
+from gatehouse.graph.store import open_storage
 
 GRAPH = "gatehouse"
 

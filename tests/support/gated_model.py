@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from graph.service.demo_model import DemoModel
+from gatehouse.graph.service.demo_model import DemoModel
 
 GATE_TIMEOUT_S = 120.0
 

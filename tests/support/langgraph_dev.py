@@ -114,7 +114,7 @@ def write_config(home: Path) -> Path:
 def secret_for(db: Path | str, home: Path) -> str:
     """The install secret of a server on `db`, made now (0600) so the test knows it: next
     to a SQLite file; for Postgres, the file GATEHOUSE_SECRET_FILE names in `home`."""
-    from graph.service.access import install_secret
+    from gatehouse.graph.service.access import install_secret
 
     return install_secret(
         Path(db).parent / "gatehouse.secret" if "://" not in str(db) else home / "gatehouse.secret"

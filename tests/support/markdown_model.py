@@ -9,7 +9,7 @@ import os
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from graph.service.demo_model import DemoModel, text_of
+from gatehouse.graph.service.demo_model import DemoModel, text_of
 
 TRIGGER = "markdown please"
 

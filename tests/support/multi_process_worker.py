@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from graph import ai, tool_call
+from gatehouse.graph import ai, tool_call
 from tests.support.core_fixtures import make_session
 
 

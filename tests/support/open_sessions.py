@@ -26,7 +26,7 @@ _tracking = False
 def _install() -> bool:
     """Wrap Session's __init__ and close once its module is imported (no session can
     exist before); False while it is not."""
-    module = sys.modules.get("graph.service.session")
+    module = sys.modules.get("gatehouse.graph.service.session")
     if module is None:
         return False
     cls = module.Session

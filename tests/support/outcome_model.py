@@ -8,7 +8,7 @@ default tool that is not idempotent, so it is journaled), appending one line to
 
 from __future__ import annotations
 
-from graph import ScriptedModel, ai, tool_call
+from gatehouse.graph import ScriptedModel, ai, tool_call
 
 COMMAND = "echo hit >> hits.txt"
 

@@ -15,7 +15,7 @@ import sys
 
 from langgraph.types import Command
 
-from graph import CallAlreadyStarted, StaleDecision
+from gatehouse.graph import CallAlreadyStarted, StaleDecision
 from tests.test_gate_every_path import raw_graph
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool
 
-from tools.sandbox import Sandbox, choose_sandbox, detect_bubblewrap, home_folders
-from tools.shell import make_shell_tool
-from tools.workspace import Workspace
+from gatehouse.tools.sandbox import Sandbox, choose_sandbox, detect_bubblewrap, home_folders
+from gatehouse.tools.shell import make_shell_tool
+from gatehouse.tools.workspace import Workspace
 
 MODES = ("sandbox", "fallback")
 REPO = Path(__file__).resolve().parents[2]

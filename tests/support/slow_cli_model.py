@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph import ScriptedModel
+from gatehouse.graph import ScriptedModel
 
 CHUNK_DELAY_S = 0.1
 SLOW_REPLY = "Thinking slowly about that. " + "Still going… " * 60

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph.service.demo_model import DemoModel
+from gatehouse.graph.service.demo_model import DemoModel
 
 
 class SlowDemoModel(DemoModel):

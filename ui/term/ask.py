@@ -18,13 +18,13 @@ from rich.cells import chop_cells
 from rich.console import Console
 from rich.text import Text
 
-from graph import Approval, OutcomeUnknown
-from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
-from graph.protocol.confirm import confirmation
-from graph.protocol.display import visible, visible_json, whole
-from graph.protocol.grant_scope import narrow_grant, whole_tool
-from graph.protocol.operations import approve, edit, outcome, reject, respond, review
-from ui.term import render
+from gatehouse.graph import Approval, OutcomeUnknown
+from gatehouse.graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+from gatehouse.graph.protocol.confirm import confirmation
+from gatehouse.graph.protocol.display import visible, visible_json, whole
+from gatehouse.graph.protocol.grant_scope import narrow_grant, whole_tool
+from gatehouse.graph.protocol.operations import approve, edit, outcome, reject, respond, review
+from gatehouse.ui.term import render
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -99,7 +99,7 @@ CHOICES = {
     "W": ("approve", "always tool", "approve, and always allow the whole tool in this thread"),
     "v": ("view", "view all", "view all of the call, page by page"),
 }
-# What a decision needs in full view first (graph.protocol.display's card rule).
+# What a decision needs in full view first (gatehouse.graph.protocol.display's card rule).
 NEEDS_VIEW = frozenset("aAwW")
 
 
@@ -174,7 +174,7 @@ def see_hidden(console: Console, asker: Asker, pending: Approval) -> bool:
 
 
 def _confirmed(console: Console, asker: Asker, name: str, args: dict[str, Any], risk: Any) -> bool:
-    """True when the call may run: one graph.protocol.confirm names is shown whole and
+    """True when the call may run: one gatehouse.graph.protocol.confirm names is shown whole and
     needs a yes."""
     if (why := confirmation(name, args, risk)) is None:
         return True

@@ -9,13 +9,13 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from graph import DecisionError, OutcomeUnknown, Run, RunInProgress, Session
-from graph.protocol import events as ev
-from graph.protocol import operations as ops
-from graph.protocol.answers import OutcomeAnswer, ReviewAnswer
-from graph.protocol.threads import turn_starts
-from ui.term import ask
-from ui.term import render as term
+from gatehouse.graph import DecisionError, OutcomeUnknown, Run, RunInProgress, Session
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol import operations as ops
+from gatehouse.graph.protocol.answers import OutcomeAnswer, ReviewAnswer
+from gatehouse.graph.protocol.threads import turn_starts
+from gatehouse.ui.term import ask
+from gatehouse.ui.term import render as term
 
 # Turns printed when a thread is resumed (`gatehouse chat --thread ID`); --all prints every one.
 RESUME_TURNS = 5

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graph.protocol.display import visible
+from gatehouse.graph.protocol.display import visible
 
 DIM, RESET = "\x1b[2m", "\x1b[0m"
 

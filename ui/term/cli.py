@@ -8,10 +8,10 @@ from typing import Any
 
 import typer
 
-from ui.term import cli_interactive, cli_runs, cli_threads, readonly
-from ui.term.cli_base import _check_id, _remember_json, app
-from ui.term.cli_runs import drive
-from ui.term.fast import parse_decision, parse_read_only
+from gatehouse.ui.term import cli_interactive, cli_runs, cli_threads, readonly
+from gatehouse.ui.term.cli_base import _check_id, _remember_json, app
+from gatehouse.ui.term.cli_runs import drive
+from gatehouse.ui.term.fast import parse_decision, parse_read_only
 
 __all__ = ["app", "drive", "main", "cli_runs", "cli_interactive", "cli_threads"]
 

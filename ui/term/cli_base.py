@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-import graph
-from graph.protocol.display import visible, visible_json
-from graph.protocol.threads import printable, thread_id_problem, turn_starts
-from ui.term import readonly
-from ui.term.readonly import (
+from gatehouse import graph
+from gatehouse.graph.protocol.display import visible, visible_json
+from gatehouse.graph.protocol.threads import printable, thread_id_problem, turn_starts
+from gatehouse.ui.term import readonly
+from gatehouse.ui.term.readonly import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -33,21 +33,21 @@ from ui.term.readonly import (
 if TYPE_CHECKING:
     from rich.text import Text
 
-    import ui.term.ask as ask
-    import ui.term.decisions as td
-    import ui.term.render as term
-    from graph import Session, ThreadReader, ThreadView
-    from graph.protocol import events as ev
-    from graph.protocol import operations as ops
+    import gatehouse.ui.term.ask as ask
+    import gatehouse.ui.term.decisions as td
+    import gatehouse.ui.term.render as term
+    from gatehouse.graph import Session, ThreadReader, ThreadView
+    from gatehouse.graph.protocol import events as ev
+    from gatehouse.graph.protocol import operations as ops
 
 __all__ = ["EXIT_OK", "cli_settings", "err", "exit_code", "out", "printable", "visible"]
 
 if not TYPE_CHECKING:
-    term = Deferred(lambda: import_module("ui.term.render"))
-    ask = Deferred(lambda: import_module("ui.term.ask"))
-    td = Deferred(lambda: import_module("ui.term.decisions"))
-    ops = Deferred(lambda: import_module("graph.protocol.operations"))
-    ev = Deferred(lambda: import_module("graph.protocol.events"))
+    term = Deferred(lambda: import_module("gatehouse.ui.term.render"))
+    ask = Deferred(lambda: import_module("gatehouse.ui.term.ask"))
+    td = Deferred(lambda: import_module("gatehouse.ui.term.decisions"))
+    ops = Deferred(lambda: import_module("gatehouse.graph.protocol.operations"))
+    ev = Deferred(lambda: import_module("gatehouse.graph.protocol.events"))
     Text = Deferred(lambda: import_module("rich.text").Text)
 
 EXIT_AWAITING, EXIT_CANCELLED = 3, 130

@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 
 import typer
 
-import graph
-from ui.term.child import run_child, show_command
-from ui.term.cli_base import (
+from gatehouse import graph
+from gatehouse.ui.term.child import run_child, show_command
+from gatehouse.ui.term.cli_base import (
     APP_PATH,
     EXIT_FAILED,
     EXIT_USAGE,
@@ -72,7 +72,7 @@ def ui(
     (and opens it); the sign-in page also takes the install secret."""
     if not APP_PATH.is_file():
         raise fail(f"the web UI is not available: {APP_PATH} does not exist", EXIT_FAILED)
-    from ui.web.serve import web_ui_command
+    from gatehouse.ui.web.serve import web_ui_command
 
     try:
         cmd = web_ui_command(port, browser, APP_PATH)
@@ -124,7 +124,7 @@ def studio(
             "then run `gatehouse studio` again.",
             EXIT_FAILED,
         )
-    from ui.term.studio import DEFAULT_PORT, run_studio, valid_server_thread_id
+    from gatehouse.ui.term.studio import DEFAULT_PORT, run_studio, valid_server_thread_id
 
     threads = list(thread or [])
     if threads:
@@ -149,7 +149,7 @@ def studio(
     if threads or not browser:
         cmd.append("--no-browser")  # else langgraph dev opens Studio itself
     if not threads:
-        from ui.term.studio import how_to_connect, key_file
+        from gatehouse.ui.term.studio import how_to_connect, key_file
 
         # Printed before the server starts (it takes the process): it opens Studio itself.
         graph.install_secret(key_file(settings.db))
@@ -194,8 +194,8 @@ def chat(
     on) runs calls that would ask without asking, shown by a banner and the prompt
     while on.
     """
-    from ui.term.chat import Chat
-    from ui.term.cli_runs import drive  # here: `--help` lists these commands first
+    from gatehouse.ui.term.chat import Chat
+    from gatehouse.ui.term.cli_runs import drive  # here: `--help` lists these commands first
 
     with open_cli_session(db) as session:
         prepare(session, thread, auto_approve)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-import graph
-from graph.protocol.grant_scope import narrow_grant
-from ui.term.cli_base import (
+from gatehouse import graph
+from gatehouse.graph.protocol.grant_scope import narrow_grant
+from gatehouse.ui.term.cli_base import (
     EXIT_AWAITING,
     EXIT_CANCELLED,
     EXIT_FAILED,
@@ -47,9 +47,9 @@ from ui.term.cli_base import (
 )
 
 if TYPE_CHECKING:
-    from graph import Approval, OutcomeUnknown, Pause, Run, Session, ThreadReader
-    from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
-    from ui.term.ask import Check
+    from gatehouse.graph import Approval, OutcomeUnknown, Pause, Run, Session, ThreadReader
+    from gatehouse.graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+    from gatehouse.ui.term.ask import Check
 
 
 P = TypeVar("P", "Approval", "OutcomeUnknown")
@@ -69,7 +69,7 @@ def require_pending(
     view = require_thread(session, thread_id)
     if (pending := view.pending) is None:
         status = view.info.status if view.info else "idle"
-        from graph.protocol.decisions import who_decided
+        from gatehouse.graph.protocol.decisions import who_decided
 
         done = who_decided(view.audit(50))  # who beat us to it
         by = f"; already decided: {done}" if done else ""

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
-import graph
-from ui.term import readonly
-from ui.term.cli_base import (
+from gatehouse import graph
+from gatehouse.ui.term import readonly
+from gatehouse.ui.term.cli_base import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -40,7 +40,7 @@ from ui.term.cli_base import (
     turn_starts,
     visible,
 )
-from ui.term.cli_runs import finish_run
+from gatehouse.ui.term.cli_runs import finish_run
 
 
 @app.command()

@@ -12,7 +12,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from graph.protocol.display import visible
+from gatehouse.graph.protocol.display import visible
 
 PIPE_WIDTH = 160
 STATUS_STYLE = {

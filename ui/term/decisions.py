@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from graph import Approval, OutcomeUnknown, Pause
-from graph.protocol.answers import Decision, Edit, OutcomeAnswer, Reject, Respond, ReviewAnswer
-from graph.protocol.operations import review
-from graph.protocol.wording import WILL_DO
+from gatehouse.graph import Approval, OutcomeUnknown, Pause
+from gatehouse.graph.protocol.answers import (
+    Decision,
+    Edit,
+    OutcomeAnswer,
+    Reject,
+    Respond,
+    ReviewAnswer,
+)
+from gatehouse.graph.protocol.operations import review
+from gatehouse.graph.protocol.wording import WILL_DO
 
 
 class DecisionUsage(ValueError):

@@ -11,19 +11,19 @@ import sys
 import threading
 from typing import NoReturn
 
-from ui.term.bytecode import warm
-from ui.term.fast import parse_read_only, parse_web_ui
+from gatehouse.ui.term.bytecode import warm
+from gatehouse.ui.term.fast import parse_read_only, parse_web_ui
 
 
 def main() -> None:
     warm()  # where PYTHONDONTWRITEBYTECODE is set: bytecode compiled once (ui/term/bytecode.py)
     try:
         if (read_only := parse_read_only(sys.argv[1:])) is not None:
-            from ui.term.readonly import main as run_read_only
+            from gatehouse.ui.term.readonly import main as run_read_only
 
             run_read_only(*read_only)
         elif (web_ui := parse_web_ui(sys.argv[1:])) is None or not start_web_ui(**web_ui):
-            from ui.term.cli import main as run_cli
+            from gatehouse.ui.term.cli import main as run_cli
 
             run_cli()
     except SystemExit as done:
@@ -34,7 +34,7 @@ def main() -> None:
 def start_web_ui(port: int | None, browser: bool) -> bool:
     """Become the web UI's server (no return); False, nothing done, when it cannot start:
     the typer command says why."""
-    from ui.web.serve import APP_PATH, web_ui_command
+    from gatehouse.ui.web.serve import APP_PATH, web_ui_command
 
     if not APP_PATH.is_file():
         return False
@@ -42,7 +42,7 @@ def start_web_ui(port: int | None, browser: bool) -> bool:
         cmd = web_ui_command(port, browser)
     except Exception:  # noqa: BLE001 - a wrong setting: the typer command reports it
         return False
-    from ui.term.child import run_child
+    from gatehouse.ui.term.child import run_child
 
     raise SystemExit(run_child(cmd))
 

@@ -14,15 +14,15 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import graph
-from graph.protocol.display import visible, visible_json
-from graph.protocol.pauses import MalformedPause
-from graph.protocol.threads import printable, thread_id_problem
+from gatehouse import graph
+from gatehouse.graph.protocol.display import visible, visible_json
+from gatehouse.graph.protocol.pauses import MalformedPause
+from gatehouse.graph.protocol.threads import printable, thread_id_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from graph import Session, Settings, ThreadReader, WebSessions
+    from gatehouse.graph import Session, Settings, ThreadReader, WebSessions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 Opened = TypeVar("Opened", "Session", "ThreadReader", "WebSessions")
@@ -45,9 +45,12 @@ class Deferred:
         return self._target(*args, **kwargs)
 
 
-out: Console = cast("Console", Deferred(lambda: import_module("ui.term.console").make_console()))
+out: Console = cast(
+    "Console", Deferred(lambda: import_module("gatehouse.ui.term.console").make_console())
+)
 err: Console = cast(
-    "Console", Deferred(lambda: import_module("ui.term.console").make_console(stderr=True))
+    "Console",
+    Deferred(lambda: import_module("gatehouse.ui.term.console").make_console(stderr=True)),
 )
 
 
@@ -117,7 +120,7 @@ def threads(db: str | None = None, as_json: bool = False, limit: int = 50) -> No
         return
     from rich.text import Text
 
-    from ui.term.console import threads_table
+    from gatehouse.ui.term.console import threads_table
 
     # Which database this is: from another directory it is another file (issue 33).
     out.print(Text(f"Database: {visible(where)}", "dim"))
@@ -150,7 +153,7 @@ def show(thread_id: str, db: str | None = None, as_json: bool = False) -> None:
             messages, usage = (view := session.view(thread_id)).transcript, view.usage
     from rich.text import Text
 
-    import ui.term.render as term
+    import gatehouse.ui.term.render as term
 
     if as_json:
         data = {
@@ -188,7 +191,7 @@ def pending(db: str | None = None, as_json: bool = False) -> None:
         waiting = reader.awaiting()
         pauses = reader.pending_many([i.thread_id for i in waiting])
         items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
-    import ui.term.render as term
+    import gatehouse.ui.term.render as term
 
     if as_json:
         rows = [

@@ -13,18 +13,18 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
-from graph.protocol.display import Shown, shown, visible, visible_json
-from graph.protocol.messages import call_outcome, exit_note
-from graph.protocol.threads import turn_starts
-from graph.protocol.wording import RUN_ENDED, decided
-from ui.term.console import STATUS_STYLE, when
+from gatehouse.graph import Approval, DecisionRecord, MessageView, OutcomeUnknown, Pause
+from gatehouse.graph.protocol.display import Shown, shown, visible, visible_json
+from gatehouse.graph.protocol.messages import call_outcome, exit_note
+from gatehouse.graph.protocol.threads import turn_starts
+from gatehouse.graph.protocol.wording import RUN_ENDED, decided
+from gatehouse.ui.term.console import STATUS_STYLE, when
 
 PRINT_BATCH = 256  # lines of a transcript per `console.print`
 E = TypeVar("E")
 
 if TYPE_CHECKING:
-    from graph.protocol import events as ev
+    from gatehouse.graph.protocol import events as ev
 
 OUTPUT_PREVIEW_LINES = 8
 THINKING = "dim italic"
@@ -48,7 +48,7 @@ def clip(text: str, lines: int = OUTPUT_PREVIEW_LINES) -> str:
 
 
 def aside(event: ev.Compacted | ev.Notice | ev.ReplyRejected | ev.ModelRetried) -> str:
-    from graph.protocol import events as ev
+    from gatehouse.graph.protocol import events as ev
 
     match event:
         case ev.Compacted():
@@ -119,7 +119,7 @@ class EventRenderer:
 
     def handle(self, event: ev.Event) -> None:
         # Imported here: the read-only commands draw no events (and skip building them).
-        from graph.protocol import events as ev
+        from gatehouse.graph.protocol import events as ev
 
         match event:
             case ev.TextDelta():
@@ -234,7 +234,7 @@ def run_json(
     auto_approve: str | None,
 ) -> dict[str, Any]:
     """What `--json` prints for a run a command drove."""
-    from graph.protocol import events as ev
+    from gatehouse.graph.protocol import events as ev
 
     def of(kind: type[E]) -> list[E]:
         return [e for e in events if isinstance(e, kind)]
@@ -461,7 +461,7 @@ _card = partial(Panel, title_align="left", subtitle_align="right")
 
 
 # A terminal card shows at most this much of a call's arguments and of its preview
-# (the one card rule, graph.protocol.display.shown); `v` pages through all of it.
+# (the one card rule, gatehouse.graph.protocol.display.shown); `v` pages through all of it.
 CARD_LINES = 20
 CARD_CHARS = 2_000
 

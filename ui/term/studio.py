@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
-from graph import install_secret, load_access, load_settings, secret_path
+from gatehouse.graph import install_secret, load_access, load_settings, secret_path
 
 GRAPH = "gatehouse"
 STUDIO = "https://smith.langchain.com/studio"

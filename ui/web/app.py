@@ -13,16 +13,16 @@ if (_ROOT / "gatehouse").is_dir() and str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from ui.web.loading import loading_state, page_loaded  # noqa: E402
+from gatehouse.ui.web.loading import loading_state, page_loaded  # noqa: E402
 
 # No page icon (ui/web/loading.py serves it).
 st.set_page_config(page_title="Gatehouse", layout="wide")
 LOADING = loading_state()
 
-from ui.web.chat_input import early_chat_input  # noqa: E402
-from ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
-from ui.web.identity import signed_in  # noqa: E402
-from ui.web.serve import ACCENT  # noqa: E402
+from gatehouse.ui.web.chat_input import early_chat_input  # noqa: E402
+from gatehouse.ui.web.copy import COPY_SCRIPT, COPY_STYLE  # noqa: E402
+from gatehouse.ui.web.identity import signed_in  # noqa: E402
+from gatehouse.ui.web.serve import ACCENT  # noqa: E402
 
 # Approve in the accent, not Streamlit's red (also under a bare `streamlit run`).
 _BUTTON_COLORS = f"""
@@ -54,7 +54,7 @@ def main() -> None:
         return
     # A server's first page: the chat input before the page's code (ui/web/chat_input.py).
     input_drawn = early_chat_input()
-    from ui.web.page import draw_page
+    from gatehouse.ui.web.page import draw_page
 
     draw_page(LOADING, input_drawn)
 
@@ -62,6 +62,6 @@ def main() -> None:
 try:
     main()
 except Exception as exc:  # noqa: BLE001 - Streamlit's own control flow is BaseException
-    from ui.web.unsent import trouble_page
+    from gatehouse.ui.web.unsent import trouble_page
 
     trouble_page(exc)

@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from graph import (
+from gatehouse.graph import (
     Approval,
     DecisionError,
     NothingPending,
@@ -22,17 +22,25 @@ from graph import (
     Session,
     StaleDecision,
 )
-from graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
-from graph.protocol.confirm import to_confirm
-from graph.protocol.display import card_text, whole
-from graph.protocol.grant_scope import narrow_grant, whole_tool
-from graph.protocol.operations import Decide, approve, edit, outcome, reject, respond, review
-from graph.protocol.pauses import ActionRequest
-from graph.protocol.wording import decided
-from ui.web.auto_approve import tab_options
-from ui.web.identity import signed_in_identity
-from ui.web.long_text import card_block
-from ui.web.safe_text import label, markdown
+from gatehouse.graph.protocol.answers import Decision, OutcomeAnswer, ReviewAnswer
+from gatehouse.graph.protocol.confirm import to_confirm
+from gatehouse.graph.protocol.display import card_text, whole
+from gatehouse.graph.protocol.grant_scope import narrow_grant, whole_tool
+from gatehouse.graph.protocol.operations import (
+    Decide,
+    approve,
+    edit,
+    outcome,
+    reject,
+    respond,
+    review,
+)
+from gatehouse.graph.protocol.pauses import ActionRequest
+from gatehouse.graph.protocol.wording import decided
+from gatehouse.ui.web.auto_approve import tab_options
+from gatehouse.ui.web.identity import signed_in_identity
+from gatehouse.ui.web.long_text import card_block
+from gatehouse.ui.web.safe_text import label, markdown
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
 OUTCOME_LABELS = {

@@ -8,12 +8,12 @@ import time
 
 import streamlit as st
 
-from graph import Session
-from graph.protocol.decisions import DecisionRecord
-from graph.protocol.display import visible
-from graph.protocol.wording import decided
-from ui.web.safe_text import pretty
-from ui.web.tool_blocks import pre_html
+from gatehouse.graph import Session
+from gatehouse.graph.protocol.decisions import DecisionRecord
+from gatehouse.graph.protocol.display import visible
+from gatehouse.graph.protocol.wording import decided
+from gatehouse.ui.web.safe_text import pretty
+from gatehouse.ui.web.tool_blocks import pre_html
 
 LIMITS = (50, 200, 1000)
 # How far back filters look: the newest this many records of the scope.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from graph import DecisionError, RunInProgress, Runner, Session
-from graph.protocol.operations import Operation, RunOptions, SetAutoApprove
-from ui.web.identity import signed_in_identity
+from gatehouse.graph import DecisionError, RunInProgress, Runner, Session
+from gatehouse.graph.protocol.operations import Operation, RunOptions, SetAutoApprove
+from gatehouse.ui.web.identity import signed_in_identity
 
 TAB_KEY = "auto-approve-tab"  # this browser session's mode (kept apart from the widget's state)
 _WIDGET = "auto-approve-tab-toggle"

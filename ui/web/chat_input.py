@@ -1,7 +1,7 @@
 """The chat input and what it sends, drawn by a server's first page before the page's
 code (LangGraph: ~0.8 s of imports, issue 36) has loaded: its state comes from the
 LangGraph-free reader, and a message is taken by the next run's callback, which opens
-the Session. So this module imports only Streamlit and graph.protocol's plain types."""
+the Session. So this module imports only Streamlit and gatehouse.graph.protocol's plain types."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from graph.protocol.pauses import Pause
-from graph.protocol.threads import ThreadInfo, thread_id_problem
-from ui.web.unsent import GIVEN_BACK, keep_unsent
+from gatehouse.graph.protocol.pauses import Pause
+from gatehouse.graph.protocol.threads import ThreadInfo, thread_id_problem
+from gatehouse.ui.web.unsent import GIVEN_BACK, keep_unsent
 
 if TYPE_CHECKING:
-    from graph import Runner
+    from gatehouse.graph import Runner
 
 # Once this module (the page's code, LangGraph among it) is loaded, the input is drawn in its place.
-PAGE_MODULE = "ui.web.page"
+PAGE_MODULE = "gatehouse.ui.web.page"
 
 
 def input_state(pending: Pause | None, info: ThreadInfo | None, running: bool) -> tuple[bool, str]:
@@ -45,7 +45,9 @@ def _on_prompt(thread_id: str | None) -> None:
     text = str(st.session_state.get("prompt") or "").strip()
     if not text:
         return
-    from ui.web.state import app_state  # opens the Session unless a first page already did
+    from gatehouse.ui.web.state import (
+        app_state,  # opens the Session unless a first page already did
+    )
 
     try:
         runner = app_state().runner
@@ -63,7 +65,7 @@ def _on_prompt(thread_id: str | None) -> None:
 
 
 def _new_thread(runner: Runner) -> str:
-    from ui.web.threads import open_thread
+    from gatehouse.ui.web.threads import open_thread
 
     thread_id = runner.session.new_thread_id()
     open_thread(thread_id)
@@ -72,8 +74,8 @@ def _new_thread(runner: Runner) -> str:
 
 def deliver(runner: Runner, thread_id: str | None, text: str) -> None:
     """`Runner.send` (no `thread_id`: a new thread), a refusal said; raises only database errors."""
-    from graph import DecisionError, RunInProgress
-    from ui.web.auto_approve import tab_options
+    from gatehouse.graph import DecisionError, RunInProgress
+    from gatehouse.ui.web.auto_approve import tab_options
 
     thread_id = thread_id or _new_thread(runner)
     try:
@@ -109,7 +111,7 @@ def early_chat_input() -> bool:
 def _read(thread_id: str) -> tuple[Pause | None, ThreadInfo | None] | None:
     if thread_id_problem(thread_id) is not None:
         return None
-    import graph
+    from gatehouse import graph
 
     reader = graph.open_reader(graph.load_settings().db)
     try:

@@ -9,19 +9,19 @@ from typing import Any
 
 import streamlit as st
 
-from graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
-from graph.protocol.display import visible
-from graph.protocol.operations import Cancel, Fork
-from ui.web.approval import approval_card, show_notice
-from ui.web.auto_approve import submit_from_tab
-from ui.web.history import Drawing, draw_turn, draw_window, turns_of
-from ui.web.live_run import durations, follow, last_error, live_ready
-from ui.web.safe_text import label, markdown
-from ui.web.state import transcript
-from ui.web.thinking import retry, stopped_notes
-from ui.web.threads import current_thread
-from ui.web.tool_blocks import NOT_RUN, WAITING, said_html
-from ui.web.unsent import calm
+from gatehouse.graph import DecisionError, Pause, Run, RunInProgress, Runner, Session, ThreadInfo
+from gatehouse.graph.protocol.display import visible
+from gatehouse.graph.protocol.operations import Cancel, Fork
+from gatehouse.ui.web.approval import approval_card, show_notice
+from gatehouse.ui.web.auto_approve import submit_from_tab
+from gatehouse.ui.web.history import Drawing, draw_turn, draw_window, turns_of
+from gatehouse.ui.web.live_run import durations, follow, last_error, live_ready
+from gatehouse.ui.web.safe_text import label, markdown
+from gatehouse.ui.web.state import transcript
+from gatehouse.ui.web.thinking import retry, stopped_notes
+from gatehouse.ui.web.threads import current_thread
+from gatehouse.ui.web.tool_blocks import NOT_RUN, WAITING, said_html
+from gatehouse.ui.web.unsent import calm
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
-from graph.protocol.display import visible
+from gatehouse.graph.protocol.display import visible
 
 # The clipboard API in a secure context (localhost, https), else the old selection copy.
 COPY_SCRIPT = """<script>

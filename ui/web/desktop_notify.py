@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from graph import Session
-from graph.protocol.threads import printable
+from gatehouse.graph import Session
+from gatehouse.graph.protocol.threads import printable
 
 TOGGLE_KEY = "desktop-notify"
 _SINCE_KEY = "desktop-notify-since"

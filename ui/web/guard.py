@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from urllib.parse import parse_qsl, urlencode
 
-from graph import (
+from gatehouse.graph import (
     Access,
     WebSessions,
     host_name,
@@ -28,7 +28,7 @@ from graph import (
     same_secret,
     sign_identity,
 )
-from ui.web.loading import ASGIApp, Message, Receive, Scope, Send, rewriting_html
+from gatehouse.ui.web.loading import ASGIApp, Message, Receive, Scope, Send, rewriting_html
 
 COOKIE = "gatehouse_session"  # + "_<port>"
 IDENTITY_HEADER = "x-gatehouse-identity"

@@ -11,15 +11,22 @@ from typing import Any
 
 import streamlit as st
 
-from graph import AwaitingDecision, Branches, DecisionRecord, MessageView, RunInProgress, Runner
-from graph.protocol.operations import Fork, SwitchBranch
-from graph.protocol.threads import turn_starts
-from ui.web.auto_approve import tab_options
-from ui.web.copy import copy_html
-from ui.web.long_text import draw_message_text
-from ui.web.safe_text import label, markdown
-from ui.web.thinking import CUT_OFF_NOTE, draw_thinking
-from ui.web.tool_blocks import NOT_RUN, result_row, row_html, summary_html
+from gatehouse.graph import (
+    AwaitingDecision,
+    Branches,
+    DecisionRecord,
+    MessageView,
+    RunInProgress,
+    Runner,
+)
+from gatehouse.graph.protocol.operations import Fork, SwitchBranch
+from gatehouse.graph.protocol.threads import turn_starts
+from gatehouse.ui.web.auto_approve import tab_options
+from gatehouse.ui.web.copy import copy_html
+from gatehouse.ui.web.long_text import draw_message_text
+from gatehouse.ui.web.safe_text import label, markdown
+from gatehouse.ui.web.thinking import CUT_OFF_NOTE, draw_thinking
+from gatehouse.ui.web.tool_blocks import NOT_RUN, result_row, row_html, summary_html
 
 WINDOW = 8
 APPROVALS = 500
@@ -32,7 +39,7 @@ FOUND_TURNS = 4
 class Turn:
     """messages[start:end]: a user message and everything after it up to the next."""
 
-    number: int | None  # 1-based, as graph.protocol.threads.turn_starts; None: a summary
+    number: int | None  # 1-based, as gatehouse.graph.protocol.threads.turn_starts; None: a summary
     start: int
     end: int
 

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import streamlit as st
 
-from graph import (
+from gatehouse.graph import (
     Access,
     ConfigError,
     install_secret,
@@ -18,7 +18,7 @@ from graph import (
     secret_path,
     verify_identity,
 )
-from ui.web.guard import GUARD_PURPOSE, IDENTITY_HEADER
+from gatehouse.ui.web.guard import GUARD_PURPOSE, IDENTITY_HEADER
 
 _KEY = "signed-in-identity"
 

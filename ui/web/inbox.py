@@ -10,15 +10,21 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
-from graph.protocol import operations as op
-from graph.protocol.answers import ReviewAnswer
-from graph.protocol.confirm import to_confirm
-from graph.protocol.display import shown, visible, visible_json
-from ui.web.approval import RISK_COLOR, approval_card, confirm_pending, error_here, show_notice
-from ui.web.approval import submit as submit_answer
-from ui.web.safe_text import label
-from ui.web.threads import ago, open_thread
+from gatehouse.graph import Approval, OutcomeUnknown, Pause, Runner, Session, ThreadInfo
+from gatehouse.graph.protocol import operations as op
+from gatehouse.graph.protocol.answers import ReviewAnswer
+from gatehouse.graph.protocol.confirm import to_confirm
+from gatehouse.graph.protocol.display import shown, visible, visible_json
+from gatehouse.ui.web.approval import (
+    RISK_COLOR,
+    approval_card,
+    confirm_pending,
+    error_here,
+    show_notice,
+)
+from gatehouse.ui.web.approval import submit as submit_answer
+from gatehouse.ui.web.safe_text import label
+from gatehouse.ui.web.threads import ago, open_thread
 
 # Lowest to highest; no declared risk counts as the highest (an unknown tool may execute).
 RISK_ORDER = ("read", "network", "write", "delete", "execute")

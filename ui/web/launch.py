@@ -20,10 +20,10 @@ import streamlit as st  # noqa: E402
 import streamlit.delta_generator as streamlit_delta_generator  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
-from ui.web.guard import TOKENS, Guard  # noqa: E402
-from ui.web.identity import web_access  # noqa: E402
-from ui.web.loading import Preload  # noqa: E402
-from ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
+from gatehouse.ui.web.guard import TOKENS, Guard  # noqa: E402
+from gatehouse.ui.web.identity import web_access  # noqa: E402
+from gatehouse.ui.web.loading import Preload  # noqa: E402
+from gatehouse.ui.web.serve import OPEN_BROWSER_ENV  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "app.py"
 

@@ -12,12 +12,12 @@ from typing import Any, assert_never
 
 import streamlit as st
 
-from graph import Run, Runner, Session
-from graph.protocol import events as ev
-from ui.web.approval import decided_elsewhere
-from ui.web.safe_text import markdown
-from ui.web.thinking import LiveThinking
-from ui.web.tool_blocks import NOT_RUN_STATUSES, ToolBlock, not_run_row
+from gatehouse.graph import Run, Runner, Session
+from gatehouse.graph.protocol import events as ev
+from gatehouse.ui.web.approval import decided_elsewhere
+from gatehouse.ui.web.safe_text import markdown
+from gatehouse.ui.web.thinking import LiveThinking
+from gatehouse.ui.web.tool_blocks import NOT_RUN_STATUSES, ToolBlock, not_run_row
 
 # Every update makes the browser draw the page again: text at 10 frames a second, a
 # command's output twice a second, the elapsed time once.

@@ -7,10 +7,10 @@ import hashlib
 
 import streamlit as st
 
-from graph import MessageView
-from graph.protocol.display import shown
-from ui.web.safe_text import markdown
-from ui.web.tool_blocks import said_html
+from gatehouse.graph import MessageView
+from gatehouse.graph.protocol.display import shown
+from gatehouse.ui.web.safe_text import markdown
+from gatehouse.ui.web.tool_blocks import said_html
 
 HEAD_CHARS = 20_000
 # Cut at the last line break (or space) within this many characters of the limit.
@@ -52,7 +52,7 @@ def _show_all(key: str, said: str, why: str) -> None:
 
 
 def card_block(text: str, key: str, language: str = "text") -> bool:
-    """A card's value by the card rule (graph.protocol.display.shown): whole, or its head,
+    """A card's value by the card rule (gatehouse.graph.protocol.display.shown): whole, or its head,
     the rest's size and "Show all"; True when all of it is in view (decidable)."""
     part = shown(text)
     whole = part.complete or bool(st.session_state.get(key))

@@ -9,23 +9,23 @@ from typing import Any
 
 import streamlit as st
 
-from graph import Session
-from graph.protocol.display import visible
-from graph.protocol.threads import shown_id, thread_id_problem
-from ui.web.approval import LIVE_EDIT_SCRIPT
-from ui.web.audit import audit_page
-from ui.web.auto_approve import auto_approve_banner
-from ui.web.chat_input import deliver, draw_chat_input
-from ui.web.chat_page import chat_page, open_thread_now, stop_dock
-from ui.web.desktop_notify import desktop_notifications
-from ui.web.inbox import inbox_page
-from ui.web.live_run import page_drawn, page_started
-from ui.web.loading import page_loaded
-from ui.web.safe_text import label, markdown
-from ui.web.settings import settings_page
-from ui.web.state import app_state
-from ui.web.threads import current_thread, current_view, sidebar
-from ui.web.unsent import UNSENT, retry_unsent, trouble_page
+from gatehouse.graph import Session
+from gatehouse.graph.protocol.display import visible
+from gatehouse.graph.protocol.threads import shown_id, thread_id_problem
+from gatehouse.ui.web.approval import LIVE_EDIT_SCRIPT
+from gatehouse.ui.web.audit import audit_page
+from gatehouse.ui.web.auto_approve import auto_approve_banner
+from gatehouse.ui.web.chat_input import deliver, draw_chat_input
+from gatehouse.ui.web.chat_page import chat_page, open_thread_now, stop_dock
+from gatehouse.ui.web.desktop_notify import desktop_notifications
+from gatehouse.ui.web.inbox import inbox_page
+from gatehouse.ui.web.live_run import page_drawn, page_started
+from gatehouse.ui.web.loading import page_loaded
+from gatehouse.ui.web.safe_text import label, markdown
+from gatehouse.ui.web.settings import settings_page
+from gatehouse.ui.web.state import app_state
+from gatehouse.ui.web.threads import current_thread, current_view, sidebar
+from gatehouse.ui.web.unsent import UNSENT, retry_unsent, trouble_page
 
 
 def draw_page(loading: Any, input_drawn: bool) -> None:

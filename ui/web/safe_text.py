@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.normalize_url import normalizeLink
 from markdown_it.common.utils import normalizeReference
 
-from graph.protocol.display import visible, visible_json
+from gatehouse.graph.protocol.display import visible, visible_json
 
 IMAGE_MARK = "🖼 "
 MAX_BRACKETS = 1_000

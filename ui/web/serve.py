@@ -32,7 +32,7 @@ def streamlit_command(port: int | None = None, app: Path = APP_PATH) -> list[str
 def web_ui_command(port: int | None, browser: bool, app: Path = APP_PATH) -> list[str]:
     """`gatehouse ui`'s command line, its environment set here (the server): open a browser or
     not; this directory's database, workspace and config pinned. Raises ConfigError."""
-    import graph
+    from gatehouse import graph
 
     os.environ[OPEN_BROWSER_ENV] = "1" if browser else "0"
     os.environ.update(graph.location_env(graph.load_settings()))

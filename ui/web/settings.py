@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
-from graph import Session
+from gatehouse.graph import Session
 
 HIDDEN = "•••• (hidden)"
 SECRET_NAME = re.compile(

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from graph import MessageView, Runner, Session, load_settings, open_session
+from gatehouse.graph import MessageView, Runner, Session, load_settings, open_session
 
 
 @dataclass

@@ -7,13 +7,13 @@ from typing import Any
 
 import streamlit as st
 
-from graph import MessageView, Runner, Session, ThreadInfo
-from graph.protocol import events as ev
-from graph.protocol.operations import Retry
-from ui.web.auto_approve import submit_from_tab
-from ui.web.safe_text import markdown
-from ui.web.tool_blocks import html_text
-from ui.web.unsent import calm
+from gatehouse.graph import MessageView, Runner, Session, ThreadInfo
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.operations import Retry
+from gatehouse.ui.web.auto_approve import submit_from_tab
+from gatehouse.ui.web.safe_text import markdown
+from gatehouse.ui.web.tool_blocks import html_text
+from gatehouse.ui.web.unsent import calm
 
 CUT_OFF_NOTE = (
     "This reply was cut off before it finished (the model's stream ended early); "

@@ -12,15 +12,15 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from graph import MessageView, Runner, Session
-from graph.protocol.decisions import ALL_TOOLS
-from graph.protocol.operations import Compact, Delete, Rename, Revoke, RunOptions, Undo
-from graph.protocol.threads import printable, shown_id, thread_id_problem
-from ui.web.auto_approve import tab_switch, thread_switch
-from ui.web.identity import signed_in_identity
-from ui.web.safe_text import label as safe_label
-from ui.web.settings import tool_rules
-from ui.web.unsent import GIVEN_BACK
+from gatehouse.graph import MessageView, Runner, Session
+from gatehouse.graph.protocol.decisions import ALL_TOOLS
+from gatehouse.graph.protocol.operations import Compact, Delete, Rename, Revoke, RunOptions, Undo
+from gatehouse.graph.protocol.threads import printable, shown_id, thread_id_problem
+from gatehouse.ui.web.auto_approve import tab_switch, thread_switch
+from gatehouse.ui.web.identity import signed_in_identity
+from gatehouse.ui.web.safe_text import label as safe_label
+from gatehouse.ui.web.settings import tool_rules
+from gatehouse.ui.web.unsent import GIVEN_BACK
 
 VIEWS = {
     "chat": ":material/chat: Chat",

@@ -10,13 +10,13 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from graph import DecisionRecord, MessageView
-from graph.protocol.decisions import who_decided
-from graph.protocol.display import visible
-from graph.protocol.messages import call_outcome, exit_note
-from graph.protocol.threads import ToolCallView
-from ui.web.safe_text import label as safe_label
-from ui.web.safe_text import pretty
+from gatehouse.graph import DecisionRecord, MessageView
+from gatehouse.graph.protocol.decisions import who_decided
+from gatehouse.graph.protocol.display import visible
+from gatehouse.graph.protocol.messages import call_outcome, exit_note
+from gatehouse.graph.protocol.threads import ToolCallView
+from gatehouse.ui.web.safe_text import label as safe_label
+from gatehouse.ui.web.safe_text import pretty
 
 OUTPUT_CHARS = 4_000
 

@@ -20,7 +20,7 @@ P = ParamSpec("P")
 
 def reason_of(exc: BaseException) -> str:
     """What went wrong, in a sentence a person reads (never a traceback)."""
-    from graph import describe_error
+    from gatehouse.graph import describe_error
 
     message, kind, _retryable = describe_error(exc)
     if kind == "storage":
@@ -51,7 +51,7 @@ def calm(callback: Callable[P, Any]) -> Callable[P, None]:
 
 
 def _draw_kept(waiting: list[tuple[str | None, str]], said: str) -> None:
-    from ui.web.tool_blocks import said_html  # not at load: see the module docstring
+    from gatehouse.ui.web.tool_blocks import said_html  # not at load: see the module docstring
 
     for _thread_id, text in waiting:
         with st.chat_message("user"):

@@ -13,9 +13,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from graph.agent.emit import emit
-from graph.agent.hooks import current_point
-from graph.protocol import events as ev
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.hooks import current_point
+from gatehouse.graph.protocol import events as ev
 
 # USD per 1M tokens (input, output). Public list prices; pass your own for accuracy.
 PRICES: dict[str, tuple[float, float]] = {

@@ -23,12 +23,12 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from graph.agent.builtin_hooks.token_memo import count_tokens_remembered
-from graph.agent.builtin_hooks.token_prefix import count_view, record_of
-from graph.agent.emit import emit
-from graph.agent.history import is_summary, model_view, text_of
-from graph.protocol import events as ev
-from graph.protocol.threads import SUMMARY_MARK
+from gatehouse.graph.agent.builtin_hooks.token_memo import count_tokens_remembered
+from gatehouse.graph.agent.builtin_hooks.token_prefix import count_view, record_of
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.history import is_summary, model_view, text_of
+from gatehouse.graph.protocol import events as ev
+from gatehouse.graph.protocol.threads import SUMMARY_MARK
 
 # Marks the request for a summary (the offline demo recognises it by this).
 SUMMARY_REQUEST_MARK = "gatehouse_summary_request"

@@ -16,10 +16,10 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from graph.agent.builtin_hooks.require_tool import HOOK_MARK, from_person
-from graph.agent.emit import emit
-from graph.agent.history import text_of
-from graph.protocol import events as ev
+from gatehouse.graph.agent.builtin_hooks.require_tool import HOOK_MARK, from_person
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.agent.history import text_of
+from gatehouse.graph.protocol import events as ev
 
 JUDGE_INSTRUCTIONS = (
     "You grade an assistant's final answer to a user's request. Judge correctness, "

@@ -12,9 +12,9 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from graph.agent.builtin_hooks.compaction import is_summary
-from graph.agent.emit import emit
-from graph.protocol import events as ev
+from gatehouse.graph.agent.builtin_hooks.compaction import is_summary
+from gatehouse.graph.agent.emit import emit
+from gatehouse.graph.protocol import events as ev
 
 HOOK_MARK = "gatehouse_hook"
 

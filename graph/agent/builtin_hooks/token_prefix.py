@@ -15,7 +15,7 @@ import langchain_core
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from graph.agent.prefix_memo import PrefixMemo
+from gatehouse.graph.agent.prefix_memo import PrefixMemo
 
 # The estimate's formula belongs to LangChain: a record of another version is not trusted.
 VERSION = f"langchain-core {langchain_core.__version__}".encode()
