@@ -30,7 +30,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gatehouse.graph import Session, build_graph
-from gatehouse.graph.agent.model_call import ModelOptions
+from gatehouse.graph.agent.deps import ModelOptions
 from gatehouse.graph.protocol import events as ev
 from gatehouse.graph.protocol.errors import ConfigError
 from gatehouse.graph.protocol.threads import MessageView, view_of_fields

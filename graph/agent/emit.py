@@ -15,6 +15,7 @@ from langgraph.runtime import get_runtime
 
 from gatehouse.graph.agent.context import context_of
 from gatehouse.graph.protocol.events import _EventBase
+from gatehouse.graph.protocol.tools import scoped
 
 
 def stream_writer() -> Callable[[Any], None]:
@@ -61,13 +62,11 @@ def speaking_for(identity: str | None, *, visitor: bool = False) -> None:
 @contextmanager
 def as_the_run(config: RunnableConfig) -> Iterator[None]:
     """A state update a run makes itself ("mark as resolved" as a run) is the run's user's."""
-    user = _REQUEST_USER.set(decided_by(config)["actor"])
-    visitor = _REQUEST_VISITOR.set(visiting(config))
-    try:
+    with (
+        scoped(_REQUEST_USER, decided_by(config)["actor"]),
+        scoped(_REQUEST_VISITOR, visiting(config)),
+    ):
         yield
-    finally:
-        _REQUEST_USER.reset(user)
-        _REQUEST_VISITOR.reset(visitor)
 
 
 def updated_by(config: RunnableConfig) -> dict[str, str | None]:

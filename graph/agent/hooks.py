@@ -23,6 +23,7 @@ from gatehouse.graph.agent.history import pairing_problem
 from gatehouse.graph.agent.hook_state import copies_state, in_place_changes, state_for, thaw
 from gatehouse.graph.agent.state import FLOW_KEYS, HOOK_KEYS, MERGED_KEYS, add_usage
 from gatehouse.graph.protocol.errors import HookError
+from gatehouse.graph.protocol.tools import scoped
 
 HookPoint = Literal["before_llm", "after_llm", "before_tool", "on_exit"]
 HOOK_POINTS: tuple[HookPoint, ...] = ("before_llm", "after_llm", "before_tool", "on_exit")
@@ -245,7 +246,6 @@ def call_hook(h: Any, state: Mapping[str, Any], loop: HookLoop | None = None) ->
 def run_hooks(
     hooks: Iterable[Any], state: Mapping[str, Any], point: HookPoint, loop: HookLoop | None = None
 ) -> dict[str, Any]:
-    token = _current_point.set(point)
     # The per-hook dicts are always there, so a hook can write into them in place.
     view = {
         **{key: {} for key in MERGED_KEYS},
@@ -254,7 +254,7 @@ def run_hooks(
     update: dict[str, Any] = {}
     # Broken before any hook ran (then no hook is blamed): read only when one is needed.
     already_broken: bool | None = None
-    try:
+    with scoped(_current_point, point):
         for h in hooks:
             given = state_for(h, view, point)
             try:
@@ -286,8 +286,6 @@ def run_hooks(
             )
             if problem:
                 raise HookError(f"{point} hook {h!r} broke the history: {problem}")
-    finally:
-        _current_point.reset(token)
     return update
 
 

@@ -26,7 +26,6 @@ from gatehouse.graph.agent import doom_loop
 from gatehouse.graph.agent import tool_messages as say
 from gatehouse.graph.agent.call_ids import id_of
 from gatehouse.graph.agent.deps import AgentDeps
-from gatehouse.graph.agent.deps import ModelOptions as ModelOptions  # imported from here by others
 from gatehouse.graph.agent.emit import emit
 from gatehouse.graph.agent.history import last_human_id, text_of, view_start
 from gatehouse.graph.agent.message_merge import merge_messages

@@ -18,6 +18,7 @@ from gatehouse.graph.agent.emit import emit
 from gatehouse.graph.agent.offload import offloaded
 from gatehouse.graph.protocol import events as ev
 from gatehouse.graph.protocol.events import ToolStatus
+from gatehouse.graph.protocol.threads import TOOL_DURATION_KEY, TOOL_STATUS_KEY
 from gatehouse.graph.protocol.tools import output_to, stop_on
 
 
@@ -26,8 +27,8 @@ def finished(
 ) -> ToolMessage:
     """Mark a call's result with how it ended (kept in the thread, so history can show
     rejected / denied / answered without guessing from the text) and announce it."""
-    msg.additional_kwargs["gatehouse_status"] = status
-    msg.additional_kwargs["gatehouse_duration_ms"] = round(duration_ms, 2)
+    msg.additional_kwargs[TOOL_STATUS_KEY] = status
+    msg.additional_kwargs[TOOL_DURATION_KEY] = round(duration_ms, 2)
     mark = offloaded(msg)
     emit(
         ev.ToolFinished,
