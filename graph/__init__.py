@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from gatehouse.graph.service.session import Run, Session
     from gatehouse.graph.service.testing import ScriptedModel, ai, tool_call
     from gatehouse.graph.service.view import ThreadList, ThreadView
-    from gatehouse.graph.store.reader import ThreadReader, open_reader
+    from gatehouse.graph.store.reader import ThreadReader, open_reader, redact
     from gatehouse.graph.store.web_sessions import WebSessions
 
 

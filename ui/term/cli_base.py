@@ -174,7 +174,7 @@ def open_cli_session(db: str | None) -> AbstractContextManager[Session]:
         actor = settings.audit_actor
         with suppress(Exception):  # no user name in a bare container
             actor = actor or getpass.getuser()
-        return graph.open_session(settings, source="terminal", actor=actor)
+        return graph.open_session(settings, source="terminal", actor=actor or None)
 
     return opened(make)
 

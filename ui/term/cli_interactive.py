@@ -8,7 +8,6 @@ import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import typer
 
@@ -140,10 +139,7 @@ def studio(
     except graph.ConfigError as exc:
         raise fail(str(exc), exit_code(exc)) from None
     os.environ.update(graph.location_env(settings))
-    # A URL is shown without its password.
-    password = urlsplit(settings.db).password if "://" in settings.db else None
-    shown = settings.db.replace(f":{password}@", ":***@", 1) if password else settings.db
-    err.print(Text(f"Database: {shown}", "dim"))
+    err.print(Text(f"Database: {graph.redact(settings.db)}", "dim"))  # no password shown
     port = port or DEFAULT_PORT
     cmd = [exe, "dev", "--config", str(PROJECT_ROOT / "langgraph.json"), "--port", str(port)]
     if threads or not browser:
