@@ -76,6 +76,8 @@ class Journal(Table):
     """`gatehouse_journal`: one row per call, bound to its tool and canonical arguments
     (binding.py); each write commits before the graph moves on."""
 
+    name = "gatehouse_journal"
+
     @staticmethod
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_journal", SCHEMA, KEY, _legacy_key)
@@ -94,14 +96,7 @@ class Journal(Table):
 
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
         """Which of these call ids the thread's journal holds a row under."""
-        if not tool_call_ids:
-            return set()
-        marks = ", ".join("?" * len(tool_call_ids))
-        rows = self._db.rows(
-            f"SELECT DISTINCT tool_call_id FROM gatehouse_journal WHERE thread_id=? AND tool_call_id IN ({marks})",
-            (thread_id, *tool_call_ids),
-        )
-        return {r[0] for r in rows}
+        return self._which("tool_call_id", tool_call_ids, "thread_id=? AND ", (thread_id,))
 
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: its id, tool and canonical arguments."""
@@ -121,15 +116,7 @@ class Journal(Table):
 
     def unfinished(self, thread_ids: Sequence[str]) -> set[str]:
         """Which of these threads have a call that started and never finished."""
-        if not thread_ids:
-            return set()
-        marks = ",".join("?" * len(thread_ids))
-        rows = self._db.rows(
-            f"SELECT DISTINCT thread_id FROM gatehouse_journal WHERE thread_id IN ({marks}) "
-            "AND status='started'",
-            tuple(thread_ids),
-        )
-        return {r[0] for r in rows}
+        return self._which("thread_id", thread_ids, "status='started' AND ")
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call before it runs; a second claimant (two clients resuming one

@@ -83,6 +83,8 @@ class OwnTable(Table):
 class NotificationLog(OwnTable):
     """The outbox."""
 
+    name = "gatehouse_notifications"
+
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(TABLE))

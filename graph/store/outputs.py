@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.database import Table
 from gatehouse.graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
@@ -25,9 +25,7 @@ PUT = upsert("gatehouse_tool_outputs", COLUMNS, KEY, update=COLUMNS[2:])
 
 
 class ToolOutputs(Table):
-    @staticmethod
-    def create(cur: Cursor) -> None:
-        cur.execute(cur.dialect.ddl(SCHEMA))
+    name, schema = "gatehouse_tool_outputs", SCHEMA
 
     def put(self, thread_id: str, tool_call_id: str, tool: str, content: str) -> None:
         content = self.dialect.text(content)  # a binary-ish output keeps everything else

@@ -9,7 +9,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.database import Table
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_queued (
     thread_id TEXT NOT NULL,
@@ -27,9 +27,7 @@ class QueuedMessage:
 
 
 class QueuedMessages(Table):
-    @staticmethod
-    def create(cur: Cursor) -> None:
-        cur.execute(cur.dialect.ddl(SCHEMA))
+    name, schema = "gatehouse_queued", SCHEMA
 
     def add(self, thread_id: str, text: str, keep: QueuedMessage | None = None) -> QueuedMessage:
         """Queue `text` last; or put back `keep`, taken to be sent but not started."""

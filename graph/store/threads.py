@@ -117,7 +117,7 @@ def status_of(checkpoint: Any) -> str:
 
 
 class ThreadIndex(Table):
-    """`gatehouse_threads`."""
+    name = "gatehouse_threads"
 
     @staticmethod
     def create(cur: Cursor) -> None:
