@@ -46,6 +46,11 @@ class Cursor:
     def primary_key(self, table: str) -> set[str]:
         return self._names("primary_key", table)
 
+    def add_column(self, table: str, column: str) -> None:
+        """Add `column` ("name TYPE ...") to an older `table` that lacks it."""
+        if column.split()[0] not in self.columns(table):
+            self.execute(self.dialect.ddl(f"ALTER TABLE {table} ADD COLUMN {column}"))
+
     def _names(self, question: str, table: str) -> set[str]:
         return {
             r[0] for r in self.execute(_SCHEMA[self.dialect.name][question], (table,)).fetchall()
@@ -253,9 +258,16 @@ class Table:
         return {r[0] for r in self._db.rows(sql, (*params, *values))}
 
 
+class ThreadRows(Table):
+    """A table whose rows go with their thread's."""
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._db.run(f"DELETE FROM {self.name} WHERE thread_id=?", (thread_id,))
+
+
 def among(column: str, values: Sequence[Any]) -> str:
     """`column IN (?, ...)`, a placeholder per value."""
     return f"{column} IN ({', '.join('?' * len(values))})"
 
 
-__all__ = ["Cursor", "among", "Database", "PostgresDatabase", "Row", "SqliteDatabase", "Table"]
+__all__ = ["Cursor", "Database", "PostgresDatabase", "Row", "SqliteDatabase", "Table", "ThreadRows"]

@@ -179,8 +179,7 @@ class Decisions(Table):
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_decisions", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
-        if "request_id" not in cur.columns("gatehouse_decisions"):
-            cur.execute("ALTER TABLE gatehouse_decisions ADD COLUMN request_id TEXT")
+        cur.add_column("gatehouse_decisions", "request_id TEXT")
         cur.execute(
             "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)"
         )
