@@ -46,6 +46,11 @@ class Cursor:
     def primary_key(self, table: str) -> set[str]:
         return self._names("primary_key", table)
 
+    def add_column(self, table: str, column: str) -> None:
+        """Add `column` ("name TYPE ...") to an older `table` that lacks it."""
+        if column.split()[0] not in self.columns(table):
+            self.execute(self.dialect.ddl(f"ALTER TABLE {table} ADD COLUMN {column}"))
+
     def _names(self, question: str, table: str) -> set[str]:
         return {
             r[0] for r in self.execute(_SCHEMA[self.dialect.name][question], (table,)).fetchall()
@@ -228,17 +233,41 @@ class PostgresDatabase(Database):
 class Table:
     """One table on one database, its DDL (`create`) and statements written once."""
 
+    name: str
+    schema: str  # its CREATE TABLE, with `{real}` / `{blob}` (dialect.py)
+
     def __init__(self, db: Database) -> None:
         self._db = db
         self.dialect = db.dialect
 
-    @staticmethod
-    def create(cur: Cursor) -> None:
+    @classmethod
+    def create(cls, cur: Cursor) -> None:
         """Create the table, or bring an older one up to date (in the caller's transaction)."""
-        raise NotImplementedError
+        cur.execute(cur.dialect.ddl(cls.schema))
 
     def close(self) -> None:
         self._db.close()
 
+    def _which(
+        self, column: str, values: Sequence[str], where: str = "", params: Row = ()
+    ) -> set[str]:
+        """Which of `values` some row passing `where` holds in `column`."""
+        if not values:
+            return set()
+        sql = f"SELECT DISTINCT {column} FROM {self.name} WHERE {where}{among(column, values)}"
+        return {r[0] for r in self._db.rows(sql, (*params, *values))}
 
-__all__ = ["Cursor", "Database", "PostgresDatabase", "Row", "SqliteDatabase", "Table"]
+
+class ThreadRows(Table):
+    """A table whose rows go with their thread's."""
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._db.run(f"DELETE FROM {self.name} WHERE thread_id=?", (thread_id,))
+
+
+def among(column: str, values: Sequence[Any]) -> str:
+    """`column IN (?, ...)`, a placeholder per value."""
+    return f"{column} IN ({', '.join('?' * len(values))})"
+
+
+__all__ = ["Cursor", "Database", "PostgresDatabase", "Row", "SqliteDatabase", "Table", "ThreadRows"]

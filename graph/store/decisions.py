@@ -29,7 +29,7 @@ from gatehouse.graph.protocol.decisions import (
     StandingGrant,
 )
 from gatehouse.graph.store.binding import KEY_COLUMN, call_key, dumps, rebind
-from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.database import Cursor, Table, among
 from gatehouse.graph.store.decision_chain import (
     CHAIN_SCHEMA,
     VOUCHED_SELECT,
@@ -173,12 +173,13 @@ def _legacy_key(row: Mapping[str, Any]) -> str:
 class Decisions(Table):
     """`gatehouse_decisions` and its hash chain (graph/store/decision_chain.py)."""
 
+    name = "gatehouse_decisions"
+
     @staticmethod
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_decisions", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
-        if "request_id" not in cur.columns("gatehouse_decisions"):
-            cur.execute("ALTER TABLE gatehouse_decisions ADD COLUMN request_id TEXT")
+        cur.add_column("gatehouse_decisions", "request_id TEXT")
         cur.execute(
             "CREATE INDEX IF NOT EXISTS gatehouse_decisions_time ON gatehouse_decisions(decided_at)"
         )
@@ -200,13 +201,8 @@ class Decisions(Table):
 
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
         """Which of these call ids the thread's log holds a record under."""
-        if not tool_call_ids:
-            return set()
-        marks = ", ".join("?" * len(tool_call_ids))
-        found = self._select(
-            f"AND thread_id=? AND tool_call_id IN ({marks})", (thread_id, *tool_call_ids)
-        )
-        return {r.tool_call_id for r in found}
+        where = f"question <> '{LIFE_QUESTION}' AND thread_id=? AND "
+        return self._which("tool_call_id", tool_call_ids, where, (thread_id,))
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
@@ -255,7 +251,7 @@ class Decisions(Table):
         ids = list(dict.fromkeys(call_ids))
         which = "d.always_allow IS NOT NULL"
         if ids:
-            which += f" OR d.tool_call_id IN ({', '.join('?' * len(ids))})"
+            which += f" OR {among('d.tool_call_id', ids)}"
         records = self._vouched(which, (thread_id, *ids))
         return grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
 

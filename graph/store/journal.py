@@ -18,7 +18,7 @@ from langchain_core.messages import ToolCall, ToolMessage, message_to_dict, mess
 
 from gatehouse.graph.protocol.errors import CallAlreadyStarted
 from gatehouse.graph.store.binding import KEY_COLUMN, call_key, dumps, rebind, same_call
-from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.database import Cursor, ThreadRows
 from gatehouse.graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
@@ -72,18 +72,17 @@ class JournalEntry:
         return self.status == "finished" and self.result is not None
 
 
-class Journal(Table):
+class Journal(ThreadRows):
     """`gatehouse_journal`: one row per call, bound to its tool and canonical arguments
     (binding.py); each write commits before the graph moves on."""
+
+    name = "gatehouse_journal"
 
     @staticmethod
     def create(cur: Cursor) -> None:
         rebind(cur, "gatehouse_journal", SCHEMA, KEY, _legacy_key)
         cur.execute(cur.dialect.ddl(SCHEMA))
-        if "attempts" not in cur.columns("gatehouse_journal"):
-            cur.execute(
-                "ALTER TABLE gatehouse_journal ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1"
-            )
+        cur.add_column("gatehouse_journal", "attempts INTEGER NOT NULL DEFAULT 1")
 
     def get(self, thread_id: str, tool_call_id: str) -> JournalEntry | None:
         """The latest row for a call id, whatever its tool (views; the agent uses `find`)."""
@@ -94,14 +93,7 @@ class Journal(Table):
 
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
         """Which of these call ids the thread's journal holds a row under."""
-        if not tool_call_ids:
-            return set()
-        marks = ", ".join("?" * len(tool_call_ids))
-        rows = self._db.rows(
-            f"SELECT DISTINCT tool_call_id FROM gatehouse_journal WHERE thread_id=? AND tool_call_id IN ({marks})",
-            (thread_id, *tool_call_ids),
-        )
-        return {r[0] for r in rows}
+        return self._which("tool_call_id", tool_call_ids, "thread_id=? AND ", (thread_id,))
 
     def find(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
         """The row of exactly this call: its id, tool and canonical arguments."""
@@ -121,15 +113,7 @@ class Journal(Table):
 
     def unfinished(self, thread_ids: Sequence[str]) -> set[str]:
         """Which of these threads have a call that started and never finished."""
-        if not thread_ids:
-            return set()
-        marks = ",".join("?" * len(thread_ids))
-        rows = self._db.rows(
-            f"SELECT DISTINCT thread_id FROM gatehouse_journal WHERE thread_id IN ({marks}) "
-            "AND status='started'",
-            tuple(thread_ids),
-        )
-        return {r[0] for r in rows}
+        return self._which("thread_id", thread_ids, "status='started' AND ")
 
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call before it runs; a second claimant (two clients resuming one
@@ -153,9 +137,6 @@ class Journal(Table):
         payload = json.dumps(message_to_dict(result), default=str)
         now, row = time.time(), (thread_id, call["id"], call["name"], dumps(call["args"]))
         self._db.run(FINISH, (*row, "finished", now, now, os.getpid(), payload, key_of(call)))
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._db.run("DELETE FROM gatehouse_journal WHERE thread_id=?", (thread_id,))
 
     def restore(self, entries: Sequence[JournalEntry]) -> None:
         """Write rows as they were (an import: a call that ran is never claimed anew); a

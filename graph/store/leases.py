@@ -15,7 +15,7 @@ import uuid
 import weakref
 
 from gatehouse.graph.protocol.errors import RunInProgress
-from gatehouse.graph.store.database import Cursor, Database, Table
+from gatehouse.graph.store.database import Database, Table, among
 from gatehouse.graph.store.dialect import upsert
 
 DEFAULT_TTL_S = 9.0
@@ -145,6 +145,8 @@ class Leases(Table):
     """`gatehouse_leases`: one run per thread across every process sharing the database
     (a holder on another host is only taken over when its lease expired)."""
 
+    name, schema = "gatehouse_leases", SCHEMA
+
     def __init__(self, db: Database, *, ttl: float | None = None) -> None:
         super().__init__(db)
         # Errors a renewal shrugs off until its next tick (busy, full disk, failover).
@@ -159,10 +161,6 @@ class Leases(Table):
         self._host = socket.gethostname()
         # Released leases the database refused (owner -> thread), retried each tick.
         self._abandoned: dict[str, str] = {}
-
-    @staticmethod
-    def create(cur: Cursor) -> None:
-        cur.execute(cur.dialect.ddl(SCHEMA))
 
     def acquire(self, thread_id: str, *, what: str = "a run", kind: str = "run") -> Lease:
         """Take the thread's lease or raise `RunInProgress` (see `kind_of_holder`)."""
@@ -215,11 +213,11 @@ class Leases(Table):
         """Which of these threads a live run holds now."""
         if not thread_ids:
             return set()
-        marks, now = ",".join("?" * len(thread_ids)), time.time()
+        now = time.time()
         return {
             tid
             for tid, owner, expires in self._db.rows(
-                f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE thread_id IN ({marks})",
+                f"SELECT thread_id, owner, expires_at FROM gatehouse_leases WHERE {among('thread_id', thread_ids)}",
                 tuple(thread_ids),
             )
             if not self._free(owner, expires, now)

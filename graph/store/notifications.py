@@ -83,13 +83,12 @@ class OwnTable(Table):
 class NotificationLog(OwnTable):
     """The outbox."""
 
+    name = "gatehouse_notifications"
+
     @staticmethod
     def create(cur: Cursor) -> None:
         cur.execute(cur.dialect.ddl(TABLE))
-        if "next_at" not in cur.columns("gatehouse_notifications"):
-            cur.execute(
-                cur.dialect.ddl("ALTER TABLE gatehouse_notifications ADD COLUMN next_at {real}")
-            )
+        cur.add_column("gatehouse_notifications", "next_at {real}")
 
     def claim(self, thread_id: str, interrupt_id: str, url: str, payload: dict[str, Any]) -> bool:
         """Record a pause to notify; False when it was recorded before."""

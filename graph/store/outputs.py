@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.database import ThreadRows
 from gatehouse.graph.store.dialect import upsert
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_tool_outputs (
@@ -24,10 +24,8 @@ KEY = ("thread_id", "tool_call_id")
 PUT = upsert("gatehouse_tool_outputs", COLUMNS, KEY, update=COLUMNS[2:])
 
 
-class ToolOutputs(Table):
-    @staticmethod
-    def create(cur: Cursor) -> None:
-        cur.execute(cur.dialect.ddl(SCHEMA))
+class ToolOutputs(ThreadRows):
+    name, schema = "gatehouse_tool_outputs", SCHEMA
 
     def put(self, thread_id: str, tool_call_id: str, tool: str, content: str) -> None:
         content = self.dialect.text(content)  # a binary-ish output keeps everything else
@@ -47,6 +45,3 @@ class ToolOutputs(Table):
             (thread_id,),
         )
         return {call_id: content for call_id, content in rows}
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._db.run("DELETE FROM gatehouse_tool_outputs WHERE thread_id=?", (thread_id,))

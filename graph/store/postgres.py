@@ -38,14 +38,9 @@ TABLES = (ThreadIndex, Journal, Decisions, ToolOutputs, QueuedMessages, Leases)
 
 # The tables set-up creates last: all there means nothing to set up.
 LAST_TABLES = (
-    "gatehouse_threads",
+    *(table.name for table in TABLES),
     "gatehouse_heads",
     "gatehouse_head_blocks",
-    "gatehouse_journal",
-    "gatehouse_decisions",
-    "gatehouse_tool_outputs",
-    "gatehouse_queued",
-    "gatehouse_leases",
     "gatehouse_checkpoint_tree",
     "gatehouse_decision_chain",
 )

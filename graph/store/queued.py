@@ -9,7 +9,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from gatehouse.graph.store.database import Cursor, Table
+from gatehouse.graph.store.database import ThreadRows
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_queued (
     thread_id TEXT NOT NULL,
@@ -26,10 +26,8 @@ class QueuedMessage:
     queued_at: float
 
 
-class QueuedMessages(Table):
-    @staticmethod
-    def create(cur: Cursor) -> None:
-        cur.execute(cur.dialect.ddl(SCHEMA))
+class QueuedMessages(ThreadRows):
+    name, schema = "gatehouse_queued", SCHEMA
 
     def add(self, thread_id: str, text: str, keep: QueuedMessage | None = None) -> QueuedMessage:
         """Queue `text` last; or put back `keep`, taken to be sent but not started."""
@@ -59,9 +57,6 @@ class QueuedMessages(Table):
         """Raise now if the database cannot be written, before a run waits on it."""
         with self._db.transaction():
             pass
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._db.run("DELETE FROM gatehouse_queued WHERE thread_id=?", (thread_id,))
 
 
 __all__ = ["QueuedMessage", "QueuedMessages"]

@@ -27,7 +27,7 @@ from gatehouse.graph.protocol.pauses import (
 from gatehouse.graph.protocol.state_keys import MESSAGES, USAGE
 from gatehouse.graph.protocol.threads import ThreadInfo, view_of_fields
 from gatehouse.graph.store import decisions
-from gatehouse.graph.store.database import Database, PostgresDatabase, SqliteDatabase
+from gatehouse.graph.store.database import Database, PostgresDatabase, SqliteDatabase, among
 from gatehouse.graph.store.dialect import is_postgres_url
 from gatehouse.graph.store.langgraph_private import CONTROL_WRITES, INTERRUPT, NULL_TASK_ID
 from gatehouse.graph.store.leases import Leases
@@ -221,7 +221,7 @@ class ThreadReader:
         ]
         return bool(dead) and bool(
             self._rows(
-                f"SELECT 1 FROM gatehouse_journal WHERE thread_id IN ({','.join('?' * len(dead))}) "
+                f"SELECT 1 FROM gatehouse_journal WHERE {among('thread_id', dead)} "
                 "AND status = 'started' LIMIT 1",
                 dead,
             )

@@ -26,7 +26,6 @@ THREADS_TABLE = """CREATE TABLE IF NOT EXISTS gatehouse_threads (
     pending_since {real},
     reason TEXT)"""
 # Files created before the index kept a run's failure reason.
-ADD_REASON = "ALTER TABLE gatehouse_threads ADD COLUMN reason TEXT"
 THREADS_INDEX = (
     "CREATE INDEX IF NOT EXISTS gatehouse_threads_updated ON gatehouse_threads(updated_at DESC)"
 )
@@ -117,7 +116,7 @@ def status_of(checkpoint: Any) -> str:
 
 
 class ThreadIndex(Table):
-    """`gatehouse_threads`."""
+    name = "gatehouse_threads"
 
     @staticmethod
     def create(cur: Cursor) -> None:
@@ -125,8 +124,7 @@ class ThreadIndex(Table):
         cur.execute(THREADS_INDEX)
         cur.execute(PENDING_INDEX)
         cur.execute(RUNNING_INDEX)
-        if "reason" not in cur.columns("gatehouse_threads"):
-            cur.execute(ADD_REASON)
+        cur.add_column("gatehouse_threads", "reason TEXT")
 
     def touch(
         self,

@@ -10,7 +10,6 @@ import hashlib
 import secrets
 import time
 
-from gatehouse.graph.store.database import Cursor
 from gatehouse.graph.store.notifications import OwnTable
 
 IDLE_S = 12 * 3600  # a browser left alone for half a day signs in again
@@ -33,10 +32,7 @@ def _hash(session_id: str) -> str:
 
 class WebSessions(OwnTable):
     MAX_AGE_S = MAX_AGE_S  # what a cookie's own Max-Age may be
-
-    @staticmethod
-    def create(cur: Cursor) -> None:
-        cur.execute(cur.dialect.ddl(TABLE))
+    name, schema = "gatehouse_web_sessions", TABLE
 
     def open(self, identity: str, port: int) -> str:
         """A new session for `identity` on `port`: the id the cookie carries."""
