@@ -428,7 +428,7 @@ def _lifecycle(h: Any, name: str, loop: HookLoop, *, swallow: bool = False) -> s
     try:
         fn, is_async = _form(h, name, loop)
         if is_async:
-            loop.run(fn())  # type: ignore[misc]
+            loop.run(fn())  # type: ignore[misc]  # an async form is never None
         elif fn is not None:
             fn()
     except Exception as exc:
@@ -443,7 +443,7 @@ async def _alifecycle(h: Any, name: str, loop: HookLoop) -> None:
     try:
         fn, is_async = _form(h, name, loop)
         if is_async:
-            await loop.run_async(fn())  # type: ignore[misc]
+            await loop.run_async(fn())  # type: ignore[misc]  # an async form is never None
         elif fn is not None:
             fn()
     except Exception as exc:
