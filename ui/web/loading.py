@@ -29,11 +29,14 @@ if (!window.ghIconsWatch) {
 </script>"""
 
 # Always on (`Preload`; `loading_state` for a bare `streamlit run`): icons wait
-# for their font; an inbox row, text too, waits for its last button ("Open").
+# for their font; an inbox row, text too, waits for its last button ("Open"), and shows
+# Approve and Reject together or neither (a rerun's stale row was seen holding only one).
 PAGE_STYLE = """
 html:not(.gh-icons-ready) [data-testid="stIconMaterial"] { visibility: hidden; }
 [class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)),
-[class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)) * { visibility: hidden !important; }
+[class*="st-key-inbox-row-"]:not(:has([class*="st-key-inbox-open-"] button)) *,
+[class*="st-key-inbox-row-"]:has([class*="st-key-inbox-reject-"] button):not(:has([class*="st-key-inbox-approve-"] button)) *,
+[class*="st-key-inbox-row-"]:has([class*="st-key-inbox-approve-"] button):not(:has([class*="st-key-inbox-reject-"] button)) * { visibility: hidden !important; }
 .gh-spinner { width: 1.4rem; height: 1.4rem; border-radius: 50%; border: 0.2rem solid rgba(151, 166, 195, 0.35);
   border-top-color: rgb(255, 75, 75); animation: gh-spin 0.8s linear infinite; }
 @keyframes gh-spin { to { transform: rotate(360deg); } }
