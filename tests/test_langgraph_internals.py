@@ -181,6 +181,7 @@ BEHAVIOUR: dict[str, Callable[[Any], None]] = {
     "RunnableCallable": _runnable_callable,
     "pg_connection": _pg_connection,
     "pg_dump_blobs": _method("thread_id", "checkpoint_ns", "values", "versions"),
+    "pg_load_checkpoint_tuple": _method("value"),
     "pg_dump_writes": _method(
         "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "writes"
     ),

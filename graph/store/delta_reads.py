@@ -68,9 +68,8 @@ HeadPlan = tuple[str, list[Any], list[Any] | None, int, int | None]
 WriteAt = tuple[str, str, str, str, str]
 # An index row's update as a task's writes leave it: (statement, parameters) or None.
 IndexUpdate = tuple[str, tuple[Any, ...]] | None
-# A write this process saved: (task path, task id, idx, channel, value); task path None:
-# read back with its checkpoint, in the order read.
-Known = tuple[str | None, str, int, str, Any]
+# A write this process saved or read: (task path, task id, idx, channel, value).
+Known = tuple[str, str, int, str, Any]
 
 # Checkpoint ids per `IN (...)` list (SQLite's variable limit can be 999).
 IDS_PER_QUERY = 900
@@ -206,8 +205,8 @@ class DeltaReads:
             OrderedDict()
         )
         # Per thread: a checkpoint, the delta channels' writes this process saved there,
-        # and whether it wrote the checkpoint (then those are all, unless another writer
-        # came). LangGraph may save a step's first writes while its `put` is going on.
+        # and whether it wrote or read the checkpoint (then those are all, unless another
+        # writer came). LangGraph may save a step's first writes while its `put` is going on.
         self._known: OrderedDict[tuple[str, str], tuple[str, list[Known], bool]] = OrderedDict()
 
     def default_serde(self) -> Any:
@@ -230,27 +229,11 @@ class DeltaReads:
         if handed is not None and handed[1] and handed[0] == _read_key(config):
             with suppress(IndexError):  # another thread took it first: read it anew
                 return handed[1].pop()
-        saved: CheckpointTuple | None = super().get_tuple(config)  # type: ignore[misc]  # a mixin: the stock saver's get_tuple follows in the MRO
-        if saved is not None and self.remembers_writes:
-            self._remember_read(saved)
-        return saved
+        return self._read_tuple(config)
 
-    def _remember_read(self, saved: CheckpointTuple) -> None:
-        """The delta channels' writes a read found, as if this process had written them
-        (`put` checks the parent still holds as many). Only one task's per channel: the
-        stock read orders writes by task, a replay by task path."""
-        conf = saved.config["configurable"]
-        key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns") or ""))
-        cid = str(conf["checkpoint_id"])
-        writes = [w for w in saved.pending_writes or () if w[1] in self.reducers]
-        if any(len({t for t, ch, _ in writes if ch == c}) > 1 for c in self.reducers):
-            return
-        with self._cache_lock:
-            known = self._known.get(key)
-            if known is not None and known[0] == cid and known[2]:
-                return  # this process wrote it: it knows more
-        # No task path: the order as read (`_remembered`).
-        self._remember(key, cid, [(None, t, i, ch, v) for i, (t, ch, v) in enumerate(writes)])
+    def _read_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The stock read (Postgres's also reads the head and remembers the writes)."""
+        return super().get_tuple(config)  # type: ignore[misc]  # a mixin: the stock saver's get_tuple follows in the MRO
 
     def announce_pause(self, thread_id: str, ns: str, writes: Sequence[tuple[str, Any]]) -> None:
         """Tell the pause listeners about the saved interrupts in `writes` (every client's
@@ -287,6 +270,11 @@ class DeltaReads:
             if entry is not None:
                 entries.move_to_end((cid, ch))
             return entry
+
+    def _cached_ids(self, key: tuple[str, str]) -> list[str]:
+        """The checkpoints of thread `key` some value is cached at."""
+        with self._cache_lock:
+            return [cid for cid, _ in self._threads.get(key, ())]
 
     def _put(self, key: tuple[str, str], cid: str, ch: str, entry: Entry) -> None:
         with self._cache_lock:
@@ -328,11 +316,7 @@ class DeltaReads:
             if known is None or known[0] != cid or not known[2]:
                 return None
             rows = [w for w in known[1] if w[3] == ch]
-        read = [w for w in rows if w[0] is None]
-        if read and len(read) < len(rows):
-            return None  # read and saved: their relative order is unknown
-        if not read:
-            rows.sort(key=lambda w: writes_sort_key(w[0] or "", w[1], w[2]))
+        rows.sort(key=lambda w: writes_sort_key(w[0], w[1], w[2]))
         return [(task_id, ch, value) for _, task_id, _, _, value in rows]
 
     # -- writes ------------------------------------------------------------------------

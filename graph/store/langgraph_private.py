@@ -159,6 +159,11 @@ SURFACE: tuple[Private, ...] = (
         "the Postgres saver stores channel values as the stock saver does",
     ),
     Private(
+        "pg_load_checkpoint_tuple",
+        f"{_PG}:PostgresSaver._load_checkpoint_tuple",
+        "the Postgres saver reads a checkpoint and the head in one round trip",
+    ),
+    Private(
         "pg_dump_writes",
         f"{_PG}:PostgresSaver._dump_writes",
         "the Postgres saver stores task writes as the stock saver does",
@@ -197,6 +202,11 @@ def rebuilt_as(compiled: Any, cls: type[G], **attributes: Any) -> G:
 def pg_dump_blobs(saver: PostgresSaver, *args: Any) -> list[tuple[Any, ...]]:
     """The blob rows `put` writes: (thread_id, ns, values, versions)."""
     return saver._dump_blobs(*args)
+
+
+def pg_load_checkpoint_tuple(saver: PostgresSaver, value: Any) -> Any:
+    """The checkpoint tuple of a row of the stock `SELECT_SQL`."""
+    return saver._load_checkpoint_tuple(value)
 
 
 def pg_dump_writes(saver: PostgresSaver, *args: Any) -> list[tuple[Any, ...]]:

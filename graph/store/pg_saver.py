@@ -19,11 +19,15 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    get_checkpoint_id,
     get_serializable_checkpoint_metadata,
+    writes_sort_key,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.pq import TransactionStatus
-from psycopg.rows import tuple_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
 
 from gatehouse.graph.store.delta_reads import (
@@ -31,6 +35,7 @@ from gatehouse.graph.store.delta_reads import (
     DeltaReads,
     Entry,
     IndexUpdate,
+    Known,
     StaleWrites,
     WriteAt,
     checkpoint_row,
@@ -44,9 +49,38 @@ from gatehouse.graph.store.langgraph_private import (
     pg_connection,
     pg_dump_blobs,
     pg_dump_writes,
+    pg_load_checkpoint_tuple,
 )
 
 CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
+# A head's count and blocks (an empty list: one row, no block) at a checkpoint.
+HEAD_AT = (
+    "SELECT h.count, b.n, b.data FROM gatehouse_heads h LEFT JOIN gatehouse_head_blocks b "
+    "ON b.thread_id = h.thread_id AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel "
+    "WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s AND h.checkpoint_id = %s "
+    "ORDER BY b.pos"
+)
+# The same beside a checkpoint read (`c`), as columns `h{i}_count`, `h{i}_n` and `h{i}_data`
+# (arrays), unless its value is cached here: (channel, the checkpoints cached).
+_HEAD_BESIDE = """ LEFT JOIN LATERAL (
+    SELECT h.count, array(SELECT b.n FROM gatehouse_head_blocks b WHERE b.thread_id = h.thread_id
+        AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel ORDER BY b.pos) AS n,
+        array(SELECT b.data FROM gatehouse_head_blocks b WHERE b.thread_id = h.thread_id
+        AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel ORDER BY b.pos) AS data
+    FROM gatehouse_heads h WHERE h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns
+        AND h.channel = %s AND h.checkpoint_id = c.checkpoint_id
+        AND NOT h.checkpoint_id = ANY(%s::text[])
+) AS h{i} ON true"""
+
+
+def with_heads(read: str, channels: int) -> str:
+    """The checkpoint `read` with the heads of `channels` channels beside it."""
+    columns = "".join(
+        f", h{i}.count AS h{i}_count, h{i}.n AS h{i}_n, h{i}.data AS h{i}_data"
+        for i in range(channels)
+    )
+    joins = "".join(_HEAD_BESIDE.format(i=i) for i in range(channels))
+    return f"SELECT c.*{columns} FROM ({read}) AS c{joins}"
 
 
 @contextmanager
@@ -178,24 +212,88 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             cur.execute(sql, params)
             return cur.fetchall()
 
+    def _read_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The stock read and, in the same round trip, the delta channels' heads when
+        they are at the checkpoint read and their values not cached (a run's first read
+        of a thread another process wrote last)."""
+        conf = config["configurable"]
+        thread_id, ns, cid = (
+            conf["thread_id"],
+            conf.get("checkpoint_ns", ""),
+            get_checkpoint_id(config),
+        )
+        key = (str(thread_id), str(ns))
+        if cid:  # as PostgresSaver.get_tuple
+            args: tuple[Any, ...] = (thread_id, ns, cid)
+            where = "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+        else:
+            args = (thread_id, ns)
+            where = (
+                "WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1"
+            )
+        channels = list(self.reducers) if self.side_tables else []
+        cached = self._cached_ids(key)
+        heads = [param for ch in channels for param in (ch, cached)]
+        with (
+            self.lock,
+            pg_connection(self.conn) as conn,
+            conn.cursor(binary=True, row_factory=dict_row) as cur,
+        ):
+            cur.execute(with_heads(self.SELECT_SQL + where, len(channels)), (*args, *heads))
+            value = cur.fetchone()
+        if value is None:
+            return None
+        if value["checkpoint"]["v"] < 4 and value["parent_checkpoint_id"]:
+            return PostgresSaver.get_tuple(self, config)  # its migration of old pending sends
+        saved: CheckpointTuple = pg_load_checkpoint_tuple(self, value)
+        for i, ch in enumerate(channels):
+            if value[f"h{i}_count"] is not None:
+                blocks = list(zip(value[f"h{i}_n"], value[f"h{i}_data"], strict=True))
+                if (entry := self._head_entry(blocks, value[f"h{i}_count"])) is not None:
+                    self._put(key, value["checkpoint_id"], ch, entry)
+        self._remember_read(
+            key, value["checkpoint_id"], value["pending_writes"], saved.pending_writes
+        )
+        return saved
+
+    def _remember_read(
+        self, key: tuple[str, str], cid: str, raw: Any, writes: Sequence[PendingWrite] | None
+    ) -> None:
+        """The delta channels' writes a read found, as if this process had written them
+        (`put` checks the parent still holds as many), with their task paths from `raw`
+        (the stock read's rows: task id, channel, type, value, task path, idx)."""
+        order = sorted(
+            ((w[4].decode(), w[0].decode(), int(w[5]), w[1].decode()) for w in raw or ()),
+            key=lambda w: writes_sort_key(w[0], w[1], w[2]),
+        )
+        if [w[1::2] for w in order] != [w[:2] for w in writes or ()]:
+            return  # not the stock read's rows: `put` reads the writes back
+        known: list[Known] = [
+            (*at, value)
+            for at, (_, _, value) in zip(order, writes or (), strict=True)
+            if at[3] in self.reducers
+        ]
+        with self._cache_lock:
+            mine = self._known.get(key)
+            if mine is not None and mine[0] == cid and mine[2]:
+                return  # this process wrote it: it knows more
+        self._remember(key, None)  # what it saved there is in `known`
+        self._remember(key, cid, known)
+
+    def _head_entry(self, blocks: Sequence[tuple[int, bytes]], count: int) -> Entry | None:
+        """The value a head's `(n, data)` blocks hold; None when unreadable (then the
+        history is replayed)."""
+        try:
+            return Entry(decode(blocks, count, self.serde), ABSENT)
+        except HeadUnreadable:
+            return None
+
     def _compute(
         self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
     ) -> Entry:
-        entry = None
-        if self.side_tables:
-            # One round trip: the head's count and blocks if the head is this checkpoint
-            # (an empty list: one row, no block).
-            rows = self._rows(
-                "SELECT h.count, b.n, b.data FROM gatehouse_heads h LEFT JOIN gatehouse_head_blocks b "
-                "ON b.thread_id = h.thread_id AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel "
-                "WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s AND h.checkpoint_id = %s "
-                "ORDER BY b.pos",
-                (thread_id, ns, ch, checkpoint_id),
-            )
-            with suppress(HeadUnreadable):  # then the history is replayed
-                if rows:
-                    blocks = [(n, data) for _, n, data in rows if n is not None]
-                    entry = Entry(decode(blocks, rows[0][0], self.serde), ABSENT)
+        rows = self._rows(HEAD_AT, (thread_id, ns, ch, checkpoint_id)) if self.side_tables else []
+        blocks = [(n, data) for _, n, data in rows if n is not None]
+        entry = self._head_entry(blocks, rows[0][0]) if rows else None
         if entry is None:
             entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
         self._put((thread_id, ns), checkpoint_id, ch, entry)
