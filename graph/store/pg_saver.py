@@ -83,6 +83,25 @@ def with_heads(read: str, channels: int) -> str:
     return f"SELECT c.*{columns} FROM ({read}) AS c{joins}"
 
 
+# The types of the columns that vary from row to row, after those alike in every row.
+BLOB_COLUMNS = (2, ("text", "text", "text", "bytea"))
+WRITE_COLUMNS = (5, ("int", "text", "text", "bytea"))
+
+
+def in_one(
+    insert: str, rows: Sequence[tuple[Any, ...]], columns: tuple[int, Sequence[str]]
+) -> tuple[str, tuple[Any, ...]]:
+    """The stock saver's `INSERT ... VALUES (%s, ...) ON CONFLICT ...` of many `rows` as one
+    statement (one execution, not one per row): the first `columns[0]` values are the
+    same in every row, each other column an array. Rows must not share a key."""
+    same, types = columns
+    into, values = insert.split("VALUES", 1)
+    arrays = ", ".join(f"%s::{t}[]" for t in types)
+    conflict = "".join(values.partition("ON CONFLICT")[1:])
+    sql = f"{into} SELECT {', '.join(['%s'] * same)}, r.* FROM unnest({arrays}) AS r {conflict}"
+    return sql, (*rows[0][:same], *map(list, list(zip(*rows, strict=True))[same:]))
+
+
 @contextmanager
 def _in_transaction(conn: Any) -> Iterator[None]:
     """Around statements sent between the caller's own BEGIN and COMMIT in its pipelines
@@ -166,10 +185,8 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 cur.execute("BEGIN")
                 if blob_versions := {k: v for k, v in new_versions.items() if k in blob_values}:
-                    cur.executemany(
-                        self.UPSERT_CHECKPOINT_BLOBS_SQL,
-                        pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions),
-                    )
+                    blobs = pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions)
+                    cur.execute(*in_one(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, BLOB_COLUMNS))
                 row = (thread_id, ns, cid, parent, Jsonb(copy), meta)
                 cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
                 rewrite, checks = self._move_heads(
@@ -193,13 +210,17 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     def _save_writes(
         self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
     ) -> None:
-        query = (
-            self.UPSERT_CHECKPOINT_WRITES_SQL
-            if all(w[0] in WRITES_IDX_MAP for w in writes)
-            else self.INSERT_CHECKPOINT_WRITES_SQL
-        )
+        rows = pg_dump_writes(self, *at, writes)
+        if all(w[0] in WRITES_IDX_MAP for w in writes):  # the stock saver's upsert: the last wins
+            query, rows = self.UPSERT_CHECKPOINT_WRITES_SQL, list({r[5]: r for r in rows}.values())
+        else:  # its insert: the first wins
+            query, rows = (
+                self.INSERT_CHECKPOINT_WRITES_SQL,
+                list({r[5]: r for r in rows[::-1]}.values()),
+            )
         with self._tx() as cur:
-            cur.executemany(query, pg_dump_writes(self, *at, writes))
+            if rows:
+                cur.execute(*in_one(query, rows, WRITE_COLUMNS))
             self._update_index(cur, index_update)
 
     # -- reads ---------------------------------------------------------------------------
