@@ -148,9 +148,9 @@ def test_a_write_that_fails_half_way_is_rolled_back_and_the_next_one_lands(
     """The saver sends BEGIN and COMMIT inside its pipelines (graph/store/pg_saver.py).
     A statement failing after others of its transaction ran leaves nothing behind,
     and the thread goes on. "head rewrite": a branch from an older checkpoint, whose
-    head rows are rewritten after the compare-and-set answered (a second pipeline of
-    the same transaction); "head append": in the checkpoint's first pipeline; "writes":
-    a step's writes."""
+    head rows are rewritten once the compare-and-set aborted the first transaction (a
+    second one); "head append": in the checkpoint's pipeline; "writes": a step's
+    writes."""
     import psycopg
 
     import gatehouse.graph.store.delta_reads as delta_reads

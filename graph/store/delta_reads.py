@@ -170,6 +170,8 @@ class DeltaReads:
     # Whether `put` may compute a value from the writes this process saved at the parent
     # (not read back), checked in its transaction (Postgres).
     remembers_writes = False
+    # The head's compare-and-set from the parent (and the writes remembered there).
+    move_head, move_head_known = MOVE_HEAD, MOVE_HEAD_KNOWN
     serde: Any
     # Each saver supplies: a value not in memory; a checkpoint with its head and index
     # row; a task's writes with the index's update, in one transaction.
@@ -452,10 +454,11 @@ class DeltaReads:
             check = new_cursor()
             params = (cid, len(value), thread_id, ns, ch, parent, len(prev))
             if remembered is None:
-                check.execute(dialect.sql(MOVE_HEAD), params)
+                check.execute(dialect.sql(self.move_head), params)
             else:
                 check.execute(
-                    dialect.sql(MOVE_HEAD_KNOWN), (*params, thread_id, ns, parent, ch, remembered)
+                    dialect.sql(self.move_head_known),
+                    (*params, thread_id, ns, parent, ch, remembered),
                 )
             checks.append((plan, check))
         return rewrite, checks

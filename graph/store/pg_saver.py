@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from functools import partial
 from typing import Any
 
+import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -34,6 +34,7 @@ from gatehouse.graph.store.delta_reads import (
     ABSENT,
     DeltaReads,
     Entry,
+    HeadPlan,
     IndexUpdate,
     Known,
     StaleWrites,
@@ -43,7 +44,7 @@ from gatehouse.graph.store.delta_reads import (
     saved_config,
 )
 from gatehouse.graph.store.dialect import POSTGRES
-from gatehouse.graph.store.head import HeadUnreadable, decode
+from gatehouse.graph.store.head import MOVE_HEAD, MOVE_HEAD_KNOWN, HeadUnreadable, decode
 from gatehouse.graph.store.langgraph_private import (
     DeltaSnapshot,
     pg_connection,
@@ -53,6 +54,7 @@ from gatehouse.graph.store.langgraph_private import (
 )
 
 CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
+HeadElsewhere = psycopg.errors.DivisionByZero
 # A head's count and blocks (an empty list: one row, no block) at a checkpoint.
 HEAD_AT = (
     "SELECT h.count, b.n, b.data FROM gatehouse_heads h LEFT JOIN gatehouse_head_blocks b "
@@ -140,6 +142,13 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
     """`PostgresSaver` with a materialised head and a cache of the DeltaChannels."""
 
     remembers_writes = True
+    # A compare-and-set that finds the head elsewhere aborts the transaction (a division
+    # by zero: `HeadElsewhere`), so a checkpoint's statements and COMMIT go in one round
+    # trip; the rare miss writes it again, the head rewritten whole.
+    move_head, move_head_known = (
+        f"WITH moved AS ({sql}) SELECT 1 / count(*) FROM moved"
+        for sql in (MOVE_HEAD, MOVE_HEAD_KNOWN)
+    )
     dialect = POSTGRES
     writes_table, value_column = "checkpoint_writes", "blob"
     # Unchanged if a LangGraph release words its query differently (tested).
@@ -181,31 +190,50 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         copy = {**checkpoint, "channel_values": inline}
         meta = Jsonb(get_serializable_checkpoint_metadata(config, metadata))
         cid = checkpoint["id"]
-        with self.lock, pg_connection(self.conn) as conn, _in_transaction(conn):
-            with conn.pipeline(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
-                cur.execute("BEGIN")
-                if blob_versions := {k: v for k, v in new_versions.items() if k in blob_values}:
-                    blobs = pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions)
-                    cur.execute(*in_one(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, BLOB_COLUMNS))
-                row = (thread_id, ns, cid, parent, Jsonb(copy), meta)
-                cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
-                rewrite, checks = self._move_heads(
-                    cur,
-                    partial(conn.cursor, row_factory=tuple_row),
-                    (thread_id, ns, cid, parent),
-                    plans,
-                )
-                if not ns and self.side_tables:
-                    cur.execute(CHECKPOINT_ROW, checkpoint_row(thread_id, plans, checkpoint))
-            # The pipeline's end waited for the server: the compare-and-sets have answered.
-            failed = [plan for plan, check in checks if check.fetchone() is None]
-            if any(plan[4] is not None for plan in failed):
-                raise StaleWrites  # rolled back
-            rewrite += failed
-            with conn.pipeline(), conn.cursor(binary=True) as cur:
-                self._rewrite_heads(cur, (thread_id, ns, cid), rewrite)
-                cur.execute("COMMIT")
+        blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
+        blobs = pg_dump_blobs(self, thread_id, ns, blob_values, blob_versions)
+        row = (thread_id, ns, cid, parent, Jsonb(copy), meta)
+        index_row = (
+            checkpoint_row(thread_id, plans, checkpoint) if not ns and self.side_tables else None
+        )
+        try:
+            self._write_checkpoint(blobs, row, plans, index_row, whole=False)
+        except HeadElsewhere:  # rolled back: a branch, or another writer came
+            if any(plan[4] is not None for plan in plans):
+                raise StaleWrites from None  # the writes remembered may not be all
+            self._write_checkpoint(blobs, row, plans, index_row, whole=True)
         return saved_config(config, ns, checkpoint)
+
+    def _write_checkpoint(
+        self,
+        blobs: Sequence[tuple[Any, ...]],
+        row: tuple[Any, ...],
+        plans: Sequence[HeadPlan],
+        index_row: tuple[Any, ...] | None,
+        *,
+        whole: bool,
+    ) -> None:
+        """One transaction in one round trip: the blobs, the checkpoint `row`, the heads
+        (moved from the parent by a compare-and-set that aborts it, else, `whole`,
+        rewritten) and the index row."""
+        thread_id, ns, cid, parent = row[:4]
+        with (
+            self.lock,
+            pg_connection(self.conn) as conn,
+            _in_transaction(conn),
+            conn.pipeline(),
+            conn.cursor(binary=True, row_factory=tuple_row) as cur,
+        ):
+            cur.execute("BEGIN")
+            if blobs:
+                cur.execute(*in_one(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, BLOB_COLUMNS))
+            cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
+            at = (thread_id, ns, cid, parent)
+            rewrite = list(plans) if whole else self._move_heads(cur, lambda: cur, at, plans)[0]
+            self._rewrite_heads(cur, (thread_id, ns, cid), rewrite)
+            if index_row is not None:
+                cur.execute(CHECKPOINT_ROW, index_row)
+            cur.execute("COMMIT")
 
     def _save_writes(
         self, at: WriteAt, writes: Sequence[tuple[str, Any]], index_update: IndexUpdate
