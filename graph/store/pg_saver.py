@@ -1,9 +1,10 @@
 """Gatehouse's Postgres checkpointer: the stock `PostgresSaver` and its tables, with a
 materialised head, a warm cache and the thread index (as saver.py). A checkpoint's
 statements (the stock upserts, the head's new rows, a compare-and-set of the head) go in
-one pipeline with its BEGIN and COMMIT: a step's writes take one round trip, a
-checkpoint two. Reads: the cache, else the head when it is the checkpoint asked for,
-else the stock replay.
+one pipeline with its BEGIN and COMMIT, a step's writes too: one round trip each, rows
+in one statement. Reads: `get_tuple` brings the head beside the checkpoint (a run's
+first read of a thread another process wrote last), else the cache, else the head when
+it is the checkpoint asked for, else the stock replay.
 """
 
 from __future__ import annotations
@@ -55,15 +56,9 @@ from gatehouse.graph.store.langgraph_private import (
 
 CHECKPOINT_ROW = checkpoint_row_sql(POSTGRES, "checkpoint_writes")
 HeadElsewhere = psycopg.errors.DivisionByZero
-# A head's count and blocks (an empty list: one row, no block) at a checkpoint.
-HEAD_AT = (
-    "SELECT h.count, b.n, b.data FROM gatehouse_heads h LEFT JOIN gatehouse_head_blocks b "
-    "ON b.thread_id = h.thread_id AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel "
-    "WHERE h.thread_id = %s AND h.checkpoint_ns = %s AND h.channel = %s AND h.checkpoint_id = %s "
-    "ORDER BY b.pos"
-)
-# The same beside a checkpoint read (`c`), as columns `h{i}_count`, `h{i}_n` and `h{i}_data`
-# (arrays), unless its value is cached here: (channel, the checkpoints cached).
+# A checkpoint's head (`h{i}`) beside a read of it (`c`), as columns `h{i}_count`,
+# `h{i}_n` and `h{i}_data` (arrays), unless its value is cached here: (channel, the
+# checkpoints cached).
 _HEAD_BESIDE = """ LEFT JOIN LATERAL (
     SELECT h.count, array(SELECT b.n FROM gatehouse_head_blocks b WHERE b.thread_id = h.thread_id
         AND b.checkpoint_ns = h.checkpoint_ns AND b.channel = h.channel ORDER BY b.pos) AS n,
@@ -83,6 +78,12 @@ def with_heads(read: str, channels: int) -> str:
     )
     joins = "".join(_HEAD_BESIDE.format(i=i) for i in range(channels))
     return f"SELECT c.*{columns} FROM ({read}) AS c{joins}"
+
+
+# One channel's head at a checkpoint: (thread, namespace, checkpoint id, channel, []).
+HEAD_AT = with_heads(
+    "SELECT %s::text AS thread_id, %s::text AS checkpoint_ns, %s::text AS checkpoint_id", 1
+)
 
 
 # The types of the columns that vary from row to row, after those alike in every row.
@@ -296,10 +297,9 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
             return PostgresSaver.get_tuple(self, config)  # its migration of old pending sends
         saved: CheckpointTuple = pg_load_checkpoint_tuple(self, value)
         for i, ch in enumerate(channels):
-            if value[f"h{i}_count"] is not None:
-                blocks = list(zip(value[f"h{i}_n"], value[f"h{i}_data"], strict=True))
-                if (entry := self._head_entry(blocks, value[f"h{i}_count"])) is not None:
-                    self._put(key, value["checkpoint_id"], ch, entry)
+            head = (value[f"h{i}_count"], value[f"h{i}_n"], value[f"h{i}_data"])
+            if (entry := self._head_entry(*head)) is not None:
+                self._put(key, value["checkpoint_id"], ch, entry)
         self._remember_read(
             key, value["checkpoint_id"], value["pending_writes"], saved.pending_writes
         )
@@ -329,20 +329,22 @@ class GatehousePostgresSaver(DeltaReads, PostgresSaver):
         self._remember(key, None)  # what it saved there is in `known`
         self._remember(key, cid, known)
 
-    def _head_entry(self, blocks: Sequence[tuple[int, bytes]], count: int) -> Entry | None:
-        """The value a head's `(n, data)` blocks hold; None when unreadable (then the
-        history is replayed)."""
+    def _head_entry(self, count: int | None, n: list[int], data: list[bytes]) -> Entry | None:
+        """The value of a head read beside a checkpoint (`with_heads`); None when there
+        is none or it does not decode (then the history is replayed)."""
+        if count is None:
+            return None
         try:
-            return Entry(decode(blocks, count, self.serde), ABSENT)
+            return Entry(decode(list(zip(n, data, strict=True)), count, self.serde), ABSENT)
         except HeadUnreadable:
             return None
 
     def _compute(
         self, thread_id: str, ns: str, checkpoint_id: str, ch: str, config: RunnableConfig
     ) -> Entry:
-        rows = self._rows(HEAD_AT, (thread_id, ns, ch, checkpoint_id)) if self.side_tables else []
-        blocks = [(n, data) for _, n, data in rows if n is not None]
-        entry = self._head_entry(blocks, rows[0][0]) if rows else None
+        at: tuple[Any, ...] = (thread_id, ns, checkpoint_id, ch, [])
+        rows = self._rows(HEAD_AT, at) if self.side_tables else []
+        entry = self._head_entry(*rows[0][3:]) if rows else None
         if entry is None:
             entry = Entry(self._replayed(ch, config, checkpoint_id), ABSENT)
         self._put((thread_id, ns), checkpoint_id, ch, entry)
