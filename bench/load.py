@@ -491,6 +491,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--kill-calls", type=int, default=4, help="approved calls killed")
     parser.add_argument("--no-faults", action="store_true")
     parser.add_argument("--inbox", default="1000,10000", help="paused threads ('' skips)")
+    parser.add_argument(
+        "--scale",
+        default="1",
+        help="worker counts also played once per system, to show what scales ('' skips)",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny and fast")
     parser.add_argument(
         "--profile", action="store_true", help="cProfile the load rounds' processes"
@@ -504,6 +509,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         args.workers, args.threads, args.turns, args.order = 2, 4, 2, "GP"
         args.kill_calls, args.inbox, args.model_ms, args.no_faults = 2, "50", 20, True
+        args.scale = ""
     from tests.support.postgres import running_server
 
     report: dict[str, Any] = {"args": vars(args), "started": time.strftime("%Y-%m-%d %H:%M")}
@@ -512,6 +518,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             play_round(server, SYSTEMS[letter], args) for letter in args.order.upper()
         ]
         report["summary"] = {s: summary(report["rounds"], s) for s in SYSTEMS.values()}
+        # The same load with fewer worker processes (the approver stays one process).
+        report["scale"] = [
+            {
+                **play_round(server, system, argparse.Namespace(**{**vars(args), "workers": w})),
+                "workers": w,
+            }
+            for w in (int(n) for n in args.scale.split(",") if n)
+            for system in SYSTEMS.values()
+        ]
         report["faults"] = []
         if not args.no_faults:
             fault_args = argparse.Namespace(

@@ -53,6 +53,18 @@ def load_table(report: dict[str, Any]) -> list[str]:
             f"{s['ran_unapproved']} unapproved; {s['inconsistent']} threads inconsistent"
         )
     lines.append(f"| approved calls, threads | {g['_ok']} | {p['_ok']} |")
+    for w in sorted({r["workers"] for r in report.get("scale", ())}):
+        fewer = {r["system"]: r for r in report["scale"] if r["workers"] == w}
+        lines.append(
+            f"| {w} → {a['workers']} worker processes | "
+            + " | ".join(
+                f"{fewer[s]['throughput']:.1f} → {t['throughput']:.1f} turns/s"
+                f" (errors {fewer[s]['errors']})"
+                for s, t in (("gatehouse", g), ("peer", p))
+                if s in fewer
+            )
+            + " |"
+        )
     return lines
 
 
