@@ -47,8 +47,8 @@ class CallJournal(Protocol):
 
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
-    def start(self, thread_id: str, call: ToolCall) -> None:
-        """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
+    def claim(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
+        """Claim the call (None), or the row of exactly this call already there."""
 
     def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
         """Claim a crashed call again after "run again" for attempt `attempts`."""
@@ -61,7 +61,10 @@ class DecisionLog(Protocol):
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
+    def logged_ids(
+        self, thread_id: str, tool_call_ids: Sequence[str], journal: CallJournal | None = None
+    ) -> set[str]:
+        """The ids the log holds, or `journal` does."""
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on: written through the door

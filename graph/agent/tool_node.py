@@ -126,33 +126,21 @@ def run_call(
         and not (spec.risk == "read" and spec.idempotent)
     )
     thread_id = thread_of(config)
-    recorded = journal.find(thread_id, call) if journal is not None and journaled else None
-    if recorded is not None and recorded.finished and recorded.result is not None:
-        # The tool ran but the checkpoint never saw its result: use the stored one.
-        return _journaled_answer(call, recorded.result, "ok")
-    if recorded is not None and is_executing(thread_id, call):
-        # Running now in this process (another client resumed the same approval).
-        raise CallAlreadyStarted(
-            f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
-            "it was not run again here. Reload the thread to see its result."
-        )
-    if recorded is not None and journal is not None:
-        # Started, never finished: ask. One interrupt per crashed attempt, so a
-        # "run again" whose re-run crashed too is not replayed by the next resume.
-        for _ in range(max(1, recorded.attempts)):
-            answer = ask_outcome(
-                outcome_request(call, recorded), call, recorded.attempts, deps, config
-            )
-            if answer.type != "run_again":
-                msg = (
-                    say.responded(call, answer.message or "")
-                    if answer.type == "respond"
-                    else say.outcome_failed(call, answer.message)
-                )
-                journal.finish(thread_id, call, msg)
-                return _journaled_answer(call, msg, "responded")
     # A call waits for a slot (max_parallel_tools), announced once it really starts.
-    with deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext():
+    with (
+        deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext(),
+        executing(thread_id, call) if journaled else nullcontext(False) as elsewhere,
+    ):
+        # The claim is atomic in the database: of two runs resuming one approval at
+        # once, the second finds the first's row here and never runs the call.
+        recorded = journal.claim(thread_id, call) if journal is not None and journaled else None
+        if recorded is not None and journal is not None:
+            answered = _claimed_before(call, recorded, elsewhere, config, deps)
+            if answered is not None:
+                return answered
+            journal.restart(thread_id, call, recorded.attempts)
+        if journaled:
+            crash.crash_point("before_tool")
         emit(
             ev.ToolStarted,
             call_id=call["id"],
@@ -162,8 +150,7 @@ def run_call(
             grant=task.get("grant"),
         )
         if mode == "run":
-            with executing(thread_id, call) if journaled else nullcontext():
-                msg, ms, status = _execute(task, config, deps, journaled, recorded, stop)
+            msg, ms, status = _execute(task, config, deps, journaled, stop)
         elif (answer_as := _ANSWERS.get(mode)) is None:  # refused by run_tool (answer_permit)
             raise ValueError(f"unknown tool task mode {mode!r}")
         else:
@@ -190,20 +177,11 @@ def _execute(
     config: RunnableConfig,
     deps: AgentDeps,
     journaled: bool,
-    recorded: JournalEntry | None,
     stop: threading.Event | None,
 ) -> tuple[ToolMessage, float, ToolStatus]:
-    """Claim the call in the journal, run it, record its result."""
+    """Run a claimed call, record its result."""
     call, journal, thread_id = task["call"], deps.journal, thread_of(config)
     tool = deps.tools.get(call["name"])
-    if journal is not None and journaled:
-        # The claim is atomic in the database: of two runs resuming one approval at
-        # once, the second gets CallAlreadyStarted here and never runs the call.
-        if recorded is None:
-            journal.start(thread_id, call)
-        else:
-            journal.restart(thread_id, call, recorded.attempts)
-        crash.crash_point("before_tool")
     start = time.perf_counter()
     msg = invoke_tool(tool, call, config, deps.tools, stop)
     ms = (time.perf_counter() - start) * 1000
@@ -223,6 +201,40 @@ def _execute(
         journal.finish(thread_id, call, msg)
         crash.crash_point("after_tool")
     return msg, ms, status
+
+
+def _claimed_before(
+    call: ToolCall,
+    recorded: JournalEntry,
+    elsewhere: bool,
+    config: RunnableConfig,
+    deps: AgentDeps,
+) -> dict[str, Any] | None:
+    """The answer for a call the journal held a row for already, or None: "run again"."""
+    thread_id, journal = thread_of(config), deps.journal
+    if recorded.finished and recorded.result is not None:
+        # The tool ran but the checkpoint never saw its result: use the stored one.
+        return _journaled_answer(call, recorded.result, "ok")
+    if elsewhere:
+        # Running now in this process (another client resumed the same approval).
+        raise CallAlreadyStarted(
+            f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
+            "it was not run again here. Reload the thread to see its result."
+        )
+    # Started, never finished: ask. One interrupt per crashed attempt, so a "run
+    # again" whose re-run crashed too is not replayed by the next resume.
+    for _ in range(max(1, recorded.attempts)):
+        answer = ask_outcome(outcome_request(call, recorded), call, recorded.attempts, deps, config)
+        if answer.type != "run_again":
+            msg = (
+                say.responded(call, answer.message or "")
+                if answer.type == "respond"
+                else say.outcome_failed(call, answer.message)
+            )
+            if journal is not None:
+                journal.finish(thread_id, call, msg)
+            return _journaled_answer(call, msg, "responded")
+    return None
 
 
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: ToolStatus) -> dict[str, Any]:
@@ -324,19 +336,16 @@ def _key(thread_id: str, call: ToolCall) -> tuple[str, str | None, str, str]:
 
 
 @contextmanager
-def executing(thread_id: str, call: ToolCall) -> Iterator[None]:
+def executing(thread_id: str, call: ToolCall) -> Iterator[bool]:
+    """Hold the call as executing here; yields whether another run held it already."""
     key = _key(thread_id, call)
     with _lock:
+        elsewhere = key in _running
         _running[key] += 1
     try:
-        yield
+        yield elsewhere
     finally:
         with _lock:
             _running[key] -= 1
             if _running[key] <= 0:
                 del _running[key]
-
-
-def is_executing(thread_id: str, call: ToolCall) -> bool:
-    with _lock:
-        return _key(thread_id, call) in _running

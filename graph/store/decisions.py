@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, Protocol
 
 from gatehouse.graph.protocol.decisions import (
     ALL_TOOLS,
@@ -77,6 +77,14 @@ INSERT = upsert(
     + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
     + ")",
 )
+
+
+_LOGGED = f"SELECT tool_call_id FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' AND thread_id=?"
+JOURNALED = "SELECT tool_call_id FROM gatehouse_journal WHERE thread_id=?"
+
+
+class Logged(Protocol):
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
 
 def record_key(tool: str, args: Any, requested_args: Any) -> str:
@@ -199,10 +207,25 @@ class Decisions(Table):
             "AND thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
         )
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
-        """Which of these call ids the thread's log holds a record under."""
-        where = f"question <> '{LIFE_QUESTION}' AND thread_id=? AND "
-        return self._which("tool_call_id", tool_call_ids, where, (thread_id,))
+    def logged_ids(
+        self, thread_id: str, tool_call_ids: Sequence[str], journal: Logged | None = None
+    ) -> set[str]:
+        """Which of these call ids the thread's log holds a record under, or `journal` a
+        row under: one statement when the journal is on this database (as a Storage's)."""
+        ids = list(tool_call_ids)
+        if not ids:
+            return set()
+        sql = f"{_LOGGED} AND {among('tool_call_id', ids)}"
+        params: tuple[Any, ...] = (thread_id, *ids)
+        one_db = isinstance(journal, Table) and journal._db is self._db
+        if one_db:
+            sql += f" UNION {JOURNALED} AND {among('tool_call_id', ids)}"
+            params *= 2
+        found = {r[0] for r in self._db.rows(sql, params)}
+        rest = [i for i in ids if i not in found]
+        if journal is not None and not one_db and rest:
+            found |= journal.logged_ids(thread_id, rest)
+        return found
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
