@@ -56,6 +56,10 @@ class CallJournal(Protocol):
     def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None: ...
 
 
+# What the gate reads of the log: the grants in force, the records under some calls.
+GateReads = tuple[list[StandingGrant], list[DecisionRecord]]
+
+
 class DecisionLog(Protocol):
     """People's decisions (graph/store/decisions.py): a gated call runs on an approval here."""
 
@@ -72,10 +76,11 @@ class DecisionLog(Protocol):
 
     def grants(self, thread_id: str) -> list[StandingGrant]: ...
 
-    def gate_reads(
-        self, thread_id: str, call_ids: Sequence[str]
-    ) -> tuple[list[StandingGrant], list[DecisionRecord]]:
+    def gate_reads(self, thread_id: str, call_ids: Sequence[str]) -> GateReads:
         """`grants` and the `approvals` of each of `call_ids`, in one read."""
+
+    def record_and_read(self, records: Sequence[DecisionRecord]) -> GateReads:
+        """`record` one thread's decisions and `gate_reads` their calls, in one transaction."""
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         """Every record of the thread, oldest first (who decided a late answer's call)."""

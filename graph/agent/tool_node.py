@@ -28,7 +28,7 @@ from gatehouse.graph.agent import tool_messages as say
 from gatehouse.graph.agent.authority import ask_outcome, enter
 from gatehouse.graph.agent.call_ids import id_of
 from gatehouse.graph.agent.context import RunContext, context_of
-from gatehouse.graph.agent.deps import AgentDeps, JournalEntry
+from gatehouse.graph.agent.deps import AgentDeps, GateReads, JournalEntry
 from gatehouse.graph.agent.emit import decided_by, emit, thread_of
 from gatehouse.graph.agent.gate import (
     Approved,
@@ -42,6 +42,7 @@ from gatehouse.graph.agent.gate import (
     gate_reads,
     invalid_permit,
     judge,
+    keep_read,
     permit,
 )
 from gatehouse.graph.agent.offload import fit_output
@@ -93,7 +94,7 @@ def run_tool(
     elif isinstance(found, Invalid):
         task = {**task, "note": found.problem}
     elif isinstance(found, RunFree) and found.grant:
-        grant = record_grant_run(call, found.grant, config, deps)
+        grant = record_grant_run(call, found.grant, config, runtime, deps)
         decision = ALWAYS_ALLOWED if grant else None
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
@@ -272,26 +273,31 @@ def record_auto_approval(
     if deps.decisions is None:
         return
     thread_id = thread_of(config)
-    grants = gate_reads({}, deps, thread_id, ())[0]
+    grants, records = gate_reads({}, deps, thread_id, [id_of(call)], config, runtime)
     auto = auto_approving(runtime, deps, grants)
-    verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
+    verdict = (
+        judge(call, deps, thread_id, grants, runtime, auto=auto, records=records) if auto else None
+    )
     if not isinstance(verdict, AutoApproved):
         return  # already recorded (a re-run), or not auto-approved: permit decides
     message = f"auto-approved: auto-approve is on for this {verdict.by}"
-    _enter(call, config, deps, "review", AUTO_APPROVE, message)
+    reads = _enter(call, config, deps, "review", AUTO_APPROVE, message, read_back=True)
+    keep_read(config, runtime, thread_id, [id_of(call)], reads, ahead=0)  # `permit` reads it
 
 
 def record_grant_run(
-    call: ToolCall, grant: Grant, config: RunnableConfig, deps: AgentDeps
+    call: ToolCall,
+    grant: Grant,
+    config: RunnableConfig,
+    runtime: Runtime[RunContext] | None,
+    deps: AgentDeps,
 ) -> str | None:
     """Log that `grant` is why `call` runs, and return its label; None without a log, or
     when a person approved this very call (the grant came with that approval)."""
     if deps.decisions is None:
         return None
-    thread_id = thread_of(config)
-    if any(
-        r.question == "review" and r.runs for r in deps.decisions.approvals(thread_id, id_of(call))
-    ):
+    records = gate_reads({}, deps, thread_of(config), [id_of(call)], config, runtime)[1]
+    if any(r.question == "review" and r.runs for r in records):
         return None
     label = grant_label(grant.tool, grant.pattern)
     # The grant's own record says who gave it; this one, which run it let through.
@@ -307,7 +313,8 @@ def _enter(
     question: str,
     decision: str,
     message: str,
-) -> None:
+    read_back: bool = False,
+) -> GateReads | None:
     who = decided_by(config)
     record = DecisionRecord(
         thread_id=thread_of(config),
@@ -321,7 +328,7 @@ def _enter(
         actor=who["actor"],
         decided_at=time.time(),
     )
-    enter(deps.decisions, deps.policy, [record])
+    return enter(deps.decisions, deps.policy, [record], read_back=read_back)
 
 
 # -- the journaled calls this process executes now: a "started" row of one of them is
