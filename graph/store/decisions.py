@@ -110,7 +110,9 @@ def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
     lock(cur)
     written = []
     for record in records:
-        written += dicts(cur.execute(INSERT, _row(record)))  # a row back: new, chained below
+        for row in dicts(cur.execute(INSERT, _row(record))):  # a row back: new, chained below
+            # As a read gives it back: SQLite's RETURNING gives a whole REAL as an integer.
+            written.append({**row, "decided_at": float(row["decided_at"])})
     append(cur, written)
 
 
