@@ -52,14 +52,25 @@ def lock(cur: Cursor) -> None:
         cur.execute(f"SELECT pg_advisory_xact_lock({PG_CHAIN_LOCK})")
 
 
-def append(cur: Cursor, rows: Sequence[dict[str, Any]]) -> None:
+# The chain's last entry, as two columns of a statement run under `lock` (the row
+# insert's RETURNING: no statement of its own).
+_LAST = "(SELECT {} FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1)"
+TAIL = (
+    f"COALESCE({_LAST.format('seq')}, 0) AS chain_tail_seq, "
+    f"COALESCE({_LAST.format('entry_hash')}, '{GENESIS}') AS chain_tail_hash"
+)
+
+
+def tail(cur: Cursor) -> tuple[int, str]:
+    """The chain's last entry (seq, hash): (0, GENESIS) for an empty chain."""
+    seq, hashed = cur.execute(f"SELECT {TAIL}").fetchone()
+    return int(seq), str(hashed)
+
+
+def append(cur: Cursor, rows: Sequence[dict[str, Any]], last: tuple[int, str]) -> None:
     """Chain decision rows (as stored: every column), just written in this transaction
-    under `lock`, in order."""
-    if not rows:
-        return
-    cur.execute("SELECT seq, entry_hash FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1")
-    head = cur.fetchone()
-    seq, prev = (int(head[0]), str(head[1])) if head else (0, GENESIS)
+    under `lock`, in order, after the chain's `last` entry (read under the lock)."""
+    seq, prev = last
     entries = []
     for row in rows:
         seq, hashed = seq + 1, entry_hash(prev, seq + 1, row)
@@ -75,7 +86,9 @@ def append(cur: Cursor, rows: Sequence[dict[str, Any]]) -> None:
 def seal_existing(cur: Cursor) -> None:
     """Chain the rows of a log recorded before it had a chain (oldest first)."""
     lock(cur)
-    append(cur, dicts(cur.execute("SELECT * FROM gatehouse_decisions ORDER BY decided_at")))
+    rows = dicts(cur.execute("SELECT * FROM gatehouse_decisions ORDER BY decided_at"))
+    if rows:
+        append(cur, rows, tail(cur))
 
 
 # A decision row with its chain entry and the entry before it: what `vouched` checks.

@@ -32,6 +32,7 @@ from gatehouse.graph.store.binding import KEY_COLUMN, call_key, dumps, rebind
 from gatehouse.graph.store.database import Cursor, Table, among
 from gatehouse.graph.store.decision_chain import (
     CHAIN_SCHEMA,
+    TAIL,
     VOUCHED_SELECT,
     ChainCheck,
     append,
@@ -80,7 +81,7 @@ INSERT = (
         + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
         + ")",
     )
-    + " RETURNING *"
+    + f" RETURNING *, {TAIL}"  # the row as stored, and the chain's tail under `lock`
 )
 
 
@@ -108,12 +109,15 @@ def _row(record: DecisionRecord) -> tuple[Any, ...]:
 def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
     """Append and chain decisions in the caller's transaction (one recorded already stays)."""
     lock(cur)
-    written = []
+    written, last = [], None
     for record in records:
         for row in dicts(cur.execute(INSERT, _row(record))):  # a row back: new, chained below
+            tail = (int(row.pop("chain_tail_seq")), str(row.pop("chain_tail_hash")))
+            last = last or tail
             # As a read gives it back: SQLite's RETURNING gives a whole REAL as an integer.
             written.append({**row, "decided_at": float(row["decided_at"])})
-    append(cur, written)
+    if last is not None:
+        append(cur, written, last)
 
 
 def record_of(row: Sequence[Any]) -> DecisionRecord:
