@@ -63,6 +63,11 @@ class RunContext(BaseModel):
     def gate_lock(self) -> threading.Lock:
         return self._gate_lock
 
+    def forget_reads(self) -> None:
+        """A new run: reads kept by the last one are not this run's steps'."""
+        with self._gate_lock:
+            self._gate_reads.clear()
+
     @property
     def event_sink(self) -> Callable[[Any], None] | None:
         return self._event_sink
