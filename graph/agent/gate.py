@@ -5,6 +5,8 @@ journal, the policy and the auto-approve mode (the thread's switch in the log or
 Session's private run context, never client input; never for a tool with approvers).
 `run_tool` asks again (`permit`, `invalid_permit`, `answer_permit`) from the log and the
 schema, never from its task: a forged `Send`, a state edit or a raw `Command` reaches it.
+The log is read once per run step (`gate_reads`): a grant or revoke from elsewhere
+reaches the next step.
 """
 
 from __future__ import annotations

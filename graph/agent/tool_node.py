@@ -2,9 +2,9 @@
 pending write, never re-run on resume.
 
 A call with side effects is journaled before and after it runs, bound to its id, tool
-and canonical arguments. The row is read first, as the node re-runs from its start
-when an "outcome unknown" interrupt is answered: finished, the stored result answers;
-started, never finished, the person is asked. A gated call runs only on a recorded
+and canonical arguments. The claim comes first, and finds the row already there when
+the node re-runs (from its start, when an "outcome unknown" interrupt is answered):
+finished, the stored result answers; started, never finished, the person is asked. A gated call runs only on a recorded
 approval of exactly this call (or an auto-approval recorded here); a task that
 reaches the node any other way (a forged `Send`, a state edit) gets a notice only.
 """

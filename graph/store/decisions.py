@@ -86,7 +86,7 @@ INSERT = (
 
 
 _LOGGED = f"SELECT tool_call_id FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' AND thread_id=?"
-JOURNALED = "SELECT tool_call_id FROM gatehouse_journal WHERE thread_id=?"
+_JOURNALED = "SELECT tool_call_id FROM gatehouse_journal WHERE thread_id=?"
 
 
 class Logged(Protocol):
@@ -247,15 +247,15 @@ class Decisions(Table):
         self, thread_id: str, tool_call_ids: Sequence[str], journal: Logged | None = None
     ) -> set[str]:
         """Which of these call ids the thread's log holds a record under, or `journal` a
-        row under: one statement when the journal is on this database (as a Storage's)."""
+        row under: one statement when the journal is on this database."""
         ids = list(tool_call_ids)
         if not ids:
             return set()
         sql = f"{_LOGGED} AND {among('tool_call_id', ids)}"
         params: tuple[Any, ...] = (thread_id, *ids)
-        one_db = isinstance(journal, Table) and journal._db is self._db
+        one_db = isinstance(journal, Table) and journal._db is self._db  # a Storage's
         if one_db:
-            sql += f" UNION {JOURNALED} AND {among('tool_call_id', ids)}"
+            sql += f" UNION {_JOURNALED} AND {among('tool_call_id', ids)}"
             params *= 2
         found = {r[0] for r in self._db.rows(sql, params)}
         rest = [i for i in ids if i not in found]

@@ -38,23 +38,8 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
 COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
 KEY = ("thread_id", "tool_call_id", KEY_COLUMN)
 # A claim: the row, unless the call has one already (a row back: claimed).
-CLAIM = (
-    upsert(
-        "gatehouse_journal",
-        (
-            "thread_id",
-            "tool_call_id",
-            "name",
-            "args_json",
-            "status",
-            "started_at",
-            "pid",
-            KEY_COLUMN,
-        ),
-        KEY,
-    )
-    + " RETURNING 1"
-)
+_CLAIMED = ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid")
+CLAIM = upsert("gatehouse_journal", (*_CLAIMED, KEY_COLUMN), KEY) + " RETURNING 1"
 # Every column (a thread's import restores its rows whole).
 RESTORE_COLUMNS = (*COLUMNS.split(", "), KEY_COLUMN)
 # A result: the row finished (written whole if the claim is gone: a thread imported since).
