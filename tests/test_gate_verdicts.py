@@ -8,6 +8,7 @@ tests/test_gate_matrix.py; they run against this same gate.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,16 @@ from gatehouse.graph.agent.gate import (
     Denied,
     Invalid,
     RunFree,
+    gate_reads,
     judge,
+    keep_read,
     policy_verdict,
     task_for,
 )
 from gatehouse.graph.agent.hooks import HookSet
 from gatehouse.graph.agent.policy import GRANTED, Grant, Policy
 from gatehouse.graph.protocol.answers import Approve
+from gatehouse.graph.protocol.decisions import GRANT, GRANT_QUESTION, REVOKE, DecisionRecord
 from gatehouse.graph.store import open_storage
 from tests.support.counting_tools import make_counting_tools, runs
 
@@ -176,3 +180,64 @@ def test_the_gate_answers_with_a_typed_verdict(tmp_path: Path) -> None:
     # ... but not for a call that reuses its id with other arguments, nor in the review itself.
     assert isinstance(verdict("bump", {"label": "other"}, "c9"), Ask)
     assert isinstance(verdict("bump", {"label": "x"}, "c9", reviewing=True), Ask)
+
+
+def test_the_log_is_read_once_per_step_and_a_grant_from_elsewhere_reaches_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tasks of one run step share one read of the decision log; a grant or revoke
+    recorded by another process reaches the next step, and the next run even when it is
+    given the same context; a decision this run records reaches the next step's calls
+    as read in its own transaction."""
+    tools = {t.name: t for t in make_counting_tools(tmp_path / "count")}
+    storage = open_storage(str(tmp_path / "g.db"))
+    log = storage.decisions
+    assert log is not None
+    reads: list[list[str]] = []
+    read = log.gate_reads
+    monkeypatch.setattr(log, "gate_reads", lambda t, ids: reads.append(list(ids)) or read(t, ids))
+    deps = AgentDeps(
+        model=None,
+        tools=tools,
+        policy=Policy(),
+        hooks=HookSet(None),
+        system_prompt=None,
+        max_model_calls=5,
+        decisions=log,
+    )
+    run = _Runtime()
+
+    def config(step: int) -> Any:
+        return {"configurable": {"thread_id": "t"}, "metadata": {"langgraph_step": step}}
+
+    def gate(step: int, call_id: str = "c1") -> tuple[list[Grant], list[Any]]:
+        return gate_reads({}, deps, "t", [call_id], config(step), run)  # type: ignore[arg-type]
+
+    elsewhere = open_storage(str(tmp_path / "g.db")).decisions
+    assert elsewhere is not None
+
+    def standing(decision: str) -> DecisionRecord:
+        return DecisionRecord(
+            thread_id="t",
+            question=GRANT_QUESTION,
+            tool_call_id=f"g-{decision}",
+            tool="bump",
+            decision=decision,
+            args={},
+            always_allow="*",
+            decided_at=time.time(),
+        )
+
+    keep_read(config(2), run, "t", ["c1", "c2"])  # routing: the next step asks of both
+    assert gate(3) == ([], []) and gate(3, "c2") == ([], []) and reads == [["c1", "c2"]]
+    elsewhere.record([standing(GRANT)])
+    assert gate(3)[0] == []  # one step, one state of the log
+    assert gate(4)[0] == [Grant("bump")] and len(reads) == 2
+    elsewhere.record([standing(REVOKE)])
+    run.context.forget_reads()  # a new run given the same context
+    assert gate(4)[0] == [] and len(reads) == 3
+    # A decision recorded here: the next step's call reads it from its transaction.
+    call = tool_call("bump", {"label": "x"}, "c5")
+    approve = record_of("t", "review", call, Approve(type="approve"), source="t", actor=None)  # type: ignore[arg-type]
+    keep_read(config(6), run, "t", ["c5"], log.record_and_read([approve]))
+    assert [r.decision for r in gate(7, "c5")[1]] == ["approve"] and len(reads) == 3

@@ -60,8 +60,10 @@ class MemoryJournal:
     def get(self, thread_id: str, tool_call_id: str) -> Any:
         return next((r for k, r in self.rows.items() if k[:2] == (thread_id, tool_call_id)), None)
 
-    def start(self, thread_id: str, call: Any) -> None:
-        self.started.append(call["id"])
+    def claim(self, thread_id: str, call: Any) -> Any:
+        if (found := self.find(thread_id, call)) is None:
+            self.started.append(call["id"])
+        return found
 
     def restart(self, thread_id: str, call: Any, attempts: int) -> None:
         self.started.append(call["id"])

@@ -20,7 +20,7 @@ from langgraph.types import interrupt
 from pydantic import model_validator
 
 from gatehouse.graph.agent.call_ids import id_of
-from gatehouse.graph.agent.deps import AgentDeps, DecisionLog
+from gatehouse.graph.agent.deps import AgentDeps, DecisionLog, GateReads
 from gatehouse.graph.agent.emit import decided_by, thread_of, visiting
 from gatehouse.graph.agent.policy import Policy
 from gatehouse.graph.protocol.answers import Approve, Edit, OutcomeAnswer
@@ -73,9 +73,11 @@ def enter(
     records: Sequence[DecisionRecord],
     *,
     visitor: bool = False,
-) -> None:
+    read_back: bool = False,
+) -> GateReads | None:
     """Record `records` after checking each; `NotAllowed`, recording none, when one is
-    refused (checked also without a log: resolve.py acts on what the door allows)."""
+    refused (checked also without a log: resolve.py acts on what the door allows).
+    `read_back`: the gate's read of their calls, in the same transaction."""
     for record in records:
         problem = _binding_problem(record)
         if problem is None and record.question != STANDING_QUESTION:
@@ -83,8 +85,12 @@ def enter(
             problem = refusal(record.actor, record.tool, approvers, visitor)
         if problem is not None:
             raise NotAllowed(f"{problem}; nothing was recorded")
-    if log is not None:
-        log.record(records)
+    if log is None:
+        return None
+    if read_back and records:
+        return log.record_and_read(records)
+    log.record(records)
+    return None
 
 
 def record_of(
@@ -125,7 +131,8 @@ def decide(
     request_id: str | None = None,
     who: Mapping[str, str | None] | None = None,
     visitor: bool | None = None,
-) -> None:
+    read_back: bool = False,
+) -> GateReads | None:
     """Enter a person's (call, decision) answers to one question, by the run's identity."""
     who = dict(who or decided_by(config))
     source, actor, thread_id = who.get("source"), who.get("actor"), thread_of(config)
@@ -134,7 +141,7 @@ def decide(
         for call, d in answers
     ]
     visitor = visiting(config) if visitor is None else visitor
-    enter(deps.decisions, deps.policy, records, visitor=visitor)
+    return enter(deps.decisions, deps.policy, records, visitor=visitor, read_back=read_back)
 
 
 # Who answers an "outcome unknown" question and its tool's approvers (`CheckedOutcome`).

@@ -185,9 +185,13 @@ class GatehouseGraph(CompiledStateGraph):
 
 
 def _with_context(kwargs: dict[str, Any]) -> None:
-    """A run without a context (a raw `invoke`) gets a fresh one (for the gate's verdicts)."""
-    if kwargs.get("context") is None:
+    """A run without a context (a raw `invoke`) gets a fresh one (for the gate's verdicts);
+    one given again starts with no read of the decision log kept (gate.py: a step's)."""
+    ctx = kwargs.get("context")
+    if ctx is None:
         kwargs["context"] = RunContext()
+    elif isinstance(ctx, RunContext):
+        ctx.forget_reads()
 
 
 def parts_of(agent: object) -> AgentDeps | None:

@@ -24,6 +24,9 @@ class RunContext(BaseModel):
     _auto_approve: threading.Event | None = PrivateAttr(default=None)
     # The gate's memo (graph/agent/gate.py: `policy_verdict`); lives and dies with the run.
     _verdicts: dict[Any, Any] = PrivateAttr(default_factory=dict)
+    # The gate's reads of the decision log, by thread (gate.py: `gate_reads`).
+    _gate_reads: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _gate_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     # The Session's own event stream (run.py); None: LangGraph's `custom` stream (emit.py).
     _event_sink: Callable[[Any], None] | None = PrivateAttr(default=None)
 
@@ -51,6 +54,19 @@ class RunContext(BaseModel):
     @property
     def verdicts(self) -> dict[Any, Any]:
         return self._verdicts
+
+    @property
+    def gate_reads(self) -> dict[str, Any]:
+        return self._gate_reads
+
+    @property
+    def gate_lock(self) -> threading.Lock:
+        return self._gate_lock
+
+    def forget_reads(self) -> None:
+        """A new run: reads kept by the last one are not this run's steps'."""
+        with self._gate_lock:
+            self._gate_reads.clear()
 
     @property
     def event_sink(self) -> Callable[[Any], None] | None:

@@ -47,8 +47,8 @@ class CallJournal(Protocol):
 
     def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
-    def start(self, thread_id: str, call: ToolCall) -> None:
-        """Claim the call; raises `CallAlreadyStarted` when another run claimed it."""
+    def claim(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
+        """Claim the call (None), or the row of exactly this call already there."""
 
     def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
         """Claim a crashed call again after "run again" for attempt `attempts`."""
@@ -56,12 +56,19 @@ class CallJournal(Protocol):
     def finish(self, thread_id: str, call: ToolCall, result: ToolMessage) -> None: ...
 
 
+# What the gate reads of the log: the grants in force, the records under some calls.
+GateReads = tuple[list[StandingGrant], list[DecisionRecord]]
+
+
 class DecisionLog(Protocol):
     """People's decisions (graph/store/decisions.py): a gated call runs on an approval here."""
 
     def record(self, records: Sequence[DecisionRecord]) -> None: ...
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
+    def logged_ids(
+        self, thread_id: str, tool_call_ids: Sequence[str], journal: CallJournal | None = None
+    ) -> set[str]:
+        """The ids the log holds, or `journal` does."""
 
     def approvals(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         """The records under this call id the gate may act on: written through the door
@@ -69,10 +76,11 @@ class DecisionLog(Protocol):
 
     def grants(self, thread_id: str) -> list[StandingGrant]: ...
 
-    def gate_reads(
-        self, thread_id: str, call_ids: Sequence[str]
-    ) -> tuple[list[StandingGrant], list[DecisionRecord]]:
+    def gate_reads(self, thread_id: str, call_ids: Sequence[str]) -> GateReads:
         """`grants` and the `approvals` of each of `call_ids`, in one read."""
+
+    def record_and_read(self, records: Sequence[DecisionRecord]) -> GateReads:
+        """`record` one thread's decisions and `gate_reads` their calls, in one transaction."""
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         """Every record of the thread, oldest first (who decided a late answer's call)."""

@@ -5,6 +5,8 @@ journal, the policy and the auto-approve mode (the thread's switch in the log or
 Session's private run context, never client input; never for a tool with approvers).
 `run_tool` asks again (`permit`, `invalid_permit`, `answer_permit`) from the log and the
 schema, never from its task: a forged `Send`, a state edit or a raw `Command` reaches it.
+The log is read once per run step (`gate_reads`): a grant or revoke from elsewhere
+reaches the next step.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from langgraph.runtime import Runtime
 from gatehouse.graph.agent.authority import grant_holds
 from gatehouse.graph.agent.call_ids import id_of
 from gatehouse.graph.agent.context import RunContext, context_of, session_auto_approves
-from gatehouse.graph.agent.deps import AgentDeps
+from gatehouse.graph.agent.deps import AgentDeps, DecisionLog, GateReads
 from gatehouse.graph.agent.emit import thread_of
 from gatehouse.graph.agent.history import unanswered
 from gatehouse.graph.agent.policy import Grant, Verdict
@@ -85,15 +87,83 @@ Permit = RunFree | Approved | Refused
 
 
 def gate_reads(
-    state: Mapping[str, Any], deps: AgentDeps, thread_id: str, call_ids: Sequence[str]
+    state: Mapping[str, Any],
+    deps: AgentDeps,
+    thread_id: str,
+    call_ids: Sequence[str],
+    config: RunnableConfig | None = None,
+    runtime: Runtime[RunContext] | None = None,
 ) -> tuple[list[Grant], list[DecisionRecord]]:
     """The thread's grants whose giver may still decide their tool, and the records
-    under `call_ids`, in one read of the decision log; without one, state's grants."""
-    if deps.decisions is not None:
-        standing, records = deps.decisions.gate_reads(thread_id, call_ids)
-        grants = [Grant(g.tool, g.pattern) for g in standing if grant_holds(g, deps.policy)]
-        return grants, records
-    return [Grant.from_dict(g) for g in state.get("grants") or []], []
+    under `call_ids`, in one read of the decision log (one per run step: `_read_log`);
+    without one, state's grants."""
+    if deps.decisions is None:
+        return [Grant.from_dict(g) for g in state.get("grants") or []], []
+    standing, records = _read_log(deps.decisions, thread_id, call_ids, config, runtime)
+    return [Grant(g.tool, g.pattern) for g in standing if grant_holds(g, deps.policy)], records
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A read of the log a run keeps (`RunContext.gate_reads`): for the tasks of `step`,
+    `reads` of `ids` (None: no read yet, `ids` is what the step will ask about)."""
+
+    step: int
+    ids: frozenset[str]
+    reads: GateReads | None = None
+
+
+def _read_log(
+    log: DecisionLog,
+    thread_id: str,
+    call_ids: Sequence[str],
+    config: RunnableConfig | None,
+    runtime: Runtime[RunContext] | None,
+) -> GateReads:
+    """The log's grants and records under `call_ids`, read once per run step: the
+    tasks of one step (a review and its free calls, run at once) share one read, so
+    each sees one state of the log; a grant or revoke from elsewhere reaches the next
+    step. The steps after a decision this run wrote use the read made in its
+    transaction (`keep_read`): nothing is newer."""
+    ctx, step = context_of(runtime), step_of(config)
+    if ctx is None or step is None:
+        return log.gate_reads(thread_id, call_ids)
+    wanted = frozenset(call_ids)
+    with ctx.gate_lock:  # the step's other tasks wait for this read, not read again
+        kept = ctx.gate_reads.get(thread_id)
+        kept = kept if isinstance(kept, _Read) and kept.step == step else None
+        if kept is None or kept.reads is None or not wanted <= kept.ids:
+            ids = wanted | (kept.ids if kept is not None else frozenset())
+            kept = ctx.gate_reads[thread_id] = _Read(
+                step, ids, log.gate_reads(thread_id, sorted(ids))
+            )
+        assert kept.reads is not None
+        standing, records = kept.reads
+    return standing, [r for r in records if r.tool_call_id in wanted]
+
+
+def step_of(config: RunnableConfig | None) -> int | None:
+    step = ((config or {}).get("metadata") or {}).get("langgraph_step")
+    return step if isinstance(step, int) else None
+
+
+def keep_read(
+    config: RunnableConfig,
+    runtime: Runtime[RunContext] | None,
+    thread_id: str,
+    call_ids: Sequence[str],
+    reads: GateReads | None = None,
+    *,
+    ahead: int = 1,
+) -> None:
+    """Keep for the tasks of the step `ahead` of this one what they will ask about
+    (`reads` None: the read is theirs to make), or `reads` made in the transaction of a
+    decision this run just wrote. Under the lock: a read that began before the write
+    was kept before this."""
+    ctx, step = context_of(runtime), step_of(config)
+    if ctx is not None and step is not None:
+        with ctx.gate_lock:
+            ctx.gate_reads[thread_id] = _Read(step + ahead, frozenset(call_ids), reads)
 
 
 def policy_verdict(
@@ -174,10 +244,12 @@ def split_turn(
     reviewing: bool = False,
     auto: AutoMode | None = None,
     reads: tuple[list[Grant], list[DecisionRecord]] | None = None,
+    config: RunnableConfig | None = None,
 ) -> tuple[list[ToolTask], list[tuple[ToolCall, Verdict]]]:
     """The turn's open calls: tasks to send now, and calls to review with their verdict."""
     calls = unanswered(state)
-    grants, records = reads or gate_reads(state, deps, thread_id, [id_of(c) for c in calls])
+    ids = [id_of(c) for c in calls]
+    grants, records = reads or gate_reads(state, deps, thread_id, ids, config, runtime)
     now: list[ToolTask] = []
     gated: list[tuple[ToolCall, Verdict]] = []
     for call in calls:
@@ -248,7 +320,7 @@ def permit(
         decision = task.get("decision")
         return Approved(decision) if decision else RunFree()
     thread_id = thread_of(config)
-    grants, records = gate_reads({}, deps, thread_id, [id_of(call)])
+    grants, records = gate_reads({}, deps, thread_id, [id_of(call)], config, runtime)
     verdict = policy_verdict(call, deps, thread_id, grants, runtime)
     if verdict.mode == "allow":
         return RunFree(verdict.grant)
@@ -288,13 +360,14 @@ def answer_permit(
     mode = task["mode"]
     thread_id = thread_of(config)
     if mode == "deny":
-        grants = gate_reads({}, deps, thread_id, ())[0]
+        grants = gate_reads({}, deps, thread_id, (), config, runtime)[0]
         if policy_verdict(call, deps, thread_id, grants, runtime).mode == "deny":
             return None
     elif mode in ("reject", "respond"):
         if deps.decisions is None:
             return None  # nothing but the tasks to go by (as `permit`)
-        decided = decided_task(call, deps, thread_id)
+        records = gate_reads({}, deps, thread_id, [id_of(call)], config, runtime)[1]
+        decided = decided_task(call, deps, thread_id, records)
         if decided and (decided["mode"], decided.get("note")) == (mode, task.get("note")):
             return None
     elif mode == "skip":

@@ -134,11 +134,9 @@ def call_model(
 
 def logged(deps: AgentDeps, thread_id: str, call_ids: Sequence[str]) -> set[str]:
     """Which of `call_ids` the thread's decision log or journal holds a call under."""
-    found = set() if deps.decisions is None else deps.decisions.logged_ids(thread_id, call_ids)
-    rest = [i for i in call_ids if i not in found]
-    if rest and deps.journal is not None:
-        found |= deps.journal.logged_ids(thread_id, rest)
-    return found
+    if deps.decisions is not None:
+        return deps.decisions.logged_ids(thread_id, call_ids, deps.journal)
+    return set() if deps.journal is None else deps.journal.logged_ids(thread_id, call_ids)
 
 
 def stream_reply(

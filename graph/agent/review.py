@@ -32,10 +32,11 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from gatehouse.graph.agent.authority import decide, refusal
+from gatehouse.graph.agent.call_ids import id_of
 from gatehouse.graph.agent.context import RunContext
 from gatehouse.graph.agent.deps import AgentDeps
 from gatehouse.graph.agent.emit import decided_by, thread_of, visiting
-from gatehouse.graph.agent.gate import split_turn
+from gatehouse.graph.agent.gate import keep_read, split_turn
 from gatehouse.graph.agent.policy import Grant, Verdict
 from gatehouse.graph.agent.state import AgentState
 from gatehouse.graph.agent.tool_call import args_problem, finished
@@ -65,7 +66,7 @@ def review(
     """ONE interrupt for a turn's gated calls; approved or edited ones get a `run_tool`
     task each, the others their ToolMessage here. Every decision is recorded first."""
     thread_id = thread_of(config)
-    now, gated = split_turn(state, deps, thread_id, runtime, reviewing=True)
+    now, gated = split_turn(state, deps, thread_id, runtime, reviewing=True, config=config)
     # Calls already run (a replay from before they ran): their journaled result, no card.
     sends: list[Send] = [
         Send("run_tool", {**task, "moves_on": True}) for task in now if task.get("replayed")
@@ -77,7 +78,7 @@ def review(
     who, visitor = decided_by(config), visiting(config)
     with answering(request, deps.tools, actor=who["actor"], visitor=visitor) as schema:
         answer = interrupt(request, response_schema=schema)
-    decide(
+    reads = decide(
         deps,
         config,
         "review",
@@ -85,7 +86,10 @@ def review(
         request_id=request_id(config),
         who=who,
         visitor=visitor,
+        read_back=True,
     )
+    if reads is not None:  # what the approved calls' tasks read next: nothing is newer
+        keep_read(config, runtime, thread_id, [id_of(call) for call, _ in gated], reads)
     messages: list[ToolMessage] = []
     grants: list[dict[str, Any]] = []
     for (call, _), decision in zip(gated, answer.decisions, strict=True):

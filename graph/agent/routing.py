@@ -19,7 +19,7 @@ from gatehouse.graph.agent.call_ids import id_of
 from gatehouse.graph.agent.context import RunContext, cancelled
 from gatehouse.graph.agent.deps import AgentDeps
 from gatehouse.graph.agent.emit import thread_of
-from gatehouse.graph.agent.gate import auto_approving, gate_reads, split_turn
+from gatehouse.graph.agent.gate import auto_approving, gate_reads, keep_read, split_turn
 from gatehouse.graph.agent.history import last_ai, unanswered
 from gatehouse.graph.agent.run_end import STOPPED_BY_PERSON
 from gatehouse.graph.agent.state import AgentState
@@ -55,7 +55,9 @@ def dispatch(state: AgentState, config: RunnableConfig, *, deps: AgentDeps) -> l
             for c in unanswered(state)
         ] or ["model"]
     thread_id = thread_of(config)
-    reads = gate_reads(state, deps, thread_id, [id_of(c) for c in unanswered(state)])
+    ids = [id_of(c) for c in unanswered(state)]
+    reads = gate_reads(state, deps, thread_id, ids, config, runtime)
+    keep_read(config, runtime, thread_id, ids)  # the review and free calls next: one read
     auto = auto_approving(runtime, deps, reads[0])
     now, gated = split_turn(state, deps, thread_id, runtime, auto=auto, reads=reads)
     targets: list[Send | str] = [Send("run_tool", {**task, "moves_on": not gated}) for task in now]

@@ -2,9 +2,9 @@
 pending write, never re-run on resume.
 
 A call with side effects is journaled before and after it runs, bound to its id, tool
-and canonical arguments. The row is read first, as the node re-runs from its start
-when an "outcome unknown" interrupt is answered: finished, the stored result answers;
-started, never finished, the person is asked. A gated call runs only on a recorded
+and canonical arguments. The claim comes first, and finds the row already there when
+the node re-runs (from its start, when an "outcome unknown" interrupt is answered):
+finished, the stored result answers; started, never finished, the person is asked. A gated call runs only on a recorded
 approval of exactly this call (or an auto-approval recorded here); a task that
 reaches the node any other way (a forged `Send`, a state edit) gets a notice only.
 """
@@ -28,7 +28,7 @@ from gatehouse.graph.agent import tool_messages as say
 from gatehouse.graph.agent.authority import ask_outcome, enter
 from gatehouse.graph.agent.call_ids import id_of
 from gatehouse.graph.agent.context import RunContext, context_of
-from gatehouse.graph.agent.deps import AgentDeps, JournalEntry
+from gatehouse.graph.agent.deps import AgentDeps, GateReads, JournalEntry
 from gatehouse.graph.agent.emit import decided_by, emit, thread_of
 from gatehouse.graph.agent.gate import (
     Approved,
@@ -42,6 +42,7 @@ from gatehouse.graph.agent.gate import (
     gate_reads,
     invalid_permit,
     judge,
+    keep_read,
     permit,
 )
 from gatehouse.graph.agent.offload import fit_output
@@ -93,7 +94,7 @@ def run_tool(
     elif isinstance(found, Invalid):
         task = {**task, "note": found.problem}
     elif isinstance(found, RunFree) and found.grant:
-        grant = record_grant_run(call, found.grant, config, deps)
+        grant = record_grant_run(call, found.grant, config, runtime, deps)
         decision = ALWAYS_ALLOWED if grant else None
     task = {**task, "grant": grant}  # only what the decision log says, whatever the task claimed
     ctx = context_of(runtime)
@@ -126,33 +127,21 @@ def run_call(
         and not (spec.risk == "read" and spec.idempotent)
     )
     thread_id = thread_of(config)
-    recorded = journal.find(thread_id, call) if journal is not None and journaled else None
-    if recorded is not None and recorded.finished and recorded.result is not None:
-        # The tool ran but the checkpoint never saw its result: use the stored one.
-        return _journaled_answer(call, recorded.result, "ok")
-    if recorded is not None and is_executing(thread_id, call):
-        # Running now in this process (another client resumed the same approval).
-        raise CallAlreadyStarted(
-            f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
-            "it was not run again here. Reload the thread to see its result."
-        )
-    if recorded is not None and journal is not None:
-        # Started, never finished: ask. One interrupt per crashed attempt, so a
-        # "run again" whose re-run crashed too is not replayed by the next resume.
-        for _ in range(max(1, recorded.attempts)):
-            answer = ask_outcome(
-                outcome_request(call, recorded), call, recorded.attempts, deps, config
-            )
-            if answer.type != "run_again":
-                msg = (
-                    say.responded(call, answer.message or "")
-                    if answer.type == "respond"
-                    else say.outcome_failed(call, answer.message)
-                )
-                journal.finish(thread_id, call, msg)
-                return _journaled_answer(call, msg, "responded")
     # A call waits for a slot (max_parallel_tools), announced once it really starts.
-    with deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext():
+    with (
+        deps.tool_slots.slot(thread_id) if mode == "run" else nullcontext(),
+        executing(thread_id, call) if journaled else nullcontext(False) as elsewhere,
+    ):
+        # The claim is atomic in the database: of two runs resuming one approval at
+        # once, the second finds the first's row here and never runs the call.
+        recorded = journal.claim(thread_id, call) if journal is not None and journaled else None
+        if recorded is not None and journal is not None:
+            answered = _claimed_before(call, recorded, elsewhere, config, deps)
+            if answered is not None:
+                return answered
+            journal.restart(thread_id, call, recorded.attempts)
+        if journaled:
+            crash.crash_point("before_tool")
         emit(
             ev.ToolStarted,
             call_id=call["id"],
@@ -162,8 +151,7 @@ def run_call(
             grant=task.get("grant"),
         )
         if mode == "run":
-            with executing(thread_id, call) if journaled else nullcontext():
-                msg, ms, status = _execute(task, config, deps, journaled, recorded, stop)
+            msg, ms, status = _execute(task, config, deps, journaled, stop)
         elif (answer_as := _ANSWERS.get(mode)) is None:  # refused by run_tool (answer_permit)
             raise ValueError(f"unknown tool task mode {mode!r}")
         else:
@@ -190,20 +178,11 @@ def _execute(
     config: RunnableConfig,
     deps: AgentDeps,
     journaled: bool,
-    recorded: JournalEntry | None,
     stop: threading.Event | None,
 ) -> tuple[ToolMessage, float, ToolStatus]:
-    """Claim the call in the journal, run it, record its result."""
+    """Run a claimed call, record its result."""
     call, journal, thread_id = task["call"], deps.journal, thread_of(config)
     tool = deps.tools.get(call["name"])
-    if journal is not None and journaled:
-        # The claim is atomic in the database: of two runs resuming one approval at
-        # once, the second gets CallAlreadyStarted here and never runs the call.
-        if recorded is None:
-            journal.start(thread_id, call)
-        else:
-            journal.restart(thread_id, call, recorded.attempts)
-        crash.crash_point("before_tool")
     start = time.perf_counter()
     msg = invoke_tool(tool, call, config, deps.tools, stop)
     ms = (time.perf_counter() - start) * 1000
@@ -223,6 +202,40 @@ def _execute(
         journal.finish(thread_id, call, msg)
         crash.crash_point("after_tool")
     return msg, ms, status
+
+
+def _claimed_before(
+    call: ToolCall,
+    recorded: JournalEntry,
+    elsewhere: bool,
+    config: RunnableConfig,
+    deps: AgentDeps,
+) -> dict[str, Any] | None:
+    """The answer for a call the journal held a row for already, or None: "run again"."""
+    thread_id, journal = thread_of(config), deps.journal
+    if recorded.finished and recorded.result is not None:
+        # The tool ran but the checkpoint never saw its result: use the stored one.
+        return _journaled_answer(call, recorded.result, "ok")
+    if elsewhere:
+        # Running now in this process (another client resumed the same approval).
+        raise CallAlreadyStarted(
+            f"{call['name']} (call {call['id']}) is running now for another run on thread {thread_id}; "
+            "it was not run again here. Reload the thread to see its result."
+        )
+    # Started, never finished: ask. One interrupt per crashed attempt, so a "run
+    # again" whose re-run crashed too is not replayed by the next resume.
+    for _ in range(max(1, recorded.attempts)):
+        answer = ask_outcome(outcome_request(call, recorded), call, recorded.attempts, deps, config)
+        if answer.type != "run_again":
+            msg = (
+                say.responded(call, answer.message or "")
+                if answer.type == "respond"
+                else say.outcome_failed(call, answer.message)
+            )
+            if journal is not None:
+                journal.finish(thread_id, call, msg)
+            return _journaled_answer(call, msg, "responded")
+    return None
 
 
 def _journaled_answer(call: ToolCall, msg: ToolMessage, status: ToolStatus) -> dict[str, Any]:
@@ -260,26 +273,31 @@ def record_auto_approval(
     if deps.decisions is None:
         return
     thread_id = thread_of(config)
-    grants = gate_reads({}, deps, thread_id, ())[0]
+    grants, records = gate_reads({}, deps, thread_id, [id_of(call)], config, runtime)
     auto = auto_approving(runtime, deps, grants)
-    verdict = judge(call, deps, thread_id, grants, runtime, auto=auto) if auto else None
+    verdict = (
+        judge(call, deps, thread_id, grants, runtime, auto=auto, records=records) if auto else None
+    )
     if not isinstance(verdict, AutoApproved):
         return  # already recorded (a re-run), or not auto-approved: permit decides
     message = f"auto-approved: auto-approve is on for this {verdict.by}"
-    _enter(call, config, deps, "review", AUTO_APPROVE, message)
+    reads = _enter(call, config, deps, "review", AUTO_APPROVE, message, read_back=True)
+    keep_read(config, runtime, thread_id, [id_of(call)], reads, ahead=0)  # `permit` reads it
 
 
 def record_grant_run(
-    call: ToolCall, grant: Grant, config: RunnableConfig, deps: AgentDeps
+    call: ToolCall,
+    grant: Grant,
+    config: RunnableConfig,
+    runtime: Runtime[RunContext] | None,
+    deps: AgentDeps,
 ) -> str | None:
     """Log that `grant` is why `call` runs, and return its label; None without a log, or
     when a person approved this very call (the grant came with that approval)."""
     if deps.decisions is None:
         return None
-    thread_id = thread_of(config)
-    if any(
-        r.question == "review" and r.runs for r in deps.decisions.approvals(thread_id, id_of(call))
-    ):
+    records = gate_reads({}, deps, thread_of(config), [id_of(call)], config, runtime)[1]
+    if any(r.question == "review" and r.runs for r in records):
         return None
     label = grant_label(grant.tool, grant.pattern)
     # The grant's own record says who gave it; this one, which run it let through.
@@ -295,7 +313,8 @@ def _enter(
     question: str,
     decision: str,
     message: str,
-) -> None:
+    read_back: bool = False,
+) -> GateReads | None:
     who = decided_by(config)
     record = DecisionRecord(
         thread_id=thread_of(config),
@@ -309,7 +328,7 @@ def _enter(
         actor=who["actor"],
         decided_at=time.time(),
     )
-    enter(deps.decisions, deps.policy, [record])
+    return enter(deps.decisions, deps.policy, [record], read_back=read_back)
 
 
 # -- the journaled calls this process executes now: a "started" row of one of them is
@@ -324,19 +343,16 @@ def _key(thread_id: str, call: ToolCall) -> tuple[str, str | None, str, str]:
 
 
 @contextmanager
-def executing(thread_id: str, call: ToolCall) -> Iterator[None]:
+def executing(thread_id: str, call: ToolCall) -> Iterator[bool]:
+    """Hold the call as executing here; yields whether another run held it already."""
     key = _key(thread_id, call)
     with _lock:
+        elsewhere = key in _running
         _running[key] += 1
     try:
-        yield
+        yield elsewhere
     finally:
         with _lock:
             _running[key] -= 1
             if _running[key] <= 0:
                 del _running[key]
-
-
-def is_executing(thread_id: str, call: ToolCall) -> bool:
-    with _lock:
-        return _key(thread_id, call) in _running

@@ -41,38 +41,54 @@ def entry_hash(prev_hash: str, seq: int, row: dict[str, Any]) -> str:
     return hashlib.sha256(f"{prev_hash}\n{seq}\n{canonical}".encode()).hexdigest()
 
 
-def _dicts(cursor: Any) -> list[dict[str, Any]]:
+def dicts(cursor: Any) -> list[dict[str, Any]]:
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
-def append(cur: Cursor, key: tuple[str, str, str, str]) -> None:
-    """Chain the decision row `key` (just inserted, in this transaction)."""
+def lock(cur: Cursor) -> None:
+    """Hold the chain's append lock until the transaction ends (before any `append`)."""
     if cur.dialect.postgres:  # SQLite's write transactions are serial already
         cur.execute(f"SELECT pg_advisory_xact_lock({PG_CHAIN_LOCK})")
-    cur.execute(
-        "SELECT * FROM gatehouse_decisions WHERE thread_id=? AND question=? AND tool_call_id=? "
-        "AND call_key=?",
-        key,
-    )
-    [row] = _dicts(cur)
-    cur.execute("SELECT seq, entry_hash FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1")
-    head = cur.fetchone()
-    seq, prev = (int(head[0]) + 1, str(head[1])) if head else (1, GENESIS)
-    cur.execute(
+
+
+# The chain's last entry, as two columns of a statement run under `lock` (the row
+# insert's RETURNING: no statement of its own).
+_LAST = "(SELECT {} FROM gatehouse_decision_chain ORDER BY seq DESC LIMIT 1)"
+TAIL = (
+    f"COALESCE({_LAST.format('seq')}, 0) AS chain_tail_seq, "
+    f"COALESCE({_LAST.format('entry_hash')}, '{GENESIS}') AS chain_tail_hash"
+)
+
+
+def tail(cur: Cursor) -> tuple[int, str]:
+    """The chain's last entry (seq, hash): (0, GENESIS) for an empty chain."""
+    seq, hashed = cur.execute(f"SELECT {TAIL}").fetchone()
+    return int(seq), str(hashed)
+
+
+def append(cur: Cursor, rows: Sequence[dict[str, Any]], last: tuple[int, str]) -> None:
+    """Chain decision rows (as stored: every column), just written in this transaction
+    under `lock`, in order, after the chain's `last` entry (read under the lock)."""
+    seq, prev = last
+    entries = []
+    for row in rows:
+        seq, hashed = seq + 1, entry_hash(prev, seq + 1, row)
+        entries.append((seq, *(row[k] for k in KEY), prev, hashed))
+        prev = hashed
+    cur.executemany(
         "INSERT INTO gatehouse_decision_chain(seq, thread_id, question, tool_call_id, call_key, prev_hash, "
         "entry_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (seq, *key, prev, entry_hash(prev, seq, row)),
+        entries,
     )
 
 
 def seal_existing(cur: Cursor) -> None:
     """Chain the rows of a log recorded before it had a chain (oldest first)."""
-    cur.execute(
-        "SELECT thread_id, question, tool_call_id, call_key FROM gatehouse_decisions ORDER BY decided_at"
-    )
-    for thread_id, question, call_id, key in cur.fetchall():
-        append(cur, (thread_id, question, call_id, key))
+    lock(cur)
+    rows = dicts(cur.execute("SELECT * FROM gatehouse_decisions ORDER BY decided_at"))
+    if rows:
+        append(cur, rows, tail(cur))
 
 
 # A decision row with its chain entry and the entry before it: what `vouched` checks.
@@ -90,7 +106,7 @@ def vouched(cur: Any) -> list[dict[str, Any]]:
     continues from the one before, in chain order: the gate never acts on a row inserted
     with SQL (no entry) or edited (its hash differs)."""
     found = []
-    for row in _dicts(cur):
+    for row in dicts(cur):
         seq, prev = int(row.pop("chain_seq")), str(row.pop("chain_prev"))
         stated, before = row.pop("chain_hash"), row.pop("chain_before")
         # Each turn reads the grants again: checked once per exact stored values.
@@ -129,12 +145,12 @@ class ChainCheck:
 
 def read_for_check(cur: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     cur.execute("SELECT * FROM gatehouse_decisions")
-    rows = _dicts(cur)
+    rows = dicts(cur)
     cur.execute(
         "SELECT seq, thread_id, question, tool_call_id, call_key, prev_hash, entry_hash "
         "FROM gatehouse_decision_chain ORDER BY seq"
     )
-    return rows, _dicts(cur)
+    return rows, dicts(cur)
 
 
 def check(rows: Sequence[dict[str, Any]], chain: Sequence[dict[str, Any]]) -> ChainCheck:

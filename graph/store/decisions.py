@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, Protocol
 
 from gatehouse.graph.protocol.decisions import (
     ALL_TOOLS,
@@ -32,10 +32,13 @@ from gatehouse.graph.store.binding import KEY_COLUMN, call_key, dumps, rebind
 from gatehouse.graph.store.database import Cursor, Table, among
 from gatehouse.graph.store.decision_chain import (
     CHAIN_SCHEMA,
+    TAIL,
     VOUCHED_SELECT,
     ChainCheck,
     append,
     check,
+    dicts,
+    lock,
     read_for_check,
     seal_existing,
     vouched,
@@ -68,15 +71,26 @@ _NAMES = COLUMNS.split(", ")
 KEY = ("thread_id", "question", "tool_call_id", KEY_COLUMN)
 # A row already there is kept, unless the chain never recorded it (written with SQL):
 # a forged row cannot block a real answer.
-INSERT = upsert(
-    "gatehouse_decisions",
-    (*_NAMES, KEY_COLUMN),
-    KEY,
-    update=[c for c in _NAMES if c not in KEY],
-    where="NOT EXISTS (SELECT 1 FROM gatehouse_decision_chain c WHERE "
-    + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
-    + ")",
+INSERT = (
+    upsert(
+        "gatehouse_decisions",
+        (*_NAMES, KEY_COLUMN),
+        KEY,
+        update=[c for c in _NAMES if c not in KEY],
+        where="NOT EXISTS (SELECT 1 FROM gatehouse_decision_chain c WHERE "
+        + " AND ".join(f"c.{k}=gatehouse_decisions.{k}" for k in KEY)
+        + ")",
+    )
+    + f" RETURNING *, {TAIL}"  # the row as stored, and the chain's tail under `lock`
 )
+
+
+_LOGGED = f"SELECT tool_call_id FROM gatehouse_decisions WHERE question <> '{LIFE_QUESTION}' AND thread_id=?"
+_JOURNALED = "SELECT tool_call_id FROM gatehouse_journal WHERE thread_id=?"
+
+
+class Logged(Protocol):
+    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]: ...
 
 
 def record_key(tool: str, args: Any, requested_args: Any) -> str:
@@ -94,11 +108,16 @@ def _row(record: DecisionRecord) -> tuple[Any, ...]:
 
 def insert_chained(cur: Cursor, records: Sequence[DecisionRecord]) -> None:
     """Append and chain decisions in the caller's transaction (one recorded already stays)."""
+    lock(cur)
+    written, last = [], None
     for record in records:
-        row = _row(record)
-        cur.execute(INSERT, row)
-        if cur.rowcount == 1:  # new: chained in the same transaction
-            append(cur, (row[0], row[1], row[2], row[-1]))
+        for row in dicts(cur.execute(INSERT, _row(record))):  # a row back: new, chained below
+            tail = (int(row.pop("chain_tail_seq")), str(row.pop("chain_tail_hash")))
+            last = last or tail
+            # As a read gives it back: SQLite's RETURNING gives a whole REAL as an integer.
+            written.append({**row, "decided_at": float(row["decided_at"])})
+    if last is not None:
+        append(cur, written, last)
 
 
 def record_of(row: Sequence[Any]) -> DecisionRecord:
@@ -170,6 +189,24 @@ def _legacy_key(row: Mapping[str, Any]) -> str:
     )
 
 
+# What the gate reads of the log: the grants in force, the records under some calls.
+GateReads = tuple[list[StandingGrant], list[DecisionRecord]]
+
+
+def _vouched(cur: Cursor, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+    """The thread's records passing `which` in its current life (after its last "life")."""
+    records = _chained(cur, f"d.question='{LIFE_QUESTION}' OR {which}", params)
+    begins = max((i for i, r in enumerate(records) if r.question == LIFE_QUESTION), default=-1)
+    return records[begins + 1 :]
+
+
+def _chained(cur: Cursor, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
+    """The thread's records passing `which` that the chain vouches for (one statement:
+    one state of both tables)."""
+    cur.execute(f"{VOUCHED_SELECT} WHERE d.thread_id=? AND ({which})", params)
+    return [record_of(tuple(r[c] for c in _NAMES)) for r in vouched(cur)]
+
+
 class Decisions(Table):
     """`gatehouse_decisions` and its hash chain (graph/store/decision_chain.py)."""
 
@@ -194,15 +231,37 @@ class Decisions(Table):
         with self._db.transaction() as cur:
             insert_chained(cur, records)
 
+    def record_and_read(self, records: Sequence[DecisionRecord]) -> GateReads:
+        """`record` one thread's decisions, then `gate_reads` of their calls in the same
+        transaction: what the gate reads the moment they are in."""
+        with self._db.transaction() as cur:
+            insert_chained(cur, records)
+            return self._gate_reads(cur, records[0].thread_id, [r.tool_call_id for r in records])
+
     def for_call(self, thread_id: str, tool_call_id: str) -> list[DecisionRecord]:
         return self._select(
             "AND thread_id=? AND tool_call_id=? ORDER BY decided_at", (thread_id, tool_call_id)
         )
 
-    def logged_ids(self, thread_id: str, tool_call_ids: Sequence[str]) -> set[str]:
-        """Which of these call ids the thread's log holds a record under."""
-        where = f"question <> '{LIFE_QUESTION}' AND thread_id=? AND "
-        return self._which("tool_call_id", tool_call_ids, where, (thread_id,))
+    def logged_ids(
+        self, thread_id: str, tool_call_ids: Sequence[str], journal: Logged | None = None
+    ) -> set[str]:
+        """Which of these call ids the thread's log holds a record under, or `journal` a
+        row under: one statement when the journal is on this database."""
+        ids = list(tool_call_ids)
+        if not ids:
+            return set()
+        sql = f"{_LOGGED} AND {among('tool_call_id', ids)}"
+        params: tuple[Any, ...] = (thread_id, *ids)
+        one_db = isinstance(journal, Table) and journal._db is self._db  # a Storage's
+        if one_db:
+            sql += f" UNION {_JOURNALED} AND {among('tool_call_id', ids)}"
+            params *= 2
+        found = {r[0] for r in self._db.rows(sql, params)}
+        rest = [i for i in ids if i not in found]
+        if journal is not None and not one_db and rest:
+            found |= journal.logged_ids(thread_id, rest)
+        return found
 
     def for_thread(self, thread_id: str) -> list[DecisionRecord]:
         return self._select("AND thread_id=? ORDER BY decided_at", (thread_id,))
@@ -244,27 +303,26 @@ class Decisions(Table):
         record for the same tool and value withdraws one."""
         return grants_in_force(thread_id, self._vouched("d.always_allow IS NOT NULL", (thread_id,)))
 
-    def gate_reads(
-        self, thread_id: str, call_ids: Sequence[str]
-    ) -> tuple[list[StandingGrant], list[DecisionRecord]]:
+    def gate_reads(self, thread_id: str, call_ids: Sequence[str]) -> GateReads:
         """`grants` and the `approvals` of every id in `call_ids`, in one query."""
+        with self._db.read() as cur:
+            return self._gate_reads(cur, thread_id, call_ids)
+
+    def _gate_reads(self, cur: Cursor, thread_id: str, call_ids: Sequence[str]) -> GateReads:
         ids = list(dict.fromkeys(call_ids))
         which = "d.always_allow IS NOT NULL"
         if ids:
             which += f" OR {among('d.tool_call_id', ids)}"
-        records = self._vouched(which, (thread_id, *ids))
+        records = _vouched(cur, which, (thread_id, *ids))
         return grants_in_force(thread_id, records), [r for r in records if r.tool_call_id in ids]
 
     def _vouched(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        records = self._chained(f"d.question='{LIFE_QUESTION}' OR {which}", params)
-        begins = max((i for i, r in enumerate(records) if r.question == LIFE_QUESTION), default=-1)
-        return records[begins + 1 :]
+        with self._db.read() as cur:
+            return _vouched(cur, which, params)
 
     def _chained(self, which: str, params: tuple[Any, ...]) -> list[DecisionRecord]:
-        """The thread's records passing `which` that the chain vouches for."""
-        with self._db.read() as cur:  # one statement: one state of both tables
-            cur.execute(f"{VOUCHED_SELECT} WHERE d.thread_id=? AND ({which})", params)
-            return [record_of(tuple(r[c] for c in _NAMES)) for r in vouched(cur)]
+        with self._db.read() as cur:
+            return _chained(cur, which, params)
 
     def verify(self) -> ChainCheck:
         """Check the hash chain: the first edited, inserted or deleted entry, if any."""

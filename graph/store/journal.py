@@ -37,12 +37,9 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS gatehouse_journal (
 
 COLUMNS = "thread_id, tool_call_id, name, args_json, status, started_at, finished_at, pid, result_json, attempts"
 KEY = ("thread_id", "tool_call_id", KEY_COLUMN)
-# A claim: the row, unless the call has one already.
-CLAIM = upsert(
-    "gatehouse_journal",
-    ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid", KEY_COLUMN),
-    KEY,
-)
+# A claim: the row, unless the call has one already (a row back: claimed).
+_CLAIMED = ("thread_id", "tool_call_id", "name", "args_json", "status", "started_at", "pid")
+CLAIM = upsert("gatehouse_journal", (*_CLAIMED, KEY_COLUMN), KEY) + " RETURNING 1"
 # Every column (a thread's import restores its rows whole).
 RESTORE_COLUMNS = (*COLUMNS.split(", "), KEY_COLUMN)
 # A result: the row finished (written whole if the claim is gone: a thread imported since).
@@ -115,11 +112,24 @@ class Journal(ThreadRows):
         """Which of these threads have a call that started and never finished."""
         return self._which("thread_id", thread_ids, "status='started' AND ")
 
+    def claim(self, thread_id: str, call: ToolCall) -> JournalEntry | None:
+        """Claim the call before it runs (None), in one statement; else the row already
+        there (`find`: finished, or started by a run that crashed or is running)."""
+        row = (thread_id, call["id"], call["name"], dumps(call["args"]), "started")
+        # Postgres: the statement commits on its own; SQLite: BEGIN IMMEDIATE (database.py).
+        with self._db.read() if self.dialect.postgres else self._db.transaction() as cur:
+            claimed = cur.execute(CLAIM, (*row, time.time(), os.getpid(), key_of(call)))
+            if claimed.fetchall():
+                return None
+        found = self.find(thread_id, call)
+        if found is None:  # the row of another call whose key is the same digest
+            raise already_started(thread_id, call)
+        return found
+
     def start(self, thread_id: str, call: ToolCall) -> None:
         """Claim the call before it runs; a second claimant (two clients resuming one
         approval) gets `CallAlreadyStarted` and must not run it."""
-        row = (thread_id, call["id"], call["name"], dumps(call["args"]), "started")
-        if self._db.run(CLAIM, (*row, time.time(), os.getpid(), key_of(call))) != 1:
+        if self.claim(thread_id, call) is not None:
             raise already_started(thread_id, call)
 
     def restart(self, thread_id: str, call: ToolCall, attempts: int) -> None:
