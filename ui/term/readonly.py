@@ -197,16 +197,18 @@ def pending(db: str | None = None, as_json: bool = False) -> None:
         waiting = reader.awaiting()
         pauses = reader.pending_many([i.thread_id for i in waiting])
         items = [(i, p) for i in waiting if (p := pauses.get(i.thread_id)) is not None]
-    import gatehouse.ui.term.render as term
-
     if as_json:
+        from gatehouse.ui.term.card_json import pending_json
+
         rows = [
             {"thread_id": i.thread_id, "title": i.title, "pending_since": i.pending_since}
-            | term.pending_json(p)
+            | pending_json(p)
             for i, p in items
         ]
         print_json(rows)
         return
+    import gatehouse.ui.term.render as term
+
     if not items:
         out.print("Nothing is waiting for a decision.")
     for info, request in items:
