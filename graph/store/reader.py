@@ -6,6 +6,7 @@ rules (langgraph/pregel/_task_status.py), the transcript from the head (graph/st
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -69,6 +70,19 @@ def read_sqlite(path: str) -> SqliteDatabase:
         return conn
 
     return SqliteDatabase(None, connect=connect)
+
+
+@contextmanager
+def _uncollected() -> Iterator[None]:
+    """No garbage collection while cards are built: its passes over a Session's heap
+    found nothing to free and were 0.3-0.9 s of 10,000 cards (issue 58)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class ThreadReader:
@@ -191,8 +205,9 @@ class ThreadReader:
 
     def pending_many(self, thread_ids: Sequence[str]) -> dict[str, Pause | None]:
         """`pending` of many threads (the inbox's cards); `MalformedPause` as `pending`."""
-        asked = self._interrupts(list(dict.fromkeys(thread_ids)))
-        return {t: self._pause(t, interrupts) for t, interrupts in asked.items()}
+        with _uncollected():
+            asked = self._interrupts(list(dict.fromkeys(thread_ids)))
+            return {t: self._pause(t, interrupts) for t, interrupts in asked.items()}
 
     def _asked(self, writes: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
         finished = {w[0] for w in writes if w[3] not in CONTROL_WRITES}
